@@ -1,0 +1,147 @@
+"""Piecewise-stationary bandit environments as pure functions of ``(params, t, key)``.
+
+An environment never materialises ``runs x T x arms``: round ``t``'s loss vector is generated
+on demand from the environment's parameters and ``jax.random.fold_in(env_key, t)``, inside the
+simulation's scan, and regenerated the same way when a metric needs the losses of every arm.
+
+Segments: ``change_points = (c_1 < ... < c_{S-1})`` split rounds ``0..T-1`` into ``S``
+segments; round ``t`` lies in segment ``#{j : c_j <= t}``. Change points are either given
+(static, the paper's settings) or drawn per run (``random_change_points=True``: ``S - 1``
+distinct rounds uniform in ``1..T-1``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import checks
+
+BEST_ARM_ORDERS: tuple[str, ...] = ("sequential", "random")
+
+
+def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
+    """Change points of ``num_segments`` equal segments (``T = 4096, S = 4``: 1024, 2048, 3072)."""
+    checks.check_int("num_segments", num_segments, minimum=1)
+    if num_segments > horizon:
+        raise ValueError(f"num_segments={num_segments} exceeds horizon={horizon}")
+    return tuple(int(round(j * horizon / num_segments)) for j in range(1, num_segments))
+
+
+def validate_change_points(change_points: object, horizon: int) -> tuple[int, ...]:
+    """Strictly increasing ints in ``[1, horizon - 1]``; errors name the offending value."""
+    try:
+        points = tuple(change_points)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"change_points must be a sequence of ints, got {change_points!r}") from None
+    for c in points:
+        if isinstance(c, bool) or not isinstance(c, int | np.integer):
+            raise TypeError(f"change_points must be ints, got {c!r} in {points!r}")
+        if not 1 <= c <= horizon - 1:
+            raise ValueError(
+                f"change point {c} is out of range: change_points must lie in [1, {horizon - 1}]"
+                f" for horizon={horizon}, got {points!r}"
+            )
+    if any(b <= a for a, b in zip(points, points[1:], strict=False)):
+        raise ValueError(f"change_points must be strictly increasing, got {points!r}")
+    return tuple(int(c) for c in points)
+
+
+@chex.dataclass(frozen=True)
+class SegmentParams:
+    """Per-run segment structure shared by the piecewise environments.
+
+    Attributes:
+      change_points: ``(S - 1,)`` int32, sorted rounds where a new segment starts.
+      best_arms: ``(S,)`` int32, the best arm of each segment.
+    """
+
+    change_points: jax.Array
+    best_arms: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class PiecewiseEnv:
+    """Static configuration common to piecewise-stationary environments.
+
+    Attributes:
+      num_arms: ``n`` (>= 2).
+      horizon: ``T`` (>= 2).
+      change_points: the given change points, or ``None`` for ``num_segments`` equal segments
+        (or, with ``random_change_points``, the number of points to draw).
+      num_segments: ``S`` when ``change_points`` is ``None``.
+      random_change_points: draw ``S - 1`` change points per run in :meth:`sample_params`.
+      best_arm_order: ``"sequential"`` (segment ``j``'s best arm is ``j mod n``, the paper's
+        setting) or ``"random"`` (uniform per segment, redrawn when it repeats the previous).
+    """
+
+    num_arms: int
+    horizon: int
+    change_points: tuple[int, ...] | None = None
+    num_segments: int = 4
+    random_change_points: bool = False
+    best_arm_order: str = "sequential"
+
+    name = "piecewise"
+
+    def __post_init__(self) -> None:
+        checks.check_int("num_arms", self.num_arms, minimum=2)
+        checks.check_int("horizon", self.horizon, minimum=2)
+        if self.change_points is None:
+            points = equal_change_points(self.horizon, self.num_segments)
+        else:
+            points = validate_change_points(self.change_points, self.horizon)
+        object.__setattr__(self, "change_points", points)
+        object.__setattr__(self, "num_segments", len(points) + 1)
+        checks.check_choice("best_arm_order", self.best_arm_order, BEST_ARM_ORDERS)
+
+    # --- segments ---------------------------------------------------------------------------
+    def _segment_params(self, key: jax.Array | None) -> SegmentParams:
+        s = self.num_segments
+        if key is None or not self.random_change_points:
+            points = jnp.asarray(self.change_points, jnp.int32).reshape(s - 1)
+        else:
+            draws = jax.random.choice(
+                jax.random.fold_in(key, 0), self.horizon - 1, (s - 1,), replace=False
+            )
+            points = jnp.sort(draws + 1).astype(jnp.int32)
+        if key is None or self.best_arm_order == "sequential":
+            best = jnp.arange(s, dtype=jnp.int32) % self.num_arms
+        else:
+            # Best arm differs from the previous segment's: shift by 1..n-1 each time.
+            first = jax.random.randint(jax.random.fold_in(key, 1), (1,), 0, self.num_arms)
+            steps = jax.random.randint(jax.random.fold_in(key, 2), (s - 1,), 1, self.num_arms)
+            best = (first[0] + jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(steps)]))
+            best = (best % self.num_arms).astype(jnp.int32)
+        return SegmentParams(change_points=points, best_arms=best)
+
+    def segment(self, params: Any, t: jax.Array) -> jax.Array:
+        """``()`` int32 index of the segment containing round ``t``."""
+        return jnp.searchsorted(params.change_points, t, side="right").astype(jnp.int32)
+
+    def best_arm(self, params: Any, t: jax.Array) -> jax.Array:
+        """``()`` int32, the arm with the smallest mean loss at round ``t``."""
+        return params.best_arms[self.segment(params, t)]
+
+    # --- interface every environment implements ---------------------------------------------
+    @property
+    def default_params(self) -> Any:
+        """Deterministic parameters (given change points, sequential best arms)."""
+        raise NotImplementedError
+
+    def sample_params(self, key: jax.Array) -> Any:
+        """Per-run parameters drawn from ``key`` (random change points / best arms / means)."""
+        raise NotImplementedError
+
+    def loss(self, params: Any, t: jax.Array, key: jax.Array) -> jax.Array:
+        """``(num_arms,)`` float32 losses in [0, 1] of round ``t``."""
+        raise NotImplementedError
+
+    def mean_loss(self, params: Any, t: jax.Array) -> jax.Array:
+        """``(num_arms,)`` expected losses of round ``t``."""
+        raise NotImplementedError

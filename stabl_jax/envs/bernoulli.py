@@ -1,0 +1,59 @@
+"""Stochastic Bernoulli arms whose means change at change points.
+
+Segment ``j`` has mean losses ``mu_j in [0, 1]^n``: every arm has mean loss ``mean``, except the
+segment's best arm, whose mean loss is ``mean - gap``. Round ``t``'s losses are independent
+``Bernoulli(mu_{j(t)})`` draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks
+from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
+
+
+@dataclasses.dataclass(frozen=True)
+class PiecewiseBernoulli(PiecewiseEnv):
+    """Bernoulli losses with a best arm that changes at change points.
+
+    Attributes:
+      mean: mean loss of every non-best arm.
+      gap: the best arm's mean loss is ``mean - gap`` (``0 < gap <= mean``).
+
+    Example:
+      >>> import jax
+      >>> env = PiecewiseBernoulli(num_arms=4, horizon=100, change_points=(50,))
+      >>> [float(x) for x in env.mean_loss(env.default_params, 60)]
+      [0.5, 0.30000001192092896, 0.5, 0.5]
+    """
+
+    mean: float = 0.5
+    gap: float = 0.2
+
+    name = "bernoulli"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_probability("mean", self.mean)
+        checks.check_probability("gap", self.gap)
+        if not 0.0 < self.gap <= self.mean:
+            raise ValueError(f"gap must be in (0, mean={self.mean}], got {self.gap}")
+
+    @property
+    def default_params(self) -> SegmentParams:
+        return self._segment_params(None)
+
+    def sample_params(self, key: jax.Array) -> SegmentParams:
+        return self._segment_params(key)
+
+    def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
+        means = jnp.full((self.num_arms,), self.mean, jnp.float32)
+        return means.at[self.best_arm(params, t)].add(-self.gap)
+
+    def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
+        draws = jax.random.bernoulli(key, self.mean_loss(params, t))
+        return draws.astype(jnp.float32)

@@ -1,0 +1,70 @@
+"""The paper's expert-advice environment (Section "Learning from Expert Advice").
+
+Round ``t`` draws a baseline reward ``r~_{t,i} ~ U[0, 0.5)`` for every arm and adds 0.5 to the
+current segment's best arm. The learner receives the loss ``l_{t,i} = 1 - r_{t,i}`` (one
+conversion, :func:`stabl_jax.estimators.reward_to_loss`), so the best arm's mean loss is 0.25 and
+every other arm's is 0.75.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks, estimators
+from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpertAdvice(PiecewiseEnv):
+    """Piecewise-stationary expert advice with uniform baseline rewards.
+
+    Attributes:
+      baseline_high: baseline rewards are ``U[0, baseline_high)`` (paper: 0.5).
+      bonus: added to the best arm's reward (paper: 0.5). ``baseline_high + bonus <= 1``.
+
+    Example:
+      >>> import jax
+      >>> env = ExpertAdvice(num_arms=30, horizon=4096)
+      >>> env.change_points
+      (1024, 2048, 3072)
+      >>> env.loss(env.default_params, 0, jax.random.key(0)).shape
+      (30,)
+    """
+
+    baseline_high: float = 0.5
+    bonus: float = 0.5
+
+    name = "expert_advice"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_probability("baseline_high", self.baseline_high)
+        checks.check_probability("bonus", self.bonus)
+        if self.baseline_high + self.bonus > 1.0:
+            raise ValueError(
+                f"baseline_high + bonus must be <= 1 so that rewards stay in [0, 1], got "
+                f"{self.baseline_high} + {self.bonus}"
+            )
+
+    @property
+    def default_params(self) -> SegmentParams:
+        return self._segment_params(None)
+
+    def sample_params(self, key: jax.Array) -> SegmentParams:
+        return self._segment_params(key)
+
+    def reward(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
+        """``(num_arms,)`` rewards ``r_t`` in [0, 1)."""
+        base = jax.random.uniform(key, (self.num_arms,), jnp.float32, 0.0, self.baseline_high)
+        best = self.best_arm(params, t)
+        return base.at[best].add(self.bonus)
+
+    def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
+        return estimators.reward_to_loss(self.reward(params, t, key))
+
+    def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
+        mean_reward = jnp.full((self.num_arms,), 0.5 * self.baseline_high, jnp.float32)
+        return estimators.reward_to_loss(mean_reward.at[self.best_arm(params, t)].add(self.bonus))

@@ -1,0 +1,69 @@
+"""One-sparse importance-weighted estimators and the reward/loss convention.
+
+Losses are the library's currency: environments emit losses in [0, 1] and learners receive
+losses at their queried arms. A learner with ``feedback="reward"`` converts an observed loss
+``l`` to the gain ``g = 1 - l`` here, and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+
+Feedback = Literal["loss", "reward"]
+FEEDBACKS: tuple[str, ...] = ("loss", "reward")
+
+
+def loss_to_reward(loss: jax.Array) -> jax.Array:
+    """``r = 1 - l``: the single place where a loss in [0, 1] becomes a reward in [0, 1]."""
+    return 1.0 - loss
+
+
+reward_to_loss = loss_to_reward  # the map is its own inverse
+
+
+def signed_estimate(observed_loss: jax.Array, prob: jax.Array, feedback: Feedback) -> jax.Array:
+    """Value of the one-sparse estimator at the observed arm, signed as a gain.
+
+    With ``x'`` drawn from ``z``, the estimator of Algorithm 1, line 11 is
+    ``l_hat = 1[i = x'] l(x') / z(x')``; it is unbiased: ``E[l_hat] = l``. This returns
+
+    - ``feedback="loss"``:   ``s = -l(x') / z(x')``   (so that ``+s`` is the update direction),
+    - ``feedback="reward"``: ``s = (1 - l(x')) / z(x')``, the unbiased gain estimate.
+
+    Multiplicative-weight updates then read ``log w_i += eta * s * 1[i = x']`` in both cases.
+
+    Args:
+      observed_loss: ``()`` loss in [0, 1] at the observed arm.
+      prob: ``()`` probability with which that arm was drawn (> 0).
+      feedback: ``"loss"`` or ``"reward"`` (static).
+    """
+    if feedback == "loss":
+        return -observed_loss / prob
+    if feedback == "reward":
+        return loss_to_reward(observed_loss) / prob
+    raise ValueError(f"feedback must be one of {FEEDBACKS}, got {feedback!r}")
+
+
+def exp3_log_update(
+    log_probs: jax.Array, arm: jax.Array, value: jax.Array, eta: jax.Array
+) -> jax.Array:
+    """EXP3 update of Algorithm 2, line 5 in the log domain, for one or many experts.
+
+    ``y(i) = w(i) exp(eta * s * 1[i = arm])``, ``w <- y / ||y||_1`` where ``s`` is the signed
+    estimate of :func:`signed_estimate`. Only entry ``arm`` moves before renormalisation: a
+    gather and a scatter, never a one-hot product over all arms.
+
+    Args:
+      log_probs: ``(..., n)`` normalised log-probabilities.
+      arm: ``()`` int32 index of the observed arm.
+      value: ``()`` signed estimate ``s``.
+      eta: ``(...)`` learning rate(s), one per leading index.
+
+    Returns:
+      ``(..., n)`` normalised log-probabilities.
+    """
+    bumped = log_probs.at[..., arm].add(eta * value)
+    return bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)

@@ -1,0 +1,250 @@
+"""StABL: the Strongly Adaptive Bandit Learner (Algorithm 1 of Lu, Zhang, Chen, Zhang, Woodruff
+and Hazan, "Adaptive Regret for Bandits Made Possible: Two Queries Suffice", ICLR 2024).
+
+A multiplicative-weights meta-learner over ``B`` EXP3 experts (Algorithm 2), expert ``k``
+restarted every ``L_k`` rounds. Two queries per round: the played arm ``x_t`` and an observed
+arm ``x'_t`` drawn from the importance distribution ``P(t)``; only ``x'_t`` feeds learning.
+
+Choices where the paper is ambiguous (each documented where it is made):
+
+==============================  =================================================================
+paper                           stabl_jax
+==============================  =================================================================
+rounds ``tau = 1..T``           0-based ``t = 0..T-1``; expert ``k`` restarts when
+                                ``(t + round_offset) % L_k == 0``. ``round_offset=0`` (default):
+                                every expert is active from ``t = 0`` on full blocks
+                                ``[s L_k, (s+1) L_k - 1]``, ``s >= 0``. ``round_offset=1`` is the
+                                literal ``2^k | tau + 1`` with ``tau = t + 1``; the first block
+                                of each expert is then one round short (the paper leaves experts
+                                undefined before their first interval ``[2^k, 2^{k+1} - 1]``).
+``k`` from ``2 + log log T``    ``k = ceil(2 + log2 log2 T) .. floor(log2 T)`` (base 2);
+to ``log T``                    ``B`` = the number of such ``k`` (line 3's formula is not an
+                                integer; only this ``B`` makes ``P(t)`` a distribution).
+``eta_k = min{1/2 sqrt n,       ``eta_k = min(1/(2 sqrt n), 1/sqrt(n L_k))`` (read as
+1/sqrt(n 2^k)}`` (line 6)       ``1/(2 sqrt n)``: ``(1/2) sqrt n`` would never be the minimum).
+expert learning rate            the Lemma's ``sqrt(ln n / (L_k n C))`` with ``C = 2B`` (from
+(not stated)                    ``P(t) >= v(t,k)/(2B)``, Step 2 of the proof); the proof sketch's
+                                ``C = 2 log T`` (``log2``) is ``expert_c="2logT"``.
+weights non-negative            needs ``eta_k * 2B <= 1`` (importance) or ``eta_k * n <= 1``
+                                (uniform observation); the paper's ``eta_k`` guarantees it only
+                                for ``n >~ log T``. When ``1 + eta_k r~_t(k) <= 0`` the weight is
+                                set to 0 (log weight ``-inf``): the expert is muted until its
+                                next restart; ``state.num_muted`` counts such events.
+"StABL Naive" (uniform x'_t)    ``observation="uniform"``: only line 9's distribution changes
+                                (``P(t) = 1/n``); every step size stays as above.
+"rewards instead of losses"     ``feedback="reward"``: see below.
+==============================  =================================================================
+
+Reward feedback. The environment still emits losses ``l`` in [0, 1]; the learner uses the gain
+``g = 1 - l``. With ``g_hat = 1[i = x'_t] g(x'_t) / P(t)_{x'_t}`` the experts update
+``v(t+1,k) ∝ v(t,k) exp(+eta'_k g_hat)`` and the meta-learner uses the gain of expert ``k`` over
+the mixture, ``r~_t(k) = g_hat^T v(t,k) - g_hat^T sum_j p(t)_j v(t,j)``, in the same update
+``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))``. In expectation this is the loss algorithm
+(``E[g_hat] = 1 - l``); only the variance of the estimates differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import checks, estimators, intervals, sampling
+from stabl_jax.learners.base import BanditLearner, BanditQuery
+
+OBSERVATIONS: tuple[str, ...] = ("importance", "uniform")
+EXPERT_CS: tuple[str, ...] = ("2B", "2logT")
+
+
+@chex.dataclass(frozen=True)
+class StABLParams:
+    """Sweepable numbers of :class:`StABL`.
+
+    Attributes:
+      expert_lr_scale: ``()`` multiplies every expert's learning rate ``eta'_k``.
+      meta_lr_scale: ``()`` multiplies every meta step size ``eta_k`` (also the restart
+        weight ``w(k) = eta_k``, line 13).
+    """
+
+    expert_lr_scale: jax.Array
+    meta_lr_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class StABLState:
+    t: jax.Array  # () int32, rounds played so far
+    expert_log_probs: jax.Array  # (B, num_arms) float, log v(t, k), each row normalised
+    meta_log_weights: jax.Array  # (B,) float, log w_t(k), unnormalised; -inf = muted
+    num_muted: jax.Array  # () int32, meta updates that hit 1 + eta_k r~ <= 0 so far
+    params: StABLParams
+
+
+@dataclasses.dataclass(frozen=True)
+class StABL(BanditLearner):
+    """Strongly Adaptive Bandit Learner (Algorithm 1), two queries per round.
+
+    Per round ``t`` (line numbers of Algorithm 1):
+
+    - (8) ``p(t) = w_t / W_t``; the play distribution is ``mix = sum_k p(t)_k v(t,k)``.
+    - (9) ``P(t)_i = max_k v(t,k)_i^2 / (2 sum_j max_k v(t,k)_j^2) + sum_k v(t,k)_i / (2B)``.
+    - (10) ``x_t ~ mix`` is played, ``x'_t ~ P(t)`` is observed.
+    - (11) ``l_hat_t = 1[i = x'_t] l_t(x'_t) / P(t)_{x'_t}``.
+    - (12) every expert: ``v(t+1,k) ∝ v(t,k) exp(-eta'_k l_hat_t)`` (Algorithm 2).
+    - (13) ``r~_t(k) = l_hat_t^T mix - l_hat_t^T v(t,k)``;
+      ``w_{t+1}(k) = eta_k`` if expert ``k`` restarts at ``t + 1``, else
+      ``w_t(k) (1 + eta_k r~_t(k))``; a restarting expert also resets ``v`` to uniform.
+
+    Weights are kept in the log domain: expert rows are renormalised every round, meta
+    weights are not (their absolute size matters against the restart value ``eta_k``; the
+    paper's pseudo-weights ``w/eta`` sum to at most ``t (log t + 1)``, so they stay small).
+
+    Attributes:
+      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k`` (see
+        :func:`stabl_jax.intervals.geometric_history_lengths`). Lengths need not be powers of
+        two (the paper's hyperparameter experiment uses 20, 40, ..., 2560).
+      observation: ``"importance"`` (``P(t)``, line 9) or ``"uniform"`` (StABL Naive).
+      feedback: ``"loss"`` (Algorithm 1) or ``"reward"`` (the paper's experiments; see the
+        module docstring).
+      expert_c: constant ``C`` in the experts' learning rate, ``"2B"`` or ``"2logT"``.
+      round_offset: 0 (default) or 1 (the paper's 1-based restart rule); module docstring.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = StABL(num_arms=5, horizon=64)
+      >>> learner.history_lengths, learner.num_queries
+      ((16, 32, 64), 2)
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> info.arms.shape
+      (2,)
+    """
+
+    history_lengths: tuple[int, ...] | None = None
+    observation: str = "importance"
+    feedback: str = "loss"
+    expert_c: str = "2B"
+    round_offset: int = 0
+
+    num_queries: ClassVar[int] = 2
+    name: ClassVar[str] = "stabl"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.history_lengths is None:
+            lengths = intervals.geometric_history_lengths(self.horizon)
+        else:
+            lengths = intervals.validate_history_lengths(self.history_lengths)
+        object.__setattr__(self, "history_lengths", lengths)
+        checks.check_choice("observation", self.observation, OBSERVATIONS)
+        checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
+        checks.check_choice("expert_c", self.expert_c, EXPERT_CS)
+        checks.check_choice("round_offset", self.round_offset, (0, 1))
+
+    # --- static quantities ------------------------------------------------------------------
+    @property
+    def num_experts(self) -> int:
+        """``B``, the number of history lengths."""
+        return len(self.history_lengths)  # type: ignore[arg-type]
+
+    def base_meta_step_sizes(self) -> np.ndarray:
+        """``(B,)`` ``eta_k = min(1/(2 sqrt n), 1/sqrt(n L_k))`` (line 6), before scaling."""
+        n = self.num_arms
+        lengths = np.asarray(self.history_lengths, dtype=np.float64)
+        return np.minimum(1.0 / (2.0 * math.sqrt(n)), 1.0 / np.sqrt(n * lengths))
+
+    def base_expert_learning_rates(self) -> np.ndarray:
+        """``(B,)`` ``eta'_k = sqrt(ln n / (L_k n C))`` (the Lemma), before scaling."""
+        n = self.num_arms
+        c = 2.0 * self.num_experts if self.expert_c == "2B" else 2.0 * math.log2(self.horizon)
+        lengths = np.asarray(self.history_lengths, dtype=np.float64)
+        return np.sqrt(math.log(n) / (lengths * n * c))
+
+    @property
+    def default_params(self) -> StABLParams:
+        f = self.float_dtype
+        return StABLParams(expert_lr_scale=jnp.asarray(1.0, f), meta_lr_scale=jnp.asarray(1.0, f))
+
+    def _meta_step_sizes(self, params: StABLParams) -> jax.Array:
+        return params.meta_lr_scale * jnp.asarray(self.base_meta_step_sizes(), self.float_dtype)
+
+    # --- the contract -----------------------------------------------------------------------
+    def init(self, key: jax.Array, params: StABLParams | None = None) -> StABLState:
+        del key
+        params = self._resolve_params(params)
+        b, n = self.num_experts, self.num_arms
+        return StABLState(
+            t=jnp.zeros((), jnp.int32),
+            expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
+            meta_log_weights=jnp.log(self._meta_step_sizes(params)),
+            num_muted=jnp.zeros((), jnp.int32),
+            params=params,
+        )
+
+    def distributions(self, state: StABLState) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The round's distributions, lines 8-9.
+
+        Returns:
+          ``(v, mix, P)``: expert probabilities ``(B, n)``, play distribution
+          ``mix = sum_k p(t)_k v(t,k)`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
+        """
+        v = jnp.exp(state.expert_log_probs)
+        meta = jax.nn.softmax(state.meta_log_weights)
+        mix = meta @ v
+        if self.observation == "importance":
+            top = jnp.max(v, axis=0)
+            top_sq = top * top
+            obs = 0.5 * top_sq / jnp.sum(top_sq) + jnp.sum(v, axis=0) / (2.0 * self.num_experts)
+        else:
+            obs = jnp.full((self.num_arms,), 1.0 / self.num_arms, self.float_dtype)
+        return v, mix, obs
+
+    def ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
+        _, mix, obs = self.distributions(state)
+        u = sampling.uniforms(key, 2, self.float_dtype)
+        played = sampling.sample_index(mix, u[0])
+        observed = sampling.sample_index(obs, u[1])
+        return BanditQuery(
+            arms=jnp.stack([played, observed]),
+            play_probs=mix,
+            query_probs=jnp.stack([mix[played], obs[observed]]),
+        )
+
+    def tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
+        """Lines 11-13 from the observed arm's loss only (``observed[1]``; ``observed[0]``,
+        the played arm's loss, is suffered but never used for learning)."""
+        observed = self._observed(observed)
+        arm = query.arms[1]
+        value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
+        params = state.params
+
+        # Line 13: r~_t(k) = s * (v(t,k)_{x'} - mix_{x'}), s the signed (gain) estimate.
+        v_at_arm = jnp.exp(state.expert_log_probs[:, arm])
+        regret_gain = value * (v_at_arm - query.play_probs[arm])
+        eta = self._meta_step_sizes(params)
+        factor = 1.0 + eta * regret_gain
+        alive = factor > 0.0
+        log_factor = jnp.log(jnp.where(alive, factor, 1.0))
+        meta = jnp.where(alive, state.meta_log_weights + log_factor, -jnp.inf)
+
+        # Line 12: each expert is EXP3 (Algorithm 2) fed the same one-sparse estimate.
+        expert_eta = params.expert_lr_scale * jnp.asarray(
+            self.base_expert_learning_rates(), self.float_dtype
+        )
+        experts = estimators.exp3_log_update(state.expert_log_probs, arm, value, expert_eta)
+
+        # Restarts for round t + 1: fresh uniform expert, meta weight back to eta_k.
+        t_next = state.t + 1
+        restart = intervals.restart_mask(t_next, self.history_lengths, self.round_offset)
+        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
+        meta = jnp.where(restart, jnp.log(eta), meta)
+        return state.replace(
+            t=t_next,
+            expert_log_probs=experts.astype(self.float_dtype),
+            meta_log_weights=meta.astype(self.float_dtype),
+            num_muted=state.num_muted + jnp.sum(~alive, dtype=jnp.int32),
+        )

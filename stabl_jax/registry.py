@@ -1,0 +1,68 @@
+"""Registries of learners and environments, with gymnax-style ``make``.
+
+Entries are constructors (classes or ``functools.partial`` of one) keyed by name. Learner
+entries take ``num_arms`` and ``horizon`` plus their own options; the named variants fix the
+options that define them in the paper.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
+from stabl_jax.learners import EXP3, StABL, Uniform, auer_gamma
+
+
+def _exp3_uniform(num_arms: int, horizon: int, gamma: float | None = None, **kwargs: Any) -> EXP3:
+    """EXP3 with uniform exploration; ``gamma`` defaults to Auer et al.'s rate."""
+    if gamma is None:
+        gamma = auer_gamma(num_arms, horizon)
+    return EXP3(num_arms=num_arms, horizon=horizon, gamma=gamma, **kwargs)
+
+
+LEARNERS: dict[str, Callable[..., Any]] = {
+    "uniform": Uniform,
+    "exp3": EXP3,
+    "exp3_uniform": _exp3_uniform,
+    "stabl": StABL,
+    "stabl_naive": functools.partial(StABL, observation="uniform"),
+    "stabl_single_scale": functools.partial(StABL, history_lengths=(1024,)),
+}
+
+LEARNER_DESCRIPTIONS: dict[str, str] = {
+    "uniform": "plays uniformly at random, never learns (1 query)",
+    "exp3": "EXP3, Algorithm 2, learning rate from the Lemma (1 query)",
+    "exp3_uniform": "EXP3 mixed with uniform exploration, gamma of Auer et al. 2002 (1 query)",
+    "stabl": "StABL, Algorithm 1: geometric EXP3 experts + importance query P(t) (2 queries)",
+    "stabl_naive": "StABL with the observed arm drawn uniformly ('StABL Naive') (2 queries)",
+    "stabl_single_scale": "StABL with one history length, 1024 ('Single Scale') (2 queries)",
+}
+
+ENVS: dict[str, Callable[..., Any]] = {
+    "expert_advice": ExpertAdvice,
+    "bernoulli": PiecewiseBernoulli,
+}
+
+ENV_DESCRIPTIONS: dict[str, str] = {
+    "expert_advice": "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm",
+    "bernoulli": "Bernoulli losses; the best arm's mean is lower by `gap`, changing per segment",
+}
+
+
+def _lookup(registry: dict[str, Callable[..., Any]], kind: str, name: str) -> Callable[..., Any]:
+    try:
+        return registry[name]
+    except KeyError:
+        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}") from None
+
+
+def make(name: str, **kwargs: Any) -> Any:
+    """Construct the learner registered as ``name``: ``make("stabl", num_arms=30, horizon=4096)``."""
+    return _lookup(LEARNERS, "learner", name)(**kwargs)
+
+
+def make_env(name: str, **kwargs: Any) -> Any:
+    """Construct the environment registered as ``name``."""
+    return _lookup(ENVS, "environment", name)(**kwargs)

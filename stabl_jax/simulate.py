@@ -1,0 +1,262 @@
+"""Run any bandit learner against any environment: ``lax.scan`` over rounds inside ``vmap``
+over runs, in chunks of rounds.
+
+Randomness (typed keys, never reused):
+
+- run ``i``: ``run_key = fold_in(key, i)``; from it ``fold_in(run_key, 0)`` draws the
+  environment's per-run parameters, ``fold_in(run_key, 1)`` is the environment's key and
+  ``fold_in(run_key, 2)`` the learner's; round ``t`` uses ``fold_in(env_key, t)`` and
+  ``fold_in(learner_key, t)``.
+- So run ``i`` is the same whatever ``num_runs`` or chunk size, and two learners simulated with
+  the same ``key`` see identical losses in every run (paired comparisons).
+
+Nothing of size ``runs x T x arms`` is built: losses are generated inside the scan and the
+per-round outputs are scalars (plus the ``num_queries`` queried arms).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import checks
+
+TRACE_FIELDS: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "prob_best")
+_BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
+
+
+@chex.dataclass(frozen=True)
+class RunCarry:
+    """Per-run loop state (stacked on a leading runs axis)."""
+
+    state: Any  # the learner's state
+    env_params: Any  # the environment's per-run parameters
+    env_key: jax.Array  # () key, round t uses fold_in(env_key, t)
+    learner_key: jax.Array  # () key, round t uses fold_in(learner_key, t)
+
+
+@dataclasses.dataclass
+class SimResult:
+    """Traces of a simulation, on the host.
+
+    Attributes:
+      played: ``(R, T)`` int32 played arm ``x_t``.
+      arms: ``(R, T, num_queries)`` int32 every queried arm (``arms[..., 0] == played``).
+      loss: ``(R, T)`` float32 suffered loss ``l_t(x_t)``.
+      expected_loss: ``(R, T)`` float32 ``<play_probs_t, l_t>``.
+      prob_best: ``(R, T)`` float32 play probability of the arm with the smallest mean loss.
+      carry: the final :class:`RunCarry` (learner states, env params and keys, runs-leading).
+      compile_seconds: time spent compiling the chunk program(s).
+      run_seconds: time spent running them (excluding compilation).
+    """
+
+    played: np.ndarray
+    arms: np.ndarray
+    loss: np.ndarray
+    expected_loss: np.ndarray
+    prob_best: np.ndarray
+    carry: RunCarry
+    compile_seconds: float
+    run_seconds: float
+
+    @property
+    def num_runs(self) -> int:
+        return int(self.played.shape[0])
+
+    @property
+    def horizon(self) -> int:
+        return int(self.played.shape[1])
+
+    def traces(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in TRACE_FIELDS}
+
+
+def run_keys(key: jax.Array, num_runs: int) -> jax.Array:
+    """``(num_runs,)`` keys ``fold_in(key, i)``."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_runs, dtype=jnp.uint32))
+
+
+def params_axes(params: Any) -> Any:
+    """vmap axes for a params pytree: leaves with a leading axis are per run, scalars shared."""
+    return jax.tree.map(lambda x: 0 if jnp.ndim(x) > 0 else None, params)
+
+
+def _init_one(learner: Any, env: Any, run_key: jax.Array, params: Any) -> RunCarry:
+    return RunCarry(
+        state=learner.init(jax.random.fold_in(run_key, 3), params),
+        env_params=env.sample_params(jax.random.fold_in(run_key, 0)),
+        env_key=jax.random.fold_in(run_key, 1),
+        learner_key=jax.random.fold_in(run_key, 2),
+    )
+
+
+@partial(jax.jit, static_argnames=("learner", "env"))
+def init_runs(learner: Any, env: Any, keys: jax.Array, params: Any) -> RunCarry:
+    """Stacked :class:`RunCarry` for runs with ``keys``; ``params`` shared or per run."""
+    return jax.vmap(partial(_init_one, learner, env), in_axes=(0, params_axes(params)))(
+        keys, params
+    )
+
+
+def _round(learner: Any, env: Any, carry: RunCarry, t: jax.Array) -> tuple[RunCarry, dict]:
+    loss = env.loss(carry.env_params, t, jax.random.fold_in(carry.env_key, t))
+    state, info = learner.step(carry.state, loss, jax.random.fold_in(carry.learner_key, t))
+    best = env.best_arm(carry.env_params, t)
+    out = {
+        "played": info.arms[0],
+        "arms": info.arms,
+        "loss": info.loss.astype(jnp.float32),
+        "expected_loss": info.expected_loss.astype(jnp.float32),
+        "prob_best": info.play_probs[best].astype(jnp.float32),
+    }
+    return carry.replace(state=state), out
+
+
+def _chunk_one(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: int):
+    ts = t0 + jnp.arange(length, dtype=jnp.int32)
+    return jax.lax.scan(partial(_round, learner, env), carry, ts)
+
+
+@partial(jax.jit, static_argnames=("learner", "env", "length"))
+def run_chunk(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: int):
+    """Advance every run by ``length`` rounds from round ``t0``.
+
+    Returns ``(carry, outputs)`` with outputs of shape ``(R, length, ...)``.
+    """
+    return jax.vmap(partial(_chunk_one, learner, env), in_axes=(0, None, None))(carry, t0, length)
+
+
+def auto_chunk_size(num_runs: int, horizon: int, budget_bytes: int = 256 * 2**20) -> int:
+    """Rounds per chunk so that one chunk's outputs stay under ``budget_bytes``."""
+    per_round = max(1, num_runs) * _BYTES_PER_ROUND
+    return int(max(1, min(horizon, budget_bytes // per_round)))
+
+
+def simulate(
+    learner: Any,
+    env: Any,
+    key: jax.Array,
+    num_runs: int,
+    *,
+    horizon: int | None = None,
+    params: Any = None,
+    chunk_size: int | None = None,
+    progress: bool | Callable[[int, int], None] = False,
+) -> SimResult:
+    """Simulate ``num_runs`` independent runs of ``learner`` on ``env``.
+
+    Args:
+      learner: a bandit learner (static; see :mod:`stabl_jax.learners.base`).
+      env: a bandit environment with the same ``num_arms``.
+      key: a typed PRNG key (``jax.random.key(seed)``).
+      num_runs: ``R`` (>= 1).
+      horizon: rounds to play; defaults to ``env.horizon``.
+      params: learner params; ``None`` uses ``learner.default_params``. Scalar leaves are
+        shared by all runs; leaves with a leading axis of size ``R`` give one value per run (a
+        hyperparameter sweep in one program).
+      chunk_size: rounds per compiled chunk; ``None`` picks one from a 256 MiB output budget.
+        Results are identical for every chunk size.
+      progress: show a tqdm bar per chunk (``True``), or a callback ``(done, total)``.
+
+    Returns:
+      A :class:`SimResult` with ``(R, T)`` traces.
+
+    Example:
+      >>> import jax
+      >>> from stabl_jax import StABL, ExpertAdvice, simulate
+      >>> env = ExpertAdvice(num_arms=5, horizon=64)
+      >>> res = simulate(StABL(num_arms=5, horizon=64), env, jax.random.key(0), num_runs=3)
+      >>> res.loss.shape
+      (3, 64)
+    """
+    num_runs = checks.check_int("num_runs", num_runs, minimum=1)
+    horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
+    if learner.num_arms != env.num_arms:
+        raise ValueError(
+            f"learner.num_arms={learner.num_arms} does not match env.num_arms={env.num_arms}"
+        )
+    if params is None:
+        params = learner.default_params
+    for leaf in jax.tree.leaves(params):
+        if jnp.ndim(leaf) > 0 and jnp.shape(leaf)[0] != num_runs:
+            raise ValueError(
+                f"per-run params must have leading axis num_runs={num_runs}, got shape "
+                f"{jnp.shape(leaf)}"
+            )
+    chunk = auto_chunk_size(num_runs, horizon) if chunk_size is None else chunk_size
+    chunk = checks.check_int("chunk_size", chunk, minimum=1)
+
+    keys = run_keys(key, num_runs)
+    carry = init_runs(learner, env, keys, params)
+    compiled: dict[int, Any] = {}
+    compile_s = run_s = 0.0
+    pieces: dict[str, list[np.ndarray]] = {name: [] for name in TRACE_FIELDS}
+    bar = _progress_bar(progress, horizon)
+    t0 = 0
+    while t0 < horizon:
+        length = min(chunk, horizon - t0)
+        t0_arr = jnp.asarray(t0, jnp.int32)
+        if length not in compiled:
+            start = time.perf_counter()
+            lowered = run_chunk.lower(learner, env, carry, t0_arr, length)
+            compiled[length] = lowered.compile()
+            compile_s += time.perf_counter() - start
+        start = time.perf_counter()
+        carry, out = compiled[length](carry, t0_arr)
+        out = jax.device_get(out)
+        run_s += time.perf_counter() - start
+        for name in TRACE_FIELDS:
+            pieces[name].append(np.asarray(out[name]))
+        t0 += length
+        bar(t0)
+    arrays = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
+    return SimResult(**arrays, carry=carry, compile_seconds=compile_s, run_seconds=run_s)
+
+
+def _progress_bar(progress: bool | Callable[[int, int], None], total: int) -> Callable[[int], None]:
+    if callable(progress):
+        return lambda done: progress(done, total)
+    if not progress:
+        return lambda done: None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, unit="round", leave=False)
+
+    def update(done: int) -> None:
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def regenerate_losses(env: Any, carry: RunCarry, t_start: int, t_stop: int) -> jax.Array:
+    """``(R, t_stop - t_start, n)`` losses of every arm, regenerated from the pure environment.
+
+    Use it on blocks of rounds/runs: the full ``R x T x n`` array is what the simulation
+    avoids building.
+    """
+    return _regenerate(env, carry.env_params, carry.env_key, t_start, t_stop - t_start)
+
+
+@partial(jax.jit, static_argnames=("env", "t_start", "length"))
+def _regenerate(env: Any, env_params: Any, env_keys: jax.Array, t_start: int, length: int):
+    ts = t_start + jnp.arange(length, dtype=jnp.int32)
+
+    def one_run(p: Any, k: jax.Array) -> jax.Array:
+        return jax.vmap(lambda t: env.loss(p, t, jax.random.fold_in(k, t)))(ts)
+
+    return jax.vmap(one_run)(env_params, env_keys)
+
+
+def num_chunks(horizon: int, chunk_size: int) -> int:
+    return math.ceil(horizon / chunk_size)

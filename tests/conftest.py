@@ -1,0 +1,36 @@
+"""Test configuration: strict rank promotion, tiny sizes, shared fixtures."""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+from stabl_jax import LEARNERS, ExpertAdvice, make  # noqa: E402
+
+NUM_ARMS = 5
+HORIZON = 64
+
+
+def small_learner(name: str, **kwargs):
+    """Registry entry ``name`` at a tiny size (Single Scale gets a length that fits T)."""
+    if name == "stabl_single_scale":
+        kwargs.setdefault("history_lengths", (16,))
+    return make(name, num_arms=kwargs.pop("num_arms", NUM_ARMS),
+                horizon=kwargs.pop("horizon", HORIZON), **kwargs)
+
+
+@pytest.fixture(params=sorted(LEARNERS))
+def learner_name(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def learner(learner_name):
+    return small_learner(learner_name)
+
+
+@pytest.fixture
+def env():
+    return ExpertAdvice(num_arms=NUM_ARMS, horizon=HORIZON, change_points=(20, 41))
