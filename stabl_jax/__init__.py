@@ -26,8 +26,8 @@ __all__ = [
     "StepInfo",
     "Uniform",
     "__version__",
-    "metrics",
     "make",
     "make_env",
+    "metrics",
     "simulate",
 ]

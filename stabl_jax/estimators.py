@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Literal
 
 import jax
-import jax.numpy as jnp
 
 Feedback = Literal["loss", "reward"]
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")

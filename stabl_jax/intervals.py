@@ -9,6 +9,7 @@ hyperparameter experiment uses 20, 40, ..., 2560).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import jax
@@ -59,7 +60,7 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     for length in out:
         if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 1:
             raise ValueError(f"history_lengths must be positive ints, got {out!r}")
-    if any(b <= a for a, b in zip(out, out[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(out)):
         raise ValueError(f"history_lengths must be strictly increasing, got {out!r}")
     return tuple(int(x) for x in out)
 

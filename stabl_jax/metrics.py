@@ -122,7 +122,7 @@ def moving_average(values: np.ndarray, window: int) -> np.ndarray:
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
     x = np.asarray(values, np.float64)
-    prefix = np.concatenate([np.zeros(x.shape[:-1] + (1,)), np.cumsum(x, axis=-1)], axis=-1)
+    prefix = np.concatenate([np.zeros((*x.shape[:-1], 1)), np.cumsum(x, axis=-1)], axis=-1)
     idx = np.arange(1, x.shape[-1] + 1)
     lo = np.maximum(idx - window, 0)
     return (prefix[..., idx] - prefix[..., lo]) / (idx - lo)

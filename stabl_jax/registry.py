@@ -59,7 +59,12 @@ def _lookup(registry: dict[str, Callable[..., Any]], kind: str, name: str) -> Ca
 
 
 def make(name: str, **kwargs: Any) -> Any:
-    """Construct the learner registered as ``name``: ``make("stabl", num_arms=30, horizon=4096)``."""
+    """Construct the learner registered as ``name``.
+
+    Example:
+      >>> make("stabl", num_arms=30, horizon=4096).history_lengths
+      (64, 128, 256, 512, 1024, 2048, 4096)
+    """
     return _lookup(LEARNERS, "learner", name)(**kwargs)
 
 

@@ -17,8 +17,12 @@ def small_learner(name: str, **kwargs):
     """Registry entry ``name`` at a tiny size (Single Scale gets a length that fits T)."""
     if name == "stabl_single_scale":
         kwargs.setdefault("history_lengths", (16,))
-    return make(name, num_arms=kwargs.pop("num_arms", NUM_ARMS),
-                horizon=kwargs.pop("horizon", HORIZON), **kwargs)
+    return make(
+        name,
+        num_arms=kwargs.pop("num_arms", NUM_ARMS),
+        horizon=kwargs.pop("horizon", HORIZON),
+        **kwargs,
+    )
 
 
 @pytest.fixture(params=sorted(LEARNERS))

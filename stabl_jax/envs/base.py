@@ -13,6 +13,7 @@ distinct rounds uniform in ``1..T-1``).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import chex
@@ -30,7 +31,7 @@ def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
     checks.check_int("num_segments", num_segments, minimum=1)
     if num_segments > horizon:
         raise ValueError(f"num_segments={num_segments} exceeds horizon={horizon}")
-    return tuple(int(round(j * horizon / num_segments)) for j in range(1, num_segments))
+    return tuple(round(j * horizon / num_segments) for j in range(1, num_segments))
 
 
 def validate_change_points(change_points: object, horizon: int) -> tuple[int, ...]:
@@ -38,7 +39,9 @@ def validate_change_points(change_points: object, horizon: int) -> tuple[int, ..
     try:
         points = tuple(change_points)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(f"change_points must be a sequence of ints, got {change_points!r}") from None
+        raise TypeError(
+            f"change_points must be a sequence of ints, got {change_points!r}"
+        ) from None
     for c in points:
         if isinstance(c, bool) or not isinstance(c, int | np.integer):
             raise TypeError(f"change_points must be ints, got {c!r} in {points!r}")
@@ -47,7 +50,7 @@ def validate_change_points(change_points: object, horizon: int) -> tuple[int, ..
                 f"change point {c} is out of range: change_points must lie in [1, {horizon - 1}]"
                 f" for horizon={horizon}, got {points!r}"
             )
-    if any(b <= a for a, b in zip(points, points[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(points)):
         raise ValueError(f"change_points must be strictly increasing, got {points!r}")
     return tuple(int(c) for c in points)
 
@@ -116,7 +119,7 @@ class PiecewiseEnv:
             # Best arm differs from the previous segment's: shift by 1..n-1 each time.
             first = jax.random.randint(jax.random.fold_in(key, 1), (1,), 0, self.num_arms)
             steps = jax.random.randint(jax.random.fold_in(key, 2), (s - 1,), 1, self.num_arms)
-            best = (first[0] + jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(steps)]))
+            best = first[0] + jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(steps)])
             best = (best % self.num_arms).astype(jnp.int32)
         return SegmentParams(change_points=points, best_arms=best)
 

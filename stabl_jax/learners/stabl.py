@@ -117,7 +117,7 @@ class StABL(BanditLearner):
       >>> import jax, jax.numpy as jnp
       >>> learner = StABL(num_arms=5, horizon=64)
       >>> learner.history_lengths, learner.num_queries
-      ((16, 32, 64), 2)
+      ((32, 64), 2)
       >>> state = learner.init(jax.random.key(0))
       >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
       >>> info.arms.shape

@@ -1,0 +1,58 @@
+"""First throughput numbers: run-steps per second of ``simulate`` for every registry learner.
+
+    python experiments/throughput.py [--runs 1000] [--horizon 4096] [--arms 30]
+
+Compile time is reported separately (ahead-of-time compilation inside ``simulate``); the run
+time excludes it. Timings are of one process on whatever device JAX picks; compare ratios
+within one run, not absolute numbers across machines. (The full benchmark with NumPy
+baselines is issue 7's ``experiments/benchmark.py``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+
+import jax
+
+from stabl_jax import LEARNERS, ExpertAdvice, make, simulate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--horizon", type=int, default=4096)
+    parser.add_argument("--arms", type=int, default=30)
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    args = parser.parse_args()
+    env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
+    device = jax.devices()[0]
+    print(f"# {device.platform} {device.device_kind}, {platform.processor() or platform.machine()}")
+    print(f"# R={args.runs} T={args.horizon} n={args.arms}")
+    print("| learner | queries | compile s | run s | run-steps/s |")
+    print("|---|---|---|---|---|")
+    rows = []
+    for name in LEARNERS:
+        learner = make(name, num_arms=args.arms, horizon=args.horizon)
+        res = simulate(learner, env, jax.random.key(0), args.runs, chunk_size=args.horizon)
+        rate = args.runs * args.horizon / res.run_seconds
+        rows.append(
+            {
+                "learner": name,
+                "compile_s": res.compile_seconds,
+                "run_s": res.run_seconds,
+                "run_steps_per_s": rate,
+            }
+        )
+        print(
+            f"| {name} | {learner.num_queries} | {res.compile_seconds:.2f} | "
+            f"{res.run_seconds:.2f} | {rate:,.0f} |"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": str(device), "args": vars(args), "rows": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

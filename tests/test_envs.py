@@ -1,0 +1,74 @@
+"""Environments: values in range, means right (Monte Carlo within Z standard errors), segments."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from stabl_jax import ENVS, ExpertAdvice, PiecewiseBernoulli, make_env
+from stabl_jax.envs import equal_change_points
+
+Z = 5.0  # see tests/test_statistics.py for the choice
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_losses_in_unit_interval_and_means_match(name):
+    env = make_env(name, num_arms=4, horizon=100, change_points=(30, 60))
+    params = env.default_params
+    m = 20_000
+    for t in (0, 45, 99):
+        keys = jax.random.split(jax.random.key(t), m)
+        draws = np.asarray(jax.vmap(lambda k, t=t: env.loss(params, t, k))(keys), np.float64)
+        assert draws.shape == (m, 4)
+        assert np.all((draws >= 0) & (draws <= 1)) and np.all(np.isfinite(draws))
+        mean = np.asarray(env.mean_loss(params, t))
+        se = draws.std(0, ddof=1) / np.sqrt(m)
+        np.testing.assert_array_less(np.abs(draws.mean(0) - mean), Z * se)
+        assert int(env.best_arm(params, t)) == int(np.argmin(mean))
+
+
+def test_expert_advice_is_the_papers_setting():
+    env = ExpertAdvice(num_arms=30, horizon=4096)
+    assert env.change_points == (1024, 2048, 3072)
+    params = env.default_params
+    assert [int(env.best_arm(params, t)) for t in (0, 1023, 1024, 2048, 4095)] == [0, 0, 1, 2, 3]
+    mean = np.asarray(env.mean_loss(params, 1500))
+    np.testing.assert_allclose(mean[1], 0.25)
+    np.testing.assert_allclose(np.delete(mean, 1), 0.75)
+
+
+def test_random_change_points_are_sorted_distinct_and_in_range():
+    env = PiecewiseBernoulli(
+        num_arms=3, horizon=50, num_segments=8, random_change_points=True, best_arm_order="random"
+    )
+    for seed in range(20):
+        p = env.sample_params(jax.random.key(seed))
+        points = np.asarray(p.change_points)
+        assert np.all(np.diff(points) > 0) and points.min() >= 1 and points.max() <= 49
+        best = np.asarray(p.best_arms)
+        assert np.all(best[1:] != best[:-1]) and best.min() >= 0 and best.max() < 3
+
+
+def test_equal_change_points():
+    assert equal_change_points(10, 3) == (3, 7)
+    assert equal_change_points(4096, 1) == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"change_points": (10, 5)}, "strictly increasing"),
+        ({"change_points": (0,)}, "out of range"),
+        ({"change_points": (100,)}, "out of range"),
+        ({"change_points": (2.5,)}, "ints"),
+        ({"num_arms": 1}, "num_arms must be >= 2"),
+        ({"horizon": 0}, "horizon must be >= 2"),
+        ({"best_arm_order": "worst"}, "best_arm_order"),
+        ({"bonus": 0.8}, "baseline_high \\+ bonus"),
+    ],
+)
+def test_bad_env_arguments_name_the_value(kwargs, match):
+    base = {"num_arms": 3, "horizon": 100}
+    with pytest.raises((ValueError, TypeError), match=match):
+        ExpertAdvice(**{**base, **kwargs})

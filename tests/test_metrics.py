@@ -1,0 +1,70 @@
+"""Metrics against brute force on small cases."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from stabl_jax import ExpertAdvice, StABL, metrics, simulate
+
+
+def brute_force_sa(played: np.ndarray, arms: np.ndarray, length: int) -> float:
+    best = -np.inf
+    for j in range(len(played) - length + 1):
+        mine = sum(played[j : j + length])
+        theirs = min(sum(arms[j : j + length, i]) for i in range(arms.shape[1]))
+        best = max(best, mine - theirs)
+    return best
+
+
+def test_adaptive_regret_matches_brute_force():
+    rng = np.random.default_rng(0)
+    played, arms = rng.uniform(size=25), rng.uniform(size=(25, 4))
+    lengths = [1, 2, 5, 13, 25]
+    got = metrics.adaptive_regret_from_losses(played, arms, lengths)
+    np.testing.assert_allclose(got, [brute_force_sa(played, arms, L) for L in lengths], rtol=1e-12)
+
+
+def test_adaptive_regret_rejects_bad_windows():
+    with pytest.raises(ValueError, match="window length 30"):
+        metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [30])
+
+
+def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
+    env = ExpertAdvice(num_arms=4, horizon=40, change_points=(13,))
+    result = simulate(StABL(num_arms=4, horizon=40), env, jax.random.key(0), num_runs=3)
+    sa = metrics.adaptive_regret(result, env, [4, 16, 40], runs_per_block=2)
+    for r in range(3):
+        keys = result.carry.env_key[r]
+        params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
+        arms = np.stack(
+            [np.asarray(env.loss(params, t, jax.random.fold_in(keys, t))) for t in range(40)]
+        )
+        np.testing.assert_allclose(arms[np.arange(40), result.played[r]], result.loss[r])
+        for j, L in enumerate([4, 16, 40]):
+            np.testing.assert_allclose(
+                sa["sampled"][r, j], brute_force_sa(result.loss[r], arms, L), rtol=1e-6
+            )
+            np.testing.assert_allclose(
+                sa["expected"][r, j], brute_force_sa(result.expected_loss[r], arms, L), rtol=1e-6
+            )
+
+
+def test_moving_average_matches_naive():
+    x = np.random.default_rng(1).uniform(size=(2, 30))
+    got = metrics.moving_average(x, 7)
+    for t in range(30):
+        np.testing.assert_allclose(got[:, t], x[:, max(0, t - 6) : t + 1].mean(-1))
+
+
+def test_per_segment_mean_and_ci():
+    values = np.array([[1.0, 1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0, 1.0]])
+    segments = np.array([[0, 0, 1, 1, 1], [0, 0, 1, 1, 1]])
+    np.testing.assert_allclose(
+        metrics.per_segment_mean(values, segments, 3),
+        [[1.0, 0.0, np.nan], [0.5, 1.0, np.nan]],
+    )
+    mean, half = metrics.mean_ci(np.array([1.0, 2.0, 3.0, 4.0]))
+    assert mean == 2.5
+    np.testing.assert_allclose(half, metrics.Z_95 * np.std([1, 2, 3, 4], ddof=1) / 2)
