@@ -6,7 +6,7 @@ runs so that ``runs x T x arms`` never exists at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -18,13 +18,38 @@ from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
 
-def _window_sums(prefix: np.ndarray, length: int) -> np.ndarray:
-    """Sums over every window of ``length`` consecutive rounds from prefix sums (axis 0)."""
-    return prefix[length:] - prefix[:-length]
+def prefix_sums(values: np.ndarray) -> np.ndarray:
+    """``(T + 1, ...)`` float64 prefix sums along axis 0, starting at 0."""
+    values = np.asarray(values, np.float64)
+    out = np.zeros((values.shape[0] + 1, *values.shape[1:]))
+    np.cumsum(values, axis=0, out=out[1:])
+    return out
+
+
+def best_window_sums(arm_prefix: np.ndarray, length: int, block: int = 1024) -> np.ndarray:
+    """``(T - L + 1,)`` ``min_i sum_{t=j}^{j+L-1} l_{t,i}`` for every window start ``j``.
+
+    ``arm_prefix`` is :func:`prefix_sums` of the ``(T, n)`` arm losses. Window starts are
+    processed ``block`` at a time so the ``(T, n)`` difference array never exists at once.
+    """
+    count = arm_prefix.shape[0] - length
+    best = np.empty(count)
+    for lo in range(0, count, block):
+        hi = min(count, lo + block)
+        best[lo:hi] = (arm_prefix[lo + length : hi + length] - arm_prefix[lo:hi]).min(axis=1)
+    return best
+
+
+def _check_windows(window_lengths: Sequence[int], horizon: int) -> None:
+    for length in window_lengths:
+        if not 1 <= length <= horizon:
+            raise ValueError(f"window length {length} must be in [1, T={horizon}]")
 
 
 def adaptive_regret_from_losses(
-    played: np.ndarray, arm_losses: np.ndarray, window_lengths: Sequence[int]
+    played: np.ndarray | Sequence[np.ndarray],
+    arm_losses: np.ndarray,
+    window_lengths: Sequence[int],
 ) -> np.ndarray:
     """Strongly adaptive regret of one run, exactly:
 
@@ -32,24 +57,69 @@ def adaptive_regret_from_losses(
     (Section 2 of the paper), over every window start ``j`` in ``0..T-L``.
 
     Args:
-      played: ``(T,)`` the learner's per-round loss (sampled ``l_t(x_t)`` or expected).
+      played: ``(T,)`` the learner's per-round loss (sampled ``l_t(x_t)`` or expected), or
+        ``(P, T)`` several such traces that faced the same arm losses (the best-arm window
+        sums are then computed once for all of them).
       arm_losses: ``(T, n)`` every arm's loss.
       window_lengths: window lengths ``L``, each in ``1..T``.
 
     Returns:
-      ``(len(window_lengths),)`` float64.
+      ``(len(window_lengths),)`` float64, or ``(P, len(window_lengths))`` for ``(P, T)`` input.
     """
     played = np.asarray(played, np.float64)
-    arms = np.asarray(arm_losses, np.float64)
-    horizon = played.shape[0]
-    p_prefix = np.concatenate([[0.0], np.cumsum(played)])
-    a_prefix = np.concatenate([np.zeros((1, arms.shape[1])), np.cumsum(arms, axis=0)])
-    out = np.empty(len(window_lengths))
+    single = played.ndim == 1
+    played = np.atleast_2d(played)
+    horizon = played.shape[1]
+    _check_windows(window_lengths, horizon)
+    p_prefix = prefix_sums(played.T)  # (T + 1, P)
+    a_prefix = prefix_sums(arm_losses)
+    out = np.empty((played.shape[0], len(window_lengths)))
     for j, length in enumerate(window_lengths):
-        if not 1 <= length <= horizon:
-            raise ValueError(f"window length {length} must be in [1, T={horizon}]")
-        best = _window_sums(a_prefix, length).min(axis=1)
-        out[j] = np.max(_window_sums(p_prefix, length) - best)
+        best = best_window_sums(a_prefix, length)
+        out[:, j] = np.max(p_prefix[length:] - p_prefix[:-length] - best[:, None], axis=0)
+    return out[0] if single else out
+
+
+def paired_adaptive_regret(
+    env: Any,
+    carry: RunCarry,
+    traces: Mapping[str, np.ndarray],
+    window_lengths: Sequence[int],
+    *,
+    memory_bytes: int = 256 * 2**20,
+) -> dict[str, np.ndarray]:
+    """SA(L) of several ``(R, T)`` loss traces that faced the same losses, for every run.
+
+    The traces may be several learners simulated with the same key (paired runs), and both
+    the sampled and the expected loss of each. Arm losses are regenerated from ``env`` (the
+    very losses the learners faced) once per block of runs sized to ``memory_bytes``, and the
+    best arm's window sums once per ``(run, L)``.
+
+    Args:
+      env: the environment the traces were simulated on.
+      carry: the final carry of any of the simulations (same env params and keys).
+      traces: ``{name: (R, T) losses}``.
+      window_lengths: the ``L`` values, each in ``[1, T]``.
+
+    Returns:
+      ``{name: (R, len(window_lengths))}`` float64.
+    """
+    names = list(traces)
+    num_runs, horizon = np.shape(traces[names[0]])
+    _check_windows(window_lengths, horizon)
+    per_run = horizon * env.num_arms * (4 + 8)
+    runs_per_block = max(1, min(num_runs, memory_bytes // per_run))
+    out = {name: np.empty((num_runs, len(window_lengths))) for name in names}
+    for start in range(0, num_runs, runs_per_block):
+        stop = min(num_runs, start + runs_per_block)
+        block = jax.tree.map(lambda x, a=start, b=stop: x[a:b], carry)
+        losses = np.asarray(regenerate_losses(env, block, 0, horizon))
+        for r in range(stop - start):
+            run = start + r
+            stacked = np.stack([np.asarray(traces[name][run]) for name in names])
+            values = adaptive_regret_from_losses(stacked, losses[r], window_lengths)
+            for i, name in enumerate(names):
+                out[name][run] = values[i]
     return out
 
 
@@ -58,35 +128,17 @@ def adaptive_regret(
     env: Any,
     window_lengths: Sequence[int],
     *,
-    runs_per_block: int | None = None,
     memory_bytes: int = 256 * 2**20,
 ) -> dict[str, np.ndarray]:
-    """SA(L) for every run of a simulation, from the sampled and the expected loss.
-
-    Arm losses are regenerated from ``env`` (identical to those the learner faced) for a block
-    of runs at a time, sized to ``memory_bytes``.
+    """SA(L) for every run of one simulation, from the sampled and the expected loss.
 
     Returns:
       ``{"sampled": (R, len(L)), "expected": (R, len(L))}`` float64.
     """
-    num_runs, horizon = result.loss.shape
-    if runs_per_block is None:
-        per_run = horizon * env.num_arms * 8 * 3
-        runs_per_block = max(1, min(num_runs, memory_bytes // per_run))
-    sampled = np.empty((num_runs, len(window_lengths)))
-    expected = np.empty_like(sampled)
-    for start in range(0, num_runs, runs_per_block):
-        stop = min(num_runs, start + runs_per_block)
-        block = jax.tree.map(lambda x, a=start, b=stop: x[a:b], result.carry)
-        losses = np.asarray(regenerate_losses(env, block, 0, horizon))
-        for r in range(stop - start):
-            sampled[start + r] = adaptive_regret_from_losses(
-                result.loss[start + r], losses[r], window_lengths
-            )
-            expected[start + r] = adaptive_regret_from_losses(
-                result.expected_loss[start + r], losses[r], window_lengths
-            )
-    return {"sampled": sampled, "expected": expected}
+    traces = {"sampled": result.loss, "expected": result.expected_loss}
+    return paired_adaptive_regret(
+        env, result.carry, traces, window_lengths, memory_bytes=memory_bytes
+    )
 
 
 def segment_ids(carry: RunCarry, horizon: int) -> np.ndarray:

@@ -26,6 +26,20 @@ def test_adaptive_regret_matches_brute_force():
     np.testing.assert_allclose(got, [brute_force_sa(played, arms, L) for L in lengths], rtol=1e-12)
 
 
+def test_blocked_best_window_sums_and_paired_traces():
+    rng = np.random.default_rng(3)
+    arms = rng.uniform(size=(50, 3))
+    prefix = metrics.prefix_sums(arms)
+    direct = np.array([arms[j : j + 9].sum(0).min() for j in range(42)])
+    np.testing.assert_allclose(metrics.best_window_sums(prefix, 9, block=5), direct)
+    traces = rng.uniform(size=(2, 50))
+    both = metrics.adaptive_regret_from_losses(traces, arms, [3, 9])
+    for i in range(2):
+        np.testing.assert_allclose(
+            both[i], [brute_force_sa(traces[i], arms, L) for L in (3, 9)], rtol=1e-12
+        )
+
+
 def test_adaptive_regret_rejects_bad_windows():
     with pytest.raises(ValueError, match="window length 30"):
         metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [30])
@@ -34,7 +48,7 @@ def test_adaptive_regret_rejects_bad_windows():
 def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
     env = ExpertAdvice(num_arms=4, horizon=40, change_points=(13,))
     result = simulate(StABL(num_arms=4, horizon=40), env, jax.random.key(0), num_runs=3)
-    sa = metrics.adaptive_regret(result, env, [4, 16, 40], runs_per_block=2)
+    sa = metrics.adaptive_regret(result, env, [4, 16, 40], memory_bytes=2 * 40 * 4 * 12)
     for r in range(3):
         keys = result.carry.env_key[r]
         params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)

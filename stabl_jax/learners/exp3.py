@@ -93,7 +93,7 @@ class EXP3(BanditLearner):
         return EXP3Params(lr_scale=jnp.asarray(1.0, f), gamma=jnp.asarray(self.gamma, f))
 
     def learning_rate(self, params: EXP3Params) -> jax.Array:
-        """``eta = lr_scale sqrt(ln(n) (1 - gamma) / (T n))``, the Lemma with ``C = 1/(1-gamma)``."""
+        """``eta = lr_scale sqrt(ln(n) (1 - gamma) / (T n))``: Lemma, ``C = 1/(1-gamma)``."""
         base = math.log(self.num_arms) / (self.horizon * self.num_arms)
         return params.lr_scale * jnp.sqrt(base * (1.0 - params.gamma))
 

@@ -1,0 +1,131 @@
+"""Choose step-size scales by a vmapped sweep, on seeds disjoint from the reported ones.
+
+    python experiments/tune.py expert_advice_equal [--runs-per-point 32] [--set key=value ...]
+
+For every learner of the config that has sweepable params, one ``simulate`` call runs the whole
+grid (``points x runs_per_point`` runs, params with a leading runs axis: one compiled
+program). The objective is the mean reward ``1 - l_t(x_t)`` over all rounds and runs. The
+sweep uses ``jax.random.key(config.seed + TUNING_SEED_OFFSET)``: a different root key from the
+reported runs' ``jax.random.key(config.seed)``, hence independent environment draws.
+
+Writes ``configs/<name>_tuned.toml`` (the config plus ``[params.<learner>]`` tables with the
+chosen scales) and ``results/tune-<name>/sweep.json`` (every grid point's score and its 95%
+interval), and prints the best points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import metrics, simulate
+from stabl_jax.config import load_config, resolve_config
+
+TUNING_SEED_OFFSET = 1_000_003
+
+#: Grids, per params field: powers of two around the paper's scale 1, and exploration rates.
+GRIDS: dict[str, list[float]] = {
+    "expert_lr_scale": [2.0**k for k in range(0, 11)],
+    "meta_lr_scale": [2.0**k for k in range(0, 8)],
+    "lr_scale": [2.0**k for k in range(0, 11)],
+    "gamma": [0.0, 0.01, 0.03, 0.1, 0.3],
+}
+
+
+def grid_for(params: object, coarse: bool) -> tuple[list[str], list[tuple[float, ...]]]:
+    fields = [f for f in params.__dataclass_fields__ if f in GRIDS]  # type: ignore[attr-defined]
+    axes = [GRIDS[f][::2] if coarse else GRIDS[f] for f in fields]
+    return fields, list(itertools.product(*axes))
+
+
+def tune_learner(config, name: str, runs_per_point: int, coarse: bool) -> dict | None:
+    learner = config.make_learner(name)
+    default = learner.default_params
+    fields, points = grid_for(default, coarse)
+    if not fields:
+        return None
+    values = np.asarray(points, dtype=np.float32)  # (P, F)
+    per_run = {
+        f: jnp.repeat(jnp.asarray(values[:, j]), runs_per_point) for j, f in enumerate(fields)
+    }
+    params = default.replace(**per_run)
+    env = config.make_env()
+    key = jax.random.key(config.seed + TUNING_SEED_OFFSET)
+    start = time.perf_counter()
+    result = simulate(learner, env, key, len(points) * runs_per_point, params=params,
+                      progress=True)
+    seconds = time.perf_counter() - start
+    reward = 1.0 - result.loss.astype(np.float64).mean(axis=1)  # (P * r,)
+    reward = reward.reshape(len(points), runs_per_point)
+    mean, half = metrics.mean_ci(reward, axis=1)
+    best = int(np.argmax(mean))
+    print(f"{name}: {len(points)} points x {runs_per_point} runs in {seconds:.1f}s "
+          f"(one program); best {dict(zip(fields, points[best], strict=True))} "
+          f"mean reward {mean[best]:.4f} ± {half[best]:.4f}")
+    for i in np.argsort(-mean)[1:4]:
+        print(f"    {dict(zip(fields, points[i], strict=True))} {mean[i]:.4f} ± {half[i]:.4f}")
+    return {
+        "fields": fields,
+        "points": [list(p) for p in points],
+        "mean_reward": mean.tolist(),
+        "half_width": half.tolist(),
+        "best": dict(zip(fields, [float(x) for x in points[best]], strict=True)),
+        "seconds": seconds,
+    }
+
+
+def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]]) -> str:
+    text = source.read_text()
+    text = re.sub(r'(?m)^name = ".*"$', f'name = "{name}_tuned"', text, count=1)
+    text = re.sub(r'(?m)^description = "(.*)"$', r'description = "\1 (tuned scales)"', text,
+                  count=1)
+    lines = [text.rstrip(), "", "# Step-size scales chosen by experiments/tune.py on seed "
+             f"seed + {TUNING_SEED_OFFSET} (disjoint from the reported runs)."]
+    for learner, values in chosen.items():
+        lines.append(f"[params.{learner}]")
+        lines += [f"{k} = {v!r}" for k, v in values.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config")
+    parser.add_argument("--runs-per-point", type=int, default=32)
+    parser.add_argument("--coarse", action="store_true", help="every other grid value")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--configs-dir", default="configs")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    source = Path(resolve_config(args.config))
+    config = load_config(source, overrides=args.set)
+    report, chosen = {}, {}
+    for name in config.learners:
+        out = tune_learner(config, name, args.runs_per_point, args.coarse)
+        if out is not None:
+            report[name] = out
+            chosen[name] = out["best"]
+    base = config.name
+    Path(args.configs_dir).mkdir(parents=True, exist_ok=True)
+    target = Path(args.configs_dir) / f"{base}_tuned.toml"
+    target.write_text(tuned_toml(source, base, chosen))
+    out_dir = Path(args.out or f"results/tune-{base}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "sweep.json").write_text(json.dumps(
+        {"config": config.to_dict(), "tuning_seed": config.seed + TUNING_SEED_OFFSET,
+         "runs_per_point": args.runs_per_point, "learners": report}, indent=2))
+    print(f"wrote {target} and {out_dir / 'sweep.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""The ``stabl-jax`` command line.
+
+::
+
+    stabl-jax run [CONFIG] [--runs R] [--seed S] [--out DIR] [--set key=value ...]
+                  [--force] [--no-progress]
+    stabl-jax list
+
+``run`` simulates every learner of an experiment config on the same environment draws, writes
+one results folder (``results/<config name>-seed<S>`` by default; see
+:mod:`stabl_jax.results`) and prints a summary table. With no CONFIG it runs
+``expert_advice_equal``, the paper's Figure 1 (left).
+
+Exit status: 0 success, 2 usage or config error (``error: ...`` on stderr), 1 unexpected
+failure, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+import tomllib
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from stabl_jax.config import ConfigError, ExperimentConfig, load_config, shipped_configs
+
+DEFAULT_CONFIG = "expert_advice_equal"
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (subcommands ``run`` and ``list``)."""
+    parser = argparse.ArgumentParser(
+        prog="stabl-jax",
+        description="Strongly adaptive bandit experiments (StABL, ICLR 2024) in JAX.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run",
+        help="run an experiment config and write a results folder",
+        description="Simulate every learner of a config on the same environment draws, write "
+        "summary.json, traces.npz and PNG plots to one folder, and print a summary.",
+    )
+    run.add_argument(
+        "config",
+        nargs="?",
+        default=DEFAULT_CONFIG,
+        metavar="CONFIG",
+        help=f"a .toml file or the name of a shipped config (default: {DEFAULT_CONFIG}; "
+        "see `stabl-jax list`)",
+    )
+    run.add_argument("--runs", type=int, default=None, help="number of runs (overrides `runs`)")
+    run.add_argument("--seed", type=int, default=None, help="PRNG seed (overrides `seed`)")
+    run.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="results folder (default: results/<config name>-seed<seed>)",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override a config value, dotted keys reach into tables, values are TOML: "
+        '--set env.num_arms=10 --set \'learners=["stabl","exp3"]\' (repeatable)',
+    )
+    run.add_argument("--force", action="store_true", help="replace an existing results folder")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.set_defaults(handler=_cmd_run)
+
+    lst = sub.add_parser("list", help="list learners, environments and shipped configs")
+    lst.set_defaults(handler=_cmd_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``stabl-jax`` and ``python -m stabl_jax``; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, message printed)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if getattr(args, "handler", None) is None:
+        parser.print_usage(sys.stderr)
+        print("error: choose a command: run or list", file=sys.stderr)
+        return EXIT_USAGE
+
+    from stabl_jax.results import OutputError
+
+    try:
+        return args.handler(args)
+    except (ConfigError, OutputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # the last line of defence: report, exit 1
+        traceback.print_exc()
+        print(f"error: unexpected failure: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+# --------------------------------------------------------------------------------------------
+# stabl-jax list
+# --------------------------------------------------------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from stabl_jax.registry import ENV_DESCRIPTIONS, ENVS, LEARNER_DESCRIPTIONS, LEARNERS
+
+    out = out or sys.stdout
+    configs = shipped_configs()
+    width = max(len(n) for n in [*LEARNERS, *ENVS, *configs]) + 2
+    print("learners:", file=out)
+    for name in LEARNERS:
+        print(f"  {name:<{width}}{LEARNER_DESCRIPTIONS.get(name, '')}", file=out)
+    print("environments:", file=out)
+    for name in ENVS:
+        print(f"  {name:<{width}}{ENV_DESCRIPTIONS.get(name, '')}", file=out)
+    print("configs:", file=out)
+    for name, path in configs.items():
+        print(f"  {name:<{width}}{_config_description(path)}", file=out)
+    return EXIT_OK
+
+
+def _config_description(path: Any) -> str:
+    try:
+        description = tomllib.loads(path.read_text(encoding="utf-8")).get("description", "")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return f"(unreadable: {exc})"
+    return str(description)
+
+
+# --------------------------------------------------------------------------------------------
+# stabl-jax run
+# --------------------------------------------------------------------------------------------
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from stabl_jax.experiment import resolve_chunk_size, run_experiment
+    from stabl_jax.results import ResultsFolder, write_results
+
+    start = time.perf_counter()
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
+    out = Path(args.out) if args.out else Path("results") / f"{config.name}-seed{config.seed}"
+    folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
+    with folder:
+        _print_header(config, folder.final, resolve_chunk_size(config))
+        result = run_experiment(
+            config,
+            progress=None if args.no_progress else _progress_bars(config.horizon),
+            on_learner_done=_print_learner_done,
+        )
+        print(f"  metrics (SA(L), per segment): {result.metrics_seconds:.1f} s", flush=True)
+        final = write_results(result, folder, started=started)
+    print()
+    print(format_table(result))
+    print()
+    print(f"results: {final}")
+    print(f"total time: {time.perf_counter() - start:.1f} s")
+    return EXIT_OK
+
+
+def _print_header(config: ExperimentConfig, out: Path, chunk: int) -> None:
+    env = config.make_env()
+    points = (
+        "random per run"
+        if getattr(env, "random_change_points", False)
+        else ", ".join(map(str, env.change_points)) or "none"
+    )
+    print(f"stabl-jax run {config.name}  ({config.source})")
+    if config.overrides:
+        print(f"  overrides: {' '.join(config.overrides)}")
+    print(
+        f"  env: {config.env.name}, N={env.num_arms} arms, T={config.horizon} rounds, "
+        f"{env.num_segments} segments (change points: {points})"
+    )
+    print(
+        f"  {config.runs} runs, seed {config.seed}, feedback={config.feedback}, "
+        f"chunks of {chunk} rounds; same key for every learner (paired)"
+    )
+    print(f"  learners: {', '.join(config.learners)}")
+    print(f"  output: {out}", flush=True)
+
+
+def _progress_bars(horizon: int) -> Callable[[str], Callable[[int, int], None]]:
+    """Per learner, a tqdm bar (shown from the start, compilation included) driven by
+    ``simulate``'s per-chunk progress callback."""
+    from tqdm import tqdm
+
+    def for_learner(name: str) -> Callable[[int, int], None]:
+        bar = tqdm(total=horizon, desc=f"  {name}", unit="round", leave=False, file=sys.stderr)
+
+        def update(done: int, total: int) -> None:
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()
+
+        return update
+
+    return for_learner
+
+
+def _print_learner_done(outcome: Any) -> None:
+    res = outcome.result
+    queries = int(outcome.learner.num_queries)
+    muted = "" if outcome.num_muted is None else f", muted {outcome.num_muted}"
+    per_round = f"{queries} {'query' if queries == 1 else 'queries'}/round"
+    print(
+        f"  {outcome.name:<20} {per_round:<16} "
+        f"compile {res.compile_seconds:5.1f} s  run {res.run_seconds:6.1f} s{muted}",
+        flush=True,
+    )
+
+
+def _pick_windows(windows: Sequence[int], count: int = 3) -> list[int]:
+    if len(windows) <= count:
+        return list(windows)
+    return [windows[0], windows[len(windows) // 2], windows[-1]]
+
+
+def format_table(result: Any) -> str:
+    """The printed summary: per learner, queries, per-segment reward, SA(L) at up to three
+    ``L``, and probability on the best arm (means +- 95% half-widths over runs)."""
+    from stabl_jax import metrics
+
+    config = result.config
+    shown = _pick_windows(config.sa_windows)
+    columns = [config.sa_windows.index(L) for L in shown]
+    num_segments = result.num_segments
+    header = ["learner", "q"]
+    header += [f"seg{s + 1} reward" for s in range(num_segments)]
+    header += [f"SA({L})" for L in shown]
+    header += ["P(best arm)"]
+    rows = [header]
+    for name, outcome in result.outcomes.items():
+        seg_mean, seg_half = metrics.mean_ci(outcome.segment_reward)
+        sa_mean, sa_half = metrics.mean_ci(outcome.sa_sampled)
+        pb_mean, pb_half = metrics.mean_ci(outcome.result.prob_best.astype(np.float64).mean(1))
+        row = [name, str(outcome.learner.num_queries)]
+        row += [_pm(m, h, 3) for m, h in zip(seg_mean, seg_half, strict=True)]
+        row += [_pm(sa_mean[c], sa_half[c], 1) for c in columns]
+        row += [_pm(pb_mean, pb_half, 3)]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    over = f"mean ± 95% CI over {config.runs} runs" if config.runs > 1 else "one run (no CI)"
+    lines.append(
+        f"{over}; reward = 1 - loss of the played arm; SA(L) = worst regret over any L "
+        "consecutive rounds (sampled loss); q = queries/round"
+    )
+    return "\n".join(lines)
+
+
+def _pm(mean: float, half: float, digits: int) -> str:
+    if not np.isfinite(half):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f}±{half:.{digits}f}"

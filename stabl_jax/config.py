@@ -1,0 +1,647 @@
+"""Experiment configs: TOML files validated on load, with ``--set key=value`` overrides.
+
+A config names an environment, the learners to compare on it (all simulated with the same key,
+so every learner faces the same environment draws: a paired comparison), and the sizes of the
+Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
+
+    name = "expert_advice_equal"
+    description = "Fig. 1 (left): N=30, T=4096, four equal segments"
+    seed = 0
+    runs = 500
+    horizon = 4096
+    learners = ["uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale"]
+    window = 50                      # moving-average window of the reward plot
+    feedback = "loss"                # or "reward"; for learners that accept it
+    # sa_windows = [16, 32, ...]     # SA(L) window lengths; default 2^4 .. horizon
+    # chunk_size = 256               # rounds per compiled chunk; absent = auto
+
+    [env]
+    name = "expert_advice"           # a key of stabl_jax.registry.ENVS
+    num_arms = 30                    # ... and that environment's constructor arguments
+    num_segments = 4
+
+    [learner_options.stabl_single_scale]   # extra constructor arguments of one learner
+    history_lengths = [1024]
+
+    [params.stabl]                   # values of that learner's Params fields
+    meta_lr_scale = 1.0
+
+Every problem found on load raises :class:`ConfigError` naming the key, the file and what is
+allowed. Environment and learner keyword arguments are checked against the constructor's
+dataclass fields and type hints, then by constructing the object (its own checks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.resources
+import math
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from stabl_jax import registry
+
+FEEDBACKS: tuple[str, ...] = ("loss", "reward")
+MIN_HORIZON = 16  # StABL's geometric intervals need T >= 16
+DEFAULT_WINDOW = 50
+DEFAULT_RUNS = 100
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+# Keys of the top level, in the order they are documented.
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "name",
+    "description",
+    "seed",
+    "runs",
+    "horizon",
+    "learners",
+    "window",
+    "sa_windows",
+    "chunk_size",
+    "feedback",
+    "env",
+    "learner_options",
+    "params",
+)
+# Constructor arguments a config may not pass: they come from elsewhere in the config.
+_ENV_RESERVED = {"horizon": "set `horizon` at the top level"}
+_LEARNER_RESERVED = {
+    "num_arms": "it is `env.num_arms`",
+    "horizon": "set `horizon` at the top level",
+    "dtype": "float64 states need jax_enable_x64, which the command line does not turn on",
+}
+
+
+class ConfigError(ValueError):
+    """An experiment config is malformed; the message names the key, the file and the fix."""
+
+
+# --------------------------------------------------------------------------------------------
+# The validated config
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """The ``[env]`` table.
+
+    Attributes:
+      name: a key of :data:`stabl_jax.registry.ENVS`.
+      kwargs: the constructor arguments besides ``horizon`` (``num_arms`` included), with
+        TOML arrays turned into tuples.
+    """
+
+    name: str
+    kwargs: Mapping[str, Any]
+
+    @property
+    def num_arms(self) -> int:
+        return int(self.kwargs["num_arms"])
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated experiment config (see the module docstring for the file format).
+
+    Attributes:
+      name: short name, used in titles and the default output folder.
+      description: one line shown by ``stabl-jax list``.
+      seed: ``jax.random.key(seed)`` drives every run of every learner (>= 0).
+      runs: independent runs ``R`` (>= 1).
+      horizon: rounds ``T`` (>= 16).
+      learners: registry names, simulated in this order.
+      env: the environment.
+      window: moving-average window of the plots, in ``[1, T]``.
+      sa_windows: window lengths ``L`` of the SA(L) table, increasing, each in ``[1, T]``.
+      chunk_size: rounds per compiled chunk, or ``None`` for automatic.
+      feedback: ``"loss"`` or ``"reward"``, given to every learner that has a ``feedback``
+        option (EXP3 and StABL variants) unless ``learner_options`` sets it.
+      learner_options: per learner, extra constructor arguments.
+      params: per learner, values of fields of its ``Params`` pytree.
+      source: the file it was read from.
+      overrides: the ``key=value`` overrides applied on top of the file.
+    """
+
+    name: str
+    description: str
+    seed: int
+    runs: int
+    horizon: int
+    learners: tuple[str, ...]
+    env: EnvConfig
+    window: int
+    sa_windows: tuple[int, ...]
+    chunk_size: int | None
+    feedback: str
+    learner_options: Mapping[str, Mapping[str, Any]]
+    params: Mapping[str, Mapping[str, float]]
+    source: str
+    overrides: tuple[str, ...] = ()
+
+    # --- building the objects it describes ----------------------------------------------------
+    def make_env(self) -> Any:
+        """The environment, ``ENVS[env.name](horizon=horizon, **env.kwargs)``."""
+        return registry.make_env(self.env.name, horizon=self.horizon, **self.env.kwargs)
+
+    def learner_kwargs(self, name: str) -> dict[str, Any]:
+        """Constructor arguments of learner ``name`` besides ``num_arms`` and ``horizon``."""
+        kwargs = dict(self.learner_options.get(name, {}))
+        if "feedback" in _learner_fields(name) and "feedback" not in kwargs:
+            kwargs["feedback"] = self.feedback
+        return kwargs
+
+    def make_learner(self, name: str) -> Any:
+        """Learner ``name`` for this config's ``num_arms`` and ``horizon``."""
+        return registry.make(
+            name, num_arms=self.env.num_arms, horizon=self.horizon, **self.learner_kwargs(name)
+        )
+
+    def learner_params(self, learner: Any, name: str) -> Any:
+        """``learner.default_params`` with the fields set in ``[params.name]`` replaced."""
+        import jax.numpy as jnp
+
+        default = learner.default_params
+        values = self.params.get(name, {})
+        if not values:
+            return default
+        dtype = getattr(learner, "float_dtype", jnp.float32)
+        return default.replace(**{k: jnp.asarray(v, dtype) for k, v in values.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the resolved config (defaults filled in)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "runs": self.runs,
+            "horizon": self.horizon,
+            "learners": list(self.learners),
+            "window": self.window,
+            "sa_windows": list(self.sa_windows),
+            "chunk_size": self.chunk_size,
+            "feedback": self.feedback,
+            "env": {"name": self.env.name, **_jsonable(dict(self.env.kwargs))},
+            "learner_options": _jsonable({k: dict(v) for k, v in self.learner_options.items()}),
+            "params": {k: dict(v) for k, v in self.params.items()},
+            "source": self.source,
+            "overrides": list(self.overrides),
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def default_sa_windows(horizon: int) -> tuple[int, ...]:
+    """Powers of two ``2^4, 2^5, ...`` up to ``horizon``."""
+    return tuple(2**k for k in range(4, int(math.log2(horizon)) + 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Finding and loading configs
+# --------------------------------------------------------------------------------------------
+
+
+def _config_dirs() -> list[Any]:
+    """Where shipped configs live, in lookup order: ``./configs``, the installed resource
+    package ``stabl_jax.configs``, then ``configs/`` next to the package source."""
+    dirs: list[Any] = [Path.cwd() / "configs"]
+    try:
+        dirs.append(importlib.resources.files("stabl_jax.configs"))
+    except ModuleNotFoundError:  # running from a source tree, not installed
+        pass
+    dirs.append(Path(__file__).resolve().parent.parent / "configs")
+    return dirs
+
+
+def shipped_configs() -> dict[str, Any]:
+    """``{name: path}`` of every config found in the lookup directories (first one wins)."""
+    found: dict[str, Any] = {}
+    for folder in _config_dirs():
+        try:
+            entries = sorted(folder.iterdir(), key=lambda p: p.name)
+        except (FileNotFoundError, NotADirectoryError, OSError):
+            continue
+        for entry in entries:
+            if entry.name.endswith(".toml") and entry.is_file():
+                found.setdefault(entry.name[: -len(".toml")], entry)
+    return found
+
+
+def resolve_config(name_or_path: str | Path) -> Any:
+    """A config file path, or the name of a shipped config (see :func:`shipped_configs`)."""
+    text = str(name_or_path)
+    path = Path(text)
+    if path.is_file():
+        return path
+    looks_like_path = text.endswith(".toml") or "/" in text or "\\" in text
+    if not looks_like_path:
+        for folder in _config_dirs():
+            candidate = folder / f"{text}.toml"
+            try:
+                if candidate.is_file():
+                    return candidate
+            except OSError:
+                continue
+    available = ", ".join(sorted(shipped_configs())) or "(none found)"
+    if looks_like_path:
+        raise ConfigError(f"config file {text!r} does not exist")
+    raise ConfigError(
+        f"no config named {text!r}: not a file, and not a shipped config (available: {available})"
+    )
+
+
+def load_config(
+    name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any
+) -> ExperimentConfig:
+    """Read, override and validate an experiment config.
+
+    Args:
+      name_or_path: a ``.toml`` path or a shipped config name (``"expert_advice_equal"``).
+      overrides: ``"key=value"`` strings; dotted keys reach into tables
+        (``"env.num_arms=10"``); values are TOML (``learners=["stabl","exp3"]``), else strings.
+      **sets: more overrides as Python values, keyed by top-level name (``runs=4``); applied
+        after ``overrides``.
+
+    Returns:
+      The validated :class:`ExperimentConfig`.
+
+    Raises:
+      ConfigError: unreadable file, bad TOML, unknown key, wrong type or out-of-range value.
+
+    Example:
+      >>> cfg = load_config("expert_advice_equal", ["runs=8", "env.num_arms=5"])
+      >>> cfg.runs, cfg.env.num_arms, cfg.horizon
+      (8, 5, 4096)
+    """
+    path = resolve_config(name_or_path)
+    source = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot read config: {exc}") from None
+    parsed = [parse_override(text) for text in overrides]
+    parsed += [((key,), value) for key, value in sets.items() if value is not None]
+    for keys, value in parsed:
+        _apply_override(raw, keys, value, source)
+    labels = tuple(overrides) + tuple(f"{k}={v!r}" for k, v in sets.items() if v is not None)
+    overridden = {".".join(keys) for keys, _ in parsed}
+    return validate(
+        raw, source, default_name=Path(path.name).stem, overrides=labels, overridden=overridden
+    )
+
+
+def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
+    """``"env.num_arms=10"`` -> ``(("env", "num_arms"), 10)``.
+
+    The value is parsed as a TOML value (number, bool, string, array, inline table); anything
+    that is not valid TOML is taken as a plain string (``feedback=reward``).
+    """
+    key, sep, value_text = text.partition("=")
+    keys = tuple(part.strip() for part in key.strip().split("."))
+    if not sep or not all(keys):
+        raise ConfigError(f"--set expects key=value with a (dotted) key, got {text!r}")
+    value_text = value_text.strip()
+    try:
+        doc = tomllib.loads(f"value = {value_text}")
+        value = doc["value"] if set(doc) == {"value"} else value_text
+    except tomllib.TOMLDecodeError:
+        value = value_text
+    return keys, value
+
+
+def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, source: str) -> None:
+    table = raw
+    for depth, key in enumerate(keys[:-1]):
+        child = table.setdefault(key, {})
+        if not isinstance(child, dict):
+            dotted = ".".join(keys[: depth + 1])
+            raise ConfigError(
+                f"--set {'.'.join(keys)}: key {dotted!r} in {source} is a "
+                f"{type(child).__name__}, not a table"
+            )
+        table = child
+    table[keys[-1]] = value
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+class _Checker:
+    """Builds error messages naming the key, the file and (for overridden keys) the --set."""
+
+    def __init__(self, source: str, overridden: Iterable[str]) -> None:
+        self.source = source
+        self.overridden = set(overridden)
+
+    def where(self, key: str) -> str:
+        if key in self.overridden:
+            note = " (set on the command line)"
+        else:
+            inner = sorted(k for k in self.overridden if k.startswith(f"{key}."))
+            note = f" ({', '.join(inner)} set on the command line)" if inner else ""
+        return f"key {key!r}{note} in {self.source}"
+
+    def fail(self, key: str, problem: str) -> typing.NoReturn:
+        raise ConfigError(f"{self.where(key)}: {problem}")
+
+    def unknown(self, key: str, allowed: Iterable[str], what: str = "") -> typing.NoReturn:
+        names = ", ".join(sorted(allowed)) or "(none)"
+        label = f" {what}" if what else ""
+        raise ConfigError(f"unknown{label} {self.where(key)}; allowed keys: {names}")
+
+    def integer(self, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        if not ok:
+            self.fail(key, f"must be an int {bounds}, got {value!r} ({_type_name(value)})")
+        if value < minimum or (maximum is not None and value > maximum):
+            self.fail(key, f"must be an int {bounds}, got {value}")
+        return int(value)
+
+    def string(self, key: str, value: Any, choices: Sequence[str] | None = None) -> str:
+        if not isinstance(value, str):
+            allowed = f"one of {list(choices)}" if choices else "a string"
+            self.fail(key, f"must be {allowed}, got {value!r} ({_type_name(value)})")
+        if choices is not None and value not in choices:
+            self.fail(key, f"must be one of {list(choices)}, got {value!r}")
+        return value
+
+    def table(self, key: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(key, f"must be a table ([{key}]), got {value!r} ({_type_name(value)})")
+        return value
+
+
+def _type_name(value: Any) -> str:
+    names = {bool: "bool", int: "int", float: "float", str: "string", list: "array", dict: "table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def validate(
+    raw: Mapping[str, Any],
+    source: str = "<config>",
+    *,
+    default_name: str = "experiment",
+    overrides: tuple[str, ...] = (),
+    overridden: Iterable[str] = (),
+) -> ExperimentConfig:
+    """Validate a parsed TOML document (see :func:`load_config`)."""
+    check = _Checker(source, overridden)
+    for key in raw:
+        if key not in TOP_LEVEL_KEYS:
+            check.unknown(key, TOP_LEVEL_KEYS)
+    for key in ("horizon", "learners", "env"):
+        if key not in raw:
+            check.fail(key, "is required")
+
+    name = check.string("name", raw.get("name", default_name))
+    if not _NAME_PATTERN.match(name):
+        check.fail(
+            "name", f"must be letters, digits, '_', '.' or '-' (a folder name), got {name!r}"
+        )
+    description = check.string("description", raw.get("description", ""))
+    seed = check.integer("seed", raw.get("seed", 0), minimum=0, maximum=2**63 - 1)
+    runs = check.integer("runs", raw.get("runs", DEFAULT_RUNS), minimum=1)
+    horizon = check.integer("horizon", raw["horizon"], minimum=MIN_HORIZON)
+    learners = _check_learners(check, raw["learners"])
+    window = check.integer("window", raw.get("window", DEFAULT_WINDOW), 1, horizon)
+    sa_windows = _check_sa_windows(check, raw.get("sa_windows"), horizon)
+    chunk_size = raw.get("chunk_size")
+    if chunk_size is not None:
+        chunk_size = check.integer("chunk_size", chunk_size, minimum=1)
+    feedback = check.string("feedback", raw.get("feedback", "loss"), FEEDBACKS)
+    env = _check_env(check, raw["env"], horizon)
+    options = _check_learner_options(check, raw.get("learner_options", {}))
+    params = _check_params(check, raw.get("params", {}))
+
+    config = ExperimentConfig(
+        name=name,
+        description=description,
+        seed=seed,
+        runs=runs,
+        horizon=horizon,
+        learners=learners,
+        env=env,
+        window=window,
+        sa_windows=sa_windows,
+        chunk_size=chunk_size,
+        feedback=feedback,
+        learner_options=options,
+        params=params,
+        source=source,
+        overrides=tuple(overrides),
+    )
+    # Construct every learner the experiment will run: their own checks catch bad values.
+    for learner_name in learners:
+        key = f"learner_options.{learner_name}"
+        try:
+            learner = config.make_learner(learner_name)
+        except (TypeError, ValueError) as exc:
+            check.fail(key, f"learner {learner_name!r} rejects its options: {exc}")
+        allowed = _params_fields(learner)
+        for field in params.get(learner_name, {}):
+            if field not in allowed:
+                check.unknown(f"params.{learner_name}.{field}", allowed, "param")
+    return config
+
+
+def _check_learners(check: _Checker, value: Any) -> tuple[str, ...]:
+    allowed = sorted(registry.LEARNERS)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        check.fail(
+            "learners", f"must be a non-empty array of learner names from {allowed}, got {value!r}"
+        )
+    for item in value:
+        if not isinstance(item, str) or item not in registry.LEARNERS:
+            check.fail("learners", f"unknown learner {item!r}; choose from {allowed}")
+    if len(set(value)) != len(value):
+        check.fail("learners", f"lists a learner twice: {value!r}")
+    return tuple(value)
+
+
+def _check_sa_windows(check: _Checker, value: Any, horizon: int) -> tuple[int, ...]:
+    if value is None:
+        return default_sa_windows(horizon)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        check.fail(
+            "sa_windows", f"must be a non-empty array of ints in [1, {horizon}], got {value!r}"
+        )
+    out = [check.integer("sa_windows", v, 1, horizon) for v in value]
+    return tuple(sorted(set(out)))
+
+
+def _check_env(check: _Checker, value: Any, horizon: int) -> EnvConfig:
+    table = check.table("env", value)
+    if "name" not in table:
+        check.fail("env.name", f"is required; choose from {sorted(registry.ENVS)}")
+    name = check.string("env.name", table["name"], sorted(registry.ENVS))
+    if "num_arms" not in table:
+        check.fail("env.num_arms", "is required (an int >= 2)")
+    cls = registry.ENVS[name]
+    hints = _init_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, item in table.items():
+        if key == "name":
+            continue
+        if key in _ENV_RESERVED:
+            check.fail(f"env.{key}", f"cannot be set here: {_ENV_RESERVED[key]}")
+        if key not in hints:
+            allowed = ["name", *(k for k in hints if k not in _ENV_RESERVED)]
+            check.unknown(f"env.{key}", allowed, f"{name!r} environment")
+        kwargs[key] = _coerce(check, f"env.{key}", item, hints[key])
+    try:
+        registry.make_env(name, horizon=horizon, **kwargs)
+    except (TypeError, ValueError) as exc:
+        check.fail("env", f"invalid {name!r} environment: {exc}")
+    return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs))
+
+
+def _check_learner_options(check: _Checker, value: Any) -> dict[str, dict[str, Any]]:
+    tables = check.table("learner_options", value)
+    out: dict[str, dict[str, Any]] = {}
+    for learner_name, options in tables.items():
+        key = f"learner_options.{learner_name}"
+        if learner_name not in registry.LEARNERS:
+            check.unknown(key, registry.LEARNERS, "learner")
+        options = check.table(key, options)
+        hints = _learner_hints(learner_name)
+        accepted = [k for k in hints if k not in _LEARNER_RESERVED]
+        out[learner_name] = {}
+        for option, item in options.items():
+            if option in _LEARNER_RESERVED:
+                check.fail(f"{key}.{option}", f"cannot be set here: {_LEARNER_RESERVED[option]}")
+            if option not in hints:
+                check.unknown(f"{key}.{option}", accepted, "option")
+            out[learner_name][option] = _coerce(check, f"{key}.{option}", item, hints[option])
+    return out
+
+
+def _check_params(check: _Checker, value: Any) -> dict[str, dict[str, float]]:
+    tables = check.table("params", value)
+    out: dict[str, dict[str, float]] = {}
+    for learner_name, values in tables.items():
+        key = f"params.{learner_name}"
+        if learner_name not in registry.LEARNERS:
+            check.unknown(key, registry.LEARNERS, "learner")
+        values = check.table(key, values)
+        out[learner_name] = {}
+        for field, item in values.items():
+            number = isinstance(item, int | float) and not isinstance(item, bool)
+            if not number or not math.isfinite(item) or item < 0:
+                check.fail(f"{key}.{field}", f"must be a finite number >= 0, got {item!r}")
+            out[learner_name][field] = float(item)
+    return out
+
+
+# --- introspection of constructors -------------------------------------------------------------
+
+
+def _init_hints(cls: type) -> dict[str, Any]:
+    """``{field: type hint}`` of a dataclass's constructor arguments."""
+    resolved = typing.get_type_hints(cls)
+    return {f.name: resolved.get(f.name, Any) for f in dataclasses.fields(cls) if f.init}
+
+
+@functools.cache
+def _learner_class(name: str) -> type:
+    """The dataclass a learner registry entry builds (classes, partials and factories)."""
+    entry = registry.LEARNERS[name]
+    while isinstance(entry, functools.partial):
+        entry = entry.func
+    if isinstance(entry, type) and dataclasses.is_dataclass(entry):
+        return entry
+    # A factory function: build a small instance and look at what it returns.
+    return type(entry(num_arms=2, horizon=MIN_HORIZON))
+
+
+def _learner_hints(name: str) -> dict[str, Any]:
+    hints = _init_hints(_learner_class(name))
+    entry = registry.LEARNERS[name]
+    # Options a factory takes beyond those of the class it builds (e.g. exp3_uniform's gamma).
+    if not isinstance(entry, type | functools.partial):
+        import inspect
+
+        for param in inspect.signature(entry).parameters.values():
+            if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+                hints.setdefault(param.name, Any)
+    return hints
+
+
+def _learner_fields(name: str) -> set[str]:
+    return set(_learner_hints(name))
+
+
+def _params_fields(learner: Any) -> list[str]:
+    default = learner.default_params
+    if dataclasses.is_dataclass(default):
+        return [f.name for f in dataclasses.fields(default)]
+    return []
+
+
+def _describe(hint: Any) -> str:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args if a is not type(None))
+    if origin is tuple:
+        return f"an array of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s"
+    return {int: "an int", float: "a number", bool: "a bool (true/false)", str: "a string"}.get(
+        hint, str(hint)
+    )
+
+
+def _coerce(check: _Checker, key: str, value: Any, hint: Any) -> Any:
+    """``value`` converted to ``hint`` (TOML arrays -> tuples, ints -> floats), else an error."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return tuple(value) if isinstance(value, list) else value
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(check, key, value, arg)
+            except ConfigError:
+                continue
+    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        items = value if isinstance(value, list) else [value]
+        if isinstance(value, dict | str | bool):
+            items = None
+        if items is not None:
+            try:
+                return tuple(_coerce(check, key, item, args[0]) for item in items)
+            except ConfigError:
+                pass
+    elif hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    else:
+        return tuple(value) if isinstance(value, list) else value
+    check.fail(key, f"must be {_describe(hint)}, got {value!r} ({_type_name(value)})")

@@ -1,0 +1,198 @@
+"""Run an experiment config: simulate every learner on the same environment draws and measure.
+
+Every learner is simulated with the same key ``jax.random.key(config.seed)``; since the
+simulator derives run ``i``'s environment parameters and losses from ``fold_in(key, i)`` only,
+all learners face identical losses in every run (a paired comparison), and the arm losses
+needed for SA(L) are regenerated once per block of runs and shared by all learners.
+
+This module belongs to the face of the library (it times things and talks to a progress
+callback) but does no file I/O and does not import matplotlib.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from stabl_jax import metrics
+from stabl_jax.config import ExperimentConfig
+from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
+
+#: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves),
+#: within :func:`stabl_jax.simulate.auto_chunk_size`'s memory budget.
+AUTO_MIN_CHUNKS = 16
+
+ProgressFactory = Callable[[str], Callable[[int, int], None] | bool]
+
+
+@dataclasses.dataclass
+class LearnerOutcome:
+    """One learner's simulation and the metrics computed from it.
+
+    Attributes:
+      name: registry name.
+      learner: the learner object.
+      params: the learner params it ran with (shared by all runs).
+      result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces).
+      segment_reward: ``(R, S)`` mean reward ``1 - l_t(x_t)`` per segment of every run.
+      prob_best_segment: ``(R, S)`` mean play probability of the current best arm per segment.
+      sa_sampled: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)``.
+      sa_expected: ``(R, len(L))`` SA(L) from the expected loss ``<p_t, l_t>``.
+      num_muted: total meta-weight muting events over runs (StABL variants), else ``None``.
+      wall_seconds: simulation wall time (compile + run + transfers).
+    """
+
+    name: str
+    learner: Any
+    params: Any
+    result: SimResult
+    segment_reward: np.ndarray
+    prob_best_segment: np.ndarray
+    sa_sampled: np.ndarray
+    sa_expected: np.ndarray
+    num_muted: int | None
+    wall_seconds: float
+
+
+@dataclasses.dataclass
+class ExperimentResult:
+    """Everything one experiment produced, in memory.
+
+    Attributes:
+      config: the validated config.
+      env: the environment object.
+      outcomes: per learner, in config order.
+      segments: ``(R, T)`` segment index of every round of every run.
+      change_points: ``(R, S - 1)`` change points of every run.
+      chunk_size: rounds per compiled chunk actually used.
+      wall_seconds: total wall time of :func:`run_experiment`.
+      metrics_seconds: time spent computing SA(L) and the per-segment metrics.
+    """
+
+    config: ExperimentConfig
+    env: Any
+    outcomes: dict[str, LearnerOutcome]
+    segments: np.ndarray
+    change_points: np.ndarray
+    chunk_size: int
+    wall_seconds: float
+    metrics_seconds: float
+
+    @property
+    def num_segments(self) -> int:
+        return int(self.env.num_segments)
+
+
+def resolve_chunk_size(config: ExperimentConfig) -> int:
+    """``config.chunk_size``, or: the memory-budget chunk of :func:`auto_chunk_size`, capped
+    so that a run has at least :data:`AUTO_MIN_CHUNKS` chunks (rounded up to a divisor-friendly
+    size; results do not depend on it)."""
+    if config.chunk_size is not None:
+        return min(config.chunk_size, config.horizon)
+    budget = auto_chunk_size(config.runs, config.horizon)
+    return max(1, min(budget, math.ceil(config.horizon / AUTO_MIN_CHUNKS)))
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    *,
+    progress: ProgressFactory | None = None,
+    on_learner_done: Callable[[LearnerOutcome], None] | None = None,
+) -> ExperimentResult:
+    """Simulate every learner of ``config`` and compute its metrics.
+
+    Args:
+      config: a validated experiment config.
+      progress: called with a learner's name before it runs; returns what
+        :func:`~stabl_jax.simulate.simulate` takes as ``progress`` (``bool`` or a
+        ``(done, total)`` callback). ``None``: no progress display.
+      on_learner_done: called with each learner's outcome as soon as it is simulated (before
+        the shared SA(L) pass, so its ``sa_*`` arrays are still empty then).
+
+    Returns:
+      An :class:`ExperimentResult`.
+    """
+    start = time.perf_counter()
+    env = config.make_env()
+    key = jax.random.key(config.seed)
+    chunk = resolve_chunk_size(config)
+    num_segments = int(env.num_segments)
+    outcomes: dict[str, LearnerOutcome] = {}
+    segments: np.ndarray | None = None
+    change_points: np.ndarray | None = None
+    metrics_s = 0.0
+    for name in config.learners:
+        learner = config.make_learner(name)
+        params = config.learner_params(learner, name)
+        sim_start = time.perf_counter()
+        result = simulate(
+            learner,
+            env,
+            key,
+            config.runs,
+            horizon=config.horizon,
+            params=params,
+            chunk_size=chunk,
+            progress=progress(name) if progress is not None else False,
+        )
+        sim_s = time.perf_counter() - sim_start
+        metric_start = time.perf_counter()
+        if segments is None:
+            segments = metrics.segment_ids(result.carry, config.horizon)
+            points = np.asarray(result.carry.env_params.change_points)
+            change_points = points.reshape(config.runs, num_segments - 1).astype(np.int32)
+        reward = 1.0 - result.loss.astype(np.float64)
+        outcome = LearnerOutcome(
+            name=name,
+            learner=learner,
+            params=params,
+            result=result,
+            segment_reward=metrics.per_segment_mean(reward, segments, num_segments),
+            prob_best_segment=metrics.per_segment_mean(
+                result.prob_best.astype(np.float64), segments, num_segments
+            ),
+            sa_sampled=np.empty((config.runs, 0)),
+            sa_expected=np.empty((config.runs, 0)),
+            num_muted=_num_muted(result.carry),
+            wall_seconds=sim_s,
+        )
+        metrics_s += time.perf_counter() - metric_start
+        outcomes[name] = outcome
+        if on_learner_done is not None:
+            on_learner_done(outcome)
+
+    metric_start = time.perf_counter()
+    first = next(iter(outcomes.values()))
+    traces = {}
+    for name, o in outcomes.items():
+        traces[(name, "sampled")] = o.result.loss
+        traces[(name, "expected")] = o.result.expected_loss
+    regrets = metrics.paired_adaptive_regret(env, first.result.carry, traces, config.sa_windows)
+    for name, outcome in outcomes.items():
+        outcome.sa_sampled = regrets[(name, "sampled")]
+        outcome.sa_expected = regrets[(name, "expected")]
+    metrics_s += time.perf_counter() - metric_start
+    assert segments is not None and change_points is not None
+    return ExperimentResult(
+        config=config,
+        env=env,
+        outcomes=outcomes,
+        segments=segments,
+        change_points=change_points,
+        chunk_size=chunk,
+        wall_seconds=time.perf_counter() - start,
+        metrics_seconds=metrics_s,
+    )
+
+
+def _num_muted(carry: RunCarry) -> int | None:
+    muted = getattr(carry.state, "num_muted", None)
+    if muted is None:
+        return None
+    return int(np.asarray(muted, dtype=np.int64).sum())

@@ -1,0 +1,243 @@
+"""PNG plots of an experiment: moving-average reward (the paper's Figure 1), SA(L) against L,
+and the probability mass on the current best arm.
+
+The functions take plain arrays (means and 95% half-widths already computed), so they can
+redraw a saved results folder as well as a fresh run. matplotlib is imported inside the
+functions, with the non-interactive Agg backend: importing this module costs nothing and
+nothing below the command line imports matplotlib.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DPI = 120
+FIGSIZE = (9.0, 5.0)
+MAX_POINTS = 4000  # curves are thinned to at most this many points (the eye sees no more)
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")  # tell overlapping SA(L) lines apart
+
+#: Legend labels of the registry names (the paper's names where it has one).
+LABELS: dict[str, str] = {
+    "uniform": "Uniform",
+    "exp3": "EXP3",
+    "exp3_uniform": "EXP3 (uniform exploration)",
+    "stabl": "StABL",
+    "stabl_naive": "StABL Naive",
+    "stabl_single_scale": "StABL Single Scale",
+}
+
+
+def label(name: str) -> str:
+    """The legend label of a learner's registry name."""
+    return LABELS.get(name, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Band:
+    """One curve with a 95% band: ``mean +- half`` at ``x``.
+
+    Attributes:
+      name: the learner's registry name (fixes its color across plots).
+      label: the legend text.
+      x: ``(P,)`` abscissae.
+      mean: ``(P,)`` the curve.
+      half: ``(P,)`` half-width of the 95% interval (NaN: no band).
+    """
+
+    name: str
+    label: str
+    x: np.ndarray
+    mean: np.ndarray
+    half: np.ndarray
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _thin(band: Band) -> Band:
+    step = max(1, int(np.ceil(band.x.shape[0] / MAX_POINTS)))
+    if step == 1:
+        return band
+    idx = np.unique(np.r_[np.arange(0, band.x.shape[0], step), band.x.shape[0] - 1])
+    return dataclasses.replace(band, x=band.x[idx], mean=band.mean[idx], half=band.half[idx])
+
+
+def _colors(names: Sequence[str]) -> dict[str, Any]:
+    plt = _pyplot()
+    cycle = plt.get_cmap("tab10")
+    return {name: cycle(i % 10) for i, name in enumerate(names)}
+
+
+def _draw(
+    bands: Sequence[Band],
+    path: str | Path,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    vlines: Sequence[float] = (),
+    loglog: bool = False,
+    ylim: tuple[float, float] | None = None,
+    markers: bool = False,
+) -> Path:
+    plt = _pyplot()
+    colors = _colors([b.name for b in bands])
+    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
+    try:
+        for index, band in enumerate(bands):
+            band = band if markers else _thin(band)
+            lower, upper = band.mean - band.half, band.mean + band.half
+            if loglog:
+                floor = np.nanmin(band.mean[band.mean > 0], initial=1.0) / 10.0
+                lower = np.maximum(lower, floor)
+            color = colors[band.name]
+            ax.plot(
+                band.x,
+                band.mean,
+                color=color,
+                lw=1.6,
+                label=band.label,
+                marker=MARKERS[index % len(MARKERS)] if markers else None,
+                ms=5,
+                mfc="none" if markers and index % 2 else color,
+            )
+            if np.isfinite(band.half).any():
+                ax.fill_between(band.x, lower, upper, color=color, alpha=0.2, lw=0)
+        for i, x in enumerate(vlines):
+            ax.axvline(x, color="0.35", ls="--", lw=1.0, label="change point" if i == 0 else None)
+        if loglog:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set_title(title, fontsize=11)
+        ax.set_xlabel(xlabel, fontsize=11)
+        ax.set_ylabel(ylabel, fontsize=11)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=9, loc="best", framealpha=0.85)
+        path = Path(path)
+        fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_reward(
+    bands: Sequence[Band],
+    path: str | Path,
+    *,
+    title: str,
+    window: int,
+    change_points: Sequence[int] = (),
+) -> Path:
+    """Moving-average reward against rounds, one line per learner, change points dashed.
+
+    Args:
+      bands: per learner, the mean over runs of each run's trailing moving average of the
+        reward ``1 - l_t(x_t)``, with its 95% half-width, at rounds ``x``.
+      path: the PNG to write.
+      title: figure title (name the config in it).
+      window: the moving-average window (for the axis label).
+      change_points: rounds where the best arm changes (empty when they differ per run).
+    """
+    return _draw(
+        bands,
+        path,
+        title=title,
+        xlabel="round t",
+        ylabel=f"reward, moving average over {window} rounds",
+        vlines=change_points,
+    )
+
+
+def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
+    """SA(L), the worst regret over any window of ``L`` rounds, against ``L`` (log-log).
+
+    Args:
+      bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``; put the
+        queries per round in the label.
+      path: the PNG to write.
+      title: figure title.
+    """
+    return _draw(
+        bands,
+        path,
+        title=title,
+        xlabel="window length L (rounds)",
+        ylabel="SA(L) = max over windows of length L of regret",
+        loglog=True,
+        markers=True,
+    )
+
+
+def plot_prob_best(
+    bands: Sequence[Band],
+    path: str | Path,
+    *,
+    title: str,
+    window: int,
+    change_points: Sequence[int] = (),
+) -> Path:
+    """Play probability of the current best arm against rounds (moving-averaged).
+
+    Args:
+      bands: per learner, mean over runs of the moving average of ``p_t(best arm)``.
+      path: the PNG to write.
+      title: figure title.
+      window: the moving-average window.
+      change_points: rounds where the best arm changes.
+    """
+    return _draw(
+        bands,
+        path,
+        title=title,
+        xlabel="round t",
+        ylabel=f"P(play best arm), moving average over {window}",
+        vlines=change_points,
+        ylim=(-0.02, 1.02),
+    )
+
+
+def write_plots(
+    folder: str | Path,
+    *,
+    reward: Sequence[Band],
+    adaptive_regret: Sequence[Band],
+    prob_best: Sequence[Band],
+    titles: Mapping[str, str],
+    window: int,
+    change_points: Sequence[int],
+    filenames: Mapping[str, str],
+) -> list[Path]:
+    """Write the three plots into ``folder``; returns their paths."""
+    folder = Path(folder)
+    return [
+        plot_reward(
+            reward,
+            folder / filenames["reward"],
+            title=titles["reward"],
+            window=window,
+            change_points=change_points,
+        ),
+        plot_adaptive_regret(
+            adaptive_regret, folder / filenames["adaptive_regret"], title=titles["adaptive_regret"]
+        ),
+        plot_prob_best(
+            prob_best,
+            folder / filenames["prob_best"],
+            title=titles["prob_best"],
+            window=window,
+            change_points=change_points,
+        ),
+    ]

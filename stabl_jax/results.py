@@ -1,0 +1,419 @@
+"""One results folder per experiment, written atomically.
+
+Layout (readable without Python)::
+
+    <out>/
+      summary.json         config, seed, versions, device, timings and every metric
+      traces.npz           per-run traces (np.savez_compressed; no pickled objects)
+      reward.png           moving-average reward (the paper's Figure 1)
+      adaptive_regret.png  SA(L) against L, log-log
+      prob_best.png        play probability of the current best arm
+      COMPLETE             written last: the folder is whole
+
+Atomicity: everything is built in the sibling ``<out>.partial-<pid>``; ``COMPLETE`` is written
+last, then the folder is renamed to ``<out>``. A reader that sees ``<out>`` sees all of it; a
+crash leaves only a ``.partial-<pid>`` folder behind. ``traces.npz`` keys are
+``"<learner>/<field>"`` (``stabl/loss``); read it with :func:`read_traces`
+(``allow_pickle=False``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from stabl_jax import __version__, metrics, plots
+from stabl_jax.experiment import ExperimentResult, LearnerOutcome
+
+SUMMARY = "summary.json"
+TRACES = "traces.npz"
+COMPLETE = "COMPLETE"
+PLOT_FILES: dict[str, str] = {
+    "reward": "reward.png",
+    "adaptive_regret": "adaptive_regret.png",
+    "prob_best": "prob_best.png",
+}
+FORMAT = "stabl_jax.results/1"
+
+
+class OutputError(Exception):
+    """The output folder cannot be used (exists, not writable, not a results folder)."""
+
+
+# --------------------------------------------------------------------------------------------
+# The atomic folder
+# --------------------------------------------------------------------------------------------
+
+
+def is_complete(path: str | Path) -> bool:
+    """True when ``path`` is a finished results folder (it holds ``COMPLETE``)."""
+    return (Path(path) / COMPLETE).is_file()
+
+
+def _is_replaceable(path: Path) -> bool:
+    """Whether ``--force`` may delete ``path``: an empty folder or one of ours."""
+    if not path.is_dir() or path.is_symlink():
+        return False
+    names = {entry.name for entry in path.iterdir()}
+    return not names or COMPLETE in names or SUMMARY in names
+
+
+class ResultsFolder:
+    """A results folder under construction: write into :attr:`partial`, then :meth:`commit`.
+
+    Create it with :meth:`prepare` *before* any computation: that is where an existing
+    folder or an unwritable location is reported. Used as a context manager, the partial
+    folder is removed if the block raises.
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> out = pathlib.Path(tempfile.mkdtemp()) / "demo"
+      >>> with ResultsFolder.prepare(out) as folder:
+      ...     _ = (folder.partial / "note.txt").write_text("hello")
+      ...     final = folder.commit()
+      >>> sorted(p.name for p in final.iterdir())
+      ['COMPLETE', 'note.txt']
+    """
+
+    def __init__(self, final: Path, partial: Path, force: bool) -> None:
+        self.final = final
+        self.partial = partial
+        self.force = force
+        self.committed = False
+
+    @classmethod
+    def prepare(cls, out: str | Path, *, force: bool = False) -> ResultsFolder:
+        """Check ``out`` and create the sibling ``<out>.partial-<pid>``.
+
+        Raises:
+          OutputError: ``out`` is a complete results folder and ``force`` is false; ``out``
+            exists but is not a results folder (never deleted, even with ``force``); or the
+            location is not writable.
+        """
+        final = Path(out).expanduser().absolute()
+        if final.exists() or final.is_symlink():
+            if not final.is_dir() or final.is_symlink():
+                raise OutputError(f"output path {final} exists and is not a folder")
+            if is_complete(final) and not force:
+                raise OutputError(
+                    f"output folder {final} already holds a complete result; "
+                    "pass --force to replace it or choose another --out"
+                )
+            if not _is_replaceable(final):
+                raise OutputError(
+                    f"output folder {final} exists and is not a stabl_jax results folder; "
+                    "refusing to replace it (choose another --out)"
+                )
+        parent = final.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot create the output location {parent}: {exc}") from None
+        partial = parent / f"{final.name}.partial-{os.getpid()}"
+        try:
+            if partial.exists():
+                shutil.rmtree(partial)
+            partial.mkdir()
+            probe = partial / ".write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise OutputError(f"output location {parent} is not writable: {exc}") from None
+        return cls(final, partial, force)
+
+    def commit(self) -> Path:
+        """Write ``COMPLETE`` and move the folder into place; returns the final path."""
+        (self.partial / COMPLETE).write_text(
+            datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds") + "\n",
+            encoding="utf-8",
+        )
+        old: Path | None = None
+        if self.final.exists():
+            if is_complete(self.final) and not self.force:
+                raise OutputError(
+                    f"output folder {self.final} was completed by another process meanwhile; "
+                    f"this run's results are left in {self.partial}"
+                )
+            old = self.final.parent / f"{self.final.name}.old-{os.getpid()}"
+            os.replace(self.final, old)
+        try:
+            os.replace(self.partial, self.final)
+        except OSError:
+            if old is not None:
+                os.replace(old, self.final)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        self.committed = True
+        return self.final
+
+    def discard(self) -> None:
+        """Remove the partial folder (nothing is left behind)."""
+        shutil.rmtree(self.partial, ignore_errors=True)
+
+    def __enter__(self) -> ResultsFolder:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if not self.committed:
+            self.discard()
+
+
+# --------------------------------------------------------------------------------------------
+# Contents
+# --------------------------------------------------------------------------------------------
+
+
+def _stat(values: np.ndarray, axis: int = 0) -> dict[str, Any]:
+    """``{"mean", "ci95"}`` over runs (``ci95``: half-width of the normal 95% interval)."""
+    mean, half = metrics.mean_ci(values, axis=axis)
+    return {"mean": _clean(mean), "ci95": _clean(half)}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready: arrays to lists, numpy scalars to Python, NaN/inf to ``None``."""
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _clean(value.tolist())
+    if isinstance(value, np.generic):
+        return _clean(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def environment_info() -> dict[str, Any]:
+    """Versions, Python, platform and the JAX device the run used."""
+    devices = jax.devices()
+    return {
+        "versions": {
+            "stabl_jax": __version__,
+            "jax": jax.__version__,
+            "jaxlib": _version("jaxlib"),
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        "python": sys.version,
+        "platform": platform.platform(),
+        "device": {
+            "platform": devices[0].platform,
+            "kind": devices[0].device_kind,
+            "count": len(devices),
+        },
+    }
+
+
+def _static_fields(obj: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return {}
+
+
+def _params_dict(params: Any) -> dict[str, Any]:
+    if not dataclasses.is_dataclass(params):
+        return {}
+    return {
+        f.name: np.asarray(getattr(params, f.name)).tolist() for f in dataclasses.fields(params)
+    }
+
+
+def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
+    """Metrics of one learner (means and 95% half-widths over runs)."""
+    result = outcome.result
+    learner = outcome.learner
+    reward = 1.0 - result.loss.astype(np.float64)
+    return {
+        "label": plots.label(outcome.name),
+        "class": type(learner).__name__,
+        "num_queries": int(learner.num_queries),
+        "constructor": _static_fields(learner),
+        "params": _params_dict(outcome.params),
+        "compile_seconds": result.compile_seconds,
+        "run_seconds": result.run_seconds,
+        "simulate_seconds": outcome.wall_seconds,
+        "mean_reward": _stat(reward.mean(axis=1)),
+        "segment_reward": _stat(outcome.segment_reward),
+        "adaptive_regret": {
+            "window_lengths": list(window_lengths),
+            "sampled": _stat(outcome.sa_sampled),
+            "expected": _stat(outcome.sa_expected),
+        },
+        "prob_best": {
+            "overall": _stat(result.prob_best.astype(np.float64).mean(axis=1)),
+            "per_segment": _stat(outcome.prob_best_segment),
+        },
+        "num_muted": outcome.num_muted,
+    }
+
+
+def build_summary(result: ExperimentResult, *, started: str | None = None) -> dict[str, Any]:
+    """The ``summary.json`` document of an experiment."""
+    config = result.config
+    env = result.env
+    random_points = bool(getattr(env, "random_change_points", False))
+    summary: dict[str, Any] = {
+        "format": FORMAT,
+        "name": config.name,
+        "description": config.description,
+        "started": started,
+        "seed": config.seed,
+        "runs": config.runs,
+        "horizon": config.horizon,
+        "config": config.to_dict(),
+        "env": {
+            "name": config.env.name,
+            "class": type(env).__name__,
+            **_static_fields(env),
+            "change_points": None if random_points else list(env.change_points),
+        },
+        **environment_info(),
+        "timings": {
+            "wall_seconds": result.wall_seconds,
+            "metrics_seconds": result.metrics_seconds,
+            "chunk_size": result.chunk_size,
+            "learners": {
+                name: {
+                    "compile_seconds": o.result.compile_seconds,
+                    "run_seconds": o.result.run_seconds,
+                }
+                for name, o in result.outcomes.items()
+            },
+        },
+        "notes": {
+            "ci95": "half-width of the normal 95% interval over runs, 1.96 sd / sqrt(runs)",
+            "segment_reward": "per run, mean of 1 - l_t(x_t) over each segment",
+            "adaptive_regret": "SA(L) = max over windows of length L of (learner's loss - "
+            "best arm's loss); 'sampled' uses l_t(x_t), 'expected' uses <p_t, l_t>",
+            "prob_best": "play probability of the arm with the smallest mean loss at round t",
+            "num_muted": "StABL meta-weight updates with 1 + eta_k r~ <= 0, summed over runs",
+            "paired": "every learner was simulated with the same key: identical environment "
+            "draws in every run",
+        },
+        "learners": {
+            name: learner_summary(outcome, config.sa_windows)
+            for name, outcome in result.outcomes.items()
+        },
+        "files": {"summary": SUMMARY, "traces": TRACES, "plots": dict(PLOT_FILES)},
+    }
+    return _clean(summary)
+
+
+def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
+    """Arrays of ``traces.npz``: per learner ``loss``, ``expected_loss``, ``prob_best``
+    (``(R, T)`` float32), ``played`` (``(R, T)`` int32) and the per-run SA(L)
+    (``sa_sampled``, ``sa_expected``, ``(R, len(L))`` float64); plus ``env/change_points``
+    ``(R, S - 1)`` int32 and ``sa_window_lengths``."""
+    arrays: dict[str, np.ndarray] = {
+        "env/change_points": result.change_points.astype(np.int32),
+        "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
+    }
+    for name, outcome in result.outcomes.items():
+        res = outcome.result
+        arrays[f"{name}/loss"] = res.loss.astype(np.float32)
+        arrays[f"{name}/expected_loss"] = res.expected_loss.astype(np.float32)
+        arrays[f"{name}/played"] = res.played.astype(np.int32)
+        arrays[f"{name}/prob_best"] = res.prob_best.astype(np.float32)
+        arrays[f"{name}/sa_sampled"] = outcome.sa_sampled.astype(np.float64)
+        arrays[f"{name}/sa_expected"] = outcome.sa_expected.astype(np.float64)
+    return arrays
+
+
+def _moving_band(name: str, values: np.ndarray, window: int, label: str) -> plots.Band:
+    mean, half = metrics.mean_ci(metrics.moving_average(values, window), axis=0)
+    return plots.Band(name=name, label=label, x=np.arange(values.shape[1]), mean=mean, half=half)
+
+
+def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
+    """Draw the three PNGs of an experiment into ``folder``."""
+    config = result.config
+    env = result.env
+    window = config.window
+    reward, regret, prob = [], [], []
+    for name, outcome in result.outcomes.items():
+        res = outcome.result
+        text = plots.label(name)
+        reward.append(_moving_band(name, 1.0 - res.loss.astype(np.float64), window, text))
+        prob.append(_moving_band(name, res.prob_best.astype(np.float64), window, text))
+        mean, half = metrics.mean_ci(outcome.sa_sampled, axis=0)
+        queries = int(outcome.learner.num_queries)
+        regret.append(
+            plots.Band(
+                name=name,
+                label=f"{text} ({queries} {'query' if queries == 1 else 'queries'}/round)",
+                x=np.asarray(config.sa_windows),
+                mean=mean,
+                half=half,
+            )
+        )
+    random_points = bool(getattr(env, "random_change_points", False))
+    change_points = () if random_points else tuple(env.change_points)
+    setting = (
+        f"{config.env.name}, N={env.num_arms}, T={config.horizon}, {config.runs} runs, "
+        f"feedback={config.feedback}"
+    )
+    titles = {
+        "reward": f"{config.name}: reward ({setting})\nmean over runs with 95% band",
+        "adaptive_regret": f"{config.name}: strongly adaptive regret SA(L), sampled loss\n"
+        f"({setting}; mean with 95% band)",
+        "prob_best": f"{config.name}: probability on the current best arm\n({setting})",
+    }
+    return plots.write_plots(
+        folder,
+        reward=reward,
+        adaptive_regret=regret,
+        prob_best=prob,
+        titles=titles,
+        window=window,
+        change_points=change_points,
+        filenames=PLOT_FILES,
+    )
+
+
+def write_results(
+    result: ExperimentResult, folder: ResultsFolder, *, started: str | None = None
+) -> Path:
+    """Write summary, traces and plots into ``folder.partial``, then commit it.
+
+    Returns:
+      The final folder path.
+    """
+    summary = build_summary(result, started=started)
+    text = json.dumps(summary, indent=2, allow_nan=False)
+    (folder.partial / SUMMARY).write_text(text + "\n", encoding="utf-8")
+    np.savez_compressed(folder.partial / TRACES, **trace_arrays(result))
+    render_plots(result, folder.partial)
+    return folder.commit()
+
+
+def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
+    """Every array of ``<folder>/traces.npz`` (loaded with ``allow_pickle=False``)."""
+    with np.load(Path(folder) / TRACES, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+def read_summary(folder: str | Path) -> dict[str, Any]:
+    """``<folder>/summary.json`` as a dict."""
+    return json.loads((Path(folder) / SUMMARY).read_text(encoding="utf-8"))

@@ -1,0 +1,460 @@
+"""The command line, experiment configs and results folders, end to end at tiny sizes.
+
+Every shipped config is run through ``cli.main`` with ``--set`` overrides that shrink it
+(4 runs, T = 64, 5 arms, change points scaled down); the results folder is then checked file
+by file. Bad configs must fail on load with a :class:`ConfigError` naming key and file, and
+the CLI must exit 2 with ``error:`` on stderr before any computation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax import ENVS, LEARNERS, cli, experiment, metrics
+from stabl_jax.config import (
+    ConfigError,
+    default_sa_windows,
+    load_config,
+    parse_override,
+    resolve_config,
+    shipped_configs,
+)
+from stabl_jax.results import COMPLETE, PLOT_FILES, read_summary, read_traces
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
+PAPER_LEARNERS = ("uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TRACE_FIELDS = {
+    "loss": np.float32,
+    "expected_loss": np.float32,
+    "played": np.int32,
+    "prob_best": np.float32,
+}
+
+# Shrink a shipped config: T = 64 keeps StABL's geometric intervals (T >= 16) non-empty.
+TINY = [
+    "runs=4",
+    "horizon=64",
+    "env.num_arms=5",
+    "window=8",
+    "learner_options.stabl_single_scale.history_lengths=[16]",
+]
+# At T = 64 the random and large configs become the same environment (5 segments; the random
+# config's 1355, 1437, 1798, 3249 scaled by 64/4096): the large one then reuses the compiled
+# programs, which keeps this file's runtime down. What is tested of it is that its own keys
+# (learners, options, feedback, ...) load and run end to end.
+TINY_CHANGE_POINTS = {
+    "expert_advice_equal": [],  # num_segments = 4 -> 16, 32, 48
+    "expert_advice_random": ["env.change_points=[21, 22, 28, 50]"],
+    "expert_advice_large": ["env.change_points=[21, 22, 28, 50]"],
+}
+TINY_SEGMENTS = {"expert_advice_equal": 4, "expert_advice_random": 5, "expert_advice_large": 5}
+
+
+def tiny_args(name: str) -> list[str]:
+    args = [name, "--no-progress"]
+    for item in TINY + TINY_CHANGE_POINTS[name]:
+        args += ["--set", item]
+    return args
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch):
+    """Run from the repository root, where ``./configs`` holds the shipped configs."""
+    monkeypatch.chdir(REPO)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory) -> Callable[[str], Path]:
+    """``get(name)``: the results folder of shipped config ``name`` run at a tiny size through
+    ``cli.main`` (each config runs once per module; later calls reuse the folder and the
+    compiled programs)."""
+    root = tmp_path_factory.mktemp("results")
+    done: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            out = root / name
+            cwd = os.getcwd()
+            os.chdir(REPO)
+            try:
+                code = cli.main(["run", *tiny_args(name), "--out", str(out)])
+            finally:
+                os.chdir(cwd)
+            assert code == 0
+            done[name] = out
+        return done[name]
+
+    return get
+
+
+def _forbid_computation(monkeypatch) -> None:
+    """Make any simulation fail loudly: errors must be reported before computing."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the experiment ran although the command should have failed")
+
+    monkeypatch.setattr(experiment, "run_experiment", boom)
+
+
+# --------------------------------------------------------------------------------------------
+# Shipped configs
+# --------------------------------------------------------------------------------------------
+
+
+def test_every_shipped_config_is_found():
+    assert set(SHIPPED) <= set(shipped_configs())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_config_validates(name):
+    cfg = load_config(name)
+    assert cfg.name == name
+    assert cfg.learners == PAPER_LEARNERS
+    assert cfg.feedback == "loss"
+    assert cfg.env.name == "expert_advice"
+    assert cfg.learner_options["stabl_single_scale"]["history_lengths"] == (1024,)
+    assert cfg.sa_windows == default_sa_windows(cfg.horizon)
+    assert cfg.description
+    env = cfg.make_env()
+    assert env.best_arm_order == "sequential"  # the paper: segment j's best arm is arm j
+    for learner_name in cfg.learners:
+        learner = cfg.make_learner(learner_name)
+        assert learner.num_arms == env.num_arms
+        if learner_name != "uniform":
+            assert learner.feedback == "loss"
+    expected = {
+        "expert_advice_equal": (30, 4096, 500, 50, (1024, 2048, 3072)),
+        "expert_advice_random": (30, 4096, 500, 50, (1355, 1437, 1798, 3249)),
+        "expert_advice_large": (300, 65536, 100, 500, (7853, 13822, 25180, 56621)),
+    }[name]
+    assert (env.num_arms, cfg.horizon, cfg.runs, cfg.window, env.change_points) == expected
+
+
+def test_overrides_reach_every_level():
+    cfg = load_config(
+        "expert_advice_equal",
+        [
+            "env.num_arms=10",
+            "runs=50",
+            'learners=["stabl","exp3"]',
+            "feedback=reward",
+            "params.stabl.meta_lr_scale=8",
+            "sa_windows=[64, 16]",
+            "chunk_size=128",
+        ],
+    )
+    assert (cfg.env.num_arms, cfg.runs, cfg.learners) == (10, 50, ("stabl", "exp3"))
+    assert cfg.sa_windows == (16, 64) and cfg.chunk_size == 128
+    stabl = cfg.make_learner("stabl")
+    assert stabl.feedback == "reward"
+    assert float(cfg.learner_params(stabl, "stabl").meta_lr_scale) == 8.0
+    assert cfg.overrides[0] == "env.num_arms=10"
+
+
+def test_parse_override_values():
+    assert parse_override("runs=50") == (("runs",), 50)
+    assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
+    assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
+    assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
+    assert parse_override("env.random_change_points=true") == (
+        ("env", "random_change_points"),
+        True,
+    )
+    for bad in ("runs", "=3", "env..x=1"):
+        with pytest.raises(ConfigError, match="key=value"):
+            parse_override(bad)
+
+
+def test_unknown_config_name_lists_the_shipped_ones():
+    with pytest.raises(ConfigError, match="expert_advice_equal"):
+        resolve_config("no_such_config")
+
+
+# --------------------------------------------------------------------------------------------
+# Bad configs
+# --------------------------------------------------------------------------------------------
+
+GOOD = """
+name = "bad_example"
+runs = 2
+horizon = 64
+learners = ["uniform", "stabl"]
+[env]
+name = "expert_advice"
+num_arms = 5
+"""
+
+TOP, ENV, END = "runs = 2", "num_arms = 5", None
+BAD_CASES = {
+    # case: (anchor, new text: replaces the anchor or, for END, is appended;
+    #        the key the message must name; text naming what is allowed)
+    "unknown key": (TOP, 'runs = 2\ncolour = "red"', "colour", "allowed keys"),
+    "wrong type": (TOP, 'runs = "many"', "runs", "must be an int"),
+    "out of range": ("horizon = 64", "horizon = 8", "horizon", ">= 16"),
+    "unknown learner": ('"uniform", "stabl"', '"uniform", "stabel"', "learners", "stabl_naive"),
+    "sa window too long": (TOP, "runs = 2\nsa_windows = [16, 128]", "sa_windows", "[1, 64]"),
+    "bad feedback": (TOP, 'runs = 2\nfeedback = "regret"', "feedback", "reward"),
+    "unknown env": ('name = "expert_advice"', 'name = "roulette"', "env.name", "bernoulli"),
+    "unknown env kwarg": (ENV, "num_arms = 5\narms = 3", "env.arms", "num_segments"),
+    "env kwarg type": (
+        ENV,
+        "num_arms = 5\nrandom_change_points = 1",
+        "env.random_change_points",
+        "bool",
+    ),
+    "env rejects value": (ENV, "num_arms = 5\nchange_points = [10, 100]", "env", "[1, 63]"),
+    "unknown param": (END, "[params.stabl]\nlr = 2.0\n", "params.stabl.lr", "meta_lr_scale"),
+    "learner option type": (
+        END,
+        "[learner_options.stabl]\nobservation = 3\n",
+        "learner_options.stabl.observation",
+        "a string",
+    ),
+    "learner rejects option": (
+        END,
+        '[learner_options.stabl]\nobservation = "psychic"\n',
+        "learner_options.stabl",
+        "importance",
+    ),
+}
+
+
+def bad_config(tmp_path: Path, case: str) -> Path:
+    anchor, new, _, _ = BAD_CASES[case]
+    text = GOOD + new if anchor is None else GOOD.replace(anchor, new, 1)
+    assert text != GOOD
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    return path
+
+
+def test_good_example_is_good(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.runs == 2 and cfg.window == 50 and cfg.seed == 0
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_config_names_key_and_file(tmp_path, case):
+    path = bad_config(tmp_path, case)
+    _, _, key, allowed = BAD_CASES[case]
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert f"'{key}'" in message
+    assert str(path) in message
+    assert allowed in message
+
+
+@pytest.mark.parametrize("case", ["unknown key", "wrong type", "out of range", "unknown learner"])
+def test_cli_exits_2_on_bad_config(tmp_path, case, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    path = bad_config(tmp_path, case)
+    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ")
+    assert BAD_CASES[case][2] in err and str(path) in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_exits_2_on_bad_override(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    code = cli.main(["run", "--runs", "0", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "error: " in err and "'runs' (set on the command line)" in err
+
+
+def test_cli_usage_error_exits_2(capsys):
+    assert cli.main(["run", "--no-such-flag"]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert cli.main([]) == 2
+
+
+def test_unwritable_output_fails_before_computing(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(blocker / "sub")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "a_file" in err
+
+
+def test_foreign_folder_is_never_replaced(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "thesis.tex").write_text("do not delete")
+    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(out), "--force"])
+    assert code == 2 and "not a stabl_jax results folder" in capsys.readouterr().err
+    assert (out / "thesis.tex").read_text() == "do not delete"
+
+
+# --------------------------------------------------------------------------------------------
+# Runs end to end
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_config_runs_end_to_end(tiny_runs, name):
+    out = tiny_runs(name)
+    assert (out / COMPLETE).is_file()
+    assert not list(out.parent.glob(f"{out.name}.partial-*"))  # nothing left behind
+
+    summary = read_summary(out)
+    json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
+    assert summary["name"] == name and summary["seed"] == 0 and summary["runs"] == 4
+    assert summary["config"]["horizon"] == 64
+    for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
+        assert summary["versions"][key]
+    assert summary["device"]["platform"] and summary["platform"]
+    assert summary["timings"]["wall_seconds"] > 0
+    num_segments = TINY_SEGMENTS[name]
+    assert len(summary["env"]["change_points"]) == num_segments - 1
+    assert list(summary["learners"]) == list(PAPER_LEARNERS)
+    for learner_name, entry in summary["learners"].items():
+        assert entry["num_queries"] == LEARNERS_QUERIES[learner_name]
+        assert entry["compile_seconds"] >= 0 and entry["run_seconds"] >= 0
+        assert len(entry["segment_reward"]["mean"]) == num_segments
+        assert len(entry["segment_reward"]["ci95"]) == num_segments
+        sa = entry["adaptive_regret"]
+        assert sa["window_lengths"] == [16, 32, 64]
+        assert len(sa["sampled"]["mean"]) == len(sa["expected"]["ci95"]) == 3
+        assert 0.0 <= entry["prob_best"]["overall"]["mean"] <= 1.0
+        assert len(entry["prob_best"]["per_segment"]["mean"]) == num_segments
+        if learner_name.startswith("stabl"):
+            assert isinstance(entry["num_muted"], int) and entry["num_muted"] >= 0
+        else:
+            assert entry["num_muted"] is None
+    assert summary["learners"]["stabl_single_scale"]["constructor"]["history_lengths"] == [16]
+
+    traces = read_traces(out)  # allow_pickle=False
+    for learner_name in PAPER_LEARNERS:
+        for field, dtype in TRACE_FIELDS.items():
+            array = traces[f"{learner_name}/{field}"]
+            assert array.shape == (4, 64) and array.dtype == dtype
+    assert traces["env/change_points"].shape == (4, num_segments - 1)
+    # Paired: the same key for every learner -> a learner-independent environment, and the
+    # reward mean in the summary is the mean of the traces.
+    reward = 1.0 - traces["stabl/loss"].astype(np.float64)
+    assert summary["learners"]["stabl"]["mean_reward"]["mean"] == pytest.approx(reward.mean())
+
+    for filename in PLOT_FILES.values():
+        data = (out / filename).read_bytes()
+        assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
+
+
+LEARNERS_QUERIES = {
+    "uniform": 1,
+    "exp3_uniform": 1,
+    "stabl": 2,
+    "stabl_naive": 2,
+    "stabl_single_scale": 2,
+}
+
+
+def test_second_run_refused_then_forced_and_deterministic(tiny_runs, capsys):
+    name = "expert_advice_equal"
+    out = tiny_runs(name)
+    before = read_traces(out)
+    stamp = (out / COMPLETE).read_text()
+    code = cli.main(["run", *tiny_args(name), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "--force" in err
+    assert (out / COMPLETE).read_text() == stamp
+
+    assert cli.main(["run", *tiny_args(name), "--out", str(out), "--force"]) == 0
+    after = read_traces(out)
+    assert sorted(before) == sorted(after)
+    for key in before:
+        np.testing.assert_array_equal(before[key], after[key], err_msg=key)
+    assert not list(out.parent.glob(f"{out.name}.old-*"))
+
+
+def test_default_output_folder_and_summary_table(tmp_path, capsys, monkeypatch):
+    """No --out: ``results/<name>-seed<S>`` under the working directory; progress bars on
+    stderr; the table on stdout."""
+    monkeypatch.chdir(tmp_path)  # ./configs is absent here: found next to the package
+    args = [a for a in tiny_args("expert_advice_equal") if a != "--no-progress"]
+    code = cli.main(["run", *args, "--seed", "3", "--set", 'learners=["uniform", "stabl"]'])
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 0
+    assert "/64" in captured.err and "stabl" in captured.err  # one tqdm bar per learner
+    folder = tmp_path / "results" / "expert_advice_equal-seed3"
+    assert (folder / COMPLETE).is_file()
+    assert f"results: {folder}" in out
+    assert "SA(16)" in out and "P(best arm)" in out
+    table = out[out.index("learner ") :]
+    assert "stabl" in table and "uniform" in table and "±" in table
+
+
+def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
+    """The experiment computes SA(L) once over shared arm losses; that must equal
+    :func:`metrics.adaptive_regret` of each learner's own simulation (pairing is real)."""
+    tiny_runs("expert_advice_equal")  # same programs: compiled once
+    cfg = load_config("expert_advice_equal", TINY, learners=["uniform", "stabl"])
+    outcome = experiment.run_experiment(cfg)
+    env = cfg.make_env()
+    for o in outcome.outcomes.values():
+        reference = metrics.adaptive_regret(o.result, env, cfg.sa_windows)
+        np.testing.assert_allclose(o.sa_sampled, reference["sampled"], rtol=1e-12)
+        np.testing.assert_allclose(o.sa_expected, reference["expected"], rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# stabl-jax list, python -m stabl_jax
+# --------------------------------------------------------------------------------------------
+
+
+def test_list_in_process(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    for name in [*LEARNERS, *ENVS, *SHIPPED]:
+        assert any(line.split()[0] == name for line in lines if line.startswith("  ")), name
+    assert "Fig. 1 left" in out
+
+
+def test_python_m_stabl_jax_list(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-m", "stabl_jax", "list"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "expert_advice_equal" in proc.stdout and "stabl_single_scale" in proc.stdout
+
+
+def test_face_modules_do_not_import_matplotlib():
+    code = (
+        "import sys, stabl_jax.cli, stabl_jax.config, stabl_jax.experiment, "
+        "stabl_jax.results, stabl_jax.plots; assert 'matplotlib' not in sys.modules"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    assert proc.returncode == 0, proc.stderr
