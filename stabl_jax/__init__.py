@@ -6,8 +6,26 @@ environments that are pure functions of ``(params, t, key)`` and a ``simulate`` 
 thousands of independent runs as one compiled program.
 """
 
-from stabl_jax import metrics
+from stabl_jax import bco, domains, gradients, metrics
+from stabl_jax.bco import (
+    BCO_LEARNERS,
+    FKM,
+    FullInfoOGD,
+    StABLBCO,
+    StABLBCOTwoQuery,
+    TwoPointOGD,
+    make_bco,
+)
+from stabl_jax.bco.simulate import BCOSimResult, bco_adaptive_regret, simulate_bco
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
+from stabl_jax.envs.bbob import BBOBFunction
+from stabl_jax.envs.convex import (
+    CONVEX_ENVS,
+    AbsoluteLinear,
+    CustomConvex,
+    HuberTarget,
+    MovingTarget,
+)
 from stabl_jax.learners import EXP3, BanditQuery, StABL, StepInfo, Uniform
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env
 from stabl_jax.simulate import SimResult, simulate
@@ -15,19 +33,38 @@ from stabl_jax.simulate import SimResult, simulate
 __version__ = "0.1.0"
 
 __all__ = [
+    "BCO_LEARNERS",
+    "CONVEX_ENVS",
     "ENVS",
     "EXP3",
+    "FKM",
     "LEARNERS",
+    "AbsoluteLinear",
+    "BBOBFunction",
+    "BCOSimResult",
     "BanditQuery",
+    "CustomConvex",
     "ExpertAdvice",
+    "FullInfoOGD",
+    "HuberTarget",
+    "MovingTarget",
     "PiecewiseBernoulli",
     "SimResult",
     "StABL",
+    "StABLBCO",
+    "StABLBCOTwoQuery",
     "StepInfo",
+    "TwoPointOGD",
     "Uniform",
     "__version__",
+    "bco",
+    "bco_adaptive_regret",
+    "domains",
+    "gradients",
     "make",
+    "make_bco",
     "make_env",
     "metrics",
     "simulate",
+    "simulate_bco",
 ]

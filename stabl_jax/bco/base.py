@@ -1,0 +1,234 @@
+"""The contract every bandit convex optimisation (BCO) learner obeys (``DESIGN.md``, "One
+contract for every learner"; Section 5 and Appendix A of Lu et al., ICLR 2024).
+
+::
+
+    learner = SomeBCOLearner(dim=3, horizon=4096)     # frozen dataclass: static under jit
+    state = learner.init(key, params)                 # a pytree; params default to
+                                                      # learner.default_params
+    query = learner.ask(state, key)                   # every queried point, before any loss
+    state = learner.tell(state, query, observed)      # observed = loss at query.points only
+    state, info = learner.step(state, loss_fn, key)   # ask + evaluate + tell, pure
+
+``query.points`` has shape ``(num_queries, dim)``; ``points[0]`` is the *played* point ``x_t``
+(its loss is suffered), ``points[1:]`` are only observed. ``loss_fn`` is a callable pytree, e.g.
+``jax.tree_util.Partial(family, theta_t)``, which crosses ``jit`` and is evaluated by ``step``
+only at ``query.points`` (:func:`evaluate`). Losses are convex, ``G``-Lipschitz and
+non-negative (Assumption 1); unlike the bandit learners they are not restricted to [0, 1].
+
+Randomness. A learner consumes exactly the draws of :meth:`BCOLearner.draws` per round (an
+expert index ``k_t`` and a unit direction ``u``), so a reference implementation fed the same
+draws makes the same choices (``tests/reference_bco.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from stabl_jax import checks, gradients
+from stabl_jax.domains import Ball, Domain
+
+
+@chex.dataclass(frozen=True)
+class BCOQuery:
+    """What a BCO learner asks for in one round, chosen before any loss is revealed.
+
+    Attributes:
+      points: ``(num_queries, dim)`` float. ``points[0]`` is played; the rest are observed.
+      direction: ``(dim,)`` float, the unit direction ``u`` of this round (zeros if unused).
+      delta: ``()`` float, the perturbation radius ``delta`` used (0 if unused).
+      expert: ``()`` int32, the sampled expert ``k_t`` (0 for single-learner methods).
+    """
+
+    points: jax.Array
+    direction: jax.Array
+    delta: jax.Array
+    expert: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class BCODraws:
+    """The randomness one round consumes (replayable by a reference implementation).
+
+    Attributes:
+      expert: ``()`` int32 ``k_t``, uniform on ``{0, ..., num_sampled_experts - 1}``
+        (Algorithm 3, line 9); always 0 for learners that do not sample an expert.
+      direction: ``(dim,)`` float ``u``, uniform on the unit sphere.
+    """
+
+    expert: jax.Array
+    direction: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class BCOStepInfo:
+    """Per-round record returned by :meth:`BCOLearner.step` (all small).
+
+    Attributes:
+      played: ``(dim,)`` the played point ``x_t``.
+      loss: ``()`` the suffered loss ``l_t(x_t)``.
+      observed: ``(num_queries,)`` the losses at ``points``.
+      points: ``(num_queries, dim)`` every queried point (``points[0] == played``).
+    """
+
+    played: jax.Array
+    loss: jax.Array
+    observed: jax.Array
+    points: jax.Array
+
+
+def evaluate(
+    loss_fn: Callable[[jax.Array], jax.Array], points: jax.Array, dtype: Any = None
+) -> jax.Array:
+    """``(num_queries,)`` ``loss_fn`` at each row of ``points`` ``(num_queries, dim)``: the only
+    place a learner's ``step`` touches the loss."""
+    values = jax.vmap(loss_fn)(points)
+    return values if dtype is None else values.astype(dtype)
+
+
+def safe_softmax(log_weights: jax.Array) -> jax.Array:
+    """``softmax(log_weights)``, or uniform if every entry is ``-inf`` (every expert muted;
+    the meta updates of Algorithm 3 and Appendix D keep at least one expert alive, so this only
+    guards against rounding)."""
+    finite = jnp.isfinite(jnp.max(log_weights))
+    n = log_weights.shape[-1]
+    return jnp.where(finite, jax.nn.softmax(log_weights), jnp.full_like(log_weights, 1.0 / n))
+
+
+@dataclasses.dataclass(frozen=True)
+class BCOLearner:
+    """Base class: static configuration shared by every BCO learner.
+
+    Subclasses are frozen dataclasses hashed by value (two equal learners share one compiled
+    program). They implement ``default_params``, ``init``, ``ask`` and ``tell``; ``step`` and
+    ``draws`` are defined here.
+
+    Attributes:
+      dim: ``d``, the dimension of the decision set.
+      horizon: ``T``, the number of rounds step sizes are tuned for (>= 2).
+      domain: the convex set ``K`` (:mod:`stabl_jax.domains`); ``None`` is the unit ball in
+        ``R^d``. Its ``dim`` must equal ``dim``.
+      lipschitz: ``G``, the Lipschitz constant the step sizes assume (> 0).
+      optimizer: the base optimiser of Algorithm 4, an ``optax.GradientTransformation`` applied
+        at unit learning rate (its update is multiplied by the learner's step size ``eta``);
+        ``None`` is ``optax.sgd(1.0)``, i.e. plain projected OGD ``x - eta g``. Pass the *same*
+        transformation object to equal learners: optax transformations compare by identity.
+      dtype: float dtype of the state, ``"float32"`` (default) or ``"float64"`` (needs
+        ``jax_enable_x64``).
+    """
+
+    dim: int
+    horizon: int
+    domain: Domain | None = None
+    lipschitz: float = 1.0
+    optimizer: optax.GradientTransformation | None = None
+    dtype: str = "float32"
+
+    num_queries: ClassVar[int] = 1
+    name: ClassVar[str] = "bco_base"
+
+    def __post_init__(self) -> None:
+        checks.check_int("dim", self.dim, minimum=1)
+        checks.check_int("horizon", self.horizon, minimum=2)
+        checks.check_choice("dtype", self.dtype, ("float32", "float64"))
+        if self.domain is None:
+            object.__setattr__(self, "domain", Ball(dim=self.dim, radius=1.0))
+        if not isinstance(self.domain, Domain):
+            raise TypeError(f"domain must be a stabl_jax.domains.Domain, got {self.domain!r}")
+        if self.domain.dim != self.dim:
+            raise ValueError(f"domain.dim={self.domain.dim} does not match dim={self.dim}")
+        g = float(self.lipschitz)
+        if not math.isfinite(g) or g <= 0.0:
+            raise ValueError(f"lipschitz must be a finite positive number, got {self.lipschitz!r}")
+        object.__setattr__(self, "lipschitz", g)
+        if self.optimizer is not None and not isinstance(
+            self.optimizer, optax.GradientTransformation
+        ):
+            raise TypeError(
+                f"optimizer must be an optax.GradientTransformation, got {self.optimizer!r}"
+            )
+
+    @property
+    def float_dtype(self) -> jnp.dtype:
+        return jnp.dtype(self.dtype)
+
+    @property
+    def num_sampled_experts(self) -> int:
+        """Number of experts ``k_t`` is drawn from (1, i.e. ``k_t = 0``, unless the learner
+        samples one as Algorithm 3 does)."""
+        return 1
+
+    # --- the contract -------------------------------------------------------------------
+    @property
+    def default_params(self) -> Any:
+        raise NotImplementedError
+
+    def init(self, key: jax.Array, params: Any = None) -> Any:
+        raise NotImplementedError
+
+    def ask(self, state: Any, key: jax.Array) -> BCOQuery:
+        raise NotImplementedError
+
+    def tell(self, state: Any, query: BCOQuery, observed: jax.Array) -> Any:
+        raise NotImplementedError
+
+    def draws(self, key: jax.Array) -> BCODraws:
+        """The round's randomness: ``k_t = randint(fold_in(key, 0), 0, num_sampled_experts)``,
+        ``u = sphere_uniform(fold_in(key, 1), dim)``. ``ask`` uses exactly these."""
+        expert = jax.random.randint(
+            jax.random.fold_in(key, 0), (), 0, self.num_sampled_experts, dtype=jnp.int32
+        )
+        direction = gradients.sphere_uniform(jax.random.fold_in(key, 1), self.dim, self.float_dtype)
+        return BCODraws(expert=expert, direction=direction)
+
+    def step(
+        self, state: Any, loss_fn: Callable[[jax.Array], jax.Array], key: jax.Array
+    ) -> tuple[Any, BCOStepInfo]:
+        """One round: ask, evaluate ``loss_fn`` at the queried points only, tell.
+
+        Args:
+          state: the learner's state.
+          loss_fn: the round's loss ``x (dim,) -> ()``, a callable pytree such as
+            ``jax.tree_util.Partial(family, theta_t)``.
+          key: a PRNG key for this round (``jax.random.fold_in(run_key, t)``).
+
+        Returns:
+          ``(new_state, info)``.
+        """
+        query = self.ask(state, key)
+        observed = evaluate(loss_fn, query.points, self.float_dtype)
+        new_state = self.tell(state, query, observed)
+        return new_state, self._info(query, observed)
+
+    # --- helpers for subclasses -----------------------------------------------------------
+    def _info(self, query: BCOQuery, observed: jax.Array) -> BCOStepInfo:
+        return BCOStepInfo(
+            played=query.points[0], loss=observed[0], observed=observed, points=query.points
+        )
+
+    def _resolve_params(self, params: Any) -> Any:
+        if params is None:
+            return self.default_params
+        return jax.tree.map(lambda x: jnp.asarray(x, dtype=self.float_dtype), params)
+
+    def _observed(self, observed: jax.Array) -> jax.Array:
+        """Validate the losses handed to ``tell`` (shape always; finiteness when concrete) and
+        cast them to the state's dtype."""
+        shape = (self.num_queries,)
+        if tuple(np.shape(observed)) != shape:
+            raise ValueError(f"observed must have shape {shape}, got {tuple(np.shape(observed))}")
+        if checks.is_concrete(observed) and not np.all(np.isfinite(np.asarray(observed))):
+            raise ValueError(f"observed losses must be finite, got {np.asarray(observed)!r}")
+        return jnp.asarray(observed).astype(self.float_dtype)
+
+    def _scalar(self, value: float) -> jax.Array:
+        return jnp.asarray(value, self.float_dtype)

@@ -1,0 +1,367 @@
+"""Projected online gradient descent: the base learner of Algorithm 4 ("BCO with General
+Gradient Estimator", Lu et al., ICLR 2024) and three single-learner baselines.
+
+- :class:`ProjectedOGD` — Algorithm 4: ``x_{t+1} = Π_{K_hat}[x_t - eta g_t]`` on
+  ``K_hat = (1 - alpha) K``, built on optax so the base optimiser can be swapped (``sgd`` is
+  Algorithm 4; ``adam`` etc. are allowed). Its state is a pytree (point + optax state).
+- :class:`FKM` — one-point bandit gradient descent (Flaxman, Kalai and McMahan, SODA 2005):
+  1 query, the played point *is* the perturbed point ``y_t + delta u``.
+- :class:`TwoPointOGD` — two-point feedback (Agarwal, Dekel and Xiao, COLT 2010), in the
+  variant where the loss is suffered at the played point: play ``y_t``, observe
+  ``y_t + delta u``, ``g = (d/delta)(l(y_t + delta u) - l(y_t)) u``. 2 queries.
+- :class:`FullInfoOGD` — projected OGD with the exact gradient ``jax.grad(loss_fn)(x_t)``
+  (Zinkevich, 2003). A reference line, *not* a bandit learner: it reads the gradient.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+from stabl_jax import gradients
+from stabl_jax.bco.base import BCOLearner, BCOQuery, BCOStepInfo, evaluate
+from stabl_jax.domains import Domain, paper_shrinkage
+
+# --- Algorithm 4: the base learner ------------------------------------------------------------
+
+
+@chex.dataclass(frozen=True)
+class OGDState:
+    """State of one projected-OGD instance (stack on a leading axis for an ensemble).
+
+    Attributes:
+      point: ``(dim,)`` float, the current prediction ``x_t ∈ K_hat``.
+      opt_state: the base optimiser's optax state (a pytree; ``(EmptyState(), EmptyState())``
+        for ``sgd`` without momentum).
+    """
+
+    point: jax.Array
+    opt_state: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectedOGD:
+    """Algorithm 4: ``x_{t+1} = Π_{K_hat}[x_t + eta * T(g_t)]`` with ``T`` an optax transform.
+
+    ``T`` is applied at unit learning rate and its output scaled by the step size ``eta``; with
+    the default ``optax.sgd(1.0)``, ``T(g) = -g`` and this is line 5 of Algorithm 4 exactly.
+
+    Attributes:
+      domain: ``K``.
+      optimizer: an ``optax.GradientTransformation`` or ``None`` (``optax.sgd(1.0)``).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from stabl_jax.domains import Ball
+      >>> ogd = ProjectedOGD(Ball(dim=2))
+      >>> s = ogd.init(jnp.zeros(2))
+      >>> ogd.update(s, jnp.array([-4.0, 0.0]), 1.0, 0.5).point.tolist()  # onto 0.5 B
+      [0.5, 0.0]
+    """
+
+    domain: Domain
+    optimizer: optax.GradientTransformation | None = None
+
+    @property
+    def transformation(self) -> optax.GradientTransformation:
+        return optax.sgd(1.0) if self.optimizer is None else self.optimizer
+
+    def init(self, point: jax.Array) -> OGDState:
+        """Start at ``point`` ``(dim,)`` (it must lie in ``K_hat``; the learners use 0)."""
+        return OGDState(point=point, opt_state=self.transformation.init(point))
+
+    def update(
+        self, state: OGDState, grad: jax.Array, learning_rate: jax.Array, alpha: jax.Array
+    ) -> OGDState:
+        """One step of Algorithm 4, line 5.
+
+        Args:
+          state: the instance's state.
+          grad: ``(dim,)`` the gradient estimate ``g_t``.
+          learning_rate: ``()`` ``eta``.
+          alpha: ``()`` shrinkage, ``K_hat = (1 - alpha) K``.
+
+        Returns:
+          The new state, ``point ∈ K_hat``.
+        """
+        dtype = state.point.dtype
+        direction, opt_state = self.transformation.update(
+            grad.astype(dtype), state.opt_state, state.point
+        )
+        moved = state.point + jnp.asarray(learning_rate, dtype) * direction
+        point = self.domain.project_shrunk(moved, alpha).astype(dtype)
+        return OGDState(point=point, opt_state=opt_state)
+
+
+def tree_select(mask: jax.Array, fresh: Any, old: Any) -> Any:
+    """``where(mask, fresh, old)`` leafwise for pytrees stacked on a leading ``(B,)`` axis."""
+
+    def pick(a: jax.Array, b: jax.Array) -> jax.Array:
+        m = mask.reshape(mask.shape + (1,) * (jnp.ndim(b) - 1))
+        return jnp.where(m, a, b)
+
+    return jax.tree.map(pick, fresh, old)
+
+
+# --- single-learner baselines -----------------------------------------------------------------
+
+
+@chex.dataclass(frozen=True)
+class BanditOGDParams:
+    """Sweepable numbers of :class:`FKM` and :class:`TwoPointOGD`.
+
+    Attributes:
+      lr_scale: ``()`` multiplies the step size ``eta``.
+      delta_scale: ``()`` multiplies the perturbation radius ``delta``.
+    """
+
+    lr_scale: jax.Array
+    delta_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class FullInfoOGDParams:
+    """Sweepable numbers of :class:`FullInfoOGD`.
+
+    Attributes:
+      lr_scale: ``()`` multiplies the step size ``eta``.
+    """
+
+    lr_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class SingleOGDState:
+    t: jax.Array  # () int32, rounds played so far
+    ogd: OGDState  # point (dim,) float in K_hat, and the optax state
+    params: Any  # the learner's params
+
+
+@dataclasses.dataclass(frozen=True)
+class _SingleOGD(BCOLearner):
+    """Shared machinery of the single projected-OGD baselines."""
+
+    def base_learner(self) -> ProjectedOGD:
+        return ProjectedOGD(self.domain, self.optimizer)  # type: ignore[arg-type]
+
+    def init(self, key: jax.Array, params: Any = None) -> SingleOGDState:
+        del key
+        return SingleOGDState(
+            t=jnp.zeros((), jnp.int32),
+            ogd=self.base_learner().init(self.domain.center(self.float_dtype)),
+            params=self._resolve_params(params),
+        )
+
+    def delta(self, params: Any) -> jax.Array:
+        raise NotImplementedError
+
+    def shrinkage(self, params: Any) -> jax.Array:
+        raise NotImplementedError
+
+    def learning_rate(self, params: Any) -> jax.Array:
+        raise NotImplementedError
+
+    def _update(self, state: SingleOGDState, grad: jax.Array) -> SingleOGDState:
+        params = state.params
+        ogd = self.base_learner().update(
+            state.ogd, grad, self.learning_rate(params), self.shrinkage(params)
+        )
+        return state.replace(t=state.t + 1, ogd=ogd)
+
+
+@dataclasses.dataclass(frozen=True)
+class FKM(_SingleOGD):
+    """One-point bandit gradient descent (Flaxman, Kalai and McMahan, 2005, "BGD").
+
+    Round ``t``: draw ``u``, play and observe ``x_t = y_t + delta u`` (1 query), estimate
+    ``g = (d/delta) l_t(x_t) u`` and update ``y_{t+1} = Π_{(1-alpha)K}[y_t - eta g]``.
+
+    Constants from FKM's Theorem 3.3 (Lipschitz case), with ``R = D``, ``L = G`` and ``C`` the
+    bound on ``|l|``: ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))``, ``alpha = delta / r``
+    and their step ``nu = D / (C sqrt T)`` on ``l(x_t) u``, i.e. ``eta = nu delta / d`` on
+    ``g``. ``delta`` is clipped to ``r`` (so ``alpha <= 1``).
+
+    Attributes:
+      loss_bound: ``C``; ``None`` is ``2 G D``, valid for non-negative ``G``-Lipschitz losses
+        that vanish somewhere in ``K`` (every built-in convex environment).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from jax.tree_util import Partial
+      >>> learner = FKM(dim=2, horizon=100)
+      >>> state = learner.init(jax.random.key(0))
+      >>> loss = Partial(lambda c, x: jnp.linalg.norm(x - c), jnp.array([0.5, 0.0]))
+      >>> state, info = learner.step(state, loss, jax.random.key(1))
+      >>> info.points.shape
+      (1, 2)
+    """
+
+    loss_bound: float | None = None
+
+    num_queries: ClassVar[int] = 1
+    name: ClassVar[str] = "fkm"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.loss_bound is not None and not float(self.loss_bound) > 0.0:
+            raise ValueError(f"loss_bound must be positive, got {self.loss_bound!r}")
+
+    @property
+    def C(self) -> float:
+        return (
+            2.0 * self.lipschitz * self.domain.D
+            if self.loss_bound is None
+            else float(self.loss_bound)
+        )
+
+    @property
+    def default_params(self) -> BanditOGDParams:
+        return BanditOGDParams(lr_scale=self._scalar(1.0), delta_scale=self._scalar(1.0))
+
+    def base_delta(self) -> float:
+        """FKM's ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` before scaling."""
+        k, d, c, g = self.domain, self.dim, self.C, self.lipschitz
+        return self.horizon**-0.25 * math.sqrt(k.D * d * c * k.r / (3.0 * (g * k.r + c)))
+
+    def delta(self, params: BanditOGDParams) -> jax.Array:
+        return jnp.minimum(params.delta_scale * self.base_delta(), self.domain.r)
+
+    def shrinkage(self, params: BanditOGDParams) -> jax.Array:
+        """FKM's ``alpha = delta / r``."""
+        return self.delta(params) / self.domain.r
+
+    def learning_rate(self, params: BanditOGDParams) -> jax.Array:
+        """``eta = lr_scale * nu * delta / d`` with ``nu = D / (C sqrt T)``."""
+        nu = self.domain.D / (self.C * math.sqrt(self.horizon))
+        return params.lr_scale * nu * self.delta(params) / self.dim
+
+    def ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
+        u = self.draws(key).direction
+        delta = self.delta(state.params)
+        return BCOQuery(
+            points=(state.ogd.point + delta * u)[None],
+            direction=u,
+            delta=delta,
+            expert=jnp.zeros((), jnp.int32),
+        )
+
+    def tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
+        observed = self._observed(observed)
+        grad = gradients.one_point_estimate(observed[0], query.direction, query.delta)
+        return self._update(state, grad)
+
+
+@dataclasses.dataclass(frozen=True)
+class TwoPointOGD(_SingleOGD):
+    """Two-point bandit OGD (Agarwal, Dekel and Xiao, 2010), loss suffered at the played point.
+
+    Round ``t``: play ``y_t`` and observe ``y_t + delta u`` (2 queries), estimate
+    ``g = (d/delta)(l_t(y_t + delta u) - l_t(y_t)) u`` (``||g|| <= d G``) and update
+    ``y_{t+1} = Π_{K_hat}[y_t - eta g]``. Agarwal et al. play the average of ``y ± delta u``;
+    here the played point is ``y_t`` itself, the paper's query model (Section 2.1).
+
+    Constants, as the paper's experts with one interval ``[0, T)``:
+    ``delta = delta_scale / (kappa T)`` (the BCO theorem of Section 5; clipped to ``r``),
+    ``alpha = min(1, max(kappa delta, delta / r))`` (:func:`stabl_jax.domains.paper_shrinkage`)
+    and ``eta = lr_scale * D / (d G sqrt T)`` (OGD with ``||g|| <= d G``, Appendix C).
+
+    With these constants it equals :class:`~stabl_jax.bco.StABLBCOTwoQuery` with the single
+    history length ``T`` (a test).
+    """
+
+    num_queries: ClassVar[int] = 2
+    name: ClassVar[str] = "two_point_ogd"
+
+    @property
+    def default_params(self) -> BanditOGDParams:
+        return BanditOGDParams(lr_scale=self._scalar(1.0), delta_scale=self._scalar(1.0))
+
+    def delta(self, params: BanditOGDParams) -> jax.Array:
+        k = self.domain
+        return jnp.minimum(params.delta_scale / (k.kappa * self.horizon), k.r)
+
+    def shrinkage(self, params: BanditOGDParams) -> jax.Array:
+        return paper_shrinkage(self.delta(params), self.domain.r, self.domain.kappa)
+
+    def learning_rate(self, params: BanditOGDParams) -> jax.Array:
+        base = self.domain.D / (self.dim * self.lipschitz * math.sqrt(self.horizon))
+        return params.lr_scale * base
+
+    def ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
+        u = self.draws(key).direction
+        delta = self.delta(state.params)
+        y = state.ogd.point
+        return BCOQuery(
+            points=jnp.stack([y, y + delta * u]),
+            direction=u,
+            delta=delta,
+            expert=jnp.zeros((), jnp.int32),
+        )
+
+    def tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
+        observed = self._observed(observed)
+        grad = gradients.two_point_estimate(observed[1], observed[0], query.direction, query.delta)
+        return self._update(state, grad)
+
+
+@dataclasses.dataclass(frozen=True)
+class FullInfoOGD(_SingleOGD):
+    """Projected OGD with exact gradients (Zinkevich, 2003): a full-information reference line.
+
+    ``step`` evaluates ``loss_fn`` at the played point and reads its gradient
+    ``jax.grad(loss_fn)(x_t)`` (so it is *not* a bandit learner), then
+    ``x_{t+1} = Π_K[x_t - eta grad]`` with ``eta = lr_scale * D / (G sqrt T)``. One query;
+    ``tell`` needs the gradient as well as the value.
+    """
+
+    num_queries: ClassVar[int] = 1
+    name: ClassVar[str] = "ogd_full_info"
+
+    @property
+    def default_params(self) -> FullInfoOGDParams:
+        return FullInfoOGDParams(lr_scale=self._scalar(1.0))
+
+    def shrinkage(self, params: FullInfoOGDParams) -> jax.Array:
+        return self._scalar(0.0)  # projects onto K itself
+
+    def learning_rate(self, params: FullInfoOGDParams) -> jax.Array:
+        return params.lr_scale * self.domain.D / (self.lipschitz * math.sqrt(self.horizon))
+
+    def ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
+        del key
+        return BCOQuery(
+            points=state.ogd.point[None],
+            direction=jnp.zeros((self.dim,), self.float_dtype),
+            delta=self._scalar(0.0),
+            expert=jnp.zeros((), jnp.int32),
+        )
+
+    def tell(
+        self,
+        state: SingleOGDState,
+        query: BCOQuery,
+        observed: jax.Array,
+        gradient: jax.Array | None = None,
+    ) -> SingleOGDState:
+        """Update with ``gradient`` ``(dim,)``, the exact gradient of the loss at
+        ``query.points[0]`` (required; ``observed`` is only validated)."""
+        self._observed(observed)
+        if gradient is None:
+            raise ValueError("FullInfoOGD.tell needs the gradient at the played point")
+        return self._update(state, jnp.asarray(gradient, self.float_dtype))
+
+    def step(
+        self, state: SingleOGDState, loss_fn: Callable[[jax.Array], jax.Array], key: jax.Array
+    ) -> tuple[SingleOGDState, BCOStepInfo]:
+        query = self.ask(state, key)
+        observed = evaluate(loss_fn, query.points, self.float_dtype)
+        gradient = jax.grad(loss_fn)(query.points[0])
+        new_state = self.tell(state, query, observed, gradient)
+        return new_state, self._info(query, observed)

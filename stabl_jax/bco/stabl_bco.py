@@ -1,0 +1,295 @@
+"""The Strongly Adaptive BCO Learner (Algorithm 3 of Lu, Zhang, Chen, Zhang, Woodruff and
+Hazan, "Adaptive Regret for Bandits Made Possible: Two Queries Suffice", ICLR 2024), with
+Algorithm 4 (projected OGD on ``K_hat``) as its experts.
+
+A multiplicative-weights meta-learner over ``B`` projected-OGD experts, expert ``k`` restarted
+every ``L_k`` rounds. Three queries per round: the played point ``x_t = sum_k p(t)_k A_k(t)``
+and, for one expert ``k_t`` drawn uniformly, ``A_{k_t}(t) + delta u`` and ``A_{k_t}(t)``.
+
+Choices where the paper is ambiguous (each documented where it is made):
+
+=================================  ==============================================================
+paper                              stabl_jax
+=================================  ==============================================================
+rounds ``tau = 1..T``, restart     as :class:`stabl_jax.StABL`: 0-based ``t``, expert ``k``
+when ``2^k | t + 1`` (line 13)     restarts when ``(t + round_offset) % L_k == 0``; with
+                                   ``round_offset=0`` every expert runs from ``t = 0`` on full
+                                   blocks ``[s L_k, (s+1) L_k - 1]``.
+``k`` from ``2 + log log T`` to    :func:`stabl_jax.intervals.geometric_history_lengths` (base
+``log T``; ``B = log T - (1 + 2     2); ``B`` = the number of lengths. Line 3's ``B`` differs from
+log log T)`` (line 3)              line 2's range (``2 log log T`` vs ``log log T``) and is not an
+                                   integer; only the count of experts is consistent.
+factor ``log T`` in lines 11-12    ``scale_factor="B"`` (default): the number of experts, the
+                                   main text's ``m`` (Section 5); ``k_t`` is uniform over ``B``
+                                   experts, so only ``B`` makes the estimates unbiased.
+                                   ``scale_factor="log_T"`` uses ``log2 T`` as printed.
+``eta_k = min{1/2, sqrt(log T /    ``log`` base 2; times ``meta_lr_scale``. Also the restart
+2^k)} / (G D)`` (line 5)           weight ``w(k) = eta_k``.
+expert step size (not stated)      Appendix C's ``eta = D / (d G sqrt(I) log T)`` with
+                                   ``I = L_k`` and ``log T`` -> the scale factor ``c`` (the
+                                   bound ``b = d G c`` on ``||g~||``); times ``expert_lr_scale``.
+``delta_t = 1 / (kappa T)``        ``delta = delta_scale / (kappa T)``, clipped to ``r``.
+(Theorem, Sec. 5)
+``K_hat = (1 - kappa delta) K``    ``alpha = min(1, max(kappa delta, delta / r))``: the paper's
+(Algorithm 4)                      value when ``D >= 1``, the least feasible one otherwise
+                                   (:mod:`stabl_jax.domains`); ``A_k(t) + delta u ∈ K`` always.
+experts not sampled get gradient   all ``B`` experts run Algorithm 4 every round; the unsampled
+``0`` (line 11)                    ones are fed ``g = 0`` (a no-op for ``sgd``; a momentum
+                                   optimiser keeps moving on its momentum).
+weights non-negative               ``|eta_k r~_t(k)|`` can exceed 1 (it is up to
+                                   ``eta_k c l_t``); when ``1 + eta_k r~_t(k) <= 0`` the weight
+                                   becomes 0 (log weight ``-inf``) until the expert's next
+                                   restart, counted in ``state.num_muted``, as in StABL. The
+                                   sampled expert is the only one with ``r~ < 0`` and the last
+                                   live expert has ``r~ = 0``, so one expert always survives.
+=================================  ==============================================================
+
+Per round (line numbers of Algorithm 3): (7) ``p(t) = w_t / W_t``; (9) ``k_t ~ U[B]``, ``u``
+uniform on the sphere; (10) play ``x_t = sum_k p(t)_k A_k(t)``, observe
+``l_t(A_{k_t}(t) + delta u)`` and ``l_t(A_{k_t}(t))``; (11) expert ``k`` gets
+``g~_k = c d u (l_t(A_{k_t} + delta u) - l_t(A_{k_t})) / delta * 1[k = k_t]``;
+(12) ``l~_t(A_k) = c l_t(A_{k_t}) 1[k = k_t]``, ``l~_t(x_t) = sum_k p(t)_k l~_t(A_k)``;
+(13) ``r~_t(k) = l~_t(x_t) - l~_t(A_k)``, ``w_{t+1}(k) = w_t(k)(1 + eta_k r~_t(k))`` or
+``eta_k`` on a restart (which also restarts ``A_k`` at the origin).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import checks, gradients, intervals
+from stabl_jax.bco.base import BCOLearner, BCOQuery, safe_softmax
+from stabl_jax.bco.ogd import OGDState, ProjectedOGD, tree_select
+from stabl_jax.domains import paper_shrinkage
+
+SCALE_FACTORS: tuple[str, ...] = ("B", "log_T")
+
+
+@chex.dataclass(frozen=True)
+class StABLBCOParams:
+    """Sweepable numbers of :class:`StABLBCO` and :class:`~stabl_jax.bco.StABLBCOTwoQuery`.
+
+    Attributes:
+      expert_lr_scale: ``()`` multiplies every expert's step size.
+      meta_lr_scale: ``()`` multiplies every meta step size ``eta_k`` (and the restart weight).
+      delta_scale: ``()`` multiplies the perturbation radius ``delta = 1 / (kappa T)``.
+    """
+
+    expert_lr_scale: jax.Array
+    meta_lr_scale: jax.Array
+    delta_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class StABLBCOState:
+    t: jax.Array  # () int32, rounds played so far
+    experts: OGDState  # point (B, dim) float A_k(t) ∈ K_hat; opt_state stacked on (B, ...)
+    meta_log_weights: jax.Array  # (B,) float, log w_t(k), unnormalised; -inf = muted
+    num_muted: jax.Array  # () int32, meta updates that hit 1 + eta_k r~ <= 0 so far
+    params: StABLBCOParams
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpertEnsembleBCO(BCOLearner):
+    """Shared machinery of Algorithm 3 and its two-query variant (Appendix D): ``B``
+    projected-OGD experts on geometric intervals under a restarted multiplicative-weights
+    meta-learner.
+
+    Attributes:
+      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k``
+        (:func:`stabl_jax.intervals.geometric_history_lengths`, needs ``horizon >= 16``).
+      round_offset: 0 (default) or 1 (the paper's 1-based restart rule); see the table above.
+    """
+
+    history_lengths: tuple[int, ...] | None = None
+    round_offset: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.history_lengths is None:
+            lengths = intervals.geometric_history_lengths(self.horizon)
+        else:
+            lengths = intervals.validate_history_lengths(self.history_lengths)
+        object.__setattr__(self, "history_lengths", lengths)
+        checks.check_choice("round_offset", self.round_offset, (0, 1))
+
+    # --- static quantities ------------------------------------------------------------------
+    @property
+    def num_experts(self) -> int:
+        """``B``, the number of history lengths."""
+        return len(self.history_lengths)  # type: ignore[arg-type]
+
+    @property
+    def log_t(self) -> float:
+        """``log T`` (base 2, like the interval set)."""
+        return math.log2(self.horizon)
+
+    def base_meta_step_sizes(self) -> np.ndarray:
+        """``(B,)`` ``eta_k = min{1/2, sqrt(log T / L_k)} / (G D)`` (line 5), before scaling."""
+        lengths = np.asarray(self.history_lengths, dtype=np.float64)
+        scale = np.minimum(0.5, np.sqrt(self.log_t / lengths))
+        return scale / (self.lipschitz * self.domain.D)
+
+    def base_expert_learning_rates(self) -> np.ndarray:
+        """``(B,)`` every expert's Algorithm-4 step size, before scaling."""
+        raise NotImplementedError
+
+    @property
+    def default_params(self) -> StABLBCOParams:
+        one = self._scalar(1.0)
+        return StABLBCOParams(expert_lr_scale=one, meta_lr_scale=one, delta_scale=one)
+
+    def meta_step_sizes(self, params: StABLBCOParams) -> jax.Array:
+        """``(B,)`` ``meta_lr_scale * eta_k``."""
+        return params.meta_lr_scale * jnp.asarray(self.base_meta_step_sizes(), self.float_dtype)
+
+    def expert_learning_rates(self, params: StABLBCOParams) -> jax.Array:
+        """``(B,)`` ``expert_lr_scale`` times :meth:`base_expert_learning_rates`."""
+        base = jnp.asarray(self.base_expert_learning_rates(), self.float_dtype)
+        return params.expert_lr_scale * base
+
+    def delta(self, params: StABLBCOParams) -> jax.Array:
+        """``()`` ``delta = min(delta_scale / (kappa T), r)`` (Section 5's theorem)."""
+        k = self.domain
+        return jnp.minimum(params.delta_scale / (k.kappa * self.horizon), k.r)
+
+    def shrinkage(self, params: StABLBCOParams) -> jax.Array:
+        """``()`` ``alpha`` with ``K_hat = (1 - alpha) K``
+        (:func:`stabl_jax.domains.paper_shrinkage`)."""
+        return paper_shrinkage(self.delta(params), self.domain.r, self.domain.kappa)
+
+    def base_learner(self) -> ProjectedOGD:
+        """Algorithm 4 on this learner's domain and optimiser."""
+        return ProjectedOGD(self.domain, self.optimizer)  # type: ignore[arg-type]
+
+    # --- the contract -----------------------------------------------------------------------
+    def _fresh_experts(self) -> OGDState:
+        centers = jnp.zeros((self.num_experts, self.dim), self.float_dtype)
+        return jax.vmap(self.base_learner().init)(centers)
+
+    def init(self, key: jax.Array, params: StABLBCOParams | None = None) -> StABLBCOState:
+        del key
+        params = self._resolve_params(params)
+        return StABLBCOState(
+            t=jnp.zeros((), jnp.int32),
+            experts=self._fresh_experts(),
+            meta_log_weights=jnp.log(self.meta_step_sizes(params)),
+            num_muted=jnp.zeros((), jnp.int32),
+            params=params,
+        )
+
+    def meta_probs(self, state: StABLBCOState) -> jax.Array:
+        """``(B,)`` ``p(t) = w_t / W_t`` (line 7)."""
+        return safe_softmax(state.meta_log_weights)
+
+    def played_point(self, state: StABLBCOState) -> jax.Array:
+        """``(dim,)`` ``x_t = sum_k p(t)_k A_k(t)`` (line 10): a convex combination of points
+        of ``K_hat``, so in ``K_hat``."""
+        return self.meta_probs(state) @ state.experts.point
+
+    def _advance(
+        self, state: StABLBCOState, grads: jax.Array, regret_gain: jax.Array
+    ) -> StABLBCOState:
+        """Experts' Algorithm-4 step with ``grads`` ``(B, dim)``, the meta update of line 13
+        with ``r~_t`` ``(B,)``, then the restarts for round ``t + 1``."""
+        params = state.params
+        experts = jax.vmap(self.base_learner().update, in_axes=(0, 0, 0, None))(
+            state.experts, grads, self.expert_learning_rates(params), self.shrinkage(params)
+        )
+
+        eta = self.meta_step_sizes(params)
+        factor = 1.0 + eta * regret_gain
+        alive = factor > 0.0
+        log_factor = jnp.log(jnp.where(alive, factor, 1.0))
+        meta = jnp.where(alive, state.meta_log_weights + log_factor, -jnp.inf)
+
+        t_next = state.t + 1
+        restart = intervals.restart_mask(t_next, self.history_lengths, self.round_offset)
+        experts = tree_select(restart, self._fresh_experts(), experts)
+        meta = jnp.where(restart, jnp.log(eta), meta)
+        return state.replace(
+            t=t_next,
+            experts=experts,
+            meta_log_weights=meta.astype(self.float_dtype),
+            num_muted=state.num_muted + jnp.sum(~alive, dtype=jnp.int32),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class StABLBCO(ExpertEnsembleBCO):
+    """Strongly Adaptive BCO Learner (Algorithm 3), three queries per round.
+
+    ``query.points = [x_t, A_{k_t}(t) + delta u, A_{k_t}(t)]``; ``x_t`` is played. See the
+    module docstring for the per-round update and the choices made.
+
+    Attributes:
+      scale_factor: ``"B"`` (default, unbiased) or ``"log_T"`` (``log2 T``, as printed in
+        lines 11-12).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from jax.tree_util import Partial
+      >>> learner = StABLBCO(dim=2, horizon=64)
+      >>> learner.history_lengths, learner.num_queries
+      ((32, 64), 3)
+      >>> state = learner.init(jax.random.key(0))
+      >>> loss = Partial(lambda c, x: jnp.linalg.norm(x - c), jnp.array([0.5, 0.0]))
+      >>> state, info = learner.step(state, loss, jax.random.key(1))
+      >>> info.points.shape
+      (3, 2)
+    """
+
+    scale_factor: str = "B"
+
+    num_queries: ClassVar[int] = 3
+    name: ClassVar[str] = "stabl_bco"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_choice("scale_factor", self.scale_factor, SCALE_FACTORS)
+
+    @property
+    def num_sampled_experts(self) -> int:
+        return self.num_experts
+
+    @property
+    def estimate_scale(self) -> float:
+        """``c``: ``B`` (``scale_factor="B"``) or ``log2 T`` (``"log_T"``), lines 11-12."""
+        return float(self.num_experts) if self.scale_factor == "B" else self.log_t
+
+    def base_expert_learning_rates(self) -> np.ndarray:
+        """``(B,)`` ``D / (d G c sqrt(L_k))`` (Appendix C's ``eta``, ``log T`` -> ``c``)."""
+        lengths = np.asarray(self.history_lengths, dtype=np.float64)
+        g, d, c = self.lipschitz, self.dim, self.estimate_scale
+        return self.domain.D / (d * g * c * np.sqrt(lengths))
+
+    def ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
+        """Lines 7-10: ``points = [x_t, A_{k_t}(t) + delta u, A_{k_t}(t)]``."""
+        draws = self.draws(key)
+        delta = self.delta(state.params)
+        anchor = state.experts.point[draws.expert]
+        points = jnp.stack([self.played_point(state), anchor + delta * draws.direction, anchor])
+        return BCOQuery(points=points, direction=draws.direction, delta=delta, expert=draws.expert)
+
+    def tell(self, state: StABLBCOState, query: BCOQuery, observed: jax.Array) -> StABLBCOState:
+        """Lines 11-13 from ``observed[1:]`` (``observed[0] = l_t(x_t)`` is suffered, unused)."""
+        observed = self._observed(observed)
+        c = self.estimate_scale
+        chosen = jnp.arange(self.num_experts) == query.expert  # (B,) 1[k = k_t]
+
+        # Line 11: c d u (l(A + delta u) - l(A)) / delta for k = k_t, zero for the others.
+        g = c * gradients.two_point_estimate(observed[1], observed[2], query.direction, query.delta)
+        grads = jnp.where(chosen[:, None], g[None, :], jnp.zeros_like(g)[None, :])
+
+        # Line 12: l~(A_k) = c l(A_{k_t}) 1[k = k_t]; l~(x_t) = sum_k p_k l~(A_k).
+        loss_est = jnp.where(chosen, c * observed[2], 0.0)
+        mixed = jnp.dot(self.meta_probs(state), loss_est)
+        # Line 13: r~_t(k) = l~(x_t) - l~(A_k).
+        return self._advance(state, grads, mixed - loss_est)

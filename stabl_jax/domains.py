@@ -1,0 +1,289 @@
+"""Convex domains ``K`` for bandit convex optimisation (Section 5 and Appendix A of Lu et al.,
+ICLR 2024).
+
+The paper assumes ``r B ⊂ K ⊂ D B`` (balls centred at the origin) and writes ``kappa = D / r``.
+Algorithm 4 runs projected gradient descent on the shrunk set
+``K_hat = {x : x / (1 - alpha) ∈ K} = (1 - alpha) K`` so that every perturbed query
+``x + delta u`` (``||u|| <= 1``) stays in ``K``.
+
+Shrinkage. The paper takes ``alpha = kappa * delta``. The feasibility argument
+(``x + delta u = (1 - alpha) y + alpha (delta / alpha) u`` with ``(delta/alpha) u ∈ r B``) needs
+``alpha >= delta / r``; ``kappa delta = D delta / r`` satisfies it only when ``D >= 1``. The
+paper's learners here use :func:`paper_shrinkage` ``alpha = min(1, max(kappa delta, delta / r))``:
+exactly the paper's ``kappa delta`` whenever ``D >= 1`` and the smallest feasible value
+otherwise. FKM (Flaxman et al., 2005) uses ``alpha = delta / r``.
+
+Projections come from :mod:`optax.projections` (``projection_l2_ball``, ``projection_box``,
+``projection_l1_ball``); projection onto the scaled set ``c K`` is ``c Π_K(x / c)``, computed
+directly by scaling the radius, so ``c`` may be traced (``delta`` is a sweepable param).
+Every method takes one point ``x`` of shape ``(dim,)``; ``jax.vmap`` for batches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from stabl_jax import checks
+
+
+def _check_positive(name: str, value: float) -> float:
+    v = float(value)
+    if not math.isfinite(v) or v <= 0.0:
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+    return v
+
+
+def paper_shrinkage(delta: jax.Array, r: float, kappa: float) -> jax.Array:
+    """``alpha = min(1, max(kappa delta, delta / r))``: ``K_hat = (1 - alpha) K`` (Algorithm 4).
+
+    ``kappa delta`` is Algorithm 4's line 5; the ``delta / r`` floor makes ``x + delta u ∈ K``
+    for every ``x ∈ K_hat``, ``||u|| <= 1``, also when ``D < 1`` (module docstring).
+    """
+    delta = jnp.asarray(delta)
+    return jnp.minimum(1.0, jnp.maximum(kappa * delta, delta / r))
+
+
+@dataclasses.dataclass(frozen=True)
+class Domain:
+    """Base class of a convex body ``K`` with ``r B ⊂ K ⊂ D B`` (frozen, hashed by value).
+
+    Attributes:
+      dim: ``d``, the dimension (>= 1).
+    """
+
+    dim: int
+
+    name: ClassVar[str] = "domain"
+
+    def __post_init__(self) -> None:
+        checks.check_int("dim", self.dim, minimum=1)
+
+    # --- geometry ---------------------------------------------------------------------------
+    @property
+    def r(self) -> float:
+        """Radius of the largest origin-centred ball inside ``K``."""
+        raise NotImplementedError
+
+    @property
+    def D(self) -> float:
+        """Radius of the smallest origin-centred ball containing ``K``."""
+        raise NotImplementedError
+
+    @property
+    def kappa(self) -> float:
+        """``kappa = D / r`` (Assumption 1)."""
+        return self.D / self.r
+
+    @property
+    def diameter(self) -> float:
+        """An upper bound on ``max_{x,y ∈ K} ||x - y||`` (``2 D``)."""
+        return 2.0 * self.D
+
+    def center(self, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        """``(dim,)`` the origin, the centre of ``r B`` (every learner's ``x_1``)."""
+        return jnp.zeros((self.dim,), dtype)
+
+    # --- projections ------------------------------------------------------------------------
+    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
+        """Euclidean projection of ``x`` ``(dim,)`` onto ``scale * K`` (``scale`` in [0, 1])."""
+        raise NotImplementedError
+
+    def project(self, x: jax.Array) -> jax.Array:
+        """``(dim,)`` Euclidean projection ``Π_K(x)``."""
+        return self.project_scaled(x, jnp.ones((), jnp.asarray(x).dtype))
+
+    def project_shrunk(self, x: jax.Array, alpha: jax.Array) -> jax.Array:
+        """``(dim,)`` projection onto ``K_hat = (1 - alpha) K`` (Algorithm 4, line 5)."""
+        return self.project_scaled(x, 1.0 - jnp.asarray(alpha, jnp.asarray(x).dtype))
+
+    def shrunk(self, alpha: float) -> Domain:
+        """The domain ``(1 - alpha) K`` as a new object (host-side; ``alpha`` in [0, 1))."""
+        raise NotImplementedError
+
+    # --- membership, support, sampling --------------------------------------------------------
+    def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
+        """``()`` bool: ``x ∈ K`` up to ``atol`` (on the gauge, i.e. relative to ``K``'s size)."""
+        raise NotImplementedError
+
+    def support(self, v: jax.Array) -> jax.Array:
+        """``()`` support function ``max_{y ∈ K} v^T y`` (a linear minimisation oracle, used
+        for Frank-Wolfe gap certificates)."""
+        raise NotImplementedError
+
+    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        """``(dim,)`` a point drawn uniformly from ``K``."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class Ball(Domain):
+    """Euclidean ball ``{x : ||x||_2 <= R}``: ``r = D = R``, ``kappa = 1``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> ball = Ball(dim=2, radius=2.0)
+      >>> ball.project(jnp.array([3.0, 4.0])).tolist()
+      [1.2000000476837158, 1.600000023841858]
+      >>> ball.r, ball.D, ball.kappa
+      (2.0, 2.0, 1.0)
+    """
+
+    radius: float = 1.0
+
+    name: ClassVar[str] = "ball"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "radius", _check_positive("radius", self.radius))
+
+    @property
+    def r(self) -> float:
+        return self.radius
+
+    @property
+    def D(self) -> float:
+        return self.radius
+
+    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
+        x = jnp.asarray(x)
+        rad = jnp.asarray(scale, x.dtype) * self.radius
+        proj = optax.projections.projection_l2_ball(x, rad)
+        return jnp.where(rad > 0, proj, jnp.zeros_like(x))  # scale 0: K_hat = {0}
+
+    def shrunk(self, alpha: float) -> Ball:
+        return Ball(dim=self.dim, radius=(1.0 - float(alpha)) * self.radius)
+
+    def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
+        return jnp.linalg.norm(x) <= self.radius * (1.0 + atol)
+
+    def support(self, v: jax.Array) -> jax.Array:
+        return self.radius * jnp.linalg.norm(v)
+
+    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        k_dir, k_rad = jax.random.split(key)
+        g = jax.random.normal(k_dir, (self.dim,), dtype)
+        u = g / jnp.maximum(jnp.linalg.norm(g), jnp.finfo(dtype).tiny)
+        rad = jax.random.uniform(k_rad, (), dtype) ** (1.0 / self.dim)
+        return self.radius * rad * u
+
+
+@dataclasses.dataclass(frozen=True)
+class Box(Domain):
+    """Cube ``[-a, a]^d``: ``r = a``, ``D = a sqrt(d)``, ``kappa = sqrt(d)``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> Box(dim=2, half_width=1.0).project(jnp.array([3.0, -0.5])).tolist()
+      [1.0, -0.5]
+    """
+
+    half_width: float = 1.0
+
+    name: ClassVar[str] = "box"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "half_width", _check_positive("half_width", self.half_width))
+
+    @property
+    def r(self) -> float:
+        return self.half_width
+
+    @property
+    def D(self) -> float:
+        return self.half_width * math.sqrt(self.dim)
+
+    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
+        x = jnp.asarray(x)
+        a = jnp.asarray(scale, x.dtype) * self.half_width
+        return optax.projections.projection_box(x, -a, a)
+
+    def shrunk(self, alpha: float) -> Box:
+        return Box(dim=self.dim, half_width=(1.0 - float(alpha)) * self.half_width)
+
+    def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
+        return jnp.max(jnp.abs(x)) <= self.half_width * (1.0 + atol)
+
+    def support(self, v: jax.Array) -> jax.Array:
+        return self.half_width * jnp.sum(jnp.abs(v))
+
+    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        a = self.half_width
+        return jax.random.uniform(key, (self.dim,), dtype, minval=-a, maxval=a)
+
+
+@dataclasses.dataclass(frozen=True)
+class L1Ball(Domain):
+    """Cross-polytope ``{x : ||x||_1 <= a}`` (a simplex-like body that contains a ball about
+    the origin): ``r = a / sqrt(d)``, ``D = a``, ``kappa = sqrt(d)``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> L1Ball(dim=2, radius=1.0).project(jnp.array([2.0, 0.0])).tolist()
+      [1.0, 0.0]
+    """
+
+    radius: float = 1.0
+
+    name: ClassVar[str] = "l1_ball"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "radius", _check_positive("radius", self.radius))
+
+    @property
+    def r(self) -> float:
+        return self.radius / math.sqrt(self.dim)
+
+    @property
+    def D(self) -> float:
+        return self.radius
+
+    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
+        x = jnp.asarray(x)
+        a = jnp.asarray(scale, x.dtype) * self.radius
+        safe = jnp.maximum(a, jnp.finfo(x.dtype).tiny)
+        proj = optax.projections.projection_l1_ball(x, safe)
+        return jnp.where(a > 0, proj, jnp.zeros_like(x))
+
+    def shrunk(self, alpha: float) -> L1Ball:
+        return L1Ball(dim=self.dim, radius=(1.0 - float(alpha)) * self.radius)
+
+    def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
+        return jnp.sum(jnp.abs(x)) <= self.radius * (1.0 + atol)
+
+    def support(self, v: jax.Array) -> jax.Array:
+        return self.radius * jnp.max(jnp.abs(v))
+
+    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        # Uniform on the cross-polytope: Dirichlet(1, ..., 1, 1) weights (the last one is
+        # slack) times random signs.
+        k_exp, k_sign = jax.random.split(key)
+        e = jax.random.exponential(k_exp, (self.dim + 1,), dtype)
+        w = e[: self.dim] / jnp.sum(e)
+        signs = jnp.where(jax.random.bernoulli(k_sign, 0.5, (self.dim,)), 1.0, -1.0)
+        return (self.radius * w * signs).astype(dtype)
+
+
+DOMAINS: dict[str, type[Domain]] = {"ball": Ball, "box": Box, "l1_ball": L1Ball}
+
+
+def make_domain(name: str, dim: int, size: float = 1.0) -> Domain:
+    """Construct a domain by name; ``size`` is the radius (ball, l1 ball) or half-width (box).
+
+    Example:
+      >>> make_domain("box", dim=3, size=0.5).D
+      0.8660254037844386
+    """
+    if name not in DOMAINS:
+        raise ValueError(f"unknown domain {name!r}; choose one of {sorted(DOMAINS)}")
+    cls = DOMAINS[name]
+    if cls is Box:
+        return Box(dim=dim, half_width=size)
+    return cls(dim=dim, radius=size)  # type: ignore[call-arg]

@@ -1,0 +1,435 @@
+"""Convex environments for bandit convex optimisation (Section 5 of Lu et al., ICLR 2024), as
+pure functions of ``(params, t, key)``.
+
+An environment is a loss *family* ``family(theta, x) -> ()`` (convex in ``x``, ``G``-Lipschitz
+on ``K``, non-negative: Assumption 1) and a schedule that produces round ``t``'s parameter
+``theta_t`` from the per-run ``params``, ``t`` and ``key``. The learner receives
+``loss_fn(params, t, key) = jax.tree_util.Partial(family, theta_t)``, a callable pytree that
+crosses ``jit``; it is evaluated only where the learner queries it.
+
+Targets ``c_t`` (every family is built around one):
+
+- ``schedule="piecewise"``: ``c_t = c_s`` on segment ``s`` (change points given, equal, or drawn
+  per run); ``c_s = rho r u_s``, ``u_s`` uniform on the unit sphere (alternating ``±1`` in one
+  dimension, so consecutive segments differ).
+- ``schedule="alternate"``: ``c_t = ± rho r u`` switching sign every ``period`` rounds.
+- ``schedule="drift"``: ``c_t = rho r (cos(2 pi t / period + phi) e_1 + sin(...) e_2)``, one
+  slow revolution per ``period`` rounds (``rho r cos(...)`` in one dimension).
+
+``rho = target_radius <= 1`` keeps every target inside ``r B ⊂ K``, so each round's minimum over
+``K`` is 0 and the minimiser is known. Environments never import learners.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any, ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+from jax.tree_util import Partial
+
+from stabl_jax import checks, gradients
+from stabl_jax.domains import Ball, Domain
+from stabl_jax.envs.base import equal_change_points, validate_change_points
+
+SCHEDULES: tuple[str, ...] = ("piecewise", "alternate", "drift")
+
+
+# --- loss families: pure functions family(theta, x) -------------------------------------------
+
+
+def safe_norm(v: jax.Array) -> jax.Array:
+    """``||v||_2`` with gradient 0 (a valid subgradient) at ``v = 0`` instead of NaN."""
+    sq = jnp.sum(v * v)
+    positive = sq > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, sq, 1.0)), 0.0)
+
+
+def distance_loss(theta: jax.Array, x: jax.Array) -> jax.Array:
+    """``l(x) = ||x - c||_2`` with ``theta = c`` ``(d,)``: 1-Lipschitz, minimised at ``c``."""
+    return safe_norm(x - theta)
+
+
+def abs_linear_loss(theta: jax.Array, x: jax.Array) -> jax.Array:
+    """``l(x) = |a^T x - b|`` with ``theta = [a, b]`` ``(d + 1,)``: ``||a||``-Lipschitz."""
+    return jnp.abs(jnp.dot(theta[:-1], x) - theta[-1])
+
+
+def huber_loss(theta: jax.Array, x: jax.Array) -> jax.Array:
+    """Huber-smoothed quadratic ``l(x) = h_mu(||x - c||)`` with ``theta = [c, mu]`` ``(d + 1,)``:
+    ``h_mu(z) = z^2 / 2`` for ``z <= mu``, ``mu z - mu^2 / 2`` beyond. Gradient norm
+    ``min(||x - c||, mu)``; 1-smooth."""
+    c, mu = theta[:-1], theta[-1]
+    z = safe_norm(x - c)
+    return jnp.where(z <= mu, 0.5 * z * z, mu * z - 0.5 * mu * mu)
+
+
+@chex.dataclass(frozen=True)
+class ConvexEnvParams:
+    """Per-run parameters of a convex environment.
+
+    Attributes:
+      change_points: ``(S - 1,)`` int32 rounds where a new segment starts (piecewise).
+      targets: ``(num_targets, d)`` float32 the segment targets (piecewise: ``S`` rows;
+        alternate: 2 rows ``c, -c``; drift: 1 unused row).
+      phase: ``()`` float32 the drift's starting angle ``phi``.
+    """
+
+    change_points: jax.Array
+    targets: jax.Array
+    phase: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvexEnv:
+    """Base class: a target schedule on a domain; subclasses fix the loss family.
+
+    Attributes:
+      dim: ``d`` (>= 1).
+      horizon: ``T`` (>= 2).
+      domain: ``K``; ``None`` is the unit ball.
+      schedule: ``"piecewise"`` (default), ``"alternate"`` or ``"drift"`` (module docstring).
+      change_points: the given change points (piecewise), or ``None`` for ``num_segments``
+        equal segments (with ``random_change_points``, the number of points to draw).
+      num_segments: ``S`` when ``change_points`` is ``None``.
+      random_change_points: draw ``S - 1`` change points per run in :meth:`sample_params`.
+      period: rounds between switches (alternate) or per revolution (drift); ``None`` is
+        ``T // S`` (alternate) or ``T`` (drift).
+      target_radius: ``rho`` in (0, 1]; targets have norm ``rho r``.
+    """
+
+    dim: int
+    horizon: int
+    domain: Domain | None = None
+    schedule: str = "piecewise"
+    change_points: tuple[int, ...] | None = None
+    num_segments: int = 4
+    random_change_points: bool = False
+    period: int | None = None
+    target_radius: float = 0.8
+
+    name: ClassVar[str] = "convex"
+    smoothness: ClassVar[float | None] = None  # beta if every loss is beta-smooth
+
+    def __post_init__(self) -> None:
+        checks.check_int("dim", self.dim, minimum=1)
+        checks.check_int("horizon", self.horizon, minimum=2)
+        if self.domain is None:
+            object.__setattr__(self, "domain", Ball(dim=self.dim, radius=1.0))
+        if not isinstance(self.domain, Domain) or self.domain.dim != self.dim:
+            raise ValueError(f"domain must be a Domain with dim={self.dim}, got {self.domain!r}")
+        checks.check_choice("schedule", self.schedule, SCHEDULES)
+        if self.change_points is None:
+            points = equal_change_points(self.horizon, self.num_segments)
+        else:
+            points = validate_change_points(self.change_points, self.horizon)
+        object.__setattr__(self, "change_points", points)
+        object.__setattr__(self, "num_segments", len(points) + 1)
+        if self.period is None:
+            drift = self.schedule == "drift"
+            default = self.horizon if drift else self.horizon // self.num_segments
+            object.__setattr__(self, "period", max(1, default))
+        checks.check_int("period", self.period, minimum=1)
+        rho = float(self.target_radius)
+        if not 0.0 < rho <= 1.0:
+            raise ValueError(f"target_radius must be in (0, 1], got {self.target_radius!r}")
+
+    # --- what a subclass defines ------------------------------------------------------------
+    @property
+    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
+        """The pure loss family ``family(theta, x) -> ()``."""
+        raise NotImplementedError
+
+    @property
+    def lipschitz(self) -> float:
+        """``G``: every ``family(theta_t, .)`` is ``G``-Lipschitz on ``K``."""
+        raise NotImplementedError
+
+    def theta_from_target(self, target: jax.Array, key: jax.Array) -> jax.Array:
+        """Round parameter ``theta_t`` from the target ``c_t`` ``(d,)`` (default: ``c_t``)."""
+        del key
+        return target
+
+    def minimizer(self, theta: jax.Array) -> jax.Array:
+        """``(d,)`` a minimiser over ``K`` of ``family(theta, .)``."""
+        raise NotImplementedError
+
+    # --- schedule ---------------------------------------------------------------------------
+    @property
+    def num_targets(self) -> int:
+        return {"piecewise": self.num_segments, "alternate": 2, "drift": 1}[self.schedule]
+
+    @property
+    def target_norm(self) -> float:
+        return float(self.target_radius) * self.domain.r
+
+    def _params(self, key: jax.Array, random_points: bool) -> ConvexEnvParams:
+        s, n = self.num_segments, self.num_targets
+        k_points, k_dirs, k_phase = jax.random.split(key, 3)
+        if random_points and self.random_change_points and s > 1:
+            # S - 1 distinct rounds uniform in 1..T-1: the top S - 1 of T - 1 iid uniforms
+            # (cheaper to compile than jax.random.choice without replacement).
+            scores = jax.random.uniform(k_points, (self.horizon - 1,))
+            points = jnp.sort(jax.lax.top_k(scores, s - 1)[1] + 1).astype(jnp.int32)
+        else:
+            points = jnp.asarray(self.change_points, jnp.int32).reshape(s - 1)
+        g = jax.random.normal(k_dirs, (n, self.dim), jnp.float32)
+        norms = jnp.linalg.norm(g, axis=1, keepdims=True)
+        dirs = g / jnp.where(norms > 0, norms, 1.0)  # rows uniform on the sphere
+        if self.dim == 1:  # alternate signs so consecutive targets differ
+            signs = jnp.where(jnp.arange(n) % 2 == 0, 1.0, -1.0)[:, None]
+            dirs = signs * jnp.where(dirs[:1] < 0, -1.0, 1.0)
+        if self.schedule == "alternate":
+            dirs = jnp.concatenate([dirs[:1], -dirs[:1]])
+        phase = jax.random.uniform(k_phase, (), jnp.float32, 0.0, 2 * math.pi)
+        return ConvexEnvParams(
+            change_points=points,
+            targets=(self.target_norm * dirs).astype(jnp.float32),
+            phase=phase,
+        )
+
+    @property
+    def default_params(self) -> ConvexEnvParams:
+        """Parameters from the fixed key ``jax.random.key(0)`` with the given change points."""
+        return _jitted_params(self, jax.random.key(0), False)
+
+    def sample_params(self, key: jax.Array) -> ConvexEnvParams:
+        """Per-run parameters: targets, drift phase and (optionally) change points."""
+        return _jitted_params(self, key, True)
+
+    def segment(self, params: ConvexEnvParams, t: jax.Array) -> jax.Array:
+        """``()`` int32 segment of round ``t`` (piecewise schedule)."""
+        return jnp.searchsorted(params.change_points, t, side="right").astype(jnp.int32)
+
+    def target(self, params: ConvexEnvParams, t: jax.Array) -> jax.Array:
+        """``(d,)`` the target ``c_t`` of round ``t``."""
+        if self.schedule == "piecewise":
+            return params.targets[self.segment(params, t)]
+        if self.schedule == "alternate":
+            return params.targets[(t // self.period) % 2]
+        angle = 2.0 * math.pi * t / self.period + params.phase
+        if self.dim == 1:
+            return self.target_norm * jnp.cos(angle)[None]
+        plane = jnp.stack([jnp.cos(angle), jnp.sin(angle)])
+        return self.target_norm * jnp.concatenate([plane, jnp.zeros((self.dim - 2,))])
+
+    # --- the environment's interface ---------------------------------------------------------
+    def theta(self, params: ConvexEnvParams, t: jax.Array, key: jax.Array) -> jax.Array:
+        """Round ``t``'s loss parameter ``theta_t`` (float32)."""
+        return self.theta_from_target(self.target(params, t), key).astype(jnp.float32)
+
+    def loss_fn(self, params: ConvexEnvParams, t: jax.Array, key: jax.Array) -> Partial:
+        """``jax.tree_util.Partial(family, theta_t)``: round ``t``'s loss ``x (d,) -> ()``."""
+        return Partial(self.family, self.theta(params, t, key))
+
+
+@partial(jax.jit, static_argnums=(0, 2))
+def _jitted_params(env: ConvexEnv, key: jax.Array, random_points: bool) -> ConvexEnvParams:
+    # One compiled program instead of a dozen eagerly dispatched ops.
+    return env._params(key, random_points)
+
+
+@dataclasses.dataclass(frozen=True)
+class MovingTarget(ConvexEnv):
+    """Distance to a moving target, ``l_t(x) = ||x - c_t||`` (``G = 1``).
+
+    Example:
+      >>> import jax
+      >>> env = MovingTarget(dim=2, horizon=64)
+      >>> f = env.loss_fn(env.default_params, 0, jax.random.key(0))
+      >>> float(f(env.minimizer(f.args[0])))
+      0.0
+    """
+
+    name: ClassVar[str] = "moving_target"
+
+    @property
+    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
+        return distance_loss
+
+    @property
+    def lipschitz(self) -> float:
+        return 1.0
+
+    def minimizer(self, theta: jax.Array) -> jax.Array:
+        return theta
+
+    def window_minimum(
+        self, thetas: jax.Array, num_steps: int = 200
+    ) -> tuple[jax.Array, jax.Array]:
+        """``min_{x ∈ K} sum_t ||x - c_t||`` over a window's targets ``thetas`` ``(L, d)``.
+
+        The geometric median lies in the convex hull of the targets, inside ``K``, so the
+        problem is unconstrained. Weiszfeld's iteration from the mean (``num_steps`` steps),
+        then the better of its point and the nearest target (Weiszfeld converges slowly when
+        the median is a target, which is the case for piecewise targets: with two distinct
+        targets the median is the more frequent one, or any point between equal counts).
+
+        Returns:
+          ``(x, value)``: ``(d,)`` the minimiser found and ``()`` the window sum there.
+        """
+
+        def total(x: jax.Array) -> jax.Array:
+            return jnp.sum(jax.vmap(distance_loss, in_axes=(0, None))(thetas, x))
+
+        def weiszfeld(x: jax.Array, _: Any) -> tuple[jax.Array, None]:
+            dist = jnp.linalg.norm(thetas - x[None, :], axis=1)
+            w = 1.0 / jnp.maximum(dist, 1e-12)
+            return (w @ thetas) / jnp.sum(w), None
+
+        x, _ = jax.lax.scan(weiszfeld, jnp.mean(thetas, axis=0), None, length=num_steps)
+        nearest = thetas[jnp.argmin(jnp.linalg.norm(thetas - x[None, :], axis=1))]
+        fx, fn = total(x), total(nearest)
+        return jnp.where(fn < fx, nearest, x), jnp.minimum(fx, fn)
+
+    def window_subgradient(self, thetas: jax.Array, x: jax.Array) -> jax.Array:
+        """``(d,)`` the least-norm subgradient of ``sum_t ||x - c_t||`` at ``x``: the unit
+        vectors of targets away from ``x`` sum to ``g``; each of the ``m`` targets at ``x``
+        adds any vector of norm <= 1, so ``g (1 - m / ||g||)_+`` is a subgradient (0 at a
+        median that is a target). Makes the Frank-Wolfe certificate tight there."""
+        diff = x[None, :] - thetas
+        dist = jnp.linalg.norm(diff, axis=1)
+        coincide = dist <= 1e-6 * self.domain.D
+        unit = diff / jnp.where(coincide, 1.0, dist)[:, None]
+        g = jnp.sum(jnp.where(coincide[:, None], 0.0, unit), axis=0)
+        g_norm = jnp.linalg.norm(g)
+        m = jnp.sum(coincide).astype(g.dtype)
+        shrink = jnp.maximum(0.0, 1.0 - m / jnp.where(g_norm > 0, g_norm, 1.0))
+        return g * shrink
+
+
+@dataclasses.dataclass(frozen=True)
+class AbsoluteLinear(ConvexEnv):
+    """Absolute linear loss ``l_t(x) = |a_t^T (x - c_t)|`` with a fresh direction
+    ``a_t = a_scale * u_t`` every round (``u_t`` uniform on the sphere, from the round's key):
+    ``theta_t = [a_t, a_t^T c_t]``, ``G = a_scale``. Every ``l_t`` vanishes at ``c_t``.
+
+    Attributes:
+      a_scale: ``||a_t||`` (> 0).
+    """
+
+    a_scale: float = 1.0
+
+    name: ClassVar[str] = "abs_linear"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not float(self.a_scale) > 0.0:
+            raise ValueError(f"a_scale must be positive, got {self.a_scale!r}")
+
+    @property
+    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
+        return abs_linear_loss
+
+    @property
+    def lipschitz(self) -> float:
+        return float(self.a_scale)
+
+    def theta_from_target(self, target: jax.Array, key: jax.Array) -> jax.Array:
+        a = float(self.a_scale) * gradients.sphere_uniform(key, self.dim, target.dtype)
+        return jnp.concatenate([a, jnp.dot(a, target)[None]])
+
+    def minimizer(self, theta: jax.Array) -> jax.Array:
+        """The least-norm point ``a b / ||a||^2`` of ``{a^T x = b}`` (in ``K``: its norm is at
+        most ``||c_t|| <= r``)."""
+        a, b = theta[:-1], theta[-1]
+        return a * b / jnp.dot(a, a)
+
+
+@dataclasses.dataclass(frozen=True)
+class HuberTarget(ConvexEnv):
+    """Huber-smoothed quadratic ``l_t(x) = h_mu(||x - c_t||)`` (:func:`huber_loss`):
+    ``G = min(mu, D + rho r)`` (the largest ``||x - c_t||`` over ``x ∈ K``), 1-smooth.
+
+    Attributes:
+      huber_mu: ``mu`` (> 0), where the quadratic turns linear.
+    """
+
+    huber_mu: float = 0.5
+
+    name: ClassVar[str] = "huber"
+    smoothness: ClassVar[float | None] = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not float(self.huber_mu) > 0.0:
+            raise ValueError(f"huber_mu must be positive, got {self.huber_mu!r}")
+
+    @property
+    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
+        return huber_loss
+
+    @property
+    def lipschitz(self) -> float:
+        return min(float(self.huber_mu), self.domain.D + self.target_norm)
+
+    def theta_from_target(self, target: jax.Array, key: jax.Array) -> jax.Array:
+        del key
+        return jnp.concatenate([target, jnp.full((1,), self.huber_mu, target.dtype)])
+
+    def minimizer(self, theta: jax.Array) -> jax.Array:
+        return theta[:-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class CustomConvex(ConvexEnv):
+    """A user's loss family on the target schedule: ``theta_t = c_t`` ``(d,)``.
+
+    Attributes:
+      loss: ``loss(theta, x) -> ()``, convex, non-negative and ``lipschitz_bound``-Lipschitz in
+        ``x`` on ``K`` (a module-level function: it is compared by identity).
+      lipschitz_bound: ``G``.
+      minimizer_fn: optional ``theta -> (d,)`` minimiser over ``K``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> def l1(theta, x):
+      ...     return jnp.sum(jnp.abs(x - theta))
+      >>> env = CustomConvex(dim=2, horizon=32, loss=l1, lipschitz_bound=2**0.5)
+      >>> env.lipschitz
+      1.4142135623730951
+    """
+
+    loss: Callable[[jax.Array, jax.Array], jax.Array] | None = None
+    lipschitz_bound: float = 1.0
+    minimizer_fn: Callable[[jax.Array], jax.Array] | None = None
+
+    name: ClassVar[str] = "custom"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not callable(self.loss):
+            raise TypeError(f"loss must be a callable loss(theta, x), got {self.loss!r}")
+        if not float(self.lipschitz_bound) > 0.0:
+            raise ValueError(f"lipschitz_bound must be positive, got {self.lipschitz_bound!r}")
+
+    @property
+    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
+        return self.loss  # type: ignore[return-value]
+
+    @property
+    def lipschitz(self) -> float:
+        return float(self.lipschitz_bound)
+
+    def minimizer(self, theta: jax.Array) -> jax.Array:
+        if self.minimizer_fn is None:
+            raise NotImplementedError("pass minimizer_fn to CustomConvex to use minimizer()")
+        return self.minimizer_fn(theta)
+
+
+CONVEX_ENVS: dict[str, Callable[..., ConvexEnv]] = {
+    "moving_target": MovingTarget,
+    "abs_linear": AbsoluteLinear,
+    "huber": HuberTarget,
+}
+
+CONVEX_ENV_DESCRIPTIONS: dict[str, str] = {
+    "moving_target": "distance to a target that jumps / alternates / drifts, ||x - c_t|| (G = 1)",
+    "abs_linear": "|a_t^T (x - c_t)| with a fresh random direction a_t each round (G = a_scale)",
+    "huber": "Huber-smoothed quadratic h_mu(||x - c_t||) (G = min(mu, D + rho r), 1-smooth)",
+}
