@@ -8,8 +8,8 @@ program). The objective is the mean reward ``1 - l_t(x_t)`` over all rounds and 
 sweep uses ``jax.random.key(config.seed + TUNING_SEED_OFFSET)``: a different root key from the
 reported runs' ``jax.random.key(config.seed)``, hence independent environment draws.
 
-Writes ``configs/<name>_tuned.toml`` (the config plus ``[params.<learner>]`` tables with the
-chosen scales) and ``results/tune-<name>/sweep.json`` (every grid point's score and its 95%
+Writes ``configs/<name>[_reward]_tuned.toml`` (the config plus ``[params.<learner>]`` tables
+with the chosen scales) and ``results/tune-<name>/sweep.json`` (every grid point's score and its 95%
 interval), and prints the best points.
 """
 
@@ -61,16 +61,17 @@ def tune_learner(config, name: str, runs_per_point: int, coarse: bool) -> dict |
     env = config.make_env()
     key = jax.random.key(config.seed + TUNING_SEED_OFFSET)
     start = time.perf_counter()
-    result = simulate(learner, env, key, len(points) * runs_per_point, params=params,
-                      progress=True)
+    result = simulate(learner, env, key, len(points) * runs_per_point, params=params, progress=True)
     seconds = time.perf_counter() - start
     reward = 1.0 - result.loss.astype(np.float64).mean(axis=1)  # (P * r,)
     reward = reward.reshape(len(points), runs_per_point)
     mean, half = metrics.mean_ci(reward, axis=1)
     best = int(np.argmax(mean))
-    print(f"{name}: {len(points)} points x {runs_per_point} runs in {seconds:.1f}s "
-          f"(one program); best {dict(zip(fields, points[best], strict=True))} "
-          f"mean reward {mean[best]:.4f} ± {half[best]:.4f}")
+    print(
+        f"{name}: {len(points)} points x {runs_per_point} runs in {seconds:.1f}s "
+        f"(one program); best {dict(zip(fields, points[best], strict=True))} "
+        f"mean reward {mean[best]:.4f} ± {half[best]:.4f}"
+    )
     for i in np.argsort(-mean)[1:4]:
         print(f"    {dict(zip(fields, points[i], strict=True))} {mean[i]:.4f} ± {half[i]:.4f}")
     return {
@@ -83,13 +84,19 @@ def tune_learner(config, name: str, runs_per_point: int, coarse: bool) -> dict |
     }
 
 
-def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]]) -> str:
+def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]], feedback: str) -> str:
     text = source.read_text()
+    text = re.sub(r'(?m)^feedback = ".*"$', f'feedback = "{feedback}"', text, count=1)
     text = re.sub(r'(?m)^name = ".*"$', f'name = "{name}_tuned"', text, count=1)
-    text = re.sub(r'(?m)^description = "(.*)"$', r'description = "\1 (tuned scales)"', text,
-                  count=1)
-    lines = [text.rstrip(), "", "# Step-size scales chosen by experiments/tune.py on seed "
-             f"seed + {TUNING_SEED_OFFSET} (disjoint from the reported runs)."]
+    text = re.sub(
+        r'(?m)^description = "(.*)"$', r'description = "\1 (tuned scales)"', text, count=1
+    )
+    lines = [
+        text.rstrip(),
+        "",
+        "# Step-size scales chosen by experiments/tune.py on seed "
+        f"seed + {TUNING_SEED_OFFSET} (disjoint from the reported runs).",
+    ]
     for learner, values in chosen.items():
         lines.append(f"[params.{learner}]")
         lines += [f"{k} = {v!r}" for k, v in values.items()]
@@ -114,15 +121,23 @@ def main(argv: list[str] | None = None) -> int:
         if out is not None:
             report[name] = out
             chosen[name] = out["best"]
-    base = config.name
+    base = config.name + ("_reward" if config.feedback == "reward" else "")
     Path(args.configs_dir).mkdir(parents=True, exist_ok=True)
     target = Path(args.configs_dir) / f"{base}_tuned.toml"
-    target.write_text(tuned_toml(source, base, chosen))
+    target.write_text(tuned_toml(source, base, chosen, config.feedback))
     out_dir = Path(args.out or f"results/tune-{base}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "sweep.json").write_text(json.dumps(
-        {"config": config.to_dict(), "tuning_seed": config.seed + TUNING_SEED_OFFSET,
-         "runs_per_point": args.runs_per_point, "learners": report}, indent=2))
+    (out_dir / "sweep.json").write_text(
+        json.dumps(
+            {
+                "config": config.to_dict(),
+                "tuning_seed": config.seed + TUNING_SEED_OFFSET,
+                "runs_per_point": args.runs_per_point,
+                "learners": report,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {target} and {out_dir / 'sweep.json'}")
     return 0
 

@@ -115,6 +115,24 @@ def test_every_shipped_config_is_found():
     assert set(SHIPPED) <= set(shipped_configs())
 
 
+@pytest.mark.parametrize("name", sorted(set(shipped_configs()) - set(SHIPPED)))
+def test_tuned_configs_validate_and_differ_only_in_scales(name):
+    """Every other shipped config (the tuned ones written by experiments/tune.py) loads, and
+    differs from its base config only in name, description, feedback and [params.*]."""
+    cfg = load_config(name)
+    base_name = name.removesuffix("_tuned").removesuffix("_reward")
+    base = load_config(base_name)
+    assert cfg.params and set(cfg.params) <= set(cfg.learners)
+    for field in ("seed", "runs", "horizon", "learners", "env", "window", "sa_windows"):
+        assert getattr(cfg, field) == getattr(base, field), field
+    assert cfg.feedback == ("reward" if "_reward" in name else "loss")
+    for learner_name, values in cfg.params.items():
+        learner = cfg.make_learner(learner_name)
+        params = cfg.learner_params(learner, learner_name)
+        for key, value in values.items():
+            assert np.asarray(getattr(params, key)) == np.float32(value)
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_config_validates(name):
     cfg = load_config(name)

@@ -1,0 +1,65 @@
+"""Markdown tables from results folders (what EXPERIMENTS.md quotes).
+
+    python experiments/report.py results/expert_advice_equal-theory-loss [...]
+
+Reads each folder's ``summary.json`` (no Python objects are unpickled) and prints one table per
+folder: learner | queries/round | step-size scales | mean reward | per-segment reward | SA(L)
+(expected loss) at three window lengths | probability on the best arm | muted meta updates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _pm(stat: dict, index: int | None = None, digits: int = 3) -> str:
+    mean, half = stat["mean"], stat["ci95"]
+    if index is not None:
+        mean, half = mean[index], half[index]
+    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def table(folder: Path, windows: tuple[int, ...]) -> str:
+    summary = json.loads((folder / "summary.json").read_text())
+    lines = [
+        f"`{folder}` — {summary['description']} ({summary['runs']} runs, seed "
+        f"{summary['seed']}, feedback={summary['config']['feedback']})",
+        "",
+        "| learner | q | scales | mean reward | reward per segment | "
+        + " | ".join(f"SA({w})" for w in windows)
+        + " | P(best arm) | muted |",
+        "|---|---|---|---|---|" + "---|" * len(windows) + "---|---|",
+    ]
+    for name, entry in summary["learners"].items():
+        sa = entry["adaptive_regret"]
+        lengths = sa["window_lengths"]
+        cells = [_pm(sa["expected"], lengths.index(w), 1) if w in lengths else "–" for w in windows]
+        segments = entry["segment_reward"]
+        seg = ", ".join(f"{m:.3f}" for m in segments["mean"])
+        params = ", ".join(f"{k}={v:g}" for k, v in entry["params"].items()) or "–"
+        muted = entry["num_muted"] if entry["num_muted"] is not None else "–"
+        lines.append(
+            f"| {name} | {entry['num_queries']} | {params} | {_pm(entry['mean_reward'])} | "
+            f"{seg} | " + " | ".join(cells) + f" | {_pm(entry['prob_best']['overall'])} | "
+            f"{muted} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--windows", default="256,1024,4096")
+    args = parser.parse_args(argv)
+    windows = tuple(int(w) for w in args.windows.split(","))
+    for folder in args.folders:
+        print(table(folder, windows))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
