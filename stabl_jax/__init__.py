@@ -26,7 +26,11 @@ from stabl_jax.envs.convex import (
     HuberTarget,
     MovingTarget,
 )
+from stabl_jax.envs.eagle import EagleConfig, EagleEnsemble, eagle_grid
+from stabl_jax.envs.hpo import HPOEnv
+from stabl_jax.hpo_metrics import run_hpo
 from stabl_jax.learners import EXP3, BanditQuery, StABL, StepInfo, Uniform
+from stabl_jax.reactive import simulate_reactive
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env
 from stabl_jax.simulate import SimResult, simulate
 
@@ -44,8 +48,11 @@ __all__ = [
     "BCOSimResult",
     "BanditQuery",
     "CustomConvex",
+    "EagleConfig",
+    "EagleEnsemble",
     "ExpertAdvice",
     "FullInfoOGD",
+    "HPOEnv",
     "HuberTarget",
     "MovingTarget",
     "PiecewiseBernoulli",
@@ -60,11 +67,14 @@ __all__ = [
     "bco",
     "bco_adaptive_regret",
     "domains",
+    "eagle_grid",
     "gradients",
     "make",
     "make_bco",
     "make_env",
     "metrics",
+    "run_hpo",
     "simulate",
     "simulate_bco",
+    "simulate_reactive",
 ]

@@ -1,0 +1,529 @@
+"""Eagle strategy (a firefly algorithm) as pure JAX functions, and ensembles of it that share
+their data: the arms of the paper's algorithm-selection task ("Algorithm Selection for
+Hyperparameter Optimization", Section "Experiments" of Lu et al., ICLR 2024).
+
+A port of the ideas of Google Vizier's Eagle-strategy designer (OSS Vizier,
+``vizier/_src/algorithms/designers/eagle_strategy``; Golovin et al., "Google Vizier", KDD 2017;
+Song et al., "Open Source Vizier", AutoML 2022), itself a variant of the firefly algorithm of
+Yang ("Firefly algorithms for multimodal optimization", SAGA 2009; "Nature-inspired
+metaheuristic algorithms", 2010) without Levy flights, and with repulsion from worse flies.
+Written from the description below, not copied.
+
+The optimiser minimises ``f`` over the unit cube ``[0, 1]^d`` (callers map it to their domain;
+:mod:`stabl_jax.envs.hpo` maps it to BBOB's ``[-5, 5]^d``). It keeps a pool of at most
+``pool_size`` fireflies (a position, the value observed there, and a perturbation size each):
+
+* **suggest**: while the pool is below capacity, with probability ``explore_rate`` (always
+  when empty) a uniform random point, a candidate *new* fly (``parent = -1``). Otherwise the
+  next live fly after ``pointer`` (round robin, Vizier's ``_last_id``) moves: starting from its
+  position ``x``, every other live fly ``j``, in a random order, pulls it,
+  ``x <- clip(w_j x_j + (1 - w_j) x)``, with
+
+  ``w_j = G_j exp(-visibility * 10 ||x_j - x||^2 / d)``, ``G_j = gravity`` if ``f_j < f_fly``
+  (attraction to a brighter fly) else ``-negative_gravity`` (repulsion);
+
+  ``w_j`` is then accentuated by the explore rate (``rate w + 1 - rate`` if ``w > 1/2``, else
+  ``rate w``; the identity at Vizier's default ``rate = 1``). Finally a Laplace perturbation,
+  normalised so its largest coordinate is ``±1`` and scaled by the fly's perturbation, is
+  added and the point clipped to the cube.
+* **update** with an evaluation ``(x, f)`` whose parent fly in *this* pool is ``parent``:
+
+  - the parent is live: ``f`` better than the parent's value replaces the fly's position and
+    value; otherwise the fly's perturbation shrinks by ``penalize_factor`` (or grows tenfold,
+    up to ``max_perturbation``, when the suggestion did not move at all), and a fly whose
+    perturbation falls below ``perturbation_lower_bound`` is removed if the pool is full and it
+    is not the pool's best fly (its slot is refilled by later evaluations: Vizier's restart).
+    The pointer moves to the parent.
+  - no parent (a random suggestion of this pool, or an evaluation made by *another* optimiser):
+    below capacity, a new fly at ``(x, f)`` with perturbation ``perturbation``; at capacity,
+    ``(x, f)`` replaces the closest fly if it is better than that fly (Vizier's
+    ``_assign_closest_parent`` for trials added from outside), and is dropped otherwise.
+
+Sharing the data (the paper: "each algorithm A_j suggests x_j = A_j(D)", ``D`` all evaluations
+so far). Design: **one pool per arm, and every arm ingests every evaluation**, in the order the
+evaluations were made. The history is the single source of truth: each pool is a deterministic
+function of the shared sequence of ``(x, f, proposer, parent)`` records (an arm sees its own
+records with their parent, everyone else's with ``parent = -1``), and the Vizier designer's
+own pool is likewise all it keeps of a study's trials. Why not one shared pool with per-arm
+hyperparameters: the arms differ in pool size and in how they penalise and restart flies,
+which are properties of the pool itself; a shared pool would merge them into one algorithm.
+The cost is ``O(arms x pool x d)`` work per evaluation, vectorised over arms.
+
+Vectorising over arms: an :class:`EagleParams` pytree holds an arm's numbers (one ``()`` leaf
+each; stacked ``(A,)`` for an ensemble) and an :class:`EagleState` its pool, padded to a common
+number of slots ``P`` with ``alive`` as mask and ``pool_size <= P`` the arm's own capacity; so
+``jax.vmap(suggest)`` and ``jax.vmap(update)`` run every arm in one program.
+
+Vizier's defaults (designer ``FireflyAlgorithmConfig``, latest version), kept in
+:class:`EagleConfig`: ``gravity = 1.0``, ``negative_gravity = 0.02``, ``visibility = 3.0``,
+``perturbation = 0.1``, ``perturbation_lower_bound = 1e-3``, ``max_perturbation = 0.5``,
+``penalize_factor = 0.9``, ``pool_size_factor = 1.2``, ``explore_rate = 1.0``,
+``max_pool_size = 1000``; pool capacity ``min(10 + round((d^factor + d) / 2), max_pool_size)``.
+Differences: continuous parameters only (Vizier also handles categorical/discrete ones); the
+moving fly is not pulled by itself (Vizier's shuffled pool includes the moving fly, which then
+repels itself by at most ``negative_gravity``); slots replace fly ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks
+
+# Vizier's distance scaling: squared distances are divided by d and multiplied by 10.
+_DISTANCE_SCALE = 10.0
+
+
+@chex.dataclass(frozen=True)
+class EagleParams:
+    """The numbers of one Eagle optimiser (``()`` leaves; ``(A,)`` for an ensemble).
+
+    Attributes:
+      perturbation: ``()`` float, perturbation of a new fly (fraction of the cube's side).
+      gravity: ``()`` float, attraction of a better fly.
+      negative_gravity: ``()`` float, repulsion of a worse fly.
+      visibility: ``()`` float, how fast a pull decays with distance.
+      penalize_factor: ``()`` float, perturbation multiplier after an unsuccessful move.
+      perturbation_lower_bound: ``()`` float, a fly below it is removed (full pool, not best).
+      max_perturbation: ``()`` float, cap on a stuck fly's perturbation.
+      explore_rate: ``()`` float in [0, 1], chance of a random suggestion while the pool is
+        below capacity; also accentuates the pulls.
+      pool_size: ``()`` int32, the pool's capacity (at most the number of slots ``P``).
+    """
+
+    perturbation: jax.Array
+    gravity: jax.Array
+    negative_gravity: jax.Array
+    visibility: jax.Array
+    penalize_factor: jax.Array
+    perturbation_lower_bound: jax.Array
+    max_perturbation: jax.Array
+    explore_rate: jax.Array
+    pool_size: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class EagleState:
+    """A pool of fireflies in ``P`` slots (``(A, ...)`` leading axis for an ensemble).
+
+    Attributes:
+      positions: ``(P, d)`` float, fly positions in ``[0, 1]^d``.
+      values: ``(P,)`` float, the value observed at each fly (``+inf`` in empty slots).
+      perturbations: ``(P,)`` float, each fly's perturbation size.
+      alive: ``(P,)`` bool, which slots hold a fly.
+      pointer: ``()`` int32, the last moved fly; the next one is the next live slot after it.
+      best_value: ``()`` float, the best value this pool has ingested (``+inf`` before any).
+      num_seen: ``()`` int32, evaluations ingested so far (all arms' evaluations).
+    """
+
+    positions: jax.Array
+    values: jax.Array
+    perturbations: jax.Array
+    alive: jax.Array
+    pointer: jax.Array
+    best_value: jax.Array
+    num_seen: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class Suggestion:
+    """What an optimiser proposes.
+
+    Attributes:
+      x: ``(d,)`` float, the point, in ``[0, 1]^d``.
+      parent: ``()`` int32, the slot of the moved fly, ``-1`` for a random (new-fly) point.
+    """
+
+    x: jax.Array
+    parent: jax.Array
+
+
+def pool_capacity(dim: int, pool_size_factor: float = 1.2, max_pool_size: int = 1000) -> int:
+    """Vizier's pool capacity ``min(10 + round((d^factor + d) / 2), max_pool_size)``.
+
+    Example:
+      >>> pool_capacity(4), pool_capacity(32), pool_capacity(64)
+      (15, 58, 116)
+    """
+    return min(10 + round((dim**pool_size_factor + dim) * 0.5), max_pool_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class EagleConfig:
+    """One Eagle optimiser's hyperparameters (frozen, hashable); defaults are Vizier's.
+
+    Attributes:
+      perturbation, gravity, negative_gravity, visibility, penalize_factor,
+      perturbation_lower_bound, max_perturbation, explore_rate: see :class:`EagleParams`.
+      pool_size_factor: exponent of the capacity formula (:func:`pool_capacity`).
+      pool_size: an explicit capacity; 0 (default) uses the formula.
+      max_pool_size: ceiling of the formula.
+    """
+
+    perturbation: float = 0.1
+    gravity: float = 1.0
+    negative_gravity: float = 0.02
+    visibility: float = 3.0
+    penalize_factor: float = 0.9
+    perturbation_lower_bound: float = 1e-3
+    max_perturbation: float = 0.5
+    explore_rate: float = 1.0
+    pool_size_factor: float = 1.2
+    pool_size: int = 0
+    max_pool_size: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("perturbation", "visibility", "max_perturbation", "pool_size_factor"):
+            _check_positive(name, getattr(self, name))
+        for name in ("gravity", "negative_gravity", "perturbation_lower_bound"):
+            _check_positive(name, getattr(self, name), strict=False)
+        checks.check_probability("explore_rate", self.explore_rate)
+        if not (0.0 < self.penalize_factor < 1.0):
+            raise ValueError(f"penalize_factor must be in (0, 1), got {self.penalize_factor!r}")
+        checks.check_int("pool_size", self.pool_size, minimum=0)
+        checks.check_int("max_pool_size", self.max_pool_size, minimum=2)
+
+    def capacity(self, dim: int) -> int:
+        """The pool capacity in ``dim`` dimensions (>= 2)."""
+        if self.pool_size > 0:
+            return max(2, self.pool_size)
+        return max(2, pool_capacity(dim, self.pool_size_factor, self.max_pool_size))
+
+    def params(self, dim: int, dtype: jnp.dtype = jnp.float32) -> EagleParams:
+        """The numbers as an :class:`EagleParams` with ``()`` leaves."""
+        floats = {
+            name: jnp.asarray(getattr(self, name), dtype)
+            for name in (
+                "perturbation",
+                "gravity",
+                "negative_gravity",
+                "visibility",
+                "penalize_factor",
+                "perturbation_lower_bound",
+                "max_perturbation",
+                "explore_rate",
+            )
+        }
+        return EagleParams(**floats, pool_size=jnp.asarray(self.capacity(dim), jnp.int32))
+
+
+# The ensemble's default grid: around Vizier's defaults (perturbation 0.1, gravity 1.0,
+# visibility 3.0, pool_size_factor 1.2), one factor of about 3 each way in perturbation and
+# two levels of gravity, visibility and pool size: 3 x 2 x 2 x 2 = 24 arms.
+DEFAULT_PERTURBATIONS: tuple[float, ...] = (0.03, 0.1, 0.3)
+DEFAULT_GRAVITIES: tuple[float, ...] = (0.5, 1.5)
+DEFAULT_VISIBILITIES: tuple[float, ...] = (1.0, 3.0)
+DEFAULT_POOL_SIZE_FACTORS: tuple[float, ...] = (1.0, 1.4)
+
+
+def eagle_grid(
+    perturbations: Sequence[float] = DEFAULT_PERTURBATIONS,
+    gravities: Sequence[float] = DEFAULT_GRAVITIES,
+    visibilities: Sequence[float] = DEFAULT_VISIBILITIES,
+    pool_size_factors: Sequence[float] = DEFAULT_POOL_SIZE_FACTORS,
+    **common: float,
+) -> tuple[EagleConfig, ...]:
+    """The static grid of arms: every combination, perturbation varying slowest.
+
+    Arm ``i`` is ``itertools.product(perturbations, gravities, visibilities,
+    pool_size_factors)[i]``; ``common`` sets the other :class:`EagleConfig` fields of every arm.
+
+    Example:
+      >>> len(eagle_grid()), eagle_grid()[0].perturbation, eagle_grid()[-1].pool_size_factor
+      (24, 0.03, 1.4)
+    """
+    return tuple(
+        EagleConfig(perturbation=p, gravity=g, visibility=v, pool_size_factor=s, **common)  # type: ignore[arg-type]
+        for p, g, v, s in itertools.product(
+            perturbations, gravities, visibilities, pool_size_factors
+        )
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class EagleEnsemble:
+    """Arms that are Eagle optimisers with different hyperparameters, on shared data.
+
+    Attributes:
+      dim: ``d``, the dimension of the search space.
+      configs: one :class:`EagleConfig` per arm (default: :func:`eagle_grid`, 24 arms).
+      dtype: float dtype of positions and values.
+
+    Example:
+      >>> import jax
+      >>> ens = EagleEnsemble(dim=4)
+      >>> ens.num_arms, ens.num_slots
+      (24, 15)
+      >>> states = ens.init()
+      >>> states.positions.shape
+      (24, 15, 4)
+    """
+
+    dim: int
+    configs: tuple[EagleConfig, ...] = dataclasses.field(default_factory=eagle_grid)
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        checks.check_int("dim", self.dim, minimum=1)
+        configs = tuple(self.configs)
+        if not configs or not all(isinstance(c, EagleConfig) for c in configs):
+            raise ValueError("configs must be a non-empty sequence of EagleConfig")
+        object.__setattr__(self, "configs", configs)
+        checks.check_choice("dtype", self.dtype, ("float32", "float64"))
+
+    @property
+    def num_arms(self) -> int:
+        return len(self.configs)
+
+    @property
+    def num_slots(self) -> int:
+        """``P``: the largest capacity; every pool is padded to it."""
+        return max(c.capacity(self.dim) for c in self.configs)
+
+    def params(self) -> EagleParams:
+        """``(A,)``-stacked :class:`EagleParams`, arm ``i`` from ``configs[i]``."""
+        each = [c.params(self.dim, jnp.dtype(self.dtype)) for c in self.configs]
+        return jax.tree.map(lambda *xs: jnp.stack(xs), *each)
+
+    def init(self) -> EagleState:
+        """``(A,)``-stacked empty pools."""
+        return jax.vmap(lambda p: init_pool(p, self.num_slots, self.dim, jnp.dtype(self.dtype)))(
+            self.params()
+        )
+
+    def describe(self) -> list[dict[str, float]]:
+        """One dict per arm with its varied hyperparameters and capacity (for reports)."""
+        return [
+            {
+                "perturbation": c.perturbation,
+                "gravity": c.gravity,
+                "visibility": c.visibility,
+                "pool_size_factor": c.pool_size_factor,
+                "pool_size": c.capacity(self.dim),
+            }
+            for c in self.configs
+        ]
+
+
+# --- The optimiser: pure functions of (params, state) ---------------------------------------------
+def init_pool(
+    params: EagleParams, num_slots: int, dim: int, dtype: jnp.dtype = jnp.float32
+) -> EagleState:
+    """An empty pool of ``num_slots`` slots (``params.pool_size <= num_slots`` are used)."""
+    return EagleState(
+        positions=jnp.zeros((num_slots, dim), dtype),
+        values=jnp.full((num_slots,), jnp.inf, dtype),
+        perturbations=jnp.broadcast_to(params.perturbation.astype(dtype), (num_slots,)),
+        alive=jnp.zeros((num_slots,), bool),
+        pointer=jnp.asarray(-1, jnp.int32),
+        best_value=jnp.asarray(jnp.inf, dtype),
+        num_seen=jnp.zeros((), jnp.int32),
+    )
+
+
+def suggest(params: EagleParams, state: EagleState, key: jax.Array) -> Suggestion:
+    """The optimiser's next point, from its pool (the shared data it has ingested).
+
+    Args:
+      params: one arm's :class:`EagleParams` (``()`` leaves).
+      state: its pool, ``P`` slots in ``d`` dimensions.
+      key: a PRNG key.
+
+    Returns:
+      A :class:`Suggestion`: ``x`` ``(d,)`` in ``[0, 1]^d`` and the moved slot (``-1``: random).
+    """
+    num_slots, dim = state.positions.shape
+    dtype = state.positions.dtype
+    # One block of uniforms for everything (one PRNG call: cheaper to compile than four).
+    u = jax.random.uniform(key, (1 + 2 * dim + num_slots,), dtype)
+    u_explore, u_random, u_noise, u_order = jnp.split(u, [1, 1 + dim, 1 + 2 * dim])
+    size = jnp.sum(state.alive, dtype=jnp.int32)
+    below = size < params.pool_size
+    explore = below & ((size == 0) | (u_explore[0] < params.explore_rate))
+
+    slot = next_moving_fly(state.alive, state.pointer)
+    moved = mutate(params, state, slot, jnp.argsort(u_order))  # a uniform random order
+    moved = jnp.clip(moved + state.perturbations[slot] * laplace_direction(u_noise), 0.0, 1.0)
+
+    random_x = u_random
+    return Suggestion(
+        x=jnp.where(explore, random_x, moved),
+        parent=jnp.where(explore, -1, slot).astype(jnp.int32),
+    )
+
+
+def mutate(params: EagleParams, state: EagleState, slot: jax.Array, order: jax.Array) -> jax.Array:
+    """``(d,)`` the fly in ``slot`` after the pulls of every other live fly, in ``order``.
+
+    Each pull is ``x <- clip(w x_j + (1 - w) x, 0, 1)`` with ``w`` from :func:`pull_weight`
+    (the distance is to the *current* ``x``, so the order matters, as in Vizier).
+    """
+    dim = state.positions.shape[-1]
+    own_value = state.values[slot]
+
+    def pull(x: jax.Array, j: jax.Array) -> tuple[jax.Array, None]:
+        other = state.positions[j]
+        weight = pull_weight(params, jnp.sum((other - x) ** 2), dim, state.values[j] < own_value)
+        weight = jnp.where(state.alive[j] & (j != slot), weight, 0.0)
+        return jnp.clip(weight * other + (1.0 - weight) * x, 0.0, 1.0), None
+
+    x, _ = jax.lax.scan(pull, state.positions[slot], order)
+    return x
+
+
+def update(
+    params: EagleParams, state: EagleState, x: jax.Array, f: jax.Array, parent: jax.Array
+) -> EagleState:
+    """Ingest one evaluation ``(x, f)``; ``parent`` is its fly in *this* pool or ``-1``.
+
+    Pass the :class:`Suggestion`'s ``parent`` for the arm that proposed ``x`` and ``-1`` for
+    every other arm (see the module docstring for the three cases).
+
+    Args:
+      params: one arm's :class:`EagleParams`.
+      state: its pool.
+      x: ``(d,)`` the evaluated point in ``[0, 1]^d``.
+      f: ``()`` the observed value (lower is better).
+      parent: ``()`` int32 slot of the fly that proposed ``x`` in this pool, or ``-1``.
+
+    Returns:
+      The new pool.
+    """
+    num_slots = state.values.shape[0]
+    dtype = state.values.dtype
+    f = jnp.asarray(f, dtype)
+    x = jnp.asarray(x, dtype)
+    slots = jnp.arange(num_slots)
+    size = jnp.sum(state.alive, dtype=jnp.int32)
+    full = size >= params.pool_size
+
+    has_parent = parent >= 0
+    p = jnp.clip(parent, 0, num_slots - 1)
+    parent_live = has_parent & state.alive[p]
+
+    # Live parent: replace on improvement, else penalise (and maybe remove).
+    improved = f < state.values[p]
+    stuck = jnp.all(x == state.positions[p])
+    penalised = jnp.where(
+        stuck,
+        jnp.minimum(state.perturbations[p] * 10.0, params.max_perturbation),
+        state.perturbations[p] * params.penalize_factor,
+    )
+    others_best = jnp.min(jnp.where(state.alive & (slots != p), state.values, jnp.inf))
+    is_best = state.values[p] <= others_best
+    remove = (penalised < params.perturbation_lower_bound) & full & ~is_best
+
+    # No parent: a new fly in the first free slot below capacity, else the closest fly.
+    free = ~state.alive & (slots < params.pool_size)
+    first_free = jnp.argmax(free)
+    dists = jnp.sum((state.positions - x[None, :]) ** 2, axis=-1)
+    closest = jnp.argmin(jnp.where(state.alive, dists, jnp.inf))
+    create = ~parent_live & ~full
+    adopt = ~parent_live & full & (size > 0) & (f < state.values[closest])
+
+    target = jnp.where(parent_live, p, jnp.where(create, first_free, closest))
+    write = (parent_live & improved) | create | adopt
+    hit = (slots == target) & write
+    killed = (slots == p) & parent_live & ~improved & remove
+    new_pert = jnp.where((slots == p) & parent_live & ~improved, penalised, state.perturbations)
+    new_pert = jnp.where((slots == target) & create, params.perturbation, new_pert)
+
+    return state.replace(
+        positions=jnp.where(hit[:, None], x[None, :], state.positions),
+        values=jnp.where(killed, jnp.inf, jnp.where(hit, f, state.values)),
+        perturbations=new_pert.astype(dtype),
+        alive=(state.alive | hit) & ~killed,
+        pointer=jnp.where(has_parent, parent, state.pointer).astype(jnp.int32),
+        best_value=jnp.minimum(state.best_value, f),
+        num_seen=state.num_seen + 1,
+    )
+
+
+def minimize(
+    params: EagleParams,
+    objective: Callable[[jax.Array], jax.Array],
+    key: jax.Array,
+    num_evaluations: int,
+    num_slots: int | None = None,
+    dim: int | None = None,
+) -> jax.Array:
+    """Run one Eagle optimiser alone on ``objective: (d,) -> ()`` over ``[0, 1]^d``.
+
+    Args:
+      params: the optimiser's numbers (``()`` leaves).
+      objective: the function to minimise, jittable.
+      key: a PRNG key; evaluation ``t`` uses ``fold_in(key, t)``.
+      num_evaluations: the budget (static).
+      num_slots: pool slots (default: ``params.pool_size``, which must then be concrete).
+      dim: ``d`` (required).
+
+    Returns:
+      ``(num_evaluations,)`` the observed values, in evaluation order.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> params = EagleConfig().params(dim=2)
+      >>> values = minimize(params, lambda x: jnp.sum((x - 0.3) ** 2), jax.random.key(0), 200,
+      ...                   dim=2)
+      >>> bool(values.min() < 1e-3)
+      True
+    """
+    if dim is None:
+        raise ValueError("dim is required")
+    slots = int(params.pool_size) if num_slots is None else num_slots
+    state = init_pool(params, slots, dim, params.perturbation.dtype)
+
+    def step(state: EagleState, t: jax.Array) -> tuple[EagleState, jax.Array]:
+        s = suggest(params, state, jax.random.fold_in(key, t))
+        f = objective(s.x)
+        return update(params, state, s.x, f, s.parent), f
+
+    _, values = jax.lax.scan(step, state, jnp.arange(num_evaluations))
+    return values
+
+
+# --- Small pure helpers ------------------------------------------------------------------------
+def next_moving_fly(alive: jax.Array, pointer: jax.Array) -> jax.Array:
+    """``()`` int32: the first live slot after ``pointer``, cyclically (``pointer`` if none)."""
+    num_slots = alive.shape[0]
+    order = (pointer + 1 + jnp.arange(num_slots)) % num_slots
+    first = jnp.argmax(alive[order])
+    return jnp.where(jnp.any(alive), order[first], jnp.maximum(pointer, 0)).astype(jnp.int32)
+
+
+def pull_weight(params: EagleParams, sq_dist: jax.Array, dim: int, better: jax.Array) -> jax.Array:
+    """``()`` Vizier's pull of a fly at squared distance ``sq_dist``, explore-rate accentuated.
+
+    ``w = G exp(-visibility * 10 sq_dist / d)``, ``G = gravity`` if ``better`` else
+    ``-negative_gravity``; then ``rate w + (1 - rate)`` if ``w > 1/2``, else ``rate w``.
+    """
+    strength = jnp.where(better, params.gravity, -params.negative_gravity)
+    w = strength * jnp.exp(-params.visibility * _DISTANCE_SCALE * sq_dist / dim)
+    rate = params.explore_rate
+    return jnp.where(w > 0.5, rate * w + (1.0 - rate), rate * w)
+
+
+def laplace_direction(u: jax.Array) -> jax.Array:
+    """Laplace draws from uniforms ``u`` (inverse CDF), divided by their largest magnitude.
+
+    ``L = -sign(u - 1/2) log(1 - 2 |u - 1/2|)`` is standard Laplace for ``u ~ U[0, 1)``; the
+    result lies in ``[-1, 1]`` with one coordinate at ``±1`` (Vizier's normalised direction).
+    """
+    c = u - 0.5
+    tail = jnp.minimum(2.0 * jnp.abs(c), 1.0 - jnp.finfo(u.dtype).eps)  # u = 0 stays finite
+    noise = -jnp.sign(c) * jnp.log1p(-tail)
+    return noise / jnp.maximum(jnp.max(jnp.abs(noise)), jnp.finfo(u.dtype).tiny)
+
+
+def _check_positive(name: str, value: object, strict: bool = True) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (strict and value == 0):  # type: ignore[operator]
+        kind = "> 0" if strict else ">= 0"
+        raise ValueError(f"{name} must be a finite number {kind}, got {value!r}")

@@ -1,0 +1,299 @@
+"""Algorithm selection for black-box optimisation: a reactive bandit environment whose arms
+are Eagle-strategy optimisers sharing their data ("Algorithm Selection for Hyperparameter
+Optimization", Section "Experiments" of Lu, Zhang, Chen, Zhang, Woodruff and Hazan, ICLR 2024).
+
+Each round the learner queries some arms; the environment computes *only those arms'*
+suggestions (:func:`stabl_jax.envs.eagle.suggest`), evaluates the BBOB function at them,
+returns one loss per query and records the evaluations in the shared state (every arm's pool
+ingests every evaluation, see :mod:`stabl_jax.envs.eagle`). Unlike the environments of
+:mod:`stabl_jax.envs.base`, it reacts to the learner, so it is driven by
+:func:`stabl_jax.reactive.simulate_reactive` (``ask`` -> :meth:`HPOEnv.evaluate` -> ``tell``).
+
+Reward (the paper): with ``D`` every evaluation before the round, ``best = min_{(x,f) in D} f``
+(``best = 1``, the top of the normalised range, before any evaluation), the reward of a
+query whose suggestion ``x_j`` is observed at ``f_j`` is::
+
+    r_j = max(best - f_j, 0) - lambda f_j,        lambda = 0.01,
+
+on the normalised objective ``f`` in ``[0, 1]`` (:class:`stabl_jax.envs.bbob.BBOBFunction`
+with ``normalize=True``). Both queries of a round are scored against the same ``best``, the
+one their suggestions were computed from. A noisy observation may leave ``[0, 1]``; the reward
+uses it clipped to ``[0, 1]`` (the optimisers receive it unclipped). So ``r`` lies in
+``[-lambda, 1]`` and the loss handed to the learners is its decreasing affine image in ``[0, 1]``
+(:func:`reward_to_loss`, the one place the map is made)::
+
+    loss = (1 - r) / (1 + lambda)        (r = 1 -> 0,  r = -lambda -> 1).
+
+Learners with ``feedback="reward"`` (the paper's setting) turn it back into the gain
+``1 - loss = (r + lambda) / (1 + lambda)``, an increasing affine image of ``r``.
+
+Randomness: query ``q`` of a round with key ``k`` uses ``k_q = fold_in(k, q)``; the suggestion
+uses ``fold_in(k_q, 0)``, the observation noise ``fold_in(k_q, 1)``. A learner that queries the
+same arm twice gets two independent suggestions of that arm (two distinct trials, both
+recorded), so every query costs exactly one evaluation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax.envs import eagle
+from stabl_jax.envs.bbob import BBOBFunction, BBOBFunctionParams, normalize_gap
+
+REWARD_LAMBDA = 0.01
+
+# BBOB's search domain [-5, 5]^d (COCO's region of interest).
+DOMAIN_LOWER = -5.0
+DOMAIN_UPPER = 5.0
+
+
+@chex.dataclass(frozen=True)
+class HPOState:
+    """The environment's state for one run.
+
+    Attributes:
+      arms: the arms' pools, :class:`stabl_jax.envs.eagle.EagleState` with ``(A, ...)`` leaves.
+      best_observed: ``()`` float, ``min`` of the clipped observations so far (``1`` before
+        any): the ``best`` of the reward.
+      best_gap: ``()`` float, the smallest true gap ``f~(x) - f_opt`` over evaluated points
+        (``+inf`` before any): the raw best-so-far metric.
+      best_value: ``()`` float, the smallest true normalised value over evaluated points (``1``
+        before any): the normalised best-so-far metric.
+      num_evaluations: ``()`` int32, evaluations made so far.
+      evaluations_per_arm: ``(A,)`` int32, evaluations of each arm's suggestions so far.
+    """
+
+    arms: eagle.EagleState
+    best_observed: jax.Array
+    best_gap: jax.Array
+    best_value: jax.Array
+    num_evaluations: jax.Array
+    evaluations_per_arm: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class HPOInfo:
+    """What one :meth:`HPOEnv.evaluate` call did (``Q`` = number of queries).
+
+    Attributes:
+      arms: ``(Q,)`` int32, the queried arms, in evaluation order.
+      x: ``(Q, d)`` float, the evaluated points in the BBOB domain ``[-5, 5]^d``.
+      parents: ``(Q,)`` int32, the moved fly of each suggestion in its arm's pool (``-1``:
+        a random point).
+      observed: ``(Q,)`` float, the observations (normalised value plus noise).
+      gap: ``(Q,)`` float, the true gaps ``f~(x) - f_opt``.
+      value: ``(Q,)`` float, the true normalised values.
+      reward: ``(Q,)`` float, ``r_j`` in ``[-lambda, 1]``.
+      loss: ``(Q,)`` float, :func:`reward_to_loss` of ``reward``, in ``[0, 1]``.
+      best_gap: ``(Q,)`` float, the best true gap after each of the round's evaluations.
+      best_value: ``(Q,)`` float, the best true normalised value after each evaluation.
+    """
+
+    arms: jax.Array
+    x: jax.Array
+    parents: jax.Array
+    observed: jax.Array
+    gap: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    loss: jax.Array
+    best_gap: jax.Array
+    best_value: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class HPOEnv:
+    """Algorithm selection among Eagle optimisers on one BBOB function (reactive).
+
+    Attributes:
+      function: the BBOB problem; must have ``normalize=True``. Its ``shift_radius``,
+        ``rotate`` and ``noise_std`` give the paper's random shifts, rotations and
+        observation noise (drawn per run by :meth:`sample_params`).
+      ensemble: the arms (default: :func:`stabl_jax.envs.eagle.eagle_grid` in
+        ``function.dim`` dimensions).
+      reward_lambda: ``lambda`` of the reward (0.01, the paper's).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> env = HPOEnv(BBOBFunction(function_id=1, dim=4, normalize=True))
+      >>> params = env.sample_params(jax.random.key(0))
+      >>> state = env.init(params)
+      >>> state, loss, info = env.evaluate(params, state, jnp.array([3, 7]), jax.random.key(1))
+      >>> loss.shape, int(state.num_evaluations), int(state.arms.num_seen[0])
+      ((2,), 2, 2)
+    """
+
+    function: BBOBFunction
+    ensemble: eagle.EagleEnsemble | None = None
+    reward_lambda: float = REWARD_LAMBDA
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.function, BBOBFunction):
+            raise TypeError(f"function must be a BBOBFunction, got {self.function!r}")
+        if not self.function.normalize:
+            raise ValueError("function must have normalize=True (rewards live on [0, 1])")
+        if self.ensemble is None:
+            object.__setattr__(self, "ensemble", eagle.EagleEnsemble(dim=self.function.dim))
+        if self.ensemble.dim != self.function.dim:  # type: ignore[union-attr]
+            raise ValueError(
+                f"ensemble.dim={self.ensemble.dim} does not match "  # type: ignore[union-attr]
+                f"function.dim={self.function.dim}"
+            )
+        check_reward_lambda(self.reward_lambda)
+
+    @property
+    def arms(self) -> eagle.EagleEnsemble:
+        return self.ensemble  # type: ignore[return-value]
+
+    @property
+    def num_arms(self) -> int:
+        return self.arms.num_arms
+
+    @property
+    def dim(self) -> int:
+        return self.function.dim
+
+    # --- parameters and state -----------------------------------------------------------------
+    def sample_params(self, key: jax.Array) -> BBOBFunctionParams:
+        """The run's function: the COCO instance, shifted and rotated from ``key``."""
+        return self.function.sample_params(key)
+
+    def init(self, params: BBOBFunctionParams) -> HPOState:
+        """Empty pools, no evaluations."""
+        dtype = params.coco.f_opt.dtype
+        return HPOState(
+            arms=self.arms.init(),
+            best_observed=jnp.ones((), dtype),
+            best_gap=jnp.asarray(jnp.inf, dtype),
+            best_value=jnp.ones((), dtype),
+            num_evaluations=jnp.zeros((), jnp.int32),
+            evaluations_per_arm=jnp.zeros((self.num_arms,), jnp.int32),
+        )
+
+    # --- one round ----------------------------------------------------------------------------
+    def suggest(self, state: HPOState, arms: jax.Array, key: jax.Array) -> eagle.Suggestion:
+        """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube.
+
+        Only the ``Q`` queried arms' pools are read (gathered by index); no other arm's
+        suggestion is computed.
+        """
+        arms = jnp.asarray(arms, jnp.int32)
+        params = jax.tree.map(lambda a: a[arms], self.arms.params())
+        pools = jax.tree.map(lambda a: a[arms], state.arms)
+        keys = _query_keys(key, arms.shape[0], 0)
+        return jax.vmap(eagle.suggest)(params, pools, keys)
+
+    def evaluate(
+        self, params: BBOBFunctionParams, state: HPOState, arms: jax.Array, key: jax.Array
+    ) -> tuple[HPOState, jax.Array, HPOInfo]:
+        """Evaluate the queried arms' suggestions and record them in the shared state.
+
+        Args:
+          params: the run's function (:meth:`sample_params`).
+          state: the environment's state.
+          arms: ``(Q,)`` int32 queried arms (``query.arms`` of a bandit learner).
+          key: the round's key.
+
+        Returns:
+          ``(new_state, loss, info)``: ``loss`` ``(Q,)`` in ``[0, 1]`` (one per query, in the
+          order of ``arms``) and an :class:`HPOInfo`.
+        """
+        arms = jnp.asarray(arms, jnp.int32)
+        num_queries = arms.shape[0]
+        dtype = params.coco.f_opt.dtype
+        sug = self.suggest(state, arms, key)
+        x = to_domain(sug.x)
+        gap = self.function.gap(params, x)  # (Q,)
+        value = normalize_gap(gap, params.norm_scale)  # = function.value(params, x)
+        if self.function.noise_std > 0:  # = function.observe, reusing the gap
+            noise_keys = _query_keys(key, num_queries, 1)
+            xi = jax.vmap(lambda k: jax.random.normal(k, (), dtype))(noise_keys)
+            observed = value + self.function.noise_std * xi
+        else:
+            observed = value
+
+        clipped = jnp.clip(observed, 0.0, 1.0)
+        reward = jnp.maximum(state.best_observed - clipped, 0.0) - self.reward_lambda * clipped
+        loss = reward_to_loss(reward, self.reward_lambda)
+
+        # Record: every arm ingests every evaluation, in query order.
+        ens_params = self.arms.params()
+        arm_ids = jnp.arange(self.num_arms)
+
+        def record(pools: eagle.EagleState, q: jax.Array) -> tuple[eagle.EagleState, None]:
+            parents = jnp.where(arm_ids == arms[q], sug.parent[q], -1)
+            pools = jax.vmap(eagle.update, in_axes=(0, 0, None, None, 0))(
+                ens_params, pools, sug.x[q], observed[q], parents
+            )
+            return pools, None
+
+        pools, _ = jax.lax.scan(record, state.arms, jnp.arange(num_queries))
+
+        best_gap = jnp.minimum(state.best_gap, jax.lax.cummin(gap))
+        best_value = jnp.minimum(state.best_value, jax.lax.cummin(value))
+        new_state = state.replace(
+            arms=pools,
+            best_observed=jnp.minimum(state.best_observed, jnp.min(clipped)),
+            best_gap=best_gap[-1],
+            best_value=best_value[-1],
+            num_evaluations=state.num_evaluations + num_queries,
+            evaluations_per_arm=state.evaluations_per_arm.at[arms].add(1),
+        )
+        info = HPOInfo(
+            arms=arms,
+            x=x,
+            parents=sug.parent,
+            observed=observed,
+            gap=gap,
+            value=value,
+            reward=reward,
+            loss=loss,
+            best_gap=best_gap,
+            best_value=best_value,
+        )
+        return new_state, loss, info
+
+
+# --- Small pure helpers ---------------------------------------------------------------------------
+def reward_to_loss(reward: jax.Array, reward_lambda: float = REWARD_LAMBDA) -> jax.Array:
+    """The loss handed to the learners: ``(1 - r) / (1 + lambda)``.
+
+    The decreasing affine map of the reward's range ``[-lambda, 1]`` onto ``[0, 1]``
+    (``r = 1``, the largest possible decrease at objective 0, gives loss 0; ``r = -lambda``,
+    no decrease at objective 1, gives loss 1). Clipped to ``[0, 1]`` only against roundoff.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> reward_to_loss(jnp.array([1.0, -0.01, 0.0])).tolist()
+      [0.0, 1.0, 0.9900990128517151]
+    """
+    loss = (1.0 - reward) / (1.0 + reward_lambda)
+    return jnp.clip(loss, 0.0, 1.0)
+
+
+def loss_to_reward(loss: jax.Array, reward_lambda: float = REWARD_LAMBDA) -> jax.Array:
+    """The inverse of :func:`reward_to_loss`: ``r = 1 - (1 + lambda) loss``."""
+    return 1.0 - (1.0 + reward_lambda) * loss
+
+
+def to_domain(u: jax.Array) -> jax.Array:
+    """Unit cube -> BBOB domain: ``x = -5 + 10 u``."""
+    return DOMAIN_LOWER + (DOMAIN_UPPER - DOMAIN_LOWER) * u
+
+
+def _query_keys(key: jax.Array, num_queries: int, stream: int) -> jax.Array:
+    """``(Q,)`` keys ``fold_in(fold_in(key, q), stream)``."""
+    return jax.vmap(lambda q: jax.random.fold_in(jax.random.fold_in(key, q), stream))(
+        jnp.arange(num_queries, dtype=jnp.uint32)
+    )
+
+
+def check_reward_lambda(value: float) -> float:
+    """``reward_lambda`` validation shared with configs: a float in ``[0, 1)``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise ValueError(f"reward_lambda must be a number in [0, 1), got {value!r}")
+    return float(value)

@@ -1,0 +1,317 @@
+"""The algorithm-selection experiment ("Algorithm Selection for Hyperparameter Optimization",
+Section "Experiments" of Lu et al., ICLR 2024) and its metrics: log best-objective curves and
+Dolan-More performance profiles.
+
+:func:`run_hpo` runs every compared learner on one BBOB function and dimension, many repeats
+vmapped in one program per learner, all learners on the same functions (the same key: repeat
+``i`` has the same shift and rotation for every learner). Learners (the paper's four plus
+StABL Naive), built by :func:`make_hpo_learner` from the registry with ``feedback="reward"``
+(the paper's setting; Uniform has no feedback) and ``horizon`` = the learner's number of
+rounds ``ceil(N / num_queries)``; StABL's history lengths are the paper's
+``(20, 40, ..., 2560)``.
+
+Performance profiles (Dolan and More, "Benchmarking optimization software with performance
+profiles", Math. Program. 2002). Problems ``p`` are (function, repeat) pairs, solvers ``s`` the
+learners, and the cost ``c_{p,s}`` the best gap ``f - f_opt`` reached within a budget (floored
+at :data:`GAP_FLOOR`). With ``r_{p,s} = c_{p,s} / min_s c_{p,s}``, the profile is
+``rho_s(tau) = #{p : r_{p,s} <= tau} / #problems``, and its score the normalised area over
+``log tau`` in ``[0, log tau_max]``::
+
+    score_s = (1 / log tau_max) int_0^{log tau_max} rho_s(e^u) du
+            = mean_p max(0, 1 - log r_{p,s} / log tau_max)     in [0, 1], higher is better.
+
+The score against a baseline (the paper's "performance profile score against the Uniform
+baseline") is the difference of the two scores in the two-solver profile {s, baseline}, in
+``[-1, 1]``, positive when ``s`` does better; computed at every evaluation count it is a curve.
+
+No plotting here (``stabl_jax.plots`` is the face); everything returns NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from stabl_jax import checks, metrics, registry
+from stabl_jax.envs.bbob import BBOBFunction
+from stabl_jax.envs.eagle import EagleEnsemble
+from stabl_jax.envs.hpo import REWARD_LAMBDA, HPOEnv
+from stabl_jax.reactive import ReactiveResult, num_rounds, simulate_reactive
+
+HPO_LEARNERS: tuple[str, ...] = ("uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive")
+PAPER_HISTORY_LENGTHS: tuple[int, ...] = (20, 40, 80, 160, 320, 640, 1280, 2560)
+BASELINE = "uniform"
+GAP_FLOOR = 1e-12  # gaps below it count as solved: floor for logs and ratios
+DEFAULT_TAU_MAX = 10.0
+_PROBE_HORIZON = 2**20
+
+
+def make_hpo_learner(
+    name: str,
+    num_arms: int,
+    num_evaluations: int,
+    *,
+    history_lengths: tuple[int, ...] = PAPER_HISTORY_LENGTHS,
+    feedback: str = "reward",
+    **kwargs: Any,
+) -> Any:
+    """The registry's learner ``name`` for a budget of ``num_evaluations`` evaluations.
+
+    ``horizon = ceil(num_evaluations / num_queries)`` (its number of rounds); ``feedback`` and
+    ``history_lengths`` are passed to the learners that have them.
+
+    Example:
+      >>> make_hpo_learner("stabl", 24, 1000).horizon
+      500
+      >>> make_hpo_learner("exp3", 24, 1000).horizon
+      1000
+    """
+    # A probe, only to read num_queries and the options (a long horizon suits every learner).
+    probe = registry.make(name, num_arms=num_arms, horizon=_PROBE_HORIZON)
+    fields = {f.name for f in dataclasses.fields(probe)}
+    if "feedback" in fields:
+        kwargs.setdefault("feedback", feedback)
+    if "history_lengths" in fields and name != "stabl_single_scale":
+        kwargs.setdefault("history_lengths", tuple(history_lengths))
+    horizon = num_rounds(num_evaluations, probe.num_queries)
+    return registry.make(name, num_arms=num_arms, horizon=horizon, **kwargs)
+
+
+def run_hpo(
+    function_id: int,
+    dim: int,
+    num_evaluations: int,
+    num_repeats: int,
+    *,
+    instance: int = 1,
+    shift_radius: float = 1.0,
+    rotate: bool = True,
+    noise_std: float = 0.01,
+    learners: Sequence[str] = HPO_LEARNERS,
+    history_lengths: tuple[int, ...] = PAPER_HISTORY_LENGTHS,
+    ensemble: EagleEnsemble | None = None,
+    reward_lambda: float = REWARD_LAMBDA,
+    seed: int = 0,
+    tau_max: float = DEFAULT_TAU_MAX,
+) -> dict[str, Any]:
+    """Run the compared learners on BBOB ``f_{function_id}`` in ``dim`` dimensions.
+
+    Args:
+      function_id, dim, instance: the COCO problem.
+      num_evaluations: ``N``, the budget of evaluations per repeat (every query is one).
+      num_repeats: ``R``, independent repeats (each with its own shift and rotation).
+      shift_radius, rotate, noise_std: the paper's random shifts, rotations and observation
+        noise (``noise_std`` on the normalised scale; the paper does not give its level).
+      learners: registry names.
+      history_lengths: StABL's history lengths.
+      ensemble: the arms (default :func:`stabl_jax.envs.eagle.eagle_grid`, 24 arms).
+      reward_lambda: ``lambda`` of the reward.
+      seed: the seed of ``jax.random.key``; the same for every learner (paired repeats).
+      tau_max: the performance profiles' range.
+
+    Returns:
+      A dict with ``"config"`` (the arguments), ``"arms"`` (the ensemble's grid), and per
+      learner name: ``"best_gap"`` ``(R, N)`` and ``"best_value"`` ``(R, N)`` traces,
+      ``"log_curve"`` (:func:`log_curve`), ``"arm_counts"`` ``(A,)`` mean evaluations per arm,
+      ``"timings"``; and ``"score_vs_baseline"`` (per learner, ``(N,)``, against Uniform when
+      it is among ``learners``) and ``"profile_scores"`` (per learner, at the full budget).
+
+    Example:
+      >>> out = run_hpo(1, 4, num_evaluations=20, num_repeats=2, learners=("uniform", "stabl"))
+      >>> out["learners"]["stabl"]["best_gap"].shape, out["score_vs_baseline"]["stabl"].shape
+      ((2, 20), (20,))
+    """
+    num_evaluations = checks.check_int("num_evaluations", num_evaluations, minimum=1)
+    num_repeats = checks.check_int("num_repeats", num_repeats, minimum=1)
+    function = BBOBFunction(
+        function_id=function_id,
+        dim=dim,
+        instance=instance,
+        shift_radius=shift_radius,
+        rotate=rotate,
+        noise_std=noise_std,
+        normalize=True,
+    )
+    env = HPOEnv(function, ensemble, reward_lambda=reward_lambda)
+    key = jax.random.key(seed)
+    per_learner: dict[str, dict[str, Any]] = {}
+    for name in learners:
+        learner = make_hpo_learner(
+            name, env.num_arms, num_evaluations, history_lengths=history_lengths
+        )
+        res = simulate_reactive(learner, env, key, num_repeats, num_evaluations)
+        per_learner[name] = summarize(res, env.num_arms)
+    gaps = {name: out["best_gap"] for name, out in per_learner.items()}
+    scores_vs = (
+        {
+            name: score_vs_baseline_curve(g, gaps[BASELINE], tau_max=tau_max)
+            for name, g in gaps.items()
+        }
+        if BASELINE in gaps
+        else {}
+    )
+    names = list(gaps)
+    final = np.stack([gaps[n][:, -1] for n in names])  # (S, R)
+    profile = profile_scores(final, tau_max=tau_max)
+    return {
+        "config": {
+            "function_id": function_id,
+            "function": function.name,
+            "dim": dim,
+            "instance": instance,
+            "num_evaluations": num_evaluations,
+            "num_repeats": num_repeats,
+            "shift_radius": shift_radius,
+            "rotate": rotate,
+            "noise_std": noise_std,
+            "reward_lambda": reward_lambda,
+            "history_lengths": list(history_lengths),
+            "seed": seed,
+            "tau_max": tau_max,
+        },
+        "arms": env.arms.describe(),
+        "learners": per_learner,
+        "score_vs_baseline": scores_vs,
+        "profile_scores": dict(zip(names, profile.tolist(), strict=True)),
+    }
+
+
+def summarize(result: ReactiveResult, num_arms: int) -> dict[str, Any]:
+    """Traces, the log curve, arm counts and timings of one :class:`ReactiveResult`."""
+    arms = result.arms.reshape(result.num_runs, -1)
+    counts = np.stack([np.bincount(a, minlength=num_arms) for a in arms]).mean(axis=0)
+    return {
+        "best_gap": result.best_gap,
+        "best_value": result.best_value,
+        "log_curve": log_curve(result.best_gap),
+        "arm_counts": counts,
+        "timings": {
+            "compile_seconds": result.compile_seconds,
+            "run_seconds": result.run_seconds,
+        },
+    }
+
+
+def log_curve(best_gap: np.ndarray) -> dict[str, np.ndarray]:
+    """``log10`` best-objective curve over repeats: mean and 95% band.
+
+    Args:
+      best_gap: ``(R, N)`` best gaps after each evaluation.
+
+    Returns:
+      ``{"mean", "lo", "hi", "median"}``, each ``(N,)``: the mean of ``log10(max(gap,
+      GAP_FLOOR))`` over repeats, ``mean -/+ 1.96 sd / sqrt(R)`` (the normal interval of
+      :func:`stabl_jax.metrics.mean_ci`; with the paper's 5 repeats Student's t would be
+      about 40% wider; NaN when ``R = 1``), and the median.
+    """
+    logs = np.log10(np.maximum(np.asarray(best_gap, np.float64), GAP_FLOOR))
+    mean, half = metrics.mean_ci(logs, axis=0)
+    return {"mean": mean, "lo": mean - half, "hi": mean + half, "median": np.median(logs, 0)}
+
+
+def performance_ratios(costs: np.ndarray) -> np.ndarray:
+    """``(S, P)`` ratios ``r_{p,s} = c_{p,s} / min_s c_{p,s}`` of ``(S, P)`` costs (>= 1).
+
+    Costs are floored at :data:`GAP_FLOOR`, so problems every solver solved give ratio 1.
+    """
+    c = np.maximum(np.asarray(costs, np.float64), GAP_FLOOR)
+    return c / c.min(axis=0, keepdims=True)
+
+
+def performance_profile(costs: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """``(S, len(taus))`` Dolan-More profile ``rho_s(tau) = #{p : r_{p,s} <= tau} / P``."""
+    ratios = performance_ratios(costs)
+    return (ratios[:, :, None] <= np.asarray(taus)[None, None, :]).mean(axis=1)
+
+
+def profile_scores(costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX) -> np.ndarray:
+    """``(S,)`` normalised area under each profile over ``log tau`` in ``[0, log tau_max]``.
+
+    Exactly ``mean_p max(0, 1 - log r_{p,s} / log tau_max)`` (module docstring).
+
+    Example:
+      >>> profile_scores(np.array([[1.0, 1.0], [10.0, 1.0]])).tolist()
+      [1.0, 0.5]
+    """
+    if not tau_max > 1:
+        raise ValueError(f"tau_max must be > 1, got {tau_max!r}")
+    log_r = np.log(performance_ratios(costs))
+    return np.maximum(0.0, 1.0 - log_r / np.log(tau_max)).mean(axis=1)
+
+
+def score_vs_baseline(
+    costs: np.ndarray, baseline_costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX
+) -> float:
+    """Two-solver profile score of ``costs`` ``(P,)`` minus that of ``baseline_costs`` ``(P,)``.
+
+    In ``[-1, 1]``; positive when the solver beats the baseline. 0 against itself.
+    """
+    s = profile_scores(np.stack([costs, baseline_costs]), tau_max=tau_max)
+    return float(s[0] - s[1])
+
+
+def score_vs_baseline_curve(
+    best_gap: np.ndarray, baseline_gap: np.ndarray, tau_max: float = DEFAULT_TAU_MAX
+) -> np.ndarray:
+    """``(N,)`` :func:`score_vs_baseline` at every evaluation count, problems = repeats.
+
+    Args:
+      best_gap, baseline_gap: ``(P, N)`` best gaps of the solver and of the baseline on the
+        same problems (paired repeats).
+    """
+    a = np.asarray(best_gap, np.float64)
+    b = np.asarray(baseline_gap, np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
+    both = np.stack([a, b])  # (2, P, N)
+    log_r = np.log(
+        np.maximum(both, GAP_FLOOR) / np.maximum(both, GAP_FLOOR).min(axis=0, keepdims=True)
+    )
+    s = np.maximum(0.0, 1.0 - log_r / np.log(tau_max)).mean(axis=1)  # (2, N)
+    return s[0] - s[1]
+
+
+def profiles_across(
+    results: Sequence[Mapping[str, Any]],
+    *,
+    at: int | None = None,
+    taus: np.ndarray | None = None,
+    tau_max: float = DEFAULT_TAU_MAX,
+) -> dict[str, Any]:
+    """Dolan-More profiles over the problems of several :func:`run_hpo` results.
+
+    Problems are every (function, repeat) pair of ``results`` (learners must be the same in
+    all of them); the cost is the best gap after ``at`` evaluations (default: the budget).
+
+    Returns:
+      ``{"learners": [...], "taus": (K,), "profile": (S, K), "scores": {name: score},
+      "score_vs_baseline": {name: score}}`` (the last against Uniform when present).
+    """
+    if not results:
+        raise ValueError("results must not be empty")
+    names = list(results[0]["learners"])
+    for r in results:
+        if list(r["learners"]) != names:
+            raise ValueError("every result must have the same learners, in the same order")
+    index = -1 if at is None else at - 1
+    costs = np.stack(
+        [np.concatenate([r["learners"][n]["best_gap"][:, index] for r in results]) for n in names]
+    )  # (S, P)
+    if taus is None:
+        taus = np.logspace(0.0, np.log10(tau_max), 50)
+    scores = profile_scores(costs, tau_max=tau_max)
+    vs: dict[str, float] = {}
+    if BASELINE in names:
+        base = costs[names.index(BASELINE)]
+        vs = {n: score_vs_baseline(costs[i], base, tau_max) for i, n in enumerate(names)}
+    return {
+        "learners": names,
+        "taus": np.asarray(taus),
+        "profile": performance_profile(costs, taus),
+        "scores": dict(zip(names, scores.tolist(), strict=True)),
+        "score_vs_baseline": vs,
+    }

@@ -1,0 +1,180 @@
+"""Algorithm selection on BBOB (:mod:`stabl_jax.envs.hpo`, :mod:`stabl_jax.reactive`,
+:mod:`stabl_jax.hpo_metrics`): the reward-to-loss map, query honesty (only queried arms'
+suggestions are evaluated, every evaluation is counted and shared with every arm), the budget
+in evaluations, and a tiny end-to-end run of every compared learner.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stabl_jax import hpo_metrics
+from stabl_jax.envs import eagle
+from stabl_jax.envs.bbob import BBOBFunction
+from stabl_jax.envs.hpo import HPOEnv, loss_to_reward, reward_to_loss, to_domain
+from stabl_jax.reactive import num_rounds, sample_env_params, simulate_reactive
+from stabl_jax.simulate import run_keys
+
+DIM = 4
+BUDGET = 40
+RUNS = 2
+LAM = 0.01
+ENV = HPOEnv(
+    BBOBFunction(function_id=1, dim=DIM, normalize=True, shift_radius=1.0, rotate=True),
+)
+
+
+@functools.cache
+def _evaluate():
+    return jax.jit(ENV.evaluate)
+
+
+@functools.cache
+def _suggest():
+    return jax.jit(ENV.suggest)
+
+
+@pytest.fixture(scope="module")
+def results():
+    """Every compared learner, Sphere d=4, 40 evaluations, 2 runs, the same key."""
+    out = {}
+    for name in hpo_metrics.HPO_LEARNERS:
+        learner = hpo_metrics.make_hpo_learner(name, ENV.num_arms, BUDGET)
+        out[name] = (learner, simulate_reactive(learner, ENV, jax.random.key(0), RUNS, BUDGET))
+    return out
+
+
+def test_reward_to_loss_maps_the_reward_range_onto_unit_interval():
+    r = jnp.array([-LAM, 0.0, 0.5, 1.0])
+    loss = reward_to_loss(r, LAM)
+    np.testing.assert_allclose(loss, [1.0, 1.0 / (1 + LAM), 0.5 / (1 + LAM), 0.0], rtol=1e-6)
+    np.testing.assert_allclose(loss_to_reward(loss, LAM), r, atol=1e-6)
+    assert bool(jnp.all(jnp.diff(loss) < 0))  # decreasing
+
+
+def test_env_validation():
+    with pytest.raises(ValueError, match="normalize"):
+        HPOEnv(BBOBFunction(function_id=1, dim=DIM))
+    with pytest.raises(ValueError, match="dim"):
+        HPOEnv(BBOBFunction(function_id=1, dim=DIM, normalize=True), eagle.EagleEnsemble(3))
+    with pytest.raises(ValueError, match="reward_lambda"):
+        HPOEnv(BBOBFunction(function_id=1, dim=DIM, normalize=True), reward_lambda=1.5)
+
+
+def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
+    # Run 0's function, drawn by the same compiled program as the fixture's runs.
+    all_params = sample_env_params(ENV, run_keys(jax.random.key(0), RUNS))
+    params = jax.tree.map(lambda a: a[0], all_params)
+    state = ENV.init(params)
+    points = []
+    for t, arms in enumerate(([3, 3], [5, 11])):
+        arms = jnp.array(arms, jnp.int32)
+        key = jax.random.key(10 + t)
+        expected = _suggest()(state, arms, key)
+        new, loss, info = _evaluate()(params, state, arms, key)
+        # The evaluated points are exactly the queried arms' suggestions, in query order.
+        np.testing.assert_allclose(info.x, to_domain(expected.x), rtol=1e-6, atol=1e-5)
+        np.testing.assert_array_equal(info.parents, expected.parent)
+        if t == 0:  # the same arm queried twice: two independent suggestions
+            assert not np.allclose(info.x[0], info.x[1])
+        # Rewards against the best before the round; losses are their affine image.
+        clipped = jnp.clip(info.observed, 0.0, 1.0)
+        reward = jnp.maximum(state.best_observed - clipped, 0.0) - LAM * clipped
+        np.testing.assert_allclose(info.reward, reward, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(loss, reward_to_loss(reward, LAM), rtol=1e-6)
+        assert bool(jnp.all((loss >= 0) & (loss <= 1)))
+        np.testing.assert_allclose(info.value, ENV.function.value(params, info.x), rtol=1e-5)
+        points.extend(np.asarray(expected.x))
+        state = new
+
+    counts = np.zeros(ENV.num_arms, np.int32)
+    np.add.at(counts, [3, 3, 5, 11], 1)
+    np.testing.assert_array_equal(state.evaluations_per_arm, counts)
+    assert int(state.num_evaluations) == 4
+    # Every arm ingested all four evaluations; below capacity each became a fly.
+    np.testing.assert_array_equal(state.arms.num_seen, 4)
+    for a in range(ENV.num_arms):
+        alive = np.asarray(state.arms.alive[a])
+        assert alive.sum() == 4
+        np.testing.assert_allclose(state.arms.positions[a][alive], np.stack(points), rtol=1e-6)
+    assert float(state.best_gap) == pytest.approx(float(jnp.min(info.best_gap)))
+
+
+def test_learners_are_built_for_the_evaluation_budget():
+    for name in hpo_metrics.HPO_LEARNERS:
+        learner = hpo_metrics.make_hpo_learner(name, 24, 1000)
+        assert learner.horizon == num_rounds(1000, learner.num_queries)
+        if name != "uniform":
+            assert learner.feedback == "reward"
+        if name.startswith("stabl"):
+            assert learner.history_lengths == hpo_metrics.PAPER_HISTORY_LENGTHS
+    assert hpo_metrics.make_hpo_learner("stabl_naive", 24, 1000).observation == "uniform"
+    assert num_rounds(41, 2) == 21
+
+
+@pytest.mark.parametrize("name", hpo_metrics.HPO_LEARNERS)
+def test_end_to_end_traces_budget_and_query_honesty(results, name):
+    learner, res = results[name]
+    q = learner.num_queries
+    rounds = BUDGET // q
+    assert res.best_gap.shape == res.best_value.shape == (RUNS, BUDGET)
+    assert res.arms.shape == res.loss.shape == (RUNS, rounds, q)
+    assert np.all(np.isfinite(res.best_gap)) and np.all(res.best_gap >= 0)
+    assert np.all(np.diff(res.best_gap, axis=1) <= 0)  # best so far never gets worse
+    assert np.all((res.best_value >= 0) & (res.best_value <= 1))
+    assert np.all((res.loss >= 0) & (res.loss <= 1))
+    env_state = res.carry.env_state
+    # Budget: every query is one evaluation; a 2-query learner plays half as many rounds.
+    np.testing.assert_array_equal(env_state.num_evaluations, BUDGET)
+    # Honesty: each arm was evaluated exactly as often as it was queried, never otherwise.
+    for r in range(RUNS):
+        queried = np.bincount(res.arms[r].ravel(), minlength=ENV.num_arms)
+        np.testing.assert_array_equal(env_state.evaluations_per_arm[r], queried)
+    # Shared data: every arm's pool ingested every evaluation.
+    np.testing.assert_array_equal(env_state.arms.num_seen, BUDGET)
+    np.testing.assert_allclose(res.best_gap[:, -1], env_state.best_gap, rtol=1e-6)
+
+
+def test_runs_are_paired_across_learners_and_differ_between_runs(results):
+    x_star = [np.asarray(res.carry.env_params.x_star) for _, res in results.values()]
+    for other in x_star[1:]:
+        np.testing.assert_array_equal(other, x_star[0])  # the same functions for all
+    assert not np.allclose(x_star[0][0], x_star[0][1])  # runs are independent draws
+    # One-query learners see the same first evaluation distribution; traces start equal for
+    # the learners that play the same first arm draw (uniform vs EXP3: both uniform at t=0).
+    np.testing.assert_array_equal(
+        results["uniform"][1].best_gap[:, 0], results["exp3"][1].best_gap[:, 0]
+    )
+
+
+def test_profiles_and_scores(results):
+    gaps = {name: res.best_gap for name, (_, res) in results.items()}
+    curve = hpo_metrics.score_vs_baseline_curve(gaps["stabl"], gaps["uniform"])
+    assert curve.shape == (BUDGET,) and np.all(np.abs(curve) <= 1)
+    np.testing.assert_array_equal(
+        hpo_metrics.score_vs_baseline_curve(gaps["uniform"], gaps["uniform"]), 0.0
+    )
+    log = hpo_metrics.log_curve(gaps["stabl"])
+    assert np.all(log["lo"] <= log["mean"]) and np.all(log["mean"] <= log["hi"])
+
+    costs = np.array([[1.0, 2.0, 1e-15], [2.0, 1.0, 1e-13], [4.0, 4.0, 1.0]])
+    ratios = hpo_metrics.performance_ratios(costs)
+    np.testing.assert_allclose(ratios.min(axis=0), 1.0)
+    np.testing.assert_allclose(ratios[:, 2], [1.0, 1.0, 1e12])  # floored at 1e-12: solved
+    taus = np.array([1.0, 2.0, 4.0, 1e13])
+    profile = hpo_metrics.performance_profile(costs, taus)
+    np.testing.assert_allclose(profile[:, -1], 1.0)
+    assert np.all(np.diff(profile, axis=1) >= 0)
+    np.testing.assert_allclose(profile[:, 0], [2 / 3, 2 / 3, 0.0])
+    scores = hpo_metrics.profile_scores(costs, tau_max=4.0)
+    np.testing.assert_allclose(scores, [(1 + 0.5 + 1) / 3, (0.5 + 1 + 1) / 3, 0.0])
+
+    fake = {"learners": {n: {"best_gap": g} for n, g in gaps.items()}}
+    across = hpo_metrics.profiles_across([fake, fake])
+    assert across["profile"].shape == (len(gaps), 50)
+    assert across["score_vs_baseline"]["uniform"] == 0.0
