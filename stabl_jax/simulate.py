@@ -184,22 +184,52 @@ def simulate(
         raise ValueError(
             f"learner.num_arms={learner.num_arms} does not match env.num_arms={env.num_arms}"
         )
-    if params is None:
-        params = learner.default_params
+    params = learner.default_params if params is None else params
+    check_run_params(params, num_runs)
+    chunk = auto_chunk_size(num_runs, horizon) if chunk_size is None else chunk_size
+    carry = init_runs(learner, env, run_keys(key, num_runs), params)
+    carry, arrays, compile_s, run_s = run_chunks(
+        lambda c, t0, n: run_chunk.lower(learner, env, c, t0, n), carry, horizon, chunk, progress
+    )
+    return SimResult(**arrays, carry=carry, compile_seconds=compile_s, run_seconds=run_s)
+
+
+def check_run_params(params: Any, num_runs: int) -> None:
+    """Params leaves are scalars (shared) or have a leading axis of size ``num_runs``."""
     for leaf in jax.tree.leaves(params):
         if jnp.ndim(leaf) > 0 and jnp.shape(leaf)[0] != num_runs:
             raise ValueError(
                 f"per-run params must have leading axis num_runs={num_runs}, got shape "
                 f"{jnp.shape(leaf)}"
             )
-    chunk = auto_chunk_size(num_runs, horizon) if chunk_size is None else chunk_size
-    chunk = checks.check_int("chunk_size", chunk, minimum=1)
 
-    keys = run_keys(key, num_runs)
-    carry = init_runs(learner, env, keys, params)
+
+def run_chunks(
+    lower: Callable[[Any, jax.Array, int], Any],
+    carry: Any,
+    horizon: int,
+    chunk_size: int,
+    progress: bool | Callable[[int, int], None] = False,
+) -> tuple[Any, dict[str, np.ndarray], float, float]:
+    """Drive a chunked scan over rounds ``0..horizon-1`` (shared by every simulator).
+
+    Args:
+      lower: ``lower(carry, t0, length)`` returns the lowered chunk program (``jit(...).lower``)
+        whose compiled form maps ``(carry, t0)`` to ``(carry, outputs)`` with outputs of shape
+        ``(R, length, ...)``. One program is compiled per distinct chunk length (at most two),
+        ahead of time, so compile and run times are measured apart.
+      carry: the stacked per-run loop state.
+      horizon: number of rounds.
+      chunk_size: rounds per chunk (>= 1); results do not depend on it.
+      progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
+
+    Returns:
+      ``(carry, outputs (R, horizon, ...) per name, compile_seconds, run_seconds)``.
+    """
+    chunk = checks.check_int("chunk_size", chunk_size, minimum=1)
     compiled: dict[int, Any] = {}
     compile_s = run_s = 0.0
-    pieces: dict[str, list[np.ndarray]] = {name: [] for name in TRACE_FIELDS}
+    pieces: dict[str, list[np.ndarray]] = {}
     bar = _progress_bar(progress, horizon)
     t0 = 0
     while t0 < horizon:
@@ -207,19 +237,18 @@ def simulate(
         t0_arr = jnp.asarray(t0, jnp.int32)
         if length not in compiled:
             start = time.perf_counter()
-            lowered = run_chunk.lower(learner, env, carry, t0_arr, length)
-            compiled[length] = lowered.compile()
+            compiled[length] = lower(carry, t0_arr, length).compile()
             compile_s += time.perf_counter() - start
         start = time.perf_counter()
         carry, out = compiled[length](carry, t0_arr)
         out = jax.device_get(out)
         run_s += time.perf_counter() - start
-        for name in TRACE_FIELDS:
-            pieces[name].append(np.asarray(out[name]))
+        for name, value in out.items():
+            pieces.setdefault(name, []).append(np.asarray(value))
         t0 += length
         bar(t0)
     arrays = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
-    return SimResult(**arrays, carry=carry, compile_seconds=compile_s, run_seconds=run_s)
+    return carry, arrays, compile_s, run_s
 
 
 def _progress_bar(progress: bool | Callable[[int, int], None], total: int) -> Callable[[int], None]:
