@@ -9,7 +9,8 @@
 ``run`` simulates every learner of an experiment config on the same environment draws, writes
 one results folder (``results/<config name>-seed<S>`` by default; see
 :mod:`stabl_jax.results`) and prints a summary table. With no CONFIG it runs
-``expert_advice_equal``, the paper's Figure 1 (left).
+``expert_advice_equal``, the paper's Figure 1 (left). A BCO config (``kind = "bco"``, e.g.
+``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``.
 
 Exit status: 0 success, 2 usage or config error (``error: ...`` on stderr), 1 unexpected
 failure, 130 interrupted.
@@ -117,17 +118,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from stabl_jax.registry import ENV_DESCRIPTIONS, ENVS, LEARNER_DESCRIPTIONS, LEARNERS
+    from stabl_jax.bco import BCO_LEARNER_DESCRIPTIONS
+    from stabl_jax.envs.convex import CONVEX_ENV_DESCRIPTIONS
+    from stabl_jax.registry import ENV_DESCRIPTIONS, LEARNER_DESCRIPTIONS
 
     out = out or sys.stdout
     configs = shipped_configs()
-    width = max(len(n) for n in [*LEARNERS, *ENVS, *configs]) + 2
-    print("learners:", file=out)
-    for name in LEARNERS:
-        print(f"  {name:<{width}}{LEARNER_DESCRIPTIONS.get(name, '')}", file=out)
-    print("environments:", file=out)
-    for name in ENVS:
-        print(f"  {name:<{width}}{ENV_DESCRIPTIONS.get(name, '')}", file=out)
+    sections = {
+        "learners": LEARNER_DESCRIPTIONS,
+        "environments": ENV_DESCRIPTIONS,
+        'BCO learners (kind = "bco")': BCO_LEARNER_DESCRIPTIONS,
+        'convex environments (kind = "bco")': CONVEX_ENV_DESCRIPTIONS,
+    }
+    width = max(len(n) for n in [*configs, *(n for d in sections.values() for n in d)]) + 2
+    for title, descriptions in sections.items():
+        print(f"{title}:", file=out)
+        for name, text in descriptions.items():
+            print(f"  {name:<{width}}{text}", file=out)
     print("configs:", file=out)
     for name, path in configs.items():
         print(f"  {name:<{width}}{_config_description(path)}", file=out)
@@ -163,7 +170,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             progress=None if args.no_progress else _progress_bars(config.horizon),
             on_learner_done=_print_learner_done,
         )
-        print(f"  metrics (SA(L), per segment): {result.metrics_seconds:.1f} s", flush=True)
+        what = "SA(L)" if config.kind == "bco" else "SA(L), per segment"
+        print(f"  metrics ({what}): {result.metrics_seconds:.1f} s", flush=True)
         final = write_results(result, folder, started=started)
     print()
     print(format_table(result))
@@ -183,12 +191,18 @@ def _print_header(config: ExperimentConfig, out: Path, chunk: int) -> None:
     print(f"stabl-jax run {config.name}  ({config.source})")
     if config.overrides:
         print(f"  overrides: {' '.join(config.overrides)}")
+    if config.kind == "bco":
+        size = f"d={env.dim}, {type(env.domain).__name__.lower()} K"
+        feedback = f"SA(L) stride {config.sa_stride or 'max(1, L // 4)'}"
+    else:
+        size = f"N={env.num_arms} arms"
+        feedback = f"feedback={config.feedback}"
     print(
-        f"  env: {config.env.name}, N={env.num_arms} arms, T={config.horizon} rounds, "
+        f"  env: {config.env.name}, {size}, T={config.horizon} rounds, "
         f"{env.num_segments} segments (change points: {points})"
     )
     print(
-        f"  {config.runs} runs, seed {config.seed}, feedback={config.feedback}, "
+        f"  {config.runs} runs, seed {config.seed}, {feedback}, "
         f"chunks of {chunk} rounds; same key for every learner (paired)"
     )
     print(f"  learners: {', '.join(config.learners)}")
@@ -233,10 +247,13 @@ def _pick_windows(windows: Sequence[int], count: int = 3) -> list[int]:
 
 def format_table(result: Any) -> str:
     """The printed summary: per learner, queries, per-segment reward, SA(L) at up to three
-    ``L``, and probability on the best arm (means +- 95% half-widths over runs)."""
+    ``L``, and probability on the best arm (means +- 95% half-widths over runs); for a BCO
+    experiment :func:`format_bco_table`."""
     from stabl_jax import metrics
 
     config = result.config
+    if config.kind == "bco":
+        return format_bco_table(result)
     shown = _pick_windows(config.sa_windows)
     columns = [config.sa_windows.index(L) for L in shown]
     num_segments = result.num_segments
@@ -254,7 +271,47 @@ def format_table(result: Any) -> str:
         row += [_pm(sa_mean[c], sa_half[c], 1) for c in columns]
         row += [_pm(pb_mean, pb_half, 3)]
         rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return _layout(
+        rows,
+        f"{_over(config.runs)}; reward = 1 - loss of the played arm; SA(L) = worst regret over "
+        "any L consecutive rounds (sampled loss); q = queries/round",
+    )
+
+
+def format_bco_table(result: Any) -> str:
+    """The printed summary of a BCO experiment: per learner, queries, mean loss, SA(L) at up
+    to three ``L`` (means +- 95% half-widths over runs) and muting events; a last row gives
+    the largest comparator certificate per ``L``."""
+    from stabl_jax import metrics
+
+    config = result.config
+    shown = _pick_windows(config.sa_windows)
+    columns = [config.sa_windows.index(L) for L in shown]
+    rows = [["learner", "q", "mean loss", *(f"SA({L})" for L in shown), "muted"]]
+    for name, outcome in result.outcomes.items():
+        loss_mean, loss_half = metrics.mean_ci(outcome.result.loss.astype(np.float64).mean(1))
+        sa_mean, sa_half = metrics.mean_ci(outcome.sa)
+        row = [name, str(outcome.learner.num_queries), _pm(loss_mean, loss_half, 4)]
+        row += [_pm(sa_mean[c], sa_half[c], 1) for c in columns]
+        row += ["-" if outcome.num_muted is None else str(outcome.num_muted)]
+        rows.append(row)
+    gap = result.comparator_gap.max(axis=0)
+    rows.append(["comparator gap (max)", "", "", *(f"{gap[c]:.2g}" for c in columns), ""])
+    stride = config.sa_stride or "max(1, L // 4)"
+    return _layout(
+        rows,
+        f"{_over(config.runs)}; loss = l_t(x_t) at the played point; SA(L) = worst regret over "
+        f"windows of L rounds starting every {stride} rounds; q = queries/round",
+    )
+
+
+def _over(runs: int) -> str:
+    return f"mean ± 95% CI over {runs} runs" if runs > 1 else "one run (no CI)"
+
+
+def _layout(rows: list[list[str]], footer: str) -> str:
+    """Rows of cells as an aligned text table (first row: header) with a footer line."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for i, row in enumerate(rows):
         cells = [row[0].ljust(widths[0])] + [
@@ -263,11 +320,7 @@ def format_table(result: Any) -> str:
         lines.append("  ".join(cells))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
-    over = f"mean ± 95% CI over {config.runs} runs" if config.runs > 1 else "one run (no CI)"
-    lines.append(
-        f"{over}; reward = 1 - loss of the played arm; SA(L) = worst regret over any L "
-        "consecutive rounds (sampled loss); q = queries/round"
-    )
+    lines.append(footer)
     return "\n".join(lines)
 
 

@@ -26,6 +26,25 @@ Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
     [params.stabl]                   # values of that learner's Params fields
     meta_lr_scale = 1.0
 
+A BCO experiment (``kind = "bco"``, see ``configs/bco_d2.toml``) has the same keys, with
+``[env]`` naming a :data:`stabl_jax.envs.convex.CONVEX_ENVS` entry (``dim`` required; the
+domain as ``domain = "ball"`` or ``domain = {name = "box", size = 0.5}``), ``learners`` from
+:data:`stabl_jax.bco.BCO_LEARNERS`, no ``feedback``, and an optional ``sa_stride`` (distance
+between SA(L) window starts; absent is ``max(1, L // 4)``)::
+
+    kind = "bco"
+    horizon = 4096
+    learners = ["stabl_bco", "stabl_bco_two_query", "fkm", "two_point_ogd", "ogd_full_info"]
+
+    [env]
+    name = "moving_target"
+    dim = 2
+    domain = "ball"
+    change_points = [400, 1100, 1300, 2600, 3500]
+
+    [params.fkm]
+    lr_scale = 1.0
+
 Every problem found on load raises :class:`ConfigError` naming the key, the file and what is
 allowed. Environment and learner keyword arguments are checked against the constructor's
 dataclass fields and type hints, then by constructing the object (its own checks).
@@ -41,12 +60,13 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from stabl_jax import registry
 
+KINDS: tuple[str, ...] = ("bandit", "bco")
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")
 MIN_HORIZON = 16  # StABL's geometric intervals need T >= 16
 DEFAULT_WINDOW = 50
@@ -55,6 +75,7 @@ _NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Keys of the top level, in the order they are documented.
 TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "kind",
     "name",
     "description",
     "seed",
@@ -63,6 +84,7 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
     "learners",
     "window",
     "sa_windows",
+    "sa_stride",
     "chunk_size",
     "feedback",
     "env",
@@ -76,6 +98,51 @@ _LEARNER_RESERVED = {
     "horizon": "set `horizon` at the top level",
     "dtype": "float64 states need jax_enable_x64, which the command line does not turn on",
 }
+_BCO_LEARNER_RESERVED = {
+    "dim": "it is `env.dim`",
+    "domain": "it is `env.domain`",
+    "horizon": "set `horizon` at the top level",
+    "dtype": "float64 states need jax_enable_x64, which the command line does not turn on",
+    "optimizer": "an optax transformation cannot be written in TOML",
+}
+# Keys of the top level that only one kind of experiment takes.
+_KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco"}
+
+
+def _learner_registry(kind: str) -> Mapping[str, Callable[..., Any]]:
+    """The learner registry of an experiment kind."""
+    if kind == "bco":
+        from stabl_jax.bco import BCO_LEARNERS
+
+        return BCO_LEARNERS
+    return registry.LEARNERS
+
+
+def _env_registry(kind: str) -> Mapping[str, Callable[..., Any]]:
+    """The environment registry of an experiment kind."""
+    if kind == "bco":
+        from stabl_jax.envs.convex import CONVEX_ENVS
+
+        return CONVEX_ENVS
+    return registry.ENVS
+
+
+def _learner_reserved(kind: str) -> dict[str, str]:
+    return _BCO_LEARNER_RESERVED if kind == "bco" else _LEARNER_RESERVED
+
+
+def _make_env(kind: str, name: str, horizon: int, kwargs: Mapping[str, Any]) -> Any:
+    """``env registry[name](horizon=horizon, **kwargs)``; a BCO ``domain`` spec
+    ``{"name", "size"}`` becomes a :class:`~stabl_jax.domains.Domain`."""
+    if kind != "bco":
+        return registry.make_env(name, horizon=horizon, **kwargs)
+    from stabl_jax.domains import make_domain
+
+    kwargs = dict(kwargs)
+    spec = kwargs.pop("domain", None)
+    if spec is not None:
+        kwargs["domain"] = make_domain(spec["name"], int(kwargs["dim"]), spec["size"])
+    return _env_registry(kind)[name](horizon=horizon, **kwargs)
 
 
 class ConfigError(ValueError):
@@ -92,9 +159,11 @@ class EnvConfig:
     """The ``[env]`` table.
 
     Attributes:
-      name: a key of :data:`stabl_jax.registry.ENVS`.
-      kwargs: the constructor arguments besides ``horizon`` (``num_arms`` included), with
-        TOML arrays turned into tuples.
+      name: a key of :data:`stabl_jax.registry.ENVS` (bandit) or of
+        :data:`stabl_jax.envs.convex.CONVEX_ENVS` (BCO).
+      kwargs: the constructor arguments besides ``horizon`` (``num_arms`` or ``dim``
+        included), with TOML arrays turned into tuples; a BCO ``domain`` is the spec
+        ``{"name": ..., "size": ...}`` of :func:`stabl_jax.domains.make_domain`.
     """
 
     name: str
@@ -126,6 +195,9 @@ class ExperimentConfig:
       params: per learner, values of fields of its ``Params`` pytree.
       source: the file it was read from.
       overrides: the ``key=value`` overrides applied on top of the file.
+      kind: ``"bandit"`` (default) or ``"bco"`` (bandit convex optimisation).
+      sa_stride: BCO only: distance between SA(L) window starts, ``None`` for
+        ``max(1, L // 4)`` (:func:`stabl_jax.bco.simulate.bco_adaptive_regret`).
     """
 
     name: str
@@ -143,21 +215,39 @@ class ExperimentConfig:
     params: Mapping[str, Mapping[str, float]]
     source: str
     overrides: tuple[str, ...] = ()
+    kind: str = "bandit"
+    sa_stride: int | None = None
 
     # --- building the objects it describes ----------------------------------------------------
     def make_env(self) -> Any:
-        """The environment, ``ENVS[env.name](horizon=horizon, **env.kwargs)``."""
-        return registry.make_env(self.env.name, horizon=self.horizon, **self.env.kwargs)
+        """The environment, ``ENVS[env.name](horizon=horizon, **env.kwargs)`` (``CONVEX_ENVS``
+        for a BCO config)."""
+        return _make_env(self.kind, self.env.name, self.horizon, self.env.kwargs)
 
     def learner_kwargs(self, name: str) -> dict[str, Any]:
-        """Constructor arguments of learner ``name`` besides ``num_arms`` and ``horizon``."""
+        """Constructor arguments of learner ``name`` besides ``num_arms`` (``dim`` and
+        ``domain`` for BCO) and ``horizon``. A BCO learner's ``lipschitz`` defaults to the
+        environment's ``G``."""
         kwargs = dict(self.learner_options.get(name, {}))
-        if "feedback" in _learner_fields(name) and "feedback" not in kwargs:
+        if self.kind == "bco":
+            kwargs.setdefault("lipschitz", float(self.make_env().lipschitz))
+        elif "feedback" in _learner_fields(self.kind, name) and "feedback" not in kwargs:
             kwargs["feedback"] = self.feedback
         return kwargs
 
     def make_learner(self, name: str) -> Any:
-        """Learner ``name`` for this config's ``num_arms`` and ``horizon``."""
+        """Learner ``name`` for this config's environment and ``horizon``."""
+        if self.kind == "bco":
+            from stabl_jax.bco import make_bco
+
+            env = self.make_env()
+            return make_bco(
+                name,
+                dim=env.dim,
+                domain=env.domain,
+                horizon=self.horizon,
+                **self.learner_kwargs(name),
+            )
         return registry.make(
             name, num_arms=self.env.num_arms, horizon=self.horizon, **self.learner_kwargs(name)
         )
@@ -176,6 +266,7 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config (defaults filled in)."""
         return {
+            "kind": self.kind,
             "name": self.name,
             "description": self.description,
             "seed": self.seed,
@@ -185,7 +276,8 @@ class ExperimentConfig:
             "window": self.window,
             "sa_windows": list(self.sa_windows),
             "chunk_size": self.chunk_size,
-            "feedback": self.feedback,
+            **({"sa_stride": self.sa_stride} if self.kind == "bco" else {}),
+            **({"feedback": self.feedback} if self.kind == "bandit" else {}),
             "env": {"name": self.env.name, **_jsonable(dict(self.env.kwargs))},
             "learner_options": _jsonable({k: dict(v) for k, v in self.learner_options.items()}),
             "params": {k: dict(v) for k, v in self.params.items()},
@@ -405,6 +497,10 @@ def validate(
     for key in raw:
         if key not in TOP_LEVEL_KEYS:
             check.unknown(key, TOP_LEVEL_KEYS)
+    kind = check.string("kind", raw.get("kind", "bandit"), KINDS)
+    for key, only in _KIND_ONLY.items():
+        if key in raw and kind != only:
+            check.fail(key, f"is only for kind = {only!r} experiments (this one is {kind!r})")
     for key in ("horizon", "learners", "env"):
         if key not in raw:
             check.fail(key, "is required")
@@ -418,16 +514,19 @@ def validate(
     seed = check.integer("seed", raw.get("seed", 0), minimum=0, maximum=2**63 - 1)
     runs = check.integer("runs", raw.get("runs", DEFAULT_RUNS), minimum=1)
     horizon = check.integer("horizon", raw["horizon"], minimum=MIN_HORIZON)
-    learners = _check_learners(check, raw["learners"])
+    learners = _check_learners(check, raw["learners"], kind)
     window = check.integer("window", raw.get("window", DEFAULT_WINDOW), 1, horizon)
     sa_windows = _check_sa_windows(check, raw.get("sa_windows"), horizon)
     chunk_size = raw.get("chunk_size")
     if chunk_size is not None:
         chunk_size = check.integer("chunk_size", chunk_size, minimum=1)
     feedback = check.string("feedback", raw.get("feedback", "loss"), FEEDBACKS)
-    env = _check_env(check, raw["env"], horizon)
-    options = _check_learner_options(check, raw.get("learner_options", {}))
-    params = _check_params(check, raw.get("params", {}))
+    sa_stride = raw.get("sa_stride")
+    if sa_stride is not None:
+        sa_stride = check.integer("sa_stride", sa_stride, 1, horizon)
+    env = _check_env(check, raw["env"], horizon, kind)
+    options = _check_learner_options(check, raw.get("learner_options", {}), kind)
+    params = _check_params(check, raw.get("params", {}), kind)
 
     config = ExperimentConfig(
         name=name,
@@ -445,6 +544,8 @@ def validate(
         params=params,
         source=source,
         overrides=tuple(overrides),
+        kind=kind,
+        sa_stride=sa_stride,
     )
     # Construct every learner the experiment will run: their own checks catch bad values.
     for learner_name in learners:
@@ -460,8 +561,9 @@ def validate(
     return config
 
 
-def _check_learners(check: _Checker, value: Any) -> tuple[str, ...]:
-    allowed = sorted(registry.LEARNERS)
+def _check_learners(check: _Checker, value: Any, kind: str) -> tuple[str, ...]:
+    known = _learner_registry(kind)
+    allowed = sorted(known)
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value:
@@ -469,7 +571,7 @@ def _check_learners(check: _Checker, value: Any) -> tuple[str, ...]:
             "learners", f"must be a non-empty array of learner names from {allowed}, got {value!r}"
         )
     for item in value:
-        if not isinstance(item, str) or item not in registry.LEARNERS:
+        if not isinstance(item, str) or item not in known:
             check.fail("learners", f"unknown learner {item!r}; choose from {allowed}")
     if len(set(value)) != len(value):
         check.fail("learners", f"lists a learner twice: {value!r}")
@@ -489,15 +591,16 @@ def _check_sa_windows(check: _Checker, value: Any, horizon: int) -> tuple[int, .
     return tuple(sorted(set(out)))
 
 
-def _check_env(check: _Checker, value: Any, horizon: int) -> EnvConfig:
+def _check_env(check: _Checker, value: Any, horizon: int, kind: str = "bandit") -> EnvConfig:
     table = check.table("env", value)
+    envs = _env_registry(kind)
     if "name" not in table:
-        check.fail("env.name", f"is required; choose from {sorted(registry.ENVS)}")
-    name = check.string("env.name", table["name"], sorted(registry.ENVS))
-    if "num_arms" not in table:
-        check.fail("env.num_arms", "is required (an int >= 2)")
-    cls = registry.ENVS[name]
-    hints = _init_hints(cls)
+        check.fail("env.name", f"is required; choose from {sorted(envs)}")
+    name = check.string("env.name", table["name"], sorted(envs))
+    size_key = "dim" if kind == "bco" else "num_arms"
+    if size_key not in table:
+        check.fail(f"env.{size_key}", f"is required (an int >= {1 if kind == 'bco' else 2})")
+    hints = _init_hints(envs[name])
     kwargs: dict[str, Any] = {}
     for key, item in table.items():
         if key == "name":
@@ -507,41 +610,72 @@ def _check_env(check: _Checker, value: Any, horizon: int) -> EnvConfig:
         if key not in hints:
             allowed = ["name", *(k for k in hints if k not in _ENV_RESERVED)]
             check.unknown(f"env.{key}", allowed, f"{name!r} environment")
-        kwargs[key] = _coerce(check, f"env.{key}", item, hints[key])
+        if kind == "bco" and key == "domain":
+            kwargs[key] = _check_domain(check, item)
+        else:
+            kwargs[key] = _coerce(check, f"env.{key}", item, hints[key])
     try:
-        registry.make_env(name, horizon=horizon, **kwargs)
+        _make_env(kind, name, horizon, kwargs)
     except (TypeError, ValueError) as exc:
         check.fail("env", f"invalid {name!r} environment: {exc}")
     return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs))
 
 
-def _check_learner_options(check: _Checker, value: Any) -> dict[str, dict[str, Any]]:
+def _check_domain(check: _Checker, value: Any) -> dict[str, Any]:
+    """``"ball"`` or ``{name = "box", size = 0.5}`` -> ``{"name": ..., "size": ...}``."""
+    from stabl_jax.domains import DOMAINS
+
+    allowed = sorted(DOMAINS)
+    spec = {"name": value} if isinstance(value, str) else value
+    if not isinstance(spec, dict):
+        check.fail(
+            "env.domain",
+            f"must be a domain name from {allowed} or a table {{name = ..., size = ...}}, "
+            f"got {value!r} ({_type_name(value)})",
+        )
+    for key in spec:
+        if key not in ("name", "size"):
+            check.unknown(f"env.domain.{key}", ["name", "size"])
+    name = check.string("env.domain.name", spec.get("name"), allowed)
+    size = spec.get("size", 1.0)
+    number = isinstance(size, int | float) and not isinstance(size, bool)
+    if not number or not math.isfinite(size) or size <= 0:
+        check.fail("env.domain.size", f"must be a finite number > 0, got {size!r}")
+    return {"name": name, "size": float(size)}
+
+
+def _check_learner_options(
+    check: _Checker, value: Any, kind: str = "bandit"
+) -> dict[str, dict[str, Any]]:
     tables = check.table("learner_options", value)
+    known = _learner_registry(kind)
+    reserved = _learner_reserved(kind)
     out: dict[str, dict[str, Any]] = {}
     for learner_name, options in tables.items():
         key = f"learner_options.{learner_name}"
-        if learner_name not in registry.LEARNERS:
-            check.unknown(key, registry.LEARNERS, "learner")
+        if learner_name not in known:
+            check.unknown(key, known, "learner")
         options = check.table(key, options)
-        hints = _learner_hints(learner_name)
-        accepted = [k for k in hints if k not in _LEARNER_RESERVED]
+        hints = _learner_hints(kind, learner_name)
+        accepted = [k for k in hints if k not in reserved]
         out[learner_name] = {}
         for option, item in options.items():
-            if option in _LEARNER_RESERVED:
-                check.fail(f"{key}.{option}", f"cannot be set here: {_LEARNER_RESERVED[option]}")
+            if option in reserved:
+                check.fail(f"{key}.{option}", f"cannot be set here: {reserved[option]}")
             if option not in hints:
                 check.unknown(f"{key}.{option}", accepted, "option")
             out[learner_name][option] = _coerce(check, f"{key}.{option}", item, hints[option])
     return out
 
 
-def _check_params(check: _Checker, value: Any) -> dict[str, dict[str, float]]:
+def _check_params(check: _Checker, value: Any, kind: str = "bandit") -> dict[str, dict[str, float]]:
     tables = check.table("params", value)
+    known = _learner_registry(kind)
     out: dict[str, dict[str, float]] = {}
     for learner_name, values in tables.items():
         key = f"params.{learner_name}"
-        if learner_name not in registry.LEARNERS:
-            check.unknown(key, registry.LEARNERS, "learner")
+        if learner_name not in known:
+            check.unknown(key, known, "learner")
         values = check.table(key, values)
         out[learner_name] = {}
         for field, item in values.items():
@@ -562,9 +696,9 @@ def _init_hints(cls: type) -> dict[str, Any]:
 
 
 @functools.cache
-def _learner_class(name: str) -> type:
+def _learner_class(kind: str, name: str) -> type:
     """The dataclass a learner registry entry builds (classes, partials and factories)."""
-    entry = registry.LEARNERS[name]
+    entry = _learner_registry(kind)[name]
     while isinstance(entry, functools.partial):
         entry = entry.func
     if isinstance(entry, type) and dataclasses.is_dataclass(entry):
@@ -573,9 +707,9 @@ def _learner_class(name: str) -> type:
     return type(entry(num_arms=2, horizon=MIN_HORIZON))
 
 
-def _learner_hints(name: str) -> dict[str, Any]:
-    hints = _init_hints(_learner_class(name))
-    entry = registry.LEARNERS[name]
+def _learner_hints(kind: str, name: str) -> dict[str, Any]:
+    hints = _init_hints(_learner_class(kind, name))
+    entry = _learner_registry(kind)[name]
     # Options a factory takes beyond those of the class it builds (e.g. exp3_uniform's gamma).
     if not isinstance(entry, type | functools.partial):
         import inspect
@@ -586,8 +720,8 @@ def _learner_hints(name: str) -> dict[str, Any]:
     return hints
 
 
-def _learner_fields(name: str) -> set[str]:
-    return set(_learner_hints(name))
+def _learner_fields(kind: str, name: str) -> set[str]:
+    return set(_learner_hints(kind, name))
 
 
 def _params_fields(learner: Any) -> list[str]:

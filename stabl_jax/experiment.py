@@ -5,6 +5,12 @@ simulator derives run ``i``'s environment parameters and losses from ``fold_in(k
 all learners face identical losses in every run (a paired comparison), and the arm losses
 needed for SA(L) are regenerated once per block of runs and shared by all learners.
 
+A BCO config (``kind = "bco"``) runs through :func:`run_bco_experiment` the same way: every
+learner simulated by :func:`~stabl_jax.bco.simulate.simulate_bco` with the same key, and SA(L)
+computed by :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret` (the
+:func:`~stabl_jax.bco.simulate.bco_adaptive_regret` metric with the window comparators, which
+do not depend on the learner, solved once for all learners).
+
 This module belongs to the face of the library (it times things and talks to a progress
 callback) but does no file I/O and does not import matplotlib.
 """
@@ -21,6 +27,12 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics
+from stabl_jax.bco.simulate import (
+    BCOSimResult,
+    comparator_solver,
+    paired_bco_adaptive_regret,
+    simulate_bco,
+)
 from stabl_jax.config import ExperimentConfig
 from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
 
@@ -103,8 +115,8 @@ def run_experiment(
     config: ExperimentConfig,
     *,
     progress: ProgressFactory | None = None,
-    on_learner_done: Callable[[LearnerOutcome], None] | None = None,
-) -> ExperimentResult:
+    on_learner_done: Callable[[Any], None] | None = None,
+) -> ExperimentResult | BCOExperimentResult:
     """Simulate every learner of ``config`` and compute its metrics.
 
     Args:
@@ -116,8 +128,11 @@ def run_experiment(
         the shared SA(L) pass, so its ``sa_*`` arrays are still empty then).
 
     Returns:
-      An :class:`ExperimentResult`.
+      An :class:`ExperimentResult`, or a :class:`BCOExperimentResult` for a BCO config
+      (:func:`run_bco_experiment`).
     """
+    if config.kind == "bco":
+        return run_bco_experiment(config, progress=progress, on_learner_done=on_learner_done)
     start = time.perf_counter()
     env = config.make_env()
     key = jax.random.key(config.seed)
@@ -196,3 +211,151 @@ def _num_muted(carry: RunCarry) -> int | None:
     if muted is None:
         return None
     return int(np.asarray(muted, dtype=np.int64).sum())
+
+
+# --------------------------------------------------------------------------------------------
+# Bandit convex optimisation
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class BCOLearnerOutcome:
+    """One BCO learner's simulation and its metrics.
+
+    Attributes:
+      name: :data:`stabl_jax.bco.BCO_LEARNERS` name.
+      learner: the learner object.
+      params: the learner params it ran with (shared by all runs).
+      result: its :class:`~stabl_jax.bco.simulate.BCOSimResult` (``(R, T)`` traces).
+      sa: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)`` (empty until the shared
+        SA(L) pass has run).
+      num_muted: total meta-weight muting events over runs (Algorithm 3 and Appendix D), else
+        ``None``.
+      wall_seconds: simulation wall time (compile + run + transfers).
+    """
+
+    name: str
+    learner: Any
+    params: Any
+    result: BCOSimResult
+    sa: np.ndarray
+    num_muted: int | None
+    wall_seconds: float
+
+
+@dataclasses.dataclass
+class BCOExperimentResult:
+    """Everything one BCO experiment produced, in memory.
+
+    Attributes:
+      config: the validated config (``kind = "bco"``).
+      env: the convex environment.
+      outcomes: per learner, in config order.
+      comparator_gap: ``(R, len(L))`` the largest Frank-Wolfe certificate of the window
+        comparators (shared by all learners: the exact SA(L) on the window grid lies in
+        ``[sa, sa + gap]``).
+      change_points: ``(R, S - 1)`` change points of every run.
+      chunk_size: rounds per compiled chunk actually used.
+      wall_seconds: total wall time of :func:`run_bco_experiment`.
+      metrics_seconds: time spent computing SA(L).
+    """
+
+    config: ExperimentConfig
+    env: Any
+    outcomes: dict[str, BCOLearnerOutcome]
+    comparator_gap: np.ndarray
+    change_points: np.ndarray
+    chunk_size: int
+    wall_seconds: float
+    metrics_seconds: float
+
+    @property
+    def num_segments(self) -> int:
+        return int(self.env.num_segments)
+
+    @property
+    def sa_method(self) -> dict[str, str]:
+        """How SA(L) was computed: the window grid and the comparator solver."""
+        stride = self.config.sa_stride
+        return {
+            "metric": "stabl_jax.bco.simulate.bco_adaptive_regret (comparators shared by all "
+            "learners: paired_bco_adaptive_regret)",
+            "stride": "max(1, L // 4)" if stride is None else str(stride),
+            "window_starts": "{0, s, 2s, ...} ∪ {T - L} with s the stride",
+            "solver": comparator_solver(self.env),
+        }
+
+
+def run_bco_experiment(
+    config: ExperimentConfig,
+    *,
+    progress: ProgressFactory | None = None,
+    on_learner_done: Callable[[BCOLearnerOutcome], None] | None = None,
+) -> BCOExperimentResult:
+    """Simulate every BCO learner of ``config`` on the same environment draws and measure SA(L).
+
+    Args:
+      config: a validated config with ``kind = "bco"``.
+      progress: as in :func:`run_experiment` (a ``bool`` return is read as no callback).
+      on_learner_done: called with each learner's outcome as soon as it is simulated (its
+        ``sa`` is still empty then).
+
+    Returns:
+      A :class:`BCOExperimentResult`.
+    """
+    start = time.perf_counter()
+    env = config.make_env()
+    key = jax.random.key(config.seed)
+    chunk = resolve_chunk_size(config)
+    outcomes: dict[str, BCOLearnerOutcome] = {}
+    for name in config.learners:
+        learner = config.make_learner(name)
+        params = config.learner_params(learner, name)
+        callback = progress(name) if progress is not None else None
+        sim_start = time.perf_counter()
+        result = simulate_bco(
+            learner,
+            env,
+            key,
+            config.runs,
+            horizon=config.horizon,
+            params=params,
+            chunk_size=chunk,
+            progress=callback if callable(callback) else None,
+        )
+        outcome = BCOLearnerOutcome(
+            name=name,
+            learner=learner,
+            params=params,
+            result=result,
+            sa=np.empty((config.runs, 0)),
+            num_muted=_num_muted(result.carry),
+            wall_seconds=time.perf_counter() - sim_start,
+        )
+        outcomes[name] = outcome
+        if on_learner_done is not None:
+            on_learner_done(outcome)
+
+    metric_start = time.perf_counter()
+    first = next(iter(outcomes.values()))
+    regrets = paired_bco_adaptive_regret(
+        env,
+        first.result.carry,
+        {name: o.result.loss for name, o in outcomes.items()},
+        config.sa_windows,
+        stride=config.sa_stride,
+    )
+    for name, outcome in outcomes.items():
+        outcome.sa = regrets["sa"][name]
+    metrics_s = time.perf_counter() - metric_start
+    points = np.asarray(first.result.carry.env_params.change_points)
+    return BCOExperimentResult(
+        config=config,
+        env=env,
+        outcomes=outcomes,
+        comparator_gap=regrets["comparator_gap"],
+        change_points=points.reshape(config.runs, env.num_segments - 1).astype(np.int32),
+        chunk_size=chunk,
+        wall_seconds=time.perf_counter() - start,
+        metrics_seconds=metrics_s,
+    )

@@ -29,6 +29,12 @@ LABELS: dict[str, str] = {
     "stabl": "StABL",
     "stabl_naive": "StABL Naive",
     "stabl_single_scale": "StABL Single Scale",
+    "stabl_bco": "StABL-BCO (Alg. 3)",
+    "stabl_bco_log_t": "StABL-BCO (Alg. 3, factor log2 T)",
+    "stabl_bco_two_query": "StABL-BCO two-query (App. D)",
+    "fkm": "FKM one-point",
+    "two_point_ogd": "two-point OGD",
+    "ogd_full_info": "OGD, full information",
 }
 
 
@@ -97,14 +103,17 @@ def _draw(
     try:
         for index, band in enumerate(bands):
             band = band if markers else _thin(band)
-            lower, upper = band.mean - band.half, band.mean + band.half
-            if loglog:
-                floor = np.nanmin(band.mean[band.mean > 0], initial=1.0) / 10.0
+            mean = band.mean
+            lower, upper = mean - band.half, mean + band.half
+            if loglog:  # non-positive values (e.g. a negative SA(L)) have no place: not drawn
+                floor = np.nanmin(mean[mean > 0], initial=1.0) / 10.0
+                mean = np.where(mean > 0, mean, np.nan)
+                upper = np.where(np.isfinite(mean), upper, np.nan)
                 lower = np.maximum(lower, floor)
             color = colors[band.name]
             ax.plot(
                 band.x,
-                band.mean,
+                mean,
                 color=color,
                 lw=1.6,
                 label=band.label,
@@ -157,6 +166,34 @@ def plot_reward(
         title=title,
         xlabel="round t",
         ylabel=f"reward, moving average over {window} rounds",
+        vlines=change_points,
+    )
+
+
+def plot_loss(
+    bands: Sequence[Band],
+    path: str | Path,
+    *,
+    title: str,
+    window: int,
+    change_points: Sequence[int] = (),
+) -> Path:
+    """Moving-average loss against rounds (BCO), one line per learner, change points dashed.
+
+    Args:
+      bands: per learner, the mean over runs of each run's trailing moving average of the
+        suffered loss ``l_t(x_t)``, with its 95% half-width, at rounds ``x``.
+      path: the PNG to write.
+      title: figure title (name the config in it).
+      window: the moving-average window (for the axis label).
+      change_points: rounds where the target jumps (empty when they differ per run).
+    """
+    return _draw(
+        bands,
+        path,
+        title=title,
+        xlabel="round t",
+        ylabel=f"loss l_t(x_t), moving average over {window} rounds",
         vlines=change_points,
     )
 

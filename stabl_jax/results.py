@@ -10,6 +10,10 @@ Layout (readable without Python)::
       prob_best.png        play probability of the current best arm
       COMPLETE             written last: the folder is whole
 
+A BCO experiment (``kind = "bco"``) writes the same folder with ``loss.png`` (moving-average
+loss) and ``adaptive_regret.png`` as its plots, and traces ``<learner>/loss``,
+``<learner>/best_loss`` and ``<learner>/sa`` plus ``comparator_gap``.
+
 Atomicity: everything is built in the sibling ``<out>.partial-<pid>``; ``COMPLETE`` is written
 last, then the folder is renamed to ``<out>``. A reader that sees ``<out>`` sees all of it; a
 crash leaves only a ``.partial-<pid>`` folder behind. ``traces.npz`` keys are
@@ -36,7 +40,7 @@ import jax
 import numpy as np
 
 from stabl_jax import __version__, metrics, plots
-from stabl_jax.experiment import ExperimentResult, LearnerOutcome
+from stabl_jax.experiment import BCOExperimentResult, ExperimentResult, LearnerOutcome
 
 SUMMARY = "summary.json"
 TRACES = "traces.npz"
@@ -45,6 +49,10 @@ PLOT_FILES: dict[str, str] = {
     "reward": "reward.png",
     "adaptive_regret": "adaptive_regret.png",
     "prob_best": "prob_best.png",
+}
+BCO_PLOT_FILES: dict[str, str] = {
+    "loss": "loss.png",
+    "adaptive_regret": "adaptive_regret.png",
 }
 FORMAT = "stabl_jax.results/1"
 
@@ -187,6 +195,8 @@ def _clean(value: Any) -> Any:
     """JSON-ready: arrays to lists, numpy scalars to Python, NaN/inf to ``None``."""
     if isinstance(value, Mapping):
         return {str(k): _clean(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # e.g. a Domain
+        return {"class": type(value).__name__, **_clean(_static_fields(value))}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
     if isinstance(value, np.ndarray):
@@ -240,20 +250,27 @@ def _params_dict(params: Any) -> dict[str, Any]:
     }
 
 
-def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
-    """Metrics of one learner (means and 95% half-widths over runs)."""
-    result = outcome.result
+def _learner_header(outcome: Any) -> dict[str, Any]:
+    """What every learner's summary starts with: names, constructor, params, timings."""
     learner = outcome.learner
-    reward = 1.0 - result.loss.astype(np.float64)
     return {
         "label": plots.label(outcome.name),
         "class": type(learner).__name__,
         "num_queries": int(learner.num_queries),
         "constructor": _static_fields(learner),
         "params": _params_dict(outcome.params),
-        "compile_seconds": result.compile_seconds,
-        "run_seconds": result.run_seconds,
+        "compile_seconds": outcome.result.compile_seconds,
+        "run_seconds": outcome.result.run_seconds,
         "simulate_seconds": outcome.wall_seconds,
+    }
+
+
+def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
+    """Metrics of one learner (means and 95% half-widths over runs)."""
+    result = outcome.result
+    reward = 1.0 - result.loss.astype(np.float64)
+    return {
+        **_learner_header(outcome),
         "mean_reward": _stat(reward.mean(axis=1)),
         "segment_reward": _stat(outcome.segment_reward),
         "adaptive_regret": {
@@ -269,13 +286,22 @@ def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) ->
     }
 
 
-def build_summary(result: ExperimentResult, *, started: str | None = None) -> dict[str, Any]:
-    """The ``summary.json`` document of an experiment."""
+def _fixed_change_points(env: Any) -> tuple[int, ...] | None:
+    """The environment's change points, or ``None`` when they are drawn per run."""
+    if getattr(env, "random_change_points", False):
+        return None
+    return tuple(int(t) for t in env.change_points)
+
+
+def _summary_header(result: Any, started: str | None) -> dict[str, Any]:
+    """The parts of ``summary.json`` every experiment kind shares: identity, config,
+    environment, versions and timings."""
     config = result.config
     env = result.env
-    random_points = bool(getattr(env, "random_change_points", False))
-    summary: dict[str, Any] = {
+    points = _fixed_change_points(env)
+    return {
         "format": FORMAT,
+        "kind": config.kind,
         "name": config.name,
         "description": config.description,
         "started": started,
@@ -287,7 +313,7 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
             "name": config.env.name,
             "class": type(env).__name__,
             **_static_fields(env),
-            "change_points": None if random_points else list(env.change_points),
+            "change_points": None if points is None else list(points),
         },
         **environment_info(),
         "timings": {
@@ -302,6 +328,14 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
                 for name, o in result.outcomes.items()
             },
         },
+    }
+
+
+def build_summary(result: ExperimentResult, *, started: str | None = None) -> dict[str, Any]:
+    """The ``summary.json`` document of an experiment."""
+    config = result.config
+    summary: dict[str, Any] = {
+        **_summary_header(result, started),
         "notes": {
             "ci95": "half-width of the normal 95% interval over runs, 1.96 sd / sqrt(runs)",
             "segment_reward": "per run, mean of 1 - l_t(x_t) over each segment",
@@ -346,6 +380,19 @@ def _moving_band(name: str, values: np.ndarray, window: int, label: str) -> plot
     return plots.Band(name=name, label=label, x=np.arange(values.shape[1]), mean=mean, half=half)
 
 
+def _regret_band(name: str, sa: np.ndarray, window_lengths: Any, num_queries: int) -> plots.Band:
+    """SA(L) against L over runs, with the queries per round in the legend."""
+    mean, half = metrics.mean_ci(sa, axis=0)
+    queries = f"{num_queries} {'query' if num_queries == 1 else 'queries'}/round"
+    return plots.Band(
+        name=name,
+        label=f"{plots.label(name)} ({queries})",
+        x=np.asarray(window_lengths),
+        mean=mean,
+        half=half,
+    )
+
+
 def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
     """Draw the three PNGs of an experiment into ``folder``."""
     config = result.config
@@ -357,19 +404,10 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
         text = plots.label(name)
         reward.append(_moving_band(name, 1.0 - res.loss.astype(np.float64), window, text))
         prob.append(_moving_band(name, res.prob_best.astype(np.float64), window, text))
-        mean, half = metrics.mean_ci(outcome.sa_sampled, axis=0)
-        queries = int(outcome.learner.num_queries)
         regret.append(
-            plots.Band(
-                name=name,
-                label=f"{text} ({queries} {'query' if queries == 1 else 'queries'}/round)",
-                x=np.asarray(config.sa_windows),
-                mean=mean,
-                half=half,
-            )
+            _regret_band(name, outcome.sa_sampled, config.sa_windows, outcome.learner.num_queries)
         )
-    random_points = bool(getattr(env, "random_change_points", False))
-    change_points = () if random_points else tuple(env.change_points)
+    change_points = _fixed_change_points(env) or ()
     setting = (
         f"{config.env.name}, N={env.num_arms}, T={config.horizon}, {config.runs} runs, "
         f"feedback={config.feedback}"
@@ -392,19 +430,124 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
     )
 
 
+# --- bandit convex optimisation ---------------------------------------------------------------
+
+
+def bco_learner_summary(outcome: Any, window_lengths: tuple[int, ...]) -> dict[str, Any]:
+    """Metrics of one BCO learner (means and 95% half-widths over runs)."""
+    return {
+        **_learner_header(outcome),
+        "mean_loss": _stat(outcome.result.loss.astype(np.float64).mean(axis=1)),
+        "adaptive_regret": {"window_lengths": list(window_lengths), "sa": _stat(outcome.sa)},
+        "num_muted": outcome.num_muted,
+    }
+
+
+def build_bco_summary(result: BCOExperimentResult, *, started: str | None = None) -> dict[str, Any]:
+    """The ``summary.json`` document of a BCO experiment."""
+    config = result.config
+    summary: dict[str, Any] = {
+        **_summary_header(result, started),
+        "adaptive_regret": {
+            "window_lengths": list(config.sa_windows),
+            **result.sa_method,
+            "comparator_gap": {
+                "max": result.comparator_gap.max(axis=0),
+                "mean": result.comparator_gap.mean(axis=0),
+            },
+        },
+        "notes": {
+            "ci95": "half-width of the normal 95% interval over runs, 1.96 sd / sqrt(runs)",
+            "mean_loss": "per run, mean of the suffered loss l_t(x_t) over the T rounds (every "
+            "round's minimum over K is 0 for the moving target)",
+            "adaptive_regret": "SA(L) = max over the windows [j, j + L) of the grid of (sum of "
+            "l_t(x_t) - min over x in K of sum of l_t(x)), from the suffered loss",
+            "comparator_gap": "largest Frank-Wolfe certificate g^T x - min_K g^T y of a window "
+            "comparator, per L (max and mean over runs; shared by all learners): the exact "
+            "SA(L) on the grid lies in [SA, SA + gap]",
+            "num_muted": "meta-weight updates with 1 + eta_k r~ <= 0 (Algorithm 3 and "
+            "Appendix D), summed over runs",
+            "paired": "every learner was simulated with the same key: identical environment "
+            "draws in every run",
+        },
+        "learners": {
+            name: bco_learner_summary(outcome, config.sa_windows)
+            for name, outcome in result.outcomes.items()
+        },
+        "files": {"summary": SUMMARY, "traces": TRACES, "plots": dict(BCO_PLOT_FILES)},
+    }
+    return _clean(summary)
+
+
+def bco_trace_arrays(result: BCOExperimentResult) -> dict[str, np.ndarray]:
+    """Arrays of a BCO ``traces.npz``: per learner ``loss`` and ``best_loss`` (``(R, T)``
+    float32) and ``sa`` (``(R, len(L))`` float64); ``comparator_gap`` ``(R, len(L))``,
+    ``env/change_points`` ``(R, S - 1)`` int32 and ``sa_window_lengths``."""
+    arrays: dict[str, np.ndarray] = {
+        "env/change_points": result.change_points.astype(np.int32),
+        "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
+        "comparator_gap": result.comparator_gap.astype(np.float64),
+    }
+    for name, outcome in result.outcomes.items():
+        arrays[f"{name}/loss"] = outcome.result.loss.astype(np.float32)
+        arrays[f"{name}/best_loss"] = outcome.result.best_loss.astype(np.float32)
+        arrays[f"{name}/sa"] = outcome.sa.astype(np.float64)
+    return arrays
+
+
+def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Path]:
+    """Draw the two PNGs of a BCO experiment into ``folder``."""
+    config = result.config
+    env = result.env
+    loss, regret = [], []
+    for name, outcome in result.outcomes.items():
+        values = outcome.result.loss.astype(np.float64)
+        loss.append(_moving_band(name, values, config.window, plots.label(name)))
+        regret.append(
+            _regret_band(name, outcome.sa, config.sa_windows, outcome.learner.num_queries)
+        )
+    setting = (
+        f"{config.env.name}, d={env.dim}, {type(env.domain).__name__.lower()}, "
+        f"T={config.horizon}, {config.runs} runs"
+    )
+    folder = Path(folder)
+    return [
+        plots.plot_loss(
+            loss,
+            folder / BCO_PLOT_FILES["loss"],
+            title=f"{config.name}: loss l_t(x_t) ({setting})\nmean over runs with 95% band",
+            window=config.window,
+            change_points=_fixed_change_points(env) or (),
+        ),
+        plots.plot_adaptive_regret(
+            regret,
+            folder / BCO_PLOT_FILES["adaptive_regret"],
+            title=f"{config.name}: strongly adaptive regret SA(L)\n({setting}; mean with 95% band)",
+        ),
+    ]
+
+
 def write_results(
-    result: ExperimentResult, folder: ResultsFolder, *, started: str | None = None
+    result: ExperimentResult | BCOExperimentResult,
+    folder: ResultsFolder,
+    *,
+    started: str | None = None,
 ) -> Path:
     """Write summary, traces and plots into ``folder.partial``, then commit it.
 
     Returns:
       The final folder path.
     """
-    summary = build_summary(result, started=started)
+    if isinstance(result, BCOExperimentResult):
+        summary = build_bco_summary(result, started=started)
+        arrays, render = bco_trace_arrays(result), render_bco_plots
+    else:
+        summary = build_summary(result, started=started)
+        arrays, render = trace_arrays(result), render_plots
     text = json.dumps(summary, indent=2, allow_nan=False)
     (folder.partial / SUMMARY).write_text(text + "\n", encoding="utf-8")
-    np.savez_compressed(folder.partial / TRACES, **trace_arrays(result))
-    render_plots(result, folder.partial)
+    np.savez_compressed(folder.partial / TRACES, **arrays)
+    render(result, folder.partial)
     return folder.commit()
 
 

@@ -28,8 +28,7 @@ exact value on the grid (the gap may be loose at kinks of non-smooth families).
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -39,7 +38,7 @@ import numpy as np
 
 from stabl_jax import checks
 from stabl_jax.domains import Domain
-from stabl_jax.simulate import RunCarry, params_axes, run_keys
+from stabl_jax.simulate import RunCarry, check_run_params, init_runs, run_chunks, run_keys
 
 
 @dataclasses.dataclass
@@ -70,23 +69,6 @@ class BCOSimResult:
     @property
     def horizon(self) -> int:
         return int(self.loss.shape[1])
-
-
-def _init_one(learner: Any, env: Any, run_key: jax.Array, params: Any) -> RunCarry:
-    return RunCarry(
-        state=learner.init(jax.random.fold_in(run_key, 3), params),
-        env_params=env.sample_params(jax.random.fold_in(run_key, 0)),
-        env_key=jax.random.fold_in(run_key, 1),
-        learner_key=jax.random.fold_in(run_key, 2),
-    )
-
-
-@partial(jax.jit, static_argnames=("learner", "env"))
-def init_bco_runs(learner: Any, env: Any, keys: jax.Array, params: Any) -> RunCarry:
-    """Stacked :class:`RunCarry` for runs with ``keys``; ``params`` shared or per run."""
-    return jax.vmap(partial(_init_one, learner, env), in_axes=(0, params_axes(params)))(
-        keys, params
-    )
 
 
 def _best_loss(env: Any, theta: jax.Array) -> jax.Array:
@@ -170,42 +152,19 @@ def simulate_bco(
         raise ValueError(f"learner.dim={learner.dim} does not match env.dim={env.dim}")
     if learner.domain != env.domain:
         raise ValueError(f"learner.domain={learner.domain} differs from env.domain={env.domain}")
-    if params is None:
-        params = learner.default_params
-    for leaf in jax.tree.leaves(params):
-        if jnp.ndim(leaf) > 0 and jnp.shape(leaf)[0] != num_runs:
-            raise ValueError(
-                f"per-run params must have leading axis num_runs={num_runs}, got shape "
-                f"{jnp.shape(leaf)}"
-            )
+    params = learner.default_params if params is None else params
+    check_run_params(params, num_runs)
     if chunk_size is None:
         per_round = num_runs * (8 + (4 * env.dim if record_points else 0))
         chunk_size = max(1, min(horizon, (256 * 2**20) // per_round))
-    chunk = checks.check_int("chunk_size", chunk_size, minimum=1)
-
-    carry = init_bco_runs(learner, env, run_keys(key, num_runs), params)
-    compiled: dict[int, Any] = {}
-    compile_s = run_s = 0.0
-    pieces: dict[str, list[np.ndarray]] = {}
-    t0 = 0
-    while t0 < horizon:
-        length = min(chunk, horizon - t0)
-        t0_arr = jnp.asarray(t0, jnp.int32)
-        if length not in compiled:
-            start = time.perf_counter()
-            lowered = run_bco_chunk.lower(learner, env, carry, t0_arr, length, record_points)
-            compiled[length] = lowered.compile()
-            compile_s += time.perf_counter() - start
-        start = time.perf_counter()
-        carry, out = compiled[length](carry, t0_arr)
-        out = jax.device_get(out)
-        run_s += time.perf_counter() - start
-        for name, value in out.items():
-            pieces.setdefault(name, []).append(np.asarray(value))
-        t0 += length
-        if progress is not None:
-            progress(t0, horizon)
-    arrays = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
+    carry = init_runs(learner, env, run_keys(key, num_runs), params)
+    carry, arrays, compile_s, run_s = run_chunks(
+        lambda c, t0, n: run_bco_chunk.lower(learner, env, c, t0, n, record_points),
+        carry,
+        horizon,
+        chunk_size,
+        progress if progress is not None else False,
+    )
     return BCOSimResult(
         loss=arrays["loss"],
         best_loss=arrays["best_loss"],
@@ -360,28 +319,86 @@ def bco_adaptive_regret(
       certificate over the windows of that length (the exact ``SA`` on the grid lies in
       ``[sa, sa + comparator_gap]``).
     """
+    paired = paired_bco_adaptive_regret(
+        env,
+        result.carry,
+        {"learner": result.loss},
+        window_lengths,
+        stride=stride,
+        domain=domain,
+        num_steps=num_steps,
+        runs_per_block=runs_per_block,
+    )
+    return {"sa": paired["sa"]["learner"], "comparator_gap": paired["comparator_gap"]}
+
+
+def paired_bco_adaptive_regret(
+    env: Any,
+    carry: RunCarry,
+    losses: Mapping[str, np.ndarray],
+    window_lengths: Any,
+    *,
+    stride: int | None = None,
+    domain: Domain | None = None,
+    num_steps: int = 1000,
+    runs_per_block: int | None = None,
+) -> dict[str, Any]:
+    """:func:`bco_adaptive_regret` of several learners simulated with the same key (a paired
+    comparison): the window comparators depend only on the environment draws, so they are
+    solved once and shared.
+
+    Args:
+      env: the environment simulated.
+      carry: the final :class:`~stabl_jax.simulate.RunCarry` of any of the simulations (its
+        environment params and keys are the same in all of them).
+      losses: per name, the ``(R, T)`` suffered losses ``l_t(x_t)``.
+      window_lengths, stride, domain, num_steps, runs_per_block: as in
+        :func:`bco_adaptive_regret`.
+
+    Returns:
+      ``{"sa": {name: (R, len(L)) float64}, "comparator_gap": (R, len(L)) float64}``.
+    """
     domain = env.domain if domain is None else domain
-    num_runs, horizon = result.loss.shape
+    names = list(losses)
+    num_runs, horizon = np.shape(losses[names[0]])
     lengths = [checks.check_int("window length", int(v)) for v in window_lengths]
-    played = np.asarray(result.loss, np.float64)
-    prefix = np.concatenate([np.zeros((num_runs, 1)), np.cumsum(played, axis=1)], axis=1)
-    sa = np.empty((num_runs, len(lengths)))
-    gap = np.empty_like(sa)
+    prefix = {}
+    for name in names:
+        played = np.asarray(losses[name], np.float64)
+        if played.shape != (num_runs, horizon):
+            raise ValueError(
+                f"losses[{name!r}] has shape {played.shape}, not {(num_runs, horizon)}"
+            )
+        prefix[name] = np.concatenate([np.zeros((num_runs, 1)), np.cumsum(played, axis=1)], axis=1)
+    sa = {name: np.empty((num_runs, len(lengths))) for name in names}
+    gap = np.empty((num_runs, len(lengths)))
     for j, length in enumerate(lengths):
         starts = window_starts(horizon, length, max(1, length // 4) if stride is None else stride)
-        played_sums = prefix[:, starts + length] - prefix[:, starts]  # (R, W)
         block = runs_per_block
         if block is None:
             per_run = 4 * (horizon * 8 + len(starts) * length * 8)
             block = max(1, min(num_runs, (256 * 2**20) // per_run))
         for lo in range(0, num_runs, block):
             hi = min(num_runs, lo + block)
-            carry = jax.tree.map(lambda x, a=lo, b=hi: x[a:b], result.carry)
-            thetas = regenerate_thetas(env, carry.env_params, carry.env_key, horizon)
+            sub = jax.tree.map(lambda x, a=lo, b=hi: x[a:b], carry)
+            thetas = regenerate_thetas(env, sub.env_params, sub.env_key, horizon)
             comp, gaps = window_comparators(
                 env, domain, thetas, jnp.asarray(starts), length, num_steps
             )
             comp, gaps = np.asarray(comp, np.float64), np.asarray(gaps, np.float64)
-            sa[lo:hi, j] = np.max(played_sums[lo:hi] - comp, axis=1)
+            for name in names:
+                sums = prefix[name][lo:hi, starts + length] - prefix[name][lo:hi, starts]
+                sa[name][lo:hi, j] = np.max(sums - comp, axis=1)
             gap[lo:hi, j] = np.max(gaps, axis=1)
     return {"sa": sa, "comparator_gap": gap}
+
+
+def comparator_solver(env: Any) -> str:
+    """How :func:`bco_adaptive_regret` solves ``env``'s window comparators (for reports)."""
+    if hasattr(env, "window_minimum"):
+        solver = f"{type(env).__name__}.window_minimum (exact for piecewise-constant targets)"
+    elif env.smoothness is not None:
+        solver = f"projected gradient descent, step 1/beta = {1.0 / env.smoothness:g}"
+    else:
+        solver = "projected subgradient method, steps 2D / (G sqrt(i + 1)), best iterate"
+    return solver + "; Frank-Wolfe certificate g^T x - min_K g^T y per window"

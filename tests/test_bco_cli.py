@@ -1,0 +1,197 @@
+"""BCO experiment configs (``kind = "bco"``) through the command line, end to end at tiny sizes.
+
+Every shipped ``configs/bco_*.toml`` is validated at full size (every learner built at its
+dimension), then run through ``cli.main`` with ``--set`` overrides that shrink it (2 runs,
+T = 64, change points scaled by 64/4096, two SA(L) window lengths, and ``d = 2``: the three
+configs then share one environment and reuse the compiled programs, which keeps this file near
+30 s on two cores; what is tested of ``bco_d10`` and ``bco_d50`` end to end is that their own
+keys load and run, their dimension being checked at full size); the results folder is checked
+file by file. Bad BCO keys must fail on
+load naming the key, the file and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax import cli
+from stabl_jax.bco import BCO_LEARNERS
+from stabl_jax.config import ConfigError, load_config
+from stabl_jax.results import BCO_PLOT_FILES, COMPLETE, read_summary, read_traces
+
+REPO = Path(__file__).resolve().parent.parent
+BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
+BCO_LEARNER_QUERIES = {
+    "stabl_bco": 3,
+    "stabl_bco_two_query": 2,
+    "fkm": 1,
+    "two_point_ogd": 2,
+    "ogd_full_info": 1,
+}
+CHANGE_POINTS = (400, 1100, 1300, 2600, 3500)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TINY = [
+    "runs=2",
+    "horizon=64",
+    "window=8",
+    "sa_windows=[16, 64]",
+    "env.change_points=[6, 17, 20, 40, 54]",  # the shipped ones times 64 / 4096
+    "env.dim=2",
+]
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch):
+    monkeypatch.chdir(REPO)
+
+
+def tiny_args(name: str) -> list[str]:
+    args = [f"configs/{name}.toml", "--no-progress"]
+    for item in TINY:
+        args += ["--set", item]
+    return args
+
+
+@pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
+def test_bco_config_validates(name):
+    cfg = load_config(f"configs/{name}.toml")
+    assert cfg.kind == "bco" and cfg.name == name and cfg.description
+    assert cfg.horizon == 4096 and cfg.runs >= 10
+    assert cfg.learners == tuple(BCO_LEARNER_QUERIES)
+    env = cfg.make_env()
+    assert type(env).__name__ == "MovingTarget" and env.dim == BCO_CONFIGS[name]
+    assert env.change_points == CHANGE_POINTS
+    assert type(env.domain).__name__ == "Ball" and env.domain.r == 1.0
+    for learner_name in cfg.learners:
+        learner = cfg.make_learner(learner_name)
+        assert learner.dim == env.dim and learner.domain == env.domain
+        assert learner.horizon == 4096 and learner.lipschitz == env.lipschitz
+        assert learner.num_queries == BCO_LEARNER_QUERIES[learner_name]
+
+
+@pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
+def test_bco_config_runs_end_to_end(tmp_path, name, capsys):
+    out = tmp_path / name
+    assert cli.main(["run", *tiny_args(name), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "comparator gap" in printed and "SA(64)" in printed and "±" in printed
+    assert (out / COMPLETE).is_file()
+    assert not list(tmp_path.glob(f"{name}.partial-*"))
+
+    summary = read_summary(out)
+    json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
+    assert summary["kind"] == "bco" and summary["runs"] == 2 and summary["horizon"] == 64
+    assert summary["env"]["dim"] == 2 and summary["config"]["env"]["dim"] == 2
+    assert summary["env"]["change_points"] == [6, 17, 20, 40, 54]
+    for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
+        assert summary["versions"][key]
+    assert summary["timings"]["wall_seconds"] > 0
+    sa_info = summary["adaptive_regret"]
+    assert sa_info["window_lengths"] == [16, 64]
+    assert sa_info["stride"] == "max(1, L // 4)" and "window_minimum" in sa_info["solver"]
+    assert all(0 <= g < 1e-2 for g in sa_info["comparator_gap"]["max"])
+    assert list(summary["learners"]) == list(BCO_LEARNER_QUERIES)
+    for learner_name, entry in summary["learners"].items():
+        assert entry["num_queries"] == BCO_LEARNER_QUERIES[learner_name]
+        assert entry["mean_loss"]["mean"] > 0 and entry["mean_loss"]["ci95"] >= 0
+        assert len(entry["adaptive_regret"]["sa"]["mean"]) == 2
+        muted = entry["num_muted"]
+        assert (muted is None) == (learner_name not in ("stabl_bco", "stabl_bco_two_query"))
+
+    traces = read_traces(out)
+    for learner_name in BCO_LEARNER_QUERIES:
+        loss = traces[f"{learner_name}/loss"]
+        assert loss.shape == (2, 64) and loss.dtype == np.float32
+        assert traces[f"{learner_name}/sa"].shape == (2, 2)
+        np.testing.assert_allclose(traces[f"{learner_name}/best_loss"], 0.0, atol=1e-6)
+        mean = summary["learners"][learner_name]["mean_loss"]["mean"]
+        assert mean == pytest.approx(loss.astype(np.float64).mean())
+    assert traces["env/change_points"].shape == (2, 5)
+    assert traces["comparator_gap"].shape == (2, 2)
+    for filename in BCO_PLOT_FILES.values():
+        data = (out / filename).read_bytes()
+        assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
+
+
+# --------------------------------------------------------------------------------------------
+# Bad BCO configs
+# --------------------------------------------------------------------------------------------
+
+GOOD = """
+kind = "bco"
+runs = 2
+horizon = 64
+learners = ["stabl_bco", "fkm"]
+[env]
+name = "moving_target"
+dim = 2
+"""
+
+ENV = "dim = 2"
+BAD_CASES = {
+    # case: (anchor, replacement or appended text, key the message names, what is allowed)
+    "unknown kind": ('kind = "bco"', 'kind = "convex"', "kind", "'bandit', 'bco'"),
+    "bandit learner": ('"stabl_bco", "fkm"', '"stabl", "fkm"', "learners", "two_point_ogd"),
+    "bandit env": ('name = "moving_target"', 'name = "expert_advice"', "env.name", "huber"),
+    "missing dim": (ENV, "", "env.dim", "required"),
+    "unknown env kwarg": (ENV, "dim = 2\nradius = 2", "env.radius", "change_points"),
+    "bad domain": (ENV, 'dim = 2\ndomain = "sphere"', "env.domain.name", "l1_ball"),
+    "feedback": ("runs = 2", 'runs = 2\nfeedback = "loss"', "feedback", "'bandit'"),
+    "reserved option": (
+        None,
+        "[learner_options.fkm]\ndim = 3\n",
+        "learner_options.fkm.dim",
+        "env.dim",
+    ),
+    "unknown param": (None, "[params.fkm]\nlr = 2.0\n", "params.fkm.lr", "delta_scale"),
+    "bad stride": ("runs = 2", "runs = 2\nsa_stride = 0", "sa_stride", "[1, 64]"),
+}
+
+
+def bad_config(tmp_path: Path, case: str) -> Path:
+    anchor, new, _, _ = BAD_CASES[case]
+    text = GOOD + new if anchor is None else GOOD.replace(anchor, new, 1)
+    assert text != GOOD
+    path = tmp_path / "bad_bco.toml"
+    path.write_text(text)
+    return path
+
+
+def test_good_bco_example_is_good(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.kind == "bco" and cfg.make_env().dim == 2 and cfg.sa_stride is None
+    assert set(cfg.learners) <= set(BCO_LEARNERS)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_bco_config_names_key_and_file(tmp_path, case):
+    path = bad_config(tmp_path, case)
+    _, _, key, allowed = BAD_CASES[case]
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert f"'{key}'" in message
+    assert str(path) in message
+    assert allowed in message
+
+
+def test_cli_exits_2_on_bad_bco_config(tmp_path, capsys):
+    path = bad_config(tmp_path, "unknown env kwarg")
+    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "'env.radius'" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_list_shows_bco_learners_envs_and_configs(capsys):
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = {line.split()[0] for line in lines if line.startswith("  ")}
+    assert set(BCO_LEARNERS) <= names and {"moving_target", "abs_linear", "huber"} <= names
+    assert set(BCO_CONFIGS) <= names
