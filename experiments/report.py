@@ -22,8 +22,31 @@ def _pm(stat: dict, index: int | None = None, digits: int = 3) -> str:
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
+def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
+    """Table of a ``kind = "bco"`` results folder (SA(L) of the suffered loss)."""
+    lines = [
+        f"`{folder}` — {summary['description']} ({summary['runs']} runs, seed {summary['seed']})",
+        "",
+        "| learner | q | mean loss | " + " | ".join(f"SA({w})" for w in windows) + " | muted |",
+        "|---|---|---|" + "---|" * len(windows) + "---|",
+    ]
+    for name, entry in summary["learners"].items():
+        sa = entry["adaptive_regret"]
+        lengths = sa["window_lengths"]
+        cells = [_pm(sa["sa"], lengths.index(w), 1) if w in lengths else "–" for w in windows]
+        muted = entry.get("num_muted")
+        lines.append(
+            f"| {name} | {entry['num_queries']} | {_pm(entry['mean_loss'], digits=4)} | "
+            + " | ".join(cells)
+            + f" | {muted if muted is not None else '–'} |"
+        )
+    return "\n".join(lines)
+
+
 def table(folder: Path, windows: tuple[int, ...]) -> str:
     summary = json.loads((folder / "summary.json").read_text())
+    if summary.get("kind") == "bco":
+        return bco_table(folder, summary, windows)
     lines = [
         f"`{folder}` — {summary['description']} ({summary['runs']} runs, seed "
         f"{summary['seed']}, feedback={summary['config']['feedback']})",
