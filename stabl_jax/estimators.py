@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 import jax
+import jax.numpy as jnp
 
 Feedback = Literal["loss", "reward"]
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")
@@ -44,6 +45,31 @@ def signed_estimate(observed_loss: jax.Array, prob: jax.Array, feedback: Feedbac
     if feedback == "reward":
         return loss_to_reward(observed_loss) / prob
     raise ValueError(f"feedback must be one of {FEEDBACKS}, got {feedback!r}")
+
+
+def meta_log_update(
+    log_weights: jax.Array, eta: jax.Array, regret_gain: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Restarted multiplicative-weights update of the meta-learner (Algorithm 1 and 3, line 13)
+    in the log domain: ``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))``.
+
+    The paper's argument that weights stay non-negative needs ``eta_k |r~| <= 1``; when a
+    factor ``1 + eta_k r~_t(k) <= 0`` the weight is set to zero instead (log weight ``-inf``:
+    the expert is muted until its next restart), never to a negative value.
+
+    Args:
+      log_weights: ``(B,)`` ``log w_t``, unnormalised (``-inf`` for muted experts).
+      eta: ``(B,)`` step sizes ``eta_k``.
+      regret_gain: ``(B,)`` ``r~_t(k)``, expert ``k``'s estimated gain over the mixture.
+
+    Returns:
+      ``(log w_{t+1}, number of muting events)``, shapes ``(B,)`` and ``()`` int32.
+    """
+    factor = 1.0 + eta * regret_gain
+    alive = factor > 0.0
+    log_factor = jnp.log(jnp.where(alive, factor, 1.0))
+    new = jnp.where(alive, log_weights + log_factor, -jnp.inf)
+    return new, jnp.sum(~alive, dtype=jnp.int32)
 
 
 def exp3_log_update(

@@ -65,6 +65,13 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     return tuple(int(x) for x in out)
 
 
+def resolve_history_lengths(lengths: object, horizon: int) -> tuple[int, ...]:
+    """``lengths`` validated, or the paper's geometric default for ``horizon`` when ``None``."""
+    if lengths is None:
+        return geometric_history_lengths(horizon)
+    return validate_history_lengths(lengths)
+
+
 def restart_mask(t: jax.Array, lengths: tuple[int, ...], offset: int = 0) -> jax.Array:
     """``(B,)`` bool: which experts start a new block at round ``t`` (0-based).
 

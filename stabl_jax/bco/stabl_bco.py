@@ -64,7 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, gradients, intervals
+from stabl_jax import checks, estimators, gradients, intervals
 from stabl_jax.bco.base import BCOLearner, BCOQuery, safe_softmax
 from stabl_jax.bco.ogd import OGDState, ProjectedOGD, tree_select
 from stabl_jax.domains import paper_shrinkage
@@ -113,10 +113,7 @@ class ExpertEnsembleBCO(BCOLearner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.history_lengths is None:
-            lengths = intervals.geometric_history_lengths(self.horizon)
-        else:
-            lengths = intervals.validate_history_lengths(self.history_lengths)
+        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
         object.__setattr__(self, "history_lengths", lengths)
         checks.check_choice("round_offset", self.round_offset, (0, 1))
 
@@ -205,10 +202,7 @@ class ExpertEnsembleBCO(BCOLearner):
         )
 
         eta = self.meta_step_sizes(params)
-        factor = 1.0 + eta * regret_gain
-        alive = factor > 0.0
-        log_factor = jnp.log(jnp.where(alive, factor, 1.0))
-        meta = jnp.where(alive, state.meta_log_weights + log_factor, -jnp.inf)
+        meta, muted = estimators.meta_log_update(state.meta_log_weights, eta, regret_gain)
 
         t_next = state.t + 1
         restart = intervals.restart_mask(t_next, self.history_lengths, self.round_offset)
@@ -218,7 +212,7 @@ class ExpertEnsembleBCO(BCOLearner):
             t=t_next,
             experts=experts,
             meta_log_weights=meta.astype(self.float_dtype),
-            num_muted=state.num_muted + jnp.sum(~alive, dtype=jnp.int32),
+            num_muted=state.num_muted + muted,
         )
 
 

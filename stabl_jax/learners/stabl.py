@@ -135,10 +135,7 @@ class StABL(BanditLearner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.history_lengths is None:
-            lengths = intervals.geometric_history_lengths(self.horizon)
-        else:
-            lengths = intervals.validate_history_lengths(self.history_lengths)
+        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
         object.__setattr__(self, "history_lengths", lengths)
         checks.check_choice("observation", self.observation, OBSERVATIONS)
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
@@ -226,10 +223,7 @@ class StABL(BanditLearner):
         v_at_arm = jnp.exp(state.expert_log_probs[:, arm])
         regret_gain = value * (v_at_arm - query.play_probs[arm])
         eta = self._meta_step_sizes(params)
-        factor = 1.0 + eta * regret_gain
-        alive = factor > 0.0
-        log_factor = jnp.log(jnp.where(alive, factor, 1.0))
-        meta = jnp.where(alive, state.meta_log_weights + log_factor, -jnp.inf)
+        meta, muted = estimators.meta_log_update(state.meta_log_weights, eta, regret_gain)
 
         # Line 12: each expert is EXP3 (Algorithm 2) fed the same one-sparse estimate.
         expert_eta = params.expert_lr_scale * jnp.asarray(
@@ -246,5 +240,5 @@ class StABL(BanditLearner):
             t=t_next,
             expert_log_probs=experts.astype(self.float_dtype),
             meta_log_weights=meta.astype(self.float_dtype),
-            num_muted=state.num_muted + jnp.sum(~alive, dtype=jnp.int32),
+            num_muted=state.num_muted + muted,
         )
