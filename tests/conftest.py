@@ -25,6 +25,17 @@ def small_learner(name: str, **kwargs):
     )
 
 
+def write_config_variant(tmp_path, good: str, cases: dict, case: str, filename: str = "bad.toml"):
+    """Write ``good`` config text with ``cases[case] = (anchor, new, ...)`` applied: ``new``
+    replaces ``anchor`` (or is appended when ``anchor`` is None). Returns the file's path."""
+    anchor, new = cases[case][:2]
+    text = good + new if anchor is None else good.replace(anchor, new, 1)
+    assert text != good
+    path = tmp_path / filename
+    path.write_text(text)
+    return path
+
+
 @pytest.fixture(params=sorted(LEARNERS))
 def learner_name(request) -> str:
     return request.param

@@ -22,6 +22,7 @@ from stabl_jax import cli
 from stabl_jax.bco import BCO_LEARNERS
 from stabl_jax.config import ConfigError, load_config
 from stabl_jax.results import BCO_PLOT_FILES, COMPLETE, read_summary, read_traces
+from tests.conftest import write_config_variant
 
 REPO = Path(__file__).resolve().parent.parent
 BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
@@ -153,12 +154,7 @@ BAD_CASES = {
 
 
 def bad_config(tmp_path: Path, case: str) -> Path:
-    anchor, new, _, _ = BAD_CASES[case]
-    text = GOOD + new if anchor is None else GOOD.replace(anchor, new, 1)
-    assert text != GOOD
-    path = tmp_path / "bad_bco.toml"
-    path.write_text(text)
-    return path
+    return write_config_variant(tmp_path, GOOD, BAD_CASES, case, "bad_bco.toml")
 
 
 def test_good_bco_example_is_good(tmp_path):

@@ -28,6 +28,7 @@ from stabl_jax.config import (
     shipped_configs,
 )
 from stabl_jax.results import COMPLETE, PLOT_FILES, read_summary, read_traces
+from tests.conftest import write_config_variant
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
@@ -255,12 +256,7 @@ BAD_CASES = {
 
 
 def bad_config(tmp_path: Path, case: str) -> Path:
-    anchor, new, _, _ = BAD_CASES[case]
-    text = GOOD + new if anchor is None else GOOD.replace(anchor, new, 1)
-    assert text != GOOD
-    path = tmp_path / "bad.toml"
-    path.write_text(text)
-    return path
+    return write_config_variant(tmp_path, GOOD, BAD_CASES, case, "bad.toml")
 
 
 def test_good_example_is_good(tmp_path):
