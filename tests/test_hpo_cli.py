@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import runpy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from tests.conftest import write_config_variant
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_shipped_hpo_configs_are_the_papers_setting():
@@ -123,6 +126,10 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     np.testing.assert_allclose(counts.sum(), 24)  # every evaluation belongs to one arm
     table = hpo_experiment.format_hpo_table(result)
     assert "profile score" in table and key in table
+    # experiments/report.py turns the folder into EXPERIMENTS.md's tables.
+    report = runpy.run_path(str(REPO / "experiments" / "report.py"))
+    markdown = report["table"](final, (256,))
+    assert f"| {key} |" in markdown and "| stabl |" in markdown
 
 
 def test_cli_runs_an_hpo_config(tmp_path, capsys):
