@@ -67,9 +67,7 @@ def test_exp3s_matches_reference(options, values):
             lr_scale=float(params.lr_scale),
         )
         for t in range(T):
-            np.testing.assert_allclose(
-                np.exp(state.log_weights), expected["weights"][t], rtol=RTOL
-            )
+            np.testing.assert_allclose(np.exp(state.log_weights), expected["weights"][t], rtol=RTOL)
             state, info = step(state, losses[t], keys[t])
             assert int(info.arms[0]) == expected["played"][t], t
             np.testing.assert_allclose(info.play_probs, expected["play_probs"][t], rtol=RTOL)
