@@ -58,8 +58,9 @@ def _check(losses: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.nda
 
 
 def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
-    """Corollary 8.2's exploration rate ``min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))``, where
-    ``S`` bounds the hardness ``H = 1 + #switches`` of the compared action sequence."""
+    """The exploration rate of Section 8's corollary to Theorem 8.1,
+    ``min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))``, where ``S`` bounds the hardness
+    ``H = 1 + #switches`` of the compared action sequence."""
     k, t, s = num_arms, horizon, hardness
     return min(1.0, math.sqrt(k * (s * math.log(k * t) + math.e) / ((math.e - 1.0) * t)))
 

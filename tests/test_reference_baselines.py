@@ -38,7 +38,7 @@ def _params(learner, **values):
 
 
 EXP3S_CASES = [
-    ({}, {}),  # Corollary 8.2: alpha = 1/T, gamma from S = num_switches + 1 = 4
+    ({}, {}),  # Section 8's tuning: alpha = 1/T, gamma from S = num_switches + 1 = 4
     ({"num_switches": 0}, {}),
     ({}, {"gamma": 0.3, "alpha": 0.02}),
     ({}, {"lr_scale": 4.0, "alpha": 0.05}),

@@ -7,9 +7,10 @@ loss ``l`` becomes ``x = 1 - l`` through :func:`stabl_jax.estimators.loss_to_rew
 
 Where the paper leaves a choice (documented here and in :class:`Exp3S`):
 
-- ``S`` in Corollary 8.2's tuning bounds the *hardness* ``H(j_1..j_T) = 1 + #{l : j_l !=
-  j_{l+1}}`` of the compared action sequence, i.e. its number of segments. The option is the
-  number of switches (``num_switches``), and ``S = num_switches + 1``.
+- ``S`` in the tuning of Section 8's corollary to Theorem 8.1 bounds the *hardness*
+  ``H(j_1..j_T) = 1 + #{l : j_l != j_{l+1}}`` of the compared action sequence, i.e. its number
+  of segments (with ``S = 1`` the bound is Exp3's). The option is the number of switches
+  (``num_switches``), and ``S = num_switches + 1``.
 - ``alpha = 0`` is allowed (plain Exp3 with gains, Section 3); the paper asks ``alpha > 0``.
 """
 
@@ -50,8 +51,9 @@ class Exp3SState:
 
 
 def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
-    """Corollary 8.2: ``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))``, ``S`` a bound
-    on the hardness (number of segments) of the compared action sequence."""
+    """``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` (Section 8, the corollary to
+    Theorem 8.1), ``S`` a bound on the hardness (number of segments) of the compared action
+    sequence."""
     k, t, s = num_arms, horizon, hardness
     return min(1.0, math.sqrt(k * (s * math.log(k * t) + math.e) / ((math.e - 1.0) * t)))
 
@@ -74,14 +76,14 @@ class Exp3S(BanditLearner):
     horizon: the exponent is at most ``lr_scale`` (``x^ <= K / gamma``) and sharing keeps every
     weight above ``e alpha / K`` of the total, up to normalisation.
 
-    Defaults (Corollary 8.2): ``alpha = 1/T`` and
+    Defaults (Section 8, the corollary to Theorem 8.1): ``alpha = 1/T`` and
     ``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` with ``S = num_switches + 1``,
     the hardness bound of a comparator with ``num_switches`` switches.
 
     Attributes:
       num_switches: switches of the best arm the tuning is for (default 3: the shipped
         four-segment configs); only used for the default ``gamma``.
-      gamma: default exploration mix in [0, 1]; ``None`` gives Corollary 8.2's value (the
+      gamma: default exploration mix in [0, 1]; ``None`` gives that corollary's value (the
         constructor resolves it, so ``learner.gamma`` is always a number).
       alpha: default sharing fraction ``>= 0``; ``None`` gives ``1/T``.
 
@@ -97,7 +99,7 @@ class Exp3S(BanditLearner):
 
     References:
       Auer, Cesa-Bianchi, Freund, Schapire. The nonstochastic multiarmed bandit problem.
-      SIAM J. Comput. 32(1), 2002. Section 8, Theorem 8.1 and Corollary 8.2.
+      SIAM J. Comput. 32(1), 2002. Section 8: Exp3.S, Theorem 8.1 and its corollary.
     """
 
     num_switches: int = 3
