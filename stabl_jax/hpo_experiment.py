@@ -499,6 +499,36 @@ def _load_problem(folder: Path, config: HPOConfig, problem: HPOProblem) -> Probl
     return out
 
 
+def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
+    """An :class:`HPOExperimentResult` rebuilt from a results folder (``summary.json`` and
+    ``traces.npz``), to recompute metrics or redraw the plots without rerunning anything.
+    ``best_value`` traces are not saved; they come back empty."""
+    from stabl_jax.config import _Checker
+    from stabl_jax.results import read_summary, read_traces
+
+    summary = read_summary(folder)
+    if summary.get("kind") != "hpo":
+        raise ValueError(f"{folder} is not the results folder of an HPO experiment")
+    raw = {k: v for k, v in summary["config"].items() if k in HPO_TOP_LEVEL_KEYS}
+    source = str(summary["config"].get("source", folder))
+    config = validate_hpo(
+        raw,
+        _Checker(source, ()),
+        source=source,
+        default_name=raw.get("name", "hpo"),
+        overrides=tuple(summary["config"].get("overrides", ())),
+    )
+    traces = read_traces(folder)
+    problems = {}
+    for problem in config.problems:
+        out = ProblemOutcome(problem, {}, {}, {}, summary["timings"].get(problem.key, {}))
+        for name in config.learners:
+            out.best_gap[name] = traces[f"{problem.key}/{name}/best_gap"]
+            out.arm_counts[name] = traces[f"{problem.key}/{name}/arm_counts"]
+        problems[problem.key] = out
+    return HPOExperimentResult(config, summary["arms"], problems, summary["wall_seconds"])
+
+
 # --------------------------------------------------------------------------------------------
 # Metrics
 # --------------------------------------------------------------------------------------------
@@ -623,10 +653,12 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
             ]
             score_panels.append((title, scores))
     setting = f"{cfg.runs} repeats, mean with 95% band"
+    ncols = 2 if len(gap_panels) <= 4 else 6
     paths = [
         plots.plot_panels(
             gap_panels,
             folder / HPO_PLOT_FILES["best_objective"],
+            ncols=ncols,
             title=f"{cfg.name}: best objective gap ({setting})",
             xlabel="function evaluations",
             ylabel="log10(best f - f_opt)",
@@ -637,6 +669,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
             plots.plot_panels(
                 score_panels,
                 folder / HPO_PLOT_FILES["score_vs_uniform"],
+                ncols=ncols,
                 title=(
                     f"{cfg.name}: performance profile score against Uniform over the "
                     f"{cfg.runs} repeats (higher is better, tau_max={tau_max:g})"
@@ -645,6 +678,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
                 ylabel="score vs Uniform",
                 ylim=(-1.02, 1.02),
                 hline=0.0,
+                color_order=cfg.learners,
             )
         )
     prof = profiles(result)

@@ -192,6 +192,7 @@ def plot_panels(
     ncols: int = 4,
     ylim: tuple[float, float] | None = None,
     hline: float | None = None,
+    color_order: Sequence[str] | None = None,
 ) -> Path:
     """A grid of small panels, one per ``(panel title, bands)``, sharing colors and one legend.
 
@@ -203,13 +204,15 @@ def plot_panels(
       ncols: panels per row (fewer when there are fewer panels).
       ylim: common y range, or ``None``.
       hline: a horizontal reference line (e.g. 0 for a score against a baseline).
+      color_order: the names in the order that fixes their colors (default: the first
+        panel's), so that a learner keeps its color across figures.
     """
     plt = _pyplot()
     if not panels:
         raise ValueError("plot_panels needs at least one panel")
     ncols = max(1, min(ncols, len(panels)))
     nrows = -(-len(panels) // ncols)
-    names = [b.name for b in panels[0][1]]
+    names = list(color_order) if color_order is not None else [b.name for b in panels[0][1]]
     colors = _colors(names)
     small = len(panels) > 4
     fig, axes = plt.subplots(

@@ -126,6 +126,11 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     np.testing.assert_allclose(counts.sum(), 24)  # every evaluation belongs to one arm
     table = hpo_experiment.format_hpo_table(result)
     assert "profile score" in table and key in table
+    # The folder alone gives the result back (to redraw or recompute without rerunning).
+    back = hpo_experiment.read_hpo_result(final)
+    assert back.config == dataclasses.replace(config, source=back.config.source)
+    np.testing.assert_array_equal(back.problems[key].best_gap["stabl"], gap)
+    assert hpo_experiment.build_hpo_summary(back)["profile_scores"] == summary["profile_scores"]
     # experiments/report.py turns the folder into EXPERIMENTS.md's tables.
     report = runpy.run_path(str(REPO / "experiments" / "report.py"))
     markdown = report["table"](final, (256,))
