@@ -13,6 +13,10 @@ from typing import Any
 
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
 from stabl_jax.learners import EXP3, StABL, Uniform, auer_gamma
+from stabl_jax.learners.hedge import Hedge
+from stabl_jax.learners.saol import SAOL, SAOLHedge
+from stabl_jax.learners.stabl_anytime import StABLAnytime
+from stabl_jax.learners.stabl_one_query import StABLOneQuery
 
 
 def _exp3_uniform(num_arms: int, horizon: int, gamma: float | None = None, **kwargs: Any) -> EXP3:
@@ -29,6 +33,11 @@ LEARNERS: dict[str, Callable[..., Any]] = {
     "stabl": StABL,
     "stabl_naive": functools.partial(StABL, observation="uniform"),
     "stabl_single_scale": functools.partial(StABL, history_lengths=(1024,)),
+    "hedge": Hedge,
+    "saol_hedge": SAOLHedge,
+    "saol": SAOL,
+    "stabl_one_query": StABLOneQuery,
+    "stabl_anytime": StABLAnytime,
 }
 
 LEARNER_DESCRIPTIONS: dict[str, str] = {
@@ -38,6 +47,11 @@ LEARNER_DESCRIPTIONS: dict[str, str] = {
     "stabl": "StABL, Algorithm 1: geometric EXP3 experts + importance query P(t) (2 queries)",
     "stabl_naive": "StABL with the observed arm drawn uniformly ('StABL Naive') (2 queries)",
     "stabl_single_scale": "StABL with one history length, 1024 ('Single Scale') (2 queries)",
+    "hedge": "Hedge, full information, eta = sqrt(8 ln n / T) (n queries)",
+    "saol_hedge": "SAOL (Daniely et al. 2015) over geometric Hedge experts, full info (n queries)",
+    "saol": "SAOL-style bandit: every geometric EXP3 expert queries its own arm (1 + B queries)",
+    "stabl_one_query": "StABL observing only the played arm; meta weights get muted (1 query)",
+    "stabl_anytime": "StABL, anytime rates set from the time since each restart (2 queries)",
 }
 
 ENVS: dict[str, Callable[..., Any]] = {
