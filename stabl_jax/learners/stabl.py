@@ -216,7 +216,9 @@ class StABL(BanditLearner):
 
     def tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
         """Lines 11-13 from the observed arm's loss only (``observed[1]``; ``observed[0]``,
-        the played arm's loss, is suffered but never used for learning)."""
+        the played arm's loss, is suffered but never used for learning). Subclasses that
+        learn from another query set ``learning_query``
+        (:class:`~stabl_jax.learners.stabl_one_query.StABLOneQuery`: 0)."""
         observed = self._observed(observed)
         j = self.learning_query
         arm = query.arms[j]
