@@ -477,3 +477,21 @@ def test_face_modules_do_not_import_matplotlib():
         env=dict(os.environ, PYTHONPATH=str(REPO)),
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_list_into_a_closed_pipe_exits_quietly(tmp_path):
+    """`stabl-jax list | head -1`: the reader leaves early; no traceback, exit 0."""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stabl_jax", "list"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().startswith("learners")
+    proc.stdout.close()  # like `head -1` exiting
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "unexpected failure" not in err
