@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -132,6 +133,11 @@ class StABL(BanditLearner):
 
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "stabl"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "expert_lr_scale": checks.Interval(0.0),
+        # 0 would make every meta weight log(0) = -inf: no distribution over experts.
+        "meta_lr_scale": checks.Interval(0.0, low_open=True),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -201,6 +207,7 @@ class StABL(BanditLearner):
         return v, mix, obs
 
     def ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
+        checks.check_state(self, state)
         _, mix, obs = self.distributions(state)
         u = sampling.uniforms(key, 2, self.float_dtype)
         played = sampling.sample_index(mix, u[0])
@@ -214,7 +221,7 @@ class StABL(BanditLearner):
     def tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
         """Lines 11-13 from the observed arm's loss only (``observed[1]``; ``observed[0]``,
         the played arm's loss, is suffered but never used for learning)."""
-        observed = self._observed(observed)
+        observed = self._observed(observed, state, query)
         arm = query.arms[1]
         value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
         params = state.params
