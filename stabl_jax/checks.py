@@ -129,8 +129,8 @@ class Interval:
         return np.isfinite(values) & above & below
 
     def __str__(self) -> str:
-        left = "(" if self.low_open else "["
-        right = ")" if self.high_open else "]"
+        left = "(" if self.low_open or self.low == -math.inf else "["
+        right = ")" if self.high_open or self.high == math.inf else "]"
         return f"{left}{self.low:g}, {self.high:g}{right}"
 
 

@@ -123,6 +123,7 @@ class BanditLearner:
           ``(new_state, info)``.
         """
         checks.check_losses("loss", loss, shape=(self.num_arms,))
+        checks.check_key("key", key)
         checks.check_state(self, state)
         loss = jnp.asarray(loss)
         query = self.ask(state, key)
