@@ -108,6 +108,18 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
         return {name: data[name] for name in data.files}
 
 
+def _load_checkpoint_file(path: Path) -> dict[str, np.ndarray]:
+    """:func:`load_arrays`, any failure (truncated, corrupt, object arrays) turned into a
+    :class:`CheckpointMismatch` naming the file."""
+    try:
+        return load_arrays(path)
+    except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, ...
+        raise CheckpointMismatch(
+            f"cannot read checkpoint {'chunk ' if path.name != STATE else ''}{path}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+
+
 # --------------------------------------------------------------------------------------------
 # Loop state <-> arrays
 # --------------------------------------------------------------------------------------------
@@ -212,7 +224,7 @@ class ChunkCheckpoint:
         path = self.folder / STATE
         if not path.is_file():
             return None
-        arrays = load_arrays(path)
+        arrays = _load_checkpoint_file(path)
         if str(arrays.get("format", "")) != FORMAT:
             raise CheckpointMismatch(
                 f"{path} is not a {FORMAT} checkpoint (format {str(arrays.get('format'))!r})"
@@ -257,10 +269,7 @@ class ChunkCheckpoint:
         pieces: dict[str, list[np.ndarray]] = {}
         for start, stop in chunks:
             path = self.folder / _chunk_name(start, stop)
-            try:
-                chunk = load_arrays(path)
-            except (OSError, ValueError) as exc:
-                raise CheckpointMismatch(f"cannot read checkpoint chunk {path}: {exc}") from None
+            chunk = _load_checkpoint_file(path)
             for name, value in chunk.items():
                 if value.ndim < 2 or value.shape[1] != stop - start:
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
