@@ -77,14 +77,11 @@ def _interrupt_after(checkpoint: ChunkCheckpoint, chunks: int) -> ChunkCheckpoin
     return checkpoint
 
 
-@pytest.mark.parametrize(
-    ("first_chunk", "stop_after", "second_chunk"), [(7, 3, 5), (1, 30, 48), (16, 1, 1)]
-)
-def test_any_chunk_size_and_resume_point_is_bitwise_identical(
-    learner, env, whole, tmp_path, first_chunk, stop_after, second_chunk
-):
+def test_any_chunk_size_and_resume_point_is_bitwise_identical(learner, env, whole, tmp_path):
     """Interrupted after ``stop_after`` chunks of ``first_chunk`` rounds, resumed with chunks
-    of ``second_chunk`` rounds: the same bits as one unchunked scan."""
+    of ``second_chunk`` rounds: the same bits as one unchunked scan. (Chunk sizes that do not
+    divide T are in tests/test_simulate.py; these divide it to keep compilations few.)"""
+    first_chunk, stop_after, second_chunk = 16, 2, 8
     fingerprint = {"test": "resume"}
     checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, fingerprint), stop_after)
     with pytest.raises(_Stop):
@@ -115,17 +112,12 @@ def test_bco_resume_is_bitwise_identical(tmp_path):
     env = MovingTarget(dim=2, horizon=32)
     learner = FKM(dim=2, horizon=32)
     whole = simulate_bco(learner, env, jax.random.key(3), 2, chunk_size=32)
-    checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, {"bco": 1}), 2)
+    checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, {"bco": 1}), 1)
     with pytest.raises(_Stop):
-        simulate_bco(learner, env, jax.random.key(3), 2, chunk_size=5, checkpoint=checkpoint)
-    resumed = simulate_bco(
-        learner,
-        env,
-        jax.random.key(3),
-        2,
-        chunk_size=9,
-        checkpoint=ChunkCheckpoint(tmp_path, {"bco": 1}),
-    )
+        simulate_bco(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
+    checkpoint = ChunkCheckpoint(tmp_path, {"bco": 1})
+    assert checkpoint.progress() == 16
+    resumed = simulate_bco(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
     np.testing.assert_array_equal(resumed.loss, whole.loss)
     np.testing.assert_array_equal(resumed.best_loss, whole.best_loss)
 
