@@ -344,6 +344,11 @@ def environment_info() -> dict[str, Any]:
         },
         "python": sys.version,
         "platform": platform.platform(),
+        "jax_config": {
+            "x64": bool(jax.config.jax_enable_x64),
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
+            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS"),
+        },
         "device": {
             "platform": devices[0].platform,
             "kind": devices[0].device_kind,

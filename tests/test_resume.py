@@ -145,6 +145,13 @@ def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path
         "rounds_done": {"uniform": HORIZON, "exp3": killed_at},
     }
     assert_same_results(out, reference)
+    # What a rerun needs is recorded: the exact command, the resolved config, the seed, the
+    # versions and the JAX settings.
+    assert summary["command"] == ["stabl-jax", *command[3:]]
+    assert summary["config"]["seed"] == summary["seed"] == 5 and summary["runs"] == 2
+    for package in ("stabl_jax", "jax", "jaxlib", "numpy", "python"):
+        assert summary["versions"][package]
+    assert summary["jax_config"]["x64"] is False and summary["jax_config"]["JAX_PLATFORMS"] == "cpu"
 
 
 def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
