@@ -68,7 +68,7 @@ from stabl_jax import registry
 
 KINDS: tuple[str, ...] = ("bandit", "bco")
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")
-MIN_HORIZON = 16  # StABL's geometric intervals need T >= 16
+MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
 DEFAULT_WINDOW = 50
 DEFAULT_RUNS = 100
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

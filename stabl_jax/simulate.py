@@ -220,7 +220,6 @@ def simulate(
       >>> res.loss.shape
       (3, 64)
     """
-    checks.check_key("key", key)
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
     if horizon > env.horizon:
@@ -229,6 +228,7 @@ def simulate(
         raise ValueError(
             f"learner.num_arms={learner.num_arms} does not match env.num_arms={env.num_arms}"
         )
+    checks.check_key("key", key)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
     if hasattr(learner, "check_params"):

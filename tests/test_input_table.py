@@ -117,8 +117,12 @@ def _():
 
 @row("L4")
 def _():
-    with raises(ValueError, "horizon=15", "too small for the geometric intervals", "16"):
-        StABL(num_arms=3, horizon=15)
+    # k runs from ceil(2 + log2 log2 T) to floor(log2 T): empty below 16 and for 17..31.
+    for bad in (15, 8, 17, 20, 31):
+        with raises(ValueError, f"horizon={bad}", "too small for the geometric intervals", "32"):
+            StABL(num_arms=3, horizon=bad)
+    assert StABL(num_arms=3, horizon=16).history_lengths == (16,)
+    assert StABL(num_arms=3, horizon=32).history_lengths == (32,)
 
 
 @row("L5")
@@ -196,6 +200,9 @@ def _():
     stabl = StABL(num_arms=N, horizon=T)
     with raises(ValueError, "params.meta_lr_scale", "(0, inf)", "0.0"):
         stabl.init(KEY, stabl.default_params.replace(meta_lr_scale=jnp.float32(0.0)))
+    # Positive but so small that eta_k underflows: every meta weight would be log(0).
+    with raises(ValueError, "params.meta_lr_scale=1e-40", "underflow in float32", "allowed"):
+        stabl.init(KEY, stabl.default_params.replace(meta_lr_scale=jnp.float32(1e-40)))
 
 
 @row("P3")

@@ -154,7 +154,8 @@ def test_device_count_does_not_change_results(learner, env, tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    one_device = simulate(learner, env, jax.random.key(11), R_DEVICES, chunk_size=16)
+    with jax.default_device(jax.devices("cpu")[0]):  # the subprocess runs on the CPU too
+        one_device = simulate(learner, env, jax.random.key(11), R_DEVICES, chunk_size=16)
     with np.load(out, allow_pickle=False) as four:
         for name, trace in one_device.traces().items():
             np.testing.assert_array_equal(four[name], trace, err_msg=name)

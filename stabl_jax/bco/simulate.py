@@ -149,7 +149,6 @@ def simulate_bco(
       >>> res.loss.shape
       (3, 64)
     """
-    checks.check_key("key", key)
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
     if horizon > env.horizon:
@@ -158,6 +157,7 @@ def simulate_bco(
         raise ValueError(f"learner.dim={learner.dim} does not match env.dim={env.dim}")
     if learner.domain != env.domain:
         raise ValueError(f"learner.domain={learner.domain} differs from env.domain={env.domain}")
+    checks.check_key("key", key)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
     checks.check_param_values(params, {}, batch=num_runs)

@@ -172,6 +172,24 @@ class StABL(BanditLearner):
         f = self.float_dtype
         return StABLParams(expert_lr_scale=jnp.asarray(1.0, f), meta_lr_scale=jnp.asarray(1.0, f))
 
+    def check_params(self, params: StABLParams, batch: int | None = None) -> None:
+        """The base checks, and: every ``eta_k = meta_lr_scale * base_k`` is a normal number
+        of the state's dtype (a scale so small that ``eta_k`` underflows makes every
+        ``log w(k) = log eta_k`` -inf and the mixture NaN)."""
+        super().check_params(params, batch)
+        scale = params.meta_lr_scale
+        if not checks.is_concrete(scale):
+            return
+        smallest = float(np.min(self.base_meta_step_sizes()))
+        tiny = float(np.finfo(self.dtype).tiny)
+        low = float(np.min(np.asarray(scale, np.float64)))
+        if low * smallest < tiny:
+            raise ValueError(
+                f"params.meta_lr_scale={low:.3g} makes the smallest meta step size "
+                f"eta_k = {low * smallest:.3g} underflow in {self.dtype} (below {tiny:.3g}); "
+                f"allowed: meta_lr_scale >= {tiny / smallest:.3g}"
+            )
+
     def _meta_step_sizes(self, params: StABLParams) -> jax.Array:
         return params.meta_lr_scale * jnp.asarray(self.base_meta_step_sizes(), self.float_dtype)
 
