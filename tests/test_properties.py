@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -103,6 +104,7 @@ def cases(draw: st.DrawFn) -> tuple[Any, Any, np.ndarray, np.ndarray, int]:
     return learner, params, losses, others, seed
 
 
+@pytest.mark.slow  # one compilation per example (CI runs it)
 @SETTINGS
 @given(cases())
 def test_contract_properties(case):

@@ -141,6 +141,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a JAX start-up and compilation in a subprocess (CI runs it)
 def test_device_count_does_not_change_results(learner, env, tmp_path):
     out = tmp_path / "four_devices.npz"
     flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"

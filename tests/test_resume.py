@@ -96,6 +96,7 @@ def _state_t0(partial_glob: list[Path], learner: str) -> int:
     return 0
 
 
+@pytest.mark.slow  # two JAX start-ups and compilations in subprocesses (CI runs it)
 def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "stabl_jax", "run", str(config_path), "--out", str(out)]
