@@ -1,17 +1,32 @@
 """Argument checks shared by constructors and entry points.
 
 Host-side values (sizes, horizons, option strings) are checked eagerly in constructors.
-Array values are checked when they are concrete (eager calls); inside ``jit``/``scan`` they are
-tracers and cannot raise, so :func:`check_losses` returns silently there — the CLI and
-``simulate`` generate losses from environments that are tested to stay in [0, 1].
+Array values are checked when they are concrete (eager calls). Inside ``jit``/``scan`` they
+are tracers and a Python ``raise`` cannot see them: shapes (static) are still checked there,
+values are checked only through :mod:`jax.experimental.checkify`, which this module wraps:
+
+- :class:`ValidatingLearner` adds in-trace checks (losses finite and in [0, 1], play
+  distribution finite and summing to 1) to any bandit learner; ``simulate(..., validate=True)``
+  runs with it (the command line always does) and raises :class:`checkify.JaxRuntimeError`
+  naming the round, the argument and the value.
+- :func:`checked_step` is ``learner.step`` jitted with those checks, for a user's own loop.
+
+``docs/reliability.md`` lists every input that is checked, where, and what happens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import functools
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 
 def check_int(name: str, value: object, minimum: int = 1) -> int:
@@ -29,9 +44,17 @@ def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
         raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
 
 
+def check_real(name: str, value: object) -> float:
+    """``value`` as a float when it is a real number (not a bool or a string), else
+    ``TypeError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
 def check_probability(name: str, value: float, *, open_right: bool = False) -> float:
     """A float in [0, 1] (or [0, 1) with ``open_right``)."""
-    v = float(value)
+    v = check_real(name, value)
     if not np.isfinite(v) or v < 0.0 or v > 1.0 or (open_right and v >= 1.0):
         interval = "[0, 1)" if open_right else "[0, 1]"
         raise ValueError(f"{name} must be in {interval}, got {value!r}")
@@ -65,26 +88,258 @@ def check_losses(name: str, losses: jax.Array, shape: tuple[int, ...] | None = N
         )
 
 
-def check_param_range(
-    name: str,
-    value: object,
-    low: float,
-    high: float = float("inf"),
-    *,
-    low_open: bool = False,
-) -> None:
-    """Reject a concrete ``Params`` entry outside ``[low, high]`` (``(low, high]`` with
-    ``low_open``), or NaN, naming it. Traced values (a params grid under ``vmap``/``jit``)
-    return silently, like :func:`check_losses`."""
-    if not is_concrete(value):
+def check_key(name: str, key: object) -> None:
+    """A single PRNG key: a typed key of shape ``()`` (``jax.random.key(seed)``) or a legacy
+    raw ``uint32[2]`` key (``jax.random.PRNGKey(seed)``)."""
+    shape = getattr(key, "shape", None)
+    dtype = getattr(key, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(
+            f"{name} must be a PRNG key from jax.random.key(seed), got {key!r} "
+            f"({type(key).__name__})"
+        )
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        if tuple(shape) != ():
+            raise ValueError(
+                f"{name} must be a single PRNG key (shape ()), got a key array of shape "
+                f"{tuple(shape)}"
+            )
         return
-    arr = np.asarray(value, dtype=np.float64)
-    bad = ~np.isfinite(arr) if high == float("inf") else np.isnan(arr)
-    bad |= (arr <= low) if low_open else (arr < low)
-    bad |= arr > high
-    if bad.any():
-        left = "(" if low_open else "["
-        right = "]" if high < float("inf") else ")"
-        interval = f"{left}{low:g}, {high:g}{right}"
-        found = arr[tuple(np.argwhere(bad)[0])] if arr.ndim else arr
-        raise ValueError(f"params.{name} must be in {interval}, got {float(found)!r}")
+    if np.dtype(dtype) == np.uint32 and tuple(shape) == (2,):
+        return
+    raise TypeError(
+        f"{name} must be a PRNG key from jax.random.key(seed), got an array of shape "
+        f"{tuple(shape)} and dtype {dtype}"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A range of allowed values: ``[low, high]``, either end open when asked."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, values: np.ndarray) -> np.ndarray:
+        """Elementwise: finite and inside the interval."""
+        above = values > self.low if self.low_open else values >= self.low
+        below = values < self.high if self.high_open else values <= self.high
+        return np.isfinite(values) & above & below
+
+    def __str__(self) -> str:
+        left = "(" if self.low_open or self.low == -math.inf else "["
+        right = ")" if self.high_open or self.high == math.inf else "]"
+        return f"{left}{self.low:g}, {self.high:g}{right}"
+
+
+def check_param_values(
+    params: Any,
+    bounds: Mapping[str, Interval],
+    *,
+    name: str = "params",
+    batch: int | None = None,
+) -> None:
+    """Check a learner's ``Params`` pytree.
+
+    Shapes (static, so also under ``jit``): every leaf is a scalar, or with ``batch`` either a
+    scalar or a ``(batch,)`` vector (per-run values). Values (concrete leaves only): finite,
+    and inside ``bounds[field]`` for the fields listed there.
+
+    Raises:
+      ValueError: naming ``params.<field>``, the bad value or shape, and what is allowed.
+    """
+    fields = (
+        {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+        if dataclasses.is_dataclass(params)
+        else dict(enumerate(jax.tree.leaves(params)))
+    )
+    for field, value in fields.items():
+        label = f"{name}.{field}"
+        shape = tuple(np.shape(value))
+        allowed_shapes = [()] if batch is None else [(), (batch,)]
+        if shape not in allowed_shapes:
+            what = "a scalar" if batch is None else f"a scalar or a ({batch},) per-run vector"
+            hint = " (sweep with jax.vmap or simulate's per-run params)" if batch is None else ""
+            raise ValueError(f"{label} must be {what}, got shape {shape}{hint}")
+        if not is_concrete(value):
+            continue
+        arr = np.asarray(value, dtype=np.float64)
+        interval = bounds.get(str(field), Interval())
+        bad = ~interval.holds(arr)
+        if bad.any():
+            found = float(arr[bad].flat[0])
+            allowed = "finite" if interval == Interval() else f"finite and in {interval}"
+            raise ValueError(f"{label} must be {allowed}, got {found!r}")
+
+
+@functools.cache
+def _state_template(learner: Any, x64: bool) -> Any:
+    """Shapes and dtypes of ``learner.init``'s state (once per learner and x64 setting)."""
+    del x64  # part of the cache key: float64 states exist only under jax_enable_x64
+    return jax.eval_shape(learner.init, jax.random.key(0))
+
+
+def check_state(learner: Any, state: Any, name: str = "state") -> None:
+    """``state`` has the structure, shapes and dtypes of ``learner.init``'s (static, so this
+    also runs under ``jit``): a state of another learner, or of one with other sizes, is an
+    error instead of a silently wrong distribution."""
+    template = _state_template(learner, bool(jax.config.jax_enable_x64))
+    expected_def = jax.tree.structure(template)
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(state)
+    if treedef != expected_def:
+        raise ValueError(
+            f"{name} does not come from {type(learner).__name__}.init: its structure "
+            f"{type(state).__name__} differs from the expected {expected_def}"
+        )
+    for (path, leaf), want in zip(leaves, jax.tree.leaves(template), strict=True):
+        shape, dtype = tuple(np.shape(leaf)), getattr(leaf, "dtype", None)
+        if shape != tuple(want.shape) or dtype != want.dtype:
+            raise ValueError(
+                f"{name}{jax.tree_util.keystr(path)} has shape {shape} and dtype {dtype}, "
+                f"expected {tuple(want.shape)} {want.dtype} for {learner!r} (a state of "
+                "another learner or of other sizes?)"
+            )
+
+
+def check_query(query: Any, num_arms: int, num_queries: int) -> None:
+    """A :class:`~stabl_jax.learners.base.BanditQuery` fits the learner: shapes always;
+    when concrete, arms are ints in ``[0, num_arms)`` and query probabilities in ``(0, 1]``
+    (an importance weight divides by them)."""
+    arms, probs = query.arms, query.query_probs
+    if tuple(np.shape(arms)) != (num_queries,):
+        raise ValueError(
+            f"query.arms must have shape ({num_queries},), got {tuple(np.shape(arms))}"
+        )
+    if tuple(np.shape(probs)) != (num_queries,):
+        raise ValueError(
+            f"query.query_probs must have shape ({num_queries},), got {tuple(np.shape(probs))}"
+        )
+    if tuple(np.shape(query.play_probs)) != (num_arms,):
+        raise ValueError(
+            f"query.play_probs must have shape ({num_arms},), got "
+            f"{tuple(np.shape(query.play_probs))}"
+        )
+    if is_concrete(arms):
+        a = np.asarray(arms)
+        if not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"query.arms must be integers, got dtype {a.dtype}")
+        if ((a < 0) | (a >= num_arms)).any():
+            raise ValueError(f"query.arms must lie in [0, {num_arms - 1}], got {a.tolist()}")
+    if is_concrete(probs):
+        p = np.asarray(probs, dtype=np.float64)
+        if (~np.isfinite(p) | (p <= 0.0) | (p > 1.0)).any():
+            raise ValueError(f"query.query_probs must be in (0, 1], got {p.tolist()}")
+
+
+# --------------------------------------------------------------------------------------------
+# In-trace checks (jax.experimental.checkify)
+# --------------------------------------------------------------------------------------------
+
+
+def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -> None:
+    """``checkify.check`` that ``losses`` are finite and in [0, 1] (works on tracers).
+
+    Must run under :func:`jax.experimental.checkify.checkify` (``simulate(validate=True)``
+    and :func:`checked_step` do that); the error names ``name``, the round ``t``, the first
+    bad index and its value.
+    """
+    flat = jnp.ravel(losses)
+    bad = ~(jnp.isfinite(flat) & (flat >= 0.0) & (flat <= 1.0))
+    index = jnp.argmax(bad)
+    checkify.check(
+        ~jnp.any(bad),
+        f"{name} at round {{t}} must be finite and in [0, 1]; found {{value}} at index "
+        "{index} (losses are never clipped: rescale them to [0, 1] first)",
+        t=jnp.asarray(t, jnp.int32),
+        value=flat[index].astype(jnp.float32),
+        index=index,
+    )
+
+
+def distribution_tolerance(num_arms: int, dtype: Any) -> float:
+    """How far ``sum(p)`` of a computed probability vector may be from 1: ``2 n u``.
+
+    ``u`` is the unit roundoff of ``dtype``. Summing ``n`` non-negative terms in floating
+    point errs by at most ``(n - 1) u sum(p)`` (sequential order; pairwise is smaller); each
+    entry carries a few ``u`` of relative error from ``exp`` and the log-domain normaliser,
+    and the mixtures (``p(t)^T v``, ``P(t)``) add one more such sum: ``2 n u`` covers both.
+    """
+    return 2.0 * num_arms * float(jnp.finfo(dtype).eps)
+
+
+def traced_check_distribution(name: str, probs: jax.Array, t: jax.Array | int = -1) -> None:
+    """``checkify.check`` that ``probs`` is a distribution: finite, ``>= 0``, summing to 1
+    within :func:`distribution_tolerance`."""
+    n = probs.shape[-1]
+    tol = distribution_tolerance(n, probs.dtype)
+    total = jnp.sum(probs)
+    ok = jnp.all(jnp.isfinite(probs)) & jnp.all(probs >= 0.0) & (jnp.abs(total - 1.0) <= tol)
+    checkify.check(
+        ok,
+        f"{name} at round {{t}} is not a distribution: sum {{total}} (allowed 1 ± {tol:.2g}), "
+        "min {low}",
+        t=jnp.asarray(t, jnp.int32),
+        total=total.astype(jnp.float32),
+        low=jnp.min(probs).astype(jnp.float32),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidatingLearner:
+    """A bandit learner with in-trace checks on every ``step`` (the validating wrapper).
+
+    ``step`` checks, with :mod:`checkify`, that the round's loss vector is finite and in
+    [0, 1] and that the learner's play distribution is a distribution, then runs the wrapped
+    learner's ``step`` unchanged (results are bitwise those of the learner). Every other
+    attribute is the wrapped learner's. Hashed by value like the learners, so it is a
+    static argument of ``jit``. Run it under :func:`checkify.checkify` (see
+    :func:`checked_step`).
+
+    Attributes:
+      learner: the wrapped bandit learner.
+    """
+
+    learner: Any
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "learner":  # not yet set (copying / unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.learner, name)
+
+    def step(self, state: Any, loss: jax.Array, key: jax.Array) -> tuple[Any, Any]:
+        t = state.t
+        traced_check_losses("loss", loss, t)
+        state, info = self.learner.step(state, loss, key)
+        traced_check_distribution("play distribution", info.play_probs, t)
+        return state, info
+
+
+def checked_step(learner: Any) -> Callable[[Any, jax.Array, jax.Array], tuple[Any, Any]]:
+    """``learner.step``, jitted with the in-trace checks of :class:`ValidatingLearner`.
+
+    The returned function raises :class:`checkify.JaxRuntimeError` (naming the argument, the
+    round and the value) where plain ``jax.jit(learner.step)`` would silently carry a NaN or
+    an out-of-range loss into the state. It costs one reduction over the arms per check.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from stabl_jax import EXP3
+      >>> step = checked_step(EXP3(num_arms=3, horizon=16))
+      >>> state = EXP3(num_arms=3, horizon=16).init(jax.random.key(0))
+      >>> state, info = step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> step(state, jnp.array([0.1, jnp.nan, 0.9]), jax.random.key(2))
+      Traceback (most recent call last):
+      ...
+      jax._src.checkify.JaxRuntimeError: loss at round 1 must be finite and in [0, 1]; found nan at index 1 (losses are never clipped: rescale them to [0, 1] first) (`check` failed)
+    """  # noqa: E501
+    wrapped = ValidatingLearner(learner)
+    program = jax.jit(checkify.checkify(wrapped.step, errors=checkify.user_checks))
+
+    def step(state: Any, loss: jax.Array, key: jax.Array) -> tuple[Any, Any]:
+        err, out = program(state, loss, key)
+        err.throw()
+        return out
+
+    return step

@@ -13,6 +13,11 @@ one results folder (``results/<config name>-seed<S>`` by default; see
 ``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``, and so
 does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hpo_bbob_sphere``).
 
+``run`` checks every round's losses and play distributions inside the compiled program
+(``simulate(validate=True)``) and checkpoints every learner after every chunk; if it is
+interrupted (Ctrl-C, a crash, ``kill -9``), the same command resumes from the last chunk and
+writes results bitwise identical to an uninterrupted run (see :mod:`stabl_jax.checkpoint`).
+
 Exit status: 0 success, 2 usage or config error (``error: ...`` on stderr), 1 unexpected
 failure, 130 interrupted.
 """
@@ -92,16 +97,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, message printed)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "handler", None) is None:
         parser.print_usage(sys.stderr)
         print("error: choose a command: run or list", file=sys.stderr)
         return EXIT_USAGE
 
+    from stabl_jax.checkpoint import CheckpointMismatch
     from stabl_jax.results import OutputError
 
     try:
         return args.handler(args)
-    except (ConfigError, OutputError) as exc:
+    except (ConfigError, OutputError, CheckpointMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -162,6 +169,7 @@ def _config_description(path: Any) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from stabl_jax.checkpoint import ExperimentCheckpoints, experiment_identity
     from stabl_jax.experiment import resolve_chunk_size, run_experiment
     from stabl_jax.results import ResultsFolder, write_results
 
@@ -173,15 +181,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if config.kind == "hpo":
         return _run_hpo(config, folder, started=started, start=start)
     with folder:
+        identity = experiment_identity(config)
+        resumed = folder.resume(identity, force=args.force)
+        checkpoints = ExperimentCheckpoints(folder.checkpoint_dir, identity)
         _print_header(config, folder.final, resolve_chunk_size(config))
-        result = run_experiment(
-            config,
-            progress=None if args.no_progress else _progress_bars(config.horizon),
-            on_learner_done=_print_learner_done,
-        )
+        if resumed is not None:
+            done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in resumed.progress.items())
+            print(f"  resuming {resumed.source.name}: {done or 'nothing done yet'}", flush=True)
+        try:
+            result = run_experiment(
+                config,
+                progress=None if args.no_progress else _progress_bars(config.horizon),
+                on_learner_done=_print_learner_done,
+                checkpoints=checkpoints,
+                validate=True,
+            )
+        except KeyboardInterrupt:
+            print(
+                f"\ninterrupted: checkpoints kept in {folder.partial}; "
+                "run the same command again to resume",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise
         what = "SA(L)" if config.kind == "bco" else "SA(L), per segment"
         print(f"  metrics ({what}): {result.metrics_seconds:.1f} s", flush=True)
-        final = write_results(result, folder, started=started)
+        extra = {
+            "command": ["stabl-jax", *args.argv],
+            "resumed": None
+            if resumed is None
+            else {"from": resumed.source.name, "rounds_done": resumed.progress},
+        }
+        final = write_results(result, folder, started=started, extra=extra)
     print()
     print(format_table(result))
     print()

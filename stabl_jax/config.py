@@ -71,7 +71,7 @@ if typing.TYPE_CHECKING:
 
 KINDS: tuple[str, ...] = ("bandit", "bco", "hpo")
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")
-MIN_HORIZON = 16  # StABL's geometric intervals need T >= 16
+MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
 DEFAULT_WINDOW = 50
 DEFAULT_RUNS = 100
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -349,6 +349,8 @@ def resolve_config(name_or_path: str | Path) -> Any:
             except OSError:
                 continue
     available = ", ".join(sorted(shipped_configs())) or "(none found)"
+    if path.is_dir():
+        raise ConfigError(f"config path {text!r} is a folder; give a .toml file or a config name")
     if looks_like_path:
         raise ConfigError(f"config file {text!r} does not exist")
     raise ConfigError(
@@ -570,6 +572,11 @@ def validate(
         for field in params.get(learner_name, {}):
             if field not in allowed:
                 check.unknown(f"params.{learner_name}.{field}", allowed, "param")
+        if params.get(learner_name) and hasattr(learner, "check_params"):
+            try:  # the learner's own ranges (e.g. gamma <= 1, meta_lr_scale > 0)
+                learner.check_params(config.learner_params(learner, learner_name))
+            except (TypeError, ValueError) as exc:
+                check.fail(f"params.{learner_name}", f"learner {learner_name!r} rejects: {exc}")
     return config
 
 

@@ -33,6 +33,7 @@ from stabl_jax.bco.simulate import (
     paired_bco_adaptive_regret,
     simulate_bco,
 )
+from stabl_jax.checkpoint import ExperimentCheckpoints
 from stabl_jax.config import ExperimentConfig
 from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
 
@@ -116,6 +117,8 @@ def run_experiment(
     *,
     progress: ProgressFactory | None = None,
     on_learner_done: Callable[[Any], None] | None = None,
+    checkpoints: ExperimentCheckpoints | None = None,
+    validate: bool = True,
 ) -> ExperimentResult | BCOExperimentResult:
     """Simulate every learner of ``config`` and compute its metrics.
 
@@ -126,13 +129,19 @@ def run_experiment(
         ``(done, total)`` callback). ``None``: no progress display.
       on_learner_done: called with each learner's outcome as soon as it is simulated (before
         the shared SA(L) pass, so its ``sa_*`` arrays are still empty then).
+      checkpoints: where each learner's simulation checkpoints every chunk and resumes from
+        (:class:`~stabl_jax.checkpoint.ExperimentCheckpoints`); ``None``: no checkpoints.
+      validate: check every round's losses and play distribution inside the compiled program
+        (``simulate(validate=True)``; bandit learners only). Results are unchanged.
 
     Returns:
       An :class:`ExperimentResult`, or a :class:`BCOExperimentResult` for a BCO config
       (:func:`run_bco_experiment`).
     """
     if config.kind == "bco":
-        return run_bco_experiment(config, progress=progress, on_learner_done=on_learner_done)
+        return run_bco_experiment(
+            config, progress=progress, on_learner_done=on_learner_done, checkpoints=checkpoints
+        )
     start = time.perf_counter()
     env = config.make_env()
     key = jax.random.key(config.seed)
@@ -155,6 +164,8 @@ def run_experiment(
             params=params,
             chunk_size=chunk,
             progress=progress(name) if progress is not None else False,
+            validate=validate,
+            checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
         )
         sim_s = time.perf_counter() - sim_start
         metric_start = time.perf_counter()
@@ -291,6 +302,7 @@ def run_bco_experiment(
     *,
     progress: ProgressFactory | None = None,
     on_learner_done: Callable[[BCOLearnerOutcome], None] | None = None,
+    checkpoints: ExperimentCheckpoints | None = None,
 ) -> BCOExperimentResult:
     """Simulate every BCO learner of ``config`` on the same environment draws and measure SA(L).
 
@@ -299,6 +311,7 @@ def run_bco_experiment(
       progress: as in :func:`run_experiment` (a ``bool`` return is read as no callback).
       on_learner_done: called with each learner's outcome as soon as it is simulated (its
         ``sa`` is still empty then).
+      checkpoints: as in :func:`run_experiment`.
 
     Returns:
       A :class:`BCOExperimentResult`.
@@ -322,6 +335,7 @@ def run_bco_experiment(
             params=params,
             chunk_size=chunk,
             progress=callback if callable(callback) else None,
+            checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
         )
         outcome = BCOLearnerOutcome(
             name=name,

@@ -25,7 +25,8 @@ def geometric_history_lengths(horizon: int) -> tuple[int, ...]:
     lengths returned, which is what makes ``P(t)`` of line 9 a probability distribution.
 
     Raises:
-      ValueError: if ``horizon < 16``, where the range of ``k`` is empty.
+      ValueError: if the range of ``k`` is empty: ``horizon < 16``, and also
+        ``17 <= horizon <= 31`` (``ceil(2 + log2 log2 T) = 5 > floor(log2 T) = 4`` there).
 
     Example:
       >>> geometric_history_lengths(4096)
@@ -42,7 +43,8 @@ def geometric_history_lengths(horizon: int) -> tuple[int, ...]:
         raise ValueError(
             f"horizon={horizon} is too small for the geometric intervals of Algorithm 1: "
             f"k runs from ceil(2 + log2 log2 T) = {k_min} to floor(log2 T) = {k_max}, which is "
-            "empty; use horizon >= 16 or pass history_lengths explicitly"
+            "empty (it is for T < 16 and for 17 <= T <= 31); use horizon = 16 or >= 32, or "
+            "pass history_lengths explicitly"
         )
     return tuple(2**k for k in range(k_min, k_max + 1))
 

@@ -14,9 +14,16 @@ A BCO experiment (``kind = "bco"``) writes the same folder with ``loss.png`` (mo
 loss) and ``adaptive_regret.png`` as its plots, and traces ``<learner>/loss``,
 ``<learner>/best_loss`` and ``<learner>/sa`` plus ``comparator_gap``.
 
-Atomicity: everything is built in the sibling ``<out>.partial-<pid>``; ``COMPLETE`` is written
-last, then the folder is renamed to ``<out>``. A reader that sees ``<out>`` sees all of it; a
-crash leaves only a ``.partial-<pid>`` folder behind. ``traces.npz`` keys are
+Atomicity: everything is built in the sibling ``<out>.partial-<pid>``; every file is
+``fsync``-ed, ``COMPLETE`` is written last, then the folder is renamed to ``<out>``. A reader
+that sees ``<out>`` sees all of it; a crash leaves only a ``.partial-<pid>`` folder behind.
+
+Resuming: while it runs, the partial folder holds chunk checkpoints
+(``checkpoint/``, :mod:`stabl_jax.checkpoint`). After a crash or ``kill -9``, the same
+command finds the dead process's partial folder (:meth:`ResultsFolder.resume`), takes over
+its checkpoints when they were written for the same experiment, and continues; a checkpoint
+of a different experiment is an error unless ``--force`` discards it. ``checkpoint/`` is
+removed before ``COMPLETE`` is written. ``traces.npz`` keys are
 ``"<learner>/<field>"`` (``stabl/loss``); read it with :func:`read_traces`
 (``allow_pickle=False``).
 
@@ -39,13 +46,14 @@ import shutil
 import sys
 import typing
 from collections.abc import Mapping
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
-from stabl_jax import __version__, metrics, plots
+from stabl_jax import __version__, checkpoint, metrics, plots
 from stabl_jax.experiment import BCOExperimentResult, ExperimentResult, LearnerOutcome
 
 if typing.TYPE_CHECKING:
@@ -78,6 +86,53 @@ class OutputError(Exception):
 def is_complete(path: str | Path) -> bool:
     """True when ``path`` is a finished results folder (it holds ``COMPLETE``)."""
     return (Path(path) / COMPLETE).is_file()
+
+
+def _fsync_tree(folder: Path) -> None:
+    """``fsync`` every file under ``folder`` and the folders themselves."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                fd = os.open(Path(root) / name, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        checkpoint.fsync_dir(root)
+
+
+def _partial_pid(path: Path, final_name: str) -> int | None:
+    """The pid in ``<final_name>.partial-<pid>[.<suffix>]``, or ``None``."""
+    rest = path.name.removeprefix(f"{final_name}.partial-")
+    digits = rest.split(".", 1)[0]
+    return int(digits) if rest != path.name and digits.isdigit() else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
+
+
+@dataclasses.dataclass
+class Resumed:
+    """What :meth:`ResultsFolder.resume` took over.
+
+    Attributes:
+      source: the interrupted partial folder the checkpoints came from.
+      progress: ``{learner: rounds already done}``.
+    """
+
+    source: Path
+    progress: dict[str, int]
 
 
 def _is_replaceable(path: Path) -> bool:
@@ -142,7 +197,9 @@ class ResultsFolder:
         partial = parent / f"{final.name}.partial-{os.getpid()}"
         try:
             if partial.exists():
-                shutil.rmtree(partial)
+                # Left by a dead process that had our pid: keep it for resume(), renamed.
+                stale = partial.with_name(f"{partial.name}.{datetime.datetime.now():%H%M%S%f}")
+                os.replace(partial, stale)
             partial.mkdir()
             probe = partial / ".write-test"
             probe.write_bytes(b"")
@@ -151,12 +208,64 @@ class ResultsFolder:
             raise OutputError(f"output location {parent} is not writable: {exc}") from None
         return cls(final, partial, force)
 
+    @property
+    def checkpoint_dir(self) -> Path:
+        """Where the experiment's chunk checkpoints live while it runs."""
+        return self.partial / checkpoint.CHECKPOINT_DIR
+
+    def interrupted(self) -> list[Path]:
+        """Partial folders of the same ``<out>`` left by processes that are no longer
+        running, newest first."""
+        found = []
+        for path in self.final.parent.glob(f"{glob_escape(self.final.name)}.partial-*"):
+            pid = _partial_pid(path, self.final.name)
+            if path == self.partial or pid is None or not path.is_dir():
+                continue
+            if pid != os.getpid() and _pid_alive(pid):
+                continue  # another run of the same command is still going
+            found.append(path)
+        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+    def resume(self, identity: Mapping[str, Any], *, force: bool = False) -> Resumed | None:
+        """Take over the checkpoints of an interrupted run of the same experiment.
+
+        Every interrupted partial folder (:meth:`interrupted`) is looked at: the newest one
+        whose ``checkpoint/experiment.json`` equals ``identity`` has its checkpoints moved
+        into :attr:`partial`; the others are removed. A folder with checkpoints of a
+        different experiment is removed only with ``force``.
+
+        Returns:
+          What was taken over, or ``None``.
+
+        Raises:
+          OutputError: an interrupted run of a different experiment (config, seed, runs or
+            versions) left checkpoints there and ``force`` is false.
+        """
+        identity = json.loads(json.dumps(dict(identity), sort_keys=True))
+        taken: Resumed | None = None
+        for path in self.interrupted():
+            found = checkpoint.read_identity(path / checkpoint.CHECKPOINT_DIR)
+            if found is not None and found == identity and taken is None:
+                shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+                os.replace(path / checkpoint.CHECKPOINT_DIR, self.checkpoint_dir)
+                store = checkpoint.ExperimentCheckpoints(self.checkpoint_dir, identity)
+                taken = Resumed(source=path, progress=store.progress())
+            elif found is not None and found != identity and not force:
+                raise OutputError(
+                    f"{path} holds checkpoints of an interrupted run of a different experiment "
+                    f"({checkpoint.describe_mismatch(found, identity)}); rerun that exact "
+                    "command to resume it, or pass --force to discard it"
+                )
+            shutil.rmtree(path, ignore_errors=True)
+        return taken
+
     def commit(self) -> Path:
-        """Write ``COMPLETE`` and move the folder into place; returns the final path."""
-        (self.partial / COMPLETE).write_text(
-            datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds") + "\n",
-            encoding="utf-8",
-        )
+        """Drop the checkpoints, ``fsync`` every file, write ``COMPLETE`` and move the folder
+        into place; returns the final path."""
+        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        _fsync_tree(self.partial)
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds") + "\n"
+        checkpoint.atomic_write(self.partial / COMPLETE, lambda f: f.write(stamp.encode()))
         old: Path | None = None
         if self.final.exists():
             if is_complete(self.final) and not self.force:
@@ -172,6 +281,7 @@ class ResultsFolder:
             if old is not None:
                 os.replace(old, self.final)
             raise
+        checkpoint.fsync_dir(self.final.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         self.committed = True
@@ -184,8 +294,14 @@ class ResultsFolder:
     def __enter__(self) -> ResultsFolder:
         return self
 
+    def has_checkpoints(self) -> bool:
+        """Whether the partial folder holds chunk checkpoints worth resuming."""
+        folder = self.checkpoint_dir
+        return folder.is_dir() and any(p.is_dir() for p in folder.iterdir())
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if not self.committed:
+        # An interrupted run keeps its checkpoints: the same command resumes from them.
+        if not self.committed and not self.has_checkpoints():
             self.discard()
 
 
@@ -237,6 +353,11 @@ def environment_info() -> dict[str, Any]:
         },
         "python": sys.version,
         "platform": platform.platform(),
+        "jax_config": {
+            "x64": bool(jax.config.jax_enable_x64),
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
+            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS"),
+        },
         "device": {
             "platform": devices[0].platform,
             "kind": devices[0].device_kind,
@@ -541,8 +662,16 @@ def write_results(
     folder: ResultsFolder,
     *,
     started: str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write summary, traces and plots into ``folder.partial``, then commit it.
+
+    Args:
+      result: the experiment's results.
+      folder: the folder being built.
+      started: ISO time the run started.
+      extra: more top-level entries of ``summary.json`` (the command line adds ``command``
+        and ``resumed``).
 
     Returns:
       The final folder path.
@@ -558,6 +687,7 @@ def write_results(
     else:
         summary = build_summary(result, started=started)
         arrays, render = trace_arrays(result), render_plots
+    summary.update(_clean(dict(extra or {})))
     text = json.dumps(summary, indent=2, allow_nan=False)
     (folder.partial / SUMMARY).write_text(text + "\n", encoding="utf-8")
     # Uncompressed: 0.5 s instead of 11 s for the default run's traces, for 27% more bytes.

@@ -27,6 +27,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 from stabl_jax import checks
 
@@ -135,6 +136,39 @@ def run_chunk(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: in
     return jax.vmap(partial(_chunk_one, learner, env), in_axes=(0, None, None))(carry, t0, length)
 
 
+@partial(jax.jit, static_argnames=("learner", "env", "length"))
+def run_chunk_checked(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: int):
+    """:func:`run_chunk` with the in-trace checks of :class:`~stabl_jax.checks.ValidatingLearner`
+    (every round's losses and play distribution), under ``checkify``.
+
+    Returns ``(error, (carry, outputs))``; the values are bitwise those of :func:`run_chunk`.
+    """
+
+    def chunk(c: RunCarry, t: jax.Array):
+        one = partial(_chunk_one, checks.ValidatingLearner(learner), env)
+        return jax.vmap(one, in_axes=(0, None, None))(c, t, length)
+
+    return checkify.checkify(chunk, errors=checkify.user_checks)(carry, t0)
+
+
+class _RaisingLowered:
+    """A lowered checkified chunk whose compiled form raises the first failed check and
+    otherwise returns ``(carry, outputs)`` like an unchecked chunk (what ``run_chunks`` runs)."""
+
+    def __init__(self, lowered: Any) -> None:
+        self.lowered = lowered
+
+    def compile(self) -> Callable[[Any, jax.Array], Any]:
+        compiled = self.lowered.compile()
+
+        def call(carry: Any, t0: jax.Array) -> Any:
+            err, result = compiled(carry, t0)
+            err.throw()
+            return result
+
+        return call
+
+
 def auto_chunk_size(num_runs: int, horizon: int, budget_bytes: int = 256 * 2**20) -> int:
     """Rounds per chunk so that one chunk's outputs stay under ``budget_bytes``."""
     per_round = max(1, num_runs) * _BYTES_PER_ROUND
@@ -151,6 +185,8 @@ def simulate(
     params: Any = None,
     chunk_size: int | None = None,
     progress: bool | Callable[[int, int], None] = False,
+    validate: bool = False,
+    checkpoint: Any = None,
 ) -> SimResult:
     """Simulate ``num_runs`` independent runs of ``learner`` on ``env``.
 
@@ -166,6 +202,12 @@ def simulate(
       chunk_size: rounds per compiled chunk; ``None`` picks one from a 256 MiB output budget.
         Results are identical for every chunk size.
       progress: show a tqdm bar per chunk (``True``), or a callback ``(done, total)``.
+      validate: check every round's losses (finite, in [0, 1]) and play distribution inside
+        the compiled program (:class:`~stabl_jax.checks.ValidatingLearner`); a failure raises
+        ``checkify.JaxRuntimeError`` naming the round and the value. Results are unchanged.
+        The command line always validates.
+      checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint`: resume from it, and
+        save the loop state and outputs after every chunk (see :func:`run_chunks`).
 
     Returns:
       A :class:`SimResult` with ``(R, T)`` traces.
@@ -180,16 +222,31 @@ def simulate(
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
+    if horizon > env.horizon:
+        raise ValueError(f"horizon must be <= env.horizon={env.horizon}, got {horizon}")
     if learner.num_arms != env.num_arms:
         raise ValueError(
             f"learner.num_arms={learner.num_arms} does not match env.num_arms={env.num_arms}"
         )
+    checks.check_key("key", key)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
+    if hasattr(learner, "check_params"):
+        learner.check_params(params, batch=num_runs)
     chunk = auto_chunk_size(num_runs, horizon) if chunk_size is None else chunk_size
     carry = init_runs(learner, env, run_keys(key, num_runs), params)
+    if validate:
+
+        def lower(c: Any, t0: jax.Array, n: int) -> Any:
+            return _RaisingLowered(run_chunk_checked.lower(learner, env, c, t0, n))
+
+    else:
+
+        def lower(c: Any, t0: jax.Array, n: int) -> Any:
+            return run_chunk.lower(learner, env, c, t0, n)
+
     carry, arrays, compile_s, run_s = run_chunks(
-        lambda c, t0, n: run_chunk.lower(learner, env, c, t0, n), carry, horizon, chunk, progress
+        lower, carry, horizon, chunk, progress, checkpoint=checkpoint
     )
     return SimResult(**arrays, carry=carry, compile_seconds=compile_s, run_seconds=run_s)
 
@@ -210,6 +267,7 @@ def run_chunks(
     horizon: int,
     chunk_size: int,
     progress: bool | Callable[[int, int], None] = False,
+    checkpoint: Any = None,
 ) -> tuple[Any, dict[str, np.ndarray], float, float]:
     """Drive a chunked scan over rounds ``0..horizon-1`` (shared by every simulator).
 
@@ -222,6 +280,11 @@ def run_chunks(
       horizon: number of rounds.
       chunk_size: rounds per chunk (>= 1); results do not depend on it.
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
+      checkpoint: ``None`` (nothing saved), or an object with
+        ``restore(carry) -> (carry, outputs so far, t0) | None``, called once before the first
+        chunk (the run continues from round ``t0``), and
+        ``save(carry, chunk_outputs, start, stop)``, called after each chunk
+        (:class:`stabl_jax.checkpoint.ChunkCheckpoint` writes them atomically).
 
     Returns:
       ``(carry, outputs (R, horizon, ...) per name, compile_seconds, run_seconds)``.
@@ -232,6 +295,13 @@ def run_chunks(
     pieces: dict[str, list[np.ndarray]] = {}
     bar = _progress_bar(progress, horizon)
     t0 = 0
+    restored = checkpoint.restore(carry) if checkpoint is not None else None
+    if restored is not None:
+        carry, done, t0 = restored
+        if not 0 < t0 <= horizon:
+            raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
+        pieces = {name: [value] for name, value in done.items()}
+        bar(t0)
     while t0 < horizon:
         length = min(chunk, horizon - t0)
         t0_arr = jnp.asarray(t0, jnp.int32)
@@ -245,6 +315,8 @@ def run_chunks(
         run_s += time.perf_counter() - start
         for name, value in out.items():
             pieces.setdefault(name, []).append(np.asarray(value))
+        if checkpoint is not None:
+            checkpoint.save(carry, out, t0, t0 + length)
         t0 += length
         bar(t0)
     arrays = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}

@@ -189,11 +189,11 @@ def test_bad_options_are_named(cls, kwargs, match):
 @pytest.mark.parametrize(
     ("name", "field", "value", "match"),
     [
-        ("exp3s", "gamma", 1.5, r"params.gamma must be in \[0, 1\], got 1.5"),
-        ("exp3s", "alpha", -1.0, r"params.alpha must be in \[0, inf\), got -1.0"),
-        ("exp3_ix", "ix_scale", math.nan, r"params.ix_scale must be in \[0, inf\), got nan"),
-        ("d_ucb", "discount", 0.0, r"params.discount must be in \(0, 1\], got 0.0"),
-        ("sw_ucb", "explore_scale", -2.0, r"params.explore_scale must be in \[0, inf\)"),
+        ("exp3s", "gamma", 1.5, r"params.gamma must be finite and in \[0, 1\], got 1.5"),
+        ("exp3s", "alpha", -1.0, r"params.alpha must be finite and in \[0, inf\), got -1.0"),
+        ("exp3_ix", "ix_scale", math.nan, r"params.ix_scale must be finite.*got nan"),
+        ("d_ucb", "discount", 0.0, r"params.discount must be finite and in \(0, 1\], got 0.0"),
+        ("sw_ucb", "explore_scale", -2.0, r"params.explore_scale must be finite and in \[0, inf\)"),
     ],
 )
 def test_bad_params_are_named(name, field, value, match):

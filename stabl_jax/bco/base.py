@@ -146,7 +146,7 @@ class BCOLearner:
             raise TypeError(f"domain must be a stabl_jax.domains.Domain, got {self.domain!r}")
         if self.domain.dim != self.dim:
             raise ValueError(f"domain.dim={self.domain.dim} does not match dim={self.dim}")
-        g = float(self.lipschitz)
+        g = checks.check_real("lipschitz", self.lipschitz)
         if not math.isfinite(g) or g <= 0.0:
             raise ValueError(f"lipschitz must be a finite positive number, got {self.lipschitz!r}")
         object.__setattr__(self, "lipschitz", g)
@@ -218,6 +218,7 @@ class BCOLearner:
     def _resolve_params(self, params: Any) -> Any:
         if params is None:
             return self.default_params
+        checks.check_param_values(params, {})  # scalars, finite when concrete
         return jax.tree.map(lambda x: jnp.asarray(x, dtype=self.float_dtype), params)
 
     def _observed(self, observed: jax.Array) -> jax.Array:

@@ -117,6 +117,7 @@ def simulate_bco(
     chunk_size: int | None = None,
     record_points: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    checkpoint: Any = None,
 ) -> BCOSimResult:
     """Simulate ``num_runs`` independent runs of a BCO ``learner`` on a convex ``env``.
 
@@ -133,6 +134,8 @@ def simulate_bco(
         Results are identical for every chunk size.
       record_points: also return the ``(R, T, d)`` played points.
       progress: optional callback ``(done, total)`` after each chunk.
+      checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint` to resume from and save
+        to after every chunk (see :func:`stabl_jax.simulate.run_chunks`).
 
     Returns:
       A :class:`BCOSimResult`.
@@ -148,12 +151,16 @@ def simulate_bco(
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
+    if horizon > env.horizon:
+        raise ValueError(f"horizon must be <= env.horizon={env.horizon}, got {horizon}")
     if learner.dim != env.dim:
         raise ValueError(f"learner.dim={learner.dim} does not match env.dim={env.dim}")
     if learner.domain != env.domain:
         raise ValueError(f"learner.domain={learner.domain} differs from env.domain={env.domain}")
+    checks.check_key("key", key)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
+    checks.check_param_values(params, {}, batch=num_runs)
     if chunk_size is None:
         per_round = num_runs * (8 + (4 * env.dim if record_points else 0))
         chunk_size = max(1, min(horizon, (256 * 2**20) // per_round))
@@ -164,6 +171,7 @@ def simulate_bco(
         horizon,
         chunk_size,
         progress if progress is not None else False,
+        checkpoint=checkpoint,
     )
     return BCOSimResult(
         loss=arrays["loss"],

@@ -97,6 +97,11 @@ class PiecewiseEnv:
         checks.check_int("horizon", self.horizon, minimum=2)
         if self.change_points is None:
             points = equal_change_points(self.horizon, self.num_segments)
+        elif self.random_change_points:
+            raise ValueError(
+                f"change_points={self.change_points!r} and random_change_points=True exclude "
+                "each other: give the points, or num_segments with random_change_points"
+            )
         else:
             points = validate_change_points(self.change_points, self.horizon)
         object.__setattr__(self, "change_points", points)

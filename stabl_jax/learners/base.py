@@ -16,6 +16,7 @@ observations. ``num_queries`` counts all of them, as the paper does.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import chex
@@ -82,6 +83,9 @@ class BanditLearner:
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "base"
+    #: Allowed ranges of ``Params`` fields (checked when concrete); every field must be
+    #: finite in any case.
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {}
 
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
@@ -119,6 +123,9 @@ class BanditLearner:
           ``(new_state, info)``.
         """
         checks.check_losses("loss", loss, shape=(self.num_arms,))
+        checks.check_key("key", key)
+        checks.check_state(self, state)
+        loss = jnp.asarray(loss)
         query = self.ask(state, key)
         observed = loss[query.arms]
         new_state = self.tell(state, query, observed)
@@ -132,12 +139,32 @@ class BanditLearner:
         return new_state, info
 
     # --- helpers for subclasses -----------------------------------------------------------
+    def check_params(self, params: Any, batch: int | None = None) -> None:
+        """Raise ``TypeError``/``ValueError`` unless ``params`` are this learner's ``Params``
+        with scalar (or, with ``batch``, ``(batch,)`` per-run) leaves that are finite and in
+        :attr:`param_bounds` (values are checked when concrete)."""
+        expected = type(self.default_params)
+        if type(params) is not expected:
+            raise TypeError(
+                f"params must be a {expected.__name__} (learner.default_params.replace(...)), "
+                f"got {type(params).__name__}"
+            )
+        checks.check_param_values(params, self.param_bounds, batch=batch)
+
     def _resolve_params(self, params: Any) -> Any:
         if params is None:
             return self.default_params
+        self.check_params(params)
         return jax.tree.map(lambda x: jnp.asarray(x, dtype=self.float_dtype), params)
 
-    def _observed(self, observed: jax.Array) -> jax.Array:
-        """Validate the losses handed to ``tell`` and cast them to the state's dtype."""
+    def _observed(
+        self, observed: jax.Array, state: Any = None, query: BanditQuery | None = None
+    ) -> jax.Array:
+        """Validate what ``tell`` receives (the observed losses; with them, when given, the
+        state's shapes and the query) and cast the losses to the state's dtype."""
         checks.check_losses("observed", observed, shape=(self.num_queries,))
+        if state is not None:
+            checks.check_state(self, state)
+        if query is not None:
+            checks.check_query(query, self.num_arms, self.num_queries)
         return jnp.asarray(observed).astype(self.float_dtype)

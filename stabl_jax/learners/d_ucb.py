@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -102,6 +103,10 @@ class DUCB(BanditLearner):
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "d_ucb"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "explore_scale": checks.Interval(0.0),
+        "discount": checks.Interval(0.0, 1.0, low_open=True),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -127,8 +132,6 @@ class DUCB(BanditLearner):
     def init(self, key: jax.Array, params: DUCBParams | None = None) -> DUCBState:
         del key
         params = self._resolve_params(params)
-        checks.check_param_range("explore_scale", params.explore_scale, 0.0)
-        checks.check_param_range("discount", params.discount, 0.0, 1.0, low_open=True)
         zeros = jnp.zeros((self.num_arms,), self.float_dtype)
         return DUCBState(t=jnp.zeros((), jnp.int32), counts=zeros, sums=zeros, params=params)
 

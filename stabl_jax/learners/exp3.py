@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -41,6 +42,8 @@ class EXP3State:
 
 def auer_gamma(num_arms: int, horizon: int) -> float:
     """Exploration rate of Exp3 (Auer et al., 2002, Cor. 3.2): ``min(1, sqrt(n ln n/((e-1)T)))``."""
+    num_arms = checks.check_int("num_arms", num_arms, minimum=2)
+    horizon = checks.check_int("horizon", horizon, minimum=1)
     return min(1.0, math.sqrt(num_arms * math.log(num_arms) / ((math.e - 1.0) * horizon)))
 
 
@@ -81,6 +84,10 @@ class EXP3(BanditLearner):
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "lr_scale": checks.Interval(0.0),
+        "gamma": checks.Interval(0.0, 1.0),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -112,13 +119,14 @@ class EXP3(BanditLearner):
         return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
 
     def ask(self, state: EXP3State, key: jax.Array) -> BanditQuery:
+        checks.check_state(self, state)
         q = self.play_distribution(state)
         u = sampling.uniforms(key, 1, self.float_dtype)
         arm = sampling.sample_index(q, u[0])
         return BanditQuery(arms=arm[None], play_probs=q, query_probs=q[arm][None])
 
     def tell(self, state: EXP3State, query: BanditQuery, observed: jax.Array) -> EXP3State:
-        observed = self._observed(observed)
+        observed = self._observed(observed, state, query)
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         eta = self.learning_rate(state.params)
         log_w = estimators.exp3_log_update(state.log_weights, query.arms[0], value, eta)

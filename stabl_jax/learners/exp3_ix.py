@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -72,6 +73,10 @@ class Exp3IX(BanditLearner):
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3_ix"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "lr_scale": checks.Interval(0.0),
+        "ix_scale": checks.Interval(0.0),
+    }
 
     @property
     def default_params(self) -> Exp3IXParams:
@@ -87,8 +92,6 @@ class Exp3IX(BanditLearner):
     def init(self, key: jax.Array, params: Exp3IXParams | None = None) -> Exp3IXState:
         del key
         params = self._resolve_params(params)
-        checks.check_param_range("lr_scale", params.lr_scale, 0.0)
-        checks.check_param_range("ix_scale", params.ix_scale, 0.0)
         n = self.num_arms
         return Exp3IXState(
             t=jnp.zeros((), jnp.int32),

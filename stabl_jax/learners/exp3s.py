@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -108,6 +109,11 @@ class Exp3S(BanditLearner):
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3s"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "gamma": checks.Interval(0.0, 1.0),
+        "alpha": checks.Interval(0.0),
+        "lr_scale": checks.Interval(0.0),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -135,9 +141,6 @@ class Exp3S(BanditLearner):
     def init(self, key: jax.Array, params: Exp3SParams | None = None) -> Exp3SState:
         del key
         params = self._resolve_params(params)
-        checks.check_param_range("gamma", params.gamma, 0.0, 1.0)
-        checks.check_param_range("alpha", params.alpha, 0.0)
-        checks.check_param_range("lr_scale", params.lr_scale, 0.0)
         n = self.num_arms
         return Exp3SState(
             t=jnp.zeros((), jnp.int32),

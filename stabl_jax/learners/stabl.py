@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -135,6 +136,11 @@ class StABL(BanditLearner):
     #: allowed ``observation`` values, and which query feeds learning (subclasses change them).
     observations: ClassVar[tuple[str, ...]] = OBSERVATIONS
     learning_query: ClassVar[int] = 1
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "expert_lr_scale": checks.Interval(0.0),
+        # 0 would make every meta weight log(0) = -inf: no distribution over experts.
+        "meta_lr_scale": checks.Interval(0.0, low_open=True),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -168,6 +174,24 @@ class StABL(BanditLearner):
     def default_params(self) -> StABLParams:
         f = self.float_dtype
         return StABLParams(expert_lr_scale=jnp.asarray(1.0, f), meta_lr_scale=jnp.asarray(1.0, f))
+
+    def check_params(self, params: StABLParams, batch: int | None = None) -> None:
+        """The base checks, and: every ``eta_k = meta_lr_scale * base_k`` is a normal number
+        of the state's dtype (a scale so small that ``eta_k`` underflows makes every
+        ``log w(k) = log eta_k`` -inf and the mixture NaN)."""
+        super().check_params(params, batch)
+        scale = params.meta_lr_scale
+        if not checks.is_concrete(scale):
+            return
+        smallest = float(np.min(self.base_meta_step_sizes()))
+        tiny = float(np.finfo(self.dtype).tiny)
+        low = float(np.min(np.asarray(scale, np.float64)))
+        if low * smallest < tiny:
+            raise ValueError(
+                f"params.meta_lr_scale={low:.3g} makes the smallest meta step size "
+                f"eta_k = {low * smallest:.3g} underflow in {self.dtype} (below {tiny:.3g}); "
+                f"allowed: meta_lr_scale >= {tiny / smallest:.3g}"
+            )
 
     def _meta_step_sizes(self, params: StABLParams) -> jax.Array:
         return params.meta_lr_scale * jnp.asarray(self.base_meta_step_sizes(), self.float_dtype)
@@ -204,6 +228,7 @@ class StABL(BanditLearner):
         return v, mix, obs
 
     def ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
+        checks.check_state(self, state)
         _, mix, obs = self.distributions(state)
         u = sampling.uniforms(key, 2, self.float_dtype)
         played = sampling.sample_index(mix, u[0])
@@ -219,7 +244,7 @@ class StABL(BanditLearner):
         the played arm's loss, is suffered but never used for learning). Subclasses that
         learn from another query set ``learning_query``
         (:class:`~stabl_jax.learners.stabl_one_query.StABLOneQuery`: 0)."""
-        observed = self._observed(observed)
+        observed = self._observed(observed, state, query)
         j = self.learning_query
         arm = query.arms[j]
         value = estimators.signed_estimate(observed[j], query.query_probs[j], self.feedback)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -106,6 +107,7 @@ class SWUCB(BanditLearner):
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "sw_ucb"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"explore_scale": checks.Interval(0.0)}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -131,7 +133,6 @@ class SWUCB(BanditLearner):
     def init(self, key: jax.Array, params: SWUCBParams | None = None) -> SWUCBState:
         del key
         params = self._resolve_params(params)
-        checks.check_param_range("explore_scale", params.explore_scale, 0.0)
         tau, k, f = self.window, self.num_arms, self.float_dtype
         return SWUCBState(
             t=jnp.zeros((), jnp.int32),

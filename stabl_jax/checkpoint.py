@@ -1,0 +1,392 @@
+"""Chunk checkpoints: an interrupted simulation resumes where it stopped, bitwise.
+
+:func:`stabl_jax.simulate.run_chunks` (hence ``simulate`` and ``simulate_bco``) takes a
+``checkpoint``: before the first chunk it asks it to :meth:`~ChunkCheckpoint.restore` the loop
+state, and after every chunk it hands it the new loop state and that chunk's outputs to
+:meth:`~ChunkCheckpoint.save`. Since a chunked run equals an unchunked one bitwise whatever
+the chunk sizes (``tests/test_simulate.py``), a run resumed from round ``t0`` with any chunk
+size gives exactly the results of one that was never interrupted
+(``tests/test_resume.py`` kills a real ``stabl-jax run`` with ``SIGKILL`` to check it).
+
+Layout of one checkpoint folder (one simulation, e.g. one learner of an experiment)::
+
+    <folder>/
+      chunk-<start>-<stop>.npz   per-round outputs of rounds [start, stop), all runs
+      state.npz                  the commit point: the loop state (carry) after round t0 - 1,
+                                 t0, the list of chunk files, and a fingerprint
+
+Every file is written atomically: to a temporary name in the same folder, flushed and
+``fsync``-ed, then renamed over the old one with :func:`os.replace` (and the folder
+``fsync``-ed). A chunk's outputs are written before the ``state.npz`` that lists them, so a
+kill at any moment leaves either the old or the new state, each with all its chunks. Arrays
+are NumPy ``.npz`` written by ``np.savez`` and read with ``allow_pickle=False``; typed PRNG
+keys are stored as their raw ``jax.random.key_data`` and rebuilt with
+``jax.random.wrap_key_data``.
+
+An experiment keeps one folder per learner under ``<results>.partial-<pid>/checkpoint/``
+(:class:`ExperimentCheckpoints`), next to an ``experiment.json`` that records what was being
+run (:func:`experiment_identity`: the resolved config without its chunk size, and the
+versions of stabl_jax, JAX, jaxlib and NumPy). A checkpoint whose fingerprint differs from
+the run asking for it is refused with :class:`CheckpointMismatch`, never silently mixed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+FORMAT = "stabl_jax.checkpoint/1"
+STATE = "state.npz"
+IDENTITY = "experiment.json"
+CHECKPOINT_DIR = "checkpoint"
+
+
+class CheckpointMismatch(ValueError):
+    """A checkpoint was written by a different run (config, seed, runs or versions)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Atomic files
+# --------------------------------------------------------------------------------------------
+
+
+def fsync_dir(folder: str | Path) -> None:
+    """``fsync`` a folder so that renames inside it survive a crash (no-op where the OS
+    cannot open folders)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write ``path`` atomically: ``write(file)`` into a temporary sibling, flush, ``fsync``,
+    :func:`os.replace` it onto ``path``, ``fsync`` the folder. Readers see the old file or the
+    new one, never a part."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)
+
+
+def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """``np.savez`` (uncompressed, no pickled objects) written with :func:`atomic_write`."""
+    for name, value in arrays.items():
+        if np.asarray(value).dtype == object:
+            raise TypeError(f"array {name!r} has dtype object, which cannot be saved unpickled")
+    atomic_write(path, lambda f: np.savez(f, **arrays))
+
+
+def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, read with ``allow_pickle=False``."""
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def _load_checkpoint_file(path: Path) -> dict[str, np.ndarray]:
+    """:func:`load_arrays`, any failure (truncated, corrupt, object arrays) turned into a
+    :class:`CheckpointMismatch` naming the file."""
+    try:
+        return load_arrays(path)
+    except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, ...
+        raise CheckpointMismatch(
+            f"cannot read checkpoint {'chunk ' if path.name != STATE else ''}{path}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+
+
+# --------------------------------------------------------------------------------------------
+# Loop state <-> arrays
+# --------------------------------------------------------------------------------------------
+
+
+def _is_key(leaf: Any) -> bool:
+    return jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def carry_to_arrays(carry: Any) -> dict[str, np.ndarray]:
+    """``{"carry/<i>": leaf i}`` for the leaves of ``carry`` (typed keys as their key data)."""
+    out: dict[str, np.ndarray] = {}
+    for i, leaf in enumerate(jax.tree.leaves(carry)):
+        value = jax.random.key_data(leaf) if _is_key(leaf) else leaf
+        out[f"carry/{i}"] = np.asarray(jax.device_get(value))
+    return out
+
+
+def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
+    """Rebuild a carry shaped like ``template`` from :func:`carry_to_arrays`'s output.
+
+    Raises:
+      CheckpointMismatch: a leaf is missing or has another shape or dtype than the template's.
+    """
+    leaves, treedef = jax.tree.flatten(template)
+    stored = sum(1 for name in arrays if name.startswith("carry/"))
+    if stored != len(leaves):
+        raise CheckpointMismatch(
+            f"the checkpoint holds {stored} loop-state arrays, this simulation has {len(leaves)}"
+        )
+    restored = []
+    for i, want in enumerate(leaves):
+        data = arrays[f"carry/{i}"]
+        if _is_key(want):
+            want_data = jax.random.key_data(want)
+            if data.shape != want_data.shape or data.dtype != want_data.dtype:
+                raise CheckpointMismatch(
+                    f"checkpoint key {i} has shape {data.shape} {data.dtype}, expected "
+                    f"{want_data.shape} {want_data.dtype}"
+                )
+            restored.append(jax.random.wrap_key_data(data, impl=jax.random.key_impl(want)))
+            continue
+        if data.shape != want.shape or data.dtype != want.dtype:
+            raise CheckpointMismatch(
+                f"checkpoint array {i} has shape {data.shape} {data.dtype}, expected "
+                f"{want.shape} {want.dtype}"
+            )
+        restored.append(jnp.asarray(data, dtype=want.dtype))
+    return jax.tree.unflatten(treedef, restored)
+
+
+def _describe_difference(found: Any, expected: Any, prefix: str = "") -> str:
+    """The first differing key of two JSON-like values, as ``key: found != expected``."""
+    if isinstance(found, dict) and isinstance(expected, dict):
+        for key in sorted(set(found) | set(expected), key=str):
+            if found.get(key) != expected.get(key):
+                return _describe_difference(found.get(key), expected.get(key), f"{prefix}{key}.")
+    return f"{prefix.rstrip('.') or 'value'}: {found!r} (checkpoint) != {expected!r} (this run)"
+
+
+# --------------------------------------------------------------------------------------------
+# One simulation
+# --------------------------------------------------------------------------------------------
+
+
+def _chunk_name(start: int, stop: int) -> str:
+    return f"chunk-{start:010d}-{stop:010d}.npz"
+
+
+class ChunkCheckpoint:
+    """Atomic per-chunk checkpoints of one simulation, in ``folder``.
+
+    Pass it as ``checkpoint=`` to :func:`~stabl_jax.simulate.simulate` (or
+    :func:`~stabl_jax.bco.simulate.simulate_bco`): the first call writes it, a repeated call
+    with the same arguments after an interruption resumes from it.
+
+    Args:
+      folder: where the files go (created on the first save).
+      fingerprint: JSON-able description of the simulation (what must be equal for a resume
+        to be valid); a stored checkpoint with another fingerprint raises
+        :class:`CheckpointMismatch`.
+
+    Example:
+      >>> import jax, tempfile
+      >>> from stabl_jax import EXP3, ExpertAdvice, simulate
+      >>> env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
+      >>> ckpt = ChunkCheckpoint(tempfile.mkdtemp(), {"what": "doctest"})
+      >>> a = simulate(learner, env, jax.random.key(0), 2, chunk_size=8, checkpoint=ckpt)
+      >>> ckpt.progress()
+      32
+      >>> b = simulate(learner, env, jax.random.key(0), 2, chunk_size=8, checkpoint=ckpt)
+      >>> bool((a.played == b.played).all())  # restored from the files, nothing rerun
+      True
+    """
+
+    def __init__(self, folder: str | Path, fingerprint: Mapping[str, Any]) -> None:
+        self.folder = Path(folder)
+        self.fingerprint = json.loads(json.dumps(dict(fingerprint), sort_keys=True))
+        self._chunks: list[tuple[int, int]] = []
+
+    def _read_state(self) -> dict[str, np.ndarray] | None:
+        path = self.folder / STATE
+        if not path.is_file():
+            return None
+        arrays = _load_checkpoint_file(path)
+        if str(arrays.get("format", "")) != FORMAT:
+            raise CheckpointMismatch(
+                f"{path} is not a {FORMAT} checkpoint (format {str(arrays.get('format'))!r})"
+            )
+        found = json.loads(str(arrays["fingerprint"]))
+        if found != self.fingerprint:
+            raise CheckpointMismatch(
+                f"checkpoint {path} was written by a different run; "
+                f"{_describe_difference(found, self.fingerprint)}"
+            )
+        return arrays
+
+    def progress(self) -> int:
+        """Rounds already done according to the stored state (0 when there is none)."""
+        arrays = self._read_state()
+        return 0 if arrays is None else int(arrays["t0"])
+
+    def restore(self, template: Any) -> tuple[Any, dict[str, np.ndarray], int] | None:
+        """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
+        stored.
+
+        Args:
+          template: the freshly initialised carry (structure, shapes, dtypes, key types).
+
+        Raises:
+          CheckpointMismatch: another fingerprint, another carry layout, or missing chunks.
+        """
+        arrays = self._read_state()
+        if arrays is None:
+            self._chunks = []
+            return None
+        t0 = int(arrays["t0"])
+        chunks = [(int(a), int(b)) for a, b in np.asarray(arrays["chunks"]).reshape(-1, 2)]
+        expected_start = 0
+        for start, stop in chunks:
+            if start != expected_start or stop <= start:
+                raise CheckpointMismatch(f"{self.folder}: chunk list {chunks} is not contiguous")
+            expected_start = stop
+        if expected_start != t0:
+            raise CheckpointMismatch(f"{self.folder}: chunks end at {expected_start}, t0 = {t0}")
+        carry = arrays_to_carry(arrays, template)
+        pieces: dict[str, list[np.ndarray]] = {}
+        for start, stop in chunks:
+            path = self.folder / _chunk_name(start, stop)
+            chunk = _load_checkpoint_file(path)
+            for name, value in chunk.items():
+                if value.ndim < 2 or value.shape[1] != stop - start:
+                    raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
+                pieces.setdefault(name, []).append(value)
+        self._chunks = chunks
+        outputs = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
+        return carry, outputs, t0
+
+    def save(self, carry: Any, outputs: Mapping[str, np.ndarray], start: int, stop: int) -> None:
+        """Record rounds ``[start, stop)``: their outputs, then the loop state after them."""
+        expected = self._chunks[-1][1] if self._chunks else 0
+        if start != expected:
+            raise ValueError(f"chunk [{start}, {stop}) does not follow round {expected}")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        save_arrays(self.folder / _chunk_name(start, stop), dict(outputs))
+        self._chunks.append((start, stop))
+        state = {
+            **carry_to_arrays(carry),
+            "t0": np.asarray(stop, np.int64),
+            "chunks": np.asarray(self._chunks, np.int64).reshape(-1, 2),
+            "fingerprint": np.asarray(json.dumps(self.fingerprint, sort_keys=True)),
+            "format": np.asarray(FORMAT),
+        }
+        save_arrays(self.folder / STATE, state)
+
+
+# --------------------------------------------------------------------------------------------
+# An experiment: one checkpoint per learner
+# --------------------------------------------------------------------------------------------
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def experiment_identity(config: Any) -> dict[str, Any]:
+    """What must be equal for a checkpoint of an experiment to be resumed: the resolved
+    config (without ``source``, ``overrides`` and ``chunk_size``, which do not change the
+    results), the versions that compute it, the platform and the x64 setting."""
+    from stabl_jax import __version__
+
+    resolved = config.to_dict()
+    for key in ("source", "overrides", "chunk_size"):
+        resolved.pop(key, None)
+    return json.loads(
+        json.dumps(
+            {
+                "format": FORMAT,
+                "config": resolved,
+                "versions": {
+                    "stabl_jax": __version__,
+                    "jax": jax.__version__,
+                    "jaxlib": _version("jaxlib"),
+                    "numpy": np.__version__,
+                },
+                "platform": jax.devices()[0].platform,
+                "x64": bool(jax.config.jax_enable_x64),
+            },
+            sort_keys=True,
+        )
+    )
+
+
+def read_identity(folder: str | Path) -> dict[str, Any] | None:
+    """The ``experiment.json`` of an experiment checkpoint folder, or ``None``."""
+    path = Path(folder) / IDENTITY
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def describe_mismatch(found: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
+    """One line naming the first key where two identities differ."""
+    return _describe_difference(dict(found), dict(expected))
+
+
+class ExperimentCheckpoints:
+    """Checkpoints of every learner of one experiment, under ``folder``.
+
+    ``folder/experiment.json`` holds :func:`experiment_identity`; ``folder/<learner>/`` is
+    that learner's :class:`ChunkCheckpoint`. A learner whose stored ``t0`` equals the
+    horizon is restored whole (no compilation); one interrupted mid-way resumes at its last
+    chunk.
+
+    Raises:
+      CheckpointMismatch: ``folder`` holds another experiment's checkpoints.
+    """
+
+    def __init__(self, folder: str | Path, identity: Mapping[str, Any]) -> None:
+        self.folder = Path(folder)
+        self.identity = json.loads(json.dumps(dict(identity), sort_keys=True))
+        found = read_identity(self.folder)
+        if found is not None and found != self.identity:
+            raise CheckpointMismatch(
+                f"{self.folder} holds checkpoints of a different run; "
+                f"{describe_mismatch(found, self.identity)}"
+            )
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if found is None:
+            text = json.dumps(self.identity, indent=2, sort_keys=True) + "\n"
+            atomic_write(self.folder / IDENTITY, lambda f: f.write(text.encode("utf-8")))
+        digest = hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode("utf-8"))
+        self._digest = digest.hexdigest()
+
+    def for_learner(self, name: str) -> ChunkCheckpoint:
+        """The checkpoint of learner ``name``."""
+        return ChunkCheckpoint(self.folder / name, {"experiment": self._digest, "learner": name})
+
+    def progress(self) -> dict[str, int]:
+        """``{learner: rounds done}`` for every learner with a stored state."""
+        done = {}
+        for sub in sorted(p for p in self.folder.iterdir() if p.is_dir()):
+            rounds = self.for_learner(sub.name).progress()
+            if rounds:
+                done[sub.name] = rounds
+        return done

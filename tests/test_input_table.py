@@ -1,0 +1,820 @@
+"""Every row of the bad-input table in ``docs/reliability.md`` is a test here.
+
+Each ``@row("ID")`` function feeds one kind of bad input to one public entry point and checks
+what the table says happens: an error that names the argument, the value and what is
+allowed (never a silent wrong answer), or, for the few documented exceptions, the documented
+behaviour. ``test_table_and_rows_match`` parses the table and fails if a row has no test or a
+test no row, so the two cannot drift apart.
+
+Sizes are tiny and nothing here compiles more than a few small programs; command-line rows
+fail before any computation (``_forbid_computation``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import checkify
+
+from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make
+from stabl_jax import experiment as experiment_module
+from stabl_jax.checkpoint import CheckpointMismatch, ChunkCheckpoint, save_arrays
+from stabl_jax.checks import checked_step
+from stabl_jax.config import ConfigError, load_config
+from stabl_jax.envs.convex import MovingTarget
+from stabl_jax.results import OutputError, ResultsFolder, read_traces
+from stabl_jax.simulate import params_axes, simulate
+
+REPO = Path(__file__).resolve().parent.parent
+TABLE = REPO / "docs" / "reliability.md"
+KEY = jax.random.key(0)
+N, T = 3, 16
+
+ROWS: dict[str, Callable[..., None]] = {}
+
+
+def row(row_id: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        assert row_id not in ROWS, row_id
+        ROWS[row_id] = fn
+        return fn
+
+    return register
+
+
+def raises(error: type[BaseException] | tuple, *fragments: str) -> pytest.RaisesContext:
+    """``pytest.raises`` whose message must contain every fragment (plain text, not regex)."""
+    pattern = "".join(f"(?=[\\s\\S]*{re.escape(f)})" for f in fragments)
+    return pytest.raises(error, match=pattern)
+
+
+GOOD_CONFIG = """
+name = "table"
+runs = 2
+horizon = 64
+learners = ["uniform", "stabl"]
+[env]
+name = "expert_advice"
+num_arms = 5
+"""
+
+
+def config_file(tmp_path: Path, text: str = GOOD_CONFIG, extra: str = "") -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text + extra)
+    return path
+
+
+def _forbid_computation(monkeypatch) -> None:
+    def boom(*args, **kwargs):
+        raise AssertionError("the experiment ran although the command should have failed")
+
+    monkeypatch.setattr(experiment_module, "run_experiment", boom)
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str]:
+    code = cli.main(args)
+    return code, capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# Learner constructors
+# --------------------------------------------------------------------------------------------
+
+
+@row("L1")
+def _():
+    for cls in (StABL, EXP3, Uniform):
+        for bad in (1, 0, -3):
+            with raises(ValueError, "num_arms", ">= 2", str(bad)):
+                cls(num_arms=bad, horizon=64)
+
+
+@row("L2")
+def _():
+    for bad in (2.0, math.nan, "3", True):
+        with raises(TypeError, "num_arms must be an int", repr(bad)):
+            StABL(num_arms=bad, horizon=64)
+    for bad in (64.0, math.inf):
+        with raises(TypeError, "horizon must be an int", repr(bad)):
+            EXP3(num_arms=3, horizon=bad)
+
+
+@row("L3")
+def _():
+    for bad in (0, -1):
+        with raises(ValueError, "horizon must be >= 1", str(bad)):
+            EXP3(num_arms=3, horizon=bad)
+
+
+@row("L4")
+def _():
+    # k runs from ceil(2 + log2 log2 T) to floor(log2 T): empty below 16 and for 17..31.
+    for bad in (15, 8, 17, 20, 31):
+        with raises(ValueError, f"horizon={bad}", "too small for the geometric intervals", "32"):
+            StABL(num_arms=3, horizon=bad)
+    assert StABL(num_arms=3, horizon=16).history_lengths == (16,)
+    assert StABL(num_arms=3, horizon=32).history_lengths == (32,)
+
+
+@row("L5")
+def _():
+    for bad in ((64, 32), (16, 16)):
+        with raises(ValueError, "history_lengths must be strictly increasing", str(bad)):
+            StABL(num_arms=3, horizon=64, history_lengths=bad)
+
+
+@row("L6")
+def _():
+    with raises(ValueError, "history_lengths must not be empty"):
+        StABL(num_arms=3, horizon=64, history_lengths=())
+    for bad in ((0, 4), (-16, 32), (16.0, 32.0)):
+        with raises(ValueError, "history_lengths must be positive ints"):
+            StABL(num_arms=3, horizon=64, history_lengths=bad)
+
+
+@row("L7")
+def _():
+    cases = {
+        "observation": "gumbel",
+        "feedback": "regret",
+        "expert_c": "3",
+        "round_offset": 2,
+        "dtype": "float16",
+    }
+    for name, bad in cases.items():
+        with raises(ValueError, f"{name} must be one of", repr(bad)):
+            StABL(num_arms=3, horizon=64, **{name: bad})
+
+
+@row("L8")
+def _():
+    for bad in (math.nan, math.inf, -0.1, 1.5):
+        with raises(ValueError, "gamma must be in [0, 1]"):
+            EXP3(num_arms=3, horizon=10, gamma=bad)
+    with raises(TypeError, "gamma must be a real number", "'0.1'"):
+        EXP3(num_arms=3, horizon=10, gamma="0.1")
+
+
+@row("L9")
+def _():
+    with raises(ValueError, "horizon must be >= 1, got 0"):
+        make("exp3_uniform", num_arms=3, horizon=0)
+
+
+@row("L10")
+def _():
+    with raises(ValueError, "unknown learner 'stable'", "stabl_naive"):
+        make("stable", num_arms=3, horizon=10)
+
+
+# --------------------------------------------------------------------------------------------
+# Learner params
+# --------------------------------------------------------------------------------------------
+
+
+@row("P1")
+def _():
+    learner = StABL(num_arms=N, horizon=T)
+    for bad in (math.nan, math.inf, -math.inf):
+        params = learner.default_params.replace(expert_lr_scale=jnp.float32(bad))
+        with raises(ValueError, "params.expert_lr_scale must be finite", str(bad)):
+            learner.init(KEY, params)
+
+
+@row("P2")
+def _():
+    exp3 = EXP3(num_arms=N, horizon=T)
+    with raises(ValueError, "params.gamma", "[0, 1]", "2.0"):
+        exp3.init(KEY, exp3.default_params.replace(gamma=jnp.float32(2.0)))
+    with raises(ValueError, "params.lr_scale", "[0, inf)", "-1.0"):
+        exp3.init(KEY, exp3.default_params.replace(lr_scale=jnp.float32(-1.0)))
+    stabl = StABL(num_arms=N, horizon=T)
+    with raises(ValueError, "params.meta_lr_scale", "(0, inf)", "0.0"):
+        stabl.init(KEY, stabl.default_params.replace(meta_lr_scale=jnp.float32(0.0)))
+    # Positive but so small that eta_k underflows: every meta weight would be log(0).
+    with raises(ValueError, "params.meta_lr_scale=1e-40", "underflow in float32", "allowed"):
+        stabl.init(KEY, stabl.default_params.replace(meta_lr_scale=jnp.float32(1e-40)))
+
+
+@row("P3")
+def _():
+    exp3 = EXP3(num_arms=N, horizon=T)
+    with raises(ValueError, "params.lr_scale must be a scalar", "(3,)", "jax.vmap"):
+        exp3.init(KEY, exp3.default_params.replace(lr_scale=jnp.ones(3)))
+
+
+@row("P4")
+def _():
+    with raises(TypeError, "params must be a StABLParams", "EXP3Params"):
+        StABL(num_arms=N, horizon=T).init(KEY, EXP3(num_arms=N, horizon=T).default_params)
+
+
+@row("P5")
+def _():
+    """Under vmap the values are tracers: shapes are checked, values are not, and simulate
+    checks the values on the host before tracing."""
+    learner = StABL(num_arms=N, horizon=T)
+    env = ExpertAdvice(num_arms=N, horizon=T)
+    scales = jnp.array([1.0, jnp.nan], jnp.float32)
+    params = learner.default_params.replace(meta_lr_scale=scales)
+    states = jax.vmap(learner.init, in_axes=(None, params_axes(params)))(KEY, params)
+    assert np.isnan(np.asarray(states.meta_log_weights[1])).all()  # documented: not checked
+    with raises(ValueError, "params.meta_lr_scale", "nan"):
+        simulate(learner, env, KEY, 2, params=params)
+
+
+# --------------------------------------------------------------------------------------------
+# step / tell / ask
+# --------------------------------------------------------------------------------------------
+
+BAD_LOSSES = {
+    "S1": ([0.1, math.nan, 0.3], ValueError, ("loss must be finite and in [0, 1]", "nan")),
+    "S2": ([0.1, math.inf, 0.3], ValueError, ("loss must be finite and in [0, 1]", "inf")),
+    "S3": ([0.1, 1.5, -0.2], ValueError, ("loss must be finite and in [0, 1]", "1.5", "clipped")),
+}
+
+
+def _bad_loss_row(row_id: str) -> None:
+    values, error, fragments = BAD_LOSSES[row_id]
+    for name in ("uniform", "exp3", "stabl"):
+        learner = make(name, num_arms=N, horizon=T)
+        state = learner.init(KEY)
+        with raises(error, *fragments):
+            learner.step(state, jnp.asarray(values, jnp.float32), KEY)
+        query = learner.ask(state, KEY)
+        observed = jnp.asarray(values, jnp.float32)[query.arms] * 0 + values[1]
+        with raises(error, "observed must be finite and in [0, 1]"):
+            learner.tell(state, query, observed)
+
+
+def _loss_row(row_id: str) -> Callable[[], None]:
+    def check() -> None:
+        _bad_loss_row(row_id)
+
+    return check
+
+
+for _id in BAD_LOSSES:
+    row(_id)(_loss_row(_id))
+
+
+@row("S4")
+def _():
+    learner = StABL(num_arms=N, horizon=T)
+    state = learner.init(KEY)
+    for bad in (jnp.full((N + 1,), 0.5), jnp.full((1, N), 0.5)):
+        with raises(ValueError, f"loss must have shape ({N},)", str(tuple(bad.shape))):
+            learner.step(state, bad, KEY)
+        with raises(ValueError, f"loss must have shape ({N},)"):
+            jax.jit(learner.step)(state, bad, KEY)  # shapes are static: checked under jit
+
+
+@row("S5")
+def _():
+    learner = EXP3(num_arms=N, horizon=T)
+    state = learner.init(KEY)
+    for bad in (jnp.array([0, 1, 0]), jnp.array([False, True, False])):
+        with raises(TypeError, "loss must be floating point", str(bad.dtype)):
+            learner.step(state, bad, KEY)
+
+
+@row("S6")
+def _():
+    """A Python list or a float64 NumPy array is accepted and cast to the state's dtype."""
+    learner = EXP3(num_arms=N, horizon=T)
+    state = learner.init(KEY)
+    a, _ = learner.step(state, [0.1, 0.5, 0.9], KEY)
+    b, _ = learner.step(state, np.array([0.1, 0.5, 0.9]), KEY)
+    c, _ = learner.step(state, jnp.array([0.1, 0.5, 0.9], jnp.float32), KEY)
+    assert a.log_weights.dtype == jnp.float32
+    np.testing.assert_array_equal(a.log_weights, c.log_weights)
+    np.testing.assert_array_equal(b.log_weights, c.log_weights)
+
+
+@row("S7")
+def _():
+    learner = StABL(num_arms=N, horizon=T)
+    state = learner.init(KEY)
+    query = learner.ask(state, KEY)
+    with raises(ValueError, "observed must have shape (2,)", "(1,)"):
+        learner.tell(state, query, jnp.array([0.5]))
+
+
+@row("S8")
+def _():
+    learner = StABL(num_arms=N, horizon=T)
+    state = learner.init(KEY)
+    query = learner.ask(state, KEY)
+    observed = jnp.array([0.2, 0.3])
+    with raises(ValueError, "query.arms must lie in [0, 2]", "7"):
+        learner.tell(state, query.replace(arms=jnp.array([0, 7], jnp.int32)), observed)
+    with raises(ValueError, "query.query_probs must be in (0, 1]", "0.0"):
+        learner.tell(state, query.replace(query_probs=jnp.zeros(2)), observed)
+    with raises(TypeError, "query.arms must be integers"):
+        learner.tell(state, query.replace(arms=jnp.array([0.0, 1.0])), observed)
+
+
+@row("S9")
+def _():
+    small, large = StABL(num_arms=N, horizon=64), StABL(num_arms=N + 2, horizon=64)
+    state = large.init(KEY)
+    loss = jnp.full((N,), 0.5)
+    with raises(ValueError, "state.expert_log_probs has shape", str((2, N + 2)), str((2, N))):
+        small.ask(state, KEY)
+    with raises(ValueError, "state.expert_log_probs"):
+        small.step(state, loss, KEY)
+    with raises(ValueError, "state.expert_log_probs"):
+        jax.jit(small.step)(state, loss, KEY)  # static shapes: also under jit
+    with raises(ValueError, "does not come from EXP3.init"):
+        EXP3(num_arms=N, horizon=64).step(small.init(KEY), loss, KEY)
+
+
+@row("S10")
+def _():
+    """Traced losses: plain jit carries a NaN into the state silently (documented);
+    checked_step raises naming the argument, the round and the value."""
+    learner = StABL(num_arms=N, horizon=T)
+    state = learner.init(KEY)
+    bad = jnp.array([0.1, jnp.nan, 0.3])
+    new_state, _ = jax.jit(learner.step)(state, bad, KEY)
+    assert int(new_state.t) == 1  # no error: values of tracers cannot raise
+    step = checked_step(learner)
+    state, _ = step(state, jnp.array([0.1, 0.2, 0.3]), KEY)
+    with raises(checkify.JaxRuntimeError, "loss at round 1", "nan", "index 1", "[0, 1]"):
+        step(state, bad, KEY)
+    with raises(checkify.JaxRuntimeError, "loss at round 1", "1.5", "index 2"):
+        step(state, jnp.array([0.1, 0.2, 1.5]), KEY)
+
+
+@row("S11")
+def _():
+    learner = EXP3(num_arms=N, horizon=T)
+    state = learner.init(KEY)
+    loss = jnp.full((N,), 0.5)
+    for bad in (None, 3):
+        with raises(TypeError, "key must be a PRNG key", repr(bad)):
+            learner.step(state, loss, bad)
+    with raises(ValueError, "key must be a single PRNG key", "(2,)"):
+        learner.step(state, loss, jax.random.split(KEY))
+
+
+# --------------------------------------------------------------------------------------------
+# Environments
+# --------------------------------------------------------------------------------------------
+
+
+@row("E1")
+def _():
+    for cls in (ExpertAdvice, PiecewiseBernoulli):
+        with raises(ValueError, "num_arms must be >= 2, got 1"):
+            cls(num_arms=1, horizon=64)
+
+
+@row("E2")
+def _():
+    for bad in (1, 0, -5):
+        with raises(ValueError, "horizon must be >= 2", str(bad)):
+            ExpertAdvice(num_arms=3, horizon=bad)
+
+
+@row("E3")
+def _():
+    for bad in ((30, 10), (10, 10)):
+        with raises(ValueError, "change_points must be strictly increasing", str(bad)):
+            ExpertAdvice(num_arms=3, horizon=64, change_points=bad)
+    with raises(ValueError, "strictly increasing"):
+        MovingTarget(dim=2, horizon=64, change_points=(30, 10))
+
+
+@row("E4")
+def _():
+    for bad, value in (((0, 10), "0"), ((10, 64), "64"), ((-3,), "-3")):
+        with raises(ValueError, f"change point {value} is out of range", "[1, 63]"):
+            ExpertAdvice(num_arms=3, horizon=64, change_points=bad)
+
+
+@row("E5")
+def _():
+    with raises(TypeError, "change_points must be ints", "10.0"):
+        ExpertAdvice(num_arms=3, horizon=64, change_points=(10.0,))
+    with raises(TypeError, "change_points must be a sequence of ints", "7"):
+        ExpertAdvice(num_arms=3, horizon=64, change_points=7)
+
+
+@row("E6")
+def _():
+    with raises(ValueError, "num_segments must be >= 1, got 0"):
+        ExpertAdvice(num_arms=3, horizon=64, num_segments=0)
+    with raises(ValueError, "num_segments=65 exceeds horizon=64"):
+        ExpertAdvice(num_arms=3, horizon=64, num_segments=65, random_change_points=True)
+
+
+RANDOM = {"random_change_points": True}
+
+
+@row("E7")
+def _():
+    for make_env in (
+        lambda: ExpertAdvice(num_arms=3, horizon=64, change_points=(10,), **RANDOM),
+        lambda: MovingTarget(dim=2, horizon=64, change_points=(10,), **RANDOM),
+    ):
+        with raises(ValueError, "change_points=(10,) and random_change_points=True exclude"):
+            make_env()
+
+
+@row("E8")
+def _():
+    for kwargs, name in (
+        ({"baseline_high": math.nan}, "baseline_high"),
+        ({"bonus": -1.0}, "bonus"),
+        ({"baseline_high": 0.7}, "baseline_high + bonus must be <= 1"),
+    ):
+        with raises(ValueError, name):
+            ExpertAdvice(num_arms=3, horizon=64, **kwargs)
+    with raises(ValueError, "mean must be in [0, 1]", "inf"):
+        PiecewiseBernoulli(num_arms=3, horizon=64, mean=math.inf)
+    with raises(ValueError, "gap must be in (0, mean=0.5]", "0.0"):
+        PiecewiseBernoulli(num_arms=3, horizon=64, gap=0.0)
+
+
+@row("E9")
+def _():
+    with raises(ValueError, "best_arm_order must be one of", "'x'"):
+        PiecewiseBernoulli(num_arms=3, horizon=64, best_arm_order="x")
+
+
+@row("E10")
+def _():
+    """Rounds outside [0, T): documented, the pure loss continues the first/last segment;
+    simulate never asks for them (row M2)."""
+    env = ExpertAdvice(num_arms=3, horizon=64, change_points=(32,))
+    params = env.default_params
+    assert int(env.best_arm(params, 1000)) == int(env.best_arm(params, 63)) == 1
+    assert int(env.best_arm(params, -1)) == int(env.best_arm(params, 0)) == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class _BrokenEnv(ExpertAdvice):
+    """Emits a loss of 1.5 on arm 2 at round 9: a user's environment gone wrong."""
+
+    def loss(self, params, t, key):
+        loss = super().loss(params, t, key)
+        return jnp.where(t == 9, loss.at[2].set(1.5), loss)
+
+
+@row("E11")
+def _():
+    env = _BrokenEnv(num_arms=N, horizon=T)
+    learner = EXP3(num_arms=N, horizon=T)
+    plain = simulate(learner, env, KEY, 2, chunk_size=8)  # documented: not checked
+    assert plain.loss.shape == (2, T)
+    with raises(checkify.JaxRuntimeError, "loss at round 9", "1.5", "index 2", "[0, 1]"):
+        simulate(learner, env, KEY, 2, chunk_size=8, validate=True)
+
+
+# --------------------------------------------------------------------------------------------
+# simulate
+# --------------------------------------------------------------------------------------------
+
+ENV = ExpertAdvice(num_arms=N, horizon=T)
+LEARNER = EXP3(num_arms=N, horizon=T)
+A = {"experiment": "A"}
+
+
+@row("M1")
+def _():
+    for bad in (0, -2):
+        with raises(ValueError, "num_runs must be >= 1", str(bad)):
+            simulate(LEARNER, ENV, KEY, bad)
+    with raises(TypeError, "num_runs must be an int", "2.0"):
+        simulate(LEARNER, ENV, KEY, 2.0)
+
+
+@row("M2")
+def _():
+    with raises(ValueError, "horizon must be >= 1, got 0"):
+        simulate(LEARNER, ENV, KEY, 1, horizon=0)
+    with raises(ValueError, f"horizon must be <= env.horizon={T}", str(2 * T)):
+        simulate(LEARNER, ENV, KEY, 1, horizon=2 * T)
+
+
+@row("M3")
+def _():
+    for bad in (0, -5):
+        with raises(ValueError, "chunk_size must be >= 1", str(bad)):
+            simulate(LEARNER, ENV, KEY, 1, chunk_size=bad)
+    with raises(TypeError, "chunk_size must be an int", "2.5"):
+        simulate(LEARNER, ENV, KEY, 1, chunk_size=2.5)
+
+
+@row("M4")
+def _():
+    with raises(TypeError, "key must be a PRNG key", "0"):
+        simulate(LEARNER, ENV, 0, 1)
+    with raises(ValueError, "key must be a single PRNG key", "(2,)"):
+        simulate(LEARNER, ENV, jax.random.split(KEY), 1)
+    with raises(TypeError, "key must be a PRNG key", "float32"):
+        simulate(LEARNER, ENV, jnp.zeros(2), 1)
+
+
+@row("M5")
+def _():
+    with raises(ValueError, "learner.num_arms=4 does not match env.num_arms=3"):
+        simulate(EXP3(num_arms=N + 1, horizon=T), ENV, KEY, 1)
+
+
+@row("M6")
+def _():
+    params = LEARNER.default_params
+    with raises(ValueError, "params.gamma", "[0, 1]", "2.0"):
+        simulate(LEARNER, ENV, KEY, 2, params=params.replace(gamma=jnp.float32(2.0)))
+    with raises(ValueError, "params.lr_scale", "nan"):
+        simulate(LEARNER, ENV, KEY, 2, params=params.replace(lr_scale=jnp.array([1.0, jnp.nan])))
+    with raises(ValueError, "leading axis num_runs=2", "(3,)"):
+        simulate(LEARNER, ENV, KEY, 2, params=params.replace(lr_scale=jnp.ones(3)))
+
+
+@row("M7")
+def _(tmp_path):
+    checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "A"})
+    simulate(LEARNER, ENV, KEY, 2, chunk_size=8, checkpoint=checkpoint)
+    with raises(CheckpointMismatch, "different run", "experiment", "'A'", "'B'"):
+        simulate(
+            LEARNER, ENV, KEY, 2, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "B"})
+        )
+    # Same fingerprint but another simulation (4 runs, not 2): the loop state does not fit.
+    with raises(CheckpointMismatch, "shape"):
+        simulate(LEARNER, ENV, KEY, 4, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
+
+
+# --------------------------------------------------------------------------------------------
+# Configs
+# --------------------------------------------------------------------------------------------
+
+
+def _config_error(tmp_path: Path, extra: str, *fragments: str, text: str = GOOD_CONFIG) -> None:
+    path = config_file(tmp_path, text, extra)
+    with raises(ConfigError, str(path), *fragments):
+        load_config(path)
+
+
+@row("C1")
+def _(tmp_path):
+    top = GOOD_CONFIG.replace("runs = 2", 'runs = 2\ncolour = "red"')
+    _config_error(tmp_path, "", "unknown key 'colour'", "allowed keys", "horizon", text=top)
+    _config_error(tmp_path, "colour = 1\n", "key 'env.colour'", "allowed keys", "num_arms")
+
+
+@row("C2")
+def _(tmp_path):
+    _config_error(
+        tmp_path,
+        "",
+        "'runs'",
+        "must be an int",
+        "'many'",
+        text=GOOD_CONFIG.replace("2", "'many'", 1),
+    )
+
+
+@row("C3")
+def _(tmp_path):
+    for old, new, key in (
+        ("runs = 2", "runs = 0", "'runs'"),
+        ("runs = 2", "runs = -4", "'runs'"),
+        ("horizon = 64", "horizon = 8", "'horizon'"),
+        ("runs = 2", "runs = 2\nchunk_size = 0", "'chunk_size'"),
+        ("runs = 2", "runs = 2\nwindow = 100", "'window'"),
+        ("runs = 2", "runs = 2\nseed = -1", "'seed'"),
+    ):
+        _config_error(tmp_path, "", key, text=GOOD_CONFIG.replace(old, new))
+
+
+@row("C4")
+def _(tmp_path):
+    for value in ("nan", "inf", "-inf", "-1.0"):
+        _config_error(
+            tmp_path,
+            f"[params.stabl]\nmeta_lr_scale = {value}\n",
+            "'params.stabl.meta_lr_scale'",
+            "finite number >= 0",
+        )
+    _config_error(
+        tmp_path,
+        "[params.stabl]\nmeta_lr_scale = 0.0\n",
+        "'params.stabl'",
+        "meta_lr_scale must be finite and in (0, inf)",
+    )
+
+
+@row("C5")
+def _(tmp_path):
+    _config_error(
+        tmp_path,
+        "baseline_high = nan\n",
+        "'env'",
+        "baseline_high must be in [0, 1]",
+        text=GOOD_CONFIG,
+    )
+
+
+@row("C6")
+def _(tmp_path):
+    _config_error(tmp_path, "change_points = [40, 20]\n", "'env'", "strictly increasing")
+    _config_error(tmp_path, "change_points = [20, 64]\n", "'env'", "[1, 63]")
+
+
+@row("C7")
+def _(tmp_path):
+    _config_error(
+        tmp_path,
+        "[learner_options.stabl]\nhistory_lengths = [32, 16]\n",
+        "'learner_options.stabl'",
+        "strictly increasing",
+    )
+
+
+@row("C8")
+def _(tmp_path):
+    _config_error(
+        tmp_path, "", "'env'", "num_arms must be >= 2", text=GOOD_CONFIG.replace("= 5", "= 1")
+    )
+
+
+@row("C9")
+def _(tmp_path):
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text("runs = [\n")
+    with raises(ConfigError, "not valid TOML"):
+        load_config(bad_toml)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with raises(ConfigError, "cannot read config", "utf-8"):
+        load_config(binary)
+    with raises(ConfigError, "is a folder"):
+        load_config(tmp_path)
+    with raises(ConfigError, "does not exist"):
+        load_config(tmp_path / "missing.toml")
+
+
+@row("C10")
+def _(tmp_path):
+    path = config_file(tmp_path)
+    for bad in ("runs", "=3", "env..x=1"):
+        with raises(ConfigError, "key=value"):
+            load_config(path, [bad])
+    with raises(ConfigError, "'runs' (set on the command line)", "must be an int >= 1"):
+        load_config(path, ["runs=0"])
+
+
+# --------------------------------------------------------------------------------------------
+# The command line
+# --------------------------------------------------------------------------------------------
+
+
+@row("X1")
+def _(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    path = config_file(tmp_path, GOOD_CONFIG.replace("horizon = 64", "horizon = 8"))
+    code, err = run_cli(["run", str(path), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and err.startswith("error: ") and "'horizon'" in err and ">= 16" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+@row("X2")
+def _(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    path = config_file(tmp_path)
+    for out in (blocker / "sub", blocker):
+        code, err = run_cli(["run", str(path), "--out", str(out)], capsys)
+        assert code == 2 and err.startswith("error: ") and "a_file" in err, err
+    code, err = run_cli(["run", str(path), "--out", "/proc/stabl-jax-cannot-write/out"], capsys)
+    assert code == 2 and "error: " in err and "/proc" in err
+
+
+@row("X3")
+def _(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    path = config_file(tmp_path)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("keep")
+    code, err = run_cli(["run", str(path), "--out", str(precious), "--force"], capsys)
+    assert code == 2 and "not a stabl_jax results folder" in err
+    assert (precious / "thesis.tex").read_text() == "keep"
+    done = tmp_path / "done"
+    done.mkdir()
+    (done / "COMPLETE").write_text("x")
+    code, err = run_cli(["run", str(path), "--out", str(done)], capsys)
+    assert code == 2 and "already holds a complete result" in err and "--force" in err
+
+
+@row("X4")
+def _(tmp_path, capsys, monkeypatch):
+    """An interrupted run of another config left checkpoints in the output's partial folder:
+    refused (exit 2) naming the difference, unless --force discards them."""
+    _forbid_computation(monkeypatch)
+    out = tmp_path / "out"
+    dead = tmp_path / "out.partial-999999999"  # no such process
+    (dead / "checkpoint").mkdir(parents=True)
+    other = {"config": {"runs": 3}, "format": "x"}
+    (dead / "checkpoint" / "experiment.json").write_text(__import__("json").dumps(other))
+    path = config_file(tmp_path)
+    code, err = run_cli(["run", str(path), "--out", str(out)], capsys)
+    assert code == 2 and "different experiment" in err and "--force" in err and "config" in err
+    assert dead.exists()
+    code, err = run_cli(["run", str(path), "--out", str(out), "--force"], capsys)
+    assert code == 1 and "the experiment ran although" in err  # accepted: it would have run
+    assert not dead.exists()
+
+
+@row("X5")
+def _(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    path = config_file(tmp_path)
+    for flag, value in (("--runs", "0"), ("--seed", "-1")):
+        code, err = run_cli(["run", str(path), flag, value, "--out", str(tmp_path / "o")], capsys)
+        assert code == 2 and "(set on the command line)" in err
+    code, err = run_cli(["run", str(path), "--runs", "many"], capsys)
+    assert code == 2 and "invalid int value" in err
+
+
+@row("X6")
+def _(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe")
+    for config in (str(binary), str(tmp_path)):
+        code, err = run_cli(["run", config, "--out", str(tmp_path / "o")], capsys)
+        assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------
+
+
+@row("F1")
+def _(tmp_path):
+    """An object array (which only pickle can load) in traces.npz or a checkpoint is refused
+    on load; and cannot be written by the checkpoint writer."""
+    folder = tmp_path / "res"
+    folder.mkdir()
+    np.savez(folder / "traces.npz", evil=np.array([{"a": 1}], dtype=object))
+    with raises(ValueError, "allow_pickle=False"):
+        read_traces(folder)
+    with raises(TypeError, "dtype object"):
+        save_arrays(tmp_path / "x.npz", {"evil": np.array([{"a": 1}], dtype=object)})
+
+
+@row("F2")
+def _(tmp_path):
+    """A truncated or corrupted checkpoint is an error naming the file, never a wrong resume."""
+    checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "A"})
+    simulate(LEARNER, ENV, KEY, 2, chunk_size=8, checkpoint=checkpoint)
+    chunk = sorted((tmp_path / "ckpt").glob("chunk-*.npz"))[0]
+    chunk.write_bytes(chunk.read_bytes()[:50])
+    with raises(CheckpointMismatch, "cannot read checkpoint chunk", chunk.name):
+        simulate(LEARNER, ENV, KEY, 2, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
+
+
+# --------------------------------------------------------------------------------------------
+# The tests
+# --------------------------------------------------------------------------------------------
+
+
+def table_ids() -> list[str]:
+    """The ids in the first column of the bad-input table of ``docs/reliability.md``."""
+    text = TABLE.read_text(encoding="utf-8")
+    return re.findall(r"^\| `([A-Z]\d+)` \|", text, flags=re.MULTILINE)
+
+
+def test_table_and_rows_match():
+    ids = table_ids()
+    assert len(ids) == len(set(ids)), "an id appears twice in the table"
+    assert set(ids) == set(ROWS), {"no test": set(ids) - set(ROWS), "no row": set(ROWS) - set(ids)}
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS, key=lambda r: (r[0], int(r[1:]))))
+def test_row(row_id, request):
+    fn = ROWS[row_id]
+    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+    fn(**{name: request.getfixturevalue(name) for name in names})
+
+
+def test_results_folder_error_is_output_error(tmp_path):
+    blocker = tmp_path / "f"
+    blocker.write_text("")
+    with pytest.raises(OutputError):
+        ResultsFolder.prepare(blocker / "x")

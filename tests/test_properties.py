@@ -1,0 +1,156 @@
+"""Property-based tests (hypothesis) of the learner contract (issue 8, item 5).
+
+Over random learners of the registry (every entry, both feedback modes), sizes n in
+[2, 40], horizons T in [16, 2^20] (which set StABL's experts and every step size), params
+anywhere in their allowed ranges (scales up to 10^3, far past the paper's, where StABL mutes
+meta weights) and loss sequences anywhere in [0, 1] (exact 0 and 1, subnormals), played
+through ``jit(scan(learner.step))``:
+
+- the state stays finite every round (StABL's meta log-weights may be -inf, a muted expert,
+  but never NaN or +inf and never all -inf);
+- every round's play distribution, and StABL's observation distribution P(t), is finite,
+  non-negative and sums to 1 within ``2 n eps`` (:func:`stabl_jax.checks.distribution_tolerance`);
+- query honesty: replacing every unqueried loss by another value in [0, 1] changes neither
+  the queried arms, nor the distributions, nor the final state, bitwise.
+
+Examples are derandomized (the same in every CI run) and sizes are small; each example
+compiles one scan, which bounds ``max_examples``.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from stabl_jax import LEARNERS, make
+from stabl_jax.checks import distribution_tolerance
+
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+# StABL's geometric intervals exist for T = 16 and T >= 32 (docs/reliability.md, row L4).
+HORIZONS = st.one_of(st.just(16), st.integers(32, 2**20))
+MAX_SCALE = 1024.0
+MIN_SCALE = 2.0**-20  # exactly representable in float32 (hypothesis needs that)
+
+
+def _state_ok(state: Any) -> jax.Array:
+    """``()`` bool: every float leaf finite; meta log-weights may be -inf (weight 0), not
+    NaN or +inf, and not all -inf."""
+    ok = jnp.asarray(True)
+    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        if not jnp.issubdtype(leaf.dtype, jnp.floating):
+            continue
+        if jax.tree_util.keystr(path).endswith("meta_log_weights"):
+            ok &= ~jnp.any(jnp.isnan(leaf)) & ~jnp.any(leaf == jnp.inf)
+            ok &= jnp.any(jnp.isfinite(leaf))
+        else:
+            ok &= jnp.all(jnp.isfinite(leaf))
+    return ok
+
+
+@partial(jax.jit, static_argnums=0)
+def play(learner: Any, params: Any, losses: jax.Array, key: jax.Array):
+    """Scan ``learner.step`` over ``losses`` ``(rounds, n)``; per round the queried arms, the
+    play and observation distributions and whether the new state is finite."""
+    state = learner.init(jax.random.fold_in(key, 0), params)
+
+    def body(state: Any, xs: tuple) -> tuple:
+        loss, t = xs
+        obs = learner.distributions(state)[2] if hasattr(learner, "distributions") else None
+        new, info = learner.step(state, loss, jax.random.fold_in(key, t + 1))
+        obs = info.play_probs if obs is None else obs
+        return new, (info.arms, info.play_probs, obs, _state_ok(new))
+
+    rounds = jnp.arange(losses.shape[0], dtype=jnp.int32)
+    return jax.lax.scan(body, state, (losses, rounds))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[Any, Any, np.ndarray, np.ndarray, int]:
+    name = draw(st.sampled_from(sorted(LEARNERS)))
+    n = draw(st.integers(2, 40))
+    horizon = draw(HORIZONS)
+    kwargs = {}
+    if name != "uniform":
+        kwargs["feedback"] = draw(st.sampled_from(["loss", "reward"]))
+    if name == "stabl":
+        kwargs["round_offset"] = draw(st.sampled_from([0, 1]))
+    learner = make(name, num_arms=n, horizon=horizon, **kwargs)
+    values = {}
+    for field, interval in learner.param_bounds.items():
+        low = max(interval.low, MIN_SCALE if interval.low_open else interval.low)
+        high = min(interval.high, MAX_SCALE)
+        values[field] = jnp.float32(draw(st.floats(low, high, width=32)))
+    params = learner.default_params.replace(**values) if values else learner.default_params
+    rounds = draw(st.integers(1, 24))
+    unit = st.floats(0.0, 1.0, width=32)
+    losses = draw(hnp.arrays(np.float32, (rounds, n), elements=unit))
+    others = draw(hnp.arrays(np.float32, (rounds, n), elements=unit))
+    seed = draw(st.integers(0, 2**31 - 1))
+    return learner, params, losses, others, seed
+
+
+@pytest.mark.slow  # one compilation per example (CI runs it)
+@SETTINGS
+@given(cases())
+def test_contract_properties(case):
+    learner, params, losses, others, seed = case
+    key = jax.random.key(seed)
+    final, (arms, play_probs, obs_probs, state_ok) = play(learner, params, losses, key)
+    arms, play_probs, obs_probs = np.asarray(arms), np.asarray(play_probs), np.asarray(obs_probs)
+
+    # The state stays finite (muted experts aside) every round.
+    assert np.asarray(state_ok).all(), f"non-finite state at round {np.argmin(state_ok)}"
+    # Every round's distributions are distributions.
+    tol = distribution_tolerance(learner.num_arms, np.float32)
+    for probs in (play_probs, obs_probs):
+        assert np.isfinite(probs).all() and (probs >= 0.0).all()
+        deviation = np.abs(probs.astype(np.float64).sum(axis=1) - 1.0)
+        assert deviation.max() <= tol, (deviation.max(), tol)
+    assert ((arms >= 0) & (arms < learner.num_arms)).all()
+
+    # Query honesty: unqueried losses replaced by anything in [0, 1] change nothing.
+    queried = np.zeros(losses.shape, bool)
+    np.put_along_axis(queried, arms, True, axis=1)
+    changed = np.where(queried, losses, others)
+    final_b, (arms_b, play_b, obs_b, _) = play(learner, params, changed, key)
+    np.testing.assert_array_equal(np.asarray(arms_b), arms)
+    np.testing.assert_array_equal(np.asarray(play_b), play_probs)
+    np.testing.assert_array_equal(np.asarray(obs_b), obs_probs)
+    for a, b in zip(jax.tree.leaves(final), jax.tree.leaves(final_b), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@SETTINGS
+@given(
+    st.integers(2, 40),
+    HORIZONS,
+    st.floats(MIN_SCALE, MAX_SCALE, width=32),
+    st.floats(0.0, MAX_SCALE, width=32),
+)
+def test_stabl_weights_at_extreme_scales(n, horizon, meta_scale, expert_scale):
+    """StABL's initial meta weights log(eta_k) are finite for every allowed scale, and the
+    restart schedule covers every expert (each L_k divides into the horizon's blocks)."""
+    learner = make("stabl", num_arms=n, horizon=horizon)
+    params = learner.default_params.replace(
+        meta_lr_scale=jnp.float32(meta_scale), expert_lr_scale=jnp.float32(expert_scale)
+    )
+    state = learner.init(jax.random.key(0), params)
+    assert np.isfinite(np.asarray(state.meta_log_weights)).all()
+    assert len(learner.history_lengths) == learner.num_experts >= 1
+    assert learner.history_lengths[-1] <= horizon
+    assert all(math.log2(length).is_integer() for length in learner.history_lengths)

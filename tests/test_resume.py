@@ -1,0 +1,188 @@
+"""Interrupted runs lose nothing.
+
+A real ``python -m stabl_jax run`` subprocess is killed with ``SIGKILL`` in the middle of its
+second learner (the first one finished, the second one part-way through its chunks); the same
+command then resumes from the checkpoints and must write ``traces.npz`` and ``summary.json``
+bitwise identical to an uninterrupted run (timings and the record of the resume aside). A
+Ctrl-C (``KeyboardInterrupt``) in-process must keep the checkpoints the same way.
+
+The config is tiny (2 runs, 4 arms, T = 1024, chunks of 8 rounds: 128 checkpoints per
+learner, so the kill lands mid-learner) and its two learners are cheap to compile. One
+``stabl-jax run`` of it costs about 12 s of CPU (``time python -m stabl_jax run ...``: JAX
+start-up, compilation, metrics, plots); the file runs two and a half of them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax import checkpoint, cli
+from stabl_jax.results import COMPLETE, read_summary, read_traces
+
+REPO = Path(__file__).resolve().parent.parent
+HORIZON = 1024
+CONFIG = f"""
+name = "resume"
+seed = 5
+runs = 2
+horizon = {HORIZON}
+learners = ["uniform", "exp3"]
+chunk_size = 8
+window = 8
+sa_windows = [16, 128]
+
+[env]
+name = "expert_advice"
+num_arms = 4
+change_points = [300, 700]
+"""
+# Entries of summary.json that may differ between an interrupted and an uninterrupted run.
+VOLATILE = {
+    "started",
+    "timings",
+    "compile_seconds",
+    "run_seconds",
+    "simulate_seconds",
+    "command",
+    "resumed",
+}
+
+
+def numbers(summary: dict) -> dict:
+    """``summary`` without the entries that record when, how long and how it ran."""
+    if isinstance(summary, dict):
+        return {k: numbers(v) for k, v in summary.items() if k not in VOLATILE}
+    return summary
+
+
+def assert_same_results(folder: Path, reference: Path) -> None:
+    traces, expected = read_traces(folder), read_traces(reference)
+    assert sorted(traces) == sorted(expected)
+    for name in expected:
+        assert traces[name].dtype == expected[name].dtype, name
+        np.testing.assert_array_equal(traces[name], expected[name], err_msg=name)
+    assert numbers(read_summary(folder)) == numbers(read_summary(reference))
+
+
+@pytest.fixture(scope="module")
+def config_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("config") / "resume.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(config_path, tmp_path_factory) -> Path:
+    """The uninterrupted run, in-process."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    assert cli.main(["run", str(config_path), "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def _state_t0(partial_glob: list[Path], learner: str) -> int:
+    for partial in partial_glob:
+        path = partial / checkpoint.CHECKPOINT_DIR / learner / checkpoint.STATE
+        try:
+            return int(checkpoint.load_arrays(path)["t0"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return 0
+
+
+@pytest.mark.slow  # two JAX start-ups and compilations in subprocesses (CI runs it)
+def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "stabl_jax", "run", str(config_path), "--out", str(out)]
+    command.append("--no-progress")
+    env = dict(os.environ, PYTHONPATH=str(REPO))  # the same JAX settings as this process
+    log = tmp_path / "first.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=sink, stderr=sink)
+        try:
+            deadline = time.monotonic() + 300
+            while True:
+                partials = list(tmp_path.glob("out.partial-*"))
+                if 0 < _state_t0(partials, "exp3") < HORIZON:
+                    break
+                assert proc.poll() is None, (
+                    f"the run ended before it was killed:\n{log.read_text()}"
+                )
+                assert time.monotonic() < deadline, f"no checkpoint appeared:\n{log.read_text()}"
+                time.sleep(0.005)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+    # Killed: no results folder, a partial one holding the checkpoints.
+    assert not out.exists()
+    (partial,) = tmp_path.glob("out.partial-*")
+    assert not (partial / COMPLETE).exists()
+    assert _state_t0([partial], "uniform") == HORIZON  # the first learner had finished
+    killed_at = _state_t0([partial], "exp3")
+    assert 0 < killed_at < HORIZON  # ... the second one was part-way through
+
+    # The same command again: resumes, completes, removes the dead run's folder.
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"resuming {partial.name}" in done.stdout
+    assert (out / COMPLETE).is_file()
+    assert not list(tmp_path.glob("out.partial-*"))
+    assert not (out / checkpoint.CHECKPOINT_DIR).exists()
+    summary = read_summary(out)
+    assert summary["resumed"] == {
+        "from": partial.name,
+        "rounds_done": {"uniform": HORIZON, "exp3": killed_at},
+    }
+    assert_same_results(out, reference)
+    # What a rerun needs is recorded: the exact command, the resolved config, the seed, the
+    # versions and the JAX settings.
+    assert summary["command"] == ["stabl-jax", *command[3:]]
+    assert summary["config"]["seed"] == summary["seed"] == 5 and summary["runs"] == 2
+    for package in ("stabl_jax", "jax", "jaxlib", "numpy", "python"):
+        assert summary["versions"][package]
+    assert summary["jax_config"]["x64"] is False
+    assert summary["jax_config"]["JAX_PLATFORMS"] == os.environ.get("JAX_PLATFORMS")
+
+
+def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
+    config_path, reference, tmp_path, monkeypatch, capsys
+):
+    """In-process: a KeyboardInterrupt after 20 chunks exits 130 and keeps the partial folder
+    (same pid on the rerun: it is set aside and taken over, not deleted)."""
+    saves = {"n": 0}
+    original = checkpoint.ChunkCheckpoint.save
+
+    def interrupting_save(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        saves["n"] += 1
+        if saves["n"] == 20:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    args = ["run", str(config_path), "--out", str(out), "--no-progress"]
+    monkeypatch.setattr(checkpoint.ChunkCheckpoint, "save", interrupting_save)
+    assert cli.main(args) == 130
+    err = capsys.readouterr().err
+    assert "checkpoints kept" in err and "run the same command again to resume" in err
+    (partial,) = tmp_path.glob("out.partial-*")
+    assert _state_t0([partial], "uniform") == 20 * 8
+
+    monkeypatch.setattr(checkpoint.ChunkCheckpoint, "save", original)
+    assert cli.main(args) == 0
+    assert "resuming" in capsys.readouterr().out
+    assert not list(tmp_path.glob("out.partial-*"))
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": 160}
+    assert_same_results(out, reference)
