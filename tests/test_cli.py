@@ -120,6 +120,7 @@ TUNED = sorted(
     name
     for name in set(shipped_configs()) - set(SHIPPED)
     if not name.startswith("bco_")  # BCO configs: tests/test_bco_cli.py
+    and not name.startswith("study_")  # the scaling study's: tests/test_study.py
 )
 
 
