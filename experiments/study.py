@@ -232,10 +232,13 @@ def default_plan(
     arms: Sequence[int],
     learners: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    merge: bool = False,
 ) -> Plan:
     """``{(adversary, n, group): learners}``: :data:`PLAN` restricted to ``adversaries``,
     ``arms`` and ``groups`` (``None``: all), or, with ``learners`` given, those learners at
-    every ``(adversary, n)`` in one group ``"custom"``."""
+    every ``(adversary, n)`` in one group ``"custom"``. With ``merge``, the groups of a point
+    become one group ``"all"`` (one run, one SA(L) pass)."""
     from stabl_jax.registry import LEARNERS
 
     for adversary in adversaries:
@@ -256,7 +259,12 @@ def default_plan(
         skipped = [name for name in names if name not in LEARNERS]
         if skipped:
             print(f"[study] {adversary}-n{n}-{group}: {skipped} not registered, skipped")
-        if chosen:
+        if not chosen:
+            continue
+        if merge:  # one folder per point: the SA(L) pass (the costly part) runs once
+            key = (adversary, n, "all")
+            plan[key] = plan.get(key, ()) + tuple(c for c in chosen if c not in plan.get(key, ()))
+        else:
             plan[(adversary, n, group)] = chosen
     return plan
 
@@ -378,6 +386,51 @@ def load_point(folder: Path) -> dict[str, Any]:
         "change_points": traces["env/change_points"],
         "learners": learners,
     }
+
+
+def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
+    """Two files holding what the analysis needs from ``folders`` (results folders):
+    ``<prefix>_sa.npz`` (per folder ``<folder>/<learner>/sa_expected``, ``sa_sampled``,
+    ``<folder>/env/change_points``, ``<folder>/sa_window_lengths``) and
+    ``<prefix>_summaries.json`` (``{folder: summary.json}``). Small enough to move between
+    machines where the full ``traces.npz`` (hundreds of MB per point) is not."""
+    from stabl_jax.results import read_summary
+
+    arrays: dict[str, np.ndarray] = {}
+    summaries: dict[str, Any] = {}
+    for folder in folders:
+        summary = read_summary(folder)
+        summaries[folder.name] = summary
+        with np.load(folder / "traces.npz", allow_pickle=False) as data:
+            keep = ["env/change_points", "sa_window_lengths"]
+            keep += [f"{n}/{f}" for n in summary["learners"] for f in ("sa_expected", "sa_sampled")]
+            for key in keep:
+                arrays[f"{folder.name}/{key}"] = data[key]
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    npz = prefix.parent / f"{prefix.name}_sa.npz"
+    js = prefix.parent / f"{prefix.name}_summaries.json"
+    np.savez_compressed(npz, **arrays)
+    js.write_text(json.dumps(summaries) + "\n", encoding="utf-8")
+    return [npz, js]
+
+
+def read_bundle(prefix: Path, out: Path) -> list[Path]:
+    """Rebuild slim results folders (``summary.json``, a ``traces.npz`` with the SA(L) arrays
+    only, ``COMPLETE``) under ``out`` from a :func:`write_bundle` pair."""
+    from stabl_jax.results import COMPLETE, SUMMARY, TRACES
+
+    summaries = json.loads((prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8"))
+    written = []
+    with np.load(prefix.parent / f"{prefix.name}_sa.npz", allow_pickle=False) as data:
+        for name, summary in summaries.items():
+            folder = out / name
+            folder.mkdir(parents=True, exist_ok=True)
+            arrays = {k[len(name) + 1 :]: data[k] for k in data.files if k.startswith(f"{name}/")}
+            np.savez(folder / TRACES, **arrays)
+            (folder / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+            (folder / COMPLETE).write_text("rebuilt from a study bundle\n", encoding="utf-8")
+            written.append(folder)
+    return written
 
 
 def merge_groups(groups: Sequence[Mapping[str, Any]], where: str = "") -> dict[str, Any]:
@@ -701,6 +754,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
     parser.add_argument("--figures", default=None, help="write the plots into this folder")
     parser.add_argument("--analyse-only", action="store_true", help="do not run missing points")
+    parser.add_argument(
+        "--merge-groups", action="store_true", help="run each point's groups as one folder"
+    )
+    parser.add_argument(
+        "--bundle", default=None, help="write PREFIX_sa.npz and PREFIX_summaries.json"
+    )
+    parser.add_argument(
+        "--from-bundle", default=None, help="first rebuild the points under --out from PREFIX"
+    )
     args = parser.parse_args(argv)
     if args.runs < 2:
         parser.error(f"--runs must be >= 2 (an interval needs two runs), got {args.runs}")
@@ -711,22 +773,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     learners = args.learners.split(",") if args.learners else None
     out = Path(args.out)
     try:
-        plan = default_plan(args.adversaries, args.arms, learners, args.groups)
+        plan = default_plan(
+            args.adversaries, args.arms, learners, args.groups, merge=args.merge_groups
+        )
     except ValueError as exc:
         parser.error(str(exc))
     start = time.perf_counter()
+    if args.from_bundle:
+        read_bundle(Path(args.from_bundle), out)
     if not args.analyse_only:
         run_points(plan, out, runs=args.runs, seed=args.seed, sets=args.sets, jobs=args.jobs)
     from stabl_jax.results import is_complete
 
     points = {}
     loaded: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    complete = []
     for adversary, n, group in plan:
         folder = point_folder(out, adversary, n, group)
         if is_complete(folder):
             loaded.setdefault((adversary, n), []).append(load_point(folder))
+            complete.append(folder)
         else:
             print(f"[study] {folder}: missing, left out of the analysis", flush=True)
+    if args.bundle and complete:
+        for path in write_bundle(complete, Path(args.bundle)):
+            print(f"[study] bundle: {path}", flush=True)
     points = {key: merge_groups(groups, f"{key[0]}-n{key[1]}") for key, groups in loaded.items()}
     if not points:
         print("[study] no complete point to analyse", file=sys.stderr)

@@ -186,7 +186,15 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
         "study_geometric_sa_vs_L.png",
         "study_geometric_sa_vs_n.png",
     ]
-    # A second call finds the points complete and only re-analyses them.
+    # A second call finds the points complete and only re-analyses them; its bundle rebuilds
+    # folders elsewhere that give the same analysis.
     capsys.readouterr()
-    assert study.main(args) == 0
+    bundle = tmp_path / "bundle" / "study"
+    assert study.main([*args, "--bundle", str(bundle)]) == 0
     assert capsys.readouterr().out.count("complete, not run again") == 2
+    rebuilt = tmp_path / "rebuilt"
+    moved = [*args, "--analyse-only", "--from-bundle", str(bundle)]
+    moved[moved.index(str(out))] = str(rebuilt)
+    assert study.main(moved) == 0
+    again = json.loads((rebuilt / "study.json").read_text())
+    assert again["analysis"] == saved["analysis"]
