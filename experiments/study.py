@@ -55,27 +55,22 @@ BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20240506
 SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
 
-#: The default plan: ``(adversary, n, group, learners)``. A group is one ``stabl-jax run``
-#: (one results folder); groups of the same ``(adversary, n)`` use the same config, seed and
-#: number of runs, hence the same environment draws (checked on load): their learners are
-#: paired exactly as if run together. Sizing (EXPERIMENTS.md): at n = 300 one StABL run of
-#: 1,000 x 2^14 rounds costs ~9 minutes of the 2-core machine and SA(L) ~5 more, so the
-#: ablations and EXP3 run at the small n only, the random adversary at n = 10, 30 only.
-#: Learners missing from the registry are skipped (a group with none left is not run).
-_ABLATIONS = ("stabl_naive", "stabl_single_scale")
-PLAN: tuple[tuple[str, int, str, tuple[str, ...]], ...] = (
-    ("geometric", 300, "base", ("stabl", "uniform")),
-    ("geometric", 100, "base", ("stabl", "exp3_uniform", "uniform")),
-    ("geometric", 30, "base", ("stabl", "exp3_uniform", "uniform", *_ABLATIONS)),
-    ("geometric", 10, "base", ("stabl", "exp3_uniform", "uniform", *_ABLATIONS)),
-    ("random", 30, "base", ("stabl", "exp3_uniform", "uniform")),
-    ("random", 10, "base", ("stabl", "exp3_uniform", "uniform")),
-    ("geometric", 300, "baselines", ("saol", "stabl_one_query")),
-    ("geometric", 100, "baselines", ("saol", "stabl_one_query")),
-    ("geometric", 30, "baselines", ("saol", "stabl_one_query", "saol_hedge")),
-    ("geometric", 10, "baselines", ("saol", "stabl_one_query", "saol_hedge")),
-    ("random", 30, "baselines", ("saol", "stabl_one_query")),
-    ("random", 10, "baselines", ("saol", "stabl_one_query")),
+#: The default plan: ``(adversary, n, group, learners)``: every learner at every ``n`` on both
+#: adversaries. A group is one ``stabl-jax run`` (one results folder); groups of the same
+#: ``(adversary, n)`` use the same config, seed and number of runs, hence the same
+#: environment draws (checked on load): their learners are paired exactly as if run
+#: together. Learners missing from the registry are skipped (a group with none left is not
+#: run). Sizing (EXPERIMENTS.md): on the 2-core machine one StABL run at n = 300 (1,000 runs,
+#: T = 2^14) costs ~9 minutes and its SA(L) pass ~5 more; the whole plan was run on a GPU
+#: machine with 16 cores (``--jobs 16``); ``--arms``, ``--adversaries`` and ``--groups``
+#: select a part of it.
+_BASE = ("stabl", "exp3_uniform", "uniform", "stabl_naive", "stabl_single_scale")
+_BASELINES = ("saol", "stabl_one_query", "saol_hedge", "exp3s")
+PLAN: tuple[tuple[str, int, str, tuple[str, ...]], ...] = tuple(
+    (adversary, n, group, names)
+    for n in sorted(ARMS, reverse=True)  # the longest points first
+    for adversary in ADVERSARIES
+    for group, names in (("base", _BASE), ("baselines", _BASELINES))
 )
 
 #: Table 1 of the paper (adaptive-regret bound, queries per round), by registry name, plus the
@@ -365,10 +360,13 @@ def run_points(
 def load_point(folder: Path) -> dict[str, Any]:
     """``{"windows", "runs", "arms", "seconds", "change_points", "learners": {name: {"sa":
     (R, K), "queries"}}}`` of one results folder."""
-    from stabl_jax.results import read_summary, read_traces
+    from stabl_jax.results import TRACES, read_summary
 
     summary = read_summary(folder)
-    traces = read_traces(folder)
+    keys = ["sa_window_lengths", "env/change_points"]
+    keys += [f"{name}/{SA_FIELD}" for name in summary["learners"]]
+    with np.load(folder / TRACES, allow_pickle=False) as data:  # only these arrays are read
+        traces = {key: data[key] for key in keys}
     windows = [int(w) for w in traces["sa_window_lengths"]]
     learners = {}
     for name, entry in summary["learners"].items():
