@@ -185,8 +185,10 @@ def exponent_with_interval(
       level: coverage of the interval.
 
     Returns:
-      ``{"a", "b", "lo", "hi", "se"}``: the fit on the full data, the interval's bounds and
-      the bootstrap standard deviation of ``b``.
+      ``{"a", "b", "lo", "hi", "se", "note"}``: the fit on the full data, the interval's
+      bounds and the bootstrap standard deviation of ``b``. A mean ``<= 0`` has no logarithm:
+      then ``b`` is NaN (the data follow no power law there), and if only some resamples
+      have one the interval is NaN; ``note`` says which (else it is ``""``).
     """
     rng = np.random.default_rng(seed)
     x = np.asarray(x, np.float64)
@@ -201,7 +203,15 @@ def exponent_with_interval(
             [bootstrap_means(np.asarray(c)[:, None], resamples, rng)[:, 0] for c in columns],
             axis=1,
         )
+    nan = float("nan")
+    if np.any(full <= 0):
+        note = f"mean <= 0 at x = {x[full <= 0].tolist()}: no power-law fit"
+        return {"a": nan, "b": nan, "lo": nan, "hi": nan, "se": nan, "note": note}
     a, b = fit_power_law(x, full)
+    bad = np.any(boot <= 0, axis=1)
+    if bad.any():
+        note = f"{int(bad.sum())} of {resamples} resamples have a mean <= 0: no interval"
+        return {"a": float(a), "b": float(b), "lo": nan, "hi": nan, "se": nan, "note": note}
     _, boot_b = fit_power_law(x, boot)
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(boot_b, [tail, 1.0 - tail])
@@ -211,6 +221,7 @@ def exponent_with_interval(
         "lo": float(lo),
         "hi": float(hi),
         "se": float(boot_b.std(ddof=1)),
+        "note": "",
     }
 
 
@@ -453,14 +464,30 @@ def merge_groups(groups: Sequence[Mapping[str, Any]], where: str = "") -> dict[s
     return merged
 
 
+def default_fit_windows(point: Mapping[str, Any]) -> list[int]:
+    """The window lengths ``L <= T / 2`` of a point (``T`` = its largest window length).
+
+    ``L = T`` is left out of the fit: there the only window is the whole run and the
+    comparator is one arm for all of it, whose loss a learner that tracks the changes beats,
+    so SA(T) is the static regret and may be negative. Every ``L <= T / 2`` of the geometric
+    adversary lies inside one segment somewhere (its longest segment is ``T / 2``).
+    """
+    horizon = max(point["windows"])
+    return [w for w in point["windows"] if 2 * w <= horizon]
+
+
 def analyse(
     points: Mapping[tuple[str, int], Mapping[str, Any]],
     *,
     table_windows: Sequence[int] = TABLE_WINDOWS,
+    fit_windows: Sequence[int] | None = None,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
     """Every fit of the study from loaded points (:func:`load_point`).
+
+    The exponent in ``L`` is fitted over ``fit_windows`` (``None``: every window length
+    ``L <= T / 2``, see :func:`default_fit_windows`); the table and the plots show every ``L``.
 
     Returns:
       ``{adversary: {"arms": [...], "windows": [...], "learners": {name: {"queries",
@@ -468,9 +495,20 @@ def analyse(
     """
     out: dict[str, Any] = {}
     for (adversary, n), point in sorted(points.items()):
-        entry = out.setdefault(adversary, {"arms": [], "windows": point["windows"], "learners": {}})
+        fit = list(fit_windows) if fit_windows is not None else default_fit_windows(point)
+        entry = out.setdefault(
+            adversary,
+            {"arms": [], "windows": point["windows"], "fit_windows": fit, "learners": {}},
+        )
         if point["windows"] != entry["windows"]:
             raise ValueError(f"{adversary}: points disagree on the window lengths")
+        missing = [w for w in fit if w not in point["windows"]]
+        if len(fit) < 2 or missing:
+            raise ValueError(
+                f"fit windows must be >= 2 of the SA(L) window lengths {point['windows']}, "
+                f"got {fit}"
+            )
+        cols = [point["windows"].index(w) for w in fit]
         entry["arms"].append(n)
         for name, data in point["learners"].items():
             sa = data["sa"]
@@ -485,7 +523,7 @@ def analyse(
                 "ci95": half.tolist(),
                 "runs": int(sa.shape[0]),
                 "exponent_L": exponent_with_interval(
-                    point["windows"], sa, resamples=resamples, seed=seed + n
+                    fit, sa[:, cols], resamples=resamples, seed=seed + n
                 ),
             }
     for adversary, entry in out.items():
@@ -508,9 +546,13 @@ def analyse(
     return out
 
 
-def _fmt_fit(fit: Mapping[str, float] | None) -> str:
+def _fmt_fit(fit: Mapping[str, Any] | None) -> str:
     if fit is None:
         return "–"
+    if not math.isfinite(fit["b"]):
+        return "no fit (SA ≤ 0)"
+    if not math.isfinite(fit["lo"]):
+        return f"{fit['b']:.2f} [no interval]"
     return f"{fit['b']:.2f} [{fit['lo']:.2f}, {fit['hi']:.2f}]"
 
 
@@ -537,10 +579,11 @@ def table_one(
     entry = analysis[adversary]
     windows = entry["windows"]
     length_for_n = length_for_n or table_windows[-1]
+    fit_range = f"{min(entry['fit_windows'])}..{max(entry['fit_windows'])}"
     head = (
         "| algorithm | registry name | queries/round | bound (paper) | "
         + " | ".join(f"SA({w})" for w in table_windows)
-        + f" | exponent in L (n = {n}) | exponent in n (L = {length_for_n}) |"
+        + f" | exponent in L (n = {n}; L = {fit_range}) | exponent in n (L = {length_for_n}) |"
     )
     lines = [head, "|" + "---|" * (7 + len(table_windows) - 1)]
     names = [k for k in PAPER_ROWS if k in entry["learners"]]
@@ -748,6 +791,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--groups", nargs="+", default=None, help="groups of PLAN to run")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--table-windows", nargs="+", type=int, default=list(TABLE_WINDOWS))
+    parser.add_argument(
+        "--fit-windows", nargs="+", type=int, default=None, help="L of the fit (default L <= T/2)"
+    )
     parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES)
     parser.add_argument("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
     parser.add_argument("--figures", default=None, help="write the plots into this folder")
@@ -803,6 +849,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     analysis = analyse(
         points,
         table_windows=args.table_windows,
+        fit_windows=args.fit_windows,
         resamples=args.bootstrap,
         seed=args.bootstrap_seed,
     )

@@ -198,3 +198,15 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert study.main(moved) == 0
     again = json.loads((rebuilt / "study.json").read_text())
     assert again["analysis"] == saved["analysis"]
+
+
+def test_no_power_law_where_the_mean_regret_is_not_positive():
+    x = np.array([32.0, 64.0, 128.0])
+    negative = np.array([[10.0, 20.0, -50.0], [12.0, 18.0, -40.0]])
+    fit = study.exponent_with_interval(x, negative, resamples=20)
+    assert math.isnan(fit["b"]) and "no power-law fit" in fit["note"]
+    assert study._fmt_fit(fit) == "no fit (SA ≤ 0)"
+    # Positive means, but some resamples of the runs are not: a fit without an interval.
+    mixed = np.array([[10.0, 20.0, 30.0], [12.0, 18.0, -20.0]])
+    fit = study.exponent_with_interval(x, mixed, resamples=200)
+    assert math.isfinite(fit["b"]) and math.isnan(fit["lo"]) and "resamples" in fit["note"]
