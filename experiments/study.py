@@ -287,11 +287,13 @@ def cli_args(
     runs: int,
     seed: int,
     sets: Sequence[str],
+    config_suffix: str = "",
 ) -> list[str]:
-    """The ``stabl-jax`` arguments of one point."""
+    """The ``stabl-jax`` arguments of one point (config ``configs/study_<adversary><suffix>``:
+    ``_tuned`` for the scales of ``experiments/tune.py``)."""
     args = [
         "run",
-        str(ROOT / "configs" / f"{ADVERSARIES[adversary]}.toml"),
+        str(ROOT / "configs" / f"{ADVERSARIES[adversary]}{config_suffix}.toml"),
         "--runs",
         str(runs),
         "--seed",
@@ -317,6 +319,7 @@ def run_points(
     seed: int,
     sets: Sequence[str] = (),
     jobs: int = 1,
+    config_suffix: str = "",
 ) -> dict[str, float]:
     """Run every point whose folder is not complete; returns ``{point: wall seconds}``.
 
@@ -332,7 +335,8 @@ def run_points(
         if is_complete(folder):
             print(f"[study] {folder.name}: complete, not run again", flush=True)
             continue
-        todo.append((folder, cli_args(adversary, n, learners, folder, runs, seed, sets)))
+        args = cli_args(adversary, n, learners, folder, runs, seed, sets, config_suffix)
+        todo.append((folder, args))
     times: dict[str, float] = {}
 
     def one(folder: Path, args: list[str]) -> float:
@@ -790,6 +794,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--groups", nargs="+", default=None, help="groups of PLAN to run")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--config-suffix", default="", help="run configs/study_<adversary><SUFFIX>.toml"
+    )
     parser.add_argument("--table-windows", nargs="+", type=int, default=list(TABLE_WINDOWS))
     parser.add_argument(
         "--fit-windows", nargs="+", type=int, default=None, help="L of the fit (default L <= T/2)"
@@ -826,7 +833,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.from_bundle:
         read_bundle(Path(args.from_bundle), out)
     if not args.analyse_only:
-        run_points(plan, out, runs=args.runs, seed=args.seed, sets=args.sets, jobs=args.jobs)
+        run_points(
+            plan,
+            out,
+            runs=args.runs,
+            seed=args.seed,
+            sets=args.sets,
+            jobs=args.jobs,
+            config_suffix=args.config_suffix,
+        )
     from stabl_jax.results import is_complete
 
     points = {}
