@@ -469,15 +469,16 @@ def merge_groups(groups: Sequence[Mapping[str, Any]], where: str = "") -> dict[s
 
 
 def default_fit_windows(point: Mapping[str, Any]) -> list[int]:
-    """The window lengths ``L <= T / 2`` of a point (``T`` = its largest window length).
+    """The window lengths ``L <= T / 4`` of a point (``T`` = its largest window length).
 
-    ``L = T`` is left out of the fit: there the only window is the whole run and the
-    comparator is one arm for all of it, whose loss a learner that tracks the changes beats,
-    so SA(T) is the static regret and may be negative. Every ``L <= T / 2`` of the geometric
-    adversary lies inside one segment somewhere (its longest segment is ``T / 2``).
+    Long windows are left out of the fit: at ``L = T`` the only window is the whole run and
+    its comparator is one arm for all of it, which a learner that tracks the changes beats
+    (SA(T) is the static regret and may be negative); at ``L = T / 2`` the random adversary
+    rarely has a segment that long, and a full-information tracker's SA(T/2) is negative
+    too. ``T / 4`` keeps the table's ``L = 4096`` at ``T = 2^14``.
     """
     horizon = max(point["windows"])
-    return [w for w in point["windows"] if 2 * w <= horizon]
+    return [w for w in point["windows"] if 4 * w <= horizon]
 
 
 def analyse(
@@ -491,7 +492,7 @@ def analyse(
     """Every fit of the study from loaded points (:func:`load_point`).
 
     The exponent in ``L`` is fitted over ``fit_windows`` (``None``: every window length
-    ``L <= T / 2``, see :func:`default_fit_windows`); the table and the plots show every ``L``.
+    ``L <= T / 4``, see :func:`default_fit_windows`); the table and the plots show every ``L``.
 
     Returns:
       ``{adversary: {"arms": [...], "windows": [...], "learners": {name: {"queries",
@@ -653,10 +654,10 @@ def exponent_tables(analysis: Mapping[str, Any], adversary: str) -> str:
     return "\n".join(lines)
 
 
-def write_figures(analysis: Mapping[str, Any], folder: Path) -> list[Path]:
-    """``study_<adversary>_sa_vs_L.png`` (one panel per n) and ``study_<adversary>_sa_vs_n.png``
-    (one panel per table window); means with their 95% intervals, and the slope-1/2 and
-    slope-1 guides."""
+def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "study") -> list[Path]:
+    """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and
+    ``<prefix>_<adversary>_sa_vs_n.png`` (one panel per table window); means with their 95%
+    intervals, and the slope-1/2 and slope-1 guides."""
     from stabl_jax import plots
 
     plt = plots._pyplot()
@@ -698,8 +699,8 @@ def write_figures(analysis: Mapping[str, Any], folder: Path) -> list[Path]:
             ax.grid(True, which="major", alpha=0.3)
             ax.legend(fontsize=7, loc="upper left")
         axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
-        fig.suptitle(f"study_{adversary}: strongly adaptive regret against L", fontsize=12)
-        path = folder / f"study_{adversary}_sa_vs_L.png"
+        fig.suptitle(f"{prefix}_{adversary}: strongly adaptive regret against L", fontsize=12)
+        path = folder / f"{prefix}_{adversary}_sa_vs_L.png"
         fig.savefig(path, dpi=plots.DPI)
         plt.close(fig)
         written.append(path)
@@ -738,8 +739,8 @@ def write_figures(analysis: Mapping[str, Any], folder: Path) -> list[Path]:
             ax.grid(True, which="major", alpha=0.3)
             ax.legend(fontsize=7, loc="best")
         axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
-        fig.suptitle(f"study_{adversary}: strongly adaptive regret against n", fontsize=12)
-        path = folder / f"study_{adversary}_sa_vs_n.png"
+        fig.suptitle(f"{prefix}_{adversary}: strongly adaptive regret against n", fontsize=12)
+        path = folder / f"{prefix}_{adversary}_sa_vs_n.png"
         fig.savefig(path, dpi=plots.DPI)
         plt.close(fig)
         written.append(path)
@@ -799,11 +800,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--table-windows", nargs="+", type=int, default=list(TABLE_WINDOWS))
     parser.add_argument(
-        "--fit-windows", nargs="+", type=int, default=None, help="L of the fit (default L <= T/2)"
+        "--fit-windows", nargs="+", type=int, default=None, help="L of the fit (default L <= T/4)"
     )
     parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES)
     parser.add_argument("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
     parser.add_argument("--figures", default=None, help="write the plots into this folder")
+    parser.add_argument("--figure-prefix", default="study", help="file names PREFIX_<adversary>_*")
     parser.add_argument("--analyse-only", action="store_true", help="do not run missing points")
     parser.add_argument(
         "--merge-groups", action="store_true", help="run each point's groups as one folder"
@@ -883,7 +885,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "study.md").write_text(text + "\n", encoding="utf-8")
     print(text)
     if args.figures:
-        for path in write_figures(analysis, Path(args.figures)):
+        for path in write_figures(analysis, Path(args.figures), args.figure_prefix):
             print(f"[study] figure: {path}")
     print(f"[study] {out / 'study.md'}  ({time.perf_counter() - start:.0f} s)")
     return 0
