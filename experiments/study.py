@@ -654,6 +654,13 @@ def exponent_tables(analysis: Mapping[str, Any], adversary: str) -> str:
     return "\n".join(lines)
 
 
+def _log_safe(mean: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Means ``<= 0`` (no place on a log axis) become NaN, not drawn; the lower error bar is
+    cut at 1% of the mean. Returns ``(mean, (2, K) yerr)``."""
+    mean = np.where(mean > 0, mean, np.nan)
+    return mean, np.stack([np.minimum(half, 0.99 * mean), half])
+
+
 def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "study") -> list[Path]:
     """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and
     ``<prefix>_<adversary>_sa_vs_n.png`` (one panel per table window); means with their 95%
@@ -676,12 +683,12 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
                 point = entry["learners"][name]["by_n"].get(n)
                 if point is None:
                     continue
-                mean, half = np.asarray(point["mean"]), np.asarray(point["ci95"])
+                mean, half = _log_safe(np.asarray(point["mean"]), np.asarray(point["ci95"]))
                 fit = point["exponent_L"]
                 ax.errorbar(
                     windows,
                     mean,
-                    yerr=half,
+                    yerr=half,  # (2, K): lower and upper
                     color=colors[name],
                     marker=plots.MARKERS[index % len(plots.MARKERS)],
                     ms=4,
@@ -721,10 +728,11 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
                 ns = np.asarray(fit["arms"], np.float64)
                 mean = np.array([learner["by_n"][int(n)]["mean"][j] for n in ns])
                 half = np.array([learner["by_n"][int(n)]["ci95"][j] for n in ns])
+                mean, half = _log_safe(mean, half)
                 ax.errorbar(
                     ns,
                     mean,
-                    yerr=half,
+                    yerr=half,  # (2, K): lower and upper
                     color=colors[name],
                     marker=plots.MARKERS[index % len(plots.MARKERS)],
                     ms=4,
