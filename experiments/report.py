@@ -43,10 +43,56 @@ def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
     return "\n".join(lines)
 
 
+def hpo_table(folder: Path, summary: dict) -> str:
+    """Table of a ``kind = "hpo"`` results folder: per learner, the profile score and the
+    score against Uniform over all problems (at half and full budget), then per problem the
+    final mean log10 gap and the score against Uniform in each half of the budget."""
+    cfg = summary["config"]
+    problems = summary["problems"]
+    learners = cfg["learners"]
+    lines = [
+        f"`{folder}` — {cfg['description']} ({len(problems)} problems x {cfg['runs']} repeats, "
+        f"seed {cfg['seed']}, feedback={cfg['feedback']})",
+        "",
+        "| learner | profile score (N/2) | profile score (N) | vs Uniform (N/2) | vs Uniform (N) |",
+        "|---|---|---|---|---|",
+    ]
+    for name in learners:
+        lines.append(
+            f"| {name} | {summary['profile_scores_half_budget'][name]:.3f} | "
+            f"{summary['profile_scores'][name]:.3f} | "
+            f"{summary['score_vs_uniform_half_budget'].get(name, 0.0):+.3f} | "
+            f"{summary['score_vs_uniform'].get(name, 0.0):+.3f} |"
+        )
+    lines += [
+        "",
+        "| problem | "
+        + " | ".join(f"{n}: log10 gap (vs Unif. 1st/2nd half)" for n in learners)
+        + " |",
+        "|---|" + "---|" * len(learners),
+    ]
+    for key, rows in problems.items():
+        cells = []
+        for name in learners:
+            r = rows[name]
+            ci = r["final_log10_gap_ci"]
+            gap = f"{r['final_log10_gap']:.2f}" + (f" ± {ci:.2f}" if ci is not None else "")
+            if name != "uniform" and "score_vs_uniform_first_half" in r:
+                gap += (
+                    f" ({r['score_vs_uniform_first_half']:+.2f}/"
+                    f"{r['score_vs_uniform_second_half']:+.2f})"
+                )
+            cells.append(gap)
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def table(folder: Path, windows: tuple[int, ...]) -> str:
     summary = json.loads((folder / "summary.json").read_text())
     if summary.get("kind") == "bco":
         return bco_table(folder, summary, windows)
+    if summary.get("kind") == "hpo":
+        return hpo_table(folder, summary)
     lines = [
         f"`{folder}` — {summary['description']} ({summary['runs']} runs, seed "
         f"{summary['seed']}, feedback={summary['config']['feedback']})",

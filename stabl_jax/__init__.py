@@ -29,7 +29,17 @@ from stabl_jax.envs.convex import (
 from stabl_jax.envs.eagle import EagleConfig, EagleEnsemble, eagle_grid
 from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.hpo_metrics import run_hpo
-from stabl_jax.learners import EXP3, BanditQuery, StABL, StepInfo, Uniform
+from stabl_jax.learners import (
+    DUCB,
+    EXP3,
+    SWUCB,
+    BanditQuery,
+    Exp3IX,
+    Exp3S,
+    StABL,
+    StepInfo,
+    Uniform,
+)
 from stabl_jax.reactive import simulate_reactive
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env
 from stabl_jax.simulate import SimResult, simulate
@@ -39,10 +49,12 @@ __version__ = "0.1.0"
 __all__ = [
     "BCO_LEARNERS",
     "CONVEX_ENVS",
+    "DUCB",
     "ENVS",
     "EXP3",
     "FKM",
     "LEARNERS",
+    "SWUCB",
     "AbsoluteLinear",
     "BBOBFunction",
     "BCOSimResult",
@@ -50,6 +62,8 @@ __all__ = [
     "CustomConvex",
     "EagleConfig",
     "EagleEnsemble",
+    "Exp3IX",
+    "Exp3S",
     "ExpertAdvice",
     "FullInfoOGD",
     "HPOEnv",

@@ -63,3 +63,28 @@ def check_losses(name: str, losses: jax.Array, shape: tuple[int, ...] | None = N
             f"{name} must be finite and in [0, 1]; found {arr[idx]!r} at index {idx}"
             " (losses are never clipped: rescale them to [0, 1] first)"
         )
+
+
+def check_param_range(
+    name: str,
+    value: object,
+    low: float,
+    high: float = float("inf"),
+    *,
+    low_open: bool = False,
+) -> None:
+    """Reject a concrete ``Params`` entry outside ``[low, high]`` (``(low, high]`` with
+    ``low_open``), or NaN, naming it. Traced values (a params grid under ``vmap``/``jit``)
+    return silently, like :func:`check_losses`."""
+    if not is_concrete(value):
+        return
+    arr = np.asarray(value, dtype=np.float64)
+    bad = ~np.isfinite(arr) if high == float("inf") else np.isnan(arr)
+    bad |= (arr <= low) if low_open else (arr < low)
+    bad |= arr > high
+    if bad.any():
+        left = "(" if low_open else "["
+        right = "]" if high < float("inf") else ")"
+        interval = f"{left}{low:g}, {high:g}{right}"
+        found = arr[tuple(np.argwhere(bad)[0])] if arr.ndim else arr
+        raise ValueError(f"params.{name} must be in {interval}, got {float(found)!r}")

@@ -10,7 +10,8 @@
 one results folder (``results/<config name>-seed<S>`` by default; see
 :mod:`stabl_jax.results`) and prints a summary table. With no CONFIG it runs
 ``expert_advice_equal``, the paper's Figure 1 (left). A BCO config (``kind = "bco"``, e.g.
-``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``.
+``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``, and so
+does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hpo_bbob_sphere``).
 
 Exit status: 0 success, 2 usage or config error (``error: ...`` on stderr), 1 unexpected
 failure, 130 interrupted.
@@ -163,6 +164,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
     out = Path(args.out) if args.out else Path("results") / f"{config.name}-seed{config.seed}"
     folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
+    if config.kind == "hpo":
+        return _run_hpo(config, folder, started=started, start=start)
     with folder:
         _print_header(config, folder.final, resolve_chunk_size(config))
         result = run_experiment(
@@ -175,6 +178,57 @@ def _cmd_run(args: argparse.Namespace) -> int:
         final = write_results(result, folder, started=started)
     print()
     print(format_table(result))
+    print()
+    print(f"results: {final}")
+    print(f"total time: {time.perf_counter() - start:.1f} s")
+    return EXIT_OK
+
+
+def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
+    """``stabl-jax run`` for an algorithm-selection config (``kind = "hpo"``).
+
+    Finished problems are checkpointed in ``<out>.checkpoint`` (removed once the results
+    folder is complete), so the same command resumes an interrupted run.
+    """
+    import shutil
+
+    from stabl_jax.hpo_experiment import format_hpo_table, run_hpo_experiment
+    from stabl_jax.results import write_results
+
+    checkpoint = folder.final.with_name(folder.final.name + ".checkpoint")
+    print(f"stabl-jax run {config.name}  ({config.source})")
+    if config.overrides:
+        print(f"  overrides: {' '.join(config.overrides)}")
+    print(
+        f"  {len(config.problems)} BBOB problems (function, dim, evaluations), {config.runs} "
+        f"repeats each, seed {config.seed}, feedback={config.feedback}, "
+        f"noise {config.noise_std:g}; same key for every learner (paired)"
+    )
+    print(f"  learners: {', '.join(config.learners)}")
+    print(f"  output: {folder.final}  (checkpoints: {checkpoint})", flush=True)
+
+    def learner_done(name: str, problem: Any, seconds: dict[str, float]) -> None:
+        print(
+            f"  {problem.key:<16} {name:<20} compile {seconds['compile']:5.1f} s  "
+            f"run {seconds['run']:6.1f} s",
+            flush=True,
+        )
+
+    def problem_done(outcome: Any) -> None:
+        if outcome.from_checkpoint:
+            print(f"  {outcome.problem.key:<16} read back from the checkpoint", flush=True)
+
+    with folder:
+        result = run_hpo_experiment(
+            config,
+            checkpoint=checkpoint,
+            on_learner_done=learner_done,
+            on_problem_done=problem_done,
+        )
+        final = write_results(result, folder, started=started)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    print()
+    print(format_hpo_table(result))
     print()
     print(f"results: {final}")
     print(f"total time: {time.perf_counter() - start:.1f} s")

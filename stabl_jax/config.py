@@ -66,7 +66,10 @@ from typing import Any
 
 from stabl_jax import registry
 
-KINDS: tuple[str, ...] = ("bandit", "bco")
+if typing.TYPE_CHECKING:
+    from stabl_jax.hpo_experiment import HPOConfig
+
+KINDS: tuple[str, ...] = ("bandit", "bco", "hpo")
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")
 MIN_HORIZON = 16  # StABL's geometric intervals need T >= 16
 DEFAULT_WINDOW = 50
@@ -355,7 +358,7 @@ def resolve_config(name_or_path: str | Path) -> Any:
 
 def load_config(
     name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any
-) -> ExperimentConfig:
+) -> ExperimentConfig | HPOConfig:
     """Read, override and validate an experiment config.
 
     Args:
@@ -366,7 +369,8 @@ def load_config(
         after ``overrides``.
 
     Returns:
-      The validated :class:`ExperimentConfig`.
+      The validated :class:`ExperimentConfig` (an
+      :class:`~stabl_jax.hpo_experiment.HPOConfig` for ``kind = "hpo"``).
 
     Raises:
       ConfigError: unreadable file, bad TOML, unknown key, wrong type or out-of-range value.
@@ -491,13 +495,21 @@ def validate(
     default_name: str = "experiment",
     overrides: tuple[str, ...] = (),
     overridden: Iterable[str] = (),
-) -> ExperimentConfig:
-    """Validate a parsed TOML document (see :func:`load_config`)."""
+) -> ExperimentConfig | HPOConfig:
+    """Validate a parsed TOML document (see :func:`load_config`): an
+    :class:`ExperimentConfig`, or for ``kind = "hpo"`` an
+    :class:`~stabl_jax.hpo_experiment.HPOConfig`."""
     check = _Checker(source, overridden)
+    kind = check.string("kind", raw.get("kind", "bandit"), KINDS)
+    if kind == "hpo":  # algorithm selection on BBOB: its own keys (stabl_jax.hpo_experiment)
+        from stabl_jax.hpo_experiment import validate_hpo
+
+        return validate_hpo(
+            raw, check, source=source, default_name=default_name, overrides=overrides
+        )
     for key in raw:
         if key not in TOP_LEVEL_KEYS:
             check.unknown(key, TOP_LEVEL_KEYS)
-    kind = check.string("kind", raw.get("kind", "bandit"), KINDS)
     for key, only in _KIND_ONLY.items():
         if key in raw and kind != only:
             check.fail(key, f"is only for kind = {only!r} experiments (this one is {kind!r})")

@@ -26,6 +26,10 @@ LABELS: dict[str, str] = {
     "uniform": "Uniform",
     "exp3": "EXP3",
     "exp3_uniform": "EXP3 (uniform exploration)",
+    "exp3s": "Exp3.S",
+    "exp3_ix": "Exp3-IX",
+    "sw_ucb": "SW-UCB",
+    "d_ucb": "D-UCB",
     "stabl": "StABL",
     "stabl_naive": "StABL Naive",
     "stabl_single_scale": "StABL Single Scale",
@@ -85,6 +89,62 @@ def _colors(names: Sequence[str]) -> dict[str, Any]:
     return {name: cycle(i % 10) for i, name in enumerate(names)}
 
 
+def _draw_axes(
+    ax: Any,
+    bands: Sequence[Band],
+    colors: Mapping[str, Any],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    vlines: Sequence[float] = (),
+    loglog: bool = False,
+    xlog: bool = False,
+    ylim: tuple[float, float] | None = None,
+    markers: bool = False,
+    legend: bool = True,
+    fontsize: int = 11,
+) -> None:
+    """Draw ``bands`` (mean lines with 95% bands) on one matplotlib axes."""
+    for index, band in enumerate(bands):
+        band = band if markers else _thin(band)
+        mean = band.mean
+        lower, upper = mean - band.half, mean + band.half
+        if loglog:  # non-positive values (e.g. a negative SA(L)) have no place: not drawn
+            floor = np.nanmin(mean[mean > 0], initial=1.0) / 10.0
+            mean = np.where(mean > 0, mean, np.nan)
+            upper = np.where(np.isfinite(mean), upper, np.nan)
+            lower = np.maximum(lower, floor)
+        color = colors[band.name]
+        ax.plot(
+            band.x,
+            mean,
+            color=color,
+            lw=1.6,
+            label=band.label,
+            marker=MARKERS[index % len(MARKERS)] if markers else None,
+            ms=5,
+            mfc="none" if markers and index % 2 else color,
+        )
+        if np.isfinite(band.half).any():
+            ax.fill_between(band.x, lower, upper, color=color, alpha=0.2, lw=0)
+    for i, x in enumerate(vlines):
+        ax.axvline(x, color="0.35", ls="--", lw=1.0, label="change point" if i == 0 else None)
+    if loglog:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+    elif xlog:
+        ax.set_xscale("log")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_title(title, fontsize=fontsize)
+    ax.set_xlabel(xlabel, fontsize=fontsize)
+    ax.set_ylabel(ylabel, fontsize=fontsize)
+    ax.grid(True, which="major", alpha=0.3)
+    if legend:
+        ax.legend(fontsize=max(6, fontsize - 2), loc="best", framealpha=0.85)
+
+
 def _draw(
     bands: Sequence[Band],
     path: str | Path,
@@ -94,6 +154,7 @@ def _draw(
     ylabel: str,
     vlines: Sequence[float] = (),
     loglog: bool = False,
+    xlog: bool = False,
     ylim: tuple[float, float] | None = None,
     markers: bool = False,
 ) -> Path:
@@ -101,45 +162,111 @@ def _draw(
     colors = _colors([b.name for b in bands])
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
-        for index, band in enumerate(bands):
-            band = band if markers else _thin(band)
-            mean = band.mean
-            lower, upper = mean - band.half, mean + band.half
-            if loglog:  # non-positive values (e.g. a negative SA(L)) have no place: not drawn
-                floor = np.nanmin(mean[mean > 0], initial=1.0) / 10.0
-                mean = np.where(mean > 0, mean, np.nan)
-                upper = np.where(np.isfinite(mean), upper, np.nan)
-                lower = np.maximum(lower, floor)
-            color = colors[band.name]
-            ax.plot(
-                band.x,
-                mean,
-                color=color,
-                lw=1.6,
-                label=band.label,
-                marker=MARKERS[index % len(MARKERS)] if markers else None,
-                ms=5,
-                mfc="none" if markers and index % 2 else color,
-            )
-            if np.isfinite(band.half).any():
-                ax.fill_between(band.x, lower, upper, color=color, alpha=0.2, lw=0)
-        for i, x in enumerate(vlines):
-            ax.axvline(x, color="0.35", ls="--", lw=1.0, label="change point" if i == 0 else None)
-        if loglog:
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-        if ylim is not None:
-            ax.set_ylim(*ylim)
-        ax.set_title(title, fontsize=11)
-        ax.set_xlabel(xlabel, fontsize=11)
-        ax.set_ylabel(ylabel, fontsize=11)
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=9, loc="best", framealpha=0.85)
+        _draw_axes(
+            ax,
+            bands,
+            colors,
+            title=title,
+            xlabel=xlabel,
+            ylabel=ylabel,
+            vlines=vlines,
+            loglog=loglog,
+            xlog=xlog,
+            ylim=ylim,
+            markers=markers,
+        )
         path = Path(path)
         fig.savefig(path, dpi=DPI)
     finally:
         plt.close(fig)
     return path
+
+
+def plot_panels(
+    panels: Sequence[tuple[str, Sequence[Band]]],
+    path: str | Path,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    ncols: int = 4,
+    ylim: tuple[float, float] | None = None,
+    hline: float | None = None,
+    color_order: Sequence[str] | None = None,
+) -> Path:
+    """A grid of small panels, one per ``(panel title, bands)``, sharing colors and one legend.
+
+    Args:
+      panels: per panel its title and its curves (the same learner names in every panel).
+      path: the PNG to write.
+      title: the figure's title.
+      xlabel, ylabel: axis labels of every panel.
+      ncols: panels per row (fewer when there are fewer panels).
+      ylim: common y range, or ``None``.
+      hline: a horizontal reference line (e.g. 0 for a score against a baseline).
+      color_order: the names in the order that fixes their colors (default: the first
+        panel's), so that a learner keeps its color across figures.
+    """
+    plt = _pyplot()
+    if not panels:
+        raise ValueError("plot_panels needs at least one panel")
+    ncols = max(1, min(ncols, len(panels)))
+    nrows = -(-len(panels) // ncols)
+    names = list(color_order) if color_order is not None else [b.name for b in panels[0][1]]
+    colors = _colors(names)
+    small = len(panels) > 4
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(3.6 * ncols + 0.5, 2.9 * nrows + 0.9) if small else (6.2 * ncols, 4.6 * nrows),
+        layout="constrained",
+        squeeze=False,
+    )
+    try:
+        for ax, (panel_title, bands) in zip(axes.flat, panels, strict=False):
+            _draw_axes(
+                ax,
+                bands,
+                colors,
+                title=panel_title,
+                xlabel=xlabel,
+                ylabel=ylabel,
+                ylim=ylim,
+                legend=False,
+                fontsize=8 if small else 10,
+            )
+            if hline is not None:
+                ax.axhline(hline, color="0.35", ls=":", lw=1.0)
+        for ax in list(axes.flat)[len(panels) :]:
+            ax.set_visible(False)
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(6, len(labels)))
+        fig.suptitle(title, fontsize=11)
+        path = Path(path)
+        fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
+    """Dolan-More performance profiles: ``rho_s(tau)`` against ``tau`` (log axis).
+
+    Args:
+      bands: per learner, ``x = tau`` and ``mean = rho_s(tau)`` (``half`` NaN: no band); put
+        the profile score in the label.
+      path: the PNG to write.
+      title: figure title.
+    """
+    return _draw(
+        bands,
+        path,
+        title=title,
+        xlabel="performance ratio tau (best gap / best gap of the best learner)",
+        ylabel="fraction of problems within tau of the best",
+        xlog=True,
+        ylim=(-0.02, 1.02),
+    )
 
 
 def plot_reward(

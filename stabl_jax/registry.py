@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
-from stabl_jax.learners import EXP3, StABL, Uniform, auer_gamma
+from stabl_jax.learners import DUCB, EXP3, SWUCB, Exp3IX, Exp3S, StABL, Uniform, auer_gamma
 
 
 def _exp3_uniform(num_arms: int, horizon: int, gamma: float | None = None, **kwargs: Any) -> EXP3:
@@ -29,6 +29,10 @@ LEARNERS: dict[str, Callable[..., Any]] = {
     "stabl": StABL,
     "stabl_naive": functools.partial(StABL, observation="uniform"),
     "stabl_single_scale": functools.partial(StABL, history_lengths=(1024,)),
+    "exp3s": Exp3S,
+    "exp3_ix": Exp3IX,
+    "sw_ucb": SWUCB,
+    "d_ucb": DUCB,
 }
 
 LEARNER_DESCRIPTIONS: dict[str, str] = {
@@ -38,6 +42,10 @@ LEARNER_DESCRIPTIONS: dict[str, str] = {
     "stabl": "StABL, Algorithm 1: geometric EXP3 experts + importance query P(t) (2 queries)",
     "stabl_naive": "StABL with the observed arm drawn uniformly ('StABL Naive') (2 queries)",
     "stabl_single_scale": "StABL with one history length, 1024 ('Single Scale') (2 queries)",
+    "exp3s": "Exp3.S, Exp3 with weight sharing for switching arms (Auer et al. 2002) (1 query)",
+    "exp3_ix": "Exp3-IX, Exp3 with implicit exploration (Neu 2015) (1 query)",
+    "sw_ucb": "sliding-window UCB (Garivier & Moulines 2011), deterministic (1 query)",
+    "d_ucb": "discounted UCB (Garivier & Moulines 2011), deterministic (1 query)",
 }
 
 ENVS: dict[str, Callable[..., Any]] = {

@@ -19,6 +19,11 @@ last, then the folder is renamed to ``<out>``. A reader that sees ``<out>`` sees
 crash leaves only a ``.partial-<pid>`` folder behind. ``traces.npz`` keys are
 ``"<learner>/<field>"`` (``stabl/loss``); read it with :func:`read_traces`
 (``allow_pickle=False``).
+
+An algorithm-selection experiment (``kind = "hpo"``) writes ``best_objective.png`` (log
+best-gap curves per problem), ``score_vs_uniform.png`` and ``profile.png`` (Dolan-More
+profiles), with traces ``<problem>/<learner>/best_gap`` and ``.../arm_counts``
+(:mod:`stabl_jax.hpo_experiment`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import os
 import platform
 import shutil
 import sys
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +47,9 @@ import numpy as np
 
 from stabl_jax import __version__, metrics, plots
 from stabl_jax.experiment import BCOExperimentResult, ExperimentResult, LearnerOutcome
+
+if typing.TYPE_CHECKING:
+    from stabl_jax.hpo_experiment import HPOExperimentResult
 
 SUMMARY = "summary.json"
 TRACES = "traces.npz"
@@ -528,7 +537,7 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
 
 
 def write_results(
-    result: ExperimentResult | BCOExperimentResult,
+    result: ExperimentResult | BCOExperimentResult | HPOExperimentResult,
     folder: ResultsFolder,
     *,
     started: str | None = None,
@@ -541,6 +550,11 @@ def write_results(
     if isinstance(result, BCOExperimentResult):
         summary = build_bco_summary(result, started=started)
         arrays, render = bco_trace_arrays(result), render_bco_plots
+    elif getattr(result.config, "kind", None) == "hpo":
+        from stabl_jax import hpo_experiment as hpo
+
+        summary = hpo.build_hpo_summary(result, started=started)
+        arrays, render = hpo.hpo_trace_arrays(result), hpo.render_hpo_plots
     else:
         summary = build_summary(result, started=started)
         arrays, render = trace_arrays(result), render_plots

@@ -1,16 +1,32 @@
 """Bandit learners sharing the contract of :mod:`stabl_jax.learners.base`."""
 
 from stabl_jax.learners.base import BanditLearner, BanditQuery, StepInfo
+from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, EXP3State, auer_gamma
+from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams, Exp3IXState
+from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, Exp3SState, exp3s_gamma
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
+from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
 __all__ = [
+    "DUCB",
     "EXP3",
+    "SWUCB",
     "BanditLearner",
     "BanditQuery",
+    "DUCBParams",
+    "DUCBState",
     "EXP3Params",
     "EXP3State",
+    "Exp3IX",
+    "Exp3IXParams",
+    "Exp3IXState",
+    "Exp3S",
+    "Exp3SParams",
+    "Exp3SState",
+    "SWUCBParams",
+    "SWUCBState",
     "StABL",
     "StABLParams",
     "StABLState",
@@ -19,4 +35,5 @@ __all__ = [
     "UniformParams",
     "UniformState",
     "auer_gamma",
+    "exp3s_gamma",
 ]

@@ -1,0 +1,736 @@
+"""The algorithm-selection experiment as a config kind (``kind = "hpo"``): BBOB problems, Eagle
+arms, every learner on the same repeats, best-objective curves and performance profiles.
+
+A config (``configs/hpo_bbob_sphere.toml``)::
+
+    kind = "hpo"
+    name = "hpo_bbob_sphere"
+    seed = 0
+    runs = 20                              # repeats per problem, vmapped (the paper: 5)
+    learners = ["uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive"]
+    feedback = "reward"                    # the paper's; "loss" also possible
+
+    [bbob]
+    functions = [1]                        # BBOB ids 1..24, or "all"
+    dims = [32, 64]
+    evaluations = [1000, 2000]             # budgets N: every (function, dim, N) is a problem
+    instance = 1
+    shift_radius = 1.0                     # the paper's extra random shift ...
+    rotate = true                          # ... and rotation, per repeat
+    noise_std = 0.01                       # observation noise on the normalised scale
+    reward_lambda = 0.01
+    history_lengths = [20, 40, 80, 160, 320, 640, 1280, 2560]   # StABL's (the paper's)
+    tau_max = 10.0                         # range of the performance profiles
+
+Problems are run one after another; each learner is one compiled program vmapped over the
+repeats (:func:`stabl_jax.reactive.simulate_reactive`), all learners with the same key, so
+repeat ``i`` of a problem has the same shift, rotation and noise stream for every learner.
+Budgets count evaluations, so a two-query learner gets half as many rounds as a one-query
+learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
+
+A long experiment never loses finished work: with ``checkpoint`` set, each finished problem is
+written there (atomically) and found again when the same config is rerun after an interrupt.
+
+Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve (mean and 95%
+band over repeats) and the score against Uniform at every evaluation count; across all
+problems (every (problem, repeat) pair is a Dolan-More problem), performance profiles at the
+full budget, their scores, and the score against Uniform.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from stabl_jax import hpo_metrics
+
+#: Keys of an HPO config's top level and of its ``[bbob]`` table.
+HPO_TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "kind",
+    "name",
+    "description",
+    "seed",
+    "runs",
+    "learners",
+    "feedback",
+    "bbob",
+)
+BBOB_KEYS: tuple[str, ...] = (
+    "functions",
+    "dims",
+    "evaluations",
+    "instance",
+    "shift_radius",
+    "rotate",
+    "noise_std",
+    "reward_lambda",
+    "history_lengths",
+    "tau_max",
+)
+MAX_DIM = 640  # COCO's largest tabulated dimension is 640 (its instance generator's limit)
+_CHECKPOINT_FORMAT = "stabl_jax.hpo_checkpoint/1"
+
+
+@dataclasses.dataclass(frozen=True)
+class HPOProblem:
+    """One BBOB problem: function ``function_id`` in ``dim`` dimensions with a budget of
+    ``evaluations`` function evaluations per repeat."""
+
+    function_id: int
+    dim: int
+    evaluations: int
+
+    @property
+    def key(self) -> str:
+        """``"f01_d32_n1000"``: the problem's name in files and tables."""
+        return f"f{self.function_id:02d}_d{self.dim}_n{self.evaluations}"
+
+    @property
+    def title(self) -> str:
+        from stabl_jax.envs.bbob import FUNCTION_NAMES
+
+        return f"f{self.function_id} {FUNCTION_NAMES[self.function_id]}, d={self.dim}"
+
+
+@dataclasses.dataclass(frozen=True)
+class HPOConfig:
+    """A validated ``kind = "hpo"`` config (see the module docstring for the file format).
+
+    Attributes:
+      name, description, seed, runs, learners, feedback: as in a bandit config (``runs`` are
+        the repeats of every problem).
+      problems: every ``(function, dim, evaluations)`` combination, functions slowest.
+      instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max: the
+        ``[bbob]`` table's values (:func:`stabl_jax.hpo_metrics.run_hpo`).
+      source, overrides: where it came from.
+    """
+
+    name: str
+    description: str
+    seed: int
+    runs: int
+    learners: tuple[str, ...]
+    feedback: str
+    problems: tuple[HPOProblem, ...]
+    instance: int
+    shift_radius: float
+    rotate: bool
+    noise_std: float
+    reward_lambda: float
+    history_lengths: tuple[int, ...]
+    tau_max: float
+    source: str
+    overrides: tuple[str, ...] = ()
+    kind: str = "hpo"
+
+    def problem_settings(self) -> dict[str, Any]:
+        """What every problem's result depends on besides its own ``(f, d, N)`` (a checkpoint
+        is reused only when these, the seed and the runs are unchanged)."""
+        return {
+            "seed": self.seed,
+            "runs": self.runs,
+            "feedback": self.feedback,
+            "instance": self.instance,
+            "shift_radius": self.shift_radius,
+            "rotate": self.rotate,
+            "noise_std": self.noise_std,
+            "reward_lambda": self.reward_lambda,
+            "history_lengths": list(self.history_lengths),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the resolved config."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "runs": self.runs,
+            "learners": list(self.learners),
+            "feedback": self.feedback,
+            "bbob": {
+                "functions": sorted({p.function_id for p in self.problems}),
+                "dims": sorted({p.dim for p in self.problems}),
+                "evaluations": sorted({p.evaluations for p in self.problems}),
+                "instance": self.instance,
+                "shift_radius": self.shift_radius,
+                "rotate": self.rotate,
+                "noise_std": self.noise_std,
+                "reward_lambda": self.reward_lambda,
+                "history_lengths": list(self.history_lengths),
+                "tau_max": self.tau_max,
+            },
+            "problems": [p.key for p in self.problems],
+            "source": self.source,
+            "overrides": list(self.overrides),
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Validation (called by stabl_jax.config.validate for kind = "hpo")
+# --------------------------------------------------------------------------------------------
+
+
+def validate_hpo(
+    raw: Mapping[str, Any],
+    check: Any,
+    *,
+    source: str,
+    default_name: str,
+    overrides: tuple[str, ...],
+) -> HPOConfig:
+    """Validate an HPO config document; ``check`` is :mod:`stabl_jax.config`'s checker."""
+    from stabl_jax import config as cfg
+    from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
+    from stabl_jax.envs.hpo import check_reward_lambda
+
+    for key in raw:
+        if key not in HPO_TOP_LEVEL_KEYS:
+            check.unknown(key, HPO_TOP_LEVEL_KEYS, "HPO-config")
+    for key in ("learners", "bbob"):
+        if key not in raw:
+            check.fail(key, "is required")
+    name = check.string("name", raw.get("name", default_name))
+    if not cfg._NAME_PATTERN.match(name):
+        check.fail(
+            "name", f"must be letters, digits, '_', '.' or '-' (a folder name), got {name!r}"
+        )
+    description = check.string("description", raw.get("description", ""))
+    seed = check.integer("seed", raw.get("seed", 0), minimum=0, maximum=2**63 - 1)
+    runs = check.integer("runs", raw.get("runs", cfg.DEFAULT_RUNS), minimum=1)
+    learners = cfg._check_learners(check, raw["learners"], "bandit")
+    feedback = check.string("feedback", raw.get("feedback", "reward"), cfg.FEEDBACKS)
+
+    table = check.table("bbob", raw["bbob"])
+    for key in table:
+        if key not in BBOB_KEYS:
+            check.unknown(f"bbob.{key}", BBOB_KEYS)
+    for key in ("functions", "dims", "evaluations"):
+        if key not in table:
+            check.fail(f"bbob.{key}", "is required")
+    functions_raw = table["functions"]
+    if functions_raw == "all":
+        functions = tuple(range(1, NUM_FUNCTIONS + 1))
+    else:
+        functions = _int_list(check, "bbob.functions", functions_raw, 1, NUM_FUNCTIONS, '"all"')
+    dims = _int_list(check, "bbob.dims", table["dims"], 2, MAX_DIM)
+    evaluations = _int_list(check, "bbob.evaluations", table["evaluations"], 2, None)
+    instance = check.integer("bbob.instance", table.get("instance", 1), minimum=1)
+    shift_radius = _number(check, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0)
+    rotate = table.get("rotate", True)
+    if not isinstance(rotate, bool):
+        check.fail("bbob.rotate", f"must be a bool (true/false), got {rotate!r}")
+    noise_std = _number(check, "bbob.noise_std", table.get("noise_std", 0.01), 0.0)
+    reward_lambda = _number(
+        check, "bbob.reward_lambda", table.get("reward_lambda", hpo_metrics.REWARD_LAMBDA), 0.0
+    )
+    try:
+        check_reward_lambda(reward_lambda)
+    except ValueError as exc:
+        check.fail("bbob.reward_lambda", str(exc))
+    lengths = _int_list(
+        check,
+        "bbob.history_lengths",
+        table.get("history_lengths", list(hpo_metrics.PAPER_HISTORY_LENGTHS)),
+        1,
+        None,
+        keep_order=True,
+    )
+    if any(b <= a for a, b in itertools.pairwise(lengths)):
+        check.fail("bbob.history_lengths", f"must be strictly increasing, got {list(lengths)}")
+    tau_max = _number(check, "bbob.tau_max", table.get("tau_max", 10.0), 1.0)
+    if tau_max <= 1.0:
+        check.fail("bbob.tau_max", f"must be > 1, got {tau_max}")
+    problems = tuple(HPOProblem(f, d, n) for f in functions for d in dims for n in evaluations)
+    config = HPOConfig(
+        name=name,
+        description=description,
+        seed=seed,
+        runs=runs,
+        learners=learners,
+        feedback=feedback,
+        problems=problems,
+        instance=instance,
+        shift_radius=shift_radius,
+        rotate=rotate,
+        noise_std=noise_std,
+        reward_lambda=reward_lambda,
+        history_lengths=lengths,
+        tau_max=tau_max,
+        source=source,
+        overrides=overrides,
+    )
+    for learner_name in learners:  # their own checks (e.g. history lengths vs the budget)
+        for n in evaluations:
+            try:
+                make_learner(config, learner_name, n)
+            except (TypeError, ValueError) as exc:
+                check.fail("learners", f"learner {learner_name!r} rejects a budget of {n}: {exc}")
+    return config
+
+
+def _int_list(
+    check: Any,
+    key: str,
+    value: Any,
+    minimum: int,
+    maximum: int | None,
+    alternative: str = "",
+    *,
+    keep_order: bool = False,
+) -> tuple[int, ...]:
+    bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        extra = f" or {alternative}" if alternative else ""
+        check.fail(key, f"must be a non-empty array of ints {bounds}{extra}, got {value!r}")
+    out = [check.integer(key, v, minimum, maximum) for v in value]
+    if len(set(out)) != len(out):
+        check.fail(key, f"lists a value twice: {out}")
+    return tuple(out) if keep_order else tuple(sorted(out))
+
+
+def _number(check: Any, key: str, value: Any, minimum: float) -> float:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value < minimum:
+        check.fail(key, f"must be a finite number >= {minimum}, got {value!r}")
+    return float(value)
+
+
+def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
+    """Learner ``name`` for a budget of ``evaluations`` (horizon = its number of rounds)."""
+    from stabl_jax.envs.eagle import eagle_grid
+
+    return hpo_metrics.make_hpo_learner(
+        name,
+        len(eagle_grid()),
+        evaluations,
+        history_lengths=config.history_lengths,
+        feedback=config.feedback,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ProblemOutcome:
+    """Every learner's traces on one problem.
+
+    Attributes:
+      problem: the problem.
+      best_gap: per learner, ``(R, N)`` best true gap ``f - f_opt`` after each evaluation.
+      best_value: per learner, ``(R, N)`` best normalised value after each evaluation.
+      arm_counts: per learner, ``(A,)`` mean evaluations of each arm per repeat.
+      seconds: per learner, ``{"compile": ..., "run": ...}``.
+      from_checkpoint: whether it was read back from a checkpoint instead of computed.
+    """
+
+    problem: HPOProblem
+    best_gap: dict[str, np.ndarray]
+    best_value: dict[str, np.ndarray]
+    arm_counts: dict[str, np.ndarray]
+    seconds: dict[str, dict[str, float]]
+    from_checkpoint: bool = False
+
+
+@dataclasses.dataclass
+class HPOExperimentResult:
+    """Everything an HPO experiment produced, in memory.
+
+    Attributes:
+      config: the validated config.
+      arms: the Eagle grid (one dict per arm).
+      problems: per problem key, its :class:`ProblemOutcome`, in config order.
+      wall_seconds: total wall time.
+    """
+
+    config: HPOConfig
+    arms: list[dict[str, float]]
+    problems: dict[str, ProblemOutcome]
+    wall_seconds: float
+
+
+def run_problem(
+    config: HPOConfig,
+    problem: HPOProblem,
+    *,
+    on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
+) -> ProblemOutcome:
+    """Run every learner of ``config`` on ``problem`` (same key for all: paired repeats)."""
+    from stabl_jax.envs.bbob import BBOBFunction
+    from stabl_jax.envs.hpo import HPOEnv
+    from stabl_jax.reactive import simulate_reactive
+
+    function = BBOBFunction(
+        function_id=problem.function_id,
+        dim=problem.dim,
+        instance=config.instance,
+        shift_radius=config.shift_radius,
+        rotate=config.rotate,
+        noise_std=config.noise_std,
+        normalize=True,
+    )
+    env = HPOEnv(function, reward_lambda=config.reward_lambda)
+    key = jax.random.key(config.seed)
+    out = ProblemOutcome(problem, {}, {}, {}, {})
+    for name in config.learners:
+        learner = make_learner(config, name, problem.evaluations)
+        res = simulate_reactive(learner, env, key, config.runs, problem.evaluations)
+        summary = hpo_metrics.summarize(res, env.num_arms)
+        out.best_gap[name] = summary["best_gap"]
+        out.best_value[name] = summary["best_value"]
+        out.arm_counts[name] = summary["arm_counts"]
+        out.seconds[name] = {"compile": res.compile_seconds, "run": res.run_seconds}
+        if on_learner_done is not None:
+            on_learner_done(name, problem, out.seconds[name])
+    return out
+
+
+def run_hpo_experiment(
+    config: HPOConfig,
+    *,
+    checkpoint: str | Path | None = None,
+    on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
+    on_problem_done: Callable[[ProblemOutcome], None] | None = None,
+) -> HPOExperimentResult:
+    """Run every problem of ``config``.
+
+    Args:
+      config: a validated HPO config.
+      checkpoint: a folder where each finished problem is saved (``<key>.npz`` and
+        ``<key>.json``, written atomically); problems already there with the same settings
+        are read back instead of recomputed, so an interrupted run resumes where it stopped
+        and gives the same numbers.
+      on_learner_done: called after each learner of each problem with its timings.
+      on_problem_done: called after each problem.
+
+    Returns:
+      An :class:`HPOExperimentResult`.
+    """
+    from stabl_jax.envs.eagle import EagleEnsemble
+
+    start = time.perf_counter()
+    folder = None if checkpoint is None else Path(checkpoint)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    problems: dict[str, ProblemOutcome] = {}
+    for problem in config.problems:
+        outcome = None if folder is None else _load_problem(folder, config, problem)
+        if outcome is None:
+            outcome = run_problem(config, problem, on_learner_done=on_learner_done)
+            if folder is not None:
+                _save_problem(folder, config, outcome)
+        problems[problem.key] = outcome
+        if on_problem_done is not None:
+            on_problem_done(outcome)
+    dim = config.problems[0].dim
+    return HPOExperimentResult(
+        config=config,
+        arms=EagleEnsemble(dim).describe(),
+        problems=problems,
+        wall_seconds=time.perf_counter() - start,
+    )
+
+
+def _problem_meta(config: HPOConfig, problem: HPOProblem) -> dict[str, Any]:
+    return {
+        "format": _CHECKPOINT_FORMAT,
+        "problem": dataclasses.asdict(problem),
+        "settings": config.problem_settings(),
+        "learners": list(config.learners),
+    }
+
+
+def _save_problem(folder: Path, config: HPOConfig, outcome: ProblemOutcome) -> None:
+    """Write ``<key>.npz`` then ``<key>.json`` (the json, written last, marks it whole)."""
+    key = outcome.problem.key
+    arrays = {}
+    for name in config.learners:
+        arrays[f"{name}/best_gap"] = outcome.best_gap[name]
+        arrays[f"{name}/best_value"] = outcome.best_value[name]
+        arrays[f"{name}/arm_counts"] = outcome.arm_counts[name]
+    meta = _problem_meta(config, outcome.problem) | {"seconds": outcome.seconds}
+    _atomic_write(folder / f"{key}.npz", lambda f: np.savez(f, **arrays))
+    text = json.dumps(meta, indent=1).encode("utf-8")
+    _atomic_write(folder / f"{key}.json", lambda f: f.write(text))
+
+
+def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _load_problem(folder: Path, config: HPOConfig, problem: HPOProblem) -> ProblemOutcome | None:
+    """The checkpointed outcome of ``problem``, or ``None`` when absent or made otherwise."""
+    meta_path, data_path = folder / f"{problem.key}.json", folder / f"{problem.key}.npz"
+    if not (meta_path.is_file() and data_path.is_file()):
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    expected = _problem_meta(config, problem)
+    if any(meta.get(k) != v for k, v in expected.items()):
+        return None
+    out = ProblemOutcome(problem, {}, {}, {}, dict(meta.get("seconds", {})), from_checkpoint=True)
+    with np.load(data_path, allow_pickle=False) as data:
+        for name in config.learners:
+            out.best_gap[name] = data[f"{name}/best_gap"]
+            out.best_value[name] = data[f"{name}/best_value"]
+            out.arm_counts[name] = data[f"{name}/arm_counts"]
+    return out
+
+
+def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
+    """An :class:`HPOExperimentResult` rebuilt from a results folder (``summary.json`` and
+    ``traces.npz``), to recompute metrics or redraw the plots without rerunning anything.
+    ``best_value`` traces are not saved; they come back empty."""
+    from stabl_jax.config import _Checker
+    from stabl_jax.results import read_summary, read_traces
+
+    summary = read_summary(folder)
+    if summary.get("kind") != "hpo":
+        raise ValueError(f"{folder} is not the results folder of an HPO experiment")
+    raw = {k: v for k, v in summary["config"].items() if k in HPO_TOP_LEVEL_KEYS}
+    source = str(summary["config"].get("source", folder))
+    config = validate_hpo(
+        raw,
+        _Checker(source, ()),
+        source=source,
+        default_name=raw.get("name", "hpo"),
+        overrides=tuple(summary["config"].get("overrides", ())),
+    )
+    traces = read_traces(folder)
+    problems = {}
+    for problem in config.problems:
+        out = ProblemOutcome(problem, {}, {}, {}, summary["timings"].get(problem.key, {}))
+        for name in config.learners:
+            out.best_gap[name] = traces[f"{problem.key}/{name}/best_gap"]
+            out.arm_counts[name] = traces[f"{problem.key}/{name}/arm_counts"]
+        problems[problem.key] = out
+    return HPOExperimentResult(config, summary["arms"], problems, summary["wall_seconds"])
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics
+# --------------------------------------------------------------------------------------------
+
+
+def profiles(result: HPOExperimentResult, at_fraction: float = 1.0) -> dict[str, Any]:
+    """Dolan-More profiles over every (problem, repeat), each at ``at_fraction`` of its budget.
+
+    Returns :func:`stabl_jax.hpo_metrics.profiles_across`'s dict.
+    """
+    pieces = []
+    for outcome in result.problems.values():
+        at = max(1, round(at_fraction * outcome.problem.evaluations))
+        pieces.append(
+            {"learners": {n: {"best_gap": g[:, :at]} for n, g in outcome.best_gap.items()}}
+        )
+    return hpo_metrics.profiles_across(pieces, tau_max=result.config.tau_max)
+
+
+def problem_metrics(result: HPOExperimentResult) -> dict[str, dict[str, Any]]:
+    """Per problem and learner: final log10 gap (mean, 95% half-width), the score against
+    Uniform at the full budget, averaged over the first and the second half of the budget."""
+    tau_max = result.config.tau_max
+    out: dict[str, dict[str, Any]] = {}
+    for key, outcome in result.problems.items():
+        rows: dict[str, Any] = {}
+        base = outcome.best_gap.get(hpo_metrics.BASELINE)
+        n = outcome.problem.evaluations
+        for name, gap in outcome.best_gap.items():
+            curve = hpo_metrics.log_curve(gap)
+            half = float(curve["hi"][-1] - curve["mean"][-1])
+            row: dict[str, Any] = {
+                "final_log10_gap": float(curve["mean"][-1]),
+                "final_log10_gap_ci": half if math.isfinite(half) else None,
+                "final_median_log10_gap": float(curve["median"][-1]),
+            }
+            if base is not None:
+                score = hpo_metrics.score_vs_baseline_curve(gap, base, tau_max=tau_max)
+                row["score_vs_uniform_final"] = float(score[-1])
+                row["score_vs_uniform_first_half"] = float(score[: n // 2].mean())
+                row["score_vs_uniform_second_half"] = float(score[n // 2 :].mean())
+            rows[name] = row
+        out[key] = rows
+    return out
+
+
+def build_hpo_summary(result: HPOExperimentResult, *, started: str | None = None) -> dict:
+    """The JSON summary: config, environment, arms, per-problem metrics and profiles."""
+    from stabl_jax.results import FORMAT, environment_info
+
+    final = profiles(result)
+    half = profiles(result, at_fraction=0.5)
+    return {
+        "format": FORMAT,
+        "kind": "hpo",
+        "started": started,
+        "config": result.config.to_dict(),
+        "environment": environment_info(),
+        "arms": result.arms,
+        "wall_seconds": result.wall_seconds,
+        "timings": {k: o.seconds for k, o in result.problems.items()},
+        "problems": problem_metrics(result),
+        "profile_scores": final["scores"],
+        "score_vs_uniform": final["score_vs_baseline"],
+        "profile_scores_half_budget": half["scores"],
+        "score_vs_uniform_half_budget": half["score_vs_baseline"],
+        "notes": (
+            "gap = best true f - f_opt so far (no noise); log10 floored at 1e-12; problems of the "
+            "profiles = every (function, dim, budget, repeat); scores in [0, 1] (vs Uniform: "
+            "[-1, 1], > 0 better than Uniform), tau_max = "
+            f"{result.config.tau_max}"
+        ),
+    }
+
+
+def hpo_trace_arrays(result: HPOExperimentResult) -> dict[str, np.ndarray]:
+    """``"<problem>/<learner>/best_gap"`` ``(R, N)`` and ``.../arm_counts`` ``(A,)`` arrays."""
+    arrays: dict[str, np.ndarray] = {}
+    for key, outcome in result.problems.items():
+        for name in result.config.learners:
+            arrays[f"{key}/{name}/best_gap"] = outcome.best_gap[name]
+            arrays[f"{key}/{name}/arm_counts"] = outcome.arm_counts[name]
+    return arrays
+
+
+HPO_PLOT_FILES: dict[str, str] = {
+    "best_objective": "best_objective.png",
+    "score_vs_uniform": "score_vs_uniform.png",
+    "profile": "profile.png",
+}
+
+
+def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
+    """Log best-objective curves and scores against Uniform (one panel per problem), and the
+    performance profiles across all problems."""
+    from stabl_jax import plots
+
+    folder = Path(folder)
+    cfg = result.config
+    tau_max = cfg.tau_max
+    gap_panels, score_panels = [], []
+    for outcome in result.problems.values():
+        x = np.arange(1, outcome.problem.evaluations + 1)
+        title = f"{outcome.problem.title}, N={outcome.problem.evaluations}"
+        bands = []
+        for name, gap in outcome.best_gap.items():
+            c = hpo_metrics.log_curve(gap)
+            bands.append(plots.Band(name, plots.label(name), x, c["mean"], c["hi"] - c["mean"]))
+        gap_panels.append((title, bands))
+        base = outcome.best_gap.get(hpo_metrics.BASELINE)
+        if base is not None:
+            scores = [
+                plots.Band(
+                    name,
+                    plots.label(name),
+                    x,
+                    hpo_metrics.score_vs_baseline_curve(gap, base, tau_max=tau_max),
+                    np.full(x.shape, np.nan),
+                )
+                for name, gap in outcome.best_gap.items()
+                if name != hpo_metrics.BASELINE
+            ]
+            score_panels.append((title, scores))
+    setting = f"{cfg.runs} repeats, mean with 95% band"
+    ncols = 2 if len(gap_panels) <= 4 else 6
+    paths = [
+        plots.plot_panels(
+            gap_panels,
+            folder / HPO_PLOT_FILES["best_objective"],
+            ncols=ncols,
+            title=f"{cfg.name}: best objective gap ({setting})",
+            xlabel="function evaluations",
+            ylabel="log10(best f - f_opt)",
+        )
+    ]
+    if score_panels:
+        paths.append(
+            plots.plot_panels(
+                score_panels,
+                folder / HPO_PLOT_FILES["score_vs_uniform"],
+                ncols=ncols,
+                title=(
+                    f"{cfg.name}: performance profile score against Uniform over the "
+                    f"{cfg.runs} repeats (higher is better, tau_max={tau_max:g})"
+                ),
+                xlabel="function evaluations",
+                ylabel="score vs Uniform",
+                ylim=(-1.02, 1.02),
+                hline=0.0,
+                color_order=cfg.learners,
+            )
+        )
+    prof = profiles(result)
+    taus = prof["taus"]
+    bands = [
+        plots.Band(
+            name,
+            f"{plots.label(name)} (score {prof['scores'][name]:.3f})",
+            taus,
+            prof["profile"][i],
+            np.full(taus.shape, np.nan),
+        )
+        for i, name in enumerate(prof["learners"])
+    ]
+    count = sum(cfg.runs for _ in result.problems)
+    paths.append(
+        plots.plot_profile(
+            bands,
+            folder / HPO_PLOT_FILES["profile"],
+            title=(
+                f"{cfg.name}: Dolan-More performance profiles at the full budget\n"
+                f"({len(result.problems)} problems x {cfg.runs} repeats = {count})"
+            ),
+        )
+    )
+    return paths
+
+
+def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
+    """The printed summary: profile scores, score vs Uniform, and per problem (up to
+    ``max_rows`` problems) the final mean log10 gap of each learner."""
+    from stabl_jax.cli import _layout, _pm
+
+    prof = profiles(result)
+    per_problem = problem_metrics(result)
+    keys = list(result.problems)[:max_rows]
+    header = ["learner", "q", "profile score", "vs Uniform", *keys]
+    rows = [header]
+    for name in result.config.learners:
+        learner = make_learner(result.config, name, result.config.problems[0].evaluations)
+        row = [name, str(learner.num_queries), f"{prof['scores'][name]:.3f}"]
+        vs = prof["score_vs_baseline"].get(name)
+        row.append("-" if vs is None else f"{vs:+.3f}")
+        for key in keys:
+            cell = per_problem[key][name]
+            row.append(_pm(cell["final_log10_gap"], cell["final_log10_gap_ci"] or np.nan, 2))
+        rows.append(row)
+    more = len(result.problems) - len(keys)
+    footer = (
+        f"{len(result.problems)} problems x {result.config.runs} repeats; per problem: final "
+        "mean log10(best f - f_opt) ± 95% CI"
+        + (f" (first {len(keys)} problems shown, {more} more in summary.json)" if more else "")
+        + "; profile score in [0, 1] and vs Uniform in [-1, 1], higher is better"
+    )
+    return _layout(rows, footer)

@@ -1,0 +1,38 @@
+"""Pieces shared by the index policies :class:`~stabl_jax.learners.d_ucb.DUCB` and
+:class:`~stabl_jax.learners.sw_ucb.SWUCB` (Garivier and Moulines, ALT 2011)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from stabl_jax.learners.base import BanditQuery
+
+REWARD_BOUND = 1.0  # B: rewards 1 - l lie in [0, 1]
+
+
+def ucb_index(
+    counts: jax.Array, sums: jax.Array, log_term: jax.Array, width: jax.Array
+) -> jax.Array:
+    """``(K,)`` ``X-bar_i + width sqrt(log_term / N_i)``, ``+inf`` where ``N_i = 0``.
+
+    Args:
+      counts: ``(K,)`` (discounted or windowed) play counts ``N_i >= 0``.
+      sums: ``(K,)`` matching reward sums.
+      log_term: ``()`` the logarithm under the square root (``log n_t(gamma)`` or
+        ``log min(t, tau)``), ``>= 0`` whenever some ``N_i > 0``.
+      width: ``()`` the padding's constant (``explore_scale * 2B sqrt(xi)`` or
+        ``explore_scale * B sqrt(xi)``).
+    """
+    tried = counts > 0
+    safe = jnp.where(tried, counts, 1)
+    value = sums / safe + width * jnp.sqrt(log_term / safe)
+    return jnp.where(tried, value, jnp.inf)
+
+
+def greedy_query(index: jax.Array, dtype: jnp.dtype) -> BanditQuery:
+    """Play ``argmax index`` (the lowest index among ties, so untried arms go first in index
+    order); the play distribution is the point mass on it."""
+    arm = jnp.argmax(index).astype(jnp.int32)
+    probs = jax.nn.one_hot(arm, index.shape[-1], dtype=dtype)
+    return BanditQuery(arms=arm[None], play_probs=probs, query_probs=jnp.ones((1,), dtype))

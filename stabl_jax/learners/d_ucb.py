@@ -1,0 +1,158 @@
+"""Discounted UCB (D-UCB, Algorithm 1 of Garivier and Moulines, "On upper-confidence bound
+policies for switching bandit problems", ALT 2011).
+
+A deterministic index policy for piecewise-stationary rewards: one query per round, the play
+distribution a point mass. Rewards ``X = 1 - l`` (:func:`stabl_jax.estimators.loss_to_reward`)
+lie in [0, 1], so the paper's bound is ``B = 1``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks, estimators
+from stabl_jax.learners import _ucb
+from stabl_jax.learners.base import BanditLearner, BanditQuery
+
+
+@chex.dataclass(frozen=True)
+class DUCBParams:
+    """Sweepable numbers of :class:`DUCB`.
+
+    Attributes:
+      explore_scale: ``()`` multiplies the padding ``c_t(gamma, i)`` (``>= 0``; 1 is the paper).
+      discount: ``()`` the discount factor ``gamma`` in (0, 1]; 1 is undiscounted UCB.
+    """
+
+    explore_scale: jax.Array
+    discount: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class DUCBState:
+    t: jax.Array  # () int32, rounds played so far
+    counts: jax.Array  # (num_arms,) float, N_t(gamma, i) = sum_s gamma^{t-s} 1{I_s = i}
+    sums: jax.Array  # (num_arms,) float, sum_s gamma^{t-s} X_s 1{I_s = i}
+    params: DUCBParams
+
+
+def default_discount(horizon: int, num_changes: int) -> float:
+    """``gamma = 1 - (4B)^{-1} sqrt(Upsilon_T / T)`` with ``B = 1`` (Garivier and Moulines)."""
+    return 1.0 - math.sqrt(num_changes / horizon) / (4.0 * _ucb.REWARD_BOUND)
+
+
+@dataclasses.dataclass(frozen=True)
+class DUCB(BanditLearner):
+    """Discounted UCB (Garivier and Moulines 2011, Algorithm 1), one query per round.
+
+    After ``t`` rounds, with rewards ``X_s = 1 - l_s(I_s)`` and ``B = 1``:
+
+    - ``N_t(gamma, i) = sum_{s<=t} gamma^{t-s} 1{I_s = i}`` (state ``counts``);
+    - ``X-bar_t(gamma, i) = sum_{s<=t} gamma^{t-s} X_s 1{I_s = i} / N_t(gamma, i)``;
+    - ``n_t(gamma) = sum_i N_t(gamma, i)``;
+    - ``c_t(gamma, i) = 2B sqrt(xi log n_t(gamma) / N_t(gamma, i))``, times ``explore_scale``.
+
+    Round ``t + 1`` plays ``argmax_i X-bar_t(gamma, i) + c_t(gamma, i)``. An arm with
+    ``N = 0`` has index ``+inf``: rounds ``1..K`` play arms ``0..K-1`` in order (the paper's
+    initialisation), and ties go to the lowest index. The state is updated recursively,
+    ``N <- gamma N + e_{I_t}`` and likewise the sums.
+
+    Defaults (the paper's recommendation for ``Upsilon_T = num_changes`` breakpoints):
+    ``gamma = 1 - (1/4) sqrt(Upsilon_T / T)`` and ``xi = 1/2``.
+
+    Float32 at long horizons: the counts of an arm left alone decay geometrically and can
+    underflow to 0 (after about ``87 / (1 - gamma)`` rounds); such an arm is then "untried"
+    and played next. Before that its padding is already huge, so it is played anyway: the
+    behaviour is the float64 one. Nothing overflows or becomes NaN.
+
+    Attributes:
+      num_changes: ``Upsilon_T``, the number of breakpoints the default discount is tuned for
+        (default 3: the shipped four-segment configs).
+      discount: default ``gamma`` in (0, 1]; ``None`` gives the paper's value (resolved by
+        the constructor).
+      xi: the padding's constant ``xi > 0`` (default 1/2).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = DUCB(num_arms=3, horizon=400, num_changes=4)
+      >>> learner.discount
+      0.975
+      >>> state = learner.init(jax.random.key(0))
+      >>> arms = []
+      >>> for t in range(4):
+      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      ...     arms.append(int(info.arms[0]))
+      >>> arms  # untried arms first, in index order, then the largest index
+      [0, 1, 2, 0]
+
+    References:
+      Garivier, Moulines. On upper-confidence bound policies for switching bandit problems.
+      ALT 2011 (arXiv:0805.3415). Algorithm 1 and Theorem 1.
+    """
+
+    num_changes: int = 3
+    discount: float | None = None
+    xi: float = 0.5
+
+    num_queries: ClassVar[int] = 1
+    name: ClassVar[str] = "d_ucb"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_int("num_changes", self.num_changes, minimum=0)
+        if self.discount is None:
+            object.__setattr__(self, "discount", default_discount(self.horizon, self.num_changes))
+        discount = float(self.discount)
+        if not 0.0 < discount <= 1.0:
+            raise ValueError(
+                f"discount must be in (0, 1] (1 is undiscounted UCB), got {self.discount!r}"
+            )
+        object.__setattr__(self, "discount", discount)
+        xi = float(self.xi)
+        if not math.isfinite(xi) or xi <= 0.0:
+            raise ValueError(f"xi must be a finite number > 0, got {self.xi!r}")
+        object.__setattr__(self, "xi", xi)
+
+    @property
+    def default_params(self) -> DUCBParams:
+        f = self.float_dtype
+        return DUCBParams(explore_scale=jnp.asarray(1.0, f), discount=jnp.asarray(self.discount, f))
+
+    def init(self, key: jax.Array, params: DUCBParams | None = None) -> DUCBState:
+        del key
+        params = self._resolve_params(params)
+        checks.check_param_range("explore_scale", params.explore_scale, 0.0)
+        checks.check_param_range("discount", params.discount, 0.0, 1.0, low_open=True)
+        zeros = jnp.zeros((self.num_arms,), self.float_dtype)
+        return DUCBState(t=jnp.zeros((), jnp.int32), counts=zeros, sums=zeros, params=params)
+
+    def index(self, state: DUCBState) -> jax.Array:
+        """``(num_arms,)`` ``X-bar_t(gamma, i) + c_t(gamma, i)``; ``+inf`` for untried arms."""
+        n_total = jnp.sum(state.counts)
+        log_n = jnp.log(jnp.maximum(n_total, 1.0))  # n_t >= 1 once any arm was played
+        width = state.params.explore_scale * 2.0 * _ucb.REWARD_BOUND * math.sqrt(self.xi)
+        return _ucb.ucb_index(state.counts, state.sums, log_n, width)
+
+    def ask(self, state: DUCBState, key: jax.Array) -> BanditQuery:
+        """The arm of largest index (deterministic: ``key`` is not used)."""
+        del key
+        return _ucb.greedy_query(self.index(state), self.float_dtype)
+
+    def tell(self, state: DUCBState, query: BanditQuery, observed: jax.Array) -> DUCBState:
+        observed = self._observed(observed)
+        gamma = state.params.discount
+        arm = query.arms[0]
+        reward = estimators.loss_to_reward(observed[0])
+        counts = (gamma * state.counts).at[arm].add(1.0)
+        sums = (gamma * state.sums).at[arm].add(reward)
+        return state.replace(
+            t=state.t + 1,
+            counts=counts.astype(self.float_dtype),
+            sums=sums.astype(self.float_dtype),
+        )

@@ -1,0 +1,171 @@
+"""Exp3.S: Exp3 with weight sharing, for tracking a switching best arm (Section 8 of Auer,
+Cesa-Bianchi, Freund and Schapire, "The nonstochastic multiarmed bandit problem", SIAM J.
+Comput. 32(1):48-77, 2002).
+
+One query per round. The algorithm is written for rewards ``x`` in [0, 1]; the environment's
+loss ``l`` becomes ``x = 1 - l`` through :func:`stabl_jax.estimators.loss_to_reward`.
+
+Where the paper leaves a choice (documented here and in :class:`Exp3S`):
+
+- ``S`` in the tuning of Section 8's corollary to Theorem 8.1 bounds the *hardness*
+  ``H(j_1..j_T) = 1 + #{l : j_l != j_{l+1}}`` of the compared action sequence, i.e. its number
+  of segments (with ``S = 1`` the bound is Exp3's). The option is the number of switches
+  (``num_switches``), and ``S = num_switches + 1``.
+- ``alpha = 0`` is allowed (plain Exp3 with gains, Section 3); the paper asks ``alpha > 0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks, estimators, sampling
+from stabl_jax.learners.base import BanditLearner, BanditQuery
+
+
+@chex.dataclass(frozen=True)
+class Exp3SParams:
+    """Sweepable numbers of :class:`Exp3S`.
+
+    Attributes:
+      gamma: ``()`` uniform-exploration mix ``gamma`` in [0, 1] (Section 8, step 1).
+      alpha: ``()`` weight-sharing fraction ``alpha >= 0`` (step 4).
+      lr_scale: ``()`` multiplies the exponent's rate ``gamma / K`` (step 4); 1 is the paper.
+    """
+
+    gamma: jax.Array
+    alpha: jax.Array
+    lr_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class Exp3SState:
+    t: jax.Array  # () int32, rounds played so far
+    log_weights: jax.Array  # (num_arms,) float, normalised log(w_i(t) / W_t)
+    params: Exp3SParams
+
+
+def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
+    """``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` (Section 8, the corollary to
+    Theorem 8.1), ``S`` a bound on the hardness (number of segments) of the compared action
+    sequence."""
+    k, t, s = num_arms, horizon, hardness
+    return min(1.0, math.sqrt(k * (s * math.log(k * t) + math.e) / ((math.e - 1.0) * t)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Exp3S(BanditLearner):
+    """Exp3.S (Auer et al. 2002, Section 8), one query per round, in the log domain.
+
+    Round ``t`` (the paper's steps, ``K = num_arms``, ``x = 1 - l``):
+
+    1. ``p_i(t) = (1 - gamma) w_i(t) / W_t + gamma / K``;
+    2. play ``i_t ~ p(t)``, observe ``x_{i_t}(t)``;
+    3. ``x^_j(t) = x_j(t) / p_j(t)`` if ``j = i_t``, else 0;
+    4. ``w_j(t+1) = w_j(t) exp(gamma x^_j(t) / K) + (e alpha / K) W_t``.
+
+    Step 4 is homogeneous of degree one in ``w``, so the state keeps the normalised
+    ``log(w / W)``: with ``W_t = 1`` it reads ``w_j' = w_j exp(eta x^_j) + e alpha / K``
+    (``eta = lr_scale gamma / K``), computed as ``logaddexp(log w_j + eta x^_j,
+    log(e alpha / K))`` and renormalised. This is exact, and stays finite in float32 at any
+    horizon: the exponent is at most ``lr_scale`` (``x^ <= K / gamma``) and sharing keeps every
+    weight above ``e alpha / K`` of the total, up to normalisation.
+
+    Defaults (Section 8, the corollary to Theorem 8.1): ``alpha = 1/T`` and
+    ``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` with ``S = num_switches + 1``,
+    the hardness bound of a comparator with ``num_switches`` switches.
+
+    Attributes:
+      num_switches: switches of the best arm the tuning is for (default 3: the shipped
+        four-segment configs); only used for the default ``gamma``.
+      gamma: default exploration mix in [0, 1]; ``None`` gives that corollary's value (the
+        constructor resolves it, so ``learner.gamma`` is always a number).
+      alpha: default sharing fraction ``>= 0``; ``None`` gives ``1/T``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = Exp3S(num_arms=3, horizon=100, num_switches=1)
+      >>> round(learner.gamma, 4), learner.alpha
+      (0.4966, 0.01)
+      >>> state, info = learner.step(learner.init(jax.random.key(0)),
+      ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> int(state.t), info.arms.shape
+      (1, (1,))
+
+    References:
+      Auer, Cesa-Bianchi, Freund, Schapire. The nonstochastic multiarmed bandit problem.
+      SIAM J. Comput. 32(1), 2002. Section 8: Exp3.S, Theorem 8.1 and its corollary.
+    """
+
+    num_switches: int = 3
+    gamma: float | None = None
+    alpha: float | None = None
+
+    num_queries: ClassVar[int] = 1
+    name: ClassVar[str] = "exp3s"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_int("num_switches", self.num_switches, minimum=0)
+        if self.gamma is None:
+            hardness = self.num_switches + 1
+            object.__setattr__(self, "gamma", exp3s_gamma(self.num_arms, self.horizon, hardness))
+        object.__setattr__(self, "gamma", checks.check_probability("gamma", self.gamma))
+        if self.alpha is None:
+            object.__setattr__(self, "alpha", 1.0 / self.horizon)
+        alpha = float(self.alpha)
+        if not math.isfinite(alpha) or alpha < 0.0:
+            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
+        object.__setattr__(self, "alpha", alpha)
+
+    @property
+    def default_params(self) -> Exp3SParams:
+        f = self.float_dtype
+        return Exp3SParams(
+            gamma=jnp.asarray(self.gamma, f),
+            alpha=jnp.asarray(self.alpha, f),
+            lr_scale=jnp.asarray(1.0, f),
+        )
+
+    def init(self, key: jax.Array, params: Exp3SParams | None = None) -> Exp3SState:
+        del key
+        params = self._resolve_params(params)
+        checks.check_param_range("gamma", params.gamma, 0.0, 1.0)
+        checks.check_param_range("alpha", params.alpha, 0.0)
+        checks.check_param_range("lr_scale", params.lr_scale, 0.0)
+        n = self.num_arms
+        return Exp3SState(
+            t=jnp.zeros((), jnp.int32),
+            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
+            params=params,
+        )
+
+    def play_distribution(self, state: Exp3SState) -> jax.Array:
+        """``(num_arms,)`` step 1: ``p(t) = (1 - gamma) w(t) / W_t + gamma / K``."""
+        gamma = state.params.gamma
+        return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
+
+    def ask(self, state: Exp3SState, key: jax.Array) -> BanditQuery:
+        p = self.play_distribution(state)
+        u = sampling.uniforms(key, 1, self.float_dtype)
+        arm = sampling.sample_index(p, u[0])
+        return BanditQuery(arms=arm[None], play_probs=p, query_probs=p[arm][None])
+
+    def tell(self, state: Exp3SState, query: BanditQuery, observed: jax.Array) -> Exp3SState:
+        """Steps 3-4 from the played arm's reward ``x = 1 - l`` only."""
+        observed = self._observed(observed)
+        params = state.params
+        arm = query.arms[0]
+        x_hat = estimators.loss_to_reward(observed[0]) / query.query_probs[0]  # step 3
+        eta = params.lr_scale * params.gamma / self.num_arms
+        bumped = state.log_weights.at[arm].add(eta * x_hat)
+        # Step 4 with W_t = 1: w' = w exp(eta x^) + e alpha / K (log(0) = -inf for alpha = 0).
+        share = 1.0 + jnp.log(params.alpha) - math.log(self.num_arms)
+        shared = jnp.logaddexp(bumped, share)
+        log_w = shared - jax.scipy.special.logsumexp(shared)
+        return state.replace(t=state.t + 1, log_weights=log_w.astype(self.float_dtype))

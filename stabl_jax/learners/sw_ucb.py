@@ -1,0 +1,176 @@
+"""Sliding-window UCB (SW-UCB, Algorithm 2 of Garivier and Moulines, "On upper-confidence bound
+policies for switching bandit problems", ALT 2011).
+
+A deterministic index policy that only remembers the last ``tau`` rounds: one query per round,
+the play distribution a point mass. Rewards ``X = 1 - l``
+(:func:`stabl_jax.estimators.loss_to_reward`) lie in [0, 1], so the paper's bound is ``B = 1``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks, estimators
+from stabl_jax.learners import _ucb
+from stabl_jax.learners.base import BanditLearner, BanditQuery
+
+
+@chex.dataclass(frozen=True)
+class SWUCBParams:
+    """Sweepable numbers of :class:`SWUCB`.
+
+    Attributes:
+      explore_scale: ``()`` multiplies the padding ``c_t(tau, i)`` (``>= 0``; 1 is the paper).
+    """
+
+    explore_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class SWUCBState:
+    t: jax.Array  # () int32, rounds played so far
+    window_arms: jax.Array  # (window,) int32 ring buffer of played arms; num_arms = empty slot
+    window_rewards: jax.Array  # (window,) float ring buffer of their rewards X_s
+    counts: jax.Array  # (num_arms,) int32, N_t(tau, i): plays of i in the window
+    sums: jax.Array  # (num_arms,) float, rewards of i in the window
+    params: SWUCBParams
+
+
+def default_window(horizon: int, num_changes: int) -> int:
+    """``tau = 2B sqrt(T log T / Upsilon_T)`` with ``B = 1``, rounded down and at most ``T``
+    (a longer window never fills within the horizon; ``Upsilon_T = 0`` gives ``T``)."""
+    if num_changes == 0:
+        return horizon
+    tau = 2.0 * _ucb.REWARD_BOUND * math.sqrt(horizon * math.log(horizon) / num_changes)
+    return min(horizon, max(1, math.floor(tau)))
+
+
+@dataclasses.dataclass(frozen=True)
+class SWUCB(BanditLearner):
+    """Sliding-window UCB (Garivier and Moulines 2011, Algorithm 2), one query per round.
+
+    After ``t`` rounds, over the last ``tau`` of them, with rewards ``X_s = 1 - l_s(I_s)`` and
+    ``B = 1``:
+
+    - ``N_t(tau, i) = sum_{s=t-tau+1}^{t} 1{I_s = i}`` (state ``counts``);
+    - ``X-bar_t(tau, i) = sum_{s=t-tau+1}^{t} X_s 1{I_s = i} / N_t(tau, i)``;
+    - ``c_t(tau, i) = B sqrt(xi log(min(t, tau)) / N_t(tau, i))``, times ``explore_scale``.
+
+    Round ``t + 1`` plays ``argmax_i X-bar_t(tau, i) + c_t(tau, i)``. An arm with
+    ``N_t(tau, i) = 0`` (never played, or not within the window) has index ``+inf``: rounds
+    ``1..K`` play arms ``0..K-1`` in order (the paper's initialisation), and ties go to the
+    lowest index.
+
+    The window is a static ring buffer of ``tau`` (arm, reward) pairs; the counts (int32,
+    exact) and reward sums are updated in O(1) per round by adding the new pair and removing
+    the one that leaves the window. A sum is reset to exactly 0 whenever its count is 0, so
+    float rounding of the running sums cannot outlive an arm's absence from the window.
+
+    Defaults (the paper's recommendation for ``Upsilon_T = num_changes`` breakpoints):
+    ``tau = 2B sqrt(T log T / Upsilon_T)`` (rounded down, at most ``T``) and ``xi = 0.6``.
+
+    Attributes:
+      num_changes: ``Upsilon_T``, the number of breakpoints the default window is tuned for
+        (default 3: the shipped four-segment configs).
+      window: ``tau`` in ``[1, horizon]`` (a static int: the ring buffer's size); ``None``
+        gives the paper's value (resolved by the constructor).
+      xi: the padding's constant ``xi > 0`` (default 0.6).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = SWUCB(num_arms=3, horizon=400, num_changes=4)
+      >>> learner.window
+      48
+      >>> state = learner.init(jax.random.key(0))
+      >>> arms = []
+      >>> for t in range(4):
+      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      ...     arms.append(int(info.arms[0]))
+      >>> arms  # untried arms first, in index order, then the largest index
+      [0, 1, 2, 0]
+
+    References:
+      Garivier, Moulines. On upper-confidence bound policies for switching bandit problems.
+      ALT 2011 (arXiv:0805.3415). Algorithm 2 and Theorem 2.
+    """
+
+    num_changes: int = 3
+    window: int | None = None
+    xi: float = 0.6
+
+    num_queries: ClassVar[int] = 1
+    name: ClassVar[str] = "sw_ucb"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_int("num_changes", self.num_changes, minimum=0)
+        if self.window is None:
+            object.__setattr__(self, "window", default_window(self.horizon, self.num_changes))
+        window = checks.check_int("window", self.window, minimum=1)
+        if window > self.horizon:
+            raise ValueError(
+                f"window must be in [1, horizon={self.horizon}], got {window} (a window longer"
+                " than the horizon never fills: use window=horizon)"
+            )
+        object.__setattr__(self, "window", window)
+        xi = float(self.xi)
+        if not math.isfinite(xi) or xi <= 0.0:
+            raise ValueError(f"xi must be a finite number > 0, got {self.xi!r}")
+        object.__setattr__(self, "xi", xi)
+
+    @property
+    def default_params(self) -> SWUCBParams:
+        return SWUCBParams(explore_scale=jnp.asarray(1.0, self.float_dtype))
+
+    def init(self, key: jax.Array, params: SWUCBParams | None = None) -> SWUCBState:
+        del key
+        params = self._resolve_params(params)
+        checks.check_param_range("explore_scale", params.explore_scale, 0.0)
+        tau, k, f = self.window, self.num_arms, self.float_dtype
+        return SWUCBState(
+            t=jnp.zeros((), jnp.int32),
+            window_arms=jnp.full((tau,), k, jnp.int32),
+            window_rewards=jnp.zeros((tau,), f),
+            counts=jnp.zeros((k,), jnp.int32),
+            sums=jnp.zeros((k,), f),
+            params=params,
+        )
+
+    def index(self, state: SWUCBState) -> jax.Array:
+        """``(num_arms,)`` ``X-bar_t(tau, i) + c_t(tau, i)``; ``+inf`` for arms not in the
+        window."""
+        f = self.float_dtype
+        span = jnp.minimum(state.t, self.window).astype(f)
+        log_span = jnp.log(jnp.maximum(span, 1.0))  # t >= 1 whenever some count is > 0
+        width = state.params.explore_scale * _ucb.REWARD_BOUND * math.sqrt(self.xi)
+        return _ucb.ucb_index(state.counts.astype(f), state.sums, log_span, width)
+
+    def ask(self, state: SWUCBState, key: jax.Array) -> BanditQuery:
+        """The arm of largest index (deterministic: ``key`` is not used)."""
+        del key
+        return _ucb.greedy_query(self.index(state), self.float_dtype)
+
+    def tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
+        observed = self._observed(observed)
+        arm = query.arms[0]
+        reward = estimators.loss_to_reward(observed[0])
+        slot = state.t % self.window
+        # The pair leaving the window (the empty-slot sentinel num_arms is dropped).
+        old_arm = state.window_arms[slot]
+        old_reward = state.window_rewards[slot]
+        counts = state.counts.at[old_arm].add(-1, mode="drop").at[arm].add(1)
+        sums = state.sums.at[old_arm].add(-old_reward, mode="drop").at[arm].add(reward)
+        sums = jnp.where(counts == 0, 0.0, sums)
+        return state.replace(
+            t=state.t + 1,
+            window_arms=state.window_arms.at[slot].set(arm),
+            window_rewards=state.window_rewards.at[slot].set(reward),
+            counts=counts,
+            sums=sums.astype(self.float_dtype),
+        )

@@ -1,0 +1,149 @@
+"""The algorithm-selection experiment as a config kind (``kind = "hpo"``): configs, the
+command line, checkpoints and the results folder, at tiny sizes (d = 2, a few dozen
+evaluations; compiling the Eagle ensemble dominates the cost)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax import cli, hpo_experiment
+from stabl_jax.config import ConfigError, load_config
+from stabl_jax.hpo_experiment import HPOProblem, run_hpo_experiment
+from stabl_jax.results import COMPLETE, ResultsFolder, read_summary, read_traces, write_results
+from tests.conftest import write_config_variant
+
+TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_shipped_hpo_configs_are_the_papers_setting():
+    sphere = load_config("hpo_bbob_sphere")
+    assert sphere.kind == "hpo" and sphere.feedback == "reward"
+    assert {(p.function_id, p.dim, p.evaluations) for p in sphere.problems} == {
+        (1, 32, 1000),
+        (1, 32, 2000),
+        (1, 64, 1000),
+        (1, 64, 2000),
+    }
+    assert sphere.learners == ("uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive")
+    assert sphere.history_lengths == (20, 40, 80, 160, 320, 640, 1280, 2560)
+    assert sphere.reward_lambda == 0.01
+    suite = load_config("hpo_bbob_suite")
+    assert sorted({p.function_id for p in suite.problems}) == list(range(1, 25))
+
+
+GOOD = """kind = "hpo"
+runs = 2
+learners = ["uniform", "stabl"]
+[bbob]
+functions = [1]
+dims = [2]
+evaluations = [24]
+"""
+BAD = {
+    "unknown top-level key": ("runs = 2", "runs = 2\nhorizon = 64", "HPO-config key 'horizon'"),
+    "unknown bbob key": ("dims = [2]", "dims = [2]\ndim = 3", "'bbob.dim'"),
+    "function out of range": ("functions = [1]", "functions = [25]", "bbob.functions"),
+    "dimension too small": ("dims = [2]", "dims = [1]", "bbob.dims"),
+    "unknown learner": ('"stabl"]', '"stable"]', "unknown learner 'stable'"),
+    "bad feedback": ("runs = 2", 'runs = 2\nfeedback = "gain"', "feedback"),
+    "lengths not increasing": ("dims = [2]", "dims = [2]\nhistory_lengths = [40, 20]", "strictly"),
+    "negative noise": ("dims = [2]", "dims = [2]\nnoise_std = -0.1", "bbob.noise_std"),
+    "tau_max of 1": ("dims = [2]", "dims = [2]\ntau_max = 1", "bbob.tau_max"),
+    "missing budgets": ("evaluations = [24]\n", "", "'bbob.evaluations'"),
+    "functions not a list": ("functions = [1]", 'functions = "some"', "bbob.functions"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_hpo_config_names_the_key(tmp_path, case):
+    path = write_config_variant(tmp_path, GOOD, BAD, case)
+    with pytest.raises(ConfigError, match=BAD[case][2]) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_good_config_loads(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.problems == (HPOProblem(1, 2, 24),) and cfg.runs == 2
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    """One tiny experiment with a checkpoint folder, shared by the tests below."""
+    checkpoint = tmp_path_factory.mktemp("hpo") / "checkpoint"
+    config = load_config("hpo_bbob_sphere", TINY)
+    return config, checkpoint, run_hpo_experiment(config, checkpoint=checkpoint)
+
+
+def test_checkpoint_is_read_back_identically(experiment):
+    config, checkpoint, result = experiment
+    key = config.problems[0].key
+    assert {p.name for p in checkpoint.iterdir()} == {f"{key}.npz", f"{key}.json"}
+    again = run_hpo_experiment(config, checkpoint=checkpoint)  # nothing is recomputed
+    outcome = again.problems[key]
+    assert outcome.from_checkpoint
+    for name in config.learners:
+        np.testing.assert_array_equal(outcome.best_gap[name], result.problems[key].best_gap[name])
+    # A checkpoint made with other settings is never reused.
+    other = dataclasses.replace(config, seed=config.seed + 1)
+    assert hpo_experiment._load_problem(checkpoint, other, config.problems[0]) is None
+    fewer = dataclasses.replace(config, learners=("uniform",))
+    assert hpo_experiment._load_problem(checkpoint, fewer, config.problems[0]) is None
+
+
+def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
+    config, _, result = experiment
+    with ResultsFolder.prepare(tmp_path / "out") as folder:
+        final = write_results(result, folder)
+    names = {p.name for p in final.iterdir()}
+    assert {COMPLETE, "summary.json", "traces.npz", *hpo_experiment.HPO_PLOT_FILES.values()} <= (
+        names
+    )
+    for png in hpo_experiment.HPO_PLOT_FILES.values():
+        assert (final / png).read_bytes()[:8] == PNG_SIGNATURE
+    summary = read_summary(final)
+    json.dumps(summary, allow_nan=False)
+    assert summary["kind"] == "hpo" and summary["config"]["runs"] == 2
+    assert summary["score_vs_uniform"]["uniform"] == 0.0
+    for name in config.learners:
+        assert 0.0 <= summary["profile_scores"][name] <= 1.0
+    traces = read_traces(final)
+    key = config.problems[0].key
+    gap = traces[f"{key}/stabl/best_gap"]
+    assert gap.shape == (2, 24)
+    assert np.all(np.diff(gap, axis=1) <= 0)  # best so far never gets worse
+    counts = traces[f"{key}/stabl/arm_counts"]
+    np.testing.assert_allclose(counts.sum(), 24)  # every evaluation belongs to one arm
+    table = hpo_experiment.format_hpo_table(result)
+    assert "profile score" in table and key in table
+    # The folder alone gives the result back (to redraw or recompute without rerunning).
+    back = hpo_experiment.read_hpo_result(final)
+    assert back.config == dataclasses.replace(config, source=back.config.source)
+    np.testing.assert_array_equal(back.problems[key].best_gap["stabl"], gap)
+    assert hpo_experiment.build_hpo_summary(back)["profile_scores"] == summary["profile_scores"]
+    # experiments/report.py turns the folder into EXPERIMENTS.md's tables.
+    report = runpy.run_path(str(REPO / "experiments" / "report.py"))
+    markdown = report["table"](final, (256,))
+    assert f"| {key} |" in markdown and "| stabl |" in markdown
+
+
+def test_cli_runs_an_hpo_config(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress"]
+    args += [x for item in TINY for x in ("--set", item)]
+    assert cli.main(args) == cli.EXIT_OK
+    printed = capsys.readouterr().out
+    assert "profile score" in printed and f"results: {out}" in printed
+    assert (out / COMPLETE).is_file()
+    assert not (tmp_path / "run.checkpoint").exists()  # removed once the folder is complete
+    assert cli.main(args) == cli.EXIT_USAGE  # complete folder, no --force
