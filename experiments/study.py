@@ -1,20 +1,25 @@
 """The scaling study: SA(L) against L and n on adversaries that change on many time scales.
 
     python experiments/study.py [--out results/study] [--runs 1000] [--seed 0] [--jobs 1]
-        [--adversaries geometric random] [--arms 10 30 100 300] [--learners a,b,...]
-        [--set key=value ...] [--analyse-only] [--figures docs/figures]
+        [--adversaries geometric random] [--arms 10 30 100 300] [--groups base baselines]
+        [--learners a,b,...] [--merge-groups] [--config-suffix _tuned] [--set key=value ...]
+        [--analyse-only] [--bundle PREFIX] [--from-bundle PREFIX] [--fit-windows L ...]
+        [--table-windows 256 1024 4096] [--bootstrap 1000] [--figures docs/figures]
 
-Each point ``(adversary, n)`` is one ``stabl-jax run`` of ``configs/study_<adversary>.toml``
-with ``--set env.num_arms=n --set learners=[...]`` (the learners the plan runs at that ``n``,
-:data:`PLAN`), written to ``<out>/<adversary>-n<n>/`` (a normal results folder; its
-``traces.npz`` holds every run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). A
-complete folder is not run again, so an interrupted study resumes where it stopped.
+Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
+``configs/study_<adversary><suffix>.toml`` with ``--set env.num_arms=n --set learners=[...]``
+(the group's learners, :data:`PLAN`; or ``--learners`` for all points), written to
+``<out>/<adversary>-n<n>-<group>/`` (a normal results folder; its ``traces.npz`` holds every
+run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). The groups of a point share the
+config and seed, hence the environment draws: they are merged for the analysis (checked). A
+complete folder is not run again, so an interrupted study resumes where it stopped; with
+``--jobs k``, ``k`` folders run at once as ``python -m stabl_jax`` processes.
 
 Then the analysis, from the folders alone:
 
-* exponent in ``L``: least squares ``log SA(L) = a + b log L`` over the config's window
-  lengths, with ``SA(L)`` the mean over runs of the per-run SA(L) of the expected loss
-  ``<p_t, l_t>`` (the quantity the paper bounds);
+* exponent in ``L``: least squares ``log SA(L) = a + b log L`` over ``L <= T / 4``
+  (``--fit-windows``), with ``SA(L)`` the mean over runs of the per-run SA(L) of the
+  expected loss ``<p_t, l_t>`` (the quantity the paper bounds);
 * exponent in ``n``: ``log SA(L) = a + c log n`` at fixed ``L`` over the ``n`` a learner ran at;
 * 95% bootstrap intervals: resample the runs with replacement (independently per point, the
   points being independent experiments), refit, take the 2.5% and 97.5% quantiles of the
@@ -22,8 +27,11 @@ Then the analysis, from the folders alone:
   seeded by ``--bootstrap-seed``).
 
 It writes ``<out>/study.json`` (every fit), ``<out>/study.md`` (the empirical Table 1 per
-adversary and the exponent tables) and, with ``--figures``, the plots
-``study_<adversary>_sa_vs_L.png`` and ``study_<adversary>_sa_vs_n.png``.
+adversary and n, and the exponent tables) and, with ``--figures``, the plots
+``<prefix>_<adversary>_sa_vs_L.png`` and ``<prefix>_<adversary>_sa_vs_n.png``. ``--bundle``
+packs the per-run SA(L) of every folder into two small files (``PREFIX_sa.npz``,
+``PREFIX_summaries.json``) that ``--from-bundle`` turns back into folders elsewhere: the full
+``traces.npz`` are hundreds of MB per point.
 """
 
 from __future__ import annotations
