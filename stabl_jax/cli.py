@@ -107,6 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `stabl-jax list | head`: the reader left; not our failure
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the exit-time flush cannot fail again
+        return EXIT_OK
     except Exception as exc:  # the last line of defence: report, exit 1
         traceback.print_exc()
         print(f"error: unexpected failure: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -13,6 +13,10 @@ from typing import Any
 
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
 from stabl_jax.learners import DUCB, EXP3, SWUCB, Exp3IX, Exp3S, StABL, Uniform, auer_gamma
+from stabl_jax.learners.hedge import Hedge
+from stabl_jax.learners.saol import SAOL, SAOLHedge
+from stabl_jax.learners.stabl_anytime import StABLAnytime
+from stabl_jax.learners.stabl_one_query import StABLOneQuery
 
 
 def _exp3_uniform(num_arms: int, horizon: int, gamma: float | None = None, **kwargs: Any) -> EXP3:
@@ -33,6 +37,11 @@ LEARNERS: dict[str, Callable[..., Any]] = {
     "exp3_ix": Exp3IX,
     "sw_ucb": SWUCB,
     "d_ucb": DUCB,
+    "hedge": Hedge,
+    "saol_hedge": SAOLHedge,
+    "saol": SAOL,
+    "stabl_one_query": StABLOneQuery,
+    "stabl_anytime": StABLAnytime,
 }
 
 LEARNER_DESCRIPTIONS: dict[str, str] = {
@@ -46,6 +55,11 @@ LEARNER_DESCRIPTIONS: dict[str, str] = {
     "exp3_ix": "Exp3-IX, Exp3 with implicit exploration (Neu 2015) (1 query)",
     "sw_ucb": "sliding-window UCB (Garivier & Moulines 2011), deterministic (1 query)",
     "d_ucb": "discounted UCB (Garivier & Moulines 2011), deterministic (1 query)",
+    "hedge": "Hedge, full information, eta = sqrt(8 ln n / T) (n queries)",
+    "saol_hedge": "SAOL (Daniely et al. 2015) over geometric Hedge experts, full info (n queries)",
+    "saol": "SAOL-style bandit: every geometric EXP3 expert queries its own arm (1 + B queries)",
+    "stabl_one_query": "StABL observing only the played arm; meta weights get muted (1 query)",
+    "stabl_anytime": "StABL, anytime rates set from the time since each restart (2 queries)",
 }
 
 ENVS: dict[str, Callable[..., Any]] = {

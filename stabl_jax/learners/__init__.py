@@ -5,13 +5,18 @@ from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, EXP3State, auer_gamma
 from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams, Exp3IXState
 from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, Exp3SState, exp3s_gamma
+from stabl_jax.learners.hedge import Hedge, HedgeParams, HedgeState
+from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
+from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams, StABLAnytimeState
+from stabl_jax.learners.stabl_one_query import StABLOneQuery
 from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
 __all__ = [
     "DUCB",
     "EXP3",
+    "SAOL",
     "SWUCB",
     "BanditLearner",
     "BanditQuery",
@@ -25,9 +30,19 @@ __all__ = [
     "Exp3S",
     "Exp3SParams",
     "Exp3SState",
+    "Hedge",
+    "HedgeParams",
+    "HedgeState",
+    "SAOLHedge",
+    "SAOLParams",
+    "SAOLState",
     "SWUCBParams",
     "SWUCBState",
     "StABL",
+    "StABLAnytime",
+    "StABLAnytimeParams",
+    "StABLAnytimeState",
+    "StABLOneQuery",
     "StABLParams",
     "StABLState",
     "StepInfo",

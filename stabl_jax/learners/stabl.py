@@ -132,12 +132,15 @@ class StABL(BanditLearner):
 
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "stabl"
+    #: allowed ``observation`` values, and which query feeds learning (subclasses change them).
+    observations: ClassVar[tuple[str, ...]] = OBSERVATIONS
+    learning_query: ClassVar[int] = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
         lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
         object.__setattr__(self, "history_lengths", lengths)
-        checks.check_choice("observation", self.observation, OBSERVATIONS)
+        checks.check_choice("observation", self.observation, self.observations)
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
         checks.check_choice("expert_c", self.expert_c, EXPERT_CS)
         checks.check_choice("round_offset", self.round_offset, (0, 1))
@@ -213,10 +216,13 @@ class StABL(BanditLearner):
 
     def tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
         """Lines 11-13 from the observed arm's loss only (``observed[1]``; ``observed[0]``,
-        the played arm's loss, is suffered but never used for learning)."""
+        the played arm's loss, is suffered but never used for learning). Subclasses that
+        learn from another query set ``learning_query``
+        (:class:`~stabl_jax.learners.stabl_one_query.StABLOneQuery`: 0)."""
         observed = self._observed(observed)
-        arm = query.arms[1]
-        value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
+        j = self.learning_query
+        arm = query.arms[j]
+        value = estimators.signed_estimate(observed[j], query.query_probs[j], self.feedback)
         params = state.params
 
         # Line 13: r~_t(k) = s * (v(t,k)_{x'} - mix_{x'}), s the signed (gain) estimate.

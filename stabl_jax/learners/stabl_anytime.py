@@ -1,0 +1,253 @@
+"""Anytime StABL: Algorithm 1 of Lu et al. ("Adaptive Regret for Bandits Made Possible: Two
+Queries Suffice", ICLR 2024) with every step size set from the time since the expert's own
+restart, two queries per round, no tuned constant.
+
+What changes from :class:`~stabl_jax.learners.stabl.StABL` (``tau_k`` = rounds since expert
+``k``'s last restart, 0 in its first round; ``B_t`` = number of active experts, below):
+
+==============================  =================================================================
+StABL                           anytime
+==============================  =================================================================
+expert rate                     ``eta'_k(t) = sqrt(ln n / ((tau_k + 1) n C_t))``, ``C_t = 2 B_t``
+``sqrt(ln n / (L_k n 2B))``     (``P(t) >= sum_active v / (2 B_t)`` below). Anytime EXP3
+                                (Bubeck & Cesa-Bianchi 2012, Thm 3.1): ``v(t,k) ∝
+                                exp(-eta'_k(t) L_hat_k)``, ``L_hat_k`` the estimated loss since
+                                the restart. In the log domain that is Algorithm 2's step
+                                followed by the power ``eta'_k(t+1) / eta'_k(t) <= 1``.
+meta ``eta_k = min(1/(2 sqrt    ``eta_k(t) = min(1/(2 sqrt n), 1/sqrt(n (tau_k + 1)))``.
+n), 1/sqrt(n L_k))``
+meta update ``w <- w (1 +       ML-Prod (Gaillard, Stoltz & van Erven, COLT 2014): pseudo-weights
+eta_k r~)``, ``p ∝ w``,         ``w~ <- (w~ (1 + eta_k(t) r~))^(eta_k(t+1) / eta_k(t))``, play
+restart ``w = eta_k``           ``p(t) ∝ eta_k(t) w~``, restart ``w~ = 1``.
+``B`` experts, lengths from T   the same lengths, but only ``B_t`` are *active* (below).
+==============================  =================================================================
+
+Why ML-Prod. Step 3 of the paper's proof needs three things: (i) ``sum_k w_t(k) r~_t(k) = 0``
+with ``w = eta w~`` the weights that define ``p(t)`` and the same ``eta`` in ``1 + eta r~`` — it
+bounds the pseudo-weight total ``W~_t`` by the number of restarts; (ii) ``1 + eta r~ > 0``;
+(iii) one fixed ``eta`` per interval, so that ``log w~ >= sum eta r~ - sum (eta r~)^2`` can be
+divided by ``eta``. Simply substituting ``tau + 1`` for ``L_k`` breaks (iii). ML-Prod keeps (i)
+(``p ∝ eta(t) w~`` and ``1 + eta(t) r~``), and its power makes ``log w~_t / eta(t) = sum_s
+log(1 + eta_s r~_s) / eta_s``, which is (iii) with a varying rate; since ``eta`` does not
+increase, ``x^a <= x + (1 - a)`` (``a <= 1``) adds only ``O(B log t)`` to ``W~_t``. (ii) is
+the same as in StABL: ``r~ >= -2 B_t``, so weights stay positive only while ``2 B_t eta <= 1``;
+otherwise the expert is muted until its restart (``state.num_muted`` counts it).
+
+Active experts. Expert ``k`` runs on the blocks ``[s L_k, (s+1) L_k - 1]``, ``s >= 0``
+(StABL's ``round_offset = 0``). With rates set by ``tau``, every expert that has not yet
+restarted is an exact copy of every other (same data since round 0, same rates): at round
+``t`` the distinct experts are the first one and every ``k >= 1`` with ``t >= L_{k-1}``
+(the last of them is the copy that has never restarted). Only these ``B_t`` experts enter the
+mixture, ``P(t)`` (line 9, with ``B -> B_t``) and ``C_t``; the copies are still stepped, so the
+next one is up to date when it activates. ``B_t`` grows by one at each ``L_k`` and the
+learner's output does not depend on ``T`` until ``t`` reaches the longest length: the horizon
+only decides which lengths exist (StABL's geometric default, or ``history_lengths``).
+
+Reward feedback (``feedback="reward"``) follows StABL's convention: experts ``v ∝ exp(+eta'
+G_hat)``, ``r~_t(k) = g_hat^T v(t,k) - g_hat^T mix``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks, estimators, intervals, sampling
+from stabl_jax.learners.base import BanditLearner, BanditQuery
+
+
+@chex.dataclass(frozen=True)
+class StABLAnytimeParams:
+    """Sweepable numbers of :class:`StABLAnytime` (1 by default: nothing is tuned).
+
+    Attributes:
+      expert_lr_scale: ``()`` multiplies every expert's rate ``eta'_k(t)``.
+      meta_lr_scale: ``()`` multiplies every meta step size ``eta_k(t)``.
+    """
+
+    expert_lr_scale: jax.Array
+    meta_lr_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class StABLAnytimeState:
+    t: jax.Array  # () int32, rounds played so far
+    expert_log_probs: jax.Array  # (B, num_arms) float, log v(t, k), each row normalised
+    meta_log_pseudo: jax.Array  # (B,) float, log w~_t(k) (ML-Prod pseudo-weight); -inf = muted
+    num_muted: jax.Array  # () int32, active experts' updates with 1 + eta r~ <= 0 so far
+    params: StABLAnytimeParams
+
+
+@dataclasses.dataclass(frozen=True)
+class StABLAnytime(BanditLearner):
+    """StABL with anytime step sizes (module docstring): two queries per round.
+
+    Per round ``t`` (lines of Algorithm 1), with ``tau_k = t mod L_k``:
+
+    - active experts ``A_t = {1} ∪ {k >= 2 : t >= L_{k-1}}``, ``B_t = |A_t|``;
+    - (8) ``p(t)_k ∝ eta_k(t) w~_t(k)`` on ``A_t``; ``mix = sum_k p(t)_k v(t,k)``;
+    - (9) ``P(t)_i = max_{k∈A_t} v(t,k)_i^2 / (2 sum_j max_{k∈A_t} v(t,k)_j^2)
+      + sum_{k∈A_t} v(t,k)_i / (2 B_t)``;
+    - (10-11) ``x_t ~ mix`` played, ``x'_t ~ P(t)`` observed, ``l_hat`` as StABL;
+    - (12) every expert: ``log v <- a'_k (log v - eta'_k(t) l_hat)`` normalised, with
+      ``a'_k = eta'_k(t+1) / eta'_k(t)``;
+    - (13) ``r~_t(k) = l_hat^T mix - l_hat^T v(t,k)``;
+      ``log w~ <- a_k (log w~ + log(1 + eta_k(t) r~_t(k)))``, ``a_k = eta_k(t+1) / eta_k(t)``
+      (``-inf`` when ``1 + eta_k(t) r~ <= 0``);
+    - restarts at ``(t + 1) % L_k == 0``: ``v = 1/n``, ``w~ = 1``.
+
+    Attributes:
+      history_lengths: ``L_1 < ... < L_B``; ``None``: StABL's geometric default for
+        ``horizon`` (the only use of the horizon).
+      feedback: ``"loss"`` or ``"reward"``, as StABL's.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = StABLAnytime(num_arms=5, horizon=64)
+      >>> learner.history_lengths, learner.num_queries
+      ((32, 64), 2)
+      >>> state = learner.init(jax.random.key(0))
+      >>> int(learner.active(state.t).sum())
+      1
+      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> info.arms.shape
+      (2,)
+    """
+
+    history_lengths: tuple[int, ...] | None = None
+    feedback: str = "loss"
+
+    num_queries: ClassVar[int] = 2
+    name: ClassVar[str] = "stabl_anytime"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
+        object.__setattr__(self, "history_lengths", lengths)
+        checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
+
+    @property
+    def num_experts(self) -> int:
+        """``B``, the number of history lengths (experts allocated; ``B_t <= B`` active)."""
+        return len(self.history_lengths)  # type: ignore[arg-type]
+
+    @property
+    def default_params(self) -> StABLAnytimeParams:
+        f = self.float_dtype
+        return StABLAnytimeParams(
+            expert_lr_scale=jnp.asarray(1.0, f), meta_lr_scale=jnp.asarray(1.0, f)
+        )
+
+    # --- time-dependent quantities ----------------------------------------------------------
+    def active(self, t: jax.Array) -> jax.Array:
+        """``(B,)`` bool ``A_t``: the first expert and every ``k >= 1`` with ``t >= L_{k-1}``."""
+        previous = jnp.asarray((0, *self.history_lengths[:-1]), jnp.int32)  # type: ignore[index]
+        return t >= previous
+
+    def rounds_since_restart(self, t: jax.Array) -> jax.Array:
+        """``(B,)`` int32 ``tau_k = t mod L_k``."""
+        return t % jnp.asarray(self.history_lengths, jnp.int32)
+
+    def _meta_rate(self, tau: jax.Array) -> jax.Array:
+        """``(B,)`` ``min(1/(2 sqrt n), 1/sqrt(n (tau + 1)))``, before scaling."""
+        n = self.num_arms
+        steps = (tau + 1).astype(self.float_dtype)
+        return jnp.minimum(1.0 / (2.0 * math.sqrt(n)), jax.lax.rsqrt(n * steps))
+
+    def _expert_rate(self, tau: jax.Array, num_active: jax.Array) -> jax.Array:
+        """``(B,)`` ``sqrt(ln n / ((tau + 1) n 2 B_t))``, before scaling."""
+        n = self.num_arms
+        steps = (tau + 1).astype(self.float_dtype) * num_active.astype(self.float_dtype)
+        return jnp.sqrt(math.log(n) / (2.0 * n)) * jax.lax.rsqrt(steps)
+
+    # --- the contract -----------------------------------------------------------------------
+    def init(self, key: jax.Array, params: StABLAnytimeParams | None = None) -> StABLAnytimeState:
+        del key
+        b, n = self.num_experts, self.num_arms
+        return StABLAnytimeState(
+            t=jnp.zeros((), jnp.int32),
+            expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
+            meta_log_pseudo=jnp.zeros((b,), self.float_dtype),
+            num_muted=jnp.zeros((), jnp.int32),
+            params=self._resolve_params(params),
+        )
+
+    def distributions(
+        self, state: StABLAnytimeState
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+        """The round's distributions (lines 8-9 on the active experts).
+
+        Returns:
+          ``(v, p, mix, P)``: experts ``(B, n)``, meta ``p(t)`` ``(B,)`` (0 off ``A_t``), play
+          distribution ``mix`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
+        """
+        active = self.active(state.t)
+        eta = state.params.meta_lr_scale * self._meta_rate(self.rounds_since_restart(state.t))
+        logits = jnp.where(active, jnp.log(eta) + state.meta_log_pseudo, -jnp.inf)
+        meta = jax.nn.softmax(logits)
+        v = jnp.exp(state.expert_log_probs)
+        mix = meta @ v
+        v_active = jnp.where(active[:, None], v, 0.0)
+        top = jnp.max(v_active, axis=0)
+        top_sq = top * top
+        num_active = jnp.sum(active).astype(self.float_dtype)
+        obs = 0.5 * top_sq / jnp.sum(top_sq) + jnp.sum(v_active, axis=0) / (2.0 * num_active)
+        return v, meta, mix, obs
+
+    def ask(self, state: StABLAnytimeState, key: jax.Array) -> BanditQuery:
+        _, _, mix, obs = self.distributions(state)
+        u = sampling.uniforms(key, 2, self.float_dtype)
+        played = sampling.sample_index(mix, u[0])
+        observed = sampling.sample_index(obs, u[1])
+        return BanditQuery(
+            arms=jnp.stack([played, observed]),
+            play_probs=mix,
+            query_probs=jnp.stack([mix[played], obs[observed]]),
+        )
+
+    def tell(
+        self, state: StABLAnytimeState, query: BanditQuery, observed: jax.Array
+    ) -> StABLAnytimeState:
+        """Lines 11-13 from the observed arm's loss only (``observed[1]``)."""
+        observed = self._observed(observed)
+        arm = query.arms[1]
+        value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
+        params = state.params
+        t, t_next = state.t, state.t + 1
+        tau = self.rounds_since_restart(t)
+        active = self.active(t)
+
+        # Line 13 with ML-Prod: log w~ <- (eta(t+1)/eta(t)) (log w~ + log(1 + eta(t) r~)).
+        # The scale cancels in the ratio; tau + 1 (not (t + 1) mod L) because a restarting
+        # expert is reset below anyway.
+        v_at_arm = jnp.exp(state.expert_log_probs[:, arm])
+        regret_gain = value * (v_at_arm - query.play_probs[arm])
+        eta = params.meta_lr_scale * self._meta_rate(tau)
+        meta, _ = estimators.meta_log_update(state.meta_log_pseudo, eta, regret_gain)
+        meta = (self._meta_rate(tau + 1) / self._meta_rate(tau)) * meta
+        # Muting events of the active experts only (the inactive ones are their copies).
+        muted = jnp.sum((1.0 + eta * regret_gain <= 0.0) & active, dtype=jnp.int32)
+
+        # Line 12, anytime EXP3: Algorithm 2's step at eta'(t), then the power eta'(t+1)/eta'(t).
+        num_active, num_active_next = jnp.sum(active), jnp.sum(self.active(t_next))
+        rate = self._expert_rate(tau, num_active)
+        experts = estimators.exp3_log_update(
+            state.expert_log_probs, arm, value, params.expert_lr_scale * rate
+        )
+        experts = (self._expert_rate(tau + 1, num_active_next) / rate)[:, None] * experts
+        experts = experts - jax.scipy.special.logsumexp(experts, axis=-1, keepdims=True)
+
+        restart = intervals.restart_mask(t_next, self.history_lengths)
+        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
+        meta = jnp.where(restart, 0.0, meta)
+        return state.replace(
+            t=t_next,
+            expert_log_probs=experts.astype(self.float_dtype),
+            meta_log_pseudo=meta.astype(self.float_dtype),
+            num_muted=state.num_muted + muted,
+        )
