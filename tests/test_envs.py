@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import ENVS, ExpertAdvice, PiecewiseBernoulli, make_env
-from stabl_jax.envs import equal_change_points
+from stabl_jax.envs import equal_change_points, geometric_segment_lengths
 
 Z = 5.0  # see tests/test_statistics.py for the choice
 
@@ -72,3 +72,54 @@ def test_bad_env_arguments_name_the_value(kwargs, match):
     base = {"num_arms": 3, "horizon": 100}
     with pytest.raises((ValueError, TypeError), match=match):
         ExpertAdvice(**{**base, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("horizon", "min_length", "expected"),
+    [
+        (256, 32, (32, 32, 64, 128)),
+        (16384, 32, (32, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)),
+        (100, 10, (10, 10, 20, 60)),  # remainder 20 goes to the longest segment
+        (2, 1, (1, 1)),
+    ],
+)
+def test_geometric_segment_lengths_fill_the_horizon(horizon, min_length, expected):
+    lengths = geometric_segment_lengths(horizon, min_length)
+    assert lengths == expected and sum(lengths) == horizon
+
+
+def test_geometric_segments_are_shuffled_per_run_and_keep_every_scale():
+    env = ExpertAdvice(
+        num_arms=5,
+        horizon=1024,
+        geometric_min_length=16,
+        random_change_points=True,
+        best_arm_order="random",
+    )
+    expected = sorted(geometric_segment_lengths(1024, 16))
+    assert env.num_segments == len(expected) == 7
+    # Deterministic default: increasing lengths.
+    assert env.change_points == tuple(int(c) for c in np.cumsum(expected)[:-1])
+    orders = set()
+    for seed in range(20):
+        p = env.sample_params(jax.random.key(seed))
+        lengths = np.diff(np.r_[0, np.asarray(p.change_points), 1024])
+        assert sorted(lengths.tolist()) == expected
+        orders.add(tuple(lengths.tolist()))
+        best = np.asarray(p.best_arms)
+        assert np.all(best[1:] != best[:-1])
+    # 7!/2 = 2520 distinct orders: 20 draws all alike would mean no shuffling.
+    assert len(orders) > 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"geometric_min_length": 0}, "geometric_min_length must be >= 1"),
+        ({"geometric_min_length": 51}, "geometric_min_length=51 is too long"),
+        ({"geometric_min_length": 10, "change_points": (5,)}, "give only one"),
+    ],
+)
+def test_bad_geometric_segments_name_the_value(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ExpertAdvice(num_arms=3, horizon=100, **kwargs)

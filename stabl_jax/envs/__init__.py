@@ -4,6 +4,7 @@ from stabl_jax.envs.base import (
     PiecewiseEnv,
     SegmentParams,
     equal_change_points,
+    geometric_segment_lengths,
     validate_change_points,
 )
 from stabl_jax.envs.bernoulli import PiecewiseBernoulli
@@ -15,5 +16,6 @@ __all__ = [
     "PiecewiseEnv",
     "SegmentParams",
     "equal_change_points",
+    "geometric_segment_lengths",
     "validate_change_points",
 ]

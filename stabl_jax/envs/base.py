@@ -7,7 +7,9 @@ simulation's scan, and regenerated the same way when a metric needs the losses o
 Segments: ``change_points = (c_1 < ... < c_{S-1})`` split rounds ``0..T-1`` into ``S``
 segments; round ``t`` lies in segment ``#{j : c_j <= t}``. Change points are either given
 (static, the paper's settings) or drawn per run (``random_change_points=True``: ``S - 1``
-distinct rounds uniform in ``1..T-1``).
+distinct rounds uniform in ``1..T-1``). With ``geometric_min_length = m`` the segments have
+lengths on every time scale, ``m, m, 2m, 4m, ..., 2^K m`` (:func:`geometric_segment_lengths`),
+in increasing order, or in a fresh random order per run with ``random_change_points=True``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,44 @@ def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
     if num_segments > horizon:
         raise ValueError(f"num_segments={num_segments} exceeds horizon={horizon}")
     return tuple(round(j * horizon / num_segments) for j in range(1, num_segments))
+
+
+def geometric_segment_lengths(horizon: int, min_length: int) -> tuple[int, ...]:
+    """Segment lengths on every time scale from ``min_length`` up, filling ``horizon`` exactly.
+
+    The lengths are ``m, m, 2m, 4m, ..., 2^K m`` with ``K`` the largest integer such that they
+    sum to at most ``T`` (``m + m + ... + 2^K m = 2^(K+1) m``); a remainder ``T - 2^(K+1) m``
+    (zero when ``T / m`` is a power of two) is added to the longest segment. Every dyadic
+    scale from ``m`` to ``T / 2`` thus has a segment, so windows of every length ``L >= m``
+    meet a best-arm change of their own scale.
+
+    Args:
+      horizon: ``T`` (>= 2).
+      min_length: ``m``, the shortest segment (>= 1, ``2 m <= T``).
+
+    Returns:
+      ``(S,)`` lengths, ``S = K + 2``, increasing, summing to ``horizon``.
+
+    Example:
+      >>> geometric_segment_lengths(256, 32)
+      (32, 32, 64, 128)
+      >>> geometric_segment_lengths(100, 10)
+      (10, 10, 20, 60)
+    """
+    checks.check_int("horizon", horizon, minimum=2)
+    checks.check_int("geometric_min_length", min_length, minimum=1)
+    if 2 * min_length > horizon:
+        raise ValueError(
+            f"geometric_min_length={min_length} is too long for horizon={horizon}: "
+            f"two segments of it must fit, so it must be <= {horizon // 2}"
+        )
+    lengths = [min_length]
+    total = min_length
+    while total + total <= horizon:  # the next length equals the sum so far
+        lengths.append(total)
+        total += total
+    lengths[-1] += horizon - total
+    return tuple(lengths)
 
 
 def validate_change_points(change_points: object, horizon: int) -> tuple[int, ...]:
@@ -78,9 +118,13 @@ class PiecewiseEnv:
       change_points: the given change points, or ``None`` for ``num_segments`` equal segments
         (or, with ``random_change_points``, the number of points to draw).
       num_segments: ``S`` when ``change_points`` is ``None``.
-      random_change_points: draw ``S - 1`` change points per run in :meth:`sample_params`.
+      random_change_points: draw ``S - 1`` change points per run in :meth:`sample_params`
+        (with ``geometric_min_length``: shuffle the segment lengths per run).
       best_arm_order: ``"sequential"`` (segment ``j``'s best arm is ``j mod n``, the paper's
         setting) or ``"random"`` (uniform per segment, redrawn when it repeats the previous).
+      geometric_min_length: ``m``: segments of lengths ``m, m, 2m, ..., 2^K m`` filling ``T``
+        (:func:`geometric_segment_lengths`); then ``change_points`` must be ``None`` and
+        ``num_segments`` is set from the lengths. ``None``: not used.
     """
 
     num_arms: int
@@ -89,13 +133,23 @@ class PiecewiseEnv:
     num_segments: int = 4
     random_change_points: bool = False
     best_arm_order: str = "sequential"
+    geometric_min_length: int | None = None
 
     name = "piecewise"
 
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
         checks.check_int("horizon", self.horizon, minimum=2)
-        if self.change_points is None:
+        if self.geometric_min_length is not None:
+            lengths = geometric_segment_lengths(self.horizon, self.geometric_min_length)
+            points = tuple(int(c) for c in np.cumsum(lengths)[:-1])
+            # (the derived points themselves are accepted, so dataclasses.replace works)
+            if self.change_points is not None and tuple(self.change_points) != points:
+                raise ValueError(
+                    f"change_points={self.change_points!r} and geometric_min_length="
+                    f"{self.geometric_min_length} both set the segments; give only one"
+                )
+        elif self.change_points is None:
             points = equal_change_points(self.horizon, self.num_segments)
         elif self.random_change_points:
             raise ValueError(
@@ -113,6 +167,12 @@ class PiecewiseEnv:
         s = self.num_segments
         if key is None or not self.random_change_points:
             points = jnp.asarray(self.change_points, jnp.int32).reshape(s - 1)
+        elif self.geometric_min_length is not None:
+            lengths = geometric_segment_lengths(self.horizon, self.geometric_min_length)
+            order = jax.random.permutation(
+                jax.random.fold_in(key, 3), jnp.asarray(lengths, jnp.int32)
+            )
+            points = jnp.cumsum(order)[:-1].astype(jnp.int32)
         else:
             draws = jax.random.choice(
                 jax.random.fold_in(key, 0), self.horizon - 1, (s - 1,), replace=False

@@ -1,0 +1,911 @@
+"""The scaling study: SA(L) against L and n on adversaries that change on many time scales.
+
+    python experiments/study.py [--out results/study] [--runs 1000] [--seed 0] [--jobs 1]
+        [--adversaries geometric random] [--arms 10 30 100 300] [--groups base baselines]
+        [--learners a,b,...] [--merge-groups] [--config-suffix _tuned] [--set key=value ...]
+        [--analyse-only] [--bundle PREFIX] [--from-bundle PREFIX] [--fit-windows L ...]
+        [--table-windows 256 1024 4096] [--bootstrap 1000] [--figures docs/figures]
+
+Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
+``configs/study_<adversary><suffix>.toml`` with ``--set env.num_arms=n --set learners=[...]``
+(the group's learners, :data:`PLAN`; or ``--learners`` for all points), written to
+``<out>/<adversary>-n<n>-<group>/`` (a normal results folder; its ``traces.npz`` holds every
+run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). The groups of a point share the
+config and seed, hence the environment draws: they are merged for the analysis (checked). A
+complete folder is not run again, so an interrupted study resumes where it stopped; with
+``--jobs k``, ``k`` folders run at once as ``python -m stabl_jax`` processes.
+
+Then the analysis, from the folders alone:
+
+* exponent in ``L``: least squares ``log SA(L) = a + b log L`` over ``L <= T / 4``
+  (``--fit-windows``), with ``SA(L)`` the mean over runs of the per-run SA(L) of the
+  expected loss ``<p_t, l_t>`` (the quantity the paper bounds);
+* exponent in ``n``: ``log SA(L) = a + c log n`` at fixed ``L`` over the ``n`` a learner ran at;
+* 95% bootstrap intervals: resample the runs with replacement (independently per point, the
+  points being independent experiments), refit, take the 2.5% and 97.5% quantiles of the
+  refitted exponents (:data:`BOOTSTRAP_RESAMPLES` resamples, ``numpy.random.default_rng``
+  seeded by ``--bootstrap-seed``).
+
+It writes ``<out>/study.json`` (every fit), ``<out>/study.md`` (the empirical Table 1 per
+adversary and n, and the exponent tables) and, with ``--figures``, the plots
+``<prefix>_<adversary>_sa_vs_L.png`` and ``<prefix>_<adversary>_sa_vs_n.png``. ``--bundle``
+packs the per-run SA(L) of every folder into two small files (``PREFIX_sa.npz``,
+``PREFIX_summaries.json``) that ``--from-bundle`` turns back into folders elsewhere: the full
+``traces.npz`` are hundreds of MB per point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere: import this tree's stabl_jax
+    sys.path.insert(0, str(ROOT))
+
+ADVERSARIES: dict[str, str] = {
+    "geometric": "study_geometric",
+    "random": "study_random",
+}
+ARMS: tuple[int, ...] = (10, 30, 100, 300)
+TABLE_WINDOWS: tuple[int, ...] = (256, 1024, 4096)
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 20240506
+SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
+
+#: The default plan: ``(adversary, n, group, learners)``: every learner at every ``n`` on both
+#: adversaries. A group is one ``stabl-jax run`` (one results folder); groups of the same
+#: ``(adversary, n)`` use the same config, seed and number of runs, hence the same
+#: environment draws (checked on load): their learners are paired exactly as if run
+#: together. Learners missing from the registry are skipped (a group with none left is not
+#: run). Sizing (EXPERIMENTS.md): on the 2-core machine one StABL run at n = 300 (1,000 runs,
+#: T = 2^14) costs ~9 minutes and its SA(L) pass ~5 more; the whole plan was run on a GPU
+#: machine with 16 cores (``--jobs 16``); ``--arms``, ``--adversaries`` and ``--groups``
+#: select a part of it.
+_BASE = ("stabl", "exp3_uniform", "uniform", "stabl_naive", "stabl_single_scale")
+_BASELINES = ("saol", "stabl_one_query", "saol_hedge", "exp3s")
+PLAN: tuple[tuple[str, int, str, tuple[str, ...]], ...] = tuple(
+    (adversary, n, group, names)
+    for n in sorted(ARMS, reverse=True)  # the longest points first
+    for adversary in ADVERSARIES
+    for group, names in (("base", _BASE), ("baselines", _BASELINES))
+)
+
+#: Table 1 of the paper (adaptive-regret bound, queries per round), by registry name, plus the
+#: rows the study adds. ``I`` is the interval length (our ``L``).
+PAPER_ROWS: dict[str, tuple[str, str, str]] = {
+    # name: (algorithm, bound, queries per round as the paper states it)
+    "flh": ("FLH (Hazan & Seshadhri 2009)", "√(nT)", "O(log T)"),
+    "saol": ("SAOL (Daniely et al. 2015), bandit", "√(nI log T)", "O(log T)"),
+    "eflh": ("EFLH (Lu & Hazan 2022)", "I^(1/2+ε)·√(n log T)", "O(log log T / ε)"),
+    "stabl": ("StABL (this paper, Thm. 1)", "√(nI log n)·log^1.5 T", "2"),
+    "stabl_one_query": (
+        "StABL, one query",
+        "Ω(I^(1−ε)) for any 1-query learner (Daniely et al. 2015)",
+        "1",
+    ),
+}
+OTHER_BOUNDS: dict[str, str] = {
+    "saol_hedge": "full information; not in Table 1",
+    "hedge": "full information, static regret only",
+    "exp3": "static regret √(nT log n) only",
+    "exp3_uniform": "static regret √(nT log n) only",
+    "uniform": "none (never learns): linear in L",
+    "stabl_naive": "none (the paper's ablation)",
+    "stabl_single_scale": "none (the paper's ablation)",
+    "stabl_anytime": "as StABL (doubling)",
+}
+NOT_IMPLEMENTED: tuple[str, ...] = ("flh", "eflh")
+
+
+# --------------------------------------------------------------------------------------------
+# Fitting and the bootstrap (pure NumPy; tested on synthetic data)
+# --------------------------------------------------------------------------------------------
+
+
+def fit_power_law(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares fit ``log y = a + b log x`` along the last axis.
+
+    Args:
+      x: ``(K,)`` positive abscissae (``K >= 2`` distinct values).
+      y: ``(..., K)`` positive ordinates; leading axes are independent fits.
+
+    Returns:
+      ``(a, b)``, each of shape ``y.shape[:-1]``.
+
+    Example:
+      >>> a, b = fit_power_law(np.array([1.0, 4.0, 16.0]), np.array([3.0, 6.0, 12.0]))
+      >>> round(float(b), 6), round(float(np.exp(a)), 6)
+      (0.5, 3.0)
+    """
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    if x.ndim != 1 or x.shape[0] < 2 or np.unique(x).size < 2:
+        raise ValueError(f"x must hold at least 2 distinct values, got {x!r}")
+    if y.shape[-1] != x.shape[0]:
+        raise ValueError(f"y's last axis must have length len(x)={x.shape[0]}, got {y.shape}")
+    if np.any(x <= 0):
+        raise ValueError(f"x must be positive for a log-log fit, got {x!r}")
+    if np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise ValueError(
+            f"y must be finite and positive for a log-log fit, got min {np.nanmin(y)!r}"
+        )
+    lx = np.log(x)
+    ly = np.log(y)
+    cx = lx - lx.mean()
+    b = (ly - ly.mean(axis=-1, keepdims=True)) @ cx / (cx @ cx)
+    a = ly.mean(axis=-1) - b * lx.mean()
+    return a, b
+
+
+def bootstrap_means(
+    samples: np.ndarray, resamples: int, rng: np.random.Generator, block: int = 100
+) -> np.ndarray:
+    """Means over runs of ``resamples`` bootstrap resamples of the runs.
+
+    Args:
+      samples: ``(R, K)`` one row per run.
+      resamples: ``B``, the number of resamples.
+      rng: the generator drawing the run indices (``B x R`` integers in ``[0, R)``).
+      block: resamples drawn at a time (memory ``block x R x K``).
+
+    Returns:
+      ``(B, K)`` the column means of each resample.
+    """
+    samples = np.asarray(samples, np.float64)
+    runs = samples.shape[0]
+    out = np.empty((resamples, samples.shape[1]))
+    for lo in range(0, resamples, block):
+        hi = min(resamples, lo + block)
+        idx = rng.integers(0, runs, size=(hi - lo, runs))
+        out[lo:hi] = samples[idx].mean(axis=1)
+    return out
+
+
+def exponent_with_interval(
+    x: Sequence[float],
+    columns: Sequence[np.ndarray],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = 0.95,
+) -> dict[str, float]:
+    """Exponent ``b`` of ``mean(y) ~ e^a x^b`` with a percentile bootstrap interval.
+
+    Args:
+      x: ``(K,)`` abscissae (window lengths ``L`` or arm counts ``n``).
+      columns: ``K`` arrays of per-run values, one per abscissa: either ``K`` arrays of
+        shape ``(R_k,)`` from independent experiments (resampled independently), or one
+        ``(R, K)`` array whose rows are runs (resampled as rows, keeping each run's values
+        at every ``x`` together).
+      resamples: bootstrap resamples ``B``.
+      seed: seed of ``numpy.random.default_rng``.
+      level: coverage of the interval.
+
+    Returns:
+      ``{"a", "b", "lo", "hi", "se", "note"}``: the fit on the full data, the interval's
+      bounds and the bootstrap standard deviation of ``b``. A mean ``<= 0`` has no logarithm:
+      then ``b`` is NaN (the data follow no power law there), and if only some resamples
+      have one the interval is NaN; ``note`` says which (else it is ``""``).
+    """
+    rng = np.random.default_rng(seed)
+    x = np.asarray(x, np.float64)
+    if isinstance(columns, np.ndarray) and columns.ndim == 2:
+        full = columns.mean(axis=0)
+        boot = bootstrap_means(columns, resamples, rng)
+    else:
+        if len(columns) != x.shape[0]:
+            raise ValueError(f"need one column per x value: {len(columns)} vs {x.shape[0]}")
+        full = np.array([np.mean(c) for c in columns])
+        boot = np.stack(
+            [bootstrap_means(np.asarray(c)[:, None], resamples, rng)[:, 0] for c in columns],
+            axis=1,
+        )
+    nan = float("nan")
+    if np.any(full <= 0):
+        note = f"mean <= 0 at x = {x[full <= 0].tolist()}: no power-law fit"
+        return {"a": nan, "b": nan, "lo": nan, "hi": nan, "se": nan, "note": note}
+    a, b = fit_power_law(x, full)
+    bad = np.any(boot <= 0, axis=1)
+    if bad.any():
+        note = f"{int(bad.sum())} of {resamples} resamples have a mean <= 0: no interval"
+        return {"a": float(a), "b": float(b), "lo": nan, "hi": nan, "se": nan, "note": note}
+    _, boot_b = fit_power_law(x, boot)
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(boot_b, [tail, 1.0 - tail])
+    return {
+        "a": float(a),
+        "b": float(b),
+        "lo": float(lo),
+        "hi": float(hi),
+        "se": float(boot_b.std(ddof=1)),
+        "note": "",
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Running the points
+# --------------------------------------------------------------------------------------------
+
+
+Plan = dict[tuple[str, int, str], tuple[str, ...]]
+
+
+def default_plan(
+    adversaries: Sequence[str],
+    arms: Sequence[int],
+    learners: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+    *,
+    merge: bool = False,
+) -> Plan:
+    """``{(adversary, n, group): learners}``: :data:`PLAN` restricted to ``adversaries``,
+    ``arms`` and ``groups`` (``None``: all), or, with ``learners`` given, those learners at
+    every ``(adversary, n)`` in one group ``"custom"``. With ``merge``, the groups of a point
+    become one group ``"all"`` (one run, one SA(L) pass)."""
+    from stabl_jax.registry import LEARNERS
+
+    for adversary in adversaries:
+        if adversary not in ADVERSARIES:
+            raise ValueError(f"adversary must be one of {sorted(ADVERSARIES)}, got {adversary!r}")
+    if learners is not None:
+        missing = [name for name in learners if name not in LEARNERS]
+        if missing:
+            raise ValueError(f"unknown learners {missing}; choose from {sorted(LEARNERS)}")
+        return {(a, n, "custom"): tuple(learners) for a in adversaries for n in arms}
+    plan: Plan = {}
+    for adversary, n, group, names in PLAN:
+        if adversary not in adversaries or n not in arms:
+            continue
+        if groups is not None and group not in groups:
+            continue
+        chosen = tuple(name for name in names if name in LEARNERS)
+        skipped = [name for name in names if name not in LEARNERS]
+        if skipped:
+            print(f"[study] {adversary}-n{n}-{group}: {skipped} not registered, skipped")
+        if not chosen:
+            continue
+        if merge:  # one folder per point: the SA(L) pass (the costly part) runs once
+            key = (adversary, n, "all")
+            plan[key] = plan.get(key, ()) + tuple(c for c in chosen if c not in plan.get(key, ()))
+        else:
+            plan[(adversary, n, group)] = chosen
+    return plan
+
+
+def point_folder(out: Path, adversary: str, n: int, group: str) -> Path:
+    return out / f"{adversary}-n{n}-{group}"
+
+
+def cli_args(
+    adversary: str,
+    n: int,
+    learners: Sequence[str],
+    folder: Path,
+    runs: int,
+    seed: int,
+    sets: Sequence[str],
+    config_suffix: str = "",
+) -> list[str]:
+    """The ``stabl-jax`` arguments of one point (config ``configs/study_<adversary><suffix>``:
+    ``_tuned`` for the scales of ``experiments/tune.py``)."""
+    args = [
+        "run",
+        str(ROOT / "configs" / f"{ADVERSARIES[adversary]}{config_suffix}.toml"),
+        "--runs",
+        str(runs),
+        "--seed",
+        str(seed),
+        "--out",
+        str(folder),
+        "--no-progress",
+        "--set",
+        f"env.num_arms={n}",
+        "--set",
+        "learners=[" + ",".join(f'"{name}"' for name in learners) + "]",
+    ]
+    for item in sets:
+        args += ["--set", item]
+    return args
+
+
+def run_points(
+    plan: Mapping[tuple[str, int, str], Sequence[str]],
+    out: Path,
+    *,
+    runs: int,
+    seed: int,
+    sets: Sequence[str] = (),
+    jobs: int = 1,
+    config_suffix: str = "",
+) -> dict[str, float]:
+    """Run every point whose folder is not complete; returns ``{point: wall seconds}``.
+
+    ``jobs == 1`` calls the command line in this process; ``jobs > 1`` runs that many
+    ``python -m stabl_jax`` processes at a time (logs in ``<out>/<point>.log``)."""
+    from stabl_jax import cli
+    from stabl_jax.results import is_complete
+
+    out.mkdir(parents=True, exist_ok=True)
+    todo = []
+    for (adversary, n, group), learners in plan.items():
+        folder = point_folder(out, adversary, n, group)
+        if is_complete(folder):
+            print(f"[study] {folder.name}: complete, not run again", flush=True)
+            continue
+        args = cli_args(adversary, n, learners, folder, runs, seed, sets, config_suffix)
+        todo.append((folder, args))
+    times: dict[str, float] = {}
+
+    def one(folder: Path, args: list[str]) -> float:
+        start = time.perf_counter()
+        print(f"[study] {folder.name}: stabl-jax {' '.join(args)}", flush=True)
+        if jobs == 1:
+            code = cli.main(args)
+        else:
+            with open(out / f"{folder.name}.log", "w", encoding="utf-8") as log:
+                command = [sys.executable, "-m", "stabl_jax", *args]
+                code = subprocess.run(
+                    command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+                ).returncode
+        if code != 0:
+            raise RuntimeError(f"point {folder.name} failed with exit status {code}")
+        seconds = time.perf_counter() - start
+        print(f"[study] {folder.name}: done in {seconds:.0f} s", flush=True)
+        return seconds
+
+    if jobs == 1:
+        for folder, args in todo:
+            times[folder.name] = one(folder, args)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(one, folder, args): folder.name for folder, args in todo}
+            for future in concurrent.futures.as_completed(futures):
+                times[futures[future]] = future.result()
+    return times
+
+
+# --------------------------------------------------------------------------------------------
+# Analysis
+# --------------------------------------------------------------------------------------------
+
+
+def load_point(folder: Path) -> dict[str, Any]:
+    """``{"windows", "runs", "arms", "seconds", "change_points", "learners": {name: {"sa":
+    (R, K), "queries"}}}`` of one results folder."""
+    from stabl_jax.results import TRACES, read_summary
+
+    summary = read_summary(folder)
+    keys = ["sa_window_lengths", "env/change_points"]
+    keys += [f"{name}/{SA_FIELD}" for name in summary["learners"]]
+    with np.load(folder / TRACES, allow_pickle=False) as data:  # only these arrays are read
+        traces = {key: data[key] for key in keys}
+    windows = [int(w) for w in traces["sa_window_lengths"]]
+    learners = {}
+    for name, entry in summary["learners"].items():
+        learners[name] = {
+            "sa": traces[f"{name}/{SA_FIELD}"].astype(np.float64),
+            "queries": int(entry["num_queries"]),
+        }
+    return {
+        "windows": windows,
+        "runs": int(summary["runs"]),
+        "arms": int(summary["config"]["env"]["num_arms"]),
+        "seconds": {
+            name: entry.get("simulate_seconds") for name, entry in summary["learners"].items()
+        },
+        "change_points": traces["env/change_points"],
+        "learners": learners,
+    }
+
+
+def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
+    """Two files holding what the analysis needs from ``folders`` (results folders):
+    ``<prefix>_sa.npz`` (per folder ``<folder>/<learner>/sa_expected``, ``sa_sampled``,
+    ``<folder>/env/change_points``, ``<folder>/sa_window_lengths``) and
+    ``<prefix>_summaries.json`` (``{folder: summary.json}``). Small enough to move between
+    machines where the full ``traces.npz`` (hundreds of MB per point) is not."""
+    from stabl_jax.results import read_summary
+
+    arrays: dict[str, np.ndarray] = {}
+    summaries: dict[str, Any] = {}
+    for folder in folders:
+        summary = read_summary(folder)
+        summaries[folder.name] = summary
+        with np.load(folder / "traces.npz", allow_pickle=False) as data:
+            keep = ["env/change_points", "sa_window_lengths"]
+            keep += [f"{n}/{f}" for n in summary["learners"] for f in ("sa_expected", "sa_sampled")]
+            for key in keep:
+                arrays[f"{folder.name}/{key}"] = data[key]
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    npz = prefix.parent / f"{prefix.name}_sa.npz"
+    js = prefix.parent / f"{prefix.name}_summaries.json"
+    np.savez_compressed(npz, **arrays)
+    js.write_text(json.dumps(summaries) + "\n", encoding="utf-8")
+    return [npz, js]
+
+
+def read_bundle(prefix: Path, out: Path) -> list[Path]:
+    """Rebuild slim results folders (``summary.json``, a ``traces.npz`` with the SA(L) arrays
+    only, ``COMPLETE``) under ``out`` from a :func:`write_bundle` pair."""
+    from stabl_jax.results import COMPLETE, SUMMARY, TRACES
+
+    summaries = json.loads((prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8"))
+    written = []
+    with np.load(prefix.parent / f"{prefix.name}_sa.npz", allow_pickle=False) as data:
+        for name, summary in summaries.items():
+            folder = out / name
+            folder.mkdir(parents=True, exist_ok=True)
+            arrays = {k[len(name) + 1 :]: data[k] for k in data.files if k.startswith(f"{name}/")}
+            np.savez(folder / TRACES, **arrays)
+            (folder / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+            (folder / COMPLETE).write_text("rebuilt from a study bundle\n", encoding="utf-8")
+            written.append(folder)
+    return written
+
+
+def merge_groups(groups: Sequence[Mapping[str, Any]], where: str = "") -> dict[str, Any]:
+    """One point from the folders of its groups; they must have faced the same environment
+    draws (equal window lengths, runs and per-run change points), else ``ValueError``."""
+    merged = dict(groups[0])
+    merged["learners"] = dict(groups[0]["learners"])
+    merged["seconds"] = dict(groups[0]["seconds"])
+    for other in groups[1:]:
+        same = (
+            other["windows"] == merged["windows"]
+            and other["runs"] == merged["runs"]
+            and np.array_equal(other["change_points"], merged["change_points"])
+        )
+        if not same:
+            raise ValueError(f"{where}: groups did not face the same environment draws")
+        for name in other["learners"]:
+            if name in merged["learners"]:
+                raise ValueError(f"{where}: learner {name!r} is in two groups")
+        merged["learners"].update(other["learners"])
+        merged["seconds"].update(other["seconds"])
+    return merged
+
+
+def default_fit_windows(point: Mapping[str, Any]) -> list[int]:
+    """The window lengths ``L <= T / 4`` of a point (``T`` = its largest window length).
+
+    Long windows are left out of the fit: at ``L = T`` the only window is the whole run and
+    its comparator is one arm for all of it, which a learner that tracks the changes beats
+    (SA(T) is the static regret and may be negative); at ``L = T / 2`` the random adversary
+    rarely has a segment that long, and a full-information tracker's SA(T/2) is negative
+    too. ``T / 4`` keeps the table's ``L = 4096`` at ``T = 2^14``.
+    """
+    horizon = max(point["windows"])
+    return [w for w in point["windows"] if 4 * w <= horizon]
+
+
+def analyse(
+    points: Mapping[tuple[str, int], Mapping[str, Any]],
+    *,
+    table_windows: Sequence[int] = TABLE_WINDOWS,
+    fit_windows: Sequence[int] | None = None,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """Every fit of the study from loaded points (:func:`load_point`).
+
+    The exponent in ``L`` is fitted over ``fit_windows`` (``None``: every window length
+    ``L <= T / 4``, see :func:`default_fit_windows`); the table and the plots show every ``L``.
+
+    Returns:
+      ``{adversary: {"arms": [...], "windows": [...], "learners": {name: {"queries",
+      "by_n": {n: {"mean": [K], "ci95": [K], "exponent_L": fit}}, "exponent_n": {L: fit}}}}}``
+    """
+    out: dict[str, Any] = {}
+    for (adversary, n), point in sorted(points.items()):
+        fit = list(fit_windows) if fit_windows is not None else default_fit_windows(point)
+        entry = out.setdefault(
+            adversary,
+            {"arms": [], "windows": point["windows"], "fit_windows": fit, "learners": {}},
+        )
+        if point["windows"] != entry["windows"]:
+            raise ValueError(f"{adversary}: points disagree on the window lengths")
+        missing = [w for w in fit if w not in point["windows"]]
+        if len(fit) < 2 or missing:
+            raise ValueError(
+                f"fit windows must be >= 2 of the SA(L) window lengths {point['windows']}, "
+                f"got {fit}"
+            )
+        cols = [point["windows"].index(w) for w in fit]
+        entry["arms"].append(n)
+        for name, data in point["learners"].items():
+            sa = data["sa"]
+            learner = entry["learners"].setdefault(
+                name, {"queries": {}, "by_n": {}, "exponent_n": {}}
+            )
+            learner["queries"][n] = data["queries"]
+            mean = sa.mean(axis=0)
+            half = 1.959963984540054 * sa.std(axis=0, ddof=1) / math.sqrt(sa.shape[0])
+            learner["by_n"][n] = {
+                "mean": mean.tolist(),
+                "ci95": half.tolist(),
+                "runs": int(sa.shape[0]),
+                "exponent_L": exponent_with_interval(
+                    fit, sa[:, cols], resamples=resamples, seed=seed + n
+                ),
+            }
+    for adversary, entry in out.items():
+        windows = entry["windows"]
+        for name, learner in entry["learners"].items():
+            arms = sorted(learner["by_n"])
+            if len(arms) < 2:
+                continue
+            for length in table_windows:
+                if length not in windows:
+                    continue
+                j = windows.index(length)
+                columns = [points[(adversary, n)]["learners"][name]["sa"][:, j] for n in arms]
+                learner["exponent_n"][length] = {
+                    "arms": arms,
+                    **exponent_with_interval(
+                        arms, columns, resamples=resamples, seed=seed + length
+                    ),
+                }
+    return out
+
+
+def _fmt_fit(fit: Mapping[str, Any] | None) -> str:
+    if fit is None:
+        return "–"
+    if not math.isfinite(fit["b"]):
+        return "no fit (SA ≤ 0)"
+    if not math.isfinite(fit["lo"]):
+        return f"{fit['b']:.2f} [no interval]"
+    return f"{fit['b']:.2f} [{fit['lo']:.2f}, {fit['hi']:.2f}]"
+
+
+def _queries(learner: Mapping[str, Any]) -> str:
+    values = sorted(set(learner["queries"].values()))
+    return "/".join(str(v) for v in values)
+
+
+def _bound(name: str) -> tuple[str, str]:
+    if name in PAPER_ROWS:
+        algorithm, bound, _ = PAPER_ROWS[name]
+        return algorithm, bound
+    return name, OTHER_BOUNDS.get(name, "–")
+
+
+def table_one(
+    analysis: Mapping[str, Any],
+    adversary: str,
+    n: int,
+    table_windows: Sequence[int] = TABLE_WINDOWS,
+    length_for_n: int | None = None,
+) -> str:
+    """The empirical Table 1 of one adversary at ``n`` arms (Markdown)."""
+    entry = analysis[adversary]
+    windows = entry["windows"]
+    length_for_n = length_for_n or table_windows[-1]
+    fit_range = f"{min(entry['fit_windows'])}..{max(entry['fit_windows'])}"
+    head = (
+        "| algorithm | registry name | queries/round | bound (paper) | "
+        + " | ".join(f"SA({w})" for w in table_windows)
+        + f" | exponent in L (n = {n}; L = {fit_range}) | exponent in n (L = {length_for_n}) |"
+    )
+    lines = [head, "|" + "---|" * (7 + len(table_windows) - 1)]
+    names = [k for k in PAPER_ROWS if k in entry["learners"]]
+    names += [k for k in entry["learners"] if k not in names]
+    for name in NOT_IMPLEMENTED:
+        algorithm, bound, queries = PAPER_ROWS[name]
+        lines.append(
+            f"| {algorithm} | not implemented | {queries} | {bound} | "
+            + " | ".join("–" for _ in table_windows)
+            + " | – | – |"
+        )
+    for name in names:
+        learner = entry["learners"][name]
+        algorithm, bound = _bound(name)
+        point = learner["by_n"].get(n)
+        if point is None:
+            cells = ["not run" for _ in table_windows]
+            fit_l = "not run"
+        else:
+            cells = [
+                f"{point['mean'][windows.index(w)]:.1f} ± {point['ci95'][windows.index(w)]:.1f}"
+                if w in windows
+                else "–"
+                for w in table_windows
+            ]
+            fit_l = _fmt_fit(point["exponent_L"])
+        fit_n = learner["exponent_n"].get(length_for_n)
+        fit_n_text = _fmt_fit(fit_n)
+        if fit_n is not None:
+            fit_n_text += f" (n = {', '.join(map(str, fit_n['arms']))})"
+        lines.append(
+            f"| {algorithm} | `{name}` | {_queries(learner)} | {bound} | "
+            + " | ".join(cells)
+            + f" | {fit_l} | {fit_n_text} |"
+        )
+    return "\n".join(lines)
+
+
+def exponent_tables(analysis: Mapping[str, Any], adversary: str) -> str:
+    """Markdown: exponent in L per (learner, n), and exponent in n per (learner, L)."""
+    entry = analysis[adversary]
+    arms = entry["arms"]
+    lines = [
+        "| learner | " + " | ".join(f"b (n = {n})" for n in arms) + " |",
+        "|---|" + "---|" * len(arms),
+    ]
+    for name, learner in entry["learners"].items():
+        cells = [_fmt_fit(learner["by_n"].get(n, {}).get("exponent_L")) for n in arms]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    lengths = sorted({L for lr in entry["learners"].values() for L in lr["exponent_n"]})
+    if lengths:
+        lines += [
+            "",
+            "| learner | n values | " + " | ".join(f"c (L = {L})" for L in lengths) + " |",
+            "|---|---|" + "---|" * len(lengths),
+        ]
+        for name, learner in entry["learners"].items():
+            if not learner["exponent_n"]:
+                continue
+            used = next(iter(learner["exponent_n"].values()))["arms"]
+            cells = [_fmt_fit(learner["exponent_n"].get(L)) for L in lengths]
+            lines.append(f"| `{name}` | {', '.join(map(str, used))} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _log_safe(mean: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Means ``<= 0`` (no place on a log axis) become NaN, not drawn; the lower error bar is
+    cut at 1% of the mean. Returns ``(mean, (2, K) yerr)``."""
+    mean = np.where(mean > 0, mean, np.nan)
+    return mean, np.stack([np.minimum(half, 0.99 * mean), half])
+
+
+def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "study") -> list[Path]:
+    """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and
+    ``<prefix>_<adversary>_sa_vs_n.png`` (one panel per table window); means with their 95%
+    intervals, and the slope-1/2 and slope-1 guides."""
+    from stabl_jax import plots
+
+    plt = plots._pyplot()
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for adversary, entry in analysis.items():
+        windows = np.asarray(entry["windows"], np.float64)
+        names = list(entry["learners"])
+        colors = plots._colors(names)
+        arms = entry["arms"]
+        fig, axes = plt.subplots(
+            1, len(arms), figsize=(4.2 * len(arms), 4.4), layout="constrained", squeeze=False
+        )
+        for ax, n in zip(axes[0], arms, strict=True):
+            for index, name in enumerate(names):
+                point = entry["learners"][name]["by_n"].get(n)
+                if point is None:
+                    continue
+                mean, half = _log_safe(np.asarray(point["mean"]), np.asarray(point["ci95"]))
+                fit = point["exponent_L"]
+                ax.errorbar(
+                    windows,
+                    mean,
+                    yerr=half,  # (2, K): lower and upper
+                    color=colors[name],
+                    marker=plots.MARKERS[index % len(plots.MARKERS)],
+                    ms=4,
+                    lw=1.3,
+                    capsize=2,
+                    label=f"{plots.label(name)} (b={fit['b']:.2f})",
+                )
+            for slope, style in ((0.5, ":"), (1.0, "--")):
+                ref = 0.5 * windows[0] * (windows / windows[0]) ** slope
+                ax.plot(windows, ref, color="0.4", ls=style, lw=1.0, label=f"∝ L^{slope:g}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"n = {n}", fontsize=11)
+            ax.set_xlabel("window length L")
+            ax.grid(True, which="major", alpha=0.3)
+            ax.legend(fontsize=7, loc="upper left")
+        axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
+        fig.suptitle(f"{prefix}_{adversary}: strongly adaptive regret against L", fontsize=12)
+        path = folder / f"{prefix}_{adversary}_sa_vs_L.png"
+        fig.savefig(path, dpi=plots.DPI)
+        plt.close(fig)
+        written.append(path)
+
+        lengths = sorted({L for lr in entry["learners"].values() for L in lr["exponent_n"]})
+        if not lengths:
+            continue
+        fig, axes = plt.subplots(
+            1, len(lengths), figsize=(4.2 * len(lengths), 4.4), layout="constrained", squeeze=False
+        )
+        for ax, length in zip(axes[0], lengths, strict=True):
+            j = entry["windows"].index(length)
+            for index, name in enumerate(names):
+                learner = entry["learners"][name]
+                fit = learner["exponent_n"].get(length)
+                if fit is None:
+                    continue
+                ns = np.asarray(fit["arms"], np.float64)
+                mean = np.array([learner["by_n"][int(n)]["mean"][j] for n in ns])
+                half = np.array([learner["by_n"][int(n)]["ci95"][j] for n in ns])
+                mean, half = _log_safe(mean, half)
+                ax.errorbar(
+                    ns,
+                    mean,
+                    yerr=half,  # (2, K): lower and upper
+                    color=colors[name],
+                    marker=plots.MARKERS[index % len(plots.MARKERS)],
+                    ms=4,
+                    lw=1.3,
+                    capsize=2,
+                    label=f"{plots.label(name)} (c={fit['b']:.2f})",
+                )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"L = {length}", fontsize=11)
+            ax.set_xlabel("arms n")
+            ax.grid(True, which="major", alpha=0.3)
+            ax.legend(fontsize=7, loc="best")
+        axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
+        fig.suptitle(f"{prefix}_{adversary}: strongly adaptive regret against n", fontsize=12)
+        path = folder / f"{prefix}_{adversary}_sa_vs_n.png"
+        fig.savefig(path, dpi=plots.DPI)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def report(
+    analysis: Mapping[str, Any],
+    table_windows: Sequence[int] = TABLE_WINDOWS,
+    table_arms: int | None = None,
+) -> str:
+    """The Markdown of ``study.md``: per adversary, Table 1 at every n, then the exponents."""
+    parts = []
+    for adversary, entry in analysis.items():
+        arms = entry["arms"] if table_arms is None else [table_arms]
+        for n in arms:
+            if n not in entry["arms"]:
+                continue
+            parts += [
+                f"### {adversary}, n = {n}",
+                "",
+                table_one(analysis, adversary, n, table_windows),
+                "",
+            ]
+        parts += [
+            f"### {adversary}: fitted exponents",
+            "",
+            exponent_tables(analysis, adversary),
+            "",
+        ]
+    return "\n".join(parts)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="results/study", help="folder of the study's points")
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="points run at once (processes)")
+    parser.add_argument("--adversaries", nargs="+", default=list(ADVERSARIES))
+    parser.add_argument("--arms", nargs="+", type=int, default=list(ARMS))
+    parser.add_argument(
+        "--learners", default=None, help="comma-separated: run these at every point"
+    )
+    parser.add_argument("--groups", nargs="+", default=None, help="groups of PLAN to run")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--config-suffix", default="", help="run configs/study_<adversary><SUFFIX>.toml"
+    )
+    parser.add_argument("--table-windows", nargs="+", type=int, default=list(TABLE_WINDOWS))
+    parser.add_argument(
+        "--fit-windows", nargs="+", type=int, default=None, help="L of the fit (default L <= T/4)"
+    )
+    parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES)
+    parser.add_argument("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
+    parser.add_argument("--figures", default=None, help="write the plots into this folder")
+    parser.add_argument("--figure-prefix", default="study", help="file names PREFIX_<adversary>_*")
+    parser.add_argument("--analyse-only", action="store_true", help="do not run missing points")
+    parser.add_argument(
+        "--merge-groups", action="store_true", help="run each point's groups as one folder"
+    )
+    parser.add_argument(
+        "--bundle", default=None, help="write PREFIX_sa.npz and PREFIX_summaries.json"
+    )
+    parser.add_argument(
+        "--from-bundle", default=None, help="first rebuild the points under --out from PREFIX"
+    )
+    args = parser.parse_args(argv)
+    if args.runs < 2:
+        parser.error(f"--runs must be >= 2 (an interval needs two runs), got {args.runs}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    if args.bootstrap < 10:
+        parser.error(f"--bootstrap must be >= 10 resamples, got {args.bootstrap}")
+    learners = args.learners.split(",") if args.learners else None
+    out = Path(args.out)
+    try:
+        plan = default_plan(
+            args.adversaries, args.arms, learners, args.groups, merge=args.merge_groups
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    start = time.perf_counter()
+    if args.from_bundle:
+        read_bundle(Path(args.from_bundle), out)
+    if not args.analyse_only:
+        run_points(
+            plan,
+            out,
+            runs=args.runs,
+            seed=args.seed,
+            sets=args.sets,
+            jobs=args.jobs,
+            config_suffix=args.config_suffix,
+        )
+    from stabl_jax.results import is_complete
+
+    points = {}
+    loaded: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    complete = []
+    for adversary, n, group in plan:
+        folder = point_folder(out, adversary, n, group)
+        if is_complete(folder):
+            loaded.setdefault((adversary, n), []).append(load_point(folder))
+            complete.append(folder)
+        else:
+            print(f"[study] {folder}: missing, left out of the analysis", flush=True)
+    if args.bundle and complete:
+        for path in write_bundle(complete, Path(args.bundle)):
+            print(f"[study] bundle: {path}", flush=True)
+    points = {key: merge_groups(groups, f"{key[0]}-n{key[1]}") for key, groups in loaded.items()}
+    if not points:
+        print("[study] no complete point to analyse", file=sys.stderr)
+        return 1
+    analysis = analyse(
+        points,
+        table_windows=args.table_windows,
+        fit_windows=args.fit_windows,
+        resamples=args.bootstrap,
+        seed=args.bootstrap_seed,
+    )
+    meta = {
+        "runs": {f"{a}-n{n}": p["runs"] for (a, n), p in points.items()},
+        "seconds": {f"{a}-n{n}": p["seconds"] for (a, n), p in points.items()},
+        "bootstrap": {"resamples": args.bootstrap, "seed": args.bootstrap_seed},
+        "sa_field": SA_FIELD,
+        "command": " ".join(["python", "experiments/study.py", *(argv or sys.argv[1:])]),
+    }
+    (out / "study.json").write_text(
+        json.dumps(_jsonable({"meta": meta, "analysis": analysis}), indent=1) + "\n",
+        encoding="utf-8",
+    )
+    text = report(analysis, args.table_windows)
+    (out / "study.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    if args.figures:
+        for path in write_figures(analysis, Path(args.figures), args.figure_prefix):
+            print(f"[study] figure: {path}")
+    print(f"[study] {out / 'study.md'}  ({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
