@@ -62,7 +62,7 @@ LEARNER_DESCRIPTIONS: dict[str, str] = {
     "saol": "SAOL-style bandit: every geometric EXP3 expert queries its own arm (1 + B queries)",
     "stabl_one_query": "StABL observing only the played arm; meta weights get muted (1 query)",
     "stabl_anytime": "StABL, anytime rates set from the time since each restart (2 queries)",
-    "stabl_adaptive": "StABL, data-dependent (self-confident / ML-Prod) rates since each restart (2 queries)",
+    "stabl_adaptive": "StABL, data-dependent rates (self-confident EXP3, ML-Prod) (2 queries)",
 }
 
 ENVS: dict[str, Callable[..., Any]] = {

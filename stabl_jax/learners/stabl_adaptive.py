@@ -170,7 +170,6 @@ class StABLAdaptive(StABLAnytime):
         observed = self._observed(observed)
         arm = query.arms[1]
         value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
-        params = state.params
         t, t_next = state.t, state.t + 1
         active = self.active(t)
         expert_rate, eta = self.rates(state)
