@@ -39,6 +39,14 @@ ever muted and every pseudo-weight stays finite (``state.num_muted`` still count
 larger scales). Both rates are non-increasing between restarts (``V``, ``R`` and ``B_t`` only
 grow), which ML-Prod's and the anytime EXP3 analysis need; the powers are therefore ``<= 1``.
 
+What the analysis does not cover (stated, not fixed). ACG's lemma is for ``sum_{s<=t}``; a
+rate set before the round sees ``sum_{s<t}``, and the ``1 +`` closes that lag only when every
+increment ``a_t = v(t,k)_{x'} l_hat(x')^2 <= 1``. Importance-weighted increments are not bounded
+by 1 (``a_t <= 4 B_t^2 l^2 / v(t,k)_{x'}``), so the experts' self-confident bound is a heuristic
+here, not a theorem; ML-Prod's meta bound holds as stated (its increments are normalised by
+``E_t``). Reward feedback inherits StABL's convention (``exp(+eta' g_hat)`` with unbounded
+``g_hat``), for which the second-order step of the exponential-weights bound fails as well.
+
 The data-dependent sums are computed from the same one-sparse estimate that drives the updates:
 ``V_k`` and ``R_k`` see only the observed arm ``x'_t`` (two queries per round, as StABL). Every
 expert that has not restarted has seen the same data with the same rates, so the inactive
