@@ -15,6 +15,7 @@ from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
 from stabl_jax.learners import DUCB, EXP3, SWUCB, Exp3IX, Exp3S, StABL, Uniform, auer_gamma
 from stabl_jax.learners.hedge import Hedge
 from stabl_jax.learners.saol import SAOL, SAOLHedge
+from stabl_jax.learners.stabl_adaptive import StABLAdaptive
 from stabl_jax.learners.stabl_anytime import StABLAnytime
 from stabl_jax.learners.stabl_one_query import StABLOneQuery
 
@@ -42,6 +43,7 @@ LEARNERS: dict[str, Callable[..., Any]] = {
     "saol": SAOL,
     "stabl_one_query": StABLOneQuery,
     "stabl_anytime": StABLAnytime,
+    "stabl_adaptive": StABLAdaptive,
 }
 
 LEARNER_DESCRIPTIONS: dict[str, str] = {
@@ -60,6 +62,7 @@ LEARNER_DESCRIPTIONS: dict[str, str] = {
     "saol": "SAOL-style bandit: every geometric EXP3 expert queries its own arm (1 + B queries)",
     "stabl_one_query": "StABL observing only the played arm; meta weights get muted (1 query)",
     "stabl_anytime": "StABL, anytime rates set from the time since each restart (2 queries)",
+    "stabl_adaptive": "StABL, data-dependent rates (self-confident EXP3, ML-Prod) (2 queries)",
 }
 
 ENVS: dict[str, Callable[..., Any]] = {

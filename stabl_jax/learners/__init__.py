@@ -8,6 +8,11 @@ from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, Exp3SState, exp3s_gamma
 from stabl_jax.learners.hedge import Hedge, HedgeParams, HedgeState
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
+from stabl_jax.learners.stabl_adaptive import (
+    StABLAdaptive,
+    StABLAdaptiveParams,
+    StABLAdaptiveState,
+)
 from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams, StABLAnytimeState
 from stabl_jax.learners.stabl_one_query import StABLOneQuery
 from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
@@ -39,6 +44,9 @@ __all__ = [
     "SWUCBParams",
     "SWUCBState",
     "StABL",
+    "StABLAdaptive",
+    "StABLAdaptiveParams",
+    "StABLAdaptiveState",
     "StABLAnytime",
     "StABLAnytimeParams",
     "StABLAnytimeState",
