@@ -72,6 +72,17 @@ def meta_log_update(
     return new, jnp.sum(~alive, dtype=jnp.int32)
 
 
+def probabilities(log_probs: jax.Array) -> jax.Array:
+    """``exp(log_probs)``, computed in a kernel of its own (``lax.optimization_barrier``).
+
+    XLA may otherwise fuse the ``exp`` into each consumer, and its CPU code for ``exp``
+    differs in the last bit between a vectorised loop and a scalar one, which it picks by the
+    shape around it; computed once here, every consumer (sampling, updates, traces) sees the
+    same bits however the runs are batched or sharded (:mod:`stabl_jax.sharding`).
+    """
+    return jax.lax.optimization_barrier(jnp.exp(log_probs))
+
+
 def exp3_log_update(
     log_probs: jax.Array, arm: jax.Array, value: jax.Array, eta: jax.Array
 ) -> jax.Array:
@@ -82,9 +93,9 @@ def exp3_log_update(
     the new normaliser is ``log(sum_{i != arm} w(i) + w(arm) e^{eta s})``, computed as
     ``logaddexp(log sum_{i != arm} exp(log w(i)), log w(arm) + eta s)``: no logsumexp over the
     bumped row (and no max), no drift either, since the sum is the row's actual sum, not an
-    assumed 1. ``exp(log_probs)`` is the same expression the learners' ``ask`` evaluates, so
-    inside one ``step`` XLA computes it once. Selects against ``arange(n) == arm`` stand for
-    the scatter (one fused pass over the row).
+    assumed 1. ``probabilities(log_probs)`` is the same expression the learners' ``ask``
+    evaluates, so inside one ``step`` XLA computes it once. Selects against
+    ``arange(n) == arm`` stand for the scatter (one fused pass over the row).
 
     Args:
       log_probs: ``(..., n)`` normalised log-probabilities.
@@ -96,7 +107,7 @@ def exp3_log_update(
       ``(..., n)`` normalised log-probabilities.
     """
     at_arm = jnp.arange(log_probs.shape[-1]) == arm
-    others = jnp.sum(jnp.where(at_arm, 0.0, jnp.exp(log_probs)), axis=-1)
+    others = jnp.sum(jnp.where(at_arm, 0.0, probabilities(log_probs)), axis=-1)
     bumped = jnp.take(log_probs, arm, axis=-1) + eta * value
     log_norm = jnp.logaddexp(jnp.log(others), bumped)
     return jnp.where(at_arm, bumped[..., None], log_probs) - log_norm[..., None]

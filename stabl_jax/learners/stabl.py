@@ -189,7 +189,7 @@ class StABL(BanditLearner):
           ``(v, mix, P)``: expert probabilities ``(B, n)``, play distribution
           ``mix = sum_k p(t)_k v(t,k)`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
         """
-        v = jnp.exp(state.expert_log_probs)
+        v = estimators.probabilities(state.expert_log_probs)
         meta = jax.nn.softmax(state.meta_log_weights)
         # The sums and the max over the B experts are written out (B <= 20 is static): under
         # vmap they become one fused pass over v instead of a matrix-vector product and two
@@ -226,7 +226,7 @@ class StABL(BanditLearner):
         params = state.params
 
         # Line 13: r~_t(k) = s * (v(t,k)_{x'} - mix_{x'}), s the signed (gain) estimate.
-        v_at_arm = jnp.exp(state.expert_log_probs[:, arm])
+        v_at_arm = estimators.probabilities(state.expert_log_probs)[:, arm]
         regret_gain = value * (v_at_arm - query.play_probs[arm])
         eta = self._meta_step_sizes(params)
         meta, muted = estimators.meta_log_update(state.meta_log_weights, eta, regret_gain)
