@@ -5,6 +5,7 @@
     stabl-jax run [CONFIG] [--runs R] [--seed S] [--out DIR] [--set key=value ...]
                   [--force] [--no-progress]
     stabl-jax list
+    stabl-jax bench [--quick] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
 ``run`` simulates every learner of an experiment config on the same environment draws, writes
 one results folder (``results/<config name>-seed<S>`` by default; see
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help="list learners, environments and shipped configs")
     lst.set_defaults(handler=_cmd_list)
+    _add_bench_parser(sub)
     return parser
 
 
@@ -100,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "handler", None) is None:
         parser.print_usage(sys.stderr)
-        print("error: choose a command: run or list", file=sys.stderr)
+        print("error: choose a command: run, list or bench", file=sys.stderr)
         return EXIT_USAGE
 
     from stabl_jax.checkpoint import CheckpointMismatch
@@ -419,3 +421,61 @@ def _pm(mean: float, half: float, digits: int) -> str:
     if not np.isfinite(half):
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f}±{half:.{digits}f}"
+
+
+# --------------------------------------------------------------------------------------------
+# stabl-jax bench
+# --------------------------------------------------------------------------------------------
+
+
+def _add_bench_parser(sub: Any) -> None:
+    from stabl_jax.benchmark import BenchConfig
+
+    default = BenchConfig()
+    bench = sub.add_parser(
+        "bench",
+        help="time simulate against NumPy implementations (run-steps/s, ratios, memory)",
+        description="Time stabl_jax.simulate for each learner, number of arms and number of "
+        "runs, and in the same process a NumPy loop (one run) and a NumPy version vectorised "
+        "over runs; print a Markdown table and write benchmark.json and benchmark.md.",
+    )
+    bench.add_argument("--quick", action="store_true", help="small sizes, seconds (a smoke test)")
+    bench.add_argument("--out", default=None, metavar="DIR", help="write benchmark.json/.md here")
+    bench.add_argument("--learners", nargs="+", default=None, metavar="NAME")
+    bench.add_argument("--arms", nargs="+", type=int, default=None, metavar="N")
+    bench.add_argument("--runs", nargs="+", type=int, default=None, metavar="R")
+    bench.add_argument("--repeats", type=int, default=None, help=f"(default {default.repeats})")
+    bench.add_argument("--no-numpy", action="store_true", help="time only simulate")
+    bench.set_defaults(handler=_cmd_bench)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from stabl_jax import benchmark
+    from stabl_jax.registry import LEARNERS
+
+    config = benchmark.QUICK if args.quick else benchmark.BenchConfig()
+    changes: dict[str, Any] = {}
+    for name in ("learners", "arms", "runs"):
+        if getattr(args, name) is not None:
+            changes[name] = tuple(getattr(args, name))
+    if args.repeats is not None:
+        changes["repeats"] = args.repeats
+    if args.no_numpy:
+        changes["numpy"] = False
+    config = dataclasses.replace(config, **changes)
+    unknown = [name for name in config.learners if name not in LEARNERS]
+    if unknown:
+        raise ConfigError(f"--learners: unknown {unknown}; choose from {sorted(LEARNERS)}")
+    for name in ("arms", "runs", "repeats"):
+        values = getattr(config, name)
+        if any(v < (2 if name == "arms" else 1) for v in np.atleast_1d(values)):
+            raise ConfigError(f"--{name} must be >= {2 if name == 'arms' else 1}, got {values}")
+    result = benchmark.run_benchmark(config, log=lambda line: print(line, flush=True))
+    print()
+    print(benchmark.to_markdown(result), end="")
+    if args.out:
+        json_path, md_path = benchmark.write(result, args.out)
+        print(f"\nwrote {json_path} and {md_path}")
+    return EXIT_OK

@@ -72,14 +72,30 @@ def meta_log_update(
     return new, jnp.sum(~alive, dtype=jnp.int32)
 
 
+def probabilities(log_probs: jax.Array) -> jax.Array:
+    """``exp(log_probs)``, computed in a kernel of its own (``lax.optimization_barrier``).
+
+    XLA may otherwise fuse the ``exp`` into each consumer, and its CPU code for ``exp``
+    differs in the last bit between a vectorised loop and a scalar one, which it picks by the
+    shape around it; computed once here, every consumer (sampling, updates, traces) sees the
+    same bits however the runs are batched or sharded (:mod:`stabl_jax.sharding`).
+    """
+    return jax.lax.optimization_barrier(jnp.exp(log_probs))
+
+
 def exp3_log_update(
     log_probs: jax.Array, arm: jax.Array, value: jax.Array, eta: jax.Array
 ) -> jax.Array:
     """EXP3 update of Algorithm 2, line 5 in the log domain, for one or many experts.
 
     ``y(i) = w(i) exp(eta * s * 1[i = arm])``, ``w <- y / ||y||_1`` where ``s`` is the signed
-    estimate of :func:`signed_estimate`. Only entry ``arm`` moves before renormalisation: a
-    gather and a scatter, never a one-hot product over all arms.
+    estimate of :func:`signed_estimate`. Only entry ``arm`` moves before renormalisation, so
+    the new normaliser is ``log(sum_{i != arm} w(i) + w(arm) e^{eta s})``, computed as
+    ``logaddexp(log sum_{i != arm} exp(log w(i)), log w(arm) + eta s)``: no logsumexp over the
+    bumped row (and no max), no drift either, since the sum is the row's actual sum, not an
+    assumed 1. ``probabilities(log_probs)`` is the same expression the learners' ``ask``
+    evaluates, so inside one ``step`` XLA computes it once. Selects against
+    ``arange(n) == arm`` stand for the scatter (one fused pass over the row).
 
     Args:
       log_probs: ``(..., n)`` normalised log-probabilities.
@@ -90,5 +106,8 @@ def exp3_log_update(
     Returns:
       ``(..., n)`` normalised log-probabilities.
     """
-    bumped = log_probs.at[..., arm].add(eta * value)
-    return bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)
+    at_arm = jnp.arange(log_probs.shape[-1]) == arm
+    others = jnp.sum(jnp.where(at_arm, 0.0, probabilities(log_probs)), axis=-1)
+    bumped = jnp.take(log_probs, arm, axis=-1) + eta * value
+    log_norm = jnp.logaddexp(jnp.log(others), bumped)
+    return jnp.where(at_arm, bumped[..., None], log_probs) - log_norm[..., None]

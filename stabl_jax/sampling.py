@@ -8,6 +8,8 @@ one uniform per draw, which is what makes that comparison possible; ``jax.random
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -25,6 +27,14 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     makes the draw exact for vectors that sum to one only up to rounding, and an arm with
     zero probability is never drawn (for ``u`` in [0, 1)).
 
+    The cumulative sum is two-level (:func:`blocked_cumsum`): sums inside blocks of
+    ``ceil(sqrt(n))`` arms, then a running sum of the block totals. It is what makes the draw
+    cheap under ``vmap`` on a CPU (``jnp.cumsum`` over the arms lowers to an ``O(n^2)``
+    window reduction there: 4-13x slower measured at n = 30..300), and it is still a
+    monotone cumulative sum, so the rule above holds exactly; it differs from a sequential
+    ``np.cumsum`` only by rounding (the float64 reference tests, ``tests/test_reference.py``,
+    draw the same arms).
+
     Args:
       probs: ``(n,)`` non-negative weights (need not be normalised).
       u: ``()`` a uniform in [0, 1).
@@ -37,6 +47,41 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
       >>> int(sample_index(jnp.array([0.2, 0.0, 0.8]), jnp.float32(0.5)))
       2
     """
-    cdf = jnp.cumsum(probs)
-    count = jnp.sum(cdf <= u * cdf[-1], dtype=jnp.int32)
-    return jnp.minimum(count, probs.shape[-1] - 1)
+    n = probs.shape[-1]
+    cdf = blocked_cumsum(probs)
+    below = jnp.where(cdf <= u * cdf[-1], 1.0, 0.0)  # a float count: exact below 2^24 arms,
+    count = jnp.sum(below, dtype=jnp.float32).astype(jnp.int32)  # and vectorised (int isn't)
+    return jnp.minimum(count, n - 1)
+
+
+def blocked_cumsum(values: jax.Array) -> jax.Array:
+    """Inclusive cumulative sum of ``(n,)`` non-negative ``values``, in two levels.
+
+    The arms are cut into ``nb`` blocks of ``m = ceil(sqrt(n))`` (zero-padded). Inside a
+    block the sums run left to right (``c_j = c_{j-1} + x_j``); block ``b``'s offset is the
+    running sum of the block totals, ``off_b = off_{b-1} + total_{b-1}``, and entry ``j`` of
+    block ``b`` is ``off_b + c_j``. Every sum is written out as elementwise adds in this fixed
+    order (about ``2 sqrt(n)`` dependent adds per entry instead of ``n``).
+
+    The result is non-decreasing, and an entry after a zero equals the entry before it:
+    within a block by construction; at a boundary, ``off_b`` is the very sum
+    ``off_{b-1} + c_{m-1}`` that ends block ``b - 1``, and rounding is monotone.
+
+    Args:
+      values: ``(n,)`` non-negative floats.
+
+    Returns:
+      ``(n,)`` the cumulative sums.
+    """
+    n = values.shape[-1]
+    m = math.isqrt(n - 1) + 1 if n > 1 else 1
+    nb = -(-n // m)
+    blocks = jnp.pad(values, (0, nb * m - n)).reshape(nb, m)
+    columns = [blocks[:, 0]]
+    for j in range(1, m):
+        columns.append(columns[-1] + blocks[:, j])
+    offsets = [jnp.zeros((), values.dtype)]
+    for b in range(1, nb):
+        offsets.append(offsets[-1] + columns[-1][b - 1])
+    cdf = jnp.stack(offsets)[:, None] + jnp.stack(columns, axis=1)
+    return cdf.reshape(nb * m)[:n]

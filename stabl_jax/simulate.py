@@ -7,8 +7,10 @@ Randomness (typed keys, never reused):
   environment's per-run parameters, ``fold_in(run_key, 1)`` is the environment's key and
   ``fold_in(run_key, 2)`` the learner's; round ``t`` uses ``fold_in(env_key, t)`` and
   ``fold_in(learner_key, t)``.
-- So run ``i`` is the same whatever ``num_runs`` or chunk size, and two learners simulated with
-  the same ``key`` see identical losses in every run (paired comparisons).
+- So run ``i`` draws the same numbers whatever ``num_runs``, chunk size or device layout, and
+  two learners simulated with the same ``key`` see identical losses in every run (paired
+  comparisons). Its arithmetic is bitwise identical too for the same ``runs_per_block``
+  (:mod:`stabl_jax.sharding`: runs are split over every device JAX sees and stepped in blocks).
 
 Nothing of size ``runs x T x arms`` is built: losses are generated inside the scan and the
 per-round outputs are scalars (plus the ``num_queries`` queried arms).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from collections.abc import Callable
 from functools import partial
@@ -29,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from stabl_jax import checks
+from stabl_jax import checks, sharding
 
 TRACE_FIELDS: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "prob_best")
 _BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
@@ -50,7 +53,8 @@ class SimResult:
     """Traces of a simulation, on the host.
 
     Attributes:
-      played: ``(R, T)`` int32 played arm ``x_t``.
+      played: ``(R, T)`` int32 played arm ``x_t``. (Each trace is ``None`` when ``simulate``
+        was asked not to record it, ``traces=...``.)
       arms: ``(R, T, num_queries)`` int32 every queried arm (``arms[..., 0] == played``).
       loss: ``(R, T)`` float32 suffered loss ``l_t(x_t)``.
       expected_loss: ``(R, T)`` float32 ``<play_probs_t, l_t>``.
@@ -60,30 +64,35 @@ class SimResult:
       run_seconds: time spent running them (excluding compilation).
     """
 
-    played: np.ndarray
-    arms: np.ndarray
-    loss: np.ndarray
-    expected_loss: np.ndarray
-    prob_best: np.ndarray
+    played: np.ndarray | None
+    arms: np.ndarray | None
+    loss: np.ndarray | None
+    expected_loss: np.ndarray | None
+    prob_best: np.ndarray | None
     carry: RunCarry
     compile_seconds: float
     run_seconds: float
 
+    def _any_trace(self) -> np.ndarray:
+        return next(getattr(self, n) for n in TRACE_FIELDS if getattr(self, n) is not None)
+
     @property
     def num_runs(self) -> int:
-        return int(self.played.shape[0])
+        return int(self._any_trace().shape[0])
 
     @property
     def horizon(self) -> int:
-        return int(self.played.shape[1])
+        return int(self._any_trace().shape[1])
 
     def traces(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name) for name in TRACE_FIELDS}
+        """The recorded traces by name (those not recorded are left out)."""
+        return {n: getattr(self, n) for n in TRACE_FIELDS if getattr(self, n) is not None}
 
 
-def run_keys(key: jax.Array, num_runs: int) -> jax.Array:
-    """``(num_runs,)`` keys ``fold_in(key, i)``."""
-    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_runs, dtype=jnp.uint32))
+def run_keys(key: jax.Array, num_runs: int, first_run: int = 0) -> jax.Array:
+    """``(num_runs,)`` keys ``fold_in(key, i)``, ``i = first_run .. first_run + num_runs - 1``."""
+    runs = first_run + jnp.arange(num_runs, dtype=jnp.uint32)
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(runs)
 
 
 def params_axes(params: Any) -> Any:
@@ -122,9 +131,21 @@ def _round(learner: Any, env: Any, carry: RunCarry, t: jax.Array) -> tuple[RunCa
     return carry.replace(state=state), out
 
 
-def _chunk_one(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: int):
+def _chunk_one(
+    learner: Any,
+    env: Any,
+    carry: RunCarry,
+    t0: jax.Array,
+    length: int,
+    fields: tuple[str, ...] = TRACE_FIELDS,
+):
     ts = t0 + jnp.arange(length, dtype=jnp.int32)
-    return jax.lax.scan(partial(_round, learner, env), carry, ts)
+
+    def round_(c: RunCarry, t: jax.Array) -> tuple[RunCarry, dict]:
+        c, out = _round(learner, env, c, t)
+        return c, {name: out[name] for name in fields}
+
+    return jax.lax.scan(round_, carry, ts)
 
 
 @partial(jax.jit, static_argnames=("learner", "env", "length"))
@@ -136,19 +157,32 @@ def run_chunk(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: in
     return jax.vmap(partial(_chunk_one, learner, env), in_axes=(0, None, None))(carry, t0, length)
 
 
-@partial(jax.jit, static_argnames=("learner", "env", "length"))
-def run_chunk_checked(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: int):
-    """:func:`run_chunk` with the in-trace checks of :class:`~stabl_jax.checks.ValidatingLearner`
-    (every round's losses and play distribution), under ``checkify``.
+@partial(jax.jit, static_argnames=("learner", "env", "length", "plan", "fields", "validate"))
+def run_chunk_planned(
+    learner: Any,
+    env: Any,
+    carry: RunCarry,
+    t0: jax.Array,
+    length: int,
+    plan: Any,
+    fields: tuple[str, ...] = TRACE_FIELDS,
+    validate: bool = False,
+) -> Any:
+    """:func:`run_chunk` laid out by a :class:`stabl_jax.sharding.RunsPlan`: the runs split
+    over the plan's devices and stepped ``plan.block`` at a time; the same per-run results.
+    Only the traces named in ``fields`` are output.
 
-    Returns ``(error, (carry, outputs))``; the values are bitwise those of :func:`run_chunk`.
+    With ``validate``, every round runs the in-trace checks of
+    :class:`~stabl_jax.checks.ValidatingLearner` under ``checkify`` and the function returns
+    ``(error, (carry, outputs))``; the values are bitwise those without checks.
     """
-
-    def chunk(c: RunCarry, t: jax.Array):
-        one = partial(_chunk_one, checks.ValidatingLearner(learner), env)
-        return jax.vmap(one, in_axes=(0, None, None))(c, t, length)
-
-    return checkify.checkify(chunk, errors=checkify.user_checks)(carry, t0)
+    lrn = checks.ValidatingLearner(learner) if validate else learner
+    one = partial(_chunk_one, lrn, env, length=length, fields=fields)
+    step = jax.vmap(lambda c, t: one(c, t), in_axes=(0, None))
+    run = sharding.distribute(step, plan)
+    if not validate:
+        return run(carry, t0)
+    return checkify.checkify(run, errors=checkify.user_checks)(carry, t0)
 
 
 class _RaisingLowered:
@@ -169,8 +203,51 @@ class _RaisingLowered:
         return call
 
 
-def auto_chunk_size(num_runs: int, horizon: int, budget_bytes: int = 256 * 2**20) -> int:
-    """Rounds per chunk so that one chunk's outputs stay under ``budget_bytes``."""
+#: :func:`auto_chunk_size` gives one chunk's outputs this share of the available memory ...
+CHUNK_MEMORY_FRACTION = 1 / 8
+#: ... but never less than this (a small machine still gets useful chunks) nor more than this.
+CHUNK_BUDGET_RANGE = (16 * 2**20, 2 * 2**30)
+
+
+def available_memory_bytes() -> int:
+    """Memory a chunk may use now: the host's available memory (``MemAvailable`` of
+    ``/proc/meminfo``, else free physical pages) and, when JAX runs on an accelerator, its
+    free memory (``bytes_limit - bytes_in_use`` of the first device); the smaller."""
+    host = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    host = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if host is None:
+        try:
+            host = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            host = 4 * 2**30  # unknown platform: assume a small machine
+    device = jax.devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        return int(min(host, stats["bytes_limit"] - stats.get("bytes_in_use", 0)))
+    return int(host)
+
+
+def auto_chunk_size(num_runs: int, horizon: int, budget_bytes: int | None = None) -> int:
+    """Rounds per chunk so that one chunk's outputs stay under ``budget_bytes``.
+
+    A chunk's per-round outputs (``R x chunk``: played arm, queried arms, three floats; at
+    most 32 bytes per run and round) exist once on the device and once on the host before
+    they join the traces. ``budget_bytes=None`` gives them
+    :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes` when the call starts,
+    clipped to :data:`CHUNK_BUDGET_RANGE` (16 MiB to 2 GiB): a 16 GiB laptop with 12 GiB free
+    gets 1.5 GiB chunks, a GPU with 70 GiB free is capped at 2 GiB. Results do not depend on
+    the chunk size; a chunk boundary costs one host transfer and a progress update.
+    """
+    if budget_bytes is None:
+        low, high = CHUNK_BUDGET_RANGE
+        budget_bytes = int(min(high, max(low, available_memory_bytes() * CHUNK_MEMORY_FRACTION)))
     per_round = max(1, num_runs) * _BYTES_PER_ROUND
     return int(max(1, min(horizon, budget_bytes // per_round)))
 
@@ -187,6 +264,9 @@ def simulate(
     progress: bool | Callable[[int, int], None] = False,
     validate: bool = False,
     checkpoint: Any = None,
+    runs_per_block: int | None = None,
+    first_run: int = 0,
+    traces: tuple[str, ...] = TRACE_FIELDS,
 ) -> SimResult:
     """Simulate ``num_runs`` independent runs of ``learner`` on ``env``.
 
@@ -199,8 +279,8 @@ def simulate(
       params: learner params; ``None`` uses ``learner.default_params``. Scalar leaves are
         shared by all runs; leaves with a leading axis of size ``R`` give one value per run (a
         hyperparameter sweep in one program).
-      chunk_size: rounds per compiled chunk; ``None`` picks one from a 256 MiB output budget.
-        Results are identical for every chunk size.
+      chunk_size: rounds per compiled chunk; ``None`` picks one from the memory available
+        (:func:`auto_chunk_size`). Results are identical for every chunk size.
       progress: show a tqdm bar per chunk (``True``), or a callback ``(done, total)``.
       validate: check every round's losses (finite, in [0, 1]) and play distribution inside
         the compiled program (:class:`~stabl_jax.checks.ValidatingLearner`); a failure raises
@@ -208,6 +288,13 @@ def simulate(
         The command line always validates.
       checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint`: resume from it, and
         save the loop state and outputs after every chunk (see :func:`run_chunks`).
+      runs_per_block: runs stepped together on a device (``None``: chosen, see
+        :func:`stabl_jax.sharding.plan_runs`). The runs are split over every device JAX sees;
+        the same ``runs_per_block`` gives bitwise-identical results on any number of devices.
+      first_run: index of the first run: the runs are ``first_run .. first_run + R - 1`` of
+        ``key`` (a study simulated in batches of runs, :mod:`stabl_jax.streaming`).
+      traces: which of :data:`TRACE_FIELDS` to record; the others are ``None`` in the result
+        (less memory: ``loss`` and ``expected_loss`` are 8 of the 24 bytes per run and round).
 
     Returns:
       A :class:`SimResult` with ``(R, T)`` traces.
@@ -234,20 +321,34 @@ def simulate(
     if hasattr(learner, "check_params"):
         learner.check_params(params, batch=num_runs)
     chunk = auto_chunk_size(num_runs, horizon) if chunk_size is None else chunk_size
-    carry = init_runs(learner, env, run_keys(key, num_runs), params)
+    for name in traces:
+        checks.check_choice("traces", name, TRACE_FIELDS)
+    fields = tuple(traces)
+    plan = sharding.plan_runs(num_runs, runs_per_block)
+    params = sharding.pad_params(params, plan)
+    carry = sharding.init_sharded(
+        partial(init_runs, learner, env),
+        plan,
+        run_keys(key, plan.padded_runs, checks.check_int("first_run", first_run, minimum=0)),
+        params,
+    )
     if validate:
 
         def lower(c: Any, t0: jax.Array, n: int) -> Any:
-            return _RaisingLowered(run_chunk_checked.lower(learner, env, c, t0, n))
+            return _RaisingLowered(
+                run_chunk_planned.lower(learner, env, c, t0, n, plan, fields, validate=True)
+            )
 
     else:
 
         def lower(c: Any, t0: jax.Array, n: int) -> Any:
-            return run_chunk.lower(learner, env, c, t0, n)
+            return run_chunk_planned.lower(learner, env, c, t0, n, plan, fields)
 
     carry, arrays, compile_s, run_s = run_chunks(
         lower, carry, horizon, chunk, progress, checkpoint=checkpoint
     )
+    arrays, carry = sharding.unpad((arrays, carry), plan)
+    arrays = {name: arrays.get(name) for name in TRACE_FIELDS}
     return SimResult(**arrays, carry=carry, compile_seconds=compile_s, run_seconds=run_s)
 
 

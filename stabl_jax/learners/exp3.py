@@ -116,7 +116,7 @@ class EXP3(BanditLearner):
     def play_distribution(self, state: EXP3State) -> jax.Array:
         """``(num_arms,)`` ``q_t = (1 - gamma) w_t + gamma / n``."""
         gamma = state.params.gamma
-        return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
+        return (1.0 - gamma) * estimators.probabilities(state.log_weights) + gamma / self.num_arms
 
     def ask(self, state: EXP3State, key: jax.Array) -> BanditQuery:
         checks.check_state(self, state)

@@ -216,13 +216,19 @@ class StABL(BanditLearner):
           ``(v, mix, P)``: expert probabilities ``(B, n)``, play distribution
           ``mix = sum_k p(t)_k v(t,k)`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
         """
-        v = jnp.exp(state.expert_log_probs)
+        v = estimators.probabilities(state.expert_log_probs)
         meta = jax.nn.softmax(state.meta_log_weights)
-        mix = meta @ v
+        # The sums and the max over the B experts are written out (B <= 20 is static): under
+        # vmap they become one fused pass over v instead of a matrix-vector product and two
+        # reductions (measured faster on CPU; same sums, in the order k = 0..B-1).
+        mix, top, total = meta[0] * v[0], v[0], v[0]
+        for k in range(1, self.num_experts):
+            mix = mix + meta[k] * v[k]
+            top = jnp.maximum(top, v[k])
+            total = total + v[k]
         if self.observation == "importance":
-            top = jnp.max(v, axis=0)
             top_sq = top * top
-            obs = 0.5 * top_sq / jnp.sum(top_sq) + jnp.sum(v, axis=0) / (2.0 * self.num_experts)
+            obs = 0.5 * top_sq / jnp.sum(top_sq) + total / (2.0 * self.num_experts)
         else:
             obs = jnp.full((self.num_arms,), 1.0 / self.num_arms, self.float_dtype)
         return v, mix, obs
@@ -251,7 +257,7 @@ class StABL(BanditLearner):
         params = state.params
 
         # Line 13: r~_t(k) = s * (v(t,k)_{x'} - mix_{x'}), s the signed (gain) estimate.
-        v_at_arm = jnp.exp(state.expert_log_probs[:, arm])
+        v_at_arm = estimators.probabilities(state.expert_log_probs)[:, arm]
         regret_gain = value * (v_at_arm - query.play_probs[arm])
         eta = self._meta_step_sizes(params)
         meta, muted = estimators.meta_log_update(state.meta_log_weights, eta, regret_gain)

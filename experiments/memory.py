@@ -1,0 +1,77 @@
+"""Peak host memory of a large study: simulate and score SA(L) without (R, T) traces.
+
+    python experiments/memory.py [--runs 4096] [--arms 300] [--horizon 65536]
+                                 [--windows 64 1024 16384 65536] [--batch 64] [--json PATH]
+
+Runs :func:`stabl_jax.streaming.simulate_summaries` (StABL on the expert-advice environment)
+and prints the peak resident memory of the process (``VmHWM``), the resident memory after
+JAX started, and the time spent simulating and scoring. Issue 7's target: ``R = 4096``,
+``n = 300``, ``T = 65536`` under 2 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+
+from stabl_jax import ExpertAdvice, StABL
+from stabl_jax.benchmark import _rss_bytes, machine_info
+from stabl_jax.streaming import simulate_summaries
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4096)
+    parser.add_argument("--arms", type=int, default=300)
+    parser.add_argument("--horizon", type=int, default=65536)
+    parser.add_argument("--windows", type=int, nargs="+", default=[64, 1024, 16384, 65536])
+    parser.add_argument("--batch", type=int, default=64, help="runs simulated and scored together")
+    parser.add_argument("--json", help="also write the numbers to this JSON file")
+    args = parser.parse_args()
+    windows = [w for w in args.windows if w <= args.horizon]
+    env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
+    learner = StABL(num_arms=args.arms, horizon=args.horizon)
+    jax.block_until_ready(jax.numpy.zeros(1))
+    baseline = _rss_bytes("VmRSS")
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        elapsed = time.perf_counter() - start
+        print(
+            f"  {done}/{total} runs, {elapsed:.0f} s, peak RSS "
+            f"{_rss_bytes('VmHWM') / 2**20:.0f} MiB",
+            flush=True,
+        )
+
+    summaries = simulate_summaries(
+        learner,
+        env,
+        jax.random.key(0),
+        args.runs,
+        windows,
+        runs_per_batch=args.batch,
+        progress=progress,
+    )
+    out = {
+        "machine": machine_info(),
+        "args": vars(args),
+        "windows": windows,
+        "rss_after_jax_start_bytes": baseline,
+        "peak_rss_bytes": _rss_bytes("VmHWM"),
+        "simulate_seconds": summaries.simulate_seconds,
+        "metrics_seconds": summaries.metrics_seconds,
+        "total_seconds": time.perf_counter() - start,
+        "mean_sa_sampled": summaries.sa_sampled.mean(axis=0).tolist(),
+        "mean_loss": float(summaries.mean_loss.mean()),
+    }
+    print(json.dumps({k: v for k, v in out.items() if k != "machine"}, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

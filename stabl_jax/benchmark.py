@@ -1,0 +1,389 @@
+"""The speed benchmark: ``simulate`` against NumPy, in one process (``stabl-jax bench``).
+
+For every learner, number of arms ``n`` and number of runs ``R`` it times
+:func:`stabl_jax.simulate.simulate` on the paper's expert-advice environment and reports
+
+- run-steps/s (``R T / s``, ``T`` the rounds timed) and arm-updates/s (``R T n / s``), as the
+  median of ``repeats`` timed calls with their min and max, compilation timed apart;
+- the peak resident memory of the process while the first call ran (``VmHWM`` after resetting
+  it through ``/proc/self/clear_refs``; the whole process, JAX runtime included);
+
+and, in the same process and interleaved with those calls (so that the load of a shared
+machine falls on both alike), two independent NumPy implementations of the same algorithm
+(:mod:`stabl_jax.numpy_baselines`): one run in a Python loop, and ``R`` runs vectorised over
+runs. The ratios printed are JAX's run-steps/s over each NumPy version's (median over median;
+the loop's rate is per run, so ``x loop`` is what ``R`` runs in JAX gain over running the loop
+``R`` times).
+
+The learner's horizon sets its step sizes and StABL's ``B``: ``T = 4096`` for ``n = 30``
+(Figure 1, ``B = 7``) and ``T = 65536`` for ``n = 300`` (the appendix, ``B = 11``); only the
+first rounds are timed. ``float32`` on both sides.
+
+Example (a tiny run; the doctest does not time anything worth quoting):
+  >>> from stabl_jax.benchmark import BenchConfig, run_benchmark
+  >>> res = run_benchmark(BenchConfig(learners=("exp3",), arms=(5,), runs=(2,), repeats=1,
+  ...                                 work=160, numpy_work=80))
+  >>> [row["impl"] for row in res["rows"]]
+  ['jax', 'numpy_vectorised', 'numpy_loop']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stabl_jax import numpy_baselines
+
+#: Learners with a NumPy implementation, by registry name.
+NUMPY_IMPLEMENTATIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "exp3": (numpy_baselines.exp3_loop, numpy_baselines.exp3_vectorised),
+    "stabl": (numpy_baselines.stabl_loop, numpy_baselines.stabl_vectorised),
+}
+
+
+def default_horizon(num_arms: int) -> int:
+    """The paper's horizon for ``n`` arms: 4096 up to 100 arms (Figure 1), else 65536."""
+    return 4096 if num_arms <= 100 else 65536
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchConfig:
+    """What to time.
+
+    Sizes of a timed call are set in arm-updates (``R T n``) so that every configuration
+    takes a similar time: ``T = clip(work // (R n), min_rounds, max_rounds)``.
+
+    Attributes:
+      learners: registry names.
+      arms: values of ``n``.
+      runs: values of ``R``.
+      repeats: timed calls per configuration (after one untimed first call).
+      work: arm-updates per timed JAX call.
+      numpy_work: arm-updates per timed NumPy call (they are slower).
+      min_rounds: the fewest rounds a JAX call times.
+      max_rounds: the most rounds any call times.
+      numpy: also time the NumPy versions (where one exists).
+      seed: PRNG seed.
+    """
+
+    learners: tuple[str, ...] = ("exp3", "stabl")
+    arms: tuple[int, ...] = (30, 300)
+    runs: tuple[int, ...] = (1, 64, 1024, 4096)
+    repeats: int = 5
+    work: int = 2**24
+    numpy_work: int = 2**16
+    min_rounds: int = 32
+    max_rounds: int = 4096
+    numpy: bool = True
+    seed: int = 0
+
+    def jax_rounds(self, num_runs: int, num_arms: int) -> int:
+        return int(np.clip(self.work // (num_runs * num_arms), self.min_rounds, self.max_rounds))
+
+    def numpy_rounds(self, num_runs: int, num_arms: int) -> int:
+        return int(np.clip(self.numpy_work // (num_runs * num_arms), 2, self.max_rounds))
+
+
+#: ``stabl-jax bench --quick``: seconds, for a smoke test of the tool, not for quoting.
+QUICK = BenchConfig(arms=(30,), runs=(1, 64), repeats=3, work=2**16, numpy_work=2**12)
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the numbers come from: CPU model and cores, JAX devices, versions, load."""
+    import jax
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    devices = jax.devices()
+    return {
+        "cpu": model,
+        "cpu_count": os.cpu_count(),
+        "jax_backend": jax.default_backend(),
+        "devices": [f"{d.platform}:{d.device_kind}" for d in devices],
+        "device_count": len(devices),
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _reset_peak_rss() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _rss_bytes(field: str) -> int | None:
+    """``VmRSS`` or ``VmHWM`` of this process in bytes (Linux), else ``None``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if field == "VmHWM":
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    return None
+
+
+class _Timed:
+    """One configuration: a first call (compilation, memory), then timed calls.
+
+    ``call()`` runs the configuration once and returns ``(run_seconds, compile_seconds)``;
+    ``None`` for the run time means "the wall time of the call".
+    """
+
+    def __init__(self, row: dict[str, Any], call: Callable[[], tuple[float | None, float | None]]):
+        self.row, self.call = row, call
+        self.times: list[float] = []
+
+    def _once(self) -> tuple[float, float | None]:
+        start = time.perf_counter()
+        run_s, compile_s = self.call()
+        return (time.perf_counter() - start if run_s is None else run_s), compile_s
+
+    def first(self) -> None:
+        reset = _reset_peak_rss()
+        self.row["rss_before_bytes"] = _rss_bytes("VmRSS")
+        _, compile_s = self._once()
+        if compile_s is not None:
+            self.row["compile_s"] = compile_s
+        self.row["peak_rss_bytes"] = _rss_bytes("VmHWM")
+        self.row["peak_rss_since_process_start"] = not reset
+
+    def timed(self) -> None:
+        self.times.append(self._once()[0])
+
+    def finish(self) -> dict[str, Any]:
+        row, steps = self.row, self.row["runs"] * self.row["rounds"]
+        rates = sorted(steps / t for t in self.times)
+        row["seconds"] = self.times
+        row["run_steps_per_s"] = statistics.median(rates)
+        row["run_steps_per_s_min"] = rates[0]
+        row["run_steps_per_s_max"] = rates[-1]
+        row["arm_updates_per_s"] = row["run_steps_per_s"] * row["num_arms"]
+        return row
+
+
+def _row(impl: str, name: str, num_arms: int, num_runs: int, rounds: int) -> dict[str, Any]:
+    return {
+        "impl": impl,
+        "learner": name,
+        "num_arms": num_arms,
+        "horizon": default_horizon(num_arms),
+        "runs": num_runs,
+        "rounds": rounds,
+    }
+
+
+def _jax_case(name: str, num_arms: int, num_runs: int, rounds: int, seed: int) -> _Timed:
+    import jax
+
+    from stabl_jax import ExpertAdvice, make, simulate
+
+    row = _row("jax", name, num_arms, num_runs, rounds)
+    learner = make(name, num_arms=num_arms, horizon=row["horizon"])
+    env = ExpertAdvice(num_arms=num_arms, horizon=row["horizon"])
+
+    def call() -> tuple[float, float]:
+        res = simulate(
+            learner, env, jax.random.key(seed), num_runs, horizon=rounds, chunk_size=rounds
+        )
+        row["mean_expected_loss"] = float(np.mean(res.expected_loss))
+        return res.run_seconds, res.compile_seconds
+
+    return _Timed(row, call)
+
+
+def _numpy_case(name: str, num_arms: int, num_runs: int | None, rounds: int, seed: int) -> _Timed:
+    loop, vectorised = NUMPY_IMPLEMENTATIONS[name]
+    impl = "numpy_loop" if num_runs is None else "numpy_vectorised"
+    row = _row(impl, name, num_arms, num_runs or 1, rounds)
+    env = numpy_baselines.ExpertAdviceSpec(num_arms=num_arms, horizon=row["horizon"])
+    rng = np.random.default_rng(seed)
+
+    def call() -> tuple[None, None]:
+        source = numpy_baselines.RandomSource(env, rng, num_runs)
+        if num_runs is None:
+            out = loop(env, source, rounds)
+        else:
+            out = vectorised(env, source, rounds, num_runs)
+        row["mean_expected_loss"] = float(np.mean(out["expected_loss"]))
+        return None, None
+
+    return _Timed(row, call)
+
+
+def run_benchmark(
+    config: BenchConfig = BenchConfig(), log: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Time every configuration of ``config``; returns ``{"machine", "config", "rows"}``.
+
+    Per ``(learner, n)`` the JAX calls for every ``R``, the vectorised NumPy calls for every
+    ``R`` and the NumPy loop are first run once each (compilation, memory), then timed
+    ``repeats`` times in turn.
+    """
+    log = log or (lambda _: None)
+    rows: list[dict[str, Any]] = []
+    info = machine_info()
+    log(
+        f"# {info['cpu']} ({info['cpu_count']} cores), JAX {info['jax']} on "
+        f"{', '.join(info['devices'])}; load average {info['load_average']}"
+    )
+    for name in config.learners:
+        for n in config.arms:
+            cases = [
+                _jax_case(name, n, r, config.jax_rounds(r, n), config.seed) for r in config.runs
+            ]
+            if config.numpy and name in NUMPY_IMPLEMENTATIONS:
+                cases += [
+                    _numpy_case(name, n, r, config.numpy_rounds(r, n), config.seed)
+                    for r in config.runs
+                ]
+                cases.append(_numpy_case(name, n, None, config.numpy_rounds(1, n), config.seed))
+            for case in cases:
+                case.first()
+            for _ in range(config.repeats):
+                for case in cases:
+                    case.timed()
+            for case in cases:
+                row = case.finish()
+                rows.append(row)
+                log(_log_line(row))
+    _add_ratios(rows)
+    info["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    return {"machine": info, "config": dataclasses.asdict(config), "rows": rows}
+
+
+def _log_line(row: dict[str, Any]) -> str:
+    compile_s = f" compile {row['compile_s']:.1f} s" if "compile_s" in row else ""
+    return (
+        f"{row['impl']:>16} {row['learner']:<8} n={row['num_arms']:<4} R={row['runs']:<5} "
+        f"{row['run_steps_per_s']:>12,.0f} run-steps/s{compile_s}"
+    )
+
+
+def _add_ratios(rows: list[dict[str, Any]]) -> None:
+    def find(impl: str, learner: str, n: int, runs: int | None = None) -> dict | None:
+        for row in rows:
+            if (row["impl"], row["learner"], row["num_arms"]) == (impl, learner, n) and (
+                runs is None or row["runs"] == runs
+            ):
+                return row
+        return None
+
+    for row in rows:
+        if row["impl"] != "jax":
+            continue
+        key = (row["learner"], row["num_arms"])
+        vec = find("numpy_vectorised", *key, row["runs"])
+        loop = find("numpy_loop", *key)
+        if vec is not None:
+            row["x_numpy_vectorised"] = row["run_steps_per_s"] / vec["run_steps_per_s"]
+        if loop is not None:
+            row["x_numpy_loop"] = row["run_steps_per_s"] / loop["run_steps_per_s"]
+
+
+def _fmt_rate(row: dict[str, Any]) -> str:
+    return (
+        f"{_si(row['run_steps_per_s'])} ({_si(row['run_steps_per_s_min'])}–"
+        f"{_si(row['run_steps_per_s_max'])})"
+    )
+
+
+def _si(x: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.3g}"
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    """The benchmark as a Markdown table (one row per JAX configuration), with the machine."""
+    m = result["machine"]
+    rows = result["rows"]
+    lines = [
+        f"Machine: {m['cpu']}, {m['cpu_count']} cores; JAX {m['jax']} "
+        f"({m['jax_backend']}: {', '.join(m['devices'])}), NumPy {m['numpy']}; "
+        f"load average {_load(m.get('load_average'))} at the start, "
+        f"{_load(m.get('load_average_end'))} at the end; {m['date']}.",
+        "",
+        "| learner | n | R | compile s | JAX run-steps/s: median (min–max) | arm-updates/s "
+        "| NumPy vectorised run-steps/s | × vectorised | × loop | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        if row["impl"] != "jax":
+            continue
+        vec = next(
+            (
+                r
+                for r in rows
+                if r["impl"] == "numpy_vectorised"
+                and (r["learner"], r["num_arms"], r["runs"])
+                == (row["learner"], row["num_arms"], row["runs"])
+            ),
+            None,
+        )
+        lines.append(
+            f"| {row['learner']} | {row['num_arms']} | {row['runs']} | {row['compile_s']:.1f} "
+            f"| {_fmt_rate(row)} | {_si(row['arm_updates_per_s'])} "
+            f"| {_fmt_rate(vec) if vec else '—'} "
+            f"| {_ratio(row.get('x_numpy_vectorised'))} | {_ratio(row.get('x_numpy_loop'))} "
+            f"| {_mib(row.get('peak_rss_bytes'))} |"
+        )
+    loops = [r for r in rows if r["impl"] == "numpy_loop"]
+    if loops:
+        lines += [
+            "",
+            "NumPy one-run loop: "
+            + "; ".join(
+                f"{r['learner']} n={r['num_arms']}: {_fmt_rate(r)} run-steps/s" for r in loops
+            )
+            + ".",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _ratio(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}×"
+
+
+def _mib(x: int | None) -> str:
+    return "—" if x is None else f"{x / 2**20:.0f}"
+
+
+def _load(x: Sequence[float] | None) -> str:
+    return "—" if not x else f"{x[0]:.1f}"
+
+
+def write(result: dict[str, Any], out: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``benchmark.json`` and ``benchmark.md`` into the folder ``out``."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = folder / "benchmark.json", folder / "benchmark.md"
+    json_path.write_text(json.dumps(result, indent=2) + "\n")
+    md_path.write_text(to_markdown(result))
+    return json_path, md_path

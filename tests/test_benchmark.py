@@ -1,0 +1,66 @@
+"""``stabl-jax bench`` at a tiny size: it runs, writes JSON and Markdown, reports ratios and
+memory. No timing is asserted (the numbers depend on the machine and its load)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+from stabl_jax import benchmark, cli
+
+simulate = importlib.import_module("stabl_jax.simulate")
+
+
+def test_bench_cli_tiny(tmp_path, capsys):
+    code = cli.main(
+        [
+            "bench", "--learners", "stabl", "--arms", "5", "--runs", "1", "3",
+            "--repeats", "1", "--out", str(tmp_path),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "| learner | n | R |" in printed and "NumPy one-run loop" in printed
+    result = json.loads((tmp_path / "benchmark.json").read_text())
+    impls = sorted({row["impl"] for row in result["rows"]})
+    assert impls == ["jax", "numpy_loop", "numpy_vectorised"]
+    jax_rows = [row for row in result["rows"] if row["impl"] == "jax"]
+    assert [row["runs"] for row in jax_rows] == [1, 3]
+    for row in jax_rows:
+        assert row["run_steps_per_s"] > 0 and row["compile_s"] >= 0
+        assert row["arm_updates_per_s"] == pytest.approx(5 * row["run_steps_per_s"])
+        assert row["x_numpy_loop"] > 0 and row["x_numpy_vectorised"] > 0
+        assert row["peak_rss_bytes"] > 0
+    assert result["machine"]["cpu_count"] >= 1
+    assert (tmp_path / "benchmark.md").read_text().startswith("Machine: ")
+
+
+def test_bench_cli_rejects_unknown_learner(capsys):
+    assert cli.main(["bench", "--learners", "nope"]) == cli.EXIT_USAGE
+    assert "unknown" in capsys.readouterr().err
+
+
+def test_bench_without_numpy_for_other_learners():
+    config = benchmark.BenchConfig(
+        learners=("uniform",), arms=(4,), runs=(2,), repeats=1, work=256, numpy=True
+    )
+    result = benchmark.run_benchmark(config)
+    assert [row["impl"] for row in result["rows"]] == ["jax"]  # no NumPy version: JAX only
+    assert "—" in benchmark.to_markdown(result)
+
+
+def test_auto_chunk_size_follows_available_memory(monkeypatch):
+    monkeypatch.setattr(simulate, "available_memory_bytes", lambda: 8 * 2**30)
+    # 1/8 of 8 GiB = 1 GiB for R x chunk x 32 bytes: 1024 runs -> 32768 rounds.
+    assert simulate.auto_chunk_size(1024, 10**6) == 2**30 // (1024 * 32)
+    monkeypatch.setattr(simulate, "available_memory_bytes", lambda: 2**20)
+    assert simulate.auto_chunk_size(1024, 10**6) == 16 * 2**20 // (1024 * 32)  # floor 16 MiB
+    assert simulate.auto_chunk_size(4, 100) == 100  # never more than the horizon
+
+
+def test_available_memory_is_positive():
+    from stabl_jax.simulate import available_memory_bytes
+
+    assert available_memory_bytes() > 0

@@ -1,0 +1,120 @@
+"""Runs sharded over several devices give bitwise the unsharded results; padding and blocks.
+
+Four CPU devices need ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` before JAX is
+imported, so the sharded run happens in a subprocess that writes its traces to an ``.npz``
+file; this process (one device) runs the same calls and compares every bit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from stabl_jax import sharding
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# R = 10 runs on 4 devices: padded to 12 (3 per device, blocks of 3 there); unsharded the
+# same block size of 3 pads 10 to 12 as well. A second call uses per-run params (a sweep).
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import jax, jax.numpy as jnp, numpy as np
+    from stabl_jax import ExpertAdvice, make, simulate, sharding
+
+    def run_all():
+        env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
+        out = {}
+        for name in ("stabl",):
+            learner = make(name, num_arms=5, horizon=64)
+            res = simulate(learner, env, jax.random.key(3), 10, chunk_size=40,
+                           runs_per_block=3)
+            for field, trace in res.traces().items():
+                out[f"{name}/{field}"] = trace
+            for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
+                out[f"{name}/state{i}"] = np.asarray(leaf)
+        learner = make("exp3", num_arms=5, horizon=64)
+        params = learner.default_params.replace(lr_scale=jnp.linspace(0.5, 8.0, 10))
+        res = simulate(learner, env, jax.random.key(4), 10, params=params, runs_per_block=3)
+        out["sweep/played"] = res.played
+        out["sweep/weights"] = np.asarray(res.carry.state.log_weights)
+        out["devices"] = np.asarray(len(jax.devices()))
+        out["plan_devices"] = np.asarray(sharding.plan_runs(10, 3).num_devices)
+        return out
+
+    if __name__ == "__main__":
+        np.savez(sys.argv[1], **run_all())
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sharding")
+    script = folder / "runs.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run(
+        [sys.executable, str(script), str(folder / "sharded.npz")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sharded = dict(np.load(folder / "sharded.npz"))
+    namespace: dict = {}
+    exec(compile(SCRIPT, str(script), "exec"), namespace)
+    return sharded, namespace["run_all"]()
+
+
+def test_subprocess_sharded_over_four_devices(runs):
+    sharded, unsharded = runs
+    assert int(sharded["devices"]) == 4 and int(sharded["plan_devices"]) == 4
+    assert int(unsharded["devices"]) == 1 and int(unsharded["plan_devices"]) == 1
+
+
+def test_sharded_equals_unsharded_bitwise(runs):
+    sharded, unsharded = runs
+    names = [k for k in unsharded if "/" in k]
+    assert {"stabl/played", "stabl/expected_loss", "stabl/prob_best", "sweep/played"} <= set(names)
+    for name in names:
+        assert sharded[name].shape == unsharded[name].shape, name
+        np.testing.assert_array_equal(sharded[name], unsharded[name], err_msg=name)
+
+
+def test_plan_pads_to_devices_times_block():
+    plan = sharding.plan_runs(10, 3, mesh=None)
+    assert (plan.padded_runs, plan.block, plan.num_devices) == (12, 3, 1)
+    # Chosen blocks on a CPU: at most CPU_MAX_BLOCK runs, split evenly to keep padding small.
+    plan = sharding.plan_runs(300, mesh=None)
+    assert jax.default_backend() != "cpu" or (plan.block, plan.padded_runs) == (150, 300)
+    plan = sharding.plan_runs(1, mesh=None)
+    assert (plan.block, plan.padded_runs) == (1, 1)
+
+
+def test_plan_rejects_bad_block():
+    with pytest.raises(ValueError, match="runs_per_block"):
+        sharding.plan_runs(10, 0, mesh=None)
+
+
+def test_padding_runs_are_dropped_and_do_not_change_the_others():
+    from stabl_jax import EXP3, ExpertAdvice, simulate
+
+    env = ExpertAdvice(num_arms=4, horizon=32)
+    learner = EXP3(num_arms=4, horizon=32)
+    padded = simulate(learner, env, jax.random.key(0), 5, runs_per_block=4)  # 8 simulated
+    plain = simulate(learner, env, jax.random.key(0), 8, runs_per_block=4)
+    assert padded.played.shape == (5, 32)
+    assert jax.tree.leaves(padded.carry)[0].shape[0] == 5
+    np.testing.assert_array_equal(padded.played, plain.played[:5])

@@ -1,0 +1,101 @@
+"""Streaming summaries equal the traces path; ``first_run`` and ``traces`` of ``simulate``."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from stabl_jax import ExpertAdvice, StABL, metrics, simulate
+from stabl_jax.streaming import simulate_summaries
+
+N, T = 6, 128
+WINDOWS = (1, 16, 100, T)
+
+
+@pytest.fixture(scope="module")
+def env():
+    return ExpertAdvice(num_arms=N, horizon=T, change_points=(40, 90))
+
+
+@pytest.fixture(scope="module")
+def both(env):
+    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
+    params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))  # forces muting
+    key = jax.random.key(5)
+    # Blocks of one run on both paths: the same per-run program, so bitwise comparisons hold.
+    full = simulate(learner, env, key, 7, params=params, runs_per_block=1)
+    summaries = simulate_summaries(
+        learner, env, key, 7, WINDOWS, params=params, runs_per_batch=3, runs_per_block=1
+    )
+    return full, summaries
+
+
+def test_sa_equals_the_traces_metric_bitwise(env, both):
+    """Same prefix-sum order as NumPy's (sequential, float64): equal to the last bit."""
+    full, summaries = both
+    reference = metrics.adaptive_regret(full, env, WINDOWS)
+    np.testing.assert_array_equal(summaries.sa_sampled, reference["sampled"])
+    np.testing.assert_array_equal(summaries.sa_expected, reference["expected"])
+
+
+def test_summaries_equal_reductions_of_the_traces(env, both):
+    full, summaries = both
+    segments = metrics.segment_ids(full.carry, T)
+    loss = full.loss.astype(np.float64)
+    np.testing.assert_array_equal(
+        summaries.segment_loss, metrics.per_segment_mean(loss, segments, env.num_segments)
+    )
+    np.testing.assert_array_equal(summaries.mean_loss, loss.mean(axis=1))
+    np.testing.assert_array_equal(
+        summaries.mean_prob_best, full.prob_best.astype(np.float64).mean(axis=1)
+    )
+    np.testing.assert_array_equal(summaries.num_muted, np.asarray(full.carry.state.num_muted))
+    assert summaries.num_muted.sum() > 0  # meta scale 40 mutes: the counter is exercised
+    assert summaries.num_runs == 7 and summaries.window_lengths == WINDOWS
+
+
+def test_first_run_continues_the_same_runs(env, both):
+    full, _ = both
+    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
+    params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))
+    tail = simulate(
+        learner,
+        env,
+        jax.random.key(5),
+        2,
+        params=params,
+        runs_per_block=1,
+        first_run=3,
+        traces=("loss", "played"),
+    )
+    assert tail.arms is None and set(tail.traces()) == {"loss", "played"}
+    assert tail.num_runs == 2 and tail.horizon == T
+    for name, trace in tail.traces().items():
+        np.testing.assert_array_equal(trace, full.traces()[name][3:5], err_msg=name)
+    with pytest.raises(ValueError, match="traces"):
+        simulate(learner, env, jax.random.key(2), 2, traces=("nope",))
+
+
+def test_sa_brute_force(env, both):
+    """SA(L) against a direct loop over windows, from the regenerated losses (run 0)."""
+    full, summaries = both
+    losses = np.asarray(metrics.regenerate_losses(env, full.carry, 0, T)[0], np.float64)
+    played = full.loss[0].astype(np.float64)
+    for w, length in enumerate(WINDOWS):
+        brute = max(
+            played[j : j + length].sum() - losses[j : j + length].sum(axis=0).min()
+            for j in range(T - length + 1)
+        )
+        assert summaries.sa_sampled[0, w] == pytest.approx(brute, rel=1e-12, abs=1e-9)
+
+
+def test_bad_windows_and_params(env):
+    learner = StABL(num_arms=N, horizon=T)
+    with pytest.raises(ValueError, match="window length"):
+        simulate_summaries(learner, env, jax.random.key(0), 2, (T + 1,))
+    with pytest.raises(ValueError, match="runs_per_batch"):
+        simulate_summaries(learner, env, jax.random.key(0), 2, (4,), runs_per_batch=0)
+    params = learner.default_params.replace(meta_lr_scale=np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="num_runs=2"):
+        simulate_summaries(learner, env, jax.random.key(0), 2, (4,), params=params)
