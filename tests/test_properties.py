@@ -19,6 +19,7 @@ compiles one scan, which bounds ``max_examples``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 from typing import Any
@@ -85,9 +86,11 @@ def cases(draw: st.DrawFn) -> tuple[Any, Any, np.ndarray, np.ndarray, int]:
     n = draw(st.integers(2, 40))
     horizon = draw(HORIZONS)
     kwargs = {}
-    if name != "uniform":
+    learner = make(name, num_arms=n, horizon=horizon)
+    options = {f.name for f in dataclasses.fields(learner)}
+    if "feedback" in options:  # only the learners that have both feedback modes
         kwargs["feedback"] = draw(st.sampled_from(["loss", "reward"]))
-    if name == "stabl":
+    if "round_offset" in options:
         kwargs["round_offset"] = draw(st.sampled_from([0, 1]))
     learner = make(name, num_arms=n, horizon=horizon, **kwargs)
     values = {}
