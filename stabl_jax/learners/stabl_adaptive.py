@@ -149,27 +149,10 @@ class StABLAdaptive(StABLAnytime):
             params=self._resolve_params(params),
         )
 
-    def distributions(
-        self, state: StABLAdaptiveState
-    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-        """The round's distributions (lines 8-9 on the active experts).
-
-        Returns:
-          ``(v, p, mix, P)``: experts ``(B, n)``, meta ``p(t)`` ``(B,)`` (0 off ``A_t``), play
-          distribution ``mix`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
-        """
-        active = self.active(state.t)
-        _, eta = self.rates(state)
-        logits = jnp.where(active, jnp.log(eta) + state.meta_log_pseudo, -jnp.inf)
-        meta = jax.nn.softmax(logits)
-        v = jnp.exp(state.expert_log_probs)
-        mix = meta @ v
-        v_active = jnp.where(active[:, None], v, 0.0)
-        top = jnp.max(v_active, axis=0)
-        top_sq = top * top
-        num_active = jnp.sum(active).astype(self.float_dtype)
-        obs = 0.5 * top_sq / jnp.sum(top_sq) + jnp.sum(v_active, axis=0) / (2.0 * num_active)
-        return v, meta, mix, obs
+    def meta_rates(self, state: StABLAdaptiveState) -> jax.Array:
+        """``(B,)`` the data-dependent meta rates of :meth:`rates` (used by the inherited
+        :meth:`~stabl_jax.learners.stabl_anytime.StABLAnytime.distributions`)."""
+        return self.rates(state)[1]
 
     def tell(  # type: ignore[override]
         self, state: StABLAdaptiveState, query, observed: jax.Array

@@ -177,6 +177,10 @@ class StABLAnytime(BanditLearner):
             params=self._resolve_params(params),
         )
 
+    def meta_rates(self, state: StABLAnytimeState) -> jax.Array:
+        """``(B,)`` the meta rates ``eta_k`` of this round (subclasses set them otherwise)."""
+        return state.params.meta_lr_scale * self._meta_rate(self.rounds_since_restart(state.t))
+
     def distributions(
         self, state: StABLAnytimeState
     ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
@@ -187,7 +191,7 @@ class StABLAnytime(BanditLearner):
           distribution ``mix`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
         """
         active = self.active(state.t)
-        eta = state.params.meta_lr_scale * self._meta_rate(self.rounds_since_restart(state.t))
+        eta = self.meta_rates(state)
         logits = jnp.where(active, jnp.log(eta) + state.meta_log_pseudo, -jnp.inf)
         meta = jax.nn.softmax(logits)
         v = jnp.exp(state.expert_log_probs)
