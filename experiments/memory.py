@@ -18,7 +18,7 @@ import time
 import jax
 
 from stabl_jax import ExpertAdvice, StABL
-from stabl_jax.benchmark import _rss_bytes, machine_info
+from stabl_jax.benchmark import machine_info, rss_bytes
 from stabl_jax.streaming import simulate_summaries
 
 
@@ -35,14 +35,14 @@ def main() -> None:
     env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
     learner = StABL(num_arms=args.arms, horizon=args.horizon)
     jax.block_until_ready(jax.numpy.zeros(1))
-    baseline = _rss_bytes("VmRSS")
+    baseline = rss_bytes("VmRSS")
     start = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
         elapsed = time.perf_counter() - start
         print(
             f"  {done}/{total} runs, {elapsed:.0f} s, peak RSS "
-            f"{_rss_bytes('VmHWM') / 2**20:.0f} MiB",
+            f"{rss_bytes('VmHWM') / 2**20:.0f} MiB",
             flush=True,
         )
 
@@ -60,7 +60,7 @@ def main() -> None:
         "args": vars(args),
         "windows": windows,
         "rss_after_jax_start_bytes": baseline,
-        "peak_rss_bytes": _rss_bytes("VmHWM"),
+        "peak_rss_bytes": rss_bytes("VmHWM"),
         "simulate_seconds": summaries.simulate_seconds,
         "metrics_seconds": summaries.metrics_seconds,
         "total_seconds": time.perf_counter() - start,

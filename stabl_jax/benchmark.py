@@ -125,7 +125,8 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def _reset_peak_rss() -> bool:
+def reset_peak_rss() -> bool:
+    """Reset this process's ``VmHWM`` to its current RSS (Linux >= 4.0); ``False`` if not."""
     try:
         Path("/proc/self/clear_refs").write_text("5")
         return True
@@ -133,7 +134,7 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-def _rss_bytes(field: str) -> int | None:
+def rss_bytes(field: str) -> int | None:
     """``VmRSS`` or ``VmHWM`` of this process in bytes (Linux), else ``None``."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -165,12 +166,12 @@ class _Timed:
         return (time.perf_counter() - start if run_s is None else run_s), compile_s
 
     def first(self) -> None:
-        reset = _reset_peak_rss()
-        self.row["rss_before_bytes"] = _rss_bytes("VmRSS")
+        reset = reset_peak_rss()
+        self.row["rss_before_bytes"] = rss_bytes("VmRSS")
         _, compile_s = self._once()
         if compile_s is not None:
             self.row["compile_s"] = compile_s
-        self.row["peak_rss_bytes"] = _rss_bytes("VmHWM")
+        self.row["peak_rss_bytes"] = rss_bytes("VmHWM")
         self.row["peak_rss_since_process_start"] = not reset
 
     def timed(self) -> None:

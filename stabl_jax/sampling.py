@@ -13,11 +13,13 @@ import math
 import jax
 import jax.numpy as jnp
 
+from stabl_jax import prng
+
 
 def uniforms(key: jax.Array, num: int, dtype: jnp.dtype = jnp.float32) -> jax.Array:
     """``num`` independent U[0, 1) draws, shape ``(num,)``: the only randomness a bandit
     learner consumes in one round (draw ``j`` decides query ``j``)."""
-    return jax.random.uniform(key, (num,), dtype=dtype)
+    return prng.uniform(key, num, dtype)  # jax.random.uniform(key, (num,), dtype), bit for bit
 
 
 def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:

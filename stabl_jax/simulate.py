@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from stabl_jax import checks, sharding
+from stabl_jax import checks, prng, sharding
 
 TRACE_FIELDS: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "prob_best")
 _BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
@@ -118,8 +118,9 @@ def init_runs(learner: Any, env: Any, keys: jax.Array, params: Any) -> RunCarry:
 
 
 def _round(learner: Any, env: Any, carry: RunCarry, t: jax.Array) -> tuple[RunCarry, dict]:
-    loss = env.loss(carry.env_params, t, jax.random.fold_in(carry.env_key, t))
-    state, info = learner.step(carry.state, loss, jax.random.fold_in(carry.learner_key, t))
+    # prng.fold_in is jax.random.fold_in bit for bit, unrolled (faster inside the scan).
+    loss = env.loss(carry.env_params, t, prng.fold_in(carry.env_key, t))
+    state, info = learner.step(carry.state, loss, prng.fold_in(carry.learner_key, t))
     best = env.best_arm(carry.env_params, t)
     out = {
         "played": info.arms[0],
@@ -455,7 +456,7 @@ def _regenerate(env: Any, env_params: Any, env_keys: jax.Array, t_start: int, le
     ts = t_start + jnp.arange(length, dtype=jnp.int32)
 
     def one_run(p: Any, k: jax.Array) -> jax.Array:
-        return jax.vmap(lambda t: env.loss(p, t, jax.random.fold_in(k, t)))(ts)
+        return jax.vmap(lambda t: env.loss(p, t, prng.fold_in(k, t)))(ts)
 
     return jax.vmap(one_run)(env_params, env_keys)
 

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, metrics
+from stabl_jax import checks, metrics, prng
 from stabl_jax.simulate import simulate
 
 
@@ -228,7 +228,7 @@ def _sa_jit(env: Any, windows: tuple[int, ...], horizon: int, env_params, env_ke
 
         def prefix_block(total: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
             ts = b * block + jnp.arange(block, dtype=jnp.int32)
-            losses = jax.vmap(lambda t: env.loss(params, t, jax.random.fold_in(key, t)))(ts)
+            losses = jax.vmap(lambda t: env.loss(params, t, prng.fold_in(key, t)))(ts)
             rows = _prefix_sums(losses, total)
             return rows[-1], rows
 

@@ -24,9 +24,9 @@ def both(env):
     params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))  # forces muting
     key = jax.random.key(5)
     # Blocks of one run on both paths: the same per-run program, so bitwise comparisons hold.
-    full = simulate(learner, env, key, 7, params=params, runs_per_block=1)
+    full = simulate(learner, env, key, 8, params=params, runs_per_block=1)
     summaries = simulate_summaries(
-        learner, env, key, 7, WINDOWS, params=params, runs_per_batch=3, runs_per_block=1
+        learner, env, key, 8, WINDOWS, params=params, runs_per_batch=4, runs_per_block=1
     )
     return full, summaries
 
@@ -52,7 +52,7 @@ def test_summaries_equal_reductions_of_the_traces(env, both):
     )
     np.testing.assert_array_equal(summaries.num_muted, np.asarray(full.carry.state.num_muted))
     assert summaries.num_muted.sum() > 0  # meta scale 40 mutes: the counter is exercised
-    assert summaries.num_runs == 7 and summaries.window_lengths == WINDOWS
+    assert summaries.num_runs == 8 and summaries.window_lengths == WINDOWS
 
 
 def test_first_run_continues_the_same_runs(env, both):

@@ -13,7 +13,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators
+from stabl_jax import checks, estimators, prng
 from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
 
 
@@ -58,7 +58,8 @@ class ExpertAdvice(PiecewiseEnv):
 
     def reward(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
         """``(num_arms,)`` rewards ``r_t`` in [0, 1)."""
-        base = jax.random.uniform(key, (self.num_arms,), jnp.float32, 0.0, self.baseline_high)
+        # jax.random.uniform(key, (n,), float32, 0, baseline_high), bit for bit (prng).
+        base = prng.uniform(key, self.num_arms, jnp.float32, 0.0, self.baseline_high)
         best = self.best_arm(params, t)
         return base.at[best].add(self.bonus)
 
