@@ -80,8 +80,44 @@ def uniform(
     dtype = jnp.dtype(dtype)
     if dtype != jnp.float32 or not _fast(key):
         return jax.random.uniform(key, (num,), dtype, minval, maxval)
+    return _uniform_from_counts(key, jnp.arange(num, dtype=jnp.uint32), minval, maxval)
+
+
+def uniform_at(
+    key: jax.Array,
+    num: int,
+    indices: jax.Array,
+    dtype: jnp.dtype = jnp.float32,
+    minval: float = 0.0,
+    maxval: float = 1.0,
+) -> jax.Array:
+    """``uniform(key, num, dtype, minval, maxval)[indices]``, bit for bit, computing only the
+    entries asked for.
+
+    Threefry is counter-based: draw ``i`` hashes the counter ``i`` alone, so a bandit
+    environment can reveal the losses of the queried arms without drawing every arm's
+    (``2`` hashes a round instead of ``n``; :meth:`stabl_jax.envs.ExpertAdvice.loss_at`).
+
+    Args:
+      key: a scalar typed key.
+      num: the length of the full draw (indices must lie in ``[0, num)``).
+      indices: integer array of any shape.
+
+    Returns:
+      float array of ``indices``' shape.
+    """
+    dtype = jnp.dtype(dtype)
+    if dtype != jnp.float32 or not _fast(key):
+        return jax.random.uniform(key, (num,), dtype, minval, maxval)[indices]
+    return _uniform_from_counts(key, jnp.asarray(indices).astype(jnp.uint32), minval, maxval)
+
+
+def _uniform_from_counts(
+    key: jax.Array, count: jax.Array, minval: float, maxval: float
+) -> jax.Array:
+    """float32 uniforms of the counters ``count`` (JAX's bits-to-float map: 23 mantissa bits
+    of the xor of Threefry's two output words, in [1, 2), minus 1, scaled)."""
     words = jax.random.key_data(key)
-    count = jnp.arange(num, dtype=jnp.uint32)
     y1, y2 = threefry2x32(words[0], words[1], jnp.zeros_like(count), count)
     bits = y1 ^ y2
     one = np.array(1.0, np.float32).view(np.uint32)

@@ -33,6 +33,7 @@ import numpy as np
 from jax.experimental import checkify
 
 from stabl_jax import checks, prng, sharding
+from stabl_jax.learners.base import BanditLearner
 
 TRACE_FIELDS: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "prob_best")
 _BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
@@ -117,19 +118,63 @@ def init_runs(learner: Any, env: Any, keys: jax.Array, params: Any) -> RunCarry:
     )
 
 
-def _round(learner: Any, env: Any, carry: RunCarry, t: jax.Array) -> tuple[RunCarry, dict]:
+def _round(
+    learner: Any, env: Any, carry: RunCarry, t: jax.Array, lazy: bool = False
+) -> tuple[RunCarry, dict]:
+    """One round of every trace. ``lazy``: the environment reveals only the queried arms'
+    losses (``env.loss_at``, bit for bit the same values), so no round's full loss vector is
+    drawn; ``expected_loss`` (which needs it) is then not computed."""
     # prng.fold_in is jax.random.fold_in bit for bit, unrolled (faster inside the scan).
-    loss = env.loss(carry.env_params, t, prng.fold_in(carry.env_key, t))
-    state, info = learner.step(carry.state, loss, prng.fold_in(carry.learner_key, t))
+    env_key = prng.fold_in(carry.env_key, t)
+    learner_key = prng.fold_in(carry.learner_key, t)
     best = env.best_arm(carry.env_params, t)
-    out = {
-        "played": info.arms[0],
-        "arms": info.arms,
-        "loss": info.loss.astype(jnp.float32),
-        "expected_loss": info.expected_loss.astype(jnp.float32),
-        "prob_best": info.play_probs[best].astype(jnp.float32),
-    }
+    if lazy:
+        state, arms, observed, play_probs = _ask_reveal_tell(
+            learner, env, carry, t, env_key, learner_key
+        )
+        out = {"played": arms[0], "arms": arms, "loss": observed[0].astype(jnp.float32)}
+    else:
+        loss = env.loss(carry.env_params, t, env_key)
+        state, info = learner.step(carry.state, loss, learner_key)
+        play_probs = info.play_probs
+        out = {
+            "played": info.arms[0],
+            "arms": info.arms,
+            "loss": info.loss.astype(jnp.float32),
+            "expected_loss": info.expected_loss.astype(jnp.float32),
+        }
+    out["prob_best"] = play_probs[best].astype(jnp.float32)
     return carry.replace(state=state), out
+
+
+def _ask_reveal_tell(
+    learner: Any, env: Any, carry: RunCarry, t: jax.Array, env_key: jax.Array, key: jax.Array
+) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
+    """``learner.step`` as ask, ``env.loss_at`` of the queried arms, tell: the same state and
+    arms as ``step`` on the full loss vector (``BanditLearner.step`` is exactly ask, index,
+    tell), with the validating wrapper's checks applied to what is revealed."""
+    validating = isinstance(learner, checks.ValidatingLearner)
+    inner = learner.learner if validating else learner
+    checks.check_key("key", key)
+    checks.check_state(inner, carry.state)
+    query = inner.ask(carry.state, key)
+    # Materialised once (as the full loss vector is on the other path), so that every consumer
+    # reads the same bits rather than a recomputation fused into it.
+    observed = jax.lax.optimization_barrier(env.loss_at(carry.env_params, t, env_key, query.arms))
+    if validating:
+        checks.traced_check_losses("observed loss", observed, t)
+    state = inner.tell(carry.state, query, observed)
+    if validating:
+        checks.traced_check_distribution("play distribution", query.play_probs, t)
+    return state, query.arms, observed, query.play_probs
+
+
+def reveals_queried_only(learner: Any, fields: tuple[str, ...]) -> bool:
+    """Whether :func:`simulate` draws only the queried arms' losses for these traces: when
+    ``expected_loss`` (``<p_t, l_t>``, which needs every arm's loss) is not recorded and the
+    learner's ``step`` is the contract's ask-index-tell (every registry learner's)."""
+    inner = learner.learner if isinstance(learner, checks.ValidatingLearner) else learner
+    return "expected_loss" not in fields and type(inner).step is BanditLearner.step
 
 
 def _chunk_one(
@@ -141,9 +186,10 @@ def _chunk_one(
     fields: tuple[str, ...] = TRACE_FIELDS,
 ):
     ts = t0 + jnp.arange(length, dtype=jnp.int32)
+    lazy = reveals_queried_only(learner, fields)
 
     def round_(c: RunCarry, t: jax.Array) -> tuple[RunCarry, dict]:
-        c, out = _round(learner, env, c, t)
+        c, out = _round(learner, env, c, t, lazy)
         return c, {name: out[name] for name in fields}
 
     return jax.lax.scan(round_, carry, ts)
@@ -296,6 +342,9 @@ def simulate(
         ``key`` (a study simulated in batches of runs, :mod:`stabl_jax.streaming`).
       traces: which of :data:`TRACE_FIELDS` to record; the others are ``None`` in the result
         (less memory: ``loss`` and ``expected_loss`` are 8 of the 24 bytes per run and round).
+        Without ``expected_loss`` (``<p_t, l_t>`` needs every arm's loss) the environment
+        reveals only the queried arms' losses (``env.loss_at``: the same values, one draw per
+        query instead of ``n``; :func:`reveals_queried_only`), the same runs.
 
     Returns:
       A :class:`SimResult` with ``(R, T)`` traces.

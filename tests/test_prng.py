@@ -44,3 +44,18 @@ def test_other_configurations_fall_back_to_jax():
     np.testing.assert_array_equal(
         jax.random.key_data(prng.fold_in(rbg, 9)), jax.random.key_data(jax.random.fold_in(rbg, 9))
     )
+
+
+@pytest.mark.parametrize("num", [2, 300])
+def test_uniform_at_is_the_full_draw_indexed(num):
+    """Only the asked-for counters are hashed, and they give the full draw's bits."""
+    indices = jnp.asarray([[0, num - 1], [num // 2, 1], [1, 1]], jnp.int32)
+    ours = jax.jit(jax.vmap(lambda k: prng.uniform_at(k, num, indices, jnp.float32, 0.0, 0.5)))(
+        KEYS
+    )
+    full = jax.vmap(lambda k: jax.random.uniform(k, (num,), jnp.float32, 0.0, 0.5))(KEYS)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(full)[:, indices])
+    rbg = jax.random.key(3, impl="rbg")  # other key implementations: the full draw, indexed
+    np.testing.assert_array_equal(
+        prng.uniform_at(rbg, num, indices[0]), jax.random.uniform(rbg, (num,))[indices[0]]
+    )

@@ -210,6 +210,20 @@ class PiecewiseEnv:
         """``(num_arms,)`` float32 losses in [0, 1] of round ``t``."""
         raise NotImplementedError
 
+    def loss_at(self, params: Any, t: jax.Array, key: jax.Array, arms: jax.Array) -> jax.Array:
+        """``loss(params, t, key)[arms]``, bit for bit: the losses a bandit learner is shown.
+
+        Environments whose draws are counter-based override it to compute only these
+        entries (:class:`~stabl_jax.envs.ExpertAdvice`); this default draws every arm's.
+
+        Args:
+          arms: ``(q,)`` int32 queried arms.
+
+        Returns:
+          ``(q,)`` float32 losses.
+        """
+        return self.loss(params, t, key)[arms]
+
     def mean_loss(self, params: Any, t: jax.Array) -> jax.Array:
         """``(num_arms,)`` expected losses of round ``t``."""
         raise NotImplementedError

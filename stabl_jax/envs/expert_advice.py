@@ -66,6 +66,15 @@ class ExpertAdvice(PiecewiseEnv):
     def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
         return estimators.reward_to_loss(self.reward(params, t, key))
 
+    def loss_at(
+        self, params: SegmentParams, t: jax.Array, key: jax.Array, arms: jax.Array
+    ) -> jax.Array:
+        """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' baselines
+        (:func:`stabl_jax.prng.uniform_at`: one Threefry hash per queried arm, not ``n``)."""
+        base = prng.uniform_at(key, self.num_arms, arms, jnp.float32, 0.0, self.baseline_high)
+        reward = jnp.where(arms == self.best_arm(params, t), base + self.bonus, base)
+        return estimators.reward_to_loss(reward)
+
     def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
         mean_reward = jnp.full((self.num_arms,), 0.5 * self.baseline_high, jnp.float32)
         return estimators.reward_to_loss(mean_reward.at[self.best_arm(params, t)].add(self.bonus))
