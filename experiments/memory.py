@@ -1,7 +1,8 @@
 """Peak host memory of a large study: simulate and score SA(L) without (R, T) traces.
 
     python experiments/memory.py [--runs 4096] [--arms 300] [--horizon 65536]
-                                 [--windows 64 1024 16384 65536] [--batch 64] [--json PATH]
+                                 [--windows 64 1024 16384 65536] [--batch 64] [--block B]
+                                 [--json PATH]
 
 Runs :func:`stabl_jax.streaming.simulate_summaries` (StABL on the expert-advice environment)
 and prints the peak resident memory of the process (``VmHWM``), the resident memory after
@@ -29,6 +30,13 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=65536)
     parser.add_argument("--windows", type=int, nargs="+", default=[64, 1024, 16384, 65536])
     parser.add_argument("--batch", type=int, default=64, help="runs simulated and scored together")
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=None,
+        help="runs_per_block (default: chosen by simulate); a batch of two or more blocks "
+        "is stepped from one host thread per core",
+    )
     parser.add_argument("--json", help="also write the numbers to this JSON file")
     args = parser.parse_args()
     windows = [w for w in args.windows if w <= args.horizon]
@@ -53,6 +61,7 @@ def main() -> None:
         args.runs,
         windows,
         runs_per_batch=args.batch,
+        runs_per_block=args.block,
         progress=progress,
     )
     out = {

@@ -13,6 +13,16 @@ traces are gathered to every device (``all_gather``, so every process can read t
 in cache (measured 1.3x faster at ``R = 1024``, ``n = 300``); on a GPU one block holds all the
 device's runs.
 
+**Host threads.** On a single CPU device, XLA splits each of a round's ~70 small kernels
+over the host's cores, and the hand-offs cost more than the kernels gain: StABL at ``n = 30``
+ran at 416 k run-steps per CPU-second that way, against 741 k on one core alone. So when the
+blocks split evenly, :func:`simulate` cuts the runs into ``host_threads`` groups of whole
+blocks (one per core by default) and steps each group with the same compiled program from its
+own Python thread (JAX releases the GIL while a program runs): 2.3x at ``n = 30``,
+``R = 4096`` on 2 cores, unchanged at ``n = 300`` where XLA's own threads already pay off
+(``EXPERIMENTS.md``, "Speed and scale"). Each run's arithmetic is the same block program
+either way, so the results are bitwise identical for any number of threads.
+
 **Padding.** ``R`` is padded up to a multiple of ``devices x runs_per_block``. Padded runs are
 ordinary runs ``R, R + 1, ...`` of the same key, simulated and then dropped, so run ``i``
 never depends on the padding. The block size is chosen to keep padding small: with
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -66,20 +77,29 @@ class RunsPlan:
       padded_runs: ``R`` rounded up to a multiple of ``devices * block``.
       block: runs stepped together (static).
       mesh: the runs mesh, or ``None`` on one device.
+      host_threads: groups of whole blocks stepped concurrently from host threads (one
+        device only; module docstring); ``padded_runs`` is a multiple of it.
     """
 
     num_runs: int
     padded_runs: int
     block: int
     mesh: Mesh | None
+    host_threads: int = 1
 
     @property
     def num_devices(self) -> int:
         return 1 if self.mesh is None else int(self.mesh.devices.size)
 
 
-def plan_runs(num_runs: int, runs_per_block: int | None = None, mesh: Any = "auto") -> RunsPlan:
-    """Choose the padding and block size for ``num_runs`` runs (module docstring).
+def plan_runs(
+    num_runs: int,
+    runs_per_block: int | None = None,
+    mesh: Any = "auto",
+    host_threads: int | None = None,
+) -> RunsPlan:
+    """Choose the padding, block size and host threads for ``num_runs`` runs (module
+    docstring).
 
     Args:
       num_runs: ``R`` (>= 1).
@@ -87,6 +107,9 @@ def plan_runs(num_runs: int, runs_per_block: int | None = None, mesh: Any = "aut
         all of a device's runs elsewhere, split evenly.
       mesh: a 1-D mesh with axis ``"runs"``, ``None`` for no sharding, or ``"auto"`` for
         :func:`runs_mesh` over every device.
+      host_threads: ``None``: on one CPU device, the largest divisor of the number of blocks
+        that is at most the number of cores this process may use (:func:`usable_cores`);
+        elsewhere 1. An explicit value must divide the number of blocks and is 1 with a mesh.
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     if isinstance(mesh, str):
@@ -99,7 +122,31 @@ def plan_runs(num_runs: int, runs_per_block: int | None = None, mesh: Any = "aut
     else:
         block = checks.check_int("runs_per_block", runs_per_block, minimum=1)
     padded = math.ceil(num_runs / (devices * block)) * devices * block
-    return RunsPlan(num_runs=num_runs, padded_runs=padded, block=block, mesh=mesh)
+    blocks = padded // block
+    if host_threads is None:
+        threads = 1
+        if mesh is None and jax.default_backend() == "cpu":
+            threads = max(d for d in range(1, usable_cores() + 1) if blocks % d == 0)
+    else:
+        threads = checks.check_int("host_threads", host_threads, minimum=1)
+        if mesh is not None and threads > 1:
+            raise ValueError(f"host_threads={threads} needs a single device; got a mesh")
+        if blocks % threads:
+            raise ValueError(
+                f"host_threads={threads} must divide the number of blocks ({blocks} blocks of "
+                f"{block} runs for num_runs={num_runs})"
+            )
+    return RunsPlan(
+        num_runs=num_runs, padded_runs=padded, block=block, mesh=mesh, host_threads=threads
+    )
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def pad_params(params: Any, plan: RunsPlan) -> Any:

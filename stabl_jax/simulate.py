@@ -23,6 +23,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -314,6 +315,7 @@ def simulate(
     runs_per_block: int | None = None,
     first_run: int = 0,
     traces: tuple[str, ...] = TRACE_FIELDS,
+    host_threads: int | None = None,
 ) -> SimResult:
     """Simulate ``num_runs`` independent runs of ``learner`` on ``env``.
 
@@ -338,6 +340,9 @@ def simulate(
       runs_per_block: runs stepped together on a device (``None``: chosen, see
         :func:`stabl_jax.sharding.plan_runs`). The runs are split over every device JAX sees;
         the same ``runs_per_block`` gives bitwise-identical results on any number of devices.
+      host_threads: on one CPU device, groups of blocks stepped concurrently from host
+        threads (``None``: one per usable core when the blocks split evenly; see
+        :func:`stabl_jax.sharding.plan_runs`). Results do not depend on it, bit for bit.
       first_run: index of the first run: the runs are ``first_run .. first_run + R - 1`` of
         ``key`` (a study simulated in batches of runs, :mod:`stabl_jax.streaming`).
       traces: which of :data:`TRACE_FIELDS` to record; the others are ``None`` in the result
@@ -374,7 +379,7 @@ def simulate(
     for name in traces:
         checks.check_choice("traces", name, TRACE_FIELDS)
     fields = tuple(traces)
-    plan = sharding.plan_runs(num_runs, runs_per_block)
+    plan = sharding.plan_runs(num_runs, runs_per_block, host_threads=host_threads)
     params = sharding.pad_params(params, plan)
     carry = sharding.init_sharded(
         partial(init_runs, learner, env),
@@ -395,7 +400,13 @@ def simulate(
             return run_chunk_planned.lower(learner, env, c, t0, n, plan, fields)
 
     carry, arrays, compile_s, run_s = run_chunks(
-        lower, carry, horizon, chunk, progress, checkpoint=checkpoint
+        lower,
+        carry,
+        horizon,
+        chunk,
+        progress,
+        checkpoint=checkpoint,
+        host_threads=plan.host_threads,
     )
     arrays, carry = sharding.unpad((arrays, carry), plan)
     arrays = {name: arrays.get(name) for name in TRACE_FIELDS}
@@ -419,6 +430,7 @@ def run_chunks(
     chunk_size: int,
     progress: bool | Callable[[int, int], None] = False,
     checkpoint: Any = None,
+    host_threads: int = 1,
 ) -> tuple[Any, dict[str, np.ndarray], float, float]:
     """Drive a chunked scan over rounds ``0..horizon-1`` (shared by every simulator).
 
@@ -436,11 +448,16 @@ def run_chunks(
         chunk (the run continues from round ``t0``), and
         ``save(carry, chunk_outputs, start, stop)``, called after each chunk
         (:class:`stabl_jax.checkpoint.ChunkCheckpoint` writes them atomically).
+      host_threads: split the runs into this many equal groups, each stepped by the same
+        compiled program from its own thread (:mod:`stabl_jax.sharding`, "Host threads");
+        ``R`` must be a multiple of it. Outputs and carry are those of one call.
 
     Returns:
       ``(carry, outputs (R, horizon, ...) per name, compile_seconds, run_seconds)``.
     """
     chunk = checks.check_int("chunk_size", chunk_size, minimum=1)
+    threads = checks.check_int("host_threads", host_threads, minimum=1)
+    step = _threaded(threads)
     compiled: dict[int, Any] = {}
     compile_s = run_s = 0.0
     pieces: dict[str, list[np.ndarray]] = {}
@@ -458,11 +475,10 @@ def run_chunks(
         t0_arr = jnp.asarray(t0, jnp.int32)
         if length not in compiled:
             start = time.perf_counter()
-            compiled[length] = lower(carry, t0_arr, length).compile()
+            compiled[length] = lower(_groups(carry, threads)[0], t0_arr, length).compile()
             compile_s += time.perf_counter() - start
         start = time.perf_counter()
-        carry, out = compiled[length](carry, t0_arr)
-        out = jax.device_get(out)
+        carry, out = step(compiled[length], carry, t0_arr)
         run_s += time.perf_counter() - start
         for name, value in out.items():
             pieces.setdefault(name, []).append(np.asarray(value))
@@ -472,6 +488,35 @@ def run_chunks(
         bar(t0)
     arrays = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
     return carry, arrays, compile_s, run_s
+
+
+def _groups(tree: Any, num: int) -> list[Any]:
+    """``num`` equal slices of the runs axis of every leaf (the tree itself for one)."""
+    if num == 1:
+        return [tree]
+    size = jax.tree.leaves(tree)[0].shape[0] // num
+    return [jax.tree.map(lambda x, i=i: x[i * size : (i + 1) * size], tree) for i in range(num)]
+
+
+def _threaded(num: int) -> Callable[[Any, Any, jax.Array], tuple[Any, dict]]:
+    """``step(program, carry, t0) -> (carry, host outputs)``: the chunk program on ``num``
+    groups of runs at once, one host thread each (JAX releases the GIL while it runs)."""
+
+    def one(program: Any, carry: Any, t0: jax.Array) -> tuple[Any, dict]:
+        carry, out = program(carry, t0)
+        return carry, jax.device_get(out)
+
+    if num == 1:
+        return one
+
+    def step(program: Any, carry: Any, t0: jax.Array) -> tuple[Any, dict]:
+        with ThreadPoolExecutor(max_workers=num) as pool:
+            parts = list(pool.map(lambda c: one(program, c, t0), _groups(carry, num)))
+        carry = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[c for c, _ in parts])
+        out = {name: np.concatenate([o[name] for _, o in parts]) for name in parts[0][1]}
+        return carry, out
+
+    return step
 
 
 def _progress_bar(progress: bool | Callable[[int, int], None], total: int) -> Callable[[int], None]:

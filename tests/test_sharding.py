@@ -118,3 +118,40 @@ def test_padding_runs_are_dropped_and_do_not_change_the_others():
     assert padded.played.shape == (5, 32)
     assert jax.tree.leaves(padded.carry)[0].shape[0] == 5
     np.testing.assert_array_equal(padded.played, plain.played[:5])
+
+
+@pytest.mark.parametrize("validate", [False, True])
+def test_host_threads_give_the_same_bits(validate):
+    """Groups of blocks stepped from host threads: every trace and the final state equal
+    one thread's, bit for bit (chunked, with per-run params, checked or not)."""
+    import jax.numpy as jnp
+
+    from stabl_jax import ExpertAdvice, make, simulate
+
+    env = ExpertAdvice(num_arms=6, horizon=96, random_change_points=True)
+    learner = make("stabl", num_arms=6, horizon=96)
+    params = learner.default_params.replace(expert_lr_scale=jnp.linspace(0.5, 4.0, 12))
+    kwargs = dict(params=params, runs_per_block=3, chunk_size=40, validate=validate)
+    one = simulate(learner, env, jax.random.key(2), 12, host_threads=1, **kwargs)
+    for threads in (2, 4):
+        many = simulate(learner, env, jax.random.key(2), 12, host_threads=threads, **kwargs)
+        for field, trace in one.traces().items():
+            np.testing.assert_array_equal(many.traces()[field], trace, err_msg=field)
+        for a, b in zip(jax.tree.leaves(one.carry), jax.tree.leaves(many.carry), strict=True):
+            if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+                a, b = jax.random.key_data(a), jax.random.key_data(b)
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_host_threads_plan():
+    """Automatic threads divide the blocks and never exceed the cores; bad values are named."""
+    cores = sharding.usable_cores()
+    for runs in (1, 10, 300, 1024, 4096):
+        plan = sharding.plan_runs(runs, mesh=None)
+        blocks = plan.padded_runs // plan.block
+        assert 1 <= plan.host_threads <= cores and blocks % plan.host_threads == 0
+    assert sharding.plan_runs(12, 3, mesh=None, host_threads=4).host_threads == 4
+    with pytest.raises(ValueError, match="host_threads=3 must divide the number of blocks"):
+        sharding.plan_runs(12, 3, mesh=None, host_threads=3)
+    with pytest.raises(ValueError, match="host_threads must be >= 1"):
+        sharding.plan_runs(12, 3, mesh=None, host_threads=0)
