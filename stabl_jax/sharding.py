@@ -18,7 +18,7 @@ over the host's cores, and the hand-offs cost more than the kernels gain: StABL 
 ran at 416 k run-steps per CPU-second that way, against 741 k on one core alone. So when the
 blocks split evenly, :func:`simulate` cuts the runs into ``host_threads`` groups of whole
 blocks (one per core by default) and steps each group with the same compiled program from its
-own Python thread (JAX releases the GIL while a program runs): 2.3x at ``n = 30``,
+own Python thread (JAX releases the GIL while a program runs): 1.6-1.8x at ``n = 30``,
 ``R = 4096`` on 2 cores, unchanged at ``n = 300`` where XLA's own threads already pay off
 (``EXPERIMENTS.md``, "Speed and scale"). Each run's arithmetic is the same block program
 either way, so the results are bitwise identical for any number of threads.
