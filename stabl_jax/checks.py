@@ -315,6 +315,20 @@ class ValidatingLearner:
         traced_check_distribution("play distribution", info.play_probs, t)
         return state, info
 
+    def play(self, state: Any, reveal: Callable[[jax.Array], jax.Array], key: jax.Array) -> Any:
+        """The wrapped learner's ``play``, checking the revealed losses (finite, in [0, 1])
+        and the play distribution; results unchanged."""
+        t = state.t
+
+        def checked(arms: jax.Array) -> jax.Array:
+            observed = reveal(arms)
+            traced_check_losses("observed loss", observed, t)
+            return observed
+
+        state, query, observed = self.learner.play(state, checked, key)
+        traced_check_distribution("play distribution", query.play_probs, t)
+        return state, query, observed
+
 
 def checked_step(learner: Any) -> Callable[[Any, jax.Array, jax.Array], tuple[Any, Any]]:
     """``learner.step``, jitted with the in-trace checks of :class:`ValidatingLearner`.

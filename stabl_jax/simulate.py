@@ -123,17 +123,22 @@ def _round(
     learner: Any, env: Any, carry: RunCarry, t: jax.Array, lazy: bool = False
 ) -> tuple[RunCarry, dict]:
     """One round of every trace. ``lazy``: the environment reveals only the queried arms'
-    losses (``env.loss_at``, bit for bit the same values), so no round's full loss vector is
-    drawn; ``expected_loss`` (which needs it) is then not computed."""
+    losses (``learner.play`` with ``env.loss_at``, bit for bit the same values), so no
+    round's full loss vector is drawn; ``expected_loss`` (which needs it) is then not
+    computed."""
     # prng.fold_in is jax.random.fold_in bit for bit, unrolled (faster inside the scan).
     env_key = prng.fold_in(carry.env_key, t)
     learner_key = prng.fold_in(carry.learner_key, t)
     best = env.best_arm(carry.env_params, t)
     if lazy:
-        state, arms, observed, play_probs = _ask_reveal_tell(
-            learner, env, carry, t, env_key, learner_key
-        )
-        out = {"played": arms[0], "arms": arms, "loss": observed[0].astype(jnp.float32)}
+        # Materialised once (as the full loss vector is on the other path), so that every
+        # consumer reads the same bits rather than a recomputation fused into it.
+        def reveal(arms: jax.Array) -> jax.Array:
+            return jax.lax.optimization_barrier(env.loss_at(carry.env_params, t, env_key, arms))
+
+        state, query, observed = learner.play(carry.state, reveal, learner_key)
+        play_probs = query.play_probs
+        out = {"played": query.arms[0], "arms": query.arms, "loss": observed[0].astype(jnp.float32)}
     else:
         loss = env.loss(carry.env_params, t, env_key)
         state, info = learner.step(carry.state, loss, learner_key)
@@ -148,32 +153,11 @@ def _round(
     return carry.replace(state=state), out
 
 
-def _ask_reveal_tell(
-    learner: Any, env: Any, carry: RunCarry, t: jax.Array, env_key: jax.Array, key: jax.Array
-) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
-    """``learner.step`` as ask, ``env.loss_at`` of the queried arms, tell: the same state and
-    arms as ``step`` on the full loss vector (``BanditLearner.step`` is exactly ask, index,
-    tell), with the validating wrapper's checks applied to what is revealed."""
-    validating = isinstance(learner, checks.ValidatingLearner)
-    inner = learner.learner if validating else learner
-    checks.check_key("key", key)
-    checks.check_state(inner, carry.state)
-    query = inner.ask(carry.state, key)
-    # Materialised once (as the full loss vector is on the other path), so that every consumer
-    # reads the same bits rather than a recomputation fused into it.
-    observed = jax.lax.optimization_barrier(env.loss_at(carry.env_params, t, env_key, query.arms))
-    if validating:
-        checks.traced_check_losses("observed loss", observed, t)
-    state = inner.tell(carry.state, query, observed)
-    if validating:
-        checks.traced_check_distribution("play distribution", query.play_probs, t)
-    return state, query.arms, observed, query.play_probs
-
-
 def reveals_queried_only(learner: Any, fields: tuple[str, ...]) -> bool:
     """Whether :func:`simulate` draws only the queried arms' losses for these traces: when
     ``expected_loss`` (``<p_t, l_t>``, which needs every arm's loss) is not recorded and the
-    learner's ``step`` is the contract's ask-index-tell (every registry learner's)."""
+    learner's ``step`` is the base class's :meth:`~BanditLearner.play` with the loss vector
+    indexed (every registry learner's), so ``play`` with ``env.loss_at`` is the same round."""
     inner = learner.learner if isinstance(learner, checks.ValidatingLearner) else learner
     return "expected_loss" not in fields and type(inner).step is BanditLearner.step
 

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental import checkify
 
 from stabl_jax import LEARNERS, ExpertAdvice, PiecewiseBernoulli, make, simulate
 from stabl_jax.simulate import reveals_queried_only
@@ -64,3 +65,20 @@ def test_validation_checks_what_is_revealed():
     checked = simulate(learner, env, jax.random.key(0), 3, traces=FIELDS, validate=True)
     np.testing.assert_array_equal(plain.arms, checked.arms)
     np.testing.assert_array_equal(plain.prob_best, checked.prob_best)
+
+
+class _NaNAtRound5(ExpertAdvice):
+    """Expert advice whose revealed losses are NaN at round 5 (a broken environment)."""
+
+    def loss_at(self, params, t, key, arms):
+        losses = super().loss_at(params, t, key, arms)
+        return jnp.where(t == 5, jnp.nan, losses)
+
+
+def test_validation_names_a_bad_revealed_loss():
+    """The validating wrapper's play checks what the environment reveals: a NaN is named
+    with its round instead of flowing into the state."""
+    env = _NaNAtRound5(num_arms=5, horizon=64)
+    learner = make("stabl", num_arms=5, horizon=64)
+    with pytest.raises(checkify.JaxRuntimeError, match=r"observed loss at round 5 must be finite"):
+        simulate(learner, env, jax.random.key(0), 2, traces=FIELDS, validate=True)

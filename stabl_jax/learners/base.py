@@ -16,7 +16,7 @@ observations. ``num_queries`` counts all of them, as the paper does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import chex
@@ -123,12 +123,8 @@ class BanditLearner:
           ``(new_state, info)``.
         """
         checks.check_losses("loss", loss, shape=(self.num_arms,))
-        checks.check_key("key", key)
-        checks.check_state(self, state)
         loss = jnp.asarray(loss)
-        query = self.ask(state, key)
-        observed = loss[query.arms]
-        new_state = self.tell(state, query, observed)
+        new_state, query, observed = self.play(state, lambda arms: loss[arms], key)
         info = StepInfo(
             arms=query.arms,
             observed=observed,
@@ -137,6 +133,29 @@ class BanditLearner:
             play_probs=query.play_probs,
         )
         return new_state, info
+
+    def play(
+        self, state: Any, reveal: Callable[[jax.Array], jax.Array], key: jax.Array
+    ) -> tuple[Any, BanditQuery, jax.Array]:
+        """One round with the losses revealed by the environment: ask, ``reveal(arms)``, tell.
+
+        :meth:`step` is this with ``reveal = lambda arms: loss[arms]``; a simulator whose
+        environment can compute single entries passes its own (``env.loss_at``), so no round's
+        full loss vector need exist. Only the queried arms are ever revealed.
+
+        Args:
+          state: the learner's state.
+          reveal: maps the ``(num_queries,)`` queried arms to their losses in [0, 1].
+          key: a PRNG key for this round.
+
+        Returns:
+          ``(new_state, query, observed losses)``.
+        """
+        checks.check_key("key", key)
+        checks.check_state(self, state)
+        query = self.ask(state, key)
+        observed = reveal(query.arms)
+        return self.tell(state, query, observed), query, observed
 
     # --- helpers for subclasses -----------------------------------------------------------
     def check_params(self, params: Any, batch: int | None = None) -> None:
