@@ -669,6 +669,45 @@ def _log_safe(mean: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return mean, np.stack([np.minimum(half, 0.99 * mean), half])
 
 
+def _panels(plt: Any, count: int) -> tuple[Any, Any]:
+    """One row of ``count`` log-log panels sharing the study's size and y label."""
+    fig, axes = plt.subplots(
+        1, count, figsize=(4.2 * count, 4.4), layout="constrained", squeeze=False
+    )
+    axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
+    return fig, axes[0]
+
+
+def _curve(ax: Any, x: np.ndarray, mean: np.ndarray, half: np.ndarray, style: dict) -> None:
+    """A learner's means with their 95% intervals (``half``: ``(2, K)`` lower and upper)."""
+    ax.errorbar(x, mean, yerr=half, ms=4, lw=1.3, capsize=2, **style)
+
+
+def _style(colors: Mapping[str, Any], index: int, name: str, label: str) -> dict:
+    """A learner's fixed colour (across figures), its marker and its legend label."""
+    from stabl_jax import plots
+
+    marker = plots.MARKERS[index % len(plots.MARKERS)]
+    return {"color": colors[name], "marker": marker, "label": label}
+
+
+def _finish(ax: Any, title: str, xlabel: str, legend_loc: str) -> None:
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=11)
+    ax.set_xlabel(xlabel)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc=legend_loc)
+
+
+def _save(plt: Any, fig: Any, title: str, path: Path) -> Path:
+    fig.suptitle(title, fontsize=12)
+    from stabl_jax import plots
+
+    fig.savefig(path, dpi=plots.DPI)
+    plt.close(fig)
+    return path
+
+
 def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "study") -> list[Path]:
     """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and
     ``<prefix>_<adversary>_sa_vs_n.png`` (one panel per table window); means with their 95%
@@ -683,50 +722,28 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
         names = list(entry["learners"])
         colors = plots._colors(names)
         arms = entry["arms"]
-        fig, axes = plt.subplots(
-            1, len(arms), figsize=(4.2 * len(arms), 4.4), layout="constrained", squeeze=False
-        )
-        for ax, n in zip(axes[0], arms, strict=True):
+        fig, axes = _panels(plt, len(arms))
+        for ax, n in zip(axes, arms, strict=True):
             for index, name in enumerate(names):
                 point = entry["learners"][name]["by_n"].get(n)
                 if point is None:
                     continue
                 mean, half = _log_safe(np.asarray(point["mean"]), np.asarray(point["ci95"]))
-                fit = point["exponent_L"]
-                ax.errorbar(
-                    windows,
-                    mean,
-                    yerr=half,  # (2, K): lower and upper
-                    color=colors[name],
-                    marker=plots.MARKERS[index % len(plots.MARKERS)],
-                    ms=4,
-                    lw=1.3,
-                    capsize=2,
-                    label=f"{plots.label(name)} (b={fit['b']:.2f})",
-                )
-            for slope, style in ((0.5, ":"), (1.0, "--")):
+                label = f"{plots.label(name)} (b={point['exponent_L']['b']:.2f})"
+                _curve(ax, windows, mean, half, _style(colors, index, name, label))
+            for slope, line in ((0.5, ":"), (1.0, "--")):
                 ref = 0.5 * windows[0] * (windows / windows[0]) ** slope
-                ax.plot(windows, ref, color="0.4", ls=style, lw=1.0, label=f"∝ L^{slope:g}")
+                ax.plot(windows, ref, color="0.4", ls=line, lw=1.0, label=f"∝ L^{slope:g}")
             ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_title(f"n = {n}", fontsize=11)
-            ax.set_xlabel("window length L")
-            ax.grid(True, which="major", alpha=0.3)
-            ax.legend(fontsize=7, loc="upper left")
-        axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
-        fig.suptitle(f"{prefix}_{adversary}: strongly adaptive regret against L", fontsize=12)
-        path = folder / f"{prefix}_{adversary}_sa_vs_L.png"
-        fig.savefig(path, dpi=plots.DPI)
-        plt.close(fig)
-        written.append(path)
+            _finish(ax, f"n = {n}", "window length L", "upper left")
+        title = f"{prefix}_{adversary}: strongly adaptive regret against L"
+        written.append(_save(plt, fig, title, folder / f"{prefix}_{adversary}_sa_vs_L.png"))
 
         lengths = sorted({L for lr in entry["learners"].values() for L in lr["exponent_n"]})
         if not lengths:
             continue
-        fig, axes = plt.subplots(
-            1, len(lengths), figsize=(4.2 * len(lengths), 4.4), layout="constrained", squeeze=False
-        )
-        for ax, length in zip(axes[0], lengths, strict=True):
+        fig, axes = _panels(plt, len(lengths))
+        for ax, length in zip(axes, lengths, strict=True):
             j = entry["windows"].index(length)
             for index, name in enumerate(names):
                 learner = entry["learners"][name]
@@ -737,29 +754,12 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
                 mean = np.array([learner["by_n"][int(n)]["mean"][j] for n in ns])
                 half = np.array([learner["by_n"][int(n)]["ci95"][j] for n in ns])
                 mean, half = _log_safe(mean, half)
-                ax.errorbar(
-                    ns,
-                    mean,
-                    yerr=half,  # (2, K): lower and upper
-                    color=colors[name],
-                    marker=plots.MARKERS[index % len(plots.MARKERS)],
-                    ms=4,
-                    lw=1.3,
-                    capsize=2,
-                    label=f"{plots.label(name)} (c={fit['b']:.2f})",
-                )
+                label = f"{plots.label(name)} (c={fit['b']:.2f})"
+                _curve(ax, ns, mean, half, _style(colors, index, name, label))
             ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(f"L = {length}", fontsize=11)
-            ax.set_xlabel("arms n")
-            ax.grid(True, which="major", alpha=0.3)
-            ax.legend(fontsize=7, loc="best")
-        axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
-        fig.suptitle(f"{prefix}_{adversary}: strongly adaptive regret against n", fontsize=12)
-        path = folder / f"{prefix}_{adversary}_sa_vs_n.png"
-        fig.savefig(path, dpi=plots.DPI)
-        plt.close(fig)
-        written.append(path)
+            _finish(ax, f"L = {length}", "arms n", "best")
+        title = f"{prefix}_{adversary}: strongly adaptive regret against n"
+        written.append(_save(plt, fig, title, folder / f"{prefix}_{adversary}_sa_vs_n.png"))
     return written
 
 
