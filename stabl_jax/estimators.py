@@ -89,13 +89,15 @@ def exp3_log_update(
     """EXP3 update of Algorithm 2, line 5 in the log domain, for one or many experts.
 
     ``y(i) = w(i) exp(eta * s * 1[i = arm])``, ``w <- y / ||y||_1`` where ``s`` is the signed
-    estimate of :func:`signed_estimate`. Only entry ``arm`` moves before renormalisation, so
-    the new normaliser is ``log(sum_{i != arm} w(i) + w(arm) e^{eta s})``, computed as
-    ``logaddexp(log sum_{i != arm} exp(log w(i)), log w(arm) + eta s)``: no logsumexp over the
-    bumped row (and no max), no drift either, since the sum is the row's actual sum, not an
-    assumed 1. ``probabilities(log_probs)`` is the same expression the learners' ``ask``
-    evaluates, so inside one ``step`` XLA computes it once. Selects against
-    ``arange(n) == arm`` stand for the scatter (one fused pass over the row).
+    estimate of :func:`signed_estimate`. Only entry ``arm`` moves (a select against
+    ``arange(n) == arm`` stands for the scatter); the row is then renormalised by a
+    max-shifted logsumexp of the *bumped* row.
+
+    The max shift is what keeps this exact at every scale: when ``eta * s`` is far below
+    ``log w(arm)`` (a tuned, large learning rate on an arm that holds almost all the mass),
+    every other entry's ``exp`` may underflow to 0 in float32, and a normaliser computed from
+    the unshifted probabilities would be ``log w(arm) + eta s`` instead of
+    ``log sum_{i != arm} w(i)``, leaving log-probabilities far above 0.
 
     Args:
       log_probs: ``(..., n)`` normalised log-probabilities.
@@ -107,7 +109,6 @@ def exp3_log_update(
       ``(..., n)`` normalised log-probabilities.
     """
     at_arm = jnp.arange(log_probs.shape[-1]) == arm
-    others = jnp.sum(jnp.where(at_arm, 0.0, probabilities(log_probs)), axis=-1)
-    bumped = jnp.take(log_probs, arm, axis=-1) + eta * value
-    log_norm = jnp.logaddexp(jnp.log(others), bumped)
-    return jnp.where(at_arm, bumped[..., None], log_probs) - log_norm[..., None]
+    step = jnp.asarray(eta * value)[..., None]  # (..., 1)
+    bumped = jnp.where(at_arm, log_probs + step, log_probs)
+    return bumped - jax.nn.logsumexp(bumped, axis=-1, keepdims=True)

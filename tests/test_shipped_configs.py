@@ -1,0 +1,131 @@
+"""Every shipped config's learners run cleanly at their configured scales and at the edges of
+the tuning grid (``experiments/tune.py``'s ``GRIDS``), with validation on.
+
+A few hundred rounds at the config's own horizon (the step sizes depend on it) are enough to
+reach the regime where a large tuned learning rate drives an arm's probability to the
+float32 underflow and back: a learner whose update is not safe at every scale in
+``param_bounds`` aborts here ("play distribution at round ... is not a distribution") or
+returns a non-finite number.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stabl_jax import simulate
+from stabl_jax.config import load_config, shipped_configs
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("tune", ROOT / "experiments" / "tune.py")
+tune = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tune)
+
+ROUNDS = 256
+RUNS_PER_POINT = 2
+
+
+def _configs_of_kind(kind: str) -> list[str]:
+    return sorted(
+        name
+        for name in shipped_configs()
+        if getattr(load_config(name, ["runs=1"]), "kind", "hpo") == kind
+    )
+
+
+def grid_edges(default) -> list[dict[str, float]]:
+    """Every corner of the tuning grid over ``default``'s sweepable fields."""
+    fields = [f for f in default.__dataclass_fields__ if f in tune.GRIDS]
+    corners = itertools.product(*[(min(tune.GRIDS[f]), max(tune.GRIDS[f])) for f in fields])
+    return [dict(zip(fields, corner, strict=True)) for corner in corners]
+
+
+def stacked_params(learner, points: list[dict[str, float]]):
+    """``points`` (each repeated :data:`RUNS_PER_POINT` times) as per-run params."""
+    default = learner.default_params
+    if not points or not points[0]:
+        return default, 1
+    columns = {
+        f: jnp.repeat(jnp.asarray([p[f] for p in points], learner.float_dtype), RUNS_PER_POINT)
+        for f in points[0]
+    }
+    return default.replace(**columns), len(points) * RUNS_PER_POINT
+
+
+def test_the_grid_edges_cover_every_corner():
+    """The helper enumerates 2^F corners with the grid's extreme values."""
+    from stabl_jax import make
+
+    default = make("stabl", num_arms=5, horizon=64).default_params
+    corners = grid_edges(default)
+    assert len(corners) == 4
+    assert {c["expert_lr_scale"] for c in corners} == {1.0, 1024.0}
+    assert {c["meta_lr_scale"] for c in corners} == {1.0, 128.0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_name", _configs_of_kind("bandit"))
+def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(config_name):
+    config = load_config(config_name, ["runs=1"])
+    env = config.make_env()
+    for name in config.learners:
+        learner = config.make_learner(name)
+        tuned = config.learner_params(learner, name)
+        points = grid_edges(learner.default_params)
+        if points:
+            tuned_point = {f: float(getattr(tuned, f)) for f in points[0]}
+            points = [tuned_point, *points]
+        params, runs = stacked_params(learner, points)
+        res = simulate(
+            learner,
+            env,
+            jax.random.key(config.seed),
+            runs,
+            horizon=ROUNDS,
+            params=params,
+            validate=True,
+            chunk_size=ROUNDS,
+        )
+        for trace_name, trace in res.traces().items():
+            assert np.all(np.isfinite(trace)), (config_name, name, trace_name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_name", _configs_of_kind("bco"))
+def test_bco_config_learners_stay_finite(config_name):
+    from stabl_jax.bco.simulate import simulate_bco
+
+    config = load_config(config_name, ["runs=2"])
+    env = config.make_env()
+    for name in config.learners:
+        learner = config.make_learner(name)
+        params = config.learner_params(learner, name)
+        res = simulate_bco(
+            learner, env, jax.random.key(config.seed), 2, horizon=ROUNDS, params=params
+        )
+        assert np.all(np.isfinite(res.loss)), (config_name, name)
+        assert np.all(np.isfinite(res.best_loss)), (config_name, name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_name", _configs_of_kind("hpo"))
+def test_hpo_config_learners_stay_finite(config_name):
+    """The config's learners at its history lengths and feedback on its first function, at a
+    small dimension and budget (one compiled program per learner)."""
+    from stabl_jax.hpo_experiment import run_problem
+
+    first = load_config(config_name, ["runs=1"]).problems[0].function_id
+    config = load_config(
+        config_name,
+        ["runs=2", f"bbob.functions=[{first}]", "bbob.dims=[4]", f"bbob.evaluations=[{ROUNDS}]"],
+    )
+    out = run_problem(config, config.problems[0])
+    for name in config.learners:
+        assert np.all(np.isfinite(out.best_gap[name])), (config_name, name)
+        assert np.all(np.isfinite(out.best_value[name])), (config_name, name)
