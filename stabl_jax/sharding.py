@@ -31,10 +31,16 @@ holds ``ceil(R_dev / m)`` runs.
 
 **Bitwise reproducibility.** XLA compiles a block's step for the block's shape, and its CPU
 code for a reduction or a fused ``exp`` differs in the last bit between shapes (a batch of 16
-rows and one of 1024 can round a row's sum differently). So results are bitwise identical
-whenever two calls use the same ``runs_per_block``: unsharded or sharded over any number of
-devices, chunked or not, whatever ``R`` (``tests/test_sharding.py``); pass
-``runs_per_block`` to pin it. Different block sizes give the same runs up to float rounding.
+rows and one of 1024 can round a row's sum or a softmax differently; measured: StABL's play
+probabilities at blocks of 8 and of 2 runs differ in the last bit in 19 of 384 entries while
+every arm drawn is the same). So results are bitwise identical whenever two calls use the
+same ``runs_per_block``: unsharded or sharded over any number of devices, chunked or not,
+whatever ``R`` (``tests/test_sharding.py``). On a CPU the default block size is a function of
+``R`` alone, so the default gives the same bits on any number of CPU devices
+(``tests/test_reliability.py``); on a GPU the default block is all of a device's runs, so pass
+``runs_per_block`` to pin it across device counts. Different block sizes give the same runs
+up to float rounding. Metrics that sum over arms (``expected_loss``) use a fixed-order sum
+(:mod:`stabl_jax.numerics`), so they never depend on how XLA splits a reduction.
 """
 
 from __future__ import annotations
@@ -103,8 +109,9 @@ def plan_runs(
 
     Args:
       num_runs: ``R`` (>= 1).
-      runs_per_block: runs per block; ``None``: at most :data:`CPU_MAX_BLOCK` on a CPU and
-        all of a device's runs elsewhere, split evenly.
+      runs_per_block: runs per block; ``None``: on a CPU, ``R`` split evenly into blocks of
+        at most :data:`CPU_MAX_BLOCK` (a function of ``R`` alone, so the default gives the
+        same bits on any number of CPU devices); elsewhere all of a device's runs.
       mesh: a 1-D mesh with axis ``"runs"``, ``None`` for no sharding, or ``"auto"`` for
         :func:`runs_mesh` over every device.
       host_threads: ``None``: on one CPU device, the largest divisor of the number of blocks
@@ -116,9 +123,12 @@ def plan_runs(
         mesh = runs_mesh()
     devices = 1 if mesh is None else int(mesh.devices.size)
     per_device = math.ceil(num_runs / devices)
-    if runs_per_block is None:
-        limit = CPU_MAX_BLOCK if jax.default_backend() == "cpu" else per_device
-        block = math.ceil(per_device / math.ceil(per_device / limit))
+    if runs_per_block is None and jax.default_backend() == "cpu":
+        # From R alone, never from the device count: the same R gets the same block program,
+        # hence the same bits, on one CPU device or many (module docstring).
+        block = math.ceil(num_runs / math.ceil(num_runs / CPU_MAX_BLOCK))
+    elif runs_per_block is None:
+        block = per_device
     else:
         block = checks.check_int("runs_per_block", runs_per_block, minimum=1)
     padded = math.ceil(num_runs / (devices * block)) * devices * block

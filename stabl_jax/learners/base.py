@@ -23,7 +23,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks
+from stabl_jax import checks, numerics
 
 
 @chex.dataclass(frozen=True)
@@ -51,7 +51,9 @@ class StepInfo:
       observed: ``(num_queries,)`` float losses at the queried arms.
       loss: ``()`` float, the suffered loss ``l_t(x_t)``.
       expected_loss: ``()`` float, ``<play_probs, l_t>``, the loss in expectation over the
-        play draw (a metric; it never feeds back into the state).
+        play draw (a metric; it never feeds back into the state). Summed in a fixed order
+        (:func:`stabl_jax.numerics.fixed_order_dot`): the same bits for any batch of runs
+        and any number of devices.
       play_probs: ``(num_arms,)`` float, for in-scan reductions; do not stack it over rounds.
     """
 
@@ -129,7 +131,9 @@ class BanditLearner:
             arms=query.arms,
             observed=observed,
             loss=observed[0],
-            expected_loss=jnp.dot(query.play_probs, loss.astype(query.play_probs.dtype)),
+            expected_loss=numerics.fixed_order_dot(
+                query.play_probs, loss.astype(query.play_probs.dtype)
+            ),
             play_probs=query.play_probs,
         )
         return new_state, info

@@ -1,0 +1,53 @@
+"""Reductions whose order of additions is fixed by the code, not by the compiler.
+
+XLA chooses how to split a reduction (``jnp.sum``, ``jnp.dot``) by the shapes around it: the
+number of runs stepped together, the device count, the backend. A float32 sum evaluated in
+another order differs in the last bit, so a metric computed with ``jnp.dot`` under ``vmap``
+can change with the batch size even though every learner decision is the same. The sums
+here are written as a fixed tree of elementwise additions, which XLA never reorders, so the
+same inputs give the same bits on any batch size, device count or backend.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def fixed_order_sum(x: jax.Array) -> jax.Array:
+    """Sum over the last axis as a fixed pairwise tree.
+
+    Level by level, entry ``i`` of the first half is added to entry ``i`` of the second half
+    (an odd entry out is carried to the next level unchanged), so ``n`` entries take
+    ``ceil(log2 n)`` elementwise additions whose order no compiler may change.
+
+    Args:
+      x: ``(..., n)`` array, ``n >= 1``.
+
+    Returns:
+      ``(...)`` the sums, in ``x``'s dtype.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> float(fixed_order_sum(jnp.arange(5.0)))
+      10.0
+    """
+    while x.shape[-1] > 1:
+        n = x.shape[-1]
+        half = n // 2
+        paired = x[..., :half] + x[..., half : 2 * half]
+        x = paired if n % 2 == 0 else jnp.concatenate([paired, x[..., 2 * half :]], axis=-1)
+    return x[..., 0]
+
+
+def fixed_order_dot(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``<a, b>`` over the last axis, summed by :func:`fixed_order_sum`.
+
+    Args:
+      a: ``(..., n)``.
+      b: ``(..., n)``, same shape and dtype as ``a``.
+
+    Returns:
+      ``(...)`` the inner products.
+    """
+    return fixed_order_sum(a * b)
