@@ -273,13 +273,17 @@ def _window_regret(arm_prefix: jax.Array, own: jax.Array, length: int) -> jax.Ar
     return jax.lax.scan(body, first, blocks)[0]
 
 
-def _prefix_sums(values: jax.Array, start: jax.Array) -> jax.Array:
-    """``(T, k)`` float64 running sums ``start + sum_{s <= t} values_s`` along axis 0. On a
-    CPU a sequential scan (the order of ``np.cumsum``; ``jnp.cumsum`` lowers to an ``O(T^2)``
-    window there); elsewhere ``jnp.cumsum`` (a parallel scan, equal up to rounding)."""
+def _prefix_sums(values: jax.Array, start: jax.Array, sequential: bool | None = None) -> jax.Array:
+    """``(T, k)`` float64 running sums ``start + sum_{s <= t} values_s`` along axis 0.
+
+    ``sequential=None`` picks by backend: on a CPU a sequential scan (the order of
+    ``np.cumsum``; ``jnp.cumsum`` lowers to an ``O(T^2)`` window there); elsewhere
+    ``jnp.cumsum`` (a parallel scan, equal up to rounding). Both are tested on the CPU."""
     values = values.astype(jnp.float64)
-    if jax.default_backend() != "cpu":
-        return start + jnp.cumsum(values, axis=0)
+    if sequential is None:
+        sequential = jax.default_backend() == "cpu"
+    if not sequential:
+        return start[None, :] + jnp.cumsum(values, axis=0)
 
     def accumulate(total: jax.Array, row: jax.Array) -> tuple[jax.Array, jax.Array]:
         total = total + row

@@ -75,7 +75,10 @@ def runs(tmp_path_factory):
     sharded = dict(np.load(folder / "sharded.npz"))
     namespace: dict = {}
     exec(compile(SCRIPT, str(script), "exec"), namespace)
-    return sharded, namespace["run_all"]()
+    # The subprocess runs on CPU devices; so does the comparison run (on a machine with a
+    # GPU, the default device would otherwise compare a GPU run with the CPU's bits).
+    with jax.default_device(jax.devices("cpu")[0]):
+        return sharded, namespace["run_all"]()
 
 
 def test_subprocess_sharded_over_four_devices(runs):

@@ -1,0 +1,126 @@
+"""Throughput of ``simulate`` on an accelerator: the rows of the GPU speed table.
+
+    python experiments/gpu_bench.py --out gpu_bench.json [--quick] [--large]
+
+Each row is ``simulate(learner, ExpertAdvice, key, R, traces=...)`` at the paper's step sizes
+on the default device, timed twice after compilation (the run time excludes compilation;
+the table reports the faster call). ``run-steps/s = R * T / run seconds``. The bound column is
+what streaming the learner's state through device memory once per round would allow:
+``device bandwidth / (2 * state bytes per run)`` with the bandwidth given by ``--bandwidth``
+(GB/s; 3350 for an H100 SXM, 4800 for an H200). ``--large`` adds R = 1,048,576 runs of StABL
+(n = 30, T = 4096) recording only the suffered loss (the memory ceiling of one device).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import time
+
+import jax
+import numpy as np
+
+from stabl_jax import ExpertAdvice, make, simulate
+
+#: (learner, n, R, T, traces): the rows of the speed table.
+ROWS: list[tuple[str, int, int, int, tuple[str, ...]]] = [
+    ("stabl", 30, 1_024, 2_048, ("played", "loss")),
+    ("stabl", 30, 16_384, 4_096, ("played", "loss")),
+    ("stabl", 30, 131_072, 4_096, ("played", "loss")),
+    ("stabl", 300, 32_768, 2_048, ("played", "loss")),
+    ("exp3", 30, 131_072, 4_096, ("played", "loss")),
+    ("stabl", 30, 16_384, 4_096, ("played", "arms", "loss", "expected_loss", "prob_best")),
+]
+QUICK_ROWS = [row for row in ROWS if row[2] <= 16_384]
+
+
+def state_bytes(learner, key) -> int:
+    state = learner.init(key)
+    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(state)))
+
+
+def time_row(name, n, runs, horizon, traces, bandwidth_gbs, repeats=2):
+    learner = make(name, num_arms=n, horizon=horizon)
+    env = ExpertAdvice(num_arms=n, horizon=horizon)
+    seconds, compile_s = [], 0.0
+    for i in range(repeats):
+        res = simulate(learner, env, jax.random.key(i), runs, traces=traces, chunk_size=512)
+        compile_s = max(compile_s, res.compile_seconds)
+        seconds.append(res.run_seconds)
+        del res
+    best = min(seconds)
+    rate = runs * horizon / best
+    sbytes = state_bytes(learner, jax.random.key(0))
+    bound = bandwidth_gbs * 1e9 / (2 * sbytes)
+    return {
+        "learner": name,
+        "num_arms": n,
+        "runs": runs,
+        "horizon": horizon,
+        "traces": list(traces),
+        "run_seconds": seconds,
+        "compile_seconds": compile_s,
+        "run_steps_per_s": rate,
+        "us_per_round": best / horizon * 1e6,
+        "state_bytes_per_run": sbytes,
+        "bound_run_steps_per_s": bound,
+        "fraction_of_bound": rate / bound,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--quick", action="store_true", help="only the rows with R <= 16384")
+    parser.add_argument("--large", action="store_true", help="add the R = 2^20 StABL run")
+    parser.add_argument("--bandwidth", type=float, default=3350.0, help="device GB/s")
+    args = parser.parse_args()
+    device = jax.devices()[0]
+    report = {
+        "device": f"{device.platform} {device.device_kind}",
+        "jax": jax.__version__,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "host": platform.machine(),
+        "bandwidth_gbs": args.bandwidth,
+        "rows": [],
+    }
+    print(f"# {report['device']}, JAX {jax.__version__}")
+    print("| learner | n | R | T | traces | run-steps/s | µs/round | bound | fraction |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, n, runs, horizon, traces in QUICK_ROWS if args.quick else ROWS:
+        row = time_row(name, n, runs, horizon, traces, args.bandwidth)
+        report["rows"].append(row)
+        print(
+            f"| {name} | {n} | {runs:,} | {horizon} | {len(traces)} | "
+            f"{row['run_steps_per_s']:.3g} | {row['us_per_round']:.1f} | "
+            f"{row['bound_run_steps_per_s']:.3g} | {row['fraction_of_bound']:.3f} |",
+            flush=True,
+        )
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=2)
+    if args.large:
+        runs, horizon = 1 << 20, 4096
+        learner = make("stabl", num_arms=30, horizon=horizon)
+        env = ExpertAdvice(num_arms=30, horizon=horizon)
+        start = time.perf_counter()
+        res = simulate(learner, env, jax.random.key(0), runs, traces=("loss",), chunk_size=256)
+        wall = time.perf_counter() - start
+        large = {
+            "runs": runs,
+            "horizon": horizon,
+            "wall_seconds": wall,
+            "run_seconds": res.run_seconds,
+            "compile_seconds": res.compile_seconds,
+            "run_steps_per_s": runs * horizon / res.run_seconds,
+            "mean_loss": float(res.loss.mean(dtype=np.float64)),
+        }
+        report["large"] = large
+        print(f"# R = 2^20: {large}", flush=True)
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
