@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="only the rows with R <= 16384")
     parser.add_argument("--large", action="store_true", help="add the R = 2^20 StABL run")
+    parser.add_argument("--no-rows", action="store_true", help="skip the table's rows")
     parser.add_argument("--bandwidth", type=float, default=3350.0, help="device GB/s")
     args = parser.parse_args()
     device = jax.devices()[0]
@@ -89,7 +90,8 @@ def main() -> None:
     print(f"# {report['device']}, JAX {jax.__version__}")
     print("| learner | n | R | T | traces | run-steps/s | µs/round | bound | fraction |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, n, runs, horizon, traces in QUICK_ROWS if args.quick else ROWS:
+    rows = [] if args.no_rows else QUICK_ROWS if args.quick else ROWS
+    for name, n, runs, horizon, traces in rows:
         row = time_row(name, n, runs, horizon, traces, args.bandwidth)
         report["rows"].append(row)
         print(

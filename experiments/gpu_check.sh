@@ -23,7 +23,7 @@ timeout "${BENCH_SECONDS:-120}" python3 experiments/gpu_bench.py --out "$out/gpu
 echo "bench exit code: $?" | tee -a "$out/bench.log"
 cat "$out/bench.log"
 timeout "${LARGE_SECONDS:-90}" python3 -c "
-import sys; sys.argv = ['gpu_bench', '--out', '$out/gpu_large.json', '--large', '--quick']
+import sys; sys.argv = ['gpu_bench', '--out', '$out/gpu_large.json', '--large', '--no-rows']
 import runpy; runpy.run_path('experiments/gpu_bench.py', run_name='__main__')
 " > "$out/large.log" 2>&1
 echo "large exit code: $?" | tee -a "$out/large.log"
