@@ -62,7 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks
+from stabl_jax import checks, numerics
 from stabl_jax.envs import bbob_instances
 from stabl_jax.envs.bbob_instances import (
     LUNACEK_D,
@@ -283,7 +283,7 @@ class BBOBFunction:
     def _to_coco(self, params: BBOBFunctionParams, x: jax.Array) -> jax.Array:
         """``x_opt + U (x - x_star)`` for one ``x`` of shape ``(d,)``."""
         if self.rotate:
-            return params.coco.x_opt + params.rotation @ (x - params.x_star)
+            return params.coco.x_opt + numerics.matmul(params.rotation, x - params.x_star)
         if self.shift_radius > 0:
             return params.coco.x_opt + (x - params.x_star)
         return x  # the COCO instance itself, bit-exact
@@ -369,18 +369,18 @@ def _f5(p: BBOBParams, x: jax.Array) -> jax.Array:  # linear slope
 
 
 def _f6(p: BBOBParams, x: jax.Array) -> jax.Array:  # attractive sector
-    z = p.M @ (x - p.shift)
+    z = numerics.matmul(p.M, x - p.shift)
     s = jnp.sum(jnp.where(z * p.shift > 0, 100.0 * 100.0, 1.0) * z**2)
     return t_osz(s) ** 0.9
 
 
 def _f7(p: BBOBParams, x: jax.Array) -> jax.Array:  # step ellipsoid
     expo = _expo(x.shape[-1], x.dtype)
-    z_hat = jnp.sqrt(10.0**expo) * (p.Q @ (x - p.shift))
+    z_hat = jnp.sqrt(10.0**expo) * numerics.matmul(p.Q, x - p.shift)
     rounded = jnp.where(
         jnp.abs(z_hat) > 0.5, _round_half_up(z_hat), _round_half_up(10.0 * z_hat) / 10.0
     )
-    z = p.R @ rounded
+    z = numerics.matmul(p.R, rounded)
     core = jnp.sum(100.0**expo * z**2)
     return 0.1 * jnp.maximum(jnp.abs(z_hat[0]) * 1e-4, core) + boundary_penalty(x)
 
@@ -391,35 +391,35 @@ def _f8(p: BBOBParams, x: jax.Array) -> jax.Array:  # Rosenbrock
 
 
 def _f9(p: BBOBParams, x: jax.Array) -> jax.Array:  # rotated Rosenbrock
-    return _rosenbrock(p.M @ x + 0.5)
+    return _rosenbrock(numerics.matmul(p.M, x) + 0.5)
 
 
 def _f10(p: BBOBParams, x: jax.Array) -> jax.Array:  # rotated ellipsoid
-    return _ellipsoid(t_osz(p.R @ (x - p.shift)))
+    return _ellipsoid(t_osz(numerics.matmul(p.R, x - p.shift)))
 
 
 def _f11(p: BBOBParams, x: jax.Array) -> jax.Array:  # discus
-    z = t_osz(p.R @ (x - p.shift))
+    z = t_osz(numerics.matmul(p.R, x - p.shift))
     return 1e6 * z[0] ** 2 + jnp.sum(z[1:] ** 2)
 
 
 def _f12(p: BBOBParams, x: jax.Array) -> jax.Array:  # bent cigar
-    z = p.R @ t_asy(p.R @ (x - p.shift), 0.5)
+    z = numerics.matmul(p.R, t_asy(numerics.matmul(p.R, x - p.shift), 0.5))
     return z[0] ** 2 + 1e6 * jnp.sum(z[1:] ** 2)
 
 
 def _f13(p: BBOBParams, x: jax.Array) -> jax.Array:  # sharp ridge
-    z = p.M @ (x - p.shift)
+    z = numerics.matmul(p.M, x - p.shift)
     return z[0] ** 2 + 100.0 * jnp.sqrt(jnp.sum(z[1:] ** 2))
 
 
 def _f14(p: BBOBParams, x: jax.Array) -> jax.Array:  # different powers
-    z = p.R @ (x - p.shift)
+    z = numerics.matmul(p.R, x - p.shift)
     return jnp.sqrt(jnp.sum(jnp.abs(z) ** (2.0 + 4.0 * _expo(x.shape[-1], x.dtype))))
 
 
 def _f15(p: BBOBParams, x: jax.Array) -> jax.Array:  # rotated Rastrigin
-    return _rastrigin(p.M @ t_asy(t_osz(p.R @ (x - p.shift)), 0.2))
+    return _rastrigin(numerics.matmul(p.M, t_asy(t_osz(numerics.matmul(p.R, x - p.shift)), 0.2)))
 
 
 _WEIERSTRASS_K = 12
@@ -428,7 +428,7 @@ _WEIERSTRASS_F0 = sum(0.5**k * math.cos(2.0 * math.pi * 3.0**k * 0.5) for k in r
 
 def _f16(p: BBOBParams, x: jax.Array) -> jax.Array:  # Weierstrass
     d = x.shape[-1]
-    z = p.M @ t_osz(p.R @ (x - p.shift))
+    z = numerics.matmul(p.M, t_osz(numerics.matmul(p.R, x - p.shift)))
     k = jnp.arange(_WEIERSTRASS_K, dtype=x.dtype)
     terms = (0.5**k)[None, :] * jnp.cos(2.0 * math.pi * (z[:, None] + 0.5) * (3.0**k)[None, :])
     core = 10.0 * (jnp.sum(terms) / d - _WEIERSTRASS_F0) ** 3
@@ -436,14 +436,14 @@ def _f16(p: BBOBParams, x: jax.Array) -> jax.Array:  # Weierstrass
 
 
 def _schaffers(p: BBOBParams, x: jax.Array) -> jax.Array:  # f17, f18 (condition in M)
-    z = p.M @ t_asy(p.R @ (x - p.shift), 0.5)
+    z = numerics.matmul(p.M, t_asy(numerics.matmul(p.R, x - p.shift), 0.5))
     s = z[:-1] ** 2 + z[1:] ** 2
     core = jnp.mean(s**0.25 * (1.0 + jnp.sin(50.0 * s**0.1) ** 2)) ** 2
     return core + 10.0 * boundary_penalty(x)
 
 
 def _f19(p: BBOBParams, x: jax.Array) -> jax.Array:  # composite Griewank-Rosenbrock F8F2
-    z = p.M @ x + 0.5
+    z = numerics.matmul(p.M, x) + 0.5
     s = 100.0 * (z[:-1] ** 2 - z[1:]) ** 2 + (1.0 - z[:-1]) ** 2
     return 10.0 + 10.0 * jnp.mean(s / 4000.0 - jnp.cos(s))
 
@@ -452,21 +452,21 @@ def _f20(p: BBOBParams, x: jax.Array) -> jax.Array:  # Schwefel x sin(sqrt|x|)
     c = SCHWEFEL_TWICE_XOPT
     x_hat = 2.0 * p.signs * x
     z_hat = x_hat.at[1:].add(0.25 * (x_hat[:-1] - c))
-    z = 100.0 * (p.M @ (z_hat - c) + c)
+    z = 100.0 * (numerics.matmul(p.M, z_hat - c) + c)
     penalty = jnp.sum(jnp.maximum(jnp.abs(z) - 500.0, 0.0) ** 2)
     return 0.01 * (penalty + 418.9828872724339 - jnp.mean(z * jnp.sin(jnp.sqrt(jnp.abs(z)))))
 
 
 def _gallagher(p: BBOBParams, x: jax.Array) -> jax.Array:  # f21, f22
     d = x.shape[-1]
-    diff = (p.Q @ x)[None, :] - p.peaks  # (p, d)
+    diff = numerics.matmul(p.Q, x)[None, :] - p.peaks  # (p, d)
     heights = p.peak_heights * jnp.exp(-0.5 / d * jnp.sum(p.peak_scales * diff**2, axis=-1))
     return t_osz(10.0 - jnp.max(heights)) ** 2 + boundary_penalty(x)
 
 
 def _f23(p: BBOBParams, x: jax.Array) -> jax.Array:  # Katsuura
     d = x.shape[-1]
-    z = p.M @ (x - p.shift)
+    z = numerics.matmul(p.M, x - p.shift)
     two_j = 2.0 ** jnp.arange(1, 33, dtype=x.dtype)
     scaled = z[:, None] * two_j[None, :]  # (d, 32)
     inner = jnp.sum(jnp.abs(scaled - _round_half_up(scaled)) / two_j[None, :], axis=-1)
@@ -481,7 +481,7 @@ def _f24(p: BBOBParams, x: jax.Array) -> jax.Array:  # Lunacek bi-Rastrigin
     s = 1.0 - 0.5 / (math.sqrt(d + 20.0) - 4.1)
     mu1 = -math.sqrt((mu0**2 - dd) / s)
     x_hat = 2.0 * p.signs * x
-    z = p.M @ (x_hat - mu0)
+    z = numerics.matmul(p.M, x_hat - mu0)
     funnels = jnp.minimum(jnp.sum((x_hat - mu0) ** 2), dd * d + s * jnp.sum((x_hat - mu1) ** 2))
     return funnels + 10.0 * (d - jnp.sum(jnp.cos(2.0 * math.pi * z))) + 1e4 * boundary_penalty(x)
 
