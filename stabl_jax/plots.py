@@ -19,7 +19,12 @@ import numpy as np
 DPI = 120
 FIGSIZE = (9.0, 5.0)
 MAX_POINTS = 4000  # curves are thinned to at most this many points (the eye sees no more)
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")  # tell overlapping SA(L) lines apart
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")  # tell overlapping lines apart
+LINESTYLES = ("-", "--", "-.", ":")  # ... together with the markers and the colors
+MARKS_PER_LINE = 12  # markers on a time curve (staggered per line so coinciding lines show)
+#: SA(L) is drawn on a symmetric-log y axis, linear on ``[-SYMLOG_LINEAR, SYMLOG_LINEAR]``:
+#: a negative SA(L) (the learner beat the best arm on every window) stays visible.
+SYMLOG_LINEAR = 10.0
 
 #: Legend labels of the registry names (the paper's names where it has one).
 LABELS: dict[str, str] = {
@@ -98,41 +103,45 @@ def _draw_axes(
     xlabel: str,
     ylabel: str,
     vlines: Sequence[float] = (),
-    loglog: bool = False,
+    symlog: bool = False,
     xlog: bool = False,
     ylim: tuple[float, float] | None = None,
     markers: bool = False,
     legend: bool = True,
     fontsize: int = 11,
 ) -> None:
-    """Draw ``bands`` (mean lines with 95% bands) on one matplotlib axes."""
+    """Draw ``bands`` (mean lines with 95% bands) on one matplotlib axes.
+
+    Every line has its own color, line style and marker (markers at every point with
+    ``markers``, else :data:`MARKS_PER_LINE` staggered ones), so lines that coincide stay
+    distinguishable. ``symlog``: log2 x axis and a symmetric-log y axis that shows negative
+    values (linear within ``+-SYMLOG_LINEAR``)."""
     for index, band in enumerate(bands):
         band = band if markers else _thin(band)
-        mean = band.mean
-        lower, upper = mean - band.half, mean + band.half
-        if loglog:  # non-positive values (e.g. a negative SA(L)) have no place: not drawn
-            floor = np.nanmin(mean[mean > 0], initial=1.0) / 10.0
-            mean = np.where(mean > 0, mean, np.nan)
-            upper = np.where(np.isfinite(mean), upper, np.nan)
-            lower = np.maximum(lower, floor)
+        count = band.x.shape[0]
+        step = max(1, count // MARKS_PER_LINE)
         color = colors[band.name]
         ax.plot(
             band.x,
-            mean,
+            band.mean,
             color=color,
             lw=1.6,
+            ls=LINESTYLES[index % len(LINESTYLES)],
             label=band.label,
-            marker=MARKERS[index % len(MARKERS)] if markers else None,
+            marker=MARKERS[index % len(MARKERS)],
+            markevery=None if markers else (index * step // max(1, len(bands)), step),
             ms=5,
-            mfc="none" if markers and index % 2 else color,
+            mfc="none" if index % 2 else color,
         )
         if np.isfinite(band.half).any():
+            lower, upper = band.mean - band.half, band.mean + band.half
             ax.fill_between(band.x, lower, upper, color=color, alpha=0.2, lw=0)
     for i, x in enumerate(vlines):
         ax.axvline(x, color="0.35", ls="--", lw=1.0, label="change point" if i == 0 else None)
-    if loglog:
+    if symlog:
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        ax.set_yscale("symlog", linthresh=SYMLOG_LINEAR)
+        ax.axhline(0.0, color="0.35", ls=":", lw=1.0)
     elif xlog:
         ax.set_xscale("log")
     if ylim is not None:
@@ -153,7 +162,7 @@ def _draw(
     xlabel: str,
     ylabel: str,
     vlines: Sequence[float] = (),
-    loglog: bool = False,
+    symlog: bool = False,
     xlog: bool = False,
     ylim: tuple[float, float] | None = None,
     markers: bool = False,
@@ -170,7 +179,7 @@ def _draw(
             xlabel=xlabel,
             ylabel=ylabel,
             vlines=vlines,
-            loglog=loglog,
+            symlog=symlog,
             xlog=xlog,
             ylim=ylim,
             markers=markers,
@@ -326,7 +335,11 @@ def plot_loss(
 
 
 def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
-    """SA(L), the worst regret over any window of ``L`` rounds, against ``L`` (log-log).
+    """SA(L), the worst regret over any window of ``L`` rounds, against ``L``.
+
+    The x axis is log2; the y axis is symmetric-log (linear within ``+-SYMLOG_LINEAR``,
+    logarithmic beyond), so a negative SA(L), where a learner beat the best arm on every
+    window of that length, is drawn below the dotted zero line instead of vanishing.
 
     Args:
       bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``; put the
@@ -338,10 +351,40 @@ def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str)
         bands,
         path,
         title=title,
-        xlabel="window length L (rounds)",
-        ylabel="SA(L) = max over windows of length L of regret",
-        loglog=True,
+        xlabel="window length L (rounds, log2 axis)",
+        ylabel=(
+            "SA(L), max regret over windows of length L\n"
+            f"(symlog axis, linear in ±{SYMLOG_LINEAR:g})"
+        ),
+        symlog=True,
         markers=True,
+    )
+
+
+def plot_cumulative_regret(
+    bands: Sequence[Band],
+    path: str | Path,
+    *,
+    title: str,
+    change_points: Sequence[int] = (),
+) -> Path:
+    """Cumulative regret against the best arm of each round, ``sum_{s <= t} (l_s(x_s) -
+    l_s(i*_s))``, against rounds ``t`` (the dynamic regret of a piecewise environment).
+
+    Args:
+      bands: per learner, mean and 95% half-width over runs of the cumulative regret at
+        rounds ``x``.
+      path: the PNG to write.
+      title: figure title.
+      change_points: rounds where the best arm changes.
+    """
+    return _draw(
+        bands,
+        path,
+        title=title,
+        xlabel="round t",
+        ylabel="cumulative regret to the best arm of each round",
+        vlines=change_points,
     )
 
 

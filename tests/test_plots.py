@@ -1,0 +1,39 @@
+"""Plots a reader can trust: negative SA(L) is drawn, coinciding lines stay apart."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stabl_jax import plots
+
+
+def _bands(values):
+    x = np.asarray([16, 64, 256, 1024], float)
+    return [
+        plots.Band(name=f"l{i}", label=f"learner {i}", x=x, mean=np.asarray(v, float), half=x * 0)
+        for i, v in enumerate(values)
+    ]
+
+
+def test_adaptive_regret_axis_shows_negative_values(tmp_path):
+    plt = plots._pyplot()
+    fig, ax = plt.subplots()
+    bands = _bands([[10.0, 50.0, -20.0, -600.0], [10.0, 50.0, -20.0, -600.0]])
+    plots._draw_axes(
+        ax, bands, plots._colors(["l0", "l1"]), title="t", xlabel="x", ylabel="y", symlog=True
+    )
+    assert ax.get_yscale() == "symlog"
+    drawn = [line for line in ax.get_lines() if line.get_label().startswith("learner")]
+    assert all(np.nanmin(line.get_ydata()) == -600.0 for line in drawn)  # not masked out
+    # identical curves are told apart by line style and marker
+    assert drawn[0].get_linestyle() != drawn[1].get_linestyle()
+    assert drawn[0].get_marker() != drawn[1].get_marker()
+    plt.close(fig)
+    assert plots.plot_adaptive_regret(bands, tmp_path / "sa.png", title="t").stat().st_size > 0
+
+
+def test_cumulative_regret_plot_is_written(tmp_path):
+    x = np.arange(100.0)
+    band = plots.Band(name="stabl", label="StABL", x=x, mean=np.sqrt(x), half=0 * x + 0.5)
+    path = plots.plot_cumulative_regret([band], tmp_path / "c.png", title="t", change_points=[50])
+    assert path.stat().st_size > 0
