@@ -37,6 +37,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from stabl_jax import __version__, compile_cache
 from stabl_jax.config import ConfigError, ExperimentConfig, load_config, shipped_configs
 
 DEFAULT_CONFIG = "expert_advice_equal"
@@ -48,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stabl-jax",
         description="Strongly adaptive bandit experiments (StABL, ICLR 2024) in JAX.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--compile-cache",
+        default=None,
+        metavar="DIR",
+        help="folder of JAX's persistent compilation cache, or 'off' (default: "
+        f"${compile_cache.ENV_VAR}, else ~/.cache/stabl_jax/jax); second runs skip compiling",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -109,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from stabl_jax.results import OutputError
 
     try:
+        compile_cache.enable(compile_cache.resolve(args.compile_cache))
         return args.handler(args)
     except (ConfigError, OutputError, CheckpointMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import jax
 import pytest
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
+# The command line's persistent compilation cache stays off in tests (it is a process-wide
+# JAX setting and would write to the user's cache folder); tests/test_compile_cache.py
+# exercises it with a folder of its own.
+os.environ.setdefault("STABL_JAX_COMPILE_CACHE", "off")
 
 from stabl_jax import LEARNERS, ExpertAdvice, make  # noqa: E402
 
