@@ -1,5 +1,5 @@
 """How close do tuning-free ``stabl_anytime`` and ``stabl_adaptive`` get to the tuned StABL
-sweep? (issue 6's target: "within 5% of the tuned sweep's per-segment reward on the shipped
+sweep? (the target: "within 5% of the tuned sweep's per-segment reward on the shipped
 expert-advice configs without any tuning").
 
     python experiments/anytime_gap.py [--runs 500] [--configs expert_advice_equal ...]

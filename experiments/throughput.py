@@ -5,7 +5,7 @@
 Compile time is reported separately (ahead-of-time compilation inside ``simulate``); the run
 time excludes it. Timings are of one process on whatever device JAX picks; compare ratios
 within one run, not absolute numbers across machines. (The full benchmark with NumPy
-baselines is issue 7's ``experiments/benchmark.py``.)
+baselines is ``experiments/benchmark.py``.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""T = 2^20 rounds with n = 30 arms in float32 stay finite and normalised (issue 8, item 2).
+"""T = 2^20 rounds with n = 30 arms in float32 stay finite and normalised.
 
 One run each of StABL (Algorithm 1, B = 14 experts, L_k = 2^6 .. 2^20) and EXP3 over
 2^20 rounds of the paper's expert-advice environment (four segments of 2^18 rounds), with the

@@ -1,5 +1,4 @@
-"""n = 10^4 arms over T = 2^14 rounds in float32, and float32 against float64 (issue 8,
-item 2).
+"""n = 10^4 arms over T = 2^14 rounds in float32, and float32 against float64.
 
 Many arms: one run each of StABL (B = 9 experts of 10^4 arms) and EXP3, with the round
 randomness of ``simulate`` (``tests/long_runs.py``): no NaN or inf, every round's play and

@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of the learner contract (issue 8, item 5).
+"""Property-based tests (hypothesis) of the learner contract.
 
 Over random learners of the registry (every entry, both feedback modes), sizes n in
 [2, 40], horizons T in [16, 2^20] (which set StABL's experts and every step size), params

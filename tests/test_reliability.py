@@ -122,7 +122,7 @@ def test_bco_resume_is_bitwise_identical(tmp_path):
     np.testing.assert_array_equal(resumed.best_loss, whole.best_loss)
 
 
-# SHARDING GUARD (issue 8, item 4). Today simulate jits on the default device, so the forced
+# SHARDING GUARD. Today simulate jits on the default device, so the forced
 # four-device host gives the one-device bits trivially. When simulate shards the runs axis
 # over jax.devices() (branch `speed`), this test is the guard that it still does: keep the
 # subprocess and the comparison, and if sharding needs num_runs divisible by the device count
@@ -191,7 +191,7 @@ def _sources() -> list[Path]:
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(REPO)))
 def test_no_pickle_or_eval(path):
     """No pickle-family module, no eval/exec/compile, and every np.load passes
-    allow_pickle=False (item 6 of issue 8)."""
+    allow_pickle=False."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
