@@ -1,0 +1,192 @@
+"""Results folders as tables: :func:`load_results` and the tidy ``results.csv``.
+
+A results folder (``stabl-jax run``) holds ``summary.json`` (config, provenance and every
+learner's statistics, nested by metric) and ``traces.npz`` (per-run arrays). This module
+reads both without knowing the experiment's kind: every ``{"mean": ..., "ci95": ...}`` pair
+in a learner's summary becomes rows of one tidy table, one row per learner x metric x
+window/segment/problem::
+
+    learner, problem, metric, window, segment, mean, ci95
+
+``window`` is the SA(L) window length ``L`` where the metric has one, ``segment`` the 1-based
+segment of a piecewise environment, ``problem`` the algorithm-selection problem
+(``f01_d32_n1000``); empty where they do not apply. Plain numbers (``num_muted``, a score)
+are rows with an empty ``ci95``.
+
+Example:
+  >>> res = load_results("results/expert_advice_equal-seed0")  # doctest: +SKIP
+  >>> res.rows()[0]  # doctest: +SKIP
+  {'learner': 'uniform', 'problem': '', 'metric': 'mean_reward', 'window': '', ...}
+  >>> res.to_dataframe().query("metric == 'sa_sampled'")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+COLUMNS: tuple[str, ...] = ("learner", "problem", "metric", "window", "segment", "mean", "ci95")
+CSV_NAME = "results.csv"
+
+#: Keys of a learner's summary that describe it rather than measure it.
+_NOT_METRICS = frozenset({"label", "class", "constructor", "params", "num_queries"})
+
+
+def _statistic(node: Any) -> bool:
+    return isinstance(node, Mapping) and "mean" in node and "ci95" in node
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _metric_rows(metric: str, node: Any, windows: list[int] | None) -> Iterator[dict[str, Any]]:
+    """Rows of one metric node of a learner's summary (recursive over sub-metrics)."""
+    if _statistic(node):
+        means, halves = node["mean"], node["ci95"]
+        if isinstance(means, list):
+            for i, (m, h) in enumerate(zip(means, halves, strict=True)):
+                where = {"window": windows[i]} if windows is not None else {"segment": i + 1}
+                yield {"metric": metric, "mean": m, "ci95": h, **where}
+        else:
+            yield {"metric": metric, "mean": means, "ci95": halves}
+    elif isinstance(node, Mapping):
+        sub_windows = node.get("window_lengths", windows)
+        for key, child in node.items():
+            if key == "window_lengths":
+                continue
+            if metric == "adaptive_regret":  # .../sampled -> sa_sampled, .../sa -> sa
+                name = "sa" if key == "sa" else f"sa_{key}"
+            else:
+                name = f"{metric}_{key}"
+            yield from _metric_rows(name, child, sub_windows)
+    elif _number(node):
+        yield {"metric": metric, "mean": node, "ci95": None}
+
+
+def _learner_rows(learner: str, summary: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for metric, node in summary.items():
+        if metric in _NOT_METRICS or metric.endswith("_seconds"):
+            continue
+        if metric.endswith("_ci") and metric[: -len("_ci")] in summary:
+            continue  # the interval of the metric before it (algorithm-selection summaries)
+        for row in _metric_rows(metric, node, None):
+            if row["ci95"] is None and _number(summary.get(f"{metric}_ci")):
+                row["ci95"] = summary[f"{metric}_ci"]
+            yield {"learner": learner, **row}
+
+
+def summary_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tidy rows (:data:`COLUMNS`) of a ``summary.json`` dict, of any kind.
+
+    Bandit and BCO summaries hold ``learners: {name: {metric: ...}}``; algorithm-selection
+    summaries hold ``problems: {problem: {learner: {metric: value}}}``.
+    """
+    rows: list[dict[str, Any]] = []
+    for learner, node in summary.get("learners", {}).items():
+        rows += [{"problem": "", **row} for row in _learner_rows(learner, node)]
+    for problem, learners in summary.get("problems", {}).items():
+        for learner, node in learners.items():
+            rows += [{"problem": problem, **row} for row in _learner_rows(learner, node)]
+    return [{c: row.get(c, "") if row.get(c) is not None else "" for c in COLUMNS} for row in rows]
+
+
+def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write tidy rows as CSV (header :data:`COLUMNS`; floats with 17 significant digits, so
+    the file reproduces ``summary.json``'s numbers exactly)."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+    """A results folder, read back.
+
+    Attributes:
+      folder: the folder.
+      summary: ``summary.json`` as a dict.
+    """
+
+    folder: Path
+    summary: Mapping[str, Any]
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """The resolved config the folder was made from (every default filled in)."""
+        return self.summary.get("config", {})
+
+    @property
+    def learners(self) -> list[str]:
+        """The learners' registry names, in the order they were run."""
+        names = list(self.summary.get("learners", {}))
+        return names or list(self.config.get("learners", []))
+
+    @property
+    def traces(self) -> Mapping[str, np.ndarray]:
+        """``traces.npz``'s arrays, read lazily (each array when first indexed):
+        ``res.traces["stabl/loss"]`` is ``(R, T)``. Empty when the folder has none."""
+        path = self.folder / "traces.npz"
+        if not path.exists():
+            return {}
+        return np.load(path, allow_pickle=False)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The tidy rows of :func:`summary_rows`."""
+        return summary_rows(self.summary)
+
+    def to_dataframe(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas, which stabl_jax does not
+        install: ``pip install pandas``)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError(
+                "to_dataframe needs pandas (pip install pandas); rows() and the folder's "
+                f"{CSV_NAME} give the same table without it"
+            ) from exc
+        frame = pd.DataFrame(self.rows(), columns=list(COLUMNS))
+        for column in ("window", "segment", "mean", "ci95"):
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        return frame
+
+    def to_csv(self, path: str | Path | None = None) -> Path:
+        """Write the tidy table (default: ``<folder>/results.csv``)."""
+        return write_csv(self.rows(), self.folder / CSV_NAME if path is None else path)
+
+
+def load_results(folder: str | Path) -> Results:
+    """Read a results folder written by ``stabl-jax run``.
+
+    Args:
+      folder: the folder (it holds ``summary.json``).
+
+    Returns:
+      A :class:`Results` (config, per-learner summaries, lazy traces, tidy rows).
+
+    Raises:
+      FileNotFoundError: no ``summary.json`` in ``folder`` (a folder still being written
+        has its results in ``<folder>.partial-*`` until it completes).
+      ValueError: ``summary.json`` is not valid JSON.
+    """
+    folder = Path(folder)
+    path = folder / "summary.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{folder} has no summary.json: not a finished results folder of stabl-jax run"
+        )
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); rerun the experiment") from None
+    return Results(folder=folder, summary=summary)

@@ -1,0 +1,85 @@
+"""Results folders as tidy tables (``stabl_jax.tables``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from stabl_jax import cli
+from stabl_jax.tables import COLUMNS, load_results, summary_rows
+
+BANDIT = {
+    "learners": {
+        "stabl": {
+            "label": "StABL",
+            "constructor": {"num_arms": 5},
+            "compile_seconds": 1.0,
+            "mean_reward": {"mean": 0.5, "ci95": 0.01},
+            "segment_reward": {"mean": [0.4, 0.6], "ci95": [0.02, 0.03]},
+            "adaptive_regret": {
+                "window_lengths": [16, 64],
+                "sampled": {"mean": [3.0, -5.0], "ci95": [0.1, 0.2]},
+            },
+            "num_muted": 7,
+        }
+    }
+}
+SELECTION = {
+    "problems": {
+        "f01_d4_n200": {"exp3": {"final_log10_gap": -0.8, "final_log10_gap_ci": 0.5}},
+    }
+}
+
+
+def test_bandit_summary_rows():
+    rows = summary_rows(BANDIT)
+    assert all(tuple(r) == COLUMNS for r in rows)
+    by = {(r["metric"], r["window"], r["segment"]): (r["mean"], r["ci95"]) for r in rows}
+    assert by[("mean_reward", "", "")] == (0.5, 0.01)
+    assert by[("segment_reward", "", 2)] == (0.6, 0.03)
+    assert by[("sa_sampled", 64, "")] == (-5.0, 0.2)
+    assert by[("num_muted", "", "")] == (7, "")
+    assert len(rows) == 6  # label, constructor and timings are not metrics
+
+
+def test_selection_summary_rows_pair_the_interval():
+    (row,) = summary_rows(SELECTION)
+    assert (row["problem"], row["learner"], row["metric"]) == (
+        "f01_d4_n200",
+        "exp3",
+        "final_log10_gap",
+    )
+    assert (row["mean"], row["ci95"]) == (-0.8, 0.5)
+
+
+def test_load_results_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no summary\.json"):
+        load_results(tmp_path)
+    (tmp_path / "summary.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_results(tmp_path)
+
+
+@pytest.mark.slow  # two learners compiled through the command line
+def test_a_real_results_folder_as_a_table(tmp_path):
+    out = tmp_path / "run"
+    args = ["run", "--runs", "2", "--no-progress", "--out", str(out)]
+    assert cli.main([*args, "--set", 'learners=["uniform","stabl"]']) == 0
+    res = load_results(out)
+    assert res.learners == ["uniform", "stabl"]
+    assert res.traces["stabl/loss"].shape == (2, res.config["horizon"])
+    rows = res.rows()
+    summary = json.loads((out / "summary.json").read_text())
+    want = summary["learners"]["stabl"]["mean_reward"]["mean"]
+    assert [
+        r["mean"] for r in rows if r["learner"] == "stabl" and r["metric"] == "mean_reward"
+    ] == [want]
+    path = res.to_csv(tmp_path / "t.csv")
+    with path.open() as f:
+        read = list(csv.DictReader(f))
+    assert len(read) == len(rows)
+    assert float(read[0]["mean"]) == rows[0]["mean"]  # exact round trip
+    assert np.isfinite([float(r["mean"]) for r in read]).all()
