@@ -1,0 +1,31 @@
+"""Provenance: the commit and dirtiness of the code that made a results folder."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from stabl_jax import provenance
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_code_version_in_this_checkout():
+    info = provenance.code_version()
+    inside = subprocess.run(
+        ["git", "-C", str(provenance.PACKAGE_DIR.parent), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if inside.returncode != 0:  # an installed copy: no history beside it
+        assert info["commit"] is None and info["dirty"] is None
+    else:
+        assert info["commit"] == inside.stdout.strip()
+        assert isinstance(info["dirty"], bool)
+
+
+def test_outside_a_checkout_records_no_commit(monkeypatch, tmp_path):
+    monkeypatch.setattr(provenance, "PACKAGE_DIR", tmp_path / "stabl_jax")
+    assert provenance.code_version()["commit"] is None
