@@ -429,7 +429,7 @@ def _pm(mean: float, half: float, digits: int) -> str:
 
 
 def _add_bench_parser(sub: Any) -> None:
-    from stabl_jax.benchmark import BenchConfig
+    from stabl_jax.bench.benchmark import BenchConfig
 
     default = BenchConfig()
     bench = sub.add_parser(
@@ -452,7 +452,7 @@ def _add_bench_parser(sub: Any) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from stabl_jax import benchmark
+    from stabl_jax.bench import benchmark
     from stabl_jax.registry import LEARNERS
 
     config = benchmark.QUICK if args.quick else benchmark.BenchConfig()
