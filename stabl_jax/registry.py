@@ -156,7 +156,7 @@ class Registry(Mapping[str, Entry]):
           ValueError: an unknown name (the message lists the known ones), an import that
             fails, or a class that does not obey the contract.
         """
-        if name in self._entries:
+        if isinstance(name, str) and name in self._entries:
             return self._entries[name]
         if not isinstance(name, str) or ":" not in name:
             raise ValueError(

@@ -36,6 +36,19 @@ class FlavouredAdvice(ExpertAdvice):
     flavour: str = "plain"
 
 
+@dataclasses.dataclass(frozen=True)
+class NoSegments:
+    """An environment without change points (the experiment's segment metrics need them)."""
+
+    num_arms: int
+    horizon: int
+
+    def sample_params(self, key): ...
+    def loss(self, params, t, key): ...
+    def loss_at(self, params, t, key, arms): ...
+    def best_arm(self, params, t): ...
+
+
 class NotFrozen:
     pass
 '''
@@ -144,6 +157,8 @@ def test_import_paths_that_fail_say_why(tmp_path, user_parts, name, message):
 def test_register_checks_name_contract_and_clashes(user_parts):
     with pytest.raises(ValueError, match="lacks"):
         register_learner("advice", user_parts.FlavouredAdvice)
+    with pytest.raises(ValueError, match=re.escape("lacks ['change_points', 'num_segments']")):
+        register_env("no_segments", user_parts.NoSegments)
     with pytest.raises(ValueError, match="letters, digits"):
         register_learner("my:exp3", user_parts.NotedEXP3)
     with pytest.raises(ValueError, match="'stabl' is already registered"):
@@ -152,7 +167,7 @@ def test_register_checks_name_contract_and_clashes(user_parts):
         register_env("flavoured", user_parts.FlavouredAdvice, kind="convex")
 
 
-def test_unknown_names_list_the_known_ones_and_the_closest(tmp_path):
+def test_unknown_names_list_the_known_ones_and_the_closest(tmp_path, user_parts):
     with pytest.raises(ValueError, match=r"did you mean 'stabl'.*stabl_naive"):
         make("stabel", num_arms=3, horizon=16)
     with pytest.raises(ValueError, match=r"did you mean 'expert_advice'.*bernoulli"):
@@ -163,8 +178,9 @@ def test_unknown_names_list_the_known_ones_and_the_closest(tmp_path):
         ('"exp3", ', '"exp_3", ', "did you mean 'exp3'"),
         ("user_parts:FlavouredAdvice", "expert_advise", "did you mean 'expert_advice'"),
         ("runs = 3", "runz = 3", "did you mean 'runs'"),
+        ('"exp3", ', "[1], ", "unknown learner [1]; choose one of"),
     ]:
-        with pytest.raises(ConfigError, match=hint):
+        with pytest.raises(ConfigError, match=re.escape(hint)):
             load_config_text(tmp_path, CONFIG.replace(old, new, 1))
 
 
