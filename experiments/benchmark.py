@@ -3,7 +3,7 @@
     python experiments/benchmark.py [--quick] [--out DIR] [--learners ...] [--arms ...]
                                     [--runs ...] [--repeats K] [--no-numpy]
 
-See :mod:`stabl_jax.benchmark` for what is timed and how; README and EXPERIMENTS.md quote
+See :mod:`stabl_jax.bench.benchmark` for what is timed and how; README and EXPERIMENTS.md quote
 its table with the machine it came from.
 """
 

@@ -19,7 +19,7 @@ import time
 import jax
 
 from stabl_jax import ExpertAdvice, StABL
-from stabl_jax.benchmark import machine_info, rss_bytes
+from stabl_jax.bench.benchmark import machine_info, rss_bytes
 from stabl_jax.streaming import simulate_summaries
 
 

@@ -4,91 +4,64 @@ Implements StABL (Lu et al., "Adaptive Regret for Bandits Made Possible: Two Que
 ICLR 2024) and its baselines behind one contract (``init``/``ask``/``tell``/``step``), with
 environments that are pure functions of ``(params, t, key)`` and a ``simulate`` that runs
 thousands of independent runs as one compiled program.
+
+The top level holds what a user calls; the rest is imported from its subpackage: bandit
+convex optimisation from :mod:`stabl_jax.bco` (learners) and :mod:`stabl_jax.envs.convex`,
+algorithm selection from :mod:`stabl_jax.envs.hpo` and :mod:`stabl_jax.hpo_metrics`, metrics
+from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry`.
 """
 
-from stabl_jax import bco, domains, gradients, metrics
-from stabl_jax.bco import (
-    BCO_LEARNERS,
-    FKM,
-    FullInfoOGD,
-    StABLBCO,
-    StABLBCOTwoQuery,
-    TwoPointOGD,
-    make_bco,
-)
-from stabl_jax.bco.simulate import BCOSimResult, bco_adaptive_regret, simulate_bco
-from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
-from stabl_jax.envs.bbob import BBOBFunction
-from stabl_jax.envs.convex import (
-    CONVEX_ENVS,
-    AbsoluteLinear,
-    CustomConvex,
-    HuberTarget,
-    MovingTarget,
-)
-from stabl_jax.envs.eagle import EagleConfig, EagleEnsemble, eagle_grid
-from stabl_jax.envs.hpo import HPOEnv
-from stabl_jax.hpo_metrics import run_hpo
+from stabl_jax.bco import BCOLearner
+from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
 from stabl_jax.learners import (
     DUCB,
     EXP3,
+    SAOL,
     SWUCB,
-    BanditQuery,
+    BanditLearner,
     Exp3IX,
     Exp3S,
+    Hedge,
+    SAOLHedge,
     StABL,
-    StepInfo,
+    StABLAdaptive,
+    StABLAnytime,
+    StABLOneQuery,
     Uniform,
 )
-from stabl_jax.reactive import simulate_reactive
-from stabl_jax.registry import ENVS, LEARNERS, make, make_env
+from stabl_jax.registry import ENVS, LEARNERS, make, make_env, register_env, register_learner
+from stabl_jax.results import read_summary, read_traces
 from stabl_jax.simulate import SimResult, simulate
-
-__version__ = "0.1.0"
+from stabl_jax.versions import __version__
 
 __all__ = [
-    "BCO_LEARNERS",
-    "CONVEX_ENVS",
     "DUCB",
     "ENVS",
     "EXP3",
-    "FKM",
     "LEARNERS",
+    "SAOL",
     "SWUCB",
-    "AbsoluteLinear",
-    "BBOBFunction",
-    "BCOSimResult",
-    "BanditQuery",
-    "CustomConvex",
-    "EagleConfig",
-    "EagleEnsemble",
+    "BCOLearner",
+    "BanditLearner",
     "Exp3IX",
     "Exp3S",
     "ExpertAdvice",
-    "FullInfoOGD",
-    "HPOEnv",
-    "HuberTarget",
-    "MovingTarget",
+    "Hedge",
     "PiecewiseBernoulli",
+    "PiecewiseEnv",
+    "SAOLHedge",
     "SimResult",
     "StABL",
-    "StABLBCO",
-    "StABLBCOTwoQuery",
-    "StepInfo",
-    "TwoPointOGD",
+    "StABLAdaptive",
+    "StABLAnytime",
+    "StABLOneQuery",
     "Uniform",
     "__version__",
-    "bco",
-    "bco_adaptive_regret",
-    "domains",
-    "eagle_grid",
-    "gradients",
     "make",
-    "make_bco",
     "make_env",
-    "metrics",
-    "run_hpo",
+    "read_summary",
+    "read_traces",
+    "register_env",
+    "register_learner",
     "simulate",
-    "simulate_bco",
-    "simulate_reactive",
 ]

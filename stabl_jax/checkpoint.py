@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -44,6 +43,8 @@ from typing import IO, Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from stabl_jax.versions import __version__, installed_version
 
 FORMAT = "stabl_jax.checkpoint/1"
 STATE = "state.npz"
@@ -301,19 +302,10 @@ class ChunkCheckpoint:
 # --------------------------------------------------------------------------------------------
 
 
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def experiment_identity(config: Any) -> dict[str, Any]:
     """What must be equal for a checkpoint of an experiment to be resumed: the resolved
     config (without ``source``, ``overrides`` and ``chunk_size``, which do not change the
     results), the versions that compute it, the platform and the x64 setting."""
-    from stabl_jax import __version__
-
     resolved = config.to_dict()
     for key in ("source", "overrides", "chunk_size"):
         resolved.pop(key, None)
@@ -325,7 +317,7 @@ def experiment_identity(config: Any) -> dict[str, Any]:
                 "versions": {
                     "stabl_jax": __version__,
                     "jax": jax.__version__,
-                    "jaxlib": _version("jaxlib"),
+                    "jaxlib": installed_version("jaxlib"),
                     "numpy": np.__version__,
                 },
                 "platform": jax.devices()[0].platform,

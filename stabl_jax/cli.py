@@ -37,8 +37,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from stabl_jax import __version__, compile_cache
+from stabl_jax import compile_cache
 from stabl_jax.config import ConfigError, ExperimentConfig, load_config, shipped_configs
+from stabl_jax.versions import __version__
 
 DEFAULT_CONFIG = "expert_advice_equal"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -144,23 +145,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from stabl_jax.bco import BCO_LEARNER_DESCRIPTIONS
-    from stabl_jax.envs.convex import CONVEX_ENV_DESCRIPTIONS
-    from stabl_jax.registry import ENV_DESCRIPTIONS, LEARNER_DESCRIPTIONS
+    from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 
     out = out or sys.stdout
     configs = shipped_configs()
     sections = {
-        "learners": LEARNER_DESCRIPTIONS,
-        "environments": ENV_DESCRIPTIONS,
-        'BCO learners (kind = "bco")': BCO_LEARNER_DESCRIPTIONS,
-        'convex environments (kind = "bco")': CONVEX_ENV_DESCRIPTIONS,
+        "learners": LEARNERS,
+        "environments": ENVS,
+        'BCO learners (kind = "bco")': BCO_LEARNERS,
+        'convex environments (kind = "bco")': CONVEX_ENVS,
     }
     width = max(len(n) for n in [*configs, *(n for d in sections.values() for n in d)]) + 2
-    for title, descriptions in sections.items():
+    for title, entries in sections.items():
         print(f"{title}:", file=out)
-        for name, text in descriptions.items():
-            print(f"  {name:<{width}}{text}", file=out)
+        for name, entry in entries.items():
+            print(f"  {name:<{width}}{entry.description}", file=out)
     print("configs:", file=out)
     for name, path in configs.items():
         print(f"  {name:<{width}}{_config_description(path)}", file=out)
@@ -439,7 +438,7 @@ def _pm(mean: float, half: float, digits: int) -> str:
 
 
 def _add_bench_parser(sub: Any) -> None:
-    from stabl_jax.benchmark import BenchConfig
+    from stabl_jax.bench.benchmark import BenchConfig
 
     default = BenchConfig()
     bench = sub.add_parser(
@@ -462,7 +461,7 @@ def _add_bench_parser(sub: Any) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from stabl_jax import benchmark
+    from stabl_jax.bench import benchmark
     from stabl_jax.registry import LEARNERS
 
     config = benchmark.QUICK if args.quick else benchmark.BenchConfig()

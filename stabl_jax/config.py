@@ -16,7 +16,7 @@ Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
     # chunk_size = 256               # rounds per compiled chunk; absent = auto
 
     [env]
-    name = "expert_advice"           # a key of stabl_jax.registry.ENVS
+    name = "expert_advice"           # a name in stabl_jax.registry.ENVS, or "package.module:Class"
     num_arms = 30                    # ... and that environment's constructor arguments
     num_segments = 4
 
@@ -27,9 +27,9 @@ Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
     meta_lr_scale = 1.0
 
 A BCO experiment (``kind = "bco"``, see ``configs/bco_d2.toml``) has the same keys, with
-``[env]`` naming a :data:`stabl_jax.envs.convex.CONVEX_ENVS` entry (``dim`` required; the
+``[env]`` naming a :data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the
 domain as ``domain = "ball"`` or ``domain = {name = "box", size = 0.5}``), ``learners`` from
-:data:`stabl_jax.bco.BCO_LEARNERS`, no ``feedback``, and an optional ``sa_stride`` (distance
+:data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback``, and an optional ``sa_stride`` (distance
 between SA(L) window starts; absent is ``max(1, L // 4)``)::
 
     kind = "bco"
@@ -45,6 +45,10 @@ between SA(L) window starts; absent is ``max(1, L // 4)``)::
     [params.fkm]
     lr_scale = 1.0
 
+Learner and environment names are registry names (:mod:`stabl_jax.registry`) or import paths
+of your own classes, ``"package.module:Class"`` (the module importable, e.g. on ``PYTHONPATH``);
+their tables are then quoted keys (``[params."mypkg.mod:MyLearner"]``).
+
 Every problem found on load raises :class:`ConfigError` naming the key, the file and what is
 allowed. Environment and learner keyword arguments are checked against the constructor's
 dataclass fields and type hints, then by constructing the object (its own checks).
@@ -53,18 +57,18 @@ dataclass fields and type hints, then by constructing the object (its own checks
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib.resources
 import math
 import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from stabl_jax import registry
+from stabl_jax.domains import DOMAINS, make_domain
 
 if typing.TYPE_CHECKING:
     from stabl_jax.hpo_experiment import HPOConfig
@@ -112,22 +116,12 @@ _BCO_LEARNER_RESERVED = {
 _KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco"}
 
 
-def _learner_registry(kind: str) -> Mapping[str, Callable[..., Any]]:
-    """The learner registry of an experiment kind."""
-    if kind == "bco":
-        from stabl_jax.bco import BCO_LEARNERS
-
-        return BCO_LEARNERS
-    return registry.LEARNERS
+def _learner_registry(kind: str) -> registry.Registry:
+    return registry.BCO_LEARNERS if kind == "bco" else registry.LEARNERS
 
 
-def _env_registry(kind: str) -> Mapping[str, Callable[..., Any]]:
-    """The environment registry of an experiment kind."""
-    if kind == "bco":
-        from stabl_jax.envs.convex import CONVEX_ENVS
-
-        return CONVEX_ENVS
-    return registry.ENVS
+def _env_registry(kind: str) -> registry.Registry:
+    return registry.CONVEX_ENVS if kind == "bco" else registry.ENVS
 
 
 def _learner_reserved(kind: str) -> dict[str, str]:
@@ -137,15 +131,11 @@ def _learner_reserved(kind: str) -> dict[str, str]:
 def _make_env(kind: str, name: str, horizon: int, kwargs: Mapping[str, Any]) -> Any:
     """``env registry[name](horizon=horizon, **kwargs)``; a BCO ``domain`` spec
     ``{"name", "size"}`` becomes a :class:`~stabl_jax.domains.Domain`."""
-    if kind != "bco":
-        return registry.make_env(name, horizon=horizon, **kwargs)
-    from stabl_jax.domains import make_domain
-
     kwargs = dict(kwargs)
-    spec = kwargs.pop("domain", None)
+    spec = kwargs.pop("domain", None) if kind == "bco" else None
     if spec is not None:
         kwargs["domain"] = make_domain(spec["name"], int(kwargs["dim"]), spec["size"])
-    return _env_registry(kind)[name](horizon=horizon, **kwargs)
+    return _env_registry(kind).make(name, horizon=horizon, **kwargs)
 
 
 class ConfigError(ValueError):
@@ -162,8 +152,8 @@ class EnvConfig:
     """The ``[env]`` table.
 
     Attributes:
-      name: a key of :data:`stabl_jax.registry.ENVS` (bandit) or of
-        :data:`stabl_jax.envs.convex.CONVEX_ENVS` (BCO).
+      name: a name in :data:`stabl_jax.registry.ENVS` (bandit) or
+        :data:`stabl_jax.registry.CONVEX_ENVS` (BCO), or an import path ``"module:Class"``.
       kwargs: the constructor arguments besides ``horizon`` (``num_arms`` or ``dim``
         included), with TOML arrays turned into tuples; a BCO ``domain`` is the spec
         ``{"name": ..., "size": ...}`` of :func:`stabl_jax.domains.make_domain`.
@@ -187,7 +177,7 @@ class ExperimentConfig:
       seed: ``jax.random.key(seed)`` drives every run of every learner (>= 0).
       runs: independent runs ``R`` (>= 1).
       horizon: rounds ``T`` (>= 16).
-      learners: registry names, simulated in this order.
+      learners: registry names or import paths, simulated in this order.
       env: the environment.
       window: moving-average window of the plots, in ``[1, T]``.
       sa_windows: window lengths ``L`` of the SA(L) table, increasing, each in ``[1, T]``.
@@ -223,8 +213,8 @@ class ExperimentConfig:
 
     # --- building the objects it describes ----------------------------------------------------
     def make_env(self) -> Any:
-        """The environment, ``ENVS[env.name](horizon=horizon, **env.kwargs)`` (``CONVEX_ENVS``
-        for a BCO config)."""
+        """The environment, ``ENVS.make(env.name, horizon=horizon, **env.kwargs)``
+        (``CONVEX_ENVS`` for a BCO config)."""
         return _make_env(self.kind, self.env.name, self.horizon, self.env.kwargs)
 
     def learner_kwargs(self, name: str) -> dict[str, Any]:
@@ -234,25 +224,19 @@ class ExperimentConfig:
         kwargs = dict(self.learner_options.get(name, {}))
         if self.kind == "bco":
             kwargs.setdefault("lipschitz", float(self.make_env().lipschitz))
-        elif "feedback" in _learner_fields(self.kind, name) and "feedback" not in kwargs:
-            kwargs["feedback"] = self.feedback
+        elif "feedback" in _learner_registry(self.kind).entry(name).hints:
+            kwargs.setdefault("feedback", self.feedback)
         return kwargs
 
     def make_learner(self, name: str) -> Any:
         """Learner ``name`` for this config's environment and ``horizon``."""
         if self.kind == "bco":
-            from stabl_jax.bco import make_bco
-
             env = self.make_env()
-            return make_bco(
-                name,
-                dim=env.dim,
-                domain=env.domain,
-                horizon=self.horizon,
-                **self.learner_kwargs(name),
-            )
-        return registry.make(
-            name, num_arms=self.env.num_arms, horizon=self.horizon, **self.learner_kwargs(name)
+            sizes = {"dim": env.dim, "domain": env.domain}
+        else:
+            sizes = {"num_arms": self.env.num_arms}
+        return _learner_registry(self.kind).make(
+            name, horizon=self.horizon, **sizes, **self.learner_kwargs(name)
         )
 
     def learner_params(self, learner: Any, name: str) -> Any:
@@ -460,7 +444,8 @@ class _Checker:
     def unknown(self, key: str, allowed: Iterable[str], what: str = "") -> typing.NoReturn:
         names = ", ".join(sorted(allowed)) or "(none)"
         label = f" {what}" if what else ""
-        raise ConfigError(f"unknown{label} {self.where(key)}; allowed keys: {names}")
+        hint = registry.did_you_mean(key.rpartition(".")[2], allowed)
+        raise ConfigError(f"unknown{label} {self.where(key)}{hint}; allowed keys: {names}")
 
     def integer(self, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
         ok = isinstance(value, int) and not isinstance(value, bool)
@@ -580,18 +565,25 @@ def validate(
     return config
 
 
+def _entry(check: _Checker, key: str, known: registry.Registry, name: Any) -> registry.Entry:
+    """``known.entry(name)`` (a registered name or an import path), else a config error."""
+    try:
+        return known.entry(name)
+    except ValueError as exc:
+        check.fail(key, str(exc))
+
+
 def _check_learners(check: _Checker, value: Any, kind: str) -> tuple[str, ...]:
     known = _learner_registry(kind)
-    allowed = sorted(known)
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value:
         check.fail(
-            "learners", f"must be a non-empty array of learner names from {allowed}, got {value!r}"
+            "learners",
+            f"must be a non-empty array of learner names from {sorted(known)}, got {value!r}",
         )
     for item in value:
-        if not isinstance(item, str) or item not in known:
-            check.fail("learners", f"unknown learner {item!r}; choose from {allowed}")
+        _entry(check, "learners", known, item)
     if len(set(value)) != len(value):
         check.fail("learners", f"lists a learner twice: {value!r}")
     return tuple(value)
@@ -615,11 +607,11 @@ def _check_env(check: _Checker, value: Any, horizon: int, kind: str = "bandit") 
     envs = _env_registry(kind)
     if "name" not in table:
         check.fail("env.name", f"is required; choose from {sorted(envs)}")
-    name = check.string("env.name", table["name"], sorted(envs))
+    name = check.string("env.name", table["name"])
+    hints = _entry(check, "env.name", envs, name).hints
     size_key = "dim" if kind == "bco" else "num_arms"
     if size_key not in table:
         check.fail(f"env.{size_key}", f"is required (an int >= {1 if kind == 'bco' else 2})")
-    hints = _init_hints(envs[name])
     kwargs: dict[str, Any] = {}
     for key, item in table.items():
         if key == "name":
@@ -642,8 +634,6 @@ def _check_env(check: _Checker, value: Any, horizon: int, kind: str = "bandit") 
 
 def _check_domain(check: _Checker, value: Any) -> dict[str, Any]:
     """``"ball"`` or ``{name = "box", size = 0.5}`` -> ``{"name": ..., "size": ...}``."""
-    from stabl_jax.domains import DOMAINS
-
     allowed = sorted(DOMAINS)
     spec = {"name": value} if isinstance(value, str) else value
     if not isinstance(spec, dict):
@@ -672,10 +662,8 @@ def _check_learner_options(
     out: dict[str, dict[str, Any]] = {}
     for learner_name, options in tables.items():
         key = f"learner_options.{learner_name}"
-        if learner_name not in known:
-            check.unknown(key, known, "learner")
+        hints = _entry(check, key, known, learner_name).hints
         options = check.table(key, options)
-        hints = _learner_hints(kind, learner_name)
         accepted = [k for k in hints if k not in reserved]
         out[learner_name] = {}
         for option, item in options.items():
@@ -693,8 +681,7 @@ def _check_params(check: _Checker, value: Any, kind: str = "bandit") -> dict[str
     out: dict[str, dict[str, float]] = {}
     for learner_name, values in tables.items():
         key = f"params.{learner_name}"
-        if learner_name not in known:
-            check.unknown(key, known, "learner")
+        _entry(check, key, known, learner_name)
         values = check.table(key, values)
         out[learner_name] = {}
         for field, item in values.items():
@@ -705,42 +692,7 @@ def _check_params(check: _Checker, value: Any, kind: str = "bandit") -> dict[str
     return out
 
 
-# --- introspection of constructors -------------------------------------------------------------
-
-
-def _init_hints(cls: type) -> dict[str, Any]:
-    """``{field: type hint}`` of a dataclass's constructor arguments."""
-    resolved = typing.get_type_hints(cls)
-    return {f.name: resolved.get(f.name, Any) for f in dataclasses.fields(cls) if f.init}
-
-
-@functools.cache
-def _learner_class(kind: str, name: str) -> type:
-    """The dataclass a learner registry entry builds (classes, partials and factories)."""
-    entry = _learner_registry(kind)[name]
-    while isinstance(entry, functools.partial):
-        entry = entry.func
-    if isinstance(entry, type) and dataclasses.is_dataclass(entry):
-        return entry
-    # A factory function: build a small instance and look at what it returns.
-    return type(entry(num_arms=2, horizon=MIN_HORIZON))
-
-
-def _learner_hints(kind: str, name: str) -> dict[str, Any]:
-    hints = _init_hints(_learner_class(kind, name))
-    entry = _learner_registry(kind)[name]
-    # Options a factory takes beyond those of the class it builds (e.g. exp3_uniform's gamma).
-    if not isinstance(entry, type | functools.partial):
-        import inspect
-
-        for param in inspect.signature(entry).parameters.values():
-            if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-                hints.setdefault(param.name, Any)
-    return hints
-
-
-def _learner_fields(kind: str, name: str) -> set[str]:
-    return set(_learner_hints(kind, name))
+# --- introspection -------------------------------------------------------------------------
 
 
 def _params_fields(learner: Any) -> list[str]:

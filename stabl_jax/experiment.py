@@ -234,7 +234,7 @@ class BCOLearnerOutcome:
     """One BCO learner's simulation and its metrics.
 
     Attributes:
-      name: :data:`stabl_jax.bco.BCO_LEARNERS` name.
+      name: :data:`stabl_jax.registry.BCO_LEARNERS` name.
       learner: the learner object.
       params: the learner params it ran with (shared by all runs).
       result: its :class:`~stabl_jax.bco.simulate.BCOSimResult` (``(R, T)`` traces).

@@ -29,7 +29,6 @@ No plotting here (``stabl_jax.plots`` is the face); everything returns NumPy arr
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,7 +46,6 @@ PAPER_HISTORY_LENGTHS: tuple[int, ...] = (20, 40, 80, 160, 320, 640, 1280, 2560)
 BASELINE = "uniform"
 GAP_FLOOR = 1e-12  # gaps below it count as solved: floor for logs and ratios
 DEFAULT_TAU_MAX = 10.0
-_PROBE_HORIZON = 2**20
 
 
 def make_hpo_learner(
@@ -61,8 +59,11 @@ def make_hpo_learner(
 ) -> Any:
     """The registry's learner ``name`` for a budget of ``num_evaluations`` evaluations.
 
-    ``horizon = ceil(num_evaluations / num_queries)`` (its number of rounds); ``feedback`` and
-    ``history_lengths`` are passed to the learners that have them.
+    ``horizon = ceil(num_evaluations / num_queries)`` (its number of rounds), with
+    ``num_queries`` from the registry entry, or, where the learner's options set it (Hedge,
+    SAOL), from the learner built for the whole budget. ``feedback`` and ``history_lengths``
+    are passed to the learners that take them, unless the entry fixes them
+    (``stabl_single_scale``'s one history length).
 
     Example:
       >>> make_hpo_learner("stabl", 24, 1000).horizon
@@ -70,15 +71,14 @@ def make_hpo_learner(
       >>> make_hpo_learner("exp3", 24, 1000).horizon
       1000
     """
-    # A probe, only to read num_queries and the options (a long horizon suits every learner).
-    probe = registry.make(name, num_arms=num_arms, horizon=_PROBE_HORIZON)
-    fields = {f.name for f in dataclasses.fields(probe)}
-    if "feedback" in fields:
-        kwargs.setdefault("feedback", feedback)
-    if "history_lengths" in fields and name != "stabl_single_scale":
-        kwargs.setdefault("history_lengths", tuple(history_lengths))
-    horizon = num_rounds(num_evaluations, probe.num_queries)
-    return registry.make(name, num_arms=num_arms, horizon=horizon, **kwargs)
+    entry = registry.LEARNERS.entry(name)
+    for option, value in (("feedback", feedback), ("history_lengths", tuple(history_lengths))):
+        if option in entry.hints and option not in entry.defaults:
+            kwargs.setdefault(option, value)
+    queries = (
+        entry.num_queries or entry(num_arms=num_arms, horizon=num_evaluations, **kwargs).num_queries
+    )
+    return entry(num_arms=num_arms, horizon=num_rounds(num_evaluations, queries), **kwargs)
 
 
 def run_hpo(

@@ -12,7 +12,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import estimators
 from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -159,13 +158,6 @@ def per_segment_mean(values: np.ndarray, segments: np.ndarray, num_segments: int
         sums = np.where(mask, values, 0.0).sum(axis=1)
         out[:, s] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return out
-
-
-def per_segment_reward(result: SimResult, num_segments: int) -> np.ndarray:
-    """``(R, S)`` mean reward ``1 - l_t(x_t)`` per segment of every run."""
-    segments = segment_ids(result.carry, result.horizon)
-    reward = estimators.loss_to_reward(result.loss.astype(np.float64))
-    return per_segment_mean(reward, segments, num_segments)
 
 
 def moving_average(values: np.ndarray, window: int) -> np.ndarray:

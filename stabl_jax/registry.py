@@ -1,98 +1,308 @@
-"""Registries of learners and environments, with gymnax-style ``make``.
+"""Registries of learners and environments, with metadata and a gymnax-style ``make``.
 
-Entries are constructors (classes or ``functools.partial`` of one) keyed by name. Learner
-entries take ``num_arms`` and ``horizon`` plus their own options; the named variants fix the
-options that define them in the paper.
+An :class:`Entry` knows its class, the constructor arguments that define it (``defaults``),
+a one-line description and its number of queries per round; configs read an entry's options
+and their types from its class, never from an instance. ``LEARNERS`` and ``ENVS`` (bandits:
+built with ``num_arms`` and ``horizon``), ``BCO_LEARNERS`` and ``CONVEX_ENVS`` (built with
+``dim``, ``horizon`` and, for learners, ``domain`` and ``lipschitz``) read like mappings
+(``name in LEARNERS``, ``sorted(LEARNERS)``, ``LEARNERS[name](num_arms=..., horizon=...)``).
+A name ``"package.module:Class"`` is an import path: :meth:`Registry.entry` imports the class
+and checks it against the registry's contract, so a config may name a class of yours without
+registering it; :func:`register_learner` and :func:`register_env` give it a name.
+
+Example:
+  >>> make("stabl_single_scale", num_arms=30, horizon=4096).history_lengths
+  (1024,)
+  >>> LEARNERS["stabl_naive"].defaults, LEARNERS["stabl"].num_queries
+  (mappingproxy({'observation': 'uniform'}), 2)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import functools
-from collections.abc import Callable
+import importlib
+import re
+import types
+import typing
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
-from stabl_jax.learners import DUCB, EXP3, SWUCB, Exp3IX, Exp3S, StABL, Uniform, auer_gamma
-from stabl_jax.learners.hedge import Hedge
-from stabl_jax.learners.saol import SAOL, SAOLHedge
-from stabl_jax.learners.stabl_adaptive import StABLAdaptive
-from stabl_jax.learners.stabl_anytime import StABLAnytime
-from stabl_jax.learners.stabl_one_query import StABLOneQuery
+from stabl_jax import bco, learners
+from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, convex
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
-def _exp3_uniform(num_arms: int, horizon: int, gamma: float | None = None, **kwargs: Any) -> EXP3:
-    """EXP3 with uniform exploration; ``gamma`` defaults to Auer et al.'s rate."""
-    if gamma is None:
-        gamma = auer_gamma(num_arms, horizon)
-    return EXP3(num_arms=num_arms, horizon=horizon, gamma=gamma, **kwargs)
+def did_you_mean(name: str, known: typing.Iterable[str]) -> str:
+    """``" (did you mean 'stabl'?)"`` for the closest of ``known`` to ``name``, else ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-LEARNERS: dict[str, Callable[..., Any]] = {
-    "uniform": Uniform,
-    "exp3": EXP3,
-    "exp3_uniform": _exp3_uniform,
-    "stabl": StABL,
-    "stabl_naive": functools.partial(StABL, observation="uniform"),
-    "stabl_single_scale": functools.partial(StABL, history_lengths=(1024,)),
-    "exp3s": Exp3S,
-    "exp3_ix": Exp3IX,
-    "sw_ucb": SWUCB,
-    "d_ucb": DUCB,
-    "hedge": Hedge,
-    "saol_hedge": SAOLHedge,
-    "saol": SAOL,
-    "stabl_one_query": StABLOneQuery,
-    "stabl_anytime": StABLAnytime,
-    "stabl_adaptive": StABLAdaptive,
-}
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A registered class and what defines it.
 
-LEARNER_DESCRIPTIONS: dict[str, str] = {
-    "uniform": "plays uniformly at random, never learns (1 query)",
-    "exp3": "EXP3, Algorithm 2, learning rate from the Lemma (1 query)",
-    "exp3_uniform": "EXP3 mixed with uniform exploration, gamma of Auer et al. 2002 (1 query)",
-    "stabl": "StABL, Algorithm 1: geometric EXP3 experts + importance query P(t) (2 queries)",
-    "stabl_naive": "StABL with the observed arm drawn uniformly ('StABL Naive') (2 queries)",
-    "stabl_single_scale": "StABL with one history length, 1024 ('Single Scale') (2 queries)",
-    "exp3s": "Exp3.S, Exp3 with weight sharing for switching arms (Auer et al. 2002) (1 query)",
-    "exp3_ix": "Exp3-IX, Exp3 with implicit exploration (Neu 2015) (1 query)",
-    "sw_ucb": "sliding-window UCB (Garivier & Moulines 2011), deterministic (1 query)",
-    "d_ucb": "discounted UCB (Garivier & Moulines 2011), deterministic (1 query)",
-    "hedge": "Hedge, full information, eta = sqrt(8 ln n / T) (n queries)",
-    "saol_hedge": "SAOL (Daniely et al. 2015) over geometric Hedge experts, full info (n queries)",
-    "saol": "SAOL-style bandit: every geometric EXP3 expert queries its own arm (1 + B queries)",
-    "stabl_one_query": "StABL observing only the played arm; meta weights get muted (1 query)",
-    "stabl_anytime": "StABL, anytime rates set from the time since each restart (2 queries)",
-    "stabl_adaptive": "StABL, data-dependent rates (self-confident EXP3, ML-Prod) (2 queries)",
-}
+    Attributes:
+      name: the registry name (``"stabl_naive"``), or the import path it was found by.
+      cls: a frozen dataclass obeying the registry's contract.
+      description: one line for ``stabl-jax list``.
+      defaults: constructor arguments that define the entry (``stabl_naive`` is StABL with
+        ``observation="uniform"``); the caller's arguments override them. A callable value is
+        computed from the other arguments: ``value(**kwargs)`` (a rate from ``num_arms`` and
+        ``horizon``).
+    """
 
-ENVS: dict[str, Callable[..., Any]] = {
-    "expert_advice": ExpertAdvice,
-    "bernoulli": PiecewiseBernoulli,
-}
+    name: str
+    cls: type
+    description: str = ""
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-ENV_DESCRIPTIONS: dict[str, str] = {
-    "expert_advice": "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm",
-    "bernoulli": "Bernoulli losses; the best arm's mean is lower by `gap`, changing per segment",
-}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "defaults", types.MappingProxyType(dict(self.defaults)))
+
+    def __call__(self, **kwargs: Any) -> Any:
+        """``cls(**defaults, **kwargs)``, with callable defaults computed from ``kwargs``."""
+        missing = {k: v for k, v in self.defaults.items() if k not in kwargs}
+        fixed = {k: v(**kwargs) if callable(v) else v for k, v in missing.items()}
+        return self.cls(**fixed, **kwargs)
+
+    @functools.cached_property
+    def hints(self) -> dict[str, Any]:
+        """``{argument: type hint}`` of the class's constructor (its ``init`` fields)."""
+        resolved = typing.get_type_hints(self.cls)
+        return {f.name: resolved.get(f.name, Any) for f in dataclasses.fields(self.cls) if f.init}
+
+    @property
+    def num_queries(self) -> int | None:
+        """Queries per round when the class fixes it; ``None`` when its options do (Hedge
+        queries every arm, SAOL one arm per history length)."""
+        count = getattr(self.cls, "num_queries", None)
+        return count if isinstance(count, int) else None
 
 
-def _lookup(registry: dict[str, Callable[..., Any]], kind: str, name: str) -> Callable[..., Any]:
-    try:
-        return registry[name]
-    except KeyError:
-        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}") from None
+class Registry(Mapping[str, Entry]):
+    """Named :class:`Entry` objects of one kind, with a contract every class must obey.
+
+    Args:
+      kind: what the entries are, for messages (``"learner"``).
+      fields: constructor arguments every class must take (the config fills them in).
+      attributes: methods and properties every class must have.
+    """
+
+    def __init__(self, kind: str, fields: tuple[str, ...], attributes: tuple[str, ...]) -> None:
+        self.kind = kind
+        self.fields = fields
+        self.attributes = attributes
+        self._entries: dict[str, Entry] = {}
+
+    def __getitem__(self, name: str) -> Entry:
+        return self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def register(
+        self,
+        name: str,
+        cls: type,
+        description: str = "",
+        *,
+        defaults: Mapping[str, Any] | None = None,
+        replace: bool = False,
+    ) -> Entry:
+        """Add ``cls`` as ``name`` (see :class:`Entry`); ``replace`` allows a known name."""
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(
+                f"{self.kind} name {name!r} must be letters, digits, '_' or '-', starting "
+                "with a letter (a config key and a folder name)"
+            )
+        if name in self._entries and not replace:
+            raise ValueError(f"{self.kind} {name!r} is already registered; pass replace=True")
+        self.check(cls, name)
+        entry = Entry(name, cls, description, defaults or {})
+        self._entries[name] = entry
+        return entry
+
+    def check(self, cls: Any, name: str) -> None:
+        """Raise ``ValueError`` naming what ``cls`` lacks to obey this registry's contract."""
+        problem = ""
+        if not isinstance(cls, type):
+            problem = f"is not a class, got {cls!r}"
+        elif not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:
+            problem = (
+                "must be a frozen dataclass (@dataclasses.dataclass(frozen=True)): JAX hashes "
+                "it as a static argument"
+            )
+        else:
+            fields = {f.name for f in dataclasses.fields(cls) if f.init}
+            missing = [f for f in self.fields if f not in fields]
+            missing += [a for a in self.attributes if a not in fields and not hasattr(cls, a)]
+            if missing:
+                problem = f"lacks {missing}: a {self.kind} takes {list(self.fields)} and has "
+                problem += f"{list(self.attributes)}"
+        if problem:
+            raise ValueError(f"{self.kind} {name!r}: {getattr(cls, '__name__', cls)} {problem}")
+
+    def entry(self, name: str) -> Entry:
+        """The entry registered as ``name``, or the class at import path ``"module:Class"``.
+
+        Raises:
+          ValueError: an unknown name (the message lists the known ones), an import that
+            fails, or a class that does not obey the contract.
+        """
+        if isinstance(name, str) and name in self._entries:
+            return self._entries[name]
+        if not isinstance(name, str) or ":" not in name:
+            raise ValueError(
+                f"unknown {self.kind} {name!r}{did_you_mean(str(name), self)}; choose one of "
+                f"{sorted(self)} or give an import path 'package.module:Class'"
+            )
+        module_name, _, qualname = name.partition(":")
+        try:
+            obj: Any = importlib.import_module(module_name)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except Exception as exc:  # any failure of the user's module is reported the same way
+            raise ValueError(
+                f"cannot import {self.kind} {name!r}: {type(exc).__name__}: {exc} (is the "
+                "module's folder on PYTHONPATH?)"
+            ) from exc
+        self.check(obj, name)
+        return Entry(name, obj, (obj.__doc__ or "").strip().split("\n")[0])
+
+    def make(self, name: str, **kwargs: Any) -> Any:
+        """Construct ``name`` (a registered name or an import path) from ``kwargs``."""
+        return self.entry(name)(**kwargs)
+
+
+# What the rollout, the experiment runner and the config call on each kind of class.
+_LEARNER = ("default_params", "init", "ask", "tell", "step", "num_queries")
+_ENV = ("sample_params", "loss", "loss_at", "best_arm", "change_points", "num_segments")
+LEARNERS = Registry("learner", ("num_arms", "horizon"), _LEARNER)
+ENVS = Registry("environment", ("num_arms", "horizon"), _ENV)
+BCO_LEARNERS = Registry("BCO learner", ("dim", "horizon", "domain", "lipschitz"), _LEARNER)
+CONVEX_ENVS = Registry(
+    "convex environment", ("dim", "horizon"), ("sample_params", "loss_fn", "lipschitz")
+)
+
+_BY_KIND = {"bandit": (LEARNERS, ENVS), "bco": (BCO_LEARNERS, CONVEX_ENVS)}
+
+
+def register_learner(
+    name: str, cls: type, description: str = "", *, kind: str = "bandit", **options: Any
+) -> Entry:
+    """Register a learner class so that ``make``, configs and the CLI know it by ``name``.
+
+    Args:
+      name: the registry name (letters, digits, ``_``, ``-``).
+      cls: a frozen dataclass with the learner contract (:mod:`stabl_jax.learners.base`;
+        for ``kind="bco"``, :mod:`stabl_jax.bco.base`).
+      description: one line for ``stabl-jax list``.
+      kind: ``"bandit"`` (:data:`LEARNERS`) or ``"bco"`` (:data:`BCO_LEARNERS`).
+      **options: ``defaults`` and ``replace`` of :meth:`Registry.register`.
+
+    Returns:
+      The new :class:`Entry`.
+    """
+    return _by_kind(kind)[0].register(name, cls, description, **options)
+
+
+def register_env(
+    name: str, cls: type, description: str = "", *, kind: str = "bandit", **options: Any
+) -> Entry:
+    """Register an environment class (:data:`ENVS`, or :data:`CONVEX_ENVS` for
+    ``kind="bco"``); the arguments are those of :func:`register_learner`."""
+    return _by_kind(kind)[1].register(name, cls, description, **options)
+
+
+def _by_kind(kind: str) -> tuple[Registry, Registry]:
+    if kind not in _BY_KIND:
+        raise ValueError(f"kind must be one of {sorted(_BY_KIND)}, got {kind!r}")
+    return _BY_KIND[kind]
 
 
 def make(name: str, **kwargs: Any) -> Any:
-    """Construct the learner registered as ``name``.
+    """Construct the learner ``name`` (:data:`LEARNERS`, or ``"module:Class"``).
 
     Example:
       >>> make("stabl", num_arms=30, horizon=4096).history_lengths
       (64, 128, 256, 512, 1024, 2048, 4096)
     """
-    return _lookup(LEARNERS, "learner", name)(**kwargs)
+    return LEARNERS.make(name, **kwargs)
 
 
 def make_env(name: str, **kwargs: Any) -> Any:
-    """Construct the environment registered as ``name``."""
-    return _lookup(ENVS, "environment", name)(**kwargs)
+    """Construct the environment ``name`` (:data:`ENVS`, or ``"module:Class"``)."""
+    return ENVS.make(name, **kwargs)
+
+
+# The shipped components: name, class, description (and the arguments that define it).
+# fmt: off
+LEARNERS.register("uniform", learners.Uniform,
+    "plays uniformly at random, never learns (1 query)")
+LEARNERS.register("exp3", learners.EXP3,
+    "EXP3, Algorithm 2, learning rate from the Lemma (1 query)")
+LEARNERS.register("exp3_uniform", learners.EXP3,
+    "EXP3 mixed with uniform exploration, gamma of Auer et al. 2002 (1 query)",
+    defaults={"gamma": lambda num_arms, horizon, **_: learners.auer_gamma(num_arms, horizon)})
+LEARNERS.register("stabl", learners.StABL,
+    "StABL, Algorithm 1: geometric EXP3 experts + importance query P(t) (2 queries)")
+LEARNERS.register("stabl_naive", learners.StABL,
+    "StABL with the observed arm drawn uniformly ('StABL Naive') (2 queries)",
+    defaults={"observation": "uniform"})
+LEARNERS.register("stabl_single_scale", learners.StABL,
+    "StABL with one history length, 1024 ('Single Scale') (2 queries)",
+    defaults={"history_lengths": (1024,)})
+LEARNERS.register("exp3s", learners.Exp3S,
+    "Exp3.S, Exp3 with weight sharing for switching arms (Auer et al. 2002) (1 query)")
+LEARNERS.register("exp3_ix", learners.Exp3IX,
+    "Exp3-IX, Exp3 with implicit exploration (Neu 2015) (1 query)")
+LEARNERS.register("sw_ucb", learners.SWUCB,
+    "sliding-window UCB (Garivier & Moulines 2011), deterministic (1 query)")
+LEARNERS.register("d_ucb", learners.DUCB,
+    "discounted UCB (Garivier & Moulines 2011), deterministic (1 query)")
+LEARNERS.register("hedge", learners.Hedge,
+    "Hedge, full information, eta = sqrt(8 ln n / T) (n queries)")
+LEARNERS.register("saol_hedge", learners.SAOLHedge,
+    "SAOL (Daniely et al. 2015) over geometric Hedge experts, full info (n queries)")
+LEARNERS.register("saol", learners.SAOL,
+    "SAOL-style bandit: every geometric EXP3 expert queries its own arm (1 + B queries)")
+LEARNERS.register("stabl_one_query", learners.StABLOneQuery,
+    "StABL observing only the played arm; meta weights get muted (1 query)")
+LEARNERS.register("stabl_anytime", learners.StABLAnytime,
+    "StABL, anytime rates set from the time since each restart (2 queries)")
+LEARNERS.register("stabl_adaptive", learners.StABLAdaptive,
+    "StABL, data-dependent rates (self-confident EXP3, ML-Prod) (2 queries)")
+
+ENVS.register("expert_advice", ExpertAdvice,
+    "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm")
+ENVS.register("bernoulli", PiecewiseBernoulli,
+    "Bernoulli losses; the best arm's mean is lower by `gap`, changing per segment")
+
+BCO_LEARNERS.register("stabl_bco", bco.StABLBCO,
+    "Algorithm 3: geometric projected-OGD experts, k_t ~ U[B], factor B (3 queries)")
+BCO_LEARNERS.register("stabl_bco_log_t", bco.StABLBCO,
+    "Algorithm 3 with the printed factor log2 T instead of B (3 queries)",
+    defaults={"scale_factor": "log_T"})
+BCO_LEARNERS.register("stabl_bco_two_query", bco.StABLBCOTwoQuery,
+    "Appendix D: Algorithm 3 with one linear surrogate g_hat (2 queries)")
+BCO_LEARNERS.register("fkm", bco.FKM,
+    "one-point bandit gradient descent, Flaxman-Kalai-McMahan 2005 (1 query)")
+BCO_LEARNERS.register("two_point_ogd", bco.TwoPointOGD,
+    "two-point OGD, Agarwal-Dekel-Xiao 2010, loss at played point (2 queries)")
+BCO_LEARNERS.register("ogd_full_info", bco.FullInfoOGD,
+    "projected OGD with exact gradients: a reference line, not a bandit (1 query)")
+
+CONVEX_ENVS.register("moving_target", convex.MovingTarget,
+    "distance to a target that jumps / alternates / drifts, ||x - c_t|| (G = 1)")
+CONVEX_ENVS.register("abs_linear", convex.AbsoluteLinear,
+    "|a_t^T (x - c_t)| with a fresh random direction a_t each round (G = a_scale)")
+CONVEX_ENVS.register("huber", convex.HuberTarget,
+    "Huber-smoothed quadratic h_mu(||x - c_t||) (G = min(mu, D + rho r), 1-smooth)")
+# fmt: on

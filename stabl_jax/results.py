@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import importlib.metadata
 import json
 import math
 import os
@@ -53,8 +52,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import __version__, checkpoint, metrics, plots
+from stabl_jax import checkpoint, metrics, plots
 from stabl_jax.experiment import BCOExperimentResult, ExperimentResult, LearnerOutcome
+from stabl_jax.versions import __version__, installed_version
 
 if typing.TYPE_CHECKING:
     from stabl_jax.hpo_experiment import HPOExperimentResult
@@ -333,13 +333,6 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def environment_info() -> dict[str, Any]:
     """Versions, Python, platform and the JAX device the run used."""
     devices = jax.devices()
@@ -347,7 +340,7 @@ def environment_info() -> dict[str, Any]:
         "versions": {
             "stabl_jax": __version__,
             "jax": jax.__version__,
-            "jaxlib": _version("jaxlib"),
+            "jaxlib": installed_version("jaxlib"),
             "numpy": np.__version__,
             "python": platform.python_version(),
         },

@@ -19,7 +19,6 @@ per-round outputs are scalars (plus the ``num_queries`` queried arms).
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import time
 from collections.abc import Callable
@@ -180,15 +179,6 @@ def _chunk_one(
     return jax.lax.scan(round_, carry, ts)
 
 
-@partial(jax.jit, static_argnames=("learner", "env", "length"))
-def run_chunk(learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: int):
-    """Advance every run by ``length`` rounds from round ``t0``.
-
-    Returns ``(carry, outputs)`` with outputs of shape ``(R, length, ...)``.
-    """
-    return jax.vmap(partial(_chunk_one, learner, env), in_axes=(0, None, None))(carry, t0, length)
-
-
 @partial(jax.jit, static_argnames=("learner", "env", "length", "plan", "fields", "validate"))
 def run_chunk_planned(
     learner: Any,
@@ -200,9 +190,10 @@ def run_chunk_planned(
     fields: tuple[str, ...] = TRACE_FIELDS,
     validate: bool = False,
 ) -> Any:
-    """:func:`run_chunk` laid out by a :class:`stabl_jax.sharding.RunsPlan`: the runs split
-    over the plan's devices and stepped ``plan.block`` at a time; the same per-run results.
-    Only the traces named in ``fields`` are output.
+    """Advance every run by ``length`` rounds from round ``t0``, laid out by a
+    :class:`stabl_jax.sharding.RunsPlan`: the runs split over the plan's devices and stepped
+    ``plan.block`` at a time; the same per-run results. Returns ``(carry, outputs)``, outputs
+    ``(R, length, ...)``, with only the traces named in ``fields``.
 
     With ``validate``, every round runs the in-trace checks of
     :class:`~stabl_jax.checks.ValidatingLearner` under ``checkify`` and the function returns
@@ -537,7 +528,3 @@ def _regenerate(env: Any, env_params: Any, env_keys: jax.Array, t_start: int, le
         return jax.vmap(lambda t: env.loss(p, t, prng.fold_in(k, t)))(ts)
 
     return jax.vmap(one_run)(env_params, env_keys)
-
-
-def num_chunks(horizon: int, chunk_size: int) -> int:
-    return math.ceil(horizon / chunk_size)

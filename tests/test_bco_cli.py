@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from stabl_jax import cli
-from stabl_jax.bco import BCO_LEARNERS
 from stabl_jax.config import ConfigError, load_config
+from stabl_jax.registry import BCO_LEARNERS
 from stabl_jax.results import BCO_PLOT_FILES, COMPLETE, read_summary, read_traces
 from tests.conftest import write_config_variant
 

@@ -1,5 +1,5 @@
 """The BCO learner contract (DESIGN.md, "One contract for every learner"), for every entry of
-``stabl_jax.bco.BCO_LEARNERS``: frozen and hashed by value, jit / vmap / scan, no retrace,
+``stabl_jax.registry.BCO_LEARNERS``: frozen and hashed by value, jit / vmap / scan, no retrace,
 stable state dtypes and shapes, query honesty and feasibility of every queried point."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from jax.tree_util import Partial
 
-from stabl_jax.bco import BCO_LEARNERS, make_bco
 from stabl_jax.domains import Box
 from stabl_jax.envs.convex import MovingTarget, distance_loss
+from stabl_jax.registry import BCO_LEARNERS
 
 DIM = 2
 HORIZON = 32
@@ -39,7 +39,7 @@ def small_bco(name: str, **kwargs):
     """Registry entry ``name`` at a tiny size (experts on lengths 4, 8, 16)."""
     if name.startswith("stabl"):
         kwargs.setdefault("history_lengths", (4, 8, 16))
-    return make_bco(name, dim=DIM, horizon=HORIZON, domain=DOMAIN, **kwargs)
+    return BCO_LEARNERS.make(name, dim=DIM, horizon=HORIZON, domain=DOMAIN, **kwargs)
 
 
 def stressed_params(learner):

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from stabl_jax import benchmark, cli
+from stabl_jax import cli
+from stabl_jax.bench import benchmark
 
 simulate = importlib.import_module("stabl_jax.simulate")
 

@@ -8,7 +8,8 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, StABL, metrics, numpy_baselines, sampling, simulate
+from stabl_jax import EXP3, ExpertAdvice, StABL, metrics, sampling, simulate
+from stabl_jax.bench import numpy_baselines
 
 N, T, R = 6, 64, 3
 

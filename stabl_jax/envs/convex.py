@@ -425,16 +425,3 @@ class CustomConvex(ConvexEnv):
         if self.minimizer_fn is None:
             raise NotImplementedError("pass minimizer_fn to CustomConvex to use minimizer()")
         return self.minimizer_fn(theta)
-
-
-CONVEX_ENVS: dict[str, Callable[..., ConvexEnv]] = {
-    "moving_target": MovingTarget,
-    "abs_linear": AbsoluteLinear,
-    "huber": HuberTarget,
-}
-
-CONVEX_ENV_DESCRIPTIONS: dict[str, str] = {
-    "moving_target": "distance to a target that jumps / alternates / drifts, ||x - c_t|| (G = 1)",
-    "abs_linear": "|a_t^T (x - c_t)| with a fresh random direction a_t each round (G = a_scale)",
-    "huber": "Huber-smoothed quadratic h_mu(||x - c_t||) (G = min(mu, D + rho r), 1-smooth)",
-}

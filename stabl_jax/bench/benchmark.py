@@ -10,17 +10,17 @@ For every learner, number of arms ``n`` and number of runs ``R`` it times
 
 and, in the same process and interleaved with those calls (so that the load of a shared
 machine falls on both alike), two independent NumPy implementations of the same algorithm
-(:mod:`stabl_jax.numpy_baselines`): one run in a Python loop, and ``R`` runs vectorised over
-runs. The ratios printed are JAX's run-steps/s over each NumPy version's (median over median;
-the loop's rate is per run, so ``x loop`` is what ``R`` runs in JAX gain over running the loop
-``R`` times).
+(:mod:`stabl_jax.bench.numpy_baselines`): one run in a Python loop, and ``R`` runs vectorised
+over runs. The ratios printed are JAX's run-steps/s over each NumPy version's (median over
+median; the loop's rate is per run, so ``x loop`` is what ``R`` runs in JAX gain over running
+the loop ``R`` times).
 
 The learner's horizon sets its step sizes and StABL's ``B``: ``T = 4096`` for ``n = 30``
 (Figure 1, ``B = 7``) and ``T = 65536`` for ``n = 300`` (the appendix, ``B = 11``); only the
 first rounds are timed. ``float32`` on both sides.
 
 Example (a tiny run; the doctest does not time anything worth quoting):
-  >>> from stabl_jax.benchmark import BenchConfig, run_benchmark
+  >>> from stabl_jax.bench.benchmark import BenchConfig, run_benchmark
   >>> res = run_benchmark(BenchConfig(learners=("exp3",), arms=(5,), runs=(2,), repeats=1,
   ...                                 work=160, numpy_work=80))
   >>> [row["impl"] for row in res["rows"]]
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax import numpy_baselines
+from stabl_jax.bench import numpy_baselines
 
 #: Learners with a NumPy implementation, by registry name.
 NUMPY_IMPLEMENTATIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
