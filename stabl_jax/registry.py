@@ -13,11 +13,14 @@ from typing import Any
 
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
 from stabl_jax.learners import DUCB, EXP3, SWUCB, Exp3IX, Exp3S, StABL, Uniform, auer_gamma
+from stabl_jax.learners.exp3_ix_vizier import EXP3IXVizier
+from stabl_jax.learners.exp3_vizier import EXP3Vizier
 from stabl_jax.learners.hedge import Hedge
 from stabl_jax.learners.saol import SAOL, SAOLHedge
 from stabl_jax.learners.stabl_adaptive import StABLAdaptive
 from stabl_jax.learners.stabl_anytime import StABLAnytime
 from stabl_jax.learners.stabl_one_query import StABLOneQuery
+from stabl_jax.learners.stabl_vizier import StABLVizier
 
 
 def _exp3_uniform(num_arms: int, horizon: int, gamma: float | None = None, **kwargs: Any) -> EXP3:
@@ -44,6 +47,12 @@ LEARNERS: dict[str, Callable[..., Any]] = {
     "stabl_one_query": StABLOneQuery,
     "stabl_anytime": StABLAnytime,
     "stabl_adaptive": StABLAdaptive,
+    "stabl_tuned": StABL,
+    "stabl_vizier": StABLVizier,
+    "stabl_vizier_naive": functools.partial(StABLVizier, naive_sampling=True),
+    "stabl_vizier_single_scale": functools.partial(StABLVizier, history_lengths=(1024,)),
+    "exp3_vizier": EXP3Vizier,
+    "exp3_ix_vizier": EXP3IXVizier,
 }
 
 LEARNER_DESCRIPTIONS: dict[str, str] = {
@@ -63,6 +72,12 @@ LEARNER_DESCRIPTIONS: dict[str, str] = {
     "stabl_one_query": "StABL observing only the played arm; meta weights get muted (1 query)",
     "stabl_anytime": "StABL, anytime rates set from the time since each restart (2 queries)",
     "stabl_adaptive": "StABL, data-dependent rates (self-confident EXP3, ML-Prod) (2 queries)",
+    "stabl_tuned": "StABL again, so a config can run tuned [params] beside the printed (2 queries)",
+    "stabl_vizier": "the authors' StABL (Vizier): alternating play/observation trials (1 query)",
+    "stabl_vizier_naive": "the authors' StABL with uniform observation trials (1 query)",
+    "stabl_vizier_single_scale": "the authors' StABL with one history length, 1024 (1 query)",
+    "exp3_vizier": "the authors' EXP3 (Vizier): anytime rate and uniform mix 1/sqrt(1+t) (1 query)",
+    "exp3_ix_vizier": "the authors' Exp3-IX (Vizier): step 1, IX gamma 1/sqrt(1+t) (1 query)",
 }
 
 ENVS: dict[str, Callable[..., Any]] = {
