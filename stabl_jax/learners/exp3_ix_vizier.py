@@ -17,45 +17,26 @@ One query per round; the play distribution is ``softmax(w_t)`` (line 86), no uni
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Mapping
 from typing import ClassVar
 
-import chex
 import jax
-import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
-from stabl_jax.learners.exp3_vizier import anytime_gamma
-
-
-@chex.dataclass(frozen=True)
-class EXP3IXVizierParams:
-    """Sweepable numbers of :class:`EXP3IXVizier`.
-
-    Attributes:
-      stepsize: ``()`` Vizier's constant learning rate (> 0).
-    """
-
-    stepsize: jax.Array
-
-
-@chex.dataclass(frozen=True)
-class EXP3IXVizierState:
-    t: jax.Array  # () int32, updates so far
-    log_probs: jax.Array  # (num_arms,) float, normalised log softmax(w_t)
-    params: EXP3IXVizierParams
+from stabl_jax import estimators
+from stabl_jax.learners.base import BanditQuery
+from stabl_jax.learners.exp3_vizier import EXP3VizierState, VizierEXP3Base, anytime_gamma
 
 
 @dataclasses.dataclass(frozen=True)
-class EXP3IXVizier(BanditLearner):
+class EXP3IXVizier(VizierEXP3Base):
     """Vizier's ``EXP3IXEnsembleDesign`` at its defaults (module docstring), one query.
 
     Round ``t`` (``gamma_t = 1/sqrt(1 + t)``):
 
     - play ``x_t ~ p_t = softmax(w_t)``, observe ``l_t(x_t)``;
     - ``w_{t+1}(x_t) = w_t(x_t) - stepsize l_t(x_t) / (p_t(x_t) + gamma_t)``.
+
+    Params and state are :class:`~stabl_jax.learners.exp3_vizier.EXP3VizierParams` and
+    ``EXP3VizierState`` (one ``stepsize``, Vizier's constant learning rate).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -70,38 +51,16 @@ class EXP3IXVizier(BanditLearner):
       Neu, "Explore no more", NeurIPS 2015.
     """
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3_ix_vizier"
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
-        "stepsize": checks.Interval(0.0, low_open=True),  # Vizier: gt(0)
-    }
 
-    @property
-    def default_params(self) -> EXP3IXVizierParams:
-        return EXP3IXVizierParams(stepsize=jnp.asarray(1.0, self.float_dtype))
-
-    def init(self, key: jax.Array, params: EXP3IXVizierParams | None = None) -> EXP3IXVizierState:
-        del key
-        n = self.num_arms
-        return EXP3IXVizierState(
-            t=jnp.zeros((), jnp.int32),
-            log_probs=jnp.full((n,), -math.log(n), self.float_dtype),
-            params=self._resolve_params(params),
-        )
-
-    def ask(self, state: EXP3IXVizierState, key: jax.Array) -> BanditQuery:
-        checks.check_state(self, state)
-        p = estimators.probabilities(state.log_probs)
-        arm = sampling.sample_index(p, sampling.uniforms(key, 1, self.float_dtype)[0])
-        return BanditQuery(arms=arm[None], play_probs=p, query_probs=p[arm][None])
+    def play_distribution(self, state: EXP3VizierState) -> jax.Array:
+        """``(num_arms,)`` ``p_t = softmax(w_t)``."""
+        return estimators.probabilities(state.log_probs)
 
     def tell(
-        self, state: EXP3IXVizierState, query: BanditQuery, observed: jax.Array
-    ) -> EXP3IXVizierState:
+        self, state: EXP3VizierState, query: BanditQuery, observed: jax.Array
+    ) -> EXP3VizierState:
         observed = self._observed(observed, state, query)
         gamma = anytime_gamma(state.t, self.float_dtype)
         loss_estimate = observed[0] / (query.query_probs[0] + gamma)
-        log_probs = estimators.exp3_log_update(
-            state.log_probs, query.arms[0], -loss_estimate, state.params.stepsize
-        )
-        return state.replace(t=state.t + 1, log_probs=log_probs.astype(self.float_dtype))
+        return self._updated(state, query.arms[0], -loss_estimate, state.params.stepsize)

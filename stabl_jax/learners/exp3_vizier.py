@@ -52,12 +52,20 @@ def mix_with_uniform(log_probs: jax.Array, gamma: jax.Array, num_arms: int) -> j
     return (1.0 - gamma) * estimators.probabilities(log_probs) + gamma / num_arms
 
 
+def draw_query(probs: jax.Array, key: jax.Array) -> BanditQuery:
+    """The one-query trial of Vizier's designs: one arm drawn from ``probs`` ``(n,)`` (by
+    inverse CDF, as ``numpy.random.choice`` in Vizier's ``EnsembleDesigner.suggest``), which
+    is both played and observed."""
+    arm = sampling.sample_index(probs, sampling.uniforms(key, 1, probs.dtype)[0])
+    return BanditQuery(arms=arm[None], play_probs=probs, query_probs=probs[arm][None])
+
+
 @chex.dataclass(frozen=True)
 class EXP3VizierParams:
-    """Sweepable numbers of :class:`EXP3Vizier`.
+    """Sweepable numbers of :class:`EXP3Vizier` and of ``EXP3IXVizier``.
 
     Attributes:
-      stepsize: ``()`` Vizier's ``stepsize`` (> 0): the rate is ``stepsize / sqrt(1 + t)``.
+      stepsize: ``()`` Vizier's ``stepsize`` (> 0).
     """
 
     stepsize: jax.Array
@@ -71,7 +79,46 @@ class EXP3VizierState:
 
 
 @dataclasses.dataclass(frozen=True)
-class EXP3Vizier(BanditLearner):
+class VizierEXP3Base(BanditLearner):
+    """What Vizier's two one-query EXP3 designs share: weights ``w_t`` kept as
+    ``log softmax(w_t)``, a count ``t`` of updates, one ``stepsize`` (default 1.0), one arm a
+    round drawn from :meth:`play_distribution`. Subclasses define that and ``tell``."""
+
+    num_queries: ClassVar[int] = 1
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "stepsize": checks.Interval(0.0, low_open=True),  # Vizier: gt(0)
+    }
+
+    @property
+    def default_params(self) -> EXP3VizierParams:
+        return EXP3VizierParams(stepsize=jnp.asarray(1.0, self.float_dtype))
+
+    def init(self, key: jax.Array, params: EXP3VizierParams | None = None) -> EXP3VizierState:
+        del key
+        n = self.num_arms
+        return EXP3VizierState(
+            t=jnp.zeros((), jnp.int32),
+            log_probs=jnp.full((n,), -math.log(n), self.float_dtype),
+            params=self._resolve_params(params),
+        )
+
+    def play_distribution(self, state: EXP3VizierState) -> jax.Array:
+        raise NotImplementedError
+
+    def ask(self, state: EXP3VizierState, key: jax.Array) -> BanditQuery:
+        checks.check_state(self, state)
+        return draw_query(self.play_distribution(state), key)
+
+    def _updated(
+        self, state: EXP3VizierState, arm: jax.Array, value: jax.Array, rate: jax.Array
+    ) -> EXP3VizierState:
+        """``state`` after ``w(arm) += rate * value`` (renormalised), one more update."""
+        log_probs = estimators.exp3_log_update(state.log_probs, arm, value, rate)
+        return state.replace(t=state.t + 1, log_probs=log_probs.astype(self.float_dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class EXP3Vizier(VizierEXP3Base):
     """Vizier's ``EXP3UniformEnsembleDesign`` at its defaults (module docstring), one query.
 
     Round ``t`` (``gamma_t = 1/sqrt(1 + t)``):
@@ -102,39 +149,16 @@ class EXP3Vizier(BanditLearner):
 
     feedback: str = "reward"
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3_vizier"
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
-        "stepsize": checks.Interval(0.0, low_open=True),  # Vizier: gt(0)
-    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
 
-    @property
-    def default_params(self) -> EXP3VizierParams:
-        return EXP3VizierParams(stepsize=jnp.asarray(1.0, self.float_dtype))
-
-    def init(self, key: jax.Array, params: EXP3VizierParams | None = None) -> EXP3VizierState:
-        del key
-        n = self.num_arms
-        return EXP3VizierState(
-            t=jnp.zeros((), jnp.int32),
-            log_probs=jnp.full((n,), -math.log(n), self.float_dtype),
-            params=self._resolve_params(params),
-        )
-
     def play_distribution(self, state: EXP3VizierState) -> jax.Array:
         """``(num_arms,)`` ``q_t = (1 - gamma_t) softmax(w_t) + gamma_t / n``."""
         gamma = anytime_gamma(state.t, self.float_dtype)
         return mix_with_uniform(state.log_probs, gamma, self.num_arms)
-
-    def ask(self, state: EXP3VizierState, key: jax.Array) -> BanditQuery:
-        checks.check_state(self, state)
-        q = self.play_distribution(state)
-        arm = sampling.sample_index(q, sampling.uniforms(key, 1, self.float_dtype)[0])
-        return BanditQuery(arms=arm[None], play_probs=q, query_probs=q[arm][None])
 
     def tell(
         self, state: EXP3VizierState, query: BanditQuery, observed: jax.Array
@@ -142,5 +166,4 @@ class EXP3Vizier(BanditLearner):
         observed = self._observed(observed, state, query)
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         rate = state.params.stepsize * anytime_gamma(state.t, self.float_dtype)
-        log_probs = estimators.exp3_log_update(state.log_probs, query.arms[0], value, rate)
-        return state.replace(t=state.t + 1, log_probs=log_probs.astype(self.float_dtype))
+        return self._updated(state, query.arms[0], value, rate)

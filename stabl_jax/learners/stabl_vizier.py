@@ -56,9 +56,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, estimators, intervals, sampling
+from stabl_jax import checks, estimators, intervals
 from stabl_jax.learners.base import BanditLearner, BanditQuery
-from stabl_jax.learners.exp3_vizier import anytime_gamma, mix_with_uniform
+from stabl_jax.learners.exp3_vizier import anytime_gamma, draw_query, mix_with_uniform
 
 
 @chex.dataclass(frozen=True)
@@ -199,9 +199,7 @@ class StABLVizier(BanditLearner):
 
     def ask(self, state: StABLVizierState, key: jax.Array) -> BanditQuery:
         checks.check_state(self, state)
-        z = self.trial_distribution(state)
-        arm = sampling.sample_index(z, sampling.uniforms(key, 1, self.float_dtype)[0])
-        return BanditQuery(arms=arm[None], play_probs=z, query_probs=z[arm][None])
+        return draw_query(self.trial_distribution(state), key)
 
     def tell(
         self, state: StABLVizierState, query: BanditQuery, observed: jax.Array
