@@ -1,10 +1,10 @@
 """Exp3-IX as the paper's authors implemented it in OSS Vizier (``EXP3IXEnsembleDesign`` of
-``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 66-99;
+``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 66-97;
 Apache-2.0).
 
 How it differs from Neu's Exp3-IX with Theorem 1's tuning (:class:`~stabl_jax.Exp3IX`):
 
-- the learning rate is a constant ``stepsize`` (default 1.0, no horizon: Vizier line 97);
+- the learning rate is a constant ``stepsize`` (default 1.0, no horizon: Vizier line 96);
 - the implicit exploration is anytime, ``gamma_t = 1/sqrt(1 + t)`` after ``t`` updates
   (line 91), not ``eta / 2``;
 - Vizier feeds gains ``r`` capped at ``max_reward = 1`` and estimates the loss

@@ -9,10 +9,10 @@ How it differs from Algorithm 2 of Lu et al. (ICLR 2024) and from :class:`~stabl
   both ``gamma_t = 1/sqrt(1 + t)`` (Vizier lines 128 and 138), the latter times a constant
   ``stepsize`` (default 1.0);
 - the play distribution is mixed with the uniform one, ``q_t = (1 - gamma_t) softmax(w_t) +
-  gamma_t / n`` (line 130), and the update divides by ``q_t`` (line 150);
-- Vizier works with gains capped at ``max_reward = 1`` (line 135); losses in [0, 1] give gains
+  gamma_t / n`` (line 129), and the update divides by ``q_t`` (line 151);
+- Vizier works with gains capped at ``max_reward = 1`` (line 136); losses in [0, 1] give gains
   ``g = 1 - l`` in [0, 1], so the cap never acts here. ``feedback="loss"`` is Vizier's
-  ``use_loss_formulation=True`` (lines 140-146): ``w <- w - stepsize gamma_t l / q_t``.
+  ``use_loss_formulation=True`` (lines 139-146): ``w <- w - stepsize gamma_t l / q_t``.
 
 One query per round, played and observed.
 """
@@ -39,7 +39,7 @@ def anytime_gamma(count: jax.Array, dtype: jnp.dtype) -> jax.Array:
 
 
 def mix_with_uniform(log_probs: jax.Array, gamma: jax.Array, num_arms: int) -> jax.Array:
-    """``(1 - gamma) exp(log_probs) + gamma / n`` (Vizier line 130), elementwise.
+    """``(1 - gamma) exp(log_probs) + gamma / n`` (Vizier line 129), elementwise.
 
     Args:
       log_probs: normalised log-probabilities ``log softmax(w)`` (all ``n`` arms, or some).

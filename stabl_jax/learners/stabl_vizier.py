@@ -1,5 +1,5 @@
 """StABL as the paper's authors implemented it: ``AdaptiveEnsembleDesign`` of OSS Vizier
-(``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 162-278;
+(``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 162-280;
 Apache-2.0), which cites Lu, Zhang, Chen, Zhang, Woodruff and Hazan, "Adaptive Regret for Bandits
 Made Possible: Two Queries Suffice" (ICLR 2024). Matched trial for trial by
 ``tests/test_vizier_oracle.py``.
@@ -16,15 +16,15 @@ two queries per round: ``x_t``  **one trial per round, alternating** (lines 206-
 observed; only ``x'_t`` learns  distribution ``P(t)`` (or the uniform one,
                                 ``naive_sampling=True``). **Every trial learns**, its gain divided
                                 by the probability of the distribution it was drawn from (line
-                                247), and **every trial's loss is suffered** (regret counts both
+                                248), and **every trial's loss is suffered** (regret counts both
                                 kinds: ``play_probs`` of the query is the trial's distribution).
 EXP3 experts, fixed rate        anytime EXP3 with uniform mixing (``EXP3UniformEnsembleDesign``
-``eta'_k`` from ``L_k, n, B``   with ``use_reward_estimator=True``, lines 125-150): ``v_k =
+``eta'_k`` from ``L_k, n, B``   with ``use_reward_estimator=True``, lines 125-152): ``v_k =
                                 (1 - gamma_k) softmax(w_k) + gamma_k / n`` and ``w_k(x) +=
                                 base_stepsize gamma_k g_hat``, ``gamma_k = 1/sqrt(1 + h_k)``.
-meta ``w <- w (1 + eta_k r~)``  exponential weights (lines 266-275): ``log w_k += meta_stepsize
+meta ``w <- w (1 + eta_k r~)``  exponential weights (lines 267-275): ``log w_k += meta_stepsize
 restart ``w = eta_k``           / sqrt(L_k) g_hat (v_k(x) - play(x))``; restart ``log w_k =
-                                -log(L_k n) / 2`` (lines 199-201, 256). No muting is needed.
+                                -log(L_k n) / 2`` (lines 201-203, 255-257). No muting is needed.
 ``play(x)`` in ``r~``: the      ``play(x)`` is re-evaluated for each expert *after* the experts
 round's mixture                 before it (in ``history_lengths`` order) were updated in this
                                 trial (Vizier reads ``self.play_probs`` inside its loop, line
@@ -32,9 +32,9 @@ round's mixture                 before it (in ``history_lengths`` order) were up
 restart at block start          expert ``k`` restarts on the trial at which its history would
 ``t % L_k == 0``                reach ``L_k`` (line 253), ``(t + 1) % L_k == 0``, and does not
                                 see that trial: ``L_k - 1`` observations per block of ``L_k``.
-``P(t)``'s second term          ``sum_k v_k / (2 sum_i sum_k v_k(i))`` (line 241): ``2B`` up to
+``P(t)``'s second term          ``sum_k v_k / (2 sum_i sum_k v_k(i))`` (lines 240-242): ``2B`` up to
 ``sum_k v_k / (2B)``            rounding.
-losses                          gains ``g = 1 - l`` capped at ``max_reward = 1`` (line 248; the
+losses                          gains ``g = 1 - l`` capped at ``max_reward = 1`` (line 247; the
                                 cap never acts on losses in [0, 1]). ``feedback="loss"`` is
                                 Vizier fed the reward ``-l``: the same updates with ``-l/z``.
 ==============================  =================================================================
@@ -155,7 +155,7 @@ class StABLVizier(BanditLearner):
         return t % 2 == 1
 
     def _restart_log_weights(self) -> jax.Array:
-        """``(B,)`` ``log w_k = -log(L_k n) / 2`` at (re)start (Vizier lines 199-201, 256)."""
+        """``(B,)`` ``log w_k = -log(L_k n) / 2`` at (re)start (Vizier lines 201-203, 255-257)."""
         lengths = np.asarray(self.history_lengths, np.float64)
         return jnp.asarray(-0.5 * np.log(lengths * self.num_arms), self.float_dtype)
 
@@ -204,7 +204,7 @@ class StABLVizier(BanditLearner):
     def tell(
         self, state: StABLVizierState, query: BanditQuery, observed: jax.Array
     ) -> StABLVizierState:
-        """Vizier's ``update`` (lines 245-278) from the trial's own loss."""
+        """Vizier's ``update`` (lines 245-280) from the trial's own loss."""
         observed = self._observed(observed, state, query)
         arm = query.arms[0]
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
@@ -212,14 +212,14 @@ class StABLVizier(BanditLearner):
         t, t_next = state.t, state.t + 1
         restart = intervals.restart_mask(t_next, self.history_lengths)  # h_k + 1 == L_k
 
-        # Experts (line 277, EXP3UniformEnsembleDesign.update with the estimate as reward).
+        # Experts (line 278, EXP3UniformEnsembleDesign.update with the estimate as reward).
         gamma = self._expert_gammas(t)
         experts = estimators.exp3_log_update(
             state.expert_log_probs, arm, value, params.base_stepsize * gamma
         )
         experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
 
-        # Meta weights (lines 266-275), swept in order against the partly updated mixture.
+        # Meta weights (lines 267-275), swept in order against the partly updated mixture.
         n = self.num_arms
         at_arm_old = mix_with_uniform(state.expert_log_probs[:, arm], gamma, n)
         at_arm_new = mix_with_uniform(experts[:, arm], self._expert_gammas(t_next), n)
