@@ -20,18 +20,22 @@ from stabl_jax.learners import (
     SWUCB,
     BanditLearner,
     Exp3IX,
+    EXP3IXVizier,
     Exp3S,
+    EXP3Vizier,
     Hedge,
     SAOLHedge,
     StABL,
     StABLAdaptive,
     StABLAnytime,
     StABLOneQuery,
+    StABLVizier,
     Uniform,
 )
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env, register_env, register_learner
 from stabl_jax.results import read_summary, read_traces
 from stabl_jax.simulate import SimResult, simulate
+from stabl_jax.tables import Results, load_results
 from stabl_jax.versions import __version__
 
 __all__ = [
@@ -43,20 +47,25 @@ __all__ = [
     "SWUCB",
     "BCOLearner",
     "BanditLearner",
+    "EXP3IXVizier",
+    "EXP3Vizier",
     "Exp3IX",
     "Exp3S",
     "ExpertAdvice",
     "Hedge",
     "PiecewiseBernoulli",
     "PiecewiseEnv",
+    "Results",
     "SAOLHedge",
     "SimResult",
     "StABL",
     "StABLAdaptive",
     "StABLAnytime",
     "StABLOneQuery",
+    "StABLVizier",
     "Uniform",
     "__version__",
+    "load_results",
     "make",
     "make_env",
     "read_summary",

@@ -279,6 +279,20 @@ LEARNERS.register("stabl_anytime", learners.StABLAnytime,
     "StABL, anytime rates set from the time since each restart (2 queries)")
 LEARNERS.register("stabl_adaptive", learners.StABLAdaptive,
     "StABL, data-dependent rates (self-confident EXP3, ML-Prod) (2 queries)")
+LEARNERS.register("stabl_tuned", learners.StABL,
+    "StABL again, so a config can run tuned [params] beside the printed (2 queries)")
+LEARNERS.register("stabl_vizier", learners.StABLVizier,
+    "the authors' StABL (Vizier): alternating play/observation trials (1 query)")
+LEARNERS.register("stabl_vizier_naive", learners.StABLVizier,
+    "the authors' StABL with uniform observation trials (1 query)",
+    defaults={"naive_sampling": True})
+LEARNERS.register("stabl_vizier_single_scale", learners.StABLVizier,
+    "the authors' StABL with one history length, 1024 (1 query)",
+    defaults={"history_lengths": (1024,)})
+LEARNERS.register("exp3_vizier", learners.EXP3Vizier,
+    "the authors' EXP3 (Vizier): anytime rate and uniform mix 1/sqrt(1+t) (1 query)")
+LEARNERS.register("exp3_ix_vizier", learners.EXP3IXVizier,
+    "the authors' Exp3-IX (Vizier): step 1, IX gamma 1/sqrt(1+t) (1 query)")
 
 ENVS.register("expert_advice", ExpertAdvice,
     "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import StABL, sampling
+from stabl_jax.learners.stabl_vizier import StABLVizier
 
 Z = 5.0
 N = 6
@@ -94,6 +95,30 @@ def test_meta_regret_estimate_is_unbiased_and_weight_balanced(stabl_state):
     # mix and v come from float32 softmaxes: the identity holds to float32 rounding (eps 1.2e-7
     # times the handful of operations forming mix), relative to the size of the terms.
     np.testing.assert_allclose(r @ w / w.sum(), 0.0, atol=1e-6 * np.abs(r).max())
+
+
+@pytest.mark.parametrize("trial", ["play", "observation"])
+def test_vizier_meta_gain_estimate_is_unbiased_on_both_kinds_of_trial(trial):
+    """stabl_vizier learns from every trial: whichever distribution ``z`` the trial's arm ``x``
+    comes from (the play mixture or ``P``), ``g(x)/z(x) (v_k(x) - play(x))`` has mean
+    ``g^T v_k - g^T play`` (drawn through the real ``ask``)."""
+    learner = StABLVizier(num_arms=N, horizon=256, history_lengths=(8, 32, 256))
+    state = _trained_state(learner)  # 200 trials: t even, a play trial is next
+    state = state.replace(t=state.t + (trial == "observation"))
+    gain = 1.0 - np.linspace(0.9, 0.1, N)
+    v, play, _ = (np.asarray(x, np.float64) for x in learner.distributions(state))
+    m = 100_000
+    queries = jax.vmap(learner.ask, in_axes=(None, 0))(
+        state, jax.random.split(jax.random.key(8), m)
+    )
+    arm = np.asarray(queries.arms[:, 0])
+    z = np.asarray(learner.trial_distribution(state), np.float64)
+    np.testing.assert_array_equal(np.asarray(queries.play_probs[0]), z.astype(np.float32))
+    r = (gain[arm] / z[arm])[:, None] * (v[:, arm].T - play[arm][:, None])  # (m, B)
+    truth = v @ gain - play @ gain
+    se = r.std(0, ddof=1) / np.sqrt(m)
+    np.testing.assert_array_less(np.abs(r.mean(0) - truth), Z * se)
+    assert np.abs(truth).max() > 10 * se.max(), "experts should differ for this test to bite"
 
 
 @pytest.mark.parametrize("observation", ["importance", "uniform"])

@@ -4,6 +4,8 @@ from stabl_jax.learners.base import BanditLearner, BanditQuery, StepInfo
 from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, EXP3State, auer_gamma
 from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams, Exp3IXState
+from stabl_jax.learners.exp3_ix_vizier import EXP3IXVizier
+from stabl_jax.learners.exp3_vizier import EXP3Vizier, EXP3VizierParams, EXP3VizierState
 from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, Exp3SState, exp3s_gamma
 from stabl_jax.learners.hedge import Hedge, HedgeParams, HedgeState
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
@@ -15,6 +17,7 @@ from stabl_jax.learners.stabl_adaptive import (
 )
 from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams, StABLAnytimeState
 from stabl_jax.learners.stabl_one_query import StABLOneQuery
+from stabl_jax.learners.stabl_vizier import StABLVizier, StABLVizierParams, StABLVizierState
 from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
@@ -27,8 +30,12 @@ __all__ = [
     "BanditQuery",
     "DUCBParams",
     "DUCBState",
+    "EXP3IXVizier",
     "EXP3Params",
     "EXP3State",
+    "EXP3Vizier",
+    "EXP3VizierParams",
+    "EXP3VizierState",
     "Exp3IX",
     "Exp3IXParams",
     "Exp3IXState",
@@ -53,6 +60,9 @@ __all__ = [
     "StABLOneQuery",
     "StABLParams",
     "StABLState",
+    "StABLVizier",
+    "StABLVizierParams",
+    "StABLVizierState",
     "StepInfo",
     "Uniform",
     "UniformParams",

@@ -1,0 +1,66 @@
+"""Exp3-IX as the paper's authors implemented it in OSS Vizier (``EXP3IXEnsembleDesign`` of
+``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 66-97;
+Apache-2.0).
+
+How it differs from Neu's Exp3-IX with Theorem 1's tuning (:class:`~stabl_jax.Exp3IX`):
+
+- the learning rate is a constant ``stepsize`` (default 1.0, no horizon: Vizier line 96);
+- the implicit exploration is anytime, ``gamma_t = 1/sqrt(1 + t)`` after ``t`` updates
+  (line 91), not ``eta / 2``;
+- Vizier feeds gains ``r`` capped at ``max_reward = 1`` and estimates the loss
+  ``max_reward - r`` (lines 90-94). With ``r = 1 - l`` that is the loss ``l`` itself, so this
+  learner reads losses and has no ``feedback`` option (both would give the same estimate).
+
+One query per round; the play distribution is ``softmax(w_t)`` (line 86), no uniform mixing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax
+
+from stabl_jax import estimators
+from stabl_jax.learners.base import BanditQuery
+from stabl_jax.learners.exp3_vizier import EXP3VizierState, VizierEXP3Base, anytime_gamma
+
+
+@dataclasses.dataclass(frozen=True)
+class EXP3IXVizier(VizierEXP3Base):
+    """Vizier's ``EXP3IXEnsembleDesign`` at its defaults (module docstring), one query.
+
+    Round ``t`` (``gamma_t = 1/sqrt(1 + t)``):
+
+    - play ``x_t ~ p_t = softmax(w_t)``, observe ``l_t(x_t)``;
+    - ``w_{t+1}(x_t) = w_t(x_t) - stepsize l_t(x_t) / (p_t(x_t) + gamma_t)``.
+
+    Params and state are :class:`~stabl_jax.learners.exp3_vizier.EXP3VizierParams` and
+    ``EXP3VizierState`` (one ``stepsize``, Vizier's constant learning rate).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = EXP3IXVizier(num_arms=3, horizon=100)
+      >>> state, info = learner.step(learner.init(jax.random.key(0)),
+      ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> int(state.t)
+      1
+
+    References:
+      OSS Vizier, ``ensemble_design.py``, ``EXP3IXEnsembleDesign`` (google-vizier 0.1.24);
+      Neu, "Explore no more", NeurIPS 2015.
+    """
+
+    name: ClassVar[str] = "exp3_ix_vizier"
+
+    def play_distribution(self, state: EXP3VizierState) -> jax.Array:
+        """``(num_arms,)`` ``p_t = softmax(w_t)``."""
+        return estimators.probabilities(state.log_probs)
+
+    def tell(
+        self, state: EXP3VizierState, query: BanditQuery, observed: jax.Array
+    ) -> EXP3VizierState:
+        observed = self._observed(observed, state, query)
+        gamma = anytime_gamma(state.t, self.float_dtype)
+        loss_estimate = observed[0] / (query.query_probs[0] + gamma)
+        return self._updated(state, query.arms[0], -loss_estimate, state.params.stepsize)

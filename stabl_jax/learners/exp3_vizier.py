@@ -1,0 +1,169 @@
+"""Anytime EXP3 with uniform mixing, as the paper's authors implemented it in OSS Vizier
+(``EXP3UniformEnsembleDesign`` of ``vizier/_src/algorithms/ensemble/ensemble_design.py``,
+google-vizier 0.1.24, lines 103-158; Apache-2.0). It is the EXP3 baseline of the authors'
+experiments and the expert inside their StABL (:mod:`stabl_jax.learners.stabl_vizier`).
+
+How it differs from Algorithm 2 of Lu et al. (ICLR 2024) and from :class:`~stabl_jax.EXP3`:
+
+- the rates are anytime, no horizon: after ``t`` updates the mixing and the learning rate are
+  both ``gamma_t = 1/sqrt(1 + t)`` (Vizier lines 128 and 138), the latter times a constant
+  ``stepsize`` (default 1.0);
+- the play distribution is mixed with the uniform one, ``q_t = (1 - gamma_t) softmax(w_t) +
+  gamma_t / n`` (line 129), and the update divides by ``q_t`` (line 151);
+- Vizier works with gains capped at ``max_reward = 1`` (line 136); losses in [0, 1] give gains
+  ``g = 1 - l`` in [0, 1], so the cap never acts here. ``feedback="loss"`` is Vizier's
+  ``use_loss_formulation=True`` (lines 139-146): ``w <- w - stepsize gamma_t l / q_t``.
+
+One query per round, played and observed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks, estimators, sampling
+from stabl_jax.learners.base import BanditLearner, BanditQuery
+
+
+def anytime_gamma(count: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    """``1 / sqrt(1 + count)``: Vizier's exploration mix and rate after ``count`` updates
+    (``ensemble_design.py`` lines 91, 128, 138). Shape of ``count``."""
+    return jax.lax.rsqrt(1.0 + count.astype(dtype))
+
+
+def mix_with_uniform(log_probs: jax.Array, gamma: jax.Array, num_arms: int) -> jax.Array:
+    """``(1 - gamma) exp(log_probs) + gamma / n`` (Vizier line 129), elementwise.
+
+    Args:
+      log_probs: normalised log-probabilities ``log softmax(w)`` (all ``n`` arms, or some).
+      gamma: mixing weights in [0, 1], broadcastable against ``log_probs``.
+      num_arms: ``n``.
+
+    Returns:
+      the mixed probabilities, shape of ``log_probs``.
+    """
+    return (1.0 - gamma) * estimators.probabilities(log_probs) + gamma / num_arms
+
+
+def draw_query(probs: jax.Array, key: jax.Array) -> BanditQuery:
+    """The one-query trial of Vizier's designs: one arm drawn from ``probs`` ``(n,)`` (by
+    inverse CDF, as ``numpy.random.choice`` in Vizier's ``EnsembleDesigner.suggest``), which
+    is both played and observed."""
+    arm = sampling.sample_index(probs, sampling.uniforms(key, 1, probs.dtype)[0])
+    return BanditQuery(arms=arm[None], play_probs=probs, query_probs=probs[arm][None])
+
+
+@chex.dataclass(frozen=True)
+class EXP3VizierParams:
+    """Sweepable numbers of :class:`EXP3Vizier` and of ``EXP3IXVizier``.
+
+    Attributes:
+      stepsize: ``()`` Vizier's ``stepsize`` (> 0).
+    """
+
+    stepsize: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class EXP3VizierState:
+    t: jax.Array  # () int32, updates so far
+    log_probs: jax.Array  # (num_arms,) float, normalised log softmax(w_t)
+    params: EXP3VizierParams
+
+
+@dataclasses.dataclass(frozen=True)
+class VizierEXP3Base(BanditLearner):
+    """What Vizier's two one-query EXP3 designs share: weights ``w_t`` kept as
+    ``log softmax(w_t)``, a count ``t`` of updates, one ``stepsize`` (default 1.0), one arm a
+    round drawn from :meth:`play_distribution`. Subclasses define that and ``tell``."""
+
+    num_queries: ClassVar[int] = 1
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "stepsize": checks.Interval(0.0, low_open=True),  # Vizier: gt(0)
+    }
+
+    @property
+    def default_params(self) -> EXP3VizierParams:
+        return EXP3VizierParams(stepsize=jnp.asarray(1.0, self.float_dtype))
+
+    def init(self, key: jax.Array, params: EXP3VizierParams | None = None) -> EXP3VizierState:
+        del key
+        n = self.num_arms
+        return EXP3VizierState(
+            t=jnp.zeros((), jnp.int32),
+            log_probs=jnp.full((n,), -math.log(n), self.float_dtype),
+            params=self._resolve_params(params),
+        )
+
+    def play_distribution(self, state: EXP3VizierState) -> jax.Array:
+        raise NotImplementedError
+
+    def ask(self, state: EXP3VizierState, key: jax.Array) -> BanditQuery:
+        checks.check_state(self, state)
+        return draw_query(self.play_distribution(state), key)
+
+    def _updated(
+        self, state: EXP3VizierState, arm: jax.Array, value: jax.Array, rate: jax.Array
+    ) -> EXP3VizierState:
+        """``state`` after ``w(arm) += rate * value`` (renormalised), one more update."""
+        log_probs = estimators.exp3_log_update(state.log_probs, arm, value, rate)
+        return state.replace(t=state.t + 1, log_probs=log_probs.astype(self.float_dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class EXP3Vizier(VizierEXP3Base):
+    """Vizier's ``EXP3UniformEnsembleDesign`` at its defaults (module docstring), one query.
+
+    Round ``t`` (``gamma_t = 1/sqrt(1 + t)``):
+
+    - play ``x_t ~ q_t = (1 - gamma_t) softmax(w_t) + gamma_t / n``, observe ``l_t(x_t)``;
+    - ``w_{t+1}(x_t) = w_t(x_t) + stepsize gamma_t s_t`` with the signed estimate
+      ``s_t = (1 - l_t(x_t)) / q_t(x_t)`` (gains, the default) or ``-l_t(x_t) / q_t(x_t)``.
+
+    The horizon is not used (the rates are anytime).
+
+    Attributes:
+      feedback: ``"reward"`` (default, Vizier's gains) or ``"loss"`` (its loss formulation).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = EXP3Vizier(num_arms=3, horizon=100)
+      >>> state = learner.init(jax.random.key(0))
+      >>> [round(float(p), 4) for p in learner.play_distribution(state)]
+      [0.3333, 0.3333, 0.3333]
+      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> int(state.t)
+      1
+
+    References:
+      OSS Vizier, ``vizier/_src/algorithms/ensemble/ensemble_design.py``,
+      ``EXP3UniformEnsembleDesign`` (google-vizier 0.1.24).
+    """
+
+    feedback: str = "reward"
+
+    name: ClassVar[str] = "exp3_vizier"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
+
+    def play_distribution(self, state: EXP3VizierState) -> jax.Array:
+        """``(num_arms,)`` ``q_t = (1 - gamma_t) softmax(w_t) + gamma_t / n``."""
+        gamma = anytime_gamma(state.t, self.float_dtype)
+        return mix_with_uniform(state.log_probs, gamma, self.num_arms)
+
+    def tell(
+        self, state: EXP3VizierState, query: BanditQuery, observed: jax.Array
+    ) -> EXP3VizierState:
+        observed = self._observed(observed, state, query)
+        value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
+        rate = state.params.stepsize * anytime_gamma(state.t, self.float_dtype)
+        return self._updated(state, query.arms[0], value, rate)
