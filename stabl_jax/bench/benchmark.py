@@ -202,7 +202,9 @@ def _row(impl: str, name: str, num_arms: int, num_runs: int, rounds: int) -> dic
 def _jax_case(name: str, num_arms: int, num_runs: int, rounds: int, seed: int) -> _Timed:
     import jax
 
-    from stabl_jax import ExpertAdvice, make, simulate
+    from stabl_jax.envs import ExpertAdvice
+    from stabl_jax.registry import make
+    from stabl_jax.simulate import simulate
 
     row = _row("jax", name, num_arms, num_runs, rounds)
     learner = make(name, num_arms=num_arms, horizon=row["horizon"])
