@@ -13,6 +13,7 @@ fail before any computation (``_forbid_computation``).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from stabl_jax.checkpoint import CheckpointMismatch, ChunkCheckpoint, save_array
 from stabl_jax.checks import checked_step
 from stabl_jax.config import ConfigError, load_config
 from stabl_jax.envs.convex import MovingTarget
-from stabl_jax.results import OutputError, ResultsFolder, read_traces
+from stabl_jax.results import MARKER, MARKER_FORMAT, OutputError, ResultsFolder, read_traces
 from stabl_jax.simulate import params_axes, simulate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -681,6 +682,13 @@ def _(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
+def mark_as_ours(folder):
+    """Create ``folder`` as stabl_jax does (with its marker), by a process now gone."""
+    folder.mkdir()
+    marker = {"format": MARKER_FORMAT, "run_id": "0-dead", "pid": 999999999, "created": ""}
+    (folder / MARKER).write_text(json.dumps(marker))
+
+
 @row("X1")
 def _(tmp_path, capsys, monkeypatch):
     _forbid_computation(monkeypatch)
@@ -710,11 +718,15 @@ def _(tmp_path, capsys, monkeypatch):
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "thesis.tex").write_text("keep")
-    code, err = run_cli(["run", str(path), "--out", str(precious), "--force"], capsys)
-    assert code == 2 and "not a stabl_jax results folder" in err
+    (precious / "summary.json").write_text("{}")  # a name of ours is not enough
+    (precious / "COMPLETE").write_text("x")
+    for force in ([], ["--force"]):
+        code, err = run_cli(["run", str(path), "--out", str(precious), *force], capsys)
+        assert code == 2 and "not a stabl_jax results folder" in err and str(precious) in err
+        assert "never replaced" in err
     assert (precious / "thesis.tex").read_text() == "keep"
     done = tmp_path / "done"
-    done.mkdir()
+    mark_as_ours(done)
     (done / "COMPLETE").write_text("x")
     code, err = run_cli(["run", str(path), "--out", str(done)], capsys)
     assert code == 2 and "already holds a complete result" in err and "--force" in err
@@ -726,10 +738,11 @@ def _(tmp_path, capsys, monkeypatch):
     refused (exit 2) naming the difference, unless --force discards them."""
     _forbid_computation(monkeypatch)
     out = tmp_path / "out"
-    dead = tmp_path / "out.partial-999999999"  # no such process
-    (dead / "checkpoint").mkdir(parents=True)
+    dead = tmp_path / "out.partial-999999999-0"  # created by a run that died
+    mark_as_ours(dead)
+    (dead / "checkpoint").mkdir()
     other = {"config": {"runs": 3}, "format": "x"}
-    (dead / "checkpoint" / "experiment.json").write_text(__import__("json").dumps(other))
+    (dead / "checkpoint" / "experiment.json").write_text(json.dumps(other))
     path = config_file(tmp_path)
     code, err = run_cli(["run", str(path), "--out", str(out)], capsys)
     assert code == 2 and "different experiment" in err and "--force" in err and "config" in err
@@ -785,7 +798,7 @@ def _(tmp_path):
     simulate(LEARNER, ENV, KEY, 2, chunk_size=8, checkpoint=checkpoint)
     chunk = sorted((tmp_path / "ckpt").glob("chunk-*.npz"))[0]
     chunk.write_bytes(chunk.read_bytes()[:50])
-    with raises(CheckpointMismatch, "cannot read checkpoint chunk", chunk.name):
+    with raises(CheckpointMismatch, "is damaged", chunk.name, "delete"):
         simulate(LEARNER, ENV, KEY, 2, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
 
 
