@@ -21,9 +21,12 @@ Every file is written atomically: to a temporary name in the same folder, flushe
 kill at any moment leaves either the old or the new state, each with all its chunks. Arrays
 are NumPy ``.npz`` written by ``np.savez`` and read with ``allow_pickle=False``; typed PRNG
 keys are stored as their raw ``jax.random.key_data`` and rebuilt with
-``jax.random.wrap_key_data``.
+``jax.random.wrap_key_data``. Every file also holds the SHA-256 of each of its arrays (dtype,
+shape and bytes; :data:`DIGEST`), checked on every read: NumPy reads an ``.npz`` member without
+reaching the zip CRC, so a changed ``.npy`` header would otherwise give a shifted array
+silently. A file that fails the check raises :class:`CheckpointDamaged` naming it.
 
-An experiment keeps one folder per learner under ``<results>.partial-<pid>/checkpoint/``
+An experiment keeps one folder per learner under ``<results>.partial-<id>/checkpoint/``
 (:class:`ExperimentCheckpoints`), next to an ``experiment.json`` that records what was being
 run (:func:`experiment_identity`: the resolved config without its chunk size, and the
 versions of stabl_jax, JAX, jaxlib and NumPy). A checkpoint whose fingerprint differs from
@@ -152,7 +155,10 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
     except KeyError:
         raise CheckpointDamaged(path, "it holds no content digest") from None
     except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, ...
-        raise CheckpointDamaged(path, f"{type(exc).__name__}: {exc}") from None
+        reason = f"{type(exc).__name__}: {exc}"
+        if "pickle" in reason:  # never suggest unpickling what a damaged header declares
+            reason = "an array header declares Python objects, which are never loaded"
+        raise CheckpointDamaged(path, reason) from None
     if not isinstance(stored, dict) or sorted(stored) != sorted(arrays):
         raise CheckpointDamaged(path, "its list of arrays differs from the one written")
     for name, value in arrays.items():
@@ -399,12 +405,14 @@ def experiment_identity(config: Any) -> dict[str, Any]:
 
 
 def read_identity(folder: str | Path) -> dict[str, Any] | None:
-    """The ``experiment.json`` of an experiment checkpoint folder, or ``None``."""
+    """The ``experiment.json`` of an experiment checkpoint folder, or ``None`` when it is
+    missing or unreadable (not JSON, not an object)."""
     path = Path(folder) / IDENTITY
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return found if isinstance(found, dict) else None
 
 
 def describe_mismatch(found: Mapping[str, Any], expected: Mapping[str, Any]) -> str:

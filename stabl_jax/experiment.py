@@ -115,6 +115,8 @@ def resolve_chunk_size(config: ExperimentConfig) -> int:
 #: The rough simulation speed :func:`estimate_resources` assumes: arm (or coordinate) updates
 #: per second, about StABL's with n = 30 arms on a 2-core CPU (README, "Speed").
 ESTIMATE_UPDATES_PER_SECOND = 3e7
+#: Disk taken by the plots and the summary of one experiment (generous).
+PLOTS_BYTES = 2**20
 #: Memory of a JAX process before it holds any data.
 BASE_MEMORY_BYTES = 512 * 2**20
 
@@ -128,7 +130,8 @@ class Resources:
         while ``traces.npz`` is written, the loop state of every run (device, host and
         checkpoint copies), one block of the SA(L) pass and the JAX process itself.
       disk_bytes: peak disk: every learner's chunk checkpoints (its traces and loop state)
-        plus ``traces.npz``, which exist together until the folder is committed.
+        plus ``traces.npz``, which exist together until the folder is committed, and the
+        plots.
       seconds: simulation time at :data:`ESTIMATE_UPDATES_PER_SECOND` (a rough guide, not a
         limit).
     """
@@ -166,7 +169,7 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
     sa_block = max(256 * 2**20, horizon * width * 12)  # metrics.paired_adaptive_regret
     return Resources(
         memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 3 * states + sa_block,
-        disk_bytes=traces + kept + 2 * learners * states,
+        disk_bytes=traces + kept + 2 * learners * states + PLOTS_BYTES,
         seconds=learners * runs * horizon * width / ESTIMATE_UPDATES_PER_SECOND,
     )
 

@@ -9,23 +9,32 @@ Layout (readable without Python)::
       adaptive_regret.png  SA(L) against L, log-log
       prob_best.png        play probability of the current best arm
       COMPLETE             written last: the folder is whole
+      .stabl_jax_results   the marker: stabl_jax created this folder (format, run id, pid)
 
 A BCO experiment (``kind = "bco"``) writes the same folder with ``loss.png`` (moving-average
 loss) and ``adaptive_regret.png`` as its plots, and traces ``<learner>/loss``,
 ``<learner>/best_loss`` and ``<learner>/sa`` plus ``comparator_gap``.
 
-Atomicity: everything is built in the sibling ``<out>.partial-<pid>``; every file is
-``fsync``-ed, ``COMPLETE`` is written last, then the folder is renamed to ``<out>``. A reader
-that sees ``<out>`` sees all of it; a crash leaves only a ``.partial-<pid>`` folder behind.
+Atomicity: everything is built in the sibling ``<out>.partial-<pid>-<random>``, created with
+the marker; every file is ``fsync``-ed, ``COMPLETE`` is written, the checkpoints are dropped
+and the folder is renamed to ``<out>``. A reader that sees ``<out>`` sees all of it; a crash
+leaves only a partial folder behind.
+
+Never a user's folder: only folders holding the :data:`MARKER` are ever replaced (``--force``)
+or deleted; an existing ``<out>`` without it is refused even with ``--force`` (an empty one
+is used). If another run completes ``<out>`` while this one runs, this run's results are kept
+in ``<out>.conflict-<run id>`` and the error says so.
 
 Resuming: while it runs, the partial folder holds chunk checkpoints
-(``checkpoint/``, :mod:`stabl_jax.checkpoint`). After a crash or ``kill -9``, the same
-command finds the dead process's partial folder (:meth:`ResultsFolder.resume`), takes over
-its checkpoints when they were written for the same experiment, and continues; a checkpoint
-of a different experiment is an error unless ``--force`` discards it. ``checkpoint/`` is
-removed before ``COMPLETE`` is written. ``traces.npz`` keys are
-``"<learner>/<field>"`` (``stabl/loss``); read it with :func:`read_traces`
-(``allow_pickle=False``).
+(``checkpoint/``, :mod:`stabl_jax.checkpoint`) and the run holds a lock (``flock``) on its
+marker, which the operating system drops when the process dies however it dies. After a crash
+or ``kill -9``, the same command finds the partial folders whose lock is free
+(:meth:`ResultsFolder.resume`), takes over the checkpoints written for the same experiment
+(told by ``experiment.json``, or when that is lost by the fingerprint in every learner's
+state), checks every file against its digests and continues; a checkpoint of a different
+experiment, or a damaged one, is an error naming it unless ``--force`` discards it.
+``traces.npz`` keys are ``"<learner>/<field>"`` (``stabl/loss``); read it with
+:func:`read_traces` (``allow_pickle=False``).
 
 An algorithm-selection experiment (``kind = "hpo"``) writes ``best_objective.png`` (log
 best-gap curves per problem), ``score_vs_uniform.png`` and ``profile.png`` (Dolan-More
@@ -343,7 +352,9 @@ class ResultsFolder:
                     continue
                 source = path / checkpoint.CHECKPOINT_DIR
                 found = checkpoint.read_identity(source)
-                matches = checkpoint.fingerprints_match(source, identity)
+                matches = (
+                    None if found is not None else checkpoint.fingerprints_match(source, identity)
+                )
                 if found is None and matches is None:
                     log(f"removed {path.name}: an interrupted run with no finished chunk")
                 elif found == identity or (found is None and matches):

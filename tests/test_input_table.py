@@ -16,6 +16,7 @@ import dataclasses
 import json
 import math
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -557,6 +558,22 @@ def _(tmp_path):
         simulate(LEARNER, ENV, KEY, 4, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
 
 
+@row("M8")
+def _():
+    with raises(TypeError, "env must be a bandit environment, got 'expert_advice'", "make_env"):
+        simulate(LEARNER, "expert_advice", KEY, 2)
+    with raises(TypeError, "learner must be a bandit learner, got None"):
+        simulate(None, ENV, KEY, 2)
+
+
+@row("M9")
+def _():
+    with raises(TypeError, "traces must be a tuple of names, got the string 'loss'"):
+        simulate(LEARNER, ENV, KEY, 2, traces="loss")
+    with raises(ValueError, "traces must be one of", "'regret'"):
+        simulate(LEARNER, ENV, KEY, 2, traces=("loss", "regret"))
+
+
 # --------------------------------------------------------------------------------------------
 # Configs
 # --------------------------------------------------------------------------------------------
@@ -677,6 +694,26 @@ def _(tmp_path):
         load_config(path, ["runs=0"])
 
 
+@row("C11")
+def _(tmp_path):
+    """A value float32 cannot hold is reported as written, not as the inf or 0 it becomes."""
+    path = config_file(tmp_path)
+    for written, shown, becomes in (("1e300", "1e+300", "inf"), ("1e-300", "1e-300", "0.0")):
+        with raises(ConfigError, "'params.stabl.meta_lr_scale'", shown, f"stored as {becomes}"):
+            load_config(path, [f"params.stabl.meta_lr_scale={written}"])
+
+
+@row("C12")
+def _(tmp_path):
+    """A horizon a learner cannot run is reported under ``horizon``, not ``learner_options``;
+    a learner option it rejects under ``learner_options``."""
+    path = config_file(tmp_path)
+    with raises(ConfigError, "key 'horizon' (set on the command line)", "cannot run 20 rounds"):
+        load_config(path, ["horizon=20", "sa_windows=[4, 8]", "window=4"])
+    with raises(ConfigError, "key 'learner_options.stabl'", "rejects its options"):
+        load_config(path, ['learner_options.stabl.observation="psychic"'])
+
+
 # --------------------------------------------------------------------------------------------
 # The command line
 # --------------------------------------------------------------------------------------------
@@ -761,6 +798,29 @@ def _(tmp_path, capsys, monkeypatch):
         assert code == 2 and "(set on the command line)" in err
     code, err = run_cli(["run", str(path), "--runs", "many"], capsys)
     assert code == 2 and "invalid int value" in err
+
+
+@row("X7")
+def _(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(["run", str(config_file(tmp_path)), "--out", ""], capsys)
+    assert code == 2 and "--out is empty" in err and not (tmp_path / "results").exists()
+
+
+@row("X8")
+def _(tmp_path, capsys, monkeypatch):
+    """Runs, horizons or arms too large for this machine: refused at once, naming the sizes
+    and --allow-large; nothing written."""
+    _forbid_computation(monkeypatch)
+    path = config_file(tmp_path)
+    for size in ("runs=1000000000", "horizon=1000000000", "env.num_arms=100000000"):
+        start = time.monotonic()
+        code, err = run_cli(["run", str(path), "--out", str(tmp_path / "o"), "--set", size], capsys)
+        assert time.monotonic() - start < 60
+        assert code == 2 and "does not fit" in err and "--allow-large" in err, err
+        assert "iB of memory" in err or "iB of disk" in err
+        assert not list(tmp_path.glob("o*"))
 
 
 @row("X6")
