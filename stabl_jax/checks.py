@@ -67,8 +67,8 @@ def check_interface(name: str, value: object, what: str, attributes: Sequence[st
     duck type of a learner or an environment), instead of an ``AttributeError`` later."""
     missing = [attr for attr in attributes if not hasattr(value, attr)]
     if missing:
-        hint = f"; make it with stabl_jax.make_env({value!r}, ...)" if name == "env" else ""
-        hint = f"; make it with stabl_jax.make({value!r}, ...)" if name == "learner" else hint
+        maker = {"env": "make_env", "learner": "make"}.get(name)
+        hint = f"; make it with stabl_jax.{maker}({value!r}, ...)" if maker else ""
         raise TypeError(
             f"{name} must be {what}, got {value!r} ({type(value).__name__}, which has no "
             f"{missing[0]!r}){hint if isinstance(value, str) else ''}"
