@@ -21,9 +21,12 @@ Every file is written atomically: to a temporary name in the same folder, flushe
 kill at any moment leaves either the old or the new state, each with all its chunks. Arrays
 are NumPy ``.npz`` written by ``np.savez`` and read with ``allow_pickle=False``; typed PRNG
 keys are stored as their raw ``jax.random.key_data`` and rebuilt with
-``jax.random.wrap_key_data``.
+``jax.random.wrap_key_data``. Every file also holds the SHA-256 of each of its arrays (dtype,
+shape and bytes; :data:`DIGEST`), checked on every read: NumPy reads an ``.npz`` member without
+reaching the zip CRC, so a changed ``.npy`` header would otherwise give a shifted array
+silently. A file that fails the check raises :class:`CheckpointDamaged` naming it.
 
-An experiment keeps one folder per learner under ``<results>.partial-<pid>/checkpoint/``
+An experiment keeps one folder per learner under ``<results>.partial-<id>/checkpoint/``
 (:class:`ExperimentCheckpoints`), next to an ``experiment.json`` that records what was being
 run (:func:`experiment_identity`: the resolved config without its chunk size, and the
 versions of stabl_jax, JAX, jaxlib and NumPy). A checkpoint whose fingerprint differs from
@@ -36,6 +39,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -46,14 +50,34 @@ import numpy as np
 
 from stabl_jax.versions import __version__, installed_version
 
-FORMAT = "stabl_jax.checkpoint/1"
+FORMAT = "stabl_jax.checkpoint/2"
 STATE = "state.npz"
+#: The entry of every checkpoint ``.npz`` holding the SHA-256 of its other arrays (JSON).
+DIGEST = "__sha256__"
 IDENTITY = "experiment.json"
 CHECKPOINT_DIR = "checkpoint"
 
 
 class CheckpointMismatch(ValueError):
     """A checkpoint was written by a different run (config, seed, runs or versions)."""
+
+
+class CheckpointDamaged(CheckpointMismatch):
+    """A checkpoint file cannot be trusted: missing, unreadable, or its content differs from
+    what was written (checked against the SHA-256 stored with every array).
+
+    Attributes:
+      path: the damaged file.
+      reason: what is wrong with it.
+    """
+
+    def __init__(self, path: Path, reason: str, remedy: str | None = None) -> None:
+        self.path, self.reason = Path(path), reason
+        remedy = remedy or (
+            f"delete {self.path.parent} to run that simulation from the start "
+            "(stabl-jax run: rerun the command with --force to discard it)"
+        )
+        super().__init__(f"checkpoint file {self.path} is damaged ({reason}); {remedy}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,30 +119,53 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
     fsync_dir(path.parent)
 
 
+def _digest(value: np.ndarray) -> str:
+    """SHA-256 of an array's dtype, shape and bytes (C order)."""
+    value = np.ascontiguousarray(value)
+    digest = hashlib.sha256(f"{value.dtype.str}{value.shape}".encode())
+    digest.update(value.reshape(-1).view(np.uint8))
+    return digest.hexdigest()
+
+
 def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """``np.savez`` (uncompressed, no pickled objects) written with :func:`atomic_write`."""
+    """``np.savez`` (uncompressed, no pickled objects) written with :func:`atomic_write`, with
+    one more entry, :data:`DIGEST`: the SHA-256 of every array, which :func:`load_arrays`
+    checks (the zip CRC does not cover what NumPy reads: a changed ``.npy`` header can make it
+    read a shifted array without complaint)."""
+    arrays = {name: np.asarray(value) for name, value in arrays.items()}
     for name, value in arrays.items():
-        if np.asarray(value).dtype == object:
+        if value.dtype == object:
             raise TypeError(f"array {name!r} has dtype object, which cannot be saved unpickled")
-    atomic_write(path, lambda f: np.savez(f, **arrays))
+    digests = json.dumps({name: _digest(value) for name, value in arrays.items()}, sort_keys=True)
+    atomic_write(path, lambda f: np.savez(f, **arrays, **{DIGEST: np.asarray(digests)}))
 
 
 def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` file, read with ``allow_pickle=False``."""
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
+    """Every array of an ``.npz`` file written by :func:`save_arrays`, read with
+    ``allow_pickle=False`` and checked against the stored SHA-256 of each array.
 
-
-def _load_checkpoint_file(path: Path) -> dict[str, np.ndarray]:
-    """:func:`load_arrays`, any failure (truncated, corrupt, object arrays) turned into a
-    :class:`CheckpointMismatch` naming the file."""
+    Raises:
+      CheckpointDamaged: the file is missing, unreadable, has no digests, or an array differs
+        from what was written (its dtype, shape or bytes).
+    """
+    path = Path(path)
     try:
-        return load_arrays(path)
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        stored = json.loads(str(arrays.pop(DIGEST)))
+    except KeyError:
+        raise CheckpointDamaged(path, "it holds no content digest") from None
     except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, ...
-        raise CheckpointMismatch(
-            f"cannot read checkpoint {'chunk ' if path.name != STATE else ''}{path}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
+        reason = f"{type(exc).__name__}: {exc}"
+        if "pickle" in reason:  # never suggest unpickling what a damaged header declares
+            reason = "an array header declares Python objects, which are never loaded"
+        raise CheckpointDamaged(path, reason) from None
+    if not isinstance(stored, dict) or sorted(stored) != sorted(arrays):
+        raise CheckpointDamaged(path, "its list of arrays differs from the one written")
+    for name, value in arrays.items():
+        if _digest(value) != stored[name]:
+            raise CheckpointDamaged(path, f"array {name!r} differs from the one written")
+    return arrays
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,12 +272,14 @@ class ChunkCheckpoint:
         path = self.folder / STATE
         if not path.is_file():
             return None
-        arrays = _load_checkpoint_file(path)
-        if str(arrays.get("format", "")) != FORMAT:
-            raise CheckpointMismatch(
-                f"{path} is not a {FORMAT} checkpoint (format {str(arrays.get('format'))!r})"
-            )
-        found = json.loads(str(arrays["fingerprint"]))
+        arrays = load_arrays(path)
+        try:  # the bytes are those written (load_arrays checked them): a layout question
+            found = json.loads(str(arrays["fingerprint"]))
+            fmt = str(arrays["format"])
+        except (KeyError, ValueError) as exc:
+            raise CheckpointMismatch(f"{path} is not a {FORMAT} checkpoint ({exc})") from None
+        if fmt != FORMAT:
+            raise CheckpointMismatch(f"{path} is not a {FORMAT} checkpoint (format {fmt!r})")
         if found != self.fingerprint:
             raise CheckpointMismatch(
                 f"checkpoint {path} was written by a different run; "
@@ -238,24 +287,11 @@ class ChunkCheckpoint:
             )
         return arrays
 
-    def progress(self) -> int:
-        """Rounds already done according to the stored state (0 when there is none)."""
-        arrays = self._read_state()
-        return 0 if arrays is None else int(arrays["t0"])
-
-    def restore(self, template: Any) -> tuple[Any, dict[str, np.ndarray], int] | None:
-        """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
-        stored.
-
-        Args:
-          template: the freshly initialised carry (structure, shapes, dtypes, key types).
-
-        Raises:
-          CheckpointMismatch: another fingerprint, another carry layout, or missing chunks.
-        """
+    def _read(self, keep: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
+        """``(state arrays, outputs of rounds [0, t0))`` with every file checked (outputs
+        only with ``keep``), or ``None`` when nothing is stored."""
         arrays = self._read_state()
         if arrays is None:
-            self._chunks = []
             return None
         t0 = int(arrays["t0"])
         chunks = [(int(a), int(b)) for a, b in np.asarray(arrays["chunks"]).reshape(-1, 2)]
@@ -266,18 +302,50 @@ class ChunkCheckpoint:
             expected_start = stop
         if expected_start != t0:
             raise CheckpointMismatch(f"{self.folder}: chunks end at {expected_start}, t0 = {t0}")
-        carry = arrays_to_carry(arrays, template)
         pieces: dict[str, list[np.ndarray]] = {}
         for start, stop in chunks:
             path = self.folder / _chunk_name(start, stop)
-            chunk = _load_checkpoint_file(path)
-            for name, value in chunk.items():
+            for name, value in load_arrays(path).items():
                 if value.ndim < 2 or value.shape[1] != stop - start:
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
-                pieces.setdefault(name, []).append(value)
+                if keep:
+                    pieces.setdefault(name, []).append(value)
         self._chunks = chunks
-        outputs = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
-        return carry, outputs, t0
+        return arrays, {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
+
+    def progress(self) -> int:
+        """Rounds already done according to the stored state (0 when there is none)."""
+        arrays = self._read_state()
+        return 0 if arrays is None else int(arrays["t0"])
+
+    def verify(self) -> int:
+        """Read every stored file and check it against its digests, without keeping the
+        outputs; returns the rounds done (0 when nothing is stored).
+
+        Raises:
+          CheckpointDamaged: a file is missing, unreadable or differs from what was written.
+          CheckpointMismatch: the checkpoint belongs to another simulation.
+        """
+        read = self._read(keep=False)
+        return 0 if read is None else int(read[0]["t0"])
+
+    def restore(self, template: Any) -> tuple[Any, dict[str, np.ndarray], int] | None:
+        """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
+        stored.
+
+        Args:
+          template: the freshly initialised carry (structure, shapes, dtypes, key types).
+
+        Raises:
+          CheckpointDamaged: a file is missing, unreadable or differs from what was written.
+          CheckpointMismatch: another fingerprint or another carry layout.
+        """
+        read = self._read(keep=True)
+        if read is None:
+            self._chunks = []
+            return None
+        arrays, outputs = read
+        return arrays_to_carry(arrays, template), outputs, int(arrays["t0"])
 
     def save(self, carry: Any, outputs: Mapping[str, np.ndarray], start: int, stop: int) -> None:
         """Record rounds ``[start, stop)``: their outputs, then the loop state after them."""
@@ -329,17 +397,52 @@ def experiment_identity(config: Any) -> dict[str, Any]:
 
 
 def read_identity(folder: str | Path) -> dict[str, Any] | None:
-    """The ``experiment.json`` of an experiment checkpoint folder, or ``None``."""
+    """The ``experiment.json`` of an experiment checkpoint folder, or ``None`` when it is
+    missing or unreadable (not JSON, not an object)."""
     path = Path(folder) / IDENTITY
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return found if isinstance(found, dict) else None
 
 
 def describe_mismatch(found: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
     """One line naming the first key where two identities differ."""
     return _describe_difference(dict(found), dict(expected))
+
+
+def _identity_digest(identity: Mapping[str, Any]) -> str:
+    text = json.dumps(json.loads(json.dumps(dict(identity), sort_keys=True)), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def learner_folders(folder: str | Path) -> list[Path]:
+    """The per-learner checkpoint folders of an experiment checkpoint folder."""
+    folder = Path(folder)
+    return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def fingerprints_match(folder: str | Path, identity: Mapping[str, Any]) -> bool | None:
+    """Whether the learners' checkpoints under ``folder`` were written for ``identity``
+    (every stored state carries its digest), read from the states alone: what identifies an
+    experiment checkpoint whose ``experiment.json`` is missing or unreadable.
+
+    Returns:
+      ``True`` when at least one learner's state carries the digest of ``identity`` and none
+      carries another or is unreadable; ``False`` when one does; ``None`` when no learner has
+      a stored state (nothing to lose).
+    """
+    digest, seen = _identity_digest(identity), False
+    for sub in learner_folders(folder):
+        if not (sub / STATE).is_file():
+            continue
+        try:
+            found = ChunkCheckpoint(sub, {"experiment": digest, "learner": sub.name}).progress()
+        except CheckpointMismatch:
+            return False
+        seen = seen or found > 0
+    return True if seen else None
 
 
 class ExperimentCheckpoints:
@@ -367,18 +470,47 @@ class ExperimentCheckpoints:
         if found is None:
             text = json.dumps(self.identity, indent=2, sort_keys=True) + "\n"
             atomic_write(self.folder / IDENTITY, lambda f: f.write(text.encode("utf-8")))
-        digest = hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode("utf-8"))
-        self._digest = digest.hexdigest()
+        self._digest = _identity_digest(self.identity)
 
     def for_learner(self, name: str) -> ChunkCheckpoint:
         """The checkpoint of learner ``name``."""
         return ChunkCheckpoint(self.folder / name, {"experiment": self._digest, "learner": name})
 
-    def progress(self) -> dict[str, int]:
-        """``{learner: rounds done}`` for every learner with a stored state."""
+    def verify(
+        self, *, discard_damaged: bool = False, log: Callable[[str], None] = lambda _: None
+    ) -> dict[str, int]:
+        """Check every learner's checkpoint (every file against its digests) before a resume.
+
+        Args:
+          discard_damaged: delete a learner's checkpoint that is damaged or belongs to another
+            simulation (``log`` says so; that learner is recomputed) instead of raising.
+          log: receives one line per discarded checkpoint.
+
+        Returns:
+          ``{learner: rounds done}`` for every learner with a stored state.
+
+        Raises:
+          CheckpointMismatch: (or :class:`CheckpointDamaged`) a learner's checkpoint cannot be
+            resumed from and ``discard_damaged`` is false; the message names the file and
+            ``--force``.
+        """
         done = {}
-        for sub in sorted(p for p in self.folder.iterdir() if p.is_dir()):
-            rounds = self.for_learner(sub.name).progress()
+        for sub in learner_folders(self.folder):
+            try:
+                rounds = self.for_learner(sub.name).verify()
+            except CheckpointMismatch as exc:
+                problem = str(exc)
+                if isinstance(exc, CheckpointDamaged):
+                    problem = f"checkpoint file {exc.path} is damaged ({exc.reason})"
+                if not discard_damaged:
+                    remedy = (
+                        f"rerun with --force to discard the checkpoint of {sub.name!r} (its "
+                        "rounds are recomputed; the other learners' checkpoints are kept)"
+                    )
+                    raise CheckpointMismatch(f"{problem}; {remedy}") from None
+                shutil.rmtree(sub)
+                log(f"discarded the checkpoint of {sub.name} ({problem}): it is recomputed")
+                continue
             if rounds:
                 done[sub.name] = rounds
         return done

@@ -44,6 +44,37 @@ def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
         raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
 
 
+def check_names(name: str, value: object, allowed: Sequence[str]) -> tuple[str, ...]:
+    """``value`` as a tuple of names from ``allowed``: a lone string (which Python would
+    iterate letter by letter) or a non-iterable is a ``TypeError`` naming ``name``."""
+    if isinstance(value, str):
+        raise TypeError(
+            f"{name} must be a tuple of names, got the string {value!r} (write ({value!r},))"
+        )
+    try:
+        names = tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a tuple of names from {tuple(allowed)}, got {value!r}"
+        ) from None
+    for item in names:
+        check_choice(name, item, allowed)
+    return names
+
+
+def check_interface(name: str, value: object, what: str, attributes: Sequence[str]) -> None:
+    """``TypeError`` naming ``name`` unless ``value`` has every one of ``attributes`` (the
+    duck type of a learner or an environment), instead of an ``AttributeError`` later."""
+    missing = [attr for attr in attributes if not hasattr(value, attr)]
+    if missing:
+        maker = {"env": "make_env", "learner": "make"}.get(name)
+        hint = f"; make it with stabl_jax.{maker}({value!r}, ...)" if maker else ""
+        raise TypeError(
+            f"{name} must be {what}, got {value!r} ({type(value).__name__}, which has no "
+            f"{missing[0]!r}){hint if isinstance(value, str) else ''}"
+        )
+
+
 def check_real(name: str, value: object) -> float:
     """``value`` as a float when it is a real number (not a bool or a string), else
     ``TypeError`` naming it."""
@@ -169,9 +200,9 @@ def check_param_values(
         interval = bounds.get(str(field), Interval())
         bad = ~interval.holds(arr)
         if bad.any():
-            found = float(arr[bad].flat[0])
+            found = np.asarray(value)[bad].flat[0]  # in its own dtype: 1e-30, not 1.0000000031e-30
             allowed = "finite" if interval == Interval() else f"finite and in {interval}"
-            raise ValueError(f"{label} must be {allowed}, got {found!r}")
+            raise ValueError(f"{label} must be {allowed}, got {found}")
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 ::
 
     stabl-jax run [CONFIG] [--runs R] [--seed S] [--out DIR] [--set key=value ...]
-                  [--force] [--no-progress]
+                  [--force] [--allow-large] [--no-progress]
     stabl-jax list
     stabl-jax bench [--quick] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
@@ -19,14 +19,23 @@ does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hp
 interrupted (Ctrl-C, a crash, ``kill -9``), the same command resumes from the last chunk and
 writes results bitwise identical to an uninterrupted run (see :mod:`stabl_jax.checkpoint`).
 
-Exit status: 0 success, 2 usage or config error (``error: ...`` on stderr), 1 unexpected
-failure, 130 interrupted.
+Before it computes anything, ``run`` estimates the memory, disk and time the config needs
+(:func:`stabl_jax.experiment.estimate_resources`) and refuses a run that does not fit (exit 2
+naming the sizes; ``--allow-large`` runs it anyway). It only ever replaces or deletes folders
+it created (they hold a ``.stabl_jax_results`` marker); a damaged checkpoint is named and
+``--force`` discards it; a full disk ends with one line naming the folder (rerunning after
+freeing space resumes). See ``docs/reliability.md``.
+
+Exit status: 0 success, 2 usage or config error, a folder it may not use, a damaged
+checkpoint or a run that does not fit (``error: ...`` on stderr), 1 unexpected failure or a
+full disk, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import errno
 import sys
 import time
 import tomllib
@@ -92,7 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a config value, dotted keys reach into tables, values are TOML: "
         '--set env.num_arms=10 --set \'learners=["stabl","exp3"]\' (repeatable)',
     )
-    run.add_argument("--force", action="store_true", help="replace an existing results folder")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a results folder stabl-jax wrote, and discard damaged checkpoints or "
+        "those of another experiment (a folder stabl-jax did not create is never replaced)",
+    )
+    run.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run even when the estimated memory or disk exceeds what is available",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(handler=_cmd_run)
 
@@ -180,22 +199,102 @@ def _config_description(path: Any) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from stabl_jax.checkpoint import ExperimentCheckpoints, experiment_identity
-    from stabl_jax.experiment import resolve_chunk_size, run_experiment
-    from stabl_jax.results import ResultsFolder, write_results
+    from stabl_jax.results import ResultsFolder
 
     start = time.perf_counter()
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
-    out = Path(args.out) if args.out else Path("results") / f"{config.name}-seed{config.seed}"
+    if args.out is not None and not args.out.strip():
+        raise ConfigError("--out is empty; give a folder name (or leave --out out for the default)")
+    out = Path(args.out or Path("results") / f"{config.name}-seed{config.seed}")
+    needs = _check_fits(config, out, args.allow_large)
     folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
+    try:
+        if config.kind == "hpo":
+            return _run_hpo(config, folder, started=started, start=start)
+        return _run(config, folder, args, needs, started=started, start=start)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        kept = (
+            f"the checkpoints of finished chunks are kept in {folder.partial}: free space "
+            "and rerun the same command to resume"
+            if folder.partial.is_dir() and folder.has_checkpoints()
+            else "free space and rerun the same command"
+        )
+        print(
+            f"error: no space left on the device of {folder.final.parent}; {kept}", file=sys.stderr
+        )
+        return EXIT_FAILURE
+
+
+def _check_fits(config: Any, out: Path, allow_large: bool) -> Any:
+    """The resources ``config`` needs (``None`` for an algorithm-selection config); raises
+    :class:`ConfigError` when they exceed the memory available or the disk free under
+    ``out``, unless ``allow_large``."""
+    import shutil
+
+    from stabl_jax.experiment import estimate_resources
+    from stabl_jax.simulate import available_memory_bytes
+
     if config.kind == "hpo":
-        return _run_hpo(config, folder, started=started, start=start)
+        return None
+    needs = estimate_resources(config)
+    existing = out.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    free = {"memory": available_memory_bytes(), "disk": shutil.disk_usage(existing).free}
+    where = {"memory": "available", "disk": f"free under {existing}"}
+    wanted = {"memory": needs.memory_bytes, "disk": needs.disk_bytes}
+    over = [k for k in wanted if wanted[k] > free[k]]
+    if over and not allow_large:
+        sizes = "; ".join(
+            f"about {_bytes(wanted[k])} of {k}, {_bytes(free[k])} {where[k]}" for k in over
+        )
+        raise ConfigError(
+            f"this run does not fit ({config.runs} runs x {config.horizon} rounds x "
+            f"{len(config.learners)} learners): it needs {sizes}; lower runs or horizon "
+            "(--runs, --set horizon=...), or pass --allow-large to run it anyway"
+        )
+    return needs
+
+
+def _bytes(count: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024 or unit == "TiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _run(
+    config: ExperimentConfig,
+    folder: Any,
+    args: argparse.Namespace,
+    needs: Any,
+    *,
+    started: str,
+    start: float,
+) -> int:
+    """``stabl-jax run`` for a bandit or BCO config, in ``folder``."""
+    from stabl_jax.checkpoint import ExperimentCheckpoints, experiment_identity
+    from stabl_jax.experiment import resolve_chunk_size, run_experiment
+    from stabl_jax.results import write_results
+
     with folder:
+        _print_header(config, folder.final, resolve_chunk_size(config), needs)
         identity = experiment_identity(config)
-        resumed = folder.resume(identity, force=args.force)
+        resumed = folder.resume(
+            identity, force=args.force, log=lambda line: print(f"  {line}", flush=True)
+        )
         checkpoints = ExperimentCheckpoints(folder.checkpoint_dir, identity)
-        _print_header(config, folder.final, resolve_chunk_size(config))
         if resumed is not None:
             done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in resumed.progress.items())
             print(f"  resuming {resumed.source.name}: {done or 'nothing done yet'}", flush=True)
@@ -283,7 +382,7 @@ def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
     return EXIT_OK
 
 
-def _print_header(config: ExperimentConfig, out: Path, chunk: int) -> None:
+def _print_header(config: ExperimentConfig, out: Path, chunk: int, needs: Any = None) -> None:
     env = config.make_env()
     points = (
         "random per run"
@@ -308,6 +407,11 @@ def _print_header(config: ExperimentConfig, out: Path, chunk: int) -> None:
         f"chunks of {chunk} rounds; same key for every learner (paired)"
     )
     print(f"  learners: {', '.join(config.learners)}")
+    if needs is not None:
+        print(
+            f"  needs about {_bytes(needs.memory_bytes)} of memory, {_bytes(needs.disk_bytes)} of "
+            f"disk (traces and checkpoints), roughly {_duration(needs.seconds)} of simulation"
+        )
     print(f"  output: {out}", flush=True)
 
 

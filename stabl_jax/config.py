@@ -67,6 +67,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from stabl_jax import registry
 from stabl_jax.domains import DOMAINS, make_domain
 
@@ -548,15 +550,24 @@ def validate(
     )
     # Construct every learner the experiment will run: their own checks catch bad values.
     for learner_name in learners:
-        key = f"learner_options.{learner_name}"
         try:
             learner = config.make_learner(learner_name)
         except (TypeError, ValueError) as exc:
-            check.fail(key, f"learner {learner_name!r} rejects its options: {exc}")
+            _blame_learner(check, config, learner_name, exc)
         allowed = _params_fields(learner)
-        for field in params.get(learner_name, {}):
+        dtype = np.dtype(getattr(learner, "float_dtype", np.float32))
+        for field, number in params.get(learner_name, {}).items():
             if field not in allowed:
                 check.unknown(f"params.{learner_name}.{field}", allowed, "param")
+            with np.errstate(over="ignore", under="ignore"):
+                stored = np.asarray(number).astype(dtype)
+            if not np.isfinite(stored) or (stored == 0) != (number == 0):
+                check.fail(
+                    f"params.{learner_name}.{field}",
+                    f"{number!r} is outside the range of the learner's {dtype} (it would be "
+                    f"stored as {stored}); use a value between {np.finfo(dtype).tiny:g} and "
+                    f"{np.finfo(dtype).max:g}",
+                )
         if params.get(learner_name) and hasattr(learner, "check_params"):
             try:  # the learner's own ranges (e.g. gamma <= 1, meta_lr_scale > 0)
                 learner.check_params(config.learner_params(learner, learner_name))
@@ -571,6 +582,24 @@ def _entry(check: _Checker, key: str, known: registry.Registry, name: Any) -> re
         return known.entry(name)
     except ValueError as exc:
         check.fail(key, str(exc))
+
+
+def _blame_learner(
+    check: _Checker, config: ExperimentConfig, name: str, exc: Exception
+) -> typing.NoReturn:
+    """Report a learner that cannot be built under the key that caused it: its
+    ``learner_options`` when it builds without them, else ``horizon`` or ``env``."""
+    if name in config.learner_options:
+        rest = {k: v for k, v in config.learner_options.items() if k != name}
+        try:
+            dataclasses.replace(config, learner_options=rest).make_learner(name)
+        except (TypeError, ValueError):
+            pass
+        else:
+            check.fail(f"learner_options.{name}", f"learner {name!r} rejects its options: {exc}")
+    if "horizon" in str(exc):
+        check.fail("horizon", f"learner {name!r} cannot run {config.horizon} rounds: {exc}")
+    check.fail("env", f"learner {name!r} rejects the environment: {exc}")
 
 
 def _check_learners(check: _Checker, value: Any, kind: str) -> tuple[str, ...]:

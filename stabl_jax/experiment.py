@@ -112,6 +112,68 @@ def resolve_chunk_size(config: ExperimentConfig) -> int:
     return max(1, min(budget, math.ceil(config.horizon / AUTO_MIN_CHUNKS)))
 
 
+#: The rough simulation speed :func:`estimate_resources` assumes: arm (or coordinate) updates
+#: per second, about StABL's with n = 30 arms on a 2-core CPU (README, "Speed").
+ESTIMATE_UPDATES_PER_SECOND = 3e7
+#: Disk taken by the plots and the summary of one experiment (generous).
+PLOTS_BYTES = 2**20
+#: Memory of a JAX process before it holds any data.
+BASE_MEMORY_BYTES = 512 * 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """What an experiment needs, estimated from its config before it runs.
+
+    Attributes:
+      memory_bytes: peak host memory: every learner's ``(R, T)`` traces and a copy of them
+        while ``traces.npz`` is written, the loop state of every run (device, host and
+        checkpoint copies), one block of the SA(L) pass and the JAX process itself.
+      disk_bytes: peak disk: every learner's chunk checkpoints (its traces and loop state)
+        plus ``traces.npz``, which exist together until the folder is committed, and the
+        plots.
+      seconds: simulation time at :data:`ESTIMATE_UPDATES_PER_SECOND` (a rough guide, not a
+        limit).
+    """
+
+    memory_bytes: int
+    disk_bytes: int
+    seconds: float
+
+
+def _tree_bytes(tree: Any) -> int:
+    return sum(int(math.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(tree))
+
+
+def estimate_resources(config: ExperimentConfig) -> Resources:
+    """Estimate an experiment's memory, disk and time from its config alone (nothing is
+    allocated: the loop state's size comes from :func:`jax.eval_shape`).
+
+    Per run and round a bandit learner records ``16 + 4 q`` bytes (``q`` queries) and
+    ``traces.npz`` keeps 16 of them; a BCO learner 16 and 8.
+    """
+    runs, horizon = int(config.runs), int(config.horizon)
+    env = config.make_env()
+    key = jax.random.key(0)
+    width = int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
+    env_bytes = _tree_bytes(jax.eval_shape(env.sample_params, key))
+    traces = kept = state = 0
+    for name in config.learners:
+        learner = config.make_learner(name)
+        state = max(state, _tree_bytes(jax.eval_shape(learner.init, key)) + env_bytes)
+        recorded = 16 if config.kind == "bco" else 16 + 4 * int(learner.num_queries)
+        traces += runs * horizon * recorded
+        kept += runs * horizon * (8 if config.kind == "bco" else 16)
+    learners = len(config.learners)
+    states = runs * state
+    sa_block = max(256 * 2**20, horizon * width * 12)  # metrics.paired_adaptive_regret
+    return Resources(
+        memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 3 * states + sa_block,
+        disk_bytes=traces + kept + 2 * learners * states + PLOTS_BYTES,
+        seconds=learners * runs * horizon * width / ESTIMATE_UPDATES_PER_SECOND,
+    )
+
+
 def run_experiment(
     config: ExperimentConfig,
     *,

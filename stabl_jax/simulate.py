@@ -337,6 +337,9 @@ def simulate(
       >>> res.loss.shape
       (3, 64)
     """
+    checks.check_interface("learner", learner, "a bandit learner", ("num_arms", "init", "step"))
+    checks.check_interface("env", env, "a bandit environment", ("num_arms", "horizon", "loss"))
+    fields = checks.check_names("traces", traces, TRACE_FIELDS)
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
     if horizon > env.horizon:
@@ -351,9 +354,6 @@ def simulate(
     if hasattr(learner, "check_params"):
         learner.check_params(params, batch=num_runs)
     chunk = auto_chunk_size(num_runs, horizon) if chunk_size is None else chunk_size
-    for name in traces:
-        checks.check_choice("traces", name, TRACE_FIELDS)
-    fields = tuple(traces)
     plan = sharding.plan_runs(num_runs, runs_per_block, host_threads=host_threads)
     params = sharding.pad_params(params, plan)
     carry = sharding.init_sharded(

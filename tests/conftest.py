@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
@@ -40,6 +42,39 @@ def write_config_variant(tmp_path, good: str, cases: dict, case: str, filename: 
     path = tmp_path / filename
     path.write_text(text)
     return path
+
+
+# Entries of summary.json that may differ between an interrupted and an uninterrupted run.
+VOLATILE = {
+    "started",
+    "timings",
+    "compile_seconds",
+    "run_seconds",
+    "simulate_seconds",
+    "command",
+    "resumed",
+}
+
+
+def numbers(summary: dict) -> dict:
+    """``summary`` without the entries that record when, how long and how it ran."""
+    if isinstance(summary, dict):
+        return {k: numbers(v) for k, v in summary.items() if k not in VOLATILE}
+    return summary
+
+
+def assert_same_results(folder, reference) -> None:
+    """A complete results folder whose traces and every number of ``summary.json`` are
+    bitwise those of ``reference``."""
+    from stabl_jax.results import COMPLETE, read_summary, read_traces
+
+    assert (Path(folder) / COMPLETE).is_file()
+    traces, expected = read_traces(folder), read_traces(reference)
+    assert sorted(traces) == sorted(expected)
+    for name in expected:
+        assert traces[name].dtype == expected[name].dtype, name
+        np.testing.assert_array_equal(traces[name], expected[name], err_msg=name)
+    assert numbers(read_summary(folder)) == numbers(read_summary(reference))
 
 
 @pytest.fixture(params=sorted(LEARNERS))

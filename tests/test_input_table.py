@@ -13,8 +13,10 @@ fail before any computation (``_forbid_computation``).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from stabl_jax.checkpoint import CheckpointMismatch, ChunkCheckpoint, save_array
 from stabl_jax.checks import checked_step
 from stabl_jax.config import ConfigError, load_config
 from stabl_jax.envs.convex import MovingTarget
-from stabl_jax.results import OutputError, ResultsFolder, read_traces
+from stabl_jax.results import MARKER, MARKER_FORMAT, OutputError, ResultsFolder, read_traces
 from stabl_jax.simulate import params_axes, simulate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -556,6 +558,22 @@ def _(tmp_path):
         simulate(LEARNER, ENV, KEY, 4, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
 
 
+@row("M8")
+def _():
+    with raises(TypeError, "env must be a bandit environment, got 'expert_advice'", "make_env"):
+        simulate(LEARNER, "expert_advice", KEY, 2)
+    with raises(TypeError, "learner must be a bandit learner, got None"):
+        simulate(None, ENV, KEY, 2)
+
+
+@row("M9")
+def _():
+    with raises(TypeError, "traces must be a tuple of names, got the string 'loss'"):
+        simulate(LEARNER, ENV, KEY, 2, traces="loss")
+    with raises(ValueError, "traces must be one of", "'regret'"):
+        simulate(LEARNER, ENV, KEY, 2, traces=("loss", "regret"))
+
+
 # --------------------------------------------------------------------------------------------
 # Configs
 # --------------------------------------------------------------------------------------------
@@ -676,9 +694,36 @@ def _(tmp_path):
         load_config(path, ["runs=0"])
 
 
+@row("C11")
+def _(tmp_path):
+    """A value float32 cannot hold is reported as written, not as the inf or 0 it becomes."""
+    path = config_file(tmp_path)
+    for written, shown, becomes in (("1e300", "1e+300", "inf"), ("1e-300", "1e-300", "0.0")):
+        with raises(ConfigError, "'params.stabl.meta_lr_scale'", shown, f"stored as {becomes}"):
+            load_config(path, [f"params.stabl.meta_lr_scale={written}"])
+
+
+@row("C12")
+def _(tmp_path):
+    """A horizon a learner cannot run is reported under ``horizon``, not ``learner_options``;
+    a learner option it rejects under ``learner_options``."""
+    path = config_file(tmp_path)
+    with raises(ConfigError, "key 'horizon' (set on the command line)", "cannot run 20 rounds"):
+        load_config(path, ["horizon=20", "sa_windows=[4, 8]", "window=4"])
+    with raises(ConfigError, "key 'learner_options.stabl'", "rejects its options"):
+        load_config(path, ['learner_options.stabl.observation="psychic"'])
+
+
 # --------------------------------------------------------------------------------------------
 # The command line
 # --------------------------------------------------------------------------------------------
+
+
+def mark_as_ours(folder):
+    """Create ``folder`` as stabl_jax does (with its marker), by a process now gone."""
+    folder.mkdir()
+    marker = {"format": MARKER_FORMAT, "run_id": "0-dead", "pid": 999999999, "created": ""}
+    (folder / MARKER).write_text(json.dumps(marker))
 
 
 @row("X1")
@@ -710,11 +755,15 @@ def _(tmp_path, capsys, monkeypatch):
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "thesis.tex").write_text("keep")
-    code, err = run_cli(["run", str(path), "--out", str(precious), "--force"], capsys)
-    assert code == 2 and "not a stabl_jax results folder" in err
+    (precious / "summary.json").write_text("{}")  # a name of ours is not enough
+    (precious / "COMPLETE").write_text("x")
+    for force in ([], ["--force"]):
+        code, err = run_cli(["run", str(path), "--out", str(precious), *force], capsys)
+        assert code == 2 and "not a stabl_jax results folder" in err and str(precious) in err
+        assert "never replaced" in err
     assert (precious / "thesis.tex").read_text() == "keep"
     done = tmp_path / "done"
-    done.mkdir()
+    mark_as_ours(done)
     (done / "COMPLETE").write_text("x")
     code, err = run_cli(["run", str(path), "--out", str(done)], capsys)
     assert code == 2 and "already holds a complete result" in err and "--force" in err
@@ -726,10 +775,11 @@ def _(tmp_path, capsys, monkeypatch):
     refused (exit 2) naming the difference, unless --force discards them."""
     _forbid_computation(monkeypatch)
     out = tmp_path / "out"
-    dead = tmp_path / "out.partial-999999999"  # no such process
-    (dead / "checkpoint").mkdir(parents=True)
+    dead = tmp_path / "out.partial-999999999-0"  # created by a run that died
+    mark_as_ours(dead)
+    (dead / "checkpoint").mkdir()
     other = {"config": {"runs": 3}, "format": "x"}
-    (dead / "checkpoint" / "experiment.json").write_text(__import__("json").dumps(other))
+    (dead / "checkpoint" / "experiment.json").write_text(json.dumps(other))
     path = config_file(tmp_path)
     code, err = run_cli(["run", str(path), "--out", str(out)], capsys)
     assert code == 2 and "different experiment" in err and "--force" in err and "config" in err
@@ -748,6 +798,29 @@ def _(tmp_path, capsys, monkeypatch):
         assert code == 2 and "(set on the command line)" in err
     code, err = run_cli(["run", str(path), "--runs", "many"], capsys)
     assert code == 2 and "invalid int value" in err
+
+
+@row("X7")
+def _(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(["run", str(config_file(tmp_path)), "--out", ""], capsys)
+    assert code == 2 and "--out is empty" in err and not (tmp_path / "results").exists()
+
+
+@row("X8")
+def _(tmp_path, capsys, monkeypatch):
+    """Runs, horizons or arms too large for this machine: refused at once, naming the sizes
+    and --allow-large; nothing written."""
+    _forbid_computation(monkeypatch)
+    path = config_file(tmp_path)
+    for size in ("runs=1000000000", "horizon=1000000000", "env.num_arms=100000000"):
+        start = time.monotonic()
+        code, err = run_cli(["run", str(path), "--out", str(tmp_path / "o"), "--set", size], capsys)
+        assert time.monotonic() - start < 60
+        assert code == 2 and "does not fit" in err and "--allow-large" in err, err
+        assert "iB of memory" in err or "iB of disk" in err
+        assert not list(tmp_path.glob("o*"))
 
 
 @row("X6")
@@ -785,7 +858,7 @@ def _(tmp_path):
     simulate(LEARNER, ENV, KEY, 2, chunk_size=8, checkpoint=checkpoint)
     chunk = sorted((tmp_path / "ckpt").glob("chunk-*.npz"))[0]
     chunk.write_bytes(chunk.read_bytes()[:50])
-    with raises(CheckpointMismatch, "cannot read checkpoint chunk", chunk.name):
+    with raises(CheckpointMismatch, "is damaged", chunk.name, "delete"):
         simulate(LEARNER, ENV, KEY, 2, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
 
 

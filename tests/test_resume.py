@@ -21,11 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from stabl_jax import checkpoint, cli
-from stabl_jax.results import COMPLETE, read_summary, read_traces
+from stabl_jax.results import COMPLETE, read_summary
+from tests.conftest import assert_same_results
 
 REPO = Path(__file__).resolve().parent.parent
 HORIZON = 1024
@@ -44,32 +44,6 @@ name = "expert_advice"
 num_arms = 4
 change_points = [300, 700]
 """
-# Entries of summary.json that may differ between an interrupted and an uninterrupted run.
-VOLATILE = {
-    "started",
-    "timings",
-    "compile_seconds",
-    "run_seconds",
-    "simulate_seconds",
-    "command",
-    "resumed",
-}
-
-
-def numbers(summary: dict) -> dict:
-    """``summary`` without the entries that record when, how long and how it ran."""
-    if isinstance(summary, dict):
-        return {k: numbers(v) for k, v in summary.items() if k not in VOLATILE}
-    return summary
-
-
-def assert_same_results(folder: Path, reference: Path) -> None:
-    traces, expected = read_traces(folder), read_traces(reference)
-    assert sorted(traces) == sorted(expected)
-    for name in expected:
-        assert traces[name].dtype == expected[name].dtype, name
-        np.testing.assert_array_equal(traces[name], expected[name], err_msg=name)
-    assert numbers(read_summary(folder)) == numbers(read_summary(reference))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,620 @@
+"""Faults: no finished work is lost, and no wrong number is written with exit status 0.
+
+A user's folder is never deleted or renamed; one changed byte in a checkpoint is found (every
+array carries a SHA-256) and named, and ``--force`` discards it; a lost ``experiment.json`` or
+a reused pid loses no checkpoint; a full disk ends with one line and the rerun resumes;
+concurrent runs with the same ``--out`` say where each one's results are; a run too large to
+fit is refused unless ``--allow-large``.
+
+The command-line config is tiny (2 runs, 4 arms, T = 256, chunks of 32 rounds, two cheap
+learners): an in-process run costs about 3 s (compilation, metrics, plots). The tests marked
+``slow`` start real ``python -m stabl_jax`` processes (killed, run concurrently, or on a small
+tmpfs); CI runs them.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import jax
+import matplotlib.figure
+import numpy as np
+import pytest
+
+from stabl_jax import EXP3, ExpertAdvice, checkpoint, cli, simulate
+from stabl_jax import experiment as experiment_module
+from stabl_jax.checkpoint import CheckpointDamaged, ChunkCheckpoint, load_arrays
+from stabl_jax.results import (
+    COMPLETE,
+    MARKER,
+    OutputError,
+    ResultsFolder,
+    read_summary,
+)
+from tests.conftest import assert_same_results
+
+REPO = Path(__file__).resolve().parent.parent
+HORIZON, CHUNK = 256, 32
+CONFIG = f"""
+name = "faults"
+seed = 5
+runs = 2
+horizon = {HORIZON}
+learners = ["uniform", "exp3"]
+chunk_size = {CHUNK}
+window = 8
+sa_windows = [16, 128]
+
+[env]
+name = "expert_advice"
+num_arms = 4
+change_points = [100, 200]
+"""
+NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path -> bytes)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def config_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("config") / "faults.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(config_path, tmp_path_factory) -> Path:
+    """The uninterrupted run, in-process."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    assert cli.main(command(config_path, out)) == 0
+    return out
+
+
+def command(config_path: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def partials(out: Path) -> list[Path]:
+    return sorted(out.parent.glob(f"{out.name}.partial-*"))
+
+
+def interrupted_run(config_path, out, capsys, monkeypatch, chunks: int = 10) -> Path:
+    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints (10: ``uniform`` done, ``exp3``
+    at round 64); returns its partial folder."""
+    save, count = ChunkCheckpoint.save, {"n": 0}
+
+    def save_then_stop(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        count["n"] += 1
+        if count["n"] == chunks:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ChunkCheckpoint, "save", save_then_stop)
+        code, _, err = run(command(config_path, out), capsys)
+    assert code == 130, err
+    (partial,) = partials(out)
+    return partial
+
+
+# --------------------------------------------------------------------------------------------
+# A user's folder
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_users_folder_is_never_deleted_or_renamed(config_path, tmp_path, capsys):
+    """A folder holding a file named like ours (``summary.json``, even ``COMPLETE``) but not
+    created by stabl_jax: exit 2 naming it and the remedy, with and without --force; every
+    byte still there and nothing left beside it."""
+    precious = tmp_path / "precious"
+    (precious / "sub").mkdir(parents=True)
+    (precious / "summary.json").write_text('{"mine": true}')
+    (precious / "thesis.tex").write_text("\\documentclass{article}")
+    (precious / "sub" / "data.csv").write_bytes(b"a,b\n1,2\n")
+    before = files(precious)
+    for force in ([], ["--force"]):
+        code, _, err = run(command(config_path, precious, *force), capsys)
+        assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+        assert str(precious) in err and "never replaced" in err and "--out" in err
+        assert files(precious) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
+
+
+def test_live_runs_and_foreign_folders_beside_out_are_left_alone(
+    config_path, reference, tmp_path, capsys
+):
+    """Beside ``--out``: a folder named like a partial folder but not ours, and the partial
+    folder of a run that is still going (its lock is held). A run into the (empty, existing)
+    ``--out`` completes and touches neither."""
+    out = tmp_path / "out"
+    out.mkdir()  # an empty folder may be used
+    lookalike = tmp_path / "out.partial-123-abc"
+    lookalike.mkdir()
+    (lookalike / "notes.txt").write_text("mine")
+    live = ResultsFolder.prepare(out)  # holds its lock until released
+    (live.checkpoint_dir / "uniform").mkdir(parents=True)
+    before = files(lookalike), files(live.partial)
+    code, stdout, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert "needs about" in stdout and "of disk" in stdout  # the estimate is printed
+    assert (files(lookalike), files(live.partial)) == before
+    assert_same_results(out, reference)
+    assert (out / MARKER).is_file()
+    live.discard()
+
+
+# --------------------------------------------------------------------------------------------
+# Damaged checkpoints
+# --------------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    pass
+
+
+class _StopAfterFirstChunk(ChunkCheckpoint):
+    def save(self, *args, **kwargs):
+        super().save(*args, **kwargs)
+        raise _Stop
+
+
+def _header_positions(path: Path) -> set[int]:
+    """Byte positions of every member's zip local header and ``.npy`` header (magic, version,
+    header length, the dict NumPy parses)."""
+    data = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        offsets = [info.header_offset for info in archive.infolist()]
+    positions: set[int] = set()
+    for start in offsets:
+        name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
+        npy = start + 30 + name_len + extra_len
+        assert data[npy : npy + 6] == b"\x93NUMPY" and data[npy + 6] == 1
+        (header_len,) = struct.unpack("<H", data[npy + 8 : npy + 10])
+        positions.update(range(start, npy + 10 + header_len))
+    return positions
+
+
+def _same_arrays(got: dict, expected: dict) -> bool:
+    return sorted(got) == sorted(expected) and all(
+        got[k].dtype == expected[k].dtype
+        and got[k].shape == expected[k].shape
+        and got[k].tobytes() == expected[k].tobytes()
+        for k in expected
+    )
+
+
+def test_every_byte_flip_is_detected_or_harmless(tmp_path):
+    """An EXP3 run (n = 3, T = 32, R = 2) stopped after its first chunk of 16 rounds. One bit
+    of ``state.npz`` and of the chunk file is flipped at every position of every member's zip
+    and ``.npy`` header (and every 16th byte elsewhere), in turn: reading the file either
+    raises :class:`CheckpointDamaged` naming it, or gives exactly the arrays written (so the
+    resume, a function of them, is bitwise an uninterrupted run's: checked end to end for the
+    first harmless and the first detected flip of each file). Nothing else is raised."""
+    env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
+    key, fingerprint = jax.random.key(0), {"test": "flips"}
+    whole = simulate(learner, env, key, 2, chunk_size=16)
+    stopped = tmp_path / "stopped"
+    with pytest.raises(_Stop):
+        simulate(
+            learner,
+            env,
+            key,
+            2,
+            chunk_size=16,
+            checkpoint=_StopAfterFirstChunk(stopped, fingerprint),
+        )
+    for name in ("chunk-0000000000-0000000016.npz", checkpoint.STATE):
+        path = stopped / name
+        data, expected = path.read_bytes(), load_arrays(path)
+        positions = _header_positions(path) | set(range(0, len(data), 16))
+        outcome: dict[str, list[int]] = {"detected": [], "harmless": [], "different": []}
+        for i in sorted(positions):
+            path.write_bytes(_flip(data, i))
+            try:
+                got = load_arrays(path)
+            except CheckpointDamaged as exc:
+                assert str(path) in str(exc) and "damaged" in str(exc) and "pickle" not in str(exc)
+                outcome["detected"].append(i)
+                continue
+            outcome["harmless" if _same_arrays(got, expected) else "different"].append(i)
+        path.write_bytes(data)
+        assert not outcome["different"], (name, outcome["different"])
+        assert outcome["detected"] and outcome["harmless"]
+        for kind in ("harmless", "detected"):  # end to end through simulate's resume
+            copy = shutil.copytree(stopped, tmp_path / f"{kind}-{name}")
+            (copy / name).write_bytes(_flip(data, outcome[kind][0]))
+            resume = ChunkCheckpoint(copy, fingerprint)
+            if kind == "detected":
+                with pytest.raises(CheckpointDamaged, match=name):
+                    simulate(learner, env, key, 2, chunk_size=16, checkpoint=resume)
+                continue
+            result = simulate(learner, env, key, 2, chunk_size=16, checkpoint=resume)
+            for field, trace in whole.traces().items():
+                np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
+
+
+def _flip(data: bytes, i: int) -> bytes:
+    """``data`` with bit ``i % 8`` of byte ``i`` flipped."""
+    flipped = bytearray(data)
+    flipped[i] ^= 1 << (i % 8)
+    return bytes(flipped)
+
+
+def test_damaged_checkpoint_is_named_and_force_discards_it(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """Garbage in ``state.npz`` and the header-length byte of ``loss.npy`` in a chunk changed
+    (0x76 -> 0x72, which NumPy reads as a shifted array without complaint): each is named,
+    with --force as the remedy (exit 2, no pickle advice); --force discards only that
+    learner's checkpoint and the results equal an uninterrupted run's."""
+    out = tmp_path / "out"
+    interrupted_run(config_path, out, capsys, monkeypatch)
+
+    def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
+        (partial,) = partials(out)
+        return partial / checkpoint.CHECKPOINT_DIR / "exp3"
+
+    state = exp3() / checkpoint.STATE
+    good_state = state.read_bytes()
+    state.write_bytes(np.random.default_rng(0).bytes(len(good_state)))
+    code, _, err = run(command(config_path, out), capsys)
+    assert code == 2 and "exp3/state.npz" in err and "damaged" in err and "--force" in err, err
+    assert "pickle" not in err and "Traceback" not in err
+    (exp3() / checkpoint.STATE).write_bytes(good_state)
+
+    chunk = sorted(exp3().glob("chunk-*.npz"))[-1]
+    data = bytearray(chunk.read_bytes())
+    with zipfile.ZipFile(chunk) as archive:
+        start = archive.getinfo("loss.npy").header_offset
+    name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
+    length_byte = start + 30 + name_len + extra_len + 8
+    assert data[length_byte] == 0x76
+    data[length_byte] = 0x72
+    chunk.write_bytes(data)
+    code, _, err = run(command(config_path, out), capsys)
+    assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
+    assert (exp3() / chunk.name).read_bytes() == data  # nothing was discarded without --force
+
+    code, stdout, err = run(command(config_path, out, "--force"), capsys)
+    assert code == 0, err
+    assert "discarded the checkpoint of exp3" in stdout
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Lost bookkeeping, reused pids
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbled"])
+def test_lost_experiment_json_still_resumes(
+    config_path, reference, tmp_path, capsys, monkeypatch, damage
+):
+    """``experiment.json`` missing or garbled: the learners' checkpoints carry the
+    experiment's fingerprint, so the rerun says so and resumes (nothing recomputed)."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    identity = partial / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY
+    if damage == "missing":
+        identity.unlink()
+    else:
+        identity.write_text('{"format": "stabl_jax.check')
+    code, stdout, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert "missing or unreadable" in stdout and f"resuming {partial.name}" in stdout
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+
+def test_unidentifiable_checkpoints_are_kept_without_force(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """No ``experiment.json`` and checkpoints of another seed: refused (exit 2) naming the
+    folder and --force; the checkpoints are not touched."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    (partial / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).unlink()
+    before = files(partial)
+    code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
+    assert code == 2 and str(partial) in err and "cannot identify" in err and "--force" in err
+    assert files(partial) == before
+
+
+def test_dead_run_whose_pid_is_alive_again_is_resumed(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """The dead run's pid now belongs to a live process (pid 1): its checkpoints are taken
+    over all the same (a dead run is told by its released lock, not its pid) and its partial
+    folder is removed."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    reused = partial.with_name(f"{out.name}.partial-1-0000dead")
+    partial.rename(reused)
+    marker = json.loads((reused / MARKER).read_text())
+    (reused / MARKER).write_text(json.dumps({**marker, "pid": 1, "run_id": "1-0000dead"}))
+    code, stdout, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert f"resuming {reused.name}" in stdout
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+
+# --------------------------------------------------------------------------------------------
+# A full disk
+# --------------------------------------------------------------------------------------------
+
+
+def _assert_one_line_no_space(err: str, out: Path) -> None:
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in err, err
+    assert line.startswith("error: no space left") and str(out.parent) in line
+    assert "rerun the same command" in line
+
+
+def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, capsys, monkeypatch):
+    """ENOSPC while writing a chunk, ``traces.npz``, a plot and ``COMPLETE``, in successive
+    reruns: each ends with one line (exit 1) and keeps the checkpoints; each rerun resumes
+    from all the work done before; the last gives the uninterrupted run's results. On a fresh
+    run, ENOSPC at ``experiment.json`` leaves nothing behind."""
+    out = tmp_path / "out"
+    atomic_write, savez = checkpoint.atomic_write, np.savez
+    chunk_writes = {"n": 0}
+
+    def full_at_fifth_chunk(path, write):
+        if Path(path).name.startswith("chunk-"):
+            chunk_writes["n"] += 1
+            if chunk_writes["n"] == 5:
+                raise NO_SPACE
+        return atomic_write(path, write)
+
+    def full_at(name):
+        def write(path, *args, **kwargs):
+            if Path(str(path)).name == name:
+                raise NO_SPACE
+            return atomic_write(path, *args, **kwargs)
+
+        return write
+
+    def full_at_traces(file, *args, **kwargs):
+        if str(file).endswith("traces.npz"):
+            raise NO_SPACE
+        return savez(file, *args, **kwargs)
+
+    def full_at_plot(*args, **kwargs):
+        raise NO_SPACE
+
+    stages = [
+        (checkpoint, "atomic_write", full_at_fifth_chunk, None),
+        (np, "savez", full_at_traces, {"uniform": 4 * CHUNK}),
+        (matplotlib.figure.Figure, "savefig", full_at_plot, {"uniform": HORIZON, "exp3": HORIZON}),
+        (checkpoint, "atomic_write", full_at(COMPLETE), {"uniform": HORIZON, "exp3": HORIZON}),
+    ]
+    for owner, name, fault, resumed in stages:
+        with monkeypatch.context() as patch:
+            patch.setattr(owner, name, fault)
+            code, stdout, err = run(command(config_path, out), capsys)
+        assert code == 1 and not out.exists()
+        _assert_one_line_no_space(err, out)
+        assert "checkpoints of finished chunks are kept" in err
+        if resumed is not None:
+            assert "resuming" in stdout
+            assert all(f"{k} {v}/{HORIZON}" in stdout for k, v in resumed.items()), stdout
+        assert len(partials(out)) == 1
+    code, stdout, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": HORIZON}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+    fresh = tmp_path / "fresh"
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoint, "atomic_write", full_at(checkpoint.IDENTITY))
+        code, _, err = run(command(config_path, fresh), capsys)
+    assert code == 1
+    _assert_one_line_no_space(err, fresh)
+    assert not fresh.exists() and not partials(fresh)
+
+
+def _can_mount_tmpfs(where: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = f"mount -t tmpfs -o size=64k tmpfs {where} && umount {where}"
+    try:
+        done = subprocess.run(
+            ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", probe],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@pytest.mark.slow  # two JAX start-ups in subprocesses (CI runs it)
+def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path):
+    """A real full disk: a 2 MiB tmpfs (mounted in a private mount namespace) with 1950 KiB
+    taken (--allow-large: the size check would refuse it). The run fails with one line (exit
+    1); after the filler is removed, the same command resumes and completes with the
+    uninterrupted run's results."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    if not _can_mount_tmpfs(mount):
+        pytest.skip("cannot mount a tmpfs here (needs unprivileged user namespaces or root)")
+    run_it = f"{sys.executable} -m stabl_jax run {config_path} --out {mount}/out --no-progress"
+    script = f"""
+        mount -t tmpfs -o size=2m tmpfs {mount}
+        head -c 1950k /dev/zero > {mount}/filler
+        {run_it} --allow-large > {tmp_path}/first.out 2> {tmp_path}/first.err
+        echo $? > {tmp_path}/first.rc
+        rm {mount}/filler
+        {run_it} --allow-large > {tmp_path}/second.out 2> {tmp_path}/second.err
+        echo $? > {tmp_path}/second.rc
+        cp -r {mount}/out {tmp_path}/out
+    """
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    first_err = (tmp_path / "first.err").read_text()
+    assert (tmp_path / "first.rc").read_text().strip() == "1", first_err
+    _assert_one_line_no_space(first_err, mount / "out")
+    second_err = (tmp_path / "second.err").read_text()
+    assert (tmp_path / "second.rc").read_text().strip() == "0", second_err
+    assert_same_results(tmp_path / "out", reference)
+
+
+# --------------------------------------------------------------------------------------------
+# Concurrent runs with the same --out
+# --------------------------------------------------------------------------------------------
+
+
+def test_concurrent_commits_say_where_each_result_is(tmp_path):
+    """Two runs of the same ``--out`` finish one after the other: the first is in ``<out>``;
+    the second is refused at commit, and its complete results are kept in the folder its
+    message names. A folder someone creates meanwhile is never replaced. ``--force`` replaces
+    a folder of ours and leaves nothing beside it."""
+    out = tmp_path / "out"
+    first, second = ResultsFolder.prepare(out), ResultsFolder.prepare(out)
+    (first.partial / "who").write_text("first")
+    (second.partial / "who").write_text("second")
+    with first:
+        first.commit()
+    with second, pytest.raises(OutputError) as info:
+        second.commit()
+    message = str(info.value)
+    assert "completed by another run" in message
+    kept = Path(message.rsplit(" are in ", 1)[1])
+    assert (kept / COMPLETE).is_file() and (kept / "who").read_text() == "second"
+    assert (out / "who").read_text() == "first" and not partials(out)
+
+    other = tmp_path / "other"
+    third = ResultsFolder.prepare(other)
+    other.mkdir()
+    (other / "mine.txt").write_text("mine")
+    with third, pytest.raises(OutputError, match="created by someone else"):
+        third.commit()
+    assert files(other) == {"mine.txt": b"mine"}
+
+    with ResultsFolder.prepare(out, force=True) as forced:
+        (forced.partial / "who").write_text("forced")
+        forced.commit()
+    assert (out / "who").read_text() == "forced"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == [
+        "out",
+        kept.name,
+    ]
+
+
+@pytest.mark.slow  # two JAX start-ups in subprocesses at once (CI runs it)
+def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
+    """Two ``stabl-jax run`` processes with the same ``--out`` at once: one writes ``<out>``;
+    the other exits 2 saying either that ``<out>`` already holds a result or where its own
+    complete results are, and that folder exists."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
+    procs = [
+        subprocess.Popen(
+            argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outcomes = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    assert_same_results(out, reference)
+    for code, _, err in outcomes:
+        if code == 0:
+            continue
+        assert "already holds a complete result" in err or "complete results are in" in err
+        if "complete results are in" in err:
+            kept = Path(err.strip().rsplit(" are in ", 1)[1])
+            assert_same_results(kept, reference)
+    assert not partials(out)
+
+
+@pytest.mark.slow  # JAX start-ups in subprocesses (CI runs it)
+def test_kill_9_while_writing_results_loses_nothing(config_path, reference, tmp_path):
+    """``kill -9`` once every learner is done (while metrics, traces, plots or the commit are
+    written): either ``<out>`` is complete and right, or the rerun resumes every learner whole
+    and writes the uninterrupted run's results."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
+    proc = subprocess.Popen(
+        argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and time.monotonic() < deadline:
+            if any(_t0(p / checkpoint.CHECKPOINT_DIR / "exp3") == HORIZON for p in partials(out)):
+                break
+            time.sleep(0.002)
+        time.sleep(0.3)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    if not out.exists():
+        rerun = subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        # resumed; or (killed between COMPLETE and the rename) the complete folder is kept
+        assert "resuming" in rerun.stdout or "left" in rerun.stdout, rerun.stdout
+    assert_same_results(out, reference)
+
+
+def _t0(folder: Path) -> int:
+    try:
+        return int(load_arrays(folder / checkpoint.STATE)["t0"])
+    except (CheckpointDamaged, KeyError):
+        return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes (the refusals themselves: tests/test_input_table.py, row X8)
+# --------------------------------------------------------------------------------------------
+
+
+def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monkeypatch):
+    """With no memory to spare the tiny config is refused naming the memory; --allow-large
+    runs it."""
+    monkeypatch.setattr(sys.modules["stabl_jax.simulate"], "available_memory_bytes", lambda: 1)
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    code, _, err = run(command(config_path, tmp_path / "out"), capsys)
+    assert code == 2 and "of memory" in err and "--allow-large" in err
+    code, _, err = run(command(config_path, tmp_path / "out", "--allow-large"), capsys)
+    assert code == 1 and "the experiment ran" in err
