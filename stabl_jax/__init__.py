@@ -2,8 +2,8 @@
 
 Implements StABL (Lu et al., "Adaptive Regret for Bandits Made Possible: Two Queries Suffice",
 ICLR 2024) and its baselines behind one contract (``init``/``ask``/``tell``/``step``), with
-environments that are pure functions of ``(params, t, key)`` and a ``simulate`` that runs
-thousands of independent runs as one compiled program.
+environments behind one call (``evaluate``, ``docs/environments.md``) and one ``simulate`` that
+runs thousands of independent runs as one compiled program.
 """
 
 from stabl_jax import bco, domains, gradients, metrics
@@ -16,8 +16,8 @@ from stabl_jax.bco import (
     TwoPointOGD,
     make_bco,
 )
-from stabl_jax.bco.simulate import BCOSimResult, bco_adaptive_regret, simulate_bco
-from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
+from stabl_jax.bco.simulate import bco_adaptive_regret
+from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.convex import (
     CONVEX_ENVS,
@@ -28,7 +28,7 @@ from stabl_jax.envs.convex import (
 )
 from stabl_jax.envs.eagle import EagleConfig, EagleEnsemble, eagle_grid
 from stabl_jax.envs.hpo import HPOEnv
-from stabl_jax.hpo_metrics import run_hpo
+from stabl_jax.hpo_metrics import run_hpo, simulate_selection
 from stabl_jax.learners import (
     DUCB,
     EXP3,
@@ -40,7 +40,6 @@ from stabl_jax.learners import (
     StepInfo,
     Uniform,
 )
-from stabl_jax.reactive import simulate_reactive
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env
 from stabl_jax.simulate import SimResult, simulate
 
@@ -57,11 +56,11 @@ __all__ = [
     "SWUCB",
     "AbsoluteLinear",
     "BBOBFunction",
-    "BCOSimResult",
     "BanditQuery",
     "CustomConvex",
     "EagleConfig",
     "EagleEnsemble",
+    "Environment",
     "Exp3IX",
     "Exp3S",
     "ExpertAdvice",
@@ -89,6 +88,5 @@ __all__ = [
     "metrics",
     "run_hpo",
     "simulate",
-    "simulate_bco",
-    "simulate_reactive",
+    "simulate_selection",
 ]

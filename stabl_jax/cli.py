@@ -180,12 +180,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
     out = Path(args.out) if args.out else Path("results") / f"{config.name}-seed{config.seed}"
     folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
-    if config.kind == "hpo":
-        return _run_hpo(config, folder, started=started, start=start)
     with folder:
         identity = experiment_identity(config)
         resumed = folder.resume(identity, force=args.force)
         checkpoints = ExperimentCheckpoints(folder.checkpoint_dir, identity)
+        if config.kind == "hpo":
+            return _run_hpo(config, folder, checkpoints, started=started, start=start)
         _print_header(config, folder.final, resolve_chunk_size(config))
         if resumed is not None:
             done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in resumed.progress.items())
@@ -223,18 +223,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
-    """``stabl-jax run`` for an algorithm-selection config (``kind = "hpo"``).
-
-    Finished problems are checkpointed in ``<out>.checkpoint`` (removed once the results
-    folder is complete), so the same command resumes an interrupted run.
-    """
-    import shutil
-
+def _run_hpo(config: Any, folder: Any, checkpoints: Any, *, started: str, start: float) -> int:
+    """``stabl-jax run`` for an algorithm-selection config (``kind = "hpo"``): every learner
+    of every problem checkpoints its chunks in the partial folder, so the same command
+    resumes an interrupted run."""
     from stabl_jax.hpo_experiment import format_hpo_table, run_hpo_experiment
     from stabl_jax.results import write_results
 
-    checkpoint = folder.final.with_name(folder.final.name + ".checkpoint")
     print(f"stabl-jax run {config.name}  ({config.source})")
     if config.overrides:
         print(f"  overrides: {' '.join(config.overrides)}")
@@ -244,7 +239,7 @@ def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
         f"noise {config.noise_std:g}; same key for every learner (paired)"
     )
     print(f"  learners: {', '.join(config.learners)}")
-    print(f"  output: {folder.final}  (checkpoints: {checkpoint})", flush=True)
+    print(f"  output: {folder.final}", flush=True)
 
     def learner_done(name: str, problem: Any, seconds: dict[str, float]) -> None:
         print(
@@ -253,19 +248,10 @@ def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
             flush=True,
         )
 
-    def problem_done(outcome: Any) -> None:
-        if outcome.from_checkpoint:
-            print(f"  {outcome.problem.key:<16} read back from the checkpoint", flush=True)
-
-    with folder:
-        result = run_hpo_experiment(
-            config,
-            checkpoint=checkpoint,
-            on_learner_done=learner_done,
-            on_problem_done=problem_done,
-        )
-        final = write_results(result, folder, started=started)
-    shutil.rmtree(checkpoint, ignore_errors=True)
+    result = run_hpo_experiment(
+        config, checkpoints=checkpoints, validate=True, on_learner_done=learner_done
+    )
+    final = write_results(result, folder, started=started)
     print()
     print(format_hpo_table(result))
     print()

@@ -23,8 +23,8 @@ ROUNDING_ONLY = {"saol"}
 def test_revealing_only_queried_losses_gives_the_same_runs(name):
     env = ExpertAdvice(num_arms=30, horizon=256, random_change_points=True)
     learner = make(name, num_arms=30, horizon=256)
-    assert reveals_queried_only(learner, FIELDS) and not reveals_queried_only(
-        learner, (*FIELDS, "expected_loss")
+    assert reveals_queried_only(env, FIELDS) and not reveals_queried_only(
+        env, (*FIELDS, "expected_loss")
     )
     full = simulate(learner, env, jax.random.key(1), 6)
     lazy = simulate(learner, env, jax.random.key(1), 6, traces=FIELDS)
