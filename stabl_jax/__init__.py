@@ -2,8 +2,8 @@
 
 Implements StABL (Lu et al., "Adaptive Regret for Bandits Made Possible: Two Queries Suffice",
 ICLR 2024) and its baselines behind one contract (``init``/``ask``/``tell``/``step``), with
-environments that are pure functions of ``(params, t, key)`` and a ``simulate`` that runs
-thousands of independent runs as one compiled program.
+environments behind one call (``evaluate``, ``docs/environments.md``) and one ``simulate`` that
+runs thousands of independent runs as one compiled program.
 
 The top level holds what a user calls; the rest is imported from its subpackage: bandit
 convex optimisation from :mod:`stabl_jax.bco` (learners) and :mod:`stabl_jax.envs.convex`,
@@ -12,7 +12,7 @@ from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry`.
 """
 
 from stabl_jax.bco import BCOLearner
-from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
+from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
 from stabl_jax.learners import (
     DUCB,
     EXP3,
@@ -49,6 +49,7 @@ __all__ = [
     "BanditLearner",
     "EXP3IXVizier",
     "EXP3Vizier",
+    "Environment",
     "Exp3IX",
     "Exp3S",
     "ExpertAdvice",

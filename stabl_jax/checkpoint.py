@@ -1,6 +1,6 @@
 """Chunk checkpoints: an interrupted simulation resumes where it stopped, bitwise.
 
-:func:`stabl_jax.simulate.run_chunks` (hence ``simulate`` and ``simulate_bco``) takes a
+:func:`stabl_jax.simulate.run_chunks` (hence ``simulate``, for every kind) takes a
 ``checkpoint``: before the first chunk it asks it to :meth:`~ChunkCheckpoint.restore` the loop
 state, and after every chunk it hands it the new loop state and that chunk's outputs to
 :meth:`~ChunkCheckpoint.save`. Since a chunked run equals an unchunked one bitwise whatever
@@ -240,9 +240,8 @@ def _chunk_name(start: int, stop: int) -> str:
 class ChunkCheckpoint:
     """Atomic per-chunk checkpoints of one simulation, in ``folder``.
 
-    Pass it as ``checkpoint=`` to :func:`~stabl_jax.simulate.simulate` (or
-    :func:`~stabl_jax.bco.simulate.simulate_bco`): the first call writes it, a repeated call
-    with the same arguments after an interruption resumes from it.
+    Pass it as ``checkpoint=`` to :func:`~stabl_jax.simulate.simulate`: the first call writes
+    it, a repeated call with the same arguments after an interruption resumes from it.
 
     Args:
       folder: where the files go (created on the first save).

@@ -210,8 +210,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     needs = _check_fits(config, out, args.allow_large)
     folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
     try:
-        if config.kind == "hpo":
-            return _run_hpo(config, folder, started=started, start=start)
         return _run(config, folder, args, needs, started=started, start=start)
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
@@ -283,18 +281,22 @@ def _run(
     started: str,
     start: float,
 ) -> int:
-    """``stabl-jax run`` for a bandit or BCO config, in ``folder``."""
+    """``stabl-jax run`` for any config, in ``folder`` (algorithm selection: :func:`_run_hpo`
+    once the folder is resumed and its checkpoints are known)."""
     from stabl_jax.checkpoint import ExperimentCheckpoints, experiment_identity
     from stabl_jax.experiment import resolve_chunk_size, run_experiment
     from stabl_jax.results import write_results
 
     with folder:
-        _print_header(config, folder.final, resolve_chunk_size(config), needs)
+        if config.kind != "hpo":
+            _print_header(config, folder.final, resolve_chunk_size(config), needs)
         identity = experiment_identity(config)
         resumed = folder.resume(
             identity, force=args.force, log=lambda line: print(f"  {line}", flush=True)
         )
         checkpoints = ExperimentCheckpoints(folder.checkpoint_dir, identity)
+        if config.kind == "hpo":
+            return _run_hpo(config, folder, checkpoints, started=started, start=start)
         if resumed is not None:
             done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in resumed.progress.items())
             print(f"  resuming {resumed.source.name}: {done or 'nothing done yet'}", flush=True)
@@ -331,18 +333,13 @@ def _run(
     return EXIT_OK
 
 
-def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
-    """``stabl-jax run`` for an algorithm-selection config (``kind = "hpo"``).
-
-    Finished problems are checkpointed in ``<out>.checkpoint`` (removed once the results
-    folder is complete), so the same command resumes an interrupted run.
-    """
-    import shutil
-
+def _run_hpo(config: Any, folder: Any, checkpoints: Any, *, started: str, start: float) -> int:
+    """``stabl-jax run`` for an algorithm-selection config (``kind = "hpo"``): every learner
+    of every problem checkpoints its chunks in the partial folder, so the same command
+    resumes an interrupted run."""
     from stabl_jax.hpo_experiment import format_hpo_table, run_hpo_experiment
     from stabl_jax.results import write_results
 
-    checkpoint = folder.final.with_name(folder.final.name + ".checkpoint")
     print(f"stabl-jax run {config.name}  ({config.source})")
     if config.overrides:
         print(f"  overrides: {' '.join(config.overrides)}")
@@ -352,7 +349,7 @@ def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
         f"noise {config.noise_std:g}; same key for every learner (paired)"
     )
     print(f"  learners: {', '.join(config.learners)}")
-    print(f"  output: {folder.final}  (checkpoints: {checkpoint})", flush=True)
+    print(f"  output: {folder.final}", flush=True)
 
     def learner_done(name: str, problem: Any, seconds: dict[str, float]) -> None:
         print(
@@ -361,19 +358,10 @@ def _run_hpo(config: Any, folder: Any, *, started: str, start: float) -> int:
             flush=True,
         )
 
-    def problem_done(outcome: Any) -> None:
-        if outcome.from_checkpoint:
-            print(f"  {outcome.problem.key:<16} read back from the checkpoint", flush=True)
-
-    with folder:
-        result = run_hpo_experiment(
-            config,
-            checkpoint=checkpoint,
-            on_learner_done=learner_done,
-            on_problem_done=problem_done,
-        )
-        final = write_results(result, folder, started=started)
-    shutil.rmtree(checkpoint, ignore_errors=True)
+    result = run_hpo_experiment(
+        config, checkpoints=checkpoints, validate=True, on_learner_done=learner_done
+    )
+    final = write_results(result, folder, started=started)
     print()
     print(format_hpo_table(result))
     print()

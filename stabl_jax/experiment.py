@@ -6,7 +6,7 @@ all learners face identical losses in every run (a paired comparison), and the a
 needed for SA(L) are regenerated once per block of runs and shared by all learners.
 
 A BCO config (``kind = "bco"``) runs through :func:`run_bco_experiment` the same way: every
-learner simulated by :func:`~stabl_jax.bco.simulate.simulate_bco` with the same key, and SA(L)
+learner simulated by :func:`~stabl_jax.simulate.simulate` with the same key, and SA(L)
 computed by :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret` (the
 :func:`~stabl_jax.bco.simulate.bco_adaptive_regret` metric with the window comparators, which
 do not depend on the learner, solved once for all learners).
@@ -27,12 +27,7 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics
-from stabl_jax.bco.simulate import (
-    BCOSimResult,
-    comparator_solver,
-    paired_bco_adaptive_regret,
-    simulate_bco,
-)
+from stabl_jax.bco.simulate import comparator_solver, paired_bco_adaptive_regret
 from stabl_jax.checkpoint import ExperimentCheckpoints
 from stabl_jax.config import ExperimentConfig
 from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
@@ -193,8 +188,8 @@ def run_experiment(
         the shared SA(L) pass, so its ``sa_*`` arrays are still empty then).
       checkpoints: where each learner's simulation checkpoints every chunk and resumes from
         (:class:`~stabl_jax.checkpoint.ExperimentCheckpoints`); ``None``: no checkpoints.
-      validate: check every round's losses and play distribution inside the compiled program
-        (``simulate(validate=True)``; bandit learners only). Results are unchanged.
+      validate: check every round's losses (and a bandit learner's play distribution) inside
+        the compiled program (``simulate(validate=True)``). Results are unchanged.
 
     Returns:
       An :class:`ExperimentResult`, or a :class:`BCOExperimentResult` for a BCO config
@@ -202,7 +197,11 @@ def run_experiment(
     """
     if config.kind == "bco":
         return run_bco_experiment(
-            config, progress=progress, on_learner_done=on_learner_done, checkpoints=checkpoints
+            config,
+            progress=progress,
+            on_learner_done=on_learner_done,
+            checkpoints=checkpoints,
+            validate=validate,
         )
     start = time.perf_counter()
     env = config.make_env()
@@ -299,7 +298,8 @@ class BCOLearnerOutcome:
       name: :data:`stabl_jax.registry.BCO_LEARNERS` name.
       learner: the learner object.
       params: the learner params it ran with (shared by all runs).
-      result: its :class:`~stabl_jax.bco.simulate.BCOSimResult` (``(R, T)`` traces).
+      result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces ``loss`` and
+        ``best_loss``).
       sa: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)`` (empty until the shared
         SA(L) pass has run).
       num_muted: total meta-weight muting events over runs (Algorithm 3 and Appendix D), else
@@ -310,7 +310,7 @@ class BCOLearnerOutcome:
     name: str
     learner: Any
     params: Any
-    result: BCOSimResult
+    result: SimResult
     sa: np.ndarray
     num_muted: int | None
     wall_seconds: float
@@ -365,15 +365,16 @@ def run_bco_experiment(
     progress: ProgressFactory | None = None,
     on_learner_done: Callable[[BCOLearnerOutcome], None] | None = None,
     checkpoints: ExperimentCheckpoints | None = None,
+    validate: bool = False,
 ) -> BCOExperimentResult:
     """Simulate every BCO learner of ``config`` on the same environment draws and measure SA(L).
 
     Args:
       config: a validated config with ``kind = "bco"``.
-      progress: as in :func:`run_experiment` (a ``bool`` return is read as no callback).
+      progress: as in :func:`run_experiment`.
       on_learner_done: called with each learner's outcome as soon as it is simulated (its
         ``sa`` is still empty then).
-      checkpoints: as in :func:`run_experiment`.
+      checkpoints, validate: as in :func:`run_experiment`.
 
     Returns:
       A :class:`BCOExperimentResult`.
@@ -386,9 +387,8 @@ def run_bco_experiment(
     for name in config.learners:
         learner = config.make_learner(name)
         params = config.learner_params(learner, name)
-        callback = progress(name) if progress is not None else None
         sim_start = time.perf_counter()
-        result = simulate_bco(
+        result = simulate(
             learner,
             env,
             key,
@@ -396,7 +396,8 @@ def run_bco_experiment(
             horizon=config.horizon,
             params=params,
             chunk_size=chunk,
-            progress=callback if callable(callback) else None,
+            progress=progress(name) if progress is not None else False,
+            validate=validate,
             checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
         )
         outcome = BCOLearnerOutcome(

@@ -23,13 +23,14 @@ A config (``configs/hpo_bbob_sphere.toml``)::
     tau_max = 10.0                         # range of the performance profiles
 
 Problems are run one after another; each learner is one compiled program vmapped over the
-repeats (:func:`stabl_jax.reactive.simulate_reactive`), all learners with the same key, so
+repeats (:func:`stabl_jax.hpo_metrics.simulate_selection`), all learners with the same key, so
 repeat ``i`` of a problem has the same shift, rotation and noise stream for every learner.
 Budgets count evaluations, so a two-query learner gets half as many rounds as a one-query
 learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
 
-A long experiment never loses finished work: with ``checkpoint`` set, each finished problem is
-written there (atomically) and found again when the same config is rerun after an interrupt.
+A long experiment never loses finished work: with ``checkpoints`` set, every learner of every
+problem checkpoints its chunks there (:class:`stabl_jax.checkpoint.ExperimentCheckpoints`, as
+for every kind) and resumes from them when the same config is rerun after an interrupt.
 
 Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve (mean and 95%
 band over repeats) and the score against Uniform at every evaluation count; across all
@@ -41,9 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -78,7 +77,6 @@ BBOB_KEYS: tuple[str, ...] = (
     "tau_max",
 )
 MAX_DIM = 640  # COCO's largest tabulated dimension is 640 (its instance generator's limit)
-_CHECKPOINT_FORMAT = "stabl_jax.hpo_checkpoint/1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,21 +130,6 @@ class HPOConfig:
     source: str
     overrides: tuple[str, ...] = ()
     kind: str = "hpo"
-
-    def problem_settings(self) -> dict[str, Any]:
-        """What every problem's result depends on besides its own ``(f, d, N)`` (a checkpoint
-        is reused only when these, the seed and the runs are unchanged)."""
-        return {
-            "seed": self.seed,
-            "runs": self.runs,
-            "feedback": self.feedback,
-            "instance": self.instance,
-            "shift_radius": self.shift_radius,
-            "rotate": self.rotate,
-            "noise_std": self.noise_std,
-            "reward_lambda": self.reward_lambda,
-            "history_lengths": list(self.history_lengths),
-        }
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config."""
@@ -336,7 +319,6 @@ class ProblemOutcome:
       best_value: per learner, ``(R, N)`` best normalised value after each evaluation.
       arm_counts: per learner, ``(A,)`` mean evaluations of each arm per repeat.
       seconds: per learner, ``{"compile": ..., "run": ...}``.
-      from_checkpoint: whether it was read back from a checkpoint instead of computed.
     """
 
     problem: HPOProblem
@@ -344,7 +326,6 @@ class ProblemOutcome:
     best_value: dict[str, np.ndarray]
     arm_counts: dict[str, np.ndarray]
     seconds: dict[str, dict[str, float]]
-    from_checkpoint: bool = False
 
 
 @dataclasses.dataclass
@@ -368,12 +349,15 @@ def run_problem(
     config: HPOConfig,
     problem: HPOProblem,
     *,
+    checkpoints: Any = None,
+    validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> ProblemOutcome:
-    """Run every learner of ``config`` on ``problem`` (same key for all: paired repeats)."""
+    """Run every learner of ``config`` on ``problem`` (same key for all: paired repeats);
+    ``checkpoints`` (:class:`~stabl_jax.checkpoint.ExperimentCheckpoints`) holds learner
+    ``<problem>-<learner>``'s chunks."""
     from stabl_jax.envs.bbob import BBOBFunction
     from stabl_jax.envs.hpo import HPOEnv
-    from stabl_jax.reactive import simulate_reactive
 
     function = BBOBFunction(
         function_id=problem.function_id,
@@ -389,7 +373,18 @@ def run_problem(
     out = ProblemOutcome(problem, {}, {}, {}, {})
     for name in config.learners:
         learner = make_learner(config, name, problem.evaluations)
-        res = simulate_reactive(learner, env, key, config.runs, problem.evaluations)
+        checkpoint = (
+            None if checkpoints is None else checkpoints.for_learner(f"{problem.key}-{name}")
+        )
+        res = hpo_metrics.simulate_selection(
+            learner,
+            env,
+            key,
+            config.runs,
+            problem.evaluations,
+            checkpoint=checkpoint,
+            validate=validate,
+        )
         summary = hpo_metrics.summarize(res, env.num_arms)
         out.best_gap[name] = summary["best_gap"]
         out.best_value[name] = summary["best_value"]
@@ -403,7 +398,8 @@ def run_problem(
 def run_hpo_experiment(
     config: HPOConfig,
     *,
-    checkpoint: str | Path | None = None,
+    checkpoints: Any = None,
+    validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
     on_problem_done: Callable[[ProblemOutcome], None] | None = None,
 ) -> HPOExperimentResult:
@@ -411,10 +407,11 @@ def run_hpo_experiment(
 
     Args:
       config: a validated HPO config.
-      checkpoint: a folder where each finished problem is saved (``<key>.npz`` and
-        ``<key>.json``, written atomically); problems already there with the same settings
-        are read back instead of recomputed, so an interrupted run resumes where it stopped
-        and gives the same numbers.
+      checkpoints: where every learner of every problem checkpoints its chunks and resumes
+        from (:class:`~stabl_jax.checkpoint.ExperimentCheckpoints`); an interrupted run
+        resumes where it stopped and gives the same numbers. ``None``: no checkpoints.
+      validate: check every round inside the compiled programs (``simulate(validate=True)``);
+        results unchanged.
       on_learner_done: called after each learner of each problem with its timings.
       on_problem_done: called after each problem.
 
@@ -424,16 +421,15 @@ def run_hpo_experiment(
     from stabl_jax.envs.eagle import EagleEnsemble
 
     start = time.perf_counter()
-    folder = None if checkpoint is None else Path(checkpoint)
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
     problems: dict[str, ProblemOutcome] = {}
     for problem in config.problems:
-        outcome = None if folder is None else _load_problem(folder, config, problem)
-        if outcome is None:
-            outcome = run_problem(config, problem, on_learner_done=on_learner_done)
-            if folder is not None:
-                _save_problem(folder, config, outcome)
+        outcome = run_problem(
+            config,
+            problem,
+            checkpoints=checkpoints,
+            validate=validate,
+            on_learner_done=on_learner_done,
+        )
         problems[problem.key] = outcome
         if on_problem_done is not None:
             on_problem_done(outcome)
@@ -444,59 +440,6 @@ def run_hpo_experiment(
         problems=problems,
         wall_seconds=time.perf_counter() - start,
     )
-
-
-def _problem_meta(config: HPOConfig, problem: HPOProblem) -> dict[str, Any]:
-    return {
-        "format": _CHECKPOINT_FORMAT,
-        "problem": dataclasses.asdict(problem),
-        "settings": config.problem_settings(),
-        "learners": list(config.learners),
-    }
-
-
-def _save_problem(folder: Path, config: HPOConfig, outcome: ProblemOutcome) -> None:
-    """Write ``<key>.npz`` then ``<key>.json`` (the json, written last, marks it whole)."""
-    key = outcome.problem.key
-    arrays = {}
-    for name in config.learners:
-        arrays[f"{name}/best_gap"] = outcome.best_gap[name]
-        arrays[f"{name}/best_value"] = outcome.best_value[name]
-        arrays[f"{name}/arm_counts"] = outcome.arm_counts[name]
-    meta = _problem_meta(config, outcome.problem) | {"seconds": outcome.seconds}
-    _atomic_write(folder / f"{key}.npz", lambda f: np.savez(f, **arrays))
-    text = json.dumps(meta, indent=1).encode("utf-8")
-    _atomic_write(folder / f"{key}.json", lambda f: f.write(text))
-
-
-def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _load_problem(folder: Path, config: HPOConfig, problem: HPOProblem) -> ProblemOutcome | None:
-    """The checkpointed outcome of ``problem``, or ``None`` when absent or made otherwise."""
-    meta_path, data_path = folder / f"{problem.key}.json", folder / f"{problem.key}.npz"
-    if not (meta_path.is_file() and data_path.is_file()):
-        return None
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    expected = _problem_meta(config, problem)
-    if any(meta.get(k) != v for k, v in expected.items()):
-        return None
-    out = ProblemOutcome(problem, {}, {}, {}, dict(meta.get("seconds", {})), from_checkpoint=True)
-    with np.load(data_path, allow_pickle=False) as data:
-        for name in config.learners:
-            out.best_gap[name] = data[f"{name}/best_gap"]
-            out.best_value[name] = data[f"{name}/best_value"]
-            out.arm_counts[name] = data[f"{name}/arm_counts"]
-    return out
 
 
 def read_hpo_result(folder: str | Path) -> HPOExperimentResult:

@@ -3,12 +3,12 @@ Section "Experiments" of Lu et al., ICLR 2024) and its metrics: log best-objecti
 Dolan-More performance profiles.
 
 :func:`run_hpo` runs every compared learner on one BBOB function and dimension, many repeats
-vmapped in one program per learner, all learners on the same functions (the same key: repeat
-``i`` has the same shift and rotation for every learner). Learners (the paper's four plus
-StABL Naive), built by :func:`make_hpo_learner` from the registry with ``feedback="reward"``
-(the paper's setting; Uniform has no feedback) and ``horizon`` = the learner's number of
-rounds ``ceil(N / num_queries)``; StABL's history lengths are the paper's
-``(20, 40, ..., 2560)``.
+vmapped in one program per learner (:func:`simulate_selection`), all learners on the same
+functions (the same key: repeat ``i`` has the same shift and rotation for every learner).
+Learners (the paper's four plus StABL Naive), built by :func:`make_hpo_learner` from the
+registry with ``feedback="reward"`` (the paper's setting; Uniform has no feedback) and
+``horizon`` = the learner's number of rounds ``ceil(N / num_queries)``; StABL's history
+lengths are the paper's ``(20, 40, ..., 2560)``.
 
 Performance profiles (Dolan and More, "Benchmarking optimization software with performance
 profiles", Math. Program. 2002). Problems ``p`` are (function, repeat) pairs, solvers ``s`` the
@@ -29,6 +29,7 @@ No plotting here (``stabl_jax.plots`` is the face); everything returns NumPy arr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,13 +40,63 @@ from stabl_jax import checks, metrics, registry
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.eagle import EagleEnsemble
 from stabl_jax.envs.hpo import REWARD_LAMBDA, HPOEnv
-from stabl_jax.reactive import ReactiveResult, num_rounds, simulate_reactive
+from stabl_jax.simulate import SimResult, simulate
 
 HPO_LEARNERS: tuple[str, ...] = ("uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive")
 PAPER_HISTORY_LENGTHS: tuple[int, ...] = (20, 40, 80, 160, 320, 640, 1280, 2560)
 BASELINE = "uniform"
 GAP_FLOOR = 1e-12  # gaps below it count as solved: floor for logs and ratios
 DEFAULT_TAU_MAX = 10.0
+
+
+def num_rounds(num_evaluations: int, num_queries: int) -> int:
+    """``ceil(N / Q)``: rounds a ``Q``-query learner plays for a budget of ``N`` evaluations."""
+    return math.ceil(num_evaluations / num_queries)
+
+
+def simulate_selection(
+    learner: Any, env: HPOEnv, key: jax.Array, num_runs: int, num_evaluations: int, **kwargs: Any
+) -> SimResult:
+    """:func:`~stabl_jax.simulate.simulate` of algorithm selection with a budget of
+    ``num_evaluations`` objective evaluations per run.
+
+    Every query is one evaluation (a trial), so a learner with ``num_queries = Q`` plays
+    ``ceil(N / Q)`` rounds and its best-so-far traces are indexed by evaluation count, not by
+    round: a two-query learner is never compared with a one-query learner on a cheaper
+    budget. When ``Q`` does not divide ``N`` the last round's extra evaluations are dropped
+    from those traces (they happen after the budget).
+
+    Args:
+      learner: a bandit learner with ``env.num_arms`` arms and ``horizon`` at least
+        :func:`num_rounds` ``(N, learner.num_queries)`` (:func:`make_hpo_learner`).
+      env: the algorithm-selection environment.
+      key: a typed PRNG key (the same for every learner: paired repeats).
+      num_runs: ``R`` (>= 1).
+      num_evaluations: ``N`` (>= 1).
+      **kwargs: ``simulate``'s other options (``params``, ``checkpoint``, ``validate``...).
+
+    Returns:
+      A :class:`~stabl_jax.simulate.SimResult`: ``best_gap`` and ``best_value`` ``(R, N)``
+      float64 by evaluation count; ``arms``, ``observed``, ``reward`` ``(R, T, Q)``.
+
+    Example:
+      >>> from stabl_jax import make
+      >>> from stabl_jax.envs.bbob import BBOBFunction
+      >>> env = HPOEnv(BBOBFunction(function_id=1, dim=4, normalize=True))
+      >>> learner = make("stabl", num_arms=env.num_arms, horizon=10, feedback="reward",
+      ...                history_lengths=(4, 8))
+      >>> res = simulate_selection(learner, env, jax.random.key(0), 2, num_evaluations=20)
+      >>> res.best_gap.shape, res.arms.shape
+      ((2, 20), (2, 10, 2))
+    """
+    num_evaluations = checks.check_int("num_evaluations", num_evaluations, minimum=1)
+    rounds = num_rounds(num_evaluations, int(learner.num_queries))
+    res = simulate(learner, env, key, num_runs, horizon=rounds, **kwargs)
+    for name in ("best_gap", "best_value"):
+        if name in res.arrays:
+            by_evaluation = np.asarray(res.arrays[name], np.float64).reshape(res.num_runs, -1)
+            res.arrays[name] = by_evaluation[:, :num_evaluations]
+    return res
 
 
 def make_hpo_learner(
@@ -143,7 +194,7 @@ def run_hpo(
         learner = make_hpo_learner(
             name, env.num_arms, num_evaluations, history_lengths=history_lengths
         )
-        res = simulate_reactive(learner, env, key, num_repeats, num_evaluations)
+        res = simulate_selection(learner, env, key, num_repeats, num_evaluations)
         per_learner[name] = summarize(res, env.num_arms)
     gaps = {name: out["best_gap"] for name, out in per_learner.items()}
     scores_vs = (
@@ -180,8 +231,8 @@ def run_hpo(
     }
 
 
-def summarize(result: ReactiveResult, num_arms: int) -> dict[str, Any]:
-    """Traces, the log curve, arm counts and timings of one :class:`ReactiveResult`."""
+def summarize(result: SimResult, num_arms: int) -> dict[str, Any]:
+    """Traces, the log curve, arm counts and timings of one :func:`simulate_selection`."""
     arms = result.arms.reshape(result.num_runs, -1)
     counts = np.stack([np.bincount(a, minlength=num_arms) for a in arms]).mean(axis=0)
     return {

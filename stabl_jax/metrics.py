@@ -1,7 +1,8 @@
-"""Metrics on simulation traces: strongly adaptive regret, per-segment reward, moving
-averages and confidence intervals. Host-side NumPy in float64 (prefix sums over long horizons
-lose too much in float32), with arm losses regenerated from the pure environment in blocks of
-runs so that ``runs x T x arms`` never exists at once.
+"""Metrics on simulation traces: strongly adaptive regret (:func:`window_regret`, for bandits
+and BCO), per-segment means, moving averages and confidence intervals. Host-side NumPy in
+float64 (prefix sums over long horizons lose too much in float32), with arm losses
+regenerated from the pure environment in blocks of runs so that ``runs x T x arms`` never
+exists at once.
 """
 
 from __future__ import annotations
@@ -45,15 +46,40 @@ def _check_windows(window_lengths: Sequence[int], horizon: int) -> None:
             raise ValueError(f"window length {length} must be in [1, T={horizon}]")
 
 
+def window_regret(
+    played_prefix: np.ndarray, comparator: np.ndarray, starts: np.ndarray, length: int
+) -> np.ndarray:
+    """Strongly adaptive regret over the windows ``[j, j + L)``, ``j`` in ``starts``:
+
+    ``SA(L) = max_j [ sum_{t=j}^{j+L-1} played_t - C_j ]`` (Section 2 of the paper)
+
+    with ``C_j`` the comparator's loss on window ``j``: ``min_i sum_t l_{t,i}`` for bandits
+    (:func:`best_window_sums`, every start), ``min_{x in K} sum_t l_t(x)`` for BCO
+    (:func:`stabl_jax.bco.simulate.window_comparators`, a grid of starts). The one SA(L)
+    formula of the package.
+
+    Args:
+      played_prefix: ``(..., T + 1)`` float64 prefix sums ``P`` of the learner's losses along
+        the last axis, ``P_0 = 0``; the window sum is ``P_{j+L} - P_j``.
+      comparator: ``(W,)`` or ``(..., W)`` the comparator's window losses ``C_j``.
+      starts: ``(W,)`` int window starts ``j``.
+      length: ``L``.
+
+    Returns:
+      ``(...)`` float64.
+    """
+    starts = np.asarray(starts)
+    sums = played_prefix[..., starts + length] - played_prefix[..., starts]
+    return np.max(sums - comparator, axis=-1)
+
+
 def adaptive_regret_from_losses(
     played: np.ndarray | Sequence[np.ndarray],
     arm_losses: np.ndarray,
     window_lengths: Sequence[int],
 ) -> np.ndarray:
-    """Strongly adaptive regret of one run, exactly:
-
-    ``SA(L) = max_j [ sum_{t=j}^{j+L-1} played_t - min_i sum_{t=j}^{j+L-1} l_{t,i} ]``
-    (Section 2 of the paper), over every window start ``j`` in ``0..T-L``.
+    """Strongly adaptive regret of one run, exactly: :func:`window_regret` over every window
+    start ``j`` in ``0..T-L`` against the best arm of each window.
 
     Args:
       played: ``(T,)`` the learner's per-round loss (sampled ``l_t(x_t)`` or expected), or
@@ -70,12 +96,12 @@ def adaptive_regret_from_losses(
     played = np.atleast_2d(played)
     horizon = played.shape[1]
     _check_windows(window_lengths, horizon)
-    p_prefix = prefix_sums(played.T)  # (T + 1, P)
+    p_prefix = prefix_sums(played.T).T  # (P, T + 1)
     a_prefix = prefix_sums(arm_losses)
     out = np.empty((played.shape[0], len(window_lengths)))
     for j, length in enumerate(window_lengths):
         best = best_window_sums(a_prefix, length)
-        out[:, j] = np.max(p_prefix[length:] - p_prefix[:-length] - best[:, None], axis=0)
+        out[:, j] = window_regret(p_prefix, best, np.arange(horizon - length + 1), length)
     return out[0] if single else out
 
 

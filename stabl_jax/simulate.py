@@ -1,19 +1,33 @@
-"""Run any bandit learner against any environment: ``lax.scan`` over rounds inside ``vmap``
-over runs, in chunks of rounds.
+"""One rollout for every learner and environment: ``lax.scan`` over rounds inside ``vmap``
+over runs, in chunks of rounds, sharded over devices.
+
+Each round of each run, whatever the setting (oblivious bandit, convex, reactive algorithm
+selection; ``docs/environments.md``)::
+
+    query = learner.ask(state, fold_in(learner_key, t))
+    env_state, observed, info = env.evaluate(env_params, env_state, t, query, fold_in(env_key, t))
+    state = learner.tell(state, query, observed)
+
+An oblivious bandit environment (a pure ``loss(params, t, key)``) is evaluated through
+:class:`~stabl_jax.envs.base.ObliviousBandit`. A full-information learner that overrides
+``step`` (:func:`overrides_step`) gets the round's whole loss instead,
+``state, info = learner.step(state, env.loss_fn(env_params, t, key), key)``, and the
+environment's ``evaluate`` is called with ``info`` as the query for its metrics only.
+Per-round outputs are small: the traces named in ``traces`` (query-derived ones,
+:data:`QUERY_TRACES`, and the environment's ``info`` entries).
 
 Randomness (typed keys, never reused):
 
 - run ``i``: ``run_key = fold_in(key, i)``; from it ``fold_in(run_key, 0)`` draws the
-  environment's per-run parameters, ``fold_in(run_key, 1)`` is the environment's key and
-  ``fold_in(run_key, 2)`` the learner's; round ``t`` uses ``fold_in(env_key, t)`` and
-  ``fold_in(learner_key, t)``.
+  environment's per-run parameters, ``fold_in(run_key, 1)`` is the environment's key,
+  ``fold_in(run_key, 2)`` the learner's and ``fold_in(run_key, 3)`` initialises the learner;
+  round ``t`` uses ``fold_in(env_key, t)`` and ``fold_in(learner_key, t)``.
 - So run ``i`` draws the same numbers whatever ``num_runs``, chunk size or device layout, and
   two learners simulated with the same ``key`` see identical losses in every run (paired
   comparisons). Its arithmetic is bitwise identical too for the same ``runs_per_block``
   (:mod:`stabl_jax.sharding`: runs are split over every device JAX sees and stepped in blocks).
 
-Nothing of size ``runs x T x arms`` is built: losses are generated inside the scan and the
-per-round outputs are scalars (plus the ``num_queries`` queried arms).
+Nothing of size ``runs x T x arms`` is built: losses are generated inside the scan.
 """
 
 from __future__ import annotations
@@ -33,9 +47,15 @@ import numpy as np
 from jax.experimental import checkify
 
 from stabl_jax import checks, prng, sharding
-from stabl_jax.learners.base import BanditLearner
+from stabl_jax.envs.base import BANDIT_TRACES, as_environment, reveals_lazily
 
-TRACE_FIELDS: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "prob_best")
+#: The default traces of an oblivious bandit environment.
+TRACE_FIELDS: tuple[str, ...] = BANDIT_TRACES
+#: Traces every rollout can record, read from the query and the observed losses: ``played``
+#: (``arms[0]``, or ``points[0]``), ``arms`` ``(Q,)``, ``points`` ``(Q, d)``, ``loss`` (the
+#: suffered ``observed[0]``), ``observed`` ``(Q,)``, ``prob_best`` (the play probability of
+#: ``info["best_arm"]``). Any other name is an ``info`` entry of the environment.
+QUERY_TRACES: tuple[str, ...] = ("played", "arms", "points", "loss", "observed", "prob_best")
 _BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
 
 
@@ -45,6 +65,7 @@ class RunCarry:
 
     state: Any  # the learner's state
     env_params: Any  # the environment's per-run parameters
+    env_state: Any  # the environment's state (None for an oblivious environment)
     env_key: jax.Array  # () key, round t uses fold_in(env_key, t)
     learner_key: jax.Array  # () key, round t uses fold_in(learner_key, t)
 
@@ -53,41 +74,48 @@ class RunCarry:
 class SimResult:
     """Traces of a simulation, on the host.
 
+    Every recorded trace is an attribute (``result.loss``), ``(R, T, ...)``; a trace the
+    environment offers but that was not recorded reads ``None``. Bandit traces:
+    ``played`` ``(R, T)`` int32 played arm, ``arms`` ``(R, T, Q)`` int32 queried arms,
+    ``loss`` ``(R, T)`` float32 suffered loss ``l_t(x_t)``, ``expected_loss`` ``(R, T)``
+    float32 ``<p_t, l_t>``, ``prob_best`` ``(R, T)`` float32 play probability of the best
+    arm. Convex: ``loss``, ``best_loss`` (``l_t`` at its own minimiser), ``played``
+    ``(R, T, d)``. Algorithm selection: ``arms``, ``observed`` ``(R, T, Q)`` and the
+    environment's ``reward``, ``best_gap``, ``best_value`` ``(R, T, Q)``.
+
     Attributes:
-      played: ``(R, T)`` int32 played arm ``x_t``. (Each trace is ``None`` when ``simulate``
-        was asked not to record it, ``traces=...``.)
-      arms: ``(R, T, num_queries)`` int32 every queried arm (``arms[..., 0] == played``).
-      loss: ``(R, T)`` float32 suffered loss ``l_t(x_t)``.
-      expected_loss: ``(R, T)`` float32 ``<play_probs_t, l_t>``.
-      prob_best: ``(R, T)`` float32 play probability of the arm with the smallest mean loss.
-      carry: the final :class:`RunCarry` (learner states, env params and keys, runs-leading).
+      arrays: the recorded traces by name.
+      carry: the final :class:`RunCarry` (learner and environment states, runs-leading).
       compile_seconds: time spent compiling the chunk program(s).
       run_seconds: time spent running them (excluding compilation).
+      offered: the trace names that read ``None`` when not recorded.
     """
 
-    played: np.ndarray | None
-    arms: np.ndarray | None
-    loss: np.ndarray | None
-    expected_loss: np.ndarray | None
-    prob_best: np.ndarray | None
+    arrays: dict[str, np.ndarray]
     carry: RunCarry
     compile_seconds: float
     run_seconds: float
+    offered: tuple[str, ...] = QUERY_TRACES
 
-    def _any_trace(self) -> np.ndarray:
-        return next(getattr(self, n) for n in TRACE_FIELDS if getattr(self, n) is not None)
+    def __getattr__(self, name: str) -> Any:
+        fields = self.__dict__
+        if "arrays" in fields and name in fields["arrays"]:
+            return fields["arrays"][name]
+        if name in fields.get("offered", ()):
+            return None
+        raise AttributeError(f"{type(self).__name__} has no trace or attribute {name!r}")
 
     @property
     def num_runs(self) -> int:
-        return int(self._any_trace().shape[0])
+        return int(next(iter(self.arrays.values())).shape[0])
 
     @property
     def horizon(self) -> int:
-        return int(self._any_trace().shape[1])
+        return int(next(iter(self.arrays.values())).shape[1])
 
     def traces(self) -> dict[str, np.ndarray]:
-        """The recorded traces by name (those not recorded are left out)."""
-        return {n: getattr(self, n) for n in TRACE_FIELDS if getattr(self, n) is not None}
+        """The recorded traces by name."""
+        return dict(self.arrays)
 
 
 def run_keys(key: jax.Array, num_runs: int, first_run: int = 0) -> jax.Array:
@@ -101,86 +129,115 @@ def params_axes(params: Any) -> Any:
     return jax.tree.map(lambda x: 0 if jnp.ndim(x) > 0 else None, params)
 
 
-def _init_one(learner: Any, env: Any, run_key: jax.Array, params: Any) -> RunCarry:
-    return RunCarry(
-        state=learner.init(jax.random.fold_in(run_key, 3), params),
-        env_params=env.sample_params(jax.random.fold_in(run_key, 0)),
-        env_key=jax.random.fold_in(run_key, 1),
-        learner_key=jax.random.fold_in(run_key, 2),
-    )
+@partial(jax.jit, static_argnames=("env",))
+def sample_env_params(env: Any, keys: jax.Array) -> Any:
+    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``.
+
+    Compiled apart from the learner, once per environment: every learner simulated on the
+    same ``env`` reuses it (drawing a Haar rotation is a large part of a small program).
+    """
+    return jax.vmap(lambda k: env.sample_params(jax.random.fold_in(k, 0)))(keys)
 
 
 @partial(jax.jit, static_argnames=("learner", "env"))
+def _init_carry(learner: Any, env: Any, keys: jax.Array, env_params: Any, params: Any) -> RunCarry:
+    def one(run_key: jax.Array, env_p: Any, p: Any) -> RunCarry:
+        return RunCarry(
+            state=learner.init(jax.random.fold_in(run_key, 3), p),
+            env_params=env_p,
+            env_state=env.init(env_p) if hasattr(env, "init") else None,
+            env_key=jax.random.fold_in(run_key, 1),
+            learner_key=jax.random.fold_in(run_key, 2),
+        )
+
+    return jax.vmap(one, in_axes=(0, 0, params_axes(params)))(keys, env_params, params)
+
+
 def init_runs(learner: Any, env: Any, keys: jax.Array, params: Any) -> RunCarry:
     """Stacked :class:`RunCarry` for runs with ``keys``; ``params`` shared or per run."""
-    return jax.vmap(partial(_init_one, learner, env), in_axes=(0, params_axes(params)))(
-        keys, params
-    )
+    env = as_environment(env)
+    return _init_carry(learner, env, keys, sample_env_params(env, keys), params)
+
+
+def _trace(name: str, query: Any, observed: jax.Array, info: Any) -> jax.Array:
+    """One per-round output (:data:`QUERY_TRACES`, else ``info[name]``)."""
+    if name == "played":
+        return query.arms[0] if hasattr(query, "arms") else query.points[0].astype(jnp.float32)
+    if name == "arms":
+        return query.arms.astype(jnp.int32)
+    if name == "points":
+        return query.points.astype(jnp.float32)
+    if name in ("loss", "observed"):
+        return (observed[0] if name == "loss" else observed).astype(jnp.float32)
+    if name == "prob_best":
+        return query.play_probs[info["best_arm"]].astype(jnp.float32)
+    if name not in info:
+        raise ValueError(f"traces: the environment's info has no {name!r} (it has {list(info)})")
+    return info[name]
 
 
 def _round(
-    learner: Any, env: Any, carry: RunCarry, t: jax.Array, lazy: bool = False
+    learner: Any, env: Any, fields: tuple[str, ...], validate: bool, carry: RunCarry, t: jax.Array
 ) -> tuple[RunCarry, dict]:
-    """One round of every trace. ``lazy``: the environment reveals only the queried arms'
-    losses (``learner.play`` with ``env.loss_at``, bit for bit the same values), so no
-    round's full loss vector is drawn; ``expected_loss`` (which needs it) is then not
-    computed."""
+    """One round of one run: ask -> evaluate the query only -> tell. With ``validate``, the
+    in-program checks of the observed losses and of a bandit learner's play distribution."""
     # prng.fold_in is jax.random.fold_in bit for bit, unrolled (faster inside the scan).
     env_key = prng.fold_in(carry.env_key, t)
     learner_key = prng.fold_in(carry.learner_key, t)
-    best = env.best_arm(carry.env_params, t)
-    if lazy:
-        # Materialised once (as the full loss vector is on the other path), so that every
-        # consumer reads the same bits rather than a recomputation fused into it.
-        def reveal(arms: jax.Array) -> jax.Array:
-            return jax.lax.optimization_barrier(env.loss_at(carry.env_params, t, env_key, arms))
-
-        state, query, observed = learner.play(carry.state, reveal, learner_key)
-        play_probs = query.play_probs
-        out = {"played": query.arms[0], "arms": query.arms, "loss": observed[0].astype(jnp.float32)}
+    params, env_state = carry.env_params, carry.env_state
+    full = overrides_step(learner)
+    if full:  # the learner reads the round's whole loss (module docstring)
+        state, query = learner.step(carry.state, env.loss_fn(params, t, env_key), learner_key)
+        observed = query.observed
+        env_state, _, info = env.evaluate(params, env_state, t, query, env_key)
     else:
-        loss = env.loss(carry.env_params, t, env_key)
-        state, info = learner.step(carry.state, loss, learner_key)
-        play_probs = info.play_probs
-        out = {
-            "played": info.arms[0],
-            "arms": info.arms,
-            "loss": info.loss.astype(jnp.float32),
-            "expected_loss": info.expected_loss.astype(jnp.float32),
-        }
-    out["prob_best"] = play_probs[best].astype(jnp.float32)
-    return carry.replace(state=state), out
+        query = learner.ask(carry.state, learner_key)
+        env_state, observed, info = env.evaluate(params, env_state, t, query, env_key)
+    # Checks on bandit rounds only: a check on a convex round's losses changes how XLA fuses
+    # StABL-BCO's update (the last bit of its losses), and values must not depend on checks.
+    bandit = hasattr(query, "play_probs")
+    if validate and bandit:
+        checks.traced_check_losses("observed loss", observed, t)
+    if not full:
+        state = learner.tell(carry.state, query, observed)
+    if validate and bandit:
+        checks.traced_check_distribution("play distribution", query.play_probs, t)
+    out = {name: _trace(name, query, observed, info) for name in fields}
+    return carry.replace(state=state, env_state=env_state), out
 
 
-def reveals_queried_only(learner: Any, fields: tuple[str, ...]) -> bool:
-    """Whether :func:`simulate` draws only the queried arms' losses for these traces: when
-    ``expected_loss`` (``<p_t, l_t>``, which needs every arm's loss) is not recorded and the
-    learner's ``step`` is the base class's :meth:`~BanditLearner.play` with the loss vector
-    indexed (every registry learner's), so ``play`` with ``env.loss_at`` is the same round."""
-    inner = learner.learner if isinstance(learner, checks.ValidatingLearner) else learner
-    return "expected_loss" not in fields and type(inner).step is BanditLearner.step
+def overrides_step(learner: Any) -> bool:
+    """Whether ``learner``'s class replaces the generic ``step`` (ask, evaluate the query,
+    tell) with its own: a full-information learner that reads more of the round's loss than
+    its query's values (:class:`~stabl_jax.bco.FullInfoOGD` reads the gradient). The rollout
+    then calls ``learner.step(state, env.loss_fn(params, t, key), key)``, which only oblivious
+    environments offer; every other learner is driven by ``ask`` and ``tell``."""
+    return sum("step" in vars(c) for c in type(learner).__mro__) > 1
+
+
+def reveals_queried_only(env: Any, fields: tuple[str, ...]) -> bool:
+    """Whether :func:`simulate` draws only the queried arms' losses of an oblivious bandit
+    ``env`` for these traces: when ``expected_loss`` (``<p_t, l_t>``, which needs every arm's
+    loss) is not recorded and the environment's ``loss_at`` was written against its ``loss``
+    (:func:`~stabl_jax.envs.base.reveals_lazily`); the same values either way."""
+    return "expected_loss" not in fields and reveals_lazily(env)
 
 
 def _chunk_one(
     learner: Any,
     env: Any,
+    fields: tuple[str, ...],
+    validate: bool,
     carry: RunCarry,
     t0: jax.Array,
     length: int,
-    fields: tuple[str, ...] = TRACE_FIELDS,
 ):
     ts = t0 + jnp.arange(length, dtype=jnp.int32)
-    lazy = reveals_queried_only(learner, fields)
-
-    def round_(c: RunCarry, t: jax.Array) -> tuple[RunCarry, dict]:
-        c, out = _round(learner, env, c, t, lazy)
-        return c, {name: out[name] for name in fields}
-
-    return jax.lax.scan(round_, carry, ts)
+    return jax.lax.scan(partial(_round, learner, env, fields, validate), carry, ts)
 
 
 @partial(jax.jit, static_argnames=("learner", "env", "length", "plan", "fields", "validate"))
-def run_chunk_planned(
+def run_chunk(
     learner: Any,
     env: Any,
     carry: RunCarry,
@@ -192,16 +249,15 @@ def run_chunk_planned(
 ) -> Any:
     """Advance every run by ``length`` rounds from round ``t0``, laid out by a
     :class:`stabl_jax.sharding.RunsPlan`: the runs split over the plan's devices and stepped
-    ``plan.block`` at a time; the same per-run results. Returns ``(carry, outputs)``, outputs
-    ``(R, length, ...)``, with only the traces named in ``fields``.
+    ``plan.block`` at a time. Returns ``(carry, outputs)``, outputs ``(R, length, ...)`` for
+    the traces named in ``fields``.
 
-    With ``validate``, every round runs the in-trace checks of
-    :class:`~stabl_jax.checks.ValidatingLearner` under ``checkify`` and the function returns
-    ``(error, (carry, outputs))``; the values are bitwise those without checks.
+    With ``validate``, every round runs the in-program checks of :func:`_round` under
+    ``checkify`` and the function returns ``(error, (carry, outputs))``; the values are
+    bitwise those without checks.
     """
-    lrn = checks.ValidatingLearner(learner) if validate else learner
-    one = partial(_chunk_one, lrn, env, length=length, fields=fields)
-    step = jax.vmap(lambda c, t: one(c, t), in_axes=(0, None))
+    one = partial(_chunk_one, learner, env, fields, validate, length=length)
+    step = jax.vmap(one, in_axes=(0, None))
     run = sharding.distribute(step, plan)
     if not validate:
         return run(carry, t0)
@@ -257,12 +313,17 @@ def available_memory_bytes() -> int:
     return int(host)
 
 
-def auto_chunk_size(num_runs: int, horizon: int, budget_bytes: int | None = None) -> int:
+def auto_chunk_size(
+    num_runs: int,
+    horizon: int,
+    budget_bytes: int | None = None,
+    bytes_per_round: int = _BYTES_PER_ROUND,
+) -> int:
     """Rounds per chunk so that one chunk's outputs stay under ``budget_bytes``.
 
-    A chunk's per-round outputs (``R x chunk``: played arm, queried arms, three floats; at
-    most 32 bytes per run and round) exist once on the device and once on the host before
-    they join the traces. ``budget_bytes=None`` gives them
+    A chunk's per-round outputs (``R x chunk`` of ``bytes_per_round`` per run; a bandit's
+    played arm, queried arms and three floats fit in the default 32) exist once on the
+    device and once on the host before they join the traces. ``budget_bytes=None`` gives them
     :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes` when the call starts,
     clipped to :data:`CHUNK_BUDGET_RANGE` (16 MiB to 2 GiB): a 16 GiB laptop with 12 GiB free
     gets 1.5 GiB chunks, a GPU with 70 GiB free is capped at 2 GiB. Results do not depend on
@@ -271,7 +332,7 @@ def auto_chunk_size(num_runs: int, horizon: int, budget_bytes: int | None = None
     if budget_bytes is None:
         low, high = CHUNK_BUDGET_RANGE
         budget_bytes = int(min(high, max(low, available_memory_bytes() * CHUNK_MEMORY_FRACTION)))
-    per_round = max(1, num_runs) * _BYTES_PER_ROUND
+    per_round = max(1, num_runs) * bytes_per_round
     return int(max(1, min(horizon, budget_bytes // per_round)))
 
 
@@ -289,27 +350,38 @@ def simulate(
     checkpoint: Any = None,
     runs_per_block: int | None = None,
     first_run: int = 0,
-    traces: tuple[str, ...] = TRACE_FIELDS,
+    traces: tuple[str, ...] | None = None,
     host_threads: int | None = None,
 ) -> SimResult:
-    """Simulate ``num_runs`` independent runs of ``learner`` on ``env``.
+    """Simulate ``num_runs`` independent runs of ``learner`` on ``env``: bandit learners on
+    bandit environments (oblivious or reactive), BCO learners on convex environments.
 
     Args:
-      learner: a bandit learner (static; see :mod:`stabl_jax.learners.base`).
-      env: a bandit environment with the same ``num_arms``.
+      learner: a learner (``init``, ``ask``, ``tell``; static, see
+        :mod:`stabl_jax.learners.base` and :mod:`stabl_jax.bco.base`). The rollout drives
+        ``ask`` and ``tell``; ``step`` only where the learner's class overrides it
+        (:func:`overrides_step`, full-information learners on oblivious environments).
+      env: an environment (``docs/environments.md``): one with ``evaluate``, or an oblivious
+        bandit environment with a pure ``loss`` (:func:`~stabl_jax.envs.base.as_environment`).
+        Its ``num_arms`` (or ``dim`` and ``domain``) must be the learner's.
       key: a typed PRNG key (``jax.random.key(seed)``).
       num_runs: ``R`` (>= 1).
-      horizon: rounds to play; defaults to ``env.horizon``.
+      horizon: rounds to play ``T``; defaults to ``env.horizon`` (``learner.horizon`` for an
+        environment without one). At most ``env.horizon``, and at most ``learner.horizon``: a
+        learner's step sizes and history lengths are set from its own horizon, so it may be
+        built for a longer horizon than simulated (the first ``T`` rounds of a longer run),
+        never a shorter one.
       params: learner params; ``None`` uses ``learner.default_params``. Scalar leaves are
         shared by all runs; leaves with a leading axis of size ``R`` give one value per run (a
         hyperparameter sweep in one program).
       chunk_size: rounds per compiled chunk; ``None`` picks one from the memory available
         (:func:`auto_chunk_size`). Results are identical for every chunk size.
       progress: show a tqdm bar per chunk (``True``), or a callback ``(done, total)``.
-      validate: check every round's losses (finite, in [0, 1]) and play distribution inside
-        the compiled program (:class:`~stabl_jax.checks.ValidatingLearner`); a failure raises
-        ``checkify.JaxRuntimeError`` naming the round and the value. Results are unchanged.
-        The command line always validates.
+      validate: check every bandit round inside the compiled program: the losses the
+        environment draws (finite, in [0, 1]) and the learner's play distribution; a failure
+        raises ``checkify.JaxRuntimeError`` naming the round and the value. Results are
+        unchanged. Convex rounds are not checked (a check there changes XLA's fusion of
+        StABL-BCO's update, hence its last bits). The command line always validates.
       checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint`: resume from it, and
         save the loop state and outputs after every chunk (see :func:`run_chunks`).
       runs_per_block: runs stepped together on a device (``None``: chosen, see
@@ -320,14 +392,15 @@ def simulate(
         :func:`stabl_jax.sharding.plan_runs`). Results do not depend on it, bit for bit.
       first_run: index of the first run: the runs are ``first_run .. first_run + R - 1`` of
         ``key`` (a study simulated in batches of runs, :mod:`stabl_jax.streaming`).
-      traces: which of :data:`TRACE_FIELDS` to record; the others are ``None`` in the result
-        (less memory: ``loss`` and ``expected_loss`` are 8 of the 24 bytes per run and round).
-        Without ``expected_loss`` (``<p_t, l_t>`` needs every arm's loss) the environment
-        reveals only the queried arms' losses (``env.loss_at``: the same values, one draw per
-        query instead of ``n``; :func:`reveals_queried_only`), the same runs.
+      traces: which per-round traces to record (:data:`QUERY_TRACES` and the environment's
+        ``info`` entries); ``None``: the environment's ``trace_names`` (for a bandit
+        environment :data:`TRACE_FIELDS`). Without ``expected_loss`` (``<p_t, l_t>`` needs
+        every arm's loss) an oblivious bandit environment reveals only the queried arms'
+        losses where it can (``env.loss_at``: the same values, one draw per query instead of
+        ``n``; :func:`reveals_queried_only`).
 
     Returns:
-      A :class:`SimResult` with ``(R, T)`` traces.
+      A :class:`SimResult` with ``(R, T, ...)`` traces.
 
     Example:
       >>> import jax
@@ -337,55 +410,89 @@ def simulate(
       >>> res.loss.shape
       (3, 64)
     """
-    checks.check_interface("learner", learner, "a bandit learner", ("num_arms", "init", "step"))
-    checks.check_interface("env", env, "a bandit environment", ("num_arms", "horizon", "loss"))
-    fields = checks.check_names("traces", traces, TRACE_FIELDS)
+    checks.check_interface("learner", learner, "a learner", ("init", "ask", "tell"))
+    checks.check_interface("env", env, "an environment", ("sample_params",))
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
-    horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
-    if horizon > env.horizon:
-        raise ValueError(f"horizon must be <= env.horizon={env.horizon}, got {horizon}")
-    if learner.num_arms != env.num_arms:
-        raise ValueError(
-            f"learner.num_arms={learner.num_arms} does not match env.num_arms={env.num_arms}"
+    bandit = as_environment(env) is not env
+    names = tuple(getattr(env, "trace_names", TRACE_FIELDS if bandit else ()))
+    allowed = tuple(dict.fromkeys(QUERY_TRACES + names))
+    fields = names if traces is None else checks.check_names("traces", traces, allowed)
+    rollout_env = as_environment(env, reveal_all="expected_loss" in fields, validate=validate)
+    if overrides_step(learner) and not hasattr(rollout_env, "loss_fn"):
+        raise TypeError(
+            f"{type(learner).__name__} overrides step (it reads the round's whole loss), so it "
+            f"runs only on an oblivious environment with loss_fn; {type(env).__name__} has none"
         )
+    horizon = _check_pairing(learner, env, horizon)
     checks.check_key("key", key)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
     if hasattr(learner, "check_params"):
         learner.check_params(params, batch=num_runs)
-    chunk = auto_chunk_size(num_runs, horizon) if chunk_size is None else chunk_size
+    else:
+        checks.check_param_values(params, {}, batch=num_runs)
     plan = sharding.plan_runs(num_runs, runs_per_block, host_threads=host_threads)
     params = sharding.pad_params(params, plan)
-    carry = sharding.init_sharded(
-        partial(init_runs, learner, env),
-        plan,
-        run_keys(key, plan.padded_runs, checks.check_int("first_run", first_run, minimum=0)),
-        params,
-    )
-    if validate:
+    keys = run_keys(key, plan.padded_runs, checks.check_int("first_run", first_run, minimum=0))
 
-        def lower(c: Any, t0: jax.Array, n: int) -> Any:
-            return _RaisingLowered(
-                run_chunk_planned.lower(learner, env, c, t0, n, plan, fields, validate=True)
-            )
+    def init(keys: jax.Array, params: Any) -> RunCarry:
+        return _init_carry(learner, rollout_env, keys, sample_env_params(env, keys), params)
 
-    else:
+    carry = sharding.init_sharded(init, plan, keys, params)
+    if chunk_size is None:
+        per_round = _round_bytes(learner, rollout_env, carry, fields)
+        chunk_size = auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
 
-        def lower(c: Any, t0: jax.Array, n: int) -> Any:
-            return run_chunk_planned.lower(learner, env, c, t0, n, plan, fields)
+    def lower(c: Any, t0: jax.Array, n: int) -> Any:
+        args = (learner, rollout_env, c, t0, n, plan, fields)
+        if validate:
+            return _RaisingLowered(run_chunk.lower(*args, validate=True))
+        return run_chunk.lower(*args)
 
     carry, arrays, compile_s, run_s = run_chunks(
         lower,
         carry,
         horizon,
-        chunk,
+        chunk_size,
         progress,
         checkpoint=checkpoint,
         host_threads=plan.host_threads,
     )
     arrays, carry = sharding.unpad((arrays, carry), plan)
-    arrays = {name: arrays.get(name) for name in TRACE_FIELDS}
-    return SimResult(**arrays, carry=carry, compile_seconds=compile_s, run_seconds=run_s)
+    offered = tuple(dict.fromkeys(QUERY_TRACES + names))
+    return SimResult(arrays, carry, compile_s, run_s, offered)
+
+
+def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
+    """The horizon ``T`` to simulate, after checking that ``learner`` fits ``env``: equal
+    ``num_arms`` (bandits) or ``dim`` and ``domain`` (convex), ``T <= env.horizon`` and
+    ``T <= learner.horizon`` (``simulate``'s docstring says why)."""
+    for name in ("num_arms", "dim", "domain"):
+        mine, theirs = getattr(learner, name, None), getattr(env, name, None)
+        if mine is not None and theirs is not None and mine != theirs:
+            raise ValueError(f"learner.{name}={mine} does not match env.{name}={theirs}")
+    env_horizon = getattr(env, "horizon", None)
+    if horizon is None:
+        horizon = learner.horizon if env_horizon is None else env_horizon
+    horizon = checks.check_int("horizon", horizon)
+    if env_horizon is not None and horizon > env_horizon:
+        raise ValueError(f"horizon must be <= env.horizon={env_horizon}, got {horizon}")
+    if horizon > learner.horizon:
+        raise ValueError(
+            f"learner.horizon={learner.horizon} is shorter than the {horizon} rounds simulated: "
+            f"build the learner with horizon >= {horizon} (its step sizes and history lengths "
+            "are set from its horizon)"
+        )
+    return horizon
+
+
+def _round_bytes(learner: Any, env: Any, carry: Any, fields: tuple[str, ...]) -> int:
+    """Bytes of one run's recorded traces per round (shapes only; at least
+    :data:`_BYTES_PER_ROUND`)."""
+    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), carry)
+    chunk = partial(_chunk_one, learner, env, fields, False, length=1)
+    _, out = jax.eval_shape(chunk, one, jnp.zeros((), jnp.int32))
+    return max(_BYTES_PER_ROUND, sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(out)))
 
 
 def check_run_params(params: Any, num_runs: int) -> None:

@@ -5,20 +5,19 @@ keep per-run summaries only.
 ``R = 4096``, ``T = 65536``) and :func:`stabl_jax.metrics.paired_adaptive_regret` scores them.
 :func:`simulate_summaries` gives the same numbers for studies too big for that: it simulates
 ``runs_per_batch`` runs (runs ``first_run .. first_run + b - 1`` of the same key, so the runs
-are the very runs ``simulate`` would give), computes their SA(L) from arm losses regenerated
-one run at a time, reduces the traces to per-run summaries and drops them before the next
-batch. Host memory is then ``O(batch x T + T x n)``, whatever ``R``:
+are the very runs ``simulate`` would give), computes their SA(L) with
+:func:`~stabl_jax.metrics.paired_adaptive_regret` (arm losses regenerated a block of runs at a
+time within its memory budget: one run at ``T = 65536``, ``n = 300``), reduces the traces to
+per-run summaries and drops them before the next batch. Host memory is then
+``O(batch x T + T x n)``, whatever ``R``:
 
 - the batch's traces, ``b x T x 12`` bytes (``b = 64``, ``T = 65536``: 50 MB);
-- one run's arm losses and their float64 prefix sums, ``T x n x 12`` bytes (``n = 300``:
-  236 MB), inside the SA(L) program;
+- a block of runs' arm losses and their float64 prefix sums, ``T x n x 12`` bytes per run
+  (``n = 300``: 236 MB), at most 256 MiB;
 - the summaries, ``R x (2 |L| + S + 4)`` numbers.
 
-SA(L) here is :func:`stabl_jax.metrics.adaptive_regret_from_losses`'s definition, computed
-in JAX in float64 (``jax.enable_x64`` for that program only); on a CPU with sequential prefix
-sums, the order NumPy uses, so the two agree to the last bit (``tests/test_streaming.py``);
-on a GPU with a parallel prefix sum, equal up to rounding. Only the traces ``loss``,
-``expected_loss`` and ``prob_best`` are recorded (12 bytes per run and round).
+The SA(L) numbers are those of the traces path to the last bit (the same function). Only the
+traces ``loss``, ``expected_loss`` and ``prob_best`` are recorded (12 bytes per run and round).
 """
 
 from __future__ import annotations
@@ -26,15 +25,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, metrics, prng
-from stabl_jax.simulate import simulate
+from stabl_jax import checks, metrics
+from stabl_jax.simulate import check_run_params, simulate
 
 
 @dataclasses.dataclass
@@ -113,6 +111,7 @@ def simulate_summaries(
     windows = tuple(int(w) for w in window_lengths)
     metrics._check_windows(windows, horizon)
     params = learner.default_params if params is None else params
+    check_run_params(params, num_runs)
     parts: list[dict[str, np.ndarray]] = []
     sim_s = metric_s = 0.0
     for start in range(0, num_runs, batch):
@@ -124,7 +123,9 @@ def simulate_summaries(
             key,
             size,
             horizon=horizon,
-            params=_slice_params(params, num_runs, start, start + size),
+            params=jax.tree.map(
+                lambda x, a=start, b=start + size: x if jnp.ndim(x) == 0 else x[a:b], params
+            ),
             chunk_size=chunk_size,
             runs_per_block=runs_per_block,
             first_run=start,
@@ -148,20 +149,6 @@ def simulate_summaries(
     )
 
 
-def _slice_params(params: Any, num_runs: int, start: int, stop: int) -> Any:
-    def take(x: Any) -> Any:
-        if jnp.ndim(x) == 0:
-            return x
-        if jnp.shape(x)[0] != num_runs:
-            raise ValueError(
-                f"per-run params must have leading axis num_runs={num_runs}, got shape "
-                f"{jnp.shape(x)}"
-            )
-        return x[start:stop]
-
-    return jax.tree.map(take, params)
-
-
 def _summarise(env: Any, res: Any, windows: tuple[int, ...]) -> dict[str, np.ndarray]:
     horizon = res.horizon
     segments = metrics.segment_ids(res.carry, horizon)
@@ -175,122 +162,7 @@ def _summarise(env: Any, res: Any, windows: tuple[int, ...]) -> dict[str, np.nda
     muted = getattr(res.carry.state, "num_muted", None)
     if muted is not None:
         out["num_muted"] = np.asarray(muted, np.int64)
-    played = np.stack([res.loss, res.expected_loss], axis=1)  # (b, 2, T) float32
-    sa = adaptive_regret(env, res.carry.env_params, res.carry.env_key, played, windows)
-    out["sa_sampled"], out["sa_expected"] = sa[:, 0], sa[:, 1]
+    traces = {"sampled": res.loss, "expected": res.expected_loss}
+    sa = metrics.paired_adaptive_regret(env, res.carry, traces, windows)
+    out["sa_sampled"], out["sa_expected"] = sa["sampled"], sa["expected"]
     return out
-
-
-def adaptive_regret(
-    env: Any,
-    env_params: Any,
-    env_keys: jax.Array,
-    played: np.ndarray,
-    window_lengths: Sequence[int],
-) -> np.ndarray:
-    """SA(L) of traces that faced ``env``'s losses, one run at a time, in JAX (float64).
-
-    ``SA(L) = max_j [sum_{t=j}^{j+L-1} played_t - min_i sum_{t=j}^{j+L-1} l_{t,i}]`` over
-    every window start ``j`` (Section 2 of the paper), with every arm's losses ``l_{t,i}``
-    regenerated from the pure environment inside the program, and prefix sums accumulated
-    in float64, round by round.
-
-    Args:
-      env: the environment the traces were simulated on.
-      env_params: ``(b, ...)`` per-run environment parameters (``carry.env_params``).
-      env_keys: ``(b,)`` environment keys (``carry.env_key``).
-      played: ``(b, P, T)`` per-round losses of ``P`` traces per run.
-      window_lengths: the ``L`` values, each in ``[1, T]``.
-
-    Returns:
-      ``(b, P, len(L))`` float64.
-    """
-    windows = tuple(int(w) for w in window_lengths)
-    played = np.asarray(played, np.float32)
-    metrics._check_windows(windows, played.shape[-1])
-    with jax.enable_x64(True):
-        out = _sa_program(env, windows, played.shape[-1])(env_params, env_keys, played)
-        return np.asarray(out, np.float64)
-
-
-#: Rounds of arm losses regenerated at a time inside the SA(L) program (memory: this many
-#: rows of every arm's losses and their random bits exist at once, besides the prefix sums).
-REGENERATE_ROUNDS = 1024
-
-
-@partial(jax.jit, static_argnames=("env", "windows", "horizon"))
-def _sa_jit(env: Any, windows: tuple[int, ...], horizon: int, env_params, env_keys, played):
-    block = min(horizon, REGENERATE_ROUNDS)
-    num_blocks = -(-horizon // block)
-
-    def one_run(args: tuple) -> jax.Array:
-        params, key, traces = args
-
-        def prefix_block(total: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-            ts = b * block + jnp.arange(block, dtype=jnp.int32)
-            losses = jax.vmap(lambda t: env.loss(params, t, prng.fold_in(key, t)))(ts)
-            rows = _prefix_sums(losses, total)
-            return rows[-1], rows
-
-        zero = jnp.zeros((env.num_arms,), jnp.float64)
-        _, rows = jax.lax.scan(prefix_block, zero, jnp.arange(num_blocks, dtype=jnp.int32))
-        # (T, n): A_t = sum_{s <= t} l_s (rounds past T, generated to fill the last block,
-        # are dropped).
-        arm_prefix = rows.reshape(num_blocks * block, env.num_arms)[:horizon]
-        own = _prefix_sums(traces.T, jnp.zeros((traces.shape[0],), jnp.float64))  # (T, P)
-        columns = [_window_regret(arm_prefix, own, length) for length in windows]
-        return jnp.stack(columns, axis=-1)  # (P, W)
-
-    return jax.lax.map(one_run, (env_params, env_keys, played))
-
-
-#: Window starts scored at a time (memory: twice this many rows of prefix sums).
-WINDOW_STARTS = 1024
-
-
-def _window_regret(arm_prefix: jax.Array, own: jax.Array, length: int) -> jax.Array:
-    """``(P,)`` SA(L) from prefix sums ``A`` ``(T, n)`` and ``O`` ``(T, P)``: the max over
-    window starts ``j`` of ``O_{j+L-1} - O_{j-1} - min_i (A_{j+L-1,i} - A_{j-1,i})`` (with
-    ``A_{-1} = O_{-1} = 0``), :data:`WINDOW_STARTS` starts at a time so that no ``(T, n)``
-    difference array is built."""
-    horizon = arm_prefix.shape[0]
-    first = own[length - 1] - jnp.min(arm_prefix[length - 1])  # j = 0
-    count = horizon - length  # starts j = 1 .. T - L, as s = j - 1 = 0 .. count - 1
-    if count == 0:
-        return first
-    step = min(WINDOW_STARTS, count)
-
-    def body(best: jax.Array, k: jax.Array) -> tuple[jax.Array, None]:
-        s = k * step + jnp.arange(step)
-        valid = s < count
-        s = jnp.minimum(s, count - 1)
-        arm = jnp.min(arm_prefix[s + length] - arm_prefix[s], axis=1)  # (step,)
-        regret = own[s + length] - own[s] - arm[:, None]  # (step, P)
-        regret = jnp.where(valid[:, None], regret, -jnp.inf)
-        return jnp.maximum(best, jnp.max(regret, axis=0)), None
-
-    blocks = jnp.arange(-(-count // step), dtype=jnp.int32)
-    return jax.lax.scan(body, first, blocks)[0]
-
-
-def _prefix_sums(values: jax.Array, start: jax.Array, sequential: bool | None = None) -> jax.Array:
-    """``(T, k)`` float64 running sums ``start + sum_{s <= t} values_s`` along axis 0.
-
-    ``sequential=None`` picks by backend: on a CPU a sequential scan (the order of
-    ``np.cumsum``; ``jnp.cumsum`` lowers to an ``O(T^2)`` window there); elsewhere
-    ``jnp.cumsum`` (a parallel scan, equal up to rounding). Both are tested on the CPU."""
-    values = values.astype(jnp.float64)
-    if sequential is None:
-        sequential = jax.default_backend() == "cpu"
-    if not sequential:
-        return start[None, :] + jnp.cumsum(values, axis=0)
-
-    def accumulate(total: jax.Array, row: jax.Array) -> tuple[jax.Array, jax.Array]:
-        total = total + row
-        return total, total
-
-    return jax.lax.scan(accumulate, start, values, unroll=8)[1]
-
-
-def _sa_program(env: Any, windows: tuple[int, ...], horizon: int) -> Callable[..., jax.Array]:
-    return partial(_sa_jit, env, windows, horizon)

@@ -1,4 +1,4 @@
-"""BCO simulation (``stabl_jax.bco.simulate``), the adaptive-regret metric against brute force,
+"""BCO simulation (``stabl_jax.simulate``), the adaptive-regret metric against brute force,
 and the convex environments (``stabl_jax.envs.convex``)."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from stabl_jax import simulate
 from stabl_jax.bco import TwoPointOGD
 from stabl_jax.bco.simulate import (
     bco_adaptive_regret,
     minimize_window,
     regenerate_thetas,
-    simulate_bco,
     window_starts,
 )
 from stabl_jax.domains import Box
@@ -57,8 +57,9 @@ def test_simulate_bco_and_adaptive_regret_against_brute_force():
     horizon = 24
     env = MovingTarget(dim=2, horizon=horizon, random_change_points=True, num_segments=3)
     learner = TwoPointOGD(dim=2, horizon=horizon)
-    full = simulate_bco(learner, env, jax.random.key(0), num_runs=3, record_points=True)
-    chunked = simulate_bco(learner, env, jax.random.key(0), num_runs=3, chunk_size=12)
+    traces = ("loss", "best_loss", "played")
+    full = simulate(learner, env, jax.random.key(0), num_runs=3, traces=traces)
+    chunked = simulate(learner, env, jax.random.key(0), num_runs=3, chunk_size=12)
     assert full.loss.shape == (3, horizon) and full.played.shape == (3, horizon, 2)
     assert chunked.played is None
     np.testing.assert_array_equal(chunked.loss, full.loss)
@@ -69,7 +70,7 @@ def test_simulate_bco_and_adaptive_regret_against_brute_force():
         np.linalg.norm(full.played - np.asarray(thetas), axis=2), full.loss, rtol=1e-5, atol=1e-6
     )
     with pytest.raises(ValueError, match="domain"):
-        simulate_bco(TwoPointOGD(dim=2, horizon=horizon, domain=Box(dim=2)), env, None, 1)
+        simulate(TwoPointOGD(dim=2, horizon=horizon, domain=Box(dim=2)), env, None, 1)
 
     lengths = (4, horizon)
     metric = bco_adaptive_regret(full, env, lengths, stride=1)

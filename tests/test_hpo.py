@@ -1,4 +1,4 @@
-"""Algorithm selection on BBOB (:mod:`stabl_jax.envs.hpo`, :mod:`stabl_jax.reactive`,
+"""Algorithm selection on BBOB (:mod:`stabl_jax.envs.hpo`, :mod:`stabl_jax.simulate`,
 :mod:`stabl_jax.hpo_metrics`): the reward-to-loss map, query honesty (only queried arms'
 suggestions are evaluated, every evaluation is counted and shared with every arm), the budget
 in evaluations, and a tiny end-to-end run of every compared learner.
@@ -17,8 +17,8 @@ from stabl_jax import hpo_metrics
 from stabl_jax.envs import eagle
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.hpo import HPOEnv, loss_to_reward, reward_to_loss, to_domain
-from stabl_jax.reactive import num_rounds, sample_env_params, simulate_reactive
-from stabl_jax.simulate import run_keys
+from stabl_jax.hpo_metrics import num_rounds, simulate_selection
+from stabl_jax.simulate import run_keys, sample_env_params
 
 DIM = 4
 BUDGET = 40
@@ -45,7 +45,7 @@ def results():
     out = {}
     for name in hpo_metrics.HPO_LEARNERS:
         learner = hpo_metrics.make_hpo_learner(name, ENV.num_arms, BUDGET)
-        out[name] = (learner, simulate_reactive(learner, ENV, jax.random.key(0), RUNS, BUDGET))
+        out[name] = (learner, simulate_selection(learner, ENV, jax.random.key(0), RUNS, BUDGET))
     return out
 
 
@@ -76,7 +76,7 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
         arms = jnp.array(arms, jnp.int32)
         key = jax.random.key(10 + t)
         expected = _suggest()(state, arms, key)
-        new, loss, info = _evaluate()(params, state, arms, key)
+        new, loss, info = _evaluate()(params, state, t, arms, key)
         # The evaluated points are exactly the queried arms' suggestions, in query order.
         np.testing.assert_allclose(info.x, to_domain(expected.x), rtol=1e-6, atol=1e-5)
         np.testing.assert_array_equal(info.parents, expected.parent)
@@ -123,11 +123,11 @@ def test_end_to_end_traces_budget_and_query_honesty(results, name):
     q = learner.num_queries
     rounds = BUDGET // q
     assert res.best_gap.shape == res.best_value.shape == (RUNS, BUDGET)
-    assert res.arms.shape == res.loss.shape == (RUNS, rounds, q)
+    assert res.arms.shape == res.observed.shape == (RUNS, rounds, q)
     assert np.all(np.isfinite(res.best_gap)) and np.all(res.best_gap >= 0)
     assert np.all(np.diff(res.best_gap, axis=1) <= 0)  # best so far never gets worse
     assert np.all((res.best_value >= 0) & (res.best_value <= 1))
-    assert np.all((res.loss >= 0) & (res.loss <= 1))
+    assert np.all((res.observed >= 0) & (res.observed <= 1))
     env_state = res.carry.env_state
     # Budget: every query is one evaluation; a 2-query learner plays half as many rounds.
     np.testing.assert_array_equal(env_state.num_evaluations, BUDGET)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import cli, hpo_experiment
+from stabl_jax.checkpoint import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
 from stabl_jax.config import ConfigError, load_config
 from stabl_jax.hpo_experiment import HPOProblem, run_hpo_experiment
 from stabl_jax.results import COMPLETE, ResultsFolder, read_summary, read_traces, write_results
@@ -80,25 +81,34 @@ def test_good_config_loads(tmp_path):
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory):
     """One tiny experiment with a checkpoint folder, shared by the tests below."""
-    checkpoint = tmp_path_factory.mktemp("hpo") / "checkpoint"
+    folder = tmp_path_factory.mktemp("hpo") / "checkpoint"
     config = load_config("hpo_bbob_sphere", TINY)
-    return config, checkpoint, run_hpo_experiment(config, checkpoint=checkpoint)
+    checkpoints = ExperimentCheckpoints(folder, experiment_identity(config))
+    return config, folder, run_hpo_experiment(config, checkpoints=checkpoints)
 
 
 def test_checkpoint_is_read_back_identically(experiment):
-    config, checkpoint, result = experiment
+    config, folder, result = experiment
     key = config.problems[0].key
-    assert {p.name for p in checkpoint.iterdir()} == {f"{key}.npz", f"{key}.json"}
-    again = run_hpo_experiment(config, checkpoint=checkpoint)  # nothing is recomputed
+    names = {f"{key}-{name}" for name in config.learners}
+    assert {p.name for p in folder.iterdir() if p.is_dir()} == names
+    checkpoints = ExperimentCheckpoints(folder, experiment_identity(config))
+    rounds = {
+        f"{key}-{n}": hpo_experiment.make_learner(config, n, 24).horizon for n in config.learners
+    }
+    assert checkpoints.verify() == rounds  # every learner finished: 24 or 12 rounds
+    again = run_hpo_experiment(config, checkpoints=checkpoints)  # nothing is recomputed
     outcome = again.problems[key]
-    assert outcome.from_checkpoint
     for name in config.learners:
+        assert outcome.seconds[name]["compile"] == 0.0
         np.testing.assert_array_equal(outcome.best_gap[name], result.problems[key].best_gap[name])
     # A checkpoint made with other settings is never reused.
-    other = dataclasses.replace(config, seed=config.seed + 1)
-    assert hpo_experiment._load_problem(checkpoint, other, config.problems[0]) is None
-    fewer = dataclasses.replace(config, learners=("uniform",))
-    assert hpo_experiment._load_problem(checkpoint, fewer, config.problems[0]) is None
+    for other in (
+        dataclasses.replace(config, seed=config.seed + 1),
+        dataclasses.replace(config, learners=("uniform",)),
+    ):
+        with pytest.raises(CheckpointMismatch, match="different run"):
+            ExperimentCheckpoints(folder, experiment_identity(other))
 
 
 def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
@@ -145,5 +155,5 @@ def test_cli_runs_an_hpo_config(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "profile score" in printed and f"results: {out}" in printed
     assert (out / COMPLETE).is_file()
-    assert not (tmp_path / "run.checkpoint").exists()  # removed once the folder is complete
+    assert not (out / "checkpoint").exists()  # removed once the folder is complete
     assert cli.main(args) == cli.EXIT_USAGE  # complete folder, no --force

@@ -560,9 +560,9 @@ def _(tmp_path):
 
 @row("M8")
 def _():
-    with raises(TypeError, "env must be a bandit environment, got 'expert_advice'", "make_env"):
+    with raises(TypeError, "env must be an environment, got 'expert_advice'", "make_env"):
         simulate(LEARNER, "expert_advice", KEY, 2)
-    with raises(TypeError, "learner must be a bandit learner, got None"):
+    with raises(TypeError, "learner must be a learner, got None"):
         simulate(None, ENV, KEY, 2)
 
 

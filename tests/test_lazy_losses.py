@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from jax.experimental import checkify
 
-from stabl_jax import LEARNERS, ExpertAdvice, PiecewiseBernoulli, make, simulate
+from stabl_jax import LEARNERS, ExpertAdvice, PiecewiseBernoulli, make, metrics, simulate
 from stabl_jax.simulate import reveals_queried_only
 
 FIELDS = ("played", "arms", "loss", "prob_best")
@@ -23,8 +23,8 @@ ROUNDING_ONLY = {"saol"}
 def test_revealing_only_queried_losses_gives_the_same_runs(name):
     env = ExpertAdvice(num_arms=30, horizon=256, random_change_points=True)
     learner = make(name, num_arms=30, horizon=256)
-    assert reveals_queried_only(learner, FIELDS) and not reveals_queried_only(
-        learner, (*FIELDS, "expected_loss")
+    assert reveals_queried_only(env, FIELDS) and not reveals_queried_only(
+        env, (*FIELDS, "expected_loss")
     )
     full = simulate(learner, env, jax.random.key(1), 6)
     lazy = simulate(learner, env, jax.random.key(1), 6, traces=FIELDS)
@@ -82,3 +82,35 @@ def test_validation_names_a_bad_revealed_loss():
     learner = make("stabl", num_arms=5, horizon=64)
     with pytest.raises(checkify.JaxRuntimeError, match=r"observed loss at round 5 must be finite"):
         simulate(learner, env, jax.random.key(0), 2, traces=FIELDS, validate=True)
+
+
+class _Inverted(ExpertAdvice):
+    """A user's expert advice that overrides ``loss`` only (rewards turned into losses)."""
+
+    def loss(self, params, t, key):
+        return 1.0 - super().loss(params, t, key)
+
+
+class _OutOfRange(ExpertAdvice):
+    def loss(self, params, t, key):
+        return super().loss(params, t, key) + 1.0
+
+
+@pytest.mark.parametrize("traces", [FIELDS, None], ids=["queried only", "every arm"])
+def test_a_subclass_overriding_loss_alone_is_simulated_with_its_loss(traces):
+    """The inherited loss_at was written for ExpertAdvice's loss, not the override: the
+    override is what the learner sees, on the lazy path too, never plain ExpertAdvice."""
+    env = _Inverted(num_arms=5, horizon=64, random_change_points=True)
+    plain = ExpertAdvice(num_arms=5, horizon=64, random_change_points=True)
+    learner = make("stabl", num_arms=5, horizon=64)
+    assert not reveals_queried_only(env, FIELDS) and reveals_queried_only(plain, FIELDS)
+    res = simulate(learner, env, jax.random.key(0), 3, traces=traces)
+    losses = np.asarray(metrics.regenerate_losses(env, res.carry, 0, 64))  # the override's
+    np.testing.assert_array_equal(
+        res.loss, np.take_along_axis(losses, res.played[..., None], 2)[..., 0]
+    )
+    base = simulate(learner, plain, jax.random.key(0), 3, traces=traces)
+    assert not np.array_equal(res.loss, base.loss)
+    with pytest.raises(checkify.JaxRuntimeError, match="loss at round 0 must be finite and in"):
+        bad = _OutOfRange(num_arms=5, horizon=64)
+        simulate(learner, bad, jax.random.key(0), 2, traces=traces, validate=True)

@@ -143,7 +143,7 @@ def test_registered_names_run_through_the_cli(tmp_path, user_parts, capsys):
         ("user_parts:Missing", "cannot import learner 'user_parts:Missing': AttributeError"),
         ("no_such_module:X", "cannot import learner 'no_such_module:X': ModuleNotFoundError"),
         ("user_parts:NotFrozen", "NotFrozen must be a frozen dataclass"),
-        ("user_parts:FlavouredAdvice", "FlavouredAdvice lacks ['init', 'ask', 'tell'"),
+        ("user_parts:FlavouredAdvice", "FlavouredAdvice lacks ['ask', 'tell'"),
     ],
 )
 def test_import_paths_that_fail_say_why(tmp_path, user_parts, name, message):

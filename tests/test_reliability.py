@@ -19,7 +19,6 @@ import pytest
 
 from stabl_jax import ExpertAdvice, StABL, simulate
 from stabl_jax.bco import FKM
-from stabl_jax.bco.simulate import simulate_bco
 from stabl_jax.checkpoint import ChunkCheckpoint
 from stabl_jax.config import load_config, validate
 from stabl_jax.envs.convex import MovingTarget
@@ -111,13 +110,13 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(learner, env, whol
 def test_bco_resume_is_bitwise_identical(tmp_path):
     env = MovingTarget(dim=2, horizon=32)
     learner = FKM(dim=2, horizon=32)
-    whole = simulate_bco(learner, env, jax.random.key(3), 2, chunk_size=32)
+    whole = simulate(learner, env, jax.random.key(3), 2, chunk_size=32)
     checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, {"bco": 1}), 1)
     with pytest.raises(_Stop):
-        simulate_bco(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
+        simulate(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
     checkpoint = ChunkCheckpoint(tmp_path, {"bco": 1})
     assert checkpoint.progress() == 16
-    resumed = simulate_bco(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
+    resumed = simulate(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
     np.testing.assert_array_equal(resumed.loss, whole.loss)
     np.testing.assert_array_equal(resumed.best_loss, whole.best_loss)
 

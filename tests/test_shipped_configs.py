@@ -99,16 +99,12 @@ def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(config
 @pytest.mark.slow
 @pytest.mark.parametrize("config_name", _configs_of_kind("bco"))
 def test_bco_config_learners_stay_finite(config_name):
-    from stabl_jax.bco.simulate import simulate_bco
-
     config = load_config(config_name, ["runs=2"])
     env = config.make_env()
     for name in config.learners:
         learner = config.make_learner(name)
         params = config.learner_params(learner, name)
-        res = simulate_bco(
-            learner, env, jax.random.key(config.seed), 2, horizon=ROUNDS, params=params
-        )
+        res = simulate(learner, env, jax.random.key(config.seed), 2, horizon=ROUNDS, params=params)
         assert np.all(np.isfinite(res.loss)), (config_name, name)
         assert np.all(np.isfinite(res.best_loss)), (config_name, name)
 

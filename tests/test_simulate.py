@@ -100,6 +100,28 @@ def test_simulate_rejects_mismatched_sizes(env):
         simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), num_runs=2, params=bad)
 
 
+def test_learner_horizon_must_cover_the_simulated_rounds(env):
+    """A learner tuned for fewer rounds than simulated is refused; one built for a longer
+    horizon plays the first T rounds (documented in ``simulate``)."""
+    with pytest.raises(ValueError, match=f"learner.horizon={T - 1} is shorter than the {T}"):
+        simulate(EXP3(num_arms=N, horizon=T - 1), env, jax.random.key(0), num_runs=1)
+    with pytest.raises(ValueError, match=f"learner.horizon={T // 2} is shorter than the {T}"):
+        simulate(EXP3(num_arms=N, horizon=T // 2), env, jax.random.key(0), 1, horizon=T)
+    longer = simulate(EXP3(num_arms=N, horizon=4 * T), env, jax.random.key(0), num_runs=1)
+    assert longer.horizon == T
+    short = simulate(EXP3(num_arms=N, horizon=T // 2), env, jax.random.key(0), 1, horizon=T // 2)
+    assert short.horizon == T // 2
+
+
+def test_what_is_not_a_learner_or_an_environment_is_named(env):
+    with pytest.raises(TypeError, match=r"env must be an environment.*'expert_advice'"):
+        simulate(EXP3(num_arms=N, horizon=T), "expert_advice", jax.random.key(0), 1)
+    with pytest.raises(TypeError, match=r"learner must be a learner.*None"):
+        simulate(None, env, jax.random.key(0), 1)
+    with pytest.raises(TypeError, match=r"tuple of names.*'loss'"):
+        simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 1, traces="loss")
+
+
 def test_progress_callback_sees_every_chunk(env):
     seen = []
     simulate(

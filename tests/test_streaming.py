@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -101,18 +100,3 @@ def test_bad_windows_and_params(env):
     with pytest.raises(ValueError, match="num_runs=2"):
         simulate_summaries(learner, env, jax.random.key(0), 2, (4,), params=params)
 
-
-def test_prefix_sums_parallel_path_equals_sequential():
-    """The GPU/TPU path (``jnp.cumsum``) and the CPU path (a sequential scan) agree, and both
-    broadcast the start row correctly under strict rank promotion."""
-    from stabl_jax import streaming
-
-    values = jnp.asarray(np.random.default_rng(0).random((37, 6)), jnp.float32)
-    start = jnp.arange(6, dtype=jnp.float32)
-    with jax.enable_x64(True):
-        start64 = start.astype(jnp.float64)
-        seq = np.asarray(streaming._prefix_sums(values, start64, sequential=True))
-        par = np.asarray(streaming._prefix_sums(values, start64, sequential=False))
-    want = np.asarray(start, np.float64) + np.cumsum(np.asarray(values, np.float64), axis=0)
-    np.testing.assert_allclose(seq, want, rtol=1e-12)
-    np.testing.assert_allclose(par, want, rtol=1e-12)

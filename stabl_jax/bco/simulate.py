@@ -1,20 +1,15 @@
-"""Run any BCO learner against any convex environment, and measure its strongly adaptive regret
-(Section 2 and Section 5 of Lu et al., ICLR 2024; Algorithms 3-4).
-
-Simulation is :func:`stabl_jax.simulate.simulate`'s loop with a loss *function* per round:
-``lax.scan`` over rounds inside ``vmap`` over runs, in chunks with identical results.
-Randomness is the same: run ``i`` uses ``run_key = fold_in(key, i)``; ``fold_in(run_key, 0)``
-draws the environment's per-run params, ``fold_in(run_key, 1)`` is its key,
-``fold_in(run_key, 2)`` the learner's and ``fold_in(run_key, 3)`` initialises the learner; round
-``t`` uses ``fold_in(env_key, t)`` and ``fold_in(learner_key, t)``. Two learners simulated with
-the same ``key`` face identical losses in every run.
+"""Strongly adaptive regret of BCO learners (Section 2 and Section 5 of Lu et al., ICLR 2024;
+Algorithms 3-4): the window comparators. The simulation itself is
+:func:`stabl_jax.simulate.simulate` (a convex environment's ``evaluate`` gives the losses at
+the queried points and ``best_loss``, the round's own minimum).
 
 Adaptive regret (:func:`bco_adaptive_regret`) is, for each window length ``L``,
 
 ``SA(L) = max_{j ∈ J_L} [ sum_{t=j}^{j+L-1} l_t(x_t) - min_{x ∈ K} sum_{t=j}^{j+L-1} l_t(x) ]``
 
-with ``J_L`` the grid of window starts ``{0, s, 2s, ...} ∪ {T - L}``, ``s = stride`` (default
-``max(1, L // 4)``; ``stride=1`` is every window, the paper's definition). The comparator is
+(:func:`stabl_jax.metrics.window_regret`) with ``J_L`` the grid of window starts
+``{0, s, 2s, ...} ∪ {T - L}``, ``s = stride`` (default ``max(1, L // 4)``; ``stride=1`` is every
+window, the paper's definition). The comparator is
 computed per window by the environment's own solver where it has one
 (:meth:`stabl_jax.envs.convex.MovingTarget.window_minimum`: Weiszfeld plus the nearest target,
 exact for piecewise-constant targets) and otherwise by :func:`minimize_window` (projected
@@ -27,7 +22,6 @@ exact value on the grid (the gap may be loose at kinks of non-smooth families).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -36,154 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks
+from stabl_jax import checks, metrics
 from stabl_jax.domains import Domain
-from stabl_jax.simulate import RunCarry, check_run_params, init_runs, run_chunks, run_keys
-
-
-@dataclasses.dataclass
-class BCOSimResult:
-    """Traces of a BCO simulation, on the host.
-
-    Attributes:
-      loss: ``(R, T)`` float32 suffered loss ``l_t(x_t)``.
-      best_loss: ``(R, T)`` float32 ``l_t`` at the round's own minimiser
-        (``env.minimizer(theta_t)``; NaN if the environment has none): the dynamic comparator.
-      played: ``(R, T, d)`` float32 played points, or ``None`` unless ``record_points``.
-      carry: the final :class:`~stabl_jax.simulate.RunCarry` (runs-leading).
-      compile_seconds: time spent compiling the chunk program(s).
-      run_seconds: time spent running them.
-    """
-
-    loss: np.ndarray
-    best_loss: np.ndarray
-    played: np.ndarray | None
-    carry: RunCarry
-    compile_seconds: float
-    run_seconds: float
-
-    @property
-    def num_runs(self) -> int:
-        return int(self.loss.shape[0])
-
-    @property
-    def horizon(self) -> int:
-        return int(self.loss.shape[1])
-
-
-def _best_loss(env: Any, theta: jax.Array) -> jax.Array:
-    try:
-        x = env.minimizer(theta)
-    except NotImplementedError:
-        return jnp.full((), jnp.nan, jnp.float32)
-    return env.family(theta, x).astype(jnp.float32)
-
-
-def _round(
-    learner: Any, env: Any, record_points: bool, carry: RunCarry, t: jax.Array
-) -> tuple[RunCarry, dict]:
-    loss_fn = env.loss_fn(carry.env_params, t, jax.random.fold_in(carry.env_key, t))
-    state, info = learner.step(carry.state, loss_fn, jax.random.fold_in(carry.learner_key, t))
-    out = {
-        "loss": info.loss.astype(jnp.float32),
-        "best_loss": _best_loss(env, loss_fn.args[0]),
-    }
-    if record_points:
-        out["played"] = info.played.astype(jnp.float32)
-    return carry.replace(state=state), out
-
-
-@partial(jax.jit, static_argnames=("learner", "env", "length", "record_points"))
-def run_bco_chunk(
-    learner: Any, env: Any, carry: RunCarry, t0: jax.Array, length: int, record_points: bool
-):
-    """Advance every run by ``length`` rounds from round ``t0``; outputs ``(R, length, ...)``."""
-
-    def one(c: RunCarry) -> tuple[RunCarry, dict]:
-        ts = t0 + jnp.arange(length, dtype=jnp.int32)
-        return jax.lax.scan(partial(_round, learner, env, record_points), c, ts)
-
-    return jax.vmap(one)(carry)
-
-
-def simulate_bco(
-    learner: Any,
-    env: Any,
-    key: jax.Array,
-    num_runs: int,
-    *,
-    horizon: int | None = None,
-    params: Any = None,
-    chunk_size: int | None = None,
-    record_points: bool = False,
-    progress: Callable[[int, int], None] | None = None,
-    checkpoint: Any = None,
-) -> BCOSimResult:
-    """Simulate ``num_runs`` independent runs of a BCO ``learner`` on a convex ``env``.
-
-    Args:
-      learner: a BCO learner (:mod:`stabl_jax.bco`).
-      env: a convex environment (:mod:`stabl_jax.envs.convex`) with the same ``dim`` and
-        ``domain``.
-      key: a typed PRNG key.
-      num_runs: ``R`` (>= 1).
-      horizon: rounds to play; defaults to ``env.horizon``.
-      params: learner params; ``None`` is ``learner.default_params``. Scalar leaves are shared,
-        leaves with a leading axis of size ``R`` are per run (a sweep in one program).
-      chunk_size: rounds per compiled chunk; ``None`` picks one from a 256 MiB output budget.
-        Results are identical for every chunk size.
-      record_points: also return the ``(R, T, d)`` played points.
-      progress: optional callback ``(done, total)`` after each chunk.
-      checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint` to resume from and save
-        to after every chunk (see :func:`stabl_jax.simulate.run_chunks`).
-
-    Returns:
-      A :class:`BCOSimResult`.
-
-    Example:
-      >>> import jax
-      >>> from stabl_jax.bco import StABLBCO
-      >>> from stabl_jax.envs.convex import MovingTarget
-      >>> env = MovingTarget(dim=2, horizon=64)
-      >>> res = simulate_bco(StABLBCO(dim=2, horizon=64), env, jax.random.key(0), num_runs=3)
-      >>> res.loss.shape
-      (3, 64)
-    """
-    num_runs = checks.check_int("num_runs", num_runs, minimum=1)
-    horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
-    if horizon > env.horizon:
-        raise ValueError(f"horizon must be <= env.horizon={env.horizon}, got {horizon}")
-    if learner.dim != env.dim:
-        raise ValueError(f"learner.dim={learner.dim} does not match env.dim={env.dim}")
-    if learner.domain != env.domain:
-        raise ValueError(f"learner.domain={learner.domain} differs from env.domain={env.domain}")
-    checks.check_key("key", key)
-    params = learner.default_params if params is None else params
-    check_run_params(params, num_runs)
-    checks.check_param_values(params, {}, batch=num_runs)
-    if chunk_size is None:
-        per_round = num_runs * (8 + (4 * env.dim if record_points else 0))
-        chunk_size = max(1, min(horizon, (256 * 2**20) // per_round))
-    carry = init_runs(learner, env, run_keys(key, num_runs), params)
-    carry, arrays, compile_s, run_s = run_chunks(
-        lambda c, t0, n: run_bco_chunk.lower(learner, env, c, t0, n, record_points),
-        carry,
-        horizon,
-        chunk_size,
-        progress if progress is not None else False,
-        checkpoint=checkpoint,
-    )
-    return BCOSimResult(
-        loss=arrays["loss"],
-        best_loss=arrays["best_loss"],
-        played=arrays.get("played"),
-        carry=carry,
-        compile_seconds=compile_s,
-        run_seconds=run_s,
-    )
-
-
-# --- adaptive regret ---------------------------------------------------------------------------
+from stabl_jax.simulate import RunCarry, SimResult
 
 
 @partial(jax.jit, static_argnames=("env", "horizon"))
@@ -299,7 +148,7 @@ def window_starts(horizon: int, length: int, stride: int) -> np.ndarray:
 
 
 def bco_adaptive_regret(
-    result: BCOSimResult,
+    result: SimResult,
     env: Any,
     window_lengths: Any,
     *,
@@ -312,7 +161,7 @@ def bco_adaptive_regret(
     definition, the window grid and the comparator solver).
 
     Args:
-      result: a :class:`BCOSimResult` of ``env``.
+      result: the :class:`~stabl_jax.simulate.SimResult` of a simulation on ``env``.
       env: the environment simulated (its ``theta_t`` are regenerated).
       window_lengths: window lengths ``L``, each in ``1..T``.
       stride: distance between window starts; ``None`` is ``max(1, L // 4)``; 1 is every
@@ -377,7 +226,7 @@ def paired_bco_adaptive_regret(
             raise ValueError(
                 f"losses[{name!r}] has shape {played.shape}, not {(num_runs, horizon)}"
             )
-        prefix[name] = np.concatenate([np.zeros((num_runs, 1)), np.cumsum(played, axis=1)], axis=1)
+        prefix[name] = metrics.prefix_sums(played.T).T  # (R, T + 1)
     sa = {name: np.empty((num_runs, len(lengths))) for name in names}
     gap = np.empty((num_runs, len(lengths)))
     for j, length in enumerate(lengths):
@@ -395,8 +244,9 @@ def paired_bco_adaptive_regret(
             )
             comp, gaps = np.asarray(comp, np.float64), np.asarray(gaps, np.float64)
             for name in names:
-                sums = prefix[name][lo:hi, starts + length] - prefix[name][lo:hi, starts]
-                sa[name][lo:hi, j] = np.max(sums - comp, axis=1)
+                sa[name][lo:hi, j] = metrics.window_regret(
+                    prefix[name][lo:hi], comp, starts, length
+                )
             gap[lo:hi, j] = np.max(gaps, axis=1)
     return {"sa": sa, "comparator_gap": gap}
 

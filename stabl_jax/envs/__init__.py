@@ -1,8 +1,12 @@
-"""Environments: pure functions of ``(params, t, key)``; they never import learners."""
+"""Environments: one call, ``evaluate`` (``docs/environments.md``); they never import learners."""
 
 from stabl_jax.envs.base import (
+    BanditEnv,
+    Environment,
+    ObliviousBandit,
     PiecewiseEnv,
     SegmentParams,
+    as_environment,
     equal_change_points,
     geometric_segment_lengths,
     validate_change_points,
@@ -11,10 +15,14 @@ from stabl_jax.envs.bernoulli import PiecewiseBernoulli
 from stabl_jax.envs.expert_advice import ExpertAdvice
 
 __all__ = [
+    "BanditEnv",
+    "Environment",
     "ExpertAdvice",
+    "ObliviousBandit",
     "PiecewiseBernoulli",
     "PiecewiseEnv",
     "SegmentParams",
+    "as_environment",
     "equal_change_points",
     "geometric_segment_lengths",
     "validate_change_points",

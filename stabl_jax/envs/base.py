@@ -1,4 +1,16 @@
-"""Piecewise-stationary bandit environments as pure functions of ``(params, t, key)``.
+"""The environment contract (``docs/environments.md``) and the piecewise-stationary bandit
+environments, pure functions of ``(params, t, key)``.
+
+Every environment answers one call, of the gymnax/evosax kind::
+
+    params = env.sample_params(key)                          # per-run parameters (a pytree)
+    state = env.init(params)                                 # None for an oblivious env
+    state, observed, info = env.evaluate(params, state, t, query, key)
+
+``observed`` holds the losses at the queried arms or points only; ``info`` is a small dict (or
+mapping) of what metrics need where it is cheap (best arm, expected loss, best loss). An
+oblivious bandit environment only writes its pure ``loss(params, t, key)`` (and optionally
+``loss_at``); :class:`ObliviousBandit` turns it into ``evaluate``.
 
 An environment never materialises ``runs x T x arms``: round ``t``'s loss vector is generated
 on demand from the environment's parameters and ``jax.random.fold_in(env_key, t)``, inside the
@@ -16,16 +28,185 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks
+from stabl_jax import checks, numerics
 
 BEST_ARM_ORDERS: tuple[str, ...] = ("sequential", "random")
+#: Per-round traces an oblivious bandit environment offers to ``simulate`` (its default).
+BANDIT_TRACES: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "prob_best")
+
+
+class Environment:
+    """Base class of every environment: one call, :meth:`evaluate` (``docs/environments.md``).
+
+    Subclasses are frozen dataclasses (hashed by value: static under ``jit``, and two equal
+    environments share one compiled program) and implement :meth:`sample_params` and
+    :meth:`evaluate`; :meth:`init` defaults to no state. Optional attributes that
+    :func:`~stabl_jax.simulate.simulate` checks against the learner: ``num_arms`` (bandits),
+    ``dim`` and ``domain`` (convex), ``horizon`` (rounds it is defined for).
+
+    Attributes:
+      trace_names: the ``info`` entries (and query-derived traces) ``simulate`` records by
+        default.
+    """
+
+    trace_names: ClassVar[tuple[str, ...]] = ("played", "loss")
+
+    def sample_params(self, key: jax.Array) -> Any:
+        """Per-run parameters drawn from ``key`` (a pytree)."""
+        raise NotImplementedError
+
+    def init(self, params: Any) -> Any:
+        """The environment's state before round 0 (``None``: an oblivious environment)."""
+        del params
+        return None
+
+    def evaluate(
+        self, params: Any, state: Any, t: jax.Array, query: Any, key: jax.Array
+    ) -> tuple[Any, jax.Array, Mapping[str, jax.Array]]:
+        """Round ``t``: the losses at the learner's query, and the new state.
+
+        Args:
+          params: the run's parameters (:meth:`sample_params`).
+          state: the environment's state (:meth:`init`, then what the last call returned).
+          t: ``()`` int32 round index.
+          query: what the learner asked for (``query.arms`` ``(Q,)`` for bandits,
+            ``query.points`` ``(Q, d)`` for convex environments).
+          key: the round's key, ``fold_in(env_key, t)``.
+
+        Returns:
+          ``(state, observed, info)``: ``observed`` ``(Q,)`` the losses at the query only;
+          ``info`` a mapping of small per-round arrays metrics may record.
+        """
+        raise NotImplementedError
+
+
+def _owner(cls: type, name: str) -> type | None:
+    """The class of ``cls``'s MRO whose own namespace defines ``name`` (``None``: none)."""
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
+
+
+def reveals_lazily(env: Any) -> bool:
+    """Whether ``env.loss_at`` gives the queried arms' losses: only when it is defined by the
+    class that defines the ``loss`` in effect, or by a subclass of it (so it was written
+    against that ``loss``; it must equal ``loss(params, t, key)[arms]`` bit for bit). A
+    subclass that overrides ``loss`` alone is simulated with its ``loss``, indexed."""
+    loss, loss_at = _owner(type(env), "loss"), _owner(type(env), "loss_at")
+    return loss is not None and loss_at is not None and issubclass(loss_at, loss)
+
+
+@dataclasses.dataclass(frozen=True)
+class ObliviousBandit(Environment):
+    """An oblivious bandit environment (pure ``loss(params, t, key)``) as an
+    :class:`Environment`, with no state.
+
+    ``observed = loss(params, t, key)[query.arms]``, or ``loss_at(params, t, key, query.arms)``
+    without drawing the other arms when :func:`reveals_lazily` and ``reveal_all`` is false.
+    ``info``: ``best_arm`` (when the environment has ``best_arm``) and, with ``reveal_all``,
+    ``expected_loss = <p_t, l_t>`` summed in a fixed order (the same bits on any batch).
+
+    Attributes:
+      env: the environment (``sample_params``, ``loss``; optionally ``loss_at``, ``best_arm``).
+      reveal_all: draw every arm's loss (what ``expected_loss`` needs).
+      validate: check inside the program that every drawn loss is finite and in [0, 1] (run
+        it under ``checkify``); values unchanged.
+    """
+
+    env: Any
+    reveal_all: bool = True
+    validate: bool = False
+
+    trace_names: ClassVar[tuple[str, ...]] = BANDIT_TRACES
+
+    def sample_params(self, key: jax.Array) -> Any:
+        return self.env.sample_params(key)
+
+    def loss_fn(self, params: Any, t: jax.Array, key: jax.Array) -> jax.Array:
+        """``(num_arms,)`` the round's whole loss vector (what a learner's ``step`` takes)."""
+        return self.env.loss(params, t, key)
+
+    def evaluate(
+        self, params: Any, state: Any, t: jax.Array, query: Any, key: jax.Array
+    ) -> tuple[Any, jax.Array, dict[str, jax.Array]]:
+        info = {}
+        if hasattr(self.env, "best_arm"):
+            info["best_arm"] = self.env.best_arm(params, t)
+        if self.reveal_all:
+            loss = self.env.loss(params, t, key)
+            if self.validate:
+                checks.traced_check_losses("loss", loss, t)
+            probs = query.play_probs
+            expected = numerics.fixed_order_dot(probs, loss.astype(probs.dtype))
+            info["expected_loss"] = expected.astype(jnp.float32)
+            return state, loss[query.arms], info
+        if reveals_lazily(self.env):
+            observed = self.env.loss_at(params, t, key, query.arms)
+        else:
+            observed = self.env.loss(params, t, key)[query.arms]
+        # Materialised once (as the full loss vector is on the other path), so that every
+        # consumer reads the same bits rather than a recomputation fused into it.
+        observed = jax.lax.optimization_barrier(observed)
+        return state, observed, info
+
+
+def as_environment(env: Any, *, reveal_all: bool = True, validate: bool = False) -> Any:
+    """``env`` itself when it defines its own ``evaluate``; otherwise (a pure ``loss``, the
+    oblivious bandit case) an :class:`ObliviousBandit` over it.
+
+    Raises:
+      TypeError: ``env`` has neither ``evaluate`` nor ``loss``.
+    """
+    evaluate = getattr(type(env), "evaluate", None)
+    if evaluate is not None and evaluate is not BanditEnv.evaluate:
+        return env
+    if not callable(getattr(env, "loss", None)) or not hasattr(env, "sample_params"):
+        raise TypeError(
+            f"env must be an environment (evaluate, or sample_params and loss; see "
+            f"docs/environments.md), got {env!r} ({type(env).__name__})"
+        )
+    return ObliviousBandit(env, reveal_all=reveal_all, validate=validate)
+
+
+class BanditEnv(Environment):
+    """Base class of oblivious bandit environments: subclasses write the pure ``loss`` (and,
+    where they can draw single entries, ``loss_at``); :meth:`evaluate` is
+    :class:`ObliviousBandit`'s."""
+
+    trace_names: ClassVar[tuple[str, ...]] = BANDIT_TRACES
+
+    def loss(self, params: Any, t: jax.Array, key: jax.Array) -> jax.Array:
+        """``(num_arms,)`` float32 losses in [0, 1] of round ``t``."""
+        raise NotImplementedError
+
+    def loss_at(self, params: Any, t: jax.Array, key: jax.Array, arms: jax.Array) -> jax.Array:
+        """``loss(params, t, key)[arms]``, bit for bit: the losses a bandit learner is shown.
+
+        Environments whose draws are counter-based override it to compute only these
+        entries (:class:`~stabl_jax.envs.ExpertAdvice`); this default draws every arm's. It is
+        used only where it was written against the ``loss`` in effect
+        (:func:`reveals_lazily`).
+
+        Args:
+          arms: ``(q,)`` int32 queried arms.
+
+        Returns:
+          ``(q,)`` float32 losses.
+        """
+        return self.loss(params, t, key)[arms]
+
+    def evaluate(
+        self, params: Any, state: Any, t: jax.Array, query: Any, key: jax.Array
+    ) -> tuple[Any, jax.Array, dict[str, jax.Array]]:
+        """:meth:`ObliviousBandit.evaluate` with every arm's loss drawn (``info`` has
+        ``best_arm`` and ``expected_loss``)."""
+        return ObliviousBandit(self).evaluate(params, state, t, query, key)
 
 
 def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
@@ -109,7 +290,7 @@ class SegmentParams:
 
 
 @dataclasses.dataclass(frozen=True)
-class PiecewiseEnv:
+class PiecewiseEnv(BanditEnv):
     """Static configuration common to piecewise-stationary environments.
 
     Attributes:
@@ -205,24 +386,6 @@ class PiecewiseEnv:
     def sample_params(self, key: jax.Array) -> Any:
         """Per-run parameters drawn from ``key`` (random change points / best arms / means)."""
         raise NotImplementedError
-
-    def loss(self, params: Any, t: jax.Array, key: jax.Array) -> jax.Array:
-        """``(num_arms,)`` float32 losses in [0, 1] of round ``t``."""
-        raise NotImplementedError
-
-    def loss_at(self, params: Any, t: jax.Array, key: jax.Array, arms: jax.Array) -> jax.Array:
-        """``loss(params, t, key)[arms]``, bit for bit: the losses a bandit learner is shown.
-
-        Environments whose draws are counter-based override it to compute only these
-        entries (:class:`~stabl_jax.envs.ExpertAdvice`); this default draws every arm's.
-
-        Args:
-          arms: ``(q,)`` int32 queried arms.
-
-        Returns:
-          ``(q,)`` float32 losses.
-        """
-        return self.loss(params, t, key)[arms]
 
     def mean_loss(self, params: Any, t: jax.Array) -> jax.Array:
         """``(num_arms,)`` expected losses of round ``t``."""

@@ -35,7 +35,7 @@ from jax.tree_util import Partial
 
 from stabl_jax import checks, gradients
 from stabl_jax.domains import Ball, Domain
-from stabl_jax.envs.base import equal_change_points, validate_change_points
+from stabl_jax.envs.base import Environment, equal_change_points, validate_change_points
 
 SCHEDULES: tuple[str, ...] = ("piecewise", "alternate", "drift")
 
@@ -86,7 +86,7 @@ class ConvexEnvParams:
 
 
 @dataclasses.dataclass(frozen=True)
-class ConvexEnv:
+class ConvexEnv(Environment):
     """Base class: a target schedule on a domain; subclasses fix the loss family.
 
     Attributes:
@@ -115,6 +115,7 @@ class ConvexEnv:
 
     name: ClassVar[str] = "convex"
     smoothness: ClassVar[float | None] = None  # beta if every loss is beta-smooth
+    trace_names: ClassVar[tuple[str, ...]] = ("loss", "best_loss")
 
     def __post_init__(self) -> None:
         checks.check_int("dim", self.dim, minimum=1)
@@ -231,6 +232,22 @@ class ConvexEnv:
     def loss_fn(self, params: ConvexEnvParams, t: jax.Array, key: jax.Array) -> Partial:
         """``jax.tree_util.Partial(family, theta_t)``: round ``t``'s loss ``x (d,) -> ()``."""
         return Partial(self.family, self.theta(params, t, key))
+
+    def evaluate(
+        self, params: ConvexEnvParams, state: Any, t: jax.Array, query: Any, key: jax.Array
+    ) -> tuple[Any, jax.Array, dict[str, jax.Array]]:
+        """Round ``t``'s loss at the queried points ``query.points`` ``(Q, d)`` only (no state).
+
+        ``info["best_loss"]``: ``()`` float32 ``l_t`` at the round's own minimiser
+        (:meth:`minimizer`; NaN without one), the dynamic comparator.
+        """
+        loss_fn = self.loss_fn(params, t, key)
+        try:
+            best = self.family(loss_fn.args[0], self.minimizer(loss_fn.args[0]))
+        except NotImplementedError:
+            best = jnp.nan
+        info = {"best_loss": jnp.asarray(best, jnp.float32)}
+        return state, jax.vmap(loss_fn)(query.points), info
 
 
 @partial(jax.jit, static_argnums=(0, 2))

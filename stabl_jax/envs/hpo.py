@@ -5,9 +5,9 @@ Optimization", Section "Experiments" of Lu, Zhang, Chen, Zhang, Woodruff and Haz
 Each round the learner queries some arms; the environment computes *only those arms'*
 suggestions (:func:`stabl_jax.envs.eagle.suggest`), evaluates the BBOB function at them,
 returns one loss per query and records the evaluations in the shared state (every arm's pool
-ingests every evaluation, see :mod:`stabl_jax.envs.eagle`). Unlike the environments of
-:mod:`stabl_jax.envs.base`, it reacts to the learner, so it is driven by
-:func:`stabl_jax.reactive.simulate_reactive` (``ask`` -> :meth:`HPOEnv.evaluate` -> ``tell``).
+ingests every evaluation, see :mod:`stabl_jax.envs.eagle`). Unlike the oblivious environments,
+it reacts to the learner: its state carries the pools (:func:`stabl_jax.simulate.simulate`
+drives ``ask`` -> :meth:`HPOEnv.evaluate` -> ``tell``, as for every environment).
 
 Reward (the paper): with ``D`` every evaluation before the round, ``best = min_{(x,f) in D} f``
 (``best = 1``, the top of the normalised range, before any evaluation), the reward of a
@@ -36,12 +36,14 @@ recorded), so every query costs exactly one evaluation.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 import chex
 import jax
 import jax.numpy as jnp
 
 from stabl_jax.envs import eagle
+from stabl_jax.envs.base import Environment
 from stabl_jax.envs.bbob import BBOBFunction, BBOBFunctionParams, normalize_gap
 
 REWARD_LAMBDA = 0.01
@@ -106,7 +108,7 @@ class HPOInfo:
 
 
 @dataclasses.dataclass(frozen=True)
-class HPOEnv:
+class HPOEnv(Environment):
     """Algorithm selection among Eagle optimisers on one BBOB function (reactive).
 
     Attributes:
@@ -122,7 +124,7 @@ class HPOEnv:
       >>> env = HPOEnv(BBOBFunction(function_id=1, dim=4, normalize=True))
       >>> params = env.sample_params(jax.random.key(0))
       >>> state = env.init(params)
-      >>> state, loss, info = env.evaluate(params, state, jnp.array([3, 7]), jax.random.key(1))
+      >>> state, loss, info = env.evaluate(params, state, 0, jnp.array([3, 7]), jax.random.key(1))
       >>> loss.shape, int(state.num_evaluations), int(state.arms.num_seen[0])
       ((2,), 2, 2)
     """
@@ -130,6 +132,14 @@ class HPOEnv:
     function: BBOBFunction
     ensemble: eagle.EagleEnsemble | None = None
     reward_lambda: float = REWARD_LAMBDA
+
+    trace_names: ClassVar[tuple[str, ...]] = (
+        "arms",
+        "observed",
+        "reward",
+        "best_gap",
+        "best_value",
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.function, BBOBFunction):
@@ -188,21 +198,23 @@ class HPOEnv:
         return jax.vmap(eagle.suggest)(params, pools, keys)
 
     def evaluate(
-        self, params: BBOBFunctionParams, state: HPOState, arms: jax.Array, key: jax.Array
+        self, params: BBOBFunctionParams, state: HPOState, t: Any, query: Any, key: jax.Array
     ) -> tuple[HPOState, jax.Array, HPOInfo]:
         """Evaluate the queried arms' suggestions and record them in the shared state.
 
         Args:
           params: the run's function (:meth:`sample_params`).
           state: the environment's state.
-          arms: ``(Q,)`` int32 queried arms (``query.arms`` of a bandit learner).
+          t: the round (unused: the state carries the history).
+          query: a bandit learner's query (its ``arms``, ``(Q,)`` int32), or the arms.
           key: the round's key.
 
         Returns:
           ``(new_state, loss, info)``: ``loss`` ``(Q,)`` in ``[0, 1]`` (one per query, in the
           order of ``arms``) and an :class:`HPOInfo`.
         """
-        arms = jnp.asarray(arms, jnp.int32)
+        del t
+        arms = jnp.asarray(getattr(query, "arms", query), jnp.int32)
         num_queries = arms.shape[0]
         dtype = params.coco.f_opt.dtype
         sug = self.suggest(state, arms, key)
