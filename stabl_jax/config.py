@@ -709,9 +709,10 @@ def _check_params(check: _Checker, value: Any, kind: str = "bandit") -> dict[str
 
 
 def _init_hints(cls: type) -> dict[str, Any]:
-    """``{field: type hint}`` of a dataclass's constructor arguments."""
+    """``{field: type hint}`` of a dataclass's constructor arguments (not those left out of its
+    repr, such as a learner's validate switch, which the run sets)."""
     resolved = typing.get_type_hints(cls)
-    return {f.name: resolved.get(f.name, Any) for f in dataclasses.fields(cls) if f.init}
+    return {f.name: resolved.get(f.name, Any) for f in dataclasses.fields(cls) if f.init and f.repr}
 
 
 @functools.cache

@@ -158,8 +158,7 @@ def reveals_queried_only(learner: Any, fields: tuple[str, ...]) -> bool:
     ``expected_loss`` (``<p_t, l_t>``, which needs every arm's loss) is not recorded and the
     learner's ``step`` is the base class's :meth:`~BanditLearner.play` with the loss vector
     indexed (every registry learner's), so ``play`` with ``env.loss_at`` is the same round."""
-    inner = learner.learner if isinstance(learner, checks.ValidatingLearner) else learner
-    return "expected_loss" not in fields and type(inner).step is BanditLearner.step
+    return "expected_loss" not in fields and type(learner).step is BanditLearner.step
 
 
 def _chunk_one(
@@ -204,11 +203,11 @@ def run_chunk_planned(
     over the plan's devices and stepped ``plan.block`` at a time; the same per-run results.
     Only the traces named in ``fields`` are output.
 
-    With ``validate``, every round runs the in-trace checks of
-    :class:`~stabl_jax.checks.ValidatingLearner` under ``checkify`` and the function returns
+    With ``validate``, every round runs the learner's in-trace checks (``validate=True``,
+    :class:`~stabl_jax.learners.base.Learner`) under ``checkify`` and the function returns
     ``(error, (carry, outputs))``; the values are bitwise those without checks.
     """
-    lrn = checks.ValidatingLearner(learner) if validate else learner
+    lrn = dataclasses.replace(learner, validate=True) if validate else learner
     one = partial(_chunk_one, lrn, env, length=length, fields=fields)
     step = jax.vmap(lambda c, t: one(c, t), in_axes=(0, None))
     run = sharding.distribute(step, plan)
@@ -316,7 +315,7 @@ def simulate(
         (:func:`auto_chunk_size`). Results are identical for every chunk size.
       progress: show a tqdm bar per chunk (``True``), or a callback ``(done, total)``.
       validate: check every round's losses (finite, in [0, 1]) and play distribution inside
-        the compiled program (:class:`~stabl_jax.checks.ValidatingLearner`); a failure raises
+        the compiled program (the learner's ``validate=True``); a failure raises
         ``checkify.JaxRuntimeError`` naming the round and the value. Results are unchanged.
         The command line always validates.
       checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint`: resume from it, and

@@ -62,7 +62,7 @@ class StABLOneQuery(StABL):
         mix = jax.nn.softmax(state.meta_log_weights) @ v
         return v, mix, mix
 
-    def ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
         _, mix, _ = self.distributions(state)
         u = sampling.uniforms(key, 1, self.float_dtype)
         played = sampling.sample_index(mix, u[0])
