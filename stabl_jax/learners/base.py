@@ -24,6 +24,7 @@ observations. ``num_queries`` counts all of them, as the paper does.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -31,7 +32,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, numerics
+from stabl_jax import checks, numerics, sampling
 
 Query = TypeVar("Query")
 
@@ -185,6 +186,29 @@ class BanditQuery:
     query_probs: jax.Array
 
 
+def sample_query(key: jax.Array, play_probs: jax.Array, *observe_probs: jax.Array) -> BanditQuery:
+    """Play ``arms[0] ~ play_probs`` and observe ``arms[i] ~ observe_probs[i - 1]``, arm ``i``
+    drawn with ``u_i`` of ``u = sampling.uniforms(key, 1 + len(observe_probs))``.
+
+    Args:
+      key: the round's PRNG key.
+      play_probs: ``(num_arms,)`` the play distribution.
+      *observe_probs: ``(num_arms,)`` each, the distributions of the observed arms.
+
+    Returns:
+      The :class:`BanditQuery`; ``query_probs[i]`` is the probability of ``arms[i]`` under its
+      own distribution.
+    """
+    dists = (play_probs, *observe_probs)
+    u = sampling.uniforms(key, len(dists), play_probs.dtype)
+    arms = [sampling.sample_index(p, u[i]) for i, p in enumerate(dists)]
+    return BanditQuery(
+        arms=jnp.stack(arms),
+        play_probs=play_probs,
+        query_probs=jnp.stack([p[a] for p, a in zip(dists, arms, strict=True)]),
+    )
+
+
 @chex.dataclass(frozen=True)
 class StepInfo:
     """Per-round record returned by :meth:`BanditLearner.step` (all small).
@@ -256,6 +280,11 @@ class BanditLearner(Learner[BanditQuery]):
             play_probs=query.play_probs,
         )
         return new_state, info
+
+    def uniform_log_probs(self, *lead: int) -> jax.Array:
+        """``(*lead, num_arms)`` uniform log-probabilities ``-log n`` in the state's dtype."""
+        n = self.num_arms
+        return jnp.full((*lead, n), -math.log(n), self.float_dtype)
 
     def _queried(self, query: BanditQuery) -> jax.Array:
         return query.arms

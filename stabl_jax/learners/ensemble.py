@@ -22,7 +22,6 @@ with ``self._advance(state, experts, regret_gain)``.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -123,8 +122,7 @@ class Ensemble(Learner):
     def fresh_experts(self) -> Any:
         """The ``B`` experts at a (re)start, stacked on a leading ``(B,)`` axis; by default
         ``(B, num_arms)`` uniform log-probabilities ``log v(t, k) = -log n``."""
-        n = self.num_arms
-        return jnp.full((self.num_experts, n), -math.log(n), self.float_dtype)
+        return self.uniform_log_probs(self.num_experts)
 
     # --- params -------------------------------------------------------------------------------
     @property

@@ -16,8 +16,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -106,10 +106,9 @@ class EXP3(BanditLearner):
 
     def _init(self, key: jax.Array, params: EXP3Params) -> EXP3State:
         del key
-        n = self.num_arms
         return EXP3State(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
+            log_weights=self.uniform_log_probs(),
             params=params,
         )
 
@@ -120,9 +119,7 @@ class EXP3(BanditLearner):
 
     def _ask(self, state: EXP3State, key: jax.Array) -> BanditQuery:
         q = self.play_distribution(state)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(q, u[0])
-        return BanditQuery(arms=arm[None], play_probs=q, query_probs=q[arm][None])
+        return sample_query(key, q)
 
     def _tell(self, state: EXP3State, query: BanditQuery, observed: jax.Array) -> EXP3State:
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)

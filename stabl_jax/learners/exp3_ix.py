@@ -17,8 +17,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -91,18 +91,15 @@ class Exp3IX(BanditLearner):
 
     def _init(self, key: jax.Array, params: Exp3IXParams) -> Exp3IXState:
         del key
-        n = self.num_arms
         return Exp3IXState(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
+            log_weights=self.uniform_log_probs(),
             params=params,
         )
 
     def _ask(self, state: Exp3IXState, key: jax.Array) -> BanditQuery:
         p = jnp.exp(state.log_weights)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(p, u[0])
-        return BanditQuery(arms=arm[None], play_probs=p, query_probs=p[arm][None])
+        return sample_query(key, p)
 
     def _tell(self, state: Exp3IXState, query: BanditQuery, observed: jax.Array) -> Exp3IXState:
         eta, gamma = self.rates(state.params)

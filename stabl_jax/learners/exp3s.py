@@ -25,8 +25,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -140,10 +140,9 @@ class Exp3S(BanditLearner):
 
     def _init(self, key: jax.Array, params: Exp3SParams) -> Exp3SState:
         del key
-        n = self.num_arms
         return Exp3SState(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
+            log_weights=self.uniform_log_probs(),
             params=params,
         )
 
@@ -154,9 +153,7 @@ class Exp3S(BanditLearner):
 
     def _ask(self, state: Exp3SState, key: jax.Array) -> BanditQuery:
         p = self.play_distribution(state)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(p, u[0])
-        return BanditQuery(arms=arm[None], play_probs=p, query_probs=p[arm][None])
+        return sample_query(key, p)
 
     def _tell(self, state: Exp3SState, query: BanditQuery, observed: jax.Array) -> Exp3SState:
         """Steps 3-4 from the played arm's reward ``x = 1 - l`` only."""

@@ -110,10 +110,9 @@ class Hedge(BanditLearner):
 
     def _init(self, key: jax.Array, params: HedgeParams) -> HedgeState:
         del key
-        n = self.num_arms
         return HedgeState(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
+            log_weights=self.uniform_log_probs(),
             params=params,
         )
 

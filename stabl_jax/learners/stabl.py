@@ -54,8 +54,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, EnsembleState
 
 OBSERVATIONS: tuple[str, ...] = ("importance", "uniform")
@@ -168,14 +168,7 @@ class StABL(Ensemble, BanditLearner):
 
     def _ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
         _, mix, obs = self.distributions(state)
-        u = sampling.uniforms(key, 2, self.float_dtype)
-        played = sampling.sample_index(mix, u[0])
-        observed = sampling.sample_index(obs, u[1])
-        return BanditQuery(
-            arms=jnp.stack([played, observed]),
-            play_probs=mix,
-            query_probs=jnp.stack([mix[played], obs[observed]]),
-        )
+        return sample_query(key, mix, obs)
 
     def _tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
         """Lines 11-13 from the observed arm's loss only (``observed[1]``; ``observed[0]``,

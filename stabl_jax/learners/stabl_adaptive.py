@@ -66,6 +66,7 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import estimators
+from stabl_jax.learners.ensemble import tree_select
 from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams
 
 #: Sweepable numbers (1 by default: nothing is tuned), as anytime StABL's.
@@ -100,10 +101,7 @@ class StABLAdaptive(StABLAnytime):
       eta_k(t) r~))``, ``a_k = eta_k(t+1) / eta_k(t)`` after ``R_k += r~^2``;
     - restarts at ``(t + 1) % L_k == 0``: ``v = 1/n``, ``w~ = 1``, ``V = R = 0``.
 
-    Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None``: StABL's geometric default for
-        ``horizon`` (the only use of the horizon).
-      feedback: ``"loss"`` or ``"reward"``, as StABL's.
+    Attributes are :class:`~stabl_jax.learners.stabl_anytime.StABLAnytime`'s.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -180,7 +178,7 @@ class StABLAdaptive(StABLAnytime):
         experts = experts - jax.scipy.special.logsumexp(experts, axis=-1, keepdims=True)
 
         restart = self.restarts(t_next)
-        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
+        experts = tree_select(restart, self.fresh_experts(), experts)
         meta = jnp.where(restart, 0.0, meta)
         f = self.float_dtype
         return state.replace(

@@ -58,9 +58,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
-from stabl_jax.learners.ensemble import Ensemble, EnsembleParams
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
+from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, tree_select
 
 
 @chex.dataclass(frozen=True)
@@ -193,14 +193,7 @@ class StABLAnytime(Ensemble, BanditLearner):
 
     def _ask(self, state: StABLAnytimeState, key: jax.Array) -> BanditQuery:
         _, _, mix, obs = self.distributions(state)
-        u = sampling.uniforms(key, 2, self.float_dtype)
-        played = sampling.sample_index(mix, u[0])
-        observed = sampling.sample_index(obs, u[1])
-        return BanditQuery(
-            arms=jnp.stack([played, observed]),
-            play_probs=mix,
-            query_probs=jnp.stack([mix[played], obs[observed]]),
-        )
+        return sample_query(key, mix, obs)
 
     def _tell(
         self, state: StABLAnytimeState, query: BanditQuery, observed: jax.Array
@@ -234,7 +227,7 @@ class StABLAnytime(Ensemble, BanditLearner):
         experts = experts - jax.scipy.special.logsumexp(experts, axis=-1, keepdims=True)
 
         restart = self.restarts(t_next)
-        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
+        experts = tree_select(restart, self.fresh_experts(), experts)
         meta = jnp.where(restart, 0.0, meta)
         return state.replace(
             t=t_next,

@@ -9,8 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -49,9 +48,7 @@ class Uniform(BanditLearner):
 
     def _ask(self, state: UniformState, key: jax.Array) -> BanditQuery:
         probs = jnp.full((self.num_arms,), 1.0 / self.num_arms, self.float_dtype)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(probs, u[0])
-        return BanditQuery(arms=arm[None], play_probs=probs, query_probs=probs[arm][None])
+        return sample_query(key, probs)
 
     def _tell(self, state: UniformState, query: BanditQuery, observed: jax.Array) -> UniformState:
         del query, observed
