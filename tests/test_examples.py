@@ -4,6 +4,7 @@ contract: jit, vmap over a params sweep, the in-program checks, state dtypes."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import jax
@@ -21,6 +22,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 def _load(name: str):
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve the module's annotations through it
     spec.loader.exec_module(module)
     return module
 

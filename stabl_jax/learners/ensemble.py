@@ -8,7 +8,7 @@ What this module owns, once for every ensemble:
 - the history lengths (:func:`stabl_jax.intervals.resolve_history_lengths`) and the restarts
   for round ``t`` (``(t + round_offset) % L_k == 0``, :func:`stabl_jax.intervals.restart_mask`);
 - the sweepable scales ``expert_lr_scale`` and ``meta_lr_scale`` (:class:`EnsembleParams`),
-  their bounds, and the check that no meta step size ``eta_k`` underflows;
+  their bounds (:data:`SCALE_BOUNDS`) and the check that no meta step size ``eta_k`` underflows;
 - the state's round counter ``t``, meta log-weights ``log w_t(k)`` (``log eta_k`` at a
   (re)start) and ``num_muted``, and line 13's update ``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))``
   with muting (:func:`stabl_jax.estimators.meta_log_update`) and restarts
@@ -46,6 +46,16 @@ class EnsembleParams:
 
     expert_lr_scale: jax.Array
     meta_lr_scale: jax.Array
+
+
+#: Ranges of the scales, for a member's ``param_bounds`` (with them :meth:`Ensemble.check_params`
+#: also rejects a ``meta_lr_scale`` under which a meta step size underflows). StABL checks them;
+#: SAOL, anytime StABL and the BCO ensembles do not (yet).
+SCALE_BOUNDS: Mapping[str, checks.Interval] = {
+    "expert_lr_scale": checks.Interval(0.0),
+    # 0 would make every meta weight log(0) = -inf: no distribution over experts.
+    "meta_lr_scale": checks.Interval(0.0, low_open=True),
+}
 
 
 @chex.dataclass(frozen=True)
@@ -90,11 +100,6 @@ class Ensemble(Learner):
     Params: ClassVar[type] = EnsembleParams
     State: ClassVar[type] = EnsembleState
     experts_field: ClassVar[str] = "expert_log_probs"
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
-        "expert_lr_scale": checks.Interval(0.0),
-        # 0 would make every meta weight log(0) = -inf: no distribution over experts.
-        "meta_lr_scale": checks.Interval(0.0, low_open=True),
-    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -131,12 +136,13 @@ class Ensemble(Learner):
         return self.Params(**{f.name: one for f in dataclasses.fields(self.Params)})
 
     def check_params(self, params: Any, batch: int | None = None) -> None:
-        """The base checks, and: every ``eta_k = meta_lr_scale * base_k`` is a normal number
-        of the state's dtype (a scale so small that ``eta_k`` underflows makes every
+        """The base checks, and, when :attr:`param_bounds` has ``meta_lr_scale``'s
+        (:data:`SCALE_BOUNDS`): every ``eta_k = meta_lr_scale * base_k`` is a normal number of
+        the state's dtype (a scale so small that ``eta_k`` underflows makes every
         ``log w(k) = log eta_k`` -inf and the mixture NaN)."""
         super().check_params(params, batch)
         scale = params.meta_lr_scale
-        if not checks.is_concrete(scale):
+        if "meta_lr_scale" not in self.param_bounds or not checks.is_concrete(scale):
             return
         smallest = float(np.min(self.base_meta_step_sizes()))
         tiny = float(np.finfo(self.dtype).tiny)

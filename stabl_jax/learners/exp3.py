@@ -118,8 +118,7 @@ class EXP3(BanditLearner):
         return (1.0 - gamma) * estimators.probabilities(state.log_weights) + gamma / self.num_arms
 
     def _ask(self, state: EXP3State, key: jax.Array) -> BanditQuery:
-        q = self.play_distribution(state)
-        return sample_query(key, q)
+        return sample_query(key, self.play_distribution(state))
 
     def _tell(self, state: EXP3State, query: BanditQuery, observed: jax.Array) -> EXP3State:
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)

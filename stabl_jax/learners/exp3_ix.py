@@ -98,8 +98,7 @@ class Exp3IX(BanditLearner):
         )
 
     def _ask(self, state: Exp3IXState, key: jax.Array) -> BanditQuery:
-        p = jnp.exp(state.log_weights)
-        return sample_query(key, p)
+        return sample_query(key, jnp.exp(state.log_weights))
 
     def _tell(self, state: Exp3IXState, query: BanditQuery, observed: jax.Array) -> Exp3IXState:
         eta, gamma = self.rates(state.params)

@@ -152,8 +152,7 @@ class Exp3S(BanditLearner):
         return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
 
     def _ask(self, state: Exp3SState, key: jax.Array) -> BanditQuery:
-        p = self.play_distribution(state)
-        return sample_query(key, p)
+        return sample_query(key, self.play_distribution(state))
 
     def _tell(self, state: Exp3SState, query: BanditQuery, observed: jax.Array) -> Exp3SState:
         """Steps 3-4 from the played arm's reward ``x = 1 - l`` only."""

@@ -56,7 +56,6 @@ from typing import ClassVar
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from stabl_jax import checks, estimators
 from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
@@ -125,12 +124,6 @@ class StABLAnytime(Ensemble, BanditLearner):
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
-
-    def base_meta_step_sizes(self) -> np.ndarray:
-        """``(B,)`` the smallest meta rate of each expert before scaling, at ``tau_k = L_k - 1``:
-        ``min(1/(2 sqrt n), 1/sqrt(n L_k))`` (StABL's ``eta_k``)."""
-        n = self.num_arms
-        return np.minimum(1.0 / (2.0 * math.sqrt(n)), 1.0 / np.sqrt(n * self._lengths()))
 
     # --- time-dependent quantities ----------------------------------------------------------
     def active(self, t: jax.Array) -> jax.Array:
