@@ -5,10 +5,12 @@ Array values are checked when they are concrete (eager calls). Inside ``jit``/``
 are tracers and a Python ``raise`` cannot see them: shapes (static) are still checked there,
 values are checked only through :mod:`jax.experimental.checkify`, which this module wraps:
 
-- :class:`ValidatingLearner` adds in-trace checks (losses finite and in [0, 1], play
-  distribution finite and summing to 1) to any bandit learner; ``simulate(..., validate=True)``
-  runs with it (the command line always does) and raises :class:`checkify.JaxRuntimeError`
-  naming the round, the argument and the value.
+- :func:`traced_check_losses` and :func:`traced_check_distribution` are the in-trace checks
+  (losses finite and in [0, 1], play distribution finite and summing to 1) that a bandit
+  learner built with ``validate=True`` runs every round
+  (:class:`~stabl_jax.learners.base.Learner`); ``simulate(..., validate=True)`` runs with them
+  (the command line always does) and raises :class:`checkify.JaxRuntimeError` naming the
+  round, the argument and the value.
 - :func:`checked_step` is ``learner.step`` jitted with those checks, for a user's own loop.
 
 ``docs/reliability.md`` lists every input that is checked, where, and what happens.
@@ -317,52 +319,8 @@ def traced_check_distribution(name: str, probs: jax.Array, t: jax.Array | int = 
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class ValidatingLearner:
-    """A bandit learner with in-trace checks on every ``step`` (the validating wrapper).
-
-    ``step`` checks, with :mod:`checkify`, that the round's loss vector is finite and in
-    [0, 1] and that the learner's play distribution is a distribution, then runs the wrapped
-    learner's ``step`` unchanged (results are bitwise those of the learner). Every other
-    attribute is the wrapped learner's. Hashed by value like the learners, so it is a
-    static argument of ``jit``. Run it under :func:`checkify.checkify` (see
-    :func:`checked_step`).
-
-    Attributes:
-      learner: the wrapped bandit learner.
-    """
-
-    learner: Any
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "learner":  # not yet set (copying / unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.learner, name)
-
-    def step(self, state: Any, loss: jax.Array, key: jax.Array) -> tuple[Any, Any]:
-        t = state.t
-        traced_check_losses("loss", loss, t)
-        state, info = self.learner.step(state, loss, key)
-        traced_check_distribution("play distribution", info.play_probs, t)
-        return state, info
-
-    def play(self, state: Any, reveal: Callable[[jax.Array], jax.Array], key: jax.Array) -> Any:
-        """The wrapped learner's ``play``, checking the revealed losses (finite, in [0, 1])
-        and the play distribution; results unchanged."""
-        t = state.t
-
-        def checked(arms: jax.Array) -> jax.Array:
-            observed = reveal(arms)
-            traced_check_losses("observed loss", observed, t)
-            return observed
-
-        state, query, observed = self.learner.play(state, checked, key)
-        traced_check_distribution("play distribution", query.play_probs, t)
-        return state, query, observed
-
-
 def checked_step(learner: Any) -> Callable[[Any, jax.Array, jax.Array], tuple[Any, Any]]:
-    """``learner.step``, jitted with the in-trace checks of :class:`ValidatingLearner`.
+    """``learner.step`` with ``validate=True``, jitted under :mod:`checkify`.
 
     The returned function raises :class:`checkify.JaxRuntimeError` (naming the argument, the
     round and the value) where plain ``jax.jit(learner.step)`` would silently carry a NaN or
@@ -379,8 +337,8 @@ def checked_step(learner: Any) -> Callable[[Any, jax.Array, jax.Array], tuple[An
       ...
       jax._src.checkify.JaxRuntimeError: loss at round 1 must be finite and in [0, 1]; found nan at index 1 (losses are never clipped: rescale them to [0, 1] first) (`check` failed)
     """  # noqa: E501
-    wrapped = ValidatingLearner(learner)
-    program = jax.jit(checkify.checkify(wrapped.step, errors=checkify.user_checks))
+    checked = dataclasses.replace(learner, validate=True)
+    program = jax.jit(checkify.checkify(checked.step, errors=checkify.user_checks))
 
     def step(state: Any, loss: jax.Array, key: jax.Array) -> tuple[Any, Any]:
         err, out = program(state, loss, key)

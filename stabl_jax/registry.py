@@ -73,7 +73,11 @@ class Entry:
     def hints(self) -> dict[str, Any]:
         """``{argument: type hint}`` of the class's constructor (its ``init`` fields)."""
         resolved = typing.get_type_hints(self.cls)
-        return {f.name: resolved.get(f.name, Any) for f in dataclasses.fields(self.cls) if f.init}
+        return {
+            f.name: resolved.get(f.name, Any)
+            for f in dataclasses.fields(self.cls)
+            if f.init and f.repr  # not a learner's validate switch, which the run sets
+        }
 
     @property
     def num_queries(self) -> int | None:

@@ -526,7 +526,8 @@ def environment_info() -> dict[str, Any]:
 
 def _static_fields(obj: Any) -> dict[str, Any]:
     if dataclasses.is_dataclass(obj):
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        # Fields left out of repr (a learner's validate switch) are how it ran, not what it is.
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.repr}
     return {}
 
 

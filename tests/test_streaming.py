@@ -99,4 +99,3 @@ def test_bad_windows_and_params(env):
     params = learner.default_params.replace(meta_lr_scale=np.ones(3, np.float32))
     with pytest.raises(ValueError, match="num_runs=2"):
         simulate_summaries(learner, env, jax.random.key(0), 2, (4,), params=params)
-

@@ -1,5 +1,6 @@
-"""The contract every bandit convex optimisation (BCO) learner obeys (``DESIGN.md``, "One
-contract for every learner"; Section 5 and Appendix A of Lu et al., ICLR 2024).
+"""The contract every bandit convex optimisation (BCO) learner obeys (``docs/design.md``, "One
+contract for every learner"; ``docs/learners.md``; Section 5 and Appendix A of Lu et al.,
+ICLR 2024).
 
 ::
 
@@ -36,6 +37,7 @@ import optax
 
 from stabl_jax import checks, gradients
 from stabl_jax.domains import Ball, Domain
+from stabl_jax.learners.base import Learner
 
 
 @chex.dataclass(frozen=True)
@@ -105,12 +107,12 @@ def safe_softmax(log_weights: jax.Array) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class BCOLearner:
+class BCOLearner(Learner[BCOQuery]):
     """Base class: static configuration shared by every BCO learner.
 
-    Subclasses are frozen dataclasses hashed by value (two equal learners share one compiled
-    program). They implement ``default_params``, ``init``, ``ask`` and ``tell``; ``step`` and
-    ``draws`` are defined here.
+    A query is a :class:`BCOQuery`; ``step`` and ``draws`` are defined here. The contract
+    (public ``init``/``ask``/``tell``/``play`` over private ``_init``/``_ask``/``_tell``) is
+    :class:`~stabl_jax.learners.base.Learner`'s.
 
     Attributes:
       dim: ``d``, the dimension of the decision set.
@@ -133,7 +135,6 @@ class BCOLearner:
     optimizer: optax.GradientTransformation | None = None
     dtype: str = "float32"
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "bco_base"
 
     def __post_init__(self) -> None:
@@ -158,28 +159,10 @@ class BCOLearner:
             )
 
     @property
-    def float_dtype(self) -> jnp.dtype:
-        return jnp.dtype(self.dtype)
-
-    @property
     def num_sampled_experts(self) -> int:
         """Number of experts ``k_t`` is drawn from (1, i.e. ``k_t = 0``, unless the learner
         samples one as Algorithm 3 does)."""
         return 1
-
-    # --- the contract -------------------------------------------------------------------
-    @property
-    def default_params(self) -> Any:
-        raise NotImplementedError
-
-    def init(self, key: jax.Array, params: Any = None) -> Any:
-        raise NotImplementedError
-
-    def ask(self, state: Any, key: jax.Array) -> BCOQuery:
-        raise NotImplementedError
-
-    def tell(self, state: Any, query: BCOQuery, observed: jax.Array) -> Any:
-        raise NotImplementedError
 
     def draws(self, key: jax.Array) -> BCODraws:
         """The round's randomness: ``k_t = randint(fold_in(key, 0), 0, num_sampled_experts)``,
@@ -204,26 +187,23 @@ class BCOLearner:
         Returns:
           ``(new_state, info)``.
         """
-        query = self.ask(state, key)
-        observed = evaluate(loss_fn, query.points, self.float_dtype)
-        new_state = self.tell(state, query, observed)
+        new_state, query, observed = self._round(
+            state, lambda points: evaluate(loss_fn, points, self.float_dtype), key
+        )
         return new_state, self._info(query, observed)
 
-    # --- helpers for subclasses -----------------------------------------------------------
+    # --- helpers ------------------------------------------------------------------------------
     def _info(self, query: BCOQuery, observed: jax.Array) -> BCOStepInfo:
         return BCOStepInfo(
             played=query.points[0], loss=observed[0], observed=observed, points=query.points
         )
 
-    def _resolve_params(self, params: Any) -> Any:
-        if params is None:
-            return self.default_params
-        checks.check_param_values(params, {})  # scalars, finite when concrete
-        return jax.tree.map(lambda x: jnp.asarray(x, dtype=self.float_dtype), params)
+    def _queried(self, query: BCOQuery) -> jax.Array:
+        return query.points
 
-    def _observed(self, observed: jax.Array) -> jax.Array:
-        """Validate the losses handed to ``tell`` (shape always; finiteness when concrete) and
-        cast them to the state's dtype."""
+    def _checked_observed(self, observed: jax.Array, query: BCOQuery) -> jax.Array:
+        """The losses handed to ``tell``: shape always, finiteness when concrete (BCO losses
+        are not restricted to [0, 1]); cast to the state's dtype."""
         shape = (self.num_queries,)
         if tuple(np.shape(observed)) != shape:
             raise ValueError(f"observed must have shape {shape}, got {tuple(np.shape(observed))}")

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from stabl_jax import gradients
+from stabl_jax import checks, gradients
 from stabl_jax.bco.base import BCOLearner, BCOQuery, BCOStepInfo, evaluate
 from stabl_jax.domains import Domain, paper_shrinkage
 
@@ -100,16 +100,6 @@ class ProjectedOGD:
         return OGDState(point=point, opt_state=opt_state)
 
 
-def tree_select(mask: jax.Array, fresh: Any, old: Any) -> Any:
-    """``where(mask, fresh, old)`` leafwise for pytrees stacked on a leading ``(B,)`` axis."""
-
-    def pick(a: jax.Array, b: jax.Array) -> jax.Array:
-        m = mask.reshape(mask.shape + (1,) * (jnp.ndim(b) - 1))
-        return jnp.where(m, a, b)
-
-    return jax.tree.map(pick, fresh, old)
-
-
 # --- single-learner baselines -----------------------------------------------------------------
 
 
@@ -151,12 +141,12 @@ class _SingleOGD(BCOLearner):
     def base_learner(self) -> ProjectedOGD:
         return ProjectedOGD(self.domain, self.optimizer)  # type: ignore[arg-type]
 
-    def init(self, key: jax.Array, params: Any = None) -> SingleOGDState:
+    def _init(self, key: jax.Array, params: Any) -> SingleOGDState:
         del key
         return SingleOGDState(
             t=jnp.zeros((), jnp.int32),
             ogd=self.base_learner().init(self.domain.center(self.float_dtype)),
-            params=self._resolve_params(params),
+            params=params,
         )
 
     def delta(self, params: Any) -> jax.Array:
@@ -242,7 +232,7 @@ class FKM(_SingleOGD):
         nu = self.domain.D / (self.C * math.sqrt(self.horizon))
         return params.lr_scale * nu * self.delta(params) / self.dim
 
-    def ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
+    def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         u = self.draws(key).direction
         delta = self.delta(state.params)
         return BCOQuery(
@@ -252,8 +242,7 @@ class FKM(_SingleOGD):
             expert=jnp.zeros((), jnp.int32),
         )
 
-    def tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
-        observed = self._observed(observed)
+    def _tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
         grad = gradients.one_point_estimate(observed[0], query.direction, query.delta)
         return self._update(state, grad)
 
@@ -294,7 +283,7 @@ class TwoPointOGD(_SingleOGD):
         base = self.domain.D / (self.dim * self.lipschitz * math.sqrt(self.horizon))
         return params.lr_scale * base
 
-    def ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
+    def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         u = self.draws(key).direction
         delta = self.delta(state.params)
         y = state.ogd.point
@@ -305,8 +294,7 @@ class TwoPointOGD(_SingleOGD):
             expert=jnp.zeros((), jnp.int32),
         )
 
-    def tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
-        observed = self._observed(observed)
+    def _tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
         grad = gradients.two_point_estimate(observed[1], observed[0], query.direction, query.delta)
         return self._update(state, grad)
 
@@ -334,7 +322,7 @@ class FullInfoOGD(_SingleOGD):
     def learning_rate(self, params: FullInfoOGDParams) -> jax.Array:
         return params.lr_scale * self.domain.D / (self.lipschitz * math.sqrt(self.horizon))
 
-    def ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
+    def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         del key
         return BCOQuery(
             points=state.ogd.point[None],
@@ -352,10 +340,14 @@ class FullInfoOGD(_SingleOGD):
     ) -> SingleOGDState:
         """Update with ``gradient`` ``(dim,)``, the exact gradient of the loss at
         ``query.points[0]`` (required; ``observed`` is only validated)."""
-        self._observed(observed)
+        checks.check_state(self, state)
+        self._checked_observed(observed, query)
         if gradient is None:
-            raise ValueError("FullInfoOGD.tell needs the gradient at the played point")
+            return self._tell(state, query, observed)
         return self._update(state, jnp.asarray(gradient, self.float_dtype))
+
+    def _tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
+        raise ValueError("FullInfoOGD.tell needs the gradient at the played point")
 
     def step(
         self, state: SingleOGDState, loss_fn: Callable[[jax.Array], jax.Array], key: jax.Array
@@ -363,5 +355,4 @@ class FullInfoOGD(_SingleOGD):
         query = self.ask(state, key)
         observed = evaluate(loss_fn, query.points, self.float_dtype)
         gradient = jax.grad(loss_fn)(query.points[0])
-        new_state = self.tell(state, query, observed, gradient)
-        return new_state, self._info(query, observed)
+        return self.tell(state, query, observed, gradient), self._info(query, observed)

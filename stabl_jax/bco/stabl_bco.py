@@ -64,16 +64,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, estimators, gradients, intervals
+from stabl_jax import checks, gradients
 from stabl_jax.bco.base import BCOLearner, BCOQuery, safe_softmax
-from stabl_jax.bco.ogd import OGDState, ProjectedOGD, tree_select
+from stabl_jax.bco.ogd import OGDState, ProjectedOGD
 from stabl_jax.domains import paper_shrinkage
+from stabl_jax.learners.ensemble import Ensemble, EnsembleParams
 
 SCALE_FACTORS: tuple[str, ...] = ("B", "log_T")
 
 
 @chex.dataclass(frozen=True)
-class StABLBCOParams:
+class StABLBCOParams(EnsembleParams):
     """Sweepable numbers of :class:`StABLBCO` and :class:`~stabl_jax.bco.StABLBCOTwoQuery`.
 
     Attributes:
@@ -82,8 +83,6 @@ class StABLBCOParams:
       delta_scale: ``()`` multiplies the perturbation radius ``delta = 1 / (kappa T)``.
     """
 
-    expert_lr_scale: jax.Array
-    meta_lr_scale: jax.Array
     delta_scale: jax.Array
 
 
@@ -97,10 +96,10 @@ class StABLBCOState:
 
 
 @dataclasses.dataclass(frozen=True)
-class ExpertEnsembleBCO(BCOLearner):
+class ExpertEnsembleBCO(Ensemble, BCOLearner):
     """Shared machinery of Algorithm 3 and its two-query variant (Appendix D): ``B``
     projected-OGD experts on geometric intervals under a restarted multiplicative-weights
-    meta-learner.
+    meta-learner (:class:`~stabl_jax.learners.ensemble.Ensemble`).
 
     Attributes:
       history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k``
@@ -108,20 +107,11 @@ class ExpertEnsembleBCO(BCOLearner):
       round_offset: 0 (default) or 1 (the paper's 1-based restart rule); see the table above.
     """
 
-    history_lengths: tuple[int, ...] | None = None
     round_offset: int = 0
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
-        object.__setattr__(self, "history_lengths", lengths)
-        checks.check_choice("round_offset", self.round_offset, (0, 1))
-
-    # --- static quantities ------------------------------------------------------------------
-    @property
-    def num_experts(self) -> int:
-        """``B``, the number of history lengths."""
-        return len(self.history_lengths)  # type: ignore[arg-type]
+    Params: ClassVar[type] = StABLBCOParams
+    State: ClassVar[type] = StABLBCOState
+    experts_field: ClassVar[str] = "experts"
 
     @property
     def log_t(self) -> float:
@@ -130,27 +120,8 @@ class ExpertEnsembleBCO(BCOLearner):
 
     def base_meta_step_sizes(self) -> np.ndarray:
         """``(B,)`` ``eta_k = min{1/2, sqrt(log T / L_k)} / (G D)`` (line 5), before scaling."""
-        lengths = np.asarray(self.history_lengths, dtype=np.float64)
-        scale = np.minimum(0.5, np.sqrt(self.log_t / lengths))
+        scale = np.minimum(0.5, np.sqrt(self.log_t / self._lengths()))
         return scale / (self.lipschitz * self.domain.D)
-
-    def base_expert_learning_rates(self) -> np.ndarray:
-        """``(B,)`` every expert's Algorithm-4 step size, before scaling."""
-        raise NotImplementedError
-
-    @property
-    def default_params(self) -> StABLBCOParams:
-        one = self._scalar(1.0)
-        return StABLBCOParams(expert_lr_scale=one, meta_lr_scale=one, delta_scale=one)
-
-    def meta_step_sizes(self, params: StABLBCOParams) -> jax.Array:
-        """``(B,)`` ``meta_lr_scale * eta_k``."""
-        return params.meta_lr_scale * jnp.asarray(self.base_meta_step_sizes(), self.float_dtype)
-
-    def expert_learning_rates(self, params: StABLBCOParams) -> jax.Array:
-        """``(B,)`` ``expert_lr_scale`` times :meth:`base_expert_learning_rates`."""
-        base = jnp.asarray(self.base_expert_learning_rates(), self.float_dtype)
-        return params.expert_lr_scale * base
 
     def delta(self, params: StABLBCOParams) -> jax.Array:
         """``()`` ``delta = min(delta_scale / (kappa T), r)`` (Section 5's theorem)."""
@@ -166,21 +137,10 @@ class ExpertEnsembleBCO(BCOLearner):
         """Algorithm 4 on this learner's domain and optimiser."""
         return ProjectedOGD(self.domain, self.optimizer)  # type: ignore[arg-type]
 
-    # --- the contract -----------------------------------------------------------------------
-    def _fresh_experts(self) -> OGDState:
+    def fresh_experts(self) -> OGDState:
+        """``B`` Algorithm-4 instances at the origin."""
         centers = jnp.zeros((self.num_experts, self.dim), self.float_dtype)
         return jax.vmap(self.base_learner().init)(centers)
-
-    def init(self, key: jax.Array, params: StABLBCOParams | None = None) -> StABLBCOState:
-        del key
-        params = self._resolve_params(params)
-        return StABLBCOState(
-            t=jnp.zeros((), jnp.int32),
-            experts=self._fresh_experts(),
-            meta_log_weights=jnp.log(self.meta_step_sizes(params)),
-            num_muted=jnp.zeros((), jnp.int32),
-            params=params,
-        )
 
     def meta_probs(self, state: StABLBCOState) -> jax.Array:
         """``(B,)`` ``p(t) = w_t / W_t`` (line 7)."""
@@ -191,29 +151,16 @@ class ExpertEnsembleBCO(BCOLearner):
         of ``K_hat``, so in ``K_hat``."""
         return self.meta_probs(state) @ state.experts.point
 
-    def _advance(
+    def _step_experts(
         self, state: StABLBCOState, grads: jax.Array, regret_gain: jax.Array
     ) -> StABLBCOState:
-        """Experts' Algorithm-4 step with ``grads`` ``(B, dim)``, the meta update of line 13
-        with ``r~_t`` ``(B,)``, then the restarts for round ``t + 1``."""
+        """Experts' Algorithm-4 step with ``grads`` ``(B, dim)``, then the meta update of line
+        13 with ``r~_t`` ``(B,)`` and the restarts for round ``t + 1``."""
         params = state.params
         experts = jax.vmap(self.base_learner().update, in_axes=(0, 0, 0, None))(
             state.experts, grads, self.expert_learning_rates(params), self.shrinkage(params)
         )
-
-        eta = self.meta_step_sizes(params)
-        meta, muted = estimators.meta_log_update(state.meta_log_weights, eta, regret_gain)
-
-        t_next = state.t + 1
-        restart = intervals.restart_mask(t_next, self.history_lengths, self.round_offset)
-        experts = tree_select(restart, self._fresh_experts(), experts)
-        meta = jnp.where(restart, jnp.log(eta), meta)
-        return state.replace(
-            t=t_next,
-            experts=experts,
-            meta_log_weights=meta.astype(self.float_dtype),
-            num_muted=state.num_muted + muted,
-        )
+        return self._advance(state, experts, regret_gain)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,11 +207,10 @@ class StABLBCO(ExpertEnsembleBCO):
 
     def base_expert_learning_rates(self) -> np.ndarray:
         """``(B,)`` ``D / (d G c sqrt(L_k))`` (Appendix C's ``eta``, ``log T`` -> ``c``)."""
-        lengths = np.asarray(self.history_lengths, dtype=np.float64)
         g, d, c = self.lipschitz, self.dim, self.estimate_scale
-        return self.domain.D / (d * g * c * np.sqrt(lengths))
+        return self.domain.D / (d * g * c * np.sqrt(self._lengths()))
 
-    def ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
+    def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
         """Lines 7-10: ``points = [x_t, A_{k_t}(t) + delta u, A_{k_t}(t)]``."""
         draws = self.draws(key)
         delta = self.delta(state.params)
@@ -272,9 +218,8 @@ class StABLBCO(ExpertEnsembleBCO):
         points = jnp.stack([self.played_point(state), anchor + delta * draws.direction, anchor])
         return BCOQuery(points=points, direction=draws.direction, delta=delta, expert=draws.expert)
 
-    def tell(self, state: StABLBCOState, query: BCOQuery, observed: jax.Array) -> StABLBCOState:
+    def _tell(self, state: StABLBCOState, query: BCOQuery, observed: jax.Array) -> StABLBCOState:
         """Lines 11-13 from ``observed[1:]`` (``observed[0] = l_t(x_t)`` is suffered, unused)."""
-        observed = self._observed(observed)
         c = self.estimate_scale
         chosen = jnp.arange(self.num_experts) == query.expert  # (B,) 1[k = k_t]
 
@@ -286,4 +231,4 @@ class StABLBCO(ExpertEnsembleBCO):
         loss_est = jnp.where(chosen, c * observed[2], 0.0)
         mixed = jnp.dot(self.meta_probs(state), loss_est)
         # Line 13: r~_t(k) = l~(x_t) - l~(A_k).
-        return self._advance(state, grads, mixed - loss_est)
+        return self._step_experts(state, grads, mixed - loss_est)

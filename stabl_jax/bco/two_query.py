@@ -61,10 +61,9 @@ class StABLBCOTwoQuery(ExpertEnsembleBCO):
 
     def base_expert_learning_rates(self) -> np.ndarray:
         """``(B,)`` ``D / (d G sqrt(L_k))``."""
-        lengths = np.asarray(self.history_lengths, dtype=np.float64)
-        return self.domain.D / (self.dim * self.lipschitz * np.sqrt(lengths))
+        return self.domain.D / (self.dim * self.lipschitz * np.sqrt(self._lengths()))
 
-    def ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
+    def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
         """``points = [x_t, x_t + delta u]`` (Appendix D, item 2)."""
         draws = self.draws(key)
         delta = self.delta(state.params)
@@ -76,11 +75,10 @@ class StABLBCOTwoQuery(ExpertEnsembleBCO):
             expert=jnp.zeros((), jnp.int32),
         )
 
-    def tell(self, state: StABLBCOState, query: BCOQuery, observed: jax.Array) -> StABLBCOState:
+    def _tell(self, state: StABLBCOState, query: BCOQuery, observed: jax.Array) -> StABLBCOState:
         """Items 3-4: one estimate ``g_hat_t`` for every expert; ``r~(k) = g_hat^T (x_t - A_k)``."""
-        observed = self._observed(observed)
         g_hat = gradients.two_point_estimate(observed[1], observed[0], query.direction, query.delta)
         points = state.experts.point  # (B, dim)
         grads = jnp.broadcast_to(g_hat[None, :], points.shape)
         regret_gain = jnp.dot(query.points[0], g_hat) - points @ g_hat
-        return self._advance(state, grads, regret_gain)
+        return self._step_experts(state, grads, regret_gain)

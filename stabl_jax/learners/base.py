@@ -1,4 +1,5 @@
-"""The contract every bandit learner obeys (``../DESIGN.md``, "One contract for every learner").
+"""The contract every learner obeys (``docs/design.md``, "One contract for every learner";
+how to write one: ``docs/learners.md``).
 
 ::
 
@@ -9,6 +10,13 @@
     state = learner.tell(state, query, observed)       # observed = loss[query.arms] only
     state, info = learner.step(state, loss, key)       # ask + evaluate + tell, pure
 
+:class:`Learner` is generic over the query: :class:`BanditLearner` asks for arms
+(:class:`BanditQuery`), :class:`~stabl_jax.bco.base.BCOLearner` for points of ``R^d``. Its public
+``init``/``ask``/``tell``/``play`` check and cast their arguments once and call the private
+``_init``/``_ask``/``_tell``, which hold only a learner's maths (the pattern of evosax's
+``algorithms/base.py``). ``validate=True`` adds in-program checks (:mod:`jax.experimental.checkify`)
+of what is revealed and played.
+
 ``query.arms[0]`` is the played arm (its loss is suffered); ``query.arms[1:]`` are the extra
 observations. ``num_queries`` counts all of them, as the paper does.
 """
@@ -16,14 +24,150 @@ observations. ``num_queries`` counts all of them, as the paper does.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, numerics
+from stabl_jax import checks, numerics, sampling
+
+Query = TypeVar("Query")
+
+
+@dataclasses.dataclass(frozen=True)
+class Learner(Generic[Query]):
+    """Base class of every learner: the public contract over the private maths.
+
+    Subclasses are frozen dataclasses, hashed by value, so equal learners share one compiled
+    program. A learner implements ``default_params``, ``_init(key, params)``,
+    ``_ask(state, key) -> Query`` and ``_tell(state, query, observed) -> state`` (its maths,
+    nothing else); a family (bandit, BCO) implements ``step``, ``_queried`` and
+    ``_checked_observed``. Every state has a round counter ``t`` (``() int32``).
+
+    Attributes:
+      validate: check, inside the compiled program, what is revealed (bandit losses finite and
+        in [0, 1]) and played (the play distribution is a distribution); run the learner under
+        :func:`jax.experimental.checkify.checkify` (``simulate(..., validate=True)`` and
+        :func:`stabl_jax.checks.checked_step` do). Results are bitwise those without checks.
+        Keyword-only; how a learner runs, not what it is (left out of its ``repr``).
+    """
+
+    validate: bool = dataclasses.field(default=False, kw_only=True, repr=False)
+
+    num_queries: ClassVar[int] = 1
+    name: ClassVar[str] = "base"
+    #: Allowed ranges of ``Params`` fields (checked when concrete); every field must be
+    #: finite in any case.
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {}
+
+    @property
+    def float_dtype(self) -> jnp.dtype:
+        return jnp.dtype(self.dtype)  # type: ignore[attr-defined]
+
+    # --- the public contract: checks and casts, then the maths ----------------------------
+    @property
+    def default_params(self) -> Any:
+        raise NotImplementedError
+
+    def init(self, key: jax.Array, params: Any = None) -> Any:
+        """The initial state; ``params`` (default :attr:`default_params`) checked by
+        :meth:`check_params` and cast to the state's dtype."""
+        if params is None:
+            params = self.default_params
+        else:
+            self.check_params(params)
+            params = jax.tree.map(lambda x: jnp.asarray(x, dtype=self.float_dtype), params)
+        return self._init(key, params)
+
+    def ask(self, state: Any, key: jax.Array) -> Query:
+        """What to query this round (``key``: one PRNG key; ``state``: from :meth:`init`)."""
+        checks.check_key("key", key)
+        checks.check_state(self, state)
+        return self._ask(state, key)
+
+    def tell(self, state: Any, query: Query, observed: jax.Array) -> Any:
+        """The state after observing ``observed``, the ``(num_queries,)`` losses at the
+        queried arms or points (checked, and cast to the state's dtype)."""
+        checks.check_state(self, state)
+        return self._tell(state, query, self._checked_observed(observed, query))
+
+    def play(
+        self, state: Any, reveal: Callable[[jax.Array], jax.Array], key: jax.Array
+    ) -> tuple[Any, Query, jax.Array]:
+        """One round with the losses revealed by the environment: ask, ``reveal``, tell.
+
+        ``step`` is this with the round's loss evaluated at the query; a simulator whose
+        environment can compute single entries passes its own (``env.loss_at``), so no round's
+        full loss vector need exist. Only the queried arms or points are ever revealed.
+
+        Args:
+          state: the learner's state.
+          reveal: maps the queried arms ``(num_queries,)`` (or points ``(num_queries, dim)``)
+            to their losses ``(num_queries,)``.
+          key: a PRNG key for this round.
+
+        Returns:
+          ``(new_state, query, observed losses)``.
+        """
+        if self.validate:
+            unchecked, t = reveal, state.t
+
+            def reveal(where: jax.Array) -> jax.Array:
+                observed = unchecked(where)
+                self._traced_check_observed("observed loss", observed, t)
+                return observed
+
+        return self._round(state, reveal, key)
+
+    def _round(
+        self, state: Any, reveal: Callable[[jax.Array], jax.Array], key: jax.Array
+    ) -> tuple[Any, Query, jax.Array]:
+        query = self.ask(state, key)
+        observed = reveal(self._queried(query))
+        new_state = self._tell(state, query, self._checked_observed(observed, query))
+        if self.validate:
+            self._traced_check_query(query, state.t)
+        return new_state, query, observed
+
+    def check_params(self, params: Any, batch: int | None = None) -> None:
+        """Raise ``TypeError``/``ValueError`` unless ``params`` are this learner's ``Params``
+        with scalar (or, with ``batch``, ``(batch,)`` per-run) leaves that are finite and in
+        :attr:`param_bounds` (values are checked when concrete)."""
+        expected = type(self.default_params)
+        if type(params) is not expected:
+            raise TypeError(
+                f"params must be a {expected.__name__} (learner.default_params.replace(...)), "
+                f"got {type(params).__name__}"
+            )
+        checks.check_param_values(params, self.param_bounds, batch=batch)
+
+    # --- the maths (each learner) -------------------------------------------------------------
+    def _init(self, key: jax.Array, params: Any) -> Any:
+        raise NotImplementedError
+
+    def _ask(self, state: Any, key: jax.Array) -> Query:
+        raise NotImplementedError
+
+    def _tell(self, state: Any, query: Query, observed: jax.Array) -> Any:
+        raise NotImplementedError
+
+    # --- the family (bandit, BCO) -------------------------------------------------------------
+    def _queried(self, query: Query) -> jax.Array:
+        """What ``reveal`` is given: the queried arms or points."""
+        raise NotImplementedError
+
+    def _checked_observed(self, observed: jax.Array, query: Query) -> jax.Array:
+        """Check the observed losses (and the query) on the host; cast to the state's dtype."""
+        raise NotImplementedError
+
+    def _traced_check_observed(self, name: str, observed: jax.Array, t: jax.Array) -> None:
+        """In-program checks of revealed losses (``validate``); none by default."""
+
+    def _traced_check_query(self, query: Query, t: jax.Array) -> None:
+        """In-program checks of a query (``validate``); none by default."""
 
 
 @chex.dataclass(frozen=True)
@@ -40,6 +184,29 @@ class BanditQuery:
     arms: jax.Array
     play_probs: jax.Array
     query_probs: jax.Array
+
+
+def sample_query(key: jax.Array, play_probs: jax.Array, *observe_probs: jax.Array) -> BanditQuery:
+    """Play ``arms[0] ~ play_probs`` and observe ``arms[i] ~ observe_probs[i - 1]``, arm ``i``
+    drawn with ``u_i`` of ``u = sampling.uniforms(key, 1 + len(observe_probs))``.
+
+    Args:
+      key: the round's PRNG key.
+      play_probs: ``(num_arms,)`` the play distribution.
+      *observe_probs: ``(num_arms,)`` each, the distributions of the observed arms.
+
+    Returns:
+      The :class:`BanditQuery`; ``query_probs[i]`` is the probability of ``arms[i]`` under its
+      own distribution.
+    """
+    dists = (play_probs, *observe_probs)
+    u = sampling.uniforms(key, len(dists), play_probs.dtype)
+    arms = [sampling.sample_index(p, u[i]) for i, p in enumerate(dists)]
+    return BanditQuery(
+        arms=jnp.stack(arms),
+        play_probs=play_probs,
+        query_probs=jnp.stack([p[a] for p, a in zip(dists, arms, strict=True)]),
+    )
 
 
 @chex.dataclass(frozen=True)
@@ -65,12 +232,10 @@ class StepInfo:
 
 
 @dataclasses.dataclass(frozen=True)
-class BanditLearner:
+class BanditLearner(Learner[BanditQuery]):
     """Base class: static configuration shared by every multi-armed bandit learner.
 
-    Subclasses are frozen dataclasses, hashed by value, so equal learners share one compiled
-    program. They implement ``default_params``, ``init``, ``ask`` and ``tell``; ``step`` is
-    defined here once for all of them.
+    Losses lie in [0, 1]; a query is a :class:`BanditQuery`. ``step`` is defined here once.
 
     Attributes:
       num_arms: ``n``, number of arms (>= 2).
@@ -83,34 +248,10 @@ class BanditLearner:
     horizon: int
     dtype: str = "float32"
 
-    num_queries: ClassVar[int] = 1
-    name: ClassVar[str] = "base"
-    #: Allowed ranges of ``Params`` fields (checked when concrete); every field must be
-    #: finite in any case.
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {}
-
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
         checks.check_int("horizon", self.horizon, minimum=1)
         checks.check_choice("dtype", self.dtype, ("float32", "float64"))
-
-    @property
-    def float_dtype(self) -> jnp.dtype:
-        return jnp.dtype(self.dtype)
-
-    # --- the contract -------------------------------------------------------------------
-    @property
-    def default_params(self) -> Any:
-        raise NotImplementedError
-
-    def init(self, key: jax.Array, params: Any = None) -> Any:
-        raise NotImplementedError
-
-    def ask(self, state: Any, key: jax.Array) -> BanditQuery:
-        raise NotImplementedError
-
-    def tell(self, state: Any, query: BanditQuery, observed: jax.Array) -> Any:
-        raise NotImplementedError
 
     def step(self, state: Any, loss: jax.Array, key: jax.Array) -> tuple[Any, StepInfo]:
         """One round: ask, reveal ``loss`` at the queried arms only, tell.
@@ -126,7 +267,9 @@ class BanditLearner:
         """
         checks.check_losses("loss", loss, shape=(self.num_arms,))
         loss = jnp.asarray(loss)
-        new_state, query, observed = self.play(state, lambda arms: loss[arms], key)
+        if self.validate:
+            checks.traced_check_losses("loss", loss, state.t)
+        new_state, query, observed = self._round(state, lambda arms: loss[arms], key)
         info = StepInfo(
             arms=query.arms,
             observed=observed,
@@ -138,56 +281,21 @@ class BanditLearner:
         )
         return new_state, info
 
-    def play(
-        self, state: Any, reveal: Callable[[jax.Array], jax.Array], key: jax.Array
-    ) -> tuple[Any, BanditQuery, jax.Array]:
-        """One round with the losses revealed by the environment: ask, ``reveal(arms)``, tell.
+    def uniform_log_probs(self, *lead: int) -> jax.Array:
+        """``(*lead, num_arms)`` uniform log-probabilities ``-log n`` in the state's dtype."""
+        n = self.num_arms
+        return jnp.full((*lead, n), -math.log(n), self.float_dtype)
 
-        :meth:`step` is this with ``reveal = lambda arms: loss[arms]``; a simulator whose
-        environment can compute single entries passes its own (``env.loss_at``), so no round's
-        full loss vector need exist. Only the queried arms are ever revealed.
+    def _queried(self, query: BanditQuery) -> jax.Array:
+        return query.arms
 
-        Args:
-          state: the learner's state.
-          reveal: maps the ``(num_queries,)`` queried arms to their losses in [0, 1].
-          key: a PRNG key for this round.
-
-        Returns:
-          ``(new_state, query, observed losses)``.
-        """
-        checks.check_key("key", key)
-        checks.check_state(self, state)
-        query = self.ask(state, key)
-        observed = reveal(query.arms)
-        return self.tell(state, query, observed), query, observed
-
-    # --- helpers for subclasses -----------------------------------------------------------
-    def check_params(self, params: Any, batch: int | None = None) -> None:
-        """Raise ``TypeError``/``ValueError`` unless ``params`` are this learner's ``Params``
-        with scalar (or, with ``batch``, ``(batch,)`` per-run) leaves that are finite and in
-        :attr:`param_bounds` (values are checked when concrete)."""
-        expected = type(self.default_params)
-        if type(params) is not expected:
-            raise TypeError(
-                f"params must be a {expected.__name__} (learner.default_params.replace(...)), "
-                f"got {type(params).__name__}"
-            )
-        checks.check_param_values(params, self.param_bounds, batch=batch)
-
-    def _resolve_params(self, params: Any) -> Any:
-        if params is None:
-            return self.default_params
-        self.check_params(params)
-        return jax.tree.map(lambda x: jnp.asarray(x, dtype=self.float_dtype), params)
-
-    def _observed(
-        self, observed: jax.Array, state: Any = None, query: BanditQuery | None = None
-    ) -> jax.Array:
-        """Validate what ``tell`` receives (the observed losses; with them, when given, the
-        state's shapes and the query) and cast the losses to the state's dtype."""
+    def _checked_observed(self, observed: jax.Array, query: BanditQuery) -> jax.Array:
         checks.check_losses("observed", observed, shape=(self.num_queries,))
-        if state is not None:
-            checks.check_state(self, state)
-        if query is not None:
-            checks.check_query(query, self.num_arms, self.num_queries)
+        checks.check_query(query, self.num_arms, self.num_queries)
         return jnp.asarray(observed).astype(self.float_dtype)
+
+    def _traced_check_observed(self, name: str, observed: jax.Array, t: jax.Array) -> None:
+        checks.traced_check_losses(name, observed, t)
+
+    def _traced_check_query(self, query: BanditQuery, t: jax.Array) -> None:
+        checks.traced_check_distribution("play distribution", query.play_probs, t)

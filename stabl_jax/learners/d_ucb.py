@@ -129,9 +129,8 @@ class DUCB(BanditLearner):
         f = self.float_dtype
         return DUCBParams(explore_scale=jnp.asarray(1.0, f), discount=jnp.asarray(self.discount, f))
 
-    def init(self, key: jax.Array, params: DUCBParams | None = None) -> DUCBState:
+    def _init(self, key: jax.Array, params: DUCBParams) -> DUCBState:
         del key
-        params = self._resolve_params(params)
         zeros = jnp.zeros((self.num_arms,), self.float_dtype)
         return DUCBState(t=jnp.zeros((), jnp.int32), counts=zeros, sums=zeros, params=params)
 
@@ -142,13 +141,12 @@ class DUCB(BanditLearner):
         width = state.params.explore_scale * 2.0 * _ucb.REWARD_BOUND * math.sqrt(self.xi)
         return _ucb.ucb_index(state.counts, state.sums, log_n, width)
 
-    def ask(self, state: DUCBState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: DUCBState, key: jax.Array) -> BanditQuery:
         """The arm of largest index (deterministic: ``key`` is not used)."""
         del key
         return _ucb.greedy_query(self.index(state), self.float_dtype)
 
-    def tell(self, state: DUCBState, query: BanditQuery, observed: jax.Array) -> DUCBState:
-        observed = self._observed(observed)
+    def _tell(self, state: DUCBState, query: BanditQuery, observed: jax.Array) -> DUCBState:
         gamma = state.params.discount
         arm = query.arms[0]
         reward = estimators.loss_to_reward(observed[0])

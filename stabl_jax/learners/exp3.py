@@ -16,8 +16,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -104,13 +104,12 @@ class EXP3(BanditLearner):
         base = math.log(self.num_arms) / (self.horizon * self.num_arms)
         return params.lr_scale * jnp.sqrt(base * (1.0 - params.gamma))
 
-    def init(self, key: jax.Array, params: EXP3Params | None = None) -> EXP3State:
+    def _init(self, key: jax.Array, params: EXP3Params) -> EXP3State:
         del key
-        n = self.num_arms
         return EXP3State(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
-            params=self._resolve_params(params),
+            log_weights=self.uniform_log_probs(),
+            params=params,
         )
 
     def play_distribution(self, state: EXP3State) -> jax.Array:
@@ -118,15 +117,10 @@ class EXP3(BanditLearner):
         gamma = state.params.gamma
         return (1.0 - gamma) * estimators.probabilities(state.log_weights) + gamma / self.num_arms
 
-    def ask(self, state: EXP3State, key: jax.Array) -> BanditQuery:
-        checks.check_state(self, state)
-        q = self.play_distribution(state)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(q, u[0])
-        return BanditQuery(arms=arm[None], play_probs=q, query_probs=q[arm][None])
+    def _ask(self, state: EXP3State, key: jax.Array) -> BanditQuery:
+        return sample_query(key, self.play_distribution(state))
 
-    def tell(self, state: EXP3State, query: BanditQuery, observed: jax.Array) -> EXP3State:
-        observed = self._observed(observed, state, query)
+    def _tell(self, state: EXP3State, query: BanditQuery, observed: jax.Array) -> EXP3State:
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         eta = self.learning_rate(state.params)
         log_w = estimators.exp3_log_update(state.log_weights, query.arms[0], value, eta)

@@ -17,8 +17,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -89,24 +89,18 @@ class Exp3IX(BanditLearner):
         eta = params.lr_scale * math.sqrt(2.0 * math.log(k) / (k * self.horizon))
         return eta, params.ix_scale * eta / 2.0
 
-    def init(self, key: jax.Array, params: Exp3IXParams | None = None) -> Exp3IXState:
+    def _init(self, key: jax.Array, params: Exp3IXParams) -> Exp3IXState:
         del key
-        params = self._resolve_params(params)
-        n = self.num_arms
         return Exp3IXState(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
+            log_weights=self.uniform_log_probs(),
             params=params,
         )
 
-    def ask(self, state: Exp3IXState, key: jax.Array) -> BanditQuery:
-        p = jnp.exp(state.log_weights)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(p, u[0])
-        return BanditQuery(arms=arm[None], play_probs=p, query_probs=p[arm][None])
+    def _ask(self, state: Exp3IXState, key: jax.Array) -> BanditQuery:
+        return sample_query(key, jnp.exp(state.log_weights))
 
-    def tell(self, state: Exp3IXState, query: BanditQuery, observed: jax.Array) -> Exp3IXState:
-        observed = self._observed(observed)
+    def _tell(self, state: Exp3IXState, query: BanditQuery, observed: jax.Array) -> Exp3IXState:
         eta, gamma = self.rates(state.params)
         l_tilde = observed[0] / (query.query_probs[0] + gamma)
         log_w = estimators.exp3_log_update(state.log_weights, query.arms[0], -l_tilde, eta)

@@ -57,10 +57,9 @@ class EXP3IXVizier(VizierEXP3Base):
         """``(num_arms,)`` ``p_t = softmax(w_t)``."""
         return estimators.probabilities(state.log_probs)
 
-    def tell(
+    def _tell(
         self, state: EXP3VizierState, query: BanditQuery, observed: jax.Array
     ) -> EXP3VizierState:
-        observed = self._observed(observed, state, query)
         gamma = anytime_gamma(state.t, self.float_dtype)
         loss_estimate = observed[0] / (query.query_probs[0] + gamma)
         return self._updated(state, query.arms[0], -loss_estimate, state.params.stepsize)

@@ -93,20 +93,19 @@ class VizierEXP3Base(BanditLearner):
     def default_params(self) -> EXP3VizierParams:
         return EXP3VizierParams(stepsize=jnp.asarray(1.0, self.float_dtype))
 
-    def init(self, key: jax.Array, params: EXP3VizierParams | None = None) -> EXP3VizierState:
+    def _init(self, key: jax.Array, params: EXP3VizierParams) -> EXP3VizierState:
         del key
         n = self.num_arms
         return EXP3VizierState(
             t=jnp.zeros((), jnp.int32),
             log_probs=jnp.full((n,), -math.log(n), self.float_dtype),
-            params=self._resolve_params(params),
+            params=params,
         )
 
     def play_distribution(self, state: EXP3VizierState) -> jax.Array:
         raise NotImplementedError
 
-    def ask(self, state: EXP3VizierState, key: jax.Array) -> BanditQuery:
-        checks.check_state(self, state)
+    def _ask(self, state: EXP3VizierState, key: jax.Array) -> BanditQuery:
         return draw_query(self.play_distribution(state), key)
 
     def _updated(
@@ -160,10 +159,9 @@ class EXP3Vizier(VizierEXP3Base):
         gamma = anytime_gamma(state.t, self.float_dtype)
         return mix_with_uniform(state.log_probs, gamma, self.num_arms)
 
-    def tell(
+    def _tell(
         self, state: EXP3VizierState, query: BanditQuery, observed: jax.Array
     ) -> EXP3VizierState:
-        observed = self._observed(observed, state, query)
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         rate = state.params.stepsize * anytime_gamma(state.t, self.float_dtype)
         return self._updated(state, query.arms[0], value, rate)

@@ -25,8 +25,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -138,13 +138,11 @@ class Exp3S(BanditLearner):
             lr_scale=jnp.asarray(1.0, f),
         )
 
-    def init(self, key: jax.Array, params: Exp3SParams | None = None) -> Exp3SState:
+    def _init(self, key: jax.Array, params: Exp3SParams) -> Exp3SState:
         del key
-        params = self._resolve_params(params)
-        n = self.num_arms
         return Exp3SState(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
+            log_weights=self.uniform_log_probs(),
             params=params,
         )
 
@@ -153,15 +151,11 @@ class Exp3S(BanditLearner):
         gamma = state.params.gamma
         return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
 
-    def ask(self, state: Exp3SState, key: jax.Array) -> BanditQuery:
-        p = self.play_distribution(state)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(p, u[0])
-        return BanditQuery(arms=arm[None], play_probs=p, query_probs=p[arm][None])
+    def _ask(self, state: Exp3SState, key: jax.Array) -> BanditQuery:
+        return sample_query(key, self.play_distribution(state))
 
-    def tell(self, state: Exp3SState, query: BanditQuery, observed: jax.Array) -> Exp3SState:
+    def _tell(self, state: Exp3SState, query: BanditQuery, observed: jax.Array) -> Exp3SState:
         """Steps 3-4 from the played arm's reward ``x = 1 - l`` only."""
-        observed = self._observed(observed)
         params = state.params
         arm = query.arms[0]
         x_hat = estimators.loss_to_reward(observed[0]) / query.query_probs[0]  # step 3

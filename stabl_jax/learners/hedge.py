@@ -108,22 +108,21 @@ class Hedge(BanditLearner):
         """``()`` ``eta = lr_scale sqrt(8 ln n / T)``."""
         return params.lr_scale * math.sqrt(8.0 * math.log(self.num_arms) / self.horizon)
 
-    def init(self, key: jax.Array, params: HedgeParams | None = None) -> HedgeState:
+    def _init(self, key: jax.Array, params: HedgeParams) -> HedgeState:
         del key
-        n = self.num_arms
         return HedgeState(
             t=jnp.zeros((), jnp.int32),
-            log_weights=jnp.full((n,), -math.log(n), self.float_dtype),
-            params=self._resolve_params(params),
+            log_weights=self.uniform_log_probs(),
+            params=params,
         )
 
-    def ask(self, state: HedgeState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: HedgeState, key: jax.Array) -> BanditQuery:
         probs = jnp.exp(state.log_weights)
         u = sampling.uniforms(key, 1, self.float_dtype)
         return full_information_query(probs, sampling.sample_index(probs, u[0]))
 
-    def tell(self, state: HedgeState, query: BanditQuery, observed: jax.Array) -> HedgeState:
-        loss = loss_vector(query, self._observed(observed))
+    def _tell(self, state: HedgeState, query: BanditQuery, observed: jax.Array) -> HedgeState:
+        loss = loss_vector(query, observed)
         bumped = state.log_weights - self.learning_rate(state.params) * loss
         log_w = bumped - jax.scipy.special.logsumexp(bumped)
         return state.replace(t=state.t + 1, log_weights=log_w.astype(self.float_dtype))

@@ -53,86 +53,34 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, estimators, intervals, sampling
+from stabl_jax import checks, estimators, sampling
 from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, EnsembleState
 from stabl_jax.learners.hedge import full_information_query, loss_vector
 
 
 @chex.dataclass(frozen=True)
-class SAOLParams:
-    """Sweepable numbers of :class:`SAOL` and :class:`SAOLHedge`.
-
-    Attributes:
-      expert_lr_scale: ``()`` multiplies every expert's learning rate.
-      meta_lr_scale: ``()`` multiplies every meta step size ``eta_k`` (also the restart
-        weight ``w(k) = eta_k``).
-    """
-
-    expert_lr_scale: jax.Array
-    meta_lr_scale: jax.Array
+class SAOLParams(EnsembleParams):
+    """Sweepable numbers of :class:`SAOL` and :class:`SAOLHedge`: ``expert_lr_scale``
+    multiplies every expert's learning rate, ``meta_lr_scale`` every meta step size ``eta_k``
+    (also the restart weight ``w(k) = eta_k``); both ``()``."""
 
 
-@chex.dataclass(frozen=True)
-class SAOLState:
-    t: jax.Array  # () int32, rounds played so far
-    expert_log_probs: jax.Array  # (B, num_arms) float, log v(t, k), each row normalised
-    meta_log_weights: jax.Array  # (B,) float, log w_t(k), unnormalised; -inf = muted
-    num_muted: jax.Array  # () int32, meta updates with 1 + eta_k r <= 0 (needs a scale >= 2)
-    params: SAOLParams
+#: As StABL's; ``num_muted`` needs a ``meta_lr_scale >= 2``.
+SAOLState = EnsembleState
 
 
 @dataclasses.dataclass(frozen=True)
-class _SAOLBase(BanditLearner):
+class _SAOLBase(Ensemble, BanditLearner):
     """Geometric experts, SAOL's meta step sizes and the restarted multiplicative update."""
 
-    history_lengths: tuple[int, ...] | None = None
     round_offset: int = 0
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
-        object.__setattr__(self, "history_lengths", lengths)
-        checks.check_choice("round_offset", self.round_offset, (0, 1))
-
-    @property
-    def num_experts(self) -> int:
-        """``B``, the number of history lengths."""
-        return len(self.history_lengths)  # type: ignore[arg-type]
-
-    def _lengths(self) -> np.ndarray:
-        return np.asarray(self.history_lengths, dtype=np.float64)
+    Params: ClassVar[type] = SAOLParams
 
     def base_meta_step_sizes(self) -> np.ndarray:
         """``(B,)`` SAOL's ``eta_k = min(1/2, 1/sqrt(L_k))``, before scaling."""
         return np.minimum(0.5, 1.0 / np.sqrt(self._lengths()))
-
-    def base_expert_learning_rates(self) -> np.ndarray:
-        """``(B,)`` expert learning rates before scaling (subclasses)."""
-        raise NotImplementedError
-
-    @property
-    def default_params(self) -> SAOLParams:
-        f = self.float_dtype
-        return SAOLParams(expert_lr_scale=jnp.asarray(1.0, f), meta_lr_scale=jnp.asarray(1.0, f))
-
-    def _meta_step_sizes(self, params: SAOLParams) -> jax.Array:
-        return params.meta_lr_scale * jnp.asarray(self.base_meta_step_sizes(), self.float_dtype)
-
-    def _expert_rates(self, params: SAOLParams) -> jax.Array:
-        base = jnp.asarray(self.base_expert_learning_rates(), self.float_dtype)
-        return params.expert_lr_scale * base
-
-    def init(self, key: jax.Array, params: SAOLParams | None = None) -> SAOLState:
-        del key
-        params = self._resolve_params(params)
-        b, n = self.num_experts, self.num_arms
-        return SAOLState(
-            t=jnp.zeros((), jnp.int32),
-            expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
-            meta_log_weights=jnp.log(self._meta_step_sizes(params)),
-            num_muted=jnp.zeros((), jnp.int32),
-            params=params,
-        )
 
     def distributions(self, state: SAOLState) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(v, p, mix)``: experts ``(B, n)``, meta ``p(t) = w_t / W_t`` ``(B,)`` and the play
@@ -140,21 +88,6 @@ class _SAOLBase(BanditLearner):
         v = jnp.exp(state.expert_log_probs)
         meta = jax.nn.softmax(state.meta_log_weights)
         return v, meta, meta @ v
-
-    def _finish(self, state: SAOLState, regret_gain: jax.Array, experts: jax.Array) -> SAOLState:
-        """Meta update ``w(k) *= 1 + eta_k r(k)``, then restarts for round ``t + 1``."""
-        eta = self._meta_step_sizes(state.params)
-        meta, muted = estimators.meta_log_update(state.meta_log_weights, eta, regret_gain)
-        t_next = state.t + 1
-        restart = intervals.restart_mask(t_next, self.history_lengths, self.round_offset)
-        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
-        meta = jnp.where(restart, jnp.log(eta), meta)
-        return state.replace(
-            t=t_next,
-            expert_log_probs=experts.astype(self.float_dtype),
-            meta_log_weights=meta.astype(self.float_dtype),
-            num_muted=state.num_muted + muted,
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,20 +125,20 @@ class SAOLHedge(_SAOLBase):
         """``(B,)`` Hedge's ``sqrt(8 ln n / L_k)`` (Cesa-Bianchi & Lugosi, Thm 2.2)."""
         return np.sqrt(8.0 * math.log(self.num_arms) / self._lengths())
 
-    def ask(self, state: SAOLState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: SAOLState, key: jax.Array) -> BanditQuery:
         _, _, mix = self.distributions(state)
         u = sampling.uniforms(key, 1, self.float_dtype)
         return full_information_query(mix, sampling.sample_index(mix, u[0]))
 
-    def tell(self, state: SAOLState, query: BanditQuery, observed: jax.Array) -> SAOLState:
-        loss = loss_vector(query, self._observed(observed))
+    def _tell(self, state: SAOLState, query: BanditQuery, observed: jax.Array) -> SAOLState:
+        loss = loss_vector(query, observed)
         v = jnp.exp(state.expert_log_probs)
         # r_t(k) = <mix, l> - <v(t,k), l>: the exact instantaneous regret (full information).
         regret_gain = jnp.dot(query.play_probs, loss) - v @ loss
-        rates = self._expert_rates(state.params)
+        rates = self.expert_learning_rates(state.params)
         bumped = state.expert_log_probs - rates[:, None] * loss[None, :]
         experts = bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)
-        return self._finish(state, regret_gain, experts)
+        return self._advance(state, experts, regret_gain)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,7 +188,7 @@ class SAOL(_SAOLBase):
         """``(B,)`` the Lemma's ``sqrt(ln n / (L_k n C))`` with ``C = 1``."""
         return np.sqrt(math.log(self.num_arms) / (self._lengths() * self.num_arms))
 
-    def ask(self, state: SAOLState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: SAOLState, key: jax.Array) -> BanditQuery:
         v, _, mix = self.distributions(state)
         u = sampling.uniforms(key, self.num_queries, self.float_dtype)
         played = sampling.sample_index(mix, u[0])
@@ -267,15 +200,14 @@ class SAOL(_SAOLBase):
             query_probs=jnp.concatenate([mix[played][None], own_probs]),
         )
 
-    def tell(self, state: SAOLState, query: BanditQuery, observed: jax.Array) -> SAOLState:
+    def _tell(self, state: SAOLState, query: BanditQuery, observed: jax.Array) -> SAOLState:
         """Learns from ``observed[1:]`` (the experts' own arms); ``observed[0]`` is suffered."""
-        observed = self._observed(observed)
         own_loss = observed[1:]  # (B,) l_t(y_k)
         meta = jax.nn.softmax(state.meta_log_weights)
         regret_gain = jnp.dot(meta, own_loss) - own_loss  # r~_t(k)
         value = estimators.signed_estimate(own_loss, query.query_probs[1:], self.feedback)
-        rates = self._expert_rates(state.params)
+        rates = self.expert_learning_rates(state.params)
         rows = jnp.arange(self.num_experts)
         bumped = state.expert_log_probs.at[rows, query.arms[1:]].add(rates * value)
         experts = bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)
-        return self._finish(state, regret_gain, experts)
+        return self._advance(state, experts, regret_gain)

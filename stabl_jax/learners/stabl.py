@@ -55,38 +55,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, estimators, intervals, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
+from stabl_jax.learners.ensemble import SCALE_BOUNDS, Ensemble, EnsembleParams, EnsembleState
 
 OBSERVATIONS: tuple[str, ...] = ("importance", "uniform")
 EXPERT_CS: tuple[str, ...] = ("2B", "2logT")
 
 
 @chex.dataclass(frozen=True)
-class StABLParams:
-    """Sweepable numbers of :class:`StABL`.
-
-    Attributes:
-      expert_lr_scale: ``()`` multiplies every expert's learning rate ``eta'_k``.
-      meta_lr_scale: ``()`` multiplies every meta step size ``eta_k`` (also the restart
-        weight ``w(k) = eta_k``, line 13).
-    """
-
-    expert_lr_scale: jax.Array
-    meta_lr_scale: jax.Array
+class StABLParams(EnsembleParams):
+    """Sweepable numbers of :class:`StABL`: ``expert_lr_scale`` multiplies every expert's
+    learning rate ``eta'_k``, ``meta_lr_scale`` every meta step size ``eta_k`` (also the restart
+    weight ``w(k) = eta_k``, line 13); both ``()``."""
 
 
-@chex.dataclass(frozen=True)
-class StABLState:
-    t: jax.Array  # () int32, rounds played so far
-    expert_log_probs: jax.Array  # (B, num_arms) float, log v(t, k), each row normalised
-    meta_log_weights: jax.Array  # (B,) float, log w_t(k), unnormalised; -inf = muted
-    num_muted: jax.Array  # () int32, meta updates that hit 1 + eta_k r~ <= 0 so far
-    params: StABLParams
+#: ``t``, ``expert_log_probs`` ``(B, n)`` ``log v(t, k)``, ``meta_log_weights`` ``(B,)``
+#: ``log w_t(k)`` (``-inf`` = muted), ``num_muted`` and ``params``.
+StABLState = EnsembleState
 
 
 @dataclasses.dataclass(frozen=True)
-class StABL(BanditLearner):
+class StABL(Ensemble, BanditLearner):
     """Strongly Adaptive Bandit Learner (Algorithm 1), two queries per round.
 
     Per round ``t`` (line numbers of Algorithm 1):
@@ -105,9 +95,8 @@ class StABL(BanditLearner):
     paper's pseudo-weights ``w/eta`` sum to at most ``t (log t + 1)``, so they stay small).
 
     Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k`` (see
-        :func:`stabl_jax.intervals.geometric_history_lengths`). Lengths need not be powers of
-        two (the paper's hyperparameter experiment uses 20, 40, ..., 2560).
+      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k``
+        (:class:`~stabl_jax.learners.ensemble.Ensemble`).
       observation: ``"importance"`` (``P(t)``, line 9) or ``"uniform"`` (StABL Naive).
       feedback: ``"loss"`` (Algorithm 1) or ``"reward"`` (the paper's experiments; see the
         module docstring).
@@ -125,7 +114,6 @@ class StABL(BanditLearner):
       (2,)
     """
 
-    history_lengths: tuple[int, ...] | None = None
     observation: str = "importance"
     feedback: str = "loss"
     expert_c: str = "2B"
@@ -133,81 +121,28 @@ class StABL(BanditLearner):
 
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "stabl"
+    Params: ClassVar[type] = StABLParams
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = SCALE_BOUNDS
     #: allowed ``observation`` values, and which query feeds learning (subclasses change them).
     observations: ClassVar[tuple[str, ...]] = OBSERVATIONS
     learning_query: ClassVar[int] = 1
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
-        "expert_lr_scale": checks.Interval(0.0),
-        # 0 would make every meta weight log(0) = -inf: no distribution over experts.
-        "meta_lr_scale": checks.Interval(0.0, low_open=True),
-    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
-        object.__setattr__(self, "history_lengths", lengths)
         checks.check_choice("observation", self.observation, self.observations)
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
         checks.check_choice("expert_c", self.expert_c, EXPERT_CS)
-        checks.check_choice("round_offset", self.round_offset, (0, 1))
-
-    # --- static quantities ------------------------------------------------------------------
-    @property
-    def num_experts(self) -> int:
-        """``B``, the number of history lengths."""
-        return len(self.history_lengths)  # type: ignore[arg-type]
 
     def base_meta_step_sizes(self) -> np.ndarray:
         """``(B,)`` ``eta_k = min(1/(2 sqrt n), 1/sqrt(n L_k))`` (line 6), before scaling."""
         n = self.num_arms
-        lengths = np.asarray(self.history_lengths, dtype=np.float64)
-        return np.minimum(1.0 / (2.0 * math.sqrt(n)), 1.0 / np.sqrt(n * lengths))
+        return np.minimum(1.0 / (2.0 * math.sqrt(n)), 1.0 / np.sqrt(n * self._lengths()))
 
     def base_expert_learning_rates(self) -> np.ndarray:
         """``(B,)`` ``eta'_k = sqrt(ln n / (L_k n C))`` (the Lemma), before scaling."""
         n = self.num_arms
         c = 2.0 * self.num_experts if self.expert_c == "2B" else 2.0 * math.log2(self.horizon)
-        lengths = np.asarray(self.history_lengths, dtype=np.float64)
-        return np.sqrt(math.log(n) / (lengths * n * c))
-
-    @property
-    def default_params(self) -> StABLParams:
-        f = self.float_dtype
-        return StABLParams(expert_lr_scale=jnp.asarray(1.0, f), meta_lr_scale=jnp.asarray(1.0, f))
-
-    def check_params(self, params: StABLParams, batch: int | None = None) -> None:
-        """The base checks, and: every ``eta_k = meta_lr_scale * base_k`` is a normal number
-        of the state's dtype (a scale so small that ``eta_k`` underflows makes every
-        ``log w(k) = log eta_k`` -inf and the mixture NaN)."""
-        super().check_params(params, batch)
-        scale = params.meta_lr_scale
-        if not checks.is_concrete(scale):
-            return
-        smallest = float(np.min(self.base_meta_step_sizes()))
-        tiny = float(np.finfo(self.dtype).tiny)
-        low = float(np.min(np.asarray(scale, np.float64)))
-        if low * smallest < tiny:
-            raise ValueError(
-                f"params.meta_lr_scale={low:.3g} makes the smallest meta step size "
-                f"eta_k = {low * smallest:.3g} underflow in {self.dtype} (below {tiny:.3g}); "
-                f"allowed: meta_lr_scale >= {tiny / smallest:.3g}"
-            )
-
-    def _meta_step_sizes(self, params: StABLParams) -> jax.Array:
-        return params.meta_lr_scale * jnp.asarray(self.base_meta_step_sizes(), self.float_dtype)
-
-    # --- the contract -----------------------------------------------------------------------
-    def init(self, key: jax.Array, params: StABLParams | None = None) -> StABLState:
-        del key
-        params = self._resolve_params(params)
-        b, n = self.num_experts, self.num_arms
-        return StABLState(
-            t=jnp.zeros((), jnp.int32),
-            expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
-            meta_log_weights=jnp.log(self._meta_step_sizes(params)),
-            num_muted=jnp.zeros((), jnp.int32),
-            params=params,
-        )
+        return np.sqrt(math.log(n) / (self._lengths() * n * c))
 
     def distributions(self, state: StABLState) -> tuple[jax.Array, jax.Array, jax.Array]:
         """The round's distributions, lines 8-9.
@@ -233,49 +168,22 @@ class StABL(BanditLearner):
             obs = jnp.full((self.num_arms,), 1.0 / self.num_arms, self.float_dtype)
         return v, mix, obs
 
-    def ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
-        checks.check_state(self, state)
+    def _ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
         _, mix, obs = self.distributions(state)
-        u = sampling.uniforms(key, 2, self.float_dtype)
-        played = sampling.sample_index(mix, u[0])
-        observed = sampling.sample_index(obs, u[1])
-        return BanditQuery(
-            arms=jnp.stack([played, observed]),
-            play_probs=mix,
-            query_probs=jnp.stack([mix[played], obs[observed]]),
-        )
+        return sample_query(key, mix, obs)
 
-    def tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
+    def _tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
         """Lines 11-13 from the observed arm's loss only (``observed[1]``; ``observed[0]``,
         the played arm's loss, is suffered but never used for learning). Subclasses that
         learn from another query set ``learning_query``
         (:class:`~stabl_jax.learners.stabl_one_query.StABLOneQuery`: 0)."""
-        observed = self._observed(observed, state, query)
         j = self.learning_query
         arm = query.arms[j]
         value = estimators.signed_estimate(observed[j], query.query_probs[j], self.feedback)
-        params = state.params
-
         # Line 13: r~_t(k) = s * (v(t,k)_{x'} - mix_{x'}), s the signed (gain) estimate.
         v_at_arm = estimators.probabilities(state.expert_log_probs)[:, arm]
         regret_gain = value * (v_at_arm - query.play_probs[arm])
-        eta = self._meta_step_sizes(params)
-        meta, muted = estimators.meta_log_update(state.meta_log_weights, eta, regret_gain)
-
         # Line 12: each expert is EXP3 (Algorithm 2) fed the same one-sparse estimate.
-        expert_eta = params.expert_lr_scale * jnp.asarray(
-            self.base_expert_learning_rates(), self.float_dtype
-        )
-        experts = estimators.exp3_log_update(state.expert_log_probs, arm, value, expert_eta)
-
-        # Restarts for round t + 1: fresh uniform expert, meta weight back to eta_k.
-        t_next = state.t + 1
-        restart = intervals.restart_mask(t_next, self.history_lengths, self.round_offset)
-        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
-        meta = jnp.where(restart, jnp.log(eta), meta)
-        return state.replace(
-            t=t_next,
-            expert_log_probs=experts.astype(self.float_dtype),
-            meta_log_weights=meta.astype(self.float_dtype),
-            num_muted=state.num_muted + muted,
-        )
+        eta = self.expert_learning_rates(state.params)
+        experts = estimators.exp3_log_update(state.expert_log_probs, arm, value, eta)
+        return self._advance(state, experts, regret_gain)

@@ -65,7 +65,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import estimators, intervals
+from stabl_jax import estimators
+from stabl_jax.learners.ensemble import tree_select
 from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams
 
 #: Sweepable numbers (1 by default: nothing is tuned), as anytime StABL's.
@@ -100,10 +101,7 @@ class StABLAdaptive(StABLAnytime):
       eta_k(t) r~))``, ``a_k = eta_k(t+1) / eta_k(t)`` after ``R_k += r~^2``;
     - restarts at ``(t + 1) % L_k == 0``: ``v = 1/n``, ``w~ = 1``, ``V = R = 0``.
 
-    Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None``: StABL's geometric default for
-        ``horizon`` (the only use of the horizon).
-      feedback: ``"loss"`` or ``"reward"``, as StABL's.
+    Attributes are :class:`~stabl_jax.learners.stabl_anytime.StABLAnytime`'s.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -136,17 +134,12 @@ class StABLAdaptive(StABLAnytime):
         return expert, meta
 
     # --- the contract -----------------------------------------------------------------------
-    def init(self, key: jax.Array, params: StABLAnytimeParams | None = None) -> StABLAdaptiveState:
-        del key
-        b, n = self.num_experts, self.num_arms
+    def _init(self, key: jax.Array, params: StABLAnytimeParams) -> StABLAdaptiveState:
+        zeros = jnp.zeros((self.num_experts,), self.float_dtype)
         return StABLAdaptiveState(
-            t=jnp.zeros((), jnp.int32),
-            expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
-            meta_log_pseudo=jnp.zeros((b,), self.float_dtype),
-            expert_second_moment=jnp.zeros((b,), self.float_dtype),
-            meta_second_moment=jnp.zeros((b,), self.float_dtype),
-            num_muted=jnp.zeros((), jnp.int32),
-            params=self._resolve_params(params),
+            **super()._init(key, params),
+            expert_second_moment=zeros,
+            meta_second_moment=zeros,
         )
 
     def meta_rates(self, state: StABLAdaptiveState) -> jax.Array:
@@ -154,11 +147,10 @@ class StABLAdaptive(StABLAnytime):
         :meth:`~stabl_jax.learners.stabl_anytime.StABLAnytime.distributions`)."""
         return self.rates(state)[1]
 
-    def tell(  # type: ignore[override]
+    def _tell(  # type: ignore[override]
         self, state: StABLAdaptiveState, query, observed: jax.Array
     ) -> StABLAdaptiveState:
         """Lines 11-13 from the observed arm's loss only (``observed[1]``)."""
-        observed = self._observed(observed)
         arm = query.arms[1]
         value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
         t, t_next = state.t, state.t + 1
@@ -185,8 +177,8 @@ class StABLAdaptive(StABLAnytime):
         experts = ratio[:, None] * experts
         experts = experts - jax.scipy.special.logsumexp(experts, axis=-1, keepdims=True)
 
-        restart = intervals.restart_mask(t_next, self.history_lengths)
-        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
+        restart = self.restarts(t_next)
+        experts = tree_select(restart, self.fresh_experts(), experts)
         meta = jnp.where(restart, 0.0, meta)
         f = self.float_dtype
         return state.replace(

@@ -57,21 +57,16 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, estimators, intervals, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
+from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, tree_select
 
 
 @chex.dataclass(frozen=True)
-class StABLAnytimeParams:
-    """Sweepable numbers of :class:`StABLAnytime` (1 by default: nothing is tuned).
-
-    Attributes:
-      expert_lr_scale: ``()`` multiplies every expert's rate ``eta'_k(t)``.
-      meta_lr_scale: ``()`` multiplies every meta step size ``eta_k(t)``.
-    """
-
-    expert_lr_scale: jax.Array
-    meta_lr_scale: jax.Array
+class StABLAnytimeParams(EnsembleParams):
+    """Sweepable numbers of :class:`StABLAnytime` (1 by default: nothing is tuned):
+    ``expert_lr_scale`` multiplies every expert's rate ``eta'_k(t)``, ``meta_lr_scale`` every
+    meta step size ``eta_k(t)``; both ``()``."""
 
 
 @chex.dataclass(frozen=True)
@@ -84,7 +79,7 @@ class StABLAnytimeState:
 
 
 @dataclasses.dataclass(frozen=True)
-class StABLAnytime(BanditLearner):
+class StABLAnytime(Ensemble, BanditLearner):
     """StABL with anytime step sizes (module docstring): two queries per round.
 
     Per round ``t`` (lines of Algorithm 1), with ``tau_k = t mod L_k``:
@@ -119,29 +114,16 @@ class StABLAnytime(BanditLearner):
       (2,)
     """
 
-    history_lengths: tuple[int, ...] | None = None
     feedback: str = "loss"
 
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "stabl_anytime"
+    Params: ClassVar[type] = StABLAnytimeParams
+    round_offset: ClassVar[int] = 0  # blocks [s L_k, (s+1) L_k - 1], as StABL's default
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
-        object.__setattr__(self, "history_lengths", lengths)
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
-
-    @property
-    def num_experts(self) -> int:
-        """``B``, the number of history lengths (experts allocated; ``B_t <= B`` active)."""
-        return len(self.history_lengths)  # type: ignore[arg-type]
-
-    @property
-    def default_params(self) -> StABLAnytimeParams:
-        f = self.float_dtype
-        return StABLAnytimeParams(
-            expert_lr_scale=jnp.asarray(1.0, f), meta_lr_scale=jnp.asarray(1.0, f)
-        )
 
     # --- time-dependent quantities ----------------------------------------------------------
     def active(self, t: jax.Array) -> jax.Array:
@@ -166,15 +148,14 @@ class StABLAnytime(BanditLearner):
         return jnp.sqrt(math.log(n) / (2.0 * n)) * jax.lax.rsqrt(steps)
 
     # --- the contract -----------------------------------------------------------------------
-    def init(self, key: jax.Array, params: StABLAnytimeParams | None = None) -> StABLAnytimeState:
+    def _init(self, key: jax.Array, params: StABLAnytimeParams) -> StABLAnytimeState:
         del key
-        b, n = self.num_experts, self.num_arms
         return StABLAnytimeState(
             t=jnp.zeros((), jnp.int32),
-            expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
-            meta_log_pseudo=jnp.zeros((b,), self.float_dtype),
+            expert_log_probs=self.fresh_experts(),
+            meta_log_pseudo=jnp.zeros((self.num_experts,), self.float_dtype),
             num_muted=jnp.zeros((), jnp.int32),
-            params=self._resolve_params(params),
+            params=params,
         )
 
     def meta_rates(self, state: StABLAnytimeState) -> jax.Array:
@@ -203,22 +184,14 @@ class StABLAnytime(BanditLearner):
         obs = 0.5 * top_sq / jnp.sum(top_sq) + jnp.sum(v_active, axis=0) / (2.0 * num_active)
         return v, meta, mix, obs
 
-    def ask(self, state: StABLAnytimeState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: StABLAnytimeState, key: jax.Array) -> BanditQuery:
         _, _, mix, obs = self.distributions(state)
-        u = sampling.uniforms(key, 2, self.float_dtype)
-        played = sampling.sample_index(mix, u[0])
-        observed = sampling.sample_index(obs, u[1])
-        return BanditQuery(
-            arms=jnp.stack([played, observed]),
-            play_probs=mix,
-            query_probs=jnp.stack([mix[played], obs[observed]]),
-        )
+        return sample_query(key, mix, obs)
 
-    def tell(
+    def _tell(
         self, state: StABLAnytimeState, query: BanditQuery, observed: jax.Array
     ) -> StABLAnytimeState:
         """Lines 11-13 from the observed arm's loss only (``observed[1]``)."""
-        observed = self._observed(observed)
         arm = query.arms[1]
         value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
         params = state.params
@@ -246,8 +219,8 @@ class StABLAnytime(BanditLearner):
         experts = (self._expert_rate(tau + 1, num_active_next) / rate)[:, None] * experts
         experts = experts - jax.scipy.special.logsumexp(experts, axis=-1, keepdims=True)
 
-        restart = intervals.restart_mask(t_next, self.history_lengths)
-        experts = jnp.where(restart[:, None], -math.log(self.num_arms), experts)
+        restart = self.restarts(t_next)
+        experts = tree_select(restart, self.fresh_experts(), experts)
         meta = jnp.where(restart, 0.0, meta)
         return state.replace(
             t=t_next,

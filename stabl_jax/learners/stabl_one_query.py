@@ -25,8 +25,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import sampling
-from stabl_jax.learners.base import BanditQuery
+from stabl_jax.learners.base import BanditQuery, sample_query
 from stabl_jax.learners.stabl import StABL, StABLState
 
 
@@ -62,8 +61,6 @@ class StABLOneQuery(StABL):
         mix = jax.nn.softmax(state.meta_log_weights) @ v
         return v, mix, mix
 
-    def ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: StABLState, key: jax.Array) -> BanditQuery:
         _, mix, _ = self.distributions(state)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        played = sampling.sample_index(mix, u[0])
-        return BanditQuery(arms=played[None], play_probs=mix, query_probs=mix[played][None])
+        return sample_query(key, mix)

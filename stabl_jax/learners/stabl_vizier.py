@@ -164,14 +164,14 @@ class StABLVizier(BanditLearner):
         return anytime_gamma(t % jnp.asarray(self.history_lengths, jnp.int32), self.float_dtype)
 
     # --- the contract -----------------------------------------------------------------------
-    def init(self, key: jax.Array, params: StABLVizierParams | None = None) -> StABLVizierState:
+    def _init(self, key: jax.Array, params: StABLVizierParams) -> StABLVizierState:
         del key
         b, n = self.num_experts, self.num_arms
         return StABLVizierState(
             t=jnp.zeros((), jnp.int32),
             expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
             meta_log_weights=self._restart_log_weights(),
-            params=self._resolve_params(params),
+            params=params,
         )
 
     def distributions(self, state: StABLVizierState) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -197,15 +197,13 @@ class StABLVizier(BanditLearner):
         _, play, obs = self.distributions(state)
         return jnp.where(self.is_observation_trial(state.t), obs, play)
 
-    def ask(self, state: StABLVizierState, key: jax.Array) -> BanditQuery:
-        checks.check_state(self, state)
+    def _ask(self, state: StABLVizierState, key: jax.Array) -> BanditQuery:
         return draw_query(self.trial_distribution(state), key)
 
-    def tell(
+    def _tell(
         self, state: StABLVizierState, query: BanditQuery, observed: jax.Array
     ) -> StABLVizierState:
         """Vizier's ``update`` (lines 245-280) from the trial's own loss."""
-        observed = self._observed(observed, state, query)
         arm = query.arms[0]
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         params = state.params

@@ -130,9 +130,8 @@ class SWUCB(BanditLearner):
     def default_params(self) -> SWUCBParams:
         return SWUCBParams(explore_scale=jnp.asarray(1.0, self.float_dtype))
 
-    def init(self, key: jax.Array, params: SWUCBParams | None = None) -> SWUCBState:
+    def _init(self, key: jax.Array, params: SWUCBParams) -> SWUCBState:
         del key
-        params = self._resolve_params(params)
         tau, k, f = self.window, self.num_arms, self.float_dtype
         return SWUCBState(
             t=jnp.zeros((), jnp.int32),
@@ -152,13 +151,12 @@ class SWUCB(BanditLearner):
         width = state.params.explore_scale * _ucb.REWARD_BOUND * math.sqrt(self.xi)
         return _ucb.ucb_index(state.counts.astype(f), state.sums, log_span, width)
 
-    def ask(self, state: SWUCBState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: SWUCBState, key: jax.Array) -> BanditQuery:
         """The arm of largest index (deterministic: ``key`` is not used)."""
         del key
         return _ucb.greedy_query(self.index(state), self.float_dtype)
 
-    def tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
-        observed = self._observed(observed)
+    def _tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
         arm = query.arms[0]
         reward = estimators.loss_to_reward(observed[0])
         slot = state.t % self.window

@@ -9,8 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -43,17 +42,14 @@ class Uniform(BanditLearner):
     def default_params(self) -> UniformParams:
         return UniformParams()
 
-    def init(self, key: jax.Array, params: UniformParams | None = None) -> UniformState:
+    def _init(self, key: jax.Array, params: UniformParams) -> UniformState:
         del key
-        return UniformState(t=jnp.zeros((), jnp.int32), params=self._resolve_params(params))
+        return UniformState(t=jnp.zeros((), jnp.int32), params=params)
 
-    def ask(self, state: UniformState, key: jax.Array) -> BanditQuery:
-        checks.check_state(self, state)
+    def _ask(self, state: UniformState, key: jax.Array) -> BanditQuery:
         probs = jnp.full((self.num_arms,), 1.0 / self.num_arms, self.float_dtype)
-        u = sampling.uniforms(key, 1, self.float_dtype)
-        arm = sampling.sample_index(probs, u[0])
-        return BanditQuery(arms=arm[None], play_probs=probs, query_probs=probs[arm][None])
+        return sample_query(key, probs)
 
-    def tell(self, state: UniformState, query: BanditQuery, observed: jax.Array) -> UniformState:
-        self._observed(observed, state, query)
+    def _tell(self, state: UniformState, query: BanditQuery, observed: jax.Array) -> UniformState:
+        del query, observed
         return state.replace(t=state.t + 1)

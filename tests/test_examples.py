@@ -1,0 +1,60 @@
+"""The examples of ``examples/`` run, and the learner of ``docs/learners.md`` keeps the
+contract: jit, vmap over a params sweep, the in-program checks, state dtypes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import checkify
+
+from stabl_jax import ExpertAdvice, simulate
+from stabl_jax.checks import checked_step
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve the module's annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def example():
+    return _load("custom_learner")
+
+
+def test_custom_learner_runs(example):
+    """``main`` simulates with the in-program checks; they change no bit of the result."""
+    env = ExpertAdvice(num_arms=5, horizon=128)
+    plain = simulate(example.EpsilonGreedy(num_arms=5, horizon=128), env, jax.random.key(0), 4)
+    assert example.main(num_runs=4, horizon=128) == float(plain.loss.mean())
+
+
+def test_custom_learner_keeps_the_contract(example):
+    learner = example.EpsilonGreedy(num_arms=4, horizon=32)
+    loss = jnp.array([0.9, 0.1, 0.5, 0.7])
+    # A sweep of epsilon in one program; epsilon = 0 plays greedily after the untried arms.
+    params = learner.default_params.replace(epsilon=jnp.array([0.0, 1.0]))
+    keys = jax.random.split(jax.random.key(0), 2)
+    states = jax.vmap(learner.init)(keys, params)
+    step = jax.jit(jax.vmap(learner.step, in_axes=(0, None, 0)))
+    for t in range(12):
+        states, info = step(states, loss, jax.vmap(jax.random.fold_in, (0, None))(keys, t))
+    assert int(info.arms[0, 0]) == 1  # the greedy run settled on the smallest loss
+    np.testing.assert_allclose(np.asarray(info.play_probs[1]), 0.25)  # epsilon = 1: uniform
+    assert states.counts.dtype == jnp.float32 and states.t.dtype == jnp.int32
+    with pytest.raises(ValueError, match=r"params.epsilon must be finite and in \[0, 1\]"):
+        learner.init(keys[0], learner.default_params.replace(epsilon=jnp.float32(1.5)))
+    checked = checked_step(learner)
+    state, _ = checked(learner.init(keys[0]), loss, keys[1])
+    with pytest.raises(checkify.JaxRuntimeError, match="loss at round 1 must be finite"):
+        checked(state, loss.at[2].set(jnp.nan), keys[1])
