@@ -19,7 +19,8 @@ A document's generated tables sit between markers::
 ``view=paired`` tabulates StABL's paired mean-reward difference to each other learner (per run,
 then mean ± t-interval over runs; from ``traces.npz``); ``view=subsample5`` the spread of
 5-run means over the disjoint 5-run subsamples. ``--update`` rewrites every marked block;
-``--check`` exits 1 and lists every block that differs from what ``--update`` would write.
+``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
+exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
 """
 
 from __future__ import annotations
@@ -303,17 +304,23 @@ def render(args: str, results: Path) -> str:
     return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
 
 
-def update(text: str, results: Path) -> tuple[str, list[str]]:
-    """``text`` with every marked block regenerated, and the markers whose block changed."""
+def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
+    """``text`` with every marked block regenerated, the markers whose block changed, and the
+    markers whose results folder is missing (their blocks are left as they are)."""
     changed: list[str] = []
+    missing: list[str] = []
 
     def replace(match: re.Match) -> str:
-        body = "\n" + render(match["args"], results) + "\n\n"
+        try:
+            body = "\n" + render(match["args"], results) + "\n\n"
+        except FileNotFoundError as exc:
+            missing.append(str(exc))
+            return match.group(0)
         if body != match["body"]:
             changed.append(match["args"])
         return match.group(1) + body + match.group(4)
 
-    return MARKER.sub(replace, text), changed
+    return MARKER.sub(replace, text), changed, missing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,14 +336,16 @@ def main(argv: list[str] | None = None) -> int:
     doc = args.update or args.check
     if doc is not None:
         text = doc.read_text()
-        new, changed = update(text, args.results)
+        new, changed, missing = update(text, args.results)
+        for problem in missing:
+            print(problem, file=sys.stderr)
         if args.update:
             doc.write_text(new)
             print(f"{doc}: {len(MARKER.findall(text))} tables, {len(changed)} rewritten")
-            return 0
+            return 1 if missing else 0
         for marker in changed:
             print(f"{doc}: differs from {args.results}: <!-- report: {marker} -->")
-        return 1 if changed else 0
+        return 1 if changed or missing else 0
     if not args.folders:
         parser.error("give results folders, or --update/--check DOC")
     windows = tuple(int(w) for w in args.windows.split(","))

@@ -58,11 +58,13 @@ def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
     assert REPORT["main"](["--check", str(doc), *args]) == 1
 
 
-def test_a_marker_without_its_folder_is_an_error(tmp_path):
+def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):
     doc = tmp_path / "doc.md"
-    doc.write_text(MARK + "<!-- /report -->\n")
-    with pytest.raises(FileNotFoundError, match=r"docs_numbers\.sh"):
-        REPORT["main"](["--check", str(doc), "--results", str(tmp_path)])
+    doc.write_text(MARK + "old\n<!-- /report -->\n")
+    for mode in ("--check", "--update"):
+        assert REPORT["main"]([mode, str(doc), "--results", str(tmp_path)]) == 1
+        assert "docs_numbers.sh" in capsys.readouterr().err
+    assert doc.read_text() == MARK + "old\n<!-- /report -->\n"
 
 
 def test_t_quantile_matches_tables():
