@@ -97,3 +97,24 @@ def test_paired_and_subsample_views_from_traces(tmp_path):
     sub = REPORT["render"]("demo view=subsample5", tmp_path)
     assert "the 2 disjoint 5-run means" in sub
     assert "| stabl − exp3_uniform | +0.050 | +0.050 – +0.050 | 0.000 | 0 of 2 |" in sub
+
+
+def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
+    """EXPERIMENTS.md's markers are well formed (as many matched blocks as start markers) and
+    ``experiments/docs_numbers.sh`` writes every folder they name."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "EXPERIMENTS.md").read_text()
+    script = (root / "experiments" / "docs_numbers.sh").read_text()
+    blocks = REPORT["MARKER"].findall(text)
+    starts = [line for line in text.splitlines() if line.startswith("<!-- report: ")]
+    ends = [line for line in text.splitlines() if line == "<!-- /report -->"]
+    assert len(blocks) == len(starts) == len(ends) > 0
+    written = set()
+    for line in script.splitlines():
+        words = line.split()
+        if words and words[0] in ("run", "unvalidated"):
+            written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
+    expanded = {w.format(cfg=c) for w in written for c in ("equal", "random")}
+    for block in blocks:
+        folder = block[1].split()[0]
+        assert folder in expanded, f"{folder} is not written by experiments/docs_numbers.sh"
