@@ -81,6 +81,8 @@ run expert_advice_large_equal-tuned-reward expert_advice_large_equal_tuned --run
   --set feedback=reward
 run expert_advice_large-theory-loss expert_advice_large --runs 50
 run expert_advice_large-tuned-loss expert_advice_large_tuned --runs 50
+run expert_advice_large-theory-reward expert_advice_large --runs 50 --set feedback=reward
+run expert_advice_large-tuned-reward expert_advice_large_tuned --runs 50 --set feedback=reward
 
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
