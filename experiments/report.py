@@ -1,24 +1,78 @@
 """Markdown tables from results folders (what EXPERIMENTS.md quotes).
 
     python experiments/report.py results/expert_advice_equal-theory-loss [...]
+    python experiments/report.py --update EXPERIMENTS.md --results results
+    python experiments/report.py --check EXPERIMENTS.md --results results
 
 Reads each folder's ``summary.json`` (no Python objects are unpickled) and prints one table per
 folder: learner | queries/round | step-size scales | mean reward | per-segment reward | SA(L)
-(expected loss) at three window lengths | probability on the best arm | muted meta updates.
+(expected loss, or sampled loss with ``sa=sampled``) at three window lengths | probability on
+the best arm | muted meta updates. Intervals are Student's t 95% half-widths over runs.
+
+A document's generated tables sit between markers::
+
+    <!-- report: FOLDER [windows=256,1024,4096] [sa=sampled] [view=paired|subsample5] -->
+    ...
+    <!-- /report -->
+
+``FOLDER`` names a folder under ``--results``; the table names it ``results/FOLDER``.
+``view=paired`` tabulates StABL's paired mean-reward difference to each other learner (per run,
+then mean ± t-interval over runs; from ``traces.npz``); ``view=subsample5`` the spread of
+5-run means over the disjoint 5-run subsamples. ``--update`` rewrites every marked block;
+``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
+exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from pathlib import Path
 
+import numpy as np
 
-def _pm(stat: dict, index: int | None = None, digits: int = 3) -> str:
+Z_95 = 1.959963984540054
+MARKER = re.compile(
+    r"(<!-- report: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /report -->)", re.DOTALL
+)
+
+
+def t_quantile(dof: int) -> float:
+    """Two-sided 95% quantile of Student's t with ``dof`` degrees of freedom.
+
+    Cornish-Fisher expansion in ``1/dof`` (Abramowitz & Stegun 26.7.5): 2.7756 for
+    ``dof = 4`` (exact 2.7764), error below 1e-5 from ``dof = 10`` on.
+    """
+    if dof < 4:
+        raise ValueError(f"t_quantile needs dof >= 4 (5 or more runs), got {dof}")
+    z = Z_95
+    g = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return z + sum(gi / dof ** (i + 1) for i, gi in enumerate(g))
+
+
+def mean_t(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and Student's t 95% half-width over ``axis``."""
+    x = np.asarray(values, np.float64)
+    n = x.shape[axis]
+    return x.mean(axis=axis), t_quantile(n - 1) * x.std(axis=axis, ddof=1) / math.sqrt(n)
+
+
+def _pm(stat: dict, index: int | None = None, digits: int = 3, runs: int | None = None) -> str:
+    """``mean ± half`` of a ``summary.json`` statistic; with ``runs``, the stored normal
+    half-width ``1.96 sd / sqrt(R)`` is rescaled to Student's t with ``R - 1`` dof."""
     mean, half = stat["mean"], stat["ci95"]
     if index is not None:
         mean, half = mean[index], half[index]
+    if runs is not None:
+        half *= t_quantile(runs - 1) / Z_95
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
@@ -87,15 +141,23 @@ def hpo_table(folder: Path, summary: dict) -> str:
     return "\n".join(lines)
 
 
-def table(folder: Path, windows: tuple[int, ...]) -> str:
+def table(
+    folder: Path,
+    windows: tuple[int, ...],
+    *,
+    label: str | None = None,
+    sa: str = "expected",
+) -> str:
+    """The table of one results folder, headed by ``label`` (default: the folder's path)."""
     summary = json.loads((folder / "summary.json").read_text())
     if summary.get("kind") == "bco":
         return bco_table(folder, summary, windows)
     if summary.get("kind") == "hpo":
         return hpo_table(folder, summary)
+    runs = summary["runs"]
     lines = [
-        f"`{folder}` — {summary['description']} ({summary['runs']} runs, seed "
-        f"{summary['seed']}, feedback={summary['config']['feedback']})",
+        f"`{label or folder}` — {summary['description']} ({runs} runs, seed "
+        f"{summary['seed']}, feedback={summary['config']['feedback']}; SA(L) of the {sa} loss)",
         "",
         "| learner | q | scales | mean reward | reward per segment | "
         + " | ".join(f"SA({w})" for w in windows)
@@ -103,29 +165,192 @@ def table(folder: Path, windows: tuple[int, ...]) -> str:
         "|---|---|---|---|---|" + "---|" * len(windows) + "---|---|",
     ]
     for name, entry in summary["learners"].items():
-        sa = entry["adaptive_regret"]
-        lengths = sa["window_lengths"]
-        cells = [_pm(sa["expected"], lengths.index(w), 1) if w in lengths else "–" for w in windows]
+        regret = entry["adaptive_regret"]
+        lengths = regret["window_lengths"]
+        cells = [
+            _pm(regret[sa], lengths.index(w), 1, runs) if w in lengths else "–" for w in windows
+        ]
         segments = entry["segment_reward"]
         seg = ", ".join(f"{m:.3f}" for m in segments["mean"])
         params = ", ".join(f"{k}={v:g}" for k, v in entry["params"].items()) or "–"
         muted = entry["num_muted"] if entry["num_muted"] is not None else "–"
         lines.append(
-            f"| {name} | {entry['num_queries']} | {params} | {_pm(entry['mean_reward'])} | "
-            f"{seg} | " + " | ".join(cells) + f" | {_pm(entry['prob_best']['overall'])} | "
-            f"{muted} |"
+            f"| {name} | {entry['num_queries']} | {params} | "
+            f"{_pm(entry['mean_reward'], runs=runs)} | {seg} | "
+            + " | ".join(cells)
+            + f" | {_pm(entry['prob_best']['overall'], runs=runs)} | {muted} |"
         )
     return "\n".join(lines)
 
 
+def run_rewards(folder: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per learner the ``(R, S)`` mean reward ``1 - l_t(x_t)`` of each run over each segment,
+    with the ``(R, S)`` segment lengths, from ``traces.npz``."""
+    with np.load(folder / "traces.npz", allow_pickle=False) as traces:
+        names = sorted({k.split("/")[0] for k in traces.files if k.endswith("/loss")})
+        change_points = traces["env/change_points"].astype(np.int64)
+        losses = {name: traces[f"{name}/loss"] for name in names}
+    runs, horizon = next(iter(losses.values())).shape
+    bounds = np.concatenate(
+        [np.zeros((runs, 1), np.int64), change_points, np.full((runs, 1), horizon)], axis=1
+    )
+    lengths = np.diff(bounds, axis=1)
+    rewards = {}
+    for name, loss in losses.items():
+        cumulative = np.concatenate(
+            [np.zeros((runs, 1)), np.cumsum(1.0 - loss.astype(np.float64), axis=1)], axis=1
+        )
+        sums = np.take_along_axis(cumulative, bounds, axis=1)
+        rewards[name] = np.diff(sums, axis=1) / lengths
+    return rewards, lengths
+
+
+def _overall(segment_rewards: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``(R,)`` mean reward over all rounds from per-segment means."""
+    return (segment_rewards * lengths).sum(axis=1) / lengths.sum(axis=1)
+
+
+def _learner_order(folder: Path, names) -> list[str]:
+    order = list(json.loads((folder / "summary.json").read_text())["learners"])
+    return [n for n in order if n in names]
+
+
+def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
+    """``reference`` minus every other learner (Uniform left out): per run the difference of
+    mean reward (overall and per segment), then mean ± Student's t 95% half-width over runs."""
+    rewards, lengths = run_rewards(folder)
+    others = [n for n in _learner_order(folder, rewards) if n not in (reference, "uniform")]
+    runs = lengths.shape[0]
+    lines = [
+        f"`{label}` — paired differences of mean reward, {reference} minus each learner, "
+        f"per run, then mean ± 95% t-interval over the {runs} runs (positive: {reference} "
+        "earns more)",
+        "",
+        "| difference | mean reward | per segment |",
+        "|---|---|---|",
+    ]
+    for other in others:
+        diff = rewards[reference] - rewards[other]
+        mean, half = mean_t(_overall(diff, lengths))
+        seg_mean, seg_half = mean_t(diff)
+        segs = ", ".join(f"{m:+.3f} ± {h:.3f}" for m, h in zip(seg_mean, seg_half, strict=True))
+        lines.append(f"| {reference} − {other} | {mean:+.3f} ± {half:.3f} | {segs} |")
+    return "\n".join(lines)
+
+
+def subsample_table(folder: Path, label: str, size: int = 5, reference: str = "stabl") -> str:
+    """The spread of ``size``-run means over the ``R // size`` disjoint subsamples (runs
+    ``0..size-1``, ``size..2 size-1``, ...) beside the all-run mean: per learner the mean
+    reward, per pair ``reference − other`` the paired difference and how many subsamples
+    give it the opposite sign to the all-run mean."""
+    rewards, lengths = run_rewards(folder)
+    names = _learner_order(folder, rewards)
+    runs = lengths.shape[0]
+    count = runs // size
+    overall = {n: _overall(rewards[n], lengths) for n in names}
+
+    def blocks(values: np.ndarray) -> np.ndarray:
+        return values[: count * size].reshape(count, size).mean(axis=1)
+
+    lines = [
+        f"`{label}` — mean reward of all {runs} runs beside the {count} disjoint {size}-run "
+        f"means: their range, their standard deviation, and for StABL's paired differences the "
+        f"number of {size}-run subsamples whose sign is opposite to the {runs}-run mean's",
+        "",
+        f"| learner or difference | {runs}-run mean | {size}-run means: min – max | sd | "
+        "opposite sign |",
+        "|---|---|---|---|---|",
+    ]
+    for name in names:
+        sub = blocks(overall[name])
+        lines.append(
+            f"| {name} | {overall[name].mean():.3f} | {sub.min():.3f} – {sub.max():.3f} | "
+            f"{sub.std(ddof=1):.3f} | |"
+        )
+    for other in names:
+        if other in (reference, "uniform") or reference not in overall:
+            continue
+        diff = overall[reference] - overall[other]
+        sub = blocks(diff)
+        opposite = int(np.sum(np.sign(sub) != np.sign(diff.mean())))
+        lines.append(
+            f"| {reference} − {other} | {diff.mean():+.3f} | {sub.min():+.3f} – "
+            f"{sub.max():+.3f} | {sub.std(ddof=1):.3f} | {opposite} of {count} |"
+        )
+    return "\n".join(lines)
+
+
+def render(args: str, results: Path) -> str:
+    """The Markdown a marker ``<!-- report: ARGS -->`` stands for."""
+    name, *options = args.split()
+    opts = dict(o.split("=", 1) for o in options)
+    unknown = set(opts) - {"windows", "sa", "view"}
+    if unknown:
+        raise ValueError(f"report marker {args!r}: unknown option(s) {sorted(unknown)}")
+    folder, label = results / name, f"results/{name}"
+    if not (folder / "summary.json").is_file():
+        raise FileNotFoundError(
+            f"report marker {args!r}: no {folder / 'summary.json'}; run "
+            "experiments/docs_numbers.sh (or the command above the table) first"
+        )
+    view = opts.get("view", "table")
+    if view == "paired":
+        return paired_table(folder, label)
+    if view == "subsample5":
+        return subsample_table(folder, label)
+    if view != "table":
+        raise ValueError(f"report marker {args!r}: view must be table, paired or subsample5")
+    windows = tuple(int(w) for w in opts.get("windows", "256,1024,4096").split(","))
+    return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
+
+
+def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
+    """``text`` with every marked block regenerated, the markers whose block changed, and the
+    markers whose results folder is missing (their blocks are left as they are)."""
+    changed: list[str] = []
+    missing: list[str] = []
+
+    def replace(match: re.Match) -> str:
+        try:
+            body = "\n" + render(match["args"], results) + "\n\n"
+        except FileNotFoundError as exc:
+            missing.append(str(exc))
+            return match.group(0)
+        if body != match["body"]:
+            changed.append(match["args"])
+        return match.group(1) + body + match.group(4)
+
+    return MARKER.sub(replace, text), changed, missing
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--windows", default="256,1024,4096")
+    parser.add_argument("--sa", choices=("expected", "sampled"), default="expected")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--update", type=Path, metavar="DOC", help="rewrite DOC's marked tables")
+    mode.add_argument("--check", type=Path, metavar="DOC", help="exit 1 if a table would change")
+    parser.add_argument("--results", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
+    doc = args.update or args.check
+    if doc is not None:
+        text = doc.read_text()
+        new, changed, missing = update(text, args.results)
+        for problem in missing:
+            print(problem, file=sys.stderr)
+        if args.update:
+            doc.write_text(new)
+            print(f"{doc}: {len(MARKER.findall(text))} tables, {len(changed)} rewritten")
+            return 1 if missing else 0
+        for marker in changed:
+            print(f"{doc}: differs from {args.results}: <!-- report: {marker} -->")
+        return 1 if changed or missing else 0
+    if not args.folders:
+        parser.error("give results folders, or --update/--check DOC")
     windows = tuple(int(w) for w in args.windows.split(","))
     for folder in args.folders:
-        print(table(folder, windows))
+        print(table(folder, windows, sa=args.sa))
         print()
     return 0
 

@@ -1,0 +1,120 @@
+"""``experiments/report.py``: marked tables in a document, ``--update`` and ``--check``."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPORT = runpy.run_path(str(Path(__file__).resolve().parents[1] / "experiments" / "report.py"))
+MARK = "<!-- report: demo windows=16,64 -->\n"
+
+
+def _summary(reward: float) -> dict:
+    stat = {"mean": [3.0, -5.0], "ci95": [0.1, 0.2]}
+    return {
+        "description": "demo",
+        "runs": 20,
+        "seed": 0,
+        "config": {"feedback": "loss"},
+        "learners": {
+            "stabl": {
+                "num_queries": 2,
+                "params": {"expert_lr_scale": 1.0},
+                "mean_reward": {"mean": reward, "ci95": 0.01},
+                "segment_reward": {"mean": [0.4, 0.6], "ci95": [0.02, 0.03]},
+                "adaptive_regret": {"window_lengths": [16, 64], "expected": stat, "sampled": stat},
+                "prob_best": {"overall": {"mean": 0.3, "ci95": 0.01}},
+                "num_muted": 7,
+            }
+        },
+    }
+
+
+def _write(results: Path, reward: float) -> None:
+    (results / "demo").mkdir(parents=True, exist_ok=True)
+    (results / "demo" / "summary.json").write_text(json.dumps(_summary(reward)))
+
+
+def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
+    _write(tmp_path, 0.5)
+    doc = tmp_path / "doc.md"
+    doc.write_text("intro\n\n" + MARK + "stale\n<!-- /report -->\n\nafter\n")
+    args = ["--results", str(tmp_path)]
+    assert REPORT["main"](["--check", str(doc), *args]) == 1
+    assert "<!-- report: demo windows=16,64 -->" in capsys.readouterr().out
+    assert REPORT["main"](["--update", str(doc), *args]) == 0
+    text = doc.read_text()
+    assert text.startswith("intro\n\n" + MARK + "\n`results/demo` — demo (20 runs")
+    assert text.endswith("<!-- /report -->\n\nafter\n")
+    # 0.01 normal half-width -> Student's t with 19 dof: 0.01 * 2.0930 / 1.9600
+    assert "| stabl | 2 | expert_lr_scale=1 | 0.500 ± 0.011 |" in text
+    assert "| 3.0 ± 0.1 | -5.0 ± 0.2 |" in text
+    assert REPORT["main"](["--check", str(doc), *args]) == 0
+    _write(tmp_path, 0.6)  # a new result: the document is stale again
+    assert REPORT["main"](["--check", str(doc), *args]) == 1
+
+
+def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):
+    doc = tmp_path / "doc.md"
+    doc.write_text(MARK + "old\n<!-- /report -->\n")
+    for mode in ("--check", "--update"):
+        assert REPORT["main"]([mode, str(doc), "--results", str(tmp_path)]) == 1
+        assert "docs_numbers.sh" in capsys.readouterr().err
+    assert doc.read_text() == MARK + "old\n<!-- /report -->\n"
+
+
+def test_t_quantile_matches_tables():
+    assert REPORT["t_quantile"](4) == pytest.approx(2.7764, abs=1e-3)
+    assert REPORT["t_quantile"](19) == pytest.approx(2.0930, abs=1e-4)
+    assert REPORT["t_quantile"](499) == pytest.approx(1.9647, abs=1e-4)
+    with pytest.raises(ValueError, match="dof >= 4"):
+        REPORT["t_quantile"](2)
+
+
+def test_paired_and_subsample_views_from_traces(tmp_path):
+    """10 runs of 4 rounds, one change point at 2: StABL earns 0.1 more than EXP3 in every
+    run's first segment and the same in the second, so the paired difference is exactly
+    +0.100 per segment 1, +0.000 per segment 2 and +0.050 overall, with zero spread."""
+    _write(tmp_path, 0.5)
+    summary = _summary(0.5)
+    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    rng = np.random.default_rng(0)
+    exp3 = rng.uniform(0.2, 0.8, (10, 4)).astype(np.float32)
+    stabl = exp3.copy()
+    stabl[:, :2] -= 0.1
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{"stabl/loss": stabl, "exp3_uniform/loss": exp3},
+        **{"env/change_points": np.full((10, 1), 2, np.int32)},
+    )
+    paired = REPORT["render"]("demo view=paired", tmp_path)
+    assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in paired
+    sub = REPORT["render"]("demo view=subsample5", tmp_path)
+    assert "the 2 disjoint 5-run means" in sub
+    assert "| stabl − exp3_uniform | +0.050 | +0.050 – +0.050 | 0.000 | 0 of 2 |" in sub
+
+
+def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
+    """EXPERIMENTS.md's markers are well formed (as many matched blocks as start markers) and
+    ``experiments/docs_numbers.sh`` writes every folder they name."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "EXPERIMENTS.md").read_text()
+    script = (root / "experiments" / "docs_numbers.sh").read_text()
+    blocks = REPORT["MARKER"].findall(text)
+    starts = [line for line in text.splitlines() if line.startswith("<!-- report: ")]
+    ends = [line for line in text.splitlines() if line == "<!-- /report -->"]
+    assert len(blocks) == len(starts) == len(ends) > 0
+    written = set()
+    for line in script.splitlines():
+        words = line.split()
+        if words and words[0] in ("run", "unvalidated"):
+            written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
+    expanded = {w.format(cfg=c) for w in written for c in ("equal", "random")}
+    for block in blocks:
+        folder = block[1].split()[0]
+        assert folder in expanded, f"{folder} is not written by experiments/docs_numbers.sh"
