@@ -61,6 +61,12 @@ class Folders:
         return reward.mean(axis=1), metrics.per_segment_mean(reward, segments, num_segments)
 
 
+def label(spec: str) -> str:
+    """``name`` or ``name [folder's last part]`` for a learner of another folder."""
+    folder, _, name = spec.rpartition("::")
+    return f"{name} [{Path(folder).name}]" if folder else name
+
+
 def t_ci(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean over axis 0 and the half-width of its 95% Student t interval."""
     n = values.shape[0]
@@ -94,24 +100,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.learners:
         print(header.format("learner"))
         for spec in args.learners:
-            print(row(spec, *data.rewards(spec)))
+            print(row(label(spec), *data.rewards(spec)))
         print()
     if args.diff:
         print(header.format("paired difference"))
         for spec in args.diff:
             a, b = spec.split(",")
             (ma, sa), (mb, sb) = data.rewards(a), data.rewards(b)
-            print(row(f"{a} − {b}", ma - mb, sa - sb, signed=True))
+            print(row(f"{label(a)} − {label(b)}", ma - mb, sa - sb, signed=True))
         print()
     if args.gap:
-        print("| gap | a | b | (a − b)/b over segments |\n|---|---|---|---|")
+        print("| a vs b | a (mean over segments) | b | gap (a − b)/b |\n|---|---|---|---|")
         for spec in args.gap:
             a, b = spec.split(",")
             sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
             diff, half = t_ci(sa - sb)
             base = sb.mean()
             print(
-                f"| {a} / {b} | {sa.mean():.4f} | {base:.4f} | "
+                f"| {label(a)} vs {label(b)} | {sa.mean():.4f} | {base:.4f} | "
                 f"{100 * diff / base:+.1f} % ± {100 * half / base:.1f} |"
             )
     return 0
