@@ -1,0 +1,127 @@
+"""Per-segment rewards and paired differences from results folders' ``traces.npz``.
+
+    python experiments/paired.py FOLDER [--learners a b ...] [--diff a,b ...] [--gap a,b ...]
+
+Per run, the reward of a round is ``1 - l_t(x_t)`` (the ``<learner>/loss`` trace: the played
+arm, or for a one-trial-per-round learner every trial); averaged over the run's rounds ("mean")
+and over each segment between its change points. Every learner of a folder faced the same
+draws (same key), so differences are taken run by run. Printed, each with its 95% Student t
+interval over runs:
+
+- ``--learners``: mean reward and reward per segment;
+- ``--diff a,b``: the per-run difference ``a - b`` of the mean and of each segment's reward;
+- ``--gap a,b``: ``(a - b) / b`` in % of the mean over segments (each segment weighs the
+  same), with the interval of the paired difference divided by ``b``'s mean.
+
+A learner may be named ``OTHER_FOLDER::name``: a folder simulated with the same seed, runs,
+horizon and environment (hence the same draws; checked on the change points); and
+``name@play``: only its even rounds, the play trials of a learner that alternates play and
+observation trials (``stabl_vizier``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from stabl_jax import metrics, read_traces
+
+
+class Folders:
+    """Traces of one main folder and any ``OTHER::name`` folders, per-run segment rewards."""
+
+    def __init__(self, main: Path) -> None:
+        self.main = main
+        self.traces: dict[Path, dict] = {}
+        self.points = self._load(main)["env/change_points"]
+
+    def _load(self, folder: Path) -> dict:
+        if folder not in self.traces:
+            self.traces[folder] = read_traces(folder)
+        return self.traces[folder]
+
+    def rewards(self, spec: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(R,)`` mean reward and ``(R, S)`` per-segment reward of ``spec``'s runs."""
+        folder, _, name = spec.rpartition("::")
+        name, _, only = name.partition("@")
+        traces = self._load(Path(folder) if folder else self.main)
+        if not np.array_equal(traces["env/change_points"], self.points):
+            raise SystemExit(f"{spec}: not paired with {self.main} (change points differ)")
+        reward = 1.0 - np.asarray(traces[f"{name}/loss"], np.float64)
+        horizon = reward.shape[1]
+        points = self.points if self.points.ndim == 2 else self.points[None]
+        segments = np.stack([np.searchsorted(p, np.arange(horizon), side="right") for p in points])
+        if only:  # "play": the even trials
+            reward, segments = reward[:, ::2], segments[:, ::2]
+        num_segments = points.shape[1] + 1
+        return reward.mean(axis=1), metrics.per_segment_mean(reward, segments, num_segments)
+
+
+def label(spec: str) -> str:
+    """``name`` or ``name [folder's last part]`` for a learner of another folder."""
+    folder, _, name = spec.rpartition("::")
+    return f"{name} [{Path(folder).name}]" if folder else name
+
+
+def t_ci(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over axis 0 and the half-width of its 95% Student t interval."""
+    n = values.shape[0]
+    half = stats.t.ppf(0.975, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
+    return values.mean(axis=0), half
+
+
+def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = False) -> str:
+    num = "{:+.4f}" if signed else "{:.4f}"
+    m, h = t_ci(overall)
+    sm, sh = t_ci(segments)
+    cells = " | ".join(f"{num.format(x)} ± {y:.4f}" for x, y in zip(sm, sh, strict=True))
+    return f"| {label} | {num.format(m)} ± {h:.4f} | {cells} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--learners", nargs="*", default=[])
+    parser.add_argument("--diff", nargs="*", default=[])
+    parser.add_argument("--gap", nargs="*", default=[])
+    args = parser.parse_args(argv)
+    data = Folders(args.folder)
+    num_segments = data.points.shape[-1] + 1
+    header = (
+        "| {} | mean | "
+        + " | ".join(f"segment {s + 1}" for s in range(num_segments))
+        + " |\n|---|---|"
+        + "---|" * num_segments
+    )
+    if args.learners:
+        print(header.format("learner"))
+        for spec in args.learners:
+            print(row(label(spec), *data.rewards(spec)))
+        print()
+    if args.diff:
+        print(header.format("paired difference"))
+        for spec in args.diff:
+            a, b = spec.split(",")
+            (ma, sa), (mb, sb) = data.rewards(a), data.rewards(b)
+            print(row(f"{label(a)} − {label(b)}", ma - mb, sa - sb, signed=True))
+        print()
+    if args.gap:
+        print("| a vs b | a (mean over segments) | b | gap (a − b)/b |\n|---|---|---|---|")
+        for spec in args.gap:
+            a, b = spec.split(",")
+            sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
+            diff, half = t_ci(sa - sb)
+            base = sb.mean()
+            print(
+                f"| {label(a)} vs {label(b)} | {sa.mean():.4f} | {base:.4f} | "
+                f"{100 * diff / base:+.1f} % ± {100 * half / base:.1f} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

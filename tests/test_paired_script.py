@@ -1,0 +1,59 @@
+"""``experiments/paired.py`` on a hand-made ``traces.npz``: per-segment means, the play trials
+(``@play``), paired differences, gaps and the pairing check across folders."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "paired.py"
+
+
+@pytest.fixture(scope="module")
+def paired():
+    spec = importlib.util.spec_from_file_location("paired_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> Path:
+    folder.mkdir()
+    arrays = {"env/change_points": np.asarray(points, np.int32)}
+    arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
+    np.savez(folder / "traces.npz", **arrays)
+    return folder
+
+
+def test_segments_play_trials_differences_and_gaps(paired, tmp_path, capsys):
+    # two runs, T = 4, one change point at round 2 (segments {0, 1} and {2, 3})
+    a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
+    b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
+    main = write(tmp_path / "main", [[2], [2]], a=a, b=b)
+    other = write(tmp_path / "other", [[2], [2]], c=b)
+    data = paired.Folders(main)
+
+    mean, seg = data.rewards("a")
+    np.testing.assert_allclose(mean, [0.5, 0.5])
+    np.testing.assert_allclose(seg, [[0.5, 0.5], [0.0, 1.0]])
+    mean, seg = data.rewards("a@play")  # rounds 0 and 2
+    np.testing.assert_allclose(seg, [[1.0, 0.5], [0.0, 1.0]])
+    np.testing.assert_array_equal(data.rewards(f"{other}::c")[1], data.rewards("b")[1])
+
+    m, half = paired.t_ci(np.array([1.0, 3.0]))
+    assert m == 2.0 and half == pytest.approx(12.706204736 * 1.0, rel=1e-6)
+
+    paired.main([str(main), "--diff", "a,b", "--gap", "a,b"])
+    out = capsys.readouterr().out
+    assert "| a − b | +0.2500 ± " in out  # per run: 0.5 - 0 and 0.5 - 0.5
+    assert "| a vs b | 0.5000 | 0.2500 | +100.0 % ± " in out
+
+
+def test_unpaired_folder_is_refused(paired, tmp_path):
+    main = write(tmp_path / "main", [[2]], a=[[0.0] * 4])
+    other = write(tmp_path / "other", [[3]], a=[[0.0] * 4])
+    with pytest.raises(SystemExit, match="not paired"):
+        paired.Folders(main).rewards(f"{other}::a")
