@@ -292,14 +292,21 @@ def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -
 
 
 def distribution_tolerance(num_arms: int, dtype: Any) -> float:
-    """How far ``sum(p)`` of a computed probability vector may be from 1: ``2 n u``.
+    """How far ``sum(p)`` of a computed probability vector may be from 1: ``4 n eps``.
 
-    ``u`` is the unit roundoff of ``dtype``. Summing ``n`` non-negative terms in floating
-    point errs by at most ``(n - 1) u sum(p)`` (sequential order; pairwise is smaller); each
-    entry carries a few ``u`` of relative error from ``exp`` and the log-domain normaliser,
-    and the mixtures (``p(t)^T v``, ``P(t)``) add one more such sum: ``2 n u`` covers both.
+    ``eps`` is the machine epsilon of ``dtype`` (twice the unit roundoff ``u``). A learner's
+    row of probabilities is ``exp(x - logsumexp(x))``: the normaliser's own sum of ``n``
+    terms errs by up to ``(n - 1) u`` relative, which shifts every entry alike, and ``exp``
+    and ``log`` add a few ulp more (XLA's are not correctly rounded). A mixture over experts
+    (``p(t)^T v``, ``P(t)``) carries its rows' error plus its weights', and the check's own
+    sum adds at most ``(n - 1) u`` again. Together about ``(2n + B + 8) u``; ``4 n eps =
+    8 n u`` covers it for any ``B <= n`` with room for the transcendental functions.
+    Measured: StABL Naive at the tuned scales of ``expert_advice_random_tuned`` (n = 30,
+    B = 7, float32) reached 62 eps (7.4e-6) at round 740 of 500 runs, more than the
+    ``2 n eps`` this bound used to be, and well inside ``4 n eps`` (1.4e-5); a real defect
+    (a lost or doubled mass, an overflow) is orders of magnitude larger.
     """
-    return 2.0 * num_arms * float(jnp.finfo(dtype).eps)
+    return 4.0 * num_arms * float(jnp.finfo(dtype).eps)
 
 
 def traced_check_distribution(name: str, probs: jax.Array, t: jax.Array | int = -1) -> None:

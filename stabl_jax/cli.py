@@ -46,7 +46,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from stabl_jax import compile_cache
+from stabl_jax import compile_cache, tables
 from stabl_jax.config import ConfigError, ExperimentConfig, load_config, shipped_configs
 from stabl_jax.versions import __version__
 
@@ -461,11 +461,11 @@ def format_table(result: Any) -> str:
         sa_mean, sa_half = metrics.mean_ci(outcome.sa_sampled)
         pb_mean, pb_half = metrics.mean_ci(outcome.result.prob_best.astype(np.float64).mean(1))
         row = [name, str(outcome.learner.num_queries)]
-        row += [_pm(m, h, 3) for m, h in zip(seg_mean, seg_half, strict=True)]
-        row += [_pm(sa_mean[c], sa_half[c], 1) for c in columns]
-        row += [_pm(pb_mean, pb_half, 3)]
+        row += [tables.plus_minus(m, h, 3) for m, h in zip(seg_mean, seg_half, strict=True)]
+        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]
+        row += [tables.plus_minus(pb_mean, pb_half, 3)]
         rows.append(row)
-    return _layout(
+    return tables.text_table(
         rows,
         f"{_over(config.runs)}; reward = 1 - loss of the played arm; SA(L) = worst regret over "
         "any L consecutive rounds (sampled loss); q = queries/round",
@@ -485,14 +485,14 @@ def format_bco_table(result: Any) -> str:
     for name, outcome in result.outcomes.items():
         loss_mean, loss_half = metrics.mean_ci(outcome.result.loss.astype(np.float64).mean(1))
         sa_mean, sa_half = metrics.mean_ci(outcome.sa)
-        row = [name, str(outcome.learner.num_queries), _pm(loss_mean, loss_half, 4)]
-        row += [_pm(sa_mean[c], sa_half[c], 1) for c in columns]
+        row = [name, str(outcome.learner.num_queries), tables.plus_minus(loss_mean, loss_half, 4)]
+        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]
         row += ["-" if outcome.num_muted is None else str(outcome.num_muted)]
         rows.append(row)
     gap = result.comparator_gap.max(axis=0)
     rows.append(["comparator gap (max)", "", "", *(f"{gap[c]:.2g}" for c in columns), ""])
     stride = config.sa_stride or "max(1, L // 4)"
-    return _layout(
+    return tables.text_table(
         rows,
         f"{_over(config.runs)}; loss = l_t(x_t) at the played point; SA(L) = worst regret over "
         f"windows of L rounds starting every {stride} rounds; q = queries/round",
@@ -501,27 +501,6 @@ def format_bco_table(result: Any) -> str:
 
 def _over(runs: int) -> str:
     return f"mean ± 95% CI over {runs} runs" if runs > 1 else "one run (no CI)"
-
-
-def _layout(rows: list[list[str]], footer: str) -> str:
-    """Rows of cells as an aligned text table (first row: header) with a footer line."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
-        ]
-        lines.append("  ".join(cells))
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    lines.append(footer)
-    return "\n".join(lines)
-
-
-def _pm(mean: float, half: float, digits: int) -> str:
-    if not np.isfinite(half):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f}±{half:.{digits}f}"
 
 
 # --------------------------------------------------------------------------------------------

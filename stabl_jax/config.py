@@ -425,7 +425,7 @@ def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, sour
 # --------------------------------------------------------------------------------------------
 
 
-class _Checker:
+class Checker:
     """Builds error messages naming the key, the file and (for overridden keys) the --set."""
 
     def __init__(self, source: str, overridden: Iterable[str]) -> None:
@@ -488,7 +488,7 @@ def validate(
     """Validate a parsed TOML document (see :func:`load_config`): an
     :class:`ExperimentConfig`, or for ``kind = "hpo"`` an
     :class:`~stabl_jax.hpo_experiment.HPOConfig`."""
-    check = _Checker(source, overridden)
+    check = Checker(source, overridden)
     kind = check.string("kind", raw.get("kind", "bandit"), KINDS)
     if kind == "hpo":  # algorithm selection on BBOB: its own keys (stabl_jax.hpo_experiment)
         from stabl_jax.hpo_experiment import validate_hpo
@@ -576,7 +576,7 @@ def validate(
     return config
 
 
-def _entry(check: _Checker, key: str, known: registry.Registry, name: Any) -> registry.Entry:
+def _entry(check: Checker, key: str, known: registry.Registry, name: Any) -> registry.Entry:
     """``known.entry(name)`` (a registered name or an import path), else a config error."""
     try:
         return known.entry(name)
@@ -585,7 +585,7 @@ def _entry(check: _Checker, key: str, known: registry.Registry, name: Any) -> re
 
 
 def _blame_learner(
-    check: _Checker, config: ExperimentConfig, name: str, exc: Exception
+    check: Checker, config: ExperimentConfig, name: str, exc: Exception
 ) -> typing.NoReturn:
     """Report a learner that cannot be built under the key that caused it: its
     ``learner_options`` when it builds without them, else ``horizon`` or ``env``."""
@@ -602,7 +602,7 @@ def _blame_learner(
     check.fail("env", f"learner {name!r} rejects the environment: {exc}")
 
 
-def _check_learners(check: _Checker, value: Any, kind: str) -> tuple[str, ...]:
+def _check_learners(check: Checker, value: Any, kind: str) -> tuple[str, ...]:
     known = _learner_registry(kind)
     if isinstance(value, str):
         value = [value]
@@ -618,7 +618,7 @@ def _check_learners(check: _Checker, value: Any, kind: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _check_sa_windows(check: _Checker, value: Any, horizon: int) -> tuple[int, ...]:
+def _check_sa_windows(check: Checker, value: Any, horizon: int) -> tuple[int, ...]:
     if value is None:
         return default_sa_windows(horizon)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -631,7 +631,7 @@ def _check_sa_windows(check: _Checker, value: Any, horizon: int) -> tuple[int, .
     return tuple(sorted(set(out)))
 
 
-def _check_env(check: _Checker, value: Any, horizon: int, kind: str = "bandit") -> EnvConfig:
+def _check_env(check: Checker, value: Any, horizon: int, kind: str = "bandit") -> EnvConfig:
     table = check.table("env", value)
     envs = _env_registry(kind)
     if "name" not in table:
@@ -661,7 +661,7 @@ def _check_env(check: _Checker, value: Any, horizon: int, kind: str = "bandit") 
     return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs))
 
 
-def _check_domain(check: _Checker, value: Any) -> dict[str, Any]:
+def _check_domain(check: Checker, value: Any) -> dict[str, Any]:
     """``"ball"`` or ``{name = "box", size = 0.5}`` -> ``{"name": ..., "size": ...}``."""
     allowed = sorted(DOMAINS)
     spec = {"name": value} if isinstance(value, str) else value
@@ -683,7 +683,7 @@ def _check_domain(check: _Checker, value: Any) -> dict[str, Any]:
 
 
 def _check_learner_options(
-    check: _Checker, value: Any, kind: str = "bandit"
+    check: Checker, value: Any, kind: str = "bandit"
 ) -> dict[str, dict[str, Any]]:
     tables = check.table("learner_options", value)
     known = _learner_registry(kind)
@@ -704,7 +704,7 @@ def _check_learner_options(
     return out
 
 
-def _check_params(check: _Checker, value: Any, kind: str = "bandit") -> dict[str, dict[str, float]]:
+def _check_params(check: Checker, value: Any, kind: str = "bandit") -> dict[str, dict[str, float]]:
     tables = check.table("params", value)
     known = _learner_registry(kind)
     out: dict[str, dict[str, float]] = {}
@@ -742,7 +742,7 @@ def _describe(hint: Any) -> str:
     )
 
 
-def _coerce(check: _Checker, key: str, value: Any, hint: Any) -> Any:
+def _coerce(check: Checker, key: str, value: Any, hint: Any) -> Any:
     """``value`` converted to ``hint`` (TOML arrays -> tuples, ints -> floats), else an error."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:

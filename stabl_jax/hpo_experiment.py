@@ -446,7 +446,7 @@ def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
     """An :class:`HPOExperimentResult` rebuilt from a results folder (``summary.json`` and
     ``traces.npz``), to recompute metrics or redraw the plots without rerunning anything.
     ``best_value`` traces are not saved; they come back empty."""
-    from stabl_jax.config import _Checker
+    from stabl_jax.config import Checker
     from stabl_jax.results import read_summary, read_traces
 
     summary = read_summary(folder)
@@ -456,7 +456,7 @@ def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
     source = str(summary["config"].get("source", folder))
     config = validate_hpo(
         raw,
-        _Checker(source, ()),
+        Checker(source, ()),
         source=source,
         default_name=raw.get("name", "hpo"),
         overrides=tuple(summary["config"].get("overrides", ())),
@@ -653,7 +653,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
 def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
     """The printed summary: profile scores, score vs Uniform, and per problem (up to
     ``max_rows`` problems) the final mean log10 gap of each learner."""
-    from stabl_jax.cli import _layout, _pm
+    from stabl_jax.tables import plus_minus, text_table
 
     prof = profiles(result)
     per_problem = problem_metrics(result)
@@ -667,7 +667,7 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
         row.append("-" if vs is None else f"{vs:+.3f}")
         for key in keys:
             cell = per_problem[key][name]
-            row.append(_pm(cell["final_log10_gap"], cell["final_log10_gap_ci"] or np.nan, 2))
+            row.append(plus_minus(cell["final_log10_gap"], cell["final_log10_gap_ci"] or np.nan, 2))
         rows.append(row)
     more = len(result.problems) - len(keys)
     footer = (
@@ -676,4 +676,4 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
         + (f" (first {len(keys)} problems shown, {more} more in summary.json)" if more else "")
         + "; profile score in [0, 1] and vs Uniform in [-1, 1], higher is better"
     )
-    return _layout(rows, footer)
+    return text_table(rows, footer)

@@ -190,3 +190,26 @@ def load_results(folder: str | Path) -> Results:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not valid JSON ({exc}); rerun the experiment") from None
     return Results(folder=folder, summary=summary)
+
+
+def text_table(rows: list[list[str]], footer: str) -> str:
+    """Rows of cells as an aligned text table (first row: the header, first column
+    left-aligned, the others right-aligned) with a footer line, for the terminal."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines.append(footer)
+    return "\n".join(lines)
+
+
+def plus_minus(mean: float, half: float, digits: int) -> str:
+    """``"0.512±0.004"`` (just the mean when the half-width is not finite)."""
+    if not np.isfinite(half):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f}±{half:.{digits}f}"

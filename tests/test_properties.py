@@ -9,7 +9,7 @@ through ``jit(scan(learner.step))``:
 - the state stays finite every round (StABL's meta log-weights may be -inf, a muted expert,
   but never NaN or +inf and never all -inf);
 - every round's play distribution, and StABL's observation distribution P(t), is finite,
-  non-negative and sums to 1 within ``2 n eps`` (:func:`stabl_jax.checks.distribution_tolerance`);
+  non-negative and sums to 1 within ``4 n eps`` (:func:`stabl_jax.checks.distribution_tolerance`);
 - query honesty: replacing every unqueried loss by another value in [0, 1] changes neither
   the queried arms, nor the distributions, nor the final state, bitwise.
 
