@@ -158,9 +158,19 @@ def adaptive_regret(
     """SA(L) for every run of one simulation, from the sampled and the expected loss.
 
     Returns:
-      ``{"sampled": (R, len(L)), "expected": (R, len(L))}`` float64.
+      ``{"sampled": (R, len(L)), "expected": (R, len(L))}`` float64, each for the trace the
+      simulation recorded (``loss``, ``expected_loss``); a result without either is an error.
+
+    Raises:
+      ValueError: ``result`` recorded neither ``loss`` nor ``expected_loss``.
     """
-    traces = {"sampled": result.loss, "expected": result.expected_loss}
+    recorded = {"sampled": result.loss, "expected": result.expected_loss}
+    traces = {name: trace for name, trace in recorded.items() if trace is not None}
+    if not traces:
+        raise ValueError(
+            "adaptive_regret needs the loss or expected_loss trace; simulate with "
+            "traces=(..., 'loss') or (..., 'expected_loss')"
+        )
     return paired_adaptive_regret(
         env, result.carry, traces, window_lengths, memory_bytes=memory_bytes
     )

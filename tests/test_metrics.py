@@ -82,3 +82,19 @@ def test_per_segment_mean_and_ci():
     mean, half = metrics.mean_ci(np.array([1.0, 2.0, 3.0, 4.0]))
     assert mean == 2.5
     np.testing.assert_allclose(half, metrics.Z_95 * np.std([1, 2, 3, 4], ddof=1) / 2)
+
+
+def test_adaptive_regret_of_a_loss_only_result():
+    """A result that recorded only ``loss`` gets SA(L) of the sampled loss (it used to raise a
+    TypeError); one with neither loss trace gets an error naming the traces to record."""
+    env = ExpertAdvice(num_arms=5, horizon=64)
+    learner = StABL(num_arms=5, horizon=64)
+    full = simulate(learner, env, jax.random.key(0), 3)
+    lazy = simulate(learner, env, jax.random.key(0), 3, traces=("loss",))
+    out = metrics.adaptive_regret(lazy, env, [16, 64])
+    assert set(out) == {"sampled"}
+    want = metrics.adaptive_regret(full, env, [16, 64])["sampled"]
+    np.testing.assert_array_equal(out["sampled"], want)
+    played = simulate(learner, env, jax.random.key(0), 3, traces=("played",))
+    with pytest.raises(ValueError, match="needs the loss or expected_loss trace"):
+        metrics.adaptive_regret(played, env, [16])
