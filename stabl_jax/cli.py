@@ -51,6 +51,13 @@ from stabl_jax.config import ConfigError, ExperimentConfig, load_config, shipped
 from stabl_jax.versions import __version__
 
 DEFAULT_CONFIG = "expert_advice_equal"
+#: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
+MUTED_WARNING = (
+    "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
+    "1 + eta_k r~ <= 0 of Algorithm 1, line 13 set w(k) to 0 until expert k restarts. The "
+    "paper's bound eta_k * 2B <= 1 that prevents it does not hold at these step sizes (tuned "
+    "scales above the printed ones do this; the results are still valid runs of the learner)."
+)
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -431,6 +438,8 @@ def _print_learner_done(outcome: Any) -> None:
         f"compile {res.compile_seconds:5.1f} s  run {res.run_seconds:6.1f} s{muted}",
         flush=True,
     )
+    if outcome.num_muted:
+        print(f"  {MUTED_WARNING.format(name=outcome.name, count=outcome.num_muted)}", flush=True)
 
 
 def _pick_windows(windows: Sequence[int], count: int = 3) -> list[int]:

@@ -498,3 +498,16 @@ def test_list_into_a_closed_pipe_exits_quietly(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "unexpected failure" not in err
+
+
+@pytest.mark.slow  # one learner compiled and run for 4096 rounds
+def test_muting_is_explained_when_it_happens(tmp_path, capsys):
+    """StABL Naive at the equal config's tuned scales mutes meta weights; the run says what
+    that means instead of printing a bare count."""
+    args = ["run", "expert_advice_equal_tuned", "--runs", "2", "--no-progress"]
+    args += ["--set", 'learners=["stabl_naive"]', "--out", str(tmp_path / "out")]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    muted = read_summary(tmp_path / "out")["learners"]["stabl_naive"]["num_muted"]
+    assert muted > 0
+    assert cli.MUTED_WARNING.format(name="stabl_naive", count=muted) in out
