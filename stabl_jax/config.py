@@ -516,7 +516,14 @@ def validate(
     runs = check.integer("runs", raw.get("runs", DEFAULT_RUNS), minimum=1)
     horizon = check.integer("horizon", raw["horizon"], minimum=MIN_HORIZON)
     learners = _check_learners(check, raw["learners"], kind)
-    window = check.integer("window", raw.get("window", DEFAULT_WINDOW), 1, horizon)
+    window = raw.get("window", DEFAULT_WINDOW)
+    if isinstance(window, int) and not isinstance(window, bool) and window > horizon:
+        check.fail(
+            "window",
+            f"is {window}, longer than horizon = {horizon}: the moving-average window must be "
+            f"in [1, horizon]; set it with the horizon (--set window=N, N <= {horizon})",
+        )
+    window = check.integer("window", window, 1, horizon)
     sa_windows = _check_sa_windows(check, raw.get("sa_windows"), horizon)
     chunk_size = raw.get("chunk_size")
     if chunk_size is not None:

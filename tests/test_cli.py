@@ -511,3 +511,10 @@ def test_muting_is_explained_when_it_happens(tmp_path, capsys):
     muted = read_summary(tmp_path / "out")["learners"]["stabl_naive"]["num_muted"]
     assert muted > 0
     assert cli.MUTED_WARNING.format(name="stabl_naive", count=muted) in out
+
+
+def test_a_shorter_horizon_names_the_window_it_leaves_too_long():
+    """``--set horizon=20`` on a config whose window is 50: the error says the window is
+    longer than the new horizon and how to set both."""
+    with pytest.raises(ConfigError, match=r"is 50, longer than horizon = 20.*--set window=N"):
+        load_config("expert_advice_equal", ["horizon=20"])
