@@ -50,7 +50,7 @@ from stabl_jax import compile_cache, tables
 from stabl_jax.config import ConfigError, ExperimentConfig, load_config, shipped_configs
 from stabl_jax.versions import __version__
 
-DEFAULT_CONFIG = "expert_advice_equal"
+DEFAULT_CONFIG = "figure1"
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
     "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
