@@ -4,7 +4,9 @@
 
 Per run, the reward of a round is ``1 - l_t(x_t)`` (the ``<learner>/loss`` trace: the played
 arm, or for a one-trial-per-round learner every trial); averaged over the run's rounds ("mean")
-and over each segment between its change points. Every learner of a folder faced the same
+and over each segment between its change points. A folder that did not keep the ``loss``
+traces (``save_traces``) gives the same from its ``<learner>/segment_reward`` arrays, except
+for ``@play``, which needs them. Every learner of a folder faced the same
 draws (same key), so differences are taken run by run. Printed, each with its 95% Student t
 interval over runs:
 
@@ -28,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stabl_jax import metrics, read_traces
+from stabl_jax import metrics, read_summary, read_traces
 
 
 class Folders:
@@ -51,9 +53,22 @@ class Folders:
         traces = self._load(Path(folder) if folder else self.main)
         if not np.array_equal(traces["env/change_points"], self.points):
             raise SystemExit(f"{spec}: not paired with {self.main} (change points differ)")
+        points = self.points if self.points.ndim == 2 else self.points[None]
+        if f"{name}/loss" not in traces and not only:  # the loss traces were not kept
+            per_segment = np.asarray(traces[f"{name}/segment_reward"], np.float64)
+            horizon = read_summary(folder or self.main)["config"]["horizon"]
+            bounds = np.concatenate(
+                [np.zeros((len(points), 1)), points, [[horizon]] * len(points)], 1
+            )
+            lengths = np.diff(bounds, axis=1)
+            return (per_segment * lengths).sum(axis=1) / horizon, per_segment
+        if f"{name}/loss" not in traces:
+            raise SystemExit(
+                f"{spec}: the folder has no {name}/loss trace; rerun it with "
+                '--set \'save_traces=["loss", "played"]\''
+            )
         reward = 1.0 - np.asarray(traces[f"{name}/loss"], np.float64)
         horizon = reward.shape[1]
-        points = self.points if self.points.ndim == 2 else self.points[None]
         segments = np.stack([np.searchsorted(p, np.arange(horizon), side="right") for p in points])
         if only:  # "play": the even trials
             reward, segments = reward[:, ::2], segments[:, ::2]

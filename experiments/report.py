@@ -185,18 +185,28 @@ def table(
 
 def run_rewards(folder: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per learner the ``(R, S)`` mean reward ``1 - l_t(x_t)`` of each run over each segment,
-    with the ``(R, S)`` segment lengths, from ``traces.npz``."""
+    with the ``(R, S)`` segment lengths, from ``traces.npz``: from the ``loss`` traces where
+    the folder kept them (``save_traces``), else its ``segment_reward`` arrays."""
     with np.load(folder / "traces.npz", allow_pickle=False) as traces:
-        names = sorted({k.split("/")[0] for k in traces.files if k.endswith("/loss")})
+        field = "loss" if any(k.endswith("/loss") for k in traces.files) else "segment_reward"
+        names = sorted({k.split("/")[0] for k in traces.files if k.endswith(f"/{field}")})
         change_points = traces["env/change_points"].astype(np.int64)
-        losses = {name: traces[f"{name}/loss"] for name in names}
-    runs, horizon = next(iter(losses.values())).shape
+        values = {name: traces[f"{name}/{field}"] for name in names}
+    if not values:
+        raise SystemExit(f"{folder}/traces.npz has neither loss nor segment_reward traces")
+    if field == "loss":
+        runs, horizon = next(iter(values.values())).shape
+    else:
+        runs = next(iter(values.values())).shape[0]
+        horizon = json.loads((folder / "summary.json").read_text())["config"]["horizon"]
     bounds = np.concatenate(
         [np.zeros((runs, 1), np.int64), change_points, np.full((runs, 1), horizon)], axis=1
     )
     lengths = np.diff(bounds, axis=1)
+    if field == "segment_reward":
+        return values, lengths
     rewards = {}
-    for name, loss in losses.items():
+    for name, loss in values.items():
         cumulative = np.concatenate(
             [np.zeros((runs, 1)), np.cumsum(1.0 - loss.astype(np.float64), axis=1)], axis=1
         )

@@ -371,10 +371,10 @@ class ChunkCheckpoint:
 
 def experiment_identity(config: Any) -> dict[str, Any]:
     """What must be equal for a checkpoint of an experiment to be resumed: the resolved
-    config (without ``source``, ``overrides`` and ``chunk_size``, which do not change the
-    results), the versions that compute it, the platform and the x64 setting."""
+    config (without ``source``, ``overrides``, ``chunk_size`` and ``save_traces``, which do not
+    change the results), the versions that compute it, the platform and the x64 setting."""
     resolved = config.to_dict()
-    for key in ("source", "overrides", "chunk_size"):
+    for key in ("source", "overrides", "chunk_size", "save_traces"):
         resolved.pop(key, None)
     return json.loads(
         json.dumps(

@@ -14,6 +14,7 @@ Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
     feedback = "loss"                # or "reward"; for learners that accept it
     # sa_windows = [16, 32, ...]     # SA(L) window lengths; default 2^4 .. horizon
     # chunk_size = 256               # rounds per compiled chunk; absent = auto
+    # save_traces = ["played"]       # (R, T) traces kept in traces.npz; "all" or "none"
 
     [env]
     name = "expert_advice"           # a name in stabl_jax.registry.ENVS, or "package.module:Class"
@@ -96,6 +97,7 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
     "sa_stride",
     "chunk_size",
     "feedback",
+    "save_traces",
     "env",
     "learner_options",
     "params",
@@ -115,7 +117,24 @@ _BCO_LEARNER_RESERVED = {
     "optimizer": "an optax transformation cannot be written in TOML",
 }
 # Keys of the top level that only one kind of experiment takes.
-_KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco"}
+_KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco", "save_traces": "bandit"}
+#: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
+SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best")
+#: Kept unless ``save_traces`` says otherwise: the played arms as ``uint8`` (for up to 256
+#: arms) cost one byte per run and round, 10 MB for the default job; ``loss`` would add 41 MB.
+DEFAULT_SAVE_TRACES: tuple[str, ...] = ("played",)
+
+
+def arm_dtype(num_arms: int) -> np.dtype:
+    """The smallest unsigned integer dtype holding the arms ``0 .. num_arms - 1``: ``uint8``
+    up to 256 arms, ``uint16`` up to 65536."""
+    return np.min_scalar_type(max(num_arms - 1, 0))
+
+
+def saved_dtype(trace: str, num_arms: int) -> np.dtype:
+    """The dtype trace ``trace`` of :data:`SAVABLE_TRACES` is saved with: :func:`arm_dtype`
+    for ``played``, float32 (the simulated values, exactly) for the losses and ``prob_best``."""
+    return arm_dtype(num_arms) if trace == "played" else np.dtype(np.float32)
 
 
 def _learner_registry(kind: str) -> registry.Registry:
@@ -193,6 +212,8 @@ class ExperimentConfig:
       kind: ``"bandit"`` (default) or ``"bco"`` (bandit convex optimisation).
       sa_stride: BCO only: distance between SA(L) window starts, ``None`` for
         ``max(1, L // 4)`` (:func:`stabl_jax.bco.simulate.bco_adaptive_regret`).
+      save_traces: bandit only: which ``(R, T)`` traces of :data:`SAVABLE_TRACES` every
+        learner keeps in ``traces.npz`` (the metrics and plots use all of them in memory).
     """
 
     name: str
@@ -212,6 +233,7 @@ class ExperimentConfig:
     overrides: tuple[str, ...] = ()
     kind: str = "bandit"
     sa_stride: int | None = None
+    save_traces: tuple[str, ...] = DEFAULT_SAVE_TRACES
 
     # --- building the objects it describes ----------------------------------------------------
     def make_env(self) -> Any:
@@ -267,6 +289,7 @@ class ExperimentConfig:
             "chunk_size": self.chunk_size,
             **({"sa_stride": self.sa_stride} if self.kind == "bco" else {}),
             **({"feedback": self.feedback} if self.kind == "bandit" else {}),
+            **({"save_traces": list(self.save_traces)} if self.kind == "bandit" else {}),
             "env": {"name": self.env.name, **_jsonable(dict(self.env.kwargs))},
             "learner_options": _jsonable({k: dict(v) for k, v in self.learner_options.items()}),
             "params": {k: dict(v) for k, v in self.params.items()},
@@ -532,6 +555,7 @@ def validate(
     sa_stride = raw.get("sa_stride")
     if sa_stride is not None:
         sa_stride = check.integer("sa_stride", sa_stride, 1, horizon)
+    save_traces = _check_save_traces(check, raw.get("save_traces", list(DEFAULT_SAVE_TRACES)))
     env = _check_env(check, raw["env"], horizon, kind)
     options = _check_learner_options(check, raw.get("learner_options", {}), kind)
     params = _check_params(check, raw.get("params", {}), kind)
@@ -554,6 +578,7 @@ def validate(
         overrides=tuple(overrides),
         kind=kind,
         sa_stride=sa_stride,
+        save_traces=save_traces,
     )
     # Construct every learner the experiment will run: their own checks catch bad values.
     for learner_name in learners:
@@ -636,6 +661,20 @@ def _check_sa_windows(check: Checker, value: Any, horizon: int) -> tuple[int, ..
         )
     out = [check.integer("sa_windows", v, 1, horizon) for v in value]
     return tuple(sorted(set(out)))
+
+
+def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
+    """``"all"``, ``"none"`` or an array of :data:`SAVABLE_TRACES` names, in that order."""
+    if value in ("all", "none"):
+        return SAVABLE_TRACES if value == "all" else ()
+    allowed = f'"all", "none" or an array of names from {list(SAVABLE_TRACES)}'
+    if not isinstance(value, list):
+        check.fail("save_traces", f"must be {allowed}, got {value!r} ({_type_name(value)})")
+    for name in value:
+        if name not in SAVABLE_TRACES:
+            hint = registry.did_you_mean(name, SAVABLE_TRACES) if isinstance(name, str) else ""
+            check.fail("save_traces", f"unknown trace {name!r}{hint}; must be {allowed}")
+    return tuple(name for name in SAVABLE_TRACES if name in value)
 
 
 def _check_env(check: Checker, value: Any, horizon: int, kind: str = "bandit") -> EnvConfig:

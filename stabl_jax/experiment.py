@@ -29,7 +29,7 @@ import numpy as np
 from stabl_jax import metrics
 from stabl_jax.bco.simulate import comparator_solver, paired_bco_adaptive_regret
 from stabl_jax.checkpoint import ExperimentCheckpoints
-from stabl_jax.config import ExperimentConfig
+from stabl_jax.config import ExperimentConfig, saved_dtype
 from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
 
 #: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves),
@@ -145,7 +145,8 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
     allocated: the loop state's size comes from :func:`jax.eval_shape`).
 
     Per run and round a bandit learner records ``16 + 4 q`` bytes (``q`` queries) and
-    ``traces.npz`` keeps 16 of them; a BCO learner 16 and 8.
+    ``traces.npz`` keeps those of ``save_traces`` (4 a float, 1 the arm up to 256 arms); a BCO
+    learner 16 and 8.
     """
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
@@ -158,7 +159,8 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
         state = max(state, _tree_bytes(jax.eval_shape(learner.init, key)) + env_bytes)
         recorded = 16 if config.kind == "bco" else 16 + 4 * int(learner.num_queries)
         traces += runs * horizon * recorded
-        kept += runs * horizon * (8 if config.kind == "bco" else 16)
+        saved = (saved_dtype(t, width).itemsize for t in getattr(config, "save_traces", ()))
+        kept += runs * horizon * (8 if config.kind == "bco" else sum(saved))
     learners = len(config.learners)
     states = runs * state
     sa_block = max(256 * 2**20, horizon * width * 12)  # metrics.paired_adaptive_regret

@@ -35,7 +35,10 @@ or ``kill -9``, the same command finds the partial folders whose lock is free
 state), checks every file against its digests and continues; a checkpoint of a different
 experiment, or a damaged one, is an error naming it unless ``--force`` discards it.
 ``traces.npz`` keys are ``"<learner>/<field>"`` (``stabl/loss``); read it with
-:func:`read_traces` (``allow_pickle=False``).
+:func:`read_traces` (``allow_pickle=False``). Which ``(R, T)`` traces a bandit experiment
+keeps is the config's ``save_traces`` (default ``["played"]``, the arms as ``uint8`` up to 256
+arms); the metrics and plots are computed from all of them in memory before they are written,
+so ``summary.json`` and the PNGs do not depend on it (:func:`trace_arrays`).
 
 An algorithm-selection experiment (``kind = "hpo"``) writes ``best_objective.png`` (log
 best-gap curves per problem), ``score_vs_uniform.png`` and ``profile.png`` (Dolan-More
@@ -66,6 +69,7 @@ import jax
 import numpy as np
 
 from stabl_jax import checkpoint, metrics, plots, provenance, tables
+from stabl_jax.config import arm_dtype, saved_dtype  # noqa: F401  (arm_dtype: re-exported)
 from stabl_jax.experiment import BCOExperimentResult, ExperimentResult, LearnerOutcome
 from stabl_jax.versions import __version__, installed_version
 
@@ -645,20 +649,23 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
 
 
 def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
-    """Arrays of ``traces.npz``: per learner ``loss``, ``expected_loss``, ``prob_best``
-    (``(R, T)`` float32), ``played`` (``(R, T)`` int32) and the per-run SA(L)
-    (``sa_sampled``, ``sa_expected``, ``(R, len(L))`` float64); plus ``env/change_points``
-    ``(R, S - 1)`` int32 and ``sa_window_lengths``."""
+    """Arrays of ``traces.npz``. Always: per learner the per-run SA(L) (``sa_sampled``,
+    ``sa_expected``, ``(R, len(L))`` float64) and ``segment_reward`` (``(R, S)`` float64,
+    the mean of ``1 - l_t(x_t)`` over each segment), ``env/change_points`` ``(R, S - 1)``
+    int32 and ``sa_window_lengths``. Then the ``(R, T)`` traces named by the config's
+    ``save_traces``: ``loss``, ``expected_loss`` and ``prob_best`` as float32 (exactly the
+    simulated values), ``played`` as :func:`~stabl_jax.config.arm_dtype` (``uint8`` up to 256
+    arms)."""
     arrays: dict[str, np.ndarray] = {
         "env/change_points": result.change_points.astype(np.int32),
         "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
     }
     for name, outcome in result.outcomes.items():
         res = outcome.result
-        arrays[f"{name}/loss"] = res.loss.astype(np.float32)
-        arrays[f"{name}/expected_loss"] = res.expected_loss.astype(np.float32)
-        arrays[f"{name}/played"] = res.played.astype(np.int32)
-        arrays[f"{name}/prob_best"] = res.prob_best.astype(np.float32)
+        for field in result.config.save_traces:
+            dtype = saved_dtype(field, result.env.num_arms)
+            arrays[f"{name}/{field}"] = getattr(res, field).astype(dtype)
+        arrays[f"{name}/segment_reward"] = outcome.segment_reward.astype(np.float64)
         arrays[f"{name}/sa_sampled"] = outcome.sa_sampled.astype(np.float64)
         arrays[f"{name}/sa_expected"] = outcome.sa_expected.astype(np.float64)
     return arrays

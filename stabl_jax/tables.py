@@ -135,7 +135,10 @@ class Results:
     @property
     def traces(self) -> Mapping[str, np.ndarray]:
         """``traces.npz``'s arrays, read lazily (each array when first indexed):
-        ``res.traces["stabl/loss"]`` is ``(R, T)``. Empty when the folder has none."""
+        ``res.traces["stabl/played"]`` is ``(R, T)``, the arms in the smallest unsigned dtype
+        (``uint8`` up to 256 arms); the ``(R, T)`` traces present are those the config's
+        ``save_traces`` named (``res.config["save_traces"]``). Empty when the folder has
+        none."""
         path = self.folder / "traces.npz"
         if not path.exists():
             return {}

@@ -27,17 +27,19 @@ from stabl_jax.config import (
     resolve_config,
     shipped_configs,
 )
-from stabl_jax.results import COMPLETE, PLOT_FILES, read_summary, read_traces
-from tests.conftest import write_config_variant
+from stabl_jax.results import COMPLETE, PLOT_FILES, arm_dtype, read_summary, read_traces
+from stabl_jax.tables import load_results
+from tests.conftest import numbers, write_config_variant
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
 PAPER_LEARNERS = ("uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# The (R, T) traces of `save_traces = "all"`; the default keeps `played` only.
 TRACE_FIELDS = {
     "loss": np.float32,
     "expected_loss": np.float32,
-    "played": np.int32,
+    "played": np.uint8,
     "prob_best": np.float32,
 }
 
@@ -231,6 +233,8 @@ BAD_CASES = {
     "unknown learner": ('"uniform", "stabl"', '"uniform", "stabel"', "learners", "stabl_naive"),
     "sa window too long": (TOP, "runs = 2\nsa_windows = [16, 128]", "sa_windows", "[1, 64]"),
     "bad feedback": (TOP, 'runs = 2\nfeedback = "regret"', "feedback", "reward"),
+    "unknown trace": (TOP, 'runs = 2\nsave_traces = ["los"]', "save_traces", "'loss'?"),
+    "traces not a list": (TOP, "runs = 2\nsave_traces = 3", "save_traces", '"none"'),
     "unknown env": ('name = "expert_advice"', 'name = "roulette"', "env.name", "bernoulli"),
     "unknown env kwarg": (ENV, "num_arms = 5\narms = 3", "env.arms", "num_segments"),
     "env kwarg type": (
@@ -363,19 +367,76 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
     assert summary["learners"]["stabl_single_scale"]["constructor"]["history_lengths"] == [16]
 
     traces = read_traces(out)  # allow_pickle=False
-    for learner_name in PAPER_LEARNERS:
-        for field, dtype in TRACE_FIELDS.items():
-            array = traces[f"{learner_name}/{field}"]
-            assert array.shape == (4, 64) and array.dtype == dtype
+    for learner_name in PAPER_LEARNERS:  # the default save_traces: the arms only
+        played = traces[f"{learner_name}/played"]
+        assert played.shape == (4, 64) and played.dtype == np.uint8 and played.max() < 5
+        assert f"{learner_name}/loss" not in traces
+        assert traces[f"{learner_name}/segment_reward"].shape == (4, num_segments)
     assert traces["env/change_points"].shape == (4, num_segments - 1)
     # Paired: the same key for every learner -> a learner-independent environment, and the
-    # reward mean in the summary is the mean of the traces.
-    reward = 1.0 - traces["stabl/loss"].astype(np.float64)
-    assert summary["learners"]["stabl"]["mean_reward"]["mean"] == pytest.approx(reward.mean())
+    # reward means in the summary are the means of the per-run segment rewards.
+    segment = summary["learners"]["stabl"]["segment_reward"]["mean"]
+    assert segment == pytest.approx(traces["stabl/segment_reward"].mean(axis=0).tolist())
 
     for filename in PLOT_FILES.values():
         data = (out / filename).read_bytes()
         assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
+
+
+def test_save_traces_chooses_the_arrays_not_the_results(tiny_runs, tmp_path):
+    """`save_traces = "all"` writes every (R, T) trace, exactly as simulated; summary.json's
+    numbers, results.csv and the plots are those of the default folder, which keeps one byte
+    per run, round and learner (the arms as uint8)."""
+    default = tiny_runs("expert_advice_equal")
+    out = tmp_path / "all"
+    args = ["run", *tiny_args("expert_advice_equal"), "--set", 'save_traces="all"']
+    assert cli.main([*args, "--out", str(out)]) == 0
+    first, second = (numbers(read_summary(f)) for f in (default, out))
+    assert first.pop("config").pop("save_traces") == ["played"]
+    assert second.pop("config").pop("save_traces") == list(TRACE_FIELDS)
+    assert first == second
+    for name in ("results.csv", *PLOT_FILES.values()):
+        assert (default / name).read_bytes() == (out / name).read_bytes(), name
+
+    kept, full = load_results(default).traces, load_results(out).traces
+    for learner_name in PAPER_LEARNERS:
+        for field, dtype in TRACE_FIELDS.items():
+            array = full[f"{learner_name}/{field}"]
+            assert array.shape == (4, 64) and array.dtype == dtype
+        np.testing.assert_array_equal(
+            kept[f"{learner_name}/played"], full[f"{learner_name}/played"]
+        )
+        reward = 1.0 - full[f"{learner_name}/loss"].astype(np.float64)
+        mean = read_summary(out)["learners"][learner_name]["mean_reward"]["mean"]
+        assert mean == float(metrics.mean_ci(reward.mean(axis=1))[0])  # the simulated loss
+    # Bytes of the default's (R, T) arrays per run, round and learner: 1 (uint8 arms), so the
+    # default job (500 runs, T = 4096, 5 learners) keeps 10.24 MB of traces.
+    per_round = [a.nbytes for k in kept.files if (a := kept[k]).shape[-1:] == (64,)]
+    assert sum(per_round) / (4 * 64 * len(PAPER_LEARNERS)) == 1
+    small = sum(kept[k].nbytes for k in kept.files) - sum(per_round)
+    # float64 (R, S) segment rewards and 2 (R, L) SA(L); int32 (R, S - 1) change points; L
+    assert small == len(PAPER_LEARNERS) * 4 * 8 * (4 + 2 * 3) + 4 * 3 * 4 + 8 * 3
+
+
+def test_arms_are_stored_in_the_smallest_unsigned_dtype():
+    assert [arm_dtype(n) for n in (2, 256)] == [np.uint8, np.uint8]
+    assert [arm_dtype(n) for n in (257, 65536)] == [np.uint16, np.uint16]
+
+
+def test_save_traces_values(tmp_path):
+    path = tmp_path / "good.toml"
+    for value, expected in [
+        ('"none"', ()),
+        ("[]", ()),
+        ('"all"', tuple(TRACE_FIELDS)),
+        ('["played", "loss", "played"]', ("loss", "played")),  # in the documented order
+    ]:
+        path.write_text(GOOD.replace(TOP, f"{TOP}\nsave_traces = {value}"))
+        assert load_config(path).save_traces == expected
+    path.write_text(GOOD)
+    assert load_config(path).save_traces == ("played",)
+    with pytest.raises(ConfigError, match="only for kind = 'bandit'"):
+        load_config("bco_d2", overrides=['save_traces="all"'])
 
 
 LEARNERS_QUERIES = {

@@ -57,3 +57,23 @@ def test_unpaired_folder_is_refused(paired, tmp_path):
     other = write(tmp_path / "other", [[3]], a=[[0.0] * 4])
     with pytest.raises(SystemExit, match="not paired"):
         paired.Folders(main).rewards(f"{other}::a")
+
+
+def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(paired, tmp_path):
+    """`save_traces` without `loss`: the per-run segment rewards stand in for the losses (the
+    mean weighted by the segment lengths), and `@play`, which needs the rounds, says so."""
+    loss = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.25]]  # T = 4, segments {0} and {1, 2, 3}
+    full = write(tmp_path / "full", [[1], [1]], a=loss)
+    slim = tmp_path / "slim"
+    slim.mkdir()
+    (slim / "summary.json").write_text('{"config": {"horizon": 4}}')
+    segment = paired.Folders(full).rewards("a")[1]
+    np.savez(
+        slim / "traces.npz",
+        **{"env/change_points": np.asarray([[1], [1]], np.int32), "a/segment_reward": segment},
+    )
+    data = paired.Folders(slim)
+    for got, want in zip(data.rewards("a"), paired.Folders(full).rewards("a"), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    with pytest.raises(SystemExit, match="save_traces"):
+        data.rewards("a@play")

@@ -171,7 +171,7 @@ def test_summary_config_reruns_the_experiment():
         rebuilt = validate(raw, "summary.json", default_name=recorded["name"])
         for field in ("name", "seed", "runs", "horizon", "learners", "env", "window"):
             assert getattr(rebuilt, field) == getattr(config, field), (name, field)
-        for field in ("sa_windows", "chunk_size", "feedback", "kind", "sa_stride"):
+        for field in ("sa_windows", "chunk_size", "feedback", "kind", "sa_stride", "save_traces"):
             assert getattr(rebuilt, field) == getattr(config, field), (name, field)
         assert rebuilt.learner_options == config.learner_options
         assert rebuilt.params == config.params

@@ -92,11 +92,22 @@ def test_paired_and_subsample_views_from_traces(tmp_path):
         **{"stabl/loss": stabl, "exp3_uniform/loss": exp3},
         **{"env/change_points": np.full((10, 1), 2, np.int32)},
     )
-    paired = REPORT["render"]("demo view=paired", tmp_path)
+    views = ("demo view=paired", "demo view=subsample5")
+    paired, sub = (REPORT["render"](view, tmp_path) for view in views)
     assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in paired
-    sub = REPORT["render"]("demo view=subsample5", tmp_path)
     assert "the 2 disjoint 5-run means" in sub
     assert "| stabl − exp3_uniform | +0.050 | +0.050 – +0.050 | 0.000 | 0 of 2 |" in sub
+
+    # A folder that kept no loss traces (save_traces): the same tables from segment_reward.
+    summary["config"]["horizon"] = 4
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    rewards, _ = REPORT["run_rewards"](tmp_path / "demo")
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{f"{name}/segment_reward": value for name, value in rewards.items()},
+        **{"env/change_points": np.full((10, 1), 2, np.int32)},
+    )
+    assert [REPORT["render"](view, tmp_path) for view in views] == [paired, sub]
 
 
 def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():

@@ -70,7 +70,8 @@ def test_a_real_results_folder_as_a_table(tmp_path):
     assert cli.main([*args, "--set", 'learners=["uniform","stabl"]']) == 0
     res = load_results(out)
     assert res.learners == ["uniform", "stabl"]
-    assert res.traces["stabl/loss"].shape == (2, res.config["horizon"])
+    played = res.traces["stabl/played"]  # the default save_traces: the arms, as uint8
+    assert played.shape == (2, res.config["horizon"]) and played.dtype == np.uint8
     rows = res.rows()
     summary = json.loads((out / "summary.json").read_text())
     want = summary["learners"]["stabl"]["mean_reward"]["mean"]
