@@ -458,7 +458,7 @@ def simulate(
         checkpoint=checkpoint,
         host_threads=plan.host_threads,
     )
-    arrays, carry = sharding.unpad((arrays, carry), plan)
+    arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
     return SimResult(arrays, carry, compile_s, run_s, offered)
 
