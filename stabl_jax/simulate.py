@@ -276,7 +276,7 @@ class _RaisingLowered:
 
         def call(carry: Any, t0: jax.Array) -> Any:
             err, result = compiled(carry, t0)
-            err.throw()
+            sharding.to_host(err).throw()  # on every process's host: no collective to deadlock
             return result
 
         return call

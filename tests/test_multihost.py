@@ -2,7 +2,7 @@
 
 Two processes (coordinator on 127.0.0.1, CPU collectives, two CPU devices each) run
 ``jax.distributed.initialize`` and then a study exactly as one process would; process 0
-writes the gathered traces and the gathered final state.
+writes the gathered traces, the gathered final state and an experiment's results folder.
 A single process with four CPU devices runs the same script; every array must be equal bit
 for bit (same seed, same ``runs_per_block``).
 """
@@ -19,12 +19,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stabl_jax import results
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120  # seconds for each process (a JAX start-up, a few compilations, gloo set-up)
 
 # argv: process id, process count, coordinator port, output folder. Process 0 writes
-# ``arrays.npz``: the traces of ``simulate`` and the final learner state, both gathered to
-# every process by ``simulate``.
+# ``arrays.npz`` (the traces of ``simulate`` and the final learner state, both gathered to
+# every process by ``simulate``) and the results folder of a two-learner experiment
+# (``run_experiment`` + ``write_results``).
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -37,7 +40,9 @@ SCRIPT = textwrap.dedent(
             coordinator_address=f"127.0.0.1:{port}", num_processes=nproc, process_id=pid
         )
     import numpy as np
-    from stabl_jax import ExpertAdvice, make, simulate
+    from stabl_jax import ExpertAdvice, make, results, simulate
+    from stabl_jax.config import load_config
+    from stabl_jax.experiment import run_experiment
 
     env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
     res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 8,
@@ -46,8 +51,12 @@ SCRIPT = textwrap.dedent(
     for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
         arrays[f"state/{i}"] = np.asarray(leaf)
     arrays["layout"] = np.asarray([jax.process_count(), len(jax.devices())])
+    config = load_config("expert_advice_equal", ["env.num_arms=5"], runs=8, horizon=64,
+                         learners=["stabl", "exp3_uniform"], seed=1)
+    experiment = run_experiment(config)  # validates every round, as the command line does
     if jax.process_index() == 0:
         np.savez(out / "arrays.npz", **arrays)
+        results.write_results(experiment, results.ResultsFolder.prepare(out / "results"))
     """
 )
 
@@ -104,3 +113,13 @@ def test_two_processes_equal_one(tmp_path):
     assert sorted(multi) == sorted(single) and any(k.startswith("state/") for k in multi)
     for name in single:
         np.testing.assert_array_equal(multi[name], single[name], err_msg=name, strict=True)
+    written = [results.read_traces(tmp_path / run / "results") for run in ("multi", "single")]
+    assert sorted(written[0]) == sorted(written[1]) and written[0]
+    for name, value in written[1].items():
+        np.testing.assert_array_equal(written[0][name], value, err_msg=name, strict=True)
+    summaries = [results.read_summary(tmp_path / run / "results") for run in ("multi", "single")]
+    for summary in summaries:  # timings differ; every metric must not
+        for entry in summary["learners"].values():
+            for key in ("compile_seconds", "run_seconds", "simulate_seconds"):
+                entry.pop(key)
+    assert summaries[0]["learners"] == summaries[1]["learners"]
