@@ -6,7 +6,8 @@ its work.
 ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` set before JAX is imported), the runs
 are split over a 1-D mesh with axis ``"runs"`` (:func:`runs_mesh`): each device simulates its
 own runs with ``jax.shard_map`` and no communication, except that each chunk's per-round
-traces are gathered to every device (``all_gather``, so every process can read them).
+traces are gathered to every device (``all_gather``, so every process can read them); with
+several processes the final state is gathered to every process too (:func:`to_host`).
 
 **Blocks.** Each device steps its runs ``runs_per_block`` at a time (``lax.map`` over blocks,
 ``vmap`` inside a block). On a CPU a block of a few hundred runs keeps the learners' states
@@ -228,6 +229,24 @@ def distribute(step: Callable[..., Any], plan: RunsPlan) -> Callable[..., Any]:
         out_specs=(spec, PartitionSpec()),
         check_vma=False,
     )
+
+
+def to_host(tree: Any) -> Any:
+    """``tree`` unchanged within one process; across processes (a multi-host run), its
+    leaves sharded over every process's devices gathered to every process as NumPy arrays
+    (``process_allgather``; typed keys as local key arrays), so each host holds all runs'
+    final state."""
+    if jax.process_count() == 1:
+        return tree
+    from jax.experimental import multihost_utils
+
+    def gather(x: Any) -> Any:
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):  # typed keys: their bits
+            bits = multihost_utils.process_allgather(jax.random.key_data(x), tiled=True)
+            return jax.random.wrap_key_data(bits, impl=jax.random.key_impl(x))
+        return multihost_utils.process_allgather(x, tiled=True)
+
+    return jax.tree.map(gather, tree)
 
 
 def unpad(tree: Any, plan: RunsPlan) -> Any:

@@ -276,7 +276,7 @@ class _RaisingLowered:
 
         def call(carry: Any, t0: jax.Array) -> Any:
             err, result = compiled(carry, t0)
-            err.throw()
+            sharding.to_host(err).throw()  # on every process's host: no collective to deadlock
             return result
 
         return call
@@ -458,7 +458,7 @@ def simulate(
         checkpoint=checkpoint,
         host_threads=plan.host_threads,
     )
-    arrays, carry = sharding.unpad((arrays, carry), plan)
+    arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
     return SimResult(arrays, carry, compile_s, run_s, offered)
 

@@ -1,0 +1,125 @@
+"""The README's multi-host recipe on JAX's distributed runtime, on this machine.
+
+Two processes (coordinator on 127.0.0.1, CPU collectives, two CPU devices each) run
+``jax.distributed.initialize`` and then a study exactly as one process would; process 0
+writes the gathered traces, the gathered final state and an experiment's results folder.
+A single process with four CPU devices runs the same script; every array must be equal bit
+for bit (same seed, same ``runs_per_block``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax import results
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 120  # seconds for each process (a JAX start-up, a few compilations, gloo set-up)
+
+# argv: process id, process count, coordinator port, output folder. Process 0 writes
+# ``arrays.npz`` (the traces of ``simulate`` and the final learner state, both gathered to
+# every process by ``simulate``) and the results folder of a two-learner experiment
+# (``run_experiment`` + ``write_results``).
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    import jax
+
+    pid, nproc, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
+    if nproc > 1:
+        jax.distributed.initialize(
+            coordinator_address=f"127.0.0.1:{port}", num_processes=nproc, process_id=pid
+        )
+    import numpy as np
+    from stabl_jax import ExpertAdvice, make, results, simulate
+    from stabl_jax.config import load_config
+    from stabl_jax.experiment import run_experiment
+
+    env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
+    res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 8,
+                   chunk_size=40, runs_per_block=2)
+    arrays = {f"trace/{k}": v for k, v in res.traces().items()}
+    for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
+        arrays[f"state/{i}"] = np.asarray(leaf)
+    arrays["layout"] = np.asarray([jax.process_count(), len(jax.devices())])
+    config = load_config("expert_advice_equal", ["env.num_arms=5"], runs=8, horizon=64,
+                         learners=["stabl", "exp3_uniform"], seed=1)
+    experiment = run_experiment(config)  # validates every round, as the command line does
+    if jax.process_index() == 0:
+        np.savez(out / "arrays.npz", **arrays)
+        results.write_results(experiment, results.ResultsFolder.prepare(out / "results"))
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _launch(num_processes: int, devices: int, folder: Path) -> None:
+    """Run SCRIPT as ``num_processes`` processes of ``devices`` CPU devices each; raise with
+    every process's output if one fails or runs past TIMEOUT (all are then killed with
+    SIGKILL: a process of JAX's distributed runtime catches SIGTERM)."""
+    folder.mkdir()
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    port = str(_free_port())
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(i), str(num_processes), port, str(folder)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in range(num_processes)
+    ]
+    logs = []
+    try:
+        for proc in procs:
+            logs.append(proc.communicate(timeout=TIMEOUT)[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    failed = [i for i, proc in enumerate(procs) if proc.returncode != 0]
+    assert not failed, "\n".join(f"process {i}:\n{logs[i][-3000:]}" for i in failed)
+
+
+@pytest.mark.slow  # three JAX start-ups and their compilations in subprocesses
+def test_two_processes_equal_one(tmp_path):
+    _launch(2, 2, tmp_path / "multi")
+    _launch(1, 4, tmp_path / "single")
+    with (
+        np.load(tmp_path / "multi" / "arrays.npz") as m,
+        np.load(tmp_path / "single/arrays.npz") as s,
+    ):
+        multi, single = dict(m), dict(s)
+    np.testing.assert_array_equal(multi.pop("layout"), [2, 4])  # 2 processes, 4 devices
+    np.testing.assert_array_equal(single.pop("layout"), [1, 4])
+    assert sorted(multi) == sorted(single) and any(k.startswith("state/") for k in multi)
+    for name in single:
+        np.testing.assert_array_equal(multi[name], single[name], err_msg=name, strict=True)
+    written = [results.read_traces(tmp_path / run / "results") for run in ("multi", "single")]
+    assert sorted(written[0]) == sorted(written[1]) and written[0]
+    for name, value in written[1].items():
+        np.testing.assert_array_equal(written[0][name], value, err_msg=name, strict=True)
+    summaries = [results.read_summary(tmp_path / run / "results") for run in ("multi", "single")]
+    for summary in summaries:  # timings differ; every metric must not
+        for entry in summary["learners"].values():
+            for key in ("compile_seconds", "run_seconds", "simulate_seconds"):
+                entry.pop(key)
+    assert summaries[0]["learners"] == summaries[1]["learners"]
