@@ -3,8 +3,8 @@
     python experiments/benchmark.py [--quick] [--out DIR] [--learners ...] [--arms ...]
                                     [--runs ...] [--repeats K] [--no-numpy]
 
-See :mod:`stabl_jax.bench.benchmark` for what is timed and how; README and EXPERIMENTS.md quote
-its table with the machine it came from.
+See :mod:`stabl_jax.bench.benchmark` for what is timed and how; docs/speed.md and
+EXPERIMENTS.md quote its table with the machine it came from.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def resolve_chunk_size(config: ExperimentConfig) -> int:
 
 
 #: The rough simulation speed :func:`estimate_resources` assumes: arm (or coordinate) updates
-#: per second, about StABL's with n = 30 arms on a 2-core CPU (README, "Speed").
+#: per second, about StABL's with n = 30 arms on a 2-core CPU (docs/speed.md).
 ESTIMATE_UPDATES_PER_SECOND = 3e7
 #: Disk taken by the plots and the summary of one experiment (generous).
 PLOTS_BYTES = 2**20

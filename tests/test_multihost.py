@@ -1,4 +1,4 @@
-"""The README's multi-host recipe on JAX's distributed runtime, on this machine.
+"""The multi-host recipe of docs/gpu.md on JAX's distributed runtime, on one machine.
 
 Two processes (coordinator on 127.0.0.1, CPU collectives, two CPU devices each) run
 ``jax.distributed.initialize`` and then a study exactly as one process would; process 0
