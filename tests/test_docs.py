@@ -1,0 +1,103 @@
+"""The documentation stays true to the code: links resolve, and every config key, option,
+params field, registered name and command-line flag the code accepts is documented."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from stabl_jax import cli, registry
+from stabl_jax.config import SAVABLE_TRACES, TOP_LEVEL_KEYS
+from stabl_jax.hpo_experiment import BBOB_KEYS, HPO_TOP_LEVEL_KEYS
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", ROOT / "EXPERIMENTS.md", *sorted(DOCS.glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _unfenced(path: Path) -> str:
+    """The page without its fenced code blocks."""
+    return re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+
+
+def _prose(path: Path) -> str:
+    """The page without code blocks and inline code (their brackets are not links)."""
+    return re.sub(r"`[^`\n]*`", "", _unfenced(path))
+
+
+def _documented(page: str) -> set[str]:
+    """Every name written as inline code (outside code blocks, quotes dropped) on
+    ``docs/<page>``."""
+    return {name.strip('"') for name in re.findall(r"`([^`\n]+)`", _unfenced(DOCS / page))}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve_to_files(page: Path) -> None:
+    targets = [t for t in LINK.findall(_prose(page)) if not re.match(r"[a-z]+:", t)]
+    if page.name == "README.md":
+        assert len(targets) >= 8, "README links to the docs pages"
+    for target in targets:
+        assert "#" not in target, f"{page.name}: link {target!r} has an anchor; name the section"
+        assert (page.parent / target).exists(), f"{page.name}: link {target!r} resolves to nothing"
+
+
+def test_readme_setup_is_the_two_commands() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "python3.11 -m venv .venv && .venv/bin/pip install . && .venv/bin/stabl-jax run" in text
+    assert (
+        "python3.11 -m venv .venv && .venv/bin/pip install '.[test]' && .venv/bin/python -m pytest"
+        in text
+    )
+
+
+def test_every_config_key_is_documented() -> None:
+    """Adding a key to the validator without a row in docs/configs.md fails here."""
+    keys = {*TOP_LEVEL_KEYS, *HPO_TOP_LEVEL_KEYS, *BBOB_KEYS, *SAVABLE_TRACES}
+    missing = sorted(keys - _documented("configs.md"))
+    assert not missing, f"config keys missing from docs/configs.md: {missing}"
+
+
+def test_every_constructor_option_and_params_field_is_documented() -> None:
+    """The ``[env]`` keys, ``[learner_options]`` options and ``[params]`` fields of every
+    registered environment and learner appear in docs/configs.md."""
+    sizes = {"bandit": {"num_arms": 30}, "bco": {"dim": 2}}
+    names: set[str] = set()
+    for kind, learners, envs in (
+        ("bandit", registry.LEARNERS, registry.ENVS),
+        ("bco", registry.BCO_LEARNERS, registry.CONVEX_ENVS),
+    ):
+        for table in (learners, envs):
+            for name in table:
+                names |= set(table.entry(name).hints)
+        for name in learners:
+            params = learners.make(name, horizon=4096, **sizes[kind]).default_params
+            if dataclasses.is_dataclass(params):
+                names |= {field.name for field in dataclasses.fields(params)}
+    missing = sorted(names - _documented("configs.md"))
+    assert not missing, f"options or params fields missing from docs/configs.md: {missing}"
+
+
+def test_every_registered_name_is_documented() -> None:
+    tables = (registry.LEARNERS, registry.BCO_LEARNERS, registry.ENVS, registry.CONVEX_ENVS)
+    names = {name for table in tables for name in table}
+    missing = sorted(names - _documented("algorithms.md"))
+    assert not missing, f"registered names missing from docs/algorithms.md: {missing}"
+
+
+def test_every_command_line_flag_is_documented() -> None:
+    flags: set[str] = set()
+    for argv in (["--help"], ["run", "--help"], ["list", "--help"], ["bench", "--help"]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli.main(argv) == 0
+        flags |= set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out.getvalue()))
+    assert "--compile-cache" in flags and "--allow-large" in flags
+    text = (DOCS / "usage.md").read_text(encoding="utf-8")
+    missing = sorted(flag for flag in flags if flag not in text)
+    assert not missing, f"flags missing from docs/usage.md: {missing}"
