@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from stabl_jax import ExpertAdvice, make, simulate
+from stabl_jax.bench import benchmark
 
 #: (learner, n, R, T, traces): the rows of the speed table.
 ROWS: list[tuple[str, int, int, int, tuple[str, ...]]] = [
@@ -36,11 +37,6 @@ ROWS: list[tuple[str, int, int, int, tuple[str, ...]]] = [
 QUICK_ROWS = [row for row in ROWS if row[2] <= 16_384]
 
 
-def state_bytes(learner, key) -> int:
-    state = learner.init(key)
-    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(state)))
-
-
 def time_row(name, n, runs, horizon, traces, bandwidth_gbs, repeats=2):
     learner = make(name, num_arms=n, horizon=horizon)
     env = ExpertAdvice(num_arms=n, horizon=horizon)
@@ -52,7 +48,7 @@ def time_row(name, n, runs, horizon, traces, bandwidth_gbs, repeats=2):
         del res
     best = min(seconds)
     rate = runs * horizon / best
-    sbytes = state_bytes(learner, jax.random.key(0))
+    sbytes = benchmark.state_bytes(learner)
     bound = bandwidth_gbs * 1e9 / (2 * sbytes)
     return {
         "learner": name,

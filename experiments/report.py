@@ -94,6 +94,11 @@ def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
             + " | ".join(cells)
             + f" | {muted if muted is not None else '–'} |"
         )
+    gap = summary.get("adaptive_regret", {}).get("comparator_gap")
+    if gap is not None:
+        lengths = summary["adaptive_regret"]["window_lengths"]
+        cells = [f"{gap['max'][lengths.index(w)]:.1e}" if w in lengths else "–" for w in windows]
+        lines.append("| comparator gap (max over runs) | | | " + " | ".join(cells) + " | |")
     return "\n".join(lines)
 
 

@@ -535,6 +535,17 @@ def _add_bench_parser(sub: Any) -> None:
     bench.add_argument("--runs", nargs="+", type=int, default=None, metavar="R")
     bench.add_argument("--repeats", type=int, default=None, help=f"(default {default.repeats})")
     bench.add_argument("--no-numpy", action="store_true", help="time only simulate")
+    bench.add_argument(
+        "--no-validate", action="store_true", help="skip timing simulate(validate=True)"
+    )
+    bench.add_argument(
+        "--bandwidth",
+        type=float,
+        default=None,
+        metavar="GBS",
+        help="device memory bandwidth in GB/s for the bound column (default: the vendor's "
+        "peak for a known GPU; none on a CPU)",
+    )
     bench.set_defaults(handler=_cmd_bench)
 
 
@@ -553,6 +564,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         changes["repeats"] = args.repeats
     if args.no_numpy:
         changes["numpy"] = False
+    if args.no_validate:
+        changes["validate"] = False
+    if args.bandwidth is not None:
+        if not args.bandwidth > 0:
+            raise ConfigError(f"--bandwidth must be > 0 GB/s, got {args.bandwidth}")
+        changes["bandwidth_gbs"] = args.bandwidth
     config = dataclasses.replace(config, **changes)
     unknown = [name for name in config.learners if name not in LEARNERS]
     if unknown:

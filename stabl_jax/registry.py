@@ -283,6 +283,8 @@ LEARNERS.register("stabl_anytime", learners.StABLAnytime,
     "StABL, anytime rates set from the time since each restart (2 queries)")
 LEARNERS.register("stabl_adaptive", learners.StABLAdaptive,
     "StABL, data-dependent rates (self-confident EXP3, ML-Prod) (2 queries)")
+LEARNERS.register("stabl_rate_grid", learners.StABLRateGrid,
+    "StABL over (history length, rate scale 1..1024) experts: no rate tuning (2 queries)")
 LEARNERS.register("stabl_tuned", learners.StABL,
     "StABL again, so a config can run tuned [params] beside the printed (2 queries)")
 LEARNERS.register("stabl_vizier", learners.StABLVizier,

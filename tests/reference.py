@@ -181,6 +181,7 @@ def stabl_reference(
     round_offset: int = 0,
     horizon: int | None = None,
     feedback: str = "loss",
+    rate_scales: Sequence[float] | None = None,
 ) -> dict[str, np.ndarray | int]:
     """Run StABL, the Strongly Adaptive Bandit Learner (paper Algorithm 1).
 
@@ -232,6 +233,9 @@ def stabl_reference(
         round_offset: shift of the restart schedule (global index of round 0).
         horizon: horizon used by ``expert_c="2logT"``; defaults to ``T``.
         feedback: ``"loss"`` or ``"reward"``.
+        rate_scales: one extra multiplier of ``etaE_k`` per expert (default all 1); with
+            ``history_lengths`` listing each length once per scale, this is the rate-grid
+            variant (every (length, scale) pair an expert, ``B`` counting them all).
 
     Returns:
         dict with ``"played"`` (T,), ``"observed"`` (T,), ``"play_probs"`` (T, n) = mix,
@@ -268,6 +272,8 @@ def stabl_reference(
             raise ValueError(f'expert_c="2logT" needs horizon >= 2, got {horizon}')
         C = 2.0 * math.log2(horizon)
     eta_expert = float(expert_lr_scale) * np.sqrt(math.log(n) / (lengths_arr * n * C))
+    if rate_scales is not None:
+        eta_expert = eta_expert * np.asarray(rate_scales, dtype=np.float64)
 
     # Fresh state at t = 0.
     v = np.full((B, n), 1.0 / n)

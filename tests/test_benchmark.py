@@ -18,7 +18,7 @@ def test_bench_cli_tiny(tmp_path, capsys):
     code = cli.main(
         [
             "bench", "--learners", "stabl", "--arms", "5", "--runs", "3",
-            "--repeats", "1", "--out", str(tmp_path),
+            "--repeats", "1", "--out", str(tmp_path), "--bandwidth", "100",
         ]
     )  # fmt: skip
     assert code == 0
@@ -26,7 +26,7 @@ def test_bench_cli_tiny(tmp_path, capsys):
     assert "| learner | n | R |" in printed and "NumPy one-run loop" in printed
     result = json.loads((tmp_path / "benchmark.json").read_text())
     impls = sorted({row["impl"] for row in result["rows"]})
-    assert impls == ["jax", "numpy_loop", "numpy_vectorised"]
+    assert impls == ["jax", "jax_validated", "numpy_loop", "numpy_vectorised"]
     jax_rows = [row for row in result["rows"] if row["impl"] == "jax"]
     assert [row["runs"] for row in jax_rows] == [3]
     for row in jax_rows:
@@ -34,7 +34,13 @@ def test_bench_cli_tiny(tmp_path, capsys):
         assert row["arm_updates_per_s"] == pytest.approx(5 * row["run_steps_per_s"])
         assert row["x_numpy_loop"] > 0 and row["x_numpy_vectorised"] > 0
         assert row["peak_rss_bytes"] > 0
-    assert result["machine"]["cpu_count"] >= 1
+        assert row["x_validated"] > 0  # the validated call's rate over the plain one
+        # StABL's state per run, from its init: the bound is 100 GB/s over twice that.
+        assert row["state_bytes_per_run"] == benchmark.state_bytes(
+            benchmark.make_learner("stabl", 5)
+        )
+        assert row["bound_run_steps_per_s"] == 100e9 / (2 * row["state_bytes_per_run"])
+    assert result["machine"]["cpu_count"] >= 1 and result["machine"]["bandwidth_gbs"] == 100
     assert (tmp_path / "benchmark.md").read_text().startswith("Machine: ")
 
 
@@ -48,8 +54,21 @@ def test_bench_without_numpy_for_other_learners():
         learners=("uniform",), arms=(4,), runs=(2,), repeats=1, work=256, numpy=True
     )
     result = benchmark.run_benchmark(config)
-    assert [row["impl"] for row in result["rows"]] == ["jax"]  # no NumPy version: JAX only
+    # no NumPy version: JAX only, plain and validated
+    assert [row["impl"] for row in result["rows"]] == ["jax", "jax_validated"]
     assert "—" in benchmark.to_markdown(result)
+
+
+def test_bench_bound_defaults_to_known_devices_only(monkeypatch):
+    config = benchmark.BenchConfig()
+    assert benchmark.device_bandwidth_gbs(config) is None  # a CPU: no bound by default
+    assert benchmark.device_bandwidth_gbs(benchmark.BenchConfig(bandwidth_gbs=5.0)) == 5.0
+    assert benchmark.PEAK_BANDWIDTH_GBS["NVIDIA H100 80GB HBM3"] == 3350.0
+
+
+def test_bench_rejects_a_bad_bandwidth(capsys):
+    assert cli.main(["bench", "--bandwidth", "0"]) == cli.EXIT_USAGE
+    assert "--bandwidth must be > 0 GB/s, got 0.0" in capsys.readouterr().err
 
 
 def test_auto_chunk_size_follows_available_memory(monkeypatch):

@@ -58,3 +58,22 @@ def test_custom_learner_keeps_the_contract(example):
     state, _ = checked(learner.init(keys[0]), loss, keys[1])
     with pytest.raises(checkify.JaxRuntimeError, match="loss at round 1 must be finite"):
         checked(state, loss.at[2].set(jnp.nan), keys[1])
+
+
+def test_paired_sweep_example_pairs_the_points(capsys):
+    """Each grid point's runs see the same draws: equal points give equal rewards."""
+    example = _load("paired_sweep")
+    points, reward = example.sweep((2.0, 2.0), runs_per_point=4, horizon=64, num_arms=4)
+    assert reward.shape == (4, 4) and len(points) == 4
+    np.testing.assert_array_equal(reward[0], reward[3])  # (2, 2) twice: the same runs
+    best = example.main(["--runs", "4", "--horizon", "64"])
+    assert best["best_expert"] in (1.0, 4.0, 16.0) and 0.0 <= best["best"] <= 1.0
+    assert "diff to best" in capsys.readouterr().out
+
+
+def test_load_results_example_reads_a_folder(tmp_path, capsys):
+    example = _load("load_results")
+    rewards = example.main(tmp_path / "results")
+    assert set(rewards) == {"exp3", "stabl"}
+    assert all(0.0 <= r <= 1.0 for r in rewards.values())
+    assert "stabl/played: shape (8, 512), dtype uint8" in capsys.readouterr().out

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import EXP3, StABL, sampling
+from stabl_jax.learners import StABLRateGrid
 from tests import reference
 
 T, N = 150, 6
@@ -68,25 +69,34 @@ def test_exp3_matches_reference(options):
         {"history_lengths": (5,), "meta_lr_scale": 1.0},
         {"history_lengths": (2, 4, 8, 16), "meta_lr_scale": 40.0},  # forces muting
         {"expert_lr_scale": 5.0, "feedback": "reward", "history_lengths": (4, 16, 64)},
+        {"rate_grid": (1.0, 16.0, 256.0), "history_lengths": (4, 16, 64)},
+        {"rate_grid": (0.5, 30.0), "feedback": "reward", "meta_lr_scale": 20.0},
     ],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default",
 )
 def test_stabl_matches_reference(options):
+    """StABL, and the rate-grid variant as StABL over every (length, scale) pair."""
     options = dict(options)
     scales = {k: options.pop(k) for k in ("meta_lr_scale", "expert_lr_scale") if k in options}
     rng = np.random.default_rng(2)
     losses = rng.uniform(size=(T, N))
     with jax.enable_x64(True):
-        learner = StABL(num_arms=N, horizon=T, dtype="float64", **options)
+        cls = StABLRateGrid if "rate_grid" in options else StABL
+        learner = cls(num_arms=N, horizon=T, dtype="float64", **options)
         params = learner.default_params.replace(**{k: np.float64(v) for k, v in scales.items()})
         step = jax.jit(learner.step)
         state = learner.init(jax.random.key(5), params)
         keys = jax.random.split(jax.random.key(6), T)
         us = np.stack([np.asarray(sampling.uniforms(k, 2, "float64")) for k in keys])
-        ref_options = {k: v for k, v in options.items() if k != "history_lengths"}
-        ref = reference.stabl_reference(
-            losses, us, learner.history_lengths, horizon=T, **ref_options, **scales
-        )
+        ref_options = {
+            k: v for k, v in options.items() if k not in ("history_lengths", "rate_grid")
+        }
+        lengths = learner.history_lengths
+        if "rate_grid" in options:  # every (length, scale) pair is an expert, index k S + j
+            grid = options["rate_grid"]
+            lengths = [L for L in learner.history_lengths for _ in grid]
+            ref_options["rate_scales"] = list(grid) * len(learner.history_lengths)
+        ref = reference.stabl_reference(losses, us, lengths, horizon=T, **ref_options, **scales)
         for t in range(T):
             v, mix, obs = learner.distributions(state)
             np.testing.assert_allclose(v, ref["expert_probs"][t], rtol=1e-9, atol=1e-300)

@@ -99,3 +99,25 @@ def test_bad_windows_and_params(env):
     params = learner.default_params.replace(meta_lr_scale=np.ones(3, np.float32))
     with pytest.raises(ValueError, match="num_runs=2"):
         simulate_summaries(learner, env, jax.random.key(0), 2, (4,), params=params)
+
+
+def test_runs_per_point_pairs_the_points_of_a_sweep(env):
+    """Every group of ``runs_per_point`` runs gets the keys of runs ``0 .. P - 1``: a grid of
+    two equal points gives equal traces, and each group equals an unpaired simulation of P
+    runs; without it the groups differ."""
+    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
+
+    def grid(runs):
+        return learner.default_params.replace(meta_lr_scale=np.full(runs, 2.0, np.float32))
+
+    key = jax.random.key(9)
+    paired = simulate(learner, env, key, 6, params=grid(6), runs_per_point=3, runs_per_block=1)
+    alone = simulate(learner, env, key, 3, params=grid(3), runs_per_block=1)
+    unpaired = simulate(learner, env, key, 6, params=grid(6), runs_per_block=1)
+    for name, trace in paired.traces().items():
+        np.testing.assert_array_equal(trace[:3], alone.traces()[name], err_msg=name)
+        np.testing.assert_array_equal(trace[3:], alone.traces()[name], err_msg=name)
+        np.testing.assert_array_equal(unpaired.traces()[name][:3], trace[:3], err_msg=name)
+    assert not np.array_equal(unpaired.played[3:], paired.played[3:])
+    with pytest.raises(ValueError, match="num_runs=5 is not a multiple of runs_per_point=3"):
+        simulate(learner, env, key, 5, runs_per_point=3)

@@ -8,6 +8,13 @@ For every learner, number of arms ``n`` and number of runs ``R`` it times
 - the peak resident memory of the process while the first call ran (``VmHWM`` after resetting
   it through ``/proc/self/clear_refs``; the whole process, JAX runtime included);
 
+- with ``validate``, the same call with ``simulate(validate=True)`` (the in-program checks of
+  every round), and the ratio of the two rates: what validation costs;
+- the bound of the memory traffic: ``bandwidth / (2 * state bytes per run)`` run-steps/s, the
+  rate at which reading and writing each run's learner state once a round would saturate the
+  device's memory bandwidth (``bandwidth_gbs``, or the vendor's peak for a known GPU,
+  :data:`PEAK_BANDWIDTH_GBS`; none on a CPU), and the fraction of it reached;
+
 and, in the same process and interleaved with those calls (so that the load of a shared
 machine falls on both alike), two independent NumPy implementations of the same algorithm
 (:mod:`stabl_jax.bench.numpy_baselines`): one run in a Python loop, and ``R`` runs vectorised
@@ -22,7 +29,7 @@ first rounds are timed. ``float32`` on both sides.
 Example (a tiny run; the doctest does not time anything worth quoting):
   >>> from stabl_jax.bench.benchmark import BenchConfig, run_benchmark
   >>> res = run_benchmark(BenchConfig(learners=("exp3",), arms=(5,), runs=(2,), repeats=1,
-  ...                                 work=160, numpy_work=80))
+  ...                                 work=160, numpy_work=80, validate=False))
   >>> [row["impl"] for row in res["rows"]]
   ['jax', 'numpy_vectorised', 'numpy_loop']
 """
@@ -51,6 +58,18 @@ NUMPY_IMPLEMENTATIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] 
 }
 
 
+#: Peak memory bandwidth in GB/s by ``device_kind``, from the vendors' data sheets (the bound
+#: column's default; ``--bandwidth`` sets another).
+PEAK_BANDWIDTH_GBS: dict[str, float] = {
+    "NVIDIA H100 80GB HBM3": 3350.0,  # H100 SXM
+    "NVIDIA H100 PCIe": 2000.0,
+    "NVIDIA H200": 4800.0,
+    "NVIDIA A100-SXM4-80GB": 2039.0,
+    "NVIDIA A100-SXM4-40GB": 1555.0,
+    "NVIDIA A100 80GB PCIe": 1935.0,
+}
+
+
 def default_horizon(num_arms: int) -> int:
     """The paper's horizon for ``n`` arms: 4096 up to 100 arms (Figure 1), else 65536."""
     return 4096 if num_arms <= 100 else 65536
@@ -73,6 +92,9 @@ class BenchConfig:
       min_rounds: the fewest rounds a JAX call times.
       max_rounds: the most rounds any call times.
       numpy: also time the NumPy versions (where one exists).
+      validate: also time ``simulate(validate=True)``.
+      bandwidth_gbs: the device's memory bandwidth for the bound column; ``None``: the
+        vendor's peak for a GPU in :data:`PEAK_BANDWIDTH_GBS`, else no bound.
       seed: PRNG seed.
     """
 
@@ -85,6 +107,8 @@ class BenchConfig:
     min_rounds: int = 32
     max_rounds: int = 4096
     numpy: bool = True
+    validate: bool = True
+    bandwidth_gbs: float | None = None
     seed: int = 0
 
     def jax_rounds(self, num_runs: int, num_arms: int) -> int:
@@ -199,20 +223,52 @@ def _row(impl: str, name: str, num_arms: int, num_runs: int, rounds: int) -> dic
     }
 
 
-def _jax_case(name: str, num_arms: int, num_runs: int, rounds: int, seed: int) -> _Timed:
+def state_bytes(learner: Any) -> int:
+    """Bytes of one run's learner state (every leaf of ``learner.init``'s pytree)."""
+    import jax
+
+    state = jax.eval_shape(learner.init, jax.random.key(0))
+    return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)))
+
+
+def device_bandwidth_gbs(config: BenchConfig) -> float | None:
+    """``config.bandwidth_gbs``, else the vendor's peak for the first device if known."""
+    import jax
+
+    if config.bandwidth_gbs is not None:
+        return config.bandwidth_gbs
+    return PEAK_BANDWIDTH_GBS.get(jax.devices()[0].device_kind)
+
+
+def make_learner(name: str, num_arms: int) -> Any:
+    """The registry's learner ``name`` at the paper's horizon for ``n`` arms."""
+    from stabl_jax.registry import make
+
+    return make(name, num_arms=num_arms, horizon=default_horizon(num_arms))
+
+
+def _jax_case(
+    name: str, num_arms: int, num_runs: int, rounds: int, seed: int, validate: bool = False
+) -> _Timed:
     import jax
 
     from stabl_jax.envs import ExpertAdvice
-    from stabl_jax.registry import make
     from stabl_jax.simulate import simulate
 
-    row = _row("jax", name, num_arms, num_runs, rounds)
-    learner = make(name, num_arms=num_arms, horizon=row["horizon"])
+    row = _row("jax_validated" if validate else "jax", name, num_arms, num_runs, rounds)
+    learner = make_learner(name, num_arms)
     env = ExpertAdvice(num_arms=num_arms, horizon=row["horizon"])
+    row["state_bytes_per_run"] = state_bytes(learner)
 
     def call() -> tuple[float, float]:
         res = simulate(
-            learner, env, jax.random.key(seed), num_runs, horizon=rounds, chunk_size=rounds
+            learner,
+            env,
+            jax.random.key(seed),
+            num_runs,
+            horizon=rounds,
+            chunk_size=rounds,
+            validate=validate,
         )
         row["mean_expected_loss"] = float(np.mean(res.expected_loss))
         return res.run_seconds, res.compile_seconds
@@ -258,7 +314,9 @@ def run_benchmark(
     for name in config.learners:
         for n in config.arms:
             cases = [
-                _jax_case(name, n, r, config.jax_rounds(r, n), config.seed) for r in config.runs
+                _jax_case(name, n, r, config.jax_rounds(r, n), config.seed, validate)
+                for r in config.runs
+                for validate in ((False, True) if config.validate else (False,))
             ]
             if config.numpy and name in NUMPY_IMPLEMENTATIONS:
                 cases += [
@@ -275,7 +333,8 @@ def run_benchmark(
                 row = case.finish()
                 rows.append(row)
                 log(_log_line(row))
-    _add_ratios(rows)
+    _add_ratios(rows, device_bandwidth_gbs(config))
+    info["bandwidth_gbs"] = device_bandwidth_gbs(config)
     info["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     return {"machine": info, "config": dataclasses.asdict(config), "rows": rows}
 
@@ -288,7 +347,7 @@ def _log_line(row: dict[str, Any]) -> str:
     )
 
 
-def _add_ratios(rows: list[dict[str, Any]]) -> None:
+def _add_ratios(rows: list[dict[str, Any]], bandwidth_gbs: float | None = None) -> None:
     def find(impl: str, learner: str, n: int, runs: int | None = None) -> dict | None:
         for row in rows:
             if (row["impl"], row["learner"], row["num_arms"]) == (impl, learner, n) and (
@@ -307,6 +366,12 @@ def _add_ratios(rows: list[dict[str, Any]]) -> None:
             row["x_numpy_vectorised"] = row["run_steps_per_s"] / vec["run_steps_per_s"]
         if loop is not None:
             row["x_numpy_loop"] = row["run_steps_per_s"] / loop["run_steps_per_s"]
+        checked = find("jax_validated", *key, row["runs"])
+        if checked is not None:
+            row["x_validated"] = checked["run_steps_per_s"] / row["run_steps_per_s"]
+        if bandwidth_gbs is not None:
+            row["bound_run_steps_per_s"] = bandwidth_gbs * 1e9 / (2 * row["state_bytes_per_run"])
+            row["fraction_of_bound"] = row["run_steps_per_s"] / row["bound_run_steps_per_s"]
 
 
 def _fmt_rate(row: dict[str, Any]) -> str:
@@ -332,10 +397,12 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"({m['jax_backend']}: {', '.join(m['devices'])}), NumPy {m['numpy']}; "
         f"load average {_load(m.get('load_average'))} at the start, "
         f"{_load(m.get('load_average_end'))} at the end; {m['date']}.",
+        _bound_note(m.get("bandwidth_gbs")),
         "",
         "| learner | n | R | compile s | JAX run-steps/s: median (min–max) | arm-updates/s "
-        "| NumPy vectorised run-steps/s | × vectorised | × loop | peak RSS MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| NumPy vectorised run-steps/s | × vectorised | × loop | validated rate × "
+        "| state B/run | bound run-steps/s | of bound | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if row["impl"] != "jax":
@@ -355,6 +422,9 @@ def to_markdown(result: dict[str, Any]) -> str:
             f"| {_fmt_rate(row)} | {_si(row['arm_updates_per_s'])} "
             f"| {_fmt_rate(vec) if vec else '—'} "
             f"| {_ratio(row.get('x_numpy_vectorised'))} | {_ratio(row.get('x_numpy_loop'))} "
+            f"| {_ratio(row.get('x_validated'))} | {row['state_bytes_per_run']} "
+            f"| {_si(row['bound_run_steps_per_s']) if 'bound_run_steps_per_s' in row else '—'} "
+            f"| {_percent(row.get('fraction_of_bound'))} "
             f"| {_mib(row.get('peak_rss_bytes'))} |"
         )
     loops = [r for r in rows if r["impl"] == "numpy_loop"]
@@ -368,6 +438,19 @@ def to_markdown(result: dict[str, Any]) -> str:
             + ".",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _bound_note(bandwidth_gbs: float | None) -> str:
+    if bandwidth_gbs is None:
+        return "No memory-bandwidth bound (no bandwidth known for this device; --bandwidth GB/s)."
+    return (
+        f"Bound: {bandwidth_gbs:g} GB/s / (2 x state bytes per run): the rate at which "
+        "reading and writing each run's state once a round fills the memory bandwidth."
+    )
+
+
+def _percent(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
 
 
 def _ratio(x: float | None) -> str:

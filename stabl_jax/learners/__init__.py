@@ -17,6 +17,7 @@ from stabl_jax.learners.stabl_adaptive import (
 )
 from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams, StABLAnytimeState
 from stabl_jax.learners.stabl_one_query import StABLOneQuery
+from stabl_jax.learners.stabl_rate_grid import StABLRateGrid
 from stabl_jax.learners.stabl_vizier import StABLVizier, StABLVizierParams, StABLVizierState
 from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
@@ -59,6 +60,7 @@ __all__ = [
     "StABLAnytimeState",
     "StABLOneQuery",
     "StABLParams",
+    "StABLRateGrid",
     "StABLState",
     "StABLVizier",
     "StABLVizierParams",

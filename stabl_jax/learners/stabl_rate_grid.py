@@ -1,0 +1,84 @@
+"""StABL with experts over (history length, learning-rate scale): the meta-learner picks the
+experts' step size as it picks the time scale.
+
+Algorithm 1 (Lu et al., ICLR 2024) as printed learns slowly at its theory step sizes, and the
+tuned sweep of ``expert_lr_scale`` is what makes it competitive (EXPERIMENTS.md). This variant
+removes that sweep: for every history length ``L_k`` and every scale ``s_j`` of a geometric
+grid (``rate_grid``, default ``1, 4, ..., 1024``) it runs one EXP3 expert restarted every
+``L_k`` rounds with learning rate ``s_j eta'_k``, so there are ``B' = B S`` experts under the
+same meta-learner, still two queries a round. Everything else is Algorithm 1 with ``B'`` in
+place of ``B``: the observation distribution (line 9) averages over all ``B'`` experts
+(``sum_k v(t,k) / (2B')``), the Lemma's constant is ``C = 2B'``, and expert ``(k, j)`` has the
+meta step size ``eta_k`` of its history length (line 6). The index of expert ``(k, j)`` is
+``k S + j``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax.learners.stabl import StABL
+
+#: The default grid of learning-rate scales: ``4^j``, ``j = 0..5`` (the tuned sweeps' optima
+#: for the expert scale lie in 2..1024).
+DEFAULT_RATE_GRID: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class StABLRateGrid(StABL):
+    """StABL over ``B S`` experts, one per (history length, learning-rate scale); module
+    docstring.
+
+    Attributes:
+      rate_grid: the scales ``s_1 < ... < s_S`` (positive, finite, increasing) that multiply
+        the experts' learning rates ``eta'_k``; ``params.expert_lr_scale`` still multiplies
+        them all.
+
+    Example:
+      >>> learner = StABLRateGrid(num_arms=5, horizon=64, rate_grid=(1.0, 8.0))
+      >>> learner.history_lengths, learner.num_experts
+      ((32, 64), 4)
+    """
+
+    rate_grid: tuple[float, ...] = DEFAULT_RATE_GRID
+
+    name: ClassVar[str] = "stabl_rate_grid"
+
+    def __post_init__(self) -> None:
+        grid = tuple(self.rate_grid)
+        if not grid or not all(
+            isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s) and s > 0
+            for s in grid
+        ):
+            raise ValueError(
+                f"rate_grid must be a non-empty tuple of positive finite numbers, got {grid!r}"
+            )
+        if any(b <= a for a, b in itertools.pairwise(grid)):
+            raise ValueError(f"rate_grid must be strictly increasing, got {grid!r}")
+        object.__setattr__(self, "rate_grid", tuple(float(s) for s in grid))
+        super().__post_init__()
+
+    @property
+    def num_experts(self) -> int:
+        """``B' = B S``: one expert per history length and scale."""
+        return len(self.history_lengths) * len(self.rate_grid)  # type: ignore[arg-type]
+
+    def _lengths(self) -> np.ndarray:
+        """``(B',)`` the history length of every expert (each ``L_k`` repeated ``S`` times)."""
+        return np.repeat(np.asarray(self.history_lengths, np.float64), len(self.rate_grid))
+
+    def base_expert_learning_rates(self) -> np.ndarray:
+        """``(B',)`` ``s_j sqrt(ln n / (L_k n 2B'))``, before ``expert_lr_scale``."""
+        scales = np.tile(np.asarray(self.rate_grid), len(self.history_lengths))  # type: ignore[arg-type]
+        return scales * super().base_expert_learning_rates()
+
+    def restarts(self, t: jax.Array) -> jax.Array:
+        """``(B',)`` bool: every scale of history length ``L_k`` restarts with it."""
+        return jnp.repeat(super().restarts(t), len(self.rate_grid))
