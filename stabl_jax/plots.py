@@ -486,6 +486,12 @@ class Grid:
     chosen: tuple[int, int]
 
 
+def _save(fig: Any, path: str | Path) -> Path:
+    path = Path(path)
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
 def _tick(value: float) -> str:
     return f"{value:g}"
 
@@ -567,11 +573,9 @@ def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: st
             "chosen point's",
             fontsize=11,
         )
-        path = Path(path)
-        fig.savefig(path, dpi=DPI)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return path
 
 
 def plot_sensitivity(
@@ -608,8 +612,6 @@ def plot_sensitivity(
         for i, x in enumerate(ends):
             ax.axvline(x, color="0.35", ls=":", lw=1.0, label="grid's edge" if i == 0 else None)
         ax.legend(fontsize=9, loc="best", framealpha=0.85)
-        path = Path(path)
-        fig.savefig(path, dpi=DPI)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return path

@@ -30,6 +30,11 @@ EPS = float(jnp.finfo(jnp.float32).eps)
 def _replay(run: int, rounds: int):
     config = load_config("expert_advice_random_tuned")
     learner = config.make_learner("stabl_naive")
+    # the scales of that run, whatever the config holds later
+    scales = {"expert_lr_scale": 1024.0, "meta_lr_scale": 64.0}
+    params = learner.default_params.replace(
+        **{k: jnp.asarray(v, jnp.float32) for k, v in scales.items()}
+    )
     return simulate(
         learner,
         config.make_env(),
@@ -37,7 +42,7 @@ def _replay(run: int, rounds: int):
         1,
         first_run=run,
         horizon=rounds,
-        params=config.learner_params(learner, "stabl_naive"),
+        params=params,
         validate=True,
         chunk_size=rounds,
     )
