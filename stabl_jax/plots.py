@@ -454,3 +454,164 @@ def write_plots(
             change_points=change_points,
         ),
     ]
+
+
+# --- step-size sensitivity (experiments/sensitivity.py) ---------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """A score on a two-parameter grid: ``mean[i, j]`` at ``x[j]``, ``y[i]``, with its 95%
+    half-width, and the chosen point.
+
+    Attributes:
+      name: the learner's registry name.
+      label: the panel title.
+      xlabel, ylabel: the two parameters' names.
+      x: ``(J,)`` the first parameter's grid values (columns).
+      y: ``(I,)`` the second parameter's grid values (rows).
+      mean: ``(I, J)`` the score.
+      half: ``(I, J)`` half-width of its 95% interval.
+      chosen: ``(i, j)`` the chosen cell.
+    """
+
+    name: str
+    label: str
+    xlabel: str
+    ylabel: str
+    x: np.ndarray
+    y: np.ndarray
+    mean: np.ndarray
+    half: np.ndarray
+    chosen: tuple[int, int]
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    path = Path(path)
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
+def _tick(value: float) -> str:
+    return f"{value:g}"
+
+
+def grid_edges(grid: Grid) -> list[str]:
+    """The grid edges the chosen cell sits on, e.g. ``["upper edge of meta_lr_scale"]``; a
+    lower end at 0 is the parameter's own bound (an exploration rate), not the grid's."""
+    edges = []
+    for axis, values, at in (
+        (grid.xlabel, grid.x, grid.chosen[1]),
+        (grid.ylabel, grid.y, grid.chosen[0]),
+    ):
+        if at == len(values) - 1:
+            edges.append(f"upper edge of {axis}")
+        elif at == 0 and values[0] != 0:
+            edges.append(f"lower edge of {axis}")
+    return edges
+
+
+def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: str) -> Path:
+    """Heatmaps of a score over two-parameter grids, one panel per learner, one color scale.
+
+    Every cell shows its mean; the chosen cell is boxed in black, and cells whose 95%
+    interval overlaps the chosen cell's (not told apart from it at this number of runs) are
+    dotted. The panel's border is the grid's edge: a box on it means the grid may cut off
+    the optimum, which the panel title then says (:func:`grid_edges`).
+
+    Args:
+      grids: one :class:`Grid` per panel.
+      path: the PNG to write.
+      title: the figure's title.
+      score: the color bar's label.
+    """
+    plt = _pyplot()
+    if not grids:
+        raise ValueError("plot_grids needs at least one grid")
+    ncols = min(2, len(grids))
+    nrows = -(-len(grids) // ncols)
+    low = min(float(np.nanmin(g.mean)) for g in grids)
+    high = max(float(np.nanmax(g.mean)) for g in grids)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(6.4 * ncols, 4.4 * nrows + 0.6), layout="constrained", squeeze=False
+    )
+    try:
+        for ax, grid in zip(axes.flat, grids, strict=False):
+            image = ax.imshow(
+                grid.mean, origin="lower", aspect="auto", cmap="viridis", vmin=low, vmax=high
+            )
+            i0, j0 = grid.chosen
+            near = grid.mean + grid.half >= grid.mean[i0, j0] - grid.half[i0, j0]
+            for i, j in np.ndindex(grid.mean.shape):
+                value = grid.mean[i, j]
+                dark = value < low + 0.6 * (high - low)
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.3f}"[1:] if 0 <= value < 1 else f"{value:.2g}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="w" if dark else "k",
+                )
+                if near[i, j] and (i, j) != (i0, j0):
+                    ax.plot(j, i - 0.32, ".", color="w" if dark else "k", ms=3)
+            ax.add_patch(plt.Rectangle((j0 - 0.5, i0 - 0.5), 1, 1, fill=False, ec="k", lw=2.2))
+            ny, nx = grid.mean.shape
+            ax.set_xticks(range(nx), [_tick(v) for v in grid.x], fontsize=7)
+            ax.set_yticks(range(ny), [_tick(v) for v in grid.y], fontsize=7)
+            ax.set_xlabel(grid.xlabel, fontsize=9)
+            ax.set_ylabel(grid.ylabel, fontsize=9)
+            chosen = f"{grid.xlabel}={_tick(grid.x[j0])}, {grid.ylabel}={_tick(grid.y[i0])}"
+            where = ", ".join(grid_edges(grid)).upper() or "interior"
+            ax.set_title(f"{grid.label}\nchosen {chosen} ({where})", fontsize=9)
+        for ax in list(axes.flat)[len(grids) :]:
+            ax.set_visible(False)
+        fig.colorbar(image, ax=axes, shrink=0.8, label=score)
+        fig.suptitle(
+            f"{title}\nbox: the chosen (best) point; dot: its 95% interval overlaps the "
+            "chosen point's",
+            fontsize=11,
+        )
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def plot_sensitivity(
+    bands: Sequence[Band],
+    path: str | Path,
+    *,
+    title: str,
+    xlabel: str,
+    score: str,
+    chosen: Mapping[str, float],
+) -> Path:
+    """A score against one parameter's grid (log axis), one line with its 95% band per
+    learner; the chosen value starred, the grid's ends dotted.
+
+    Args:
+      bands: per learner, the score at the grid values ``x``.
+      path: the PNG to write.
+      title: figure title.
+      xlabel: the parameter's name.
+      score: the y axis label.
+      chosen: per learner name, the chosen value of ``x``.
+    """
+    plt = _pyplot()
+    colors = _colors([b.name for b in bands])
+    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
+    try:
+        _draw_axes(
+            ax, bands, colors, title=title, xlabel=xlabel, ylabel=score, xlog=True, markers=True
+        )
+        for band in bands:
+            at = int(np.argmin(np.abs(band.x - chosen[band.name])))
+            ax.plot(band.x[at], band.mean[at], "*", color=colors[band.name], ms=16, mec="k")
+        ends = [min(float(b.x.min()) for b in bands), max(float(b.x.max()) for b in bands)]
+        for i, x in enumerate(ends):
+            ax.axvline(x, color="0.35", ls=":", lw=1.0, label="grid's edge" if i == 0 else None)
+        ax.legend(fontsize=9, loc="best", framealpha=0.85)
+        return _save(fig, path)
+    finally:
+        plt.close(fig)

@@ -1,0 +1,151 @@
+"""Regret against T and SA(L) against L for results folders of the expert-advice configs.
+
+    python experiments/curves.py RESULTS_DIR OUT_DIR [--folders NAME ...]
+
+Reads each ``RESULTS_DIR/NAME`` with :func:`stabl_jax.load_results` (default: the eight
+Figure 1 folders ``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}`` that
+``experiments/docs_numbers.sh`` writes; a missing one is skipped with a note) and writes two
+PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.plots`:
+
+- ``NAME_regret.png``: the cumulative pseudo-regret against the best arm of each segment,
+
+      R(t) = sum_{s <= t} ( <p_s, mu_s> - mu_s(i*_s) ) = bonus * sum_{s <= t} (1 - p_s(i*_s)),
+
+  with ``mu_s`` the arms' mean losses at round ``s`` and ``i*_s`` the arm of smallest mean
+  loss in the segment holding ``s`` (the best arm in hindsight of that segment, in
+  expectation). In the expert-advice environment that arm's mean loss is ``bonus`` below
+  every other arm's, so ``R(t)`` is exact from the ``prob_best`` trace (the play
+  probability of ``i*_s``); it needs ``save_traces`` to have kept ``prob_best``.
+- ``NAME_sa.png``: SA(L) of the expected loss ``p_t . l_t`` against ``L`` (log2 axis), the
+  per-run values that :func:`stabl_jax.metrics.adaptive_regret` stored in ``traces.npz``
+  (``<learner>/sa_expected``): the same windows of exactly ``L`` rounds as EXPERIMENTS.md's
+  tables.
+
+Both are means over runs with the normal 95% band (:func:`stabl_jax.metrics.mean_ci`). A
+folder ``NAME-naive`` beside ``NAME`` (``stabl_naive`` simulated apart, same seed and
+runs) adds its learners that ``NAME`` lacks; the two must share their change points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from stabl_jax import load_results, metrics, plots
+
+FIGURE1 = tuple(
+    f"expert_advice_{segments}-{steps}-{feedback}"
+    for segments in ("equal", "random")
+    for steps in ("theory", "tuned")
+    for feedback in ("loss", "reward")
+)
+COMPANION = "-naive"  # a folder with learners simulated apart (experiments/docs_numbers.sh)
+
+
+def _learners(folder: Path) -> tuple[dict, dict[str, tuple[dict, object, str]]]:
+    """The folder's summary and ``{learner: (summary entry, traces, legend note)}``, the
+    companion folder's extra learners after the folder's own (noted ``validation off`` where
+    its command says so)."""
+    main = load_results(folder)
+    found = {name: (main.summary["learners"][name], main.traces, "") for name in main.learners}
+    extra = folder.with_name(folder.name + COMPANION)
+    if extra.is_dir():
+        other = load_results(extra)
+        points = main.traces["env/change_points"]
+        if not np.array_equal(other.traces["env/change_points"], points) or any(
+            other.summary[k] != main.summary[k] for k in ("seed", "runs", "horizon")
+        ):
+            raise SystemExit(f"{extra} is not paired with {folder} (seed, runs or draws differ)")
+        note = ", validation off" if "validate=False" in other.summary.get("command", []) else ""
+        for name in other.learners:
+            found.setdefault(name, (other.summary["learners"][name], other.traces, note))
+    order = list(plots.LABELS)  # one learner, one color, in every figure
+    found = dict(sorted(found.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
+    return main.summary, found
+
+
+def pseudo_regret(prob_best: np.ndarray, bonus: float) -> np.ndarray:
+    """``(R, T)`` cumulative pseudo-regret ``bonus * sum_{s <= t} (1 - p_s(i*_s))`` (module
+    docstring) of ``(R, T)`` play probabilities of each round's best arm, in float64."""
+    return bonus * np.cumsum(1.0 - np.asarray(prob_best, np.float64), axis=1)
+
+
+def _label(name: str, entry: dict, note: str) -> str:
+    queries = entry["num_queries"]
+    text = f"{plots.label(name)} ({queries} {'query' if queries == 1 else 'queries'}/round)"
+    return text + note
+
+
+def curves(folder: Path, out: Path) -> list[Path]:
+    """Write ``NAME_regret.png`` and ``NAME_sa.png`` of one results folder; print the final
+    regret and SA(L) at the largest ``L`` of each learner."""
+    summary, learners = _learners(folder)
+    env = summary["env"]
+    if "bonus" not in env:
+        raise SystemExit(
+            f"{folder}: env {env.get('name')!r} has no 'bonus'; the pseudo-regret here is for "
+            "the expert-advice environment (best arm's mean loss 'bonus' below the others')"
+        )
+    regret, sa = [], []
+    print(f"{folder.name} ({summary['runs']} runs): R(T) and SA(L_max) of the expected loss")
+    for name, (entry, traces, note) in learners.items():
+        if f"{name}/prob_best" not in traces:
+            raise SystemExit(
+                f"{folder}: no {name}/prob_best trace; rerun it with --set 'save_traces=\"all\"'"
+            )
+        text = _label(name, entry, note)
+        mean, half = metrics.mean_ci(pseudo_regret(traces[f"{name}/prob_best"], env["bonus"]))
+        rounds = np.arange(1, mean.shape[0] + 1)
+        regret.append(plots.Band(name=name, label=text, x=rounds, mean=mean, half=half))
+        sa_mean, sa_half = metrics.mean_ci(traces[f"{name}/sa_expected"])
+        lengths = np.asarray(traces["sa_window_lengths"])
+        sa.append(plots.Band(name=name, label=text, x=lengths, mean=sa_mean, half=sa_half))
+        print(
+            f"  {name:20s} R(T) {mean[-1]:8.1f} ± {half[-1]:5.1f}   "
+            f"SA({lengths[-1]}) {sa_mean[-1]:8.1f} ± {sa_half[-1]:5.1f}"
+        )
+    points = np.asarray(traces["env/change_points"])
+    fixed = points[0].tolist() if (points == points[:1]).all() else []
+    setting = (
+        f"{env['name']}, N={env['num_arms']}, T={summary['horizon']}, {summary['runs']} runs, "
+        f"feedback={summary['config']['feedback']}; mean with 95% band"
+    )
+    name = summary["name"]
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        plots.plot_cumulative_regret(
+            regret,
+            out / f"{folder.name}_regret.png",
+            title=f"{name}: cumulative pseudo-regret to each segment's best arm\n({setting})",
+            change_points=fixed,
+        ),
+        plots.plot_adaptive_regret(
+            sa,
+            out / f"{folder.name}_sa.png",
+            title=f"{name}: SA(L) of the expected loss p_t·l_t\n({setting})",
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="the folder holding the results folders")
+    parser.add_argument("out", type=Path, help="where the PNGs go")
+    parser.add_argument("--folders", nargs="+", default=list(FIGURE1), metavar="NAME")
+    args = parser.parse_args(argv)
+    written = []
+    for name in args.folders:
+        folder = args.results / name
+        if not (folder / "summary.json").is_file():
+            print(f"{folder}: no summary.json, skipped")
+            continue
+        written += curves(folder, args.out)
+    print(f"wrote {len(written)} PNGs into {args.out}")
+    return 0 if written else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Step-size sensitivity plots from the sweeps of ``experiments/tune.py``.
+
+    python experiments/sensitivity.py SWEEPS_DIR OUT_DIR
+
+Reads every ``SWEEPS_DIR/NAME/sweep.json`` (``tune.py ... --out SWEEPS_DIR/NAME``: every grid
+point's mean reward over its runs and the 95% half-width) and writes into ``OUT_DIR``, with
+:mod:`stabl_jax.plots`:
+
+- ``NAME_sensitivity.png``: per learner with two swept params (StABL's expert and meta scales,
+  EXP3's scale and exploration rate) a heatmap of the mean reward, the chosen point boxed,
+  the points whose interval overlaps the chosen one's dotted, and the grid edge in the panel
+  title when the chosen point is on the grid's border (:func:`stabl_jax.plots.grid_edges`);
+- ``NAME_sensitivity_1d.png``: the learners with one swept param, mean reward against it
+  with its band, the chosen value starred, the grid's ends dotted (only if there are any).
+
+It prints, per learner, the chosen point, whether it is on the grid's edge and how many grid
+points are not told apart from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from stabl_jax import plots
+
+SCORE = "mean reward 1 - l_t(x_t)"
+
+
+def grid_of(name: str, entry: dict) -> plots.Grid:
+    """The :class:`~stabl_jax.plots.Grid` of a two-param learner's sweep entry."""
+    fx, fy = entry["fields"]
+    points = np.asarray(entry["points"], np.float64)
+    x, y = np.unique(points[:, 0]), np.unique(points[:, 1])
+    mean = np.full((y.size, x.size), np.nan)
+    half = np.full_like(mean, np.nan)
+    cols, rows = np.searchsorted(x, points[:, 0]), np.searchsorted(y, points[:, 1])
+    mean[rows, cols] = entry["mean_reward"]
+    half[rows, cols] = entry["half_width"]
+    best = entry["best"]
+    chosen = (int(np.searchsorted(y, best[fy])), int(np.searchsorted(x, best[fx])))
+    return plots.Grid(name, plots.label(name), fx, fy, x, y, mean, half, chosen)
+
+
+def _describe(name: str, mean: np.ndarray, half: np.ndarray, at: tuple, edges: list) -> str:
+    near = int((mean + half >= mean[at] - half[at]).sum()) - 1
+    return (
+        f"  {name:20s} best {mean[at]:.4f} ± {half[at]:.4f}, {near:2d} other points' "
+        f"intervals overlap it; {', '.join(edges) or 'interior'}:"
+    )
+
+
+def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
+    """Write the sensitivity PNGs of one ``sweep.json``; print the chosen points."""
+    sweep = json.loads(sweep_file.read_text())
+    config = sweep["config"]
+    stem = sweep_file.parent.name
+    setting = (
+        f"{config['name']}, feedback={config['feedback']}, {sweep['runs_per_point']} runs per "
+        f"point on seed {sweep['tuning_seed']}"
+    )
+    print(f"{stem}: {setting}")
+    grids, bands, chosen = [], [], {}
+    for name, entry in sweep["learners"].items():
+        if len(entry["fields"]) == 2:
+            grid = grid_of(name, entry)
+            edges = plots.grid_edges(grid)
+            print(_describe(name, grid.mean, grid.half, grid.chosen, edges) + f" {entry['best']}")
+            grids.append(grid)
+        elif len(entry["fields"]) == 1:
+            (field,) = entry["fields"]
+            x = np.asarray(entry["points"], np.float64)[:, 0]
+            mean, half = np.asarray(entry["mean_reward"]), np.asarray(entry["half_width"])
+            chosen[name] = entry["best"][field]
+            at = (int(np.argmax(mean)),)
+            edges = [
+                f"{end} edge of {field}"
+                for end, i in (("lower", 0), ("upper", -1))
+                if x[at] == x[i] and x[at] != 0
+            ]
+            print(_describe(name, mean, half, at, edges) + f" {entry['best']}")
+            bands.append(plots.Band(name, f"{plots.label(name)} ({field})", x, mean, half))
+        else:
+            print(f"  {name}: {len(entry['fields'])} swept params, not drawn")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if grids:
+        written.append(
+            plots.plot_grids(
+                grids,
+                out / f"{stem}_sensitivity.png",
+                title=f"Step-size sensitivity: {setting}",
+                score=SCORE,
+            )
+        )
+    if bands:
+        written.append(
+            plots.plot_sensitivity(
+                bands,
+                out / f"{stem}_sensitivity_1d.png",
+                title=f"Step-size sensitivity: {setting}",
+                xlabel="scale (log axis)",
+                score=f"{SCORE}, 95% band",
+                chosen=chosen,
+            )
+        )
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sweeps", type=Path, help="folder of NAME/sweep.json")
+    parser.add_argument("out", type=Path, help="where the PNGs go")
+    args = parser.parse_args(argv)
+    files = sorted(args.sweeps.glob("*/sweep.json"))
+    if not files:
+        print(f"{args.sweeps}: no */sweep.json (write them with experiments/tune.py --out)")
+        return 1
+    written = [path for f in files for path in sensitivity(f, args.out)]
+    print(f"wrote {len(written)} PNGs into {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

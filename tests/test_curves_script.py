@@ -1,0 +1,69 @@
+"""``experiments/curves.py`` on tiny results folders it makes itself (3 runs, T = 64): the
+pseudo-regret's definition, the companion folder's learners, and the PNGs written."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax import cli, load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "runs=3",
+    "horizon=64",
+    "env.num_arms=5",
+    "window=8",
+    "env.change_points=[21, 22, 28, 50]",
+    'save_traces="all"',
+]
+
+
+@pytest.fixture(scope="module")
+def curves():
+    spec = importlib.util.spec_from_file_location(
+        "curves_script", ROOT / "experiments" / "curves.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(out: Path, learners: str, *extra: str) -> Path:
+    args = ["run", str(ROOT / "configs" / "expert_advice_random.toml"), "--no-progress"]
+    for item in [*TINY, f"learners={learners}", *extra]:
+        args += ["--set", item]
+    assert cli.main([*args, "--out", str(out)]) == 0
+    return out
+
+
+def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
+    main = _run(tmp_path / "res" / "tiny", '["uniform", "stabl"]')
+    _run(tmp_path / "res" / "tiny-naive", '["uniform", "stabl_naive"]')
+    assert curves.main([str(tmp_path / "res"), str(tmp_path / "png"), "--folders", "tiny"]) == 0
+    written = sorted(p.name for p in (tmp_path / "png").iterdir())
+    assert written == ["tiny_regret.png", "tiny_sa.png"]
+    assert all((tmp_path / "png" / name).stat().st_size > 10_000 for name in written)
+    out = capsys.readouterr().out
+    assert "stabl_naive" in out  # the companion's learner is drawn too
+
+    # Uniform plays the best arm with probability 1/5 every round: R(t) = 0.5 t (1 - 1/5)
+    traces = load_results(main).traces
+    regret = curves.pseudo_regret(traces["uniform/prob_best"], 0.5)
+    np.testing.assert_allclose(regret, np.tile(0.4 * np.arange(1, 65), (3, 1)), rtol=1e-6)
+    # For any learner, R(T) is the conditional mean of the expected-loss regret
+    # sum_t (p_t . l_t - 0.25): their difference sums R*T terms of mean 0, each a mixture of
+    # U[0, 0.5) deviations with variance <= 0.5**2 / 12; tolerance 4 standard errors.
+    gap = (np.asarray(traces["stabl/expected_loss"], np.float64) - 0.25).sum()
+    regret = curves.pseudo_regret(traces["stabl/prob_best"], 0.5)[:, -1].sum()
+    assert abs(gap - regret) <= 4.0 * np.sqrt(3 * 64 * 0.5**2 / 12)
+
+
+def test_unpaired_companion_is_refused(curves, tmp_path):
+    _run(tmp_path / "tiny", '["uniform"]')
+    _run(tmp_path / "tiny-naive", '["uniform"]', "seed=1")
+    with pytest.raises(SystemExit, match="not paired"):
+        curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", "tiny"])

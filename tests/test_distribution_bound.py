@@ -1,0 +1,76 @@
+"""The runs that set the play-distribution check's bound (``checks.distribution_tolerance``).
+
+``expert_advice_random_tuned``'s ``stabl_naive`` (scales 1024, 64; 500 runs, seed 0) once
+aborted its validated run at round 740, its play distribution summing to 1 + 62 eps against
+the then bound of ``2 n eps`` (60 eps at n = 30). Replaying the 500 runs without validation
+and taking ``|sum p_t - 1|`` every round (the replay's played arms equal the stored 500-run
+traces bit for bit) gives five runs above 60 eps and none above 63: run 246 is the one that
+crosses first, at round 740 (62 eps); run 497 reaches the largest deviation, 63 eps at round
+1513. Each is replayed alone here (``simulate(first_run=...)`` derives its keys as in the
+500-run simulation) with the check in the program: it passes at ``4 n eps`` and, at the old
+``2 n eps``, fails at that round with a sum within ``4 n eps``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import checkify
+
+from stabl_jax import checks, simulate
+from stabl_jax.config import load_config
+
+EPS = float(jnp.finfo(jnp.float32).eps)
+
+
+def _replay(run: int, rounds: int):
+    config = load_config("expert_advice_random_tuned")
+    learner = config.make_learner("stabl_naive")
+    # the scales of that run, whatever the config holds later
+    scales = {"expert_lr_scale": 1024.0, "meta_lr_scale": 64.0}
+    params = learner.default_params.replace(
+        **{k: jnp.asarray(v, jnp.float32) for k, v in scales.items()}
+    )
+    return simulate(
+        learner,
+        config.make_env(),
+        jax.random.key(config.seed),
+        1,
+        first_run=run,
+        horizon=rounds,
+        params=params,
+        validate=True,
+        chunk_size=rounds,
+    )
+
+
+@pytest.mark.parametrize(
+    ("run", "round_", "ulps"),
+    [(246, 740, 62), pytest.param(497, 1513, 63, marks=pytest.mark.slow)],
+)
+def test_deviation_exceeds_the_old_bound_and_stays_within_the_new(monkeypatch, run, round_, ulps):
+    num_arms = 30
+    assert checks.distribution_tolerance(num_arms, jnp.float32) == 4 * num_arms * EPS
+    result = _replay(run, round_ + 20)  # the check at 4 n eps passes every round
+    assert np.isfinite(result.loss).all()
+
+    monkeypatch.setattr(
+        checks, "distribution_tolerance", lambda n, dtype: 2.0 * n * float(jnp.finfo(dtype).eps)
+    )
+    jax.clear_caches()  # the bound is read when the program is traced
+    try:
+        with pytest.raises(checkify.JaxRuntimeError) as failure:
+            _replay(run, round_ + 20)
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()  # no program with the old bound outlives the test
+    found = re.search(r"at round (\d+) is not a distribution: sum (\S+) ", str(failure.value))
+    assert found is not None, str(failure.value)
+    deviation = abs(float(found.group(2)) - 1.0) / EPS
+    assert int(found.group(1)) == round_
+    assert 2 * num_arms < deviation <= 4 * num_arms
+    assert round(deviation) == ulps

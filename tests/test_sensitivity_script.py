@@ -1,0 +1,66 @@
+"""``experiments/sensitivity.py`` on a hand-made ``sweep.json``: heatmaps and lines written,
+grid-edge optima named, an exploration rate's 0 not taken for a grid edge."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+
+from stabl_jax import plots
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "sensitivity.py"
+
+
+def _entry(fields, axes, score):
+    points = [list(p) for p in itertools.product(*axes)]
+    mean = [score(*p) for p in points]
+    best = points[int(np.argmax(mean))]
+    return {
+        "fields": fields,
+        "points": points,
+        "mean_reward": mean,
+        "half_width": [0.01] * len(points),
+        "best": dict(zip(fields, best, strict=True)),
+    }
+
+
+def test_sensitivity_plots_and_edges(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("sensitivity_script", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    scales, metas, gammas = [1.0, 2.0, 4.0, 8.0], [1.0, 2.0, 4.0], [0.0, 0.1, 0.3]
+    sweep = {
+        "config": {"name": "demo", "feedback": "loss"},
+        "tuning_seed": 7,
+        "runs_per_point": 4,
+        "learners": {
+            # best at the largest meta scale: the grid's upper edge
+            "stabl": _entry(["expert_lr_scale", "meta_lr_scale"], [scales, metas], lambda e, m: m),
+            # best at gamma = 0 and an interior scale: not an edge of the grid
+            "exp3_uniform": _entry(
+                ["lr_scale", "gamma"], [scales, gammas], lambda s, g: -abs(s - 2.0) - g
+            ),
+            "saol": _entry(["lr_scale"], [scales], lambda s: -abs(s - 4.0)),
+        },
+    }
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "sweep.json").write_text(json.dumps(sweep))
+    assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
+    out = capsys.readouterr().out
+    assert "upper edge of meta_lr_scale: {'expert_lr_scale': 1.0, 'meta_lr_scale': 4.0}" in out
+    assert "interior: {'lr_scale': 2.0, 'gamma': 0.0}" in out
+    assert "interior: {'lr_scale': 4.0}" in out
+    for name in ("demo_sensitivity.png", "demo_sensitivity_1d.png"):
+        assert (tmp_path / "png" / name).stat().st_size > 10_000
+
+    grid = script.grid_of("stabl", sweep["learners"]["stabl"])
+    assert grid.mean.shape == (3, 4) and grid.chosen == (2, 0)
+    np.testing.assert_array_equal(grid.mean[:, 1], metas)  # rows: meta scale, columns: expert
+    assert plots.grid_edges(grid) == [
+        "lower edge of expert_lr_scale",
+        "upper edge of meta_lr_scale",
+    ]
