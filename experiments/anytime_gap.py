@@ -15,8 +15,8 @@ the same key, so every run faces the same environment draws (paired):
   ``experiments/tune.py`` on a disjoint seed),
 
 plus any ``--extra`` registry learners with default params. Printed: per-segment mean reward
-``1 - l_t(x_t)`` with its 95% interval over runs, and the paired gaps of ``stabl_anytime`` and
-``stabl_adaptive`` to tuned StABL, ``(x - tuned) / tuned`` in %, with the 95% interval of the
+``1 - l_t(x_t)`` with its 95% interval over runs, and the paired gaps of ``stabl_anytime``,
+``stabl_adaptive`` and every ``--extra`` learner to tuned StABL, ``(x - tuned) / tuned`` in %, with the 95% interval of the
 paired difference (divided by the tuned mean). ``--seed-offset 1000003`` runs on the tuning
 seed instead of the reported one (for design decisions; never for reported numbers).
 """
@@ -83,7 +83,10 @@ def compare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: 
         "seed": config.seed + seed_offset,
         "learners": rows,
     }
-    for label, prefix in (("stabl_anytime", "gap"), ("stabl_adaptive", "gap_adaptive")):
+    gaps = [("stabl_anytime", "gap"), ("stabl_adaptive", "gap_adaptive")]
+    gaps += [(name, f"gap_{name}") for name in extra]
+    out["gaps"] = [prefix for _, prefix in gaps]
+    for label, prefix in gaps:
         diff = per_run[label] - per_run["stabl (tuned)"]  # (R, S), paired
         d_mean, d_half = metrics.mean_ci(diff, axis=0)
         o_mean, o_half = metrics.mean_ci(diff.mean(axis=1))
@@ -107,7 +110,8 @@ def print_table(out: dict) -> None:
         ]
         mean = f"{row['mean_over_segments']:.4f} ± {row['mean_over_segments_half_width']:.4f}"
         print(f"| {label} | {' | '.join(cells)} | {mean} | {row['num_muted']} |")
-    for prefix, name in (("gap", "anytime"), ("gap_adaptive", "adaptive")):
+    for prefix in out["gaps"]:
+        name = {"gap": "anytime", "gap_adaptive": "adaptive"}.get(prefix, prefix[4:])
         gaps = [
             f"{g:+.1f}% ± {h:.1f}"
             for g, h in zip(
