@@ -87,10 +87,14 @@ def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
     for name, entry in summary["learners"].items():
         sa = entry["adaptive_regret"]
         lengths = sa["window_lengths"]
-        cells = [_pm(sa["sa"], lengths.index(w), 1) if w in lengths else "–" for w in windows]
+        runs = summary["runs"]
+        cells = [
+            _pm(sa["sa"], lengths.index(w), 1, runs=runs) if w in lengths else "–" for w in windows
+        ]
         muted = entry.get("num_muted")
+        loss = _pm(entry["mean_loss"], digits=4, runs=runs)
         lines.append(
-            f"| {name} | {entry['num_queries']} | {_pm(entry['mean_loss'], digits=4)} | "
+            f"| {name} | {entry['num_queries']} | {loss} | "
             + " | ".join(cells)
             + f" | {muted if muted is not None else '–'} |"
         )
@@ -156,9 +160,9 @@ def table(
     """The table of one results folder, headed by ``label`` (default: the folder's path)."""
     summary = json.loads((folder / "summary.json").read_text())
     if summary.get("kind") == "bco":
-        return bco_table(folder, summary, windows)
+        return bco_table(Path(label or folder), summary, windows)
     if summary.get("kind") == "hpo":
-        return hpo_table(folder, summary)
+        return hpo_table(Path(label or folder), summary)
     runs = summary["runs"]
     lines = [
         f"`{label or folder}` — {summary['description']} ({runs} runs, seed "
