@@ -16,9 +16,10 @@ the same key, so every run faces the same environment draws (paired):
 
 plus any ``--extra`` registry learners with default params. Printed: per-segment mean reward
 ``1 - l_t(x_t)`` with its 95% interval over runs, and the paired gaps of ``stabl_anytime``,
-``stabl_adaptive`` and every ``--extra`` learner to tuned StABL, ``(x - tuned) / tuned`` in %, with the 95% interval of the
-paired difference (divided by the tuned mean). ``--seed-offset 1000003`` runs on the tuning
-seed instead of the reported one (for design decisions; never for reported numbers).
+``stabl_adaptive`` and every ``--extra`` learner to tuned StABL, ``(x - tuned) / tuned`` in %,
+with the 95% interval of the paired difference (divided by the tuned mean).
+``--seed-offset 1000003`` runs on the tuning seed instead of the reported one (for design
+decisions; never for reported numbers).
 """
 
 from __future__ import annotations

@@ -182,6 +182,7 @@ def stabl_reference(
     horizon: int | None = None,
     feedback: str = "loss",
     rate_scales: Sequence[float] | None = None,
+    meta_scales: Sequence[float] | None = None,
 ) -> dict[str, np.ndarray | int]:
     """Run StABL, the Strongly Adaptive Bandit Learner (paper Algorithm 1).
 
@@ -236,6 +237,7 @@ def stabl_reference(
         rate_scales: one extra multiplier of ``etaE_k`` per expert (default all 1); with
             ``history_lengths`` listing each length once per scale, this is the rate-grid
             variant (every (length, scale) pair an expert, ``B`` counting them all).
+        meta_scales: one extra multiplier of ``eta_k`` per expert (default all 1).
 
     Returns:
         dict with ``"played"`` (T,), ``"observed"`` (T,), ``"play_probs"`` (T, n) = mix,
@@ -274,6 +276,8 @@ def stabl_reference(
     eta_expert = float(expert_lr_scale) * np.sqrt(math.log(n) / (lengths_arr * n * C))
     if rate_scales is not None:
         eta_expert = eta_expert * np.asarray(rate_scales, dtype=np.float64)
+    if meta_scales is not None:
+        eta_meta = eta_meta * np.asarray(meta_scales, dtype=np.float64)
 
     # Fresh state at t = 0.
     v = np.full((B, n), 1.0 / n)

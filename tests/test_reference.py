@@ -71,6 +71,7 @@ def test_exp3_matches_reference(options):
         {"expert_lr_scale": 5.0, "feedback": "reward", "history_lengths": (4, 16, 64)},
         {"rate_grid": (1.0, 16.0, 256.0), "history_lengths": (4, 16, 64)},
         {"rate_grid": (0.5, 30.0), "feedback": "reward", "meta_lr_scale": 20.0},
+        {"rate_grid": (1.0, 8.0), "scale_meta": False, "history_lengths": (4, 16)},
     ],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default",
 )
@@ -88,14 +89,15 @@ def test_stabl_matches_reference(options):
         state = learner.init(jax.random.key(5), params)
         keys = jax.random.split(jax.random.key(6), T)
         us = np.stack([np.asarray(sampling.uniforms(k, 2, "float64")) for k in keys])
-        ref_options = {
-            k: v for k, v in options.items() if k not in ("history_lengths", "rate_grid")
-        }
+        grid_options = ("history_lengths", "rate_grid", "scale_meta")
+        ref_options = {k: v for k, v in options.items() if k not in grid_options}
         lengths = learner.history_lengths
         if "rate_grid" in options:  # every (length, scale) pair is an expert, index k S + j
             grid = options["rate_grid"]
             lengths = [L for L in learner.history_lengths for _ in grid]
             ref_options["rate_scales"] = list(grid) * len(learner.history_lengths)
+            if options.get("scale_meta", True):  # expert (k, j)'s meta step s_j eta_k
+                ref_options["meta_scales"] = ref_options["rate_scales"]
         ref = reference.stabl_reference(losses, us, lengths, horizon=T, **ref_options, **scales)
         for t in range(T):
             v, mix, obs = learner.distributions(state)

@@ -9,8 +9,8 @@ grid (``rate_grid``, default ``1, 4, ..., 1024``) it runs one EXP3 expert restar
 same meta-learner, still two queries a round. Everything else is Algorithm 1 with ``B'`` in
 place of ``B``: the observation distribution (line 9) averages over all ``B'`` experts
 (``sum_k v(t,k) / (2B')``), the Lemma's constant is ``C = 2B'``, and expert ``(k, j)`` has the
-meta step size ``eta_k`` of its history length (line 6). The index of expert ``(k, j)`` is
-``k S + j``.
+meta step size ``s_j eta_k`` (line 6's ``eta_k`` of its history length, times its scale;
+``scale_meta=False`` keeps ``eta_k``). The index of expert ``(k, j)`` is ``k S + j``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ class StABLRateGrid(StABL):
       rate_grid: the scales ``s_1 < ... < s_S`` (positive, finite, increasing) that multiply
         the experts' learning rates ``eta'_k``; ``params.expert_lr_scale`` still multiplies
         them all.
+      scale_meta: also multiply expert ``(k, j)``'s meta step size (and restart weight) by
+        ``s_j``: ``eta_{k,j} = s_j eta_k``, so a fast expert also moves its meta weight fast
+        (and is muted more often). Default ``True``: on the tuning seed (seed + 1000003, 100
+        runs, Figure 1's two configs) it raised the mean reward from 0.38/0.37 to 0.55/0.51
+        with reward feedback and from 0.34/0.33 to 0.36/0.37 with loss feedback. ``False``:
+        every expert has its length's ``eta_k``.
 
     Example:
       >>> learner = StABLRateGrid(num_arms=5, horizon=64, rate_grid=(1.0, 8.0))
@@ -48,6 +54,7 @@ class StABLRateGrid(StABL):
     """
 
     rate_grid: tuple[float, ...] = DEFAULT_RATE_GRID
+    scale_meta: bool = True
 
     name: ClassVar[str] = "stabl_rate_grid"
 
@@ -74,10 +81,19 @@ class StABLRateGrid(StABL):
         """``(B',)`` the history length of every expert (each ``L_k`` repeated ``S`` times)."""
         return np.repeat(np.asarray(self.history_lengths, np.float64), len(self.rate_grid))
 
+    def _scales(self) -> np.ndarray:
+        """``(B',)`` the scale ``s_j`` of every expert (the grid tiled over the lengths)."""
+        return np.tile(np.asarray(self.rate_grid), len(self.history_lengths))  # type: ignore[arg-type]
+
     def base_expert_learning_rates(self) -> np.ndarray:
         """``(B',)`` ``s_j sqrt(ln n / (L_k n 2B'))``, before ``expert_lr_scale``."""
-        scales = np.tile(np.asarray(self.rate_grid), len(self.history_lengths))  # type: ignore[arg-type]
-        return scales * super().base_expert_learning_rates()
+        return self._scales() * super().base_expert_learning_rates()
+
+    def base_meta_step_sizes(self) -> np.ndarray:
+        """``(B',)`` ``eta_k`` of expert ``(k, j)``'s length (times ``s_j`` with
+        ``scale_meta``), before ``meta_lr_scale``."""
+        base = super().base_meta_step_sizes()
+        return self._scales() * base if self.scale_meta else base
 
     def restarts(self, t: jax.Array) -> jax.Array:
         """``(B',)`` bool: every scale of history length ``L_k`` restarts with it."""
