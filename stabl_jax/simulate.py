@@ -382,7 +382,7 @@ def simulate(
         raises ``checkify.JaxRuntimeError`` naming the round and the value. Results are
         unchanged. Convex rounds are not checked (a check there changes XLA's fusion of
         StABL-BCO's update, hence its last bits). The command line always validates.
-      checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint`: resume from it, and
+      checkpoint: a :class:`~stabl_jax.io.checkpoints.ChunkCheckpoint`: resume from it, and
         save the loop state and outputs after every chunk (see :func:`run_chunks`).
       runs_per_block: runs stepped together on a device (``None``: chosen, see
         :func:`stabl_jax.sharding.plan_runs`). The runs are split over every device JAX sees;
@@ -529,7 +529,7 @@ def run_chunks(
         ``restore(carry) -> (carry, outputs so far, t0) | None``, called once before the first
         chunk (the run continues from round ``t0``), and
         ``save(carry, chunk_outputs, start, stop)``, called after each chunk
-        (:class:`stabl_jax.checkpoint.ChunkCheckpoint` writes them atomically).
+        (:class:`stabl_jax.io.checkpoints.ChunkCheckpoint` writes them atomically).
       host_threads: split the runs into this many equal groups, each stepped by the same
         compiled program from its own thread (:mod:`stabl_jax.sharding`, "Host threads");
         ``R`` must be a multiple of it. Outputs and carry are those of one call.
