@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.config import load_config
+from stabl_jax.kinds import load_config
 
 
 def segment_rewards(config, learner, params, key) -> tuple[np.ndarray, int | None]:

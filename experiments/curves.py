@@ -5,7 +5,7 @@
 Reads each ``RESULTS_DIR/NAME`` with :func:`stabl_jax.load_results` (default: the eight
 Figure 1 folders ``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}`` that
 ``experiments/docs_numbers.sh`` writes; a missing one is skipped with a note) and writes two
-PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.plots`:
+PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.io.plots`:
 
 - ``NAME_regret.png``: the cumulative pseudo-regret against the best arm of each segment,
 
@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stabl_jax import load_results, metrics, plots
+from stabl_jax import load_results, metrics
+from stabl_jax.io import plots
 
 FIGURE1 = tuple(
     f"expert_advice_{segments}-{steps}-{feedback}"

@@ -42,9 +42,9 @@ unvalidated() {  # unvalidated FOLDER CONFIG LEARNER: Uniform and LEARNER, no in
 import sys
 from pathlib import Path
 
-from stabl_jax.config import load_config
-from stabl_jax.experiment import run_experiment
-from stabl_jax.results import ResultsFolder, write_results
+from stabl_jax.io.results import ResultsFolder
+from stabl_jax.kinds import load_config, write_results
+from stabl_jax.kinds.bandit import run_experiment
 
 out, name, learner = sys.argv[1:]
 config = load_config(name, [f'learners=["uniform", "{learner}"]'])
@@ -89,9 +89,9 @@ run expert_advice_large-tuned-loss expert_advice_large_tuned --runs 50
 run expert_advice_large-theory-reward expert_advice_large --runs 50 --set feedback=reward
 run expert_advice_large-tuned-reward expert_advice_large_tuned --runs 50 --set feedback=reward
 # Bandit convex optimisation: 200, 100 and 50 runs (the configs' defaults)
-for d in 2 10 50; do
-  run bco_d$d bco_d$d
-done
+run bco_d2 bco_d2
+run bco_d10 bco_d10
+run bco_d50 bco_d50
 
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"

@@ -4,12 +4,12 @@
 
 Reads every ``SWEEPS_DIR/NAME/sweep.json`` (``tune.py ... --out SWEEPS_DIR/NAME``: every grid
 point's mean reward over its runs and the 95% half-width) and writes into ``OUT_DIR``, with
-:mod:`stabl_jax.plots`:
+:mod:`stabl_jax.io.plots`:
 
 - ``NAME_sensitivity.png``: per learner with two swept params (StABL's expert and meta scales,
   EXP3's scale and exploration rate) a heatmap of the mean reward, the chosen point boxed,
   the points whose interval overlaps the chosen one's dotted, and the grid edge in the panel
-  title when the chosen point is on the grid's border (:func:`stabl_jax.plots.grid_edges`);
+  title when the chosen point is on the grid's border (:func:`stabl_jax.io.plots.grid_edges`);
 - ``NAME_sensitivity_1d.png``: the learners with one swept param, mean reward against it
   with its band, the chosen value starred, the grid's ends dotted (only if there are any).
 
@@ -26,13 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from stabl_jax import plots
+from stabl_jax.io import plots
 
 SCORE = "mean reward 1 - l_t(x_t)"
 
 
 def grid_of(name: str, entry: dict) -> plots.Grid:
-    """The :class:`~stabl_jax.plots.Grid` of a two-param learner's sweep entry."""
+    """The :class:`~stabl_jax.io.plots.Grid` of a two-param learner's sweep entry."""
     fx, fy = entry["fields"]
     points = np.asarray(entry["points"], np.float64)
     x, y = np.unique(points[:, 0]), np.unique(points[:, 1])

@@ -334,7 +334,7 @@ def run_points(
     ``jobs == 1`` calls the command line in this process; ``jobs > 1`` runs that many
     ``python -m stabl_jax`` processes at a time (logs in ``<out>/<point>.log``)."""
     from stabl_jax import cli
-    from stabl_jax.results import is_complete
+    from stabl_jax.io.results import is_complete
 
     out.mkdir(parents=True, exist_ok=True)
     todo = []
@@ -383,7 +383,7 @@ def run_points(
 def load_point(folder: Path) -> dict[str, Any]:
     """``{"windows", "runs", "arms", "seconds", "change_points", "learners": {name: {"sa":
     (R, K), "queries"}}}`` of one results folder."""
-    from stabl_jax.results import TRACES, read_summary
+    from stabl_jax.io.results import TRACES, read_summary
 
     summary = read_summary(folder)
     keys = ["sa_window_lengths", "env/change_points"]
@@ -415,7 +415,7 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
     ``<folder>/env/change_points``, ``<folder>/sa_window_lengths``) and
     ``<prefix>_summaries.json`` (``{folder: summary.json}``). Small enough to move between
     machines where the full ``traces.npz`` (hundreds of MB per point) is not."""
-    from stabl_jax.results import read_summary
+    from stabl_jax.io.results import read_summary
 
     arrays: dict[str, np.ndarray] = {}
     summaries: dict[str, Any] = {}
@@ -438,7 +438,7 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
 def read_bundle(prefix: Path, out: Path) -> list[Path]:
     """Rebuild slim results folders (``summary.json``, a ``traces.npz`` with the SA(L) arrays
     only, ``COMPLETE``) under ``out`` from a :func:`write_bundle` pair."""
-    from stabl_jax.results import COMPLETE, SUMMARY, TRACES
+    from stabl_jax.io.results import COMPLETE, SUMMARY, TRACES
 
     summaries = json.loads((prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8"))
     written = []
@@ -685,7 +685,7 @@ def _curve(ax: Any, x: np.ndarray, mean: np.ndarray, half: np.ndarray, style: di
 
 def _style(colors: Mapping[str, Any], index: int, name: str, label: str) -> dict:
     """A learner's fixed colour (across figures), its marker and its legend label."""
-    from stabl_jax import plots
+    from stabl_jax.io import plots
 
     marker = plots.MARKERS[index % len(plots.MARKERS)]
     return {"color": colors[name], "marker": marker, "label": label}
@@ -701,7 +701,7 @@ def _finish(ax: Any, title: str, xlabel: str, legend_loc: str) -> None:
 
 def _save(plt: Any, fig: Any, title: str, path: Path) -> Path:
     fig.suptitle(title, fontsize=12)
-    from stabl_jax import plots
+    from stabl_jax.io import plots
 
     fig.savefig(path, dpi=plots.DPI)
     plt.close(fig)
@@ -712,7 +712,7 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
     """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and
     ``<prefix>_<adversary>_sa_vs_n.png`` (one panel per table window); means with their 95%
     intervals, and the slope-1/2 and slope-1 guides."""
-    from stabl_jax import plots
+    from stabl_jax.io import plots
 
     plt = plots._pyplot()
     folder.mkdir(parents=True, exist_ok=True)
@@ -860,7 +860,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             config_suffix=args.config_suffix,
         )
-    from stabl_jax.results import is_complete
+    from stabl_jax.io.results import is_complete
 
     points = {}
     loaded: dict[tuple[str, int], list[dict[str, Any]]] = {}

@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.config import load_config, resolve_config
+from stabl_jax.io.configs import resolve_config
+from stabl_jax.kinds import load_config
 
 TUNING_SEED_OFFSET = 1_000_003
 

@@ -13,6 +13,8 @@ from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry`.
 
 from stabl_jax.bco import BCOLearner
 from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
+from stabl_jax.io.results import read_summary, read_traces
+from stabl_jax.io.tables import Results, load_results
 from stabl_jax.learners import (
     DUCB,
     EXP3,
@@ -33,9 +35,7 @@ from stabl_jax.learners import (
     Uniform,
 )
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env, register_env, register_learner
-from stabl_jax.results import read_summary, read_traces
 from stabl_jax.simulate import SimResult, simulate
-from stabl_jax.tables import Results, load_results
 from stabl_jax.versions import __version__
 
 __all__ = [

@@ -7,9 +7,10 @@
     stabl-jax list
     stabl-jax bench [--quick] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
-``run`` simulates every learner of an experiment config on the same environment draws, writes
+``run`` looks the config's ``kind`` up in :data:`stabl_jax.kinds.KINDS` and lets that kind
+check, run, summarise and print it: every learner on the same environment draws, written to
 one results folder (``results/<config name>-seed<S>`` by default; see
-:mod:`stabl_jax.results`) and prints a summary table. With no CONFIG it runs
+:mod:`stabl_jax.io.results`) and prints a summary table. With no CONFIG it runs
 ``expert_advice_equal``, the paper's Figure 1 (left). A BCO config (``kind = "bco"``, e.g.
 ``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``, and so
 does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hpo_bbob_sphere``).
@@ -17,10 +18,10 @@ does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hp
 ``run`` checks every round's losses and play distributions inside the compiled program
 (``simulate(validate=True)``) and checkpoints every learner after every chunk; if it is
 interrupted (Ctrl-C, a crash, ``kill -9``), the same command resumes from the last chunk and
-writes results bitwise identical to an uninterrupted run (see :mod:`stabl_jax.checkpoint`).
+writes results bitwise identical to an uninterrupted run (see :mod:`stabl_jax.io.checkpoints`).
 
 Before it computes anything, ``run`` estimates the memory, disk and time the config needs
-(:func:`stabl_jax.experiment.estimate_resources`) and refuses a run that does not fit (exit 2
+(:func:`stabl_jax.kinds.paired.estimate_resources`) and refuses a run that does not fit (exit 2
 naming the sizes; ``--allow-large`` runs it anyway). It only ever replaces or deletes folders
 it created (they hold a ``.stabl_jax_results`` marker); a damaged checkpoint is named and
 ``--force`` discards it; a full disk ends with one line naming the folder (rerunning after
@@ -34,30 +35,34 @@ full disk, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import errno
+import os
+import shutil
 import sys
 import time
 import tomllib
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from stabl_jax import compile_cache, tables
-from stabl_jax.config import ConfigError, ExperimentConfig, load_config, shipped_configs
+from stabl_jax import compile_cache
+from stabl_jax.bench import benchmark
+from stabl_jax.io import tables
+from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
+from stabl_jax.io.configs import ConfigError, shipped_configs
+from stabl_jax.io.results import OutputError, ResultsFolder
+from stabl_jax.kinds import KINDS, load_config, write_results
+from stabl_jax.kinds.base import Kind
+from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
+from stabl_jax.simulate import available_memory_bytes
 from stabl_jax.versions import __version__
 
 DEFAULT_CONFIG = "figure1"
-#: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
-MUTED_WARNING = (
-    "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
-    "1 + eta_k r~ <= 0 of Algorithm 1, line 13 set w(k) to 0 until expert k restarts. The "
-    "paper's bound eta_k * 2B <= 1 that prevents it does not hold at these step sizes (tuned "
-    "scales above the printed ones do this; the results are still valid runs of the learner)."
-)
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -141,9 +146,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: choose a command: run, list or bench", file=sys.stderr)
         return EXIT_USAGE
 
-    from stabl_jax.checkpoint import CheckpointMismatch
-    from stabl_jax.results import OutputError
-
     try:
         compile_cache.enable(compile_cache.resolve(args.compile_cache))
         return args.handler(args)
@@ -154,8 +156,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `stabl-jax list | head`: the reader left; not our failure
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so that the exit-time flush cannot fail again
         return EXIT_OK
@@ -171,8 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
-
     out = out or sys.stdout
     configs = shipped_configs()
     sections = {
@@ -206,18 +204,17 @@ def _config_description(path: Any) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from stabl_jax.results import ResultsFolder
-
     start = time.perf_counter()
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
     if args.out is not None and not args.out.strip():
         raise ConfigError("--out is empty; give a folder name (or leave --out out for the default)")
     out = Path(args.out or Path("results") / f"{config.name}-seed{config.seed}")
-    needs = _check_fits(config, out, args.allow_large)
+    kind = KINDS[config.kind]
+    needs = _check_fits(kind, config, out, args.allow_large)
     folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
     try:
-        return _run(config, folder, args, needs, started=started, start=start)
+        return _run(kind, config, folder, args, needs, started=started, start=start)
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -233,18 +230,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
 
 
-def _check_fits(config: Any, out: Path, allow_large: bool) -> Any:
-    """The resources ``config`` needs (``None`` for an algorithm-selection config); raises
+def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Any:
+    """The resources ``config`` needs (``None`` for a kind that estimates none); raises
     :class:`ConfigError` when they exceed the memory available or the disk free under
     ``out``, unless ``allow_large``."""
-    import shutil
-
-    from stabl_jax.experiment import estimate_resources
-    from stabl_jax.simulate import available_memory_bytes
-
-    if config.kind == "hpo":
+    if kind.estimate is None:
         return None
-    needs = estimate_resources(config)
+    needs = kind.estimate(config)
     existing = out.absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -254,7 +246,8 @@ def _check_fits(config: Any, out: Path, allow_large: bool) -> Any:
     over = [k for k in wanted if wanted[k] > free[k]]
     if over and not allow_large:
         sizes = "; ".join(
-            f"about {_bytes(wanted[k])} of {k}, {_bytes(free[k])} {where[k]}" for k in over
+            f"about {tables.byte_size(wanted[k])} of {k}, {tables.byte_size(free[k])} {where[k]}"
+            for k in over
         )
         raise ConfigError(
             f"this run does not fit ({config.runs} runs x {config.horizon} rounds x "
@@ -264,56 +257,35 @@ def _check_fits(config: Any, out: Path, allow_large: bool) -> Any:
     return needs
 
 
-def _bytes(count: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if count < 1024 or unit == "TiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    raise AssertionError
-
-
-def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def _run(
-    config: ExperimentConfig,
-    folder: Any,
+    kind: Kind,
+    config: Any,
+    folder: ResultsFolder,
     args: argparse.Namespace,
     needs: Any,
     *,
     started: str,
     start: float,
 ) -> int:
-    """``stabl-jax run`` for any config, in ``folder`` (algorithm selection: :func:`_run_hpo`
-    once the folder is resumed and its checkpoints are known)."""
-    from stabl_jax.checkpoint import ExperimentCheckpoints, experiment_identity
-    from stabl_jax.experiment import resolve_chunk_size, run_experiment
-    from stabl_jax.results import write_results
-
+    """``stabl-jax run`` of ``config`` in ``folder``: its kind prints its header, runs (after
+    taking over the checkpoints of an interrupted run of the same experiment), and its result
+    is written and printed."""
     with folder:
-        if config.kind != "hpo":
-            _print_header(config, folder.final, resolve_chunk_size(config), needs)
+        _say(kind.header(config, folder.final, needs))
         identity = experiment_identity(config)
-        resumed = folder.resume(
-            identity, force=args.force, log=lambda line: print(f"  {line}", flush=True)
-        )
+        resumed = folder.resume(identity, force=args.force, log=lambda line: _say(f"  {line}"))
         checkpoints = ExperimentCheckpoints(folder.checkpoint_dir, identity)
-        if config.kind == "hpo":
-            return _run_hpo(config, folder, checkpoints, started=started, start=start)
-        if resumed is not None:
-            done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in resumed.progress.items())
-            print(f"  resuming {resumed.source.name}: {done or 'nothing done yet'}", flush=True)
         try:
-            result = run_experiment(
+            result = kind.run(
                 config,
-                progress=None if args.no_progress else _progress_bars(config.horizon),
-                on_learner_done=_print_learner_done,
                 checkpoints=checkpoints,
-                validate=True,
+                resumed=resumed,
+                progress=not args.no_progress,
+                log=_say,
             )
         except KeyboardInterrupt:
             print(
@@ -323,8 +295,6 @@ def _run(
                 flush=True,
             )
             raise
-        what = "SA(L)" if config.kind == "bco" else "SA(L), per segment"
-        print(f"  metrics ({what}): {result.metrics_seconds:.1f} s", flush=True)
         extra = {
             "command": ["stabl-jax", *args.argv],
             "resumed": None
@@ -333,183 +303,11 @@ def _run(
         }
         final = write_results(result, folder, started=started, extra=extra)
     print()
-    print(format_table(result))
+    print(kind.table(result))
     print()
     print(f"results: {final}")
     print(f"total time: {time.perf_counter() - start:.1f} s")
     return EXIT_OK
-
-
-def _run_hpo(config: Any, folder: Any, checkpoints: Any, *, started: str, start: float) -> int:
-    """``stabl-jax run`` for an algorithm-selection config (``kind = "hpo"``): every learner
-    of every problem checkpoints its chunks in the partial folder, so the same command
-    resumes an interrupted run."""
-    from stabl_jax.hpo_experiment import format_hpo_table, run_hpo_experiment
-    from stabl_jax.results import write_results
-
-    print(f"stabl-jax run {config.name}  ({config.source})")
-    if config.overrides:
-        print(f"  overrides: {' '.join(config.overrides)}")
-    print(
-        f"  {len(config.problems)} BBOB problems (function, dim, evaluations), {config.runs} "
-        f"repeats each, seed {config.seed}, feedback={config.feedback}, "
-        f"noise {config.noise_std:g}; same key for every learner (paired)"
-    )
-    print(f"  learners: {', '.join(config.learners)}")
-    print(f"  output: {folder.final}", flush=True)
-
-    def learner_done(name: str, problem: Any, seconds: dict[str, float]) -> None:
-        print(
-            f"  {problem.key:<16} {name:<20} compile {seconds['compile']:5.1f} s  "
-            f"run {seconds['run']:6.1f} s",
-            flush=True,
-        )
-
-    result = run_hpo_experiment(
-        config, checkpoints=checkpoints, validate=True, on_learner_done=learner_done
-    )
-    final = write_results(result, folder, started=started)
-    print()
-    print(format_hpo_table(result))
-    print()
-    print(f"results: {final}")
-    print(f"total time: {time.perf_counter() - start:.1f} s")
-    return EXIT_OK
-
-
-def _print_header(config: ExperimentConfig, out: Path, chunk: int, needs: Any = None) -> None:
-    env = config.make_env()
-    points = (
-        "random per run"
-        if getattr(env, "random_change_points", False)
-        else ", ".join(map(str, env.change_points)) or "none"
-    )
-    print(f"stabl-jax run {config.name}  ({config.source})")
-    if config.overrides:
-        print(f"  overrides: {' '.join(config.overrides)}")
-    if config.kind == "bco":
-        size = f"d={env.dim}, {type(env.domain).__name__.lower()} K"
-        feedback = f"SA(L) stride {config.sa_stride or 'max(1, L // 4)'}"
-    else:
-        size = f"N={env.num_arms} arms"
-        feedback = f"feedback={config.feedback}"
-    print(
-        f"  env: {config.env.name}, {size}, T={config.horizon} rounds, "
-        f"{env.num_segments} segments (change points: {points})"
-    )
-    print(
-        f"  {config.runs} runs, seed {config.seed}, {feedback}, "
-        f"chunks of {chunk} rounds; same key for every learner (paired)"
-    )
-    print(f"  learners: {', '.join(config.learners)}")
-    if needs is not None:
-        print(
-            f"  needs about {_bytes(needs.memory_bytes)} of memory, {_bytes(needs.disk_bytes)} of "
-            f"disk (traces and checkpoints), roughly {_duration(needs.seconds)} of simulation"
-        )
-    print(f"  output: {out}", flush=True)
-
-
-def _progress_bars(horizon: int) -> Callable[[str], Callable[[int, int], None]]:
-    """Per learner, a tqdm bar (shown from the start, compilation included) driven by
-    ``simulate``'s per-chunk progress callback."""
-    from tqdm import tqdm
-
-    def for_learner(name: str) -> Callable[[int, int], None]:
-        bar = tqdm(total=horizon, desc=f"  {name}", unit="round", leave=False, file=sys.stderr)
-
-        def update(done: int, total: int) -> None:
-            bar.update(done - bar.n)
-            if done >= total:
-                bar.close()
-
-        return update
-
-    return for_learner
-
-
-def _print_learner_done(outcome: Any) -> None:
-    res = outcome.result
-    queries = int(outcome.learner.num_queries)
-    muted = "" if outcome.num_muted is None else f", muted {outcome.num_muted}"
-    per_round = f"{queries} {'query' if queries == 1 else 'queries'}/round"
-    print(
-        f"  {outcome.name:<20} {per_round:<16} "
-        f"compile {res.compile_seconds:5.1f} s  run {res.run_seconds:6.1f} s{muted}",
-        flush=True,
-    )
-    if outcome.num_muted:
-        print(f"  {MUTED_WARNING.format(name=outcome.name, count=outcome.num_muted)}", flush=True)
-
-
-def _pick_windows(windows: Sequence[int], count: int = 3) -> list[int]:
-    if len(windows) <= count:
-        return list(windows)
-    return [windows[0], windows[len(windows) // 2], windows[-1]]
-
-
-def format_table(result: Any) -> str:
-    """The printed summary: per learner, queries, per-segment reward, SA(L) at up to three
-    ``L``, and probability on the best arm (means +- 95% half-widths over runs); for a BCO
-    experiment :func:`format_bco_table`."""
-    from stabl_jax import metrics
-
-    config = result.config
-    if config.kind == "bco":
-        return format_bco_table(result)
-    shown = _pick_windows(config.sa_windows)
-    columns = [config.sa_windows.index(L) for L in shown]
-    num_segments = result.num_segments
-    header = ["learner", "q"]
-    header += [f"seg{s + 1} reward" for s in range(num_segments)]
-    header += [f"SA({L})" for L in shown]
-    header += ["P(best arm)"]
-    rows = [header]
-    for name, outcome in result.outcomes.items():
-        seg_mean, seg_half = metrics.mean_ci(outcome.segment_reward)
-        sa_mean, sa_half = metrics.mean_ci(outcome.sa_sampled)
-        pb_mean, pb_half = metrics.mean_ci(outcome.result.prob_best.astype(np.float64).mean(1))
-        row = [name, str(outcome.learner.num_queries)]
-        row += [tables.plus_minus(m, h, 3) for m, h in zip(seg_mean, seg_half, strict=True)]
-        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]
-        row += [tables.plus_minus(pb_mean, pb_half, 3)]
-        rows.append(row)
-    return tables.text_table(
-        rows,
-        f"{_over(config.runs)}; reward = 1 - loss of the played arm; SA(L) = worst regret over "
-        "any L consecutive rounds (sampled loss); q = queries/round",
-    )
-
-
-def format_bco_table(result: Any) -> str:
-    """The printed summary of a BCO experiment: per learner, queries, mean loss, SA(L) at up
-    to three ``L`` (means +- 95% half-widths over runs) and muting events; a last row gives
-    the largest comparator certificate per ``L``."""
-    from stabl_jax import metrics
-
-    config = result.config
-    shown = _pick_windows(config.sa_windows)
-    columns = [config.sa_windows.index(L) for L in shown]
-    rows = [["learner", "q", "mean loss", *(f"SA({L})" for L in shown), "muted"]]
-    for name, outcome in result.outcomes.items():
-        loss_mean, loss_half = metrics.mean_ci(outcome.result.loss.astype(np.float64).mean(1))
-        sa_mean, sa_half = metrics.mean_ci(outcome.sa)
-        row = [name, str(outcome.learner.num_queries), tables.plus_minus(loss_mean, loss_half, 4)]
-        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]
-        row += ["-" if outcome.num_muted is None else str(outcome.num_muted)]
-        rows.append(row)
-    gap = result.comparator_gap.max(axis=0)
-    rows.append(["comparator gap (max)", "", "", *(f"{gap[c]:.2g}" for c in columns), ""])
-    stride = config.sa_stride or "max(1, L // 4)"
-    return tables.text_table(
-        rows,
-        f"{_over(config.runs)}; loss = l_t(x_t) at the played point; SA(L) = worst regret over "
-        f"windows of L rounds starting every {stride} rounds; q = queries/round",
-    )
-
-
-def _over(runs: int) -> str:
-    return f"mean ± 95% CI over {runs} runs" if runs > 1 else "one run (no CI)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -518,9 +316,7 @@ def _over(runs: int) -> str:
 
 
 def _add_bench_parser(sub: Any) -> None:
-    from stabl_jax.bench.benchmark import BenchConfig
-
-    default = BenchConfig()
+    default = benchmark.BenchConfig()
     bench = sub.add_parser(
         "bench",
         help="time simulate against NumPy implementations (run-steps/s, ratios, memory)",
@@ -550,11 +346,6 @@ def _add_bench_parser(sub: Any) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from stabl_jax.bench import benchmark
-    from stabl_jax.registry import LEARNERS
-
     config = benchmark.QUICK if args.quick else benchmark.BenchConfig()
     changes: dict[str, Any] = {}
     for name in ("learners", "arms", "runs"):

@@ -24,7 +24,7 @@ The score against a baseline (the paper's "performance profile score against the
 baseline") is the difference of the two scores in the two-solver profile {s, baseline}, in
 ``[-1, 1]``, positive when ``s`` does better; computed at every evaluation count it is a curve.
 
-No plotting here (``stabl_jax.plots`` is the face); everything returns NumPy arrays.
+No plotting here (``stabl_jax.io.plots`` draws); everything returns NumPy arrays.
 """
 
 from __future__ import annotations

@@ -393,7 +393,7 @@ def simulate(
         rate at 0.60x the plain one for EXP3 and 0.71-0.97x for StABL, SAOL and the authors'
         StABL (n = 30, R = 64 and 1,024, 2-core CPU, 2026-11-26). A library call with losses
         outside [0, 1] is therefore simulated without a word unless ``validate=True``.
-      checkpoint: a :class:`~stabl_jax.checkpoint.ChunkCheckpoint`: resume from it, and
+      checkpoint: a :class:`~stabl_jax.io.checkpoints.ChunkCheckpoint`: resume from it, and
         save the loop state and outputs after every chunk (see :func:`run_chunks`).
       runs_per_block: runs stepped together on a device (``None``: chosen, see
         :func:`stabl_jax.sharding.plan_runs`). The runs are split over every device JAX sees;
@@ -554,7 +554,7 @@ def run_chunks(
         ``restore(carry) -> (carry, outputs so far, t0) | None``, called once before the first
         chunk (the run continues from round ``t0``), and
         ``save(carry, chunk_outputs, start, stop)``, called after each chunk
-        (:class:`stabl_jax.checkpoint.ChunkCheckpoint` writes them atomically).
+        (:class:`stabl_jax.io.checkpoints.ChunkCheckpoint` writes them atomically).
       host_threads: split the runs into this many equal groups, each stepped by the same
         compiled program from its own thread (:mod:`stabl_jax.sharding`, "Host threads");
         ``R`` must be a multiple of it. Outputs and carry are those of one call.

@@ -66,7 +66,7 @@ def numbers(summary: dict) -> dict:
 def assert_same_results(folder, reference) -> None:
     """A complete results folder whose traces and every number of ``summary.json`` are
     bitwise those of ``reference``."""
-    from stabl_jax.results import COMPLETE, read_summary, read_traces
+    from stabl_jax.io.results import COMPLETE, read_summary, read_traces
 
     assert (Path(folder) / COMPLETE).is_file()
     traces, expected = read_traces(folder), read_traces(reference)

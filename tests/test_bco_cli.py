@@ -19,9 +19,11 @@ import numpy as np
 import pytest
 
 from stabl_jax import cli
-from stabl_jax.config import ConfigError, load_config
+from stabl_jax.io.configs import ConfigError
+from stabl_jax.io.results import COMPLETE, read_summary, read_traces
+from stabl_jax.kinds import load_config
+from stabl_jax.kinds.bco import BCO_PLOT_FILES
 from stabl_jax.registry import BCO_LEARNERS
-from stabl_jax.results import BCO_PLOT_FILES, COMPLETE, read_summary, read_traces
 from tests.conftest import write_config_variant
 
 REPO = Path(__file__).resolve().parent.parent

@@ -18,17 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax import ENVS, LEARNERS, cli, experiment, metrics
-from stabl_jax.config import (
-    ConfigError,
-    default_sa_windows,
-    load_config,
-    parse_override,
-    resolve_config,
-    shipped_configs,
-)
-from stabl_jax.results import COMPLETE, PLOT_FILES, arm_dtype, read_summary, read_traces
-from stabl_jax.tables import load_results
+from stabl_jax import ENVS, LEARNERS, cli, metrics
+from stabl_jax.io.configs import ConfigError, parse_override, resolve_config, shipped_configs
+from stabl_jax.io.results import COMPLETE, read_summary, read_traces
+from stabl_jax.io.tables import load_results
+from stabl_jax.kinds import bandit as experiment
+from stabl_jax.kinds import load_config
+from stabl_jax.kinds.bandit import PLOT_FILES, arm_dtype
+from stabl_jax.kinds.paired import MUTED_WARNING, default_sa_windows
 from tests.conftest import numbers, write_config_variant
 
 REPO = Path(__file__).resolve().parent.parent
@@ -528,8 +525,8 @@ def test_python_m_stabl_jax_list(tmp_path):
 
 def test_face_modules_do_not_import_matplotlib():
     code = (
-        "import sys, stabl_jax.cli, stabl_jax.config, stabl_jax.experiment, "
-        "stabl_jax.results, stabl_jax.plots; assert 'matplotlib' not in sys.modules"
+        "import sys, stabl_jax.cli, stabl_jax.io.configs, stabl_jax.kinds, "
+        "stabl_jax.io.results, stabl_jax.io.plots; assert 'matplotlib' not in sys.modules"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -571,7 +568,7 @@ def test_muting_is_explained_when_it_happens(tmp_path, capsys):
     out = capsys.readouterr().out
     muted = read_summary(tmp_path / "out")["learners"]["stabl_naive"]["num_muted"]
     assert muted > 0
-    assert cli.MUTED_WARNING.format(name="stabl_naive", count=muted) in out
+    assert MUTED_WARNING.format(name="stabl_naive", count=muted) in out
 
 
 def test_a_shorter_horizon_names_the_window_it_leaves_too_long():

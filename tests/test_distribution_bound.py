@@ -22,7 +22,7 @@ import pytest
 from jax.experimental import checkify
 
 from stabl_jax import checks, simulate
-from stabl_jax.config import load_config
+from stabl_jax.kinds import load_config
 
 EPS = float(jnp.finfo(jnp.float32).eps)
 

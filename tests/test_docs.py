@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from stabl_jax import cli, registry
-from stabl_jax.config import SAVABLE_TRACES, TOP_LEVEL_KEYS
-from stabl_jax.hpo_experiment import BBOB_KEYS, HPO_TOP_LEVEL_KEYS
+from stabl_jax.kinds.bandit import SAVABLE_TRACES
+from stabl_jax.kinds.paired import TOP_LEVEL_KEYS
+from stabl_jax.kinds.selection import BBOB_KEYS, HPO_TOP_LEVEL_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

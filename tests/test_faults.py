@@ -31,16 +31,17 @@ import matplotlib.figure
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, checkpoint, cli, simulate
-from stabl_jax import experiment as experiment_module
-from stabl_jax.checkpoint import CheckpointDamaged, ChunkCheckpoint, load_arrays
-from stabl_jax.results import (
+from stabl_jax import EXP3, ExpertAdvice, cli, simulate
+from stabl_jax.io import checkpoints as checkpoint
+from stabl_jax.io.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
+from stabl_jax.io.results import (
     COMPLETE,
     MARKER,
     OutputError,
     ResultsFolder,
     read_summary,
 )
+from stabl_jax.kinds import bandit as experiment_module
 from tests.conftest import assert_same_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -608,7 +609,7 @@ def _t0(folder: Path) -> int:
 def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monkeypatch):
     """With no memory to spare the tiny config is refused naming the memory; --allow-large
     runs it."""
-    monkeypatch.setattr(sys.modules["stabl_jax.simulate"], "available_memory_bytes", lambda: 1)
+    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
 
     def ran(*args, **kwargs):
         raise AssertionError("the experiment ran")

@@ -12,11 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax import cli, hpo_experiment
-from stabl_jax.checkpoint import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
-from stabl_jax.config import ConfigError, load_config
-from stabl_jax.hpo_experiment import HPOProblem, run_hpo_experiment
-from stabl_jax.results import COMPLETE, ResultsFolder, read_summary, read_traces, write_results
+from stabl_jax import cli
+from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
+from stabl_jax.io.configs import ConfigError
+from stabl_jax.io.results import COMPLETE, ResultsFolder, read_summary, read_traces
+from stabl_jax.kinds import load_config, write_results
+from stabl_jax.kinds import selection as hpo_experiment
+from stabl_jax.kinds.selection import HPOProblem, run_hpo_experiment
 from tests.conftest import write_config_variant
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']

@@ -27,12 +27,13 @@ import pytest
 from jax.experimental import checkify
 
 from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make
-from stabl_jax import experiment as experiment_module
-from stabl_jax.checkpoint import CheckpointMismatch, ChunkCheckpoint, save_arrays
 from stabl_jax.checks import checked_step
-from stabl_jax.config import ConfigError, load_config
 from stabl_jax.envs.convex import MovingTarget
-from stabl_jax.results import MARKER, MARKER_FORMAT, OutputError, ResultsFolder, read_traces
+from stabl_jax.io.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
+from stabl_jax.io.configs import ConfigError
+from stabl_jax.io.results import MARKER, MARKER_FORMAT, OutputError, ResultsFolder, read_traces
+from stabl_jax.kinds import bandit as experiment_module
+from stabl_jax.kinds import load_config
 from stabl_jax.simulate import params_axes, simulate
 
 REPO = Path(__file__).resolve().parent.parent

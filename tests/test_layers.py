@@ -1,5 +1,6 @@
 """Imports point down only (docs/design.md, "Layers"): a module never imports a higher layer,
-learners and environments never import each other, and no private name crosses a module."""
+learners and environments never import each other, no private name crosses a module, and no
+module outside ``stabl_jax/kinds/`` switches on an experiment kind."""
 
 from __future__ import annotations
 
@@ -19,27 +20,12 @@ LAYERS: dict[str, int] = {
     "versions": 1,
     **dict.fromkeys(["learners", "bco", "envs"], 2),
     "bco.simulate": 3,  # a module of a layer-2 package that drives the rollout
-    **dict.fromkeys(["simulate", "sharding", "streaming", "metrics", "reactive"], 3),
+    **dict.fromkeys(["simulate", "sharding", "streaming", "metrics"], 3),
     "registry": 4,
-    **dict.fromkeys(
-        [
-            "config",
-            "experiment",
-            "hpo_experiment",
-            "hpo_metrics",
-            "results",
-            "plots",
-            "tables",
-            "checkpoint",
-            "provenance",
-            "bench",
-            "kinds",
-            "io",
-        ],
-        5,
-    ),
-    **dict.fromkeys(["cli", "__main__", "compile_cache"], 6),
-    "__init__": 7,
+    **dict.fromkeys(["io", "provenance", "hpo_metrics", "bench"], 5),
+    "kinds": 6,
+    **dict.fromkeys(["cli", "__main__", "compile_cache"], 7),
+    "__init__": 8,
 }
 #: Sibling packages of one layer that must not import each other.
 APART = {("learners", "envs"), ("envs", "learners"), ("bco", "envs"), ("envs", "bco")}
@@ -107,3 +93,55 @@ def test_imports_point_down(path):
         if private and not same_package:  # a package's private helpers serve its own modules
             problems.append(f"line {line}: private names {private} imported from {module}")
     assert not problems, "\n".join(problems)
+
+
+def _names_kind(node: ast.AST) -> bool:
+    """``kind``, ``x.kind``, ``x["kind"]`` or ``x.get("kind", ...)``."""
+    if isinstance(node, ast.Name):
+        return node.id == "kind"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "kind"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "kind"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        first = node.args[0]
+        return node.func.attr == "get" and isinstance(first, ast.Constant) and first.value == "kind"
+    return False
+
+
+def _is_text(node: ast.AST) -> bool:
+    """A string constant, or a tuple, list or set of them."""
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return bool(node.elts) and all(_is_text(e) for e in node.elts)
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def kind_switches(source: str) -> list[str]:
+    """Every comparison of an experiment kind with a literal name in ``source``
+    (``config.kind == "bco"``, ``kind in ("bandit", "bco")``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(map(_names_kind, operands)) and any(map(_is_text, operands)):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_kind_switch_is_found():
+    """The check below can fail: it finds the switches the kinds table replaced."""
+    switches = 'if config.kind == "hpo": pass\nx = summary.get("kind") != "hpo"\n'
+    switches += 'y = kind in ("bandit", "bco")\nz = raw["kind"] == "bco"\n'
+    assert len(kind_switches(switches)) == 4
+    assert not kind_switches('w = entry.kind\nv = kind in KINDS\nu = device_kind == "cpu"\n')
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if _unit(p) != "kinds"],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_no_kind_switch_outside_kinds(path):
+    """Only ``stabl_jax/kinds/`` knows the experiment kinds; the rest looks a kind up in
+    ``stabl_jax.kinds.KINDS`` (docs/design.md, "Adding things")."""
+    assert not kind_switches(path.read_text(encoding="utf-8"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax import results
+from stabl_jax.io import results
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120  # seconds for each process (a JAX start-up, a few compilations, gloo set-up)
@@ -40,9 +40,10 @@ SCRIPT = textwrap.dedent(
             coordinator_address=f"127.0.0.1:{port}", num_processes=nproc, process_id=pid
         )
     import numpy as np
-    from stabl_jax import ExpertAdvice, make, results, simulate
-    from stabl_jax.config import load_config
-    from stabl_jax.experiment import run_experiment
+    from stabl_jax import ExpertAdvice, make, simulate
+    from stabl_jax.io import results
+    from stabl_jax.kinds import load_config, write_results
+    from stabl_jax.kinds.bandit import run_experiment
 
     env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
     res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 8,
@@ -56,7 +57,7 @@ SCRIPT = textwrap.dedent(
     experiment = run_experiment(config)  # validates every round, as the command line does
     if jax.process_index() == 0:
         np.savez(out / "arrays.npz", **arrays)
-        results.write_results(experiment, results.ResultsFolder.prepare(out / "results"))
+        write_results(experiment, results.ResultsFolder.prepare(out / "results"))
     """
 )
 

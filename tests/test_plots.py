@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stabl_jax import plots
+from stabl_jax.io import plots
 
 
 def _bands(values):

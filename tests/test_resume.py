@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from stabl_jax import checkpoint, cli
-from stabl_jax.results import COMPLETE, read_summary
+from stabl_jax import cli
+from stabl_jax.io import checkpoints as checkpoint
+from stabl_jax.io.results import COMPLETE, read_summary
 from tests.conftest import assert_same_results
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stabl_jax import plots
+from stabl_jax.io import plots
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "sensitivity.py"
 

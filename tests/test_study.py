@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.config import load_config
 from stabl_jax.envs import geometric_segment_lengths
+from stabl_jax.kinds import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("study", ROOT / "experiments" / "study.py")

@@ -1,4 +1,4 @@
-"""Results folders as tidy tables (``stabl_jax.tables``)."""
+"""Results folders as tidy tables (``stabl_jax.io.tables``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import cli
-from stabl_jax.tables import COLUMNS, load_results, summary_rows
+from stabl_jax.io.tables import COLUMNS, load_results, summary_rows
 
 BANDIT = {
     "learners": {

@@ -29,13 +29,16 @@ Budgets count evaluations, so a two-query learner gets half as many rounds as a 
 learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
 
 A long experiment never loses finished work: with ``checkpoints`` set, every learner of every
-problem checkpoints its chunks there (:class:`stabl_jax.checkpoint.ExperimentCheckpoints`, as
-for every kind) and resumes from them when the same config is rerun after an interrupt.
+problem checkpoints its chunks there (:class:`stabl_jax.io.checkpoints.ExperimentCheckpoints`,
+as for every kind) and resumes from them when the same config is rerun after an interrupt.
 
 Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve (mean and 95%
 band over repeats) and the score against Uniform at every evaluation count; across all
 problems (every (problem, repeat) pair is a Dolan-More problem), performance profiles at the
-full budget, their scores, and the score against Uniform.
+full budget, their scores, and the score against Uniform. The results folder holds
+``best_objective.png`` (log best-gap curves per problem), ``score_vs_uniform.png`` and
+``profile.png`` (Dolan-More profiles), with traces ``<problem>/<learner>/best_gap`` and
+``.../arm_counts``.
 """
 
 from __future__ import annotations
@@ -51,7 +54,17 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import hpo_metrics
+from stabl_jax import hpo_metrics, registry
+from stabl_jax.envs.bbob import FUNCTION_NAMES, BBOBFunction
+from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
+from stabl_jax.envs.eagle import EagleEnsemble, eagle_grid
+from stabl_jax.envs.hpo import HPOEnv, check_reward_lambda
+from stabl_jax.io import plots
+from stabl_jax.io.checkpoints import ExperimentCheckpoints
+from stabl_jax.io.configs import Checker
+from stabl_jax.io.results import FORMAT, Resumed, environment_info, read_summary, read_traces
+from stabl_jax.io.tables import plus_minus, text_table
+from stabl_jax.kinds.base import FEEDBACKS, Kind, check_identity, check_learners
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.
 HPO_TOP_LEVEL_KEYS: tuple[str, ...] = (
@@ -95,8 +108,6 @@ class HPOProblem:
 
     @property
     def title(self) -> str:
-        from stabl_jax.envs.bbob import FUNCTION_NAMES
-
         return f"f{self.function_id} {FUNCTION_NAMES[self.function_id]}, d={self.dim}"
 
 
@@ -160,39 +171,28 @@ class HPOConfig:
 
 
 # --------------------------------------------------------------------------------------------
-# Validation (called by stabl_jax.config.validate for kind = "hpo")
+# Validation
 # --------------------------------------------------------------------------------------------
 
 
 def validate_hpo(
     raw: Mapping[str, Any],
-    check: Any,
+    check: Checker,
     *,
     source: str,
     default_name: str,
     overrides: tuple[str, ...],
 ) -> HPOConfig:
-    """Validate an HPO config document; ``check`` is :mod:`stabl_jax.config`'s checker."""
-    from stabl_jax import config as cfg
-    from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
-    from stabl_jax.envs.hpo import check_reward_lambda
-
+    """Validate an HPO config document; every problem is raised through ``check``."""
     for key in raw:
         if key not in HPO_TOP_LEVEL_KEYS:
             check.unknown(key, HPO_TOP_LEVEL_KEYS, "HPO-config")
     for key in ("learners", "bbob"):
         if key not in raw:
             check.fail(key, "is required")
-    name = check.string("name", raw.get("name", default_name))
-    if not cfg._NAME_PATTERN.match(name):
-        check.fail(
-            "name", f"must be letters, digits, '_', '.' or '-' (a folder name), got {name!r}"
-        )
-    description = check.string("description", raw.get("description", ""))
-    seed = check.integer("seed", raw.get("seed", 0), minimum=0, maximum=2**63 - 1)
-    runs = check.integer("runs", raw.get("runs", cfg.DEFAULT_RUNS), minimum=1)
-    learners = cfg._check_learners(check, raw["learners"], "bandit")
-    feedback = check.string("feedback", raw.get("feedback", "reward"), cfg.FEEDBACKS)
+    identity = check_identity(check, raw, default_name)
+    learners = check_learners(check, raw["learners"], registry.LEARNERS)
+    feedback = check.string("feedback", raw.get("feedback", "reward"), FEEDBACKS)
 
     table = check.table("bbob", raw["bbob"])
     for key in table:
@@ -236,10 +236,7 @@ def validate_hpo(
         check.fail("bbob.tau_max", f"must be > 1, got {tau_max}")
     problems = tuple(HPOProblem(f, d, n) for f in functions for d in dims for n in evaluations)
     config = HPOConfig(
-        name=name,
-        description=description,
-        seed=seed,
-        runs=runs,
+        **identity,
         learners=learners,
         feedback=feedback,
         problems=problems,
@@ -293,8 +290,6 @@ def _number(check: Any, key: str, value: Any, minimum: float) -> float:
 
 def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
     """Learner ``name`` for a budget of ``evaluations`` (horizon = its number of rounds)."""
-    from stabl_jax.envs.eagle import eagle_grid
-
     return hpo_metrics.make_hpo_learner(
         name,
         len(eagle_grid()),
@@ -354,11 +349,8 @@ def run_problem(
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> ProblemOutcome:
     """Run every learner of ``config`` on ``problem`` (same key for all: paired repeats);
-    ``checkpoints`` (:class:`~stabl_jax.checkpoint.ExperimentCheckpoints`) holds learner
+    ``checkpoints`` (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`) holds learner
     ``<problem>-<learner>``'s chunks."""
-    from stabl_jax.envs.bbob import BBOBFunction
-    from stabl_jax.envs.hpo import HPOEnv
-
     function = BBOBFunction(
         function_id=problem.function_id,
         dim=problem.dim,
@@ -408,7 +400,7 @@ def run_hpo_experiment(
     Args:
       config: a validated HPO config.
       checkpoints: where every learner of every problem checkpoints its chunks and resumes
-        from (:class:`~stabl_jax.checkpoint.ExperimentCheckpoints`); an interrupted run
+        from (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`); an interrupted run
         resumes where it stopped and gives the same numbers. ``None``: no checkpoints.
       validate: check every round inside the compiled programs (``simulate(validate=True)``);
         results unchanged.
@@ -418,8 +410,6 @@ def run_hpo_experiment(
     Returns:
       An :class:`HPOExperimentResult`.
     """
-    from stabl_jax.envs.eagle import EagleEnsemble
-
     start = time.perf_counter()
     problems: dict[str, ProblemOutcome] = {}
     for problem in config.problems:
@@ -446,9 +436,6 @@ def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
     """An :class:`HPOExperimentResult` rebuilt from a results folder (``summary.json`` and
     ``traces.npz``), to recompute metrics or redraw the plots without rerunning anything.
     ``best_value`` traces are not saved; they come back empty."""
-    from stabl_jax.config import Checker
-    from stabl_jax.results import read_summary, read_traces
-
     summary = read_summary(folder)
     if summary.get("kind") != "hpo":
         raise ValueError(f"{folder} is not the results folder of an HPO experiment")
@@ -520,8 +507,6 @@ def problem_metrics(result: HPOExperimentResult) -> dict[str, dict[str, Any]]:
 
 def build_hpo_summary(result: HPOExperimentResult, *, started: str | None = None) -> dict:
     """The JSON summary: config, environment, arms, per-problem metrics and profiles."""
-    from stabl_jax.results import FORMAT, environment_info
-
     final = profiles(result)
     half = profiles(result, at_fraction=0.5)
     return {
@@ -567,8 +552,6 @@ HPO_PLOT_FILES: dict[str, str] = {
 def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
     """Log best-objective curves and scores against Uniform (one panel per problem), and the
     performance profiles across all problems."""
-    from stabl_jax import plots
-
     folder = Path(folder)
     cfg = result.config
     tau_max = cfg.tau_max
@@ -653,8 +636,6 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
 def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
     """The printed summary: profile scores, score vs Uniform, and per problem (up to
     ``max_rows`` problems) the final mean log10 gap of each learner."""
-    from stabl_jax.tables import plus_minus, text_table
-
     prof = profiles(result)
     per_problem = problem_metrics(result)
     keys = list(result.problems)[:max_rows]
@@ -677,3 +658,58 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
         + "; profile score in [0, 1] and vs Uniform in [-1, 1], higher is better"
     )
     return text_table(rows, footer)
+
+
+# --------------------------------------------------------------------------------------------
+# The kind
+# --------------------------------------------------------------------------------------------
+
+
+def run_header(config: HPOConfig, out: Path, needs: Any = None) -> str:
+    """What ``stabl-jax run`` prints before an algorithm-selection experiment."""
+    lines = [f"stabl-jax run {config.name}  ({config.source})"]
+    if config.overrides:
+        lines.append(f"  overrides: {' '.join(config.overrides)}")
+    lines.append(
+        f"  {len(config.problems)} BBOB problems (function, dim, evaluations), {config.runs} "
+        f"repeats each, seed {config.seed}, feedback={config.feedback}, "
+        f"noise {config.noise_std:g}; same key for every learner (paired)"
+    )
+    lines.append(f"  learners: {', '.join(config.learners)}")
+    lines.append(f"  output: {out}")
+    return "\n".join(lines)
+
+
+def run(
+    config: HPOConfig,
+    *,
+    checkpoints: ExperimentCheckpoints,
+    resumed: Resumed | None,
+    progress: bool,
+    log: Callable[[str], None],
+) -> HPOExperimentResult:
+    """:func:`run_hpo_experiment` as ``stabl-jax run`` shows it: a line per learner and
+    problem (no progress bars)."""
+
+    def learner_done(name: str, problem: HPOProblem, seconds: dict[str, float]) -> None:
+        log(
+            f"  {problem.key:<16} {name:<20} compile {seconds['compile']:5.1f} s  "
+            f"run {seconds['run']:6.1f} s"
+        )
+
+    return run_hpo_experiment(
+        config, checkpoints=checkpoints, validate=True, on_learner_done=learner_done
+    )
+
+
+KIND = Kind(
+    name="hpo",
+    description="algorithm selection on BBOB problems with Eagle arms (the paper's Section 6)",
+    validate=validate_hpo,
+    header=run_header,
+    run=run,
+    summary=build_hpo_summary,
+    traces=hpo_trace_arrays,
+    plots=render_hpo_plots,
+    table=format_hpo_table,
+)

@@ -216,3 +216,20 @@ def plus_minus(mean: float, half: float, digits: int) -> str:
     if not np.isfinite(half):
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f}±{half:.{digits}f}"
+
+
+def byte_size(count: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``: a byte count for people (B, KiB, ..., TiB)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024 or unit == "TiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError
+
+
+def duration(seconds: float) -> str:
+    """``5400`` -> ``"1.5 h"``: a duration for people (s, min, h, days)."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"

@@ -1,0 +1,299 @@
+"""Experiment config files: TOML read from a file or a shipped name, ``--set key=value``
+overrides, and the :class:`Checker` whose errors name the key, the file and the fix.
+
+This module knows no experiment kind: it reads a document (:func:`read_config`) and checks
+values; each kind's schema (:mod:`stabl_jax.kinds`) says which keys a document may hold.
+Every problem raises :class:`ConfigError` naming the key, the file and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from stabl_jax.registry import did_you_mean
+
+#: What a ``name`` may be: it names the default results folder.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class ConfigError(ValueError):
+    """An experiment config is malformed; the message names the key, the file and the fix."""
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with tuples turned into lists, in nested dicts too (for JSON)."""
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [jsonable(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Finding and loading configs
+# --------------------------------------------------------------------------------------------
+
+
+def config_dirs() -> list[Any]:
+    """Where shipped configs live, in lookup order: ``./configs``, the installed resource
+    package ``stabl_jax.configs``, then ``configs/`` next to the package source."""
+    dirs: list[Any] = [Path.cwd() / "configs"]
+    try:
+        dirs.append(importlib.resources.files("stabl_jax.configs"))
+    except ModuleNotFoundError:  # running from a source tree, not installed
+        pass
+    dirs.append(Path(__file__).resolve().parents[2] / "configs")
+    return dirs
+
+
+def shipped_configs() -> dict[str, Any]:
+    """``{name: path}`` of every config found in the lookup directories (first one wins)."""
+    found: dict[str, Any] = {}
+    for folder in config_dirs():
+        try:
+            entries = sorted(folder.iterdir(), key=lambda p: p.name)
+        except (FileNotFoundError, NotADirectoryError, OSError):
+            continue
+        for entry in entries:
+            if entry.name.endswith(".toml") and entry.is_file():
+                found.setdefault(entry.name[: -len(".toml")], entry)
+    return found
+
+
+def resolve_config(name_or_path: str | Path) -> Any:
+    """A config file path, or the name of a shipped config (see :func:`shipped_configs`)."""
+    text = str(name_or_path)
+    path = Path(text)
+    if path.is_file():
+        return path
+    looks_like_path = text.endswith(".toml") or "/" in text or "\\" in text
+    if not looks_like_path:
+        for folder in config_dirs():
+            candidate = folder / f"{text}.toml"
+            try:
+                if candidate.is_file():
+                    return candidate
+            except OSError:
+                continue
+    available = ", ".join(sorted(shipped_configs())) or "(none found)"
+    if path.is_dir():
+        raise ConfigError(f"config path {text!r} is a folder; give a .toml file or a config name")
+    if looks_like_path:
+        raise ConfigError(f"config file {text!r} does not exist")
+    raise ConfigError(
+        f"no config named {text!r}: not a file, and not a shipped config (available: {available})"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigDocument:
+    """A config file read and overridden, not yet validated (:func:`read_config`).
+
+    Attributes:
+      raw: the parsed TOML document with the overrides applied.
+      source: the file it was read from.
+      default_name: the file's stem, the experiment's name when it sets none.
+      overrides: the overrides as given (``"runs=8"``), then the keyword ones (``runs=4``).
+      overridden: the dotted keys the overrides set (error messages say so).
+    """
+
+    raw: dict[str, Any]
+    source: str
+    default_name: str
+    overrides: tuple[str, ...]
+    overridden: frozenset[str]
+
+
+def read_config(
+    name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any
+) -> ConfigDocument:
+    """Read a config file and apply overrides (no validation: :func:`stabl_jax.kinds.load_config`
+    validates it against its kind's schema).
+
+    Args:
+      name_or_path: a ``.toml`` path or a shipped config name (``"expert_advice_equal"``).
+      overrides: ``"key=value"`` strings; dotted keys reach into tables
+        (``"env.num_arms=10"``); values are TOML (``learners=["stabl","exp3"]``), else strings.
+      **sets: more overrides as Python values, keyed by top-level name (``runs=4``); applied
+        after ``overrides``; ``None`` values are skipped.
+
+    Raises:
+      ConfigError: no such file or config, unreadable file, bad TOML, malformed override.
+    """
+    path = resolve_config(name_or_path)
+    source = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot read config: {exc}") from None
+    parsed = [parse_override(text) for text in overrides]
+    parsed += [((key,), value) for key, value in sets.items() if value is not None]
+    for keys, value in parsed:
+        _apply_override(raw, keys, value, source)
+    labels = tuple(overrides) + tuple(f"{k}={v!r}" for k, v in sets.items() if v is not None)
+    overridden = frozenset(".".join(keys) for keys, _ in parsed)
+    return ConfigDocument(raw, source, Path(path.name).stem, labels, overridden)
+
+
+def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
+    """``"env.num_arms=10"`` -> ``(("env", "num_arms"), 10)``.
+
+    The value is parsed as a TOML value (number, bool, string, array, inline table); anything
+    that is not valid TOML is taken as a plain string (``feedback=reward``).
+    """
+    key, sep, value_text = text.partition("=")
+    keys = tuple(part.strip() for part in key.strip().split("."))
+    if not sep or not all(keys):
+        raise ConfigError(f"--set expects key=value with a (dotted) key, got {text!r}")
+    value_text = value_text.strip()
+    try:
+        doc = tomllib.loads(f"value = {value_text}")
+        value = doc["value"] if set(doc) == {"value"} else value_text
+    except tomllib.TOMLDecodeError:
+        value = value_text
+    return keys, value
+
+
+def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, source: str) -> None:
+    table = raw
+    for depth, key in enumerate(keys[:-1]):
+        child = table.setdefault(key, {})
+        if not isinstance(child, dict):
+            dotted = ".".join(keys[: depth + 1])
+            raise ConfigError(
+                f"--set {'.'.join(keys)}: key {dotted!r} in {source} is a "
+                f"{type(child).__name__}, not a table"
+            )
+        table = child
+    table[keys[-1]] = value
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+class Checker:
+    """Builds error messages naming the key, the file and (for overridden keys) the --set."""
+
+    def __init__(self, source: str, overridden: Iterable[str]) -> None:
+        self.source = source
+        self.overridden = set(overridden)
+
+    def where(self, key: str) -> str:
+        if key in self.overridden:
+            note = " (set on the command line)"
+        else:
+            inner = sorted(k for k in self.overridden if k.startswith(f"{key}."))
+            note = f" ({', '.join(inner)} set on the command line)" if inner else ""
+        return f"key {key!r}{note} in {self.source}"
+
+    def fail(self, key: str, problem: str) -> typing.NoReturn:
+        raise ConfigError(f"{self.where(key)}: {problem}")
+
+    def unknown(self, key: str, allowed: Iterable[str], what: str = "") -> typing.NoReturn:
+        names = ", ".join(sorted(allowed)) or "(none)"
+        label = f" {what}" if what else ""
+        hint = did_you_mean(key.rpartition(".")[2], allowed)
+        raise ConfigError(f"unknown{label} {self.where(key)}{hint}; allowed keys: {names}")
+
+    def integer(self, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        if not ok:
+            self.fail(key, f"must be an int {bounds}, got {value!r} ({type_name(value)})")
+        if value < minimum or (maximum is not None and value > maximum):
+            self.fail(key, f"must be an int {bounds}, got {value}")
+        return int(value)
+
+    def string(self, key: str, value: Any, choices: Sequence[str] | None = None) -> str:
+        if not isinstance(value, str):
+            allowed = f"one of {list(choices)}" if choices else "a string"
+            self.fail(key, f"must be {allowed}, got {value!r} ({type_name(value)})")
+        if choices is not None and value not in choices:
+            self.fail(key, f"must be one of {list(choices)}, got {value!r}")
+        return value
+
+    def table(self, key: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(key, f"must be a table ([{key}]), got {value!r} ({type_name(value)})")
+        return value
+
+    def folder_name(self, key: str, value: Any) -> str:
+        """A string that can name a folder (:data:`NAME_PATTERN`)."""
+        name = self.string(key, value)
+        if not NAME_PATTERN.match(name):
+            self.fail(
+                key, f"must be letters, digits, '_', '.' or '-' (a folder name), got {name!r}"
+            )
+        return name
+
+    def coerce(self, key: str, value: Any, hint: Any) -> Any:
+        """``value`` converted to the type ``hint`` (TOML arrays -> tuples, ints -> floats),
+        else an error naming ``key`` and the type."""
+        return _coerce(self, key, value, hint)
+
+
+def type_name(value: Any) -> str:
+    names = {bool: "bool", int: "int", float: "float", str: "string", list: "array", dict: "table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _describe(hint: Any) -> str:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args if a is not type(None))
+    if origin is tuple:
+        return f"an array of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s"
+    return {int: "an int", float: "a number", bool: "a bool (true/false)", str: "a string"}.get(
+        hint, str(hint)
+    )
+
+
+def _coerce(check: Checker, key: str, value: Any, hint: Any) -> Any:
+    """``value`` converted to ``hint`` (TOML arrays -> tuples, ints -> floats), else an error."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return tuple(value) if isinstance(value, list) else value
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(check, key, value, arg)
+            except ConfigError:
+                continue
+    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        items = value if isinstance(value, list) else [value]
+        if isinstance(value, dict | str | bool):
+            items = None
+        if items is not None:
+            try:
+                return tuple(_coerce(check, key, item, args[0]) for item in items)
+            except ConfigError:
+                pass
+    elif hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    else:
+        return tuple(value) if isinstance(value, list) else value
+    check.fail(key, f"must be {_describe(hint)}, got {value!r} ({type_name(value)})")

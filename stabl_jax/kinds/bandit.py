@@ -1,0 +1,419 @@
+"""The bandit experiment (``kind = "bandit"``, the default): learners compared on one bandit
+environment, paired; SA(L), per-segment reward and probability on the best arm.
+
+A config names an environment, the learners to compare on it (all simulated with the same key,
+so every learner faces the same environment draws: a paired comparison), and the sizes of the
+Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
+
+    name = "expert_advice_equal"
+    description = "Fig. 1 (left): N=30, T=4096, four equal segments"
+    seed = 0
+    runs = 500
+    horizon = 4096
+    learners = ["uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale"]
+    window = 50                      # moving-average window of the reward plot
+    feedback = "loss"                # or "reward"; for learners that accept it
+    # sa_windows = [16, 32, ...]     # SA(L) window lengths; default 2^4 .. horizon
+    # chunk_size = 256               # rounds per compiled chunk; absent = auto
+    # save_traces = ["played"]       # (R, T) traces kept in traces.npz; "all" or "none"
+
+    [env]
+    name = "expert_advice"           # a name in stabl_jax.registry.ENVS, or "package.module:Class"
+    num_arms = 30                    # ... and that environment's constructor arguments
+    num_segments = 4
+
+    [learner_options.stabl_single_scale]   # extra constructor arguments of one learner
+    history_lengths = [1024]
+
+    [params.stabl]                   # values of that learner's Params fields
+    meta_lr_scale = 1.0
+
+A BCO experiment (``kind = "bco"``, see ``configs/bco_d2.toml``) has the same keys, with
+``[env]`` naming a :data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the
+
+
+Learner and environment names are registry names (:mod:`stabl_jax.registry`) or import paths
+of your own classes, ``"package.module:Class"`` (the module importable, e.g. on ``PYTHONPATH``);
+their tables are then quoted keys (``[params."mypkg.mod:MyLearner"]``). Environment and
+learner keyword arguments are checked against the constructor's dataclass fields and type
+hints, then by constructing the object (its own checks); every problem raises
+:class:`~stabl_jax.io.configs.ConfigError` naming the key, the file and what is allowed.
+
+The arm losses SA(L) needs are regenerated once per block of runs and shared by all learners
+(:func:`stabl_jax.metrics.paired_adaptive_regret`). The results folder
+(:mod:`stabl_jax.io.results`) holds ``reward.png`` (moving-average reward, the paper's
+Figure 1), ``adaptive_regret.png`` (SA(L) against L) and ``prob_best.png`` (play probability
+of the current best arm); ``traces.npz`` keeps the ``(R, T)`` traces of ``save_traces``
+(default ``["played"]``, the arms as ``uint8`` up to 256 arms) and always the per-run SA(L)
+and segment rewards. The metrics and plots are computed from every trace in memory before
+anything is written, so ``summary.json`` and the PNGs do not depend on ``save_traces``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from stabl_jax import metrics, registry
+from stabl_jax.io import plots, tables
+from stabl_jax.io.checkpoints import ExperimentCheckpoints
+from stabl_jax.io.configs import Checker, type_name
+from stabl_jax.io.results import stat
+from stabl_jax.kinds import paired
+from stabl_jax.kinds.base import FEEDBACKS, Kind
+
+#: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
+SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best")
+#: Kept unless ``save_traces`` says otherwise: the played arms as ``uint8`` (for up to 256
+#: arms) cost one byte per run and round, 10 MB for the default job; ``loss`` would add 41 MB.
+DEFAULT_SAVE_TRACES: tuple[str, ...] = ("played",)
+PLOT_FILES: dict[str, str] = {
+    "reward": "reward.png",
+    "adaptive_regret": "adaptive_regret.png",
+    "prob_best": "prob_best.png",
+}
+
+
+def arm_dtype(num_arms: int) -> np.dtype:
+    """The smallest unsigned integer dtype holding the arms ``0 .. num_arms - 1``: ``uint8``
+    up to 256 arms, ``uint16`` up to 65536."""
+    return np.min_scalar_type(max(num_arms - 1, 0))
+
+
+def saved_dtype(trace: str, num_arms: int) -> np.dtype:
+    """The dtype trace ``trace`` of :data:`SAVABLE_TRACES` is saved with: :func:`arm_dtype`
+    for ``played``, float32 (the simulated values, exactly) for the losses and ``prob_best``."""
+    return arm_dtype(num_arms) if trace == "played" else np.dtype(np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class BanditConfig(paired.ExperimentConfig):
+    """A validated bandit config (:class:`~stabl_jax.kinds.paired.ExperimentConfig`; see the
+    module docstring for the file format)."""
+
+    kind: ClassVar[str] = "bandit"
+    LEARNERS: ClassVar[registry.Registry] = registry.LEARNERS
+    ENVS: ClassVar[registry.Registry] = registry.ENVS
+    SIZE: ClassVar[tuple[str, int]] = ("num_arms", 2)
+    RESERVED: ClassVar[Mapping[str, str]] = {
+        "num_arms": "it is `env.num_arms`",
+        **paired.LEARNER_RESERVED,
+    }
+
+    @classmethod
+    def check_own(cls, check: Checker, raw: Mapping[str, Any], horizon: int) -> dict[str, Any]:
+        """``feedback`` and ``save_traces``."""
+        return {
+            "feedback": check.string("feedback", raw.get("feedback", "loss"), FEEDBACKS),
+            "save_traces": _check_save_traces(
+                check, raw.get("save_traces", list(DEFAULT_SAVE_TRACES))
+            ),
+        }
+
+    def own_dict(self) -> dict[str, Any]:
+        return {"feedback": self.feedback, "save_traces": list(self.save_traces)}
+
+    def learner_sizes(self) -> dict[str, Any]:
+        return {"num_arms": self.env.num_arms}
+
+    def learner_kwargs(self, name: str) -> dict[str, Any]:
+        """Learner ``name``'s options; ``feedback`` where the learner takes one."""
+        kwargs = super().learner_kwargs(name)
+        if "feedback" in self.LEARNERS.entry(name).hints:
+            kwargs.setdefault("feedback", self.feedback)
+        return kwargs
+
+    def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
+        """``16 + 4 q`` bytes (``q`` queries) in memory; those of ``save_traces`` kept (4 a
+        float, 1 the arm up to 256 arms)."""
+        saved = sum(saved_dtype(t, width).itemsize for t in self.save_traces)
+        return 16 + 4 * int(learner.num_queries), saved
+
+
+def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
+    """``"all"``, ``"none"`` or an array of :data:`SAVABLE_TRACES` names, in that order."""
+    if value in ("all", "none"):
+        return SAVABLE_TRACES if value == "all" else ()
+    allowed = f'"all", "none" or an array of names from {list(SAVABLE_TRACES)}'
+    if not isinstance(value, list):
+        check.fail("save_traces", f"must be {allowed}, got {value!r} ({type_name(value)})")
+    for name in value:
+        if name not in SAVABLE_TRACES:
+            hint = registry.did_you_mean(name, SAVABLE_TRACES) if isinstance(name, str) else ""
+            check.fail("save_traces", f"unknown trace {name!r}{hint}; must be {allowed}")
+    return tuple(name for name in SAVABLE_TRACES if name in value)
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class LearnerOutcome(paired.Outcome):
+    """One learner's simulation (:class:`~stabl_jax.kinds.paired.Outcome`) and its metrics.
+
+    Attributes:
+      segment_reward: ``(R, S)`` mean reward ``1 - l_t(x_t)`` per segment of every run.
+      prob_best_segment: ``(R, S)`` mean play probability of the current best arm per segment.
+      sa_sampled: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)``.
+      sa_expected: ``(R, len(L))`` SA(L) from the expected loss ``<p_t, l_t>``.
+    """
+
+    segment_reward: np.ndarray
+    prob_best_segment: np.ndarray
+    sa_sampled: np.ndarray
+    sa_expected: np.ndarray
+
+
+@dataclasses.dataclass
+class ExperimentResult(paired.Result):
+    """Everything one bandit experiment produced (:class:`~stabl_jax.kinds.paired.Result`).
+
+    Attributes:
+      segments: ``(R, T)`` segment index of every round of every run.
+    """
+
+    segments: np.ndarray
+
+
+def run_experiment(
+    config: BanditConfig,
+    *,
+    progress: paired.ProgressFactory | None = None,
+    on_learner_done: Callable[[LearnerOutcome], None] | None = None,
+    checkpoints: ExperimentCheckpoints | None = None,
+    validate: bool = True,
+) -> ExperimentResult:
+    """Simulate every learner of ``config`` and compute its metrics.
+
+    Args:
+      config: a validated bandit config.
+      progress: called with a learner's name before it runs; returns what
+        :func:`~stabl_jax.simulate.simulate` takes as ``progress`` (``bool`` or a
+        ``(done, total)`` callback). ``None``: no progress display.
+      on_learner_done: called with each learner's outcome as soon as it is simulated (before
+        the shared SA(L) pass, so its ``sa_*`` arrays are still empty then).
+      checkpoints: where each learner's simulation checkpoints every chunk and resumes from
+        (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`); ``None``: no checkpoints.
+      validate: check every round's losses and the learner's play distribution inside the
+        compiled program (``simulate(validate=True)``). Results are unchanged.
+
+    Returns:
+      An :class:`ExperimentResult`.
+    """
+    start = time.perf_counter()
+    env = config.make_env()
+    num_segments = int(env.num_segments)
+    outcomes: dict[str, LearnerOutcome] = {}
+    segments: np.ndarray | None = None
+    change_points: np.ndarray | None = None
+    metrics_s = 0.0
+    for name, learner, params, result, sim_s in paired.simulate_learners(
+        config, env, progress=progress, checkpoints=checkpoints, validate=validate
+    ):
+        metric_start = time.perf_counter()
+        if segments is None:
+            segments = metrics.segment_ids(result.carry, config.horizon)
+            change_points = paired.change_points(config, env, result.carry)
+        reward = 1.0 - result.loss.astype(np.float64)
+        outcome = LearnerOutcome(
+            name=name,
+            learner=learner,
+            params=params,
+            result=result,
+            segment_reward=metrics.per_segment_mean(reward, segments, num_segments),
+            prob_best_segment=metrics.per_segment_mean(
+                result.prob_best.astype(np.float64), segments, num_segments
+            ),
+            sa_sampled=np.empty((config.runs, 0)),
+            sa_expected=np.empty((config.runs, 0)),
+            num_muted=paired.num_muted(result.carry),
+            wall_seconds=sim_s,
+        )
+        metrics_s += time.perf_counter() - metric_start
+        outcomes[name] = outcome
+        if on_learner_done is not None:
+            on_learner_done(outcome)
+
+    metric_start = time.perf_counter()
+    first = next(iter(outcomes.values()))
+    traces = {}
+    for name, o in outcomes.items():
+        traces[(name, "sampled")] = o.result.loss
+        traces[(name, "expected")] = o.result.expected_loss
+    regrets = metrics.paired_adaptive_regret(env, first.result.carry, traces, config.sa_windows)
+    for name, outcome in outcomes.items():
+        outcome.sa_sampled = regrets[(name, "sampled")]
+        outcome.sa_expected = regrets[(name, "expected")]
+    metrics_s += time.perf_counter() - metric_start
+    assert segments is not None and change_points is not None
+    return ExperimentResult(
+        config=config,
+        env=env,
+        outcomes=outcomes,
+        segments=segments,
+        change_points=change_points,
+        chunk_size=paired.resolve_chunk_size(config),
+        wall_seconds=time.perf_counter() - start,
+        metrics_seconds=metrics_s,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Summary, traces, plots, table
+# --------------------------------------------------------------------------------------------
+
+
+def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
+    """Metrics of one learner (means and 95% half-widths over runs)."""
+    result = outcome.result
+    reward = 1.0 - result.loss.astype(np.float64)
+    return {
+        **paired.learner_header(outcome),
+        "mean_reward": stat(reward.mean(axis=1)),
+        "segment_reward": stat(outcome.segment_reward),
+        "adaptive_regret": {
+            "window_lengths": list(window_lengths),
+            "sampled": stat(outcome.sa_sampled),
+            "expected": stat(outcome.sa_expected),
+        },
+        "prob_best": {
+            "overall": stat(result.prob_best.astype(np.float64).mean(axis=1)),
+            "per_segment": stat(outcome.prob_best_segment),
+        },
+        "num_muted": outcome.num_muted,
+    }
+
+
+def build_summary(result: ExperimentResult, *, started: str | None = None) -> dict[str, Any]:
+    """The ``summary.json`` document of an experiment."""
+    notes = {
+        "segment_reward": "per run, mean of 1 - l_t(x_t) over each segment",
+        "adaptive_regret": "SA(L) = max over windows of length L of (learner's loss - "
+        "best arm's loss); 'sampled' uses l_t(x_t), 'expected' uses <p_t, l_t>",
+        "prob_best": "play probability of the arm with the smallest mean loss at round t",
+        "num_muted": "StABL meta-weight updates with 1 + eta_k r~ <= 0, summed over runs",
+    }
+    return paired.build_summary(result, started, notes, learner_summary, PLOT_FILES)
+
+
+def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
+    """Arrays of ``traces.npz``. Always: per learner the per-run SA(L) (``sa_sampled``,
+    ``sa_expected``, ``(R, len(L))`` float64) and ``segment_reward`` (``(R, S)`` float64,
+    the mean of ``1 - l_t(x_t)`` over each segment), ``env/change_points`` ``(R, S - 1)``
+    int32 and ``sa_window_lengths``. Then the ``(R, T)`` traces named by the config's
+    ``save_traces``: ``loss``, ``expected_loss`` and ``prob_best`` as float32 (exactly the
+    simulated values), ``played`` as :func:`arm_dtype` (``uint8`` up to 256
+    arms)."""
+    arrays: dict[str, np.ndarray] = {
+        "env/change_points": result.change_points.astype(np.int32),
+        "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
+    }
+    for name, outcome in result.outcomes.items():
+        res = outcome.result
+        for field in result.config.save_traces:
+            dtype = saved_dtype(field, result.env.num_arms)
+            arrays[f"{name}/{field}"] = getattr(res, field).astype(dtype)
+        arrays[f"{name}/segment_reward"] = outcome.segment_reward.astype(np.float64)
+        arrays[f"{name}/sa_sampled"] = outcome.sa_sampled.astype(np.float64)
+        arrays[f"{name}/sa_expected"] = outcome.sa_expected.astype(np.float64)
+    return arrays
+
+
+def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
+    """Draw the three PNGs of an experiment into ``folder``."""
+    config = result.config
+    env = result.env
+    window = config.window
+    reward, regret, prob = [], [], []
+    for name, outcome in result.outcomes.items():
+        res = outcome.result
+        text = plots.label(name)
+        reward.append(paired.moving_band(name, 1.0 - res.loss.astype(np.float64), window, text))
+        prob.append(paired.moving_band(name, res.prob_best.astype(np.float64), window, text))
+        regret.append(
+            paired.regret_band(
+                name, outcome.sa_sampled, config.sa_windows, outcome.learner.num_queries
+            )
+        )
+    change_points = paired.fixed_change_points(env) or ()
+    setting = (
+        f"{config.env.name}, N={env.num_arms}, T={config.horizon}, {config.runs} runs, "
+        f"feedback={config.feedback}"
+    )
+    titles = {
+        "reward": f"{config.name}: reward ({setting})\nmean over runs with 95% band",
+        "adaptive_regret": f"{config.name}: strongly adaptive regret SA(L), sampled loss\n"
+        f"({setting}; mean with 95% band)",
+        "prob_best": f"{config.name}: probability on the current best arm\n({setting})",
+    }
+    return plots.write_plots(
+        folder,
+        reward=reward,
+        adaptive_regret=regret,
+        prob_best=prob,
+        titles=titles,
+        window=window,
+        change_points=change_points,
+        filenames=PLOT_FILES,
+    )
+
+
+def format_table(result: Any) -> str:
+    """The printed summary: per learner, queries, per-segment reward, SA(L) at up to three
+    ``L``, and probability on the best arm (means +- 95% half-widths over runs).
+    """
+    config = result.config
+    shown = paired.pick_windows(config.sa_windows)
+    columns = [config.sa_windows.index(L) for L in shown]
+    num_segments = result.num_segments
+    header = ["learner", "q"]
+    header += [f"seg{s + 1} reward" for s in range(num_segments)]
+    header += [f"SA({L})" for L in shown]
+    header += ["P(best arm)"]
+    rows = [header]
+    for name, outcome in result.outcomes.items():
+        seg_mean, seg_half = metrics.mean_ci(outcome.segment_reward)
+        sa_mean, sa_half = metrics.mean_ci(outcome.sa_sampled)
+        pb_mean, pb_half = metrics.mean_ci(outcome.result.prob_best.astype(np.float64).mean(1))
+        row = [name, str(outcome.learner.num_queries)]
+        row += [tables.plus_minus(m, h, 3) for m, h in zip(seg_mean, seg_half, strict=True)]
+        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]
+        row += [tables.plus_minus(pb_mean, pb_half, 3)]
+        rows.append(row)
+    return tables.text_table(
+        rows,
+        f"{paired.over(config.runs)}; reward = 1 - loss of the played arm; SA(L) = worst "
+        "regret over any L consecutive rounds (sampled loss); q = queries/round",
+    )
+
+
+def run(config: BanditConfig, **kwargs: Any) -> ExperimentResult:
+    """:func:`run_experiment` as ``stabl-jax run`` shows it (:func:`stabl_jax.kinds.paired.run`)."""
+    return paired.run(run_experiment, config, metrics_label="SA(L), per segment", **kwargs)
+
+
+def run_header(config: BanditConfig, out: Path, needs: paired.Resources | None) -> str:
+    """What ``stabl-jax run`` prints before a bandit experiment."""
+    size = f"N={config.env.num_arms} arms"
+    return paired.header(config, out, needs, size, f"feedback={config.feedback}")
+
+
+KIND = Kind(
+    name="bandit",
+    description="learners compared on one bandit environment (the default)",
+    validate=BanditConfig.validate,
+    header=run_header,
+    run=run,
+    summary=build_summary,
+    traces=trace_arrays,
+    plots=render_plots,
+    table=format_table,
+    estimate=paired.estimate_resources,
+)

@@ -1,0 +1,94 @@
+"""What an experiment kind is: the :class:`Kind` entry of the table in :mod:`stabl_jax.kinds`,
+and the config checks every kind shares (name, description, seed, runs, learners).
+
+A kind is one module of :mod:`stabl_jax.kinds` that builds one :class:`Kind` from its own
+functions; ``docs/design.md`` ("Adding things") says how to add one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stabl_jax import registry
+from stabl_jax.io.configs import Checker
+
+DEFAULT_RUNS = 100
+FEEDBACKS: tuple[str, ...] = ("loss", "reward")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """One kind of experiment: how its config is checked, run, summarised, drawn and printed.
+
+    Attributes:
+      name: the config's ``kind`` value.
+      description: one line for ``stabl-jax list``.
+      validate: ``(raw, check, *, source, default_name, overrides) -> config``: the checked
+        config of a parsed TOML document; every problem raised through ``check``
+        (:class:`~stabl_jax.io.configs.Checker`). The config has ``kind``, ``name``,
+        ``seed``, ``runs``, ``learners`` and ``to_dict()``.
+      header: ``(config, out, needs) -> str``: what ``stabl-jax run`` prints before running
+        (``needs`` is ``estimate(config)``, or ``None``).
+      run: ``(config, *, checkpoints, resumed, progress, log) -> result``: run every learner
+        with ``simulate(validate=True)``, checkpointing into ``checkpoints``
+        (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`); ``resumed`` is what the
+        results folder took over (or ``None``), ``progress`` whether to show progress bars,
+        ``log`` prints one line. The result has ``config``.
+      summary: ``(result, *, started) -> dict``: the JSON-ready ``summary.json`` document.
+      traces: ``result -> {key: array}``: the arrays of ``traces.npz``.
+      plots: ``(result, folder) -> [path]``: draw the PNGs into ``folder``.
+      table: ``result -> str``: the summary table ``stabl-jax run`` prints.
+      estimate: ``config -> needs``, with ``memory_bytes``, ``disk_bytes`` and ``seconds``
+        (checked against the machine before a run); ``None``: nothing is checked.
+    """
+
+    name: str
+    description: str
+    validate: Callable[..., Any]
+    header: Callable[[Any, Path, Any], str]
+    run: Callable[..., Any]
+    summary: Callable[..., dict[str, Any]]
+    traces: Callable[[Any], Mapping[str, np.ndarray]]
+    plots: Callable[[Any, Path], list[Path]]
+    table: Callable[[Any], str]
+    estimate: Callable[[Any], Any] | None = None
+
+
+def check_identity(check: Checker, raw: Mapping[str, Any], default_name: str) -> dict[str, Any]:
+    """The keys every kind has: ``name`` (a folder name, default ``default_name``),
+    ``description``, ``seed`` (>= 0) and ``runs`` (>= 1)."""
+    return {
+        "name": check.folder_name("name", raw.get("name", default_name)),
+        "description": check.string("description", raw.get("description", "")),
+        "seed": check.integer("seed", raw.get("seed", 0), minimum=0, maximum=2**63 - 1),
+        "runs": check.integer("runs", raw.get("runs", DEFAULT_RUNS), minimum=1),
+    }
+
+
+def entry(check: Checker, key: str, known: registry.Registry, name: Any) -> registry.Entry:
+    """``known.entry(name)`` (a registered name or an import path), else a config error."""
+    try:
+        return known.entry(name)
+    except ValueError as exc:
+        check.fail(key, str(exc))
+
+
+def check_learners(check: Checker, value: Any, known: registry.Registry) -> tuple[str, ...]:
+    """``learners``: a non-empty array of distinct names of ``known`` (or import paths)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        check.fail(
+            "learners",
+            f"must be a non-empty array of learner names from {sorted(known)}, got {value!r}",
+        )
+    for item in value:
+        entry(check, "learners", known, item)
+    if len(set(value)) != len(value):
+        check.fail("learners", f"lists a learner twice: {value!r}")
+    return tuple(value)

@@ -1,0 +1,384 @@
+"""The bandit convex optimisation experiment (``kind = "bco"``): BCO learners compared on one
+convex environment, paired; SA(L) against the best point of every window.
+
+A config (``configs/bco_d2.toml``) has the keys of a bandit config
+(:mod:`stabl_jax.kinds.bandit`), with ``[env]`` naming a
+:data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the domain as
+``domain = "ball"`` or ``domain = {name = "box", size = 0.5}``), ``learners`` from
+:data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback``, and an optional ``sa_stride``
+(distance between SA(L) window starts; absent is ``max(1, L // 4)``)::
+
+    kind = "bco"
+    horizon = 4096
+    learners = ["stabl_bco", "stabl_bco_two_query", "fkm", "two_point_ogd", "ogd_full_info"]
+
+    [env]
+    name = "moving_target"
+    dim = 2
+    domain = "ball"
+    change_points = [400, 1100, 1300, 2600, 3500]
+
+    [params.fkm]
+    lr_scale = 1.0
+
+Every learner is simulated by :func:`~stabl_jax.simulate.simulate` with the same key, and
+SA(L) is computed by :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret` (the
+:func:`~stabl_jax.bco.simulate.bco_adaptive_regret` metric with the window comparators, which
+do not depend on the learner, solved once for all learners). The results folder holds
+``loss.png`` (moving-average loss) and ``adaptive_regret.png``, and ``traces.npz`` the traces
+``<learner>/loss``, ``<learner>/best_loss`` and ``<learner>/sa`` plus ``comparator_gap``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from stabl_jax import metrics, registry
+from stabl_jax.bco.simulate import comparator_solver, paired_bco_adaptive_regret
+from stabl_jax.domains import DOMAINS, make_domain
+from stabl_jax.io import plots, tables
+from stabl_jax.io.checkpoints import ExperimentCheckpoints
+from stabl_jax.io.configs import Checker, type_name
+from stabl_jax.io.results import stat
+from stabl_jax.kinds import paired
+from stabl_jax.kinds.base import Kind
+
+BCO_PLOT_FILES: dict[str, str] = {
+    "loss": "loss.png",
+    "adaptive_regret": "adaptive_regret.png",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class BCOConfig(paired.ExperimentConfig):
+    """A validated BCO config (:class:`~stabl_jax.kinds.paired.ExperimentConfig`; see the
+    module docstring for the file format)."""
+
+    kind: ClassVar[str] = "bco"
+    LEARNERS: ClassVar[registry.Registry] = registry.BCO_LEARNERS
+    ENVS: ClassVar[registry.Registry] = registry.CONVEX_ENVS
+    SIZE: ClassVar[tuple[str, int]] = ("dim", 1)
+    RESERVED: ClassVar[Mapping[str, str]] = {
+        "dim": "it is `env.dim`",
+        "domain": "it is `env.domain`",
+        **paired.LEARNER_RESERVED,
+        "optimizer": "an optax transformation cannot be written in TOML",
+    }
+
+    @classmethod
+    def check_own(cls, check: Checker, raw: Mapping[str, Any], horizon: int) -> dict[str, Any]:
+        """``sa_stride``."""
+        stride = raw.get("sa_stride")
+        if stride is not None:
+            stride = check.integer("sa_stride", stride, 1, horizon)
+        return {"sa_stride": stride}
+
+    def own_dict(self) -> dict[str, Any]:
+        return {"sa_stride": self.sa_stride}
+
+    @classmethod
+    def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
+        """``domain`` as a spec ``{"name": ..., "size": ...}``; the rest by type."""
+        if key == "domain":
+            return _check_domain(check, value)
+        return super().check_env_value(check, key, value, hint)
+
+    @classmethod
+    def env_arguments(cls, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``domain`` spec becomes a :class:`~stabl_jax.domains.Domain`."""
+        kwargs = dict(kwargs)
+        spec = kwargs.pop("domain", None)
+        if spec is not None:
+            kwargs["domain"] = make_domain(spec["name"], int(kwargs["dim"]), spec["size"])
+        return kwargs
+
+    def learner_sizes(self) -> dict[str, Any]:
+        env = self.make_env()
+        return {"dim": env.dim, "domain": env.domain}
+
+    def learner_kwargs(self, name: str) -> dict[str, Any]:
+        """Learner ``name``'s options; ``lipschitz`` defaults to the environment's ``G``."""
+        kwargs = super().learner_kwargs(name)
+        kwargs.setdefault("lipschitz", float(self.make_env().lipschitz))
+        return kwargs
+
+    def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
+        """16 bytes in memory, 8 kept (``loss`` and ``best_loss``)."""
+        return 16, 8
+
+
+def _check_domain(check: Checker, value: Any) -> dict[str, Any]:
+    """``"ball"`` or ``{name = "box", size = 0.5}`` -> ``{"name": ..., "size": ...}``."""
+    allowed = sorted(DOMAINS)
+    spec = {"name": value} if isinstance(value, str) else value
+    if not isinstance(spec, dict):
+        check.fail(
+            "env.domain",
+            f"must be a domain name from {allowed} or a table {{name = ..., size = ...}}, "
+            f"got {value!r} ({type_name(value)})",
+        )
+    for key in spec:
+        if key not in ("name", "size"):
+            check.unknown(f"env.domain.{key}", ["name", "size"])
+    name = check.string("env.domain.name", spec.get("name"), allowed)
+    size = spec.get("size", 1.0)
+    number = isinstance(size, int | float) and not isinstance(size, bool)
+    if not number or not math.isfinite(size) or size <= 0:
+        check.fail("env.domain.size", f"must be a finite number > 0, got {size!r}")
+    return {"name": name, "size": float(size)}
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class BCOLearnerOutcome(paired.Outcome):
+    """One BCO learner's simulation (:class:`~stabl_jax.kinds.paired.Outcome`; its
+    ``result`` has the ``(R, T)`` traces ``loss`` and ``best_loss``) and its metrics.
+
+    Attributes:
+      sa: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)`` (empty until the shared
+        SA(L) pass has run).
+    """
+
+    sa: np.ndarray
+
+
+@dataclasses.dataclass
+class BCOExperimentResult(paired.Result):
+    """Everything one BCO experiment produced (:class:`~stabl_jax.kinds.paired.Result`).
+
+    Attributes:
+      comparator_gap: ``(R, len(L))`` the largest Frank-Wolfe certificate of the window
+        comparators (shared by all learners: the exact SA(L) on the window grid lies in
+        ``[sa, sa + gap]``).
+    """
+
+    comparator_gap: np.ndarray
+
+    @property
+    def sa_method(self) -> dict[str, str]:
+        """How SA(L) was computed: the window grid and the comparator solver."""
+        stride = self.config.sa_stride
+        return {
+            "metric": "stabl_jax.bco.simulate.bco_adaptive_regret (comparators shared by all "
+            "learners: paired_bco_adaptive_regret)",
+            "stride": "max(1, L // 4)" if stride is None else str(stride),
+            "window_starts": "{0, s, 2s, ...} ∪ {T - L} with s the stride",
+            "solver": comparator_solver(self.env),
+        }
+
+
+def run_bco_experiment(
+    config: BCOConfig,
+    *,
+    progress: paired.ProgressFactory | None = None,
+    on_learner_done: Callable[[BCOLearnerOutcome], None] | None = None,
+    checkpoints: ExperimentCheckpoints | None = None,
+    validate: bool = False,
+) -> BCOExperimentResult:
+    """Simulate every BCO learner of ``config`` on the same environment draws and measure SA(L).
+
+    Args:
+      config: a validated BCO config.
+      progress: as in :func:`stabl_jax.kinds.bandit.run_experiment`.
+      on_learner_done: called with each learner's outcome as soon as it is simulated (its
+        ``sa`` is still empty then).
+      checkpoints, validate: as in :func:`stabl_jax.kinds.bandit.run_experiment`.
+
+    Returns:
+      A :class:`BCOExperimentResult`.
+    """
+    start = time.perf_counter()
+    env = config.make_env()
+    outcomes: dict[str, BCOLearnerOutcome] = {}
+    for name, learner, params, result, sim_s in paired.simulate_learners(
+        config, env, progress=progress, checkpoints=checkpoints, validate=validate
+    ):
+        outcome = BCOLearnerOutcome(
+            name=name,
+            learner=learner,
+            params=params,
+            result=result,
+            sa=np.empty((config.runs, 0)),
+            num_muted=paired.num_muted(result.carry),
+            wall_seconds=sim_s,
+        )
+        outcomes[name] = outcome
+        if on_learner_done is not None:
+            on_learner_done(outcome)
+
+    metric_start = time.perf_counter()
+    first = next(iter(outcomes.values()))
+    regrets = paired_bco_adaptive_regret(
+        env,
+        first.result.carry,
+        {name: o.result.loss for name, o in outcomes.items()},
+        config.sa_windows,
+        stride=config.sa_stride,
+    )
+    for name, outcome in outcomes.items():
+        outcome.sa = regrets["sa"][name]
+    metrics_s = time.perf_counter() - metric_start
+    return BCOExperimentResult(
+        config=config,
+        env=env,
+        outcomes=outcomes,
+        comparator_gap=regrets["comparator_gap"],
+        change_points=paired.change_points(config, env, first.result.carry),
+        chunk_size=paired.resolve_chunk_size(config),
+        wall_seconds=time.perf_counter() - start,
+        metrics_seconds=metrics_s,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Summary, traces, plots, table
+# --------------------------------------------------------------------------------------------
+
+
+def bco_learner_summary(outcome: Any, window_lengths: tuple[int, ...]) -> dict[str, Any]:
+    """Metrics of one BCO learner (means and 95% half-widths over runs)."""
+    return {
+        **paired.learner_header(outcome),
+        "mean_loss": stat(outcome.result.loss.astype(np.float64).mean(axis=1)),
+        "adaptive_regret": {"window_lengths": list(window_lengths), "sa": stat(outcome.sa)},
+        "num_muted": outcome.num_muted,
+    }
+
+
+def build_bco_summary(result: BCOExperimentResult, *, started: str | None = None) -> dict[str, Any]:
+    """The ``summary.json`` document of a BCO experiment."""
+    notes = {
+        "mean_loss": "per run, mean of the suffered loss l_t(x_t) over the T rounds (every "
+        "round's minimum over K is 0 for the moving target)",
+        "adaptive_regret": "SA(L) = max over the windows [j, j + L) of the grid of (sum of "
+        "l_t(x_t) - min over x in K of sum of l_t(x)), from the suffered loss",
+        "comparator_gap": "largest Frank-Wolfe certificate g^T x - min_K g^T y of a window "
+        "comparator, per L (max and mean over runs; shared by all learners): the exact "
+        "SA(L) on the grid lies in [SA, SA + gap]",
+        "num_muted": "meta-weight updates with 1 + eta_k r~ <= 0 (Algorithm 3 and "
+        "Appendix D), summed over runs",
+    }
+    regret = {
+        "window_lengths": list(result.config.sa_windows),
+        **result.sa_method,
+        "comparator_gap": {
+            "max": result.comparator_gap.max(axis=0),
+            "mean": result.comparator_gap.mean(axis=0),
+        },
+    }
+    return paired.build_summary(
+        result, started, notes, bco_learner_summary, BCO_PLOT_FILES, adaptive_regret=regret
+    )
+
+
+def bco_trace_arrays(result: BCOExperimentResult) -> dict[str, np.ndarray]:
+    """Arrays of a BCO ``traces.npz``: per learner ``loss`` and ``best_loss`` (``(R, T)``
+    float32) and ``sa`` (``(R, len(L))`` float64); ``comparator_gap`` ``(R, len(L))``,
+    ``env/change_points`` ``(R, S - 1)`` int32 and ``sa_window_lengths``."""
+    arrays: dict[str, np.ndarray] = {
+        "env/change_points": result.change_points.astype(np.int32),
+        "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
+        "comparator_gap": result.comparator_gap.astype(np.float64),
+    }
+    for name, outcome in result.outcomes.items():
+        arrays[f"{name}/loss"] = outcome.result.loss.astype(np.float32)
+        arrays[f"{name}/best_loss"] = outcome.result.best_loss.astype(np.float32)
+        arrays[f"{name}/sa"] = outcome.sa.astype(np.float64)
+    return arrays
+
+
+def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Path]:
+    """Draw the two PNGs of a BCO experiment into ``folder``."""
+    config = result.config
+    env = result.env
+    loss, regret = [], []
+    for name, outcome in result.outcomes.items():
+        values = outcome.result.loss.astype(np.float64)
+        loss.append(paired.moving_band(name, values, config.window, plots.label(name)))
+        regret.append(
+            paired.regret_band(name, outcome.sa, config.sa_windows, outcome.learner.num_queries)
+        )
+    setting = (
+        f"{config.env.name}, d={env.dim}, {type(env.domain).__name__.lower()}, "
+        f"T={config.horizon}, {config.runs} runs"
+    )
+    folder = Path(folder)
+    return [
+        plots.plot_loss(
+            loss,
+            folder / BCO_PLOT_FILES["loss"],
+            title=f"{config.name}: loss l_t(x_t) ({setting})\nmean over runs with 95% band",
+            window=config.window,
+            change_points=paired.fixed_change_points(env) or (),
+        ),
+        plots.plot_adaptive_regret(
+            regret,
+            folder / BCO_PLOT_FILES["adaptive_regret"],
+            title=f"{config.name}: strongly adaptive regret SA(L)\n({setting}; mean with 95% band)",
+        ),
+    ]
+
+
+def format_bco_table(result: Any) -> str:
+    """The printed summary of a BCO experiment: per learner, queries, mean loss, SA(L) at up
+    to three ``L`` (means +- 95% half-widths over runs) and muting events; a last row gives
+    the largest comparator certificate per ``L``."""
+    config = result.config
+    shown = paired.pick_windows(config.sa_windows)
+    columns = [config.sa_windows.index(L) for L in shown]
+    rows = [["learner", "q", "mean loss", *(f"SA({L})" for L in shown), "muted"]]
+    for name, outcome in result.outcomes.items():
+        loss_mean, loss_half = metrics.mean_ci(outcome.result.loss.astype(np.float64).mean(1))
+        sa_mean, sa_half = metrics.mean_ci(outcome.sa)
+        row = [name, str(outcome.learner.num_queries), tables.plus_minus(loss_mean, loss_half, 4)]
+        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]
+        row += ["-" if outcome.num_muted is None else str(outcome.num_muted)]
+        rows.append(row)
+    gap = result.comparator_gap.max(axis=0)
+    rows.append(["comparator gap (max)", "", "", *(f"{gap[c]:.2g}" for c in columns), ""])
+    stride = config.sa_stride or "max(1, L // 4)"
+    return tables.text_table(
+        rows,
+        f"{paired.over(config.runs)}; loss = l_t(x_t) at the played point; SA(L) = worst "
+        f"regret over windows of L rounds starting every {stride} rounds; q = queries/round",
+    )
+
+
+def run(config: BCOConfig, **kwargs: Any) -> BCOExperimentResult:
+    """:func:`run_bco_experiment` as ``stabl-jax run`` shows it
+    (:func:`stabl_jax.kinds.paired.run`)."""
+    return paired.run(run_bco_experiment, config, metrics_label="SA(L)", **kwargs)
+
+
+def run_header(config: BCOConfig, out: Path, needs: paired.Resources | None) -> str:
+    """What ``stabl-jax run`` prints before a BCO experiment."""
+    env = config.make_env()
+    size = f"d={env.dim}, {type(env.domain).__name__.lower()} K"
+    return paired.header(
+        config, out, needs, size, f"SA(L) stride {config.sa_stride or 'max(1, L // 4)'}"
+    )
+
+
+KIND = Kind(
+    name="bco",
+    description="BCO learners compared on one convex environment",
+    validate=BCOConfig.validate,
+    header=run_header,
+    run=run,
+    summary=build_bco_summary,
+    traces=bco_trace_arrays,
+    plots=render_bco_plots,
+    table=format_bco_table,
+    estimate=paired.estimate_resources,
+)

@@ -1,0 +1,827 @@
+"""What bandit and BCO experiments share: learners compared on one environment, paired.
+
+Every learner is simulated with the same key ``jax.random.key(config.seed)``; since the
+simulator derives run ``i``'s environment parameters and losses from ``fold_in(key, i)`` only,
+all learners face identical losses in every run (a paired comparison). Both kinds have the same
+config keys (``horizon``, ``learners``, ``[env]``, ``[learner_options.X]``, ``[params.X]``, ...,
+:data:`TOP_LEVEL_KEYS`), checked once here by :meth:`ExperimentConfig.validate`; a kind's
+subclass (:class:`stabl_jax.kinds.bandit.BanditConfig`, :class:`stabl_jax.kinds.bco.BCOConfig`)
+names its registries and reserved constructor arguments and says how its learners are sized.
+The rest is shared too: the learner loop (:func:`simulate_learners`), the chunk size, the
+resource estimate, the summary's header, the bands of the plots and what ``stabl-jax run``
+prints (:func:`run`, :func:`header`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import metrics, registry
+from stabl_jax.io import plots, tables
+from stabl_jax.io.checkpoints import ExperimentCheckpoints
+from stabl_jax.io.configs import Checker, jsonable
+from stabl_jax.io.results import (
+    FORMAT,
+    SUMMARY,
+    TRACES,
+    Resumed,
+    clean,
+    environment_info,
+    params_dict,
+    static_fields,
+)
+from stabl_jax.kinds.base import check_identity, check_learners, entry
+from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
+
+MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
+DEFAULT_WINDOW = 50
+# Keys of the top level, in the order they are documented.
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "kind",
+    "name",
+    "description",
+    "seed",
+    "runs",
+    "horizon",
+    "learners",
+    "window",
+    "sa_windows",
+    "sa_stride",
+    "chunk_size",
+    "feedback",
+    "save_traces",
+    "env",
+    "learner_options",
+    "params",
+)
+# Keys of the top level that only one kind of experiment takes.
+KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco", "save_traces": "bandit"}
+# Constructor arguments a config may not pass: they come from elsewhere in the config.
+ENV_RESERVED = {"horizon": "set `horizon` at the top level"}
+LEARNER_RESERVED = {
+    **ENV_RESERVED,
+    "dtype": "float64 states need jax_enable_x64, which the command line does not turn on",
+}
+#: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves),
+#: within :func:`stabl_jax.simulate.auto_chunk_size`'s memory budget.
+AUTO_MIN_CHUNKS = 16
+#: The rough simulation speed :func:`estimate_resources` assumes: arm (or coordinate) updates
+#: per second, about StABL's with n = 30 arms on a 2-core CPU (README, "Speed").
+ESTIMATE_UPDATES_PER_SECOND = 3e7
+#: Disk taken by the plots and the summary of one experiment (generous).
+PLOTS_BYTES = 2**20
+#: Memory of a JAX process before it holds any data.
+BASE_MEMORY_BYTES = 512 * 2**20
+#: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
+MUTED_WARNING = (
+    "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
+    "1 + eta_k r~ <= 0 of Algorithm 1, line 13 set w(k) to 0 until expert k restarts. The "
+    "paper's bound eta_k * 2B <= 1 that prevents it does not hold at these step sizes (tuned "
+    "scales above the printed ones do this; the results are still valid runs of the learner)."
+)
+
+ProgressFactory = Callable[[str], Callable[[int, int], None] | bool]
+
+
+# --------------------------------------------------------------------------------------------
+# The config
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """The ``[env]`` table.
+
+    Attributes:
+      name: a name in the kind's environment registry (:data:`stabl_jax.registry.ENVS`,
+        :data:`stabl_jax.registry.CONVEX_ENVS`), or an import path ``"module:Class"``.
+      kwargs: the constructor arguments besides ``horizon`` (``num_arms`` or ``dim``
+        included), with TOML arrays turned into tuples; a BCO ``domain`` is the spec
+        ``{"name": ..., "size": ...}`` of :func:`stabl_jax.domains.make_domain`.
+    """
+
+    name: str
+    kwargs: Mapping[str, Any]
+
+    @property
+    def num_arms(self) -> int:
+        return int(self.kwargs["num_arms"])
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated config of learners compared on one environment; a kind subclasses it
+    (see :mod:`stabl_jax.kinds.bandit` for the file format).
+
+    Attributes:
+      name: short name, used in titles and the default output folder.
+      description: one line shown by ``stabl-jax list``.
+      seed: ``jax.random.key(seed)`` drives every run of every learner (>= 0).
+      runs: independent runs ``R`` (>= 1).
+      horizon: rounds ``T`` (>= 16).
+      learners: registry names or import paths, simulated in this order.
+      env: the environment.
+      window: moving-average window of the plots, in ``[1, T]``.
+      sa_windows: window lengths ``L`` of the SA(L) table, increasing, each in ``[1, T]``.
+      chunk_size: rounds per compiled chunk, or ``None`` for automatic.
+      learner_options: per learner, extra constructor arguments.
+      params: per learner, values of fields of its ``Params`` pytree.
+      source: the file it was read from.
+      overrides: the ``key=value`` overrides applied on top of the file.
+      feedback: bandit only: ``"loss"`` or ``"reward"``, given to every learner that has a
+        ``feedback`` option (EXP3 and StABL variants) unless ``learner_options`` sets it.
+      sa_stride: BCO only: distance between SA(L) window starts, ``None`` for
+        ``max(1, L // 4)`` (:func:`stabl_jax.bco.simulate.bco_adaptive_regret`).
+      save_traces: bandit only: which ``(R, T)`` traces every learner keeps in
+        ``traces.npz`` (:data:`stabl_jax.kinds.bandit.SAVABLE_TRACES`).
+    """
+
+    #: The config's ``kind``.
+    kind: ClassVar[str]
+    #: Where ``learners`` and ``[env] name`` are looked up.
+    LEARNERS: ClassVar[registry.Registry]
+    ENVS: ClassVar[registry.Registry]
+    #: The ``[env]`` key the learners are sized by, and its smallest value.
+    SIZE: ClassVar[tuple[str, int]]
+    #: Learner constructor arguments a config may not pass, with the reason.
+    RESERVED: ClassVar[Mapping[str, str]]
+
+    name: str
+    description: str
+    seed: int
+    runs: int
+    horizon: int
+    learners: tuple[str, ...]
+    env: EnvConfig
+    window: int
+    sa_windows: tuple[int, ...]
+    chunk_size: int | None
+    learner_options: Mapping[str, Mapping[str, Any]]
+    params: Mapping[str, Mapping[str, float]]
+    source: str
+    overrides: tuple[str, ...] = ()
+    feedback: str = "loss"
+    sa_stride: int | None = None
+    save_traces: tuple[str, ...] = ("played",)
+
+    # --- what a kind says ----------------------------------------------------------------------
+    @classmethod
+    def check_own(cls, check: Checker, raw: Mapping[str, Any], horizon: int) -> dict[str, Any]:
+        """The kind's own top-level keys (of :data:`KIND_ONLY`), checked."""
+        raise NotImplementedError
+
+    def own_dict(self) -> dict[str, Any]:
+        """The kind's own top-level keys for :meth:`to_dict`."""
+        raise NotImplementedError
+
+    @classmethod
+    def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
+        """The ``[env]`` value ``key`` checked against the constructor's type ``hint``."""
+        return check.coerce(f"env.{key}", value, hint)
+
+    @classmethod
+    def env_arguments(cls, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The constructor arguments of the ``[env]`` values ``kwargs``."""
+        return dict(kwargs)
+
+    def learner_sizes(self) -> dict[str, Any]:
+        """The constructor arguments every learner gets from the environment."""
+        raise NotImplementedError
+
+    def learner_kwargs(self, name: str) -> dict[str, Any]:
+        """Constructor arguments of learner ``name`` besides :meth:`learner_sizes` and
+        ``horizon``: its ``learner_options``."""
+        return dict(self.learner_options.get(name, {}))
+
+    def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
+        """Bytes per run and round that ``learner`` records in memory, and that
+        ``traces.npz`` keeps (``width``: arms or dimension)."""
+        raise NotImplementedError
+
+    # --- building the objects it describes ----------------------------------------------------
+    @classmethod
+    def build_env(cls, name: str, horizon: int, kwargs: Mapping[str, Any]) -> Any:
+        """``ENVS.make(name, horizon=horizon, **kwargs)`` (:meth:`env_arguments`)."""
+        return cls.ENVS.make(name, horizon=horizon, **cls.env_arguments(kwargs))
+
+    def make_env(self) -> Any:
+        """The environment, ``ENVS.make(env.name, horizon=horizon, **env.kwargs)``."""
+        return self.build_env(self.env.name, self.horizon, self.env.kwargs)
+
+    def make_learner(self, name: str) -> Any:
+        """Learner ``name`` for this config's environment and ``horizon``."""
+        return self.LEARNERS.make(
+            name, horizon=self.horizon, **self.learner_sizes(), **self.learner_kwargs(name)
+        )
+
+    def learner_params(self, learner: Any, name: str) -> Any:
+        """``learner.default_params`` with the fields set in ``[params.name]`` replaced."""
+        default = learner.default_params
+        values = self.params.get(name, {})
+        if not values:
+            return default
+        dtype = getattr(learner, "float_dtype", jnp.float32)
+        return default.replace(**{k: jnp.asarray(v, dtype) for k, v in values.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the resolved config (defaults filled in)."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "runs": self.runs,
+            "horizon": self.horizon,
+            "learners": list(self.learners),
+            "window": self.window,
+            "sa_windows": list(self.sa_windows),
+            "chunk_size": self.chunk_size,
+            **self.own_dict(),
+            "env": {"name": self.env.name, **jsonable(dict(self.env.kwargs))},
+            "learner_options": jsonable({k: dict(v) for k, v in self.learner_options.items()}),
+            "params": {k: dict(v) for k, v in self.params.items()},
+            "source": self.source,
+            "overrides": list(self.overrides),
+        }
+
+    # --- validation -----------------------------------------------------------------------------
+    @classmethod
+    def validate(
+        cls,
+        raw: Mapping[str, Any],
+        check: Checker,
+        *,
+        source: str,
+        default_name: str,
+        overrides: tuple[str, ...],
+    ) -> ExperimentConfig:
+        """Validate a parsed TOML document of this kind; every learner is built once (its
+        own checks catch bad values)."""
+        for key in raw:
+            if key not in TOP_LEVEL_KEYS:
+                check.unknown(key, TOP_LEVEL_KEYS)
+        for key, only in KIND_ONLY.items():
+            if key in raw and cls.kind != only:
+                check.fail(
+                    key, f"is only for kind = {only!r} experiments (this one is {cls.kind!r})"
+                )
+        for key in ("horizon", "learners", "env"):
+            if key not in raw:
+                check.fail(key, "is required")
+        identity = check_identity(check, raw, default_name)
+        horizon = check.integer("horizon", raw["horizon"], minimum=MIN_HORIZON)
+        learners = check_learners(check, raw["learners"], cls.LEARNERS)
+        window = raw.get("window", DEFAULT_WINDOW)
+        if isinstance(window, int) and not isinstance(window, bool) and window > horizon:
+            check.fail(
+                "window",
+                f"is {window}, longer than horizon = {horizon}: the moving-average window must "
+                f"be in [1, horizon]; set it with the horizon (--set window=N, N <= {horizon})",
+            )
+        window = check.integer("window", window, 1, horizon)
+        sa_windows = _check_sa_windows(check, raw.get("sa_windows"), horizon)
+        chunk_size = raw.get("chunk_size")
+        if chunk_size is not None:
+            chunk_size = check.integer("chunk_size", chunk_size, minimum=1)
+        own = cls.check_own(check, raw, horizon)
+        env = cls._check_env(check, raw["env"], horizon)
+        options = _check_learner_options(
+            check, raw.get("learner_options", {}), cls.LEARNERS, cls.RESERVED
+        )
+        params = _check_params(check, raw.get("params", {}), cls.LEARNERS)
+        config = cls(
+            **identity,
+            horizon=horizon,
+            learners=learners,
+            env=env,
+            window=window,
+            sa_windows=sa_windows,
+            chunk_size=chunk_size,
+            learner_options=options,
+            params=params,
+            source=source,
+            overrides=tuple(overrides),
+            **own,
+        )
+        for learner_name in learners:
+            _check_learner(check, config, learner_name)
+        return config
+
+    @classmethod
+    def _check_env(cls, check: Checker, value: Any, horizon: int) -> EnvConfig:
+        table = check.table("env", value)
+        if "name" not in table:
+            check.fail("env.name", f"is required; choose from {sorted(cls.ENVS)}")
+        name = check.string("env.name", table["name"])
+        hints = entry(check, "env.name", cls.ENVS, name).hints
+        size, smallest = cls.SIZE
+        if size not in table:
+            check.fail(f"env.{size}", f"is required (an int >= {smallest})")
+        kwargs: dict[str, Any] = {}
+        for key, item in table.items():
+            if key == "name":
+                continue
+            if key in ENV_RESERVED:
+                check.fail(f"env.{key}", f"cannot be set here: {ENV_RESERVED[key]}")
+            if key not in hints:
+                allowed = ["name", *(k for k in hints if k not in ENV_RESERVED)]
+                check.unknown(f"env.{key}", allowed, f"{name!r} environment")
+            kwargs[key] = cls.check_env_value(check, key, item, hints[key])
+        try:
+            cls.build_env(name, horizon, kwargs)
+        except (TypeError, ValueError) as exc:
+            check.fail("env", f"invalid {name!r} environment: {exc}")
+        return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs))
+
+
+def default_sa_windows(horizon: int) -> tuple[int, ...]:
+    """Powers of two ``2^4, 2^5, ...`` up to ``horizon``."""
+    return tuple(2**k for k in range(4, int(math.log2(horizon)) + 1))
+
+
+def _check_learner(check: Checker, config: ExperimentConfig, name: str) -> None:
+    """Build learner ``name`` (its own checks catch bad values) and check its ``[params]``."""
+    try:
+        learner = config.make_learner(name)
+    except (TypeError, ValueError) as exc:
+        _blame_learner(check, config, name, exc)
+    allowed = _params_fields(learner)
+    dtype = np.dtype(getattr(learner, "float_dtype", np.float32))
+    for field, number in config.params.get(name, {}).items():
+        if field not in allowed:
+            check.unknown(f"params.{name}.{field}", allowed, "param")
+        with np.errstate(over="ignore", under="ignore"):
+            stored = np.asarray(number).astype(dtype)
+        if not np.isfinite(stored) or (stored == 0) != (number == 0):
+            check.fail(
+                f"params.{name}.{field}",
+                f"{number!r} is outside the range of the learner's {dtype} (it would be "
+                f"stored as {stored}); use a value between {np.finfo(dtype).tiny:g} and "
+                f"{np.finfo(dtype).max:g}",
+            )
+    if config.params.get(name) and hasattr(learner, "check_params"):
+        try:  # the learner's own ranges (e.g. gamma <= 1, meta_lr_scale > 0)
+            learner.check_params(config.learner_params(learner, name))
+        except (TypeError, ValueError) as exc:
+            check.fail(f"params.{name}", f"learner {name!r} rejects: {exc}")
+
+
+def _blame_learner(
+    check: Checker, config: ExperimentConfig, name: str, exc: Exception
+) -> typing.NoReturn:
+    """Report a learner that cannot be built under the key that caused it: its
+    ``learner_options`` when it builds without them, else ``horizon`` or ``env``."""
+    if name in config.learner_options:
+        rest = {k: v for k, v in config.learner_options.items() if k != name}
+        try:
+            dataclasses.replace(config, learner_options=rest).make_learner(name)
+        except (TypeError, ValueError):
+            pass
+        else:
+            check.fail(f"learner_options.{name}", f"learner {name!r} rejects its options: {exc}")
+    if "horizon" in str(exc):
+        check.fail("horizon", f"learner {name!r} cannot run {config.horizon} rounds: {exc}")
+    check.fail("env", f"learner {name!r} rejects the environment: {exc}")
+
+
+def _check_sa_windows(check: Checker, value: Any, horizon: int) -> tuple[int, ...]:
+    if value is None:
+        return default_sa_windows(horizon)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        check.fail(
+            "sa_windows", f"must be a non-empty array of ints in [1, {horizon}], got {value!r}"
+        )
+    out = [check.integer("sa_windows", v, 1, horizon) for v in value]
+    return tuple(sorted(set(out)))
+
+
+def _check_learner_options(
+    check: Checker, value: Any, known: registry.Registry, reserved: Mapping[str, str]
+) -> dict[str, dict[str, Any]]:
+    tables_ = check.table("learner_options", value)
+    out: dict[str, dict[str, Any]] = {}
+    for learner_name, options in tables_.items():
+        key = f"learner_options.{learner_name}"
+        hints = entry(check, key, known, learner_name).hints
+        options = check.table(key, options)
+        accepted = [k for k in hints if k not in reserved]
+        out[learner_name] = {}
+        for option, item in options.items():
+            if option in reserved:
+                check.fail(f"{key}.{option}", f"cannot be set here: {reserved[option]}")
+            if option not in hints:
+                check.unknown(f"{key}.{option}", accepted, "option")
+            out[learner_name][option] = check.coerce(f"{key}.{option}", item, hints[option])
+    return out
+
+
+def _check_params(
+    check: Checker, value: Any, known: registry.Registry
+) -> dict[str, dict[str, float]]:
+    tables_ = check.table("params", value)
+    out: dict[str, dict[str, float]] = {}
+    for learner_name, values in tables_.items():
+        key = f"params.{learner_name}"
+        entry(check, key, known, learner_name)
+        values = check.table(key, values)
+        out[learner_name] = {}
+        for field, item in values.items():
+            number = isinstance(item, int | float) and not isinstance(item, bool)
+            if not number or not math.isfinite(item) or item < 0:
+                check.fail(f"{key}.{field}", f"must be a finite number >= 0, got {item!r}")
+            out[learner_name][field] = float(item)
+    return out
+
+
+def _params_fields(learner: Any) -> list[str]:
+    default = learner.default_params
+    if dataclasses.is_dataclass(default):
+        return [f.name for f in dataclasses.fields(default)]
+    return []
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One learner's simulation; a kind's outcome adds its metrics.
+
+    Attributes:
+      name: registry name.
+      learner: the learner object.
+      params: the learner params it ran with (shared by all runs).
+      result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces).
+      num_muted: total meta-weight muting events over runs (StABL variants, Algorithm 3 and
+        Appendix D), else ``None``.
+      wall_seconds: simulation wall time (compile + run + transfers).
+    """
+
+    name: str
+    learner: Any
+    params: Any
+    result: SimResult
+    num_muted: int | None
+    wall_seconds: float
+
+
+@dataclasses.dataclass
+class Result:
+    """Everything one experiment produced, in memory; a kind's result adds its metrics.
+
+    Attributes:
+      config: the validated config.
+      env: the environment object.
+      outcomes: per learner, in config order.
+      change_points: ``(R, S - 1)`` change points of every run.
+      chunk_size: rounds per compiled chunk actually used.
+      wall_seconds: total wall time of the run.
+      metrics_seconds: time spent computing the metrics.
+    """
+
+    config: ExperimentConfig
+    env: Any
+    outcomes: dict[str, Any]
+    change_points: np.ndarray
+    chunk_size: int
+    wall_seconds: float
+    metrics_seconds: float
+
+    @property
+    def num_segments(self) -> int:
+        return int(self.env.num_segments)
+
+
+def resolve_chunk_size(config: ExperimentConfig) -> int:
+    """``config.chunk_size``, or: the memory-budget chunk of :func:`auto_chunk_size`, capped
+    so that a run has at least :data:`AUTO_MIN_CHUNKS` chunks (rounded up to a divisor-friendly
+    size; results do not depend on it)."""
+    if config.chunk_size is not None:
+        return min(config.chunk_size, config.horizon)
+    budget = auto_chunk_size(config.runs, config.horizon)
+    return max(1, min(budget, math.ceil(config.horizon / AUTO_MIN_CHUNKS)))
+
+
+def simulate_learners(
+    config: ExperimentConfig,
+    env: Any,
+    *,
+    progress: ProgressFactory | None,
+    checkpoints: ExperimentCheckpoints | None,
+    validate: bool,
+) -> Iterator[tuple[str, Any, Any, SimResult, float]]:
+    """``(name, learner, params, result, seconds)`` of every learner of ``config`` in turn,
+    each simulated on ``env`` with the same key (paired) and checkpointed in
+    ``checkpoints.for_learner(name)``; ``seconds`` is the simulation's wall time."""
+    key = jax.random.key(config.seed)
+    chunk = resolve_chunk_size(config)
+    for name in config.learners:
+        learner = config.make_learner(name)
+        params = config.learner_params(learner, name)
+        start = time.perf_counter()
+        result = simulate(
+            learner,
+            env,
+            key,
+            config.runs,
+            horizon=config.horizon,
+            params=params,
+            chunk_size=chunk,
+            progress=progress(name) if progress is not None else False,
+            validate=validate,
+            checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
+        )
+        yield name, learner, params, result, time.perf_counter() - start
+
+
+def num_muted(carry: RunCarry) -> int | None:
+    """Meta-weight muting events summed over runs, or ``None`` for a learner without them."""
+    muted = getattr(carry.state, "num_muted", None)
+    if muted is None:
+        return None
+    return int(np.asarray(muted, dtype=np.int64).sum())
+
+
+def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.ndarray:
+    """``(R, S - 1)`` int32 change points of every run."""
+    points = np.asarray(carry.env_params.change_points)
+    return points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """What an experiment needs, estimated from its config before it runs.
+
+    Attributes:
+      memory_bytes: peak host memory: every learner's ``(R, T)`` traces and a copy of them
+        while ``traces.npz`` is written, the loop state of every run (device, host and
+        checkpoint copies), one block of the SA(L) pass and the JAX process itself.
+      disk_bytes: peak disk: every learner's chunk checkpoints (its traces and loop state)
+        plus ``traces.npz``, which exist together until the folder is committed, and the
+        plots.
+      seconds: simulation time at :data:`ESTIMATE_UPDATES_PER_SECOND` (a rough guide, not a
+        limit).
+    """
+
+    memory_bytes: int
+    disk_bytes: int
+    seconds: float
+
+
+def _tree_bytes(tree: Any) -> int:
+    return sum(int(math.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(tree))
+
+
+def estimate_resources(config: ExperimentConfig) -> Resources:
+    """Estimate an experiment's memory, disk and time from its config alone (nothing is
+    allocated: the loop state's size comes from :func:`jax.eval_shape`); the bytes every
+    learner records per run and round are the kind's (:meth:`ExperimentConfig.trace_bytes`).
+    """
+    runs, horizon = int(config.runs), int(config.horizon)
+    env = config.make_env()
+    key = jax.random.key(0)
+    width = int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
+    env_bytes = _tree_bytes(jax.eval_shape(env.sample_params, key))
+    traces = kept = state = 0
+    for name in config.learners:
+        learner = config.make_learner(name)
+        state = max(state, _tree_bytes(jax.eval_shape(learner.init, key)) + env_bytes)
+        recorded, saved = config.trace_bytes(learner, width)
+        traces += runs * horizon * recorded
+        kept += runs * horizon * saved
+    learners = len(config.learners)
+    states = runs * state
+    sa_block = max(256 * 2**20, horizon * width * 12)  # metrics.paired_adaptive_regret
+    return Resources(
+        memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 3 * states + sa_block,
+        disk_bytes=traces + kept + 2 * learners * states + PLOTS_BYTES,
+        seconds=learners * runs * horizon * width / ESTIMATE_UPDATES_PER_SECOND,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Summary and plots
+# --------------------------------------------------------------------------------------------
+
+
+def learner_header(outcome: Outcome) -> dict[str, Any]:
+    """What every learner's summary starts with: names, constructor, params, timings."""
+    learner = outcome.learner
+    return {
+        "label": plots.label(outcome.name),
+        "class": type(learner).__name__,
+        "num_queries": int(learner.num_queries),
+        "constructor": static_fields(learner),
+        "params": params_dict(outcome.params),
+        "compile_seconds": outcome.result.compile_seconds,
+        "run_seconds": outcome.result.run_seconds,
+        "simulate_seconds": outcome.wall_seconds,
+    }
+
+
+def fixed_change_points(env: Any) -> tuple[int, ...] | None:
+    """The environment's change points, or ``None`` when they are drawn per run."""
+    if getattr(env, "random_change_points", False):
+        return None
+    return tuple(int(t) for t in env.change_points)
+
+
+def build_summary(
+    result: Result,
+    started: str | None,
+    notes: Mapping[str, str],
+    learner_summary: Callable[[Any, tuple[int, ...]], dict[str, Any]],
+    plot_files: Mapping[str, str],
+    **entries: Any,
+) -> dict[str, Any]:
+    """The JSON-ready ``summary.json`` of a bandit or BCO experiment: identity, config,
+    environment, versions and timings, the kind's ``entries``, ``notes`` on its metrics,
+    ``learner_summary(outcome, window_lengths)`` per learner, and the files."""
+    config = result.config
+    env = result.env
+    points = fixed_change_points(env)
+    summary = {
+        "format": FORMAT,
+        "kind": config.kind,
+        "name": config.name,
+        "description": config.description,
+        "started": started,
+        "seed": config.seed,
+        "runs": config.runs,
+        "horizon": config.horizon,
+        "config": config.to_dict(),
+        "env": {
+            "name": config.env.name,
+            "class": type(env).__name__,
+            **static_fields(env),
+            "change_points": None if points is None else list(points),
+        },
+        **environment_info(),
+        "timings": {
+            "wall_seconds": result.wall_seconds,
+            "metrics_seconds": result.metrics_seconds,
+            "chunk_size": result.chunk_size,
+            "learners": {
+                name: {
+                    "compile_seconds": o.result.compile_seconds,
+                    "run_seconds": o.result.run_seconds,
+                }
+                for name, o in result.outcomes.items()
+            },
+        },
+        **entries,
+        "notes": {
+            "ci95": "half-width of the normal 95% interval over runs, 1.96 sd / sqrt(runs)",
+            **notes,
+            "paired": "every learner was simulated with the same key: identical environment "
+            "draws in every run",
+        },
+        "learners": {
+            name: learner_summary(outcome, config.sa_windows)
+            for name, outcome in result.outcomes.items()
+        },
+        "files": {"summary": SUMMARY, "traces": TRACES, "plots": dict(plot_files)},
+    }
+    return clean(summary)
+
+
+def moving_band(name: str, values: np.ndarray, window: int, label: str) -> plots.Band:
+    """The moving average of ``(R, T)`` ``values`` over runs, with its 95% band."""
+    mean, half = metrics.mean_ci(metrics.moving_average(values, window), axis=0)
+    return plots.Band(name=name, label=label, x=np.arange(values.shape[1]), mean=mean, half=half)
+
+
+def regret_band(name: str, sa: np.ndarray, window_lengths: Any, num_queries: int) -> plots.Band:
+    """SA(L) against L over runs, with the queries per round in the legend."""
+    mean, half = metrics.mean_ci(sa, axis=0)
+    queries = f"{num_queries} {'query' if num_queries == 1 else 'queries'}/round"
+    return plots.Band(
+        name=name,
+        label=f"{plots.label(name)} ({queries})",
+        x=np.asarray(window_lengths),
+        mean=mean,
+        half=half,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# What stabl-jax run prints
+# --------------------------------------------------------------------------------------------
+
+
+def header(
+    config: ExperimentConfig, out: Path, needs: Resources | None, size: str, detail: str
+) -> str:
+    """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe
+    the environment and the feedback (or SA(L) grid) the kind's way."""
+    env = config.make_env()
+    points = (
+        "random per run"
+        if getattr(env, "random_change_points", False)
+        else ", ".join(map(str, env.change_points)) or "none"
+    )
+    lines = [f"stabl-jax run {config.name}  ({config.source})"]
+    if config.overrides:
+        lines.append(f"  overrides: {' '.join(config.overrides)}")
+    lines.append(
+        f"  env: {config.env.name}, {size}, T={config.horizon} rounds, "
+        f"{env.num_segments} segments (change points: {points})"
+    )
+    lines.append(
+        f"  {config.runs} runs, seed {config.seed}, {detail}, "
+        f"chunks of {resolve_chunk_size(config)} rounds; same key for every learner (paired)"
+    )
+    lines.append(f"  learners: {', '.join(config.learners)}")
+    if needs is not None:
+        lines.append(
+            f"  needs about {tables.byte_size(needs.memory_bytes)} of memory, "
+            f"{tables.byte_size(needs.disk_bytes)} of disk (traces and checkpoints), "
+            f"roughly {tables.duration(needs.seconds)} of simulation"
+        )
+    lines.append(f"  output: {out}")
+    return "\n".join(lines)
+
+
+def run(
+    run_experiment: Callable[..., Result],
+    config: ExperimentConfig,
+    *,
+    checkpoints: ExperimentCheckpoints,
+    resumed: Resumed | None,
+    progress: bool,
+    log: Callable[[str], None],
+    metrics_label: str,
+) -> Result:
+    """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it: the rounds resumed,
+    progress bars, a line per learner, the time the metrics took (``metrics_label``)."""
+    if resumed is not None:
+        done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in resumed.progress.items())
+        log(f"  resuming {resumed.source.name}: {done or 'nothing done yet'}")
+
+    def learner_done(outcome: Outcome) -> None:
+        queries = int(outcome.learner.num_queries)
+        muted = "" if outcome.num_muted is None else f", muted {outcome.num_muted}"
+        per_round = f"{queries} {'query' if queries == 1 else 'queries'}/round"
+        log(
+            f"  {outcome.name:<20} {per_round:<16} compile "
+            f"{outcome.result.compile_seconds:5.1f} s  run {outcome.result.run_seconds:6.1f} s"
+            f"{muted}"
+        )
+        if outcome.num_muted:
+            log(f"  {MUTED_WARNING.format(name=outcome.name, count=outcome.num_muted)}")
+
+    result = run_experiment(
+        config,
+        progress=progress_bars(config.horizon) if progress else None,
+        on_learner_done=learner_done,
+        checkpoints=checkpoints,
+        validate=True,
+    )
+    log(f"  metrics ({metrics_label}): {result.metrics_seconds:.1f} s")
+    return result
+
+
+def progress_bars(horizon: int) -> ProgressFactory:
+    """Per learner, a tqdm bar (shown from the start, compilation included) driven by
+    ``simulate``'s per-chunk progress callback."""
+    from tqdm import tqdm  # only when bars are shown
+
+    def for_learner(name: str) -> Callable[[int, int], None]:
+        bar = tqdm(total=horizon, desc=f"  {name}", unit="round", leave=False, file=sys.stderr)
+
+        def update(done: int, total: int) -> None:
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()
+
+        return update
+
+    return for_learner
+
+
+def pick_windows(windows: Sequence[int], count: int = 3) -> list[int]:
+    """Up to ``count`` window lengths to print: the first, the middle and the last."""
+    if len(windows) <= count:
+        return list(windows)
+    return [windows[0], windows[len(windows) // 2], windows[-1]]
+
+
+def over(runs: int) -> str:
+    """What a table's ``±`` means."""
+    return f"mean ± 95% CI over {runs} runs" if runs > 1 else "one run (no CI)"
