@@ -261,7 +261,8 @@ def run_chunk(
     ``pallas_call`` (:func:`stabl_jax.kernels.chunk_step`) instead of ``vmap`` of the scan.
     """
     if kernel == "pallas":
-        step = kernels.chunk_step(learner, env, fields, length)
+        interpret = kernels.interpreted(plan.mesh)
+        step = kernels.chunk_step(learner, env, fields, length, interpret=interpret)
     else:
         one = partial(_chunk_one, learner, env, fields, validate, length=length)
         step = jax.vmap(one, in_axes=(0, None))

@@ -1,7 +1,10 @@
 """The fused Pallas kernel (``simulate(..., kernel="pallas")``, :mod:`stabl_jax.kernels`) runs
 the same runs as the XLA rollout: in interpret mode on the CPU, the same seed draws the same
 arms and reveals the same losses, and every probability agrees to 1e-6 (the kernel sums in
-other orders). It also lowers for a GPU through Pallas's Triton backend (no GPU needed)."""
+other orders). It also lowers for a GPU through Pallas's Triton backend (no GPU needed); on
+a machine with a GPU, one more test compares the compiled kernel with the XLA path there.
+
+Every test but that one runs on the CPU device (interpret mode) on any machine."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import pytest
 
 from stabl_jax import EXP3, ExpertAdvice, StABL, simulate
 from stabl_jax import kernels as kernels_pkg
+from stabl_jax.checkpoint import ChunkCheckpoint
 from stabl_jax.envs.base import as_environment
 from stabl_jax.kernels import bandit
 from stabl_jax.learners import StABLOneQuery
@@ -19,6 +23,17 @@ from stabl_jax.sampling import sample_index
 
 TRACES = ("played", "arms", "loss", "observed", "expected_loss", "prob_best")
 TOL = 1e-6  # probabilities: float32 sums in another order
+GPUS = [d for d in jax.devices() if d.platform == "gpu"]
+
+
+@pytest.fixture(autouse=True)
+def on_the_cpu(request):
+    """Interpret mode, on the CPU device, for every test not about the GPU."""
+    if "gpu_device" in request.node.name:
+        yield
+        return
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
 
 
 def both(learner, env, num_runs, horizon, seed=0, **kwargs):
@@ -105,15 +120,32 @@ def test_tiny_probability_recovers_on_both_paths(name):
         assert ((after == 0.0).any(axis=1) & (after[:, -1] > 0.5)).any(), name
 
 
-def test_chunks_and_host_threads_give_the_same_bits():
-    """On the Pallas path too, chunk size and host threads change nothing, bit for bit: the
-    kernel replaces the scan of one chunk for one block (the same ``runs_per_block``, as on
-    the XLA path; 5 runs padded to 3 blocks of 2)."""
+class _Stop(Exception):
+    pass
+
+
+class _StopAfterFirstChunk(ChunkCheckpoint):
+    def save(self, *args, **kwargs):
+        super().save(*args, **kwargs)
+        raise _Stop
+
+
+def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
+    """On the Pallas path too, chunk size, host threads and a resume from a checkpoint
+    change nothing, bit for bit: the kernel replaces the scan of one chunk for one block
+    (the same ``runs_per_block``, as on the XLA path; 5 runs padded to 3 blocks of 2)."""
     learner = StABL(num_arms=5, horizon=48, history_lengths=(16, 48))
     env = ExpertAdvice(num_arms=5, horizon=48)
     kw = dict(kernel="pallas", traces=TRACES, runs_per_block=2)
     one = simulate(learner, env, jax.random.key(1), 5, chunk_size=48, host_threads=1, **kw)
-    many = simulate(learner, env, jax.random.key(1), 5, chunk_size=24, host_threads=3, **kw)
+    kw.update(chunk_size=24, host_threads=3)
+    with pytest.raises(_Stop):  # stopped after the first chunk's checkpoint ...
+        simulate(
+            learner, env, jax.random.key(1), 5, checkpoint=_StopAfterFirstChunk(tmp_path, {}), **kw
+        )
+    ckpt = ChunkCheckpoint(tmp_path, {})
+    assert ckpt.progress() == 24
+    many = simulate(learner, env, jax.random.key(1), 5, checkpoint=ckpt, **kw)  # ... resumed
     for name in TRACES:
         np.testing.assert_array_equal(many.arrays[name], one.arrays[name], err_msg=name)
     leaves = zip(jax.tree.leaves(one.carry.state), jax.tree.leaves(many.carry.state), strict=True)
@@ -137,8 +169,8 @@ def test_programs_of_fewer_runs_than_the_block():
     learner, env = EXP3(num_arms=5, horizon=32), ExpertAdvice(num_arms=5, horizon=32)
     carry, renv = _block(learner, env, 6)
     t0 = jnp.int32(0)
-    whole = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32))(carry, t0)
-    parts = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, rows=4))(carry, t0)
+    whole = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True))(carry, t0)
+    parts = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True, rows=4))(carry, t0)
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts), strict=True):
         if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
@@ -159,6 +191,16 @@ def test_lowers_for_a_gpu_with_triton(learner):
     except (ImportError, NotImplementedError) as err:  # a jaxlib without the Triton dialect
         pytest.skip(f"no Triton lowering here: {err}")
     assert "triton" in lowered.as_text()
+
+
+@pytest.mark.skipif(not GPUS, reason="needs a GPU")
+@pytest.mark.parametrize("name", ["exp3", "stabl"])
+def test_compiled_kernel_on_a_gpu_device_same_runs_as_xla(name):
+    """On a GPU, the Triton-compiled kernel against the XLA path on the same device: 64 runs
+    of 256 rounds at n = 30 (StABL with its 7 experts of T = 4096)."""
+    learner = (EXP3 if name == "exp3" else StABL)(num_arms=30, horizon=4096)
+    with jax.default_device(GPUS[0]):
+        assert_same_runs(*both(learner, ExpertAdvice(num_arms=30, horizon=4096), 64, 256))
 
 
 @pytest.mark.parametrize("n", [5, 30, 300])

@@ -373,7 +373,8 @@ def chunk_step(
       env: the rollout's environment (an oblivious bandit one, wrapped).
       fields: the traces to record (:data:`FIELDS`).
       length: ``L``, rounds in the chunk.
-      interpret: run the kernel in interpret mode; ``None``: unless JAX's backend is a GPU.
+      interpret: run the kernel in interpret mode; ``None``: unless JAX's default device is a
+        GPU (:func:`interpreted`).
       rows: runs per program; ``None``: the whole block interpreted, :func:`gpu_rows`
         compiled (where it must be a power of two >= 16).
 
@@ -384,7 +385,7 @@ def chunk_step(
     check_supported(learner, env, fields, validate=False)
     spec = _KERNELS[type(learner)](learner, _padded_arms(learner.num_arms))
     if interpret is None:
-        interpret = jax.default_backend() != "gpu"
+        interpret = interpreted()
     if rows is not None and not interpret and (rows < _MIN_DOT or rows & (rows - 1)):
         raise ValueError(f"rows must be a power of two >= {_MIN_DOT} on a GPU, got {rows}")
     compiler_params = None
@@ -466,6 +467,17 @@ def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax
     )
     draws["u"] = list(jnp.moveaxis(draws["u"], -1, 0))
     return draws
+
+
+def interpreted(mesh: Any = None) -> bool:
+    """Whether the kernel runs in interpret mode where it will run: on ``mesh``'s devices, or
+    JAX's default device (``jax.default_device``, else the first device); compiled on a GPU
+    only."""
+    if mesh is not None:
+        device = mesh.devices.flat[0]
+    else:
+        device = jax.config.jax_default_device or jax.devices()[0]
+    return (device if isinstance(device, str) else device.platform) != "gpu"
 
 
 def gpu_rows(states: tuple[jax.Array, ...]) -> int:
