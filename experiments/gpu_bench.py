@@ -1,20 +1,27 @@
 """Throughput of ``simulate`` on an accelerator: the rows of the GPU speed table.
 
     python experiments/gpu_bench.py --out gpu_bench.json [--quick] [--large]
+        [--kernels xla,pallas]
 
-Each row is ``simulate(learner, ExpertAdvice, key, R, traces=...)`` at the paper's step sizes
-on the default device, timed twice after compilation (the run time excludes compilation;
-the table reports the faster call). ``run-steps/s = R * T / run seconds``. The bound column is
-what streaming the learner's state through device memory once per round would allow:
-``device bandwidth / (2 * state bytes per run)`` with the bandwidth given by ``--bandwidth``
-(GB/s; 3350 for an H100 SXM, 4800 for an H200). ``--large`` adds R = 1,048,576 runs of StABL
-(n = 30, T = 4096) recording only the suffered loss (the memory ceiling of one device).
+Each row is ``simulate(learner, ExpertAdvice, key, R, traces=..., kernel=...)`` at the paper's
+step sizes on the default device, timed twice after compilation (the run time excludes
+compilation; the table reports the faster call). Every configuration is timed with each of
+``--kernels``: ``xla`` (the scan of the rollout) and ``pallas`` (the fused kernel of
+:mod:`stabl_jax.kernels`, one ``pallas_call`` per block and chunk; a row whose kernel fails
+to compile records the error and the bench goes on). Both use the same seeds, so their
+``mean_loss`` columns estimate the same number. ``run-steps/s = R * T / run seconds``. The
+bound column is what streaming the learner's state through device memory once per round
+would allow: ``device bandwidth / (2 * state bytes per run)`` with the bandwidth given by
+``--bandwidth`` (GB/s; 3350 for an H100 SXM, 4800 for an H200). ``--large`` adds
+R = 1,048,576 runs of StABL (n = 30, T = 4096) recording only the suffered loss (the memory
+ceiling of one device).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import platform
 import time
@@ -37,14 +44,17 @@ ROWS: list[tuple[str, int, int, int, tuple[str, ...]]] = [
 QUICK_ROWS = [row for row in ROWS if row[2] <= 16_384]
 
 
-def time_row(name, n, runs, horizon, traces, bandwidth_gbs, repeats=2):
+def time_row(name, n, runs, horizon, traces, bandwidth_gbs, kernel="xla", repeats=2):
     learner = make(name, num_arms=n, horizon=horizon)
     env = ExpertAdvice(num_arms=n, horizon=horizon)
-    seconds, compile_s = [], 0.0
+    seconds, compile_s, mean_loss = [], 0.0, []
     for i in range(repeats):
-        res = simulate(learner, env, jax.random.key(i), runs, traces=traces, chunk_size=512)
+        res = simulate(
+            learner, env, jax.random.key(i), runs, traces=traces, chunk_size=512, kernel=kernel
+        )
         compile_s = max(compile_s, res.compile_seconds)
         seconds.append(res.run_seconds)
+        mean_loss.append(float(res.loss.mean(dtype=np.float64)))
         del res
     best = min(seconds)
     rate = runs * horizon / best
@@ -52,6 +62,7 @@ def time_row(name, n, runs, horizon, traces, bandwidth_gbs, repeats=2):
     bound = bandwidth_gbs * 1e9 / (2 * sbytes)
     return {
         "learner": name,
+        "kernel": kernel,
         "num_arms": n,
         "runs": runs,
         "horizon": horizon,
@@ -63,6 +74,7 @@ def time_row(name, n, runs, horizon, traces, bandwidth_gbs, repeats=2):
         "state_bytes_per_run": sbytes,
         "bound_run_steps_per_s": bound,
         "fraction_of_bound": rate / bound,
+        "mean_loss": mean_loss,
     }
 
 
@@ -73,7 +85,9 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="add the R = 2^20 StABL run")
     parser.add_argument("--no-rows", action="store_true", help="skip the table's rows")
     parser.add_argument("--bandwidth", type=float, default=3350.0, help="device GB/s")
+    parser.add_argument("--kernels", default="xla,pallas", help="comma-separated kernels")
     args = parser.parse_args()
+    kernels = args.kernels.split(",")
     device = jax.devices()[0]
     report = {
         "device": f"{device.platform} {device.device_kind}",
@@ -84,18 +98,24 @@ def main() -> None:
         "rows": [],
     }
     print(f"# {report['device']}, JAX {jax.__version__}")
-    print("| learner | n | R | T | traces | run-steps/s | µs/round | bound | fraction |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| learner | kernel | n | R | T | traces | run-steps/s | µs/round | bound | fraction |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     rows = [] if args.no_rows else QUICK_ROWS if args.quick else ROWS
-    for name, n, runs, horizon, traces in rows:
-        row = time_row(name, n, runs, horizon, traces, args.bandwidth)
-        report["rows"].append(row)
-        print(
-            f"| {name} | {n} | {runs:,} | {horizon} | {len(traces)} | "
-            f"{row['run_steps_per_s']:.3g} | {row['us_per_round']:.1f} | "
-            f"{row['bound_run_steps_per_s']:.3g} | {row['fraction_of_bound']:.3f} |",
-            flush=True,
-        )
+    for (name, n, runs, horizon, traces), kernel in itertools.product(rows, kernels):
+        head = f"| {name} | {kernel} | {n} | {runs:,} | {horizon} | {len(traces)} |"
+        try:
+            row = time_row(name, n, runs, horizon, traces, args.bandwidth, kernel)
+        except Exception as err:  # a kernel not yet tried on this device must not end the bench
+            failed = {"learner": name, "kernel": kernel, "num_arms": n, "runs": runs}
+            report["rows"].append({**failed, "horizon": horizon, "error": repr(err)[:2000]})
+            print(f"{head} failed: {repr(err)[:300]} |", flush=True)
+        else:
+            report["rows"].append(row)
+            print(
+                f"{head} {row['run_steps_per_s']:.3g} | {row['us_per_round']:.1f} | "
+                f"{row['bound_run_steps_per_s']:.3g} | {row['fraction_of_bound']:.3f} |",
+                flush=True,
+            )
         with open(args.out, "w") as f:
             json.dump(report, f, indent=2)
     if args.large:

@@ -5,7 +5,8 @@
 #
 # Needs the test dependencies (pytest, pytest-xdist, hypothesis, cocoex for tests/test_bbob.py)
 # and the project on PYTHONPATH or installed. Each part is bounded in time; logs and the
-# benchmark JSON go to OUT_DIR (default: gpu_results).
+# benchmark JSON go to OUT_DIR (default: gpu_results). The speed table times every row with
+# the XLA path and with the fused Pallas kernel (kernel="pallas").
 set -u
 out=${1:-gpu_results}
 mkdir -p "$out"
@@ -18,7 +19,7 @@ timeout "${SUITE_SECONDS:-270}" python3 -m pytest -q -n 8 --dist loadfile -p no:
 echo "suite exit code: $?" | tee -a "$out/tests.log"
 grep -E "passed|failed|error" "$out/tests.log" | tail -3
 grep -E "^(FAILED|ERROR)" "$out/tests.log" | head -40
-timeout "${BENCH_SECONDS:-120}" python3 experiments/gpu_bench.py --out "$out/gpu_bench.json" \
+timeout "${BENCH_SECONDS:-300}" python3 experiments/gpu_bench.py --out "$out/gpu_bench.json" \
   > "$out/bench.log" 2>&1
 echo "bench exit code: $?" | tee -a "$out/bench.log"
 cat "$out/bench.log"

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from stabl_jax import checks, prng, sharding
+from stabl_jax import checks, kernels, prng, sharding
 from stabl_jax.envs.base import BANDIT_TRACES, as_environment, reveals_lazily
 
 #: The default traces of an oblivious bandit environment.
@@ -242,7 +242,9 @@ def _chunk_one(
     return jax.lax.scan(partial(_round, learner, env, fields, validate), carry, ts)
 
 
-@partial(jax.jit, static_argnames=("learner", "env", "length", "plan", "fields", "validate"))
+@partial(
+    jax.jit, static_argnames=("learner", "env", "length", "plan", "fields", "validate", "kernel")
+)
 def run_chunk(
     learner: Any,
     env: Any,
@@ -252,6 +254,7 @@ def run_chunk(
     plan: Any,
     fields: tuple[str, ...] = TRACE_FIELDS,
     validate: bool = False,
+    kernel: str = "xla",
 ) -> Any:
     """Advance every run by ``length`` rounds from round ``t0``, laid out by a
     :class:`stabl_jax.sharding.RunsPlan`: the runs split over the plan's devices and stepped
@@ -260,10 +263,15 @@ def run_chunk(
 
     With ``validate``, every round runs the in-program checks of :func:`_round` under
     ``checkify`` and the function returns ``(error, (carry, outputs))``; the values are
-    bitwise those without checks.
+    bitwise those without checks. With ``kernel="pallas"`` each block's chunk is one
+    ``pallas_call`` (:func:`stabl_jax.kernels.chunk_step`) instead of ``vmap`` of the scan.
     """
-    one = partial(_chunk_one, learner, env, fields, validate, length=length)
-    step = jax.vmap(one, in_axes=(0, None))
+    if kernel == "pallas":
+        interpret = kernels.interpreted(plan.mesh)
+        step = kernels.chunk_step(learner, env, fields, length, interpret=interpret)
+    else:
+        one = partial(_chunk_one, learner, env, fields, validate, length=length)
+        step = jax.vmap(one, in_axes=(0, None))
     run = sharding.distribute(step, plan)
     if not validate:
         return run(carry, t0)
@@ -359,6 +367,7 @@ def simulate(
     traces: tuple[str, ...] | None = None,
     host_threads: int | None = None,
     runs_per_point: int | None = None,
+    kernel: str = "auto",
 ) -> SimResult:
     """Simulate ``num_runs`` independent runs of ``learner`` on ``env``: bandit learners on
     bandit environments (oblivious or reactive), BCO learners on convex environments.
@@ -415,6 +424,14 @@ def simulate(
         every arm's loss) an oblivious bandit environment reveals only the queried arms'
         losses where it can (``env.loss_at``: the same values, one draw per query instead of
         ``n``; :func:`reveals_queried_only`).
+      kernel: how a block of runs steps through a chunk: ``"xla"``, the scan of
+        :func:`_round` under ``vmap`` (every learner and environment); ``"pallas"``, one
+        fused Pallas kernel per block with the state on chip (:mod:`stabl_jax.kernels`:
+        EXP3 and StABL on an oblivious bandit environment, without ``validate``; compiled
+        on a GPU, interpreted elsewhere; the same draws, hence the same arms, with
+        probabilities equal to float32 rounding); ``"auto"`` (default) picks ``"xla"``
+        everywhere for now: the kernel is tested on a CPU in interpret mode, and its speed on
+        a GPU is not measured yet.
 
     Returns:
       A :class:`SimResult` with ``(R, T, ...)`` traces.
@@ -435,6 +452,11 @@ def simulate(
     allowed = tuple(dict.fromkeys(QUERY_TRACES + names))
     fields = names if traces is None else checks.check_names("traces", traces, allowed)
     rollout_env = as_environment(env, reveal_all="expected_loss" in fields, validate=validate)
+    checks.check_choice("kernel", kernel, kernels.KERNELS)
+    if kernel == "pallas":
+        kernels.check_supported(learner, rollout_env, fields, validate)
+    else:  # "auto": the XLA path until the kernel's speed is measured on a GPU
+        kernel = "xla"
     if overrides_step(learner) and not hasattr(rollout_env, "loss_fn"):
         raise TypeError(
             f"{type(learner).__name__} overrides step (it reads the round's whole loss), so it "
@@ -466,13 +488,15 @@ def simulate(
     carry = sharding.init_sharded(init, plan, keys, params)
     if chunk_size is None:
         per_round = _round_bytes(learner, rollout_env, carry, fields)
+        if kernel == "pallas":
+            per_round += kernels.input_bytes_per_round(learner, fields)
         chunk_size = auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
 
     def lower(c: Any, t0: jax.Array, n: int) -> Any:
         args = (learner, rollout_env, c, t0, n, plan, fields)
         if validate:
             return _RaisingLowered(run_chunk.lower(*args, validate=True))
-        return run_chunk.lower(*args)
+        return run_chunk.lower(*args, kernel=kernel)
 
     carry, arrays, compile_s, run_s = run_chunks(
         lower,

@@ -22,7 +22,8 @@ from stabl_jax import sharding
 ROOT = Path(__file__).resolve().parents[1]
 
 # R = 10 runs on 4 devices: padded to 12 (3 per device, blocks of 3 there); unsharded the
-# same block size of 3 pads 10 to 12 as well. A second call uses per-run params (a sweep).
+# same block size of 3 pads 10 to 12 as well. A second call runs the fused Pallas kernel
+# (interpreted), a third uses per-run params (a sweep).
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -40,6 +41,11 @@ SCRIPT = textwrap.dedent(
                 out[f"{name}/{field}"] = trace
             for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
                 out[f"{name}/state{i}"] = np.asarray(leaf)
+        res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 10,
+                       chunk_size=32, runs_per_block=3, kernel="pallas")
+        for field, trace in res.traces().items():
+            out[f"pallas/{field}"] = trace
+        out["pallas/weights"] = np.asarray(res.carry.state.expert_log_probs)
         learner = make("exp3", num_arms=5, horizon=64)
         params = learner.default_params.replace(lr_scale=jnp.linspace(0.5, 8.0, 10))
         res = simulate(learner, env, jax.random.key(4), 10, params=params, runs_per_block=3)
@@ -91,6 +97,7 @@ def test_sharded_equals_unsharded_bitwise(runs):
     sharded, unsharded = runs
     names = [k for k in unsharded if "/" in k]
     assert {"stabl/played", "stabl/expected_loss", "stabl/prob_best", "sweep/played"} <= set(names)
+    assert {"pallas/played", "pallas/expected_loss", "pallas/weights"} <= set(names)
     for name in names:
         assert sharded[name].shape == unsharded[name].shape, name
         np.testing.assert_array_equal(sharded[name], unsharded[name], err_msg=name)

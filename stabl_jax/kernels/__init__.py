@@ -1,0 +1,12 @@
+"""Fused kernels: a chunk of rounds of a learner for a block of runs in one ``pallas_call``
+(:mod:`stabl_jax.kernels.bandit`), what ``simulate(..., kernel="pallas")`` runs."""
+
+from stabl_jax.kernels.bandit import (
+    KERNELS,
+    check_supported,
+    chunk_step,
+    input_bytes_per_round,
+    interpreted,
+)
+
+__all__ = ["KERNELS", "check_supported", "chunk_step", "input_bytes_per_round", "interpreted"]

@@ -1,0 +1,538 @@
+"""A chunk of bandit rounds for a block of runs in one Pallas kernel
+(``jax.experimental.pallas``): ``simulate(..., kernel="pallas")``.
+
+The XLA rollout (:mod:`stabl_jax.simulate`) steps a block of runs one round at a time, each
+round a few dozen small kernels that read and write the learner's state in device memory.
+Here one ``pallas_call`` per block of runs does a whole chunk of ``L`` rounds: each program
+of the kernel takes ``rows`` runs, loads their state once, steps them through the ``L``
+rounds in a ``fori_loop`` with the state held on chip, writes each round's traces and stores
+the state at the end. It replaces the inner scan of one chunk for one block of runs;
+chunks, checkpoints, blocks and devices are :func:`~stabl_jax.simulate.simulate`'s as on the
+XLA path.
+
+**The same runs as the XLA path.** Every random number is drawn outside the kernel, with
+the keys and calls of the XLA path, and passed in: round ``t`` of a run uses
+``u = sampling.uniforms(fold_in(learner_key, t), Q)`` (query ``j`` drawn with ``u[j]``, as
+:func:`~stabl_jax.learners.base.sample_query` does) and the environment's
+``loss(params, t, fold_in(env_key, t))`` (every arm's; ``loss_at`` equals it at the queried
+arms bit for bit). So one seed gives the same runs on both paths: the same arms are drawn,
+and probabilities agree to float32 rounding (the kernel adds in other orders: its CDF is a
+product with a triangular matrix, its normalisers run over padded rows; XLA fuses its
+operations otherwise). ``tests/test_kernels.py`` checks this in interpret mode on the CPU.
+Rounding differences grow over a run where importance weights ``1/P(t)`` amplify them;
+measured on the CPU at n = 30, T = 4096, 16 runs: EXP3 bit for bit equal; StABL's
+probabilities within 4e-8 over the first 1024 rounds and 3e-5 by round 3813, where one of
+the 16 runs first drew another arm.
+
+**The exact log domain**, as in the learners: log-weights are renormalised every round by a
+max-shifted logsumexp (:func:`stabl_jax.estimators.exp3_log_update`), so an arm whose
+probability underflows float32 keeps a finite log-weight and recovers when the losses turn.
+
+**Layout.** Arms are padded to a power of two (at least 16, the smallest operand of Triton's
+``dot``) with log-weight ``-inf``, i.e. probability 0, never drawn. A program holds ``rows``
+runs (a power of two, :data:`GPU_ROWS` by default on a GPU; the block is padded with copies
+of its last run, which are dropped). Ensemble experts are unrolled into ``B`` arrays of
+``(rows, n_pad)``. What changes with the round but not with the run (StABL's restarts,
+``(t + 1 + round_offset) % L_k == 0``) comes in as an ``(L, B)`` table: Pallas's Triton backend
+does not lower ``%`` of a traced scalar.
+
+**Backends.** On a GPU the kernel is compiled by Pallas's Triton backend; elsewhere it runs
+in interpret mode (the kernel body as ordinary XLA operations: how the tests run it on a
+CPU; not tuned for speed there). Its speed on a GPU is not measured yet
+(``experiments/gpu_bench.py`` has the rows), so ``kernel="auto"`` still picks the XLA path.
+
+**Supported** (:func:`check_supported`): :class:`~stabl_jax.learners.EXP3` and
+:class:`~stabl_jax.learners.StABL` themselves (not subclasses: whatever a subclass overrides
+would be skipped), float32, any of their configuration fields; oblivious bandit environments
+(a pure ``loss(params, t, key)``: ``ExpertAdvice``, ``PiecewiseBernoulli``, ...); the traces of
+:data:`FIELDS`; no ``validate``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from stabl_jax import estimators, prng, sampling
+from stabl_jax.envs.base import ObliviousBandit
+from stabl_jax.learners import EXP3, StABL
+
+#: ``simulate``'s ``kernel`` choices: the XLA rollout, this kernel, or the default choice.
+KERNELS: tuple[str, ...] = ("auto", "xla", "pallas")
+#: The traces the kernel records (``simulate``'s ``QUERY_TRACES`` of a bandit, and the
+#: oblivious environment's ``expected_loss``).
+FIELDS: tuple[str, ...] = ("played", "arms", "loss", "observed", "expected_loss", "prob_best")
+#: Runs per program on a GPU: at most this many (a hand-written kernel of the same maths ran
+#: StABL at n = 30 twice as fast with 64 as with 32 on an H100), fewer where their state
+#: would exceed :data:`GPU_STATE_FLOATS` (it lives in registers), never fewer than 16. Not
+#: tuned for this kernel yet.
+GPU_ROWS = 64
+GPU_STATE_FLOATS = 2**14
+#: Triton's ``dot`` needs every dimension of its operands to be at least this.
+_MIN_DOT = 16
+#: Arms (after padding) up to which :func:`cdf` is one triangular product.
+ONE_LEVEL = 128
+
+
+def _padded_arms(n: int) -> int:
+    """``n`` rounded up to a power of two, at least :data:`_MIN_DOT`."""
+    return max(_MIN_DOT, 1 << (n - 1).bit_length())
+
+
+# --- maths on rows of runs: (rows, n_pad) arrays, one run a row ----------------------------------
+def _iota(shape: tuple[int, ...], axis: int = -1) -> jax.Array:
+    return jax.lax.broadcasted_iota(jnp.int32, shape, axis % len(shape))
+
+
+def _pick(x: jax.Array, index: jax.Array) -> jax.Array:
+    """``(rows,)`` ``x[r, index[r]]`` of ``(rows, m)`` ``x`` (a masked sum: exact)."""
+    return jnp.sum(jnp.where(_iota(x.shape) == index[:, None], x, 0.0), axis=1)
+
+
+def _dot(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a @ b`` at full float32 precision (a GPU would round the inputs to TF32)."""
+    return jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)
+
+
+def _ones_up_to(m: int, strict: bool = False) -> jax.Array:
+    """``(m, m)`` float32 ``1[i <= j]`` (``1[i < j]`` when ``strict``)."""
+    i, j = _iota((m, m), 0), _iota((m, m), 1)
+    return jnp.where(i < j if strict else i <= j, 1.0, 0.0).astype(jnp.float32)
+
+
+def cdf(probs: jax.Array) -> jax.Array:
+    """``(rows, m)`` cumulative sums of ``(rows, m)`` non-negative ``probs`` along the arms,
+    ``m`` a power of two >= 16, as products with triangular ones at full precision.
+
+    Up to :data:`ONE_LEVEL` arms, one product: entry ``j`` is the sum of the exact products
+    ``probs_i * 1[i <= j]``. Above, two levels (an ``m x m`` matrix would not fit a GPU's
+    shared memory at ``m = 512``): 16 blocks of ``w = m / 16`` arms summed by a ``w x w``
+    product, and block ``b``'s offset, the sum of the totals of blocks ``0..b-1`` by a
+    ``16 x 16`` one. Triton's ``dot`` at full precision accumulates over the inner index in
+    order, so on a GPU every entry is a sequential sum: non-decreasing, with a block's offset
+    the very sum that ends the block before it (as in
+    :func:`stabl_jax.sampling.blocked_cumsum`), and a zero-probability arm is never drawn.
+    In interpret mode XLA's CPU ``dot`` may associate the offsets' sums otherwise: measured,
+    the one-level sums stay non-decreasing, the two-level ones can dip by an ulp at a block
+    boundary.
+    """
+    rows, m = probs.shape
+    if m <= ONE_LEVEL:
+        return _dot(probs, _ones_up_to(m))
+    w = m // _MIN_DOT
+    within = _dot(probs.reshape(rows * _MIN_DOT, w), _ones_up_to(w))
+    totals = _pick(within, jnp.full((rows * _MIN_DOT,), w - 1, jnp.int32))
+    offsets = _dot(totals.reshape(rows, _MIN_DOT), _ones_up_to(_MIN_DOT, strict=True))
+    return (offsets.reshape(rows * _MIN_DOT)[:, None] + within).reshape(rows, m)
+
+
+def sample(probs: jax.Array, u: jax.Array, n: int) -> jax.Array:
+    """``(rows,)`` int32 inverse-CDF draws from ``(rows, m)`` padded ``probs`` with ``(rows,)``
+    uniforms: :func:`stabl_jax.sampling.sample_index`'s rule,
+    ``min(#{i : cdf_i <= u cdf_{n-1}}, n - 1)``, with the CDF of :func:`cdf`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> probs = jnp.array([[0.2, 0.0, 0.8] + [0.0] * 13, [0.5, 0.5, 0.0] + [0.0] * 13])
+      >>> sample(probs, jnp.array([0.5, 0.5]), 3).tolist()
+      [2, 1]
+    """
+    sums = cdf(probs)
+    total = _pick(sums, jnp.full(u.shape, n - 1, jnp.int32))
+    below = jnp.where(sums <= (u * total)[:, None], 1.0, 0.0)
+    return jnp.minimum(jnp.sum(below, axis=1).astype(jnp.int32), n - 1)
+
+
+def _exp3_update(log_w: jax.Array, arm: jax.Array, step: jax.Array) -> jax.Array:
+    """:func:`stabl_jax.estimators.exp3_log_update` on padded rows: bump ``log_w[r, arm[r]]``
+    by ``step[r]`` and renormalise by the max-shifted logsumexp of the bumped row."""
+    bumped = jnp.where(_iota(log_w.shape) == arm[:, None], log_w + step[:, None], log_w)
+    top = jnp.max(bumped, axis=1)
+    lse = jnp.log(jnp.sum(jnp.exp(bumped - top[:, None]), axis=1)) + top
+    return bumped - lse[:, None]
+
+
+def _fresh(shape: tuple[int, ...], n: int) -> jax.Array:
+    """Uniform log-probabilities ``-log n`` on the real arms, ``-inf`` on the padding."""
+    return jnp.where(_iota(shape) < n, jnp.float32(-math.log(n)), -jnp.inf)
+
+
+# --- what each learner contributes ---------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Kernel:
+    """A learner's part of the kernel. Runs-leading arrays outside, ``(K, runs, ...)`` at the
+    kernel's boundary (``K`` rows of state per run), lists of ``K`` ``(rows, ...)`` inside.
+
+    Attributes:
+      learner: the learner (static).
+      n_pad: arms after padding.
+    """
+
+    learner: Any
+    n_pad: int
+
+    queries: ClassVar[int] = 1
+
+    @property
+    def n(self) -> int:
+        return self.learner.num_arms
+
+    def pad(self, log_w: jax.Array) -> jax.Array:
+        """``(..., n)`` log-weights padded with ``-inf`` to ``(..., n_pad)``."""
+        extra = [(0, 0)] * (log_w.ndim - 1) + [(0, self.n_pad - self.n)]
+        return jnp.pad(log_w, extra, constant_values=-jnp.inf)
+
+    def pack(self, state: Any) -> tuple[tuple[jax.Array, ...], jax.Array]:
+        """``(state arrays (K, runs, ...), coefficients (C, runs) float32)``."""
+        raise NotImplementedError
+
+    def unpack(self, state: Any, arrays: tuple[jax.Array, ...], length: int) -> Any:
+        """The learner's state after ``length`` rounds, from the kernel's state arrays."""
+        raise NotImplementedError
+
+    def table(self, ts: jax.Array) -> jax.Array | None:
+        """``(L, X)`` int32 values of the chunk's rounds shared by every run, or ``None``."""
+        del ts
+        return None
+
+    def ask(self, coefs: list, state: tuple, u: list) -> tuple[list, list, jax.Array, Any]:
+        """The round's query from the ``Q`` uniforms ``u``: ``(arms, probs, play, aux)``,
+        ``Q`` ``(rows,)`` arms and the probabilities they were drawn with, the play
+        distribution ``(rows, n_pad)`` and what :meth:`tell` needs besides."""
+        raise NotImplementedError
+
+    def tell(self, coefs: list, state: tuple, row: list, query: tuple, observed: list) -> tuple:
+        """The state after the round: ``query`` from :meth:`ask`, ``observed`` the ``Q``
+        ``(rows,)`` losses at its arms, ``row`` this round's entries of :meth:`table`."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class _EXP3Kernel(_Kernel):
+    """:class:`~stabl_jax.learners.EXP3` (Algorithm 2): state ``log w`` ``(1, runs, n_pad)``;
+    coefficients ``eta``, ``gamma``."""
+
+    def pack(self, state: Any) -> tuple[tuple[jax.Array, ...], jax.Array]:
+        eta = jax.vmap(self.learner.learning_rate)(state.params)
+        return (self.pad(state.log_weights)[None],), jnp.stack([eta, state.params.gamma])
+
+    def unpack(self, state: Any, arrays: tuple[jax.Array, ...], length: int) -> Any:
+        return state.replace(t=state.t + length, log_weights=arrays[0][0, :, : self.n])
+
+    def ask(self, coefs: list, state: tuple, u: list) -> tuple[list, list, jax.Array, Any]:
+        (log_w,), gamma = state[0], coefs[1][:, None]
+        q = (1.0 - gamma) * jnp.exp(log_w) + gamma / self.n  # EXP3.play_distribution
+        q = jnp.where(_iota(q.shape) < self.n, q, 0.0)
+        arm = sample(q, u[0], self.n)
+        return [arm], [_pick(q, arm)], q, None
+
+    def tell(self, coefs: list, state: tuple, row: list, query: tuple, observed: list) -> tuple:
+        (arm,), (prob,), _, _ = query
+        value = estimators.signed_estimate(observed[0], prob, self.learner.feedback)
+        return ([_exp3_update(state[0][0], arm, coefs[0] * value)],)
+
+
+@dataclasses.dataclass(frozen=True)
+class _StABLKernel(_Kernel):
+    """:class:`~stabl_jax.learners.StABL` (Algorithm 1): state experts ``log v(t, k)``
+    ``(B, runs, n_pad)``, meta ``log w_t(k)`` ``(B, runs)``, ``num_muted`` ``(1, runs)``;
+    coefficients ``eta'_k``, ``eta_k``, ``log eta_k`` (``3B``); table: the restarts at
+    ``t + 1``."""
+
+    queries: ClassVar[int] = 2
+
+    @property
+    def b(self) -> int:
+        return self.learner.num_experts
+
+    def pack(self, state: Any) -> tuple[tuple[jax.Array, ...], jax.Array]:
+        experts = jnp.swapaxes(self.pad(state.expert_log_probs), 0, 1)
+        meta_eta = jax.vmap(self.learner.meta_step_sizes)(state.params)
+        expert_eta = jax.vmap(self.learner.expert_learning_rates)(state.params)
+        coefs = jnp.concatenate([expert_eta, meta_eta, jnp.log(meta_eta)], axis=1).T
+        return (experts, state.meta_log_weights.T, state.num_muted[None]), coefs
+
+    def unpack(self, state: Any, arrays: tuple[jax.Array, ...], length: int) -> Any:
+        experts, meta, muted = arrays
+        return state.replace(
+            t=state.t + length,
+            expert_log_probs=jnp.swapaxes(experts, 0, 1)[..., : self.n],
+            meta_log_weights=meta.T,
+            num_muted=muted[0],
+        )
+
+    def table(self, ts: jax.Array) -> jax.Array:
+        # Ensemble._advance: the experts restarting at t + 1 (ts is every run's state.t).
+        return jax.vmap(self.learner.restarts)(ts + 1).astype(jnp.int32)
+
+    def ask(self, coefs: list, state: tuple, u: list) -> tuple[list, list, jax.Array, Any]:
+        experts, meta_log, _ = state
+        v = [jnp.exp(x) for x in experts]
+        # Line 8: p(t) = softmax(log w_t), as jax.nn.softmax computes it.
+        top_w = meta_log[0]
+        for w in meta_log[1:]:
+            top_w = jnp.maximum(top_w, w)
+        e = [jnp.exp(w - top_w) for w in meta_log]
+        total_e = e[0]
+        for x in e[1:]:
+            total_e = total_e + x
+        p = [x / total_e for x in e]
+        # Lines 8-9 in StABL.distributions' order: mix, max and sum over k = 0..B-1.
+        mix, top, total = p[0][:, None] * v[0], v[0], v[0]
+        for k in range(1, self.b):
+            mix = mix + p[k][:, None] * v[k]
+            top = jnp.maximum(top, v[k])
+            total = total + v[k]
+        if self.learner.observation == "importance":
+            top_sq = top * top
+            obs = 0.5 * top_sq / jnp.sum(top_sq, axis=1)[:, None] + total / (2.0 * self.b)
+        else:
+            obs = jnp.where(_iota(mix.shape) < self.n, jnp.float32(1.0 / self.n), 0.0)
+        arms = [sample(mix, u[0], self.n), sample(obs, u[1], self.n)]
+        return arms, [_pick(mix, arms[0]), _pick(obs, arms[1])], mix, v
+
+    def tell(self, coefs: list, state: tuple, row: list, query: tuple, observed: list) -> tuple:
+        experts, meta_log, (muted,) = state
+        (_, arm), (_, prob), mix, v = query
+        b = self.b
+        expert_eta, meta_eta, log_meta_eta = coefs[:b], coefs[b : 2 * b], coefs[2 * b :]
+        # Lines 11-13 from the observed arm x' = arms[1] (StABL._tell, Ensemble._advance).
+        value = estimators.signed_estimate(observed[1], prob, self.learner.feedback)
+        mix_at = _pick(mix, arm)
+        fresh = _fresh(experts[0].shape, self.n)
+        new_experts, new_meta = [], []
+        for k in range(b):
+            regret_gain = value * (_pick(v[k], arm) - mix_at)
+            x = _exp3_update(experts[k], arm, expert_eta[k] * value)
+            factor = 1.0 + meta_eta[k] * regret_gain  # estimators.meta_log_update
+            alive = factor > 0.0
+            w = jnp.where(alive, meta_log[k] + jnp.log(jnp.where(alive, factor, 1.0)), -jnp.inf)
+            muted = muted + jnp.where(alive, 0, 1)
+            restart = row[k] != 0
+            new_experts.append(jnp.where(restart, fresh, x))
+            new_meta.append(jnp.where(restart, log_meta_eta[k], w))
+        return new_experts, new_meta, [muted]
+
+
+_KERNELS: dict[type, type[_Kernel]] = {EXP3: _EXP3Kernel, StABL: _StABLKernel}
+
+
+def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> None:
+    """Raise ``ValueError`` unless the kernel runs ``learner`` on ``env`` recording ``fields``
+    (module docstring, "Supported"); ``env`` is the rollout's environment (an oblivious one
+    wrapped by :func:`~stabl_jax.envs.base.as_environment`)."""
+    supported = "supported: EXP3 or StABL (float32) on an oblivious bandit environment"
+    if type(learner) not in _KERNELS or learner.dtype != "float32":
+        what = type(learner).__name__ + (
+            f" with dtype={learner.dtype}" if type(learner) in _KERNELS else ""
+        )
+        raise ValueError(f"kernel='pallas' does not run {what} ({supported}); use kernel='xla'")
+    if not isinstance(env, ObliviousBandit):
+        raise ValueError(
+            f"kernel='pallas' does not run on {type(env).__name__} ({supported}, one "
+            "with a pure loss(params, t, key) such as ExpertAdvice); use kernel='xla'"
+        )
+    others = [name for name in fields if name not in FIELDS]
+    if others:
+        raise ValueError(f"kernel='pallas' records only the traces {FIELDS}, got {others}")
+    if validate:
+        raise ValueError(
+            "kernel='pallas' has no in-program checks: use validate=False or kernel='xla'"
+        )
+
+
+def input_bytes_per_round(learner: Any, fields: tuple[str, ...]) -> int:
+    """Bytes per run and round the kernel reads besides the state (its drawn uniforms and
+    losses, and the best arm for ``prob_best``), counted twice (drawn, then laid out)."""
+    per = _padded_arms(learner.num_arms) + _KERNELS[type(learner)].queries
+    return 2 * 4 * (per + ("prob_best" in fields))
+
+
+def chunk_step(
+    learner: Any,
+    env: Any,
+    fields: tuple[str, ...],
+    length: int,
+    *,
+    interpret: bool | None = None,
+    rows: int | None = None,
+) -> Callable[[Any, jax.Array], tuple[Any, dict[str, jax.Array]]]:
+    """``step(carry, t0) -> (carry, outputs)`` for one block of runs: ``length`` rounds from
+    ``t0`` in one ``pallas_call``; what ``vmap`` of the XLA rollout's scan gives, for the same
+    runs (module docstring).
+
+    Args:
+      learner: an :class:`~stabl_jax.learners.EXP3` or :class:`~stabl_jax.learners.StABL`.
+      env: the rollout's environment (an oblivious bandit one, wrapped).
+      fields: the traces to record (:data:`FIELDS`).
+      length: ``L``, rounds in the chunk.
+      interpret: run the kernel in interpret mode; ``None``: unless JAX's default device is a
+        GPU (:func:`interpreted`).
+      rows: runs per program; ``None``: the whole block interpreted, :func:`gpu_rows`
+        compiled (where it must be a power of two >= 16).
+
+    Returns:
+      The step; ``carry`` is a runs-leading :class:`~stabl_jax.simulate.RunCarry`, outputs
+      ``(runs, L, ...)`` by name.
+    """
+    check_supported(learner, env, fields, validate=False)
+    spec = _KERNELS[type(learner)](learner, _padded_arms(learner.num_arms))
+    if interpret is None:
+        interpret = interpreted()
+    if rows is not None and not interpret and (rows < _MIN_DOT or rows & (rows - 1)):
+        raise ValueError(f"rows must be a power of two >= {_MIN_DOT} on a GPU, got {rows}")
+    compiler_params = None
+    if not interpret:
+        from jax.experimental.pallas import triton as pltriton
+
+        compiler_params = pltriton.CompilerParams(num_warps=4, num_stages=1)
+
+    def step(carry: Any, t0: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
+        runs = carry.learner_key.shape[0]
+        ts = t0 + jnp.arange(length, dtype=jnp.int32)
+        states, coefs = spec.pack(carry.state)
+        ins = {"state": states, "coefs": coefs, **_draws(spec, env.env, fields, carry, ts)}
+        block = rows or (runs if interpret else gpu_rows(states))
+        padded = -(-runs // block) * block
+        ins = jax.tree.map(lambda x: _pad_runs(x, padded), ins)
+        table = spec.table(ts)
+        if table is not None:
+            ins["table"] = table
+        per_round = jax.ShapeDtypeStruct((length, padded), jnp.float32)
+        out_shape = {
+            "state": tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in ins["state"]),
+            "arms": [per_round.update(dtype=jnp.int32)] * spec.queries,
+            "observed": [per_round] * spec.queries,
+            **{name: per_round for name in ("expected_loss", "prob_best") if name in fields},
+        }
+
+        def specs(tree: dict) -> dict:  # the runs axis is axis 1 of every array but the table
+            return {
+                k: jax.tree.map(lambda x, k=k: _block_spec(x.shape, k != "table", block), v)
+                for k, v in tree.items()
+            }
+
+        out = pl.pallas_call(
+            partial(_kernel, spec, length),
+            out_shape=out_shape,
+            grid=(padded // block,),
+            in_specs=(specs(ins),),
+            out_specs=specs(out_shape),
+            interpret=interpret,
+            compiler_params=compiler_params,
+            name=f"{learner.name}_chunk",
+        )(ins)
+        out = jax.tree.map(lambda x: x[:, :runs], out)
+        arms, observed = jnp.stack(out["arms"], axis=-1), jnp.stack(out["observed"], axis=-1)
+        values = {
+            "played": out["arms"][0],
+            "arms": arms,
+            "loss": out["observed"][0],
+            "observed": observed,
+            "expected_loss": out.get("expected_loss"),
+            "prob_best": out.get("prob_best"),
+        }
+        state = spec.unpack(carry.state, out["state"], length)
+        outputs = {name: jnp.swapaxes(values[name], 0, 1) for name in fields}
+        return carry.replace(state=state), outputs
+
+    return step
+
+
+def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax.Array) -> dict:
+    """A chunk's random numbers and losses, drawn with the XLA path's keys and calls:
+    ``u`` ``Q x (L, runs)`` uniforms (``sample_query``'s), ``loss`` ``(L, runs, n_pad)`` (the
+    padding 0) and, for ``prob_best``, ``best`` ``(L, runs)`` the environment's best arm."""
+
+    def one(params: Any, env_key: jax.Array, learner_key: jax.Array, t: jax.Array) -> dict:
+        loss = env.loss(params, t, prng.fold_in(env_key, t)).astype(jnp.float32)
+        out = {
+            "u": sampling.uniforms(prng.fold_in(learner_key, t), spec.queries),
+            "loss": jnp.pad(loss, (0, spec.n_pad - spec.n)),
+        }
+        if "prob_best" in fields:
+            out["best"] = env.best_arm(params, t)
+        return out
+
+    over_rounds = jax.vmap(one, in_axes=(None, None, None, 0))
+    draws = jax.vmap(over_rounds, in_axes=(0, 0, 0, None), out_axes=1)(
+        carry.env_params, carry.env_key, carry.learner_key, ts
+    )
+    draws["u"] = list(jnp.moveaxis(draws["u"], -1, 0))
+    return draws
+
+
+def interpreted(mesh: Any = None) -> bool:
+    """Whether the kernel runs in interpret mode where it will run: on ``mesh``'s devices, or
+    JAX's default device (``jax.default_device``, else the first device); compiled on a GPU
+    only."""
+    if mesh is not None:
+        device = mesh.devices.flat[0]
+    else:
+        device = jax.config.jax_default_device or jax.devices()[0]
+    return (device if isinstance(device, str) else device.platform) != "gpu"
+
+
+def gpu_rows(states: tuple[jax.Array, ...]) -> int:
+    """Runs per program on a GPU: :data:`GPU_ROWS`, halved while the state of that many
+    runs (the kernel's state arrays ``(K, runs, ...)``) exceeds :data:`GPU_STATE_FLOATS`,
+    and at least 16."""
+    per_run = sum(x.size // x.shape[1] for x in states)
+    rows = GPU_ROWS
+    while rows > _MIN_DOT and rows * per_run > GPU_STATE_FLOATS:
+        rows //= 2
+    return rows
+
+
+def _block_spec(shape: tuple[int, ...], per_run: bool, rows: int) -> pl.BlockSpec:
+    """``rows`` runs of axis 1 per program; the whole array when not ``per_run``."""
+    if not per_run:
+        return pl.BlockSpec(shape, lambda i: (0,) * len(shape))
+    block = (shape[0], rows, *shape[2:])
+    return pl.BlockSpec(block, lambda i: (0, i) + (0,) * (len(shape) - 2))
+
+
+def _pad_runs(x: jax.Array, padded: int) -> jax.Array:
+    """``x`` with its runs axis (1) padded to ``padded`` by copies of the last run."""
+    if x.ndim < 2 or x.shape[1] == padded:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[1] = (0, padded - x.shape[1])
+    return jnp.pad(x, widths, mode="edge")
+
+
+def _kernel(spec: _Kernel, length: int, ins: dict, out: dict) -> None:
+    """One program: load ``rows`` runs' state, step them through ``length`` rounds
+    (``fori_loop``, the state in registers), store the state; every round writes its arms,
+    observed losses and, when asked for, ``expected_loss`` and ``prob_best``. Refs as laid
+    out by :func:`chunk_step` (runs on axis 1)."""
+    coefs = [ins["coefs"][c] for c in range(ins["coefs"].shape[0])]
+    table = ins.get("table")
+
+    def round_(i: jax.Array, state: tuple) -> tuple:
+        loss = ins["loss"][i]
+        query = spec.ask(coefs, state, [u[i] for u in ins["u"]])
+        arms, _, play, _ = query
+        observed = [_pick(loss, arm) for arm in arms]
+        for j in range(spec.queries):
+            out["arms"][j][i] = arms[j]
+            out["observed"][j][i] = observed[j]
+        if "expected_loss" in out:  # <p_t, l_t>
+            out["expected_loss"][i] = jnp.sum(play * loss, axis=1)
+        if "prob_best" in out:
+            out["prob_best"][i] = _pick(play, ins["best"][i])
+        row = [] if table is None else [table[i, k] for k in range(table.shape[1])]
+        return tuple(spec.tell(coefs, state, row, query, observed))
+
+    start = tuple([ref[k] for k in range(ref.shape[0])] for ref in ins["state"])
+    state = jax.lax.fori_loop(0, length, round_, start)
+    for ref, values in zip(out["state"], state, strict=True):
+        for k, value in enumerate(values):
+            ref[k] = value

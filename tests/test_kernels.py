@@ -1,0 +1,230 @@
+"""The fused Pallas kernel (``simulate(..., kernel="pallas")``, :mod:`stabl_jax.kernels`) runs
+the same runs as the XLA rollout: in interpret mode on the CPU, the same seed draws the same
+arms and reveals the same losses, and every probability agrees to 1e-6 (the kernel sums in
+other orders). It also lowers for a GPU through Pallas's Triton backend (no GPU needed); on
+a machine with a GPU, one more test compares the compiled kernel with the XLA path there.
+
+Every test but that one runs on the CPU device (interpret mode) on any machine."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stabl_jax import EXP3, ExpertAdvice, StABL, simulate
+from stabl_jax import kernels as kernels_pkg
+from stabl_jax.envs.base import as_environment
+from stabl_jax.io.checkpoints import ChunkCheckpoint
+from stabl_jax.kernels import bandit
+from stabl_jax.learners import StABLOneQuery
+from stabl_jax.sampling import sample_index
+
+TRACES = ("played", "arms", "loss", "observed", "expected_loss", "prob_best")
+TOL = 1e-6  # probabilities: float32 sums in another order
+GPUS = [d for d in jax.devices() if d.platform == "gpu"]
+
+
+@pytest.fixture(autouse=True)
+def on_the_cpu(request):
+    """Interpret mode, on the CPU device, for every test not about the GPU."""
+    if "gpu_device" in request.node.name:
+        yield
+        return
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
+def both(learner, env, num_runs, horizon, seed=0, **kwargs):
+    """The XLA and the Pallas path of the same call."""
+    kwargs = dict(horizon=horizon, traces=kwargs.pop("traces", TRACES), **kwargs)
+    xla = simulate(learner, env, jax.random.key(seed), num_runs, kernel="xla", **kwargs)
+    fused = simulate(learner, env, jax.random.key(seed), num_runs, kernel="pallas", **kwargs)
+    return xla, fused
+
+
+def assert_same_runs(xla, fused):
+    """Same arms and revealed losses bit for bit; probabilities and the final state's
+    distributions within :data:`TOL`; the same counters."""
+    for name in ("played", "arms", "loss", "observed"):
+        if name in xla.arrays:
+            np.testing.assert_array_equal(fused.arrays[name], xla.arrays[name], err_msg=name)
+    for name in ("expected_loss", "prob_best"):
+        if name in xla.arrays:
+            np.testing.assert_allclose(fused.arrays[name], xla.arrays[name], rtol=0, atol=TOL)
+    a, b = xla.carry.state, fused.carry.state
+    np.testing.assert_array_equal(np.asarray(b.t), np.asarray(a.t))
+    if hasattr(a, "log_weights"):  # EXP3
+        pairs = [(a.log_weights, b.log_weights)]
+    else:
+        np.testing.assert_array_equal(np.asarray(b.num_muted), np.asarray(a.num_muted))
+        pairs = [(a.expert_log_probs, b.expert_log_probs)]
+        pairs.append((jax.nn.softmax(a.meta_log_weights), jax.nn.softmax(b.meta_log_weights)))
+        finite = np.isfinite(np.asarray(a.meta_log_weights))
+        np.testing.assert_array_equal(np.isfinite(np.asarray(b.meta_log_weights)), finite)
+    for x, y in pairs:
+        np.testing.assert_allclose(np.exp(np.asarray(y)), np.exp(np.asarray(x)), rtol=0, atol=TOL)
+
+
+def test_exp3_same_runs_as_xla():
+    """EXP3 with uniform exploration and reward feedback, 5 runs, every trace."""
+    learner = EXP3(num_arms=5, horizon=64, gamma=0.2, feedback="reward")
+    assert_same_runs(*both(learner, ExpertAdvice(num_arms=5, horizon=64), 5, 64))
+
+
+def test_stabl_same_runs_as_xla():
+    """StABL at n = 30 with its B = 7 experts of T = 4096 (restarts of the shortest, L = 64,
+    at rounds 64 and 128), 3 runs, every trace."""
+    learner = StABL(num_arms=30, horizon=4096)
+    assert learner.num_experts == 7
+    assert_same_runs(*both(learner, ExpertAdvice(num_arms=30, horizon=4096), 3, 160))
+
+
+def test_stabl_variants_and_muting_same_runs_as_xla():
+    """StABL Naive (uniform observation) with reward feedback, the paper's 1-based restarts
+    and per-run meta step sizes (a sweep), large enough to mute experts; the muting counts
+    agree."""
+    learner = StABL(
+        num_arms=5, horizon=64, observation="uniform", feedback="reward", round_offset=1,
+        history_lengths=(8, 16, 64),
+    )  # fmt: skip
+    params = learner.default_params.replace(meta_lr_scale=jnp.linspace(10.0, 40.0, 4))
+    xla, fused = both(learner, ExpertAdvice(num_arms=5, horizon=64), 4, 64, params=params)
+    assert int(np.sum(xla.carry.state.num_muted)) > 0
+    assert_same_runs(xla, fused)
+
+
+@pytest.mark.parametrize("name", ["exp3", "stabl_naive"])
+def test_tiny_probability_recovers_on_both_paths(name):
+    """The exact log domain on both paths: with a large learning rate, the arm that becomes
+    best at round 192 of 512 has probability exactly 0 in float32 at some round after the
+    change (a probability-domain state would keep it there) and over 1/2 at the last round,
+    in some of 8 runs; both paths draw the same arms throughout. StABL runs as StABL Naive
+    with one expert over the whole horizon (no restart rescues the arm; the uniform
+    observation keeps the importance weights from amplifying rounding over 512 rounds)."""
+    horizon, change, runs = 512, 192, 8
+    env = ExpertAdvice(num_arms=3, horizon=horizon, change_points=(change,))
+    if name == "exp3":
+        learner = EXP3(num_arms=3, horizon=horizon)
+        params = learner.default_params.replace(lr_scale=jnp.float32(40.0))
+    else:
+        learner = StABL(
+            num_arms=3, horizon=horizon, history_lengths=(horizon,), observation="uniform"
+        )
+        params = learner.default_params.replace(expert_lr_scale=jnp.float32(85.0))
+    traces = ("played", "prob_best")
+    xla, fused = both(learner, env, runs, horizon, params=params, traces=traces)
+    assert_same_runs(xla, fused)
+    for res in (xla, fused):
+        after = res.prob_best[:, change:]
+        assert ((after == 0.0).any(axis=1) & (after[:, -1] > 0.5)).any(), name
+
+
+def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
+    """On the Pallas path too, chunk size, host threads and a resume from a checkpoint
+    change nothing, bit for bit: the kernel replaces the scan of one chunk for one block
+    (the same ``runs_per_block``, as on the XLA path; 5 runs padded to 3 blocks of 2)."""
+    learner = StABL(num_arms=5, horizon=48, history_lengths=(16, 48))
+    env = ExpertAdvice(num_arms=5, horizon=48)
+    kw = dict(kernel="pallas", traces=TRACES, runs_per_block=2)
+    one = simulate(learner, env, jax.random.key(1), 5, chunk_size=48, host_threads=1, **kw)
+    kw.update(chunk_size=24, host_threads=3)
+    ckpt = ChunkCheckpoint(tmp_path, {})
+
+    def stop(done: int, total: int) -> None:  # called after each chunk's checkpoint
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # stopped after the first chunk ...
+        simulate(learner, env, jax.random.key(1), 5, checkpoint=ckpt, progress=stop, **kw)
+    assert ckpt.progress() == 24
+    many = simulate(learner, env, jax.random.key(1), 5, checkpoint=ckpt, **kw)  # ... resumed
+    for name in TRACES:
+        np.testing.assert_array_equal(many.arrays[name], one.arrays[name], err_msg=name)
+    leaves = zip(jax.tree.leaves(one.carry.state), jax.tree.leaves(many.carry.state), strict=True)
+    for a, b in leaves:
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+
+
+def _block(learner, env, runs):
+    """A block's carry and the oblivious rollout environment, as ``simulate`` builds them."""
+    import sys
+
+    rollout = sys.modules["stabl_jax.simulate"]
+    renv = as_environment(env)
+    keys = rollout.run_keys(jax.random.key(0), runs)
+    return rollout.init_runs(learner, renv, keys, learner.default_params), renv
+
+
+def test_programs_of_fewer_runs_than_the_block():
+    """``rows`` runs a program (a grid of several programs, the last padded with copies of
+    the block's last run) gives the same bits as one program for the block."""
+    learner, env = EXP3(num_arms=5, horizon=32), ExpertAdvice(num_arms=5, horizon=32)
+    carry, renv = _block(learner, env, 6)
+    t0 = jnp.int32(0)
+    whole = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True))(carry, t0)
+    parts = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True, rows=4))(carry, t0)
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts), strict=True):
+        if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+
+
+@pytest.mark.parametrize(
+    "learner", [EXP3(num_arms=30, horizon=256), StABL(num_arms=30, horizon=256)]
+)
+def test_lowers_for_a_gpu_with_triton(learner):
+    """The compiled kernel lowers to Triton for CUDA (what a GPU runs), checked without one:
+    every operation in it has a Triton lowering (no ``%`` of a traced scalar, power-of-two
+    blocks, operands of ``dot`` >= 16)."""
+    env = ExpertAdvice(num_arms=30, horizon=256)
+    carry, renv = _block(learner, env, 20)  # 20 runs: padded to a program of 64
+    step = bandit.chunk_step(learner, renv, TRACES, 16, interpret=False)
+    try:
+        lowered = jax.jit(step).trace(carry, jnp.int32(0)).lower(lowering_platforms=("cuda",))
+    except (ImportError, NotImplementedError) as err:  # a jaxlib without the Triton dialect
+        pytest.skip(f"no Triton lowering here: {err}")
+    assert "triton" in lowered.as_text()
+
+
+@pytest.mark.skipif(not GPUS, reason="needs a GPU")
+@pytest.mark.parametrize("name", ["exp3", "stabl"])
+def test_compiled_kernel_on_a_gpu_device_same_runs_as_xla(name):
+    """On a GPU, the Triton-compiled kernel against the XLA path on the same device: 64 runs
+    of 256 rounds at n = 30 (StABL with its 7 experts of T = 4096)."""
+    learner = (EXP3 if name == "exp3" else StABL)(num_arms=30, horizon=4096)
+    with jax.default_device(GPUS[0]):
+        assert_same_runs(*both(learner, ExpertAdvice(num_arms=30, horizon=4096), 64, 256))
+
+
+@pytest.mark.parametrize("n", [5, 30, 300])
+def test_sample_draws_what_sampling_draws(n):
+    """The kernel's inverse-CDF draw (one triangular product up to 128 padded arms, two
+    levels above) picks ``sampling.sample_index``'s arm, never a zero-probability one."""
+    key = jax.random.key(n)
+    probs = jax.random.uniform(key, (256, n)) ** 8  # skewed rows
+    probs = probs.at[:, 1].set(0.0)
+    u = jax.random.uniform(jax.random.fold_in(key, 1), (256,))
+    padded = jnp.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
+    drawn = bandit.sample(padded, u, n)
+    np.testing.assert_array_equal(drawn, jax.vmap(sample_index)(probs, u))
+    assert not np.any(np.asarray(drawn) == 1)
+    np.testing.assert_allclose(bandit.cdf(padded)[:, :n], jnp.cumsum(probs, axis=1), rtol=1e-6)
+
+
+def test_unsupported_calls_name_what_is_supported():
+    env = ExpertAdvice(num_arms=5, horizon=64)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"does not run StABLOneQuery .*EXP3 or StABL"):
+        simulate(StABLOneQuery(num_arms=5, horizon=64), env, key, 2, kernel="pallas")
+    with pytest.raises(ValueError, match=r"no in-program checks.*kernel='xla'"):
+        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, kernel="pallas", validate=True)
+    with pytest.raises(ValueError, match=r"records only the traces .*\['points'\]"):
+        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, kernel="pallas", traces=("points",))
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, kernel="triton")
+    with pytest.raises(ValueError, match=r"does not run on Reactive .*oblivious bandit"):
+        kernels_pkg.check_supported(EXP3(num_arms=5, horizon=64), Reactive(), ("played",), False)
+
+
+class Reactive:
+    """Stands for an environment with its own ``evaluate`` (not an oblivious one)."""
