@@ -280,6 +280,41 @@ def test_bad_config_names_key_and_file(tmp_path, case):
     assert allowed in message
 
 
+def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, monkeypatch):
+    """Five unrelated mistakes: one error naming each (typos with a "did you mean"); the
+    learners are not built while a key they need is bad."""
+    text = GOOD.replace(TOP, 'runs = 0\nfeedbak = "reward"\nsave_traces = ["los"]')
+    text = text.replace('"uniform", "stabl"', '"uniform", "stabel"').replace(ENV, "num_arms = 1")
+    path = tmp_path / "many.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"5 errors in {path}:"
+    expected = [
+        "unknown key 'feedbak'",  # unknown keys first, then in the order of the schema
+        "key 'runs'",
+        "key 'learners'",
+        "key 'save_traces'",
+        "key 'env'",
+    ]
+    assert len(lines) == 6
+    for line, fragment in zip(lines[1:], expected, strict=True):
+        assert line.startswith("  ") and fragment in line, (line, fragment)
+    assert "did you mean 'feedback'?" in lines[1] and "did you mean 'stabl'" in lines[3]
+    assert "'loss'?" in lines[4]
+    _forbid_computation(monkeypatch)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: 5 errors in {path}:\n  unknown key")
+
+
+def test_one_config_error_keeps_its_one_line_message(tmp_path):
+    path = bad_config(tmp_path, "wrong type")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "\n" not in str(info.value) and str(info.value).startswith("key 'runs'")
+
+
 @pytest.mark.parametrize("case", ["unknown key", "wrong type", "out of range", "unknown learner"])
 def test_cli_exits_2_on_bad_config(tmp_path, case, capsys, monkeypatch):
     _forbid_computation(monkeypatch)

@@ -8,13 +8,14 @@ Every problem raises :class:`ConfigError` naming the key, the file and what is a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.resources
 import re
 import tomllib
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -184,11 +185,54 @@ def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, sour
 
 
 class Checker:
-    """Builds error messages naming the key, the file and (for overridden keys) the --set."""
+    """Builds error messages naming the key, the file and (for overridden keys) the --set.
+
+    Every check raises :class:`ConfigError` at once; a validator that checks independent keys
+    wraps each in :meth:`collect` and calls :meth:`done` where later checks need the earlier
+    ones, so that a config's errors are reported together, one line each.
+
+    Example:
+      >>> check = Checker("a.toml", ())
+      >>> with check.collect():
+      ...     check.integer("runs", 0, minimum=1)
+      >>> with check.collect():
+      ...     check.string("feedback", "los", ("loss",))
+      >>> check.done()
+      Traceback (most recent call last):
+      ...
+      stabl_jax.io.configs.ConfigError: 2 errors in a.toml:
+        key 'runs' in a.toml: must be an int >= 1, got 0
+        key 'feedback' in a.toml: must be one of ['loss'], got 'los' (did you mean 'loss'?)
+    """
 
     def __init__(self, source: str, overridden: Iterable[str]) -> None:
         self.source = source
         self.overridden = set(overridden)
+        self.errors: list[str] = []
+
+    @contextlib.contextmanager
+    def collect(self) -> Iterator[None]:
+        """Run a block of checks; the :class:`ConfigError` it raises is recorded (the rest of
+        the block is skipped) and reported by :meth:`done`."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.errors.append(str(exc))
+
+    @property
+    def failed(self) -> bool:
+        """Whether a collected check has failed."""
+        return bool(self.errors)
+
+    def done(self) -> None:
+        """Raise the collected errors as one :class:`ConfigError` (the message of a single
+        error unchanged; several: a count, then one indented line each)."""
+        errors, self.errors = self.errors, []
+        if len(errors) == 1:
+            raise ConfigError(errors[0])
+        if errors:
+            lines = "\n".join(f"  {e}" for e in errors)
+            raise ConfigError(f"{len(errors)} errors in {self.source}:\n{lines}")
 
     def where(self, key: str) -> str:
         if key in self.overridden:
@@ -221,7 +265,8 @@ class Checker:
             allowed = f"one of {list(choices)}" if choices else "a string"
             self.fail(key, f"must be {allowed}, got {value!r} ({type_name(value)})")
         if choices is not None and value not in choices:
-            self.fail(key, f"must be one of {list(choices)}, got {value!r}")
+            hint = did_you_mean(value, choices)
+            self.fail(key, f"must be one of {list(choices)}, got {value!r}{hint}")
         return value
 
     def table(self, key: str, value: Any) -> dict[str, Any]:

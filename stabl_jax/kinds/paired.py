@@ -269,54 +269,65 @@ class ExperimentConfig:
     ) -> ExperimentConfig:
         """Validate a parsed TOML document of this kind; every learner is built once (its
         own checks catch bad values)."""
+        # Independent keys are checked together and reported at once (Checker.collect);
+        # building the learners needs them all.
         for key in raw:
             if key not in TOP_LEVEL_KEYS:
-                check.unknown(key, TOP_LEVEL_KEYS)
+                with check.collect():
+                    check.unknown(key, TOP_LEVEL_KEYS)
         for key, only in KIND_ONLY.items():
             if key in raw and cls.kind != only:
-                check.fail(
-                    key, f"is only for kind = {only!r} experiments (this one is {cls.kind!r})"
-                )
+                with check.collect():
+                    check.fail(
+                        key, f"is only for kind = {only!r} experiments (this one is {cls.kind!r})"
+                    )
         for key in ("horizon", "learners", "env"):
             if key not in raw:
-                check.fail(key, "is required")
-        identity = check_identity(check, raw, default_name)
-        horizon = check.integer("horizon", raw["horizon"], minimum=MIN_HORIZON)
-        learners = check_learners(check, raw["learners"], cls.LEARNERS)
-        window = raw.get("window", DEFAULT_WINDOW)
-        if isinstance(window, int) and not isinstance(window, bool) and window > horizon:
-            check.fail(
-                "window",
-                f"is {window}, longer than horizon = {horizon}: the moving-average window must "
-                f"be in [1, horizon]; set it with the horizon (--set window=N, N <= {horizon})",
-            )
-        window = check.integer("window", window, 1, horizon)
-        sa_windows = _check_sa_windows(check, raw.get("sa_windows"), horizon)
+                with check.collect():
+                    check.fail(key, "is required")
+        checked: dict[str, Any] = {}
+
+        def keep(name: str, check_value: Any) -> None:
+            with check.collect():
+                checked[name] = check_value()
+
+        keep("identity", lambda: check_identity(check, raw, default_name))
+        if "horizon" in raw:
+            keep("horizon", lambda: check.integer("horizon", raw["horizon"], minimum=MIN_HORIZON))
+        if "learners" in raw:
+            keep("learners", lambda: check_learners(check, raw["learners"], cls.LEARNERS))
+        horizon = checked.get("horizon")
+        if horizon is not None:
+            keep("window", lambda: _check_window(check, raw.get("window", DEFAULT_WINDOW), horizon))
+            keep("sa_windows", lambda: _check_sa_windows(check, raw.get("sa_windows"), horizon))
+            keep("own", lambda: cls.check_own(check, raw, horizon))
+            if "env" in raw:
+                keep("env", lambda: cls._check_env(check, raw["env"], horizon))
         chunk_size = raw.get("chunk_size")
         if chunk_size is not None:
-            chunk_size = check.integer("chunk_size", chunk_size, minimum=1)
-        own = cls.check_own(check, raw, horizon)
-        env = cls._check_env(check, raw["env"], horizon)
-        options = _check_learner_options(
-            check, raw.get("learner_options", {}), cls.LEARNERS, cls.RESERVED
-        )
-        params = _check_params(check, raw.get("params", {}), cls.LEARNERS)
+            keep("chunk_size", lambda: check.integer("chunk_size", chunk_size, minimum=1))
+        options = raw.get("learner_options", {})
+        keep("options", lambda: _check_learner_options(check, options, cls.LEARNERS, cls.RESERVED))
+        keep("params", lambda: _check_params(check, raw.get("params", {}), cls.LEARNERS))
+        check.done()
         config = cls(
-            **identity,
+            **checked["identity"],
             horizon=horizon,
-            learners=learners,
-            env=env,
-            window=window,
-            sa_windows=sa_windows,
-            chunk_size=chunk_size,
-            learner_options=options,
-            params=params,
+            learners=checked["learners"],
+            env=checked["env"],
+            window=checked["window"],
+            sa_windows=checked["sa_windows"],
+            chunk_size=checked.get("chunk_size"),
+            learner_options=checked["options"],
+            params=checked["params"],
             source=source,
             overrides=tuple(overrides),
-            **own,
+            **checked["own"],
         )
-        for learner_name in learners:
-            _check_learner(check, config, learner_name)
+        for learner_name in checked["learners"]:
+            with check.collect():
+                _check_learner(check, config, learner_name)
+        check.done()
         return config
 
     @classmethod
@@ -344,6 +355,17 @@ class ExperimentConfig:
         except (TypeError, ValueError) as exc:
             check.fail("env", f"invalid {name!r} environment: {exc}")
         return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs))
+
+
+def _check_window(check: Checker, window: Any, horizon: int) -> int:
+    """``window``: the moving average's length, in ``[1, horizon]``."""
+    if isinstance(window, int) and not isinstance(window, bool) and window > horizon:
+        check.fail(
+            "window",
+            f"is {window}, longer than horizon = {horizon}: the moving-average window must "
+            f"be in [1, horizon]; set it with the horizon (--set window=N, N <= {horizon})",
+        )
+    return check.integer("window", window, 1, horizon)
 
 
 def default_sa_windows(horizon: int) -> tuple[int, ...]:
