@@ -132,19 +132,73 @@ def paired_adaptive_regret(
     names = list(traces)
     num_runs, horizon = np.shape(traces[names[0]])
     _check_windows(window_lengths, horizon)
-    per_run = horizon * env.num_arms * (4 + 8)
-    runs_per_block = max(1, min(num_runs, memory_bytes // per_run))
     out = {name: np.empty((num_runs, len(window_lengths))) for name in names}
-    for start in range(0, num_runs, runs_per_block):
-        stop = min(num_runs, start + runs_per_block)
-        block = jax.tree.map(lambda x, a=start, b=stop: x[a:b], carry)
-        losses = np.asarray(regenerate_losses(env, block, 0, horizon))
-        for r in range(stop - start):
+    for start, _, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
+        for r in range(losses.shape[0]):
             run = start + r
             stacked = np.stack([np.asarray(traces[name][run]) for name in names])
             values = adaptive_regret_from_losses(stacked, losses[r], window_lengths)
             for i, name in enumerate(names):
                 out[name][run] = values[i]
+    return out
+
+
+def _loss_blocks(env: Any, carry: RunCarry, num_runs: int, horizon: int, memory_bytes: int) -> Any:
+    """Yield ``(start, block_carry, losses)`` per block of runs: ``losses`` ``(b, T, n)``
+    float32 every arm's loss, regenerated, the block sized to ``memory_bytes``."""
+    per_run = horizon * env.num_arms * (4 + 8)
+    runs_per_block = max(1, min(num_runs, memory_bytes // per_run))
+    for start in range(0, num_runs, runs_per_block):
+        stop = min(num_runs, start + runs_per_block)
+        block = jax.tree.map(lambda x, a=start, b=stop: x[a:b], carry)
+        yield start, block, np.asarray(regenerate_losses(env, block, 0, horizon))
+
+
+def paired_cumulative_regret(
+    env: Any,
+    carry: RunCarry,
+    traces: Mapping[Any, np.ndarray],
+    *,
+    memory_bytes: int = 256 * 2**20,
+) -> dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+    """Cumulative regret to the best arm of each round, for several ``(R, T)`` loss traces
+    that faced the same losses (paired runs):
+
+    ``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))``, ``i*_s = env.best_arm(params, s)``
+
+    (the dynamic regret of a piecewise environment, whose best arm is that of the segment
+    holding ``s``). With the expected loss ``<p_s, l_s>`` as the trace it is the regret of
+    the play distribution. Arm losses are regenerated as in :func:`paired_adaptive_regret`.
+
+    Returns:
+      ``{name: (mean, half, final)}``: ``(T,)`` float64 mean over runs of ``R(t)`` and the
+      half-width of its normal 95% interval (``1.96 sd / sqrt(R)``), and ``(R,)`` every run's
+      ``R(T)``; ``None`` when ``env`` has no ``best_arm``.
+    """
+    if not callable(getattr(env, "best_arm", None)):
+        return None
+    names = list(traces)
+    num_runs, horizon = np.shape(traces[names[0]])
+    ts = jax.numpy.arange(horizon, dtype=jax.numpy.int32)
+    best_arms = jax.jit(jax.vmap(lambda p: jax.vmap(lambda t: env.best_arm(p, t))(ts)))
+    sums = {name: np.zeros((2, horizon)) for name in names}
+    finals = {name: np.empty(num_runs) for name in names}
+    for start, block, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
+        best = np.asarray(best_arms(block.env_params))  # (b, T)
+        best_loss = np.take_along_axis(losses, best[..., None], axis=-1)[..., 0]
+        for name in names:
+            trace = np.asarray(traces[name][start : start + losses.shape[0]], np.float64)
+            regret = np.cumsum(trace - best_loss, axis=1)
+            sums[name] += (regret.sum(axis=0), np.square(regret).sum(axis=0))
+            finals[name][start : start + losses.shape[0]] = regret[:, -1]
+    out = {}
+    for name in names:
+        mean = sums[name][0] / num_runs
+        if num_runs < 2:
+            out[name] = (mean, np.full(horizon, np.nan), finals[name])
+            continue
+        var = np.maximum(sums[name][1] - num_runs * mean**2, 0.0) / (num_runs - 1)
+        out[name] = (mean, Z_95 * np.sqrt(var / num_runs), finals[name])
     return out
 
 

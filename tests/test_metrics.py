@@ -98,3 +98,31 @@ def test_adaptive_regret_of_a_loss_only_result():
     played = simulate(learner, env, jax.random.key(0), 3, traces=("played",))
     with pytest.raises(ValueError, match="needs the loss or expected_loss trace"):
         metrics.adaptive_regret(played, env, [16])
+
+
+def test_cumulative_regret_against_brute_force_and_its_expectation():
+    """Brute force per run from the regenerated losses; and Uniform's expected value: each
+    round ``<p, l> - l(i*)`` has mean ``bonus (n - 1) / n``, so ``R(T) = 0.5 (n - 1) T / n``
+    within 4 standard errors (fixed key)."""
+    from stabl_jax import Uniform
+    from stabl_jax.simulate import regenerate_losses
+
+    n, horizon, runs = 4, 128, 400
+    env = ExpertAdvice(num_arms=n, horizon=horizon, change_points=(50, 90))
+    res = simulate(Uniform(num_arms=n, horizon=horizon), env, jax.random.key(3), runs)
+    curves = metrics.paired_cumulative_regret(env, res.carry, {"u": res.expected_loss})
+    mean, half, final = curves["u"]
+    assert mean.shape == half.shape == (horizon,) and final.shape == (runs,)
+    losses = np.asarray(regenerate_losses(env, res.carry, 0, horizon), np.float64)
+    best = np.asarray(res.carry.env_params.best_arms)[:, metrics.segment_ids(res.carry, horizon)]
+    best = best[np.arange(runs), np.arange(runs)]  # (R, T): the best arm of every round
+    brute = np.cumsum(
+        res.expected_loss - np.take_along_axis(losses, best[..., None], -1)[..., 0], axis=1
+    )
+    np.testing.assert_allclose(final, brute[:, -1], rtol=1e-10)
+    np.testing.assert_allclose(mean, brute.mean(axis=0), rtol=1e-10, atol=1e-9)
+    expected_half = metrics.Z_95 * brute.std(axis=0, ddof=1) / np.sqrt(runs)
+    np.testing.assert_allclose(half, expected_half, rtol=1e-6)
+    standard_error = final.std(ddof=1) / np.sqrt(runs)
+    assert abs(final.mean() - 0.5 * (n - 1) / n * horizon) < 4 * standard_error
+    assert metrics.paired_cumulative_regret(object(), res.carry, {"u": res.loss}) is None

@@ -42,11 +42,13 @@ hints, then by constructing the object (its own checks); every problem raises
 The arm losses SA(L) needs are regenerated once per block of runs and shared by all learners
 (:func:`stabl_jax.metrics.paired_adaptive_regret`). The results folder
 (:mod:`stabl_jax.io.results`) holds ``reward.png`` (moving-average reward, the paper's
-Figure 1), ``adaptive_regret.png`` (SA(L) against L) and ``prob_best.png`` (play probability
-of the current best arm); ``traces.npz`` keeps the ``(R, T)`` traces of ``save_traces``
-(default ``["played"]``, the arms as ``uint8`` up to 256 arms) and always the per-run SA(L)
-and segment rewards. The metrics and plots are computed from every trace in memory before
-anything is written, so ``summary.json`` and the PNGs do not depend on ``save_traces``.
+Figure 1), ``adaptive_regret.png`` (SA(L) against L), ``prob_best.png`` (play probability
+of the current best arm) and ``cumulative_regret.png`` (the regret of the play distribution
+to the best arm of each round, against t); ``traces.npz`` keeps the ``(R, T)`` traces of
+``save_traces`` (default ``["played"]``, the arms as ``uint8`` up to 256 arms) and always the
+per-run SA(L) and segment rewards. The metrics and plots are computed from every trace in
+memory before anything is written, so ``summary.json`` and the PNGs do not depend on
+``save_traces``.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ PLOT_FILES: dict[str, str] = {
     "reward": "reward.png",
     "adaptive_regret": "adaptive_regret.png",
     "prob_best": "prob_best.png",
+    "cumulative_regret": "cumulative_regret.png",
 }
 
 
@@ -163,12 +166,18 @@ class LearnerOutcome(paired.Outcome):
       prob_best_segment: ``(R, S)`` mean play probability of the current best arm per segment.
       sa_sampled: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)``.
       sa_expected: ``(R, len(L))`` SA(L) from the expected loss ``<p_t, l_t>``.
+      cumulative_regret: ``(mean, half, final)``: ``(T,)`` mean over runs and 95%
+        half-width of the cumulative regret of the expected loss to the best arm of each
+        round, and ``(R,)`` every run's value at ``T``
+        (:func:`stabl_jax.metrics.paired_cumulative_regret`); ``None`` when the environment
+        has no ``best_arm``.
     """
 
     segment_reward: np.ndarray
     prob_best_segment: np.ndarray
     sa_sampled: np.ndarray
     sa_expected: np.ndarray
+    cumulative_regret: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 @dataclasses.dataclass
@@ -248,9 +257,12 @@ def run_experiment(
         traces[(name, "sampled")] = o.result.loss
         traces[(name, "expected")] = o.result.expected_loss
     regrets = metrics.paired_adaptive_regret(env, first.result.carry, traces, config.sa_windows)
+    expected = {name: o.result.expected_loss for name, o in outcomes.items()}
+    curves = metrics.paired_cumulative_regret(env, first.result.carry, expected)
     for name, outcome in outcomes.items():
         outcome.sa_sampled = regrets[(name, "sampled")]
         outcome.sa_expected = regrets[(name, "expected")]
+        outcome.cumulative_regret = None if curves is None else curves[name]
     metrics_s += time.perf_counter() - metric_start
     assert segments is not None and change_points is not None
     return ExperimentResult(
@@ -288,6 +300,11 @@ def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) ->
             "per_segment": stat(outcome.prob_best_segment),
         },
         "num_muted": outcome.num_muted,
+        **(
+            {}
+            if outcome.cumulative_regret is None
+            else {"cumulative_regret": stat(outcome.cumulative_regret[2])}
+        ),
     }
 
 
@@ -299,8 +316,14 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
         "best arm's loss); 'sampled' uses l_t(x_t), 'expected' uses <p_t, l_t>",
         "prob_best": "play probability of the arm with the smallest mean loss at round t",
         "num_muted": "StABL meta-weight updates with 1 + eta_k r~ <= 0, summed over runs",
+        "cumulative_regret": "per run, sum over t < T of <p_t, l_t> - l_t(i*_t), i*_t the "
+        "best arm of round t (the environment's best_arm): the regret of the play "
+        "distribution to the best arm of each segment",
     }
-    return paired.build_summary(result, started, notes, learner_summary, PLOT_FILES)
+    files = PLOT_FILES
+    if any(o.cumulative_regret is None for o in result.outcomes.values()):
+        files = {k: v for k, v in PLOT_FILES.items() if k != "cumulative_regret"}
+    return paired.build_summary(result, started, notes, learner_summary, files)
 
 
 def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
@@ -327,7 +350,8 @@ def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
 
 
 def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
-    """Draw the three PNGs of an experiment into ``folder``."""
+    """Draw the PNGs of an experiment into ``folder``: reward, SA(L), probability on the
+    best arm and (when the environment has ``best_arm``) the cumulative regret."""
     config = result.config
     env = result.env
     window = config.window
@@ -353,7 +377,7 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
         f"({setting}; mean with 95% band)",
         "prob_best": f"{config.name}: probability on the current best arm\n({setting})",
     }
-    return plots.write_plots(
+    written = plots.write_plots(
         folder,
         reward=reward,
         adaptive_regret=regret,
@@ -363,6 +387,25 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
         change_points=change_points,
         filenames=PLOT_FILES,
     )
+    curves = {name: o.cumulative_regret for name, o in result.outcomes.items()}
+    if all(curve is not None for curve in curves.values()):
+        bands = [
+            plots.Band(name, plots.label(name), np.arange(1, config.horizon + 1), mean, half)
+            for name, (mean, half, _) in curves.items()  # type: ignore[misc]
+        ]
+        title = (
+            f"{config.name}: cumulative regret of the play distribution to the best arm of "
+            f"each round\n({setting}; mean with 95% band)"
+        )
+        written.append(
+            plots.plot_cumulative_regret(
+                bands,
+                Path(folder) / PLOT_FILES["cumulative_regret"],
+                title=title,
+                change_points=change_points,
+            )
+        )
+    return written
 
 
 def format_table(result: Any) -> str:
