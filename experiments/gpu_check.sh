@@ -6,7 +6,8 @@
 # Needs the test dependencies (pytest, pytest-xdist, hypothesis, cocoex for tests/test_bbob.py)
 # and the project on PYTHONPATH or installed. Each part is bounded in time; logs and the
 # benchmark JSON go to OUT_DIR (default: gpu_results). The speed table times every row with
-# the XLA path and with the fused Pallas kernel (kernel="pallas").
+# the XLA path and with the fused Pallas kernel (kernel="pallas"); `stabl-jax bench --gpu`
+# then prints the same product's rows with the memory-bandwidth bound column.
 set -u
 out=${1:-gpu_results}
 mkdir -p "$out"
@@ -29,3 +30,7 @@ import runpy; runpy.run_path('experiments/gpu_bench.py', run_name='__main__')
 " > "$out/large.log" 2>&1
 echo "large exit code: $?" | tee -a "$out/large.log"
 tail -3 "$out/large.log"
+timeout "${CLI_BENCH_SECONDS:-180}" python3 -m stabl_jax bench --gpu --no-validate \
+  --out "$out/cli_bench" > "$out/cli_bench.log" 2>&1
+echo "stabl-jax bench --gpu exit code: $?" | tee -a "$out/cli_bench.log"
+tail -12 "$out/cli_bench.log"

@@ -5,7 +5,7 @@
     stabl-jax run [CONFIG] [--runs R] [--seed S] [--out DIR] [--set key=value ...]
                   [--force] [--allow-large] [--no-progress]
     stabl-jax list
-    stabl-jax bench [--quick] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
+    stabl-jax bench [--quick | --gpu] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
 ``run`` looks the config's ``kind`` up in :data:`stabl_jax.kinds.KINDS` and lets that kind
 check, run, summarise and print it: every learner on the same environment draws, written to
@@ -324,7 +324,13 @@ def _add_bench_parser(sub: Any) -> None:
         "runs, and in the same process a NumPy loop (one run) and a NumPy version vectorised "
         "over runs; print a Markdown table and write benchmark.json and benchmark.md.",
     )
-    bench.add_argument("--quick", action="store_true", help="small sizes, seconds (a smoke test)")
+    preset = bench.add_mutually_exclusive_group()
+    preset.add_argument("--quick", action="store_true", help="small sizes, seconds (a smoke test)")
+    preset.add_argument(
+        "--gpu",
+        action="store_true",
+        help="the accelerator rows: n = 30 and 300, R = 1,024 to 131,072, T = 4,096, no NumPy",
+    )
     bench.add_argument("--out", default=None, metavar="DIR", help="write benchmark.json/.md here")
     bench.add_argument("--learners", nargs="+", default=None, metavar="NAME")
     bench.add_argument("--arms", nargs="+", type=int, default=None, metavar="N")
@@ -346,7 +352,8 @@ def _add_bench_parser(sub: Any) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    config = benchmark.QUICK if args.quick else benchmark.BenchConfig()
+    presets = {"quick": benchmark.QUICK, "gpu": benchmark.GPU}
+    config = next((c for k, c in presets.items() if getattr(args, k)), benchmark.BenchConfig())
     changes: dict[str, Any] = {}
     for name in ("learners", "arms", "runs"):
         if getattr(args, name) is not None:

@@ -84,3 +84,20 @@ def test_available_memory_is_positive():
     from stabl_jax.simulate import available_memory_bytes
 
     assert available_memory_bytes() > 0
+
+
+def test_bench_gpu_preset_times_the_accelerator_rows(monkeypatch):
+    """``--gpu`` selects :data:`benchmark.GPU` (4,096 rounds at every R, no NumPy); the other
+    flags still apply on top of it."""
+    seen = {}
+
+    def fake(config, log=None):
+        seen["config"] = config
+        return {"machine": benchmark.machine_info(), "config": {}, "rows": []}
+
+    monkeypatch.setattr(benchmark, "run_benchmark", fake)
+    assert cli.main(["bench", "--gpu", "--repeats", "1"]) == 0
+    config = seen["config"]
+    assert config.runs == (1024, 16384, 131072) and config.arms == (30, 300)
+    assert config.jax_rounds(131072, 300) == config.jax_rounds(1024, 30) == 4096
+    assert not config.numpy and config.repeats == 1

@@ -120,6 +120,17 @@ class BenchConfig:
 
 #: ``stabl-jax bench --quick``: seconds, for a smoke test of the tool, not for quoting.
 QUICK = BenchConfig(arms=(30,), runs=(1, 64), repeats=3, work=2**16, numpy_work=2**12)
+#: ``stabl-jax bench --gpu``: the accelerator rows: EXP3 and StABL at n = 30 and 300, from
+#: 1,024 to 131,072 runs, every call the first 4,096 rounds, NumPy not timed (it would take
+#: hours at these sizes); with the bound column on a known GPU.
+GPU = BenchConfig(
+    arms=(30, 300),
+    runs=(1024, 16384, 131072),
+    repeats=2,
+    min_rounds=4096,
+    max_rounds=4096,
+    numpy=False,
+)
 
 
 def machine_info() -> dict[str, Any]:
