@@ -19,6 +19,7 @@ A config (``configs/hpo_bbob_sphere.toml``)::
     rotate = true                          # ... and rotation, per repeat
     noise_std = 0.01                       # observation noise on the normalised scale
     reward_lambda = 0.01
+    reward = "paper"                       # or "vizier": the authors' ObjectiveRewardGenerator
     history_lengths = [20, 40, 80, 160, 320, 640, 1280, 2560]   # StABL's (the paper's)
     tau_max = 10.0                         # range of the performance profiles
 
@@ -73,6 +74,7 @@ BBOB_KEYS: tuple[str, ...] = (
     "rotate",
     "noise_std",
     "reward_lambda",
+    "reward",
     "history_lengths",
     "tau_max",
 )
@@ -108,8 +110,8 @@ class HPOConfig:
       name, description, seed, runs, learners, feedback: as in a bandit config (``runs`` are
         the repeats of every problem).
       problems: every ``(function, dim, evaluations)`` combination, functions slowest.
-      instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max: the
-        ``[bbob]`` table's values (:func:`stabl_jax.hpo_metrics.run_hpo`).
+      instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max,
+        reward: the ``[bbob]`` table's values (:func:`stabl_jax.hpo_metrics.run_hpo`).
       source, overrides: where it came from.
     """
 
@@ -130,6 +132,7 @@ class HPOConfig:
     source: str
     overrides: tuple[str, ...] = ()
     kind: str = "hpo"
+    reward: str = "paper"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config."""
@@ -150,6 +153,7 @@ class HPOConfig:
                 "rotate": self.rotate,
                 "noise_std": self.noise_std,
                 "reward_lambda": self.reward_lambda,
+                "reward": self.reward,
                 "history_lengths": list(self.history_lengths),
                 "tau_max": self.tau_max,
             },
@@ -175,7 +179,7 @@ def validate_hpo(
     """Validate an HPO config document; ``check`` is :mod:`stabl_jax.config`'s checker."""
     from stabl_jax import config as cfg
     from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
-    from stabl_jax.envs.hpo import check_reward_lambda
+    from stabl_jax.envs.hpo import REWARDS, check_reward_lambda
 
     for key in raw:
         if key not in HPO_TOP_LEVEL_KEYS:
@@ -221,6 +225,7 @@ def validate_hpo(
         check_reward_lambda(reward_lambda)
     except ValueError as exc:
         check.fail("bbob.reward_lambda", str(exc))
+    reward = check.string("bbob.reward", table.get("reward", "paper"), REWARDS)
     lengths = _int_list(
         check,
         "bbob.history_lengths",
@@ -252,6 +257,7 @@ def validate_hpo(
         tau_max=tau_max,
         source=source,
         overrides=overrides,
+        reward=reward,
     )
     for learner_name in learners:  # their own checks (e.g. history lengths vs the budget)
         for n in evaluations:
@@ -368,7 +374,7 @@ def run_problem(
         noise_std=config.noise_std,
         normalize=True,
     )
-    env = HPOEnv(function, reward_lambda=config.reward_lambda)
+    env = HPOEnv(function, reward_lambda=config.reward_lambda, reward=config.reward)
     key = jax.random.key(config.seed)
     out = ProblemOutcome(problem, {}, {}, {}, {})
     for name in config.learners:

@@ -146,6 +146,7 @@ def run_hpo(
     history_lengths: tuple[int, ...] = PAPER_HISTORY_LENGTHS,
     ensemble: EagleEnsemble | None = None,
     reward_lambda: float = REWARD_LAMBDA,
+    reward: str = "paper",
     seed: int = 0,
     tau_max: float = DEFAULT_TAU_MAX,
 ) -> dict[str, Any]:
@@ -161,6 +162,7 @@ def run_hpo(
       history_lengths: StABL's history lengths.
       ensemble: the arms (default :func:`stabl_jax.envs.eagle.eagle_grid`, 24 arms).
       reward_lambda: ``lambda`` of the reward.
+      reward: ``"paper"`` or ``"vizier"`` (:class:`~stabl_jax.envs.hpo.HPOEnv`).
       seed: the seed of ``jax.random.key``; the same for every learner (paired repeats).
       tau_max: the performance profiles' range.
 
@@ -187,7 +189,7 @@ def run_hpo(
         noise_std=noise_std,
         normalize=True,
     )
-    env = HPOEnv(function, ensemble, reward_lambda=reward_lambda)
+    env = HPOEnv(function, ensemble, reward_lambda=reward_lambda, reward=reward)
     key = jax.random.key(seed)
     per_learner: dict[str, dict[str, Any]] = {}
     for name in learners:
@@ -220,6 +222,7 @@ def run_hpo(
             "rotate": rotate,
             "noise_std": noise_std,
             "reward_lambda": reward_lambda,
+            "reward": reward,
             "history_lengths": list(history_lengths),
             "seed": seed,
             "tau_max": tau_max,
