@@ -20,6 +20,8 @@ A config (``configs/hpo_bbob_sphere.toml``)::
     noise_std = 0.01                       # observation noise on the normalised scale
     reward_lambda = 0.01
     reward = "paper"                       # or "vizier": the authors' ObjectiveRewardGenerator
+    eagle_grid = "default"                 # or "vizier": the grid with Vizier's defaults
+    eagle_fill = "uniform"                 # or "halton": Vizier's quasi-random pool filling
     history_lengths = [20, 40, 80, 160, 320, 640, 1280, 2560]   # StABL's (the paper's)
     tau_max = 10.0                         # range of the performance profiles
 
@@ -75,6 +77,8 @@ BBOB_KEYS: tuple[str, ...] = (
     "noise_std",
     "reward_lambda",
     "reward",
+    "eagle_grid",
+    "eagle_fill",
     "history_lengths",
     "tau_max",
 )
@@ -111,7 +115,8 @@ class HPOConfig:
         the repeats of every problem).
       problems: every ``(function, dim, evaluations)`` combination, functions slowest.
       instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max,
-        reward: the ``[bbob]`` table's values (:func:`stabl_jax.hpo_metrics.run_hpo`).
+        reward, eagle_grid, eagle_fill: the ``[bbob]`` table's values
+        (:func:`stabl_jax.hpo_metrics.run_hpo`, :func:`stabl_jax.envs.eagle.named_grid`).
       source, overrides: where it came from.
     """
 
@@ -133,6 +138,14 @@ class HPOConfig:
     overrides: tuple[str, ...] = ()
     kind: str = "hpo"
     reward: str = "paper"
+    eagle_grid: str = "default"
+    eagle_fill: str = "uniform"
+
+    def ensemble(self, dim: int) -> Any:
+        """The arms in ``dim`` dimensions (:class:`~stabl_jax.envs.eagle.EagleEnsemble`)."""
+        from stabl_jax.envs import eagle
+
+        return eagle.EagleEnsemble(dim, eagle.named_grid(self.eagle_grid), fill=self.eagle_fill)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config."""
@@ -154,6 +167,8 @@ class HPOConfig:
                 "noise_std": self.noise_std,
                 "reward_lambda": self.reward_lambda,
                 "reward": self.reward,
+                "eagle_grid": self.eagle_grid,
+                "eagle_fill": self.eagle_fill,
                 "history_lengths": list(self.history_lengths),
                 "tau_max": self.tau_max,
             },
@@ -179,6 +194,7 @@ def validate_hpo(
     """Validate an HPO config document; ``check`` is :mod:`stabl_jax.config`'s checker."""
     from stabl_jax import config as cfg
     from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
+    from stabl_jax.envs.eagle import FILLS, GRIDS
     from stabl_jax.envs.hpo import REWARDS, check_reward_lambda
 
     for key in raw:
@@ -226,6 +242,8 @@ def validate_hpo(
     except ValueError as exc:
         check.fail("bbob.reward_lambda", str(exc))
     reward = check.string("bbob.reward", table.get("reward", "paper"), REWARDS)
+    grid = check.string("bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
+    fill = check.string("bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS)
     lengths = _int_list(
         check,
         "bbob.history_lengths",
@@ -258,6 +276,8 @@ def validate_hpo(
         source=source,
         overrides=overrides,
         reward=reward,
+        eagle_grid=grid,
+        eagle_fill=fill,
     )
     for learner_name in learners:  # their own checks (e.g. history lengths vs the budget)
         for n in evaluations:
@@ -299,11 +319,11 @@ def _number(check: Any, key: str, value: Any, minimum: float) -> float:
 
 def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
     """Learner ``name`` for a budget of ``evaluations`` (horizon = its number of rounds)."""
-    from stabl_jax.envs.eagle import eagle_grid
+    from stabl_jax.envs.eagle import named_grid
 
     return hpo_metrics.make_hpo_learner(
         name,
-        len(eagle_grid()),
+        len(named_grid(config.eagle_grid)),
         evaluations,
         history_lengths=config.history_lengths,
         feedback=config.feedback,
@@ -374,7 +394,12 @@ def run_problem(
         noise_std=config.noise_std,
         normalize=True,
     )
-    env = HPOEnv(function, reward_lambda=config.reward_lambda, reward=config.reward)
+    env = HPOEnv(
+        function,
+        config.ensemble(problem.dim),
+        reward_lambda=config.reward_lambda,
+        reward=config.reward,
+    )
     key = jax.random.key(config.seed)
     out = ProblemOutcome(problem, {}, {}, {}, {})
     for name in config.learners:
@@ -424,8 +449,6 @@ def run_hpo_experiment(
     Returns:
       An :class:`HPOExperimentResult`.
     """
-    from stabl_jax.envs.eagle import EagleEnsemble
-
     start = time.perf_counter()
     problems: dict[str, ProblemOutcome] = {}
     for problem in config.problems:
@@ -442,7 +465,7 @@ def run_hpo_experiment(
     dim = config.problems[0].dim
     return HPOExperimentResult(
         config=config,
-        arms=EagleEnsemble(dim).describe(),
+        arms=config.ensemble(dim).describe(),
         problems=problems,
         wall_seconds=time.perf_counter() - start,
     )

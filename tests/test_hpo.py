@@ -88,7 +88,8 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
         np.testing.assert_allclose(info.reward, reward, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(loss, reward_to_loss(reward, LAM), rtol=1e-6)
         assert bool(jnp.all((loss >= 0) & (loss <= 1)))
-        np.testing.assert_allclose(info.value, ENV.function.value(params, info.x), rtol=1e-5)
+        value = ENV.function.value(params.function, info.x)
+        np.testing.assert_allclose(info.value, value, rtol=1e-5)
         points.extend(np.asarray(expected.x))
         state = new
 
@@ -141,7 +142,7 @@ def test_end_to_end_traces_budget_and_query_honesty(results, name):
 
 
 def test_runs_are_paired_across_learners_and_differ_between_runs(results):
-    x_star = [np.asarray(res.carry.env_params.x_star) for _, res in results.values()]
+    x_star = [np.asarray(res.carry.env_params.function.x_star) for _, res in results.values()]
     for other in x_star[1:]:
         np.testing.assert_array_equal(other, x_star[0])  # the same functions for all
     assert not np.allclose(x_star[0][0], x_star[0][1])  # runs are independent draws

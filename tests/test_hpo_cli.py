@@ -60,6 +60,9 @@ BAD = {
     "tau_max of 1": ("dims = [2]", "dims = [2]\ntau_max = 1", "bbob.tau_max"),
     "missing budgets": ("evaluations = [24]\n", "", "'bbob.evaluations'"),
     "functions not a list": ("functions = [1]", 'functions = "some"', "bbob.functions"),
+    "unknown reward": ("dims = [2]", 'dims = [2]\nreward = "vizer"', "bbob.reward"),
+    "unknown grid": ("dims = [2]", 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
+    "unknown fill": ("dims = [2]", 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
 }
 
 
@@ -76,6 +79,7 @@ def test_good_config_loads(tmp_path):
     path.write_text(GOOD)
     cfg = load_config(path)
     assert cfg.problems == (HPOProblem(1, 2, 24),) and cfg.runs == 2
+    assert (cfg.reward, cfg.eagle_grid, cfg.eagle_fill) == ("paper", "default", "uniform")
 
 
 @pytest.fixture(scope="module")

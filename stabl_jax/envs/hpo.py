@@ -62,7 +62,7 @@ import jax.numpy as jnp
 from stabl_jax import checks
 from stabl_jax.envs import eagle
 from stabl_jax.envs.base import Environment
-from stabl_jax.envs.bbob import BBOBFunction, BBOBFunctionParams, normalize_gap
+from stabl_jax.envs.bbob import BBOBFunction, normalize_gap
 
 REWARD_LAMBDA = 0.01
 #: ``HPOEnv.reward``: the paper's reward, or that of the authors' code (module docstring).
@@ -71,6 +71,20 @@ REWARDS: tuple[str, ...] = ("paper", "vizier")
 # BBOB's search domain [-5, 5]^d (COCO's region of interest).
 DOMAIN_LOWER = -5.0
 DOMAIN_UPPER = 5.0
+
+
+@chex.dataclass(frozen=True)
+class HPOParams:
+    """A run's parameters.
+
+    Attributes:
+      function: the run's function (:meth:`BBOBFunction.sample_params`).
+      halton_key: ``()`` key of the arms' Halton scrambling (arm ``i`` uses
+        ``fold_in(halton_key, i)``; read only with ``fill="halton"``).
+    """
+
+    function: Any
+    halton_key: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -196,13 +210,16 @@ class HPOEnv(Environment):
         return self.function.dim
 
     # --- parameters and state -----------------------------------------------------------------
-    def sample_params(self, key: jax.Array) -> BBOBFunctionParams:
-        """The run's function: the COCO instance, shifted and rotated from ``key``."""
-        return self.function.sample_params(key)
+    def sample_params(self, key: jax.Array) -> HPOParams:
+        """The run's function, the COCO instance shifted and rotated from ``key``, and the
+        Halton key ``fold_in(key, 2)``."""
+        return HPOParams(
+            function=self.function.sample_params(key), halton_key=jax.random.fold_in(key, 2)
+        )
 
-    def init(self, params: BBOBFunctionParams) -> HPOState:
+    def init(self, params: HPOParams) -> HPOState:
         """Empty pools, no evaluations."""
-        dtype = params.coco.f_opt.dtype
+        dtype = params.function.coco.f_opt.dtype
         return HPOState(
             arms=self.arms.init(),
             best_observed=jnp.ones((), dtype),
@@ -214,20 +231,33 @@ class HPOEnv(Environment):
         )
 
     # --- one round ----------------------------------------------------------------------------
-    def suggest(self, state: HPOState, arms: jax.Array, key: jax.Array) -> eagle.Suggestion:
+    def suggest(
+        self,
+        state: HPOState,
+        arms: jax.Array,
+        key: jax.Array,
+        halton_key: jax.Array | None = None,
+    ) -> eagle.Suggestion:
         """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube.
 
         Only the ``Q`` queried arms' pools are read (gathered by index); no other arm's
-        suggestion is computed.
+        suggestion is computed. ``halton_key``: the run's (:class:`HPOParams`); ``None``
+        gives unscrambled Halton points when the ensemble fills its pools so.
         """
         arms = jnp.asarray(arms, jnp.int32)
         params = jax.tree.map(lambda a: a[arms], self.arms.params())
         pools = jax.tree.map(lambda a: a[arms], state.arms)
         keys = _query_keys(key, arms.shape[0], 0)
-        return jax.vmap(eagle.suggest)(params, pools, keys)
+        fill = self.arms.fill
+        if halton_key is None:
+            return jax.vmap(lambda p, s, k: eagle.suggest(p, s, k, fill))(params, pools, keys)
+        scramble_keys = jax.vmap(lambda a: jax.random.fold_in(halton_key, a))(arms)
+        return jax.vmap(lambda p, s, k, h: eagle.suggest(p, s, k, fill, h))(
+            params, pools, keys, scramble_keys
+        )
 
     def evaluate(
-        self, params: BBOBFunctionParams, state: HPOState, t: Any, query: Any, key: jax.Array
+        self, params: HPOParams, state: HPOState, t: Any, query: Any, key: jax.Array
     ) -> tuple[HPOState, jax.Array, HPOInfo]:
         """Evaluate the queried arms' suggestions and record them in the shared state.
 
@@ -245,11 +275,12 @@ class HPOEnv(Environment):
         del t
         arms = jnp.asarray(getattr(query, "arms", query), jnp.int32)
         num_queries = arms.shape[0]
-        dtype = params.coco.f_opt.dtype
-        sug = self.suggest(state, arms, key)
+        fn_params = params.function
+        dtype = fn_params.coco.f_opt.dtype
+        sug = self.suggest(state, arms, key, params.halton_key)
         x = to_domain(sug.x)
-        gap = self.function.gap(params, x)  # (Q,)
-        value = normalize_gap(gap, params.norm_scale)  # = function.value(params, x)
+        gap = self.function.gap(fn_params, x)  # (Q,)
+        value = normalize_gap(gap, fn_params.norm_scale)  # = function.value(fn_params, x)
         if self.function.noise_std > 0:  # = function.observe, reusing the gap
             noise_keys = _query_keys(key, num_queries, 1)
             xi = jax.vmap(lambda k: jax.random.normal(k, (), dtype))(noise_keys)
@@ -272,9 +303,10 @@ class HPOEnv(Environment):
         arm_ids = jnp.arange(self.num_arms)
 
         def record(pools: eagle.EagleState, q: jax.Array) -> tuple[eagle.EagleState, None]:
-            parents = jnp.where(arm_ids == arms[q], sug.parent[q], -1)
-            pools = jax.vmap(eagle.update, in_axes=(0, 0, None, None, 0))(
-                ens_params, pools, sug.x[q], observed[q], parents
+            own = arm_ids == arms[q]
+            parents = jnp.where(own, sug.parent[q], -1)
+            pools = jax.vmap(eagle.update, in_axes=(0, 0, None, None, 0, 0))(
+                ens_params, pools, sug.x[q], observed[q], parents, own
             )
             return pools, None
 
