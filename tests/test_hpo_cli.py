@@ -38,6 +38,12 @@ def test_shipped_hpo_configs_are_the_papers_setting():
     assert sphere.reward_lambda == 0.01
     suite = load_config("hpo_bbob_suite")
     assert sorted({p.function_id for p in suite.problems}) == list(range(1, 25))
+    authors = load_config("hpo_bbob_vizier")  # the authors' setting, the same problems
+    assert authors.problems == sphere.problems and authors.seed == sphere.seed
+    assert (authors.reward, authors.reward_lambda) == ("vizier", 0.0)
+    assert (authors.eagle_grid, authors.eagle_fill) == ("vizier", "halton")
+    assert set(sphere.learners) < set(authors.learners) and "stabl_vizier" in authors.learners
+    assert authors.history_lengths == sphere.history_lengths
 
 
 GOOD = """kind = "hpo"
