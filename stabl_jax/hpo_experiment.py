@@ -25,9 +25,12 @@ A config (``configs/hpo_bbob_sphere.toml``)::
     history_lengths = [20, 40, 80, 160, 320, 640, 1280, 2560]   # StABL's (the paper's)
     tau_max = 10.0                         # range of the performance profiles
 
-Problems are run one after another; each learner is one compiled program vmapped over the
-repeats (:func:`stabl_jax.hpo_metrics.simulate_selection`), all learners with the same key, so
-repeat ``i`` of a problem has the same shift, rotation and noise stream for every learner.
+Problems of the same dimension and budget run together: each learner is one compiled
+program vmapped over every (function, repeat) pair, the function being data
+(:func:`stabl_jax.hpo_metrics.simulate_suite`; a lone problem keeps the function static,
+:func:`stabl_jax.hpo_metrics.simulate_selection`). All learners use the same key, so
+repeat ``r`` of a problem has the same shift, rotation and noise stream for every learner;
+repeat ``r`` of the ``i``-th function of a group is run ``i R + r`` of the key.
 Budgets count evaluations, so a two-query learner gets half as many rounds as a one-query
 learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
 
@@ -379,51 +382,73 @@ def run_problem(
     validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> ProblemOutcome:
-    """Run every learner of ``config`` on ``problem`` (same key for all: paired repeats);
+    """Run every learner of ``config`` on ``problem`` (:func:`run_problems` of one problem)."""
+    kwargs = dict(checkpoints=checkpoints, validate=validate, on_learner_done=on_learner_done)
+    return run_problems(config, (problem,), **kwargs)[0]
+
+
+def run_problems(
+    config: HPOConfig,
+    problems: tuple[HPOProblem, ...],
+    *,
+    checkpoints: Any = None,
+    validate: bool = False,
+    on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
+) -> list[ProblemOutcome]:
+    """Run every learner of ``config`` on ``problems``, which share their dimension and budget
+    (same key for all learners: paired repeats): one compiled program per learner for all of
+    them (:func:`stabl_jax.hpo_metrics.simulate_suite`; repeat ``r`` of the ``i``-th problem
+    is run ``i R + r``), or, for one problem, its own program with the function static.
     ``checkpoints`` (:class:`~stabl_jax.checkpoint.ExperimentCheckpoints`) holds learner
-    ``<problem>-<learner>``'s chunks."""
-    from stabl_jax.envs.bbob import BBOBFunction
+    ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for several)."""
+    from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite
     from stabl_jax.envs.hpo import HPOEnv
 
-    function = BBOBFunction(
-        function_id=problem.function_id,
-        dim=problem.dim,
+    first = problems[0]
+    if any((p.dim, p.evaluations) != (first.dim, first.evaluations) for p in problems):
+        raise ValueError("problems run together must share their dimension and budget")
+    options = dict(
+        dim=first.dim,
         instance=config.instance,
         shift_radius=config.shift_radius,
         rotate=config.rotate,
         noise_std=config.noise_std,
         normalize=True,
     )
+    ids = tuple(p.function_id for p in problems)
+    function = BBOBFunction(ids[0], **options) if len(ids) == 1 else BBOBSuite(ids, **options)
     env = HPOEnv(
         function,
-        config.ensemble(problem.dim),
+        config.ensemble(first.dim),
         reward_lambda=config.reward_lambda,
         reward=config.reward,
     )
     key = jax.random.key(config.seed)
-    out = ProblemOutcome(problem, {}, {}, {}, {})
+    tag = first.key if len(ids) == 1 else f"{first.key}-{problems[-1].key}"
+    outs = [ProblemOutcome(p, {}, {}, {}, {}) for p in problems]
     for name in config.learners:
-        learner = make_learner(config, name, problem.evaluations)
-        checkpoint = (
-            None if checkpoints is None else checkpoints.for_learner(f"{problem.key}-{name}")
-        )
-        res = hpo_metrics.simulate_selection(
-            learner,
-            env,
-            key,
-            config.runs,
-            problem.evaluations,
-            checkpoint=checkpoint,
-            validate=validate,
-        )
-        summary = hpo_metrics.summarize(res, env.num_arms)
-        out.best_gap[name] = summary["best_gap"]
-        out.best_value[name] = summary["best_value"]
-        out.arm_counts[name] = summary["arm_counts"]
-        out.seconds[name] = {"compile": res.compile_seconds, "run": res.run_seconds}
-        if on_learner_done is not None:
-            on_learner_done(name, problem, out.seconds[name])
-    return out
+        learner = make_learner(config, name, first.evaluations)
+        checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
+        kwargs = dict(checkpoint=checkpoint, validate=validate)
+        if len(ids) == 1:
+            results = [
+                hpo_metrics.simulate_selection(
+                    learner, env, key, config.runs, first.evaluations, **kwargs
+                )
+            ]
+        else:
+            results = hpo_metrics.simulate_suite(
+                learner, env, key, config.runs, first.evaluations, **kwargs
+            )
+        for out, res in zip(outs, results, strict=True):
+            summary = hpo_metrics.summarize(res, env.num_arms)
+            out.best_gap[name] = summary["best_gap"]
+            out.best_value[name] = summary["best_value"]
+            out.arm_counts[name] = summary["arm_counts"]
+            out.seconds[name] = {"compile": res.compile_seconds, "run": res.run_seconds}
+            if on_learner_done is not None:
+                on_learner_done(name, out.problem, out.seconds[name])
+    return outs
 
 
 def run_hpo_experiment(
@@ -450,18 +475,22 @@ def run_hpo_experiment(
       An :class:`HPOExperimentResult`.
     """
     start = time.perf_counter()
-    problems: dict[str, ProblemOutcome] = {}
-    for problem in config.problems:
-        outcome = run_problem(
+    groups: dict[tuple[int, int], list[HPOProblem]] = {}
+    for problem in config.problems:  # one program per learner and (dim, budget)
+        groups.setdefault((problem.dim, problem.evaluations), []).append(problem)
+    outcomes: dict[str, ProblemOutcome] = {}
+    for group in groups.values():
+        for outcome in run_problems(
             config,
-            problem,
+            tuple(group),
             checkpoints=checkpoints,
             validate=validate,
             on_learner_done=on_learner_done,
-        )
-        problems[problem.key] = outcome
-        if on_problem_done is not None:
-            on_problem_done(outcome)
+        ):
+            outcomes[outcome.problem.key] = outcome
+            if on_problem_done is not None:
+                on_problem_done(outcome)
+    problems = {p.key: outcomes[p.key] for p in config.problems}
     dim = config.problems[0].dim
     return HPOExperimentResult(
         config=config,

@@ -29,11 +29,13 @@ No plotting here (``stabl_jax.plots`` is the face); everything returns NumPy arr
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import checks, metrics, registry
@@ -97,6 +99,58 @@ def simulate_selection(
             by_evaluation = np.asarray(res.arrays[name], np.float64).reshape(res.num_runs, -1)
             res.arrays[name] = by_evaluation[:, :num_evaluations]
     return res
+
+
+def simulate_suite(
+    learner: Any, env: HPOEnv, key: jax.Array, num_runs: int, num_evaluations: int, **kwargs: Any
+) -> list[SimResult]:
+    """:func:`simulate_selection` of every function of ``env``'s
+    :class:`~stabl_jax.envs.bbob.BBOBSuite` in one compiled program, ``num_runs`` runs each.
+
+    The program runs ``F x R`` runs; run ``j = i R + r`` is repeat ``r`` of function ``i``,
+    with the run key ``fold_in(key, j)`` and the function's parameters
+    ``env.problem_params(i, fold_in(fold_in(key, j), 0))``: exactly the runs
+    ``simulate_selection(learner, HPOEnv(suite.members[i], ...), key, R, N, first_run=i R)``
+    makes, so the two agree up to float rounding (``tests/test_hpo.py``).
+
+    Args:
+      learner, key, num_evaluations, **kwargs: as :func:`simulate_selection`.
+      env: an :class:`~stabl_jax.envs.hpo.HPOEnv` whose ``function`` is a ``BBOBSuite``.
+      num_runs: ``R``, repeats per function.
+
+    Returns:
+      One :class:`~stabl_jax.simulate.SimResult` per function, in ``function_ids`` order,
+      each with ``R`` runs; the shared program's compile and run seconds are split evenly.
+    """
+    from stabl_jax.simulate import run_keys
+
+    num_runs = checks.check_int("num_runs", num_runs, minimum=1)
+    count = len(env.function.function_ids)
+    total = count * num_runs
+    env_params = _suite_params(env, run_keys(key, total), num_runs)
+    res = simulate_selection(
+        learner, env, key, total, num_evaluations, env_params=env_params, **kwargs
+    )
+    out = []
+    for i in range(count):
+        part = slice(i * num_runs, (i + 1) * num_runs)
+        out.append(
+            SimResult(
+                {name: value[part] for name, value in res.arrays.items()},
+                jax.tree.map(lambda x, part=part: x[part], res.carry),
+                res.compile_seconds / count,
+                res.run_seconds / count,
+                res.offered,
+            )
+        )
+    return out
+
+
+@functools.partial(jax.jit, static_argnames=("env", "num_runs"))
+def _suite_params(env: HPOEnv, keys: jax.Array, num_runs: int) -> Any:
+    """``(F R, ...)`` run ``j``'s parameters: function ``j // num_runs``, ``fold_in(key_j, 0)``."""
+    index = jnp.arange(keys.shape[0], dtype=jnp.int32) // num_runs
+    return jax.vmap(lambda i, k: env.problem_params(i, jax.random.fold_in(k, 0)))(index, keys)
 
 
 def make_hpo_learner(

@@ -352,6 +352,7 @@ def simulate(
     first_run: int = 0,
     traces: tuple[str, ...] | None = None,
     host_threads: int | None = None,
+    env_params: Any = None,
 ) -> SimResult:
     """Simulate ``num_runs`` independent runs of ``learner`` on ``env``: bandit learners on
     bandit environments (oblivious or reactive), BCO learners on convex environments.
@@ -398,6 +399,9 @@ def simulate(
         every arm's loss) an oblivious bandit environment reveals only the queried arms'
         losses where it can (``env.loss_at``: the same values, one draw per query instead of
         ``n``; :func:`reveals_queried_only`).
+      env_params: the runs' environment parameters, ``(R, ...)`` leaves, instead of
+        ``env.sample_params(fold_in(run_key, 0))`` (:func:`sample_env_params`): e.g. run
+        ``j`` on problem ``j // R'`` of a suite (:func:`stabl_jax.hpo_metrics.simulate_suite`).
 
     Returns:
       A :class:`SimResult` with ``(R, T, ...)`` traces.
@@ -434,11 +438,20 @@ def simulate(
     plan = sharding.plan_runs(num_runs, runs_per_block, host_threads=host_threads)
     params = sharding.pad_params(params, plan)
     keys = run_keys(key, plan.padded_runs, checks.check_int("first_run", first_run, minimum=0))
+    if env_params is not None:
+        for leaf in jax.tree.leaves(env_params):
+            if jnp.shape(leaf)[:1] != (num_runs,):
+                raise ValueError(
+                    f"env_params leaves must have leading axis num_runs={num_runs}, got shape "
+                    f"{jnp.shape(leaf)}"
+                )
+        env_params = sharding.pad_params(env_params, plan)
 
-    def init(keys: jax.Array, params: Any) -> RunCarry:
-        return _init_carry(learner, rollout_env, keys, sample_env_params(env, keys), params)
+    def init(keys: jax.Array, params: Any, env_params: Any) -> RunCarry:
+        drawn = sample_env_params(env, keys) if env_params is None else env_params
+        return _init_carry(learner, rollout_env, keys, drawn, params)
 
-    carry = sharding.init_sharded(init, plan, keys, params)
+    carry = sharding.init_sharded(init, plan, keys, params, env_params)
     if chunk_size is None:
         per_round = _round_bytes(learner, rollout_env, carry, fields)
         chunk_size = auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)

@@ -62,7 +62,7 @@ import jax.numpy as jnp
 from stabl_jax import checks
 from stabl_jax.envs import eagle
 from stabl_jax.envs.base import Environment
-from stabl_jax.envs.bbob import BBOBFunction, normalize_gap
+from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite, normalize_gap
 
 REWARD_LAMBDA = 0.01
 #: ``HPOEnv.reward``: the paper's reward, or that of the authors' code (module docstring).
@@ -152,7 +152,9 @@ class HPOEnv(Environment):
     Attributes:
       function: the BBOB problem; must have ``normalize=True``. Its ``shift_radius``,
         ``rotate`` and ``noise_std`` give the paper's random shifts, rotations and
-        observation noise (drawn per run by :meth:`sample_params`).
+        observation noise (drawn per run by :meth:`sample_params`). A
+        :class:`~stabl_jax.envs.bbob.BBOBSuite` makes the function data: one program for
+        all of its functions, run ``j`` on the function of :meth:`problem_params`.
       ensemble: the arms (default: :func:`stabl_jax.envs.eagle.eagle_grid` in
         ``function.dim`` dimensions).
       reward_lambda: ``lambda`` of the reward (0.01, the paper's; Vizier's default is 0).
@@ -183,8 +185,8 @@ class HPOEnv(Environment):
     )
 
     def __post_init__(self) -> None:
-        if not isinstance(self.function, BBOBFunction):
-            raise TypeError(f"function must be a BBOBFunction, got {self.function!r}")
+        if not isinstance(self.function, BBOBFunction | BBOBSuite):
+            raise TypeError(f"function must be a BBOBFunction or BBOBSuite, got {self.function!r}")
         if not self.function.normalize:
             raise ValueError("function must have normalize=True (rewards live on [0, 1])")
         if self.ensemble is None:
@@ -216,6 +218,14 @@ class HPOEnv(Environment):
         return HPOParams(
             function=self.function.sample_params(key), halton_key=jax.random.fold_in(key, 2)
         )
+
+    def problem_params(self, index: jax.Array | int, key: jax.Array) -> HPOParams:
+        """:meth:`sample_params` with the suite's function ``index`` (a ``BBOBSuite`` only):
+        equal to ``HPOEnv(suite.members[index], ...).sample_params(key)`` up to padding."""
+        if not isinstance(self.function, BBOBSuite):
+            raise TypeError("problem_params needs a BBOBSuite function; use sample_params")
+        function = self.function.problem_params(index, key)
+        return HPOParams(function=function, halton_key=jax.random.fold_in(key, 2))
 
     def init(self, params: HPOParams) -> HPOState:
         """Empty pools, no evaluations."""
