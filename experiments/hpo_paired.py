@@ -1,11 +1,12 @@
 """Paired differences of an algorithm-selection results folder (``kind = "hpo"``).
 
 For every learner against a baseline (default: Uniform), the difference in final
-``log10(best f - f_opt)`` per (problem, repeat) pair (all learners share the repeats), mean ±
-95% Student's t interval, over all problems and per problem; and the range of the arms'
-shares of the evaluations relative to ``1/A``.
+``log10(best f - f_opt)`` (or after a ``--fraction`` of the budget) per (problem, repeat)
+pair (all learners share the repeats), mean ± 95% Student's t interval, over all problems
+and per problem (up to four); and the range of the arms' shares of the evaluations relative
+to ``1/A``.
 
-    python experiments/hpo_paired.py results/hpo_bbob_suite [--baseline stabl]
+    python experiments/hpo_paired.py results/hpo_bbob_suite [--baseline stabl] [--fraction 0.5]
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder")
     parser.add_argument("--baseline", default="uniform")
+    parser.add_argument("--fraction", type=float, default=1.0, help="of the budget (0, 1]")
     args = parser.parse_args()
     summary, traces = read_summary(args.folder), read_traces(args.folder)
     learners, problems = summary["config"]["learners"], summary["config"]["problems"]
 
     def final(problem: str, name: str) -> np.ndarray:
-        return np.log10(np.maximum(traces[f"{problem}/{name}/best_gap"][:, -1], GAP_FLOOR))
+        gap = traces[f"{problem}/{name}/best_gap"]
+        at = max(1, round(args.fraction * gap.shape[1])) - 1
+        return np.log10(np.maximum(gap[:, at], GAP_FLOOR))
 
     for name in learners:
         counts = np.stack([traces[f"{p}/{name}/arm_counts"] for p in problems])
