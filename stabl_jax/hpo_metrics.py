@@ -29,18 +29,20 @@ No plotting here (``stabl_jax.io.plots`` draws); everything returns NumPy arrays
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import checks, metrics, registry
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.eagle import EagleEnsemble
 from stabl_jax.envs.hpo import REWARD_LAMBDA, HPOEnv
-from stabl_jax.simulate import SimResult, simulate
+from stabl_jax.simulate import SimResult, run_keys, simulate
 
 HPO_LEARNERS: tuple[str, ...] = ("uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive")
 PAPER_HISTORY_LENGTHS: tuple[int, ...] = (20, 40, 80, 160, 320, 640, 1280, 2560)
@@ -99,6 +101,56 @@ def simulate_selection(
     return res
 
 
+def simulate_suite(
+    learner: Any, env: HPOEnv, key: jax.Array, num_runs: int, num_evaluations: int, **kwargs: Any
+) -> list[SimResult]:
+    """:func:`simulate_selection` of every function of ``env``'s
+    :class:`~stabl_jax.envs.bbob.BBOBSuite` in one compiled program, ``num_runs`` runs each.
+
+    The program runs ``F x R`` runs; run ``j = i R + r`` is repeat ``r`` of function ``i``,
+    with the run key ``fold_in(key, j)`` and the function's parameters
+    ``env.problem_params(i, fold_in(fold_in(key, j), 0))``: exactly the runs
+    ``simulate_selection(learner, HPOEnv(suite.members[i], ...), key, R, N, first_run=i R)``
+    makes, so the two agree up to float rounding (``tests/test_hpo.py``).
+
+    Args:
+      learner, key, num_evaluations, **kwargs: as :func:`simulate_selection`.
+      env: an :class:`~stabl_jax.envs.hpo.HPOEnv` whose ``function`` is a ``BBOBSuite``.
+      num_runs: ``R``, repeats per function.
+
+    Returns:
+      One :class:`~stabl_jax.simulate.SimResult` per function, in ``function_ids`` order,
+      each with ``R`` runs; the shared program's compile and run seconds are split evenly.
+    """
+    num_runs = checks.check_int("num_runs", num_runs, minimum=1)
+    count = len(env.function.function_ids)
+    total = count * num_runs
+    env_params = _suite_params(env, run_keys(key, total), num_runs)
+    res = simulate_selection(
+        learner, env, key, total, num_evaluations, env_params=env_params, **kwargs
+    )
+    out = []
+    for i in range(count):
+        part = slice(i * num_runs, (i + 1) * num_runs)
+        out.append(
+            SimResult(
+                {name: value[part] for name, value in res.arrays.items()},
+                jax.tree.map(lambda x, part=part: x[part], res.carry),
+                res.compile_seconds / count,
+                res.run_seconds / count,
+                res.offered,
+            )
+        )
+    return out
+
+
+@functools.partial(jax.jit, static_argnames=("env", "num_runs"))
+def _suite_params(env: HPOEnv, keys: jax.Array, num_runs: int) -> Any:
+    """``(F R, ...)`` run ``j``'s parameters: function ``j // num_runs``, ``fold_in(key_j, 0)``."""
+    index = jnp.arange(keys.shape[0], dtype=jnp.int32) // num_runs
+    return jax.vmap(lambda i, k: env.problem_params(i, jax.random.fold_in(k, 0)))(index, keys)
+
+
 def make_hpo_learner(
     name: str,
     num_arms: int,
@@ -146,6 +198,7 @@ def run_hpo(
     history_lengths: tuple[int, ...] = PAPER_HISTORY_LENGTHS,
     ensemble: EagleEnsemble | None = None,
     reward_lambda: float = REWARD_LAMBDA,
+    reward: str = "paper",
     seed: int = 0,
     tau_max: float = DEFAULT_TAU_MAX,
 ) -> dict[str, Any]:
@@ -161,6 +214,7 @@ def run_hpo(
       history_lengths: StABL's history lengths.
       ensemble: the arms (default :func:`stabl_jax.envs.eagle.eagle_grid`, 24 arms).
       reward_lambda: ``lambda`` of the reward.
+      reward: ``"paper"`` or ``"vizier"`` (:class:`~stabl_jax.envs.hpo.HPOEnv`).
       seed: the seed of ``jax.random.key``; the same for every learner (paired repeats).
       tau_max: the performance profiles' range.
 
@@ -187,7 +241,7 @@ def run_hpo(
         noise_std=noise_std,
         normalize=True,
     )
-    env = HPOEnv(function, ensemble, reward_lambda=reward_lambda)
+    env = HPOEnv(function, ensemble, reward_lambda=reward_lambda, reward=reward)
     key = jax.random.key(seed)
     per_learner: dict[str, dict[str, Any]] = {}
     for name in learners:
@@ -220,6 +274,7 @@ def run_hpo(
             "rotate": rotate,
             "noise_std": noise_std,
             "reward_lambda": reward_lambda,
+            "reward": reward,
             "history_lengths": list(history_lengths),
             "seed": seed,
             "tau_max": tau_max,

@@ -368,6 +368,7 @@ def simulate(
     host_threads: int | None = None,
     runs_per_point: int | None = None,
     kernel: str = "auto",
+    env_params: Any = None,
 ) -> SimResult:
     """Simulate ``num_runs`` independent runs of ``learner`` on ``env``: bandit learners on
     bandit environments (oblivious or reactive), BCO learners on convex environments.
@@ -432,6 +433,9 @@ def simulate(
         probabilities equal to float32 rounding); ``"auto"`` (default) picks ``"xla"``
         everywhere for now: the kernel is tested on a CPU in interpret mode, and its speed on
         a GPU is not measured yet.
+      env_params: the runs' environment parameters, ``(R, ...)`` leaves, instead of
+        ``env.sample_params(fold_in(run_key, 0))`` (:func:`sample_env_params`): e.g. run
+        ``j`` on problem ``j // R'`` of a suite (:func:`stabl_jax.hpo_metrics.simulate_suite`).
 
     Returns:
       A :class:`SimResult` with ``(R, T, ...)`` traces.
@@ -481,11 +485,20 @@ def simulate(
                 "simulate points x runs_per_point runs (one group of runs per sweep point)"
             )
     keys = run_keys(key, plan.padded_runs, first_run, runs_per_point)
+    if env_params is not None:
+        for leaf in jax.tree.leaves(env_params):
+            if jnp.shape(leaf)[:1] != (num_runs,):
+                raise ValueError(
+                    f"env_params leaves must have leading axis num_runs={num_runs}, got shape "
+                    f"{jnp.shape(leaf)}"
+                )
+        env_params = sharding.pad_params(env_params, plan)
 
-    def init(keys: jax.Array, params: Any) -> RunCarry:
-        return _init_carry(learner, rollout_env, keys, sample_env_params(env, keys), params)
+    def init(keys: jax.Array, params: Any, env_params: Any) -> RunCarry:
+        drawn = sample_env_params(env, keys) if env_params is None else env_params
+        return _init_carry(learner, rollout_env, keys, drawn, params)
 
-    carry = sharding.init_sharded(init, plan, keys, params)
+    carry = sharding.init_sharded(init, plan, keys, params, env_params)
     if chunk_size is None:
         per_round = _round_bytes(learner, rollout_env, carry, fields)
         if kernel == "pallas":

@@ -178,3 +178,90 @@ def test_eagle_beats_random_search_on_sphere():
     diff = np.log10(np.asarray(rand, np.float64)) - np.log10(np.asarray(ours, np.float64))
     se = diff.std(ddof=1) / np.sqrt(seeds)
     assert diff.mean() > max(0.5, 3 * se), (diff.mean(), se)
+
+
+def test_vizier_grid_holds_vizier_defaults():
+    grid = eagle.named_grid("vizier")
+    assert len(grid) == 24 and len(set(grid)) == 24
+    assert _vizier_defaults() in grid
+    assert {c.gravity for c in grid} == {0.5, 1.0}
+    assert {c.pool_size_factor for c in grid} == {1.0, 1.2}
+    assert eagle.named_grid("default") == eagle.eagle_grid()
+    with pytest.raises(ValueError, match="grid"):
+        eagle.named_grid("paper")
+
+
+def _vizier_defaults() -> eagle.EagleConfig:
+    cfg = eagle.EagleConfig()
+    assert (cfg.perturbation, cfg.gravity, cfg.visibility, cfg.pool_size_factor) == (0.1, 1, 3, 1.2)
+    return cfg
+
+
+def test_halton_known_values_and_scipy():
+    """Plain Halton: the radical inverses in bases 2, 3, 5 by hand, and scipy's unscrambled
+    sequence from point 1000 (Vizier's skip) in 7 dimensions, in float64."""
+    from scipy.stats import qmc
+
+    with jax.enable_x64(True):
+        halton = jax.jit(eagle.halton, static_argnums=(1, 2))
+        got = np.stack([halton(i, 3, jnp.float64) for i in range(1, 6)])
+        expected = [
+            [1 / 2, 1 / 3, 1 / 5],
+            [1 / 4, 2 / 3, 2 / 5],
+            [3 / 4, 1 / 9, 3 / 5],
+            [1 / 8, 4 / 9, 4 / 5],
+            [5 / 8, 7 / 9, 1 / 25],
+        ]
+        np.testing.assert_allclose(got, expected, rtol=1e-15)
+        engine = qmc.Halton(d=7, scramble=False)
+        engine.fast_forward(eagle.HALTON_SKIP)
+        ours = np.stack([halton(eagle.HALTON_SKIP + i, 7, jnp.float64) for i in range(20)])
+        np.testing.assert_allclose(ours, engine.random(20), rtol=1e-13)
+
+
+def test_scrambled_halton_is_scipys_with_the_same_permutations():
+    """Scrambled: scipy's ``van_der_corput`` (what its ``qmc.Halton`` calls per dimension; not
+    public) given the affine permutations of :func:`halton_scramble`, bases 2..29."""
+    from scipy.stats._qmc import van_der_corput
+
+    dim = 10
+    with jax.enable_x64(True):
+        mult, add = eagle.halton_scramble(jax.random.key(4), dim)
+        ours = np.stack(
+            [eagle.halton(eagle.HALTON_SKIP + i, dim, jnp.float64, (mult, add)) for i in range(8)]
+        )
+    for j, b in enumerate(eagle.primes(dim)):
+        k = eagle.halton_num_digits(b)
+        digits = np.arange(b)[None, :]
+        perms = (np.asarray(mult[j, :k, None]) * digits + np.asarray(add[j, :k, None])) % b
+        assert all(sorted(p) == list(range(b)) for p in perms)  # permutations
+        theirs = van_der_corput(
+            8, b, start_index=eagle.HALTON_SKIP, scramble=True, permutations=perms
+        )
+        np.testing.assert_allclose(ours[:, j], theirs, rtol=1e-13)
+    assert not np.allclose(
+        ours, np.stack([eagle.halton(eagle.HALTON_SKIP + i, dim) for i in range(8)])
+    )
+
+
+def test_halton_fill_walks_each_pool_through_its_own_sequence():
+    """With ``fill="halton"`` a pool's random suggestion is its next Halton point; its own
+    random suggestions advance its counter, foreign evaluations do not."""
+    params = _params()
+    state = eagle.init_pool(params, SLOTS, DIM)
+    key = jax.random.key(7)
+    s0 = _suggest_halton()(params, state, jax.random.key(0), key)
+    scramble = eagle.halton_scramble(key, DIM)
+    np.testing.assert_allclose(s0.x, eagle.halton(eagle.HALTON_SKIP, DIM, scramble=scramble))
+    assert int(s0.parent) == -1
+    state = _update()(params, state, s0.x, 0.5, s0.parent, True)
+    assert int(state.num_random) == 1
+    state = _update()(params, state, jnp.full((DIM,), 0.3), 0.4, -1, False)  # foreign
+    assert int(state.num_random) == 1
+    s1 = _suggest_halton()(params, state, jax.random.key(1), key)
+    np.testing.assert_allclose(s1.x, eagle.halton(eagle.HALTON_SKIP + 1, DIM, scramble=scramble))
+
+
+@functools.cache
+def _suggest_halton():
+    return jax.jit(lambda p, s, k, h: eagle.suggest(p, s, k, "halton", h))

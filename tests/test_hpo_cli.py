@@ -40,6 +40,12 @@ def test_shipped_hpo_configs_are_the_papers_setting():
     assert sphere.reward_lambda == 0.01
     suite = load_config("hpo_bbob_suite")
     assert sorted({p.function_id for p in suite.problems}) == list(range(1, 25))
+    authors = load_config("hpo_bbob_vizier")  # the authors' setting, the same problems
+    assert authors.problems == sphere.problems and authors.seed == sphere.seed
+    assert (authors.reward, authors.reward_lambda) == ("vizier", 0.0)
+    assert (authors.eagle_grid, authors.eagle_fill) == ("vizier", "halton")
+    assert set(sphere.learners) < set(authors.learners) and "stabl_vizier" in authors.learners
+    assert authors.history_lengths == sphere.history_lengths
 
 
 GOOD = """kind = "hpo"
@@ -62,6 +68,9 @@ BAD = {
     "tau_max of 1": ("dims = [2]", "dims = [2]\ntau_max = 1", "bbob.tau_max"),
     "missing budgets": ("evaluations = [24]\n", "", "'bbob.evaluations'"),
     "functions not a list": ("functions = [1]", 'functions = "some"', "bbob.functions"),
+    "unknown reward": ("dims = [2]", 'dims = [2]\nreward = "vizer"', "bbob.reward"),
+    "unknown grid": ("dims = [2]", 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
+    "unknown fill": ("dims = [2]", 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
 }
 
 
@@ -78,6 +87,7 @@ def test_good_config_loads(tmp_path):
     path.write_text(GOOD)
     cfg = load_config(path)
     assert cfg.problems == (HPOProblem(1, 2, 24),) and cfg.runs == 2
+    assert (cfg.reward, cfg.eagle_grid, cfg.eagle_fill) == ("paper", "default", "uniform")
 
 
 @pytest.fixture(scope="module")

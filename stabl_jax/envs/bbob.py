@@ -56,6 +56,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import chex
 import jax
@@ -262,8 +263,9 @@ class BBOBFunction:
         """The instance with the extra shift/rotation drawn from ``key`` (vmappable in ``key``)."""
         return self._params(key)
 
-    def _params(self, key: jax.Array | None) -> BBOBFunctionParams:
-        coco = bbob_params(self.function_id, self.dim, self.instance)
+    def _params(self, key: jax.Array | None, coco: BBOBParams | None = None) -> BBOBFunctionParams:
+        if coco is None:
+            coco = bbob_params(self.function_id, self.dim, self.instance)
         dtype = coco.f_opt.dtype
         x_star, rotation = coco.x_opt, jnp.eye(self.dim, dtype=dtype)
         if key is not None and (self.shift_radius > 0 or self.rotate):
@@ -314,6 +316,143 @@ class BBOBFunction:
         return self.value(self.default_params, x)
 
 
+@chex.dataclass(frozen=True)
+class BBOBSuiteParams:
+    """A run's problem of a :class:`BBOBSuite`.
+
+    Attributes:
+      index: ``()`` int32, the function's position in ``suite.function_ids``.
+      function: its :class:`BBOBFunctionParams`, padded to the suite's shapes (Gallagher's
+        peaks; padded peaks have height 0 and never win the max).
+    """
+
+    index: jax.Array
+    function: BBOBFunctionParams
+
+    @property
+    def coco(self) -> BBOBParams:
+        return self.function.coco
+
+    @property
+    def norm_scale(self) -> jax.Array:
+        return self.function.norm_scale
+
+    @property
+    def x_star(self) -> jax.Array:
+        return self.function.x_star
+
+
+@dataclasses.dataclass(frozen=True)
+class BBOBSuite:
+    """Several BBOB functions in one program: the function is data (``params.index``).
+
+    Every member is ``BBOBFunction(function_ids[i], dim, ...)`` with the options below;
+    :meth:`gap` is ``lax.switch`` over the members' gaps, so one compiled program serves
+    every function (under ``vmap`` over runs of different functions XLA evaluates every
+    member and selects). Run ``(i, key)`` has the member's own parameters,
+    ``problem_params(i, key).function`` equal to ``members[i].sample_params(key)`` up to
+    the padding of Gallagher's peaks.
+
+    Attributes:
+      function_ids: the BBOB ids, distinct, each in 1..24.
+      dim, instance, shift_radius, rotate, noise_std, normalize, norm_scale: as
+        :class:`BBOBFunction`'s, for every member.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> suite = BBOBSuite((1, 21), dim=3, normalize=True)
+      >>> p = suite.problem_params(1, jax.random.key(0))
+      >>> f21 = BBOBFunction(21, dim=3, normalize=True)
+      >>> x = jnp.full((3,), 0.5)
+      >>> bool(jnp.allclose(suite.value(p, x), f21.value(f21.sample_params(jax.random.key(0)), x)))
+      True
+    """
+
+    function_ids: tuple[int, ...]
+    dim: int
+    instance: int = 1
+    shift_radius: float = 0.0
+    rotate: bool = False
+    noise_std: float = 0.0
+    normalize: bool = False
+    norm_scale: float | None = None
+
+    def __post_init__(self) -> None:
+        ids = tuple(self.function_ids)
+        if not ids or len(set(ids)) != len(ids):
+            raise ValueError(f"function_ids must be distinct BBOB ids, got {self.function_ids!r}")
+        object.__setattr__(self, "function_ids", ids)
+        self.members  # noqa: B018  (validates every option)
+
+    @property
+    def members(self) -> tuple[BBOBFunction, ...]:
+        """One :class:`BBOBFunction` per id, with the suite's options."""
+        options = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del options["function_ids"]
+        return tuple(BBOBFunction(f, **options) for f in self.function_ids)
+
+    @property
+    def name(self) -> str:
+        return f"bbob_suite{len(self.function_ids)}_i{self.instance:02d}_d{self.dim:02d}"
+
+    def problem_params(self, index: jax.Array | int, key: jax.Array | None) -> BBOBSuiteParams:
+        """Function ``function_ids[index]`` (``index`` may be traced) with the extra
+        shift/rotation drawn from ``key`` as its :meth:`BBOBFunction.sample_params` draws them
+        (``None``: the COCO instance itself)."""
+        index = jnp.asarray(index, jnp.int32)
+        dtype = jnp.zeros(()).dtype
+        stacked = _stacked_instances(self.function_ids, self.dim, self.instance)
+        coco = BBOBParams(**{k: jnp.asarray(v, dtype)[index] for k, v in stacked.items()})
+        plain = dataclasses.replace(self.members[0], normalize=False)
+        params = BBOBSuiteParams(index=index, function=plain._params(key, coco))
+        if not self.normalize:
+            return params
+        if self.norm_scale is not None:
+            scale = jnp.asarray(self.norm_scale, dtype)
+        else:
+            scale = _origin_scale(self, params)
+        return params.replace(function=params.function.replace(norm_scale=scale))
+
+    def sample_params(self, key: jax.Array) -> BBOBSuiteParams:
+        """A member drawn uniformly (from ``fold_in(key, 3)``), shifted and rotated from
+        ``key``."""
+        count = len(self.function_ids)
+        return self.problem_params(
+            jax.random.randint(jax.random.fold_in(key, 3), (), 0, count), key
+        )
+
+    def gap(self, params: BBOBSuiteParams, x: jax.Array) -> jax.Array:
+        """``(...)`` gap of the run's function at ``x`` of shape ``(..., d)``."""
+        branches = [functools.partial(_member_gap, fn) for fn in self.members]
+        return jax.lax.switch(params.index, branches, params.function, x)
+
+    def value(self, params: BBOBSuiteParams, x: jax.Array) -> jax.Array:
+        """``(...)`` noiseless value (normalised when ``normalize``), as :class:`BBOBFunction`."""
+        gap = self.gap(params, x)
+        if self.normalize:
+            return normalize_gap(gap, params.norm_scale)
+        return gap + params.coco.f_opt
+
+
+def _member_gap(fn: BBOBFunction, params: BBOBFunctionParams, x: jax.Array) -> jax.Array:
+    return fn.gap(params, x)
+
+
+@functools.cache
+def _stacked_instances(function_ids: tuple[int, ...], dim: int, instance: int) -> dict:
+    """``(F, ...)`` float64 arrays of the instances, Gallagher's peaks zero-padded to the most
+    peaks among them."""
+    arrays = [bbob_instances.build_instance(f, dim, instance)._asdict() for f in function_ids]
+    peaks = max(a["peaks"].shape[0] for a in arrays)
+
+    def pad(name: str, a: np.ndarray) -> np.ndarray:
+        if name not in ("peaks", "peak_scales", "peak_heights"):
+            return a
+        return np.pad(a, [(0, peaks - a.shape[0])] + [(0, 0)] * (a.ndim - 1))
+
+    return {k: np.stack([pad(k, a[k]) for a in arrays]) for k in arrays[0]}
+
+
 @functools.partial(jax.jit, static_argnames=("shift_radius", "rotate"))
 def _draw_shift_rotation(
     key: jax.Array, x_opt: jax.Array, *, shift_radius: float, rotate: bool
@@ -332,7 +471,7 @@ def _draw_shift_rotation(
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _origin_scale(fn: BBOBFunction, params: BBOBFunctionParams) -> jax.Array:
+def _origin_scale(fn: BBOBFunction | BBOBSuite, params: Any) -> jax.Array:
     """The default normalisation scale ``s = |Delta(0)|`` (1 in the null event ``x_star = 0``)."""
     dtype = params.coco.f_opt.dtype
     scale = jnp.abs(fn.gap(params, jnp.zeros(fn.dim, dtype)))

@@ -14,7 +14,9 @@ The optimiser minimises ``f`` over the unit cube ``[0, 1]^d`` (callers map it to
 ``pool_size`` fireflies (a position, the value observed there, and a perturbation size each):
 
 * **suggest**: while the pool is below capacity, with probability ``explore_rate`` (always
-  when empty) a uniform random point, a candidate *new* fly (``parent = -1``). Otherwise the
+  when empty) a random point, a candidate *new* fly (``parent = -1``): uniform
+  (``fill="uniform"``, the default), or the pool's next point of a scrambled Halton sequence
+  (``fill="halton"``, Vizier's ``QuasiRandomDesigner``, below). Otherwise the
   next live fly after ``pointer`` (round robin, Vizier's ``_last_id``) moves: starting from its
   position ``x``, every other live fly ``j``, in a random order, pulls it,
   ``x <- clip(w_j x_j + (1 - w_j) x)``, with
@@ -62,6 +64,20 @@ Vizier's defaults (designer ``FireflyAlgorithmConfig``, latest version), kept in
 Differences: continuous parameters only (Vizier also handles categorical/discrete ones); the
 moving fly is not pulled by itself (Vizier's shuffled pool includes the moving fly, which then
 repels itself by at most ``negative_gravity``); slots replace fly ids.
+
+Quasi-random filling (``fill="halton"``). Vizier's designer fills its pool from a
+``QuasiRandomDesigner``: scipy's scrambled Halton sequence in ``d`` dimensions (bases the first
+``d`` primes) with its first :data:`HALTON_SKIP` ``= 1000`` points skipped, one point per
+random suggestion of that designer. Here pool ``i`` draws point ``1000 + k`` of its own
+sequence, ``k`` = the random suggestions of this pool evaluated so far (``num_random``), with
+the radical inverse of :func:`halton` and scipy's number of digits per base
+(:func:`halton_num_digits`). Scrambling: scipy permutes the digits at each position with a
+uniformly random permutation of ``{0..b-1}``; here each position gets a random *affine*
+permutation ``a -> (m a + c) mod b`` (``m`` in ``1..b-1``, ``c`` in ``0..b-1``; every
+permutation for ``b <= 3``, a subset for larger bases), drawn per run and pool from a key
+(:func:`halton_scramble`), so a pool's sequence costs no state beyond its counter.
+``tests/test_eagle.py`` checks :func:`halton` against known values and against scipy with the
+same permutations.
 """
 
 from __future__ import annotations
@@ -79,6 +95,10 @@ from stabl_jax import checks
 
 # Vizier's distance scaling: squared distances are divided by d and multiplied by 10.
 _DISTANCE_SCALE = 10.0
+#: Points of the Halton sequence Vizier's ``QuasiRandomDesigner`` skips (``skip_points``).
+HALTON_SKIP = 1000
+#: How a pool below capacity draws its random points (module docstring).
+FILLS: tuple[str, ...] = ("uniform", "halton")
 
 
 @chex.dataclass(frozen=True)
@@ -121,6 +141,8 @@ class EagleState:
       pointer: ``()`` int32, the last moved fly; the next one is the next live slot after it.
       best_value: ``()`` float, the best value this pool has ingested (``+inf`` before any).
       num_seen: ``()`` int32, evaluations ingested so far (all arms' evaluations).
+      num_random: ``()`` int32, this pool's own random suggestions evaluated so far (its
+        position in its Halton sequence, after :data:`HALTON_SKIP`).
     """
 
     positions: jax.Array
@@ -130,6 +152,7 @@ class EagleState:
     pointer: jax.Array
     best_value: jax.Array
     num_seen: jax.Array
+    num_random: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -221,6 +244,13 @@ DEFAULT_PERTURBATIONS: tuple[float, ...] = (0.03, 0.1, 0.3)
 DEFAULT_GRAVITIES: tuple[float, ...] = (0.5, 1.5)
 DEFAULT_VISIBILITIES: tuple[float, ...] = (1.0, 3.0)
 DEFAULT_POOL_SIZE_FACTORS: tuple[float, ...] = (1.0, 1.4)
+# The grid with Vizier's defaults among its arms: the default grid with the upper level of
+# gravity and of the pool-size factor replaced by Vizier's (1.0 and 1.2); perturbation 0.1
+# and visibility 3.0 are already levels. Arm 15 is Vizier's default optimiser.
+VIZIER_GRAVITIES: tuple[float, ...] = (0.5, 1.0)
+VIZIER_POOL_SIZE_FACTORS: tuple[float, ...] = (1.0, 1.2)
+#: ``named_grid``'s names.
+GRIDS: tuple[str, ...] = ("default", "vizier")
 
 
 def eagle_grid(
@@ -247,6 +277,21 @@ def eagle_grid(
     )
 
 
+def named_grid(name: str) -> tuple[EagleConfig, ...]:
+    """``"default"``: :func:`eagle_grid`; ``"vizier"``: the 24-arm grid that holds Vizier's
+    default optimiser (perturbation 0.1, gravity 1.0, visibility 3.0, pool-size factor 1.2).
+
+    Example:
+      >>> grid = named_grid("vizier")
+      >>> len(grid), grid.index(EagleConfig())
+      (24, 15)
+    """
+    checks.check_choice("grid", name, GRIDS)
+    if name == "vizier":
+        return eagle_grid(gravities=VIZIER_GRAVITIES, pool_size_factors=VIZIER_POOL_SIZE_FACTORS)
+    return eagle_grid()
+
+
 @dataclasses.dataclass(frozen=True)
 class EagleEnsemble:
     """Arms that are Eagle optimisers with different hyperparameters, on shared data.
@@ -255,6 +300,8 @@ class EagleEnsemble:
       dim: ``d``, the dimension of the search space.
       configs: one :class:`EagleConfig` per arm (default: :func:`eagle_grid`, 24 arms).
       dtype: float dtype of positions and values.
+      fill: ``"uniform"`` (default) or ``"halton"``: how a pool below capacity draws its
+        random points (module docstring).
 
     Example:
       >>> import jax
@@ -269,9 +316,11 @@ class EagleEnsemble:
     dim: int
     configs: tuple[EagleConfig, ...] = dataclasses.field(default_factory=eagle_grid)
     dtype: str = "float32"
+    fill: str = "uniform"
 
     def __post_init__(self) -> None:
         checks.check_int("dim", self.dim, minimum=1)
+        checks.check_choice("fill", self.fill, FILLS)
         configs = tuple(self.configs)
         if not configs or not all(isinstance(c, EagleConfig) for c in configs):
             raise ValueError("configs must be a non-empty sequence of EagleConfig")
@@ -325,16 +374,27 @@ def init_pool(
         pointer=jnp.asarray(-1, jnp.int32),
         best_value=jnp.asarray(jnp.inf, dtype),
         num_seen=jnp.zeros((), jnp.int32),
+        num_random=jnp.zeros((), jnp.int32),
     )
 
 
-def suggest(params: EagleParams, state: EagleState, key: jax.Array) -> Suggestion:
+def suggest(
+    params: EagleParams,
+    state: EagleState,
+    key: jax.Array,
+    fill: str = "uniform",
+    halton_key: jax.Array | None = None,
+) -> Suggestion:
     """The optimiser's next point, from its pool (the shared data it has ingested).
 
     Args:
       params: one arm's :class:`EagleParams` (``()`` leaves).
       state: its pool, ``P`` slots in ``d`` dimensions.
       key: a PRNG key.
+      fill: ``"uniform"`` or ``"halton"`` (static): a random point is ``U[0, 1]^d`` or the
+        pool's Halton point ``HALTON_SKIP + state.num_random``.
+      halton_key: the key of the pool's Halton scrambling (:func:`halton_scramble`);
+        ``None``: unscrambled.
 
     Returns:
       A :class:`Suggestion`: ``x`` ``(d,)`` in ``[0, 1]^d`` and the moved slot (``-1``: random).
@@ -353,6 +413,9 @@ def suggest(params: EagleParams, state: EagleState, key: jax.Array) -> Suggestio
     moved = jnp.clip(moved + state.perturbations[slot] * laplace_direction(u_noise), 0.0, 1.0)
 
     random_x = u_random
+    if fill == "halton":
+        scramble = None if halton_key is None else halton_scramble(halton_key, dim)
+        random_x = halton(HALTON_SKIP + state.num_random, dim, dtype, scramble)
     return Suggestion(
         x=jnp.where(explore, random_x, moved),
         parent=jnp.where(explore, -1, slot).astype(jnp.int32),
@@ -379,7 +442,12 @@ def mutate(params: EagleParams, state: EagleState, slot: jax.Array, order: jax.A
 
 
 def update(
-    params: EagleParams, state: EagleState, x: jax.Array, f: jax.Array, parent: jax.Array
+    params: EagleParams,
+    state: EagleState,
+    x: jax.Array,
+    f: jax.Array,
+    parent: jax.Array,
+    proposed: jax.Array | bool = False,
 ) -> EagleState:
     """Ingest one evaluation ``(x, f)``; ``parent`` is its fly in *this* pool or ``-1``.
 
@@ -392,6 +460,8 @@ def update(
       x: ``(d,)`` the evaluated point in ``[0, 1]^d``.
       f: ``()`` the observed value (lower is better).
       parent: ``()`` int32 slot of the fly that proposed ``x`` in this pool, or ``-1``.
+      proposed: ``()`` bool, whether this pool proposed ``x`` (a random ``x`` it proposed
+        advances its Halton counter ``num_random``).
 
     Returns:
       The new pool.
@@ -443,6 +513,7 @@ def update(
         pointer=jnp.where(has_parent, parent, state.pointer).astype(jnp.int32),
         best_value=jnp.minimum(state.best_value, f),
         num_seen=state.num_seen + 1,
+        num_random=state.num_random + (proposed & ~has_parent).astype(jnp.int32),
     )
 
 
@@ -483,7 +554,7 @@ def minimize(
     def step(state: EagleState, t: jax.Array) -> tuple[EagleState, jax.Array]:
         s = suggest(params, state, jax.random.fold_in(key, t))
         f = objective(s.x)
-        return update(params, state, s.x, f, s.parent), f
+        return update(params, state, s.x, f, s.parent, proposed=True), f
 
     _, values = jax.lax.scan(step, state, jnp.arange(num_evaluations))
     return values
@@ -520,6 +591,86 @@ def laplace_direction(u: jax.Array) -> jax.Array:
     tail = jnp.minimum(2.0 * jnp.abs(c), 1.0 - jnp.finfo(u.dtype).eps)  # u = 0 stays finite
     noise = -jnp.sign(c) * jnp.log1p(-tail)
     return noise / jnp.maximum(jnp.max(jnp.abs(noise)), jnp.finfo(u.dtype).tiny)
+
+
+def primes(count: int) -> tuple[int, ...]:
+    """The first ``count`` primes (the Halton bases).
+
+    Example:
+      >>> primes(6)
+      (2, 3, 5, 7, 11, 13)
+    """
+    found: list[int] = []
+    n = 2
+    while len(found) < count:
+        if all(n % p for p in found if p * p <= n):
+            found.append(n)
+        n += 1
+    return tuple(found)
+
+
+def halton_num_digits(base: int) -> int:
+    """Digits of the radical inverse in ``base``: scipy's ``ceil(54 / log2 b) - 1`` (the
+    digits that move a float64; 53 in base 2)."""
+    return math.ceil(54 / math.log2(base)) - 1
+
+
+def halton(
+    index: jax.Array,
+    dim: int,
+    dtype: jnp.dtype = jnp.float32,
+    scramble: tuple[jax.Array, jax.Array] | None = None,
+) -> jax.Array:
+    """``(dim,)`` point ``index`` of the Halton sequence, optionally digit-scrambled.
+
+    Coordinate ``j`` is the radical inverse of ``index`` in base ``b_j`` (the ``j``-th prime)
+    over :func:`halton_num_digits` ``(b_j)`` digits ``a_k`` (leading zeros included)::
+
+        x_j = sum_k pi_{j,k}(a_k) b_j^{-(k+1)},   pi_{j,k}(a) = (m_{j,k} a + c_{j,k}) mod b_j,
+
+    with ``pi`` the identity when ``scramble`` is ``None`` (the plain Halton sequence).
+
+    Args:
+      index: ``()`` int, the point's index (0 gives the origin unscrambled).
+      dim: ``d`` (static).
+      dtype: float dtype of the result.
+      scramble: ``(m, c)``, each ``(d, K)`` int32 (:func:`halton_scramble`), or ``None``.
+
+    Example:
+      >>> [halton(i, 2).tolist() for i in (1, 2, 3)]  # doctest: +ELLIPSIS
+      [[0.5, 0.333...], [0.25, 0.666...], [0.75, 0.111...]]
+    """
+    bases = primes(dim)
+    num = max(halton_num_digits(b) for b in bases)
+    base = jnp.asarray(bases, jnp.int32)
+    used = jnp.asarray([halton_num_digits(b) for b in bases], jnp.int32)
+    if scramble is None:
+        scramble = (jnp.ones((dim, num), jnp.int32), jnp.zeros((dim, num), jnp.int32))
+    mult, add = scramble
+
+    def digit(carry: tuple, k: jax.Array) -> tuple[tuple, None]:
+        n, scale, value = carry
+        permuted = (mult[:, k] * (n % base) + add[:, k]) % base
+        value = value + jnp.where(k < used, permuted.astype(dtype) * scale, 0.0)
+        return (n // base, scale / base.astype(dtype), value), None
+
+    start = (
+        jnp.broadcast_to(jnp.asarray(index, jnp.int32), (dim,)),
+        1.0 / base.astype(dtype),
+        jnp.zeros((dim,), dtype),
+    )
+    (_, _, value), _ = jax.lax.scan(digit, start, jnp.arange(num))
+    return value
+
+
+def halton_scramble(key: jax.Array, dim: int) -> tuple[jax.Array, jax.Array]:
+    """Random affine digit permutations for :func:`halton`: ``(m, c)``, each ``(d, K)`` int32,
+    ``m`` uniform in ``1..b_j - 1`` and ``c`` in ``0..b_j - 1`` (``K`` digits of base 2)."""
+    bases = jnp.asarray(primes(dim), jnp.int32)[:, None]
+    shape = (dim, halton_num_digits(2))
+    k_mult, k_add = jax.random.split(key)
+    mult = jax.random.randint(k_mult, shape, 1, bases, jnp.int32)
+    return mult, jax.random.randint(k_add, shape, 0, bases, jnp.int32)
 
 
 def _check_positive(name: str, value: object, strict: bool = True) -> None:

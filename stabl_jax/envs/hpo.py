@@ -27,6 +27,23 @@ uses it clipped to ``[0, 1]`` (the optimisers receive it unclipped). So ``r`` li
 Learners with ``feedback="reward"`` (the paper's setting) turn it back into the gain
 ``1 - loss = (r + lambda) / (1 + lambda)``, an increasing affine image of ``r``.
 
+Reward of the authors' code (``reward="vizier"``): ``ObjectiveRewardGenerator`` of OSS Vizier
+(``vizier/_src/algorithms/ensemble/ensemble_designer.py``, google-vizier 0.1.24), which its
+``EnsembleDesigner`` calls with each completed trial. Each call builds a fresh best-so-far
+curve over the *previous trial and the new one* only, so with one trial per call the reward of
+evaluation ``k`` (counted from 0 over the run, observation ``f_k``) is::
+
+    m_k = min(f_{k-1}, f_k),   r_k = max(0, (f_{k-1} - m_k) - lambda m_k)   (k >= 2),
+    r_0 = r_1 = 0,
+
+the decrease from the *previous observation* (not from the best so far), with
+``lambda = reward_regularization`` (Vizier's default 0; a non-finite value gives 0). The first
+two trials get 0 because Vizier counts the trials it has seen before extending its list.
+:func:`vizier_reward` computes it from the raw observations (no clipping, as Vizier sees the
+metric); the loss handed to the learners is ``1 - min(r, 1)`` (Vizier's ensemble caps gains at
+``max_reward = 1``), so learners with ``feedback="reward"`` see the gain ``min(r, 1)``.
+``tests/test_hpo.py`` checks :func:`vizier_reward` against Vizier's own class.
+
 Randomness: query ``q`` of a round with key ``k`` uses ``k_q = fold_in(k, q)``; the suggestion
 uses ``fold_in(k_q, 0)``, the observation noise ``fold_in(k_q, 1)``. A learner that queries the
 same arm twice gets two independent suggestions of that arm (two distinct trials, both
@@ -42,15 +59,32 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from stabl_jax import checks
 from stabl_jax.envs import eagle
 from stabl_jax.envs.base import Environment
-from stabl_jax.envs.bbob import BBOBFunction, BBOBFunctionParams, normalize_gap
+from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite, normalize_gap
 
 REWARD_LAMBDA = 0.01
+#: ``HPOEnv.reward``: the paper's reward, or that of the authors' code (module docstring).
+REWARDS: tuple[str, ...] = ("paper", "vizier")
 
 # BBOB's search domain [-5, 5]^d (COCO's region of interest).
 DOMAIN_LOWER = -5.0
 DOMAIN_UPPER = 5.0
+
+
+@chex.dataclass(frozen=True)
+class HPOParams:
+    """A run's parameters.
+
+    Attributes:
+      function: the run's function (:meth:`BBOBFunction.sample_params`).
+      halton_key: ``()`` key of the arms' Halton scrambling (arm ``i`` uses
+        ``fold_in(halton_key, i)``; read only with ``fill="halton"``).
+    """
+
+    function: Any
+    halton_key: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -67,6 +101,8 @@ class HPOState:
         before any): the normalised best-so-far metric.
       num_evaluations: ``()`` int32, evaluations made so far.
       evaluations_per_arm: ``(A,)`` int32, evaluations of each arm's suggestions so far.
+      last_observed: ``()`` float, the last observation (``1`` before any): the previous
+        trial of ``reward="vizier"``.
     """
 
     arms: eagle.EagleState
@@ -75,6 +111,7 @@ class HPOState:
     best_value: jax.Array
     num_evaluations: jax.Array
     evaluations_per_arm: jax.Array
+    last_observed: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -89,7 +126,8 @@ class HPOInfo:
       observed: ``(Q,)`` float, the observations (normalised value plus noise).
       gap: ``(Q,)`` float, the true gaps ``f~(x) - f_opt``.
       value: ``(Q,)`` float, the true normalised values.
-      reward: ``(Q,)`` float, ``r_j`` in ``[-lambda, 1]``.
+      reward: ``(Q,)`` float, ``r_j`` (``[-lambda, 1]`` for the paper's reward; ``>= 0``
+        for Vizier's).
       loss: ``(Q,)`` float, :func:`reward_to_loss` of ``reward``, in ``[0, 1]``.
       best_gap: ``(Q,)`` float, the best true gap after each of the round's evaluations.
       best_value: ``(Q,)`` float, the best true normalised value after each evaluation.
@@ -114,10 +152,14 @@ class HPOEnv(Environment):
     Attributes:
       function: the BBOB problem; must have ``normalize=True``. Its ``shift_radius``,
         ``rotate`` and ``noise_std`` give the paper's random shifts, rotations and
-        observation noise (drawn per run by :meth:`sample_params`).
+        observation noise (drawn per run by :meth:`sample_params`). A
+        :class:`~stabl_jax.envs.bbob.BBOBSuite` makes the function data: one program for
+        all of its functions, run ``j`` on the function of :meth:`problem_params`.
       ensemble: the arms (default: :func:`stabl_jax.envs.eagle.eagle_grid` in
         ``function.dim`` dimensions).
-      reward_lambda: ``lambda`` of the reward (0.01, the paper's).
+      reward_lambda: ``lambda`` of the reward (0.01, the paper's; Vizier's default is 0).
+      reward: ``"paper"`` (default) or ``"vizier"``, the reward of the authors' code
+        (module docstring).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -132,6 +174,7 @@ class HPOEnv(Environment):
     function: BBOBFunction
     ensemble: eagle.EagleEnsemble | None = None
     reward_lambda: float = REWARD_LAMBDA
+    reward: str = "paper"
 
     trace_names: ClassVar[tuple[str, ...]] = (
         "arms",
@@ -142,8 +185,8 @@ class HPOEnv(Environment):
     )
 
     def __post_init__(self) -> None:
-        if not isinstance(self.function, BBOBFunction):
-            raise TypeError(f"function must be a BBOBFunction, got {self.function!r}")
+        if not isinstance(self.function, BBOBFunction | BBOBSuite):
+            raise TypeError(f"function must be a BBOBFunction or BBOBSuite, got {self.function!r}")
         if not self.function.normalize:
             raise ValueError("function must have normalize=True (rewards live on [0, 1])")
         if self.ensemble is None:
@@ -154,6 +197,7 @@ class HPOEnv(Environment):
                 f"function.dim={self.function.dim}"
             )
         check_reward_lambda(self.reward_lambda)
+        checks.check_choice("reward", self.reward, REWARDS)
 
     @property
     def arms(self) -> eagle.EagleEnsemble:
@@ -168,13 +212,24 @@ class HPOEnv(Environment):
         return self.function.dim
 
     # --- parameters and state -----------------------------------------------------------------
-    def sample_params(self, key: jax.Array) -> BBOBFunctionParams:
-        """The run's function: the COCO instance, shifted and rotated from ``key``."""
-        return self.function.sample_params(key)
+    def sample_params(self, key: jax.Array) -> HPOParams:
+        """The run's function, the COCO instance shifted and rotated from ``key``, and the
+        Halton key ``fold_in(key, 2)``."""
+        return HPOParams(
+            function=self.function.sample_params(key), halton_key=jax.random.fold_in(key, 2)
+        )
 
-    def init(self, params: BBOBFunctionParams) -> HPOState:
+    def problem_params(self, index: jax.Array | int, key: jax.Array) -> HPOParams:
+        """:meth:`sample_params` with the suite's function ``index`` (a ``BBOBSuite`` only):
+        equal to ``HPOEnv(suite.members[index], ...).sample_params(key)`` up to padding."""
+        if not isinstance(self.function, BBOBSuite):
+            raise TypeError("problem_params needs a BBOBSuite function; use sample_params")
+        function = self.function.problem_params(index, key)
+        return HPOParams(function=function, halton_key=jax.random.fold_in(key, 2))
+
+    def init(self, params: HPOParams) -> HPOState:
         """Empty pools, no evaluations."""
-        dtype = params.coco.f_opt.dtype
+        dtype = params.function.coco.f_opt.dtype
         return HPOState(
             arms=self.arms.init(),
             best_observed=jnp.ones((), dtype),
@@ -182,23 +237,37 @@ class HPOEnv(Environment):
             best_value=jnp.ones((), dtype),
             num_evaluations=jnp.zeros((), jnp.int32),
             evaluations_per_arm=jnp.zeros((self.num_arms,), jnp.int32),
+            last_observed=jnp.ones((), dtype),
         )
 
     # --- one round ----------------------------------------------------------------------------
-    def suggest(self, state: HPOState, arms: jax.Array, key: jax.Array) -> eagle.Suggestion:
+    def suggest(
+        self,
+        state: HPOState,
+        arms: jax.Array,
+        key: jax.Array,
+        halton_key: jax.Array | None = None,
+    ) -> eagle.Suggestion:
         """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube.
 
         Only the ``Q`` queried arms' pools are read (gathered by index); no other arm's
-        suggestion is computed.
+        suggestion is computed. ``halton_key``: the run's (:class:`HPOParams`); ``None``
+        gives unscrambled Halton points when the ensemble fills its pools so.
         """
         arms = jnp.asarray(arms, jnp.int32)
         params = jax.tree.map(lambda a: a[arms], self.arms.params())
         pools = jax.tree.map(lambda a: a[arms], state.arms)
         keys = _query_keys(key, arms.shape[0], 0)
-        return jax.vmap(eagle.suggest)(params, pools, keys)
+        fill = self.arms.fill
+        if halton_key is None:
+            return jax.vmap(lambda p, s, k: eagle.suggest(p, s, k, fill))(params, pools, keys)
+        scramble_keys = jax.vmap(lambda a: jax.random.fold_in(halton_key, a))(arms)
+        return jax.vmap(lambda p, s, k, h: eagle.suggest(p, s, k, fill, h))(
+            params, pools, keys, scramble_keys
+        )
 
     def evaluate(
-        self, params: BBOBFunctionParams, state: HPOState, t: Any, query: Any, key: jax.Array
+        self, params: HPOParams, state: HPOState, t: Any, query: Any, key: jax.Array
     ) -> tuple[HPOState, jax.Array, HPOInfo]:
         """Evaluate the queried arms' suggestions and record them in the shared state.
 
@@ -216,11 +285,12 @@ class HPOEnv(Environment):
         del t
         arms = jnp.asarray(getattr(query, "arms", query), jnp.int32)
         num_queries = arms.shape[0]
-        dtype = params.coco.f_opt.dtype
-        sug = self.suggest(state, arms, key)
+        fn_params = params.function
+        dtype = fn_params.coco.f_opt.dtype
+        sug = self.suggest(state, arms, key, params.halton_key)
         x = to_domain(sug.x)
-        gap = self.function.gap(params, x)  # (Q,)
-        value = normalize_gap(gap, params.norm_scale)  # = function.value(params, x)
+        gap = self.function.gap(fn_params, x)  # (Q,)
+        value = normalize_gap(gap, fn_params.norm_scale)  # = function.value(fn_params, x)
         if self.function.noise_std > 0:  # = function.observe, reusing the gap
             noise_keys = _query_keys(key, num_queries, 1)
             xi = jax.vmap(lambda k: jax.random.normal(k, (), dtype))(noise_keys)
@@ -229,17 +299,24 @@ class HPOEnv(Environment):
             observed = value
 
         clipped = jnp.clip(observed, 0.0, 1.0)
-        reward = jnp.maximum(state.best_observed - clipped, 0.0) - self.reward_lambda * clipped
-        loss = reward_to_loss(reward, self.reward_lambda)
+        if self.reward == "vizier":
+            previous = jnp.concatenate([state.last_observed[None], observed[:-1]])
+            trial = state.num_evaluations + jnp.arange(num_queries)
+            reward = vizier_reward(previous, observed, trial, self.reward_lambda)
+            loss = 1.0 - jnp.minimum(reward, 1.0)
+        else:
+            reward = jnp.maximum(state.best_observed - clipped, 0.0) - self.reward_lambda * clipped
+            loss = reward_to_loss(reward, self.reward_lambda)
 
         # Record: every arm ingests every evaluation, in query order.
         ens_params = self.arms.params()
         arm_ids = jnp.arange(self.num_arms)
 
         def record(pools: eagle.EagleState, q: jax.Array) -> tuple[eagle.EagleState, None]:
-            parents = jnp.where(arm_ids == arms[q], sug.parent[q], -1)
-            pools = jax.vmap(eagle.update, in_axes=(0, 0, None, None, 0))(
-                ens_params, pools, sug.x[q], observed[q], parents
+            own = arm_ids == arms[q]
+            parents = jnp.where(own, sug.parent[q], -1)
+            pools = jax.vmap(eagle.update, in_axes=(0, 0, None, None, 0, 0))(
+                ens_params, pools, sug.x[q], observed[q], parents, own
             )
             return pools, None
 
@@ -254,6 +331,7 @@ class HPOEnv(Environment):
             best_value=best_value[-1],
             num_evaluations=state.num_evaluations + num_queries,
             evaluations_per_arm=state.evaluations_per_arm.at[arms].add(1),
+            last_observed=observed[-1],
         )
         info = HPOInfo(
             arms=arms,
@@ -285,6 +363,36 @@ def reward_to_loss(reward: jax.Array, reward_lambda: float = REWARD_LAMBDA) -> j
     """
     loss = (1.0 - reward) / (1.0 + reward_lambda)
     return jnp.clip(loss, 0.0, 1.0)
+
+
+def vizier_reward(
+    previous: jax.Array, observed: jax.Array, trial: jax.Array, reward_lambda: float = 0.0
+) -> jax.Array:
+    """The reward of Vizier's ``ObjectiveRewardGenerator`` fed one trial at a time.
+
+    With ``m = min(f_prev, f)``: ``max(0, (f_prev - m) - lambda m)`` for ``trial >= 2``, and 0
+    for the first two trials or a non-finite value (the module docstring says why).
+
+    Args:
+      previous: ``(...)`` the previous trial's observation ``f_prev``.
+      observed: ``(...)`` this trial's observation ``f`` (lower is better).
+      trial: ``(...)`` int, the trial's index in the run, from 0.
+      reward_lambda: Vizier's ``reward_regularization`` (default 0).
+
+    Returns:
+      ``(...)`` the rewards, ``>= 0`` (not capped).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> f = jnp.array([0.5, 0.4, 0.6, 0.3, 0.35])
+      >>> prev = jnp.concatenate([jnp.ones(1), f[:-1]])
+      >>> [round(r, 6) for r in vizier_reward(prev, f, jnp.arange(5)).tolist()]
+      [0.0, 0.0, 0.0, 0.3, 0.0]
+    """
+    best = jnp.minimum(previous, observed)
+    reward = (previous - best) - reward_lambda * best
+    ok = jnp.isfinite(reward) & (trial >= 2)
+    return jnp.where(ok, jnp.maximum(reward, 0.0), 0.0)
 
 
 def loss_to_reward(loss: jax.Array, reward_lambda: float = REWARD_LAMBDA) -> jax.Array:

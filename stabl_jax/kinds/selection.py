@@ -19,12 +19,18 @@ A config (``configs/hpo_bbob_sphere.toml``)::
     rotate = true                          # ... and rotation, per repeat
     noise_std = 0.01                       # observation noise on the normalised scale
     reward_lambda = 0.01
+    reward = "paper"                       # or "vizier": the authors' ObjectiveRewardGenerator
+    eagle_grid = "default"                 # or "vizier": the grid with Vizier's defaults
+    eagle_fill = "uniform"                 # or "halton": Vizier's quasi-random pool filling
     history_lengths = [20, 40, 80, 160, 320, 640, 1280, 2560]   # StABL's (the paper's)
     tau_max = 10.0                         # range of the performance profiles
 
-Problems are run one after another; each learner is one compiled program vmapped over the
-repeats (:func:`stabl_jax.hpo_metrics.simulate_selection`), all learners with the same key, so
-repeat ``i`` of a problem has the same shift, rotation and noise stream for every learner.
+Problems of the same dimension and budget run together: each learner is one compiled
+program vmapped over every (function, repeat) pair, the function being data
+(:func:`stabl_jax.hpo_metrics.simulate_suite`; a lone problem keeps the function static,
+:func:`stabl_jax.hpo_metrics.simulate_selection`). All learners use the same key, so
+repeat ``r`` of a problem has the same shift, rotation and noise stream for every learner;
+repeat ``r`` of the ``i``-th function of a group is run ``i R + r`` of the key.
 Budgets count evaluations, so a two-query learner gets half as many rounds as a one-query
 learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
 
@@ -55,10 +61,10 @@ import jax
 import numpy as np
 
 from stabl_jax import hpo_metrics, registry
-from stabl_jax.envs.bbob import FUNCTION_NAMES, BBOBFunction
+from stabl_jax.envs.bbob import FUNCTION_NAMES, BBOBFunction, BBOBSuite
 from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
-from stabl_jax.envs.eagle import EagleEnsemble, eagle_grid
-from stabl_jax.envs.hpo import HPOEnv, check_reward_lambda
+from stabl_jax.envs.eagle import FILLS, GRIDS, EagleEnsemble, named_grid
+from stabl_jax.envs.hpo import REWARDS, HPOEnv, check_reward_lambda
 from stabl_jax.io import plots
 from stabl_jax.io.checkpoints import ExperimentCheckpoints
 from stabl_jax.io.configs import Checker
@@ -86,6 +92,9 @@ BBOB_KEYS: tuple[str, ...] = (
     "rotate",
     "noise_std",
     "reward_lambda",
+    "reward",
+    "eagle_grid",
+    "eagle_fill",
     "history_lengths",
     "tau_max",
 )
@@ -119,8 +128,9 @@ class HPOConfig:
       name, description, seed, runs, learners, feedback: as in a bandit config (``runs`` are
         the repeats of every problem).
       problems: every ``(function, dim, evaluations)`` combination, functions slowest.
-      instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max: the
-        ``[bbob]`` table's values (:func:`stabl_jax.hpo_metrics.run_hpo`).
+      instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max,
+        reward, eagle_grid, eagle_fill: the ``[bbob]`` table's values
+        (:func:`stabl_jax.hpo_metrics.run_hpo`, :func:`stabl_jax.envs.eagle.named_grid`).
       source, overrides: where it came from.
     """
 
@@ -141,6 +151,13 @@ class HPOConfig:
     source: str
     overrides: tuple[str, ...] = ()
     kind: str = "hpo"
+    reward: str = "paper"
+    eagle_grid: str = "default"
+    eagle_fill: str = "uniform"
+
+    def ensemble(self, dim: int) -> Any:
+        """The arms in ``dim`` dimensions (:class:`~stabl_jax.envs.eagle.EagleEnsemble`)."""
+        return EagleEnsemble(dim, named_grid(self.eagle_grid), fill=self.eagle_fill)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config."""
@@ -161,6 +178,9 @@ class HPOConfig:
                 "rotate": self.rotate,
                 "noise_std": self.noise_std,
                 "reward_lambda": self.reward_lambda,
+                "reward": self.reward,
+                "eagle_grid": self.eagle_grid,
+                "eagle_fill": self.eagle_fill,
                 "history_lengths": list(self.history_lengths),
                 "tau_max": self.tau_max,
             },
@@ -221,6 +241,9 @@ def validate_hpo(
         check_reward_lambda(reward_lambda)
     except ValueError as exc:
         check.fail("bbob.reward_lambda", str(exc))
+    reward = check.string("bbob.reward", table.get("reward", "paper"), REWARDS)
+    grid = check.string("bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
+    fill = check.string("bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS)
     lengths = _int_list(
         check,
         "bbob.history_lengths",
@@ -249,6 +272,9 @@ def validate_hpo(
         tau_max=tau_max,
         source=source,
         overrides=overrides,
+        reward=reward,
+        eagle_grid=grid,
+        eagle_fill=fill,
     )
     for learner_name in learners:  # their own checks (e.g. history lengths vs the budget)
         for n in evaluations:
@@ -292,7 +318,7 @@ def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
     """Learner ``name`` for a budget of ``evaluations`` (horizon = its number of rounds)."""
     return hpo_metrics.make_hpo_learner(
         name,
-        len(eagle_grid()),
+        len(named_grid(config.eagle_grid)),
         evaluations,
         history_lengths=config.history_lengths,
         feedback=config.feedback,
@@ -348,43 +374,70 @@ def run_problem(
     validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> ProblemOutcome:
-    """Run every learner of ``config`` on ``problem`` (same key for all: paired repeats);
+    """Run every learner of ``config`` on ``problem`` (:func:`run_problems` of one problem)."""
+    kwargs = dict(checkpoints=checkpoints, validate=validate, on_learner_done=on_learner_done)
+    return run_problems(config, (problem,), **kwargs)[0]
+
+
+def run_problems(
+    config: HPOConfig,
+    problems: tuple[HPOProblem, ...],
+    *,
+    checkpoints: Any = None,
+    validate: bool = False,
+    on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
+) -> list[ProblemOutcome]:
+    """Run every learner of ``config`` on ``problems``, which share their dimension and budget
+    (same key for all learners: paired repeats): one compiled program per learner for all of
+    them (:func:`stabl_jax.hpo_metrics.simulate_suite`; repeat ``r`` of the ``i``-th problem
+    is run ``i R + r``), or, for one problem, its own program with the function static.
     ``checkpoints`` (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`) holds learner
-    ``<problem>-<learner>``'s chunks."""
-    function = BBOBFunction(
-        function_id=problem.function_id,
-        dim=problem.dim,
+    ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for several)."""
+    first = problems[0]
+    if any((p.dim, p.evaluations) != (first.dim, first.evaluations) for p in problems):
+        raise ValueError("problems run together must share their dimension and budget")
+    options = dict(
+        dim=first.dim,
         instance=config.instance,
         shift_radius=config.shift_radius,
         rotate=config.rotate,
         noise_std=config.noise_std,
         normalize=True,
     )
-    env = HPOEnv(function, reward_lambda=config.reward_lambda)
+    ids = tuple(p.function_id for p in problems)
+    function = BBOBFunction(ids[0], **options) if len(ids) == 1 else BBOBSuite(ids, **options)
+    env = HPOEnv(
+        function,
+        config.ensemble(first.dim),
+        reward_lambda=config.reward_lambda,
+        reward=config.reward,
+    )
     key = jax.random.key(config.seed)
-    out = ProblemOutcome(problem, {}, {}, {}, {})
+    tag = first.key if len(ids) == 1 else f"{first.key}-{problems[-1].key}"
+    outs = [ProblemOutcome(p, {}, {}, {}, {}) for p in problems]
     for name in config.learners:
-        learner = make_learner(config, name, problem.evaluations)
-        checkpoint = (
-            None if checkpoints is None else checkpoints.for_learner(f"{problem.key}-{name}")
-        )
-        res = hpo_metrics.simulate_selection(
-            learner,
-            env,
-            key,
-            config.runs,
-            problem.evaluations,
-            checkpoint=checkpoint,
-            validate=validate,
-        )
-        summary = hpo_metrics.summarize(res, env.num_arms)
-        out.best_gap[name] = summary["best_gap"]
-        out.best_value[name] = summary["best_value"]
-        out.arm_counts[name] = summary["arm_counts"]
-        out.seconds[name] = {"compile": res.compile_seconds, "run": res.run_seconds}
-        if on_learner_done is not None:
-            on_learner_done(name, problem, out.seconds[name])
-    return out
+        learner = make_learner(config, name, first.evaluations)
+        checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
+        kwargs = dict(checkpoint=checkpoint, validate=validate)
+        if len(ids) == 1:
+            results = [
+                hpo_metrics.simulate_selection(
+                    learner, env, key, config.runs, first.evaluations, **kwargs
+                )
+            ]
+        else:
+            results = hpo_metrics.simulate_suite(
+                learner, env, key, config.runs, first.evaluations, **kwargs
+            )
+        for out, res in zip(outs, results, strict=True):
+            summary = hpo_metrics.summarize(res, env.num_arms)
+            out.best_gap[name] = summary["best_gap"]
+            out.best_value[name] = summary["best_value"]
+            out.arm_counts[name] = summary["arm_counts"]
+            out.seconds[name] = {"compile": res.compile_seconds, "run": res.run_seconds}
+            if on_learner_done is not None:
+                on_learner_done(name, out.problem, out.seconds[name])
+    return outs
 
 
 def run_hpo_experiment(
@@ -411,22 +464,26 @@ def run_hpo_experiment(
       An :class:`HPOExperimentResult`.
     """
     start = time.perf_counter()
-    problems: dict[str, ProblemOutcome] = {}
-    for problem in config.problems:
-        outcome = run_problem(
+    groups: dict[tuple[int, int], list[HPOProblem]] = {}
+    for problem in config.problems:  # one program per learner and (dim, budget)
+        groups.setdefault((problem.dim, problem.evaluations), []).append(problem)
+    outcomes: dict[str, ProblemOutcome] = {}
+    for group in groups.values():
+        for outcome in run_problems(
             config,
-            problem,
+            tuple(group),
             checkpoints=checkpoints,
             validate=validate,
             on_learner_done=on_learner_done,
-        )
-        problems[problem.key] = outcome
-        if on_problem_done is not None:
-            on_problem_done(outcome)
+        ):
+            outcomes[outcome.problem.key] = outcome
+            if on_problem_done is not None:
+                on_problem_done(outcome)
+    problems = {p.key: outcomes[p.key] for p in config.problems}
     dim = config.problems[0].dim
     return HPOExperimentResult(
         config=config,
-        arms=EagleEnsemble(dim).describe(),
+        arms=config.ensemble(dim).describe(),
         problems=problems,
         wall_seconds=time.perf_counter() - start,
     )
