@@ -2,9 +2,10 @@
 Section "Experiments" of Lu et al., ICLR 2024) and its metrics: log best-objective curves and
 Dolan-More performance profiles.
 
-:func:`run_hpo` runs every compared learner on one BBOB function and dimension, many repeats
-vmapped in one program per learner (:func:`simulate_selection`), all learners on the same
-functions (the same key: repeat ``i`` has the same shift and rotation for every learner).
+:func:`simulate_selection` runs one learner on one BBOB problem, many repeats vmapped in one
+program, and :func:`simulate_suite` on several problems of one dimension and budget at once;
+the algorithm-selection experiment (:mod:`stabl_jax.kinds.selection`) runs every compared
+learner with the same key, so repeat ``i`` has the same shift and rotation for every learner.
 Learners (the paper's four plus StABL Naive), built by :func:`make_hpo_learner` from the
 registry with ``feedback="reward"`` (the paper's setting; Uniform has no feedback) and
 ``horizon`` = the learner's number of rounds ``ceil(N / num_queries)``; StABL's history
@@ -39,9 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import checks, metrics, registry
-from stabl_jax.envs.bbob import BBOBFunction
-from stabl_jax.envs.eagle import EagleEnsemble
-from stabl_jax.envs.hpo import REWARD_LAMBDA, HPOEnv
+from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.simulate import SimResult, run_keys, simulate
 
 HPO_LEARNERS: tuple[str, ...] = ("uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive")
@@ -184,108 +183,6 @@ def make_hpo_learner(
     return entry(num_arms=num_arms, horizon=num_rounds(num_evaluations, queries), **kwargs)
 
 
-def run_hpo(
-    function_id: int,
-    dim: int,
-    num_evaluations: int,
-    num_repeats: int,
-    *,
-    instance: int = 1,
-    shift_radius: float = 1.0,
-    rotate: bool = True,
-    noise_std: float = 0.01,
-    learners: Sequence[str] = HPO_LEARNERS,
-    history_lengths: tuple[int, ...] = PAPER_HISTORY_LENGTHS,
-    ensemble: EagleEnsemble | None = None,
-    reward_lambda: float = REWARD_LAMBDA,
-    reward: str = "paper",
-    seed: int = 0,
-    tau_max: float = DEFAULT_TAU_MAX,
-) -> dict[str, Any]:
-    """Run the compared learners on BBOB ``f_{function_id}`` in ``dim`` dimensions.
-
-    Args:
-      function_id, dim, instance: the COCO problem.
-      num_evaluations: ``N``, the budget of evaluations per repeat (every query is one).
-      num_repeats: ``R``, independent repeats (each with its own shift and rotation).
-      shift_radius, rotate, noise_std: the paper's random shifts, rotations and observation
-        noise (``noise_std`` on the normalised scale; the paper does not give its level).
-      learners: registry names.
-      history_lengths: StABL's history lengths.
-      ensemble: the arms (default :func:`stabl_jax.envs.eagle.eagle_grid`, 24 arms).
-      reward_lambda: ``lambda`` of the reward.
-      reward: ``"paper"`` or ``"vizier"`` (:class:`~stabl_jax.envs.hpo.HPOEnv`).
-      seed: the seed of ``jax.random.key``; the same for every learner (paired repeats).
-      tau_max: the performance profiles' range.
-
-    Returns:
-      A dict with ``"config"`` (the arguments), ``"arms"`` (the ensemble's grid), and per
-      learner name: ``"best_gap"`` ``(R, N)`` and ``"best_value"`` ``(R, N)`` traces,
-      ``"log_curve"`` (:func:`log_curve`), ``"arm_counts"`` ``(A,)`` mean evaluations per arm,
-      ``"timings"``; and ``"score_vs_baseline"`` (per learner, ``(N,)``, against Uniform when
-      it is among ``learners``) and ``"profile_scores"`` (per learner, at the full budget).
-
-    Example:
-      >>> out = run_hpo(1, 4, num_evaluations=20, num_repeats=2, learners=("uniform", "stabl"))
-      >>> out["learners"]["stabl"]["best_gap"].shape, out["score_vs_baseline"]["stabl"].shape
-      ((2, 20), (20,))
-    """
-    num_evaluations = checks.check_int("num_evaluations", num_evaluations, minimum=1)
-    num_repeats = checks.check_int("num_repeats", num_repeats, minimum=1)
-    function = BBOBFunction(
-        function_id=function_id,
-        dim=dim,
-        instance=instance,
-        shift_radius=shift_radius,
-        rotate=rotate,
-        noise_std=noise_std,
-        normalize=True,
-    )
-    env = HPOEnv(function, ensemble, reward_lambda=reward_lambda, reward=reward)
-    key = jax.random.key(seed)
-    per_learner: dict[str, dict[str, Any]] = {}
-    for name in learners:
-        learner = make_hpo_learner(
-            name, env.num_arms, num_evaluations, history_lengths=history_lengths
-        )
-        res = simulate_selection(learner, env, key, num_repeats, num_evaluations)
-        per_learner[name] = summarize(res, env.num_arms)
-    gaps = {name: out["best_gap"] for name, out in per_learner.items()}
-    scores_vs = (
-        {
-            name: score_vs_baseline_curve(g, gaps[BASELINE], tau_max=tau_max)
-            for name, g in gaps.items()
-        }
-        if BASELINE in gaps
-        else {}
-    )
-    names = list(gaps)
-    final = np.stack([gaps[n][:, -1] for n in names])  # (S, R)
-    profile = profile_scores(final, tau_max=tau_max)
-    return {
-        "config": {
-            "function_id": function_id,
-            "function": function.name,
-            "dim": dim,
-            "instance": instance,
-            "num_evaluations": num_evaluations,
-            "num_repeats": num_repeats,
-            "shift_radius": shift_radius,
-            "rotate": rotate,
-            "noise_std": noise_std,
-            "reward_lambda": reward_lambda,
-            "reward": reward,
-            "history_lengths": list(history_lengths),
-            "seed": seed,
-            "tau_max": tau_max,
-        },
-        "arms": env.arms.describe(),
-        "learners": per_learner,
-        "score_vs_baseline": scores_vs,
-        "profile_scores": dict(zip(names, profile.tolist(), strict=True)),
-    }
-
-
 def summarize(result: SimResult, num_arms: int) -> dict[str, Any]:
     """Traces, the log curve, arm counts and timings of one :func:`simulate_selection`."""
     arms = result.arms.reshape(result.num_runs, -1)
@@ -388,7 +285,8 @@ def profiles_across(
     taus: np.ndarray | None = None,
     tau_max: float = DEFAULT_TAU_MAX,
 ) -> dict[str, Any]:
-    """Dolan-More profiles over the problems of several :func:`run_hpo` results.
+    """Dolan-More profiles over the problems of several results
+    (``{"learners": {name: {"best_gap": (R, N)}}}``, e.g. :func:`summarize`'s per learner).
 
     Problems are every (function, repeat) pair of ``results`` (learners must be the same in
     all of them); the cost is the best gap after ``at`` evaluations (default: the budget).

@@ -82,6 +82,22 @@ def test_bad_hpo_config_names_the_key(tmp_path, case):
     assert str(path) in str(info.value)
 
 
+def test_every_independent_hpo_config_error_is_reported_at_once(tmp_path):
+    text = GOOD.replace("runs = 2", "runs = 2\nhorizon = 64").replace("dims = [2]", "dims = [1]")
+    text = text.replace("evaluations = [24]", 'evaluations = [24]\nreward = "vizer"')
+    path = tmp_path / "many.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"3 errors in {path}:" and len(lines) == 4
+    for line, fragment in zip(
+        lines[1:], ("HPO-config key 'horizon'", "'bbob.dims'", "'bbob.reward'"), strict=True
+    ):
+        assert fragment in line, (line, fragment)
+    assert "did you mean 'vizier'?" in lines[3]
+
+
 def test_good_config_loads(tmp_path):
     path = tmp_path / "good.toml"
     path.write_text(GOOD)

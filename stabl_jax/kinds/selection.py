@@ -130,7 +130,7 @@ class HPOConfig:
       problems: every ``(function, dim, evaluations)`` combination, functions slowest.
       instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max,
         reward, eagle_grid, eagle_fill: the ``[bbob]`` table's values
-        (:func:`stabl_jax.hpo_metrics.run_hpo`, :func:`stabl_jax.envs.eagle.named_grid`).
+        (:class:`stabl_jax.envs.hpo.HPOEnv`, :func:`stabl_jax.envs.eagle.named_grid`).
       source, overrides: where it came from.
     """
 
@@ -203,86 +203,131 @@ def validate_hpo(
     default_name: str,
     overrides: tuple[str, ...],
 ) -> HPOConfig:
-    """Validate an HPO config document; every problem is raised through ``check``."""
+    """Validate an HPO config document; every problem is raised through ``check``, the
+    independent keys' problems together (:meth:`~stabl_jax.io.configs.Checker.collect`)."""
     for key in raw:
         if key not in HPO_TOP_LEVEL_KEYS:
-            check.unknown(key, HPO_TOP_LEVEL_KEYS, "HPO-config")
+            with check.collect():
+                check.unknown(key, HPO_TOP_LEVEL_KEYS, "HPO-config")
     for key in ("learners", "bbob"):
         if key not in raw:
-            check.fail(key, "is required")
-    identity = check_identity(check, raw, default_name)
-    learners = check_learners(check, raw["learners"], registry.LEARNERS)
-    feedback = check.string("feedback", raw.get("feedback", "reward"), FEEDBACKS)
-
-    table = check.table("bbob", raw["bbob"])
+            with check.collect():
+                check.fail(key, "is required")
+    table: dict[str, Any] = {}
+    if "bbob" in raw:
+        with check.collect():
+            table = check.table("bbob", raw["bbob"])
     for key in table:
         if key not in BBOB_KEYS:
-            check.unknown(f"bbob.{key}", BBOB_KEYS)
+            with check.collect():
+                check.unknown(f"bbob.{key}", BBOB_KEYS)
     for key in ("functions", "dims", "evaluations"):
-        if key not in table:
-            check.fail(f"bbob.{key}", "is required")
-    functions_raw = table["functions"]
-    if functions_raw == "all":
-        functions = tuple(range(1, NUM_FUNCTIONS + 1))
-    else:
-        functions = _int_list(check, "bbob.functions", functions_raw, 1, NUM_FUNCTIONS, '"all"')
-    dims = _int_list(check, "bbob.dims", table["dims"], 2, MAX_DIM)
-    evaluations = _int_list(check, "bbob.evaluations", table["evaluations"], 2, None)
-    instance = check.integer("bbob.instance", table.get("instance", 1), minimum=1)
-    shift_radius = _number(check, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0)
-    rotate = table.get("rotate", True)
-    if not isinstance(rotate, bool):
-        check.fail("bbob.rotate", f"must be a bool (true/false), got {rotate!r}")
-    noise_std = _number(check, "bbob.noise_std", table.get("noise_std", 0.01), 0.0)
-    reward_lambda = _number(
+        if "bbob" in raw and key not in table:
+            with check.collect():
+                check.fail(f"bbob.{key}", "is required")
+    got: dict[str, Any] = {}
+
+    def keep(name: str, check_value: Callable[[], Any]) -> None:
+        with check.collect():
+            got[name] = check_value()
+
+    keep("identity", lambda: check_identity(check, raw, default_name))
+    if "learners" in raw:
+        keep("learners", lambda: check_learners(check, raw["learners"], registry.LEARNERS))
+    keep("feedback", lambda: check.string("feedback", raw.get("feedback", "reward"), FEEDBACKS))
+    if "functions" in table:
+        keep("functions", lambda: _functions(check, table["functions"]))
+    if "dims" in table:
+        keep("dims", lambda: _int_list(check, "bbob.dims", table["dims"], 2, MAX_DIM))
+    if "evaluations" in table:
+        keep(
+            "evaluations",
+            lambda: _int_list(check, "bbob.evaluations", table["evaluations"], 2, None),
+        )
+    keep("instance", lambda: check.integer("bbob.instance", table.get("instance", 1), minimum=1))
+    keep(
+        "shift_radius",
+        lambda: _number(check, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0),
+    )
+    keep("rotate", lambda: _boolean(check, "bbob.rotate", table.get("rotate", True)))
+    keep("noise_std", lambda: _number(check, "bbob.noise_std", table.get("noise_std", 0.01), 0.0))
+    keep("reward_lambda", lambda: _reward_lambda(check, table))
+    keep("reward", lambda: check.string("bbob.reward", table.get("reward", "paper"), REWARDS))
+    keep(
+        "eagle_grid",
+        lambda: check.string("bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS),
+    )
+    keep(
+        "eagle_fill",
+        lambda: check.string("bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS),
+    )
+    keep("history_lengths", lambda: _history_lengths(check, table))
+    keep("tau_max", lambda: _tau_max(check, table))
+    check.done()
+    problems = tuple(
+        HPOProblem(f, d, n)
+        for f in got["functions"]
+        for d in got["dims"]
+        for n in got["evaluations"]
+    )
+    config = HPOConfig(
+        **got.pop("identity"),
+        **{k: v for k, v in got.items() if k not in ("functions", "dims", "evaluations")},
+        problems=problems,
+        source=source,
+        overrides=overrides,
+    )
+    for learner_name in got["learners"]:  # their own checks (e.g. history lengths vs budget)
+        for n in got["evaluations"]:
+            with check.collect():
+                try:
+                    make_learner(config, learner_name, n)
+                except (TypeError, ValueError) as exc:
+                    check.fail(
+                        "learners", f"learner {learner_name!r} rejects a budget of {n}: {exc}"
+                    )
+    check.done()
+    return config
+
+
+def _functions(check: Checker, value: Any) -> tuple[int, ...]:
+    """``bbob.functions``: ids in ``[1, 24]``, or ``"all"``."""
+    if value == "all":
+        return tuple(range(1, NUM_FUNCTIONS + 1))
+    return _int_list(check, "bbob.functions", value, 1, NUM_FUNCTIONS, '"all"')
+
+
+def _boolean(check: Checker, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        check.fail(key, f"must be a bool (true/false), got {value!r}")
+    return value
+
+
+def _reward_lambda(check: Checker, table: Mapping[str, Any]) -> float:
+    value = _number(
         check, "bbob.reward_lambda", table.get("reward_lambda", hpo_metrics.REWARD_LAMBDA), 0.0
     )
     try:
-        check_reward_lambda(reward_lambda)
+        check_reward_lambda(value)
     except ValueError as exc:
         check.fail("bbob.reward_lambda", str(exc))
-    reward = check.string("bbob.reward", table.get("reward", "paper"), REWARDS)
-    grid = check.string("bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
-    fill = check.string("bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS)
-    lengths = _int_list(
-        check,
-        "bbob.history_lengths",
-        table.get("history_lengths", list(hpo_metrics.PAPER_HISTORY_LENGTHS)),
-        1,
-        None,
-        keep_order=True,
-    )
+    return value
+
+
+def _history_lengths(check: Checker, table: Mapping[str, Any]) -> tuple[int, ...]:
+    default = list(hpo_metrics.PAPER_HISTORY_LENGTHS)
+    value = table.get("history_lengths", default)
+    lengths = _int_list(check, "bbob.history_lengths", value, 1, None, keep_order=True)
     if any(b <= a for a, b in itertools.pairwise(lengths)):
         check.fail("bbob.history_lengths", f"must be strictly increasing, got {list(lengths)}")
+    return lengths
+
+
+def _tau_max(check: Checker, table: Mapping[str, Any]) -> float:
     tau_max = _number(check, "bbob.tau_max", table.get("tau_max", 10.0), 1.0)
     if tau_max <= 1.0:
         check.fail("bbob.tau_max", f"must be > 1, got {tau_max}")
-    problems = tuple(HPOProblem(f, d, n) for f in functions for d in dims for n in evaluations)
-    config = HPOConfig(
-        **identity,
-        learners=learners,
-        feedback=feedback,
-        problems=problems,
-        instance=instance,
-        shift_radius=shift_radius,
-        rotate=rotate,
-        noise_std=noise_std,
-        reward_lambda=reward_lambda,
-        history_lengths=lengths,
-        tau_max=tau_max,
-        source=source,
-        overrides=overrides,
-        reward=reward,
-        eagle_grid=grid,
-        eagle_fill=fill,
-    )
-    for learner_name in learners:  # their own checks (e.g. history lengths vs the budget)
-        for n in evaluations:
-            try:
-                make_learner(config, learner_name, n)
-            except (TypeError, ValueError) as exc:
-                check.fail("learners", f"learner {learner_name!r} rejects a budget of {n}: {exc}")
-    return config
+    return tau_max
 
 
 def _int_list(
