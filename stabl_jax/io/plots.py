@@ -284,58 +284,35 @@ def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path
     )
 
 
-def plot_reward(
+def plot_moving_average(
     bands: Sequence[Band],
     path: str | Path,
     *,
     title: str,
     window: int,
+    quantity: str = "reward",
     change_points: Sequence[int] = (),
 ) -> Path:
-    """Moving-average reward against rounds, one line per learner, change points dashed.
+    """A moving average against rounds, one line per learner, change points dashed: the
+    reward ``1 - l_t(x_t)`` of a bandit experiment (the paper's Figure 1), or the suffered
+    loss ``l_t(x_t)`` of a BCO one.
 
     Args:
-      bands: per learner, the mean over runs of each run's trailing moving average of the
-        reward ``1 - l_t(x_t)``, with its 95% half-width, at rounds ``x``.
+      bands: per learner, the mean over runs of each run's trailing moving average, with its
+        95% half-width, at rounds ``x``.
       path: the PNG to write.
       title: figure title (name the config in it).
       window: the moving-average window (for the axis label).
-      change_points: rounds where the best arm changes (empty when they differ per run).
+      quantity: what is averaged, for the axis label (``"reward"``, ``"loss l_t(x_t)"``).
+      change_points: rounds where the best arm changes or the target jumps (empty when they
+        differ per run).
     """
     return _draw(
         bands,
         path,
         title=title,
         xlabel="round t",
-        ylabel=f"reward, moving average over {window} rounds",
-        vlines=change_points,
-    )
-
-
-def plot_loss(
-    bands: Sequence[Band],
-    path: str | Path,
-    *,
-    title: str,
-    window: int,
-    change_points: Sequence[int] = (),
-) -> Path:
-    """Moving-average loss against rounds (BCO), one line per learner, change points dashed.
-
-    Args:
-      bands: per learner, the mean over runs of each run's trailing moving average of the
-        suffered loss ``l_t(x_t)``, with its 95% half-width, at rounds ``x``.
-      path: the PNG to write.
-      title: figure title (name the config in it).
-      window: the moving-average window (for the axis label).
-      change_points: rounds where the target jumps (empty when they differ per run).
-    """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="round t",
-        ylabel=f"loss l_t(x_t), moving average over {window} rounds",
+        ylabel=f"{quantity}, moving average over {window} rounds",
         vlines=change_points,
     )
 
@@ -436,7 +413,7 @@ def write_plots(
     """Write the three plots into ``folder``; returns their paths."""
     folder = Path(folder)
     return [
-        plot_reward(
+        plot_moving_average(
             reward,
             folder / filenames["reward"],
             title=titles["reward"],

@@ -315,11 +315,12 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
     )
     folder = Path(folder)
     return [
-        plots.plot_loss(
+        plots.plot_moving_average(
             loss,
             folder / BCO_PLOT_FILES["loss"],
             title=f"{config.name}: loss l_t(x_t) ({setting})\nmean over runs with 95% band",
             window=config.window,
+            quantity="loss l_t(x_t)",
             change_points=paired.fixed_change_points(env) or (),
         ),
         plots.plot_adaptive_regret(
