@@ -145,3 +145,22 @@ def test_no_kind_switch_outside_kinds(path):
     """Only ``stabl_jax/kinds/`` knows the experiment kinds; the rest looks a kind up in
     ``stabl_jax.kinds.KINDS`` (docs/design.md, "Adding things")."""
     assert not kind_switches(path.read_text(encoding="utf-8"))
+
+
+def test_every_subpackage_is_installed():
+    """``pyproject.toml`` lists the packages a non-editable install ships (the configs need an
+    explicit list); a subpackage missing there imports here but not after ``pip install .``."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    found = {
+        ".".join(path.parent.relative_to(PACKAGE.parent).parts)
+        for path in PACKAGE.rglob("__init__.py")
+    }
+    assert found - listed == set(), (
+        f"add to pyproject.toml [tool.setuptools] packages: {found - listed}"
+    )
