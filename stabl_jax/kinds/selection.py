@@ -64,7 +64,7 @@ from stabl_jax import hpo_metrics, registry
 from stabl_jax.envs.bbob import FUNCTION_NAMES, BBOBFunction, BBOBSuite
 from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
 from stabl_jax.envs.eagle import FILLS, GRIDS, EagleEnsemble, named_grid
-from stabl_jax.envs.hpo import REWARDS, HPOEnv, check_reward_lambda
+from stabl_jax.envs.hpo import REWARD_LAMBDA, REWARDS, HPOEnv, check_reward_lambda
 from stabl_jax.io import plots
 from stabl_jax.io.checkpoints import ExperimentCheckpoints
 from stabl_jax.io.configs import Checker
@@ -304,9 +304,7 @@ def _boolean(check: Checker, key: str, value: Any) -> bool:
 
 
 def _reward_lambda(check: Checker, table: Mapping[str, Any]) -> float:
-    value = _number(
-        check, "bbob.reward_lambda", table.get("reward_lambda", hpo_metrics.REWARD_LAMBDA), 0.0
-    )
+    value = _number(check, "bbob.reward_lambda", table.get("reward_lambda", REWARD_LAMBDA), 0.0)
     try:
         check_reward_lambda(value)
     except ValueError as exc:
