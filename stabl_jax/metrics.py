@@ -7,10 +7,11 @@ exists at once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
@@ -112,6 +113,7 @@ def paired_adaptive_regret(
     window_lengths: Sequence[int],
     *,
     memory_bytes: int = 256 * 2**20,
+    on_block: Callable[[int, RunCarry, np.ndarray], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """SA(L) of several ``(R, T)`` loss traces that faced the same losses, for every run.
 
@@ -125,6 +127,9 @@ def paired_adaptive_regret(
       carry: the final carry of any of the simulations (same env params and keys).
       traces: ``{name: (R, T) losses}``.
       window_lengths: the ``L`` values, each in ``[1, T]``.
+      on_block: called with ``(first run, block carry, (b, T, n) losses)`` for every block
+        of regenerated losses, so that another metric reuses them
+        (:class:`CumulativeRegret`'s ``add``) instead of regenerating them.
 
     Returns:
       ``{name: (R, len(window_lengths))}`` float64.
@@ -133,7 +138,9 @@ def paired_adaptive_regret(
     num_runs, horizon = np.shape(traces[names[0]])
     _check_windows(window_lengths, horizon)
     out = {name: np.empty((num_runs, len(window_lengths))) for name in names}
-    for start, _, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
+    for start, block, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
+        if on_block is not None:
+            on_block(start, block, losses)
         for r in range(losses.shape[0]):
             run = start + r
             stacked = np.stack([np.asarray(traces[name][run]) for name in names])
@@ -154,6 +161,61 @@ def _loss_blocks(env: Any, carry: RunCarry, num_runs: int, horizon: int, memory_
         yield start, block, np.asarray(regenerate_losses(env, block, 0, horizon))
 
 
+class CumulativeRegret:
+    """Cumulative regret to the best arm of each round, for several ``(R, T)`` loss traces
+    that faced the same losses (paired runs), accumulated over blocks of runs:
+
+    ``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))``, ``i*_s = env.best_arm(params, s)``
+
+    (the dynamic regret of a piecewise environment, whose best arm is that of the segment
+    holding ``s``). With the expected loss ``<p_s, l_s>`` as the trace it is the regret of
+    the play distribution. Feed it every block of regenerated losses (:meth:`add`, e.g. as
+    :func:`paired_adaptive_regret`'s ``on_block``), then read :meth:`result`.
+
+    Args:
+      env: the environment; it must have ``best_arm(params, t)``.
+      traces: ``{name: (R, T) losses}``.
+    """
+
+    def __init__(self, env: Any, traces: Mapping[Any, np.ndarray]) -> None:
+        if not has_best_arm(env):
+            raise TypeError(f"{type(env).__name__} has no best_arm: no cumulative regret")
+        self.traces = traces
+        self.num_runs, horizon = np.shape(next(iter(traces.values())))
+        ts = jnp.arange(horizon, dtype=jnp.int32)
+        self._best_arms = jax.jit(jax.vmap(lambda p: jax.vmap(lambda t: env.best_arm(p, t))(ts)))
+        self._sums = {name: np.zeros((2, horizon)) for name in traces}
+        self._finals = {name: np.empty(self.num_runs) for name in traces}
+
+    def add(self, start: int, block: RunCarry, losses: np.ndarray) -> None:
+        """Runs ``start .. start + b - 1``: their carry and ``(b, T, n)`` every arm's loss."""
+        best = np.asarray(self._best_arms(block.env_params))  # (b, T)
+        best_loss = np.take_along_axis(losses, best[..., None], axis=-1)[..., 0]
+        stop = start + losses.shape[0]
+        for name, trace in self.traces.items():
+            regret = np.cumsum(np.asarray(trace[start:stop], np.float64) - best_loss, axis=1)
+            self._sums[name] += (regret.sum(axis=0), np.square(regret).sum(axis=0))
+            self._finals[name][start:stop] = regret[:, -1]
+
+    def result(self) -> dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``{name: (mean, half, final)}``: ``(T,)`` float64 mean over runs of ``R(t)`` and the
+        half-width of its normal 95% interval (``1.96 sd / sqrt(R)``; NaN for one run), and
+        ``(R,)`` every run's ``R(T)``."""
+        runs = self.num_runs
+        out = {}
+        for name, (total, squares) in self._sums.items():
+            mean = total / runs
+            var = np.maximum(squares - runs * mean**2, 0.0) / max(runs - 1, 1)
+            half = np.full_like(mean, np.nan) if runs < 2 else Z_95 * np.sqrt(var / runs)
+            out[name] = (mean, half, self._finals[name])
+        return out
+
+
+def has_best_arm(env: Any) -> bool:
+    """Whether ``env`` names the best arm of every round (``best_arm(params, t)``)."""
+    return callable(getattr(env, "best_arm", None))
+
+
 def paired_cumulative_regret(
     env: Any,
     carry: RunCarry,
@@ -161,45 +223,16 @@ def paired_cumulative_regret(
     *,
     memory_bytes: int = 256 * 2**20,
 ) -> dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
-    """Cumulative regret to the best arm of each round, for several ``(R, T)`` loss traces
-    that faced the same losses (paired runs):
-
-    ``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))``, ``i*_s = env.best_arm(params, s)``
-
-    (the dynamic regret of a piecewise environment, whose best arm is that of the segment
-    holding ``s``). With the expected loss ``<p_s, l_s>`` as the trace it is the regret of
-    the play distribution. Arm losses are regenerated as in :func:`paired_adaptive_regret`.
-
-    Returns:
-      ``{name: (mean, half, final)}``: ``(T,)`` float64 mean over runs of ``R(t)`` and the
-      half-width of its normal 95% interval (``1.96 sd / sqrt(R)``), and ``(R,)`` every run's
-      ``R(T)``; ``None`` when ``env`` has no ``best_arm``.
-    """
-    if not callable(getattr(env, "best_arm", None)):
+    """:class:`CumulativeRegret` of ``traces`` on its own pass over the regenerated losses
+    (blocks as in :func:`paired_adaptive_regret`); ``None`` when ``env`` has no
+    ``best_arm``."""
+    if not has_best_arm(env):
         return None
-    names = list(traces)
-    num_runs, horizon = np.shape(traces[names[0]])
-    ts = jax.numpy.arange(horizon, dtype=jax.numpy.int32)
-    best_arms = jax.jit(jax.vmap(lambda p: jax.vmap(lambda t: env.best_arm(p, t))(ts)))
-    sums = {name: np.zeros((2, horizon)) for name in names}
-    finals = {name: np.empty(num_runs) for name in names}
-    for start, block, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
-        best = np.asarray(best_arms(block.env_params))  # (b, T)
-        best_loss = np.take_along_axis(losses, best[..., None], axis=-1)[..., 0]
-        for name in names:
-            trace = np.asarray(traces[name][start : start + losses.shape[0]], np.float64)
-            regret = np.cumsum(trace - best_loss, axis=1)
-            sums[name] += (regret.sum(axis=0), np.square(regret).sum(axis=0))
-            finals[name][start : start + losses.shape[0]] = regret[:, -1]
-    out = {}
-    for name in names:
-        mean = sums[name][0] / num_runs
-        if num_runs < 2:
-            out[name] = (mean, np.full(horizon, np.nan), finals[name])
-            continue
-        var = np.maximum(sums[name][1] - num_runs * mean**2, 0.0) / (num_runs - 1)
-        out[name] = (mean, Z_95 * np.sqrt(var / num_runs), finals[name])
-    return out
+    accumulator = CumulativeRegret(env, traces)
+    num_runs, horizon = np.shape(next(iter(traces.values())))
+    for block in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
+        accumulator.add(*block)
+    return accumulator.result()
 
 
 def adaptive_regret(

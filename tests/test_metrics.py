@@ -126,3 +126,10 @@ def test_cumulative_regret_against_brute_force_and_its_expectation():
     standard_error = final.std(ddof=1) / np.sqrt(runs)
     assert abs(final.mean() - 0.5 * (n - 1) / n * horizon) < 4 * standard_error
     assert metrics.paired_cumulative_regret(object(), res.carry, {"u": res.loss}) is None
+    # Riding on the SA(L) pass's regenerated losses (small blocks) gives the same numbers.
+    shared = metrics.CumulativeRegret(env, {"u": res.expected_loss})
+    metrics.paired_adaptive_regret(
+        env, res.carry, {"u": res.loss}, [16], memory_bytes=1, on_block=shared.add
+    )
+    for got, want in zip(shared.result()["u"], curves["u"], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)

@@ -256,9 +256,16 @@ def run_experiment(
     for name, o in outcomes.items():
         traces[(name, "sampled")] = o.result.loss
         traces[(name, "expected")] = o.result.expected_loss
-    regrets = metrics.paired_adaptive_regret(env, first.result.carry, traces, config.sa_windows)
     expected = {name: o.result.expected_loss for name, o in outcomes.items()}
-    curves = metrics.paired_cumulative_regret(env, first.result.carry, expected)
+    cumulative = metrics.CumulativeRegret(env, expected) if metrics.has_best_arm(env) else None
+    regrets = metrics.paired_adaptive_regret(
+        env,
+        first.result.carry,
+        traces,
+        config.sa_windows,
+        on_block=None if cumulative is None else cumulative.add,  # the same regenerated losses
+    )
+    curves = None if cumulative is None else cumulative.result()
     for name, outcome in outcomes.items():
         outcome.sa_sampled = regrets[(name, "sampled")]
         outcome.sa_expected = regrets[(name, "expected")]
