@@ -70,6 +70,13 @@ def check_identity(check: Checker, raw: Mapping[str, Any], default_name: str) ->
     }
 
 
+def identity_dict(config: Any) -> dict[str, Any]:
+    """The first keys of every kind's resolved config in ``summary.json``: ``kind``, ``name``,
+    ``description``, ``seed`` and ``runs``."""
+    keys = ("kind", "name", "description", "seed", "runs")
+    return {key: getattr(config, key) for key in keys}
+
+
 def entry(check: Checker, key: str, known: registry.Registry, name: Any) -> registry.Entry:
     """``known.entry(name)`` (a registered name or an import path), else a config error."""
     try:

@@ -42,7 +42,7 @@ from stabl_jax.io.results import (
     params_dict,
     static_fields,
 )
-from stabl_jax.kinds.base import check_identity, check_learners, entry
+from stabl_jax.kinds.base import check_identity, check_learners, entry, identity_dict
 from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
 
 MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
@@ -238,11 +238,7 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config (defaults filled in)."""
         return {
-            "kind": self.kind,
-            "name": self.name,
-            "description": self.description,
-            "seed": self.seed,
-            "runs": self.runs,
+            **identity_dict(self),
             "horizon": self.horizon,
             "learners": list(self.learners),
             "window": self.window,

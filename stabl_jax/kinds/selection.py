@@ -70,7 +70,7 @@ from stabl_jax.io.checkpoints import ExperimentCheckpoints
 from stabl_jax.io.configs import Checker
 from stabl_jax.io.results import FORMAT, Resumed, environment_info, read_summary, read_traces
 from stabl_jax.io.tables import plus_minus, text_table
-from stabl_jax.kinds.base import FEEDBACKS, Kind, check_identity, check_learners
+from stabl_jax.kinds.base import FEEDBACKS, Kind, check_identity, check_learners, identity_dict
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.
 HPO_TOP_LEVEL_KEYS: tuple[str, ...] = (
@@ -162,11 +162,7 @@ class HPOConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config."""
         return {
-            "kind": self.kind,
-            "name": self.name,
-            "description": self.description,
-            "seed": self.seed,
-            "runs": self.runs,
+            **identity_dict(self),
             "learners": list(self.learners),
             "feedback": self.feedback,
             "bbob": {
