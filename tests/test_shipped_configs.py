@@ -10,6 +10,7 @@ returns a non-finite number.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 from pathlib import Path
@@ -70,31 +71,78 @@ def test_the_grid_edges_cover_every_corner():
     assert {c["meta_lr_scale"] for c in corners} == {1.0, 128.0}
 
 
+def _env_within_rounds(env) -> tuple:
+    """What the first :data:`ROUNDS` rounds of ``env`` depend on: its static fields, with the
+    change points at or past :data:`ROUNDS` left out (they are never reached)."""
+    fields = {f.name: getattr(env, f.name) for f in dataclasses.fields(env)}
+    points = fields.pop("change_points", None)
+    reached = None if points is None else tuple(c for c in points if c < ROUNDS)
+    return type(env), tuple(sorted((k, repr(v)) for k, v in fields.items())), reached
+
+
+def _bandit_groups() -> dict[str, list[tuple[str, str]]]:
+    """Every ``(config, learner name)`` of the shipped bandit configs, grouped by what a
+    :data:`ROUNDS`-round simulation compiles: the same learner (static fields) on the same
+    environment within those rounds. Each group is one compiled program whose runs hold every
+    member's tuned point and grid corners."""
+    groups: dict[tuple, list[tuple[str, str]]] = {}
+    for config_name in _configs_of_kind("bandit"):
+        config = load_config(config_name, ["runs=1"])
+        env_key = _env_within_rounds(config.make_env())
+        for name in config.learners:
+            groups.setdefault((repr(config.make_learner(name)), env_key), []).append(
+                (config_name, name)
+            )
+    return {f"{members[0][0]}-{members[0][1]}": members for members in groups.values()}
+
+
+BANDIT_GROUPS = _bandit_groups()
+
+
+def test_the_groups_hold_every_config_learner_once():
+    """Grouping drops no (config, learner) pair and never merges two programs."""
+    pairs = [pair for members in BANDIT_GROUPS.values() for pair in members]
+    expected = [
+        (c, n) for c in _configs_of_kind("bandit") for n in load_config(c, ["runs=1"]).learners
+    ]
+    assert sorted(pairs) == sorted(expected)
+    for members in BANDIT_GROUPS.values():
+        learners = set()
+        for config_name, name in members:
+            config = load_config(config_name, ["runs=1"])
+            learners.add(repr(config.make_learner(name)))
+        assert len(learners) == 1, members
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("config_name", _configs_of_kind("bandit"))
-def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(config_name):
-    config = load_config(config_name, ["runs=1"])
-    env = config.make_env()
-    for name in config.learners:
+@pytest.mark.parametrize("group", sorted(BANDIT_GROUPS))
+def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group):
+    members = BANDIT_GROUPS[group]
+    points: list[dict[str, float]] = []
+    for config_name, name in members:
+        config = load_config(config_name, ["runs=1"])
         learner = config.make_learner(name)
-        tuned = config.learner_params(learner, name)
-        points = grid_edges(learner.default_params)
-        if points:
-            tuned_point = {f: float(getattr(tuned, f)) for f in points[0]}
-            points = [tuned_point, *points]
-        params, runs = stacked_params(learner, points)
-        res = simulate(
-            learner,
-            env,
-            jax.random.key(config.seed),
-            runs,
-            horizon=ROUNDS,
-            params=params,
-            validate=True,
-            chunk_size=ROUNDS,
-        )
-        for trace_name, trace in res.traces().items():
-            assert np.all(np.isfinite(trace)), (config_name, name, trace_name)
+        corners = grid_edges(learner.default_params)
+        if corners:
+            tuned = config.learner_params(learner, name)
+            tuned_point = {f: float(getattr(tuned, f)) for f in corners[0]}
+            points += [p for p in (tuned_point, *corners) if p not in points]
+    config_name, name = members[0]
+    config = load_config(config_name, ["runs=1"])
+    learner = config.make_learner(name)
+    params, runs = stacked_params(learner, points)
+    res = simulate(
+        learner,
+        config.make_env(),
+        jax.random.key(config.seed),
+        runs,
+        horizon=ROUNDS,
+        params=params,
+        validate=True,
+        chunk_size=ROUNDS,
+    )
+    for trace_name, trace in res.traces().items():
+        assert np.all(np.isfinite(trace)), (members, trace_name)
 
 
 @pytest.mark.slow
