@@ -1,13 +1,19 @@
 """Bandit learners sharing the contract of :mod:`stabl_jax.learners.base`."""
 
-from stabl_jax.learners.base import BanditLearner, BanditQuery, StepInfo
+from stabl_jax.learners.base import (
+    BanditLearner,
+    BanditQuery,
+    StepInfo,
+    WeightsLearner,
+    WeightsState,
+)
 from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
-from stabl_jax.learners.exp3 import EXP3, EXP3Params, EXP3State, auer_gamma
-from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams, Exp3IXState
+from stabl_jax.learners.exp3 import EXP3, EXP3Params, auer_gamma
+from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams
 from stabl_jax.learners.exp3_ix_vizier import EXP3IXVizier
 from stabl_jax.learners.exp3_vizier import EXP3Vizier, EXP3VizierParams, EXP3VizierState
-from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, Exp3SState, exp3s_gamma
-from stabl_jax.learners.hedge import Hedge, HedgeParams, HedgeState
+from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, exp3s_gamma
+from stabl_jax.learners.hedge import Hedge, HedgeParams
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
 from stabl_jax.learners.stabl_adaptive import (
@@ -33,19 +39,15 @@ __all__ = [
     "DUCBState",
     "EXP3IXVizier",
     "EXP3Params",
-    "EXP3State",
     "EXP3Vizier",
     "EXP3VizierParams",
     "EXP3VizierState",
     "Exp3IX",
     "Exp3IXParams",
-    "Exp3IXState",
     "Exp3S",
     "Exp3SParams",
-    "Exp3SState",
     "Hedge",
     "HedgeParams",
-    "HedgeState",
     "SAOLHedge",
     "SAOLParams",
     "SAOLState",
@@ -69,6 +71,8 @@ __all__ = [
     "Uniform",
     "UniformParams",
     "UniformState",
+    "WeightsLearner",
+    "WeightsState",
     "auer_gamma",
     "exp3s_gamma",
 ]

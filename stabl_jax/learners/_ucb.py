@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
-from stabl_jax.learners.base import BanditQuery
+from stabl_jax import checks
+from stabl_jax.learners.base import BanditLearner, BanditQuery
 
 REWARD_BOUND = 1.0  # B: rewards 1 - l lie in [0, 1]
 
@@ -36,3 +41,27 @@ def greedy_query(index: jax.Array, dtype: jnp.dtype) -> BanditQuery:
     arm = jnp.argmax(index).astype(jnp.int32)
     probs = jax.nn.one_hot(arm, index.shape[-1], dtype=dtype)
     return BanditQuery(arms=arm[None], play_probs=probs, query_probs=jnp.ones((1,), dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class SwitchingUCB(BanditLearner):
+    """Base class of the two index policies. A subclass declares the fields ``num_changes``
+    (``Upsilon_T``, an int >= 0) and ``xi`` (the padding's constant, > 0), both checked here,
+    and :meth:`index`; a round plays the arm of largest index (:func:`greedy_query`)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_int("num_changes", self.num_changes, minimum=0)  # type: ignore[attr-defined]
+        xi = float(self.xi)
+        if not math.isfinite(xi) or xi <= 0.0:
+            raise ValueError(f"xi must be a finite number > 0, got {self.xi!r}")
+        object.__setattr__(self, "xi", xi)
+
+    def index(self, state: Any) -> jax.Array:
+        """``(num_arms,)`` the arms' indices; ``+inf`` for an arm with no (remembered) play."""
+        raise NotImplementedError
+
+    def _ask(self, state: Any, key: jax.Array) -> BanditQuery:
+        """The arm of largest index (deterministic: ``key`` is not used)."""
+        del key
+        return greedy_query(self.index(state), self.float_dtype)

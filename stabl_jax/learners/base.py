@@ -299,3 +299,30 @@ class BanditLearner(Learner[BanditQuery]):
 
     def _traced_check_query(self, query: BanditQuery, t: jax.Array) -> None:
         checks.traced_check_distribution("play distribution", query.play_probs, t)
+
+
+@chex.dataclass(frozen=True)
+class WeightsState:
+    """State of a learner that keeps one distribution over the arms (:class:`WeightsLearner`).
+
+    Attributes:
+      t: ``()`` int32, rounds played so far.
+      log_weights: ``(num_arms,)`` float, normalised log-probabilities ``log w_t``.
+      params: the learner's ``Params``.
+    """
+
+    t: jax.Array
+    log_weights: jax.Array
+    params: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class WeightsLearner(BanditLearner):
+    """Base class of the exponential-weights learners (EXP3, Exp3-IX, Exp3.S, Hedge): the state
+    is one :class:`WeightsState`, uniform at the start."""
+
+    def _init(self, key: jax.Array, params: Any) -> WeightsState:
+        del key
+        return WeightsState(
+            t=jnp.zeros((), jnp.int32), log_weights=self.uniform_log_probs(), params=params
+        )

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
 from stabl_jax.learners import _ucb
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax.learners.base import BanditQuery
 
 
 @chex.dataclass(frozen=True)
@@ -49,7 +49,7 @@ def default_discount(horizon: int, num_changes: int) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class DUCB(BanditLearner):
+class DUCB(_ucb.SwitchingUCB):
     """Discounted UCB (Garivier and Moulines 2011, Algorithm 1), one query per round.
 
     After ``t`` rounds, with rewards ``X_s = 1 - l_s(I_s)`` and ``B = 1``:
@@ -110,7 +110,6 @@ class DUCB(BanditLearner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        checks.check_int("num_changes", self.num_changes, minimum=0)
         if self.discount is None:
             object.__setattr__(self, "discount", default_discount(self.horizon, self.num_changes))
         discount = float(self.discount)
@@ -119,10 +118,6 @@ class DUCB(BanditLearner):
                 f"discount must be in (0, 1] (1 is undiscounted UCB), got {self.discount!r}"
             )
         object.__setattr__(self, "discount", discount)
-        xi = float(self.xi)
-        if not math.isfinite(xi) or xi <= 0.0:
-            raise ValueError(f"xi must be a finite number > 0, got {self.xi!r}")
-        object.__setattr__(self, "xi", xi)
 
     @property
     def default_params(self) -> DUCBParams:
@@ -140,11 +135,6 @@ class DUCB(BanditLearner):
         log_n = jnp.log(jnp.maximum(n_total, 1.0))  # n_t >= 1 once any arm was played
         width = state.params.explore_scale * 2.0 * _ucb.REWARD_BOUND * math.sqrt(self.xi)
         return _ucb.ucb_index(state.counts, state.sums, log_n, width)
-
-    def _ask(self, state: DUCBState, key: jax.Array) -> BanditQuery:
-        """The arm of largest index (deterministic: ``key`` is not used)."""
-        del key
-        return _ucb.greedy_query(self.index(state), self.float_dtype)
 
     def _tell(self, state: DUCBState, query: BanditQuery, observed: jax.Array) -> DUCBState:
         gamma = state.params.discount

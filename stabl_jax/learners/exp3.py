@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
-from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
+from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -33,13 +33,6 @@ class EXP3Params:
     gamma: jax.Array
 
 
-@chex.dataclass(frozen=True)
-class EXP3State:
-    t: jax.Array  # () int32, rounds played so far
-    log_weights: jax.Array  # (num_arms,) float, normalised log-probabilities log w_t
-    params: EXP3Params
-
-
 def auer_gamma(num_arms: int, horizon: int) -> float:
     """Exploration rate of Exp3 (Auer et al., 2002, Cor. 3.2): ``min(1, sqrt(n ln n/((e-1)T)))``."""
     num_arms = checks.check_int("num_arms", num_arms, minimum=2)
@@ -48,7 +41,7 @@ def auer_gamma(num_arms: int, horizon: int) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class EXP3(BanditLearner):
+class EXP3(WeightsLearner):
     """EXP3 (Algorithm 2) with the Lemma's learning rate and optional uniform exploration.
 
     Round ``t``: play ``x_t ~ q_t = (1 - gamma) w_t + gamma / n``, observe ``l_t(x_t)``, form
@@ -104,23 +97,15 @@ class EXP3(BanditLearner):
         base = math.log(self.num_arms) / (self.horizon * self.num_arms)
         return params.lr_scale * jnp.sqrt(base * (1.0 - params.gamma))
 
-    def _init(self, key: jax.Array, params: EXP3Params) -> EXP3State:
-        del key
-        return EXP3State(
-            t=jnp.zeros((), jnp.int32),
-            log_weights=self.uniform_log_probs(),
-            params=params,
-        )
-
-    def play_distribution(self, state: EXP3State) -> jax.Array:
+    def play_distribution(self, state: WeightsState) -> jax.Array:
         """``(num_arms,)`` ``q_t = (1 - gamma) w_t + gamma / n``."""
         gamma = state.params.gamma
         return (1.0 - gamma) * estimators.probabilities(state.log_weights) + gamma / self.num_arms
 
-    def _ask(self, state: EXP3State, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
         return sample_query(key, self.play_distribution(state))
 
-    def _tell(self, state: EXP3State, query: BanditQuery, observed: jax.Array) -> EXP3State:
+    def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         eta = self.learning_rate(state.params)
         log_w = estimators.exp3_log_update(state.log_weights, query.arms[0], value, eta)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
-from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
+from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -35,15 +35,8 @@ class Exp3IXParams:
     ix_scale: jax.Array
 
 
-@chex.dataclass(frozen=True)
-class Exp3IXState:
-    t: jax.Array  # () int32, rounds played so far
-    log_weights: jax.Array  # (num_arms,) float, normalised log p_t
-    params: Exp3IXParams
-
-
 @dataclasses.dataclass(frozen=True)
-class Exp3IX(BanditLearner):
+class Exp3IX(WeightsLearner):
     """Exp3-IX (Neu 2015, Algorithm 1), one query per round, in the log domain.
 
     Round ``t`` (``K = num_arms``):
@@ -89,18 +82,10 @@ class Exp3IX(BanditLearner):
         eta = params.lr_scale * math.sqrt(2.0 * math.log(k) / (k * self.horizon))
         return eta, params.ix_scale * eta / 2.0
 
-    def _init(self, key: jax.Array, params: Exp3IXParams) -> Exp3IXState:
-        del key
-        return Exp3IXState(
-            t=jnp.zeros((), jnp.int32),
-            log_weights=self.uniform_log_probs(),
-            params=params,
-        )
-
-    def _ask(self, state: Exp3IXState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
         return sample_query(key, jnp.exp(state.log_weights))
 
-    def _tell(self, state: Exp3IXState, query: BanditQuery, observed: jax.Array) -> Exp3IXState:
+    def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
         eta, gamma = self.rates(state.params)
         l_tilde = observed[0] / (query.query_probs[0] + gamma)
         log_w = estimators.exp3_log_update(state.log_weights, query.arms[0], -l_tilde, eta)

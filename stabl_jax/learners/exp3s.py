@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
-from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
+from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState, sample_query
 
 
 @chex.dataclass(frozen=True)
@@ -44,13 +44,6 @@ class Exp3SParams:
     lr_scale: jax.Array
 
 
-@chex.dataclass(frozen=True)
-class Exp3SState:
-    t: jax.Array  # () int32, rounds played so far
-    log_weights: jax.Array  # (num_arms,) float, normalised log(w_i(t) / W_t)
-    params: Exp3SParams
-
-
 def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
     """``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` (Section 8, the corollary to
     Theorem 8.1), ``S`` a bound on the hardness (number of segments) of the compared action
@@ -60,7 +53,7 @@ def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class Exp3S(BanditLearner):
+class Exp3S(WeightsLearner):
     """Exp3.S (Auer et al. 2002, Section 8), one query per round, in the log domain.
 
     Round ``t`` (the paper's steps, ``K = num_arms``, ``x = 1 - l``):
@@ -138,23 +131,15 @@ class Exp3S(BanditLearner):
             lr_scale=jnp.asarray(1.0, f),
         )
 
-    def _init(self, key: jax.Array, params: Exp3SParams) -> Exp3SState:
-        del key
-        return Exp3SState(
-            t=jnp.zeros((), jnp.int32),
-            log_weights=self.uniform_log_probs(),
-            params=params,
-        )
-
-    def play_distribution(self, state: Exp3SState) -> jax.Array:
+    def play_distribution(self, state: WeightsState) -> jax.Array:
         """``(num_arms,)`` step 1: ``p(t) = (1 - gamma) w(t) / W_t + gamma / K``."""
         gamma = state.params.gamma
         return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
 
-    def _ask(self, state: Exp3SState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
         return sample_query(key, self.play_distribution(state))
 
-    def _tell(self, state: Exp3SState, query: BanditQuery, observed: jax.Array) -> Exp3SState:
+    def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
         """Steps 3-4 from the played arm's reward ``x = 1 - l`` only."""
         params = state.params
         arm = query.arms[0]

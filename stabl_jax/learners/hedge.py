@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import sampling
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState
 
 
 def full_information_arms(played: jax.Array, num_arms: int) -> jax.Array:
@@ -69,15 +69,8 @@ class HedgeParams:
     lr_scale: jax.Array
 
 
-@chex.dataclass(frozen=True)
-class HedgeState:
-    t: jax.Array  # () int32, rounds played so far
-    log_weights: jax.Array  # (num_arms,) float, normalised log-probabilities log w_t
-    params: HedgeParams
-
-
 @dataclasses.dataclass(frozen=True)
-class Hedge(BanditLearner):
+class Hedge(WeightsLearner):
     """Hedge with full information: ``n`` queries per round.
 
     Round ``t``: play ``x_t ~ w_t``, observe the whole ``l_t`` (queries
@@ -108,20 +101,12 @@ class Hedge(BanditLearner):
         """``()`` ``eta = lr_scale sqrt(8 ln n / T)``."""
         return params.lr_scale * math.sqrt(8.0 * math.log(self.num_arms) / self.horizon)
 
-    def _init(self, key: jax.Array, params: HedgeParams) -> HedgeState:
-        del key
-        return HedgeState(
-            t=jnp.zeros((), jnp.int32),
-            log_weights=self.uniform_log_probs(),
-            params=params,
-        )
-
-    def _ask(self, state: HedgeState, key: jax.Array) -> BanditQuery:
+    def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
         probs = jnp.exp(state.log_weights)
         u = sampling.uniforms(key, 1, self.float_dtype)
         return full_information_query(probs, sampling.sample_index(probs, u[0]))
 
-    def _tell(self, state: HedgeState, query: BanditQuery, observed: jax.Array) -> HedgeState:
+    def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
         loss = loss_vector(query, observed)
         bumped = state.log_weights - self.learning_rate(state.params) * loss
         log_w = bumped - jax.scipy.special.logsumexp(bumped)

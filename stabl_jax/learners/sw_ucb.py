@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
 from stabl_jax.learners import _ucb
-from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax.learners.base import BanditQuery
 
 
 @chex.dataclass(frozen=True)
@@ -53,7 +53,7 @@ def default_window(horizon: int, num_changes: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class SWUCB(BanditLearner):
+class SWUCB(_ucb.SwitchingUCB):
     """Sliding-window UCB (Garivier and Moulines 2011, Algorithm 2), one query per round.
 
     After ``t`` rounds, over the last ``tau`` of them, with rewards ``X_s = 1 - l_s(I_s)`` and
@@ -85,16 +85,17 @@ class SWUCB(BanditLearner):
 
     Example:
       >>> import jax, jax.numpy as jnp
-      >>> learner = SWUCB(num_arms=3, horizon=400, num_changes=4)
-      >>> learner.window
+      >>> SWUCB(num_arms=3, horizon=400, num_changes=4).window  # the paper's default
       48
+      >>> learner = SWUCB(num_arms=3, horizon=400, window=2)
       >>> state = learner.init(jax.random.key(0))
-      >>> arms = []
-      >>> for t in range(4):
-      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
-      ...     arms.append(int(info.arms[0]))
-      >>> arms  # untried arms first, in index order, then the largest index
-      [0, 1, 2, 0]
+      >>> for t in range(3):  # arms 0, 1, 2: the untried ones first, in index order
+      ...     state, _ = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      >>> state.counts.tolist()  # arm 0 has left the two-round window...
+      [0, 1, 1]
+      >>> _, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
+      >>> int(info.arms[0])  # ...so it is untried again and played next
+      0
 
     References:
       Garivier, Moulines. On upper-confidence bound policies for switching bandit problems.
@@ -111,7 +112,6 @@ class SWUCB(BanditLearner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        checks.check_int("num_changes", self.num_changes, minimum=0)
         if self.window is None:
             object.__setattr__(self, "window", default_window(self.horizon, self.num_changes))
         window = checks.check_int("window", self.window, minimum=1)
@@ -121,10 +121,6 @@ class SWUCB(BanditLearner):
                 " than the horizon never fills: use window=horizon)"
             )
         object.__setattr__(self, "window", window)
-        xi = float(self.xi)
-        if not math.isfinite(xi) or xi <= 0.0:
-            raise ValueError(f"xi must be a finite number > 0, got {self.xi!r}")
-        object.__setattr__(self, "xi", xi)
 
     @property
     def default_params(self) -> SWUCBParams:
@@ -150,11 +146,6 @@ class SWUCB(BanditLearner):
         log_span = jnp.log(jnp.maximum(span, 1.0))  # t >= 1 whenever some count is > 0
         width = state.params.explore_scale * _ucb.REWARD_BOUND * math.sqrt(self.xi)
         return _ucb.ucb_index(state.counts.astype(f), state.sums, log_span, width)
-
-    def _ask(self, state: SWUCBState, key: jax.Array) -> BanditQuery:
-        """The arm of largest index (deterministic: ``key`` is not used)."""
-        del key
-        return _ucb.greedy_query(self.index(state), self.float_dtype)
 
     def _tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
         arm = query.arms[0]
