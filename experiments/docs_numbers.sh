@@ -26,7 +26,7 @@ run() {  # run FOLDER CONFIG [ARGS...]
   # every trace kept (bandit configs): report.py's paired and 5-run views and paired.py's
   # @play read them
   local traces=(--set 'save_traces="all"')
-  [[ $1 == bco_* ]] && traces=()
+  [[ $1 == bco_* || $1 == hpo_* ]] && traces=()
   "$PYTHON" -m stabl_jax run "$@" "${traces[@]}" --out "$RESULTS/$folder" --force --no-progress
   echo "$folder $((SECONDS - start)) s commit=$(git rev-parse HEAD)" \
     "dirty=$(git status --porcelain | wc -l) $(date -u +%FT%TZ)" >>"$RESULTS/timings.txt"
@@ -92,6 +92,12 @@ run expert_advice_large-tuned-reward expert_advice_large_tuned --runs 50 --set f
 run bco_d2 bco_d2
 run bco_d10 bco_d10
 run bco_d50 bco_d50
+# Algorithm selection on BBOB: 20, 10 and 20 repeats (the configs' defaults)
+run hpo_bbob_sphere hpo_bbob_sphere
+run hpo_bbob_suite hpo_bbob_suite
+run hpo_bbob_vizier hpo_bbob_vizier
+run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"' \
+  --set 'bbob.dims=[10]' --set 'bbob.evaluations=[1000]'
 
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"

@@ -1,23 +1,28 @@
 """Markdown tables from results folders (what EXPERIMENTS.md quotes).
 
     python experiments/report.py results/expert_advice_equal-theory-loss [...]
+    python experiments/report.py results/hpo_bbob_suite --view paired [--baseline exp3_uniform]
     python experiments/report.py --update EXPERIMENTS.md --results results
     python experiments/report.py --check EXPERIMENTS.md --results results
 
 Reads each folder's ``summary.json`` (no Python objects are unpickled) and prints one table per
 folder: learner | queries/round | step-size scales | mean reward | per-segment reward | SA(L)
 (expected loss, or sampled loss with ``sa=sampled``) at three window lengths | probability on
-the best arm | muted meta updates. Intervals are Student's t 95% half-widths over runs.
+the best arm | muted meta updates. An algorithm-selection folder (``kind = "hpo"``) gives its
+profile scores and per-problem final log10 gaps. Intervals are Student's t 95% half-widths
+over runs.
 
 A document's generated tables sit between markers::
 
-    <!-- report: FOLDER [windows=256,1024,4096] [sa=sampled] [view=paired|subsample5] -->
+    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5] [baseline=B] -->
     ...
     <!-- /report -->
 
 ``FOLDER`` names a folder under ``--results``; the table names it ``results/FOLDER``.
 ``view=paired`` tabulates StABL's paired mean-reward difference to each other learner (per run,
-then mean ± t-interval over runs; from ``traces.npz``); ``view=subsample5`` the spread of
+then mean ± t-interval over runs; from ``traces.npz``), or for an algorithm-selection folder
+each learner's paired log10-gap difference to ``baseline`` (default Uniform) over the (problem,
+repeat) pairs; ``view=subsample5`` the spread of
 5-run means over the disjoint 5-run subsamples. ``--update`` rewrites every marked block;
 ``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
 exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
@@ -33,6 +38,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from stabl_jax.hpo_metrics import GAP_FLOOR
 
 Z_95 = 1.959963984540054
 MARKER = re.compile(
@@ -113,9 +120,11 @@ def hpo_table(folder: Path, summary: dict) -> str:
     cfg = summary["config"]
     problems = summary["problems"]
     learners = cfg["learners"]
+    to_t = t_quantile(cfg["runs"] - 1) / Z_95  # the summary's intervals are normal ones
     lines = [
         f"`{folder}` — {cfg['description']} ({len(problems)} problems x {cfg['runs']} repeats, "
-        f"seed {cfg['seed']}, feedback={cfg['feedback']})",
+        f"seed {cfg['seed']}, feedback={cfg['feedback']}; final mean log10 gap ± 95% "
+        "t-interval over repeats)",
         "",
         "| learner | profile score (N/2) | profile score (N) | vs Uniform (N/2) | vs Uniform (N) |",
         "|---|---|---|---|---|",
@@ -139,7 +148,7 @@ def hpo_table(folder: Path, summary: dict) -> str:
         for name in learners:
             r = rows[name]
             ci = r["final_log10_gap_ci"]
-            gap = f"{r['final_log10_gap']:.2f}" + (f" ± {ci:.2f}" if ci is not None else "")
+            gap = f"{r['final_log10_gap']:.2f}" + (f" ± {ci * to_t:.2f}" if ci is not None else "")
             if name != "uniform" and "score_vs_uniform_first_half" in r:
                 gap += (
                     f" ({r['score_vs_uniform_first_half']:+.2f}/"
@@ -147,6 +156,59 @@ def hpo_table(folder: Path, summary: dict) -> str:
                 )
             cells.append(gap)
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str:
+    """Algorithm selection, paired: per learner, its log10 best gap minus ``baseline``'s on the
+    same (problem, repeat) (all learners share the repeats) at the full budget N and at N/2,
+    mean ± Student's t 95% half-width over all pairs and, for at most four problems, per
+    problem; and the range of the arms' shares of the evaluations relative to ``1/A``."""
+    summary = json.loads((folder / "summary.json").read_text())
+    learners, problems = summary["config"]["learners"], summary["config"]["problems"]
+    if baseline not in learners:
+        raise ValueError(f"{folder}: baseline {baseline!r} is not one of its learners {learners}")
+    with np.load(folder / "traces.npz", allow_pickle=False) as traces:
+        gaps = {(p, n): traces[f"{p}/{n}/best_gap"] for p in problems for n in learners}
+        counts = {n: np.stack([traces[f"{p}/{n}/arm_counts"] for p in problems]) for n in learners}
+
+    def log_gap(problem: str, name: str, fraction: float) -> np.ndarray:
+        gap = gaps[problem, name]
+        at = max(1, round(fraction * gap.shape[1])) - 1
+        return np.log10(np.maximum(gap[:, at].astype(np.float64), GAP_FLOOR))
+
+    def cell(values: np.ndarray) -> str:
+        mean, half = mean_t(values)
+        return f"{mean:+.3f} ± {half:.3f}"
+
+    per_problem = len(problems) <= 4
+    runs = summary["config"]["runs"]
+    lines = [
+        f"`{label}` — log10 best gap minus {baseline}'s on the same (problem, repeat), mean ± "
+        f"95% t-interval over the {len(problems) * runs} pairs (negative: better than "
+        f"{baseline}); arm shares relative to 1/A",
+        "",
+        "| learner | minus "
+        + baseline
+        + " (N) | (N/2) | "
+        + ("".join(f"{p} (N) | " for p in problems) if per_problem else "")
+        + "arm shares |",
+        "|---|---|---|" + ("---|" * len(problems) if per_problem else "") + "---|",
+    ]
+    for name in learners:
+        share = counts[name] / counts[name].sum(axis=1, keepdims=True) * counts[name].shape[1]
+        cells = ["–"] * (2 + (len(problems) if per_problem else 0))
+        if name != baseline:
+            diffs = {
+                f: {p: log_gap(p, name, f) - log_gap(p, baseline, f) for p in problems}
+                for f in (1.0, 0.5)
+            }
+            cells = [cell(np.concatenate(list(diffs[f].values()))) for f in (1.0, 0.5)]
+            if per_problem:
+                cells += [cell(diffs[1.0][p]) for p in problems]
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {share.min():.2f}–{share.max():.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -303,7 +365,7 @@ def render(args: str, results: Path) -> str:
     """The Markdown a marker ``<!-- report: ARGS -->`` stands for."""
     name, *options = args.split()
     opts = dict(o.split("=", 1) for o in options)
-    unknown = set(opts) - {"windows", "sa", "view"}
+    unknown = set(opts) - {"windows", "sa", "view", "baseline"}
     if unknown:
         raise ValueError(f"report marker {args!r}: unknown option(s) {sorted(unknown)}")
     folder, label = results / name, f"results/{name}"
@@ -312,13 +374,20 @@ def render(args: str, results: Path) -> str:
             f"report marker {args!r}: no {folder / 'summary.json'}; run "
             "experiments/docs_numbers.sh (or the command above the table) first"
         )
+    return view_table(folder, label, opts)
+
+
+def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
+    """The table ``opts["view"]`` names (default ``table``) for one results folder."""
     view = opts.get("view", "table")
     if view == "paired":
+        if json.loads((folder / "summary.json").read_text()).get("kind") == "hpo":
+            return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
         return paired_table(folder, label)
     if view == "subsample5":
         return subsample_table(folder, label)
     if view != "table":
-        raise ValueError(f"report marker {args!r}: view must be table, paired or subsample5")
+        raise ValueError(f"view must be table, paired or subsample5, got {view!r}")
     windows = tuple(int(w) for w in opts.get("windows", "256,1024,4096").split(","))
     return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
 
@@ -347,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--windows", default="256,1024,4096")
     parser.add_argument("--sa", choices=("expected", "sampled"), default="expected")
+    parser.add_argument("--view", choices=("table", "paired", "subsample5"), default="table")
+    parser.add_argument("--baseline", default="uniform", help="view=paired of an hpo folder")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--update", type=Path, metavar="DOC", help="rewrite DOC's marked tables")
     mode.add_argument("--check", type=Path, metavar="DOC", help="exit 1 if a table would change")
@@ -367,9 +438,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if changed or missing else 0
     if not args.folders:
         parser.error("give results folders, or --update/--check DOC")
-    windows = tuple(int(w) for w in args.windows.split(","))
+    opts = {"windows": args.windows, "sa": args.sa, "view": args.view, "baseline": args.baseline}
     for folder in args.folders:
-        print(table(folder, windows, sa=args.sa))
+        print(view_table(folder, str(folder), opts))
         print()
     return 0
 

@@ -1,6 +1,8 @@
 """Choose step-size scales by a vmapped sweep, on seeds disjoint from the reported ones.
 
     python experiments/tune.py expert_advice_equal [--runs-per-point 32] [--set key=value ...]
+    python experiments/tune.py expert_advice_random --set 'learners=["stabl_naive"]' \
+        --grid expert_lr_scale=2**0..2**14          # a wider grid for one field
 
 For every learner of the config that has sweepable params, one ``simulate`` call runs the whole
 grid (``points x runs_per_point`` runs, params with a leading runs axis: one compiled
@@ -42,16 +44,41 @@ GRIDS: dict[str, list[float]] = {
 }
 
 
-def grid_for(params: object, coarse: bool) -> tuple[list[str], list[tuple[float, ...]]]:
-    fields = [f for f in params.__dataclass_fields__ if f in GRIDS]  # type: ignore[attr-defined]
-    axes = [GRIDS[f][::2] if coarse else GRIDS[f] for f in fields]
+def parse_grid(text: str) -> tuple[str, list[float]]:
+    """``FIELD=V1,V2,...`` or ``FIELD=2**A..2**B`` (the powers of two from ``2**A`` to
+    ``2**B``) as a field and its grid, e.g. ``expert_lr_scale=2**0..2**14``."""
+    field, sep, values = text.partition("=")
+    if not sep or field not in GRIDS:
+        raise ValueError(f"--grid {text!r}: expected FIELD=VALUES with FIELD one of {list(GRIDS)}")
+    power = re.fullmatch(r"2\*\*(-?\d+)\.\.2\*\*(-?\d+)", values)
+    if power:
+        low, high = int(power[1]), int(power[2])
+        grid = [2.0**k for k in range(low, high + 1)]
+    else:
+        try:
+            grid = [float(v) for v in values.split(",")]
+        except ValueError:
+            raise ValueError(f"--grid {text!r}: values must be numbers or 2**A..2**B") from None
+    if not grid:
+        raise ValueError(f"--grid {text!r}: the grid is empty")
+    return field, grid
+
+
+def grid_for(
+    params: object, coarse: bool, grids: dict[str, list[float]] | None = None
+) -> tuple[list[str], list[tuple[float, ...]]]:
+    grids = {**GRIDS, **(grids or {})}
+    fields = [f for f in params.__dataclass_fields__ if f in grids]  # type: ignore[attr-defined]
+    axes = [grids[f][::2] if coarse else grids[f] for f in fields]
     return fields, list(itertools.product(*axes))
 
 
-def tune_learner(config, name: str, runs_per_point: int, coarse: bool) -> dict | None:
+def tune_learner(
+    config, name: str, runs_per_point: int, coarse: bool, grids: dict | None = None
+) -> dict | None:
     learner = config.make_learner(name)
     default = learner.default_params
-    fields, points = grid_for(default, coarse)
+    fields, points = grid_for(default, coarse, grids)
     if not fields:
         return None
     values = np.asarray(points, dtype=np.float32)  # (P, F)
@@ -110,15 +137,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config")
     parser.add_argument("--runs-per-point", type=int, default=32)
     parser.add_argument("--coarse", action="store_true", help="every other grid value")
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUES",
+        help="replace one field's grid: V1,V2,... or 2**A..2**B (repeatable)",
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--configs-dir", default="configs")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    try:
+        grids = dict(parse_grid(g) for g in args.grid)
+    except ValueError as exc:
+        parser.error(str(exc))
     source = Path(resolve_config(args.config))
     config = load_config(source, overrides=args.set)
     report, chosen = {}, {}
     for name in config.learners:
-        out = tune_learner(config, name, args.runs_per_point, args.coarse)
+        out = tune_learner(config, name, args.runs_per_point, args.coarse, grids)
         if out is not None:
             report[name] = out
             chosen[name] = out["best"]
@@ -134,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 "config": config.to_dict(),
                 "tuning_seed": config.seed + TUNING_SEED_OFFSET,
                 "runs_per_point": args.runs_per_point,
+                "grids": {**GRIDS, **grids},
                 "learners": report,
             },
             indent=2,

@@ -85,9 +85,10 @@ def test_vmap_row_equals_single_run(learner):
     states = jax.vmap(learner.init)(keys)
     losses = jax.random.uniform(jax.random.key(4), (4, NUM_ARMS))
     step_keys = jax.random.split(jax.random.key(9), 4)
-    batched, infos = jax.vmap(learner.step)(states, losses, step_keys)
+    batched, infos = jax.jit(jax.vmap(learner.step))(states, losses, step_keys)
+    step = jax.jit(learner.step)
     for i in range(4):
-        single, info = learner.step(learner.init(keys[i]), losses[i], step_keys[i])
+        single, info = step(learner.init(keys[i]), losses[i], step_keys[i])
         chex.assert_trees_all_close(jax.tree.map(lambda x, i=i: x[i], batched), single, rtol=1e-6)
         assert np.array_equal(infos.arms[i], info.arms)
 
@@ -100,13 +101,15 @@ def test_params_sweep_is_one_vmap(learner):
     grid = jax.tree.map(lambda x: jnp.stack([x, x * 0.5, x * 0.25]), learner.default_params)
     states = jax.vmap(learner.init, in_axes=(None, 0))(jax.random.key(0), grid)
     loss, key = _loss(0), jax.random.key(2)
+    batched_step = jax.jit(jax.vmap(learner.step, in_axes=(0, None, None)))
     for _ in range(5):
-        states, _ = jax.vmap(learner.step, in_axes=(0, None, None))(states, loss, key)
+        states, _ = batched_step(states, loss, key)
+    step = jax.jit(learner.step)
     for i in range(3):
         params_i = jax.tree.map(lambda x, i=i: x[i], grid)
         single = learner.init(jax.random.key(0), params_i)
         for _ in range(5):
-            single, _ = learner.step(single, loss, key)
+            single, _ = step(single, loss, key)
         chex.assert_trees_all_close(jax.tree.map(lambda x, i=i: x[i], states), single, rtol=1e-6)
 
 

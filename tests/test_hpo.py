@@ -181,16 +181,16 @@ def test_profiles_and_scores(results):
     assert across["score_vs_baseline"]["uniform"] == 0.0
 
 
-@pytest.mark.parametrize("name", ["uniform", "stabl"])
-def test_suite_in_one_program_equals_the_per_function_programs(name):
+def test_suite_in_one_program_equals_the_per_function_programs():
     """Functions 1, 8 and 21 (Gallagher: padded peaks) as data of one program give the runs
     of each function's own program: the same queried arms, and values equal up to float32
-    rounding (XLA fuses the two programs differently: a few ulps where they differ)."""
+    rounding (XLA fuses the two programs differently: a few ulps where they differ). StABL:
+    two queries a round, and arms that follow the rewards, so a wrong value shows."""
     from stabl_jax.envs.bbob import BBOBSuite
 
     ids, options = (1, 8, 21), dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True)
     suite_env = HPOEnv(BBOBSuite(ids, noise_std=0.01, **options))
-    learner = hpo_metrics.make_hpo_learner(name, suite_env.num_arms, BUDGET)
+    learner = hpo_metrics.make_hpo_learner("stabl", suite_env.num_arms, BUDGET)
     key = jax.random.key(5)
     together = hpo_metrics.simulate_suite(learner, suite_env, key, RUNS, BUDGET)
     for i, f in enumerate(ids):

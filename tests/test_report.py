@@ -110,6 +110,58 @@ def test_paired_and_subsample_views_from_traces(tmp_path):
     assert [REPORT["render"](view, tmp_path) for view in views] == [paired, sub]
 
 
+def _hpo_folder(root: Path) -> Path:
+    """An algorithm-selection folder: 2 problems x 5 repeats x 4 evaluations. StABL's best gap
+    is 10x Uniform's at every evaluation of problem a and equal on problem b, so its paired
+    log10 difference is +1 on a, 0 on b, +0.5 over all pairs."""
+    folder = root / "sel"
+    folder.mkdir()
+    row = {"final_log10_gap": 1.0, "final_log10_gap_ci": 0.1}
+    summary = {
+        "kind": "hpo",
+        "config": {
+            "description": "demo",
+            "runs": 5,
+            "seed": 0,
+            "feedback": "reward",
+            "learners": ["uniform", "stabl"],
+            "problems": ["a", "b"],
+        },
+        "problems": {p: {"uniform": row, "stabl": row} for p in "ab"},
+        **{k: {"uniform": 0.5, "stabl": 0.25} for k in ("profile_scores", "score_vs_uniform")},
+        "profile_scores_half_budget": {"uniform": 0.5, "stabl": 0.25},
+        "score_vs_uniform_half_budget": {"uniform": 0.0, "stabl": -0.1},
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    gap = np.random.default_rng(0).uniform(0.1, 1.0, (5, 4))
+    counts = np.array([3, 1], np.int32)  # shares 1.5 and 0.5 of 1/A
+    np.savez(
+        folder / "traces.npz",
+        **{"a/uniform/best_gap": gap, "a/stabl/best_gap": 10 * gap},
+        **{"b/uniform/best_gap": gap, "b/stabl/best_gap": gap},
+        **{f"{p}/{n}/arm_counts": counts for p in "ab" for n in ("uniform", "stabl")},
+    )
+    return folder
+
+
+def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(tmp_path, capsys):
+    _hpo_folder(tmp_path)
+    table = REPORT["render"]("sel", tmp_path)
+    assert "| stabl | 0.250 | 0.250 | -0.100 | +0.250 |" in table
+    # 0.1 normal half-width -> Student's t with 4 dof: 0.1 * 2.7764 / 1.9600 = 0.14
+    assert "| a | 1.00 ± 0.14 | 1.00 ± 0.14 (" not in table  # no scores in this summary
+    assert "| a | 1.00 ± 0.14 | 1.00 ± 0.14 |" in table
+    paired = REPORT["render"]("sel view=paired", tmp_path)
+    # five 1s and five 0s: sd = sqrt(10 * 0.25 / 9), half-width t_9 sd / sqrt(10) = 0.377
+    row = "| stabl | +0.500 ± 0.377 | +0.500 ± 0.377 | +1.000 ± 0.000 | +0.000 ± 0.000 |"
+    assert row in paired
+    assert paired.endswith("| 0.50–1.50 |")
+    with pytest.raises(ValueError, match="baseline 'exp3' is not one of its learners"):
+        REPORT["render"]("sel view=paired baseline=exp3", tmp_path)
+    assert REPORT["main"]([str(tmp_path / "sel"), "--view", "paired"]) == 0
+    assert "+1.000 ± 0.000" in capsys.readouterr().out
+
+
 def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
     """EXPERIMENTS.md's markers are well formed (as many matched blocks as start markers) and
     ``experiments/docs_numbers.sh`` writes every folder they name."""
