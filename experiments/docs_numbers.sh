@@ -88,6 +88,9 @@ run expert_advice_large-theory-loss expert_advice_large --runs 50
 run expert_advice_large-tuned-loss expert_advice_large_tuned --runs 50
 run expert_advice_large-theory-reward expert_advice_large --runs 50 --set feedback=reward
 run expert_advice_large-tuned-reward expert_advice_large_tuned --runs 50 --set feedback=reward
+# ... and at scales tuned with reward feedback (on the random change points)
+run expert_advice_large_equal-reward_tuned-reward expert_advice_large_equal_reward_tuned --runs 50
+run expert_advice_large-reward_tuned-reward expert_advice_large_reward_tuned --runs 50
 # Bandit convex optimisation: 200, 100 and 50 runs (the configs' defaults)
 run bco_d2 bco_d2
 run bco_d10 bco_d10
