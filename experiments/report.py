@@ -42,6 +42,8 @@ import numpy as np
 from stabl_jax.hpo_metrics import GAP_FLOOR
 
 Z_95 = 1.959963984540054
+#: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
+SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078}
 MARKER = re.compile(
     r"(<!-- report: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /report -->)", re.DOTALL
 )
@@ -50,11 +52,14 @@ MARKER = re.compile(
 def t_quantile(dof: int) -> float:
     """Two-sided 95% quantile of Student's t with ``dof`` degrees of freedom.
 
-    Cornish-Fisher expansion in ``1/dof`` (Abramowitz & Stegun 26.7.5): 2.7756 for
-    ``dof = 4`` (exact 2.7764), error below 1e-5 from ``dof = 10`` on.
+    ``dof`` 1 to 3: the exact values (tabulated); from 4 on, the Cornish-Fisher expansion in
+    ``1/dof`` (Abramowitz & Stegun 26.7.5): 2.7756 for ``dof = 4`` (exact 2.7764), error below
+    1e-5 from ``dof = 10`` on.
     """
-    if dof < 4:
-        raise ValueError(f"t_quantile needs dof >= 4 (5 or more runs), got {dof}")
+    if dof in SMALL_DOF_T:
+        return SMALL_DOF_T[dof]
+    if dof < 1:
+        raise ValueError(f"t_quantile needs dof >= 1 (2 or more runs), got {dof}")
     z = Z_95
     g = (
         (z**3 + z) / 4,
