@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stabl_jax.hpo_metrics import GAP_FLOOR
+from stabl_jax.hpo_metrics import log10_gap
 
 Z_95 = 1.959963984540054
 #: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
@@ -180,7 +180,7 @@ def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str
     def log_gap(problem: str, name: str, fraction: float) -> np.ndarray:
         gap = gaps[problem, name]
         at = max(1, round(fraction * gap.shape[1])) - 1
-        return np.log10(np.maximum(gap[:, at].astype(np.float64), GAP_FLOOR))
+        return log10_gap(gap[:, at])
 
     def cell(values: np.ndarray) -> str:
         mean, half = mean_t(values)

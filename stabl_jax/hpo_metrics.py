@@ -199,6 +199,12 @@ def summarize(result: SimResult, num_arms: int) -> dict[str, Any]:
     }
 
 
+def log10_gap(best_gap: np.ndarray) -> np.ndarray:
+    """``log10(max(gap, GAP_FLOOR))`` in float64, same shape: the "log10 gap" of every table
+    and curve (a gap below :data:`GAP_FLOOR` counts as solved)."""
+    return np.log10(np.maximum(np.asarray(best_gap, np.float64), GAP_FLOOR))
+
+
 def log_curve(best_gap: np.ndarray) -> dict[str, np.ndarray]:
     """``log10`` best-objective curve over repeats: mean and 95% band.
 
@@ -211,7 +217,7 @@ def log_curve(best_gap: np.ndarray) -> dict[str, np.ndarray]:
       :func:`stabl_jax.metrics.mean_ci`; with the paper's 5 repeats Student's t would be
       about 40% wider; NaN when ``R = 1``), and the median.
     """
-    logs = np.log10(np.maximum(np.asarray(best_gap, np.float64), GAP_FLOOR))
+    logs = log10_gap(best_gap)
     mean, half = metrics.mean_ci(logs, axis=0)
     return {"mean": mean, "lo": mean - half, "hi": mean + half, "median": np.median(logs, 0)}
 
