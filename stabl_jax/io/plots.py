@@ -160,36 +160,13 @@ def _draw_axes(
         ax.legend(fontsize=max(6, fontsize - 2), loc="best", framealpha=0.85)
 
 
-def _draw(
-    bands: Sequence[Band],
-    path: str | Path,
-    *,
-    title: str,
-    xlabel: str,
-    ylabel: str,
-    vlines: Sequence[float] = (),
-    symlog: bool = False,
-    xlog: bool = False,
-    ylim: tuple[float, float] | None = None,
-    markers: bool = False,
-) -> Path:
+def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
+    """One figure of ``bands`` written to ``path``; ``options`` are :func:`_draw_axes`'s."""
     plt = _pyplot()
     colors = _colors([b.name for b in bands])
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
-        _draw_axes(
-            ax,
-            bands,
-            colors,
-            title=title,
-            xlabel=xlabel,
-            ylabel=ylabel,
-            vlines=vlines,
-            symlog=symlog,
-            xlog=xlog,
-            ylim=ylim,
-            markers=markers,
-        )
+        _draw_axes(ax, bands, colors, **options)
         path = Path(path)
         fig.savefig(path, dpi=DPI)
     finally:
