@@ -52,14 +52,17 @@ MARKER = re.compile(
 def t_quantile(dof: int) -> float:
     """Two-sided 95% quantile of Student's t with ``dof`` degrees of freedom.
 
-    ``dof`` 1 to 3: the exact values (tabulated); from 4 on, the Cornish-Fisher expansion in
+    ``dof = 0`` (a single run): NaN, no interval. ``dof`` 1 to 3: the exact values
+    (tabulated); from 4 on, the Cornish-Fisher expansion in
     ``1/dof`` (Abramowitz & Stegun 26.7.5): 2.7756 for ``dof = 4`` (exact 2.7764), error below
     1e-5 from ``dof = 10`` on.
     """
     if dof in SMALL_DOF_T:
         return SMALL_DOF_T[dof]
-    if dof < 1:
-        raise ValueError(f"t_quantile needs dof >= 1 (2 or more runs), got {dof}")
+    if dof == 0:
+        return math.nan
+    if dof < 0:
+        raise ValueError(f"t_quantile needs dof >= 0 (1 or more runs), got {dof}")
     z = Z_95
     g = (
         (z**3 + z) / 4,
@@ -79,10 +82,13 @@ def mean_t(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def _pm(stat: dict, index: int | None = None, digits: int = 3, runs: int | None = None) -> str:
     """``mean ± half`` of a ``summary.json`` statistic; with ``runs``, the stored normal
-    half-width ``1.96 sd / sqrt(R)`` is rescaled to Student's t with ``R - 1`` dof."""
+    half-width ``1.96 sd / sqrt(R)`` is rescaled to Student's t with ``R - 1`` dof. A
+    statistic without an interval (one run: ``ci95`` is null) gives the mean alone."""
     mean, half = stat["mean"], stat["ci95"]
     if index is not None:
-        mean, half = mean[index], half[index]
+        mean, half = mean[index], None if half is None else half[index]
+    if half is None:
+        return f"{mean:.{digits}f}"
     if runs is not None:
         half *= t_quantile(runs - 1) / Z_95
     return f"{mean:.{digits}f} ± {half:.{digits}f}"

@@ -73,8 +73,26 @@ def test_t_quantile_matches_tables():
     assert REPORT["t_quantile"](499) == pytest.approx(1.9647, abs=1e-4)
     assert REPORT["t_quantile"](1) == pytest.approx(12.7062, abs=1e-4)  # 2 runs
     assert REPORT["t_quantile"](3) == pytest.approx(3.1824, abs=1e-4)
-    with pytest.raises(ValueError, match="dof >= 1"):
-        REPORT["t_quantile"](0)
+    assert np.isnan(REPORT["t_quantile"](0))  # one run: no interval
+    with pytest.raises(ValueError, match="dof >= 0"):
+        REPORT["t_quantile"](-1)
+
+
+def test_a_one_run_folder_gives_means_without_intervals(tmp_path):
+    """One run has no interval: ``summary.json`` stores null half-widths, and the table shows
+    the means alone instead of failing."""
+    summary = _summary(0.5)
+    summary["runs"] = 1
+    entry = summary["learners"]["stabl"]
+    for stat in (entry["mean_reward"], entry["prob_best"]["overall"]):
+        stat["ci95"] = None
+    entry["adaptive_regret"]["expected"] = {"mean": [3.0, -5.0], "ci95": None}
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    table = REPORT["render"]("demo windows=16,64", tmp_path)
+    assert "| stabl | 2 | expert_lr_scale=1 | 0.500 | 0.400, 0.600 | 3.0 | -5.0 | 0.300 | 7 |" in (
+        table
+    )
 
 
 def test_paired_and_subsample_views_from_traces(tmp_path):
