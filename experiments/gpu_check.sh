@@ -11,7 +11,8 @@
 #  1. experiments/gpu_bench.py: every row of the speed table with the XLA path and with the
 #     fused Pallas kernel (kernel="pallas");
 #  2. R = 2^20 runs of StABL (n = 30, T = 4096) through simulate (LARGE_KERNEL, default auto);
-#  3. the test suite, one line per test (-v) so that a bounded run keeps what it reached;
+#  3. the test suite, one line per test (-v) so that a bounded run keeps what it reached, and
+#     each failure's traceback in OUT_DIR/failures.log as it happens;
 #  4. `stabl-jax bench --gpu` at R = 1024 (the CLI's rows with the bandwidth-bound column).
 set -u
 out=${1:-gpu_results}
@@ -31,8 +32,9 @@ timeout "${LARGE_SECONDS:-120}" python3 experiments/gpu_bench.py --out "$out/gpu
 echo "large exit code: $?" | tee -a "$out/large.log"
 tail -3 "$out/large.log"
 
-timeout "${SUITE_SECONDS:-600}" python3 -m pytest -v -n "${WORKERS:-8}" --dist load \
-  -p no:cacheprovider -o addopts="" --doctest-modules tests stabl_jax > "$out/tests.log" 2>&1
+STABL_JAX_FAILURE_LOG="$out/failures.log" timeout "${SUITE_SECONDS:-600}" \
+  python3 -m pytest -v -n "${WORKERS:-8}" --dist load -p no:cacheprovider -o addopts="" \
+  --doctest-modules tests stabl_jax > "$out/tests.log" 2>&1
 echo "suite exit code: $?" | tee -a "$out/tests.log"
 grep -cE " PASSED " "$out/tests.log" | sed 's/^/passed so far: /'
 grep -E "(FAILED|ERROR) " "$out/tests.log" | head -40

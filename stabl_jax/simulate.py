@@ -268,7 +268,12 @@ def run_chunk(
     """
     if kernel == "pallas":
         interpret = kernels.interpreted(plan.mesh)
-        step = kernels.chunk_step(learner, env, fields, length, interpret=interpret)
+        # The kernel's drawn inputs (every arm's loss) of one block within the chunk budget.
+        inputs = kernels.input_bytes_per_round(learner, fields)
+        max_rounds = auto_chunk_size(plan.block, length, bytes_per_round=inputs)
+        step = kernels.chunk_step(
+            learner, env, fields, length, interpret=interpret, max_rounds=max_rounds
+        )
     else:
         one = partial(_chunk_one, learner, env, fields, validate, length=length)
         step = jax.vmap(one, in_axes=(0, None))
@@ -430,9 +435,9 @@ def simulate(
         fused Pallas kernel per block with the state on chip (:mod:`stabl_jax.kernels`:
         EXP3 and StABL on an oblivious bandit environment, without ``validate``; compiled
         on a GPU, interpreted elsewhere; the same draws, hence the same arms, with
-        probabilities equal to float32 rounding); ``"auto"`` (default) picks ``"xla"``
-        everywhere for now: the kernel is tested on a CPU in interpret mode, and its speed on
-        a GPU is not measured yet.
+        probabilities equal to float32 rounding); ``"auto"`` (default) picks ``"pallas"``
+        on a GPU where it runs the call and the arms pad to at most 128 (measured faster
+        there), ``"xla"`` otherwise (:func:`stabl_jax.kernels.auto_kernel`).
       env_params: the runs' environment parameters, ``(R, ...)`` leaves, instead of
         ``env.sample_params(fold_in(run_key, 0))`` (:func:`sample_env_params`): e.g. run
         ``j`` on problem ``j // R'`` of a suite (:func:`stabl_jax.hpo_metrics.simulate_suite`).
@@ -459,8 +464,8 @@ def simulate(
     checks.check_choice("kernel", kernel, kernels.KERNELS)
     if kernel == "pallas":
         kernels.check_supported(learner, rollout_env, fields, validate)
-    else:  # "auto": the XLA path until the kernel's speed is measured on a GPU
-        kernel = "xla"
+    elif kernel == "auto":
+        kernel = kernels.auto_kernel(learner, rollout_env, fields, validate)
     if overrides_step(learner) and not hasattr(rollout_env, "loss_fn"):
         raise TypeError(
             f"{type(learner).__name__} overrides step (it reads the round's whole loss), so it "

@@ -90,3 +90,14 @@ def learner(learner_name):
 @pytest.fixture
 def env():
     return ExpertAdvice(num_arms=NUM_ARMS, horizon=HORIZON, change_points=(20, 41))
+
+
+def pytest_runtest_logreport(report):
+    """With ``STABL_JAX_FAILURE_LOG=PATH``, append each failure's traceback to PATH as it
+    happens (the controller process only, under xdist): a run stopped at a time bound
+    (``experiments/gpu_check.sh``) keeps the tracebacks pytest would print at the end."""
+    path = os.environ.get("STABL_JAX_FAILURE_LOG")
+    if not path or not report.failed or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    with open(path, "a") as f:
+        f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 
+import jax
 import pytest
 
 from stabl_jax import cli
@@ -61,7 +62,11 @@ def test_bench_without_numpy_for_other_learners():
 
 def test_bench_bound_defaults_to_known_devices_only(monkeypatch):
     config = benchmark.BenchConfig()
+    device = type("Device", (), {"device_kind": "cpu"})()
+    monkeypatch.setattr(jax, "devices", lambda: [device])
     assert benchmark.device_bandwidth_gbs(config) is None  # a CPU: no bound by default
+    device.device_kind = "NVIDIA H100 80GB HBM3"
+    assert benchmark.device_bandwidth_gbs(config) == 3350.0
     assert benchmark.device_bandwidth_gbs(benchmark.BenchConfig(bandwidth_gbs=5.0)) == 5.0
     assert benchmark.PEAK_BANDWIDTH_GBS["NVIDIA H100 80GB HBM3"] == 3350.0
 

@@ -100,9 +100,14 @@ def test_tiny_probability_recovers_on_both_paths(name):
     """The exact log domain on both paths: with a large learning rate, the arm that becomes
     best at round 192 of 512 has probability exactly 0 in float32 at some round after the
     change (a probability-domain state would keep it there) and over 1/2 at the last round,
-    in some of 8 runs; both paths draw the same arms throughout. StABL runs as StABL Naive
-    with one expert over the whole horizon (no restart rescues the arm; the uniform
-    observation keeps the importance weights from amplifying rounding over 512 rounds)."""
+    in some of 8 runs. StABL runs as StABL Naive with one expert over the whole horizon (no
+    restart rescues the arm; the uniform observation keeps the importance weights from
+    amplifying rounding over 512 rounds): both paths draw the same arms throughout. EXP3's
+    two paths are not compared here (``test_exp3_same_runs_as_xla`` does, at the printed
+    rate): at 40 times that rate, a one-ulp difference in a probability flips a draw within
+    512 rounds. JAX 0.11.2's CPU compiler rounds the XLA path's update otherwise from round
+    1 on (0.10.2 gives the same bits); measured, the paths part after 190 to 266 rounds in
+    each of the 8 runs."""
     horizon, change, runs = 512, 192, 8
     env = ExpertAdvice(num_arms=3, horizon=horizon, change_points=(change,))
     if name == "exp3":
@@ -115,7 +120,8 @@ def test_tiny_probability_recovers_on_both_paths(name):
         params = learner.default_params.replace(expert_lr_scale=jnp.float32(85.0))
     traces = ("played", "prob_best")
     xla, fused = both(learner, env, runs, horizon, params=params, traces=traces)
-    assert_same_runs(xla, fused)
+    if name != "exp3":
+        assert_same_runs(xla, fused)
     for res in (xla, fused):
         after = res.prob_best[:, change:]
         assert ((after == 0.0).any(axis=1) & (after[:, -1] > 0.5)).any(), name
@@ -169,6 +175,24 @@ def test_programs_of_fewer_runs_than_the_block():
             np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
 
 
+@pytest.mark.parametrize("max_rounds", [5, 16, 31])
+def test_pieces_of_a_chunk_give_the_same_bits(max_rounds):
+    """A chunk stepped in pieces of at most ``max_rounds`` rounds (4, 16 and 16 of 32: a
+    ``scan`` of ``pallas_call``s, what bounds the memory of the drawn losses) gives the
+    bits of one call over the chunk (StABL: its restarts fall inside and between pieces)."""
+    learner = StABL(num_arms=5, horizon=64, history_lengths=(4, 12, 64))
+    env = ExpertAdvice(num_arms=5, horizon=64)
+    carry, renv = _block(learner, env, 3)
+    t0 = jnp.int32(8)
+    whole = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True))(carry, t0)
+    step = bandit.chunk_step(learner, renv, TRACES, 32, interpret=True, max_rounds=max_rounds)
+    parts = jax.jit(step)(carry, t0)
+    assert jax.tree.structure(parts) == jax.tree.structure(whole)
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts), strict=True):
+        if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+
+
 @pytest.mark.parametrize(
     "learner", [EXP3(num_arms=30, horizon=256), StABL(num_arms=30, horizon=256)]
 )
@@ -179,8 +203,17 @@ def test_lowers_for_a_gpu_with_triton(learner):
     env = ExpertAdvice(num_arms=30, horizon=256)
     carry, renv = _block(learner, env, 20)  # 20 runs: padded to a program of 64
     step = bandit.chunk_step(learner, renv, TRACES, 16, interpret=False)
+    t0 = jnp.int32(0)  # made outside the abstract mesh, which has no device to compute on
+    # The GPU the Triton backend compiles for: newer JAX reads it from the context's abstract
+    # mesh (an H100 here) when JAX's default device is no GPU (the CPU, even on a machine
+    # with a GPU: the fixture on_the_cpu).
+    h100 = jax.sharding.AbstractDevice(
+        device_kind="NVIDIA H100 80GB HBM3", num_cores=132, platform="gpu"
+    )
+    mesh = jax.sharding.AbstractMesh((1,), ("runs",), abstract_device=h100)
     try:
-        lowered = jax.jit(step).trace(carry, jnp.int32(0)).lower(lowering_platforms=("cuda",))
+        with jax.sharding.use_abstract_mesh(mesh):
+            lowered = jax.jit(step).trace(carry, t0).lower(lowering_platforms=("cuda",))
     except (ImportError, NotImplementedError) as err:  # a jaxlib without the Triton dialect
         pytest.skip(f"no Triton lowering here: {err}")
     assert "triton" in lowered.as_text()
@@ -228,3 +261,24 @@ def test_unsupported_calls_name_what_is_supported():
 
 class Reactive:
     """Stands for an environment with its own ``evaluate`` (not an oblivious one)."""
+
+
+def test_auto_picks_the_kernel_where_it_is_compiled_and_supported(monkeypatch):
+    """``kernel="auto"``: the XLA path wherever the kernel would be interpreted (here); where
+    it is compiled (a GPU, stood in for by ``interpreted() -> False``), the kernel for EXP3
+    and StABL up to 128 padded arms without ``validate``, the XLA path for the rest."""
+    env = as_environment(ExpertAdvice(num_arms=30, horizon=64))
+    fields = ("played", "loss")
+    assert bandit.auto_kernel(EXP3(num_arms=30, horizon=64), env, fields, False) == "xla"
+    monkeypatch.setattr(bandit, "interpreted", lambda mesh=None: False)
+    for learner, validate, expected in [
+        (EXP3(num_arms=30, horizon=64), False, "pallas"),
+        (StABL(num_arms=30, horizon=64), False, "pallas"),
+        (StABL(num_arms=128, horizon=64), False, "pallas"),
+        (StABL(num_arms=129, horizon=64), False, "xla"),  # pads to 256: two-level CDF
+        (StABL(num_arms=30, horizon=64), True, "xla"),
+        (StABLOneQuery(num_arms=30, horizon=64), False, "xla"),
+        (EXP3(num_arms=30, horizon=64, dtype="float64"), False, "xla"),
+    ]:
+        assert bandit.auto_kernel(learner, env, fields, validate) == expected, learner
+    assert bandit.auto_kernel(EXP3(num_arms=30, horizon=64), env, ("points",), False) == "xla"

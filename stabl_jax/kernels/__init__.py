@@ -3,10 +3,18 @@
 
 from stabl_jax.kernels.bandit import (
     KERNELS,
+    auto_kernel,
     check_supported,
     chunk_step,
     input_bytes_per_round,
     interpreted,
 )
 
-__all__ = ["KERNELS", "check_supported", "chunk_step", "input_bytes_per_round", "interpreted"]
+__all__ = [
+    "KERNELS",
+    "auto_kernel",
+    "check_supported",
+    "chunk_step",
+    "input_bytes_per_round",
+    "interpreted",
+]

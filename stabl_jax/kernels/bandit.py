@@ -38,8 +38,15 @@ does not lower ``%`` of a traced scalar.
 
 **Backends.** On a GPU the kernel is compiled by Pallas's Triton backend; elsewhere it runs
 in interpret mode (the kernel body as ordinary XLA operations: how the tests run it on a
-CPU; not tuned for speed there). Its speed on a GPU is not measured yet
-(``experiments/gpu_bench.py`` has the rows), so ``kernel="auto"`` still picks the XLA path.
+CPU; not tuned for speed there). ``kernel="auto"`` (:func:`auto_kernel`) picks it on a GPU
+for up to 128 arms (padded): measured on an NVIDIA H100 (JAX 0.11.2, 2026-11-26), StABL
+at n = 30 ran 1.4 to 2.2 times as fast as the XLA path (docs/speed.md). JAX 0.11 marks
+Pallas's Triton backend deprecated in favour of Mosaic GPU.
+
+**Memory.** The kernel reads every arm's loss of every round, drawn before the call
+(:func:`input_bytes_per_round`, e.g. 4 KiB a run and round at n = 300): a chunk whose
+drawn inputs would exceed ``simulate``'s chunk budget is stepped in pieces, one
+``pallas_call`` each, with the same bits.
 
 **Supported** (:func:`check_supported`): :class:`~stabl_jax.learners.EXP3` and
 :class:`~stabl_jax.learners.StABL` themselves (not subclasses: whatever a subclass overrides
@@ -348,6 +355,21 @@ def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: b
         )
 
 
+def auto_kernel(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> str:
+    """``simulate``'s ``kernel="auto"``: ``"pallas"`` where the kernel is compiled (JAX's
+    default device is a GPU, :func:`interpreted`), supports the call
+    (:func:`check_supported`) and the arms pad to at most :data:`ONE_LEVEL` (the one-level
+    CDF: n = 30 ran 1.4 to 2.2 times as fast as the XLA path on an H100, docs/speed.md);
+    ``"xla"`` otherwise (in interpret mode the kernel is slower than the XLA path)."""
+    if interpreted() or _padded_arms(getattr(learner, "num_arms", ONE_LEVEL + 1)) > ONE_LEVEL:
+        return "xla"
+    try:
+        check_supported(learner, env, fields, validate)
+    except ValueError:
+        return "xla"
+    return "pallas"
+
+
 def input_bytes_per_round(learner: Any, fields: tuple[str, ...]) -> int:
     """Bytes per run and round the kernel reads besides the state (its drawn uniforms and
     losses, and the best arm for ``prob_best``), counted twice (drawn, then laid out)."""
@@ -363,10 +385,14 @@ def chunk_step(
     *,
     interpret: bool | None = None,
     rows: int | None = None,
+    max_rounds: int | None = None,
 ) -> Callable[[Any, jax.Array], tuple[Any, dict[str, jax.Array]]]:
     """``step(carry, t0) -> (carry, outputs)`` for one block of runs: ``length`` rounds from
-    ``t0`` in one ``pallas_call``; what ``vmap`` of the XLA rollout's scan gives, for the same
-    runs (module docstring).
+    ``t0`` in one ``pallas_call``, or in a ``scan`` over equal pieces of at most
+    ``max_rounds`` rounds, one ``pallas_call`` each; what ``vmap`` of the XLA rollout's scan
+    gives, for the same runs (module docstring). Pieces bound the memory of the inputs drawn
+    for a call (every arm's loss: :func:`input_bytes_per_round` a run and round) and change
+    no bit of the result.
 
     Args:
       learner: an :class:`~stabl_jax.learners.EXP3` or :class:`~stabl_jax.learners.StABL`.
@@ -377,6 +403,8 @@ def chunk_step(
         GPU (:func:`interpreted`).
       rows: runs per program; ``None``: the whole block interpreted, :func:`gpu_rows`
         compiled (where it must be a power of two >= 16).
+      max_rounds: rounds per ``pallas_call`` at most; the pieces are the largest divisor of
+        ``length`` not above it. ``None``: the whole chunk in one call.
 
     Returns:
       The step; ``carry`` is a runs-leading :class:`~stabl_jax.simulate.RunCarry`, outputs
@@ -394,7 +422,24 @@ def chunk_step(
 
         compiler_params = pltriton.CompilerParams(num_warps=4, num_stages=1)
 
+    piece = length if max_rounds is None else largest_divisor(length, max_rounds)
+
     def step(carry: Any, t0: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
+        if piece == length:
+            return call(carry, t0, length)
+
+        def one(carry: Any, i: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
+            return call(carry, t0 + i * piece, piece)
+
+        carry, outputs = jax.lax.scan(one, carry, jnp.arange(length // piece, dtype=jnp.int32))
+        # (pieces, runs, piece, ...) -> (runs, length, ...)
+        joined = {
+            name: jnp.swapaxes(x, 0, 1).reshape(x.shape[1], length, *x.shape[3:])
+            for name, x in outputs.items()
+        }
+        return carry, joined
+
+    def call(carry: Any, t0: jax.Array, length: int) -> tuple[Any, dict[str, jax.Array]]:
         runs = carry.learner_key.shape[0]
         ts = t0 + jnp.arange(length, dtype=jnp.int32)
         states, coefs = spec.pack(carry.state)
@@ -444,6 +489,19 @@ def chunk_step(
         return carry.replace(state=state), outputs
 
     return step
+
+
+def largest_divisor(length: int, at_most: int) -> int:
+    """The largest divisor of ``length`` that is ``<= at_most`` (1 at least).
+
+    Example:
+      >>> largest_divisor(512, 15), largest_divisor(4096, 4096), largest_divisor(7, 3)
+      (8, 4096, 1)
+    """
+    if at_most >= length:
+        return length
+    small = [d for d in range(1, math.isqrt(length) + 1) if length % d == 0]
+    return max(d for d in small + [length // d for d in small] if d <= at_most)
 
 
 def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax.Array) -> dict:
