@@ -138,6 +138,7 @@ def simulate_suite(
                 res.compile_seconds / count,
                 res.run_seconds / count,
                 res.offered,
+                res.kernel,
             )
         )
     return out

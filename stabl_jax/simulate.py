@@ -89,6 +89,8 @@ class SimResult:
       compile_seconds: time spent compiling the chunk program(s).
       run_seconds: time spent running them (excluding compilation).
       offered: the trace names that read ``None`` when not recorded.
+      kernel: the path that stepped the runs, ``"xla"`` or ``"pallas"`` (what
+        ``simulate``'s ``kernel="auto"`` picked).
     """
 
     arrays: dict[str, np.ndarray]
@@ -96,6 +98,7 @@ class SimResult:
     compile_seconds: float
     run_seconds: float
     offered: tuple[str, ...] = QUERY_TRACES
+    kernel: str = "xla"
 
     def __getattr__(self, name: str) -> Any:
         fields = self.__dict__
@@ -527,7 +530,7 @@ def simulate(
     )
     arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
-    return SimResult(arrays, carry, compile_s, run_s, offered)
+    return SimResult(arrays, carry, compile_s, run_s, offered, kernel)
 
 
 def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:

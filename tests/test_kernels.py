@@ -282,3 +282,12 @@ def test_auto_picks_the_kernel_where_it_is_compiled_and_supported(monkeypatch):
     ]:
         assert bandit.auto_kernel(learner, env, fields, validate) == expected, learner
     assert bandit.auto_kernel(EXP3(num_arms=30, horizon=64), env, ("points",), False) == "xla"
+
+
+def test_the_result_names_the_path_that_ran():
+    """``SimResult.kernel``: what ``kernel="auto"`` picked (the XLA path here, on the CPU),
+    or the path asked for."""
+    learner, env = EXP3(num_arms=5, horizon=16), ExpertAdvice(num_arms=5, horizon=16)
+    key = jax.random.key(0)
+    assert simulate(learner, env, key, 2).kernel == "xla"
+    assert simulate(learner, env, key, 2, kernel="pallas").kernel == "pallas"

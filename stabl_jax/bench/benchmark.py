@@ -282,6 +282,7 @@ def _jax_case(
             validate=validate,
         )
         row["mean_expected_loss"] = float(np.mean(res.expected_loss))
+        row["kernel"] = res.kernel  # "pallas" where kernel="auto" picked the fused kernel
         return res.run_seconds, res.compile_seconds
 
     return _Timed(row, call)
@@ -355,6 +356,7 @@ def _log_line(row: dict[str, Any]) -> str:
     return (
         f"{row['impl']:>16} {row['learner']:<8} n={row['num_arms']:<4} R={row['runs']:<5} "
         f"{row['run_steps_per_s']:>12,.0f} run-steps/s{compile_s}"
+        + (" (fused kernel)" if row.get("kernel") == "pallas" else "")
     )
 
 
