@@ -91,6 +91,15 @@ run expert_advice_large-tuned-reward expert_advice_large_tuned --runs 50 --set f
 # ... and at scales tuned with reward feedback (on the random change points)
 run expert_advice_large_equal-reward_tuned-reward expert_advice_large_equal_reward_tuned --runs 50
 run expert_advice_large-reward_tuned-reward expert_advice_large_reward_tuned --runs 50
+# The authors' StABL (OSS Vizier's classes) beside Algorithm 1: 500 runs at N = 30, 50 at N = 300
+run vizier-equal expert_advice_equal_vizier
+run vizier-random expert_advice_random_vizier
+run vizier-large expert_advice_large_vizier --runs 50
+# ... with losses; stabl_tuned at the loss-tuned scales of expert_advice_{equal,random}_tuned
+for cfg in equal random; do
+  run vizier-${cfg}_loss expert_advice_${cfg}_vizier --set feedback=loss \
+    --set params.stabl_tuned.expert_lr_scale=64.0 --set params.stabl_tuned.meta_lr_scale=16.0
+done
 # Bandit convex optimisation: 200, 100 and 50 runs (the configs' defaults)
 run bco_d2 bco_d2
 run bco_d10 bco_d10
