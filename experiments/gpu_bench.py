@@ -4,9 +4,10 @@
         [--kernels xla,pallas]
 
 Each row is ``simulate(learner, ExpertAdvice, key, R, traces=..., kernel=...)`` at the paper's
-step sizes on the default device, timed twice after compilation (the run time excludes
-compilation; the table reports the faster call). Every configuration is timed with each of
-``--kernels``: ``xla`` (the scan of the rollout) and ``pallas`` (the fused kernel of
+step sizes on the default device, timed twice with the same key after compilation (the run
+time excludes compilation; the table reports the faster call; ``same_bits_every_call`` records
+whether the two calls gave the same played arms and losses). Every configuration is timed
+with each of ``--kernels``: ``xla`` (the scan of the rollout) and ``pallas`` (the fused kernel of
 :mod:`stabl_jax.kernels`, one ``pallas_call`` per block and chunk; a row whose kernel fails
 to compile records the error and the bench goes on). Both use the same seeds, so their
 ``mean_loss`` columns estimate the same number. ``run-steps/s = R * T / run seconds``. The
@@ -47,15 +48,20 @@ QUICK_ROWS = [row for row in ROWS if row[2] <= 16_384]
 def time_row(name, n, runs, horizon, traces, bandwidth_gbs, kernel="xla", repeats=2):
     learner = make(name, num_arms=n, horizon=horizon)
     env = ExpertAdvice(num_arms=n, horizon=horizon)
-    seconds, compile_s, mean_loss, used = [], 0.0, [], kernel
-    for i in range(repeats):
+    seconds, compile_s, mean_loss, used, first, same = [], 0.0, [], kernel, None, True
+    for _ in range(repeats):  # the same key each time: the calls must repeat bit for bit
         res = simulate(
-            learner, env, jax.random.key(i), runs, traces=traces, chunk_size=512, kernel=kernel
+            learner, env, jax.random.key(0), runs, traces=traces, chunk_size=512, kernel=kernel
         )
         compile_s = max(compile_s, res.compile_seconds)
         seconds.append(res.run_seconds)
         mean_loss.append(float(res.loss.mean(dtype=np.float64)))
         used = res.kernel
+        if first is None:
+            first = (res.played, res.loss)
+        else:
+            same &= bool(np.array_equal(first[0], res.played))
+            same &= bool(np.array_equal(first[1], res.loss))
         del res
     best = min(seconds)
     rate = runs * horizon / best
@@ -76,6 +82,7 @@ def time_row(name, n, runs, horizon, traces, bandwidth_gbs, kernel="xla", repeat
         "bound_run_steps_per_s": bound,
         "fraction_of_bound": rate / bound,
         "mean_loss": mean_loss,
+        "same_bits_every_call": same,
     }
 
 
