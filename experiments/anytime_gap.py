@@ -1,23 +1,37 @@
-"""How close do tuning-free ``stabl_anytime`` and ``stabl_adaptive`` get to the tuned StABL
-sweep? (the target: "within 5% of the tuned sweep's per-segment reward on the shipped
-expert-advice configs without any tuning").
+"""How close do tuning-free ``stabl_anytime``, ``stabl_adaptive`` and ``stabl_rate_grid`` get to
+the tuned StABL sweep? (the target: "within 5% of the tuned sweep's per-segment reward on the
+shipped expert-advice configs without any tuning").
 
     python experiments/anytime_gap.py [--runs 500] [--configs expert_advice_equal ...]
-                                      [--feedback loss reward] [--extra saol ...] [--json out.json]
+                                      [--feedback loss reward] [--extra saol ...]
+                                      [--out FOLDER [--force]]
 
-For every config and feedback, three (or more) learners are simulated on the reported seed with
+For every config and feedback, four (or more) learners are simulated on the reported seed with
 the same key, so every run faces the same environment draws (paired):
 
 - ``stabl_anytime`` with its default params (scales 1: nothing tuned, never swept here),
 - ``stabl_adaptive`` likewise (data-dependent rates, scales 1),
-- ``stabl`` with the theory default params (scales 1),
-- ``stabl`` with the scales in ``configs/<config>[_reward]_tuned.toml`` (chosen by
-  ``experiments/tune.py`` on a disjoint seed),
+- ``stabl_theory``: ``stabl`` with the theory default params (scales 1),
+- ``stabl_tuned``: ``stabl`` with the scales in ``configs/<config>[_reward]_tuned.toml``
+  (chosen by ``experiments/tune.py`` on a disjoint seed),
 
 plus any ``--extra`` registry learners with default params. Printed: per-segment mean reward
 ``1 - l_t(x_t)`` with its 95% interval over runs, and the paired gaps of ``stabl_anytime``,
 ``stabl_adaptive`` and every ``--extra`` learner to tuned StABL, ``(x - tuned) / tuned`` in %,
-with the 95% interval of the paired difference (divided by the tuned mean).
+with the 95% interval of the paired difference (divided by the tuned mean). "Mean over
+segments" is the unweighted mean of the segment means (each segment counts the same, whatever
+its length).
+
+``--out FOLDER`` writes a results folder (atomically, like ``stabl-jax run --out``; an existing
+folder only with ``--force``, and only one this tool or ``stabl-jax`` made):
+
+    summary.json   kind "anytime_gap", the command, commit and versions, the settings, and per
+                   "CONFIG/FEEDBACK/LEARNER" its segment rewards, mean over segments, mutings
+    results.csv    the same statistics as a tidy table
+    traces.npz     "CONFIG/FEEDBACK/LEARNER/segment_reward": (R, S) float64, each run's mean
+                   reward over each segment (what ``experiments/report.py``'s ``view=gap``
+                   tables are computed from, with Student's t intervals)
+
 ``--seed-offset 1000003`` runs on the tuning seed instead of the reported one (for design
 decisions; never for reported numbers).
 """
@@ -25,14 +39,19 @@ decisions; never for reported numbers).
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from stabl_jax import metrics, simulate
+from stabl_jax.io.results import OutputError, ResultsFolder, environment_info, stat
 from stabl_jax.kinds import load_config
+
+#: The paired reference every gap is measured against.
+TUNED = "stabl_tuned"
 
 
 def segment_rewards(config, learner, params, key) -> tuple[np.ndarray, int | None]:
@@ -47,86 +66,117 @@ def segment_rewards(config, learner, params, key) -> tuple[np.ndarray, int | Non
 
 
 def compare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: int = 0) -> dict:
+    """Simulate every learner of one setting with one key: ``{"config", "feedback", "runs",
+    "seed", "learners": {label: {"segment_reward": (R, S), "num_muted", "params"}}}``."""
     config = load_config(base, runs=runs, feedback=feedback)
     tuned_name = f"{base}_tuned" if feedback == "loss" else f"{base}_reward_tuned"
     tuned = load_config(tuned_name, runs=runs, feedback=feedback)
     if tuned.env != config.env or tuned.seed != config.seed or tuned.horizon != config.horizon:
         raise SystemExit(f"{tuned_name} does not pair with {base}: env, seed or horizon differ")
     key = jax.random.key(config.seed + seed_offset)
-    rows: dict[str, dict] = {}
     stabl = config.make_learner("stabl")
     entries = [
         ("stabl_anytime", config, config.make_learner("stabl_anytime"), None),
         ("stabl_adaptive", config, config.make_learner("stabl_adaptive"), None),
-        ("stabl (theory)", config, stabl, None),
-        ("stabl (tuned)", tuned, stabl, tuned.learner_params(stabl, "stabl")),
+        ("stabl_theory", config, stabl, None),
+        (TUNED, tuned, stabl, tuned.learner_params(stabl, "stabl")),
     ]
     entries += [(name, config, config.make_learner(name), None) for name in extra]
-    per_run = {}
+    learners = {}
     for label, cfg, learner, params in entries:
         seg, muted = segment_rewards(cfg, learner, params, key)
-        per_run[label] = seg
-        mean, half = metrics.mean_ci(seg, axis=0)
-        overall, overall_half = metrics.mean_ci(seg.mean(axis=1))
-        rows[label] = {
-            "segment_mean": mean.tolist(),
-            "segment_half_width": half.tolist(),
-            "mean_over_segments": float(overall),
-            "mean_over_segments_half_width": float(overall_half),
+        learners[label] = {
+            "segment_reward": seg,
             "num_muted": muted,
             "params": None if params is None else {k: float(v) for k, v in params.items()},
         }
-    tuned_mean = np.asarray(rows["stabl (tuned)"]["segment_mean"])
-    out = {
+    return {
         "config": base,
         "feedback": feedback,
+        "tuned_config": tuned_name,
         "runs": runs,
         "seed": config.seed + seed_offset,
-        "learners": rows,
+        "learners": learners,
     }
-    gaps = [("stabl_anytime", "gap"), ("stabl_adaptive", "gap_adaptive")]
-    gaps += [(name, f"gap_{name}") for name in extra]
-    out["gaps"] = [prefix for _, prefix in gaps]
-    for label, prefix in gaps:
-        diff = per_run[label] - per_run["stabl (tuned)"]  # (R, S), paired
-        d_mean, d_half = metrics.mean_ci(diff, axis=0)
-        o_mean, o_half = metrics.mean_ci(diff.mean(axis=1))
-        out[f"{prefix}_percent"] = (100 * d_mean / tuned_mean).tolist()
-        out[f"{prefix}_percent_half_width"] = (100 * d_half / tuned_mean).tolist()
-        out[f"{prefix}_percent_over_segments"] = float(100 * o_mean / tuned_mean.mean())
-        out[f"{prefix}_percent_over_segments_half_width"] = float(100 * o_half / tuned_mean.mean())
-    return out
+
+
+def gap_percent(values: np.ndarray, tuned: np.ndarray, mean_ci=metrics.mean_ci) -> dict:
+    """Paired gap of ``values`` to ``tuned`` (both ``(R, S)``, the same runs) in % of the tuned
+    mean: per segment and over segments (the unweighted mean of the segments), each with the
+    half-width of ``mean_ci``'s 95% interval of the paired difference."""
+    diff = values - tuned
+    seg_mean, seg_half = mean_ci(diff, axis=0)
+    all_mean, all_half = mean_ci(diff.mean(axis=1), axis=0)
+    scale = 100 / tuned.mean(axis=0)
+    overall_scale = 100 / tuned.mean()
+    return {
+        "segment": seg_mean * scale,
+        "segment_half_width": seg_half * scale,
+        "overall": float(all_mean * overall_scale),
+        "overall_half_width": float(all_half * overall_scale),
+    }
 
 
 def print_table(out: dict) -> None:
+    learners = out["learners"]
+    num = learners[TUNED]["segment_reward"].shape[1]
     print(f"\n## {out['config']}, feedback = {out['feedback']}, {out['runs']} runs")
-    num = len(out["gap_percent"])
     header = " | ".join(f"seg {s + 1}" for s in range(num))
     print(f"| learner | {header} | mean | muted |")
     print("|---|" + "---|" * (num + 2))
-    for label, row in out["learners"].items():
-        cells = [
-            f"{m:.4f} ± {h:.4f}"
-            for m, h in zip(row["segment_mean"], row["segment_half_width"], strict=True)
-        ]
-        mean = f"{row['mean_over_segments']:.4f} ± {row['mean_over_segments_half_width']:.4f}"
-        print(f"| {label} | {' | '.join(cells)} | {mean} | {row['num_muted']} |")
-    for prefix in out["gaps"]:
-        name = {"gap": "anytime", "gap_adaptive": "adaptive"}.get(prefix, prefix[4:])
-        gaps = [
-            f"{g:+.1f}% ± {h:.1f}"
-            for g, h in zip(
-                out[f"{prefix}_percent"], out[f"{prefix}_percent_half_width"], strict=True
-            )
-        ]
-        overall = (
-            f"{out[f'{prefix}_percent_over_segments']:+.1f}% ± "
-            f"{out[f'{prefix}_percent_over_segments_half_width']:.1f}"
+    for label, row in learners.items():
+        seg = row["segment_reward"]
+        mean, half = metrics.mean_ci(seg, axis=0)
+        cells = [f"{m:.4f} ± {h:.4f}" for m, h in zip(mean, half, strict=True)]
+        overall, overall_half = metrics.mean_ci(seg.mean(axis=1))
+        print(
+            f"| {label} | {' | '.join(cells)} | {overall:.4f} ± {overall_half:.4f} | "
+            f"{row['num_muted']} |"
         )
-        print(f"| gap {name} vs tuned | {' | '.join(gaps)} | {overall} | |")
+    tuned = learners[TUNED]["segment_reward"]
+    for label, row in learners.items():
+        if label in (TUNED, "stabl_theory"):
+            continue
+        gap = gap_percent(row["segment_reward"], tuned)
+        cells = [
+            f"{g:+.1f}% ± {h:.1f}"
+            for g, h in zip(gap["segment"], gap["segment_half_width"], strict=True)
+        ]
+        overall = f"{gap['overall']:+.1f}% ± {gap['overall_half_width']:.1f}"
+        print(f"| gap {label} vs tuned | {' | '.join(cells)} | {overall} | |")
+
+
+def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Path:
+    """Write ``outs`` into ``folder`` and commit it (see the module docstring)."""
+    summary: dict = {
+        "kind": "anytime_gap",
+        "description": "tuning-free StABL variants against tuned StABL, paired, per segment",
+        "command": ["python", "experiments/anytime_gap.py", *argv],
+        **environment_info(),
+        "settings": [],
+        "learners": {},
+    }
+    arrays = {}
+    for out in outs:
+        summary["settings"].append(
+            {k: out[k] for k in ("config", "feedback", "tuned_config", "runs", "seed")}
+            | {"learners": list(out["learners"])}
+        )
+        for label, row in out["learners"].items():
+            name = f"{out['config']}/{out['feedback']}/{label}"
+            seg = row["segment_reward"]
+            arrays[f"{name}/segment_reward"] = seg
+            summary["learners"][name] = {
+                "params": row["params"],
+                "segment_reward": stat(seg),
+                "mean_over_segments": stat(seg.mean(axis=1)),
+                "num_muted": row["num_muted"],
+            }
+    return folder.write(summary, arrays, lambda _: None)
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument(
@@ -134,19 +184,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--feedback", nargs="+", default=["loss", "reward"])
     parser.add_argument("--extra", nargs="*", default=[], help="more learners, default params")
-    parser.add_argument("--json", default=None, help="also write every number here")
+    parser.add_argument("--out", type=Path, default=None, help="write a results folder here")
+    parser.add_argument("--force", action="store_true", help="replace an existing --out folder")
     parser.add_argument(
         "--seed-offset", type=int, default=0, help="1000003: the tuning seed (design only)"
     )
     args = parser.parse_args(argv)
-    results = []
-    for base in args.configs:
-        for feedback in args.feedback:
-            out = compare(base, feedback, args.runs, args.extra, args.seed_offset)
-            print_table(out)
-            results.append(out)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    try:  # the output folder is checked before minutes of simulation, not after
+        folder = None if args.out is None else ResultsFolder.prepare(args.out, force=args.force)
+    except OutputError as exc:
+        parser.error(str(exc))
+    with folder or contextlib.nullcontext():
+        outs = []
+        for base in args.configs:
+            for feedback in args.feedback:
+                out = compare(base, feedback, args.runs, args.extra, args.seed_offset)
+                print_table(out)
+                outs.append(out)
+        if folder is not None:
+            print(f"\nwrote {write_folder(folder, outs, argv)}")
     return 0
 
 

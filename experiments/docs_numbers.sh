@@ -15,7 +15,7 @@ RESULTS=${RESULTS:-results}
 PYTHON=${PYTHON:-python}
 mkdir -p "$RESULTS"
 
-run() {  # run FOLDER CONFIG [ARGS...]
+timed() {  # timed FOLDER COMMAND...: run COMMAND (which writes FOLDER), log its wall time
   local folder=$1
   shift
   if [[ ${KEEP:-0} == 1 && -f $RESULTS/$folder/COMPLETE ]]; then
@@ -23,22 +23,30 @@ run() {  # run FOLDER CONFIG [ARGS...]
     return
   fi
   local start=$SECONDS
-  # every trace kept (bandit configs): report.py's paired and 5-run views and paired.py's
-  # @play read them
-  local traces=(--set 'save_traces="all"')
-  [[ $1 == bco_* || $1 == hpo_* ]] && traces=()
-  "$PYTHON" -m stabl_jax run "$@" "${traces[@]}" --out "$RESULTS/$folder" --force --no-progress
+  "$@"
   echo "$folder $((SECONDS - start)) s commit=$(git rev-parse HEAD)" \
     "dirty=$(git status --porcelain | wc -l) $(date -u +%FT%TZ)" >>"$RESULTS/timings.txt"
 }
 
+run() {  # run FOLDER CONFIG [ARGS...]
+  local folder=$1
+  shift
+  # every trace kept (bandit configs): report.py's paired and 5-run views and paired.py's
+  # @play read them
+  local traces=(--set 'save_traces="all"')
+  [[ $1 == bco_* || $1 == hpo_* ]] && traces=()
+  timed "$folder" "$PYTHON" -m stabl_jax run "$@" "${traces[@]}" --out "$RESULTS/$folder" \
+    --force --no-progress
+}
+
+gap() {  # gap FOLDER [ARGS...]: experiments/anytime_gap.py's paired gaps to tuned StABL
+  local folder=$1
+  shift
+  timed "$folder" "$PYTHON" experiments/anytime_gap.py "$@" --out "$RESULTS/$folder" --force
+}
+
 unvalidated() {  # unvalidated FOLDER CONFIG LEARNER: Uniform and LEARNER, no in-trace checks
-  if [[ ${KEEP:-0} == 1 && -f $RESULTS/$1/COMPLETE ]]; then
-    echo "$1: complete, kept"
-    return
-  fi
-  local start=$SECONDS
-  "$PYTHON" - "$RESULTS/$1" "$2" "$3" <<'PY'
+  timed "$1" "$PYTHON" - "$RESULTS/$1" "$2" "$3" <<'PY'
 import sys
 from pathlib import Path
 
@@ -52,8 +60,6 @@ with ResultsFolder.prepare(Path(out), force=True) as folder:
     result = run_experiment(config, validate=False)
     write_results(result, folder, extra={"command": ["run_experiment", name, learner, "validate=False"]})
 PY
-  echo "$1 $((SECONDS - start)) s commit=$(git rev-parse HEAD)" \
-    "dirty=$(git status --porcelain | wc -l) $(date -u +%FT%TZ)" >>"$RESULTS/timings.txt"
 }
 
 # Figure 1: N = 30, T = 4096, 500 runs each
@@ -100,6 +106,10 @@ for cfg in equal random; do
   run vizier-${cfg}_loss expert_advice_${cfg}_vizier --set feedback=loss \
     --set params.stabl_tuned.expert_lr_scale=64.0 --set params.stabl_tuned.meta_lr_scale=16.0
 done
+# Tuning-free learners (defaults, never swept) against tuned StABL, paired, seed 0
+gap anytime_gap-fig1 --runs 500 --extra saol stabl_one_query stabl_rate_grid
+gap anytime_gap-large --runs 50 --configs expert_advice_large --feedback loss \
+  --extra stabl_rate_grid
 # Bandit convex optimisation: 200, 100 and 50 runs (the configs' defaults)
 run bco_d2 bco_d2
 run bco_d10 bco_d10

@@ -14,7 +14,8 @@ over runs.
 
 A document's generated tables sit between markers::
 
-    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5] [baseline=B] -->
+    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5|gap]
+         [baseline=B] [learner=NAME] [columns=A,B] -->
     ...
     <!-- /report -->
 
@@ -26,6 +27,11 @@ repeat) pairs; ``view=subsample5`` the spread of
 5-run means over the disjoint 5-run subsamples. ``--update`` rewrites every marked block;
 ``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
 exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
+
+A folder written by ``experiments/anytime_gap.py --out`` (``kind = "anytime_gap"``) has one
+view, ``view=gap`` (its default), with ``learner=NAME`` (default ``stabl_anytime``) and
+``columns=A,B,...`` (default ``stabl_theory,stabl_tuned``): per setting, the learner's mean
+over segments, the columns' means and its paired gap to tuned StABL, Student's t intervals.
 """
 
 from __future__ import annotations
@@ -372,11 +378,64 @@ def subsample_table(folder: Path, label: str, size: int = 5, reference: str = "s
     return "\n".join(lines)
 
 
+def _signed(value: float, digits: int = 1) -> str:
+    """``+1.5`` / ``−1.5`` (a minus sign, as the documents print it)."""
+    return f"{value:+.{digits}f}".replace("-", "\u2212")
+
+
+def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str:
+    """An ``experiments/anytime_gap.py`` folder: per setting, ``learner``'s mean over segments
+    (the unweighted mean of its per-segment mean rewards) ± Student's t 95% half-width over
+    runs, the means of ``columns``, and ``learner``'s paired gap to tuned StABL,
+    ``(learner − tuned) / tuned`` in %, per segment and over segments (± the t half-width of
+    the paired difference, divided by the tuned mean); from ``traces.npz``."""
+    summary = json.loads((folder / "summary.json").read_text())
+    with np.load(folder / "traces.npz", allow_pickle=False) as traces:
+        rewards = {k.removesuffix("/segment_reward"): traces[k] for k in traces.files}
+    lines = [
+        f"`{label}` — mean over segments of the per-segment mean reward (each segment weighs "
+        f"the same), seed {summary['settings'][0]['seed']}, one key for every learner; "
+        f"{learner} ± 95% t-interval over runs; gap: ({learner} − tuned StABL) / tuned StABL, "
+        "paired, ± 95% t-interval",
+        "",
+        f"| config, feedback, runs | {learner} | "
+        + " | ".join(columns)
+        + " | gap per segment | gap overall |",
+        "|---|---|" + "---|" * len(columns) + "---|---|",
+    ]
+    seg_halves = []
+    for setting in summary["settings"]:
+        prefix = f"{setting['config']}/{setting['feedback']}"
+        missing = [n for n in (learner, "stabl_tuned", *columns) if n not in setting["learners"]]
+        if missing:
+            raise ValueError(f"{folder}: {prefix} has no learner(s) {missing}")
+        values, tuned = rewards[f"{prefix}/{learner}"], rewards[f"{prefix}/stabl_tuned"]
+        mean, half = mean_t(values.mean(axis=1))
+        diff = values - tuned
+        seg_gap, seg_half = (100 * x / tuned.mean(axis=0) for x in mean_t(diff))
+        gap, gap_half = (100 * x / tuned.mean() for x in mean_t(diff.mean(axis=1)))
+        seg_halves += list(seg_half)
+        name = setting["config"].removeprefix("expert_advice_")
+        cells = [f"{rewards[f'{prefix}/{c}'].mean(axis=1).mean():.4f}" for c in columns]
+        lines.append(
+            f"| {name}, {setting['feedback']}, {setting['runs']} | {mean:.4f} ± {half:.4f} | "
+            + " | ".join(cells)
+            + f" | {', '.join(_signed(g) for g in seg_gap)} % | "
+            f"**{_signed(gap)} % ± {gap_half:.1f}** |"
+        )
+    lines += [
+        "",
+        f"Per-segment intervals of the gap: ± {min(seg_halves):.1f} to {max(seg_halves):.1f} "
+        "points.",
+    ]
+    return "\n".join(lines)
+
+
 def render(args: str, results: Path) -> str:
     """The Markdown a marker ``<!-- report: ARGS -->`` stands for."""
     name, *options = args.split()
     opts = dict(o.split("=", 1) for o in options)
-    unknown = set(opts) - {"windows", "sa", "view", "baseline"}
+    unknown = set(opts) - {"windows", "sa", "view", "baseline", "learner", "columns"}
     if unknown:
         raise ValueError(f"report marker {args!r}: unknown option(s) {sorted(unknown)}")
     folder, label = results / name, f"results/{name}"
@@ -391,6 +450,11 @@ def render(args: str, results: Path) -> str:
 def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
     """The table ``opts["view"]`` names (default ``table``) for one results folder."""
     view = opts.get("view", "table")
+    if json.loads((folder / "summary.json").read_text()).get("kind") == "anytime_gap":
+        if view not in ("table", "gap"):
+            raise ValueError(f"an anytime_gap folder has view=gap only, got view={view!r}")
+        columns = opts.get("columns", "stabl_theory,stabl_tuned")
+        return gap_table(folder, label, opts.get("learner", "stabl_anytime"), columns.split(","))
     if view == "paired":
         if json.loads((folder / "summary.json").read_text()).get("kind") == "hpo":
             return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
@@ -427,8 +491,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--windows", default="256,1024,4096")
     parser.add_argument("--sa", choices=("expected", "sampled"), default="expected")
-    parser.add_argument("--view", choices=("table", "paired", "subsample5"), default="table")
+    parser.add_argument("--view", choices=("table", "paired", "subsample5", "gap"), default="table")
     parser.add_argument("--baseline", default="uniform", help="view=paired of an hpo folder")
+    parser.add_argument("--learner", default="stabl_anytime", help="view=gap: whose gap")
+    parser.add_argument(
+        "--columns", default="stabl_theory,stabl_tuned", help="view=gap: the other columns"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--update", type=Path, metavar="DOC", help="rewrite DOC's marked tables")
     mode.add_argument("--check", type=Path, metavar="DOC", help="exit 1 if a table would change")
@@ -449,7 +517,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if changed or missing else 0
     if not args.folders:
         parser.error("give results folders, or --update/--check DOC")
-    opts = {"windows": args.windows, "sa": args.sa, "view": args.view, "baseline": args.baseline}
+    opts = {
+        "windows": args.windows,
+        "sa": args.sa,
+        "view": args.view,
+        "baseline": args.baseline,
+        "learner": args.learner,
+        "columns": args.columns,
+    }
     for folder in args.folders:
         print(view_table(folder, str(folder), opts))
         print()

@@ -1,0 +1,95 @@
+"""``experiments/anytime_gap.py``'s results folder (written from hand-made segment rewards, no
+simulation) and ``experiments/report.py``'s ``view=gap`` table of it, against numbers worked
+out by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax.io.results import ResultsFolder
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT = runpy.run_path(str(ROOT / "experiments" / "report.py"))
+
+
+@pytest.fixture(scope="module")
+def gap_script():
+    spec = importlib.util.spec_from_file_location(
+        "anytime_gap", ROOT / "experiments" / "anytime_gap.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Four runs, two segments. tuned: segment means 0.5 and 0.4; "x" is tuned minus a per-run
+# difference d (the same in both segments) with d = 0.1, 0.2, 0.1, 0.2 -> mean 0.15, sd
+# 0.057735, t(3) = 3.182446 -> half-width 0.091868.
+TUNED = np.array([[0.5, 0.4]] * 4)
+D = np.array([0.1, 0.2, 0.1, 0.2])
+X = TUNED - D[:, None]
+
+
+def _outs() -> list[dict]:
+    learners = {
+        "stabl_anytime": {"segment_reward": X, "num_muted": 0, "params": None},
+        "stabl_theory": {"segment_reward": X + 0.01, "num_muted": 0, "params": None},
+        "stabl_tuned": {"segment_reward": TUNED, "num_muted": 7, "params": {"s": 2.0}},
+    }
+    return [
+        {
+            "config": "expert_advice_equal",
+            "feedback": "loss",
+            "tuned_config": "expert_advice_equal_tuned",
+            "runs": 4,
+            "seed": 0,
+            "learners": learners,
+        }
+    ]
+
+
+def test_folder_and_gap_table(gap_script, tmp_path):
+    with ResultsFolder.prepare(tmp_path / "gap") as folder:
+        final = gap_script.write_folder(folder, _outs(), ["--runs", "4"])
+    summary = json.loads((final / "summary.json").read_text())
+    assert summary["kind"] == "anytime_gap"
+    assert summary["command"] == ["python", "experiments/anytime_gap.py", "--runs", "4"]
+    assert set(summary["code"]) == {"commit", "dirty", "source"}
+    entry = summary["learners"]["expert_advice_equal/loss/stabl_tuned"]
+    assert entry["num_muted"] == 7 and entry["params"] == {"s": 2.0}
+    np.testing.assert_allclose(entry["mean_over_segments"]["mean"], 0.45)
+    assert (
+        "expert_advice_equal/loss/stabl_anytime,,segment_reward,,2,"
+        in (final / "results.csv").read_text()
+    )
+
+    text = REPORT["render"]("gap view=gap columns=stabl_theory,stabl_tuned", tmp_path)
+    # x over segments: 0.45 - 0.15 = 0.3000, run values 0.35, 0.25, ... -> same half 0.0919;
+    # gap per segment: -0.15 / 0.5 = -30.0 %, -0.15 / 0.4 = -37.5 %; overall -0.15 / 0.45 =
+    # -33.3 % +- 0.091868 / 0.45 = 20.4 points; per segment +- 18.4 and 23.0 points.
+    row = (
+        "| equal, loss, 4 | 0.3000 ± 0.0919 | 0.3100 | 0.4500 | −30.0, −37.5 % "
+        "| **−33.3 % ± 20.4** |"
+    )
+    assert row in text.splitlines()
+    assert "Per-segment intervals of the gap: ± 18.4 to 23.0 points." in text
+    with pytest.raises(ValueError, match="no learner"):
+        REPORT["render"]("gap learner=saol", tmp_path)
+    with pytest.raises(ValueError, match="view=gap only"):
+        REPORT["render"]("gap view=paired", tmp_path)
+
+
+def test_an_existing_user_folder_is_refused_before_simulating(gap_script, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(SystemExit):
+        gap_script.main(["--runs", "2", "--out", str(mine), "--force"])
+    assert "never replaced" in capsys.readouterr().err
+    assert (mine / "notes.txt").read_text() == "keep"
