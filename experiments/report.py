@@ -14,10 +14,16 @@ over runs.
 
 A document's generated tables sit between markers::
 
-    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5|gap]
-         [baseline=B] [learner=NAME] [columns=A,B] -->
+    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5|gap|diff]
+         [baseline=B] [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] -->
     ...
     <!-- /report -->
+
+``view=diff`` with one or more ``diff=a,b`` options (the marker may span lines) tabulates
+paired differences ``a − b`` as ``experiments/paired.py --diff`` does, and ``gap=a,b`` options
+the paired gaps ``(a − b)/b`` as its ``--gap`` does; a side may be
+``OTHER::name`` (a learner of the folder ``OTHER`` under ``--results``, same seed and draws)
+or ``name@play`` (its play trials).
 
 ``FOLDER`` names a folder under ``--results``; the table names it ``results/FOLDER``.
 ``view=paired`` tabulates StABL's paired mean-reward difference to each other learner (per run,
@@ -40,6 +46,7 @@ import argparse
 import json
 import math
 import re
+import runpy
 import sys
 from pathlib import Path
 
@@ -431,10 +438,71 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
     return "\n".join(lines)
 
 
+def diff_table(
+    folder: Path, label: str, pairs: list[str], results: Path, gaps: tuple[str, ...] = ()
+) -> str:
+    """Paired differences ``a − b`` of mean reward, overall and per segment, per run, then mean
+    ± Student's t 95% half-width over runs (``experiments/paired.py --diff``), for each of
+    ``pairs``; then for each of ``gaps`` the paired gap ``(a − b) / b`` in % of the mean over
+    segments (each segment weighs the same; ``experiments/paired.py --gap``). Each pair is
+    ``a,b``; a side may be ``OTHER::name`` (a learner of the results folder ``OTHER``,
+    simulated with the same seed and draws: checked on the change points against ``folder``,
+    or for a gap against ``a``'s folder) and ``name@play`` (its even rounds only)."""
+    paired = runpy.run_path(str(Path(__file__).with_name("paired.py")))
+
+    def spec(side: str) -> tuple[Path, str]:
+        other, sep, name = side.rpartition("::")
+        return (results / other, f"{results / other}::{name}") if sep else (folder, side)
+
+    lines = []
+    if pairs:
+        data = paired["Folders"](folder)
+        runs, num_segments = data.points.shape[0], data.points.shape[-1] + 1
+        lines += [
+            f"`{label}` — paired differences of mean reward (1 − loss of the played arm), per "
+            f"run, then mean ± 95% t-interval over the {runs} runs; `[FOLDER]`: a learner of "
+            "`results/FOLDER` (same seed, same draws); `@play`: its play trials only",
+            "",
+            "| paired difference | mean | "
+            + " | ".join(f"segment {s + 1}" for s in range(num_segments))
+            + " |",
+            "|---|---|" + "---|" * num_segments,
+        ]
+        for pair in pairs:
+            a, b = (spec(side)[1] for side in pair.split(","))
+            (ma, sa), (mb, sb) = data.rewards(a), data.rewards(b)
+            name = f"{paired['label'](a)} − {paired['label'](b)}"
+            lines.append(paired["row"](name, ma - mb, sa - sb, signed=True))
+    if gaps:
+        lines += [
+            *([""] if lines else []),
+            f"`{label}` — paired gaps (a − b)/b of the mean over segments (each segment weighs "
+            "the same), ± 95% t-interval of the paired difference divided by b's mean; "
+            "`[FOLDER]`: a learner of `results/FOLDER` (same seed, same draws)",
+            "",
+            "| a vs b | a (mean over segments) | b | gap (a − b)/b |",
+            "|---|---|---|---|",
+        ]
+        for pair in gaps:
+            (main, a), (_, b) = (spec(side) for side in pair.split(","))
+            data = paired["Folders"](main)
+            sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
+            diff, half = mean_t(sa - sb)
+            base = sb.mean()
+            lines.append(
+                f"| {paired['label'](a)} vs {paired['label'](b)} | {sa.mean():.4f} | "
+                f"{base:.4f} | {_signed(100 * diff / base)} % ± {100 * half / base:.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def render(args: str, results: Path) -> str:
     """The Markdown a marker ``<!-- report: ARGS -->`` stands for."""
     name, *options = args.split()
-    opts = dict(o.split("=", 1) for o in options)
+    items = [o.split("=", 1) for o in options]
+    opts = {k: v for k, v in items if k not in ("diff", "gap")}
+    pairs = [v for k, v in items if k == "diff"]  # repeated: one row each
+    gaps = [v for k, v in items if k == "gap"]
     unknown = set(opts) - {"windows", "sa", "view", "baseline", "learner", "columns"}
     if unknown:
         raise ValueError(f"report marker {args!r}: unknown option(s) {sorted(unknown)}")
@@ -444,6 +512,12 @@ def render(args: str, results: Path) -> str:
             f"report marker {args!r}: no {folder / 'summary.json'}; run "
             "experiments/docs_numbers.sh (or the command above the table) first"
         )
+    if opts.get("view") == "diff":
+        if not pairs and not gaps:
+            raise ValueError(f"report marker {args!r}: view=diff needs diff=a,b or gap=a,b")
+        return diff_table(folder, label, pairs, results, tuple(gaps))
+    if pairs or gaps:
+        raise ValueError(f"report marker {args!r}: diff=a,b and gap=a,b only with view=diff")
     return view_table(folder, label, opts)
 
 

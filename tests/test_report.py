@@ -199,5 +199,41 @@ def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
             written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
     expanded = {w.format(cfg=c) for w in written for c in ("equal", "random")}
     for block in blocks:
-        folder = block[1].split()[0]
-        assert folder in expanded, f"{folder} is not written by experiments/docs_numbers.sh"
+        folder, *options = block[1].split()
+        sides = [
+            side
+            for o in options
+            if o.startswith(("diff=", "gap="))
+            for side in o[o.index("=") + 1 :].split(",")
+        ]
+        for name in [folder] + [side.split("::")[0] for side in sides if "::" in side]:
+            assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
+
+
+def _traces(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> None:
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({"learners": {}}))
+    arrays = {"env/change_points": np.asarray(points, np.int32)}
+    arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
+    np.savez(folder / "traces.npz", **arrays)
+
+
+def test_diff_view_pairs_learners_across_folders(tmp_path):
+    """``view=diff``: two runs, T = 4, one change point at 2. Rewards (1 - loss): a = (1, 0,
+    .5, .5) and (0, 0, 1, 1), b = (0, 0, 0, 0) and (.5, .5, .5, .5). Per run a - b: mean .5
+    and 0 (mean .25, sd .35355; t(1) = 12.7062 -> half-width 3.1766); segment 1: .5 and -.5
+    (0 ± 6.3531); segment 2: .5 and .5 (.5 ± 0). Gap a vs b over segments: a .5, b .25, (a -
+    b)/b = +100 % ± 3.1766 / .25 = 1270.6 points."""
+    a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
+    b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
+    _traces(tmp_path / "main", [[2], [2]], a=a)
+    _traces(tmp_path / "other", [[2], [2]], b=b)
+    _traces(tmp_path / "moved", [[1], [2]], b=b)
+    text = REPORT["render"]("main view=diff\n  diff=a,other::b\n  gap=main::a,other::b", tmp_path)
+    lines = text.splitlines()
+    assert "| a − b [other] | +0.2500 ± 3.1766 | +0.0000 ± 6.3531 | +0.5000 ± 0.0000 |" in lines
+    assert "| a [main] vs b [other] | 0.5000 | 0.2500 | +100.0 % ± 1270.6 |" in lines
+    with pytest.raises(SystemExit, match="not paired"):  # other change points: other draws
+        REPORT["render"]("main view=diff diff=a,moved::b", tmp_path)
+    with pytest.raises(ValueError, match="only with view=diff"):
+        REPORT["render"]("main diff=a,other::b", tmp_path)
