@@ -14,8 +14,8 @@ over runs.
 
 A document's generated tables sit between markers::
 
-    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5|gap|diff]
-         [baseline=B] [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] -->
+    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5|gap|diff|regret]
+         [baseline=B] [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3] -->
     ...
     <!-- /report -->
 
@@ -23,7 +23,9 @@ A document's generated tables sit between markers::
 paired differences ``a − b`` as ``experiments/paired.py --diff`` does, and ``gap=a,b`` options
 the paired gaps ``(a − b)/b`` as its ``--gap`` does; a side may be
 ``OTHER::name`` (a learner of the folder ``OTHER`` under ``--results``, same seed and draws)
-or ``name@play`` (its play trials).
+or ``name@play`` (its play trials). ``view=regret`` with ``rows=F2,F3,...`` (repeatable) gives
+one row per expert-advice folder (``FOLDER`` first): each learner's final cumulative
+pseudo-regret ``R(T)`` to each segment's best arm, as ``experiments/curves.py`` draws it.
 
 ``FOLDER`` names a folder under ``--results``; the table names it ``results/FOLDER``.
 ``view=paired`` tabulates StABL's paired mean-reward difference to each other learner (per run,
@@ -496,11 +498,50 @@ def diff_table(
     return "\n".join(lines)
 
 
+def regret_table(folders: list[Path]) -> str:
+    """One row per bandit folder of the expert-advice environment: each learner's final
+    cumulative pseudo-regret ``R(T)`` to each segment's best arm (``experiments/curves.py``:
+    ``bonus * sum_t (1 - p_t(i*_t))``, exact from the ``prob_best`` trace), mean ± Student's t
+    95% half-width over runs; learners of a ``FOLDER-naive`` companion folder are added as
+    ``curves.py`` adds them."""
+    curves = runpy.run_path(str(Path(__file__).with_name("curves.py")))
+    rows, names = [], []
+    for folder in folders:
+        summary, learners = curves["_learners"](folder)
+        cells = {}
+        for name, (_, traces, note) in learners.items():
+            regret = curves["pseudo_regret"](traces[f"{name}/prob_best"], summary["env"]["bonus"])
+            mean, half = mean_t(regret[:, -1])
+            digits = 1 if half < 1 else 0
+            cells[name] = f"{mean:.1f}" if half == 0 else f"{mean:.{digits}f} ± {half:.{digits}f}"
+            cells[name] += f" ({note.lstrip(', ')})" if note else ""
+            names += [name] if name not in names else []
+        setting = folder.name.removeprefix("expert_advice_").replace("-", ", ")
+        rows.append((f"{setting} ({summary['runs']} runs)", cells))
+    lines = [
+        "`R(T)`: cumulative pseudo-regret to each segment's best arm at the last round, mean ± "
+        "95% t-interval over runs (`experiments/curves.py`)",
+        "",
+        "| folder | " + " | ".join(plots_label(n) for n in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    lines += [f"| {r} | " + " | ".join(c.get(n, "–") for n in names) + " |" for r, c in rows]
+    return "\n".join(lines)
+
+
+def plots_label(name: str) -> str:
+    """A learner's display name (``stabl_jax.io.plots.LABELS``)."""
+    from stabl_jax.io import plots
+
+    return plots.label(name)
+
+
 def render(args: str, results: Path) -> str:
     """The Markdown a marker ``<!-- report: ARGS -->`` stands for."""
     name, *options = args.split()
     items = [o.split("=", 1) for o in options]
-    opts = {k: v for k, v in items if k not in ("diff", "gap")}
+    opts = {k: v for k, v in items if k not in ("diff", "gap", "rows")}
+    rows = [f for k, v in items if k == "rows" for f in v.split(",") if f]
     pairs = [v for k, v in items if k == "diff"]  # repeated: one row each
     gaps = [v for k, v in items if k == "gap"]
     unknown = set(opts) - {"windows", "sa", "view", "baseline", "learner", "columns"}
@@ -512,12 +553,17 @@ def render(args: str, results: Path) -> str:
             f"report marker {args!r}: no {folder / 'summary.json'}; run "
             "experiments/docs_numbers.sh (or the command above the table) first"
         )
+    if opts.get("view") == "regret":
+        return regret_table([folder, *(results / f for f in rows)])
     if opts.get("view") == "diff":
         if not pairs and not gaps:
             raise ValueError(f"report marker {args!r}: view=diff needs diff=a,b or gap=a,b")
         return diff_table(folder, label, pairs, results, tuple(gaps))
-    if pairs or gaps:
-        raise ValueError(f"report marker {args!r}: diff=a,b and gap=a,b only with view=diff")
+    if pairs or gaps or rows:
+        raise ValueError(
+            f"report marker {args!r}: diff=a,b and gap=a,b only with view=diff, rows= only with "
+            "view=regret"
+        )
     return view_table(folder, label, opts)
 
 

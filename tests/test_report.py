@@ -206,7 +206,9 @@ def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
             if o.startswith(("diff=", "gap="))
             for side in o[o.index("=") + 1 :].split(",")
         ]
-        for name in [folder] + [side.split("::")[0] for side in sides if "::" in side]:
+        rows = [f for o in options if o.startswith("rows=") for f in o[5:].split(",")]
+        named = [side.split("::")[0] for side in sides if "::" in side] + rows
+        for name in [folder, *named]:
             assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
 
 
@@ -237,3 +239,34 @@ def test_diff_view_pairs_learners_across_folders(tmp_path):
         REPORT["render"]("main view=diff diff=a,moved::b", tmp_path)
     with pytest.raises(ValueError, match="only with view=diff"):
         REPORT["render"]("main diff=a,other::b", tmp_path)
+
+
+def test_regret_view_from_prob_best_with_a_companion_folder(tmp_path):
+    """``view=regret``: R(T) = bonus * sum_t (1 - p_t(best)). Folder ``f``: learner a with
+    p = (0, 0, 0) and (1, 1, 1) over T = 3 -> R(T) 1.5 and 0 (bonus 0.5): mean 0.75, sd
+    1.06066, t(1) 12.7062 -> half-width 9.53 (no decimals from 1 on); learner b p = 1: 0.0
+    exactly (no interval). The companion ``f-naive`` adds c (p = 0.5: 0.75, no interval)."""
+
+    def folder(name: str, probs: dict, command=()) -> None:
+        path = tmp_path / name
+        path.mkdir()
+        summary = {
+            "name": "demo",
+            "runs": 2,
+            "seed": 0,
+            "horizon": 3,
+            "command": list(command),
+            "env": {"name": "expert_advice", "bonus": 0.5},
+            "learners": {n: {"num_queries": 2} for n in probs},
+        }
+        (path / "summary.json").write_text(json.dumps(summary))
+        arrays = {f"{n}/prob_best": np.asarray(p, np.float32) for n, p in probs.items()}
+        np.savez(path / "traces.npz", **arrays, **{"env/change_points": np.zeros((2, 0))})
+
+    folder("f", {"a": [[0, 0, 0], [1, 1, 1]], "b": [[1, 1, 1], [1, 1, 1]]})
+    folder("f-naive", {"c": [[0.5] * 3, [0.5] * 3]}, command=["validate=False"])
+    text = REPORT["render"]("f view=regret", tmp_path)
+    assert "| a | b | c |" in text
+    assert "| f (2 runs) | 1 ± 10 | 0.0 | 0.8 (validation off) |" in text.splitlines()
+    with pytest.raises(ValueError, match="rows= only with view=regret"):
+        REPORT["render"]("f rows=f", tmp_path)
