@@ -114,6 +114,10 @@ gap anytime_gap-large --runs 50 --configs expert_advice_large --feedback loss \
 run bco_d2 bco_d2
 run bco_d10 bco_d10
 run bco_d50 bco_d50
+# ... and with many more runs (the exact SA(L) comparators take most of the time)
+run bco_d2-2000 bco_d2 --runs 2000
+run bco_d10-1000 bco_d10 --runs 1000
+run bco_d50-1000 bco_d50 --runs 1000
 # Algorithm selection on BBOB: 20, 10 and 20 repeats (the configs' defaults)
 run hpo_bbob_sphere hpo_bbob_sphere
 run hpo_bbob_suite hpo_bbob_suite
