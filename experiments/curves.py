@@ -46,7 +46,7 @@ FIGURE1 = tuple(
 COMPANION = "-naive"  # a folder with learners simulated apart (experiments/docs_numbers.sh)
 
 
-def _learners(folder: Path) -> tuple[dict, dict[str, tuple[dict, object, str]]]:
+def folder_learners(folder: Path) -> tuple[dict, dict[str, tuple[dict, object, str]]]:
     """The folder's summary and ``{learner: (summary entry, traces, legend note)}``, the
     companion folder's extra learners after the folder's own (noted ``validation off`` where
     its command says so)."""
@@ -83,7 +83,7 @@ def _label(name: str, entry: dict, note: str) -> str:
 def curves(folder: Path, out: Path) -> list[Path]:
     """Write ``NAME_regret.png`` and ``NAME_sa.png`` of one results folder; print the final
     regret and SA(L) at the largest ``L`` of each learner."""
-    summary, learners = _learners(folder)
+    summary, learners = folder_learners(folder)
     env = summary["env"]
     if "bonus" not in env:
         raise SystemExit(

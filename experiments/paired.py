@@ -97,6 +97,17 @@ def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = Fa
     return f"| {label} | {num.format(m)} ± {h:.4f} | {cells} |"
 
 
+def gap_row(label_a: str, label_b: str, sa: np.ndarray, sb: np.ndarray) -> str:
+    """``| a vs b | a | b | gap |``: the paired gap ``(a − b) / b`` in % of ``b``'s mean over
+    segments, ± the 95% t half-width of the paired difference divided by that mean; ``sa`` and
+    ``sb`` are ``(R,)`` per-run means over segments (each segment weighs the same)."""
+    diff, half = t_ci(sa - sb)
+    base = sb.mean()
+    gap = f"{100 * diff / base:+.1f}".replace("-", "\u2212")
+    cells = f"{sa.mean():.4f} | {base:.4f} | {gap} % ± {100 * half / base:.1f}"
+    return f"| {label_a} vs {label_b} | {cells} |"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
@@ -129,12 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         for spec in args.gap:
             a, b = spec.split(",")
             sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
-            diff, half = t_ci(sa - sb)
-            base = sb.mean()
-            print(
-                f"| {label(a)} vs {label(b)} | {sa.mean():.4f} | {base:.4f} | "
-                f"{100 * diff / base:+.1f} % ± {100 * half / base:.1f} |"
-            )
+            print(gap_row(label(a), label(b), sa, sb))
     return 0
 
 

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from stabl_jax.hpo_metrics import log10_gap
+from stabl_jax.io import plots
 
 Z_95 = 1.959963984540054
 #: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
@@ -398,6 +399,7 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
     runs, the means of ``columns``, and ``learner``'s paired gap to tuned StABL,
     ``(learner − tuned) / tuned`` in %, per segment and over segments (± the t half-width of
     the paired difference, divided by the tuned mean); from ``traces.npz``."""
+    anytime = runpy.run_path(str(Path(__file__).with_name("anytime_gap.py")))
     summary = json.loads((folder / "summary.json").read_text())
     with np.load(folder / "traces.npz", allow_pickle=False) as traces:
         rewards = {k.removesuffix("/segment_reward"): traces[k] for k in traces.files}
@@ -420,17 +422,15 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
             raise ValueError(f"{folder}: {prefix} has no learner(s) {missing}")
         values, tuned = rewards[f"{prefix}/{learner}"], rewards[f"{prefix}/stabl_tuned"]
         mean, half = mean_t(values.mean(axis=1))
-        diff = values - tuned
-        seg_gap, seg_half = (100 * x / tuned.mean(axis=0) for x in mean_t(diff))
-        gap, gap_half = (100 * x / tuned.mean() for x in mean_t(diff.mean(axis=1)))
-        seg_halves += list(seg_half)
+        gap = anytime["gap_percent"](values, tuned, mean_ci=mean_t)
+        seg_halves += list(gap["segment_half_width"])
         name = setting["config"].removeprefix("expert_advice_")
         cells = [f"{rewards[f'{prefix}/{c}'].mean(axis=1).mean():.4f}" for c in columns]
         lines.append(
             f"| {name}, {setting['feedback']}, {setting['runs']} | {mean:.4f} ± {half:.4f} | "
             + " | ".join(cells)
-            + f" | {', '.join(_signed(g) for g in seg_gap)} % | "
-            f"**{_signed(gap)} % ± {gap_half:.1f}** |"
+            + f" | {', '.join(_signed(g) for g in gap['segment'])} % | "
+            f"**{_signed(gap['overall'])} % ± {gap['overall_half_width']:.1f}** |"
         )
     lines += [
         "",
@@ -489,12 +489,7 @@ def diff_table(
             (main, a), (_, b) = (spec(side) for side in pair.split(","))
             data = paired["Folders"](main)
             sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
-            diff, half = mean_t(sa - sb)
-            base = sb.mean()
-            lines.append(
-                f"| {paired['label'](a)} vs {paired['label'](b)} | {sa.mean():.4f} | "
-                f"{base:.4f} | {_signed(100 * diff / base)} % ± {100 * half / base:.1f} |"
-            )
+            lines.append(paired["gap_row"](paired["label"](a), paired["label"](b), sa, sb))
     return "\n".join(lines)
 
 
@@ -507,7 +502,7 @@ def regret_table(folders: list[Path]) -> str:
     curves = runpy.run_path(str(Path(__file__).with_name("curves.py")))
     rows, names = [], []
     for folder in folders:
-        summary, learners = curves["_learners"](folder)
+        summary, learners = curves["folder_learners"](folder)
         cells = {}
         for name, (_, traces, note) in learners.items():
             regret = curves["pseudo_regret"](traces[f"{name}/prob_best"], summary["env"]["bonus"])
@@ -522,18 +517,11 @@ def regret_table(folders: list[Path]) -> str:
         "`R(T)`: cumulative pseudo-regret to each segment's best arm at the last round, mean ± "
         "95% t-interval over runs (`experiments/curves.py`)",
         "",
-        "| folder | " + " | ".join(plots_label(n) for n in names) + " |",
+        "| folder | " + " | ".join(plots.label(n) for n in names) + " |",
         "|---|" + "---|" * len(names),
     ]
     lines += [f"| {r} | " + " | ".join(c.get(n, "–") for n in names) + " |" for r, c in rows]
     return "\n".join(lines)
-
-
-def plots_label(name: str) -> str:
-    """A learner's display name (``stabl_jax.io.plots.LABELS``)."""
-    from stabl_jax.io import plots
-
-    return plots.label(name)
 
 
 def render(args: str, results: Path) -> str:

@@ -4,7 +4,6 @@ out by hand."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import runpy
 from pathlib import Path
@@ -16,16 +15,7 @@ from stabl_jax.io.results import ResultsFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = runpy.run_path(str(ROOT / "experiments" / "report.py"))
-
-
-@pytest.fixture(scope="module")
-def gap_script():
-    spec = importlib.util.spec_from_file_location(
-        "anytime_gap", ROOT / "experiments" / "anytime_gap.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+GAP = runpy.run_path(str(ROOT / "experiments" / "anytime_gap.py"))
 
 
 # Four runs, two segments. tuned: segment means 0.5 and 0.4; "x" is tuned minus a per-run
@@ -54,9 +44,9 @@ def _outs() -> list[dict]:
     ]
 
 
-def test_folder_and_gap_table(gap_script, tmp_path):
+def test_folder_and_gap_table(tmp_path):
     with ResultsFolder.prepare(tmp_path / "gap") as folder:
-        final = gap_script.write_folder(folder, _outs(), ["--runs", "4"])
+        final = GAP["write_folder"](folder, _outs(), ["--runs", "4"])
     summary = json.loads((final / "summary.json").read_text())
     assert summary["kind"] == "anytime_gap"
     assert summary["command"] == ["python", "experiments/anytime_gap.py", "--runs", "4"]
@@ -85,11 +75,11 @@ def test_folder_and_gap_table(gap_script, tmp_path):
         REPORT["render"]("gap view=paired", tmp_path)
 
 
-def test_an_existing_user_folder_is_refused_before_simulating(gap_script, tmp_path, capsys):
+def test_an_existing_user_folder_is_refused_before_simulating(tmp_path, capsys):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep")
     with pytest.raises(SystemExit):
-        gap_script.main(["--runs", "2", "--out", str(mine), "--force"])
+        GAP["main"](["--runs", "2", "--out", str(mine), "--force"])
     assert "never replaced" in capsys.readouterr().err
     assert (mine / "notes.txt").read_text() == "keep"
