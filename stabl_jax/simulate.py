@@ -148,18 +148,37 @@ def sample_env_params(env: Any, keys: jax.Array) -> Any:
     return jax.vmap(lambda k: env.sample_params(jax.random.fold_in(k, 0)))(keys)
 
 
+@jax.jit
+def _run_streams(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(R,)`` run keys -> the keys of ``learner.init``, of the environment's rounds and of
+    the learner's rounds: ``fold_in(key_i, 3)``, ``fold_in(key_i, 1)``, ``fold_in(key_i, 2)``.
+
+    Compiled apart from the learner and the environment, once per ``R``: every simulation
+    with as many runs reuses it (a threefry hash is most of a small init program's compile
+    time on a CPU).
+    """
+    return tuple(jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i) for i in (3, 1, 2))
+
+
 @partial(jax.jit, static_argnames=("learner", "env"))
-def _init_carry(learner: Any, env: Any, keys: jax.Array, env_params: Any, params: Any) -> RunCarry:
-    def one(run_key: jax.Array, env_p: Any, p: Any) -> RunCarry:
+def _init_from_streams(
+    learner: Any, env: Any, streams: tuple[jax.Array, ...], env_params: Any, params: Any
+) -> RunCarry:
+    def one(init_key: jax.Array, env_key: jax.Array, learner_key: jax.Array, env_p: Any, p: Any):
         return RunCarry(
-            state=learner.init(jax.random.fold_in(run_key, 3), p),
+            state=learner.init(init_key, p),
             env_params=env_p,
             env_state=env.init(env_p) if hasattr(env, "init") else None,
-            env_key=jax.random.fold_in(run_key, 1),
-            learner_key=jax.random.fold_in(run_key, 2),
+            env_key=env_key,
+            learner_key=learner_key,
         )
 
-    return jax.vmap(one, in_axes=(0, 0, params_axes(params)))(keys, env_params, params)
+    return jax.vmap(one, in_axes=(0, 0, 0, 0, params_axes(params)))(*streams, env_params, params)
+
+
+def _init_carry(learner: Any, env: Any, keys: jax.Array, env_params: Any, params: Any) -> RunCarry:
+    """Stacked :class:`RunCarry` of the runs with ``keys`` (``(R,)``)."""
+    return _init_from_streams(learner, env, _run_streams(keys), env_params, params)
 
 
 def init_runs(learner: Any, env: Any, keys: jax.Array, params: Any) -> RunCarry:
