@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate every results folder behind EXPERIMENTS.md's marked tables, then rewrite the tables.
+# Regenerate every results folder behind EXPERIMENTS.md's marked tables and the README's figure,
+# then rewrite the tables and copy the folders' figures into docs/figures.
 #
 #   experiments/docs_numbers.sh                      # folders under results/
 #   RESULTS=/tmp/r KEEP=1 experiments/docs_numbers.sh  # keep folders that are already complete
@@ -62,6 +63,8 @@ with ResultsFolder.prepare(Path(out), force=True) as folder:
 PY
 }
 
+# The main job (the README's figure): Figure 1 (left), both StABLs and EXP3, rewards
+run figure1 figure1
 # Figure 1: N = 30, T = 4096, 500 runs each
 for cfg in equal random; do
   run expert_advice_$cfg-theory-loss expert_advice_$cfg
@@ -127,3 +130,30 @@ run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"'
 
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
+
+# The figures the documents show: each folder's own plots, under the documents' names ...
+figure() {  # figure FOLDER PLOT NAME: $RESULTS/FOLDER/PLOT.png -> docs/figures/NAME.png
+  cp "$RESULTS/$1/$2.png" "docs/figures/$3.png"
+}
+figure figure1 reward figure1_reward
+figure expert_advice_equal-theory-loss reward equal_theory_loss_reward
+figure expert_advice_equal-tuned-loss reward equal_tuned_loss_reward
+figure expert_advice_equal-tuned-reward reward equal_tuned_reward_reward
+figure expert_advice_random-tuned-loss reward random_tuned_loss_reward
+figure expert_advice_random-tuned-loss-naive reward random_tuned_loss_naive_reward
+figure expert_advice_random-tuned-reward reward random_tuned_reward_reward
+figure expert_advice_large-tuned-loss reward large_tuned_loss_reward
+for cfg in equal random large; do
+  figure vizier-$cfg reward vizier_${cfg}_reward
+done
+for d in 2 10 50; do
+  figure bco_d$d adaptive_regret bco_d${d}_adaptive_regret
+  figure bco_d$d loss bco_d${d}_loss
+done
+for plot in best_objective score_vs_uniform profile; do
+  figure hpo_bbob_sphere $plot hpo_sphere_$plot
+  figure hpo_bbob_suite $plot hpo_suite_$plot
+done
+# ... and Figure 1's regret against T and SA(L) against L (experiments/curves.py)
+"$PYTHON" experiments/curves.py "$RESULTS" docs/figures --folders \
+  expert_advice_{equal,random}-tuned-{loss,reward} expert_advice_{equal,random}-theory-reward

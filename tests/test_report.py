@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import runpy
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -182,22 +184,30 @@ def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(tmp_pat
     assert "+1.000 ± 0.000" in capsys.readouterr().out
 
 
+ROOT = Path(__file__).resolve().parents[1]
+DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
+
+
+def _folders_written_by_docs_numbers() -> set[str]:
+    """The results folders ``experiments/docs_numbers.sh`` writes (its ``run``,
+    ``unvalidated`` and ``gap`` lines, ``$cfg`` expanded)."""
+    written = set()
+    for line in DOCS_NUMBERS.read_text().splitlines():
+        words = line.split()
+        if words and words[0] in ("run", "unvalidated", "gap"):
+            written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
+    return {w.format(cfg=c) for w in written for c in ("equal", "random")}
+
+
 def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
     """EXPERIMENTS.md's markers are well formed (as many matched blocks as start markers) and
     ``experiments/docs_numbers.sh`` writes every folder they name."""
-    root = Path(__file__).resolve().parents[1]
-    text = (root / "EXPERIMENTS.md").read_text()
-    script = (root / "experiments" / "docs_numbers.sh").read_text()
+    text = (ROOT / "EXPERIMENTS.md").read_text()
     blocks = REPORT["MARKER"].findall(text)
     starts = [line for line in text.splitlines() if line.startswith("<!-- report: ")]
     ends = [line for line in text.splitlines() if line == "<!-- /report -->"]
     assert len(blocks) == len(starts) == len(ends) > 0
-    written = set()
-    for line in script.splitlines():
-        words = line.split()
-        if words and words[0] in ("run", "unvalidated", "gap"):
-            written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
-    expanded = {w.format(cfg=c) for w in written for c in ("equal", "random")}
+    expanded = _folders_written_by_docs_numbers()
     for block in blocks:
         folder, *options = block[1].split()
         sides = [
@@ -210,6 +220,50 @@ def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
         named = [side.split("::")[0] for side in sides if "::" in side] + rows
         for name in [folder, *named]:
             assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
+
+
+#: Figures drawn by other commands than docs_numbers.sh (their sections give the command).
+FIGURES_FROM_ELSEWHERE = re.compile(r"(_sensitivity|^study_.*_sa_vs_[Ln])\.png$")
+
+
+def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers():
+    """The figures step of ``docs_numbers.sh``, run with ``cp`` and the Python interpreter
+    stubbed out (bash functions shadow commands): every figure it copies comes from a folder
+    the script writes, every figure the README and EXPERIMENTS.md show is copied or drawn by
+    it (or is one of the sensitivity and scaling-study figures), and ``docs/figures`` holds
+    exactly the figures the documents show."""
+    script = DOCS_NUMBERS.read_text()
+    step = script[script.index("figure() {") :]
+    stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
+    out = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", stub + step],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.split("\n")
+    copies = [line.split()[1:] for line in out if line.startswith("cp ")]
+    written = _folders_written_by_docs_numbers()
+    made = set()
+    for source, dest in copies:
+        _, folder, plot = source.split("/")
+        assert folder in written, f"docs_numbers.sh copies a plot of {folder}, which it never runs"
+        assert plot.endswith(".png") and dest.startswith("docs/figures/"), (source, dest)
+        made.add(dest.removeprefix("docs/figures/"))
+    (curves,) = [line.split() for line in out if "experiments/curves.py" in line]
+    for folder in curves[curves.index("--folders") + 1 :]:
+        assert folder in written, folder
+        made |= {f"{folder}_regret.png", f"{folder}_sa.png"}
+    shown = {
+        name
+        for doc in ("README.md", "EXPERIMENTS.md")
+        for name in re.findall(r"docs/figures/([\w.-]+\.png)", (ROOT / doc).read_text())
+    }
+    on_disk = {p.name for p in (ROOT / "docs" / "figures").glob("*.png")}
+    assert shown == on_disk, (shown - on_disk, on_disk - shown)
+    assert made <= on_disk, made - on_disk
+    for name in sorted(shown - made):
+        assert FIGURES_FROM_ELSEWHERE.search(name), f"{name}: not written by docs_numbers.sh"
 
 
 def _traces(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> None:
