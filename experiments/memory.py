@@ -6,7 +6,7 @@
 
 Runs :func:`stabl_jax.streaming.simulate_summaries` (StABL on the expert-advice environment)
 and prints the peak resident memory of the process (``VmHWM``), the resident memory after
-JAX started, and the time spent simulating and scoring. Issue 7's target: ``R = 4096``,
+JAX started, and the time spent simulating and scoring. The design target: ``R = 4096``,
 ``n = 300``, ``T = 65536`` under 2 GiB.
 """
 
@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import jax
 
 from stabl_jax import ExpertAdvice, StABL
 from stabl_jax.bench.benchmark import machine_info, rss_bytes
+from stabl_jax.provenance import code_version
 from stabl_jax.streaming import simulate_summaries
 
 
@@ -66,6 +68,8 @@ def main() -> None:
     )
     out = {
         "machine": machine_info(),
+        "command": ["python", *sys.argv],
+        "code": code_version(),
         "args": vars(args),
         "windows": windows,
         "rss_after_jax_start_bytes": baseline,
@@ -76,7 +80,7 @@ def main() -> None:
         "mean_sa_sampled": summaries.sa_sampled.mean(axis=0).tolist(),
         "mean_loss": float(summaries.mean_loss.mean()),
     }
-    print(json.dumps({k: v for k, v in out.items() if k != "machine"}, indent=2))
+    print(json.dumps({k: v for k, v in out.items() if k not in ("machine", "code")}, indent=2))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)
