@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerate every results folder behind EXPERIMENTS.md's marked tables and the README's figure,
-# then rewrite the tables and copy the folders' figures into docs/figures.
+# Regenerate every results folder behind the marked tables of EXPERIMENTS.md and docs/speed.md
+# and the README's figure, then rewrite the tables and copy the folders' figures into
+# docs/figures (the benchmark's folder into docs/benchmark).
 #
 #   experiments/docs_numbers.sh                      # folders under results/
 #   RESULTS=/tmp/r KEEP=1 experiments/docs_numbers.sh  # keep folders that are already complete
@@ -63,6 +64,8 @@ with ResultsFolder.prepare(Path(out), force=True) as folder:
 PY
 }
 
+# The speed benchmark first, on a machine with nothing else running (2-3 min on 2 cores)
+timed benchmark "$PYTHON" -m stabl_jax bench --out "$RESULTS/benchmark"
 # The main job (the README's figure): Figure 1 (left), both StABLs and EXP3, rewards
 run figure1 figure1
 # Figure 1: N = 30, T = 4096, 500 runs each
@@ -130,6 +133,10 @@ run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"'
 
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
+# The benchmark's folder is kept in the repository (docs/speed.md's table is written from it)
+cp "$RESULTS"/benchmark/benchmark.{json,md} docs/benchmark/
+"$PYTHON" experiments/report.py --update docs/speed.md --results "$RESULTS"
+"$PYTHON" experiments/report.py --check docs/speed.md --results "$RESULTS"
 
 # The figures the documents show: each folder's own plots, under the documents' names ...
 figure() {  # figure FOLDER PLOT NAME: $RESULTS/FOLDER/PLOT.png -> docs/figures/NAME.png

@@ -14,8 +14,9 @@ over runs.
 
 A document's generated tables sit between markers::
 
-    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled] [view=paired|subsample5|gap|diff|regret]
-         [baseline=B] [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3] -->
+    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled]
+         [view=paired|subsample5|gap|diff|regret|bench] [baseline=B] [diff=a,b ...]
+         [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3] -->
     ...
     <!-- /report -->
 
@@ -36,6 +37,10 @@ repeat) pairs; ``view=subsample5`` the spread of
 ``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
 exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
 
+``view=bench`` gives the table of a ``stabl-jax bench --out FOLDER`` folder
+(``benchmark.json``): the machine, date and commit line, one row per JAX configuration and the
+NumPy loop's rates, exactly as the benchmark writes ``benchmark.md``.
+
 A folder written by ``experiments/anytime_gap.py --out`` (``kind = "anytime_gap"``) has one
 view, ``view=gap`` (its default), with ``learner=NAME`` (default ``stabl_anytime``) and
 ``columns=A,B,...`` (default ``stabl_theory,stabl_tuned``): per setting, the learner's mean
@@ -54,6 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
 
@@ -536,6 +542,15 @@ def render(args: str, results: Path) -> str:
     if unknown:
         raise ValueError(f"report marker {args!r}: unknown option(s) {sorted(unknown)}")
     folder, label = results / name, f"results/{name}"
+    if opts.get("view") == "bench":
+        if set(opts) != {"view"} or pairs or gaps or rows:
+            raise ValueError(f"report marker {args!r}: view=bench takes no other option")
+        if not (folder / "benchmark.json").is_file():
+            raise FileNotFoundError(
+                f"report marker {args!r}: no {folder / 'benchmark.json'}; run "
+                f"`stabl-jax bench --out {folder}` (experiments/docs_numbers.sh does) first"
+            )
+        return benchmark.to_markdown(json.loads((folder / "benchmark.json").read_text())).strip()
     if not (folder / "summary.json").is_file():
         raise FileNotFoundError(
             f"report marker {args!r}: no {folder / 'summary.json'}; run "

@@ -377,6 +377,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if any(v < (2 if name == "arms" else 1) for v in np.atleast_1d(values)):
             raise ConfigError(f"--{name} must be >= {2 if name == 'arms' else 1}, got {values}")
     result = benchmark.run_benchmark(config, log=lambda line: print(line, flush=True))
+    result["command"] = ["stabl-jax", *args.argv]
     print()
     print(benchmark.to_markdown(result), end="")
     if args.out:

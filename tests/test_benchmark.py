@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
+from pathlib import Path
 
 import jax
 import pytest
@@ -43,6 +45,12 @@ def test_bench_cli_tiny(tmp_path, capsys):
         assert row["bound_run_steps_per_s"] == 100e9 / (2 * row["state_bytes_per_run"])
     assert result["machine"]["cpu_count"] >= 1 and result["machine"]["bandwidth_gbs"] == 100
     assert (tmp_path / "benchmark.md").read_text().startswith("Machine: ")
+    # provenance: the command and the running code's commit, also on the Markdown's first line
+    assert result["command"][:2] == ["stabl-jax", "bench"] and "--out" in result["command"]
+    assert set(result["code"]) >= {"commit", "dirty"}
+    if result["code"]["commit"]:
+        first = (tmp_path / "benchmark.md").read_text().splitlines()[0]
+        assert f"commit `{result['code']['commit'][:7]}`" in first
 
 
 def test_bench_cli_rejects_unknown_learner(capsys):
@@ -106,3 +114,65 @@ def test_bench_gpu_preset_times_the_accelerator_rows(monkeypatch):
     assert config.runs == (1024, 16384, 131072) and config.arms == (30, 300)
     assert config.jax_rounds(131072, 300) == config.jax_rounds(1024, 30) == 4096
     assert not config.numpy and config.repeats == 1
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _agrees(quoted: str, actual: float) -> bool:
+    """``quoted`` ("1.19 M", "52", "2.1") is ``actual`` rounded to the digits it shows."""
+    number, _, unit = quoted.partition(" ")
+    decimals = len(number.partition(".")[2])
+    scale = SCALE[unit]
+    return abs(float(number) * scale - actual) <= 0.5 * 10.0**-decimals * scale * (1 + 1e-9)
+
+
+def test_the_documents_quote_the_benchmark_they_ship():
+    """README's speed sentence, docs/speed.md's targets table and EXPERIMENTS.md's summary
+    table quote ``docs/benchmark/benchmark.json`` (which ``docs_numbers.sh`` replaces): every
+    quoted rate and ratio is the JSON's to the digits shown, so a rerun of the benchmark
+    cannot leave a stale number behind."""
+    rows = json.loads((ROOT / "docs" / "benchmark" / "benchmark.json").read_text())["rows"]
+
+    def row(impl: str, learner: str, n: int, runs: int | None = 4096) -> dict:
+        (match,) = [
+            r for r in rows
+            if (r["impl"], r["learner"], r["num_arms"]) == (impl, learner, n)
+            and (runs is None or r["runs"] == runs)
+        ]  # fmt: skip
+        return match
+
+    checked = 0
+    readme = (ROOT / "README.md").read_text()
+    rate, loop, vect = re.search(
+        r"StABL runs ([\d.]+ [kM]) run-steps/s at n = 30 arms \((\d+)× a NumPy loop,\s+"
+        r"([\d.]+)× vectorised NumPy",
+        readme,
+    ).groups()
+    jax_row = row("jax", "stabl", 30)
+    assert _agrees(rate, jax_row["run_steps_per_s"]), rate
+    assert _agrees(loop, jax_row["x_numpy_loop"]) and _agrees(vect, jax_row["x_numpy_vectorised"])
+    speed = (ROOT / "docs" / "speed.md").read_text()
+    for n, loop, vect in re.findall(
+        r"^\| StABL, n = (\d+) \| ([\d.]+)×[^|]*\| ([\d.]+)×", speed, re.M
+    ):
+        jax_row = row("jax", "stabl", int(n))
+        assert _agrees(loop, jax_row["x_numpy_loop"]), (n, loop)
+        assert _agrees(vect, jax_row["x_numpy_vectorised"]), (n, vect)
+        checked += 1
+    experiments = (ROOT / "EXPERIMENTS.md").read_text()
+    pattern = (
+        r"^\| (StABL|EXP3), n = (\d+) \| ([\d.]+ [kM]) \| ([\d.]+ [kM]) \| ([\d.]+ [kM])"
+        r"[^|]*\| ([\d.]+)× \| ([\d.]+)× \|"
+    )
+    for name, n, rate, vect_rate, loop_rate, vect, loop in re.findall(pattern, experiments, re.M):
+        learner, n = name.lower(), int(n)
+        jax_row = row("jax", learner, n)
+        assert _agrees(rate, jax_row["run_steps_per_s"]), (name, n, rate)
+        assert _agrees(vect_rate, row("numpy_vectorised", learner, n)["run_steps_per_s"])
+        assert _agrees(loop_rate, row("numpy_loop", learner, n, None)["run_steps_per_s"])
+        assert _agrees(vect, jax_row["x_numpy_vectorised"]), (name, n, vect)
+        assert _agrees(loop, jax_row["x_numpy_loop"]), (name, n, loop)
+        checked += 1
+    assert checked == 6  # two targets rows, four summary rows

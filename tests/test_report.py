@@ -190,19 +190,24 @@ DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
 
 def _folders_written_by_docs_numbers() -> set[str]:
     """The results folders ``experiments/docs_numbers.sh`` writes (its ``run``,
-    ``unvalidated`` and ``gap`` lines, ``$cfg`` expanded)."""
+    ``unvalidated``, ``gap`` and ``timed`` lines, ``$cfg`` expanded)."""
     written = set()
     for line in DOCS_NUMBERS.read_text().splitlines():
         words = line.split()
-        if words and words[0] in ("run", "unvalidated", "gap"):
+        if words and words[0] in ("run", "unvalidated", "gap", "timed"):
             written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
     return {w.format(cfg=c) for w in written for c in ("equal", "random")}
 
 
-def test_every_marked_table_of_experiments_md_has_its_run_in_docs_numbers():
-    """EXPERIMENTS.md's markers are well formed (as many matched blocks as start markers) and
-    ``experiments/docs_numbers.sh`` writes every folder they name."""
-    text = (ROOT / "EXPERIMENTS.md").read_text()
+@pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])
+def test_every_marked_table_has_its_run_in_docs_numbers(doc):
+    """The document's markers are well formed (as many matched blocks as start markers),
+    ``experiments/docs_numbers.sh`` writes every folder they name and updates and checks the
+    document."""
+    text = (ROOT / doc).read_text()
+    script = DOCS_NUMBERS.read_text()
+    for action in ("--update", "--check"):
+        assert f"experiments/report.py {action} {doc} --results" in script, (action, doc)
     blocks = REPORT["MARKER"].findall(text)
     starts = [line for line in text.splitlines() if line.startswith("<!-- report: ")]
     ends = [line for line in text.splitlines() if line == "<!-- /report -->"]
@@ -324,3 +329,43 @@ def test_regret_view_from_prob_best_with_a_companion_folder(tmp_path):
     assert "| f (2 runs) | 1 ± 10 | 0.0 | 0.8 (validation off) |" in text.splitlines()
     with pytest.raises(ValueError, match="rows= only with view=regret"):
         REPORT["render"]("f rows=f", tmp_path)
+
+
+def test_bench_view_is_the_benchmark_table_of_the_folder(tmp_path):
+    """``view=bench``: the machine line with the commit, one row per JAX configuration (its
+    NumPy vectorised rate beside it) and the loop's rates, from ``benchmark.json``; no other
+    option; a folder without ``benchmark.json`` is a missing folder."""
+    rate = {"run_steps_per_s": 1.5e6, "run_steps_per_s_min": 1.2e6, "run_steps_per_s_max": 1.6e6}
+    case = {"learner": "stabl", "num_arms": 5, "runs": 3}
+    rows = [
+        {**case, **rate, "impl": "jax", "compile_s": 0.42, "arm_updates_per_s": 7.5e6,
+         "x_numpy_vectorised": 3.0, "x_numpy_loop": 75.0, "x_validated": 0.9,
+         "state_bytes_per_run": 884, "peak_rss_bytes": 300 * 2**20},
+        {**case, "impl": "numpy_vectorised", "run_steps_per_s": 5e5,
+         "run_steps_per_s_min": 4e5, "run_steps_per_s_max": 6e5},
+        {**case, "runs": 1, "impl": "numpy_loop", "run_steps_per_s": 2e4,
+         "run_steps_per_s_min": 1e4, "run_steps_per_s_max": 3e4},
+    ]  # fmt: skip
+    machine = {
+        "cpu": "Test CPU", "cpu_count": 2, "jax": "0.0", "jax_backend": "cpu",
+        "devices": ["cpu:cpu"], "numpy": "2.0", "load_average": [0.5, 0, 0],
+        "load_average_end": [1.25, 0, 0], "date": "2026-01-01T00:00:00+00:00",
+    }  # fmt: skip
+    result = {"machine": machine, "code": {"commit": "abcdef0123", "dirty": True}, "rows": rows}
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "benchmark.json").write_text(json.dumps(result))
+    text = REPORT["render"]("bench view=bench", tmp_path)
+    lines = text.splitlines()
+    assert lines[0] == (
+        "Machine: Test CPU, 2 cores; JAX 0.0 (cpu: cpu:cpu), NumPy 2.0; load average 0.5 at the "
+        "start, 1.2 at the end; 2026-01-01T00:00:00+00:00; commit `abcdef0` + uncommitted changes."
+    )
+    assert (
+        "| stabl | 5 | 3 | 0.4 | 1.5 M (1.2 M–1.6 M) | 7.5 M | 500 k (400 k–600 k) | 3× | 75× "
+        "| 0.9× | 884 | — | — | 300 |" in lines
+    )
+    assert lines[-1] == "NumPy one-run loop: stabl n=5: 20 k (10 k–30 k) run-steps/s."
+    with pytest.raises(ValueError, match="view=bench takes no other option"):
+        REPORT["render"]("bench view=bench windows=16", tmp_path)
+    with pytest.raises(FileNotFoundError, match="stabl-jax bench --out"):
+        REPORT["render"]("elsewhere view=bench", tmp_path)

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from stabl_jax import provenance
 from stabl_jax.bench import numpy_baselines
 
 #: Learners with a NumPy implementation, by registry name.
@@ -310,7 +311,8 @@ def _numpy_case(name: str, num_arms: int, num_runs: int | None, rounds: int, see
 def run_benchmark(
     config: BenchConfig = BenchConfig(), log: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Time every configuration of ``config``; returns ``{"machine", "config", "rows"}``.
+    """Time every configuration of ``config``; returns ``{"machine", "code", "config", "rows"}``
+    (``code``: the running code's commit and dirtiness, :func:`~stabl_jax.provenance.code_version`).
 
     Per ``(learner, n)`` the JAX calls for every ``R``, the vectorised NumPy calls for every
     ``R`` and the NumPy loop are first run once each (compilation, memory), then timed
@@ -348,7 +350,8 @@ def run_benchmark(
     _add_ratios(rows, device_bandwidth_gbs(config))
     info["bandwidth_gbs"] = device_bandwidth_gbs(config)
     info["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    return {"machine": info, "config": dataclasses.asdict(config), "rows": rows}
+    code = provenance.code_version()
+    return {"machine": info, "code": code, "config": dataclasses.asdict(config), "rows": rows}
 
 
 def _log_line(row: dict[str, Any]) -> str:
@@ -409,7 +412,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"Machine: {m['cpu']}, {m['cpu_count']} cores; JAX {m['jax']} "
         f"({m['jax_backend']}: {', '.join(m['devices'])}), NumPy {m['numpy']}; "
         f"load average {_load(m.get('load_average'))} at the start, "
-        f"{_load(m.get('load_average_end'))} at the end; {m['date']}.",
+        f"{_load(m.get('load_average_end'))} at the end; {m['date']}"
+        f"{_code(result.get('code'))}.",
         _bound_note(m.get("bandwidth_gbs")),
         "",
         "| learner | n | R | compile s | JAX run-steps/s: median (min–max) | arm-updates/s "
@@ -451,6 +455,13 @@ def to_markdown(result: dict[str, Any]) -> str:
             + ".",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _code(code: dict[str, Any] | None) -> str:
+    """``; commit abc1234`` (``+ uncommitted changes`` if dirty) when the commit is known."""
+    if not code or not code.get("commit"):
+        return ""
+    return f"; commit `{code['commit'][:7]}`" + (" + uncommitted changes" if code["dirty"] else "")
 
 
 def _bound_note(bandwidth_gbs: float | None) -> str:
