@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import jax
@@ -10,12 +12,39 @@ import numpy as np
 import pytest
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
-# The command line's persistent compilation cache stays off in tests (it is a process-wide
-# JAX setting and would write to the user's cache folder); tests/test_compile_cache.py
-# exercises it with a folder of its own.
-os.environ.setdefault("STABL_JAX_COMPILE_CACHE", "off")
 
-from stabl_jax import LEARNERS, ExpertAdvice, make  # noqa: E402
+from stabl_jax import LEARNERS, ExpertAdvice, compile_cache, make  # noqa: E402
+
+# One persistent compilation cache per test run, in a temporary folder that the run removes
+# at its end (never the user's cache folder): the xdist workers, and the command-line runs
+# the tests start in subprocesses (which inherit the environment variable), load a program
+# another of them compiled instead of compiling it again. tests/test_compile_cache.py
+# exercises the command line's own cache with folders of its own.
+_CACHE_KEY = "stabl_jax_compile_cache"
+_CACHE_STASH = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:  # the controller, or a run without workers
+        folder = tempfile.mkdtemp(prefix="stabl-jax-tests-compile-cache-")
+        config.stash[_CACHE_STASH] = folder
+    else:
+        folder = workerinput[_CACHE_KEY]
+    os.environ[compile_cache.ENV_VAR] = folder
+    compile_cache.enable(Path(folder))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(pytest-xdist) Each worker gets the controller's cache folder."""
+    node.workerinput[_CACHE_KEY] = node.config.stash[_CACHE_STASH]
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "workerinput", None) is None and _CACHE_STASH in config.stash:
+        shutil.rmtree(config.stash[_CACHE_STASH], ignore_errors=True)
+
 
 NUM_ARMS = 5
 HORIZON = 64
