@@ -130,6 +130,24 @@ run hpo_bbob_suite hpo_bbob_suite
 run hpo_bbob_vizier hpo_bbob_vizier
 run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"' \
   --set 'bbob.dims=[10]' --set 'bbob.evaluations=[1000]'
+# Step-size sensitivity: the four Figure 1 sweeps of experiments/tune.py (its grids, 32 runs
+# per point, the tuning seed), drawn below, and the two whose optimum sat on the grid's edge
+# with that field's grid widened (quoted, not drawn). Each folder holds its sweep.json and
+# the tuned config the sweep would write.
+sweep() {  # sweep FOLDER CONFIG [ARGS...]
+  local folder=$1 config=$2
+  shift 2
+  timed "$folder" "$PYTHON" experiments/tune.py "$config" "$@" \
+    --configs-dir "$RESULTS/$folder" --out "$RESULTS/$folder"
+}
+for cfg in equal random; do
+  sweep sweeps/expert_advice_$cfg expert_advice_$cfg
+  sweep sweeps/expert_advice_${cfg}_reward expert_advice_$cfg --set feedback=reward
+done
+sweep widened/random_naive expert_advice_random --set 'learners=["stabl_naive"]' \
+  --grid 'expert_lr_scale=2**0..2**16'
+sweep widened/equal_single expert_advice_equal --set 'learners=["stabl_single_scale"]' \
+  --grid 'meta_lr_scale=2**0..2**12'
 
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
@@ -161,6 +179,8 @@ for plot in best_objective score_vs_uniform profile; do
   figure hpo_bbob_sphere $plot hpo_sphere_$plot
   figure hpo_bbob_suite $plot hpo_suite_$plot
 done
+# ... the sensitivity heatmaps of the four sweeps (experiments/sensitivity.py) ...
+"$PYTHON" experiments/sensitivity.py "$RESULTS/sweeps" docs/figures
 # ... and Figure 1's regret against T and SA(L) against L (experiments/curves.py)
 "$PYTHON" experiments/curves.py "$RESULTS" docs/figures --folders \
   expert_advice_{equal,random}-tuned-{loss,reward} expert_advice_{equal,random}-theory-reward

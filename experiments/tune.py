@@ -12,7 +12,7 @@ reported runs' ``jax.random.key(config.seed)``, hence independent environment dr
 
 Writes ``configs/<name>[_reward]_tuned.toml`` (the config plus ``[params.<learner>]`` tables
 with the chosen scales) and ``results/tune-<name>/sweep.json`` (every grid point's score and its 95%
-interval), and prints the best points.
+interval, the command and the code's commit), and prints the best points.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from stabl_jax import metrics, simulate
 from stabl_jax.io.configs import resolve_config
 from stabl_jax.kinds import load_config
+from stabl_jax.provenance import code_version
 
 TUNING_SEED_OFFSET = 1_000_003
 
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--configs-dir", default="configs")
     parser.add_argument("--out", default=None)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
         grids = dict(parse_grid(g) for g in args.grid)
@@ -169,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "sweep.json").write_text(
         json.dumps(
             {
+                "command": ["experiments/tune.py", *argv],
+                "code": code_version(),
                 "config": config.to_dict(),
                 "tuning_seed": config.seed + TUNING_SEED_OFFSET,
                 "runs_per_point": args.runs_per_point,

@@ -190,11 +190,11 @@ DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
 
 def _folders_written_by_docs_numbers() -> set[str]:
     """The results folders ``experiments/docs_numbers.sh`` writes (its ``run``,
-    ``unvalidated``, ``gap`` and ``timed`` lines, ``$cfg`` expanded)."""
+    ``unvalidated``, ``gap``, ``sweep`` and ``timed`` lines, ``$cfg`` expanded)."""
     written = set()
     for line in DOCS_NUMBERS.read_text().splitlines():
         words = line.split()
-        if words and words[0] in ("run", "unvalidated", "gap", "timed"):
+        if words and words[0] in ("run", "unvalidated", "gap", "sweep", "timed"):
             written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
     return {w.format(cfg=c) for w in written for c in ("equal", "random")}
 
@@ -227,16 +227,16 @@ def test_every_marked_table_has_its_run_in_docs_numbers(doc):
             assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
 
 
-#: Figures drawn by other commands than docs_numbers.sh (their sections give the command).
-FIGURES_FROM_ELSEWHERE = re.compile(r"(_sensitivity|^study_.*_sa_vs_[Ln])\.png$")
+#: Figures drawn by other commands than docs_numbers.sh (their section gives the command).
+FIGURES_FROM_ELSEWHERE = re.compile(r"^study_.*_sa_vs_[Ln]\.png$")
 
 
 def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers():
     """The figures step of ``docs_numbers.sh``, run with ``cp`` and the Python interpreter
     stubbed out (bash functions shadow commands): every figure it copies comes from a folder
     the script writes, every figure the README and EXPERIMENTS.md show is copied or drawn by
-    it (or is one of the sensitivity and scaling-study figures), and ``docs/figures`` holds
-    exactly the figures the documents show."""
+    it (or is one of the scaling study's), and ``docs/figures`` holds exactly the figures the
+    documents show."""
     script = DOCS_NUMBERS.read_text()
     step = script[script.index("figure() {") :]
     stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
@@ -255,6 +255,11 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
         assert folder in written, f"docs_numbers.sh copies a plot of {folder}, which it never runs"
         assert plot.endswith(".png") and dest.startswith("docs/figures/"), (source, dest)
         made.add(dest.removeprefix("docs/figures/"))
+    (sensitivity,) = [line.split() for line in out if "experiments/sensitivity.py" in line]
+    assert sensitivity[-2:] == ["R/sweeps", "docs/figures"], sensitivity
+    sweeps = [w.removeprefix("sweeps/") for w in written if w.startswith("sweeps/")]
+    assert sweeps
+    made |= {f"{name}_sensitivity.png" for name in sweeps}
     (curves,) = [line.split() for line in out if "experiments/curves.py" in line]
     for folder in curves[curves.index("--folders") + 1 :]:
         assert folder in written, folder
