@@ -12,7 +12,8 @@ reported runs' ``jax.random.key(config.seed)``, hence independent environment dr
 
 Writes ``configs/<name>[_reward]_tuned.toml`` (the config plus ``[params.<learner>]`` tables
 with the chosen scales) and ``results/tune-<name>/sweep.json`` (every grid point's score and its 95%
-interval, the command and the code's commit), and prints the best points.
+interval, the command, the code's commit, the versions and the device, as a results folder's
+``summary.json`` records them), and prints the best points.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import numpy as np
 
 from stabl_jax import metrics, simulate
 from stabl_jax.io.configs import resolve_config
+from stabl_jax.io.results import environment_info
 from stabl_jax.kinds import load_config
-from stabl_jax.provenance import code_version
 
 TUNING_SEED_OFFSET = 1_000_003
 
@@ -171,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "sweep.json").write_text(
         json.dumps(
             {
-                "command": ["experiments/tune.py", *argv],
-                "code": code_version(),
+                "command": ["python", "experiments/tune.py", *argv],
+                **environment_info(),
                 "config": config.to_dict(),
                 "tuning_seed": config.seed + TUNING_SEED_OFFSET,
                 "runs_per_point": args.runs_per_point,

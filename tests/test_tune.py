@@ -6,6 +6,7 @@ import json
 import runpy
 from pathlib import Path
 
+import jax
 import pytest
 
 from stabl_jax import make
@@ -40,15 +41,17 @@ def test_a_bad_grid_names_itself(text, message):
 
 def test_a_tiny_sweep_writes_its_scores_command_and_code(tmp_path):
     """One learner, a two-point grid, 64 rounds: ``sweep.json`` holds every point's score, the
-    command that made it and the code's commit; the tuned config holds the chosen scale."""
+    command that made it and the code's commit (with the versions and device, as results
+    folders record them); the tuned config holds the chosen scale."""
     argv = ["expert_advice_equal", "--set", 'learners=["exp3"]', "--set", "horizon=64"]
     argv += ["--set", "runs=2", "--runs-per-point", "2", "--grid", "lr_scale=1,4"]
     argv += ["--grid", "gamma=0"]
     argv += ["--configs-dir", str(tmp_path / "configs"), "--out", str(tmp_path / "sweep")]
     assert TUNE["main"](argv) == 0
     sweep = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
-    assert sweep["command"] == ["experiments/tune.py", *argv]
+    assert sweep["command"] == ["python", "experiments/tune.py", *argv]
     assert sweep["code"] == code_version()
+    assert sweep["versions"]["jax"] == jax.__version__ and sweep["device"]["count"] >= 1
     entry = sweep["learners"]["exp3"]
     assert entry["points"] == [[1.0, 0.0], [4.0, 0.0]] and len(entry["mean_reward"]) == 2
     tuned = (tmp_path / "configs" / "expert_advice_equal_tuned.toml").read_text()
