@@ -13,7 +13,9 @@ Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
 run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). The groups of a point share the
 config and seed, hence the environment draws: they are merged for the analysis (checked). A
 complete folder is not run again, so an interrupted study resumes where it stopped; with
-``--jobs k``, ``k`` folders run at once as ``python -m stabl_jax`` processes.
+``--jobs k``, up to ``k`` folders run at once as ``python -m stabl_jax`` processes, as many
+as fit beside each other in the memory available at the start (each point's estimate is the
+one ``stabl-jax run`` checks; a point that would not fit waits for the running ones).
 
 Then the analysis, from the folders alone:
 
@@ -43,9 +45,9 @@ import math
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -287,6 +289,18 @@ def point_folder(out: Path, adversary: str, n: int, group: str) -> Path:
     return out / f"{adversary}-n{n}-{group}"
 
 
+def point_overrides(n: int, learners: Sequence[str], sets: Sequence[str]) -> list[str]:
+    """The ``--set`` values of one point: its number of arms, its learners, then ``sets``."""
+    names = ",".join(f'"{name}"' for name in learners)
+    return [f"env.num_arms={n}", f"learners=[{names}]", *sets]
+
+
+def point_config_path(adversary: str, config_suffix: str = "") -> Path:
+    """``configs/study_<adversary><suffix>.toml`` (``_tuned``: the scales of
+    ``experiments/tune.py``)."""
+    return ROOT / "configs" / f"{ADVERSARIES[adversary]}{config_suffix}.toml"
+
+
 def cli_args(
     adversary: str,
     n: int,
@@ -297,11 +311,10 @@ def cli_args(
     sets: Sequence[str],
     config_suffix: str = "",
 ) -> list[str]:
-    """The ``stabl-jax`` arguments of one point (config ``configs/study_<adversary><suffix>``:
-    ``_tuned`` for the scales of ``experiments/tune.py``)."""
+    """The ``stabl-jax`` arguments of one point."""
     args = [
         "run",
-        str(ROOT / "configs" / f"{ADVERSARIES[adversary]}{config_suffix}.toml"),
+        str(point_config_path(adversary, config_suffix)),
         "--runs",
         str(runs),
         "--seed",
@@ -309,14 +322,90 @@ def cli_args(
         "--out",
         str(folder),
         "--no-progress",
-        "--set",
-        f"env.num_arms={n}",
-        "--set",
-        "learners=[" + ",".join(f'"{name}"' for name in learners) + "]",
     ]
-    for item in sets:
+    for item in point_overrides(n, learners, sets):
         args += ["--set", item]
     return args
+
+
+def point_memory_bytes(
+    adversary: str,
+    n: int,
+    learners: Sequence[str],
+    runs: int,
+    seed: int,
+    sets: Sequence[str],
+    config_suffix: str = "",
+) -> int:
+    """The peak host memory ``stabl-jax run`` estimates for one point
+    (:func:`stabl_jax.kinds.paired.estimate_resources`, the estimate it checks at its start)."""
+    from stabl_jax.kinds import load_config
+    from stabl_jax.kinds.paired import estimate_resources
+
+    config = load_config(
+        point_config_path(adversary, config_suffix),
+        point_overrides(n, learners, sets),
+        runs=runs,
+        seed=seed,
+    )
+    return estimate_resources(config).memory_bytes
+
+
+T = TypeVar("T")
+
+
+def run_within_memory(
+    items: Sequence[tuple[str, int, T]],
+    run_one: Callable[[T], float],
+    *,
+    jobs: int,
+    budget_bytes: int,
+    say: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """Run ``items`` (``(name, estimated bytes, argument)``, in order) with ``run_one``, at most
+    ``jobs`` at once and never more than ``budget_bytes`` of estimates at once: an item waits
+    until the running ones leave room for it (items behind it that fit may start first).
+    Raises ``ValueError`` before running anything when an item alone exceeds the budget; the
+    first exception of ``run_one`` is raised once the running items have finished.
+    Returns ``{name: run_one's result}``."""
+    too_large = [(name, need) for name, need, _ in items if need > budget_bytes]
+    if too_large:
+        from stabl_jax.io import tables
+
+        names = ", ".join(f"{name} (about {tables.byte_size(need)})" for name, need in too_large)
+        raise ValueError(
+            f"{names} alone exceed the {tables.byte_size(budget_bytes)} of memory available; "
+            "lower --runs or leave those arms out (--arms)"
+        )
+    pending = list(items)
+    results: dict[str, float] = {}
+    waiting: set[str] = set()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        running: dict[concurrent.futures.Future, tuple[str, int]] = {}
+        while pending or running:
+            used = sum(need for _, need in running.values())
+            for item in list(pending):
+                name, need, argument = item
+                if len(running) >= jobs:
+                    break
+                if used + need <= budget_bytes:
+                    pending.remove(item)
+                    running[pool.submit(run_one, argument)] = (name, need)
+                    used += need
+            if pending and len(running) < jobs and pending[0][0] not in waiting:
+                waiting.add(pending[0][0])
+                say(f"[study] {pending[0][0]}: waits for memory ({len(running)} running)")
+            done, _ = concurrent.futures.wait(
+                running, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for future in done:
+                name, _ = running.pop(future)
+                if future.exception() is not None:
+                    pending.clear()  # start nothing more; let the running ones finish
+                    concurrent.futures.wait(running)
+                    raise future.exception()
+                results[name] = future.result()
+    return results
 
 
 def run_points(
@@ -328,11 +417,16 @@ def run_points(
     sets: Sequence[str] = (),
     jobs: int = 1,
     config_suffix: str = "",
+    budget_bytes: int | None = None,
 ) -> dict[str, float]:
     """Run every point whose folder is not complete; returns ``{point: wall seconds}``.
 
-    ``jobs == 1`` calls the command line in this process; ``jobs > 1`` runs that many
-    ``python -m stabl_jax`` processes at a time (logs in ``<out>/<point>.log``)."""
+    ``jobs == 1`` calls the command line in this process; ``jobs > 1`` runs up to that many
+    ``python -m stabl_jax`` processes at a time (logs in ``<out>/<point>.log``) whose
+    estimated host memory (:func:`point_memory_bytes`) together stays within ``budget_bytes``
+    (default: the host memory available when the study starts), so that points which would
+    not fit beside each other run one after the other (:func:`run_within_memory`). The
+    estimates use JAX in this process (:func:`main` keeps it on the CPU)."""
     from stabl_jax import cli
     from stabl_jax.io.results import is_complete
 
@@ -344,10 +438,10 @@ def run_points(
             print(f"[study] {folder.name}: complete, not run again", flush=True)
             continue
         args = cli_args(adversary, n, learners, folder, runs, seed, sets, config_suffix)
-        todo.append((folder, args))
-    times: dict[str, float] = {}
+        todo.append((folder, args, (adversary, n, learners)))
 
-    def one(folder: Path, args: list[str]) -> float:
+    def one(folder_args: tuple[Path, list[str]]) -> float:
+        folder, args = folder_args
         start = time.perf_counter()
         print(f"[study] {folder.name}: stabl-jax {' '.join(args)}", flush=True)
         if jobs == 1:
@@ -364,15 +458,22 @@ def run_points(
         print(f"[study] {folder.name}: done in {seconds:.0f} s", flush=True)
         return seconds
 
-    if jobs == 1:
-        for folder, args in todo:
-            times[folder.name] = one(folder, args)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(one, folder, args): folder.name for folder, args in todo}
-            for future in concurrent.futures.as_completed(futures):
-                times[futures[future]] = future.result()
-    return times
+    if jobs == 1:  # the command line checks each point's memory itself
+        return {folder.name: one((folder, args)) for folder, args, _ in todo}
+    if budget_bytes is None:
+        from stabl_jax.simulate import available_memory_bytes
+
+        budget_bytes = available_memory_bytes()
+    items = [
+        (
+            folder.name,
+            point_memory_bytes(adversary, n, learners, runs, seed, sets, config_suffix),
+            (folder, args),
+        )
+        for folder, args, (adversary, n, learners) in todo
+    ]
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    return run_within_memory(items, one, jobs=jobs, budget_bytes=budget_bytes, say=say)
 
 
 # --------------------------------------------------------------------------------------------
@@ -851,15 +952,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.from_bundle:
         read_bundle(Path(args.from_bundle), out)
     if not args.analyse_only:
-        run_points(
-            plan,
-            out,
-            runs=args.runs,
-            seed=args.seed,
-            sets=args.sets,
-            jobs=args.jobs,
-            config_suffix=args.config_suffix,
-        )
+        if args.jobs > 1:
+            # This process only estimates shapes while the points run in processes of their
+            # own: its JAX stays on the host, so it never takes accelerator memory they need.
+            import jax
+
+            jax.config.update("jax_platforms", "cpu")
+        try:
+            run_points(
+                plan,
+                out,
+                runs=args.runs,
+                seed=args.seed,
+                sets=args.sets,
+                jobs=args.jobs,
+                config_suffix=args.config_suffix,
+            )
+        except ValueError as exc:  # a bad --set (ConfigError) or a point that cannot fit
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     from stabl_jax.io.results import is_complete
 
     points = {}

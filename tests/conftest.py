@@ -33,6 +33,9 @@ def pytest_configure(config):
         folder = workerinput[_CACHE_KEY]
     os.environ[compile_cache.ENV_VAR] = folder
     compile_cache.enable(Path(folder))
+    # Every program, not only those that took 0.5 s: the two workers compile ~1,000 small
+    # programs each that the other (or an earlier test) already compiled.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 
 
 @pytest.hookimpl(optionalhook=True)

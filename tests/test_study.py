@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +228,86 @@ def test_tuned_study_config_differs_from_its_base_only_in_learners_and_scales():
     for name in tuned_learners:  # the sweep's best points lie inside its grid, not on an edge
         values = tuned.params[name]
         assert 1.0 < values["expert_lr_scale"] < 2.0**10 and 1.0 < values["meta_lr_scale"] < 2.0**7
+
+
+def _recording_runner(fail: str | None = None):
+    """A ``run_one`` for :func:`study.run_within_memory` whose argument is ``(name, bytes)``:
+    it records the estimates running at once (their largest sum and count) and the order."""
+    lock = threading.Lock()
+    state = {"bytes": 0, "count": 0, "max_bytes": 0, "max_count": 0, "started": []}
+
+    def run_one(argument):
+        name, need = argument
+        with lock:
+            state["bytes"] += need
+            state["count"] += 1
+            state["max_bytes"] = max(state["max_bytes"], state["bytes"])
+            state["max_count"] = max(state["max_count"], state["count"])
+            state["started"].append(name)
+        time.sleep(0.05)
+        with lock:
+            state["bytes"] -= need
+            state["count"] -= 1
+        if name == fail:
+            raise RuntimeError(f"point {name} failed")
+        return float(need)
+
+    return run_one, state
+
+
+def _items(sizes):
+    return [(name, need, (name, need)) for name, need in sizes]
+
+
+def test_points_run_at_once_only_as_far_as_their_estimated_memory_fits():
+    """The n = 300 case: a 21-unit point beside a 3-unit one exceeds a 22-unit budget, so it
+    waits; the small points still run two at a time."""
+    run_one, state = _recording_runner()
+    sizes = [("big", 21), ("base", 3), ("small1", 2), ("small2", 2), ("small3", 2)]
+    lines = []
+    results = study.run_within_memory(
+        _items(sizes), run_one, jobs=2, budget_bytes=22, say=lines.append
+    )
+    assert results == {name: float(need) for name, need in sizes}
+    assert state["max_bytes"] <= 22
+    assert state["max_count"] == 2  # the small ones did run side by side
+    assert state["started"][0] == "big"
+    assert any("waits for memory" in line for line in lines)
+
+
+def test_a_point_larger_than_the_memory_is_refused_before_anything_runs():
+    run_one, state = _recording_runner()
+    with pytest.raises(ValueError, match=r"huge \(about .*\) alone exceed .* lower --runs"):
+        study.run_within_memory(
+            _items([("fine", 2**20), ("huge", 5 * 2**30)]), run_one, jobs=2, budget_bytes=2**30
+        )
+    assert state["started"] == []
+
+
+def test_a_failing_point_stops_the_queue_and_is_raised():
+    run_one, state = _recording_runner(fail="first")
+    sizes = [("first", 1), ("second", 1), ("third", 1), ("fourth", 1)]
+    with pytest.raises(RuntimeError, match="point first failed"):
+        study.run_within_memory(_items(sizes), run_one, jobs=2, budget_bytes=10)
+    assert state["started"] == ["first", "second"]  # nothing started after the failure
+
+
+def test_the_study_refuses_points_that_cannot_fit_before_running_any(tmp_path):
+    """With ``jobs > 1`` each point's estimate is the one ``stabl-jax run`` checks; a point
+    that alone exceeds the budget stops the study before anything runs (``main``: exit 2)."""
+    from stabl_jax.cli import build_parser
+    from stabl_jax.kinds.paired import estimate_resources
+
+    plan = study.default_plan(["geometric"], [300], groups=["baselines"])
+    sets = ["horizon=16384"]
+    out = tmp_path / "study"
+    with pytest.raises(ValueError, match=r"geometric-n300-baselines \(about .*lower --runs"):
+        study.run_points(plan, out, runs=1000, seed=0, sets=sets, jobs=2, budget_bytes=2**30)
+    assert not any(out.iterdir())
+    # The estimate is that of the config the command line reads from the point's arguments.
+    args = build_parser().parse_args(
+        study.cli_args("geometric", 300, study._BASELINES, out, 1000, 0, sets)
+    )
+    config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
+    estimate = study.point_memory_bytes("geometric", 300, study._BASELINES, 1000, 0, sets)
+    assert estimate == estimate_resources(config).memory_bytes > 2**30
