@@ -615,8 +615,9 @@ def run_chunks(
       chunk_size: rounds per chunk (>= 1); results do not depend on it.
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
       checkpoint: ``None`` (nothing saved), or an object with
-        ``restore(carry) -> (carry, outputs so far, t0) | None``, called once before the first
-        chunk (the run continues from round ``t0``), and
+        ``restore(carry, horizon) -> (carry, outputs, t0) | None``, called once before the
+        first chunk (the run continues from round ``t0``; ``outputs`` are ``(R, horizon, ...)``
+        with rounds ``[0, t0)`` filled), and
         ``save(carry, chunk_outputs, start, stop)``, called after each chunk
         (:class:`stabl_jax.io.checkpoints.ChunkCheckpoint` writes them atomically).
       host_threads: split the runs into this many equal groups, each stepped by the same
@@ -631,15 +632,16 @@ def run_chunks(
     step = _threaded(threads)
     compiled: dict[int, Any] = {}
     compile_s = run_s = 0.0
-    pieces: dict[str, list[np.ndarray]] = {}
+    # Every output (R, horizon, ...) is allocated once and filled chunk by chunk: the outputs
+    # are held once, never beside a concatenated copy (a resumed run's restored rounds too).
+    arrays: dict[str, np.ndarray] = {}
     bar = _progress_bar(progress, horizon)
     t0 = 0
-    restored = checkpoint.restore(carry) if checkpoint is not None else None
+    restored = checkpoint.restore(carry, horizon) if checkpoint is not None else None
     if restored is not None:
-        carry, done, t0 = restored
+        carry, arrays, t0 = restored
         if not 0 < t0 <= horizon:
             raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
-        pieces = {name: [value] for name, value in done.items()}
         bar(t0)
     while t0 < horizon:
         length = min(chunk, horizon - t0)
@@ -652,12 +654,17 @@ def run_chunks(
         carry, out = step(compiled[length], carry, t0_arr)
         run_s += time.perf_counter() - start
         for name, value in out.items():
-            pieces.setdefault(name, []).append(np.asarray(value))
+            value = np.asarray(value)
+            if name not in arrays:
+                if t0:  # a resumed run's checkpoint must hold every output
+                    raise ValueError(f"the checkpoint holds no {name!r} (it has {sorted(arrays)})")
+                shape = (value.shape[0], horizon, *value.shape[2:])
+                arrays[name] = np.empty(shape, value.dtype)
+            arrays[name][:, t0 : t0 + length] = value
         if checkpoint is not None:
             checkpoint.save(carry, out, t0, t0 + length)
         t0 += length
         bar(t0)
-    arrays = {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
     return carry, arrays, compile_s, run_s
 
 

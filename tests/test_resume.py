@@ -19,13 +19,16 @@ import signal
 import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stabl_jax import cli
 from stabl_jax.io import checkpoints as checkpoint
 from stabl_jax.io.results import COMPLETE, read_summary
+from stabl_jax.simulate import run_chunks
 from tests.conftest import assert_same_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,3 +164,73 @@ def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
     assert not list(tmp_path.glob("out.partial-*"))
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": 160}
     assert_same_results(out, reference)
+
+
+# --------------------------------------------------------------------------------------------
+# Memory: the outputs are held once, in a fresh run and in a resumed one
+# --------------------------------------------------------------------------------------------
+
+_RUNS, _ROUNDS, _WIDTH, _CHUNK = 64, 1024, 64, 128  # outputs of 16 MiB in chunks of 2 MiB
+_OUTPUT_BYTES = _RUNS * _ROUNDS * _WIDTH * 4
+# The outputs once, plus a few chunk-sized temporaries (the program's outputs, their host
+# copy, the checkpoint file's buffer); a concatenated copy of the outputs is far above it.
+_PEAK_BOUND = _OUTPUT_BYTES + 4 * _OUTPUT_BYTES * _CHUNK // _ROUNDS
+
+
+class _FakeChunkProgram:
+    """A stand-in for a lowered chunk program (``run_chunks``' ``lower``): its outputs are
+    ``(R, length, W)`` float32 arrays holding the round numbers; the carry counts rounds."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+
+    def compile(self):
+        def call(carry, t0):
+            rounds = np.arange(int(t0), int(t0) + self.length, dtype=np.float32)
+            out = np.broadcast_to(rounds[None, :, None], (_RUNS, self.length, _WIDTH)).copy()
+            return carry + self.length, {"x": out}
+
+        return call
+
+
+def _peak_bytes(fn):
+    """``(fn(), peak bytes allocated while it ran)`` (NumPy reports to tracemalloc)."""
+    tracemalloc.start()
+    try:
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_outputs_are_held_once_in_a_fresh_and_in_a_resumed_run(tmp_path):
+    """A run's outputs are filled in place: peak memory is the outputs plus about a chunk
+    (a list of chunks concatenated at the end, or a checkpoint's chunks concatenated on
+    resume, needed twice the outputs; a run that fitted could not be resumed)."""
+    lower = lambda carry, t0, length: _FakeChunkProgram(length)  # noqa: E731
+    expected = np.broadcast_to(
+        np.arange(_ROUNDS, dtype=np.float32)[None, :, None], (_RUNS, _ROUNDS, _WIDTH)
+    )
+    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "memory"})
+    carry0 = np.zeros((), np.int32)
+    (carry, arrays, _, _), fresh_peak = _peak_bytes(
+        lambda: run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt)
+    )
+    assert int(carry) == _ROUNDS
+    np.testing.assert_array_equal(arrays["x"], expected)
+    assert fresh_peak < _PEAK_BOUND, fresh_peak / _OUTPUT_BYTES
+    del arrays
+    # Interrupted after 6 of 8 chunks: keep those, then resume.
+    state = checkpoint.load_arrays(ckpt.folder / checkpoint.STATE)
+    for path in sorted(ckpt.folder.glob("chunk-*"))[6:]:
+        path.unlink()
+    kept = np.asarray(state["chunks"])[:6]
+    done = np.asarray(kept[-1][1], np.int32)
+    resumed_state = {**state, "t0": done, "chunks": kept, "carry/0": done}
+    checkpoint.save_arrays(ckpt.folder / checkpoint.STATE, resumed_state)
+    again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "memory"})
+    (carry, arrays, _, _), resumed_peak = _peak_bytes(
+        lambda: run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=again)
+    )
+    np.testing.assert_array_equal(arrays["x"], expected)
+    assert resumed_peak < _PEAK_BOUND, resumed_peak / _OUTPUT_BYTES

@@ -286,9 +286,13 @@ class ChunkCheckpoint:
             )
         return arrays
 
-    def _read(self, keep: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
+    def _read(
+        self, keep: bool, rounds: int | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
         """``(state arrays, outputs of rounds [0, t0))`` with every file checked (outputs
-        only with ``keep``), or ``None`` when nothing is stored."""
+        only with ``keep``, each ``(R, max(rounds, t0), ...)``: the chunks are copied into
+        it one at a time, so reading needs the outputs' memory once, plus one chunk), or
+        ``None`` when nothing is stored."""
         arrays = self._read_state()
         if arrays is None:
             return None
@@ -301,16 +305,28 @@ class ChunkCheckpoint:
             expected_start = stop
         if expected_start != t0:
             raise CheckpointMismatch(f"{self.folder}: chunks end at {expected_start}, t0 = {t0}")
-        pieces: dict[str, list[np.ndarray]] = {}
+        length = t0 if rounds is None else max(rounds, t0)
+        outputs: dict[str, np.ndarray] = {}
         for start, stop in chunks:
             path = self.folder / _chunk_name(start, stop)
-            for name, value in load_arrays(path).items():
+            values = load_arrays(path)
+            if outputs and set(values) != set(outputs):
+                raise CheckpointMismatch(f"{path} holds {sorted(values)}, not {sorted(outputs)}")
+            for name, value in values.items():
                 if value.ndim < 2 or value.shape[1] != stop - start:
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
-                if keep:
-                    pieces.setdefault(name, []).append(value)
+                if not keep:
+                    continue
+                if name not in outputs:
+                    shape = (value.shape[0], length, *value.shape[2:])
+                    outputs[name] = np.empty(shape, value.dtype)
+                target = outputs[name]
+                if (value.shape[0], *value.shape[2:]) != (target.shape[0], *target.shape[2:]):
+                    raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
+                target[:, start:stop] = value
+            del values
         self._chunks = chunks
-        return arrays, {name: np.concatenate(parts, axis=1) for name, parts in pieces.items()}
+        return arrays, outputs
 
     def progress(self) -> int:
         """Rounds already done according to the stored state (0 when there is none)."""
@@ -328,18 +344,23 @@ class ChunkCheckpoint:
         read = self._read(keep=False)
         return 0 if read is None else int(read[0]["t0"])
 
-    def restore(self, template: Any) -> tuple[Any, dict[str, np.ndarray], int] | None:
+    def restore(
+        self, template: Any, rounds: int | None = None
+    ) -> tuple[Any, dict[str, np.ndarray], int] | None:
         """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
         stored.
 
         Args:
           template: the freshly initialised carry (structure, shapes, dtypes, key types).
+          rounds: allocate each output ``(R, rounds, ...)`` at once (the whole simulation; the
+            rounds from ``t0`` on are left for the caller to fill), instead of ``(R, t0, ...)``:
+            a resumed run then holds its outputs once, never a copy beside them.
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
           CheckpointMismatch: another fingerprint or another carry layout.
         """
-        read = self._read(keep=True)
+        read = self._read(keep=True, rounds=rounds)
         if read is None:
             self._chunks = []
             return None
