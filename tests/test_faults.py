@@ -619,3 +619,21 @@ def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monke
     assert code == 2 and "of memory" in err and "--allow-large" in err
     code, _, err = run(command(config_path, tmp_path / "out", "--allow-large"), capsys)
     assert code == 1 and "the experiment ran" in err
+
+
+def test_the_memory_estimate_counts_the_largest_chunk_twice():
+    """A chunk's outputs exist on the device and on the host before they join the traces:
+    the estimate holds twice the widest learner's chunk (a full-information learner records
+    its n queried arms: at n = 300, 1,000 runs and chunks of 1,024 rounds, 1.2 GB a chunk,
+    which the estimate once left out, and the run it passed was killed for memory)."""
+    from stabl_jax.kinds import load_config
+    from stabl_jax.kinds.paired import estimate_resources
+
+    sets = ["runs=50", "env.num_arms=40", 'learners=["exp3","saol_hedge"]']
+    small, large = (
+        estimate_resources(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
+        for rounds in (64, 512)
+    )
+    widest = 16 + 4 * 40  # saol_hedge: the played arm, three floats and its 40 queried arms
+    assert large.memory_bytes - small.memory_bytes == 2 * 50 * (512 - 64) * widest
+    assert large.disk_bytes == small.disk_bytes

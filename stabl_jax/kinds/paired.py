@@ -588,8 +588,10 @@ class Resources:
 
     Attributes:
       memory_bytes: peak host memory: every learner's ``(R, T)`` traces and a copy of them
-        while ``traces.npz`` is written, the loop state of every run (device, host and
-        checkpoint copies), one block of the SA(L) pass and the JAX process itself.
+        while ``traces.npz`` is written, the outputs of the largest chunk twice (on the device
+        and their host copy, before they join the traces), the loop state of every run
+        (device, host and checkpoint copies), one block of the SA(L) pass and the JAX process
+        itself.
       disk_bytes: peak disk: every learner's chunk checkpoints (its traces and loop state)
         plus ``traces.npz``, which exist together until the folder is committed, and the
         plots.
@@ -616,18 +618,20 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
     key = jax.random.key(0)
     width = int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
     env_bytes = _tree_bytes(jax.eval_shape(env.sample_params, key))
-    traces = kept = state = 0
+    traces = kept = state = widest = 0
     for name in config.learners:
         learner = config.make_learner(name)
         state = max(state, _tree_bytes(jax.eval_shape(learner.init, key)) + env_bytes)
         recorded, saved = config.trace_bytes(learner, width)
         traces += runs * horizon * recorded
         kept += runs * horizon * saved
+        widest = max(widest, recorded)
     learners = len(config.learners)
     states = runs * state
+    chunk = runs * resolve_chunk_size(config) * widest
     sa_block = max(256 * 2**20, horizon * width * 12)  # metrics.paired_adaptive_regret
     return Resources(
-        memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 3 * states + sa_block,
+        memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 2 * chunk + 3 * states + sa_block,
         disk_bytes=traces + kept + 2 * learners * states + PLOTS_BYTES,
         seconds=learners * runs * horizon * width / ESTIMATE_UPDATES_PER_SECOND,
     )
