@@ -374,8 +374,8 @@ def run_within_memory(
 
         names = ", ".join(f"{name} (about {tables.byte_size(need)})" for name, need in too_large)
         raise ValueError(
-            f"{names} alone exceed the {tables.byte_size(budget_bytes)} of memory available; "
-            "lower --runs or leave those arms out (--arms)"
+            f"even alone, {names} would not fit in the {tables.byte_size(budget_bytes)} of "
+            "memory available; lower --runs or leave those arms out (--arms)"
         )
     pending = list(items)
     results: dict[str, float] = {}
