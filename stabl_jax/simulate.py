@@ -546,6 +546,7 @@ def simulate(
         progress,
         checkpoint=checkpoint,
         host_threads=plan.host_threads,
+        names=fields,
     )
     arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
@@ -602,6 +603,7 @@ def run_chunks(
     progress: bool | Callable[[int, int], None] = False,
     checkpoint: Any = None,
     host_threads: int = 1,
+    names: tuple[str, ...] | None = None,
 ) -> tuple[Any, dict[str, np.ndarray], float, float]:
     """Drive a chunked scan over rounds ``0..horizon-1`` (shared by every simulator).
 
@@ -615,14 +617,17 @@ def run_chunks(
       chunk_size: rounds per chunk (>= 1); results do not depend on it.
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
       checkpoint: ``None`` (nothing saved), or an object with
-        ``restore(carry, horizon) -> (carry, outputs, t0) | None``, called once before the
-        first chunk (the run continues from round ``t0``; ``outputs`` are ``(R, horizon, ...)``
-        with rounds ``[0, t0)`` filled), and
+        ``restore(carry, horizon, names) -> (carry, outputs, t0) | None``, called once before
+        the first chunk (the run continues from round ``t0``; ``outputs`` are
+        ``(R, horizon, ...)`` with rounds ``[0, t0)`` filled, those in ``names`` at least;
+        others are dropped), and
         ``save(carry, chunk_outputs, start, stop)``, called after each chunk
         (:class:`stabl_jax.io.checkpoints.ChunkCheckpoint` writes them atomically).
       host_threads: split the runs into this many equal groups, each stepped by the same
         compiled program from its own thread (:mod:`stabl_jax.sharding`, "Host threads");
         ``R`` must be a multiple of it. Outputs and carry are those of one call.
+      names: the outputs the program records, passed to ``checkpoint.restore`` (``None``:
+        whatever the checkpoint holds; names the program does not output are dropped).
 
     Returns:
       ``(carry, outputs (R, horizon, ...) per name, compile_seconds, run_seconds)``.
@@ -637,12 +642,13 @@ def run_chunks(
     arrays: dict[str, np.ndarray] = {}
     bar = _progress_bar(progress, horizon)
     t0 = 0
-    restored = checkpoint.restore(carry, horizon) if checkpoint is not None else None
+    restored = checkpoint.restore(carry, horizon, names) if checkpoint is not None else None
     if restored is not None:
         carry, arrays, t0 = restored
         if not 0 < t0 <= horizon:
             raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
         bar(t0)
+    unchecked = bool(arrays)  # restored outputs not yet matched with the program's
     while t0 < horizon:
         length = min(chunk, horizon - t0)
         t0_arr = jnp.asarray(t0, jnp.int32)
@@ -653,6 +659,9 @@ def run_chunks(
         start = time.perf_counter()
         carry, out = step(compiled[length], carry, t0_arr)
         run_s += time.perf_counter() - start
+        if unchecked:  # a checkpoint may hold traces this run does not record: dropped
+            arrays = {name: arrays[name] for name in arrays if name in out}
+            unchecked = False
         for name, value in out.items():
             value = np.asarray(value)
             if name not in arrays:

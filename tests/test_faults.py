@@ -623,9 +623,8 @@ def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monke
 
 def test_the_memory_estimate_counts_the_largest_chunk_twice():
     """A chunk's outputs exist on the device and on the host before they join the traces:
-    the estimate holds twice the widest learner's chunk (a full-information learner records
-    its n queried arms: at n = 300, 1,000 runs and chunks of 1,024 rounds, 1.2 GB a chunk,
-    which the estimate once left out, and the run it passed was killed for memory)."""
+    the estimate holds twice the widest learner's chunk (once left out: a run it passed was
+    killed for memory)."""
     from stabl_jax.kinds import load_config
     from stabl_jax.kinds.paired import estimate_resources
 
@@ -634,6 +633,26 @@ def test_the_memory_estimate_counts_the_largest_chunk_twice():
         estimate_resources(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
         for rounds in (64, 512)
     )
-    widest = 16 + 4 * 40  # saol_hedge: the played arm, three floats and its 40 queried arms
+    widest = 16  # the played arm and three floats per run and round, for every learner
     assert large.memory_bytes - small.memory_bytes == 2 * 50 * (512 - 64) * widest
     assert large.disk_bytes == small.disk_bytes
+
+
+def test_a_bandit_run_records_what_it_reads_not_the_queried_arms():
+    """A full-information learner queries every arm: recording them (``(R, T, n)``) made the
+    scaling study's n = 300 point need 21 GiB, for a trace nothing reads. A bandit run
+    records the summary's and ``save_traces``' traces only, 16 bytes per run and round
+    whatever the number of queries."""
+    from stabl_jax.kinds import bandit, load_config
+    from stabl_jax.kinds.paired import simulate_learners
+
+    config = load_config(
+        "expert_advice_equal",
+        ["runs=2", "horizon=64", "env.num_arms=6", 'learners=["exp3","saol_hedge"]'],
+    )
+    env = config.make_env()
+    for name, learner, _, result, _ in simulate_learners(
+        config, env, progress=None, checkpoints=None, validate=False
+    ):
+        assert sorted(result.traces()) == sorted(bandit.SAVABLE_TRACES), name
+        assert config.trace_bytes(learner, 6)[0] == 16, name

@@ -181,14 +181,15 @@ class _FakeChunkProgram:
     """A stand-in for a lowered chunk program (``run_chunks``' ``lower``): its outputs are
     ``(R, length, W)`` float32 arrays holding the round numbers; the carry counts rounds."""
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, names: tuple[str, ...] = ("x",)) -> None:
         self.length = length
+        self.names = names
 
     def compile(self):
         def call(carry, t0):
             rounds = np.arange(int(t0), int(t0) + self.length, dtype=np.float32)
             out = np.broadcast_to(rounds[None, :, None], (_RUNS, self.length, _WIDTH)).copy()
-            return carry + self.length, {"x": out}
+            return carry + self.length, dict.fromkeys(self.names, out)
 
         return call
 
@@ -234,3 +235,33 @@ def test_outputs_are_held_once_in_a_fresh_and_in_a_resumed_run(tmp_path):
     )
     np.testing.assert_array_equal(arrays["x"], expected)
     assert resumed_peak < _PEAK_BOUND, resumed_peak / _OUTPUT_BYTES
+
+
+def test_a_checkpoint_with_a_trace_this_run_does_not_record_resumes_without_it(tmp_path):
+    """A checkpoint written when the run recorded one more trace (a bandit run's queried
+    arms, no longer recorded) resumes: the extra trace is dropped, the others are whole."""
+    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "traces"})
+    carry0 = np.zeros((), np.int32)
+    both = lambda carry, t0, length: _FakeChunkProgram(length, ("x", "arms"))  # noqa: E731
+    run_chunks(both, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt)
+    state = checkpoint.load_arrays(ckpt.folder / checkpoint.STATE)
+    for path in sorted(ckpt.folder.glob("chunk-*"))[2:]:
+        path.unlink()
+    done = np.asarray(2 * _CHUNK, np.int32)
+    kept = np.asarray(state["chunks"])[:2]
+    checkpoint.save_arrays(
+        ckpt.folder / checkpoint.STATE, {**state, "t0": done, "chunks": kept, "carry/0": done}
+    )
+    one = lambda carry, t0, length: _FakeChunkProgram(length)  # noqa: E731
+    rounds = np.arange(_ROUNDS, dtype=np.float32)[None, :, None]
+    for names in (None, ("x",)):  # simulate passes the traces it records: "arms" is not read
+        again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "traces"})
+        (carry, arrays, _, _), peak = _peak_bytes(
+            lambda again=again, names=names: run_chunks(
+                one, carry0, _ROUNDS, _CHUNK, checkpoint=again, names=names
+            )
+        )
+        assert int(carry) == _ROUNDS and sorted(arrays) == ["x"]
+        np.testing.assert_array_equal(arrays["x"], np.broadcast_to(rounds, arrays["x"].shape))
+        if names is not None:
+            assert peak < _PEAK_BOUND, peak / _OUTPUT_BYTES

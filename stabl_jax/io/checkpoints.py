@@ -40,7 +40,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -287,12 +287,12 @@ class ChunkCheckpoint:
         return arrays
 
     def _read(
-        self, keep: bool, rounds: int | None = None
+        self, keep: bool, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
         """``(state arrays, outputs of rounds [0, t0))`` with every file checked (outputs
-        only with ``keep``, each ``(R, max(rounds, t0), ...)``: the chunks are copied into
-        it one at a time, so reading needs the outputs' memory once, plus one chunk), or
-        ``None`` when nothing is stored."""
+        only with ``keep``, and only those in ``names`` when given; each
+        ``(R, max(rounds, t0), ...)``: the chunks are copied into it one at a time, so reading
+        needs the outputs' memory once, plus one chunk), or ``None`` when nothing is stored."""
         arrays = self._read_state()
         if arrays is None:
             return None
@@ -307,15 +307,19 @@ class ChunkCheckpoint:
             raise CheckpointMismatch(f"{self.folder}: chunks end at {expected_start}, t0 = {t0}")
         length = t0 if rounds is None else max(rounds, t0)
         outputs: dict[str, np.ndarray] = {}
+        # Every chunk must hold the wanted outputs (``names``, else the first chunk's); others
+        # are not read (a run that records fewer traces resumes a checkpoint that has more).
+        wanted = None if names is None else set(names)
         for start, stop in chunks:
             path = self.folder / _chunk_name(start, stop)
             values = load_arrays(path)
-            if outputs and set(values) != set(outputs):
-                raise CheckpointMismatch(f"{path} holds {sorted(values)}, not {sorted(outputs)}")
+            wanted = set(values) if wanted is None else wanted
+            if not wanted <= set(values):
+                raise CheckpointMismatch(f"{path} holds no {sorted(wanted - set(values))}")
             for name, value in values.items():
                 if value.ndim < 2 or value.shape[1] != stop - start:
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
-                if not keep:
+                if not keep or name not in wanted:
                     continue
                 if name not in outputs:
                     shape = (value.shape[0], length, *value.shape[2:])
@@ -345,7 +349,7 @@ class ChunkCheckpoint:
         return 0 if read is None else int(read[0]["t0"])
 
     def restore(
-        self, template: Any, rounds: int | None = None
+        self, template: Any, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[Any, dict[str, np.ndarray], int] | None:
         """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
         stored.
@@ -355,12 +359,14 @@ class ChunkCheckpoint:
           rounds: allocate each output ``(R, rounds, ...)`` at once (the whole simulation; the
             rounds from ``t0`` on are left for the caller to fill), instead of ``(R, t0, ...)``:
             a resumed run then holds its outputs once, never a copy beside them.
+          names: restore only these outputs (the traces the resumed run records; a checkpoint
+            may hold more, written when the run recorded more), ``None``: all.
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
           CheckpointMismatch: another fingerprint or another carry layout.
         """
-        read = self._read(keep=True, rounds=rounds)
+        read = self._read(keep=True, rounds=rounds, names=names)
         if read is None:
             self._chunks = []
             return None

@@ -205,6 +205,10 @@ class ExperimentConfig:
         ``horizon``: its ``learner_options``."""
         return dict(self.learner_options.get(name, {}))
 
+    #: The traces every learner's simulation records (``simulate(..., traces=)``; ``None``: the
+    #: environment's ``trace_names``).
+    RECORDED: ClassVar[tuple[str, ...] | None] = None
+
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
         """Bytes per run and round that ``learner`` records in memory, and that
         ``traces.npz`` keeps (``width``: arms or dimension)."""
@@ -561,6 +565,7 @@ def simulate_learners(
             horizon=config.horizon,
             params=params,
             chunk_size=chunk,
+            traces=config.RECORDED,
             progress=progress(name) if progress is not None else False,
             validate=validate,
             checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
