@@ -648,7 +648,6 @@ def run_chunks(
         if not 0 < t0 <= horizon:
             raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
         bar(t0)
-    unchecked = bool(arrays)  # restored outputs not yet matched with the program's
     while t0 < horizon:
         length = min(chunk, horizon - t0)
         t0_arr = jnp.asarray(t0, jnp.int32)
@@ -659,9 +658,8 @@ def run_chunks(
         start = time.perf_counter()
         carry, out = step(compiled[length], carry, t0_arr)
         run_s += time.perf_counter() - start
-        if unchecked:  # a checkpoint may hold traces this run does not record: dropped
-            arrays = {name: arrays[name] for name in arrays if name in out}
-            unchecked = False
+        if arrays.keys() - out.keys():  # restored traces this run does not record: dropped
+            arrays = {name: value for name, value in arrays.items() if name in out}
         for name, value in out.items():
             value = np.asarray(value)
             if name not in arrays:

@@ -204,6 +204,20 @@ def _peak_bytes(fn):
         tracemalloc.stop()
 
 
+def _interrupt_after(folder: Path, chunks: int) -> None:
+    """Make the checkpoint in ``folder`` look interrupted after its first ``chunks`` chunks:
+    the later chunk files removed, the state's round (``t0``, and the carry, which counts
+    rounds) and chunk list set back."""
+    state = checkpoint.load_arrays(folder / checkpoint.STATE)
+    for path in sorted(folder.glob("chunk-*"))[chunks:]:
+        path.unlink()
+    kept = np.asarray(state["chunks"])[:chunks]
+    done = np.asarray(kept[-1][1], np.int32)
+    checkpoint.save_arrays(
+        folder / checkpoint.STATE, {**state, "t0": done, "chunks": kept, "carry/0": done}
+    )
+
+
 def test_outputs_are_held_once_in_a_fresh_and_in_a_resumed_run(tmp_path):
     """A run's outputs are filled in place: peak memory is the outputs plus about a chunk
     (a list of chunks concatenated at the end, or a checkpoint's chunks concatenated on
@@ -221,14 +235,7 @@ def test_outputs_are_held_once_in_a_fresh_and_in_a_resumed_run(tmp_path):
     np.testing.assert_array_equal(arrays["x"], expected)
     assert fresh_peak < _PEAK_BOUND, fresh_peak / _OUTPUT_BYTES
     del arrays
-    # Interrupted after 6 of 8 chunks: keep those, then resume.
-    state = checkpoint.load_arrays(ckpt.folder / checkpoint.STATE)
-    for path in sorted(ckpt.folder.glob("chunk-*"))[6:]:
-        path.unlink()
-    kept = np.asarray(state["chunks"])[:6]
-    done = np.asarray(kept[-1][1], np.int32)
-    resumed_state = {**state, "t0": done, "chunks": kept, "carry/0": done}
-    checkpoint.save_arrays(ckpt.folder / checkpoint.STATE, resumed_state)
+    _interrupt_after(ckpt.folder, 6)  # of 8 chunks, then resume
     again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "memory"})
     (carry, arrays, _, _), resumed_peak = _peak_bytes(
         lambda: run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=again)
@@ -244,14 +251,7 @@ def test_a_checkpoint_with_a_trace_this_run_does_not_record_resumes_without_it(t
     carry0 = np.zeros((), np.int32)
     both = lambda carry, t0, length: _FakeChunkProgram(length, ("x", "arms"))  # noqa: E731
     run_chunks(both, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt)
-    state = checkpoint.load_arrays(ckpt.folder / checkpoint.STATE)
-    for path in sorted(ckpt.folder.glob("chunk-*"))[2:]:
-        path.unlink()
-    done = np.asarray(2 * _CHUNK, np.int32)
-    kept = np.asarray(state["chunks"])[:2]
-    checkpoint.save_arrays(
-        ckpt.folder / checkpoint.STATE, {**state, "t0": done, "chunks": kept, "carry/0": done}
-    )
+    _interrupt_after(ckpt.folder, 2)
     one = lambda carry, t0, length: _FakeChunkProgram(length)  # noqa: E731
     rounds = np.arange(_ROUNDS, dtype=np.float32)[None, :, None]
     for names in (None, ("x",)):  # simulate passes the traces it records: "arms" is not read

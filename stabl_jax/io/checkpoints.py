@@ -328,7 +328,7 @@ class ChunkCheckpoint:
                 if (value.shape[0], *value.shape[2:]) != (target.shape[0], *target.shape[2:]):
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
                 target[:, start:stop] = value
-            del values
+            del values  # before the next chunk is read: one chunk in memory at a time
         self._chunks = chunks
         return arrays, outputs
 
