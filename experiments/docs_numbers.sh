@@ -149,6 +149,20 @@ sweep widened/random_naive expert_advice_random --set 'learners=["stabl_naive"]'
 sweep widened/equal_single expert_advice_equal --set 'learners=["stabl_single_scale"]' \
   --grid 'meta_lr_scale=2**0..2**12'
 
+# The scaling study (experiments/study.py): 2 adversaries x 4 n x 2 learner groups of 1,000
+# runs, two points at a time where they fit in the memory available; then the tuned scales at
+# n = 10, 30, 100 (geometric adversary). Each writes its study.json (the tables) and draws its
+# SA(L) figures into docs/figures. KEEP=1 keeps the points already complete (study.py skips
+# them); otherwise every point runs again (--force).
+rerun=(--force)
+[[ ${KEEP:-0} == 1 ]] && rerun=()
+timed study "$PYTHON" experiments/study.py --out "$RESULTS/study" --runs 1000 --seed 0 \
+  --jobs 2 --bootstrap 1000 --figures docs/figures "${rerun[@]}"
+timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --runs 1000 \
+  --seed 0 --jobs 2 --bootstrap 1000 --config-suffix _tuned --adversaries geometric \
+  --arms 10 30 100 --learners stabl,stabl_one_query,saol --figures docs/figures \
+  --figure-prefix study_tuned "${rerun[@]}"
+
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
 # The benchmark's folder is kept in the repository (docs/speed.md's table is written from it)

@@ -15,8 +15,9 @@ over runs.
 A document's generated tables sit between markers::
 
     <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled]
-         [view=paired|subsample5|gap|diff|regret|bench] [baseline=B] [diff=a,b ...]
-         [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3] -->
+         [view=paired|subsample5|gap|diff|regret|bench|table1|exponents|b] [baseline=B]
+         [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3]
+         [adversary=A] [n=N] [tuned=OTHER] -->
     ...
     <!-- /report -->
 
@@ -40,6 +41,13 @@ exit 1 and name the marker when its folder has no ``summary.json`` (the block is
 ``view=bench`` gives the table of a ``stabl-jax bench --out FOLDER`` folder
 (``benchmark.json``): the machine, date and commit line, one row per JAX configuration and the
 NumPy loop's rates, exactly as the benchmark writes ``benchmark.md``.
+
+A folder written by ``experiments/study.py --out`` (the scaling study; its ``study.json``) has
+three views, :func:`study_table`: ``view=table1`` the empirical Table 1 of ``adversary=``
+(default geometric) at ``n=`` (default the smallest), with ``tuned=OTHER`` the rows of a
+second study folder at tuned step sizes; ``view=exponents`` one adversary's exponents in L and
+n with their bootstrap intervals; ``view=b`` every exponent in L, one column per adversary and
+n.
 
 A folder written by ``experiments/anytime_gap.py --out`` (``kind = "anytime_gap"``) has one
 view, ``view=gap`` (its default), with ``learner=NAME`` (default ``stabl_anytime``) and
@@ -538,10 +546,17 @@ def render(args: str, results: Path) -> str:
     rows = [f for k, v in items if k == "rows" for f in v.split(",") if f]
     pairs = [v for k, v in items if k == "diff"]  # repeated: one row each
     gaps = [v for k, v in items if k == "gap"]
-    unknown = set(opts) - {"windows", "sa", "view", "baseline", "learner", "columns"}
+    unknown = set(opts) - {"windows", "sa", "view", "baseline", "learner", "columns", *STUDY_OPTS}
     if unknown:
         raise ValueError(f"report marker {args!r}: unknown option(s) {sorted(unknown)}")
     folder, label = results / name, f"results/{name}"
+    if opts.get("view") in STUDY_VIEWS or set(opts) & STUDY_OPTS:
+        if opts.get("view") not in STUDY_VIEWS or pairs or gaps or rows:
+            raise ValueError(
+                f"report marker {args!r}: {sorted(STUDY_OPTS)} only with view="
+                + "|".join(STUDY_VIEWS)
+            )
+        return study_table(folder, opts, results)
     if opts.get("view") == "bench":
         if set(opts) != {"view"} or pairs or gaps or rows:
             raise ValueError(f"report marker {args!r}: view=bench takes no other option")
@@ -568,6 +583,37 @@ def render(args: str, results: Path) -> str:
             "view=regret"
         )
     return view_table(folder, label, opts)
+
+
+#: Views of an ``experiments/study.py --out FOLDER`` folder (its ``study.json``) and their options.
+STUDY_VIEWS = ("table1", "exponents", "b")
+STUDY_OPTS = {"adversary", "n", "tuned"}
+
+
+def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
+    """A table of the scaling study from ``FOLDER/study.json``, as ``experiments/study.py``
+    writes it: ``view=table1`` the empirical Table 1 (``adversary=``, default ``geometric``;
+    ``n=``, default the smallest; ``tuned=OTHER`` adds the rows of the study folder ``OTHER``),
+    ``view=exponents`` one adversary's exponents in L and n with their intervals, ``view=b``
+    every exponent in L of every adversary and n."""
+    study = runpy.run_path(str(Path(__file__).with_name("study.py")))
+    analysis = study["load_analysis"](folder)
+    if opts["view"] == "b":
+        if set(opts) != {"view"}:
+            raise ValueError("view=b takes no option: it shows every adversary and n")
+        return study["exponent_summary"](analysis)
+    adversary = opts.get("adversary", "geometric")
+    if adversary not in analysis:
+        raise ValueError(
+            f"{folder / 'study.json'} has no adversary {adversary!r}: {list(analysis)}"
+        )
+    if opts["view"] == "exponents":
+        if set(opts) - {"view", "adversary"}:
+            raise ValueError("view=exponents takes adversary= only")
+        return study["exponent_tables"](analysis, adversary)
+    n = int(opts.get("n", min(analysis[adversary]["arms"])))
+    tuned = study["load_analysis"](results / opts["tuned"]) if "tuned" in opts else None
+    return study["table_one"](analysis, adversary, n, tuned=tuned)
 
 
 def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:

@@ -3,7 +3,7 @@
     python experiments/study.py [--out results/study] [--runs 1000] [--seed 0] [--jobs 1]
         [--adversaries geometric random] [--arms 10 30 100 300] [--groups base baselines]
         [--learners a,b,...] [--merge-groups] [--config-suffix _tuned] [--set key=value ...]
-        [--analyse-only] [--bundle PREFIX] [--from-bundle PREFIX] [--fit-windows L ...]
+        [--analyse-only] [--force] [--bundle PREFIX] [--from-bundle PREFIX] [--fit-windows L ...]
         [--table-windows 256 1024 4096] [--bootstrap 1000] [--figures docs/figures]
 
 Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
@@ -12,10 +12,11 @@ Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
 ``<out>/<adversary>-n<n>-<group>/`` (a normal results folder; its ``traces.npz`` holds every
 run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). The groups of a point share the
 config and seed, hence the environment draws: they are merged for the analysis (checked). A
-complete folder is not run again, so an interrupted study resumes where it stopped; with
-``--jobs k``, up to ``k`` folders run at once as ``python -m stabl_jax`` processes, as many
-as fit beside each other in the memory available at the start (each point's estimate is the
-one ``stabl-jax run`` checks; a point that would not fit waits for the running ones).
+complete folder is not run again (``--force``: every folder is), so an interrupted study
+resumes where it stopped; with ``--jobs k``, up to ``k`` folders run at once as
+``python -m stabl_jax`` processes, as many as fit beside each other in the memory available
+at the start (each point's estimate is the one ``stabl-jax run`` checks; a point that would
+not fit waits for the running ones).
 
 Then the analysis, from the folders alone:
 
@@ -99,6 +100,7 @@ PAPER_ROWS: dict[str, tuple[str, str, str]] = {
 }
 OTHER_BOUNDS: dict[str, str] = {
     "saol_hedge": "full information; not in Table 1",
+    "exp3s": "switching regret; not in Table 1",
     "hedge": "full information, static regret only",
     "exp3": "static regret √(nT log n) only",
     "exp3_uniform": "static regret √(nT log n) only",
@@ -418,8 +420,11 @@ def run_points(
     jobs: int = 1,
     config_suffix: str = "",
     budget_bytes: int | None = None,
+    force: bool = False,
 ) -> dict[str, float]:
-    """Run every point whose folder is not complete; returns ``{point: wall seconds}``.
+    """Run every point whose folder is not complete (``force``: every point, each with
+    ``stabl-jax run --force``, which replaces only folders it wrote); returns ``{point: wall
+    seconds}``.
 
     ``jobs == 1`` calls the command line in this process; ``jobs > 1`` runs up to that many
     ``python -m stabl_jax`` processes at a time (logs in ``<out>/<point>.log``) whose
@@ -434,10 +439,11 @@ def run_points(
     todo = []
     for (adversary, n, group), learners in plan.items():
         folder = point_folder(out, adversary, n, group)
-        if is_complete(folder):
+        if is_complete(folder) and not force:
             print(f"[study] {folder.name}: complete, not run again", flush=True)
             continue
         args = cli_args(adversary, n, learners, folder, runs, seed, sets, config_suffix)
+        args += ["--force"] if force else []
         todo.append((folder, args, (adversary, n, learners)))
 
     def one(folder_args: tuple[Path, list[str]]) -> float:
@@ -676,10 +682,60 @@ def _queries(learner: Mapping[str, Any]) -> str:
 
 
 def _bound(name: str) -> tuple[str, str]:
+    """The algorithm's name and its bound: the paper's row, else the learner's display name."""
     if name in PAPER_ROWS:
         algorithm, bound, _ = PAPER_ROWS[name]
         return algorithm, bound
-    return name, OTHER_BOUNDS.get(name, "–")
+    from stabl_jax.io import plots
+
+    return plots.label(name), OTHER_BOUNDS.get(name, "–")
+
+
+def load_analysis(folder: Path) -> dict[str, Any]:
+    """The analysis of ``<folder>/study.json`` (what :func:`analyse` returned) with its integer
+    keys (``n`` and ``L``, strings in JSON) restored."""
+    path = Path(folder) / "study.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no {path}; run experiments/study.py --out {folder} first")
+    analysis = json.loads(path.read_text(encoding="utf-8"))["analysis"]
+    for entry in analysis.values():
+        for learner in entry["learners"].values():
+            for field in ("queries", "by_n", "exponent_n"):
+                learner[field] = {int(k): v for k, v in learner[field].items()}
+    return analysis
+
+
+def _table_one_row(
+    label: str,
+    name: str,
+    learner: Mapping[str, Any],
+    n: int,
+    windows: Sequence[int],
+    table_windows: Sequence[int],
+    length_for_n: int,
+) -> str:
+    """One learner's row of :func:`table_one` (``label`` names the algorithm)."""
+    _, bound = _bound(name)
+    point = learner["by_n"].get(n)
+    if point is None:
+        cells, fit_l = ["not run" for _ in table_windows], "not run"
+    else:
+        cells = [
+            f"{point['mean'][windows.index(w)]:.1f} ± {point['ci95'][windows.index(w)]:.1f}"
+            if w in windows
+            else "–"
+            for w in table_windows
+        ]
+        fit_l = _fmt_fit(point["exponent_L"])
+    fit_n = learner["exponent_n"].get(length_for_n)
+    fit_n_text = _fmt_fit(fit_n)
+    if fit_n is not None:
+        fit_n_text += f" (n = {', '.join(map(str, fit_n['arms']))})"
+    return (
+        f"| {label} | `{name}` | {_queries(learner)} | {bound} | "
+        + " | ".join(cells)
+        + f" | {fit_l} | {fit_n_text} |"
+    )
 
 
 def table_one(
@@ -688,8 +744,14 @@ def table_one(
     n: int,
     table_windows: Sequence[int] = TABLE_WINDOWS,
     length_for_n: int | None = None,
+    tuned: Mapping[str, Any] | None = None,
 ) -> str:
-    """The empirical Table 1 of one adversary at ``n`` arms (Markdown)."""
+    """The empirical Table 1 of one adversary at ``n`` arms (Markdown).
+
+    ``tuned``: the analysis of a second run of the same adversary at other step sizes (the
+    study at ``configs/study_<adversary>_tuned.toml``); each of its learners gets a row
+    ``…, tuned`` under its row of ``analysis`` (then ``…, theory``).
+    """
     entry = analysis[adversary]
     windows = entry["windows"]
     length_for_n = length_for_n or table_windows[-1]
@@ -709,30 +771,54 @@ def table_one(
             + " | ".join("–" for _ in table_windows)
             + " | – | – |"
         )
+    other = {} if tuned is None else tuned.get(adversary, {})
+    if other and other["windows"] != windows:
+        raise ValueError(f"{adversary}: the tuned run's window lengths differ from the study's")
     for name in names:
-        learner = entry["learners"][name]
-        algorithm, bound = _bound(name)
-        point = learner["by_n"].get(n)
-        if point is None:
-            cells = ["not run" for _ in table_windows]
-            fit_l = "not run"
-        else:
-            cells = [
-                f"{point['mean'][windows.index(w)]:.1f} ± {point['ci95'][windows.index(w)]:.1f}"
-                if w in windows
-                else "–"
-                for w in table_windows
-            ]
-            fit_l = _fmt_fit(point["exponent_L"])
-        fit_n = learner["exponent_n"].get(length_for_n)
-        fit_n_text = _fmt_fit(fit_n)
-        if fit_n is not None:
-            fit_n_text += f" (n = {', '.join(map(str, fit_n['arms']))})"
-        lines.append(
-            f"| {algorithm} | `{name}` | {_queries(learner)} | {bound} | "
-            + " | ".join(cells)
-            + f" | {fit_l} | {fit_n_text} |"
-        )
+        algorithm, _ = _bound(name)
+        rows = [(algorithm, entry["learners"][name])]
+        if name in other.get("learners", {}):
+            rows = [(f"{algorithm}, theory", rows[0][1])]
+            rows.append((f"{algorithm}, tuned", other["learners"][name]))
+        for label, learner in rows:
+            lines.append(
+                _table_one_row(label, name, learner, n, windows, table_windows, length_for_n)
+            )
+    return "\n".join(lines)
+
+
+def exponent_summary(analysis: Mapping[str, Any]) -> str:
+    """Markdown: every learner's exponent ``b`` in ``L`` at every adversary and ``n`` (one
+    column each, two digits), then how far the farthest end of a bootstrap interval lies."""
+    columns = [(adversary, n) for adversary, entry in analysis.items() for n in entry["arms"]]
+    names: list[str] = []
+    for entry in analysis.values():
+        names += [k for k in entry["learners"] if k not in names]
+    heads = [
+        f"{a} n = {n}" if i == 0 or columns[i - 1][0] != a else f"{n}"
+        for i, (a, n) in enumerate(columns)
+    ]
+    lines = ["| learner | " + " | ".join(heads) + " |", "|---|" + "---|" * len(columns)]
+    spread = 0.0
+    for name in names:
+        cells, queries = [], {}
+        for adversary, n in columns:
+            learner = analysis[adversary]["learners"].get(name)
+            fit = None if learner is None else learner["by_n"].get(n, {}).get("exponent_L")
+            if learner is not None and n in learner["queries"]:
+                queries[n] = learner["queries"][n]
+            if fit is None or not (math.isfinite(fit["b"]) and math.isfinite(fit["lo"])):
+                cells.append(_fmt_fit(fit))
+                continue
+            cells.append(f"{fit['b']:.2f}")
+            spread = max(spread, fit["b"] - fit["lo"], fit["hi"] - fit["b"])
+        counts = "/".join(str(v) for v in sorted(set(queries.values())))
+        lines.append(f"| `{name}` ({counts}) | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "In parentheses: queries per round. Every bootstrap 95% interval of this table lies "
+        f"within ±{math.ceil(spread * 100) / 100:.2f} of its value.",
+    ]
     return "\n".join(lines)
 
 
@@ -925,6 +1011,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--figure-prefix", default="study", help="file names PREFIX_<adversary>_*")
     parser.add_argument("--analyse-only", action="store_true", help="do not run missing points")
     parser.add_argument(
+        "--force", action="store_true", help="run complete points again (stabl-jax run --force)"
+    )
+    parser.add_argument(
         "--merge-groups", action="store_true", help="run each point's groups as one folder"
     )
     parser.add_argument(
@@ -967,6 +1056,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sets=args.sets,
                 jobs=args.jobs,
                 config_suffix=args.config_suffix,
+                force=args.force,
             )
         except ValueError as exc:  # a bad --set (ConfigError) or a point that cannot fit
             print(f"error: {exc}", file=sys.stderr)

@@ -223,20 +223,38 @@ def test_every_marked_table_has_its_run_in_docs_numbers(doc):
         ]
         rows = [f for o in options if o.startswith("rows=") for f in o[5:].split(",")]
         named = [side.split("::")[0] for side in sides if "::" in side] + rows
+        named += [o.removeprefix("tuned=") for o in options if o.startswith("tuned=")]
         for name in [folder, *named]:
             assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
 
 
-#: Figures drawn by other commands than docs_numbers.sh (their section gives the command).
-FIGURES_FROM_ELSEWHERE = re.compile(r"^study_.*_sa_vs_[Ln]\.png$")
+def _study_figures(script: str, written: set[str]) -> set[str]:
+    """The figures the script's ``experiments/study.py ... --figures docs/figures`` commands
+    draw (``<prefix>_<adversary>_sa_vs_{L,n}.png``), each from a study folder it writes."""
+    made = set()
+    for command in script.replace("\\\n", " ").splitlines():
+        words = command.split()
+        if "experiments/study.py" not in words or "--figures" not in words:
+            continue
+        assert words[words.index("--figures") + 1] == "docs/figures", command
+        assert words[1] in written and words[0] == "timed", command
+        prefix = (
+            words[words.index("--figure-prefix") + 1] if "--figure-prefix" in words else "study"
+        )
+        adversaries = ["geometric", "random"]
+        if "--adversaries" in words:
+            rest = [*words[words.index("--adversaries") + 1 :], "--"]
+            adversaries = rest[: next(i for i, w in enumerate(rest) if w.startswith("--"))]
+        made |= {f"{prefix}_{a}_sa_vs_{x}.png" for a in adversaries for x in "Ln"}
+    return made
 
 
 def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers():
     """The figures step of ``docs_numbers.sh``, run with ``cp`` and the Python interpreter
     stubbed out (bash functions shadow commands): every figure it copies comes from a folder
     the script writes, every figure the README and EXPERIMENTS.md show is copied or drawn by
-    it (or is one of the scaling study's), and ``docs/figures`` holds exactly the figures the
-    documents show."""
+    it (the scaling study's by its ``study.py`` lines), and ``docs/figures`` holds exactly the
+    figures the documents show."""
     script = DOCS_NUMBERS.read_text()
     step = script[script.index("figure() {") :]
     stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
@@ -271,9 +289,11 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
     }
     on_disk = {p.name for p in (ROOT / "docs" / "figures").glob("*.png")}
     assert shown == on_disk, (shown - on_disk, on_disk - shown)
+    studies = _study_figures(script, written)
+    assert len(studies) == 6, studies
+    made |= studies
     assert made <= on_disk, made - on_disk
-    for name in sorted(shown - made):
-        assert FIGURES_FROM_ELSEWHERE.search(name), f"{name}: not written by docs_numbers.sh"
+    assert shown <= made, f"{sorted(shown - made)}: not written by docs_numbers.sh"
 
 
 def _traces(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> None:
@@ -374,3 +394,91 @@ def test_bench_view_is_the_benchmark_table_of_the_folder(tmp_path):
         REPORT["render"]("bench view=bench windows=16", tmp_path)
     with pytest.raises(FileNotFoundError, match="stabl-jax bench --out"):
         REPORT["render"]("elsewhere view=bench", tmp_path)
+
+
+def _study_folder(folder: Path, points: dict[tuple[str, int], dict[str, np.ndarray]]) -> dict:
+    """A study folder whose ``study.json`` ``experiments/study.py`` would write for ``points``
+    (``{(adversary, n): {learner: (R, 4) per-run SA(L)}}`` at L = 256, 1024, 4096, 16384: the
+    study's table windows, fitted over L <= T / 4) with 20 bootstrap resamples."""
+    study = runpy.run_path(str(ROOT / "experiments" / "study.py"))
+    loaded = {
+        key: {
+            "windows": [int(w) for w in LENGTHS],
+            "learners": {name: {"sa": sa, "queries": 2} for name, sa in learners.items()},
+        }
+        for key, learners in points.items()
+    }
+    analysis = study["analyse"](loaded, resamples=20)
+    folder.mkdir(parents=True)
+    saved = study["_jsonable"]({"meta": {}, "analysis": analysis})
+    (folder / "study.json").write_text(json.dumps(saved))
+    return analysis
+
+
+LENGTHS = np.array([256.0, 1024.0, 4096.0, 16384.0])
+
+
+def test_study_views_from_study_json(tmp_path, capsys):
+    """``view=table1`` (with a tuned folder's rows), ``view=b`` and ``view=exponents`` read a
+    study folder's ``study.json``; ``--check`` passes after ``--update`` and fails once a cell
+    is edited. Every run's SA(L) is k·L (StABL k = 1 at n = 3 and 2 at n = 9, Uniform 3): its
+    exponent in L is 1 and StABL's in n log 2 / log 3 = 0.63; tuned StABL's SA(L) = √L at
+    both n: exponents 0.5 and 0."""
+    runs = np.ones((6, 1))
+    theory = {
+        ("geometric", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+        ("geometric", 9): {"stabl": 2 * runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+        ("random", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+    }
+    _study_folder(tmp_path / "study", theory)
+    tuned = {key: {"stabl": runs * np.sqrt(LENGTHS)} for key in list(theory)[:2]}
+    _study_folder(tmp_path / "study-tuned", tuned)
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "<!-- report: study view=table1 tuned=study-tuned -->\n<!-- /report -->\n"
+        "<!-- report: study view=b -->\n<!-- /report -->\n"
+        "<!-- report: study-tuned view=exponents adversary=geometric -->\n<!-- /report -->\n"
+    )
+    assert REPORT["main"](["--update", str(doc), "--results", str(tmp_path)]) == 0
+    text = doc.read_text()
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines()}
+    fits = "| 1.00 [1.00, 1.00] | 0.63 [0.63, 0.63] (n = 3, 9) |"
+    assert rows["StABL (this paper, Thm. 1), theory"].endswith(
+        "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
+    )
+    flat = "| 0.00 [0.00, 0.00] (n = 3, 9) |"
+    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(
+        "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
+    )
+    assert rows["Uniform"].endswith(
+        "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
+    )
+    assert "| learner | geometric n = 3 | 9 | random n = 3 |" in text
+    assert "| `stabl` (2) | 1.00 | 1.00 | 1.00 |" in text
+    assert "| `stabl` | 3, 9 | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] |" in text
+    assert REPORT["main"](["--check", str(doc), "--results", str(tmp_path)]) == 0
+    doc.write_text(text.replace("| `stabl` (2) | 1.00 | 1.00 |", "| `stabl` (2) | 1.00 | 0.99 |"))
+    capsys.readouterr()
+    assert REPORT["main"](["--check", str(doc), "--results", str(tmp_path)]) == 1
+    assert "<!-- report: study view=b -->" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("marker", "match"),
+    [
+        ("study view=b adversary=random", "view=b takes no option"),
+        ("study view=table1 adversary=poisson", "no adversary 'poisson'"),
+        ("study tuned=study-tuned", "only with view="),
+        ("study view=exponents n=3", "takes adversary= only"),
+    ],
+)
+def test_study_views_reject_options_that_do_not_apply(tmp_path, marker, match):
+    runs = np.linspace(0.9, 1.1, 4)[:, None] * LENGTHS
+    _study_folder(tmp_path / "study", {("geometric", 3): {"uniform": runs}})
+    with pytest.raises(ValueError, match=match):
+        REPORT["render"](marker, tmp_path)
+
+
+def test_a_study_marker_without_its_study_json_names_the_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"run experiments/study\.py --out"):
+        REPORT["render"]("study view=b", tmp_path)

@@ -201,6 +201,11 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert study.main(moved) == 0
     again = json.loads((rebuilt / "study.json").read_text())
     assert again["analysis"] == saved["analysis"]
+    # --force runs the complete points again (same seed: the same numbers)
+    capsys.readouterr()
+    assert study.main([*args, "--force"]) == 0
+    assert capsys.readouterr().out.count("complete, not run again") == 0
+    assert json.loads((out / "study.json").read_text())["analysis"] == saved["analysis"]
 
 
 def test_no_power_law_where_the_mean_regret_is_not_positive():
