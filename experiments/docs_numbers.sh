@@ -163,6 +163,23 @@ timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --
   --arms 10 30 100 --learners stabl,stabl_one_query,saol --figures docs/figures \
   --figure-prefix study_tuned "${rerun[@]}"
 
+# The memory study (experiments/memory.py: StABL at n = 300 on expert advice, SA(L) scored
+# without (R, T) traces; the process's peak resident memory): the target size R = 4096,
+# T = 65536 (about an hour on 2 cores) and three smaller ones. Each JSON is kept in
+# docs/benchmark/ (EXPERIMENTS.md's memory table is written from it).
+memory() {  # memory NAME ARGS...: $RESULTS/memory/NAME/memory.json
+  local folder=memory/$1
+  mkdir -p "$RESULTS/$folder"
+  timed "$folder" "$PYTHON" experiments/memory.py --arms 300 "${@:2}" \
+    --json "$RESULTS/$folder/memory.json"
+  touch "$RESULTS/$folder/COMPLETE"
+  cp "$RESULTS/$folder/memory.json" "docs/benchmark/memory_$1.json"
+}
+memory R4096_n300_T65536 --runs 4096 --horizon 65536 --batch 128 --block 64
+memory R256_n300_T65536 --runs 256 --horizon 65536 --batch 64
+memory R128_n300_T65536 --runs 128 --horizon 65536 --batch 64
+memory R4096_n300_T2048 --runs 4096 --horizon 2048 --batch 64 --windows 64 1024 2048
+
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
 # The benchmark's folder is kept in the repository (docs/speed.md's table is written from it)

@@ -15,7 +15,7 @@ over runs.
 A document's generated tables sit between markers::
 
     <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled]
-         [view=paired|subsample5|gap|diff|regret|bench|table1|exponents|b] [baseline=B]
+         [view=paired|subsample5|gap|diff|regret|bench|memory|table1|exponents|b] [baseline=B]
          [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3]
          [adversary=A] [n=N] [tuned=OTHER] -->
     ...
@@ -37,6 +37,10 @@ repeat) pairs; ``view=subsample5`` the spread of
 5-run means over the disjoint 5-run subsamples. ``--update`` rewrites every marked block;
 ``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
 exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
+
+``view=memory`` with ``rows=F2,F3,...`` gives one row per folder holding an
+``experiments/memory.py --json FOLDER/memory.json`` (:func:`memory_table`): size, peak and
+baseline resident memory, times, mean SA(L), commit, end time and load.
 
 ``view=bench`` gives the table of a ``stabl-jax bench --out FOLDER`` folder
 (``benchmark.json``): the machine, date and commit line, one row per JAX configuration and the
@@ -557,6 +561,10 @@ def render(args: str, results: Path) -> str:
                 + "|".join(STUDY_VIEWS)
             )
         return study_table(folder, opts, results)
+    if opts.get("view") == "memory":
+        if set(opts) != {"view"} or pairs or gaps:
+            raise ValueError(f"report marker {args!r}: view=memory takes rows= only")
+        return memory_table([folder, *(results / f for f in rows)])
     if opts.get("view") == "bench":
         if set(opts) != {"view"} or pairs or gaps or rows:
             raise ValueError(f"report marker {args!r}: view=bench takes no other option")
@@ -580,9 +588,45 @@ def render(args: str, results: Path) -> str:
     if pairs or gaps or rows:
         raise ValueError(
             f"report marker {args!r}: diff=a,b and gap=a,b only with view=diff, rows= only with "
-            "view=regret"
+            "view=regret or view=memory"
         )
     return view_table(folder, label, opts)
+
+
+def memory_table(folders: list[Path]) -> str:
+    """One row per folder holding an ``experiments/memory.py --json FOLDER/memory.json``: the
+    study's size, the process's peak resident memory and the resident memory once JAX had
+    started, the simulation and SA(L) times, the mean SA(L) of the sampled loss, and the
+    commit, the time the run ended and the load average then (``memory.json`` records the
+    machine at the end)."""
+    lines = [
+        "| R | n | T | batch (block) | SA windows L | peak RSS | RSS after JAX started | "
+        "simulate | SA(L) + summaries | mean SA(L), sampled loss | commit, end (UTC), load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for folder in folders:
+        path = folder / "memory.json"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no {path}; run `experiments/memory.py ... --json {path}` "
+                "(experiments/docs_numbers.sh does) first"
+            )
+        data = json.loads(path.read_text())
+        args, code, machine = data["args"], data["code"], data["machine"]
+        block = f" ({args['block']})" if args.get("block") else ""
+        dirty = ", dirty" if code.get("dirty") else ""
+        when = machine["date"][:16].replace("T", " ")
+        lines.append(
+            f"| {args['runs']} | {args['arms']} | {args['horizon']} | {args['batch']}{block} | "
+            + ", ".join(str(w) for w in data["windows"])
+            + f" | {data['peak_rss_bytes'] / 2**20:.0f} MiB"
+            f" | {data['rss_after_jax_start_bytes'] / 2**20:.0f} MiB"
+            f" | {data['simulate_seconds']:.0f} s | {data['metrics_seconds']:.0f} s | "
+            + ", ".join(f"{v:.1f}" for v in data["mean_sa_sampled"])
+            + f" | `{str(code.get('commit'))[:7]}`{dirty}, {when}, "
+            f"{machine['load_average'][0]:.1f} |"
+        )
+    return "\n".join(lines)
 
 
 #: Views of an ``experiments/study.py --out FOLDER`` folder (its ``study.json``) and their options.

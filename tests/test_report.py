@@ -190,12 +190,14 @@ DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
 
 def _folders_written_by_docs_numbers() -> set[str]:
     """The results folders ``experiments/docs_numbers.sh`` writes (its ``run``,
-    ``unvalidated``, ``gap``, ``sweep`` and ``timed`` lines, ``$cfg`` expanded)."""
+    ``unvalidated``, ``gap``, ``sweep``, ``timed`` and ``memory`` lines, ``$cfg`` expanded)."""
     written = set()
     for line in DOCS_NUMBERS.read_text().splitlines():
         words = line.split()
         if words and words[0] in ("run", "unvalidated", "gap", "sweep", "timed"):
             written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
+        if words and words[0] == "memory":
+            written.add(f"memory/{words[1]}")
     return {w.format(cfg=c) for w in written for c in ("equal", "random")}
 
 
@@ -482,3 +484,37 @@ def test_study_views_reject_options_that_do_not_apply(tmp_path, marker, match):
 def test_a_study_marker_without_its_study_json_names_the_command(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"run experiments/study\.py --out"):
         REPORT["render"]("study view=b", tmp_path)
+
+
+def _memory_json(folder: Path, runs: int, peak_mib: int, dirty: bool) -> None:
+    folder.mkdir(parents=True)
+    data = {
+        "machine": {"date": "2026-11-27T02:32:39+00:00", "load_average": [1.33, 1.5, 1.6]},
+        "code": {"commit": "92e553432843ec53a9a9428b04564711c171daa8", "dirty": dirty},
+        "args": {"runs": runs, "arms": 300, "horizon": 4096, "batch": 64, "block": None},
+        "windows": [64, 1024],
+        "rss_after_jax_start_bytes": 197 * 2**20,
+        "peak_rss_bytes": peak_mib * 2**20,
+        "simulate_seconds": 12.4,
+        "metrics_seconds": 3.6,
+        "mean_sa_sampled": [38.22, 530.29],
+    }
+    (folder / "memory.json").write_text(json.dumps(data))
+
+
+def test_memory_view_has_one_row_per_memory_json(tmp_path):
+    """``view=memory``: the marker's folder, then each ``rows=`` folder; a missing JSON names
+    the command that writes it, and the view takes no other option."""
+    _memory_json(tmp_path / "memory" / "a", 4096, 1760, dirty=False)
+    _memory_json(tmp_path / "memory" / "b", 128, 770, dirty=True)
+    lines = REPORT["render"]("memory/a view=memory rows=memory/b", tmp_path).splitlines()
+    assert lines[2] == (
+        "| 4096 | 300 | 4096 | 64 | 64, 1024 | 1760 MiB | 197 MiB | 12 s | 4 s | 38.2, 530.3 | "
+        "`92e5534`, 2026-11-27 02:32, 1.3 |"
+    )
+    assert lines[3].startswith("| 128 | 300 | 4096 | 64 | 64, 1024 | 770 MiB |")
+    assert lines[3].endswith("`92e5534`, dirty, 2026-11-27 02:32, 1.3 |") and len(lines) == 4
+    with pytest.raises(FileNotFoundError, match=r"experiments/memory\.py"):
+        REPORT["render"]("memory/a view=memory rows=memory/c", tmp_path)
+    with pytest.raises(ValueError, match="view=memory takes rows= only"):
+        REPORT["render"]("memory/a view=memory windows=64", tmp_path)
