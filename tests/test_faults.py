@@ -638,6 +638,31 @@ def test_the_memory_estimate_counts_the_largest_chunk_twice():
     assert large.disk_bytes == small.disk_bytes
 
 
+def test_automatic_chunks_are_sized_for_the_widest_learner(monkeypatch):
+    """Without ``chunk_size``, a chunk of the widest learner's outputs stays within the chunk
+    budget (1/8 of the memory available): the chunk size follows the bytes the kind records
+    per run and round (it once assumed 32 for every kind, and a kind recording more went
+    over the budget)."""
+    from stabl_jax.kinds import bandit, load_config
+    from stabl_jax.kinds.paired import recorded_bytes, resolve_chunk_size
+
+    # the module (the package's ``simulate`` is the function of the same name)
+    simulate_module = sys.modules["stabl_jax.simulate"]
+    monkeypatch.setattr(simulate_module, "available_memory_bytes", lambda: 8 * 2**30)
+    budget = 2**30  # 1/8 of the 8 GiB above
+    sets = ["runs=4096", "horizon=1048576", 'learners=["exp3","saol_hedge"]']
+    config = load_config("expert_advice_equal", sets)
+    assert recorded_bytes(config) == 16
+    assert resolve_chunk_size(config) == budget // (4096 * 16)  # 16384 rounds
+    # a kind that records every queried arm too: 16 + 4 n bytes (136 at n = 30)
+    wide = lambda self, learner, width: (16 + 4 * width, 0)  # noqa: E731
+    monkeypatch.setattr(bandit.BanditConfig, "trace_bytes", wide)
+    assert recorded_bytes(config) == 136
+    chunk = resolve_chunk_size(config)
+    assert chunk == budget // (4096 * 136)
+    assert 4096 * chunk * 136 <= budget < 4096 * (chunk + 1) * 136
+
+
 def test_a_bandit_run_records_what_it_reads_not_the_queried_arms():
     """A full-information learner queries every arm: recording them (``(R, T, n)``) made the
     scaling study's n = 300 point need 21 GiB, for a trace nothing reads. A bandit run

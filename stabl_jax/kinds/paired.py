@@ -530,13 +530,28 @@ class Result:
         return int(self.env.num_segments)
 
 
+def _width(env: Any) -> int:
+    """The arms (bandit) or the dimension (BCO) of ``env``: what a learner's traces scale with."""
+    return int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
+
+
+def recorded_bytes(config: ExperimentConfig) -> int:
+    """The most bytes per run and round that a learner of ``config`` records in memory
+    (:meth:`ExperimentConfig.trace_bytes`): a chunk of the widest learner's outputs is the
+    largest one a run holds."""
+    width = _width(config.make_env())
+    return max(config.trace_bytes(config.make_learner(n), width)[0] for n in config.learners)
+
+
 def resolve_chunk_size(config: ExperimentConfig) -> int:
-    """``config.chunk_size``, or: the memory-budget chunk of :func:`auto_chunk_size`, capped
-    so that a run has at least :data:`AUTO_MIN_CHUNKS` chunks (rounded up to a divisor-friendly
-    size; results do not depend on it)."""
+    """``config.chunk_size``, or: the memory-budget chunk of :func:`auto_chunk_size` for the
+    widest learner's outputs (:func:`recorded_bytes` per run and round), capped so that a run
+    has at least :data:`AUTO_MIN_CHUNKS` chunks. Every learner of ``config`` uses it; results
+    do not depend on it."""
     if config.chunk_size is not None:
         return min(config.chunk_size, config.horizon)
-    budget = auto_chunk_size(config.runs, config.horizon)
+    per_round = max(1, recorded_bytes(config))
+    budget = auto_chunk_size(config.runs, config.horizon, bytes_per_round=per_round)
     return max(1, min(budget, math.ceil(config.horizon / AUTO_MIN_CHUNKS)))
 
 
@@ -621,7 +636,7 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
     key = jax.random.key(0)
-    width = int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
+    width = _width(env)
     env_bytes = _tree_bytes(jax.eval_shape(env.sample_params, key))
     traces = kept = state = widest = 0
     for name in config.learners:
