@@ -543,14 +543,14 @@ def recorded_bytes(config: ExperimentConfig) -> int:
     return max(config.trace_bytes(config.make_learner(n), width)[0] for n in config.learners)
 
 
-def resolve_chunk_size(config: ExperimentConfig) -> int:
+def resolve_chunk_size(config: ExperimentConfig, recorded: int | None = None) -> int:
     """``config.chunk_size``, or: the memory-budget chunk of :func:`auto_chunk_size` for the
-    widest learner's outputs (:func:`recorded_bytes` per run and round), capped so that a run
-    has at least :data:`AUTO_MIN_CHUNKS` chunks. Every learner of ``config`` uses it; results
-    do not depend on it."""
+    widest learner's outputs (``recorded`` bytes per run and round; ``None``:
+    :func:`recorded_bytes`), capped so that a run has at least :data:`AUTO_MIN_CHUNKS` chunks.
+    Every learner of ``config`` uses it; results do not depend on it."""
     if config.chunk_size is not None:
         return min(config.chunk_size, config.horizon)
-    per_round = max(1, recorded_bytes(config))
+    per_round = max(1, recorded_bytes(config) if recorded is None else recorded)
     budget = auto_chunk_size(config.runs, config.horizon, bytes_per_round=per_round)
     return max(1, min(budget, math.ceil(config.horizon / AUTO_MIN_CHUNKS)))
 
@@ -648,7 +648,7 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
         widest = max(widest, recorded)
     learners = len(config.learners)
     states = runs * state
-    chunk = runs * resolve_chunk_size(config) * widest
+    chunk = runs * resolve_chunk_size(config, recorded=widest) * widest
     sa_block = max(256 * 2**20, horizon * width * 12)  # metrics.paired_adaptive_regret
     return Resources(
         memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 2 * chunk + 3 * states + sa_block,
