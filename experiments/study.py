@@ -707,6 +707,7 @@ def load_analysis(folder: Path) -> dict[str, Any]:
 
 def _table_one_row(
     label: str,
+    bound: str,
     name: str,
     learner: Mapping[str, Any],
     n: int,
@@ -715,7 +716,6 @@ def _table_one_row(
     length_for_n: int,
 ) -> str:
     """One learner's row of :func:`table_one` (``label`` names the algorithm)."""
-    _, bound = _bound(name)
     point = learner["by_n"].get(n)
     if point is None:
         cells, fit_l = ["not run" for _ in table_windows], "not run"
@@ -775,14 +775,14 @@ def table_one(
     if other and other["windows"] != windows:
         raise ValueError(f"{adversary}: the tuned run's window lengths differ from the study's")
     for name in names:
-        algorithm, _ = _bound(name)
+        algorithm, bound = _bound(name)
         rows = [(algorithm, entry["learners"][name])]
         if name in other.get("learners", {}):
             rows = [(f"{algorithm}, theory", rows[0][1])]
             rows.append((f"{algorithm}, tuned", other["learners"][name]))
         for label, learner in rows:
             lines.append(
-                _table_one_row(label, name, learner, n, windows, table_windows, length_for_n)
+                _table_one_row(label, bound, name, learner, n, windows, table_windows, length_for_n)
             )
     return "\n".join(lines)
 
