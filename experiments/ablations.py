@@ -1,0 +1,252 @@
+"""The speed choices of the simulator, each timed against its alternatives in one process.
+
+    python experiments/ablations.py [--runs 4096] [--rounds 512] [--repeats 5]
+                                    [--only NAME ...] [--json PATH]
+
+Every ablation is a set of variants of one choice the code makes (its choice listed first),
+timed in alternating order (variant 1, 2, ..., 1, 2, ...; ``--repeats`` rounds) so that a
+change of the machine's load falls on all of them; the median rate of each is compared with
+the choice's. Run-steps per second are ``runs x rounds / seconds`` of the run alone
+(``simulate``'s ``run_seconds``, compilation excluded; for the two kernels below, the wall time
+of a compiled call).
+
+- ``block``: ``simulate(..., runs_per_block=K)``, StABL at n = 30 (``--runs`` runs, one host
+  thread, so that only the block size changes).
+- ``host_threads``: ``simulate(..., host_threads=)`` one thread per core against one.
+- ``lazy_losses``: ``simulate(..., traces=("played", "loss", "prob_best"))`` (the environment
+  draws the queried arms' losses only) against every trace (``expected_loss`` needs every
+  arm's loss), StABL at n = 30 and n = 300 (a quarter of the runs).
+- ``cumsum``: one inverse-CDF draw per run and round (the rule of
+  :func:`stabl_jax.sampling.sample_index`) with the two-level cumulative sum the code uses
+  against ``jnp.cumsum``, under ``vmap`` inside a ``scan``, at n = 30 and 300 (a quarter of
+  the runs).
+- ``threefry``: ``n = 30`` uniforms per run and round from the round's key, with
+  :mod:`stabl_jax.prng` (Threefry written out, the same bits) against ``jax.random``.
+
+The JSON (``--json``) holds every timing, the machine, the command and the commit;
+``experiments/report.py`` writes EXPERIMENTS.md's table from it (``view=ablations``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
+from stabl_jax.bench.benchmark import machine_info
+from stabl_jax.provenance import code_version
+
+#: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
+LAZY_TRACES = ("played", "loss", "prob_best")
+
+Timer = Callable[[], float]  # one call -> seconds of the run alone
+
+
+def _simulate_timer(num_arms: int, runs: int, rounds: int, **kwargs: Any) -> Timer:
+    """StABL on expert advice at ``num_arms``; the first call compiles (not timed)."""
+    env = ExpertAdvice(num_arms=num_arms, horizon=rounds)
+    learner = StABL(num_arms=num_arms, horizon=rounds)
+
+    def call() -> float:
+        res = simulate(learner, env, jax.random.key(0), runs, chunk_size=rounds, **kwargs)
+        return res.run_seconds
+
+    call()
+    return call
+
+
+def _compiled_timer(fn: Callable[..., jax.Array], *args: Any) -> Timer:
+    """Wall time of ``fn(*args)`` compiled ahead (compilation not timed)."""
+    compiled = jax.jit(fn).lower(*args).compile()
+
+    def call() -> float:
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        return time.perf_counter() - start
+
+    return call
+
+
+def _draws(cdf: Callable[[jax.Array], jax.Array], runs: int, num_arms: int, rounds: int) -> Timer:
+    """One draw per run and round from fixed ``(runs, n)`` weights with the rule of
+    :func:`stabl_jax.sampling.sample_index` and the cumulative sum ``cdf``; the uniforms
+    are a cheap golden-ratio sequence so that the draw is what is timed."""
+
+    def draw(probs: jax.Array, u: jax.Array) -> jax.Array:
+        c = cdf(probs)
+        count = jnp.sum(jnp.where(c <= u * c[-1], 1.0, 0.0), dtype=jnp.float32)
+        return jnp.minimum(count.astype(jnp.int32), num_arms - 1)
+
+    def run(probs: jax.Array, offsets: jax.Array) -> jax.Array:
+        def one_round(total: jax.Array, t: jax.Array) -> tuple[jax.Array, None]:
+            u = jnp.mod(offsets + t.astype(jnp.float32) * 0.618034, 1.0)
+            return total + jax.vmap(draw)(probs, u), None
+
+        return jax.lax.scan(one_round, jnp.zeros(runs, jnp.int32), jnp.arange(rounds))[0]
+
+    probs = jax.random.dirichlet(jax.random.key(1), jnp.ones(num_arms), (runs,))
+    offsets = jax.random.uniform(jax.random.key(2), (runs,))
+    return _compiled_timer(run, probs, offsets)
+
+
+def _uniforms(fold_in: Callable, uniform: Callable, runs: int, num: int, rounds: int) -> Timer:
+    """``num`` uniforms per run and round from ``fold_in(run key, t)``, summed."""
+
+    def run(keys: jax.Array) -> jax.Array:
+        def one_round(total: jax.Array, t: jax.Array) -> tuple[jax.Array, None]:
+            draws = jax.vmap(lambda k: uniform(fold_in(k, t), num).sum())(keys)
+            return total + draws, None
+
+        return jax.lax.scan(one_round, jnp.zeros(runs), jnp.arange(rounds))[0]
+
+    return _compiled_timer(run, jax.random.split(jax.random.key(3), runs))
+
+
+def ablations(runs: int, rounds: int) -> dict[str, dict[str, Any]]:
+    """Every ablation: its setting and ``{variant label: (runs, timer factory)}``, the code's
+    choice first. The factories compile when called (in :func:`measure`)."""
+    quarter = max(runs // 4, 1)
+    block_sizes = (256, 64, 1024, 4096)
+    return {
+        "block": {
+            "setting": f"StABL, n = 30, R = {runs}, T = {rounds}, one host thread",
+            "variants": {
+                f"runs_per_block={k}" + (" (default)" if k == 256 else ""): (
+                    runs,
+                    lambda k=k: _simulate_timer(30, runs, rounds, runs_per_block=k, host_threads=1),
+                )
+                for k in block_sizes
+            },
+        },
+        "host_threads": {
+            "setting": f"StABL, n = 30, R = {runs}, T = {rounds}, blocks of 256",
+            "variants": {
+                "one per core (default)": (runs, lambda: _simulate_timer(30, runs, rounds)),
+                "host_threads=1": (
+                    runs,
+                    lambda: _simulate_timer(30, runs, rounds, host_threads=1),
+                ),
+            },
+        },
+        **{
+            f"lazy_losses_n{n}": {
+                "setting": f"StABL, n = {n}, R = {r}, T = {rounds}",
+                "variants": {
+                    "queried arms' losses only": (
+                        r,
+                        lambda n=n, r=r: _simulate_timer(n, r, rounds, traces=LAZY_TRACES),
+                    ),
+                    "every arm's loss (expected_loss recorded)": (
+                        r,
+                        lambda n=n, r=r: _simulate_timer(n, r, rounds),
+                    ),
+                },
+            }
+            for n, r in ((30, runs), (300, quarter))
+        },
+        **{
+            f"cumsum_n{n}": {
+                "setting": f"one draw per run and round, n = {n}, R = {quarter}, T = {rounds}",
+                "variants": {
+                    "two-level sum (sampling.blocked_cumsum)": (
+                        quarter,
+                        lambda n=n: _draws(sampling.blocked_cumsum, quarter, n, rounds),
+                    ),
+                    "jnp.cumsum": (quarter, lambda n=n: _draws(jnp.cumsum, quarter, n, rounds)),
+                },
+            }
+            for n in (30, 300)
+        },
+        "threefry": {
+            "setting": f"30 uniforms per run and round, R = {runs}, T = {rounds}",
+            "variants": {
+                "stabl_jax.prng (written out)": (
+                    runs,
+                    lambda: _uniforms(prng.fold_in, prng.uniform, runs, 30, rounds),
+                ),
+                "jax.random": (
+                    runs,
+                    lambda: _uniforms(
+                        jax.random.fold_in,
+                        lambda k, num: jax.random.uniform(k, (num,)),
+                        runs,
+                        30,
+                        rounds,
+                    ),
+                ),
+            },
+        },
+    }
+
+
+def measure(spec: dict[str, Any], rounds: int, repeats: int) -> list[dict[str, Any]]:
+    """Time ``spec``'s variants in alternating order; rates relative to the first (the
+    code's choice)."""
+    timers = {label: (r, factory()) for label, (r, factory) in spec["variants"].items()}
+    seconds: dict[str, list[float]] = {label: [] for label in timers}
+    for _ in range(repeats):
+        for label, (_, timer) in timers.items():
+            seconds[label].append(timer())
+    rows = []
+    for label, (r, _) in timers.items():
+        rates = sorted(r * rounds / s for s in seconds[label])
+        rows.append(
+            {
+                "variant": label,
+                "runs": r,
+                "seconds": seconds[label],
+                "run_steps_per_s": statistics.median(rates),
+                "run_steps_per_s_min": rates[0],
+                "run_steps_per_s_max": rates[-1],
+            }
+        )
+    for row in rows:
+        row["ratio"] = row["run_steps_per_s"] / rows[0]["run_steps_per_s"]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4096)
+    parser.add_argument("--rounds", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", nargs="+", help="these ablations only (default: every one)")
+    parser.add_argument("--json", help="also write the timings to this JSON file")
+    args = parser.parse_args(argv)
+    specs = ablations(args.runs, args.rounds)
+    unknown = sorted(set(args.only or ()) - set(specs))
+    if unknown:
+        parser.error(f"unknown ablation(s) {unknown}; choose from {sorted(specs)}")
+    results = {}
+    for name, spec in specs.items():
+        if args.only and name not in args.only:
+            continue
+        rows = measure(spec, args.rounds, args.repeats)
+        results[name] = {"setting": spec["setting"], "variants": rows}
+        print(f"{name} ({spec['setting']})", flush=True)
+        for row in rows:
+            rate, ratio = row["run_steps_per_s"], row["ratio"]
+            print(f"  {row['variant']}: {rate:,.0f} run-steps/s, {ratio:.2f}x")
+    out = {
+        "machine": machine_info(),
+        "command": ["python", *(sys.argv if argv is None else ["experiments/ablations.py", *argv])],
+        "code": code_version(),
+        "args": vars(args),
+        "ablations": results,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+    return out
+
+
+if __name__ == "__main__":
+    main()
