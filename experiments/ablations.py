@@ -10,8 +10,9 @@ the choice's. Run-steps per second are ``runs x rounds / seconds`` of the run al
 (``simulate``'s ``run_seconds``, compilation excluded; for the two kernels below, the wall time
 of a compiled call).
 
-- ``block``: ``simulate(..., runs_per_block=K)``, StABL at n = 30 (``--runs`` runs, one host
-  thread, so that only the block size changes).
+- ``block``: ``simulate(..., runs_per_block=K)``, StABL at n = 30 (``--runs`` runs) and
+  n = 300 (a quarter of them); the runs' blocks are shared out to one host thread per core
+  (a single block runs on one).
 - ``host_threads``: ``simulate(..., host_threads=)`` one thread per core against one.
 - ``lazy_losses``: ``simulate(..., traces=("played", "loss", "prob_best"))`` (the environment
   draws the queried arms' losses only) against every trace (``expected_loss`` needs every
@@ -114,17 +115,19 @@ def ablations(runs: int, rounds: int) -> dict[str, dict[str, Any]]:
     """Every ablation: its setting and ``{variant label: (runs, timer factory)}``, the code's
     choice first. The factories compile when called (in :func:`measure`)."""
     quarter = max(runs // 4, 1)
-    block_sizes = (256, 64, 1024, 4096)
     return {
-        "block": {
-            "setting": f"StABL, n = 30, R = {runs}, T = {rounds}, one host thread",
-            "variants": {
-                f"runs_per_block={k}" + (" (default)" if k == 256 else ""): (
-                    runs,
-                    lambda k=k: _simulate_timer(30, runs, rounds, runs_per_block=k, host_threads=1),
-                )
-                for k in block_sizes
-            },
+        **{
+            f"block_n{n}": {
+                "setting": f"StABL, n = {n}, R = {r}, T = {rounds}",
+                "variants": {
+                    f"runs_per_block={k}" + (" (default)" if k == 256 else ""): (
+                        r,
+                        lambda n=n, r=r, k=k: _simulate_timer(n, r, rounds, runs_per_block=k),
+                    )
+                    for k in sizes
+                },
+            }
+            for n, r, sizes in ((30, runs, (256, 64, 1024, 4096)), (300, quarter, (256, 64, 1024)))
         },
         "host_threads": {
             "setting": f"StABL, n = 30, R = {runs}, T = {rounds}, blocks of 256",

@@ -66,6 +66,11 @@ PY
 
 # The speed benchmark first, on a machine with nothing else running (2-3 min on 2 cores)
 timed benchmark "$PYTHON" -m stabl_jax bench --out "$RESULTS/benchmark"
+# The simulator's speed choices against their alternatives (experiments/ablations.py, about
+# 5 min); the JSON is kept in docs/benchmark/ (EXPERIMENTS.md's ablation table is its view)
+mkdir -p "$RESULTS/ablations"
+timed ablations "$PYTHON" experiments/ablations.py --json "$RESULTS/ablations/ablations.json"
+cp "$RESULTS/ablations/ablations.json" docs/benchmark/ablations.json
 # The main job (the README's figure): Figure 1 (left), both StABLs and EXP3, rewards
 run figure1 figure1
 # Figure 1: N = 30, T = 4096, 500 runs each

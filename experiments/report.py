@@ -15,7 +15,8 @@ over runs.
 A document's generated tables sit between markers::
 
     <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled]
-         [view=paired|subsample5|gap|diff|regret|bench|memory|table1|exponents|b] [baseline=B]
+         [view=paired|subsample5|gap|diff|regret|bench|memory|ablations|table1|exponents|b]
+         [baseline=B]
          [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3]
          [adversary=A] [n=N] [tuned=OTHER] -->
     ...
@@ -41,6 +42,10 @@ exit 1 and name the marker when its folder has no ``summary.json`` (the block is
 ``view=memory`` with ``rows=F2,F3,...`` gives one row per folder holding an
 ``experiments/memory.py --json FOLDER/memory.json`` (:func:`memory_table`): size, peak and
 baseline resident memory, times, mean SA(L), commit, end time and load.
+
+``view=ablations`` gives the table of an ``experiments/ablations.py --json
+FOLDER/ablations.json`` run (:func:`ablation_table`): each speed choice's variants, their
+median rates and ratios to the code's choice, and where and when it ran.
 
 ``view=bench`` gives the table of a ``stabl-jax bench --out FOLDER`` folder
 (``benchmark.json``): the machine, date and commit line, one row per JAX configuration and the
@@ -565,6 +570,10 @@ def render(args: str, results: Path) -> str:
         if set(opts) != {"view"} or pairs or gaps:
             raise ValueError(f"report marker {args!r}: view=memory takes rows= only")
         return memory_table([folder, *(results / f for f in rows)])
+    if opts.get("view") == "ablations":
+        if set(opts) != {"view"} or pairs or gaps or rows:
+            raise ValueError(f"report marker {args!r}: view=ablations takes no other option")
+        return ablation_table(folder)
     if opts.get("view") == "bench":
         if set(opts) != {"view"} or pairs or gaps or rows:
             raise ValueError(f"report marker {args!r}: view=bench takes no other option")
@@ -612,10 +621,8 @@ def memory_table(folders: list[Path]) -> str:
                 "(experiments/docs_numbers.sh does) first"
             )
         data = json.loads(path.read_text())
-        args, code, machine = data["args"], data["code"], data["machine"]
+        args = data["args"]
         block = f" ({args['block']})" if args.get("block") else ""
-        dirty = ", dirty" if code.get("dirty") else ""
-        when = machine["date"][:16].replace("T", " ")
         lines.append(
             f"| {args['runs']} | {args['arms']} | {args['horizon']} | {args['batch']}{block} | "
             + ", ".join(str(w) for w in data["windows"])
@@ -623,9 +630,52 @@ def memory_table(folders: list[Path]) -> str:
             f" | {data['rss_after_jax_start_bytes'] / 2**20:.0f} MiB"
             f" | {data['simulate_seconds']:.0f} s | {data['metrics_seconds']:.0f} s | "
             + ", ".join(f"{v:.1f}" for v in data["mean_sa_sampled"])
-            + f" | `{str(code.get('commit'))[:7]}`{dirty}, {when}, "
-            f"{machine['load_average'][0]:.1f} |"
+            + f" | {_provenance(data)} |"
         )
+    return "\n".join(lines)
+
+
+def _provenance(data: dict) -> str:
+    """``commit [dirty], end (UTC), load`` of a script's JSON (its ``code`` and ``machine``,
+    the one-minute load average when the run ended)."""
+    code, machine = data["code"], data["machine"]
+    dirty = ", dirty" if code.get("dirty") else ""
+    when = machine["date"][:16].replace("T", " ")
+    return f"`{str(code.get('commit'))[:7]}`{dirty}, {when}, {machine['load_average'][0]:.1f}"
+
+
+def ablation_table(folder: Path) -> str:
+    """The table of an ``experiments/ablations.py --json FOLDER/ablations.json`` run: one row
+    per variant of each ablation, its median rate over the alternating repeats (with their
+    range) and its ratio to the code's choice (the ablation's first variant); a last line
+    says where and when it ran."""
+    path = folder / "ablations.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no {path}; run `experiments/ablations.py --json {path}` "
+            "(experiments/docs_numbers.sh does) first"
+        )
+    data = json.loads(path.read_text())
+    lines = [
+        "| ablation | setting | variant | run-steps/s, median (range) | × the code's choice |",
+        "|---|---|---|---|---|",
+    ]
+    for name, ablation in data["ablations"].items():
+        for i, row in enumerate(ablation["variants"]):
+            rate = (
+                f"{row['run_steps_per_s']:,.0f} ({row['run_steps_per_s_min']:,.0f}–"
+                f"{row['run_steps_per_s_max']:,.0f})"
+            )
+            ratio = "1 (the code's)" if i == 0 else f"{row['ratio']:.2f}"
+            head = (f"`{name}`", ablation["setting"]) if i == 0 else ("", "")
+            lines.append(f"| {head[0]} | {head[1]} | {row['variant']} | {rate} | {ratio} |")
+    machine = data["machine"]
+    lines += [
+        "",
+        f"{data['args']['repeats']} alternating calls per variant; {machine['cpu']}, "
+        f"{machine['cpu_count']} cores, JAX {machine['jax']}; commit, end (UTC), load: "
+        f"{_provenance(data)}.",
+    ]
     return "\n".join(lines)
 
 

@@ -518,3 +518,37 @@ def test_memory_view_has_one_row_per_memory_json(tmp_path):
         REPORT["render"]("memory/a view=memory rows=memory/c", tmp_path)
     with pytest.raises(ValueError, match="view=memory takes rows= only"):
         REPORT["render"]("memory/a view=memory windows=64", tmp_path)
+
+
+def test_ablation_view_is_the_scripts_json(tmp_path, capsys):
+    """``experiments/ablations.py`` (two of its ablations, tiny) writes a JSON with its
+    command and commit; ``view=ablations`` turns it into one row per variant, the code's
+    choice first and each other variant's median rate relative to it."""
+    ablations = runpy.run_path(str(ROOT / "experiments" / "ablations.py"))
+    folder = tmp_path / "ablations"
+    folder.mkdir()
+    args = ["--runs", "8", "--rounds", "4", "--repeats", "2", "--only", "cumsum_n30", "threefry"]
+    out = ablations["main"]([*args, "--json", str(folder / "ablations.json")])
+    assert list(out["ablations"]) == ["cumsum_n30", "threefry"]
+    assert out["command"][1:3] == ["experiments/ablations.py", "--runs"]
+    assert set(out["code"]) == {"commit", "dirty", "source"}
+    for ablation in out["ablations"].values():
+        first, other = ablation["variants"]
+        assert len(first["seconds"]) == len(other["seconds"]) == 2
+        assert first["ratio"] == 1.0
+        assert other["ratio"] == other["run_steps_per_s"] / first["run_steps_per_s"]
+    lines = REPORT["render"]("ablations view=ablations", tmp_path).splitlines()
+    assert lines[0].startswith("| ablation | setting | variant |") and len(lines) == 8
+    assert lines[2].startswith(
+        "| `cumsum_n30` | one draw per run and round, n = 30, R = 2, T = 4 |"
+    )
+    assert lines[2].endswith("| 1 (the code's) |") and lines[3].startswith("|  |  | jnp.cumsum |")
+    ratio = out["ablations"]["threefry"]["variants"][1]["ratio"]
+    assert lines[5].endswith(f"| {ratio:.2f} |") and lines[7].startswith("2 alternating calls")
+    with pytest.raises(ValueError, match="view=ablations takes no other option"):
+        REPORT["render"]("ablations view=ablations rows=x", tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"experiments/ablations\.py"):
+        REPORT["render"]("other view=ablations", tmp_path)
+    with pytest.raises(SystemExit):
+        ablations["main"](["--only", "blocks"])
+    assert "unknown ablation(s) ['blocks']" in capsys.readouterr().err
