@@ -77,7 +77,7 @@ def _compiled_timer(fn: Callable[..., jax.Array], *args: Any) -> Timer:
 
 
 def _draws(cdf: Callable[[jax.Array], jax.Array], runs: int, num_arms: int, rounds: int) -> Timer:
-    """One draw per run and round from fixed ``(runs, n)`` weights with the rule of
+    """One draw per run and round from ``(runs, n)`` weights with the rule of
     :func:`stabl_jax.sampling.sample_index` and the cumulative sum ``cdf``; the uniforms
     are a cheap golden-ratio sequence so that the draw is what is timed."""
 
@@ -89,7 +89,9 @@ def _draws(cdf: Callable[[jax.Array], jax.Array], runs: int, num_arms: int, roun
     def run(probs: jax.Array, offsets: jax.Array) -> jax.Array:
         def one_round(total: jax.Array, t: jax.Array) -> tuple[jax.Array, None]:
             u = jnp.mod(offsets + t.astype(jnp.float32) * 0.618034, 1.0)
-            return total + jax.vmap(draw)(probs, u), None
+            # weights that change every round (fixed ones would be summed once, outside
+            # the loop); scaling a row leaves its draw rule unchanged
+            return total + jax.vmap(draw)(probs * (1.0 + u)[:, None], u), None
 
         return jax.lax.scan(one_round, jnp.zeros(runs, jnp.int32), jnp.arange(rounds))[0]
 
