@@ -552,3 +552,29 @@ def test_ablation_view_is_the_scripts_json(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ablations["main"](["--only", "blocks"])
     assert "unknown ablation(s) ['blocks']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])
+def test_tables_of_the_kept_benchmark_jsons_are_what_the_documents_show(doc, tmp_path):
+    """The speed benchmark, the ablations and the memory study keep their JSONs in
+    ``docs/benchmark/`` (``docs_numbers.sh`` copies them there): laid out as the script's
+    results folders, they regenerate every ``view=bench``, ``view=ablations`` and
+    ``view=memory`` table of the document unchanged (the other markers need results folders
+    that are not in the repository)."""
+    kept = ROOT / "docs" / "benchmark"
+    layout = {
+        "benchmark/benchmark.json": kept / "benchmark.json",
+        "ablations/ablations.json": kept / "ablations.json",
+    }
+    for path in kept.glob("memory_*.json"):
+        layout[f"memory/{path.stem.removeprefix('memory_')}/memory.json"] = path
+    for name, source in layout.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(source.read_bytes())
+    text = (ROOT / doc).read_text()
+    views = ("view=bench", "view=ablations", "view=memory")
+    ours = [m["args"] for m in REPORT["MARKER"].finditer(text) if set(m["args"].split()) & {*views}]
+    assert ours, f"{doc} has no table of a kept JSON"
+    new, changed, missing = REPORT["update"](text, tmp_path)
+    assert changed == [] and new == text
+    assert not [m for m in missing if any(f"/{a.split()[0]}/" in m for a in ours)], missing
