@@ -226,6 +226,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--only", nargs="+", help="these ablations only (default: every one)")
     parser.add_argument("--json", help="also write the timings to this JSON file")
     args = parser.parse_args(argv)
+    for flag in ("runs", "rounds", "repeats"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag} {getattr(args, flag)}: give a positive count")
     specs = ablations(args.runs, args.rounds)
     unknown = sorted(set(args.only or ()) - set(specs))
     if unknown:
