@@ -614,13 +614,7 @@ def memory_table(folders: list[Path]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for folder in folders:
-        path = folder / "memory.json"
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"no {path}; run `experiments/memory.py ... --json {path}` "
-                "(experiments/docs_numbers.sh does) first"
-            )
-        data = json.loads(path.read_text())
+        data = _script_json(folder / "memory.json", "experiments/memory.py ...")
         args = data["args"]
         block = f" ({args['block']})" if args.get("block") else ""
         lines.append(
@@ -633,6 +627,15 @@ def memory_table(folders: list[Path]) -> str:
             + f" | {_provenance(data)} |"
         )
     return "\n".join(lines)
+
+
+def _script_json(path: Path, command: str) -> dict:
+    """The JSON a script wrote with ``--json path``; a missing one names the command."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no {path}; run `{command} --json {path}` (experiments/docs_numbers.sh does) first"
+        )
+    return json.loads(path.read_text())
 
 
 def _provenance(data: dict) -> str:
@@ -649,13 +652,7 @@ def ablation_table(folder: Path) -> str:
     per variant of each ablation, its median rate over the alternating repeats (with their
     range) and its ratio to the code's choice (the ablation's first variant); a last line
     says where and when it ran."""
-    path = folder / "ablations.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no {path}; run `experiments/ablations.py --json {path}` "
-            "(experiments/docs_numbers.sh does) first"
-        )
-    data = json.loads(path.read_text())
+    data = _script_json(folder / "ablations.json", "experiments/ablations.py")
     lines = [
         "| ablation | setting | variant | run-steps/s, median (range) | × the code's choice |",
         "|---|---|---|---|---|",
