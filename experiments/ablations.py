@@ -13,7 +13,8 @@ of a compiled call).
 - ``block``: ``simulate(..., runs_per_block=K)``, StABL at n = 30 (``--runs`` runs) and
   n = 300 (a quarter of them); the runs' blocks are shared out to one host thread per core
   (a single block runs on one).
-- ``host_threads``: ``simulate(..., host_threads=)`` one thread per core against one.
+- ``host_threads``: ``simulate(..., host_threads=)`` one thread per core against one, at
+  n = 30 and n = 300 (a quarter of the runs).
 - ``lazy_losses``: ``simulate(..., traces=("played", "loss", "prob_best"))`` (the environment
   draws the queried arms' losses only) against every trace (``expected_loss`` needs every
   arm's loss), StABL at n = 30 and n = 300 (a quarter of the runs).
@@ -131,15 +132,18 @@ def ablations(runs: int, rounds: int) -> dict[str, dict[str, Any]]:
             }
             for n, r, sizes in ((30, runs, (256, 64, 1024, 4096)), (300, quarter, (256, 64, 1024)))
         },
-        "host_threads": {
-            "setting": f"StABL, n = 30, R = {runs}, T = {rounds}, blocks of 256",
-            "variants": {
-                "one per core (default)": (runs, lambda: _simulate_timer(30, runs, rounds)),
-                "host_threads=1": (
-                    runs,
-                    lambda: _simulate_timer(30, runs, rounds, host_threads=1),
-                ),
-            },
+        **{
+            f"host_threads_n{n}": {
+                "setting": f"StABL, n = {n}, R = {r}, T = {rounds}, blocks of 256",
+                "variants": {
+                    "one per core (default)": (r, lambda n=n, r=r: _simulate_timer(n, r, rounds)),
+                    "host_threads=1": (
+                        r,
+                        lambda n=n, r=r: _simulate_timer(n, r, rounds, host_threads=1),
+                    ),
+                },
+            }
+            for n, r in ((30, runs), (300, quarter))
         },
         **{
             f"lazy_losses_n{n}": {
@@ -221,7 +225,9 @@ def measure(spec: dict[str, Any], rounds: int, repeats: int) -> list[dict[str, A
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4096)
-    parser.add_argument("--rounds", type=int, default=512)
+    parser.add_argument(
+        "--rounds", type=int, default=512, help="rounds per run (StABL needs 16 or >= 32)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="+", help="these ablations only (default: every one)")
     parser.add_argument("--json", help="also write the timings to this JSON file")
