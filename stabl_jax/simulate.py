@@ -33,6 +33,7 @@ Nothing of size ``runs x T x arms`` is built: losses are generated inside the sc
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -578,8 +579,26 @@ def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
 
 def _round_bytes(learner: Any, env: Any, carry: Any, fields: tuple[str, ...]) -> int:
     """Bytes of one run's recorded traces per round (shapes only; at least
-    :data:`_BYTES_PER_ROUND`)."""
-    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), carry)
+    :data:`_BYTES_PER_ROUND`).
+
+    Found by tracing one round (``jax.eval_shape``), once per learner, environment, traces and
+    per-run carry shapes: a second ``simulate`` of the same program does not trace it again.
+    """
+    leaves, tree = jax.tree.flatten(carry)
+    shapes = tuple((x.shape[1:], x.dtype) for x in leaves)
+    key = (learner, env, fields, tree, shapes, bool(jax.config.jax_enable_x64))
+    try:
+        return _traced_round_bytes(*key)
+    except TypeError:  # an unhashable learner or environment: trace it every time
+        return _traced_round_bytes.__wrapped__(*key)
+
+
+@functools.lru_cache(maxsize=256)
+def _traced_round_bytes(
+    learner: Any, env: Any, fields: tuple[str, ...], tree: Any, shapes: tuple, x64: bool
+) -> int:
+    del x64  # part of the cache key only: it changes the traced dtypes
+    one = jax.tree.unflatten(tree, [jax.ShapeDtypeStruct(s, d) for s, d in shapes])
     chunk = partial(_chunk_one, learner, env, fields, False, length=1)
     _, out = jax.eval_shape(chunk, one, jnp.zeros((), jnp.int32))
     return max(_BYTES_PER_ROUND, sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(out)))

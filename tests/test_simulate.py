@@ -133,3 +133,29 @@ def test_progress_callback_sees_every_chunk(env):
         progress=lambda done, total: seen.append((done, total)),
     )
     assert seen == [(20, T), (40, T), (48, T)]
+
+
+_TRACED: list[int] = []
+
+
+class _CountingEXP3(EXP3):
+    """EXP3 that records every time its round is traced (a Python-level call of ``_ask``)."""
+
+    def _ask(self, state, key):
+        _TRACED.append(1)
+        return super()._ask(state, key)
+
+
+def test_a_second_simulate_of_the_same_program_traces_nothing(env):
+    """Automatic chunks are sized by tracing one round (``jax.eval_shape``) once per learner,
+    environment, traces and shapes: a second call with the same ones traces nothing, and
+    other shapes or traces are sized by a trace of their own."""
+    learner = _CountingEXP3(num_arms=env.num_arms, horizon=env.horizon)
+    first = simulate(learner, env, jax.random.key(0), 3)
+    assert _TRACED
+    _TRACED.clear()
+    again = simulate(learner, env, jax.random.key(0), 3)
+    assert not _TRACED
+    np.testing.assert_array_equal(first.played, again.played)
+    simulate(learner, env, jax.random.key(0), 3, traces=("played", "loss"))
+    assert _TRACED
