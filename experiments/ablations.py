@@ -10,15 +10,16 @@ the choice's. Run-steps per second are ``runs x rounds / seconds`` of the run al
 (``simulate``'s ``run_seconds``, compilation excluded; for the two kernels below, the wall time
 of a compiled call).
 
-- ``block``: ``simulate(..., runs_per_block=K)``, StABL at n = 30 (``--runs`` runs) and
-  n = 300 (a quarter of them); the runs' blocks are shared out to one host thread per core
-  (a single block runs on one).
-- ``host_threads``: ``simulate(..., host_threads=)`` one thread per core against one, at
-  n = 30 and n = 300 (a quarter of the runs).
-- ``lazy_losses``: ``simulate(..., traces=("played", "loss", "prob_best"))`` (the environment
-  draws the queried arms' losses only) against every trace (``expected_loss`` needs every
-  arm's loss), StABL at n = 30 and n = 300 (a quarter of the runs).
-- ``cumsum``: one inverse-CDF draw per run and round (the rule of
+- ``block_n30``, ``block_n300``: ``simulate(..., runs_per_block=K)``, StABL at n = 30
+  (``--runs`` runs) and n = 300 (a quarter of them); the runs' blocks are shared out to one
+  host thread per core (a single block runs on one).
+- ``host_threads_n30``, ``host_threads_n300``: ``simulate(..., host_threads=)`` one thread
+  per core against one, at n = 30 and n = 300 (a quarter of the runs).
+- ``lazy_losses_n30``, ``lazy_losses_n300``: ``simulate(..., traces=("played", "loss",
+  "prob_best"))`` (the environment draws the queried arms' losses only) against every trace
+  (``expected_loss`` needs every arm's loss), StABL at n = 30 and n = 300 (a quarter of the
+  runs).
+- ``cumsum_n30``, ``cumsum_n300``: one inverse-CDF draw per run and round (the rule of
   :func:`stabl_jax.sampling.sample_index`) with the two-level cumulative sum the code uses
   against ``jnp.cumsum``, under ``vmap`` inside a ``scan``, at n = 30 and 300 (a quarter of
   the runs).
