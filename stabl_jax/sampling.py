@@ -33,10 +33,9 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     ``ceil(sqrt(n))`` arms, then a running sum of the block totals. It is what makes the draw
     cheap under ``vmap`` on a CPU (``jnp.cumsum`` over the arms lowers to a window reduction
     there; ``experiments/ablations.py`` times the two draws, EXPERIMENTS.md's speed section
-    has the table), and it is still a
-    monotone cumulative sum, so the rule above holds exactly; it differs from a sequential
-    ``np.cumsum`` only by rounding (the float64 reference tests, ``tests/test_reference.py``,
-    draw the same arms).
+    has the table), and it is still a monotone cumulative sum, so the rule above holds
+    exactly; it differs from a sequential ``np.cumsum`` only by rounding (the float64
+    reference tests, ``tests/test_reference.py``, draw the same arms).
 
     Args:
       probs: ``(n,)`` non-negative weights (need not be normalised).

@@ -588,9 +588,10 @@ def _round_bytes(learner: Any, env: Any, carry: Any, fields: tuple[str, ...]) ->
     shapes = tuple((x.shape[1:], x.dtype) for x in leaves)
     key = (learner, env, fields, tree, shapes, bool(jax.config.jax_enable_x64))
     try:
-        return _traced_round_bytes(*key)
+        hash(key)
     except TypeError:  # an unhashable learner or environment: trace it every time
         return _traced_round_bytes.__wrapped__(*key)
+    return _traced_round_bytes(*key)
 
 
 @functools.lru_cache(maxsize=256)
