@@ -19,10 +19,10 @@ of a compiled call).
   "prob_best"))`` (the environment draws the queried arms' losses only) against every trace
   (``expected_loss`` needs every arm's loss), StABL at n = 30 and n = 300 (a quarter of the
   runs).
-- ``cumsum_n30``, ``cumsum_n300``: one inverse-CDF draw per run and round (the rule of
-  :func:`stabl_jax.sampling.sample_index`) with the two-level cumulative sum the code uses
-  against ``jnp.cumsum``, under ``vmap`` inside a ``scan``, at n = 30 and 300 (a quarter of
-  the runs).
+- ``cumsum_n30``, ``cumsum_n300``: one inverse-CDF draw per run and round,
+  :func:`stabl_jax.sampling.sample_index` (the two-level cumulative sum the code uses)
+  against its rule with ``jnp.cumsum``, under ``vmap`` inside a ``scan``, at n = 30 and 300
+  (a quarter of the runs).
 - ``threefry``: ``n = 30`` uniforms per run and round from the round's key, with
   :mod:`stabl_jax.prng` (Threefry written out, the same bits) against ``jax.random``.
 
@@ -78,15 +78,19 @@ def _compiled_timer(fn: Callable[..., jax.Array], *args: Any) -> Timer:
     return call
 
 
-def _draws(cdf: Callable[[jax.Array], jax.Array], runs: int, num_arms: int, rounds: int) -> Timer:
-    """One draw per run and round from ``(runs, n)`` weights with the rule of
-    :func:`stabl_jax.sampling.sample_index` and the cumulative sum ``cdf``; the uniforms
-    are a cheap golden-ratio sequence so that the draw is what is timed."""
+def _cumsum_draw(probs: jax.Array, u: jax.Array) -> jax.Array:
+    """:func:`stabl_jax.sampling.sample_index`'s rule with ``jnp.cumsum`` for its two-level
+    cumulative sum (the alternative the ``cumsum`` ablations time)."""
+    cdf = jnp.cumsum(probs)
+    count = jnp.sum(jnp.where(cdf <= u * cdf[-1], 1.0, 0.0), dtype=jnp.float32)
+    return jnp.minimum(count.astype(jnp.int32), probs.shape[-1] - 1)
 
-    def draw(probs: jax.Array, u: jax.Array) -> jax.Array:
-        c = cdf(probs)
-        count = jnp.sum(jnp.where(c <= u * c[-1], 1.0, 0.0), dtype=jnp.float32)
-        return jnp.minimum(count.astype(jnp.int32), num_arms - 1)
+
+def _draws(
+    draw: Callable[[jax.Array, jax.Array], jax.Array], runs: int, num_arms: int, rounds: int
+) -> Timer:
+    """One ``draw(probs, u)`` per run and round from ``(runs, n)`` weights; the uniforms are a
+    cheap golden-ratio sequence so that the draw is what is timed."""
 
     def run(probs: jax.Array, offsets: jax.Array) -> jax.Array:
         def one_round(total: jax.Array, t: jax.Array) -> tuple[jax.Array, None]:
@@ -168,9 +172,9 @@ def ablations(runs: int, rounds: int) -> dict[str, dict[str, Any]]:
                 "variants": {
                     "two-level sum (sampling.blocked_cumsum)": (
                         quarter,
-                        lambda n=n: _draws(sampling.blocked_cumsum, quarter, n, rounds),
+                        lambda n=n: _draws(sampling.sample_index, quarter, n, rounds),
                     ),
-                    "jnp.cumsum": (quarter, lambda n=n: _draws(jnp.cumsum, quarter, n, rounds)),
+                    "jnp.cumsum": (quarter, lambda n=n: _draws(_cumsum_draw, quarter, n, rounds)),
                 },
             }
             for n in (30, 300)
