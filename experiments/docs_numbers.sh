@@ -5,21 +5,32 @@
 #
 #   experiments/docs_numbers.sh                      # folders under results/
 #   RESULTS=/tmp/r KEEP=1 experiments/docs_numbers.sh  # keep folders that are already complete
+#   ONLY='^bco_' experiments/docs_numbers.sh         # only these folders, then check the tables
 #
 # Environment: RESULTS (default results), PYTHON (default python), KEEP=1 to skip a folder that
-# already has its COMPLETE marker. Each run's wall time is appended to $RESULTS/timings.txt with
-# the commit and the number of uncommitted paths. Then
+# already has its COMPLETE marker, ONLY=REGEX (bash extended regex) to run only the folders
+# whose name matches it. Each run's wall time is appended to $RESULTS/timings.txt with the
+# commit and the number of uncommitted paths. Then
 # `experiments/report.py --update EXPERIMENTS.md` rewrites the tables and
-# `experiments/report.py --check EXPERIMENTS.md` confirms them.
+# `experiments/report.py --check EXPERIMENTS.md` confirms them. With ONLY, nothing under docs/
+# is written: the script ends with `--check` of EXPERIMENTS.md, which lists the tables whose
+# folder was not run as missing and every table that differs from its new folder (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESULTS=${RESULTS:-results}
 PYTHON=${PYTHON:-python}
 mkdir -p "$RESULTS"
 
+selected() {  # selected FOLDER: true unless ONLY is set and FOLDER does not match it
+  [[ -z ${ONLY:-} || $1 =~ $ONLY ]]
+}
+
 timed() {  # timed FOLDER COMMAND...: run COMMAND (which writes FOLDER), log its wall time
   local folder=$1
   shift
+  if ! selected "$folder"; then
+    return
+  fi
   if [[ ${KEEP:-0} == 1 && -f $RESULTS/$folder/COMPLETE ]]; then
     echo "$folder: complete, kept"
     return
@@ -68,9 +79,11 @@ PY
 timed benchmark "$PYTHON" -m stabl_jax bench --out "$RESULTS/benchmark"
 # The simulator's speed choices against their alternatives (experiments/ablations.py, about
 # 5 min); the JSON is kept in docs/benchmark/ (EXPERIMENTS.md's ablation table is its view)
-mkdir -p "$RESULTS/ablations"
-timed ablations "$PYTHON" experiments/ablations.py --json "$RESULTS/ablations/ablations.json"
-cp "$RESULTS/ablations/ablations.json" docs/benchmark/ablations.json
+if selected ablations; then
+  mkdir -p "$RESULTS/ablations"
+  timed ablations "$PYTHON" experiments/ablations.py --json "$RESULTS/ablations/ablations.json"
+  cp "$RESULTS/ablations/ablations.json" docs/benchmark/ablations.json
+fi
 # The main job (the README's figure): Figure 1 (left), both StABLs and EXP3, rewards
 run figure1 figure1
 # Figure 1: N = 30, T = 4096, 500 runs each
@@ -174,6 +187,7 @@ timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --
 # docs/benchmark/ (EXPERIMENTS.md's memory table is written from it).
 memory() {  # memory NAME ARGS...: $RESULTS/memory/NAME/memory.json
   local folder=memory/$1
+  selected "$folder" || return 0
   mkdir -p "$RESULTS/$folder"
   timed "$folder" "$PYTHON" experiments/memory.py --arms 300 "${@:2}" \
     --json "$RESULTS/$folder/memory.json"
@@ -184,6 +198,11 @@ memory R4096_n300_T65536 --runs 4096 --horizon 65536 --batch 128 --block 64
 memory R256_n300_T65536 --runs 256 --horizon 65536 --batch 64
 memory R128_n300_T65536 --runs 128 --horizon 65536 --batch 64
 memory R4096_n300_T2048 --runs 4096 --horizon 2048 --batch 64 --windows 64 1024 2048
+
+if [[ -n ${ONLY:-} ]]; then  # a subset: compare the tables with the folders run, write nothing
+  "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
+  exit
+fi
 
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"

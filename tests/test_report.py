@@ -581,3 +581,24 @@ def test_tables_of_the_kept_benchmark_jsons_are_what_the_documents_show(doc, tmp
     new, changed, missing = REPORT["update"](text, tmp_path)
     assert changed == [] and new == text
     assert not [m for m in missing if any(f"/{a.split()[0]}/" in m for a in ours)], missing
+
+
+def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
+    """``ONLY=REGEX docs_numbers.sh`` (the Python interpreter stubbed by ``true``, ``cp``
+    forbidden): exactly the folders matching the regex are run, in the script's order, and it
+    ends before any step that writes under ``docs/``."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "cp").write_text("#!/bin/sh\necho cp called >&2\nexit 7\n")
+    (stub / "cp").chmod(0o755)
+    results = tmp_path / "results"
+    env = {
+        "PATH": f"{stub}:/usr/bin:/bin",
+        "RESULTS": str(results),
+        "PYTHON": "true",
+        "ONLY": "^(bco_d(2|10)|sweeps/expert_advice_equal)$",
+    }
+    subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
+    ran = [line.split()[0] for line in (results / "timings.txt").read_text().splitlines()]
+    assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal"]
+    assert set(ran) <= _folders_written_by_docs_numbers()
