@@ -102,3 +102,42 @@ def test_every_command_line_flag_is_documented() -> None:
     text = (DOCS / "usage.md").read_text(encoding="utf-8")
     missing = sorted(flag for flag in flags if flag not in text)
     assert not missing, f"flags missing from docs/usage.md: {missing}"
+
+
+def _design_files_tree() -> dict[str, set[str]]:
+    """The files docs/design.md's "Files" block names, per top folder (``stabl_jax/`` modules
+    with their subfolder, e.g. ``kinds/paired.py``; ``experiments/``, ``examples/`` and
+    ``docs/`` file names). A line indented by two spaces names a ``stabl_jax`` subfolder (or,
+    without one, the top level); a more indented line continues the line above."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    block = text[text.index("## Files") :].split("```")[1]
+    named: dict[str, set[str]] = {}
+    top = sub = ""
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            top, rest = line.split("/", 1)
+            sub, line = "", rest
+        elif top == "stabl_jax" and re.match(r"  \S", line):
+            folder = re.match(r"  (\w+)/\s", line)
+            sub = f"{folder[1]}/" if folder else ""
+            line = line[folder.end() :] if folder else line
+        for name in re.findall(r"\b[\w.]+\.(?:py|sh|md)\b", line):
+            named.setdefault(top, set()).add(sub + name)
+    return named
+
+
+def test_the_design_pages_file_tree_is_the_repository():
+    """Every module of the package, experiment script, example and docs page is in
+    docs/design.md's file tree, and every file the tree names exists."""
+    named = _design_files_tree()
+    package = {
+        str(p.relative_to(ROOT / "stabl_jax"))
+        for p in (ROOT / "stabl_jax").rglob("*.py")
+        if p.name != "__init__.py"
+    }
+    assert named["stabl_jax"] - {"kinds/__init__.py"} == package
+    for folder in ("experiments", "examples", "docs"):
+        on_disk = {p.name for p in (ROOT / folder).iterdir() if p.suffix in (".py", ".sh", ".md")}
+        assert named[folder] == on_disk, folder
