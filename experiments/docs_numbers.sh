@@ -58,7 +58,8 @@ gap() {  # gap FOLDER [ARGS...]: experiments/anytime_gap.py's paired gaps to tun
   timed "$folder" "$PYTHON" experiments/anytime_gap.py "$@" --out "$RESULTS/$folder" --force
 }
 
-unvalidated() {  # unvalidated FOLDER CONFIG LEARNER: Uniform and LEARNER, no in-trace checks
+unvalidated() {  # unvalidated FOLDER CONFIG LEARNER: Uniform and LEARNER, no in-trace checks,
+  # every trace kept (as run's; the regret view and curves.py read its prob_best)
   timed "$1" "$PYTHON" - "$RESULTS/$1" "$2" "$3" <<'PY'
 import sys
 from pathlib import Path
@@ -68,7 +69,7 @@ from stabl_jax.kinds import load_config, write_results
 from stabl_jax.kinds.bandit import run_experiment
 
 out, name, learner = sys.argv[1:]
-config = load_config(name, [f'learners=["uniform", "{learner}"]'])
+config = load_config(name, [f'learners=["uniform", "{learner}"]', 'save_traces="all"'])
 with ResultsFolder.prepare(Path(out), force=True) as folder:
     result = run_experiment(config, validate=False)
     write_results(result, folder, extra={"command": ["run_experiment", name, learner, "validate=False"]})

@@ -602,3 +602,17 @@ def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
     ran = [line.split()[0] for line in (results / "timings.txt").read_text().splitlines()]
     assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal"]
     assert set(ran) <= _folders_written_by_docs_numbers()
+
+
+def test_every_bandit_folder_of_docs_numbers_keeps_every_trace():
+    """The regret and paired views and ``experiments/curves.py`` read every trace of a bandit
+    folder (``prob_best`` among them): the script's ``run`` lines ask for them with
+    ``--set save_traces="all"``, and its ``unvalidated`` step (which calls
+    ``run_experiment`` itself) with the same override."""
+    script = DOCS_NUMBERS.read_text()
+    run = script[script.index("run() {") : script.index("gap() {")]
+    assert """--set 'save_traces="all"'""" in run
+    unvalidated = script[script.index("unvalidated() {") :]
+    unvalidated = unvalidated[: unvalidated.index("\nPY\n")]
+    (call,) = [line for line in unvalidated.splitlines() if "load_config(" in line]
+    assert """'save_traces="all"'""" in call, call
