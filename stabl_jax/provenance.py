@@ -1,5 +1,6 @@
-"""Which code made a number: the git commit of the running stabl_jax, and whether its tree
-had uncommitted changes, recorded in every results folder.
+"""Which code made a number, and on which processor: the git commit of the running
+stabl_jax, whether its tree had uncommitted changes, and the CPU, recorded in every results
+folder.
 
 An installed copy (``pip install .``, a wheel) has no git history beside it; its version
 number is then all there is, and the record says so (``commit: null``).
@@ -7,6 +8,7 @@ number is then all there is, and the record says so (``commit: null``).
 
 from __future__ import annotations
 
+import platform
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -44,4 +46,36 @@ def code_version() -> dict[str, Any]:
         "commit": _git("rev-parse", "HEAD"),
         "dirty": None if status is None else bool(status),
         "source": str(PACKAGE_DIR),
+    }
+
+
+#: The x86 vector extensions that decide which instructions XLA's CPU compiler may use (it
+#: compiles for the host), hence the last bits of float32 results.
+VECTOR_EXTENSIONS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile")
+
+
+def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
+    """``{"model": str, "vector_extensions": [str, ...]}`` of the host CPU.
+
+    The same compiled program can round float32 differently on two CPUs, since XLA compiles
+    for the host's instruction set: a results folder records the processor beside the commit.
+    ``model`` is ``/proc/cpuinfo``'s first ``model name`` (``platform.processor()`` elsewhere);
+    ``vector_extensions`` the members of :data:`VECTOR_EXTENSIONS` among its ``flags`` (empty
+    where ``/proc/cpuinfo`` is not readable or has no ``flags``, e.g. on ARM).
+    """
+    try:
+        lines = cpuinfo.read_text().splitlines()
+    except OSError:
+        lines = []
+    model: str | None = None
+    flags: set[str] | None = None
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model is None:
+            model = value.strip()
+        elif key.strip() == "flags" and flags is None:
+            flags = set(value.split())
+    return {
+        "model": model or platform.processor() or platform.machine(),
+        "vector_extensions": [f for f in VECTOR_EXTENSIONS if f in (flags or set())],
     }

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax import ENVS, LEARNERS, cli, metrics
+from stabl_jax import ENVS, LEARNERS, cli, metrics, provenance
 from stabl_jax.io.configs import ConfigError, parse_override, resolve_config, shipped_configs
 from stabl_jax.io.results import COMPLETE, read_summary, read_traces
 from stabl_jax.io.tables import load_results
@@ -378,6 +378,7 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
     for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
         assert summary["versions"][key]
     assert summary["device"]["platform"] and summary["platform"]
+    assert summary["cpu"] == provenance.cpu()
     assert summary["timings"]["wall_seconds"] > 0
     num_segments = TINY_SEGMENTS[name]
     assert len(summary["env"]["change_points"]) == num_segments - 1

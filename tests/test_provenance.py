@@ -29,3 +29,18 @@ def test_code_version_in_this_checkout():
 def test_outside_a_checkout_records_no_commit(monkeypatch, tmp_path):
     monkeypatch.setattr(provenance, "PACKAGE_DIR", tmp_path / "stabl_jax")
     assert provenance.code_version()["commit"] is None
+
+
+def test_cpu_reads_the_model_and_vector_extensions(tmp_path):
+    """The first processor's ``model name`` and the known vector extensions among its
+    ``flags``, in :data:`~stabl_jax.provenance.VECTOR_EXTENSIONS` order; without a readable
+    ``/proc/cpuinfo`` the model falls back to :mod:`platform` and no extension is claimed."""
+    cpuinfo = tmp_path / "cpuinfo"
+    processor = "model name\t: Example CPU 9000\nflags\t\t: fpu avx2 sse4_2 fma avx512f foo\n"
+    cpuinfo.write_text(processor + "\n" + processor.replace("9000", "1").replace("avx2", ""))
+    assert provenance.cpu(cpuinfo) == {
+        "model": "Example CPU 9000",
+        "vector_extensions": ["sse4_2", "avx2", "fma", "avx512f"],
+    }
+    missing = provenance.cpu(tmp_path / "absent")
+    assert missing["vector_extensions"] == [] and isinstance(missing["model"], str)

@@ -138,17 +138,11 @@ def machine_info() -> dict[str, Any]:
     """Where the numbers come from: CPU model and cores, JAX devices, versions, load."""
     import jax
 
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    processor = provenance.cpu()
     devices = jax.devices()
     return {
-        "cpu": model,
+        "cpu": processor["model"],
+        "cpu_vector_extensions": processor["vector_extensions"],
         "cpu_count": os.cpu_count(),
         "jax_backend": jax.default_backend(),
         "devices": [f"{d.platform}:{d.device_kind}" for d in devices],

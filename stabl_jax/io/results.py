@@ -497,7 +497,8 @@ def clean(value: Any) -> Any:
 
 def environment_info() -> dict[str, Any]:
     """Versions, the code's commit and dirtiness (:func:`stabl_jax.provenance.code_version`),
-    Python, platform and the JAX device the run used."""
+    Python, platform, the JAX device the run used and the CPU
+    (:func:`stabl_jax.provenance.cpu`)."""
     devices = jax.devices()
     return {
         "code": provenance.code_version(),
@@ -520,6 +521,7 @@ def environment_info() -> dict[str, Any]:
             "kind": devices[0].device_kind,
             "count": len(devices),
         },
+        "cpu": provenance.cpu(),
     }
 
 
