@@ -13,13 +13,19 @@
 # commit and the number of uncommitted paths. Then
 # `experiments/report.py --update EXPERIMENTS.md` rewrites the tables and
 # `experiments/report.py --check EXPERIMENTS.md` confirms them. With ONLY, nothing under docs/
-# is written: the script ends with `--check` of EXPERIMENTS.md, which lists the tables whose
-# folder was not run as missing and every table that differs from its new folder (exit 1).
+# is written (the scaling study's figures and the kept JSONs go to $RESULTS/docs instead): the
+# script ends with `--check` of EXPERIMENTS.md, which lists the tables whose folder was not
+# run as missing and every table that differs from its new folder (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESULTS=${RESULTS:-results}
 PYTHON=${PYTHON:-python}
 mkdir -p "$RESULTS"
+docs=docs  # where the study's figures and the kept JSONs go
+if [[ -n ${ONLY:-} ]]; then
+  docs=$RESULTS/docs
+  mkdir -p "$docs/figures" "$docs/benchmark"
+fi
 
 selected() {  # selected FOLDER: true unless ONLY is set and FOLDER does not match it
   [[ -z ${ONLY:-} || $1 =~ $ONLY ]]
@@ -83,7 +89,7 @@ timed benchmark "$PYTHON" -m stabl_jax bench --out "$RESULTS/benchmark"
 if selected ablations; then
   mkdir -p "$RESULTS/ablations"
   timed ablations "$PYTHON" experiments/ablations.py --json "$RESULTS/ablations/ablations.json"
-  cp "$RESULTS/ablations/ablations.json" docs/benchmark/ablations.json
+  cp "$RESULTS/ablations/ablations.json" "$docs/benchmark/ablations.json"
 fi
 # The main job (the README's figure): Figure 1 (left), both StABLs and EXP3, rewards
 run figure1 figure1
@@ -176,10 +182,10 @@ sweep widened/equal_single expert_advice_equal --set 'learners=["stabl_single_sc
 rerun=(--force)
 [[ ${KEEP:-0} == 1 ]] && rerun=()
 timed study "$PYTHON" experiments/study.py --out "$RESULTS/study" --runs 1000 --seed 0 \
-  --jobs 2 --bootstrap 1000 --figures docs/figures "${rerun[@]}"
+  --jobs 2 --bootstrap 1000 --figures "$docs/figures" "${rerun[@]}"
 timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --runs 1000 \
   --seed 0 --jobs 2 --bootstrap 1000 --config-suffix _tuned --adversaries geometric \
-  --arms 10 30 100 --learners stabl,stabl_one_query,saol --figures docs/figures \
+  --arms 10 30 100 --learners stabl,stabl_one_query,saol --figures "$docs/figures" \
   --figure-prefix study_tuned "${rerun[@]}"
 
 # The memory study (experiments/memory.py: StABL at n = 300 on expert advice, SA(L) scored
@@ -193,7 +199,7 @@ memory() {  # memory NAME ARGS...: $RESULTS/memory/NAME/memory.json
   timed "$folder" "$PYTHON" experiments/memory.py --arms 300 "${@:2}" \
     --json "$RESULTS/$folder/memory.json"
   touch "$RESULTS/$folder/COMPLETE"
-  cp "$RESULTS/$folder/memory.json" "docs/benchmark/memory_$1.json"
+  cp "$RESULTS/$folder/memory.json" "$docs/benchmark/memory_$1.json"
 }
 memory R4096_n300_T65536 --runs 4096 --horizon 65536 --batch 128 --block 64
 memory R256_n300_T65536 --runs 256 --horizon 65536 --batch 64

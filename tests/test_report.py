@@ -238,7 +238,7 @@ def _study_figures(script: str, written: set[str]) -> set[str]:
         words = command.split()
         if "experiments/study.py" not in words or "--figures" not in words:
             continue
-        assert words[words.index("--figures") + 1] == "docs/figures", command
+        assert words[words.index("--figures") + 1] == '"$docs/figures"', command
         assert words[1] in written and words[0] == "timed", command
         prefix = (
             words[words.index("--figure-prefix") + 1] if "--figure-prefix" in words else "study"
@@ -258,6 +258,7 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
     it (the scaling study's by its ``study.py`` lines), and ``docs/figures`` holds exactly the
     figures the documents show."""
     script = DOCS_NUMBERS.read_text()
+    assert "\ndocs=docs " in script  # the study draws into docs/figures unless ONLY is set
     step = script[script.index("figure() {") :]
     stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
     out = subprocess.run(
@@ -585,23 +586,36 @@ def test_tables_of_the_kept_benchmark_jsons_are_what_the_documents_show(doc, tmp
 
 def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
     """``ONLY=REGEX docs_numbers.sh`` (the Python interpreter stubbed by ``true``, ``cp``
-    forbidden): exactly the folders matching the regex are run, in the script's order, and it
-    ends before any step that writes under ``docs/``."""
+    logged): exactly the folders matching the regex are run, in the script's order; the kept
+    JSONs of a matching memory size or ablation run go under ``$RESULTS/docs``, and it ends
+    before any step that writes under the repository's ``docs/``."""
     stub = tmp_path / "bin"
     stub.mkdir()
-    (stub / "cp").write_text("#!/bin/sh\necho cp called >&2\nexit 7\n")
+    copies = tmp_path / "copies.txt"
+    (stub / "cp").write_text(f'#!/bin/sh\necho "$*" >> {copies}\n')
     (stub / "cp").chmod(0o755)
     results = tmp_path / "results"
     env = {
         "PATH": f"{stub}:/usr/bin:/bin",
         "RESULTS": str(results),
         "PYTHON": "true",
-        "ONLY": "^(bco_d(2|10)|sweeps/expert_advice_equal)$",
+        "ONLY": "^(ablations|bco_d(2|10)|sweeps/expert_advice_equal|memory/R128_n300_T65536)$",
     }
     subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
     ran = [line.split()[0] for line in (results / "timings.txt").read_text().splitlines()]
-    assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal"]
+    assert ran == [
+        "ablations",
+        "bco_d2",
+        "bco_d10",
+        "sweeps/expert_advice_equal",
+        "memory/R128_n300_T65536",
+    ]
     assert set(ran) <= _folders_written_by_docs_numbers()
+    destinations = [line.split()[-1] for line in copies.read_text().splitlines()]
+    assert destinations == [
+        f"{results}/docs/benchmark/ablations.json",
+        f"{results}/docs/benchmark/memory_R128_n300_T65536.json",
+    ]
 
 
 def test_every_bandit_folder_of_docs_numbers_keeps_every_trace():
