@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,36 +42,36 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
-from stabl_jax.bench.benchmark import machine_info
+from stabl_jax.bench.benchmark import Timed, machine_info, time_in_turn
 from stabl_jax.provenance import code_version
 
 #: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
 LAZY_TRACES = ("played", "loss", "prob_best")
 
-Timer = Callable[[], float]  # one call -> seconds of the run alone
+#: One call of a variant -> ``(run seconds, compile seconds)``, ``None`` for the wall time
+#: of the call (what :class:`stabl_jax.bench.benchmark.Timed` times).
+Timer = Callable[[], tuple[float | None, float | None]]
 
 
 def _simulate_timer(num_arms: int, runs: int, rounds: int, **kwargs: Any) -> Timer:
-    """StABL on expert advice at ``num_arms``; the first call compiles (not timed)."""
+    """StABL on expert advice at ``num_arms``: ``simulate``'s own run and compile times."""
     env = ExpertAdvice(num_arms=num_arms, horizon=rounds)
     learner = StABL(num_arms=num_arms, horizon=rounds)
 
-    def call() -> float:
+    def call() -> tuple[float, float]:
         res = simulate(learner, env, jax.random.key(0), runs, chunk_size=rounds, **kwargs)
-        return res.run_seconds
+        return res.run_seconds, res.compile_seconds
 
-    call()
     return call
 
 
 def _compiled_timer(fn: Callable[..., jax.Array], *args: Any) -> Timer:
-    """Wall time of ``fn(*args)`` compiled ahead (compilation not timed)."""
+    """``fn(*args)`` compiled ahead (not timed); a call is timed by its wall time."""
     compiled = jax.jit(fn).lower(*args).compile()
 
-    def call() -> float:
-        start = time.perf_counter()
+    def call() -> tuple[None, None]:
         jax.block_until_ready(compiled(*args))
-        return time.perf_counter() - start
+        return None, None
 
     return call
 
@@ -121,7 +119,8 @@ def _uniforms(fold_in: Callable, uniform: Callable, runs: int, num: int, rounds:
 
 def ablations(runs: int, rounds: int) -> dict[str, dict[str, Any]]:
     """Every ablation: its setting and ``{variant label: (runs, timer factory)}``, the code's
-    choice first. The factories compile when called (in :func:`measure`)."""
+    choice first. The factories are called in :func:`measure` (a kernel compiles there, a
+    ``simulate`` variant at its first, untimed call)."""
     quarter = max(runs // 4, 1)
     return {
         **{
@@ -202,26 +201,15 @@ def ablations(runs: int, rounds: int) -> dict[str, dict[str, Any]]:
 
 
 def measure(spec: dict[str, Any], rounds: int, repeats: int) -> list[dict[str, Any]]:
-    """Time ``spec``'s variants in alternating order; rates relative to the first (the
-    code's choice)."""
-    timers = {label: (r, factory()) for label, (r, factory) in spec["variants"].items()}
-    seconds: dict[str, list[float]] = {label: [] for label in timers}
-    for _ in range(repeats):
-        for label, (_, timer) in timers.items():
-            seconds[label].append(timer())
-    rows = []
-    for label, (r, _) in timers.items():
-        rates = sorted(r * rounds / s for s in seconds[label])
-        rows.append(
-            {
-                "variant": label,
-                "runs": r,
-                "seconds": seconds[label],
-                "run_steps_per_s": statistics.median(rates),
-                "run_steps_per_s_min": rates[0],
-                "run_steps_per_s_max": rates[-1],
-            }
-        )
+    """Time ``spec``'s variants in alternating order (the benchmark's
+    :func:`~stabl_jax.bench.benchmark.time_in_turn`: a first, untimed call each, then
+    ``repeats`` calls in turn); median rates relative to the first variant (the code's
+    choice)."""
+    cases = [
+        Timed({"variant": label, "runs": r, "rounds": rounds}, factory())
+        for label, (r, factory) in spec["variants"].items()
+    ]
+    rows = time_in_turn(cases, repeats)
     for row in rows:
         row["ratio"] = row["run_steps_per_s"] / rows[0]["run_steps_per_s"]
     return rows

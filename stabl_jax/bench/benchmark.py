@@ -179,7 +179,7 @@ def rss_bytes(field: str) -> int | None:
     return None
 
 
-class _Timed:
+class Timed:
     """One configuration: a first call (compilation, memory), then timed calls.
 
     ``call()`` runs the configuration once and returns ``(run_seconds, compile_seconds)``;
@@ -214,8 +214,20 @@ class _Timed:
         row["run_steps_per_s"] = statistics.median(rates)
         row["run_steps_per_s_min"] = rates[0]
         row["run_steps_per_s_max"] = rates[-1]
-        row["arm_updates_per_s"] = row["run_steps_per_s"] * row["num_arms"]
+        if "num_arms" in row:
+            row["arm_updates_per_s"] = row["run_steps_per_s"] * row["num_arms"]
         return row
+
+
+def time_in_turn(cases: Sequence[Timed], repeats: int) -> list[dict[str, Any]]:
+    """Every case's first call, then ``repeats`` timed calls of each in turn (1, 2, ..., 1,
+    2, ...: a change of the machine's load falls on all of them); their finished rows."""
+    for case in cases:
+        case.first()
+    for _ in range(repeats):
+        for case in cases:
+            case.timed()
+    return [case.finish() for case in cases]
 
 
 def _row(impl: str, name: str, num_arms: int, num_runs: int, rounds: int) -> dict[str, Any]:
@@ -255,7 +267,7 @@ def make_learner(name: str, num_arms: int) -> Any:
 
 def _jax_case(
     name: str, num_arms: int, num_runs: int, rounds: int, seed: int, validate: bool = False
-) -> _Timed:
+) -> Timed:
     import jax
 
     from stabl_jax.envs import ExpertAdvice
@@ -280,10 +292,10 @@ def _jax_case(
         row["kernel"] = res.kernel  # "pallas" where kernel="auto" picked the fused kernel
         return res.run_seconds, res.compile_seconds
 
-    return _Timed(row, call)
+    return Timed(row, call)
 
 
-def _numpy_case(name: str, num_arms: int, num_runs: int | None, rounds: int, seed: int) -> _Timed:
+def _numpy_case(name: str, num_arms: int, num_runs: int | None, rounds: int, seed: int) -> Timed:
     loop, vectorised = NUMPY_IMPLEMENTATIONS[name]
     impl = "numpy_loop" if num_runs is None else "numpy_vectorised"
     row = _row(impl, name, num_arms, num_runs or 1, rounds)
@@ -299,7 +311,7 @@ def _numpy_case(name: str, num_arms: int, num_runs: int | None, rounds: int, see
         row["mean_expected_loss"] = float(np.mean(out["expected_loss"]))
         return None, None
 
-    return _Timed(row, call)
+    return Timed(row, call)
 
 
 def run_benchmark(
@@ -332,13 +344,7 @@ def run_benchmark(
                     for r in config.runs
                 ]
                 cases.append(_numpy_case(name, n, None, config.numpy_rounds(1, n), config.seed))
-            for case in cases:
-                case.first()
-            for _ in range(config.repeats):
-                for case in cases:
-                    case.timed()
-            for case in cases:
-                row = case.finish()
+            for row in time_in_turn(cases, config.repeats):
                 rows.append(row)
                 log(_log_line(row))
     _add_ratios(rows, device_bandwidth_gbs(config))
