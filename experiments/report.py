@@ -570,19 +570,13 @@ def render(args: str, results: Path) -> str:
         if set(opts) != {"view"} or pairs or gaps:
             raise ValueError(f"report marker {args!r}: view=memory takes rows= only")
         return memory_table([folder, *(results / f for f in rows)])
-    if opts.get("view") == "ablations":
+    if opts.get("view") in ("ablations", "bench"):
         if set(opts) != {"view"} or pairs or gaps or rows:
-            raise ValueError(f"report marker {args!r}: view=ablations takes no other option")
-        return ablation_table(folder)
-    if opts.get("view") == "bench":
-        if set(opts) != {"view"} or pairs or gaps or rows:
-            raise ValueError(f"report marker {args!r}: view=bench takes no other option")
-        if not (folder / "benchmark.json").is_file():
-            raise FileNotFoundError(
-                f"report marker {args!r}: no {folder / 'benchmark.json'}; run "
-                f"`stabl-jax bench --out {folder}` (experiments/docs_numbers.sh does) first"
-            )
-        return benchmark.to_markdown(json.loads((folder / "benchmark.json").read_text())).strip()
+            raise ValueError(f"report marker {args!r}: view={opts['view']} takes no other option")
+        if opts["view"] == "ablations":
+            return ablation_table(folder)
+        bench = _script_json(folder / "benchmark.json", f"stabl-jax bench --out {folder}")
+        return benchmark.to_markdown(bench).strip()
     if not (folder / "summary.json").is_file():
         raise FileNotFoundError(
             f"report marker {args!r}: no {folder / 'summary.json'}; run "
@@ -614,7 +608,8 @@ def memory_table(folders: list[Path]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for folder in folders:
-        data = _script_json(folder / "memory.json", "experiments/memory.py ...")
+        path = folder / "memory.json"
+        data = _script_json(path, f"experiments/memory.py ... --json {path}")
         args = data["args"]
         block = f" ({args['block']})" if args.get("block") else ""
         lines.append(
@@ -630,10 +625,10 @@ def memory_table(folders: list[Path]) -> str:
 
 
 def _script_json(path: Path, command: str) -> dict:
-    """The JSON a script wrote with ``--json path``; a missing one names the command."""
+    """The JSON at ``path`` that ``command`` writes; a missing one names the command."""
     if not path.is_file():
         raise FileNotFoundError(
-            f"no {path}; run `{command} --json {path}` (experiments/docs_numbers.sh does) first"
+            f"no {path}; run `{command}` (experiments/docs_numbers.sh does) first"
         )
     return json.loads(path.read_text())
 
@@ -652,7 +647,8 @@ def ablation_table(folder: Path) -> str:
     per variant of each ablation, its median rate over the alternating repeats (with their
     range) and its ratio to the code's choice (the ablation's first variant); a last line
     says where and when it ran."""
-    data = _script_json(folder / "ablations.json", "experiments/ablations.py")
+    path = folder / "ablations.json"
+    data = _script_json(path, f"experiments/ablations.py --json {path}")
     lines = [
         "| ablation | setting | variant | run-steps/s, median (range) | × the code's choice |",
         "|---|---|---|---|---|",
