@@ -666,14 +666,20 @@ def analyse(
     return out
 
 
+def _exponent(value: float) -> str:
+    """An exponent to two decimals; one that rounds to zero is ``0.00``, never ``-0.00``."""
+    text = f"{value:.2f}"
+    return "0.00" if text == "-0.00" else text
+
+
 def _fmt_fit(fit: Mapping[str, Any] | None) -> str:
     if fit is None:
         return "–"
     if not math.isfinite(fit["b"]):
         return "no fit (SA ≤ 0)"
     if not math.isfinite(fit["lo"]):
-        return f"{fit['b']:.2f} [no interval]"
-    return f"{fit['b']:.2f} [{fit['lo']:.2f}, {fit['hi']:.2f}]"
+        return f"{_exponent(fit['b'])} [no interval]"
+    return f"{_exponent(fit['b'])} [{_exponent(fit['lo'])}, {_exponent(fit['hi'])}]"
 
 
 def _queries(learner: Mapping[str, Any]) -> str:
@@ -810,7 +816,7 @@ def exponent_summary(analysis: Mapping[str, Any]) -> str:
             if fit is None or not (math.isfinite(fit["b"]) and math.isfinite(fit["lo"])):
                 cells.append(_fmt_fit(fit))
                 continue
-            cells.append(f"{fit['b']:.2f}")
+            cells.append(_exponent(fit["b"]))
             spread = max(spread, fit["b"] - fit["lo"], fit["hi"] - fit["b"])
         counts = "/".join(str(v) for v in sorted(set(queries.values())))
         lines.append(f"| `{name}` ({counts}) | " + " | ".join(cells) + " |")
@@ -916,7 +922,7 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
                 if point is None:
                     continue
                 mean, half = _log_safe(np.asarray(point["mean"]), np.asarray(point["ci95"]))
-                label = f"{plots.label(name)} (b={point['exponent_L']['b']:.2f})"
+                label = f"{plots.label(name)} (b={_exponent(point['exponent_L']['b'])})"
                 _curve(ax, windows, mean, half, _style(colors, index, name, label))
             for slope, line in ((0.5, ":"), (1.0, "--")):
                 ref = 0.5 * windows[0] * (windows / windows[0]) ** slope
@@ -941,7 +947,7 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
                 mean = np.array([learner["by_n"][int(n)]["mean"][j] for n in ns])
                 half = np.array([learner["by_n"][int(n)]["ci95"][j] for n in ns])
                 mean, half = _log_safe(mean, half)
-                label = f"{plots.label(name)} (c={fit['b']:.2f})"
+                label = f"{plots.label(name)} (c={_exponent(fit['b'])})"
                 _curve(ax, ns, mean, half, _style(colors, index, name, label))
             ax.set_xscale("log")
             _finish(ax, f"L = {length}", "arms n", "best")

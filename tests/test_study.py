@@ -317,3 +317,10 @@ def test_the_study_refuses_points_that_cannot_fit_before_running_any(tmp_path):
     config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
     estimate = study.point_memory_bytes("geometric", 300, study._BASELINES, 1000, 0, sets)
     assert estimate == estimate_resources(config).memory_bytes > 2**30
+
+
+def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
+    fit = {"b": -0.004, "lo": -0.012, "hi": 0.003}
+    assert study._fmt_fit(fit) == "0.00 [-0.01, 0.00]"
+    assert study._exponent(-0.005001) == "-0.01"
+    assert study._exponent(0.004) == "0.00"
