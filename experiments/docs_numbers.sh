@@ -85,7 +85,7 @@ PY
 # The speed benchmark first, on a machine with nothing else running (2-3 min on 2 cores)
 timed benchmark "$PYTHON" -m stabl_jax bench --out "$RESULTS/benchmark"
 # The simulator's speed choices against their alternatives (experiments/ablations.py, about
-# 5 min); the JSON is kept in docs/benchmark/ (EXPERIMENTS.md's ablation table is its view)
+# 2 min); the JSON is kept in docs/benchmark/ (EXPERIMENTS.md's ablation table is its view)
 if selected ablations; then
   mkdir -p "$RESULTS/ablations"
   timed ablations "$PYTHON" experiments/ablations.py --json "$RESULTS/ablations/ablations.json"
@@ -190,7 +190,7 @@ timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --
 
 # The memory study (experiments/memory.py: StABL at n = 300 on expert advice, SA(L) scored
 # without (R, T) traces; the process's peak resident memory): the target size R = 4096,
-# T = 65536 (about an hour on 2 cores) and three smaller ones. Each JSON is kept in
+# T = 65536 (38 min on a 2-core AMD EPYC, 63 on a 2-core Xeon) and three smaller ones. Each JSON is kept in
 # docs/benchmark/ (EXPERIMENTS.md's memory table is written from it).
 memory() {  # memory NAME ARGS...: $RESULTS/memory/NAME/memory.json
   local folder=memory/$1
