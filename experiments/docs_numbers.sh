@@ -190,8 +190,8 @@ timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --
 
 # The memory study (experiments/memory.py: StABL at n = 300 on expert advice, SA(L) scored
 # without (R, T) traces; the process's peak resident memory): the target size R = 4096,
-# T = 65536 (38 min on a 2-core AMD EPYC, 63 on a 2-core Xeon) and three smaller ones. Each JSON is kept in
-# docs/benchmark/ (EXPERIMENTS.md's memory table is written from it).
+# T = 65536 (38 min on a 2-core AMD EPYC, 63 on a 2-core Xeon) and three smaller ones. Each
+# JSON is kept in docs/benchmark/ (EXPERIMENTS.md's memory table is written from it).
 memory() {  # memory NAME ARGS...: $RESULTS/memory/NAME/memory.json
   local folder=memory/$1
   selected "$folder" || return 0
