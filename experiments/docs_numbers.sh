@@ -12,20 +12,17 @@
 # whose name matches it. Each run's wall time is appended to $RESULTS/timings.txt with the
 # commit and the number of uncommitted paths. Then
 # `experiments/report.py --update EXPERIMENTS.md` rewrites the tables and
-# `experiments/report.py --check EXPERIMENTS.md` confirms them. With ONLY, nothing under docs/
-# is written (the scaling study's figures and the kept JSONs go to $RESULTS/docs instead): the
-# script ends with `--check` of EXPERIMENTS.md, which lists the tables whose folder was not
-# run as missing and every table that differs from its new folder (exit 1).
+# `experiments/report.py --check EXPERIMENTS.md` confirms them. Nothing under docs/ is written
+# while anything runs (the scaling study's figures and the kept JSONs wait in $RESULTS/docs),
+# so every folder records the clean tree it was made from. With ONLY, nothing under docs/ is
+# written at all: the script ends with `--check` of EXPERIMENTS.md, which lists the tables
+# whose folder was not run as missing and every table that differs from its new folder (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESULTS=${RESULTS:-results}
 PYTHON=${PYTHON:-python}
-mkdir -p "$RESULTS"
-docs=docs  # where the study's figures and the kept JSONs go
-if [[ -n ${ONLY:-} ]]; then
-  docs=$RESULTS/docs
-  mkdir -p "$docs/figures" "$docs/benchmark"
-fi
+docs=$RESULTS/docs  # the study's figures and the kept JSONs, copied into docs/ after the runs
+mkdir -p "$docs/figures" "$docs/benchmark"
 
 selected() {  # selected FOLDER: true unless ONLY is set and FOLDER does not match it
   [[ -z ${ONLY:-} || $1 =~ $ONLY ]]
@@ -85,7 +82,8 @@ PY
 # The speed benchmark first, on a machine with nothing else running (2-3 min on 2 cores)
 timed benchmark "$PYTHON" -m stabl_jax bench --out "$RESULTS/benchmark"
 # The simulator's speed choices against their alternatives (experiments/ablations.py, about
-# 2 min); the JSON is kept in docs/benchmark/ (EXPERIMENTS.md's ablation table is its view)
+# 2 min); the JSON is kept in docs/benchmark/ (copied at the end; EXPERIMENTS.md's ablation
+# table is its view)
 if selected ablations; then
   mkdir -p "$RESULTS/ablations"
   timed ablations "$PYTHON" experiments/ablations.py --json "$RESULTS/ablations/ablations.json"
@@ -177,8 +175,8 @@ sweep widened/equal_single expert_advice_equal --set 'learners=["stabl_single_sc
 # The scaling study (experiments/study.py): 2 adversaries x 4 n x 2 learner groups of 1,000
 # runs, two points at a time where they fit in the memory available; then the tuned scales at
 # n = 10, 30, 100 (geometric adversary). Each writes its study.json (the tables) and draws its
-# SA(L) figures into docs/figures. KEEP=1 keeps the points already complete (study.py skips
-# them); otherwise every point runs again (--force).
+# SA(L) figures (copied into docs/figures at the end). KEEP=1 keeps the points already
+# complete (study.py skips them); otherwise every point runs again (--force).
 rerun=(--force)
 [[ ${KEEP:-0} == 1 ]] && rerun=()
 timed study "$PYTHON" experiments/study.py --out "$RESULTS/study" --runs 1000 --seed 0 \
@@ -191,7 +189,8 @@ timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --
 # The memory study (experiments/memory.py: StABL at n = 300 on expert advice, SA(L) scored
 # without (R, T) traces; the process's peak resident memory): the target size R = 4096,
 # T = 65536 (38 min on a 2-core AMD EPYC, 63 on a 2-core Xeon) and three smaller ones. Each
-# JSON is kept in docs/benchmark/ (EXPERIMENTS.md's memory table is written from it).
+# JSON is kept in docs/benchmark/ (copied at the end; EXPERIMENTS.md's memory table is its
+# view).
 memory() {  # memory NAME ARGS...: $RESULTS/memory/NAME/memory.json
   local folder=memory/$1
   selected "$folder" || return 0
@@ -211,6 +210,8 @@ if [[ -n ${ONLY:-} ]]; then  # a subset: compare the tables with the folders run
   exit
 fi
 
+# Every folder is made: now the study's figures and the kept JSONs go into docs/
+cp -R "$docs/." docs/
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
 # The benchmark's folder is kept in the repository (docs/speed.md's table is written from it)

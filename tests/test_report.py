@@ -195,6 +195,8 @@ def _folders_written_by_docs_numbers() -> set[str]:
     for line in DOCS_NUMBERS.read_text().splitlines():
         words = line.split()
         if words and words[0] in ("run", "unvalidated", "gap", "sweep", "timed"):
+            if words[1].startswith('"$'):  # inside a function: the folder is its argument
+                continue
             written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
         if words and words[0] == "memory":
             written.add(f"memory/{words[1]}")
@@ -258,7 +260,8 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
     it (the scaling study's by its ``study.py`` lines), and ``docs/figures`` holds exactly the
     figures the documents show."""
     script = DOCS_NUMBERS.read_text()
-    assert "\ndocs=docs " in script  # the study draws into docs/figures unless ONLY is set
+    # the study draws into $RESULTS/docs/figures, copied into docs/ after every run unless ONLY
+    assert "\ndocs=$RESULTS/docs " in script and '\ncp -R "$docs/." docs/\n' in script
     step = script[script.index("figure() {") :]
     stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
     out = subprocess.run(
@@ -584,25 +587,31 @@ def test_tables_of_the_kept_benchmark_jsons_are_what_the_documents_show(doc, tmp
     assert not [m for m in missing if any(f"/{a.split()[0]}/" in m for a in ours)], missing
 
 
+def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[int, str]]]:
+    """Run ``experiments/docs_numbers.sh`` with the Python interpreter stubbed by ``true`` and
+    ``cp`` logged. Returns the folders run (``timings.txt``, in order) and each copy's
+    destination with the number of folders run when it was made."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    results = tmp_path / "results"
+    timings, copies = results / "timings.txt", tmp_path / "copies.txt"
+    done = f"$(cat {timings} 2>/dev/null | wc -l)"
+    (stub / "cp").write_text(f'#!/bin/sh\necho "{done} $*" >> {copies}\n')
+    (stub / "cp").chmod(0o755)
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "RESULTS": str(results), "PYTHON": "true", **env}
+    subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
+    ran = [line.split()[0] for line in timings.read_text().splitlines()]
+    logged = [line.split() for line in copies.read_text().splitlines()]
+    return ran, [(int(words[0]), words[-1]) for words in logged]
+
+
 def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
     """``ONLY=REGEX docs_numbers.sh`` (the Python interpreter stubbed by ``true``, ``cp``
     logged): exactly the folders matching the regex are run, in the script's order; the kept
     JSONs of a matching memory size or ablation run go under ``$RESULTS/docs``, and it ends
     before any step that writes under the repository's ``docs/``."""
-    stub = tmp_path / "bin"
-    stub.mkdir()
-    copies = tmp_path / "copies.txt"
-    (stub / "cp").write_text(f'#!/bin/sh\necho "$*" >> {copies}\n')
-    (stub / "cp").chmod(0o755)
-    results = tmp_path / "results"
-    env = {
-        "PATH": f"{stub}:/usr/bin:/bin",
-        "RESULTS": str(results),
-        "PYTHON": "true",
-        "ONLY": "^(ablations|bco_d(2|10)|sweeps/expert_advice_equal|memory/R128_n300_T65536)$",
-    }
-    subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
-    ran = [line.split()[0] for line in (results / "timings.txt").read_text().splitlines()]
+    only = "^(ablations|bco_d(2|10)|sweeps/expert_advice_equal|memory/R128_n300_T65536)$"
+    ran, copies = _run_docs_numbers_stubbed(tmp_path, ONLY=only)
     assert ran == [
         "ablations",
         "bco_d2",
@@ -611,11 +620,32 @@ def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
         "memory/R128_n300_T65536",
     ]
     assert set(ran) <= _folders_written_by_docs_numbers()
-    destinations = [line.split()[-1] for line in copies.read_text().splitlines()]
-    assert destinations == [
+    results = tmp_path / "results"
+    assert [destination for _, destination in copies] == [
         f"{results}/docs/benchmark/ablations.json",
         f"{results}/docs/benchmark/memory_R128_n300_T65536.json",
     ]
+
+
+def test_the_whole_script_writes_under_docs_only_after_every_run(tmp_path):
+    """Without ``ONLY`` every folder runs on the tree as committed: the kept JSONs wait under
+    ``$RESULTS/docs`` until the last folder is made (a copy into the repository's ``docs/``
+    before that would make every later folder record a dirty tree); then they, the
+    benchmark's folder and the figures are copied into ``docs/``."""
+    ran, copies = _run_docs_numbers_stubbed(tmp_path)
+    assert set(ran) == _folders_written_by_docs_numbers() | {"benchmark", "ablations"}
+    results = f"{tmp_path}/results"
+    staged = [(when, dest) for when, dest in copies if dest.startswith(f"{results}/docs/")]
+    into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
+    assert len(staged) + len(into_docs) == len(copies)
+    assert [dest for _, dest in staged] == [
+        f"{results}/docs/benchmark/ablations.json",
+        *(f"{results}/docs/benchmark/memory_{f.removeprefix('memory/')}.json" for f in ran[-4:]),
+    ]
+    assert into_docs[0][1] == "docs/" and {"docs/benchmark/", "docs/figures/"} <= {
+        dest.rsplit("/", 1)[0] + "/" for _, dest in into_docs
+    }
+    assert all(when == len(ran) for when, _ in into_docs), into_docs[:3]
 
 
 def test_every_bandit_folder_of_docs_numbers_keeps_every_trace():
