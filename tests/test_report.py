@@ -633,7 +633,7 @@ def test_the_whole_script_writes_under_docs_only_after_every_run(tmp_path):
     before that would make every later folder record a dirty tree); then they, the
     benchmark's folder and the figures are copied into ``docs/``."""
     ran, copies = _run_docs_numbers_stubbed(tmp_path)
-    assert set(ran) == _folders_written_by_docs_numbers() | {"benchmark", "ablations"}
+    assert set(ran) == _folders_written_by_docs_numbers()
     results = f"{tmp_path}/results"
     staged = [(when, dest) for when, dest in copies if dest.startswith(f"{results}/docs/")]
     into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
