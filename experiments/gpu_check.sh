@@ -6,14 +6,16 @@
 #
 # Needs the test dependencies (pytest, pytest-xdist, hypothesis, cocoex for tests/test_bbob.py)
 # and the project on PYTHONPATH or installed. Each part is bounded in time (seconds, from the
-# environment: BENCH_SECONDS, LARGE_SECONDS, SUITE_SECONDS, CLI_BENCH_SECONDS; WORKERS test
-# processes); logs and the benchmark JSON go to OUT_DIR (default: gpu_results).
+# environment: BENCH_SECONDS, LARGE_SECONDS, SUITE_SECONDS, CLI_BENCH_SECONDS,
+# COMPILE_SECONDS; WORKERS test processes); logs and the benchmark JSON go to OUT_DIR
+# (default: gpu_results).
 #  1. experiments/gpu_bench.py: every row of the speed table with the XLA path and with the
 #     fused Pallas kernel (kernel="pallas");
 #  2. R = 2^20 runs of StABL (n = 30, T = 4096) through simulate (LARGE_KERNEL, default auto);
 #  3. the test suite, one line per test (-v) so that a bounded run keeps what it reached, and
 #     each failure's traceback in OUT_DIR/failures.log as it happens;
-#  4. `stabl-jax bench --gpu` at R = 1024 (the CLI's rows with the bandwidth-bound column).
+#  4. `stabl-jax bench --gpu` at R = 1024 (the CLI's rows with the bandwidth-bound column);
+#  5. experiments/gpu_compile.py --local: the kernels of one round, counted on this device.
 set -u
 out=${1:-gpu_results}
 mkdir -p "$out"
@@ -44,3 +46,8 @@ timeout "${CLI_BENCH_SECONDS:-180}" python3 -m stabl_jax bench --gpu --no-valida
   --runs "${CLI_BENCH_RUNS:-1024}" --out "$out/cli_bench" > "$out/cli_bench.log" 2>&1
 echo "stabl-jax bench --gpu exit code: $?" | tee -a "$out/cli_bench.log"
 tail -12 "$out/cli_bench.log"
+
+timeout "${COMPILE_SECONDS:-120}" python3 experiments/gpu_compile.py --local \
+  --out "$out/gpu_compile.json" > "$out/compile.log" 2>&1
+echo "gpu_compile exit code: $?" | tee -a "$out/compile.log"
+grep "^|" "$out/compile.log"

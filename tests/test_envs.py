@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from stabl_jax import ENVS, ExpertAdvice, PiecewiseBernoulli, make_env
 from stabl_jax.envs import equal_change_points, geometric_segment_lengths
+from stabl_jax.envs.base import segment_of
 
 Z = 5.0  # see tests/test_statistics.py for the choice
 
@@ -123,3 +125,29 @@ def test_geometric_segments_are_shuffled_per_run_and_keep_every_scale():
 def test_bad_geometric_segments_name_the_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ExpertAdvice(num_arms=3, horizon=100, **kwargs)
+
+
+def test_segment_of_is_searchsorted():
+    """The loop-free segment count is ``jnp.searchsorted(..., side="right")``, the same int."""
+    points = jnp.asarray([1, 5, 6, 40, 63], jnp.int32)
+    ts = jnp.arange(70, dtype=jnp.int32)
+    ours = jax.jit(jax.vmap(lambda t: segment_of(points, t)))(ts)
+    theirs = jnp.searchsorted(points, ts, side="right").astype(jnp.int32)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    assert ours.dtype == jnp.int32
+    assert int(segment_of(jnp.zeros((0,), jnp.int32), jnp.int32(5))) == 0  # one segment
+
+
+def test_bernoulli_losses_are_jax_random_bernoulli_bit_for_bit():
+    """Drawn through ``prng`` (no loop in the round), the losses are still exactly
+    ``jax.random.bernoulli(key, mu_t)``, so earlier results stand."""
+    env = PiecewiseBernoulli(num_arms=30, horizon=200, random_change_points=True)
+    params = env.sample_params(jax.random.key(2))
+    keys = jax.random.split(jax.random.key(3), 200)
+    ts = jnp.arange(200, dtype=jnp.int32)
+    ours = jax.jit(jax.vmap(lambda t, k: env.loss(params, t, k)))(ts, keys)
+
+    def bernoulli(t, k):
+        return jax.random.bernoulli(k, env.mean_loss(params, t)).astype(jnp.float32)
+
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(jax.vmap(bernoulli)(ts, keys)))

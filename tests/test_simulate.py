@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, simulate
+from stabl_jax import (
+    ENVS,
+    EXP3,
+    LEARNERS,
+    ExpertAdvice,
+    PiecewiseBernoulli,
+    StABL,
+    make,
+    make_env,
+    sharding,
+    simulate,
+)
+from stabl_jax.envs.base import as_environment
 
 N, T = 5, 48
 
@@ -159,3 +173,29 @@ def test_a_second_simulate_of_the_same_program_traces_nothing(env):
     np.testing.assert_array_equal(first.played, again.played)
     simulate(learner, env, jax.random.key(0), 3, traces=("played", "loss"))
     assert _TRACED
+
+
+def _loops_in_a_chunk(learner, env, fields=("played", "arms", "loss", "prob_best")):
+    """``while`` loops in the lowered program of one chunk of 8 rounds for 4 runs."""
+    sim = importlib.import_module("stabl_jax.simulate")
+    rollout = as_environment(env)
+    keys = sim.run_keys(jax.random.key(0), 4, 0, None)
+    params = sim.sample_env_params(env, keys)
+    carry = sim._init_carry(learner, rollout, keys, params, learner.default_params)
+    plan = sharding.plan_runs(4, host_threads=1)
+    lowered = sim.run_chunk.lower(learner, rollout, carry, jnp.int32(0), 8, plan, fields)
+    return lowered.as_text().count("stablehlo.while")
+
+
+@pytest.mark.parametrize(
+    ("learner", "env"),
+    [(name, "expert_advice") for name in sorted(LEARNERS)]
+    + [("exp3", name) for name in sorted(ENVS) if name != "expert_advice"],
+)
+def test_a_bandit_round_has_no_loop_inside(learner, env):
+    """The chunk's program is one loop over the rounds and nothing loops inside a round: a
+    loop in the round (``jnp.searchsorted``'s binary search, ``jax.random``'s rolled
+    Threefry on a CPU) launches its kernels once per iteration, every round."""
+    n, horizon = 8, 64
+    built = make(learner, num_arms=n, horizon=horizon)
+    assert _loops_in_a_chunk(built, make_env(env, num_arms=n, horizon=horizon)) == 1

@@ -255,6 +255,28 @@ def geometric_segment_lengths(horizon: int, min_length: int) -> tuple[int, ...]:
     return tuple(lengths)
 
 
+def segment_of(change_points: jax.Array, t: jax.Array) -> jax.Array:
+    """``()`` int32 index of the segment containing round ``t``: the number of change points
+    ``<= t`` (``jnp.searchsorted(change_points, t, side="right")``, the same integer).
+
+    Counted by one comparison per change point (``method="compare_all"``), not by
+    searchsorted's default binary search, which XLA compiles to a while loop inside every
+    simulated round, its kernels launched once per iteration (on a CPU and on a GPU alike).
+    The count fuses with its neighbours; change points are few (at most ``horizon - 1``).
+
+    Args:
+      change_points: ``(S - 1,)`` int32, strictly increasing.
+      t: ``()`` int32 round.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> [int(segment_of(jnp.array([3, 7]), t)) for t in (0, 3, 6, 7, 9)]
+      [0, 1, 1, 2, 2]
+    """
+    index = jnp.searchsorted(change_points, t, side="right", method="compare_all")
+    return index.astype(jnp.int32)
+
+
 def validate_change_points(change_points: object, horizon: int) -> tuple[int, ...]:
     """Strictly increasing ints in ``[1, horizon - 1]``; errors name the offending value."""
     try:
@@ -370,8 +392,8 @@ class PiecewiseEnv(BanditEnv):
         return SegmentParams(change_points=points, best_arms=best)
 
     def segment(self, params: Any, t: jax.Array) -> jax.Array:
-        """``()`` int32 index of the segment containing round ``t``."""
-        return jnp.searchsorted(params.change_points, t, side="right").astype(jnp.int32)
+        """``()`` int32 index of the segment containing round ``t`` (:func:`segment_of`)."""
+        return segment_of(params.change_points, t)
 
     def best_arm(self, params: Any, t: jax.Array) -> jax.Array:
         """``()`` int32, the arm with the smallest mean loss at round ``t``."""

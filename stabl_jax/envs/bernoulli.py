@@ -12,7 +12,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks
+from stabl_jax import checks, prng
 from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
 
 
@@ -55,5 +55,15 @@ class PiecewiseBernoulli(PiecewiseEnv):
         return means.at[self.best_arm(params, t)].add(-self.gap)
 
     def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
-        draws = jax.random.bernoulli(key, self.mean_loss(params, t))
+        # jax.random.bernoulli(key, mu) is uniform(key, (n,)) < mu; prng draws the same bits
+        # with Threefry unrolled (no loop inside the round on a CPU).
+        draws = prng.uniform(key, self.num_arms) < self.mean_loss(params, t)
+        return draws.astype(jnp.float32)
+
+    def loss_at(
+        self, params: SegmentParams, t: jax.Array, key: jax.Array, arms: jax.Array
+    ) -> jax.Array:
+        """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' uniforms
+        (:func:`stabl_jax.prng.uniform_at`)."""
+        draws = prng.uniform_at(key, self.num_arms, arms) < self.mean_loss(params, t)[arms]
         return draws.astype(jnp.float32)

@@ -35,7 +35,12 @@ from jax.tree_util import Partial
 
 from stabl_jax import checks, gradients
 from stabl_jax.domains import Ball, Domain
-from stabl_jax.envs.base import Environment, equal_change_points, validate_change_points
+from stabl_jax.envs.base import (
+    Environment,
+    equal_change_points,
+    segment_of,
+    validate_change_points,
+)
 
 SCHEDULES: tuple[str, ...] = ("piecewise", "alternate", "drift")
 
@@ -210,7 +215,7 @@ class ConvexEnv(Environment):
 
     def segment(self, params: ConvexEnvParams, t: jax.Array) -> jax.Array:
         """``()`` int32 segment of round ``t`` (piecewise schedule)."""
-        return jnp.searchsorted(params.change_points, t, side="right").astype(jnp.int32)
+        return segment_of(params.change_points, t)
 
     def target(self, params: ConvexEnvParams, t: jax.Array) -> jax.Array:
         """``(d,)`` the target ``c_t`` of round ``t``."""

@@ -1,0 +1,273 @@
+"""What one simulated round compiles to on a GPU: kernels per round, counted from XLA's
+optimised program, with or without a GPU.
+
+``simulate`` runs a chunk of rounds as one compiled program (``stabl_jax.simulate.run_chunk``):
+on the XLA path a loop over the rounds whose body is the round. On a GPU every fusion,
+custom call and copy in that body is a kernel launched once per round, and a loop nested
+inside the body launches its own kernels once per iteration, so at small batch sizes the
+count sets the time of a round (docs/speed.md, "On a GPU"). This script compiles the chunk
+program for a GPU and counts, per row:
+
+- ``round_kernels``: kernels in the body of the loop over rounds (fusions, custom calls,
+  copies and every other operation that is not free: parameters, tuples, constants,
+  bitcasts);
+- ``loops_in_round``: loops nested in that body, and ``loop_kernels_per_round`` the kernels
+  they launch in a round (their body's and condition's, times their known trip count);
+- ``chunk_kernels``: kernels outside that loop, once per chunk (for the fused Pallas kernel,
+  ``kernel="pallas"``, which has no loop over rounds in XLA's program, all of them);
+- ``temp_mib``: the program's scratch memory, from XLA's memory analysis.
+
+Without a GPU, the program is compiled ahead of time for an NVIDIA H100 SXM described by an
+XLA GPU target config (``--target-config``; deviceless compilation). That needs JAX's CUDA
+plugin (``pip install "jax[cuda12]"``, the same version as ``jax``) but no GPU or driver;
+set ``JAX_PLATFORMS=cpu`` (the plugin cannot start without a driver) and
+``JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1``. On a machine with a GPU, ``--local`` compiles for
+its first device instead. Nothing is run: the counts are the compiler's, not a profile.
+
+Usage::
+
+    JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 python experiments/gpu_compile.py \\
+        --out gpu_compile.json
+    python experiments/gpu_compile.py --local --out gpu_compile.json   # on a GPU machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from stabl_jax import provenance, registry, sharding
+from stabl_jax.bench.benchmark import default_horizon
+from stabl_jax.envs import ExpertAdvice
+from stabl_jax.envs.base import as_environment
+
+sim = importlib.import_module("stabl_jax.simulate")
+
+#: An NVIDIA H100 80GB HBM3 (SXM) as XLA's GPU compiler describes a target: NVIDIA's
+#: published limits (compute capability 9.0, 132 SMs, 228 KiB shared memory per SM,
+#: 3.35 TB/s), CUDA 12.8 and cuDNN 9.7 as the runtime.
+H100_TARGET = """
+gpu_device_info {
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  shared_memory_per_core: 233472
+  threads_per_core_limit: 2048
+  core_count: 132
+  fpus_per_core: 128
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: 3352320000000
+  l2_cache_size: 52428800
+  clock_rate_ghz: 1.98
+  device_memory_size: 84929347584
+  shared_memory_per_block_optin: 232448
+  cuda_compute_capability { major: 9 }
+  registers_per_core_limit: 65536
+  registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 7 }
+runtime_version { major: 12 minor: 8 patch: 0 }
+device_description_str: "NVIDIA H100 80GB HBM3"
+"""
+
+#: Operations that launch nothing.
+FREE = {"parameter", "get-tuple-element", "tuple", "constant", "bitcast", "after-all"}
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%(\S+) ")
+_INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%\S+ = (.*)$")
+_BODY = re.compile(r"body=%([\w.\-]+)")
+_CONDITION = re.compile(r"condition=%([\w.\-]+)")
+_TRIP = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+def _opcode(rest: str) -> str:
+    """The opcode of an instruction's text after ``=``: what follows its shape (a tuple
+    shape is a parenthesised list)."""
+    if rest.startswith("("):
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0:
+                rest = rest[i + 1 :]
+                break
+    else:
+        rest = rest.split(" ", 1)[1]
+    return rest.strip().split("(", 1)[0]
+
+
+def computations(hlo: str) -> tuple[dict[str, list[str]], str | None]:
+    """``({computation name: [its instructions' text after '=']}, the entry's name)`` of an
+    HLO module's text."""
+    out: dict[str, list[str]] = {}
+    name = entry = None
+    for line in hlo.splitlines():
+        head = _COMPUTATION.match(line)
+        if head and line.rstrip().endswith("{"):
+            name = head.group(1)
+            out[name] = []
+            entry = name if line.startswith("ENTRY") else entry
+        elif name is not None and (m := _INSTRUCTION.match(line)):
+            out[name].append(m.group(1))
+    return out, entry
+
+
+def count_kernels(hlo: str, rounds: int) -> dict[str, Any]:
+    """Kernels per round and per chunk of an optimised chunk program (module docstring).
+
+    The loop over rounds is the ``while`` whose known trip count is ``rounds``; without one
+    (the fused kernel's program) nothing is counted per round, everything per chunk.
+    """
+    comps, entry = computations(hlo)
+
+    def launched(name: str | None) -> list[str]:
+        return [op for op in map(_opcode, comps.get(name or "", [])) if op not in FREE]
+
+    def loop(text: str) -> tuple[str, str, int | None]:
+        """A ``while``'s body, condition and known trip count."""
+        trip = _TRIP.search(text)
+        body, condition = _BODY.search(text), _CONDITION.search(text)
+        assert body and condition, text
+        return body.group(1), condition.group(1), int(trip.group(1)) if trip else None
+
+    whiles = [loop(t) for insts in comps.values() for t in insts if _opcode(t) == "while"]
+    round_body = next((body for body, _, trip in whiles if trip == rounds), None)
+    inner = [loop(t) for t in comps.get(round_body or "", []) if _opcode(t) == "while"]
+    # Each iteration of a nested loop launches its body's and its condition's kernels.
+    in_loops = [
+        None if trip is None else trip * (len(launched(body)) + len(launched(cond)))
+        for body, cond, trip in inner
+    ]
+    ops_round = [op for op in launched(round_body) if op != "while"]
+    return {
+        "round_kernels": len(ops_round),
+        "loops_in_round": len(inner),
+        "loop_kernels_per_round": None if None in in_loops else sum(in_loops),
+        "chunk_kernels": sum(op != "while" for op in launched(entry)),
+        "triton_calls": hlo.count("__gpu$xla.gpu.triton"),
+        "round_ops": sorted(set(ops_round)),
+    }
+
+
+def target_device(local: bool, target_config: str) -> Any:
+    """The device to compile for: this machine's first, or a described GPU (deviceless)."""
+    if local:
+        return jax.devices()[0]
+    from jax.experimental import topologies
+
+    topology = topologies.get_topology_desc(
+        platform="cuda", target_config=target_config, topology="1x1x1"
+    )
+    return topology.devices[0]
+
+
+def compile_row(device: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """Compile one chunk program on ``device`` for ``row`` and count its kernels."""
+    kind, name, size, runs, rounds = row["kind"], row["learner"], row["n"], row["R"], row["L"]
+    if kind == "bandit":
+        horizon = default_horizon(size)
+        learner = registry.make(name, num_arms=size, horizon=horizon)
+        env = ExpertAdvice(num_arms=size, horizon=horizon)
+    else:
+        env = registry.CONVEX_ENVS[row["env"]](dim=size, horizon=4096)
+        learner = registry.BCO_LEARNERS[name](
+            dim=size, horizon=4096, domain=env.domain, lipschitz=env.lipschitz
+        )
+    fields = tuple(row["traces"]) if row["traces"] else tuple(env.trace_names)
+    rollout = as_environment(env, reveal_all="expected_loss" in fields)
+    keys = sim.run_keys(jax.random.key(0), 2, 0, None)
+    small = sim._init_carry(
+        learner, rollout, keys, sim.sample_env_params(env, keys), learner.default_params
+    )
+    mesh = Mesh(np.asarray([device]), (sharding.RUNS_AXIS,))
+    runs_spec = NamedSharding(mesh, PartitionSpec(sharding.RUNS_AXIS))
+    carry = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct((runs, *x.shape[1:]), x.dtype, sharding=runs_spec), small
+    )
+    t0 = jax.ShapeDtypeStruct((), jnp.int32, sharding=NamedSharding(mesh, PartitionSpec()))
+    plan = sharding.RunsPlan(num_runs=runs, padded_runs=runs, block=runs, mesh=mesh)
+    start = time.perf_counter()
+    compiled = sim.run_chunk.lower(
+        learner, rollout, carry, t0, rounds, plan, fields, kernel=row["kernel"]
+    ).compile()
+    seconds = time.perf_counter() - start
+    memory = compiled.memory_analysis()
+    counts = count_kernels(compiled.as_text(), rounds)
+    temp = None if memory is None else memory.temp_size_in_bytes / 2**20
+    return {**row, **counts, "compile_s": round(seconds, 2), "temp_mib": temp}
+
+
+def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
+    """Every registered bandit learner at n = 30 on the XLA path; StABL and EXP3 on the fused
+    kernel; StABL at n = 300 and with every trace; two BCO learners."""
+    two = ["played", "loss"]
+    base = {"kind": "bandit", "R": runs, "L": rounds, "traces": two, "kernel": "xla"}
+    rows = [{**base, "learner": name, "n": 30} for name in sorted(registry.LEARNERS)]
+    rows += [{**base, "learner": name, "n": 30, "kernel": "pallas"} for name in ("exp3", "stabl")]
+    rows += [{**base, "learner": "stabl", "n": 300}]
+    rows += [{**base, "learner": "stabl", "n": 30, "traces": None}]
+    bco = {"kind": "bco", "env": "moving_target", "R": runs, "L": rounds, "n": 2}
+    rows += [{**bco, "learner": name, "traces": None, "kernel": "xla"} for name in ("stabl_bco",)]
+    rows += [{**bco, "learner": "two_point_ogd", "traces": None, "kernel": "xla"}]
+    return rows
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    """The rows as a table."""
+    lines = [
+        "| learner | n | traces | path | kernels per round | loops in a round (their kernels) "
+        "| kernels per chunk |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        traces = "all" if r["traces"] is None else ", ".join(r["traces"])
+        per_round = "—" if r["kernel"] == "pallas" else r["round_kernels"]
+        lines.append(
+            f"| {r['learner']} | {r['n']} | {traces} | {r['kernel']} | {per_round} | "
+            f"{r['loops_in_round']} ({r['loop_kernels_per_round']}) | {r['chunk_kernels']} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="write the rows as JSON here")
+    parser.add_argument("--local", action="store_true", help="compile for this machine's GPU")
+    parser.add_argument(
+        "--target-config", type=Path, help="an XLA GPU target config (default: an H100 SXM)"
+    )
+    parser.add_argument("--runs", type=int, default=1024, help="R, runs in the block")
+    parser.add_argument("--rounds", type=int, default=64, help="L, rounds in the chunk")
+    args = parser.parse_args(argv)
+    config = H100_TARGET if args.target_config is None else args.target_config.read_text()
+    device = target_device(args.local, config)
+    rows = []
+    for row in default_rows(args.runs, args.rounds):
+        rows.append(compile_row(device, row))
+        print(json.dumps({k: rows[-1][k] for k in ("learner", "n", "kernel", "round_kernels")}))
+    result = {
+        "device": getattr(device, "device_kind", str(device)),
+        "deviceless": not args.local,
+        "jax": jax.__version__,
+        "code": provenance.code_version(),
+        "rows": rows,
+    }
+    print(to_markdown(result))
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

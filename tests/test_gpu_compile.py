@@ -1,0 +1,87 @@
+"""``experiments/gpu_compile.py``: kernels per round counted from a compiled chunk program.
+
+The GPU counts need JAX's CUDA plugin; these tests check the counting on a hand-written
+module and on the CPU's compiled chunk, whose loop over rounds has the same shape.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import jax
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location(
+    "gpu_compile", ROOT / "experiments" / "gpu_compile.py"
+)
+gpu_compile = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gpu_compile)
+
+# A chunk of 64 rounds: the round launches a fusion, a copy and a custom call with a tuple
+# shape, and runs a loop of 3 iterations (2 kernels in its body, 1 in its condition).
+MODULE = """HloModule jit_run_chunk, is_scheduled=true
+
+%inner_body (p: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %p = (s32[], f32[8]{0}) parameter(0)
+  %a = f32[8]{0} fusion(%p), kind=kLoop, calls=%f1
+  %b = s32[] fusion(%p), kind=kLoop, calls=%f2
+  ROOT %t = (s32[], f32[8]{0}) tuple(%b, %a)
+}
+
+%inner_cond (p: (s32[], f32[8])) -> pred[] {
+  %p = (s32[], f32[8]{0}) parameter(0)
+  ROOT %c = pred[] fusion(%p), kind=kLoop, calls=%f3
+}
+
+%round (p: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %p = (s32[], f32[8]{0}) parameter(0)
+  %g = f32[8]{0} get-tuple-element(%p), index=1
+  %x = f32[8]{0} fusion(%g), kind=kLoop, calls=%f4
+  %y = f32[8]{0} copy(%x)
+  %z = (f32[8]{0}, /*index=1*/s32[]) custom-call(%y), custom_call_target="foo"
+  %w = (s32[], f32[8]{0}) while(%p), condition=%inner_cond, body=%inner_body, @TRIP3@
+  %k = f32[8]{0} bitcast(%y)
+  ROOT %r = (s32[], f32[8]{0}) tuple(%g, %k)
+}
+
+%rounds_cond (p: (s32[], f32[8])) -> pred[] {
+  %p = (s32[], f32[8]{0}) parameter(0)
+  ROOT %c = pred[] fusion(%p), kind=kLoop, calls=%f5
+}
+
+ENTRY %main (a: f32[8]) -> f32[8] {
+  %a = f32[8]{0} parameter(0)
+  %i = (s32[], f32[8]{0}) fusion(%a), kind=kLoop, calls=%f6
+  %l = (s32[], f32[8]{0}) while(%i), condition=%rounds_cond, body=%round, @TRIP64@
+  ROOT %o = f32[8]{0} get-tuple-element(%l), index=1
+}
+"""
+for _n in (3, 64):
+    _trip = '{"known_trip_count":{"n":"' + str(_n) + '"}}'
+    MODULE = MODULE.replace(f"@TRIP{_n}@", "backend_config=" + _trip)
+
+
+def test_counts_the_round_its_nested_loops_and_the_chunk():
+    counts = gpu_compile.count_kernels(MODULE, rounds=64)
+    assert counts["round_kernels"] == 3  # fusion, copy, custom call; not gte/bitcast/tuple
+    assert counts["round_ops"] == ["copy", "custom-call", "fusion"]
+    assert counts["loops_in_round"] == 1
+    assert counts["loop_kernels_per_round"] == 3 * (2 + 1)
+    assert counts["chunk_kernels"] == 1  # the entry's fusion; its while is the rounds loop
+
+
+def test_without_a_loop_of_that_length_nothing_counts_per_round():
+    counts = gpu_compile.count_kernels(MODULE, rounds=32)
+    assert counts["round_kernels"] == counts["loops_in_round"] == 0
+    assert counts["loop_kernels_per_round"] == 0
+
+
+def test_a_compiled_chunk_has_no_loop_inside_its_round():
+    """The script's compile on the CPU: the chunk's loop over rounds is found and nothing
+    loops inside it (the default rows run it for an H100 target)."""
+    row = {"kind": "bandit", "learner": "stabl", "n": 8, "R": 16, "L": 8}
+    row |= {"traces": ["played", "loss"], "kernel": "xla"}
+    counts = gpu_compile.compile_row(jax.devices()[0], row)
+    assert counts["round_kernels"] > 5
+    assert counts["loops_in_round"] == 0
