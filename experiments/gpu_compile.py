@@ -15,7 +15,8 @@ program for a GPU and counts, per row:
   they launch in a round (their body's and condition's, times their known trip count);
 - ``chunk_kernels``: kernels outside that loop, once per chunk (for the fused Pallas kernel,
   ``kernel="pallas"``, which has no loop over rounds in XLA's program, all of them);
-- ``temp_mib``: the program's scratch memory, from XLA's memory analysis.
+- ``temp_mib``: the program's scratch memory, from XLA's memory analysis (with ``--large``,
+  for the largest rows of the GPU speed table, whether they fit on the device).
 
 Without a GPU, the program is compiled ahead of time for an NVIDIA H100 SXM described by an
 XLA GPU target config (``--target-config``; deviceless compilation). That needs JAX's CUDA
@@ -223,19 +224,34 @@ def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
     return rows
 
 
+def large_rows() -> list[dict[str, Any]]:
+    """The largest rows of ``experiments/gpu_bench.py`` with its chunk sizes, both paths:
+    StABL at n = 300, R = 32,768 (chunks of 512 rounds) and at n = 30, R = 2^20 (256), where
+    the scratch memory (``temp_mib``) says whether a program fits on the device."""
+    base = {"kind": "bandit", "learner": "stabl"}
+    sizes = [(300, 32_768, 512, ["played", "loss"]), (30, 1 << 20, 256, ["loss"])]
+    return [
+        {**base, "n": n, "R": runs, "L": rounds, "traces": traces, "kernel": kernel}
+        for n, runs, rounds, traces in sizes
+        for kernel in ("xla", "pallas")
+    ]
+
+
 def to_markdown(result: dict[str, Any]) -> str:
     """The rows as a table."""
     lines = [
-        "| learner | n | traces | path | kernels per round | loops in a round (their kernels) "
-        "| kernels per chunk |",
-        "|---|---|---|---|---|---|---|",
+        "| learner | n | R | traces | path | kernels per round | loops in a round (their "
+        "kernels) | kernels per chunk | scratch MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         traces = "all" if r["traces"] is None else ", ".join(r["traces"])
         per_round = "—" if r["kernel"] == "pallas" else r["round_kernels"]
+        temp = "—" if r["temp_mib"] is None else f"{r['temp_mib']:,.0f}"
         lines.append(
-            f"| {r['learner']} | {r['n']} | {traces} | {r['kernel']} | {per_round} | "
-            f"{r['loops_in_round']} ({r['loop_kernels_per_round']}) | {r['chunk_kernels']} |"
+            f"| {r['learner']} | {r['n']} | {r['R']:,} | {traces} | {r['kernel']} | "
+            f"{per_round} | {r['loops_in_round']} ({r['loop_kernels_per_round']}) | "
+            f"{r['chunk_kernels']} | {temp} |"
         )
     return "\n".join(lines)
 
@@ -249,13 +265,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--runs", type=int, default=1024, help="R, runs in the block")
     parser.add_argument("--rounds", type=int, default=64, help="L, rounds in the chunk")
+    parser.add_argument(
+        "--large", action="store_true", help="add the GPU table's largest rows (minutes)"
+    )
     args = parser.parse_args(argv)
     config = H100_TARGET if args.target_config is None else args.target_config.read_text()
     device = target_device(args.local, config)
     rows = []
-    for row in default_rows(args.runs, args.rounds):
+    for row in default_rows(args.runs, args.rounds) + (large_rows() if args.large else []):
         rows.append(compile_row(device, row))
-        print(json.dumps({k: rows[-1][k] for k in ("learner", "n", "kernel", "round_kernels")}))
+        keys = ("learner", "n", "R", "kernel", "round_kernels", "temp_mib")
+        print(json.dumps({k: rows[-1][k] for k in keys}), flush=True)
     result = {
         "device": getattr(device, "device_kind", str(device)),
         "deviceless": not args.local,

@@ -85,3 +85,7 @@ def test_a_compiled_chunk_has_no_loop_inside_its_round():
     counts = gpu_compile.compile_row(jax.devices()[0], row)
     assert counts["round_kernels"] > 5
     assert counts["loops_in_round"] == 0
+    table = gpu_compile.to_markdown({"rows": [counts]}).splitlines()
+    assert table[2].startswith(
+        f"| stabl | 8 | 16 | played, loss | xla | {counts['round_kernels']} |"
+    )
