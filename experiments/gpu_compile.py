@@ -16,7 +16,8 @@ program for a GPU and counts, per row:
 - ``chunk_kernels``: kernels outside that loop, once per chunk (for the fused Pallas kernel,
   ``kernel="pallas"``, which has no loop over rounds in XLA's program, all of them);
 - ``temp_mib``: the program's scratch memory, from XLA's memory analysis (with ``--large``,
-  for the largest rows of the GPU speed table, whether they fit on the device).
+  for the largest rows of the GPU speed table, whether they fit on the device; with
+  ``--scaling``, StABL and EXP3 for R = 1,024 to 2^20 runs in one block).
 
 Without a GPU, the program is compiled ahead of time for an NVIDIA H100 SXM described by an
 XLA GPU target config (``--target-config``; deviceless compilation). That needs JAX's CUDA
@@ -237,6 +238,14 @@ def large_rows() -> list[dict[str, Any]]:
     ]
 
 
+def scaling_rows(rounds: int) -> list[dict[str, Any]]:
+    """StABL and EXP3 at n = 30 on the XLA path for R = 1,024 to 2^20 runs in one block: how
+    the compiler's kernels per round change with the block's size."""
+    base = {"kind": "bandit", "n": 30, "L": rounds, "traces": ["played", "loss"], "kernel": "xla"}
+    sizes = (1_024, 4_096, 16_384, 65_536, 131_072, 1 << 20)
+    return [{**base, "learner": name, "R": runs} for name in ("stabl", "exp3") for runs in sizes]
+
+
 def to_markdown(result: dict[str, Any]) -> str:
     """The rows as a table."""
     lines = [
@@ -268,11 +277,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--large", action="store_true", help="add the GPU table's largest rows (minutes)"
     )
+    parser.add_argument(
+        "--scaling", action="store_true", help="add StABL and EXP3 for R = 1,024 to 2^20"
+    )
     args = parser.parse_args(argv)
     config = H100_TARGET if args.target_config is None else args.target_config.read_text()
     device = target_device(args.local, config)
     rows = []
-    for row in default_rows(args.runs, args.rounds) + (large_rows() if args.large else []):
+    rows_asked = default_rows(args.runs, args.rounds)
+    rows_asked += large_rows() if args.large else []
+    rows_asked += scaling_rows(args.rounds) if args.scaling else []
+    for row in rows_asked:
         rows.append(compile_row(device, row))
         keys = ("learner", "n", "R", "kernel", "round_kernels", "temp_mib")
         print(json.dumps({k: rows[-1][k] for k in keys}), flush=True)
