@@ -9,7 +9,7 @@ import pytest
 
 from stabl_jax import ENVS, ExpertAdvice, PiecewiseBernoulli, make_env
 from stabl_jax.envs import equal_change_points, geometric_segment_lengths
-from stabl_jax.envs.base import segment_of
+from stabl_jax.envs.base import COMPARE_ALL_MAX, segment_of
 
 Z = 5.0  # see tests/test_statistics.py for the choice
 
@@ -136,6 +136,17 @@ def test_segment_of_is_searchsorted():
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
     assert ours.dtype == jnp.int32
     assert int(segment_of(jnp.zeros((0,), jnp.int32), jnp.int32(5))) == 0  # one segment
+    many = jnp.arange(1, 2 * COMPARE_ALL_MAX + 3, 2, dtype=jnp.int32)  # the binary search
+    assert many.shape[0] > COMPARE_ALL_MAX
+    ts = jnp.arange(0, 2 * COMPARE_ALL_MAX + 5, 7, dtype=jnp.int32)
+    ours = jax.jit(jax.vmap(lambda t: segment_of(many, t)))(ts)
+    theirs = jnp.searchsorted(many, ts, side="right").astype(jnp.int32)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+    def loops(points):
+        return jax.jit(segment_of).lower(points, jnp.int32(0)).as_text().count("stablehlo.while")
+
+    assert loops(points) == 0 and loops(many) == 1
 
 
 def test_bernoulli_losses_are_jax_random_bernoulli_bit_for_bit():

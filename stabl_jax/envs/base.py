@@ -255,14 +255,19 @@ def geometric_segment_lengths(horizon: int, min_length: int) -> tuple[int, ...]:
     return tuple(lengths)
 
 
+#: Up to this many change points, :func:`segment_of` compares ``t`` with each of them.
+COMPARE_ALL_MAX = 1024
+
+
 def segment_of(change_points: jax.Array, t: jax.Array) -> jax.Array:
     """``()`` int32 index of the segment containing round ``t``: the number of change points
     ``<= t`` (``jnp.searchsorted(change_points, t, side="right")``, the same integer).
 
-    Counted by one comparison per change point (``method="compare_all"``), not by
-    searchsorted's default binary search, which XLA compiles to a while loop inside every
-    simulated round, its kernels launched once per iteration (on a CPU and on a GPU alike).
-    The count fuses with its neighbours; change points are few (at most ``horizon - 1``).
+    Up to :data:`COMPARE_ALL_MAX` change points (every shipped setting has a handful) it is
+    counted by one comparison per change point (``method="compare_all"``), which fuses with
+    its neighbours. Searchsorted's default binary search, kept for more change points,
+    compiles to a while loop inside every simulated round whose kernels are launched once
+    per iteration (on a CPU and on a GPU alike).
 
     Args:
       change_points: ``(S - 1,)`` int32, strictly increasing.
@@ -273,7 +278,8 @@ def segment_of(change_points: jax.Array, t: jax.Array) -> jax.Array:
       >>> [int(segment_of(jnp.array([3, 7]), t)) for t in (0, 3, 6, 7, 9)]
       [0, 1, 1, 2, 2]
     """
-    index = jnp.searchsorted(change_points, t, side="right", method="compare_all")
+    method = "compare_all" if change_points.shape[-1] <= COMPARE_ALL_MAX else "scan"
+    index = jnp.searchsorted(change_points, t, side="right", method=method)
     return index.astype(jnp.int32)
 
 
