@@ -5,8 +5,9 @@ optimised program, with or without a GPU.
 on the XLA path a loop over the rounds whose body is the round. On a GPU every fusion,
 custom call and copy in that body is a kernel launched once per round, and a loop nested
 inside the body launches its own kernels once per iteration, so at small batch sizes the
-count sets the time of a round (docs/speed.md, "On a GPU"). This script compiles the chunk
-program for a GPU and counts, per row:
+count largely sets the time of a round (docs/speed.md, "On a GPU": 45 µs a round at
+R = 1,024 whatever the work). This script compiles the chunk program for a GPU and counts,
+per row:
 
 - ``round_kernels``: kernels in the body of the loop over rounds (fusions, custom calls,
   copies and every other operation that is not free: parameters, tuples, constants,
@@ -15,9 +16,13 @@ program for a GPU and counts, per row:
   they launch in a round (their body's and condition's, times their known trip count);
 - ``chunk_kernels``: kernels outside that loop, once per chunk (for the fused Pallas kernel,
   ``kernel="pallas"``, which has no loop over rounds in XLA's program, all of them);
-- ``temp_mib``: the program's scratch memory, from XLA's memory analysis (with ``--large``,
-  for the largest rows of the GPU speed table, whether they fit on the device; with
-  ``--scaling``, StABL and EXP3 for R = 1,024 to 2^20 runs in one block).
+- ``temp_mib``: the program's scratch memory, from XLA's memory analysis.
+
+The rows (:func:`default_rows`): every registered bandit learner at n = 30 on the XLA path,
+EXP3 and StABL on the fused kernel, StABL at n = 300 and with every trace, two BCO
+learners, all at ``--runs`` runs in one block and chunks of ``--rounds`` rounds. ``--large``
+adds the GPU speed table's largest rows (whether they fit on the device: ``temp_mib``),
+``--scaling`` StABL and EXP3 for R = 1,024 to 2^20.
 
 Without a GPU, the program is compiled ahead of time for an NVIDIA H100 SXM described by an
 XLA GPU target config (``--target-config``; deviceless compilation). That needs JAX's CUDA
