@@ -22,6 +22,7 @@ from stabl_jax import (
     simulate,
 )
 from stabl_jax.envs.base import as_environment
+from stabl_jax.simulate import TRACE_FIELDS
 
 N, T = 5, 48
 
@@ -175,10 +176,10 @@ def test_a_second_simulate_of_the_same_program_traces_nothing(env):
     assert _TRACED
 
 
-def _loops_in_a_chunk(learner, env, fields=("played", "arms", "loss", "prob_best")):
+def _loops_in_a_chunk(learner, env, fields):
     """``while`` loops in the lowered program of one chunk of 8 rounds for 4 runs."""
     sim = importlib.import_module("stabl_jax.simulate")
-    rollout = as_environment(env)
+    rollout = as_environment(env, reveal_all="expected_loss" in fields)
     keys = sim.run_keys(jax.random.key(0), 4, 0, None)
     params = sim.sample_env_params(env, keys)
     carry = sim._init_carry(learner, rollout, keys, params, learner.default_params)
@@ -193,9 +194,14 @@ def _loops_in_a_chunk(learner, env, fields=("played", "arms", "loss", "prob_best
     + [("exp3", name) for name in sorted(ENVS) if name != "expert_advice"],
 )
 def test_a_bandit_round_has_no_loop_inside(learner, env):
-    """The chunk's program is one loop over the rounds and nothing loops inside a round: a
+    """The chunk's program is one loop over the rounds and nothing loops inside a round,
+    whether every arm's loss is drawn (the default traces) or only the queried arms': a
     loop in the round (``jnp.searchsorted``'s binary search, ``jax.random``'s rolled
     Threefry on a CPU) launches its kernels once per iteration, every round."""
     n, horizon = 8, 64
-    built = make(learner, num_arms=n, horizon=horizon)
-    assert _loops_in_a_chunk(built, make_env(env, num_arms=n, horizon=horizon)) == 1
+    built, env = (
+        make(learner, num_arms=n, horizon=horizon),
+        make_env(env, num_arms=n, horizon=horizon),
+    )
+    for fields in (TRACE_FIELDS, ("played", "arms", "loss", "prob_best")):
+        assert _loops_in_a_chunk(built, env, fields) == 1, fields
