@@ -193,9 +193,8 @@ def compile_row(device: Any, row: dict[str, Any]) -> dict[str, Any]:
         )
     fields = tuple(row["traces"]) if row["traces"] else tuple(env.trace_names)
     rollout = as_environment(env, reveal_all="expected_loss" in fields)
-    keys = sim.run_keys(jax.random.key(0), 2, 0, None)
-    small = sim._init_carry(
-        learner, rollout, keys, sim.sample_env_params(env, keys), learner.default_params
+    small = sim.init_runs(
+        learner, rollout, sim.run_keys(jax.random.key(0), 2), learner.default_params
     )
     mesh = Mesh(np.asarray([device]), (sharding.RUNS_AXIS,))
     runs_spec = NamedSharding(mesh, PartitionSpec(sharding.RUNS_AXIS))

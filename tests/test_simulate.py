@@ -180,9 +180,9 @@ def _loops_in_a_chunk(learner, env, fields):
     """``while`` loops in the lowered program of one chunk of 8 rounds for 4 runs."""
     sim = importlib.import_module("stabl_jax.simulate")
     rollout = as_environment(env, reveal_all="expected_loss" in fields)
-    keys = sim.run_keys(jax.random.key(0), 4, 0, None)
-    params = sim.sample_env_params(env, keys)
-    carry = sim._init_carry(learner, rollout, keys, params, learner.default_params)
+    carry = sim.init_runs(
+        learner, rollout, sim.run_keys(jax.random.key(0), 4), learner.default_params
+    )
     plan = sharding.plan_runs(4, host_threads=1)
     lowered = sim.run_chunk.lower(learner, rollout, carry, jnp.int32(0), 8, plan, fields)
     return lowered.as_text().count("stablehlo.while")
