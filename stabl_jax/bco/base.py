@@ -36,7 +36,7 @@ import numpy as np
 import optax
 
 from stabl_jax import checks, gradients
-from stabl_jax.domains import Ball, Domain
+from stabl_jax.domains import Ball, Domain, paper_shrinkage
 from stabl_jax.learners.base import Learner
 
 
@@ -173,6 +173,17 @@ class BCOLearner(Learner[BCOQuery]):
         direction = gradients.sphere_uniform(jax.random.fold_in(key, 1), self.dim, self.float_dtype)
         return BCODraws(expert=expert, direction=direction)
 
+    def delta(self, params: Any) -> jax.Array:
+        """``()`` ``delta = min(delta_scale / (kappa T), r)`` (Section 5's theorem); a learner
+        with other constants overrides it and :meth:`shrinkage`."""
+        k = self.domain
+        return jnp.minimum(params.delta_scale / (k.kappa * self.horizon), k.r)
+
+    def shrinkage(self, params: Any) -> jax.Array:
+        """``()`` ``alpha`` with ``K_hat = (1 - alpha) K``
+        (:func:`stabl_jax.domains.paper_shrinkage`)."""
+        return paper_shrinkage(self.delta(params), self.domain.r, self.domain.kappa)
+
     def step(
         self, state: Any, loss_fn: Callable[[jax.Array], jax.Array], key: jax.Array
     ) -> tuple[Any, BCOStepInfo]:
@@ -193,6 +204,17 @@ class BCOLearner(Learner[BCOQuery]):
         return new_state, self._info(query, observed)
 
     # --- helpers ------------------------------------------------------------------------------
+    def _two_point_query(self, point: jax.Array, params: Any, key: jax.Array) -> BCOQuery:
+        """Play ``point`` ``(dim,)`` and observe ``point + delta u``; no expert is sampled."""
+        u = self.draws(key).direction
+        delta = self.delta(params)
+        return BCOQuery(
+            points=jnp.stack([point, point + delta * u]),
+            direction=u,
+            delta=delta,
+            expert=jnp.zeros((), jnp.int32),
+        )
+
     def _info(self, query: BCOQuery, observed: jax.Array) -> BCOStepInfo:
         return BCOStepInfo(
             played=query.points[0], loss=observed[0], observed=observed, points=query.points

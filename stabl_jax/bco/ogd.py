@@ -27,7 +27,7 @@ import optax
 
 from stabl_jax import checks, gradients
 from stabl_jax.bco.base import BCOLearner, BCOQuery, BCOStepInfo, evaluate
-from stabl_jax.domains import Domain, paper_shrinkage
+from stabl_jax.domains import Domain
 
 # --- Algorithm 4: the base learner ------------------------------------------------------------
 
@@ -149,12 +149,6 @@ class _SingleOGD(BCOLearner):
             params=params,
         )
 
-    def delta(self, params: Any) -> jax.Array:
-        raise NotImplementedError
-
-    def shrinkage(self, params: Any) -> jax.Array:
-        raise NotImplementedError
-
     def learning_rate(self, params: Any) -> jax.Array:
         raise NotImplementedError
 
@@ -195,8 +189,8 @@ class FKM(_SingleOGD):
 
     loss_bound: float | None = None
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "fkm"
+    Params: ClassVar[type] = BanditOGDParams
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -210,10 +204,6 @@ class FKM(_SingleOGD):
             if self.loss_bound is None
             else float(self.loss_bound)
         )
-
-    @property
-    def default_params(self) -> BanditOGDParams:
-        return BanditOGDParams(lr_scale=self._scalar(1.0), delta_scale=self._scalar(1.0))
 
     def base_delta(self) -> float:
         """FKM's ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` before scaling."""
@@ -267,32 +257,14 @@ class TwoPointOGD(_SingleOGD):
 
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "two_point_ogd"
-
-    @property
-    def default_params(self) -> BanditOGDParams:
-        return BanditOGDParams(lr_scale=self._scalar(1.0), delta_scale=self._scalar(1.0))
-
-    def delta(self, params: BanditOGDParams) -> jax.Array:
-        k = self.domain
-        return jnp.minimum(params.delta_scale / (k.kappa * self.horizon), k.r)
-
-    def shrinkage(self, params: BanditOGDParams) -> jax.Array:
-        return paper_shrinkage(self.delta(params), self.domain.r, self.domain.kappa)
+    Params: ClassVar[type] = BanditOGDParams
 
     def learning_rate(self, params: BanditOGDParams) -> jax.Array:
         base = self.domain.D / (self.dim * self.lipschitz * math.sqrt(self.horizon))
         return params.lr_scale * base
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
-        u = self.draws(key).direction
-        delta = self.delta(state.params)
-        y = state.ogd.point
-        return BCOQuery(
-            points=jnp.stack([y, y + delta * u]),
-            direction=u,
-            delta=delta,
-            expert=jnp.zeros((), jnp.int32),
-        )
+        return self._two_point_query(state.ogd.point, state.params, key)
 
     def _tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
         grad = gradients.two_point_estimate(observed[1], observed[0], query.direction, query.delta)
@@ -309,12 +281,8 @@ class FullInfoOGD(_SingleOGD):
     ``tell`` needs the gradient as well as the value.
     """
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "ogd_full_info"
-
-    @property
-    def default_params(self) -> FullInfoOGDParams:
-        return FullInfoOGDParams(lr_scale=self._scalar(1.0))
+    Params: ClassVar[type] = FullInfoOGDParams
 
     def shrinkage(self, params: FullInfoOGDParams) -> jax.Array:
         return self._scalar(0.0)  # projects onto K itself

@@ -67,7 +67,6 @@ import numpy as np
 from stabl_jax import checks, gradients
 from stabl_jax.bco.base import BCOLearner, BCOQuery, safe_softmax
 from stabl_jax.bco.ogd import OGDState, ProjectedOGD
-from stabl_jax.domains import paper_shrinkage
 from stabl_jax.learners.ensemble import Ensemble, EnsembleParams
 
 SCALE_FACTORS: tuple[str, ...] = ("B", "log_T")
@@ -122,16 +121,6 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
         """``(B,)`` ``eta_k = min{1/2, sqrt(log T / L_k)} / (G D)`` (line 5), before scaling."""
         scale = np.minimum(0.5, np.sqrt(self.log_t / self._lengths()))
         return scale / (self.lipschitz * self.domain.D)
-
-    def delta(self, params: StABLBCOParams) -> jax.Array:
-        """``()`` ``delta = min(delta_scale / (kappa T), r)`` (Section 5's theorem)."""
-        k = self.domain
-        return jnp.minimum(params.delta_scale / (k.kappa * self.horizon), k.r)
-
-    def shrinkage(self, params: StABLBCOParams) -> jax.Array:
-        """``()`` ``alpha`` with ``K_hat = (1 - alpha) K``
-        (:func:`stabl_jax.domains.paper_shrinkage`)."""
-        return paper_shrinkage(self.delta(params), self.domain.r, self.domain.kappa)
 
     def base_learner(self) -> ProjectedOGD:
         """Algorithm 4 on this learner's domain and optimiser."""

@@ -65,15 +65,7 @@ class StABLBCOTwoQuery(ExpertEnsembleBCO):
 
     def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
         """``points = [x_t, x_t + delta u]`` (Appendix D, item 2)."""
-        draws = self.draws(key)
-        delta = self.delta(state.params)
-        x = self.played_point(state)
-        return BCOQuery(
-            points=jnp.stack([x, x + delta * draws.direction]),
-            direction=draws.direction,
-            delta=delta,
-            expert=jnp.zeros((), jnp.int32),
-        )
+        return self._two_point_query(self.played_point(state), state.params, key)
 
     def _tell(self, state: StABLBCOState, query: BCOQuery, observed: jax.Array) -> StABLBCOState:
         """Items 3-4: one estimate ``g_hat_t`` for every expert; ``r~(k) = g_hat^T (x_t - A_k)``."""

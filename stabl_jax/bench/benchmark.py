@@ -363,26 +363,30 @@ def _log_line(row: dict[str, Any]) -> str:
     )
 
 
-def _add_ratios(rows: list[dict[str, Any]], bandwidth_gbs: float | None = None) -> None:
-    def find(impl: str, learner: str, n: int, runs: int | None = None) -> dict | None:
-        for row in rows:
-            if (row["impl"], row["learner"], row["num_arms"]) == (impl, learner, n) and (
-                runs is None or row["runs"] == runs
-            ):
-                return row
-        return None
+def _find(
+    rows: list[dict[str, Any]], impl: str, learner: str, n: int, runs: int | None = None
+) -> dict | None:
+    """The first row of ``impl`` for ``learner`` at ``n`` arms (and ``runs``, when given)."""
+    for row in rows:
+        if (row["impl"], row["learner"], row["num_arms"]) == (impl, learner, n) and (
+            runs is None or row["runs"] == runs
+        ):
+            return row
+    return None
 
+
+def _add_ratios(rows: list[dict[str, Any]], bandwidth_gbs: float | None = None) -> None:
     for row in rows:
         if row["impl"] != "jax":
             continue
         key = (row["learner"], row["num_arms"])
-        vec = find("numpy_vectorised", *key, row["runs"])
-        loop = find("numpy_loop", *key)
+        vec = _find(rows, "numpy_vectorised", *key, row["runs"])
+        loop = _find(rows, "numpy_loop", *key)
         if vec is not None:
             row["x_numpy_vectorised"] = row["run_steps_per_s"] / vec["run_steps_per_s"]
         if loop is not None:
             row["x_numpy_loop"] = row["run_steps_per_s"] / loop["run_steps_per_s"]
-        checked = find("jax_validated", *key, row["runs"])
+        checked = _find(rows, "jax_validated", *key, row["runs"])
         if checked is not None:
             row["x_validated"] = checked["run_steps_per_s"] / row["run_steps_per_s"]
         if bandwidth_gbs is not None:
@@ -424,16 +428,7 @@ def to_markdown(result: dict[str, Any]) -> str:
     for row in rows:
         if row["impl"] != "jax":
             continue
-        vec = next(
-            (
-                r
-                for r in rows
-                if r["impl"] == "numpy_vectorised"
-                and (r["learner"], r["num_arms"], r["runs"])
-                == (row["learner"], row["num_arms"], row["runs"])
-            ),
-            None,
-        )
+        vec = _find(rows, "numpy_vectorised", row["learner"], row["num_arms"], row["runs"])
         lines.append(
             f"| {row['learner']} | {row['num_arms']} | {row['runs']} | {row['compile_s']:.1f} "
             f"| {_fmt_rate(row)} | {_si(row['arm_updates_per_s'])} "

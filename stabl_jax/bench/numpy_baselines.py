@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from typing import Protocol
 
 import numpy as np
@@ -149,6 +150,15 @@ def stabl_rates(num_arms: int, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     return meta, expert
 
 
+def _rounds(
+    env: ExpertAdviceSpec, source: Source, rounds: int, num_uniforms: int
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+    """Per round ``t``: ``(t, best arm, losses, the learner's uniforms)``, drawn in this order."""
+    for t in range(rounds):
+        best = env.best_arm(t)
+        yield t, best, source.losses(t, best), source.uniforms(t, num_uniforms)
+
+
 def _traces(shape: tuple[int, ...], num_queries: int, dtype: type) -> dict[str, np.ndarray]:
     return {
         "played": np.zeros(shape, np.int32),
@@ -181,10 +191,7 @@ def exp3_loop(
     eta = exp3_rate(n, env.horizon)
     w = np.full(n, 1.0 / n, dtype)
     out = _traces((rounds,), 1, dtype)
-    for t in range(rounds):
-        best = env.best_arm(t)
-        loss = source.losses(t, best)
-        u = source.uniforms(t, 1)
+    for t, best, loss, u in _rounds(env, source, rounds, 1):
         x = _draw(w, u[0])
         out["played"][t] = x
         out["loss"][t] = loss[x]
@@ -218,10 +225,7 @@ def stabl_loop(
     v = np.full((b, n), 1.0 / n, dtype)
     w = meta_eta.copy()
     out = _traces((rounds,), 2, dtype)
-    for t in range(rounds):
-        best = env.best_arm(t)
-        loss = source.losses(t, best)
-        u = source.uniforms(t, 2)
+    for t, best, loss, u in _rounds(env, source, rounds, 2):
         p = w / w.sum()
         mix = p @ v
         top = v.max(axis=0)
@@ -265,10 +269,7 @@ def exp3_vectorised(
     w = np.full((r, n), 1.0 / n, dtype)
     rows = np.arange(r)
     out = _traces((r, rounds), 1, dtype)
-    for t in range(rounds):
-        best = env.best_arm(t)
-        loss = source.losses(t, best)
-        u = source.uniforms(t, 1)
+    for t, best, loss, u in _rounds(env, source, rounds, 1):
         x = _draw_rows(w, u[:, 0])
         out["played"][:, t] = x
         lx = loss[rows, x]
@@ -294,10 +295,7 @@ def stabl_vectorised(
     w = np.tile(meta_eta, (r, 1))
     rows = np.arange(r)
     out = _traces((r, rounds), 2, dtype)
-    for t in range(rounds):
-        best = env.best_arm(t)
-        loss = source.losses(t, best)
-        u = source.uniforms(t, 2)
+    for t, best, loss, u in _rounds(env, source, rounds, 2):
         p = w / w.sum(axis=1, keepdims=True)
         mix = np.einsum("rk,rki->ri", p, v)
         top = v.max(axis=1)

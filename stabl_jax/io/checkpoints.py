@@ -200,22 +200,17 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
         )
     restored = []
     for i, want in enumerate(leaves):
-        data = arrays[f"carry/{i}"]
-        if _is_key(want):
-            want_data = jax.random.key_data(want)
-            if data.shape != want_data.shape or data.dtype != want_data.dtype:
-                raise CheckpointMismatch(
-                    f"checkpoint key {i} has shape {data.shape} {data.dtype}, expected "
-                    f"{want_data.shape} {want_data.dtype}"
-                )
-            restored.append(jax.random.wrap_key_data(data, impl=jax.random.key_impl(want)))
-            continue
-        if data.shape != want.shape or data.dtype != want.dtype:
+        data, is_key = arrays[f"carry/{i}"], _is_key(want)
+        expected = jax.random.key_data(want) if is_key else want
+        if data.shape != expected.shape or data.dtype != expected.dtype:
             raise CheckpointMismatch(
-                f"checkpoint array {i} has shape {data.shape} {data.dtype}, expected "
-                f"{want.shape} {want.dtype}"
+                f"checkpoint {'key' if is_key else 'array'} {i} has shape {data.shape} "
+                f"{data.dtype}, expected {expected.shape} {expected.dtype}"
             )
-        restored.append(jnp.asarray(data, dtype=want.dtype))
+        if is_key:
+            restored.append(jax.random.wrap_key_data(data, impl=jax.random.key_impl(want)))
+        else:
+            restored.append(jnp.asarray(data, dtype=want.dtype))
     return jax.tree.unflatten(treedef, restored)
 
 

@@ -160,6 +160,12 @@ def _draw_axes(
         ax.legend(fontsize=max(6, fontsize - 2), loc="best", framealpha=0.85)
 
 
+def _save(fig: Any, path: str | Path) -> Path:
+    path = Path(path)
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
 def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
     """One figure of ``bands`` written to ``path``; ``options`` are :func:`_draw_axes`'s."""
     plt = _pyplot()
@@ -167,11 +173,9 @@ def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
         _draw_axes(ax, bands, colors, **options)
-        path = Path(path)
-        fig.savefig(path, dpi=DPI)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return path
 
 
 def plot_panels(
@@ -234,11 +238,9 @@ def plot_panels(
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=min(6, len(labels)))
         fig.suptitle(title, fontsize=11)
-        path = Path(path)
-        fig.savefig(path, dpi=DPI)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return path
 
 
 def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
@@ -438,12 +440,6 @@ class Grid:
     mean: np.ndarray
     half: np.ndarray
     chosen: tuple[int, int]
-
-
-def _save(fig: Any, path: str | Path) -> Path:
-    path = Path(path)
-    fig.savefig(path, dpi=DPI)
-    return path
 
 
 def _tick(value: float) -> str:

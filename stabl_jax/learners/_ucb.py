@@ -45,13 +45,16 @@ def greedy_query(index: jax.Array, dtype: jnp.dtype) -> BanditQuery:
 
 @dataclasses.dataclass(frozen=True)
 class SwitchingUCB(BanditLearner):
-    """Base class of the two index policies. A subclass declares the fields ``num_changes``
-    (``Upsilon_T``, an int >= 0) and ``xi`` (the padding's constant, > 0), both checked here,
-    and :meth:`index`; a round plays the arm of largest index (:func:`greedy_query`)."""
+    """Base class of the two index policies, with the field ``num_changes`` (``Upsilon_T``,
+    an int >= 0). A subclass declares the field ``xi`` (the padding's constant, > 0), both
+    checked here, and :meth:`index`; a round plays the arm of largest index
+    (:func:`greedy_query`)."""
+
+    num_changes: int = 3
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        checks.check_int("num_changes", self.num_changes, minimum=0)  # type: ignore[attr-defined]
+        checks.check_int("num_changes", self.num_changes, minimum=0)
         xi = float(self.xi)
         if not math.isfinite(xi) or xi <= 0.0:
             raise ValueError(f"xi must be a finite number > 0, got {self.xi!r}")

@@ -42,7 +42,7 @@ class Learner(Generic[Query]):
     """Base class of every learner: the public contract over the private maths.
 
     Subclasses are frozen dataclasses, hashed by value, so equal learners share one compiled
-    program. A learner implements ``default_params``, ``_init(key, params)``,
+    program. A learner sets ``Params`` and implements ``_init(key, params)``,
     ``_ask(state, key) -> Query`` and ``_tell(state, query, observed) -> state`` (its maths,
     nothing else); a family (bandit, BCO) implements ``step``, ``_queried`` and
     ``_checked_observed``. Every state has a round counter ``t`` (``() int32``).
@@ -59,6 +59,8 @@ class Learner(Generic[Query]):
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "base"
+    #: The sweepable numbers: a chex dataclass of ``()`` arrays (see :attr:`default_params`).
+    Params: ClassVar[type]
     #: Allowed ranges of ``Params`` fields (checked when concrete); every field must be
     #: finite in any case.
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {}
@@ -70,7 +72,12 @@ class Learner(Generic[Query]):
     # --- the public contract: checks and casts, then the maths ----------------------------
     @property
     def default_params(self) -> Any:
-        raise NotImplementedError
+        """``Params`` with each field set to the learner's option of the same name where it
+        has one (EXP3's ``gamma``, D-UCB's ``discount``), else to 1 (a scale)."""
+        fields = dataclasses.fields(self.Params)
+        return self.Params(
+            **{p.name: jnp.asarray(getattr(self, p.name, 1.0), self.float_dtype) for p in fields}
+        )
 
     def init(self, key: jax.Array, params: Any = None) -> Any:
         """The initial state; ``params`` (default :attr:`default_params`) checked by

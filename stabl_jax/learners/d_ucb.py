@@ -97,12 +97,11 @@ class DUCB(_ucb.SwitchingUCB):
       ALT 2011 (arXiv:0805.3415). Algorithm 1 and Theorem 1.
     """
 
-    num_changes: int = 3
     discount: float | None = None
     xi: float = 0.5
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "d_ucb"
+    Params: ClassVar[type] = DUCBParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         "explore_scale": checks.Interval(0.0),
         "discount": checks.Interval(0.0, 1.0, low_open=True),
@@ -118,11 +117,6 @@ class DUCB(_ucb.SwitchingUCB):
                 f"discount must be in (0, 1] (1 is undiscounted UCB), got {self.discount!r}"
             )
         object.__setattr__(self, "discount", discount)
-
-    @property
-    def default_params(self) -> DUCBParams:
-        f = self.float_dtype
-        return DUCBParams(explore_scale=jnp.asarray(1.0, f), discount=jnp.asarray(self.discount, f))
 
     def _init(self, key: jax.Array, params: DUCBParams) -> DUCBState:
         del key

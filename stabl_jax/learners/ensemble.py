@@ -130,11 +130,6 @@ class Ensemble(Learner):
         return self.uniform_log_probs(self.num_experts)
 
     # --- params -------------------------------------------------------------------------------
-    @property
-    def default_params(self) -> Any:
-        one = jnp.asarray(1.0, self.float_dtype)
-        return self.Params(**{f.name: one for f in dataclasses.fields(self.Params)})
-
     def check_params(self, params: Any, batch: int | None = None) -> None:
         """The base checks, and, when :attr:`param_bounds` has ``meta_lr_scale``'s
         (:data:`SCALE_BOUNDS`): every ``eta_k = meta_lr_scale * base_k`` is a normal number of

@@ -75,8 +75,8 @@ class EXP3(WeightsLearner):
     gamma: float = 0.0
     feedback: str = "loss"
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3"
+    Params: ClassVar[type] = EXP3Params
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         "lr_scale": checks.Interval(0.0),
         "gamma": checks.Interval(0.0, 1.0),
@@ -86,11 +86,6 @@ class EXP3(WeightsLearner):
         super().__post_init__()
         checks.check_probability("gamma", self.gamma)
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
-
-    @property
-    def default_params(self) -> EXP3Params:
-        f = self.float_dtype
-        return EXP3Params(lr_scale=jnp.asarray(1.0, f), gamma=jnp.asarray(self.gamma, f))
 
     def learning_rate(self, params: EXP3Params) -> jax.Array:
         """``eta = lr_scale sqrt(ln(n) (1 - gamma) / (T n))``: Lemma, ``C = 1/(1-gamma)``."""

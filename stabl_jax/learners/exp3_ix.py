@@ -64,17 +64,12 @@ class Exp3IX(WeightsLearner):
       bandits. NeurIPS 2015. Algorithm 1 and Theorem 1.
     """
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3_ix"
+    Params: ClassVar[type] = Exp3IXParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         "lr_scale": checks.Interval(0.0),
         "ix_scale": checks.Interval(0.0),
     }
-
-    @property
-    def default_params(self) -> Exp3IXParams:
-        f = self.float_dtype
-        return Exp3IXParams(lr_scale=jnp.asarray(1.0, f), ix_scale=jnp.asarray(1.0, f))
 
     def rates(self, params: Exp3IXParams) -> tuple[jax.Array, jax.Array]:
         """``(eta, gamma)``: ``eta = lr_scale sqrt(2 ln K / (K T))``, ``gamma = ix_scale eta/2``."""

@@ -84,14 +84,10 @@ class VizierEXP3Base(BanditLearner):
     ``log softmax(w_t)``, a count ``t`` of updates, one ``stepsize`` (default 1.0), one arm a
     round drawn from :meth:`play_distribution`. Subclasses define that and ``tell``."""
 
-    num_queries: ClassVar[int] = 1
+    Params: ClassVar[type] = EXP3VizierParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         "stepsize": checks.Interval(0.0, low_open=True),  # Vizier: gt(0)
     }
-
-    @property
-    def default_params(self) -> EXP3VizierParams:
-        return EXP3VizierParams(stepsize=jnp.asarray(1.0, self.float_dtype))
 
     def _init(self, key: jax.Array, params: EXP3VizierParams) -> EXP3VizierState:
         del key

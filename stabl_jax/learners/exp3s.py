@@ -100,8 +100,8 @@ class Exp3S(WeightsLearner):
     gamma: float | None = None
     alpha: float | None = None
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "exp3s"
+    Params: ClassVar[type] = Exp3SParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         "gamma": checks.Interval(0.0, 1.0),
         "alpha": checks.Interval(0.0),
@@ -121,15 +121,6 @@ class Exp3S(WeightsLearner):
         if not math.isfinite(alpha) or alpha < 0.0:
             raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
         object.__setattr__(self, "alpha", alpha)
-
-    @property
-    def default_params(self) -> Exp3SParams:
-        f = self.float_dtype
-        return Exp3SParams(
-            gamma=jnp.asarray(self.gamma, f),
-            alpha=jnp.asarray(self.alpha, f),
-            lr_scale=jnp.asarray(1.0, f),
-        )
 
     def play_distribution(self, state: WeightsState) -> jax.Array:
         """``(num_arms,)`` step 1: ``p(t) = (1 - gamma) w(t) / W_t + gamma / K``."""

@@ -87,15 +87,12 @@ class Hedge(WeightsLearner):
     """
 
     name: ClassVar[str] = "hedge"
+    Params: ClassVar[type] = HedgeParams
 
     @property
     def num_queries(self) -> int:  # type: ignore[override]
         """``n``: every arm is observed every round."""
         return self.num_arms
-
-    @property
-    def default_params(self) -> HedgeParams:
-        return HedgeParams(lr_scale=jnp.asarray(1.0, self.float_dtype))
 
     def learning_rate(self, params: HedgeParams) -> jax.Array:
         """``()`` ``eta = lr_scale sqrt(8 ln n / T)``."""

@@ -124,8 +124,8 @@ class StABLVizier(BanditLearner):
     naive_sampling: bool = False
     feedback: str = "reward"
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "stabl_vizier"
+    Params: ClassVar[type] = StABLVizierParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         "base_stepsize": checks.Interval(0.0, low_open=True),  # Vizier: gt(0)
         "meta_stepsize": checks.Interval(0.0, low_open=True),
@@ -142,13 +142,6 @@ class StABLVizier(BanditLearner):
     def num_experts(self) -> int:
         """``B``, the number of history lengths."""
         return len(self.history_lengths)  # type: ignore[arg-type]
-
-    @property
-    def default_params(self) -> StABLVizierParams:
-        f = self.float_dtype
-        return StABLVizierParams(
-            base_stepsize=jnp.asarray(1.0, f), meta_stepsize=jnp.asarray(1.0, f)
-        )
 
     def is_observation_trial(self, t: jax.Array) -> jax.Array:
         """``()`` bool: trial ``t`` is drawn from ``P`` (odd ``t``), not the play mixture."""

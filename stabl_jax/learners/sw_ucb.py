@@ -102,12 +102,11 @@ class SWUCB(_ucb.SwitchingUCB):
       ALT 2011 (arXiv:0805.3415). Algorithm 2 and Theorem 2.
     """
 
-    num_changes: int = 3
     window: int | None = None
     xi: float = 0.6
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "sw_ucb"
+    Params: ClassVar[type] = SWUCBParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"explore_scale": checks.Interval(0.0)}
 
     def __post_init__(self) -> None:
@@ -121,10 +120,6 @@ class SWUCB(_ucb.SwitchingUCB):
                 " than the horizon never fills: use window=horizon)"
             )
         object.__setattr__(self, "window", window)
-
-    @property
-    def default_params(self) -> SWUCBParams:
-        return SWUCBParams(explore_scale=jnp.asarray(1.0, self.float_dtype))
 
     def _init(self, key: jax.Array, params: SWUCBParams) -> SWUCBState:
         del key

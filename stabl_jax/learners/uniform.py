@@ -35,12 +35,8 @@ class Uniform(BanditLearner):
       (1,)
     """
 
-    num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "uniform"
-
-    @property
-    def default_params(self) -> UniformParams:
-        return UniformParams()
+    Params: ClassVar[type] = UniformParams
 
     def _init(self, key: jax.Array, params: UniformParams) -> UniformState:
         del key
