@@ -241,19 +241,11 @@ def check_query(query: Any, num_arms: int, num_queries: int) -> None:
     when concrete, arms are ints in ``[0, num_arms)`` and query probabilities in ``(0, 1]``
     (an importance weight divides by them)."""
     arms, probs = query.arms, query.query_probs
-    if tuple(np.shape(arms)) != (num_queries,):
-        raise ValueError(
-            f"query.arms must have shape ({num_queries},), got {tuple(np.shape(arms))}"
-        )
-    if tuple(np.shape(probs)) != (num_queries,):
-        raise ValueError(
-            f"query.query_probs must have shape ({num_queries},), got {tuple(np.shape(probs))}"
-        )
-    if tuple(np.shape(query.play_probs)) != (num_arms,):
-        raise ValueError(
-            f"query.play_probs must have shape ({num_arms},), got "
-            f"{tuple(np.shape(query.play_probs))}"
-        )
+    sizes = {"arms": num_queries, "query_probs": num_queries, "play_probs": num_arms}
+    for field, size in sizes.items():
+        shape = tuple(np.shape(getattr(query, field)))
+        if shape != (size,):
+            raise ValueError(f"query.{field} must have shape ({size},), got {shape}")
     if is_concrete(arms):
         a = np.asarray(arms)
         if not np.issubdtype(a.dtype, np.integer):

@@ -32,13 +32,6 @@ import optax
 from stabl_jax import checks
 
 
-def _check_positive(name: str, value: float) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
-    return v
-
-
 def paper_shrinkage(delta: jax.Array, r: float, kappa: float) -> jax.Array:
     """``alpha = min(1, max(kappa delta, delta / r))``: ``K_hat = (1 - alpha) K`` (Algorithm 4).
 
@@ -60,9 +53,18 @@ class Domain:
     dim: int
 
     name: ClassVar[str] = "domain"
+    #: The field holding ``K``'s size, a finite positive float (the radius, the half-width).
+    size_field: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
         checks.check_int("dim", self.dim, minimum=1)
+        field = self.size_field
+        if field:
+            value = getattr(self, field)
+            size = float(value)
+            if not math.isfinite(size) or size <= 0.0:
+                raise ValueError(f"{field} must be a finite positive number, got {value!r}")
+            object.__setattr__(self, field, size)
 
     # --- geometry ---------------------------------------------------------------------------
     @property
@@ -104,7 +106,8 @@ class Domain:
 
     def shrunk(self, alpha: float) -> Domain:
         """The domain ``(1 - alpha) K`` as a new object (host-side; ``alpha`` in [0, 1))."""
-        raise NotImplementedError
+        size = (1.0 - float(alpha)) * getattr(self, self.size_field)
+        return dataclasses.replace(self, **{self.size_field: size})
 
     # --- membership, support, sampling --------------------------------------------------------
     def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
@@ -137,10 +140,7 @@ class Ball(Domain):
     radius: float = 1.0
 
     name: ClassVar[str] = "ball"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "radius", _check_positive("radius", self.radius))
+    size_field: ClassVar[str] = "radius"
 
     @property
     def r(self) -> float:
@@ -155,9 +155,6 @@ class Ball(Domain):
         rad = jnp.asarray(scale, x.dtype) * self.radius
         proj = optax.projections.projection_l2_ball(x, rad)
         return jnp.where(rad > 0, proj, jnp.zeros_like(x))  # scale 0: K_hat = {0}
-
-    def shrunk(self, alpha: float) -> Ball:
-        return Ball(dim=self.dim, radius=(1.0 - float(alpha)) * self.radius)
 
     def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
         return jnp.linalg.norm(x) <= self.radius * (1.0 + atol)
@@ -186,10 +183,7 @@ class Box(Domain):
     half_width: float = 1.0
 
     name: ClassVar[str] = "box"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "half_width", _check_positive("half_width", self.half_width))
+    size_field: ClassVar[str] = "half_width"
 
     @property
     def r(self) -> float:
@@ -203,9 +197,6 @@ class Box(Domain):
         x = jnp.asarray(x)
         a = jnp.asarray(scale, x.dtype) * self.half_width
         return optax.projections.projection_box(x, -a, a)
-
-    def shrunk(self, alpha: float) -> Box:
-        return Box(dim=self.dim, half_width=(1.0 - float(alpha)) * self.half_width)
 
     def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
         return jnp.max(jnp.abs(x)) <= self.half_width * (1.0 + atol)
@@ -232,10 +223,7 @@ class L1Ball(Domain):
     radius: float = 1.0
 
     name: ClassVar[str] = "l1_ball"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "radius", _check_positive("radius", self.radius))
+    size_field: ClassVar[str] = "radius"
 
     @property
     def r(self) -> float:
@@ -251,9 +239,6 @@ class L1Ball(Domain):
         safe = jnp.maximum(a, jnp.finfo(x.dtype).tiny)
         proj = optax.projections.projection_l1_ball(x, safe)
         return jnp.where(a > 0, proj, jnp.zeros_like(x))
-
-    def shrunk(self, alpha: float) -> L1Ball:
-        return L1Ball(dim=self.dim, radius=(1.0 - float(alpha)) * self.radius)
 
     def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
         return jnp.sum(jnp.abs(x)) <= self.radius * (1.0 + atol)
@@ -284,6 +269,4 @@ def make_domain(name: str, dim: int, size: float = 1.0) -> Domain:
     if name not in DOMAINS:
         raise ValueError(f"unknown domain {name!r}; choose one of {sorted(DOMAINS)}")
     cls = DOMAINS[name]
-    if cls is Box:
-        return Box(dim=dim, half_width=size)
-    return cls(dim=dim, radius=size)  # type: ignore[call-arg]
+    return cls(dim=dim, **{cls.size_field: size})  # type: ignore[arg-type]

@@ -41,7 +41,8 @@ def best_window_sums(arm_prefix: np.ndarray, length: int, block: int = 1024) -> 
     return best
 
 
-def _check_windows(window_lengths: Sequence[int], horizon: int) -> None:
+def check_windows(window_lengths: Sequence[int], horizon: int) -> None:
+    """``ValueError`` unless every window length is in ``[1, horizon]``."""
     for length in window_lengths:
         if not 1 <= length <= horizon:
             raise ValueError(f"window length {length} must be in [1, T={horizon}]")
@@ -96,7 +97,7 @@ def adaptive_regret_from_losses(
     single = played.ndim == 1
     played = np.atleast_2d(played)
     horizon = played.shape[1]
-    _check_windows(window_lengths, horizon)
+    check_windows(window_lengths, horizon)
     p_prefix = prefix_sums(played.T).T  # (P, T + 1)
     a_prefix = prefix_sums(arm_losses)
     out = np.empty((played.shape[0], len(window_lengths)))
@@ -136,7 +137,7 @@ def paired_adaptive_regret(
     """
     names = list(traces)
     num_runs, horizon = np.shape(traces[names[0]])
-    _check_windows(window_lengths, horizon)
+    check_windows(window_lengths, horizon)
     out = {name: np.empty((num_runs, len(window_lengths))) for name in names}
     for start, block, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
         if on_block is not None:

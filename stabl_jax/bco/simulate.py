@@ -100,23 +100,6 @@ def minimize_window(
     return best_x, length * jnp.minimum(f_last, best_f)
 
 
-def _window_comparator(
-    env: Any, domain: Domain, num_steps: int, thetas: jax.Array
-) -> tuple[jax.Array, jax.Array]:
-    """``(value, gap)`` of one window ``thetas`` ``(L, p)``."""
-    if hasattr(env, "window_minimum"):
-        x, value = env.window_minimum(thetas)
-    else:
-        x, value = minimize_window(
-            env.family, thetas, domain, env.lipschitz, env.smoothness, num_steps
-        )
-    if hasattr(env, "window_subgradient"):
-        grad = env.window_subgradient(thetas, x)
-    else:
-        grad = jax.grad(lambda y: jnp.sum(jax.vmap(env.family, in_axes=(0, None))(thetas, y)))(x)
-    return value, frank_wolfe_gap(grad, x, domain)
-
-
 @partial(jax.jit, static_argnames=("env", "domain", "length", "num_steps"))
 def window_comparators(
     env: Any,
@@ -131,7 +114,18 @@ def window_comparators(
 
     def one(th: jax.Array, s: jax.Array) -> tuple[jax.Array, jax.Array]:
         window = jax.lax.dynamic_slice_in_dim(th, s, length, axis=0)
-        return _window_comparator(env, domain, num_steps, window)
+        if hasattr(env, "window_minimum"):
+            x, value = env.window_minimum(window)
+        else:
+            x, value = minimize_window(
+                env.family, window, domain, env.lipschitz, env.smoothness, num_steps
+            )
+        if hasattr(env, "window_subgradient"):
+            grad = env.window_subgradient(window, x)
+        else:
+            family = jax.vmap(env.family, in_axes=(0, None))
+            grad = jax.grad(lambda y: jnp.sum(family(window, y)))(x)
+        return value, frank_wolfe_gap(grad, x, domain)
 
     per_run = jax.vmap(one, in_axes=(None, 0))
     return jax.vmap(per_run, in_axes=(0, None))(thetas, starts)
@@ -139,8 +133,7 @@ def window_comparators(
 
 def window_starts(horizon: int, length: int, stride: int) -> np.ndarray:
     """``{0, stride, 2 stride, ...} ∪ {T - L}``: window starts of :func:`bco_adaptive_regret`."""
-    if not 1 <= length <= horizon:
-        raise ValueError(f"window length {length} must be in [1, T={horizon}]")
+    metrics.check_windows((length,), horizon)
     starts = np.arange(0, horizon - length + 1, stride)
     if starts[-1] != horizon - length:
         starts = np.append(starts, horizon - length)

@@ -304,6 +304,36 @@ def validate_change_points(change_points: object, horizon: int) -> tuple[int, ..
     return tuple(int(c) for c in points)
 
 
+def resolve_change_points(
+    horizon: int,
+    change_points: tuple[int, ...] | None,
+    num_segments: int,
+    random_change_points: bool,
+    geometric_min_length: int | None = None,
+) -> tuple[int, ...]:
+    """The change points that an environment's segment options describe (the attributes of
+    :class:`PiecewiseEnv` of the same names): the geometric segments', those of ``num_segments``
+    equal segments (``change_points=None``), or the given ones, validated."""
+    if geometric_min_length is not None:
+        lengths = geometric_segment_lengths(horizon, geometric_min_length)
+        points = tuple(int(c) for c in np.cumsum(lengths)[:-1])
+        # (the derived points themselves are accepted, so dataclasses.replace works)
+        if change_points is not None and tuple(change_points) != points:
+            raise ValueError(
+                f"change_points={change_points!r} and geometric_min_length="
+                f"{geometric_min_length} both set the segments; give only one"
+            )
+        return points
+    if change_points is None:
+        return equal_change_points(horizon, num_segments)
+    if random_change_points:
+        raise ValueError(
+            f"change_points={change_points!r} and random_change_points=True exclude "
+            "each other: give the points, or num_segments with random_change_points"
+        )
+    return validate_change_points(change_points, horizon)
+
+
 @chex.dataclass(frozen=True)
 class SegmentParams:
     """Per-run segment structure shared by the piecewise environments.
@@ -349,24 +379,13 @@ class PiecewiseEnv(BanditEnv):
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
         checks.check_int("horizon", self.horizon, minimum=2)
-        if self.geometric_min_length is not None:
-            lengths = geometric_segment_lengths(self.horizon, self.geometric_min_length)
-            points = tuple(int(c) for c in np.cumsum(lengths)[:-1])
-            # (the derived points themselves are accepted, so dataclasses.replace works)
-            if self.change_points is not None and tuple(self.change_points) != points:
-                raise ValueError(
-                    f"change_points={self.change_points!r} and geometric_min_length="
-                    f"{self.geometric_min_length} both set the segments; give only one"
-                )
-        elif self.change_points is None:
-            points = equal_change_points(self.horizon, self.num_segments)
-        elif self.random_change_points:
-            raise ValueError(
-                f"change_points={self.change_points!r} and random_change_points=True exclude "
-                "each other: give the points, or num_segments with random_change_points"
-            )
-        else:
-            points = validate_change_points(self.change_points, self.horizon)
+        points = resolve_change_points(
+            self.horizon,
+            self.change_points,
+            self.num_segments,
+            self.random_change_points,
+            self.geometric_min_length,
+        )
         object.__setattr__(self, "change_points", points)
         object.__setattr__(self, "num_segments", len(points) + 1)
         checks.check_choice("best_arm_order", self.best_arm_order, BEST_ARM_ORDERS)
@@ -409,11 +428,11 @@ class PiecewiseEnv(BanditEnv):
     @property
     def default_params(self) -> Any:
         """Deterministic parameters (given change points, sequential best arms)."""
-        raise NotImplementedError
+        return self._segment_params(None)
 
     def sample_params(self, key: jax.Array) -> Any:
         """Per-run parameters drawn from ``key`` (random change points / best arms / means)."""
-        raise NotImplementedError
+        return self._segment_params(key)
 
     def mean_loss(self, params: Any, t: jax.Array) -> jax.Array:
         """``(num_arms,)`` expected losses of round ``t``."""

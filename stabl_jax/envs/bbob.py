@@ -230,14 +230,9 @@ class BBOBFunction:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.norm_scale is not None and not (
-            isinstance(self.norm_scale, int | float)
-            and math.isfinite(self.norm_scale)
-            and self.norm_scale > 0
-        ):
-            raise ValueError(
-                f"norm_scale must be None or a finite number > 0, got {self.norm_scale!r}"
-            )
+        s = self.norm_scale
+        if s is not None and not (isinstance(s, int | float) and math.isfinite(s) and s > 0):
+            raise ValueError(f"norm_scale must be None or a finite number > 0, got {s!r}")
 
     @property
     def name(self) -> str:
@@ -275,11 +270,9 @@ class BBOBFunction:
         params = BBOBFunctionParams(
             coco=coco, x_star=x_star, rotation=rotation, norm_scale=jnp.ones((), dtype)
         )
-        if not self.normalize:
-            return params
-        if self.norm_scale is not None:
-            return params.replace(norm_scale=jnp.asarray(self.norm_scale, dtype))
-        return params.replace(norm_scale=_origin_scale(self, params))
+        if self.normalize:
+            params = params.replace(norm_scale=_norm_scale(self, params))
+        return params
 
     # --- evaluation -------------------------------------------------------------------------
     def _to_coco(self, params: BBOBFunctionParams, x: jax.Array) -> jax.Array:
@@ -405,13 +398,10 @@ class BBOBSuite:
         coco = BBOBParams(**{k: jnp.asarray(v, dtype)[index] for k, v in stacked.items()})
         plain = dataclasses.replace(self.members[0], normalize=False)
         params = BBOBSuiteParams(index=index, function=plain._params(key, coco))
-        if not self.normalize:
-            return params
-        if self.norm_scale is not None:
-            scale = jnp.asarray(self.norm_scale, dtype)
-        else:
-            scale = _origin_scale(self, params)
-        return params.replace(function=params.function.replace(norm_scale=scale))
+        if self.normalize:
+            scale = _norm_scale(self, params)
+            params = params.replace(function=params.function.replace(norm_scale=scale))
+        return params
 
     def sample_params(self, key: jax.Array) -> BBOBSuiteParams:
         """A member drawn uniformly (from ``fold_in(key, 3)``), shifted and rotated from
@@ -423,8 +413,7 @@ class BBOBSuite:
 
     def gap(self, params: BBOBSuiteParams, x: jax.Array) -> jax.Array:
         """``(...)`` gap of the run's function at ``x`` of shape ``(..., d)``."""
-        branches = [functools.partial(_member_gap, fn) for fn in self.members]
-        return jax.lax.switch(params.index, branches, params.function, x)
+        return jax.lax.switch(params.index, [fn.gap for fn in self.members], params.function, x)
 
     def value(self, params: BBOBSuiteParams, x: jax.Array) -> jax.Array:
         """``(...)`` noiseless value (normalised when ``normalize``), as :class:`BBOBFunction`."""
@@ -432,10 +421,6 @@ class BBOBSuite:
         if self.normalize:
             return normalize_gap(gap, params.norm_scale)
         return gap + params.coco.f_opt
-
-
-def _member_gap(fn: BBOBFunction, params: BBOBFunctionParams, x: jax.Array) -> jax.Array:
-    return fn.gap(params, x)
 
 
 @functools.cache
@@ -468,6 +453,13 @@ def _draw_shift_rotation(
     if rotate:
         rotation = haar_orthogonal(jax.random.fold_in(key, 1), dim, dtype)
     return x_star, rotation
+
+
+def _norm_scale(fn: BBOBFunction | BBOBSuite, params: Any) -> jax.Array:
+    """The normalisation scale ``s``: ``fn.norm_scale``, else :func:`_origin_scale`."""
+    if fn.norm_scale is not None:
+        return jnp.asarray(fn.norm_scale, params.coco.f_opt.dtype)
+    return _origin_scale(fn, params)
 
 
 @functools.partial(jax.jit, static_argnums=0)

@@ -76,25 +76,23 @@ class BBOBInstance(NamedTuple):
 # --- COCO's legacy random numbers ---------------------------------------------------------------
 def legacy_uniform(n: int, seed: int) -> np.ndarray:
     """``bbob2009_unif``: ``n`` uniforms in (0, 1] from the shuffled Park-Miller sequence."""
-    seed = abs(int(seed))
-    seed = max(seed, 1)
-    state = seed
-    table = [0] * 32
-    for i in range(39, -1, -1):
-        # Schrage's trick for 16807 * state mod (2^31 - 1); Python ints are exact.
+
+    def park_miller(state: int) -> int:
+        """Schrage's trick for ``16807 * state mod (2^31 - 1)``; Python ints are exact."""
         tmp = state // 127773
         state = 16807 * (state - tmp * 127773) - 2836 * tmp
-        if state < 0:
-            state += 2147483647
+        return state + 2147483647 if state < 0 else state
+
+    state = max(abs(int(seed)), 1)
+    table = [0] * 32
+    for i in range(39, -1, -1):
+        state = park_miller(state)
         if i < 32:
             table[i] = state
     current = table[0]
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
-        tmp = state // 127773
-        state = 16807 * (state - tmp * 127773) - 2836 * tmp
-        if state < 0:
-            state += 2147483647
+        state = park_miller(state)
         slot = current // 67108865
         current = table[slot]
         table[slot] = state
@@ -134,7 +132,7 @@ def legacy_xopt(seed: int, dim: int) -> np.ndarray:
 
 def legacy_fopt(function_id: int, instance: int) -> float:
     """``bbob2009_compute_fopt``: Cauchy-like ratio of two Gaussians, rounded to 0.01, in ±1000."""
-    seed = {4: 3, 18: 17}.get(function_id, function_id) + 10000 * instance
+    seed = instance_seed(function_id, instance)
     ratio = legacy_gauss(1, seed)[0] / legacy_gauss(1, seed + 1)[0]
     value = math.floor(100.0 * 100.0 * ratio + 0.5) / 100.0
     return min(1000.0, max(-1000.0, value))

@@ -43,13 +43,6 @@ class PiecewiseBernoulli(PiecewiseEnv):
         if not 0.0 < self.gap <= self.mean:
             raise ValueError(f"gap must be in (0, mean={self.mean}], got {self.gap}")
 
-    @property
-    def default_params(self) -> SegmentParams:
-        return self._segment_params(None)
-
-    def sample_params(self, key: jax.Array) -> SegmentParams:
-        return self._segment_params(key)
-
     def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
         means = jnp.full((self.num_arms,), self.mean, jnp.float32)
         return means.at[self.best_arm(params, t)].add(-self.gap)

@@ -35,12 +35,7 @@ from jax.tree_util import Partial
 
 from stabl_jax import checks, gradients
 from stabl_jax.domains import Ball, Domain
-from stabl_jax.envs.base import (
-    Environment,
-    equal_change_points,
-    segment_of,
-    validate_change_points,
-)
+from stabl_jax.envs.base import Environment, resolve_change_points, segment_of
 
 SCHEDULES: tuple[str, ...] = ("piecewise", "alternate", "drift")
 
@@ -130,15 +125,9 @@ class ConvexEnv(Environment):
         if not isinstance(self.domain, Domain) or self.domain.dim != self.dim:
             raise ValueError(f"domain must be a Domain with dim={self.dim}, got {self.domain!r}")
         checks.check_choice("schedule", self.schedule, SCHEDULES)
-        if self.change_points is None:
-            points = equal_change_points(self.horizon, self.num_segments)
-        elif self.random_change_points:
-            raise ValueError(
-                f"change_points={self.change_points!r} and random_change_points=True exclude "
-                "each other: give the points, or num_segments with random_change_points"
-            )
-        else:
-            points = validate_change_points(self.change_points, self.horizon)
+        points = resolve_change_points(
+            self.horizon, self.change_points, self.num_segments, self.random_change_points
+        )
         object.__setattr__(self, "change_points", points)
         object.__setattr__(self, "num_segments", len(points) + 1)
         if self.period is None:
@@ -179,6 +168,7 @@ class ConvexEnv(Environment):
     def target_norm(self) -> float:
         return float(self.target_radius) * self.domain.r
 
+    @partial(jax.jit, static_argnums=(0, 2))  # one program, not a dozen eager dispatches
     def _params(self, key: jax.Array, random_points: bool) -> ConvexEnvParams:
         s, n = self.num_segments, self.num_targets
         k_points, k_dirs, k_phase = jax.random.split(key, 3)
@@ -207,11 +197,11 @@ class ConvexEnv(Environment):
     @property
     def default_params(self) -> ConvexEnvParams:
         """Parameters from the fixed key ``jax.random.key(0)`` with the given change points."""
-        return _jitted_params(self, jax.random.key(0), False)
+        return self._params(jax.random.key(0), False)
 
     def sample_params(self, key: jax.Array) -> ConvexEnvParams:
         """Per-run parameters: targets, drift phase and (optionally) change points."""
-        return _jitted_params(self, key, True)
+        return self._params(key, True)
 
     def segment(self, params: ConvexEnvParams, t: jax.Array) -> jax.Array:
         """``()`` int32 segment of round ``t`` (piecewise schedule)."""
@@ -253,12 +243,6 @@ class ConvexEnv(Environment):
             best = jnp.nan
         info = {"best_loss": jnp.asarray(best, jnp.float32)}
         return state, jax.vmap(loss_fn)(query.points), info
-
-
-@partial(jax.jit, static_argnums=(0, 2))
-def _jitted_params(env: ConvexEnv, key: jax.Array, random_points: bool) -> ConvexEnvParams:
-    # One compiled program instead of a dozen eagerly dispatched ops.
-    return env._params(key, random_points)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -221,19 +221,8 @@ class EagleConfig:
 
     def params(self, dim: int, dtype: jnp.dtype = jnp.float32) -> EagleParams:
         """The numbers as an :class:`EagleParams` with ``()`` leaves."""
-        floats = {
-            name: jnp.asarray(getattr(self, name), dtype)
-            for name in (
-                "perturbation",
-                "gravity",
-                "negative_gravity",
-                "visibility",
-                "penalize_factor",
-                "perturbation_lower_bound",
-                "max_perturbation",
-                "explore_rate",
-            )
-        }
+        names = [f.name for f in dataclasses.fields(EagleParams) if f.name != "pool_size"]
+        floats = {name: jnp.asarray(getattr(self, name), dtype) for name in names}
         return EagleParams(**floats, pool_size=jnp.asarray(self.capacity(dim), jnp.int32))
 
 

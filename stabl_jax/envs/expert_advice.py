@@ -49,13 +49,6 @@ class ExpertAdvice(PiecewiseEnv):
                 f"{self.baseline_high} + {self.bonus}"
             )
 
-    @property
-    def default_params(self) -> SegmentParams:
-        return self._segment_params(None)
-
-    def sample_params(self, key: jax.Array) -> SegmentParams:
-        return self._segment_params(key)
-
     def reward(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
         """``(num_arms,)`` rewards ``r_t`` in [0, 1)."""
         # jax.random.uniform(key, (n,), float32, 0, baseline_high), bit for bit (prng).
