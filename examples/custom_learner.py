@@ -59,11 +59,9 @@ class EpsilonGreedy(BanditLearner):
 
     num_queries: ClassVar[int] = 1
     name: ClassVar[str] = "epsilon_greedy"
+    # default_params fills each Params field from the option of the same name (here epsilon).
+    Params: ClassVar[type] = EpsilonGreedyParams
     param_bounds: ClassVar[Mapping[str, Interval]] = {"epsilon": Interval(0.0, 1.0)}
-
-    @property
-    def default_params(self) -> EpsilonGreedyParams:
-        return EpsilonGreedyParams(epsilon=jnp.asarray(self.epsilon, self.float_dtype))
 
     def play_distribution(self, state: EpsilonGreedyState) -> jax.Array:
         """``(num_arms,)`` ``(1 - epsilon) 1[i = greedy] + epsilon / n``."""
