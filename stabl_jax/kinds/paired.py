@@ -588,6 +588,55 @@ def simulate_learners(
         yield name, learner, params, result, time.perf_counter() - start
 
 
+def run_learners(
+    config: ExperimentConfig,
+    outcome_type: type[Outcome],
+    measure: Callable[[Any, SimResult], dict[str, Any]],
+    measure_all: Callable[[Any, RunCarry, dict[str, Any]], dict[str, Any]],
+    result_type: type[Result],
+    on_learner_done: Callable[[Any], None] | None,
+    **options: Any,
+) -> Any:
+    """Simulate every learner of ``config`` (:func:`simulate_learners` with ``options``) into
+    an ``outcome_type`` with ``measure(env, result)``, its own metrics, handed to
+    ``on_learner_done`` at once; then ``measure_all(env, carry, outcomes)`` (``carry``: the
+    first learner's loop state, whose environment draws are every learner's) fills in the
+    metrics of all learners and gives the kind's own ``result_type`` fields."""
+    start = time.perf_counter()
+    env = config.make_env()
+    outcomes: dict[str, Any] = {}
+    metrics_s = 0.0
+    for name, learner, params, result, sim_s in simulate_learners(config, env, **options):
+        metric_start = time.perf_counter()
+        outcome = outcome_type(
+            name=name,
+            learner=learner,
+            params=params,
+            result=result,
+            num_muted=num_muted(result.carry),
+            wall_seconds=sim_s,
+            **measure(env, result),
+        )
+        metrics_s += time.perf_counter() - metric_start
+        outcomes[name] = outcome
+        if on_learner_done is not None:
+            on_learner_done(outcome)
+    metric_start = time.perf_counter()
+    carry = next(iter(outcomes.values())).result.carry
+    fields = measure_all(env, carry, outcomes)
+    metrics_s += time.perf_counter() - metric_start
+    return result_type(
+        config=config,
+        env=env,
+        outcomes=outcomes,
+        change_points=change_points(config, env, carry),
+        chunk_size=resolve_chunk_size(config),
+        wall_seconds=time.perf_counter() - start,
+        metrics_seconds=metrics_s,
+        **fields,
+    )
+
+
 def num_muted(carry: RunCarry) -> int | None:
     """Meta-weight muting events summed over runs, or ``None`` for a learner without them."""
     muted = getattr(carry.state, "num_muted", None)
