@@ -122,9 +122,6 @@ class BanditConfig(paired.ExperimentConfig):
             ),
         }
 
-    def own_dict(self) -> dict[str, Any]:
-        return {"feedback": self.feedback, "save_traces": list(self.save_traces)}
-
     def learner_sizes(self) -> dict[str, Any]:
         return {"num_arms": self.env.num_arms}
 

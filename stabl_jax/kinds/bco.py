@@ -80,9 +80,6 @@ class BCOConfig(paired.ExperimentConfig):
             stride = check.integer("sa_stride", stride, 1, horizon)
         return {"sa_stride": stride}
 
-    def own_dict(self) -> dict[str, Any]:
-        return {"sa_stride": self.sa_stride}
-
     @classmethod
     def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
         """``domain`` as a spec ``{"name": ..., "size": ...}``; the rest by type."""

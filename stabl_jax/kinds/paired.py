@@ -183,8 +183,8 @@ class ExperimentConfig:
         raise NotImplementedError
 
     def own_dict(self) -> dict[str, Any]:
-        """The kind's own top-level keys for :meth:`to_dict`."""
-        raise NotImplementedError
+        """The kind's own top-level keys (of :data:`KIND_ONLY`) for :meth:`to_dict`."""
+        return {k: jsonable(getattr(self, k)) for k, kind in KIND_ONLY.items() if kind == self.kind}
 
     @classmethod
     def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
