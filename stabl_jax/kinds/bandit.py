@@ -28,9 +28,7 @@ Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
     [params.stabl]                   # values of that learner's Params fields
     meta_lr_scale = 1.0
 
-A BCO experiment (``kind = "bco"``, see ``configs/bco_d2.toml``) has the same keys, with
-``[env]`` naming a :data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the
-
+A BCO experiment (``kind = "bco"``, :mod:`stabl_jax.kinds.bco`) has the same keys.
 
 Learner and environment names are registry names (:mod:`stabl_jax.registry`) or import paths
 of your own classes, ``"package.module:Class"`` (the module importable, e.g. on ``PYTHONPATH``);

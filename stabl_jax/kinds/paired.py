@@ -370,7 +370,9 @@ def _check_learner(check: Checker, config: ExperimentConfig, name: str) -> None:
         learner = config.make_learner(name)
     except (TypeError, ValueError) as exc:
         _blame_learner(check, config, name, exc)
-    allowed = _params_fields(learner)
+    default = learner.default_params
+    fields = dataclasses.fields(default) if dataclasses.is_dataclass(default) else ()
+    allowed = [f.name for f in fields]
     dtype = np.dtype(getattr(learner, "float_dtype", np.float32))
     for field, number in config.params.get(name, {}).items():
         if field not in allowed:
@@ -451,13 +453,6 @@ def _check_params(
                 check.fail(f"{key}.{field}", f"must be a finite number >= 0, got {item!r}")
             out[learner_name][field] = float(item)
     return out
-
-
-def _params_fields(learner: Any) -> list[str]:
-    default = learner.default_params
-    if dataclasses.is_dataclass(default):
-        return [f.name for f in dataclasses.fields(default)]
-    return []
 
 
 # --------------------------------------------------------------------------------------------
@@ -806,11 +801,8 @@ def header(
     """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe
     the environment and the feedback (or SA(L) grid) the kind's way."""
     env = config.make_env()
-    points = (
-        "random per run"
-        if getattr(env, "random_change_points", False)
-        else ", ".join(map(str, env.change_points)) or "none"
-    )
+    fixed = fixed_change_points(env)
+    points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
     lines = [f"stabl-jax run {config.name}  ({config.source})"]
     if config.overrides:
         lines.append(f"  overrides: {' '.join(config.overrides)}")

@@ -416,17 +416,12 @@ def run_problems(
     for name in config.learners:
         learner = make_learner(config, name, first.evaluations)
         checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
+        args = (learner, env, key, config.runs, first.evaluations)
         kwargs = dict(checkpoint=checkpoint, validate=validate)
         if len(ids) == 1:
-            results = [
-                hpo_metrics.simulate_selection(
-                    learner, env, key, config.runs, first.evaluations, **kwargs
-                )
-            ]
+            results = [hpo_metrics.simulate_selection(*args, **kwargs)]
         else:
-            results = hpo_metrics.simulate_suite(
-                learner, env, key, config.runs, first.evaluations, **kwargs
-            )
+            results = hpo_metrics.simulate_suite(*args, **kwargs)
         for out, res in zip(outs, results, strict=True):
             summary = hpo_metrics.summarize(res, env.num_arms)
             out.best_gap[name] = summary["best_gap"]
