@@ -277,10 +277,7 @@ def score_vs_baseline_curve(
     b = np.asarray(baseline_gap, np.float64)
     if a.shape != b.shape:
         raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
-    both = np.stack([a, b])  # (2, P, N)
-    log_r = np.log(
-        np.maximum(both, GAP_FLOOR) / np.maximum(both, GAP_FLOOR).min(axis=0, keepdims=True)
-    )
+    log_r = np.log(performance_ratios(np.stack([a, b])))  # (2, P, N)
     s = np.maximum(0.0, 1.0 - log_r / np.log(tau_max)).mean(axis=1)  # (2, N)
     return s[0] - s[1]
 

@@ -28,9 +28,7 @@ Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
     [params.stabl]                   # values of that learner's Params fields
     meta_lr_scale = 1.0
 
-A BCO experiment (``kind = "bco"``, see ``configs/bco_d2.toml``) has the same keys, with
-``[env]`` naming a :data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the
-
+A BCO experiment (``kind = "bco"``, :mod:`stabl_jax.kinds.bco`) has the same keys.
 
 Learner and environment names are registry names (:mod:`stabl_jax.registry`) or import paths
 of your own classes, ``"package.module:Class"`` (the module importable, e.g. on ``PYTHONPATH``);
@@ -54,7 +52,6 @@ memory before anything is written, so ``summary.json`` and the PNGs do not depen
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -68,6 +65,7 @@ from stabl_jax.io.configs import Checker, type_name
 from stabl_jax.io.results import stat
 from stabl_jax.kinds import paired
 from stabl_jax.kinds.base import FEEDBACKS, Kind
+from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
 SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best")
@@ -121,9 +119,6 @@ class BanditConfig(paired.ExperimentConfig):
                 check, raw.get("save_traces", list(DEFAULT_SAVE_TRACES))
             ),
         }
-
-    def own_dict(self) -> dict[str, Any]:
-        return {"feedback": self.feedback, "save_traces": list(self.save_traces)}
 
     def learner_sizes(self) -> dict[str, Any]:
         return {"num_arms": self.env.num_arms}
@@ -220,71 +215,50 @@ def run_experiment(
     Returns:
       An :class:`ExperimentResult`.
     """
-    start = time.perf_counter()
-    env = config.make_env()
-    num_segments = int(env.num_segments)
-    outcomes: dict[str, LearnerOutcome] = {}
-    segments: np.ndarray | None = None
-    change_points: np.ndarray | None = None
-    metrics_s = 0.0
-    for name, learner, params, result, sim_s in paired.simulate_learners(
-        config, env, progress=progress, checkpoints=checkpoints, validate=validate
-    ):
-        metric_start = time.perf_counter()
-        if segments is None:
-            segments = metrics.segment_ids(result.carry, config.horizon)
-            change_points = paired.change_points(config, env, result.carry)
-        reward = 1.0 - result.loss.astype(np.float64)
-        outcome = LearnerOutcome(
-            name=name,
-            learner=learner,
-            params=params,
-            result=result,
-            segment_reward=metrics.per_segment_mean(reward, segments, num_segments),
-            prob_best_segment=metrics.per_segment_mean(
-                result.prob_best.astype(np.float64), segments, num_segments
-            ),
-            sa_sampled=np.empty((config.runs, 0)),
-            sa_expected=np.empty((config.runs, 0)),
-            num_muted=paired.num_muted(result.carry),
-            wall_seconds=sim_s,
-        )
-        metrics_s += time.perf_counter() - metric_start
-        outcomes[name] = outcome
-        if on_learner_done is not None:
-            on_learner_done(outcome)
 
-    metric_start = time.perf_counter()
-    first = next(iter(outcomes.values()))
-    traces = {}
-    for name, o in outcomes.items():
-        traces[(name, "sampled")] = o.result.loss
-        traces[(name, "expected")] = o.result.expected_loss
-    expected = {name: o.result.expected_loss for name, o in outcomes.items()}
-    cumulative = metrics.CumulativeRegret(env, expected) if metrics.has_best_arm(env) else None
-    regrets = metrics.paired_adaptive_regret(
-        env,
-        first.result.carry,
-        traces,
-        config.sa_windows,
-        on_block=None if cumulative is None else cumulative.add,  # the same regenerated losses
-    )
-    curves = None if cumulative is None else cumulative.result()
-    for name, outcome in outcomes.items():
-        outcome.sa_sampled = regrets[(name, "sampled")]
-        outcome.sa_expected = regrets[(name, "expected")]
-        outcome.cumulative_regret = None if curves is None else curves[name]
-    metrics_s += time.perf_counter() - metric_start
-    assert segments is not None and change_points is not None
-    return ExperimentResult(
-        config=config,
-        env=env,
-        outcomes=outcomes,
-        segments=segments,
-        change_points=change_points,
-        chunk_size=paired.resolve_chunk_size(config),
-        wall_seconds=time.perf_counter() - start,
-        metrics_seconds=metrics_s,
+    def per_segment(env: Any, result: SimResult) -> dict[str, Any]:
+        segments = metrics.segment_ids(result.carry, config.horizon)
+        num_segments = int(env.num_segments)
+        reward = 1.0 - result.loss.astype(np.float64)
+        prob_best = result.prob_best.astype(np.float64)
+        return {
+            "segment_reward": metrics.per_segment_mean(reward, segments, num_segments),
+            "prob_best_segment": metrics.per_segment_mean(prob_best, segments, num_segments),
+            "sa_sampled": np.empty((config.runs, 0)),
+            "sa_expected": np.empty((config.runs, 0)),
+        }
+
+    def adaptive_regret(env: Any, carry: RunCarry, outcomes: dict[str, Any]) -> dict[str, Any]:
+        traces = {}
+        for name, o in outcomes.items():
+            traces[(name, "sampled")] = o.result.loss
+            traces[(name, "expected")] = o.result.expected_loss
+        expected = {name: o.result.expected_loss for name, o in outcomes.items()}
+        cumulative = metrics.CumulativeRegret(env, expected) if metrics.has_best_arm(env) else None
+        regrets = metrics.paired_adaptive_regret(
+            env,
+            carry,
+            traces,
+            config.sa_windows,
+            on_block=None if cumulative is None else cumulative.add,  # the same regenerated losses
+        )
+        curves = None if cumulative is None else cumulative.result()
+        for name, outcome in outcomes.items():
+            outcome.sa_sampled = regrets[(name, "sampled")]
+            outcome.sa_expected = regrets[(name, "expected")]
+            outcome.cumulative_regret = None if curves is None else curves[name]
+        return {"segments": metrics.segment_ids(carry, config.horizon)}
+
+    return paired.run_learners(
+        config,
+        LearnerOutcome,
+        per_segment,
+        adaptive_regret,
+        ExperimentResult,
+        on_learner_done,
+        progress=progress,
+        checkpoints=checkpoints,
+        validate=validate,
     )
 
 

@@ -8,7 +8,7 @@ functions; ``docs/design.md`` ("Adding things") says how to add one.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,27 @@ def identity_dict(config: Any) -> dict[str, Any]:
     return {key: getattr(config, key) for key in keys}
 
 
+def check_keys(
+    check: Checker,
+    table: Mapping[str, Any],
+    allowed: Sequence[str],
+    required: Sequence[str],
+    prefix: str = "",
+    what: str = "",
+) -> None:
+    """Every key of ``table`` one of ``allowed`` and every one of ``required`` there (named
+    ``prefix + key``; ``what`` the kind of key); the problems are collected
+    (:meth:`~stabl_jax.io.configs.Checker.collect`)."""
+    for key in table:
+        if key not in allowed:
+            with check.collect():
+                check.unknown(prefix + key, allowed, what)
+    for key in required:
+        if key not in table:
+            with check.collect():
+                check.fail(prefix + key, "is required")
+
+
 def entry(check: Checker, key: str, known: registry.Registry, name: Any) -> registry.Entry:
     """``known.entry(name)`` (a registered name or an import path), else a config error."""
     try:
@@ -99,3 +120,17 @@ def check_learners(check: Checker, value: Any, known: registry.Registry) -> tupl
     if len(set(value)) != len(value):
         check.fail("learners", f"lists a learner twice: {value!r}")
     return tuple(value)
+
+
+def check_ints(
+    check: Checker, key: str, value: Any, minimum: int, maximum: int | None, alternative: str = ""
+) -> list[int]:
+    """``key``: an int or a non-empty array of ints in ``[minimum, maximum]`` (no upper bound
+    for ``maximum=None``), as a list; ``alternative`` names what else it may be."""
+    bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        extra = f" or {alternative}" if alternative else ""
+        check.fail(key, f"must be a non-empty array of ints {bounds}{extra}, got {value!r}")
+    return [check.integer(key, v, minimum, maximum) for v in value]

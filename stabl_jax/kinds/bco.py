@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -49,6 +48,7 @@ from stabl_jax.io.configs import Checker, type_name
 from stabl_jax.io.results import stat
 from stabl_jax.kinds import paired
 from stabl_jax.kinds.base import Kind
+from stabl_jax.simulate import RunCarry
 
 BCO_PLOT_FILES: dict[str, str] = {
     "loss": "loss.png",
@@ -79,9 +79,6 @@ class BCOConfig(paired.ExperimentConfig):
         if stride is not None:
             stride = check.integer("sa_stride", stride, 1, horizon)
         return {"sa_stride": stride}
-
-    def own_dict(self) -> dict[str, Any]:
-        return {"sa_stride": self.sa_stride}
 
     @classmethod
     def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
@@ -198,46 +195,26 @@ def run_bco_experiment(
     Returns:
       A :class:`BCOExperimentResult`.
     """
-    start = time.perf_counter()
-    env = config.make_env()
-    outcomes: dict[str, BCOLearnerOutcome] = {}
-    for name, learner, params, result, sim_s in paired.simulate_learners(
-        config, env, progress=progress, checkpoints=checkpoints, validate=validate
-    ):
-        outcome = BCOLearnerOutcome(
-            name=name,
-            learner=learner,
-            params=params,
-            result=result,
-            sa=np.empty((config.runs, 0)),
-            num_muted=paired.num_muted(result.carry),
-            wall_seconds=sim_s,
-        )
-        outcomes[name] = outcome
-        if on_learner_done is not None:
-            on_learner_done(outcome)
 
-    metric_start = time.perf_counter()
-    first = next(iter(outcomes.values()))
-    regrets = paired_bco_adaptive_regret(
-        env,
-        first.result.carry,
-        {name: o.result.loss for name, o in outcomes.items()},
-        config.sa_windows,
-        stride=config.sa_stride,
-    )
-    for name, outcome in outcomes.items():
-        outcome.sa = regrets["sa"][name]
-    metrics_s = time.perf_counter() - metric_start
-    return BCOExperimentResult(
-        config=config,
-        env=env,
-        outcomes=outcomes,
-        comparator_gap=regrets["comparator_gap"],
-        change_points=paired.change_points(config, env, first.result.carry),
-        chunk_size=paired.resolve_chunk_size(config),
-        wall_seconds=time.perf_counter() - start,
-        metrics_seconds=metrics_s,
+    def adaptive_regret(env: Any, carry: RunCarry, outcomes: dict[str, Any]) -> dict[str, Any]:
+        losses = {name: o.result.loss for name, o in outcomes.items()}
+        regrets = paired_bco_adaptive_regret(
+            env, carry, losses, config.sa_windows, stride=config.sa_stride
+        )
+        for name, outcome in outcomes.items():
+            outcome.sa = regrets["sa"][name]
+        return {"comparator_gap": regrets["comparator_gap"]}
+
+    return paired.run_learners(
+        config,
+        BCOLearnerOutcome,
+        lambda env, result: {"sa": np.empty((config.runs, 0))},
+        adaptive_regret,
+        BCOExperimentResult,
+        on_learner_done,
+        progress=progress,
+        checkpoints=checkpoints,
+        validate=validate,
     )
 
 

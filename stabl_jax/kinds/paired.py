@@ -42,7 +42,7 @@ from stabl_jax.io.results import (
     params_dict,
     static_fields,
 )
-from stabl_jax.kinds.base import check_identity, check_learners, entry, identity_dict
+from stabl_jax.kinds import base
 from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
 
 MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
@@ -183,8 +183,8 @@ class ExperimentConfig:
         raise NotImplementedError
 
     def own_dict(self) -> dict[str, Any]:
-        """The kind's own top-level keys for :meth:`to_dict`."""
-        raise NotImplementedError
+        """The kind's own top-level keys (of :data:`KIND_ONLY`) for :meth:`to_dict`."""
+        return {k: jsonable(getattr(self, k)) for k, kind in KIND_ONLY.items() if kind == self.kind}
 
     @classmethod
     def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
@@ -242,7 +242,7 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config (defaults filled in)."""
         return {
-            **identity_dict(self),
+            **base.identity_dict(self),
             "horizon": self.horizon,
             "learners": list(self.learners),
             "window": self.window,
@@ -271,10 +271,7 @@ class ExperimentConfig:
         own checks catch bad values)."""
         # Independent keys are checked together and reported at once (Checker.collect);
         # building the learners needs them all.
-        for key in raw:
-            if key not in TOP_LEVEL_KEYS:
-                with check.collect():
-                    check.unknown(key, TOP_LEVEL_KEYS)
+        base.check_keys(check, raw, TOP_LEVEL_KEYS, ())
         for key, only in KIND_ONLY.items():
             if key in raw and cls.kind != only:
                 with check.collect():
@@ -287,42 +284,36 @@ class ExperimentConfig:
                     check.fail(key, "is required")
         checked: dict[str, Any] = {}
 
-        def keep(name: str, check_value: Any) -> None:
+        def keep(name: str, check_value: Callable[..., Any], *args: Any) -> None:
             with check.collect():
-                checked[name] = check_value()
+                checked[name] = check_value(*args)
 
-        keep("identity", lambda: check_identity(check, raw, default_name))
+        keep("identity", base.check_identity, check, raw, default_name)
         if "horizon" in raw:
-            keep("horizon", lambda: check.integer("horizon", raw["horizon"], minimum=MIN_HORIZON))
+            keep("horizon", check.integer, "horizon", raw["horizon"], MIN_HORIZON)
         if "learners" in raw:
-            keep("learners", lambda: check_learners(check, raw["learners"], cls.LEARNERS))
+            keep("learners", base.check_learners, check, raw["learners"], cls.LEARNERS)
         horizon = checked.get("horizon")
         if horizon is not None:
-            keep("window", lambda: _check_window(check, raw.get("window", DEFAULT_WINDOW), horizon))
-            keep("sa_windows", lambda: _check_sa_windows(check, raw.get("sa_windows"), horizon))
-            keep("own", lambda: cls.check_own(check, raw, horizon))
+            keep("window", _check_window, check, raw.get("window", DEFAULT_WINDOW), horizon)
+            keep("sa_windows", _check_sa_windows, check, raw.get("sa_windows"), horizon)
+            keep("own", cls.check_own, check, raw, horizon)
             if "env" in raw:
-                keep("env", lambda: cls._check_env(check, raw["env"], horizon))
-        chunk_size = raw.get("chunk_size")
-        if chunk_size is not None:
-            keep("chunk_size", lambda: check.integer("chunk_size", chunk_size, minimum=1))
+                keep("env", cls._check_env, check, raw["env"], horizon)
+        checked["chunk_size"] = None
+        if raw.get("chunk_size") is not None:
+            keep("chunk_size", check.integer, "chunk_size", raw["chunk_size"], 1)
         options = raw.get("learner_options", {})
-        keep("options", lambda: _check_learner_options(check, options, cls.LEARNERS, cls.RESERVED))
-        keep("params", lambda: _check_params(check, raw.get("params", {}), cls.LEARNERS))
+        keep("options", _check_learner_options, check, options, cls.LEARNERS, cls.RESERVED)
+        keep("params", _check_params, check, raw.get("params", {}), cls.LEARNERS)
         check.done()
         config = cls(
-            **checked["identity"],
-            horizon=horizon,
-            learners=checked["learners"],
-            env=checked["env"],
-            window=checked["window"],
-            sa_windows=checked["sa_windows"],
-            chunk_size=checked.get("chunk_size"),
-            learner_options=checked["options"],
-            params=checked["params"],
+            **checked.pop("identity"),
+            **checked.pop("own"),
+            learner_options=checked.pop("options"),
+            **checked,
             source=source,
             overrides=tuple(overrides),
-            **checked["own"],
         )
         for learner_name in checked["learners"]:
             with check.collect():
@@ -336,7 +327,7 @@ class ExperimentConfig:
         if "name" not in table:
             check.fail("env.name", f"is required; choose from {sorted(cls.ENVS)}")
         name = check.string("env.name", table["name"])
-        hints = entry(check, "env.name", cls.ENVS, name).hints
+        hints = base.entry(check, "env.name", cls.ENVS, name).hints
         size, smallest = cls.SIZE
         if size not in table:
             check.fail(f"env.{size}", f"is required (an int >= {smallest})")
@@ -379,7 +370,9 @@ def _check_learner(check: Checker, config: ExperimentConfig, name: str) -> None:
         learner = config.make_learner(name)
     except (TypeError, ValueError) as exc:
         _blame_learner(check, config, name, exc)
-    allowed = _params_fields(learner)
+    default = learner.default_params
+    fields = dataclasses.fields(default) if dataclasses.is_dataclass(default) else ()
+    allowed = [f.name for f in fields]
     dtype = np.dtype(getattr(learner, "float_dtype", np.float32))
     for field, number in config.params.get(name, {}).items():
         if field not in allowed:
@@ -421,14 +414,7 @@ def _blame_learner(
 def _check_sa_windows(check: Checker, value: Any, horizon: int) -> tuple[int, ...]:
     if value is None:
         return default_sa_windows(horizon)
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        check.fail(
-            "sa_windows", f"must be a non-empty array of ints in [1, {horizon}], got {value!r}"
-        )
-    out = [check.integer("sa_windows", v, 1, horizon) for v in value]
-    return tuple(sorted(set(out)))
+    return tuple(sorted(set(base.check_ints(check, "sa_windows", value, 1, horizon))))
 
 
 def _check_learner_options(
@@ -438,7 +424,7 @@ def _check_learner_options(
     out: dict[str, dict[str, Any]] = {}
     for learner_name, options in tables_.items():
         key = f"learner_options.{learner_name}"
-        hints = entry(check, key, known, learner_name).hints
+        hints = base.entry(check, key, known, learner_name).hints
         options = check.table(key, options)
         accepted = [k for k in hints if k not in reserved]
         out[learner_name] = {}
@@ -458,7 +444,7 @@ def _check_params(
     out: dict[str, dict[str, float]] = {}
     for learner_name, values in tables_.items():
         key = f"params.{learner_name}"
-        entry(check, key, known, learner_name)
+        base.entry(check, key, known, learner_name)
         values = check.table(key, values)
         out[learner_name] = {}
         for field, item in values.items():
@@ -467,13 +453,6 @@ def _check_params(
                 check.fail(f"{key}.{field}", f"must be a finite number >= 0, got {item!r}")
             out[learner_name][field] = float(item)
     return out
-
-
-def _params_fields(learner: Any) -> list[str]:
-    default = learner.default_params
-    if dataclasses.is_dataclass(default):
-        return [f.name for f in dataclasses.fields(default)]
-    return []
 
 
 # --------------------------------------------------------------------------------------------
@@ -586,6 +565,55 @@ def simulate_learners(
             checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
         )
         yield name, learner, params, result, time.perf_counter() - start
+
+
+def run_learners(
+    config: ExperimentConfig,
+    outcome_type: type[Outcome],
+    measure: Callable[[Any, SimResult], dict[str, Any]],
+    measure_all: Callable[[Any, RunCarry, dict[str, Any]], dict[str, Any]],
+    result_type: type[Result],
+    on_learner_done: Callable[[Any], None] | None,
+    **options: Any,
+) -> Any:
+    """Simulate every learner of ``config`` (:func:`simulate_learners` with ``options``) into
+    an ``outcome_type`` with ``measure(env, result)``, its own metrics, handed to
+    ``on_learner_done`` at once; then ``measure_all(env, carry, outcomes)`` (``carry``: the
+    first learner's loop state, whose environment draws are every learner's) fills in the
+    metrics of all learners and gives the kind's own ``result_type`` fields."""
+    start = time.perf_counter()
+    env = config.make_env()
+    outcomes: dict[str, Any] = {}
+    metrics_s = 0.0
+    for name, learner, params, result, sim_s in simulate_learners(config, env, **options):
+        metric_start = time.perf_counter()
+        outcome = outcome_type(
+            name=name,
+            learner=learner,
+            params=params,
+            result=result,
+            num_muted=num_muted(result.carry),
+            wall_seconds=sim_s,
+            **measure(env, result),
+        )
+        metrics_s += time.perf_counter() - metric_start
+        outcomes[name] = outcome
+        if on_learner_done is not None:
+            on_learner_done(outcome)
+    metric_start = time.perf_counter()
+    carry = next(iter(outcomes.values())).result.carry
+    fields = measure_all(env, carry, outcomes)
+    metrics_s += time.perf_counter() - metric_start
+    return result_type(
+        config=config,
+        env=env,
+        outcomes=outcomes,
+        change_points=change_points(config, env, carry),
+        chunk_size=resolve_chunk_size(config),
+        wall_seconds=time.perf_counter() - start,
+        metrics_seconds=metrics_s,
+        **fields,
+    )
 
 
 def num_muted(carry: RunCarry) -> int | None:
@@ -773,11 +801,8 @@ def header(
     """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe
     the environment and the feedback (or SA(L) grid) the kind's way."""
     env = config.make_env()
-    points = (
-        "random per run"
-        if getattr(env, "random_change_points", False)
-        else ", ".join(map(str, env.change_points)) or "none"
-    )
+    fixed = fixed_change_points(env)
+    points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
     lines = [f"stabl-jax run {config.name}  ({config.source})"]
     if config.overrides:
         lines.append(f"  overrides: {' '.join(config.overrides)}")

@@ -67,10 +67,10 @@ from stabl_jax.envs.eagle import FILLS, GRIDS, EagleEnsemble, named_grid
 from stabl_jax.envs.hpo import REWARD_LAMBDA, REWARDS, HPOEnv, check_reward_lambda
 from stabl_jax.io import plots
 from stabl_jax.io.checkpoints import ExperimentCheckpoints
-from stabl_jax.io.configs import Checker
+from stabl_jax.io.configs import Checker, jsonable
 from stabl_jax.io.results import FORMAT, Resumed, environment_info, read_summary, read_traces
 from stabl_jax.io.tables import plus_minus, text_table
-from stabl_jax.kinds.base import FEEDBACKS, Kind, check_identity, check_learners, identity_dict
+from stabl_jax.kinds import base
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.
 HPO_TOP_LEVEL_KEYS: tuple[str, ...] = (
@@ -162,23 +162,14 @@ class HPOConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config."""
         return {
-            **identity_dict(self),
+            **base.identity_dict(self),
             "learners": list(self.learners),
             "feedback": self.feedback,
             "bbob": {
                 "functions": sorted({p.function_id for p in self.problems}),
                 "dims": sorted({p.dim for p in self.problems}),
                 "evaluations": sorted({p.evaluations for p in self.problems}),
-                "instance": self.instance,
-                "shift_radius": self.shift_radius,
-                "rotate": self.rotate,
-                "noise_std": self.noise_std,
-                "reward_lambda": self.reward_lambda,
-                "reward": self.reward,
-                "eagle_grid": self.eagle_grid,
-                "eagle_fill": self.eagle_fill,
-                "history_lengths": list(self.history_lengths),
-                "tau_max": self.tau_max,
+                **{k: jsonable(getattr(self, k)) for k in BBOB_KEYS[3:]},  # instance .. tau_max
             },
             "problems": [p.key for p in self.problems],
             "source": self.source,
@@ -201,64 +192,38 @@ def validate_hpo(
 ) -> HPOConfig:
     """Validate an HPO config document; every problem is raised through ``check``, the
     independent keys' problems together (:meth:`~stabl_jax.io.configs.Checker.collect`)."""
-    for key in raw:
-        if key not in HPO_TOP_LEVEL_KEYS:
-            with check.collect():
-                check.unknown(key, HPO_TOP_LEVEL_KEYS, "HPO-config")
-    for key in ("learners", "bbob"):
-        if key not in raw:
-            with check.collect():
-                check.fail(key, "is required")
+    base.check_keys(check, raw, HPO_TOP_LEVEL_KEYS, ("learners", "bbob"), what="HPO-config")
     table: dict[str, Any] = {}
     if "bbob" in raw:
         with check.collect():
             table = check.table("bbob", raw["bbob"])
-    for key in table:
-        if key not in BBOB_KEYS:
-            with check.collect():
-                check.unknown(f"bbob.{key}", BBOB_KEYS)
-    for key in ("functions", "dims", "evaluations"):
-        if "bbob" in raw and key not in table:
-            with check.collect():
-                check.fail(f"bbob.{key}", "is required")
+        base.check_keys(check, table, BBOB_KEYS, ("functions", "dims", "evaluations"), "bbob.")
     got: dict[str, Any] = {}
 
-    def keep(name: str, check_value: Callable[[], Any]) -> None:
+    def keep(name: str, check_value: Callable[..., Any], *args: Any) -> None:
         with check.collect():
-            got[name] = check_value()
+            got[name] = check_value(*args)
 
-    keep("identity", lambda: check_identity(check, raw, default_name))
+    keep("identity", base.check_identity, check, raw, default_name)
     if "learners" in raw:
-        keep("learners", lambda: check_learners(check, raw["learners"], registry.LEARNERS))
-    keep("feedback", lambda: check.string("feedback", raw.get("feedback", "reward"), FEEDBACKS))
+        keep("learners", base.check_learners, check, raw["learners"], registry.LEARNERS)
+    keep("feedback", check.string, "feedback", raw.get("feedback", "reward"), base.FEEDBACKS)
     if "functions" in table:
-        keep("functions", lambda: _functions(check, table["functions"]))
+        keep("functions", _functions, check, table["functions"])
     if "dims" in table:
-        keep("dims", lambda: _int_list(check, "bbob.dims", table["dims"], 2, MAX_DIM))
+        keep("dims", _int_list, check, "bbob.dims", table["dims"], 2, MAX_DIM)
     if "evaluations" in table:
-        keep(
-            "evaluations",
-            lambda: _int_list(check, "bbob.evaluations", table["evaluations"], 2, None),
-        )
-    keep("instance", lambda: check.integer("bbob.instance", table.get("instance", 1), minimum=1))
-    keep(
-        "shift_radius",
-        lambda: _number(check, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0),
-    )
-    keep("rotate", lambda: _boolean(check, "bbob.rotate", table.get("rotate", True)))
-    keep("noise_std", lambda: _number(check, "bbob.noise_std", table.get("noise_std", 0.01), 0.0))
-    keep("reward_lambda", lambda: _reward_lambda(check, table))
-    keep("reward", lambda: check.string("bbob.reward", table.get("reward", "paper"), REWARDS))
-    keep(
-        "eagle_grid",
-        lambda: check.string("bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS),
-    )
-    keep(
-        "eagle_fill",
-        lambda: check.string("bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS),
-    )
-    keep("history_lengths", lambda: _history_lengths(check, table))
-    keep("tau_max", lambda: _tau_max(check, table))
+        keep("evaluations", _int_list, check, "bbob.evaluations", table["evaluations"], 2, None)
+    keep("instance", check.integer, "bbob.instance", table.get("instance", 1), 1)
+    keep("shift_radius", _number, check, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0)
+    keep("rotate", _boolean, check, "bbob.rotate", table.get("rotate", True))
+    keep("noise_std", _number, check, "bbob.noise_std", table.get("noise_std", 0.01), 0.0)
+    keep("reward_lambda", _reward_lambda, check, table)
+    keep("reward", check.string, "bbob.reward", table.get("reward", "paper"), REWARDS)
+    keep("eagle_grid", check.string, "bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
+    keep("eagle_fill", check.string, "bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS)
+    keep("history_lengths", _history_lengths, check, table)
+    keep("tau_max", _tau_max, check, table)
     check.done()
     problems = tuple(
         HPOProblem(f, d, n)
@@ -334,13 +299,7 @@ def _int_list(
     *,
     keep_order: bool = False,
 ) -> tuple[int, ...]:
-    bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        extra = f" or {alternative}" if alternative else ""
-        check.fail(key, f"must be a non-empty array of ints {bounds}{extra}, got {value!r}")
-    out = [check.integer(key, v, minimum, maximum) for v in value]
+    out = base.check_ints(check, key, value, minimum, maximum, alternative)
     if len(set(out)) != len(out):
         check.fail(key, f"lists a value twice: {out}")
     return tuple(out) if keep_order else tuple(sorted(out))
@@ -457,17 +416,12 @@ def run_problems(
     for name in config.learners:
         learner = make_learner(config, name, first.evaluations)
         checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
+        args = (learner, env, key, config.runs, first.evaluations)
         kwargs = dict(checkpoint=checkpoint, validate=validate)
         if len(ids) == 1:
-            results = [
-                hpo_metrics.simulate_selection(
-                    learner, env, key, config.runs, first.evaluations, **kwargs
-                )
-            ]
+            results = [hpo_metrics.simulate_selection(*args, **kwargs)]
         else:
-            results = hpo_metrics.simulate_suite(
-                learner, env, key, config.runs, first.evaluations, **kwargs
-            )
+            results = hpo_metrics.simulate_suite(*args, **kwargs)
         for out, res in zip(outs, results, strict=True):
             summary = hpo_metrics.summarize(res, env.num_arms)
             out.best_gap[name] = summary["best_gap"]
@@ -798,7 +752,7 @@ def run(
     )
 
 
-KIND = Kind(
+KIND = base.Kind(
     name="hpo",
     description="algorithm selection on BBOB problems with Eagle arms (the paper's Section 6)",
     validate=validate_hpo,
