@@ -64,9 +64,8 @@ from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, tree_select
 
 @chex.dataclass(frozen=True)
 class StABLAnytimeParams(EnsembleParams):
-    """Sweepable numbers of :class:`StABLAnytime` (1 by default: nothing is tuned):
-    ``expert_lr_scale`` multiplies every expert's rate ``eta'_k(t)``, ``meta_lr_scale`` every
-    meta step size ``eta_k(t)``; both ``()``."""
+    """Sweepable numbers of :class:`StABLAnytime`: the scales of ``eta'_k(t)`` and ``eta_k(t)``
+    (1 by default: nothing is tuned)."""
 
 
 @chex.dataclass(frozen=True)
