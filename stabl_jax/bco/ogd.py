@@ -199,11 +199,8 @@ class FKM(_SingleOGD):
 
     @property
     def C(self) -> float:
-        return (
-            2.0 * self.lipschitz * self.domain.D
-            if self.loss_bound is None
-            else float(self.loss_bound)
-        )
+        bound = self.loss_bound
+        return 2.0 * self.lipschitz * self.domain.D if bound is None else float(bound)
 
     def base_delta(self) -> float:
         """FKM's ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` before scaling."""

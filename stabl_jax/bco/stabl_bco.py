@@ -74,13 +74,9 @@ SCALE_FACTORS: tuple[str, ...] = ("B", "log_T")
 
 @chex.dataclass(frozen=True)
 class StABLBCOParams(EnsembleParams):
-    """Sweepable numbers of :class:`StABLBCO` and :class:`~stabl_jax.bco.StABLBCOTwoQuery`.
-
-    Attributes:
-      expert_lr_scale: ``()`` multiplies every expert's step size.
-      meta_lr_scale: ``()`` multiplies every meta step size ``eta_k`` (and the restart weight).
-      delta_scale: ``()`` multiplies the perturbation radius ``delta = 1 / (kappa T)``.
-    """
+    """Sweepable numbers of :class:`StABLBCO` and :class:`~stabl_jax.bco.StABLBCOTwoQuery`:
+    :class:`~stabl_jax.learners.ensemble.EnsembleParams`' scales and ``delta_scale``, ``()``,
+    which multiplies the perturbation radius ``delta = 1 / (kappa T)``."""
 
     delta_scale: jax.Array
 

@@ -14,9 +14,8 @@ What this module owns, once for every ensemble:
   with muting (:func:`stabl_jax.estimators.meta_log_update`) and restarts
   (:meth:`Ensemble._advance`).
 
-A learner supplies its step sizes (``base_meta_step_sizes``, ``base_expert_learning_rates``),
-its fresh experts (``fresh_experts``), and its ``_ask`` and ``_tell`` maths; ``_tell`` ends
-with ``self._advance(state, experts, regret_gain)``.
+A learner supplies the rest (:class:`Ensemble`); its ``_tell`` ends with
+``self._advance(state, experts, regret_gain)``.
 """
 
 from __future__ import annotations
@@ -86,8 +85,9 @@ class Ensemble(Learner):
 
     Subclasses set ``Params`` and ``State`` (classes with :class:`EnsembleParams`'s and
     :class:`EnsembleState`'s fields; ``experts_field`` names the experts), provide
-    ``round_offset`` (a field, or a class constant 0), ``base_meta_step_sizes``,
-    ``base_expert_learning_rates`` and ``fresh_experts``.
+    ``round_offset`` (a field, or a class constant 0), the step sizes
+    (``base_meta_step_sizes``, ``base_expert_learning_rates``), ``fresh_experts`` and the
+    ``_ask`` and ``_tell`` maths.
 
     Attributes:
       history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k`` (see

@@ -20,7 +20,6 @@ One query per round, played and observed.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -91,11 +90,8 @@ class VizierEXP3Base(BanditLearner):
 
     def _init(self, key: jax.Array, params: EXP3VizierParams) -> EXP3VizierState:
         del key
-        n = self.num_arms
         return EXP3VizierState(
-            t=jnp.zeros((), jnp.int32),
-            log_probs=jnp.full((n,), -math.log(n), self.float_dtype),
-            params=params,
+            t=jnp.zeros((), jnp.int32), log_probs=self.uniform_log_probs(), params=params
         )
 
     def play_distribution(self, state: EXP3VizierState) -> jax.Array:

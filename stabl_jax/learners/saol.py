@@ -61,9 +61,7 @@ from stabl_jax.learners.hedge import full_information_query, loss_vector
 
 @chex.dataclass(frozen=True)
 class SAOLParams(EnsembleParams):
-    """Sweepable numbers of :class:`SAOL` and :class:`SAOLHedge`: ``expert_lr_scale``
-    multiplies every expert's learning rate, ``meta_lr_scale`` every meta step size ``eta_k``
-    (also the restart weight ``w(k) = eta_k``); both ``()``."""
+    """Sweepable numbers of :class:`SAOL` and :class:`SAOLHedge` (:class:`EnsembleParams`)."""
 
 
 #: As StABL's; ``num_muted`` needs a ``meta_lr_scale >= 2``.

@@ -65,9 +65,7 @@ EXPERT_CS: tuple[str, ...] = ("2B", "2logT")
 
 @chex.dataclass(frozen=True)
 class StABLParams(EnsembleParams):
-    """Sweepable numbers of :class:`StABL`: ``expert_lr_scale`` multiplies every expert's
-    learning rate ``eta'_k``, ``meta_lr_scale`` every meta step size ``eta_k`` (also the restart
-    weight ``w(k) = eta_k``, line 13); both ``()``."""
+    """Sweepable numbers of :class:`StABL`: the scales of ``eta'_k`` and ``eta_k`` (line 6)."""
 
 
 #: ``t``, ``expert_log_probs`` ``(B, n)`` ``log v(t, k)``, ``meta_log_weights`` ``(B,)``

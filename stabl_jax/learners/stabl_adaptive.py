@@ -59,14 +59,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import estimators
-from stabl_jax.learners.ensemble import tree_select
 from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams
 
 #: Sweepable numbers (1 by default: nothing is tuned), as anytime StABL's.
@@ -147,45 +145,19 @@ class StABLAdaptive(StABLAnytime):
         :meth:`~stabl_jax.learners.stabl_anytime.StABLAnytime.distributions`)."""
         return self.rates(state)[1]
 
-    def _tell(  # type: ignore[override]
-        self, state: StABLAdaptiveState, query, observed: jax.Array
-    ) -> StABLAdaptiveState:
-        """Lines 11-13 from the observed arm's loss only (``observed[1]``)."""
-        arm = query.arms[1]
-        value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
+    def _round_rates(
+        self, state: Any, v_at_arm: jax.Array, value: jax.Array, regret_gain: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, dict[str, jax.Array]]:
+        """The rates of :meth:`rates` at the sums before the round; the powers from the sums
+        after it, ``V_k += v(t,k)_{x'} l_hat(x')^2`` and ``R_k += r~_t(k)^2`` (self-confident
+        EXP3 and ML-Prod), which are returned as the new sums."""
         t, t_next = state.t, state.t + 1
-        active = self.active(t)
         expert_rate, eta = self.rates(state)
-
-        # Line 13 with ML-Prod: R += r~^2, then log w~ <- (eta(t+1)/eta(t)) (log w~ + log(1 +
-        # eta(t) r~)). The scale cancels in the ratio; restarting experts are reset below.
-        v_at_arm = jnp.exp(state.expert_log_probs[:, arm])
-        regret_gain = value * (v_at_arm - query.play_probs[arm])
-        meta, _ = estimators.meta_log_update(state.meta_log_pseudo, eta, regret_gain)
         meta_moment = state.meta_second_moment + regret_gain * regret_gain
         base = self._meta_rate_from(state.meta_second_moment, t)
-        meta = (self._meta_rate_from(meta_moment, t_next) / base) * meta
-        muted = jnp.sum((1.0 + eta * regret_gain <= 0.0) & active, dtype=jnp.int32)
-
-        # Line 12, self-confident EXP3: V += v(t,k)_{x'} l_hat(x')^2, Algorithm 2's step at
-        # eta'(t), then the power eta'(t+1)/eta'(t).
-        expert_moment = state.expert_second_moment + v_at_arm * value * value
-        experts = estimators.exp3_log_update(state.expert_log_probs, arm, value, expert_rate)
-        ratio = self._expert_rate_from(expert_moment) / self._expert_rate_from(
-            state.expert_second_moment
-        )
-        experts = ratio[:, None] * experts
-        experts = experts - jax.scipy.special.logsumexp(experts, axis=-1, keepdims=True)
-
-        restart = self.restarts(t_next)
-        experts = tree_select(restart, self.fresh_experts(), experts)
-        meta = jnp.where(restart, 0.0, meta)
-        f = self.float_dtype
-        return state.replace(
-            t=t_next,
-            expert_log_probs=experts.astype(f),
-            meta_log_pseudo=meta.astype(f),
-            expert_second_moment=jnp.where(restart, 0.0, expert_moment).astype(f),
-            meta_second_moment=jnp.where(restart, 0.0, meta_moment).astype(f),
-            num_muted=state.num_muted + muted,
-        )
+        meta_power = self._meta_rate_from(meta_moment, t_next) / base
+        old = state.expert_second_moment
+        expert_moment = old + v_at_arm * value * value
+        expert_power = self._expert_rate_from(expert_moment) / self._expert_rate_from(old)
+        sums = {"expert_second_moment": expert_moment, "meta_second_moment": meta_moment}
+        return expert_rate, expert_power, eta, meta_power, sums

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import chex
 import jax
@@ -64,9 +64,8 @@ from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, tree_select
 
 @chex.dataclass(frozen=True)
 class StABLAnytimeParams(EnsembleParams):
-    """Sweepable numbers of :class:`StABLAnytime` (1 by default: nothing is tuned):
-    ``expert_lr_scale`` multiplies every expert's rate ``eta'_k(t)``, ``meta_lr_scale`` every
-    meta step size ``eta_k(t)``; both ``()``."""
+    """Sweepable numbers of :class:`StABLAnytime`: the scales of ``eta'_k(t)`` and ``eta_k(t)``
+    (1 by default: nothing is tuned)."""
 
 
 @chex.dataclass(frozen=True)
@@ -188,43 +187,59 @@ class StABLAnytime(Ensemble, BanditLearner):
         _, _, mix, obs = self.distributions(state)
         return sample_query(key, mix, obs)
 
-    def _tell(
-        self, state: StABLAnytimeState, query: BanditQuery, observed: jax.Array
-    ) -> StABLAnytimeState:
-        """Lines 11-13 from the observed arm's loss only (``observed[1]``)."""
+    def _round_rates(
+        self, state: Any, v_at_arm: jax.Array, value: jax.Array, regret_gain: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, dict[str, jax.Array]]:
+        """This round's rates, each ``(B,)``, from ``v(t,k)_{x'}``, the signed estimate and
+        ``r~_t(k)`` (a subclass sets them from data).
+
+        Returns:
+          ``(eta'(t), a', eta(t), a, sums)``: the scaled expert and meta rates, the powers
+          ``a'_k = eta'_k(t+1) / eta'_k(t)`` and ``a_k = eta_k(t+1) / eta_k(t)`` (the scales
+          cancel; ``tau + 1``, not ``(t + 1) mod L``, because a restarting expert is reset
+          anyway) and the state's running sums after this round (none here), by field name.
+        """
+        params = state.params
+        tau = self.rounds_since_restart(state.t)
+        eta = params.meta_lr_scale * self._meta_rate(tau)
+        meta_power = self._meta_rate(tau + 1) / self._meta_rate(tau)
+        rate = self._expert_rate(tau, jnp.sum(self.active(state.t)))
+        expert_power = self._expert_rate(tau + 1, jnp.sum(self.active(state.t + 1))) / rate
+        return params.expert_lr_scale * rate, expert_power, eta, meta_power, {}
+
+    def _tell(self, state: Any, query: BanditQuery, observed: jax.Array) -> Any:
+        """Lines 11-13 from the observed arm's loss only (``observed[1]``), with the rates of
+        :meth:`_round_rates`."""
         arm = query.arms[1]
         value = estimators.signed_estimate(observed[1], query.query_probs[1], self.feedback)
-        params = state.params
-        t, t_next = state.t, state.t + 1
-        tau = self.rounds_since_restart(t)
-        active = self.active(t)
-
-        # Line 13 with ML-Prod: log w~ <- (eta(t+1)/eta(t)) (log w~ + log(1 + eta(t) r~)).
-        # The scale cancels in the ratio; tau + 1 (not (t + 1) mod L) because a restarting
-        # expert is reset below anyway.
+        t_next = state.t + 1
         v_at_arm = jnp.exp(state.expert_log_probs[:, arm])
         regret_gain = value * (v_at_arm - query.play_probs[arm])
-        eta = params.meta_lr_scale * self._meta_rate(tau)
+        expert_rate, expert_power, eta, meta_power, sums = self._round_rates(
+            state, v_at_arm, value, regret_gain
+        )
+
+        # Line 13 with ML-Prod: log w~ <- (eta(t+1)/eta(t)) (log w~ + log(1 + eta(t) r~)).
         meta, _ = estimators.meta_log_update(state.meta_log_pseudo, eta, regret_gain)
-        meta = (self._meta_rate(tau + 1) / self._meta_rate(tau)) * meta
+        meta = meta_power * meta
         # Muting events of the active experts only (the inactive ones are their copies).
+        active = self.active(state.t)
         muted = jnp.sum((1.0 + eta * regret_gain <= 0.0) & active, dtype=jnp.int32)
 
         # Line 12, anytime EXP3: Algorithm 2's step at eta'(t), then the power eta'(t+1)/eta'(t).
-        num_active, num_active_next = jnp.sum(active), jnp.sum(self.active(t_next))
-        rate = self._expert_rate(tau, num_active)
-        experts = estimators.exp3_log_update(
-            state.expert_log_probs, arm, value, params.expert_lr_scale * rate
-        )
-        experts = (self._expert_rate(tau + 1, num_active_next) / rate)[:, None] * experts
+        experts = estimators.exp3_log_update(state.expert_log_probs, arm, value, expert_rate)
+        experts = expert_power[:, None] * experts
         experts = experts - jax.scipy.special.logsumexp(experts, axis=-1, keepdims=True)
 
+        # Restarts at t + 1: v = 1/n, w~ = 1 and every running sum 0.
         restart = self.restarts(t_next)
         experts = tree_select(restart, self.fresh_experts(), experts)
         meta = jnp.where(restart, 0.0, meta)
+        f = self.float_dtype
         return state.replace(
             t=t_next,
-            expert_log_probs=experts.astype(self.float_dtype),
-            meta_log_pseudo=meta.astype(self.float_dtype),
+            expert_log_probs=experts.astype(f),
+            meta_log_pseudo=meta.astype(f),
+            **{name: jnp.where(restart, 0.0, x).astype(f) for name, x in sums.items()},
             num_muted=state.num_muted + muted,
         )

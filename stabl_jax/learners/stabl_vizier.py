@@ -159,10 +159,9 @@ class StABLVizier(BanditLearner):
     # --- the contract -----------------------------------------------------------------------
     def _init(self, key: jax.Array, params: StABLVizierParams) -> StABLVizierState:
         del key
-        b, n = self.num_experts, self.num_arms
         return StABLVizierState(
             t=jnp.zeros((), jnp.int32),
-            expert_log_probs=jnp.full((b, n), -math.log(n), self.float_dtype),
+            expert_log_probs=self.uniform_log_probs(self.num_experts),
             meta_log_weights=self._restart_log_weights(),
             params=params,
         )
