@@ -46,7 +46,7 @@ import tomllib
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
@@ -170,8 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+def _cmd_list(args: argparse.Namespace) -> int:
     configs = shipped_configs()
     sections = {
         "learners": LEARNERS,
@@ -181,12 +180,12 @@ def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
     }
     width = max(len(n) for n in [*configs, *(n for d in sections.values() for n in d)]) + 2
     for title, entries in sections.items():
-        print(f"{title}:", file=out)
+        print(f"{title}:")
         for name, entry in entries.items():
-            print(f"  {name:<{width}}{entry.description}", file=out)
-    print("configs:", file=out)
+            print(f"  {name:<{width}}{entry.description}")
+    print("configs:")
     for name, path in configs.items():
-        print(f"  {name:<{width}}{_config_description(path)}", file=out)
+        print(f"  {name:<{width}}{_config_description(path)}")
     return EXIT_OK
 
 
@@ -240,18 +239,18 @@ def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Any:
     existing = out.absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    free = {"memory": available_memory_bytes(), "disk": shutil.disk_usage(existing).free}
-    where = {"memory": "available", "disk": f"free under {existing}"}
-    wanted = {"memory": needs.memory_bytes, "disk": needs.disk_bytes}
-    over = [k for k in wanted if wanted[k] > free[k]]
-    if over and not allow_large:
-        sizes = "; ".join(
-            f"about {tables.byte_size(wanted[k])} of {k}, {tables.byte_size(free[k])} {where[k]}"
-            for k in over
+    over = [
+        f"about {tables.byte_size(wanted)} of {what}, {tables.byte_size(free)} {where}"
+        for what, wanted, free, where in (
+            ("memory", needs.memory_bytes, available_memory_bytes(), "available"),
+            ("disk", needs.disk_bytes, shutil.disk_usage(existing).free, f"free under {existing}"),
         )
+        if wanted > free
+    ]
+    if over and not allow_large:
         raise ConfigError(
             f"this run does not fit ({config.runs} runs x {config.horizon} rounds x "
-            f"{len(config.learners)} learners): it needs {sizes}; lower runs or horizon "
+            f"{len(config.learners)} learners): it needs {'; '.join(over)}; lower runs or horizon "
             "(--runs, --set horizon=...), or pass --allow-large to run it anyway"
         )
     return needs

@@ -307,12 +307,12 @@ def run_chunk(
     return checkify.checkify(run, errors=checkify.user_checks)(carry, t0)
 
 
+@dataclasses.dataclass(frozen=True)
 class _RaisingLowered:
     """A lowered checkified chunk whose compiled form raises the first failed check and
     otherwise returns ``(carry, outputs)`` like an unchecked chunk (what ``run_chunks`` runs)."""
 
-    def __init__(self, lowered: Any) -> None:
-        self.lowered = lowered
+    lowered: Any
 
     def compile(self) -> Callable[[Any, jax.Array], Any]:
         compiled = self.lowered.compile()

@@ -129,8 +129,7 @@ def _digest(value: np.ndarray) -> str:
 def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """``np.savez`` (uncompressed, no pickled objects) written with :func:`atomic_write`, with
     one more entry, :data:`DIGEST`: the SHA-256 of every array, which :func:`load_arrays`
-    checks (the zip CRC does not cover what NumPy reads: a changed ``.npy`` header can make it
-    read a shifted array without complaint)."""
+    checks (module docstring: why the zip CRC is not enough)."""
     arrays = {name: np.asarray(value) for name, value in arrays.items()}
     for name, value in arrays.items():
         if value.dtype == object:

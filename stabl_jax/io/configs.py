@@ -215,11 +215,6 @@ class Checker:
         except ConfigError as exc:
             self.errors.append(str(exc))
 
-    @property
-    def failed(self) -> bool:
-        """Whether a collected check has failed."""
-        return bool(self.errors)
-
     def done(self) -> None:
         """Raise the collected errors as one :class:`ConfigError` (the message of a single
         error unchanged; several: a count, then one indented line each)."""

@@ -142,11 +142,9 @@ def _lock(folder: Path) -> int | None:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:  # exists, owned by someone else
         return True
-    except OSError:
+    except OSError:  # ProcessLookupError: no such process
         return False
     return True
 
