@@ -11,7 +11,7 @@
 check, run, summarise and print it: every learner on the same environment draws, written to
 one results folder (``results/<config name>-seed<S>`` by default; see
 :mod:`stabl_jax.io.results`) and prints a summary table. With no CONFIG it runs
-``expert_advice_equal``, the paper's Figure 1 (left). A BCO config (``kind = "bco"``, e.g.
+``figure1``, the paper's Figure 1 (left). A BCO config (``kind = "bco"``, e.g.
 ``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``, and so
 does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hpo_bbob_sphere``).
 
@@ -46,7 +46,7 @@ import tomllib
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
@@ -170,8 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+def _cmd_list(args: argparse.Namespace) -> int:
     configs = shipped_configs()
     sections = {
         "learners": LEARNERS,
@@ -181,12 +180,12 @@ def _cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
     }
     width = max(len(n) for n in [*configs, *(n for d in sections.values() for n in d)]) + 2
     for title, entries in sections.items():
-        print(f"{title}:", file=out)
+        print(f"{title}:")
         for name, entry in entries.items():
-            print(f"  {name:<{width}}{entry.description}", file=out)
-    print("configs:", file=out)
+            print(f"  {name:<{width}}{entry.description}")
+    print("configs:")
     for name, path in configs.items():
-        print(f"  {name:<{width}}{_config_description(path)}", file=out)
+        print(f"  {name:<{width}}{_config_description(path)}")
     return EXIT_OK
 
 
@@ -240,18 +239,18 @@ def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Any:
     existing = out.absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    free = {"memory": available_memory_bytes(), "disk": shutil.disk_usage(existing).free}
-    where = {"memory": "available", "disk": f"free under {existing}"}
-    wanted = {"memory": needs.memory_bytes, "disk": needs.disk_bytes}
-    over = [k for k in wanted if wanted[k] > free[k]]
-    if over and not allow_large:
-        sizes = "; ".join(
-            f"about {tables.byte_size(wanted[k])} of {k}, {tables.byte_size(free[k])} {where[k]}"
-            for k in over
+    over = [
+        f"about {tables.byte_size(wanted)} of {what}, {tables.byte_size(free)} {where}"
+        for what, wanted, free, where in (
+            ("memory", needs.memory_bytes, available_memory_bytes(), "available"),
+            ("disk", needs.disk_bytes, shutil.disk_usage(existing).free, f"free under {existing}"),
         )
+        if wanted > free
+    ]
+    if over and not allow_large:
         raise ConfigError(
             f"this run does not fit ({config.runs} runs x {config.horizon} rounds x "
-            f"{len(config.learners)} learners): it needs {sizes}; lower runs or horizon "
+            f"{len(config.learners)} learners): it needs {'; '.join(over)}; lower runs or horizon "
             "(--runs, --set horizon=...), or pass --allow-large to run it anyway"
         )
     return needs
@@ -336,12 +335,20 @@ def _add_bench_parser(sub: Any) -> None:
     bench.add_argument("--arms", nargs="+", type=int, default=None, metavar="N")
     bench.add_argument("--runs", nargs="+", type=int, default=None, metavar="R")
     bench.add_argument("--repeats", type=int, default=None, help=f"(default {default.repeats})")
-    bench.add_argument("--no-numpy", action="store_true", help="time only simulate")
+    # --no-numpy, --no-validate and --bandwidth set BenchConfig's numpy, validate, bandwidth_gbs
     bench.add_argument(
-        "--no-validate", action="store_true", help="skip timing simulate(validate=True)"
+        "--no-numpy", dest="numpy", action="store_const", const=False, help="time only simulate"
+    )
+    bench.add_argument(
+        "--no-validate",
+        dest="validate",
+        action="store_const",
+        const=False,
+        help="skip timing simulate(validate=True)",
     )
     bench.add_argument(
         "--bandwidth",
+        dest="bandwidth_gbs",
         type=float,
         default=None,
         metavar="GBS",
@@ -354,28 +361,21 @@ def _add_bench_parser(sub: Any) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     presets = {"quick": benchmark.QUICK, "gpu": benchmark.GPU}
     config = next((c for k, c in presets.items() if getattr(args, k)), benchmark.BenchConfig())
-    changes: dict[str, Any] = {}
-    for name in ("learners", "arms", "runs"):
-        if getattr(args, name) is not None:
-            changes[name] = tuple(getattr(args, name))
-    if args.repeats is not None:
-        changes["repeats"] = args.repeats
-    if args.no_numpy:
-        changes["numpy"] = False
-    if args.no_validate:
-        changes["validate"] = False
-    if args.bandwidth is not None:
-        if not args.bandwidth > 0:
-            raise ConfigError(f"--bandwidth must be > 0 GB/s, got {args.bandwidth}")
-        changes["bandwidth_gbs"] = args.bandwidth
+    if args.bandwidth_gbs is not None and not args.bandwidth_gbs > 0:
+        raise ConfigError(f"--bandwidth must be > 0 GB/s, got {args.bandwidth_gbs}")
+    changes = {
+        name: tuple(value) if isinstance(value, list) else value
+        for name in ("learners", "arms", "runs", "repeats", "numpy", "validate", "bandwidth_gbs")
+        if (value := getattr(args, name)) is not None
+    }
     config = dataclasses.replace(config, **changes)
     unknown = [name for name in config.learners if name not in LEARNERS]
     if unknown:
         raise ConfigError(f"--learners: unknown {unknown}; choose from {sorted(LEARNERS)}")
-    for name in ("arms", "runs", "repeats"):
+    for name, least in (("arms", 2), ("runs", 1), ("repeats", 1)):
         values = getattr(config, name)
-        if any(v < (2 if name == "arms" else 1) for v in np.atleast_1d(values)):
-            raise ConfigError(f"--{name} must be >= {2 if name == 'arms' else 1}, got {values}")
+        if any(v < least for v in np.atleast_1d(values)):
+            raise ConfigError(f"--{name} must be >= {least}, got {values}")
     result = benchmark.run_benchmark(config, log=lambda line: print(line, flush=True))
     result["command"] = ["stabl-jax", *args.argv]
     print()

@@ -174,18 +174,12 @@ def pad_params(params: Any, plan: RunsPlan) -> Any:
     return jax.tree.map(pad, params)
 
 
-def runs_sharding(plan: RunsPlan) -> NamedSharding | None:
-    """Leading-axis sharding over the runs mesh (``None`` without a mesh)."""
-    return None if plan.mesh is None else NamedSharding(plan.mesh, PartitionSpec(RUNS_AXIS))
-
-
 def init_sharded(init: Callable[..., Any], plan: RunsPlan, *args: Any) -> Any:
-    """``init(*args)`` (a function returning runs-leading arrays), its result laid out with
-    :func:`runs_sharding`: each process computes only its own devices' runs."""
-    sharding = runs_sharding(plan)
-    if sharding is None:
+    """``init(*args)`` (a function returning runs-leading arrays), its result sharded on its
+    leading axis over the runs mesh: each process computes only its own devices' runs."""
+    if plan.mesh is None:
         return init(*args)
-    return jax.jit(init, out_shardings=sharding)(*args)
+    return jax.jit(init, out_shardings=NamedSharding(plan.mesh, PartitionSpec(RUNS_AXIS)))(*args)
 
 
 def blocked(step: Callable[..., Any], block: int) -> Callable[..., Any]:

@@ -32,6 +32,7 @@ Nothing of size ``runs x T x arms`` is built: losses are generated inside the sc
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -306,12 +307,12 @@ def run_chunk(
     return checkify.checkify(run, errors=checkify.user_checks)(carry, t0)
 
 
+@dataclasses.dataclass(frozen=True)
 class _RaisingLowered:
     """A lowered checkified chunk whose compiled form raises the first failed check and
     otherwise returns ``(carry, outputs)`` like an unchecked chunk (what ``run_chunks`` runs)."""
 
-    def __init__(self, lowered: Any) -> None:
-        self.lowered = lowered
+    lowered: Any
 
     def compile(self) -> Callable[[Any, jax.Array], Any]:
         compiled = self.lowered.compile()
@@ -335,14 +336,9 @@ def available_memory_bytes() -> int:
     ``/proc/meminfo``, else free physical pages) and, when JAX runs on an accelerator, its
     free memory (``bytes_limit - bytes_in_use`` of the first device); the smaller."""
     host = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    host = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        kib = next((line.split()[1] for line in f if line.startswith("MemAvailable:")), None)
+        host = None if kib is None else int(kib) * 1024
     if host is None:
         try:
             host = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

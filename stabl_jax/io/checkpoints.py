@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax.versions import __version__, installed_version
+from stabl_jax.versions import package_versions
 
 FORMAT = "stabl_jax.checkpoint/2"
 STATE = "state.npz"
@@ -93,9 +93,8 @@ def fsync_dir(folder: str | Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -130,8 +129,7 @@ def _digest(value: np.ndarray) -> str:
 def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """``np.savez`` (uncompressed, no pickled objects) written with :func:`atomic_write`, with
     one more entry, :data:`DIGEST`: the SHA-256 of every array, which :func:`load_arrays`
-    checks (the zip CRC does not cover what NumPy reads: a changed ``.npy`` header can make it
-    read a shifted array without complaint)."""
+    checks (module docstring: why the zip CRC is not enough)."""
     arrays = {name: np.asarray(value) for name, value in arrays.items()}
     for name, value in arrays.items():
         if value.dtype == object:
@@ -214,12 +212,13 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
     return jax.tree.unflatten(treedef, restored)
 
 
-def _describe_difference(found: Any, expected: Any, prefix: str = "") -> str:
-    """The first differing key of two JSON-like values, as ``key: found != expected``."""
+def describe_mismatch(found: Any, expected: Any, prefix: str = "") -> str:
+    """The first differing key of two JSON-like values (two identities, two fingerprints), as
+    one line ``key: found != expected``."""
     if isinstance(found, dict) and isinstance(expected, dict):
         for key in sorted(set(found) | set(expected), key=str):
             if found.get(key) != expected.get(key):
-                return _describe_difference(found.get(key), expected.get(key), f"{prefix}{key}.")
+                return describe_mismatch(found.get(key), expected.get(key), f"{prefix}{key}.")
     return f"{prefix.rstrip('.') or 'value'}: {found!r} (checkpoint) != {expected!r} (this run)"
 
 
@@ -277,7 +276,7 @@ class ChunkCheckpoint:
         if found != self.fingerprint:
             raise CheckpointMismatch(
                 f"checkpoint {path} was written by a different run; "
-                f"{_describe_difference(found, self.fingerprint)}"
+                f"{describe_mismatch(found, self.fingerprint)}"
             )
         return arrays
 
@@ -403,12 +402,7 @@ def experiment_identity(config: Any) -> dict[str, Any]:
             {
                 "format": FORMAT,
                 "config": resolved,
-                "versions": {
-                    "stabl_jax": __version__,
-                    "jax": jax.__version__,
-                    "jaxlib": installed_version("jaxlib"),
-                    "numpy": np.__version__,
-                },
+                "versions": package_versions(),
                 "platform": jax.devices()[0].platform,
                 "x64": bool(jax.config.jax_enable_x64),
             },
@@ -417,20 +411,14 @@ def experiment_identity(config: Any) -> dict[str, Any]:
     )
 
 
-def read_identity(folder: str | Path) -> dict[str, Any] | None:
-    """The ``experiment.json`` of an experiment checkpoint folder, or ``None`` when it is
-    missing or unreadable (not JSON, not an object)."""
-    path = Path(folder) / IDENTITY
+def read_json(path: str | Path) -> dict[str, Any] | None:
+    """The JSON object in ``path`` (an ``experiment.json``, a results folder's marker), or
+    ``None`` when it is missing or unreadable (not JSON, not an object)."""
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) else None
-
-
-def describe_mismatch(found: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
-    """One line naming the first key where two identities differ."""
-    return _describe_difference(dict(found), dict(expected))
 
 
 def _identity_digest(identity: Mapping[str, Any]) -> str:
@@ -481,7 +469,7 @@ class ExperimentCheckpoints:
     def __init__(self, folder: str | Path, identity: Mapping[str, Any]) -> None:
         self.folder = Path(folder)
         self.identity = json.loads(json.dumps(dict(identity), sort_keys=True))
-        found = read_identity(self.folder)
+        found = read_json(self.folder / IDENTITY)
         if found is not None and found != self.identity:
             raise CheckpointMismatch(
                 f"{self.folder} holds checkpoints of a different run; "

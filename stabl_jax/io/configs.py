@@ -47,10 +47,8 @@ def config_dirs() -> list[Any]:
     """Where shipped configs live, in lookup order: ``./configs``, the installed resource
     package ``stabl_jax.configs``, then ``configs/`` next to the package source."""
     dirs: list[Any] = [Path.cwd() / "configs"]
-    try:
+    with contextlib.suppress(ModuleNotFoundError):  # running from a source tree, not installed
         dirs.append(importlib.resources.files("stabl_jax.configs"))
-    except ModuleNotFoundError:  # running from a source tree, not installed
-        pass
     dirs.append(Path(__file__).resolve().parents[2] / "configs")
     return dirs
 
@@ -61,7 +59,7 @@ def shipped_configs() -> dict[str, Any]:
     for folder in config_dirs():
         try:
             entries = sorted(folder.iterdir(), key=lambda p: p.name)
-        except (FileNotFoundError, NotADirectoryError, OSError):
+        except OSError:
             continue
         for entry in entries:
             if entry.name.endswith(".toml") and entry.is_file():
@@ -79,11 +77,9 @@ def resolve_config(name_or_path: str | Path) -> Any:
     if not looks_like_path:
         for folder in config_dirs():
             candidate = folder / f"{text}.toml"
-            try:
+            with contextlib.suppress(OSError):
                 if candidate.is_file():
                     return candidate
-            except OSError:
-                continue
     available = ", ".join(sorted(shipped_configs())) or "(none found)"
     if path.is_dir():
         raise ConfigError(f"config path {text!r} is a folder; give a .toml file or a config name")
@@ -219,11 +215,6 @@ class Checker:
         except ConfigError as exc:
             self.errors.append(str(exc))
 
-    @property
-    def failed(self) -> bool:
-        """Whether a collected check has failed."""
-        return bool(self.errors)
-
     def done(self) -> None:
         """Raise the collected errors as one :class:`ConfigError` (the message of a single
         error unchanged; several: a count, then one indented line each)."""
@@ -286,7 +277,29 @@ class Checker:
     def coerce(self, key: str, value: Any, hint: Any) -> Any:
         """``value`` converted to the type ``hint`` (TOML arrays -> tuples, ints -> floats),
         else an error naming ``key`` and the type."""
-        return _coerce(self, key, value, hint)
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin in (typing.Union, types.UnionType):
+            for arg in args:
+                if arg is not type(None):
+                    with contextlib.suppress(ConfigError):
+                        return self.coerce(key, value, arg)
+        elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            if not isinstance(value, dict | str | bool):
+                items = value if isinstance(value, list) else [value]
+                with contextlib.suppress(ConfigError):
+                    return tuple(self.coerce(key, item, args[0]) for item in items)
+        elif hint is bool or hint is str:
+            if isinstance(value, hint):
+                return value
+        elif hint is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        elif hint is float:
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+        else:  # Any, or a type TOML cannot check: arrays as tuples
+            return tuple(value) if isinstance(value, list) else value
+        self.fail(key, f"must be {_describe(hint)}, got {value!r} ({type_name(value)})")
 
 
 def type_name(value: Any) -> str:
@@ -303,42 +316,3 @@ def _describe(hint: Any) -> str:
     return {int: "an int", float: "a number", bool: "a bool (true/false)", str: "a string"}.get(
         hint, str(hint)
     )
-
-
-def _coerce(check: Checker, key: str, value: Any, hint: Any) -> Any:
-    """``value`` converted to ``hint`` (TOML arrays -> tuples, ints -> floats), else an error."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
-        return tuple(value) if isinstance(value, list) else value
-    if origin in (typing.Union, types.UnionType):
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(check, key, value, arg)
-            except ConfigError:
-                continue
-    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        items = value if isinstance(value, list) else [value]
-        if isinstance(value, dict | str | bool):
-            items = None
-        if items is not None:
-            try:
-                return tuple(_coerce(check, key, item, args[0]) for item in items)
-            except ConfigError:
-                pass
-    elif hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif hint is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif hint is str:
-        if isinstance(value, str):
-            return value
-    else:
-        return tuple(value) if isinstance(value, list) else value
-    check.fail(key, f"must be {_describe(hint)}, got {value!r} ({type_name(value)})")

@@ -350,34 +350,6 @@ def plot_cumulative_regret(
     )
 
 
-def plot_prob_best(
-    bands: Sequence[Band],
-    path: str | Path,
-    *,
-    title: str,
-    window: int,
-    change_points: Sequence[int] = (),
-) -> Path:
-    """Play probability of the current best arm against rounds (moving-averaged).
-
-    Args:
-      bands: per learner, mean over runs of the moving average of ``p_t(best arm)``.
-      path: the PNG to write.
-      title: figure title.
-      window: the moving-average window.
-      change_points: rounds where the best arm changes.
-    """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="round t",
-        ylabel=f"P(play best arm), moving average over {window}",
-        vlines=change_points,
-        ylim=(-0.02, 1.02),
-    )
-
-
 def write_plots(
     folder: str | Path,
     *,
@@ -389,7 +361,10 @@ def write_plots(
     change_points: Sequence[int],
     filenames: Mapping[str, str],
 ) -> list[Path]:
-    """Write the three plots into ``folder``; returns their paths."""
+    """Write three plots into ``folder``: :func:`plot_moving_average` of the reward,
+    :func:`plot_adaptive_regret`, and the play probability of the current best arm against
+    rounds (``prob_best``: per learner, the mean over runs of its moving average); returns
+    their paths."""
     folder = Path(folder)
     return [
         plot_moving_average(
@@ -402,12 +377,14 @@ def write_plots(
         plot_adaptive_regret(
             adaptive_regret, folder / filenames["adaptive_regret"], title=titles["adaptive_regret"]
         ),
-        plot_prob_best(
+        _draw(
             prob_best,
             folder / filenames["prob_best"],
             title=titles["prob_best"],
-            window=window,
-            change_points=change_points,
+            xlabel="round t",
+            ylabel=f"P(play best arm), moving average over {window}",
+            vlines=change_points,
+            ylim=(-0.02, 1.02),
         ),
     ]
 

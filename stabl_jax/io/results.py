@@ -59,7 +59,7 @@ import numpy as np
 
 from stabl_jax import metrics, provenance
 from stabl_jax.io import checkpoints, tables
-from stabl_jax.versions import __version__, installed_version
+from stabl_jax.versions import package_versions
 
 SUMMARY = "summary.json"
 TRACES = "traces.npz"
@@ -110,17 +110,8 @@ def _marker(folder: Path) -> dict[str, Any] | None:
     path = folder / MARKER
     if folder.is_symlink() or path.is_symlink():
         return None
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) and found.get("format") == MARKER_FORMAT else None
-
-
-def created_by_stabl_jax(path: str | Path) -> bool:
-    """Whether ``path`` is a folder stabl_jax created (it holds a valid :data:`MARKER`): the
-    only folders the command line ever replaces or deletes."""
-    return _marker(Path(path)) is not None
+    found = checkpoints.read_json(path)
+    return found if found is not None and found.get("format") == MARKER_FORMAT else None
 
 
 def _lock(folder: Path) -> int | None:
@@ -151,11 +142,9 @@ def _lock(folder: Path) -> int | None:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:  # exists, owned by someone else
         return True
-    except OSError:
+    except OSError:  # ProcessLookupError: no such process
         return False
     return True
 
@@ -333,7 +322,7 @@ class ResultsFolder:
                     log(f"left {path.name} alone: it holds the complete results of a run")
                     continue
                 source = path / checkpoints.CHECKPOINT_DIR
-                found = checkpoints.read_identity(source)
+                found = checkpoints.read_json(source / checkpoints.IDENTITY)
                 matches = (
                     None if found is not None else checkpoints.fingerprints_match(source, identity)
                 )
@@ -502,13 +491,7 @@ def environment_info() -> dict[str, Any]:
     devices = jax.devices()
     return {
         "code": provenance.code_version(),
-        "versions": {
-            "stabl_jax": __version__,
-            "jax": jax.__version__,
-            "jaxlib": installed_version("jaxlib"),
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
+        "versions": {**package_versions(), "python": platform.python_version()},
         "python": sys.version,
         "platform": platform.platform(),
         "jax_config": {
