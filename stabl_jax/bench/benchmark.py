@@ -380,12 +380,10 @@ def _add_ratios(rows: list[dict[str, Any]], bandwidth_gbs: float | None = None) 
         if row["impl"] != "jax":
             continue
         key = (row["learner"], row["num_arms"])
-        vec = _find(rows, "numpy_vectorised", *key, row["runs"])
-        loop = _find(rows, "numpy_loop", *key)
-        if vec is not None:
-            row["x_numpy_vectorised"] = row["run_steps_per_s"] / vec["run_steps_per_s"]
-        if loop is not None:
-            row["x_numpy_loop"] = row["run_steps_per_s"] / loop["run_steps_per_s"]
+        for impl, runs in (("numpy_vectorised", row["runs"]), ("numpy_loop", None)):
+            numpy_row = _find(rows, impl, *key, runs)
+            if numpy_row is not None:
+                row[f"x_{impl}"] = row["run_steps_per_s"] / numpy_row["run_steps_per_s"]
         checked = _find(rows, "jax_validated", *key, row["runs"])
         if checked is not None:
             row["x_validated"] = checked["run_steps_per_s"] / row["run_steps_per_s"]
