@@ -381,12 +381,10 @@ def run_problems(
     validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> list[ProblemOutcome]:
-    """Run every learner of ``config`` on ``problems``, which share their dimension and budget
-    (same key for all learners: paired repeats): one compiled program per learner for all of
-    them (:func:`stabl_jax.hpo_metrics.simulate_suite`; repeat ``r`` of the ``i``-th problem
-    is run ``i R + r``), or, for one problem, its own program with the function static.
-    ``checkpoints`` (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`) holds learner
-    ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for several)."""
+    """Run every learner of ``config`` on ``problems``, which share their dimension and budget:
+    one compiled program per learner for all of them (module docstring). ``checkpoints``
+    holds learner ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for
+    several)."""
     first = problems[0]
     if any((p.dim, p.evaluations) != (first.dim, first.evaluations) for p in problems):
         raise ValueError("problems run together must share their dimension and budget")
