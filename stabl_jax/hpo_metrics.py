@@ -128,20 +128,18 @@ def simulate_suite(
     res = simulate_selection(
         learner, env, key, total, num_evaluations, env_params=env_params, **kwargs
     )
-    out = []
-    for i in range(count):
-        part = slice(i * num_runs, (i + 1) * num_runs)
-        out.append(
-            SimResult(
-                {name: value[part] for name, value in res.arrays.items()},
-                jax.tree.map(lambda x, part=part: x[part], res.carry),
-                res.compile_seconds / count,
-                res.run_seconds / count,
-                res.offered,
-                res.kernel,
-            )
+    parts = [slice(i * num_runs, (i + 1) * num_runs) for i in range(count)]
+    return [
+        SimResult(
+            {name: value[part] for name, value in res.arrays.items()},
+            jax.tree.map(lambda x, part=part: x[part], res.carry),
+            res.compile_seconds / count,
+            res.run_seconds / count,
+            res.offered,
+            res.kernel,
         )
-    return out
+        for part in parts
+    ]
 
 
 @functools.partial(jax.jit, static_argnames=("env", "num_runs"))
@@ -193,10 +191,7 @@ def summarize(result: SimResult, num_arms: int) -> dict[str, Any]:
         "best_value": result.best_value,
         "log_curve": log_curve(result.best_gap),
         "arm_counts": counts,
-        "timings": {
-            "compile_seconds": result.compile_seconds,
-            "run_seconds": result.run_seconds,
-        },
+        "timings": {"compile_seconds": result.compile_seconds, "run_seconds": result.run_seconds},
     }
 
 

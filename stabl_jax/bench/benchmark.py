@@ -7,7 +7,6 @@ For every learner, number of arms ``n`` and number of runs ``R`` it times
   median of ``repeats`` timed calls with their min and max, compilation timed apart;
 - the peak resident memory of the process while the first call ran (``VmHWM`` after resetting
   it through ``/proc/self/clear_refs``; the whole process, JAX runtime included);
-
 - with ``validate``, the same call with ``simulate(validate=True)`` (the in-program checks of
   every round), and the ratio of the two rates: what validation costs;
 - the bound of the memory traffic: ``bandwidth / (2 * state bytes per run)`` run-steps/s, the
@@ -347,8 +346,8 @@ def run_benchmark(
             for row in time_in_turn(cases, config.repeats):
                 rows.append(row)
                 log(_log_line(row))
-    _add_ratios(rows, device_bandwidth_gbs(config))
     info["bandwidth_gbs"] = device_bandwidth_gbs(config)
+    _add_ratios(rows, info["bandwidth_gbs"])
     info["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     code = provenance.code_version()
     return {"machine": info, "code": code, "config": dataclasses.asdict(config), "rows": rows}
@@ -380,12 +379,10 @@ def _add_ratios(rows: list[dict[str, Any]], bandwidth_gbs: float | None = None) 
         if row["impl"] != "jax":
             continue
         key = (row["learner"], row["num_arms"])
-        vec = _find(rows, "numpy_vectorised", *key, row["runs"])
-        loop = _find(rows, "numpy_loop", *key)
-        if vec is not None:
-            row["x_numpy_vectorised"] = row["run_steps_per_s"] / vec["run_steps_per_s"]
-        if loop is not None:
-            row["x_numpy_loop"] = row["run_steps_per_s"] / loop["run_steps_per_s"]
+        for impl, runs in (("numpy_vectorised", row["runs"]), ("numpy_loop", None)):
+            numpy_row = _find(rows, impl, *key, runs)
+            if numpy_row is not None:
+                row[f"x_{impl}"] = row["run_steps_per_s"] / numpy_row["run_steps_per_s"]
         checked = _find(rows, "jax_validated", *key, row["runs"])
         if checked is not None:
             row["x_validated"] = checked["run_steps_per_s"] / row["run_steps_per_s"]

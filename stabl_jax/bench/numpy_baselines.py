@@ -159,7 +159,7 @@ def _rounds(
         yield t, best, source.losses(t, best), source.uniforms(t, num_uniforms)
 
 
-def _traces(shape: tuple[int, ...], num_queries: int, dtype: type) -> dict[str, np.ndarray]:
+def _traces(shape: tuple[int, ...], num_queries: int) -> dict[str, np.ndarray]:
     return {
         "played": np.zeros(shape, np.int32),
         "arms": np.zeros((*shape, num_queries), np.int32),
@@ -190,7 +190,7 @@ def exp3_loop(
     n = env.num_arms
     eta = exp3_rate(n, env.horizon)
     w = np.full(n, 1.0 / n, dtype)
-    out = _traces((rounds,), 1, dtype)
+    out = _traces((rounds,), 1)
     for t, best, loss, u in _rounds(env, source, rounds, 1):
         x = _draw(w, u[0])
         out["played"][t] = x
@@ -224,7 +224,7 @@ def stabl_loop(
     meta_eta, expert_eta = (x.astype(dtype) for x in stabl_rates(n, lengths))
     v = np.full((b, n), 1.0 / n, dtype)
     w = meta_eta.copy()
-    out = _traces((rounds,), 2, dtype)
+    out = _traces((rounds,), 2)
     for t, best, loss, u in _rounds(env, source, rounds, 2):
         p = w / w.sum()
         mix = p @ v
@@ -268,7 +268,7 @@ def exp3_vectorised(
     eta = exp3_rate(n, env.horizon)
     w = np.full((r, n), 1.0 / n, dtype)
     rows = np.arange(r)
-    out = _traces((r, rounds), 1, dtype)
+    out = _traces((r, rounds), 1)
     for t, best, loss, u in _rounds(env, source, rounds, 1):
         x = _draw_rows(w, u[:, 0])
         out["played"][:, t] = x
@@ -294,7 +294,7 @@ def stabl_vectorised(
     v = np.full((r, b, n), 1.0 / n, dtype)
     w = np.tile(meta_eta, (r, 1))
     rows = np.arange(r)
-    out = _traces((r, rounds), 2, dtype)
+    out = _traces((r, rounds), 2)
     for t, best, loss, u in _rounds(env, source, rounds, 2):
         p = w / w.sum(axis=1, keepdims=True)
         mix = np.einsum("rk,rki->ri", p, v)

@@ -65,12 +65,7 @@ import numpy as np
 
 from stabl_jax import checks, numerics
 from stabl_jax.envs import bbob_instances
-from stabl_jax.envs.bbob_instances import (
-    LUNACEK_D,
-    LUNACEK_MU0,
-    NUM_FUNCTIONS,
-    SCHWEFEL_TWICE_XOPT,
-)
+from stabl_jax.envs.bbob_instances import LUNACEK_D, LUNACEK_MU0, NUM_FUNCTIONS, SCHWEFEL_TWICE_XOPT
 
 FUNCTION_NAMES: dict[int, str] = {
     1: "sphere",
@@ -170,8 +165,7 @@ def bbob_gap(function_id: int, params: BBOBParams, x: jax.Array) -> jax.Array:
     """
     if function_id not in _GAPS:
         raise ValueError(f"function_id must be in 1..{NUM_FUNCTIONS}, got {function_id!r}")
-    gap = _GAPS[function_id]
-    return _per_point(lambda xi: gap(params, xi), x, params.f_opt.dtype)
+    return _per_point(functools.partial(_GAPS[function_id], params), x, params.f_opt.dtype)
 
 
 def bbob_value(function_id: int, params: BBOBParams, x: jax.Array) -> jax.Array:
@@ -380,8 +374,7 @@ class BBOBSuite:
     @property
     def members(self) -> tuple[BBOBFunction, ...]:
         """One :class:`BBOBFunction` per id, with the suite's options."""
-        options = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        del options["function_ids"]
+        options = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)[1:]}
         return tuple(BBOBFunction(f, **options) for f in self.function_ids)
 
     @property
@@ -406,10 +399,8 @@ class BBOBSuite:
     def sample_params(self, key: jax.Array) -> BBOBSuiteParams:
         """A member drawn uniformly (from ``fold_in(key, 3)``), shifted and rotated from
         ``key``."""
-        count = len(self.function_ids)
-        return self.problem_params(
-            jax.random.randint(jax.random.fold_in(key, 3), (), 0, count), key
-        )
+        index = jax.random.randint(jax.random.fold_in(key, 3), (), 0, len(self.function_ids))
+        return self.problem_params(index, key)
 
     def gap(self, params: BBOBSuiteParams, x: jax.Array) -> jax.Array:
         """``(...)`` gap of the run's function at ``x`` of shape ``(..., d)``."""

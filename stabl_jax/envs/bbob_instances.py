@@ -145,11 +145,6 @@ def instance_seed(function_id: int, instance: int) -> int:
 
 
 # --- Per-function set-up --------------------------------------------------------------------------
-def _exponents(dim: int) -> np.ndarray:
-    """``i / (d - 1)`` for ``i = 0..d-1``, the exponent COCO's diagonal scalings share."""
-    return np.arange(dim, dtype=np.float64) / (dim - 1.0)
-
-
 def _composite(r: np.ndarray, diag: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``R diag(lambda) Q`` as COCO's affine set-up computes it."""
     return (r * diag[None, :]) @ q
@@ -195,18 +190,17 @@ def build_instance(function_id: int, dim: int, instance: int) -> BBOBInstance:
     Returns:
       A :class:`BBOBInstance` of read-only float64 arrays.
     """
-    f, d = int(function_id), int(dim)
+    f, d, i = int(function_id), int(dim), int(instance)
     if not 1 <= f <= NUM_FUNCTIONS:
         raise ValueError(f"function_id must be in 1..{NUM_FUNCTIONS}, got {function_id!r}")
     if d < 2:
         raise ValueError(f"dim must be >= 2, got {dim!r}")
-    if int(instance) < 1:
+    if i < 1:
         raise ValueError(f"instance must be >= 1, got {instance!r}")
-    rseed = instance_seed(f, int(instance))
-    eye = np.eye(d)
-    f_opt = legacy_fopt(f, int(instance))
-    expo = _exponents(d)
-    r = q = m = eye
+    rseed = instance_seed(f, i)
+    f_opt = legacy_fopt(f, i)
+    expo = np.arange(d, dtype=np.float64) / (d - 1.0)  # 0, 1/(d-1), ..., 1: COCO's exponents
+    r = q = m = np.eye(d)
     shift = np.zeros(d)
     signs = np.ones(d)
     x_opt = None
@@ -276,4 +270,4 @@ def build_instance(function_id: int, dim: int, instance: int) -> BBOBInstance:
     )
     for a in arrays:
         a.flags.writeable = False
-    return BBOBInstance(*(np.asarray(a, dtype=np.float64) for a in arrays))
+    return arrays

@@ -215,9 +215,8 @@ class EagleConfig:
 
     def capacity(self, dim: int) -> int:
         """The pool capacity in ``dim`` dimensions (>= 2)."""
-        if self.pool_size > 0:
-            return max(2, self.pool_size)
-        return max(2, pool_capacity(dim, self.pool_size_factor, self.max_pool_size))
+        size = self.pool_size or pool_capacity(dim, self.pool_size_factor, self.max_pool_size)
+        return max(2, size)
 
     def params(self, dim: int, dtype: jnp.dtype = jnp.float32) -> EagleParams:
         """The numbers as an :class:`EagleParams` with ``()`` leaves."""
@@ -338,14 +337,9 @@ class EagleEnsemble:
 
     def describe(self) -> list[dict[str, float]]:
         """One dict per arm with its varied hyperparameters and capacity (for reports)."""
+        varied = ("perturbation", "gravity", "visibility", "pool_size_factor")
         return [
-            {
-                "perturbation": c.perturbation,
-                "gravity": c.gravity,
-                "visibility": c.visibility,
-                "pool_size_factor": c.pool_size_factor,
-                "pool_size": c.capacity(self.dim),
-            }
+            {**{name: getattr(c, name) for name in varied}, "pool_size": c.capacity(self.dim)}
             for c in self.configs
         ]
 

@@ -191,11 +191,8 @@ class HPOEnv(Environment):
             raise ValueError("function must have normalize=True (rewards live on [0, 1])")
         if self.ensemble is None:
             object.__setattr__(self, "ensemble", eagle.EagleEnsemble(dim=self.function.dim))
-        if self.ensemble.dim != self.function.dim:  # type: ignore[union-attr]
-            raise ValueError(
-                f"ensemble.dim={self.ensemble.dim} does not match "  # type: ignore[union-attr]
-                f"function.dim={self.function.dim}"
-            )
+        if self.arms.dim != self.dim:
+            raise ValueError(f"ensemble.dim={self.arms.dim} does not match function.dim={self.dim}")
         check_reward_lambda(self.reward_lambda)
         checks.check_choice("reward", self.reward, REWARDS)
 
@@ -242,11 +239,7 @@ class HPOEnv(Environment):
 
     # --- one round ----------------------------------------------------------------------------
     def suggest(
-        self,
-        state: HPOState,
-        arms: jax.Array,
-        key: jax.Array,
-        halton_key: jax.Array | None = None,
+        self, state: HPOState, arms: jax.Array, key: jax.Array, halton_key: jax.Array | None = None
     ) -> eagle.Suggestion:
         """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube.
 
@@ -258,11 +251,10 @@ class HPOEnv(Environment):
         params = jax.tree.map(lambda a: a[arms], self.arms.params())
         pools = jax.tree.map(lambda a: a[arms], state.arms)
         keys = _query_keys(key, arms.shape[0], 0)
-        fill = self.arms.fill
-        if halton_key is None:
-            return jax.vmap(lambda p, s, k: eagle.suggest(p, s, k, fill))(params, pools, keys)
-        scramble_keys = jax.vmap(lambda a: jax.random.fold_in(halton_key, a))(arms)
-        return jax.vmap(lambda p, s, k, h: eagle.suggest(p, s, k, fill, h))(
+        scramble_keys = None  # a pytree without leaves: vmap passes None to every query
+        if halton_key is not None:
+            scramble_keys = jax.vmap(lambda a: jax.random.fold_in(halton_key, a))(arms)
+        return jax.vmap(lambda p, s, k, h: eagle.suggest(p, s, k, self.arms.fill, h))(
             params, pools, keys, scramble_keys
         )
 
@@ -291,12 +283,11 @@ class HPOEnv(Environment):
         x = to_domain(sug.x)
         gap = self.function.gap(fn_params, x)  # (Q,)
         value = normalize_gap(gap, fn_params.norm_scale)  # = function.value(fn_params, x)
+        observed = value
         if self.function.noise_std > 0:  # = function.observe, reusing the gap
             noise_keys = _query_keys(key, num_queries, 1)
             xi = jax.vmap(lambda k: jax.random.normal(k, (), dtype))(noise_keys)
             observed = value + self.function.noise_std * xi
-        else:
-            observed = value
 
         clipped = jnp.clip(observed, 0.0, 1.0)
         if self.reward == "vizier":

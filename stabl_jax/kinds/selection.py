@@ -225,12 +225,8 @@ def validate_hpo(
     keep("history_lengths", _history_lengths, check, table)
     keep("tau_max", _tau_max, check, table)
     check.done()
-    problems = tuple(
-        HPOProblem(f, d, n)
-        for f in got["functions"]
-        for d in got["dims"]
-        for n in got["evaluations"]
-    )
+    grid = itertools.product(got["functions"], got["dims"], got["evaluations"])
+    problems = tuple(HPOProblem(f, d, n) for f, d, n in grid)
     config = HPOConfig(
         **got.pop("identity"),
         **{k: v for k, v in got.items() if k not in ("functions", "dims", "evaluations")},
@@ -385,12 +381,10 @@ def run_problems(
     validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> list[ProblemOutcome]:
-    """Run every learner of ``config`` on ``problems``, which share their dimension and budget
-    (same key for all learners: paired repeats): one compiled program per learner for all of
-    them (:func:`stabl_jax.hpo_metrics.simulate_suite`; repeat ``r`` of the ``i``-th problem
-    is run ``i R + r``), or, for one problem, its own program with the function static.
-    ``checkpoints`` (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`) holds learner
-    ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for several)."""
+    """Run every learner of ``config`` on ``problems``, which share their dimension and budget:
+    one compiled program per learner for all of them (module docstring). ``checkpoints``
+    holds learner ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for
+    several)."""
     first = problems[0]
     if any((p.dim, p.evaluations) != (first.dim, first.evaluations) for p in problems):
         raise ValueError("problems run together must share their dimension and budget")
@@ -461,23 +455,16 @@ def run_hpo_experiment(
     for problem in config.problems:  # one program per learner and (dim, budget)
         groups.setdefault((problem.dim, problem.evaluations), []).append(problem)
     outcomes: dict[str, ProblemOutcome] = {}
+    kwargs = dict(checkpoints=checkpoints, validate=validate, on_learner_done=on_learner_done)
     for group in groups.values():
-        for outcome in run_problems(
-            config,
-            tuple(group),
-            checkpoints=checkpoints,
-            validate=validate,
-            on_learner_done=on_learner_done,
-        ):
+        for outcome in run_problems(config, tuple(group), **kwargs):
             outcomes[outcome.problem.key] = outcome
             if on_problem_done is not None:
                 on_problem_done(outcome)
-    problems = {p.key: outcomes[p.key] for p in config.problems}
-    dim = config.problems[0].dim
     return HPOExperimentResult(
         config=config,
-        arms=config.ensemble(dim).describe(),
-        problems=problems,
+        arms=config.ensemble(config.problems[0].dim).describe(),
+        problems={p.key: outcomes[p.key] for p in config.problems},
         wall_seconds=time.perf_counter() - start,
     )
 
@@ -669,7 +656,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
         )
         for i, name in enumerate(prof["learners"])
     ]
-    count = sum(cfg.runs for _ in result.problems)
+    count = len(result.problems) * cfg.runs
     paths.append(
         plots.plot_profile(
             bands,
