@@ -106,6 +106,11 @@ class Domain:
 
     def shrunk(self, alpha: float) -> Domain:
         """The domain ``(1 - alpha) K`` as a new object (host-side; ``alpha`` in [0, 1))."""
+        if not self.size_field:
+            raise NotImplementedError(
+                f"{type(self).__name__} names no size_field: set it (e.g. 'radius') or "
+                "override shrunk"
+            )
         size = (1.0 - float(alpha)) * getattr(self, self.size_field)
         return dataclasses.replace(self, **{self.size_field: size})
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import LEARNERS
+from stabl_jax.learners.base import BanditLearner
 from tests.conftest import HORIZON, NUM_ARMS, small_learner
 
 
@@ -143,3 +144,12 @@ def test_ask_does_not_depend_on_losses(name):
     assert q.arms.shape == (learner.num_queries,)
     assert bool(jnp.all((q.arms >= 0) & (q.arms < NUM_ARMS)))
     assert bool(jnp.all(q.query_probs > 0))
+
+
+def test_a_learner_without_params_says_what_to_declare():
+    @dataclasses.dataclass(frozen=True)
+    class Bare(BanditLearner):
+        name = "bare"
+
+    with pytest.raises(NotImplementedError, match="declares no Params"):
+        Bare(num_arms=NUM_ARMS, horizon=HORIZON).init(jax.random.key(0))

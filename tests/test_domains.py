@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax.domains import Ball, Box, L1Ball, make_domain, paper_shrinkage
+from stabl_jax.domains import Ball, Box, Domain, L1Ball, make_domain, paper_shrinkage
 
 DOMAINS = {
     "ball": Ball(dim=3, radius=0.5),
@@ -134,3 +134,22 @@ def test_paper_shrinkage_needs_the_delta_over_r_floor_when_d_is_small():
     assert math.isclose(
         float(paper_shrinkage(0.01, box.r, box.kappa)), box.kappa * 0.01, rel_tol=1e-6
     )
+
+
+@pytest.mark.parametrize("name", sorted(DOMAINS))
+def test_the_base_checks_shrinks_and_builds_by_the_size_field(name):
+    domain = DOMAINS[name]
+    size = getattr(domain, domain.size_field)
+    assert getattr(domain.shrunk(0.25), domain.size_field) == 0.75 * size
+    assert make_domain(name, 3, 0.5) == dataclasses.replace(domain, **{domain.size_field: 0.5})
+    with pytest.raises(ValueError, match=f"{domain.size_field} must be a finite positive"):
+        type(domain)(dim=3, **{domain.size_field: -1.0})
+
+
+def test_a_domain_without_a_size_field_says_how_to_shrink_it():
+    @dataclasses.dataclass(frozen=True)
+    class Simplex(Domain):  # no size field
+        name = "simplex"
+
+    with pytest.raises(NotImplementedError, match="names no size_field"):
+        Simplex(dim=2).shrunk(0.5)

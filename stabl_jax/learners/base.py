@@ -74,6 +74,11 @@ class Learner(Generic[Query]):
     def default_params(self) -> Any:
         """``Params`` with each field set to the learner's option of the same name where it
         has one (EXP3's ``gamma``, D-UCB's ``discount``), else to 1 (a scale)."""
+        if not hasattr(type(self), "Params"):
+            raise NotImplementedError(
+                f"{type(self).__name__} declares no Params: set Params = YourParams (a chex "
+                "dataclass of the sweepable numbers) or override default_params"
+            )
         fields = dataclasses.fields(self.Params)
         return self.Params(
             **{p.name: jnp.asarray(getattr(self, p.name, 1.0), self.float_dtype) for p in fields}
