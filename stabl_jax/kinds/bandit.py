@@ -215,15 +215,17 @@ def run_experiment(
     Returns:
       An :class:`ExperimentResult`.
     """
+    segments: list[np.ndarray] = []  # (R, T), from the first learner's draws (every learner's)
 
     def per_segment(env: Any, result: SimResult) -> dict[str, Any]:
-        segments = metrics.segment_ids(result.carry, config.horizon)
+        if not segments:
+            segments.append(metrics.segment_ids(result.carry, config.horizon))
         num_segments = int(env.num_segments)
         reward = 1.0 - result.loss.astype(np.float64)
         prob_best = result.prob_best.astype(np.float64)
         return {
-            "segment_reward": metrics.per_segment_mean(reward, segments, num_segments),
-            "prob_best_segment": metrics.per_segment_mean(prob_best, segments, num_segments),
+            "segment_reward": metrics.per_segment_mean(reward, segments[0], num_segments),
+            "prob_best_segment": metrics.per_segment_mean(prob_best, segments[0], num_segments),
             "sa_sampled": np.empty((config.runs, 0)),
             "sa_expected": np.empty((config.runs, 0)),
         }
@@ -247,7 +249,7 @@ def run_experiment(
             outcome.sa_sampled = regrets[(name, "sampled")]
             outcome.sa_expected = regrets[(name, "expected")]
             outcome.cumulative_regret = None if curves is None else curves[name]
-        return {"segments": metrics.segment_ids(carry, config.horizon)}
+        return {"segments": segments[0]}
 
     return paired.run_learners(
         config,
