@@ -374,7 +374,8 @@ class BBOBSuite:
     @property
     def members(self) -> tuple[BBOBFunction, ...]:
         """One :class:`BBOBFunction` per id, with the suite's options."""
-        options = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)[1:]}
+        fields = [f.name for f in dataclasses.fields(self) if f.name != "function_ids"]
+        options = {name: getattr(self, name) for name in fields}
         return tuple(BBOBFunction(f, **options) for f in self.function_ids)
 
     @property

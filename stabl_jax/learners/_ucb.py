@@ -46,8 +46,8 @@ def greedy_query(index: jax.Array, dtype: jnp.dtype) -> BanditQuery:
 @dataclasses.dataclass(frozen=True)
 class SwitchingUCB(BanditLearner):
     """Base class of the two index policies, with the field ``num_changes`` (``Upsilon_T``,
-    an int >= 0). A subclass declares the field ``xi`` (the padding's constant, > 0), both
-    checked here, and :meth:`index`; a round plays the arm of largest index
+    an int >= 0). A subclass declares the field ``xi`` (the padding's constant, > 0) and
+    :meth:`index`; both fields are checked here, and a round plays the arm of largest index
     (:func:`greedy_query`)."""
 
     num_changes: int = 3
