@@ -127,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(handler=_cmd_run)
 
-    lst = sub.add_parser("list", help="list learners, environments and shipped configs")
+    lst = sub.add_parser(
+        "list", help="list experiment kinds, learners, environments and shipped configs"
+    )
     lst.set_defaults(handler=_cmd_list)
     _add_bench_parser(sub)
     return parser
@@ -173,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     configs = shipped_configs()
     sections = {
+        "experiment kinds (a config's kind)": KINDS,
         "learners": LEARNERS,
         "environments": ENVS,
         'BCO learners (kind = "bco")': BCO_LEARNERS,

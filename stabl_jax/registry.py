@@ -35,6 +35,33 @@ from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, convex
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
+def check_name(what: str, name: Any) -> None:
+    """Raise ``ValueError`` unless ``name`` can name a ``what`` (``"learner"``): letters,
+    digits, ``_`` or ``-``, starting with a letter, since it is a config value and a folder
+    name."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"{what} name {name!r} must be letters, digits, '_' or '-', starting "
+            "with a letter (a config key and a folder name)"
+        )
+
+
+def import_path(what: str, path: str) -> Any:
+    """The object at ``path``, ``"package.module:Name"`` (``Name`` may be dotted); raises
+    ``ValueError`` saying why it cannot be imported (``what`` names it in the message)."""
+    module_name, _, qualname = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception as exc:  # any failure of the user's module is reported the same way
+        raise ValueError(
+            f"cannot import {what} {path!r}: {type(exc).__name__}: {exc} (is the "
+            "module's folder on PYTHONPATH?)"
+        ) from exc
+    return obj
+
+
 def did_you_mean(name: str, known: typing.Iterable[str]) -> str:
     """``" (did you mean 'stabl'?)"`` for the closest of ``known`` to ``name``, else ``""``."""
     close = difflib.get_close_matches(name, list(known), n=1)
@@ -121,11 +148,7 @@ class Registry(Mapping[str, Entry]):
         replace: bool = False,
     ) -> Entry:
         """Add ``cls`` as ``name`` (see :class:`Entry`); ``replace`` allows a known name."""
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ValueError(
-                f"{self.kind} name {name!r} must be letters, digits, '_' or '-', starting "
-                "with a letter (a config key and a folder name)"
-            )
+        check_name(self.kind, name)
         if name in self._entries and not replace:
             raise ValueError(f"{self.kind} {name!r} is already registered; pass replace=True")
         self.check(cls, name)
@@ -167,16 +190,7 @@ class Registry(Mapping[str, Entry]):
                 f"unknown {self.kind} {name!r}{did_you_mean(str(name), self)}; choose one of "
                 f"{sorted(self)} or give an import path 'package.module:Class'"
             )
-        module_name, _, qualname = name.partition(":")
-        try:
-            obj: Any = importlib.import_module(module_name)
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-        except Exception as exc:  # any failure of the user's module is reported the same way
-            raise ValueError(
-                f"cannot import {self.kind} {name!r}: {type(exc).__name__}: {exc} (is the "
-                "module's folder on PYTHONPATH?)"
-            ) from exc
+        obj = import_path(self.kind, name)
         self.check(obj, name)
         return Entry(name, obj, (obj.__doc__ or "").strip().split("\n")[0])
 

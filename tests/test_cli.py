@@ -22,8 +22,8 @@ from stabl_jax import ENVS, LEARNERS, cli, metrics, provenance
 from stabl_jax.io.configs import ConfigError, parse_override, resolve_config, shipped_configs
 from stabl_jax.io.results import COMPLETE, read_summary, read_traces
 from stabl_jax.io.tables import load_results
+from stabl_jax.kinds import KINDS, load_config
 from stabl_jax.kinds import bandit as experiment
-from stabl_jax.kinds import load_config
 from stabl_jax.kinds.bandit import PLOT_FILES, arm_dtype
 from stabl_jax.kinds.paired import MUTED_WARNING, default_sa_windows
 from tests.conftest import numbers, write_config_variant
@@ -539,7 +539,7 @@ def test_list_in_process(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    for name in [*LEARNERS, *ENVS, *SHIPPED]:
+    for name in [*KINDS, *LEARNERS, *ENVS, *SHIPPED]:
         assert any(line.split()[0] == name for line in lines if line.startswith("  ")), name
     assert "Fig. 1 left" in out
 
@@ -587,7 +587,7 @@ def test_list_into_a_closed_pipe_exits_quietly(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None and proc.stdout.readline().startswith("learners")
+    assert proc.stdout is not None and proc.stdout.readline().startswith("experiment kinds")
     proc.stdout.close()  # like `head -1` exiting
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err

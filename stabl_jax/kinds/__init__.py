@@ -3,6 +3,9 @@
 A config's ``kind`` (default ``"bandit"``) names a :class:`~stabl_jax.kinds.base.Kind` built by
 one module: ``"bandit"`` (:mod:`~stabl_jax.kinds.bandit`), ``"bco"``
 (:mod:`~stabl_jax.kinds.bco`), ``"hpo"`` (algorithm selection, :mod:`~stabl_jax.kinds.selection`).
+A kind of your own is a :class:`~stabl_jax.kinds.base.Kind` in a module of yours: add it with
+:func:`register_kind`, or name it in a config by import path (``kind = "mypkg.mod:KIND"``);
+``examples/custom_kind.py`` is one, ``docs/design.md`` ("Adding things") says what it holds.
 
 Example:
   >>> cfg = load_config("expert_advice_equal", ["runs=8", "env.num_arms=5"])
@@ -20,7 +23,7 @@ from stabl_jax.io.configs import Checker, read_config
 from stabl_jax.io.results import ResultsFolder, clean
 from stabl_jax.kinds import bandit, bco, selection
 from stabl_jax.kinds.base import Kind
-from stabl_jax.registry import did_you_mean
+from stabl_jax.registry import check_name, did_you_mean, import_path
 
 #: Every experiment kind by its config name.
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (bandit.KIND, bco.KIND, selection.KIND)}
@@ -28,12 +31,51 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (bandit.KIND, bco.KIND, se
 DEFAULT_KIND = "bandit"
 
 
+def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
+    """Add ``kind`` to :data:`KINDS`, so that a config's ``kind = "<kind.name>"`` runs it
+    through ``stabl-jax run`` (and ``stabl-jax list`` shows its description).
+
+    Args:
+      kind: a :class:`~stabl_jax.kinds.base.Kind` whose ``name`` is letters, digits, ``_``
+        or ``-``, starting with a letter; its ``validate`` must give configs whose ``kind``
+        is that name.
+      replace: allow a name that is taken by another kind.
+
+    Returns:
+      ``kind``. Registering the same object again is allowed.
+
+    Raises:
+      TypeError: ``kind`` is not a ``Kind``.
+      ValueError: the name is not a valid name, or it is another kind's.
+    """
+    if not isinstance(kind, Kind):
+        raise TypeError(
+            f"register_kind takes a stabl_jax.kinds.base.Kind, got {type(kind).__name__}"
+        )
+    check_name("kind", kind.name)
+    if KINDS.get(kind.name, kind) is not kind and not replace:
+        raise ValueError(f"kind {kind.name!r} is already registered; pass replace=True")
+    KINDS[kind.name] = kind
+    return kind
+
+
 def lookup(check: Checker, name: Any) -> Kind:
-    """The kind named ``name``, else a config error naming the known ones."""
+    """The kind named ``name``; an import path ``"package.module:KIND"`` imports a
+    :class:`~stabl_jax.kinds.base.Kind` and registers it (:func:`register_kind`). Anything
+    else is a config error naming the known kinds."""
     name = check.string("kind", name)
-    if name not in KINDS:
-        check.fail("kind", f"must be one of {list(KINDS)}, got {name!r}{did_you_mean(name, KINDS)}")
-    return KINDS[name]
+    if name in KINDS:
+        return KINDS[name]
+    if ":" not in name:
+        check.fail(
+            "kind",
+            f"must be one of {list(KINDS)} or an import path 'package.module:KIND', got "
+            f"{name!r}{did_you_mean(name, KINDS)}",
+        )
+    try:
+        return register_kind(import_path("kind", name))
+    except (TypeError, ValueError) as exc:
+        check.fail("kind", str(exc))
 
 
 def validate(
