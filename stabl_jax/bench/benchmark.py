@@ -46,10 +46,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from stabl_jax import provenance
 from stabl_jax.bench import numpy_baselines
+from stabl_jax.envs import ExpertAdvice
+from stabl_jax.registry import make
+from stabl_jax.simulate import simulate
 
 #: Learners with a NumPy implementation, by registry name.
 NUMPY_IMPLEMENTATIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
@@ -135,8 +139,6 @@ GPU = BenchConfig(
 
 def machine_info() -> dict[str, Any]:
     """Where the numbers come from: CPU model and cores, JAX devices, versions, load."""
-    import jax
-
     processor = provenance.cpu()
     devices = jax.devices()
     return {
@@ -242,16 +244,12 @@ def _row(impl: str, name: str, num_arms: int, num_runs: int, rounds: int) -> dic
 
 def state_bytes(learner: Any) -> int:
     """Bytes of one run's learner state (every leaf of ``learner.init``'s pytree)."""
-    import jax
-
     state = jax.eval_shape(learner.init, jax.random.key(0))
     return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)))
 
 
 def device_bandwidth_gbs(config: BenchConfig) -> float | None:
     """``config.bandwidth_gbs``, else the vendor's peak for the first device if known."""
-    import jax
-
     if config.bandwidth_gbs is not None:
         return config.bandwidth_gbs
     return PEAK_BANDWIDTH_GBS.get(jax.devices()[0].device_kind)
@@ -259,19 +257,12 @@ def device_bandwidth_gbs(config: BenchConfig) -> float | None:
 
 def make_learner(name: str, num_arms: int) -> Any:
     """The registry's learner ``name`` at the paper's horizon for ``n`` arms."""
-    from stabl_jax.registry import make
-
     return make(name, num_arms=num_arms, horizon=default_horizon(num_arms))
 
 
 def _jax_case(
     name: str, num_arms: int, num_runs: int, rounds: int, seed: int, validate: bool = False
 ) -> Timed:
-    import jax
-
-    from stabl_jax.envs import ExpertAdvice
-    from stabl_jax.simulate import simulate
-
     row = _row("jax_validated" if validate else "jax", name, num_arms, num_runs, rounds)
     learner = make_learner(name, num_arms)
     env = ExpertAdvice(num_arms=num_arms, horizon=row["horizon"])
