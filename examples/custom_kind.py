@@ -5,7 +5,7 @@
 ``stabl-jax run`` runs any config whose ``kind`` names a :class:`~stabl_jax.kinds.base.Kind`,
 a shipped one (``"bandit"``, ``"bco"``, ``"hpo"``) or one of yours: ``examples/horizon_study.toml``
 names this module's :data:`KIND` by import path (``kind = "custom_kind:KIND"``), so the command
-above needs the module's folder on ``PYTHONPATH``; ``stabl_jax.kinds.register_kind(KIND)``
+above needs the module's folder on ``PYTHONPATH``; ``stabl_jax.register_kind(KIND)``
 would let a config say ``kind = "horizon_study"`` instead. The kind checks its own keys,
 simulates every learner at every horizon on the paper's expert-advice environment (each
 simulation checkpointed, so an interrupted run resumes), and writes a results folder like a

@@ -8,13 +8,15 @@ runs thousands of independent runs as one compiled program.
 The top level holds what a user calls; the rest is imported from its subpackage: bandit
 convex optimisation from :mod:`stabl_jax.bco` (learners) and :mod:`stabl_jax.envs.convex`,
 algorithm selection from :mod:`stabl_jax.envs.hpo` and :mod:`stabl_jax.hpo_metrics`, metrics
-from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry`.
+from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry` (the experiment
+kinds' from :mod:`stabl_jax.kinds`).
 """
 
 from stabl_jax.bco import BCOLearner
 from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
 from stabl_jax.io.results import read_summary, read_traces
 from stabl_jax.io.tables import Results, load_results
+from stabl_jax.kinds import register_kind
 from stabl_jax.learners import (
     DUCB,
     EXP3,
@@ -72,6 +74,7 @@ __all__ = [
     "read_summary",
     "read_traces",
     "register_env",
+    "register_kind",
     "register_learner",
     "simulate",
 ]

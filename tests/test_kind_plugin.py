@@ -12,9 +12,9 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import ExpertAdvice, cli, kinds, make, simulate
+from stabl_jax import ExpertAdvice, cli, kinds, make, register_kind, simulate
 from stabl_jax.io.configs import ConfigError
-from stabl_jax.kinds import KINDS, load_config, register_kind
+from stabl_jax.kinds import KINDS, load_config
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CONFIG = EXAMPLES / "horizon_study.toml"
