@@ -78,7 +78,7 @@ def validate(
 
 def header(config: HorizonConfig, out: Path, needs: Any) -> str:
     return (
-        f"{config.name}: {len(config.learners)} learners x horizons {list(config.horizons)} x "
+        f"{config.name}: {', '.join(config.learners)} at horizons {list(config.horizons)}, "
         f"{config.runs} runs, {config.num_arms} arms -> {out}"
     )
 
