@@ -96,7 +96,31 @@ def test_register_kind_checks_the_kind_and_its_name(on_path):
         register_kind({"name": "mine"})
     with pytest.raises(ValueError, match="kind name '1st' must be letters"):
         register_kind(dataclasses.replace(bandit, name="1st"))
-    with pytest.raises(ValueError, match="kind 'bandit' is already registered; pass replace"):
+    with pytest.raises(ValueError, match=r"kind 'bandit' is already registered.*another name"):
         register_kind(dataclasses.replace(bandit, description="another"))
     other = register_kind(dataclasses.replace(bandit, description="another"), replace=True)
     assert kinds.KINDS["bandit"] is other
+
+
+def test_a_kind_that_mislabels_its_configs_or_takes_a_shipped_name_is_refused(
+    on_path, tmp_path, monkeypatch
+):
+    """The command line looks a config's kind up by ``config.kind``: a kind whose ``validate``
+    gives configs of another kind is named at once, not met later as a ``KeyError``."""
+    import custom_kind
+
+    def validate(*args, **kwargs):
+        return dataclasses.replace(custom_kind.validate(*args, **kwargs), kind="other")
+
+    register_kind(dataclasses.replace(custom_kind.KIND, name="mislabelled", validate=validate))
+    raw = CONFIG.read_text().replace('"custom_kind:KIND"', '"mislabelled"')
+    with pytest.raises(TypeError, match=r"kind 'mislabelled': .* kind is 'other'; it must be"):
+        load_config(_write(tmp_path, raw))
+    (tmp_path / "clash.py").write_text(
+        "import dataclasses\nfrom stabl_jax.kinds import KINDS\n"
+        "KIND = dataclasses.replace(KINDS['bandit'], description='mine')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    raw = CONFIG.read_text().replace('"custom_kind:KIND"', '"clash:KIND"')
+    with pytest.raises(ConfigError, match="kind 'bandit' is already registered"):
+        load_config(_write(tmp_path, raw))

@@ -54,7 +54,10 @@ def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
         )
     check_name("kind", kind.name)
     if KINDS.get(kind.name, kind) is not kind and not replace:
-        raise ValueError(f"kind {kind.name!r} is already registered; pass replace=True")
+        raise ValueError(
+            f"kind {kind.name!r} is already registered (another Kind of that name); give this "
+            "one another name, or pass replace=True"
+        )
     KINDS[kind.name] = kind
     return kind
 
@@ -90,9 +93,15 @@ def validate(
     ``BCOConfig`` or ``HPOConfig``); raises ``ConfigError`` naming the key and ``source``."""
     check = Checker(source, overridden)
     kind = lookup(check, raw.get("kind", DEFAULT_KIND))
-    return kind.validate(
+    config = kind.validate(
         raw, check, source=source, default_name=default_name, overrides=tuple(overrides)
     )
+    if getattr(config, "kind", None) != kind.name:  # what the command line looks it up by
+        raise TypeError(
+            f"kind {kind.name!r}: its validate gave a config whose kind is "
+            f"{getattr(config, 'kind', None)!r}; it must be {kind.name!r}"
+        )
+    return config
 
 
 def load_config(name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any) -> Any:
