@@ -44,7 +44,7 @@ import sys
 import time
 import tomllib
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     configs = shipped_configs()
-    sections = {
+    sections: dict[str, Mapping[str, Any]] = {
         "experiment kinds (a config's kind)": KINDS,
         "learners": LEARNERS,
         "environments": ENVS,
