@@ -68,10 +68,13 @@ def validate(
     """Every problem is reported through ``check`` (it names the key and the file)."""
     base.check_keys(check, raw, KEYS, ("learners", "horizons"), what="horizon-study")
     check.done()
+    horizons = base.check_ints(check, "horizons", raw["horizons"], 2, None)
+    if len(set(horizons)) != len(horizons):
+        check.fail("horizons", f"lists a horizon twice: {horizons}")
     return HorizonConfig(
         **base.check_identity(check, raw, default_name),
         learners=base.check_learners(check, raw["learners"], LEARNERS),
-        horizons=tuple(base.check_ints(check, "horizons", raw["horizons"], 2, None)),
+        horizons=tuple(horizons),
         num_arms=check.integer("num_arms", raw.get("num_arms", 10), 2),
     )
 

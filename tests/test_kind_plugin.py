@@ -73,6 +73,8 @@ def test_the_kinds_own_checks_name_the_key(on_path, tmp_path):
         load_config(_write(tmp_path, raw))
     with pytest.raises(ConfigError, match=r"key 'horizons'.*must be an int >= 2, got 1"):
         load_config(CONFIG, ["horizons=[1]"])
+    with pytest.raises(ConfigError, match=r"key 'horizons'.*lists a horizon twice: \[64, 64\]"):
+        load_config(CONFIG, ["horizons=[64, 64]"])
 
 
 @pytest.mark.parametrize(
