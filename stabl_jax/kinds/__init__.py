@@ -90,7 +90,8 @@ def validate(
     overridden: Iterable[str] = (),
 ) -> Any:
     """Validate a parsed TOML document against its kind's schema (a ``BanditConfig``,
-    ``BCOConfig`` or ``HPOConfig``); raises ``ConfigError`` naming the key and ``source``."""
+    ``BCOConfig``, ``HPOConfig`` or a registered kind's config); raises ``ConfigError`` naming
+    the key and ``source``, and ``TypeError`` for a kind whose configs carry another kind."""
     check = Checker(source, overridden)
     kind = lookup(check, raw.get("kind", DEFAULT_KIND))
     config = kind.validate(
