@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +51,11 @@ class SwitchingUCB(BanditLearner):
     (:func:`greedy_query`)."""
 
     num_changes: int = 3
+
+    if TYPE_CHECKING:
+        # The subclass's field; a read-only property to type checkers, no field of this base.
+        @property
+        def xi(self) -> float: ...
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import chex
 import jax
@@ -64,6 +64,11 @@ class Learner(Generic[Query]):
     #: Allowed ranges of ``Params`` fields (checked when concrete); every field must be
     #: finite in any case.
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {}
+
+    if TYPE_CHECKING:
+        # A family base (BanditLearner, BCOLearner) defines it; a mixin such as
+        # :class:`~stabl_jax.learners.ensemble.Ensemble` calls it through ``super()``.
+        def __post_init__(self) -> None: ...
 
     @property
     def float_dtype(self) -> jnp.dtype:

@@ -109,9 +109,11 @@ class DUCB(_ucb.SwitchingUCB):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.discount is None:
-            object.__setattr__(self, "discount", default_discount(self.horizon, self.num_changes))
-        discount = float(self.discount)
+        discount = self.discount
+        if discount is None:
+            discount = default_discount(self.horizon, self.num_changes)
+            object.__setattr__(self, "discount", discount)
+        discount = float(discount)
         if not 0.0 < discount <= 1.0:
             raise ValueError(
                 f"discount must be in (0, 1] (1 is undiscounted UCB), got {self.discount!r}"
@@ -136,7 +138,8 @@ class DUCB(_ucb.SwitchingUCB):
         reward = estimators.loss_to_reward(observed[0])
         counts = (gamma * state.counts).at[arm].add(1.0)
         sums = (gamma * state.sums).at[arm].add(reward)
-        return state.replace(
+        return dataclasses.replace(
+            state,
             t=state.t + 1,
             counts=counts.astype(self.float_dtype),
             sums=sums.astype(self.float_dtype),

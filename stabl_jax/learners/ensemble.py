@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import chex
 import jax
@@ -101,6 +101,18 @@ class Ensemble(Learner):
     State: ClassVar[type] = EnsembleState
     experts_field: ClassVar[str] = "expert_log_probs"
 
+    if TYPE_CHECKING:
+        # What the concrete learner provides (its fields, or a class constant ``round_offset``;
+        # ``uniform_log_probs`` is BanditLearner's). Read-only properties to type checkers, so
+        # that they are no dataclass fields of this mixin.
+        @property
+        def horizon(self) -> int: ...
+        @property
+        def dtype(self) -> str: ...
+        @property
+        def round_offset(self) -> int: ...
+        def uniform_log_probs(self, *lead: int) -> jax.Array: ...
+
     def __post_init__(self) -> None:
         super().__post_init__()
         lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
@@ -108,6 +120,11 @@ class Ensemble(Learner):
         checks.check_choice("round_offset", self.round_offset, (0, 1))
 
     # --- static quantities --------------------------------------------------------------------
+    @property
+    def _history_lengths(self) -> tuple[int, ...]:
+        """:attr:`history_lengths` as the constructor resolved it (never ``None``)."""
+        return cast(tuple[int, ...], self.history_lengths)
+
     @property
     def num_experts(self) -> int:
         """``B``, the number of history lengths."""
@@ -161,7 +178,7 @@ class Ensemble(Learner):
     # --- state --------------------------------------------------------------------------------
     def restarts(self, t: jax.Array) -> jax.Array:
         """``(B,)`` bool: the experts that (re)start at round ``t``."""
-        return intervals.restart_mask(t, self.history_lengths, self.round_offset)
+        return intervals.restart_mask(t, self._history_lengths, self.round_offset)
 
     def _init(self, key: jax.Array, params: Any) -> Any:
         del key

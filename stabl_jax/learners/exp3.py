@@ -73,7 +73,7 @@ class EXP3(WeightsLearner):
     """
 
     gamma: float = 0.0
-    feedback: str = "loss"
+    feedback: estimators.FeedbackOption = "loss"
 
     name: ClassVar[str] = "exp3"
     Params: ClassVar[type] = EXP3Params
@@ -104,4 +104,4 @@ class EXP3(WeightsLearner):
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         eta = self.learning_rate(state.params)
         log_w = estimators.exp3_log_update(state.log_weights, query.arms[0], value, eta)
-        return state.replace(t=state.t + 1, log_weights=log_w)
+        return dataclasses.replace(state, t=state.t + 1, log_weights=log_w)

@@ -84,4 +84,4 @@ class Exp3IX(WeightsLearner):
         eta, gamma = self.rates(state.params)
         l_tilde = observed[0] / (query.query_probs[0] + gamma)
         log_w = estimators.exp3_log_update(state.log_weights, query.arms[0], -l_tilde, eta)
-        return state.replace(t=state.t + 1, log_weights=log_w.astype(self.float_dtype))
+        return dataclasses.replace(state, t=state.t + 1, log_weights=log_w.astype(self.float_dtype))

@@ -105,7 +105,9 @@ class VizierEXP3Base(BanditLearner):
     ) -> EXP3VizierState:
         """``state`` after ``w(arm) += rate * value`` (renormalised), one more update."""
         log_probs = estimators.exp3_log_update(state.log_probs, arm, value, rate)
-        return state.replace(t=state.t + 1, log_probs=log_probs.astype(self.float_dtype))
+        return dataclasses.replace(
+            state, t=state.t + 1, log_probs=log_probs.astype(self.float_dtype)
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +140,7 @@ class EXP3Vizier(VizierEXP3Base):
       ``EXP3UniformEnsembleDesign`` (google-vizier 0.1.24).
     """
 
-    feedback: str = "reward"
+    feedback: estimators.FeedbackOption = "reward"
 
     name: ClassVar[str] = "exp3_vizier"
 

@@ -111,13 +111,17 @@ class Exp3S(WeightsLearner):
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_int("num_switches", self.num_switches, minimum=0)
-        if self.gamma is None:
+        gamma = self.gamma
+        if gamma is None:
             hardness = self.num_switches + 1
-            object.__setattr__(self, "gamma", exp3s_gamma(self.num_arms, self.horizon, hardness))
-        object.__setattr__(self, "gamma", checks.check_probability("gamma", self.gamma))
-        if self.alpha is None:
-            object.__setattr__(self, "alpha", 1.0 / self.horizon)
-        alpha = float(self.alpha)
+            gamma = exp3s_gamma(self.num_arms, self.horizon, hardness)
+            object.__setattr__(self, "gamma", gamma)
+        object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
+        alpha = self.alpha
+        if alpha is None:
+            alpha = 1.0 / self.horizon
+            object.__setattr__(self, "alpha", alpha)
+        alpha = float(alpha)
         if not math.isfinite(alpha) or alpha < 0.0:
             raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
         object.__setattr__(self, "alpha", alpha)
@@ -141,4 +145,4 @@ class Exp3S(WeightsLearner):
         share = 1.0 + jnp.log(params.alpha) - math.log(self.num_arms)
         shared = jnp.logaddexp(bumped, share)
         log_w = shared - jax.scipy.special.logsumexp(shared)
-        return state.replace(t=state.t + 1, log_weights=log_w.astype(self.float_dtype))
+        return dataclasses.replace(state, t=state.t + 1, log_weights=log_w.astype(self.float_dtype))

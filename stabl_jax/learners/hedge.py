@@ -107,4 +107,4 @@ class Hedge(WeightsLearner):
         loss = loss_vector(query, observed)
         bumped = state.log_weights - self.learning_rate(state.params) * loss
         log_w = bumped - jax.scipy.special.logsumexp(bumped)
-        return state.replace(t=state.t + 1, log_weights=log_w.astype(self.float_dtype))
+        return dataclasses.replace(state, t=state.t + 1, log_weights=log_w.astype(self.float_dtype))

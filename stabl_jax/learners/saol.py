@@ -169,7 +169,7 @@ class SAOL(_SAOLBase):
       (3,)
     """
 
-    feedback: str = "loss"
+    feedback: estimators.FeedbackOption = "loss"
 
     name: ClassVar[str] = "saol"
 

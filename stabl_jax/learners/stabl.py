@@ -113,7 +113,7 @@ class StABL(Ensemble, BanditLearner):
     """
 
     observation: str = "importance"
-    feedback: str = "loss"
+    feedback: estimators.FeedbackOption = "loss"
     expert_c: str = "2B"
     round_offset: int = 0
 

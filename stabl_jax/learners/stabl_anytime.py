@@ -113,7 +113,7 @@ class StABLAnytime(Ensemble, BanditLearner):
       (2,)
     """
 
-    feedback: str = "loss"
+    feedback: estimators.FeedbackOption = "loss"
 
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "stabl_anytime"
@@ -147,7 +147,7 @@ class StABLAnytime(Ensemble, BanditLearner):
         return jnp.sqrt(math.log(n) / (2.0 * n)) * jax.lax.rsqrt(steps)
 
     # --- the contract -----------------------------------------------------------------------
-    def _init(self, key: jax.Array, params: StABLAnytimeParams) -> StABLAnytimeState:
+    def _init(self, key: jax.Array, params: StABLAnytimeParams) -> Any:
         del key
         return StABLAnytimeState(
             t=jnp.zeros((), jnp.int32),
@@ -157,7 +157,7 @@ class StABLAnytime(Ensemble, BanditLearner):
             params=params,
         )
 
-    def meta_rates(self, state: StABLAnytimeState) -> jax.Array:
+    def meta_rates(self, state: Any) -> jax.Array:
         """``(B,)`` the meta rates ``eta_k`` of this round (subclasses set them otherwise)."""
         return state.params.meta_lr_scale * self._meta_rate(self.rounds_since_restart(state.t))
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import chex
 import jax
@@ -122,7 +122,7 @@ class StABLVizier(BanditLearner):
 
     history_lengths: tuple[int, ...] | None = None
     naive_sampling: bool = False
-    feedback: str = "reward"
+    feedback: estimators.FeedbackOption = "reward"
 
     name: ClassVar[str] = "stabl_vizier"
     Params: ClassVar[type] = StABLVizierParams
@@ -137,6 +137,11 @@ class StABLVizier(BanditLearner):
         object.__setattr__(self, "history_lengths", lengths)
         checks.check_choice("naive_sampling", self.naive_sampling, (False, True))
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
+
+    @property
+    def _history_lengths(self) -> tuple[int, ...]:
+        """:attr:`history_lengths` as the constructor resolved it (never ``None``)."""
+        return cast(tuple[int, ...], self.history_lengths)
 
     @property
     def num_experts(self) -> int:
@@ -200,7 +205,7 @@ class StABLVizier(BanditLearner):
         value = estimators.signed_estimate(observed[0], query.query_probs[0], self.feedback)
         params = state.params
         t, t_next = state.t, state.t + 1
-        restart = intervals.restart_mask(t_next, self.history_lengths)  # h_k + 1 == L_k
+        restart = intervals.restart_mask(t_next, self._history_lengths)  # h_k + 1 == L_k
 
         # Experts (line 278, EXP3UniformEnsembleDesign.update with the estimate as reward).
         gamma = self._expert_gammas(t)
@@ -224,7 +229,8 @@ class StABLVizier(BanditLearner):
             restart,
             self._restart_log_weights(),
         )
-        return state.replace(
+        return dataclasses.replace(
+            state,
             t=t_next,
             expert_log_probs=experts.astype(self.float_dtype),
             meta_log_weights=meta.astype(self.float_dtype),

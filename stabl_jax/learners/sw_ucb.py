@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import chex
 import jax
@@ -121,6 +121,11 @@ class SWUCB(_ucb.SwitchingUCB):
             )
         object.__setattr__(self, "window", window)
 
+    @property
+    def _window(self) -> int:
+        """:attr:`window` as the constructor resolved it (never ``None``)."""
+        return cast(int, self.window)
+
     def _init(self, key: jax.Array, params: SWUCBParams) -> SWUCBState:
         del key
         tau, k, f = self.window, self.num_arms, self.float_dtype
@@ -137,7 +142,7 @@ class SWUCB(_ucb.SwitchingUCB):
         """``(num_arms,)`` ``X-bar_t(tau, i) + c_t(tau, i)``; ``+inf`` for arms not in the
         window."""
         f = self.float_dtype
-        span = jnp.minimum(state.t, self.window).astype(f)
+        span = jnp.minimum(state.t, self._window).astype(f)
         log_span = jnp.log(jnp.maximum(span, 1.0))  # t >= 1 whenever some count is > 0
         width = state.params.explore_scale * _ucb.REWARD_BOUND * math.sqrt(self.xi)
         return _ucb.ucb_index(state.counts.astype(f), state.sums, log_span, width)
@@ -145,14 +150,15 @@ class SWUCB(_ucb.SwitchingUCB):
     def _tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
         arm = query.arms[0]
         reward = estimators.loss_to_reward(observed[0])
-        slot = state.t % self.window
+        slot = state.t % self._window
         # The pair leaving the window (the empty-slot sentinel num_arms is dropped).
         old_arm = state.window_arms[slot]
         old_reward = state.window_rewards[slot]
         counts = state.counts.at[old_arm].add(-1, mode="drop").at[arm].add(1)
         sums = state.sums.at[old_arm].add(-old_reward, mode="drop").at[arm].add(reward)
         sums = jnp.where(counts == 0, 0.0, sums)
-        return state.replace(
+        return dataclasses.replace(
+            state,
             t=state.t + 1,
             window_arms=state.window_arms.at[slot].set(arm),
             window_rewards=state.window_rewards.at[slot].set(reward),

@@ -48,4 +48,4 @@ class Uniform(BanditLearner):
 
     def _tell(self, state: UniformState, query: BanditQuery, observed: jax.Array) -> UniformState:
         del query, observed
-        return state.replace(t=state.t + 1)
+        return dataclasses.replace(state, t=state.t + 1)
