@@ -274,4 +274,4 @@ def make_domain(name: str, dim: int, size: float = 1.0) -> Domain:
     if name not in DOMAINS:
         raise ValueError(f"unknown domain {name!r}; choose one of {sorted(DOMAINS)}")
     cls = DOMAINS[name]
-    return cls(dim=dim, **{cls.size_field: size})  # type: ignore[arg-type]
+    return cls(dim=dim, **{cls.size_field: size})

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import chex
 import jax
@@ -159,6 +159,11 @@ class BCOLearner(Learner[BCOQuery]):
             )
 
     @property
+    def _domain(self) -> Domain:
+        """:attr:`domain` as the constructor resolved it (never ``None``)."""
+        return cast(Domain, self.domain)
+
+    @property
     def num_sampled_experts(self) -> int:
         """Number of experts ``k_t`` is drawn from (1, i.e. ``k_t = 0``, unless the learner
         samples one as Algorithm 3 does)."""
@@ -176,13 +181,13 @@ class BCOLearner(Learner[BCOQuery]):
     def delta(self, params: Any) -> jax.Array:
         """``()`` ``delta = min(delta_scale / (kappa T), r)`` (Section 5's theorem); a learner
         with other constants overrides it and :meth:`shrinkage`."""
-        k = self.domain
+        k = self._domain
         return jnp.minimum(params.delta_scale / (k.kappa * self.horizon), k.r)
 
     def shrinkage(self, params: Any) -> jax.Array:
         """``()`` ``alpha`` with ``K_hat = (1 - alpha) K``
         (:func:`stabl_jax.domains.paper_shrinkage`)."""
-        return paper_shrinkage(self.delta(params), self.domain.r, self.domain.kappa)
+        return paper_shrinkage(self.delta(params), self._domain.r, self._domain.kappa)
 
     def step(
         self, state: Any, loss_fn: Callable[[jax.Array], jax.Array], key: jax.Array

@@ -145,7 +145,7 @@ class _SingleOGD(BCOLearner):
         del key
         return SingleOGDState(
             t=jnp.zeros((), jnp.int32),
-            ogd=self.base_learner().init(self.domain.center(self.float_dtype)),
+            ogd=self.base_learner().init(self._domain.center(self.float_dtype)),
             params=params,
         )
 
@@ -157,7 +157,7 @@ class _SingleOGD(BCOLearner):
         ogd = self.base_learner().update(
             state.ogd, grad, self.learning_rate(params), self.shrinkage(params)
         )
-        return state.replace(t=state.t + 1, ogd=ogd)
+        return dataclasses.replace(state, t=state.t + 1, ogd=ogd)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,23 +200,23 @@ class FKM(_SingleOGD):
     @property
     def C(self) -> float:
         bound = self.loss_bound
-        return 2.0 * self.lipschitz * self.domain.D if bound is None else float(bound)
+        return 2.0 * self.lipschitz * self._domain.D if bound is None else float(bound)
 
     def base_delta(self) -> float:
         """FKM's ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` before scaling."""
-        k, d, c, g = self.domain, self.dim, self.C, self.lipschitz
+        k, d, c, g = self._domain, self.dim, self.C, self.lipschitz
         return self.horizon**-0.25 * math.sqrt(k.D * d * c * k.r / (3.0 * (g * k.r + c)))
 
     def delta(self, params: BanditOGDParams) -> jax.Array:
-        return jnp.minimum(params.delta_scale * self.base_delta(), self.domain.r)
+        return jnp.minimum(params.delta_scale * self.base_delta(), self._domain.r)
 
     def shrinkage(self, params: BanditOGDParams) -> jax.Array:
         """FKM's ``alpha = delta / r``."""
-        return self.delta(params) / self.domain.r
+        return self.delta(params) / self._domain.r
 
     def learning_rate(self, params: BanditOGDParams) -> jax.Array:
         """``eta = lr_scale * nu * delta / d`` with ``nu = D / (C sqrt T)``."""
-        nu = self.domain.D / (self.C * math.sqrt(self.horizon))
+        nu = self._domain.D / (self.C * math.sqrt(self.horizon))
         return params.lr_scale * nu * self.delta(params) / self.dim
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
@@ -257,7 +257,7 @@ class TwoPointOGD(_SingleOGD):
     Params: ClassVar[type] = BanditOGDParams
 
     def learning_rate(self, params: BanditOGDParams) -> jax.Array:
-        base = self.domain.D / (self.dim * self.lipschitz * math.sqrt(self.horizon))
+        base = self._domain.D / (self.dim * self.lipschitz * math.sqrt(self.horizon))
         return params.lr_scale * base
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
@@ -285,7 +285,7 @@ class FullInfoOGD(_SingleOGD):
         return self._scalar(0.0)  # projects onto K itself
 
     def learning_rate(self, params: FullInfoOGDParams) -> jax.Array:
-        return params.lr_scale * self.domain.D / (self.lipschitz * math.sqrt(self.horizon))
+        return params.lr_scale * self._domain.D / (self.lipschitz * math.sqrt(self.horizon))
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         del key

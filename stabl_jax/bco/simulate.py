@@ -87,6 +87,7 @@ def minimize_window(
         better = f < best_f
         best_x = jnp.where(better, x, best_x)
         best_f = jnp.minimum(f, best_f)
+        step: float | jax.Array
         if smoothness is not None:
             step = 1.0 / smoothness
         else:

@@ -116,7 +116,7 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
     def base_meta_step_sizes(self) -> np.ndarray:
         """``(B,)`` ``eta_k = min{1/2, sqrt(log T / L_k)} / (G D)`` (line 5), before scaling."""
         scale = np.minimum(0.5, np.sqrt(self.log_t / self._lengths()))
-        return scale / (self.lipschitz * self.domain.D)
+        return scale / (self.lipschitz * self._domain.D)
 
     def base_learner(self) -> ProjectedOGD:
         """Algorithm 4 on this learner's domain and optimiser."""
@@ -193,7 +193,7 @@ class StABLBCO(ExpertEnsembleBCO):
     def base_expert_learning_rates(self) -> np.ndarray:
         """``(B,)`` ``D / (d G c sqrt(L_k))`` (Appendix C's ``eta``, ``log T`` -> ``c``)."""
         g, d, c = self.lipschitz, self.dim, self.estimate_scale
-        return self.domain.D / (d * g * c * np.sqrt(self._lengths()))
+        return self._domain.D / (d * g * c * np.sqrt(self._lengths()))
 
     def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
         """Lines 7-10: ``points = [x_t, A_{k_t}(t) + delta u, A_{k_t}(t)]``."""

@@ -61,7 +61,7 @@ class StABLBCOTwoQuery(ExpertEnsembleBCO):
 
     def base_expert_learning_rates(self) -> np.ndarray:
         """``(B,)`` ``D / (d G sqrt(L_k))``."""
-        return self.domain.D / (self.dim * self.lipschitz * np.sqrt(self._lengths()))
+        return self._domain.D / (self.dim * self.lipschitz * np.sqrt(self._lengths()))
 
     def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
         """``points = [x_t, x_t + delta u]`` (Appendix D, item 2)."""

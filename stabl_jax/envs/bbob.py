@@ -265,7 +265,7 @@ class BBOBFunction:
             coco=coco, x_star=x_star, rotation=rotation, norm_scale=jnp.ones((), dtype)
         )
         if self.normalize:
-            params = params.replace(norm_scale=_norm_scale(self, params))
+            params = dataclasses.replace(params, norm_scale=_norm_scale(self, params))
         return params
 
     # --- evaluation -------------------------------------------------------------------------
@@ -394,7 +394,9 @@ class BBOBSuite:
         params = BBOBSuiteParams(index=index, function=plain._params(key, coco))
         if self.normalize:
             scale = _norm_scale(self, params)
-            params = params.replace(function=params.function.replace(norm_scale=scale))
+            params = dataclasses.replace(
+                params, function=dataclasses.replace(params.function, norm_scale=scale)
+            )
         return params
 
     def sample_params(self, key: jax.Array) -> BBOBSuiteParams:

@@ -26,7 +26,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import chex
 import jax
@@ -138,6 +138,16 @@ class ConvexEnv(Environment):
         if not 0.0 < float(self.target_radius) <= 1.0:
             raise ValueError(f"target_radius must be in (0, 1], got {self.target_radius!r}")
 
+    @property
+    def _domain(self) -> Domain:
+        """:attr:`domain` as the constructor resolved it (never ``None``)."""
+        return cast(Domain, self.domain)
+
+    @property
+    def _period(self) -> int:
+        """:attr:`period` as the constructor resolved it (never ``None``)."""
+        return cast(int, self.period)
+
     # --- what a subclass defines ------------------------------------------------------------
     @property
     def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
@@ -165,7 +175,7 @@ class ConvexEnv(Environment):
 
     @property
     def target_norm(self) -> float:
-        return float(self.target_radius) * self.domain.r
+        return float(self.target_radius) * self._domain.r
 
     @partial(jax.jit, static_argnums=(0, 2))  # one program, not a dozen eager dispatches
     def _params(self, key: jax.Array, random_points: bool) -> ConvexEnvParams:
@@ -211,8 +221,8 @@ class ConvexEnv(Environment):
         if self.schedule == "piecewise":
             return params.targets[self.segment(params, t)]
         if self.schedule == "alternate":
-            return params.targets[(t // self.period) % 2]
-        angle = 2.0 * math.pi * t / self.period + params.phase
+            return params.targets[(t // self._period) % 2]
+        angle = 2.0 * math.pi * t / self._period + params.phase
         if self.dim == 1:
             return self.target_norm * jnp.cos(angle)[None]
         plane = jnp.stack([jnp.cos(angle), jnp.sin(angle)])
@@ -236,6 +246,7 @@ class ConvexEnv(Environment):
         (:meth:`minimizer`; NaN without one), the dynamic comparator.
         """
         loss_fn = self.loss_fn(params, t, key)
+        best: jax.Array | float
         try:
             best = self.family(loss_fn.args[0], self.minimizer(loss_fn.args[0]))
         except NotImplementedError:
@@ -304,7 +315,7 @@ class MovingTarget(ConvexEnv):
         median that is a target). Makes the Frank-Wolfe certificate tight there."""
         diff = x[None, :] - thetas
         dist = jnp.linalg.norm(diff, axis=1)
-        coincide = dist <= 1e-6 * self.domain.D
+        coincide = dist <= 1e-6 * self._domain.D
         unit = diff / jnp.where(coincide, 1.0, dist)[:, None]
         g = jnp.sum(jnp.where(coincide[:, None], 0.0, unit), axis=0)
         g_norm = jnp.linalg.norm(g)
@@ -376,7 +387,7 @@ class HuberTarget(ConvexEnv):
 
     @property
     def lipschitz(self) -> float:
-        return min(float(self.huber_mu), self.domain.D + self.target_norm)
+        return min(float(self.huber_mu), self._domain.D + self.target_norm)
 
     def theta_from_target(self, target: jax.Array, key: jax.Array) -> jax.Array:
         del key

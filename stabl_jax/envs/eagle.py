@@ -488,7 +488,8 @@ def update(
     new_pert = jnp.where((slots == p) & parent_live & ~improved, penalised, state.perturbations)
     new_pert = jnp.where((slots == target) & create, params.perturbation, new_pert)
 
-    return state.replace(
+    return dataclasses.replace(
+        state,
         positions=jnp.where(hit[:, None], x[None, :], state.positions),
         values=jnp.where(killed, jnp.inf, jnp.where(hit, f, state.values)),
         perturbations=new_pert.astype(dtype),
