@@ -33,13 +33,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import checks, metrics, registry
+from stabl_jax.envs.bbob import BBOBSuite
 from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.simulate import SimResult, run_keys, simulate
 
@@ -122,7 +123,7 @@ def simulate_suite(
       each with ``R`` runs; the shared program's compile and run seconds are split evenly.
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
-    count = len(env.function.function_ids)
+    count = len(cast(BBOBSuite, env.function).function_ids)  # a suite, as documented
     total = count * num_runs
     env_params = _suite_params(env, run_keys(key, total), num_runs)
     res = simulate_selection(

@@ -171,7 +171,7 @@ class HPOEnv(Environment):
       ((2,), 2, 2)
     """
 
-    function: BBOBFunction
+    function: BBOBFunction | BBOBSuite
     ensemble: eagle.EagleEnsemble | None = None
     reward_lambda: float = REWARD_LAMBDA
     reward: str = "paper"
@@ -258,7 +258,9 @@ class HPOEnv(Environment):
             params, pools, keys, scramble_keys
         )
 
-    def evaluate(
+    # HPOInfo is a Mapping at run time (a chex dataclass is mappable by default), which chex's
+    # dataclass_transform typing cannot express: hence the ignore of the supertype's Mapping.
+    def evaluate(  # type: ignore[override]
         self, params: HPOParams, state: HPOState, t: Any, query: Any, key: jax.Array
     ) -> tuple[HPOState, jax.Array, HPOInfo]:
         """Evaluate the queried arms' suggestions and record them in the shared state.
@@ -315,7 +317,8 @@ class HPOEnv(Environment):
 
         best_gap = jnp.minimum(state.best_gap, jax.lax.cummin(gap))
         best_value = jnp.minimum(state.best_value, jax.lax.cummin(value))
-        new_state = state.replace(
+        new_state = dataclasses.replace(
+            state,
             arms=pools,
             best_observed=jnp.minimum(state.best_observed, jnp.min(clipped)),
             best_gap=best_gap[-1],
