@@ -7,8 +7,8 @@ exists at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +17,8 @@ import numpy as np
 from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+
+_Name = TypeVar("_Name", bound=Hashable)  # a key of paired_adaptive_regret's traces
 
 
 def prefix_sums(values: np.ndarray) -> np.ndarray:
@@ -110,12 +112,12 @@ def adaptive_regret_from_losses(
 def paired_adaptive_regret(
     env: Any,
     carry: RunCarry,
-    traces: Mapping[str, np.ndarray],
+    traces: Mapping[_Name, np.ndarray],
     window_lengths: Sequence[int],
     *,
     memory_bytes: int = 256 * 2**20,
     on_block: Callable[[int, RunCarry, np.ndarray], None] | None = None,
-) -> dict[str, np.ndarray]:
+) -> dict[_Name, np.ndarray]:
     """SA(L) of several ``(R, T)`` loss traces that faced the same losses, for every run.
 
     The traces may be several learners simulated with the same key (paired runs), and both
@@ -296,7 +298,7 @@ def moving_average(values: np.ndarray, window: int) -> np.ndarray:
     return (prefix[..., idx] - prefix[..., lo]) / (idx - lo)
 
 
-def mean_ci(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def mean_ci(values: np.ndarray, axis: int = 0) -> tuple[Any, Any]:
     """Mean and half-width of the normal 95% interval ``1.96 * sd / sqrt(R)`` over ``axis``.
 
     With the hundreds of runs used here the normal quantile and Student's t differ by < 1%.

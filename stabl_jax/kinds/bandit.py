@@ -378,7 +378,7 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
     if all(curve is not None for curve in curves.values()):
         bands = [
             plots.Band(name, plots.label(name), np.arange(1, config.horizon + 1), mean, half)
-            for name, (mean, half, _) in curves.items()  # type: ignore[misc]
+            for name, (mean, half, _) in curves.items()
         ]
         title = (
             f"{config.name}: cumulative regret of the play distribution to the best arm of "

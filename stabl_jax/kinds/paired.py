@@ -22,7 +22,7 @@ import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -509,6 +509,10 @@ class Result:
         return int(self.env.num_segments)
 
 
+#: A kind's :class:`Result` subclass.
+ResultT = TypeVar("ResultT", bound=Result)
+
+
 def _width(env: Any) -> int:
     """The arms (bandit) or the dimension (BCO) of ``env``: what a learner's traces scale with."""
     return int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
@@ -572,10 +576,10 @@ def run_learners(
     outcome_type: type[Outcome],
     measure: Callable[[Any, SimResult], dict[str, Any]],
     measure_all: Callable[[Any, RunCarry, dict[str, Any]], dict[str, Any]],
-    result_type: type[Result],
+    result_type: type[ResultT],
     on_learner_done: Callable[[Any], None] | None,
     **options: Any,
-) -> Any:
+) -> ResultT:
     """Simulate every learner of ``config`` (:func:`simulate_learners` with ``options``) into
     an ``outcome_type`` with ``measure(env, result)``, its own metrics, handed to
     ``on_learner_done`` at once; then ``measure_all(env, carry, outcomes)`` (``carry``: the
@@ -826,7 +830,7 @@ def header(
 
 
 def run(
-    run_experiment: Callable[..., Result],
+    run_experiment: Callable[..., ResultT],
     config: ExperimentConfig,
     *,
     checkpoints: ExperimentCheckpoints,
@@ -834,7 +838,7 @@ def run(
     progress: bool,
     log: Callable[[str], None],
     metrics_label: str,
-) -> Result:
+) -> ResultT:
     """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it: the rounds resumed,
     progress bars, a line per learner, the time the metrics took (``metrics_label``)."""
     if resumed is not None:
