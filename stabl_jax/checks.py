@@ -54,7 +54,7 @@ def check_names(name: str, value: object, allowed: Sequence[str]) -> tuple[str, 
             f"{name} must be a tuple of names, got the string {value!r} (write ({value!r},))"
         )
     try:
-        names = tuple(value)  # type: ignore[arg-type]
+        names: tuple[str, ...] = tuple(value)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(
             f"{name} must be a tuple of names from {tuple(allowed)}, got {value!r}"
@@ -218,10 +218,11 @@ def check_state(learner: Any, state: Any, name: str = "state") -> None:
     """``state`` has the structure, shapes and dtypes of ``learner.init``'s (static, so this
     also runs under ``jit``): a state of another learner, or of one with other sizes, is an
     error instead of a silently wrong distribution."""
-    template = _state_template(learner, bool(jax.config.jax_enable_x64))
+    x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
+    template = _state_template(learner, x64)
     expected_def = jax.tree.structure(template)
     leaves, treedef = jax.tree_util.tree_flatten_with_path(state)
-    if treedef != expected_def:
+    if treedef != expected_def:  # type: ignore[operator]  # jaxlib has no stub for PyTreeDef
         raise ValueError(
             f"{name} does not come from {type(learner).__name__}.init: its structure "
             f"{type(state).__name__} differs from the expected {expected_def}"

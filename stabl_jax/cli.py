@@ -366,7 +366,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     config = next((c for k, c in presets.items() if getattr(args, k)), benchmark.BenchConfig())
     if args.bandwidth_gbs is not None and not args.bandwidth_gbs > 0:
         raise ConfigError(f"--bandwidth must be > 0 GB/s, got {args.bandwidth_gbs}")
-    changes = {
+    changes: dict[str, Any] = {
         name: tuple(value) if isinstance(value, list) else value
         for name in ("learners", "arms", "runs", "repeats", "numpy", "validate", "bandwidth_gbs")
         if (value := getattr(args, name)) is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -54,7 +55,7 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     if isinstance(lengths, int | np.integer):
         lengths = (lengths,)
     try:
-        out = tuple(lengths)  # type: ignore[arg-type]
+        out: tuple[Any, ...] = tuple(lengths)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(f"history_lengths must be a tuple of ints, got {lengths!r}") from None
     if not out:

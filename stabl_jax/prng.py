@@ -53,7 +53,7 @@ def threefry2x32(
 
 def _fast(key: jax.Array) -> bool:
     return (
-        bool(jax.config.jax_threefry_partitionable)
+        bool(jax.config.jax_threefry_partitionable)  # type: ignore[attr-defined]
         and jax.random.key_impl(key) == jax.random.key_impl(jax.random.key(0))
         and str(jax.random.key_impl(key)).endswith("threefry2x32")
     )

@@ -161,7 +161,11 @@ class Registry(Mapping[str, Entry]):
         problem = ""
         if not isinstance(cls, type):
             problem = f"is not a class, got {cls!r}"
-        elif not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:
+        elif (
+            not dataclasses.is_dataclass(cls)
+            # typeshed's DataclassInstance declares __dataclass_fields__ only
+            or not cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        ):
             problem = (
                 "must be a frozen dataclass (@dataclasses.dataclass(frozen=True)): JAX hashes "
                 "it as a static argument"

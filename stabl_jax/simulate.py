@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import chex
 import jax
@@ -159,12 +159,17 @@ def _run_streams(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     with as many runs reuses it (a threefry hash is most of a small init program's compile
     time on a CPU).
     """
-    return tuple(jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i) for i in (3, 1, 2))
+    streams = tuple(jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i) for i in (3, 1, 2))
+    return cast("tuple[jax.Array, jax.Array, jax.Array]", streams)
 
 
 @partial(jax.jit, static_argnames=("learner", "env"))
 def _init_from_streams(
-    learner: Any, env: Any, streams: tuple[jax.Array, ...], env_params: Any, params: Any
+    learner: Any,
+    env: Any,
+    streams: tuple[jax.Array, jax.Array, jax.Array],
+    env_params: Any,
+    params: Any,
 ) -> RunCarry:
     def one(init_key: jax.Array, env_key: jax.Array, learner_key: jax.Array, env_p: Any, p: Any):
         return RunCarry(
@@ -233,7 +238,7 @@ def _round(
     if validate and bandit:
         checks.traced_check_distribution("play distribution", query.play_probs, t)
     out = {name: _trace(name, query, observed, info) for name in fields}
-    return carry.replace(state=state, env_state=env_state), out
+    return dataclasses.replace(carry, state=state, env_state=env_state), out
 
 
 def overrides_step(learner: Any) -> bool:
@@ -582,7 +587,8 @@ def _round_bytes(learner: Any, env: Any, carry: Any, fields: tuple[str, ...]) ->
     """
     leaves, tree = jax.tree.flatten(carry)
     shapes = tuple((x.shape[1:], x.dtype) for x in leaves)
-    key = (learner, env, fields, tree, shapes, bool(jax.config.jax_enable_x64))
+    x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
+    key = (learner, env, fields, tree, shapes, x64)
     try:
         hash(key)
     except TypeError:  # an unhashable learner or environment: trace it every time

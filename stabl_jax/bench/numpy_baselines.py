@@ -189,7 +189,7 @@ def exp3_loop(
     """
     n = env.num_arms
     eta = exp3_rate(n, env.horizon)
-    w = np.full(n, 1.0 / n, dtype)
+    w: np.ndarray = np.full(n, 1.0 / n, dtype)
     out = _traces((rounds,), 1)
     for t, best, loss, u in _rounds(env, source, rounds, 1):
         x = _draw(w, u[0])
@@ -221,9 +221,11 @@ def stabl_loop(
     n = env.num_arms
     lengths = stabl_lengths(env.horizon)
     b = len(lengths)
+    meta_eta: np.ndarray
+    expert_eta: np.ndarray
     meta_eta, expert_eta = (x.astype(dtype) for x in stabl_rates(n, lengths))
-    v = np.full((b, n), 1.0 / n, dtype)
-    w = meta_eta.copy()
+    v: np.ndarray = np.full((b, n), 1.0 / n, dtype)
+    w: np.ndarray = meta_eta.copy()
     out = _traces((rounds,), 2)
     for t, best, loss, u in _rounds(env, source, rounds, 2):
         p = w / w.sum()
@@ -266,7 +268,7 @@ def exp3_vectorised(
     """:func:`exp3_loop` for ``num_runs`` runs at once; traces ``(R, rounds)``."""
     n, r = env.num_arms, num_runs
     eta = exp3_rate(n, env.horizon)
-    w = np.full((r, n), 1.0 / n, dtype)
+    w: np.ndarray = np.full((r, n), 1.0 / n, dtype)
     rows = np.arange(r)
     out = _traces((r, rounds), 1)
     for t, best, loss, u in _rounds(env, source, rounds, 1):
@@ -290,9 +292,11 @@ def stabl_vectorised(
     n, r = env.num_arms, num_runs
     lengths = stabl_lengths(env.horizon)
     b = len(lengths)
+    meta_eta: np.ndarray
+    expert_eta: np.ndarray
     meta_eta, expert_eta = (x.astype(dtype) for x in stabl_rates(n, lengths))
-    v = np.full((r, b, n), 1.0 / n, dtype)
-    w = np.tile(meta_eta, (r, 1))
+    v: np.ndarray = np.full((r, b, n), 1.0 / n, dtype)
+    w: np.ndarray = np.tile(meta_eta, (r, 1))
     rows = np.arange(r)
     out = _traces((r, rounds), 2)
     for t, best, loss, u in _rounds(env, source, rounds, 2):

@@ -99,7 +99,7 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` atomically: ``write(file)`` into a temporary sibling, flush, ``fsync``,
     :func:`os.replace` it onto ``path``, ``fsync`` the folder. Readers see the old file or the
     new one, never a part."""
@@ -122,7 +122,8 @@ def _digest(value: np.ndarray) -> str:
     """SHA-256 of an array's dtype, shape and bytes (C order)."""
     value = np.ascontiguousarray(value)
     digest = hashlib.sha256(f"{value.dtype.str}{value.shape}".encode())
-    digest.update(value.reshape(-1).view(np.uint8))
+    # numpy's stubs give ndarray the buffer protocol (__buffer__) on Python >= 3.12 only
+    digest.update(value.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
     return digest.hexdigest()
 
 
@@ -135,7 +136,11 @@ def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
         if value.dtype == object:
             raise TypeError(f"array {name!r} has dtype object, which cannot be saved unpickled")
     digests = json.dumps({name: _digest(value) for name, value in arrays.items()}, sort_keys=True)
-    atomic_write(path, lambda f: np.savez(f, **arrays, **{DIGEST: np.asarray(digests)}))
+    atomic_write(
+        path,
+        # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
+        lambda f: np.savez(f, **arrays, **{DIGEST: np.asarray(digests)}),  # type: ignore[arg-type]
+    )
 
 
 def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
@@ -206,7 +211,13 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
                 f"{data.dtype}, expected {expected.shape} {expected.dtype}"
             )
         if is_key:
-            restored.append(jax.random.wrap_key_data(data, impl=jax.random.key_impl(want)))
+            restored.append(
+                jax.random.wrap_key_data(
+                    # annotated as a jax.Array; a NumPy uint32 array is accepted
+                    data,  # type: ignore[arg-type]
+                    impl=jax.random.key_impl(want),
+                )
+            )
         else:
             restored.append(jnp.asarray(data, dtype=want.dtype))
     return jax.tree.unflatten(treedef, restored)
@@ -404,7 +415,7 @@ def experiment_identity(config: Any) -> dict[str, Any]:
                 "config": resolved,
                 "versions": package_versions(),
                 "platform": jax.devices()[0].platform,
-                "x64": bool(jax.config.jax_enable_x64),
+                "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
             },
             sort_keys=True,
         )

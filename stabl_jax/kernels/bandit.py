@@ -451,7 +451,7 @@ def chunk_step(
         if table is not None:
             ins["table"] = table
         per_round = jax.ShapeDtypeStruct((length, padded), jnp.float32)
-        out_shape = {
+        out_shape: dict[str, Any] = {
             "state": tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in ins["state"]),
             "arms": [per_round.update(dtype=jnp.int32)] * spec.queries,
             "observed": [per_round] * spec.queries,
@@ -534,7 +534,7 @@ def interpreted(mesh: Any = None) -> bool:
     if mesh is not None:
         device = mesh.devices.flat[0]
     else:
-        device = jax.config.jax_default_device or jax.devices()[0]
+        device = jax.config.jax_default_device or jax.devices()[0]  # type: ignore[attr-defined]
     return (device if isinstance(device, str) else device.platform) != "gpu"
 
 

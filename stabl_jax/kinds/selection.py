@@ -388,7 +388,7 @@ def run_problems(
     first = problems[0]
     if any((p.dim, p.evaluations) != (first.dim, first.evaluations) for p in problems):
         raise ValueError("problems run together must share their dimension and budget")
-    options = dict(
+    options: dict[str, Any] = dict(
         dim=first.dim,
         instance=config.instance,
         shift_radius=config.shift_radius,
@@ -411,7 +411,7 @@ def run_problems(
         learner = make_learner(config, name, first.evaluations)
         checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
         args = (learner, env, key, config.runs, first.evaluations)
-        kwargs = dict(checkpoint=checkpoint, validate=validate)
+        kwargs: dict[str, Any] = dict(checkpoint=checkpoint, validate=validate)
         if len(ids) == 1:
             results = [hpo_metrics.simulate_selection(*args, **kwargs)]
         else:
