@@ -248,6 +248,14 @@ BAD_CASES = {
         "learner_options.stabl.observation",
         "a string",
     ),
+    # feedback is Literal["loss", "reward"] to mypy only (estimators.FeedbackOption): the
+    # hint the config check reads is still str, so a number is refused here, by its key.
+    "learner feedback type": (
+        END,
+        "[learner_options.stabl]\nfeedback = 3\n",
+        "learner_options.stabl.feedback",
+        "a string",
+    ),
     "learner rejects option": (
         END,
         '[learner_options.stabl]\nobservation = "psychic"\n',
