@@ -231,7 +231,7 @@ class _EXP3Kernel(_Kernel):
         return (self.pad(state.log_weights)[None],), jnp.stack([eta, state.params.gamma])
 
     def unpack(self, state: Any, arrays: tuple[jax.Array, ...], length: int) -> Any:
-        return state.replace(t=state.t + length, log_weights=arrays[0][0, :, : self.n])
+        return dataclasses.replace(state, t=state.t + length, log_weights=arrays[0][0, :, : self.n])
 
     def ask(self, coefs: list, state: tuple, u: list) -> tuple[list, list, jax.Array, Any]:
         (log_w,), gamma = state[0], coefs[1][:, None]
@@ -268,7 +268,8 @@ class _StABLKernel(_Kernel):
 
     def unpack(self, state: Any, arrays: tuple[jax.Array, ...], length: int) -> Any:
         experts, meta, muted = arrays
-        return state.replace(
+        return dataclasses.replace(
+            state,
             t=state.t + length,
             expert_log_probs=jnp.swapaxes(experts, 0, 1)[..., : self.n],
             meta_log_weights=meta.T,
@@ -486,7 +487,7 @@ def chunk_step(
         }
         state = spec.unpack(carry.state, out["state"], length)
         outputs = {name: jnp.swapaxes(values[name], 0, 1) for name in fields}
-        return carry.replace(state=state), outputs
+        return dataclasses.replace(carry, state=state), outputs
 
     return step
 

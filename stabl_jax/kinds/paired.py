@@ -237,7 +237,7 @@ class ExperimentConfig:
         if not values:
             return default
         dtype = getattr(learner, "float_dtype", jnp.float32)
-        return default.replace(**{k: jnp.asarray(v, dtype) for k, v in values.items()})
+        return dataclasses.replace(default, **{k: jnp.asarray(v, dtype) for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config (defaults filled in)."""

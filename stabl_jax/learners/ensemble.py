@@ -207,7 +207,8 @@ class Ensemble(Learner):
         experts = tree_select(restart, self.fresh_experts(), experts)
         old = getattr(state, self.experts_field)
         meta = jnp.where(restart, jnp.log(eta), meta)
-        return state.replace(
+        return dataclasses.replace(
+            state,
             t=t_next,
             meta_log_weights=meta.astype(self.float_dtype),
             num_muted=state.num_muted + muted,

@@ -236,7 +236,8 @@ class StABLAnytime(Ensemble, BanditLearner):
         experts = tree_select(restart, self.fresh_experts(), experts)
         meta = jnp.where(restart, 0.0, meta)
         f = self.float_dtype
-        return state.replace(
+        return dataclasses.replace(
+            state,
             t=t_next,
             expert_log_probs=experts.astype(f),
             meta_log_pseudo=meta.astype(f),
