@@ -7,19 +7,14 @@ losses at their queried arms. A learner with ``feedback="reward"`` converts an o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeAlias
+import typing
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
 
 Feedback = Literal["loss", "reward"]
-FEEDBACKS: tuple[str, ...] = ("loss", "reward")
-if TYPE_CHECKING:
-    FeedbackOption: TypeAlias = Feedback
-else:
-    # A learner's ``feedback`` field: ``Feedback`` to type checkers (its constructor checks the
-    # choice); ``str`` at run time, the hint by which a config's value is checked before that.
-    FeedbackOption = str
+FEEDBACKS: tuple[str, ...] = typing.get_args(Feedback)
 
 
 def loss_to_reward(loss: jax.Array) -> jax.Array:

@@ -248,13 +248,19 @@ BAD_CASES = {
         "learner_options.stabl.observation",
         "a string",
     ),
-    # feedback is Literal["loss", "reward"] to mypy only (estimators.FeedbackOption): the
-    # hint the config check reads is still str, so a number is refused here, by its key.
+    # feedback is Literal["loss", "reward"] (estimators.Feedback): the config check reads the
+    # Literal hint and refuses a number here, by its key, before any learner is built.
     "learner feedback type": (
         END,
         "[learner_options.stabl]\nfeedback = 3\n",
         "learner_options.stabl.feedback",
         "a string",
+    ),
+    "learner feedback choice": (
+        END,
+        '[learner_options.stabl]\nfeedback = "rewards"\n',
+        "learner_options.stabl.feedback",
+        "one of 'loss', 'reward'",
     ),
     "learner rejects option": (
         END,

@@ -275,8 +275,8 @@ class Checker:
         return name
 
     def coerce(self, key: str, value: Any, hint: Any) -> Any:
-        """``value`` converted to the type ``hint`` (TOML arrays -> tuples, ints -> floats),
-        else an error naming ``key`` and the type."""
+        """``value`` converted to the type ``hint`` (TOML arrays -> tuples, ints -> floats; a
+        ``Literal`` hint takes one of its values), else an error naming ``key`` and the type."""
         origin, args = typing.get_origin(hint), typing.get_args(hint)
         if origin in (typing.Union, types.UnionType):
             for arg in args:
@@ -288,6 +288,9 @@ class Checker:
                 items = value if isinstance(value, list) else [value]
                 with contextlib.suppress(ConfigError):
                     return tuple(self.coerce(key, item, args[0]) for item in items)
+        elif origin is typing.Literal:
+            if any(type(value) is type(arg) and value == arg for arg in args):
+                return value
         elif hint is bool or hint is str:
             if isinstance(value, hint):
                 return value
@@ -311,6 +314,9 @@ def _describe(hint: Any) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_describe(a) for a in args if a is not type(None))
+    if origin is typing.Literal:
+        choices = ", ".join(repr(a) for a in args)
+        return f"a string, one of {choices}" if all(isinstance(a, str) for a in args) else choices
     if origin is tuple:
         return f"an array of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s"
     return {int: "an int", float: "a number", bool: "a bool (true/false)", str: "a string"}.get(

@@ -73,7 +73,7 @@ class EXP3(WeightsLearner):
     """
 
     gamma: float = 0.0
-    feedback: estimators.FeedbackOption = "loss"
+    feedback: estimators.Feedback = "loss"
 
     name: ClassVar[str] = "exp3"
     Params: ClassVar[type] = EXP3Params

@@ -140,7 +140,7 @@ class EXP3Vizier(VizierEXP3Base):
       ``EXP3UniformEnsembleDesign`` (google-vizier 0.1.24).
     """
 
-    feedback: estimators.FeedbackOption = "reward"
+    feedback: estimators.Feedback = "reward"
 
     name: ClassVar[str] = "exp3_vizier"
 

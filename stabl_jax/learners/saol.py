@@ -169,7 +169,7 @@ class SAOL(_SAOLBase):
       (3,)
     """
 
-    feedback: estimators.FeedbackOption = "loss"
+    feedback: estimators.Feedback = "loss"
 
     name: ClassVar[str] = "saol"
 

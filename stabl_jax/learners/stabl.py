@@ -113,7 +113,7 @@ class StABL(Ensemble, BanditLearner):
     """
 
     observation: str = "importance"
-    feedback: estimators.FeedbackOption = "loss"
+    feedback: estimators.Feedback = "loss"
     expert_c: str = "2B"
     round_offset: int = 0
 

@@ -113,7 +113,7 @@ class StABLAnytime(Ensemble, BanditLearner):
       (2,)
     """
 
-    feedback: estimators.FeedbackOption = "loss"
+    feedback: estimators.Feedback = "loss"
 
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "stabl_anytime"

@@ -122,7 +122,7 @@ class StABLVizier(BanditLearner):
 
     history_lengths: tuple[int, ...] | None = None
     naive_sampling: bool = False
-    feedback: estimators.FeedbackOption = "reward"
+    feedback: estimators.Feedback = "reward"
 
     name: ClassVar[str] = "stabl_vizier"
     Params: ClassVar[type] = StABLVizierParams
