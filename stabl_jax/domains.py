@@ -28,6 +28,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import optax
+from jax.typing import DTypeLike
 
 from stabl_jax import checks
 
@@ -87,7 +88,7 @@ class Domain:
         """An upper bound on ``max_{x,y ∈ K} ||x - y||`` (``2 D``)."""
         return 2.0 * self.D
 
-    def center(self, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    def center(self, dtype: DTypeLike = jnp.float32) -> jax.Array:
         """``(dim,)`` the origin, the centre of ``r B`` (every learner's ``x_1``)."""
         return jnp.zeros((self.dim,), dtype)
 
@@ -124,7 +125,7 @@ class Domain:
         for Frank-Wolfe gap certificates)."""
         raise NotImplementedError
 
-    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    def sample_interior(self, key: jax.Array, dtype: DTypeLike = jnp.float32) -> jax.Array:
         """``(dim,)`` a point drawn uniformly from ``K``."""
         raise NotImplementedError
 
@@ -167,7 +168,7 @@ class Ball(Domain):
     def support(self, v: jax.Array) -> jax.Array:
         return self.radius * jnp.linalg.norm(v)
 
-    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    def sample_interior(self, key: jax.Array, dtype: DTypeLike = jnp.float32) -> jax.Array:
         k_dir, k_rad = jax.random.split(key)
         g = jax.random.normal(k_dir, (self.dim,), dtype)
         u = g / jnp.maximum(jnp.linalg.norm(g), jnp.finfo(dtype).tiny)
@@ -209,7 +210,7 @@ class Box(Domain):
     def support(self, v: jax.Array) -> jax.Array:
         return self.half_width * jnp.sum(jnp.abs(v))
 
-    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    def sample_interior(self, key: jax.Array, dtype: DTypeLike = jnp.float32) -> jax.Array:
         a = self.half_width
         return jax.random.uniform(key, (self.dim,), dtype, minval=-a, maxval=a)
 
@@ -251,7 +252,7 @@ class L1Ball(Domain):
     def support(self, v: jax.Array) -> jax.Array:
         return self.radius * jnp.max(jnp.abs(v))
 
-    def sample_interior(self, key: jax.Array, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    def sample_interior(self, key: jax.Array, dtype: DTypeLike = jnp.float32) -> jax.Array:
         # Uniform on the cross-polytope: Dirichlet(1, ..., 1, 1) weights (the last one is
         # slack) times random signs.
         k_exp, k_sign = jax.random.split(key)

@@ -24,9 +24,10 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 
-def sphere_uniform(key: jax.Array, dim: int, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+def sphere_uniform(key: jax.Array, dim: int, dtype: DTypeLike = jnp.float32) -> jax.Array:
     """``(dim,)`` a direction ``u`` uniform on the unit sphere ``S^{dim-1}``.
 
     A standard normal vector divided by its norm (rotation invariance). In one dimension the
@@ -44,14 +45,14 @@ def sphere_uniform(key: jax.Array, dim: int, dtype: jnp.dtype = jnp.float32) -> 
     return jnp.where(norm > 0, g / jnp.where(norm > 0, norm, 1.0), e1)
 
 
-def ball_uniform(key: jax.Array, dim: int, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+def ball_uniform(key: jax.Array, dim: int, dtype: DTypeLike = jnp.float32) -> jax.Array:
     """``(dim,)`` a point uniform in the unit ball (``u * U^{1/d}``): the smoothing law."""
     k_dir, k_rad = jax.random.split(key)
     rad = jax.random.uniform(k_rad, (), dtype) ** (1.0 / dim)
     return rad * sphere_uniform(k_dir, dim, dtype)
 
 
-def one_point_estimate(value: jax.Array, u: jax.Array, delta: jax.Array) -> jax.Array:
+def one_point_estimate(value: jax.Array, u: jax.Array, delta: jax.Array | float) -> jax.Array:
     """FKM's one-point estimate ``g = (d / delta) l(x + delta u) u``.
 
     Args:
@@ -67,7 +68,7 @@ def one_point_estimate(value: jax.Array, u: jax.Array, delta: jax.Array) -> jax.
 
 
 def two_point_estimate(
-    value_perturbed: jax.Array, value_center: jax.Array, u: jax.Array, delta: jax.Array
+    value_perturbed: jax.Array, value_center: jax.Array, u: jax.Array, delta: jax.Array | float
 ) -> jax.Array:
     """Two-point estimate ``g = (d / delta) (l(x + delta u) - l(x)) u`` (Algorithm 3, line 11).
 
@@ -85,7 +86,7 @@ def two_point_estimate(
 
 
 def one_point_gradient(
-    loss: Callable[[jax.Array], jax.Array], x: jax.Array, key: jax.Array, delta: jax.Array
+    loss: Callable[[jax.Array], jax.Array], x: jax.Array, key: jax.Array, delta: jax.Array | float
 ) -> jax.Array:
     """Draw ``u`` and return :func:`one_point_estimate` at ``x`` ``(d,)`` (1 evaluation)."""
     u = sphere_uniform(key, x.shape[-1], x.dtype)
@@ -93,7 +94,7 @@ def one_point_gradient(
 
 
 def two_point_gradient(
-    loss: Callable[[jax.Array], jax.Array], x: jax.Array, key: jax.Array, delta: jax.Array
+    loss: Callable[[jax.Array], jax.Array], x: jax.Array, key: jax.Array, delta: jax.Array | float
 ) -> jax.Array:
     """Draw ``u`` and return :func:`two_point_estimate` at ``x`` ``(d,)`` (2 evaluations).
 

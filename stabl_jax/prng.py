@@ -20,6 +20,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 
@@ -72,7 +73,7 @@ def fold_in(key: jax.Array, data: jax.Array | int) -> jax.Array:
 def uniform(
     key: jax.Array,
     num: int,
-    dtype: jnp.dtype = jnp.float32,
+    dtype: DTypeLike = jnp.float32,
     minval: float = 0.0,
     maxval: float = 1.0,
 ) -> jax.Array:
@@ -87,7 +88,7 @@ def uniform_at(
     key: jax.Array,
     num: int,
     indices: jax.Array,
-    dtype: jnp.dtype = jnp.float32,
+    dtype: DTypeLike = jnp.float32,
     minval: float = 0.0,
     maxval: float = 1.0,
 ) -> jax.Array:

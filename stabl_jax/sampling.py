@@ -12,11 +12,12 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 from stabl_jax import prng
 
 
-def uniforms(key: jax.Array, num: int, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+def uniforms(key: jax.Array, num: int, dtype: DTypeLike = jnp.float32) -> jax.Array:
     """``num`` independent U[0, 1) draws, shape ``(num,)``: the only randomness a bandit
     learner consumes in one round (draw ``j`` decides query ``j``)."""
     return prng.uniform(key, num, dtype)  # jax.random.uniform(key, (num,), dtype), bit for bit

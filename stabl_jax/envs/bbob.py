@@ -62,6 +62,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from stabl_jax import checks, numerics
 from stabl_jax.envs import bbob_instances
@@ -642,7 +643,7 @@ def t_asy(x: jax.Array, beta: float) -> jax.Array:
     return jnp.where(x > 0, safe ** (1.0 + beta * expo * jnp.sqrt(safe)), x)
 
 
-def conditioning(alpha: float, dim: int, dtype: jnp.dtype) -> jax.Array:
+def conditioning(alpha: float, dim: int, dtype: DTypeLike) -> jax.Array:
     """``(dim,)`` diagonal of ``Lambda^alpha``: ``alpha^(0.5 i / (d - 1))``."""
     return alpha ** (0.5 * _expo(dim, dtype))
 
@@ -658,20 +659,20 @@ def normalize_gap(gap: jax.Array, scale: jax.Array) -> jax.Array:
     return jnp.where(jnp.isinf(u), 1.0, u / (1.0 + u))  # the limit at an overflowed gap
 
 
-def haar_orthogonal(key: jax.Array, dim: int, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+def haar_orthogonal(key: jax.Array, dim: int, dtype: DTypeLike = jnp.float32) -> jax.Array:
     """``(dim, dim)`` Haar-distributed orthogonal matrix (QR of a Gaussian, signs fixed)."""
     q, r = jnp.linalg.qr(jax.random.normal(key, (dim, dim), dtype))
     return q * jnp.where(jnp.diagonal(r) < 0, -1.0, 1.0).astype(dtype)[None, :]
 
 
-def _per_point(fn: Callable[[jax.Array], jax.Array], x: jax.Array, dtype: jnp.dtype) -> jax.Array:
+def _per_point(fn: Callable[[jax.Array], jax.Array], x: jax.Array, dtype: DTypeLike) -> jax.Array:
     """Applies ``fn: (d,) -> ()`` over the leading axes of ``x`` (``jnp.vectorize``)."""
     x = jnp.asarray(x)
     x = x.astype(jnp.result_type(x.dtype, dtype))
     return jnp.vectorize(fn, signature="(d)->()")(x)
 
 
-def _expo(dim: int, dtype: jnp.dtype) -> jax.Array:
+def _expo(dim: int, dtype: DTypeLike) -> jax.Array:
     """``i / (d - 1)`` for ``i = 0..d-1``."""
     return jnp.arange(dim, dtype=dtype) / (dim - 1.0)
 

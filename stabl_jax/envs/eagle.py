@@ -90,6 +90,7 @@ from collections.abc import Callable, Sequence
 import chex
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 from stabl_jax import checks
 
@@ -218,7 +219,7 @@ class EagleConfig:
         size = self.pool_size or pool_capacity(dim, self.pool_size_factor, self.max_pool_size)
         return max(2, size)
 
-    def params(self, dim: int, dtype: jnp.dtype = jnp.float32) -> EagleParams:
+    def params(self, dim: int, dtype: DTypeLike = jnp.float32) -> EagleParams:
         """The numbers as an :class:`EagleParams` with ``()`` leaves."""
         names = [f.name for f in dataclasses.fields(EagleParams) if f.name != "pool_size"]
         floats = {name: jnp.asarray(getattr(self, name), dtype) for name in names}
@@ -346,7 +347,7 @@ class EagleEnsemble:
 
 # --- The optimiser: pure functions of (params, state) ---------------------------------------------
 def init_pool(
-    params: EagleParams, num_slots: int, dim: int, dtype: jnp.dtype = jnp.float32
+    params: EagleParams, num_slots: int, dim: int, dtype: DTypeLike = jnp.float32
 ) -> EagleState:
     """An empty pool of ``num_slots`` slots (``params.pool_size <= num_slots`` are used)."""
     return EagleState(
@@ -602,7 +603,7 @@ def halton_num_digits(base: int) -> int:
 def halton(
     index: jax.Array,
     dim: int,
-    dtype: jnp.dtype = jnp.float32,
+    dtype: DTypeLike = jnp.float32,
     scramble: tuple[jax.Array, jax.Array] | None = None,
 ) -> jax.Array:
     """``(dim,)`` point ``index`` of the Halton sequence, optionally digit-scrambled.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 from stabl_jax import checks
 from stabl_jax.learners.base import BanditLearner, BanditQuery
@@ -35,7 +36,7 @@ def ucb_index(
     return jnp.where(tried, value, jnp.inf)
 
 
-def greedy_query(index: jax.Array, dtype: jnp.dtype) -> BanditQuery:
+def greedy_query(index: jax.Array, dtype: DTypeLike) -> BanditQuery:
     """Play ``argmax index`` (the lowest index among ties, so untried arms go first in index
     order); the play distribution is the point mass on it."""
     arm = jnp.argmax(index).astype(jnp.int32)

@@ -26,12 +26,13 @@ from typing import ClassVar
 import chex
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 from stabl_jax import checks, estimators, sampling
 from stabl_jax.learners.base import BanditLearner, BanditQuery
 
 
-def anytime_gamma(count: jax.Array, dtype: jnp.dtype) -> jax.Array:
+def anytime_gamma(count: jax.Array, dtype: DTypeLike) -> jax.Array:
     """``1 / sqrt(1 + count)``: Vizier's exploration mix and rate after ``count`` updates
     (``ensemble_design.py`` lines 91, 128, 138). Shape of ``count``."""
     return jax.lax.rsqrt(1.0 + count.astype(dtype))
