@@ -146,11 +146,16 @@ def plots(result: HorizonResult, folder: Path) -> list[Path]:
     return [path]
 
 
+def _mean_ci_text(values: np.ndarray) -> str:
+    mean, half = mean_ci(values)
+    return plus_minus(float(mean), float(half), 4)
+
+
 def table(result: HorizonResult) -> str:
     horizons = result.config.horizons
     rows = [["learner", *(f"T={t}" for t in horizons)]]
     for name, by_t in result.loss.items():
-        rows.append([name, *(plus_minus(*map(float, mean_ci(by_t[t])), 4) for t in horizons)])
+        rows.append([name, *(_mean_ci_text(by_t[t]) for t in horizons)])
     return text_table(rows, "average loss per round, mean ± 95% interval over runs")
 
 

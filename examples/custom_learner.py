@@ -85,7 +85,8 @@ class EpsilonGreedy(BanditLearner):
         self, state: EpsilonGreedyState, query: BanditQuery, observed: jax.Array
     ) -> EpsilonGreedyState:
         arm = query.arms[0]
-        return state.replace(
+        return dataclasses.replace(
+            state,
             t=state.t + 1,
             counts=state.counts.at[arm].add(1.0),
             sums=state.sums.at[arm].add(observed[0]),

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +48,11 @@ FIGURE1 = tuple(
 COMPANION = "-naive"  # a folder with learners simulated apart (experiments/docs_numbers.sh)
 
 
-def folder_learners(folder: Path) -> tuple[dict, dict[str, tuple[dict, object, str]]]:
+#: One learner of a folder: its summary entry, the folder's traces, the legend note.
+Entry = tuple[Mapping[str, Any], Mapping[str, np.ndarray], str]
+
+
+def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
     """The folder's summary and ``{learner: (summary entry, traces, legend note)}``, the
     companion folder's extra learners after the folder's own (noted ``validation off`` where
     its command says so)."""
@@ -74,7 +80,7 @@ def pseudo_regret(prob_best: np.ndarray, bonus: float) -> np.ndarray:
     return bonus * np.cumsum(1.0 - np.asarray(prob_best, np.float64), axis=1)
 
 
-def _label(name: str, entry: dict, note: str) -> str:
+def _label(name: str, entry: Mapping[str, Any], note: str) -> str:
     queries = entry["num_queries"]
     text = f"{plots.label(name)} ({queries} {'query' if queries == 1 else 'queries'}/round)"
     return text + note

@@ -50,11 +50,9 @@ def main() -> None:
 
     def progress(done: int, total: int) -> None:
         elapsed = time.perf_counter() - start
-        print(
-            f"  {done}/{total} runs, {elapsed:.0f} s, peak RSS "
-            f"{rss_bytes('VmHWM') / 2**20:.0f} MiB",
-            flush=True,
-        )
+        peak = rss_bytes("VmHWM")
+        shown = "unknown" if peak is None else f"{peak / 2**20:.0f} MiB"
+        print(f"  {done}/{total} runs, {elapsed:.0f} s, peak RSS {shown}", flush=True)
 
     summaries = simulate_summaries(
         learner,

@@ -177,13 +177,13 @@ def bootstrap_means(
 
 
 def exponent_with_interval(
-    x: Sequence[float],
-    columns: Sequence[np.ndarray],
+    x: Sequence[float] | np.ndarray,
+    columns: Sequence[np.ndarray] | np.ndarray,
     *,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
     level: float = 0.95,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Exponent ``b`` of ``mean(y) ~ e^a x^b`` with a percentile bootstrap interval.
 
     Args:
@@ -203,13 +203,13 @@ def exponent_with_interval(
       have one the interval is NaN; ``note`` says which (else it is ``""``).
     """
     rng = np.random.default_rng(seed)
-    x = np.asarray(x, np.float64)
+    xs = np.asarray(x, np.float64)
     if isinstance(columns, np.ndarray) and columns.ndim == 2:
         full = columns.mean(axis=0)
         boot = bootstrap_means(columns, resamples, rng)
     else:
-        if len(columns) != x.shape[0]:
-            raise ValueError(f"need one column per x value: {len(columns)} vs {x.shape[0]}")
+        if len(columns) != xs.shape[0]:
+            raise ValueError(f"need one column per x value: {len(columns)} vs {xs.shape[0]}")
         full = np.array([np.mean(c) for c in columns])
         boot = np.stack(
             [bootstrap_means(np.asarray(c)[:, None], resamples, rng)[:, 0] for c in columns],
@@ -217,14 +217,14 @@ def exponent_with_interval(
         )
     nan = float("nan")
     if np.any(full <= 0):
-        note = f"mean <= 0 at x = {x[full <= 0].tolist()}: no power-law fit"
+        note = f"mean <= 0 at x = {xs[full <= 0].tolist()}: no power-law fit"
         return {"a": nan, "b": nan, "lo": nan, "hi": nan, "se": nan, "note": note}
-    a, b = fit_power_law(x, full)
+    a, b = fit_power_law(xs, full)
     bad = np.any(boot <= 0, axis=1)
     if bad.any():
         note = f"{int(bad.sum())} of {resamples} resamples have a mean <= 0: no interval"
         return {"a": float(a), "b": float(b), "lo": nan, "hi": nan, "se": nan, "note": note}
-    _, boot_b = fit_power_law(x, boot)
+    _, boot_b = fit_power_law(xs, boot)
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(boot_b, [tail, 1.0 - tail])
     return {
@@ -402,10 +402,11 @@ def run_within_memory(
             )
             for future in done:
                 name, _ = running.pop(future)
-                if future.exception() is not None:
+                error = future.exception()
+                if error is not None:
                     pending.clear()  # start nothing more; let the running ones finish
                     concurrent.futures.wait(running)
-                    raise future.exception()
+                    raise error
                 results[name] = future.result()
     return results
 
@@ -537,7 +538,8 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
     prefix.parent.mkdir(parents=True, exist_ok=True)
     npz = prefix.parent / f"{prefix.name}_sa.npz"
     js = prefix.parent / f"{prefix.name}_summaries.json"
-    np.savez_compressed(npz, **arrays)
+    # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
+    np.savez_compressed(npz, **arrays)  # type: ignore[arg-type]
     js.write_text(json.dumps(summaries) + "\n", encoding="utf-8")
     return [npz, js]
 

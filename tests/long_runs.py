@@ -84,7 +84,12 @@ def long_run(
     dtype = learner.float_dtype
     zeros = jnp.zeros((num_runs,), dtype)
     loss_total = expected_total = 0.0
-    maxima = {"play_dev": 0.0, "obs_dev": 0.0, "min_prob": np.inf, "nonfinite": False}
+    maxima: dict[str, Any] = {
+        "play_dev": 0.0,
+        "obs_dev": 0.0,
+        "min_prob": np.inf,
+        "nonfinite": False,
+    }
     for t0 in range(0, horizon, chunk):
         stats = {
             "play_dev": zeros,

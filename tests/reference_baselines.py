@@ -22,6 +22,7 @@ D-UCB, SW-UCB) use ``x = 1 - l``.
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numpy as np
 
@@ -39,7 +40,11 @@ __all__ = [
 ]
 
 
-def _check(losses: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+#: ``u``'s type passes through ``_check``: an array stays an array, ``None`` stays ``None``.
+U = TypeVar("U", np.ndarray, None)
+
+
+def _check(losses: np.ndarray, u: U) -> tuple[np.ndarray, U]:
     losses = np.asarray(losses, dtype=np.float64)
     if losses.ndim != 2 or losses.shape[1] < 2:
         raise ValueError(f"losses must have shape (T, n>=2), got {losses.shape}")

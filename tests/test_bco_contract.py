@@ -85,7 +85,7 @@ def test_frozen_hashed_by_value_and_num_queries(name):
     learner, twin = small_bco(name), small_bco(name)
     assert learner is not twin and learner == twin and hash(learner) == hash(twin)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        learner.dim = 3  # type: ignore[misc]
+        learner.dim = 3
     assert learner.num_queries == NUM_QUERIES[name]
 
 

@@ -30,7 +30,7 @@ def test_learner_is_frozen_and_hashed_by_value(learner_name, learner):
     assert twin is not learner
     assert hash(learner) == hash(twin) and learner == twin
     with pytest.raises(dataclasses.FrozenInstanceError):
-        learner.num_arms = 7  # type: ignore[misc]
+        learner.num_arms = 7
 
 
 def test_step_under_jit_keeps_dtypes_and_shapes(learner):

@@ -3,13 +3,13 @@ pseudo-regret's definition, the companion folder's learners, and the PNGs writte
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stabl_jax import cli, load_results
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -24,12 +24,7 @@ TINY = [
 
 @pytest.fixture(scope="module")
 def curves():
-    spec = importlib.util.spec_from_file_location(
-        "curves_script", ROOT / "experiments" / "curves.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "experiments" / "curves.py", "curves_script")
 
 
 def _run(out: Path, learners: str, *extra: str) -> Path:

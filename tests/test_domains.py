@@ -35,7 +35,7 @@ def test_geometry_constants():
         ball
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
-        ball.radius = 2.0  # type: ignore[misc]
+        ball.radius = 2.0
     with pytest.raises(ValueError):
         Ball(dim=2, radius=-1.0)
     with pytest.raises(ValueError):

@@ -3,8 +3,6 @@ contract: jit, vmap over a params sweep, the in-program checks, state dtypes."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import jax
@@ -15,16 +13,14 @@ from jax.experimental import checkify
 
 from stabl_jax import ExpertAdvice, simulate
 from stabl_jax.checks import checked_step
+from tests.scripts import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve the module's annotations through it
-    spec.loader.exec_module(module)
-    return module
+    # registered: dataclasses resolve the module's annotations through sys.modules
+    return load_script(EXAMPLES / f"{name}.py", register=True)
 
 
 @pytest.fixture(scope="module")

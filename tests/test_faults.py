@@ -203,7 +203,7 @@ def _same_arrays(got: dict, expected: dict) -> bool:
     )
 
 
-def test_every_byte_flip_is_detected_or_harmless(tmp_path):
+def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
     """An EXP3 run (n = 3, T = 32, R = 2) stopped after its first chunk of 16 rounds. One bit
     of ``state.npz`` and of the chunk file is flipped at every position of every member's zip
     and ``.npy`` header (and every 16th byte elsewhere), in turn: reading the file either

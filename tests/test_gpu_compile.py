@@ -6,17 +6,14 @@ module and on the CPU's compiled chunk, whose loop over rounds has the same shap
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import jax
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "gpu_compile", ROOT / "experiments" / "gpu_compile.py"
-)
-gpu_compile = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gpu_compile)
+gpu_compile = load_script(ROOT / "experiments" / "gpu_compile.py")
 
 # A chunk of 64 rounds: the round launches a fusion, a copy and a custom call with a tuple
 # shape, and runs a loop of 3 iterations (2 kernels in its body, 1 in its condition).

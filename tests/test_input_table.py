@@ -18,6 +18,7 @@ import math
 import re
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import jax
@@ -53,7 +54,9 @@ def row(row_id: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     return register
 
 
-def raises(error: type[BaseException] | tuple, *fragments: str) -> pytest.RaisesContext:
+def raises(
+    error: type[BaseException] | tuple, *fragments: str
+) -> AbstractContextManager[pytest.ExceptionInfo[BaseException]]:
     """``pytest.raises`` whose message must contain every fragment (plain text, not regex)."""
     pattern = "".join(f"(?=[\\s\\S]*{re.escape(f)})" for f in fragments)
     return pytest.raises(error, match=pattern)
@@ -880,7 +883,14 @@ def test_table_and_rows_match():
     assert set(ids) == set(ROWS), {"no test": set(ids) - set(ROWS), "no row": set(ROWS) - set(ids)}
 
 
-@pytest.mark.parametrize("row_id", sorted(ROWS, key=lambda r: (r[0], int(r[1:]))))
+def _row_order(row_id: str) -> tuple[str, int]:
+    return row_id[0], int(row_id[1:])
+
+
+ROW_IDS: list[str] = sorted(ROWS, key=_row_order)
+
+
+@pytest.mark.parametrize("row_id", ROW_IDS)
 def test_row(row_id, request):
     fn = ROWS[row_id]
     names = fn.__code__.co_varnames[: fn.__code__.co_argcount]

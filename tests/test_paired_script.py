@@ -3,26 +3,25 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "paired.py"
 
 
 @pytest.fixture(scope="module")
 def paired():
-    spec = importlib.util.spec_from_file_location("paired_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "paired_script")
 
 
 def write(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> Path:
     folder.mkdir()
-    arrays = {"env/change_points": np.asarray(points, np.int32)}
+    arrays: dict[str, Any] = {"env/change_points": np.asarray(points, np.int32)}
     arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
     np.savez(folder / "traces.npz", **arrays)
     return folder

@@ -85,7 +85,7 @@ def cases(draw: st.DrawFn) -> tuple[Any, Any, np.ndarray, np.ndarray, int]:
     name = draw(st.sampled_from(sorted(LEARNERS)))
     n = draw(st.integers(2, 40))
     horizon = draw(HORIZONS)
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     learner = make(name, num_arms=n, horizon=horizon)
     options = {f.name for f in dataclasses.fields(learner)}
     if "feedback" in options:  # only the learners that have both feedback modes

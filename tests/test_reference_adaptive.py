@@ -39,6 +39,7 @@ def _run(options: dict, seed: int = 0):
     keys = jax.random.split(jax.random.key(seed + 1), T)
     us = np.stack([np.asarray(sampling.uniforms(k, 2, "float64")) for k in keys])
     losses = np.random.default_rng(seed + 2).uniform(size=(T, N))
+    assert learner.history_lengths is not None  # the constructor fills it in
     ref = ref_adaptive.stabl_adaptive_reference(
         losses, us, learner.history_lengths, feedback=options.get("feedback", "loss"), **scales
     )

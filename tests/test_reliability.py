@@ -72,7 +72,7 @@ def _interrupt_after(checkpoint: ChunkCheckpoint, chunks: int) -> ChunkCheckpoin
         if count["n"] == chunks:
             raise _Stop
 
-    checkpoint.save = save_then_stop
+    checkpoint.save = save_then_stop  # type: ignore[method-assign]  # a test double
     return checkpoint
 
 

@@ -7,6 +7,7 @@ import re
 import runpy
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,12 +158,10 @@ def _hpo_folder(root: Path) -> Path:
     (folder / "summary.json").write_text(json.dumps(summary))
     gap = np.random.default_rng(0).uniform(0.1, 1.0, (5, 4))
     counts = np.array([3, 1], np.int32)  # shares 1.5 and 0.5 of 1/A
-    np.savez(
-        folder / "traces.npz",
-        **{"a/uniform/best_gap": gap, "a/stabl/best_gap": 10 * gap},
-        **{"b/uniform/best_gap": gap, "b/stabl/best_gap": gap},
-        **{f"{p}/{n}/arm_counts": counts for p in "ab" for n in ("uniform", "stabl")},
-    )
+    arrays: dict[str, Any] = {"a/uniform/best_gap": gap, "a/stabl/best_gap": 10 * gap}
+    arrays |= {"b/uniform/best_gap": gap, "b/stabl/best_gap": gap}
+    arrays |= {f"{p}/{n}/arm_counts": counts for p in "ab" for n in ("uniform", "stabl")}
+    np.savez(folder / "traces.npz", **arrays)
     return folder
 
 
@@ -305,7 +304,7 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
 def _traces(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> None:
     folder.mkdir()
     (folder / "summary.json").write_text(json.dumps({"learners": {}}))
-    arrays = {"env/change_points": np.asarray(points, np.int32)}
+    arrays: dict[str, Any] = {"env/change_points": np.asarray(points, np.int32)}
     arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
     np.savez(folder / "traces.npz", **arrays)
 
@@ -350,8 +349,9 @@ def test_regret_view_from_prob_best_with_a_companion_folder(tmp_path):
             "learners": {n: {"num_queries": 2} for n in probs},
         }
         (path / "summary.json").write_text(json.dumps(summary))
-        arrays = {f"{n}/prob_best": np.asarray(p, np.float32) for n, p in probs.items()}
-        np.savez(path / "traces.npz", **arrays, **{"env/change_points": np.zeros((2, 0))})
+        arrays: dict[str, Any] = {"env/change_points": np.zeros((2, 0))}
+        arrays |= {f"{n}/prob_best": np.asarray(p, np.float32) for n, p in probs.items()}
+        np.savez(path / "traces.npz", **arrays)
 
     folder("f", {"a": [[0, 0, 0], [1, 1, 1]], "b": [[1, 1, 1], [1, 1, 1]]})
     folder("f-naive", {"c": [[0.5] * 3, [0.5] * 3]}, command=["validate=False"])

@@ -3,7 +3,6 @@ grid-edge optima named, an exploration rate's 0 not taken for a grid edge."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from stabl_jax.io import plots
+from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "sensitivity.py"
 
@@ -29,9 +29,7 @@ def _entry(fields, axes, score):
 
 
 def test_sensitivity_plots_and_edges(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("sensitivity_script", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(SCRIPT, "sensitivity_script")
     scales, metas, gammas = [1.0, 2.0, 4.0, 8.0], [1.0, 2.0, 4.0], [0.0, 0.1, 0.3]
     sweep = {
         "config": {"name": "demo", "feedback": "loss"},

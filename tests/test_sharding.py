@@ -62,7 +62,9 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     folder = tmp_path_factory.mktemp("sharding")
     script = folder / "runs.py"
     script.write_text(SCRIPT)

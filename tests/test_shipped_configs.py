@@ -11,7 +11,6 @@ returns a non-finite number.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import itertools
 from pathlib import Path
 
@@ -23,11 +22,10 @@ import pytest
 from stabl_jax import simulate
 from stabl_jax.io.configs import shipped_configs
 from stabl_jax.kinds import load_config
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("tune", ROOT / "experiments" / "tune.py")
-tune = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tune)
+tune = load_script(ROOT / "experiments" / "tune.py")
 
 ROUNDS = 256
 RUNS_PER_POINT = 2
@@ -116,7 +114,7 @@ def test_the_groups_hold_every_config_learner_once():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("group", sorted(BANDIT_GROUPS))
-def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group):
+def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group: str) -> None:
     members = BANDIT_GROUPS[group]
     points: list[dict[str, float]] = []
     for config_name, name in members:

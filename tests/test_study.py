@@ -4,7 +4,6 @@ the whole study end to end at a tiny size."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import threading
@@ -16,11 +15,10 @@ import pytest
 
 from stabl_jax.envs import geometric_segment_lengths
 from stabl_jax.kinds import load_config
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("study", ROOT / "experiments" / "study.py")
-study = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(study)
+study = load_script(ROOT / "experiments" / "study.py")
 
 Z = 4.0  # |estimate - truth| < Z standard errors: a false failure has probability < 1e-4
 

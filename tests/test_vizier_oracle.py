@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import make, sampling
+from tests.scripts import load_script
 
 RTOL = 1e-6
 IX_FREE_TRIALS = 150
@@ -37,10 +38,7 @@ def _load_vizier_ensemble_design():
     if spec is None or spec.origin is None:
         pytest.skip("google-vizier is not installed (pip install '.[test]')")
     path = Path(spec.origin).parent / "_src" / "algorithms" / "ensemble" / "ensemble_design.py"
-    module_spec = importlib.util.spec_from_file_location("vizier_ensemble_design", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
+    return load_script(path, "vizier_ensemble_design")
 
 
 @pytest.fixture(scope="module")
@@ -240,11 +238,8 @@ def _load_vizier_reward_generator():
     }
     saved = {name: sys.modules.get(name) for name in [*stubs, "vizier.benchmarks.analyzers"]}
 
-    def load(name: str, relative: str):
-        module_spec = importlib.util.spec_from_file_location(name, root / relative)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        return module
+    def load(name: str, relative: str) -> types.ModuleType:
+        return load_script(root / relative, name)
 
     try:
         sys.modules.update(stubs)
