@@ -41,7 +41,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -49,12 +51,16 @@ import numpy as np
 from stabl_jax import metrics, simulate
 from stabl_jax.io.results import OutputError, ResultsFolder, environment_info, stat
 from stabl_jax.kinds import load_config
+from stabl_jax.kinds.bandit import BanditConfig
+from stabl_jax.learners.base import BanditLearner
 
 #: The paired reference every gap is measured against.
 TUNED = "stabl_tuned"
 
 
-def segment_rewards(config, learner, params, key) -> tuple[np.ndarray, int | None]:
+def segment_rewards(
+    config: BanditConfig, learner: BanditLearner, params: Any, key: jax.Array
+) -> tuple[np.ndarray, int | None]:
     """``(R, S)`` per-segment mean reward of every run, and the muting count (if any)."""
     env = config.make_env()
     result = simulate(learner, env, key, config.runs, horizon=config.horizon, params=params)
@@ -100,7 +106,11 @@ def compare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: 
     }
 
 
-def gap_percent(values: np.ndarray, tuned: np.ndarray, mean_ci=metrics.mean_ci) -> dict:
+def gap_percent(
+    values: np.ndarray,
+    tuned: np.ndarray,
+    mean_ci: Callable[..., tuple[Any, Any]] = metrics.mean_ci,
+) -> dict:
     """Paired gap of ``values`` to ``tuned`` (both ``(R, S)``, the same runs) in % of the tuned
     mean: per segment and over segments (the unweighted mean of the segments), each with the
     half-width of ``mean_ci``'s 95% interval of the paired difference."""

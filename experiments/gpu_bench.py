@@ -26,6 +26,7 @@ import itertools
 import json
 import platform
 import time
+from typing import Any
 
 import jax
 import numpy as np
@@ -45,7 +46,16 @@ ROWS: list[tuple[str, int, int, int, tuple[str, ...]]] = [
 QUICK_ROWS = [row for row in ROWS if row[2] <= 16_384]
 
 
-def time_row(name, n, runs, horizon, traces, bandwidth_gbs, kernel="xla", repeats=2):
+def time_row(
+    name: str,
+    n: int,
+    runs: int,
+    horizon: int,
+    traces: tuple[str, ...],
+    bandwidth_gbs: float,
+    kernel: str = "xla",
+    repeats: int = 2,
+) -> dict[str, Any]:
     learner = make(name, num_arms=n, horizon=horizon)
     env = ExpertAdvice(num_arms=n, horizon=horizon)
     seconds, compile_s, mean_loss, used, first, same = [], 0.0, [], kernel, None, True

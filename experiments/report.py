@@ -72,6 +72,7 @@ import math
 import re
 import runpy
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -341,7 +342,7 @@ def _overall(segment_rewards: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return (segment_rewards * lengths).sum(axis=1) / lengths.sum(axis=1)
 
 
-def _learner_order(folder: Path, names) -> list[str]:
+def _learner_order(folder: Path, names: Collection[str]) -> list[str]:
     order = list(json.loads((folder / "summary.json").read_text())["learners"])
     return [n for n in order if n in names]
 

@@ -34,6 +34,7 @@ from stabl_jax import metrics, simulate
 from stabl_jax.io.configs import resolve_config
 from stabl_jax.io.results import environment_info
 from stabl_jax.kinds import load_config
+from stabl_jax.kinds.paired import ExperimentConfig
 
 TUNING_SEED_OFFSET = 1_000_003
 
@@ -76,7 +77,11 @@ def grid_for(
 
 
 def tune_learner(
-    config, name: str, runs_per_point: int, coarse: bool, grids: dict | None = None
+    config: ExperimentConfig,
+    name: str,
+    runs_per_point: int,
+    coarse: bool,
+    grids: dict | None = None,
 ) -> dict | None:
     learner = config.make_learner(name)
     default = learner.default_params

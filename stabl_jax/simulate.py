@@ -171,7 +171,9 @@ def _init_from_streams(
     env_params: Any,
     params: Any,
 ) -> RunCarry:
-    def one(init_key: jax.Array, env_key: jax.Array, learner_key: jax.Array, env_p: Any, p: Any):
+    def one(
+        init_key: jax.Array, env_key: jax.Array, learner_key: jax.Array, env_p: Any, p: Any
+    ) -> RunCarry:
         return RunCarry(
             state=learner.init(init_key, p),
             env_params=env_p,
@@ -266,7 +268,7 @@ def _chunk_one(
     carry: RunCarry,
     t0: jax.Array,
     length: int,
-):
+) -> tuple[RunCarry, Any]:
     ts = t0 + jnp.arange(length, dtype=jnp.int32)
     return jax.lax.scan(partial(_round, learner, env, fields, validate), carry, ts)
 
@@ -753,7 +755,9 @@ def regenerate_losses(env: Any, carry: RunCarry, t_start: int, t_stop: int) -> j
 
 
 @partial(jax.jit, static_argnames=("env", "t_start", "length"))
-def _regenerate(env: Any, env_params: Any, env_keys: jax.Array, t_start: int, length: int):
+def _regenerate(
+    env: Any, env_params: Any, env_keys: jax.Array, t_start: int, length: int
+) -> jax.Array:
     ts = t_start + jnp.arange(length, dtype=jnp.int32)
 
     def one_run(p: Any, k: jax.Array) -> jax.Array:
