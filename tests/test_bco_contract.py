@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from jax.tree_util import Partial
 
+from stabl_jax.bco.base import evaluate
 from stabl_jax.domains import Box
 from stabl_jax.envs.convex import MovingTarget, distance_loss
 from stabl_jax.registry import BCO_LEARNERS
@@ -114,6 +115,37 @@ def test_step_jit_no_retrace_stable_dtypes_and_query_honesty(name):
         assert float(changed(far)) > float(loss_at(t, num_queries=q)(far)) + 1.0
         state = new_state
     assert int(state.t) == 8
+
+
+def test_play_is_step_with_only_the_queried_points_revealed(name):
+    """``play(state, reveal, key)`` runs the round ``step`` runs, bit for bit, ``reveal`` given
+    the queried points ``(num_queries, dim)`` only. Full-information OGD needs the exact
+    gradient, which no ``reveal`` gives: its ``play`` says so."""
+    learner = small_bco(name)
+    state = learner.init(jax.random.key(0), stressed_params(learner))
+    asked = []
+
+    def play(state, loss_fn, key):
+        def reveal(points):
+            asked.append(points.shape)
+            return evaluate(loss_fn, points, learner.float_dtype)
+
+        return learner.play(state, reveal, key)
+
+    if name == "ogd_full_info":
+        with pytest.raises(ValueError, match=r"needs the exact gradient.*step"):
+            jax.jit(play)(state, loss_at(0), jax.random.key(1))
+        return
+    play, step = jax.jit(play), jax.jit(learner.step)
+    for t in range(3):
+        key = jax.random.key(100 + t)
+        played, query, observed = play(state, loss_at(t), key)
+        stepped, info = step(state, loss_at(t), key)
+        chex.assert_trees_all_equal(played, stepped)
+        np.testing.assert_array_equal(query.points, info.points)
+        np.testing.assert_array_equal(observed, info.observed)
+        state = stepped
+    assert asked == [(learner.num_queries, DIM)]
 
 
 @pytest.mark.parametrize("name", sorted(set(BCO_LEARNERS) - {"stabl_bco_log_t"}))

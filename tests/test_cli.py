@@ -201,6 +201,14 @@ def test_parse_override_values():
             parse_override(bad)
 
 
+def test_set_below_a_value_that_is_not_a_table(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    message = r"--set runs\.x: key 'runs' in .*good\.toml is 2 \(int\), not a table"
+    with pytest.raises(ConfigError, match=message):
+        load_config(path, ["runs.x=1"])
+
+
 def test_unknown_config_name_lists_the_shipped_ones():
     with pytest.raises(ConfigError, match="expert_advice_equal"):
         resolve_config("no_such_config")
@@ -261,6 +269,17 @@ BAD_CASES = {
         '[learner_options.stabl]\nfeedback = "rewards"\n',
         "learner_options.stabl.feedback",
         "one of 'loss', 'reward'",
+    ),
+    "required key missing": ("horizon = 64", "", "horizon", "is required"),
+    "env name missing": ('name = "expert_advice"', "", "env.name", "is required; choose from"),
+    "env horizon": (ENV, "num_arms = 5\nhorizon = 64", "env.horizon", "at the top level"),
+    "options not a table": (TOP, "runs = 2\nlearner_options = 3", "learner_options", "a table"),
+    "feedback type": (TOP, "runs = 2\nfeedback = 1", "feedback", "one of ['loss', 'reward']"),
+    "learner option array": (
+        END,
+        '[learner_options.stabl]\nhistory_lengths = "long"\n',
+        "learner_options.stabl.history_lengths",
+        "must be an array of ints, got 'long' (string)",
     ),
     "learner rejects option": (
         END,

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental import checkify
 
 from stabl_jax import LEARNERS
 from stabl_jax.learners.base import BanditLearner
@@ -112,6 +113,60 @@ def test_params_sweep_is_one_vmap(learner):
         for _ in range(5):
             single, _ = step(single, loss, key)
         chex.assert_trees_all_close(jax.tree.map(lambda x, i=i: x[i], states), single, rtol=1e-6)
+
+
+def test_play_is_step_with_only_the_queried_losses_revealed(learner):
+    """``play(state, reveal, key)`` runs the round ``step`` runs, bit for bit, and ``reveal``
+    is called once per trace with the queried arms ``(num_queries,)`` only."""
+    asked = []
+
+    def play(state, loss, key):
+        def reveal(arms):
+            asked.append(arms.shape)
+            return loss[arms]
+
+        return learner.play(state, reveal, key)
+
+    play, step = jax.jit(play), jax.jit(learner.step)
+    state = learner.init(jax.random.key(0))
+    for t in range(3):
+        loss, key = _loss(t), jax.random.key(10 + t)
+        played, query, observed = play(state, loss, key)
+        stepped, info = step(state, loss, key)
+        chex.assert_trees_all_equal(played, stepped)
+        np.testing.assert_array_equal(query.arms, info.arms)
+        np.testing.assert_array_equal(observed, info.observed)
+        state = stepped
+    assert asked == [(learner.num_queries,)]
+
+
+@pytest.mark.parametrize("name", ["exp3", "stabl"])
+def test_play_with_validate_checks_the_revealed_losses(name):
+    """With ``validate=True`` a revealed loss outside [0, 1] fails inside the program, naming
+    the round and the value; valid losses give the same bits as without the checks."""
+    learner = small_learner(name)
+    checked = small_learner(name, validate=True)
+    state = learner.init(jax.random.key(0))
+    loss, key = _loss(0), jax.random.key(1)
+
+    def program(lrn, shift):
+        def play(state, loss, key):
+            return lrn.play(state, lambda arms: loss[arms] + shift, key)
+
+        return jax.jit(checkify.checkify(play, errors=checkify.user_checks))
+
+    err, out = program(checked, 0.0)(state, loss, key)
+    err.throw()
+    _, plain = program(learner, 0.0)(state, loss, key)
+    chex.assert_trees_all_equal(out, plain)
+    err, _ = program(checked, 1.5)(state, loss, key)
+    with pytest.raises(
+        checkify.JaxRuntimeError,
+        match=r"observed loss at round 0 must be finite and in \[0, 1\]; found [12]\.",
+    ):
+        err.throw()
+    err, _ = program(learner, 1.5)(state, loss, key)
+    err.throw()  # without validate nothing is checked (and nothing is clipped)
 
 
 @pytest.mark.parametrize("name", sorted(LEARNERS))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -25,6 +26,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import jax
 import matplotlib.figure
@@ -251,6 +253,39 @@ def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
             result = simulate(learner, env, key, 2, chunk_size=16, checkpoint=resume)
             for field, trace in whole.traces().items():
                 np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
+
+
+def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
+    """Files whose zip and ``.npy`` headers are valid but whose arrays are not the ones
+    written (rewritten by a tool, or by hand, keeping the old digests): an array without
+    digests, one array more, another value, the same bytes read in another shape. Each is
+    refused, naming the file; the untouched file reads back exactly."""
+    path = tmp_path / "state.npz"
+    written = {"t0": np.asarray(16, np.int32), "carry/0": np.arange(32, dtype=np.float32)}
+    checkpoint.save_arrays(path, written)
+    with np.load(path, allow_pickle=False) as data:
+        digests = data[checkpoint.DIGEST]
+    assert _same_arrays(load_arrays(path), written)
+    changed = {**written, "carry/0": written["carry/0"].copy()}
+    changed["carry/0"][3] = 1.5
+    cases: dict[str, tuple[dict[str, Any], str]] = {
+        "no digests": (dict(written), "holds no content digest"),
+        "one array more": (
+            {**written, "extra": np.zeros(2), checkpoint.DIGEST: digests},
+            "its list of arrays differs",
+        ),
+        "another value": ({**changed, checkpoint.DIGEST: digests}, "array 'carry/0' differs"),
+        "another shape": (
+            {**written, "carry/0": written["carry/0"].reshape(4, 8), checkpoint.DIGEST: digests},
+            "array 'carry/0' differs",
+        ),
+    }
+    for case, (arrays, reason) in cases.items():
+        bad = tmp_path / f"{case.replace(' ', '_')}.npz"
+        np.savez(bad, **arrays)
+        with pytest.raises(CheckpointDamaged, match=re.escape(reason)) as info:
+            load_arrays(bad)
+        assert str(bad) in str(info.value), case
 
 
 def _flip(data: bytes, i: int) -> bytes:

@@ -3,6 +3,8 @@ recorded (``simulate(..., traces=...)``): the same runs as drawing every arm's l
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 from jax.experimental import checkify
 
 from stabl_jax import LEARNERS, ExpertAdvice, PiecewiseBernoulli, make, metrics, simulate
+from stabl_jax.envs.base import BanditEnv
 from stabl_jax.simulate import reveals_queried_only
 
 FIELDS = ("played", "arms", "loss", "prob_best")
@@ -37,16 +40,31 @@ def test_revealing_only_queried_losses_gives_the_same_runs(name):
         np.testing.assert_array_equal(lazy.prob_best, full.prob_best)
 
 
+@dataclasses.dataclass(frozen=True)
+class _LossOnly(BanditEnv):
+    """A user's environment with a ``loss`` and nothing else: ``loss_at`` is the default."""
+
+    num_arms: int = 30
+
+    def sample_params(self, key):
+        return jax.random.uniform(key, (self.num_arms,))
+
+    def loss(self, params, t, key):
+        return params * jax.random.uniform(key, (self.num_arms,))
+
+
 @pytest.mark.parametrize(
     "env",
     [
         ExpertAdvice(num_arms=30, horizon=128, random_change_points=True),
         PiecewiseBernoulli(num_arms=30, horizon=128),
+        _LossOnly(),
     ],
-    ids=["expert_advice", "bernoulli"],
+    ids=["expert_advice", "bernoulli", "default"],
 )
 def test_loss_at_is_the_loss_vector_indexed(env):
-    """ExpertAdvice's own loss_at (one hash per arm) and the default (index the full draw)."""
+    """The environments' own loss_at (one counter-based draw per queried arm) and
+    ``BanditEnv``'s default (the full draw, indexed)."""
     arms = jnp.asarray([0, 7, 29, 7], jnp.int32)
     keys = jax.random.split(jax.random.key(3), 50)
     params = env.sample_params(jax.random.key(4))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import jax
@@ -22,7 +23,7 @@ from stabl_jax import (
     simulate,
 )
 from stabl_jax.envs.base import as_environment
-from stabl_jax.simulate import TRACE_FIELDS
+from stabl_jax.simulate import TRACE_FIELDS, overrides_step
 
 N, T = 5, 48
 
@@ -135,6 +136,29 @@ def test_what_is_not_a_learner_or_an_environment_is_named(env):
         simulate(None, env, jax.random.key(0), 1)
     with pytest.raises(TypeError, match=r"tuple of names.*'loss'"):
         simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 1, traces="loss")
+
+
+@dataclasses.dataclass(frozen=True)
+class _StepEXP3(EXP3):
+    """EXP3 with a ``step`` of its own (here the inherited one): a learner that overrides
+    ``step`` reads the round's whole loss vector, so the rollout drives it through ``step``
+    with ``env.loss_fn`` instead of ``ask``/``tell``."""
+
+    def step(self, state, loss, key):
+        return super().step(state, loss, key)
+
+
+@pytest.mark.parametrize("traces", [None, TRACE_FIELDS], ids=["default", "every trace"])
+def test_a_learner_with_its_own_step_is_driven_through_step(env, traces):
+    """The full-information path of the rollout (a bandit learner that overrides ``step``)
+    gives the bits of the ask/tell path when its step is ask + tell."""
+    learner = _StepEXP3(num_arms=N, horizon=T)
+    assert overrides_step(learner) and not overrides_step(EXP3(num_arms=N, horizon=T))
+    full = simulate(learner, env, jax.random.key(0), 4, traces=traces)
+    plain = simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 4, traces=traces)
+    assert full.traces().keys() == plain.traces().keys()
+    for name, trace in plain.traces().items():
+        np.testing.assert_array_equal(full.traces()[name], trace, err_msg=name)
 
 
 def test_progress_callback_sees_every_chunk(env):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -84,3 +85,22 @@ def test_a_real_results_folder_as_a_table(tmp_path):
     assert len(read) == len(rows)
     assert float(read[0]["mean"]) == rows[0]["mean"]  # exact round trip
     assert np.isfinite([float(r["mean"]) for r in read]).all()
+    # The same rows as a pandas DataFrame, numbers as numbers (docs/results.md's example).
+    frame = res.to_dataframe()
+    assert list(frame.columns) == list(COLUMNS) and len(frame) == len(rows)
+    for column in ("window", "segment", "mean", "ci95"):
+        assert frame[column].dtype.kind == "f", column
+    assert frame["mean"].tolist() == [r["mean"] for r in rows]
+    sa = frame.query("metric == 'sa_expected'").pivot(
+        index="learner", columns="window", values="mean"
+    )
+    assert sorted(sa.index) == ["stabl", "uniform"]
+    windows = summary["learners"]["stabl"]["adaptive_regret"]["window_lengths"]
+    assert sa.columns.tolist() == [float(w) for w in windows]
+
+
+def test_to_dataframe_without_pandas_says_what_to_install(tmp_path, monkeypatch):
+    (tmp_path / "summary.json").write_text(json.dumps(BANDIT))
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
+    with pytest.raises(ImportError, match=r"pip install pandas.*results\.csv"):
+        load_results(tmp_path).to_dataframe()

@@ -312,7 +312,12 @@ class FullInfoOGD(_SingleOGD):
         return self._update(state, jnp.asarray(gradient, self.float_dtype))
 
     def _tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
-        raise ValueError("FullInfoOGD.tell needs the gradient at the played point")
+        raise ValueError(
+            "FullInfoOGD needs the exact gradient at the played point, which the observed "
+            "losses do not give: call tell(state, query, observed, gradient=...) with "
+            "gradient = grad(loss)(query.points[0]), or step(state, loss_fn, key), which "
+            "computes it (play(state, reveal, key) cannot)"
+        )
 
     def step(
         self, state: SingleOGDState, loss_fn: Callable[[jax.Array], jax.Array], key: jax.Array

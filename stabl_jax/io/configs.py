@@ -168,8 +168,8 @@ def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, sour
         if not isinstance(child, dict):
             dotted = ".".join(keys[: depth + 1])
             raise ConfigError(
-                f"--set {'.'.join(keys)}: key {dotted!r} in {source} is a "
-                f"{type(child).__name__}, not a table"
+                f"--set {'.'.join(keys)}: key {dotted!r} in {source} is {child!r} "
+                f"({type_name(child)}), not a table; set {dotted!r} itself, or a key of a table"
             )
         table = child
     table[keys[-1]] = value
