@@ -288,6 +288,63 @@ def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
         assert str(bad) in str(info.value), case
 
 
+_CHUNK = "chunk-0000000000-0000000016.npz"
+#: (file, edit of its arrays, words of the refusal): checkpoints whose every file passes its
+#: digests but whose content is not what this run wrote.
+_INCONSISTENT: dict[str, tuple[str, Any, str]] = {
+    "no fingerprint": (checkpoint.STATE, lambda a: a.pop("fingerprint"), "is not a"),
+    "another format": (
+        checkpoint.STATE,
+        lambda a: a.update(format=np.asarray("stabl_jax.checkpoint/1")),
+        "(format 'stabl_jax.checkpoint/1')",
+    ),
+    "a gap in the chunks": (
+        checkpoint.STATE,
+        lambda a: a.update(chunks=np.asarray([[0, 8]])),
+        "chunks end at 8, t0 = 16",
+    ),
+    "chunks out of order": (
+        checkpoint.STATE,
+        lambda a: a.update(chunks=np.asarray([[8, 16]])),
+        "chunk list [(8, 16)] is not contiguous",
+    ),
+    "a trace missing": (_CHUNK, lambda a: a.pop("loss"), "holds no ['loss']"),
+    "a chunk of other rounds": (
+        _CHUNK,
+        lambda a: a.update(loss=a["loss"][:, :8]),
+        "loss has shape (2, 8)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INCONSISTENT))
+def test_a_checkpoint_that_is_not_what_this_run_wrote_is_refused(tmp_path: Path, case: str):
+    """A checkpoint rewritten with valid digests (another version, a tool, a hand) but not
+    consistent with itself or this run: the resume raises :class:`CheckpointMismatch` naming
+    what is wrong, and changes no file of the checkpoint."""
+    env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
+    key, fingerprint = jax.random.key(0), {"test": case}
+    stopped = tmp_path / "stopped"
+    with pytest.raises(_Stop):
+        simulate(
+            learner,
+            env,
+            key,
+            2,
+            chunk_size=16,
+            checkpoint=_StopAfterFirstChunk(stopped, fingerprint),
+        )
+    name, edit, reason = _INCONSISTENT[case]
+    arrays = load_arrays(stopped / name)
+    edit(arrays)
+    checkpoint.save_arrays(stopped / name, arrays)
+    before = {p.name: p.read_bytes() for p in stopped.iterdir()}
+    resume = ChunkCheckpoint(stopped, fingerprint)
+    with pytest.raises(checkpoint.CheckpointMismatch, match=re.escape(reason)):
+        simulate(learner, env, key, 2, chunk_size=16, checkpoint=resume)
+    assert {p.name: p.read_bytes() for p in stopped.iterdir()} == before
+
+
 def _flip(data: bytes, i: int) -> bytes:
     """``data`` with bit ``i % 8`` of byte ``i`` flipped."""
     flipped = bytearray(data)

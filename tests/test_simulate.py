@@ -14,6 +14,7 @@ from stabl_jax import (
     ENVS,
     EXP3,
     LEARNERS,
+    Environment,
     ExpertAdvice,
     PiecewiseBernoulli,
     StABL,
@@ -159,6 +160,33 @@ def test_a_learner_with_its_own_step_is_driven_through_step(env, traces):
     assert full.traces().keys() == plain.traces().keys()
     for name, trace in plain.traces().items():
         np.testing.assert_array_equal(full.traces()[name], trace, err_msg=name)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reactive(Environment):
+    """A reactive environment (``evaluate`` only): no round has a whole loss vector."""
+
+    num_arms: int = N
+    horizon: int = T
+
+    def sample_params(self, key):
+        return jnp.zeros(())
+
+    def evaluate(self, params, state, t, query, key):
+        return state, jnp.full(query.arms.shape, 0.5, jnp.float32), {}
+
+
+def test_what_a_rollout_cannot_run_is_refused_before_it_starts(env):
+    """A learner that reads the whole loss on an environment without ``loss_fn``; runs that
+    are not a whole number of sweep points; ``env_params`` with another number of runs."""
+    with pytest.raises(TypeError, match=r"_StepEXP3 overrides step .* _Reactive has none"):
+        simulate(_StepEXP3(num_arms=N, horizon=T), _Reactive(), jax.random.key(0), 2)
+    assert simulate(EXP3(num_arms=N, horizon=T), _Reactive(), jax.random.key(0), 2).loss.shape
+    with pytest.raises(ValueError, match=r"num_runs=5 is not a multiple of runs_per_point=2"):
+        simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 5, runs_per_point=2)
+    env_params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 3))
+    with pytest.raises(ValueError, match=r"leading axis num_runs=2, got shape \(3,"):
+        simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 2, env_params=env_params)
 
 
 def test_progress_callback_sees_every_chunk(env):
