@@ -324,3 +324,37 @@ def test_observation_noise_statistics():
 def test_invalid_configuration(kwargs):
     with pytest.raises(ValueError):
         BBOBFunction(**kwargs)
+
+
+def test_the_plain_instance_by_name_call_and_optimum():
+    """``BBOBFunction``'s name, ``f(x)`` (the COCO instance: ``value`` at the default
+    params) and ``f_opt``, which ``f`` takes at ``x_opt``."""
+    fn = BBOBFunction(function_id=8, dim=4, instance=3)
+    assert fn.name == "bbob_f008_i03_d04"
+    x = jnp.linspace(-2.0, 2.0, 4)
+    assert float(fn(x)) == float(fn.value(fn.default_params, x))
+    inst = bbob_instances.build_instance(8, 4, 3)
+    assert fn.f_opt == float(inst.f_opt)
+    np.testing.assert_allclose(float(fn(jnp.asarray(fn.x_opt, jnp.float32))), fn.f_opt, atol=1e-4)
+
+
+def test_a_suite_draws_each_member_equally_often():
+    """``BBOBSuite.sample_params``: a member drawn uniformly per key, with the shift and
+    rotation :meth:`problem_params` draws from the same key; raw values (no normalisation)
+    are the member's. The counts over 3,000 keys are within 4 standard errors of 1,000."""
+    suite = bbob.BBOBSuite((1, 8, 21), dim=3, shift_radius=1.0, rotate=True)
+    keys = jax.random.split(jax.random.key(11), 3000)
+    index = np.asarray(jax.jit(jax.vmap(lambda k: suite.sample_params(k).index))(keys))
+    counts = np.bincount(index, minlength=3)
+    se = math.sqrt(3000 * (1 / 3) * (2 / 3))
+    assert np.all(np.abs(counts - 1000) < 4 * se), counts
+    assert suite.name == "bbob_suite3_i01_d03"
+    x = jnp.asarray([0.5, -1.0, 2.0])
+    for key in keys[:6]:
+        params = suite.sample_params(key)
+        member = suite.members[int(params.index)]
+        chex.assert_trees_all_equal(params, suite.problem_params(int(params.index), key))
+        own = member.sample_params(key)
+        np.testing.assert_allclose(
+            float(suite.value(params, x)), float(member.value(own, x)), rtol=1e-6
+        )

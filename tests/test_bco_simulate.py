@@ -237,3 +237,37 @@ def test_families_and_lipschitz_constants():
         MovingTarget(dim=2, horizon=8, target_radius=1.5)
     with pytest.raises(TypeError):
         CustomConvex(dim=2, horizon=8)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: MovingTarget(dim=2, horizon=8, domain=Box(dim=3)), "a Domain with dim=2"),
+        (lambda: MovingTarget(dim=2, horizon=8, domain="ball"), "a Domain with dim=2"),  # type: ignore[arg-type]
+        (lambda: AbsoluteLinear(dim=2, horizon=8, a_scale=0.0), "a_scale must be positive"),
+        (lambda: HuberTarget(dim=2, horizon=8, huber_mu=-1.0), "huber_mu must be positive"),
+        (
+            lambda: CustomConvex(dim=1, horizon=8, loss=l1_target, lipschitz_bound=0.0),
+            "lipschitz_bound must be positive, got 0.0",
+        ),
+    ],
+)
+def test_a_convex_environment_refuses_what_it_cannot_be(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_a_custom_family_without_minimizer_has_no_dynamic_comparator():
+    """``best_loss`` is the loss at the round's minimiser when ``minimizer_fn`` is given, and
+    NaN without one (``minimizer()`` says what to pass); the losses are the same."""
+    kwargs = dict(dim=1, horizon=16, schedule="alternate", period=4, loss=l1_target)
+    with_min = CustomConvex(**kwargs, minimizer_fn=_identity)
+    without = CustomConvex(**kwargs)
+    with pytest.raises(NotImplementedError, match="pass minimizer_fn"):
+        without.minimizer(jnp.zeros(1))
+    learner = TwoPointOGD(dim=1, horizon=16)
+    a = simulate(learner, with_min, jax.random.key(0), 2, traces=("loss", "best_loss"))
+    b = simulate(learner, without, jax.random.key(0), 2, traces=("loss", "best_loss"))
+    np.testing.assert_array_equal(a.loss, b.loss)
+    np.testing.assert_array_equal(a.best_loss, 0.0)  # |c_t - c_t| at the round's minimiser
+    assert np.isnan(b.best_loss).all()

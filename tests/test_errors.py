@@ -17,6 +17,7 @@ from stabl_jax.intervals import geometric_history_lengths
         ({"history_lengths": (64, 32)}, ValueError, "strictly increasing"),
         ({"history_lengths": (0, 4)}, ValueError, "positive ints"),
         ({"history_lengths": ()}, ValueError, "must not be empty"),
+        ({"history_lengths": 3.5}, TypeError, "must be a tuple of ints, got 3.5"),
         ({"num_arms": 1}, ValueError, "num_arms must be >= 2, got 1"),
         ({"num_arms": 2.0}, TypeError, "num_arms must be an int"),
         ({"observation": "gumbel"}, ValueError, "observation must be one of"),
@@ -36,6 +37,15 @@ def test_geometric_lengths_boundary():
     assert geometric_history_lengths(16) == (16,)
     with pytest.raises(ValueError, match="horizon=15"):
         geometric_history_lengths(15)
+    with pytest.raises(ValueError, match="horizon must be >= 2 for geometric intervals, got 1"):
+        geometric_history_lengths(1)
+    for bad in (True, 64.0, "64"):
+        with pytest.raises(TypeError, match=f"horizon must be an int, got {bad!r}"):
+            geometric_history_lengths(bad)
+
+
+def test_one_history_length_may_be_given_as_an_int():
+    assert StABL(num_arms=5, horizon=64, history_lengths=32).history_lengths == (32,)
 
 
 def test_exp3_gamma_range():
