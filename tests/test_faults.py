@@ -180,6 +180,19 @@ class _StopAfterFirstChunk(ChunkCheckpoint):
         raise _Stop
 
 
+def _stopped_after_first_chunk(
+    tmp_path: Path, fingerprint: dict[str, str]
+) -> tuple[ExpertAdvice, EXP3, jax.Array, Path]:
+    """An EXP3 run (n = 3, T = 32, R = 2, chunks of 16 rounds) stopped after its first chunk:
+    ``(env, learner, key, checkpoint folder)``."""
+    env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
+    key, stopped = jax.random.key(0), tmp_path / "stopped"
+    with pytest.raises(_Stop):
+        stop = _StopAfterFirstChunk(stopped, fingerprint)
+        simulate(learner, env, key, 2, chunk_size=16, checkpoint=stop)
+    return env, learner, key, stopped
+
+
 def _header_positions(path: Path) -> set[int]:
     """Byte positions of every member's zip local header and ``.npy`` header (magic, version,
     header length, the dict NumPy parses)."""
@@ -212,19 +225,9 @@ def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
     raises :class:`CheckpointDamaged` naming it, or gives exactly the arrays written (so the
     resume, a function of them, is bitwise an uninterrupted run's: checked end to end for the
     first harmless and the first detected flip of each file). Nothing else is raised."""
-    env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
-    key, fingerprint = jax.random.key(0), {"test": "flips"}
+    fingerprint = {"test": "flips"}
+    env, learner, key, stopped = _stopped_after_first_chunk(tmp_path, fingerprint)
     whole = simulate(learner, env, key, 2, chunk_size=16)
-    stopped = tmp_path / "stopped"
-    with pytest.raises(_Stop):
-        simulate(
-            learner,
-            env,
-            key,
-            2,
-            chunk_size=16,
-            checkpoint=_StopAfterFirstChunk(stopped, fingerprint),
-        )
     for name in ("chunk-0000000000-0000000016.npz", checkpoint.STATE):
         path = stopped / name
         data, expected = path.read_bytes(), load_arrays(path)
@@ -322,18 +325,8 @@ def test_a_checkpoint_that_is_not_what_this_run_wrote_is_refused(tmp_path: Path,
     """A checkpoint rewritten with valid digests (another version, a tool, a hand) but not
     consistent with itself or this run: the resume raises :class:`CheckpointMismatch` naming
     what is wrong, and changes no file of the checkpoint."""
-    env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
-    key, fingerprint = jax.random.key(0), {"test": case}
-    stopped = tmp_path / "stopped"
-    with pytest.raises(_Stop):
-        simulate(
-            learner,
-            env,
-            key,
-            2,
-            chunk_size=16,
-            checkpoint=_StopAfterFirstChunk(stopped, fingerprint),
-        )
+    fingerprint = {"test": case}
+    env, learner, key, stopped = _stopped_after_first_chunk(tmp_path, fingerprint)
     name, edit, reason = _INCONSISTENT[case]
     arrays = load_arrays(stopped / name)
     edit(arrays)
