@@ -58,6 +58,19 @@ def test_bench_cli_rejects_unknown_learner(capsys):
     assert "unknown" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--arms", "1", "--arms must be >= 2"),
+        ("--runs", "0", "--runs must be >= 1"),
+        ("--repeats", "0", "--repeats must be >= 1"),
+    ],
+)
+def test_bench_cli_rejects_sizes_below_one_run(capsys, flag, value, message):
+    assert cli.main(["bench", flag, value]) == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
 def test_bench_without_numpy_for_other_learners():
     config = benchmark.BenchConfig(
         learners=("uniform",), arms=(4,), runs=(2,), repeats=1, work=256, numpy=True

@@ -383,6 +383,16 @@ def test_unwritable_output_fails_before_computing(tmp_path, capsys, monkeypatch)
     assert code == 2 and err.startswith("error: ") and "a_file" in err
 
 
+def test_an_empty_out_is_refused_before_computing(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    monkeypatch.chdir(tmp_path)  # an empty path would otherwise mean the working folder
+    for out in ("", "  "):
+        code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", out])
+        err = capsys.readouterr().err
+        assert code == 2 and "--out is empty; give a folder name" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_foreign_folder_is_never_replaced(tmp_path, capsys, monkeypatch):
     _forbid_computation(monkeypatch)
     out = tmp_path / "precious"

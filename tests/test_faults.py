@@ -39,6 +39,7 @@ from stabl_jax.io.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_ar
 from stabl_jax.io.results import (
     COMPLETE,
     MARKER,
+    MARKER_FORMAT,
     OutputError,
     ResultsFolder,
     read_summary,
@@ -446,6 +447,47 @@ def test_dead_run_whose_pid_is_alive_again_is_resumed(
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
     assert_same_results(out, reference)
     assert not partials(out)
+
+
+def test_each_dead_partial_folder_is_decided_on_its_own(tmp_path):
+    """Four partial folders of ``out`` left by dead runs: complete results (stopped while
+    being moved into place) are left alone, byte for byte; a folder with no finished chunk is
+    removed; of two with this experiment's checkpoints the newest is taken over and the older
+    removed. One log line per decision."""
+    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
+
+    def dead(name: str, mtime: float) -> Path:
+        folder = tmp_path / f"out.partial-{name}"
+        folder.mkdir()
+        marker = {"format": MARKER_FORMAT, "run_id": name, "pid": 999999999, "created": ""}
+        (folder / MARKER).write_text(json.dumps(marker))
+        os.utime(folder, (mtime, mtime))
+        return folder
+
+    complete = dead("1-complete", 4e9)
+    (complete / "summary.json").write_text("{}")
+    (complete / COMPLETE).write_text("")
+    os.utime(complete, (4e9, 4e9))
+    empty = dead("2-empty", 3e9)
+    older, newer = dead("3-older", 1e9), dead("4-newer", 2e9)
+    for folder in (older, newer):
+        (folder / checkpoint.CHECKPOINT_DIR).mkdir()
+        (folder / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).write_text(json.dumps(identity))
+        (folder / checkpoint.CHECKPOINT_DIR / "which").write_text(folder.name)
+        os.utime(folder, (2e9 if folder is newer else 1e9,) * 2)
+    kept = {p.name: p.read_bytes() for p in complete.iterdir()}
+    lines: list[str] = []
+    with ResultsFolder.prepare(out) as results:
+        taken = results.resume(identity, log=lines.append)
+        assert taken is not None and taken.source == newer
+        assert (results.checkpoint_dir / "which").read_text() == newer.name
+    assert {p.name: p.read_bytes() for p in complete.iterdir()} == kept
+    assert not empty.exists() and not older.exists() and not newer.exists()
+    assert lines[:3] == [
+        f"left {complete.name} alone: it holds the complete results of a run",
+        f"removed {empty.name}: an interrupted run with no finished chunk",
+        f"removed {older.name}: an older interrupted run of this experiment",
+    ]
 
 
 # --------------------------------------------------------------------------------------------
