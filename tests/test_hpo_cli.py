@@ -71,6 +71,9 @@ BAD = {
     "unknown reward": ("dims = [2]", 'dims = [2]\nreward = "vizer"', "bbob.reward"),
     "unknown grid": ("dims = [2]", 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
     "unknown fill": ("dims = [2]", 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
+    "rotate not a bool": ("dims = [2]", "dims = [2]\nrotate = 1", "must be a bool"),
+    "reward_lambda of 1": ("dims = [2]", "dims = [2]\nreward_lambda = 1", r"in \[0, 1\)"),
+    "a dimension twice": ("dims = [2]", "dims = [2, 2]", "lists a value twice"),
 }
 
 
