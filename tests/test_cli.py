@@ -236,6 +236,8 @@ BAD_CASES = {
     "wrong type": (TOP, 'runs = "many"', "runs", "must be an int"),
     "out of range": ("horizon = 64", "horizon = 8", "horizon", ">= 16"),
     "unknown learner": ('"uniform", "stabl"', '"uniform", "stabel"', "learners", "stabl_naive"),
+    "learner twice": ('"uniform", "stabl"', '"stabl", "stabl"', "learners", "a learner twice"),
+    "no learners": ('["uniform", "stabl"]', "[]", "learners", "a non-empty array"),
     "sa window too long": (TOP, "runs = 2\nsa_windows = [16, 128]", "sa_windows", "[1, 64]"),
     "bad feedback": (TOP, 'runs = 2\nfeedback = "regret"', "feedback", "reward"),
     "unknown trace": (TOP, 'runs = 2\nsave_traces = ["los"]', "save_traces", "'loss'?"),
@@ -299,6 +301,9 @@ def test_good_example_is_good(tmp_path):
     path.write_text(GOOD)
     cfg = load_config(path)
     assert cfg.runs == 2 and cfg.window == 50 and cfg.seed == 0
+    one = tmp_path / "one.toml"  # one learner may be written without the array
+    one.write_text(GOOD.replace('["uniform", "stabl"]', '"stabl"'))
+    assert load_config(one).learners == ("stabl",)
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))

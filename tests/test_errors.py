@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -46,6 +48,22 @@ def test_geometric_lengths_boundary():
 
 def test_one_history_length_may_be_given_as_an_int():
     assert StABL(num_arms=5, horizon=64, history_lengths=32).history_lengths == (32,)
+
+
+def test_tell_checks_the_query_it_is_given():
+    """A query of another shape than the learner asks (``num_queries`` arms, ``num_arms``
+    play probabilities) is refused by ``tell``, naming the field."""
+    learner = StABL(num_arms=5, horizon=64)
+    state = learner.init(jax.random.key(0))
+    query = learner.ask(state, jax.random.key(1))
+    observed = jnp.full((2,), 0.5)
+    for field, bad, size in (
+        ("arms", jnp.zeros(3, jnp.int32), 2),
+        ("play_probs", query.play_probs[:4], 5),
+    ):
+        wrong = dataclasses.replace(query, **{field: bad})
+        with pytest.raises(ValueError, match=rf"query\.{field} must have shape \({size},\)"):
+            learner.tell(state, wrong, observed)
 
 
 def test_exp3_gamma_range():

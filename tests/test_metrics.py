@@ -72,6 +72,22 @@ def test_moving_average_matches_naive():
         np.testing.assert_allclose(got[:, t], x[:, max(0, t - 6) : t + 1].mean(-1))
 
 
+def test_small_inputs_and_bad_windows_of_the_helpers():
+    """``moving_average`` refuses a window below 1; one run has a mean and no interval (NaN);
+    cumulative regret needs an environment with a best arm."""
+    with pytest.raises(ValueError, match="window must be >= 1, got 0"):
+        metrics.moving_average(np.ones((2, 5)), 0)
+    mean, half = metrics.mean_ci(np.array([[0.25, 0.5]]))
+    np.testing.assert_array_equal(mean, [0.25, 0.5])
+    assert np.isnan(half).all() and half.shape == (2,)
+
+    class NoBestArm:
+        pass
+
+    with pytest.raises(TypeError, match="NoBestArm has no best_arm: no cumulative regret"):
+        metrics.CumulativeRegret(NoBestArm(), {"x": np.zeros((1, 4))})
+
+
 def test_per_segment_mean_and_ci():
     values = np.array([[1.0, 1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0, 1.0]])
     segments = np.array([[0, 0, 1, 1, 1], [0, 0, 1, 1, 1]])

@@ -137,6 +137,8 @@ def test_what_is_not_a_learner_or_an_environment_is_named(env):
         simulate(None, env, jax.random.key(0), 1)
     with pytest.raises(TypeError, match=r"tuple of names.*'loss'"):
         simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 1, traces="loss")
+    with pytest.raises(TypeError, match=r"traces must be a tuple of names from \(.*got 3"):
+        simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 1, traces=3)
 
 
 @dataclasses.dataclass(frozen=True)
