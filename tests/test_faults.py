@@ -292,6 +292,36 @@ def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
         assert str(bad) in str(info.value), case
 
 
+@pytest.mark.parametrize(("columns", "caught_by"), [(16, "Bad CRC-32"), (4096, "digest")])
+def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
+    tmp_path: Path, columns: int, caught_by: str
+) -> None:
+    """``loss.npy``'s header length changed 0x76 -> 0x72 in a file of ``save_arrays``. In a
+    small member NumPy's read reaches the end of the member and zipfile's CRC check fails;
+    in a member of a few thousand numbers NumPy returns the shifted array without complaint
+    (same shape, other values), and only the digest refuses it."""
+    path = tmp_path / "chunk.npz"
+    loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
+    checkpoint.save_arrays(path, {"loss": loss})
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        start = archive.getinfo("loss.npy").header_offset
+    name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
+    length_byte = start + 30 + name_len + extra_len + 8
+    assert data[length_byte] == 0x76
+    data[length_byte] = 0x72
+    path.write_bytes(data)
+    if caught_by == "digest":
+        with np.load(path, allow_pickle=False) as npz:
+            shifted = npz["loss"]
+        assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
+        reason = "array 'loss' differs from the one written"
+    else:
+        reason = "BadZipFile: Bad CRC-32 for file 'loss.npy'"
+    with pytest.raises(CheckpointDamaged, match=re.escape(reason)):
+        load_arrays(path)
+
+
 _CHUNK = "chunk-0000000000-0000000016.npz"
 #: (file, edit of its arrays, words of the refusal): checkpoints whose every file passes its
 #: digests but whose content is not what this run wrote.
@@ -350,7 +380,8 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     config_path, reference, tmp_path, capsys, monkeypatch
 ):
     """Garbage in ``state.npz`` and the header-length byte of ``loss.npy`` in a chunk changed
-    (0x76 -> 0x72, which NumPy reads as a shifted array without complaint): each is named,
+    (0x76 -> 0x72; in this small chunk the zip's CRC catches it, in a large one only the
+    digest does: ``test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest``): each is named,
     with --force as the remedy (exit 2, no pickle advice); --force discards only that
     learner's checkpoint and the results equal an uninterrupted run's."""
     out = tmp_path / "out"

@@ -22,9 +22,12 @@ kill at any moment leaves either the old or the new state, each with all its chu
 are NumPy ``.npz`` written by ``np.savez`` and read with ``allow_pickle=False``; typed PRNG
 keys are stored as their raw ``jax.random.key_data`` and rebuilt with
 ``jax.random.wrap_key_data``. Every file also holds the SHA-256 of each of its arrays (dtype,
-shape and bytes; :data:`DIGEST`), checked on every read: NumPy reads an ``.npz`` member without
-reaching the zip CRC, so a changed ``.npy`` header would otherwise give a shifted array
-silently. A file that fails the check raises :class:`CheckpointDamaged` naming it.
+shape and bytes; :data:`DIGEST`), checked on every read: NumPy reads an ``.npz`` member of a
+few thousand numbers or more without reaching the end of the member, hence without the zip
+CRC check, so a changed ``.npy`` header would otherwise give a shifted array silently
+(``tests/test_faults.py`` shows both cases); and a file rewritten with recomputed CRCs
+passes the zip's checks. A file that fails the check raises :class:`CheckpointDamaged`
+naming it.
 
 An experiment keeps one folder per learner under ``<results>.partial-<id>/checkpoint/``
 (:class:`ExperimentCheckpoints`), next to an ``experiment.json`` that records what was being
