@@ -233,9 +233,11 @@ def test_tuned_study_config_differs_from_its_base_only_in_learners_and_scales():
         assert 1.0 < values["expert_lr_scale"] < 2.0**10 and 1.0 < values["meta_lr_scale"] < 2.0**7
 
 
-def _recording_runner(fail: str | None = None):
+def _recording_runner(fail: str | None = None, seconds: float = 0.05):
     """A ``run_one`` for :func:`study.run_within_memory` whose argument is ``(name, bytes)``:
-    it records the estimates running at once (their largest sum and count) and the order."""
+    it records the estimates running at once (their largest sum and count) and the order.
+    Each point takes ``seconds``; the point ``fail`` raises at once (so it fails before any
+    point started beside it finishes, whatever the threads' timing)."""
     lock = threading.Lock()
     state = {"bytes": 0, "count": 0, "max_bytes": 0, "max_count": 0, "started": []}
 
@@ -247,7 +249,8 @@ def _recording_runner(fail: str | None = None):
             state["max_bytes"] = max(state["max_bytes"], state["bytes"])
             state["max_count"] = max(state["max_count"], state["count"])
             state["started"].append(name)
-        time.sleep(0.05)
+        if name != fail:
+            time.sleep(seconds)
         with lock:
             state["bytes"] -= need
             state["count"] -= 1
@@ -289,7 +292,7 @@ def test_a_point_larger_than_the_memory_is_refused_before_anything_runs():
 
 
 def test_a_failing_point_stops_the_queue_and_is_raised():
-    run_one, state = _recording_runner(fail="first")
+    run_one, state = _recording_runner(fail="first", seconds=0.5)
     sizes = [("first", 1), ("second", 1), ("third", 1), ("fourth", 1)]
     with pytest.raises(RuntimeError, match="point first failed"):
         study.run_within_memory(_items(sizes), run_one, jobs=2, budget_bytes=10)
