@@ -354,6 +354,7 @@ def test_a_suite_draws_each_member_equally_often():
         params = suite.sample_params(key)
         member = suite.members[int(params.index)]
         chex.assert_trees_all_equal(params, suite.problem_params(int(params.index), key))
+        assert params.x_star is params.function.x_star
         own = member.sample_params(key)
         np.testing.assert_allclose(
             float(suite.value(params, x)), float(member.value(own, x)), rtol=1e-6

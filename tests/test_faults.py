@@ -35,6 +35,7 @@ import pytest
 
 from stabl_jax import EXP3, ExpertAdvice, cli, simulate
 from stabl_jax.io import checkpoints as checkpoint
+from stabl_jax.io import results as results_module
 from stabl_jax.io.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
 from stabl_jax.io.results import (
     COMPLETE,
@@ -141,6 +142,22 @@ def test_a_users_folder_is_never_deleted_or_renamed(config_path, tmp_path, capsy
         assert str(precious) in err and "never replaced" in err and "--out" in err
         assert files(precious) == before
         assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
+
+
+def test_without_flock_the_markers_pid_tells_a_live_run(tmp_path, monkeypatch):
+    """Where ``fcntl`` is missing (Windows) a partial folder belongs to a live run when the
+    pid in its marker is a live process other than this one (here: this test's parent);
+    a dead pid, or this process's own, lets the folder be taken."""
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError
+    for pid, live in ((os.getppid(), True), (999999999, False), (os.getpid(), False)):
+        folder = tmp_path / f"out.partial-{pid}"
+        folder.mkdir()
+        marker = {"format": MARKER_FORMAT, "run_id": str(pid), "pid": pid, "created": ""}
+        (folder / MARKER).write_text(json.dumps(marker))
+        fd = results_module._lock(folder)
+        assert (fd is None) == live, pid
+        if fd is not None:
+            os.close(fd)
 
 
 def test_live_runs_and_foreign_folders_beside_out_are_left_alone(
