@@ -309,6 +309,20 @@ def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
         assert str(bad) in str(info.value), case
 
 
+def _shorten_npy_header(path: Path, member: str) -> bytes:
+    """Change the header-length byte of ``member``'s ``.npy`` header in the ``.npz`` at
+    ``path`` from 0x76 to 0x72 (NumPy then starts the data 4 bytes early); the new bytes."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        start = archive.getinfo(member).header_offset
+    name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
+    length_byte = start + 30 + name_len + extra_len + 8
+    assert data[length_byte] == 0x76
+    data[length_byte] = 0x72
+    path.write_bytes(data)
+    return bytes(data)
+
+
 @pytest.mark.parametrize(("columns", "caught_by"), [(16, "Bad CRC-32"), (4096, "digest")])
 def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
     tmp_path: Path, columns: int, caught_by: str
@@ -320,14 +334,7 @@ def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
     path = tmp_path / "chunk.npz"
     loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
     checkpoint.save_arrays(path, {"loss": loss})
-    data = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as archive:
-        start = archive.getinfo("loss.npy").header_offset
-    name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
-    length_byte = start + 30 + name_len + extra_len + 8
-    assert data[length_byte] == 0x76
-    data[length_byte] = 0x72
-    path.write_bytes(data)
+    _shorten_npy_header(path, "loss.npy")
     if caught_by == "digest":
         with np.load(path, allow_pickle=False) as npz:
             shifted = npz["loss"]
@@ -417,14 +424,7 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     (exp3() / checkpoint.STATE).write_bytes(good_state)
 
     chunk = sorted(exp3().glob("chunk-*.npz"))[-1]
-    data = bytearray(chunk.read_bytes())
-    with zipfile.ZipFile(chunk) as archive:
-        start = archive.getinfo("loss.npy").header_offset
-    name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
-    length_byte = start + 30 + name_len + extra_len + 8
-    assert data[length_byte] == 0x76
-    data[length_byte] = 0x72
-    chunk.write_bytes(data)
+    data = _shorten_npy_header(chunk, "loss.npy")
     code, _, err = run(command(config_path, out), capsys)
     assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
     assert (exp3() / chunk.name).read_bytes() == data  # nothing was discarded without --force
