@@ -144,7 +144,9 @@ def test_a_users_folder_is_never_deleted_or_renamed(config_path, tmp_path, capsy
         assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
 
 
-def test_without_flock_the_markers_pid_tells_a_live_run(tmp_path, monkeypatch):
+def test_without_flock_the_markers_pid_tells_a_live_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where ``fcntl`` is missing (Windows) a partial folder belongs to a live run when the
     pid in its marker is a live process other than this one (here: this test's parent);
     a dead pid, or this process's own, lets the folder be taken."""
@@ -497,7 +499,7 @@ def test_dead_run_whose_pid_is_alive_again_is_resumed(
     assert not partials(out)
 
 
-def test_each_dead_partial_folder_is_decided_on_its_own(tmp_path):
+def test_each_dead_partial_folder_is_decided_on_its_own(tmp_path: Path) -> None:
     """Four partial folders of ``out`` left by dead runs: complete results (stopped while
     being moved into place) are left alone, byte for byte; a folder with no finished chunk is
     removed; of two with this experiment's checkpoints the newest is taken over and the older
