@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -14,6 +15,7 @@ import pytest
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 from stabl_jax import LEARNERS, ExpertAdvice, compile_cache, make  # noqa: E402
+from stabl_jax.io.results import MARKER, MARKER_FORMAT  # noqa: E402
 
 # One persistent compilation cache per test run, in a temporary folder that the run removes
 # at its end (never the user's cache folder): the xdist workers, and the command-line runs
@@ -63,6 +65,15 @@ def small_learner(name: str, **kwargs):
         horizon=kwargs.pop("horizon", HORIZON),
         **kwargs,
     )
+
+
+def mark_as_ours(folder: Path, pid: int = 999999999, run_id: str = "0-dead") -> Path:
+    """Create ``folder`` as stabl_jax does (with its marker), by process ``pid`` (by default
+    one now gone)."""
+    folder.mkdir()
+    marker = {"format": MARKER_FORMAT, "run_id": run_id, "pid": pid, "created": ""}
+    (folder / MARKER).write_text(json.dumps(marker))
+    return folder
 
 
 def write_config_variant(tmp_path, good: str, cases: dict, case: str, filename: str = "bad.toml"):

@@ -40,13 +40,12 @@ from stabl_jax.io.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_ar
 from stabl_jax.io.results import (
     COMPLETE,
     MARKER,
-    MARKER_FORMAT,
     OutputError,
     ResultsFolder,
     read_summary,
 )
 from stabl_jax.kinds import bandit as experiment_module
-from tests.conftest import assert_same_results
+from tests.conftest import assert_same_results, mark_as_ours
 
 REPO = Path(__file__).resolve().parent.parent
 HORIZON, CHUNK = 256, 32
@@ -152,10 +151,7 @@ def test_without_flock_the_markers_pid_tells_a_live_run(
     a dead pid, or this process's own, lets the folder be taken."""
     monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError
     for pid, live in ((os.getppid(), True), (999999999, False), (os.getpid(), False)):
-        folder = tmp_path / f"out.partial-{pid}"
-        folder.mkdir()
-        marker = {"format": MARKER_FORMAT, "run_id": str(pid), "pid": pid, "created": ""}
-        (folder / MARKER).write_text(json.dumps(marker))
+        folder = mark_as_ours(tmp_path / f"out.partial-{pid}", pid=pid, run_id=str(pid))
         fd = results_module._lock(folder)
         assert (fd is None) == live, pid
         if fd is not None:
@@ -213,17 +209,27 @@ def _stopped_after_first_chunk(
     return env, learner, key, stopped
 
 
+def _npy_starts(path: Path) -> dict[str, tuple[int, int]]:
+    """Per member of the ``.npz`` at ``path``: where its zip local header and its ``.npy``
+    data (magic, version, header length, the dict NumPy parses, the array) start."""
+    data = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        offsets = {info.filename: info.header_offset for info in archive.infolist()}
+    starts = {}
+    for name, start in offsets.items():
+        name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
+        npy = start + 30 + name_len + extra_len
+        assert data[npy : npy + 6] == b"\x93NUMPY" and data[npy + 6] == 1
+        starts[name] = (start, npy)
+    return starts
+
+
 def _header_positions(path: Path) -> set[int]:
     """Byte positions of every member's zip local header and ``.npy`` header (magic, version,
     header length, the dict NumPy parses)."""
     data = path.read_bytes()
-    with zipfile.ZipFile(path) as archive:
-        offsets = [info.header_offset for info in archive.infolist()]
     positions: set[int] = set()
-    for start in offsets:
-        name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
-        npy = start + 30 + name_len + extra_len
-        assert data[npy : npy + 6] == b"\x93NUMPY" and data[npy + 6] == 1
+    for start, npy in _npy_starts(path).values():
         (header_len,) = struct.unpack("<H", data[npy + 8 : npy + 10])
         positions.update(range(start, npy + 10 + header_len))
     return positions
@@ -315,10 +321,7 @@ def _shorten_npy_header(path: Path, member: str) -> bytes:
     """Change the header-length byte of ``member``'s ``.npy`` header in the ``.npz`` at
     ``path`` from 0x76 to 0x72 (NumPy then starts the data 4 bytes early); the new bytes."""
     data = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as archive:
-        start = archive.getinfo(member).header_offset
-    name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
-    length_byte = start + 30 + name_len + extra_len + 8
+    length_byte = _npy_starts(path)[member][1] + 8
     assert data[length_byte] == 0x76
     data[length_byte] = 0x72
     path.write_bytes(data)
@@ -507,10 +510,7 @@ def test_each_dead_partial_folder_is_decided_on_its_own(tmp_path: Path) -> None:
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
 
     def dead(name: str, mtime: float) -> Path:
-        folder = tmp_path / f"out.partial-{name}"
-        folder.mkdir()
-        marker = {"format": MARKER_FORMAT, "run_id": name, "pid": 999999999, "created": ""}
-        (folder / MARKER).write_text(json.dumps(marker))
+        folder = mark_as_ours(tmp_path / f"out.partial-{name}", run_id=name)
         os.utime(folder, (mtime, mtime))
         return folder
 

@@ -32,10 +32,11 @@ from stabl_jax.checks import checked_step
 from stabl_jax.envs.convex import MovingTarget
 from stabl_jax.io.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
 from stabl_jax.io.configs import ConfigError
-from stabl_jax.io.results import MARKER, MARKER_FORMAT, OutputError, ResultsFolder, read_traces
+from stabl_jax.io.results import OutputError, ResultsFolder, read_traces
 from stabl_jax.kinds import bandit as experiment_module
 from stabl_jax.kinds import load_config
 from stabl_jax.simulate import params_axes, simulate
+from tests.conftest import mark_as_ours
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "docs" / "reliability.md"
@@ -721,13 +722,6 @@ def _(tmp_path):
 # --------------------------------------------------------------------------------------------
 # The command line
 # --------------------------------------------------------------------------------------------
-
-
-def mark_as_ours(folder):
-    """Create ``folder`` as stabl_jax does (with its marker), by a process now gone."""
-    folder.mkdir()
-    marker = {"format": MARKER_FORMAT, "run_id": "0-dead", "pid": 999999999, "created": ""}
-    (folder / MARKER).write_text(json.dumps(marker))
 
 
 @row("X1")
