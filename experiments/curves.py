@@ -57,7 +57,9 @@ def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
     companion folder's extra learners after the folder's own (noted ``validation off`` where
     its command says so)."""
     main = load_results(folder)
-    found = {name: (main.summary["learners"][name], main.traces, "") for name in main.learners}
+    found: dict[str, Entry] = {
+        name: (main.summary["learners"][name], main.traces, "") for name in main.learners
+    }
     extra = folder.with_name(folder.name + COMPANION)
     if extra.is_dir():
         other = load_results(extra)

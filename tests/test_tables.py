@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -62,6 +64,35 @@ def test_load_results_errors(tmp_path):
     (tmp_path / "summary.json").write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         load_results(tmp_path)
+
+
+def test_traces_are_read_once_each_and_named_when_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
+    res = load_results(tmp_path)
+    assert dict(res.traces) == {} and res.traces.files == []  # no traces.npz
+    arms = np.arange(6, dtype=np.uint8).reshape(2, 3)
+    arrays: dict[str, Any] = {"stabl/played": arms, "stabl/loss": arms / 8.0}
+    np.savez(tmp_path / "traces.npz", **arrays)
+    res = load_results(tmp_path)
+    opened: list[str] = []
+    real_load = np.load
+
+    def counting_load(*args: Any, **kwargs: Any) -> Any:
+        opened.append(str(args[0]))
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(np, "load", counting_load)
+    assert sorted(res.traces) == ["stabl/loss", "stabl/played"] and len(res.traces) == 2
+    assert len(opened) == 1  # the names only
+    for _ in range(3):
+        np.testing.assert_array_equal(res.traces["stabl/played"], arms)
+    assert len(opened) == 2 and res.traces["stabl/loss"][1, 2] == 5 / 8
+    assert len(opened) == 3 and res.traces is res.traces
+    assert res.traces.files == ["stabl/played", "stabl/loss"]  # NumPy's NpzFile.files
+    with pytest.raises(KeyError, match=r"'stabl/regret' is not a trace of .*'stabl/played'"):
+        res.traces["stabl/regret"]
 
 
 @pytest.mark.slow  # two learners compiled through the command line

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -132,17 +133,14 @@ class Results:
         names = list(self.summary.get("learners", {}))
         return names or list(self.config.get("learners", []))
 
-    @property
-    def traces(self) -> Mapping[str, np.ndarray]:
-        """``traces.npz``'s arrays, read lazily (each array when first indexed):
+    @functools.cached_property
+    def traces(self) -> TraceFile:
+        """``traces.npz``'s arrays, each read from the file once, when first indexed:
         ``res.traces["stabl/played"]`` is ``(R, T)``, the arms in the smallest unsigned dtype
         (``uint8`` up to 256 arms); the ``(R, T)`` traces present are those the config's
         ``save_traces`` named (``res.config["save_traces"]``). Empty when the folder has
         none."""
-        path = self.folder / "traces.npz"
-        if not path.exists():
-            return {}
-        return np.load(path, allow_pickle=False)
+        return TraceFile(self.folder / "traces.npz")
 
     def rows(self) -> list[dict[str, Any]]:
         """The tidy rows of :func:`summary_rows`."""
@@ -166,6 +164,43 @@ class Results:
     def to_csv(self, path: str | Path | None = None) -> Path:
         """Write the tidy table (default: ``<folder>/results.csv``)."""
         return write_csv(self.rows(), self.folder / CSV_NAME if path is None else path)
+
+
+class TraceFile(Mapping[str, np.ndarray]):
+    """The arrays of one ``.npz`` file as a read-only mapping: the names read at once, each
+    array read on first access and kept; no file stays open between accesses. A missing
+    file is an empty mapping.
+
+    Args:
+      path: the ``.npz`` file (loaded with ``allow_pickle=False``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._names: tuple[str, ...] = ()
+        if path.exists():
+            with np.load(path, allow_pickle=False) as npz:
+                self._names = tuple(npz.files)
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._arrays:
+            if name not in self._names:
+                raise KeyError(f"{name!r} is not a trace of {self._path}; it has {self._names}")
+            with np.load(self._path, allow_pickle=False) as npz:
+                self._arrays[name] = npz[name]
+        return self._arrays[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @property
+    def files(self) -> list[str]:
+        """The names, as NumPy's ``NpzFile.files`` gives them (what this mapping replaced)."""
+        return list(self._names)
 
 
 def load_results(folder: str | Path) -> Results:
