@@ -19,6 +19,7 @@ from stabl_jax.io.results import COMPLETE, ResultsFolder, read_summary, read_tra
 from stabl_jax.kinds import load_config, write_results
 from stabl_jax.kinds import selection as hpo_experiment
 from stabl_jax.kinds.selection import HPOProblem, run_hpo_experiment
+from stabl_jax.learners.exp3 import EXP3
 from tests.conftest import write_config_variant
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
@@ -99,6 +100,34 @@ def test_every_independent_hpo_config_error_is_reported_at_once(tmp_path):
     ):
         assert fragment in line, (line, fragment)
     assert "did you mean 'vizier'?" in lines[3]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShortBudgetRefusingEXP3(EXP3):
+    """A user's learner with a check of its own: it refuses fewer than 16 rounds."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.horizon < 16:
+            raise ValueError(f"needs horizon >= 16, got {self.horizon}")
+
+
+def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
+    """The learners' own checks run at load time, once per budget: a learner refusing one
+    budget is reported with that budget and the learner's own message (no registered learner
+    refuses any budget, so a user's learner given by import path stands in)."""
+    user = f"{__name__}:ShortBudgetRefusingEXP3"
+    text = GOOD.replace('"stabl"]', f'"stabl", "{user}"]').replace("[24]", "[8, 24]")
+    path = tmp_path / "budget.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 1, lines  # the budget of 24 is accepted
+    assert f"learner '{user}' rejects a budget of 8: needs horizon >= 16, got 8" in lines[0]
+    assert str(path) in lines[0]
+    path.write_text(text.replace("[8, 24]", "[16, 24]"))
+    assert load_config(path).learners[-1] == user
 
 
 def test_good_config_loads(tmp_path):
