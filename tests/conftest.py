@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -73,6 +74,18 @@ def mark_as_ours(folder: Path, pid: int = 999999999, run_id: str = "0-dead") -> 
     folder.mkdir()
     marker = {"format": MARKER_FORMAT, "run_id": run_id, "pid": pid, "created": ""}
     (folder / MARKER).write_text(json.dumps(marker))
+    return folder
+
+
+def write_loss_traces(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> Path:
+    """A finished results folder made by hand: ``summary.json`` with no learners, and a
+    ``traces.npz`` holding the ``(R, C)`` change points ``points`` and, per keyword, learner
+    ``name``'s ``(R, T)`` loss trace (``<name>/loss``, float32)."""
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({"learners": {}}))
+    arrays: dict[str, Any] = {"env/change_points": np.asarray(points, np.int32)}
+    arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
+    np.savez(folder / "traces.npz", **arrays)
     return folder
 
 

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
+from tests.conftest import write_loss_traces
 from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "paired.py"
@@ -19,20 +19,12 @@ def paired():
     return load_script(SCRIPT, "paired_script")
 
 
-def write(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> Path:
-    folder.mkdir()
-    arrays: dict[str, Any] = {"env/change_points": np.asarray(points, np.int32)}
-    arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
-    np.savez(folder / "traces.npz", **arrays)
-    return folder
-
-
 def test_segments_play_trials_differences_and_gaps(paired, tmp_path, capsys):
     # two runs, T = 4, one change point at round 2 (segments {0, 1} and {2, 3})
     a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
     b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
-    main = write(tmp_path / "main", [[2], [2]], a=a, b=b)
-    other = write(tmp_path / "other", [[2], [2]], c=b)
+    main = write_loss_traces(tmp_path / "main", [[2], [2]], a=a, b=b)
+    other = write_loss_traces(tmp_path / "other", [[2], [2]], c=b)
     data = paired.Folders(main)
 
     mean, seg = data.rewards("a")
@@ -52,8 +44,8 @@ def test_segments_play_trials_differences_and_gaps(paired, tmp_path, capsys):
 
 
 def test_unpaired_folder_is_refused(paired, tmp_path):
-    main = write(tmp_path / "main", [[2]], a=[[0.0] * 4])
-    other = write(tmp_path / "other", [[3]], a=[[0.0] * 4])
+    main = write_loss_traces(tmp_path / "main", [[2]], a=[[0.0] * 4])
+    other = write_loss_traces(tmp_path / "other", [[3]], a=[[0.0] * 4])
     with pytest.raises(SystemExit, match="not paired"):
         paired.Folders(main).rewards(f"{other}::a")
 
@@ -62,7 +54,7 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(pa
     """`save_traces` without `loss`: the per-run segment rewards stand in for the losses (the
     mean weighted by the segment lengths), and `@play`, which needs the rounds, says so."""
     loss = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.25]]  # T = 4, segments {0} and {1, 2, 3}
-    full = write(tmp_path / "full", [[1], [1]], a=loss)
+    full = write_loss_traces(tmp_path / "full", [[1], [1]], a=loss)
     slim = tmp_path / "slim"
     slim.mkdir()
     (slim / "summary.json").write_text('{"config": {"horizon": 4}}')

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.conftest import write_loss_traces
+
 REPORT = runpy.run_path(str(Path(__file__).resolve().parents[1] / "experiments" / "report.py"))
 MARK = "<!-- report: demo windows=16,64 -->\n"
 
@@ -301,14 +303,6 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
     assert shown <= made, f"{sorted(shown - made)}: not written by docs_numbers.sh"
 
 
-def _traces(folder: Path, points: list[list[int]], **losses: list[list[float]]) -> None:
-    folder.mkdir()
-    (folder / "summary.json").write_text(json.dumps({"learners": {}}))
-    arrays: dict[str, Any] = {"env/change_points": np.asarray(points, np.int32)}
-    arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
-    np.savez(folder / "traces.npz", **arrays)
-
-
 def test_diff_view_pairs_learners_across_folders(tmp_path):
     """``view=diff``: two runs, T = 4, one change point at 2. Rewards (1 - loss): a = (1, 0,
     .5, .5) and (0, 0, 1, 1), b = (0, 0, 0, 0) and (.5, .5, .5, .5). Per run a - b: mean .5
@@ -317,9 +311,9 @@ def test_diff_view_pairs_learners_across_folders(tmp_path):
     b)/b = +100 % ± 3.1766 / .25 = 1270.6 points."""
     a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
     b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
-    _traces(tmp_path / "main", [[2], [2]], a=a)
-    _traces(tmp_path / "other", [[2], [2]], b=b)
-    _traces(tmp_path / "moved", [[1], [2]], b=b)
+    write_loss_traces(tmp_path / "main", [[2], [2]], a=a)
+    write_loss_traces(tmp_path / "other", [[2], [2]], b=b)
+    write_loss_traces(tmp_path / "moved", [[1], [2]], b=b)
     text = REPORT["render"]("main view=diff\n  diff=a,other::b\n  gap=main::a,other::b", tmp_path)
     lines = text.splitlines()
     assert "| a − b [other] | +0.2500 ± 3.1766 | +0.0000 ± 6.3531 | +0.5000 ± 0.0000 |" in lines
