@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -66,6 +69,28 @@ def small_learner(name: str, **kwargs):
         horizon=kwargs.pop("horizon", HORIZON),
         **kwargs,
     )
+
+
+def assert_params_bounded(learner: Any) -> None:
+    """Every field of ``learner``'s params has a range in ``param_bounds`` that holds its
+    default, and ``init`` refuses a value just outside it (below the lower end; above a
+    finite upper end), naming the field, the value and the range."""
+    params = learner.default_params
+    fields = [f.name for f in dataclasses.fields(params)]
+    missing = [f for f in fields if f not in learner.param_bounds]
+    assert not missing, f"{type(learner).__name__} gives no range for params {missing}"
+    learner.check_params(params)
+    for field in fields:
+        interval = learner.param_bounds[field]
+        outside = [interval.low - (0.0 if interval.low_open else 1.0)]
+        outside += [interval.high + (0.0 if interval.high_open else 1.0)]
+        for value in outside:
+            if not np.isfinite(value):
+                continue
+            bad = params.replace(**{field: jnp.asarray(value, learner.float_dtype)})
+            message = f"params.{field} must be finite and in {interval}, got {value:g}"
+            with pytest.raises(ValueError, match=re.escape(message)):
+                learner.init(jax.random.key(0), bad)
 
 
 def mark_as_ours(folder: Path, pid: int = 999999999, run_id: str = "0-dead") -> Path:

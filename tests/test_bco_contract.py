@@ -18,6 +18,7 @@ from stabl_jax.bco.base import evaluate
 from stabl_jax.domains import Box
 from stabl_jax.envs.convex import MovingTarget, distance_loss
 from stabl_jax.registry import BCO_LEARNERS
+from tests.conftest import assert_params_bounded
 
 DIM = 2
 HORIZON = 32
@@ -88,6 +89,12 @@ def test_frozen_hashed_by_value_and_num_queries(name):
     with pytest.raises(dataclasses.FrozenInstanceError):
         learner.dim = 3
     assert learner.num_queries == NUM_QUERIES[name]
+
+
+def test_every_params_field_has_a_range_and_values_outside_it_are_named(name):
+    """A zero or negative ``delta_scale`` or ``meta_lr_scale``, a negative learning-rate
+    scale: refused by ``init`` (and so by ``simulate`` and a config) before any round."""
+    assert_params_bounded(small_bco(name))
 
 
 def test_step_jit_no_retrace_stable_dtypes_and_query_honesty(name):

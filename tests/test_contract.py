@@ -15,7 +15,7 @@ from jax.experimental import checkify
 
 from stabl_jax import LEARNERS
 from stabl_jax.learners.base import BanditLearner
-from tests.conftest import HORIZON, NUM_ARMS, small_learner
+from tests.conftest import HORIZON, NUM_ARMS, assert_params_bounded, small_learner
 
 
 def _loss(t: int) -> jax.Array:
@@ -93,6 +93,15 @@ def test_vmap_row_equals_single_run(learner):
         single, info = step(learner.init(keys[i]), losses[i], step_keys[i])
         chex.assert_trees_all_close(jax.tree.map(lambda x, i=i: x[i], batched), single, rtol=1e-6)
         assert np.array_equal(infos.arms[i], info.arms)
+
+
+def test_every_params_field_has_a_range_and_values_outside_it_are_named(learner):
+    """No sweepable number goes unchecked: a value outside its range (a zero or negative
+    ``meta_lr_scale``, a negative learning-rate scale) is refused before any round runs
+    instead of playing a NaN distribution."""
+    if not jax.tree.leaves(learner.default_params):
+        pytest.skip(f"{type(learner).__name__} has no sweepable params")
+    assert_params_bounded(learner)
 
 
 def test_params_sweep_is_one_vmap(learner):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, cast
 
 import chex
@@ -106,6 +106,15 @@ def safe_softmax(log_weights: jax.Array) -> jax.Array:
     return jnp.where(finite, jax.nn.softmax(log_weights), jnp.full_like(log_weights, 1.0 / n))
 
 
+#: Ranges of the BCO learners' params (a bound applies to the learners that have the field):
+#: ``lr_scale >= 0``; ``delta_scale > 0`` (a zero radius divides the gradient estimate by 0,
+#: a negative one is not the paper's perturbation ``x + delta u`` with ``delta > 0``).
+PARAM_BOUNDS: Mapping[str, checks.Interval] = {
+    "lr_scale": checks.Interval(0.0),
+    "delta_scale": checks.Interval(0.0, low_open=True),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class BCOLearner(Learner[BCOQuery]):
     """Base class: static configuration shared by every BCO learner.
@@ -133,6 +142,8 @@ class BCOLearner(Learner[BCOQuery]):
     domain: Domain | None = None
     lipschitz: float = 1.0
     optimizer: optax.GradientTransformation | None = None
+
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = PARAM_BOUNDS
     dtype: str = "float32"
 
     name: ClassVar[str] = "bco_base"

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -65,9 +66,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import checks, gradients
-from stabl_jax.bco.base import BCOLearner, BCOQuery, safe_softmax
+from stabl_jax.bco.base import PARAM_BOUNDS, BCOLearner, BCOQuery, safe_softmax
 from stabl_jax.bco.ogd import OGDState, ProjectedOGD
-from stabl_jax.learners.ensemble import Ensemble, EnsembleParams
+from stabl_jax.learners.ensemble import SCALE_BOUNDS, Ensemble, EnsembleParams
 
 SCALE_FACTORS: tuple[str, ...] = ("B", "log_T")
 
@@ -107,6 +108,7 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
     Params: ClassVar[type] = StABLBCOParams
     State: ClassVar[type] = StABLBCOState
     experts_field: ClassVar[str] = "experts"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {**SCALE_BOUNDS, **PARAM_BOUNDS}
 
     @property
     def log_t(self) -> float:

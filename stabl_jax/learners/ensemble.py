@@ -47,9 +47,9 @@ class EnsembleParams:
     meta_lr_scale: jax.Array
 
 
-#: Ranges of the scales, for a member's ``param_bounds`` (with them :meth:`Ensemble.check_params`
-#: also rejects a ``meta_lr_scale`` under which a meta step size underflows). StABL checks them;
-#: SAOL, anytime StABL and the BCO ensembles do not (yet).
+#: Ranges of the scales: every ensemble's ``param_bounds`` (a member with more params adds
+#: theirs); :meth:`Ensemble.check_params` also rejects a ``meta_lr_scale`` under which a meta
+#: step size underflows.
 SCALE_BOUNDS: Mapping[str, checks.Interval] = {
     "expert_lr_scale": checks.Interval(0.0),
     # 0 would make every meta weight log(0) = -inf: no distribution over experts.
@@ -100,6 +100,7 @@ class Ensemble(Learner):
     Params: ClassVar[type] = EnsembleParams
     State: ClassVar[type] = EnsembleState
     experts_field: ClassVar[str] = "expert_log_probs"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = SCALE_BOUNDS
 
     if TYPE_CHECKING:
         # What the concrete learner provides (its fields, or a class constant ``round_offset``;
@@ -146,17 +147,23 @@ class Ensemble(Learner):
         ``(B, num_arms)`` uniform log-probabilities ``log v(t, k) = -log n``."""
         return self.uniform_log_probs(self.num_experts)
 
+    def smallest_base_meta_step_size(self) -> float | None:
+        """``min_k eta_k`` before scaling, for :meth:`check_params`' underflow check; ``None``
+        for a member whose meta rates change with the round or the data (no fixed ``eta_k``,
+        so no such check)."""
+        return float(np.min(self.base_meta_step_sizes()))
+
     # --- params -------------------------------------------------------------------------------
     def check_params(self, params: Any, batch: int | None = None) -> None:
-        """The base checks, and, when :attr:`param_bounds` has ``meta_lr_scale``'s
-        (:data:`SCALE_BOUNDS`): every ``eta_k = meta_lr_scale * base_k`` is a normal number of
+        """The base checks (:attr:`param_bounds`, :data:`SCALE_BOUNDS` by default), and, for
+        fixed meta step sizes: every ``eta_k = meta_lr_scale * base_k`` is a normal number of
         the state's dtype (a scale so small that ``eta_k`` underflows makes every
         ``log w(k) = log eta_k`` -inf and the mixture NaN)."""
         super().check_params(params, batch)
         scale = params.meta_lr_scale
-        if "meta_lr_scale" not in self.param_bounds or not checks.is_concrete(scale):
+        smallest = self.smallest_base_meta_step_size()
+        if smallest is None or not checks.is_concrete(scale):
             return
-        smallest = float(np.min(self.base_meta_step_sizes()))
         tiny = float(np.finfo(self.dtype).tiny)
         low = float(np.min(np.asarray(scale, np.float64)))
         if low * smallest < tiny:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import sampling
+from stabl_jax import checks, sampling
 from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState
 
 
@@ -88,6 +89,7 @@ class Hedge(WeightsLearner):
 
     name: ClassVar[str] = "hedge"
     Params: ClassVar[type] = HedgeParams
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"lr_scale": checks.Interval(0.0)}
 
     @property
     def num_queries(self) -> int:  # type: ignore[override]

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from typing import ClassVar
 
 import chex
@@ -57,7 +56,7 @@ import numpy as np
 
 from stabl_jax import checks, estimators
 from stabl_jax.learners.base import BanditLearner, BanditQuery, sample_query
-from stabl_jax.learners.ensemble import SCALE_BOUNDS, Ensemble, EnsembleParams, EnsembleState
+from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, EnsembleState
 
 OBSERVATIONS: tuple[str, ...] = ("importance", "uniform")
 EXPERT_CS: tuple[str, ...] = ("2B", "2logT")
@@ -120,7 +119,6 @@ class StABL(Ensemble, BanditLearner):
     num_queries: ClassVar[int] = 2
     name: ClassVar[str] = "stabl"
     Params: ClassVar[type] = StABLParams
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = SCALE_BOUNDS
     #: allowed ``observation`` values, and which query feeds learning (subclasses change them).
     observations: ClassVar[tuple[str, ...]] = OBSERVATIONS
     learning_query: ClassVar[int] = 1

@@ -124,6 +124,12 @@ class StABLAnytime(Ensemble, BanditLearner):
         super().__post_init__()
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
 
+    def smallest_base_meta_step_size(self) -> None:
+        """``None``: the meta rates ``eta_k(t)`` change with the round (and, in the adaptive
+        variant, with the data), so the ensemble's underflow check of fixed step sizes does
+        not apply; the ranges of :data:`~stabl_jax.learners.ensemble.SCALE_BOUNDS` do."""
+        return None
+
     # --- time-dependent quantities ----------------------------------------------------------
     def active(self, t: jax.Array) -> jax.Array:
         """``(B,)`` bool ``A_t``: the first expert and every ``k >= 1`` with ``t >= L_{k-1}``."""
