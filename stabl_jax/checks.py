@@ -40,6 +40,14 @@ def check_int(name: str, value: object, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_bool(name: str, value: object) -> bool:
+    """``value`` when it is ``True`` or ``False`` (a NumPy bool too), else ``TypeError``
+    naming it: a string such as ``"false"`` or a number would otherwise count as true."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
     """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
     if value not in allowed:

@@ -62,7 +62,7 @@ class Domain:
         field = self.size_field
         if field:
             value = getattr(self, field)
-            size = float(value)
+            size = checks.check_real(field, value)
             if not math.isfinite(size) or size <= 0.0:
                 raise ValueError(f"{field} must be a finite positive number, got {value!r}")
             object.__setattr__(self, field, size)

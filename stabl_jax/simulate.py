@@ -482,6 +482,7 @@ def simulate(
     checks.check_interface("learner", learner, "a learner", ("init", "ask", "tell"))
     checks.check_interface("env", env, "an environment", ("sample_params",))
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
+    validate = checks.check_bool("validate", validate)
     bandit = as_environment(env) is not env
     names = tuple(getattr(env, "trace_names", TRACE_FIELDS if bandit else ()))
     allowed = tuple(dict.fromkeys(QUERY_TRACES + names))

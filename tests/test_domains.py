@@ -144,6 +144,9 @@ def test_the_base_checks_shrinks_and_builds_by_the_size_field(name):
     assert make_domain(name, 3, 0.5) == dataclasses.replace(domain, **{domain.size_field: 0.5})
     with pytest.raises(ValueError, match=f"{domain.size_field} must be a finite positive"):
         type(domain)(dim=3, **{domain.size_field: -1.0})
+    for text_or_bool in ("1", True):  # float() would read both as 1.0
+        with pytest.raises(TypeError, match=f"{domain.size_field} must be a real number"):
+            type(domain)(dim=3, **{domain.size_field: text_or_bool})
 
 
 def test_a_domain_without_a_size_field_says_how_to_shrink_it():

@@ -29,12 +29,14 @@ from jax.experimental import checkify
 
 from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make
 from stabl_jax.checks import checked_step
+from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.convex import MovingTarget
 from stabl_jax.io.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
 from stabl_jax.io.configs import ConfigError
 from stabl_jax.io.results import OutputError, ResultsFolder, read_traces
 from stabl_jax.kinds import bandit as experiment_module
 from stabl_jax.kinds import load_config
+from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS
 from stabl_jax.simulate import params_axes, simulate
 from tests.conftest import mark_as_ours
 
@@ -181,6 +183,28 @@ def _():
 def _():
     with raises(ValueError, "unknown learner 'stable'", "stabl_naive"):
         make("stable", num_arms=3, horizon=10)
+
+
+@row("L11")
+def _():
+    """A yes/no option given anything but a bool: ``"false"`` and 1 would count as true."""
+    vizier = "stabl_vizier"
+    for build, name in (
+        (lambda v: StABL(num_arms=3, horizon=64, validate=v), "validate"),
+        (lambda v: BCO_LEARNERS.make("stabl_bco", dim=2, horizon=64, validate=v), "validate"),
+        (lambda v: make("stabl_rate_grid", num_arms=3, horizon=64, scale_meta=v), "scale_meta"),
+        (
+            lambda v: make(vizier, num_arms=3, horizon=64, naive_sampling=v),
+            "naive_sampling",
+        ),
+    ):
+        for bad in ("false", 1):
+            with raises(TypeError, f"{name} must be True or False, got {bad!r}"):
+                build(bad)
+    build(np.bool_(True))  # NumPy's bool is a bool
+    learner, env = Uniform(num_arms=3, horizon=8), ExpertAdvice(num_arms=3, horizon=8)
+    with raises(TypeError, "validate must be True or False, got 'no' (str)"):
+        simulate(learner, env, KEY, 1, validate="no")
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,6 +475,27 @@ def _():
         PiecewiseBernoulli(num_arms=3, horizon=64, mean=math.inf)
     with raises(ValueError, "gap must be in (0, mean=0.5]", "0.0"):
         PiecewiseBernoulli(num_arms=3, horizon=64, gap=0.0)
+
+
+@row("E12")
+def _():
+    """Yes/no options of environments given anything but a bool, and the convex families'
+    scales infinite (the Lipschitz constant the step sizes assume would be inf)."""
+    for build in (
+        lambda v: ExpertAdvice(num_arms=3, horizon=64, num_segments=2, random_change_points=v),
+        lambda v: MovingTarget(dim=2, horizon=64, num_segments=2, random_change_points=v),
+    ):
+        with raises(TypeError, "random_change_points must be True or False, got 'false'"):
+            build("false")
+    for name in ("rotate", "normalize"):
+        with raises(TypeError, f"{name} must be True or False, got 1 (int)"):
+            BBOBFunction(function_id=1, dim=2, **{name: 1})
+    for name, value in (("abs_linear", {"a_scale": math.inf}), ("huber", {"huber_mu": math.inf})):
+        field = next(iter(value))
+        with raises(ValueError, f"{field} must be a finite number > 0, got inf"):
+            CONVEX_ENVS.make(name, dim=2, horizon=64, **value)
+        with raises(TypeError, f"{field} must be a real number, got '1'"):
+            CONVEX_ENVS.make(name, dim=2, horizon=64, **{field: "1"})
 
 
 @row("E9")

@@ -149,6 +149,7 @@ class BCOLearner(Learner[BCOQuery]):
     name: ClassVar[str] = "bco_base"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         checks.check_int("dim", self.dim, minimum=1)
         checks.check_int("horizon", self.horizon, minimum=2)
         checks.check_choice("dtype", self.dtype, ("float32", "float64"))

@@ -314,6 +314,7 @@ def resolve_change_points(
     """The change points that an environment's segment options describe (the attributes of
     :class:`PiecewiseEnv` of the same names): the geometric segments', those of ``num_segments``
     equal segments (``change_points=None``), or the given ones, validated."""
+    checks.check_bool("random_change_points", random_change_points)
     if geometric_min_length is not None:
         lengths = geometric_segment_lengths(horizon, geometric_min_length)
         points = tuple(int(c) for c in np.cumsum(lengths)[:-1])

@@ -221,6 +221,8 @@ class BBOBFunction:
             raise ValueError(f"function_id must be in 1..{NUM_FUNCTIONS}, got {self.function_id!r}")
         checks.check_int("dim", self.dim, minimum=2)
         checks.check_int("instance", self.instance, minimum=1)
+        checks.check_bool("rotate", self.rotate)
+        checks.check_bool("normalize", self.normalize)
         for name in ("shift_radius", "noise_std"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):

@@ -340,8 +340,8 @@ class AbsoluteLinear(ConvexEnv):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not float(self.a_scale) > 0.0:
-            raise ValueError(f"a_scale must be positive, got {self.a_scale!r}")
+        if not 0.0 < checks.check_real("a_scale", self.a_scale) < math.inf:
+            raise ValueError(f"a_scale must be a finite number > 0, got {self.a_scale!r}")
 
     @property
     def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
@@ -378,8 +378,8 @@ class HuberTarget(ConvexEnv):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not float(self.huber_mu) > 0.0:
-            raise ValueError(f"huber_mu must be positive, got {self.huber_mu!r}")
+        if not 0.0 < checks.check_real("huber_mu", self.huber_mu) < math.inf:
+            raise ValueError(f"huber_mu must be a finite number > 0, got {self.huber_mu!r}")
 
     @property
     def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:

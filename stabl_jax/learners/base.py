@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import chex
 import jax
@@ -65,10 +65,11 @@ class Learner(Generic[Query]):
     #: finite in any case.
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {}
 
-    if TYPE_CHECKING:
-        # A family base (BanditLearner, BCOLearner) defines it; a mixin such as
-        # :class:`~stabl_jax.learners.ensemble.Ensemble` calls it through ``super()``.
-        def __post_init__(self) -> None: ...
+    def __post_init__(self) -> None:
+        """Checks of the options every learner has; a family base (``BanditLearner``,
+        ``BCOLearner``) and a mixin such as :class:`~stabl_jax.learners.ensemble.Ensemble`
+        add theirs and call this through ``super()``."""
+        checks.check_bool("validate", self.validate)
 
     @property
     def float_dtype(self) -> jnp.dtype:
@@ -266,6 +267,7 @@ class BanditLearner(Learner[BanditQuery]):
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         checks.check_int("num_arms", self.num_arms, minimum=2)
         checks.check_int("horizon", self.horizon, minimum=1)
         checks.check_choice("dtype", self.dtype, ("float32", "float64"))

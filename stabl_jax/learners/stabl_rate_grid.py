@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from stabl_jax import checks
 from stabl_jax.learners.stabl import StABL
 
 #: The default grid of learning-rate scales: ``4^j``, ``j = 0..5`` (the tuned sweeps' optima
@@ -70,6 +71,7 @@ class StABLRateGrid(StABL):
         if any(b <= a for a, b in itertools.pairwise(grid)):
             raise ValueError(f"rate_grid must be strictly increasing, got {grid!r}")
         object.__setattr__(self, "rate_grid", tuple(float(s) for s in grid))
+        checks.check_bool("scale_meta", self.scale_meta)
         super().__post_init__()
 
     @property

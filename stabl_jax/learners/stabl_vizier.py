@@ -135,7 +135,7 @@ class StABLVizier(BanditLearner):
         super().__post_init__()
         lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
         object.__setattr__(self, "history_lengths", lengths)
-        checks.check_choice("naive_sampling", self.naive_sampling, (False, True))
+        checks.check_bool("naive_sampling", self.naive_sampling)
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
 
     @property
