@@ -483,6 +483,15 @@ def simulate(
     checks.check_interface("env", env, "an environment", ("sample_params",))
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     validate = checks.check_bool("validate", validate)
+    if not callable(progress):
+        progress = checks.check_bool("progress", progress)
+    if checkpoint is not None:
+        checks.check_interface(
+            "checkpoint",
+            checkpoint,
+            "a stabl_jax.io.checkpoints.ChunkCheckpoint",
+            ("restore", "save"),
+        )
     bandit = as_environment(env) is not env
     names = tuple(getattr(env, "trace_names", TRACE_FIELDS if bandit else ()))
     allowed = tuple(dict.fromkeys(QUERY_TRACES + names))

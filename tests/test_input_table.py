@@ -624,6 +624,16 @@ def _():
         simulate(LEARNER, ENV, KEY, 2, traces=("loss", "regret"))
 
 
+@row("M10")
+def _():
+    """``progress`` is a bool or a callback; ``checkpoint`` a ChunkCheckpoint (a path is not)."""
+    for bad in ("yes", 3):
+        with raises(TypeError, f"progress must be True or False, got {bad!r}"):
+            simulate(LEARNER, ENV, KEY, 2, progress=bad)
+    with raises(TypeError, "checkpoint must be a stabl_jax.io.checkpoints.ChunkCheckpoint"):
+        simulate(LEARNER, ENV, KEY, 2, checkpoint="run.npz")
+
+
 # --------------------------------------------------------------------------------------------
 # Configs
 # --------------------------------------------------------------------------------------------
