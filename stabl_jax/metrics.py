@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from stabl_jax import checks
 from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -43,11 +44,14 @@ def best_window_sums(arm_prefix: np.ndarray, length: int, block: int = 1024) -> 
     return best
 
 
-def check_windows(window_lengths: Sequence[int], horizon: int) -> None:
-    """``ValueError`` unless every window length is in ``[1, horizon]``."""
-    for length in window_lengths:
-        if not 1 <= length <= horizon:
+def check_windows(window_lengths: Sequence[int], horizon: int) -> tuple[int, ...]:
+    """The window lengths as ints, each in ``[1, horizon]``; else ``TypeError`` (not an int:
+    ``2.5`` is not rounded) or ``ValueError`` naming the length."""
+    lengths = tuple(checks.check_int("window length", length) for length in window_lengths)
+    for length in lengths:
+        if length > horizon:
             raise ValueError(f"window length {length} must be in [1, T={horizon}]")
+    return lengths
 
 
 def window_regret(

@@ -43,6 +43,11 @@ def test_blocked_best_window_sums_and_paired_traces():
 def test_adaptive_regret_rejects_bad_windows():
     with pytest.raises(ValueError, match="window length 30"):
         metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [30])
+    with pytest.raises(ValueError, match="window length must be >= 1, got 0"):
+        metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [0])
+    for bad in (2.5, "4", True):  # never rounded or read as a number
+        with pytest.raises(TypeError, match=f"window length must be an int, got {bad!r}"):
+            metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [bad])
 
 
 def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():

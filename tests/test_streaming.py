@@ -94,6 +94,8 @@ def test_bad_windows_and_params(env):
     learner = StABL(num_arms=N, horizon=T)
     with pytest.raises(ValueError, match="window length"):
         simulate_summaries(learner, env, jax.random.key(0), 2, (T + 1,))
+    with pytest.raises(TypeError, match=r"window length must be an int, got 2\.5"):
+        simulate_summaries(learner, env, jax.random.key(0), 2, (2.5,))  # was run as L = 2
     with pytest.raises(ValueError, match="runs_per_batch"):
         simulate_summaries(learner, env, jax.random.key(0), 2, (4,), runs_per_batch=0)
     params = learner.default_params.replace(meta_lr_scale=np.ones(3, np.float32))
