@@ -142,11 +142,10 @@ class BCOLearner(Learner[BCOQuery]):
     domain: Domain | None = None
     lipschitz: float = 1.0
     optimizer: optax.GradientTransformation | None = None
-
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = PARAM_BOUNDS
     dtype: str = "float32"
 
     name: ClassVar[str] = "bco_base"
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = PARAM_BOUNDS
 
     def __post_init__(self) -> None:
         super().__post_init__()
