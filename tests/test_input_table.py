@@ -234,6 +234,14 @@ def _():
     # Positive but so small that eta_k underflows: every meta weight would be log(0).
     with raises(ValueError, "params.meta_lr_scale=1e-40", "underflow in float32", "allowed"):
         stabl.init(KEY, stabl.default_params.replace(meta_lr_scale=jnp.float32(1e-40)))
+    # Anytime StABL's smallest meta rate is its last round's, 1/sqrt(n min(L_B, T)) = 1/sqrt(5
+    # 64): 1e-37 times it is below float32's smallest normal, which the CPU flushes to 0 (a NaN
+    # mixture when run); 1e-36 is not.
+    anytime = make("stabl_anytime", num_arms=5, horizon=64)
+    assert anytime.smallest_base_meta_step_size() == 1 / math.sqrt(5 * 64)
+    with raises(ValueError, "params.meta_lr_scale=1e-37", "eta_k = 5.59e-39 underflow"):
+        anytime.init(KEY, anytime.default_params.replace(meta_lr_scale=jnp.float32(1e-37)))
+    anytime.init(KEY, anytime.default_params.replace(meta_lr_scale=jnp.float32(1e-36)))
 
 
 @row("P3")

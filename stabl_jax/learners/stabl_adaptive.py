@@ -114,6 +114,12 @@ class StABLAdaptive(StABLAnytime):
 
     name: ClassVar[str] = "stabl_adaptive"
 
+    def smallest_base_meta_step_size(self) -> None:
+        """``None``: the meta rates depend on the observed regrets ``R_k(t)``, so there is no
+        smallest rate to check a scale against before the run (only the ranges of
+        :data:`~stabl_jax.learners.ensemble.SCALE_BOUNDS` are checked)."""
+        return None
+
     # --- data-dependent rates ---------------------------------------------------------------
     def _expert_rate_from(self, second_moment: jax.Array) -> jax.Array:
         """``(B,)`` ``sqrt(ln n / (1 + V))``, before scaling."""

@@ -124,11 +124,13 @@ class StABLAnytime(Ensemble, BanditLearner):
         super().__post_init__()
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
 
-    def smallest_base_meta_step_size(self) -> None:
-        """``None``: the meta rates ``eta_k(t)`` change with the round (and, in the adaptive
-        variant, with the data), so the ensemble's underflow check of fixed step sizes does
-        not apply; the ranges of :data:`~stabl_jax.learners.ensemble.SCALE_BOUNDS` do."""
-        return None
+    def smallest_base_meta_step_size(self) -> float | None:
+        """The smallest meta rate any round uses, for the ensemble's underflow check:
+        ``min(1/(2 sqrt n), 1/sqrt(n min(L_B, T)))``, since ``eta_k(t)`` falls with
+        ``tau_k = t mod L_k``, which reaches ``min(L_k, T) - 1``."""
+        longest = min(max(self._history_lengths), self.horizon)
+        n = self.num_arms
+        return min(1.0 / (2.0 * math.sqrt(n)), 1.0 / math.sqrt(n * longest))
 
     # --- time-dependent quantities ----------------------------------------------------------
     def active(self, t: jax.Array) -> jax.Array:
