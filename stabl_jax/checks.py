@@ -93,6 +93,15 @@ def check_real(name: str, value: object) -> float:
     return float(value)
 
 
+def check_positive(name: str, value: object) -> float:
+    """``value`` as a float when it is a finite real number ``> 0``, else ``TypeError`` (not
+    a real number: a string, a bool) or ``ValueError`` (0, negative, NaN, inf) naming it."""
+    v = check_real(name, value)
+    if not math.isfinite(v) or v <= 0.0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return v
+
+
 def check_probability(name: str, value: float, *, open_right: bool = False) -> float:
     """A float in [0, 1] (or [0, 1) with ``open_right``)."""
     v = check_real(name, value)

@@ -54,17 +54,14 @@ class Domain:
     dim: int
 
     name: ClassVar[str] = "domain"
-    #: The field holding ``K``'s size, a finite positive float (the radius, the half-width).
+    #: The field holding ``K``'s size, a finite float > 0 (the radius, the half-width).
     size_field: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
         checks.check_int("dim", self.dim, minimum=1)
         field = self.size_field
         if field:
-            value = getattr(self, field)
-            size = checks.check_real(field, value)
-            if not math.isfinite(size) or size <= 0.0:
-                raise ValueError(f"{field} must be a finite positive number, got {value!r}")
+            size = checks.check_positive(field, getattr(self, field))
             object.__setattr__(self, field, size)
 
     # --- geometry ---------------------------------------------------------------------------

@@ -248,7 +248,7 @@ def test_families_and_lipschitz_constants():
         (lambda: HuberTarget(dim=2, horizon=8, huber_mu=-1.0), "huber_mu must be a finite number"),
         (
             lambda: CustomConvex(dim=1, horizon=8, loss=l1_target, lipschitz_bound=0.0),
-            "lipschitz_bound must be positive, got 0.0",
+            "lipschitz_bound must be a finite number > 0, got 0.0",
         ),
     ],
 )

@@ -142,7 +142,7 @@ def test_the_base_checks_shrinks_and_builds_by_the_size_field(name):
     size = getattr(domain, domain.size_field)
     assert getattr(domain.shrunk(0.25), domain.size_field) == 0.75 * size
     assert make_domain(name, 3, 0.5) == dataclasses.replace(domain, **{domain.size_field: 0.5})
-    with pytest.raises(ValueError, match=f"{domain.size_field} must be a finite positive"):
+    with pytest.raises(ValueError, match=f"{domain.size_field} must be a finite number > 0"):
         type(domain)(dim=3, **{domain.size_field: -1.0})
     for text_or_bool in ("1", True):  # float() would read both as 1.0
         with pytest.raises(TypeError, match=f"{domain.size_field} must be a real number"):

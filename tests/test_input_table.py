@@ -30,7 +30,7 @@ from jax.experimental import checkify
 from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make
 from stabl_jax.checks import checked_step
 from stabl_jax.envs.bbob import BBOBFunction
-from stabl_jax.envs.convex import MovingTarget
+from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
 from stabl_jax.io.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
 from stabl_jax.io.configs import ConfigError
 from stabl_jax.io.results import OutputError, ResultsFolder, read_traces
@@ -504,6 +504,11 @@ def _():
             CONVEX_ENVS.make(name, dim=2, horizon=64, **value)
         with raises(TypeError, f"{field} must be a real number, got '1'"):
             CONVEX_ENVS.make(name, dim=2, horizon=64, **{field: "1"})
+    # A user's loss family and FKM's loss bound: the same rule (float() read "1" and inf).
+    with raises(ValueError, "lipschitz_bound must be a finite number > 0, got inf"):
+        CustomConvex(dim=2, horizon=64, loss=distance_loss, lipschitz_bound=math.inf)
+    with raises(TypeError, "loss_bound must be a real number, got '1'"):
+        BCO_LEARNERS.make("fkm", dim=2, horizon=64, loss_bound="1")
 
 
 @row("E9")

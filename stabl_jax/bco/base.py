@@ -25,7 +25,6 @@ draws makes the same choices (``tests/reference_bco.py``).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, cast
 
@@ -158,10 +157,7 @@ class BCOLearner(Learner[BCOQuery]):
             raise TypeError(f"domain must be a stabl_jax.domains.Domain, got {self.domain!r}")
         if self.domain.dim != self.dim:
             raise ValueError(f"domain.dim={self.domain.dim} does not match dim={self.dim}")
-        g = checks.check_real("lipschitz", self.lipschitz)
-        if not math.isfinite(g) or g <= 0.0:
-            raise ValueError(f"lipschitz must be a finite positive number, got {self.lipschitz!r}")
-        object.__setattr__(self, "lipschitz", g)
+        object.__setattr__(self, "lipschitz", checks.check_positive("lipschitz", self.lipschitz))
         if self.optimizer is not None and not isinstance(
             self.optimizer, optax.GradientTransformation
         ):

@@ -194,8 +194,8 @@ class FKM(_SingleOGD):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.loss_bound is not None and not float(self.loss_bound) > 0.0:
-            raise ValueError(f"loss_bound must be positive, got {self.loss_bound!r}")
+        if self.loss_bound is not None:
+            checks.check_positive("loss_bound", self.loss_bound)
 
     @property
     def C(self) -> float:

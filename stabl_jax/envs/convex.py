@@ -340,8 +340,7 @@ class AbsoluteLinear(ConvexEnv):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 < checks.check_real("a_scale", self.a_scale) < math.inf:
-            raise ValueError(f"a_scale must be a finite number > 0, got {self.a_scale!r}")
+        checks.check_positive("a_scale", self.a_scale)
 
     @property
     def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
@@ -378,8 +377,7 @@ class HuberTarget(ConvexEnv):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 < checks.check_real("huber_mu", self.huber_mu) < math.inf:
-            raise ValueError(f"huber_mu must be a finite number > 0, got {self.huber_mu!r}")
+        checks.check_positive("huber_mu", self.huber_mu)
 
     @property
     def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
@@ -426,8 +424,7 @@ class CustomConvex(ConvexEnv):
         super().__post_init__()
         if not callable(self.loss):
             raise TypeError(f"loss must be a callable loss(theta, x), got {self.loss!r}")
-        if not float(self.lipschitz_bound) > 0.0:
-            raise ValueError(f"lipschitz_bound must be positive, got {self.lipschitz_bound!r}")
+        checks.check_positive("lipschitz_bound", self.lipschitz_bound)
 
     @property
     def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -61,10 +60,7 @@ class SwitchingUCB(BanditLearner):
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_int("num_changes", self.num_changes, minimum=0)
-        xi = float(self.xi)
-        if not math.isfinite(xi) or xi <= 0.0:
-            raise ValueError(f"xi must be a finite number > 0, got {self.xi!r}")
-        object.__setattr__(self, "xi", xi)
+        object.__setattr__(self, "xi", checks.check_positive("xi", self.xi))
 
     def index(self, state: Any) -> jax.Array:
         """``(num_arms,)`` the arms' indices; ``+inf`` for an arm with no (remembered) play."""
