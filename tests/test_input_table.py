@@ -242,6 +242,13 @@ def _():
     with raises(ValueError, "params.meta_lr_scale=1e-37", "eta_k = 5.59e-39 underflow"):
         anytime.init(KEY, anytime.default_params.replace(meta_lr_scale=jnp.float32(1e-37)))
     anytime.init(KEY, anytime.default_params.replace(meta_lr_scale=jnp.float32(1e-36)))
+    # Adaptive StABL's rates depend on the data; its bound is the worst case's, 1/(E sqrt m)
+    # with E = 2B = 4, m = 64: 1e-38 (a NaN mixture when run) is refused, 1e-36 is not.
+    adaptive = make("stabl_adaptive", num_arms=5, horizon=64)
+    assert adaptive.smallest_base_meta_step_size() == 1 / (4 * 8)
+    with raises(ValueError, "params.meta_lr_scale=1e-38", "eta_k = 3.12e-40 underflow"):
+        adaptive.init(KEY, adaptive.default_params.replace(meta_lr_scale=jnp.float32(1e-38)))
+    adaptive.init(KEY, adaptive.default_params.replace(meta_lr_scale=jnp.float32(1e-36)))
 
 
 @row("P3")

@@ -146,3 +146,28 @@ def test_stays_finite_on_adversarial_tiny_probabilities():
     for leaf in jax.tree.leaves(state):
         assert np.all(np.isfinite(np.asarray(leaf, dtype=np.float64)))
     assert int(state.num_muted) == 0
+
+
+@pytest.mark.parametrize("history_lengths", [(32, 64, 128), (2, 5, 11, 30)], ids=str)
+def test_meta_rates_stay_above_the_bound_the_underflow_check_uses(history_lengths):
+    """``smallest_base_meta_step_size()`` (``min(1/(2E), 1/(E sqrt m))``, ``E = 2B``) is at
+    most every active expert's meta rate of every round, on 0/1 losses (the largest regrets):
+    the underflow check that uses it refuses only scales that could underflow. Anytime
+    StABL's bound, ``min(1/(2 sqrt n), 1/sqrt(n m))``, would not be one (0.0745 against a
+    realised 0.0625 for the second lengths)."""
+    learner = StABLAdaptive(num_arms=N, horizon=T, history_lengths=history_lengths)
+    losses = jnp.asarray(np.random.default_rng(0).uniform(size=(T, N)) < 0.5, jnp.float32)
+
+    def body(state, xs):
+        loss, key = xs
+        rate = jnp.where(learner.active(state.t), learner.rates(state)[1], jnp.inf)
+        state, _ = learner.step(state, loss, key)
+        return state, rate.min()
+
+    keys = jax.random.split(jax.random.key(1), T)
+    run = jax.jit(lambda s: jax.lax.scan(body, s, (losses, keys))[1])
+    realised = np.asarray(run(learner.init(jax.random.key(0))))
+    bound = learner.smallest_base_meta_step_size()
+    e, m = 2 * len(history_lengths), min(max(history_lengths), T)
+    assert bound == min(0.5 / e, 1 / (e * math.sqrt(m)))
+    assert realised.min() >= bound, (realised.min(), bound)

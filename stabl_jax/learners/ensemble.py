@@ -148,9 +148,9 @@ class Ensemble(Learner):
         return self.uniform_log_probs(self.num_experts)
 
     def smallest_base_meta_step_size(self) -> float | None:
-        """``min_k eta_k`` before scaling, for :meth:`check_params`' underflow check; ``None``
-        for a member whose meta rates change with the round or the data (no fixed ``eta_k``,
-        so no such check)."""
+        """``min_k eta_k`` before scaling, for :meth:`check_params`' underflow check. A member
+        whose meta rates change with the round or the data returns the smallest rate it can
+        reach (anytime and adaptive StABL), or ``None`` for no check."""
         return float(np.min(self.base_meta_step_sizes()))
 
     # --- params -------------------------------------------------------------------------------

@@ -114,11 +114,17 @@ class StABLAdaptive(StABLAnytime):
 
     name: ClassVar[str] = "stabl_adaptive"
 
-    def smallest_base_meta_step_size(self) -> None:
-        """``None``: the meta rates depend on the observed regrets ``R_k(t)``, so there is no
-        smallest rate to check a scale against before the run (only the ranges of
-        :data:`~stabl_jax.learners.ensemble.SCALE_BOUNDS` are checked)."""
-        return None
+    def smallest_base_meta_step_size(self) -> float:
+        """A lower bound of every meta rate any round can use, for the ensemble's underflow
+        check: ``min(1/(2 E), 1/(E sqrt m))`` with ``E = 2 B`` (the largest ``E_t``) and ``m =
+        min(L_B, T)``. The rates depend on the observed regrets, but ``|r~_s(k)| <= E_s <= E``
+        (module docstring) and ``R_k(t)`` sums at most ``m - 1`` of them since the restart, so
+        ``E_t^2 + R_k(t) <= m E^2``. Realised rates are larger (the worst case needs every
+        regret at its bound), so the check refuses scales a few times above the smallest that
+        would run finite; such scales (below ~1e-35) are not tuning values."""
+        e = 2.0 * self.num_experts
+        longest = min(max(self._history_lengths), self.horizon)
+        return min(0.5 / e, 1.0 / (e * math.sqrt(longest)))
 
     # --- data-dependent rates ---------------------------------------------------------------
     def _expert_rate_from(self, second_moment: jax.Array) -> jax.Array:

@@ -124,7 +124,7 @@ class StABLAnytime(Ensemble, BanditLearner):
         super().__post_init__()
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
 
-    def smallest_base_meta_step_size(self) -> float | None:
+    def smallest_base_meta_step_size(self) -> float:
         """The smallest meta rate any round uses, for the ensemble's underflow check:
         ``min(1/(2 sqrt n), 1/sqrt(n min(L_B, T)))``, since ``eta_k(t)`` falls with
         ``tau_k = t mod L_k``, which reaches ``min(L_k, T) - 1``."""
