@@ -9,6 +9,10 @@ crosses first, at round 740 (62 eps); run 497 reaches the largest deviation, 63 
 1513. Each is replayed alone here (``simulate(first_run=...)`` derives its keys as in the
 500-run simulation) with the check in the program: it passes at ``4 n eps`` and, at the old
 ``2 n eps``, fails at that round with a sum within ``4 n eps``.
+
+A mixture of more experts than arms errs by more than ``4 n eps``: StABL over a rate grid at
+n = 2 (B = 6 experts, T = 16) summed to 1 + 12 eps at round 7 and was refused until the bound
+became ``4 max(n, B) eps``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 import pytest
 from jax.experimental import checkify
 
-from stabl_jax import checks, simulate
+from stabl_jax import ExpertAdvice, checks, make, simulate
 from stabl_jax.kinds import load_config
 
 EPS = float(jnp.finfo(jnp.float32).eps)
@@ -58,19 +62,43 @@ def test_deviation_exceeds_the_old_bound_and_stays_within_the_new(monkeypatch, r
     result = _replay(run, round_ + 20)  # the check at 4 n eps passes every round
     assert np.isfinite(result.loss).all()
 
-    monkeypatch.setattr(
-        checks, "distribution_tolerance", lambda n, dtype: 2.0 * n * float(jnp.finfo(dtype).eps)
+    failure = _refused_under(
+        monkeypatch, lambda n, dtype, b=1: 2.0 * n * EPS, _replay, run, round_ + 20
     )
+    assert failure[0] == round_
+    assert 2 * num_arms < failure[1] <= 4 * num_arms
+    assert round(failure[1]) == ulps
+
+
+def _refused_under(monkeypatch, bound, simulate_fn, *args) -> tuple[int, float]:
+    """``simulate_fn(*args)`` with :func:`checks.distribution_tolerance` replaced by ``bound``:
+    the round it is refused at and the sum's deviation from 1 in eps."""
+    monkeypatch.setattr(checks, "distribution_tolerance", bound)
     jax.clear_caches()  # the bound is read when the program is traced
     try:
         with pytest.raises(checkify.JaxRuntimeError) as failure:
-            _replay(run, round_ + 20)
+            simulate_fn(*args)
     finally:
         monkeypatch.undo()
         jax.clear_caches()  # no program with the old bound outlives the test
     found = re.search(r"at round (\d+) is not a distribution: sum (\S+) ", str(failure.value))
     assert found is not None, str(failure.value)
-    deviation = abs(float(found.group(2)) - 1.0) / EPS
-    assert int(found.group(1)) == round_
-    assert 2 * num_arms < deviation <= 4 * num_arms
-    assert round(deviation) == ulps
+    return int(found.group(1)), abs(float(found.group(2)) - 1.0) / EPS
+
+
+def _rate_grid_run():
+    learner = make("stabl_rate_grid", num_arms=2, horizon=16)
+    env = ExpertAdvice(num_arms=2, horizon=16)
+    return simulate(learner, env, jax.random.key(0), 3, chunk_size=5, validate=True)
+
+
+def test_a_mixture_of_more_experts_than_arms_is_bounded_by_its_experts(monkeypatch):
+    """StABL over a rate grid at n = 2 mixes B = 6 rows: within ``4 B eps``, not ``4 n eps``."""
+    learner = make("stabl_rate_grid", num_arms=2, horizon=16)
+    assert learner.num_mixed == learner.num_experts == 6
+    assert checks.distribution_tolerance(2, jnp.float32, 6) == 4 * 6 * EPS
+    assert np.isfinite(_rate_grid_run().loss).all()
+    old = lambda n, dtype, b=1: 4.0 * n * EPS  # noqa: E731 (the bound before B counted)
+    round_, deviation = _refused_under(monkeypatch, old, _rate_grid_run)
+    assert round_ == 7
+    assert 4 * 2 < deviation <= 4 * 6

@@ -9,7 +9,8 @@ through ``jit(scan(learner.step))``:
 - the state stays finite every round (StABL's meta log-weights may be -inf, a muted expert,
   but never NaN or +inf and never all -inf);
 - every round's play distribution, and StABL's observation distribution P(t), is finite,
-  non-negative and sums to 1 within ``4 n eps`` (:func:`stabl_jax.checks.distribution_tolerance`);
+  non-negative and sums to 1 within ``4 max(n, B) eps``, ``B`` the rows it mixes
+  (:func:`stabl_jax.checks.distribution_tolerance`);
 - query honesty: replacing every unqueried loss by another value in [0, 1] changes neither
   the queried arms, nor the distributions, nor the final state, bitwise.
 
@@ -119,7 +120,7 @@ def test_contract_properties(case):
     # The state stays finite (muted experts aside) every round.
     assert np.asarray(state_ok).all(), f"non-finite state at round {np.argmin(state_ok)}"
     # Every round's distributions are distributions.
-    tol = distribution_tolerance(learner.num_arms, np.float32)
+    tol = distribution_tolerance(learner.num_arms, np.float32, learner.num_mixed)
     for probs in (play_probs, obs_probs):
         assert np.isfinite(probs).all() and (probs >= 0.0).all()
         deviation = np.abs(probs.astype(np.float64).sum(axis=1) - 1.0)

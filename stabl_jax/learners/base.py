@@ -272,6 +272,13 @@ class BanditLearner(Learner[BanditQuery]):
         checks.check_int("horizon", self.horizon, minimum=1)
         checks.check_choice("dtype", self.dtype, ("float32", "float64"))
 
+    @property
+    def num_mixed(self) -> int:
+        """How many probability rows the play distribution mixes: 1 here, an ensemble's
+        experts there. Sets the play-distribution check's tolerance
+        (:func:`stabl_jax.checks.distribution_tolerance`)."""
+        return 1
+
     def step(self, state: Any, loss: jax.Array, key: jax.Array) -> tuple[Any, StepInfo]:
         """One round: ask, reveal ``loss`` at the queried arms only, tell.
 
@@ -317,7 +324,7 @@ class BanditLearner(Learner[BanditQuery]):
         checks.traced_check_losses(name, observed, t)
 
     def _traced_check_query(self, query: BanditQuery, t: jax.Array) -> None:
-        checks.traced_check_distribution("play distribution", query.play_probs, t)
+        checks.traced_check_distribution("play distribution", query.play_probs, t, self.num_mixed)
 
 
 @chex.dataclass(frozen=True)

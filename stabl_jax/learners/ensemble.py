@@ -131,6 +131,11 @@ class Ensemble(Learner):
         """``B``, the number of history lengths."""
         return len(self.history_lengths)  # type: ignore[arg-type]
 
+    @property
+    def num_mixed(self) -> int:
+        """``B``: the play distribution mixes the experts' rows."""
+        return self.num_experts
+
     def _lengths(self) -> np.ndarray:
         return np.asarray(self.history_lengths, dtype=np.float64)
 

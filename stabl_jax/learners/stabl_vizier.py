@@ -148,6 +148,11 @@ class StABLVizier(BanditLearner):
         """``B``, the number of history lengths."""
         return len(self.history_lengths)  # type: ignore[arg-type]
 
+    @property
+    def num_mixed(self) -> int:
+        """``B``: the play distribution mixes the experts' rows."""
+        return self.num_experts
+
     def is_observation_trial(self, t: jax.Array) -> jax.Array:
         """``()`` bool: trial ``t`` is drawn from ``P`` (odd ``t``), not the play mixture."""
         return t % 2 == 1
