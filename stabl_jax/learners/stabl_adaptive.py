@@ -121,7 +121,7 @@ class StABLAdaptive(StABLAnytime):
         (module docstring) and ``R_k(t)`` sums at most ``m - 1`` of them since the restart, so
         ``E_t^2 + R_k(t) <= m E^2``. Realised rates are larger (the worst case needs every
         regret at its bound), so the check refuses scales a few times above the smallest that
-        would run finite; such scales (below ~1e-35) are not tuning values."""
+        would run finite; such scales (below 4e-34 up to T = 2^20) are not tuning values."""
         e = 2.0 * self.num_experts
         longest = min(max(self._history_lengths), self.horizon)
         return min(0.5 / e, 1.0 / (e * math.sqrt(longest)))
