@@ -11,10 +11,10 @@ through ``jit(scan(learner.step))``:
 - every round's play distribution, and StABL's observation distribution P(t), is finite,
   non-negative and sums to 1 within ``4 max(n, B) eps``, ``B`` the rows it mixes
   (:func:`stabl_jax.checks.distribution_tolerance`), plus ``eps M``, ``M`` the largest finite
-  ``|x|`` among the round's log-domain state (a row is normalised as ``x - logsumexp(x)``,
-  whose rounding is relative to ``max x``: SAOL at n = 2, T = 16, ``expert_lr_scale = 223``
-  steps a row to ``max x = -32.8`` and sums to 1 + 12 eps, past ``4 n eps`` = 8 eps, which
-  validation refuses; docs/reliability.md);
+  ``|x|`` among the log-domain state of the round and the round before (a row is normalised
+  as ``x - logsumexp(x)``, whose rounding is relative to ``max x``: SAOL at n = 2, T = 16,
+  ``expert_lr_scale = 223`` steps a row to ``max x = -32.8`` and sums to 1 + 12 eps, past
+  ``4 n eps`` = 8 eps, which validation refuses; docs/reliability.md);
 - query honesty: replacing every unqueried loss by another value in [0, 1] changes neither
   the queried arms, nor the distributions, nor the final state, bitwise.
 
@@ -82,19 +82,24 @@ def _log_magnitude(state: Any) -> jax.Array:
 def play(learner: Any, params: Any, losses: jax.Array, key: jax.Array):
     """Scan ``learner.step`` over ``losses`` ``(rounds, n)``; per round the queried arms, the
     play and observation distributions, whether the new state is finite, and the largest
-    finite ``|x|`` among the log-domain leaves of the states before and after the round."""
+    finite ``|x|`` among the log-domain leaves of the round's state and the state before it
+    (whose normalisation made the round's rows)."""
     state = learner.init(jax.random.fold_in(key, 0), params)
 
-    def body(state: Any, xs: tuple) -> tuple:
+    def body(carry: tuple, xs: tuple) -> tuple:
+        state, before = carry
         loss, t = xs
         obs = learner.distributions(state)[2] if hasattr(learner, "distributions") else None
         new, info = learner.step(state, loss, jax.random.fold_in(key, t + 1))
         obs = info.play_probs if obs is None else obs
-        magnitude = jnp.maximum(_log_magnitude(state), _log_magnitude(new))
-        return new, (info.arms, info.play_probs, obs, _state_ok(new), magnitude)
+        now = _log_magnitude(state)
+        magnitude = jnp.maximum(before, now)
+        return (new, now), (info.arms, info.play_probs, obs, _state_ok(new), magnitude)
 
     rounds = jnp.arange(losses.shape[0], dtype=jnp.int32)
-    return jax.lax.scan(body, state, (losses, rounds))
+    per_round: tuple
+    carry, per_round = jax.lax.scan(body, (state, _log_magnitude(state)), (losses, rounds))
+    return carry[0], per_round
 
 
 @st.composite
@@ -146,8 +151,10 @@ def test_contract_properties(case):
     # The state stays finite (muted experts aside) every round.
     assert np.asarray(state_ok).all(), f"non-finite state at round {np.argmin(state_ok)}"
     # Every round's distributions are distributions: within the check's tolerance, plus the
-    # rounding of a log-domain normaliser at the magnitude M of the values it shifts (``x -
-    # logsumexp(x)`` errs by about ``u M``; module docstring).
+    # rounding of the log-domain normaliser that made the round's rows, ``x - logsumexp(x)``,
+    # about ``u |max x|`` (module docstring). With losses ``|max x|`` is at most the largest
+    # finite ``|log v|`` of the state before that update (``max x`` lies between the row's
+    # entries, all <= 0); with rewards, at most about the largest of the state after it.
     tol = distribution_tolerance(learner.num_arms, np.float32, learner.num_mixed)
     tol = tol + float(np.finfo(np.float32).eps) * np.asarray(magnitude, np.float64)
     for probs in (play_probs, obs_probs):
