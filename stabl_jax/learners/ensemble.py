@@ -78,8 +78,44 @@ def tree_select(mask: jax.Array, fresh: Any, old: Any) -> Any:
     return jax.tree.map(pick, fresh, old)
 
 
+class HistoryExperts:
+    """One expert per history length ``L_1 < ... < L_B``, mixed into the play distribution:
+    what :class:`Ensemble` and Vizier's StABL (:mod:`stabl_jax.learners.stabl_vizier`) share.
+    Mixed in before the learner's base; the learner has the fields ``history_lengths`` and
+    ``horizon`` and calls :meth:`_resolve_history_lengths` in ``__post_init__``."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def history_lengths(self) -> tuple[int, ...] | None: ...
+        @property
+        def horizon(self) -> int: ...
+
+    def _resolve_history_lengths(self) -> None:
+        """Replace ``history_lengths`` by the resolved lengths (``None``: the paper's
+        ``2^k``; :func:`stabl_jax.intervals.resolve_history_lengths`)."""
+        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
+        object.__setattr__(self, "history_lengths", lengths)
+
+    @property
+    def _history_lengths(self) -> tuple[int, ...]:
+        """:attr:`history_lengths` as the constructor resolved it (never ``None``)."""
+        return cast(tuple[int, ...], self.history_lengths)
+
+    @property
+    def num_experts(self) -> int:
+        """``B``, the number of history lengths."""
+        return len(self._history_lengths)
+
+    @property
+    def num_mixed(self) -> int:
+        """``B``: the play distribution mixes the experts' rows (the play-distribution check's
+        tolerance, :func:`stabl_jax.checks.distribution_tolerance`)."""
+        return self.num_experts
+
+
 @dataclasses.dataclass(frozen=True)
-class Ensemble(Learner):
+class Ensemble(HistoryExperts, Learner):
     """Base class of the expert ensembles (module docstring); mixed in before a family base,
     e.g. ``class StABL(Ensemble, BanditLearner)``.
 
@@ -107,8 +143,6 @@ class Ensemble(Learner):
         # ``uniform_log_probs`` is BanditLearner's). Read-only properties to type checkers, so
         # that they are no dataclass fields of this mixin.
         @property
-        def horizon(self) -> int: ...
-        @property
         def dtype(self) -> str: ...
         @property
         def round_offset(self) -> int: ...
@@ -116,26 +150,10 @@ class Ensemble(Learner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
-        object.__setattr__(self, "history_lengths", lengths)
+        self._resolve_history_lengths()
         checks.check_choice("round_offset", self.round_offset, (0, 1))
 
     # --- static quantities --------------------------------------------------------------------
-    @property
-    def _history_lengths(self) -> tuple[int, ...]:
-        """:attr:`history_lengths` as the constructor resolved it (never ``None``)."""
-        return cast(tuple[int, ...], self.history_lengths)
-
-    @property
-    def num_experts(self) -> int:
-        """``B``, the number of history lengths."""
-        return len(self.history_lengths)  # type: ignore[arg-type]
-
-    @property
-    def num_mixed(self) -> int:
-        """``B``: the play distribution mixes the experts' rows."""
-        return self.num_experts
-
     def _lengths(self) -> np.ndarray:
         return np.asarray(self.history_lengths, dtype=np.float64)
 

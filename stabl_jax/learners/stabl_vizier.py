@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import ClassVar, cast
+from typing import ClassVar
 
 import chex
 import jax
@@ -58,6 +58,7 @@ import numpy as np
 
 from stabl_jax import checks, estimators, intervals
 from stabl_jax.learners.base import BanditLearner, BanditQuery
+from stabl_jax.learners.ensemble import HistoryExperts
 from stabl_jax.learners.exp3_vizier import anytime_gamma, draw_query, mix_with_uniform
 
 
@@ -83,7 +84,7 @@ class StABLVizierState:
 
 
 @dataclasses.dataclass(frozen=True)
-class StABLVizier(BanditLearner):
+class StABLVizier(HistoryExperts, BanditLearner):
     """Vizier's ``AdaptiveEnsembleDesign`` (module docstring): one trial per round.
 
     Trial ``t`` (``h_k = t mod L_k``, ``gamma_k = 1/sqrt(1 + h_k)``):
@@ -133,25 +134,9 @@ class StABLVizier(BanditLearner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
-        object.__setattr__(self, "history_lengths", lengths)
+        self._resolve_history_lengths()
         checks.check_bool("naive_sampling", self.naive_sampling)
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
-
-    @property
-    def _history_lengths(self) -> tuple[int, ...]:
-        """:attr:`history_lengths` as the constructor resolved it (never ``None``)."""
-        return cast(tuple[int, ...], self.history_lengths)
-
-    @property
-    def num_experts(self) -> int:
-        """``B``, the number of history lengths."""
-        return len(self.history_lengths)  # type: ignore[arg-type]
-
-    @property
-    def num_mixed(self) -> int:
-        """``B``: the play distribution mixes the experts' rows."""
-        return self.num_experts
 
     def is_observation_trial(self, t: jax.Array) -> jax.Array:
         """``()`` bool: trial ``t`` is drawn from ``P`` (odd ``t``), not the play mixture."""
