@@ -123,8 +123,7 @@ class StABLAdaptive(StABLAnytime):
         regret at its bound), so the check refuses scales a few times above the smallest that
         would run finite; such scales (below 4e-34 up to T = 2^20) are not tuning values."""
         e = 2.0 * self.num_experts
-        longest = min(max(self._history_lengths), self.horizon)
-        return min(0.5 / e, 1.0 / (e * math.sqrt(longest)))
+        return min(0.5 / e, 1.0 / (e * math.sqrt(self._longest_block())))
 
     # --- data-dependent rates ---------------------------------------------------------------
     def _expert_rate_from(self, second_moment: jax.Array) -> jax.Array:

@@ -128,9 +128,12 @@ class StABLAnytime(Ensemble, BanditLearner):
         """The smallest meta rate any round uses, for the ensemble's underflow check:
         ``min(1/(2 sqrt n), 1/sqrt(n min(L_B, T)))``, since ``eta_k(t)`` falls with
         ``tau_k = t mod L_k``, which reaches ``min(L_k, T) - 1``."""
-        longest = min(max(self._history_lengths), self.horizon)
         n = self.num_arms
-        return min(1.0 / (2.0 * math.sqrt(n)), 1.0 / math.sqrt(n * longest))
+        return min(1.0 / (2.0 * math.sqrt(n)), 1.0 / math.sqrt(n * self._longest_block()))
+
+    def _longest_block(self) -> int:
+        """``min(L_B, T)``: the most rounds an expert plays between restarts."""
+        return min(max(self._history_lengths), self.horizon)
 
     # --- time-dependent quantities ----------------------------------------------------------
     def active(self, t: jax.Array) -> jax.Array:
