@@ -72,13 +72,16 @@ def small_learner(name: str, **kwargs):
 
 
 def assert_params_bounded(learner: Any) -> None:
-    """Every field of ``learner``'s params has a range in ``param_bounds`` that holds its
-    default, and ``init`` refuses a value just outside it (below the lower end; above a
-    finite upper end), naming the field, the value and the range."""
+    """``param_bounds`` names exactly the fields of ``learner``'s params (a sweep may read
+    the fields from it), each with a range that holds its default, and ``init`` refuses a
+    value just outside it (below the lower end; above a finite upper end), naming the field,
+    the value and the range."""
     params = learner.default_params
     fields = [f.name for f in dataclasses.fields(params)]
     missing = [f for f in fields if f not in learner.param_bounds]
     assert not missing, f"{type(learner).__name__} gives no range for params {missing}"
+    extra = sorted(set(learner.param_bounds) - set(fields))
+    assert not extra, f"{type(learner).__name__} gives ranges for no params field: {extra}"
     learner.check_params(params)
     for field in fields:
         interval = learner.param_bounds[field]

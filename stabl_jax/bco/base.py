@@ -105,9 +105,10 @@ def safe_softmax(log_weights: jax.Array) -> jax.Array:
     return jnp.where(finite, jax.nn.softmax(log_weights), jnp.full_like(log_weights, 1.0 / n))
 
 
-#: Ranges of the BCO learners' params (a bound applies to the learners that have the field):
-#: ``lr_scale >= 0``; ``delta_scale > 0`` (a zero radius divides the gradient estimate by 0,
-#: a negative one is not the paper's perturbation ``x + delta u`` with ``delta > 0``).
+#: Ranges of the BCO learners' params (each learner's ``param_bounds`` holds those of its own
+#: ``Params`` fields): ``lr_scale >= 0``; ``delta_scale > 0`` (a zero radius divides the
+#: gradient estimate by 0, a negative one is not the paper's perturbation ``x + delta u``
+#: with ``delta > 0``).
 PARAM_BOUNDS: Mapping[str, checks.Interval] = {
     "lr_scale": checks.Interval(0.0),
     "delta_scale": checks.Interval(0.0, low_open=True),

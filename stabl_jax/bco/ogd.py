@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import chex
@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import optax
 
 from stabl_jax import checks, gradients
-from stabl_jax.bco.base import BCOLearner, BCOQuery, BCOStepInfo, evaluate
+from stabl_jax.bco.base import PARAM_BOUNDS, BCOLearner, BCOQuery, BCOStepInfo, evaluate
 from stabl_jax.domains import Domain
 
 # --- Algorithm 4: the base learner ------------------------------------------------------------
@@ -280,6 +280,7 @@ class FullInfoOGD(_SingleOGD):
 
     name: ClassVar[str] = "ogd_full_info"
     Params: ClassVar[type] = FullInfoOGDParams
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"lr_scale": PARAM_BOUNDS["lr_scale"]}
 
     def shrinkage(self, params: FullInfoOGDParams) -> jax.Array:
         return self._scalar(0.0)  # projects onto K itself

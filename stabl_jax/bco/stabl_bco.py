@@ -108,7 +108,10 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
     Params: ClassVar[type] = StABLBCOParams
     State: ClassVar[type] = StABLBCOState
     experts_field: ClassVar[str] = "experts"
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {**SCALE_BOUNDS, **PARAM_BOUNDS}
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        **SCALE_BOUNDS,
+        "delta_scale": PARAM_BOUNDS["delta_scale"],
+    }
 
     @property
     def log_t(self) -> float:
