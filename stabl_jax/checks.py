@@ -340,8 +340,8 @@ def traced_check_distribution(
         f"{name} at round {{t}} is not a distribution: sum {{total}} (allowed 1 ± {tol:.2g}), "
         "min {low}. A sum off by a small multiple of that after very large learning rates "
         "on few arms is the rounding of the log-domain normaliser, not lost mass: lower the "
-        "scale, or run without validation (docs/reliability.md, 'What the tolerance does not "
-        "cover')",
+        "scale, or run it from Python with validate=False (the command line always "
+        "validates); docs/reliability.md, 'What the tolerance does not cover'",
         t=jnp.asarray(t, jnp.int32),
         total=total.astype(jnp.float32),
         low=jnp.min(probs).astype(jnp.float32),

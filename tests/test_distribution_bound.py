@@ -18,6 +18,7 @@ became ``4 max(n, B) eps``.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -102,3 +103,21 @@ def test_a_mixture_of_more_experts_than_arms_is_bounded_by_its_experts(monkeypat
     round_, deviation = _refused_under(monkeypatch, old, _rate_grid_run)
     assert round_ == 7
     assert 4 * 2 < deviation <= 4 * 6
+
+
+def test_a_refusal_names_its_likely_cause_and_a_remedy_the_reader_has():
+    """The message names the normaliser's rounding, both remedies (a lower scale; from Python,
+    ``validate=False``: the command line always validates) and a section of
+    docs/reliability.md that exists."""
+    probs = jnp.asarray([0.5, 0.5 + 1e-4], jnp.float32)
+    err, _ = checkify.checkify(lambda p: checks.traced_check_distribution("play", p, 3))(probs)
+    with pytest.raises(checkify.JaxRuntimeError) as failure:
+        err.throw()
+    message = str(failure.value)
+    assert "play at round 3 is not a distribution" in message
+    for part in ("log-domain normaliser", "lower the scale", "validate=False", "always validates"):
+        assert part in message, part
+    section = re.search(r"docs/reliability.md, '([^']+)'", message)
+    assert section is not None, message
+    reliability = (Path(__file__).resolve().parents[1] / "docs" / "reliability.md").read_text()
+    assert section.group(1) in reliability
