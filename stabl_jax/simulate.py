@@ -238,9 +238,9 @@ def _round(
     if not full:
         state = learner.tell(carry.state, query, observed)
     if validate and bandit:
-        checks.traced_check_distribution(
-            "play distribution", query.play_probs, t, learner.num_mixed
-        )
+        # BanditLearner's num_mixed; a learner with the registry's methods alone mixes one row
+        mixed = getattr(learner, "num_mixed", 1)
+        checks.traced_check_distribution("play distribution", query.play_probs, t, mixed)
     out = {name: _trace(name, query, observed, info) for name in fields}
     return dataclasses.replace(carry, state=state, env_state=env_state), out
 

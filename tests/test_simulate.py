@@ -259,3 +259,42 @@ def test_a_bandit_round_has_no_loop_inside(learner, env):
     )
     for fields in (TRACE_FIELDS, ("played", "arms", "loss", "prob_best")):
         assert _loops_in_a_chunk(built, env, fields) == 1, fields
+
+
+@dataclasses.dataclass(frozen=True)
+class _RegistryMethodsOnly:
+    """A learner with the registry's methods and no base class (EXP3 underneath)."""
+
+    num_arms: int = 5
+    horizon: int = 64
+    num_queries = 1
+
+    @property
+    def _inner(self):
+        return make("exp3", num_arms=self.num_arms, horizon=self.horizon)
+
+    @property
+    def default_params(self):
+        return self._inner.default_params
+
+    def init(self, key, params=None):
+        return self._inner.init(key, params)
+
+    def ask(self, state, key):
+        return self._inner.ask(state, key)
+
+    def tell(self, state, query, observed):
+        return self._inner.tell(state, query, observed)
+
+    def step(self, state, loss, key):
+        return self._inner.step(state, loss, key)
+
+
+def test_a_learner_without_a_base_class_is_validated_as_one_row():
+    """``simulate(validate=True)`` checks its play distribution against one row's tolerance
+    (it has no ``num_mixed``) and gives the runs of the learner it wraps."""
+    env = ExpertAdvice(num_arms=5, horizon=64)
+    got = simulate(_RegistryMethodsOnly(), env, jax.random.key(0), 2, validate=True)
+    want = simulate(make("exp3", num_arms=5, horizon=64), env, jax.random.key(0), 2)
+    np.testing.assert_array_equal(got.played, want.played)
+    np.testing.assert_array_equal(got.prob_best, want.prob_best)
