@@ -129,7 +129,6 @@ def cases(draw: st.DrawFn) -> tuple[Any, Any, np.ndarray, np.ndarray, int]:
     return learner, params, losses, others, seed
 
 
-@pytest.mark.slow  # one compilation per example (CI runs it)
 def _large_step_on_two_arms() -> tuple:
     """SAOL at n = 2, T = 16, ``expert_lr_scale = 223``, every loss 1: a step moves an expert's
     row to ``max x = -32.8``, and the next play distribution sums to 1 + 12 eps (> 4 n eps)."""
@@ -139,6 +138,7 @@ def _large_step_on_two_arms() -> tuple:
     return saol, saol.default_params.replace(**scales), ones, zeros, 0
 
 
+@pytest.mark.slow  # one compilation per example (CI runs it)
 @SETTINGS
 @given(cases())
 @example(_large_step_on_two_arms())
