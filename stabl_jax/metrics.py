@@ -256,8 +256,11 @@ def adaptive_regret(
       simulation recorded (``loss``, ``expected_loss``); a result without either is an error.
 
     Raises:
-      ValueError: ``result`` recorded neither ``loss`` nor ``expected_loss``.
+      ValueError: ``result`` recorded neither ``loss`` nor ``expected_loss``, or it was
+        simulated on another environment than ``env`` (its losses would not be the ones the
+        runs faced).
     """
+    result.check_env(env, "adaptive_regret")
     recorded = {"sampled": result.loss, "expected": result.expected_loss}
     traces = {name: trace for name, trace in recorded.items() if trace is not None}
     if not traces:

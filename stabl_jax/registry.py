@@ -80,18 +80,41 @@ class Entry:
         ``observation="uniform"``); the caller's arguments override them. A callable value is
         computed from the other arguments: ``value(**kwargs)`` (a rate from ``num_arms`` and
         ``horizon``).
+      kind: what the registry holds, for messages (``"learner"``).
     """
 
     name: str
     cls: type
     description: str = ""
     defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    kind: str = "class"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", types.MappingProxyType(dict(self.defaults)))
 
     def __call__(self, **kwargs: Any) -> Any:
-        """``cls(**defaults, **kwargs)``, with callable defaults computed from ``kwargs``."""
+        """``cls(**defaults, **kwargs)``, with callable defaults computed from ``kwargs``.
+
+        Raises:
+          TypeError: an argument the class does not take, or one it needs that is missing;
+            the message names the entry and the class's arguments.
+          ValueError: a value the class rejects.
+        """
+        fields = {f.name: f for f in dataclasses.fields(self.cls) if f.init}
+        unknown = [k for k in kwargs if k not in fields]
+        needed = [
+            name
+            for name, f in fields.items()
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        absent = [k for k in needed if k not in kwargs and k not in self.defaults]
+        if unknown or absent:
+            what = f"{self.kind} {self.name!r} ({self.cls.__name__})"
+            if unknown:
+                problem = f"takes no argument {unknown[0]!r}{did_you_mean(unknown[0], fields)}"
+            else:
+                problem = f"needs {', '.join(absent)}"
+            raise TypeError(f"{what} {problem}; its arguments are {', '.join(self.hints)}")
         missing = {k: v for k, v in self.defaults.items() if k not in kwargs}
         fixed = {k: v(**kwargs) if callable(v) else v for k, v in missing.items()}
         return self.cls(**fixed, **kwargs)
@@ -152,7 +175,7 @@ class Registry(Mapping[str, Entry]):
         if name in self._entries and not replace:
             raise ValueError(f"{self.kind} {name!r} is already registered; pass replace=True")
         self.check(cls, name)
-        entry = Entry(name, cls, description, defaults or {})
+        entry = Entry(name, cls, description, defaults or {}, self.kind)
         self._entries[name] = entry
         return entry
 
@@ -196,10 +219,11 @@ class Registry(Mapping[str, Entry]):
             )
         obj = import_path(self.kind, name)
         self.check(obj, name)
-        return Entry(name, obj, (obj.__doc__ or "").strip().split("\n")[0])
+        return Entry(name, obj, (obj.__doc__ or "").strip().split("\n")[0], kind=self.kind)
 
     def make(self, name: str, **kwargs: Any) -> Any:
-        """Construct ``name`` (a registered name or an import path) from ``kwargs``."""
+        """Construct ``name`` (a registered name or an import path) from ``kwargs``
+        (:meth:`Entry.__call__`)."""
         return self.entry(name)(**kwargs)
 
 

@@ -93,6 +93,8 @@ class SimResult:
       offered: the trace names that read ``None`` when not recorded.
       kernel: the path that stepped the runs, ``"xla"`` or ``"pallas"`` (what
         ``simulate``'s ``kernel="auto"`` picked).
+      env: the environment ``simulate`` was given; the metrics that regenerate its losses
+        (:func:`stabl_jax.metrics.adaptive_regret`) refuse another one.
     """
 
     arrays: dict[str, np.ndarray]
@@ -101,6 +103,7 @@ class SimResult:
     run_seconds: float
     offered: tuple[str, ...] = QUERY_TRACES
     kernel: str = "xla"
+    env: Any = None
 
     def __getattr__(self, name: str) -> Any:
         fields = self.__dict__
@@ -121,6 +124,16 @@ class SimResult:
     def traces(self) -> dict[str, np.ndarray]:
         """The recorded traces by name."""
         return dict(self.arrays)
+
+    def check_env(self, env: Any, caller: str) -> None:
+        """Raise ``ValueError`` unless ``env`` equals the environment simulated (when known):
+        ``caller`` (a metric that regenerates its losses) would measure the runs against
+        another environment's losses."""
+        if self.env is not None and self.env != env:
+            raise ValueError(
+                f"result was simulated on {self.env!r}, not on env={env!r}: give {caller} the "
+                "environment of the simulation (result.env)"
+            )
 
 
 def run_keys(
@@ -566,13 +579,22 @@ def simulate(
     )
     arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
-    return SimResult(arrays, carry, compile_s, run_s, offered, kernel)
+    return SimResult(arrays, carry, compile_s, run_s, offered, kernel, env)
 
 
 def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
     """The horizon ``T`` to simulate, after checking that ``learner`` fits ``env``: equal
     ``num_arms`` (bandits) or ``dim`` and ``domain`` (convex), ``T <= env.horizon`` and
     ``T <= learner.horizon`` (``simulate``'s docstring says why)."""
+    mine, theirs = _query_kind(learner), _query_kind(env)
+    if mine and theirs and mine != theirs:
+        raise TypeError(
+            f"learner {type(learner).__name__} is {_KINDS[mine][0]} ({mine}="
+            f"{getattr(learner, mine)}) but env {type(env).__name__} is {_KINDS[theirs][1]} "
+            f"({theirs}={getattr(env, theirs)}): pair bandit learners (stabl_jax.make) with "
+            "bandit environments (stabl_jax.make_env, envs.hpo.HPOEnv) and BCO learners "
+            "(registry.BCO_LEARNERS) with convex environments (registry.CONVEX_ENVS)"
+        )
     for name in ("num_arms", "dim", "domain"):
         mine, theirs = getattr(learner, name, None), getattr(env, name, None)
         if mine is not None and theirs is not None and mine != theirs:
@@ -590,6 +612,20 @@ def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
             "are set from its horizon)"
         )
     return horizon
+
+
+#: The two kinds of learner and environment, by the size each is built with: what a learner
+#: and an environment of that kind are called in messages.
+_KINDS = {
+    "num_arms": ("a bandit learner", "a bandit environment"),
+    "dim": ("a BCO learner", "a convex environment"),
+}
+
+
+def _query_kind(x: Any) -> str | None:
+    """``"num_arms"`` for a bandit learner or environment (an algorithm-selection environment
+    has a ``dim`` too, its problem's), ``"dim"`` for a BCO one, ``None`` when it has neither."""
+    return next((name for name in _KINDS if hasattr(x, name)), None)
 
 
 def _round_bytes(learner: Any, env: Any, carry: Any, fields: tuple[str, ...]) -> int:
@@ -762,7 +798,17 @@ def regenerate_losses(env: Any, carry: RunCarry, t_start: int, t_stop: int) -> j
 
     Use it on blocks of rounds/runs: the full ``R x T x n`` array is what the simulation
     avoids building.
+
+    Raises:
+      ValueError: ``t_stop`` beyond ``env.horizon`` (rounds no simulation of ``env`` played:
+        the losses of another, longer environment's runs).
     """
+    env_horizon = getattr(env, "horizon", None)
+    if env_horizon is not None and t_stop > env_horizon:
+        raise ValueError(
+            f"cannot regenerate rounds up to {t_stop} of {type(env).__name__} with "
+            f"horizon={env_horizon}: give the environment the runs were simulated on"
+        )
     return _regenerate(env, carry.env_params, carry.env_key, t_start, t_stop - t_start)
 
 

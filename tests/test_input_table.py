@@ -27,16 +27,18 @@ import numpy as np
 import pytest
 from jax.experimental import checkify
 
-from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make
+from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make, metrics
+from stabl_jax.bco.simulate import bco_adaptive_regret
 from stabl_jax.checks import checked_step
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
+from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.io.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
 from stabl_jax.io.configs import ConfigError
 from stabl_jax.io.results import OutputError, ResultsFolder, read_traces
 from stabl_jax.kinds import bandit as experiment_module
 from stabl_jax.kinds import load_config
-from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS
+from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import params_axes, simulate
 from tests.conftest import mark_as_ours
 
@@ -205,6 +207,33 @@ def _():
     learner, env = Uniform(num_arms=3, horizon=8), ExpertAdvice(num_arms=3, horizon=8)
     with raises(TypeError, "validate must be True or False, got 'no' (str)"):
         simulate(learner, env, KEY, 1, validate="no")
+
+
+@row("L12")
+def _():
+    """A misspelled or missing constructor argument of a registry entry: Python's own
+    message named neither the entry nor the arguments it takes."""
+    with raises(
+        TypeError,
+        "learner 'stabl_naive' (StABL) takes no argument 'historylengths'",
+        "did you mean 'history_lengths'?",
+        "its arguments are num_arms, horizon",
+    ):
+        make("stabl_naive", num_arms=3, horizon=64, historylengths=(32, 64))
+    with raises(TypeError, "learner 'stabl' (StABL) needs horizon", "its arguments are"):
+        make("stabl", num_arms=3)
+    with raises(
+        TypeError,
+        "environment 'expert_advice' (ExpertAdvice) takes no argument "
+        "'segments' (did you mean 'num_segments'?)",
+    ):
+        ENVS.make("expert_advice", num_arms=3, horizon=64, segments=2)
+    with raises(TypeError, "BCO learner 'fkm' (FKM) needs horizon"):
+        BCO_LEARNERS.make("fkm", dim=2)
+    with raises(TypeError, "learner 'exp3' (EXP3) takes no argument 'lr'"):
+        LEARNERS["exp3"](num_arms=3, horizon=64, lr=0.1)  # an entry called directly
+    # An entry's defaults count as given, and the run's validate switch is still taken.
+    assert make("stabl_naive", num_arms=3, horizon=64, validate=True).observation == "uniform"
 
 
 # --------------------------------------------------------------------------------------------
@@ -460,7 +489,7 @@ def _():
 def _():
     with raises(ValueError, "num_segments must be >= 1, got 0"):
         ExpertAdvice(num_arms=3, horizon=64, num_segments=0)
-    with raises(ValueError, "num_segments=65 exceeds horizon=64"):
+    with raises(ValueError, "num_segments=65 exceeds horizon=64", "num_segments <= 64"):
         ExpertAdvice(num_arms=3, horizon=64, num_segments=65, random_change_points=True)
 
 
@@ -553,6 +582,21 @@ def _():
         simulate(learner, env, KEY, 2, chunk_size=8, validate=True)
 
 
+class _Constant(ExpertAdvice):
+    """A user's subclass overriding ``loss`` alone: every arm loses 0.25 every round."""
+
+    def loss(self, params, t, key):
+        return jnp.full((self.num_arms,), 0.25)
+
+
+@row("E11b")
+def _():
+    """The inherited ``loss_at`` draws ExpertAdvice's losses, not the override's: recording
+    only the queried arms' losses (the path that calls ``loss_at``) still shows the override's."""
+    result = simulate(LEARNER, _Constant(num_arms=N, horizon=T), KEY, 2, traces=("loss",))
+    np.testing.assert_array_equal(result.loss, np.full((2, T), 0.25, np.float32))
+
+
 # --------------------------------------------------------------------------------------------
 # simulate
 # --------------------------------------------------------------------------------------------
@@ -579,6 +623,18 @@ def _():
         simulate(LEARNER, ENV, KEY, 1, horizon=2 * T)
 
 
+@row("M2b")
+def _():
+    """A learner built for fewer rounds than simulated; a longer one plays the first T."""
+    with raises(
+        ValueError,
+        "learner.horizon=8 is shorter than the 16 rounds simulated",
+        "build the learner with horizon >= 16",
+    ):
+        simulate(EXP3(num_arms=N, horizon=T // 2), ENV, KEY, 1)
+    assert simulate(EXP3(num_arms=N, horizon=2 * T), ENV, KEY, 1).played.shape == (1, T)
+
+
 @row("M3")
 def _():
     for bad in (0, -5):
@@ -602,6 +658,38 @@ def _():
 def _():
     with raises(ValueError, "learner.num_arms=4 does not match env.num_arms=3"):
         simulate(EXP3(num_arms=N + 1, horizon=T), ENV, KEY, 1)
+
+
+@row("M5b")
+def _():
+    """A bandit learner on a convex environment, or a BCO learner on a bandit one (an
+    algorithm-selection environment included, whose problem has a ``dim`` too): the rollout
+    used to fail inside tracing (``AttributeError: 'BCOQuery' object has no attribute
+    'play_probs'``)."""
+    convex = MovingTarget(dim=2, horizon=T)
+    fkm = BCO_LEARNERS.make("fkm", dim=2, horizon=T)
+    selection = HPOEnv(BBOBFunction(function_id=1, dim=2, normalize=True))
+    pair = "pair bandit learners (stabl_jax.make) with bandit environments"
+    with raises(
+        TypeError,
+        "learner EXP3 is a bandit learner (num_arms=3) but env MovingTarget "
+        "is a convex environment (dim=2)",
+        pair,
+    ):
+        simulate(LEARNER, convex, KEY, 1)
+    with raises(
+        TypeError,
+        "learner FKM is a BCO learner (dim=2) but env ExpertAdvice is a "
+        "bandit environment (num_arms=3)",
+        pair,
+    ):
+        simulate(fkm, ENV, KEY, 1)
+    with raises(
+        TypeError,
+        "learner FKM is a BCO learner (dim=2) but env HPOEnv is a bandit environment",
+        pair,
+    ):
+        simulate(fkm, selection, KEY, 1)
 
 
 @row("M6")
@@ -652,6 +740,36 @@ def _():
             simulate(LEARNER, ENV, KEY, 2, progress=bad)
     with raises(TypeError, "checkpoint must be a stabl_jax.io.checkpoints.ChunkCheckpoint"):
         simulate(LEARNER, ENV, KEY, 2, checkpoint="run.npz")
+
+
+@row("M11")
+def _():
+    """SA(L) against another environment's losses: a wrong number, returned without a word."""
+    result = simulate(LEARNER, ENV, KEY, 2, traces=("loss",))
+    assert result.env is ENV
+    windows = [4]
+    same = ExpertAdvice(num_arms=N, horizon=T)  # equal to ENV: the same losses
+    np.testing.assert_array_equal(
+        metrics.adaptive_regret(result, same, windows)["sampled"],
+        metrics.adaptive_regret(result, ENV, windows)["sampled"],
+    )
+    for other in (
+        ExpertAdvice(num_arms=N + 1, horizon=T),
+        ExpertAdvice(num_arms=N, horizon=T, change_points=(5,)),
+    ):
+        with raises(
+            ValueError,
+            "result was simulated on ExpertAdvice(num_arms=3",
+            "give adaptive_regret the environment of the simulation (result.env)",
+        ):
+            metrics.adaptive_regret(result, other, windows)
+    shorter = ExpertAdvice(num_arms=N, horizon=T // 2)
+    with raises(ValueError, "cannot regenerate rounds up to 16 of ExpertAdvice with horizon=8"):
+        metrics.paired_adaptive_regret(shorter, result.carry, {"l": result.loss}, windows)
+    convex = MovingTarget(dim=2, horizon=T)
+    bco_result = simulate(BCO_LEARNERS.make("fkm", dim=2, horizon=T), convex, KEY, 1)
+    with raises(ValueError, "result was simulated on MovingTarget(dim=2", "bco_adaptive_regret"):
+        bco_adaptive_regret(bco_result, MovingTarget(dim=2, horizon=T, target_radius=0.25), windows)
 
 
 # --------------------------------------------------------------------------------------------
@@ -943,7 +1061,7 @@ def _(tmp_path):
 def table_ids() -> list[str]:
     """The ids in the first column of the bad-input table of ``docs/reliability.md``."""
     text = TABLE.read_text(encoding="utf-8")
-    return re.findall(r"^\| `([A-Z]\d+)` \|", text, flags=re.MULTILINE)
+    return re.findall(r"^\| `([A-Z]\d+[a-z]?)` \|", text, flags=re.MULTILINE)
 
 
 def test_table_and_rows_match():
@@ -952,8 +1070,11 @@ def test_table_and_rows_match():
     assert set(ids) == set(ROWS), {"no test": set(ids) - set(ROWS), "no row": set(ROWS) - set(ids)}
 
 
-def _row_order(row_id: str) -> tuple[str, int]:
-    return row_id[0], int(row_id[1:])
+def _row_order(row_id: str) -> tuple[str, int, str]:
+    """``M2 < M2b < M3``: the letter, the number, then the suffix."""
+    number = re.fullmatch(r"[A-Z](\d+)([a-z]?)", row_id)
+    assert number, f"row id {row_id!r} is not a letter, a number and an optional letter"
+    return row_id[0], int(number[1]), number[2]
 
 
 ROW_IDS: list[str] = sorted(ROWS, key=_row_order)

@@ -169,7 +169,11 @@ def bco_adaptive_regret(
       played losses in float64 prefix sums; ``comparator_gap`` is the largest Frank-Wolfe
       certificate over the windows of that length (the exact ``SA`` on the grid lies in
       ``[sa, sa + comparator_gap]``).
+
+    Raises:
+      ValueError: ``result`` was simulated on another environment than ``env``.
     """
+    result.check_env(env, "bco_adaptive_regret")
     paired = paired_bco_adaptive_regret(
         env,
         result.carry,

@@ -213,7 +213,10 @@ def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
     """Change points of ``num_segments`` equal segments (``T = 4096, S = 4``: 1024, 2048, 3072)."""
     checks.check_int("num_segments", num_segments, minimum=1)
     if num_segments > horizon:
-        raise ValueError(f"num_segments={num_segments} exceeds horizon={horizon}")
+        raise ValueError(
+            f"num_segments={num_segments} exceeds horizon={horizon}: every segment needs a "
+            f"round; pass num_segments <= {horizon}, or a longer horizon"
+        )
     return tuple(round(j * horizon / num_segments) for j in range(1, num_segments))
 
 
