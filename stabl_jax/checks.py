@@ -40,6 +40,22 @@ def check_int(name: str, value: object, minimum: int = 1) -> int:
     return int(value)
 
 
+#: The longest horizon: rounds are counted in int32 (``state.t``, ``fold_in(key, t)``, the
+#: restart rules' history lengths).
+MAX_HORIZON = 2**31 - 1
+
+
+def check_horizon(value: object, minimum: int = 1) -> int:
+    """``value`` as a horizon: :func:`check_int`, and at most :data:`MAX_HORIZON`."""
+    horizon = check_int("horizon", value, minimum)
+    if horizon > MAX_HORIZON:
+        raise ValueError(
+            f"horizon must be <= 2**31 - 1 = {MAX_HORIZON} (rounds are counted in int32), "
+            f"got {horizon}"
+        )
+    return horizon
+
+
 def check_bool(name: str, value: object) -> bool:
     """``value`` when it is ``True`` or ``False`` (a NumPy bool too), else ``TypeError``
     naming it: a string such as ``"false"`` or a number would otherwise count as true."""

@@ -602,7 +602,7 @@ def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
     env_horizon = getattr(env, "horizon", None)
     if horizon is None:
         horizon = learner.horizon if env_horizon is None else env_horizon
-    horizon = checks.check_int("horizon", horizon)
+    horizon = checks.check_horizon(horizon)
     if env_horizon is not None and horizon > env_horizon:
         raise ValueError(f"horizon must be <= env.horizon={env_horizon}, got {horizon}")
     if horizon > learner.horizon:

@@ -107,7 +107,7 @@ def simulate_summaries(
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     batch = checks.check_int("runs_per_batch", runs_per_batch, minimum=1)
-    horizon = env.horizon if horizon is None else checks.check_int("horizon", horizon)
+    horizon = env.horizon if horizon is None else checks.check_horizon(horizon)
     windows = metrics.check_windows(window_lengths, horizon)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)

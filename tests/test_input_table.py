@@ -124,6 +124,16 @@ def _():
     for bad in (0, -1):
         with raises(ValueError, "horizon must be >= 1", str(bad)):
             EXP3(num_arms=3, horizon=bad)
+    # Rounds are int32: a longer horizon failed with an OverflowError only once simulated.
+    too_long = "horizon must be <= 2**31 - 1 = 2147483647 (rounds are counted in int32)"
+    for build in (
+        lambda h: EXP3(num_arms=3, horizon=h),
+        lambda h: make("stabl", num_arms=3, horizon=h),
+        lambda h: BCO_LEARNERS.make("fkm", dim=2, horizon=h),
+    ):
+        with raises(ValueError, too_long, "got 2147483648"):
+            build(2**31)
+    assert StABL(num_arms=3, horizon=2**31 - 1).history_lengths[-1] == 2**30
 
 
 @row("L4")
@@ -459,6 +469,12 @@ def _():
     for bad in (1, 0, -5):
         with raises(ValueError, "horizon must be >= 2", str(bad)):
             ExpertAdvice(num_arms=3, horizon=bad)
+    for build in (
+        lambda h: ExpertAdvice(num_arms=3, horizon=h),
+        lambda h: MovingTarget(dim=2, horizon=h),
+    ):
+        with raises(ValueError, "horizon must be <= 2**31 - 1", "got 4294967296"):
+            build(2**32)
 
 
 @row("E3")

@@ -150,7 +150,7 @@ class BCOLearner(Learner[BCOQuery]):
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_int("dim", self.dim, minimum=1)
-        checks.check_int("horizon", self.horizon, minimum=2)
+        checks.check_horizon(self.horizon, minimum=2)
         checks.check_choice("dtype", self.dtype, ("float32", "float64"))
         if self.domain is None:
             object.__setattr__(self, "domain", Ball(dim=self.dim, radius=1.0))

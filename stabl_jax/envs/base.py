@@ -242,7 +242,7 @@ def geometric_segment_lengths(horizon: int, min_length: int) -> tuple[int, ...]:
       >>> geometric_segment_lengths(100, 10)
       (10, 10, 20, 60)
     """
-    checks.check_int("horizon", horizon, minimum=2)
+    checks.check_horizon(horizon, minimum=2)
     checks.check_int("geometric_min_length", min_length, minimum=1)
     if 2 * min_length > horizon:
         raise ValueError(
@@ -382,7 +382,7 @@ class PiecewiseEnv(BanditEnv):
 
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
-        checks.check_int("horizon", self.horizon, minimum=2)
+        checks.check_horizon(self.horizon, minimum=2)
         points = resolve_change_points(
             self.horizon,
             self.change_points,

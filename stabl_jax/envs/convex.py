@@ -119,7 +119,7 @@ class ConvexEnv(Environment):
 
     def __post_init__(self) -> None:
         checks.check_int("dim", self.dim, minimum=1)
-        checks.check_int("horizon", self.horizon, minimum=2)
+        checks.check_horizon(self.horizon, minimum=2)
         if self.domain is None:
             object.__setattr__(self, "domain", Ball(dim=self.dim, radius=1.0))
         if not isinstance(self.domain, Domain) or self.domain.dim != self.dim:

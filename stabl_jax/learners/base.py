@@ -269,7 +269,7 @@ class BanditLearner(Learner[BanditQuery]):
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_int("num_arms", self.num_arms, minimum=2)
-        checks.check_int("horizon", self.horizon, minimum=1)
+        checks.check_horizon(self.horizon, minimum=1)
         checks.check_choice("dtype", self.dtype, ("float32", "float64"))
 
     @property

@@ -36,7 +36,7 @@ class EXP3Params:
 def auer_gamma(num_arms: int, horizon: int) -> float:
     """Exploration rate of Exp3 (Auer et al., 2002, Cor. 3.2): ``min(1, sqrt(n ln n/((e-1)T)))``."""
     num_arms = checks.check_int("num_arms", num_arms, minimum=2)
-    horizon = checks.check_int("horizon", horizon, minimum=1)
+    horizon = checks.check_horizon(horizon, minimum=1)
     return min(1.0, math.sqrt(num_arms * math.log(num_arms) / ((math.e - 1.0) * horizon)))
 
 
