@@ -379,6 +379,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         values = getattr(config, name)
         if any(v < least for v in np.atleast_1d(values)):
             raise ConfigError(f"--{name} must be >= {least}, got {values}")
+    if args.out:
+        benchmark.check_out(args.out)  # before minutes of timing, not after
     result = benchmark.run_benchmark(config, log=lambda line: print(line, flush=True))
     result["command"] = ["stabl-jax", *args.argv]
     print()

@@ -29,6 +29,7 @@ from jax.experimental import checkify
 
 from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make, metrics
 from stabl_jax.bco.simulate import bco_adaptive_regret
+from stabl_jax.bench import benchmark
 from stabl_jax.checks import checked_step
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
@@ -1028,6 +1029,33 @@ def _(tmp_path, capsys, monkeypatch):
         assert code == 2 and "does not fit" in err and "--allow-large" in err, err
         assert "iB of memory" in err or "iB of disk" in err
         assert not list(tmp_path.glob("o*"))
+
+
+@row("X9")
+def _(tmp_path, capsys, monkeypatch):
+    """``stabl-jax bench --out`` a folder of the user's: its benchmark.json or benchmark.md
+    used to be overwritten after the timing. Refused at once now, the file untouched; a
+    previous benchmark's files may be replaced."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the benchmark ran although the command should have failed")
+
+    monkeypatch.setattr(benchmark, "run_benchmark", boom)
+    for name in ("benchmark.json", "benchmark.md"):
+        folder = tmp_path / name.replace(".", "_")
+        folder.mkdir()
+        (folder / name).write_text("my own notes\n")
+        code, err = run_cli(["bench", "--quick", "--out", str(folder)], capsys)
+        assert code == 2 and f"{folder / name} is there and is not a previous benchmark's" in err
+        assert "left as it is: give --out another folder" in err
+        assert (folder / name).read_text() == "my own notes\n"
+    code, err = run_cli(["bench", "--quick", "--out", str(folder / name)], capsys)
+    assert code == 2 and "is a file: give a folder" in err
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    (previous / "benchmark.json").write_text(json.dumps(dict.fromkeys(benchmark.RESULT_KEYS, 0)))
+    (previous / "benchmark.md").write_text("Machine: ...\n")
+    assert benchmark.check_out(previous) == (previous / "benchmark.json", previous / "benchmark.md")
 
 
 @row("X6")

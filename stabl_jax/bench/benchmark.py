@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import os
 import platform
@@ -44,7 +45,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import jax
 import numpy as np
@@ -52,6 +53,8 @@ import numpy as np
 from stabl_jax import provenance
 from stabl_jax.bench import numpy_baselines
 from stabl_jax.envs import ExpertAdvice
+from stabl_jax.io.checkpoints import atomic_write
+from stabl_jax.io.results import OutputError
 from stabl_jax.registry import make
 from stabl_jax.simulate import simulate
 
@@ -472,11 +475,56 @@ def _load(x: Sequence[float] | None) -> str:
     return "—" if not x else f"{x[0]:.1f}"
 
 
-def write(result: dict[str, Any], out: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``benchmark.json`` and ``benchmark.md`` into the folder ``out``."""
+#: The keys every ``benchmark.json`` of :func:`run_benchmark` has: how :func:`check_out`
+#: tells a previous benchmark's files (replaced) from a user's (never touched).
+RESULT_KEYS: frozenset[str] = frozenset({"machine", "code", "config", "rows"})
+
+
+def _is_benchmark(path: Path) -> bool:
+    """Whether ``path`` is a ``benchmark.json`` that :func:`write` wrote."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and RESULT_KEYS <= data.keys()
+
+
+def check_out(out: str | os.PathLike) -> tuple[Path, Path]:
+    """The paths of ``benchmark.json`` and ``benchmark.md`` in the folder ``out``, where
+    :func:`write` may write them: each is absent, or a previous benchmark's (a
+    ``benchmark.json`` of :func:`write` is there). Called before the benchmark runs.
+
+    Raises:
+      OutputError: ``out`` is not a folder, or one of the two files is there and is not a
+        previous benchmark's (a file of the user's, left as it is).
+    """
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"--out {folder} is a file: give a folder for the benchmark's files")
     json_path, md_path = folder / "benchmark.json", folder / "benchmark.md"
-    json_path.write_text(json.dumps(result, indent=2) + "\n")
-    md_path.write_text(to_markdown(result))
+    previous = _is_benchmark(json_path)
+    for path in (json_path, md_path):
+        if path.exists() and not previous:
+            raise OutputError(
+                f"{path} is there and is not a previous benchmark's (no benchmark.json of "
+                "stabl-jax bench beside it), so it is left as it is: give --out another "
+                "folder, or move the file"
+            )
+    return json_path, md_path
+
+
+def _write_bytes(data: bytes, file: IO[bytes]) -> None:
+    file.write(data)
+
+
+def write(result: dict[str, Any], out: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``benchmark.json`` and ``benchmark.md`` into the folder ``out`` (created), each
+    atomically, replacing a previous benchmark's only (:func:`check_out`)."""
+    json_path, md_path = check_out(out)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    for path, text in (
+        (md_path, to_markdown(result)),
+        (json_path, json.dumps(result, indent=2) + "\n"),
+    ):
+        atomic_write(path, functools.partial(_write_bytes, text.encode("utf-8")))
     return json_path, md_path
