@@ -33,8 +33,9 @@ It writes ``<out>/study.json`` (every fit), ``<out>/study.md`` (the empirical Ta
 adversary and n, and the exponent tables) and, with ``--figures``, the plots
 ``<prefix>_<adversary>_sa_vs_L.png`` and ``<prefix>_<adversary>_sa_vs_n.png``. ``--bundle``
 packs the per-run SA(L) of every folder into two small files (``PREFIX_sa.npz``,
-``PREFIX_summaries.json``) that ``--from-bundle`` turns back into folders elsewhere: the full
-``traces.npz`` are hundreds of MB per point.
+``PREFIX_summaries.json``) that ``--from-bundle`` turns back into folders elsewhere (never
+over existing ones, whose full traces it would replace): the full ``traces.npz`` are
+hundreds of MB per point.
 """
 
 from __future__ import annotations
@@ -546,10 +547,21 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
 
 def read_bundle(prefix: Path, out: Path) -> list[Path]:
     """Rebuild slim results folders (``summary.json``, a ``traces.npz`` with the SA(L) arrays
-    only, ``COMPLETE``) under ``out`` from a :func:`write_bundle` pair."""
+    only, ``COMPLETE``) under ``out`` from a :func:`write_bundle` pair.
+
+    Raises:
+      ValueError: a folder to rebuild exists already (its files, a full run's traces perhaps,
+        would be replaced); nothing is written.
+    """
     from stabl_jax.io.results import COMPLETE, SUMMARY, TRACES
 
     summaries = json.loads((prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8"))
+    taken = [out / name for name in summaries if (out / name).exists()]
+    if taken:
+        raise ValueError(
+            f"--from-bundle would replace the files of {len(taken)} existing folder(s) under "
+            f"{out} (first: {taken[0]}) with the bundle's slim ones: give --out a new folder"
+        )
     written = []
     with np.load(prefix.parent / f"{prefix.name}_sa.npz", allow_pickle=False) as data:
         for name, summary in summaries.items():
@@ -1047,7 +1059,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     start = time.perf_counter()
     if args.from_bundle:
-        read_bundle(Path(args.from_bundle), out)
+        try:
+            read_bundle(Path(args.from_bundle), out)
+        except ValueError as exc:
+            parser.error(str(exc))
     if not args.analyse_only:
         if args.jobs > 1:
             # This process only estimates shapes while the points run in processes of their

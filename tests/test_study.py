@@ -199,6 +199,14 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert study.main(moved) == 0
     again = json.loads((rebuilt / "study.json").read_text())
     assert again["analysis"] == saved["analysis"]
+    # Rebuilt over the full folders, it would replace their traces with the slim ones: refused.
+    traces = {p: p.read_bytes() for p in out.glob("*/traces.npz")}
+    assert traces
+    with pytest.raises(SystemExit) as refused:
+        study.main([*args, "--analyse-only", "--from-bundle", str(bundle)])
+    assert refused.value.code == 2
+    assert "would replace the files of 2 existing folder(s)" in capsys.readouterr().err
+    assert traces == {p: p.read_bytes() for p in out.glob("*/traces.npz")}
     # --force runs the complete points again (same seed: the same numbers)
     capsys.readouterr()
     assert study.main([*args, "--force"]) == 0
