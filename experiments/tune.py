@@ -119,6 +119,10 @@ def tune_learner(
     }
 
 
+#: The line every config this script writes holds: a file without it is not replaced.
+TUNED_MARK = "# Step-size scales chosen by experiments/tune.py"
+
+
 def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]], feedback: str) -> str:
     text = source.read_text()
     text = re.sub(r'(?m)^feedback = ".*"$', f'feedback = "{feedback}"', text, count=1)
@@ -129,8 +133,7 @@ def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]], fee
     lines = [
         text.rstrip(),
         "",
-        "# Step-size scales chosen by experiments/tune.py on seed "
-        f"seed + {TUNING_SEED_OFFSET} (disjoint from the reported runs).",
+        f"{TUNED_MARK} on seed seed + {TUNING_SEED_OFFSET} (disjoint from the reported runs).",
     ]
     for learner, values in chosen.items():
         lines.append(f"[params.{learner}]")
@@ -162,15 +165,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     source = Path(resolve_config(args.config))
     config = load_config(source, overrides=args.set)
+    base = config.name + ("_reward" if config.feedback == "reward" else "")
+    target = Path(args.configs_dir) / f"{base}_tuned.toml"
+    if target.exists() and TUNED_MARK not in target.read_text(errors="replace"):
+        parser.error(
+            f"{target} was not written by experiments/tune.py, so it is left as it is: give "
+            "--configs-dir another folder, or move the file"
+        )
     report, chosen = {}, {}
     for name in config.learners:
         out = tune_learner(config, name, args.runs_per_point, args.coarse, grids)
         if out is not None:
             report[name] = out
             chosen[name] = out["best"]
-    base = config.name + ("_reward" if config.feedback == "reward" else "")
     Path(args.configs_dir).mkdir(parents=True, exist_ok=True)
-    target = Path(args.configs_dir) / f"{base}_tuned.toml"
     target.write_text(tuned_toml(source, base, chosen, config.feedback))
     out_dir = Path(args.out or f"results/tune-{base}")
     out_dir.mkdir(parents=True, exist_ok=True)

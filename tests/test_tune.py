@@ -56,3 +56,29 @@ def test_a_tiny_sweep_writes_its_scores_command_and_code(tmp_path):
     assert entry["points"] == [[1.0, 0.0], [4.0, 0.0]] and len(entry["mean_reward"]) == 2
     tuned = (tmp_path / "configs" / "expert_advice_equal_tuned.toml").read_text()
     assert f"lr_scale = {entry['best']['lr_scale']}" in tuned
+
+
+def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, monkeypatch):
+    """A hand-written ``<name>_tuned.toml`` in --configs-dir used to be overwritten after the
+    sweep; it is refused before any tuning, the file untouched. A tuned config of the script's
+    own (it holds TUNED_MARK) is replaced as before."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the sweep ran although the command should have failed")
+
+    mine = tmp_path / "expert_advice_equal_tuned.toml"
+    mine.write_text("# my own config\n")
+    monkeypatch.setitem(TUNE["main"].__globals__, "tune_learner", boom)
+    with pytest.raises(SystemExit) as refused:
+        TUNE["main"](["expert_advice_equal", "--configs-dir", str(tmp_path)])
+    assert refused.value.code == 2
+    assert "was not written by experiments/tune.py, so it is left as it is" in (
+        capsys.readouterr().err
+    )
+    assert mine.read_text() == "# my own config\n"
+    tuned = tmp_path / "ours"
+    tuned.mkdir()
+    written = TUNE["tuned_toml"](TUNE["resolve_config"]("expert_advice_equal"), "x", {}, "loss")
+    (tuned / "expert_advice_equal_tuned.toml").write_text(written)
+    with pytest.raises(AssertionError, match="the sweep ran"):  # past the check, into tuning
+        TUNE["main"](["expert_advice_equal", "--configs-dir", str(tuned)])
