@@ -586,12 +586,12 @@ def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
     """The horizon ``T`` to simulate, after checking that ``learner`` fits ``env``: equal
     ``num_arms`` (bandits) or ``dim`` and ``domain`` (convex), ``T <= env.horizon`` and
     ``T <= learner.horizon`` (``simulate``'s docstring says why)."""
-    mine, theirs = _query_kind(learner), _query_kind(env)
-    if mine and theirs and mine != theirs:
+    plays, takes = _query_kind(learner), _query_kind(env)
+    if plays and takes and plays != takes:
         raise TypeError(
-            f"learner {type(learner).__name__} is {_KINDS[mine][0]} ({mine}="
-            f"{getattr(learner, mine)}) but env {type(env).__name__} is {_KINDS[theirs][1]} "
-            f"({theirs}={getattr(env, theirs)}): pair bandit learners (stabl_jax.make) with "
+            f"learner {type(learner).__name__} is {_KINDS[plays][0]} ({plays}="
+            f"{getattr(learner, plays)}) but env {type(env).__name__} is {_KINDS[takes][1]} "
+            f"({takes}={getattr(env, takes)}): pair bandit learners (stabl_jax.make) with "
             "bandit environments (stabl_jax.make_env, envs.hpo.HPOEnv) and BCO learners "
             "(registry.BCO_LEARNERS) with convex environments (registry.CONVEX_ENVS)"
         )
