@@ -96,6 +96,10 @@ def simulate_summaries(
     Returns:
       :class:`RunSummaries` of the ``R`` runs, the runs of ``simulate(..., key, R)``.
 
+    Raises:
+      TypeError: ``env`` is not an oblivious piecewise bandit environment (a convex or an
+        algorithm-selection one, say), whose traces and segments the summaries need.
+
     Example:
       >>> import jax
       >>> from stabl_jax import ExpertAdvice, StABL
@@ -105,6 +109,13 @@ def simulate_summaries(
       >>> s.sa_sampled.shape, s.segment_loss.shape
       ((6, 2), (6, 4))
     """
+    if not all(hasattr(env, name) for name in ("loss", "num_arms", "num_segments")):
+        raise TypeError(
+            "simulate_summaries scores oblivious piecewise bandit environments (loss, "
+            f"num_arms, num_segments: ExpertAdvice, PiecewiseBernoulli), got {type(env).__name__}"
+            ": simulate others with simulate and score them with their own metrics "
+            "(bco.simulate.bco_adaptive_regret, hpo_metrics)"
+        )
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     batch = checks.check_int("runs_per_batch", runs_per_batch, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_horizon(horizon)

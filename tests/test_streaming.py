@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import ExpertAdvice, StABL, metrics, simulate
+from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS
 from stabl_jax.streaming import simulate_summaries
 
 N, T = 6, 128
@@ -123,3 +124,16 @@ def test_runs_per_point_pairs_the_points_of_a_sweep(env):
     assert not np.array_equal(unpaired.played[3:], paired.played[3:])
     with pytest.raises(ValueError, match="num_runs=5 is not a multiple of runs_per_point=3"):
         simulate(learner, env, key, 5, runs_per_point=3)
+
+
+def test_an_environment_it_cannot_summarise_is_named():
+    """A convex or algorithm-selection environment used to fail on a trace it does not offer
+    (``traces must be one of (...), got 'expected_loss'``)."""
+    env = CONVEX_ENVS.make("moving_target", dim=2, horizon=32)
+    learner = BCO_LEARNERS.make("fkm", dim=2, horizon=32)
+    with pytest.raises(
+        TypeError,
+        match=r"scores oblivious piecewise bandit environments .* "
+        r"got MovingTarget: simulate others with simulate",
+    ):
+        simulate_summaries(learner, env, jax.random.key(0), 2, (8,))
