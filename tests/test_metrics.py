@@ -78,13 +78,19 @@ def test_moving_average_matches_naive():
 
 
 def test_small_inputs_and_bad_windows_of_the_helpers():
-    """``moving_average`` refuses a window below 1; one run has a mean and no interval (NaN);
-    cumulative regret needs an environment with a best arm."""
+    """``moving_average`` refuses a window below 1 or not an int; one run has a mean and no
+    interval (NaN), no run is refused; cumulative regret needs an environment with a best
+    arm."""
     with pytest.raises(ValueError, match="window must be >= 1, got 0"):
         metrics.moving_average(np.ones((2, 5)), 0)
     mean, half = metrics.mean_ci(np.array([[0.25, 0.5]]))
     np.testing.assert_array_equal(mean, [0.25, 0.5])
     assert np.isnan(half).all() and half.shape == (2,)
+    # A fractional window used to fail as an IndexError; no runs gave NaN with a warning.
+    with pytest.raises(TypeError, match=r"window must be an int, got 3.5 \(float\)"):
+        metrics.moving_average(np.ones((2, 5)), 3.5)
+    with pytest.raises(ValueError, match=r"needs at least one value along axis 0, got shape"):
+        metrics.mean_ci(np.zeros((0, 3)))
 
     class NoBestArm:
         pass
