@@ -37,7 +37,7 @@ import dataclasses
 import functools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, cast
@@ -443,8 +443,10 @@ def simulate(
       validate: check every bandit round inside the compiled program: the losses the
         environment draws (finite, in [0, 1]) and the learner's play distribution; a failure
         raises ``checkify.JaxRuntimeError`` naming the round and the value. Results are
-        unchanged. Convex rounds are not checked (a check there changes XLA's fusion of
-        StABL-BCO's update, hence its last bits). The command line always validates.
+        unchanged. Convex rounds are checked on the host after the run instead (a check
+        inside the program changes XLA's fusion of StABL-BCO's update, hence its last bits):
+        a NaN or inf recorded loss or point raises ``ValueError`` naming the run and round.
+        The command line always validates.
         **Off by default, because it is not free**: ``stabl-jax bench`` measured the validated
         rate at 0.60x the plain one for EXP3 and 0.71-0.97x for StABL, SAOL and the authors'
         StABL (n = 30, R = 64 and 1,024, 2-core CPU, 2026-11-26). A library call with losses
@@ -578,8 +580,30 @@ def simulate(
         names=fields,
     )
     arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
+    if validate and _query_kind(learner) == "dim":
+        _check_convex_traces(arrays, first_run)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
     return SimResult(arrays, carry, compile_s, run_s, offered, kernel, env)
+
+
+def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> None:
+    """``validate`` for convex rounds, on the host after the run (a check inside the program
+    would change StABL-BCO's bits, :func:`_round`): the recorded losses and points finite
+    (``best_loss`` is NaN by design where the environment has no minimiser).
+
+    Raises:
+      ValueError: naming the trace, the first run and round with a value that is not finite.
+    """
+    for name in ("loss", "observed", "played", "points"):
+        values = np.asarray(arrays.get(name, 0.0))
+        if np.isfinite(values).all():
+            continue
+        run, t = (int(i) for i in np.argwhere(~np.isfinite(values))[0][:2])
+        raise ValueError(
+            f"{name} of run {first_run + run} at round {t} is {values[run, t]}, not finite: the "
+            "convex environment's loss (or the learner fed it) produced NaN or inf; convex "
+            "runs are checked after they finish (docs/reliability.md, row E11)"
+        )
 
 
 def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:

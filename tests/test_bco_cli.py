@@ -12,13 +12,17 @@ load naming the key, the file and what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from stabl_jax import cli
+from stabl_jax.envs.convex import CustomConvex
 from stabl_jax.io.configs import ConfigError
 from stabl_jax.io.results import COMPLETE, read_summary, read_traces
 from stabl_jax.kinds import load_config
@@ -193,3 +197,43 @@ def test_list_shows_bco_learners_envs_and_configs(capsys):
     names = {line.split()[0] for line in lines if line.startswith("  ")}
     assert set(BCO_LEARNERS) <= names and {"moving_target", "abs_linear", "huber"} <= names
     assert set(BCO_CONFIGS) <= names
+
+
+def _l1(theta, x):
+    return jnp.sum(jnp.abs(x - theta))
+
+
+def _nan(theta, x):
+    return jnp.nan * _l1(theta, x)
+
+
+@dataclasses.dataclass(frozen=True)
+class L1Target(CustomConvex):
+    """A user's convex family, named in a config by its import path: a function among its
+    fields."""
+
+    loss: Any = _l1
+    lipschitz_bound: float = 2**0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokenTarget(CustomConvex):
+    """A user's convex family whose loss is NaN."""
+
+    loss: Any = _nan
+
+
+def test_a_users_environment_with_a_function_runs_and_a_broken_one_stops(tmp_path, capsys):
+    """The function is recorded by its import path (``summary.json`` used to fail on it,
+    after the whole run: ``Object of type function is not JSON serializable``); a NaN loss
+    stops the run, naming the run and round, instead of a summary of NaNs with exit 0."""
+    one = ["--set", 'learners=["fkm"]']
+    out = tmp_path / "l1"
+    user = ["--set", f'env.name="{__name__}:L1Target"']
+    assert cli.main(["run", *tiny_args("bco_d2"), *one, *user, "--out", str(out)]) == 0
+    assert read_summary(out)["env"]["loss"] == f"{__name__}:_l1"
+    capsys.readouterr()
+    broken = ["--set", f'env.name="{__name__}:BrokenTarget"', "--out", str(tmp_path / "nan")]
+    assert cli.main(["run", *tiny_args("bco_d2"), *one, *broken]) == 1
+    assert "loss of run 0 at round 0 is nan, not finite" in capsys.readouterr().err
+    assert not (tmp_path / "nan").exists()

@@ -597,6 +597,24 @@ def _():
     assert plain.loss.shape == (2, T)
     with raises(checkify.JaxRuntimeError, "loss at round 9", "1.5", "index 2", "[0, 1]"):
         simulate(learner, env, KEY, 2, chunk_size=8, validate=True)
+    # A convex environment's NaN loss: checked after the run (a check inside the program
+    # would change StABL-BCO's bits); it used to finish, its summary all NaN, with exit 0.
+    convex = CustomConvex(dim=2, horizon=T, loss=_nan_loss, lipschitz_bound=1.0)
+    fkm = BCO_LEARNERS.make("fkm", dim=2, horizon=T)
+    assert np.isnan(simulate(fkm, convex, KEY, 2).loss).all()  # not checked
+    with raises(ValueError, "loss of run 0 at round 0 is nan, not finite", "row E11"):
+        simulate(fkm, convex, KEY, 2, validate=True)
+    # Its best_loss is NaN by design (no minimiser given): that is not refused.
+    assert np.isnan(
+        simulate(
+            fkm, CustomConvex(dim=2, horizon=T, loss=distance_loss), KEY, 1, validate=True
+        ).best_loss
+    ).all()
+
+
+def _nan_loss(theta, x):
+    """A user's loss family that is broken: NaN everywhere."""
+    return jnp.nan * jnp.sum(jnp.abs(x - theta))
 
 
 class _Constant(ExpertAdvice):

@@ -469,13 +469,16 @@ def stat(values: np.ndarray, axis: int = 0) -> dict[str, Any]:
 
 
 def clean(value: Any) -> Any:
-    """JSON-ready: arrays to lists, numpy scalars to Python, NaN/inf to ``None``."""
+    """JSON-ready: arrays to lists, numpy scalars to Python, NaN/inf to ``None``, a function
+    or class to its import path ``"module:qualname"``."""
     if isinstance(value, Mapping):
         return {str(k): clean(v) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):  # e.g. a Domain
         return {"class": type(value).__name__, **clean(static_fields(value))}
     if isinstance(value, list | tuple):
         return [clean(v) for v in value]
+    if callable(value) and hasattr(value, "__qualname__"):  # a user environment's loss function
+        return f"{value.__module__}:{value.__qualname__}"
     if isinstance(value, np.ndarray):
         return clean(value.tolist())
     if isinstance(value, np.generic):
