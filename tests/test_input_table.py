@@ -846,6 +846,8 @@ def _(tmp_path):
         ("runs = 2", "runs = 2\nchunk_size = 0", "'chunk_size'"),
         ("runs = 2", "runs = 2\nwindow = 100", "'window'"),
         ("runs = 2", "runs = 2\nseed = -1", "'seed'"),
+        # key(2**32) is key(0) without x64: the runs of seed 0 under another name.
+        ("runs = 2", "runs = 2\nseed = 4294967296", "in [0, 4294967295], got 4294967296"),
     ):
         _config_error(tmp_path, "", key, text=GOOD_CONFIG.replace(old, new))
 

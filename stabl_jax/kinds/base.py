@@ -59,13 +59,18 @@ class Kind:
     estimate: Callable[[Any], Any] | None = None
 
 
+#: The largest seed: without x64 (the command line's setting), ``jax.random.key(seed)`` keeps
+#: the low 32 bits of a larger seed, whose runs would repeat those of ``seed mod 2**32``.
+MAX_SEED = 2**32 - 1
+
+
 def check_identity(check: Checker, raw: Mapping[str, Any], default_name: str) -> dict[str, Any]:
     """The keys every kind has: ``name`` (a folder name, default ``default_name``),
-    ``description``, ``seed`` (>= 0) and ``runs`` (>= 1)."""
+    ``description``, ``seed`` (in ``[0, MAX_SEED]``) and ``runs`` (>= 1)."""
     return {
         "name": check.folder_name("name", raw.get("name", default_name)),
         "description": check.string("description", raw.get("description", "")),
-        "seed": check.integer("seed", raw.get("seed", 0), minimum=0, maximum=2**63 - 1),
+        "seed": check.integer("seed", raw.get("seed", 0), minimum=0, maximum=MAX_SEED),
         "runs": check.integer("runs", raw.get("runs", DEFAULT_RUNS), minimum=1),
     }
 
