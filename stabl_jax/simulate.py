@@ -595,8 +595,8 @@ def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> No
       ValueError: naming the trace, the first run and round with a value that is not finite.
     """
     for name in ("loss", "observed", "played", "points"):
-        values = np.asarray(arrays.get(name, 0.0))
-        if np.isfinite(values).all():
+        values = np.asarray(arrays[name]) if name in arrays else None
+        if values is None or np.isfinite(values).all():
             continue
         run, t = (int(i) for i in np.argwhere(~np.isfinite(values))[0][:2])
         raise ValueError(

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
 import json
 import os
 import platform
@@ -45,7 +44,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import jax
 import numpy as np
@@ -513,18 +512,12 @@ def check_out(out: str | os.PathLike) -> tuple[Path, Path]:
     return json_path, md_path
 
 
-def _write_bytes(data: bytes, file: IO[bytes]) -> None:
-    file.write(data)
-
-
 def write(result: dict[str, Any], out: str | os.PathLike) -> tuple[Path, Path]:
     """Write ``benchmark.json`` and ``benchmark.md`` into the folder ``out`` (created), each
     atomically, replacing a previous benchmark's only (:func:`check_out`)."""
     json_path, md_path = check_out(out)
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    for path, text in (
-        (md_path, to_markdown(result)),
-        (json_path, json.dumps(result, indent=2) + "\n"),
-    ):
-        atomic_write(path, functools.partial(_write_bytes, text.encode("utf-8")))
+    markdown, text = to_markdown(result), json.dumps(result, indent=2) + "\n"
+    atomic_write(md_path, lambda f: f.write(markdown.encode("utf-8")))
+    atomic_write(json_path, lambda f: f.write(text.encode("utf-8")))
     return json_path, md_path
