@@ -53,7 +53,33 @@ DEFAULT_TAU_MAX = 10.0
 
 def num_rounds(num_evaluations: int, num_queries: int) -> int:
     """``ceil(N / Q)``: rounds a ``Q``-query learner plays for a budget of ``N`` evaluations."""
-    return math.ceil(num_evaluations / num_queries)
+    n = checks.check_int("num_evaluations", num_evaluations)
+    return math.ceil(n / checks.check_int("num_queries", num_queries))
+
+
+def _gaps(name: str, values: Any, ndim: int = 2) -> np.ndarray:
+    """``values`` as a float64 array of ``ndim`` dimensions, none empty, every entry finite;
+    else ``ValueError`` naming ``name``: a NaN gap would make every score NaN, and an empty
+    axis a NumPy reduction error."""
+    a = np.asarray(values, np.float64)
+    if a.ndim != ndim or 0 in a.shape:
+        raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {a.shape}")
+    bad = np.argwhere(~np.isfinite(a))
+    if bad.size:
+        at = tuple(int(i) for i in bad[0])
+        raise ValueError(
+            f"{name} must be finite, got {a[at]} at index {at} ({len(bad)} of {a.size} entries): "
+            "a gap is NaN or inf only where a run failed or evaluated nothing"
+        )
+    return a
+
+
+def _tau_max(tau_max: object) -> float:
+    """``tau_max`` as a finite float ``> 1``, else ``ValueError`` naming it."""
+    v = checks.check_real("tau_max", tau_max)
+    if not (math.isfinite(v) and v > 1.0):
+        raise ValueError(f"tau_max must be a finite number > 1, got {tau_max!r}")
+    return v
 
 
 def simulate_selection(
@@ -173,6 +199,7 @@ def make_hpo_learner(
       >>> make_hpo_learner("exp3", 24, 1000).horizon
       1000
     """
+    checks.check_int("num_evaluations", num_evaluations)
     entry = registry.LEARNERS.entry(name)
     for option, value in (("feedback", feedback), ("history_lengths", tuple(history_lengths))):
         if option in entry.hints and option not in entry.defaults:
@@ -214,7 +241,7 @@ def log_curve(best_gap: np.ndarray) -> dict[str, np.ndarray]:
       :func:`stabl_jax.metrics.mean_ci`; with the paper's 5 repeats Student's t would be
       about 40% wider; NaN when ``R = 1``), and the median.
     """
-    logs = log10_gap(best_gap)
+    logs = log10_gap(_gaps("best_gap", best_gap))
     mean, half = metrics.mean_ci(logs, axis=0)
     return {"mean": mean, "lo": mean - half, "hi": mean + half, "median": np.median(logs, 0)}
 
@@ -223,8 +250,14 @@ def performance_ratios(costs: np.ndarray) -> np.ndarray:
     """``(S, P)`` ratios ``r_{p,s} = c_{p,s} / min_s c_{p,s}`` of ``(S, P)`` costs (>= 1).
 
     Costs are floored at :data:`GAP_FLOOR`, so problems every solver solved give ratio 1.
+    ``ValueError`` for costs that are not 2-D, empty or not finite.
     """
-    c = np.maximum(np.asarray(costs, np.float64), GAP_FLOOR)
+    return _ratios(_gaps("costs", costs))
+
+
+def _ratios(costs: np.ndarray) -> np.ndarray:
+    """:func:`performance_ratios` of checked costs, solvers on axis 0 (any more axes)."""
+    c = np.maximum(costs, GAP_FLOOR)
     return c / c.min(axis=0, keepdims=True)
 
 
@@ -243,10 +276,8 @@ def profile_scores(costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX) -> np.nd
       >>> profile_scores(np.array([[1.0, 1.0], [10.0, 1.0]])).tolist()
       [1.0, 0.5]
     """
-    if not tau_max > 1:
-        raise ValueError(f"tau_max must be > 1, got {tau_max!r}")
     log_r = np.log(performance_ratios(costs))
-    return np.maximum(0.0, 1.0 - log_r / np.log(tau_max)).mean(axis=1)
+    return np.maximum(0.0, 1.0 - log_r / np.log(_tau_max(tau_max))).mean(axis=1)
 
 
 def score_vs_baseline(
@@ -256,7 +287,7 @@ def score_vs_baseline(
 
     In ``[-1, 1]``; positive when the solver beats the baseline. 0 against itself.
     """
-    s = profile_scores(np.stack([costs, baseline_costs]), tau_max=tau_max)
+    s = profile_scores(_paired(costs, baseline_costs, ndim=1), tau_max=tau_max)
     return float(s[0] - s[1])
 
 
@@ -269,13 +300,21 @@ def score_vs_baseline_curve(
       best_gap, baseline_gap: ``(P, N)`` best gaps of the solver and of the baseline on the
         same problems (paired repeats).
     """
-    a = np.asarray(best_gap, np.float64)
-    b = np.asarray(baseline_gap, np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
-    log_r = np.log(performance_ratios(np.stack([a, b])))  # (2, P, N)
-    s = np.maximum(0.0, 1.0 - log_r / np.log(tau_max)).mean(axis=1)  # (2, N)
+    log_r = np.log(_ratios(_paired(best_gap, baseline_gap, ndim=2)))  # (2, P, N)
+    s = np.maximum(0.0, 1.0 - log_r / np.log(_tau_max(tau_max))).mean(axis=1)  # (2, N)
     return s[0] - s[1]
+
+
+def _paired(costs: Any, baseline: Any, ndim: int) -> np.ndarray:
+    """``(2, ...)``: a solver's and the baseline's costs on the same problems, stacked, each
+    checked by :func:`_gaps` and of the same shape."""
+    a, b = _gaps("costs", costs, ndim), _gaps("baseline costs", baseline, ndim)
+    if a.shape != b.shape:
+        raise ValueError(
+            f"costs and baseline costs must be of the same problems, got shapes {a.shape} and "
+            f"{b.shape}"
+        )
+    return np.stack([a, b])
 
 
 def profiles_across(
@@ -301,7 +340,12 @@ def profiles_across(
     for r in results:
         if list(r["learners"]) != names:
             raise ValueError("every result must have the same learners, in the same order")
-    index = -1 if at is None else at - 1
+    index = -1
+    if at is not None:
+        budget = min(np.shape(r["learners"][n]["best_gap"])[-1] for r in results for n in names)
+        if checks.check_int("at", at) > budget:
+            raise ValueError(f"at must be <= {budget} (the shortest best_gap), got {at}")
+        index = at - 1
     costs = np.stack(
         [np.concatenate([r["learners"][n]["best_gap"][:, index] for r in results]) for n in names]
     )  # (S, P)

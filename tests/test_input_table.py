@@ -27,7 +27,17 @@ import numpy as np
 import pytest
 from jax.experimental import checkify
 
-from stabl_jax import EXP3, ExpertAdvice, PiecewiseBernoulli, StABL, Uniform, cli, make, metrics
+from stabl_jax import (
+    EXP3,
+    ExpertAdvice,
+    PiecewiseBernoulli,
+    StABL,
+    Uniform,
+    cli,
+    hpo_metrics,
+    make,
+    metrics,
+)
 from stabl_jax.bco.simulate import bco_adaptive_regret
 from stabl_jax.bench import benchmark
 from stabl_jax.checks import checked_step
@@ -805,6 +815,36 @@ def _():
     bco_result = simulate(BCO_LEARNERS.make("fkm", dim=2, horizon=T), convex, KEY, 1)
     with raises(ValueError, "result was simulated on MovingTarget(dim=2", "bco_adaptive_regret"):
         bco_adaptive_regret(bco_result, MovingTarget(dim=2, horizon=T, target_radius=0.25), windows)
+
+
+@row("M12")
+def _():
+    """The selection metrics score only finite gaps, of the documented shapes."""
+    good = np.array([[1.0, 1.0], [10.0, 1.0]])
+    np.testing.assert_allclose(hpo_metrics.profile_scores(good), [1.0, 0.5])
+    with raises(ValueError, "costs must be finite, got nan at index (0, 0) (1 of 4 entries)"):
+        hpo_metrics.profile_scores(np.array([[np.nan, 1.0], [10.0, 1.0]]))
+    for bad in (np.zeros((2, 0)), np.ones(2)):
+        with raises(ValueError, f"costs must be a non-empty 2-D array, got shape {bad.shape}"):
+            hpo_metrics.performance_profile(bad, np.ones(3))
+    for tau_max in (1.0, math.inf):
+        with raises(ValueError, f"tau_max must be a finite number > 1, got {tau_max!r}"):
+            hpo_metrics.score_vs_baseline_curve(good, good, tau_max=tau_max)
+    with raises(ValueError, "costs and baseline costs must be of the same problems"):
+        hpo_metrics.score_vs_baseline(np.ones(2), np.ones(3))
+    with raises(ValueError, "best_gap must be a non-empty 2-D array, got shape (2,)"):
+        hpo_metrics.log_curve(np.ones(2))
+    gaps = np.arange(1.0, 7.0).reshape(2, 3)
+    results = [{"learners": {"a": {"best_gap": gaps}, "uniform": {"best_gap": 2 * gaps[:, ::-1]}}}]
+    at = [hpo_metrics.profiles_across(results, at=k)["scores"]["uniform"] for k in (1, 2, 3)]
+    assert len(set(at)) == 3  # the three budgets score differently
+    for bad, error in ((0, ">= 1, got 0"), (-2, ">= 1, got -2"), (4, "<= 3 (the shortest")):
+        with raises(ValueError, f"at must be {error}"):
+            hpo_metrics.profiles_across(results, at=bad)
+    with raises(TypeError, "num_evaluations must be an int, got 10.5 (float)"):
+        hpo_metrics.make_hpo_learner("stabl", 24, 10.5)
+    with raises(ValueError, "num_evaluations must be >= 1, got 0"):
+        hpo_metrics.make_hpo_learner("stabl", 24, 0)
 
 
 # --------------------------------------------------------------------------------------------
