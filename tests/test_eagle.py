@@ -59,6 +59,13 @@ def test_config_validation():
         eagle.EagleConfig(perturbation=0.0)
     with pytest.raises(ValueError, match="dim"):
         eagle.EagleEnsemble(dim=0)
+    with pytest.raises(TypeError, match=r"penalize_factor must be a real number, got '0\.5'"):
+        eagle.EagleConfig(penalize_factor="0.5")  # type: ignore[arg-type]
+    # A pool of one was silently run as a pool of two.
+    with pytest.raises(ValueError, match=r"pool_size must be 0 .* or >= 2 flies, got 1"):
+        eagle.EagleConfig(pool_size=1)
+    assert eagle.EagleConfig(pool_size=2).capacity(64) == 2
+    assert eagle.EagleConfig(max_pool_size=2).capacity(64) == 2
 
 
 def test_foreign_evaluations_fill_the_pool_then_replace_the_closest_if_better():

@@ -187,7 +187,7 @@ class EagleConfig:
       perturbation, gravity, negative_gravity, visibility, penalize_factor,
       perturbation_lower_bound, max_perturbation, explore_rate: see :class:`EagleParams`.
       pool_size_factor: exponent of the capacity formula (:func:`pool_capacity`).
-      pool_size: an explicit capacity; 0 (default) uses the formula.
+      pool_size: an explicit capacity (>= 2); 0 (default) uses the formula.
       max_pool_size: ceiling of the formula.
     """
 
@@ -209,15 +209,15 @@ class EagleConfig:
         for name in ("gravity", "negative_gravity", "perturbation_lower_bound"):
             _check_positive(name, getattr(self, name), strict=False)
         checks.check_probability("explore_rate", self.explore_rate)
-        if not (0.0 < self.penalize_factor < 1.0):
+        if not (0.0 < checks.check_real("penalize_factor", self.penalize_factor) < 1.0):
             raise ValueError(f"penalize_factor must be in (0, 1), got {self.penalize_factor!r}")
-        checks.check_int("pool_size", self.pool_size, minimum=0)
+        if checks.check_int("pool_size", self.pool_size, minimum=0) == 1:
+            raise ValueError("pool_size must be 0 (Vizier's formula) or >= 2 flies, got 1")
         checks.check_int("max_pool_size", self.max_pool_size, minimum=2)
 
     def capacity(self, dim: int) -> int:
         """The pool capacity in ``dim`` dimensions (>= 2)."""
-        size = self.pool_size or pool_capacity(dim, self.pool_size_factor, self.max_pool_size)
-        return max(2, size)
+        return self.pool_size or pool_capacity(dim, self.pool_size_factor, self.max_pool_size)
 
     def params(self, dim: int, dtype: DTypeLike = jnp.float32) -> EagleParams:
         """The numbers as an :class:`EagleParams` with ``()`` leaves."""
