@@ -60,7 +60,7 @@ def test_config_validation():
     with pytest.raises(ValueError, match="dim"):
         eagle.EagleEnsemble(dim=0)
     with pytest.raises(TypeError, match=r"penalize_factor must be a real number, got '0\.5'"):
-        eagle.EagleConfig(penalize_factor="0.5")  # type: ignore[arg-type]
+        eagle.EagleConfig(penalize_factor="0.5")
     # A pool of one was silently run as a pool of two.
     with pytest.raises(ValueError, match=r"pool_size must be 0 .* or >= 2 flies, got 1"):
         eagle.EagleConfig(pool_size=1)
