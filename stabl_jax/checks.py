@@ -127,6 +127,20 @@ def check_probability(name: str, value: float, *, open_right: bool = False) -> f
     return v
 
 
+def check_finite(name: str, values: object) -> np.ndarray:
+    """``values`` as a NumPy array when every entry is finite, else ``ValueError`` naming
+    ``name``, the first entry that is not (value and index) and how many are not."""
+    arr = np.asarray(values)
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        idx = tuple(int(i) for i in bad[0])
+        raise ValueError(
+            f"{name} must be finite, got {arr[idx]} at index {idx} ({len(bad)} of {arr.size} "
+            "entries)"
+        )
+    return arr
+
+
 def is_concrete(x: object) -> bool:
     """True when ``x`` holds values now (not a tracer under ``jit``/``vmap``/``scan``)."""
     return not isinstance(x, jax.core.Tracer)

@@ -64,14 +64,7 @@ def _gaps(name: str, values: Any, ndim: int = 2) -> np.ndarray:
     a = np.asarray(values, np.float64)
     if a.ndim != ndim or 0 in a.shape:
         raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {a.shape}")
-    bad = np.argwhere(~np.isfinite(a))
-    if bad.size:
-        at = tuple(int(i) for i in bad[0])
-        raise ValueError(
-            f"{name} must be finite, got {a[at]} at index {at} ({len(bad)} of {a.size} entries): "
-            "a gap is NaN or inf only where a run failed or evaluated nothing"
-        )
-    return a
+    return checks.check_finite(name, a)
 
 
 def _tau_max(tau_max: object) -> float:

@@ -99,18 +99,30 @@ def adaptive_regret_from_losses(
     Returns:
       ``(len(window_lengths),)`` float64, or ``(P, len(window_lengths))`` for ``(P, T)`` input.
     """
-    played = np.asarray(played, np.float64)
-    single = played.ndim == 1
-    played = np.atleast_2d(played)
+    played = checks.check_finite("played", np.asarray(played, np.float64))
+    if played.ndim not in (1, 2):
+        raise ValueError(f"played must be (T,) or (P, T), got shape {played.shape}")
+    horizon = played.shape[-1]
+    arm_losses = checks.check_finite("arm_losses", np.asarray(arm_losses, np.float64))
+    if arm_losses.ndim != 2 or arm_losses.shape[0] != horizon:
+        raise ValueError(
+            f"arm_losses must be (T, n) with T={horizon}, the rounds of played, got shape "
+            f"{arm_losses.shape}"
+        )
+    out = _sa(np.atleast_2d(played), arm_losses, check_windows(window_lengths, horizon))
+    return out[0] if played.ndim == 1 else out
+
+
+def _sa(played: np.ndarray, arm_losses: np.ndarray, lengths: tuple[int, ...]) -> np.ndarray:
+    """:func:`adaptive_regret_from_losses` of checked ``(P, T)`` traces: ``(P, len(lengths))``."""
     horizon = played.shape[1]
-    check_windows(window_lengths, horizon)
     p_prefix = prefix_sums(played.T).T  # (P, T + 1)
     a_prefix = prefix_sums(arm_losses)
-    out = np.empty((played.shape[0], len(window_lengths)))
-    for j, length in enumerate(window_lengths):
+    out = np.empty((played.shape[0], len(lengths)))
+    for j, length in enumerate(lengths):
         best = best_window_sums(a_prefix, length)
         out[:, j] = window_regret(p_prefix, best, np.arange(horizon - length + 1), length)
-    return out[0] if single else out
+    return out
 
 
 def paired_adaptive_regret(
@@ -142,16 +154,32 @@ def paired_adaptive_regret(
       ``{name: (R, len(window_lengths))}`` float64.
     """
     names = list(traces)
-    num_runs, horizon = np.shape(traces[names[0]])
-    check_windows(window_lengths, horizon)
-    out = {name: np.empty((num_runs, len(window_lengths))) for name in names}
+    num_runs = int(np.shape(carry.env_key)[0])
+    if not names:
+        raise ValueError("traces must hold at least one (R, T) loss trace, got none")
+    shape = np.shape(traces[names[0]])
+    for name in names:
+        if len(np.shape(traces[name])) != 2 or np.shape(traces[name])[0] != num_runs:
+            raise ValueError(
+                f"traces[{name!r}] must be (R, T) with R={num_runs}, the runs of carry, got "
+                f"shape {np.shape(traces[name])}"
+            )
+        if np.shape(traces[name]) != shape:
+            raise ValueError(
+                f"traces[{name!r}] has shape {np.shape(traces[name])}, traces[{names[0]!r}] "
+                f"{shape}: paired traces are of the same runs and rounds"
+            )
+        checks.check_finite(f"traces[{name!r}]", traces[name])
+    horizon = shape[1]
+    lengths = check_windows(window_lengths, horizon)
+    out = {name: np.empty((num_runs, len(lengths))) for name in names}
     for start, block, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
         if on_block is not None:
             on_block(start, block, losses)
         for r in range(losses.shape[0]):
             run = start + r
-            stacked = np.stack([np.asarray(traces[name][run]) for name in names])
-            values = adaptive_regret_from_losses(stacked, losses[r], window_lengths)
+            stacked = np.stack([np.asarray(traces[name][run], np.float64) for name in names])
+            values = _sa(stacked, np.asarray(losses[r], np.float64), lengths)
             for i, name in enumerate(names):
                 out[name][run] = values[i]
     return out

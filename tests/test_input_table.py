@@ -847,6 +847,37 @@ def _():
         hpo_metrics.make_hpo_learner("stabl", 24, 0)
 
 
+@row("M13")
+def _():
+    """SA(L) of traces that are not the carry's runs: rows of uninitialised memory."""
+    four = simulate(LEARNER, ENV, KEY, 4, traces=("loss",))
+    two = simulate(LEARNER, ENV, KEY, 2, traces=("loss",))
+    windows = [4]
+    good = metrics.paired_adaptive_regret(ENV, four.carry, {"a": four.loss}, windows)["a"]
+    assert good.shape == (4, 1) and np.isfinite(good).all()
+    for carry, loss, runs in ((two.carry, four.loss, 2), (four.carry, two.loss, 4)):
+        with raises(ValueError, f"traces['a'] must be (R, T) with R={runs}, the runs of carry"):
+            metrics.paired_adaptive_regret(ENV, carry, {"a": loss}, windows)
+    with raises(ValueError, "traces['b'] has shape (4, 8), traces['a'] (4, 16)"):
+        metrics.paired_adaptive_regret(
+            ENV, four.carry, {"a": four.loss, "b": four.loss[:, :8]}, [4]
+        )
+    with raises(ValueError, "traces must hold at least one (R, T) loss trace, got none"):
+        metrics.paired_adaptive_regret(ENV, four.carry, {}, windows)
+    broken = four.loss.copy()
+    broken[1, 5] = np.nan
+    with raises(ValueError, "traces['a'] must be finite, got nan at index (1, 5) (1 of 64"):
+        metrics.paired_adaptive_regret(ENV, four.carry, {"a": broken}, windows)
+    played, arm_losses = np.full(T, 0.5), np.full((T, N), 0.25)
+    np.testing.assert_allclose(metrics.adaptive_regret_from_losses(played, arm_losses, [4]), [1.0])
+    played[3] = np.inf
+    with raises(ValueError, "played must be finite, got inf at index (3,) (1 of 16 entries)"):
+        metrics.adaptive_regret_from_losses(played, arm_losses, [4])
+    for bad in (arm_losses[:10], arm_losses[:, 0]):
+        with raises(ValueError, f"arm_losses must be (T, n) with T={T}, the rounds of played"):
+            metrics.adaptive_regret_from_losses(np.full(T, 0.5), bad, [4])
+
+
 # --------------------------------------------------------------------------------------------
 # Configs
 # --------------------------------------------------------------------------------------------
