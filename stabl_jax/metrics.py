@@ -154,23 +154,7 @@ def paired_adaptive_regret(
       ``{name: (R, len(window_lengths))}`` float64.
     """
     names = list(traces)
-    num_runs = int(np.shape(carry.env_key)[0])
-    if not names:
-        raise ValueError("traces must hold at least one (R, T) loss trace, got none")
-    shape = np.shape(traces[names[0]])
-    for name in names:
-        if len(np.shape(traces[name])) != 2 or np.shape(traces[name])[0] != num_runs:
-            raise ValueError(
-                f"traces[{name!r}] must be (R, T) with R={num_runs}, the runs of carry, got "
-                f"shape {np.shape(traces[name])}"
-            )
-        if np.shape(traces[name]) != shape:
-            raise ValueError(
-                f"traces[{name!r}] has shape {np.shape(traces[name])}, traces[{names[0]!r}] "
-                f"{shape}: paired traces are of the same runs and rounds"
-            )
-        checks.check_finite(f"traces[{name!r}]", traces[name])
-    horizon = shape[1]
+    num_runs, horizon = check_traces(traces, carry)
     lengths = check_windows(window_lengths, horizon)
     out = {name: np.empty((num_runs, len(lengths))) for name in names}
     for start, block, losses in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
@@ -183,6 +167,30 @@ def paired_adaptive_regret(
             for i, name in enumerate(names):
                 out[name][run] = values[i]
     return out
+
+
+def check_traces(traces: Mapping[Any, np.ndarray], carry: RunCarry | None) -> tuple[int, int]:
+    """``(R, T)`` of paired loss traces, after checking that there is one at least, that
+    each is ``(R, T)`` and finite, with ``R`` the runs of ``carry`` (when given); else
+    ``ValueError`` naming the trace (a trace of more runs than the carry would leave rows of
+    the result unwritten)."""
+    names = list(traces)
+    if not names:
+        raise ValueError("traces must hold at least one (R, T) loss trace, got none")
+    shape = np.shape(traces[names[0]])
+    runs = None if carry is None else int(np.shape(carry.env_key)[0])
+    for name in names:
+        got = np.shape(traces[name])
+        if len(got) != 2 or (runs is not None and got[0] != runs):
+            want = "(R, T)" if runs is None else f"(R, T) with R={runs}, the runs of carry"
+            raise ValueError(f"traces[{name!r}] must be {want}, got shape {got}")
+        if got != shape:
+            raise ValueError(
+                f"traces[{name!r}] has shape {got}, traces[{names[0]!r}] {shape}: paired "
+                "traces are of the same runs and rounds"
+            )
+        checks.check_finite(f"traces[{name!r}]", traces[name])
+    return shape[0], shape[1]
 
 
 def _loss_blocks(env: Any, carry: RunCarry, num_runs: int, horizon: int, memory_bytes: int) -> Any:
@@ -216,7 +224,7 @@ class CumulativeRegret:
         if not has_best_arm(env):
             raise TypeError(f"{type(env).__name__} has no best_arm: no cumulative regret")
         self.traces = traces
-        self.num_runs, horizon = np.shape(next(iter(traces.values())))
+        self.num_runs, horizon = check_traces(traces, None)
         ts = jnp.arange(horizon, dtype=jnp.int32)
         self._best_arms = jax.jit(jax.vmap(lambda p: jax.vmap(lambda t: env.best_arm(p, t))(ts)))
         self._sums = {name: np.zeros((2, horizon)) for name in traces}
@@ -263,8 +271,8 @@ def paired_cumulative_regret(
     ``best_arm``."""
     if not has_best_arm(env):
         return None
+    num_runs, horizon = check_traces(traces, carry)
     accumulator = CumulativeRegret(env, traces)
-    num_runs, horizon = np.shape(next(iter(traces.values())))
     for block in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
         accumulator.add(*block)
     return accumulator.result()

@@ -858,6 +858,10 @@ def _():
     for carry, loss, runs in ((two.carry, four.loss, 2), (four.carry, two.loss, 4)):
         with raises(ValueError, f"traces['a'] must be (R, T) with R={runs}, the runs of carry"):
             metrics.paired_adaptive_regret(ENV, carry, {"a": loss}, windows)
+        with raises(ValueError, f"traces['a'] must be (R, T) with R={runs}, the runs of carry"):
+            metrics.paired_cumulative_regret(ENV, carry, {"a": loss})
+    with raises(ValueError, "traces['a'] must be (R, T), got shape (16,)"):
+        metrics.CumulativeRegret(ENV, {"a": four.loss[0]})
     with raises(ValueError, "traces['b'] has shape (4, 8), traces['a'] (4, 16)"):
         metrics.paired_adaptive_regret(
             ENV, four.carry, {"a": four.loss, "b": four.loss[:, :8]}, [4]
