@@ -169,27 +169,29 @@ def paired_adaptive_regret(
     return out
 
 
-def check_traces(traces: Mapping[Any, np.ndarray], carry: RunCarry | None) -> tuple[int, int]:
+def check_traces(
+    traces: Mapping[Any, np.ndarray], carry: RunCarry | None, what: str = "traces"
+) -> tuple[int, int]:
     """``(R, T)`` of paired loss traces, after checking that there is one at least, that
     each is ``(R, T)`` and finite, with ``R`` the runs of ``carry`` (when given); else
-    ``ValueError`` naming the trace (a trace of more runs than the carry would leave rows of
-    the result unwritten)."""
+    ``ValueError`` naming the trace as ``what[name]`` (a trace of more runs than the carry
+    would leave rows of the result unwritten)."""
     names = list(traces)
     if not names:
-        raise ValueError("traces must hold at least one (R, T) loss trace, got none")
+        raise ValueError(f"{what} must hold at least one (R, T) loss trace, got none")
     shape = np.shape(traces[names[0]])
     runs = None if carry is None else int(np.shape(carry.env_key)[0])
     for name in names:
         got = np.shape(traces[name])
         if len(got) != 2 or (runs is not None and got[0] != runs):
             want = "(R, T)" if runs is None else f"(R, T) with R={runs}, the runs of carry"
-            raise ValueError(f"traces[{name!r}] must be {want}, got shape {got}")
+            raise ValueError(f"{what}[{name!r}] must be {want}, got shape {got}")
         if got != shape:
             raise ValueError(
-                f"traces[{name!r}] has shape {got}, traces[{names[0]!r}] {shape}: paired "
+                f"{what}[{name!r}] has shape {got}, {what}[{names[0]!r}] {shape}: paired "
                 "traces are of the same runs and rounds"
             )
-        checks.check_finite(f"traces[{name!r}]", traces[name])
+        checks.check_finite(f"{what}[{name!r}]", traces[name])
     return shape[0], shape[1]
 
 

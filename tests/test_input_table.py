@@ -882,6 +882,32 @@ def _():
             metrics.adaptive_regret_from_losses(np.full(T, 0.5), bad, [4])
 
 
+@row("M14")
+def _():
+    """BCO SA(L): sizes are ints, and the comparator's domain is the one it is solved on."""
+    from stabl_jax.bco.simulate import paired_bco_adaptive_regret
+    from stabl_jax.domains import Ball
+
+    env = MovingTarget(dim=2, horizon=T)
+    result = simulate(BCO_LEARNERS.make("fkm", dim=2, horizon=T), env, KEY, 2)
+    good = bco_adaptive_regret(result, env, [4])["sa"]
+    same = bco_adaptive_regret(result, env, [4], domain=Ball(dim=2))["sa"]
+    np.testing.assert_array_equal(same, good)
+    with raises(TypeError, "window length must be an int, got 4.5 (float)"):
+        bco_adaptive_regret(result, env, [4.5])
+    with raises(TypeError, "stride must be an int, got 2.5 (float)"):
+        bco_adaptive_regret(result, env, [4], stride=2.5)
+    for name in ("stride", "num_steps", "runs_per_block"):
+        with raises(ValueError, f"{name} must be >= 1, got 0"):
+            bco_adaptive_regret(result, env, [4], **{name: 0})
+    with raises(ValueError, "domain.dim=3 does not match env.dim=2"):
+        bco_adaptive_regret(result, env, [4], domain=Ball(dim=3))
+    with raises(ValueError, "MovingTarget solves its window comparators on its own domain"):
+        bco_adaptive_regret(result, env, [4], domain=Ball(dim=2, radius=0.5))
+    with raises(ValueError, "losses['a'] must be (R, T) with R=2, the runs of carry"):
+        paired_bco_adaptive_regret(env, result.carry, {"a": result.loss[:1]}, [4])
+
+
 # --------------------------------------------------------------------------------------------
 # Configs
 # --------------------------------------------------------------------------------------------

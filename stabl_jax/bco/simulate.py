@@ -158,10 +158,11 @@ def bco_adaptive_regret(
       result: the :class:`~stabl_jax.simulate.SimResult` of a simulation on ``env``.
       env: the environment simulated (its ``theta_t`` are regenerated).
       window_lengths: window lengths ``L``, each in ``1..T``.
-      stride: distance between window starts; ``None`` is ``max(1, L // 4)``; 1 is every
-        window.
-      domain: ``K`` (default ``env.domain``).
-      num_steps: iterations of :func:`minimize_window` (generic families only).
+      stride: distance between window starts, an int >= 1; ``None`` is ``max(1, L // 4)``;
+        1 is every window.
+      domain: ``K`` (default ``env.domain``), of ``env``'s dimension; an environment with
+        its own solver (``window_minimum``) takes only its own domain.
+      num_steps: iterations of :func:`minimize_window` (generic families only), >= 1.
       runs_per_block: runs solved together (memory); ``None`` picks from a 256 MiB budget.
 
     Returns:
@@ -171,7 +172,10 @@ def bco_adaptive_regret(
       ``[sa, sa + comparator_gap]``).
 
     Raises:
-      ValueError: ``result`` was simulated on another environment than ``env``.
+      ValueError: ``result`` was simulated on another environment than ``env``; its losses
+        are not finite; a window length, ``stride``, ``num_steps`` or ``runs_per_block``
+        out of range, or ``domain`` not ``env``'s (``TypeError`` for a value that is not
+        an int, or not a :class:`~stabl_jax.domains.Domain`).
     """
     result.check_env(env, "bco_adaptive_regret")
     paired = paired_bco_adaptive_regret(
@@ -213,17 +217,18 @@ def paired_bco_adaptive_regret(
     Returns:
       ``{"sa": {name: (R, len(L)) float64}, "comparator_gap": (R, len(L)) float64}``.
     """
-    domain = env.domain if domain is None else domain
+    domain = _check_domain(env, domain)
     names = list(losses)
-    num_runs, horizon = np.shape(losses[names[0]])
-    lengths = [checks.check_int("window length", int(v)) for v in window_lengths]
+    num_runs, horizon = metrics.check_traces(losses, carry, "losses")
+    lengths = metrics.check_windows(window_lengths, horizon)
+    if stride is not None:
+        checks.check_int("stride", stride)
+    checks.check_int("num_steps", num_steps)
+    if runs_per_block is not None:
+        checks.check_int("runs_per_block", runs_per_block)
     prefix = {}
     for name in names:
         played = np.asarray(losses[name], np.float64)
-        if played.shape != (num_runs, horizon):
-            raise ValueError(
-                f"losses[{name!r}] has shape {played.shape}, not {(num_runs, horizon)}"
-            )
         prefix[name] = metrics.prefix_sums(played.T).T  # (R, T + 1)
     sa = {name: np.empty((num_runs, len(lengths))) for name in names}
     gap = np.empty((num_runs, len(lengths)))
@@ -247,6 +252,25 @@ def paired_bco_adaptive_regret(
                 )
             gap[lo:hi, j] = np.max(gaps, axis=1)
     return {"sa": sa, "comparator_gap": gap}
+
+
+def _check_domain(env: Any, domain: object) -> Domain:
+    """``domain`` (default ``env.domain``) when it is a :class:`Domain` of ``env``'s
+    dimension, and ``env.domain`` itself where ``env`` solves its windows on its own domain
+    (``window_minimum``); else ``TypeError``/``ValueError`` naming it."""
+    if domain is None:
+        return env.domain
+    if not isinstance(domain, Domain):
+        raise TypeError(f"domain must be a stabl_jax.domains.Domain, got {domain!r}")
+    if domain.dim != env.dim:
+        raise ValueError(f"domain.dim={domain.dim} does not match env.dim={env.dim}")
+    if hasattr(env, "window_minimum") and domain != env.domain:
+        raise ValueError(
+            f"{type(env).__name__} solves its window comparators on its own domain "
+            f"({env.domain!r}), not on domain={domain!r}: leave domain out, or give the "
+            "environment that domain"
+        )
+    return domain
 
 
 def comparator_solver(env: Any) -> str:
