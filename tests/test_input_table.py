@@ -38,9 +38,10 @@ from stabl_jax import (
     make,
     metrics,
 )
-from stabl_jax.bco.simulate import bco_adaptive_regret
+from stabl_jax.bco.simulate import bco_adaptive_regret, paired_bco_adaptive_regret
 from stabl_jax.bench import benchmark
 from stabl_jax.checks import checked_step
+from stabl_jax.domains import Ball
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
 from stabl_jax.envs.hpo import HPOEnv
@@ -885,9 +886,6 @@ def _():
 @row("M14")
 def _():
     """BCO SA(L): sizes are ints, and the comparator's domain is the one it is solved on."""
-    from stabl_jax.bco.simulate import paired_bco_adaptive_regret
-    from stabl_jax.domains import Ball
-
     env = MovingTarget(dim=2, horizon=T)
     result = simulate(BCO_LEARNERS.make("fkm", dim=2, horizon=T), env, KEY, 2)
     good = bco_adaptive_regret(result, env, [4])["sa"]
