@@ -121,7 +121,10 @@ def plan_runs(
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     if isinstance(mesh, str):
+        checks.check_choice("mesh", mesh, ("auto",))  # "none" is not None: it would shard
         mesh = runs_mesh()
+    elif mesh is not None and not isinstance(mesh, Mesh):
+        raise TypeError(f"mesh must be 'auto', None or a jax.sharding.Mesh, got {mesh!r}")
     devices = 1 if mesh is None else int(mesh.devices.size)
     per_device = math.ceil(num_runs / devices)
     if runs_per_block is None and jax.default_backend() == "cpu":

@@ -120,6 +120,15 @@ def test_plan_rejects_bad_block():
         sharding.plan_runs(10, 0, mesh=None)
 
 
+def test_plan_rejects_a_mesh_it_cannot_read():
+    """Any string used to mean "auto": ``mesh="none"`` sharded over every device."""
+    with pytest.raises(ValueError, match=r"mesh must be one of \('auto',\), got 'none'"):
+        sharding.plan_runs(10, mesh="none")
+    with pytest.raises(TypeError, match=r"mesh must be 'auto', None or a jax\.sharding\.Mesh"):
+        sharding.plan_runs(10, mesh=jax.devices())
+    assert sharding.plan_runs(10, mesh="auto").num_runs == 10
+
+
 def test_padding_runs_are_dropped_and_do_not_change_the_others():
     from stabl_jax import EXP3, ExpertAdvice, simulate
 
