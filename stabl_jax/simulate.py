@@ -736,7 +736,7 @@ def run_chunks(
     # Every output (R, horizon, ...) is allocated once and filled chunk by chunk: the outputs
     # are held once, never beside a concatenated copy (a resumed run's restored rounds too).
     arrays: dict[str, np.ndarray] = {}
-    bar = _progress_bar(progress, horizon)
+    bar = progress_bar(progress, horizon)
     t0 = 0
     restored = checkpoint.restore(carry, horizon, names) if checkpoint is not None else None
     if restored is not None:
@@ -800,14 +800,18 @@ def _threaded(num: int) -> Callable[[Any, Any, jax.Array], tuple[Any, dict]]:
     return step
 
 
-def _progress_bar(progress: bool | Callable[[int, int], None], total: int) -> Callable[[int], None]:
+def progress_bar(
+    progress: bool | Callable[[int, int], None], total: int, unit: str = "round"
+) -> Callable[[int], None]:
+    """``update(done)``: calls ``progress(done, total)``, moves a tqdm bar of ``total``
+    ``unit``s (``progress=True``), or does nothing (``False``)."""
     if callable(progress):
         return lambda done: progress(done, total)
     if not progress:
         return lambda done: None
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, unit="round", leave=False)
+    bar = tqdm(total=total, unit=unit, leave=False)
 
     def update(done: int) -> None:
         bar.update(done - bar.n)

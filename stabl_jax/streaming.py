@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import checks, metrics
-from stabl_jax.simulate import check_run_params, simulate
+from stabl_jax.simulate import check_run_params, progress_bar, simulate
 
 
 @dataclasses.dataclass
@@ -80,7 +80,7 @@ def simulate_summaries(
     runs_per_batch: int = 64,
     chunk_size: int | None = None,
     runs_per_block: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: bool | Callable[[int, int], None] = False,
 ) -> RunSummaries:
     """Simulate ``num_runs`` runs in batches and keep per-run summaries (module docstring).
 
@@ -91,7 +91,8 @@ def simulate_summaries(
       window_lengths: the ``L`` of SA(L), each in ``[1, T]``.
       params: learner params, shared scalars or per-run leaves of leading size ``R``.
       runs_per_batch: runs simulated and scored together (memory is linear in it).
-      progress: called with ``(runs done, R)`` after each batch.
+      progress: ``True`` for a tqdm bar of runs, or a callback ``(runs done, R)`` after
+        each batch.
 
     Returns:
       :class:`RunSummaries` of the ``R`` runs, the runs of ``simulate(..., key, R)``.
@@ -122,6 +123,9 @@ def simulate_summaries(
     windows = metrics.check_windows(window_lengths, horizon)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
+    if not callable(progress):
+        progress = checks.check_bool("progress", progress)
+    update = progress_bar(progress, num_runs, unit="run")
     parts: list[dict[str, np.ndarray]] = []
     sim_s = metric_s = 0.0
     for start in range(0, num_runs, batch):
@@ -146,8 +150,7 @@ def simulate_summaries(
         parts.append(_summarise(env, res, windows))
         del res
         metric_s += time.perf_counter() - start_time
-        if progress is not None:
-            progress(start + size, num_runs)
+        update(start + size)
     merged = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
     muted = merged.pop("num_muted", None)
     return RunSummaries(

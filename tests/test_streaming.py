@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import ExpertAdvice, StABL, metrics, simulate
+from stabl_jax import EXP3, ExpertAdvice, StABL, metrics, simulate
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS
 from stabl_jax.streaming import simulate_summaries
 
@@ -102,6 +102,20 @@ def test_bad_windows_and_params(env):
     params = learner.default_params.replace(meta_lr_scale=np.ones(3, np.float32))
     with pytest.raises(ValueError, match="num_runs=2"):
         simulate_summaries(learner, env, jax.random.key(0), 2, (4,), params=params)
+    with pytest.raises(TypeError, match="progress must be True or False, got 'yes'"):
+        simulate_summaries(learner, env, jax.random.key(0), 2, (4,), progress="yes")
+
+
+def test_progress_is_a_bar_or_a_callback(env):
+    """``progress=True`` failed after the first batch ('bool' object is not callable)."""
+    learner, key = EXP3(num_arms=N, horizon=T), jax.random.key(1)
+    calls: list[tuple[int, int]] = []
+    summaries = simulate_summaries(
+        learner, env, key, 3, (4,), runs_per_batch=2, progress=lambda *a: calls.append(a)
+    )
+    assert calls == [(2, 3), (3, 3)]
+    barred = simulate_summaries(learner, env, key, 3, (4,), runs_per_batch=2, progress=True)
+    np.testing.assert_array_equal(barred.sa_sampled, summaries.sa_sampled)
 
 
 def test_runs_per_point_pairs_the_points_of_a_sweep(env):
