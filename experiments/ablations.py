@@ -33,7 +33,6 @@ The JSON (``--json``) holds every timing, the machine, the command and the commi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +42,7 @@ import jax.numpy as jnp
 
 from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
 from stabl_jax.bench.benchmark import Timed, machine_info, time_in_turn
+from stabl_jax.io.results import output_file, write_json
 from stabl_jax.provenance import code_version
 
 #: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="+", help="these ablations only (default: every one)")
-    parser.add_argument("--json", help="also write the timings to this JSON file")
+    parser.add_argument("--json", type=output_file, help="also write the timings to this JSON file")
     args = parser.parse_args(argv)
     for flag in ("runs", "rounds", "repeats"):
         if getattr(args, flag) < 1:
@@ -250,8 +250,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "ablations": results,
     }
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
+        write_json(args.json, out)
     return out
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import itertools
-import json
 import platform
 import time
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.bench import benchmark
+from stabl_jax.io.results import output_file, write_json
 
 #: (learner, n, R, T, traces): the rows of the speed table, in the order they are timed.
 ROWS: list[tuple[str, int, int, int, tuple[str, ...]]] = [
@@ -98,7 +98,7 @@ def time_row(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", type=output_file, required=True)
     parser.add_argument("--quick", action="store_true", help="only the rows with R <= 16384")
     parser.add_argument("--large", action="store_true", help="add the R = 2^20 StABL run")
     parser.add_argument("--no-rows", action="store_true", help="skip the table's rows")
@@ -135,8 +135,7 @@ def main() -> None:
                 f"{row['bound_run_steps_per_s']:.3g} | {row['fraction_of_bound']:.3f} |",
                 flush=True,
             )
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=2)
+        write_json(args.out, report)
     if args.large:
         runs, horizon = 1 << 20, 4096
         learner = make("stabl", num_arms=30, horizon=horizon)
@@ -164,8 +163,7 @@ def main() -> None:
         }
         report["large"] = large
         print(f"# R = 2^20: {large}", flush=True)
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=2)
+        write_json(args.out, report)
 
 
 if __name__ == "__main__":

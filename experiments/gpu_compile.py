@@ -57,6 +57,7 @@ from stabl_jax import provenance, registry, sharding
 from stabl_jax.bench.benchmark import default_horizon
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.envs.base import as_environment
+from stabl_jax.io.results import output_file, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 
@@ -271,7 +272,7 @@ def to_markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write the rows as JSON here")
+    parser.add_argument("--out", type=output_file, help="write the rows as JSON here")
     parser.add_argument("--local", action="store_true", help="compile for this machine's GPU")
     parser.add_argument(
         "--target-config", type=Path, help="an XLA GPU target config (default: an H100 SXM)"
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(to_markdown(result))
     if args.out is not None:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        write_json(args.out, result)
     return 0
 
 

@@ -21,6 +21,7 @@ import jax
 
 from stabl_jax import ExpertAdvice, StABL
 from stabl_jax.bench.benchmark import machine_info, rss_bytes
+from stabl_jax.io.results import output_file, write_json
 from stabl_jax.provenance import code_version
 from stabl_jax.streaming import simulate_summaries
 
@@ -39,7 +40,7 @@ def main() -> None:
         help="runs_per_block (default: chosen by simulate); a batch of two or more blocks "
         "is stepped from one host thread per core",
     )
-    parser.add_argument("--json", help="also write the numbers to this JSON file")
+    parser.add_argument("--json", type=output_file, help="also write the numbers to this JSON file")
     args = parser.parse_args()
     windows = [w for w in args.windows if w <= args.horizon]
     env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
@@ -80,8 +81,7 @@ def main() -> None:
     }
     print(json.dumps({k: v for k, v in out.items() if k not in ("machine", "code")}, indent=2))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
+        write_json(args.json, out)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,12 @@ baselines is ``experiments/benchmark.py``.)
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 
 import jax
 
 from stabl_jax import LEARNERS, ExpertAdvice, make, simulate
+from stabl_jax.io.results import output_file, write_json
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--horizon", type=int, default=4096)
     parser.add_argument("--arms", type=int, default=30)
-    parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument("--json", type=output_file, help="also write the rows to this JSON file")
     args = parser.parse_args()
     env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
     device = jax.devices()[0]
@@ -50,8 +50,7 @@ def main() -> None:
             f"{res.run_seconds:.2f} | {rate:,.0f} |"
         )
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": str(device), "args": vars(args), "rows": rows}, f, indent=2)
+        write_json(args.json, {"device": str(device), "args": vars(args), "rows": rows})
 
 
 if __name__ == "__main__":

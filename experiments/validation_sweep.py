@@ -43,6 +43,7 @@ import numpy as np
 from stabl_jax import LEARNERS, checks, estimators, make, simulate
 from stabl_jax.envs.bernoulli import PiecewiseBernoulli
 from stabl_jax.envs.expert_advice import ExpertAdvice
+from stabl_jax.io.results import output_file, write_json
 
 EPS = float(jnp.finfo(jnp.float32).eps)
 
@@ -156,13 +157,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--learners", nargs="+", default=sorted(LEARNERS))
     parser.add_argument("--max-shifted-normaliser", action="store_true")
     parser.add_argument("--divergence", action="store_true")
-    parser.add_argument("--json", help="write the cases to this file")
+    parser.add_argument("--json", type=output_file, help="write the cases to this file")
     args = parser.parse_args(argv)
     if args.divergence:
         rows = divergence()
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"command": sys.argv, "divergence": rows}, f, indent=1)
+            write_json(args.json, {"command": sys.argv, "divergence": rows})
         return rows
     if args.max_shifted_normaliser:
         estimators.exp3_log_update = max_shifted_exp3_log_update
@@ -184,8 +184,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     stopped = sum(c["stopped"] for c in cases)
     print(f"{stopped} of {len(cases)} cases stopped", file=sys.stderr)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"command": sys.argv, "cases": cases}, f, indent=1)
+        write_json(args.json, {"command": sys.argv, "cases": cases})
     return cases
 
 

@@ -106,7 +106,7 @@ def test_bad_windows_and_params(env):
         simulate_summaries(learner, env, jax.random.key(0), 2, (4,), progress="yes")
 
 
-def test_progress_is_a_bar_or_a_callback(env):
+def test_progress_is_a_bar_or_a_callback(env) -> None:
     """``progress=True`` failed after the first batch ('bool' object is not callable)."""
     learner, key = EXP3(num_arms=N, horizon=T), jax.random.key(1)
     calls: list[tuple[int, int]] = []

@@ -37,6 +37,7 @@ experiment, or a damaged one, is an error naming it unless ``--force`` discards 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import datetime
@@ -74,6 +75,33 @@ MARKER_FORMAT = "stabl_jax.results-folder/1"
 
 class OutputError(Exception):
     """The output folder cannot be used (exists, not writable, not a results folder)."""
+
+
+def output_file(path: str | os.PathLike) -> Path:
+    """A file written after the work (a script's ``--json FILE``), checked before it: its
+    folder exists and is writable, and ``path`` is not a folder. An argparse ``type=``, so
+    a mistyped folder stops the script at once (exit 2), not after the work.
+
+    Raises:
+      argparse.ArgumentTypeError: naming the path and what to do.
+    """
+    file = Path(path)
+    if file.is_dir():
+        raise argparse.ArgumentTypeError(f"{file} is a folder: name a file in it")
+    if not file.parent.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"the folder {file.parent} of {file} does not exist: create it first"
+        )
+    if not os.access(file.parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write into {file.parent}")
+    return file
+
+
+def write_json(path: str | Path, value: Any) -> None:
+    """``value`` as indented JSON into ``path``, atomically
+    (:func:`stabl_jax.io.checkpoints.atomic_write`)."""
+    text = json.dumps(value, indent=2) + "\n"
+    checkpoints.atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 # --------------------------------------------------------------------------------------------

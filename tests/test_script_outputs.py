@@ -1,0 +1,49 @@
+"""The benchmark scripts' output files are checked before the work they record."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from stabl_jax.io.results import output_file, write_json
+from tests.scripts import ROOT, load_script
+
+#: Each script writing one JSON file after its work, and the flag naming that file.
+SCRIPTS = {
+    "ablations": "--json",
+    "gpu_bench": "--out",
+    "gpu_compile": "--out",
+    "memory": "--json",
+    "throughput": "--json",
+    "validation_sweep": "--json",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_a_file_in_a_missing_folder_stops_the_script_before_its_work(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """It used to fail with FileNotFoundError after the work (minutes of timing lost)."""
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_outputs_{name}")
+    target = tmp_path / "missing" / "out.json"
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", SCRIPTS[name], str(target)])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"the folder {target.parent} of {target} does not exist: create it first" in err
+    assert not target.parent.exists()
+
+
+def test_output_file_and_write_json(tmp_path: Path) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="is a folder: name a file in it"):
+        output_file(tmp_path)
+    path = output_file(str(tmp_path / "out.json"))
+    assert path == tmp_path / "out.json" and not path.exists()
+    write_json(path, {"rows": [1.5, float("nan")]})
+    assert json.loads(path.read_text())["rows"][0] == 1.5
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left
