@@ -41,9 +41,21 @@ def test_a_file_in_a_missing_folder_stops_the_script_before_its_work(
 
 def test_output_file_and_write_json(tmp_path: Path) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="is a folder: name a file in it"):
-        output_file(tmp_path)
+        output_file(str(tmp_path))
     path = output_file(str(tmp_path / "out.json"))
-    assert path == tmp_path / "out.json" and not path.exists()
+    assert path == str(tmp_path / "out.json") and not Path(path).exists()
     write_json(path, {"rows": [1.5, float("nan")]})
-    assert json.loads(path.read_text())["rows"][0] == 1.5
+    assert json.loads(Path(path).read_text())["rows"][0] == 1.5
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left
+
+
+def test_a_measurement_is_written_with_the_arguments_it_was_made_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scripts record ``vars(args)`` in their JSON: the checked path stays a string."""
+    module = load_script(ROOT / "experiments" / "memory.py", "_outputs_memory_run")
+    target = tmp_path / "memory.json"
+    argv = ["--runs", "2", "--arms", "3", "--horizon", "32", "--windows", "8", "--batch", "2"]
+    monkeypatch.setattr(sys, "argv", ["memory.py", *argv, "--json", str(target)])
+    module.main()
+    assert json.loads(target.read_text())["args"]["json"] == str(target)

@@ -77,10 +77,11 @@ class OutputError(Exception):
     """The output folder cannot be used (exists, not writable, not a results folder)."""
 
 
-def output_file(path: str | os.PathLike) -> Path:
+def output_file(path: str) -> str:
     """A file written after the work (a script's ``--json FILE``), checked before it: its
     folder exists and is writable, and ``path`` is not a folder. An argparse ``type=``, so
-    a mistyped folder stops the script at once (exit 2), not after the work.
+    a mistyped folder stops the script at once (exit 2), not after the work; it returns
+    ``path`` as given (a string, as the scripts record their arguments in JSON).
 
     Raises:
       argparse.ArgumentTypeError: naming the path and what to do.
@@ -94,7 +95,7 @@ def output_file(path: str | os.PathLike) -> Path:
         )
     if not os.access(file.parent, os.W_OK):
         raise argparse.ArgumentTypeError(f"cannot write into {file.parent}")
-    return file
+    return path
 
 
 def write_json(path: str | Path, value: Any) -> None:
