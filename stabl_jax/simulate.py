@@ -136,6 +136,11 @@ class SimResult:
             )
 
 
+#: The largest ``first_run``: run ``first_run + i`` is folded into the key as a uint32, and
+#: ``first_run`` enters the program as an int32.
+MAX_FIRST_RUN = 2**31 - 1
+
+
 def run_keys(
     key: jax.Array, num_runs: int, first_run: int = 0, runs_per_point: int | None = None
 ) -> jax.Array:
@@ -535,6 +540,11 @@ def simulate(
     plan = sharding.plan_runs(num_runs, runs_per_block, host_threads=host_threads)
     params = sharding.pad_params(params, plan)
     first_run = checks.check_int("first_run", first_run, minimum=0)
+    if first_run > MAX_FIRST_RUN:
+        raise ValueError(
+            f"first_run must be <= 2**31 - 1 = {MAX_FIRST_RUN} (a run's index is folded into "
+            f"the key as a 32-bit int), got {first_run}"
+        )
     if runs_per_point is not None:
         runs_per_point = checks.check_int("runs_per_point", runs_per_point, minimum=1)
         if num_runs % runs_per_point:

@@ -659,6 +659,13 @@ def _():
             simulate(LEARNER, ENV, KEY, bad)
     with raises(TypeError, "num_runs must be an int", "2.0"):
         simulate(LEARNER, ENV, KEY, 2.0)
+    with raises(ValueError, "first_run must be >= 0, got -1"):
+        simulate(LEARNER, ENV, KEY, 1, first_run=-1)
+    with raises(ValueError, "first_run must be <= 2**31 - 1 = 2147483647", "got 2147483648"):
+        simulate(LEARNER, ENV, KEY, 1, first_run=2**31)
+    last = simulate(LEARNER, ENV, KEY, 2, first_run=2**31 - 1, traces=("played",)).played
+    first = simulate(LEARNER, ENV, KEY, 1, traces=("played",)).played
+    assert len({last[0].tobytes(), last[1].tobytes(), first[0].tobytes()}) == 3
 
 
 @row("M2")
