@@ -838,9 +838,12 @@ def regenerate_losses(env: Any, carry: RunCarry, t_start: int, t_stop: int) -> j
     avoids building.
 
     Raises:
-      ValueError: ``t_stop`` beyond ``env.horizon`` (rounds no simulation of ``env`` played:
-        the losses of another, longer environment's runs).
+      ValueError: ``t_start`` negative, ``t_stop`` below it, or ``t_stop`` beyond
+        ``env.horizon`` (rounds no simulation of ``env`` played: the losses of another,
+        longer environment's runs). ``TypeError``: a round that is not an int.
     """
+    t_start = checks.check_int("t_start", t_start, minimum=0)
+    t_stop = checks.check_int("t_stop", t_stop, minimum=t_start)
     env_horizon = getattr(env, "horizon", None)
     if env_horizon is not None and t_stop > env_horizon:
         raise ValueError(

@@ -51,7 +51,7 @@ from stabl_jax.io.results import OutputError, ResultsFolder, read_traces
 from stabl_jax.kinds import bandit as experiment_module
 from stabl_jax.kinds import load_config
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
-from stabl_jax.simulate import params_axes, simulate
+from stabl_jax.simulate import params_axes, regenerate_losses, simulate
 from tests.conftest import mark_as_ours
 
 REPO = Path(__file__).resolve().parent.parent
@@ -819,6 +819,14 @@ def _():
     shorter = ExpertAdvice(num_arms=N, horizon=T // 2)
     with raises(ValueError, "cannot regenerate rounds up to 16 of ExpertAdvice with horizon=8"):
         metrics.paired_adaptive_regret(shorter, result.carry, {"l": result.loss}, windows)
+    for start, stop, error in (
+        (-4, 4, "t_start must be >= 0, got -4"),
+        (8, 4, "t_stop must be >= 8"),
+    ):
+        with raises(ValueError, error):
+            regenerate_losses(ENV, result.carry, start, stop)
+    with raises(TypeError, "t_start must be an int, got 2.5 (float)"):
+        regenerate_losses(ENV, result.carry, 2.5, 8)
     convex = MovingTarget(dim=2, horizon=T)
     bco_result = simulate(BCO_LEARNERS.make("fkm", dim=2, horizon=T), convex, KEY, 1)
     with raises(ValueError, "result was simulated on MovingTarget(dim=2", "bco_adaptive_regret"):
