@@ -103,13 +103,15 @@ class Domain:
         return self.project_scaled(x, 1.0 - jnp.asarray(alpha, jnp.asarray(x).dtype))
 
     def shrunk(self, alpha: float) -> Domain:
-        """The domain ``(1 - alpha) K`` as a new object (host-side; ``alpha`` in [0, 1))."""
+        """The domain ``(1 - alpha) K`` as a new object (host-side; ``alpha`` in [0, 1), else
+        ``ValueError``: a negative ``alpha`` would grow ``K``)."""
+        alpha = checks.check_probability("alpha", alpha, open_right=True)
         if not self.size_field:
             raise NotImplementedError(
                 f"{type(self).__name__} names no size_field: set it (e.g. 'radius') or "
                 "override shrunk"
             )
-        size = (1.0 - float(alpha)) * getattr(self, self.size_field)
+        size = (1.0 - alpha) * getattr(self, self.size_field)
         return dataclasses.replace(self, **{self.size_field: size})
 
     # --- membership, support, sampling --------------------------------------------------------

@@ -141,6 +141,9 @@ def test_the_base_checks_shrinks_and_builds_by_the_size_field(name):
     domain = DOMAINS[name]
     size = getattr(domain, domain.size_field)
     assert getattr(domain.shrunk(0.25), domain.size_field) == 0.75 * size
+    for alpha in (-0.5, 1.0, math.nan):  # -0.5 grew the domain by half
+        with pytest.raises(ValueError, match=rf"alpha must be in \[0, 1\), got {alpha}"):
+            domain.shrunk(alpha)
     assert make_domain(name, 3, 0.5) == dataclasses.replace(domain, **{domain.size_field: 0.5})
     with pytest.raises(ValueError, match=f"{domain.size_field} must be a finite number > 0"):
         type(domain)(dim=3, **{domain.size_field: -1.0})
