@@ -997,6 +997,11 @@ def report(
     return "\n".join(parts)
 
 
+#: The keys of every ``study.json`` this script writes: how a previous study's files
+#: (replaced) are told from a user's (never touched).
+STUDY_KEYS: frozenset[str] = frozenset({"meta", "analysis"})
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -1051,6 +1056,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--bootstrap must be >= 10 resamples, got {args.bootstrap}")
     learners = args.learners.split(",") if args.learners else None
     out = Path(args.out)
+    from stabl_jax.io.results import OutputError, owned_files
+
+    try:  # before any point runs: a user's study.md of that folder is never replaced
+        owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
+    except OutputError as exc:
+        parser.error(str(exc))
     try:
         plan = default_plan(
             args.adversaries, args.arms, learners, args.groups, merge=args.merge_groups

@@ -169,7 +169,16 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
         "--figures",
         str(figures),
     ]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "study.md").write_text("my notes\n")
+    with pytest.raises(SystemExit) as stop:  # before any point runs
+        study.main([*args[2:], "--out", str(mine)])
+    assert stop.value.code == 2 and (mine / "study.md").read_text() == "my notes\n"
+    assert "is there and is not a previous experiments/study.py file" in capsys.readouterr().err
+    assert sorted(p.name for p in mine.iterdir()) == ["study.md"]
     assert study.main(args) == 0
+    assert study.main(args) == 0  # its own study.json and study.md are replaced
     text = (out / "study.md").read_text()
     assert "| FLH (Hazan & Seshadhri 2009) | not implemented |" in text
     assert "| `uniform` |" in text and "SA(64)" in text

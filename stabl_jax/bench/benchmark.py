@@ -53,7 +53,7 @@ from stabl_jax import provenance
 from stabl_jax.bench import numpy_baselines
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.io.checkpoints import atomic_write
-from stabl_jax.io.results import OutputError
+from stabl_jax.io.results import owned_files
 from stabl_jax.registry import make
 from stabl_jax.simulate import simulate
 
@@ -479,36 +479,18 @@ def _load(x: Sequence[float] | None) -> str:
 RESULT_KEYS: frozenset[str] = frozenset({"machine", "code", "config", "rows"})
 
 
-def _is_benchmark(path: Path) -> bool:
-    """Whether ``path`` is a ``benchmark.json`` that :func:`write` wrote."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(data, dict) and RESULT_KEYS <= data.keys()
-
-
 def check_out(out: str | os.PathLike) -> tuple[Path, Path]:
     """The paths of ``benchmark.json`` and ``benchmark.md`` in the folder ``out``, where
-    :func:`write` may write them: each is absent, or a previous benchmark's (a
+    :func:`write` may write them: each absent, or a previous benchmark's (a
     ``benchmark.json`` of :func:`write` is there). Called before the benchmark runs.
 
     Raises:
       OutputError: ``out`` is not a folder, or one of the two files is there and is not a
         previous benchmark's (a file of the user's, left as it is).
     """
-    folder = Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"--out {folder} is a file: give a folder for the benchmark's files")
-    json_path, md_path = folder / "benchmark.json", folder / "benchmark.md"
-    previous = _is_benchmark(json_path)
-    for path in (json_path, md_path):
-        if path.exists() and not previous:
-            raise OutputError(
-                f"{path} is there and is not a previous benchmark's (no benchmark.json of "
-                "stabl-jax bench beside it), so it is left as it is: give --out another "
-                "folder, or move the file"
-            )
+    json_path, md_path = owned_files(
+        out, "benchmark.json", ("benchmark.md",), RESULT_KEYS, "stabl-jax bench"
+    )
     return json_path, md_path
 
 

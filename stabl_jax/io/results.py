@@ -98,6 +98,36 @@ def output_file(path: str) -> str:
     return path
 
 
+def owned_files(
+    folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
+) -> tuple[Path, ...]:
+    """The paths of ``record`` (a JSON file) and ``others`` in ``folder``, which ``tool``
+    writes into a folder a user names: each absent, or all of them a previous run's of
+    ``tool`` (``record`` holds a JSON object with every one of ``keys``). Called before the
+    work, so that a user's file of one of those names costs no run and is never replaced.
+
+    Raises:
+      OutputError: ``folder`` is a file, or one of the files is there and is not ``tool``'s
+        (left as it is).
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"--out {folder} is a file: give a folder for the {tool} files")
+    paths = tuple(folder / name for name in (record, *others))
+    try:
+        data = json.loads(paths[0].read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        data = None
+    previous = isinstance(data, dict) and keys <= data.keys()
+    for path in paths:
+        if path.exists() and not previous:
+            raise OutputError(
+                f"{path} is there and is not a previous {tool} file (no {record} of {tool} "
+                "beside it), so it is left as it is: give --out another folder, or move the file"
+            )
+    return paths
+
+
 def write_json(path: str | Path, value: Any) -> None:
     """``value`` as indented JSON into ``path``, atomically
     (:func:`stabl_jax.io.checkpoints.atomic_write`)."""
