@@ -1180,7 +1180,10 @@ def _(tmp_path, capsys, monkeypatch):
         folder.mkdir()
         (folder / name).write_text("my own notes\n")
         code, err = run_cli(["bench", "--quick", "--out", str(folder)], capsys)
-        assert code == 2 and f"{folder / name} is there and is not a previous stabl-jax bench file" in err
+        assert (
+            code == 2
+            and f"{folder / name} is there and is not a previous stabl-jax bench file" in err
+        )
         assert "left as it is: give --out another folder" in err
         assert (folder / name).read_text() == "my own notes\n"
     code, err = run_cli(["bench", "--quick", "--out", str(folder / name)], capsys)
