@@ -32,7 +32,7 @@ import numpy as np
 
 from stabl_jax import metrics, simulate
 from stabl_jax.io.configs import resolve_config
-from stabl_jax.io.results import environment_info
+from stabl_jax.io.results import OutputError, environment_info, owned_files
 from stabl_jax.kinds import load_config
 from stabl_jax.kinds.paired import ExperimentConfig
 
@@ -121,6 +121,9 @@ def tune_learner(
 
 #: The line every config this script writes holds: a file without it is not replaced.
 TUNED_MARK = "# Step-size scales chosen by experiments/tune.py"
+#: Keys of every ``sweep.json`` this script writes: how its own (replaced) is told from a
+#: user's file of that name (never touched).
+SWEEP_KEYS: frozenset[str] = frozenset({"tuning_seed", "grids", "learners"})
 
 
 def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]], feedback: str) -> str:
@@ -172,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{target} was not written by experiments/tune.py, so it is left as it is: give "
             "--configs-dir another folder, or move the file"
         )
+    out_dir = Path(args.out or f"results/tune-{base}")
+    try:  # before the sweep: a user's sweep.json in --out is never replaced
+        owned_files(out_dir, "sweep.json", (), SWEEP_KEYS, "experiments/tune.py")
+    except OutputError as exc:
+        parser.error(str(exc))
     report, chosen = {}, {}
     for name in config.learners:
         out = tune_learner(config, name, args.runs_per_point, args.coarse, grids)
@@ -180,7 +188,6 @@ def main(argv: list[str] | None = None) -> int:
             chosen[name] = out["best"]
     Path(args.configs_dir).mkdir(parents=True, exist_ok=True)
     target.write_text(tuned_toml(source, base, chosen, config.feedback))
-    out_dir = Path(args.out or f"results/tune-{base}")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sweep.json").write_text(
         json.dumps(

@@ -82,3 +82,17 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, monkeypat
     (tuned / "expert_advice_equal_tuned.toml").write_text(written)
     with pytest.raises(AssertionError, match="the sweep ran"):  # past the check, into tuning
         TUNE["main"](["expert_advice_equal", "--configs-dir", str(tuned)])
+    # The same for --out: a user's sweep.json there was replaced after the sweep.
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text('{"mine": 1}')
+    with pytest.raises(SystemExit) as refused:
+        TUNE["main"](["expert_advice_equal", "--configs-dir", str(tuned), "--out", str(out)])
+    assert refused.value.code == 2
+    assert "sweep.json is there and is not a previous experiments/tune.py file" in (
+        capsys.readouterr().err
+    )
+    assert (out / "sweep.json").read_text() == '{"mine": 1}'
+    (out / "sweep.json").write_text(json.dumps(dict.fromkeys(TUNE["SWEEP_KEYS"], 0)))
+    with pytest.raises(AssertionError, match="the sweep ran"):  # its own: replaced after
+        TUNE["main"](["expert_advice_equal", "--configs-dir", str(tuned), "--out", str(out)])
