@@ -30,10 +30,11 @@ No plotting here (``stabl_jax.io.plots`` draws); everything returns NumPy arrays
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -142,7 +143,13 @@ def simulate_suite(
       each with ``R`` runs; the shared program's compile and run seconds are split evenly.
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
-    count = len(cast(BBOBSuite, env.function).function_ids)  # a suite, as documented
+    suite = getattr(env, "function", None)
+    if not isinstance(suite, BBOBSuite):
+        raise TypeError(
+            f"simulate_suite runs an HPOEnv of a BBOBSuite, got {env!r}: use simulate_selection "
+            "for one function"
+        )
+    count = len(suite.function_ids)
     total = count * num_runs
     env_params = _suite_params(env, run_keys(key, total), num_runs)
     res = simulate_selection(
@@ -150,13 +157,12 @@ def simulate_suite(
     )
     parts = [slice(i * num_runs, (i + 1) * num_runs) for i in range(count)]
     return [
-        SimResult(
-            {name: value[part] for name, value in res.arrays.items()},
-            jax.tree.map(lambda x, part=part: x[part], res.carry),
-            res.compile_seconds / count,
-            res.run_seconds / count,
-            res.offered,
-            res.kernel,
+        dataclasses.replace(
+            res,
+            arrays={name: value[part] for name, value in res.arrays.items()},
+            carry=jax.tree.map(lambda x, part=part: x[part], res.carry),
+            compile_seconds=res.compile_seconds / count,
+            run_seconds=res.run_seconds / count,
         )
         for part in parts
     ]

@@ -200,3 +200,7 @@ def test_suite_in_one_program_equals_the_per_function_programs():
         ulps = 16 * np.finfo(np.float32).eps
         np.testing.assert_allclose(together[i].best_gap, alone.best_gap, rtol=ulps)
         np.testing.assert_allclose(together[i].reward, alone.reward, rtol=ulps, atol=1e-7)
+        assert together[i].env is suite_env and together[i].num_runs == RUNS
+    one = HPOEnv(BBOBFunction(function_id=1, **options))  # was an AttributeError
+    with pytest.raises(TypeError, match="simulate_suite runs an HPOEnv of a BBOBSuite"):
+        hpo_metrics.simulate_suite(learner, one, key, RUNS, BUDGET)
