@@ -127,6 +127,17 @@ def check_probability(name: str, value: float, *, open_right: bool = False) -> f
     return v
 
 
+def check_x64(name: str, dtype: Any) -> None:
+    """``ValueError`` naming ``name`` when ``dtype`` is float64 and JAX runs without x64: its
+    arrays would silently be float32 (JAX only warns)."""
+    if np.dtype(dtype) == np.float64 and not jax.config.jax_enable_x64:  # type: ignore[attr-defined]
+        raise ValueError(
+            f"{name} with dtype='float64' needs 64-bit JAX: call "
+            "jax.config.update('jax_enable_x64', True) at startup (or run it inside "
+            "jax.enable_x64(True)); without it every array of its state would be float32"
+        )
+
+
 def check_finite(name: str, values: object) -> np.ndarray:
     """``values`` as a NumPy array when every entry is finite, else ``ValueError`` naming
     ``name``, the first entry that is not (value and index) and how many are not."""

@@ -263,6 +263,25 @@ def _():
 # --------------------------------------------------------------------------------------------
 
 
+@row("L13")
+def _():
+    """A float64 learner without x64 ran in float32 (JAX only warned)."""
+    for learner in (
+        EXP3(num_arms=N, horizon=T, dtype="float64"),
+        BCO_LEARNERS.make("fkm", dim=2, horizon=T, dtype="float64"),
+    ):
+        name = type(learner).__name__
+        with raises(ValueError, f"{name} with dtype='float64' needs 64-bit JAX"):
+            learner.init(KEY)
+        with jax.enable_x64(True):
+            state = learner.init(KEY)
+        assert {x.dtype for x in jax.tree.leaves(state) if x.dtype.kind == "f"} == {
+            np.dtype("float64")
+        }
+    with raises(ValueError, "EXP3 with dtype='float64' needs 64-bit JAX"):
+        simulate(EXP3(num_arms=N, horizon=T, dtype="float64"), ENV, KEY, 1)
+
+
 @row("P1")
 def _():
     learner = StABL(num_arms=N, horizon=T)

@@ -85,6 +85,7 @@ class Learner(Generic[Query]):
                 f"{type(self).__name__} declares no Params: set Params = YourParams (a chex "
                 "dataclass of the sweepable numbers) or override default_params"
             )
+        checks.check_x64(type(self).__name__, self.float_dtype)
         fields = dataclasses.fields(self.Params)
         return self.Params(
             **{p.name: jnp.asarray(getattr(self, p.name, 1.0), self.float_dtype) for p in fields}
@@ -92,7 +93,9 @@ class Learner(Generic[Query]):
 
     def init(self, key: jax.Array, params: Any = None) -> Any:
         """The initial state; ``params`` (default :attr:`default_params`) checked by
-        :meth:`check_params` and cast to the state's dtype."""
+        :meth:`check_params` and cast to the state's dtype (``ValueError`` for a float64
+        learner without ``jax_enable_x64``, whose arrays JAX would make float32)."""
+        checks.check_x64(type(self).__name__, self.float_dtype)
         if params is None:
             params = self.default_params
         else:
