@@ -66,6 +66,8 @@ def test_config_validation():
         eagle.EagleConfig(pool_size=1)
     assert eagle.EagleConfig(pool_size=2).capacity(64) == 2
     assert eagle.EagleConfig(max_pool_size=2).capacity(64) == 2
+    with pytest.raises(ValueError, match="EagleEnsemble with dtype='float64' needs 64-bit JAX"):
+        eagle.EagleEnsemble(dim=2, dtype="float64").init()  # was float32, with warnings
 
 
 def test_foreign_evaluations_fill_the_pool_then_replace_the_closest_if_better():

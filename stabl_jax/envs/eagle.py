@@ -326,7 +326,9 @@ class EagleEnsemble:
         return max(c.capacity(self.dim) for c in self.configs)
 
     def params(self) -> EagleParams:
-        """``(A,)``-stacked :class:`EagleParams`, arm ``i`` from ``configs[i]``."""
+        """``(A,)``-stacked :class:`EagleParams`, arm ``i`` from ``configs[i]``
+        (``ValueError`` for ``dtype="float64"`` without ``jax_enable_x64``)."""
+        checks.check_x64("EagleEnsemble", self.dtype)
         each = [c.params(self.dim, jnp.dtype(self.dtype)) for c in self.configs]
         return jax.tree.map(lambda *xs: jnp.stack(xs), *each)
 
