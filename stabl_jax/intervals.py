@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from stabl_jax import checks
+
 
 def geometric_history_lengths(horizon: int) -> tuple[int, ...]:
     """The paper's default history lengths ``2^k``, ``k = ceil(2 + log2 log2 T) .. floor(log2 T)``.
@@ -51,7 +53,8 @@ def geometric_history_lengths(horizon: int) -> tuple[int, ...]:
 
 
 def validate_history_lengths(lengths: object) -> tuple[int, ...]:
-    """Check a user-given tuple of history lengths: positive ints, strictly increasing."""
+    """Check a user-given tuple of history lengths: positive ints up to
+    :data:`stabl_jax.checks.MAX_HORIZON`, strictly increasing."""
     if isinstance(lengths, int | np.integer):
         lengths = (lengths,)
     try:
@@ -63,6 +66,11 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     for length in out:
         if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 1:
             raise ValueError(f"history_lengths must be positive ints, got {out!r}")
+        if length > checks.MAX_HORIZON:
+            raise ValueError(
+                f"history_lengths must be <= 2**31 - 1 (rounds are counted in int32), got "
+                f"{int(length)}"
+            )
     if any(b <= a for a, b in itertools.pairwise(out)):
         raise ValueError(f"history_lengths must be strictly increasing, got {out!r}")
     return tuple(int(x) for x in out)

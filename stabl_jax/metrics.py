@@ -7,7 +7,7 @@ exists at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import jax
@@ -47,6 +47,11 @@ def best_window_sums(arm_prefix: np.ndarray, length: int, block: int = 1024) -> 
 def check_windows(window_lengths: Sequence[int], horizon: int) -> tuple[int, ...]:
     """The window lengths as ints, each in ``[1, horizon]``; else ``TypeError`` (not an int:
     ``2.5`` is not rounded) or ``ValueError`` naming the length."""
+    if isinstance(window_lengths, str) or not isinstance(window_lengths, Iterable):
+        raise TypeError(
+            f"window_lengths must be a sequence of ints, got {window_lengths!r} (one length L "
+            "is written [L])"
+        )
     lengths = tuple(checks.check_int("window length", length) for length in window_lengths)
     for length in lengths:
         if length > horizon:

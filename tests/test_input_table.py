@@ -172,6 +172,11 @@ def _():
     for bad in ((0, 4), (-16, 32), (16.0, 32.0)):
         with raises(ValueError, "history_lengths must be positive ints"):
             StABL(num_arms=3, horizon=64, history_lengths=bad)
+    with raises(ValueError, "history_lengths must be <= 2**31 - 1", "got 2147483648"):
+        StABL(num_arms=3, horizon=64, history_lengths=(32, 2**31))
+    longest = StABL(num_arms=3, horizon=64, history_lengths=(32, 2**31 - 1))
+    env = ExpertAdvice(num_arms=3, horizon=64)
+    assert simulate(longest, env, KEY, 1, traces=("loss",)).loss.shape == (1, 64)
 
 
 @row("L7")

@@ -91,6 +91,11 @@ def test_small_inputs_and_bad_windows_of_the_helpers():
         metrics.moving_average(np.ones((2, 5)), 3.5)
     with pytest.raises(ValueError, match=r"needs at least one value along axis 0, got shape"):
         metrics.mean_ci(np.zeros((0, 3)))
+    # One window length, not in a list: "'int' object is not iterable"; a string was read
+    # letter by letter.
+    for bad in (16, "16"):
+        with pytest.raises(TypeError, match="window_lengths must be a sequence of ints"):
+            metrics.check_windows(bad, 32)
 
     class NoBestArm:
         pass
