@@ -597,6 +597,9 @@ def _():
         CustomConvex(dim=2, horizon=64, loss=distance_loss, lipschitz_bound=math.inf)
     with raises(TypeError, "loss_bound must be a real number, got '1'"):
         BCO_LEARNERS.make("fkm", dim=2, horizon=64, loss_bound="1")
+    # A minimiser that is not a function failed only inside simulate ('str' is not callable).
+    with raises(TypeError, "minimizer_fn must be None or a callable theta -> (d,), got 'x'"):
+        CustomConvex(dim=2, horizon=64, loss=distance_loss, minimizer_fn="x")
 
 
 @row("E9")

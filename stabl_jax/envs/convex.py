@@ -424,6 +424,10 @@ class CustomConvex(ConvexEnv):
         super().__post_init__()
         if not callable(self.loss):
             raise TypeError(f"loss must be a callable loss(theta, x), got {self.loss!r}")
+        if self.minimizer_fn is not None and not callable(self.minimizer_fn):
+            raise TypeError(
+                f"minimizer_fn must be None or a callable theta -> (d,), got {self.minimizer_fn!r}"
+            )
         checks.check_positive("lipschitz_bound", self.lipschitz_bound)
 
     @property
