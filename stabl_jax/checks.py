@@ -118,6 +118,14 @@ def check_positive(name: str, value: object) -> float:
     return v
 
 
+def check_nonnegative(name: str, value: object) -> float:
+    """:func:`check_positive`, with 0 allowed: a finite real number ``>= 0``."""
+    v = check_real(name, value)
+    if not math.isfinite(v) or v < 0.0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return v
+
+
 def check_probability(name: str, value: float, *, open_right: bool = False) -> float:
     """A float in [0, 1] (or [0, 1) with ``open_right``)."""
     v = check_real(name, value)

@@ -170,6 +170,8 @@ def test_long_float32_run_stays_finite_and_normalised(name):
         (Exp3S, {"gamma": 1.5}, r"gamma must be in \[0, 1\], got 1.5"),
         (Exp3S, {"alpha": -0.1}, "alpha must be a finite number >= 0, got -0.1"),
         (Exp3S, {"alpha": math.nan}, "alpha must be a finite number >= 0"),
+        (Exp3S, {"alpha": "0.5"}, "alpha must be a real number, got '0.5'"),  # float() read it
+        (Exp3S, {"alpha": True}, "alpha must be a real number, got True"),
         (DUCB, {"discount": 0.0}, r"discount must be in \(0, 1\]"),
         (DUCB, {"discount": 1.2}, r"discount must be in \(0, 1\].*1.2"),
         (DUCB, {"num_changes": -2}, "num_changes must be >= 0, got -2"),

@@ -326,6 +326,15 @@ def test_invalid_configuration(kwargs):
         BBOBFunction(**kwargs)
 
 
+def test_the_sizes_are_real_numbers_of_any_float_type():
+    """A string is named (it was a ValueError saying "finite number"); NumPy's float32 is a
+    number (it was refused, not being a Python float)."""
+    with pytest.raises(TypeError, match=r"noise_std must be a real number, got '0\.1'"):
+        BBOBFunction(function_id=1, dim=2, noise_std="0.1")
+    fn = BBOBFunction(function_id=1, dim=2, noise_std=np.float32(0.25), norm_scale=np.float32(2))
+    assert fn.noise_std == np.float32(0.25)
+
+
 def test_the_plain_instance_by_name_call_and_optimum():
     """``BBOBFunction``'s name, ``f(x)`` (the COCO instance: ``value`` at the default
     params) and ``f_opt``, which ``f`` takes at ``x_opt``."""

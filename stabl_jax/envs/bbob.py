@@ -224,12 +224,9 @@ class BBOBFunction:
         checks.check_bool("rotate", self.rotate)
         checks.check_bool("normalize", self.normalize)
         for name in ("shift_radius", "noise_std"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        s = self.norm_scale
-        if s is not None and not (isinstance(s, int | float) and math.isfinite(s) and s > 0):
-            raise ValueError(f"norm_scale must be None or a finite number > 0, got {s!r}")
+            checks.check_nonnegative(name, getattr(self, name))
+        if self.norm_scale is not None:
+            checks.check_positive("norm_scale", self.norm_scale)
 
     @property
     def name(self) -> str:

@@ -205,9 +205,9 @@ class EagleConfig:
 
     def __post_init__(self) -> None:
         for name in ("perturbation", "visibility", "max_perturbation", "pool_size_factor"):
-            _check_positive(name, getattr(self, name))
+            checks.check_positive(name, getattr(self, name))
         for name in ("gravity", "negative_gravity", "perturbation_lower_bound"):
-            _check_positive(name, getattr(self, name), strict=False)
+            checks.check_nonnegative(name, getattr(self, name))
         checks.check_probability("explore_rate", self.explore_rate)
         if not (0.0 < checks.check_real("penalize_factor", self.penalize_factor) < 1.0):
             raise ValueError(f"penalize_factor must be in (0, 1), got {self.penalize_factor!r}")
@@ -658,10 +658,3 @@ def halton_scramble(key: jax.Array, dim: int) -> tuple[jax.Array, jax.Array]:
     k_mult, k_add = jax.random.split(key)
     mult = jax.random.randint(k_mult, shape, 1, bases, jnp.int32)
     return mult, jax.random.randint(k_add, shape, 0, bases, jnp.int32)
-
-
-def _check_positive(name: str, value: object, strict: bool = True) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (strict and value == 0):  # type: ignore[operator]
-        kind = "> 0" if strict else ">= 0"
-        raise ValueError(f"{name} must be a finite number {kind}, got {value!r}")

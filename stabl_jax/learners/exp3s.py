@@ -121,10 +121,7 @@ class Exp3S(WeightsLearner):
         if alpha is None:
             alpha = 1.0 / self.horizon
             object.__setattr__(self, "alpha", alpha)
-        alpha = float(alpha)
-        if not math.isfinite(alpha) or alpha < 0.0:
-            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
-        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "alpha", checks.check_nonnegative("alpha", alpha))
 
     def play_distribution(self, state: WeightsState) -> jax.Array:
         """``(num_arms,)`` step 1: ``p(t) = (1 - gamma) w(t) / W_t + gamma / K``."""
