@@ -597,6 +597,8 @@ def _():
         CustomConvex(dim=2, horizon=64, loss=distance_loss, lipschitz_bound=math.inf)
     with raises(TypeError, "loss_bound must be a real number, got '1'"):
         BCO_LEARNERS.make("fkm", dim=2, horizon=64, loss_bound="1")
+    with raises(TypeError, "target_radius must be a real number, got '0.5'"):  # was read
+        MovingTarget(dim=2, horizon=64, target_radius="0.5")
     # A minimiser that is not a function failed only inside simulate ('str' is not callable).
     with raises(TypeError, "minimizer_fn must be None or a callable theta -> (d,), got 'x'"):
         CustomConvex(dim=2, horizon=64, loss=distance_loss, minimizer_fn="x")

@@ -135,7 +135,7 @@ class ConvexEnv(Environment):
             default = self.horizon if drift else self.horizon // self.num_segments
             object.__setattr__(self, "period", max(1, default))
         checks.check_int("period", self.period, minimum=1)
-        if not 0.0 < float(self.target_radius) <= 1.0:
+        if not 0.0 < checks.check_real("target_radius", self.target_radius) <= 1.0:
             raise ValueError(f"target_radius must be in (0, 1], got {self.target_radius!r}")
 
     @property
