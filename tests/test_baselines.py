@@ -174,6 +174,7 @@ def test_long_float32_run_stays_finite_and_normalised(name):
         (Exp3S, {"alpha": True}, "alpha must be a real number, got True"),
         (DUCB, {"discount": 0.0}, r"discount must be in \(0, 1\]"),
         (DUCB, {"discount": 1.2}, r"discount must be in \(0, 1\].*1.2"),
+        (DUCB, {"discount": "0.5"}, "discount must be a real number, got '0.5'"),  # was read
         (DUCB, {"num_changes": -2}, "num_changes must be >= 0, got -2"),
         (DUCB, {"xi": 0.0}, "xi must be a finite number > 0, got 0.0"),
         (SWUCB, {"window": 0}, "window must be >= 1, got 0"),

@@ -113,7 +113,7 @@ class DUCB(_ucb.SwitchingUCB):
         if discount is None:
             discount = default_discount(self.horizon, self.num_changes)
             object.__setattr__(self, "discount", discount)
-        discount = float(discount)
+        discount = checks.check_real("discount", discount)
         if not 0.0 < discount <= 1.0:
             raise ValueError(
                 f"discount must be in (0, 1] (1 is undiscounted UCB), got {self.discount!r}"
