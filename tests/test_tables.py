@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stabl_jax import cli
+from stabl_jax import cli, read_summary, read_traces
 from stabl_jax.io.tables import COLUMNS, load_results, summary_rows
 
 BANDIT = {
@@ -59,11 +59,15 @@ def test_selection_summary_rows_pair_the_interval():
 
 
 def test_load_results_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"no summary\.json"):
-        load_results(tmp_path)
+    """``read_summary`` and ``read_traces`` say the same as ``load_results`` (they gave
+    Python's ``[Errno 2] No such file or directory`` and a bare ``JSONDecodeError``)."""
+    for read in (load_results, read_summary, read_traces):
+        with pytest.raises(FileNotFoundError, match="not a finished results folder"):
+            read(tmp_path)
     (tmp_path / "summary.json").write_text("{not json")
-    with pytest.raises(ValueError, match="not valid JSON"):
-        load_results(tmp_path)
+    for read in (load_results, read_summary):
+        with pytest.raises(ValueError, match="not valid JSON"):
+            read(tmp_path)
 
 
 def test_traces_are_read_once_each_and_named_when_missing(

@@ -587,11 +587,13 @@ def params_dict(params: Any) -> dict[str, Any]:
 
 
 def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
-    """Every array of ``<folder>/traces.npz`` (loaded with ``allow_pickle=False``)."""
-    with np.load(Path(folder) / TRACES, allow_pickle=False) as data:
+    """Every array of ``<folder>/traces.npz`` (loaded with ``allow_pickle=False``);
+    ``FileNotFoundError`` naming a folder that is not a finished results folder."""
+    with np.load(tables.finished_folder(folder) / TRACES, allow_pickle=False) as data:
         return {key: data[key] for key in data.files}
 
 
 def read_summary(folder: str | Path) -> dict[str, Any]:
-    """``<folder>/summary.json`` as a dict."""
-    return json.loads((Path(folder) / SUMMARY).read_text(encoding="utf-8"))
+    """``<folder>/summary.json`` as a dict (:func:`stabl_jax.io.tables.load_results`'s
+    errors: a folder that is not a finished results folder, a file that is not JSON)."""
+    return dict(tables.load_results(folder).summary)

@@ -203,6 +203,18 @@ class TraceFile(Mapping[str, np.ndarray]):
         return list(self._names)
 
 
+def finished_folder(folder: str | Path) -> Path:
+    """``folder`` as a path when it holds a ``summary.json``, else ``FileNotFoundError``
+    saying it is not a finished results folder (one still being written has its files in
+    ``<folder>.partial-*``)."""
+    folder = Path(folder)
+    if not (folder / "summary.json").is_file():
+        raise FileNotFoundError(
+            f"{folder} has no summary.json: not a finished results folder of stabl-jax run"
+        )
+    return folder
+
+
 def load_results(folder: str | Path) -> Results:
     """Read a results folder written by ``stabl-jax run``.
 
@@ -217,12 +229,8 @@ def load_results(folder: str | Path) -> Results:
         has its results in ``<folder>.partial-*`` until it completes).
       ValueError: ``summary.json`` is not valid JSON.
     """
-    folder = Path(folder)
+    folder = finished_folder(folder)
     path = folder / "summary.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{folder} has no summary.json: not a finished results folder of stabl-jax run"
-        )
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
