@@ -826,6 +826,16 @@ def _():
         simulate(LEARNER, ENV, KEY, 2, checkpoint="run.npz")
 
 
+@row("M10b")
+def _(tmp_path: Path):
+    """A checkpoint folder that is a file failed at the first save, after a chunk's work."""
+    path = tmp_path / "run"
+    path.write_text("mine")
+    with raises(NotADirectoryError, f"checkpoint folder {path} is a file: give a folder"):
+        ChunkCheckpoint(path, {"run": 1})
+    assert path.read_text() == "mine"
+
+
 @row("M11")
 def _():
     """SA(L) against another environment's losses: a wrong number, returned without a word."""

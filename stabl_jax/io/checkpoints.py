@@ -272,6 +272,8 @@ class ChunkCheckpoint:
 
     def __init__(self, folder: str | Path, fingerprint: Mapping[str, Any]) -> None:
         self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():  # else it fails after a chunk
+            raise NotADirectoryError(f"checkpoint folder {self.folder} is a file: give a folder")
         self.fingerprint = json.loads(json.dumps(dict(fingerprint), sort_keys=True))
         self._chunks: list[tuple[int, int]] = []
 
