@@ -1257,6 +1257,7 @@ def _(tmp_path):
     on load; and cannot be written by the checkpoint writer."""
     folder = tmp_path / "res"
     folder.mkdir()
+    (folder / "summary.json").write_text("{}")  # a finished folder, but for its traces
     np.savez(folder / "traces.npz", evil=np.array([{"a": 1}], dtype=object))
     with raises(ValueError, "allow_pickle=False"):
         read_traces(folder)
