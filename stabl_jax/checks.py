@@ -65,7 +65,10 @@ def check_bool(name: str, value: object) -> bool:
 
 
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
+    """Raise ``ValueError`` unless ``value`` is one of ``allowed`` (``TypeError`` for a bool
+    among ints: ``True == 1`` would pass)."""
+    if isinstance(value, bool) and not any(isinstance(a, bool) for a in allowed):
+        raise TypeError(f"{name} must be one of {tuple(allowed)}, got {value!r} (bool)")
     if value not in allowed:
         raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
 

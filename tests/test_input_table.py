@@ -191,7 +191,7 @@ def _():
     for name, bad in cases.items():
         with raises(ValueError, f"{name} must be one of", repr(bad)):
             StABL(num_arms=3, horizon=64, **{name: bad})
-    with raises(TypeError, "round_offset must be an int, got True (bool)"):  # was taken as 1
+    with raises(TypeError, "round_offset must be one of (0, 1), got True (bool)"):  # was 1
         StABL(num_arms=3, horizon=64, round_offset=True)
 
 

@@ -151,9 +151,7 @@ class Ensemble(HistoryExperts, Learner):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._resolve_history_lengths()
-        checks.check_choice(
-            "round_offset", checks.check_int("round_offset", self.round_offset, 0), (0, 1)
-        )
+        checks.check_choice("round_offset", self.round_offset, (0, 1))
 
     # --- static quantities --------------------------------------------------------------------
     def _lengths(self) -> np.ndarray:
