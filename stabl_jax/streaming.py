@@ -80,7 +80,7 @@ def simulate_summaries(
     runs_per_batch: int = 64,
     chunk_size: int | None = None,
     runs_per_block: int | None = None,
-    progress: bool | Callable[[int, int], None] = False,
+    progress: bool | Callable[[int, int], None] | None = False,
 ) -> RunSummaries:
     """Simulate ``num_runs`` runs in batches and keep per-run summaries (module docstring).
 
@@ -92,7 +92,7 @@ def simulate_summaries(
       params: learner params, shared scalars or per-run leaves of leading size ``R``.
       runs_per_batch: runs simulated and scored together (memory is linear in it).
       progress: ``True`` for a tqdm bar of runs, or a callback ``(runs done, R)`` after
-        each batch.
+        each batch; ``False`` or ``None``: neither.
 
     Returns:
       :class:`RunSummaries` of the ``R`` runs, the runs of ``simulate(..., key, R)``.
@@ -123,8 +123,8 @@ def simulate_summaries(
     windows = metrics.check_windows(window_lengths, horizon)
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
-    if not callable(progress):
-        progress = checks.check_bool("progress", progress)
+    if not callable(progress):  # None, the default before False, is no progress too
+        progress = progress is not None and checks.check_bool("progress", progress)
     update = progress_bar(progress, num_runs, unit="run")
     parts: list[dict[str, np.ndarray]] = []
     sim_s = metric_s = 0.0

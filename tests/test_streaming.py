@@ -116,6 +116,8 @@ def test_progress_is_a_bar_or_a_callback(env) -> None:
     assert calls == [(2, 3), (3, 3)]
     barred = simulate_summaries(learner, env, key, 3, (4,), runs_per_batch=2, progress=True)
     np.testing.assert_array_equal(barred.sa_sampled, summaries.sa_sampled)
+    quiet = simulate_summaries(learner, env, key, 3, (4,), runs_per_batch=2, progress=None)
+    np.testing.assert_array_equal(quiet.sa_sampled, summaries.sa_sampled)  # the old default
 
 
 def test_runs_per_point_pairs_the_points_of_a_sweep(env):
