@@ -203,14 +203,14 @@ class TraceFile(Mapping[str, np.ndarray]):
         return list(self._names)
 
 
-def finished_folder(folder: str | Path) -> Path:
-    """``folder`` as a path when it holds a ``summary.json``, else ``FileNotFoundError``
+def finished_folder(folder: str | Path, name: str = "summary.json") -> Path:
+    """``folder`` as a path when it holds the file ``name``, else ``FileNotFoundError``
     saying it is not a finished results folder (one still being written has its files in
     ``<folder>.partial-*``)."""
     folder = Path(folder)
-    if not (folder / "summary.json").is_file():
+    if not (folder / name).is_file():
         raise FileNotFoundError(
-            f"{folder} has no summary.json: not a finished results folder of stabl-jax run"
+            f"{folder} has no {name}: not a finished results folder of stabl-jax run"
         )
     return folder
 
