@@ -45,12 +45,13 @@ def check_int(name: str, value: object, minimum: int = 1) -> int:
 MAX_HORIZON = 2**31 - 1
 
 
-def check_horizon(value: object, minimum: int = 1) -> int:
-    """``value`` as a horizon: :func:`check_int`, and at most :data:`MAX_HORIZON`."""
-    horizon = check_int("horizon", value, minimum)
+def check_horizon(value: object, minimum: int = 1, name: str = "horizon") -> int:
+    """``value`` as a number of rounds (a horizon, a history length): :func:`check_int`,
+    and at most :data:`MAX_HORIZON`; errors name ``name``."""
+    horizon = check_int(name, value, minimum)
     if horizon > MAX_HORIZON:
         raise ValueError(
-            f"horizon must be <= 2**31 - 1 = {MAX_HORIZON} (rounds are counted in int32), "
+            f"{name} must be <= 2**31 - 1 = {MAX_HORIZON} (rounds are counted in int32), "
             f"got {horizon}"
         )
     return horizon

@@ -66,11 +66,7 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     for length in out:
         if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 1:
             raise ValueError(f"history_lengths must be positive ints, got {out!r}")
-        if length > checks.MAX_HORIZON:
-            raise ValueError(
-                f"history_lengths must be <= 2**31 - 1 (rounds are counted in int32), got "
-                f"{int(length)}"
-            )
+        checks.check_horizon(length, name="history_lengths")
     if any(b <= a for a, b in itertools.pairwise(out)):
         raise ValueError(f"history_lengths must be strictly increasing, got {out!r}")
     return tuple(int(x) for x in out)
