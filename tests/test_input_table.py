@@ -282,9 +282,12 @@ def _():
             learner.init(KEY)
         with jax.enable_x64(True):
             state = learner.init(KEY)
+            params = learner.default_params
         assert {x.dtype for x in jax.tree.leaves(state) if x.dtype.kind == "f"} == {
             np.dtype("float64")
         }
+        with raises(ValueError, f"{name} with dtype='float64' needs 64-bit JAX"):
+            learner.init(KEY, params)  # explicit params: the same check
     with raises(ValueError, "EXP3 with dtype='float64' needs 64-bit JAX"):
         simulate(EXP3(num_arms=N, horizon=T, dtype="float64"), ENV, KEY, 1)
 

@@ -95,10 +95,10 @@ class Learner(Generic[Query]):
         """The initial state; ``params`` (default :attr:`default_params`) checked by
         :meth:`check_params` and cast to the state's dtype (``ValueError`` for a float64
         learner without ``jax_enable_x64``, whose arrays JAX would make float32)."""
-        checks.check_x64(type(self).__name__, self.float_dtype)
         if params is None:
-            params = self.default_params
+            params = self.default_params  # which checks the dtype
         else:
+            checks.check_x64(type(self).__name__, self.float_dtype)
             self.check_params(params)
             params = jax.tree.map(lambda x: jnp.asarray(x, dtype=self.float_dtype), params)
         return self._init(key, params)
