@@ -38,6 +38,7 @@ import numpy as np
 
 from stabl_jax import load_results, metrics
 from stabl_jax.io import plots
+from stabl_jax.io.results import OutputError, owned_figures
 
 FIGURE1 = tuple(
     f"expert_advice_{segments}-{steps}-{feedback}"
@@ -144,13 +145,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path, help="the folder holding the results folders")
     parser.add_argument("out", type=Path, help="where the PNGs go")
     parser.add_argument("--folders", nargs="+", default=list(FIGURE1), metavar="NAME")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace PNGs in OUT_DIR stabl_jax did not write"
+    )
     args = parser.parse_args(argv)
-    written = []
+    folders = []
     for name in args.folders:
         folder = args.results / name
-        if not (folder / "summary.json").is_file():
+        if (folder / "summary.json").is_file():
+            folders.append(folder)
+        else:
             print(f"{folder}: no summary.json, skipped")
-            continue
+    try:  # before any is drawn: a user's PNG of one of these names is never replaced
+        names = [f"{f.name}_{kind}.png" for f in folders for kind in ("regret", "sa")]
+        owned_figures(args.out, names, "OUT_DIR", args.overwrite)
+    except OutputError as exc:
+        parser.error(str(exc))
+    written = []
+    for folder in folders:
         written += curves(folder, args.out)
     print(f"wrote {len(written)} PNGs into {args.out}")
     return 0 if written else 1

@@ -242,8 +242,9 @@ for plot in best_objective score_vs_uniform profile; do
   figure hpo_bbob_sphere $plot hpo_sphere_$plot
   figure hpo_bbob_suite $plot hpo_suite_$plot
 done
-# ... the sensitivity heatmaps of the four sweeps (experiments/sensitivity.py) ...
-"$PYTHON" experiments/sensitivity.py "$RESULTS/sweeps" docs/figures
+# ... the sensitivity heatmaps of the four sweeps (experiments/sensitivity.py) ... (both
+# scripts replace the project's own figures, untagged where drawn before figures were tagged)
+"$PYTHON" experiments/sensitivity.py --overwrite "$RESULTS/sweeps" docs/figures
 # ... and Figure 1's regret against T and SA(L) against L (experiments/curves.py)
-"$PYTHON" experiments/curves.py "$RESULTS" docs/figures --folders \
+"$PYTHON" experiments/curves.py "$RESULTS" docs/figures --overwrite --folders \
   expert_advice_{equal,random}-tuned-{loss,reward} expert_advice_{equal,random}-theory-reward

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from stabl_jax.io import plots
+from stabl_jax.io.results import OutputError, owned_figures
 
 SCORE = "mean reward 1 - l_t(x_t)"
 
@@ -54,8 +55,10 @@ def _describe(name: str, mean: np.ndarray, half: np.ndarray, at: tuple, edges: l
     )
 
 
-def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
-    """Write the sensitivity PNGs of one ``sweep.json``; print the chosen points."""
+def sensitivity(sweep_file: Path, out: Path, overwrite: bool = False) -> list[Path]:
+    """Write the sensitivity PNGs of one ``sweep.json``; print the chosen points. A PNG of
+    those names in ``out`` that stabl_jax did not write is left as it is (``OutputError``)
+    unless ``overwrite``."""
     sweep = json.loads(sweep_file.read_text())
     config = sweep["config"]
     stem = sweep_file.parent.name
@@ -86,6 +89,10 @@ def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
             bands.append(plots.Band(name, f"{plots.label(name)} ({field})", x, mean, half))
         else:
             print(f"  {name}: {len(entry['fields'])} swept params, not drawn")
+    names = [
+        f"{stem}_sensitivity{end}.png" for end, drawn in (("", grids), ("_1d", bands)) if drawn
+    ]
+    owned_figures(out, names, "OUT_DIR", overwrite)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if grids:
@@ -115,12 +122,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", type=Path, help="folder of NAME/sweep.json")
     parser.add_argument("out", type=Path, help="where the PNGs go")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace PNGs in OUT_DIR stabl_jax did not write"
+    )
     args = parser.parse_args(argv)
     files = sorted(args.sweeps.glob("*/sweep.json"))
     if not files:
         print(f"{args.sweeps}: no */sweep.json (write them with experiments/tune.py --out)")
         return 1
-    written = [path for f in files for path in sensitivity(f, args.out)]
+    try:
+        written = [path for f in files for path in sensitivity(f, args.out, args.overwrite)]
+    except OutputError as exc:
+        parser.error(str(exc))
     print(f"wrote {len(written)} PNGs into {args.out}")
     return 0
 

@@ -910,9 +910,15 @@ def _save(plt: Any, fig: Any, title: str, path: Path) -> Path:
     fig.suptitle(title, fontsize=12)
     from stabl_jax.io import plots
 
-    fig.savefig(path, dpi=plots.DPI)
-    plt.close(fig)
-    return path
+    try:
+        return plots.save_figure(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def figure_names(adversaries: Sequence[str], prefix: str = "study") -> list[str]:
+    """The PNGs :func:`write_figures` may write for ``adversaries``."""
+    return [f"{prefix}_{a}_sa_vs_{axis}.png" for a in adversaries for axis in ("L", "n")]
 
 
 def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "study") -> list[Path]:
@@ -1034,6 +1040,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
     parser.add_argument("--figures", default=None, help="write the plots into this folder")
     parser.add_argument("--figure-prefix", default="study", help="file names PREFIX_<adversary>_*")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace --figures PNGs stabl_jax did not write"
+    )
     parser.add_argument("--analyse-only", action="store_true", help="do not run missing points")
     parser.add_argument(
         "--force", action="store_true", help="run complete points again (stabl-jax run --force)"
@@ -1056,10 +1065,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--bootstrap must be >= 10 resamples, got {args.bootstrap}")
     learners = args.learners.split(",") if args.learners else None
     out = Path(args.out)
-    from stabl_jax.io.results import OutputError, owned_files
+    from stabl_jax.io.results import OutputError, owned_figures, owned_files
 
-    try:  # before any point runs: a user's study.md of that folder is never replaced
+    try:  # before any point runs: a user's study.md or figure is never replaced
         owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
+        if args.figures:
+            names = figure_names(args.adversaries, args.figure_prefix)
+            owned_figures(args.figures, names, "--figures", args.overwrite)
     except OutputError as exc:
         parser.error(str(exc))
     try:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import cli, load_results
+from stabl_jax.io import results
 from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,3 +63,21 @@ def test_unpaired_companion_is_refused(curves, tmp_path):
     _run(tmp_path / "tiny-naive", '["uniform"]', "seed=1")
     with pytest.raises(SystemExit, match="not paired"):
         curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", "tiny"])
+
+
+def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):
+    _run(tmp_path / "res" / "tiny", '["uniform"]')
+    png = tmp_path / "png"
+    args = [str(tmp_path / "res"), str(png), "--folders", "tiny"]
+    assert curves.main(args) == 0
+    assert all(results.is_own_figure(p) for p in png.iterdir())
+    assert curves.main(args) == 0  # its own figures are replaced
+    (png / "tiny_sa.png").write_bytes(b"their plot")
+    before = (png / "tiny_regret.png").read_bytes()
+    with pytest.raises(SystemExit) as stop:  # before any figure is drawn
+        curves.main(args)
+    assert stop.value.code == 2 and "is not a figure of stabl_jax" in capsys.readouterr().err
+    assert (png / "tiny_sa.png").read_bytes() == b"their plot"
+    assert (png / "tiny_regret.png").read_bytes() == before
+    assert curves.main([*args, "--overwrite"]) == 0
+    assert results.is_own_figure(png / "tiny_sa.png")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from stabl_jax.io import plots
+from stabl_jax.io import plots, results
 
 
 def _bands(values):
@@ -37,3 +38,32 @@ def test_cumulative_regret_plot_is_written(tmp_path):
     band = plots.Band(name="stabl", label="StABL", x=x, mean=np.sqrt(x), half=0 * x + 0.5)
     path = plots.plot_cumulative_regret([band], tmp_path / "c.png", title="t", change_points=[50])
     assert path.stat().st_size > 0
+
+
+def test_a_band_of_unequal_lengths_is_named():
+    x = np.arange(4.0)
+    with pytest.raises(
+        ValueError, match=r"Band 'stabl': .* got x \(4,\), mean \(3,\), half \(4,\)"
+    ):
+        plots.Band(name="stabl", label="StABL", x=x, mean=x[:3], half=x)
+    with pytest.raises(ValueError, match=r"x \(2, 2\)"):
+        plots.Band(name="stabl", label="StABL", x=x.reshape(2, 2), mean=x, half=x)
+
+
+def test_figures_are_tagged_and_written_atomically(tmp_path):
+    x = np.arange(10.0)
+    band = plots.Band(name="stabl", label="StABL", x=x, mean=x, half=0 * x)
+    path = plots.plot_adaptive_regret([band], tmp_path / "sa.png", title="t")
+    assert results.is_own_figure(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sa.png"]  # no temporary left
+    plt = plots._pyplot()
+    fig, _ = plt.subplots()
+    fig.savefig(tmp_path / "plain.png")  # matplotlib's own PNG: not this library's
+    plt.close(fig)
+    (tmp_path / "notes.png").write_text("not an image")
+    assert not results.is_own_figure(tmp_path / "plain.png")
+    assert not results.is_own_figure(tmp_path / "notes.png")
+    assert not results.is_own_figure(tmp_path / "missing.png")
+    assert not results.is_own_figure(tmp_path)
+    with pytest.raises(results.OutputError, match="is a file"):
+        results.owned_figures(path, ["a.png"], "OUT_DIR")

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from stabl_jax.io import plots
+from stabl_jax.io import plots, results
 from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "sensitivity.py"
@@ -54,6 +55,20 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
     assert "interior: {'lr_scale': 4.0}" in out
     for name in ("demo_sensitivity.png", "demo_sensitivity_1d.png"):
         assert (tmp_path / "png" / name).stat().st_size > 10_000
+        assert results.is_own_figure(tmp_path / "png" / name)
+    # a PNG of one of its names that stabl_jax did not write is left alone (--overwrite: not)
+    theirs = tmp_path / "png" / "demo_sensitivity_1d.png"
+    plt = plots._pyplot()
+    fig, _ = plt.subplots()
+    fig.savefig(theirs)
+    plt.close(fig)
+    mine = theirs.read_bytes()
+    with pytest.raises(SystemExit) as stop:
+        script.main([str(tmp_path), str(tmp_path / "png")])
+    assert stop.value.code == 2 and theirs.read_bytes() == mine
+    assert "is not a figure of stabl_jax" in capsys.readouterr().err
+    assert script.main([str(tmp_path), str(tmp_path / "png"), "--overwrite"]) == 0
+    assert results.is_own_figure(theirs)
 
     grid = script.grid_of("stabl", sweep["learners"]["stabl"])
     assert grid.mean.shape == (3, 4) and grid.chosen == (2, 0)

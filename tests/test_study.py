@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from stabl_jax.envs import geometric_segment_lengths
+from stabl_jax.io import results
 from stabl_jax.kinds import load_config
 from tests.scripts import load_script
 
@@ -177,6 +178,16 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert stop.value.code == 2 and (mine / "study.md").read_text() == "my notes\n"
     assert "is there and is not a previous experiments/study.py file" in capsys.readouterr().err
     assert sorted(p.name for p in mine.iterdir()) == ["study.md"]
+    # A PNG of a figure's name in --figures that stabl_jax did not write: refused before any
+    # point runs, kept byte for byte
+    theirs = tmp_path / "their_figures"
+    theirs.mkdir()
+    (theirs / "study_geometric_sa_vs_n.png").write_bytes(b"their plot")
+    with pytest.raises(SystemExit) as stop:
+        study.main([*args[:-1], str(theirs)])
+    assert stop.value.code == 2 and not out.exists()
+    assert "is not a figure of stabl_jax" in capsys.readouterr().err
+    assert (theirs / "study_geometric_sa_vs_n.png").read_bytes() == b"their plot"
     assert study.main(args) == 0
     assert study.main(args) == 0  # its own study.json and study.md are replaced
     text = (out / "study.md").read_text()
@@ -196,6 +207,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
         "study_geometric_sa_vs_L.png",
         "study_geometric_sa_vs_n.png",
     ]
+    assert all(results.is_own_figure(p) for p in figures.iterdir())
     # A second call finds the points complete and only re-analyses them; its bundle rebuilds
     # folders elsewhere that give the same analysis.
     capsys.readouterr()

@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from stabl_jax.io import checkpoints
+from stabl_jax.versions import __version__
+
 DPI = 120
 FIGSIZE = (9.0, 5.0)
 MAX_POINTS = 4000  # curves are thinned to at most this many points (the eye sees no more)
@@ -25,6 +28,9 @@ MARKS_PER_LINE = 12  # markers on a time curve (staggered per line so coinciding
 #: SA(L) is drawn on a symmetric-log y axis, linear on ``[-SYMLOG_LINEAR, SYMLOG_LINEAR]``:
 #: a negative SA(L) (the learner beat the best arm on every window) stays visible.
 SYMLOG_LINEAR = 10.0
+#: The PNG ``Software`` text of every figure written here, followed by the version:
+#: :func:`stabl_jax.io.results.owned_figures` replaces only files that carry it.
+SOFTWARE = "stabl_jax"
 
 #: Legend labels of the registry names (the paper's names where it has one).
 LABELS: dict[str, str] = {
@@ -75,6 +81,14 @@ class Band:
     x: np.ndarray
     mean: np.ndarray
     half: np.ndarray
+
+    def __post_init__(self) -> None:
+        shapes = {f: np.shape(getattr(self, f)) for f in ("x", "mean", "half")}
+        if len(shapes["x"]) != 1 or len(set(shapes.values())) != 1:
+            raise ValueError(
+                f"Band {self.name!r}: x, mean and half must be 1-D arrays of one length, got "
+                + ", ".join(f"{f} {shape}" for f, shape in shapes.items())
+            )
 
 
 def _pyplot() -> Any:
@@ -160,9 +174,15 @@ def _draw_axes(
         ax.legend(fontsize=max(6, fontsize - 2), loc="best", framealpha=0.85)
 
 
-def _save(fig: Any, path: str | Path) -> Path:
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Write a matplotlib figure to ``path`` as a PNG, atomically
+    (:func:`stabl_jax.io.checkpoints.atomic_write`), tagged ``Software: stabl_jax <version>``
+    (:data:`SOFTWARE`); return ``path``."""
     path = Path(path)
-    fig.savefig(path, dpi=DPI)
+    metadata = {"Software": f"{SOFTWARE} {__version__}"}
+    checkpoints.atomic_write(
+        path, lambda f: fig.savefig(f, format="png", dpi=DPI, metadata=metadata)
+    )
     return path
 
 
@@ -173,7 +193,7 @@ def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
         _draw_axes(ax, bands, colors, **options)
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -238,7 +258,7 @@ def plot_panels(
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=min(6, len(labels)))
         fig.suptitle(title, fontsize=11)
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -500,7 +520,7 @@ def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: st
             "chosen point's",
             fontsize=11,
         )
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -539,6 +559,6 @@ def plot_sensitivity(
         for i, x in enumerate(ends):
             ax.axvline(x, color="0.35", ls=":", lw=1.0, label="grid's edge" if i == 0 else None)
         ax.legend(fontsize=9, loc="best", framealpha=0.85)
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)

@@ -50,7 +50,7 @@ import secrets
 import shutil
 import sys
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,7 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics, provenance
-from stabl_jax.io import checkpoints, tables
+from stabl_jax.io import checkpoints, plots, tables
 from stabl_jax.versions import package_versions
 
 SUMMARY = "summary.json"
@@ -124,6 +124,43 @@ def owned_files(
             raise OutputError(
                 f"{path} is there and is not a previous {tool} file (no {record} of {tool} "
                 "beside it), so it is left as it is: give --out another folder, or move the file"
+            )
+    return paths
+
+
+def is_own_figure(path: str | Path) -> bool:
+    """True when ``path`` is a PNG that :func:`stabl_jax.io.plots.save_figure` wrote (its
+    ``Software`` text reads ``stabl_jax <version>``)."""
+    from PIL import Image  # matplotlib's own dependency; read only the header chunks
+
+    try:
+        with Image.open(path) as image:
+            software = image.info.get("Software") if image.format == "PNG" else None
+    except (OSError, ValueError, SyntaxError):  # not an image Pillow can read
+        return False
+    return isinstance(software, str) and software.startswith(f"{plots.SOFTWARE} ")
+
+
+def owned_figures(
+    folder: str | os.PathLike, names: Iterable[str], tool: str, overwrite: bool = False
+) -> tuple[Path, ...]:
+    """The paths of the PNGs ``names`` that ``tool`` writes into ``folder``, a folder a user
+    names: each absent or a figure of this library (:func:`is_own_figure`), unless
+    ``overwrite`` (the tool's ``--overwrite``). Called before the figures are drawn.
+
+    Raises:
+      OutputError: ``folder`` is a file, or a file of one of ``names`` is there and is not a
+        figure of this library (left as it is).
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{folder} is a file: give a folder for the {tool} figures")
+    paths = tuple(folder / name for name in names)
+    for path in paths:
+        if not overwrite and path.exists() and not is_own_figure(path):
+            raise OutputError(
+                f"{path} is there and is not a figure of stabl_jax, so it is left as it is: "
+                f"give {tool} another folder, move the file, or pass --overwrite to replace it"
             )
     return paths
 
