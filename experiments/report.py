@@ -80,6 +80,7 @@ import numpy as np
 from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
+from stabl_jax.io.results import write_text
 
 Z_95 = 1.959963984540054
 #: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
@@ -766,7 +767,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in missing:
             print(problem, file=sys.stderr)
         if args.update:
-            doc.write_text(new)
+            write_text(doc, new)  # atomically: a full disk leaves the document whole
             print(f"{doc}: {len(MARKER.findall(text))} tables, {len(changed)} rewritten")
             return 1 if missing else 0
         for marker in changed:

@@ -524,7 +524,8 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
     ``<folder>/env/change_points``, ``<folder>/sa_window_lengths``) and
     ``<prefix>_summaries.json`` (``{folder: summary.json}``). Small enough to move between
     machines where the full ``traces.npz`` (hundreds of MB per point) is not."""
-    from stabl_jax.io.results import read_summary
+    from stabl_jax.io.checkpoints import atomic_write
+    from stabl_jax.io.results import read_summary, write_text
 
     arrays: dict[str, np.ndarray] = {}
     summaries: dict[str, Any] = {}
@@ -537,12 +538,37 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
             for key in keep:
                 arrays[f"{folder.name}/{key}"] = data[key]
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    npz = prefix.parent / f"{prefix.name}_sa.npz"
-    js = prefix.parent / f"{prefix.name}_summaries.json"
+    npz, js = bundle_files(prefix)
     # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
-    np.savez_compressed(npz, **arrays)  # type: ignore[arg-type]
-    js.write_text(json.dumps(summaries) + "\n", encoding="utf-8")
+    atomic_write(npz, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
+    write_text(js, json.dumps(summaries) + "\n")
     return [npz, js]
+
+
+def is_bundle(prefix: Path) -> bool:
+    """True when ``<prefix>_summaries.json`` is a :func:`write_bundle` file: a JSON object
+    of results folders' summaries (each with its ``config`` and ``learners``)."""
+    try:
+        text = (prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8")
+        summaries = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(summaries, dict) and all(
+        isinstance(s, dict) and {"config", "learners"} <= s.keys() for s in summaries.values()
+    )
+
+
+def bundle_files(prefix: Path) -> list[Path]:
+    """``<prefix>_sa.npz`` and ``<prefix>_summaries.json``; raises ``ValueError`` if one is
+    there and they are not a previous bundle (a user's file is never replaced)."""
+    paths = [prefix.parent / f"{prefix.name}_{end}" for end in ("sa.npz", "summaries.json")]
+    for path in paths:
+        if path.exists() and not is_bundle(prefix):
+            raise ValueError(
+                f"--bundle: {path} is there and is not a previous study bundle, so it is left "
+                "as it is: give --bundle another prefix, or move the file"
+            )
+    return paths
 
 
 def read_bundle(prefix: Path, out: Path) -> list[Path]:
@@ -1065,14 +1091,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--bootstrap must be >= 10 resamples, got {args.bootstrap}")
     learners = args.learners.split(",") if args.learners else None
     out = Path(args.out)
-    from stabl_jax.io.results import OutputError, owned_figures, owned_files
+    from stabl_jax.io.results import OutputError, owned_figures, owned_files, write_json, write_text
 
-    try:  # before any point runs: a user's study.md or figure is never replaced
+    try:  # before any point runs: a user's study.md, figure or bundle is never replaced
         owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
         if args.figures:
             names = figure_names(args.adversaries, args.figure_prefix)
             owned_figures(args.figures, names, "--figures", args.overwrite)
-    except OutputError as exc:
+        if args.bundle:
+            bundle_files(Path(args.bundle))
+    except (OutputError, ValueError) as exc:
         parser.error(str(exc))
     try:
         plan = default_plan(
@@ -1140,12 +1168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sa_field": SA_FIELD,
         "command": " ".join(["python", "experiments/study.py", *(argv or sys.argv[1:])]),
     }
-    (out / "study.json").write_text(
-        json.dumps(_jsonable({"meta": meta, "analysis": analysis}), indent=1) + "\n",
-        encoding="utf-8",
-    )
+    write_json(out / "study.json", _jsonable({"meta": meta, "analysis": analysis}), indent=1)
     text = report(analysis, args.table_windows)
-    (out / "study.md").write_text(text + "\n", encoding="utf-8")
+    write_text(out / "study.md", text + "\n")
     print(text)
     if args.figures:
         for path in write_figures(analysis, Path(args.figures), args.figure_prefix):

@@ -32,7 +32,7 @@ import numpy as np
 
 from stabl_jax import metrics, simulate
 from stabl_jax.io.configs import resolve_config
-from stabl_jax.io.results import OutputError, environment_info, owned_files
+from stabl_jax.io.results import OutputError, environment_info, owned_files, write_text
 from stabl_jax.kinds import load_config
 from stabl_jax.kinds.paired import ExperimentConfig
 
@@ -187,9 +187,10 @@ def main(argv: list[str] | None = None) -> int:
             report[name] = out
             chosen[name] = out["best"]
     Path(args.configs_dir).mkdir(parents=True, exist_ok=True)
-    target.write_text(tuned_toml(source, base, chosen, config.feedback))
+    write_text(target, tuned_toml(source, base, chosen, config.feedback))
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "sweep.json").write_text(
+    write_text(
+        out_dir / "sweep.json",
         json.dumps(
             {
                 "command": ["python", "experiments/tune.py", *argv],
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 "learners": report,
             },
             indent=2,
-        )
+        ),
     )
     print(f"wrote {target} and {out_dir / 'sweep.json'}")
     return 0

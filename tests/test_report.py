@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
+import errno
+import io
 import json
 import re
 import runpy
@@ -61,6 +64,60 @@ def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
     assert REPORT["main"](["--check", str(doc), *args]) == 0
     _write(tmp_path, 0.6)  # a new result: the document is stale again
     assert REPORT["main"](["--check", str(doc), *args]) == 1
+
+
+class _FullDisk:
+    """A file opened for writing on a disk with ``room`` bytes left (then ``ENOSPC``)."""
+
+    def __init__(self, handle: Any, room: int) -> None:
+        self._handle, self._room = handle, room
+
+    def write(self, data: Any) -> int:
+        if len(data) > self._room:
+            self._handle.write(data[: self._room])
+            self._room = 0
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._room -= len(data)
+        return self._handle.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
+def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
+    """``--update`` replaces the document atomically: a disk that fills while it writes
+    leaves the document as it was; the file keeps its permission bits, and a symbolic link
+    to it stays a link."""
+    _write(tmp_path, 0.5)
+    doc = tmp_path / "doc.md"
+    before = MARK + "stale\n<!-- /report -->\n" + "more text\n" * 2000
+    doc.write_text(before)
+    doc.chmod(0o640)
+    link = tmp_path / "link.md"
+    link.symlink_to(doc)
+    args = ["--update", str(link), "--results", str(tmp_path)]
+    real_open = io.open
+
+    def full_disk_open(file: Any, mode: str = "r", *rest: Any, **kw: Any) -> Any:
+        handle = real_open(file, mode, *rest, **kw)
+        return _FullDisk(handle, 4096) if "w" in mode else handle
+
+    with monkeypatch.context() as patch:
+        patch.setattr(io, "open", full_disk_open)
+        patch.setattr(builtins, "open", full_disk_open)
+        with pytest.raises(OSError, match="No space"):
+            REPORT["main"](args)
+    assert doc.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo", "doc.md", "link.md"]
+    assert REPORT["main"](args) == 0
+    assert link.is_symlink() and "| stabl | 2 |" in doc.read_text()
+    assert doc.stat().st_mode & 0o777 == 0o640
 
 
 def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):

@@ -188,6 +188,13 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert stop.value.code == 2 and not out.exists()
     assert "is not a figure of stabl_jax" in capsys.readouterr().err
     assert (theirs / "study_geometric_sa_vs_n.png").read_bytes() == b"their plot"
+    # ... and so is a file of --bundle's names that is not a previous bundle
+    (theirs / "study_summaries.json").write_text('{"mine": 1}')
+    with pytest.raises(SystemExit) as stop:
+        study.main([*args, "--bundle", str(theirs / "study")])
+    assert stop.value.code == 2 and not out.exists()
+    assert "is not a previous study bundle" in capsys.readouterr().err
+    assert (theirs / "study_summaries.json").read_text() == '{"mine": 1}'
     assert study.main(args) == 0
     assert study.main(args) == 0  # its own study.json and study.md are replaced
     text = (out / "study.md").read_text()
@@ -214,6 +221,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     bundle = tmp_path / "bundle" / "study"
     assert study.main([*args, "--bundle", str(bundle)]) == 0
     assert capsys.readouterr().out.count("complete, not run again") == 2
+    assert study.main([*args, "--analyse-only", "--bundle", str(bundle)]) == 0  # its own
     rebuilt = tmp_path / "rebuilt"
     moved = [*args, "--analyse-only", "--from-bundle", str(bundle)]
     moved[moved.index(str(out))] = str(rebuilt)

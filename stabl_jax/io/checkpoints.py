@@ -105,14 +105,19 @@ def fsync_dir(folder: str | Path) -> None:
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` atomically: ``write(file)`` into a temporary sibling, flush, ``fsync``,
     :func:`os.replace` it onto ``path``, ``fsync`` the folder. Readers see the old file or the
-    new one, never a part."""
+    new one, never a part. A file replaced keeps its permission bits; a symbolic link stays
+    one (the file it points to is written)."""
     path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            shutil.copymode(path, tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

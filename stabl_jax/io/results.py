@@ -165,11 +165,16 @@ def owned_figures(
     return paths
 
 
-def write_json(path: str | Path, value: Any) -> None:
-    """``value`` as indented JSON into ``path``, atomically
-    (:func:`stabl_jax.io.checkpoints.atomic_write`)."""
-    text = json.dumps(value, indent=2) + "\n"
+def write_text(path: str | Path, text: str) -> None:
+    """``text`` into ``path`` as UTF-8, atomically
+    (:func:`stabl_jax.io.checkpoints.atomic_write`): a crash or a full disk leaves the old
+    file whole."""
     checkpoints.atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def write_json(path: str | Path, value: Any, indent: int = 2) -> None:
+    """``value`` as indented JSON into ``path``, atomically (:func:`write_text`)."""
+    write_text(path, json.dumps(value, indent=indent) + "\n")
 
 
 # --------------------------------------------------------------------------------------------
