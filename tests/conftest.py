@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import errno
+import io
 import json
 import os
 import re
@@ -94,6 +97,46 @@ def assert_params_bounded(learner: Any) -> None:
             message = f"params.{field} must be finite and in {interval}, got {value:g}"
             with pytest.raises(ValueError, match=re.escape(message)):
                 learner.init(jax.random.key(0), bad)
+
+
+class _FullDisk:
+    """A file opened for writing on a disk with ``room`` bytes left (then ``ENOSPC``)."""
+
+    def __init__(self, handle: Any, room: int) -> None:
+        self._handle, self._room = handle, room
+
+    def write(self, data: Any) -> int:
+        if len(data) > self._room:
+            self._handle.write(data[: self._room])
+            self._room = 0
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._room -= len(data)
+        return self._handle.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __iter__(self) -> Any:
+        return iter(self._handle)
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
+def fill_disk_while_writing(monkeypatch: pytest.MonkeyPatch, room: int = 4096) -> None:
+    """From now on (within ``monkeypatch``), every file opened for writing through ``open``
+    or ``Path.open`` takes ``room`` bytes, then fails with ``ENOSPC``."""
+    real_open = io.open
+
+    def full_disk_open(file: Any, mode: str = "r", *rest: Any, **kw: Any) -> Any:
+        handle = real_open(file, mode, *rest, **kw)
+        return _FullDisk(handle, room) if "w" in mode else handle
+
+    monkeypatch.setattr(io, "open", full_disk_open)
+    monkeypatch.setattr(builtins, "open", full_disk_open)
 
 
 def mark_as_ours(folder: Path, pid: int = 999999999, run_id: str = "0-dead") -> Path:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
-import errno
-import io
 import json
 import re
 import runpy
@@ -15,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import write_loss_traces
+from tests.conftest import fill_disk_while_writing, write_loss_traces
 
 REPORT = runpy.run_path(str(Path(__file__).resolve().parents[1] / "experiments" / "report.py"))
 MARK = "<!-- report: demo windows=16,64 -->\n"
@@ -66,30 +63,6 @@ def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
     assert REPORT["main"](["--check", str(doc), *args]) == 1
 
 
-class _FullDisk:
-    """A file opened for writing on a disk with ``room`` bytes left (then ``ENOSPC``)."""
-
-    def __init__(self, handle: Any, room: int) -> None:
-        self._handle, self._room = handle, room
-
-    def write(self, data: Any) -> int:
-        if len(data) > self._room:
-            self._handle.write(data[: self._room])
-            self._room = 0
-            raise OSError(errno.ENOSPC, "No space left on device")
-        self._room -= len(data)
-        return self._handle.write(data)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._handle, name)
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._handle.close()
-
-
 def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
     """``--update`` replaces the document atomically: a disk that fills while it writes
     leaves the document as it was; the file keeps its permission bits, and a symbolic link
@@ -102,15 +75,8 @@ def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
     link = tmp_path / "link.md"
     link.symlink_to(doc)
     args = ["--update", str(link), "--results", str(tmp_path)]
-    real_open = io.open
-
-    def full_disk_open(file: Any, mode: str = "r", *rest: Any, **kw: Any) -> Any:
-        handle = real_open(file, mode, *rest, **kw)
-        return _FullDisk(handle, 4096) if "w" in mode else handle
-
     with monkeypatch.context() as patch:
-        patch.setattr(io, "open", full_disk_open)
-        patch.setattr(builtins, "open", full_disk_open)
+        fill_disk_while_writing(patch)
         with pytest.raises(OSError, match="No space"):
             REPORT["main"](args)
     assert doc.read_text() == before

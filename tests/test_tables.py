@@ -13,6 +13,7 @@ import pytest
 
 from stabl_jax import cli, read_summary, read_traces
 from stabl_jax.io.tables import COLUMNS, load_results, summary_rows
+from tests.conftest import fill_disk_while_writing
 
 BANDIT = {
     "learners": {
@@ -139,3 +140,19 @@ def test_to_dataframe_without_pandas_says_what_to_install(tmp_path, monkeypatch)
     monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
     with pytest.raises(ImportError, match=r"pip install pandas.*results\.csv"):
         load_results(tmp_path).to_dataframe()
+
+
+def test_a_full_disk_leaves_the_csv_whole(tmp_path, monkeypatch):
+    """``to_csv`` over a finished folder's ``results.csv`` replaces it atomically: a disk that
+    fills while it writes leaves the previous file as it was."""
+    (tmp_path / "summary.json").write_text(json.dumps(BANDIT))
+    res = load_results(tmp_path)
+    path = res.to_csv()
+    before = path.read_text(encoding="utf-8")
+    assert len(before) > 200 and before.count("\n") == 7  # the header and 6 rows
+    with monkeypatch.context() as patch:
+        fill_disk_while_writing(patch, room=100)
+        with pytest.raises(OSError, match="No space"):
+            res.to_csv()
+    assert path.read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "summary.json"]

@@ -25,12 +25,15 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import io
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from stabl_jax.io import checkpoints
 
 COLUMNS: tuple[str, ...] = ("learner", "problem", "metric", "window", "segment", "mean", "ci95")
 CSV_NAME = "results.csv"
@@ -100,13 +103,15 @@ def summary_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
     """Write tidy rows as CSV (header :data:`COLUMNS`; floats with 17 significant digits, so
-    the file reproduces ``summary.json``'s numbers exactly)."""
+    the file reproduces ``summary.json``'s numbers exactly), atomically
+    (:func:`stabl_jax.io.checkpoints.atomic_write`)."""
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=COLUMNS)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+    checkpoints.atomic_write(path, lambda f: f.write(text.getvalue().encode("utf-8")))
     return path
 
 
