@@ -65,5 +65,11 @@ def test_figures_are_tagged_and_written_atomically(tmp_path):
     assert not results.is_own_figure(tmp_path / "notes.png")
     assert not results.is_own_figure(tmp_path / "missing.png")
     assert not results.is_own_figure(tmp_path)
+    # another suffix, another format (matplotlib's), untagged
+    assert (
+        plots.plot_adaptive_regret([band], tmp_path / "sa.pdf", title="t").read_bytes()[:5]
+        == b"%PDF-"
+    )
+    assert not results.is_own_figure(tmp_path / "sa.pdf")
     with pytest.raises(results.OutputError, match="is a file"):
         results.owned_figures(path, ["a.png"], "OUT_DIR")

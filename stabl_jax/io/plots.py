@@ -175,14 +175,14 @@ def _draw_axes(
 
 
 def save_figure(fig: Any, path: str | Path) -> Path:
-    """Write a matplotlib figure to ``path`` as a PNG, atomically
-    (:func:`stabl_jax.io.checkpoints.atomic_write`), tagged ``Software: stabl_jax <version>``
-    (:data:`SOFTWARE`); return ``path``."""
+    """Write a matplotlib figure to ``path``, atomically
+    (:func:`stabl_jax.io.checkpoints.atomic_write`), in the format of its suffix (PNG when it
+    has none: ``.pdf``, ``.svg`` as matplotlib writes them); a PNG is tagged
+    ``Software: stabl_jax <version>`` (:data:`SOFTWARE`). Returns ``path``."""
     path = Path(path)
-    metadata = {"Software": f"{SOFTWARE} {__version__}"}
-    checkpoints.atomic_write(
-        path, lambda f: fig.savefig(f, format="png", dpi=DPI, metadata=metadata)
-    )
+    fmt = path.suffix[1:].lower() or "png"
+    metadata = {"Software": f"{SOFTWARE} {__version__}"} if fmt == "png" else None
+    checkpoints.atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI, metadata=metadata))
     return path
 
 
