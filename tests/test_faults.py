@@ -143,6 +143,22 @@ def test_a_users_folder_is_never_deleted_or_renamed(config_path, tmp_path, capsy
         assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
 
 
+def test_an_out_that_is_a_symbolic_link_is_left_alone(config_path, tmp_path, capsys):
+    """``--out`` a symbolic link to a folder, even a finished results folder: exit 2 saying it
+    is a link and where to point ``--out``, with and without --force; the link and its
+    folder unchanged."""
+    target = mark_as_ours(tmp_path / "folder")
+    (target / "notes.txt").write_text("mine")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    before = files(target)
+    for force in ([], ["--force"]):
+        code, _, err = run(command(config_path, link, *force), capsys)
+        assert code == 2 and "is a symbolic link (to " in err and "Traceback" not in err
+        assert link.is_symlink() and files(target) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "link"]
+
+
 def test_without_flock_the_markers_pid_tells_a_live_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -286,7 +286,12 @@ class Resumed:
 def _check_replaceable(final: Path, force: bool) -> None:
     """Raise :class:`OutputError` unless ``final`` may become the results folder: an empty
     folder, or (with ``force``) one stabl_jax created."""
-    if not final.is_dir() or final.is_symlink():
+    if final.is_symlink():
+        raise OutputError(
+            f"output path {final} is a symbolic link (to {os.readlink(final)}), which is left "
+            "as it is: give --out the folder it points to, or another path"
+        )
+    if not final.is_dir():
         raise OutputError(f"output path {final} exists and is not a folder")
     if _marker(final) is None:
         try:
