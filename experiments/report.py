@@ -705,6 +705,18 @@ def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
     return study["table_one"](analysis, adversary, n, tuned=tuned)
 
 
+def parse_windows(text: str) -> tuple[int, ...]:
+    """``"256,1024"`` -> ``(256, 1024)``: window lengths, ints >= 1 (``ValueError`` naming
+    the text otherwise)."""
+    try:
+        windows = tuple(int(w) for w in text.split(","))
+    except ValueError:
+        windows = ()
+    if not windows or min(windows) < 1:
+        raise ValueError(f"windows must be comma-separated ints >= 1, e.g. 256,1024, got {text!r}")
+    return windows
+
+
 def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
     """The table ``opts["view"]`` names (default ``table``) for one results folder."""
     view = opts.get("view", "table")
@@ -720,8 +732,11 @@ def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
     if view == "subsample5":
         return subsample_table(folder, label)
     if view != "table":
-        raise ValueError(f"view must be table, paired or subsample5, got {view!r}")
-    windows = tuple(int(w) for w in opts.get("windows", "256,1024,4096").split(","))
+        raise ValueError(
+            f"view must be table, paired or subsample5 for {folder}, got {view!r} (view=gap "
+            "is for the folders of experiments/anytime_gap.py)"
+        )
+    windows = parse_windows(opts.get("windows", "256,1024,4096"))
     return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
 
 
@@ -760,6 +775,13 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", type=Path, metavar="DOC", help="exit 1 if a table would change")
     parser.add_argument("--results", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
+    try:
+        return _main(args)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
+        parser.error(str(exc))  # a document or folder that is not there, a bad option
+
+
+def _main(args: argparse.Namespace) -> int:
     doc = args.update or args.check
     if doc is not None:
         text = doc.read_text()
@@ -774,7 +796,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{doc}: differs from {args.results}: <!-- report: {marker} -->")
         return 1 if changed or missing else 0
     if not args.folders:
-        parser.error("give results folders, or --update/--check DOC")
+        raise ValueError("give results folders, or --update/--check DOC")
+    parse_windows(args.windows)  # before any table is printed
     opts = {
         "windows": args.windows,
         "sa": args.sa,

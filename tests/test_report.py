@@ -86,6 +86,30 @@ def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
     assert doc.stat().st_mode & 0o777 == 0o640
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--windows", "abc"],
+            "windows must be comma-separated ints >= 1, e.g. 256,1024, got 'abc'",
+        ),
+        (["--windows", "0,64"], "got '0,64'"),
+        (["--view", "gap"], "view=gap is for the folders of experiments/anytime_gap.py"),
+        (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
+    ],
+)
+def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, args, message):
+    """A bad option or a document that is not there: exit 2 with one line naming it, before
+    any table is printed."""
+    _write(tmp_path, 0.5)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"](["demo", *args])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
+
+
 def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):
     doc = tmp_path / "doc.md"
     doc.write_text(MARK + "old\n<!-- /report -->\n")
