@@ -50,7 +50,15 @@ class Folders:
         """``(R,)`` mean reward and ``(R, S)`` per-segment reward of ``spec``'s runs."""
         folder, _, name = spec.rpartition("::")
         name, _, only = name.partition("@")
+        if only not in ("", "play"):
+            raise SystemExit(f"{spec}: the one suffix is @play (its even trials), got @{only}")
         traces = self._load(Path(folder) if folder else self.main)
+        if not {f"{name}/segment_reward", f"{name}/loss"} & set(traces):
+            ends = ("/segment_reward", "/loss")
+            known = sorted({k.split("/")[0] for k in traces if k.endswith(ends)})
+            raise SystemExit(
+                f"{spec}: {folder or self.main} has no learner {name!r}; it has {known}"
+            )
         if not np.array_equal(traces["env/change_points"], self.points):
             raise SystemExit(f"{spec}: not paired with {self.main} (change points differ)")
         points = self.points if self.points.ndim == 2 else self.points[None]
@@ -108,14 +116,27 @@ def gap_row(label_a: str, label_b: str, sa: np.ndarray, sb: np.ndarray) -> str:
     return f"| {label_a} vs {label_b} | {cells} |"
 
 
+def pair(spec: str) -> tuple[str, str]:
+    """``"a,b"`` -> ``("a", "b")``, an argparse type of ``--diff`` and ``--gap``."""
+    parts = spec.split(",")
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"give two learners as a,b, got {spec!r}")
+    return parts[0], parts[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--learners", nargs="*", default=[])
-    parser.add_argument("--diff", nargs="*", default=[])
-    parser.add_argument("--gap", nargs="*", default=[])
+    parser.add_argument("--diff", nargs="*", type=pair, default=[])
+    parser.add_argument("--gap", nargs="*", type=pair, default=[])
     args = parser.parse_args(argv)
-    data = Folders(args.folder)
+    try:  # every folder and name checked before a table is printed
+        data = Folders(args.folder)
+        for spec in [*args.learners, *(s for p in [*args.diff, *args.gap] for s in p)]:
+            data.rewards(spec)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
     num_segments = data.points.shape[-1] + 1
     header = (
         "| {} | mean | "
@@ -130,15 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         print()
     if args.diff:
         print(header.format("paired difference"))
-        for spec in args.diff:
-            a, b = spec.split(",")
+        for a, b in args.diff:
             (ma, sa), (mb, sb) = data.rewards(a), data.rewards(b)
             print(row(f"{label(a)} − {label(b)}", ma - mb, sa - sb, signed=True))
         print()
     if args.gap:
         print("| a vs b | a (mean over segments) | b | gap (a − b)/b |\n|---|---|---|---|")
-        for spec in args.gap:
-            a, b = spec.split(",")
+        for a, b in args.gap:
             sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
             print(gap_row(label(a), label(b), sa, sb))
     return 0

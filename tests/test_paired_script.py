@@ -68,3 +68,33 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(pa
         np.testing.assert_allclose(got, want, rtol=1e-15)
     with pytest.raises(SystemExit, match="save_traces"):
         data.rewards("a@play")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--learners", "z"], "z: MAIN has no learner 'z'; it has ['a', 'b']"),
+        (["--diff", "a"], "argument --diff: give two learners as a,b, got 'a'"),
+        (["--gap", "a,b,c"], "argument --gap: give two learners as a,b, got 'a,b,c'"),
+        (
+            ["--learners", "a@plays"],
+            "a@plays: the one suffix is @play (its even trials), got @plays",
+        ),
+        (["--learners", "a", "--diff", "a,z"], "z: MAIN has no learner 'z'"),
+        (["--learners", "MISSING::a"], "MISSING has no traces.npz"),
+    ],
+)
+def test_bad_names_are_refused_before_any_table(paired, tmp_path, capsys, args, message):
+    """A name or pair it cannot read: one message naming it (exit 2 for an argument, the
+    message as the exit status otherwise), and no table printed."""
+    main = write_loss_traces(tmp_path / "main", [[2]], a=[[0.0] * 4], b=[[1.0] * 4])
+    paths = {"MAIN": str(main), "MISSING": str(tmp_path / "missing")}
+
+    def fill(text: str) -> str:
+        return text.replace("MAIN", paths["MAIN"]).replace("MISSING", paths["MISSING"])
+
+    with pytest.raises(SystemExit) as stop:
+        paired.main([str(main), *map(fill, args)])
+    captured = capsys.readouterr()
+    said = captured.err if stop.value.code == 2 else str(stop.value.code)
+    assert fill(message) in said and captured.out == ""
