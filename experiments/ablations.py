@@ -42,7 +42,7 @@ import jax.numpy as jnp
 
 from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
 from stabl_jax.bench.benchmark import Timed, machine_info, time_in_turn
-from stabl_jax.io.results import output_file, write_json
+from stabl_jax.io.results import count, output_file, write_json
 from stabl_jax.provenance import code_version
 
 #: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
@@ -217,17 +217,14 @@ def measure(spec: dict[str, Any], rounds: int, repeats: int) -> list[dict[str, A
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=4096)
+    parser.add_argument("--runs", type=count, default=4096)
     parser.add_argument(
-        "--rounds", type=int, default=512, help="rounds per run (StABL needs 16 or >= 32)"
+        "--rounds", type=count, default=512, help="rounds per run (StABL needs 16 or >= 32)"
     )
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=count, default=5)
     parser.add_argument("--only", nargs="+", help="these ablations only (default: every one)")
     parser.add_argument("--json", type=output_file, help="also write the timings to this JSON file")
     args = parser.parse_args(argv)
-    for flag in ("runs", "rounds", "repeats"):
-        if getattr(args, flag) < 1:
-            parser.error(f"--{flag} {getattr(args, flag)}: give a positive count")
     specs = ablations(args.runs, args.rounds)
     unknown = sorted(set(args.only or ()) - set(specs))
     if unknown:

@@ -57,7 +57,7 @@ from stabl_jax import provenance, registry, sharding
 from stabl_jax.bench.benchmark import default_horizon
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.envs.base import as_environment
-from stabl_jax.io.results import output_file, write_json
+from stabl_jax.io.results import count, output_file, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 
@@ -277,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--target-config", type=Path, help="an XLA GPU target config (default: an H100 SXM)"
     )
-    parser.add_argument("--runs", type=int, default=1024, help="R, runs in the block")
-    parser.add_argument("--rounds", type=int, default=64, help="L, rounds in the chunk")
+    parser.add_argument("--runs", type=count, default=1024, help="R, runs in the block")
+    parser.add_argument("--rounds", type=count, default=64, help="L, rounds in the chunk")
     parser.add_argument(
         "--large", action="store_true", help="add the GPU table's largest rows (minutes)"
     )

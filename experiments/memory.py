@@ -21,28 +21,32 @@ import jax
 
 from stabl_jax import ExpertAdvice, StABL
 from stabl_jax.bench.benchmark import machine_info, rss_bytes
-from stabl_jax.io.results import output_file, write_json
+from stabl_jax.io.results import count, output_file, write_json
 from stabl_jax.provenance import code_version
 from stabl_jax.streaming import simulate_summaries
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=4096)
+    parser.add_argument("--runs", type=count, default=4096)
     parser.add_argument("--arms", type=int, default=300)
-    parser.add_argument("--horizon", type=int, default=65536)
-    parser.add_argument("--windows", type=int, nargs="+", default=[64, 1024, 16384, 65536])
-    parser.add_argument("--batch", type=int, default=64, help="runs simulated and scored together")
+    parser.add_argument("--horizon", type=count, default=65536)
+    parser.add_argument("--windows", type=count, nargs="+", default=[64, 1024, 16384, 65536])
+    parser.add_argument(
+        "--batch", type=count, default=64, help="runs simulated and scored together"
+    )
     parser.add_argument(
         "--block",
-        type=int,
+        type=count,
         default=None,
         help="runs_per_block (default: chosen by simulate); a batch of two or more blocks "
         "is stepped from one host thread per core",
     )
     parser.add_argument("--json", type=output_file, help="also write the numbers to this JSON file")
     args = parser.parse_args()
-    windows = [w for w in args.windows if w <= args.horizon]
+    windows = args.windows
+    if max(windows) > args.horizon:
+        parser.error(f"--windows {max(windows)} is longer than --horizon {args.horizon}")
     env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
     learner = StABL(num_arms=args.arms, horizon=args.horizon)
     jax.block_until_ready(jax.numpy.zeros(1))

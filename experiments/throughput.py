@@ -16,13 +16,13 @@ import platform
 import jax
 
 from stabl_jax import LEARNERS, ExpertAdvice, make, simulate
-from stabl_jax.io.results import output_file, write_json
+from stabl_jax.io.results import count, output_file, write_json
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1000)
-    parser.add_argument("--horizon", type=int, default=4096)
+    parser.add_argument("--runs", type=count, default=1000)
+    parser.add_argument("--horizon", type=count, default=4096)
     parser.add_argument("--arms", type=int, default=30)
     parser.add_argument("--json", type=output_file, help="also write the rows to this JSON file")
     args = parser.parse_args()

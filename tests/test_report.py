@@ -599,7 +599,7 @@ def test_ablation_view_is_the_scripts_json(tmp_path, capsys):
     assert "unknown ablation(s) ['blocks']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         ablations["main"](["--repeats", "0"])
-    assert "--repeats 0: give a positive count" in capsys.readouterr().err
+    assert "argument --repeats: give an int >= 1, got '0'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])

@@ -59,3 +59,47 @@ def test_a_measurement_is_written_with_the_arguments_it_was_made_with(
     monkeypatch.setattr(sys, "argv", ["memory.py", *argv, "--json", str(target)])
     module.main()
     assert json.loads(target.read_text())["args"]["json"] == str(target)
+
+
+#: Each script's counts (``io.results.count``): a bad one stops it before any work.
+COUNTS = {
+    "ablations": ["--runs", "--rounds", "--repeats"],
+    "anytime_gap": ["--runs"],
+    "gpu_compile": ["--runs", "--rounds"],
+    "memory": ["--runs", "--horizon", "--windows", "--batch", "--block"],
+    "throughput": ["--runs", "--horizon"],
+    "tune": ["--runs-per-point"],
+    "validation_sweep": ["--horizon", "--runs-per-corner"],
+}
+
+
+@pytest.mark.parametrize(("name", "flag"), [(n, f) for n, flags in COUNTS.items() for f in flags])
+@pytest.mark.parametrize("value", ["0", "-3", "2.5"])
+def test_a_count_below_one_stops_the_script_at_once(
+    name: str,
+    flag: str,
+    value: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """It used to be a traceback from the library (or, for ``ablations.py``, a check of its
+    own), some after other work."""
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_counts_{name}")
+    argv = [flag, value, *(["configs/expert_advice_random.toml"] if name == "tune" else [])]
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    assert f"argument {flag}: give an int >= 1, got '{value}'" in capsys.readouterr().err
+
+
+def test_memory_refuses_a_window_longer_than_the_horizon(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``--windows`` above ``--horizon`` were dropped without a word."""
+    module = load_script(ROOT / "experiments" / "memory.py", "_counts_memory_windows")
+    monkeypatch.setattr(sys, "argv", ["memory.py", "--horizon", "64", "--windows", "8", "128"])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    assert "--windows 128 is longer than --horizon 64" in capsys.readouterr().err

@@ -77,6 +77,19 @@ class OutputError(Exception):
     """The output folder cannot be used (exists, not writable, not a results folder)."""
 
 
+def count(text: str) -> int:
+    """A count on a script's command line (``--runs``, ``--horizon``): an int >= 1. An
+    argparse ``type=``, so ``--runs 0`` stops the script at once (exit 2, naming the value)
+    instead of a traceback from deep inside, or after other work."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"give an int >= 1, got {text!r}")
+    return value
+
+
 def output_file(path: str) -> str:
     """A file written after the work (a script's ``--json FILE``), checked before it: its
     folder exists and is writable, and ``path`` is not a folder. An argparse ``type=``, so
