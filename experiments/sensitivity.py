@@ -55,10 +55,17 @@ def _describe(name: str, mean: np.ndarray, half: np.ndarray, at: tuple, edges: l
     )
 
 
-def sensitivity(sweep_file: Path, out: Path, overwrite: bool = False) -> list[Path]:
-    """Write the sensitivity PNGs of one ``sweep.json``; print the chosen points. A PNG of
-    those names in ``out`` that stabl_jax did not write is left as it is (``OutputError``)
-    unless ``overwrite``."""
+def figure_names(sweep_file: Path) -> list[str]:
+    """The PNGs :func:`sensitivity` writes for one ``sweep.json``: ``NAME_sensitivity.png``
+    if a learner swept two params, ``NAME_sensitivity_1d.png`` if one swept one."""
+    counts = {len(e["fields"]) for e in json.loads(sweep_file.read_text())["learners"].values()}
+    stem = sweep_file.parent.name
+    return [f"{stem}_sensitivity{end}.png" for end, n in (("", 2), ("_1d", 1)) if n in counts]
+
+
+def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
+    """Write the sensitivity PNGs of one ``sweep.json`` (:func:`figure_names`); print the
+    chosen points."""
     sweep = json.loads(sweep_file.read_text())
     config = sweep["config"]
     stem = sweep_file.parent.name
@@ -89,10 +96,6 @@ def sensitivity(sweep_file: Path, out: Path, overwrite: bool = False) -> list[Pa
             bands.append(plots.Band(name, f"{plots.label(name)} ({field})", x, mean, half))
         else:
             print(f"  {name}: {len(entry['fields'])} swept params, not drawn")
-    names = [
-        f"{stem}_sensitivity{end}.png" for end, drawn in (("", grids), ("_1d", bands)) if drawn
-    ]
-    owned_figures(out, names, "OUT_DIR", overwrite)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if grids:
@@ -130,10 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"{args.sweeps}: no */sweep.json (write them with experiments/tune.py --out)")
         return 1
-    try:
-        written = [path for f in files for path in sensitivity(f, args.out, args.overwrite)]
+    try:  # before any is drawn: a user's PNG of one of these names is never replaced
+        owned_figures(
+            args.out, [n for f in files for n in figure_names(f)], "OUT_DIR", args.overwrite
+        )
     except OutputError as exc:
         parser.error(str(exc))
+    written = [path for f in files for path in sensitivity(f, args.out)]
     print(f"wrote {len(written)} PNGs into {args.out}")
     return 0
 

@@ -56,17 +56,24 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
     for name in ("demo_sensitivity.png", "demo_sensitivity_1d.png"):
         assert (tmp_path / "png" / name).stat().st_size > 10_000
         assert results.is_own_figure(tmp_path / "png" / name)
-    # a PNG of one of its names that stabl_jax did not write is left alone (--overwrite: not)
-    theirs = tmp_path / "png" / "demo_sensitivity_1d.png"
+    # a PNG of one of its names that stabl_jax did not write (here of a second sweep's, drawn
+    # after demo's) is left alone, and nothing is drawn (--overwrite: replaced)
+    (tmp_path / "second").mkdir()
+    (tmp_path / "second" / "sweep.json").write_text(json.dumps(sweep))
+    theirs = tmp_path / "png" / "second_sensitivity_1d.png"
     plt = plots._pyplot()
     fig, _ = plt.subplots()
     fig.savefig(theirs)
     plt.close(fig)
     mine = theirs.read_bytes()
+    drawn = {p.name: p.stat().st_ino for p in (tmp_path / "png").iterdir()}
     with pytest.raises(SystemExit) as stop:
         script.main([str(tmp_path), str(tmp_path / "png")])
     assert stop.value.code == 2 and theirs.read_bytes() == mine
-    assert "is not a figure of stabl_jax" in capsys.readouterr().err
+    assert {p.name: p.stat().st_ino for p in (tmp_path / "png").iterdir()} == drawn
+    assert "second_sensitivity_1d.png is there and is not a figure of stabl_jax" in (
+        capsys.readouterr().err
+    )
     assert script.main([str(tmp_path), str(tmp_path / "png"), "--overwrite"]) == 0
     assert results.is_own_figure(theirs)
 
