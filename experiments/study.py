@@ -572,14 +572,16 @@ def bundle_files(prefix: Path) -> list[Path]:
 
 
 def read_bundle(prefix: Path, out: Path) -> list[Path]:
-    """Rebuild slim results folders (``summary.json``, a ``traces.npz`` with the SA(L) arrays
-    only, ``COMPLETE``) under ``out`` from a :func:`write_bundle` pair.
+    """Rebuild slim results folders (``summary.json``, its ``results.csv``, a ``traces.npz``
+    with the SA(L) arrays only) under ``out`` from a :func:`write_bundle` pair, each written
+    and committed as ``stabl-jax run`` does (:class:`stabl_jax.io.results.ResultsFolder`), so
+    that ``--force`` may replace it with a full run later.
 
     Raises:
       ValueError: a folder to rebuild exists already (its files, a full run's traces perhaps,
         would be replaced); nothing is written.
     """
-    from stabl_jax.io.results import COMPLETE, SUMMARY, TRACES
+    from stabl_jax.io.results import ResultsFolder
 
     summaries = json.loads((prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8"))
     taken = [out / name for name in summaries if (out / name).exists()]
@@ -591,13 +593,10 @@ def read_bundle(prefix: Path, out: Path) -> list[Path]:
     written = []
     with np.load(prefix.parent / f"{prefix.name}_sa.npz", allow_pickle=False) as data:
         for name, summary in summaries.items():
-            folder = out / name
-            folder.mkdir(parents=True, exist_ok=True)
             arrays = {k[len(name) + 1 :]: data[k] for k in data.files if k.startswith(f"{name}/")}
-            np.savez(folder / TRACES, **arrays)
-            (folder / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-            (folder / COMPLETE).write_text("rebuilt from a study bundle\n", encoding="utf-8")
-            written.append(folder)
+            out.mkdir(parents=True, exist_ok=True)
+            with ResultsFolder.prepare(out / name) as folder:
+                written.append(folder.write(summary, arrays, lambda _: None))
     return written
 
 

@@ -241,6 +241,14 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert study.main([*args, "--force"]) == 0
     assert capsys.readouterr().out.count("complete, not run again") == 0
     assert json.loads((out / "study.json").read_text())["analysis"] == saved["analysis"]
+    # ... and replaces the slim rebuilt folders too: they are committed results folders
+    forced = [*args, "--force"]
+    forced[forced.index(str(out))] = str(rebuilt)
+    assert study.main(forced) == 0
+    for path in rebuilt.glob("*/traces.npz"):
+        with np.load(path) as data:
+            assert "uniform/played" in data.files  # a full run's, not the slim SA(L) only
+    assert json.loads((rebuilt / "study.json").read_text())["analysis"] == saved["analysis"]
 
 
 def test_no_power_law_where_the_mean_regret_is_not_positive():
