@@ -71,15 +71,14 @@ def segment_rewards(
     return metrics.per_segment_mean(reward, segments, int(env.num_segments)), muted
 
 
-def compare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: int = 0) -> dict:
-    """Simulate every learner of one setting with one key: ``{"config", "feedback", "runs",
-    "seed", "learners": {label: {"segment_reward": (R, S), "num_muted", "params"}}}``."""
+def prepare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: int = 0) -> dict:
+    """One setting but its simulation: its configs and learners, built (so that a bad name
+    or option raises here, before anything runs; ``ConfigError``/``ValueError``)."""
     config = load_config(base, runs=runs, feedback=feedback)
     tuned_name = f"{base}_tuned" if feedback == "loss" else f"{base}_reward_tuned"
     tuned = load_config(tuned_name, runs=runs, feedback=feedback)
     if tuned.env != config.env or tuned.seed != config.seed or tuned.horizon != config.horizon:
-        raise SystemExit(f"{tuned_name} does not pair with {base}: env, seed or horizon differ")
-    key = jax.random.key(config.seed + seed_offset)
+        raise ValueError(f"{tuned_name} does not pair with {base}: env, seed or horizon differ")
     stabl = config.make_learner("stabl")
     entries = [
         ("stabl_anytime", config, config.make_learner("stabl_anytime"), None),
@@ -88,22 +87,30 @@ def compare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: 
         (TUNED, tuned, stabl, tuned.learner_params(stabl, "stabl")),
     ]
     entries += [(name, config, config.make_learner(name), None) for name in extra]
-    learners = {}
-    for label, cfg, learner, params in entries:
-        seg, muted = segment_rewards(cfg, learner, params, key)
-        learners[label] = {
-            "segment_reward": seg,
-            "num_muted": muted,
-            "params": None if params is None else {k: float(v) for k, v in params.items()},
-        }
     return {
         "config": base,
         "feedback": feedback,
         "tuned_config": tuned_name,
         "runs": runs,
         "seed": config.seed + seed_offset,
-        "learners": learners,
+        "entries": entries,
     }
+
+
+def compare(setting: dict) -> dict:
+    """Simulate every learner of one setting (:func:`prepare`) with one key: ``{"config",
+    "feedback", "tuned_config", "runs", "seed", "learners": {label: {"segment_reward":
+    (R, S), "num_muted", "params"}}}``."""
+    key = jax.random.key(setting["seed"])
+    learners = {}
+    for label, cfg, learner, params in setting["entries"]:
+        seg, muted = segment_rewards(cfg, learner, params, key)
+        learners[label] = {
+            "segment_reward": seg,
+            "num_muted": muted,
+            "params": None if params is None else {k: float(v) for k, v in params.items()},
+        }
+    return {k: v for k, v in setting.items() if k != "entries"} | {"learners": learners}
 
 
 def gap_percent(
@@ -200,17 +207,21 @@ def main(argv: list[str] | None = None) -> int:
         "--seed-offset", type=int, default=0, help="1000003: the tuning seed (design only)"
     )
     args = parser.parse_args(argv)
-    try:  # the output folder is checked before minutes of simulation, not after
+    try:  # every setting and the output folder checked before minutes of simulation
+        settings = [
+            prepare(base, feedback, args.runs, args.extra, args.seed_offset)
+            for base in args.configs
+            for feedback in args.feedback
+        ]
         folder = None if args.out is None else ResultsFolder.prepare(args.out, force=args.force)
-    except OutputError as exc:
+    except (OutputError, ValueError) as exc:
         parser.error(str(exc))
     with folder or contextlib.nullcontext():
         outs = []
-        for base in args.configs:
-            for feedback in args.feedback:
-                out = compare(base, feedback, args.runs, args.extra, args.seed_offset)
-                print_table(out)
-                outs.append(out)
+        for setting in settings:
+            out = compare(setting)
+            print_table(out)
+            outs.append(out)
         if folder is not None:
             print(f"\nwrote {write_folder(folder, outs, argv)}")
     return 0

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from stabl_jax.io.results import ResultsFolder
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = runpy.run_path(str(ROOT / "experiments" / "report.py"))
@@ -83,3 +84,25 @@ def test_an_existing_user_folder_is_refused_before_simulating(tmp_path, capsys):
         GAP["main"](["--runs", "2", "--out", str(mine), "--force"])
     assert "never replaced" in capsys.readouterr().err
     assert (mine / "notes.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--configs", "expert_advice_equal", "nope"], "no config named 'nope'"),
+        (["--feedback", "loss", "both"], "must be one of ['loss', 'reward'], got 'both'"),
+        (["--extra", "nope"], "unknown learner 'nope'"),
+    ],
+)
+def test_every_setting_is_checked_before_anything_runs(
+    tmp_path, capsys, monkeypatch, args, message
+):
+    """A bad config, feedback or learner in any setting: exit 2 naming it before the first
+    setting is simulated (it used to be a traceback after the settings before it had run)."""
+    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_checks")
+    simulated = []
+    monkeypatch.setattr(script, "compare", simulated.append)
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--runs", "2", "--out", str(tmp_path / "out"), *args])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert simulated == [] and not (tmp_path / "out").exists()
