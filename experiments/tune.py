@@ -166,10 +166,16 @@ def main(argv: list[str] | None = None) -> int:
         grids = dict(parse_grid(g) for g in args.grid)
     except ValueError as exc:
         parser.error(str(exc))
-    source = Path(resolve_config(args.config))
-    config = load_config(source, overrides=args.set)
+    try:
+        source = Path(resolve_config(args.config))
+        config = load_config(source, overrides=args.set)
+    except ValueError as exc:  # ConfigError: a config or --set it cannot use
+        parser.error(str(exc))
     base = config.name + ("_reward" if config.feedback == "reward" else "")
-    target = Path(args.configs_dir) / f"{base}_tuned.toml"
+    configs_dir = Path(args.configs_dir)
+    if configs_dir.exists() and not configs_dir.is_dir():  # before the sweep, not after it
+        parser.error(f"--configs-dir {configs_dir} is a file: give a folder for the tuned config")
+    target = configs_dir / f"{base}_tuned.toml"
     if target.exists() and TUNED_MARK not in target.read_text(errors="replace"):
         parser.error(
             f"{target} was not written by experiments/tune.py, so it is left as it is: give "
@@ -186,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         if out is not None:
             report[name] = out
             chosen[name] = out["best"]
-    Path(args.configs_dir).mkdir(parents=True, exist_ok=True)
+    configs_dir.mkdir(parents=True, exist_ok=True)
     write_text(target, tuned_toml(source, base, chosen, config.feedback))
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text(

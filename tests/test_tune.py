@@ -96,3 +96,30 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, monkeypat
     (out / "sweep.json").write_text(json.dumps(dict.fromkeys(TUNE["SWEEP_KEYS"], 0)))
     with pytest.raises(AssertionError, match="the sweep ran"):  # its own: replaced after
         TUNE["main"](["expert_advice_equal", "--configs-dir", str(tuned), "--out", str(out)])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope"], "no config named 'nope'"),
+        (["expert_advice_equal", "--set", "runs=0"], "key 'runs' (set on the command line)"),
+        (["expert_advice_equal", "--configs-dir", "FILE"], "--configs-dir FILE is a file"),
+    ],
+)
+def test_a_bad_config_or_configs_dir_stops_it_before_the_sweep(
+    tmp_path, capsys, monkeypatch, args, message
+):
+    """A config it cannot read was a traceback; a --configs-dir that is a file failed with
+    FileExistsError after the whole sweep. Both are exit 2 before any tuning now."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the sweep ran although the command should have failed")
+
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    monkeypatch.setitem(TUNE["main"].__globals__, "tune_learner", boom)
+    with pytest.raises(SystemExit) as refused:
+        TUNE["main"]([a.replace("FILE", str(afile)) for a in args])
+    assert refused.value.code == 2
+    assert message.replace("FILE", str(afile)) in capsys.readouterr().err
+    assert afile.read_text() == "not a folder"
