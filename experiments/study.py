@@ -635,6 +635,48 @@ def default_fit_windows(point: Mapping[str, Any]) -> list[int]:
     return [w for w in point["windows"] if 4 * w <= horizon]
 
 
+def check_windows(
+    windows: Sequence[int], table_windows: Sequence[int], fit: Sequence[int] | None, point: str
+) -> None:
+    """``ValueError`` unless every table window and the (>= 2) fit windows are among a point's
+    SA(L) window lengths ``windows`` (a table column or a fit of a length no point scored
+    would be empty)."""
+    for flag, wanted in (("--table-windows", table_windows), ("--fit-windows", fit or ())):
+        missing = [w for w in wanted if w not in windows]
+        if missing:
+            raise ValueError(
+                f"{flag} {missing}: not SA(L) window lengths of {point} (its sa_windows: "
+                f"{list(windows)}); choose among them, or score them with --set sa_windows=[...]"
+            )
+    if fit is not None and len(fit) < 2:
+        raise ValueError(f"--fit-windows needs >= 2 window lengths to fit a slope, got {list(fit)}")
+
+
+def check_plan(
+    plan: Mapping[tuple[str, int, str], Sequence[str]],
+    *,
+    runs: int,
+    seed: int,
+    sets: Sequence[str],
+    config_suffix: str,
+    table_windows: Sequence[int],
+    fit_windows: Sequence[int] | None,
+) -> None:
+    """Load every point's config as ``stabl-jax run`` will (a missing ``--config-suffix``
+    config, an arm count or ``--set`` it refuses raises ``ConfigError`` here) and check the
+    table and fit windows against its ``sa_windows``: before any point runs."""
+    from stabl_jax.kinds import load_config
+
+    for (adversary, n, _), learners in plan.items():
+        config = load_config(
+            point_config_path(adversary, config_suffix),
+            point_overrides(n, learners, sets),
+            runs=runs,
+            seed=seed,
+        )
+        check_windows(config.sa_windows, table_windows, fit_windows, f"{adversary}-n{n}")
+
+
 def analyse(
     points: Mapping[tuple[str, int], Mapping[str, Any]],
     *,
@@ -661,12 +703,7 @@ def analyse(
         )
         if point["windows"] != entry["windows"]:
             raise ValueError(f"{adversary}: points disagree on the window lengths")
-        missing = [w for w in fit if w not in point["windows"]]
-        if len(fit) < 2 or missing:
-            raise ValueError(
-                f"fit windows must be >= 2 of the SA(L) window lengths {point['windows']}, "
-                f"got {fit}"
-            )
+        check_windows(point["windows"], table_windows, fit, f"{adversary}-n{n}")
         cols = [point["windows"].index(w) for w in fit]
         entry["arms"].append(n)
         for name, data in point["learners"].items():
@@ -1108,11 +1145,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     start = time.perf_counter()
-    if args.from_bundle:
-        try:
+    try:
+        if not args.analyse_only:
+            check_plan(
+                plan,
+                runs=args.runs,
+                seed=args.seed,
+                sets=args.sets,
+                config_suffix=args.config_suffix,
+                table_windows=args.table_windows,
+                fit_windows=args.fit_windows,
+            )
+        if args.from_bundle:
             read_bundle(Path(args.from_bundle), out)
-        except ValueError as exc:
-            parser.error(str(exc))
+    except (ValueError, FileNotFoundError) as exc:
+        parser.error(str(exc))
     if not args.analyse_only:
         if args.jobs > 1:
             # This process only estimates shapes while the points run in processes of their
@@ -1153,13 +1200,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not points:
         print("[study] no complete point to analyse", file=sys.stderr)
         return 1
-    analysis = analyse(
-        points,
-        table_windows=args.table_windows,
-        fit_windows=args.fit_windows,
-        resamples=args.bootstrap,
-        seed=args.bootstrap_seed,
-    )
+    try:
+        analysis = analyse(
+            points,
+            table_windows=args.table_windows,
+            fit_windows=args.fit_windows,
+            resamples=args.bootstrap,
+            seed=args.bootstrap_seed,
+        )
+    except ValueError as exc:  # windows the folders did not score (--analyse-only)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     meta = {
         "runs": {f"{a}-n{n}": p["runs"] for (a, n), p in points.items()},
         "seconds": {f"{a}-n{n}": p["seconds"] for (a, n), p in points.items()},

@@ -370,3 +370,35 @@ def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
     assert study._fmt_fit(fit) == "0.00 [-0.01, 0.00]"
     assert study._exponent(-0.005001) == "-0.01"
     assert study._exponent(0.004) == "0.00"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--config-suffix", "_nope"], "study_geometric_nope.toml' does not exist"),
+        (["--arms", "1"], "num_arms must be >= 2, got 1"),
+        (["--set", "env.bonus=7"], "bonus must be in [0, 1], got 7.0"),
+        (["--table-windows", "999"], "--table-windows [999]: not SA(L) window lengths of"),
+        (["--fit-windows", "0", "64"], "--fit-windows [0]: not SA(L) window lengths of"),
+        (["--fit-windows", "64"], "--fit-windows needs >= 2 window lengths"),
+        (["--from-bundle", "MISSING"], "No such file or directory"),
+    ],
+)
+def test_a_point_it_cannot_run_or_tabulate_is_refused_before_any_runs(
+    tmp_path, capsys, monkeypatch, extra, message
+):
+    """Each used to surface only once the points ran: as the failing point's exit status (a
+    config or arm count), or as a traceback or a table column of dashes after every point
+    had run (the windows)."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a point ran although the command should have failed")
+
+    monkeypatch.setattr(study, "run_points", boom)
+    args = ["--out", str(tmp_path / "out"), "--runs", "4", "--adversaries", "geometric"]
+    args += ["--learners", "uniform", "--set", "horizon=256", "--set", "sa_windows=[32,64,128]"]
+    args += ["--table-windows", "64", *[a.replace("MISSING", str(tmp_path / "b")) for a in extra]]
+    with pytest.raises(SystemExit) as stop:
+        study.main(args)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
