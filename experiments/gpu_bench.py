@@ -33,6 +33,7 @@ import numpy as np
 from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.bench import benchmark
 from stabl_jax.io.results import output_file, write_json
+from stabl_jax.kernels import KERNELS
 
 #: (learner, n, R, T, traces): the rows of the speed table, in the order they are timed.
 ROWS: list[tuple[str, int, int, int, tuple[str, ...]]] = [
@@ -104,9 +105,14 @@ def main() -> None:
     parser.add_argument("--no-rows", action="store_true", help="skip the table's rows")
     parser.add_argument("--bandwidth", type=float, default=3350.0, help="device GB/s")
     parser.add_argument("--kernels", default="xla,pallas", help="comma-separated kernels")
-    parser.add_argument("--large-kernel", default="auto", help="simulate's kernel for --large")
+    parser.add_argument(
+        "--large-kernel", default="auto", choices=KERNELS, help="simulate's kernel for --large"
+    )
     args = parser.parse_args()
     kernels = args.kernels.split(",")
+    unknown = [k for k in kernels if k not in KERNELS[1:]]  # "auto" is no row of its own
+    if unknown:
+        parser.error(f"--kernels: unknown {unknown}; choose from {list(KERNELS[1:])}")
     device = jax.devices()[0]
     report = {
         "device": f"{device.platform} {device.device_kind}",

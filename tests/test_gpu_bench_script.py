@@ -59,3 +59,19 @@ def test_a_failing_row_is_recorded_and_the_bench_goes_on(tmp_path, monkeypatch):
     failed, done = report["rows"]
     assert failed["learner"] == "no_such_learner" and "no_such_learner" in failed["error"]
     assert done["learner"] == "exp3" and "error" not in done
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--kernels", "xla,cuda"], "--kernels: unknown ['cuda']; choose from ['xla', 'pallas']"),
+        (["--large-kernel", "cuda"], "argument --large-kernel: invalid choice: 'cuda'"),
+    ],
+)
+def test_an_unknown_kernel_stops_it_before_any_row(tmp_path, monkeypatch, capsys, flags, message):
+    """A misspelled kernel was timed as failing rows (``--kernels``) or raised after every
+    row had run (``--large-kernel``)."""
+    with pytest.raises(SystemExit) as stop:
+        _run(monkeypatch, tmp_path / "bench.json", *flags)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "bench.json").exists()
