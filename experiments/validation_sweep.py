@@ -167,20 +167,28 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.max_shifted_normaliser:
         estimators.exp3_log_update = max_shifted_exp3_log_update
         jax.clear_caches()
+    if not 0 < args.low <= args.high < float("inf"):
+        parser.error(f"--low and --high must satisfy 0 < low <= high, got {args.low}, {args.high}")
+    todo = []
+    try:  # every case built before any runs: a bad name or size stops it at once
+        for n, env_cls, name in itertools.product(
+            args.arms, (ExpertAdvice, PiecewiseBernoulli), args.learners
+        ):
+            env = env_cls(num_arms=n, horizon=args.horizon)
+            plain = make(name, num_arms=n, horizon=args.horizon)
+            takes_feedback = "feedback" in {f.name for f in dataclasses.fields(plain)}
+            for feedback in ("loss", "reward") if takes_feedback else (None,):
+                options = {} if feedback is None else {"feedback": feedback}
+                learner = make(name, num_arms=n, horizon=args.horizon, **options)
+                case = {"arms": n, "env": env_cls.__name__, "learner": name, "feedback": feedback}
+                todo.append((case, learner, env))
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
     cases = []
-    for n, env_cls, name in itertools.product(
-        args.arms, (ExpertAdvice, PiecewiseBernoulli), args.learners
-    ):
-        env = env_cls(num_arms=n, horizon=args.horizon)
-        plain = make(name, num_arms=n, horizon=args.horizon)
-        takes_feedback = "feedback" in {f.name for f in dataclasses.fields(plain)}
-        for feedback in ("loss", "reward") if takes_feedback else (None,):
-            options = {} if feedback is None else {"feedback": feedback}
-            learner = make(name, num_arms=n, horizon=args.horizon, **options)
-            case = {"arms": n, "env": env_cls.__name__, "learner": name, "feedback": feedback}
-            case.update(run_case(learner, env, args))
-            cases.append(case)
-            print(json.dumps(case), flush=True)
+    for case, learner, env in todo:
+        case.update(run_case(learner, env, args))
+        cases.append(case)
+        print(json.dumps(case), flush=True)
     stopped = sum(c["stopped"] for c in cases)
     print(f"{stopped} of {len(cases)} cases stopped", file=sys.stderr)
     if args.json:

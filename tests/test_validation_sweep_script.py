@@ -59,3 +59,21 @@ def test_divergence_compares_the_same_runs_and_puts_the_update_back():
         assert 0 <= row["runs_diverged"] <= row["runs"] == 3
         assert (row["median_first_round"] is None) == (row["runs_diverged"] == 0)
         assert len(row["mean_loss"]) == len(row["mean_expected_loss"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--learners", "exp3", "nope"], "unknown learner 'nope'"),
+        (["--arms", "3", "1"], "num_arms must be >= 2, got 1"),
+        (["--low", "0"], "--low and --high must satisfy 0 < low <= high, got 0.0, 1024.0"),
+    ],
+)
+def test_every_case_is_built_before_any_runs(monkeypatch, capsys, args, message):
+    """A bad learner or size used to stop it with a traceback after the cases before it had
+    run; a scale of 0 failed inside the first run."""
+    ran = []
+    monkeypatch.setattr(SWEEP, "run_case", lambda *a: ran.append(a) or {})
+    with pytest.raises(SystemExit) as stop:
+        SWEEP.main(["--horizon", "64", *args])
+    assert stop.value.code == 2 and message in capsys.readouterr().err and ran == []
