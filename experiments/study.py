@@ -1145,17 +1145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     start = time.perf_counter()
+    # how every point runs: checked against the plan first, then run
+    point = dict(runs=args.runs, seed=args.seed, sets=args.sets, config_suffix=args.config_suffix)
     try:
         if not args.analyse_only:
-            check_plan(
-                plan,
-                runs=args.runs,
-                seed=args.seed,
-                sets=args.sets,
-                config_suffix=args.config_suffix,
-                table_windows=args.table_windows,
-                fit_windows=args.fit_windows,
-            )
+            windows = {"table_windows": args.table_windows, "fit_windows": args.fit_windows}
+            check_plan(plan, **point, **windows)
         if args.from_bundle:
             read_bundle(Path(args.from_bundle), out)
     except (ValueError, FileNotFoundError) as exc:
@@ -1168,16 +1163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             jax.config.update("jax_platforms", "cpu")
         try:
-            run_points(
-                plan,
-                out,
-                runs=args.runs,
-                seed=args.seed,
-                sets=args.sets,
-                jobs=args.jobs,
-                config_suffix=args.config_suffix,
-                force=args.force,
-            )
+            run_points(plan, out, **point, jobs=args.jobs, force=args.force)
         except ValueError as exc:  # a bad --set (ConfigError) or a point that cannot fit
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -58,17 +58,22 @@ def test_a_tiny_sweep_writes_its_scores_command_and_code(tmp_path):
     assert f"lr_scale = {entry['best']['lr_scale']}" in tuned
 
 
-def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, monkeypatch):
-    """A hand-written ``<name>_tuned.toml`` in --configs-dir used to be overwritten after the
-    sweep; it is refused before any tuning, the file untouched. A tuned config of the script's
-    own (it holds TUNED_MARK) is replaced as before."""
+@pytest.fixture
+def no_sweep(monkeypatch):
+    """``tune_learner`` raises: a command that should fail before tuning fails the test."""
 
     def boom(*args, **kwargs):
         raise AssertionError("the sweep ran although the command should have failed")
 
+    monkeypatch.setitem(TUNE["main"].__globals__, "tune_learner", boom)
+
+
+def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, no_sweep):
+    """A hand-written ``<name>_tuned.toml`` in --configs-dir used to be overwritten after the
+    sweep; it is refused before any tuning, the file untouched. A tuned config of the script's
+    own (it holds TUNED_MARK) is replaced as before."""
     mine = tmp_path / "expert_advice_equal_tuned.toml"
     mine.write_text("# my own config\n")
-    monkeypatch.setitem(TUNE["main"].__globals__, "tune_learner", boom)
     with pytest.raises(SystemExit) as refused:
         TUNE["main"](["expert_advice_equal", "--configs-dir", str(tmp_path)])
     assert refused.value.code == 2
@@ -107,17 +112,12 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, monkeypat
     ],
 )
 def test_a_bad_config_or_configs_dir_stops_it_before_the_sweep(
-    tmp_path, capsys, monkeypatch, args, message
+    tmp_path, capsys, no_sweep, args, message
 ):
     """A config it cannot read was a traceback; a --configs-dir that is a file failed with
     FileExistsError after the whole sweep. Both are exit 2 before any tuning now."""
-
-    def boom(*args, **kwargs):
-        raise AssertionError("the sweep ran although the command should have failed")
-
     afile = tmp_path / "afile"
     afile.write_text("not a folder")
-    monkeypatch.setitem(TUNE["main"].__globals__, "tune_learner", boom)
     with pytest.raises(SystemExit) as refused:
         TUNE["main"]([a.replace("FILE", str(afile)) for a in args])
     assert refused.value.code == 2
