@@ -548,27 +548,29 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
 def is_bundle(prefix: Path) -> bool:
     """True when ``<prefix>_summaries.json`` is a :func:`write_bundle` file: a JSON object
     of results folders' summaries (each with its ``config`` and ``learners``)."""
-    try:
-        text = (prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8")
-        summaries = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(summaries, dict) and all(
+    from stabl_jax.io.checkpoints import read_json
+
+    summaries = read_json(prefix.parent / f"{prefix.name}_summaries.json")
+    return summaries is not None and all(
         isinstance(s, dict) and {"config", "learners"} <= s.keys() for s in summaries.values()
     )
 
 
-def bundle_files(prefix: Path) -> list[Path]:
-    """``<prefix>_sa.npz`` and ``<prefix>_summaries.json``; raises ``ValueError`` if one is
-    there and they are not a previous bundle (a user's file is never replaced)."""
-    paths = [prefix.parent / f"{prefix.name}_{end}" for end in ("sa.npz", "summaries.json")]
-    for path in paths:
-        if path.exists() and not is_bundle(prefix):
-            raise ValueError(
-                f"--bundle: {path} is there and is not a previous study bundle, so it is left "
-                "as it is: give --bundle another prefix, or move the file"
-            )
-    return paths
+def bundle_files(prefix: Path) -> tuple[Path, ...]:
+    """``<prefix>_sa.npz`` and ``<prefix>_summaries.json``; ``OutputError`` if one is there
+    and they are not a previous bundle (a user's file is never replaced)."""
+    from stabl_jax.io.results import only_ours
+
+    bundle = is_bundle(prefix)
+    return only_ours(
+        prefix.parent,
+        (f"{prefix.name}_{end}" for end in ("sa.npz", "summaries.json")),
+        lambda _: bundle,
+        where=f"--bundle {prefix.parent}",
+        what="the bundle",
+        owner="a previous study bundle",
+        remedy="give --bundle another prefix, or move the file",
+    )
 
 
 def read_bundle(prefix: Path, out: Path) -> list[Path]:

@@ -123,22 +123,17 @@ def owned_files(
       OutputError: ``folder`` is a file, or one of the files is there and is not ``tool``'s
         (left as it is).
     """
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"--out {folder} is a file: give a folder for the {tool} files")
-    paths = tuple(folder / name for name in (record, *others))
-    try:
-        data = json.loads(paths[0].read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        data = None
-    previous = isinstance(data, dict) and keys <= data.keys()
-    for path in paths:
-        if path.exists() and not previous:
-            raise OutputError(
-                f"{path} is there and is not a previous {tool} file (no {record} of {tool} "
-                "beside it), so it is left as it is: give --out another folder, or move the file"
-            )
-    return paths
+    data = checkpoints.read_json(Path(folder) / record)
+    previous = data is not None and keys <= data.keys()
+    return only_ours(
+        folder,
+        (record, *others),
+        lambda _: previous,
+        where=f"--out {folder}",
+        what=f"the {tool} files",
+        owner=f"a previous {tool} file (no {record} of {tool} beside it)",
+        remedy="give --out another folder, or move the file",
+    )
 
 
 def is_own_figure(path: str | Path) -> bool:
@@ -165,15 +160,44 @@ def owned_figures(
       OutputError: ``folder`` is a file, or a file of one of ``names`` is there and is not a
         figure of this library (left as it is).
     """
+    return only_ours(
+        folder,
+        names,
+        lambda path: overwrite or is_own_figure(path),
+        where=str(folder),
+        what=f"the {tool} figures",
+        owner="a figure of stabl_jax",
+        remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
+    )
+
+
+def only_ours(
+    folder: str | os.PathLike,
+    names: Iterable[str],
+    ours: Callable[[Path], bool],
+    *,
+    where: str,
+    what: str,
+    owner: str,
+    remedy: str,
+) -> tuple[Path, ...]:
+    """The paths of ``names`` in ``folder``, a folder a user names that a tool writes into,
+    when each is absent or ``ours(path)``: the one rule by which a user's file is never
+    replaced (:func:`owned_files`, :func:`owned_figures`). Called before the work.
+
+    Raises:
+      OutputError: ``folder`` is a file (``"{where} is a file: give a folder for {what}"``),
+        or a file of ``names`` is there and not ours (``"... is not {owner}, so it is left as
+        it is: {remedy}"``).
+    """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{folder} is a file: give a folder for the {tool} figures")
+        raise OutputError(f"{where} is a file: give a folder for {what}")
     paths = tuple(folder / name for name in names)
     for path in paths:
-        if not overwrite and path.exists() and not is_own_figure(path):
+        if path.exists() and not ours(path):
             raise OutputError(
-                f"{path} is there and is not a figure of stabl_jax, so it is left as it is: "
-                f"give {tool} another folder, move the file, or pass --overwrite to replace it"
+                f"{path} is there and is not {owner}, so it is left as it is: {remedy}"
             )
     return paths
 
