@@ -154,8 +154,9 @@ def check_finite(name: str, values: object) -> np.ndarray:
     """``values`` as a NumPy array when every entry is finite, else ``ValueError`` naming
     ``name``, the first entry that is not (value and index) and how many are not."""
     arr = np.asarray(values)
-    bad = np.argwhere(~np.isfinite(arr))
-    if bad.size:
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = np.argwhere(~finite)
         idx = tuple(int(i) for i in bad[0])
         raise ValueError(
             f"{name} must be finite, got {arr[idx]} at index {idx} ({len(bad)} of {arr.size} "

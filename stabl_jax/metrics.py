@@ -224,17 +224,20 @@ class CumulativeRegret:
 
     Args:
       env: the environment; it must have ``best_arm(params, t)``.
-      traces: ``{name: (R, T) losses}``.
+      traces: ``{name: (R, T) losses}`` (:func:`check_traces`).
+      carry: the runs' carry, when known: ``R`` must be its number of runs.
     """
 
-    def __init__(self, env: Any, traces: Mapping[Any, np.ndarray]) -> None:
+    def __init__(
+        self, env: Any, traces: Mapping[Any, np.ndarray], carry: RunCarry | None = None
+    ) -> None:
         if not has_best_arm(env):
             raise TypeError(f"{type(env).__name__} has no best_arm: no cumulative regret")
         self.traces = traces
-        self.num_runs, horizon = check_traces(traces, None)
-        ts = jnp.arange(horizon, dtype=jnp.int32)
+        self.num_runs, self.horizon = check_traces(traces, carry)
+        ts = jnp.arange(self.horizon, dtype=jnp.int32)
         self._best_arms = jax.jit(jax.vmap(lambda p: jax.vmap(lambda t: env.best_arm(p, t))(ts)))
-        self._sums = {name: np.zeros((2, horizon)) for name in traces}
+        self._sums = {name: np.zeros((2, self.horizon)) for name in traces}
         self._finals = {name: np.empty(self.num_runs) for name in traces}
 
     def add(self, start: int, block: RunCarry, losses: np.ndarray) -> None:
@@ -278,9 +281,9 @@ def paired_cumulative_regret(
     ``best_arm``."""
     if not has_best_arm(env):
         return None
-    num_runs, horizon = check_traces(traces, carry)
-    accumulator = CumulativeRegret(env, traces)
-    for block in _loss_blocks(env, carry, num_runs, horizon, memory_bytes):
+    accumulator = CumulativeRegret(env, traces, carry)  # checks the traces once
+    blocks = _loss_blocks(env, carry, accumulator.num_runs, accumulator.horizon, memory_bytes)
+    for block in blocks:
         accumulator.add(*block)
     return accumulator.result()
 
