@@ -26,6 +26,7 @@ import jax
 import numpy as np
 
 from stabl_jax import ExpertAdvice, make, simulate
+from stabl_jax.io import plots as io_plots
 from stabl_jax.io.configs import Checker
 from stabl_jax.io.results import clean, environment_info, stat
 from stabl_jax.io.tables import plus_minus, text_table
@@ -129,21 +130,17 @@ def traces(result: HorizonResult) -> dict[str, np.ndarray]:
 
 
 def plots(result: HorizonResult, folder: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = io_plots.pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for name, by_t in result.loss.items():
         horizons = sorted(by_t)
         ax.plot(horizons, [by_t[t].mean() for t in horizons], marker="o", label=name)
     ax.set(xscale="log", xlabel="horizon T", ylabel="average loss per round")
     ax.legend()
-    path = Path(folder) / "average_loss.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return [path]
+    try:  # atomic, and tagged as the library's own figure
+        return [io_plots.save_figure(fig, Path(folder) / "average_loss.png")]
+    finally:
+        plt.close(fig)
 
 
 def _mean_ci_text(values: np.ndarray) -> str:

@@ -47,8 +47,11 @@ def main() -> None:
     windows = args.windows
     if max(windows) > args.horizon:
         parser.error(f"--windows {max(windows)} is longer than --horizon {args.horizon}")
-    env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
-    learner = StABL(num_arms=args.arms, horizon=args.horizon)
+    try:
+        env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
+        learner = StABL(num_arms=args.arms, horizon=args.horizon)
+    except ValueError as error:
+        parser.error(f"--arms {args.arms}: {error}")
     jax.block_until_ready(jax.numpy.zeros(1))
     baseline = rss_bytes("VmRSS")
     start = time.perf_counter()

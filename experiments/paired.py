@@ -43,7 +43,13 @@ class Folders:
 
     def _load(self, folder: Path) -> dict:
         if folder not in self.traces:
-            self.traces[folder] = read_traces(folder)
+            traces = read_traces(folder)
+            if "env/change_points" not in traces:
+                raise SystemExit(
+                    f"{folder}: its traces.npz has no env/change_points, so its segments are "
+                    "unknown: name the folder of a bandit or BCO `stabl-jax run`"
+                )
+            self.traces[folder] = traces
         return self.traces[folder]
 
     def rewards(self, spec: str) -> tuple[np.ndarray, np.ndarray]:

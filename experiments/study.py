@@ -991,7 +991,7 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
     intervals, and the slope-1/2 and slope-1 guides."""
     from stabl_jax.io import plots
 
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for adversary, entry in analysis.items():

@@ -26,15 +26,18 @@ def main() -> None:
     parser.add_argument("--arms", type=int, default=30)
     parser.add_argument("--json", type=output_file, help="also write the rows to this JSON file")
     args = parser.parse_args()
-    env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
+    try:  # every learner is built before the first is timed
+        env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
+        learners = {n: make(n, num_arms=args.arms, horizon=args.horizon) for n in LEARNERS}
+    except ValueError as error:
+        parser.error(f"--arms {args.arms}: {error}")
     device = jax.devices()[0]
     print(f"# {device.platform} {device.device_kind}, {platform.processor() or platform.machine()}")
     print(f"# R={args.runs} T={args.horizon} n={args.arms}")
     print("| learner | queries | compile s | run s | run-steps/s |")
     print("|---|---|---|---|---|")
     rows = []
-    for name in LEARNERS:
-        learner = make(name, num_arms=args.arms, horizon=args.horizon)
+    for name, learner in learners.items():
         res = simulate(learner, env, jax.random.key(0), args.runs, chunk_size=args.horizon)
         rate = args.runs * args.horizon / res.run_seconds
         rows.append(

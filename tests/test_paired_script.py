@@ -82,16 +82,27 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(pa
         ),
         (["--learners", "a", "--diff", "a,z"], "z: MAIN has no learner 'z'"),
         (["--learners", "MISSING::a"], "MISSING has no traces.npz"),
+        (["--learners", "SEGMENTLESS::a"], "SEGMENTLESS: its traces.npz has no env/change_points"),
     ],
 )
 def test_bad_names_are_refused_before_any_table(paired, tmp_path, capsys, args, message):
     """A name or pair it cannot read: one message naming it (exit 2 for an argument, the
     message as the exit status otherwise), and no table printed."""
     main = write_loss_traces(tmp_path / "main", [[2]], a=[[0.0] * 4], b=[[1.0] * 4])
-    paths = {"MAIN": str(main), "MISSING": str(tmp_path / "missing")}
+    segmentless = write_loss_traces(tmp_path / "segmentless", [[2]], a=[[0.0] * 4])
+    traces = dict(np.load(segmentless / "traces.npz"))
+    del traces["env/change_points"]
+    np.savez(segmentless / "traces.npz", **traces)
+    paths = {
+        "MAIN": str(main),
+        "MISSING": str(tmp_path / "missing"),
+        "SEGMENTLESS": str(segmentless),
+    }
 
     def fill(text: str) -> str:
-        return text.replace("MAIN", paths["MAIN"]).replace("MISSING", paths["MISSING"])
+        for name, path in paths.items():
+            text = text.replace(name, path)
+        return text
 
     with pytest.raises(SystemExit) as stop:
         paired.main([str(main), *map(fill, args)])

@@ -17,7 +17,7 @@ def _bands(values):
 
 
 def test_adaptive_regret_axis_shows_negative_values(tmp_path):
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     fig, ax = plt.subplots()
     bands = _bands([[10.0, 50.0, -20.0, -600.0], [10.0, 50.0, -20.0, -600.0]])
     plots._draw_axes(
@@ -56,7 +56,7 @@ def test_figures_are_tagged_and_written_atomically(tmp_path):
     path = plots.plot_adaptive_regret([band], tmp_path / "sa.png", title="t")
     assert results.is_own_figure(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sa.png"]  # no temporary left
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     fig, _ = plt.subplots()
     fig.savefig(tmp_path / "plain.png")  # matplotlib's own PNG: not this library's
     plt.close(fig)

@@ -103,3 +103,16 @@ def test_memory_refuses_a_window_longer_than_the_horizon(
         module.main()
     assert stop.value.code == 2
     assert "--windows 128 is longer than --horizon 64" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["memory", "throughput"])
+def test_fewer_than_two_arms_stop_the_script_at_once(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``--arms 1`` ended in the library's traceback."""
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_arms_{name}")
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", "--arms", "1"])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    assert "--arms 1: num_arms must be >= 2, got 1" in capsys.readouterr().err

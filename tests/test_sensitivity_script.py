@@ -61,7 +61,7 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
     (tmp_path / "second").mkdir()
     (tmp_path / "second" / "sweep.json").write_text(json.dumps(sweep))
     theirs = tmp_path / "png" / "second_sensitivity_1d.png"
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     fig, _ = plt.subplots()
     fig.savefig(theirs)
     plt.close(fig)

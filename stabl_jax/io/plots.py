@@ -91,7 +91,10 @@ class Band:
             )
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the ``Agg`` backend (files only, no display), imported on
+    first use so that the package imports without drawing anything. Write its figures with
+    :func:`save_figure`."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -109,7 +112,7 @@ def _thin(band: Band) -> Band:
 
 
 def _colors(names: Sequence[str]) -> dict[str, Any]:
-    plt = _pyplot()
+    plt = pyplot()
     cycle = plt.get_cmap("tab10")
     return {name: cycle(i % 10) for i, name in enumerate(names)}
 
@@ -188,7 +191,7 @@ def save_figure(fig: Any, path: str | Path) -> Path:
 
 def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
     """One figure of ``bands`` written to ``path``; ``options`` are :func:`_draw_axes`'s."""
-    plt = _pyplot()
+    plt = pyplot()
     colors = _colors([b.name for b in bands])
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
@@ -223,7 +226,7 @@ def plot_panels(
       color_order: the names in the order that fixes their colors (default: the first
         panel's), so that a learner keeps its color across figures.
     """
-    plt = _pyplot()
+    plt = pyplot()
     if not panels:
         raise ValueError("plot_panels needs at least one panel")
     ncols = max(1, min(ncols, len(panels)))
@@ -472,7 +475,7 @@ def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: st
       title: the figure's title.
       score: the color bar's label.
     """
-    plt = _pyplot()
+    plt = pyplot()
     if not grids:
         raise ValueError("plot_grids needs at least one grid")
     ncols = min(2, len(grids))
@@ -545,7 +548,7 @@ def plot_sensitivity(
       score: the y axis label.
       chosen: per learner name, the chosen value of ``x``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     colors = _colors([b.name for b in bands])
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
