@@ -81,6 +81,7 @@ from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
 from stabl_jax.io.results import write_text
+from stabl_jax.io.tables import finished_folder
 
 Z_95 = 1.959963984540054
 #: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
@@ -798,6 +799,8 @@ def _main(args: argparse.Namespace) -> int:
     if not args.folders:
         raise ValueError("give results folders, or --update/--check DOC")
     parse_windows(args.windows)  # before any table is printed
+    for folder in args.folders:
+        finished_folder(folder)
     opts = {
         "windows": args.windows,
         "sa": args.sa,

@@ -376,9 +376,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if unknown:
         raise ConfigError(f"--learners: unknown {unknown}; choose from {sorted(LEARNERS)}")
     for name, least in (("arms", 2), ("runs", 1), ("repeats", 1)):
-        values = getattr(config, name)
-        if any(v < least for v in np.atleast_1d(values)):
-            raise ConfigError(f"--{name} must be >= {least}, got {values}")
+        bad = [int(v) for v in np.atleast_1d(getattr(config, name)) if v < least]
+        if bad:
+            raise ConfigError(f"--{name} must be >= {least}, got {' '.join(map(str, bad))}")
     if args.out:
         benchmark.check_out(args.out)  # before minutes of timing, not after
     result = benchmark.run_benchmark(config, log=lambda line: print(line, flush=True))

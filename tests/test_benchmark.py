@@ -61,13 +61,15 @@ def test_bench_cli_rejects_unknown_learner(capsys):
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--arms", "1", "--arms must be >= 2"),
-        ("--runs", "0", "--runs must be >= 1"),
-        ("--repeats", "0", "--repeats must be >= 1"),
+        ("--arms", "1", "--arms must be >= 2, got 1\n"),
+        ("--arms", "30 1 0", "--arms must be >= 2, got 1 0\n"),
+        ("--runs", "0", "--runs must be >= 1, got 0\n"),
+        ("--repeats", "0", "--repeats must be >= 1, got 0\n"),
     ],
 )
 def test_bench_cli_rejects_sizes_below_one_run(capsys, flag, value, message):
-    assert cli.main(["bench", flag, value]) == cli.EXIT_USAGE
+    """Only the values refused are named, as given (not the tuple they became)."""
+    assert cli.main(["bench", flag, *value.split()]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
 
 

@@ -96,6 +96,7 @@ def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
         (["--windows", "0,64"], "got '0,64'"),
         (["--view", "gap"], "view=gap is for the folders of experiments/anytime_gap.py"),
         (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
+        (["missing"], "missing has no summary.json: not a finished results folder"),
     ],
 )
 def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, args, message):
