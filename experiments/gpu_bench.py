@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="only the rows with R <= 16384")
     parser.add_argument("--large", action="store_true", help="add the R = 2^20 StABL run")
     parser.add_argument("--no-rows", action="store_true", help="skip the table's rows")
-    parser.add_argument("--bandwidth", type=float, default=3350.0, help="device GB/s")
+    parser.add_argument("--bandwidth", type=benchmark.bandwidth, default=3350.0, help="device GB/s")
     parser.add_argument("--kernels", default="xla,pallas", help="comma-separated kernels")
     parser.add_argument(
         "--large-kernel", default="auto", choices=KERNELS, help="simulate's kernel for --large"

@@ -268,6 +268,16 @@ def default_plan(
         if missing:
             raise ValueError(f"unknown learners {missing}; choose from {sorted(LEARNERS)}")
         return {(a, n, "custom"): tuple(learners) for a in adversaries for n in arms}
+    unplanned = [n for n in arms if n not in ARMS]
+    if unplanned:
+        raise ValueError(
+            f"--arms {' '.join(map(str, unplanned))}: the study has points at n in {list(ARMS)}; "
+            "choose among them, or run learners of your choice at any n with --learners"
+        )
+    planned_groups = sorted({group for _, _, group, _ in PLAN})
+    unknown = [group for group in groups or () if group not in planned_groups]
+    if unknown:
+        raise ValueError(f"--groups: unknown {unknown}; choose from {planned_groups}")
     plan: Plan = {}
     for adversary, n, group, names in PLAN:
         if adversary not in adversaries or n not in arms:
@@ -1127,6 +1137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if args.bootstrap < 10:
         parser.error(f"--bootstrap must be >= 10 resamples, got {args.bootstrap}")
+    if args.bootstrap_seed < 0:  # numpy.random.default_rng's seeds; checked before any point
+        parser.error(f"--bootstrap-seed must be an int >= 0, got {args.bootstrap_seed}")
     learners = args.learners.split(",") if args.learners else None
     out = Path(args.out)
     from stabl_jax.io.results import OutputError, owned_figures, owned_files, write_json, write_text

@@ -139,6 +139,11 @@ def test_plan_skips_unregistered_learners_and_rejects_unknown_names():
         study.default_plan(["geometric"], [10], ["nope"])
     with pytest.raises(ValueError, match="adversary must be one of"):
         study.default_plan(["sideways"], [10])
+    # an n or group outside the plan was an empty plan ("no complete point to analyse")
+    with pytest.raises(ValueError, match=r"--arms 7: the study has points at n in \[10, 30, 100"):
+        study.default_plan(["geometric"], [30, 7])
+    with pytest.raises(ValueError, match=r"--groups: unknown \['foo'\]; choose from \['base'"):
+        study.default_plan(["geometric"], [30], groups=["foo", "base"])
     for (_, _, _), names in study.default_plan(["geometric", "random"], list(study.ARMS)).items():
         assert names  # every planned group runs at least one learner
 
@@ -382,6 +387,7 @@ def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
         (["--fit-windows", "0", "64"], "--fit-windows [0]: not SA(L) window lengths of"),
         (["--fit-windows", "64"], "--fit-windows needs >= 2 window lengths"),
         (["--from-bundle", "MISSING"], "No such file or directory"),
+        (["--bootstrap-seed", "-1"], "--bootstrap-seed must be an int >= 0, got -1"),
     ],
 )
 def test_a_point_it_cannot_run_or_tabulate_is_refused_before_any_runs(
@@ -400,5 +406,21 @@ def test_a_point_it_cannot_run_or_tabulate_is_refused_before_any_runs(
     args += ["--table-windows", "64", *[a.replace("MISSING", str(tmp_path / "b")) for a in extra]]
     with pytest.raises(SystemExit) as stop:
         study.main(args)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--arms", "1"], "--arms 1: the study has points at n in [10, 30, 100, 300]"),
+        (["--groups", "base", "extra"], "--groups: unknown ['extra']"),
+    ],
+)
+def test_a_selection_outside_the_plan_is_refused(tmp_path, capsys, extra, message):
+    """It selected no point: the study ran nothing and ended with exit 1 ("no complete point
+    to analyse")."""
+    with pytest.raises(SystemExit) as stop:
+        study.main(["--out", str(tmp_path / "out"), *extra])
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

@@ -35,9 +35,11 @@ Example (a tiny run; the doctest does not time anything worth quoting):
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -248,6 +250,19 @@ def state_bytes(learner: Any) -> int:
     """Bytes of one run's learner state (every leaf of ``learner.init``'s pytree)."""
     state = jax.eval_shape(learner.init, jax.random.key(0))
     return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)))
+
+
+def bandwidth(text: str) -> float:
+    """A device memory bandwidth in GB/s on a command line (``--bandwidth``): a finite
+    number > 0. An argparse ``type=``, so ``--bandwidth 0`` (a division by zero in every
+    row's bound) or ``nan`` stops the command at once (exit 2), before any timing."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"give a finite number of GB/s > 0, got {text!r}")
+    return value
 
 
 def device_bandwidth_gbs(config: BenchConfig) -> float | None:
