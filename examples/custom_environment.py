@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import EXP3, Environment, StABL, simulate
+from stabl_jax.io.results import count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,13 +78,17 @@ class PunishingAdversary(Environment):
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=64)
-    parser.add_argument("--horizon", type=int, default=2048)
-    parser.add_argument("--arms", type=int, default=8)
+    parser.add_argument("--runs", type=count, default=64)
+    parser.add_argument("--horizon", type=count, default=2048)
+    parser.add_argument("--arms", type=count, default=8)
     args = parser.parse_args(argv)
-    env = PunishingAdversary(num_arms=args.arms, horizon=args.horizon)
+    try:  # the library's checks (e.g. num_arms >= 2) as one line, before any run
+        env = PunishingAdversary(num_arms=args.arms, horizon=args.horizon)
+        learners = (StABL(num_arms=args.arms, horizon=args.horizon), EXP3(args.arms, args.horizon))
+    except ValueError as error:
+        parser.error(str(error))
     out = {}
-    for learner in (StABL(num_arms=args.arms, horizon=args.horizon), EXP3(args.arms, args.horizon)):
+    for learner in learners:
         res = simulate(learner, env, jax.random.key(0), args.runs)  # same key: paired runs
         out[learner.name] = {
             "mean_loss": float(np.mean(res.loss)),

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import ExpertAdvice, StABL, simulate
+from stabl_jax.io.results import count
 from stabl_jax.metrics import mean_ci
 
 
@@ -54,10 +55,15 @@ def sweep(
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=64, help="runs per grid point")
-    parser.add_argument("--horizon", type=int, default=1024)
+    parser.add_argument("--runs", type=count, default=64, help="runs per grid point (>= 2)")
+    parser.add_argument("--horizon", type=count, default=1024)
     args = parser.parse_args(argv)
-    points, reward = sweep((1.0, 4.0, 16.0), args.runs, args.horizon)
+    if args.runs < 2:  # one run per point: every interval below would be nan
+        parser.error(f"--runs must be >= 2 (an interval needs two runs), got {args.runs}")
+    try:  # the library's checks of the sizes (e.g. a horizon too short for StABL) as one line
+        points, reward = sweep((1.0, 4.0, 16.0), args.runs, args.horizon)
+    except ValueError as error:
+        parser.error(str(error))
     best = int(reward.mean(axis=1).argmax())
     _, best_half = mean_ci(reward[best])
     print(f"{'expert x':>9} {'meta x':>7} {'mean reward':>16} {'diff to best':>16} unpaired ±")

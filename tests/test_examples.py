@@ -67,6 +67,25 @@ def test_paired_sweep_example_pairs_the_points(capsys):
     assert "diff to best" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("paired_sweep", ["--runs", "1"], "--runs must be >= 2 (an interval needs two runs)"),
+        ("paired_sweep", ["--runs", "0"], "argument --runs: give an int >= 1, got '0'"),
+        ("paired_sweep", ["--horizon", "3"], "horizon=3 is too small for the geometric"),
+        ("custom_environment", ["--arms", "1"], "num_arms must be >= 2, got 1"),
+        ("custom_environment", ["--horizon", "0"], "argument --horizon: give an int >= 1"),
+    ],
+)
+def test_the_examples_refuse_bad_sizes_in_one_line(capsys, name, args, message):
+    """``paired_sweep.py --runs 1`` printed every interval as ``± nan`` with exit 0; the
+    other sizes ended in the library's traceback."""
+    with pytest.raises(SystemExit) as stop:
+        _load(name).main(args)
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and message in captured.err and captured.out == ""
+
+
 def test_load_results_example_reads_a_folder(tmp_path, capsys):
     example = _load("load_results")
     rewards = example.main(tmp_path / "results")
