@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import ExpertAdvice, StABL, simulate
-from stabl_jax.io.results import count
+from stabl_jax.io.results import count, interval_runs
 from stabl_jax.metrics import mean_ci
 
 
@@ -55,11 +55,9 @@ def sweep(
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=count, default=64, help="runs per grid point (>= 2)")
+    parser.add_argument("--runs", type=interval_runs, default=64, help="runs per grid point")
     parser.add_argument("--horizon", type=count, default=1024)
     args = parser.parse_args(argv)
-    if args.runs < 2:  # one run per point: every interval below would be nan
-        parser.error(f"--runs must be >= 2 (an interval needs two runs), got {args.runs}")
     try:  # the library's checks of the sizes (e.g. a horizon too short for StABL) as one line
         points, reward = sweep((1.0, 4.0, 16.0), args.runs, args.horizon)
     except ValueError as error:

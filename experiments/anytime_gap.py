@@ -49,7 +49,7 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.io.results import OutputError, ResultsFolder, count, environment_info, stat
+from stabl_jax.io.results import OutputError, ResultsFolder, environment_info, interval_runs, stat
 from stabl_jax.kinds import load_config
 from stabl_jax.kinds.bandit import BanditConfig
 from stabl_jax.learners.base import BanditLearner
@@ -195,7 +195,7 @@ def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Pa
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=count, default=500)
+    parser.add_argument("--runs", type=interval_runs, default=500)
     parser.add_argument(
         "--configs", nargs="+", default=["expert_advice_equal", "expert_advice_random"]
     )

@@ -139,10 +139,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:  # every folder and name checked before a table is printed
         data = Folders(args.folder)
-        for spec in [*args.learners, *(s for p in [*args.diff, *args.gap] for s in p)]:
-            data.rewards(spec)
+        specs = [*args.learners, *(s for p in [*args.diff, *args.gap] for s in p)]
+        runs = {spec: len(data.rewards(spec)[0]) for spec in specs}
     except FileNotFoundError as exc:
         parser.error(str(exc))
+    for spec, count in runs.items():
+        if count < 2:  # every interval would be nan
+            parser.error(
+                f"{spec}: {count} run in its folder, and a 95% t interval needs 2 or more: "
+                "rerun the folder with --runs 2 or more"
+            )
     num_segments = data.points.shape[-1] + 1
     header = (
         "| {} | mean | "

@@ -115,6 +115,16 @@ def t_quantile(dof: int) -> float:
     return z + sum(gi / dof ** (i + 1) for i, gi in enumerate(g))
 
 
+def need_runs(folder: Path, runs: int, least: int = 2, what: str = "a 95% t interval") -> None:
+    """``ValueError`` unless ``folder``'s ``runs`` are at least ``least``: a table of
+    intervals over fewer runs would print ``nan`` for every one of them."""
+    if runs < least:
+        raise ValueError(
+            f"{folder} has {runs} run(s), and {what} needs {least} or more: rerun it with "
+            f"--runs {least} or more"
+        )
+
+
 def mean_t(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Mean and Student's t 95% half-width over ``axis``."""
     x = np.asarray(values, np.float64)
@@ -221,6 +231,7 @@ def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str
     learners, problems = summary["config"]["learners"], summary["config"]["problems"]
     if baseline not in learners:
         raise ValueError(f"{folder}: baseline {baseline!r} is not one of its learners {learners}")
+    need_runs(folder, summary["config"]["runs"])
     with np.load(folder / "traces.npz", allow_pickle=False) as traces:
         gaps = {(p, n): traces[f"{p}/{n}/best_gap"] for p in problems for n in learners}
         counts = {n: np.stack([traces[f"{p}/{n}/arm_counts"] for p in problems]) for n in learners}
@@ -355,6 +366,7 @@ def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     rewards, lengths = run_rewards(folder)
     others = [n for n in _learner_order(folder, rewards) if n not in (reference, "uniform")]
     runs = lengths.shape[0]
+    need_runs(folder, runs)
     lines = [
         f"`{label}` — paired differences of mean reward, {reference} minus each learner, "
         f"per run, then mean ± 95% t-interval over the {runs} runs (positive: {reference} "
@@ -380,6 +392,7 @@ def subsample_table(folder: Path, label: str, size: int = 5, reference: str = "s
     rewards, lengths = run_rewards(folder)
     names = _learner_order(folder, rewards)
     runs = lengths.shape[0]
+    need_runs(folder, runs, 2 * size, f"the spread of disjoint {size}-run subsamples")
     count = runs // size
     overall = {n: _overall(rewards[n], lengths) for n in names}
 
@@ -446,6 +459,7 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
         missing = [n for n in (learner, "stabl_tuned", *columns) if n not in setting["learners"]]
         if missing:
             raise ValueError(f"{folder}: {prefix} has no learner(s) {missing}")
+        need_runs(folder, setting["runs"])
         values, tuned = rewards[f"{prefix}/{learner}"], rewards[f"{prefix}/stabl_tuned"]
         mean, half = mean_t(values.mean(axis=1))
         gap = anytime["gap_percent"](values, tuned, mean_ci=mean_t)

@@ -1091,9 +1091,11 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from stabl_jax.io.results import interval_runs
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/study", help="folder of the study's points")
-    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--runs", type=interval_runs, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="points run at once (processes)")
     parser.add_argument("--adversaries", nargs="+", default=list(ADVERSARIES))
@@ -1131,8 +1133,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--from-bundle", default=None, help="first rebuild the points under --out from PREFIX"
     )
     args = parser.parse_args(argv)
-    if args.runs < 2:
-        parser.error(f"--runs must be >= 2 (an interval needs two runs), got {args.runs}")
     if args.jobs < 1:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if args.bootstrap < 10:

@@ -32,7 +32,13 @@ import numpy as np
 
 from stabl_jax import metrics, simulate
 from stabl_jax.io.configs import resolve_config
-from stabl_jax.io.results import OutputError, count, environment_info, owned_files, write_text
+from stabl_jax.io.results import (
+    OutputError,
+    environment_info,
+    interval_runs,
+    owned_files,
+    write_text,
+)
 from stabl_jax.kinds import load_config
 from stabl_jax.kinds.paired import ExperimentConfig
 
@@ -148,7 +154,7 @@ def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]], fee
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
-    parser.add_argument("--runs-per-point", type=count, default=32)
+    parser.add_argument("--runs-per-point", type=interval_runs, default=32)
     parser.add_argument("--coarse", action="store_true", help="every other grid value")
     parser.add_argument(
         "--grid",

@@ -72,6 +72,12 @@ def test_folder_and_gap_table(tmp_path):
     assert "Per-segment intervals of the gap: ± 18.4 to 23.0 points." in text
     with pytest.raises(ValueError, match="no learner"):
         REPORT["render"]("gap learner=saol", tmp_path)
+    summary["settings"][0]["runs"] = 1  # a folder of one run: every interval was nan
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "one" / "traces.npz").write_bytes((final / "traces.npz").read_bytes())
+    with pytest.raises(ValueError, match=r"has 1 run\(s\), and a 95% t interval needs 2"):
+        REPORT["render"]("one view=gap", tmp_path)
     with pytest.raises(ValueError, match="view=gap only"):
         REPORT["render"]("gap view=paired", tmp_path)
 

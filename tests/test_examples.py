@@ -70,8 +70,8 @@ def test_paired_sweep_example_pairs_the_points(capsys):
 @pytest.mark.parametrize(
     ("name", "args", "message"),
     [
-        ("paired_sweep", ["--runs", "1"], "--runs must be >= 2 (an interval needs two runs)"),
-        ("paired_sweep", ["--runs", "0"], "argument --runs: give an int >= 1, got '0'"),
+        ("paired_sweep", ["--runs", "1"], "give an int >= 2 (a 95% interval needs two runs)"),
+        ("paired_sweep", ["--horizon", "0"], "argument --horizon: give an int >= 1, got '0'"),
         ("paired_sweep", ["--horizon", "3"], "horizon=3 is too small for the geometric"),
         ("custom_environment", ["--arms", "1"], "num_arms must be >= 2, got 1"),
         ("custom_environment", ["--horizon", "0"], "argument --horizon: give an int >= 1"),

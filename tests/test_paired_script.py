@@ -88,7 +88,7 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(pa
 def test_bad_names_are_refused_before_any_table(paired, tmp_path, capsys, args, message):
     """A name or pair it cannot read: one message naming it (exit 2 for an argument, the
     message as the exit status otherwise), and no table printed."""
-    main = write_loss_traces(tmp_path / "main", [[2]], a=[[0.0] * 4], b=[[1.0] * 4])
+    main = write_loss_traces(tmp_path / "main", [[2]] * 2, a=[[0.0] * 4] * 2, b=[[1.0] * 4] * 2)
     segmentless = write_loss_traces(tmp_path / "segmentless", [[2]], a=[[0.0] * 4])
     traces = dict(np.load(segmentless / "traces.npz"))
     del traces["env/change_points"]
@@ -109,3 +109,13 @@ def test_bad_names_are_refused_before_any_table(paired, tmp_path, capsys, args, 
     captured = capsys.readouterr()
     said = captured.err if stop.value.code == 2 else str(stop.value.code)
     assert fill(message) in said and captured.out == ""
+
+
+def test_a_folder_of_one_run_is_refused_before_any_table(paired, tmp_path, capsys):
+    """Every interval of one run was printed as ``± nan``, with exit 0."""
+    one_run = write_loss_traces(tmp_path / "one", [[2]], a=[[0.0] * 4], b=[[1.0] * 4])
+    with pytest.raises(SystemExit) as stop:
+        paired.main([str(one_run), "--learners", "b", "--diff", "a,b"])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and captured.out == ""
+    assert "b: 1 run in its folder, and a 95% t interval needs 2 or more" in captured.err

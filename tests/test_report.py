@@ -183,6 +183,31 @@ def test_paired_and_subsample_views_from_traces(tmp_path):
     assert [REPORT["render"](view, tmp_path) for view in views] == [paired, sub]
 
 
+@pytest.mark.parametrize(
+    ("runs", "view", "message"),
+    [
+        (1, "paired", "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with"),
+        (9, "subsample5", "has 9 run(s), and the spread of disjoint 5-run subsamples needs 10"),
+    ],
+)
+def test_views_of_intervals_refuse_too_few_runs(tmp_path, runs, view, message):
+    """One run: the paired view printed ``± nan`` in every cell (exit 0); five to nine runs:
+    the subsample view's one subsample had an ``sd`` of ``nan``. (The main table prints one
+    run's means with "one run (no CI)", as ``stabl-jax run`` does.)"""
+    _write(tmp_path, 0.5)
+    summary = _summary(0.5)
+    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    loss = np.random.default_rng(0).uniform(0.2, 0.8, (runs, 4)).astype(np.float32)
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{"stabl/loss": loss, "exp3_uniform/loss": loss},
+        **{"env/change_points": np.full((runs, 1), 2, np.int32)},
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        REPORT["render"](f"demo view={view}", tmp_path)
+
+
 def _hpo_folder(root: Path) -> Path:
     """An algorithm-selection folder: 2 problems x 5 repeats x 4 evaluations. StABL's best gap
     is 10x Uniform's at every evaluation of problem a and equal on problem b, so its paired
@@ -229,6 +254,12 @@ def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(tmp_pat
     assert paired.endswith("| 0.50–1.50 |")
     with pytest.raises(ValueError, match="baseline 'exp3' is not one of its learners"):
         REPORT["render"]("sel view=paired baseline=exp3", tmp_path)
+    one_run = json.loads((tmp_path / "sel" / "summary.json").read_text())
+    one_run["config"]["runs"] = 1  # its paired cells were nan
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "summary.json").write_text(json.dumps(one_run))
+    with pytest.raises(ValueError, match=r"has 1 run\(s\), and a 95% t interval needs 2"):
+        REPORT["render"]("one view=paired", tmp_path)
     assert REPORT["main"]([str(tmp_path / "sel"), "--view", "paired"]) == 0
     assert "+1.000 ± 0.000" in capsys.readouterr().out
 

@@ -64,33 +64,42 @@ def test_a_measurement_is_written_with_the_arguments_it_was_made_with(
 #: Each script's counts (``io.results.count``): a bad one stops it before any work.
 COUNTS = {
     "ablations": ["--runs", "--rounds", "--repeats"],
-    "anytime_gap": ["--runs"],
     "gpu_compile": ["--runs", "--rounds"],
     "memory": ["--runs", "--horizon", "--windows", "--batch", "--block"],
     "throughput": ["--runs", "--horizon"],
-    "tune": ["--runs-per-point"],
     "validation_sweep": ["--horizon", "--runs-per-corner"],
 }
+#: The runs of scripts that print 95% intervals (``io.results.interval_runs``): at least two.
+INTERVAL_RUNS = {"anytime_gap": ["--runs"], "tune": ["--runs-per-point"], "study": ["--runs"]}
 
 
-@pytest.mark.parametrize(("name", "flag"), [(n, f) for n, flags in COUNTS.items() for f in flags])
-@pytest.mark.parametrize("value", ["0", "-3", "2.5"])
-def test_a_count_below_one_stops_the_script_at_once(
+@pytest.mark.parametrize(
+    ("name", "flag", "least"),
+    [(n, f, 1) for n, flags in COUNTS.items() for f in flags]
+    + [(n, f, 2) for n, flags in INTERVAL_RUNS.items() for f in flags],
+)
+@pytest.mark.parametrize("below", ["just_below", "-3", "2.5"])
+def test_a_count_below_its_least_stops_the_script_at_once(
     name: str,
     flag: str,
-    value: str,
+    least: int,
+    below: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
     """It used to be a traceback from the library (or, for ``ablations.py``, a check of its
-    own), some after other work."""
+    own), some after other work; one run of a script that prints intervals printed each as
+    ``nan`` (``anytime_gap.py``, ``tune.py``, whose ``sweep.json`` kept them)."""
+    value = str(least - 1) if below == "just_below" else below
     module = load_script(ROOT / "experiments" / f"{name}.py", f"_counts_{name}")
     argv = [flag, value, *(["configs/expert_advice_random.toml"] if name == "tune" else [])]
     monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
     with pytest.raises(SystemExit) as stop:
         module.main()
     assert stop.value.code == 2
-    assert f"argument {flag}: give an int >= 1, got '{value}'" in capsys.readouterr().err
+    why = " (a 95% interval needs two runs)" if least == 2 else ""
+    message = f"argument {flag}: give an int >= {least}{why}, got '{value}'"
+    assert message in capsys.readouterr().err
 
 
 def test_memory_refuses_a_window_longer_than_the_horizon(

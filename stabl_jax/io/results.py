@@ -81,12 +81,23 @@ def count(text: str) -> int:
     """A count on a script's command line (``--runs``, ``--horizon``): an int >= 1. An
     argparse ``type=``, so ``--runs 0`` stops the script at once (exit 2, naming the value)
     instead of a traceback from deep inside, or after other work."""
+    return _int_at_least(text, 1, "")
+
+
+def interval_runs(text: str) -> int:
+    """A number of runs whose 95% intervals a script prints (``--runs``, ``--runs-per-point``):
+    an int >= 2, since one run gives every interval as ``nan``. An argparse ``type=``, as
+    :func:`count`."""
+    return _int_at_least(text, 2, " (a 95% interval needs two runs)")
+
+
+def _int_at_least(text: str, least: int, why: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"give an int >= 1, got {text!r}")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"give an int >= {least}{why}, got {text!r}")
     return value
 
 
