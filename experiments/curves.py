@@ -156,6 +156,13 @@ def main(argv: list[str] | None = None) -> int:
             folders.append(folder)
         else:
             print(f"{folder}: no summary.json, skipped")
+    for folder in folders:  # its bands are 95% intervals over runs: one run has none
+        runs = load_results(folder).summary["runs"]
+        if runs < 2:
+            parser.error(
+                f"{folder} has {runs} run, and its curves' 95% bands need 2 or more: rerun it "
+                "with --runs 2 or more"
+            )
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
         names = [f"{f.name}_{kind}.png" for f in folders for kind in ("regret", "sa")]
         owned_figures(args.out, names, "OUT_DIR", args.overwrite)

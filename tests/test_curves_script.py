@@ -81,3 +81,13 @@ def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):
     assert (png / "tiny_regret.png").read_bytes() == before
     assert curves.main([*args, "--overwrite"]) == 0
     assert results.is_own_figure(png / "tiny_sa.png")
+
+
+def test_a_folder_of_one_run_is_refused_before_any_figure(curves, tmp_path, capsys):
+    """Its bands and the printed intervals were ``nan`` (exit 0)."""
+    _run(tmp_path / "res" / "tiny", '["uniform"]', "runs=1")
+    with pytest.raises(SystemExit) as stop:
+        curves.main([str(tmp_path / "res"), str(tmp_path / "png"), "--folders", "tiny"])
+    assert stop.value.code == 2
+    assert "tiny has 1 run, and its curves' 95% bands need 2 or more" in capsys.readouterr().err
+    assert not (tmp_path / "png").exists()
