@@ -38,7 +38,7 @@ import numpy as np
 
 from stabl_jax import load_results, metrics
 from stabl_jax.io import plots
-from stabl_jax.io.results import OutputError, owned_figures
+from stabl_jax.io.results import OutputError, need_runs, owned_figures
 
 FIGURE1 = tuple(
     f"expert_advice_{segments}-{steps}-{feedback}"
@@ -156,13 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             folders.append(folder)
         else:
             print(f"{folder}: no summary.json, skipped")
-    for folder in folders:  # its bands are 95% intervals over runs: one run has none
-        runs = load_results(folder).summary["runs"]
-        if runs < 2:
-            parser.error(
-                f"{folder} has {runs} run, and its curves' 95% bands need 2 or more: rerun it "
-                "with --runs 2 or more"
-            )
+    try:  # its bands are 95% intervals over runs: one run has none
+        for folder in folders:
+            need_runs(folder, load_results(folder).summary["runs"], what="a 95% band")
+    except ValueError as exc:
+        parser.error(str(exc))
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
         names = [f"{f.name}_{kind}.png" for f in folders for kind in ("regret", "sa")]
         owned_figures(args.out, names, "OUT_DIR", args.overwrite)

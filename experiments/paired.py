@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from stabl_jax import metrics, read_summary, read_traces
+from stabl_jax.io.results import need_runs
 
 
 class Folders:
@@ -143,12 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         runs = {spec: len(data.rewards(spec)[0]) for spec in specs}
     except FileNotFoundError as exc:
         parser.error(str(exc))
-    for spec, count in runs.items():
-        if count < 2:  # every interval would be nan
-            parser.error(
-                f"{spec}: {count} run in its folder, and a 95% t interval needs 2 or more: "
-                "rerun the folder with --runs 2 or more"
-            )
+    try:  # every interval of a folder of one run would be nan
+        for spec, count in runs.items():
+            need_runs(spec.rpartition("::")[0] or args.folder, count)
+    except ValueError as exc:
+        parser.error(str(exc))
     num_segments = data.points.shape[-1] + 1
     header = (
         "| {} | mean | "

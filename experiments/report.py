@@ -80,7 +80,7 @@ import numpy as np
 from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
-from stabl_jax.io.results import write_text
+from stabl_jax.io.results import need_runs, write_text
 from stabl_jax.io.tables import finished_folder
 
 Z_95 = 1.959963984540054
@@ -113,16 +113,6 @@ def t_quantile(dof: int) -> float:
         (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
     )
     return z + sum(gi / dof ** (i + 1) for i, gi in enumerate(g))
-
-
-def need_runs(folder: Path, runs: int, least: int = 2, what: str = "a 95% t interval") -> None:
-    """``ValueError`` unless ``folder``'s ``runs`` are at least ``least``: a table of
-    intervals over fewer runs would print ``nan`` for every one of them."""
-    if runs < least:
-        raise ValueError(
-            f"{folder} has {runs} run(s), and {what} needs {least} or more: rerun it with "
-            f"--runs {least} or more"
-        )
 
 
 def mean_t(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -89,5 +89,5 @@ def test_a_folder_of_one_run_is_refused_before_any_figure(curves, tmp_path, caps
     with pytest.raises(SystemExit) as stop:
         curves.main([str(tmp_path / "res"), str(tmp_path / "png"), "--folders", "tiny"])
     assert stop.value.code == 2
-    assert "tiny has 1 run, and its curves' 95% bands need 2 or more" in capsys.readouterr().err
+    assert "tiny has 1 run(s), and a 95% band needs 2 or more" in capsys.readouterr().err
     assert not (tmp_path / "png").exists()

@@ -118,4 +118,4 @@ def test_a_folder_of_one_run_is_refused_before_any_table(paired, tmp_path, capsy
         paired.main([str(one_run), "--learners", "b", "--diff", "a,b"])
     captured = capsys.readouterr()
     assert stop.value.code == 2 and captured.out == ""
-    assert "b: 1 run in its folder, and a 95% t interval needs 2 or more" in captured.err
+    assert f"{one_run} has 1 run(s), and a 95% t interval needs 2 or more" in captured.err

@@ -91,6 +91,19 @@ def interval_runs(text: str) -> int:
     return _int_at_least(text, 2, " (a 95% interval needs two runs)")
 
 
+def need_runs(
+    source: str | Path, runs: int, least: int = 2, what: str = "a 95% t interval"
+) -> None:
+    """The folder check that goes with :func:`interval_runs`: ``ValueError`` unless
+    ``source`` (a results folder) has ``runs >= least``, since a table or figure of
+    intervals over fewer runs shows every one of them as ``nan``."""
+    if runs < least:
+        raise ValueError(
+            f"{source} has {runs} run(s), and {what} needs {least} or more: rerun it with "
+            f"--runs {least} or more"
+        )
+
+
 def _int_at_least(text: str, least: int, why: str) -> int:
     try:
         value = int(text)
