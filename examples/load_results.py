@@ -23,7 +23,9 @@ def run_small_experiment(folder: Path) -> None:
     command += ["--runs", "8", "--set", "horizon=512", "--set", "env.change_points=[256]"]
     command += ["--set", 'learners=["exp3", "stabl"]', "--set", "sa_windows=[16, 64, 256]"]
     command += ["--out", str(folder), "--no-progress"]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL)
+    if done.returncode:  # the command line said why on stderr (e.g. a folder of the user's)
+        raise SystemExit(done.returncode)
 
 
 def main(folder: Path) -> dict[str, float]:
@@ -32,13 +34,18 @@ def main(folder: Path) -> dict[str, float]:
     results = load_results(folder)
     print(f"{folder}: learners {results.learners}, {results.config['runs']} runs")
     rows = [r for r in results.rows() if r["metric"] == "mean_reward"]
-    for row in rows:
-        print(f"  {row['learner']:>6} mean reward {row['mean']:.4f} ± {row['ci95']:.4f}")
+    for row in rows:  # ci95 is "" for a folder of one run (no interval)
+        interval = f"± {row['ci95']:.4f}" if row["ci95"] != "" else "(one run: no interval)"
+        print(f"  {row['learner']:>6} mean reward {row['mean']:.4f} {interval}")
+    rewards = {row["learner"]: row["mean"] for row in rows}
+    if "stabl/played" not in results.traces:  # another config, or save_traces left it out
+        print(f"  no stabl/played trace in {folder}: it has {sorted(results.traces)}")
+        return rewards
     played = results.traces["stabl/played"]  # (R, T), the smallest unsigned dtype
     print(f"  stabl/played: shape {played.shape}, dtype {played.dtype}")
     best = np.bincount(played[:, -64:].ravel()).argmax()
     print(f"  StABL's most played arm over the last 64 rounds: {best}")
-    return {row["learner"]: row["mean"] for row in rows}
+    return rewards
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from stabl_jax.io import plots
-from stabl_jax.io.results import OutputError, owned_figures
+from stabl_jax.io.results import OutputError, need_runs, owned_figures
 
 SCORE = "mean reward 1 - l_t(x_t)"
 
@@ -55,10 +55,26 @@ def _describe(name: str, mean: np.ndarray, half: np.ndarray, at: tuple, edges: l
     )
 
 
+def read_sweep(file: Path) -> dict:
+    """``file`` as a dict, or ``ValueError`` naming it: not JSON, not a ``sweep.json`` of
+    ``tune.py`` (a key missing), or of one run a point (written before ``tune.py`` refused
+    it: every band ``nan``)."""
+    try:
+        sweep = json.loads(file.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{file} is not JSON ({exc}): write it again with tune.py --out") from None
+    keys = ("config", "tuning_seed", "runs_per_point", "learners")
+    missing = [k for k in keys if k not in sweep] if isinstance(sweep, dict) else list(keys)
+    if missing:
+        raise ValueError(f"{file} is not a sweep.json of tune.py: it has no {missing}")
+    need_runs(file, sweep["runs_per_point"], what="a 95% band", flag="tune.py --runs-per-point")
+    return sweep
+
+
 def figure_names(sweep_file: Path) -> list[str]:
     """The PNGs :func:`sensitivity` writes for one ``sweep.json``: ``NAME_sensitivity.png``
     if a learner swept two params, ``NAME_sensitivity_1d.png`` if one swept one."""
-    counts = {len(e["fields"]) for e in json.loads(sweep_file.read_text())["learners"].values()}
+    counts = {len(e["fields"]) for e in read_sweep(sweep_file)["learners"].values()}
     stem = sweep_file.parent.name
     return [f"{stem}_sensitivity{end}.png" for end, n in (("", 2), ("_1d", 1)) if n in counts]
 
@@ -66,7 +82,7 @@ def figure_names(sweep_file: Path) -> list[str]:
 def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
     """Write the sensitivity PNGs of one ``sweep.json`` (:func:`figure_names`); print the
     chosen points."""
-    sweep = json.loads(sweep_file.read_text())
+    sweep = read_sweep(sweep_file)
     config = sweep["config"]
     stem = sweep_file.parent.name
     setting = (
@@ -134,10 +150,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.sweeps}: no */sweep.json (write them with experiments/tune.py --out)")
         return 1
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
+        for file in files:
+            read_sweep(file)
         owned_figures(
             args.out, [n for f in files for n in figure_names(f)], "OUT_DIR", args.overwrite
         )
-    except OutputError as exc:
+    except (OutputError, ValueError) as exc:
         parser.error(str(exc))
     written = [path for f in files for path in sensitivity(f, args.out)]
     print(f"wrote {len(written)} PNGs into {args.out}")

@@ -3,6 +3,8 @@ contract: jit, vmap over a params sweep, the in-program checks, state dtypes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -92,3 +94,29 @@ def test_load_results_example_reads_a_folder(tmp_path, capsys):
     assert set(rewards) == {"exp3", "stabl"}
     assert all(0.0 <= r <= 1.0 for r in rewards.values())
     assert "stabl/played: shape (8, 512), dtype uint8" in capsys.readouterr().out
+
+
+def test_load_results_example_on_a_folder_of_the_users_or_of_one_run(tmp_path, capfd):
+    """A folder of the user's: the command line's refusal and its exit status, no traceback;
+    a finished folder of one run without StABL: no interval and no trace to show, exit 0."""
+    example = _load("load_results")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's")
+    with pytest.raises(SystemExit) as stop:
+        example.main(mine)
+    assert stop.value.code == 2
+    assert "is not a stabl_jax results folder" in capfd.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+    one = tmp_path / "one"
+    command = [sys.executable, "-m", "stabl_jax", "run", "expert_advice_equal", "--runs", "1"]
+    command += ["--set", "horizon=256", "--set", "env.change_points=[128]"]
+    command += ["--set", 'learners=["exp3"]', "--set", "sa_windows=[16]"]
+    subprocess.run([*command, "--out", str(one), "--no-progress"], check=True)
+    capfd.readouterr()
+    rewards = example.main(one)
+    assert list(rewards) == ["exp3"] and 0.0 <= rewards["exp3"] <= 1.0
+    out = capfd.readouterr().out
+    assert "exp3 mean reward" in out and "(one run: no interval)" in out
+    assert "no stabl/played trace" in out and "exp3/played" in out

@@ -84,3 +84,45 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
         "lower edge of expert_lr_scale",
         "upper edge of meta_lr_scale",
     ]
+
+
+def _one_run(sweep):
+    sweep["runs_per_point"] = 1
+    sweep["learners"]["saol"]["half_width"] = [float("nan")] * 2
+    return json.dumps(sweep)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            _one_run,
+            "has 1 run(s), and a 95% band needs 2 or more: rerun it with tune.py "
+            "--runs-per-point 2 or more",
+        ),
+        (lambda sweep: json.dumps(sweep)[:-1], "is not JSON (Expecting"),
+        (
+            lambda sweep: json.dumps({"learners": sweep["learners"]}),
+            "is not a sweep.json of tune.py: it has no ['config', 'tuning_seed', 'runs_per_point']",
+        ),
+    ],
+    ids=["one run a point", "not JSON", "keys missing"],
+)
+def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, text, message):
+    """A ``sweep.json`` of one run a point (written before ``tune.py`` refused it: every
+    half-width ``nan``), one that is not JSON, or one without the keys of ``tune.py``'s:
+    named, with what to do, and nothing drawn (also not the good sweep beside it)."""
+    script = load_script(SCRIPT, "sensitivity_script")
+    sweep = {
+        "config": {"name": "demo", "feedback": "loss"},
+        "tuning_seed": 7,
+        "runs_per_point": 4,
+        "learners": {"saol": _entry(["lr_scale"], [[1.0, 2.0]], lambda s: s)},
+    }
+    for name, body in (("a_good", json.dumps(sweep)), ("bad", text(sweep))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "sweep.json").write_text(body)
+    with pytest.raises(SystemExit) as stop:
+        script.main([str(tmp_path), str(tmp_path / "png")])
+    assert stop.value.code == 2 and not (tmp_path / "png").exists()
+    assert f"{tmp_path / 'bad' / 'sweep.json'} {message}" in capsys.readouterr().err

@@ -92,15 +92,20 @@ def interval_runs(text: str) -> int:
 
 
 def need_runs(
-    source: str | Path, runs: int, least: int = 2, what: str = "a 95% t interval"
+    source: str | Path,
+    runs: int,
+    least: int = 2,
+    what: str = "a 95% t interval",
+    flag: str = "--runs",
 ) -> None:
     """The folder check that goes with :func:`interval_runs`: ``ValueError`` unless
-    ``source`` (a results folder) has ``runs >= least``, since a table or figure of
-    intervals over fewer runs shows every one of them as ``nan``."""
+    ``source`` (a results folder, or a sweep's ``sweep.json``) has ``runs >= least``, since
+    a table or figure of intervals over fewer runs shows every one of them as ``nan``;
+    ``flag`` is the option that sets the runs when ``source`` is made again."""
     if runs < least:
         raise ValueError(
             f"{source} has {runs} run(s), and {what} needs {least} or more: rerun it with "
-            f"--runs {least} or more"
+            f"{flag} {least} or more"
         )
 
 
