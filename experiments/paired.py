@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         data = Folders(args.folder)
         specs = [*args.learners, *(s for p in [*args.diff, *args.gap] for s in p)]
         runs = {spec: len(data.rewards(spec)[0]) for spec in specs}
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:  # ValueError: a damaged traces.npz
         parser.error(str(exc))
     try:  # every interval of a folder of one run would be nan
         for spec, count in runs.items():

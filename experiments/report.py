@@ -81,7 +81,7 @@ from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
 from stabl_jax.io.results import need_runs, write_text
-from stabl_jax.io.tables import finished_folder
+from stabl_jax.io.tables import TraceFile, finished_folder
 
 Z_95 = 1.959963984540054
 #: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
@@ -222,9 +222,9 @@ def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str
     if baseline not in learners:
         raise ValueError(f"{folder}: baseline {baseline!r} is not one of its learners {learners}")
     need_runs(folder, summary["config"]["runs"])
-    with np.load(folder / "traces.npz", allow_pickle=False) as traces:
-        gaps = {(p, n): traces[f"{p}/{n}/best_gap"] for p in problems for n in learners}
-        counts = {n: np.stack([traces[f"{p}/{n}/arm_counts"] for p in problems]) for n in learners}
+    traces = TraceFile(folder / "traces.npz", missing_ok=False).read()
+    gaps = {(p, n): traces[f"{p}/{n}/best_gap"] for p in problems for n in learners}
+    counts = {n: np.stack([traces[f"{p}/{n}/arm_counts"] for p in problems]) for n in learners}
 
     def log_gap(problem: str, name: str, fraction: float) -> np.ndarray:
         gap = gaps[problem, name]
@@ -312,11 +312,12 @@ def run_rewards(folder: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per learner the ``(R, S)`` mean reward ``1 - l_t(x_t)`` of each run over each segment,
     with the ``(R, S)`` segment lengths, from ``traces.npz``: from the ``loss`` traces where
     the folder kept them (``save_traces``), else its ``segment_reward`` arrays."""
-    with np.load(folder / "traces.npz", allow_pickle=False) as traces:
-        field = "loss" if any(k.endswith("/loss") for k in traces.files) else "segment_reward"
-        names = sorted({k.split("/")[0] for k in traces.files if k.endswith(f"/{field}")})
-        change_points = traces["env/change_points"].astype(np.int64)
-        values = {name: traces[f"{name}/{field}"] for name in names}
+    traces = TraceFile(folder / "traces.npz", missing_ok=False)
+    field = "loss" if any(k.endswith("/loss") for k in traces.files) else "segment_reward"
+    names = sorted({k.split("/")[0] for k in traces.files if k.endswith(f"/{field}")})
+    arrays = traces.read(["env/change_points", *(f"{name}/{field}" for name in names)])
+    change_points = arrays["env/change_points"].astype(np.int64)
+    values = {name: arrays[f"{name}/{field}"] for name in names}
     if not values:
         raise SystemExit(f"{folder}/traces.npz has neither loss nor segment_reward traces")
     if field == "loss":
@@ -354,6 +355,11 @@ def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     """``reference`` minus every other learner (Uniform left out): per run the difference of
     mean reward (overall and per segment), then mean ± Student's t 95% half-width over runs."""
     rewards, lengths = run_rewards(folder)
+    if reference not in rewards:
+        raise ValueError(
+            f"{folder}: view=paired gives {reference!r} minus every other learner, and its "
+            f"traces.npz has no {reference!r} (it has {sorted(rewards)})"
+        )
     others = [n for n in _learner_order(folder, rewards) if n not in (reference, "uniform")]
     runs = lengths.shape[0]
     need_runs(folder, runs)
@@ -430,8 +436,8 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
     the paired difference, divided by the tuned mean); from ``traces.npz``."""
     anytime = runpy.run_path(str(Path(__file__).with_name("anytime_gap.py")))
     summary = json.loads((folder / "summary.json").read_text())
-    with np.load(folder / "traces.npz", allow_pickle=False) as traces:
-        rewards = {k.removesuffix("/segment_reward"): traces[k] for k in traces.files}
+    traces = TraceFile(folder / "traces.npz", missing_ok=False).read()
+    rewards = {k.removesuffix("/segment_reward"): v for k, v in traces.items()}
     lines = [
         f"`{label}` — mean over segments of the per-segment mean reward (each segment weighs "
         f"the same), seed {summary['settings'][0]['seed']}, one key for every learner; "

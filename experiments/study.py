@@ -503,12 +503,12 @@ def load_point(folder: Path) -> dict[str, Any]:
     """``{"windows", "runs", "arms", "seconds", "change_points", "learners": {name: {"sa":
     (R, K), "queries"}}}`` of one results folder."""
     from stabl_jax.io.results import TRACES, read_summary
+    from stabl_jax.io.tables import TraceFile
 
     summary = read_summary(folder)
     keys = ["sa_window_lengths", "env/change_points"]
     keys += [f"{name}/{SA_FIELD}" for name in summary["learners"]]
-    with np.load(folder / TRACES, allow_pickle=False) as data:  # only these arrays are read
-        traces = {key: data[key] for key in keys}
+    traces = TraceFile(folder / TRACES, missing_ok=False).read(keys)  # only these arrays
     windows = [int(w) for w in traces["sa_window_lengths"]]
     learners = {}
     for name, entry in summary["learners"].items():
@@ -536,17 +536,17 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
     machines where the full ``traces.npz`` (hundreds of MB per point) is not."""
     from stabl_jax.io.checkpoints import atomic_write
     from stabl_jax.io.results import read_summary, write_text
+    from stabl_jax.io.tables import TraceFile
 
     arrays: dict[str, np.ndarray] = {}
     summaries: dict[str, Any] = {}
     for folder in folders:
         summary = read_summary(folder)
         summaries[folder.name] = summary
-        with np.load(folder / "traces.npz", allow_pickle=False) as data:
-            keep = ["env/change_points", "sa_window_lengths"]
-            keep += [f"{n}/{f}" for n in summary["learners"] for f in ("sa_expected", "sa_sampled")]
-            for key in keep:
-                arrays[f"{folder.name}/{key}"] = data[key]
+        keep = ["env/change_points", "sa_window_lengths"]
+        keep += [f"{n}/{f}" for n in summary["learners"] for f in ("sa_expected", "sa_sampled")]
+        data = TraceFile(folder / "traces.npz", missing_ok=False).read(keep)
+        arrays |= {f"{folder.name}/{key}": value for key, value in data.items()}
     prefix.parent.mkdir(parents=True, exist_ok=True)
     npz, js = bundle_files(prefix)
     # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
@@ -594,6 +594,7 @@ def read_bundle(prefix: Path, out: Path) -> list[Path]:
         would be replaced); nothing is written.
     """
     from stabl_jax.io.results import ResultsFolder
+    from stabl_jax.io.tables import TraceFile
 
     summaries = json.loads((prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8"))
     taken = [out / name for name in summaries if (out / name).exists()]
@@ -603,12 +604,12 @@ def read_bundle(prefix: Path, out: Path) -> list[Path]:
             f"{out} (first: {taken[0]}) with the bundle's slim ones: give --out a new folder"
         )
     written = []
-    with np.load(prefix.parent / f"{prefix.name}_sa.npz", allow_pickle=False) as data:
-        for name, summary in summaries.items():
-            arrays = {k[len(name) + 1 :]: data[k] for k in data.files if k.startswith(f"{name}/")}
-            out.mkdir(parents=True, exist_ok=True)
-            with ResultsFolder.prepare(out / name) as folder:
-                written.append(folder.write(summary, arrays, lambda _: None))
+    data = TraceFile(prefix.parent / f"{prefix.name}_sa.npz", missing_ok=False).read()
+    for name, summary in summaries.items():
+        arrays = {k[len(name) + 1 :]: v for k, v in data.items() if k.startswith(f"{name}/")}
+        out.mkdir(parents=True, exist_ok=True)
+        with ResultsFolder.prepare(out / name) as folder:
+            written.append(folder.write(summary, arrays, lambda _: None))
     return written
 
 

@@ -33,7 +33,7 @@ import matplotlib.figure
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, cli, simulate
+from stabl_jax import EXP3, ExpertAdvice, cli, load_results, read_traces, simulate
 from stabl_jax.io import checkpoints as checkpoint
 from stabl_jax.io import results as results_module
 from stabl_jax.io.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
@@ -365,6 +365,29 @@ def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
         reason = "BadZipFile: Bad CRC-32 for file 'loss.npy'"
     with pytest.raises(CheckpointDamaged, match=re.escape(reason)):
         load_arrays(path)
+
+
+@pytest.mark.parametrize("columns", [16, 4096])
+def test_a_shortened_npy_header_in_traces_is_caught_by_the_crc(
+    tmp_path: Path, columns: int
+) -> None:
+    """The same change in a results folder's ``traces.npz``, which carries no digest: NumPy
+    returns the shifted array of a few thousand numbers without complaint, and a table read
+    from it would be wrong with exit 0; ``read_traces`` and ``Results.traces`` read each
+    array whole, so the zip's CRC-32 refuses it at any size."""
+    (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
+    loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
+    np.savez(tmp_path / "traces.npz", loss=loss)
+    _shorten_npy_header(tmp_path / "traces.npz", "loss.npy")
+    if columns == 4096:
+        with np.load(tmp_path / "traces.npz", allow_pickle=False) as npz:
+            shifted = npz["loss"]
+        assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
+    reason = "cannot be read (BadZipFile: Bad CRC-32 for file 'loss.npy')"
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        read_traces(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        load_results(tmp_path).traces["loss"]
 
 
 _CHUNK = "chunk-0000000000-0000000016.npz"

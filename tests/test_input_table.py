@@ -1279,6 +1279,19 @@ def _(tmp_path):
         simulate(LEARNER, ENV, KEY, 2, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
 
 
+@row("F3")
+def _(tmp_path):
+    """A results folder's traces cut short: an error naming the file, never a wrong array
+    (tests/test_tables.py and tests/test_faults.py: a changed byte, a changed header)."""
+    folder = tmp_path / "res"
+    folder.mkdir()
+    (folder / "summary.json").write_text("{}")
+    np.savez(folder / "traces.npz", loss=np.zeros((2, 64), np.float32))
+    (folder / "traces.npz").write_bytes((folder / "traces.npz").read_bytes()[:300])
+    with raises(ValueError, f"{folder / 'traces.npz'} cannot be read", "damaged", "run what"):
+        read_traces(folder)
+
+
 # --------------------------------------------------------------------------------------------
 # The tests
 # --------------------------------------------------------------------------------------------

@@ -83,6 +83,11 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(pa
         (["--learners", "a", "--diff", "a,z"], "z: MAIN has no learner 'z'"),
         (["--learners", "MISSING::a"], "MISSING has no traces.npz"),
         (["--learners", "SEGMENTLESS::a"], "SEGMENTLESS: its traces.npz has no env/change_points"),
+        (
+            ["--learners", "CUT::a"],
+            "CUT/traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
+            "damaged or not an .npz",
+        ),
     ],
 )
 def test_bad_names_are_refused_before_any_table(paired, tmp_path, capsys, args, message):
@@ -93,10 +98,13 @@ def test_bad_names_are_refused_before_any_table(paired, tmp_path, capsys, args, 
     traces = dict(np.load(segmentless / "traces.npz"))
     del traces["env/change_points"]
     np.savez(segmentless / "traces.npz", **traces)
+    cut = write_loss_traces(tmp_path / "cut", [[2]], a=[[0.0] * 4])  # a copy cut short
+    (cut / "traces.npz").write_bytes((cut / "traces.npz").read_bytes()[:100])
     paths = {
         "MAIN": str(main),
         "MISSING": str(tmp_path / "missing"),
         "SEGMENTLESS": str(segmentless),
+        "CUT": str(cut),
     }
 
     def fill(text: str) -> str:

@@ -183,6 +183,50 @@ def test_paired_and_subsample_views_from_traces(tmp_path):
     assert [REPORT["render"](view, tmp_path) for view in views] == [paired, sub]
 
 
+def _cut_short(folder: Path) -> None:
+    (folder / "traces.npz").write_bytes((folder / "traces.npz").read_bytes()[:200])
+
+
+def _without_stabl(folder: Path) -> None:
+    arrays: dict[str, Any] = {"exp3_uniform/loss": np.zeros((2, 4), np.float32)}
+    arrays["env/change_points"] = np.full((2, 1), 2, np.int32)
+    np.savez(folder / "traces.npz", **arrays)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            _without_stabl,
+            "view=paired gives 'stabl' minus every other learner, and its traces.npz has no "
+            "'stabl' (it has ['exp3_uniform'])",
+        ),
+        (
+            _cut_short,
+            "traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
+            "damaged or not an .npz; run what wrote it again",
+        ),
+    ],
+    ids=["without stabl", "traces cut short"],
+)
+def test_the_paired_view_names_what_it_cannot_read(tmp_path, capsys, damage, message):
+    """A folder without the learner the paired view subtracts, or whose ``traces.npz`` is
+    cut short: exit 2, one line naming it (a ``KeyError`` and a ``BadZipFile`` traceback)."""
+    _write(tmp_path, 0.5)
+    loss = np.zeros((2, 4), np.float32)
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{"stabl/loss": loss, "exp3_uniform/loss": loss},
+        **{"env/change_points": np.full((2, 1), 2, np.int32)},
+    )
+    damage(tmp_path / "demo")
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"]([str(tmp_path / "demo"), "--view", "paired"])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
+
+
 @pytest.mark.parametrize(
     ("runs", "view", "message"),
     [

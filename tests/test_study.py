@@ -387,6 +387,7 @@ def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
         (["--fit-windows", "0", "64"], "--fit-windows [0]: not SA(L) window lengths of"),
         (["--fit-windows", "64"], "--fit-windows needs >= 2 window lengths"),
         (["--from-bundle", "MISSING"], "No such file or directory"),
+        (["--from-bundle", "DAMAGED"], "d_sa.npz cannot be read (BadZipFile: File is not a zip"),
         (["--bootstrap-seed", "-1"], "--bootstrap-seed must be an int >= 0, got -1"),
     ],
 )
@@ -403,7 +404,10 @@ def test_a_point_it_cannot_run_or_tabulate_is_refused_before_any_runs(
     monkeypatch.setattr(study, "run_points", boom)
     args = ["--out", str(tmp_path / "out"), "--runs", "4", "--adversaries", "geometric"]
     args += ["--learners", "uniform", "--set", "horizon=256", "--set", "sa_windows=[32,64,128]"]
-    args += ["--table-windows", "64", *[a.replace("MISSING", str(tmp_path / "b")) for a in extra]]
+    (tmp_path / "d_summaries.json").write_text("{}")  # a bundle whose arrays are not an .npz
+    (tmp_path / "d_sa.npz").write_text("not an npz")
+    named = {"MISSING": str(tmp_path / "b"), "DAMAGED": str(tmp_path / "d")}
+    args += ["--table-windows", "64", *[named.get(a, a) for a in extra]]
     with pytest.raises(SystemExit) as stop:
         study.main(args)
     assert stop.value.code == 2 and message in capsys.readouterr().err

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import cli, read_summary, read_traces
-from stabl_jax.io.tables import COLUMNS, load_results, summary_rows
+from stabl_jax.io.tables import COLUMNS, TraceFile, load_results, summary_rows
 from tests.conftest import fill_disk_while_writing
 
 BANDIT = {
@@ -82,13 +84,13 @@ def test_traces_are_read_once_each_and_named_when_missing(
     np.savez(tmp_path / "traces.npz", **arrays)
     res = load_results(tmp_path)
     opened: list[str] = []
-    real_load = np.load
+    real_open = zipfile.ZipFile
 
-    def counting_load(*args: Any, **kwargs: Any) -> Any:
+    def counting_open(*args: Any, **kwargs: Any) -> Any:
         opened.append(str(args[0]))
-        return real_load(*args, **kwargs)
+        return real_open(*args, **kwargs)
 
-    monkeypatch.setattr(np, "load", counting_load)
+    monkeypatch.setattr(zipfile, "ZipFile", counting_open)
     assert sorted(res.traces) == ["stabl/loss", "stabl/played"] and len(res.traces) == 2
     assert len(opened) == 1  # the names only
     for _ in range(3):
@@ -98,6 +100,56 @@ def test_traces_are_read_once_each_and_named_when_missing(
     assert res.traces.files == ["stabl/played", "stabl/loss"]  # NumPy's NpzFile.files
     with pytest.raises(KeyError, match=r"'stabl/regret' is not a trace of .*'stabl/played'"):
         res.traces["stabl/regret"]
+    fresh = load_results(tmp_path).traces  # every array in one pass: one more open
+    assert sorted(fresh.read()) == ["stabl/loss", "stabl/played"] and len(opened) == 5
+    assert fresh.read(["stabl/loss"])["stabl/loss"] is fresh["stabl/loss"] and len(opened) == 5
+    with pytest.raises(KeyError, match="'stabl/regret' is not a trace of"):
+        fresh.read(["stabl/played", "stabl/regret"])
+
+
+def _flip_a_byte_of(path: Path, member: str) -> None:
+    """One byte of ``member``'s data in the ``.npz`` ``path`` inverted (its CRC then fails)."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    data = bytearray(path.read_bytes())
+    data[info.header_offset + 30 + len(info.filename) + info.file_size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
+    """``traces.npz`` cut short, not an ``.npz`` at all, or one array's bytes changed: a
+    ``ValueError`` naming the file and what to do (a ``BadZipFile`` or NumPy's pickle refusal
+    before), from ``read_traces``, ``Results.traces`` and every array read; the arrays of a
+    sound file are read as they were."""
+    (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
+    path = tmp_path / "traces.npz"
+    arms = np.arange(600, dtype=np.int32).reshape(2, 300)
+    arrays: dict[str, Any] = {"stabl/played": arms, "stabl/loss": arms / 600.0}
+    np.savez(path, **arrays)
+    sound = path.read_bytes()
+    named = (
+        re.escape(f"{path} cannot be read (")
+        + ".*"
+        + re.escape("): the file is damaged or not an .npz; run what wrote it again")
+    )
+    for damaged in (sound[: len(sound) // 2], b"not an npz file"):
+        path.write_bytes(damaged)
+        for read in (read_traces, lambda folder: load_results(folder).traces):
+            with pytest.raises(ValueError, match=named):
+                read(tmp_path)
+    path.write_bytes(sound)
+    _flip_a_byte_of(path, "stabl/played.npy")
+    res = load_results(tmp_path)
+    assert sorted(res.traces) == ["stabl/loss", "stabl/played"]  # the names are intact
+    np.testing.assert_array_equal(res.traces["stabl/loss"], arms / 600.0)
+    with pytest.raises(ValueError, match=named.replace(r"\(", r"\(BadZipFile: Bad CRC-32", 1)):
+        res.traces["stabl/played"]
+    with pytest.raises(ValueError, match=named):
+        read_traces(tmp_path)
+    path.unlink()
+    assert len(TraceFile(path)) == 0
+    with pytest.raises(FileNotFoundError):
+        TraceFile(path, missing_ok=False)
 
 
 @pytest.mark.slow  # two learners compiled through the command line

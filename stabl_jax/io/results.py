@@ -701,9 +701,9 @@ def params_dict(params: Any) -> dict[str, Any]:
 
 def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
     """Every array of ``<folder>/traces.npz`` (loaded with ``allow_pickle=False``);
-    ``FileNotFoundError`` naming a folder that is not a finished results folder."""
-    with np.load(tables.finished_folder(folder, TRACES) / TRACES, allow_pickle=False) as data:
-        return {key: data[key] for key in data.files}
+    ``FileNotFoundError`` naming a folder that is not a finished results folder,
+    ``ValueError`` naming a damaged file (:class:`stabl_jax.io.tables.TraceFile`)."""
+    return tables.TraceFile(tables.finished_folder(folder, TRACES) / TRACES).read()
 
 
 def read_summary(folder: str | Path) -> dict[str, Any]:

@@ -22,12 +22,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import functools
 import io
 import json
-from collections.abc import Iterator, Mapping
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -171,30 +174,73 @@ class Results:
         return write_csv(self.rows(), self.folder / CSV_NAME if path is None else path)
 
 
+# What reading a damaged .npz raises: not a zip archive, one cut short, a member whose bytes
+# fail their CRC-32 (BadZipFile), or a member that is not a whole .npy array (ValueError or
+# EOFError from its header or data).
+_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError)
+
+
 class TraceFile(Mapping[str, np.ndarray]):
     """The arrays of one ``.npz`` file as a read-only mapping: the names read at once, each
     array read on first access and kept; no file stays open between accesses. A missing
-    file is an empty mapping.
+    file is an empty mapping unless ``missing_ok=False`` (then ``FileNotFoundError``).
+
+    Each array is read whole from the zip archive, so its CRC-32 is always checked (NumPy's
+    own reader stops at the array's last byte and leaves the check undone when a changed
+    header makes it read fewer bytes), and a byte left over after the array is an error too.
+    A damaged file (not an ``.npz``, cut short, a byte changed) is a ``ValueError`` naming
+    it; no array of it is ever unpickled.
 
     Args:
-      path: the ``.npz`` file (loaded with ``allow_pickle=False``).
+      path: the ``.npz`` file (as :func:`numpy.savez` writes it).
+      missing_ok: whether a missing file is an empty mapping.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, missing_ok: bool = True) -> None:
         self._path = path
         self._names: tuple[str, ...] = ()
-        if path.exists():
-            with np.load(path, allow_pickle=False) as npz:
-                self._names = tuple(npz.files)
+        if path.exists() or not missing_ok:
+            with self._archive() as archive:
+                members = archive.namelist()
+            self._names = tuple(m.removesuffix(".npy") for m in members if m.endswith(".npy"))
         self._arrays: dict[str, np.ndarray] = {}
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        if name not in self._arrays:
+    def _damaged(self, exc: Exception) -> ValueError:
+        return ValueError(
+            f"{self._path} cannot be read ({type(exc).__name__}: {exc}): the file is damaged "
+            "or not an .npz; run what wrote it again"
+        )
+
+    @contextlib.contextmanager
+    def _archive(self) -> Iterator[zipfile.ZipFile]:
+        """The file open as a zip archive; what reading it raises, as :meth:`_damaged`."""
+        try:
+            with zipfile.ZipFile(self._path) as archive:
+                yield archive
+        except _DAMAGED as exc:
+            raise self._damaged(exc) from None
+
+    def read(self, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+        """The arrays ``names`` (default: every one), those not read before read in one pass
+        over the file (one open of the archive, however many arrays it holds)."""
+        names = self._names if names is None else tuple(names)
+        for name in names:
             if name not in self._names:
                 raise KeyError(f"{name!r} is not a trace of {self._path}; it has {self._names}")
-            with np.load(self._path, allow_pickle=False) as npz:
-                self._arrays[name] = npz[name]
-        return self._arrays[name]
+        unread = [name for name in names if name not in self._arrays]
+        if unread:
+            with self._archive() as archive:
+                for name in unread:
+                    data = archive.read(f"{name}.npy")  # to its end: the CRC-32 is checked
+                    buffer = io.BytesIO(data)
+                    self._arrays[name] = np.lib.format.read_array(buffer, allow_pickle=False)
+                    if buffer.tell() != len(data):
+                        left = len(data) - buffer.tell()
+                        raise ValueError(f"{left} bytes of {name} after its array")
+        return {name: self._arrays[name] for name in names}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.read((name,))[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
