@@ -80,7 +80,7 @@ import numpy as np
 from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
-from stabl_jax.io.results import need_runs, write_text
+from stabl_jax.io.results import need_runs, read_summary, write_text
 from stabl_jax.io.tables import TraceFile, finished_folder
 
 Z_95 = 1.959963984540054
@@ -217,7 +217,7 @@ def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str
     same (problem, repeat) (all learners share the repeats) at the full budget N and at N/2,
     mean ± Student's t 95% half-width over all pairs and, for at most four problems, per
     problem; and the range of the arms' shares of the evaluations relative to ``1/A``."""
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = read_summary(folder)
     learners, problems = summary["config"]["learners"], summary["config"]["problems"]
     if baseline not in learners:
         raise ValueError(f"{folder}: baseline {baseline!r} is not one of its learners {learners}")
@@ -274,7 +274,7 @@ def table(
     sa: str = "expected",
 ) -> str:
     """The table of one results folder, headed by ``label`` (default: the folder's path)."""
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = read_summary(folder)
     if summary.get("kind") == "bco":
         return bco_table(Path(label or folder), summary, windows)
     if summary.get("kind") == "hpo":
@@ -324,7 +324,7 @@ def run_rewards(folder: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
         runs, horizon = next(iter(values.values())).shape
     else:
         runs = next(iter(values.values())).shape[0]
-        horizon = json.loads((folder / "summary.json").read_text())["config"]["horizon"]
+        horizon = read_summary(folder)["config"]["horizon"]
     bounds = np.concatenate(
         [np.zeros((runs, 1), np.int64), change_points, np.full((runs, 1), horizon)], axis=1
     )
@@ -347,7 +347,7 @@ def _overall(segment_rewards: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def _learner_order(folder: Path, names: Collection[str]) -> list[str]:
-    order = list(json.loads((folder / "summary.json").read_text())["learners"])
+    order = list(read_summary(folder)["learners"])
     return [n for n in order if n in names]
 
 
@@ -435,7 +435,7 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
     ``(learner − tuned) / tuned`` in %, per segment and over segments (± the t half-width of
     the paired difference, divided by the tuned mean); from ``traces.npz``."""
     anytime = runpy.run_path(str(Path(__file__).with_name("anytime_gap.py")))
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = read_summary(folder)
     traces = TraceFile(folder / "traces.npz", missing_ok=False).read()
     rewards = {k.removesuffix("/segment_reward"): v for k, v in traces.items()}
     lines = [
@@ -731,13 +731,13 @@ def parse_windows(text: str) -> tuple[int, ...]:
 def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
     """The table ``opts["view"]`` names (default ``table``) for one results folder."""
     view = opts.get("view", "table")
-    if json.loads((folder / "summary.json").read_text()).get("kind") == "anytime_gap":
+    if read_summary(folder).get("kind") == "anytime_gap":
         if view not in ("table", "gap"):
             raise ValueError(f"an anytime_gap folder has view=gap only, got view={view!r}")
         columns = opts.get("columns", "stabl_theory,stabl_tuned")
         return gap_table(folder, label, opts.get("learner", "stabl_anytime"), columns.split(","))
     if view == "paired":
-        if json.loads((folder / "summary.json").read_text()).get("kind") == "hpo":
+        if read_summary(folder).get("kind") == "hpo":
             return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
         return paired_table(folder, label)
     if view == "subsample5":

@@ -187,6 +187,10 @@ def _cut_short(folder: Path) -> None:
     (folder / "traces.npz").write_bytes((folder / "traces.npz").read_bytes()[:200])
 
 
+def _summary_cut_short(folder: Path) -> None:
+    (folder / "summary.json").write_text((folder / "summary.json").read_text()[:50])
+
+
 def _without_stabl(folder: Path) -> None:
     arrays: dict[str, Any] = {"exp3_uniform/loss": np.zeros((2, 4), np.float32)}
     arrays["env/change_points"] = np.full((2, 1), 2, np.int32)
@@ -206,12 +210,14 @@ def _without_stabl(folder: Path) -> None:
             "traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
             "damaged or not an .npz; run what wrote it again",
         ),
+        (_summary_cut_short, "summary.json is not valid JSON (Unterminated string"),
     ],
-    ids=["without stabl", "traces cut short"],
+    ids=["without stabl", "traces cut short", "summary cut short"],
 )
 def test_the_paired_view_names_what_it_cannot_read(tmp_path, capsys, damage, message):
-    """A folder without the learner the paired view subtracts, or whose ``traces.npz`` is
-    cut short: exit 2, one line naming it (a ``KeyError`` and a ``BadZipFile`` traceback)."""
+    """A folder without the learner the paired view subtracts, or whose ``traces.npz`` or
+    ``summary.json`` is cut short: exit 2, one line naming it (a ``KeyError`` and a
+    ``BadZipFile`` traceback, and the ``JSONDecodeError``'s words without the file's name)."""
     _write(tmp_path, 0.5)
     loss = np.zeros((2, 4), np.float32)
     np.savez(
