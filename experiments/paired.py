@@ -10,7 +10,8 @@ for ``@play``, which needs them. Every learner of a folder faced the same
 draws (same key), so differences are taken run by run. Printed, each with its 95% Student t
 interval over runs:
 
-- ``--learners``: mean reward and reward per segment;
+- ``--learners``: mean reward and reward per segment (the default, for every learner of
+  ``FOLDER``, when none of the three options is given);
 - ``--diff a,b``: the per-run difference ``a - b`` of the mean and of each segment's reward;
 - ``--gap a,b``: ``(a - b) / b`` in % of the mean over segments (each segment weighs the
   same), with the interval of the paired difference divided by ``b``'s mean.
@@ -53,6 +54,12 @@ class Folders:
             self.traces[folder] = traces
         return self.traces[folder]
 
+    def learners(self, folder: Path) -> list[str]:
+        """The learners of ``folder`` whose rewards it holds, in the order of its traces."""
+        ends = ("/segment_reward", "/loss")
+        names = [k.split("/")[0] for k in self._load(folder) if k.endswith(ends)]
+        return list(dict.fromkeys(names))
+
     def rewards(self, spec: str) -> tuple[np.ndarray, np.ndarray]:
         """``(R,)`` mean reward and ``(R, S)`` per-segment reward of ``spec``'s runs."""
         folder, _, name = spec.rpartition("::")
@@ -61,8 +68,7 @@ class Folders:
             raise SystemExit(f"{spec}: the one suffix is @play (its even trials), got @{only}")
         traces = self._load(Path(folder) if folder else self.main)
         if not {f"{name}/segment_reward", f"{name}/loss"} & set(traces):
-            ends = ("/segment_reward", "/loss")
-            known = sorted({k.split("/")[0] for k in traces if k.endswith(ends)})
+            known = sorted(self.learners(Path(folder) if folder else self.main))
             raise SystemExit(
                 f"{spec}: {folder or self.main} has no learner {name!r}; it has {known}"
             )
@@ -140,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:  # every folder and name checked before a table is printed
         data = Folders(args.folder)
+        if not (args.learners or args.diff or args.gap):  # the default: every learner's row
+            args.learners = data.learners(args.folder)
         specs = [*args.learners, *(s for p in [*args.diff, *args.gap] for s in p)]
         runs = {spec: len(data.rewards(spec)[0]) for spec in specs}
     except (FileNotFoundError, ValueError) as exc:  # ValueError: a damaged traces.npz

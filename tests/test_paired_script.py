@@ -43,6 +43,18 @@ def test_segments_play_trials_differences_and_gaps(paired, tmp_path, capsys):
     assert "| a vs b | 0.5000 | 0.2500 | +100.0 % ± " in out
 
 
+def test_without_options_every_learner_of_the_folder_gets_its_row(paired, tmp_path, capsys):
+    """``paired.py FOLDER`` alone printed nothing, with exit 0; it prints what ``--learners``
+    of every learner of the folder prints, in the folder's order."""
+    loss = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
+    main = write_loss_traces(tmp_path / "main", [[2], [2]], z=loss, a=[[0.5] * 4] * 2)
+    assert paired.main([str(main)]) == 0
+    alone = capsys.readouterr().out
+    assert paired.main([str(main), "--learners", "z", "a"]) == 0
+    assert alone == capsys.readouterr().out
+    assert [line.split(" | ")[0] for line in alone.splitlines()[2:4]] == ["| z", "| a"]
+
+
 def test_unpaired_folder_is_refused(paired, tmp_path):
     main = write_loss_traces(tmp_path / "main", [[2]], a=[[0.0] * 4])
     other = write_loss_traces(tmp_path / "other", [[3]], a=[[0.0] * 4])
