@@ -39,6 +39,7 @@ import numpy as np
 from stabl_jax import load_results, metrics
 from stabl_jax.io import plots
 from stabl_jax.io.results import OutputError, need_runs, owned_figures
+from stabl_jax.io.tables import TracesDamaged
 
 FIGURE1 = tuple(
     f"expert_advice_{segments}-{steps}-{feedback}"
@@ -158,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{folder}: no summary.json, skipped")
     try:  # its bands are 95% intervals over runs: one run has none
         for folder in folders:
-            need_runs(folder, load_results(folder).summary["runs"], what="a 95% band")
+            results = load_results(folder)
+            need_runs(folder, results.summary["runs"], what="a 95% band")
+            len(results.traces)  # a traces.npz cut short or not an .npz: before any figure
     except ValueError as exc:
         parser.error(str(exc))
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
@@ -167,8 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as exc:
         parser.error(str(exc))
     written = []
-    for folder in folders:
-        written += curves(folder, args.out)
+    try:
+        for folder in folders:
+            written += curves(folder, args.out)
+    except TracesDamaged as exc:  # an array of a traces.npz damaged
+        parser.error(str(exc))
     print(f"wrote {len(written)} PNGs into {args.out}")
     return 0 if written else 1
 

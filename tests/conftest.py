@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,16 @@ def write_loss_traces(folder: Path, points: list[list[int]], **losses: list[list
     arrays |= {f"{name}/loss": np.asarray(v, np.float32) for name, v in losses.items()}
     np.savez(folder / "traces.npz", **arrays)
     return folder
+
+
+def flip_a_byte_of(path: Path, member: str) -> None:
+    """One byte in the middle of ``member``'s data in the ``.npz`` at ``path`` inverted (its
+    CRC-32 then fails)."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    data = bytearray(path.read_bytes())
+    data[info.header_offset + 30 + len(info.filename) + info.file_size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
 
 
 def write_config_variant(tmp_path, good: str, cases: dict, case: str, filename: str = "bad.toml"):

@@ -3,6 +3,7 @@ pseudo-regret's definition, the companion folder's learners, and the PNGs writte
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from stabl_jax import cli, load_results
 from stabl_jax.io import results
+from tests.conftest import flip_a_byte_of
 from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,3 +93,24 @@ def test_a_folder_of_one_run_is_refused_before_any_figure(curves, tmp_path, caps
     assert stop.value.code == 2
     assert "tiny has 1 run(s), and a 95% band needs 2 or more" in capsys.readouterr().err
     assert not (tmp_path / "png").exists()
+
+
+def test_a_damaged_traces_file_is_named(curves, tmp_path, capsys):
+    """A folder's ``traces.npz`` cut short: refused before any figure; one array's byte
+    changed (found only when that array is read): refused when it is, exit 2, naming the
+    file, no traceback."""
+    good = _run(tmp_path / "res" / "good", '["uniform"]')
+    for name in ("cut", "flipped"):
+        shutil.copytree(good, tmp_path / "res" / name)
+    traces = tmp_path / "res" / "cut" / "traces.npz"
+    traces.write_bytes(traces.read_bytes()[:300])
+    flip_a_byte_of(tmp_path / "res" / "flipped" / "traces.npz", "uniform/prob_best.npy")
+    png = tmp_path / "png"
+    for name, reason in (("cut", "File is not a zip file"), ("flipped", "Bad CRC-32")):
+        with pytest.raises(SystemExit) as stop:
+            curves.main([str(tmp_path / "res"), str(png), "--folders", "good", name])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and "Traceback" not in err
+        assert f"{tmp_path / 'res' / name / 'traces.npz'} cannot be read (BadZipFile: " in err
+        assert reason in err
+    assert sorted(p.name for p in png.iterdir()) == ["good_regret.png", "good_sa.png"]

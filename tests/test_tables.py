@@ -15,7 +15,7 @@ import pytest
 
 from stabl_jax import cli, read_summary, read_traces
 from stabl_jax.io.tables import COLUMNS, TraceFile, load_results, summary_rows
-from tests.conftest import fill_disk_while_writing
+from tests.conftest import fill_disk_while_writing, flip_a_byte_of
 
 BANDIT = {
     "learners": {
@@ -107,15 +107,6 @@ def test_traces_are_read_once_each_and_named_when_missing(
         fresh.read(["stabl/played", "stabl/regret"])
 
 
-def _flip_a_byte_of(path: Path, member: str) -> None:
-    """One byte of ``member``'s data in the ``.npz`` ``path`` inverted (its CRC then fails)."""
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo(member)
-    data = bytearray(path.read_bytes())
-    data[info.header_offset + 30 + len(info.filename) + info.file_size // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-
 def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
     """``traces.npz`` cut short, not an ``.npz`` at all, or one array's bytes changed: a
     ``ValueError`` naming the file and what to do (a ``BadZipFile`` or NumPy's pickle refusal
@@ -138,7 +129,7 @@ def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
             with pytest.raises(ValueError, match=named):
                 read(tmp_path)
     path.write_bytes(sound)
-    _flip_a_byte_of(path, "stabl/played.npy")
+    flip_a_byte_of(path, "stabl/played.npy")
     res = load_results(tmp_path)
     assert sorted(res.traces) == ["stabl/loss", "stabl/played"]  # the names are intact
     np.testing.assert_array_equal(res.traces["stabl/loss"], arms / 600.0)

@@ -180,6 +180,10 @@ class Results:
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError)
 
 
+class TracesDamaged(ValueError):
+    """An ``.npz`` of traces cannot be read: not an ``.npz``, cut short, or a byte changed."""
+
+
 class TraceFile(Mapping[str, np.ndarray]):
     """The arrays of one ``.npz`` file as a read-only mapping: the names read at once, each
     array read on first access and kept; no file stays open between accesses. A missing
@@ -188,8 +192,8 @@ class TraceFile(Mapping[str, np.ndarray]):
     Each array is read whole from the zip archive, so its CRC-32 is always checked (NumPy's
     own reader stops at the array's last byte and leaves the check undone when a changed
     header makes it read fewer bytes), and a byte left over after the array is an error too.
-    A damaged file (not an ``.npz``, cut short, a byte changed) is a ``ValueError`` naming
-    it; no array of it is ever unpickled.
+    A damaged file (not an ``.npz``, cut short, a byte changed) is a :class:`TracesDamaged`
+    (a ``ValueError``) naming it; no array of it is ever unpickled.
 
     Args:
       path: the ``.npz`` file (as :func:`numpy.savez` writes it).
@@ -205,8 +209,8 @@ class TraceFile(Mapping[str, np.ndarray]):
             self._names = tuple(m.removesuffix(".npy") for m in members if m.endswith(".npy"))
         self._arrays: dict[str, np.ndarray] = {}
 
-    def _damaged(self, exc: Exception) -> ValueError:
-        return ValueError(
+    def _damaged(self, exc: Exception) -> TracesDamaged:
+        return TracesDamaged(
             f"{self._path} cannot be read ({type(exc).__name__}: {exc}): the file is damaged "
             "or not an .npz; run what wrote it again"
         )
