@@ -175,6 +175,14 @@ class Registry(Mapping[str, Entry]):
         if name in self._entries and not replace:
             raise ValueError(f"{self.kind} {name!r} is already registered; pass replace=True")
         self.check(cls, name)
+        arguments = [f.name for f in dataclasses.fields(cls) if f.init]
+        unknown = [k for k in defaults or {} if k not in arguments]
+        if unknown:  # else every make(name, ...) would fail in the class's constructor
+            raise ValueError(
+                f"{self.kind} {name!r}: defaults {unknown} are not arguments of "
+                f"{cls.__name__}{did_you_mean(unknown[0], arguments)}; its arguments are "
+                f"{', '.join(arguments)}"
+            )
         entry = Entry(name, cls, description, defaults or {}, self.kind)
         self._entries[name] = entry
         return entry

@@ -164,6 +164,11 @@ def test_register_checks_name_contract_and_clashes(user_parts):
         register_learner("my:exp3", user_parts.NotedEXP3)
     with pytest.raises(ValueError, match="'stabl' is already registered"):
         register_learner("stabl", user_parts.NotedEXP3)
+    # a default the class does not take: refused here, not in every make() of the name
+    message = "learner 'gamma_exp3': defaults ['gama'] are not arguments of NotedEXP3 (did "
+    with pytest.raises(ValueError, match=re.escape(message + "you mean 'gamma'?); its ar")):
+        register_learner("gamma_exp3", user_parts.NotedEXP3, defaults={"gama": 0.1})
+    assert "gamma_exp3" not in LEARNERS
     with pytest.raises(ValueError, match="kind must be one of"):
         register_env("flavoured", user_parts.FlavouredAdvice, kind="convex")
 
