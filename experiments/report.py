@@ -67,7 +67,6 @@ over segments, the columns' means and its paired gap to tuned StABL, Student's t
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import runpy
@@ -81,7 +80,7 @@ from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
 from stabl_jax.io.results import need_runs, read_summary, write_text
-from stabl_jax.io.tables import TraceFile, finished_folder
+from stabl_jax.io.tables import TraceFile, finished_folder, read_json_object
 
 Z_95 = 1.959963984540054
 #: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
@@ -643,7 +642,7 @@ def _script_json(path: Path, command: str) -> dict:
         raise FileNotFoundError(
             f"no {path}; run `{command}` (experiments/docs_numbers.sh does) first"
         )
-    return json.loads(path.read_text())
+    return read_json_object(path, f"run `{command}` again")
 
 
 def _provenance(data: dict) -> str:

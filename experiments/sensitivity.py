@@ -20,7 +20,6 @@ points are not told apart from it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import numpy as np
 
 from stabl_jax.io import plots
 from stabl_jax.io.results import OutputError, need_runs, owned_figures
+from stabl_jax.io.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"
 
@@ -59,12 +59,9 @@ def read_sweep(file: Path) -> dict:
     """``file`` as a dict, or ``ValueError`` naming it: not JSON, not a ``sweep.json`` of
     ``tune.py`` (a key missing), or of one run a point (written before ``tune.py`` refused
     it: every band ``nan``)."""
-    try:
-        sweep = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{file} is not JSON ({exc}): write it again with tune.py --out") from None
+    sweep = read_json_object(file, "write it again with tune.py --out")
     keys = ("config", "tuning_seed", "runs_per_point", "learners")
-    missing = [k for k in keys if k not in sweep] if isinstance(sweep, dict) else list(keys)
+    missing = [k for k in keys if k not in sweep]
     if missing:
         raise ValueError(f"{file} is not a sweep.json of tune.py: it has no {missing}")
     need_runs(file, sweep["runs_per_point"], what="a 95% band", flag="tune.py --runs-per-point")

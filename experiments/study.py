@@ -792,7 +792,10 @@ def load_analysis(folder: Path) -> dict[str, Any]:
     path = Path(folder) / "study.json"
     if not path.is_file():
         raise FileNotFoundError(f"no {path}; run experiments/study.py --out {folder} first")
-    analysis = json.loads(path.read_text(encoding="utf-8"))["analysis"]
+    from stabl_jax.io.tables import read_json_object
+
+    remedy = f"run experiments/study.py --out {folder} --analyse-only again"
+    analysis = read_json_object(path, remedy)["analysis"]
     for entry in analysis.values():
         for learner in entry["learners"].values():
             for field in ("queries", "by_n", "exponent_n"):

@@ -611,6 +611,11 @@ def test_study_views_reject_options_that_do_not_apply(tmp_path, marker, match):
 def test_a_study_marker_without_its_study_json_names_the_command(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"run experiments/study\.py --out"):
         REPORT["render"]("study view=b", tmp_path)
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "study.json").write_text('{"analysis": ')  # cut short
+    message = f"{tmp_path / 'study' / 'study.json'} is not valid JSON ("
+    with pytest.raises(ValueError, match=re.escape(message) + r".*study\.py --out"):
+        REPORT["render"]("study view=b", tmp_path)
 
 
 def _memory_json(folder: Path, runs: int, peak_mib: int, dirty: bool) -> None:
@@ -645,6 +650,13 @@ def test_memory_view_has_one_row_per_memory_json(tmp_path):
         REPORT["render"]("memory/a view=memory rows=memory/c", tmp_path)
     with pytest.raises(ValueError, match="view=memory takes rows= only"):
         REPORT["render"]("memory/a view=memory windows=64", tmp_path)
+    # a JSON cut short, or not an object: named with its command (the decoder's words alone)
+    path = tmp_path / "memory" / "b" / "memory.json"
+    for text, words in (("{", "is not valid JSON (Expecting"), ("[]", "holds a JSON list")):
+        path.write_text(text)
+        message = f"{path} {words}"
+        with pytest.raises(ValueError, match=re.escape(message) + r".*experiments/memory\.py"):
+            REPORT["render"]("memory/a view=memory rows=memory/b", tmp_path)
 
 
 def test_ablation_view_is_the_scripts_json(tmp_path, capsys):

@@ -100,7 +100,7 @@ def _one_run(sweep):
             "has 1 run(s), and a 95% band needs 2 or more: rerun it with tune.py "
             "--runs-per-point 2 or more",
         ),
-        (lambda sweep: json.dumps(sweep)[:-1], "is not JSON (Expecting"),
+        (lambda sweep: json.dumps(sweep)[:-1], "is not valid JSON (Expecting"),
         (
             lambda sweep: json.dumps({"learners": sweep["learners"]}),
             "is not a sweep.json of tune.py: it has no ['config', 'tuning_seed', 'runs_per_point']",

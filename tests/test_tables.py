@@ -71,6 +71,12 @@ def test_load_results_errors(tmp_path):
     for read in (load_results, read_summary):
         with pytest.raises(ValueError, match="not valid JSON"):
             read(tmp_path)
+    # not UTF-8 (a UnicodeDecodeError without the file's name), or not an object
+    for data, words in ((b"\xff\xfe{", "is not valid JSON ("), (b"[1, 2]", "holds a JSON list")):
+        (tmp_path / "summary.json").write_bytes(data)
+        message = f"{tmp_path / 'summary.json'} {words}"
+        with pytest.raises(ValueError, match=re.escape(message) + ".*rerun the experiment"):
+            load_results(tmp_path)
 
 
 def test_traces_are_read_once_each_and_named_when_missing(

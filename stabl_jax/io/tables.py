@@ -285,12 +285,26 @@ def load_results(folder: str | Path) -> Results:
       ValueError: ``summary.json`` is not valid JSON.
     """
     folder = finished_folder(folder)
-    path = folder / "summary.json"
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); rerun the experiment") from None
+    summary = read_json_object(folder / "summary.json", "rerun the experiment")
     return Results(folder=folder, summary=summary)
+
+
+def read_json_object(path: str | Path, remedy: str) -> dict[str, Any]:
+    """The JSON object in the file ``path`` (a ``summary.json``, a script's JSON).
+
+    Raises:
+      FileNotFoundError: no such file.
+      ValueError: the file is not UTF-8 JSON, or holds something else than an object; the
+        message names it and ends with ``remedy`` (``"rerun the experiment"``).
+    """
+    path = Path(path)
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); {remedy}") from None
+    if not isinstance(found, dict):
+        raise ValueError(f"{path} holds a JSON {type(found).__name__}, not an object; {remedy}")
+    return found
 
 
 def text_table(rows: list[list[str]], footer: str) -> str:
