@@ -70,7 +70,47 @@ def parse_grid(text: str) -> tuple[str, list[float]]:
             raise ValueError(f"--grid {text!r}: values must be numbers or 2**A..2**B") from None
     if not grid:
         raise ValueError(f"--grid {text!r}: the grid is empty")
+    twice = sorted({v for v in grid if grid.count(v) > 1})
+    if twice:  # each point would be swept again, a tie for the best
+        raise ValueError(f"--grid {text!r}: {twice[0]:g} is given twice")
     return field, grid
+
+
+def parse_grids(texts: list[str]) -> dict[str, list[float]]:
+    """Every ``--grid`` as ``{field: grid}`` (:func:`parse_grid`); ``ValueError`` for a field
+    given twice, whose last grid alone would be swept."""
+    grids: dict[str, list[float]] = {}
+    for text in texts:
+        field, grid = parse_grid(text)
+        if field in grids:
+            raise ValueError(f"--grid {field} is given twice: give one grid per field")
+        grids[field] = grid
+    return grids
+
+
+def check_grids(config: ExperimentConfig, grids: dict[str, list[float]]) -> None:
+    """``ValueError`` naming a value of ``grids`` that a learner of ``config`` sweeping its
+    field refuses (outside the field's ``param_bounds`` in the learner's float dtype), before
+    any sweep: the sweep would stop at that learner, after those before it."""
+    for name in config.learners:
+        learner = config.make_learner(name)
+        for field, grid in grids.items():
+            bounds = learner.param_bounds.get(field)
+            if bounds is None:
+                continue
+            dtype = np.dtype(learner.float_dtype)
+            with np.errstate(over="ignore"):  # a value beyond the dtype: inf, named below
+                stored = np.asarray(grid, dtype)
+            outside = [
+                f"{v:g}" if s == v or np.isnan(v) else f"{v:g} ({dtype.name}: {s:g})"
+                for v, s, ok in zip(grid, stored.tolist(), bounds.holds(stored), strict=True)
+                if not ok
+            ]
+            if outside:
+                raise ValueError(
+                    f"--grid {field}: {', '.join(outside)} outside {name}'s range {bounds} of "
+                    f"{field}"
+                )
 
 
 def grid_for(
@@ -169,13 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
-        grids = dict(parse_grid(g) for g in args.grid)
+        grids = parse_grids(args.grid)
     except ValueError as exc:
         parser.error(str(exc))
     try:
         source = Path(resolve_config(args.config))
         config = load_config(source, overrides=args.set)
-    except ValueError as exc:  # ConfigError: a config or --set it cannot use
+        check_grids(config, grids)
+    except ValueError as exc:  # ConfigError: a config or --set it cannot use; a grid value
         parser.error(str(exc))
     base = config.name + ("_reward" if config.feedback == "reward" else "")
     configs_dir = Path(args.configs_dir)

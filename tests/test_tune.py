@@ -32,6 +32,7 @@ def test_a_wider_grid_replaces_one_field():
         ("expert_lr=1,2", "FIELD one of"),
         ("expert_lr_scale", "FIELD one of"),
         ("gamma=a,b", "numbers or 2\\*\\*A..2\\*\\*B"),
+        ("gamma=0.1,0.3,0.1", "'gamma=0.1,0.3,0.1': 0.1 is given twice"),
     ],
 )
 def test_a_bad_grid_names_itself(text, message):
@@ -109,13 +110,32 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, no_sweep)
         (["nope"], "no config named 'nope'"),
         (["expert_advice_equal", "--set", "runs=0"], "key 'runs' (set on the command line)"),
         (["expert_advice_equal", "--configs-dir", "FILE"], "--configs-dir FILE is a file"),
+        (
+            ["expert_advice_equal", "--grid", "lr_scale=1,2", "--grid", "lr_scale=4"],
+            "--grid lr_scale is given twice: give one grid per field",
+        ),
+        (
+            ["expert_advice_equal", "--grid", "expert_lr_scale=1,-1,1e39,nan"],
+            "--grid expert_lr_scale: -1, 1e+39 (float32: inf), nan outside stabl's range "
+            "[0, inf) of expert_lr_scale",
+        ),
+        (
+            ["expert_advice_equal", "--grid", "meta_lr_scale=0,1"],
+            "--grid meta_lr_scale: 0 outside stabl's range (0, inf) of meta_lr_scale",
+        ),
+        (
+            ["expert_advice_equal", "--grid", "gamma=0.5,2"],
+            "--grid gamma: 2 outside exp3_uniform's range [0, 1] of gamma",
+        ),
     ],
 )
 def test_a_bad_config_or_configs_dir_stops_it_before_the_sweep(
     tmp_path, capsys, no_sweep, args, message
 ):
     """A config it cannot read was a traceback; a --configs-dir that is a file failed with
-    FileExistsError after the whole sweep. Both are exit 2 before any tuning now."""
+    FileExistsError after the whole sweep; a field's second --grid replaced its first
+    silently; a grid value a learner refuses was a traceback from ``simulate`` once the
+    learners before it had been swept. All are exit 2 before any tuning now."""
     afile = tmp_path / "afile"
     afile.write_text("not a folder")
     with pytest.raises(SystemExit) as refused:
