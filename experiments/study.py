@@ -594,9 +594,10 @@ def read_bundle(prefix: Path, out: Path) -> list[Path]:
         would be replaced); nothing is written.
     """
     from stabl_jax.io.results import ResultsFolder
-    from stabl_jax.io.tables import TraceFile
+    from stabl_jax.io.tables import TraceFile, read_json_object
 
-    summaries = json.loads((prefix.parent / f"{prefix.name}_summaries.json").read_text("utf-8"))
+    remedy = "write the bundle again with --bundle"
+    summaries = read_json_object(prefix.parent / f"{prefix.name}_summaries.json", remedy)
     taken = [out / name for name in summaries if (out / name).exists()]
     if taken:
         raise ValueError(

@@ -282,7 +282,8 @@ def load_results(folder: str | Path) -> Results:
     Raises:
       FileNotFoundError: no ``summary.json`` in ``folder`` (a folder still being written
         has its results in ``<folder>.partial-*`` until it completes).
-      ValueError: ``summary.json`` is not valid JSON.
+      ValueError: ``summary.json`` is not valid JSON, or not a JSON object
+        (:func:`read_json_object`).
     """
     folder = finished_folder(folder)
     summary = read_json_object(folder / "summary.json", "rerun the experiment")
