@@ -1191,16 +1191,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     points = {}
     loaded: dict[tuple[str, int], list[dict[str, Any]]] = {}
     complete = []
-    for adversary, n, group in plan:
-        folder = point_folder(out, adversary, n, group)
-        if is_complete(folder):
-            loaded.setdefault((adversary, n), []).append(load_point(folder))
-            complete.append(folder)
-        else:
-            print(f"[study] {folder}: missing, left out of the analysis", flush=True)
-    if args.bundle and complete:
-        for path in write_bundle(complete, Path(args.bundle)):
-            print(f"[study] bundle: {path}", flush=True)
+    try:
+        for adversary, n, group in plan:
+            folder = point_folder(out, adversary, n, group)
+            if is_complete(folder):
+                loaded.setdefault((adversary, n), []).append(load_point(folder))
+                complete.append(folder)
+            else:
+                print(f"[study] {folder}: missing, left out of the analysis", flush=True)
+        if args.bundle and complete:
+            for path in write_bundle(complete, Path(args.bundle)):
+                print(f"[study] bundle: {path}", flush=True)
+    except ValueError as exc:  # a point's summary.json or traces.npz damaged
+        print(f"error: {exc} (--force runs the study's points again)", file=sys.stderr)
+        return 2
     points = {key: merge_groups(groups, f"{key[0]}-n{key[1]}") for key, groups in loaded.items()}
     if not points:
         print("[study] no complete point to analyse", file=sys.stderr)

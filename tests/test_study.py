@@ -254,6 +254,15 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
         with np.load(path) as data:
             assert "uniform/played" in data.files  # a full run's, not the slim SA(L) only
     assert json.loads((rebuilt / "study.json").read_text())["analysis"] == saved["analysis"]
+    # A point whose traces.npz was cut short: named, exit 2 (a traceback), study.json kept
+    cut = sorted(rebuilt.glob("*/traces.npz"))[0]
+    cut.write_bytes(cut.read_bytes()[:1000])
+    study_json = (rebuilt / "study.json").read_bytes()
+    capsys.readouterr()
+    assert study.main([*forced[:-1], "--analyse-only"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {cut} cannot be read (BadZipFile: " in err and "Traceback" not in err
+    assert (rebuilt / "study.json").read_bytes() == study_json
 
 
 def test_no_power_law_where_the_mean_regret_is_not_positive():
