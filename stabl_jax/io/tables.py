@@ -189,9 +189,10 @@ class TraceFile(Mapping[str, np.ndarray]):
     array read on first access and kept; no file stays open between accesses. A missing
     file is an empty mapping unless ``missing_ok=False`` (then ``FileNotFoundError``).
 
-    Each array is read whole from the zip archive, so its CRC-32 is always checked (NumPy's
-    own reader stops at the array's last byte and leaves the check undone when a changed
-    header makes it read fewer bytes), and a byte left over after the array is an error too.
+    Each array is read to the end of its member of the zip archive, so its CRC-32 is always
+    checked (NumPy's own reader stops at the array's last byte and leaves the check undone
+    when a changed header makes it read fewer bytes), and a byte left over after the array is
+    an error too.
     A damaged file (not an ``.npz``, cut short, a byte changed) is a :class:`TracesDamaged`
     (a ``ValueError``) naming it; no array of it is ever unpickled.
 
@@ -235,12 +236,12 @@ class TraceFile(Mapping[str, np.ndarray]):
         if unread:
             with self._archive() as archive:
                 for name in unread:
-                    data = archive.read(f"{name}.npy")  # to its end: the CRC-32 is checked
-                    buffer = io.BytesIO(data)
-                    self._arrays[name] = np.lib.format.read_array(buffer, allow_pickle=False)
-                    if buffer.tell() != len(data):
-                        left = len(data) - buffer.tell()
+                    with archive.open(f"{name}.npy") as member:  # streamed, in chunks
+                        array = np.lib.format.read_array(member, allow_pickle=False)
+                        left = len(member.read())  # to the end, where the CRC-32 is checked
+                    if left:
                         raise ValueError(f"{left} bytes of {name} after its array")
+                    self._arrays[name] = array
         return {name: self._arrays[name] for name in names}
 
     def __getitem__(self, name: str) -> np.ndarray:
