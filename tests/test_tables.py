@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 import sys
@@ -142,6 +143,16 @@ def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=named.replace(r"\(", r"\(BadZipFile: Bad CRC-32", 1)):
         res.traces["stabl/played"]
     with pytest.raises(ValueError, match=named):
+        read_traces(tmp_path)
+    # a member with bytes after its array (its CRC-32 sound): NumPy reads the array alone
+    npy = io.BytesIO()
+    np.lib.format.write_array(npy, arms)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("stabl/played.npy", npy.getvalue() + b"tail")
+    with np.load(path, allow_pickle=False) as npz:
+        np.testing.assert_array_equal(npz["stabl/played"], arms)
+    trailing = re.escape("(ValueError: 4 bytes of stabl/played after its array)")
+    with pytest.raises(ValueError, match=trailing):
         read_traces(tmp_path)
     path.unlink()
     assert len(TraceFile(path)) == 0
