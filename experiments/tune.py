@@ -37,6 +37,7 @@ from stabl_jax.io.results import (
     environment_info,
     interval_runs,
     owned_files,
+    writable_folder,
     write_text,
 )
 from stabl_jax.kinds import load_config
@@ -220,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     base = config.name + ("_reward" if config.feedback == "reward" else "")
     configs_dir = Path(args.configs_dir)
-    if configs_dir.exists() and not configs_dir.is_dir():  # before the sweep, not after it
-        parser.error(f"--configs-dir {configs_dir} is a file: give a folder for the tuned config")
+    try:  # before the sweep, not after it
+        writable_folder(configs_dir, f"--configs-dir {configs_dir}", "the tuned config")
+    except OutputError as exc:
+        parser.error(str(exc))
     target = configs_dir / f"{base}_tuned.toml"
     if target.exists() and TUNED_MARK not in target.read_text(errors="replace"):
         parser.error(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from stabl_jax.io.results import output_file, write_json
+from stabl_jax.io.results import OutputError, output_file, writable_folder, write_json
 from tests.scripts import ROOT, load_script
 
 #: Each script writing one JSON file after its work, and the flag naming that file.
@@ -47,6 +49,29 @@ def test_output_file_and_write_json(tmp_path: Path) -> None:
     write_json(path, {"rows": [1.5, float("nan")]})
     assert json.loads(Path(path).read_text())["rows"][0] == 1.5
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left
+
+
+def test_a_folder_written_after_the_work_is_checked_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``writable_folder`` (``--out`` folders, ``tune.py --configs-dir``): a folder under a
+    file was accepted and failed when it was made, after the work; it is refused before."""
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    with pytest.raises(OutputError, match=re.escape("--out X is a file: give a folder for Y")):
+        writable_folder(afile, "--out X", "Y")
+    under = afile / "new" / "deeper"
+    message = f"--out X: {afile} is a file, so {under} cannot be made: give a folder for Y"
+    with pytest.raises(OutputError, match=re.escape(message)):
+        writable_folder(under, "--out X", "Y")
+    fresh = tmp_path / "new" / "deeper"
+    assert writable_folder(fresh, "--out X", "Y") == fresh and not (tmp_path / "new").exists()
+    assert writable_folder(tmp_path, "--out X", "Y") == tmp_path
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # as a user without the right
+    message = f"--out X: cannot write into {tmp_path}: give a folder for Y"
+    with pytest.raises(OutputError, match=re.escape(message)):
+        writable_folder(fresh, "--out X", "Y")
+    assert afile.read_text() == "mine"
 
 
 def test_a_measurement_is_written_with_the_arguments_it_was_made_with(

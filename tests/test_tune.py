@@ -111,6 +111,14 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, no_sweep)
         (["expert_advice_equal", "--set", "runs=0"], "key 'runs' (set on the command line)"),
         (["expert_advice_equal", "--configs-dir", "FILE"], "--configs-dir FILE is a file"),
         (
+            ["expert_advice_equal", "--configs-dir", "FILE/tuned"],
+            "--configs-dir FILE/tuned: FILE is a file, so FILE/tuned cannot be made",
+        ),
+        (
+            ["expert_advice_equal", "--out", "FILE/sweep"],
+            "--out FILE/sweep: FILE is a file, so FILE/sweep cannot be made",
+        ),
+        (
             ["expert_advice_equal", "--grid", "lr_scale=1,2", "--grid", "lr_scale=4"],
             "--grid lr_scale is given twice: give one grid per field",
         ),

@@ -200,6 +200,30 @@ def owned_figures(
     )
 
 
+def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
+    """``folder``, which a tool writes ``what`` into after its work, checked before it: a
+    folder, or one that can be made (the nearest existing folder above it is a folder that
+    can be written into), so that a mistyped path costs no work.
+
+    Raises:
+      OutputError: ``"{where} is a file: give a folder for {what}"``, or naming the file or
+        the folder above it that stops it.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{where} is a file: give a folder for {what}")
+    above = folder
+    while not above.exists() and above.parent != above:
+        above = above.parent
+    if not above.is_dir():
+        raise OutputError(
+            f"{where}: {above} is a file, so {folder} cannot be made: give a folder for {what}"
+        )
+    if not os.access(above, os.W_OK):
+        raise OutputError(f"{where}: cannot write into {above}: give a folder for {what}")
+    return folder
+
+
 def only_ours(
     folder: str | os.PathLike,
     names: Iterable[str],
@@ -215,13 +239,11 @@ def only_ours(
     replaced (:func:`owned_files`, :func:`owned_figures`). Called before the work.
 
     Raises:
-      OutputError: ``folder`` is a file (``"{where} is a file: give a folder for {what}"``),
-        or a file of ``names`` is there and not ours (``"... is not {owner}, so it is left as
-        it is: {remedy}"``).
+      OutputError: ``folder`` cannot be written into (:func:`writable_folder`), or a file of
+        ``names`` is there and not ours (``"... is not {owner}, so it is left as it is:
+        {remedy}"``).
     """
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{where} is a file: give a folder for {what}")
+    folder = writable_folder(folder, where, what)
     paths = tuple(folder / name for name in names)
     for path in paths:
         if path.exists() and not ours(path):
