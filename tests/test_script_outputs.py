@@ -64,6 +64,13 @@ def test_a_folder_written_after_the_work_is_checked_before_it(
     message = f"--out X: {afile} is a file, so {under} cannot be made: give a folder for Y"
     with pytest.raises(OutputError, match=re.escape(message)):
         writable_folder(under, "--out X", "Y")
+    dangling = tmp_path / "link"
+    dangling.symlink_to(tmp_path / "gone")
+    for target in (dangling, dangling / "deeper"):  # mkdir would fail on the link, later
+        message = f"--out X: {dangling} is a symbolic link to nothing, so {target} cannot be"
+        with pytest.raises(OutputError, match=re.escape(message)):
+            writable_folder(target, "--out X", "Y")
+    dangling.unlink()
     fresh = tmp_path / "new" / "deeper"
     assert writable_folder(fresh, "--out X", "Y") == fresh and not (tmp_path / "new").exists()
     assert writable_folder(tmp_path, "--out X", "Y") == tmp_path

@@ -213,8 +213,13 @@ def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{where} is a file: give a folder for {what}")
     above = folder
-    while not above.exists() and above.parent != above:
+    while not above.exists() and not above.is_symlink() and above.parent != above:
         above = above.parent
+    if above.is_symlink() and not above.exists():
+        raise OutputError(
+            f"{where}: {above} is a symbolic link to nothing, so {folder} cannot be made: "
+            f"give a folder for {what}"
+        )
     if not above.is_dir():
         raise OutputError(
             f"{where}: {above} is a file, so {folder} cannot be made: give a folder for {what}"
