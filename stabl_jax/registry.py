@@ -90,7 +90,21 @@ class Entry:
     kind: str = "class"
 
     def __post_init__(self) -> None:
+        """Raises ``ValueError`` for a ``defaults`` key the class does not take (else every
+        call of the entry would fail in the class's constructor)."""
         object.__setattr__(self, "defaults", types.MappingProxyType(dict(self.defaults)))
+        unknown = [k for k in self.defaults if k not in self.arguments]
+        if unknown:
+            raise ValueError(
+                f"{self.kind} {self.name!r}: defaults {unknown} are not arguments of "
+                f"{self.cls.__name__}{did_you_mean(unknown[0], self.arguments)}; its arguments "
+                f"are {', '.join(self.hints)}"
+            )
+
+    @functools.cached_property
+    def arguments(self) -> dict[str, dataclasses.Field]:
+        """The class's constructor arguments (its ``init`` fields), by name."""
+        return {f.name: f for f in dataclasses.fields(self.cls) if f.init}
 
     def __call__(self, **kwargs: Any) -> Any:
         """``cls(**defaults, **kwargs)``, with callable defaults computed from ``kwargs``.
@@ -100,7 +114,7 @@ class Entry:
             the message names the entry and the class's arguments.
           ValueError: a value the class rejects.
         """
-        fields = {f.name: f for f in dataclasses.fields(self.cls) if f.init}
+        fields = self.arguments
         unknown = [k for k in kwargs if k not in fields]
         needed = [
             name
@@ -175,14 +189,6 @@ class Registry(Mapping[str, Entry]):
         if name in self._entries and not replace:
             raise ValueError(f"{self.kind} {name!r} is already registered; pass replace=True")
         self.check(cls, name)
-        arguments = [f.name for f in dataclasses.fields(cls) if f.init]
-        unknown = [k for k in defaults or {} if k not in arguments]
-        if unknown:  # else every make(name, ...) would fail in the class's constructor
-            raise ValueError(
-                f"{self.kind} {name!r}: defaults {unknown} are not arguments of "
-                f"{cls.__name__}{did_you_mean(unknown[0], arguments)}; its arguments are "
-                f"{', '.join(arguments)}"
-            )
         entry = Entry(name, cls, description, defaults or {}, self.kind)
         self._entries[name] = entry
         return entry
