@@ -146,9 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"{args.sweeps}: no */sweep.json (write them with experiments/tune.py --out)")
         return 1
-    try:  # before any is drawn: a user's PNG of one of these names is never replaced
-        for file in files:
-            read_sweep(file)
+    try:  # before any is drawn: every sweep read (figure_names), a user's PNG never replaced
         owned_figures(
             args.out, [n for f in files for n in figure_names(f)], "OUT_DIR", args.overwrite
         )
