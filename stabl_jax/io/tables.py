@@ -192,9 +192,8 @@ class TraceFile(Mapping[str, np.ndarray]):
     Each array is read to the end of its member of the zip archive, so its CRC-32 is always
     checked (NumPy's own reader stops at the array's last byte and leaves the check undone
     when a changed header makes it read fewer bytes), and a byte left over after the array is
-    an error too.
-    A damaged file (not an ``.npz``, cut short, a byte changed) is a :class:`TracesDamaged`
-    (a ``ValueError``) naming it; no array of it is ever unpickled.
+    an error too. A damaged file (not an ``.npz``, cut short, a byte changed) is a
+    :class:`TracesDamaged` (a ``ValueError``) naming it; no array of it is ever unpickled.
 
     Args:
       path: the ``.npz`` file (as :func:`numpy.savez` writes it).
