@@ -42,7 +42,7 @@ import jax.numpy as jnp
 
 from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
 from stabl_jax.bench.benchmark import Timed, machine_info, time_in_turn
-from stabl_jax.io.results import count, output_file, write_json
+from stabl_jax.io.results import Distinct, count, output_file, write_json
 from stabl_jax.provenance import code_version
 
 #: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
@@ -222,7 +222,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--rounds", type=count, default=512, help="rounds per run (StABL needs 16 or >= 32)"
     )
     parser.add_argument("--repeats", type=count, default=5)
-    parser.add_argument("--only", nargs="+", help="these ablations only (default: every one)")
+    parser.add_argument(
+        "--only", nargs="+", action=Distinct, help="these ablations only (default: every one)"
+    )
     parser.add_argument("--json", type=output_file, help="also write the timings to this JSON file")
     args = parser.parse_args(argv)
     specs = ablations(args.runs, args.rounds)

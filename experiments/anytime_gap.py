@@ -49,7 +49,14 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.io.results import OutputError, ResultsFolder, environment_info, interval_runs, stat
+from stabl_jax.io.results import (
+    Distinct,
+    OutputError,
+    ResultsFolder,
+    environment_info,
+    interval_runs,
+    stat,
+)
 from stabl_jax.kinds import load_config
 from stabl_jax.kinds.bandit import BanditConfig
 from stabl_jax.learners.base import BanditLearner
@@ -197,10 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=interval_runs, default=500)
     parser.add_argument(
-        "--configs", nargs="+", default=["expert_advice_equal", "expert_advice_random"]
+        "--configs",
+        nargs="+",
+        action=Distinct,
+        default=["expert_advice_equal", "expert_advice_random"],
     )
-    parser.add_argument("--feedback", nargs="+", default=["loss", "reward"])
-    parser.add_argument("--extra", nargs="*", default=[], help="more learners, default params")
+    parser.add_argument("--feedback", nargs="+", action=Distinct, default=["loss", "reward"])
+    parser.add_argument(
+        "--extra", nargs="*", action=Distinct, default=[], help="more learners, default params"
+    )
     parser.add_argument("--out", type=Path, default=None, help="write a results folder here")
     parser.add_argument("--force", action="store_true", help="replace an existing --out folder")
     parser.add_argument(

@@ -38,7 +38,7 @@ import numpy as np
 
 from stabl_jax import load_results, metrics
 from stabl_jax.io import plots
-from stabl_jax.io.results import OutputError, need_runs, owned_figures
+from stabl_jax.io.results import Distinct, OutputError, need_runs, owned_figures
 from stabl_jax.io.tables import TracesDamaged
 
 FIGURE1 = tuple(
@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="the folder holding the results folders")
     parser.add_argument("out", type=Path, help="where the PNGs go")
-    parser.add_argument("--folders", nargs="+", default=list(FIGURE1), metavar="NAME")
+    parser.add_argument(
+        "--folders", nargs="+", action=Distinct, default=list(FIGURE1), metavar="NAME"
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace PNGs in OUT_DIR stabl_jax did not write"
     )

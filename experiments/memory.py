@@ -21,7 +21,7 @@ import jax
 
 from stabl_jax import ExpertAdvice, StABL
 from stabl_jax.bench.benchmark import machine_info, rss_bytes
-from stabl_jax.io.results import count, output_file, write_json
+from stabl_jax.io.results import Distinct, count, output_file, write_json
 from stabl_jax.provenance import code_version
 from stabl_jax.streaming import simulate_summaries
 
@@ -31,7 +31,9 @@ def main() -> None:
     parser.add_argument("--runs", type=count, default=4096)
     parser.add_argument("--arms", type=int, default=300)
     parser.add_argument("--horizon", type=count, default=65536)
-    parser.add_argument("--windows", type=count, nargs="+", default=[64, 1024, 16384, 65536])
+    parser.add_argument(
+        "--windows", type=count, nargs="+", action=Distinct, default=[64, 1024, 16384, 65536]
+    )
     parser.add_argument(
         "--batch", type=count, default=64, help="runs simulated and scored together"
     )

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats
 
 from stabl_jax import metrics, read_summary, read_traces
-from stabl_jax.io.results import need_runs
+from stabl_jax.io.results import Distinct, need_runs
 
 
 class Folders:
@@ -140,9 +140,9 @@ def pair(spec: str) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
-    parser.add_argument("--learners", nargs="*", default=[])
-    parser.add_argument("--diff", nargs="*", type=pair, default=[])
-    parser.add_argument("--gap", nargs="*", type=pair, default=[])
+    parser.add_argument("--learners", nargs="*", action=Distinct, default=[])
+    parser.add_argument("--diff", nargs="*", type=pair, action=Distinct, default=[])
+    parser.add_argument("--gap", nargs="*", type=pair, action=Distinct, default=[])
     args = parser.parse_args(argv)
     try:  # every folder and name checked before a table is printed
         data = Folders(args.folder)

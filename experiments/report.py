@@ -79,7 +79,7 @@ import numpy as np
 from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
-from stabl_jax.io.results import need_runs, read_summary, write_text
+from stabl_jax.io.results import Distinct, need_runs, read_summary, write_text
 from stabl_jax.io.tables import TraceFile, finished_folder, read_json_object
 
 Z_95 = 1.959963984540054
@@ -724,6 +724,8 @@ def parse_windows(text: str) -> tuple[int, ...]:
         windows = ()
     if not windows or min(windows) < 1:
         raise ValueError(f"windows must be comma-separated ints >= 1, e.g. 256,1024, got {text!r}")
+    if len(set(windows)) < len(windows):
+        raise ValueError(f"windows {text!r} give a window twice: give each length once")
     return windows
 
 
@@ -771,7 +773,7 @@ def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("folders", nargs="*", type=Path, action=Distinct)
     parser.add_argument("--windows", default="256,1024,4096")
     parser.add_argument("--sa", choices=("expected", "sampled"), default="expected")
     parser.add_argument("--view", choices=("table", "paired", "subsample5", "gap"), default="table")

@@ -1096,26 +1096,35 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from stabl_jax.io.results import interval_runs
+    from stabl_jax.io.results import Distinct, interval_runs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/study", help="folder of the study's points")
     parser.add_argument("--runs", type=interval_runs, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="points run at once (processes)")
-    parser.add_argument("--adversaries", nargs="+", default=list(ADVERSARIES))
-    parser.add_argument("--arms", nargs="+", type=int, default=list(ARMS))
+    parser.add_argument("--adversaries", nargs="+", action=Distinct, default=list(ADVERSARIES))
+    parser.add_argument("--arms", nargs="+", type=int, action=Distinct, default=list(ARMS))
     parser.add_argument(
         "--learners", default=None, help="comma-separated: run these at every point"
     )
-    parser.add_argument("--groups", nargs="+", default=None, help="groups of PLAN to run")
+    parser.add_argument(
+        "--groups", nargs="+", action=Distinct, default=None, help="groups of PLAN to run"
+    )
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--config-suffix", default="", help="run configs/study_<adversary><SUFFIX>.toml"
     )
-    parser.add_argument("--table-windows", nargs="+", type=int, default=list(TABLE_WINDOWS))
     parser.add_argument(
-        "--fit-windows", nargs="+", type=int, default=None, help="L of the fit (default L <= T/4)"
+        "--table-windows", nargs="+", type=int, action=Distinct, default=list(TABLE_WINDOWS)
+    )
+    parser.add_argument(
+        "--fit-windows",
+        nargs="+",
+        type=int,
+        action=Distinct,
+        default=None,
+        help="L of the fit (default L <= T/4)",
     )
     parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES)
     parser.add_argument("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
@@ -1145,6 +1154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bootstrap_seed < 0:  # numpy.random.default_rng's seeds; checked before any point
         parser.error(f"--bootstrap-seed must be an int >= 0, got {args.bootstrap_seed}")
     learners = args.learners.split(",") if args.learners else None
+    if learners is not None and len(set(learners)) < len(learners):
+        twice = next(name for i, name in enumerate(learners) if name in learners[:i])
+        parser.error(f"--learners gives {twice} twice: give each value once")
     out = Path(args.out)
     from stabl_jax.io.results import OutputError, owned_figures, owned_files, write_json, write_text
 

@@ -94,6 +94,7 @@ def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
             "windows must be comma-separated ints >= 1, e.g. 256,1024, got 'abc'",
         ),
         (["--windows", "0,64"], "got '0,64'"),
+        (["--windows", "64,256,64"], "windows '64,256,64' give a window twice"),
         (["--view", "gap"], "view=gap is for the folders of experiments/anytime_gap.py"),
         (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
         (["missing"], "missing has no summary.json: not a finished results folder"),

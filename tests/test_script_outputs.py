@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stabl_jax.io.results import OutputError, output_file, writable_folder, write_json
+from stabl_jax.io.results import Distinct, OutputError, output_file, writable_folder, write_json
 from tests.scripts import ROOT, load_script
 
 #: Each script writing one JSON file after its work, and the flag naming that file.
@@ -157,3 +157,49 @@ def test_fewer_than_two_arms_stop_the_script_at_once(
         module.main()
     assert stop.value.code == 2
     assert "--arms 1: num_arms must be >= 2, got 1" in capsys.readouterr().err
+
+
+#: A list option given one value twice (``io.results.Distinct``): the script's arguments and
+#: what it names in its message. Each used to run, draw or print the same setting twice.
+REPEATS = [
+    ("ablations", ["--only", "block_n30", "block_n30"], "--only gives block_n30 twice"),
+    ("anytime_gap", ["--configs", "expert_advice_equal", "expert_advice_equal"], "--configs"),
+    ("anytime_gap", ["--feedback", "loss", "reward", "loss"], "--feedback gives loss twice"),
+    ("anytime_gap", ["--extra", "exp3", "exp3"], "--extra gives exp3 twice"),
+    ("curves", ["results", "out", "--folders", "a", "a"], "--folders gives a twice"),
+    ("memory", ["--windows", "8", "08"], "--windows gives 8 twice"),
+    ("paired", ["folder", "--learners", "stabl", "stabl"], "--learners gives stabl twice"),
+    ("paired", ["folder", "--diff", "stabl,exp3", "stabl,exp3"], "--diff gives stabl,exp3 twice"),
+    ("paired", ["folder", "--gap", "a,b", "a,b"], "--gap gives a,b twice"),
+    ("report", ["a", "b", "./a"], "folders gives a twice"),
+    ("study", ["--arms", "10", "10"], "--arms gives 10 twice"),
+    ("study", ["--fit-windows", "64", "64"], "--fit-windows gives 64 twice"),
+    ("study", ["--learners", "stabl,exp3,stabl"], "--learners gives stabl twice"),
+    ("validation_sweep", ["--arms", "3", "10", "3"], "--arms gives 3 twice"),
+    ("validation_sweep", ["--learners", "exp3", "exp3"], "--learners gives exp3 twice"),
+]
+
+
+@pytest.mark.parametrize(("name", "argv", "message"), REPEATS, ids=[r[2] for r in REPEATS])
+def test_a_value_given_twice_stops_the_script_at_once(
+    name: str,
+    argv: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_repeats_{name}")
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "twice: give each value once" in err
+
+
+def test_distinct_keeps_the_values_in_their_order() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arms", type=int, nargs="+", action=Distinct, default=[3])
+    assert parser.parse_args(["--arms", "10", "3"]).arms == [10, 3]
+    assert parser.parse_args([]).arms == [3]

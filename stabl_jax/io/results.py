@@ -109,6 +109,28 @@ def need_runs(
         )
 
 
+class Distinct(argparse.Action):
+    """An argparse ``action=`` for a list option (``nargs="+"``): a value given twice stops the
+    script at once (exit 2, naming the value), since it would run, draw or print the same
+    setting twice. Values compare as parsed (after ``type=``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        seen: list[Any] = []
+        for value in values:
+            if value in seen:
+                name = option_string or self.metavar or self.dest
+                shown = ",".join(value) if isinstance(value, tuple) else value  # --diff a,b
+                parser.error(f"{name} gives {shown} twice: give each value once")
+            seen.append(value)
+        setattr(namespace, self.dest, list(values))
+
+
 def _int_at_least(text: str, least: int, why: str) -> int:
     try:
         value = int(text)
