@@ -55,7 +55,7 @@ from stabl_jax.bench import benchmark
 from stabl_jax.io import tables
 from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
 from stabl_jax.io.configs import ConfigError, shipped_configs
-from stabl_jax.io.results import OutputError, ResultsFolder
+from stabl_jax.io.results import Distinct, OutputError, ResultsFolder
 from stabl_jax.kinds import KINDS, load_config, write_results
 from stabl_jax.kinds.base import Kind
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
@@ -334,9 +334,9 @@ def _add_bench_parser(sub: Any) -> None:
         help="the accelerator rows: n = 30 and 300, R = 1,024 to 131,072, T = 4,096, no NumPy",
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="write benchmark.json/.md here")
-    bench.add_argument("--learners", nargs="+", default=None, metavar="NAME")
-    bench.add_argument("--arms", nargs="+", type=int, default=None, metavar="N")
-    bench.add_argument("--runs", nargs="+", type=int, default=None, metavar="R")
+    bench.add_argument("--learners", nargs="+", action=Distinct, default=None, metavar="NAME")
+    bench.add_argument("--arms", nargs="+", type=int, action=Distinct, default=None, metavar="N")
+    bench.add_argument("--runs", nargs="+", type=int, action=Distinct, default=None, metavar="R")
     bench.add_argument("--repeats", type=int, default=None, help=f"(default {default.repeats})")
     # --no-numpy, --no-validate and --bandwidth set BenchConfig's numpy, validate, bandwidth_gbs
     bench.add_argument(

@@ -65,10 +65,14 @@ def test_bench_cli_rejects_unknown_learner(capsys):
         ("--arms", "30 1 0", "--arms must be >= 2, got 1 0\n"),
         ("--runs", "0", "--runs must be >= 1, got 0\n"),
         ("--repeats", "0", "--repeats must be >= 1, got 0\n"),
+        ("--arms", "30 300 30", "--arms gives 30 twice: give each value once\n"),
+        ("--runs", "8 8", "--runs gives 8 twice: give each value once\n"),
+        ("--learners", "stabl exp3 stabl", "--learners gives stabl twice: give each value once\n"),
     ],
 )
 def test_bench_cli_rejects_sizes_below_one_run(capsys, flag, value, message):
-    """Only the values refused are named, as given (not the tuple they became)."""
+    """Only the values refused are named, as given (not the tuple they became); a value given
+    twice would time the same row twice."""
     assert cli.main(["bench", flag, *value.split()]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
 
