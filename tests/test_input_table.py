@@ -1073,6 +1073,8 @@ def _(tmp_path):
         load_config(binary)
     with raises(ConfigError, "is a folder"):
         load_config(tmp_path)
+    with raises(ConfigError, "the config is empty: give a .toml file or a config name"):
+        load_config("")  # not the working folder, which Path("") is
     with raises(ConfigError, "does not exist"):
         load_config(tmp_path / "missing.toml")
 

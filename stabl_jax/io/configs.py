@@ -81,6 +81,8 @@ def resolve_config(name_or_path: str | Path) -> Any:
                 if candidate.is_file():
                     return candidate
     available = ", ".join(sorted(shipped_configs())) or "(none found)"
+    if not text.strip():  # Path("") is the working folder
+        raise ConfigError(f"the config is empty: give a .toml file or a config name ({available})")
     if path.is_dir():
         raise ConfigError(f"config path {text!r} is a folder; give a .toml file or a config name")
     if looks_like_path:
