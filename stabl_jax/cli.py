@@ -149,7 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
     try:
-        compile_cache.enable(compile_cache.resolve(args.compile_cache))
+        cache = compile_cache.resolve(args.compile_cache)
+    except ValueError as exc:  # an empty --compile-cache or $STABL_JAX_COMPILE_CACHE
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        compile_cache.enable(cache)
         return args.handler(args)
     except (ConfigError, OutputError, CheckpointMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)

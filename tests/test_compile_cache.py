@@ -29,9 +29,21 @@ def test_off_disables(word, tmp_path):
     assert compile_cache.resolve(None, {compile_cache.ENV_VAR: word}) is None
 
 
-def test_empty_folder_is_an_error():
+def test_empty_folder_is_an_error(monkeypatch, capsys):
     with pytest.raises(ValueError, match="compile-cache is empty"):
         compile_cache.resolve("  ", {})
+    # The command line: a usage error (exit 2, one line), not an unexpected failure (exit 1)
+    # with a traceback, whether the flag or the environment variable is empty.
+    from stabl_jax import cli
+
+    assert cli.main(["--compile-cache", "", "list"]) == cli.EXIT_USAGE
+    monkeypatch.setenv(compile_cache.ENV_VAR, " ")
+    assert cli.main(["list"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "error: --compile-cache is empty: give a folder, or 'off' to disable the cache",
+        f"error: {compile_cache.ENV_VAR} is empty: give a folder, or 'off' to disable the cache",
+    ]
 
 
 @pytest.mark.slow  # one JAX start-up and one learner's compilation in a subprocess
