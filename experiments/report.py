@@ -796,7 +796,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     doc = args.update or args.check
     if doc is not None:
-        text = doc.read_text()
+        try:
+            text = doc.read_text()
+        except UnicodeDecodeError as exc:  # its words do not name the file
+            raise ValueError(f"{doc} is not UTF-8 text ({exc}): give a Markdown document") from exc
         new, changed, missing = update(text, args.results)
         for problem in missing:
             print(problem, file=sys.stderr)

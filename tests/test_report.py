@@ -112,6 +112,18 @@ def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, 
     assert captured.out == ""
 
 
+@pytest.mark.parametrize("mode", ["--check", "--update"])
+def test_a_document_that_is_not_text_is_named(tmp_path, capsys, mode):
+    """Its decoding error alone did not say which file it was."""
+    doc = tmp_path / "doc.md"
+    doc.write_bytes(b"\xff\xfe" + MARK.encode())
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"]([mode, str(doc), "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"{doc} is not UTF-8 text (" in err
+    assert doc.read_bytes() == b"\xff\xfe" + MARK.encode()
+
+
 def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):
     doc = tmp_path / "doc.md"
     doc.write_text(MARK + "old\n<!-- /report -->\n")
