@@ -226,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as exc:
         parser.error(str(exc))
     target = configs_dir / f"{base}_tuned.toml"
+    if target.is_dir():
+        parser.error(
+            f"{target} is a folder, so the tuned config cannot be written there: give "
+            "--configs-dir another folder, or move the folder"
+        )
     if target.exists() and TUNED_MARK not in target.read_text(errors="replace"):
         parser.error(
             f"{target} was not written by experiments/tune.py, so it is left as it is: give "

@@ -82,6 +82,15 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, no_sweep)
         capsys.readouterr().err
     )
     assert mine.read_text() == "# my own config\n"
+    folder = tmp_path / "folders" / "expert_advice_equal_tuned.toml"
+    folder.mkdir(parents=True)  # a folder of that name was an IsADirectoryError traceback
+    with pytest.raises(SystemExit) as refused:
+        TUNE["main"](["expert_advice_equal", "--configs-dir", str(folder.parent)])
+    assert refused.value.code == 2
+    assert f"{folder} is a folder, so the tuned config cannot be written there" in (
+        capsys.readouterr().err
+    )
+    assert folder.is_dir() and not any(folder.iterdir())
     tuned = tmp_path / "ours"
     tuned.mkdir()
     written = TUNE["tuned_toml"](TUNE["resolve_config"]("expert_advice_equal"), "x", {}, "loss")
