@@ -48,16 +48,28 @@ def check_name(what: str, name: Any) -> None:
 
 def import_path(what: str, path: str) -> Any:
     """The object at ``path``, ``"package.module:Name"`` (``Name`` may be dotted); raises
-    ``ValueError`` saying why it cannot be imported (``what`` names it in the message)."""
+    ``ValueError`` saying why it cannot be imported (``what`` names it in the message), with
+    a hint that fits: a module not found (its folder not on ``PYTHONPATH``), a module found
+    that fails to import (its own error), or a name the module does not define."""
     module_name, _, qualname = path.partition(":")
+    failed = f"cannot import {what} {path!r}"
+    if not module_name or not qualname:
+        raise ValueError(f"{failed}: give it as 'package.module:Name'")
     try:
         obj: Any = importlib.import_module(module_name)
+    except Exception as exc:  # any failure of the user's module is reported, never raised
+        missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None and (module_name + ".").startswith(missing + "."):
+            hint = "is the module's folder on PYTHONPATH?"
+        else:  # the module was found, and importing it failed
+            hint = f"raised while importing {module_name}"
+        raise ValueError(f"{failed}: {type(exc).__name__}: {exc} ({hint})") from exc
+    try:
         for part in qualname.split("."):
             obj = getattr(obj, part)
-    except Exception as exc:  # any failure of the user's module is reported the same way
+    except Exception as exc:  # AttributeError, or whatever a module's __getattr__ raises
         raise ValueError(
-            f"cannot import {what} {path!r}: {type(exc).__name__}: {exc} (is the "
-            "module's folder on PYTHONPATH?)"
+            f"{failed}: {type(exc).__name__}: {exc} (is {qualname!r} spelled as in the module?)"
         ) from exc
     return obj
 

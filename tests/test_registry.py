@@ -141,13 +141,28 @@ def test_registered_names_run_through_the_cli(tmp_path, user_parts, capsys):
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("user_parts:Missing", "cannot import learner 'user_parts:Missing': AttributeError"),
-        ("no_such_module:X", "cannot import learner 'no_such_module:X': ModuleNotFoundError"),
+        (
+            "user_parts:Missing",
+            "cannot import learner 'user_parts:Missing': AttributeError: module 'user_parts' "
+            "has no attribute 'Missing' (is 'Missing' spelled as in the module?)",
+        ),
+        (
+            "no_such_module:X",
+            "cannot import learner 'no_such_module:X': ModuleNotFoundError: No module named "
+            "'no_such_module' (is the module's folder on PYTHONPATH?)",
+        ),
+        (  # found, and failing to import: its own error, not the PYTHONPATH hint
+            "broken_user_parts:X",
+            "cannot import learner 'broken_user_parts:X': ModuleNotFoundError: No module named "
+            "'no_such_dependency' (raised while importing broken_user_parts)",
+        ),
+        ("user_parts:", "cannot import learner 'user_parts:': give it as 'package.module:Name'"),
         ("user_parts:NotFrozen", "NotFrozen must be a frozen dataclass"),
         ("user_parts:FlavouredAdvice", "FlavouredAdvice lacks ['ask', 'tell'"),
     ],
 )
 def test_import_paths_that_fail_say_why(tmp_path, user_parts, name, message):
+    (tmp_path / "broken_user_parts.py").write_text("import no_such_dependency\n")
     with pytest.raises(ValueError, match=re.escape(message)):
         make(name, num_arms=3, horizon=32)
     with pytest.raises(ConfigError, match="key 'learners'") as info:
