@@ -134,6 +134,8 @@ def pair(spec: str) -> tuple[str, str]:
     parts = spec.split(",")
     if len(parts) != 2 or not all(parts):
         raise argparse.ArgumentTypeError(f"give two learners as a,b, got {spec!r}")
+    if parts[0] == parts[1]:  # a learner against itself: zero, by construction
+        raise argparse.ArgumentTypeError(f"give two different learners as a,b, got {spec!r}")
     return parts[0], parts[1]
 
 

@@ -88,6 +88,7 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(pa
         (["--learners", "z"], "z: MAIN has no learner 'z'; it has ['a', 'b']"),
         (["--diff", "a"], "argument --diff: give two learners as a,b, got 'a'"),
         (["--gap", "a,b,c"], "argument --gap: give two learners as a,b, got 'a,b,c'"),
+        (["--diff", "stabl,stabl"], "argument --diff: give two different learners as a,b, got"),
         (
             ["--learners", "a@plays"],
             "a@plays: the one suffix is @play (its even trials), got @plays",
