@@ -93,6 +93,12 @@ def prepare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: 
         ("stabl_theory", config, stabl, None),
         (TUNED, tuned, stabl, tuned.learner_params(stabl, "stabl")),
     ]
+    compared = [label for label, *_ in entries]
+    taken = [name for name in extra if name in compared]
+    if taken:  # a second entry of a label replaced the first (for stabl_tuned: the tuned one)
+        raise ValueError(
+            f"--extra {' '.join(taken)}: already compared as {compared}; give other learners"
+        )
     entries += [(name, config, config.make_learner(name), None) for name in extra]
     return {
         "config": base,

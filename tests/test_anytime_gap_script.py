@@ -98,6 +98,11 @@ def test_an_existing_user_folder_is_refused_before_simulating(tmp_path, capsys):
         (["--configs", "expert_advice_equal", "nope"], "no config named 'nope'"),
         (["--feedback", "loss", "both"], "must be one of ['loss', 'reward'], got 'both'"),
         (["--extra", "nope"], "unknown learner 'nope'"),
+        (  # its label was the tuned StABL's: the "vs tuned" gaps were against another learner
+            ["--extra", "saol", "stabl_tuned"],
+            "--extra stabl_tuned: already compared as ['stabl_anytime', 'stabl_adaptive', "
+            "'stabl_theory', 'stabl_tuned']; give other learners",
+        ),
     ],
 )
 def test_every_setting_is_checked_before_anything_runs(
