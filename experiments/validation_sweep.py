@@ -159,7 +159,17 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--divergence", action="store_true")
     parser.add_argument("--json", type=output_file, help="write the cases to this file")
     args = parser.parse_args(argv)
-    if args.divergence:
+    if args.divergence:  # a fixed setting (module docstring): the sweep's options do not apply
+        sweep = ("arms", "horizon", "low", "high", "runs_per_corner", "learners")
+        given = [
+            f"--{dest.replace('_', '-')}"
+            for dest in (*sweep, "max_shifted_normaliser")  # it compares both normalisers
+            if getattr(args, dest) != parser.get_default(dest)
+        ]
+        if given:
+            parser.error(
+                f"--divergence takes only --json, not {' '.join(given)} (the sweep's options)"
+            )
         rows = divergence()
         if args.json:
             write_json(args.json, {"command": sys.argv, "divergence": rows})

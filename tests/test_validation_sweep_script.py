@@ -77,3 +77,22 @@ def test_every_case_is_built_before_any_runs(monkeypatch, capsys, args, message)
     with pytest.raises(SystemExit) as stop:
         SWEEP.main(["--horizon", "64", *args])
     assert stop.value.code == 2 and message in capsys.readouterr().err and ran == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--arms", "30"], "--arms"),
+        (["--horizon", "64", "--learners", "exp3"], "--horizon --learners"),
+        (["--max-shifted-normaliser"], "--max-shifted-normaliser"),
+    ],
+)
+def test_divergence_refuses_the_sweeps_options(monkeypatch, capsys, argv, named):
+    """``--divergence`` measures a fixed setting; the sweep's options were silently ignored."""
+    monkeypatch.setattr(SWEEP, "divergence", lambda: pytest.fail("it measured"))
+    with pytest.raises(SystemExit) as stop:
+        SWEEP.main(["--divergence", *argv])
+    assert stop.value.code == 2
+    assert f"--divergence takes only --json, not {named} (the sweep's options)" in (
+        capsys.readouterr().err
+    )
