@@ -787,6 +787,15 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", type=Path, metavar="DOC", help="exit 1 if a table would change")
     parser.add_argument("--results", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
+    if args.update or args.check:  # each marker names its folder and options itself
+        table_options = ("windows", "sa", "view", "baseline", "learner", "columns")
+        given = [f"--{o}" for o in table_options if getattr(args, o) != parser.get_default(o)]
+        if args.folders or given:
+            flag = "--update" if args.update else "--check"
+            parser.error(
+                f"{flag} DOC reads the folders and options its markers name (under --results), "
+                f"not {' '.join([*map(str, args.folders), *given])}: give them in the markers"
+            )
     try:
         return _main(args)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:

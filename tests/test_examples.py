@@ -99,8 +99,7 @@ def test_load_results_example_reads_a_folder(tmp_path, capsys, monkeypatch):
     block = page.split("```python\n", 1)[1].split("```", 1)[0]
     assert 'load_results("results/figure1-seed0")' in block
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(block.replace("results/figure1-seed0", "results"), namespace)
+    exec(block.replace("results/figure1-seed0", "results"), {})
     assert (tmp_path / "table.csv").read_text() == (
         tmp_path / "results" / "results.csv"
     ).read_text()

@@ -96,7 +96,6 @@ def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
         (["--windows", "0,64"], "got '0,64'"),
         (["--windows", "64,256,64"], "windows '64,256,64' give a window twice"),
         (["--view", "gap"], "view=gap is for the folders of experiments/anytime_gap.py"),
-        (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
         (["missing"], "missing has no summary.json: not a finished results folder"),
     ],
 )
@@ -110,6 +109,31 @@ def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, 
     captured = capsys.readouterr()
     assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
     assert captured.out == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
+        (
+            ["--check", "doc.md", "demo"],
+            "--check DOC reads the folders and options its markers name (under --results), "
+            "not demo: give them in the markers",
+        ),
+        (["--update", "doc.md", "--view", "paired", "--sa", "sampled"], "not --sa --view: give"),
+    ],
+)
+def test_a_document_mode_names_what_it_cannot_use(tmp_path, capsys, monkeypatch, args, message):
+    """A folder or a table option given with --check/--update DOC was ignored without a word
+    (each marker names its own); exit 2 now, the document untouched."""
+    _write(tmp_path, 0.5)
+    (tmp_path / "doc.md").write_text(MARK + "old\n<!-- /report -->\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"](args)
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and message in captured.err and captured.out == ""
+    assert (tmp_path / "doc.md").read_text() == MARK + "old\n<!-- /report -->\n"
 
 
 @pytest.mark.parametrize("mode", ["--check", "--update"])
