@@ -100,9 +100,10 @@ def time_row(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=output_file, required=True)
-    parser.add_argument("--quick", action="store_true", help="only the rows with R <= 16384")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--quick", action="store_true", help="only the rows with R <= 16384")
+    which.add_argument("--no-rows", action="store_true", help="skip the table's rows")
     parser.add_argument("--large", action="store_true", help="add the R = 2^20 StABL run")
-    parser.add_argument("--no-rows", action="store_true", help="skip the table's rows")
     parser.add_argument("--bandwidth", type=benchmark.bandwidth, default=3350.0, help="device GB/s")
     parser.add_argument("--kernels", default="xla,pallas", help="comma-separated kernels")
     parser.add_argument(
@@ -113,6 +114,11 @@ def main() -> None:
     unknown = [k for k in kernels if k not in KERNELS[1:]]  # "auto" is no row of its own
     if unknown:
         parser.error(f"--kernels: unknown {unknown}; choose from {list(KERNELS[1:])}")
+    twice = sorted({k for k in kernels if kernels.count(k) > 1})
+    if twice:
+        parser.error(f"--kernels gives {', '.join(twice)} twice: give each value once")
+    if args.no_rows and not args.large:
+        parser.error("--no-rows without --large measures nothing: add --large")
     device = jax.devices()[0]
     report = {
         "device": f"{device.platform} {device.device_kind}",

@@ -67,12 +67,17 @@ def test_a_failing_row_is_recorded_and_the_bench_goes_on(tmp_path, monkeypatch):
         (["--kernels", "xla,cuda"], "--kernels: unknown ['cuda']; choose from ['xla', 'pallas']"),
         (["--large-kernel", "cuda"], "argument --large-kernel: invalid choice: 'cuda'"),
         (["--bandwidth", "0"], "argument --bandwidth: give a finite number of GB/s > 0, got '0'"),
+        (["--kernels", "xla,pallas,xla"], "--kernels gives xla twice: give each value once"),
+        (["--no-rows"], "--no-rows without --large measures nothing: add --large"),
+        (["--no-rows", "--quick"], "argument --quick: not allowed with argument --no-rows"),
     ],
 )
 def test_an_unknown_kernel_stops_it_before_any_row(tmp_path, monkeypatch, capsys, flags, message):
     """A misspelled kernel was timed as failing rows (``--kernels``) or raised after every
     row had run (``--large-kernel``); ``--bandwidth 0`` failed every row (a division by
-    zero in its bound) and a negative one gave negative bounds."""
+    zero in its bound) and a negative one gave negative bounds. A kernel given twice timed
+    its rows twice; ``--no-rows`` alone wrote a file of no rows, and with ``--quick`` it
+    ignored it."""
     with pytest.raises(SystemExit) as stop:
         _run(monkeypatch, tmp_path / "bench.json", *flags)
     assert stop.value.code == 2 and message in capsys.readouterr().err
