@@ -273,8 +273,9 @@ def to_markdown(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=output_file, help="write the rows as JSON here")
-    parser.add_argument("--local", action="store_true", help="compile for this machine's GPU")
-    parser.add_argument(
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--local", action="store_true", help="compile for this machine's GPU")
+    target.add_argument(
         "--target-config", type=Path, help="an XLA GPU target config (default: an H100 SXM)"
     )
     parser.add_argument("--runs", type=count, default=1024, help="R, runs in the block")
@@ -286,8 +287,18 @@ def main(argv: list[str] | None = None) -> int:
         "--scaling", action="store_true", help="add StABL and EXP3 for R = 1,024 to 2^20"
     )
     args = parser.parse_args(argv)
-    config = H100_TARGET if args.target_config is None else args.target_config.read_text()
-    device = target_device(args.local, config)
+    try:
+        config = H100_TARGET if args.target_config is None else args.target_config.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        parser.error(f"--target-config {args.target_config}: cannot read it ({exc})")
+    try:
+        device = target_device(args.local, config)
+    except NotImplementedError as exc:  # JAX without its CUDA plugin: no GPU to describe
+        parser.error(
+            f"a deviceless GPU compile needs JAX's CUDA plugin ({exc}): pip install "
+            f'"jax[cuda12]=={jax.__version__}" (no GPU needed; docs/gpu.md), or run with '
+            "--local on a machine with a GPU"
+        )
     rows = []
     rows_asked = default_rows(args.runs, args.rounds)
     rows_asked += large_rows() if args.large else []

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jax
+import pytest
 
 from tests.scripts import load_script
 
@@ -86,3 +87,27 @@ def test_a_compiled_chunk_has_no_loop_inside_its_round():
     assert table[2].startswith(
         f"| stabl | 8 | 16 | played, loss | xla | {counts['round_kernels']} |"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--target-config", "MISSING"], "--target-config MISSING: cannot read it ("),
+        (["--local", "--target-config", "MISSING"], "not allowed with argument --local"),
+        ([], "a deviceless GPU compile needs JAX's CUDA plugin (topology not implemented"),
+    ],
+)
+def test_what_it_cannot_compile_for_is_named(tmp_path, monkeypatch, capsys, argv, message):
+    """A target config that is not there, or a JAX without its CUDA plugin (which describes
+    the GPU), was a traceback; ``--target-config`` with ``--local`` was ignored."""
+    from jax.experimental import topologies
+
+    def no_plugin(**kwargs):
+        raise NotImplementedError("topology not implemented for cuda")  # what JAX raises
+
+    monkeypatch.setattr(topologies, "get_topology_desc", no_plugin)
+    missing = str(tmp_path / "missing.txt")
+    with pytest.raises(SystemExit) as stop:
+        gpu_compile.main([a.replace("MISSING", missing) for a in argv])
+    assert stop.value.code == 2
+    assert message.replace("MISSING", missing) in capsys.readouterr().err
