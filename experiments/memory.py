@@ -52,8 +52,9 @@ def main() -> None:
     try:
         env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
         learner = StABL(num_arms=args.arms, horizon=args.horizon)
-    except ValueError as error:
-        parser.error(f"--arms {args.arms}: {error}")
+    except ValueError as error:  # a size the library refuses: name the option it concerns
+        blamed = "horizon" if "horizon" in str(error) else "arms"
+        parser.error(f"--{blamed} {getattr(args, blamed)}: {error}")
     jax.block_until_ready(jax.numpy.zeros(1))
     baseline = rss_bytes("VmRSS")
     start = time.perf_counter()

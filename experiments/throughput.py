@@ -29,8 +29,9 @@ def main() -> None:
     try:  # every learner is built before the first is timed
         env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)
         learners = {n: make(n, num_arms=args.arms, horizon=args.horizon) for n in LEARNERS}
-    except ValueError as error:
-        parser.error(f"--arms {args.arms}: {error}")
+    except ValueError as error:  # a size the library refuses: name the option it concerns
+        blamed = "horizon" if "horizon" in str(error) else "arms"
+        parser.error(f"--{blamed} {getattr(args, blamed)}: {error}")
     device = jax.devices()[0]
     print(f"# {device.platform} {device.device_kind}, {platform.processor() or platform.machine()}")
     print(f"# R={args.runs} T={args.horizon} n={args.arms}")

@@ -157,6 +157,13 @@ def test_fewer_than_two_arms_stop_the_script_at_once(
         module.main()
     assert stop.value.code == 2
     assert "--arms 1: num_arms must be >= 2, got 1" in capsys.readouterr().err
+    # A horizon StABL cannot run is named as the horizon (it was blamed on --arms).
+    argv = ["--horizon", "20", *(["--windows", "8"] if name == "memory" else [])]
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    assert "error: --horizon 20: horizon=20 is too small" in capsys.readouterr().err
 
 
 #: A list option given one value twice (``io.results.Distinct``): the script's arguments and
