@@ -66,10 +66,16 @@ def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
     if extra.is_dir():
         other = load_results(extra)
         points = main.traces["env/change_points"]
-        if not np.array_equal(other.traces["env/change_points"], points) or any(
-            other.summary[k] != main.summary[k] for k in ("seed", "runs", "horizon")
+        feedback = (s["config"].get("feedback") for s in (other.summary, main.summary))
+        if (
+            not np.array_equal(other.traces["env/change_points"], points)
+            or any(other.summary[k] != main.summary[k] for k in ("seed", "runs", "horizon", "env"))
+            or len(set(feedback)) > 1
         ):
-            raise SystemExit(f"{extra} is not paired with {folder} (seed, runs or draws differ)")
+            raise SystemExit(
+                f"{extra} is not paired with {folder} (seed, runs, environment, feedback or "
+                "draws differ)"
+            )
         note = ", validation off" if "validate=False" in other.summary.get("command", []) else ""
         for name in other.learners:
             found.setdefault(name, (other.summary["learners"][name], other.traces, note))

@@ -60,11 +60,23 @@ def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
     assert abs(gap - regret) <= 4.0 * np.sqrt(3 * 64 * 0.5**2 / 12)
 
 
-def test_unpaired_companion_is_refused(curves, tmp_path):
+@pytest.mark.parametrize(
+    "differs",
+    [
+        "seed=1",
+        # Same seed, runs and change points: the companion's learners faced another
+        # environment or feedback, and were drawn beside the folder's as if paired.
+        "env.num_arms=6",
+        "env.bonus=0.25",
+        'feedback="reward"',
+    ],
+)
+def test_unpaired_companion_is_refused(curves, tmp_path, differs):
     _run(tmp_path / "tiny", '["uniform"]')
-    _run(tmp_path / "tiny-naive", '["uniform"]', "seed=1")
+    _run(tmp_path / "tiny-naive", '["uniform"]', differs)
     with pytest.raises(SystemExit, match="not paired"):
         curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", "tiny"])
+    assert not (tmp_path / "png").exists()
 
 
 def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):
