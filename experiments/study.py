@@ -13,10 +13,11 @@ Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
 run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). The groups of a point share the
 config and seed, hence the environment draws: they are merged for the analysis (checked). A
 complete folder is not run again (``--force``: every folder is), so an interrupted study
-resumes where it stopped; with ``--jobs k``, up to ``k`` folders run at once as
-``python -m stabl_jax`` processes, as many as fit beside each other in the memory available
-at the start (each point's estimate is the one ``stabl-jax run`` checks; a point that would
-not fit waits for the running ones).
+resumes where it stopped; a complete folder run with other settings (``--runs``, ``--seed``,
+``--set``, ``--config-suffix``) is refused before any point runs; with ``--jobs k``, up to
+``k`` folders run at once as ``python -m stabl_jax`` processes, as many as fit beside each
+other in the memory available at the start (each point's estimate is the one ``stabl-jax
+run`` checks; a point that would not fit waits for the running ones).
 
 Then the analysis, from the folders alone:
 
@@ -675,13 +676,18 @@ def check_plan(
     config_suffix: str,
     table_windows: Sequence[int],
     fit_windows: Sequence[int] | None,
+    out: Path | None = None,
+    force: bool = False,
 ) -> None:
     """Load every point's config as ``stabl-jax run`` will (a missing ``--config-suffix``
     config, an arm count or ``--set`` it refuses raises ``ConfigError`` here) and check the
-    table and fit windows against its ``sa_windows``: before any point runs."""
+    table and fit windows against its ``sa_windows``: before any point runs. Without
+    ``force``, a complete point under ``out`` is used as it is, so it must have run this very
+    config (:func:`settings_differ`), else ``ValueError``."""
+    from stabl_jax.io.results import is_complete
     from stabl_jax.kinds import load_config
 
-    for (adversary, n, _), learners in plan.items():
+    for (adversary, n, group), learners in plan.items():
         config = load_config(
             point_config_path(adversary, config_suffix),
             point_overrides(n, learners, sets),
@@ -689,6 +695,41 @@ def check_plan(
             seed=seed,
         )
         check_windows(config.sa_windows, table_windows, fit_windows, f"{adversary}-n{n}")
+        folder = None if out is None else point_folder(out, adversary, n, group)
+        if folder is not None and not force and is_complete(folder):
+            differ = settings_differ(folder, config.to_dict())
+            if differ:
+                raise ValueError(
+                    f"{folder} is a complete point run with other settings ({'; '.join(differ)})"
+                    ": --force runs it again with these, --analyse-only analyses the points as "
+                    "they are, or give --out another folder"
+                )
+
+
+def settings_differ(folder: Path, wanted: Mapping[str, Any]) -> list[str]:
+    """``"key: there -> now"`` for each setting of a complete point's recorded config
+    (``summary.json``) that differs from ``wanted`` (a config's ``to_dict()``), tables by
+    their dotted keys (``env.bonus``), the file path, overrides and description aside (the
+    same settings can be written otherwise)."""
+    from stabl_jax.io.results import read_summary
+
+    def flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in table.items():
+            if isinstance(value, Mapping):
+                out.update(flat(value, f"{prefix}{key}."))
+            elif f"{prefix}{key}" not in ("source", "overrides", "description"):
+                out[f"{prefix}{key}"] = value
+        return out
+
+    recorded = flat(read_summary(folder).get("config", {}))
+    now = flat(json.loads(json.dumps(wanted)))  # tuples as lists, as in the JSON file
+    unset = "(unset)"
+    return [
+        f"{k}: {recorded.get(k, unset)!s:.60} -> {now.get(k, unset)!s:.60}"
+        for k in sorted(recorded.keys() | now.keys())
+        if recorded.get(k, unset) != now.get(k, unset)
+    ]
 
 
 def analyse(
@@ -1181,7 +1222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not args.analyse_only:
             windows = {"table_windows": args.table_windows, "fit_windows": args.fit_windows}
-            check_plan(plan, **point, **windows)
+            check_plan(plan, **point, **windows, out=out, force=args.force)
         if args.from_bundle:
             read_bundle(Path(args.from_bundle), out)
     except (ValueError, FileNotFoundError) as exc:

@@ -226,6 +226,20 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     bundle = tmp_path / "bundle" / "study"
     assert study.main([*args, "--bundle", str(bundle)]) == 0
     assert capsys.readouterr().out.count("complete, not run again") == 2
+    # Other settings than the complete points ran with: refused before anything runs (they
+    # were analysed as they are, under the new settings' name).
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    runs = args.index("--runs") + 1
+    for changed, named in (
+        ([*args[:runs], "5", *args[runs + 1 :]], "runs: 4 -> 5"),
+        ([*args, "--set", "env.bonus=0.25"], "(env.bonus: (unset) -> 0.25)"),
+    ):
+        with pytest.raises(SystemExit) as refused:
+            study.main(changed)
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and "is a complete point run with other settings (" in err
+        assert named in err and "--force runs it again with these" in err
+    assert before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert study.main([*args, "--analyse-only", "--bundle", str(bundle)]) == 0  # its own
     rebuilt = tmp_path / "rebuilt"
     moved = [*args, "--analyse-only", "--from-bundle", str(bundle)]
