@@ -66,7 +66,7 @@ def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
     if extra.is_dir():
         other = load_results(extra)
         points = main.traces["env/change_points"]
-        feedback = (s["config"].get("feedback") for s in (other.summary, main.summary))
+        feedback = (s.get("config", {}).get("feedback") for s in (other.summary, main.summary))
         if (
             not np.array_equal(other.traces["env/change_points"], points)
             or any(other.summary[k] != main.summary[k] for k in ("seed", "runs", "horizon", "env"))
