@@ -10,7 +10,9 @@ folder: learner | queries/round | step-size scales | mean reward | per-segment r
 (expected loss, or sampled loss with ``sa=sampled``) at three window lengths | probability on
 the best arm | muted meta updates. An algorithm-selection folder (``kind = "hpo"``) gives its
 profile scores and per-problem final log10 gaps. Intervals are Student's t 95% half-widths
-over runs.
+over runs. On the command line, an option the folder's view does not read (``--sa`` of a
+BCO folder, whose one SA(L) is of the suffered loss; ``--windows`` of an algorithm-selection
+folder; ``--baseline`` outside an hpo folder's ``view=paired``) is refused, exit 2.
 
 A document's generated tables sit between markers::
 
@@ -752,6 +754,20 @@ def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
     return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
 
 
+def view_options(folder: Path, view: str) -> set[str]:
+    """The options :func:`view_table` reads for ``view`` of ``folder``'s kind (every option
+    for a view the kind does not have, whose error :func:`view_table` gives)."""
+    kind = read_summary(folder).get("kind", "bandit")
+    every = {"windows", "sa", "baseline", "learner", "columns"}
+    if kind == "anytime_gap":
+        return {"learner", "columns"} if view in ("table", "gap") else every
+    if view == "paired":
+        return {"baseline"} if kind == "hpo" else set()
+    if view == "table":
+        return {"bco": {"windows"}, "hpo": set()}.get(kind, {"windows", "sa"})
+    return set() if view == "subsample5" else every
+
+
 def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
     """``text`` with every marked block regenerated, the markers whose block changed, and the
     markers whose results folder is missing (their blocks are left as they are)."""
@@ -774,13 +790,17 @@ def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path, action=Distinct)
-    parser.add_argument("--windows", default="256,1024,4096")
-    parser.add_argument("--sa", choices=("expected", "sampled"), default="expected")
-    parser.add_argument("--view", choices=("table", "paired", "subsample5", "gap"), default="table")
-    parser.add_argument("--baseline", default="uniform", help="view=paired of an hpo folder")
-    parser.add_argument("--learner", default="stabl_anytime", help="view=gap: whose gap")
+    # The table options default to None (the view's own default applies) so that one given
+    # where the folder's view does not read it is refused (view_options), not ignored.
+    parser.add_argument("--windows", help="view=table: SA(L) columns (default 256,1024,4096)")
     parser.add_argument(
-        "--columns", default="stabl_theory,stabl_tuned", help="view=gap: the other columns"
+        "--sa", choices=("expected", "sampled"), help="view=table of a bandit folder"
+    )
+    parser.add_argument("--view", choices=("table", "paired", "subsample5", "gap"), default="table")
+    parser.add_argument("--baseline", help="view=paired of an hpo folder (default uniform)")
+    parser.add_argument("--learner", help="view=gap: whose gap (default stabl_anytime)")
+    parser.add_argument(
+        "--columns", help="view=gap: the other columns (default stabl_theory,stabl_tuned)"
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--update", type=Path, metavar="DOC", help="rewrite DOC's marked tables")
@@ -821,17 +841,20 @@ def _main(args: argparse.Namespace) -> int:
         return 1 if changed or missing else 0
     if not args.folders:
         raise ValueError("give results folders, or --update/--check DOC")
-    parse_windows(args.windows)  # before any table is printed
+    options = ("windows", "sa", "baseline", "learner", "columns")
+    opts = {o: getattr(args, o) for o in options if getattr(args, o) is not None}
+    if "windows" in opts:
+        parse_windows(opts["windows"])  # before any table is printed
     for folder in args.folders:
         finished_folder(folder)
-    opts = {
-        "windows": args.windows,
-        "sa": args.sa,
-        "view": args.view,
-        "baseline": args.baseline,
-        "learner": args.learner,
-        "columns": args.columns,
-    }
+        unused = [f"--{o}" for o in opts if o not in view_options(folder, args.view)]
+        if unused:
+            raise ValueError(
+                f"{folder}: {' '.join(unused)} is not read by view={args.view} of this "
+                f"{read_summary(folder).get('kind', 'bandit')} folder; give it only where it "
+                "applies (see --help)"
+            )
+    opts["view"] = args.view
     for folder in args.folders:
         print(view_table(folder, str(folder), opts))
         print()

@@ -136,6 +136,33 @@ def test_a_document_mode_names_what_it_cannot_use(tmp_path, capsys, monkeypatch,
     assert (tmp_path / "doc.md").read_text() == MARK + "old\n<!-- /report -->\n"
 
 
+@pytest.mark.parametrize(
+    ("kind", "args", "named"),
+    [
+        ("bco", ["--sa", "sampled"], "--sa is not read by view=table of this bco folder"),
+        ("hpo", ["--windows", "64"], "--windows is not read by view=table of this hpo folder"),
+        ("bandit", ["--view", "paired", "--baseline", "exp3"], "--baseline is not read by view"),
+        ("bandit", ["--learner", "stabl", "--columns", "a,b"], "--learner --columns is not read"),
+        ("anytime_gap", ["--windows", "64"], "--windows is not read by view=table of this any"),
+    ],
+)
+def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, args, named):
+    """A table option given where the folder's view does not read it was ignored without a
+    word (``--sa sampled`` on a BCO folder printed its one SA(L), of the suffered loss);
+    exit 2 before any table, naming the folder and the options."""
+    _write(tmp_path, 0.5)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "summary.json").write_text(json.dumps({"kind": kind}))
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"]([str(tmp_path / "demo"), str(other), *args])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and named in captured.err and captured.out == ""
+    # The options a view reads still apply, given or not.
+    assert REPORT["main"]([str(tmp_path / "demo"), "--sa", "sampled", "--windows", "16"]) == 0
+    assert "SA(L) of the sampled loss" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("mode", ["--check", "--update"])
 def test_a_document_that_is_not_text_is_named(tmp_path, capsys, mode):
     """Its decoding error alone did not say which file it was."""
