@@ -92,9 +92,12 @@ def parse_grids(texts: list[str]) -> dict[str, list[float]]:
 def check_grids(config: ExperimentConfig, grids: dict[str, list[float]]) -> None:
     """``ValueError`` naming a value of ``grids`` that a learner of ``config`` sweeping its
     field refuses (outside the field's ``param_bounds`` in the learner's float dtype), before
-    any sweep: the sweep would stop at that learner, after those before it."""
+    any sweep: the sweep would stop at that learner, after those before it; and a field no
+    learner of ``config`` sweeps (its grid would be ignored)."""
+    sweepable: set[str] = set()  # the fields of GRIDS the learners' params have
     for name in config.learners:
         learner = config.make_learner(name)
+        sweepable |= set(getattr(learner.default_params, "__dataclass_fields__", ())) & set(GRIDS)
         for field, grid in grids.items():
             bounds = learner.param_bounds.get(field)
             if bounds is None:
@@ -112,6 +115,13 @@ def check_grids(config: ExperimentConfig, grids: dict[str, list[float]]) -> None
                     f"--grid {field}: {', '.join(outside)} outside {name}'s range {bounds} of "
                     f"{field}"
                 )
+    unused = [field for field in grids if field not in sweepable]
+    if unused:
+        names = ", ".join(config.learners)
+        raise ValueError(
+            f"--grid {', '.join(unused)}: no learner of {config.name} ({names}) has it, so its "
+            f"grid would be ignored; they sweep {sorted(sweepable) or 'nothing'}"
+        )
 
 
 def grid_for(

@@ -144,6 +144,11 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, no_sweep)
             ["expert_advice_equal", "--grid", "gamma=0.5,2"],
             "--grid gamma: 2 outside exp3_uniform's range [0, 1] of gamma",
         ),
+        (  # no learner has gamma: the sweep ran and ignored the grid
+            ["expert_advice_equal", "--set", 'learners=["uniform","stabl"]', "--grid", "gamma=0.5"],
+            "--grid gamma: no learner of expert_advice_equal (uniform, stabl) has it, so its "
+            "grid would be ignored; they sweep ['expert_lr_scale', 'meta_lr_scale']",
+        ),
     ],
 )
 def test_a_bad_config_or_configs_dir_stops_it_before_the_sweep(
