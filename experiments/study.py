@@ -1194,6 +1194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--bootstrap must be >= 10 resamples, got {args.bootstrap}")
     if args.bootstrap_seed < 0:  # numpy.random.default_rng's seeds; checked before any point
         parser.error(f"--bootstrap-seed must be an int >= 0, got {args.bootstrap_seed}")
+    if args.figures is None and (args.overwrite or args.figure_prefix != "study"):
+        parser.error("--figure-prefix and --overwrite are for --figures: give --figures FOLDER")
     learners = args.learners.split(",") if args.learners else None
     if learners is not None and len(set(learners)) < len(learners):
         twice = next(name for i, name in enumerate(learners) if name in learners[:i])

@@ -412,6 +412,8 @@ def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
         (["--from-bundle", "MISSING"], "No such file or directory"),
         (["--from-bundle", "DAMAGED"], "d_sa.npz cannot be read (BadZipFile: File is not a zip"),
         (["--bootstrap-seed", "-1"], "--bootstrap-seed must be an int >= 0, got -1"),
+        (["--figure-prefix", "mine"], "--figure-prefix and --overwrite are for --figures"),
+        (["--overwrite"], "--figure-prefix and --overwrite are for --figures: give --figures"),
     ],
 )
 def test_a_point_it_cannot_run_or_tabulate_is_refused_before_any_runs(
