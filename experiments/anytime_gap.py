@@ -225,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         "--seed-offset", type=int, default=0, help="1000003: the tuning seed (design only)"
     )
     args = parser.parse_args(argv)
+    if args.force and args.out is None:
+        parser.error("--force replaces an existing --out folder: give --out too")
     try:  # every setting and the output folder checked before minutes of simulation
         settings = [
             prepare(base, feedback, args.runs, args.extra, args.seed_offset)

@@ -117,3 +117,13 @@ def test_every_setting_is_checked_before_anything_runs(
         script.main(["--runs", "2", "--out", str(tmp_path / "out"), *args])
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert simulated == [] and not (tmp_path / "out").exists()
+
+
+def test_force_without_out_is_refused(capsys, monkeypatch):
+    """``--force`` without ``--out`` (a folder to replace) was ignored without a word."""
+    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_force")
+    monkeypatch.setattr(script, "compare", lambda setting: pytest.fail("it simulated"))
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--runs", "2", "--force"])
+    assert stop.value.code == 2
+    assert "--force replaces an existing --out folder: give --out too" in capsys.readouterr().err
