@@ -74,6 +74,13 @@ class Folders:
             )
         if not np.array_equal(traces["env/change_points"], self.points):
             raise SystemExit(f"{spec}: not paired with {self.main} (change points differ)")
+        if folder and Path(folder) != self.main:  # the same change points, another experiment?
+            mine, theirs = read_summary(self.main), read_summary(Path(folder))
+            differ = [k for k in ("seed", "runs", "horizon", "env") if mine.get(k) != theirs.get(k)]
+            if differ:
+                raise SystemExit(
+                    f"{spec}: not paired with {self.main} ({', '.join(differ)} differ)"
+                )
         points = self.points if self.points.ndim == 2 else self.points[None]
         if f"{name}/loss" not in traces and not only:  # the loss traces were not kept
             per_segment = np.asarray(traces[f"{name}/segment_reward"], np.float64)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,13 @@ def test_unpaired_folder_is_refused(paired, tmp_path):
     other = write_loss_traces(tmp_path / "other", [[3]], a=[[0.0] * 4])
     with pytest.raises(SystemExit, match="not paired"):
         paired.Folders(main).rewards(f"{other}::a")
+    # The same change points, another experiment (its environment or seed): paired as if it
+    # had faced the same draws.
+    for key, value in (("env", {"num_arms": 6}), ("seed", 1)):
+        same = write_loss_traces(tmp_path / f"same-{key}", [[2]], a=[[0.0] * 4])
+        (same / "summary.json").write_text(json.dumps({"learners": {}, key: value}))
+        with pytest.raises(SystemExit, match=f"not paired with {main} \\({key} differ\\)"):
+            paired.Folders(main).rewards(f"{same}::a")
 
 
 def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(paired, tmp_path):
