@@ -1227,6 +1227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_plan(plan, **point, **windows, out=out, force=args.force)
         if args.from_bundle:
             read_bundle(Path(args.from_bundle), out)
+            if not args.analyse_only:  # the rebuilt points are complete points like any other
+                check_plan(plan, **point, **windows, out=out, force=args.force)
     except (ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     if not args.analyse_only:

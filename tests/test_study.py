@@ -247,6 +247,16 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert study.main(moved) == 0
     again = json.loads((rebuilt / "study.json").read_text())
     assert again["analysis"] == saved["analysis"]
+    # Rebuilt and then run (no --analyse-only) with other settings: its points are complete
+    # points run with other settings, refused as any (they were reused).
+    other = [*moved[: moved.index("--analyse-only")], *moved[moved.index("--analyse-only") + 1 :]]
+    other[other.index(str(rebuilt))] = str(tmp_path / "rebuilt-other")
+    other[other.index("--runs") + 1] = "5"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        study.main(other)
+    assert refused.value.code == 2 and "runs: 4 -> 5" in capsys.readouterr().err
+    assert not (tmp_path / "rebuilt-other" / "study.json").exists()
     # Rebuilt over the full folders, it would replace their traces with the slim ones: refused.
     traces = {p: p.read_bytes() for p in out.glob("*/traces.npz")}
     assert traces
