@@ -32,7 +32,7 @@ import numpy as np
 
 from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.bench import benchmark
-from stabl_jax.io.results import output_file, write_json
+from stabl_jax.io.results import distinct, output_file, write_json
 from stabl_jax.kernels import KERNELS
 
 #: (learner, n, R, T, traces): the rows of the speed table, in the order they are timed.
@@ -114,9 +114,10 @@ def main() -> None:
     unknown = [k for k in kernels if k not in KERNELS[1:]]  # "auto" is no row of its own
     if unknown:
         parser.error(f"--kernels: unknown {unknown}; choose from {list(KERNELS[1:])}")
-    twice = sorted({k for k in kernels if kernels.count(k) > 1})
-    if twice:
-        parser.error(f"--kernels gives {', '.join(twice)} twice: give each value once")
+    try:
+        distinct("--kernels", kernels)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.no_rows and not args.large:
         parser.error("--no-rows without --large measures nothing: add --large")
     device = jax.devices()[0]

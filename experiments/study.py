@@ -1137,7 +1137,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from stabl_jax.io.results import Distinct, interval_runs
+    from stabl_jax.io.results import Distinct, distinct, interval_runs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/study", help="folder of the study's points")
@@ -1197,9 +1197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figures is None and (args.overwrite or args.figure_prefix != "study"):
         parser.error("--figure-prefix and --overwrite are for --figures: give --figures FOLDER")
     learners = args.learners.split(",") if args.learners else None
-    if learners is not None and len(set(learners)) < len(learners):
-        twice = next(name for i, name in enumerate(learners) if name in learners[:i])
-        parser.error(f"--learners gives {twice} twice: give each value once")
+    try:
+        distinct("--learners", learners or ())
+    except ValueError as exc:
+        parser.error(str(exc))
     out = Path(args.out)
     from stabl_jax.io.results import OutputError, owned_figures, owned_files, write_json, write_text
 

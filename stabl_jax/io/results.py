@@ -109,10 +109,21 @@ def need_runs(
         )
 
 
+def distinct(name: str, values: Iterable[Any]) -> None:
+    """``ValueError`` naming the first value of the option ``name`` given twice (it would run,
+    draw or print the same setting twice): ``--arms gives 3 twice: give each value once``."""
+    seen: list[Any] = []
+    for value in values:
+        if value in seen:
+            shown = ",".join(value) if isinstance(value, tuple) else value  # --diff a,b
+            raise ValueError(f"{name} gives {shown} twice: give each value once")
+        seen.append(value)
+
+
 class Distinct(argparse.Action):
-    """An argparse ``action=`` for a list option (``nargs="+"``): a value given twice stops the
-    script at once (exit 2, naming the value), since it would run, draw or print the same
-    setting twice. Values compare as parsed (after ``type=``)."""
+    """An argparse ``action=`` for a list option (``nargs="+"``) that stops the script at once
+    (exit 2) on a value given twice (:func:`distinct`). Values compare as parsed (after
+    ``type=``)."""
 
     def __call__(
         self,
@@ -121,13 +132,10 @@ class Distinct(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        seen: list[Any] = []
-        for value in values:
-            if value in seen:
-                name = option_string or self.metavar or self.dest
-                shown = ",".join(value) if isinstance(value, tuple) else value  # --diff a,b
-                parser.error(f"{name} gives {shown} twice: give each value once")
-            seen.append(value)
+        try:
+            distinct(option_string or self.dest, values)
+        except ValueError as exc:
+            parser.error(str(exc))
         setattr(namespace, self.dest, list(values))
 
 
