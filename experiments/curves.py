@@ -38,7 +38,7 @@ import numpy as np
 
 from stabl_jax import load_results, metrics
 from stabl_jax.io import plots
-from stabl_jax.io.results import Distinct, OutputError, need_runs, owned_figures
+from stabl_jax.io.results import Distinct, OutputError, need_runs, owned_figures, unpaired
 from stabl_jax.io.tables import TracesDamaged
 
 FIGURE1 = tuple(
@@ -69,7 +69,7 @@ def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
         feedback = (s.get("config", {}).get("feedback") for s in (other.summary, main.summary))
         if (
             not np.array_equal(other.traces["env/change_points"], points)
-            or any(other.summary[k] != main.summary[k] for k in ("seed", "runs", "horizon", "env"))
+            or unpaired(main.summary, other.summary)
             or len(set(feedback)) > 1
         ):
             raise SystemExit(

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats
 
 from stabl_jax import metrics, read_summary, read_traces
-from stabl_jax.io.results import Distinct, need_runs
+from stabl_jax.io.results import Distinct, need_runs, unpaired
 
 
 class Folders:
@@ -75,8 +75,7 @@ class Folders:
         if not np.array_equal(traces["env/change_points"], self.points):
             raise SystemExit(f"{spec}: not paired with {self.main} (change points differ)")
         if folder and Path(folder) != self.main:  # the same change points, another experiment?
-            mine, theirs = read_summary(self.main), read_summary(Path(folder))
-            differ = [k for k in ("seed", "runs", "horizon", "env") if mine.get(k) != theirs.get(k)]
+            differ = unpaired(read_summary(self.main), read_summary(Path(folder)))
             if differ:
                 raise SystemExit(
                     f"{spec}: not paired with {self.main} ({', '.join(differ)} differ)"

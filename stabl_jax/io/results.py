@@ -139,6 +139,13 @@ class Distinct(argparse.Action):
         setattr(namespace, self.dest, list(values))
 
 
+def unpaired(summary: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+    """The keys among ``seed``, ``runs``, ``horizon`` and ``env`` on which two results folders'
+    ``summary.json`` differ: learners of the two are paired run by run (the same environment
+    draws) only when there are none and their change points agree too."""
+    return [k for k in ("seed", "runs", "horizon", "env") if summary.get(k) != other.get(k)]
+
+
 def _int_at_least(text: str, least: int, why: str) -> int:
     try:
         value = int(text)
