@@ -12,6 +12,8 @@ from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry` (th
 kinds' from :mod:`stabl_jax.kinds`).
 """
 
+# First: checks the installed JAX, chex and optax before any module uses them (versions.py)
+from stabl_jax import versions
 from stabl_jax.bco import BCOLearner
 from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
 from stabl_jax.io.results import read_summary, read_traces
@@ -38,7 +40,8 @@ from stabl_jax.learners import (
 )
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env, register_env, register_learner
 from stabl_jax.simulate import SimResult, simulate
-from stabl_jax.versions import __version__
+
+__version__ = versions.__version__
 
 __all__ = [
     "DUCB",

@@ -1,14 +1,80 @@
-"""The version of stabl_jax (its one definition: ``pyproject.toml`` reads it from here) and
-those of the packages that compute its results."""
+"""The version of stabl_jax (its one definition: ``pyproject.toml`` reads it from here), the
+oldest releases of its dependencies it supports, and those of the packages that compute its
+results.
+
+Importing stabl_jax checks the installed JAX, chex and optax against
+:data:`MINIMUM_VERSIONS` (:func:`check_versions`, first of all its imports): where pip does
+not see the bounds (a checkout on ``PYTHONPATH``, ``pip install --no-deps``) an older
+release would be used without a word and fail deep inside a run.
+"""
 
 from __future__ import annotations
 
 import importlib.metadata
+import re
+from collections.abc import Mapping
 
 import jax
 import numpy as np
 
 __version__ = "0.1.0"
+
+#: The oldest release of each runtime dependency, the lower bounds of ``pyproject.toml``
+#: (``tests/test_versions.py`` compares the two). ``.ci/lowest`` installs exactly these, with
+#: the test extra, and runs the whole suite. Older ones were seen to fail: JAX 0.7.2 and
+#: 0.7.0 have no ``jax.enable_x64``, which the tests' float64 references use, so the suite
+#: cannot show that they work; 0.6.0 and 0.5.3 have no
+#: ``ShapeDtypeStruct.update`` (the Pallas kernel), 0.4.30 no
+#: ``jax.lax.optimization_barrier`` (every rollout); chex 0.1.86 to 0.1.89 flatten their
+#: dataclasses with ``jax.util.unzip2``, which JAX 0.7 removed; optax 0.2.3 has no
+#: ``projections.projection_l2_ball`` (the BCO learners' projection). NumPy 2.0 is JAX
+#: 0.8.0's own lower bound, and matplotlib 3.8.4 the first 3.8 release that allows it.
+MINIMUM_VERSIONS: dict[str, str] = {
+    "jax": "0.8.0",
+    "jaxlib": "0.8.0",
+    "optax": "0.2.4",
+    "chex": "0.1.90",
+    "numpy": "2.0",
+    "matplotlib": "3.8.4",
+    "pillow": "9.3",
+    "tqdm": "4.66",
+}
+#: Checked when stabl_jax is imported (from the installed packages' metadata, before any
+#: module uses them): those whose older releases break a run (pip enforces the others'
+#: bounds, and JAX its own jaxlib's).
+CHECKED_AT_IMPORT: tuple[str, ...] = ("jax", "chex", "optax")
+
+
+def release(version: str) -> tuple[int, ...]:
+    """The leading numbers of ``version``: ``"0.10.2"`` -> ``(0, 10, 2)``, ``"0.8.1.dev2025"``
+    -> ``(0, 8, 1)`` (compared as numbers, so 0.10 is newer than 0.8)."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    if match is None:
+        raise ValueError(f"not a version number: {version!r}")
+    return tuple(int(part) for part in match.group().split("."))
+
+
+def check_versions(found: Mapping[str, str] | None = None) -> None:
+    """Raise ``ImportError`` naming every package of :data:`CHECKED_AT_IMPORT` older than its
+    :data:`MINIMUM_VERSIONS` entry, with the ``pip`` command that upgrades them.
+
+    Args:
+      found: package name -> installed version; default those of :data:`CHECKED_AT_IMPORT`
+        that are installed (:func:`installed_version`; a package on ``sys.path`` without
+        metadata is not checked).
+    """
+    if found is None:
+        found = {n: v for n in CHECKED_AT_IMPORT if (v := installed_version(n)) is not None}
+    old = {
+        name: version
+        for name, version in found.items()
+        if release(version) < release(MINIMUM_VERSIONS[name])
+    }
+    if old:
+        needed = ", ".join(f"{n} >= {MINIMUM_VERSIONS[n]} (found {v})" for n, v in old.items())
+        upgrade = [*old, "jaxlib"] if "jax" in old else list(old)
+        pins = " ".join(f"'{n}>={MINIMUM_VERSIONS[n]}'" for n in upgrade)
+        raise ImportError(f"stabl_jax needs {needed}: pip install -U {pins}")
 
 
 def installed_version(package: str) -> str | None:
@@ -27,3 +93,6 @@ def package_versions() -> dict[str, str | None]:
         "jaxlib": installed_version("jaxlib"),
         "numpy": np.__version__,
     }
+
+
+check_versions()

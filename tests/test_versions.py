@@ -1,0 +1,97 @@
+"""The oldest supported releases: ``pyproject.toml``'s lower bounds are
+``versions.MINIMUM_VERSIONS`` (what ``.ci/lowest`` installs and tests), the suite's own
+environment meets them, and importing stabl_jax refuses an older JAX, chex or optax with the
+command that upgrades it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from stabl_jax import versions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_pyproject_declares_the_minimum_versions():
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        dependencies = tomllib.load(file)["project"]["dependencies"]
+    bounds = {}
+    for dependency in dependencies:
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", dependency)
+        assert match is not None, f"{dependency!r}: .ci/lowest pins only name>=version"
+        bounds[match[1]] = match[2]
+    assert bounds == versions.MINIMUM_VERSIONS
+
+
+def test_the_installed_versions_meet_the_minimum():
+    for name, minimum in versions.MINIMUM_VERSIONS.items():
+        found = versions.installed_version(name)
+        assert found is not None, name
+        assert versions.release(found) >= versions.release(minimum), (name, found)
+
+
+def test_release_numbers_compare_as_numbers():
+    assert versions.release("0.10.2") == (0, 10, 2) > versions.release("0.8.0")
+    assert versions.release("0.8.1.dev20251101") == (0, 8, 1)
+    assert versions.release("2.0") == (2, 0) < versions.release("2.0.1")
+    with pytest.raises(ValueError, match="not a version number: 'dev'"):
+        versions.release("dev")
+
+
+@pytest.mark.parametrize(
+    ("found", "message"),
+    [
+        (
+            {"jax": "0.7.2", "chex": "0.1.92", "optax": "0.2.8"},
+            "stabl_jax needs jax >= 0.8.0 (found 0.7.2): "
+            "pip install -U 'jax>=0.8.0' 'jaxlib>=0.8.0'",
+        ),
+        (
+            {"jax": "0.10.2", "chex": "0.1.89", "optax": "0.2.3"},
+            "stabl_jax needs chex >= 0.1.90 (found 0.1.89), optax >= 0.2.4 (found 0.2.3): "
+            "pip install -U 'chex>=0.1.90' 'optax>=0.2.4'",
+        ),
+    ],
+)
+def test_an_older_release_is_refused_with_the_upgrade(found, message):
+    with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
+        versions.check_versions(found)
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        {"jax": "0.8.0", "chex": "0.1.90", "optax": "0.2.4"},
+        {"jax": "0.10.2", "chex": "0.1.92", "optax": "0.2.10"},
+        {"jax": "0.8.1.dev20251101"},
+    ],
+)
+def test_the_minimum_and_newer_releases_pass(found):
+    versions.check_versions(found)
+
+
+def test_importing_stabl_jax_checks_the_installed_versions(tmp_path):
+    """An old chex's metadata first on ``sys.path`` (as a checkout on ``PYTHONPATH`` would
+    find it): ``import stabl_jax`` stops with the message, before anything runs."""
+    info = tmp_path / "chex-0.1.86.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chex\nVersion: 0.1.86\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-c", "import stabl_jax"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ImportError: stabl_jax needs chex >= 0.1.90 (found 0.1.86): pip install -U 'chex>=0.1.90'"
+    )
