@@ -14,7 +14,8 @@ run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). The groups of a poin
 config and seed, hence the environment draws: they are merged for the analysis (checked). A
 complete folder is not run again (``--force``: every folder is), so an interrupted study
 resumes where it stopped; a complete folder run with other settings (``--runs``, ``--seed``,
-``--set``, ``--config-suffix``) is refused before any point runs; with ``--jobs k``, up to
+``--set``, ``--config-suffix``; the environment and learners compared as built, so a default
+written out is no other setting) is refused before any point runs; with ``--jobs k``, up to
 ``k`` folders run at once as ``python -m stabl_jax`` processes, as many as fit beside each
 other in the memory available at the start (each point's estimate is the one ``stabl-jax
 run`` checks; a point that would not fit waits for the running ones).
@@ -697,7 +698,7 @@ def check_plan(
         check_windows(config.sa_windows, table_windows, fit_windows, f"{adversary}-n{n}")
         folder = None if out is None else point_folder(out, adversary, n, group)
         if folder is not None and not force and is_complete(folder):
-            differ = settings_differ(folder, config.to_dict())
+            differ = settings_differ(folder, config)
             if differ:
                 raise ValueError(
                     f"{folder} is a complete point run with other settings ({'; '.join(differ)})"
@@ -706,12 +707,19 @@ def check_plan(
                 )
 
 
-def settings_differ(folder: Path, wanted: Mapping[str, Any]) -> list[str]:
-    """``"key: there -> now"`` for each setting of a complete point's recorded config
-    (``summary.json``) that differs from ``wanted`` (a config's ``to_dict()``), tables by
-    their dotted keys (``env.bonus``), the file path, overrides and description aside (the
-    same settings can be written otherwise)."""
-    from stabl_jax.io.results import read_summary
+#: Config tables compared as built, not as written (:func:`settings_differ`).
+AS_BUILT = ("env", "params", "learner_options")
+
+
+def settings_differ(folder: Path, config: Any) -> list[str]:
+    """``"key: there -> now"`` for each setting on which a complete point (its
+    ``summary.json``) differs from what ``config`` would run. The environment and every
+    learner are compared as built, every field with its default filled in (``env.bonus``,
+    ``learner.NAME.constructor.FIELD``, ``learner.NAME.params.FIELD``), so that a default
+    written out is no difference; the other keys of the config as written, tables by dotted
+    keys, the file path, overrides and description aside."""
+    from stabl_jax.io.results import params_dict, read_summary, static_fields
+    from stabl_jax.kinds.paired import env_record
 
     def flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -722,7 +730,32 @@ def settings_differ(folder: Path, wanted: Mapping[str, Any]) -> list[str]:
                 out[f"{prefix}{key}"] = value
         return out
 
-    recorded = flat(read_summary(folder).get("config", {}))
+    def as_written(written: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in written.items() if k not in AS_BUILT}
+
+    summary = read_summary(folder)
+    recorded = flat(
+        {
+            **as_written(summary.get("config", {})),
+            "env": summary.get("env", {}),
+            "learner": {
+                name: {"constructor": entry.get("constructor"), "params": entry.get("params")}
+                for name, entry in summary.get("learners", {}).items()
+            },
+        }
+    )
+    learners = {name: config.make_learner(name) for name in config.learners}
+    wanted = {
+        **as_written(config.to_dict()),
+        "env": env_record(config, config.make_env()),
+        "learner": {
+            name: {
+                "constructor": static_fields(learner),
+                "params": params_dict(config.learner_params(learner, name)),
+            }
+            for name, learner in learners.items()
+        },
+    }
     now = flat(json.loads(json.dumps(wanted)))  # tuples as lists, as in the JSON file
     unset = "(unset)"
     return [

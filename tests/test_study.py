@@ -232,7 +232,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     runs = args.index("--runs") + 1
     for changed, named in (
         ([*args[:runs], "5", *args[runs + 1 :]], "runs: 4 -> 5"),
-        ([*args, "--set", "env.bonus=0.25"], "(env.bonus: (unset) -> 0.25)"),
+        ([*args, "--set", "env.bonus=0.25"], "(env.bonus: 0.5 -> 0.25)"),
     ):
         with pytest.raises(SystemExit) as refused:
             study.main(changed)
@@ -240,6 +240,9 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
         assert refused.value.code == 2 and "is a complete point run with other settings (" in err
         assert named in err and "--force runs it again with these" in err
     assert before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    # ... compared as built: a default written out is the same setting, the points reused
+    assert study.main([*args, "--set", "env.bonus=0.5"]) == 0
+    assert capsys.readouterr().out.count("complete, not run again") == 2
     assert study.main([*args, "--analyse-only", "--bundle", str(bundle)]) == 0  # its own
     rebuilt = tmp_path / "rebuilt"
     moved = [*args, "--analyse-only", "--from-bundle", str(bundle)]

@@ -716,6 +716,18 @@ def fixed_change_points(env: Any) -> tuple[int, ...] | None:
     return tuple(int(t) for t in env.change_points)
 
 
+def env_record(config: ExperimentConfig, env: Any) -> dict[str, Any]:
+    """``summary.json``'s ``env``: ``config``'s environment as built, ``env``, every field
+    (defaults included) and its change points (``None`` when drawn per run)."""
+    points = fixed_change_points(env)
+    return {
+        "name": config.env.name,
+        "class": type(env).__name__,
+        **static_fields(env),
+        "change_points": None if points is None else list(points),
+    }
+
+
 def build_summary(
     result: Result,
     started: str | None,
@@ -728,8 +740,6 @@ def build_summary(
     environment, versions and timings, the kind's ``entries``, ``notes`` on its metrics,
     ``learner_summary(outcome, window_lengths)`` per learner, and the files."""
     config = result.config
-    env = result.env
-    points = fixed_change_points(env)
     summary = {
         "format": FORMAT,
         "kind": config.kind,
@@ -740,12 +750,7 @@ def build_summary(
         "runs": config.runs,
         "horizon": config.horizon,
         "config": config.to_dict(),
-        "env": {
-            "name": config.env.name,
-            "class": type(env).__name__,
-            **static_fields(env),
-            "change_points": None if points is None else list(points),
-        },
+        "env": env_record(config, result.env),
         **environment_info(),
         "timings": {
             "wall_seconds": result.wall_seconds,
