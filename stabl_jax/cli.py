@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax import compile_cache
+from stabl_jax import compile_cache, versions
 from stabl_jax.bench import benchmark
 from stabl_jax.io import tables
 from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
@@ -60,7 +60,6 @@ from stabl_jax.kinds import KINDS, load_config, write_results
 from stabl_jax.kinds.base import Kind
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
-from stabl_jax.versions import __version__
 
 DEFAULT_CONFIG = "figure1"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -72,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="stabl-jax",
         description="Strongly adaptive bandit experiments (StABL, ICLR 2024) in JAX.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {versions.describe()}")
     parser.add_argument(
         "--compile-cache",
         default=None,

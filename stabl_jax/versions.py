@@ -11,6 +11,7 @@ release would be used without a word and fail deep inside a run.
 from __future__ import annotations
 
 import importlib.metadata
+import platform
 import re
 from collections.abc import Mapping
 
@@ -93,6 +94,16 @@ def package_versions() -> dict[str, str | None]:
         "jaxlib": installed_version("jaxlib"),
         "numpy": np.__version__,
     }
+
+
+def describe() -> str:
+    """``"0.1.0 (jax 0.10.2, jaxlib 0.10.2, numpy 2.4.6, Python 3.11.9)"``: stabl_jax's version
+    and those its results depend on (the same seed gives the same bits with one JAX release,
+    ``docs/reliability.md``), as ``stabl-jax --version`` prints them."""
+    found = package_versions()
+    mine = found.pop("stabl_jax")
+    parts = [f"{name} {version or '(no metadata)'}" for name, version in found.items()]
+    return f"{mine} ({', '.join([*parts, f'Python {platform.python_version()}'])})"
 
 
 check_versions()

@@ -66,7 +66,17 @@ def test_cli_fills_the_cache_folder(tmp_path):
 
 
 def test_version_flag(capsys):
+    """The package's version and those its results depend on (docs/reliability.md)."""
+    import platform
+
+    import jax
+    import numpy as np
+
     from stabl_jax import __version__, cli
+    from stabl_jax.versions import installed_version
 
     assert cli.main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"stabl-jax {__version__}"
+    assert capsys.readouterr().out.strip() == (
+        f"stabl-jax {__version__} (jax {jax.__version__}, jaxlib {installed_version('jaxlib')}, "
+        f"numpy {np.__version__}, Python {platform.python_version()})"
+    )
