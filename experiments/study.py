@@ -718,8 +718,8 @@ def settings_differ(folder: Path, config: Any) -> list[str]:
     ``learner.NAME.constructor.FIELD``, ``learner.NAME.params.FIELD``), so that a default
     written out is no difference; the other keys of the config as written, tables by dotted
     keys, the file path, overrides and description aside."""
-    from stabl_jax.io.results import params_dict, read_summary, static_fields
-    from stabl_jax.kinds.paired import env_record
+    from stabl_jax.io.results import read_summary
+    from stabl_jax.kinds.paired import env_record, learner_record
 
     def flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -749,10 +749,7 @@ def settings_differ(folder: Path, config: Any) -> list[str]:
         **as_written(config.to_dict()),
         "env": env_record(config, config.make_env()),
         "learner": {
-            name: {
-                "constructor": static_fields(learner),
-                "params": params_dict(config.learner_params(learner, name)),
-            }
+            name: learner_record(learner, config.learner_params(learner, name))
             for name, learner in learners.items()
         },
     }

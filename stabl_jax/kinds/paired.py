@@ -694,6 +694,12 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
 # --------------------------------------------------------------------------------------------
 
 
+def learner_record(learner: Any, params: Any) -> dict[str, Any]:
+    """How a learner of ``summary.json`` was built: its ``constructor`` (static fields) and
+    its ``params``, every default filled in."""
+    return {"constructor": static_fields(learner), "params": params_dict(params)}
+
+
 def learner_header(outcome: Outcome) -> dict[str, Any]:
     """What every learner's summary starts with: names, constructor, params, timings."""
     learner = outcome.learner
@@ -701,8 +707,7 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
         "label": plots.label(outcome.name),
         "class": type(learner).__name__,
         "num_queries": int(learner.num_queries),
-        "constructor": static_fields(learner),
-        "params": params_dict(outcome.params),
+        **learner_record(learner, outcome.params),
         "compile_seconds": outcome.result.compile_seconds,
         "run_seconds": outcome.result.run_seconds,
         "simulate_seconds": outcome.wall_seconds,
