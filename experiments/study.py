@@ -677,17 +677,14 @@ def check_plan(
     config_suffix: str,
     table_windows: Sequence[int],
     fit_windows: Sequence[int] | None,
-    out: Path | None = None,
-    force: bool = False,
-) -> None:
+) -> dict[tuple[str, int, str], Any]:
     """Load every point's config as ``stabl-jax run`` will (a missing ``--config-suffix``
     config, an arm count or ``--set`` it refuses raises ``ConfigError`` here) and check the
-    table and fit windows against its ``sa_windows``: before any point runs. Without
-    ``force``, a complete point under ``out`` is used as it is, so it must have run this very
-    config (:func:`settings_differ`), else ``ValueError``."""
-    from stabl_jax.io.results import is_complete
+    table and fit windows against its ``sa_windows``: before any point runs. Returns the
+    config of each point of ``plan``."""
     from stabl_jax.kinds import load_config
 
+    configs = {}
     for (adversary, n, group), learners in plan.items():
         config = load_config(
             point_config_path(adversary, config_suffix),
@@ -696,8 +693,19 @@ def check_plan(
             seed=seed,
         )
         check_windows(config.sa_windows, table_windows, fit_windows, f"{adversary}-n{n}")
-        folder = None if out is None else point_folder(out, adversary, n, group)
-        if folder is not None and not force and is_complete(folder):
+        configs[adversary, n, group] = config
+    return configs
+
+
+def check_complete_points(configs: Mapping[tuple[str, int, str], Any], out: Path) -> None:
+    """A complete point under ``out`` is used as it is (without ``--force``), so it must have
+    run its config of ``configs`` (:func:`check_plan`; :func:`settings_differ`), else
+    ``ValueError``."""
+    from stabl_jax.io.results import is_complete
+
+    for (adversary, n, group), config in configs.items():
+        folder = point_folder(out, adversary, n, group)
+        if is_complete(folder):
             differ = settings_differ(folder, config)
             if differ:
                 raise ValueError(
@@ -1255,11 +1263,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not args.analyse_only:
             windows = {"table_windows": args.table_windows, "fit_windows": args.fit_windows}
-            check_plan(plan, **point, **windows, out=out, force=args.force)
+            configs = check_plan(plan, **point, **windows)
+            if not args.force:
+                check_complete_points(configs, out)
         if args.from_bundle:
             read_bundle(Path(args.from_bundle), out)
-            if not args.analyse_only:  # the rebuilt points are complete points like any other
-                check_plan(plan, **point, **windows, out=out, force=args.force)
+            if not args.analyse_only and not args.force:  # rebuilt points: complete ones too
+                check_complete_points(configs, out)
     except (ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     if not args.analyse_only:
