@@ -65,13 +65,29 @@ DEFAULT_CONFIG = "figure1"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class _PrintVersion(argparse.Action):
+    """``--version``: :func:`stabl_jax.versions.describe` on one line (argparse's own version
+    action wraps it at the terminal's width), then exit 0."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"{parser.prog} {versions.describe()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands ``run`` and ``list``)."""
     parser = argparse.ArgumentParser(
         prog="stabl-jax",
         description="Strongly adaptive bandit experiments (StABL, ICLR 2024) in JAX.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {versions.describe()}")
+    parser.add_argument(
+        "--version",
+        action=_PrintVersion,
+        help="print the versions of stabl-jax and of what its results depend on, and exit",
+    )
     parser.add_argument(
         "--compile-cache",
         default=None,

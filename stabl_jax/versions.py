@@ -87,19 +87,21 @@ def installed_version(package: str) -> str | None:
 
 
 def package_versions() -> dict[str, str | None]:
-    """The versions of stabl_jax, JAX, jaxlib and NumPy (results depend on each)."""
+    """The versions of stabl_jax, JAX, jaxlib, NumPy and optax (results depend on each:
+    optax's transformations and projections step the convex learners)."""
     return {
         "stabl_jax": __version__,
         "jax": jax.__version__,
         "jaxlib": installed_version("jaxlib"),
         "numpy": np.__version__,
+        "optax": installed_version("optax"),
     }
 
 
 def describe() -> str:
-    """``"0.1.0 (jax 0.10.2, jaxlib 0.10.2, numpy 2.4.6, Python 3.11.9)"``: stabl_jax's version
-    and those its results depend on (the same seed gives the same bits with one JAX release,
-    ``docs/reliability.md``), as ``stabl-jax --version`` prints them."""
+    """``"0.1.0 (jax 0.10.2, jaxlib 0.10.2, numpy 2.4.6, optax 0.2.8, Python 3.11.9)"``:
+    stabl_jax's version and those its results depend on (the same seed gives the same bits
+    with one JAX release, ``docs/reliability.md``), as ``stabl-jax --version`` prints them."""
     found = package_versions()
     mine = found.pop("stabl_jax")
     parts = [f"{name} {version or '(no metadata)'}" for name, version in found.items()]

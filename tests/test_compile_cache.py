@@ -65,8 +65,9 @@ def test_cli_fills_the_cache_folder(tmp_path):
     assert any(cache.iterdir()), "no compiled program was stored"
 
 
-def test_version_flag(capsys):
-    """The package's version and those its results depend on (docs/reliability.md)."""
+def test_version_flag(capsys, monkeypatch):
+    """The package's version and those its results depend on (docs/reliability.md), on one
+    line however narrow the terminal (argparse's version action would wrap it)."""
     import platform
 
     import jax
@@ -75,8 +76,10 @@ def test_version_flag(capsys):
     from stabl_jax import __version__, cli
     from stabl_jax.versions import installed_version
 
+    monkeypatch.setenv("COLUMNS", "40")
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == (
         f"stabl-jax {__version__} (jax {jax.__version__}, jaxlib {installed_version('jaxlib')}, "
-        f"numpy {np.__version__}, Python {platform.python_version()})"
+        f"numpy {np.__version__}, optax {installed_version('optax')}, "
+        f"Python {platform.python_version()})"
     )

@@ -45,7 +45,12 @@ from stabl_jax.domains import Ball
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
 from stabl_jax.envs.hpo import HPOEnv
-from stabl_jax.io.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
+from stabl_jax.io.checkpoints import (
+    CheckpointMismatch,
+    ChunkCheckpoint,
+    experiment_identity,
+    save_arrays,
+)
 from stabl_jax.io.configs import ConfigError
 from stabl_jax.io.results import OutputError, ResultsFolder, read_traces
 from stabl_jax.kinds import bandit as experiment_module
@@ -1175,6 +1180,26 @@ def _(tmp_path, capsys, monkeypatch):
     code, err = run_cli(["run", str(path), "--out", str(out), "--force"], capsys)
     assert code == 1 and "the experiment ran although" in err  # accepted: it would have run
     assert not dead.exists()
+
+
+@row("X4b")
+def _(tmp_path, capsys, monkeypatch):
+    """An interrupted run of the same config under another optax left checkpoints: refused
+    (exit 2) naming the version and the remedy (those versions, or --force), not "rerun that
+    exact command", which would meet the same refusal."""
+    _forbid_computation(monkeypatch)
+    path = config_file(tmp_path)
+    identity = experiment_identity(load_config(path))
+    identity["versions"]["optax"] = "0.2.4-other"
+    dead = tmp_path / "out.partial-999999999-0"
+    mark_as_ours(dead)
+    (dead / "checkpoint").mkdir()
+    (dead / "checkpoint" / "experiment.json").write_text(json.dumps(identity))
+    code, err = run_cli(["run", str(path), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "this experiment under other versions" in err
+    assert "versions.optax: '0.2.4-other' (checkpoint)" in err
+    assert "install the versions it ran with" in err and "--force" in err
+    assert "rerun that exact command" not in err and dead.exists()
 
 
 @row("X5")

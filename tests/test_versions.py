@@ -95,3 +95,28 @@ def test_importing_stabl_jax_checks_the_installed_versions(tmp_path):
     assert done.stderr.strip().splitlines()[-1] == (
         "ImportError: stabl_jax needs chex >= 0.1.90 (found 0.1.86): pip install -U 'chex>=0.1.90'"
     )
+
+
+def test_a_checkpoint_written_under_another_optax_is_not_resumed(tmp_path, monkeypatch):
+    """optax steps the convex learners, so its release changes their bits (``bco_d2``'s
+    two-query StABL and FKM, ``docs/reliability.md``): the checkpoint's fingerprint records
+    it, and a run under another optax refuses the folder instead of mixing the two."""
+    from stabl_jax.io.checkpoints import (
+        CheckpointMismatch,
+        ExperimentCheckpoints,
+        experiment_identity,
+    )
+    from stabl_jax.kinds import load_config
+
+    config = load_config("bco_d2", runs=2)
+    folder = tmp_path / "checkpoint"
+    ExperimentCheckpoints(folder, experiment_identity(config))
+    installed = versions.installed_version
+
+    def other_optax(package: str) -> str | None:
+        return "0.2.3" if package == "optax" else installed(package)
+
+    monkeypatch.setattr(versions, "installed_version", other_optax)
+    found = re.escape(f"versions.optax: {installed('optax')!r} (checkpoint) != '0.2.3'")
+    with pytest.raises(CheckpointMismatch, match=found):
+        ExperimentCheckpoints(folder, experiment_identity(config))

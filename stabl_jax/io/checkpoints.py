@@ -32,8 +32,8 @@ naming it.
 An experiment keeps one folder per learner under ``<results>.partial-<id>/checkpoint/``
 (:class:`ExperimentCheckpoints`), next to an ``experiment.json`` that records what was being
 run (:func:`experiment_identity`: the resolved config without its chunk size, and the
-versions of stabl_jax, JAX, jaxlib and NumPy). A checkpoint whose fingerprint differs from
-the run asking for it is refused with :class:`CheckpointMismatch`, never silently mixed in.
+versions of stabl_jax, JAX, jaxlib, NumPy and optax). A checkpoint whose fingerprint differs
+from the run asking for it is refused with :class:`CheckpointMismatch`, never silently mixed in.
 """
 
 from __future__ import annotations

@@ -400,6 +400,11 @@ def _create_marked(folder: Path, run_id: str) -> int:
     return fd
 
 
+def _without_versions(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """An experiment's identity less the package versions (what it is, not what computed it)."""
+    return {key: value for key, value in identity.items() if key != "versions"}
+
+
 @dataclasses.dataclass
 class Resumed:
     """What :meth:`ResultsFolder.resume` took over.
@@ -577,16 +582,25 @@ class ResultsFolder:
                     else:
                         log(f"removed {path.name}: an older interrupted run of this experiment")
                 elif not force:
-                    what = (
-                        f"a different experiment ({checkpoints.describe_mismatch(found, identity)})"
-                        if found is not None
-                        else f"an experiment it cannot identify ({checkpoints.IDENTITY} is "
-                        "missing or unreadable and its checkpoints do not carry this "
-                        "experiment's fingerprint, or are damaged)"
-                    )
+                    remedy = "rerun that exact command to resume it"
+                    differ = "" if found is None else checkpoints.describe_mismatch(found, identity)
+                    if found is None:
+                        what = (
+                            f"an experiment it cannot identify ({checkpoints.IDENTITY} is "
+                            "missing or unreadable and its checkpoints do not carry this "
+                            "experiment's fingerprint, or are damaged)"
+                        )
+                    elif _without_versions(found) == _without_versions(identity):
+                        what = f"this experiment under other versions ({differ})"
+                        remedy = (
+                            f"install the versions it ran with ({checkpoints.IDENTITY} lists "
+                            "them) to resume it"
+                        )
+                    else:
+                        what = f"a different experiment ({differ})"
                     raise OutputError(
-                        f"{path} holds checkpoints of an interrupted run of {what}; rerun that "
-                        "exact command to resume it, or pass --force to discard it"
+                        f"{path} holds checkpoints of an interrupted run of {what}; {remedy}, "
+                        "or pass --force to discard it"
                     )
                 else:
                     log(f"discarded {path.name}: checkpoints of another experiment (--force)")
