@@ -29,22 +29,26 @@ freeing space resumes). See ``docs/reliability.md``.
 
 Exit status: 0 success, 2 usage or config error, a folder it may not use, a damaged
 checkpoint or a run that does not fit (``error: ...`` on stderr), 1 unexpected failure or a
-full disk, 130 interrupted.
+full disk, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; an interrupted run keeps its
+checkpoints either way).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import errno
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import tomllib
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +67,32 @@ from stabl_jax.simulate import available_memory_bytes
 
 DEFAULT_CONFIG = "figure1"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, a shell's status of a process SIGTERM ended
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a command runs (``kill PID``; a batch scheduler's time limit, which SLURM
+    sends before SIGKILL): handled as Ctrl-C is, so an interrupted run keeps its checkpoints
+    and says where; exit :data:`EXIT_TERMINATED`."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the block (Python runs signal handlers in the
+    main thread, between bytecodes: after the compiled chunk that is running returns); the
+    previous handler is put back after it. A call from another thread changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _PrintVersion(argparse.Action):
@@ -170,10 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         compile_cache.enable(cache)
-        return args.handler(args)
+        with _sigterm_interrupts():
+            return args.handler(args)
     except (ConfigError, OutputError, CheckpointMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Terminated:
+        print("error: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

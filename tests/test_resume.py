@@ -135,11 +135,22 @@ def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path
     assert summary["jax_config"]["JAX_PLATFORMS"] == os.environ.get("JAX_PLATFORMS")
 
 
+class _SigtermNotHandled(Exception):
+    """Raised by the test's own SIGTERM handler: ``cli.main`` did not install its own."""
+
+
+def _guard(signum, frame):
+    raise _SigtermNotHandled
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
 def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
-    config_path, reference, tmp_path, monkeypatch, capsys
+    stop, config_path, reference, tmp_path, monkeypatch, capsys
 ):
     """In-process: a KeyboardInterrupt after 20 chunks exits 130 and keeps the partial folder
-    (same pid on the rerun: it is set aside and taken over, not deleted)."""
+    (same pid on the rerun: it is set aside and taken over, not deleted); a SIGTERM there (a
+    scheduler's time limit) does the same, exit 143, and the handler before the call is put
+    back after it (this test's own, which would fail the test if SIGTERM reached it)."""
     saves = {"n": 0}
     original = checkpoint.ChunkCheckpoint.save
 
@@ -147,14 +158,24 @@ def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
         original(self, *args, **kwargs)
         saves["n"] += 1
         if saves["n"] == 20:
-            raise KeyboardInterrupt
+            if stop == "ctrl-c":
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), signal.SIGTERM)
 
     out = tmp_path / "out"
     args = ["run", str(config_path), "--out", str(out), "--no-progress"]
     monkeypatch.setattr(checkpoint.ChunkCheckpoint, "save", interrupting_save)
-    assert cli.main(args) == 130
+    previous = signal.signal(signal.SIGTERM, _guard)
+    try:
+        code = cli.main(args)
+        assert signal.getsignal(signal.SIGTERM) is _guard
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == {"ctrl-c": 130, "sigterm": 143}[stop]
     err = capsys.readouterr().err
     assert "checkpoints kept" in err and "run the same command again to resume" in err
+    last = {"ctrl-c": "error: interrupted", "sigterm": "error: terminated (SIGTERM)"}[stop]
+    assert err.strip().splitlines()[-1] == last
     (partial,) = tmp_path.glob("out.partial-*")
     assert _state_t0([partial], "uniform") == 20 * 8
 
