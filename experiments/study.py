@@ -18,7 +18,11 @@ resumes where it stopped; a complete folder run with other settings (``--runs``,
 written out is no other setting) is refused before any point runs; with ``--jobs k``, up to
 ``k`` folders run at once as ``python -m stabl_jax`` processes, as many as fit beside each
 other in the memory available at the start (each point's estimate is the one ``stabl-jax
-run`` checks; a point that would not fit waits for the running ones).
+run`` checks; a point that would not fit waits for the running ones). A point that fails
+stops the study once the running ones finish: ``error: point <folder> failed with exit
+status N (...)``, exit 1, or 130 and 143 when it was interrupted (Ctrl-C, SIGTERM); the
+complete points and the interrupted one's checkpoints are kept, and the same command
+resumes.
 
 Then the analysis, from the folders alone:
 
@@ -369,6 +373,16 @@ def point_memory_bytes(
 T = TypeVar("T")
 
 
+class PointFailed(RuntimeError):
+    """A point's ``stabl-jax run`` ended with a non-zero exit status ``code`` (its message is
+    on stderr, or in ``log`` for ``--jobs`` > 1)."""
+
+    def __init__(self, name: str, code: int, log: Path | None) -> None:
+        where = "its message is above" if log is None else f"its output is in {log}"
+        super().__init__(f"point {name} failed with exit status {code} ({where})")
+        self.code = code
+
+
 def run_within_memory(
     items: Sequence[tuple[str, int, T]],
     run_one: Callable[[T], float],
@@ -464,16 +478,18 @@ def run_points(
         folder, args = folder_args
         start = time.perf_counter()
         print(f"[study] {folder.name}: stabl-jax {' '.join(args)}", flush=True)
+        log_file = None
         if jobs == 1:
             code = cli.main(args)
         else:
-            with open(out / f"{folder.name}.log", "w", encoding="utf-8") as log:
+            log_file = out / f"{folder.name}.log"
+            with open(log_file, "w", encoding="utf-8") as log:
                 command = [sys.executable, "-m", "stabl_jax", *args]
                 code = subprocess.run(
                     command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
                 ).returncode
         if code != 0:
-            raise RuntimeError(f"point {folder.name} failed with exit status {code}")
+            raise PointFailed(folder.name, code, log_file)
         seconds = time.perf_counter() - start
         print(f"[study] {folder.name}: done in {seconds:.0f} s", flush=True)
         return seconds
@@ -1279,11 +1295,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             import jax
 
             jax.config.update("jax_platforms", "cpu")
+        resume = "the complete points are kept, and the same command resumes the study"
         try:
             run_points(plan, out, **point, jobs=args.jobs, force=args.force)
         except ValueError as exc:  # a bad --set (ConfigError) or a point that cannot fit
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except PointFailed as exc:  # 130 and 143: the point was interrupted (Ctrl-C, SIGTERM)
+            print(f"error: {exc}; {resume}", file=sys.stderr)
+            return exc.code if exc.code in (130, 143) else 1
+        except KeyboardInterrupt:  # Ctrl-C here, between points or while --jobs wait
+            print(f"error: interrupted; {resume}", file=sys.stderr)
+            return 130
     from stabl_jax.io.results import is_complete
 
     points = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from pathlib import Path
@@ -404,6 +405,56 @@ def test_the_study_refuses_points_that_cannot_fit_before_running_any(tmp_path):
     config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
     estimate = study.point_memory_bytes("geometric", 300, study._BASELINES, 1000, 0, sets)
     assert estimate == estimate_resources(config).memory_bytes > 2**30
+
+
+@pytest.mark.parametrize(("code", "status"), [(1, 1), (2, 1), (130, 130), (143, 143)])
+def test_a_failed_or_interrupted_point_stops_the_study_with_one_line(
+    code, status, tmp_path, capsys, monkeypatch
+):
+    """A point's non-zero exit stops the study at that point: one line naming it and its
+    status (no traceback), exit 1, or the point's own 130 or 143 when it was interrupted
+    (Ctrl-C, SIGTERM), so that a scheduler sees the interruption."""
+    from stabl_jax import cli
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cli, "main", lambda args: calls.append(args) or code)
+    args = ["--out", str(tmp_path / "study"), "--runs", "4", "--adversaries", "geometric"]
+    args += ["--arms", "3", "5", "--learners", "uniform", "--set", "horizon=256"]
+    args += ["--set", "sa_windows=[32,64,128,256]", "--table-windows", "64", "128"]
+    assert study.main(args) == status
+    err = capsys.readouterr().err
+    assert len(calls) == 1  # the second point never started
+    assert err.strip().splitlines()[-1] == (
+        f"error: point geometric-n3-custom failed with exit status {code} (its message is "
+        "above); the complete points are kept, and the same command resumes the study"
+    )
+    assert "Traceback" not in err
+
+
+def test_a_failed_point_run_as_a_process_names_its_log(tmp_path, monkeypatch):
+    """With ``--jobs`` > 1 the point's output is in ``<out>/<point>.log``: the error names it."""
+
+    class Done:
+        returncode = 143
+
+    monkeypatch.setattr(study.subprocess, "run", lambda *args, **kwargs: Done())
+    plan = study.default_plan(["geometric"], [3], ["uniform"])
+    out = tmp_path / "study"
+    log = out / "geometric-n3-custom.log"
+    named = re.escape(
+        f"point geometric-n3-custom failed with exit status 143 (its output is in {log})"
+    )
+    with pytest.raises(study.PointFailed, match=named) as failed:
+        study.run_points(
+            plan,
+            out,
+            runs=4,
+            seed=0,
+            sets=["horizon=256", "sa_windows=[32]"],
+            jobs=2,
+            budget_bytes=2**40,
+        )
+    assert failed.value.code == 143 and log.exists()
 
 
 def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
