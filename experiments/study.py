@@ -8,7 +8,8 @@
 
 Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
 ``configs/study_<adversary><suffix>.toml`` with ``--set env.num_arms=n --set learners=[...]``
-(the group's learners, :data:`PLAN`; or ``--learners`` for all points), written to
+(the group's learners, :data:`PLAN`; or ``--learners`` for all points; a ``--set`` of a key
+the study sets, :data:`POINT_KEYS`, is refused, naming the flag to use), written to
 ``<out>/<adversary>-n<n>-<group>/`` (a normal results folder; its ``traces.npz`` holds every
 run's SA(L) as ``<learner>/sa_expected``, ``(R, len(L))``). The groups of a point share the
 config and seed, hence the environment draws: they are merged for the analysis (checked). A
@@ -312,6 +313,31 @@ def point_overrides(n: int, learners: Sequence[str], sets: Sequence[str]) -> lis
     """The ``--set`` values of one point: its number of arms, its learners, then ``sets``."""
     names = ",".join(f'"{name}"' for name in learners)
     return [f"env.num_arms={n}", f"learners=[{names}]", *sets]
+
+
+#: The keys the study sets for each point, and the flag that sets them: a ``--set`` of one of
+#: them (or of the ``env`` table, which holds ``num_arms``) is refused.
+POINT_KEYS: dict[tuple[str, ...], str] = {
+    ("env",): "--arms (a point's env.num_arms)",
+    ("env", "num_arms"): "--arms",
+    ("learners",): "--learners or --groups",
+    ("runs",): "--runs",
+    ("seed",): "--seed",
+}
+
+
+def check_sets(sets: Sequence[str]) -> None:
+    """Raise ``ValueError`` for a ``--set`` of a key the study sets for each point
+    (:data:`POINT_KEYS`), naming the flag to use instead, or a malformed one."""
+    from stabl_jax.io.configs import parse_override
+
+    for text in sets:
+        keys = parse_override(text)[0]
+        if keys in POINT_KEYS:
+            raise ValueError(
+                f"--set {text}: the study sets {'.'.join(keys)} for each point; use "
+                f"{POINT_KEYS[keys]}"
+            )
 
 
 def point_config_path(adversary: str, config_suffix: str = "") -> Path:
@@ -1253,6 +1279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     learners = args.learners.split(",") if args.learners else None
     try:
         distinct("--learners", learners or ())
+        check_sets(args.sets)
     except ValueError as exc:
         parser.error(str(exc))
     out = Path(args.out)

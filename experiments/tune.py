@@ -9,6 +9,8 @@ grid (``points x runs_per_point`` runs, params with a leading runs axis: one com
 program). The objective is the mean reward ``1 - l_t(x_t)`` over all rounds and runs. The
 sweep uses ``jax.random.key(config.seed + TUNING_SEED_OFFSET)``: a different root key from the
 reported runs' ``jax.random.key(config.seed)``, hence independent environment draws.
+``--set`` overrides the config, except ``runs`` and ``params``, which the sweep does not read
+(:data:`UNREAD`: ``--runs-per-point`` and ``--grid`` set them); those are refused.
 
 Writes ``configs/<name>[_reward]_tuned.toml`` (the config plus ``[params.<learner>]`` tables
 with the chosen scales) and ``results/tune-<name>/sweep.json`` (every grid point's score and its 95%
@@ -31,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.io.configs import resolve_config
+from stabl_jax.io.configs import parse_override, resolve_config
 from stabl_jax.io.results import (
     OutputError,
     environment_info,
@@ -202,6 +204,14 @@ def tuned_toml(source: Path, name: str, chosen: dict[str, dict[str, float]], fee
     return "\n".join(lines)
 
 
+#: The config keys the sweep does not read, with what sets them instead: a ``--set`` of one
+#: (or inside one) would be recorded in ``sweep.json``'s config but not used.
+UNREAD: dict[str, str] = {
+    "runs": "--runs-per-point (the runs at each grid point)",
+    "params": "--grid FIELD=VALUE (each learner is swept from its default params)",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
@@ -227,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         source = Path(resolve_config(args.config))
         config = load_config(source, overrides=args.set)
         check_grids(config, grids)
+        for text in args.set:
+            top = parse_override(text)[0][0]
+            if top in UNREAD:
+                raise ValueError(f"--set {text}: the sweep does not read {top}; use {UNREAD[top]}")
     except ValueError as exc:  # ConfigError: a config or --set it cannot use; a grid value
         parser.error(str(exc))
     base = config.name + ("_reward" if config.feedback == "reward" else "")

@@ -31,8 +31,12 @@ def curves():
 
 
 def _run(out: Path, learners: str, *extra: str) -> Path:
+    """``stabl-jax run`` of the tiny config; ``extra`` overrides replace TINY's of their key
+    (a key set twice is refused)."""
     args = ["run", str(ROOT / "configs" / "expert_advice_random.toml"), "--no-progress"]
-    for item in [*TINY, f"learners={learners}", *extra]:
+    replaced = {item.partition("=")[0] for item in extra}
+    tiny = [item for item in TINY if item.partition("=")[0] not in replaced]
+    for item in [*tiny, f"learners={learners}", *extra]:
         args += ["--set", item]
     assert cli.main([*args, "--out", str(out)]) == 0
     return out

@@ -1094,6 +1094,23 @@ def _(tmp_path):
         load_config(path, ["runs=0"])
 
 
+@row("C10b")
+def _(tmp_path, capsys, monkeypatch):
+    """A key overridden twice, or a table and a key inside it: the later override replaced the
+    earlier one silently (``--runs 5`` beside ``--set runs=3`` ran 5 runs)."""
+    path = config_file(tmp_path)
+    with raises(ConfigError, "runs is set twice ('runs=3' and 'runs=5')", "give it once"):
+        load_config(path, ["runs=3", "runs=5"])
+    with raises(ConfigError, "runs is set twice ('runs=3' and 'runs=5')"):
+        load_config(path, ["runs=3"], runs=5)
+    with raises(ConfigError, "env and env.num_arms are both set", "inside the table"):
+        load_config(path, ["env.num_arms=5", 'env={name="expert_advice", num_arms=3}'])
+    load_config(path, ["env.num_arms=5", "env.num_segments=2"], runs=5)  # apart: fine
+    _forbid_computation(monkeypatch)
+    code, err = run_cli(["run", str(path), "--runs", "5", "--set", "runs=3"], capsys)
+    assert code == 2 and "runs is set twice ('runs=3' and 'runs=5')" in err
+
+
 @row("C11")
 def _(tmp_path):
     """A value float32 cannot hold is reported as written, not as the inf or 0 it becomes."""

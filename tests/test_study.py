@@ -478,6 +478,12 @@ def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
         (["--bootstrap-seed", "-1"], "--bootstrap-seed must be an int >= 0, got -1"),
         (["--figure-prefix", "mine"], "--figure-prefix and --overwrite are for --figures"),
         (["--overwrite"], "--figure-prefix and --overwrite are for --figures: give --figures"),
+        # a key the study sets per point: it ran every point at 7 arms, analysed as n = 3
+        (["--set", "env.num_arms=7"], "--set env.num_arms=7: the study sets env.num_arms for"),
+        (["--set", 'env={name="expert_advice"}'], "sets env for each point; use --arms"),
+        (["--set", 'learners=["exp3"]'], "sets learners for each point; use --learners or"),
+        (["--set", "runs=8"], "--set runs=8: the study sets runs for each point; use --runs"),
+        (["--set", "seed=1"], "--set seed=1: the study sets seed for each point; use --seed"),
     ],
 )
 def test_a_point_it_cannot_run_or_tabulate_is_refused_before_any_runs(

@@ -45,7 +45,7 @@ def test_a_tiny_sweep_writes_its_scores_command_and_code(tmp_path):
     command that made it and the code's commit (with the versions and device, as results
     folders record them); the tuned config holds the chosen scale."""
     argv = ["expert_advice_equal", "--set", 'learners=["exp3"]', "--set", "horizon=64"]
-    argv += ["--set", "runs=2", "--runs-per-point", "2", "--grid", "lr_scale=1,4"]
+    argv += ["--runs-per-point", "2", "--grid", "lr_scale=1,4"]
     argv += ["--grid", "gamma=0"]
     argv += ["--configs-dir", str(tmp_path / "configs"), "--out", str(tmp_path / "sweep")]
     assert TUNE["main"](argv) == 0
@@ -143,6 +143,14 @@ def test_a_config_it_did_not_write_is_never_replaced(tmp_path, capsys, no_sweep)
         (
             ["expert_advice_equal", "--grid", "gamma=0.5,2"],
             "--grid gamma: 2 outside exp3_uniform's range [0, 1] of gamma",
+        ),
+        (  # read by no sweep, but written into sweep.json's config as if it had been
+            ["expert_advice_equal", "--set", "runs=100"],
+            "--set runs=100: the sweep does not read runs; use --runs-per-point",
+        ),
+        (
+            ["expert_advice_equal", "--set", "params.stabl.meta_lr_scale=4"],
+            "--set params.stabl.meta_lr_scale=4: the sweep does not read params; use --grid",
         ),
         (  # no learner has gamma: the sweep ran and ignored the grid
             ["expert_advice_equal", "--set", 'learners=["uniform","stabl"]', "--grid", "gamma=0.5"],

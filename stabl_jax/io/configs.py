@@ -125,7 +125,8 @@ def read_config(
         after ``overrides``; ``None`` values are skipped.
 
     Raises:
-      ConfigError: no such file or config, unreadable file, bad TOML, malformed override.
+      ConfigError: no such file or config, unreadable file, bad TOML, malformed override, a
+        key set twice (or a table and a key inside it).
     """
     path = resolve_config(name_or_path)
     source = str(path)
@@ -137,11 +138,35 @@ def read_config(
         raise ConfigError(f"{source}: cannot read config: {exc}") from None
     parsed = [parse_override(text) for text in overrides]
     parsed += [((key,), value) for key, value in sets.items() if value is not None]
+    labels = tuple(overrides) + tuple(f"{k}={v!r}" for k, v in sets.items() if v is not None)
+    _check_overrides_apart([keys for keys, _ in parsed], labels)
     for keys, value in parsed:
         _apply_override(raw, keys, value, source)
-    labels = tuple(overrides) + tuple(f"{k}={v!r}" for k, v in sets.items() if v is not None)
     overridden = frozenset(".".join(keys) for keys, _ in parsed)
     return ConfigDocument(raw, source, Path(path.name).stem, labels, overridden)
+
+
+def _check_overrides_apart(keys: Sequence[tuple[str, ...]], labels: Sequence[str]) -> None:
+    """Refuse two overrides of one key, or of a table and a key inside it (``env`` and
+    ``env.num_arms``): the later one would silently replace the earlier, so which value ran
+    would hang on their order (``--set runs=3`` beside ``runs=5`` from ``--runs 5``)."""
+    for i, first in enumerate(keys):
+        for j in range(i + 1, len(keys)):
+            second = keys[j]
+            shorter, longer = sorted((first, second), key=len)
+            if longer[: len(shorter)] != shorter:
+                continue
+            pair = f"{labels[i]!r} and {labels[j]!r}"
+            if first == second:
+                raise ConfigError(
+                    f"{'.'.join(first)} is set twice ({pair}): the second would silently "
+                    "replace the first; give it once"
+                )
+            raise ConfigError(
+                f"{'.'.join(shorter)} and {'.'.join(longer)} are both set ({pair}): the table "
+                f"would replace the key or the key change the table; set {'.'.join(longer)} "
+                f"inside the table, or give one of them"
+            )
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
