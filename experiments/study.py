@@ -263,14 +263,20 @@ def default_plan(
 ) -> Plan:
     """``{(adversary, n, group): learners}``: :data:`PLAN` restricted to ``adversaries``,
     ``arms`` and ``groups`` (``None``: all), or, with ``learners`` given, those learners at
-    every ``(adversary, n)`` in one group ``"custom"``. With ``merge``, the groups of a point
-    become one group ``"all"`` (one run, one SA(L) pass)."""
+    every ``(adversary, n)`` in one group ``"custom"`` (then ``groups`` and ``merge``, which
+    it would ignore, raise ``ValueError``). With ``merge``, the groups of a point become one
+    group ``"all"`` (one run, one SA(L) pass)."""
     from stabl_jax.registry import LEARNERS
 
     for adversary in adversaries:
         if adversary not in ADVERSARIES:
             raise ValueError(f"adversary must be one of {sorted(ADVERSARIES)}, got {adversary!r}")
     if learners is not None:
+        if groups is not None or merge:
+            raise ValueError(
+                "--groups and --merge-groups choose among the study's planned groups, and "
+                "--learners runs one group of its own at every point: give one or the other"
+            )
         missing = [name for name in learners if name not in LEARNERS]
         if missing:
             raise ValueError(f"unknown learners {missing}; choose from {sorted(LEARNERS)}")

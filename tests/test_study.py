@@ -514,11 +514,19 @@ def test_a_point_it_cannot_run_or_tabulate_is_refused_before_any_runs(
     [
         (["--arms", "1"], "--arms 1: the study has points at n in [10, 30, 100, 300]"),
         (["--groups", "base", "extra"], "--groups: unknown ['extra']"),
+        # --learners ran its own group and ignored these
+        (["--learners", "uniform", "--groups", "base"], "--learners runs one group of its own"),
+        (["--learners", "uniform", "--merge-groups"], "give one or the other"),
     ],
 )
-def test_a_selection_outside_the_plan_is_refused(tmp_path, capsys, extra, message):
+def test_a_selection_outside_the_plan_is_refused(tmp_path, capsys, monkeypatch, extra, message):
     """It selected no point: the study ran nothing and ended with exit 1 ("no complete point
-    to analyse")."""
+    to analyse"); or, with --learners, it ran that group and ignored --groups."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a point ran although the command should have failed")
+
+    monkeypatch.setattr(study, "run_points", boom)
     with pytest.raises(SystemExit) as stop:
         study.main(["--out", str(tmp_path / "out"), *extra])
     assert stop.value.code == 2 and message in capsys.readouterr().err
