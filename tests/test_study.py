@@ -416,7 +416,7 @@ def test_a_failed_or_interrupted_point_stops_the_study_with_one_line(
     (Ctrl-C, SIGTERM), so that a scheduler sees the interruption."""
     from stabl_jax import cli
 
-    calls: list[list[str]] = []
+    calls = []
     monkeypatch.setattr(cli, "main", lambda args: calls.append(args) or code)
     args = ["--out", str(tmp_path / "study"), "--runs", "4", "--adversaries", "geometric"]
     args += ["--arms", "3", "5", "--learners", "uniform", "--set", "horizon=256"]
