@@ -1328,18 +1328,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             import jax
 
             jax.config.update("jax_platforms", "cpu")
+        from stabl_jax.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_TERMINATED
+
         resume = "the complete points are kept, and the same command resumes the study"
         try:
             run_points(plan, out, **point, jobs=args.jobs, force=args.force)
         except ValueError as exc:  # a bad --set (ConfigError) or a point that cannot fit
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except PointFailed as exc:  # 130 and 143: the point was interrupted (Ctrl-C, SIGTERM)
+        except PointFailed as exc:  # the point's own status when it was interrupted
             print(f"error: {exc}; {resume}", file=sys.stderr)
-            return exc.code if exc.code in (130, 143) else 1
+            return exc.code if exc.code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else EXIT_FAILURE
         except KeyboardInterrupt:  # Ctrl-C here, between points or while --jobs wait
             print(f"error: interrupted; {resume}", file=sys.stderr)
-            return 130
+            return EXIT_INTERRUPTED
     from stabl_jax.io.results import is_complete
 
     points = {}
