@@ -23,7 +23,10 @@ run`` checks; a point that would not fit waits for the running ones). A point th
 stops the study once the running ones finish: ``error: point <folder> failed with exit
 status N (...)``, exit 1, or 130 and 143 when it was interrupted (Ctrl-C, SIGTERM); the
 complete points and the interrupted one's checkpoints are kept, and the same command
-resumes.
+resumes. Ctrl-C or SIGTERM reaching the study itself (the points of ``--jobs k`` run in
+sessions of their own, so a terminal's Ctrl-C reaches the study alone) is passed on once to
+every running point, which keeps its checkpoints and stops; no point starts after it, and
+the study exits 130 or 143 once they have stopped.
 
 Then the analysis, from the folders alone:
 
@@ -51,8 +54,10 @@ import argparse
 import concurrent.futures
 import json
 import math
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -422,12 +427,16 @@ def run_within_memory(
     jobs: int,
     budget_bytes: int,
     say: Callable[[str], None] = print,
+    stop: Callable[[KeyboardInterrupt], None] | None = None,
 ) -> dict[str, float]:
     """Run ``items`` (``(name, estimated bytes, argument)``, in order) with ``run_one``, at most
     ``jobs`` at once and never more than ``budget_bytes`` of estimates at once: an item waits
     until the running ones leave room for it (items behind it that fit may start first).
     Raises ``ValueError`` before running anything when an item alone exceeds the budget; the
-    first exception of ``run_one`` is raised once the running items have finished.
+    first exception of ``run_one`` is raised once the running items have finished. A
+    ``KeyboardInterrupt`` while items run (Ctrl-C; SIGTERM under
+    :func:`stabl_jax.cli.sigterm_interrupts`) starts nothing more, calls ``stop`` with it (to
+    end the running items early) and is raised once they have returned.
     Returns ``{name: run_one's result}``."""
     too_large = [(name, need) for name, need, _ in items if need > budget_bytes]
     if too_large:
@@ -443,30 +452,35 @@ def run_within_memory(
     waiting: set[str] = set()
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         running: dict[concurrent.futures.Future, tuple[str, int]] = {}
-        while pending or running:
-            used = sum(need for _, need in running.values())
-            for item in list(pending):
-                name, need, argument = item
-                if len(running) >= jobs:
-                    break
-                if used + need <= budget_bytes:
-                    pending.remove(item)
-                    running[pool.submit(run_one, argument)] = (name, need)
-                    used += need
-            if pending and len(running) < jobs and pending[0][0] not in waiting:
-                waiting.add(pending[0][0])
-                say(f"[study] {pending[0][0]}: waits for memory ({len(running)} running)")
-            done, _ = concurrent.futures.wait(
-                running, return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            for future in done:
-                name, _ = running.pop(future)
-                error = future.exception()
-                if error is not None:
-                    pending.clear()  # start nothing more; let the running ones finish
-                    concurrent.futures.wait(running)
-                    raise error
-                results[name] = future.result()
+        try:
+            while pending or running:
+                used = sum(need for _, need in running.values())
+                for item in list(pending):
+                    name, need, argument = item
+                    if len(running) >= jobs:
+                        break
+                    if used + need <= budget_bytes:
+                        pending.remove(item)
+                        running[pool.submit(run_one, argument)] = (name, need)
+                        used += need
+                if pending and len(running) < jobs and pending[0][0] not in waiting:
+                    waiting.add(pending[0][0])
+                    say(f"[study] {pending[0][0]}: waits for memory ({len(running)} running)")
+                done, _ = concurrent.futures.wait(
+                    running, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                for future in done:
+                    name, _ = running.pop(future)
+                    error = future.exception()
+                    if error is not None:
+                        pending.clear()  # start nothing more; let the running ones finish
+                        concurrent.futures.wait(running)
+                        raise error
+                    results[name] = future.result()
+        except KeyboardInterrupt as interrupt:
+            if stop is not None:
+                stop(interrupt)
+            raise  # leaving the pool waits for the running items
     return results
 
 
@@ -506,6 +520,14 @@ def run_points(
         args += ["--force"] if force else []
         todo.append((folder, args, (adversary, n, learners)))
 
+    # With jobs > 1, the points' processes running now and the signal that stopped the study.
+    # Each runs in a session of its own, so that a terminal's Ctrl-C reaches the study alone,
+    # which passes it (or a SIGTERM it received) on once to every running point: each keeps
+    # its checkpoints and exits 130 or 143, and no point starts after it.
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    stopped_by: list[signal.Signals] = []
+    lock = threading.Lock()
+
     def one(folder_args: tuple[Path, list[str]]) -> float:
         folder, args = folder_args
         start = time.perf_counter()
@@ -515,11 +537,20 @@ def run_points(
             code = cli.main(args)
         else:
             log_file = out / f"{folder.name}.log"
-            with open(log_file, "w", encoding="utf-8") as log:
-                command = [sys.executable, "-m", "stabl_jax", *args]
-                code = subprocess.run(
-                    command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-                ).returncode
+            with lock:
+                if stopped_by:  # the study was interrupted as this point was about to start
+                    raise PointFailed(folder.name, 128 + stopped_by[0], None)
+                with open(log_file, "w", encoding="utf-8") as log:
+                    processes[folder.name] = subprocess.Popen(
+                        [sys.executable, "-m", "stabl_jax", *args],
+                        cwd=ROOT,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+            code = processes[folder.name].wait()
+            with lock:
+                del processes[folder.name]
         if code != 0:
             raise PointFailed(folder.name, code, log_file)
         seconds = time.perf_counter() - start
@@ -540,8 +571,17 @@ def run_points(
         )
         for folder, args, (adversary, n, learners) in todo
     ]
+
+    def stop(interrupt: KeyboardInterrupt) -> None:
+        with lock:
+            stopped_by.append(
+                signal.SIGTERM if isinstance(interrupt, cli.Terminated) else signal.SIGINT
+            )
+            for process in processes.values():
+                process.send_signal(stopped_by[0])
+
     say = lambda line: print(line, flush=True)  # noqa: E731
-    return run_within_memory(items, one, jobs=jobs, budget_bytes=budget_bytes, say=say)
+    return run_within_memory(items, one, jobs=jobs, budget_bytes=budget_bytes, say=say, stop=stop)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1328,18 +1368,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             import jax
 
             jax.config.update("jax_platforms", "cpu")
-        from stabl_jax.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_TERMINATED
+        from stabl_jax.cli import (
+            EXIT_FAILURE,
+            EXIT_INTERRUPTED,
+            EXIT_TERMINATED,
+            Terminated,
+            sigterm_interrupts,
+        )
 
         resume = "the complete points are kept, and the same command resumes the study"
         try:
-            run_points(plan, out, **point, jobs=args.jobs, force=args.force)
+            with sigterm_interrupts():
+                run_points(plan, out, **point, jobs=args.jobs, force=args.force)
         except ValueError as exc:  # a bad --set (ConfigError) or a point that cannot fit
             print(f"error: {exc}", file=sys.stderr)
             return 2
         except PointFailed as exc:  # the point's own status when it was interrupted
             print(f"error: {exc}; {resume}", file=sys.stderr)
             return exc.code if exc.code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else EXIT_FAILURE
-        except KeyboardInterrupt:  # Ctrl-C here, between points or while --jobs wait
+        except Terminated:  # SIGTERM here, between points or while --jobs processes run
+            print(f"error: terminated (SIGTERM); {resume}", file=sys.stderr)
+            return EXIT_TERMINATED
+        except KeyboardInterrupt:  # Ctrl-C here, between points or while --jobs processes run
             print(f"error: interrupted; {resume}", file=sys.stderr)
             return EXIT_INTERRUPTED
     from stabl_jax.io.results import is_complete

@@ -77,14 +77,19 @@ class Terminated(KeyboardInterrupt):
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
+    # Once: a second SIGTERM (a scheduler signals every process of a job, and
+    # experiments/study.py forwards its own to its points) must not break off the first's
+    # handling, which keeps the checkpoints. SIGKILL still ends the process at once.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` in the block (Python runs signal handlers in the
-    main thread, between bytecodes: after the compiled chunk that is running returns); the
-    previous handler is put back after it. A call from another thread changes nothing."""
+def sigterm_interrupts() -> Iterator[None]:
+    """The first SIGTERM raises :class:`Terminated` in the block (Python runs signal handlers
+    in the main thread, between bytecodes: after the compiled chunk that is running returns)
+    and later ones are ignored; the previous handler is put back after the block. A call from
+    another thread changes nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -200,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         compile_cache.enable(cache)
-        with _sigterm_interrupts():
+        with sigterm_interrupts():
             return args.handler(args)
     except (ConfigError, OutputError, CheckpointMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)

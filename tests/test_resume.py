@@ -187,6 +187,31 @@ def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
     assert_same_results(out, reference)
 
 
+def test_a_second_sigterm_does_not_break_off_the_first():
+    """A scheduler signals every process of a job, and ``experiments/study.py`` passes its own
+    SIGTERM on to its points: a second SIGTERM while the first is handled (the checkpoints
+    kept, the message printed) is ignored; the handler before the block is back after it."""
+    handled = []
+    previous = signal.signal(signal.SIGTERM, _guard)
+    try:
+        with cli.sigterm_interrupts():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(500):  # Python runs the handler between bytecodes
+                    time.sleep(0.01)
+            except cli.Terminated:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(20):
+                    time.sleep(0.01)
+                handled.append("first")
+        assert signal.getsignal(signal.SIGTERM) is _guard
+    except cli.Terminated:
+        pytest.fail("the second SIGTERM broke off the handling of the first")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert handled == ["first"]
+
+
 # --------------------------------------------------------------------------------------------
 # Memory: the outputs are held once, in a fresh run and in a resumed one
 # --------------------------------------------------------------------------------------------

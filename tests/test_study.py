@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import signal
 import threading
 import time
 from pathlib import Path
@@ -435,9 +436,13 @@ def test_a_failed_point_run_as_a_process_names_its_log(tmp_path, monkeypatch):
     """With ``--jobs`` > 1 the point's output is in ``<out>/<point>.log``: the error names it."""
 
     class Done:
-        returncode = 143
+        def __init__(self, *args, **kwargs):
+            pass
 
-    monkeypatch.setattr(study.subprocess, "run", lambda *args, **kwargs: Done())
+        def wait(self):
+            return 143
+
+    monkeypatch.setattr(study.subprocess, "Popen", Done)
     plan = study.default_plan(["geometric"], [3], ["uniform"])
     out = tmp_path / "study"
     log = out / "geometric-n3-custom.log"
@@ -455,6 +460,65 @@ def test_a_failed_point_run_as_a_process_names_its_log(tmp_path, monkeypatch):
             budget_bytes=2**40,
         )
     assert failed.value.code == 143 and log.exists()
+
+
+class _SignalReachedTheTest(Exception):
+    """Raised by the test's own SIGTERM handler: the study did not install its own."""
+
+
+def _guard(signum, frame):
+    raise _SignalReachedTheTest
+
+
+@pytest.mark.parametrize(
+    ("signum", "status", "message"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+)
+def test_an_interrupted_study_passes_the_signal_on_to_its_running_points(
+    signum, status, message, tmp_path, capsys, monkeypatch
+):
+    """``--jobs 2``, three points: Ctrl-C or SIGTERM reaching the study while two points run
+    (in sessions of their own, out of the terminal's reach) is passed on once to each; the
+    third never starts; the study waits for the two to stop (each keeps its checkpoints and
+    exits 130 or 143), prints one line and exits with the signal's status; SIGTERM's handler
+    before the call is back after it."""
+    points = []
+
+    class Point:
+        """A point's ``stabl-jax run``: runs until it gets a signal, then exits 128 + it."""
+
+        def __init__(self, command, **kwargs):
+            self.options, self.signals, self.stopped = kwargs, [], threading.Event()
+            points.append(self)
+            if len(points) == 2:  # both running: the signal reaches the study
+                signal.pthread_kill(threading.main_thread().ident, signum)
+
+        def send_signal(self, sent):
+            self.signals.append(sent)
+            self.stopped.set()
+
+        def wait(self):
+            assert self.stopped.wait(60), "the point was never signalled"
+            return 128 + self.signals[0]
+
+    monkeypatch.setattr(study.subprocess, "Popen", Point)
+    args = ["--out", str(tmp_path / "study"), "--runs", "4", "--adversaries", "geometric"]
+    args += ["--arms", "3", "5", "7", "--learners", "uniform", "--set", "horizon=256"]
+    args += ["--set", "sa_windows=[32,64,128,256]", "--table-windows", "64", "128"]
+    args += ["--jobs", "2"]
+    previous = signal.signal(signal.SIGTERM, _guard)
+    try:
+        assert study.main(args) == status
+        assert signal.getsignal(signal.SIGTERM) is _guard
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(points) == 2  # the third point never started
+    for point in points:
+        assert point.signals == [signum] and point.options["start_new_session"] is True
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        f"error: {message}; the complete points are kept, and the same command resumes the study"
+    )
 
 
 def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
