@@ -320,22 +320,71 @@ def adaptive_regret(
 
 
 def segment_ids(carry: RunCarry, horizon: int) -> np.ndarray:
-    """``(R, T)`` int segment index of every round of every run."""
+    """``(R, T)`` segment index of every round of every run, in the smallest unsigned integer
+    type that holds the number of segments (one byte for up to 256)."""
     points = np.asarray(carry.env_params.change_points)
     if points.ndim == 1:
         points = points[None]
     ts = np.arange(horizon)
-    return np.stack([np.searchsorted(p, ts, side="right") for p in points])
+    ids = np.empty((points.shape[0], horizon), np.min_scalar_type(points.shape[-1]))
+    for run, run_points in enumerate(points):
+        ids[run] = np.searchsorted(run_points, ts, side="right")
+    return ids
 
 
-def per_segment_mean(values: np.ndarray, segments: np.ndarray, num_segments: int) -> np.ndarray:
-    """``(R, S)`` mean of ``values`` ``(R, T)`` over each run's segments (NaN if empty)."""
+#: The float64 temporaries of :func:`row_means`, :func:`per_segment_mean` and
+#: :func:`moving_mean_ci` are of blocks of rows of about this many bytes, whatever ``R``.
+BLOCK_BYTES = 32 * 2**20
+
+Transform = Callable[[np.ndarray], np.ndarray]
+
+
+def _float_blocks(
+    values: np.ndarray, of: Transform | None, memory_bytes: int
+) -> Iterable[tuple[slice, np.ndarray]]:
+    """Yield ``(rows, of(values[rows] as float64))`` over blocks of rows of ``(R, T)``
+    ``values``, each block about ``memory_bytes`` as float64."""
+    num_rows, width = values.shape[0], max(1, int(np.prod(values.shape[1:])))
+    step = max(1, memory_bytes // (8 * width))
+    for start in range(0, num_rows, step):
+        rows = slice(start, min(start + step, num_rows))
+        block = np.asarray(values[rows], np.float64)
+        yield rows, block if of is None else of(block)
+
+
+def row_means(
+    values: np.ndarray, of: Transform | None = None, *, memory_bytes: int = BLOCK_BYTES
+) -> np.ndarray:
+    """``(R,)`` mean over the rounds of each row of ``of(values)`` (``values`` ``(R, T)``,
+    taken as float64; ``of`` maps a float64 block of rows elementwise, e.g. ``lambda loss: 1
+    - loss``): the numbers of ``of(values.astype(np.float64)).mean(axis=1)``, computed in
+    blocks of rows of about ``memory_bytes``."""
+    out = np.empty(values.shape[0])
+    for rows, block in _float_blocks(values, of, memory_bytes):
+        out[rows] = block.mean(axis=1)
+    return out
+
+
+def per_segment_mean(
+    values: np.ndarray,
+    segments: np.ndarray,
+    num_segments: int,
+    of: Transform | None = None,
+    *,
+    memory_bytes: int = BLOCK_BYTES,
+) -> np.ndarray:
+    """``(R, S)`` mean of ``of(values)`` (``values`` ``(R, T)`` taken as float64; ``of`` as in
+    :func:`row_means`) over each run's segments (``segments`` ``(R, T)``,
+    :func:`segment_ids`); NaN where a run has no round of a segment. Computed in blocks of
+    rows of about ``memory_bytes``."""
     out = np.full((values.shape[0], num_segments), np.nan)
-    for s in range(num_segments):
-        mask = segments == s
-        counts = mask.sum(axis=1)
-        sums = np.where(mask, values, 0.0).sum(axis=1)
-        out[:, s] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    for rows, block in _float_blocks(values, of, memory_bytes):
+        ids = segments[rows]
+        for s in range(num_segments):
+            mask = ids == s
+            counts = mask.sum(axis=1)
+            sums = np.where(mask, block, 0.0).sum(axis=1)
+            out[rows, s] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return out
 
 
@@ -348,6 +397,40 @@ def moving_average(values: np.ndarray, window: int) -> np.ndarray:
     idx = np.arange(1, x.shape[-1] + 1)
     lo = np.maximum(idx - window, 0)
     return (prefix[..., idx] - prefix[..., lo]) / (idx - lo)
+
+
+def moving_mean_ci(
+    values: np.ndarray,
+    window: int,
+    of: Transform | None = None,
+    *,
+    memory_bytes: int = BLOCK_BYTES,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mean_ci` over the runs (axis 0) of the :func:`moving_average` of every row of
+    ``of(values)`` (``values`` ``(R, T)`` taken as float64; ``of`` as in :func:`row_means`):
+    ``(T,)`` mean and half-width, computed in two passes (the mean, then the squared
+    deviations from it) over blocks of rows of about ``memory_bytes`` instead of on
+    ``(R, T)`` float64 copies. The sums over the runs are taken per block and the blocks'
+    sums added in order, so the numbers equal ``mean_ci(moving_average(of(values),
+    window))`` to float64 rounding (not bit for bit: that sums all runs at once).
+
+    Raises:
+      ValueError: ``values`` has no row (a mean of nothing).
+    """
+    window = checks.check_int("window", window, minimum=1)
+    num_runs = values.shape[0]
+    if num_runs == 0:
+        raise ValueError(f"moving_mean_ci needs at least one run, got shape {values.shape}")
+
+    def moving_blocks() -> Iterable[np.ndarray]:
+        for _, block in _float_blocks(values, of, memory_bytes):
+            yield moving_average(block, window)
+
+    mean = sum(block.sum(axis=0) for block in moving_blocks()) / num_runs
+    if num_runs < 2:
+        return mean, np.full_like(mean, np.nan)
+    squares = sum(((block - mean) ** 2).sum(axis=0) for block in moving_blocks())
+    return mean, Z_95 * np.sqrt(squares / (num_runs - 1)) / np.sqrt(num_runs)
 
 
 def mean_ci(values: np.ndarray, axis: int = 0) -> tuple[Any, Any]:

@@ -116,6 +116,76 @@ def test_per_segment_mean_and_ci():
     np.testing.assert_allclose(half, metrics.Z_95 * np.std([1, 2, 3, 4], ddof=1) / 2)
 
 
+def _reward(loss):
+    return 1.0 - loss
+
+
+@pytest.mark.parametrize("rows_per_block", [1, 7, 37])
+def test_the_means_in_blocks_of_runs_are_those_of_the_whole_array(rows_per_block):
+    """``row_means`` and ``per_segment_mean`` give the whole-array numbers bit for bit in any
+    blocks of runs (each run's sum is its own); ``moving_mean_ci`` those of
+    ``mean_ci(moving_average(...))`` bit for bit in one block and to float64 rounding in
+    several (the sums over runs are taken per block)."""
+    rng = np.random.default_rng(3)
+    values = rng.uniform(size=(37, 50)).astype(np.float32)
+    segments = rng.integers(0, 4, size=(37, 50)).astype(np.uint8)
+    whole = 1.0 - values.astype(np.float64)
+    block = rows_per_block * 50 * 8
+    np.testing.assert_array_equal(
+        metrics.row_means(values, _reward, memory_bytes=block), whole.mean(axis=1)
+    )
+    np.testing.assert_array_equal(
+        metrics.per_segment_mean(values, segments, 5, _reward, memory_bytes=block),
+        metrics.per_segment_mean(whole, segments.astype(np.int64), 5, memory_bytes=2**30),
+    )
+    mean, half = metrics.moving_mean_ci(values, 6, _reward, memory_bytes=block)
+    want_mean, want_half = metrics.mean_ci(metrics.moving_average(whole, 6), axis=0)
+    if rows_per_block == 37:
+        np.testing.assert_array_equal(mean, want_mean)
+        np.testing.assert_array_equal(half, want_half)
+    # 37 runs: each sum is within a few units of float64 rounding of the exact one
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(half, want_half, rtol=1e-12, atol=0)
+    one_mean, one_half = metrics.moving_mean_ci(values[:1], 6)
+    np.testing.assert_array_equal(one_mean, metrics.moving_average(values[:1], 6)[0])
+    assert np.isnan(one_half).all()
+    with pytest.raises(ValueError, match=r"needs at least one run, got shape \(0, 50\)"):
+        metrics.moving_mean_ci(values[:0], 6)
+
+
+def test_the_means_over_the_rounds_hold_blocks_not_float64_copies_of_the_traces():
+    """On ``(128, 16384)`` float32 traces (8 MiB; 16 MiB as float64), with blocks of 1 MiB
+    the peak of ``row_means``, ``per_segment_mean`` and ``moving_mean_ci`` stays under 10
+    MiB, less than one float64 copy of the traces (the moving average's temporaries are
+    about 8 blocks); the same calls in one block, as the whole-array computation they
+    replace, exceed 48 MiB."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    values = rng.uniform(size=(128, 16384)).astype(np.float32)
+    segments = rng.integers(0, 12, size=(128, 16384)).astype(np.uint8)
+
+    def peak(memory_bytes):
+        peaks = []
+        for call in (
+            lambda: metrics.row_means(values, _reward, memory_bytes=memory_bytes),
+            lambda: metrics.per_segment_mean(
+                values, segments, 12, _reward, memory_bytes=memory_bytes
+            ),
+            lambda: metrics.moving_mean_ci(values, 64, _reward, memory_bytes=memory_bytes),
+        ):
+            tracemalloc.start()
+            try:
+                call()
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+        return max(peaks)
+
+    assert peak(2**20) < 10 * 2**20
+    assert peak(2**30) > 48 * 2**20
+
+
 def test_adaptive_regret_of_a_loss_only_result():
     """A result that recorded only ``loss`` gets SA(L) of the sampled loss (it used to raise a
     TypeError); one with neither loss trace gets an error naming the traces to record."""

@@ -190,6 +190,11 @@ class ExperimentResult(paired.Result):
     segments: np.ndarray
 
 
+def _reward(loss: np.ndarray) -> np.ndarray:
+    """The reward ``1 - l_t(x_t)`` of a float64 block of suffered losses."""
+    return 1.0 - loss
+
+
 def run_experiment(
     config: BanditConfig,
     *,
@@ -221,11 +226,13 @@ def run_experiment(
         if not segments:
             segments.append(metrics.segment_ids(result.carry, config.horizon))
         num_segments = int(env.num_segments)
-        reward = 1.0 - result.loss.astype(np.float64)
-        prob_best = result.prob_best.astype(np.float64)
         return {
-            "segment_reward": metrics.per_segment_mean(reward, segments[0], num_segments),
-            "prob_best_segment": metrics.per_segment_mean(prob_best, segments[0], num_segments),
+            "segment_reward": metrics.per_segment_mean(
+                result.loss, segments[0], num_segments, _reward
+            ),
+            "prob_best_segment": metrics.per_segment_mean(
+                result.prob_best, segments[0], num_segments
+            ),
             "sa_sampled": np.empty((config.runs, 0)),
             "sa_expected": np.empty((config.runs, 0)),
         }
@@ -272,10 +279,9 @@ def run_experiment(
 def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
     """Metrics of one learner (means and 95% half-widths over runs)."""
     result = outcome.result
-    reward = 1.0 - result.loss.astype(np.float64)
     return {
         **paired.learner_header(outcome),
-        "mean_reward": stat(reward.mean(axis=1)),
+        "mean_reward": stat(metrics.row_means(result.loss, _reward)),
         "segment_reward": stat(outcome.segment_reward),
         "adaptive_regret": {
             "window_lengths": list(window_lengths),
@@ -283,7 +289,7 @@ def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) ->
             "expected": stat(outcome.sa_expected),
         },
         "prob_best": {
-            "overall": stat(result.prob_best.astype(np.float64).mean(axis=1)),
+            "overall": stat(metrics.row_means(result.prob_best)),
             "per_segment": stat(outcome.prob_best_segment),
         },
         "num_muted": outcome.num_muted,
@@ -346,8 +352,8 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
     for name, outcome in result.outcomes.items():
         res = outcome.result
         text = plots.label(name)
-        reward.append(paired.moving_band(name, 1.0 - res.loss.astype(np.float64), window, text))
-        prob.append(paired.moving_band(name, res.prob_best.astype(np.float64), window, text))
+        reward.append(paired.moving_band(name, res.loss, window, text, _reward))
+        prob.append(paired.moving_band(name, res.prob_best, window, text))
         regret.append(
             paired.regret_band(
                 name, outcome.sa_sampled, config.sa_windows, outcome.learner.num_queries
@@ -411,7 +417,7 @@ def format_table(result: Any) -> str:
     for name, outcome in result.outcomes.items():
         seg_mean, seg_half = metrics.mean_ci(outcome.segment_reward)
         sa_mean, sa_half = metrics.mean_ci(outcome.sa_sampled)
-        pb_mean, pb_half = metrics.mean_ci(outcome.result.prob_best.astype(np.float64).mean(1))
+        pb_mean, pb_half = metrics.mean_ci(metrics.row_means(outcome.result.prob_best))
         row = [name, str(outcome.learner.num_queries)]
         row += [tables.plus_minus(m, h, 3) for m, h in zip(seg_mean, seg_half, strict=True)]
         row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]

@@ -227,7 +227,7 @@ def bco_learner_summary(outcome: Any, window_lengths: tuple[int, ...]) -> dict[s
     """Metrics of one BCO learner (means and 95% half-widths over runs)."""
     return {
         **paired.learner_header(outcome),
-        "mean_loss": stat(outcome.result.loss.astype(np.float64).mean(axis=1)),
+        "mean_loss": stat(metrics.row_means(outcome.result.loss)),
         "adaptive_regret": {"window_lengths": list(window_lengths), "sa": stat(outcome.sa)},
         "num_muted": outcome.num_muted,
     }
@@ -281,8 +281,8 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
     env = result.env
     loss, regret = [], []
     for name, outcome in result.outcomes.items():
-        values = outcome.result.loss.astype(np.float64)
-        loss.append(paired.moving_band(name, values, config.window, plots.label(name)))
+        label = plots.label(name)
+        loss.append(paired.moving_band(name, outcome.result.loss, config.window, label))
         regret.append(
             paired.regret_band(name, outcome.sa, config.sa_windows, outcome.learner.num_queries)
         )
@@ -317,7 +317,7 @@ def format_bco_table(result: Any) -> str:
     columns = [config.sa_windows.index(L) for L in shown]
     rows = [["learner", "q", "mean loss", *(f"SA({L})" for L in shown), "muted"]]
     for name, outcome in result.outcomes.items():
-        loss_mean, loss_half = metrics.mean_ci(outcome.result.loss.astype(np.float64).mean(1))
+        loss_mean, loss_half = metrics.mean_ci(metrics.row_means(outcome.result.loss))
         sa_mean, sa_half = metrics.mean_ci(outcome.sa)
         row = [name, str(outcome.learner.num_queries), tables.plus_minus(loss_mean, loss_half, 4)]
         row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]

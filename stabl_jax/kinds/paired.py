@@ -785,9 +785,16 @@ def build_summary(
     return clean(summary)
 
 
-def moving_band(name: str, values: np.ndarray, window: int, label: str) -> plots.Band:
-    """The moving average of ``(R, T)`` ``values`` over runs, with its 95% band."""
-    mean, half = metrics.mean_ci(metrics.moving_average(values, window), axis=0)
+def moving_band(
+    name: str,
+    values: np.ndarray,
+    window: int,
+    label: str,
+    of: metrics.Transform | None = None,
+) -> plots.Band:
+    """The moving average of ``of(values)`` (``values`` ``(R, T)``) over runs, with its 95%
+    band (:func:`stabl_jax.metrics.moving_mean_ci`: in blocks of runs)."""
+    mean, half = metrics.moving_mean_ci(values, window, of)
     return plots.Band(name=name, label=label, x=np.arange(values.shape[1]), mean=mean, half=half)
 
 
