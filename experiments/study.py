@@ -412,11 +412,19 @@ T = TypeVar("T")
 
 class PointFailed(RuntimeError):
     """A point's ``stabl-jax run`` ended with a non-zero exit status ``code`` (its message is
-    on stderr, or in ``log`` for ``--jobs`` > 1)."""
+    on stderr, or in ``log`` for ``--jobs`` > 1), or, as a process (``code`` ``-N``), was
+    killed by signal ``N``."""
 
     def __init__(self, name: str, code: int, log: Path | None) -> None:
         where = "its message is above" if log is None else f"its output is in {log}"
-        super().__init__(f"point {name} failed with exit status {code} ({where})")
+        if code < 0:
+            killed = signal.Signals(-code).name if -code in signal.valid_signals() else -code
+            status = f"was killed by signal {killed}"
+            if -code == signal.SIGKILL:
+                status += " (kill -9, or the kernel when memory runs out: lower --jobs or --runs)"
+        else:
+            status = f"failed with exit status {code}"
+        super().__init__(f"point {name} {status} ({where})")
         self.code = code
 
 

@@ -432,22 +432,33 @@ def test_a_failed_or_interrupted_point_stops_the_study_with_one_line(
     assert "Traceback" not in err
 
 
-def test_a_failed_point_run_as_a_process_names_its_log(tmp_path, monkeypatch):
-    """With ``--jobs`` > 1 the point's output is in ``<out>/<point>.log``: the error names it."""
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        (143, "failed with exit status 143"),
+        (-9, "was killed by signal SIGKILL (kill -9, or the kernel when memory runs out: "),
+        (-11, "was killed by signal SIGSEGV"),
+    ],
+)
+def test_a_failed_point_run_as_a_process_names_its_log(code, status, tmp_path, monkeypatch):
+    """With ``--jobs`` > 1 the point's output is in ``<out>/<point>.log``: the error names it,
+    and the signal that killed the process (not "exit status -9")."""
 
     class Done:
         def __init__(self, *args, **kwargs):
             pass
 
         def wait(self):
-            return 143
+            return code
 
     monkeypatch.setattr(study.subprocess, "Popen", Done)
     plan = study.default_plan(["geometric"], [3], ["uniform"])
     out = tmp_path / "study"
     log = out / "geometric-n3-custom.log"
-    named = re.escape(
-        f"point geometric-n3-custom failed with exit status 143 (its output is in {log})"
+    named = (
+        re.escape(f"point geometric-n3-custom {status}")
+        + r".*"
+        + re.escape(f"(its output is in {log})")
     )
     with pytest.raises(study.PointFailed, match=named) as failed:
         study.run_points(
@@ -459,7 +470,7 @@ def test_a_failed_point_run_as_a_process_names_its_log(tmp_path, monkeypatch):
             jobs=2,
             budget_bytes=2**40,
         )
-    assert failed.value.code == 143 and log.exists()
+    assert failed.value.code == code and log.exists()
 
 
 class _SignalReachedTheTest(Exception):
