@@ -340,12 +340,12 @@ Transform = Callable[[np.ndarray], np.ndarray]
 
 
 def _float_blocks(
-    values: np.ndarray, of: Transform | None, memory_bytes: int
+    values: np.ndarray, of: Transform | None, memory_bytes: int | None
 ) -> Iterable[tuple[slice, np.ndarray]]:
     """Yield ``(rows, of(values[rows] as float64))`` over blocks of rows of ``(R, T)``
-    ``values``, each block about ``memory_bytes`` as float64."""
+    ``values``, each block about ``memory_bytes`` (default :data:`BLOCK_BYTES`) as float64."""
     num_rows, width = values.shape[0], max(1, int(np.prod(values.shape[1:])))
-    step = max(1, memory_bytes // (8 * width))
+    step = max(1, (BLOCK_BYTES if memory_bytes is None else memory_bytes) // (8 * width))
     for start in range(0, num_rows, step):
         rows = slice(start, min(start + step, num_rows))
         block = np.asarray(values[rows], np.float64)
@@ -353,12 +353,12 @@ def _float_blocks(
 
 
 def row_means(
-    values: np.ndarray, of: Transform | None = None, *, memory_bytes: int = BLOCK_BYTES
+    values: np.ndarray, of: Transform | None = None, *, memory_bytes: int | None = None
 ) -> np.ndarray:
     """``(R,)`` mean over the rounds of each row of ``of(values)`` (``values`` ``(R, T)``,
     taken as float64; ``of`` maps a float64 block of rows elementwise, e.g. ``lambda loss: 1
     - loss``): the numbers of ``of(values.astype(np.float64)).mean(axis=1)``, computed in
-    blocks of rows of about ``memory_bytes``."""
+    blocks of rows of about ``memory_bytes`` (default :data:`BLOCK_BYTES`)."""
     out = np.empty(values.shape[0])
     for rows, block in _float_blocks(values, of, memory_bytes):
         out[rows] = block.mean(axis=1)
@@ -371,7 +371,7 @@ def per_segment_mean(
     num_segments: int,
     of: Transform | None = None,
     *,
-    memory_bytes: int = BLOCK_BYTES,
+    memory_bytes: int | None = None,
 ) -> np.ndarray:
     """``(R, S)`` mean of ``of(values)`` (``values`` ``(R, T)`` taken as float64; ``of`` as in
     :func:`row_means`) over each run's segments (``segments`` ``(R, T)``,
@@ -404,7 +404,7 @@ def moving_mean_ci(
     window: int,
     of: Transform | None = None,
     *,
-    memory_bytes: int = BLOCK_BYTES,
+    memory_bytes: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`mean_ci` over the runs (axis 0) of the :func:`moving_average` of every row of
     ``of(values)`` (``values`` ``(R, T)`` taken as float64; ``of`` as in :func:`row_means`):
