@@ -271,3 +271,44 @@ def test_a_custom_family_without_minimizer_has_no_dynamic_comparator():
     np.testing.assert_array_equal(a.loss, b.loss)
     np.testing.assert_array_equal(a.best_loss, 0.0)  # |c_t - c_t| at the round's minimiser
     assert np.isnan(b.best_loss).all()
+
+
+@pytest.mark.parametrize("config", ["bco_d2", "bco_d10", "bco_d50"])
+def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(config):
+    """``sa_memory_bytes``' count per run, ``4 (T + W L) p 4 + 2 (T + 1) 8``, bounds the
+    buffers XLA's memory analysis gives for the comparators of a block (arguments, outputs,
+    temporaries; per run of a block of 8) at the shortest and longest window of each shipped
+    BCO config, and is within 3x of them. The count the blocks are sized by, ``4 (T + W L)
+    8``, leaves out the dimension ``p``: XLA's buffers exceed it by 9-17x at d = 50, the
+    memory ``stabl-jax run`` announced before."""
+    from stabl_jax.bco.simulate import (
+        _check_domain,
+        sa_memory_bytes,
+        sa_runs_per_block,
+        window_comparators,
+    )
+    from stabl_jax.kinds import load_config
+
+    cfg = load_config(config, [], runs=8, seed=0)
+    env = cfg.make_env()
+    domain = _check_domain(env, None)
+    horizon, block = cfg.horizon, 8
+    keys = jax.random.split(jax.random.key(0), block)
+    thetas = jax.eval_shape(
+        lambda k: regenerate_thetas(env, jax.vmap(env.sample_params)(k), k, horizon), keys
+    )
+    for length in (min(cfg.sa_windows), max(cfg.sa_windows)):
+        starts = window_starts(horizon, length, max(1, length // 4))
+        compiled = (
+            jax.jit(lambda th, s, L=length: window_comparators(env, domain, th, s, L))
+            .lower(thetas, jax.ShapeDtypeStruct(starts.shape, jnp.int32))
+            .compile()
+        )
+        memory = compiled.memory_analysis()
+        xla = memory.temp_size_in_bytes + memory.argument_size_in_bytes
+        xla = (xla + memory.output_size_in_bytes) / block
+        assert sa_runs_per_block(horizon, length, len(starts), block) == block
+        counted = sa_memory_bytes(env, block, [length]) / block
+        assert xla <= counted <= 3 * xla, (length, xla, counted)
+        if config == "bco_d50":
+            assert xla > 8 * 4 * (horizon + len(starts) * length) * 8

@@ -141,6 +141,43 @@ def window_starts(horizon: int, length: int, stride: int) -> np.ndarray:
     return starts.astype(np.int32)
 
 
+#: The memory a block of :func:`paired_bco_adaptive_regret`'s default blocks is sized to,
+#: counting 8 bytes an element of a run's windows (:func:`sa_runs_per_block`).
+SA_BLOCK_BYTES = 256 * 2**20
+
+
+def sa_runs_per_block(horizon: int, length: int, num_starts: int, num_runs: int) -> int:
+    """The runs of a block of :func:`paired_bco_adaptive_regret`'s default blocks for windows
+    of ``length`` at ``num_starts`` starts: :data:`SA_BLOCK_BYTES` over ``4 (T + W L) 8``
+    bytes a run. The count leaves out the dimension ``p`` of ``theta_t``: the memory a block
+    takes is :func:`sa_memory_bytes`' (the sizes, hence the bits, are kept as they were)."""
+    per_run = 4 * (horizon * 8 + num_starts * length * 8)
+    return max(1, min(num_runs, SA_BLOCK_BYTES // per_run))
+
+
+def sa_memory_bytes(
+    env: Any, num_runs: int, window_lengths: Any, *, stride: int | None = None
+) -> int:
+    """The most memory :func:`paired_bco_adaptive_regret` (default blocks) takes at once: over
+    the window lengths, a block's runs (:func:`sa_runs_per_block`) times ``4 (T + W L) p 4``
+    bytes a run (the ``(W, L, p)`` float32 windows of ``theta`` that the comparators gather
+    and differentiate, about 3.5 copies by XLA's memory analysis; ``T`` the horizon, ``W``
+    the starts, ``p`` the dimension of ``theta_t``) plus a run's float64 losses and prefix
+    sums."""
+    horizon = int(env.horizon)
+    theta = jax.eval_shape(
+        lambda key: env.theta(env.sample_params(key), jnp.int32(0), key), jax.random.key(0)
+    )
+    row = 4 * max(1, int(np.prod(theta.shape)))
+    most = 0
+    for length in metrics.check_windows(window_lengths, horizon):
+        starts = window_starts(horizon, length, max(1, length // 4) if stride is None else stride)
+        runs = sa_runs_per_block(horizon, length, len(starts), num_runs)
+        per_run = 4 * (horizon + len(starts) * length) * row + 2 * (horizon + 1) * 8
+        most = max(most, runs * per_run)
+    return most
+
+
 def bco_adaptive_regret(
     result: SimResult,
     env: Any,
@@ -226,18 +263,13 @@ def paired_bco_adaptive_regret(
     checks.check_int("num_steps", num_steps)
     if runs_per_block is not None:
         checks.check_int("runs_per_block", runs_per_block)
-    prefix = {}
-    for name in names:
-        played = np.asarray(losses[name], np.float64)
-        prefix[name] = metrics.prefix_sums(played.T).T  # (R, T + 1)
     sa = {name: np.empty((num_runs, len(lengths))) for name in names}
     gap = np.empty((num_runs, len(lengths)))
     for j, length in enumerate(lengths):
         starts = window_starts(horizon, length, max(1, length // 4) if stride is None else stride)
         block = runs_per_block
         if block is None:
-            per_run = 4 * (horizon * 8 + len(starts) * length * 8)
-            block = max(1, min(num_runs, (256 * 2**20) // per_run))
+            block = sa_runs_per_block(horizon, length, len(starts), num_runs)
         for lo in range(0, num_runs, block):
             hi = min(num_runs, lo + block)
             sub = jax.tree.map(lambda x, a=lo, b=hi: x[a:b], carry)
@@ -246,10 +278,10 @@ def paired_bco_adaptive_regret(
                 env, domain, thetas, jnp.asarray(starts), length, num_steps
             )
             comp, gaps = np.asarray(comp, np.float64), np.asarray(gaps, np.float64)
-            for name in names:
-                sa[name][lo:hi, j] = metrics.window_regret(
-                    prefix[name][lo:hi], comp, starts, length
-                )
+            for name in names:  # prefix sums of this block only: (b, T + 1) float64
+                played = np.asarray(losses[name][lo:hi], np.float64)
+                prefix = metrics.prefix_sums(played.T).T
+                sa[name][lo:hi, j] = metrics.window_regret(prefix, comp, starts, length)
             gap[lo:hi, j] = np.max(gaps, axis=1)
     return {"sa": sa, "comparator_gap": gap}
 

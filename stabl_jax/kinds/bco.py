@@ -40,7 +40,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from stabl_jax import metrics, registry
-from stabl_jax.bco.simulate import comparator_solver, paired_bco_adaptive_regret
+from stabl_jax.bco.simulate import (
+    comparator_solver,
+    paired_bco_adaptive_regret,
+    sa_memory_bytes,
+)
 from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.io import plots, tables
 from stabl_jax.io.checkpoints import ExperimentCheckpoints
@@ -109,6 +113,12 @@ class BCOConfig(paired.ExperimentConfig):
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
         """16 bytes in memory, 8 kept (``loss`` and ``best_loss``)."""
         return 16, 8
+
+    def metrics_bytes(self, env: Any, width: int) -> int:
+        """The larger of the post-processing's blocks and SA(L)'s comparator blocks
+        (:func:`stabl_jax.bco.simulate.sa_memory_bytes`)."""
+        windows = sa_memory_bytes(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
+        return max(super().metrics_bytes(env, width), windows)
 
 
 def _check_domain(check: Checker, value: Any) -> dict[str, Any]:

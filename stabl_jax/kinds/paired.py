@@ -214,6 +214,13 @@ class ExperimentConfig:
         ``traces.npz`` keeps (``width``: arms or dimension)."""
         raise NotImplementedError
 
+    def metrics_bytes(self, env: Any, width: int) -> int:
+        """The most memory the metrics take at once beside the traces: blocks of about 256
+        MiB of regenerated losses (:func:`stabl_jax.metrics.paired_adaptive_regret`, at
+        least one run's ``(T, n)`` float32 and float64 copies) and of the post-processing's
+        float64 rows (:data:`stabl_jax.metrics.BLOCK_BYTES`, about 8 at once)."""
+        return max(256 * 2**20, int(self.horizon) * width * 12)
+
     # --- building the objects it describes ----------------------------------------------------
     @classmethod
     def build_env(cls, name: str, horizon: int, kwargs: Mapping[str, Any]) -> Any:
@@ -681,7 +688,7 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
     learners = len(config.learners)
     states = runs * state
     chunk = runs * resolve_chunk_size(config, recorded=widest) * widest
-    sa_block = max(256 * 2**20, horizon * width * 12)  # metrics.paired_adaptive_regret
+    sa_block = config.metrics_bytes(env, width)
     return Resources(
         memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 2 * chunk + 3 * states + sa_block,
         disk_bytes=traces + kept + 2 * learners * states + PLOTS_BYTES,
