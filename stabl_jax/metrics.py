@@ -320,13 +320,15 @@ def adaptive_regret(
 
 
 def segment_ids(carry: RunCarry, horizon: int) -> np.ndarray:
-    """``(R, T)`` segment index of every round of every run, in the smallest unsigned integer
-    type that holds the number of segments (one byte for up to 256)."""
+    """``(R, T)`` segment index of every round of every run, in the smallest signed integer
+    type that holds the last index (``int8`` for up to 128 segments)."""
     points = np.asarray(carry.env_params.change_points)
     if points.ndim == 1:
         points = points[None]
     ts = np.arange(horizon)
-    ids = np.empty((points.shape[0], horizon), np.min_scalar_type(points.shape[-1]))
+    last = points.shape[-1]
+    dtype = next(t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).max >= last)
+    ids = np.empty((points.shape[0], horizon), dtype)
     for run, run_points in enumerate(points):
         ids[run] = np.searchsorted(run_points, ts, side="right")
     return ids

@@ -128,7 +128,7 @@ def test_the_means_in_blocks_of_runs_are_those_of_the_whole_array(rows_per_block
     several (the sums over runs are taken per block)."""
     rng = np.random.default_rng(3)
     values = rng.uniform(size=(37, 50)).astype(np.float32)
-    segments = rng.integers(0, 4, size=(37, 50)).astype(np.uint8)
+    segments = rng.integers(0, 4, size=(37, 50)).astype(np.int8)
     whole = 1.0 - values.astype(np.float64)
     block = rows_per_block * 50 * 8
     np.testing.assert_array_equal(
@@ -163,7 +163,7 @@ def test_the_means_over_the_rounds_hold_blocks_not_float64_copies_of_the_traces(
 
     rng = np.random.default_rng(4)
     values = rng.uniform(size=(128, 16384)).astype(np.float32)
-    segments = rng.integers(0, 12, size=(128, 16384)).astype(np.uint8)
+    segments = rng.integers(0, 12, size=(128, 16384)).astype(np.int8)
 
     def peak(memory_bytes):
         peaks = []
@@ -269,3 +269,19 @@ def test_cumulative_regret_against_brute_force_and_its_expectation():
     )
     for got, want in zip(shared.result()["u"], curves["u"], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
+
+
+def test_segment_ids_are_held_in_the_smallest_signed_type():
+    """One byte a round up to 128 segments (the study's (R, T) ids were int64: 8 bytes);
+    signed, so that ``ids - 1`` is -1 in the first segment, not 255."""
+    from types import SimpleNamespace
+
+    def carry(points):
+        return SimpleNamespace(env_params=SimpleNamespace(change_points=np.asarray(points)))
+
+    ids = metrics.segment_ids(carry([[2, 5], [1, 3]]), 6)
+    assert ids.dtype == np.int8
+    np.testing.assert_array_equal(ids, [[0, 0, 1, 1, 1, 2], [0, 1, 1, 2, 2, 2]])
+    assert (ids - 1).min() == -1
+    assert metrics.segment_ids(carry(np.arange(1, 128)), 200).dtype == np.int8
+    assert metrics.segment_ids(carry(np.arange(1, 129)), 200).dtype == np.int16
