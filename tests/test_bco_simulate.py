@@ -278,9 +278,11 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
     """``sa_memory_bytes``' count per run, ``4 (T + W L) p 4 + 2 (T + 1) 8``, bounds the
     buffers XLA's memory analysis gives for the comparators of a block (arguments, outputs,
     temporaries; per run of a block of 8) at the shortest and longest window of each shipped
-    BCO config, and is within 3x of them. The count the blocks are sized by, ``4 (T + W L)
-    8``, leaves out the dimension ``p``: XLA's buffers exceed it by 9-17x at d = 50, the
-    memory ``stabl-jax run`` announced before."""
+    BCO config, and the larger of the two counts (what the estimate takes) is within 3x of
+    the larger of XLA's (1.2-1.5x with JAX 0.10.2, 1.5-1.7x with 0.8.0, whose XLA allocates
+    less). The count the blocks are sized by, ``4 (T + W L) 8``, leaves out the dimension
+    ``p``: XLA's buffers exceed it by 9-17x at d = 50, the memory ``stabl-jax run``
+    announced before."""
     from stabl_jax.bco.simulate import (
         _check_domain,
         sa_memory_bytes,
@@ -297,6 +299,7 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
     thetas = jax.eval_shape(
         lambda k: regenerate_thetas(env, jax.vmap(env.sample_params)(k), k, horizon), keys
     )
+    most_xla = most_counted = 0.0
     for length in (min(cfg.sa_windows), max(cfg.sa_windows)):
         starts = window_starts(horizon, length, max(1, length // 4))
         compiled = (
@@ -309,6 +312,8 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
         xla = (xla + memory.output_size_in_bytes) / block
         assert sa_runs_per_block(horizon, length, len(starts), block) == block
         counted = sa_memory_bytes(env, block, [length]) / block
-        assert xla <= counted <= 3 * xla, (length, xla, counted)
+        assert xla <= counted, (length, xla, counted)
+        most_xla, most_counted = max(most_xla, xla), max(most_counted, counted)
         if config == "bco_d50":
             assert xla > 8 * 4 * (horizon + len(starts) * length) * 8
+    assert most_counted <= 3 * most_xla, (most_xla, most_counted)
