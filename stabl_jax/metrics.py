@@ -18,6 +18,10 @@ from stabl_jax import checks
 from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+#: The memory a block of SA(L) work is sized to: the regenerated losses of
+#: :func:`paired_adaptive_regret` and BCO's window comparators
+#: (:func:`stabl_jax.bco.simulate.sa_runs_per_block`).
+SA_BLOCK_BYTES = 256 * 2**20
 
 _Name = TypeVar("_Name", bound=Hashable)  # a key of paired_adaptive_regret's traces
 
@@ -136,7 +140,7 @@ def paired_adaptive_regret(
     traces: Mapping[_Name, np.ndarray],
     window_lengths: Sequence[int],
     *,
-    memory_bytes: int = 256 * 2**20,
+    memory_bytes: int = SA_BLOCK_BYTES,
     on_block: Callable[[int, RunCarry, np.ndarray], None] | None = None,
 ) -> dict[_Name, np.ndarray]:
     """SA(L) of several ``(R, T)`` loss traces that faced the same losses, for every run.
@@ -274,7 +278,7 @@ def paired_cumulative_regret(
     carry: RunCarry,
     traces: Mapping[Any, np.ndarray],
     *,
-    memory_bytes: int = 256 * 2**20,
+    memory_bytes: int = SA_BLOCK_BYTES,
 ) -> dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
     """:class:`CumulativeRegret` of ``traces`` on its own pass over the regenerated losses
     (blocks as in :func:`paired_adaptive_regret`); ``None`` when ``env`` has no
@@ -293,7 +297,7 @@ def adaptive_regret(
     env: Any,
     window_lengths: Sequence[int],
     *,
-    memory_bytes: int = 256 * 2**20,
+    memory_bytes: int = SA_BLOCK_BYTES,
 ) -> dict[str, np.ndarray]:
     """SA(L) for every run of one simulation, from the sampled and the expected loss.
 

@@ -301,7 +301,7 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
     )
     most_xla = most_counted = 0.0
     for length in (min(cfg.sa_windows), max(cfg.sa_windows)):
-        starts = window_starts(horizon, length, max(1, length // 4))
+        starts = window_starts(horizon, length)
         compiled = (
             jax.jit(lambda th, s, L=length: window_comparators(env, domain, th, s, L))
             .lower(thetas, jax.ShapeDtypeStruct(starts.shape, jnp.int32))

@@ -132,27 +132,26 @@ def window_comparators(
     return jax.vmap(per_run, in_axes=(0, None))(thetas, starts)
 
 
-def window_starts(horizon: int, length: int, stride: int) -> np.ndarray:
-    """``{0, stride, 2 stride, ...} ∪ {T - L}``: window starts of :func:`bco_adaptive_regret`."""
+def window_starts(horizon: int, length: int, stride: int | None = None) -> np.ndarray:
+    """``{0, stride, 2 stride, ...} ∪ {T - L}``: window starts of :func:`bco_adaptive_regret`
+    (``stride`` ``None``: ``max(1, L // 4)``, the default grid)."""
     metrics.check_windows((length,), horizon)
+    if stride is None:
+        stride = max(1, length // 4)
     starts = np.arange(0, horizon - length + 1, stride)
     if starts[-1] != horizon - length:
         starts = np.append(starts, horizon - length)
     return starts.astype(np.int32)
 
 
-#: The memory a block of :func:`paired_bco_adaptive_regret`'s default blocks is sized to,
-#: counting 8 bytes an element of a run's windows (:func:`sa_runs_per_block`).
-SA_BLOCK_BYTES = 256 * 2**20
-
-
 def sa_runs_per_block(horizon: int, length: int, num_starts: int, num_runs: int) -> int:
     """The runs of a block of :func:`paired_bco_adaptive_regret`'s default blocks for windows
-    of ``length`` at ``num_starts`` starts: :data:`SA_BLOCK_BYTES` over ``4 (T + W L) 8``
-    bytes a run. The count leaves out the dimension ``p`` of ``theta_t``: the memory a block
-    takes is :func:`sa_memory_bytes`' (the sizes, hence the bits, are kept as they were)."""
+    of ``length`` at ``num_starts`` starts: :data:`stabl_jax.metrics.SA_BLOCK_BYTES` over
+    ``4 (T + W L) 8`` bytes a run. The count leaves out the dimension ``p`` of ``theta_t``:
+    the memory a block takes is :func:`sa_memory_bytes`' (the sizes, hence the bits, are
+    kept as they were)."""
     per_run = 4 * (horizon * 8 + num_starts * length * 8)
-    return max(1, min(num_runs, SA_BLOCK_BYTES // per_run))
+    return max(1, min(num_runs, metrics.SA_BLOCK_BYTES // per_run))
 
 
 def sa_memory_bytes(
@@ -171,7 +170,7 @@ def sa_memory_bytes(
     row = 4 * max(1, int(np.prod(theta.shape)))
     most = 0
     for length in metrics.check_windows(window_lengths, horizon):
-        starts = window_starts(horizon, length, max(1, length // 4) if stride is None else stride)
+        starts = window_starts(horizon, length, stride)
         runs = sa_runs_per_block(horizon, length, len(starts), num_runs)
         per_run = 4 * (horizon + len(starts) * length) * row + 2 * (horizon + 1) * 8
         most = max(most, runs * per_run)
@@ -266,7 +265,7 @@ def paired_bco_adaptive_regret(
     sa = {name: np.empty((num_runs, len(lengths))) for name in names}
     gap = np.empty((num_runs, len(lengths)))
     for j, length in enumerate(lengths):
-        starts = window_starts(horizon, length, max(1, length // 4) if stride is None else stride)
+        starts = window_starts(horizon, length, stride)
         block = runs_per_block
         if block is None:
             block = sa_runs_per_block(horizon, length, len(starts), num_runs)

@@ -215,11 +215,12 @@ class ExperimentConfig:
         raise NotImplementedError
 
     def metrics_bytes(self, env: Any, width: int) -> int:
-        """The most memory the metrics take at once beside the traces: blocks of about 256
-        MiB of regenerated losses (:func:`stabl_jax.metrics.paired_adaptive_regret`, at
-        least one run's ``(T, n)`` float32 and float64 copies) and of the post-processing's
-        float64 rows (:data:`stabl_jax.metrics.BLOCK_BYTES`, about 8 at once)."""
-        return max(256 * 2**20, int(self.horizon) * width * 12)
+        """The most memory the metrics take at once beside the traces: blocks of about
+        :data:`stabl_jax.metrics.SA_BLOCK_BYTES` of regenerated losses
+        (:func:`stabl_jax.metrics.paired_adaptive_regret`, at least one run's ``(T, n)``
+        float32 and float64 copies) and of the post-processing's float64 rows
+        (:data:`stabl_jax.metrics.BLOCK_BYTES`, about 8 at once)."""
+        return max(metrics.SA_BLOCK_BYTES, int(self.horizon) * width * 12)
 
     # --- building the objects it describes ----------------------------------------------------
     @classmethod
