@@ -61,7 +61,7 @@ from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, 
 from stabl_jax.io.configs import ConfigError, shipped_configs
 from stabl_jax.io.results import Distinct, OutputError, ResultsFolder
 from stabl_jax.kinds import KINDS, load_config, write_results
-from stabl_jax.kinds.base import Kind
+from stabl_jax.kinds.base import Kind, Resources
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
 
@@ -291,7 +291,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
 
 
-def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Any:
+def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Resources | None:
     """The resources ``config`` needs (``None`` for a kind that estimates none); raises
     :class:`ConfigError` when they exceed the memory available or the disk free under
     ``out``, unless ``allow_large``."""
@@ -311,9 +311,8 @@ def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Any:
     ]
     if over and not allow_large:
         raise ConfigError(
-            f"this run does not fit ({config.runs} runs x {config.horizon} rounds x "
-            f"{len(config.learners)} learners): it needs {'; '.join(over)}; lower runs or horizon "
-            "(--runs, --set horizon=...), or pass --allow-large to run it anyway"
+            f"this run does not fit ({needs.size}): it needs {'; '.join(over)}; {needs.remedy}, "
+            "or pass --allow-large to run it anyway"
         )
     return needs
 

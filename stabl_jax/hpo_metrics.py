@@ -209,15 +209,20 @@ def make_hpo_learner(
     return entry(num_arms=num_arms, horizon=num_rounds(num_evaluations, queries), **kwargs)
 
 
+def arm_counts(result: SimResult, num_arms: int) -> np.ndarray:
+    """``(A,)`` float64: the mean number of times each arm was queried per run (every query is
+    one evaluation) of one :func:`simulate_selection`, from its ``arms`` trace."""
+    arms = result.arms.reshape(result.num_runs, -1)
+    return np.stack([np.bincount(a, minlength=num_arms) for a in arms]).mean(axis=0)
+
+
 def summarize(result: SimResult, num_arms: int) -> dict[str, Any]:
     """Traces, the log curve, arm counts and timings of one :func:`simulate_selection`."""
-    arms = result.arms.reshape(result.num_runs, -1)
-    counts = np.stack([np.bincount(a, minlength=num_arms) for a in arms]).mean(axis=0)
     return {
         "best_gap": result.best_gap,
         "best_value": result.best_value,
         "log_curve": log_curve(result.best_gap),
-        "arm_counts": counts,
+        "arm_counts": arm_counts(result, num_arms),
         "timings": {"compile_seconds": result.compile_seconds, "run_seconds": result.run_seconds},
     }
 

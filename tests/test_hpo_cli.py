@@ -9,6 +9,7 @@ import json
 import runpy
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -16,6 +17,7 @@ from stabl_jax import cli
 from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
 from stabl_jax.io.configs import ConfigError
 from stabl_jax.io.results import COMPLETE, ResultsFolder, read_summary, read_traces
+from stabl_jax.io.tables import byte_size
 from stabl_jax.kinds import load_config, write_results
 from stabl_jax.kinds import selection as hpo_experiment
 from stabl_jax.kinds.selection import HPOProblem, run_hpo_experiment
@@ -217,3 +219,46 @@ def test_cli_runs_an_hpo_config(tmp_path, capsys):
     assert (out / COMPLETE).is_file()
     assert not (out / "checkpoint").exists()  # removed once the folder is complete
     assert cli.main(args) == cli.EXIT_USAGE  # complete folder, no --force
+
+
+def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
+    """The kind estimates its memory and disk: with no memory to spare a run is refused
+    (exit 2) naming its size, the memory and the remedies, before anything is simulated;
+    ``--allow-large`` runs it, and the header says what it needs. (The kind once estimated
+    nothing: ``--runs 4000`` of the suite, about 17 GiB, ran until the kernel killed it.)"""
+    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(hpo_experiment, "run_hpo_experiment", ran)
+    args = ["run", "hpo_bbob_sphere", "--out", str(tmp_path / "run"), "--no-progress"]
+    args += [x for item in TINY for x in ("--set", item)]
+    assert cli.main(args) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "does not fit (1 problems x 2 repeats x 2 learners)" in err, err
+    assert "of memory" in err and "--runs" in err and "--allow-large" in err, err
+    assert not (tmp_path / "run").exists()
+    assert cli.main([*args, "--allow-large"]) == cli.EXIT_FAILURE
+    out, err = capsys.readouterr()
+    assert "the experiment ran" in err
+    needs = hpo_experiment.estimate_resources(load_config("hpo_bbob_sphere", TINY))
+    assert f"needs about {byte_size(needs.memory_bytes)} of memory" in out, out
+
+
+def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
+    """The estimate's loop state per run (:func:`run_state_bytes`, from shapes alone) is the
+    state a run of the kind's own environment and learner holds, byte for byte (the Eagle
+    pools in it are the largest part of a run's memory at the shipped dimensions)."""
+    from stabl_jax.hpo_metrics import simulate_selection
+    from stabl_jax.kinds.base import tree_bytes
+
+    config = load_config("hpo_bbob_sphere", TINY)
+    group = hpo_experiment.problem_groups(config)[0]
+    env = hpo_experiment.problem_env(config, group)
+    learner = hpo_experiment.make_learner(config, "stabl", group[0].evaluations)
+    traces = hpo_experiment.TRACES
+    res = simulate_selection(
+        learner, env, jax.random.key(0), 3, group[0].evaluations, traces=traces
+    )
+    assert tree_bytes(res.carry) == 3 * hpo_experiment.run_state_bytes(learner, env)

@@ -64,7 +64,7 @@ from stabl_jax.io.checkpoints import ExperimentCheckpoints
 from stabl_jax.io.configs import Checker, type_name
 from stabl_jax.io.results import stat
 from stabl_jax.kinds import paired
-from stabl_jax.kinds.base import FEEDBACKS, Kind
+from stabl_jax.kinds.base import FEEDBACKS, Kind, Resources
 from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
@@ -435,7 +435,7 @@ def run(config: BanditConfig, **kwargs: Any) -> ExperimentResult:
     return paired.run(run_experiment, config, metrics_label="SA(L), per segment", **kwargs)
 
 
-def run_header(config: BanditConfig, out: Path, needs: paired.Resources | None) -> str:
+def run_header(config: BanditConfig, out: Path, needs: Resources | None) -> str:
     """What ``stabl-jax run`` prints before a bandit experiment."""
     size = f"N={config.env.num_arms} arms"
     return paired.header(config, out, needs, size, f"feedback={config.feedback}")

@@ -8,14 +8,17 @@ functions; ``docs/design.md`` ("Adding things") says how to add one.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from stabl_jax import registry
 from stabl_jax.io.configs import Checker
+from stabl_jax.io.tables import byte_size, duration
 
 DEFAULT_RUNS = 100
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")
@@ -43,8 +46,8 @@ class Kind:
       traces: ``result -> {key: array}``: the arrays of ``traces.npz``.
       plots: ``(result, folder) -> [path]``: draw the PNGs into ``folder``.
       table: ``result -> str``: the summary table ``stabl-jax run`` prints.
-      estimate: ``config -> needs``, with ``memory_bytes``, ``disk_bytes`` and ``seconds``
-        (checked against the machine before a run); ``None``: nothing is checked.
+      estimate: ``config -> Resources`` (:class:`Resources`, checked against the machine
+        before a run: a run that does not fit is refused); ``None``: nothing is checked.
     """
 
     name: str
@@ -56,7 +59,50 @@ class Kind:
     traces: Callable[[Any], Mapping[str, np.ndarray]]
     plots: Callable[[Any, Path], list[Path]]
     table: Callable[[Any], str]
-    estimate: Callable[[Any], Any] | None = None
+    estimate: Callable[[Any], Resources] | None = None
+
+
+#: Disk taken by the plots and the summary of one experiment (generous).
+PLOTS_BYTES = 2**20
+#: Memory of a JAX process before it holds any data.
+BASE_MEMORY_BYTES = 512 * 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """What an experiment needs, estimated from its config before it runs (a kind's
+    ``estimate``); ``stabl-jax run`` prints it and refuses a run that does not fit.
+
+    Attributes:
+      memory_bytes: peak host memory, the JAX process itself included.
+      disk_bytes: peak disk under the output folder: the checkpoints of finished chunks and
+        the results, which exist together until the folder is committed.
+      seconds: rough simulation time (a guide, not a limit), or ``None`` when the kind gives
+        none.
+      size: what the numbers are for, as the refusal names it (``"500 runs x 4096 rounds x
+        6 learners"``).
+      remedy: how to make the run smaller (``"lower runs or horizon (--runs, ...)"``).
+    """
+
+    memory_bytes: int
+    disk_bytes: int
+    seconds: float | None
+    size: str
+    remedy: str
+
+
+def needs_line(needs: Resources) -> str:
+    """The header's line on what a run needs: ``"  needs about 795.7 MiB of memory, ..."``."""
+    seconds = "" if needs.seconds is None else f", roughly {duration(needs.seconds)} of simulation"
+    return (
+        f"  needs about {byte_size(needs.memory_bytes)} of memory, "
+        f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints){seconds}"
+    )
+
+
+def tree_bytes(tree: Any) -> int:
+    """Bytes of every leaf of ``tree`` (arrays or :func:`jax.eval_shape`'s shapes)."""
+    return sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(tree))
 
 
 #: The largest seed: without x64 (the command line's setting), ``jax.random.key(seed)`` keeps

@@ -51,7 +51,7 @@ from stabl_jax.io.checkpoints import ExperimentCheckpoints
 from stabl_jax.io.configs import Checker, type_name
 from stabl_jax.io.results import stat
 from stabl_jax.kinds import paired
-from stabl_jax.kinds.base import Kind
+from stabl_jax.kinds.base import Kind, Resources
 from stabl_jax.simulate import RunCarry
 
 BCO_PLOT_FILES: dict[str, str] = {
@@ -349,7 +349,7 @@ def run(config: BCOConfig, **kwargs: Any) -> BCOExperimentResult:
     return paired.run(run_bco_experiment, config, metrics_label="SA(L)", **kwargs)
 
 
-def run_header(config: BCOConfig, out: Path, needs: paired.Resources | None) -> str:
+def run_header(config: BCOConfig, out: Path, needs: Resources | None) -> str:
     """What ``stabl-jax run`` prints before a BCO experiment."""
     env = config.make_env()
     size = f"d={env.dim}, {type(env.domain).__name__.lower()} K"

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, registry
-from stabl_jax.io import plots, tables
+from stabl_jax.io import plots
 from stabl_jax.io.checkpoints import ExperimentCheckpoints
 from stabl_jax.io.configs import Checker, jsonable
 from stabl_jax.io.results import (
@@ -80,10 +80,6 @@ AUTO_MIN_CHUNKS = 16
 #: The rough simulation speed :func:`estimate_resources` assumes: arm (or coordinate) updates
 #: per second, about StABL's with n = 30 arms on a 2-core CPU (README, "Speed").
 ESTIMATE_UPDATES_PER_SECOND = 3e7
-#: Disk taken by the plots and the summary of one experiment (generous).
-PLOTS_BYTES = 2**20
-#: Memory of a JAX process before it holds any data.
-BASE_MEMORY_BYTES = 512 * 2**20
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
     "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
@@ -642,46 +638,28 @@ def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.nda
     return points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32)
 
 
-@dataclasses.dataclass(frozen=True)
-class Resources:
-    """What an experiment needs, estimated from its config before it runs.
-
-    Attributes:
-      memory_bytes: peak host memory: every learner's ``(R, T)`` traces and a copy of them
-        while ``traces.npz`` is written, the outputs of the largest chunk twice (on the device
-        and their host copy, before they join the traces), the loop state of every run
-        (device, host and checkpoint copies), one block of the SA(L) pass and the JAX process
-        itself.
-      disk_bytes: peak disk: every learner's chunk checkpoints (its traces and loop state)
-        plus ``traces.npz``, which exist together until the folder is committed, and the
-        plots.
-      seconds: simulation time at :data:`ESTIMATE_UPDATES_PER_SECOND` (a rough guide, not a
-        limit).
-    """
-
-    memory_bytes: int
-    disk_bytes: int
-    seconds: float
-
-
-def _tree_bytes(tree: Any) -> int:
-    return sum(int(math.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(tree))
-
-
-def estimate_resources(config: ExperimentConfig) -> Resources:
+def estimate_resources(config: ExperimentConfig) -> base.Resources:
     """Estimate an experiment's memory, disk and time from its config alone (nothing is
     allocated: the loop state's size comes from :func:`jax.eval_shape`); the bytes every
     learner records per run and round are the kind's (:meth:`ExperimentConfig.trace_bytes`).
+
+    Memory: every learner's ``(R, T)`` traces and a copy of them while ``traces.npz`` is
+    written, the outputs of the largest chunk twice (on the device and their host copy,
+    before they join the traces), the loop state of every run (device, host and checkpoint
+    copies), one block of the SA(L) pass and the JAX process itself. Disk: every learner's
+    chunk checkpoints (its traces and loop state) plus ``traces.npz``, which exist together
+    until the folder is committed, and the plots. Seconds: at
+    :data:`ESTIMATE_UPDATES_PER_SECOND`.
     """
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
     key = jax.random.key(0)
     width = _width(env)
-    env_bytes = _tree_bytes(jax.eval_shape(env.sample_params, key))
+    env_bytes = base.tree_bytes(jax.eval_shape(env.sample_params, key))
     traces = kept = state = widest = 0
     for name in config.learners:
         learner = config.make_learner(name)
-        state = max(state, _tree_bytes(jax.eval_shape(learner.init, key)) + env_bytes)
+        state = max(state, base.tree_bytes(jax.eval_shape(learner.init, key)) + env_bytes)
         recorded, saved = config.trace_bytes(learner, width)
         traces += runs * horizon * recorded
         kept += runs * horizon * saved
@@ -690,10 +668,13 @@ def estimate_resources(config: ExperimentConfig) -> Resources:
     states = runs * state
     chunk = runs * resolve_chunk_size(config, recorded=widest) * widest
     sa_block = config.metrics_bytes(env, width)
-    return Resources(
-        memory_bytes=BASE_MEMORY_BYTES + traces + 2 * kept + 2 * chunk + 3 * states + sa_block,
-        disk_bytes=traces + kept + 2 * learners * states + PLOTS_BYTES,
+    memory = traces + 2 * kept + 2 * chunk + 3 * states + sa_block
+    return base.Resources(
+        memory_bytes=base.BASE_MEMORY_BYTES + memory,
+        disk_bytes=traces + kept + 2 * learners * states + base.PLOTS_BYTES,
         seconds=learners * runs * horizon * width / ESTIMATE_UPDATES_PER_SECOND,
+        size=f"{runs} runs x {horizon} rounds x {learners} learners",
+        remedy="lower runs or horizon (--runs, --set horizon=...)",
     )
 
 
@@ -825,7 +806,7 @@ def regret_band(name: str, sa: np.ndarray, window_lengths: Any, num_queries: int
 
 
 def header(
-    config: ExperimentConfig, out: Path, needs: Resources | None, size: str, detail: str
+    config: ExperimentConfig, out: Path, needs: base.Resources | None, size: str, detail: str
 ) -> str:
     """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe
     the environment and the feedback (or SA(L) grid) the kind's way."""
@@ -845,11 +826,7 @@ def header(
     )
     lines.append(f"  learners: {', '.join(config.learners)}")
     if needs is not None:
-        lines.append(
-            f"  needs about {tables.byte_size(needs.memory_bytes)} of memory, "
-            f"{tables.byte_size(needs.disk_bytes)} of disk (traces and checkpoints), "
-            f"roughly {tables.duration(needs.seconds)} of simulation"
-        )
+        lines.append(base.needs_line(needs))
     lines.append(f"  output: {out}")
     return "\n".join(lines)
 

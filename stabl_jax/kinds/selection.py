@@ -71,6 +71,7 @@ from stabl_jax.io.configs import Checker, jsonable
 from stabl_jax.io.results import FORMAT, Resumed, environment_info, read_summary, read_traces
 from stabl_jax.io.tables import plus_minus, text_table
 from stabl_jax.kinds import base
+from stabl_jax.simulate import auto_chunk_size, init_runs, run_keys
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.
 HPO_TOP_LEVEL_KEYS: tuple[str, ...] = (
@@ -99,6 +100,10 @@ BBOB_KEYS: tuple[str, ...] = (
     "tau_max",
 )
 MAX_DIM = 640  # COCO's largest tabulated dimension is 640 (its instance generator's limit)
+#: The per-round traces a run records: what the metrics read (the queried arms, for the arm
+#: counts, and the best gap after each evaluation). The environment offers more
+#: (``HPOEnv.trace_names``); recording all of them took 2.5 times the memory.
+TRACES: tuple[str, ...] = ("arms", "best_gap")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,14 +336,12 @@ class ProblemOutcome:
     Attributes:
       problem: the problem.
       best_gap: per learner, ``(R, N)`` best true gap ``f - f_opt`` after each evaluation.
-      best_value: per learner, ``(R, N)`` best normalised value after each evaluation.
       arm_counts: per learner, ``(A,)`` mean evaluations of each arm per repeat.
       seconds: per learner, ``{"compile": ..., "run": ...}``.
     """
 
     problem: HPOProblem
     best_gap: dict[str, np.ndarray]
-    best_value: dict[str, np.ndarray]
     arm_counts: dict[str, np.ndarray]
     seconds: dict[str, dict[str, float]]
 
@@ -386,6 +389,36 @@ def run_problems(
     holds learner ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for
     several)."""
     first = problems[0]
+    env = problem_env(config, problems)
+    ids = tuple(p.function_id for p in problems)
+    key = jax.random.key(config.seed)
+    tag = first.key if len(ids) == 1 else f"{first.key}-{problems[-1].key}"
+    outs = [ProblemOutcome(p, {}, {}, {}) for p in problems]
+    for name in config.learners:
+        learner = make_learner(config, name, first.evaluations)
+        checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
+        args = (learner, env, key, config.runs, first.evaluations)
+        kwargs: dict[str, Any] = dict(checkpoint=checkpoint, validate=validate, traces=TRACES)
+        if len(ids) == 1:
+            results = [hpo_metrics.simulate_selection(*args, **kwargs)]
+        else:
+            results = hpo_metrics.simulate_suite(*args, **kwargs)
+        for out, res in zip(outs, results, strict=True):
+            out.best_gap[name] = res.best_gap
+            out.arm_counts[name] = hpo_metrics.arm_counts(res, env.num_arms)
+            out.seconds[name] = {"compile": res.compile_seconds, "run": res.run_seconds}
+            if on_learner_done is not None:
+                on_learner_done(name, out.problem, out.seconds[name])
+        del results, res  # the next learner's program does not run beside this one's state
+    return outs
+
+
+def problem_env(config: HPOConfig, problems: tuple[HPOProblem, ...]) -> HPOEnv:
+    """The environment of ``problems`` run together (:func:`run_problems`): a
+    :class:`~stabl_jax.envs.bbob.BBOBFunction` for one, a
+    :class:`~stabl_jax.envs.bbob.BBOBSuite` for several, which must share their dimension and
+    budget."""
+    first = problems[0]
     if any((p.dim, p.evaluations) != (first.dim, first.evaluations) for p in problems):
         raise ValueError("problems run together must share their dimension and budget")
     options: dict[str, Any] = dict(
@@ -398,33 +431,21 @@ def run_problems(
     )
     ids = tuple(p.function_id for p in problems)
     function = BBOBFunction(ids[0], **options) if len(ids) == 1 else BBOBSuite(ids, **options)
-    env = HPOEnv(
+    return HPOEnv(
         function,
         config.ensemble(first.dim),
         reward_lambda=config.reward_lambda,
         reward=config.reward,
     )
-    key = jax.random.key(config.seed)
-    tag = first.key if len(ids) == 1 else f"{first.key}-{problems[-1].key}"
-    outs = [ProblemOutcome(p, {}, {}, {}, {}) for p in problems]
-    for name in config.learners:
-        learner = make_learner(config, name, first.evaluations)
-        checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
-        args = (learner, env, key, config.runs, first.evaluations)
-        kwargs: dict[str, Any] = dict(checkpoint=checkpoint, validate=validate)
-        if len(ids) == 1:
-            results = [hpo_metrics.simulate_selection(*args, **kwargs)]
-        else:
-            results = hpo_metrics.simulate_suite(*args, **kwargs)
-        for out, res in zip(outs, results, strict=True):
-            summary = hpo_metrics.summarize(res, env.num_arms)
-            out.best_gap[name] = summary["best_gap"]
-            out.best_value[name] = summary["best_value"]
-            out.arm_counts[name] = summary["arm_counts"]
-            out.seconds[name] = {"compile": res.compile_seconds, "run": res.run_seconds}
-            if on_learner_done is not None:
-                on_learner_done(name, out.problem, out.seconds[name])
-    return outs
+
+
+def problem_groups(config: HPOConfig) -> list[tuple[HPOProblem, ...]]:
+    """``config``'s problems by (dimension, budget), in config order: each group is one
+    compiled program per learner (:func:`run_problems`)."""
+    groups: dict[tuple[int, int], list[HPOProblem]] = {}
+    for problem in config.problems:
+        groups.setdefault((problem.dim, problem.evaluations), []).append(problem)
+    return [tuple(group) for group in groups.values()]
 
 
 def run_hpo_experiment(
@@ -451,13 +472,10 @@ def run_hpo_experiment(
       An :class:`HPOExperimentResult`.
     """
     start = time.perf_counter()
-    groups: dict[tuple[int, int], list[HPOProblem]] = {}
-    for problem in config.problems:  # one program per learner and (dim, budget)
-        groups.setdefault((problem.dim, problem.evaluations), []).append(problem)
     outcomes: dict[str, ProblemOutcome] = {}
     kwargs = dict(checkpoints=checkpoints, validate=validate, on_learner_done=on_learner_done)
-    for group in groups.values():
-        for outcome in run_problems(config, tuple(group), **kwargs):
+    for group in problem_groups(config):
+        for outcome in run_problems(config, group, **kwargs):
             outcomes[outcome.problem.key] = outcome
             if on_problem_done is not None:
                 on_problem_done(outcome)
@@ -469,10 +487,77 @@ def run_hpo_experiment(
     )
 
 
+#: Bytes one query records per round (:data:`TRACES`): the arm (int32) and the best gap
+#: (float32).
+TRACE_BYTES_PER_QUERY = 8
+#: Copies of the loop state of every run that a program holds at once: while two host
+#: threads step a chunk, the state, its two halves, their new states and the new state
+#: joined from them; and the host copy a checkpoint writes. (Measured peak RSS of
+#: ``hpo_bbob_suite`` at 100, 200 and 400 repeats: 1.34, 1.76 and 3.03 GiB, against
+#: estimates of 1.60, 2.21 and 3.42 GiB; with four copies the estimate at 400 was 8 MiB
+#: short.)
+STATE_COPIES = 5
+#: Memory of the JAX process with an experiment's compiled programs before it holds any
+#: runs' data (measured peak RSS at 2 repeats: 785 MiB for ``hpo_bbob_suite``, 968 MiB for
+#: ``hpo_bbob_sphere``, whose 20 programs are of d = 32 and 64).
+BASE_MEMORY_BYTES = 2**30
+
+
+def run_state_bytes(learner: Any, env: HPOEnv) -> int:
+    """Bytes of one run's loop state in :func:`~stabl_jax.simulate.simulate` (its
+    :class:`~stabl_jax.simulate.RunCarry`: the learner's state, the environment's parameters
+    and state, two keys), from :func:`jax.eval_shape` of
+    :func:`~stabl_jax.simulate.init_runs`."""
+    keys = run_keys(jax.random.key(0), 1)
+    return base.tree_bytes(jax.eval_shape(lambda k: init_runs(learner, env, k, None), keys))
+
+
+def estimate_resources(config: HPOConfig) -> base.Resources:
+    """Estimate an algorithm-selection experiment's memory and disk from its config alone
+    (shapes from :func:`jax.eval_shape`; nothing is allocated or compiled).
+
+    A learner's program over a group of ``G`` problems (:func:`problem_groups`) runs ``G R``
+    runs of ``ceil(N / Q)`` rounds. Memory: :data:`BASE_MEMORY_BYTES`, the ``(R, N)``
+    float64 best gaps of the programs before (kept to the end), and the largest program's
+    own: :data:`STATE_COPIES` copies of every run's loop state (learner and environment: the
+    Eagle pools, ``24 x pool x d`` floats, dominate), its traces (:data:`TRACES`, of
+    :data:`TRACE_BYTES_PER_QUERY` per query and round), the last chunk's outputs twice
+    (device and host) and the best gaps by evaluation count (float64). Disk: every program's
+    checkpoints (its traces and its last loop state; the largest state twice, as a new one
+    is written beside it) and ``traces.npz`` (the best gaps), which exist together until the
+    folder is committed, and the plots. No time is estimated.
+    """
+    kept = peak = disk = largest = 0
+    for group in problem_groups(config):
+        env = problem_env(config, group)
+        runs, budget = len(group) * config.runs, group[0].evaluations
+        for name in config.learners:
+            learner = make_learner(config, name, budget)
+            queries = int(learner.num_queries)
+            rounds = hpo_metrics.num_rounds(budget, queries)
+            state = runs * run_state_bytes(learner, env)
+            per_round = queries * TRACE_BYTES_PER_QUERY
+            traces = runs * rounds * per_round
+            chunk = auto_chunk_size(runs, rounds, bytes_per_round=per_round)
+            gaps = runs * budget * 8
+            own = STATE_COPIES * state + traces + 2 * runs * chunk * per_round + gaps
+            peak = max(peak, kept + own)
+            kept += gaps
+            disk += traces + state
+            largest = max(largest, state)
+    learners = len(config.learners)
+    return base.Resources(
+        memory_bytes=BASE_MEMORY_BYTES + max(peak, 2 * kept),
+        disk_bytes=disk + largest + kept + base.PLOTS_BYTES,
+        seconds=None,
+        size=f"{len(config.problems)} problems x {config.runs} repeats x {learners} learners",
+        remedy="lower runs or the problems' dimensions and budgets (--runs, --set bbob.dims=...)",
+    )
+
+
 def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
     """An :class:`HPOExperimentResult` rebuilt from a results folder (``summary.json`` and
-    ``traces.npz``), to recompute metrics or redraw the plots without rerunning anything.
-    ``best_value`` traces are not saved; they come back empty."""
+    ``traces.npz``), to recompute metrics or redraw the plots without rerunning anything."""
     summary = read_summary(folder)
     if summary.get("kind") != "hpo":
         raise ValueError(f"{folder} is not the results folder of an HPO experiment")
@@ -488,7 +573,7 @@ def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
     traces = read_traces(folder)
     problems = {}
     for problem in config.problems:
-        out = ProblemOutcome(problem, {}, {}, {}, summary["timings"].get(problem.key, {}))
+        out = ProblemOutcome(problem, {}, {}, summary["timings"].get(problem.key, {}))
         for name in config.learners:
             out.best_gap[name] = traces[f"{problem.key}/{name}/best_gap"]
             out.arm_counts[name] = traces[f"{problem.key}/{name}/arm_counts"]
@@ -702,7 +787,7 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def run_header(config: HPOConfig, out: Path, needs: Any = None) -> str:
+def run_header(config: HPOConfig, out: Path, needs: base.Resources | None = None) -> str:
     """What ``stabl-jax run`` prints before an algorithm-selection experiment."""
     lines = [f"stabl-jax run {config.name}  ({config.source})"]
     if config.overrides:
@@ -713,6 +798,8 @@ def run_header(config: HPOConfig, out: Path, needs: Any = None) -> str:
         f"noise {config.noise_std:g}; same key for every learner (paired)"
     )
     lines.append(f"  learners: {', '.join(config.learners)}")
+    if needs is not None:
+        lines.append(base.needs_line(needs))
     lines.append(f"  output: {out}")
     return "\n".join(lines)
 
@@ -749,4 +836,5 @@ KIND = base.Kind(
     traces=hpo_trace_arrays,
     plots=render_hpo_plots,
     table=format_hpo_table,
+    estimate=estimate_resources,
 )
