@@ -262,3 +262,37 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
         learner, env, jax.random.key(0), 3, group[0].evaluations, traces=traces
     )
     assert tree_bytes(res.carry) == 3 * hpo_experiment.run_state_bytes(learner, env)
+
+
+def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch):
+    """Interrupted after its first learner's program, the same command resumes: it says so,
+    with the programs complete, and writes what the uninterrupted run writes."""
+    args = ["run", "hpo_bbob_sphere", "--out", str(tmp_path / "run"), "--no-progress"]
+    args += [x for item in TINY for x in ("--set", item)]
+    simulate = hpo_experiment.hpo_metrics.simulate_selection
+    calls = []
+
+    def interrupted_second(*a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return simulate(*a, **kw)
+
+    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", interrupted_second)
+    assert cli.main(args) == cli.EXIT_INTERRUPTED
+    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", simulate)
+    capsys.readouterr()
+    assert cli.main(args) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    key = load_config("hpo_bbob_sphere", TINY).problems[0].key
+    assert "resuming run.partial-" in out and ": 1 of 2 learner programs complete" in out, out
+    whole = tmp_path / "whole"
+    assert cli.main([*args[:2], "--out", str(whole), *args[4:]]) == cli.EXIT_OK
+    for name in ("uniform", "stabl"):
+        resumed, again = (
+            read_traces(f)[f"{key}/{name}/best_gap"] for f in (tmp_path / "run", whole)
+        )
+        np.testing.assert_array_equal(resumed, again)
+    config = load_config("hpo_bbob_sphere", TINY)  # a program stopped inside: its rounds
+    line = hpo_experiment.resumed_line(config, {f"{key}-uniform": 24, f"{key}-stabl": 5})
+    assert line == f"1 of 2 learner programs complete, {key}-stabl at 5/12 rounds"

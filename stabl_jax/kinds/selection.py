@@ -392,11 +392,11 @@ def run_problems(
     env = problem_env(config, problems)
     ids = tuple(p.function_id for p in problems)
     key = jax.random.key(config.seed)
-    tag = first.key if len(ids) == 1 else f"{first.key}-{problems[-1].key}"
     outs = [ProblemOutcome(p, {}, {}, {}) for p in problems]
     for name in config.learners:
         learner = make_learner(config, name, first.evaluations)
-        checkpoint = None if checkpoints is None else checkpoints.for_learner(f"{tag}-{name}")
+        tag = program_name(problems, name)
+        checkpoint = None if checkpoints is None else checkpoints.for_learner(tag)
         args = (learner, env, key, config.runs, first.evaluations)
         kwargs: dict[str, Any] = dict(checkpoint=checkpoint, validate=validate, traces=TRACES)
         if len(ids) == 1:
@@ -437,6 +437,31 @@ def problem_env(config: HPOConfig, problems: tuple[HPOProblem, ...]) -> HPOEnv:
         reward_lambda=config.reward_lambda,
         reward=config.reward,
     )
+
+
+def program_name(problems: tuple[HPOProblem, ...], learner: str) -> str:
+    """The name of ``learner``'s program over ``problems`` (its checkpoints' folder):
+    ``<problem>-<learner>``, or ``<first>-<last problem>-<learner>`` for several."""
+    first, last = problems[0].key, problems[-1].key
+    return f"{first}-{learner}" if len(problems) == 1 else f"{first}-{last}-{learner}"
+
+
+def resumed_line(config: HPOConfig, progress: Mapping[str, int]) -> str:
+    """What a resumed experiment took over, from ``progress`` (rounds done per program
+    name, :func:`program_name`): ``"1 of 10 learner programs complete, f01_d8_n300-exp3 at
+    150/300 rounds"``."""
+    rounds = {
+        program_name(group, name): make_learner(config, name, group[0].evaluations).horizon
+        for group in problem_groups(config)
+        for name in config.learners
+    }
+    complete = sum(progress.get(key) == total for key, total in rounds.items())
+    partly = [
+        f"{key} at {progress[key]}/{total} rounds"
+        for key, total in rounds.items()
+        if 0 < progress.get(key, 0) < total
+    ]
+    return ", ".join([f"{complete} of {len(rounds)} learner programs complete", *partly])
 
 
 def problem_groups(config: HPOConfig) -> list[tuple[HPOProblem, ...]]:
@@ -812,8 +837,11 @@ def run(
     progress: bool,
     log: Callable[[str], None],
 ) -> HPOExperimentResult:
-    """:func:`run_hpo_experiment` as ``stabl-jax run`` shows it: a line per learner and
-    problem (no progress bars)."""
+    """:func:`run_hpo_experiment` as ``stabl-jax run`` shows it: what a resumed run took
+    over, then a line per learner and problem (no progress bars)."""
+
+    if resumed is not None:
+        log(f"  resuming {resumed.source.name}: {resumed_line(config, resumed.progress)}")
 
     def learner_done(name: str, problem: HPOProblem, seconds: dict[str, float]) -> None:
         log(
