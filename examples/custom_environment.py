@@ -13,7 +13,6 @@ frozen dataclass with ``sample_params``, ``init`` and ``evaluate``, whose ``info
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from typing import Any, ClassVar
 
@@ -22,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import EXP3, Environment, StABL, simulate
-from stabl_jax.io.results import count
+from stabl_jax.io.results import Parser, count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +76,7 @@ class PunishingAdversary(Environment):
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=count, default=64)
     parser.add_argument("--horizon", type=count, default=2048)
     parser.add_argument("--arms", type=count, default=8)

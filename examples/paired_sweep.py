@@ -10,7 +10,6 @@ points' results are correlated (neighbouring scales are). Run it with
 
 from __future__ import annotations
 
-import argparse
 import itertools
 from collections.abc import Sequence
 
@@ -19,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import ExpertAdvice, StABL, simulate
-from stabl_jax.io.results import count, interval_runs
+from stabl_jax.io.results import Parser, count, interval_runs
 from stabl_jax.metrics import mean_ci
 
 
@@ -54,7 +53,7 @@ def sweep(
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=interval_runs, default=64, help="runs per grid point")
     parser.add_argument("--horizon", type=count, default=1024)
     args = parser.parse_args(argv)

@@ -32,7 +32,6 @@ The JSON (``--json``) holds every timing, the machine, the command and the commi
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -42,7 +41,7 @@ import jax.numpy as jnp
 
 from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
 from stabl_jax.bench.benchmark import Timed, machine_info, time_in_turn
-from stabl_jax.io.results import Distinct, count, output_file, write_json
+from stabl_jax.io.results import Distinct, Parser, count, output_file, write_json
 from stabl_jax.provenance import code_version
 
 #: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
@@ -216,7 +215,7 @@ def measure(spec: dict[str, Any], rounds: int, repeats: int) -> list[dict[str, A
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=count, default=4096)
     parser.add_argument(
         "--rounds", type=count, default=512, help="rounds per run (StABL needs 16 or >= 32)"

@@ -38,7 +38,6 @@ decisions; never for reported numbers).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 from collections.abc import Callable
@@ -52,6 +51,7 @@ from stabl_jax import metrics, simulate
 from stabl_jax.io.results import (
     Distinct,
     OutputError,
+    Parser,
     ResultsFolder,
     environment_info,
     interval_runs,
@@ -207,7 +207,7 @@ def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Pa
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=interval_runs, default=500)
     parser.add_argument(
         "--configs",

@@ -28,7 +28,6 @@ runs) adds its learners that ``NAME`` lacks; the two must share their change poi
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,7 +37,7 @@ import numpy as np
 
 from stabl_jax import load_results, metrics
 from stabl_jax.io import plots
-from stabl_jax.io.results import Distinct, OutputError, need_runs, owned_figures, unpaired
+from stabl_jax.io.results import Distinct, OutputError, Parser, need_runs, owned_figures, unpaired
 from stabl_jax.io.tables import TracesDamaged
 
 FIGURE1 = tuple(
@@ -148,7 +147,7 @@ def curves(folder: Path, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="the folder holding the results folders")
     parser.add_argument("out", type=Path, help="where the PNGs go")
     parser.add_argument(

@@ -12,7 +12,6 @@ JAX started, and the time spent simulating and scoring. The design target: ``R =
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -21,13 +20,13 @@ import jax
 
 from stabl_jax import ExpertAdvice, StABL
 from stabl_jax.bench.benchmark import machine_info, rss_bytes
-from stabl_jax.io.results import Distinct, count, output_file, write_json
+from stabl_jax.io.results import Distinct, Parser, count, output_file, write_json
 from stabl_jax.provenance import code_version
 from stabl_jax.streaming import simulate_summaries
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=count, default=4096)
     parser.add_argument("--arms", type=int, default=300)
     parser.add_argument("--horizon", type=count, default=65536)

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats
 
 from stabl_jax import metrics, read_summary, read_traces
-from stabl_jax.io.results import Distinct, need_runs, unpaired
+from stabl_jax.io.results import Distinct, Parser, need_runs, unpaired
 
 
 class Folders:
@@ -146,7 +146,7 @@ def pair(spec: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--learners", nargs="*", action=Distinct, default=[])
     parser.add_argument("--diff", nargs="*", type=pair, action=Distinct, default=[])

@@ -81,7 +81,7 @@ import numpy as np
 from stabl_jax.bench import benchmark
 from stabl_jax.hpo_metrics import log10_gap
 from stabl_jax.io import plots
-from stabl_jax.io.results import Distinct, need_runs, read_summary, write_text
+from stabl_jax.io.results import Distinct, Parser, need_runs, read_summary, write_text
 from stabl_jax.io.tables import TraceFile, finished_folder, read_json_object
 
 Z_95 = 1.959963984540054
@@ -788,7 +788,7 @@ def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path, action=Distinct)
     # The table options default to None (the view's own default applies) so that one given
     # where the folder's view does not read it is refused (view_options), not ignored.

@@ -19,14 +19,13 @@ points are not told apart from it.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from stabl_jax.io import plots
-from stabl_jax.io.results import OutputError, need_runs, owned_figures
+from stabl_jax.io.results import OutputError, Parser, need_runs, owned_figures
 from stabl_jax.io.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"
@@ -135,7 +134,7 @@ def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", type=Path, help="folder of NAME/sweep.json")
     parser.add_argument("out", type=Path, help="where the PNGs go")
     parser.add_argument(

@@ -50,7 +50,6 @@ hundreds of MB per point.
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import json
 import math
@@ -1271,9 +1270,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from stabl_jax.io.results import Distinct, distinct, interval_runs
+    from stabl_jax.io.results import Distinct, Parser, distinct, interval_runs
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/study", help="folder of the study's points")
     parser.add_argument("--runs", type=interval_runs, default=1000)
     parser.add_argument("--seed", type=int, default=0)

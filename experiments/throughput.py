@@ -10,17 +10,16 @@ baselines is ``experiments/benchmark.py``.)
 
 from __future__ import annotations
 
-import argparse
 import platform
 
 import jax
 
 from stabl_jax import LEARNERS, ExpertAdvice, make, simulate
-from stabl_jax.io.results import count, output_file, write_json
+from stabl_jax.io.results import Parser, count, output_file, write_json
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=count, default=1000)
     parser.add_argument("--horizon", type=count, default=4096)
     parser.add_argument("--arms", type=int, default=30)

@@ -20,7 +20,6 @@ interval, the command, the code's commit, the versions and the device, as a resu
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import re
@@ -36,6 +35,7 @@ from stabl_jax import metrics, simulate
 from stabl_jax.io.configs import parse_override, resolve_config
 from stabl_jax.io.results import (
     OutputError,
+    Parser,
     environment_info,
     interval_runs,
     owned_files,
@@ -213,7 +213,7 @@ UNREAD: dict[str, str] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--runs-per-point", type=interval_runs, default=32)
     parser.add_argument("--coarse", action="store_true", help="every other grid value")

@@ -43,7 +43,7 @@ import numpy as np
 from stabl_jax import LEARNERS, checks, estimators, make, simulate
 from stabl_jax.envs.bernoulli import PiecewiseBernoulli
 from stabl_jax.envs.expert_advice import ExpertAdvice
-from stabl_jax.io.results import Distinct, count, output_file, write_json
+from stabl_jax.io.results import Distinct, Parser, count, output_file, write_json
 
 EPS = float(jnp.finfo(jnp.float32).eps)
 
@@ -148,7 +148,7 @@ def divergence(runs: int = 500, horizon: int = 4096, num_arms: int = 30) -> list
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--arms", type=int, nargs="+", action=Distinct, default=[3, 10])
     parser.add_argument("--horizon", type=count, default=4096)
     parser.add_argument("--low", type=float, default=1.0)

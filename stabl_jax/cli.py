@@ -59,7 +59,7 @@ from stabl_jax.bench import benchmark
 from stabl_jax.io import tables
 from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
 from stabl_jax.io.configs import ConfigError, shipped_configs
-from stabl_jax.io.results import Distinct, OutputError, ResultsFolder
+from stabl_jax.io.results import Distinct, OutputError, Parser, ResultsFolder
 from stabl_jax.kinds import KINDS, load_config, write_results
 from stabl_jax.kinds.base import Kind, Resources
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
@@ -114,7 +114,7 @@ class _PrintVersion(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands ``run`` and ``list``)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="stabl-jax",
         description="Strongly adaptive bandit experiments (StABL, ICLR 2024) in JAX.",
     )

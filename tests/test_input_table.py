@@ -1109,6 +1109,11 @@ def _(tmp_path, capsys, monkeypatch):
     _forbid_computation(monkeypatch)
     code, err = run_cli(["run", str(path), "--runs", "5", "--set", "runs=3"], capsys)
     assert code == 2 and "runs is set twice ('runs=3' and 'runs=5')" in err
+    # An option given twice: argparse kept the last value (``--runs 5 --runs 3`` ran 3).
+    for option, first, second in (("--runs", "5", "3"), ("--out", "a", "b"), ("--seed", "1", "1")):
+        code, err = run_cli(["run", str(path), option, first, option, second], capsys)
+        assert code == 2, err
+        assert f"{option} is given twice ({first} and {second}): the second would" in err, err
 
 
 @row("C11")

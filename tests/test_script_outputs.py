@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from stabl_jax.io.results import Distinct, OutputError, output_file, writable_folder, write_json
+from stabl_jax.io.results import (
+    Distinct,
+    OutputError,
+    Parser,
+    output_file,
+    writable_folder,
+    write_json,
+)
 from tests.scripts import ROOT, load_script
 
 #: Each script writing one JSON file after its work, and the flag naming that file.
@@ -203,6 +210,56 @@ def test_a_value_given_twice_stops_the_script_at_once(
     err = capsys.readouterr().err
     assert message in err
     assert "twice: give each value once" in err
+
+
+#: An option given twice (``io.results.Parser``): argparse kept the last value silently.
+OPTIONS_TWICE = [
+    ("study", ["--runs", "8", "--runs", "16"], "--runs is given twice (8 and 16)"),
+    ("study", ["--arms", "3", "--arms", "5"], "--arms is given twice (3 and 5)"),
+    ("tune", ["--out", "a", "--out", "b"], "--out is given twice (a and b)"),
+    (
+        "validation_sweep",
+        ["--arms", "3", "10", "--arms", "5"],
+        "--arms is given twice (3 10 and 5)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "message"), OPTIONS_TWICE, ids=[r[2] for r in OPTIONS_TWICE]
+)
+def test_an_option_given_twice_stops_the_script_at_once(
+    name: str,
+    argv: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_twice_{name}")
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{message}: the second would silently replace the first; give it once" in err, err
+
+
+def test_the_parser_refuses_an_option_twice_in_one_parse_only() -> None:
+    """Each parse starts afresh (a parser may be used again); ``append`` options and flags
+    collect as before."""
+    parser = Parser(prog="p", exit_on_error=False)
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--force", action="store_true")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("run").add_argument("--out")
+    assert parser.parse_args(["--runs", "1"]).runs == 1
+    assert parser.parse_args(["--runs", "2"]).runs == 2
+    args = parser.parse_args(["--set", "a=1", "--set", "b=2", "--force", "--force"])
+    assert args.set == ["a=1", "b=2"] and args.force and args.runs is None
+    assert parser.parse_args(["run", "--out", "x"]).out == "x"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "--out", "x", "--out", "y"])
 
 
 def test_distinct_keeps_the_values_in_their_order() -> None:

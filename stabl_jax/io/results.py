@@ -120,10 +120,48 @@ def distinct(name: str, values: Iterable[Any]) -> None:
         seen.append(value)
 
 
-class Distinct(argparse.Action):
+class _Once(argparse.Action):
+    """argparse's ``store``, except that an option given twice stops the script (exit 2):
+    argparse keeps the last value without a word (``--runs 5 ... --runs 50`` ran 50)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given: list[argparse.Namespace] = self.__dict__.setdefault("_given_in", [])
+        if any(seen is namespace for seen in given):
+            first = getattr(namespace, self.dest)
+            parser.error(
+                f"{option_string or self.dest} is given twice ({_shown(first)} and "
+                f"{_shown(values)}): the second would silently replace the first; give it once"
+            )
+        given.append(namespace)
+        setattr(namespace, self.dest, values)
+
+
+def _shown(values: Any) -> str:
+    return " ".join(map(str, values)) if isinstance(values, list) else str(values)
+
+
+class Parser(argparse.ArgumentParser):
+    """The ``ArgumentParser`` of the command line and the scripts: an option that stores a
+    value (the default action) given twice is refused (exit 2) instead of silently keeping
+    the last value; ``action="append"`` options (``--set``) and flags collect as usual.
+    Subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+
+
+class Distinct(_Once):
     """An argparse ``action=`` for a list option (``nargs="+"``) that stops the script at once
-    (exit 2) on a value given twice (:func:`distinct`). Values compare as parsed (after
-    ``type=``)."""
+    (exit 2) on a value given twice (:func:`distinct`), or on the option given twice. Values
+    compare as parsed (after ``type=``)."""
 
     def __call__(
         self,
@@ -136,7 +174,7 @@ class Distinct(argparse.Action):
             distinct(option_string or self.dest, values)
         except ValueError as exc:
             parser.error(str(exc))
-        setattr(namespace, self.dest, list(values))
+        super().__call__(parser, namespace, list(values), option_string)
 
 
 def unpaired(summary: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
