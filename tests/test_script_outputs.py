@@ -194,24 +194,6 @@ REPEATS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "argv", "message"), REPEATS, ids=[r[2] for r in REPEATS])
-def test_a_value_given_twice_stops_the_script_at_once(
-    name: str,
-    argv: list[str],
-    message: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture,
-) -> None:
-    module = load_script(ROOT / "experiments" / f"{name}.py", f"_repeats_{name}")
-    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
-    with pytest.raises(SystemExit) as stop:
-        module.main()
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err
-    assert "twice: give each value once" in err
-
-
 #: An option given twice (``io.results.Parser``): argparse kept the last value silently.
 OPTIONS_TWICE = [
     ("study", ["--runs", "8", "--runs", "16"], "--runs is given twice (8 and 16)"),
@@ -225,23 +207,27 @@ OPTIONS_TWICE = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "argv", "message"), OPTIONS_TWICE, ids=[r[2] for r in OPTIONS_TWICE]
-)
-def test_an_option_given_twice_stops_the_script_at_once(
+REFUSED = [(*case, "twice: give each value once") for case in REPEATS] + [
+    (*case, "the second would silently replace the first; give it once") for case in OPTIONS_TWICE
+]
+
+
+@pytest.mark.parametrize(("name", "argv", "message", "tail"), REFUSED, ids=[r[2] for r in REFUSED])
+def test_a_value_or_an_option_given_twice_stops_the_script_at_once(
     name: str,
     argv: list[str],
     message: str,
+    tail: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
-    module = load_script(ROOT / "experiments" / f"{name}.py", f"_twice_{name}")
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_repeats_{name}")
     monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
     with pytest.raises(SystemExit) as stop:
         module.main()
     assert stop.value.code == 2
     err = capsys.readouterr().err
-    assert f"{message}: the second would silently replace the first; give it once" in err, err
+    assert message in err and tail in err, err
 
 
 def test_the_parser_refuses_an_option_twice_in_one_parse_only() -> None:

@@ -131,6 +131,7 @@ class _Once(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
+        values = self.checked(parser, values, option_string)
         given: list[argparse.Namespace] = self.__dict__.setdefault("_given_in", [])
         if any(seen is namespace for seen in given):
             first = getattr(namespace, self.dest)
@@ -140,6 +141,10 @@ class _Once(argparse.Action):
             )
         given.append(namespace)
         setattr(namespace, self.dest, values)
+
+    def checked(self, parser: argparse.ArgumentParser, values: Any, option: str | None) -> Any:
+        """The value to store (a subclass checks it here; ``parser.error`` to refuse it)."""
+        return values
 
 
 def _shown(values: Any) -> str:
@@ -163,18 +168,12 @@ class Distinct(_Once):
     (exit 2) on a value given twice (:func:`distinct`), or on the option given twice. Values
     compare as parsed (after ``type=``)."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
+    def checked(self, parser: argparse.ArgumentParser, values: Any, option: str | None) -> Any:
         try:
-            distinct(option_string or self.dest, values)
+            distinct(option or self.dest, values)
         except ValueError as exc:
             parser.error(str(exc))
-        super().__call__(parser, namespace, list(values), option_string)
+        return list(values)
 
 
 def unpaired(summary: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
