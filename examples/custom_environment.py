@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             "mean_loss": float(np.mean(res.loss)),
             "mean_expected_loss": float(np.mean(res.expected_loss)),
             "prob_best": float(np.mean(res.prob_best)),
-            "max_play_average": float(np.max(res.carry.env_state)),
+            "max_play_average": float(np.max(res.final_carry("this example").env_state)),
         }
         row = "  ".join(f"{k} {v:.4f}" for k, v in out[learner.name].items())
         print(f"{learner.name:<6} {row}")

@@ -71,9 +71,10 @@ def segment_rewards(
     """``(R, S)`` per-segment mean reward of every run, and the muting count (if any)."""
     env = config.make_env()
     result = simulate(learner, env, key, config.runs, horizon=config.horizon, params=params)
-    segments = metrics.segment_ids(result.carry, config.horizon)
+    carry = result.final_carry("segment_rewards")
+    segments = metrics.segment_ids(carry, config.horizon)
     reward = 1.0 - result.loss.astype(np.float64)
-    muted = getattr(result.carry.state, "num_muted", None)
+    muted = getattr(carry.state, "num_muted", None)
     muted = None if muted is None else int(np.asarray(muted).sum())
     return metrics.per_segment_mean(reward, segments, int(env.num_segments)), muted
 

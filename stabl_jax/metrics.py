@@ -319,7 +319,11 @@ def adaptive_regret(
             "traces=(..., 'loss') or (..., 'expected_loss')"
         )
     return paired_adaptive_regret(
-        env, result.carry, traces, window_lengths, memory_bytes=memory_bytes
+        env,
+        result.final_carry("adaptive_regret"),
+        traces,
+        window_lengths,
+        memory_bytes=memory_bytes,
     )
 
 

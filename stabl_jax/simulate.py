@@ -87,7 +87,9 @@ class SimResult:
 
     Attributes:
       arrays: the recorded traces by name.
-      carry: the final :class:`RunCarry` (learner and environment states, runs-leading).
+      carry: the final :class:`RunCarry` (learner and environment states, runs-leading);
+        ``None`` for a run restored from a finished checkpoint whose state was dropped
+        (:meth:`~stabl_jax.io.checkpoints.ChunkCheckpoint.drop_state`).
       compile_seconds: time spent compiling the chunk program(s).
       run_seconds: time spent running them (excluding compilation).
       offered: the trace names that read ``None`` when not recorded.
@@ -98,7 +100,7 @@ class SimResult:
     """
 
     arrays: dict[str, np.ndarray]
-    carry: RunCarry
+    carry: RunCarry | None
     compile_seconds: float
     run_seconds: float
     offered: tuple[str, ...] = QUERY_TRACES
@@ -124,6 +126,21 @@ class SimResult:
     def traces(self) -> dict[str, np.ndarray]:
         """The recorded traces by name."""
         return dict(self.arrays)
+
+    def final_carry(self, caller: str) -> RunCarry:
+        """The final :attr:`carry`, for ``caller`` (a metric or step that reads it).
+
+        Raises:
+          ValueError: the result holds none (restored from a finished checkpoint whose loop
+            state was dropped).
+        """
+        if self.carry is None:
+            raise ValueError(
+                f"{caller} reads the runs' final loop state, which this result does not hold: "
+                "it was restored from a finished checkpoint whose state was dropped "
+                "(ChunkCheckpoint.drop_state); simulate again without that checkpoint"
+            )
+        return self.carry
 
     def check_env(self, env: Any, caller: str) -> None:
         """Raise ``ValueError`` unless ``env`` equals the environment simulated (when known):

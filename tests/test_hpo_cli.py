@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from stabl_jax import cli
-from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
+from stabl_jax.io.checkpoints import (
+    STATE,
+    CheckpointMismatch,
+    ExperimentCheckpoints,
+    experiment_identity,
+    load_arrays,
+)
 from stabl_jax.io.configs import ConfigError
 from stabl_jax.io.results import COMPLETE, ResultsFolder, read_summary, read_traces
 from stabl_jax.io.tables import byte_size
@@ -266,7 +272,8 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
 
 def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch):
     """Interrupted after its first learner's program, the same command resumes: it says so,
-    with the programs complete, and writes what the uninterrupted run writes."""
+    with the programs complete, and writes what the uninterrupted run writes. The finished
+    program's checkpoint kept its traces, not its loop state (the Eagle pools)."""
     args = ["run", "hpo_bbob_sphere", "--out", str(tmp_path / "run"), "--no-progress"]
     args += [x for item in TINY for x in ("--set", item)]
     simulate = hpo_experiment.hpo_metrics.simulate_selection
@@ -280,11 +287,14 @@ def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch)
 
     monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", interrupted_second)
     assert cli.main(args) == cli.EXIT_INTERRUPTED
+    key = load_config("hpo_bbob_sphere", TINY).problems[0].key
+    (state,) = tmp_path.glob(f"run.partial-*/checkpoint/{key}-uniform/{STATE}")
+    stored = load_arrays(state)
+    assert int(stored["t0"]) == 24 and not [n for n in stored if n.startswith("carry/")]
     monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", simulate)
     capsys.readouterr()
     assert cli.main(args) == cli.EXIT_OK
     out = capsys.readouterr().out
-    key = load_config("hpo_bbob_sphere", TINY).problems[0].key
     assert "resuming run.partial-" in out and ": 1 of 2 learner programs complete" in out, out
     whole = tmp_path / "whole"
     assert cli.main([*args[:2], "--out", str(whole), *args[4:]]) == cli.EXIT_OK

@@ -22,12 +22,14 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
-from stabl_jax import cli
+from stabl_jax import EXP3, ExpertAdvice, cli, simulate
 from stabl_jax.io import checkpoints as checkpoint
 from stabl_jax.io.results import COMPLETE, read_summary
+from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
 from tests.conftest import assert_same_results
 
@@ -311,3 +313,32 @@ def test_a_checkpoint_with_a_trace_this_run_does_not_record_resumes_without_it(t
         np.testing.assert_array_equal(arrays["x"], np.broadcast_to(rounds, arrays["x"].shape))
         if names is not None:
             assert peak < _PEAK_BOUND, peak / _OUTPUT_BYTES
+
+
+def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(tmp_path):
+    """``drop_state`` deletes a finished simulation's loop state and keeps its outputs: the
+    same call then returns the same traces and no carry (a metric that needs one says why),
+    and a longer simulation refuses to continue from it."""
+    env, learner = ExpertAdvice(num_arms=4, horizon=48), EXP3(num_arms=4, horizon=48)
+    call = dict(chunk_size=16, traces=("played", "loss"))
+    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
+    with pytest.raises(checkpoint.CheckpointMismatch, match="holds no checkpoint"):
+        ckpt.drop_state()
+    first = simulate(learner, env, jax.random.key(3), 5, horizon=32, checkpoint=ckpt, **call)
+    state_file = ckpt.folder / checkpoint.STATE
+    before = state_file.stat().st_size
+    ckpt.drop_state()
+    ckpt.drop_state()  # a second call finds nothing more to drop
+    stored = checkpoint.load_arrays(state_file)
+    assert not [name for name in stored if name.startswith("carry/")]
+    assert int(stored["t0"]) == 32 and state_file.stat().st_size < before
+    again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
+    second = simulate(learner, env, jax.random.key(3), 5, horizon=32, checkpoint=again, **call)
+    assert second.carry is None and sorted(second.arrays) == sorted(first.arrays)
+    for name, value in first.arrays.items():
+        np.testing.assert_array_equal(second.arrays[name], value)
+    with pytest.raises(ValueError, match="adaptive_regret reads the runs' final loop state"):
+        adaptive_regret(second, env, (8,))
+    longer = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
+    with pytest.raises(checkpoint.CheckpointMismatch, match="finished at round 32 and kept no"):
+        simulate(learner, env, jax.random.key(3), 5, horizon=48, checkpoint=longer, **call)

@@ -216,7 +216,7 @@ def bco_adaptive_regret(
     result.check_env(env, "bco_adaptive_regret")
     paired = paired_bco_adaptive_regret(
         env,
-        result.carry,
+        result.final_carry("bco_adaptive_regret"),
         {"learner": result.loss},
         window_lengths,
         stride=stride,

@@ -57,6 +57,8 @@ FORMAT = "stabl_jax.checkpoint/2"
 STATE = "state.npz"
 #: The entry of every checkpoint ``.npz`` holding the SHA-256 of its other arrays (JSON).
 DIGEST = "__sha256__"
+#: The entry of a checkpoint's state file whose loop state was dropped (``drop_state``).
+DROPPED = "state_dropped"
 IDENTITY = "experiment.json"
 CHECKPOINT_DIR = "checkpoint"
 
@@ -367,7 +369,7 @@ class ChunkCheckpoint:
         self, template: Any, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[Any, dict[str, np.ndarray], int] | None:
         """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
-        stored.
+        stored. The carry is ``None`` where :meth:`drop_state` dropped it.
 
         Args:
           template: the freshly initialised carry (structure, shapes, dtypes, key types).
@@ -379,14 +381,44 @@ class ChunkCheckpoint:
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
-          CheckpointMismatch: another fingerprint or another carry layout.
+          CheckpointMismatch: another fingerprint or another carry layout, or a dropped
+            state and ``rounds`` past the stored ones.
         """
         read = self._read(keep=True, rounds=rounds, names=names)
         if read is None:
             self._chunks = []
             return None
         arrays, outputs = read
-        return arrays_to_carry(arrays, template), outputs, int(arrays["t0"])
+        t0 = int(arrays["t0"])
+        if DROPPED not in arrays:
+            return arrays_to_carry(arrays, template), outputs, t0
+        if rounds is not None and rounds > t0:
+            raise CheckpointMismatch(
+                f"{self.folder} finished at round {t0} and kept no loop state (drop_state) to "
+                f"continue to round {rounds} from: delete the folder to rerun the simulation"
+            )
+        return None, outputs, t0
+
+    def drop_state(self) -> None:
+        """Delete the stored loop state of a finished simulation, keeping its outputs.
+
+        For a caller that reads only the outputs of a finished simulation: its last loop state
+        can be far larger than its traces (an algorithm-selection run's optimiser pools), and
+        it is needed only to continue past the last round. Afterwards :meth:`restore` returns
+        the outputs and ``None`` for the carry (so :func:`~stabl_jax.simulate.simulate`'s
+        ``SimResult.carry`` is ``None``), and refuses to continue to a later round.
+
+        Raises:
+          CheckpointMismatch: nothing is stored (or the stored state belongs to another
+            simulation).
+        """
+        arrays = self._read_state()
+        if arrays is None:
+            raise CheckpointMismatch(f"{self.folder} holds no checkpoint whose state to drop")
+        if DROPPED in arrays:
+            return
+        kept = {name: value for name, value in arrays.items() if not name.startswith("carry/")}
+        save_arrays(self.folder / STATE, {**kept, DROPPED: np.asarray(True)})
 
     def save(self, carry: Any, outputs: Mapping[str, np.ndarray], start: int, stop: int) -> None:
         """Record rounds ``[start, stop)``: their outputs, then the loop state after them."""

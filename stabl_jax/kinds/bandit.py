@@ -224,7 +224,7 @@ def run_experiment(
 
     def per_segment(env: Any, result: SimResult) -> dict[str, Any]:
         if not segments:
-            segments.append(metrics.segment_ids(result.carry, config.horizon))
+            segments.append(metrics.segment_ids(result.final_carry("the segments"), config.horizon))
         num_segments = int(env.num_segments)
         return {
             "segment_reward": metrics.per_segment_mean(

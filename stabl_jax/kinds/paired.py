@@ -600,7 +600,7 @@ def run_learners(
             learner=learner,
             params=params,
             result=result,
-            num_muted=num_muted(result.carry),
+            num_muted=num_muted(result.final_carry("the muting count")),
             wall_seconds=sim_s,
             **measure(env, result),
         )
@@ -609,7 +609,7 @@ def run_learners(
         if on_learner_done is not None:
             on_learner_done(outcome)
     metric_start = time.perf_counter()
-    carry = next(iter(outcomes.values())).result.carry
+    carry = next(iter(outcomes.values())).result.final_carry("the paired metrics")
     fields = measure_all(env, carry, outcomes)
     metrics_s += time.perf_counter() - metric_start
     return result_type(

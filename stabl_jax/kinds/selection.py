@@ -36,7 +36,9 @@ learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
 
 A long experiment never loses finished work: with ``checkpoints`` set, every learner of every
 problem checkpoints its chunks there (:class:`stabl_jax.io.checkpoints.ExperimentCheckpoints`,
-as for every kind) and resumes from them when the same config is rerun after an interrupt.
+as for every kind) and resumes from them when the same config is rerun after an interrupt. A
+finished program keeps only its traces there: its last loop state (mostly the Eagle pools,
+far larger than the traces) is dropped once its outcome is taken.
 
 Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve (mean and 95%
 band over repeats) and the score against Uniform at every evaluation count; across all
@@ -387,7 +389,9 @@ def run_problems(
     """Run every learner of ``config`` on ``problems``, which share their dimension and budget:
     one compiled program per learner for all of them (module docstring). ``checkpoints``
     holds learner ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for
-    several)."""
+    several); a finished program's loop state is dropped from them (its traces are kept:
+    the experiment reads nothing else of it), so the disk holds one program's state at a
+    time."""
     first = problems[0]
     env = problem_env(config, problems)
     key = jax.random.key(config.seed)
@@ -409,6 +413,8 @@ def run_problems(
             if on_learner_done is not None:
                 on_learner_done(name, out.problem, out.seconds[name])
         del results, res  # the next learner's program does not run beside this one's state
+        if checkpoint is not None:  # its traces are what a resumed run reads of it
+            checkpoint.drop_state()
     return outs
 
 
@@ -547,9 +553,9 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
     Eagle pools, ``24 x pool x d`` floats, dominate), its traces (:data:`TRACES`, of
     :data:`TRACE_BYTES_PER_QUERY` per query and round), the last chunk's outputs twice
     (device and host) and the best gaps by evaluation count (float64). Disk: every program's
-    checkpoints (its traces and its last loop state; the largest state twice, as a new one
-    is written beside it) and ``traces.npz`` (the best gaps), which exist together until the
-    folder is committed, and the plots. No time is estimated.
+    checkpointed traces, the loop state of the largest program twice (a new one is written
+    beside the last; a finished program's is dropped), ``traces.npz`` (the best gaps), which
+    exist together until the folder is committed, and the plots. No time is estimated.
     """
     kept = peak = disk = largest = 0
     for group in problem_groups(config):
@@ -567,12 +573,12 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
             own = STATE_COPIES * state + traces + 2 * runs * chunk * per_round + gaps
             peak = max(peak, kept + own)
             kept += gaps
-            disk += traces + state
+            disk += traces
             largest = max(largest, state)
     learners = len(config.learners)
     return base.Resources(
         memory_bytes=BASE_MEMORY_BYTES + max(peak, 2 * kept),
-        disk_bytes=disk + largest + kept + base.PLOTS_BYTES,
+        disk_bytes=disk + 2 * largest + kept + base.PLOTS_BYTES,
         seconds=None,
         size=f"{len(config.problems)} problems x {config.runs} repeats x {learners} learners",
         remedy="lower runs or the problems' dimensions and budgets (--runs, --set bbob.dims=...)",
