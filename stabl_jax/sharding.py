@@ -22,7 +22,11 @@ blocks (one per core by default) and steps each group with the same compiled pro
 own Python thread (JAX releases the GIL while a program runs): 1.6-1.8x at ``n = 30``,
 ``R = 4096`` on 2 cores, unchanged at ``n = 300`` where XLA's own threads already pay off
 (``EXPERIMENTS.md``, "Speed and scale"). Each run's arithmetic is the same block program
-either way, so the results are bitwise identical for any number of threads.
+either way, so the results are bitwise identical for any number of threads. The groups stay
+apart from chunk to chunk (joined for a checkpoint and at the end), and each chunk program
+takes over its input's memory (:func:`stabl_jax.simulate.run_chunk` donates it), so the
+runs' loop state is held once beside the programs' own work space, not as a whole beside
+its parts.
 
 **Padding.** ``R`` is padded up to a multiple of ``devices x runs_per_block``. Padded runs are
 ordinary runs ``R, R + 1, ...`` of the same key, simulated and then dropped, so run ``i``

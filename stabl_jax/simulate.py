@@ -311,7 +311,9 @@ def _chunk_one(
 
 
 @partial(
-    jax.jit, static_argnames=("learner", "env", "length", "plan", "fields", "validate", "kernel")
+    jax.jit,
+    static_argnames=("learner", "env", "length", "plan", "fields", "validate", "kernel"),
+    donate_argnames=("carry",),
 )
 def run_chunk(
     learner: Any,
@@ -327,7 +329,8 @@ def run_chunk(
     """Advance every run by ``length`` rounds from round ``t0``, laid out by a
     :class:`stabl_jax.sharding.RunsPlan`: the runs split over the plan's devices and stepped
     ``plan.block`` at a time. Returns ``(carry, outputs)``, outputs ``(R, length, ...)`` for
-    the traces named in ``fields``.
+    the traces named in ``fields``. The ``carry`` given is donated: the new one takes its
+    memory (the runs' loop state is held once, not twice), and the arrays given are deleted.
 
     With ``validate``, every round runs the in-program checks of :func:`_round` under
     ``checkify`` and the function returns ``(error, (carry, outputs))``; the values are
@@ -583,9 +586,10 @@ def simulate(
         drawn = sample_env_params(env, keys) if env_params is None else env_params
         return _init_carry(learner, rollout_env, keys, drawn, params)
 
-    carry = sharding.init_sharded(init, plan, keys, params, env_params)
+    # run_chunks gets the only reference to the first carry: it frees it after the first chunk.
+    first = [sharding.init_sharded(init, plan, keys, params, env_params)]
     if chunk_size is None:
-        per_round = _round_bytes(learner, rollout_env, carry, fields)
+        per_round = _round_bytes(learner, rollout_env, first[0], fields)
         if kernel == "pallas":
             per_round += kernels.input_bytes_per_round(learner, fields)
         chunk_size = auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
@@ -598,7 +602,7 @@ def simulate(
 
     carry, arrays, compile_s, run_s = run_chunks(
         lower,
-        carry,
+        first.pop(),
         horizon,
         chunk_size,
         progress,
@@ -735,7 +739,9 @@ def run_chunks(
         whose compiled form maps ``(carry, t0)`` to ``(carry, outputs)`` with outputs of shape
         ``(R, length, ...)``. One program is compiled per distinct chunk length (at most two),
         ahead of time, so compile and run times are measured apart.
-      carry: the stacked per-run loop state.
+      carry: the stacked per-run loop state. It is consumed: the compiled programs take over
+        their input's memory (:func:`run_chunk` donates it), so the caller keeps no reference
+        (``simulate`` holds it only in the call).
       horizon: number of rounds.
       chunk_size: rounds per chunk (>= 1); results do not depend on it.
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
@@ -771,15 +777,19 @@ def run_chunks(
         if not 0 < t0 <= horizon:
             raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
         bar(t0)
+    # The runs stay split in their threads' groups from chunk to chunk, joined only for a
+    # checkpoint and at the end: the loop state is held once, not as a whole beside its parts.
+    groups = _groups(carry, threads) if t0 < horizon else [carry]
+    del carry
     while t0 < horizon:
         length = min(chunk, horizon - t0)
         t0_arr = jnp.asarray(t0, jnp.int32)
         if length not in compiled:
             start = time.perf_counter()
-            compiled[length] = lower(_groups(carry, threads)[0], t0_arr, length).compile()
+            compiled[length] = lower(groups[0], t0_arr, length).compile()
             compile_s += time.perf_counter() - start
         start = time.perf_counter()
-        carry, out = step(compiled[length], carry, t0_arr)
+        groups, out = step(compiled[length], groups, t0_arr)
         run_s += time.perf_counter() - start
         if arrays.keys() - out.keys():  # restored traces this run does not record: dropped
             arrays = {name: value for name, value in arrays.items() if name in out}
@@ -792,10 +802,10 @@ def run_chunks(
                 arrays[name] = np.empty(shape, value.dtype)
             arrays[name][:, t0 : t0 + length] = value
         if checkpoint is not None:
-            checkpoint.save(carry, out, t0, t0 + length)
+            checkpoint.save(_join(groups), out, t0, t0 + length)
         t0 += length
         bar(t0)
-    return carry, arrays, compile_s, run_s
+    return _join(groups), arrays, compile_s, run_s
 
 
 def _groups(tree: Any, num: int) -> list[Any]:
@@ -806,23 +816,30 @@ def _groups(tree: Any, num: int) -> list[Any]:
     return [jax.tree.map(lambda x, i=i: x[i * size : (i + 1) * size], tree) for i in range(num)]
 
 
-def _threaded(num: int) -> Callable[[Any, Any, jax.Array], tuple[Any, dict]]:
-    """``step(program, carry, t0) -> (carry, host outputs)``: the chunk program on ``num``
-    groups of runs at once, one host thread each (JAX releases the GIL while it runs)."""
+def _join(groups: list[Any]) -> Any:
+    """The runs' groups of :func:`_groups` as one tree again (the group itself for one)."""
+    if len(groups) == 1:
+        return groups[0]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *groups)
+
+
+def _threaded(num: int) -> Callable[[Any, list[Any], jax.Array], tuple[list[Any], dict]]:
+    """``step(program, groups, t0) -> (groups, host outputs)``: the chunk program on the
+    ``num`` groups of runs at once, one host thread each (JAX releases the GIL while it
+    runs); the outputs joined along the runs axis."""
 
     def one(program: Any, carry: Any, t0: jax.Array) -> tuple[Any, dict]:
         carry, out = program(carry, t0)
         return carry, jax.device_get(out)
 
-    if num == 1:
-        return one
-
-    def step(program: Any, carry: Any, t0: jax.Array) -> tuple[Any, dict]:
+    def step(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any], dict]:
+        if num == 1:
+            carry, out = one(program, groups[0], t0)
+            return [carry], out
         with ThreadPoolExecutor(max_workers=num) as pool:
-            parts = list(pool.map(lambda c: one(program, c, t0), _groups(carry, num)))
-        carry = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[c for c, _ in parts])
+            parts = list(pool.map(lambda c: one(program, c, t0), groups))
         out = {name: np.concatenate([o[name] for _, o in parts]) for name in parts[0][1]}
-        return carry, out
+        return [c for c, _ in parts], out
 
     return step
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import importlib
 
 import jax
@@ -298,3 +299,26 @@ def test_a_learner_without_a_base_class_is_validated_as_one_row():
     want = simulate(make("exp3", num_arms=5, horizon=64), env, jax.random.key(0), 2)
     np.testing.assert_array_equal(got.played, want.played)
     np.testing.assert_array_equal(got.prob_best, want.prob_best)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_runs_loop_state_is_held_once_between_chunks(threads):
+    """After every chunk ``simulate`` holds the runs' loop state once: the first state is
+    handed to the chunk driver (not kept beside it), the threads' groups of runs are not
+    joined between chunks, and each chunk program takes over its input's memory. (Measured
+    here: 1.001 times the state's bytes; 2.001 times with the code of ``596bf21``, with one
+    thread and with two.)"""
+    num_arms, runs = 2048, 512
+    env = ExpertAdvice(num_arms=num_arms, horizon=64)
+    learner = EXP3(num_arms=num_arms, horizon=64)
+    gc.collect()
+    before = sum(x.nbytes for x in jax.live_arrays())
+    held = []
+    progress = lambda done, total: held.append(  # noqa: E731
+        sum(x.nbytes for x in jax.live_arrays()) - before
+    )
+    call = dict(chunk_size=16, runs_per_block=128, host_threads=threads, progress=progress)
+    result = simulate(learner, env, jax.random.key(0), runs, traces=("played",), **call)
+    state = sum(x.nbytes for x in jax.tree.leaves(result.carry))
+    assert state > 4 * 2**20 and len(held) == 4
+    assert max(held) < 1.25 * state, [h / state for h in held]

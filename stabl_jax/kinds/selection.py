@@ -520,13 +520,14 @@ def run_hpo_experiment(
 #: Bytes one query records per round (:data:`TRACES`): the arm (int32) and the best gap
 #: (float32).
 TRACE_BYTES_PER_QUERY = 8
-#: Copies of the loop state of every run that a program holds at once: while two host
-#: threads step a chunk, the state, its two halves, their new states and the new state
-#: joined from them; and the host copy a checkpoint writes. (Measured peak RSS of
-#: ``hpo_bbob_suite`` at 100, 200 and 400 repeats: 1.34, 1.76 and 3.03 GiB, against
-#: estimates of 1.60, 2.21 and 3.42 GiB; with four copies the estimate at 400 was 8 MiB
-#: short.)
-STATE_COPIES = 5
+#: Copies of the loop state of every run that a program holds at its peak: the state itself
+#: (each chunk program takes over its input's memory, and the host threads' groups of runs
+#: are joined only for a checkpoint and at the end) and the chunk program's work space for
+#: the Eagle update. Peak RSS grew by 3.0 (one host thread) and 3.9 (two) times the state's
+#: bytes per added run of a d = 64 program; ``hpo_bbob_suite`` peaked at 1.39 and 2.87 GiB
+#: at 200 and 400 repeats, against estimates of 2.01 and 3.02 GiB (2.62 GiB at 400 with
+#: three copies: short).
+STATE_COPIES = 4
 #: Memory of the JAX process with an experiment's compiled programs before it holds any
 #: runs' data (measured peak RSS at 2 repeats: 785 MiB for ``hpo_bbob_suite``, 968 MiB for
 #: ``hpo_bbob_sphere``, whose 20 programs are of d = 32 and 64).
