@@ -586,8 +586,11 @@ def simulate(
         drawn = sample_env_params(env, keys) if env_params is None else env_params
         return _init_carry(learner, rollout_env, keys, drawn, params)
 
-    # run_chunks gets the only reference to the first carry: it frees it after the first chunk.
-    first = [sharding.init_sharded(init, plan, keys, params, env_params)]
+    carry = sharding.init_sharded(init, plan, keys, params, env_params)
+    # run_chunks gets the only reference to the first carry (the caller's arrays in it copied):
+    # it frees it after the first chunk.
+    first = [_owned(carry, given=(params, env_params))]
+    del carry
     if chunk_size is None:
         per_round = _round_bytes(learner, rollout_env, first[0], fields)
         if kernel == "pallas":
@@ -615,6 +618,15 @@ def simulate(
         _check_convex_traces(arrays, first_run)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
     return SimResult(arrays, carry, compile_s, run_s, offered, kernel, env)
+
+
+def _owned(carry: Any, given: Any) -> Any:
+    """``carry`` with a copy of every leaf that is one of the arrays of ``given`` (the caller's
+    params and environment parameters, which a compiled ``init`` may pass through as they
+    are): :func:`run_chunk` deletes the carry it is given (it donates it), never a caller's
+    arrays."""
+    ids = {id(x) for x in jax.tree.leaves(given)}
+    return jax.tree.map(lambda x: jnp.array(x, copy=True) if id(x) in ids else x, carry)
 
 
 def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> None:

@@ -322,3 +322,31 @@ def test_the_runs_loop_state_is_held_once_between_chunks(threads):
     state = sum(x.nbytes for x in jax.tree.leaves(result.carry))
     assert state > 4 * 2**20 and len(held) == 4
     assert max(held) < 1.25 * state, [h / state for h in held]
+
+
+def test_a_callers_arrays_are_never_donated():
+    """The chunk programs delete the carry they are given (donation): a caller's per-run
+    params and environment parameters outlive ``simulate``, and a carry leaf that is one of
+    them is copied before the first chunk (``simulate._owned``)."""
+    sim = importlib.import_module("stabl_jax.simulate")
+    learner, env, runs = StABL(num_arms=N, horizon=T), ExpertAdvice(num_arms=N, horizon=T), 4
+    env_params = sim.sample_env_params(env, sim.run_keys(jax.random.key(1), runs))
+    params = jax.tree.map(lambda x: jnp.full((runs,), x), learner.default_params)
+    for threads in (1, 2):
+        simulate(
+            learner,
+            env,
+            jax.random.key(0),
+            runs,
+            params=params,
+            env_params=env_params,
+            chunk_size=16,
+            host_threads=threads,
+            runs_per_block=2,
+        )
+        given = jax.tree.leaves((params, env_params))
+        assert given and not any(x.is_deleted() for x in given)
+    mine, other = jnp.arange(3.0), jnp.ones(2)
+    carry = sim._owned({"a": mine, "b": other}, given=(mine,))
+    assert carry["a"] is not mine and carry["b"] is other
+    np.testing.assert_array_equal(carry["a"], mine)
