@@ -785,7 +785,7 @@ def run_chunks(
     t0 = 0
     restored = checkpoint.restore(carry, horizon, names) if checkpoint is not None else None
     if restored is not None:
-        carry, arrays, t0 = restored
+        (carry, arrays, t0), restored = restored, None  # the restored state: held by carry only
         if not 0 < t0 <= horizon:
             raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
         bar(t0)
