@@ -216,17 +216,6 @@ def arm_counts(result: SimResult, num_arms: int) -> np.ndarray:
     return np.stack([np.bincount(a, minlength=num_arms) for a in arms]).mean(axis=0)
 
 
-def summarize(result: SimResult, num_arms: int) -> dict[str, Any]:
-    """Traces, the log curve, arm counts and timings of one :func:`simulate_selection`."""
-    return {
-        "best_gap": result.best_gap,
-        "best_value": result.best_value,
-        "log_curve": log_curve(result.best_gap),
-        "arm_counts": arm_counts(result, num_arms),
-        "timings": {"compile_seconds": result.compile_seconds, "run_seconds": result.run_seconds},
-    }
-
-
 def log10_gap(best_gap: np.ndarray) -> np.ndarray:
     """``log10(max(gap, GAP_FLOOR))`` in float64, same shape: the "log10 gap" of every table
     and curve (a gap below :data:`GAP_FLOOR` counts as solved)."""
@@ -329,7 +318,8 @@ def profiles_across(
     tau_max: float = DEFAULT_TAU_MAX,
 ) -> dict[str, Any]:
     """Dolan-More profiles over the problems of several results
-    (``{"learners": {name: {"best_gap": (R, N)}}}``, e.g. :func:`summarize`'s per learner).
+    (``{"learners": {name: {"best_gap": (R, N)}}}``: per learner, the best gaps of a
+    :func:`simulate_selection`).
 
     Problems are every (function, repeat) pair of ``results`` (learners must be the same in
     all of them); the cost is the best gap after ``at`` evaluations (default: the budget).
