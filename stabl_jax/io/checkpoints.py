@@ -412,13 +412,11 @@ class ChunkCheckpoint:
           CheckpointMismatch: nothing is stored (or the stored state belongs to another
             simulation).
         """
-        arrays = self._read_state()
-        if arrays is None:
+        # The chunk list is known when this object restored or saved the simulation (as
+        # simulate does); only otherwise is the stored state read (and checked) for it.
+        if not self._chunks and self._read(keep=False) is None:
             raise CheckpointMismatch(f"{self.folder} holds no checkpoint whose state to drop")
-        if DROPPED in arrays:
-            return
-        kept = {name: value for name, value in arrays.items() if not name.startswith("carry/")}
-        save_arrays(self.folder / STATE, {**kept, DROPPED: np.asarray(True)})
+        save_arrays(self.folder / STATE, {**self._meta(), DROPPED: np.asarray(True)})
 
     def save(self, carry: Any, outputs: Mapping[str, np.ndarray], start: int, stop: int) -> None:
         """Record rounds ``[start, stop)``: their outputs, then the loop state after them."""
@@ -428,14 +426,17 @@ class ChunkCheckpoint:
         self.folder.mkdir(parents=True, exist_ok=True)
         save_arrays(self.folder / _chunk_name(start, stop), dict(outputs))
         self._chunks.append((start, stop))
-        state = {
-            **carry_to_arrays(carry),
-            "t0": np.asarray(stop, np.int64),
+        save_arrays(self.folder / STATE, {**carry_to_arrays(carry), **self._meta()})
+
+    def _meta(self) -> dict[str, np.ndarray]:
+        """The state file's entries besides the loop state: the rounds done and the chunks
+        recorded (this object's), the fingerprint and the format."""
+        return {
+            "t0": np.asarray(self._chunks[-1][1], np.int64),
             "chunks": np.asarray(self._chunks, np.int64).reshape(-1, 2),
             "fingerprint": np.asarray(json.dumps(self.fingerprint, sort_keys=True)),
             "format": np.asarray(FORMAT),
         }
-        save_arrays(self.folder / STATE, state)
 
 
 # --------------------------------------------------------------------------------------------
