@@ -187,6 +187,15 @@ def test_overrides_reach_every_level():
     assert cfg.overrides[0] == "env.num_arms=10"
 
 
+def test_settings_of_a_learner_left_out_are_named_as_unused():
+    """A tuned config's ``[params.X]`` and ``[learner_options.X]`` stay valid when
+    ``learners`` leaves ``X`` out, and the config says they are not used."""
+    assert load_config("figure1").unused_settings() == []
+    sets = ['learners=["uniform", "stabl"]', "learner_options.saol.history_lengths=[16]"]
+    config = load_config("figure1", sets)
+    assert config.unused_settings() == ["learner_options.saol", "params.stabl_tuned"]
+
+
 def test_parse_override_values():
     assert parse_override("runs=50") == (("runs",), 50)
     assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
@@ -563,6 +572,8 @@ def test_default_output_folder_and_summary_table(tmp_path, capsys, monkeypatch):
     assert "SA(16)" in out and "P(best arm)" in out
     table = out[out.index("learner ") :]
     assert "stabl" in table and "uniform" in table and "±" in table
+    # TINY's options for stabl_single_scale, which these learners leave out, are named
+    assert "not used (no such learner in learners): learner_options.stabl_single_scale" in out
 
 
 def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):

@@ -196,6 +196,18 @@ class ExperimentConfig:
         """The constructor arguments every learner gets from the environment."""
         raise NotImplementedError
 
+    def unused_settings(self) -> list[str]:
+        """The ``[learner_options.X]`` and ``[params.X]`` tables of a learner ``X`` not in
+        ``learners`` (a tuned config's, after ``--set learners=[...]``): checked by name and
+        kept in ``summary.json``, but nothing runs with them (``stabl-jax run`` names them)."""
+        tables = {"learner_options": self.learner_options, "params": self.params}
+        return [
+            f"{table}.{name}"
+            for table, settings in tables.items()
+            for name in settings
+            if name not in self.learners
+        ]
+
     def learner_kwargs(self, name: str) -> dict[str, Any]:
         """Constructor arguments of learner ``name`` besides :meth:`learner_sizes` and
         ``horizon``: its ``learner_options``."""
@@ -825,6 +837,9 @@ def header(
         f"chunks of {resolve_chunk_size(config)} rounds; same key for every learner (paired)"
     )
     lines.append(f"  learners: {', '.join(config.learners)}")
+    unused = config.unused_settings()
+    if unused:
+        lines.append(f"  not used (no such learner in learners): {', '.join(unused)}")
     if needs is not None:
         lines.append(base.needs_line(needs))
     lines.append(f"  output: {out}")

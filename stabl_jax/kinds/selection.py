@@ -528,6 +528,13 @@ TRACE_BYTES_PER_QUERY = 8
 #: at 200 and 400 repeats, against estimates of 2.01 and 3.02 GiB (2.62 GiB at 400 with
 #: three copies: short).
 STATE_COPIES = 4
+#: The rough simulation speed :func:`estimate_resources` assumes, in loop-state bytes times
+#: evaluations per second: every evaluation updates all the Eagle pools of its run, so a
+#: program's time grows with its runs, its budget and the state of one run, whichever learner
+#: queries. Measured on a 2-core AMD EPYC (run seconds of ``summary.json``'s ``timings``, the
+#: compile aside): 1.3e9 to 2.5e9 over d = 10 (``hpo_bbob_suite``), 16, 32 and 64 with
+#: Uniform, EXP3 with exploration and StABL (docs/speed.md).
+ESTIMATE_STATE_BYTES_PER_SECOND = 2e9
 #: Memory of the JAX process with an experiment's compiled programs before it holds any
 #: runs' data (measured peak RSS at 2 repeats: 785 MiB for ``hpo_bbob_suite``, 968 MiB for
 #: ``hpo_bbob_sphere``, whose 20 programs are of d = 32 and 64).
@@ -556,9 +563,12 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
     (device and host) and the best gaps by evaluation count (float64). Disk: every program's
     checkpointed traces, the loop state of the largest program twice (a new one is written
     beside the last; a finished program's is dropped), ``traces.npz`` (the best gaps), which
-    exist together until the folder is committed, and the plots. No time is estimated.
+    exist together until the folder is committed, and the plots. Seconds: every program's
+    ``G R`` runs' loop state times its ``N`` evaluations at
+    :data:`ESTIMATE_STATE_BYTES_PER_SECOND` (the compiles aside, about 5-10 s a program on a
+    2-core CPU).
     """
-    kept = peak = disk = largest = 0
+    kept = peak = disk = largest = work = 0
     for group in problem_groups(config):
         env = problem_env(config, group)
         runs, budget = len(group) * config.runs, group[0].evaluations
@@ -576,11 +586,12 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
             kept += gaps
             disk += traces
             largest = max(largest, state)
+            work += state * budget
     learners = len(config.learners)
     return base.Resources(
         memory_bytes=BASE_MEMORY_BYTES + max(peak, 2 * kept),
         disk_bytes=disk + 2 * largest + kept + base.PLOTS_BYTES,
-        seconds=None,
+        seconds=work / ESTIMATE_STATE_BYTES_PER_SECOND,
         size=f"{len(config.problems)} problems x {config.runs} repeats x {learners} learners",
         remedy="lower runs or the problems' dimensions and budgets (--runs, --set bbob.dims=...)",
     )
