@@ -26,7 +26,10 @@ complete points and the interrupted one's checkpoints are kept, and the same com
 resumes. Ctrl-C or SIGTERM reaching the study itself (the points of ``--jobs k`` run in
 sessions of their own, so a terminal's Ctrl-C reaches the study alone) is passed on once to
 every running point, which keeps its checkpoints and stops; no point starts after it, and
-the study exits 130 or 143 once they have stopped.
+the study exits 130 or 143 once they have stopped. ``--analyse-only`` runs no point and
+analyses the complete ones as they are; given with it, ``--runs``, ``--seed``, ``--set`` or
+``--config-suffix`` name the settings the points must have run with, and a point run with
+other ones is refused (exit 2) instead of being analysed under the wrong name.
 
 Then the analysis, from the folders alone:
 
@@ -74,6 +77,8 @@ ADVERSARIES: dict[str, str] = {
 }
 ARMS: tuple[int, ...] = (10, 30, 100, 300)
 TABLE_WINDOWS: tuple[int, ...] = (256, 1024, 4096)
+#: Runs of every point without ``--runs``.
+DEFAULT_RUNS = 1000
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20240506
 SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
@@ -792,10 +797,19 @@ def check_plan(
     return configs
 
 
-def check_complete_points(configs: Mapping[tuple[str, int, str], Any], out: Path) -> None:
-    """A complete point under ``out`` is used as it is (without ``--force``), so it must have
-    run its config of ``configs`` (:func:`check_plan`; :func:`settings_differ`), else
-    ``ValueError``."""
+#: What a complete point run with other settings can do instead (:func:`check_complete_points`).
+RERUN_REMEDY = (
+    "--force runs it again with these, --analyse-only analyses the points as they are, or give "
+    "--out another folder"
+)
+
+
+def check_complete_points(
+    configs: Mapping[tuple[str, int, str], Any], out: Path, remedy: str = RERUN_REMEDY
+) -> None:
+    """A complete point under ``out`` is used as it is (without ``--force``; analysed by
+    ``--analyse-only`` with settings given), so it must have run its config of ``configs``
+    (:func:`check_plan`; :func:`settings_differ`), else ``ValueError`` naming ``remedy``."""
     from stabl_jax.io.results import is_complete
 
     for (adversary, n, group), config in configs.items():
@@ -805,8 +819,7 @@ def check_complete_points(configs: Mapping[tuple[str, int, str], Any], out: Path
             if differ:
                 raise ValueError(
                     f"{folder} is a complete point run with other settings ({'; '.join(differ)})"
-                    ": --force runs it again with these, --analyse-only analyses the points as "
-                    "they are, or give --out another folder"
+                    f": {remedy}"
                 )
 
 
@@ -1274,8 +1287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/study", help="folder of the study's points")
-    parser.add_argument("--runs", type=interval_runs, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runs", type=interval_runs, default=None, help="default 1000")
+    parser.add_argument("--seed", type=int, default=None, help="default 0")
     parser.add_argument("--jobs", type=int, default=1, help="points run at once (processes)")
     parser.add_argument("--adversaries", nargs="+", action=Distinct, default=list(ADVERSARIES))
     parser.add_argument("--arms", nargs="+", type=int, action=Distinct, default=list(ARMS))
@@ -1355,17 +1368,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     start = time.perf_counter()
     # how every point runs: checked against the plan first, then run
-    point = dict(runs=args.runs, seed=args.seed, sets=args.sets, config_suffix=args.config_suffix)
+    runs, seed = (DEFAULT_RUNS if args.runs is None else args.runs), (args.seed or 0)
+    point = dict(runs=runs, seed=seed, sets=args.sets, config_suffix=args.config_suffix)
+    given = [
+        flag
+        for flag, value in (
+            ("--runs", args.runs),
+            ("--seed", args.seed),
+            ("--set", args.sets),
+            ("--config-suffix", args.config_suffix),
+        )
+        if value not in (None, [], "")
+    ]
+    remedy = RERUN_REMEDY
+    if args.analyse_only:  # the settings given are those the points must have run with
+        remedy = f"leave {', '.join(given)} out to analyse the points as they are"
+    compare = bool(given) if args.analyse_only else not args.force
     try:
-        if not args.analyse_only:
+        if not args.analyse_only or given:
             windows = {"table_windows": args.table_windows, "fit_windows": args.fit_windows}
             configs = check_plan(plan, **point, **windows)
-            if not args.force:
-                check_complete_points(configs, out)
+            if compare:
+                check_complete_points(configs, out, remedy)
         if args.from_bundle:
             read_bundle(Path(args.from_bundle), out)
-            if not args.analyse_only and not args.force:  # rebuilt points: complete ones too
-                check_complete_points(configs, out)
+            if compare:  # rebuilt points: complete ones too
+                check_complete_points(configs, out, remedy)
     except (ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     if not args.analyse_only:

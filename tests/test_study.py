@@ -245,6 +245,19 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     # ... compared as built: a default written out is the same setting, the points reused
     assert study.main([*args, "--set", "env.bonus=0.5"]) == 0
     assert capsys.readouterr().out.count("complete, not run again") == 2
+    # --analyse-only analyses the points as they are; the settings given with it are those
+    # the points must have run with, so another --runs is refused, not analysed as if
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        study.main([*args[:runs], "5", *args[runs + 1 :], "--analyse-only"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "runs: 4 -> 5" in err, err
+    assert "leave --runs, --set out to analyse the points as they are" in err, err
+    bare = [a for i, a in enumerate(args) if "--runs" not in args[i - 1 : i + 1]]
+    bare = [a for i, a in enumerate(bare) if "--set" not in bare[i - 1 : i + 1]]
+    assert len(bare) == len(args) - 6
+    assert study.main([*bare, "--analyse-only"]) == 0
+    assert json.loads((out / "study.json").read_text())["analysis"] == saved["analysis"]
     assert study.main([*args, "--analyse-only", "--bundle", str(bundle)]) == 0  # its own
     rebuilt = tmp_path / "rebuilt"
     moved = [*args, "--analyse-only", "--from-bundle", str(bundle)]
