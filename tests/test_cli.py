@@ -248,6 +248,8 @@ BAD_CASES = {
     "learner twice": ('"uniform", "stabl"', '"stabl", "stabl"', "learners", "a learner twice"),
     "no learners": ('["uniform", "stabl"]', "[]", "learners", "a non-empty array"),
     "sa window too long": (TOP, "runs = 2\nsa_windows = [16, 128]", "sa_windows", "[1, 64]"),
+    "sa window twice": (TOP, "runs = 2\nsa_windows = [16, 16]", "sa_windows", "a value twice"),
+    "trace twice": (TOP, 'runs = 2\nsave_traces = ["loss", "loss"]', "save_traces", "twice"),
     "bad feedback": (TOP, 'runs = 2\nfeedback = "regret"', "feedback", "reward"),
     "unknown trace": (TOP, 'runs = 2\nsave_traces = ["los"]', "save_traces", "'loss'?"),
     "traces not a list": (TOP, "runs = 2\nsave_traces = 3", "save_traces", '"none"'),

@@ -64,7 +64,7 @@ from stabl_jax.io.checkpoints import ExperimentCheckpoints
 from stabl_jax.io.configs import Checker, type_name
 from stabl_jax.io.results import stat
 from stabl_jax.kinds import paired
-from stabl_jax.kinds.base import FEEDBACKS, Kind, Resources
+from stabl_jax.kinds.base import FEEDBACKS, Kind, Resources, check_distinct
 from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
@@ -148,6 +148,7 @@ def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
         if name not in SAVABLE_TRACES:
             hint = registry.did_you_mean(name, SAVABLE_TRACES) if isinstance(name, str) else ""
             check.fail("save_traces", f"unknown trace {name!r}{hint}; must be {allowed}")
+    check_distinct(check, "save_traces", value)
     return tuple(name for name in SAVABLE_TRACES if name in value)
 
 

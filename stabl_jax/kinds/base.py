@@ -185,3 +185,11 @@ def check_ints(
         extra = f" or {alternative}" if alternative else ""
         check.fail(key, f"must be a non-empty array of ints {bounds}{extra}, got {value!r}")
     return [check.integer(key, v, minimum, maximum) for v in value]
+
+
+def check_distinct(check: Checker, key: str, values: list[Any]) -> list[Any]:
+    """``values`` of array ``key`` when none repeats, else a :class:`Checker` failure: a
+    value given twice is a slip (``[16, 16]`` for ``[16, 64]``), not to be collapsed unseen."""
+    if len(set(values)) != len(values):
+        check.fail(key, f"lists a value twice: {values}")
+    return values

@@ -430,7 +430,8 @@ def _blame_learner(
 def _check_sa_windows(check: Checker, value: Any, horizon: int) -> tuple[int, ...]:
     if value is None:
         return default_sa_windows(horizon)
-    return tuple(sorted(set(base.check_ints(check, "sa_windows", value, 1, horizon))))
+    windows = base.check_ints(check, "sa_windows", value, 1, horizon)
+    return tuple(sorted(base.check_distinct(check, "sa_windows", windows)))
 
 
 def _check_learner_options(

@@ -302,9 +302,9 @@ def _int_list(
     *,
     keep_order: bool = False,
 ) -> tuple[int, ...]:
-    out = base.check_ints(check, key, value, minimum, maximum, alternative)
-    if len(set(out)) != len(out):
-        check.fail(key, f"lists a value twice: {out}")
+    out = base.check_distinct(
+        check, key, base.check_ints(check, key, value, minimum, maximum, alternative)
+    )
     return tuple(out) if keep_order else tuple(sorted(out))
 
 
