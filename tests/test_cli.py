@@ -521,7 +521,7 @@ def test_save_traces_values(tmp_path):
         ('"none"', ()),
         ("[]", ()),
         ('"all"', tuple(TRACE_FIELDS)),
-        ('["played", "loss", "played"]', ("loss", "played")),  # in the documented order
+        ('["played", "loss"]', ("loss", "played")),  # in the documented order (twice: refused)
     ]:
         path.write_text(GOOD.replace(TOP, f"{TOP}\nsave_traces = {value}"))
         assert load_config(path).save_traces == expected
