@@ -41,7 +41,7 @@ import jax.numpy as jnp
 
 from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
 from stabl_jax.bench.benchmark import Timed, machine_info, time_in_turn
-from stabl_jax.io.results import Distinct, Parser, count, output_file, write_json
+from stabl_jax.io.results import Distinct, Parser, count, json_output, write_json
 from stabl_jax.provenance import code_version
 
 #: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
@@ -224,7 +224,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--only", nargs="+", action=Distinct, help="these ablations only (default: every one)"
     )
-    parser.add_argument("--json", type=output_file, help="also write the timings to this JSON file")
+    parser.add_argument(
+        "--json",
+        type=json_output(["ablations", "machine"]),
+        help="also write the timings to this JSON file",
+    )
     args = parser.parse_args(argv)
     specs = ablations(args.runs, args.rounds)
     unknown = sorted(set(args.only or ()) - set(specs))

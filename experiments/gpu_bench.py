@@ -31,7 +31,7 @@ import numpy as np
 
 from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.bench import benchmark
-from stabl_jax.io.results import Parser, distinct, output_file, write_json
+from stabl_jax.io.results import Parser, distinct, json_output, write_json
 from stabl_jax.kernels import KERNELS
 
 #: (learner, n, R, T, traces): the rows of the speed table, in the order they are timed.
@@ -98,7 +98,7 @@ def time_row(
 
 def main() -> None:
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=output_file, required=True)
+    parser.add_argument("--out", type=json_output(["bandwidth_gbs", "rows"]), required=True)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--quick", action="store_true", help="only the rows with R <= 16384")
     which.add_argument("--no-rows", action="store_true", help="skip the table's rows")

@@ -56,7 +56,7 @@ from stabl_jax import provenance, registry, sharding
 from stabl_jax.bench.benchmark import default_horizon
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.envs.base import as_environment
-from stabl_jax.io.results import Parser, count, output_file, write_json
+from stabl_jax.io.results import Parser, count, json_output, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 
@@ -271,7 +271,9 @@ def to_markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=output_file, help="write the rows as JSON here")
+    parser.add_argument(
+        "--out", type=json_output(["deviceless", "rows"]), help="write the rows as JSON here"
+    )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--local", action="store_true", help="compile for this machine's GPU")
     target.add_argument(

@@ -20,7 +20,7 @@ import jax
 
 from stabl_jax import ExpertAdvice, StABL
 from stabl_jax.bench.benchmark import machine_info, rss_bytes
-from stabl_jax.io.results import Distinct, Parser, count, output_file, write_json
+from stabl_jax.io.results import Distinct, Parser, count, json_output, write_json
 from stabl_jax.provenance import code_version
 from stabl_jax.streaming import simulate_summaries
 
@@ -43,7 +43,11 @@ def main() -> None:
         help="runs_per_block (default: chosen by simulate); a batch of two or more blocks "
         "is stepped from one host thread per core",
     )
-    parser.add_argument("--json", type=output_file, help="also write the numbers to this JSON file")
+    parser.add_argument(
+        "--json",
+        type=json_output(["peak_rss_bytes", "machine"]),
+        help="also write the numbers to this JSON file",
+    )
     args = parser.parse_args()
     windows = args.windows
     if max(windows) > args.horizon:

@@ -15,7 +15,7 @@ import platform
 import jax
 
 from stabl_jax import LEARNERS, ExpertAdvice, make, simulate
-from stabl_jax.io.results import Parser, count, output_file, write_json
+from stabl_jax.io.results import Parser, count, json_output, write_json
 
 
 def main() -> None:
@@ -23,7 +23,11 @@ def main() -> None:
     parser.add_argument("--runs", type=count, default=1000)
     parser.add_argument("--horizon", type=count, default=4096)
     parser.add_argument("--arms", type=int, default=30)
-    parser.add_argument("--json", type=output_file, help="also write the rows to this JSON file")
+    parser.add_argument(
+        "--json",
+        type=json_output(["device", "args", "rows"]),
+        help="also write the rows to this JSON file",
+    )
     args = parser.parse_args()
     try:  # every learner is built before the first is timed
         env = ExpertAdvice(num_arms=args.arms, horizon=args.horizon)

@@ -43,7 +43,7 @@ import numpy as np
 from stabl_jax import LEARNERS, checks, estimators, make, simulate
 from stabl_jax.envs.bernoulli import PiecewiseBernoulli
 from stabl_jax.envs.expert_advice import ExpertAdvice
-from stabl_jax.io.results import Distinct, Parser, count, output_file, write_json
+from stabl_jax.io.results import Distinct, Parser, count, json_output, write_json
 
 EPS = float(jnp.finfo(jnp.float32).eps)
 
@@ -157,7 +157,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--learners", nargs="+", action=Distinct, default=sorted(LEARNERS))
     parser.add_argument("--max-shifted-normaliser", action="store_true")
     parser.add_argument("--divergence", action="store_true")
-    parser.add_argument("--json", type=output_file, help="write the cases to this file")
+    parser.add_argument(
+        "--json",
+        type=json_output(["command"], one_of=["cases", "divergence"]),
+        help="write the cases to this file",
+    )
     args = parser.parse_args(argv)
     if args.divergence:  # a fixed setting (module docstring): the sweep's options do not apply
         sweep = ("arms", "horizon", "low", "high", "runs_per_corner", "learners")

@@ -15,6 +15,7 @@ from stabl_jax.io.results import (
     Distinct,
     OutputError,
     Parser,
+    json_output,
     output_file,
     writable_folder,
     write_json,
@@ -46,6 +47,37 @@ def test_a_file_in_a_missing_folder_stops_the_script_before_its_work(
     err = capsys.readouterr().err
     assert f"the folder {target.parent} of {target} does not exist: create it first" in err
     assert not target.parent.exists()
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_a_file_of_the_users_is_never_replaced_by_a_measurement(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """An output path naming a file that is not the script's previous output (here a user's
+    notes) stops the script before its work, and the file keeps its bytes."""
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_owned_{name}")
+    notes = tmp_path / "notes.md"
+    notes.write_text("my notes\n")
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", SCRIPTS[name], str(notes)])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{notes} is there and is not a previous output of this script" in err, err
+    assert notes.read_text() == "my notes\n"
+
+
+def test_json_output_replaces_only_the_scripts_previous_output(tmp_path: Path) -> None:
+    check = json_output(["rows", "device"], one_of=["cases", "divergence"])
+    path = tmp_path / "out.json"
+    assert check(str(path)) == str(path)  # absent: written after the work
+    write_json(path, {"rows": [], "device": "cpu", "cases": []})
+    assert check(str(path)) == str(path)  # the previous output: replaced
+    for theirs in ('{"rows": [], "cases": []}', '{"rows": [], "device": "cpu"}', "[1, 2]", "x"):
+        path.write_text(theirs)
+        with pytest.raises(argparse.ArgumentTypeError, match="device, rows and one of cases"):
+            check(str(path))
+        assert path.read_text() == theirs
 
 
 def test_output_file_and_write_json(tmp_path: Path) -> None:

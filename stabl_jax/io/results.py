@@ -214,6 +214,35 @@ def output_file(path: str) -> str:
     return path
 
 
+def json_output(keys: Iterable[str], *, one_of: Iterable[str] = ()) -> Callable[[str], str]:
+    """An argparse ``type=`` for the JSON file a script writes after its work (``--json
+    FILE``): :func:`output_file`'s checks, and a file already there is replaced only when it
+    is that script's previous output, a JSON object with every one of ``keys`` (and one of
+    ``one_of``, when given). Any other file (a user's notes, a config, another tool's JSON)
+    stops the script at once, exit 2, and is left as it is.
+
+    Raises (from the returned function):
+      argparse.ArgumentTypeError: naming the path and what to do.
+    """
+    keys, one_of = frozenset(keys), frozenset(one_of)
+    wanted = ", ".join(sorted(keys)) + (
+        f" and one of {', '.join(sorted(one_of))}" if one_of else ""
+    )
+
+    def check(path: str) -> str:
+        file = Path(output_file(path))
+        if file.exists() or file.is_symlink():
+            data = checkpoints.read_json(file)
+            if data is None or not keys <= data.keys() or (one_of and not one_of & data.keys()):
+                raise argparse.ArgumentTypeError(
+                    f"{file} is there and is not a previous output of this script (a JSON "
+                    f"object with {wanted}): name another file, or move it"
+                )
+        return path
+
+    return check
+
+
 def owned_files(
     folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
 ) -> tuple[Path, ...]:
