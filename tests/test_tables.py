@@ -221,6 +221,7 @@ def test_a_full_disk_leaves_the_csv_whole(tmp_path, monkeypatch):
 def test_durations_read_for_people_and_never_as_zero():
     """A run estimated at 0.4 s reads ``0.4 s``, not ``0 s`` (``stabl-jax run bco_d2``
     announces 0.3 s)."""
-    cases = {0.4: "0.4 s", 9.94: "9.9 s", 12.3: "12 s", 90: "1.5 min", 5400: "1.5 h"}
+    cases = {0.0: "under 0.1 s", 0.04: "under 0.1 s", 0.1: "0.1 s", 0.4: "0.4 s", 9.94: "9.9 s"}
+    cases |= {12.3: "12 s", 90: "1.5 min", 5400: "1.5 h"}
     assert {seconds: duration(seconds) for seconds in cases} == cases
     assert duration(3 * 86400) == "3.0 days"
