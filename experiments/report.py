@@ -596,6 +596,9 @@ def render(args: str, results: Path) -> str:
             f"report marker {args!r}: no {folder / 'summary.json'}; run "
             "experiments/docs_numbers.sh (or the command above the table) first"
         )
+    view = opts.get("view", "table")  # diff and regret read no table option
+    reads = set() if view in ("diff", "regret") else view_options(folder, view)
+    check_read(folder, view, [o for o in opts if o != "view"], reads, f"report marker {args!r}")
     if opts.get("view") == "regret":
         return regret_table([folder, *(results / f for f in rows)])
     if opts.get("view") == "diff":
@@ -768,6 +771,19 @@ def view_options(folder: Path, view: str) -> set[str]:
     return set() if view == "subsample5" else every
 
 
+def check_read(folder: Path, view: str, given: list[str], reads: set[str], where: str) -> None:
+    """``ValueError`` naming (after ``where``) the options of ``given`` that ``view`` of
+    ``folder`` does not read (``reads``, :func:`view_options`): given where they do not apply,
+    they would be ignored without a word."""
+    unread = [o for o in given if o.lstrip("-") not in reads]
+    if unread:
+        kind = read_summary(folder).get("kind", "bandit")
+        raise ValueError(
+            f"{where}: {' '.join(unread)} is not read by view={view} of this {kind} folder; "
+            "give it only where it applies"
+        )
+
+
 def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
     """``text`` with every marked block regenerated, the markers whose block changed, and the
     markers whose results folder is missing (their blocks are left as they are)."""
@@ -847,13 +863,8 @@ def _main(args: argparse.Namespace) -> int:
         parse_windows(opts["windows"])  # before any table is printed
     for folder in args.folders:
         finished_folder(folder)
-        unused = [f"--{o}" for o in opts if o not in view_options(folder, args.view)]
-        if unused:
-            raise ValueError(
-                f"{folder}: {' '.join(unused)} is not read by view={args.view} of this "
-                f"{read_summary(folder).get('kind', 'bandit')} folder; give it only where it "
-                "applies (see --help)"
-            )
+        flags = [f"--{o}" for o in opts]
+        check_read(folder, args.view, flags, view_options(folder, args.view), str(folder))
     opts["view"] = args.view
     for folder in args.folders:
         print(view_table(folder, str(folder), opts))

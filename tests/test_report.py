@@ -163,6 +163,32 @@ def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, arg
     assert "SA(L) of the sampled loss" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("marker", "named"),
+    [
+        ("demo view=paired windows=16", "windows is not read by view=paired of this bandit"),
+        ("demo view=subsample5 sa=sampled", "sa is not read by view=subsample5"),
+        ("demo learner=stabl", "learner is not read by view=table of this bandit folder"),
+        ("demo view=regret sa=sampled", "sa is not read by view=regret"),
+        ("demo view=diff diff=stabl,stabl windows=16", "windows is not read by view=diff"),
+    ],
+)
+def test_a_markers_option_its_view_does_not_read_is_refused(tmp_path, capsys, marker, named):
+    """A marker's option that its view does not read was ignored without a word, as the
+    command line's once were; now ``--check`` and ``--update`` fail naming the marker and
+    the option (exit 2), the document untouched."""
+    _write(tmp_path, 0.5)
+    doc = tmp_path / "doc.md"
+    text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n"
+    doc.write_text(text)
+    for mode in ("--check", "--update"):
+        with pytest.raises(SystemExit) as stop:
+            REPORT["main"]([mode, str(doc), "--results", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and f"report marker {marker!r}: {named}" in err, err
+    assert doc.read_text() == text
+
+
 @pytest.mark.parametrize("mode", ["--check", "--update"])
 def test_a_document_that_is_not_text_is_named(tmp_path, capsys, mode):
     """Its decoding error alone did not say which file it was."""
