@@ -29,7 +29,8 @@ every running point, which keeps its checkpoints and stops; no point starts afte
 the study exits 130 or 143 once they have stopped. ``--analyse-only`` runs no point and
 analyses the complete ones as they are; given with it, ``--runs``, ``--seed``, ``--set`` or
 ``--config-suffix`` name the settings the points must have run with, and a point run with
-other ones is refused (exit 2) instead of being analysed under the wrong name.
+other ones is refused (exit 2) instead of being analysed under the wrong name; ``--force``
+and ``--jobs``, which only choose how points run, are refused with it.
 
 Then the analysis, from the folders alone:
 
@@ -1342,6 +1343,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--bootstrap-seed must be an int >= 0, got {args.bootstrap_seed}")
     if args.figures is None and (args.overwrite or args.figure_prefix != "study"):
         parser.error("--figure-prefix and --overwrite are for --figures: give --figures FOLDER")
+    if args.analyse_only and (args.force or args.jobs != 1):
+        unused = [f for f, on in (("--force", args.force), ("--jobs", args.jobs != 1)) if on]
+        parser.error(
+            f"--analyse-only runs no point: {' and '.join(unused)} (how points run) would not "
+            f"be used; leave {'them' if len(unused) > 1 else 'it'} out"
+        )
     learners = args.learners.split(",") if args.learners else None
     try:
         distinct("--learners", learners or ())

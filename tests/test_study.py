@@ -253,6 +253,12 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     err = capsys.readouterr().err
     assert refused.value.code == 2 and "runs: 4 -> 5" in err, err
     assert "leave --runs, --set out to analyse the points as they are" in err, err
+    for flags in (["--force"], ["--jobs", "2"]):  # how points run: none does
+        with pytest.raises(SystemExit) as refused:
+            study.main([*args, "--analyse-only", *flags])
+        err = capsys.readouterr().err
+        assert refused.value.code == 2, err
+        assert f"--analyse-only runs no point: {flags[0]} (how points run)" in err, err
     bare = [a for i, a in enumerate(args) if "--runs" not in args[i - 1 : i + 1]]
     bare = [a for i, a in enumerate(bare) if "--set" not in bare[i - 1 : i + 1]]
     assert len(bare) == len(args) - 6
