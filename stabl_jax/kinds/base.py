@@ -168,9 +168,7 @@ def check_learners(check: Checker, value: Any, known: registry.Registry) -> tupl
         )
     for item in value:
         entry(check, "learners", known, item)
-    if len(set(value)) != len(value):
-        check.fail("learners", f"lists a learner twice: {value!r}")
-    return tuple(value)
+    return tuple(check_distinct(check, "learners", value, "learner"))
 
 
 def check_ints(
@@ -187,9 +185,10 @@ def check_ints(
     return [check.integer(key, v, minimum, maximum) for v in value]
 
 
-def check_distinct(check: Checker, key: str, values: list[Any]) -> list[Any]:
-    """``values`` of array ``key`` when none repeats, else a :class:`Checker` failure: a
-    value given twice is a slip (``[16, 16]`` for ``[16, 64]``), not to be collapsed unseen."""
+def check_distinct(check: Checker, key: str, values: list[Any], what: str = "value") -> list[Any]:
+    """``values`` of array ``key`` when none repeats, else a :class:`Checker` failure (``lists
+    a {what} twice``): a value given twice is a slip (``[16, 16]`` for ``[16, 64]``), not to
+    be collapsed unseen."""
     if len(set(values)) != len(values):
-        check.fail(key, f"lists a value twice: {values}")
+        check.fail(key, f"lists a {what} twice: {values!r}")
     return values
