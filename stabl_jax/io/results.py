@@ -197,7 +197,8 @@ def output_file(path: str) -> str:
     """A file written after the work (a script's ``--json FILE``), checked before it: its
     folder exists and is writable, and ``path`` is not a folder. An argparse ``type=``, so
     a mistyped folder stops the script at once (exit 2), not after the work; it returns
-    ``path`` as given (a string, as the scripts record their arguments in JSON).
+    ``path`` as given (a string, as the scripts record their arguments in JSON). The scripts
+    use it through :func:`json_output`, which also checks a file already at ``path``.
 
     Raises:
       argparse.ArgumentTypeError: naming the path and what to do.
