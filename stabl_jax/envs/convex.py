@@ -280,13 +280,18 @@ class MovingTarget(ConvexEnv):
     def minimizer(self, theta: jax.Array) -> jax.Array:
         return theta
 
+    #: Weiszfeld steps of :meth:`window_minimum` (also what
+    #: :func:`stabl_jax.bco.simulate.sa_seconds` counts its work by).
+    window_minimum_steps: ClassVar[int] = 200
+
     def window_minimum(
-        self, thetas: jax.Array, num_steps: int = 200
+        self, thetas: jax.Array, num_steps: int | None = None
     ) -> tuple[jax.Array, jax.Array]:
         """``min_{x ∈ K} sum_t ||x - c_t||`` over a window's targets ``thetas`` ``(L, d)``.
 
         The geometric median lies in the convex hull of the targets, inside ``K``, so the
-        problem is unconstrained. Weiszfeld's iteration from the mean (``num_steps`` steps),
+        problem is unconstrained. Weiszfeld's iteration from the mean (``num_steps`` steps,
+        ``None``: :attr:`window_minimum_steps`),
         then the better of its point and the nearest target (Weiszfeld converges slowly when
         the median is a target, which is the case for piecewise targets: with two distinct
         targets the median is the more frequent one, or any point between equal counts).
@@ -303,7 +308,8 @@ class MovingTarget(ConvexEnv):
             w = 1.0 / jnp.maximum(dist, 1e-12)
             return (w @ thetas) / jnp.sum(w), None
 
-        x, _ = jax.lax.scan(weiszfeld, jnp.mean(thetas, axis=0), None, length=num_steps)
+        steps = self.window_minimum_steps if num_steps is None else num_steps
+        x, _ = jax.lax.scan(weiszfeld, jnp.mean(thetas, axis=0), None, length=steps)
         nearest = thetas[jnp.argmin(jnp.linalg.norm(thetas - x[None, :], axis=1))]
         fx, fn = total(x), total(nearest)
         return jnp.where(fn < fx, nearest, x), jnp.minimum(fx, fn)

@@ -82,6 +82,8 @@ class Resources:
       size: what the numbers are for, as the refusal names it (``"500 runs x 4096 rounds x
         6 learners"``).
       remedy: how to make the run smaller (``"lower runs or horizon (--runs, ...)"``).
+      metrics_seconds: rough time of the metrics after the simulation (BCO's SA(L)
+        comparators), or ``None`` when the kind gives none.
     """
 
     memory_bytes: int
@@ -89,14 +91,22 @@ class Resources:
     seconds: float | None
     size: str
     remedy: str
+    metrics_seconds: float | None = None
 
 
 def needs_line(needs: Resources) -> str:
-    """The header's line on what a run needs: ``"  needs about 795.7 MiB of memory, ..."``."""
-    seconds = "" if needs.seconds is None else f", roughly {duration(needs.seconds)} of simulation"
+    """The header's line on what a run needs: ``"  needs about 795.7 MiB of memory, ...,
+    roughly 12 s of simulation"`` (``" and 31 s of SA(L)"`` where the metrics are
+    estimated)."""
+    times = [
+        f"{duration(seconds)} of {what}"
+        for seconds, what in ((needs.seconds, "simulation"), (needs.metrics_seconds, "SA(L)"))
+        if seconds is not None
+    ]
+    roughly = f", roughly {' and '.join(times)}" if times else ""
     return (
         f"  needs about {byte_size(needs.memory_bytes)} of memory, "
-        f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints){seconds}"
+        f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints){roughly}"
     )
 
 

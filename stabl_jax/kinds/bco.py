@@ -44,6 +44,7 @@ from stabl_jax.bco.simulate import (
     comparator_solver,
     paired_bco_adaptive_regret,
     sa_memory_bytes,
+    sa_seconds,
 )
 from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.io import plots, tables
@@ -119,6 +120,11 @@ class BCOConfig(paired.ExperimentConfig):
         (:func:`stabl_jax.bco.simulate.sa_memory_bytes`)."""
         windows = sa_memory_bytes(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
         return max(super().metrics_bytes(env, width), windows)
+
+    def metrics_seconds(self, env: Any) -> float:
+        """The SA(L) pass's rough seconds (:func:`stabl_jax.bco.simulate.sa_seconds`): its
+        window comparators take far longer than the simulation."""
+        return sa_seconds(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
 
 
 def _check_domain(check: Checker, value: Any) -> dict[str, Any]:
