@@ -4,8 +4,9 @@
 
 Reads each ``RESULTS_DIR/NAME`` with :func:`stabl_jax.load_results` (default: the eight
 Figure 1 folders ``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}`` that
-``experiments/docs_numbers.sh`` writes; a missing one is skipped with a note) and writes two
-PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.io.plots`:
+``experiments/docs_numbers.sh`` writes; a missing one is skipped with a note, and none found
+is an error) and writes two PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.io.plots`,
+every folder checked before any is drawn (exit 2 naming what is wrong):
 
 - ``NAME_regret.png``: the cumulative pseudo-regret against the best arm of each segment,
 
@@ -56,8 +57,19 @@ Entry = tuple[Mapping[str, Any], Mapping[str, np.ndarray], str]
 def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
     """The folder's summary and ``{learner: (summary entry, traces, legend note)}``, the
     companion folder's extra learners after the folder's own (noted ``validation off`` where
-    its command says so)."""
+    its command says so).
+
+    Raises:
+      ValueError: the folder's environment has no ``bonus`` (not expert advice), a learner
+        has no ``prob_best`` trace, or the companion folder is not paired with it.
+    """
     main = load_results(folder)
+    env = main.summary["env"]
+    if "bonus" not in env:
+        raise ValueError(
+            f"{folder}: env {env.get('name')!r} has no 'bonus'; the pseudo-regret here is for "
+            "the expert-advice environment (best arm's mean loss 'bonus' below the others')"
+        )
     found: dict[str, Entry] = {
         name: (main.summary["learners"][name], main.traces, "") for name in main.learners
     }
@@ -71,13 +83,18 @@ def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
             or unpaired(main.summary, other.summary)
             or len(set(feedback)) > 1
         ):
-            raise SystemExit(
+            raise ValueError(
                 f"{extra} is not paired with {folder} (seed, runs, environment, feedback or "
                 "draws differ)"
             )
         note = ", validation off" if "validate=False" in other.summary.get("command", []) else ""
         for name in other.learners:
             found.setdefault(name, (other.summary["learners"][name], other.traces, note))
+    for name, (_, traces, _) in found.items():
+        if f"{name}/prob_best" not in traces:
+            raise ValueError(
+                f"{folder}: no {name}/prob_best trace; rerun it with --set 'save_traces=\"all\"'"
+            )
     order = list(plots.LABELS)  # one learner, one color, in every figure
     found = dict(sorted(found.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
     return main.summary, found
@@ -95,23 +112,17 @@ def _label(name: str, entry: Mapping[str, Any], note: str) -> str:
     return text + note
 
 
-def curves(folder: Path, out: Path) -> list[Path]:
-    """Write ``NAME_regret.png`` and ``NAME_sa.png`` of one results folder; print the final
-    regret and SA(L) at the largest ``L`` of each learner."""
-    summary, learners = folder_learners(folder)
+def curves(
+    folder: Path, out: Path, found: tuple[Mapping[str, Any], dict[str, Entry]]
+) -> list[Path]:
+    """Write ``NAME_regret.png`` and ``NAME_sa.png`` of one results folder, ``found`` its
+    :func:`folder_learners`; print the final regret and SA(L) at the largest ``L`` of each
+    learner."""
+    summary, learners = found
     env = summary["env"]
-    if "bonus" not in env:
-        raise SystemExit(
-            f"{folder}: env {env.get('name')!r} has no 'bonus'; the pseudo-regret here is for "
-            "the expert-advice environment (best arm's mean loss 'bonus' below the others')"
-        )
     regret, sa = [], []
     print(f"{folder.name} ({summary['runs']} runs): R(T) and SA(L_max) of the expected loss")
     for name, (entry, traces, note) in learners.items():
-        if f"{name}/prob_best" not in traces:
-            raise SystemExit(
-                f"{folder}: no {name}/prob_best trace; rerun it with --set 'save_traces=\"all\"'"
-            )
         text = _label(name, entry, note)
         mean, half = metrics.mean_ci(pseudo_regret(traces[f"{name}/prob_best"], env["bonus"]))
         rounds = np.arange(1, mean.shape[0] + 1)
@@ -164,11 +175,19 @@ def main(argv: list[str] | None = None) -> int:
             folders.append(folder)
         else:
             print(f"{folder}: no summary.json, skipped")
-    try:  # its bands are 95% intervals over runs: one run has none
+    if not folders:
+        parser.error(
+            f"no results folder to draw: none of {', '.join(args.folders)} under "
+            f"{args.results} has a summary.json; give the folder that holds them, or name "
+            "yours with --folders"
+        )
+    found = {}
+    try:  # every folder checked before any figure is drawn
         for folder in folders:
             results = load_results(folder)
-            need_runs(folder, results.summary["runs"], what="a 95% band")
-            len(results.traces)  # a traces.npz cut short or not an .npz: before any figure
+            need_runs(folder, results.summary["runs"], what="a 95% band")  # bands over runs
+            len(results.traces)  # a traces.npz cut short or not an .npz
+            found[folder] = folder_learners(folder)
     except ValueError as exc:
         parser.error(str(exc))
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
@@ -179,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     written = []
     try:
         for folder in folders:
-            written += curves(folder, args.out)
+            written += curves(folder, args.out, found.pop(folder))  # its arrays freed
     except TracesDamaged as exc:  # an array of a traces.npz damaged
         parser.error(str(exc))
     print(f"wrote {len(written)} PNGs into {args.out}")
-    return 0 if written else 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -143,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = sorted(args.sweeps.glob("*/sweep.json"))
     if not files:
-        print(f"{args.sweeps}: no */sweep.json (write them with experiments/tune.py --out)")
-        return 1
+        parser.error(
+            f"{args.sweeps}: no */sweep.json to draw; give the folder that holds them "
+            "(experiments/tune.py ... --out SWEEPS_DIR/NAME writes SWEEPS_DIR/NAME/sweep.json)"
+        )
     try:  # before any is drawn: every sweep read (figure_names), a user's PNG never replaced
         owned_figures(
             args.out, [n for f in files for n in figure_names(f)], "OUT_DIR", args.overwrite

@@ -75,12 +75,43 @@ def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
         'feedback="reward"',
     ],
 )
-def test_unpaired_companion_is_refused(curves, tmp_path, differs):
+def test_unpaired_companion_is_refused(curves, tmp_path, differs, capsys):
     _run(tmp_path / "tiny", '["uniform"]')
     _run(tmp_path / "tiny-naive", '["uniform"]', differs)
-    with pytest.raises(SystemExit, match="not paired"):
+    with pytest.raises(SystemExit) as stop:
         curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", "tiny"])
+    assert stop.value.code == 2 and "tiny-naive is not paired with" in capsys.readouterr().err
     assert not (tmp_path / "png").exists()
+
+
+def test_every_folder_is_checked_before_any_figure(curves, tmp_path, capsys):
+    """A folder without ``prob_best`` traces (the default ``save_traces``), or of another
+    environment than expert advice, after a good one: the good one's PNGs were written, then
+    the script stopped with exit 1. Now nothing is drawn and the folder is named, exit 2."""
+    _run(tmp_path / "res" / "good", '["uniform"]')
+    _run(tmp_path / "res" / "played", '["uniform"]', 'save_traces=["played"]')
+    png = tmp_path / "png"
+    with pytest.raises(SystemExit) as stop:
+        curves.main([str(tmp_path / "res"), str(png), "--folders", "good", "played"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and not png.exists()
+    assert "played: no uniform/prob_best trace; rerun it with --set 'save_traces=\"all\"'" in err
+    _run(tmp_path / "res" / "bernoulli", '["uniform"]', 'env.name="bernoulli"')
+    with pytest.raises(SystemExit) as stop:
+        curves.main([str(tmp_path / "res"), str(png), "--folders", "good", "bernoulli"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "bernoulli: env 'bernoulli' has no 'bonus'" in err, err
+    assert not png.exists()
+
+
+def test_no_folder_to_draw_is_an_error(curves, tmp_path, capsys):
+    """It printed a note per folder and exited 1 without a word of what to do."""
+    with pytest.raises(SystemExit) as stop:
+        curves.main([str(tmp_path), str(tmp_path / "png")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and not (tmp_path / "png").exists()
+    assert "no results folder to draw: none of expert_advice_equal-theory-loss, " in err
+    assert "has a summary.json; give the folder that holds them, or name yours with" in err
 
 
 def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):

@@ -126,3 +126,14 @@ def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, t
         script.main([str(tmp_path), str(tmp_path / "png")])
     assert stop.value.code == 2 and not (tmp_path / "png").exists()
     assert f"{tmp_path / 'bad' / 'sweep.json'} {message}" in capsys.readouterr().err
+
+
+def test_a_folder_without_sweeps_is_an_error(tmp_path, capsys):
+    """It printed the note on stdout and exited 1, as if drawing had failed."""
+    script = load_script(SCRIPT, "sensitivity_script")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        script.main([str(tmp_path / "empty"), str(tmp_path / "png")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and not (tmp_path / "png").exists()
+    assert f"error: {tmp_path / 'empty'}: no */sweep.json to draw; give the folder" in err

@@ -139,6 +139,8 @@ def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
     flip_a_byte_of(path, "stabl/played.npy")
     res = load_results(tmp_path)
     assert sorted(res.traces) == ["stabl/loss", "stabl/played"]  # the names are intact
+    # a membership test reads nothing (Mapping's own would read the damaged array)
+    assert "stabl/played" in res.traces and "stabl/expected_loss" not in res.traces
     np.testing.assert_array_equal(res.traces["stabl/loss"], arms / 600.0)
     with pytest.raises(ValueError, match=named.replace(r"\(", r"\(BadZipFile: Bad CRC-32", 1)):
         res.traces["stabl/played"]

@@ -246,6 +246,11 @@ class TraceFile(Mapping[str, np.ndarray]):
     def __getitem__(self, name: str) -> np.ndarray:
         return self.read((name,))[name]
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the file holds the array ``name``, from its names: nothing is read
+        (``Mapping``'s own test would read the array)."""
+        return name in self._names
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
