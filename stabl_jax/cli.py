@@ -3,7 +3,7 @@
 ::
 
     stabl-jax run [CONFIG] [--runs R] [--seed S] [--out DIR] [--set key=value ...]
-                  [--force] [--allow-large] [--no-progress]
+                  [--force] [--allow-large] [--no-progress] [--dry-run]
     stabl-jax list
     stabl-jax bench [--quick | --gpu] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
@@ -22,8 +22,10 @@ writes results bitwise identical to an uninterrupted run (see :mod:`stabl_jax.io
 
 Before it computes anything, ``run`` estimates the memory, disk and time the config needs
 (:func:`stabl_jax.kinds.paired.estimate_resources`) and refuses a run that does not fit (exit 2
-naming the sizes; ``--allow-large`` runs it anyway). It only ever replaces or deletes folders
-it created (they hold a ``.stabl_jax_results`` marker); a damaged checkpoint is named and
+naming the sizes; ``--allow-large`` runs it anyway); ``--dry-run`` prints that estimate
+with the rest of the run's header after the same checks, and stops there (nothing computed or
+written, not even the compilation cache's folder). It only ever replaces or deletes folders it
+created (they hold a ``.stabl_jax_results`` marker); a damaged checkpoint is named and
 ``--force`` discards it; a full disk ends with one line naming the folder (rerunning after
 freeing space resumes). See ``docs/reliability.md``.
 
@@ -66,6 +68,11 @@ from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
 
 DEFAULT_CONFIG = "figure1"
+#: What ``run --dry-run`` prints after the header, once every check has passed.
+DRY_RUN_DONE = (
+    "dry run: config, output folder and resources checked; nothing computed or written "
+    "(leave --dry-run out to run it)"
+)
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, a shell's status of a process SIGTERM ended
 
@@ -175,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run even when the estimated memory or disk exceeds what is available",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the config and the output folder, print what the run would need "
+        "(memory, disk, time) and stop: nothing is computed or written",
+    )
     run.set_defaults(handler=_cmd_run)
 
     lst = sub.add_parser(
@@ -204,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        compile_cache.enable(cache)
+        if not getattr(args, "dry_run", False):  # a dry run compiles nothing
+            compile_cache.enable(cache)
         with sigterm_interrupts():
             return args.handler(args)
     except (ConfigError, OutputError, CheckpointMismatch) as exc:
@@ -272,7 +286,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("--out is empty; give a folder name (or leave --out out for the default)")
     out = Path(args.out or Path("results") / f"{config.name}-seed{config.seed}")
     kind = KINDS[config.kind]
-    needs = _check_fits(kind, config, out, args.allow_large)
+    needs = None if kind.estimate is None else kind.estimate(config)
+    if args.dry_run:
+        _say(kind.header(config, ResultsFolder.check(out, force=args.force), needs))
+        _check_fits(needs, out, args.allow_large)
+        _say(DRY_RUN_DONE)
+        return EXIT_OK
+    _check_fits(needs, out, args.allow_large)
     folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
     try:
         return _run(kind, config, folder, args, needs, started=started, start=start)
@@ -291,13 +311,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
 
 
-def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Resources | None:
-    """The resources ``config`` needs (``None`` for a kind that estimates none); raises
-    :class:`ConfigError` when they exceed the memory available or the disk free under
+def _check_fits(needs: Resources | None, out: Path, allow_large: bool) -> None:
+    """Raise :class:`ConfigError` when the resources a config ``needs`` (its kind's
+    estimate; ``None``: none given) exceed the memory available or the disk free under
     ``out``, unless ``allow_large``."""
-    if kind.estimate is None:
-        return None
-    needs = kind.estimate(config)
+    if needs is None:
+        return
     existing = out.absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -314,7 +333,6 @@ def _check_fits(kind: Kind, config: Any, out: Path, allow_large: bool) -> Resour
             f"this run does not fit ({needs.size}): it needs {'; '.join(over)}; {needs.remedy}, "
             "or pass --allow-large to run it anyway"
         )
-    return needs
 
 
 def _say(line: str) -> None:

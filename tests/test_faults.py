@@ -837,6 +837,55 @@ def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monke
     assert code == 1 and "the experiment ran" in err
 
 
+def test_a_dry_run_makes_every_check_and_writes_nothing(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """``--dry-run`` prints the header (what the run needs) after the checks a run makes
+    before it computes, and stops: nothing run, compiled or written."""
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    def cache(*args, **kwargs):
+        raise AssertionError("the compilation cache was enabled")
+
+    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    monkeypatch.setattr(cli.compile_cache, "enable", cache)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = work / "out"
+    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+    assert code == 0, err
+    assert "needs about" in printed and f"  output: {out}\n" in printed
+    assert printed.endswith(cli.DRY_RUN_DONE + "\n") and list(work.iterdir()) == []
+    for name, roughly in (("bco_d2", " of SA(L)\n"), ("hpo_bbob_sphere", " of simulation\n")):
+        code, printed, err = run(["run", name, "--out", str(work / name), "--dry-run"], capsys)
+        assert code == 0 and roughly in printed, err
+    assert list(work.iterdir()) == []
+    # a run that does not fit: the header shows the estimate, then the refusal
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "available_memory_bytes", lambda: 1)
+        code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+        assert code == 2 and "needs about" in printed and cli.DRY_RUN_DONE not in printed
+        assert "of memory" in err and "--allow-large" in err
+        code, printed, _ = run(command(config_path, out, "--dry-run", "--allow-large"), capsys)
+        assert code == 0 and printed.endswith(cli.DRY_RUN_DONE + "\n")
+    # a user's folder, a complete result without --force: refused as a run refuses them
+    theirs = work / "theirs"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("mine")
+    code, _, err = run(command(config_path, theirs, "--dry-run"), capsys)
+    assert code == 2 and "is not a stabl_jax results folder" in err
+    assert [p.name for p in theirs.iterdir()] == ["thesis.tex"]
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir())
+    code, _, err = run(command(config_path, reference, "--dry-run"), capsys)
+    assert code == 2 and "already holds a complete result" in err
+    code, _, err = run(command(config_path, reference, "--dry-run", "--force"), capsys)
+    assert code == 0, err
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir()) == before
+    assert not partials(reference) and sorted(p.name for p in work.iterdir()) == ["theirs"]
+
+
 def test_the_memory_estimate_counts_the_largest_chunk_twice():
     """A chunk's outputs exist on the device and on the host before they join the traces:
     the estimate holds twice the widest learner's chunk (once left out: a run it passed was

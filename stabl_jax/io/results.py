@@ -551,19 +551,30 @@ class ResultsFolder:
         self._lock: int | None = lock
 
     @classmethod
-    def prepare(cls, out: str | Path, *, force: bool = False) -> ResultsFolder:
-        """Check ``out`` and create the sibling ``<out>.partial-<pid>-<random>``.
+    def check(cls, out: str | Path, *, force: bool = False) -> Path:
+        """The absolute path ``out`` names, when it may become a results folder (what
+        :meth:`prepare` checks before it creates anything; nothing is written).
 
         Raises:
-          OutputError: ``out`` holds a result and ``force`` is false; ``out`` exists, is not
-            empty and was not created by stabl_jax (never replaced, even with ``force``); or
-            the location is not writable.
+          OutputError: ``out`` holds a result and ``force`` is false; or ``out`` exists, is
+            not empty and was not created by stabl_jax (never replaced, even with ``force``).
         """
         if not str(out).strip():
             raise OutputError("--out is empty; give a folder name")
         final = Path(out).expanduser().absolute()
         if final.exists() or final.is_symlink():
             _check_replaceable(final, force)
+        return final
+
+    @classmethod
+    def prepare(cls, out: str | Path, *, force: bool = False) -> ResultsFolder:
+        """Check ``out`` (:meth:`check`) and create the sibling
+        ``<out>.partial-<pid>-<random>``.
+
+        Raises:
+          OutputError: as :meth:`check`, or the location is not writable.
+        """
+        final = cls.check(out, force=force)
         parent = final.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
