@@ -3,7 +3,8 @@
     python experiments/study.py [--out results/study] [--runs 1000] [--seed 0] [--jobs 1]
         [--adversaries geometric random] [--arms 10 30 100 300] [--groups base baselines]
         [--learners a,b,...] [--merge-groups] [--config-suffix _tuned] [--set key=value ...]
-        [--analyse-only] [--force] [--bundle PREFIX] [--from-bundle PREFIX] [--fit-windows L ...]
+        [--analyse-only | --dry-run] [--force] [--bundle PREFIX] [--from-bundle PREFIX]
+        [--fit-windows L ...]
         [--table-windows 256 1024 4096] [--bootstrap 1000] [--figures docs/figures]
 
 Each point ``(adversary, n)`` is one ``stabl-jax run`` per learner group of
@@ -30,7 +31,9 @@ the study exits 130 or 143 once they have stopped. ``--analyse-only`` runs no po
 analyses the complete ones as they are; given with it, ``--runs``, ``--seed``, ``--set`` or
 ``--config-suffix`` name the settings the points must have run with, and a point run with
 other ones is refused (exit 2) instead of being analysed under the wrong name; ``--force``
-and ``--jobs``, which only choose how points run, are refused with it.
+and ``--jobs``, which only choose how points run, are refused with it. ``--dry-run`` makes
+the checks a run makes before its first point and lists every point, complete or to run with
+what ``stabl-jax run`` estimates it needs, and the total simulation time; it writes nothing.
 
 Then the analysis, from the folders alone:
 
@@ -769,6 +772,38 @@ def check_windows(
         raise ValueError(f"--fit-windows needs >= 2 window lengths to fit a slope, got {list(fit)}")
 
 
+def dry_run(
+    configs: Mapping[tuple[str, int, str], Any], out: Path, *, force: bool, jobs: int
+) -> list[str]:
+    """What ``--dry-run`` prints: each point of ``configs`` (:func:`check_plan`) complete,
+    or to run with what ``stabl-jax run`` estimates it needs (memory, disk, time), and the
+    points' total time; nothing is computed or written."""
+    from stabl_jax.io.results import is_complete
+    from stabl_jax.io.tables import duration
+    from stabl_jax.kinds.base import needs_line
+    from stabl_jax.kinds.paired import estimate_resources
+
+    lines = [f"[study] dry run: {len(configs)} points under {out}"]
+    width = max(len(point_folder(out, *key).name) for key in configs)
+    seconds = 0.0
+    todo = 0
+    for key, config in configs.items():
+        folder = point_folder(out, *key)
+        if is_complete(folder) and not force:
+            lines.append(f"  {folder.name:<{width}}  complete, not run again (--force runs it)")
+            continue
+        needs = estimate_resources(config)  # what stabl-jax run checks for a bandit point
+        todo += 1
+        seconds += needs.seconds or 0.0
+        lines.append(f"  {folder.name:<{width}}  to run:{needs_line(needs).removeprefix(' ')}")
+    at_once = "one at a time" if jobs == 1 else f"up to {jobs} at once"
+    lines.append(
+        f"[study] {todo} points to run, roughly {duration(seconds)} of simulation in all "
+        f"({at_once}); nothing computed or written (leave --dry-run out to run them)"
+    )
+    return lines
+
+
 def check_plan(
     plan: Mapping[tuple[str, int, str], Sequence[str]],
     *,
@@ -1323,6 +1358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--analyse-only", action="store_true", help="do not run missing points")
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the study, list its points with what each needs, and stop (nothing written)",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="run complete points again (stabl-jax run --force)"
     )
     parser.add_argument(
@@ -1348,6 +1388,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--analyse-only runs no point: {' and '.join(unused)} (how points run) would not "
             f"be used; leave {'them' if len(unused) > 1 else 'it'} out"
+        )
+    if args.dry_run and (args.analyse_only or args.from_bundle):
+        flag = "--analyse-only" if args.analyse_only else "--from-bundle"
+        parser.error(
+            f"--dry-run writes and analyses nothing: {flag} would not be used; leave it out"
         )
     learners = args.learners.split(",") if args.learners else None
     try:
@@ -1403,6 +1448,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check_complete_points(configs, out, remedy)
     except (ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
+    if args.dry_run:
+        for line in dry_run(configs, out, force=args.force, jobs=args.jobs):
+            print(line)
+        return 0
     if not args.analyse_only:
         if args.jobs > 1:
             # This process only estimates shapes while the points run in processes of their

@@ -202,8 +202,30 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert stop.value.code == 2 and not out.exists()
     assert "is not a previous study bundle" in capsys.readouterr().err
     assert (theirs / "study_summaries.json").read_text() == '{"mine": 1}'
+    # --dry-run: every point listed with its estimate, nothing written
+    assert study.main([*args, "--dry-run"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"[study] dry run: 2 points under {out}"
+    for line, n in zip(printed[1:3], (3, 5), strict=True):
+        assert line.startswith(f"  geometric-n{n}-") and "to run: needs about " in line, line
+        assert "roughly" in line and line.endswith("of simulation"), line
+    assert printed[3].startswith("[study] 2 points to run, roughly ")
+    assert printed[3].endswith(
+        "(one at a time); nothing computed or written (leave --dry-run out to run them)"
+    )
+    assert len(printed) == 4 and not out.exists() and not figures.exists()
+    for extra in (["--analyse-only"], ["--from-bundle", str(theirs / "study")]):
+        with pytest.raises(SystemExit) as stop:
+            study.main([*args, "--dry-run", *extra])
+        assert stop.value.code == 2 and f"{extra[0]} would not be used" in capsys.readouterr().err
     assert study.main(args) == 0
     assert study.main(args) == 0  # its own study.json and study.md are replaced
+    capsys.readouterr()
+    assert study.main([*args, "--dry-run", "--jobs", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert all("complete, not run again (--force runs it)" in line for line in printed[1:3])
+    assert printed[3].startswith("[study] 0 points to run, roughly under 0.1 s of simulation")
+    assert "(up to 2 at once)" in printed[3]
     text = (out / "study.md").read_text()
     assert "| FLH (Hazan & Seshadhri 2009) | not implemented |" in text
     assert "| `uniform` |" in text and "SA(64)" in text
