@@ -310,10 +310,57 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
         memory = compiled.memory_analysis()
         xla = memory.temp_size_in_bytes + memory.argument_size_in_bytes
         xla = (xla + memory.output_size_in_bytes) / block
-        assert sa_runs_per_block(horizon, length, len(starts), block) == block
+        size = env.dim  # MovingTarget's theta_t is its target
+        assert sa_runs_per_block(horizon, length, len(starts), block, size=size) == block
         counted = sa_memory_bytes(env, block, [length]) / block
         assert xla <= counted, (length, xla, counted)
         most_xla, most_counted = max(most_xla, xla), max(most_counted, counted)
         if config == "bco_d50":
             assert xla > 8 * 4 * (horizon + len(starts) * length) * 8
     assert most_counted <= 3 * most_xla, (most_xla, most_counted)
+
+
+def test_sa_blocks_are_cut_to_their_memory_bound(monkeypatch):
+    """Blocks were sized without ``theta_t``'s size: ``bco_d50`` with 1000 runs solved 410
+    runs a block, 6.3 GiB. They are now cut to ``SA_BLOCK_MAX_BYTES`` (65 runs at L = 16),
+    the shipped configs' blocks (hence their numbers) unchanged, and the default blocks of
+    ``paired_bco_adaptive_regret`` are the cut ones."""
+    from stabl_jax.bco import simulate as bco_simulate
+    from stabl_jax.kinds import load_config
+
+    sizes = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
+    for name, size in sizes.items():  # every run in one block, as before the cut
+        cfg = load_config(name)
+        for length in cfg.sa_windows:
+            starts = len(window_starts(cfg.horizon, length))
+            got = bco_simulate.sa_runs_per_block(cfg.horizon, length, starts, cfg.runs, size=size)
+            assert got == cfg.runs, (name, length)
+    run_bytes = bco_simulate.sa_run_bytes(4096, 16, 1021, 50)
+    assert run_bytes == 4 * (4096 + 1021 * 16) * 50 * 4 + 2 * 4097 * 8
+    cut = bco_simulate.SA_BLOCK_MAX_BYTES // run_bytes
+    assert cut == 65 and bco_simulate.sa_runs_per_block(4096, 16, 1021, 1000, size=50) == cut
+    assert bco_simulate.sa_runs_per_block(4096, 16, 1021, 1000, size=1) == 410  # uncut
+    large = load_config("bco_d50", ["runs=1000"])
+    counted = bco_simulate.sa_memory_bytes(large.make_env(), 1000, large.sa_windows)
+    assert counted <= bco_simulate.SA_BLOCK_MAX_BYTES
+
+    # the default blocks follow the cut: with room for 2 runs, 5 runs are solved as 2, 2, 1
+    env = MovingTarget(dim=2, horizon=32, change_points=(9, 20))
+    result = simulate(TwoPointOGD(dim=2, horizon=32), env, jax.random.key(3), num_runs=5)
+    starts = len(window_starts(32, 8))
+    two = 2 * bco_simulate.sa_run_bytes(32, 8, starts, 2)
+    monkeypatch.setattr(bco_simulate, "SA_BLOCK_MAX_BYTES", two)
+    solved = []
+    solve = bco_simulate.window_comparators
+
+    def spy(env, domain, thetas, *args, **kwargs):
+        solved.append(thetas.shape[0])
+        return solve(env, domain, thetas, *args, **kwargs)
+
+    monkeypatch.setattr(bco_simulate, "window_comparators", spy)
+    default = bco_adaptive_regret(result, env, [8])
+    assert solved == [2, 2, 1]
+    explicit = bco_adaptive_regret(result, env, [8], runs_per_block=5)
+    assert solved == [2, 2, 1, 5]
+    for key in ("sa", "comparator_gap"):  # here the block's size leaves the numbers alone
+        np.testing.assert_array_equal(default[key], explicit[key])

@@ -144,14 +144,34 @@ def window_starts(horizon: int, length: int, stride: int | None = None) -> np.nd
     return starts.astype(np.int32)
 
 
-def sa_runs_per_block(horizon: int, length: int, num_starts: int, num_runs: int) -> int:
+#: The most memory a block of window comparators may take (:func:`sa_run_bytes` a run):
+#: :func:`sa_runs_per_block` cuts a block to it.
+SA_BLOCK_MAX_BYTES = 4 * metrics.SA_BLOCK_BYTES
+
+
+def sa_run_bytes(horizon: int, length: int, num_starts: int, size: int) -> int:
+    """A run's memory in a block of window comparators: ``4 (T + W L) p 4`` bytes (the
+    ``(W, L, p)`` float32 windows of ``theta`` that the comparators gather and
+    differentiate, about 3.5 copies by XLA's memory analysis; ``T`` the horizon, ``W`` the
+    starts, ``p`` the size of ``theta_t``) plus its float64 losses and prefix sums."""
+    return 4 * (horizon + num_starts * length) * size * 4 + 2 * (horizon + 1) * 8
+
+
+def sa_runs_per_block(
+    horizon: int, length: int, num_starts: int, num_runs: int, *, size: int
+) -> int:
     """The runs of a block of :func:`paired_bco_adaptive_regret`'s default blocks for windows
-    of ``length`` at ``num_starts`` starts: :data:`stabl_jax.metrics.SA_BLOCK_BYTES` over
-    ``4 (T + W L) 8`` bytes a run. The count leaves out the dimension ``p`` of ``theta_t``:
-    the memory a block takes is :func:`sa_memory_bytes`' (the sizes, hence the bits, are
-    kept as they were)."""
+    of ``length`` at ``num_starts`` starts, ``theta_t`` of ``size`` coordinates:
+    :data:`stabl_jax.metrics.SA_BLOCK_BYTES` over ``4 (T + W L) 8`` bytes a run, cut to
+    :data:`SA_BLOCK_MAX_BYTES` of :func:`sa_run_bytes`. The first count leaves out ``p``
+    (the block sizes of smaller runs, hence their bits, are kept as they were: the
+    comparators' float32 solutions depend on the block's size in their last digits); the
+    cut bounds what the blocks of large runs in many dimensions take (``bco_d50`` with 1000
+    runs: 410 runs a block, 6.3 GiB, before it)."""
     per_run = 4 * (horizon * 8 + num_starts * length * 8)
-    return max(1, min(num_runs, metrics.SA_BLOCK_BYTES // per_run))
+    runs = max(1, min(num_runs, metrics.SA_BLOCK_BYTES // per_run))
+    most = SA_BLOCK_MAX_BYTES // sa_run_bytes(horizon, length, num_starts, size)
+    return max(1, min(runs, most))
 
 
 def theta_size(env: Any) -> int:
@@ -209,19 +229,14 @@ def sa_memory_bytes(
     env: Any, num_runs: int, window_lengths: Any, *, stride: int | None = None
 ) -> int:
     """The most memory :func:`paired_bco_adaptive_regret` (default blocks) takes at once: over
-    the window lengths, a block's runs (:func:`sa_runs_per_block`) times ``4 (T + W L) p 4``
-    bytes a run (the ``(W, L, p)`` float32 windows of ``theta`` that the comparators gather
-    and differentiate, about 3.5 copies by XLA's memory analysis; ``T`` the horizon, ``W``
-    the starts, ``p`` the dimension of ``theta_t``) plus a run's float64 losses and prefix
-    sums."""
-    horizon = int(env.horizon)
-    row = 4 * theta_size(env)
+    the window lengths, a block's runs (:func:`sa_runs_per_block`) times
+    :func:`sa_run_bytes`."""
+    horizon, size = int(env.horizon), theta_size(env)
     most = 0
     for length in metrics.check_windows(window_lengths, horizon):
-        starts = window_starts(horizon, length, stride)
-        runs = sa_runs_per_block(horizon, length, len(starts), num_runs)
-        per_run = 4 * (horizon + len(starts) * length) * row + 2 * (horizon + 1) * 8
-        most = max(most, runs * per_run)
+        num_starts = len(window_starts(horizon, length, stride))
+        runs = sa_runs_per_block(horizon, length, num_starts, num_runs, size=size)
+        most = max(most, runs * sa_run_bytes(horizon, length, num_starts, size))
     return most
 
 
@@ -247,7 +262,7 @@ def bco_adaptive_regret(
       domain: ``K`` (default ``env.domain``), of ``env``'s dimension; an environment with
         its own solver (``window_minimum``) takes only its own domain.
       num_steps: iterations of :func:`minimize_window` (generic families only), >= 1.
-      runs_per_block: runs solved together (memory); ``None`` picks from a 256 MiB budget.
+      runs_per_block: runs solved together (memory); ``None``: :func:`sa_runs_per_block`.
 
     Returns:
       ``{"sa": (R, len(L)) float64, "comparator_gap": (R, len(L)) float64}``: ``sa`` uses the
@@ -312,11 +327,12 @@ def paired_bco_adaptive_regret(
         checks.check_int("runs_per_block", runs_per_block)
     sa = {name: np.empty((num_runs, len(lengths))) for name in names}
     gap = np.empty((num_runs, len(lengths)))
+    size = theta_size(env)
     for j, length in enumerate(lengths):
         starts = window_starts(horizon, length, stride)
         block = runs_per_block
         if block is None:
-            block = sa_runs_per_block(horizon, length, len(starts), num_runs)
+            block = sa_runs_per_block(horizon, length, len(starts), num_runs, size=size)
         for lo in range(0, num_runs, block):
             hi = min(num_runs, lo + block)
             sub = jax.tree.map(lambda x, a=lo, b=hi: x[a:b], carry)
