@@ -208,7 +208,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert printed[0] == f"[study] dry run: 2 points under {out}"
     for line, n in zip(printed[1:3], (3, 5), strict=True):
         assert line.startswith(f"  geometric-n{n}-") and "to run: needs about " in line, line
-        assert "roughly" in line and line.endswith("of simulation"), line
+        assert "roughly" in line and line.endswith("of SA(L)"), line
     assert printed[3].startswith("[study] 2 points to run, roughly ")
     assert printed[3].endswith(
         "(one at a time); nothing computed or written (leave --dry-run out to run them)"

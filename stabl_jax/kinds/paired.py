@@ -231,9 +231,8 @@ class ExperimentConfig:
         return max(metrics.SA_BLOCK_BYTES, int(self.horizon) * width * 12)
 
     def metrics_seconds(self, env: Any) -> float | None:
-        """Rough seconds of the metrics after the simulation, or ``None`` where they are
-        not estimated (a bandit's SA(L) pass: ``figure1`` measured 6.4 s against 11.2 s of
-        simulation)."""
+        """Rough seconds of the metrics after the simulation (SA(L) and the per-run
+        summaries), or ``None`` where the kind gives none."""
         return None
 
     # --- building the objects it describes ----------------------------------------------------
