@@ -785,7 +785,7 @@ def dry_run(
 
     lines = [f"[study] dry run: {len(configs)} points under {out}"]
     width = max(len(point_folder(out, *key).name) for key in configs)
-    seconds = 0.0
+    seconds = metrics = 0.0
     todo = 0
     for key, config in configs.items():
         folder = point_folder(out, *key)
@@ -795,11 +795,13 @@ def dry_run(
         needs = estimate_resources(config)  # what stabl-jax run checks for a bandit point
         todo += 1
         seconds += needs.seconds or 0.0
+        metrics += needs.metrics_seconds or 0.0
         lines.append(f"  {folder.name:<{width}}  to run:{needs_line(needs).removeprefix(' ')}")
     at_once = "one at a time" if jobs == 1 else f"up to {jobs} at once"
     lines.append(
-        f"[study] {todo} points to run, roughly {duration(seconds)} of simulation in all "
-        f"({at_once}); nothing computed or written (leave --dry-run out to run them)"
+        f"[study] {todo} points to run, roughly {duration(seconds)} of simulation and "
+        f"{duration(metrics)} of SA(L) in all ({at_once}); nothing computed or written "
+        "(leave --dry-run out to run them)"
     )
     return lines
 
