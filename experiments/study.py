@@ -33,7 +33,8 @@ analyses the complete ones as they are; given with it, ``--runs``, ``--seed``, `
 other ones is refused (exit 2) instead of being analysed under the wrong name; ``--force``
 and ``--jobs``, which only choose how points run, are refused with it. ``--dry-run`` makes
 the checks a run makes before its first point and lists every point, complete or to run with
-what ``stabl-jax run`` estimates it needs, and the total simulation time; it writes nothing.
+what ``stabl-jax run`` estimates it needs, and the total time of their simulations and SA(L)
+passes; it writes nothing.
 
 Then the analysis, from the folders alone:
 

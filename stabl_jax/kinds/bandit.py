@@ -154,7 +154,8 @@ class BanditConfig(paired.ExperimentConfig):
         :data:`ESTIMATE_SA_ARM_SECONDS`):
         ``R T (a + |L| (b + c n))``; the learners' count hardly enters (the arm losses are
         regenerated once for all of them)."""
-        per_window = ESTIMATE_SA_WINDOW_SECONDS + ESTIMATE_SA_ARM_SECONDS * int(env.num_arms)
+        arms = int(self.env.num_arms)
+        per_window = ESTIMATE_SA_WINDOW_SECONDS + ESTIMATE_SA_ARM_SECONDS * arms
         per_round = ESTIMATE_SA_ROUND_SECONDS + len(self.sa_windows) * per_window
         return int(self.runs) * int(self.horizon) * per_round
 

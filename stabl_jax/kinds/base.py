@@ -82,8 +82,9 @@ class Resources:
       size: what the numbers are for, as the refusal names it (``"500 runs x 4096 rounds x
         6 learners"``).
       remedy: how to make the run smaller (``"lower runs or horizon (--runs, ...)"``).
-      metrics_seconds: rough time of the metrics after the simulation (BCO's SA(L)
-        comparators), or ``None`` when the kind gives none.
+      metrics_seconds: rough time of the metrics after the simulation (SA(L) and the
+        per-run summaries; a BCO run's window comparators), or ``None`` when the kind gives
+        none.
     """
 
     memory_bytes: int
