@@ -23,11 +23,12 @@ writes results bitwise identical to an uninterrupted run (see :mod:`stabl_jax.io
 Before it computes anything, ``run`` estimates the memory, disk and time the config needs
 (:func:`stabl_jax.kinds.paired.estimate_resources`) and refuses a run that does not fit (exit 2
 naming the sizes; ``--allow-large`` runs it anyway); ``--dry-run`` prints that estimate
-with the rest of the run's header after the same checks, and stops there (nothing computed or
-written, not even the compilation cache's folder). It only ever replaces or deletes folders it
-created (they hold a ``.stabl_jax_results`` marker); a damaged checkpoint is named and
-``--force`` discards it; a full disk ends with one line naming the folder (rerunning after
-freeing space resumes). See ``docs/reliability.md``.
+with the rest of the run's header after the same checks, says what the run would do with the
+checkpoints of interrupted runs of the same ``--out`` (resume, remove, or refuse them), and
+stops there (nothing computed or written, not even the compilation cache's folder). It only
+ever replaces or deletes folders it created (they hold a ``.stabl_jax_results`` marker); a
+damaged checkpoint is named and ``--force`` discards it; a full disk ends with one line
+naming the folder (rerunning after freeing space resumes). See ``docs/reliability.md``.
 
 Exit status: 0 success, 2 usage or config error, a folder it may not use, a damaged
 checkpoint or a run that does not fit (``error: ...`` on stderr), 1 unexpected failure or a
@@ -68,10 +69,11 @@ from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
 
 DEFAULT_CONFIG = "figure1"
-#: What ``run --dry-run`` prints after the header, once every check has passed.
+#: What ``run --dry-run`` prints after the header and what a run would do with the checkpoints
+#: of interrupted runs of the same ``--out``, once every check has passed.
 DRY_RUN_DONE = (
-    "dry run: config, output folder and resources checked; nothing computed or written "
-    "(leave --dry-run out to run it)"
+    "dry run: config, output folder, interrupted runs and resources checked; nothing "
+    "computed or written (leave --dry-run out to run it)"
 )
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, a shell's status of a process SIGTERM ended
@@ -290,6 +292,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         _say(kind.header(config, ResultsFolder.check(out, force=args.force), needs))
         _check_fits(needs, out, args.allow_large)
+        identity = experiment_identity(config)
+        for line in ResultsFolder.preview_resume(out, identity, force=args.force):
+            _say(f"  interrupted run {line}")
         _say(DRY_RUN_DONE)
         return EXIT_OK
     _check_fits(needs, out, args.allow_large)

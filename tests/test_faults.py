@@ -886,6 +886,33 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     assert not partials(reference) and sorted(p.name for p in work.iterdir()) == ["theirs"]
 
 
+def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """An interrupted run of the same ``--out``: a dry run says the run resumes its
+    checkpoints; of another experiment (another seed), refuses them as the run would (exit
+    2), and with ``--force`` says they are discarded. Nothing moves, and the real rerun then
+    resumes them."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    before = files(partial)
+    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+    assert code == 0, err
+    assert f"  interrupted run {partial.name}: checkpoints of this experiment, resumed\n" in printed
+    code, _, err = run(command(config_path, out, "--dry-run", "--seed", "1"), capsys)
+    assert code == 2 and f"error: {partial} holds checkpoints of an interrupted run of a " in err
+    assert "different experiment (config.seed: 5 (checkpoint) != 1 (this run))" in err
+    code, printed, err = run(
+        command(config_path, out, "--dry-run", "--seed", "1", "--force"), capsys
+    )
+    assert code == 0, err
+    assert f"{partial.name}: checkpoints of another experiment, discarded (--force)" in printed
+    assert partials(out) == [partial] and files(partial) == before and not out.exists()
+    code, printed, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert f"  resuming {partial.name}: exp3 64/256, uniform 256/256" in printed, printed
+
+
 def test_the_memory_estimate_counts_the_largest_chunk_twice():
     """A chunk's outputs exist on the device and on the host before they join the traces:
     the estimate holds twice the widest learner's chunk (once left out: a run it passed was

@@ -521,6 +521,55 @@ def _check_replaceable(final: Path, force: bool) -> None:
         )
 
 
+def _dead_partials(final: Path, own: Path | None = None) -> list[tuple[Path, int]]:
+    """Partial folders of ``final`` (other than ``own``) created by stabl_jax runs that are no
+    longer running, newest first, each with its lock (now held by this process)."""
+    found = []
+    for path in final.parent.glob(f"{glob_escape(final.name)}.partial-*"):
+        if path == own or path.is_symlink() or _marker(path) is None:
+            continue
+        lock = _lock(path)
+        if lock is not None:  # else: another run of the same --out is still going
+            found.append((path, lock))
+    return sorted(found, key=lambda item: item[0].stat().st_mtime, reverse=True)
+
+
+def _judge(path: Path, identity: Mapping[str, Any]) -> tuple[str, str]:
+    """What the partial folder ``path`` of an interrupted run holds for the experiment
+    ``identity`` (JSON-normalised): ``("complete", "")`` its complete results, ``("empty",
+    "")`` no finished chunk, ``("same", note)`` checkpoints of this experiment (``note`` says
+    how they were recognised when ``experiment.json`` is missing), or ``("other", refusal)``
+    checkpoints of another experiment, ``refusal`` what they are and how to resume them."""
+    if is_complete(path):
+        return "complete", ""
+    source = path / checkpoints.CHECKPOINT_DIR
+    found = checkpoints.read_json(source / checkpoints.IDENTITY)
+    matches = None if found is not None else checkpoints.fingerprints_match(source, identity)
+    if found is None and matches is None:
+        return "empty", ""
+    if found == identity:
+        return "same", ""
+    if found is None and matches:
+        return "same", (
+            f"{checkpoints.IDENTITY} is missing or unreadable, but its checkpoints carry this "
+            "experiment's fingerprint"
+        )
+    remedy = "rerun that exact command to resume it"
+    if found is None:
+        what = (
+            f"an experiment it cannot identify ({checkpoints.IDENTITY} is missing or unreadable "
+            "and its checkpoints do not carry this experiment's fingerprint, or are damaged)"
+        )
+    else:
+        differ = checkpoints.describe_mismatch(found, identity)
+        what = f"a different experiment ({differ})"
+        if _without_versions(found) == _without_versions(identity):
+            what = f"this experiment under other versions ({differ})"
+            listed = f"{checkpoints.IDENTITY} lists them"
+            remedy = f"install the versions it ran with ({listed}) to resume it"
+    return "other", f"holds checkpoints of an interrupted run of {what}; {remedy}"
+
+
 class ResultsFolder:
     """A results folder under construction: write into :attr:`partial`, then :meth:`commit`.
 
@@ -596,16 +645,43 @@ class ResultsFolder:
         return self.partial / checkpoints.CHECKPOINT_DIR
 
     def _dead_partials(self) -> list[tuple[Path, int]]:
-        """Partial folders of the same ``<out>`` created by stabl_jax runs that are no longer
-        running, newest first, each with its lock (now held by this process)."""
-        found = []
-        for path in self.final.parent.glob(f"{glob_escape(self.final.name)}.partial-*"):
-            if path == self.partial or path.is_symlink() or _marker(path) is None:
-                continue
-            lock = _lock(path)
-            if lock is not None:  # else: another run of the same --out is still going
-                found.append((path, lock))
-        return sorted(found, key=lambda item: item[0].stat().st_mtime, reverse=True)
+        return _dead_partials(self.final, own=self.partial)
+
+    @staticmethod
+    def preview_resume(
+        out: str | Path, identity: Mapping[str, Any], *, force: bool = False
+    ) -> list[str]:
+        """What :meth:`resume` would do with the partial folders of ``out`` left by runs that
+        are no longer running, one line each (``"<name>: checkpoints of this experiment,
+        resumed"``), without doing it: nothing is moved, removed or written (the files of the
+        checkpoints it would resume are checked only when it runs).
+
+        Raises:
+          OutputError: as :meth:`resume`, where it would refuse.
+        """
+        final = Path(out).expanduser().absolute()
+        identity = json.loads(json.dumps(dict(identity), sort_keys=True))
+        lines, taken = [], False
+        for path, lock in _dead_partials(final):
+            try:
+                verdict, detail = _judge(path, identity)
+            finally:
+                os.close(lock)
+            if verdict == "complete":
+                lines.append(f"{path.name}: the complete results of a run, left alone")
+            elif verdict == "empty":
+                lines.append(f"{path.name}: an interrupted run with no finished chunk, removed")
+            elif verdict == "same" and not taken:
+                taken = True
+                how = f" ({detail})" if detail else ""
+                lines.append(f"{path.name}: checkpoints of this experiment, resumed{how}")
+            elif verdict == "same":
+                lines.append(f"{path.name}: an older interrupted run of this experiment, removed")
+            elif not force:
+                raise OutputError(f"{path} {detail}, or pass --force to discard it")
+            else:
+                lines.append(f"{path.name}: checkpoints of another experiment, discarded (--force)")
+        return lines
 
     def resume(
         self,
@@ -637,49 +713,23 @@ class ResultsFolder:
         taken: Resumed | None = None
         for path, lock in self._dead_partials():
             try:
-                if is_complete(path):  # stopped while moving its results into place
+                verdict, detail = _judge(path, identity)
+                if verdict == "complete":  # stopped while moving its results into place
                     log(f"left {path.name} alone: it holds the complete results of a run")
                     continue
-                source = path / checkpoints.CHECKPOINT_DIR
-                found = checkpoints.read_json(source / checkpoints.IDENTITY)
-                matches = (
-                    None if found is not None else checkpoints.fingerprints_match(source, identity)
-                )
-                if found is None and matches is None:
+                if verdict == "empty":
                     log(f"removed {path.name}: an interrupted run with no finished chunk")
-                elif found == identity or (found is None and matches):
+                elif verdict == "same":
                     if taken is None:
-                        if found is None:
-                            log(
-                                f"{path.name}: {checkpoints.IDENTITY} is missing or unreadable, "
-                                "but its checkpoints carry this experiment's fingerprint"
-                            )
+                        if detail:
+                            log(f"{path.name}: {detail}")
                         shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-                        os.replace(source, self.checkpoint_dir)
+                        os.replace(path / checkpoints.CHECKPOINT_DIR, self.checkpoint_dir)
                         taken = Resumed(source=path, progress={})
                     else:
                         log(f"removed {path.name}: an older interrupted run of this experiment")
                 elif not force:
-                    remedy = "rerun that exact command to resume it"
-                    differ = "" if found is None else checkpoints.describe_mismatch(found, identity)
-                    if found is None:
-                        what = (
-                            f"an experiment it cannot identify ({checkpoints.IDENTITY} is "
-                            "missing or unreadable and its checkpoints do not carry this "
-                            "experiment's fingerprint, or are damaged)"
-                        )
-                    elif _without_versions(found) == _without_versions(identity):
-                        what = f"this experiment under other versions ({differ})"
-                        remedy = (
-                            f"install the versions it ran with ({checkpoints.IDENTITY} lists "
-                            "them) to resume it"
-                        )
-                    else:
-                        what = f"a different experiment ({differ})"
-                    raise OutputError(
-                        f"{path} holds checkpoints of an interrupted run of {what}; {remedy}, "
-                        "or pass --force to discard it"
-                    )
+                    raise OutputError(f"{path} {detail}, or pass --force to discard it")
                 else:
                     log(f"discarded {path.name}: checkpoints of another experiment (--force)")
                 shutil.rmtree(path)
