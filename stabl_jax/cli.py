@@ -70,10 +70,10 @@ from stabl_jax.simulate import available_memory_bytes
 
 DEFAULT_CONFIG = "figure1"
 #: What ``run --dry-run`` prints after the header and what a run would do with the checkpoints
-#: of interrupted runs of the same ``--out``, once every check has passed.
+#: of interrupted runs of the same ``--out``, once every check has passed (``{checked}``: what
+#: was checked, the resources only where the kind estimates them).
 DRY_RUN_DONE = (
-    "dry run: config, output folder, interrupted runs and resources checked; nothing "
-    "computed or written (leave --dry-run out to run it)"
+    "dry run: {checked} checked; nothing computed or written (leave --dry-run out to run it)"
 )
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, a shell's status of a process SIGTERM ended
@@ -295,7 +295,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         identity = experiment_identity(config)
         for line in ResultsFolder.preview_resume(out, identity, force=args.force):
             _say(f"  interrupted run {line}")
-        _say(DRY_RUN_DONE)
+        checked = "config, output folder, interrupted runs" + (" and resources" if needs else "")
+        _say(DRY_RUN_DONE.format(checked=checked))
         return EXIT_OK
     _check_fits(needs, out, args.allow_large)
     folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation

@@ -837,6 +837,9 @@ def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monke
     assert code == 1 and "the experiment ran" in err
 
 
+DONE = cli.DRY_RUN_DONE.format(checked="config, output folder, interrupted runs and resources")
+
+
 def test_a_dry_run_makes_every_check_and_writes_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch
 ):
@@ -857,7 +860,7 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 0, err
     assert "needs about" in printed and f"  output: {out}\n" in printed
-    assert printed.endswith(cli.DRY_RUN_DONE + "\n") and list(work.iterdir()) == []
+    assert printed.endswith(DONE + "\n") and list(work.iterdir()) == []
     for name, roughly in (("bco_d2", " of SA(L)\n"), ("hpo_bbob_sphere", " of simulation\n")):
         code, printed, err = run(["run", name, "--out", str(work / name), "--dry-run"], capsys)
         assert code == 0 and roughly in printed, err
@@ -866,10 +869,10 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     with monkeypatch.context() as patch:
         patch.setattr(cli, "available_memory_bytes", lambda: 1)
         code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
-        assert code == 2 and "needs about" in printed and cli.DRY_RUN_DONE not in printed
+        assert code == 2 and "needs about" in printed and DONE not in printed
         assert "of memory" in err and "--allow-large" in err
         code, printed, _ = run(command(config_path, out, "--dry-run", "--allow-large"), capsys)
-        assert code == 0 and printed.endswith(cli.DRY_RUN_DONE + "\n")
+        assert code == 0 and printed.endswith(DONE + "\n")
     # a user's folder, a complete result without --force: refused as a run refuses them
     theirs = work / "theirs"
     theirs.mkdir()

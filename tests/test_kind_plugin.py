@@ -40,6 +40,10 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_a_kind_named_by_import_path_runs_end_to_end(on_path, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["run", str(CONFIG), "--out", str(out), "--runs", "3", "--no-progress"]
+    # a dry run of a kind that estimates nothing does not claim to have checked resources
+    assert cli.main([*argv, "--dry-run"]) == 0 and not out.exists()
+    checked = "config, output folder, interrupted runs"  # no " and resources"
+    assert capsys.readouterr().out.endswith(cli.DRY_RUN_DONE.format(checked=checked) + "\n")
     assert cli.main([*argv, "--set", "horizons=[32, 64]", "--set", "learners=['exp3']"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["kind"] == "horizon_study" and summary["config"]["horizons"] == [32, 64]
