@@ -6,9 +6,10 @@
 
 For every learner of the config that has sweepable params, one ``simulate`` call runs the whole
 grid (``points x runs_per_point`` runs, params with a leading runs axis: one compiled
-program). The objective is the mean reward ``1 - l_t(x_t)`` over all rounds and runs. The
-sweep uses ``jax.random.key(config.seed + TUNING_SEED_OFFSET)``: a different root key from the
-reported runs' ``jax.random.key(config.seed)``, hence independent environment draws.
+program) and records the loss alone, ``(runs, T)`` float32. The objective is the mean reward
+``1 - l_t(x_t)`` over all rounds and runs. The sweep uses
+``jax.random.key(config.seed + TUNING_SEED_OFFSET)``: a different root key from the reported
+runs' ``jax.random.key(config.seed)``, hence independent environment draws.
 ``--set`` overrides the config, except ``runs`` and ``params``, which the sweep does not read
 (:data:`UNREAD`: ``--runs-per-point`` and ``--grid`` set them); those are refused.
 
@@ -155,7 +156,8 @@ def tune_learner(
     env = config.make_env()
     key = jax.random.key(config.seed + TUNING_SEED_OFFSET)
     start = time.perf_counter()
-    result = simulate(learner, env, key, len(points) * runs_per_point, params=params, progress=True)
+    runs = len(points) * runs_per_point  # the score reads the loss alone: the only trace kept
+    result = simulate(learner, env, key, runs, params=params, progress=True, traces=("loss",))
     seconds = time.perf_counter() - start
     reward = 1.0 - result.loss.astype(np.float64).mean(axis=1)  # (P * r,)
     reward = reward.reshape(len(points), runs_per_point)

@@ -7,6 +7,7 @@ import runpy
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 
 from stabl_jax import make
@@ -40,15 +41,28 @@ def test_a_bad_grid_names_itself(text, message):
         TUNE["parse_grid"](text)
 
 
-def test_a_tiny_sweep_writes_its_scores_command_and_code(tmp_path):
+def test_a_tiny_sweep_writes_its_scores_command_and_code(tmp_path, monkeypatch):
     """One learner, a two-point grid, 64 rounds: ``sweep.json`` holds every point's score, the
     command that made it and the code's commit (with the versions and device, as results
-    folders record them); the tuned config holds the chosen scale."""
+    folders record them); the tuned config holds the chosen scale. The sweep records the loss
+    alone (it held every trace: four times the memory), with the losses a full simulation
+    gives."""
     argv = ["expert_advice_equal", "--set", 'learners=["exp3"]', "--set", "horizon=64"]
     argv += ["--runs-per-point", "2", "--grid", "lr_scale=1,4"]
     argv += ["--grid", "gamma=0"]
     argv += ["--configs-dir", str(tmp_path / "configs"), "--out", str(tmp_path / "sweep")]
+    simulate, calls = TUNE["main"].__globals__["simulate"], []
+
+    def both(*args, **kwargs):
+        swept = simulate(*args, **kwargs)
+        full = simulate(*args, **{k: v for k, v in kwargs.items() if k != "traces"})
+        calls.append(kwargs.get("traces"))
+        np.testing.assert_array_equal(swept.loss, full.loss)
+        return swept
+
+    monkeypatch.setitem(TUNE["main"].__globals__, "simulate", both)
     assert TUNE["main"](argv) == 0
+    assert calls == [("loss",)]
     sweep = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert sweep["command"] == ["python", "experiments/tune.py", *argv]
     assert sweep["code"] == code_version()
