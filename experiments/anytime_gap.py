@@ -70,7 +70,8 @@ def segment_rewards(
 ) -> tuple[np.ndarray, int | None]:
     """``(R, S)`` per-segment mean reward of every run, and the muting count (if any)."""
     env = config.make_env()
-    result = simulate(learner, env, key, config.runs, horizon=config.horizon, params=params)
+    runs, horizon = config.runs, config.horizon  # the rewards read the loss alone: kept alone
+    result = simulate(learner, env, key, runs, horizon=horizon, params=params, traces=("loss",))
     carry = result.final_carry("segment_rewards")
     segments = metrics.segment_ids(carry, config.horizon)
     reward = 1.0 - result.loss.astype(np.float64)

@@ -127,3 +127,29 @@ def test_force_without_out_is_refused(capsys, monkeypatch):
         script.main(["--runs", "2", "--force"])
     assert stop.value.code == 2
     assert "--force replaces an existing --out folder: give --out too" in capsys.readouterr().err
+
+
+def test_segment_rewards_record_the_loss_alone(monkeypatch):
+    """The simulations kept every trace although the per-segment rewards read the loss alone;
+    they record the loss only now, and the rewards are those of a full simulation."""
+    import jax
+
+    from stabl_jax import metrics
+    from stabl_jax.kinds import load_config
+
+    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_traces")
+    simulate, kept = script.simulate, []
+
+    def spy(*args, **kwargs):
+        kept.append(kwargs.get("traces"))
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(script, "simulate", spy)
+    config = load_config("expert_advice_equal", ["runs=3", "horizon=64"])
+    learner = config.make_learner("stabl")
+    rewards, _ = script.segment_rewards(config, learner, None, jax.random.key(2))
+    assert kept == [("loss",)]
+    full = simulate(learner, config.make_env(), jax.random.key(2), 3, horizon=64)
+    segments = metrics.segment_ids(full.final_carry("test"), 64)
+    expected = metrics.per_segment_mean(1.0 - full.loss.astype(np.float64), segments, 4)
+    np.testing.assert_array_equal(rewards, expected)
