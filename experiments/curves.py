@@ -182,12 +182,10 @@ def main(argv: list[str] | None = None) -> int:
             "yours with --folders"
         )
     found = {}
-    try:  # every folder checked before any figure is drawn
-        for folder in folders:
-            results = load_results(folder)
-            need_runs(folder, results.summary["runs"], what="a 95% band")  # bands over runs
-            len(results.traces)  # a traces.npz cut short or not an .npz
+    try:  # every folder checked before any figure is drawn; folder_learners opens each
+        for folder in folders:  # traces.npz (one cut short or not an .npz is named there)
             found[folder] = folder_learners(folder)
+            need_runs(folder, found[folder][0]["runs"], what="a 95% band")  # bands over runs
     except ValueError as exc:
         parser.error(str(exc))
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
