@@ -797,7 +797,7 @@ def dry_run(
         todo += 1
         seconds += needs.seconds or 0.0
         metrics += needs.metrics_seconds or 0.0
-        lines.append(f"  {folder.name:<{width}}  to run:{needs_line(needs).removeprefix(' ')}")
+        lines.append(f"  {folder.name:<{width}}  to run: {needs_line(needs).strip()}")
     at_once = "one at a time" if jobs == 1 else f"up to {jobs} at once"
     lines.append(
         f"[study] {todo} points to run, roughly {duration(seconds)} of simulation and "
