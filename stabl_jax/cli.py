@@ -293,8 +293,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _say(kind.header(config, ResultsFolder.check(out, force=args.force), needs))
         _check_fits(needs, out, args.allow_large)
         identity = experiment_identity(config)
-        for line in ResultsFolder.preview_resume(out, identity, force=args.force):
+        lines, resumed = ResultsFolder.preview_resume(out, identity, force=args.force)
+        for line in lines:
             _say(f"  interrupted run {line}")
+        if resumed is not None:
+            _say(f"  would resume: {kind.describe_resumed(config, resumed.progress)}")
         checked = "config, output folder, interrupted runs" + (" and resources" if needs else "")
         _say(DRY_RUN_DONE.format(checked=checked))
         return EXIT_OK

@@ -902,6 +902,7 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 0, err
     assert f"  interrupted run {partial.name}: checkpoints of this experiment, resumed\n" in printed
+    assert "  would resume: exp3 64/256, uniform 256/256\n" in printed
     code, _, err = run(command(config_path, out, "--dry-run", "--seed", "1"), capsys)
     assert code == 2 and f"error: {partial} holds checkpoints of an interrupted run of a " in err
     assert "different experiment (config.seed: 5 (checkpoint) != 1 (this run))" in err
@@ -914,6 +915,30 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0, err
     assert f"  resuming {partial.name}: exp3 64/256, uniform 256/256" in printed, printed
+
+
+def test_a_dry_run_reads_the_checkpoints_it_would_resume(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """A damaged checkpoint of the interrupted run a rerun would resume: the dry run names
+    the file and ``--force`` (exit 2), as the run does; with ``--force`` it says that
+    learner's checkpoint would be discarded and what would be resumed. Nothing changes on
+    disk either way."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    chunk = sorted((partial / checkpoint.CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
+    _shorten_npy_header(chunk, "loss.npy")
+    before = files(partial)
+    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+    assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
+    assert "dry run:" not in printed and "Traceback" not in err
+    code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
+    assert code == 0, err
+    assert f"  interrupted run {partial.name}: the checkpoint of exp3 would be discarded (" in (
+        printed
+    )
+    assert "  would resume: uniform 256/256\n" in printed
+    assert partials(out) == [partial] and files(partial) == before and not out.exists()
 
 
 def test_the_memory_estimate_counts_the_largest_chunk_twice():

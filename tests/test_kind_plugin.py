@@ -65,6 +65,8 @@ def test_a_kind_named_by_import_path_runs_end_to_end(on_path, tmp_path, capsys):
     assert "T=32" in capsys.readouterr().out
     # Imported once, it is a registered kind: listed, and nameable by its own name.
     assert KINDS["horizon_study"].name == "horizon_study"
+    # without a resumed_line of its own, a dry run names each checkpoint's rounds
+    assert KINDS["horizon_study"].describe_resumed(None, {"exp3": 16}) == "exp3 at round 16"
     assert cli.main(["list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert any(line.split()[:1] == ["horizon_study"] for line in listed)

@@ -508,6 +508,59 @@ def fingerprints_match(folder: str | Path, identity: Mapping[str, Any]) -> bool 
     return True if seen else None
 
 
+def verify_learners(
+    folder: str | Path,
+    identity: Mapping[str, Any],
+    *,
+    discard_damaged: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    dry_run: bool = False,
+) -> dict[str, int]:
+    """Check every learner's checkpoint under ``folder`` (every file against its digests)
+    before a resume: :meth:`ExperimentCheckpoints.verify`, which reads like this function.
+
+    Args:
+      folder: an experiment's checkpoint folder (one subfolder per learner).
+      identity: the experiment's :func:`experiment_identity`.
+      discard_damaged: delete a learner's checkpoint that is damaged or belongs to another
+        simulation (``log`` says so; that learner is recomputed) instead of raising.
+      log: receives one line per discarded checkpoint.
+      dry_run: delete nothing; ``log`` says what would be discarded (``stabl-jax run
+        --dry-run``). Every file is read either way.
+
+    Returns:
+      ``{learner: rounds done}`` for every learner with a stored state.
+
+    Raises:
+      CheckpointMismatch: a learner's checkpoint cannot be resumed from and
+        ``discard_damaged`` is false; the message names the file and ``--force``.
+    """
+    digest = _identity_digest(identity)
+    done = {}
+    for sub in learner_folders(folder):
+        try:
+            rounds = ChunkCheckpoint(sub, {"experiment": digest, "learner": sub.name}).verify()
+        except CheckpointMismatch as exc:
+            problem = str(exc)
+            if isinstance(exc, CheckpointDamaged):
+                problem = f"checkpoint file {exc.path} is damaged ({exc.reason})"
+            if not discard_damaged:
+                remedy = (
+                    f"rerun with --force to discard the checkpoint of {sub.name!r} (its "
+                    "rounds are recomputed; the other learners' checkpoints are kept)"
+                )
+                raise CheckpointMismatch(f"{problem}; {remedy}") from None
+            if dry_run:
+                log(f"the checkpoint of {sub.name} would be discarded ({problem}) and recomputed")
+                continue
+            shutil.rmtree(sub)
+            log(f"discarded the checkpoint of {sub.name} ({problem}): it is recomputed")
+            continue
+        if rounds:
+            done[sub.name] = rounds
+    return done
+
+
 class ExperimentCheckpoints:
     """Checkpoints of every learner of one experiment, under ``folder``.
 
@@ -542,38 +595,7 @@ class ExperimentCheckpoints:
     def verify(
         self, *, discard_damaged: bool = False, log: Callable[[str], None] = lambda _: None
     ) -> dict[str, int]:
-        """Check every learner's checkpoint (every file against its digests) before a resume.
-
-        Args:
-          discard_damaged: delete a learner's checkpoint that is damaged or belongs to another
-            simulation (``log`` says so; that learner is recomputed) instead of raising.
-          log: receives one line per discarded checkpoint.
-
-        Returns:
-          ``{learner: rounds done}`` for every learner with a stored state.
-
-        Raises:
-          CheckpointMismatch: (or :class:`CheckpointDamaged`) a learner's checkpoint cannot be
-            resumed from and ``discard_damaged`` is false; the message names the file and
-            ``--force``.
-        """
-        done = {}
-        for sub in learner_folders(self.folder):
-            try:
-                rounds = self.for_learner(sub.name).verify()
-            except CheckpointMismatch as exc:
-                problem = str(exc)
-                if isinstance(exc, CheckpointDamaged):
-                    problem = f"checkpoint file {exc.path} is damaged ({exc.reason})"
-                if not discard_damaged:
-                    remedy = (
-                        f"rerun with --force to discard the checkpoint of {sub.name!r} (its "
-                        "rounds are recomputed; the other learners' checkpoints are kept)"
-                    )
-                    raise CheckpointMismatch(f"{problem}; {remedy}") from None
-                shutil.rmtree(sub)
-                log(f"discarded the checkpoint of {sub.name} ({problem}): it is recomputed")
-                continue
-            if rounds:
-                done[sub.name] = rounds
-        return done
+        """Check every learner's checkpoint before a resume: :func:`verify_learners` of this
+        experiment's folder (``{learner: rounds done}``; a damaged checkpoint raises
+        :class:`CheckpointMismatch`, or with ``discard_damaged`` is deleted and logged)."""
+        return verify_learners(self.folder, self.identity, discard_damaged=discard_damaged, log=log)

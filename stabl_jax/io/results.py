@@ -650,18 +650,27 @@ class ResultsFolder:
     @staticmethod
     def preview_resume(
         out: str | Path, identity: Mapping[str, Any], *, force: bool = False
-    ) -> list[str]:
+    ) -> tuple[list[str], Resumed | None]:
         """What :meth:`resume` would do with the partial folders of ``out`` left by runs that
-        are no longer running, one line each (``"<name>: checkpoints of this experiment,
-        resumed"``), without doing it: nothing is moved, removed or written (the files of the
-        checkpoints it would resume are checked only when it runs).
+        are no longer running, without doing it: nothing is moved, removed or written.
+
+        The checkpoints it would take over are checked as :meth:`resume` checks them (every
+        file read against its digests), so this takes as long as reading them.
+
+        Returns:
+          One line for each folder (``"<name>: checkpoints of this experiment, resumed"``)
+          and for each checkpoint ``force`` would discard; and what would be resumed (the
+          rounds each learner has done), or ``None``.
 
         Raises:
           OutputError: as :meth:`resume`, where it would refuse.
+          CheckpointMismatch: a checkpoint it would take over is damaged and ``force`` is
+            false (as :meth:`resume`).
         """
         final = Path(out).expanduser().absolute()
         identity = json.loads(json.dumps(dict(identity), sort_keys=True))
-        lines, taken = [], False
+        lines: list[str] = []
+        taken: Resumed | None = None
         for path, lock in _dead_partials(final):
             try:
                 verdict, detail = _judge(path, identity)
@@ -671,17 +680,26 @@ class ResultsFolder:
                 lines.append(f"{path.name}: the complete results of a run, left alone")
             elif verdict == "empty":
                 lines.append(f"{path.name}: an interrupted run with no finished chunk, removed")
-            elif verdict == "same" and not taken:
-                taken = True
+            elif verdict == "same" and taken is None:
                 how = f" ({detail})" if detail else ""
                 lines.append(f"{path.name}: checkpoints of this experiment, resumed{how}")
+                discarded: list[str] = []
+                done = checkpoints.verify_learners(
+                    path / checkpoints.CHECKPOINT_DIR,
+                    identity,
+                    discard_damaged=force,
+                    log=discarded.append,
+                    dry_run=True,
+                )
+                lines += [f"{path.name}: {line} (--force)" for line in discarded]
+                taken = Resumed(source=path, progress=done)
             elif verdict == "same":
                 lines.append(f"{path.name}: an older interrupted run of this experiment, removed")
             elif not force:
                 raise OutputError(f"{path} {detail}, or pass --force to discard it")
             else:
                 lines.append(f"{path.name}: checkpoints of another experiment, discarded (--force)")
-        return lines
+        return lines, taken
 
     def resume(
         self,

@@ -476,4 +476,5 @@ KIND = Kind(
     plots=render_plots,
     table=format_table,
     estimate=paired.estimate_resources,
+    resumed_line=paired.resumed_line,
 )

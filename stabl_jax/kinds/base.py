@@ -48,6 +48,9 @@ class Kind:
       table: ``result -> str``: the summary table ``stabl-jax run`` prints.
       estimate: ``config -> Resources`` (:class:`Resources`, checked against the machine
         before a run: a run that does not fit is refused); ``None``: nothing is checked.
+      resumed_line: ``(config, {learner: rounds done}) -> str``: what a run resuming an
+        interrupted one takes over, as ``stabl-jax run --dry-run`` prints it (``"exp3
+        64/256, uniform 256/256"``); ``None``: each checkpoint's name and rounds.
     """
 
     name: str
@@ -60,6 +63,13 @@ class Kind:
     plots: Callable[[Any, Path], list[Path]]
     table: Callable[[Any], str]
     estimate: Callable[[Any], Resources] | None = None
+    resumed_line: Callable[[Any, Mapping[str, int]], str] | None = None
+
+    def describe_resumed(self, config: Any, progress: Mapping[str, int]) -> str:
+        """:attr:`resumed_line` of ``config`` and ``progress``, or the rounds by name."""
+        if self.resumed_line is not None:
+            return self.resumed_line(config, progress)
+        return ", ".join(f"{name} at round {rounds}" for name, rounds in progress.items())
 
 
 #: Disk taken by the plots and the summary of one experiment (generous).

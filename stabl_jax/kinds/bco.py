@@ -375,4 +375,5 @@ KIND = Kind(
     plots=render_bco_plots,
     table=format_bco_table,
     estimate=paired.estimate_resources,
+    resumed_line=paired.resumed_line,
 )

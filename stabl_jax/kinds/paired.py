@@ -854,6 +854,13 @@ def header(
     return "\n".join(lines)
 
 
+def resumed_line(config: ExperimentConfig, progress: Mapping[str, int]) -> str:
+    """The rounds each learner of a resumed run has done, ``"exp3 64/256, uniform
+    256/256"`` (``"nothing done yet"`` when none has)."""
+    done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in progress.items())
+    return done or "nothing done yet"
+
+
 def run(
     run_experiment: Callable[..., ResultT],
     config: ExperimentConfig,
@@ -867,8 +874,7 @@ def run(
     """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it: the rounds resumed,
     progress bars, a line per learner, the time the metrics took (``metrics_label``)."""
     if resumed is not None:
-        done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in resumed.progress.items())
-        log(f"  resuming {resumed.source.name}: {done or 'nothing done yet'}")
+        log(f"  resuming {resumed.source.name}: {resumed_line(config, resumed.progress)}")
 
     def learner_done(outcome: Outcome) -> None:
         queries = int(outcome.learner.num_queries)

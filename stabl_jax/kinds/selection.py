@@ -882,4 +882,5 @@ KIND = base.Kind(
     plots=render_hpo_plots,
     table=format_hpo_table,
     estimate=estimate_resources,
+    resumed_line=resumed_line,
 )
