@@ -46,6 +46,8 @@ from stabl_jax.envs.expert_advice import ExpertAdvice
 from stabl_jax.io.results import Distinct, Parser, count, json_output, write_json
 
 EPS = float(jnp.finfo(jnp.float32).eps)
+#: What ``divergence`` compares: the arms played and the losses (the other traces are not kept).
+TRACES = ("played", "loss", "expected_loss")
 
 
 def max_shifted_exp3_log_update(
@@ -123,7 +125,9 @@ def divergence(runs: int = 500, horizon: int = 4096, num_arms: int = 30) -> list
         for update in (shipped, max_shifted_exp3_log_update):
             estimators.exp3_log_update = update
             jax.clear_caches()  # the update is read when the program is traced
-            results.append(simulate(learner, env, jax.random.key(0), runs, params=params))
+            results.append(
+                simulate(learner, env, jax.random.key(0), runs, params=params, traces=TRACES)
+            )
         estimators.exp3_log_update = shipped
         jax.clear_caches()
         a, b = results

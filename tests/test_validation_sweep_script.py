@@ -46,9 +46,17 @@ def test_the_sweep_finds_the_stop_and_the_max_shifted_normaliser_removes_it(rest
     assert all(c["finite"] for c in shifted)
 
 
-def test_divergence_compares_the_same_runs_and_puts_the_update_back():
-    shipped = estimators.exp3_log_update
+def test_divergence_compares_the_same_runs_and_puts_the_update_back(monkeypatch):
+    shipped, original, recorded = estimators.exp3_log_update, SWEEP.simulate, []
+
+    def simulate(*args, **kwargs):  # the traces kept are the three it reads
+        result = original(*args, **kwargs)
+        recorded.append(sorted(result.traces()))
+        return result
+
+    monkeypatch.setattr(SWEEP, "simulate", simulate)
     rows = SWEEP.divergence(runs=3, horizon=64, num_arms=3)
+    assert recorded == [["expected_loss", "loss", "played"]] * 6
     assert estimators.exp3_log_update is shipped
     assert [(r["learner"], r["expert_lr_scale"]) for r in rows] == [
         ("exp3", None),
