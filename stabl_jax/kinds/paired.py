@@ -77,9 +77,17 @@ LEARNER_RESERVED = {
 #: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves),
 #: within :func:`stabl_jax.simulate.auto_chunk_size`'s memory budget.
 AUTO_MIN_CHUNKS = 16
-#: The rough simulation speed :func:`estimate_resources` assumes: arm (or coordinate) updates
-#: per second, about StABL's with n = 30 arms on a 2-core CPU (README, "Speed").
-ESTIMATE_UPDATES_PER_SECOND = 3e7
+#: The simulation time :func:`simulation_seconds` announces, in seconds: per round whatever
+#: the runs (a scan step's launch, a chunk's host work), and per run and round a fixed part,
+#: a part per arm (or coordinate: the environment's losses) and a part per byte of the
+#: learner's loop state (its updates). Fitted in log space to the ``run_seconds`` of
+#: ``stabl-jax run`` for 8 bandit learners at n = 10, 30, 300 and R = 64, 1024 (T = 2048) and
+#: the BCO learners of ``bco_d2``, ``bco_d10``, ``bco_d50`` on a 2-core CPU
+#: (``experiments/fit_estimate.py``; docs/speed.md, "Time estimates").
+ESTIMATE_SECONDS_PER_ROUND = 4.3e-5
+ESTIMATE_SECONDS_PER_RUN_ROUND = 7.1e-8
+ESTIMATE_SECONDS_PER_ARM = 6.4e-9
+ESTIMATE_SECONDS_PER_STATE_BYTE = 9.2e-10
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
     "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
@@ -656,6 +664,19 @@ def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.nda
     return points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32)
 
 
+def simulation_seconds(runs: int, horizon: int, width: int, state_bytes: int) -> float:
+    """The rough time one learner's simulation takes, compiles aside:
+    ``T (a + R (b + c n + e S))`` for ``R`` runs of ``T`` rounds, ``n`` arms (or coordinates,
+    ``width``) and a loop state of ``S`` bytes per run (the ``ESTIMATE_SECONDS_*`` constants).
+    """
+    per_run = (
+        ESTIMATE_SECONDS_PER_RUN_ROUND
+        + ESTIMATE_SECONDS_PER_ARM * width
+        + ESTIMATE_SECONDS_PER_STATE_BYTE * state_bytes
+    )
+    return horizon * (ESTIMATE_SECONDS_PER_ROUND + runs * per_run)
+
+
 def estimate_resources(config: ExperimentConfig) -> base.Resources:
     """Estimate an experiment's memory, disk and time from its config alone (nothing is
     allocated: the loop state's size comes from :func:`jax.eval_shape`); the bytes every
@@ -666,8 +687,8 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
     before they join the traces), the loop state of every run (device, host and checkpoint
     copies), one block of the SA(L) pass and the JAX process itself. Disk: every learner's
     chunk checkpoints (its traces and loop state) plus ``traces.npz``, which exist together
-    until the folder is committed, and the plots. Seconds: the simulation at
-    :data:`ESTIMATE_UPDATES_PER_SECOND`, and the metrics where the kind estimates them
+    until the folder is committed, and the plots. Seconds: every learner's
+    :func:`simulation_seconds`, and the metrics where the kind estimates them
     (:meth:`ExperimentConfig.metrics_seconds`).
     """
     runs, horizon = int(config.runs), int(config.horizon)
@@ -676,9 +697,12 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
     width = _width(env)
     env_bytes = base.tree_bytes(jax.eval_shape(env.sample_params, key))
     traces = kept = state = widest = 0
+    seconds = 0.0
     for name in config.learners:
         learner = config.make_learner(name)
-        state = max(state, base.tree_bytes(jax.eval_shape(learner.init, key)) + env_bytes)
+        learner_bytes = base.tree_bytes(jax.eval_shape(learner.init, key))
+        state = max(state, learner_bytes + env_bytes)
+        seconds += simulation_seconds(runs, horizon, width, learner_bytes)
         recorded, saved = config.trace_bytes(learner, width)
         traces += runs * horizon * recorded
         kept += runs * horizon * saved
@@ -691,7 +715,7 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
     return base.Resources(
         memory_bytes=base.BASE_MEMORY_BYTES + memory,
         disk_bytes=traces + kept + 2 * learners * states + base.PLOTS_BYTES,
-        seconds=learners * runs * horizon * width / ESTIMATE_UPDATES_PER_SECOND,
+        seconds=seconds,
         size=f"{runs} runs x {horizon} rounds x {learners} learners",
         remedy="lower runs or horizon (--runs, --set horizon=...)",
         metrics_seconds=config.metrics_seconds(env),
