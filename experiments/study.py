@@ -780,13 +780,12 @@ def dry_run(
     or to run with what ``stabl-jax run`` estimates it needs (memory, disk, time), and the
     points' total time; nothing is computed or written."""
     from stabl_jax.io.results import is_complete
-    from stabl_jax.io.tables import duration
-    from stabl_jax.kinds.base import needs_line
+    from stabl_jax.kinds.base import needs_line, rough_times
     from stabl_jax.kinds.paired import estimate_resources
 
     lines = [f"[study] dry run: {len(configs)} points under {out}"]
     width = max(len(point_folder(out, *key).name) for key in configs)
-    seconds = metrics = 0.0
+    seconds = compiles = metrics = 0.0
     todo = 0
     for key, config in configs.items():
         folder = point_folder(out, *key)
@@ -796,13 +795,13 @@ def dry_run(
         needs = estimate_resources(config)  # what stabl-jax run checks for a bandit point
         todo += 1
         seconds += needs.seconds or 0.0
+        compiles += needs.compile_seconds or 0.0
         metrics += needs.metrics_seconds or 0.0
         lines.append(f"  {folder.name:<{width}}  to run: {needs_line(needs).strip()}")
     at_once = "one at a time" if jobs == 1 else f"up to {jobs} at once"
     lines.append(
-        f"[study] {todo} points to run, roughly {duration(seconds)} of simulation and "
-        f"{duration(metrics)} of SA(L) in all ({at_once}); nothing computed or written "
-        "(leave --dry-run out to run them)"
+        f"[study] {todo} points to run, roughly {rough_times(seconds, compiles, metrics)} in "
+        f"all ({at_once}); nothing computed or written (leave --dry-run out to run them)"
     )
     return lines
 

@@ -88,7 +88,7 @@ def test_bco_config_runs_end_to_end(tmp_path, name, capsys):
     assert cli.main(["run", *tiny_args(name), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "comparator gap" in printed and "SA(64)" in printed and "±" in printed
-    assert "s of simulation and under 0.1 s of SA(L)\n" in printed  # the header's estimate
+    assert "s of compiling and under 0.1 s of SA(L)\n" in printed  # the header's estimate
     assert (out / COMPLETE).is_file()
     assert not list(tmp_path.glob(f"{name}.partial-*"))
 

@@ -26,6 +26,7 @@ from stabl_jax.io.tables import load_results
 from stabl_jax.kinds import KINDS, load_config, paired
 from stabl_jax.kinds import bandit as experiment
 from stabl_jax.kinds.bandit import PLOT_FILES, arm_dtype
+from stabl_jax.kinds.base import rough_times
 from stabl_jax.kinds.paired import MUTED_WARNING, default_sa_windows
 from tests.conftest import numbers, write_config_variant
 
@@ -577,7 +578,7 @@ def test_default_output_folder_and_summary_table(tmp_path, capsys, monkeypatch):
     assert "stabl" in table and "uniform" in table and "±" in table
     # TINY's options for stabl_single_scale, which these learners leave out, are named
     assert "not used (no such learner in learners): learner_options.stabl_single_scale" in out
-    assert " s of simulation and under 0.1 s of SA(L)\n" in out  # the metrics pass announced
+    assert " s of compiling and under 0.1 s of SA(L)\n" in out  # the metrics pass announced
 
 
 def test_the_simulation_time_counts_each_learners_state_and_arms():
@@ -606,6 +607,11 @@ def test_the_simulation_time_counts_each_learners_state_and_arms():
     }
     assert alone["stabl"] > alone["uniform"]
     assert alone["stabl"] + alone["uniform"] == pytest.approx(expected, rel=1e-12)
+    # and each learner's program is announced to compile, the first time, at the same guess
+    compiles = paired.estimate_resources(config).compile_seconds
+    assert compiles == pytest.approx(2 * paired.ESTIMATE_COMPILE_SECONDS)
+    assert rough_times(12, 20, None) == "12 s of simulation and 20 s of compiling"
+    assert rough_times(None, None, 31) == "31 s of SA(L)" and rough_times(None, None, None) == ""
 
 
 def test_the_metrics_time_of_a_bandit_run_is_counted_by_runs_rounds_windows_and_arms():

@@ -861,7 +861,7 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     assert code == 0, err
     assert "needs about" in printed and f"  output: {out}\n" in printed
     assert printed.endswith(DONE + "\n") and list(work.iterdir()) == []
-    for name, roughly in (("bco_d2", " of SA(L)\n"), ("hpo_bbob_sphere", " of simulation\n")):
+    for name, roughly in (("bco_d2", " of SA(L)\n"), ("hpo_bbob_sphere", " of compiling\n")):
         code, printed, err = run(["run", name, "--out", str(work / name), "--dry-run"], capsys)
         assert code == 0 and roughly in printed, err
     assert list(work.iterdir()) == []

@@ -34,6 +34,7 @@ def synthetic_rows(coef: np.ndarray) -> list[dict]:
                         "horizon": horizon,
                         "state_bytes": state,
                         "run_seconds": seconds,
+                        "compile_seconds": 2.5,
                     }
                 )
     return rows
@@ -56,7 +57,7 @@ def test_a_measured_run_gives_a_row_per_learner(tmp_path):
     assert [r["learner"] for r in rows] == ["uniform", "exp3"]
     for row in rows:
         assert (row["width"], row["runs"], row["horizon"]) == (30, 2, 64)
-        assert row["run_seconds"] > 0
+        assert row["run_seconds"] > 0 and row["compile_seconds"] > 0
     assert rows[0]["state_bytes"] < rows[1]["state_bytes"]  # Uniform keeps almost nothing
 
 

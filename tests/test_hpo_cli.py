@@ -291,6 +291,11 @@ def test_the_hpo_time_estimate_follows_the_loop_state_every_evaluation_updates()
     assert work[64] > 4 * work[32]  # the pools grow faster than d
     rate = hpo_experiment.ESTIMATE_STATE_BYTES_PER_SECOND
     assert seconds == pytest.approx(sum(work.values()) / rate)
+    # one program per learner and problem group (here two groups: d = 32 and 64) to compile
+    programs = len(one.learners) * len(hpo_experiment.problem_groups(one))
+    assert programs == 4
+    expected = programs * hpo_experiment.ESTIMATE_COMPILE_SECONDS
+    assert hpo_experiment.estimate_resources(two).compile_seconds == pytest.approx(expected)
 
 
 def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch):

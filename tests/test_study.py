@@ -225,7 +225,8 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     assert all("complete, not run again (--force runs it)" in line for line in printed[1:3])
     assert printed[3].startswith(
-        "[study] 0 points to run, roughly under 0.1 s of simulation and under 0.1 s of SA(L)"
+        "[study] 0 points to run, roughly under 0.1 s of simulation, under 0.1 s of compiling "
+        "and under 0.1 s of SA(L)"
     )
     assert "(up to 2 at once)" in printed[3]
     text = (out / "study.md").read_text()

@@ -95,6 +95,9 @@ class Resources:
       metrics_seconds: rough time of the metrics after the simulation (SA(L) and the
         per-run summaries; a BCO run's window comparators), or ``None`` when the kind gives
         none.
+      compile_seconds: rough time the run's programs take to compile the first time (the
+        compilation cache, on by default, makes a rerun's far shorter), or ``None`` when the
+        kind gives none.
     """
 
     memory_bytes: int
@@ -103,21 +106,35 @@ class Resources:
     size: str
     remedy: str
     metrics_seconds: float | None = None
+    compile_seconds: float | None = None
+
+
+def rough_times(
+    seconds: float | None, compile_seconds: float | None, metrics_seconds: float | None
+) -> str:
+    """``"12 s of simulation, 20 s of compiling and 31 s of SA(L)"``: the times given (``None``
+    left out; ``""`` when none is)."""
+    times = [
+        f"{duration(value)} of {what}"
+        for value, what in (
+            (seconds, "simulation"),
+            (compile_seconds, "compiling"),
+            (metrics_seconds, "SA(L)"),
+        )
+        if value is not None
+    ]
+    return " and ".join([", ".join(times[:-1]), times[-1]] if len(times) > 1 else times)
 
 
 def needs_line(needs: Resources) -> str:
     """The header's line on what a run needs: ``"  needs about 795.7 MiB of memory, ...,
-    roughly 12 s of simulation"`` (``" and 31 s of SA(L)"`` where the metrics are
-    estimated)."""
-    times = [
-        f"{duration(seconds)} of {what}"
-        for seconds, what in ((needs.seconds, "simulation"), (needs.metrics_seconds, "SA(L)"))
-        if seconds is not None
-    ]
-    roughly = f", roughly {' and '.join(times)}" if times else ""
+    roughly 12 s of simulation"`` (``", 20 s of compiling and 31 s of SA(L)"`` where the
+    compiles and the metrics are estimated: :func:`rough_times`)."""
+    times = rough_times(needs.seconds, needs.compile_seconds, needs.metrics_seconds)
     return (
         f"  needs about {byte_size(needs.memory_bytes)} of memory, "
-        f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints){roughly}"
+        f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints)"
+        + (f", roughly {times}" if times else "")
     )
 
 

@@ -88,6 +88,9 @@ ESTIMATE_SECONDS_PER_ROUND = 4.3e-5
 ESTIMATE_SECONDS_PER_RUN_ROUND = 7.1e-8
 ESTIMATE_SECONDS_PER_ARM = 6.4e-9
 ESTIMATE_SECONDS_PER_STATE_BYTE = 9.2e-10
+#: The compile time announced for each learner's program (0.5 to 5.2 s measured in the same
+#: runs, 2.5 s on average; ``experiments/fit_estimate.py``).
+ESTIMATE_COMPILE_SECONDS = 2.5
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
     "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
@@ -688,8 +691,8 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
     copies), one block of the SA(L) pass and the JAX process itself. Disk: every learner's
     chunk checkpoints (its traces and loop state) plus ``traces.npz``, which exist together
     until the folder is committed, and the plots. Seconds: every learner's
-    :func:`simulation_seconds`, and the metrics where the kind estimates them
-    (:meth:`ExperimentConfig.metrics_seconds`).
+    :func:`simulation_seconds`, its compile (:data:`ESTIMATE_COMPILE_SECONDS`), and the
+    metrics where the kind estimates them (:meth:`ExperimentConfig.metrics_seconds`).
     """
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
@@ -719,6 +722,7 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
         size=f"{runs} runs x {horizon} rounds x {learners} learners",
         remedy="lower runs or horizon (--runs, --set horizon=...)",
         metrics_seconds=config.metrics_seconds(env),
+        compile_seconds=learners * ESTIMATE_COMPILE_SECONDS,
     )
 
 

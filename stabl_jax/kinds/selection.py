@@ -535,6 +535,10 @@ STATE_COPIES = 4
 #: compile aside): 1.3e9 to 2.5e9 over d = 10 (``hpo_bbob_suite``), 16, 32 and 64 with
 #: Uniform, EXP3 with exploration and StABL (docs/speed.md).
 ESTIMATE_STATE_BYTES_PER_SECOND = 2e9
+#: The compile time announced for each program (one per learner and group of problems of the
+#: same dimension and budget): ``stabl-jax run hpo_bbob_sphere``'s 20 programs took 111 s on
+#: a 2-core AMD EPYC (2026-11-29), 5.5 s each.
+ESTIMATE_COMPILE_SECONDS = 5.5
 #: Memory of the JAX process with an experiment's compiled programs before it holds any
 #: runs' data (measured peak RSS at 2 repeats: 785 MiB for ``hpo_bbob_suite``, 968 MiB for
 #: ``hpo_bbob_sphere``, whose 20 programs are of d = 32 and 64).
@@ -565,10 +569,9 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
     beside the last; a finished program's is dropped), ``traces.npz`` (the best gaps), which
     exist together until the folder is committed, and the plots. Seconds: every program's
     ``G R`` runs' loop state times its ``N`` evaluations at
-    :data:`ESTIMATE_STATE_BYTES_PER_SECOND` (the compiles aside, about 5-10 s a program on a
-    2-core CPU).
+    :data:`ESTIMATE_STATE_BYTES_PER_SECOND`, and :data:`ESTIMATE_COMPILE_SECONDS` a program.
     """
-    kept = peak = disk = largest = work = 0
+    kept = peak = disk = largest = work = programs = 0
     for group in problem_groups(config):
         env = problem_env(config, group)
         runs, budget = len(group) * config.runs, group[0].evaluations
@@ -587,6 +590,7 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
             disk += traces
             largest = max(largest, state)
             work += state * budget
+            programs += 1
     learners = len(config.learners)
     return base.Resources(
         memory_bytes=BASE_MEMORY_BYTES + max(peak, 2 * kept),
@@ -594,6 +598,7 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
         seconds=work / ESTIMATE_STATE_BYTES_PER_SECOND,
         size=f"{len(config.problems)} problems x {config.runs} repeats x {learners} learners",
         remedy="lower runs or the problems' dimensions and budgets (--runs, --set bbob.dims=...)",
+        compile_seconds=programs * ESTIMATE_COMPILE_SECONDS,
     )
 
 
