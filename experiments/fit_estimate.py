@@ -16,7 +16,9 @@ announced per program (``ESTIMATE_COMPILE_SECONDS``) is the measured mean.
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import cli
+from stabl_jax import cli, provenance
 from stabl_jax.io.results import Parser, json_output, write_json
 from stabl_jax.kinds import base, load_config, paired
 
@@ -157,10 +159,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.source is not None:
         try:
-            rows = json.loads(args.source.read_text())["rows"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            document = json.loads(args.source.read_text())
+            rows, measured = document["rows"], document.get("measured")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             parser.error(f"--from {args.source}: not an output of this script ({exc})")
     else:
+        measured = {
+            "date": datetime.date.today().isoformat(),
+            "code": provenance.code_version(),
+            "cpu": provenance.cpu(),
+            "cores": os.cpu_count(),
+        }
         rows = []
         with tempfile.TemporaryDirectory(prefix="fit_estimate-") as folder:
             for name, overrides in RUNS:
@@ -170,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         fitted = dict(zip(CONSTANTS, map(float, coef), strict=True))
         fitted["COMPILE"] = float(np.mean([r["compile_seconds"] for r in rows]))
-        write_json(args.json, {"rows": rows, "fitted": fitted, "totals": totals})
+        document = {"measured": measured, "rows": rows, "fitted": fitted, "totals": totals}
+        write_json(args.json, document)
     return 0
 
 

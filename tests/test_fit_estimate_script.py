@@ -66,12 +66,16 @@ def test_saved_measurements_are_refitted(tmp_path, capsys):
         [getattr(paired, f"ESTIMATE_SECONDS_{c}") for c in FIT.CONSTANTS], dtype=np.float64
     )
     saved = tmp_path / "measured.json"
-    saved.write_text(json.dumps({"rows": synthetic_rows(true), "fitted": {}, "totals": []}))
+    measured = {"date": "2026-11-30", "cpu": {"model": "a CPU"}}
+    document = {"measured": measured, "rows": synthetic_rows(true), "fitted": {}, "totals": []}
+    saved.write_text(json.dumps(document))
     out = tmp_path / "fit.json"
     assert FIT.main(["--from", str(saved), "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "per learner, measured / announced (shipped): 1.00 to 1.00" in printed
-    fitted = json.loads(out.read_text())["fitted"]
+    written = json.loads(out.read_text())
+    assert written["measured"] == measured  # where the times were measured, kept
+    fitted = written["fitted"]
     assert fitted["PER_ARM"] == pytest.approx(paired.ESTIMATE_SECONDS_PER_ARM, rel=1e-6)
     (tmp_path / "notes.json").write_text("[1, 2]")
     with pytest.raises(SystemExit) as stopped:
