@@ -516,8 +516,9 @@ def verify_learners(
     log: Callable[[str], None] = lambda _: None,
     dry_run: bool = False,
 ) -> dict[str, int]:
-    """Check every learner's checkpoint under ``folder`` (every file against its digests)
-    before a resume: :meth:`ExperimentCheckpoints.verify`, which reads like this function.
+    """Check every learner's checkpoint under ``folder`` (every file against its digests):
+    what :meth:`ExperimentCheckpoints.verify` checks before a resume, here without the object
+    (which writes ``experiment.json``), so that a dry run can check a folder it may not touch.
 
     Args:
       folder: an experiment's checkpoint folder (one subfolder per learner).

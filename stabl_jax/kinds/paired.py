@@ -83,13 +83,14 @@ AUTO_MIN_CHUNKS = 16
 #: learner's loop state (its updates). Fitted in log space to the ``run_seconds`` of
 #: ``stabl-jax run`` for 8 bandit learners at n = 10, 30, 300 and R = 64, 1024 (T = 2048) and
 #: the BCO learners of ``bco_d2``, ``bco_d10``, ``bco_d50`` on a 2-core CPU
-#: (``experiments/fit_estimate.py``; docs/speed.md, "Time estimates").
+#: (``experiments/fit_estimate.py``, which measures the grid again and refits: within 16%,
+#: docs/benchmark/estimate_fit.json; docs/speed.md, "Time estimates").
 ESTIMATE_SECONDS_PER_ROUND = 4.3e-5
 ESTIMATE_SECONDS_PER_RUN_ROUND = 7.1e-8
 ESTIMATE_SECONDS_PER_ARM = 6.4e-9
 ESTIMATE_SECONDS_PER_STATE_BYTE = 9.2e-10
-#: The compile time announced for each learner's program (0.5 to 5.2 s measured in the same
-#: runs, 2.5 s on average; ``experiments/fit_estimate.py``).
+#: The compile time announced for each learner's program (on the same grid 0.46 to 5.3 s a
+#: program, 2.4 s on average: docs/benchmark/estimate_fit.json).
 ESTIMATE_COMPILE_SECONDS = 2.5
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
