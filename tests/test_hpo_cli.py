@@ -321,6 +321,8 @@ def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch)
     assert int(stored["t0"]) == 24 and not [n for n in stored if n.startswith("carry/")]
     monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", simulate)
     capsys.readouterr()
+    assert cli.main([*args, "--dry-run"]) == cli.EXIT_OK  # says what the run will take over
+    assert "  would resume: 1 of 2 learner programs complete\n" in capsys.readouterr().out
     assert cli.main(args) == cli.EXIT_OK
     out = capsys.readouterr().out
     assert "resuming run.partial-" in out and ": 1 of 2 learner programs complete" in out, out
