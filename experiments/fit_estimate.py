@@ -63,7 +63,7 @@ def measure(name: str, overrides: list[str], folder: Path) -> list[dict[str, Any
         raise SystemExit(f"stabl-jax {' '.join(argv)} failed")
     timings = json.loads((out / "summary.json").read_text())["timings"]["learners"]
     config = load_config(name, overrides)
-    width = paired._width(config.make_env())
+    width = paired.env_width(config.make_env())
     rows = []
     for learner, seconds in timings.items():
         init = config.make_learner(learner).init

@@ -547,8 +547,9 @@ class Result:
 ResultT = TypeVar("ResultT", bound=Result)
 
 
-def _width(env: Any) -> int:
-    """The arms (bandit) or the dimension (BCO) of ``env``: what a learner's traces scale with."""
+def env_width(env: Any) -> int:
+    """The arms (bandit) or the dimension (BCO) of ``env``: what a learner's traces and its
+    :func:`simulation_seconds` scale with."""
     return int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
 
 
@@ -556,7 +557,7 @@ def recorded_bytes(config: ExperimentConfig) -> int:
     """The most bytes per run and round that a learner of ``config`` records in memory
     (:meth:`ExperimentConfig.trace_bytes`): a chunk of the widest learner's outputs is the
     largest one a run holds."""
-    width = _width(config.make_env())
+    width = env_width(config.make_env())
     return max(config.trace_bytes(config.make_learner(n), width)[0] for n in config.learners)
 
 
@@ -698,7 +699,7 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
     key = jax.random.key(0)
-    width = _width(env)
+    width = env_width(env)
     env_bytes = base.tree_bytes(jax.eval_shape(env.sample_params, key))
     traces = kept = state = widest = 0
     seconds = 0.0
