@@ -295,7 +295,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         identity = experiment_identity(config)
         lines, resumed = ResultsFolder.preview_resume(out, identity, force=args.force)
         for line in lines:
-            _say(f"  interrupted run {line}")
+            _say(f"  {line}")
         if resumed is not None:
             _say(f"  would resume: {kind.describe_resumed(config, resumed.progress)}")
         checked = "config, output folder, interrupted runs" + (" and resources" if needs else "")

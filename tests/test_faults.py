@@ -565,6 +565,14 @@ def test_each_dead_partial_folder_is_decided_on_its_own(tmp_path: Path) -> None:
         (folder / checkpoint.CHECKPOINT_DIR / "which").write_text(folder.name)
         os.utime(folder, (2e9 if folder is newer else 1e9,) * 2)
     kept = {p.name: p.read_bytes() for p in complete.iterdir()}
+    said = [
+        f"interrupted run {complete.name}: the complete results of a run, left alone",
+        f"interrupted run {empty.name}: an interrupted run with no finished chunk, removed",
+        f"interrupted run {newer.name}: checkpoints of this experiment, resumed",
+        f"interrupted run {older.name}: an older interrupted run of this experiment, removed",
+    ]
+    preview, would = ResultsFolder.preview_resume(out, identity)
+    assert preview == said and would is not None and would.source == newer
     lines: list[str] = []
     with ResultsFolder.prepare(out) as results:
         taken = results.resume(identity, log=lines.append)
@@ -572,10 +580,33 @@ def test_each_dead_partial_folder_is_decided_on_its_own(tmp_path: Path) -> None:
         assert (results.checkpoint_dir / "which").read_text() == newer.name
     assert {p.name: p.read_bytes() for p in complete.iterdir()} == kept
     assert not empty.exists() and not older.exists() and not newer.exists()
-    assert lines[:3] == [
-        f"left {complete.name} alone: it holds the complete results of a run",
-        f"removed {empty.name}: an interrupted run with no finished chunk",
-        f"removed {older.name}: an older interrupted run of this experiment",
+    assert lines == said  # the dry run's lines are the run's
+
+
+def test_a_refused_interrupted_run_stops_the_run_before_any_folder_is_touched(
+    tmp_path: Path,
+) -> None:
+    """Checkpoints of another experiment in an older partial folder of ``out``: the run
+    refuses them before it removes the newer folder with no finished chunk, which it would
+    have removed (and does, with ``--force``)."""
+    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
+    empty = mark_as_ours(tmp_path / "out.partial-2-empty", run_id="2-empty")
+    other = mark_as_ours(tmp_path / "out.partial-1-other", run_id="1-other")
+    (other / checkpoint.CHECKPOINT_DIR).mkdir()
+    theirs = {**identity, "config": {"runs": 3}}
+    (other / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).write_text(json.dumps(theirs))
+    os.utime(empty, (2e9, 2e9))
+    os.utime(other, (1e9, 1e9))
+    with ResultsFolder.prepare(out) as results:
+        with pytest.raises(OutputError, match=r"a different experiment .*pass --force"):
+            results.resume(identity)
+        assert empty.exists() and other.exists()
+        lines: list[str] = []
+        assert results.resume(identity, force=True, log=lines.append) is None
+    assert not empty.exists() and not other.exists()
+    assert lines == [
+        f"interrupted run {empty.name}: an interrupted run with no finished chunk, removed",
+        f"interrupted run {other.name}: checkpoints of another experiment, discarded (--force)",
     ]
 
 

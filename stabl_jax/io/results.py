@@ -570,6 +570,50 @@ def _judge(path: Path, identity: Mapping[str, Any]) -> tuple[str, str]:
     return "other", f"holds checkpoints of an interrupted run of {what}; {remedy}"
 
 
+# What a run does with a partial folder of an interrupted run: (what it holds, what is done)
+_DECISIONS = {
+    "keep": ("the complete results of a run", "left alone"),
+    "remove": ("an interrupted run with no finished chunk", "removed"),
+    "take": ("checkpoints of this experiment", "resumed"),
+    "older": ("an older interrupted run of this experiment", "removed"),
+    "discard": ("checkpoints of another experiment", "discarded (--force)"),
+}
+
+
+@contextlib.contextmanager
+def _interrupted_runs(
+    final: Path, own: Path | None, identity: Mapping[str, Any], force: bool
+) -> typing.Iterator[list[tuple[Path, str, str]]]:
+    """What a run of the experiment ``identity`` into ``final`` does with each partial folder
+    of ``final`` (other than ``own``) left by a run that is no longer running, newest first:
+    ``(path, decision, line)``, ``decision`` a key of :data:`_DECISIONS` (``"take"``: the
+    newest with this experiment's checkpoints) and ``line`` what is done with it, in the words
+    the dry run and the run both print. Every folder is decided before the caller acts on any,
+    and their locks are held until the block ends.
+
+    Raises:
+      OutputError: a folder holds checkpoints of another experiment and ``force`` is false.
+    """
+    found = _dead_partials(final, own)
+    try:
+        decided: list[tuple[Path, str, str]] = []
+        taken = False
+        for path, _ in found:
+            verdict, detail = _judge(path, identity)
+            if verdict == "other" and not force:
+                raise OutputError(f"{path} {detail}, or pass --force to discard it")
+            decision = {"complete": "keep", "empty": "remove", "other": "discard"}.get(verdict)
+            if decision is None:  # "same": the newest is taken over
+                decision, taken = "older" if taken else "take", True
+            what, done = _DECISIONS[decision]
+            how = f" ({detail})" if detail and decision == "take" else ""
+            decided.append((path, decision, f"interrupted run {path.name}: {what}, {done}{how}"))
+        yield decided
+    finally:
+        for _, lock in found:
+            os.close(lock)
+
+
 class ResultsFolder:
     """A results folder under construction: write into :attr:`partial`, then :meth:`commit`.
 
@@ -644,9 +688,6 @@ class ResultsFolder:
         """Where the experiment's chunk checkpoints live while it runs."""
         return self.partial / checkpoints.CHECKPOINT_DIR
 
-    def _dead_partials(self) -> list[tuple[Path, int]]:
-        return _dead_partials(self.final, own=self.partial)
-
     @staticmethod
     def preview_resume(
         out: str | Path, identity: Mapping[str, Any], *, force: bool = False
@@ -658,9 +699,10 @@ class ResultsFolder:
         file read against its digests), so this takes as long as reading them.
 
         Returns:
-          One line for each folder (``"<name>: checkpoints of this experiment, resumed"``)
-          and for each checkpoint ``force`` would discard; and what would be resumed (the
-          rounds each learner has done), or ``None``.
+          One line for each folder, the line :meth:`resume` logs (``"interrupted run
+          <name>: checkpoints of this experiment, resumed"``), and for each checkpoint
+          ``force`` would discard; and what would be resumed (the rounds each learner has
+          done), or ``None``.
 
         Raises:
           OutputError: as :meth:`resume`, where it would refuse.
@@ -671,34 +713,20 @@ class ResultsFolder:
         identity = json.loads(json.dumps(dict(identity), sort_keys=True))
         lines: list[str] = []
         taken: Resumed | None = None
-        for path, lock in _dead_partials(final):
-            try:
-                verdict, detail = _judge(path, identity)
-            finally:
-                os.close(lock)
-            if verdict == "complete":
-                lines.append(f"{path.name}: the complete results of a run, left alone")
-            elif verdict == "empty":
-                lines.append(f"{path.name}: an interrupted run with no finished chunk, removed")
-            elif verdict == "same" and taken is None:
-                how = f" ({detail})" if detail else ""
-                lines.append(f"{path.name}: checkpoints of this experiment, resumed{how}")
-                discarded: list[str] = []
-                done = checkpoints.verify_learners(
-                    path / checkpoints.CHECKPOINT_DIR,
-                    identity,
-                    discard_damaged=force,
-                    log=discarded.append,
-                    dry_run=True,
-                )
-                lines += [f"{path.name}: {line} (--force)" for line in discarded]
-                taken = Resumed(source=path, progress=done)
-            elif verdict == "same":
-                lines.append(f"{path.name}: an older interrupted run of this experiment, removed")
-            elif not force:
-                raise OutputError(f"{path} {detail}, or pass --force to discard it")
-            else:
-                lines.append(f"{path.name}: checkpoints of another experiment, discarded (--force)")
+        with _interrupted_runs(final, None, identity, force) as decided:
+            for path, decision, line in decided:
+                lines.append(line)
+                if decision == "take":
+                    discarded: list[str] = []
+                    done = checkpoints.verify_learners(
+                        path / checkpoints.CHECKPOINT_DIR,
+                        identity,
+                        discard_damaged=force,
+                        log=discarded.append,
+                        dry_run=True,
+                    )
+                    lines += [f"interrupted run {path.name}: {d} (--force)" for d in discarded]
+                    taken = Resumed(source=path, progress=done)
         return lines, taken
 
     def resume(
@@ -716,7 +744,8 @@ class ResultsFolder:
         checkpoints moved into :attr:`partial`, and every file of them is checked
         (:meth:`~stabl_jax.io.checkpoints.ExperimentCheckpoints.verify`). A folder that holds no
         finished chunk is removed; one with checkpoints of another experiment, or that cannot
-        be identified, only with ``force``. ``log`` receives one line per decision.
+        be identified, only with ``force``; every folder is decided before any is touched.
+        ``log`` receives one line per folder (those :meth:`preview_resume` returns).
 
         Returns:
           What was taken over, or ``None``.
@@ -729,30 +758,16 @@ class ResultsFolder:
         """
         identity = json.loads(json.dumps(dict(identity), sort_keys=True))
         taken: Resumed | None = None
-        for path, lock in self._dead_partials():
-            try:
-                verdict, detail = _judge(path, identity)
-                if verdict == "complete":  # stopped while moving its results into place
-                    log(f"left {path.name} alone: it holds the complete results of a run")
+        with _interrupted_runs(self.final, self.partial, identity, force) as decided:
+            for path, decision, line in decided:
+                log(line)
+                if decision == "keep":  # stopped while moving its results into place
                     continue
-                if verdict == "empty":
-                    log(f"removed {path.name}: an interrupted run with no finished chunk")
-                elif verdict == "same":
-                    if taken is None:
-                        if detail:
-                            log(f"{path.name}: {detail}")
-                        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-                        os.replace(path / checkpoints.CHECKPOINT_DIR, self.checkpoint_dir)
-                        taken = Resumed(source=path, progress={})
-                    else:
-                        log(f"removed {path.name}: an older interrupted run of this experiment")
-                elif not force:
-                    raise OutputError(f"{path} {detail}, or pass --force to discard it")
-                else:
-                    log(f"discarded {path.name}: checkpoints of another experiment (--force)")
+                if decision == "take":
+                    shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+                    os.replace(path / checkpoints.CHECKPOINT_DIR, self.checkpoint_dir)
+                    taken = Resumed(source=path, progress={})
                 shutil.rmtree(path)
-            finally:
-                os.close(lock)
         if taken is not None:
             store = checkpoints.ExperimentCheckpoints(self.checkpoint_dir, identity)
             taken.progress = store.verify(discard_damaged=force, log=log)
