@@ -10,11 +10,16 @@ through ``jit(scan(learner.step))``:
   but never NaN or +inf and never all -inf);
 - every round's play distribution, and StABL's observation distribution P(t), is finite,
   non-negative and sums to 1 within ``4 max(n, B) eps``, ``B`` the rows it mixes
-  (:func:`stabl_jax.checks.distribution_tolerance`), plus ``eps M``, ``M`` the largest finite
-  ``|x|`` among the log-domain state of the round and the round before (a row is normalised
-  as ``x - logsumexp(x)``, whose rounding is relative to ``max x``: SAOL at n = 2, T = 16,
+  (:func:`stabl_jax.checks.distribution_tolerance`), plus ``eps M``, ``M`` a bound on
+  ``|max x|`` of the rows the last update normalised (a row is normalised as
+  ``x - logsumexp(x)``, whose rounding is relative to ``max x``: SAOL at n = 2, T = 16,
   ``expert_lr_scale = 223`` steps a row to ``max x = -32.8`` and sums to 1 + 12 eps, past
-  ``4 n eps`` = 8 eps, which validation refuses; docs/reliability.md);
+  ``4 n eps`` = 8 eps, which validation refuses; docs/reliability.md). ``M`` is the largest
+  finite ``|x|`` among the log-domain state of the round and the round before, plus, for the
+  full-information learners (Hedge, SAOL-Hedge), whose update moves every entry of a
+  normalised row by ``eta l_i``, the largest rate times the largest loss of that update
+  (Hedge at n = 2, T = 16, ``lr_scale = 55``, every loss 1: ``max x = -33.07`` and a sum of
+  1 + 12 eps, beyond the state's ``|x| = 0.69``);
 - query honesty: replacing every unqueried loss by another value in [0, 1] changes neither
   the queried arms, nor the distributions, nor the final state, bitwise.
 
@@ -39,6 +44,7 @@ from hypothesis.extra import numpy as hnp
 
 from stabl_jax import LEARNERS, make
 from stabl_jax.checks import distribution_tolerance
+from stabl_jax.learners import Hedge, SAOLHedge
 
 SETTINGS = settings(
     max_examples=30,
@@ -138,10 +144,31 @@ def _large_step_on_two_arms() -> tuple:
     return saol, saol.default_params.replace(**scales), ones, zeros, 0
 
 
+def _full_information_step_on_two_arms() -> tuple:
+    """Hedge at n = 2, T = 16, ``lr_scale = 55``, every loss 1: each update moves both
+    entries of the normalised row by ``eta = 32.4`` to ``max x = -33.07``, and every later play
+    distribution sums to 1 + 12 eps (> 4 n eps), while the state's rows stay at ``-0.69``."""
+    hedge = make("hedge", num_arms=2, horizon=16)
+    ones, zeros = np.ones((3, 2), np.float32), np.zeros((3, 2), np.float32)
+    return hedge, hedge.default_params.replace(lr_scale=jnp.float32(55.0)), ones, zeros, 0
+
+
+def _full_information_rate(learner: Any, params: Any) -> float:
+    """The largest rate by which an update moves every entry of a normalised row (times the
+    loss): Hedge's ``eta``, SAOL-Hedge's largest expert rate; 0 for a learner whose update
+    moves only the entries of the arms it queried."""
+    if isinstance(learner, Hedge):
+        return float(learner.learning_rate(params))
+    if isinstance(learner, SAOLHedge):
+        return float(jnp.max(learner.expert_learning_rates(params)))
+    return 0.0
+
+
 @pytest.mark.slow  # one compilation per example (CI runs it)
 @SETTINGS
 @given(cases())
 @example(_large_step_on_two_arms())
+@example(_full_information_step_on_two_arms())
 def test_contract_properties(case):
     learner, params, losses, others, seed = case
     key = jax.random.key(seed)
@@ -154,9 +181,15 @@ def test_contract_properties(case):
     # rounding of the log-domain normaliser that made the round's rows, ``x - logsumexp(x)``,
     # about ``u |max x|`` (module docstring). With losses ``|max x|`` is at most the largest
     # finite ``|log v|`` of the state before that update (``max x`` lies between the row's
-    # entries, all <= 0); with rewards, at most about the largest of the state after it.
+    # entries, all <= 0) where the update moves only the queried arms' entries, and that plus
+    # ``eta max l`` where it moves every entry (full information); with rewards, at most about
+    # the largest of the state after it.
     tol = distribution_tolerance(learner.num_arms, np.float32, learner.num_mixed)
-    tol = tol + float(np.finfo(np.float32).eps) * np.asarray(magnitude, np.float64)
+    # Round t's rows were normalised by the update with round t - 1's losses.
+    step = np.zeros(len(losses))
+    step[1:] = _full_information_rate(learner, params) * losses[:-1].max(axis=1)
+    magnitude = np.asarray(magnitude, np.float64) + step
+    tol = tol + float(np.finfo(np.float32).eps) * magnitude
     for probs in (play_probs, obs_probs):
         assert np.isfinite(probs).all() and (probs >= 0.0).all()
         deviation = np.abs(probs.astype(np.float64).sum(axis=1) - 1.0)
