@@ -570,13 +570,14 @@ def _judge(path: Path, identity: Mapping[str, Any]) -> tuple[str, str]:
     return "other", f"holds checkpoints of an interrupted run of {what}; {remedy}"
 
 
-# What a run does with a partial folder of an interrupted run: (what it holds, what is done)
+# What a run does with a partial folder of an interrupted run, by its verdict (:func:`_judge`;
+# "older": "same" but not the newest): (what it holds, what is done with it)
 _DECISIONS = {
-    "keep": ("the complete results of a run", "left alone"),
-    "remove": ("an interrupted run with no finished chunk", "removed"),
-    "take": ("checkpoints of this experiment", "resumed"),
+    "complete": ("the complete results of a run", "left alone"),
+    "empty": ("an interrupted run with no finished chunk", "removed"),
+    "same": ("checkpoints of this experiment", "resumed"),
     "older": ("an older interrupted run of this experiment", "removed"),
-    "discard": ("checkpoints of another experiment", "discarded (--force)"),
+    "other": ("checkpoints of another experiment", "discarded (--force)"),
 }
 
 
@@ -586,10 +587,10 @@ def _interrupted_runs(
 ) -> typing.Iterator[list[tuple[Path, str, str]]]:
     """What a run of the experiment ``identity`` into ``final`` does with each partial folder
     of ``final`` (other than ``own``) left by a run that is no longer running, newest first:
-    ``(path, decision, line)``, ``decision`` a key of :data:`_DECISIONS` (``"take"``: the
-    newest with this experiment's checkpoints) and ``line`` what is done with it, in the words
-    the dry run and the run both print. Every folder is decided before the caller acts on any,
-    and their locks are held until the block ends.
+    ``(path, decision, line)``, ``decision`` a key of :data:`_DECISIONS` (``"same"``: the
+    newest with this experiment's checkpoints, taken over) and ``line`` what is done with it,
+    in the words the dry run and the run both print. Every folder is decided before the caller
+    acts on any, and their locks are held until the block ends.
 
     Raises:
       OutputError: a folder holds checkpoints of another experiment and ``force`` is false.
@@ -602,11 +603,10 @@ def _interrupted_runs(
             verdict, detail = _judge(path, identity)
             if verdict == "other" and not force:
                 raise OutputError(f"{path} {detail}, or pass --force to discard it")
-            decision = {"complete": "keep", "empty": "remove", "other": "discard"}.get(verdict)
-            if decision is None:  # "same": the newest is taken over
-                decision, taken = "older" if taken else "take", True
+            decision = "older" if verdict == "same" and taken else verdict
+            taken = taken or verdict == "same"
             what, done = _DECISIONS[decision]
-            how = f" ({detail})" if detail and decision == "take" else ""
+            how = f" ({detail})" if detail and decision == "same" else ""
             decided.append((path, decision, f"interrupted run {path.name}: {what}, {done}{how}"))
         yield decided
     finally:
@@ -716,7 +716,7 @@ class ResultsFolder:
         with _interrupted_runs(final, None, identity, force) as decided:
             for path, decision, line in decided:
                 lines.append(line)
-                if decision == "take":
+                if decision == "same":
                     discarded: list[str] = []
                     done = checkpoints.verify_learners(
                         path / checkpoints.CHECKPOINT_DIR,
@@ -761,9 +761,9 @@ class ResultsFolder:
         with _interrupted_runs(self.final, self.partial, identity, force) as decided:
             for path, decision, line in decided:
                 log(line)
-                if decision == "keep":  # stopped while moving its results into place
+                if decision == "complete":  # stopped while moving its results into place
                     continue
-                if decision == "take":
+                if decision == "same":
                     shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
                     os.replace(path / checkpoints.CHECKPOINT_DIR, self.checkpoint_dir)
                     taken = Resumed(source=path, progress={})
