@@ -5,6 +5,7 @@
     stabl-jax run [CONFIG] [--runs R] [--seed S] [--out DIR] [--set key=value ...]
                   [--force] [--allow-large] [--no-progress] [--dry-run]
     stabl-jax list
+    stabl-jax compare A B [--rtol R] [--all]
     stabl-jax bench [--quick | --gpu] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
 ``run`` looks the config's ``kind`` up in :data:`stabl_jax.kinds.KINDS` and lets that kind
@@ -30,10 +31,14 @@ ever replaces or deletes folders it created (they hold a ``.stabl_jax_results`` 
 damaged checkpoint is named and ``--force`` discards it; a full disk ends with one line
 naming the folder (rerunning after freeing space resumes). See ``docs/reliability.md``.
 
-Exit status: 0 success, 2 usage or config error, a folder it may not use, a damaged
-checkpoint or a run that does not fit (``error: ...`` on stderr), 1 unexpected failure or a
-full disk, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; an interrupted run keeps its
-checkpoints either way).
+``compare`` reads two results folders and says whether they hold the same numbers
+(:mod:`stabl_jax.io.compare`): exit 0 when they do, 1 when they differ, 2 when a folder
+cannot be read, as ``cmp`` and ``diff`` do.
+
+Exit status of ``run``, ``list`` and ``bench``: 0 success, 2 usage or config error, a folder
+it may not use, a damaged checkpoint or a run that does not fit (``error: ...`` on stderr), 1
+unexpected failure or a full disk, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; an
+interrupted run keeps its checkpoints either way).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import contextlib
 import dataclasses
 import datetime
 import errno
+import math
 import os
 import shutil
 import signal
@@ -59,7 +65,7 @@ import numpy as np
 
 from stabl_jax import compile_cache, versions
 from stabl_jax.bench import benchmark
-from stabl_jax.io import tables
+from stabl_jax.io import compare, tables
 from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
 from stabl_jax.io.configs import ConfigError, shipped_configs
 from stabl_jax.io.results import Distinct, OutputError, Parser, ResultsFolder
@@ -122,7 +128,7 @@ class _PrintVersion(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``run`` and ``list``)."""
+    """The argument parser (subcommands ``run``, ``list``, ``compare`` and ``bench``)."""
     parser = Parser(
         prog="stabl-jax",
         description="Strongly adaptive bandit experiments (StABL, ICLR 2024) in JAX.",
@@ -196,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         "list", help="list experiment kinds, learners, environments and shipped configs"
     )
     lst.set_defaults(handler=_cmd_list)
+    _add_compare_parser(sub)
     _add_bench_parser(sub)
     return parser
 
@@ -210,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "handler", None) is None:
         parser.print_usage(sys.stderr)
-        print("error: choose a command: run, list or bench", file=sys.stderr)
+        print("error: choose a command: run, list, compare or bench", file=sys.stderr)
         return EXIT_USAGE
 
     try:
@@ -233,13 +240,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `stabl-jax list | head`: the reader left; not our failure
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so that the exit-time flush cannot fail again
+        _stdout_to_devnull()
         return EXIT_OK
     except Exception as exc:  # the last line of defence: report, exit 1
         traceback.print_exc()
         print(f"error: unexpected failure: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return getattr(args, "failure_status", EXIT_FAILURE)
+
+
+def _stdout_to_devnull() -> None:
+    """After the reader of stdout has left: stdout goes to ``os.devnull``, so that the
+    exit-time flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,6 +408,64 @@ def _run(
     print(f"results: {final}")
     print(f"total time: {time.perf_counter() - start:.1f} s")
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# stabl-jax compare
+# --------------------------------------------------------------------------------------------
+
+
+def _rtol(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"--rtol takes a number >= 0 (0: bit for bit; 1e-6: float32 rounding), got {text!r}"
+        )
+    return value
+
+
+def _add_compare_parser(sub: Any) -> None:
+    cmp = sub.add_parser(
+        "compare",
+        help="say whether two results folders hold the same numbers (exit 0) or not (exit 1)",
+        description="Compare two results folders of stabl-jax run: every value of summary.json "
+        "but the run record (start time, command, code, versions, platform, device, CPU, "
+        "timings) and every array of traces.npz. Exit 0 when all are equal, 1 when any "
+        "differs or is in one folder only, 2 when a folder cannot be read.",
+    )
+    cmp.add_argument("a", metavar="A", help="a results folder (it holds summary.json)")
+    cmp.add_argument("b", metavar="B", help="the results folder to compare it with")
+    cmp.add_argument(
+        "--rtol",
+        type=_rtol,
+        default=0.0,
+        help="relative tolerance for floating-point values and float traces (default 0: bit "
+        "for bit); integers such as the played arms are always compared exactly",
+    )
+    cmp.add_argument(
+        "--all", action="store_true", help=f"list every difference (default: {compare.SHOWN})"
+    )
+    # 2, not 1, for a failure: 1 says that the folders differ.
+    cmp.set_defaults(handler=_cmd_compare, failure_status=EXIT_USAGE)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        result = compare.compare_folders(args.a, args.b, rtol=args.rtol)
+    except (OSError, ValueError) as exc:  # not a results folder, not JSON, damaged traces
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    status = EXIT_OK if result.equal else EXIT_FAILURE
+    try:
+        for line in result.lines(shown=len(result.differences) if args.all else compare.SHOWN):
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `stabl-jax compare A B | head`: the status still tells
+        _stdout_to_devnull()
+    return status
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,309 @@
+"""Two results folders compared number by number: did they compute the same numbers?
+
+``stabl-jax compare A B`` (and :func:`compare_folders`) reads the ``summary.json`` and
+``traces.npz`` of two finished results folders of any kind and compares
+
+- every value of ``summary.json`` (numbers, and the text and flags beside them, such as a
+  learner's class or a config entry), leaf by leaf, except the run record: when, where and how
+  a run was made (:data:`RUN_RECORD`, ``config.source`` and ``config.overrides``, and every
+  field whose name ends in ``_seconds``), which differs between two runs of one experiment;
+- every array of ``traces.npz``, entry by entry. Integer traces (the played arms) are equal
+  when their values are, whatever integer type stores them.
+
+By default equal means bit for bit (NaN equals NaN). ``rtol`` accepts floating-point numbers
+and float arrays that differ by at most ``rtol`` times the larger magnitude, for comparing runs
+that cannot share bits (a GPU run with a CPU run, two JAX releases: docs/reliability.md,
+"Reproducibility"); a differing float array reports its largest difference in ulps of its type
+too. A value or array present in one folder only is a difference.
+
+Example:
+  >>> from stabl_jax.io.compare import compare_folders
+  >>> comparison = compare_folders("results/a", "results/b")  # doctest: +SKIP
+  >>> comparison.equal, comparison.numbers  # doctest: +SKIP
+  (True, 426)
+  >>> print("\\n".join(comparison.lines()))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stabl_jax.io import tables
+
+#: Top-level fields of ``summary.json`` that record when, where and how a run was made
+#: (docs/results.md), left out of a comparison: the start time, the command line and what it
+#: resumed from, the commit, the versions, Python, the platform, JAX's settings, the device and
+#: the CPU (``environment`` holds the last seven in an algorithm-selection summary), and the
+#: timings.
+RUN_RECORD = frozenset(
+    {
+        "started",
+        "command",
+        "resumed",
+        "code",
+        "versions",
+        "python",
+        "platform",
+        "jax_config",
+        "device",
+        "cpu",
+        "environment",
+        "timings",
+    }
+)
+#: Fields of the recorded config that say how it was given (the file, the ``--set``,
+#: ``--runs`` and ``--seed`` values), not what it is: the resolved config beside them is
+#: compared.
+CONFIG_RECORD = frozenset({"source", "overrides"})
+#: How many differences :meth:`Comparison.lines` lists per file by default.
+SHOWN = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """One summary value or one traces array that is not the same in both folders.
+
+    Attributes:
+      where: ``"summary.json"`` or ``"traces.npz"``.
+      name: the value's path (``learners.stabl.mean_reward.mean``, ``...sampled.mean[2]``)
+        or the array's name (``stabl/expected_loss``).
+      detail: what differs, in words (the two values; for an array the entries that differ
+        out of how many, the largest difference, the first index), or in which folder alone
+        it is.
+      only_in: the folder that alone holds it, or ``None`` when both do.
+    """
+
+    where: str
+    name: str
+    detail: str
+    only_in: Path | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """The outcome of :func:`compare_folders`.
+
+    Attributes:
+      a, b: the two folders.
+      rtol: the relative tolerance used (0: bit for bit).
+      numbers: how many numbers of ``summary.json`` were compared (in both folders).
+      fields: how many other values of ``summary.json`` (text, flags, null) were compared.
+      arrays: how many arrays of ``traces.npz`` were compared (in both folders).
+      differences: every difference, summary values first, in the files' order.
+    """
+
+    a: Path
+    b: Path
+    rtol: float
+    numbers: int
+    fields: int
+    arrays: int
+    differences: tuple[Difference, ...]
+
+    @property
+    def equal(self) -> bool:
+        """Whether every compared value and array is the same and none is in one folder only."""
+        return not self.differences
+
+    def lines(self, shown: int = SHOWN) -> list[str]:
+        """The report ``stabl-jax compare`` prints: what was compared, at most ``shown``
+        differences per file, and a last line saying whether the folders agree."""
+        tolerance = "bit for bit" if self.rtol == 0 else f"to a relative {self.rtol:g}"
+        out = [
+            f"comparing {self.a} with {self.b} ({tolerance}; the run record of summary.json "
+            "is left out: start time, command, code, versions, platform, device, CPU, timings)"
+        ]
+        for where, counted in (
+            ("summary.json", f"{self.numbers:,} numbers and {self.fields:,} other values"),
+            ("traces.npz", f"{self.arrays:,} arrays"),
+        ):
+            found = [d for d in self.differences if d.where == where]
+            unequal = [d for d in found if d.only_in is None]
+            line = f"{where}: {counted} in both: " + (
+                f"{len(unequal):,} differ" if unequal else "equal"
+            )
+            for folder in (self.a, self.b):
+                alone = sum(d.only_in == folder for d in found)
+                line += f"; {alone:,} only in {folder}" if alone else ""
+            out.append(line)
+            out += [f"  {d.name}: {d.detail}" for d in found[:shown]]
+            if len(found) > shown:
+                out.append(f"  ... and {len(found) - shown:,} more (--all lists them)")
+        one_side = sum(d.only_in is not None for d in self.differences)
+        out.append(
+            "the same numbers"
+            if self.equal
+            else f"different: {len(self.differences) - one_side:,} values or arrays differ, "
+            f"{one_side:,} are in one folder only"
+        )
+        return out
+
+
+def _leaves(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """``(path, value)`` of every leaf of a JSON tree: ``a.b[2].c``."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _leaves(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _leaves(value, f"{path}[{i}]")
+    else:
+        yield path, node
+
+
+def _is_run_record(path: str) -> bool:
+    keys = [part.partition("[")[0] for part in path.split(".")]
+    in_config = keys[0] == "config" and len(keys) > 1 and keys[1] in CONFIG_RECORD
+    return keys[0] in RUN_RECORD or in_config or any(k.endswith("_seconds") for k in keys)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _close(x: float, y: float, rtol: float) -> bool:
+    if x == y:
+        return True
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    return abs(x - y) <= rtol * max(abs(x), abs(y))
+
+
+def summary_record(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The leaves of a ``summary.json`` that a comparison reads: ``{path: value}`` without
+    the run record."""
+    return {path: value for path, value in _leaves(summary) if not _is_run_record(path)}
+
+
+def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance between two float arrays of one dtype in units in the last place: how many
+    steps of ``np.nextafter`` lead from one entry to the other (0 for equal ones; ``+0`` and
+    ``-0`` are 0 apart), for finite entries. Returned as ``uint64`` of the arrays' shape;
+    exact for float16 and float32, and for float64 below 2^63 steps.
+
+    Example:
+      >>> x = np.float32(1.0)
+      >>> int(ulps(np.array([x]), np.array([np.nextafter(x, np.float32(2))]))[0])
+      1
+    """
+    if a.dtype != b.dtype or not _floating(a):
+        raise ValueError(f"ulps needs two float arrays of one dtype, got {a.dtype} and {b.dtype}")
+    bits = np.dtype(f"int{8 * a.dtype.itemsize}")
+    least = np.int64(-(2 ** (8 * a.dtype.itemsize - 1)))  # the sign bit alone: -0.0
+
+    def ordered(x: np.ndarray) -> np.ndarray:
+        # Sign and magnitude to an integer line on which adjacent floats are adjacent.
+        i = np.ascontiguousarray(x).view(bits).astype(np.int64)
+        return np.where(i < 0, least - i, i)
+
+    with np.errstate(over="ignore"):
+        d = (ordered(a) - ordered(b)).astype(np.uint64)  # modulo 2^64: exact below 2^63
+    return np.minimum(d, np.uint64(0) - d)
+
+
+def _floating(x: np.ndarray) -> bool:
+    return bool(np.issubdtype(x.dtype, np.floating))
+
+
+def _integral(x: np.ndarray) -> bool:
+    return bool(np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.bool_))
+
+
+def _array_difference(x: np.ndarray, y: np.ndarray, rtol: float) -> str | None:
+    """Why two traces differ, or ``None`` when they agree."""
+    if x.shape != y.shape:
+        return f"shape {x.shape} != {y.shape}"
+    if _integral(x) and _integral(y):
+        unequal = x != y
+    elif x.dtype != y.dtype:
+        return f"dtype {x.dtype} != {y.dtype}"
+    elif _floating(x):
+        with np.errstate(invalid="ignore"):
+            bound = rtol * np.maximum(np.abs(x), np.abs(y))
+            unequal = ~((x == y) | (np.isnan(x) & np.isnan(y)) | (np.abs(x - y) <= bound))
+    else:
+        unequal = x != y
+    count = int(np.count_nonzero(unequal))
+    if count == 0:
+        return None
+    first = tuple(int(i) for i in np.argwhere(unequal)[0])
+    detail = f"{count:,} of {x.size:,} entries differ (first at {list(first)}"
+    if _floating(x):
+        xs, ys = x[unequal], y[unequal]
+        finite = np.isfinite(xs) & np.isfinite(ys)
+        if finite.any():
+            xf, yf = xs[finite].astype(np.float64), ys[finite].astype(np.float64)
+            with np.errstate(over="ignore"):
+                gap = np.abs(xf - yf)
+            rel = gap / np.maximum(np.abs(xf), np.abs(yf))
+            detail += (
+                f"; largest difference {gap.max():.3g}, relative {rel.max():.3g}, "
+                f"{int(ulps(xs[finite], ys[finite]).max()):,} ulps of {x.dtype}"
+            )
+        if not finite.all():
+            detail += f"; {int((~finite).sum()):,} where one side is not finite"
+    else:
+        detail += f": {x[first]} != {y[first]}"
+    return detail + ")"
+
+
+def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Comparison:
+    """Compare two finished results folders value by value and trace by trace.
+
+    Args:
+      a, b: results folders of ``stabl-jax run`` (each holds ``summary.json``; ``traces.npz``
+        may be absent, then it has no arrays).
+      rtol: relative tolerance for floating-point values and float arrays, ``>= 0``; 0
+        (default) compares them bit for bit. Integers (counts, played arms) and every other
+        value are compared exactly.
+
+    Returns:
+      A :class:`Comparison`; ``.equal`` says whether the two agree.
+
+    Raises:
+      ValueError: ``rtol`` negative or not finite; a ``summary.json`` that is not JSON, or a
+        damaged ``traces.npz`` (:class:`stabl_jax.io.tables.TracesDamaged`), named.
+      FileNotFoundError: a folder without ``summary.json`` (not a finished results folder).
+    """
+    if not (isinstance(rtol, int | float) and math.isfinite(rtol) and rtol >= 0):
+        raise ValueError(f"rtol must be a finite number >= 0 (0: bit for bit), got {rtol!r}")
+    found = tables.load_results(a), tables.load_results(b)
+    left, right = (summary_record(r.summary) for r in found)
+    diffs: list[Difference] = []
+    numbers = fields = 0
+    for path in [*left, *(p for p in right if p not in left)]:
+        if path not in right or path not in left:
+            side = found[0 if path in left else 1].folder
+            diffs.append(Difference("summary.json", path, f"only in {side}", side))
+            continue
+        x, y = left[path], right[path]
+        if _is_number(x) and _is_number(y):
+            numbers += 1
+            same = _close(x, y, rtol) if isinstance(x, float) or isinstance(y, float) else x == y
+        else:
+            fields += 1
+            same = type(x) is type(y) and x == y
+        if not same:
+            diffs.append(Difference("summary.json", path, f"{x!r} != {y!r}"))
+    traces = found[0].traces, found[1].traces
+    arrays = 0
+    for name in [*traces[0], *(n for n in traces[1] if n not in traces[0])]:
+        if name not in traces[0] or name not in traces[1]:
+            side = found[0 if name in traces[0] else 1].folder
+            diffs.append(Difference("traces.npz", name, f"only in {side}", side))
+            continue
+        arrays += 1
+        # A fresh reader per array: a folder's traces can be larger than memory together.
+        x, y = (tables.TraceFile(r.folder / "traces.npz")[name] for r in found)
+        detail = _array_difference(x, y, float(rtol))
+        if detail is not None:
+            diffs.append(Difference("traces.npz", name, f"{x.dtype} {x.shape}: {detail}"))
+    return Comparison(
+        found[0].folder, found[1].folder, float(rtol), numbers, fields, arrays, tuple(diffs)
+    )
