@@ -7,7 +7,7 @@
 # Needs the test dependencies (pytest, pytest-xdist, hypothesis, cocoex for tests/test_bbob.py)
 # and the project on PYTHONPATH or installed. Each part is bounded in time (seconds, from the
 # environment: BENCH_SECONDS, LARGE_SECONDS, SUITE_SECONDS, CLI_BENCH_SECONDS,
-# COMPILE_SECONDS; WORKERS test processes); logs and the benchmark JSON go to OUT_DIR
+# COMPILE_SECONDS, COMPARE_SECONDS; WORKERS test processes); logs and the benchmark JSON go to OUT_DIR
 # (default: gpu_results).
 #  1. experiments/gpu_bench.py: every row of the speed table with the XLA path and with the
 #     fused Pallas kernel (kernel="pallas");
@@ -15,7 +15,10 @@
 #  3. the test suite, one line per test (-v) so that a bounded run keeps what it reached, and
 #     each failure's traceback in OUT_DIR/failures.log as it happens;
 #  4. `stabl-jax bench --gpu` at R = 1024 (the CLI's rows with the bandwidth-bound column);
-#  5. experiments/gpu_compile.py --local: the kernels of one round, counted on this device.
+#  5. experiments/gpu_compile.py --local: the kernels of one round, counted on this device;
+#  6. what holds between this device and the CPU: one small config (COMPARE_CONFIG, default
+#     figure1 at COMPARE_RUNS = 64 runs, every trace kept) run on each, then `stabl-jax
+#     compare` bit for bit and at relative tolerances 1e-6 and 1e-3.
 set -u
 out=${1:-gpu_results}
 mkdir -p "$out"
@@ -51,3 +54,23 @@ timeout "${COMPILE_SECONDS:-120}" python3 experiments/gpu_compile.py --local \
   --out "$out/gpu_compile.json" > "$out/compile.log" 2>&1
 echo "gpu_compile exit code: $?" | tee -a "$out/compile.log"
 grep "^|" "$out/compile.log"
+
+cmp_out="$out/compare"
+rm -rf "$cmp_out"
+mkdir -p "$cmp_out"
+cmp_run() {  # $1: folder name; the rest: environment for the run
+  local name=$1
+  shift
+  env "$@" python3 -m stabl_jax --compile-cache off run "${COMPARE_CONFIG:-figure1}" \
+    --runs "${COMPARE_RUNS:-64}" --set 'save_traces="all"' --no-progress --out "$cmp_out/$name"
+}
+timeout "${COMPARE_SECONDS:-150}" bash -c "$(declare -f cmp_run); cmp_out='$cmp_out'; \
+  cmp_run device && cmp_run cpu JAX_PLATFORMS=cpu" > "$out/compare.log" 2>&1
+echo "device and CPU runs exit code: $?" | tee -a "$out/compare.log"
+for rtol in 0 1e-6 1e-3; do
+  python3 -m stabl_jax compare "$cmp_out/device" "$cmp_out/cpu" --rtol "$rtol" \
+    > "$out/compare_rtol_$rtol.log" 2>&1
+  code=$?
+  head -30 "$out/compare_rtol_$rtol.log"
+  echo "compare --rtol $rtol exit code: $code" | tee -a "$out/compare_rtol_$rtol.log"
+done
