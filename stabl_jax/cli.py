@@ -442,11 +442,14 @@ def _add_compare_parser(sub: Any) -> None:
         "--rtol",
         type=_rtol,
         default=0.0,
+        metavar="R",
         help="relative tolerance for floating-point values and float traces (default 0: bit "
         "for bit); integers such as the played arms are always compared exactly",
     )
     cmp.add_argument(
-        "--all", action="store_true", help=f"list every difference (default: {compare.SHOWN})"
+        "--all",
+        action="store_true",
+        help=f"list every difference (default: the first {compare.SHOWN} of each file)",
     )
     # 2, not 1, for a failure: 1 says that the folders differ.
     cmp.set_defaults(handler=_cmd_compare, failure_status=EXIT_USAGE)
