@@ -120,6 +120,7 @@ def test_one_ulp_in_one_entry_is_found_and_rtol_accepts_it(folders, tmp_path, ca
     (difference,) = compare.compare_folders(folders["a"], copy).differences
     assert difference.name == "exp3/expected_loss"
     assert "1 of 128 entries differ (first at [1, 37]" in difference.detail
+    assert "in 1 of 2 runs, from column 37 at the earliest (median 37)" in difference.detail
     assert "1 ulps of float32" in difference.detail
     assert compare.compare_folders(folders["a"], copy, rtol=1e-6).equal
     assert compare.compare_folders(folders["a"], copy, rtol=1e-9).equal is False  # 1 ulp ~ 6e-8
@@ -140,12 +141,15 @@ def test_a_played_arm_is_never_within_a_tolerance_and_its_integer_type_does_not_
     assert compare.compare_folders(folders["a"], copy).equal
 
     def change(arrays):
-        arrays["exp3/played"][0, 5] = (arrays["exp3/played"][0, 5] + 1) % 4
+        played = arrays["exp3/played"]
+        played[0, 5] = (played[0, 5] + 1) % 4
+        played[1, 40:] = (played[1, 40:] + 1) % 4  # a run that parts ways at round 40
 
     _edit_traces(copy, change)
     (difference,) = compare.compare_folders(folders["a"], copy, rtol=0.5).differences
     assert difference.name == "exp3/played"
-    assert "1 of 128 entries differ (first at [0, 5]" in difference.detail
+    assert difference.detail.startswith("uint8 (2, 64): 25 of 128 entries differ (first at [0, 5]")
+    assert "in 2 of 2 runs, from column 5 at the earliest (median 22)" in difference.detail
 
 
 def test_a_float_array_of_another_dtype_or_shape_differs(folders, tmp_path):

@@ -13,8 +13,11 @@
 By default equal means bit for bit (NaN equals NaN). ``rtol`` accepts floating-point numbers
 and float arrays that differ by at most ``rtol`` times the larger magnitude, for comparing runs
 that cannot share bits (a GPU run with a CPU run, two JAX releases: docs/reliability.md,
-"Reproducibility"); a differing float array reports its largest difference in ulps of its type
-too. A value or array present in one folder only is a difference.
+"Reproducibility"). A differing array is described by how many entries differ, the first
+index, for an ``(R, T)`` trace in how many runs and from which round (where a sampled arm first
+differs, two runs part ways), and for floats the largest difference, in ulps of its type too
+where it is one of rounding (at most :data:`ROUNDING_ULPS`). A value or array present in one
+folder only is a difference.
 
 Example:
   >>> from stabl_jax.io.compare import compare_folders
@@ -63,6 +66,9 @@ RUN_RECORD = frozenset(
 CONFIG_RECORD = frozenset({"source", "overrides"})
 #: How many differences :meth:`Comparison.lines` lists per file by default.
 SHOWN = 20
+#: A float array's largest difference is also given in ulps when it is at most this many
+#: (a difference of rounding; beyond it the relative difference says more).
+ROUNDING_ULPS = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +80,8 @@ class Difference:
       name: the value's path (``learners.stabl.mean_reward.mean``, ``...sampled.mean[2]``)
         or the array's name (``stabl/expected_loss``).
       detail: what differs, in words (the two values; for an array the entries that differ
-        out of how many, the largest difference, the first index), or in which folder alone
-        it is.
+        out of how many, the first index, for an ``(R, T)`` trace in how many runs and from
+        which round, and the largest difference), or in which folder alone it is.
       only_in: the folder that alone holds it, or ``None`` when both do.
     """
 
@@ -234,6 +240,13 @@ def _array_difference(x: np.ndarray, y: np.ndarray, rtol: float) -> str | None:
         return None
     first = tuple(int(i) for i in np.argwhere(unequal)[0])
     detail = f"{count:,} of {x.size:,} entries differ (first at {list(first)}"
+    if x.ndim == 2:  # (R, T) traces: where each run parts ways
+        rows = unequal.any(axis=1)
+        starts = np.argmax(unequal[rows], axis=1)
+        detail += (
+            f"; in {int(rows.sum()):,} of {x.shape[0]:,} runs, from column {int(starts.min()):,}"
+            f" at the earliest (median {int(np.median(starts)):,})"
+        )
     if _floating(x):
         xs, ys = x[unequal], y[unequal]
         finite = np.isfinite(xs) & np.isfinite(ys)
@@ -242,10 +255,10 @@ def _array_difference(x: np.ndarray, y: np.ndarray, rtol: float) -> str | None:
             with np.errstate(over="ignore"):
                 gap = np.abs(xf - yf)
             rel = gap / np.maximum(np.abs(xf), np.abs(yf))
-            detail += (
-                f"; largest difference {gap.max():.3g}, relative {rel.max():.3g}, "
-                f"{int(ulps(xs[finite], ys[finite]).max()):,} ulps of {x.dtype}"
-            )
+            steps = int(ulps(xs[finite], ys[finite]).max())
+            detail += f"; largest difference {gap.max():.3g}, relative {rel.max():.3g}"
+            # In ulps where the two differ by rounding (up to about a million steps).
+            detail += f", {steps:,} ulps of {x.dtype}" if steps <= ROUNDING_ULPS else ""
         if not finite.all():
             detail += f"; {int((~finite).sum()):,} where one side is not finite"
     else:
