@@ -1,0 +1,214 @@
+"""Do two versions of the code give the same numbers? Shipped configs run by both, compared.
+
+    python experiments/same_bits.py --base REV                 # a commit, branch or tag
+    python experiments/same_bits.py --base-source DIR          # another checkout
+    python experiments/same_bits.py --base REV --only figure1 bco_d2
+    python experiments/same_bits.py --base REV --config my.toml --set runs=4
+
+Each run of :data:`RUNS` (the default job, a tuned config, a study config, ``bco_d2`` and two
+algorithm-selection configs, each at a few runs; about 2 minutes in all on 2 CPU cores) is made
+twice, in fresh processes with the compilation cache off: once with the base code on
+``PYTHONPATH`` (a ``git worktree`` of REV in a temporary folder, removed at the end, or the
+checkout DIR), reading the base's own copy of the config file, and once with this checkout's.
+The two results folders are then compared as ``stabl-jax compare`` compares them
+(:mod:`stabl_jax.io.compare`: every value of ``summary.json`` but the run record, and every
+trace). ``--config FILE`` makes one run of FILE instead, the same file for both codes.
+
+Prints a row per run and, for a run that differs, what differs. Exit 0 when every run gives
+the same numbers, 1 when any differs (or holds a value or trace the other has not: a feature
+added since the base), 2 when the base cannot be had or a run fails (its last lines are
+printed). This is the check a change that must not move a number (a refactor, a speed-up) is
+held to; ``--keep DIR`` keeps the results folders (``DIR/base/NAME``, ``DIR/this/NAME``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from stabl_jax.io import compare
+from stabl_jax.io.results import Distinct, Parser
+
+REPO = Path(__file__).resolve().parents[1]
+#: ``name: (config, arguments)``: the runs compared, every (R, T) trace kept for the bandit ones.
+RUNS: dict[str, tuple[str, list[str]]] = {
+    "figure1": ("figure1", ["--runs", "4", "--set", 'save_traces="all"']),
+    "expert_advice_equal_tuned": (
+        "expert_advice_equal_tuned",
+        ["--runs", "4", "--set", 'save_traces="all"'],
+    ),
+    "study_geometric": ("study_geometric", ["--runs", "16", "--set", 'save_traces="all"']),
+    "bco_d2": ("bco_d2", ["--runs", "2"]),
+    "hpo_bbob_sphere": (
+        "hpo_bbob_sphere",
+        ["--runs", "2", "--set", "bbob.dims=[32]", "--set", "bbob.evaluations=[1000]"],
+    ),
+    "hpo_bbob_suite": ("hpo_bbob_suite", ["--runs", "1", "--set", "bbob.functions=[1, 8, 15]"]),
+}
+
+
+class RunFailed(Exception):
+    """A run, or the base code, could not be had; the message says which and why."""
+
+
+@contextlib.contextmanager
+def worktree(rev: str, parent: Path) -> Iterator[Path]:
+    """A detached ``git worktree`` of ``rev`` of this repository under ``parent``, removed
+    (with its administrative files) when the block ends."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise RunFailed(f"--base {rev}: not a commit of {REPO} ({exc})") from None
+    folder = parent / f"base-{commit[:12]}"
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(folder), commit],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield folder
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(folder)],
+            check=False,
+            capture_output=True,
+        )
+
+
+def _environment(source: Path) -> dict[str, str]:
+    """This process's environment with only ``source`` on ``PYTHONPATH``."""
+    return {**os.environ, "PYTHONPATH": str(source)}
+
+
+def check_source(source: Path) -> None:
+    """``source`` is a checkout whose ``stabl_jax`` a fresh process imports (not an installed
+    copy that would shadow it)."""
+    if not (source / "stabl_jax" / "__init__.py").is_file():
+        raise RunFailed(f"{source}: no stabl_jax package in it; give a checkout of the project")
+    proc = subprocess.run(
+        [sys.executable, "-c", "import stabl_jax; print(stabl_jax.__file__)"],
+        env=_environment(source),
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        check=False,
+    )
+    imported = Path(proc.stdout.strip()).resolve().parent if proc.returncode == 0 else None
+    if imported != (source / "stabl_jax").resolve():
+        raise RunFailed(
+            f"{source}: a fresh process imports stabl_jax from {imported} instead "
+            f"({proc.stderr.strip()[-300:]})"
+        )
+
+
+def run_one(source: Path, config: Path, arguments: Sequence[str], out: Path) -> None:
+    """``stabl-jax run config`` with ``source``'s code into ``out``; :class:`RunFailed` with its
+    last lines when it does not exit 0."""
+    command = [sys.executable, "-m", "stabl_jax", "--compile-cache", "off", "run", str(config)]
+    command += ["--no-progress", "--out", str(out), *arguments]
+    proc = subprocess.run(
+        command, env=_environment(source), capture_output=True, text=True, cwd=out.parent
+    )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+        raise RunFailed(
+            f"{config.name} with the code of {source} exited {proc.returncode}:\n{tail}"
+        )
+
+
+def compare_runs(
+    base: Path, runs: dict[str, tuple[Path | None, list[str]]], folder: Path
+) -> list[tuple[str, compare.Comparison]]:
+    """Every run with ``base``'s code and with this checkout's, compared. A run's config is
+    ``None`` for a shipped one (each code reads its own ``configs/NAME.toml``), else a file both
+    read."""
+    results = []
+    for name, (given, arguments) in runs.items():
+        outs = []
+        for source, side in ((base, "base"), (REPO, "this")):
+            config = given or source / "configs" / f"{RUNS[name][0]}.toml"
+            (folder / side).mkdir(exist_ok=True)
+            run_one(source, config, arguments, folder / side / name)
+            outs.append(folder / side / name)
+        results.append((name, compare.compare_folders(*outs)))
+        print(_row(name, results[-1][1]), flush=True)
+    return results
+
+
+def _row(name: str, result: compare.Comparison) -> str:
+    verdict = "same" if result.equal else f"{len(result.differences)} differences"
+    return f"| {name} | {result.numbers:,} | {result.fields:,} | {result.arrays:,} | {verdict} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = Parser(description=__doc__.splitlines()[0])
+    base = parser.add_mutually_exclusive_group(required=True)
+    base.add_argument("--base", metavar="REV", help="a commit, branch or tag of this repository")
+    base.add_argument("--base-source", type=Path, metavar="DIR", help="another checkout")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--only", nargs="+", action=Distinct, metavar="NAME", help=f"of {', '.join(RUNS)}"
+    )
+    chosen.add_argument("--config", type=Path, help="one run of this config file instead")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="overrides",
+        metavar="KEY=VALUE",
+        help="with --config: its overrides, as stabl-jax run takes them",
+    )
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the results folders here")
+    args = parser.parse_args(argv)
+    if args.overrides and args.config is None:
+        parser.error("--set goes with --config (the shipped runs have their own overrides)")
+    if args.config is not None and not args.config.is_file():
+        parser.error(f"--config {args.config}: no such file")
+    unknown = sorted(set(args.only or ()) - set(RUNS))
+    if unknown:
+        parser.error(f"--only: unknown {unknown}; choose from {', '.join(RUNS)}")
+    runs: dict[str, tuple[Path | None, list[str]]]
+    if args.config is not None:
+        sets = [a for o in args.overrides for a in ("--set", o)]
+        runs = {args.config.stem: (args.config.resolve(), sets)}
+    else:
+        runs = {name: (None, RUNS[name][1]) for name in (args.only or RUNS)}
+    if args.keep is not None:
+        if args.keep.exists() and any(args.keep.iterdir()):
+            parser.error(f"--keep {args.keep}: not empty; give a new or empty folder")
+        args.keep.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="same_bits-")))
+        folder = args.keep.resolve() if args.keep is not None else scratch
+        try:
+            if args.base is not None:
+                source = stack.enter_context(worktree(args.base, scratch))
+            else:
+                source = args.base_source.resolve()
+            check_source(source)
+            print(f"base: {args.base or source}; this: {REPO}")
+            print("| run | numbers | other values | arrays | |")
+            print("|---|---|---|---|---|")
+            results = compare_runs(source, runs, folder)
+        except RunFailed as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    for name, result in results:
+        if not result.equal:
+            print(f"\n{name}:")
+            print("\n".join(result.lines()))
+    return 0 if all(result.equal for _, result in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
