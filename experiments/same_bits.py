@@ -6,8 +6,9 @@
     python experiments/same_bits.py --base REV --config my.toml --set runs=4
 
 Each run of :data:`RUNS` (the default job, a tuned config, a study config, ``bco_d2`` and two
-algorithm-selection configs, each at a few runs; about 2 minutes in all on 2 CPU cores) is made
-twice, in fresh processes with the compilation cache off: once with the base code on
+algorithm-selection configs, each at a few runs; 2 min 15 s in all on a 2-core CPU,
+2026-12-01) is made twice, in fresh processes with the compilation cache off: once with the
+base code on
 ``PYTHONPATH`` (a ``git worktree`` of REV in a temporary folder, removed at the end, or the
 checkout DIR), reading the base's own copy of the config file, and once with this checkout's.
 The two results folders are then compared as ``stabl-jax compare`` compares them
@@ -70,11 +71,14 @@ def worktree(rev: str, parent: Path) -> Iterator[Path]:
     except (OSError, subprocess.CalledProcessError) as exc:
         raise RunFailed(f"--base {rev}: not a commit of {REPO} ({exc})") from None
     folder = parent / f"base-{commit[:12]}"
-    subprocess.run(
+    add = subprocess.run(
         ["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(folder), commit],
-        check=True,
         capture_output=True,
+        text=True,
+        check=False,
     )
+    if add.returncode != 0:
+        raise RunFailed(f"--base {rev}: git worktree add failed: {add.stderr.strip()}")
     try:
         yield folder
     finally:
@@ -195,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                 source = stack.enter_context(worktree(args.base, scratch))
             else:
                 source = args.base_source.resolve()
-            check_source(source)
+            for checkout in (source, REPO):
+                check_source(checkout)
             print(f"base: {args.base or source}; this: {REPO}")
             print("| run | numbers | other values | arrays | |")
             print("|---|---|---|---|---|")
