@@ -226,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        if not getattr(args, "dry_run", False):  # a dry run compiles nothing
+        # A dry run and compare compile nothing (enable creates the cache's folder).
+        if getattr(args, "compiles", True) and not getattr(args, "dry_run", False):
             compile_cache.enable(cache)
         with sigterm_interrupts():
             return args.handler(args)
@@ -452,7 +453,7 @@ def _add_compare_parser(sub: Any) -> None:
         help=f"list every difference (default: the first {compare.SHOWN} of each file)",
     )
     # 2, not 1, for a failure: 1 says that the folders differ.
-    cmp.set_defaults(handler=_cmd_compare, failure_status=EXIT_USAGE)
+    cmp.set_defaults(handler=_cmd_compare, failure_status=EXIT_USAGE, compiles=False)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:

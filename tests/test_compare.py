@@ -80,7 +80,8 @@ def _cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_two_runs_of_one_experiment_hold_the_same_numbers(folders, capsys):
+def test_two_runs_of_one_experiment_hold_the_same_numbers(folders, capsys, monkeypatch):
+    monkeypatch.setattr(cli.compile_cache, "enable", lambda folder: pytest.fail("enabled"))
     a, b = folders["a"], folders["b"]
     assert (
         json.loads((a / "summary.json").read_text())["command"]
