@@ -22,8 +22,8 @@ folder only is a difference.
 Example:
   >>> from stabl_jax.io.compare import compare_folders
   >>> comparison = compare_folders("results/a", "results/b")  # doctest: +SKIP
-  >>> comparison.equal, comparison.numbers  # doctest: +SKIP
-  (True, 426)
+  >>> comparison.equal  # doctest: +SKIP
+  True
   >>> print("\\n".join(comparison.lines()))  # doctest: +SKIP
 """
 
