@@ -169,10 +169,6 @@ def _is_run_record(path: str) -> bool:
     return keys[0] in RUN_RECORD or in_config or any(k.endswith("_seconds") for k in keys)
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
 def _close(x: float, y: float, rtol: float) -> bool:
     if x == y:
         return True
@@ -296,7 +292,7 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
             diffs.append(Difference("summary.json", path, f"only in {side}", side))
             continue
         x, y = left[path], right[path]
-        if _is_number(x) and _is_number(y):
+        if tables.is_number(x) and tables.is_number(y):
             numbers += 1
             same = _close(x, y, rtol) if isinstance(x, float) or isinstance(y, float) else x == y
         else:

@@ -49,7 +49,8 @@ def _statistic(node: Any) -> bool:
     return isinstance(node, Mapping) and "mean" in node and "ci95" in node
 
 
-def _number(x: Any) -> bool:
+def is_number(x: Any) -> bool:
+    """Whether a JSON value ``x`` is a number (an int or a float, not a bool)."""
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
@@ -73,7 +74,7 @@ def _metric_rows(metric: str, node: Any, windows: list[int] | None) -> Iterator[
             else:
                 name = f"{metric}_{key}"
             yield from _metric_rows(name, child, sub_windows)
-    elif _number(node):
+    elif is_number(node):
         yield {"metric": metric, "mean": node, "ci95": None}
 
 
@@ -84,7 +85,7 @@ def _learner_rows(learner: str, summary: Mapping[str, Any]) -> Iterator[dict[str
         if metric.endswith("_ci") and metric[: -len("_ci")] in summary:
             continue  # the interval of the metric before it (algorithm-selection summaries)
         for row in _metric_rows(metric, node, None):
-            if row["ci95"] is None and _number(summary.get(f"{metric}_ci")):
+            if row["ci95"] is None and is_number(summary.get(f"{metric}_ci")):
                 row["ci95"] = summary[f"{metric}_ci"]
             yield {"learner": learner, **row}
 
