@@ -169,12 +169,20 @@ def _is_run_record(path: str) -> bool:
     return keys[0] in RUN_RECORD or in_config or any(k.endswith("_seconds") for k in keys)
 
 
-def _close(x: float, y: float, rtol: float) -> bool:
-    if x == y:
-        return True
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    return abs(x - y) <= rtol * max(abs(x), abs(y))
+def _close(x: Any, y: Any, rtol: float) -> np.ndarray:
+    """Where two float arrays (or numbers) agree: equal, both NaN, or at most ``rtol`` times
+    the larger magnitude apart (the one rule for summary numbers and traces)."""
+    x, y = np.asarray(x), np.asarray(y)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound = rtol * np.maximum(np.abs(x), np.abs(y))
+        return (x == y) | (np.isnan(x) & np.isnan(y)) | (np.abs(x - y) <= bound)
+
+
+def _paired(left: Any, right: Any, folders: tuple[Path, Path]) -> Iterator[tuple[str, Any]]:
+    """Every name of ``left`` then of ``right`` alone (mappings or traces), with the folder
+    that alone holds it, or ``None`` when both do."""
+    for name in [*left, *(n for n in right if n not in left)]:
+        yield name, None if name in left and name in right else folders[name not in left]
 
 
 def summary_record(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -226,9 +234,7 @@ def _array_difference(x: np.ndarray, y: np.ndarray, rtol: float) -> str | None:
     elif x.dtype != y.dtype:
         return f"dtype {x.dtype} != {y.dtype}"
     elif _floating(x):
-        with np.errstate(invalid="ignore"):
-            bound = rtol * np.maximum(np.abs(x), np.abs(y))
-            unequal = ~((x == y) | (np.isnan(x) & np.isnan(y)) | (np.abs(x - y) <= bound))
+        unequal = ~_close(x, y, rtol)
     else:
         unequal = x != y
     count = int(np.count_nonzero(unequal))
@@ -283,29 +289,28 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
     if not (isinstance(rtol, int | float) and math.isfinite(rtol) and rtol >= 0):
         raise ValueError(f"rtol must be a finite number >= 0 (0: bit for bit), got {rtol!r}")
     found = tables.load_results(a), tables.load_results(b)
+    folders = (found[0].folder, found[1].folder)
     left, right = (summary_record(r.summary) for r in found)
     diffs: list[Difference] = []
     numbers = fields = 0
-    for path in [*left, *(p for p in right if p not in left)]:
-        if path not in right or path not in left:
-            side = found[0 if path in left else 1].folder
-            diffs.append(Difference("summary.json", path, f"only in {side}", side))
+    for path, alone in _paired(left, right, folders):
+        if alone is not None:
+            diffs.append(Difference("summary.json", path, f"only in {alone}", alone))
             continue
         x, y = left[path], right[path]
         if tables.is_number(x) and tables.is_number(y):
             numbers += 1
-            same = _close(x, y, rtol) if isinstance(x, float) or isinstance(y, float) else x == y
+            floats = isinstance(x, float) or isinstance(y, float)
+            same = bool(_close(x, y, rtol)) if floats else x == y
         else:
             fields += 1
             same = type(x) is type(y) and x == y
         if not same:
             diffs.append(Difference("summary.json", path, f"{x!r} != {y!r}"))
-    traces = found[0].traces, found[1].traces
     arrays = 0
-    for name in [*traces[0], *(n for n in traces[1] if n not in traces[0])]:
-        if name not in traces[0] or name not in traces[1]:
-            side = found[0 if name in traces[0] else 1].folder
-            diffs.append(Difference("traces.npz", name, f"only in {side}", side))
+    for name, alone in _paired(found[0].traces, found[1].traces, folders):
+        if alone is not None:
+            diffs.append(Difference("traces.npz", name, f"only in {alone}", alone))
             continue
         arrays += 1
         # A fresh reader per array: a folder's traces can be larger than memory together.
@@ -313,6 +318,4 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
         detail = _array_difference(x, y, float(rtol))
         if detail is not None:
             diffs.append(Difference("traces.npz", name, f"{x.dtype} {x.shape}: {detail}"))
-    return Comparison(
-        found[0].folder, found[1].folder, float(rtol), numbers, fields, arrays, tuple(diffs)
-    )
+    return Comparison(*folders, float(rtol), numbers, fields, arrays, tuple(diffs))
