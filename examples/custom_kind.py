@@ -2,10 +2,11 @@
 
     PYTHONPATH=examples stabl-jax run examples/horizon_study.toml
 
-``stabl-jax run`` runs any config whose ``kind`` names a :class:`~stabl_jax.kinds.base.Kind`,
+``stabl-jax run`` runs any config whose ``kind`` names a
+:class:`~stabl_jax.experiment.kinds.base.Kind`,
 a shipped one (``"bandit"``, ``"bco"``, ``"hpo"``) or one of yours: ``examples/horizon_study.toml``
 names this module's :data:`KIND` by import path (``kind = "custom_kind:KIND"``), so the command
-above needs the module's folder on ``PYTHONPATH``; ``stabl_jax.register_kind(KIND)``
+above needs the module's folder on ``PYTHONPATH``; ``stabl_jax.experiment.register_kind(KIND)``
 would let a config say ``kind = "horizon_study"`` instead. The kind checks its own keys,
 simulates every learner at every horizon on the paper's expert-advice environment (each
 simulation checkpointed, so an interrupted run resumes), and writes a results folder like a
@@ -26,11 +27,11 @@ import jax
 import numpy as np
 
 from stabl_jax import ExpertAdvice, make, simulate
-from stabl_jax.io import plots as io_plots
-from stabl_jax.io.configs import Checker
-from stabl_jax.io.results import clean, environment_info, stat
-from stabl_jax.io.tables import plus_minus, text_table
-from stabl_jax.kinds import base
+from stabl_jax.experiment import plots as io_plots
+from stabl_jax.experiment.configs import Checker
+from stabl_jax.experiment.kinds import base
+from stabl_jax.experiment.results import clean, environment_info, stat
+from stabl_jax.experiment.tables import plus_minus, text_table
 from stabl_jax.metrics import mean_ci
 from stabl_jax.registry import LEARNERS
 

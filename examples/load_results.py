@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stabl_jax import load_results
+from stabl_jax.experiment import load_results
 
 
 def run_small_experiment(folder: Path) -> None:

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import ExpertAdvice, StABL, simulate
-from stabl_jax.io.results import Parser, count, interval_runs
+from stabl_jax.experiment.results import Parser, count, interval_runs
 from stabl_jax.metrics import mean_ci
 
 

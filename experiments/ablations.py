@@ -40,15 +40,15 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
-from stabl_jax.bench.benchmark import Timed, machine_info, time_in_turn
-from stabl_jax.io.results import Distinct, Parser, count, json_output, write_json
-from stabl_jax.provenance import code_version
+from stabl_jax.experiment.bench import Timed, machine_info, time_in_turn
+from stabl_jax.experiment.provenance import code_version
+from stabl_jax.experiment.results import Distinct, Parser, count, json_output, write_json
 
 #: The traces of the lazy path: everything but ``expected_loss`` that a bandit run records.
 LAZY_TRACES = ("played", "loss", "prob_best")
 
 #: One call of a variant -> ``(run seconds, compile seconds)``, ``None`` for the wall time
-#: of the call (what :class:`stabl_jax.bench.benchmark.Timed` times).
+#: of the call (what :class:`stabl_jax.experiment.bench.Timed` times).
 Timer = Callable[[], tuple[float | None, float | None]]
 
 
@@ -201,7 +201,7 @@ def ablations(runs: int, rounds: int) -> dict[str, dict[str, Any]]:
 
 def measure(spec: dict[str, Any], rounds: int, repeats: int) -> list[dict[str, Any]]:
     """Time ``spec``'s variants in alternating order (the benchmark's
-    :func:`~stabl_jax.bench.benchmark.time_in_turn`: a first, untimed call each, then
+    :func:`~stabl_jax.experiment.bench.time_in_turn`: a first, untimed call each, then
     ``repeats`` calls in turn); median rates relative to the first variant (the code's
     choice)."""
     cases = [

@@ -48,7 +48,9 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.io.results import (
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.kinds.bandit import BanditConfig
+from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
@@ -57,8 +59,6 @@ from stabl_jax.io.results import (
     interval_runs,
     stat,
 )
-from stabl_jax.kinds import load_config
-from stabl_jax.kinds.bandit import BanditConfig
 from stabl_jax.learners.base import BanditLearner
 
 #: The paired reference every gap is measured against.

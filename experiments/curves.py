@@ -5,7 +5,7 @@
 Reads each ``RESULTS_DIR/NAME`` with :func:`stabl_jax.load_results` (default: the eight
 Figure 1 folders ``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}`` that
 ``experiments/docs_numbers.sh`` writes; a missing one is skipped with a note, and none found
-is an error) and writes two PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.io.plots`,
+is an error) and writes two PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.experiment.plots`,
 every folder checked before any is drawn (exit 2 naming what is wrong):
 
 - ``NAME_regret.png``: the cumulative pseudo-regret against the best arm of each segment,
@@ -36,10 +36,17 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax import load_results, metrics
-from stabl_jax.io import plots
-from stabl_jax.io.results import Distinct, OutputError, Parser, need_runs, owned_figures, unpaired
-from stabl_jax.io.tables import TracesDamaged
+from stabl_jax import metrics
+from stabl_jax.experiment import load_results, plots
+from stabl_jax.experiment.results import (
+    Distinct,
+    OutputError,
+    Parser,
+    need_runs,
+    owned_figures,
+    unpaired,
+)
+from stabl_jax.experiment.tables import TracesDamaged
 
 FIGURE1 = tuple(
     f"expert_advice_{segments}-{steps}-{feedback}"

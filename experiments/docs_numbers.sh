@@ -67,9 +67,9 @@ unvalidated() {  # unvalidated FOLDER CONFIG LEARNER: Uniform and LEARNER, no in
 import sys
 from pathlib import Path
 
-from stabl_jax.io.results import ResultsFolder
-from stabl_jax.kinds import load_config, write_results
-from stabl_jax.kinds.bandit import run_experiment
+from stabl_jax.experiment.results import ResultsFolder
+from stabl_jax.experiment.kinds import load_config, write_results
+from stabl_jax.experiment.kinds.bandit import run_experiment
 
 out, name, learner = sys.argv[1:]
 config = load_config(name, [f'learners=["uniform", "{learner}"]', 'save_traces="all"'])

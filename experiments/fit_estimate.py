@@ -27,9 +27,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import cli, provenance
-from stabl_jax.io.results import Parser, json_output, write_json
-from stabl_jax.kinds import base, load_config, paired
+from stabl_jax.experiment import cli, provenance
+from stabl_jax.experiment.kinds import base, load_config, paired
+from stabl_jax.experiment.results import Parser, json_output, write_json
 
 BANDIT_LEARNERS = [
     "uniform",

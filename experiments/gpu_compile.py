@@ -52,11 +52,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from stabl_jax import provenance, registry, sharding
-from stabl_jax.bench.benchmark import default_horizon
+from stabl_jax import registry, sharding
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.envs.base import as_environment
-from stabl_jax.io.results import Parser, count, json_output, write_json
+from stabl_jax.experiment import provenance
+from stabl_jax.experiment.bench import default_horizon
+from stabl_jax.experiment.results import Parser, count, json_output, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 

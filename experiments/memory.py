@@ -19,9 +19,9 @@ import time
 import jax
 
 from stabl_jax import ExpertAdvice, StABL
-from stabl_jax.bench.benchmark import machine_info, rss_bytes
-from stabl_jax.io.results import Distinct, Parser, count, json_output, write_json
-from stabl_jax.provenance import code_version
+from stabl_jax.experiment.bench import machine_info, rss_bytes
+from stabl_jax.experiment.provenance import code_version
+from stabl_jax.experiment.results import Distinct, Parser, count, json_output, write_json
 from stabl_jax.streaming import simulate_summaries
 
 

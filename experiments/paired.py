@@ -31,8 +31,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stabl_jax import metrics, read_summary, read_traces
-from stabl_jax.io.results import Distinct, Parser, need_runs, unpaired
+from stabl_jax import metrics
+from stabl_jax.experiment import read_summary, read_traces
+from stabl_jax.experiment.results import Distinct, Parser, need_runs, unpaired
 
 
 class Folders:

@@ -78,11 +78,11 @@ from pathlib import Path
 
 import numpy as np
 
-from stabl_jax.bench import benchmark
+from stabl_jax.experiment import bench as benchmark
+from stabl_jax.experiment import plots
+from stabl_jax.experiment.results import Distinct, Parser, need_runs, read_summary, write_text
+from stabl_jax.experiment.tables import TraceFile, finished_folder, read_json_object
 from stabl_jax.hpo_metrics import log10_gap
-from stabl_jax.io import plots
-from stabl_jax.io.results import Distinct, Parser, need_runs, read_summary, write_text
-from stabl_jax.io.tables import TraceFile, finished_folder, read_json_object
 
 Z_95 = 1.959963984540054
 #: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.

@@ -12,7 +12,7 @@ base code on
 ``PYTHONPATH`` (a ``git worktree`` of REV in a temporary folder, removed at the end, or the
 checkout DIR), reading the base's own copy of the config file, and once with this checkout's.
 The two results folders are then compared as ``stabl-jax compare`` compares them
-(:mod:`stabl_jax.io.compare`: every value of ``summary.json`` but the run record, and every
+(:mod:`stabl_jax.experiment.compare`: every value of ``summary.json`` but the run record, and every
 trace). ``--config FILE`` makes one run of FILE instead, the same file for both codes.
 
 Prints a row per run and, for a run that differs, what differs. Exit 0 when every run gives
@@ -32,8 +32,8 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from stabl_jax.io import compare
-from stabl_jax.io.results import Distinct, Parser
+from stabl_jax.experiment import compare
+from stabl_jax.experiment.results import Distinct, Parser
 
 REPO = Path(__file__).resolve().parents[1]
 #: ``name: (config, arguments)``: the runs compared, every (R, T) trace kept for the bandit ones.

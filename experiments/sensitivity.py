@@ -4,12 +4,13 @@
 
 Reads every ``SWEEPS_DIR/NAME/sweep.json`` (``tune.py ... --out SWEEPS_DIR/NAME``: every grid
 point's mean reward over its runs and the 95% half-width) and writes into ``OUT_DIR``, with
-:mod:`stabl_jax.io.plots`:
+:mod:`stabl_jax.experiment.plots`:
 
 - ``NAME_sensitivity.png``: per learner with two swept params (StABL's expert and meta scales,
   EXP3's scale and exploration rate) a heatmap of the mean reward, the chosen point boxed,
   the points whose interval overlaps the chosen one's dotted, and the grid edge in the panel
-  title when the chosen point is on the grid's border (:func:`stabl_jax.io.plots.grid_edges`);
+  title when the chosen point is on the grid's border
+  (:func:`stabl_jax.experiment.plots.grid_edges`);
 - ``NAME_sensitivity_1d.png``: the learners with one swept param, mean reward against it
   with its band, the chosen value starred, the grid's ends dotted (only if there are any).
 
@@ -24,15 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from stabl_jax.io import plots
-from stabl_jax.io.results import OutputError, Parser, need_runs, owned_figures
-from stabl_jax.io.tables import read_json_object
+from stabl_jax.experiment import plots
+from stabl_jax.experiment.results import OutputError, Parser, need_runs, owned_figures
+from stabl_jax.experiment.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"
 
 
 def grid_of(name: str, entry: dict) -> plots.Grid:
-    """The :class:`~stabl_jax.io.plots.Grid` of a two-param learner's sweep entry."""
+    """The :class:`~stabl_jax.experiment.plots.Grid` of a two-param learner's sweep entry."""
     fx, fy = entry["fields"]
     points = np.asarray(entry["points"], np.float64)
     x, y = np.unique(points[:, 0]), np.unique(points[:, 1])

@@ -349,7 +349,7 @@ POINT_KEYS: dict[tuple[str, ...], str] = {
 def check_sets(sets: Sequence[str]) -> None:
     """Raise ``ValueError`` for a ``--set`` of a key the study sets for each point
     (:data:`POINT_KEYS`), naming the flag to use instead, or a malformed one."""
-    from stabl_jax.io.configs import parse_override
+    from stabl_jax.experiment.configs import parse_override
 
     for text in sets:
         keys = parse_override(text)[0]
@@ -403,9 +403,10 @@ def point_memory_bytes(
     config_suffix: str = "",
 ) -> int:
     """The peak host memory ``stabl-jax run`` estimates for one point
-    (:func:`stabl_jax.kinds.paired.estimate_resources`, the estimate it checks at its start)."""
-    from stabl_jax.kinds import load_config
-    from stabl_jax.kinds.paired import estimate_resources
+    (:func:`stabl_jax.experiment.kinds.paired.estimate_resources`, the estimate it checks at its
+    start)."""
+    from stabl_jax.experiment.kinds import load_config
+    from stabl_jax.experiment.kinds.paired import estimate_resources
 
     config = load_config(
         point_config_path(adversary, config_suffix),
@@ -452,12 +453,13 @@ def run_within_memory(
     Raises ``ValueError`` before running anything when an item alone exceeds the budget; the
     first exception of ``run_one`` is raised once the running items have finished. A
     ``KeyboardInterrupt`` while items run (Ctrl-C; SIGTERM under
-    :func:`stabl_jax.cli.sigterm_interrupts`) starts nothing more, calls ``stop`` with it (to
+    :func:`stabl_jax.experiment.cli.sigterm_interrupts`) starts nothing more, calls ``stop`` with
+    it (to
     end the running items early) and is raised once they have returned.
     Returns ``{name: run_one's result}``."""
     too_large = [(name, need) for name, need, _ in items if need > budget_bytes]
     if too_large:
-        from stabl_jax.io import tables
+        from stabl_jax.experiment import tables
 
         names = ", ".join(f"{name} (about {tables.byte_size(need)})" for name, need in too_large)
         raise ValueError(
@@ -523,8 +525,8 @@ def run_points(
     (default: the host memory available when the study starts), so that points which would
     not fit beside each other run one after the other (:func:`run_within_memory`). The
     estimates use JAX in this process (:func:`main` keeps it on the CPU)."""
-    from stabl_jax import cli
-    from stabl_jax.io.results import is_complete
+    from stabl_jax.experiment import cli
+    from stabl_jax.experiment.results import is_complete
 
     out.mkdir(parents=True, exist_ok=True)
     todo = []
@@ -609,8 +611,8 @@ def run_points(
 def load_point(folder: Path) -> dict[str, Any]:
     """``{"windows", "runs", "arms", "seconds", "change_points", "learners": {name: {"sa":
     (R, K), "queries"}}}`` of one results folder."""
-    from stabl_jax.io.results import TRACES, read_summary
-    from stabl_jax.io.tables import TraceFile
+    from stabl_jax.experiment.results import TRACES, read_summary
+    from stabl_jax.experiment.tables import TraceFile
 
     summary = read_summary(folder)
     keys = ["sa_window_lengths", "env/change_points"]
@@ -641,9 +643,9 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
     ``<folder>/env/change_points``, ``<folder>/sa_window_lengths``) and
     ``<prefix>_summaries.json`` (``{folder: summary.json}``). Small enough to move between
     machines where the full ``traces.npz`` (hundreds of MB per point) is not."""
-    from stabl_jax.io.checkpoints import atomic_write
-    from stabl_jax.io.results import read_summary, write_text
-    from stabl_jax.io.tables import TraceFile
+    from stabl_jax.experiment.checkpoints import atomic_write
+    from stabl_jax.experiment.results import read_summary, write_text
+    from stabl_jax.experiment.tables import TraceFile
 
     arrays: dict[str, np.ndarray] = {}
     summaries: dict[str, Any] = {}
@@ -665,7 +667,7 @@ def write_bundle(folders: Sequence[Path], prefix: Path) -> list[Path]:
 def is_bundle(prefix: Path) -> bool:
     """True when ``<prefix>_summaries.json`` is a :func:`write_bundle` file: a JSON object
     of results folders' summaries (each with its ``config`` and ``learners``)."""
-    from stabl_jax.io.checkpoints import read_json
+    from stabl_jax.experiment.checkpoints import read_json
 
     summaries = read_json(prefix.parent / f"{prefix.name}_summaries.json")
     return summaries is not None and all(
@@ -676,7 +678,7 @@ def is_bundle(prefix: Path) -> bool:
 def bundle_files(prefix: Path) -> tuple[Path, ...]:
     """``<prefix>_sa.npz`` and ``<prefix>_summaries.json``; ``OutputError`` if one is there
     and they are not a previous bundle (a user's file is never replaced)."""
-    from stabl_jax.io.results import only_ours
+    from stabl_jax.experiment.results import only_ours
 
     bundle = is_bundle(prefix)
     return only_ours(
@@ -693,15 +695,16 @@ def bundle_files(prefix: Path) -> tuple[Path, ...]:
 def read_bundle(prefix: Path, out: Path) -> list[Path]:
     """Rebuild slim results folders (``summary.json``, its ``results.csv``, a ``traces.npz``
     with the SA(L) arrays only) under ``out`` from a :func:`write_bundle` pair, each written
-    and committed as ``stabl-jax run`` does (:class:`stabl_jax.io.results.ResultsFolder`), so
+    and committed as ``stabl-jax run`` does (:class:`stabl_jax.experiment.results.ResultsFolder`),
+    so
     that ``--force`` may replace it with a full run later.
 
     Raises:
       ValueError: a folder to rebuild exists already (its files, a full run's traces perhaps,
         would be replaced); nothing is written.
     """
-    from stabl_jax.io.results import ResultsFolder
-    from stabl_jax.io.tables import TraceFile, read_json_object
+    from stabl_jax.experiment.results import ResultsFolder
+    from stabl_jax.experiment.tables import TraceFile, read_json_object
 
     remedy = "write the bundle again with --bundle"
     summaries = read_json_object(prefix.parent / f"{prefix.name}_summaries.json", remedy)
@@ -779,9 +782,9 @@ def dry_run(
     """What ``--dry-run`` prints: each point of ``configs`` (:func:`check_plan`) complete,
     or to run with what ``stabl-jax run`` estimates it needs (memory, disk, time), and the
     points' total time; nothing is computed or written."""
-    from stabl_jax.io.results import is_complete
-    from stabl_jax.kinds.base import needs_line, rough_times
-    from stabl_jax.kinds.paired import estimate_resources
+    from stabl_jax.experiment.kinds.base import needs_line, rough_times
+    from stabl_jax.experiment.kinds.paired import estimate_resources
+    from stabl_jax.experiment.results import is_complete
 
     lines = [f"[study] dry run: {len(configs)} points under {out}"]
     width = max(len(point_folder(out, *key).name) for key in configs)
@@ -820,7 +823,7 @@ def check_plan(
     config, an arm count or ``--set`` it refuses raises ``ConfigError`` here) and check the
     table and fit windows against its ``sa_windows``: before any point runs. Returns the
     config of each point of ``plan``."""
-    from stabl_jax.kinds import load_config
+    from stabl_jax.experiment.kinds import load_config
 
     configs = {}
     for (adversary, n, group), learners in plan.items():
@@ -848,7 +851,7 @@ def check_complete_points(
     """A complete point under ``out`` is used as it is (without ``--force``; analysed by
     ``--analyse-only`` with settings given), so it must have run its config of ``configs``
     (:func:`check_plan`; :func:`settings_differ`), else ``ValueError`` naming ``remedy``."""
-    from stabl_jax.io.results import is_complete
+    from stabl_jax.experiment.results import is_complete
 
     for (adversary, n, group), config in configs.items():
         folder = point_folder(out, adversary, n, group)
@@ -872,8 +875,8 @@ def settings_differ(folder: Path, config: Any) -> list[str]:
     ``learner.NAME.constructor.FIELD``, ``learner.NAME.params.FIELD``), so that a default
     written out is no difference; the other keys of the config as written, tables by dotted
     keys, the file path, overrides and description aside."""
-    from stabl_jax.io.results import read_summary
-    from stabl_jax.kinds.paired import env_record, learner_record
+    from stabl_jax.experiment.kinds.paired import env_record, learner_record
+    from stabl_jax.experiment.results import read_summary
 
     def flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -1007,7 +1010,7 @@ def _bound(name: str) -> tuple[str, str]:
     if name in PAPER_ROWS:
         algorithm, bound, _ = PAPER_ROWS[name]
         return algorithm, bound
-    from stabl_jax.io import plots
+    from stabl_jax.experiment import plots
 
     return plots.label(name), OTHER_BOUNDS.get(name, "–")
 
@@ -1018,7 +1021,7 @@ def load_analysis(folder: Path) -> dict[str, Any]:
     path = Path(folder) / "study.json"
     if not path.is_file():
         raise FileNotFoundError(f"no {path}; run experiments/study.py --out {folder} first")
-    from stabl_jax.io.tables import read_json_object
+    from stabl_jax.experiment.tables import read_json_object
 
     remedy = f"run experiments/study.py --out {folder} --analyse-only again"
     analysis = read_json_object(path, remedy)["analysis"]
@@ -1196,7 +1199,7 @@ def _curve(ax: Any, x: np.ndarray, mean: np.ndarray, half: np.ndarray, style: di
 
 def _style(colors: Mapping[str, Any], index: int, name: str, label: str) -> dict:
     """A learner's fixed colour (across figures), its marker and its legend label."""
-    from stabl_jax.io import plots
+    from stabl_jax.experiment import plots
 
     marker = plots.MARKERS[index % len(plots.MARKERS)]
     return {"color": colors[name], "marker": marker, "label": label}
@@ -1212,7 +1215,7 @@ def _finish(ax: Any, title: str, xlabel: str, legend_loc: str) -> None:
 
 def _save(plt: Any, fig: Any, title: str, path: Path) -> Path:
     fig.suptitle(title, fontsize=12)
-    from stabl_jax.io import plots
+    from stabl_jax.experiment import plots
 
     try:
         return plots.save_figure(fig, path)
@@ -1229,7 +1232,7 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
     """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and
     ``<prefix>_<adversary>_sa_vs_n.png`` (one panel per table window); means with their 95%
     intervals, and the slope-1/2 and slope-1 guides."""
-    from stabl_jax.io import plots
+    from stabl_jax.experiment import plots
 
     plt = plots.pyplot()
     folder.mkdir(parents=True, exist_ok=True)
@@ -1321,7 +1324,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from stabl_jax.io.results import Distinct, Parser, distinct, interval_runs
+    from stabl_jax.experiment.results import Distinct, Parser, distinct, interval_runs
 
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/study", help="folder of the study's points")
@@ -1403,7 +1406,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     out = Path(args.out)
-    from stabl_jax.io.results import OutputError, owned_figures, owned_files, write_json, write_text
+    from stabl_jax.experiment.results import (
+        OutputError,
+        owned_figures,
+        owned_files,
+        write_json,
+        write_text,
+    )
 
     try:  # before any point runs: a user's study.md, figure or bundle is never replaced
         owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
@@ -1461,7 +1470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import jax
 
             jax.config.update("jax_platforms", "cpu")
-        from stabl_jax.cli import (
+        from stabl_jax.experiment.cli import (
             EXIT_FAILURE,
             EXIT_INTERRUPTED,
             EXIT_TERMINATED,
@@ -1485,7 +1494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:  # Ctrl-C here, between points or while --jobs processes run
             print(f"error: interrupted; {resume}", file=sys.stderr)
             return EXIT_INTERRUPTED
-    from stabl_jax.io.results import is_complete
+    from stabl_jax.experiment.results import is_complete
 
     points = {}
     loaded: dict[tuple[str, int], list[dict[str, Any]]] = {}

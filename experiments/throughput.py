@@ -15,7 +15,7 @@ import platform
 import jax
 
 from stabl_jax import LEARNERS, ExpertAdvice, make, simulate
-from stabl_jax.io.results import Parser, count, json_output, write_json
+from stabl_jax.experiment.results import Parser, count, json_output, write_json
 
 
 def main() -> None:

@@ -33,8 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.io.configs import parse_override, resolve_config
-from stabl_jax.io.results import (
+from stabl_jax.experiment.configs import parse_override, resolve_config
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.kinds.paired import ExperimentConfig
+from stabl_jax.experiment.results import (
     OutputError,
     Parser,
     environment_info,
@@ -43,8 +45,6 @@ from stabl_jax.io.results import (
     writable_folder,
     write_text,
 )
-from stabl_jax.kinds import load_config
-from stabl_jax.kinds.paired import ExperimentConfig
 
 TUNING_SEED_OFFSET = 1_000_003
 

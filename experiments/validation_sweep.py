@@ -43,7 +43,7 @@ import numpy as np
 from stabl_jax import LEARNERS, checks, estimators, make, simulate
 from stabl_jax.envs.bernoulli import PiecewiseBernoulli
 from stabl_jax.envs.expert_advice import ExpertAdvice
-from stabl_jax.io.results import Distinct, Parser, count, json_output, write_json
+from stabl_jax.experiment.results import Distinct, Parser, count, json_output, write_json
 
 EPS = float(jnp.finfo(jnp.float32).eps)
 #: What ``divergence`` compares: the arms played and the losses (the other traces are not kept).

@@ -9,16 +9,15 @@ The top level holds what a user calls; the rest is imported from its subpackage:
 convex optimisation from :mod:`stabl_jax.bco` (learners) and :mod:`stabl_jax.envs.convex`,
 algorithm selection from :mod:`stabl_jax.envs.hpo` and :mod:`stabl_jax.hpo_metrics`, metrics
 from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry` (the experiment
-kinds' from :mod:`stabl_jax.kinds`).
+kinds' from :mod:`stabl_jax.experiment.kinds`).
 """
+
+from typing import Any
 
 # First: checks the installed JAX, chex and optax before any module uses them (versions.py)
 from stabl_jax import versions
 from stabl_jax.bco import BCOLearner
 from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
-from stabl_jax.io.results import read_summary, read_traces
-from stabl_jax.io.tables import Results, load_results
-from stabl_jax.kinds import register_kind
 from stabl_jax.learners import (
     DUCB,
     EXP3,
@@ -43,6 +42,17 @@ from stabl_jax.simulate import SimResult, simulate
 
 __version__ = versions.__version__
 
+
+def __getattr__(name: str) -> Any:
+    """``stabl_jax.load_results``: loaded on first use, so ``import stabl_jax`` stays the
+    library and loads none of :mod:`stabl_jax.experiment`."""
+    if name == "load_results":
+        from stabl_jax.experiment.tables import load_results
+
+        return load_results
+    raise AttributeError(f"module 'stabl_jax' has no attribute {name!r}")
+
+
 __all__ = [
     "DUCB",
     "ENVS",
@@ -61,7 +71,6 @@ __all__ = [
     "Hedge",
     "PiecewiseBernoulli",
     "PiecewiseEnv",
-    "Results",
     "SAOLHedge",
     "SimResult",
     "StABL",
@@ -74,10 +83,7 @@ __all__ = [
     "load_results",
     "make",
     "make_env",
-    "read_summary",
-    "read_traces",
     "register_env",
-    "register_kind",
     "register_learner",
     "simulate",
 ]

@@ -4,7 +4,7 @@ Dolan-More performance profiles.
 
 :func:`simulate_selection` runs one learner on one BBOB problem, many repeats vmapped in one
 program, and :func:`simulate_suite` on several problems of one dimension and budget at once;
-the algorithm-selection experiment (:mod:`stabl_jax.kinds.selection`) runs every compared
+the algorithm-selection experiment (:mod:`stabl_jax.experiment.kinds.selection`) runs every compared
 learner with the same key, so repeat ``i`` has the same shift and rotation for every learner.
 Learners (the paper's four plus StABL Naive), built by :func:`make_hpo_learner` from the
 registry with ``feedback="reward"`` (the paper's setting; Uniform has no feedback) and
@@ -25,7 +25,7 @@ The score against a baseline (the paper's "performance profile score against the
 baseline") is the difference of the two scores in the two-solver profile {s, baseline}, in
 ``[-1, 1]``, positive when ``s`` does better; computed at every evaluation count it is a curve.
 
-No plotting here (``stabl_jax.io.plots`` draws); everything returns NumPy arrays.
+No plotting here (``stabl_jax.experiment.plots`` draws); everything returns NumPy arrays.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ class SimResult:
       arrays: the recorded traces by name.
       carry: the final :class:`RunCarry` (learner and environment states, runs-leading);
         ``None`` for a run restored from a finished checkpoint whose state was dropped
-        (:meth:`~stabl_jax.io.checkpoints.ChunkCheckpoint.drop_state`).
+        (:meth:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint.drop_state`).
       compile_seconds: time spent compiling the chunk program(s).
       run_seconds: time spent running them (excluding compilation).
       offered: the trace names that read ``None`` when not recorded.
@@ -476,7 +476,7 @@ def simulate(
         rate at 0.60x the plain one for EXP3 and 0.71-0.97x for StABL, SAOL and the authors'
         StABL (n = 30, R = 64 and 1,024, 2-core CPU, 2026-11-26). A library call with losses
         outside [0, 1] is therefore simulated without a word unless ``validate=True``.
-      checkpoint: a :class:`~stabl_jax.io.checkpoints.ChunkCheckpoint`: resume from it, and
+      checkpoint: a :class:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint`: resume from it, and
         save the loop state and outputs after every chunk (see :func:`run_chunks`).
       runs_per_block: runs stepped together on a device (``None``: chosen, see
         :func:`stabl_jax.sharding.plan_runs`). The runs are split over every device JAX sees;
@@ -531,7 +531,7 @@ def simulate(
         checks.check_interface(
             "checkpoint",
             checkpoint,
-            "a stabl_jax.io.checkpoints.ChunkCheckpoint",
+            "a stabl_jax.experiment.checkpoints.ChunkCheckpoint",
             ("restore", "save"),
         )
     bandit = as_environment(env) is not env
@@ -763,7 +763,7 @@ def run_chunks(
         ``(R, horizon, ...)`` with rounds ``[0, t0)`` filled, those in ``names`` at least;
         others are dropped), and
         ``save(carry, chunk_outputs, start, stop)``, called after each chunk
-        (:class:`stabl_jax.io.checkpoints.ChunkCheckpoint` writes them atomically).
+        (:class:`stabl_jax.experiment.checkpoints.ChunkCheckpoint` writes them atomically).
       host_threads: split the runs into this many equal groups, each stepped by the same
         compiled program from its own thread (:mod:`stabl_jax.sharding`, "Host threads");
         ``R`` must be a multiple of it. Outputs and carry are those of one call.

@@ -22,8 +22,9 @@ import pytest
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
-from stabl_jax import LEARNERS, ExpertAdvice, compile_cache, make  # noqa: E402
-from stabl_jax.io.results import MARKER, MARKER_FORMAT  # noqa: E402
+from stabl_jax import LEARNERS, ExpertAdvice, make  # noqa: E402
+from stabl_jax.experiment import compile_cache  # noqa: E402
+from stabl_jax.experiment.results import MARKER, MARKER_FORMAT  # noqa: E402
 
 # One persistent compilation cache per test run, in a temporary folder that the run removes
 # at its end (never the user's cache folder): the xdist workers, and the command-line runs
@@ -204,7 +205,7 @@ def numbers(summary: dict) -> dict:
 def assert_same_results(folder, reference) -> None:
     """A complete results folder whose traces and every number of ``summary.json`` are
     bitwise those of ``reference``."""
-    from stabl_jax.io.results import COMPLETE, read_summary, read_traces
+    from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
 
     assert (Path(folder) / COMPLETE).is_file()
     traces, expected = read_traces(folder), read_traces(reference)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.io.results import ResultsFolder
+from stabl_jax.experiment.results import ResultsFolder
 from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_segment_rewards_record_the_loss_alone(monkeypatch):
     import jax
 
     from stabl_jax import metrics
-    from stabl_jax.kinds import load_config
+    from stabl_jax.experiment.kinds import load_config
 
     script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_traces")
     simulate, kept = script.simulate, []

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from stabl_jax import DUCB, EXP3, SWUCB, Exp3IX, Exp3S, make
-from stabl_jax.io.configs import ConfigError
-from stabl_jax.kinds import load_config
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import load_config
 
 N, T = 5, 128
 BASELINES = ("exp3s", "exp3_ix", "sw_ucb", "d_ucb")

@@ -21,14 +21,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import cli
 from stabl_jax.bco import simulate as bco_simulate
 from stabl_jax.envs.convex import CustomConvex, MovingTarget
-from stabl_jax.io.configs import ConfigError
-from stabl_jax.io.results import COMPLETE, read_summary, read_traces
-from stabl_jax.kinds import load_config, paired
-from stabl_jax.kinds.base import needs_line
-from stabl_jax.kinds.bco import BCO_PLOT_FILES
+from stabl_jax.experiment import cli
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import load_config, paired
+from stabl_jax.experiment.kinds.base import needs_line
+from stabl_jax.experiment.kinds.bco import BCO_PLOT_FILES
+from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
 from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import write_config_variant
 

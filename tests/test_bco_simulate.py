@@ -289,7 +289,7 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
         sa_runs_per_block,
         window_comparators,
     )
-    from stabl_jax.kinds import load_config
+    from stabl_jax.experiment.kinds import load_config
 
     cfg = load_config(config, [], runs=8, seed=0)
     env = cfg.make_env()
@@ -326,7 +326,7 @@ def test_sa_blocks_are_cut_to_their_memory_bound(monkeypatch):
     the shipped configs' blocks (hence their numbers) unchanged, and the default blocks of
     ``paired_bco_adaptive_regret`` are the cut ones."""
     from stabl_jax.bco import simulate as bco_simulate
-    from stabl_jax.kinds import load_config
+    from stabl_jax.experiment.kinds import load_config
 
     sizes = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
     for name, size in sizes.items():  # every run in one block, as before the cut

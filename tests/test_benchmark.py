@@ -11,8 +11,8 @@ from pathlib import Path
 import jax
 import pytest
 
-from stabl_jax import cli
-from stabl_jax.bench import benchmark
+from stabl_jax.experiment import bench as benchmark
+from stabl_jax.experiment import cli
 
 simulate = importlib.import_module("stabl_jax.simulate")
 

@@ -19,15 +19,21 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import ENVS, LEARNERS, cli, metrics, provenance
-from stabl_jax.io.configs import ConfigError, parse_override, resolve_config, shipped_configs
-from stabl_jax.io.results import COMPLETE, read_summary, read_traces
-from stabl_jax.io.tables import load_results
-from stabl_jax.kinds import KINDS, load_config, paired
-from stabl_jax.kinds import bandit as experiment
-from stabl_jax.kinds.bandit import PLOT_FILES, arm_dtype
-from stabl_jax.kinds.base import rough_times
-from stabl_jax.kinds.paired import MUTED_WARNING, default_sa_windows
+from stabl_jax import ENVS, LEARNERS, metrics
+from stabl_jax.experiment import cli, provenance
+from stabl_jax.experiment.configs import (
+    ConfigError,
+    parse_override,
+    resolve_config,
+    shipped_configs,
+)
+from stabl_jax.experiment.kinds import KINDS, load_config, paired
+from stabl_jax.experiment.kinds import bandit as experiment
+from stabl_jax.experiment.kinds.bandit import PLOT_FILES, arm_dtype
+from stabl_jax.experiment.kinds.base import rough_times
+from stabl_jax.experiment.kinds.paired import MUTED_WARNING, default_sa_windows
+from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
+from stabl_jax.experiment.tables import load_results
 from tests.conftest import numbers, write_config_variant
 
 REPO = Path(__file__).resolve().parent.parent
@@ -681,8 +687,9 @@ def test_python_m_stabl_jax_list(tmp_path):
 
 def test_face_modules_do_not_import_matplotlib():
     code = (
-        "import sys, stabl_jax.cli, stabl_jax.io.configs, stabl_jax.kinds, "
-        "stabl_jax.io.results, stabl_jax.io.plots; assert 'matplotlib' not in sys.modules"
+        "import sys, stabl_jax.experiment.cli, stabl_jax.experiment.configs, "
+        "stabl_jax.experiment.kinds, stabl_jax.experiment.results, stabl_jax.experiment.plots; "
+        "assert 'matplotlib' not in sys.modules"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],

@@ -1,4 +1,4 @@
-"""``stabl-jax compare`` and :func:`stabl_jax.io.compare.compare_folders`: two runs of one
+"""``stabl-jax compare`` and :func:`stabl_jax.experiment.compare.compare_folders`: two runs of one
 experiment agree, whatever their run record; a changed bit, value, array or integer type is
 found and named; ``--rtol`` accepts float rounding only; a folder that cannot be read is exit
 2."""
@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax import cli
-from stabl_jax.io import compare
-from stabl_jax.io.results import environment_info
+from stabl_jax.experiment import cli, compare
+from stabl_jax.experiment.results import environment_info
 from tests.conftest import flip_a_byte_of
 
 CONFIG = """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stabl_jax import compile_cache
+from stabl_jax.experiment import compile_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +34,7 @@ def test_empty_folder_is_an_error(monkeypatch, capsys):
         compile_cache.resolve("  ", {})
     # The command line: a usage error (exit 2, one line), not an unexpected failure (exit 1)
     # with a traceback, whether the flag or the environment variable is empty.
-    from stabl_jax import cli
+    from stabl_jax.experiment import cli
 
     assert cli.main(["--compile-cache", "", "list"]) == cli.EXIT_USAGE
     monkeypatch.setenv(compile_cache.ENV_VAR, " ")
@@ -73,7 +73,8 @@ def test_version_flag(capsys, monkeypatch):
     import jax
     import numpy as np
 
-    from stabl_jax import __version__, cli
+    from stabl_jax import __version__
+    from stabl_jax.experiment import cli
     from stabl_jax.versions import installed_version
 
     monkeypatch.setenv("COLUMNS", "40")

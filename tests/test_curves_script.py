@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax import cli, load_results
-from stabl_jax.io import results
+from stabl_jax.experiment import cli, load_results, results
 from tests.conftest import flip_a_byte_of
 from tests.scripts import load_script
 

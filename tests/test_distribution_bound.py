@@ -27,7 +27,7 @@ import pytest
 from jax.experimental import checkify
 
 from stabl_jax import ExpertAdvice, checks, make, simulate
-from stabl_jax.kinds import load_config
+from stabl_jax.experiment.kinds import load_config
 
 EPS = float(jnp.finfo(jnp.float32).eps)
 

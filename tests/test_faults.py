@@ -33,18 +33,19 @@ import matplotlib.figure
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, cli, load_results, read_traces, simulate
-from stabl_jax.io import checkpoints as checkpoint
-from stabl_jax.io import results as results_module
-from stabl_jax.io.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
-from stabl_jax.io.results import (
+from stabl_jax import EXP3, ExpertAdvice, simulate
+from stabl_jax.experiment import checkpoints as checkpoint
+from stabl_jax.experiment import cli, load_results, read_traces
+from stabl_jax.experiment import results as results_module
+from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
+from stabl_jax.experiment.kinds import bandit as experiment_module
+from stabl_jax.experiment.results import (
     COMPLETE,
     MARKER,
     OutputError,
     ResultsFolder,
     read_summary,
 )
-from stabl_jax.kinds import bandit as experiment_module
 from tests.conftest import assert_same_results, mark_as_ours
 
 REPO = Path(__file__).resolve().parent.parent
@@ -976,8 +977,8 @@ def test_the_memory_estimate_counts_the_largest_chunk_twice():
     """A chunk's outputs exist on the device and on the host before they join the traces:
     the estimate holds twice the widest learner's chunk (once left out: a run it passed was
     killed for memory)."""
-    from stabl_jax.kinds import load_config
-    from stabl_jax.kinds.paired import estimate_resources
+    from stabl_jax.experiment.kinds import load_config
+    from stabl_jax.experiment.kinds.paired import estimate_resources
 
     sets = ["runs=50", "env.num_arms=40", 'learners=["exp3","saol_hedge"]']
     small, large = (
@@ -994,8 +995,8 @@ def test_automatic_chunks_are_sized_for_the_widest_learner(monkeypatch):
     budget (1/8 of the memory available): the chunk size follows the bytes the kind records
     per run and round (it once assumed 32 for every kind, and a kind recording more went
     over the budget)."""
-    from stabl_jax.kinds import bandit, load_config
-    from stabl_jax.kinds.paired import recorded_bytes, resolve_chunk_size
+    from stabl_jax.experiment.kinds import bandit, load_config
+    from stabl_jax.experiment.kinds.paired import recorded_bytes, resolve_chunk_size
 
     # the module (the package's ``simulate`` is the function of the same name)
     simulate_module = sys.modules["stabl_jax.simulate"]
@@ -1019,8 +1020,8 @@ def test_a_bandit_run_records_what_it_reads_not_the_queried_arms():
     scaling study's n = 300 point need 21 GiB, for a trace nothing reads. A bandit run
     records the summary's and ``save_traces``' traces only, 16 bytes per run and round
     whatever the number of queries."""
-    from stabl_jax.kinds import bandit, load_config
-    from stabl_jax.kinds.paired import simulate_learners
+    from stabl_jax.experiment.kinds import bandit, load_config
+    from stabl_jax.experiment.kinds.paired import simulate_learners
 
     config = load_config(
         "expert_advice_equal",

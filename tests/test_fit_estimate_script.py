@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.kinds import paired
+from stabl_jax.experiment.kinds import paired
 from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]

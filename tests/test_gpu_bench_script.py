@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import make
-from stabl_jax.bench import benchmark
+from stabl_jax.experiment import bench as benchmark
 from tests.scripts import ROOT, load_script
 
 gpu_bench = load_script(ROOT / "experiments" / "gpu_bench.py")

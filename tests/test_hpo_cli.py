@@ -13,20 +13,20 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import cli
-from stabl_jax.io.checkpoints import (
+from stabl_jax.experiment import cli
+from stabl_jax.experiment.checkpoints import (
     STATE,
     CheckpointMismatch,
     ExperimentCheckpoints,
     experiment_identity,
     load_arrays,
 )
-from stabl_jax.io.configs import ConfigError
-from stabl_jax.io.results import COMPLETE, ResultsFolder, read_summary, read_traces
-from stabl_jax.io.tables import byte_size, duration
-from stabl_jax.kinds import load_config, write_results
-from stabl_jax.kinds import selection as hpo_experiment
-from stabl_jax.kinds.selection import HPOProblem, run_hpo_experiment
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import load_config, write_results
+from stabl_jax.experiment.kinds import selection as hpo_experiment
+from stabl_jax.experiment.kinds.selection import HPOProblem, run_hpo_experiment
+from stabl_jax.experiment.results import COMPLETE, ResultsFolder, read_summary, read_traces
+from stabl_jax.experiment.tables import byte_size, duration
 from stabl_jax.learners.exp3 import EXP3
 from tests.conftest import write_config_variant
 
@@ -257,8 +257,8 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
     """The estimate's loop state per run (:func:`run_state_bytes`, from shapes alone) is the
     state a run of the kind's own environment and learner holds, byte for byte (the Eagle
     pools in it are the largest part of a run's memory at the shipped dimensions)."""
+    from stabl_jax.experiment.kinds.base import tree_bytes
     from stabl_jax.hpo_metrics import simulate_selection
-    from stabl_jax.kinds.base import tree_bytes
 
     config = load_config("hpo_bbob_sphere", TINY)
     group = hpo_experiment.problem_groups(config)[0]

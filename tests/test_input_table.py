@@ -33,28 +33,28 @@ from stabl_jax import (
     PiecewiseBernoulli,
     StABL,
     Uniform,
-    cli,
     hpo_metrics,
     make,
     metrics,
 )
 from stabl_jax.bco.simulate import bco_adaptive_regret, paired_bco_adaptive_regret
-from stabl_jax.bench import benchmark
 from stabl_jax.checks import checked_step
 from stabl_jax.domains import Ball
 from stabl_jax.envs.bbob import BBOBFunction
 from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
 from stabl_jax.envs.hpo import HPOEnv
-from stabl_jax.io.checkpoints import (
+from stabl_jax.experiment import bench as benchmark
+from stabl_jax.experiment import cli
+from stabl_jax.experiment.checkpoints import (
     CheckpointMismatch,
     ChunkCheckpoint,
     experiment_identity,
     save_arrays,
 )
-from stabl_jax.io.configs import ConfigError
-from stabl_jax.io.results import OutputError, ResultsFolder, read_traces
-from stabl_jax.kinds import bandit as experiment_module
-from stabl_jax.kinds import load_config
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import bandit as experiment_module
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.results import OutputError, ResultsFolder, read_traces
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import params_axes, regenerate_losses, simulate
 from tests.conftest import mark_as_ours
@@ -830,7 +830,7 @@ def _():
     for bad in ("yes", 3):
         with raises(TypeError, f"progress must be True or False, got {bad!r}"):
             simulate(LEARNER, ENV, KEY, 2, progress=bad)
-    with raises(TypeError, "checkpoint must be a stabl_jax.io.checkpoints.ChunkCheckpoint"):
+    with raises(TypeError, "checkpoint must be a stabl_jax.experiment.checkpoints.ChunkCheckpoint"):
         simulate(LEARNER, ENV, KEY, 2, checkpoint="run.npz")
 
 

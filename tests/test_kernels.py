@@ -18,7 +18,7 @@ import pytest
 from stabl_jax import EXP3, ExpertAdvice, StABL, simulate
 from stabl_jax import kernels as kernels_pkg
 from stabl_jax.envs.base import as_environment
-from stabl_jax.io.checkpoints import ChunkCheckpoint
+from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.kernels import bandit
 from stabl_jax.learners import StABLOneQuery
 from stabl_jax.sampling import sample_index

@@ -1,6 +1,6 @@
 """A kind of experiment defined outside the package (``examples/custom_kind.py``) runs through
 ``stabl-jax run`` by import path, is listed, and is registered with the checks of
-:func:`stabl_jax.kinds.register_kind`."""
+:func:`stabl_jax.experiment.kinds.register_kind`."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import ExpertAdvice, cli, kinds, make, register_kind, simulate
-from stabl_jax.io.configs import ConfigError
-from stabl_jax.io.results import is_own_figure
-from stabl_jax.kinds import KINDS, load_config
+from stabl_jax import ExpertAdvice, make, simulate
+from stabl_jax.experiment import cli, kinds, register_kind
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import KINDS, load_config
+from stabl_jax.experiment.results import is_own_figure
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CONFIG = EXAMPLES / "horizon_study.toml"
@@ -89,7 +90,10 @@ def test_the_kinds_own_checks_name_the_key(on_path, tmp_path):
     [
         ("bandt", r"must be one of \['bandit'.*or an import path.*did you mean 'bandit'"),
         ("no_such_module_here:KIND", r"cannot import kind 'no_such_module_here:KIND'.*PYTHONPATH"),
-        ("custom_kind:NAME", r"register_kind takes a stabl_jax.kinds.base.Kind, got str"),
+        (
+            "custom_kind:NAME",
+            r"register_kind takes a stabl_jax.experiment.kinds.base.Kind, got str",
+        ),
     ],
 )
 def test_a_kind_that_is_not_one_is_a_config_error(on_path, tmp_path, kind, message):
@@ -126,7 +130,7 @@ def test_a_kind_that_mislabels_its_configs_or_takes_a_shipped_name_is_refused(
     with pytest.raises(TypeError, match=r"kind 'mislabelled': .* kind is 'other'; it must be"):
         load_config(_write(tmp_path, raw))
     (tmp_path / "clash.py").write_text(
-        "import dataclasses\nfrom stabl_jax.kinds import KINDS\n"
+        "import dataclasses\nfrom stabl_jax.experiment.kinds import KINDS\n"
         "KIND = dataclasses.replace(KINDS['bandit'], description='mine')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -1,17 +1,21 @@
 """Imports point down only (docs/design.md, "Layers"): a module never imports a higher layer,
 learners and environments never import each other, no private name crosses a module, and no
-module outside ``stabl_jax/kinds/`` switches on an experiment kind."""
+module outside ``stabl_jax/experiment/kinds/`` switches on an experiment kind."""
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "stabl_jax"
 
-#: Layer of each top-level module or subpackage of stabl_jax (docs/design.md).
+#: Layer of each module or subpackage of stabl_jax (docs/design.md): the library is layers 1-5,
+#: the experiment tooling (``stabl_jax.experiment``) layers 6-8.
 LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["estimators", "sampling", "intervals", "prng", "numerics", "domains", "gradients"], 1
@@ -22,23 +26,51 @@ LAYERS: dict[str, int] = {
     "bco.simulate": 3,  # a module of a layer-2 package that drives the rollout
     **dict.fromkeys(["simulate", "sharding", "streaming", "metrics", "kernels"], 3),
     "registry": 4,
-    **dict.fromkeys(["io", "provenance", "hpo_metrics", "bench"], 5),
-    "kinds": 6,
-    **dict.fromkeys(["cli", "__main__", "compile_cache"], 7),
-    "__init__": 8,
+    "hpo_metrics": 5,
+    **{
+        f"experiment.{name}": 6
+        for name in (
+            "configs",
+            "results",
+            "checkpoints",
+            "plots",
+            "tables",
+            "compare",
+            "provenance",
+            "bench",
+            "numpy_baselines",
+        )
+    },
+    "experiment.kinds": 7,
+    **dict.fromkeys(["experiment.cli", "experiment.compile_cache", "experiment", "__main__"], 8),
+    "__init__": 9,
 }
 #: Sibling packages of one layer that must not import each other.
 APART = {("learners", "envs"), ("envs", "learners"), ("bco", "envs"), ("envs", "bco")}
+#: The units of the library: what ``import stabl_jax`` loads.
+LIBRARY = {unit for unit, layer in LAYERS.items() if layer <= 5}
 
 
 def _unit(path: Path) -> str:
-    """``"simulate"``, ``"learners"``, or ``"bco.simulate"`` where a module of a subpackage has
-    a layer of its own."""
+    """``"simulate"``, ``"learners"``, ``"bco.simulate"`` where a module of a subpackage has a
+    layer of its own, ``"experiment.results"`` or ``"experiment.kinds"``."""
     rel = path.relative_to(PACKAGE)
+    if rel.parts[0] == "experiment":
+        if len(rel.parts) > 2:
+            return f"experiment.{rel.parts[1]}"
+        return "experiment" if rel.stem == "__init__" else f"experiment.{rel.stem}"
     if len(rel.parts) == 1:
         return rel.stem
     own = f"{rel.parts[0]}.{Path(rel.parts[-1]).stem}"
     return own if own in LAYERS else rel.parts[0]
+
+
+def _package(unit: str) -> str:
+    """The package whose modules may share private names: ``experiment`` for its modules,
+    ``experiment.kinds``, ``bco`` for ``bco.simulate``, else the unit itself."""
+    if unit.startswith("experiment.") and unit != "experiment.kinds":
+        return "experiment"
+    return unit.split(".")[0] if not unit.startswith("experiment") else unit
 
 
 def _imports(path: Path) -> list[tuple[str, list[str], int]]:
@@ -58,6 +90,11 @@ def _imports(path: Path) -> list[tuple[str, list[str], int]]:
 
 def _target_unit(module: str, name: str | None) -> str:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] == "experiment":
+        if len(parts) > 2:
+            return f"experiment.{parts[2]}"
+        own = f"experiment.{name}"
+        return own if own in LAYERS else "experiment"
     if len(parts) > 2 and ".".join(parts[1:3]) in LAYERS:
         return ".".join(parts[1:3])
     if len(parts) > 1:
@@ -74,7 +111,8 @@ def test_imports_point_down(path):
     assert unit in LAYERS, f"{unit} has no layer in tests/test_layers.py (docs/design.md)"
     problems = []
     for module, names, line in _imports(path):
-        targets = {_target_unit(module, n) for n in names} if module == "stabl_jax" else set()
+        submodules = module in ("stabl_jax", "stabl_jax.experiment")
+        targets = {_target_unit(module, n) for n in names} if submodules else set()
         targets = targets or {_target_unit(module, None)}
         for target in targets:
             if target == unit:
@@ -89,7 +127,7 @@ def test_imports_point_down(path):
             if (unit, target) in APART:
                 problems.append(f"line {line}: {unit} imports {target}")
         private = [n for n in names if n.startswith("_") and not n.startswith("__")]
-        same_package = module.split(".")[1:2] == [unit.split(".")[0]]
+        same_package = {_package(unit)} == {_package(t) for t in targets}
         if private and not same_package:  # a package's private helpers serve its own modules
             problems.append(f"line {line}: private names {private} imported from {module}")
     assert not problems, "\n".join(problems)
@@ -138,12 +176,12 @@ def test_kind_switch_is_found():
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in MODULES if _unit(p) != "kinds"],
+    [p for p in MODULES if _unit(p) != "experiment.kinds"],
     ids=lambda p: str(p.relative_to(PACKAGE)),
 )
 def test_no_kind_switch_outside_kinds(path):
-    """Only ``stabl_jax/kinds/`` knows the experiment kinds; the rest looks a kind up in
-    ``stabl_jax.kinds.KINDS`` (docs/design.md, "Adding things")."""
+    """Only ``stabl_jax/experiment/kinds/`` knows the experiment kinds; the rest looks a kind up in
+    ``stabl_jax.experiment.kinds.KINDS`` (docs/design.md, "Adding things")."""
     assert not kind_switches(path.read_text(encoding="utf-8"))
 
 
@@ -164,3 +202,47 @@ def test_every_subpackage_is_installed():
     assert found - listed == set(), (
         f"add to pyproject.toml [tool.setuptools] packages: {found - listed}"
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if _unit(p) in LIBRARY],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_library_never_imports_the_tooling(path):
+    """The library is what ``import stabl_jax`` gives; only ``stabl_jax/__init__.py`` (the lazy
+    ``load_results``) and ``__main__`` reach into :mod:`stabl_jax.experiment`."""
+    found = [
+        f"line {line}: {module}"
+        for module, names, line in _imports(path)
+        if module.startswith("stabl_jax.experiment")
+        or (module, "experiment") in {(module, n) for n in names if module == "stabl_jax"}
+    ]
+    assert not found, found
+
+
+def test_import_loads_the_library_only():
+    """``import stabl_jax`` in a fresh process leaves every tooling module, the TOML reader and
+    matplotlib unloaded; ``stabl_jax.load_results`` then loads the results tables on use."""
+    code = (
+        "import sys, stabl_jax\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('stabl_jax.experiment')"
+        " or m.split('.')[0] in ('tomllib', 'matplotlib', 'tqdm.notebook'))\n"
+        "print(bad)\n"
+        "assert stabl_jax.load_results.__module__ == 'stabl_jax.experiment.tables'\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_import_check_can_fail():
+    """The check above sees a tooling module once something loads it."""
+    code = "import sys, stabl_jax.experiment\nprint('stabl_jax.experiment.configs' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "True"

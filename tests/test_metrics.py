@@ -195,9 +195,9 @@ def test_the_results_of_a_run_are_written_without_float64_copies_of_its_traces(
     replace, above 24 MiB (measured: 48). A first write, not measured, imports matplotlib."""
     import tracemalloc
 
-    from stabl_jax.io.results import ResultsFolder
-    from stabl_jax.kinds import KINDS, load_config, write_results
-    from stabl_jax.kinds.bandit import run_experiment
+    from stabl_jax.experiment.kinds import KINDS, load_config, write_results
+    from stabl_jax.experiment.kinds.bandit import run_experiment
+    from stabl_jax.experiment.results import ResultsFolder
 
     sets = ['learners=["uniform"]', "horizon=16384", "sa_windows=[64]", 'save_traces="none"']
     config = load_config("figure1", sets, runs=64, seed=0)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.io import results
+from stabl_jax.experiment import results
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120  # seconds for each process (a JAX start-up, a few compilations, gloo set-up)
@@ -41,9 +41,9 @@ SCRIPT = textwrap.dedent(
         )
     import numpy as np
     from stabl_jax import ExpertAdvice, make, simulate
-    from stabl_jax.io import results
-    from stabl_jax.kinds import load_config, write_results
-    from stabl_jax.kinds.bandit import run_experiment
+    from stabl_jax.experiment import results
+    from stabl_jax.experiment.kinds import load_config, write_results
+    from stabl_jax.experiment.kinds.bandit import run_experiment
 
     env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
     res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 8,

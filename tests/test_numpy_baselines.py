@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import EXP3, ExpertAdvice, StABL, metrics, sampling, simulate
-from stabl_jax.bench import numpy_baselines
+from stabl_jax.experiment import numpy_baselines
 
 N, T, R = 6, 64, 3
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stabl_jax.io import plots, results
+from stabl_jax.experiment import plots, results
 
 
 def _bands(values):

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from stabl_jax import provenance
+from stabl_jax.experiment import provenance
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -33,7 +33,8 @@ def test_outside_a_checkout_records_no_commit(monkeypatch, tmp_path):
 
 def test_cpu_reads_the_model_and_vector_extensions(tmp_path):
     """The first processor's ``model name`` and the known vector extensions among its
-    ``flags``, in :data:`~stabl_jax.provenance.VECTOR_EXTENSIONS` order; without a readable
+    ``flags``, in :data:`~stabl_jax.experiment.provenance.VECTOR_EXTENSIONS` order; without a
+    readable
     ``/proc/cpuinfo`` the model falls back to :mod:`platform` and no extension is claimed."""
     cpuinfo = tmp_path / "cpuinfo"
     processor = "model name\t: Example CPU 9000\nflags\t\t: fpu avx2 sse4_2 fma avx512f foo\n"

@@ -10,9 +10,10 @@ import textwrap
 
 import pytest
 
-from stabl_jax import cli, hpo_metrics, register_env, register_learner
-from stabl_jax.io.configs import ConfigError
-from stabl_jax.kinds import load_config
+from stabl_jax import hpo_metrics, register_env, register_learner
+from stabl_jax.experiment import cli
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import load_config
 from stabl_jax.learners import auer_gamma
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS, make, make_env
 

@@ -20,8 +20,8 @@ import pytest
 from stabl_jax import ExpertAdvice, StABL, simulate
 from stabl_jax.bco import FKM
 from stabl_jax.envs.convex import MovingTarget
-from stabl_jax.io.checkpoints import ChunkCheckpoint
-from stabl_jax.kinds import load_config, validate
+from stabl_jax.experiment.checkpoints import ChunkCheckpoint
+from stabl_jax.experiment.kinds import load_config, validate
 
 REPO = Path(__file__).resolve().parent.parent
 N, T, R = 5, 48, 4

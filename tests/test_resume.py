@@ -26,9 +26,10 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, cli, simulate
-from stabl_jax.io import checkpoints as checkpoint
-from stabl_jax.io.results import COMPLETE, read_summary
+from stabl_jax import EXP3, ExpertAdvice, simulate
+from stabl_jax.experiment import checkpoints as checkpoint
+from stabl_jax.experiment import cli
+from stabl_jax.experiment.results import COMPLETE, read_summary
 from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
 from tests.conftest import assert_same_results

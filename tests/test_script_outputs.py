@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stabl_jax.io.results import (
+from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
@@ -132,7 +132,7 @@ def test_a_measurement_is_written_with_the_arguments_it_was_made_with(
     assert json.loads(target.read_text())["args"]["json"] == str(target)
 
 
-#: Each script's counts (``io.results.count``): a bad one stops it before any work.
+#: Each script's counts (``experiment.results.count``): a bad one stops it before any work.
 COUNTS = {
     "ablations": ["--runs", "--rounds", "--repeats"],
     "gpu_compile": ["--runs", "--rounds"],
@@ -140,7 +140,8 @@ COUNTS = {
     "throughput": ["--runs", "--horizon"],
     "validation_sweep": ["--horizon", "--runs-per-corner"],
 }
-#: The runs of scripts that print 95% intervals (``io.results.interval_runs``): at least two.
+#: The runs of scripts that print 95% intervals (``experiment.results.interval_runs``): at
+#: least two.
 INTERVAL_RUNS = {"anytime_gap": ["--runs"], "tune": ["--runs-per-point"], "study": ["--runs"]}
 
 
@@ -205,7 +206,7 @@ def test_fewer_than_two_arms_stop_the_script_at_once(
     assert "error: --horizon 20: horizon=20 is too small" in capsys.readouterr().err
 
 
-#: A list option given one value twice (``io.results.Distinct``): the script's arguments and
+#: A list option given one value twice (``experiment.results.Distinct``): the script's arguments and
 #: what it names in its message. Each used to run, draw or print the same setting twice.
 REPEATS = [
     ("ablations", ["--only", "block_n30", "block_n30"], "--only gives block_n30 twice"),
@@ -226,7 +227,7 @@ REPEATS = [
 ]
 
 
-#: An option given twice (``io.results.Parser``): argparse kept the last value silently.
+#: An option given twice (``experiment.results.Parser``): argparse kept the last value silently.
 OPTIONS_TWICE = [
     ("study", ["--runs", "8", "--runs", "16"], "--runs is given twice (8 and 16)"),
     ("study", ["--arms", "3", "--arms", "5"], "--arms is given twice (3 and 5)"),

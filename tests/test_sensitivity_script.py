@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.io import plots, results
+from stabl_jax.experiment import plots, results
 from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "sensitivity.py"

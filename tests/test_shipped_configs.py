@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from stabl_jax import simulate
-from stabl_jax.io.configs import shipped_configs
-from stabl_jax.kinds import load_config
+from stabl_jax.experiment.configs import shipped_configs
+from stabl_jax.experiment.kinds import load_config
 from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +161,7 @@ def test_bco_config_learners_stay_finite(config_name):
 def test_hpo_config_learners_stay_finite(config_name):
     """The config's learners at its history lengths and feedback on its first function, at a
     small dimension and budget (one compiled program per learner)."""
-    from stabl_jax.kinds.selection import run_problem
+    from stabl_jax.experiment.kinds.selection import run_problem
 
     first = load_config(config_name, ["runs=1"]).problems[0].function_id
     config = load_config(

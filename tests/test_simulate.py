@@ -25,7 +25,7 @@ from stabl_jax import (
     simulate,
 )
 from stabl_jax.envs.base import as_environment
-from stabl_jax.io.checkpoints import ChunkCheckpoint
+from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.simulate import TRACE_FIELDS, overrides_step
 
 N, T = 5, 48

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from stabl_jax.envs import geometric_segment_lengths
-from stabl_jax.io import results
-from stabl_jax.kinds import load_config
+from stabl_jax.experiment import results
+from stabl_jax.experiment.kinds import load_config
 from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -434,8 +434,8 @@ def test_a_failing_point_stops_the_queue_and_is_raised():
 def test_the_study_refuses_points_that_cannot_fit_before_running_any(tmp_path):
     """With ``jobs > 1`` each point's estimate is the one ``stabl-jax run`` checks; a point
     that alone exceeds the budget stops the study before anything runs (``main``: exit 2)."""
-    from stabl_jax.cli import build_parser
-    from stabl_jax.kinds.paired import estimate_resources
+    from stabl_jax.experiment.cli import build_parser
+    from stabl_jax.experiment.kinds.paired import estimate_resources
 
     plan = study.default_plan(["geometric"], [300], groups=["baselines"])
     sets = ["horizon=16384"]
@@ -459,7 +459,7 @@ def test_a_failed_or_interrupted_point_stops_the_study_with_one_line(
     """A point's non-zero exit stops the study at that point: one line naming it and its
     status (no traceback), exit 1, or the point's own 130 or 143 when it was interrupted
     (Ctrl-C, SIGTERM), so that a scheduler sees the interruption."""
-    from stabl_jax import cli
+    from stabl_jax.experiment import cli
 
     calls = []
     monkeypatch.setattr(cli, "main", lambda args: calls.append(args) or code)

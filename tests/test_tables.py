@@ -1,4 +1,4 @@
-"""Results folders as tidy tables (``stabl_jax.io.tables``)."""
+"""Results folders as tidy tables (``stabl_jax.experiment.tables``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stabl_jax import cli, read_summary, read_traces
-from stabl_jax.io.tables import COLUMNS, TraceFile, duration, load_results, summary_rows
+from stabl_jax.experiment import cli, read_summary, read_traces
+from stabl_jax.experiment.tables import COLUMNS, TraceFile, duration, load_results, summary_rows
 from tests.conftest import fill_disk_while_writing, flip_a_byte_of
 
 BANDIT = {

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from stabl_jax import make
-from stabl_jax.provenance import code_version
+from stabl_jax.experiment.provenance import code_version
 
 TUNE = runpy.run_path(str(Path(__file__).resolve().parents[1] / "experiments" / "tune.py"))
 

@@ -1,5 +1,5 @@
 """Plain-NumPy simulations of EXP3 and StABL on the expert-advice environment: the baselines
-that :mod:`stabl_jax.bench.benchmark` times ``simulate`` against.
+that :mod:`stabl_jax.experiment.bench` times ``simulate`` against.
 
 Written from the paper (Algorithm 1, StABL; Algorithm 2, EXP3; Section "Learning from Expert
 Advice" for the environment), independently of the JAX learners: nothing here imports a

@@ -2,7 +2,7 @@
 convex environment, paired; SA(L) against the best point of every window.
 
 A config (``configs/bco_d2.toml``) has the keys of a bandit config
-(:mod:`stabl_jax.kinds.bandit`), with ``[env]`` naming a
+(:mod:`stabl_jax.experiment.kinds.bandit`), with ``[env]`` naming a
 :data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the domain as
 ``domain = "ball"`` or ``domain = {name = "box", size = 0.5}``), ``learners`` from
 :data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback``, and an optional ``sa_stride``
@@ -47,12 +47,12 @@ from stabl_jax.bco.simulate import (
     sa_seconds,
 )
 from stabl_jax.domains import DOMAINS, make_domain
-from stabl_jax.io import plots, tables
-from stabl_jax.io.checkpoints import ExperimentCheckpoints
-from stabl_jax.io.configs import Checker, type_name
-from stabl_jax.io.results import stat
-from stabl_jax.kinds import paired
-from stabl_jax.kinds.base import Kind, Resources
+from stabl_jax.experiment import plots, tables
+from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
+from stabl_jax.experiment.configs import Checker, type_name
+from stabl_jax.experiment.kinds import paired
+from stabl_jax.experiment.kinds.base import Kind, Resources
+from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry
 
 BCO_PLOT_FILES: dict[str, str] = {
@@ -63,7 +63,7 @@ BCO_PLOT_FILES: dict[str, str] = {
 
 @dataclasses.dataclass(frozen=True)
 class BCOConfig(paired.ExperimentConfig):
-    """A validated BCO config (:class:`~stabl_jax.kinds.paired.ExperimentConfig`; see the
+    """A validated BCO config (:class:`~stabl_jax.experiment.kinds.paired.ExperimentConfig`; see the
     module docstring for the file format)."""
 
     kind: ClassVar[str] = "bco"
@@ -155,7 +155,7 @@ def _check_domain(check: Checker, value: Any) -> dict[str, Any]:
 
 @dataclasses.dataclass
 class BCOLearnerOutcome(paired.Outcome):
-    """One BCO learner's simulation (:class:`~stabl_jax.kinds.paired.Outcome`; its
+    """One BCO learner's simulation (:class:`~stabl_jax.experiment.kinds.paired.Outcome`; its
     ``result`` has the ``(R, T)`` traces ``loss`` and ``best_loss``) and its metrics.
 
     Attributes:
@@ -168,7 +168,7 @@ class BCOLearnerOutcome(paired.Outcome):
 
 @dataclasses.dataclass
 class BCOExperimentResult(paired.Result):
-    """Everything one BCO experiment produced (:class:`~stabl_jax.kinds.paired.Result`).
+    """Everything one BCO experiment produced (:class:`~stabl_jax.experiment.kinds.paired.Result`).
 
     Attributes:
       comparator_gap: ``(R, len(L))`` the largest Frank-Wolfe certificate of the window
@@ -203,10 +203,10 @@ def run_bco_experiment(
 
     Args:
       config: a validated BCO config.
-      progress: as in :func:`stabl_jax.kinds.bandit.run_experiment`.
+      progress: as in :func:`stabl_jax.experiment.kinds.bandit.run_experiment`.
       on_learner_done: called with each learner's outcome as soon as it is simulated (its
         ``sa`` is still empty then).
-      checkpoints, validate: as in :func:`stabl_jax.kinds.bandit.run_experiment`.
+      checkpoints, validate: as in :func:`stabl_jax.experiment.kinds.bandit.run_experiment`.
 
     Returns:
       A :class:`BCOExperimentResult`.
@@ -351,7 +351,7 @@ def format_bco_table(result: Any) -> str:
 
 def run(config: BCOConfig, **kwargs: Any) -> BCOExperimentResult:
     """:func:`run_bco_experiment` as ``stabl-jax run`` shows it
-    (:func:`stabl_jax.kinds.paired.run`)."""
+    (:func:`stabl_jax.experiment.kinds.paired.run`)."""
     return paired.run(run_bco_experiment, config, metrics_label="SA(L)", **kwargs)
 
 

@@ -1,7 +1,8 @@
-"""What an experiment kind is: the :class:`Kind` entry of the table in :mod:`stabl_jax.kinds`,
+"""What an experiment kind is: the :class:`Kind` entry of the table in
+:mod:`stabl_jax.experiment.kinds`,
 and the config checks every kind shares (name, description, seed, runs, learners).
 
-A kind is one module of :mod:`stabl_jax.kinds` that builds one :class:`Kind` from its own
+A kind is one module of :mod:`stabl_jax.experiment.kinds` that builds one :class:`Kind` from its own
 functions; ``docs/design.md`` ("Adding things") says how to add one.
 """
 
@@ -17,8 +18,8 @@ import jax
 import numpy as np
 
 from stabl_jax import registry
-from stabl_jax.io.configs import Checker
-from stabl_jax.io.tables import byte_size, duration
+from stabl_jax.experiment.configs import Checker
+from stabl_jax.experiment.tables import byte_size, duration
 
 DEFAULT_RUNS = 100
 FEEDBACKS: tuple[str, ...] = ("loss", "reward")
@@ -33,13 +34,13 @@ class Kind:
       description: one line for ``stabl-jax list``.
       validate: ``(raw, check, *, source, default_name, overrides) -> config``: the checked
         config of a parsed TOML document; every problem raised through ``check``
-        (:class:`~stabl_jax.io.configs.Checker`). The config has ``kind``, ``name``,
+        (:class:`~stabl_jax.experiment.configs.Checker`). The config has ``kind``, ``name``,
         ``seed``, ``runs``, ``learners`` and ``to_dict()``.
       header: ``(config, out, needs) -> str``: what ``stabl-jax run`` prints before running
         (``needs`` is ``estimate(config)``, or ``None``).
       run: ``(config, *, checkpoints, resumed, progress, log) -> result``: run every learner
         with ``simulate(validate=True)``, checkpointing into ``checkpoints``
-        (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`); ``resumed`` is what the
+        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``resumed`` is what the
         results folder took over (or ``None``), ``progress`` whether to show progress bars,
         ``log`` prints one line. The result has ``config``.
       summary: ``(result, *, started) -> dict``: the JSON-ready ``summary.json`` document.
@@ -176,7 +177,7 @@ def check_keys(
 ) -> None:
     """Every key of ``table`` one of ``allowed`` and every one of ``required`` there (named
     ``prefix + key``; ``what`` the kind of key); the problems are collected
-    (:meth:`~stabl_jax.io.configs.Checker.collect`)."""
+    (:meth:`~stabl_jax.experiment.configs.Checker.collect`)."""
     for key in table:
         if key not in allowed:
             with check.collect():

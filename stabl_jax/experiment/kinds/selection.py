@@ -35,7 +35,8 @@ Budgets count evaluations, so a two-query learner gets half as many rounds as a 
 learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
 
 A long experiment never loses finished work: with ``checkpoints`` set, every learner of every
-problem checkpoints its chunks there (:class:`stabl_jax.io.checkpoints.ExperimentCheckpoints`,
+problem checkpoints its chunks there
+(:class:`stabl_jax.experiment.checkpoints.ExperimentCheckpoints`,
 as for every kind) and resumes from them when the same config is rerun after an interrupt. A
 finished program keeps only its traces there: its last loop state (mostly the Eagle pools,
 far larger than the traces) is dropped once its outcome is taken.
@@ -67,12 +68,18 @@ from stabl_jax.envs.bbob import FUNCTION_NAMES, BBOBFunction, BBOBSuite
 from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
 from stabl_jax.envs.eagle import FILLS, GRIDS, EagleEnsemble, named_grid
 from stabl_jax.envs.hpo import REWARD_LAMBDA, REWARDS, HPOEnv, check_reward_lambda
-from stabl_jax.io import plots
-from stabl_jax.io.checkpoints import ExperimentCheckpoints
-from stabl_jax.io.configs import Checker, jsonable
-from stabl_jax.io.results import FORMAT, Resumed, environment_info, read_summary, read_traces
-from stabl_jax.io.tables import plus_minus, text_table
-from stabl_jax.kinds import base
+from stabl_jax.experiment import plots
+from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
+from stabl_jax.experiment.configs import Checker, jsonable
+from stabl_jax.experiment.kinds import base
+from stabl_jax.experiment.results import (
+    FORMAT,
+    Resumed,
+    environment_info,
+    read_summary,
+    read_traces,
+)
+from stabl_jax.experiment.tables import plus_minus, text_table
 from stabl_jax.simulate import auto_chunk_size, init_runs, run_keys
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.
@@ -198,7 +205,7 @@ def validate_hpo(
     overrides: tuple[str, ...],
 ) -> HPOConfig:
     """Validate an HPO config document; every problem is raised through ``check``, the
-    independent keys' problems together (:meth:`~stabl_jax.io.configs.Checker.collect`)."""
+    independent keys' problems together (:meth:`~stabl_jax.experiment.configs.Checker.collect`)."""
     base.check_keys(check, raw, HPO_TOP_LEVEL_KEYS, ("learners", "bbob"), what="HPO-config")
     table: dict[str, Any] = {}
     if "bbob" in raw:
@@ -491,7 +498,7 @@ def run_hpo_experiment(
     Args:
       config: a validated HPO config.
       checkpoints: where every learner of every problem checkpoints its chunks and resumes
-        from (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`); an interrupted run
+        from (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); an interrupted run
         resumes where it stopped and gives the same numbers. ``None``: no checkpoints.
       validate: check every round inside the compiled programs (``simulate(validate=True)``);
         results unchanged.

@@ -8,10 +8,11 @@
     stabl-jax compare A B [--rtol R] [--all]
     stabl-jax bench [--quick | --gpu] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
-``run`` looks the config's ``kind`` up in :data:`stabl_jax.kinds.KINDS` and lets that kind
+``run`` looks the config's ``kind`` up in :data:`stabl_jax.experiment.kinds.KINDS` and lets that
+kind
 check, run, summarise and print it: every learner on the same environment draws, written to
 one results folder (``results/<config name>-seed<S>`` by default; see
-:mod:`stabl_jax.io.results`) and prints a summary table. With no CONFIG it runs
+:mod:`stabl_jax.experiment.results`) and prints a summary table. With no CONFIG it runs
 ``figure1``, the paper's Figure 1 (left). A BCO config (``kind = "bco"``, e.g.
 ``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``, and so
 does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hpo_bbob_sphere``).
@@ -19,10 +20,12 @@ does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hp
 ``run`` checks every round's losses and play distributions inside the compiled program
 (``simulate(validate=True)``) and checkpoints every learner after every chunk; if it is
 interrupted (Ctrl-C, a crash, ``kill -9``), the same command resumes from the last chunk and
-writes results bitwise identical to an uninterrupted run (see :mod:`stabl_jax.io.checkpoints`).
+writes results bitwise identical to an uninterrupted run (see
+:mod:`stabl_jax.experiment.checkpoints`).
 
 Before it computes anything, ``run`` estimates the memory, disk and time the config needs
-(:func:`stabl_jax.kinds.paired.estimate_resources`) and refuses a run that does not fit (exit 2
+(:func:`stabl_jax.experiment.kinds.paired.estimate_resources`) and refuses a run that does not fit
+(exit 2
 naming the sizes; ``--allow-large`` runs it anyway); ``--dry-run`` prints that estimate
 with the rest of the run's header after the same checks, says what the run would do with the
 checkpoints of interrupted runs of the same ``--out`` (resume, remove, or refuse them), and
@@ -32,7 +35,7 @@ damaged checkpoint is named and ``--force`` discards it; a full disk ends with o
 naming the folder (rerunning after freeing space resumes). See ``docs/reliability.md``.
 
 ``compare`` reads two results folders and says whether they hold the same numbers
-(:mod:`stabl_jax.io.compare`): exit 0 when they do, 1 when they differ, 2 when a folder
+(:mod:`stabl_jax.experiment.compare`): exit 0 when they do, 1 when they differ, 2 when a folder
 cannot be read, as ``cmp`` and ``diff`` do.
 
 Exit status of ``run``, ``list`` and ``bench``: 0 success, 2 usage or config error, a folder
@@ -63,14 +66,18 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax import compile_cache, versions
-from stabl_jax.bench import benchmark
-from stabl_jax.io import compare, tables
-from stabl_jax.io.checkpoints import CheckpointMismatch, ExperimentCheckpoints, experiment_identity
-from stabl_jax.io.configs import ConfigError, shipped_configs
-from stabl_jax.io.results import Distinct, OutputError, Parser, ResultsFolder
-from stabl_jax.kinds import KINDS, load_config, write_results
-from stabl_jax.kinds.base import Kind, Resources
+from stabl_jax import versions
+from stabl_jax.experiment import bench as benchmark
+from stabl_jax.experiment import compare, compile_cache, tables
+from stabl_jax.experiment.checkpoints import (
+    CheckpointMismatch,
+    ExperimentCheckpoints,
+    experiment_identity,
+)
+from stabl_jax.experiment.configs import ConfigError, shipped_configs
+from stabl_jax.experiment.kinds import KINDS, load_config, write_results
+from stabl_jax.experiment.kinds.base import Kind, Resources
+from stabl_jax.experiment.results import Distinct, OutputError, Parser, ResultsFolder
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
 

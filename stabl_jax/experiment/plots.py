@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax.io import checkpoints
+from stabl_jax.experiment import checkpoints
 from stabl_jax.versions import __version__
 
 DPI = 120
@@ -29,7 +29,7 @@ MARKS_PER_LINE = 12  # markers on a time curve (staggered per line so coinciding
 #: a negative SA(L) (the learner beat the best arm on every window) stays visible.
 SYMLOG_LINEAR = 10.0
 #: The PNG ``Software`` text of every figure written here, followed by the version:
-#: :func:`stabl_jax.io.results.owned_figures` replaces only files that carry it.
+#: :func:`stabl_jax.experiment.results.owned_figures` replaces only files that carry it.
 SOFTWARE = "stabl_jax"
 
 #: Legend labels of the registry names (the paper's names where it has one).
@@ -179,7 +179,8 @@ def _draw_axes(
 
 def save_figure(fig: Any, path: str | Path) -> Path:
     """Write a matplotlib figure to ``path``, atomically
-    (:func:`stabl_jax.io.checkpoints.atomic_write`), in the format of its suffix (PNG when it
+    (:func:`stabl_jax.experiment.checkpoints.atomic_write`), in the format of its suffix (PNG when
+    it
     has none: ``.pdf``, ``.svg`` as matplotlib writes them); a PNG is tagged
     ``Software: stabl_jax <version>`` (:data:`SOFTWARE`). Returns ``path``."""
     path = Path(path)

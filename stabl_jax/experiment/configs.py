@@ -2,7 +2,7 @@
 overrides, and the :class:`Checker` whose errors name the key, the file and the fix.
 
 This module knows no experiment kind: it reads a document (:func:`read_config`) and checks
-values; each kind's schema (:mod:`stabl_jax.kinds`) says which keys a document may hold.
+values; each kind's schema (:mod:`stabl_jax.experiment.kinds`) says which keys a document may hold.
 Every problem raises :class:`ConfigError` naming the key, the file and what is allowed.
 """
 
@@ -114,7 +114,8 @@ class ConfigDocument:
 def read_config(
     name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any
 ) -> ConfigDocument:
-    """Read a config file and apply overrides (no validation: :func:`stabl_jax.kinds.load_config`
+    """Read a config file and apply overrides (no validation:
+    :func:`stabl_jax.experiment.kinds.load_config`
     validates it against its kind's schema).
 
     Args:
@@ -223,7 +224,7 @@ class Checker:
       >>> check.done()
       Traceback (most recent call last):
       ...
-      stabl_jax.io.configs.ConfigError: 2 errors in a.toml:
+      stabl_jax.experiment.configs.ConfigError: 2 errors in a.toml:
         key 'runs' in a.toml: must be an int >= 1, got 0
         key 'feedback' in a.toml: must be one of ['loss'], got 'los' (did you mean 'loss'?)
     """

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax.io import checkpoints
+from stabl_jax.experiment import checkpoints
 
 COLUMNS: tuple[str, ...] = ("learner", "problem", "metric", "window", "segment", "mean", "ci95")
 CSV_NAME = "results.csv"
@@ -108,7 +108,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
     """Write tidy rows as CSV (header :data:`COLUMNS`; floats with 17 significant digits, so
     the file reproduces ``summary.json``'s numbers exactly), atomically
-    (:func:`stabl_jax.io.checkpoints.atomic_write`)."""
+    (:func:`stabl_jax.experiment.checkpoints.atomic_write`)."""
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=COLUMNS)
     writer.writeheader()

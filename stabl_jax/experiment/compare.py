@@ -20,7 +20,7 @@ where it is one of rounding (at most :data:`ROUNDING_ULPS`). A value or array pr
 folder only is a difference.
 
 Example:
-  >>> from stabl_jax.io.compare import compare_folders
+  >>> from stabl_jax.experiment.compare import compare_folders
   >>> comparison = compare_folders("results/a", "results/b")  # doctest: +SKIP
   >>> comparison.equal  # doctest: +SKIP
   True
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax.io import tables
+from stabl_jax.experiment import tables
 
 #: Top-level fields of ``summary.json`` that record when, where and how a run was made
 #: (docs/results.md), left out of a comparison: the start time, the command line and what it
@@ -283,7 +283,7 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
 
     Raises:
       ValueError: ``rtol`` negative or not finite; a ``summary.json`` that is not JSON, or a
-        damaged ``traces.npz`` (:class:`stabl_jax.io.tables.TracesDamaged`), named.
+        damaged ``traces.npz`` (:class:`stabl_jax.experiment.tables.TracesDamaged`), named.
       FileNotFoundError: a folder without ``summary.json`` (not a finished results folder).
     """
     if not (isinstance(rtol, int | float) and math.isfinite(rtol) and rtol >= 0):

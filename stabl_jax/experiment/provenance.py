@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def _git(*args: str) -> str | None:

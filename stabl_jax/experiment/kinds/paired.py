@@ -5,7 +5,8 @@ simulator derives run ``i``'s environment parameters and losses from ``fold_in(k
 all learners face identical losses in every run (a paired comparison). Both kinds have the same
 config keys (``horizon``, ``learners``, ``[env]``, ``[learner_options.X]``, ``[params.X]``, ...,
 :data:`TOP_LEVEL_KEYS`), checked once here by :meth:`ExperimentConfig.validate`; a kind's
-subclass (:class:`stabl_jax.kinds.bandit.BanditConfig`, :class:`stabl_jax.kinds.bco.BCOConfig`)
+subclass (:class:`stabl_jax.experiment.kinds.bandit.BanditConfig`,
+:class:`stabl_jax.experiment.kinds.bco.BCOConfig`)
 names its registries and reserved constructor arguments and says how its learners are sized.
 The rest is shared too: the learner loop (:func:`simulate_learners`), the chunk size, the
 resource estimate, the summary's header, the bands of the plots and what ``stabl-jax run``
@@ -29,10 +30,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, registry
-from stabl_jax.io import plots
-from stabl_jax.io.checkpoints import ExperimentCheckpoints
-from stabl_jax.io.configs import Checker, jsonable
-from stabl_jax.io.results import (
+from stabl_jax.experiment import plots
+from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
+from stabl_jax.experiment.configs import Checker, jsonable
+from stabl_jax.experiment.kinds import base
+from stabl_jax.experiment.results import (
     FORMAT,
     SUMMARY,
     TRACES,
@@ -42,7 +44,6 @@ from stabl_jax.io.results import (
     params_dict,
     static_fields,
 )
-from stabl_jax.kinds import base
 from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
 
 MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
@@ -131,7 +132,7 @@ class EnvConfig:
 @dataclasses.dataclass(frozen=True)
 class ExperimentConfig:
     """A validated config of learners compared on one environment; a kind subclasses it
-    (see :mod:`stabl_jax.kinds.bandit` for the file format).
+    (see :mod:`stabl_jax.experiment.kinds.bandit` for the file format).
 
     Attributes:
       name: short name, used in titles and the default output folder.
@@ -153,7 +154,7 @@ class ExperimentConfig:
       sa_stride: BCO only: distance between SA(L) window starts, ``None`` for
         ``max(1, L // 4)`` (:func:`stabl_jax.bco.simulate.bco_adaptive_regret`).
       save_traces: bandit only: which ``(R, T)`` traces every learner keeps in
-        ``traces.npz`` (:data:`stabl_jax.kinds.bandit.SAVABLE_TRACES`).
+        ``traces.npz`` (:data:`stabl_jax.experiment.kinds.bandit.SAVABLE_TRACES`).
     """
 
     #: The config's ``kind``.

@@ -4,14 +4,14 @@ Layout (readable without Python)::
 
     <out>/
       summary.json         config, seed, versions, commit, device, timings and every metric
-      results.csv          the tidy table of the metrics (stabl_jax.io.tables)
+      results.csv          the tidy table of the metrics (stabl_jax.experiment.tables)
       traces.npz           per-run traces (np.savez uncompressed, no pickled objects)
-      *.png                the kind's plots (stabl_jax.kinds: bandit, bco, selection)
+      *.png                the kind's plots (stabl_jax.experiment.kinds: bandit, bco, selection)
       COMPLETE             written last: the folder is whole
       .stabl_jax_results   the marker: stabl_jax created this folder (format, run id, pid)
 
 Which summary, traces and plots go in it is the experiment kind's business
-(:mod:`stabl_jax.kinds`); :meth:`ResultsFolder.write` writes them.
+(:mod:`stabl_jax.experiment.kinds`); :meth:`ResultsFolder.write` writes them.
 
 Atomicity: everything is built in the sibling ``<out>.partial-<pid>-<random>``, created with
 the marker; every file is ``fsync``-ed, ``COMPLETE`` is written, the checkpoints are dropped
@@ -24,7 +24,8 @@ is used). If another run completes ``<out>`` while this one runs, this run's res
 in ``<out>.conflict-<run id>`` and the error says so.
 
 Resuming: while it runs, the partial folder holds chunk checkpoints
-(``checkpoint/``, :mod:`stabl_jax.io.checkpoints`) and the run holds a lock (``flock``) on its
+(``checkpoint/``, :mod:`stabl_jax.experiment.checkpoints`) and the run holds a lock (``flock``) on
+its
 marker, which the operating system drops when the process dies however it dies. After a crash
 or ``kill -9``, the same command finds the partial folders whose lock is free
 (:meth:`ResultsFolder.resume`), takes over the checkpoints written for the same experiment
@@ -58,8 +59,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import metrics, provenance
-from stabl_jax.io import checkpoints, plots, tables
+from stabl_jax import metrics
+from stabl_jax.experiment import checkpoints, plots, provenance, tables
 from stabl_jax.versions import package_versions
 
 SUMMARY = "summary.json"
@@ -270,7 +271,7 @@ def owned_files(
 
 
 def is_own_figure(path: str | Path) -> bool:
-    """True when ``path`` is a PNG that :func:`stabl_jax.io.plots.save_figure` wrote (its
+    """True when ``path`` is a PNG that :func:`stabl_jax.experiment.plots.save_figure` wrote (its
     ``Software`` text reads ``stabl_jax <version>``)."""
     from PIL import Image  # matplotlib's own dependency; read only the header chunks
 
@@ -364,7 +365,7 @@ def only_ours(
 
 def write_text(path: str | Path, text: str) -> None:
     """``text`` into ``path`` as UTF-8, atomically
-    (:func:`stabl_jax.io.checkpoints.atomic_write`): a crash or a full disk leaves the old
+    (:func:`stabl_jax.experiment.checkpoints.atomic_write`): a crash or a full disk leaves the old
     file whole."""
     checkpoints.atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
@@ -742,7 +743,8 @@ class ResultsFolder:
         one whose ``checkpoint/experiment.json`` equals ``identity`` (or, when that file is
         missing or unreadable, whose learners' checkpoints carry its fingerprint) has its
         checkpoints moved into :attr:`partial`, and every file of them is checked
-        (:meth:`~stabl_jax.io.checkpoints.ExperimentCheckpoints.verify`). A folder that holds no
+        (:meth:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints.verify`). A folder that
+        holds no
         finished chunk is removed; one with checkpoints of another experiment, or that cannot
         be identified, only with ``force``; every folder is decided before any is touched.
         ``log`` receives one line per folder (those :meth:`preview_resume` returns).
@@ -832,7 +834,7 @@ class ResultsFolder:
         draw: Callable[[Path], Any],
     ) -> Path:
         """Write ``summary.json`` (``summary``, JSON-ready: :func:`clean`), its tidy
-        ``results.csv`` (:func:`stabl_jax.io.tables.summary_rows`), ``traces.npz``
+        ``results.csv`` (:func:`stabl_jax.experiment.tables.summary_rows`), ``traces.npz``
         (``arrays``) and the plots (``draw(partial)``) into :attr:`partial`, then
         :meth:`commit`; returns the final path."""
         text = json.dumps(summary, indent=2, allow_nan=False)
@@ -900,9 +902,10 @@ def clean(value: Any) -> Any:
 
 
 def environment_info() -> dict[str, Any]:
-    """Versions, the code's commit and dirtiness (:func:`stabl_jax.provenance.code_version`),
+    """Versions, the code's commit and dirtiness
+    (:func:`stabl_jax.experiment.provenance.code_version`),
     Python, platform, the JAX device the run used and the CPU
-    (:func:`stabl_jax.provenance.cpu`)."""
+    (:func:`stabl_jax.experiment.provenance.cpu`)."""
     devices = jax.devices()
     return {
         "code": provenance.code_version(),
@@ -941,11 +944,11 @@ def params_dict(params: Any) -> dict[str, Any]:
 def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
     """Every array of ``<folder>/traces.npz`` (loaded with ``allow_pickle=False``);
     ``FileNotFoundError`` naming a folder that is not a finished results folder,
-    ``ValueError`` naming a damaged file (:class:`stabl_jax.io.tables.TraceFile`)."""
+    ``ValueError`` naming a damaged file (:class:`stabl_jax.experiment.tables.TraceFile`)."""
     return tables.TraceFile(tables.finished_folder(folder, TRACES) / TRACES).read()
 
 
 def read_summary(folder: str | Path) -> dict[str, Any]:
-    """``<folder>/summary.json`` as a dict (:func:`stabl_jax.io.tables.load_results`'s
+    """``<folder>/summary.json`` as a dict (:func:`stabl_jax.experiment.tables.load_results`'s
     errors: a folder that is not a finished results folder, a file that is not JSON)."""
     return dict(tables.load_results(folder).summary)

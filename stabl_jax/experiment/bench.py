@@ -16,7 +16,7 @@ For every learner, number of arms ``n`` and number of runs ``R`` it times
 
 and, in the same process and interleaved with those calls (so that the load of a shared
 machine falls on both alike), two independent NumPy implementations of the same algorithm
-(:mod:`stabl_jax.bench.numpy_baselines`): one run in a Python loop, and ``R`` runs vectorised
+(:mod:`stabl_jax.experiment.numpy_baselines`): one run in a Python loop, and ``R`` runs vectorised
 over runs. The ratios printed are JAX's run-steps/s over each NumPy version's (median over
 median; the loop's rate is per run, so ``x loop`` is what ``R`` runs in JAX gain over running
 the loop ``R`` times).
@@ -26,7 +26,7 @@ The learner's horizon sets its step sizes and StABL's ``B``: ``T = 4096`` for ``
 first rounds are timed. ``float32`` on both sides.
 
 Example (a tiny run; the doctest does not time anything worth quoting):
-  >>> from stabl_jax.bench.benchmark import BenchConfig, run_benchmark
+  >>> from stabl_jax.experiment.bench import BenchConfig, run_benchmark
   >>> res = run_benchmark(BenchConfig(learners=("exp3",), arms=(5,), runs=(2,), repeats=1,
   ...                                 work=160, numpy_work=80, validate=False))
   >>> [row["impl"] for row in res["rows"]]
@@ -51,11 +51,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import provenance
-from stabl_jax.bench import numpy_baselines
 from stabl_jax.envs import ExpertAdvice
-from stabl_jax.io.checkpoints import atomic_write
-from stabl_jax.io.results import owned_files
+from stabl_jax.experiment import numpy_baselines, provenance
+from stabl_jax.experiment.checkpoints import atomic_write
+from stabl_jax.experiment.results import owned_files
 from stabl_jax.registry import make
 from stabl_jax.simulate import simulate
 
@@ -325,7 +324,8 @@ def run_benchmark(
     config: BenchConfig = BenchConfig(), log: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
     """Time every configuration of ``config``; returns ``{"machine", "code", "config", "rows"}``
-    (``code``: the running code's commit and dirtiness, :func:`~stabl_jax.provenance.code_version`).
+    (``code``: the running code's commit and dirtiness,
+    :func:`~stabl_jax.experiment.provenance.code_version`).
 
     Per ``(learner, n)`` the JAX calls for every ``R``, the vectorised NumPy calls for every
     ``R`` and the NumPy loop are first run once each (compilation, memory), then timed

@@ -1,9 +1,12 @@
 """Experiment kinds: the table :data:`KINDS` that the command line dispatches through.
 
-A config's ``kind`` (default ``"bandit"``) names a :class:`~stabl_jax.kinds.base.Kind` built by
-one module: ``"bandit"`` (:mod:`~stabl_jax.kinds.bandit`), ``"bco"``
-(:mod:`~stabl_jax.kinds.bco`), ``"hpo"`` (algorithm selection, :mod:`~stabl_jax.kinds.selection`).
-A kind of your own is a :class:`~stabl_jax.kinds.base.Kind` in a module of yours: add it with
+A config's ``kind`` (default ``"bandit"``) names a :class:`~stabl_jax.experiment.kinds.base.Kind`
+built by
+one module: ``"bandit"`` (:mod:`~stabl_jax.experiment.kinds.bandit`), ``"bco"``
+(:mod:`~stabl_jax.experiment.kinds.bco`), ``"hpo"`` (algorithm selection,
+:mod:`~stabl_jax.experiment.kinds.selection`).
+A kind of your own is a :class:`~stabl_jax.experiment.kinds.base.Kind` in a module of yours: add it
+with
 :func:`register_kind`, or name it in a config by import path (``kind = "mypkg.mod:KIND"``);
 ``examples/custom_kind.py`` is one, ``docs/design.md`` ("Adding things") says what it holds.
 
@@ -19,10 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from stabl_jax.io.configs import Checker, read_config
-from stabl_jax.io.results import ResultsFolder, clean
-from stabl_jax.kinds import bandit, bco, selection
-from stabl_jax.kinds.base import Kind
+from stabl_jax.experiment.configs import Checker, read_config
+from stabl_jax.experiment.kinds import bandit, bco, selection
+from stabl_jax.experiment.kinds.base import Kind
+from stabl_jax.experiment.results import ResultsFolder, clean
 from stabl_jax.registry import check_name, did_you_mean, import_path
 
 #: Every experiment kind by its config name.
@@ -36,7 +39,8 @@ def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
     through ``stabl-jax run`` (and ``stabl-jax list`` shows its description).
 
     Args:
-      kind: a :class:`~stabl_jax.kinds.base.Kind` whose ``name`` is letters, digits, ``_``
+      kind: a :class:`~stabl_jax.experiment.kinds.base.Kind` whose ``name`` is letters, digits,
+      ``_``
         or ``-``, starting with a letter; its ``validate`` must give configs whose ``kind``
         is that name.
       replace: allow a name that is taken by another kind.
@@ -50,7 +54,7 @@ def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
     """
     if not isinstance(kind, Kind):
         raise TypeError(
-            f"register_kind takes a stabl_jax.kinds.base.Kind, got {type(kind).__name__}"
+            f"register_kind takes a stabl_jax.experiment.kinds.base.Kind, got {type(kind).__name__}"
         )
     check_name("kind", kind.name)
     if KINDS.get(kind.name, kind) is not kind and not replace:
@@ -64,7 +68,8 @@ def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
 
 def lookup(check: Checker, name: Any) -> Kind:
     """The kind named ``name``; an import path ``"package.module:KIND"`` imports a
-    :class:`~stabl_jax.kinds.base.Kind` and registers it (:func:`register_kind`). Anything
+    :class:`~stabl_jax.experiment.kinds.base.Kind` and registers it (:func:`register_kind`).
+    Anything
     else is a config error naming the known kinds."""
     name = check.string("kind", name)
     if name in KINDS:
@@ -106,7 +111,7 @@ def validate(
 
 
 def load_config(name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any) -> Any:
-    """Read and override a config (:func:`stabl_jax.io.configs.read_config`, same arguments)
+    """Read and override a config (:func:`stabl_jax.experiment.configs.read_config`, same arguments)
     and :func:`validate` it; raises ``ConfigError`` on any problem."""
     doc = read_config(name_or_path, overrides, **sets)
     return validate(

@@ -28,18 +28,18 @@ Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
     [params.stabl]                   # values of that learner's Params fields
     meta_lr_scale = 1.0
 
-A BCO experiment (``kind = "bco"``, :mod:`stabl_jax.kinds.bco`) has the same keys.
+A BCO experiment (``kind = "bco"``, :mod:`stabl_jax.experiment.kinds.bco`) has the same keys.
 
 Learner and environment names are registry names (:mod:`stabl_jax.registry`) or import paths
 of your own classes, ``"package.module:Class"`` (the module importable, e.g. on ``PYTHONPATH``);
 their tables are then quoted keys (``[params."mypkg.mod:MyLearner"]``). Environment and
 learner keyword arguments are checked against the constructor's dataclass fields and type
 hints, then by constructing the object (its own checks); every problem raises
-:class:`~stabl_jax.io.configs.ConfigError` naming the key, the file and what is allowed.
+:class:`~stabl_jax.experiment.configs.ConfigError` naming the key, the file and what is allowed.
 
 The arm losses SA(L) needs are regenerated once per block of runs and shared by all learners
 (:func:`stabl_jax.metrics.paired_adaptive_regret`). The results folder
-(:mod:`stabl_jax.io.results`) holds ``reward.png`` (moving-average reward, the paper's
+(:mod:`stabl_jax.experiment.results`) holds ``reward.png`` (moving-average reward, the paper's
 Figure 1), ``adaptive_regret.png`` (SA(L) against L), ``prob_best.png`` (play probability
 of the current best arm) and ``cumulative_regret.png`` (the regret of the play distribution
 to the best arm of each round, against t); ``traces.npz`` keeps the ``(R, T)`` traces of
@@ -59,12 +59,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from stabl_jax import metrics, registry
-from stabl_jax.io import plots, tables
-from stabl_jax.io.checkpoints import ExperimentCheckpoints
-from stabl_jax.io.configs import Checker, type_name
-from stabl_jax.io.results import stat
-from stabl_jax.kinds import paired
-from stabl_jax.kinds.base import FEEDBACKS, Kind, Resources, check_distinct
+from stabl_jax.experiment import plots, tables
+from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
+from stabl_jax.experiment.configs import Checker, type_name
+from stabl_jax.experiment.kinds import paired
+from stabl_jax.experiment.kinds.base import FEEDBACKS, Kind, Resources, check_distinct
+from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
@@ -104,7 +104,8 @@ def saved_dtype(trace: str, num_arms: int) -> np.dtype:
 
 @dataclasses.dataclass(frozen=True)
 class BanditConfig(paired.ExperimentConfig):
-    """A validated bandit config (:class:`~stabl_jax.kinds.paired.ExperimentConfig`; see the
+    """A validated bandit config (:class:`~stabl_jax.experiment.kinds.paired.ExperimentConfig`; see
+    the
     module docstring for the file format)."""
 
     kind: ClassVar[str] = "bandit"
@@ -182,7 +183,8 @@ def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
 
 @dataclasses.dataclass
 class LearnerOutcome(paired.Outcome):
-    """One learner's simulation (:class:`~stabl_jax.kinds.paired.Outcome`) and its metrics.
+    """One learner's simulation (:class:`~stabl_jax.experiment.kinds.paired.Outcome`) and its
+    metrics.
 
     Attributes:
       segment_reward: ``(R, S)`` mean reward ``1 - l_t(x_t)`` per segment of every run.
@@ -205,7 +207,8 @@ class LearnerOutcome(paired.Outcome):
 
 @dataclasses.dataclass
 class ExperimentResult(paired.Result):
-    """Everything one bandit experiment produced (:class:`~stabl_jax.kinds.paired.Result`).
+    """Everything one bandit experiment produced
+    (:class:`~stabl_jax.experiment.kinds.paired.Result`).
 
     Attributes:
       segments: ``(R, T)`` segment index of every round of every run.
@@ -237,7 +240,8 @@ def run_experiment(
       on_learner_done: called with each learner's outcome as soon as it is simulated (before
         the shared SA(L) pass, so its ``sa_*`` arrays are still empty then).
       checkpoints: where each learner's simulation checkpoints every chunk and resumes from
-        (:class:`~stabl_jax.io.checkpoints.ExperimentCheckpoints`); ``None``: no checkpoints.
+        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``None``: no
+        checkpoints.
       validate: check every round's losses and the learner's play distribution inside the
         compiled program (``simulate(validate=True)``). Results are unchanged.
 
@@ -455,7 +459,8 @@ def format_table(result: Any) -> str:
 
 
 def run(config: BanditConfig, **kwargs: Any) -> ExperimentResult:
-    """:func:`run_experiment` as ``stabl-jax run`` shows it (:func:`stabl_jax.kinds.paired.run`)."""
+    """:func:`run_experiment` as ``stabl-jax run`` shows it
+    (:func:`stabl_jax.experiment.kinds.paired.run`)."""
     return paired.run(run_experiment, config, metrics_label="SA(L), per segment", **kwargs)
 
 
