@@ -17,7 +17,7 @@ folder; ``--baseline`` outside an hpo folder's ``view=paired``) is refused, exit
 A document's generated tables sit between markers::
 
     <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled]
-         [view=paired|subsample5|gap|diff|regret|bench|memory|ablations|table1|exponents|b]
+         [view=paired|gap|diff|regret|bench|memory|ablations|table1|exponents|b]
          [baseline=B]
          [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3]
          [adversary=A] [n=N] [tuned=OTHER] -->
@@ -36,18 +36,17 @@ pseudo-regret ``R(T)`` to each segment's best arm, as ``experiments/curves.py`` 
 ``view=paired`` tabulates StABL's paired mean-reward difference to each other learner (per run,
 then mean ± t-interval over runs; from ``traces.npz``), or for an algorithm-selection folder
 each learner's paired log10-gap difference to ``baseline`` (default Uniform) over the (problem,
-repeat) pairs; ``view=subsample5`` the spread of
-5-run means over the disjoint 5-run subsamples. ``--update`` rewrites every marked block;
+repeat) pairs. ``--update`` rewrites every marked block;
 ``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
 exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
 
 ``view=memory`` with ``rows=F2,F3,...`` gives one row per folder holding an
 ``experiments/memory.py --json FOLDER/memory.json`` (:func:`memory_table`): size, peak and
-baseline resident memory, times, mean SA(L), commit, end time and load.
+baseline resident memory, times, mean SA(L), the machine and the day.
 
 ``view=ablations`` gives the table of an ``experiments/ablations.py --json
 FOLDER/ablations.json`` run (:func:`ablation_table`): each speed choice's variants, their
-median rates and ratios to the code's choice, and where and when it ran.
+median rates and ratios to the code's choice, and the machine.
 
 ``view=bench`` gives the table of a ``stabl-jax bench --out FOLDER`` folder
 (``benchmark.json``): the machine, date and commit line, one row per JAX configuration and the
@@ -381,49 +380,6 @@ def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     return "\n".join(lines)
 
 
-def subsample_table(folder: Path, label: str, size: int = 5, reference: str = "stabl") -> str:
-    """The spread of ``size``-run means over the ``R // size`` disjoint subsamples (runs
-    ``0..size-1``, ``size..2 size-1``, ...) beside the all-run mean: per learner the mean
-    reward, per pair ``reference − other`` the paired difference and how many subsamples
-    give it the opposite sign to the all-run mean."""
-    rewards, lengths = run_rewards(folder)
-    names = _learner_order(folder, rewards)
-    runs = lengths.shape[0]
-    need_runs(folder, runs, 2 * size, f"the spread of disjoint {size}-run subsamples")
-    count = runs // size
-    overall = {n: _overall(rewards[n], lengths) for n in names}
-
-    def blocks(values: np.ndarray) -> np.ndarray:
-        return values[: count * size].reshape(count, size).mean(axis=1)
-
-    lines = [
-        f"`{label}` — mean reward of all {runs} runs beside the {count} disjoint {size}-run "
-        f"means: their range, their standard deviation, and for StABL's paired differences the "
-        f"number of {size}-run subsamples whose sign is opposite to the {runs}-run mean's",
-        "",
-        f"| learner or difference | {runs}-run mean | {size}-run means: min – max | sd | "
-        "opposite sign |",
-        "|---|---|---|---|---|",
-    ]
-    for name in names:
-        sub = blocks(overall[name])
-        lines.append(
-            f"| {name} | {overall[name].mean():.3f} | {sub.min():.3f} – {sub.max():.3f} | "
-            f"{sub.std(ddof=1):.3f} | |"
-        )
-    for other in names:
-        if other in (reference, "uniform") or reference not in overall:
-            continue
-        diff = overall[reference] - overall[other]
-        sub = blocks(diff)
-        opposite = int(np.sum(np.sign(sub) != np.sign(diff.mean())))
-        lines.append(
-            f"| {reference} − {other} | {diff.mean():+.3f} | {sub.min():+.3f} – "
-            f"{sub.max():+.3f} | {sub.std(ddof=1):.3f} | {opposite} of {count} |"
-        )
-    return "\n".join(lines)
-
-
 def _signed(value: float, digits: int = 1) -> str:
     """``+1.5`` / ``−1.5`` (a minus sign, as the documents print it)."""
     return f"{value:+.{digits}f}".replace("-", "\u2212")
@@ -617,11 +573,10 @@ def memory_table(folders: list[Path]) -> str:
     """One row per folder holding an ``experiments/memory.py --json FOLDER/memory.json``: the
     study's size, the process's peak resident memory and the resident memory once JAX had
     started, the simulation and SA(L) times, the mean SA(L) of the sampled loss, and the
-    commit, the time the run ended and the load average then (``memory.json`` records the
-    machine at the end)."""
+    machine and day it ran on (``memory.json`` records the rest)."""
     lines = [
         "| R | n | T | batch (block) | SA windows L | peak RSS | RSS after JAX started | "
-        "simulate | SA(L) + summaries | mean SA(L), sampled loss | commit, end (UTC), load |",
+        "simulate | SA(L) + summaries | mean SA(L), sampled loss | machine, day |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for folder in folders:
@@ -636,7 +591,7 @@ def memory_table(folders: list[Path]) -> str:
             f" | {data['rss_after_jax_start_bytes'] / 2**20:.0f} MiB"
             f" | {data['simulate_seconds']:.0f} s | {data['metrics_seconds']:.0f} s | "
             + ", ".join(f"{v:.1f}" for v in data["mean_sa_sampled"])
-            + f" | {_provenance(data)} |"
+            + f" | {_machine(data)} |"
         )
     return "\n".join(lines)
 
@@ -650,20 +605,20 @@ def _script_json(path: Path, command: str) -> dict:
     return read_json_object(path, f"run `{command}` again")
 
 
-def _provenance(data: dict) -> str:
-    """``commit [dirty], end (UTC), load`` of a script's JSON (its ``code`` and ``machine``,
-    the one-minute load average when the run ended)."""
-    code, machine = data["code"], data["machine"]
-    dirty = ", dirty" if code.get("dirty") else ""
-    when = machine["date"][:16].replace("T", " ")
-    return f"`{str(code.get('commit'))[:7]}`{dirty}, {when}, {machine['load_average'][0]:.1f}"
+def _machine(data: dict) -> str:
+    """``CPU, N cores, JAX V, YYYY-MM-DD`` of a script's JSON (its ``machine``)."""
+    machine = data["machine"]
+    return (
+        f"{machine['cpu']}, {machine['cpu_count']} cores, JAX {machine['jax']}, "
+        f"{machine['date'][:10]}"
+    )
 
 
 def ablation_table(folder: Path) -> str:
     """The table of an ``experiments/ablations.py --json FOLDER/ablations.json`` run: one row
     per variant of each ablation, its median rate over the alternating repeats (with their
     range) and its ratio to the code's choice (the ablation's first variant); a last line
-    says where and when it ran."""
+    names the machine and the day."""
     path = folder / "ablations.json"
     data = _script_json(path, f"experiments/ablations.py --json {path}")
     lines = [
@@ -679,12 +634,9 @@ def ablation_table(folder: Path) -> str:
             ratio = "1 (the code's)" if i == 0 else f"{row['ratio']:.2f}"
             head = (f"`{name}`", ablation["setting"]) if i == 0 else ("", "")
             lines.append(f"| {head[0]} | {head[1]} | {row['variant']} | {rate} | {ratio} |")
-    machine = data["machine"]
     lines += [
         "",
-        f"{data['args']['repeats']} alternating calls per variant; {machine['cpu']}, "
-        f"{machine['cpu_count']} cores, JAX {machine['jax']}; commit, end (UTC), load: "
-        f"{_provenance(data)}.",
+        f"{data['args']['repeats']} alternating calls per variant; {_machine(data)}.",
     ]
     return "\n".join(lines)
 
@@ -746,11 +698,9 @@ def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
         if read_summary(folder).get("kind") == "hpo":
             return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
         return paired_table(folder, label)
-    if view == "subsample5":
-        return subsample_table(folder, label)
     if view != "table":
         raise ValueError(
-            f"view must be table, paired or subsample5 for {folder}, got {view!r} (view=gap "
+            f"view must be table or paired for {folder}, got {view!r} (view=gap "
             "is for the folders of experiments/anytime_gap.py)"
         )
     windows = parse_windows(opts.get("windows", "256,1024,4096"))
@@ -768,7 +718,7 @@ def view_options(folder: Path, view: str) -> set[str]:
         return {"baseline"} if kind == "hpo" else set()
     if view == "table":
         return {"bco": {"windows"}, "hpo": set()}.get(kind, {"windows", "sa"})
-    return set() if view == "subsample5" else every
+    return every
 
 
 def check_read(folder: Path, view: str, given: list[str], reads: set[str], where: str) -> None:
@@ -812,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sa", choices=("expected", "sampled"), help="view=table of a bandit folder"
     )
-    parser.add_argument("--view", choices=("table", "paired", "subsample5", "gap"), default="table")
+    parser.add_argument("--view", choices=("table", "paired", "gap"), default="table")
     parser.add_argument("--baseline", help="view=paired of an hpo folder (default uniform)")
     parser.add_argument("--learner", help="view=gap: whose gap (default stabl_anytime)")
     parser.add_argument(

@@ -167,7 +167,7 @@ def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, arg
     ("marker", "named"),
     [
         ("demo view=paired windows=16", "windows is not read by view=paired of this bandit"),
-        ("demo view=subsample5 sa=sampled", "sa is not read by view=subsample5"),
+        ("demo view=paired sa=sampled", "sa is not read by view=paired"),
         ("demo learner=stabl", "learner is not read by view=table of this bandit folder"),
         ("demo view=regret sa=sampled", "sa is not read by view=regret"),
         ("demo view=diff diff=stabl,stabl windows=16", "windows is not read by view=diff"),
@@ -238,7 +238,7 @@ def test_a_one_run_folder_gives_means_without_intervals(tmp_path):
     )
 
 
-def test_paired_and_subsample_views_from_traces(tmp_path):
+def test_paired_view_from_traces(tmp_path):
     """10 runs of 4 rounds, one change point at 2: StABL earns 0.1 more than EXP3 in every
     run's first segment and the same in the second, so the paired difference is exactly
     +0.100 per segment 1, +0.000 per segment 2 and +0.050 overall, with zero spread."""
@@ -255,11 +255,8 @@ def test_paired_and_subsample_views_from_traces(tmp_path):
         **{"stabl/loss": stabl, "exp3_uniform/loss": exp3},
         **{"env/change_points": np.full((10, 1), 2, np.int32)},
     )
-    views = ("demo view=paired", "demo view=subsample5")
-    paired, sub = (REPORT["render"](view, tmp_path) for view in views)
+    paired = REPORT["render"]("demo view=paired", tmp_path)
     assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in paired
-    assert "the 2 disjoint 5-run means" in sub
-    assert "| stabl − exp3_uniform | +0.050 | +0.050 – +0.050 | 0.000 | 0 of 2 |" in sub
 
     # A folder that kept no loss traces (save_traces): the same tables from segment_reward.
     summary["config"]["horizon"] = 4
@@ -270,7 +267,7 @@ def test_paired_and_subsample_views_from_traces(tmp_path):
         **{f"{name}/segment_reward": value for name, value in rewards.items()},
         **{"env/change_points": np.full((10, 1), 2, np.int32)},
     )
-    assert [REPORT["render"](view, tmp_path) for view in views] == [paired, sub]
+    assert REPORT["render"]("demo view=paired", tmp_path) == paired
 
 
 def _cut_short(folder: Path) -> None:
@@ -325,15 +322,11 @@ def test_the_paired_view_names_what_it_cannot_read(tmp_path, capsys, damage, mes
 
 @pytest.mark.parametrize(
     ("runs", "view", "message"),
-    [
-        (1, "paired", "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with"),
-        (9, "subsample5", "has 9 run(s), and the spread of disjoint 5-run subsamples needs 10"),
-    ],
+    [(1, "paired", "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with")],
 )
 def test_views_of_intervals_refuse_too_few_runs(tmp_path, runs, view, message):
-    """One run: the paired view printed ``± nan`` in every cell (exit 0); five to nine runs:
-    the subsample view's one subsample had an ``sd`` of ``nan``. (The main table prints one
-    run's means with "one run (no CI)", as ``stabl-jax run`` does.)"""
+    """One run: the paired view printed ``± nan`` in every cell (exit 0). (The main table
+    prints one run's means with "one run (no CI)", as ``stabl-jax run`` does.)"""
     _write(tmp_path, 0.5)
     summary = _summary(0.5)
     summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
@@ -711,7 +704,13 @@ def test_a_study_marker_without_its_study_json_names_the_command(tmp_path):
 def _memory_json(folder: Path, runs: int, peak_mib: int, dirty: bool) -> None:
     folder.mkdir(parents=True)
     data = {
-        "machine": {"date": "2026-11-27T02:32:39+00:00", "load_average": [1.33, 1.5, 1.6]},
+        "machine": {
+            "date": "2026-11-27T02:32:39+00:00",
+            "load_average": [1.33, 1.5, 1.6],
+            "cpu": "Intel Xeon",
+            "cpu_count": 2,
+            "jax": "0.10.2",
+        },
         "code": {"commit": "92e553432843ec53a9a9428b04564711c171daa8", "dirty": dirty},
         "args": {"runs": runs, "arms": 300, "horizon": 4096, "batch": 64, "block": None},
         "windows": [64, 1024],
@@ -732,10 +731,11 @@ def test_memory_view_has_one_row_per_memory_json(tmp_path):
     lines = REPORT["render"]("memory/a view=memory rows=memory/b", tmp_path).splitlines()
     assert lines[2] == (
         "| 4096 | 300 | 4096 | 64 | 64, 1024 | 1760 MiB | 197 MiB | 12 s | 4 s | 38.2, 530.3 | "
-        "`92e5534`, 2026-11-27 02:32, 1.3 |"
+        "Intel Xeon, 2 cores, JAX 0.10.2, 2026-11-27 |"
     )
     assert lines[3].startswith("| 128 | 300 | 4096 | 64 | 64, 1024 | 770 MiB |")
-    assert lines[3].endswith("`92e5534`, dirty, 2026-11-27 02:32, 1.3 |") and len(lines) == 4
+    assert lines[3].endswith("| Intel Xeon, 2 cores, JAX 0.10.2, 2026-11-27 |") and len(lines) == 4
+    assert "92e5534" not in "\n".join(lines)  # the commit stays in memory.json
     with pytest.raises(FileNotFoundError, match=r"experiments/memory\.py"):
         REPORT["render"]("memory/a view=memory rows=memory/c", tmp_path)
     with pytest.raises(ValueError, match="view=memory takes rows= only"):
