@@ -47,7 +47,7 @@ timed() {  # timed FOLDER COMMAND...: run COMMAND (which writes FOLDER), log its
 run() {  # run FOLDER CONFIG [ARGS...]
   local folder=$1
   shift
-  # every trace kept (bandit configs): report.py's paired and 5-run views and paired.py's
+  # every trace kept (bandit configs): report.py's paired, diff and regret views and paired.py's
   # @play read them
   local traces=(--set 'save_traces="all"')
   [[ $1 == bco_* || $1 == hpo_* ]] && traces=()

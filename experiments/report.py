@@ -49,8 +49,8 @@ FOLDER/ablations.json`` run (:func:`ablation_table`): each speed choice's varian
 median rates and ratios to the code's choice, and the machine.
 
 ``view=bench`` gives the table of a ``stabl-jax bench --out FOLDER`` folder
-(``benchmark.json``): the machine, date and commit line, one row per JAX configuration and the
-NumPy loop's rates, exactly as the benchmark writes ``benchmark.md``.
+(``benchmark.json``): the machine and day, one row per JAX configuration and the NumPy loop's
+rates, as the benchmark writes ``benchmark.md``.
 
 A folder written by ``experiments/study.py --out`` (the scaling study; its ``study.json``) has
 three views, :func:`study_table`: ``view=table1`` the empirical Table 1 of ``adversary=``
@@ -545,8 +545,7 @@ def render(args: str, results: Path) -> str:
             raise ValueError(f"report marker {args!r}: view={opts['view']} takes no other option")
         if opts["view"] == "ablations":
             return ablation_table(folder)
-        bench = _script_json(folder / "benchmark.json", f"stabl-jax bench --out {folder}")
-        return benchmark.to_markdown(bench).strip()
+        return bench_table(folder)
     if not (folder / "summary.json").is_file():
         raise FileNotFoundError(
             f"report marker {args!r}: no {folder / 'summary.json'}; run "
@@ -567,6 +566,20 @@ def render(args: str, results: Path) -> str:
             "view=regret or view=memory"
         )
     return view_table(folder, label, opts)
+
+
+def bench_table(folder: Path) -> str:
+    """The table of a ``stabl-jax bench --out FOLDER`` folder as the benchmark writes it
+    (``benchmark.md``), headed by the machine and the day (``benchmark.json`` keeps the
+    rest: the commit, the load, the times of day)."""
+    bench = _script_json(folder / "benchmark.json", f"stabl-jax bench --out {folder}")
+    m = bench["machine"]
+    _, rest = benchmark.to_markdown(bench).strip().split("\n", 1)
+    devices = ", ".join(m["devices"])
+    return (
+        f"Machine: {m['cpu']}, {m['cpu_count']} cores; JAX {m['jax']} ({m['jax_backend']}: "
+        f"{devices}), NumPy {m['numpy']}; {m['date'][:10]}.\n{rest}"
+    )
 
 
 def memory_table(folders: list[Path]) -> str:
