@@ -1,68 +1,30 @@
-"""Markdown tables from results folders (what EXPERIMENTS.md quotes).
+"""Markdown tables from results folders (what EXPERIMENTS.md and docs/speed.md quote).
 
-    python experiments/report.py results/expert_advice_equal-theory-loss [...]
-    python experiments/report.py results/hpo_bbob_suite --view paired [--baseline exp3_uniform]
+    python experiments/report.py results/expert_advice_equal-theory-loss [--view paired ...]
     python experiments/report.py --update EXPERIMENTS.md --results results
     python experiments/report.py --check EXPERIMENTS.md --results results
 
-Reads each folder's ``summary.json`` (no Python objects are unpickled) and prints one table per
-folder: learner | queries/round | step-size scales | mean reward | per-segment reward | SA(L)
-(expected loss, or sampled loss with ``sa=sampled``) at three window lengths | probability on
-the best arm | muted meta updates. An algorithm-selection folder (``kind = "hpo"``) gives its
-profile scores and per-problem final log10 gaps. Intervals are Student's t 95% half-widths
-over runs. On the command line, an option the folder's view does not read (``--sa`` of a
-BCO folder, whose one SA(L) is of the suffered loss; ``--windows`` of an algorithm-selection
-folder; ``--baseline`` outside an hpo folder's ``view=paired``) is refused, exit 2.
+A document's generated tables sit between markers (the options may span lines)::
 
-A document's generated tables sit between markers::
-
-    <!-- report: FOLDER [windows=L1,L2,L3] [sa=sampled]
-         [view=paired|gap|diff|regret|bench|memory|ablations|table1|exponents|b]
-         [baseline=B]
-         [diff=a,b ...] [gap=a,b ...] [learner=NAME] [columns=A,B] [rows=F2,F3]
-         [adversary=A] [n=N] [tuned=OTHER] -->
+    <!-- report: FOLDER [view=VIEW] [option=value ...] -->
     ...
     <!-- /report -->
 
-``view=diff`` with one or more ``diff=a,b`` options (the marker may span lines) tabulates
-paired differences ``a − b`` as ``experiments/paired.py --diff`` does, and ``gap=a,b`` options
-the paired gaps ``(a − b)/b`` as its ``--gap`` does; a side may be
-``OTHER::name`` (a learner of the folder ``OTHER`` under ``--results``, same seed and draws)
-or ``name@play`` (its play trials). ``view=regret`` with ``rows=F2,F3,...`` (repeatable) gives
-one row per expert-advice folder (``FOLDER`` first): each learner's final cumulative
-pseudo-regret ``R(T)`` to each segment's best arm, as ``experiments/curves.py`` draws it.
-
-``FOLDER`` names a folder under ``--results``; the table names it ``results/FOLDER``.
-``view=paired`` tabulates StABL's paired mean-reward difference to each other learner (per run,
-then mean ± t-interval over runs; from ``traces.npz``), or for an algorithm-selection folder
-each learner's paired log10-gap difference to ``baseline`` (default Uniform) over the (problem,
-repeat) pairs. ``--update`` rewrites every marked block;
-``--check`` exits 1 and lists every block that differs from what ``--update`` would write. Both
-exit 1 and name the marker when its folder has no ``summary.json`` (the block is kept).
-
-``view=memory`` with ``rows=F2,F3,...`` gives one row per folder holding an
-``experiments/memory.py --json FOLDER/memory.json`` (:func:`memory_table`): size, peak and
-baseline resident memory, times, mean SA(L), the machine and the day.
-
-``view=ablations`` gives the table of an ``experiments/ablations.py --json
-FOLDER/ablations.json`` run (:func:`ablation_table`): each speed choice's variants, their
-median rates and ratios to the code's choice, and the machine.
-
-``view=bench`` gives the table of a ``stabl-jax bench --out FOLDER`` folder
-(``benchmark.json``): the machine and day, one row per JAX configuration and the NumPy loop's
-rates, as the benchmark writes ``benchmark.md``.
-
-A folder written by ``experiments/study.py --out`` (the scaling study; its ``study.json``) has
-three views, :func:`study_table`: ``view=table1`` the empirical Table 1 of ``adversary=``
-(default geometric) at ``n=`` (default the smallest), with ``tuned=OTHER`` the rows of a
-second study folder at tuned step sizes; ``view=exponents`` one adversary's exponents in L and
-n with their bootstrap intervals; ``view=b`` every exponent in L, one column per adversary and
-n.
-
-A folder written by ``experiments/anytime_gap.py --out`` (``kind = "anytime_gap"``) has one
-view, ``view=gap`` (its default), with ``learner=NAME`` (default ``stabl_anytime``) and
-``columns=A,B,...`` (default ``stabl_theory,stabl_tuned``): per setting, the learner's mean
-over segments, the columns' means and its paired gap to tuned StABL, Student's t intervals.
+``FOLDER`` is a folder under ``--results``. :data:`VIEWS` names each view, the folders it
+reads and the options it takes: ``table`` (default) every learner's statistics of a bandit, BCO
+or algorithm-selection folder (``windows=L1,L2,L3``, ``sa=sampled``); ``paired`` StABL minus
+each learner per run, or for algorithm selection each learner's log10 gap minus
+``baseline=``'s per (problem, repeat); ``diff`` paired differences ``diff=a,b`` and gaps
+``gap=a,b`` (repeatable; a side may be ``OTHER::name``, a learner of the folder ``OTHER`` with
+the same draws, or ``name@play``, its play trials); ``regret`` each learner's final pseudo-regret,
+one row per folder (``rows=F2,F3``); ``gap`` an ``experiments/anytime_gap.py`` folder
+(``learner=``, ``columns=``); ``table1``, ``exponents``, ``b`` the scaling study's
+``study.json`` (``adversary=``, ``n=``, ``tuned=OTHER``); ``bench``, ``memory`` (``rows=``) and
+``ablations`` the JSONs of ``stabl-jax bench``, ``experiments/memory.py`` and
+``experiments/ablations.py``. An option its view does not read is refused, so it is never
+ignored. Intervals are Student's t 95% half-widths over runs. ``--update`` rewrites every block;
+``--check`` exits 1 and lists every block that differs from what ``--update`` would write.
+Both exit 1 and name the marker whose folder is missing (its block is kept).
 """
 
 from __future__ import annotations
@@ -517,55 +479,119 @@ def regret_table(folders: list[Path]) -> str:
     return "\n".join(lines)
 
 
-def render(args: str, results: Path) -> str:
-    """The Markdown a marker ``<!-- report: ARGS -->`` stands for."""
-    name, *options = args.split()
-    items = [o.split("=", 1) for o in options]
-    opts = {k: v for k, v in items if k not in ("diff", "gap", "rows")}
-    rows = [f for k, v in items if k == "rows" for f in v.split(",") if f]
-    pairs = [v for k, v in items if k == "diff"]  # repeated: one row each
-    gaps = [v for k, v in items if k == "gap"]
-    unknown = set(opts) - {"windows", "sa", "view", "baseline", "learner", "columns", *STUDY_OPTS}
-    if unknown:
-        raise ValueError(f"report marker {args!r}: unknown option(s) {sorted(unknown)}")
-    folder, label = results / name, f"results/{name}"
-    if opts.get("view") in STUDY_VIEWS or set(opts) & STUDY_OPTS:
-        if opts.get("view") not in STUDY_VIEWS or pairs or gaps or rows:
+GAP = "anytime_gap"  # the kind of an experiments/anytime_gap.py folder
+#: Every view: per kind of folder (``summary.json``'s ``kind``), the options it reads; ``None``
+#: for the views of a script's JSON, which read no ``summary.json``.
+VIEWS: dict[str, dict[str | None, set[str]]] = {
+    "table": {"bandit": {"windows", "sa"}, "bco": {"windows"}, "hpo": set()},
+    "paired": {"bandit": set(), "hpo": {"baseline"}},
+    "gap": {GAP: {"learner", "columns"}},
+    "diff": {"bandit": {"diff", "gap"}},
+    "regret": {"bandit": {"rows"}},
+    "table1": {None: {"adversary", "n", "tuned"}},
+    "exponents": {None: {"adversary"}},
+    "b": {None: set()},
+    "bench": {None: set()},
+    "memory": {None: {"rows"}},
+    "ablations": {None: set()},
+}
+REPEATED = ("diff", "gap", "rows")  # options a marker may give more than once
+KINDS = {GAP: "the folders of experiments/anytime_gap.py"}
+
+
+def check_options(
+    folder: Path, view: str, given: list[str], where: str, flag: str = ""
+) -> str | None:
+    """The kind of ``folder`` (``None`` for a script's JSON or a folder not there) after
+    checking that ``view`` applies to it and reads every option of ``given``; ``ValueError``
+    naming (after ``where``, each option after ``flag``) what does not apply."""
+    if view not in VIEWS:
+        raise ValueError(f"{where}: unknown view {view!r}: one of {', '.join(VIEWS)}")
+    kinds = VIEWS[view]
+    kind = None
+    if None not in kinds and (folder / "summary.json").is_file():
+        kind = read_summary(folder).get("kind", "bandit")
+        if kind not in kinds:
+            named = " and ".join(KINDS.get(str(k), f"{k} folders") for k in kinds)
+            views = "|".join(v for v in VIEWS if kind in VIEWS[v])
             raise ValueError(
-                f"report marker {args!r}: {sorted(STUDY_OPTS)} only with view="
-                + "|".join(STUDY_VIEWS)
+                f"{where}: view={view} is for {named}; this {kind} folder has view={views} only"
             )
-        return study_table(folder, opts, results)
-    if opts.get("view") == "memory":
-        if set(opts) != {"view"} or pairs or gaps:
-            raise ValueError(f"report marker {args!r}: view=memory takes rows= only")
-        return memory_table([folder, *(results / f for f in rows)])
-    if opts.get("view") in ("ablations", "bench"):
-        if set(opts) != {"view"} or pairs or gaps or rows:
-            raise ValueError(f"report marker {args!r}: view={opts['view']} takes no other option")
-        if opts["view"] == "ablations":
-            return ablation_table(folder)
-        return bench_table(folder)
+    reads = kinds[kind] if kind in kinds else set().union(*kinds.values())
+    unread = [o for o in given if o not in reads]
+    if unread:
+        takes = ", ".join(f"{o}=" for o in sorted(reads)) + " only" if reads else "no other option"
+        hints = [
+            f"{o}= only with view="
+            + "|".join(v for v in VIEWS if any(o in r for r in VIEWS[v].values()))
+            for o in unread
+        ]
+        of = f" of this {kind} folder" if kind else ""
+        raise ValueError(
+            f"{where}: {' '.join(flag + o for o in unread)} is not read by view={view}{of} "
+            f"(view={view} takes {takes}); {'; '.join(hints)}; give it only where it applies"
+        )
+    return kind
+
+
+def _need_summary(folder: Path, where: str) -> None:
+    """``FileNotFoundError`` naming the script that writes ``folder`` if it has no summary."""
     if not (folder / "summary.json").is_file():
         raise FileNotFoundError(
-            f"report marker {args!r}: no {folder / 'summary.json'}; run "
-            "experiments/docs_numbers.sh (or the command above the table) first"
+            f"{where}: no {folder / 'summary.json'}; run experiments/docs_numbers.sh (or the "
+            "command above the table) first"
         )
-    view = opts.get("view", "table")  # diff and regret read no table option
-    reads = set() if view in ("diff", "regret") else view_options(folder, view)
-    check_read(folder, view, [o for o in opts if o != "view"], reads, f"report marker {args!r}")
-    if opts.get("view") == "regret":
-        return regret_table([folder, *(results / f for f in rows)])
-    if opts.get("view") == "diff":
-        if not pairs and not gaps:
-            raise ValueError(f"report marker {args!r}: view=diff needs diff=a,b or gap=a,b")
-        return diff_table(folder, label, pairs, results, tuple(gaps))
-    if pairs or gaps or rows:
-        raise ValueError(
-            f"report marker {args!r}: diff=a,b and gap=a,b only with view=diff, rows= only with "
-            "view=regret or view=memory"
+
+
+def _default_view(folder: Path) -> str:
+    """``gap`` for an ``experiments/anytime_gap.py`` folder, else ``table``."""
+    return "gap" if read_summary(folder).get("kind") == GAP else "table"
+
+
+def render(args: str, results: Path, label: str = "", where: str = "", flag: str = "") -> str:
+    """The Markdown a marker ``<!-- report: ARGS -->`` stands for (``label`` heads its table,
+    default ``results/FOLDER``; ``where`` and ``flag`` word its errors)."""
+    name, *words = args.split()
+    items = [word.split("=", 1) for word in words]
+    where = where or f"report marker {args!r}"
+    known = {"view", *(o for kinds in VIEWS.values() for r in kinds.values() for o in r)}
+    unknown = sorted({k for k, _ in items} - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown option(s) {unknown}")
+    opts = {k: v for k, v in items if k not in REPEATED}
+    lists = {key: [v for k, v in items if k == key] for key in REPEATED}
+    rows = [results / f for v in lists["rows"] for f in v.split(",") if f]
+    folder, label = results / name, label or f"results/{name}"
+    view = opts.pop("view", None)
+    given = [k for k, _ in items if k != "view"]
+    if view is None and not (folder / "summary.json").is_file():  # table or gap: not known
+        check_options(
+            folder, "table", [o for o in given if o not in VIEWS["gap"][GAP]], where, flag
         )
-    return view_table(folder, label, opts)
+        _need_summary(folder, where)
+    view = view or _default_view(folder)
+    kind = check_options(folder, view, given, where, flag)
+    if view in ("table1", "exponents", "b"):
+        return study_table(folder, {"view": view, **opts}, results)
+    if view in ("bench", "memory", "ablations"):
+        tables = {"bench": bench_table, "ablations": ablation_table}
+        return memory_table([folder, *rows]) if view == "memory" else tables[view](folder)
+    _need_summary(folder, where)
+    if view == "regret":
+        return regret_table([folder, *rows])
+    if view == "diff":
+        if not lists["diff"] and not lists["gap"]:
+            raise ValueError(f"{where}: view=diff needs diff=a,b or gap=a,b")
+        return diff_table(folder, label, lists["diff"], results, tuple(lists["gap"]))
+    if kind == GAP:
+        columns = opts.get("columns", "stabl_theory,stabl_tuned").split(",")
+        return gap_table(folder, label, opts.get("learner", "stabl_anytime"), columns)
+    if view == "paired":
+        if kind == "hpo":
+            return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
+        return paired_table(folder, label)
+    windows = parse_windows(opts.get("windows", "256,1024,4096"))
+    return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
 
 
 def bench_table(folder: Path) -> str:
@@ -654,11 +680,6 @@ def ablation_table(folder: Path) -> str:
     return "\n".join(lines)
 
 
-#: Views of an ``experiments/study.py --out FOLDER`` folder (its ``study.json``) and their options.
-STUDY_VIEWS = ("table1", "exponents", "b")
-STUDY_OPTS = {"adversary", "n", "tuned"}
-
-
 def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
     """A table of the scaling study from ``FOLDER/study.json``, as ``experiments/study.py``
     writes it: ``view=table1`` the empirical Table 1 (``adversary=``, default ``geometric``;
@@ -668,8 +689,6 @@ def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
     study = runpy.run_path(str(Path(__file__).with_name("study.py")))
     analysis = study["load_analysis"](folder)
     if opts["view"] == "b":
-        if set(opts) != {"view"}:
-            raise ValueError("view=b takes no option: it shows every adversary and n")
         return study["exponent_summary"](analysis)
     adversary = opts.get("adversary", "geometric")
     if adversary not in analysis:
@@ -677,8 +696,6 @@ def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
             f"{folder / 'study.json'} has no adversary {adversary!r}: {list(analysis)}"
         )
     if opts["view"] == "exponents":
-        if set(opts) - {"view", "adversary"}:
-            raise ValueError("view=exponents takes adversary= only")
         return study["exponent_tables"](analysis, adversary)
     n = int(opts.get("n", min(analysis[adversary]["arms"])))
     tuned = study["load_analysis"](results / opts["tuned"]) if "tuned" in opts else None
@@ -697,54 +714,6 @@ def parse_windows(text: str) -> tuple[int, ...]:
     if len(set(windows)) < len(windows):
         raise ValueError(f"windows {text!r} give a window twice: give each length once")
     return windows
-
-
-def view_table(folder: Path, label: str, opts: dict[str, str]) -> str:
-    """The table ``opts["view"]`` names (default ``table``) for one results folder."""
-    view = opts.get("view", "table")
-    if read_summary(folder).get("kind") == "anytime_gap":
-        if view not in ("table", "gap"):
-            raise ValueError(f"an anytime_gap folder has view=gap only, got view={view!r}")
-        columns = opts.get("columns", "stabl_theory,stabl_tuned")
-        return gap_table(folder, label, opts.get("learner", "stabl_anytime"), columns.split(","))
-    if view == "paired":
-        if read_summary(folder).get("kind") == "hpo":
-            return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
-        return paired_table(folder, label)
-    if view != "table":
-        raise ValueError(
-            f"view must be table or paired for {folder}, got {view!r} (view=gap "
-            "is for the folders of experiments/anytime_gap.py)"
-        )
-    windows = parse_windows(opts.get("windows", "256,1024,4096"))
-    return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
-
-
-def view_options(folder: Path, view: str) -> set[str]:
-    """The options :func:`view_table` reads for ``view`` of ``folder``'s kind (every option
-    for a view the kind does not have, whose error :func:`view_table` gives)."""
-    kind = read_summary(folder).get("kind", "bandit")
-    every = {"windows", "sa", "baseline", "learner", "columns"}
-    if kind == "anytime_gap":
-        return {"learner", "columns"} if view in ("table", "gap") else every
-    if view == "paired":
-        return {"baseline"} if kind == "hpo" else set()
-    if view == "table":
-        return {"bco": {"windows"}, "hpo": set()}.get(kind, {"windows", "sa"})
-    return every
-
-
-def check_read(folder: Path, view: str, given: list[str], reads: set[str], where: str) -> None:
-    """``ValueError`` naming (after ``where``) the options of ``given`` that ``view`` of
-    ``folder`` does not read (``reads``, :func:`view_options`): given where they do not apply,
-    they would be ignored without a word."""
-    unread = [o for o in given if o.lstrip("-") not in reads]
-    if unread:
-        kind = read_summary(folder).get("kind", "bandit")
-        raise ValueError(
-            f"{where}: {' '.join(unread)} is not read by view={view} of this {kind} folder; "
-            "give it only where it applies"
-        )
 
 
 def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
@@ -770,12 +739,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path, action=Distinct)
     # The table options default to None (the view's own default applies) so that one given
-    # where the folder's view does not read it is refused (view_options), not ignored.
+    # where the folder's view does not read it is refused (check_options), not ignored.
     parser.add_argument("--windows", help="view=table: SA(L) columns (default 256,1024,4096)")
     parser.add_argument(
         "--sa", choices=("expected", "sampled"), help="view=table of a bandit folder"
     )
-    parser.add_argument("--view", choices=("table", "paired", "gap"), default="table")
+    parser.add_argument("--view", choices=("table", "paired", "gap"), help="default: table, gap")
     parser.add_argument("--baseline", help="view=paired of an hpo folder (default uniform)")
     parser.add_argument("--learner", help="view=gap: whose gap (default stabl_anytime)")
     parser.add_argument(
@@ -821,16 +790,15 @@ def _main(args: argparse.Namespace) -> int:
     if not args.folders:
         raise ValueError("give results folders, or --update/--check DOC")
     options = ("windows", "sa", "baseline", "learner", "columns")
-    opts = {o: getattr(args, o) for o in options if getattr(args, o) is not None}
-    if "windows" in opts:
-        parse_windows(opts["windows"])  # before any table is printed
+    words = [f"{o}={getattr(args, o)}" for o in options if getattr(args, o) is not None]
+    tables = []  # every table made before any is printed: a bad option prints nothing
     for folder in args.folders:
         finished_folder(folder)
-        flags = [f"--{o}" for o in opts]
-        check_read(folder, args.view, flags, view_options(folder, args.view), str(folder))
-    opts["view"] = args.view
-    for folder in args.folders:
-        print(view_table(folder, str(folder), opts))
+        view = [f"view={args.view}"] if args.view else []
+        marker = " ".join([folder.name, *view, *words])
+        tables.append(render(marker, folder.parent, str(folder), str(folder), flag="--"))
+    for text in tables:
+        print(text)
         print()
     return 0
 

@@ -143,7 +143,7 @@ def test_a_document_mode_names_what_it_cannot_use(tmp_path, capsys, monkeypatch,
         ("hpo", ["--windows", "64"], "--windows is not read by view=table of this hpo folder"),
         ("bandit", ["--view", "paired", "--baseline", "exp3"], "--baseline is not read by view"),
         ("bandit", ["--learner", "stabl", "--columns", "a,b"], "--learner --columns is not read"),
-        ("anytime_gap", ["--windows", "64"], "--windows is not read by view=table of this any"),
+        ("anytime_gap", ["--windows", "64"], "--windows is not read by view=gap of this anyt"),
     ],
 )
 def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, args, named):
@@ -676,7 +676,7 @@ def test_study_views_from_study_json(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("marker", "match"),
     [
-        ("study view=b adversary=random", "view=b takes no option"),
+        ("study view=b adversary=random", "view=b takes no other option"),
         ("study view=table1 adversary=poisson", "no adversary 'poisson'"),
         ("study tuned=study-tuned", "only with view="),
         ("study view=exponents n=3", "takes adversary= only"),
