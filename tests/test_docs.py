@@ -142,3 +142,65 @@ def test_the_design_pages_file_tree_is_the_repository():
     for folder in ("experiments", "examples", "docs"):
         on_disk = {p.name for p in (ROOT / folder).iterdir() if p.suffix in (".py", ".sh", ".md")}
         assert named[folder] == on_disk, folder
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_is_short_and_has_a_row_per_claim() -> None:
+    """At most 200 lines; its results table has a row for each claim of the paper and each
+    study the paper lacks, each with a verdict and a link to EXPERIMENTS.md."""
+    text = _readme()
+    assert len(text.splitlines()) <= 200
+    section = text[text.index("## Results at a glance") :].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    claims = "\n".join(row.split(" | ")[0] for row in rows[1:])
+    for claim in ("Figure 1 left", "Figure 1 right", "N = 300", "BBOB", "Table 1", "BCO", "code"):
+        assert claim in claims, claim
+    verdicts = ("reproduced", "reversed", "new evidence")
+    for row in rows[1:]:
+        assert any(v in row.split(" | ")[2] for v in verdicts), row
+        assert row.endswith("(EXPERIMENTS.md) |"), row
+
+
+def test_readme_usage_block_runs(tmp_path) -> None:
+    """The README's Python block runs as written (fewer runs), and prints four SA(L) lines."""
+    block = re.search(r"```python\n(.*?)```", _readme(), re.S)[1]
+    assert "num_runs=1000" in block
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block.replace("num_runs=1000", "num_runs=2"), "README.md", "exec"), {})
+    assert len(re.findall(r"^SA\(\s*\d+\) = ", out.getvalue(), re.M)) == 4
+
+
+def test_readme_algorithm_table_names_registered_learners() -> None:
+    section = _readme().split("## Algorithms", 1)[1].split("\n## ", 1)[0]
+    names = {
+        name
+        for line in section.splitlines()
+        if line.startswith("| ") and "---" not in line
+        for name in re.findall(r"`([a-z0-9_]+)`", line.rsplit(" | ", 1)[-1])
+    }
+    names |= {f"stabl_vizier{suffix}" for suffix in ("_naive", "_single_scale")}
+    names.discard("_naive")
+    names.discard("_single_scale")
+    assert len(names) > 20
+    registered = {*registry.LEARNERS, *registry.BCO_LEARNERS}
+    assert names <= registered, sorted(names - registered)
+
+
+def test_license_and_citation() -> None:
+    """LICENSE is the Apache License 2.0 text (pyproject's license); CITATION.cff is CFF
+    1.2.0 and cites the paper with the authors its source names."""
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.lstrip().startswith("Apache License") and "Version 2.0" in license_text
+    assert 'license = "Apache-2.0"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    cff = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    assert cff.startswith("cff-version: 1.2.0\n") and "\nlicense: Apache-2.0\n" in cff
+    for key in ("message:", "title:", "authors:", "preferred-citation:"):
+        assert re.search(rf"^{key}", cff, re.M), key
+    families = re.findall(r"family-names: (\w+)", cff)
+    assert families == ["Lu", "Zhang", "Chen", "Zhang", "Woodruff", "Hazan"]
+    for family in families:
+        assert f"{family}," in _readme(), f"the README's BibTeX names {family}"
