@@ -166,7 +166,9 @@ def test_readme_is_short_and_has_a_row_per_claim() -> None:
 
 def test_readme_usage_block_runs(tmp_path) -> None:
     """The README's Python block runs as written (fewer runs), and prints four SA(L) lines."""
-    block = re.search(r"```python\n(.*?)```", _readme(), re.S)[1]
+    match = re.search(r"```python\n(.*?)```", _readme(), re.S)
+    assert match is not None, "the README has a Python block"
+    block = match[1]
     assert "num_runs=1000" in block
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
