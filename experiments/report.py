@@ -744,7 +744,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sa", choices=("expected", "sampled"), help="view=table of a bandit folder"
     )
-    parser.add_argument("--view", choices=("table", "paired", "gap"), help="default: table, gap")
+    parser.add_argument(
+        "--view",
+        choices=("table", "paired", "gap"),
+        help="default: gap of an anytime_gap folder, else table",
+    )
     parser.add_argument("--baseline", help="view=paired of an hpo folder (default uniform)")
     parser.add_argument("--learner", help="view=gap: whose gap (default stabl_anytime)")
     parser.add_argument(

@@ -164,18 +164,6 @@ def test_readme_is_short_and_has_a_row_per_claim() -> None:
         assert row.endswith("(EXPERIMENTS.md) |"), row
 
 
-def test_readme_usage_block_runs(tmp_path) -> None:
-    """The README's Python block runs as written (fewer runs), and prints four SA(L) lines."""
-    match = re.search(r"```python\n(.*?)```", _readme(), re.S)
-    assert match is not None, "the README has a Python block"
-    block = match[1]
-    assert "num_runs=1000" in block
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block.replace("num_runs=1000", "num_runs=2"), "README.md", "exec"), {})
-    assert len(re.findall(r"^SA\(\s*\d+\) = ", out.getvalue(), re.M)) == 4
-
-
 def test_readme_algorithm_table_names_registered_learners() -> None:
     section = _readme().split("## Algorithms", 1)[1].split("\n## ", 1)[0]
     names = {
