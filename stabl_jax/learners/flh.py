@@ -26,8 +26,9 @@ prune ``S_tau`` to ``S_{tau+1}``                            ``E^i``, ``i = r 2^k
                                                             lives ``m_i = 2^{k+2} + 1`` rounds:
                                                             alive at ``tau`` iff
                                                             ``i <= tau <= i + m_i - 1``
-``v^(tau+1) = 1/(tau+1)``; ``v^(i) = (1 - 1/(tau+1))``      :meth:`FLH._advance`; ``E^{tau+1}``
-``v^_(i) / sum_{j in S_{tau+1}, j != tau+1} v^_(j)``        takes a dead slot
+``v^(tau+1) = 1/(tau+1)``, others ``(1-1/(tau+1)) v^_``    :meth:`FLH._advance`: ``v^_`` renormal-
+                                                            ised over ``S_{tau+1} - {tau+1}``;
+                                                            ``E^{tau+1}`` takes a dead slot
 ==========================================================  ======================================
 
 The lifetime rule keeps ``|S_tau| = O(log T)`` and, for every ``s <= tau``, an alive expert
