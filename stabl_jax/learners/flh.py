@@ -26,7 +26,7 @@ prune ``S_tau`` to ``S_{tau+1}``                            ``E^i``, ``i = r 2^k
                                                             lives ``m_i = 2^{k+2} + 1`` rounds:
                                                             alive at ``tau`` iff
                                                             ``i <= tau <= i + m_i - 1``
-``v^(tau+1) = 1/(tau+1)``, others ``(1-1/(tau+1)) v^_``    :meth:`FLH._advance`: ``v^_`` renormal-
+``v^(tau+1) = 1/(tau+1)``, others ``(1-1/(tau+1)) v^_``     :meth:`FLH._advance`: ``v^_`` renormal-
                                                             ised over ``S_{tau+1} - {tau+1}``;
                                                             ``E^{tau+1}`` takes a dead slot
 ==========================================================  ======================================
