@@ -20,7 +20,9 @@ from stabl_jax.bco import BCOLearner
 from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
 from stabl_jax.learners import (
     DUCB,
+    EFLH,
     EXP3,
+    FLH,
     SAOL,
     SWUCB,
     BanditLearner,
@@ -55,8 +57,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DUCB",
+    "EFLH",
     "ENVS",
     "EXP3",
+    "FLH",
     "LEARNERS",
     "SAOL",
     "SWUCB",

@@ -367,6 +367,10 @@ LEARNERS.register("exp3_vizier", learners.EXP3Vizier,
     "the authors' EXP3 (Vizier): anytime rate and uniform mix 1/sqrt(1+t) (1 query)")
 LEARNERS.register("exp3_ix_vizier", learners.EXP3IXVizier,
     "the authors' Exp3-IX (Vizier): step 1, IX gamma 1/sqrt(1+t) (1 query)")
+LEARNERS.register("flh", learners.FLH,
+    "FLH (Hazan & Seshadhri 2009): EXP3 experts started every round, pruned (O(log T) queries)")
+LEARNERS.register("eflh", learners.EFLH,
+    "EFLH (Lu & Hazan 2022): FLH on a doubly exponential lookback (O(log log T) queries)")
 
 ENVS.register("expert_advice", ExpertAdvice,
     "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm")

@@ -8,11 +8,13 @@ from stabl_jax.learners.base import (
     WeightsState,
 )
 from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
+from stabl_jax.learners.eflh import EFLH
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, auer_gamma
 from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams
 from stabl_jax.learners.exp3_ix_vizier import EXP3IXVizier
 from stabl_jax.learners.exp3_vizier import EXP3Vizier, EXP3VizierParams, EXP3VizierState
 from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, exp3s_gamma
+from stabl_jax.learners.flh import FLH, FLHParams, FLHQuery, FLHState
 from stabl_jax.learners.hedge import Hedge, HedgeParams
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
@@ -30,7 +32,9 @@ from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
 __all__ = [
     "DUCB",
+    "EFLH",
     "EXP3",
+    "FLH",
     "SAOL",
     "SWUCB",
     "BanditLearner",
@@ -46,6 +50,9 @@ __all__ = [
     "Exp3IXParams",
     "Exp3S",
     "Exp3SParams",
+    "FLHParams",
+    "FLHQuery",
+    "FLHState",
     "Hedge",
     "HedgeParams",
     "SAOLHedge",

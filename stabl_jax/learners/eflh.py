@@ -1,0 +1,134 @@
+"""EFLH, efficient Follow the Leading History (Lu and Hazan, "On the computational efficiency of
+adaptive and dynamic regret minimization", arXiv:2207.00646), over EXP3 experts with bandit
+feedback: the EFLH row of Table 1 of Lu et al. (ICLR 2024), adaptive regret
+``I^{1/2+eps} sqrt(n log T)`` with ``O(log log T / eps)`` queries.
+
+EFLH is :class:`~stabl_jax.learners.flh.FLH` (the same play, meta update, prior ``1/(tau+1)``
+for a new expert and mixing ``(1 - 1/(tau+1))``) with a sparser working set: a doubly
+exponential lookback. With the lengths ``L_k = 2^{m_k}``, ``m_k = ceil((1 + eps)^k)``
+(``k = 0, 1, ...``, repeats dropped, the last capped at ``2^{m_K} >= T + 1``), the working set
+at round ``tau`` holds, for every ``k``, the expert started at the latest multiple of ``L_k``
+(0-based rounds ``s = tau - 1``):
+
+    ``S_tau = { s - (s mod L_k) + 1 : k = 0..K }``    (1-based start rounds),
+
+so ``|S_tau| <= K + 1 = O(log log T / eps)``. Written as FLH's lifetime rule: an expert starts
+at every multiple of ``L_0``; the one started at ``s`` with ``L_k`` its largest length dividing
+``s`` (``s = 0``: ``L_K``) lives ``L_k`` rounds, until the next multiple of ``L_k``. The expert of
+length ``L_k`` is EXP3 tuned for its lifetime, ``eta' = sqrt(ln n / (min(L_k, T) n))``: an
+interval ``I`` with ``L_k <= I < L_{k+1} = L_k^{1+eps}`` is covered by ``I / L_k`` lifetimes of
+length ``L_k``, with regret ``(I / L_k) sqrt(n L_k) = O(I^{1/2 + eps/2} sqrt n)`` from the
+experts. The meta learner is FLH's, with its fixed ``alpha = sqrt(8 ln T / T)`` (``Params``'
+``meta_lr_scale`` scales it): its own regret on an interval is ``O(sqrt(T log T))``, not a
+function of ``I``.
+
+``eps`` (``epsilon``) is static: it sets the number of slots ``M = num_queries``
+(:func:`eflh_capacity`). The default 1 gives ``L_k = 2^{2^k}``: 2, 4, 16, 256, 65536.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import checks
+from stabl_jax.learners.flh import FLH
+
+
+@functools.lru_cache(maxsize=64)
+def eflh_exponents(horizon: int, epsilon: float) -> tuple[int, ...]:
+    """``m_0 < ... < m_K``: the distinct ``ceil((1 + eps)^k)``, the last capped at the first
+    ``m`` with ``2^m >= T + 1`` (at most 31: rounds are int32)."""
+    top = min(31, max(1, math.ceil(math.log2(horizon + 1))))
+    exponents: list[int] = []
+    k = 0
+    while not exponents or exponents[-1] < top:
+        m = min(top, max(1, math.ceil((1.0 + epsilon) ** k)))
+        if not exponents or m > exponents[-1]:
+            exponents.append(m)
+        k += 1
+    return tuple(exponents)
+
+
+@functools.lru_cache(maxsize=64)
+def eflh_capacity(horizon: int, epsilon: float) -> int:
+    """``max_{tau <= T+1} |S_tau|``: the distinct ``s - (s mod L_k)`` over ``k``, counted as
+    1 plus the ``k >= 1`` whose lookback differs from that of ``k - 1``."""
+    s = np.arange(horizon + 1, dtype=np.int64)
+    back = [s - s % 2**m for m in eflh_exponents(horizon, epsilon)]
+    count = 1 + sum((b != a).astype(np.int64) for a, b in itertools.pairwise(back))
+    return int(np.max(count))
+
+
+@dataclasses.dataclass(frozen=True)
+class EFLH(FLH):
+    """FLH with EFLH's doubly exponential lookback (module docstring): ``O(log log T / eps)``
+    experts and queries.
+
+    Attributes:
+      epsilon: ``eps > 0``, the lengths' growth ``m_{k+1} ~ (1 + eps) m_k`` (default 1).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = EFLH(num_arms=3, horizon=4096)
+      >>> learner.lengths, learner.num_queries
+      ((2, 4, 16, 256, 8192), 5)
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> info.arms.shape
+      (5,)
+    """
+
+    epsilon: float = 1.0
+
+    name: ClassVar[str] = "eflh"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_positive("epsilon", self.epsilon)
+
+    @property
+    def exponents(self) -> tuple[int, ...]:
+        """``m_0 < ... < m_K`` (:func:`eflh_exponents`)."""
+        return eflh_exponents(self.horizon, float(self.epsilon))
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """``L_k = 2^{m_k}``."""
+        return tuple(2**m for m in self.exponents)
+
+    @property
+    def num_queries(self) -> int:  # type: ignore[override]
+        """``M <= K + 1``, the most experts alive in any round up to ``T + 1``."""
+        return eflh_capacity(self.horizon, float(self.epsilon))
+
+    def _scale(self, start: jax.Array) -> jax.Array:
+        """``(M,)`` int32: the index ``k`` of the largest ``L_k`` dividing ``s = start - 1``
+        (``K`` for ``s = 0``; -1 for an empty slot)."""
+        masks = jnp.asarray([2**m - 1 for m in self.exponents], jnp.int32)
+        divides = jnp.bitwise_and((start - 1)[:, None], masks[None, :]) == 0
+        return jnp.sum(divides, axis=1, dtype=jnp.int32) - 1
+
+    def alive(self, start: jax.Array, tau: jax.Array) -> jax.Array:
+        """``(M,)`` bool: ``start <= tau < start + L_k``, ``k`` the expert's scale."""
+        scale = self._scale(start)
+        bits = jnp.asarray(self.exponents, jnp.int32)[jnp.maximum(scale, 0)]
+        return (scale >= 0) & (start <= tau) & (jnp.right_shift(tau - start, bits) == 0)
+
+    def starts(self, tau: jax.Array) -> jax.Array:
+        """``()`` bool: ``tau - 1`` is a multiple of ``L_0``."""
+        return jnp.bitwise_and(tau - 1, self.lengths[0] - 1) == 0
+
+    def base_expert_learning_rates(self, start: jax.Array) -> jax.Array:
+        """``(M,)`` ``sqrt(ln n / (min(L_k, T) n))`` for each slot's scale ``k``."""
+        spans = np.minimum(np.asarray(self.lengths, np.float64), self.horizon)
+        rates = np.sqrt(math.log(self.num_arms) / (spans * self.num_arms))
+        table = jnp.asarray(rates, self.float_dtype)
+        return table[jnp.maximum(self._scale(start), 0)]
