@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _cli import need_runs, unpaired
 
 from stabl_jax import metrics
 from stabl_jax.experiment import load_results, plots
@@ -42,9 +43,7 @@ from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
-    need_runs,
     owned_figures,
-    unpaired,
 )
 from stabl_jax.experiment.tables import TracesDamaged
 

@@ -28,10 +28,11 @@ from typing import Any
 
 import jax
 import numpy as np
+from _cli import json_output
 
 from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.experiment import bench as benchmark
-from stabl_jax.experiment.results import Parser, distinct, json_output, write_json
+from stabl_jax.experiment.results import Parser, distinct, write_json
 from stabl_jax.kernels import KERNELS
 
 #: (learner, n, R, T, traces): the rows of the speed table, in the order they are timed.

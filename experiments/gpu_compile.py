@@ -50,6 +50,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _cli import json_output
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from stabl_jax import registry, sharding
@@ -57,7 +58,7 @@ from stabl_jax.envs import ExpertAdvice
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment import provenance
 from stabl_jax.experiment.bench import default_horizon
-from stabl_jax.experiment.results import Parser, count, json_output, write_json
+from stabl_jax.experiment.results import Parser, count, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 

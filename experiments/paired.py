@@ -29,11 +29,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from _cli import need_runs, unpaired
 from scipy import stats
 
 from stabl_jax import metrics
 from stabl_jax.experiment import read_summary, read_traces
-from stabl_jax.experiment.results import Distinct, Parser, need_runs, unpaired
+from stabl_jax.experiment.results import Distinct, Parser
 
 
 class Folders:

@@ -24,9 +24,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from _cli import need_runs
 
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.results import OutputError, Parser, need_runs, owned_figures
+from stabl_jax.experiment.results import OutputError, Parser, owned_figures
 from stabl_jax.experiment.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"
