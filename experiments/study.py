@@ -1,11 +1,16 @@
 """The scaling study: SA(L) against L and n on adversaries that change on many time scales.
 
-Each point ``(adversary, n)`` is a results folder of ``stabl-jax run`` per learner group,
-``<out>/<adversary>-n<n>-<group>/``, of ``configs/study_<adversary><suffix>.toml`` at
-``env.num_arms=n`` with the group's learners (:data:`PLAN`); ``--commands`` prints them::
+Each point ``(adversary, n)`` is one results folder per learner group (:data:`PLAN`) of
+``configs/study_<adversary>.toml`` (``study_geometric_tuned.toml``: the tuned scales) at
+``n`` arms, ``<out>/<adversary>-n<n>-<group>``::
 
-    python experiments/study.py --commands [--runs 1000] [--seed 0] [--config-suffix _tuned]
-        [--adversaries geometric random] [--arms 10 30 100 300] [--learners a,b,...] | sh
+    for a in geometric random; do for n in 10 30 100 300; do
+      stabl-jax run configs/study_$a.toml --set env.num_arms=$n --out results/study/$a-n$n-base \
+        --set 'learners=["stabl","exp3_uniform","uniform","stabl_naive","stabl_single_scale"]'
+      stabl-jax run configs/study_$a.toml --set env.num_arms=$n \
+        --set 'learners=["saol","stabl_one_query","saol_hedge","exp3s"]' \
+        --out results/study/$a-n$n-baselines
+    done; done
     python experiments/study.py [--out results/study] [--bootstrap 1000] [--bootstrap-seed S]
         [--table-windows 256 1024 4096] [--fit-windows L ...] [--figures docs/figures]
         [--figure-prefix study] [--overwrite]
@@ -28,7 +33,6 @@ adversary and n, and the exponent tables) and, with ``--figures``, the plots
 from __future__ import annotations
 
 import math
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,8 +45,6 @@ from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
-    distinct,
-    interval_runs,
     is_complete,
     owned_figures,
     owned_files,
@@ -50,7 +52,6 @@ from stabl_jax.experiment.results import (
     write_text,
 )
 from stabl_jax.experiment.tables import read_json_object
-from stabl_jax.registry import LEARNERS
 
 ADVERSARIES = ("geometric", "random")
 ARMS: tuple[int, ...] = (10, 30, 100, 300)
@@ -60,9 +61,10 @@ BOOTSTRAP_SEED = 20240506
 SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
 
 #: The study's learner groups: each is one ``stabl-jax run`` (one results folder) per point.
-_BASE = ("stabl", "exp3_uniform", "uniform", "stabl_naive", "stabl_single_scale")
-_BASELINES = ("saol", "stabl_one_query", "saol_hedge", "exp3s")
-PLAN: dict[str, tuple[str, ...]] = {"base": _BASE, "baselines": _BASELINES}
+PLAN: dict[str, tuple[str, ...]] = {
+    "base": ("stabl", "exp3_uniform", "uniform", "stabl_naive", "stabl_single_scale"),
+    "baselines": ("saol", "stabl_one_query", "saol_hedge", "exp3s"),
+}
 
 
 #: Table 1 of the paper (adaptive-regret bound, queries per round), by registry name, plus the
@@ -187,45 +189,6 @@ def exponent_with_interval(
     lo, hi = np.quantile(boot_b, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     se = float(boot_b.std(ddof=1))
     return {"a": float(a), "b": float(b), "lo": float(lo), "hi": float(hi), "se": se, "note": ""}
-
-
-def commands(
-    adversaries: Sequence[str],
-    arms: Sequence[int],
-    learners: Sequence[str] | None,
-    out: Path,
-    *,
-    runs: int,
-    seed: int,
-    config_suffix: str = "",
-) -> list[str]:
-    """The ``stabl-jax run`` command of every folder of the study: :data:`PLAN`'s groups
-    (their registered learners), or ``learners`` as one group ``custom``, at every
-    ``(adversary, n)``, the largest ``n`` first. ``ValueError`` for an adversary, a learner
-    or (without ``learners``) an ``n`` outside the study."""
-    unknown = [a for a in adversaries if a not in ADVERSARIES]
-    if unknown:
-        raise ValueError(f"adversary must be one of {list(ADVERSARIES)}, got {unknown[0]!r}")
-    missing = [name for name in learners or () if name not in LEARNERS]
-    if missing:
-        raise ValueError(f"unknown learners {missing}; choose from {sorted(LEARNERS)}")
-    unplanned = [n for n in arms if n not in ARMS]
-    if unplanned and learners is None:
-        raise ValueError(
-            f"--arms {' '.join(map(str, unplanned))}: the study has points at n in {list(ARMS)}; "
-            "choose among them, or run learners of your choice at any n with --learners"
-        )
-    lines = []
-    for n in sorted(arms, reverse=True):
-        for adversary in adversaries:
-            for group, names in ({"custom": tuple(learners)} if learners else PLAN).items():
-                chosen = ",".join(f'"{name}"' for name in names if name in LEARNERS)
-                config = f"configs/study_{adversary}{config_suffix}.toml"
-                words = ["stabl-jax", "run", config, "--runs", str(runs), "--seed", str(seed)]
-                words += ["--set", f"env.num_arms={n}", "--set", f"learners=[{chosen}]"]
-                words += ["--out", str(out / f"{adversary}-n{n}-{group}"), "--no-progress"]
-                lines.append(shlex.join(words))
-    return lines
 
 
 def load_point(folder: Path) -> dict[str, Any]:
@@ -521,31 +484,28 @@ def figure_names(adversaries: Sequence[str], prefix: str = "study") -> list[str]
     return [f"{prefix}_{a}_sa_vs_{axis}.png" for a in adversaries for axis in ("L", "n")]
 
 
-def _figure(path: Path, title: str, panels: list[tuple[str, str, Any]], *, guides: bool) -> Path:
-    """One row of log-log panels ``(title, x label, curves)``, ``curves`` ``[(x, mean, ci95,
-    style)]``: means ``<= 0`` not drawn, lower error bars cut at 1% of the mean; the slope-1/2
-    and slope-1 guides when ``guides`` (x is then L, on a base-2 axis)."""
+def _figure(path: Path, title: str, panels: list[Any], guides: np.ndarray | None) -> Path:
+    """One row of log-log panels ``(title, x label, [(x, mean, ci95, style)])``: means ``<= 0``
+    not drawn, lower error bars cut at 1% of the mean; with ``guides`` (the window lengths),
+    the slope-1/2 and slope-1 lines on a base-2 axis."""
     plt = plots.pyplot()
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=(4.2 * len(panels), 4.4), layout="constrained", squeeze=False
-    )
+    size = (4.2 * len(panels), 4.4)
+    fig, axes = plt.subplots(1, len(panels), figsize=size, layout="constrained", squeeze=False)
     axes[0][0].set_ylabel("SA(L) (expected loss), mean ± 95% CI")
     for ax, (name, xlabel, curves) in zip(axes[0], panels, strict=True):
         for x, mean, half, style in curves:
             mean = np.where(mean > 0, mean, np.nan)
             yerr = np.stack([np.minimum(half, 0.99 * mean), half])
             ax.errorbar(x, mean, yerr=yerr, ms=4, lw=1.3, capsize=2, **style)
-        if guides:
-            x = curves[0][0] if curves else np.array([1.0])
-            for slope, line in ((0.5, ":"), (1.0, "--")):
-                ref = 0.5 * x[0] * (x / x[0]) ** slope
-                ax.plot(x, ref, color="0.4", ls=line, lw=1.0, label=f"∝ L^{slope:g}")
-        ax.set_xscale("log", **({"base": 2} if guides else {}))
+        for slope, line in ((0.5, ":"), (1.0, "--")) if guides is not None else ():
+            ref = 0.5 * guides[0] * (guides / guides[0]) ** slope
+            ax.plot(guides, ref, color="0.4", ls=line, lw=1.0, label=f"∝ L^{slope:g}")
+        ax.set_xscale("log", **({"base": 2} if guides is not None else {}))
         ax.set_yscale("log")
         ax.set_title(name, fontsize=11)
         ax.set_xlabel(xlabel)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left" if guides else "best")
+        ax.legend(fontsize=7, loc="best" if guides is None else "upper left")
     fig.suptitle(title, fontsize=12)
     try:
         return plots.save_figure(fig, path)
@@ -554,56 +514,50 @@ def _figure(path: Path, title: str, panels: list[tuple[str, str, Any]], *, guide
 
 
 def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "study") -> list[Path]:
-    """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and
-    ``<prefix>_<adversary>_sa_vs_n.png`` (one panel per table window): means with their 95%
-    intervals, each learner in its colour and marker across figures."""
+    """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and ``..._sa_vs_n.png`` (one
+    panel per table window): means with their 95% intervals, a learner's colour and marker
+    the same in every panel."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for adversary, entry in analysis.items():
         windows, learners = np.asarray(entry["windows"], np.float64), entry["learners"]
-        colors = plots._colors(list(learners))
-        style = {
-            name: {"color": colors[name], "marker": plots.MARKERS[i % len(plots.MARKERS)]}
-            for i, name in enumerate(learners)
-        }
+        colors, marks = plots._colors(list(learners)), plots.MARKERS
+        style = {k: (colors[k], marks[i % len(marks)]) for i, k in enumerate(learners)}
+
+        def curve(name: str, x: Any, mean: Any, half: Any, fit: str, style: Any = style) -> Any:
+            label = f"{plots.label(name)} ({fit})"
+            color, marker = style[name]
+            return (
+                x,
+                np.asarray(mean),
+                np.asarray(half),
+                dict(color=color, marker=marker, label=label),
+            )
+
         by_l = []
         for n in entry["arms"]:
+            found = [(k, lr["by_n"][n]) for k, lr in learners.items() if n in lr["by_n"]]
             curves = [
-                (
-                    windows,
-                    np.asarray(p["mean"]),
-                    np.asarray(p["ci95"]),
-                    {
-                        **style[name],
-                        "label": f"{plots.label(name)} (b={_exponent(p['exponent_L']['b'])})",
-                    },
-                )
-                for name, lr in learners.items()
-                if (p := lr["by_n"].get(n)) is not None
+                curve(k, windows, p["mean"], p["ci95"], f"b={_exponent(p['exponent_L']['b'])}")
+                for k, p in found
             ]
             by_l.append((f"n = {n}", "window length L", curves))
         title = f"{prefix}_{adversary}: strongly adaptive regret against"
         path = folder / f"{prefix}_{adversary}_sa_vs_L.png"
-        written.append(_figure(path, f"{title} L", by_l, guides=True))
+        written.append(_figure(path, f"{title} L", by_l, windows))
         by_n = []
         for length in sorted({L for lr in learners.values() for L in lr["exponent_n"]}):
             j, curves = entry["windows"].index(length), []
-            for name, lr in learners.items():
+            for k, lr in learners.items():
                 if (fit := lr["exponent_n"].get(length)) is not None:
-                    points = [lr["by_n"][int(n)] for n in fit["arms"]]
-                    label = f"{plots.label(name)} (c={_exponent(fit['b'])})"
-                    curves.append(
-                        (
-                            np.asarray(fit["arms"], np.float64),
-                            np.array([p["mean"][j] for p in points]),
-                            np.array([p["ci95"][j] for p in points]),
-                            {**style[name], "label": label},
-                        )
-                    )
+                    at = [lr["by_n"][int(n)] for n in fit["arms"]]
+                    x = np.asarray(fit["arms"], np.float64)
+                    mean, half = [p["mean"][j] for p in at], [p["ci95"][j] for p in at]
+                    curves.append(curve(k, x, mean, half, f"c={_exponent(fit['b'])}"))
             by_n.append((f"L = {length}", "arms n", curves))
         if by_n:
             path = folder / f"{prefix}_{adversary}_sa_vs_n.png"
-            written.append(_figure(path, f"{title} n", by_n, guides=False))
+            written.append(_figure(path, f"{title} n", by_n, None))
     return written
 
 
@@ -611,18 +565,12 @@ def report(analysis: Mapping[str, Any], table_windows: Sequence[int] = TABLE_WIN
     """The Markdown of ``study.md``: per adversary, Table 1 at every n, then the exponents."""
     parts = []
     for adversary, entry in analysis.items():
-        for n in entry["arms"]:
-            parts += [
-                f"### {adversary}, n = {n}",
-                "",
-                table_one(analysis, adversary, n, table_windows),
-                "",
-            ]
+        tables = [
+            (f", n = {n}", table_one(analysis, adversary, n, table_windows)) for n in entry["arms"]
+        ]
+        tables.append((": fitted exponents", exponent_tables(analysis, adversary)))
         parts += [
-            f"### {adversary}: fitted exponents",
-            "",
-            exponent_tables(analysis, adversary),
-            "",
+            line for head, table in tables for line in (f"### {adversary}{head}", "", table, "")
         ]
     return "\n".join(parts)
 
@@ -644,13 +592,6 @@ def _parser() -> Parser:
     parser = Parser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--out", default="results/study", help="the folder of the study's points")
-    add("--commands", action="store_true", help="print the points' stabl-jax run commands")
-    add("--runs", type=interval_runs, default=1000, help="runs of each point")
-    add("--seed", type=int, default=0)
-    add("--config-suffix", default="", help="configs/study_<adversary><SUFFIX>.toml")
-    add("--adversaries", nargs="+", action=Distinct, default=list(ADVERSARIES))
-    add("--arms", nargs="+", type=int, action=Distinct, default=list(ARMS))
-    add("--learners", default=None, help="comma-separated: one group of these at every point")
     add("--table-windows", nargs="+", type=int, action=Distinct, default=list(TABLE_WINDOWS))
     add("--fit-windows", nargs="+", type=int, action=Distinct, default=None, help="L <= T/4")
     add("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES, help="resamples, >= 10")
@@ -664,23 +605,7 @@ def _parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    out, learners = Path(args.out), args.learners.split(",") if args.learners else None
-    try:
-        distinct("--learners", learners or ())
-        lines = commands(
-            args.adversaries,
-            args.arms,
-            learners,
-            out,
-            runs=args.runs,
-            seed=args.seed,
-            config_suffix=args.config_suffix,
-        )
-    except ValueError as exc:
-        parser.error(str(exc))
-    if args.commands:
-        print("\n".join(lines))
-        return 0
+    out = Path(args.out)
     if args.bootstrap < 10:
         parser.error(f"--bootstrap must be >= 10 resamples, got {args.bootstrap}")
     if args.bootstrap_seed < 0:  # numpy.random.default_rng's seeds
@@ -690,11 +615,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:  # before the analysis: a user's study.md or figure is never replaced
         owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
         if args.figures:
-            names = figure_names(args.adversaries, args.figure_prefix)
+            names = figure_names(ADVERSARIES, args.figure_prefix)
             owned_figures(args.figures, names, "--figures", args.overwrite)
         points = load_points(out)
         if not points:
-            raise ValueError(f"no complete point under {out}: run the commands of --commands")
+            raise ValueError(
+                f"no complete point under {out}: run its stabl-jax run commands (module docstring)"
+            )
         analysis = analyse(
             points,
             table_windows=args.table_windows,
@@ -708,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": {f"{a}-n{n}": p["runs"] for (a, n), p in points.items()},
         "bootstrap": {"resamples": args.bootstrap, "seed": args.bootstrap_seed},
         "sa_field": SA_FIELD,
-        "command": shlex.join(["python", "experiments/study.py", *(argv or sys.argv[1:])]),
+        "command": " ".join(["python", "experiments/study.py", *(argv or sys.argv[1:])]),
     }
     write_json(out / "study.json", _jsonable({"meta": meta, "analysis": analysis}), indent=1)
     text = report(analysis, args.table_windows)

@@ -112,7 +112,7 @@ def test_a_folder_written_after_the_work_is_checked_before_it(
 COUNTS = {"gpu_compile": ["--runs", "--rounds"]}
 #: The runs of scripts that print 95% intervals (``experiment.results.interval_runs``): at
 #: least two.
-INTERVAL_RUNS = {"anytime_gap": ["--runs"], "tune": ["--runs-per-point"], "study": ["--runs"]}
+INTERVAL_RUNS = {"anytime_gap": ["--runs"], "tune": ["--runs-per-point"]}
 
 
 @pytest.mark.parametrize(
@@ -155,18 +155,15 @@ REPEATS = [
     ("paired", ["folder", "--diff", "stabl,exp3", "stabl,exp3"], "--diff gives stabl,exp3 twice"),
     ("paired", ["folder", "--gap", "a,b", "a,b"], "--gap gives a,b twice"),
     ("report", ["a", "b", "./a"], "folders gives a twice"),
-    ("study", ["--arms", "10", "10"], "--arms gives 10 twice"),
     ("study", ["--fit-windows", "64", "64"], "--fit-windows gives 64 twice"),
-    ("study", ["--learners", "stabl,exp3,stabl"], "--learners gives stabl twice"),
 ]
 
 
 #: An option given twice (``experiment.results.Parser``): argparse kept the last value silently.
 OPTIONS_TWICE = [
-    ("study", ["--runs", "8", "--runs", "16"], "--runs is given twice (8 and 16)"),
-    ("study", ["--arms", "3", "--arms", "5"], "--arms is given twice (3 and 5)"),
+    ("study", ["--bootstrap", "20", "--bootstrap", "30"], "--bootstrap is given twice (20 and 30)"),
     ("tune", ["--out", "a", "--out", "b"], "--out is given twice (a and b)"),
-    ("study", ["--arms", "3", "10", "--arms", "5"], "--arms is given twice (3 10 and 5)"),
+    ("study", ["--fit-windows", "32", "64", "--fit-windows", "8"], "(32 64 and 8)"),
 ]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 from pathlib import Path
 
 import numpy as np
@@ -129,44 +128,19 @@ def test_study_configs_cover_every_scale(name):
         assert load_config(name, [f"env.num_arms={n}"]).make_env().num_arms == n
 
 
-def test_commands_skip_unregistered_learners_and_reject_unknown_names(tmp_path):
-    lines = study.commands(["geometric"], [10], ["uniform", "stabl"], tmp_path, runs=8, seed=1)
-    assert lines == [
-        "stabl-jax run configs/study_geometric.toml --runs 8 --seed 1 --set env.num_arms=10 "
-        f'--set \'learners=["uniform","stabl"]\' --out {tmp_path}/geometric-n10-custom '
-        "--no-progress"
-    ]
-    with pytest.raises(ValueError, match="unknown learners"):
-        study.commands(["geometric"], [10], ["nope"], tmp_path, runs=8, seed=0)
-    with pytest.raises(ValueError, match="adversary must be one of"):
-        study.commands(["sideways"], [10], None, tmp_path, runs=8, seed=0)
-    # an n outside the plan was an empty plan ("no complete point to analyse")
-    with pytest.raises(ValueError, match=r"--arms 7: the study has points at n in \[10, 30, 100"):
-        study.commands(["geometric"], [30, 7], None, tmp_path, runs=8, seed=0)
-    every = study.commands(
-        list(study.ADVERSARIES), list(study.ARMS), None, tmp_path, runs=8, seed=0
-    )
-    assert len(every) == 2 * len(study.ARMS) * len(study.PLAN)
-    assert all("learners=[]" not in line for line in every)  # every group runs a learner
-    assert every[0].endswith(f"--out {tmp_path}/geometric-n300-base --no-progress")
-
-
 def test_tiny_study_end_to_end(tmp_path, capsys):
     out = tmp_path / "study"
     figures = tmp_path / "figures"
-    points = ["--out", str(out), "--runs", "4", "--adversaries", "geometric"]
-    points += ["--arms", "3", "5", "--learners", "uniform"]
-    assert study.main([*points, "--commands"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and all(line.startswith("stabl-jax run ") for line in lines)
     args = ["--out", str(out), "--table-windows", "64", "128", "--bootstrap", "50"]
     args += ["--figures", str(figures)]
     with pytest.raises(SystemExit) as stop:  # nothing to analyse yet: named, exit 2
         study.main(args)
     assert stop.value.code == 2 and "no complete point under" in capsys.readouterr().err
-    tiny = ["--set", "horizon=256", "--set", "sa_windows=[32,64,128,256]"]
-    for line in lines:
-        assert cli.main([*shlex.split(line)[1:], *tiny]) == 0
+    tiny = ["--runs", "4", "--set", "horizon=256", "--set", "sa_windows=[32,64,128,256]"]
+    for n in (3, 5):  # the module docstring's commands, one group of one learner, tiny
+        point = ["configs/study_geometric.toml", "--set", f"env.num_arms={n}"]
+        point += ["--set", 'learners=["uniform"]', "--out", str(out / f"geometric-n{n}-base")]
+        assert cli.main(["run", *point, *tiny, "--no-progress"]) == 0
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "study.md").write_text("my notes\n")
@@ -266,8 +240,6 @@ def test_an_exponent_that_rounds_to_zero_prints_without_a_sign():
         (["--bootstrap", "9"], "--bootstrap must be >= 10 resamples, got 9"),
         (["--figure-prefix", "mine"], "--figure-prefix and --overwrite are for --figures"),
         (["--overwrite"], "--figure-prefix and --overwrite are for --figures: give --figures"),
-        (["--arms", "7"], "--arms 7: the study has points at n in [10, 30, 100, 300]"),
-        (["--learners", "uniform,nope"], "unknown learners ['nope']"),
     ],
 )
 def test_what_it_cannot_tabulate_is_refused_before_anything_is_written(
