@@ -14,10 +14,7 @@ def load_script(path: Path, name: str | None = None, *, register: bool = False) 
     """Execute the Python file at ``path`` as a module named ``name`` (default: its stem).
 
     ``register=True`` puts it in ``sys.modules`` first, which a module needs whose
-    dataclasses resolve their (string) annotations through it. The script's folder joins
-    ``sys.path``, as when Python runs the script (``experiments/`` scripts import ``_cli``)."""
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))
+    dataclasses resolve their (string) annotations through it."""
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path} cannot be loaded as a Python module")
