@@ -497,9 +497,10 @@ def _figure(path: Path, title: str, panels: list[Any], guides: np.ndarray | None
             mean = np.where(mean > 0, mean, np.nan)
             yerr = np.stack([np.minimum(half, 0.99 * mean), half])
             ax.errorbar(x, mean, yerr=yerr, ms=4, lw=1.3, capsize=2, **style)
-        for slope, line in ((0.5, ":"), (1.0, "--")) if guides is not None else ():
-            ref = 0.5 * guides[0] * (guides / guides[0]) ** slope
-            ax.plot(guides, ref, color="0.4", ls=line, lw=1.0, label=f"∝ L^{slope:g}")
+        if guides is not None:
+            for slope, line in ((0.5, ":"), (1.0, "--")):
+                ref = 0.5 * guides[0] * (guides / guides[0]) ** slope
+                ax.plot(guides, ref, color="0.4", ls=line, lw=1.0, label=f"∝ L^{slope:g}")
         ax.set_xscale("log", **({"base": 2} if guides is not None else {}))
         ax.set_yscale("log")
         ax.set_title(name, fontsize=11)
