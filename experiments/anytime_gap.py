@@ -1,39 +1,22 @@
 """How close do tuning-free ``stabl_anytime``, ``stabl_adaptive`` and ``stabl_rate_grid`` get to
-the tuned StABL sweep? (the target: "within 5% of the tuned sweep's per-segment reward on the
-shipped expert-advice configs without any tuning").
+the tuned StABL sweep (within 5% of its per-segment reward on the expert-advice configs)?
 
     python experiments/anytime_gap.py [--runs 500] [--configs expert_advice_equal ...]
-                                      [--feedback loss reward] [--extra saol ...]
-                                      [--out FOLDER [--force]]
+        [--feedback loss reward] [--extra saol ...] [--out FOLDER [--force]]
 
-For every config and feedback, four (or more) learners are simulated on the reported seed with
-the same key, so every run faces the same environment draws (paired):
+Per config and feedback, with one key (every run faces the same draws: paired):
+``stabl_anytime`` and ``stabl_adaptive`` at their default params, ``stabl_theory`` (``stabl``
+at scales 1), ``stabl_tuned`` (``stabl`` at ``configs/<config>[_reward]_tuned.toml``'s scales,
+chosen by ``experiments/tune.py`` on a disjoint seed) and any ``--extra`` learners. Printed:
+per-segment mean reward ``1 - l_t(x_t)`` ± its 95% interval over runs, and each learner's
+paired gap ``(x - tuned) / tuned`` in % ± the interval of the paired difference over the
+tuned mean; "mean over segments" weighs each segment the same.
 
-- ``stabl_anytime`` with its default params (scales 1: nothing tuned, never swept here),
-- ``stabl_adaptive`` likewise (data-dependent rates, scales 1),
-- ``stabl_theory``: ``stabl`` with the theory default params (scales 1),
-- ``stabl_tuned``: ``stabl`` with the scales in ``configs/<config>[_reward]_tuned.toml``
-  (chosen by ``experiments/tune.py`` on a disjoint seed),
-
-plus any ``--extra`` registry learners with default params. Printed: per-segment mean reward
-``1 - l_t(x_t)`` with its 95% interval over runs, and the paired gaps of ``stabl_anytime``,
-``stabl_adaptive`` and every ``--extra`` learner to tuned StABL, ``(x - tuned) / tuned`` in %,
-with the 95% interval of the paired difference (divided by the tuned mean). "Mean over
-segments" is the unweighted mean of the segment means (each segment counts the same, whatever
-its length).
-
-``--out FOLDER`` writes a results folder (atomically, like ``stabl-jax run --out``; an existing
-folder only with ``--force``, and only one this tool or ``stabl-jax`` made):
-
-    summary.json   kind "anytime_gap", the command, commit and versions, the settings, and per
-                   "CONFIG/FEEDBACK/LEARNER" its segment rewards, mean over segments, mutings
-    results.csv    the same statistics as a tidy table
-    traces.npz     "CONFIG/FEEDBACK/LEARNER/segment_reward": (R, S) float64, each run's mean
-                   reward over each segment (what ``experiments/report.py``'s ``view=gap``
-                   tables are computed from, with Student's t intervals)
-
-``--seed-offset 1000003`` runs on the tuning seed instead of the reported one (for design
-decisions; never for reported numbers).
+``--out FOLDER`` writes a results folder (atomically; an existing one only with ``--force``):
+``summary.json`` (kind ``anytime_gap``, per ``CONFIG/FEEDBACK/LEARNER`` its statistics),
+``results.csv`` and ``traces.npz`` (``CONFIG/FEEDBACK/LEARNER/segment_reward``: ``(R, S)``,
+what ``experiments/report.py``'s ``view=gap`` reads). ``--seed-offset 1000003`` runs on the
+tuning seed (design decisions only).
 """
 
 from __future__ import annotations

@@ -1,30 +1,19 @@
 """Regret against T and SA(L) against L for results folders of the expert-advice configs.
 
-    python experiments/curves.py RESULTS_DIR OUT_DIR [--folders NAME ...]
+    python experiments/curves.py RESULTS_DIR OUT_DIR [--folders NAME ...] [--overwrite]
 
-Reads each ``RESULTS_DIR/NAME`` with :func:`stabl_jax.load_results` (default: the eight
-Figure 1 folders ``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}`` that
-``experiments/docs_numbers.sh`` writes; a missing one is skipped with a note, and none found
-is an error) and writes two PNGs per folder into ``OUT_DIR`` with :mod:`stabl_jax.experiment.plots`,
-every folder checked before any is drawn (exit 2 naming what is wrong):
+Reads each ``RESULTS_DIR/NAME`` (default: the eight Figure 1 folders
+``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}``; a missing one is skipped, none
+found is an error), checks every one before drawing any (exit 2 naming what is wrong) and
+writes into ``OUT_DIR``, as means over runs with the normal 95% band:
 
-- ``NAME_regret.png``: the cumulative pseudo-regret against the best arm of each segment,
+- ``NAME_regret.png``: the cumulative pseudo-regret to the best arm ``i*_s`` of each segment,
+  ``R(t) = sum_{s <= t} (<p_s, mu_s> - mu_s(i*_s)) = bonus * sum_{s <= t} (1 - p_s(i*_s))``,
+  exact from the ``prob_best`` trace (expert advice: ``i*_s`` is ``bonus`` below every arm);
+- ``NAME_sa.png``: SA(L) of the expected loss against ``L`` (``<learner>/sa_expected``).
 
-      R(t) = sum_{s <= t} ( <p_s, mu_s> - mu_s(i*_s) ) = bonus * sum_{s <= t} (1 - p_s(i*_s)),
-
-  with ``mu_s`` the arms' mean losses at round ``s`` and ``i*_s`` the arm of smallest mean
-  loss in the segment holding ``s`` (the best arm in hindsight of that segment, in
-  expectation). In the expert-advice environment that arm's mean loss is ``bonus`` below
-  every other arm's, so ``R(t)`` is exact from the ``prob_best`` trace (the play
-  probability of ``i*_s``); it needs ``save_traces`` to have kept ``prob_best``.
-- ``NAME_sa.png``: SA(L) of the expected loss ``p_t . l_t`` against ``L`` (log2 axis), the
-  per-run values that :func:`stabl_jax.metrics.adaptive_regret` stored in ``traces.npz``
-  (``<learner>/sa_expected``): the same windows of exactly ``L`` rounds as EXPERIMENTS.md's
-  tables.
-
-Both are means over runs with the normal 95% band (:func:`stabl_jax.metrics.mean_ci`). A
-folder ``NAME-naive`` beside ``NAME`` (``stabl_naive`` simulated apart, same seed and
-runs) adds its learners that ``NAME`` lacks; the two must share their change points.
+A folder ``NAME-naive`` beside ``NAME`` (``stabl_naive`` simulated apart, same seed and runs,
+the same change points) adds its learners.
 """
 
 from __future__ import annotations
@@ -35,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _cli import need_runs, unpaired
 
 from stabl_jax import metrics
 from stabl_jax.experiment import load_results, plots
@@ -42,9 +32,7 @@ from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
-    need_runs,
     owned_figures,
-    unpaired,
 )
 from stabl_jax.experiment.tables import TracesDamaged
 

@@ -1,21 +1,16 @@
 """Throughput of ``simulate`` on an accelerator: the rows of the GPU speed table.
 
     python experiments/gpu_bench.py --out gpu_bench.json [--quick] [--large]
-        [--kernels xla,pallas]
+        [--kernels xla,pallas] [--bandwidth GBS]
 
 Each row is ``simulate(learner, ExpertAdvice, key, R, traces=..., kernel=...)`` at the paper's
-step sizes on the default device, timed twice with the same key after compilation (the run
-time excludes compilation; the table reports the faster call; ``same_bits_every_call`` records
-whether the two calls gave the same played arms and losses). Every configuration is timed
-with each of ``--kernels``: ``xla`` (the scan of the rollout) and ``pallas`` (the fused kernel of
-:mod:`stabl_jax.kernels`, one ``pallas_call`` per block and chunk; a row whose kernel fails
-to compile records the error and the bench goes on). Both use the same seeds, so their
-``mean_loss`` columns estimate the same number. ``run-steps/s = R * T / run seconds``. The
-bound column is what streaming the learner's state through device memory once per round
-would allow: ``device bandwidth / (2 * state bytes per run)`` with the bandwidth given by
-``--bandwidth`` (GB/s; 3350 for an H100 SXM, 4800 for an H200). ``--large`` adds
-R = 1,048,576 runs of StABL (n = 30, T = 4096) recording only the suffered loss (the memory
-ceiling of one device), with ``simulate``'s ``kernel`` given by ``--large-kernel``.
+step sizes on the default device, timed twice after compilation (the faster call is
+reported; ``same_bits_every_call`` records whether both gave the same arms and losses), once
+per ``--kernels`` (``xla``: the scan; ``pallas``: the fused kernel; one that fails to compile
+records its error). ``run-steps/s = R * T / run seconds``; the bound is
+``--bandwidth / (2 * state bytes per run)`` (GB/s: 3350 for an H100 SXM, 4800 for an H200).
+``--large`` adds R = 2^20 runs of StABL (n = 30, T = 4096, the loss trace only) with the
+kernel of ``--large-kernel``.
 """
 
 from __future__ import annotations
@@ -28,10 +23,11 @@ from typing import Any
 
 import jax
 import numpy as np
+from _cli import json_output
 
 from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.experiment import bench as benchmark
-from stabl_jax.experiment.results import Parser, distinct, json_output, write_json
+from stabl_jax.experiment.results import Parser, distinct, write_json
 from stabl_jax.kernels import KERNELS
 
 #: (learner, n, R, T, traces): the rows of the speed table, in the order they are timed.

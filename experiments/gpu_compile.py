@@ -1,37 +1,17 @@
 """What one simulated round compiles to on a GPU: kernels per round, counted from XLA's
-optimised program, with or without a GPU.
+optimised chunk program (``stabl_jax.simulate.run_chunk``), with or without a GPU.
 
-``simulate`` runs a chunk of rounds as one compiled program (``stabl_jax.simulate.run_chunk``):
-on the XLA path a loop over the rounds whose body is the round. On a GPU every fusion,
-custom call and copy in that body is a kernel launched once per round, and a loop nested
-inside the body launches its own kernels once per iteration, so at small batch sizes the
-count largely sets the time of a round (docs/speed.md, "On a GPU": 45 µs a round at
-R = 1,024 whatever the work). This script compiles the chunk program for a GPU and counts,
-per row:
+Per row: ``round_kernels``, the kernels of the loop over rounds' body (every operation but
+parameters, tuples, constants and bitcasts: each launches once a round); ``loops_in_round``
+and ``loop_kernels_per_round``, the loops nested in that body and their kernels a round;
+``chunk_kernels``, those outside it, once a chunk (all of them on the fused Pallas kernel);
+``temp_mib``, XLA's scratch memory. The rows (:func:`default_rows`) at ``--runs`` runs in
+one block and chunks of ``--rounds``; ``--large`` adds the GPU speed table's largest rows,
+``--scaling`` StABL and EXP3 for R = 1,024 to 2^20 (docs/gpu.md).
 
-- ``round_kernels``: kernels in the body of the loop over rounds (fusions, custom calls,
-  copies and every other operation that is not free: parameters, tuples, constants,
-  bitcasts);
-- ``loops_in_round``: loops nested in that body, and ``loop_kernels_per_round`` the kernels
-  they launch in a round (their body's and condition's, times their known trip count);
-- ``chunk_kernels``: kernels outside that loop, once per chunk (for the fused Pallas kernel,
-  ``kernel="pallas"``, which has no loop over rounds in XLA's program, all of them);
-- ``temp_mib``: the program's scratch memory, from XLA's memory analysis.
-
-The rows (:func:`default_rows`): every registered bandit learner at n = 30 on the XLA path,
-EXP3 and StABL on the fused kernel, StABL at n = 300 and with every trace, two BCO
-learners, all at ``--runs`` runs in one block and chunks of ``--rounds`` rounds. ``--large``
-adds the GPU speed table's largest rows (whether they fit on the device: ``temp_mib``),
-``--scaling`` StABL and EXP3 for R = 1,024 to 2^20.
-
-Without a GPU, the program is compiled ahead of time for an NVIDIA H100 SXM described by an
-XLA GPU target config (``--target-config``; deviceless compilation). That needs JAX's CUDA
-plugin (``pip install "jax[cuda12]"``, the same version as ``jax``) but no GPU or driver;
-set ``JAX_PLATFORMS=cpu`` (the plugin cannot start without a driver) and
-``JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1``. On a machine with a GPU, ``--local`` compiles for
-its first device instead. Nothing is run: the counts are the compiler's, not a profile.
-
-Usage::
+Without a GPU the program is compiled for an NVIDIA H100 SXM (:data:`H100_TARGET`, or
+``--target-config``; JAX's CUDA plugin installed, no driver needed); ``--local`` compiles
+for this machine's first device. Nothing is run::
 
     JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 python experiments/gpu_compile.py \\
         --out gpu_compile.json
@@ -50,6 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _cli import json_output
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from stabl_jax import registry, sharding
@@ -57,7 +38,7 @@ from stabl_jax.envs import ExpertAdvice
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment import provenance
 from stabl_jax.experiment.bench import default_horizon
-from stabl_jax.experiment.results import Parser, count, json_output, write_json
+from stabl_jax.experiment.results import Parser, count, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 
@@ -231,21 +212,26 @@ def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
 
 
 def large_rows() -> list[dict[str, Any]]:
-    """The largest rows of ``experiments/gpu_bench.py`` with its chunk sizes, both paths:
-    StABL at n = 300, R = 32,768 (chunks of 512 rounds) and at n = 30, R = 2^20 (256), where
-    the scratch memory (``temp_mib``) says whether a program fits on the device."""
-    base = {"kind": "bandit", "learner": "stabl"}
+    """StABL at n = 300, R = 32,768 (chunks of 512) and at n = 30, R = 2^20 (256) on both
+    paths: ``experiments/gpu_bench.py``'s largest rows (does the program fit: ``temp_mib``)."""
     sizes = [(300, 32_768, 512, ["played", "loss"]), (30, 1 << 20, 256, ["loss"])]
     return [
-        {**base, "n": n, "R": runs, "L": rounds, "traces": traces, "kernel": kernel}
-        for n, runs, rounds, traces in sizes
+        {
+            "kind": "bandit",
+            "learner": "stabl",
+            "n": n,
+            "R": r,
+            "L": rounds,
+            "traces": traces,
+            "kernel": kernel,
+        }
+        for n, r, rounds, traces in sizes
         for kernel in ("xla", "pallas")
     ]
 
 
 def scaling_rows(rounds: int) -> list[dict[str, Any]]:
-    """StABL and EXP3 at n = 30 on the XLA path for R = 1,024 to 2^20 runs in one block: how
-    the compiler's kernels per round change with the block's size."""
+    """StABL and EXP3 at n = 30 (XLA path) for R = 1,024 to 2^20 runs in one block."""
     base = {"kind": "bandit", "n": 30, "L": rounds, "traces": ["played", "loss"], "kernel": "xla"}
     sizes = (1_024, 4_096, 16_384, 65_536, 131_072, 1 << 20)
     return [{**base, "learner": name, "R": runs} for name in ("stabl", "exp3") for runs in sizes]

@@ -2,24 +2,14 @@
 
     python experiments/paired.py FOLDER [--learners a b ...] [--diff a,b ...] [--gap a,b ...]
 
-Per run, the reward of a round is ``1 - l_t(x_t)`` (the ``<learner>/loss`` trace: the played
-arm, or for a one-trial-per-round learner every trial); averaged over the run's rounds ("mean")
-and over each segment between its change points. A folder that did not keep the ``loss``
-traces (``save_traces``) gives the same from its ``<learner>/segment_reward`` arrays, except
-for ``@play``, which needs them. Every learner of a folder faced the same
-draws (same key), so differences are taken run by run. Printed, each with its 95% Student t
-interval over runs:
-
-- ``--learners``: mean reward and reward per segment (the default, for every learner of
-  ``FOLDER``, when none of the three options is given);
-- ``--diff a,b``: the per-run difference ``a - b`` of the mean and of each segment's reward;
-- ``--gap a,b``: ``(a - b) / b`` in % of the mean over segments (each segment weighs the
-  same), with the interval of the paired difference divided by ``b``'s mean.
-
-A learner may be named ``OTHER_FOLDER::name``: a folder simulated with the same seed, runs,
-horizon and environment (hence the same draws; checked on the change points); and
-``name@play``: only its even rounds, the play trials of a learner that alternates play and
-observation trials (``stabl_vizier``).
+A round's reward is ``1 - l_t(x_t)`` (the ``<learner>/loss`` trace, or without it the
+``<learner>/segment_reward`` arrays), averaged over the run ("mean") and over each segment.
+The learners of a folder faced the same draws, so differences are taken run by run; each is
+printed with its 95% Student t interval over runs: ``--learners`` (the default: every
+learner) mean reward and reward per segment; ``--diff a,b`` the difference ``a - b`` of each;
+``--gap a,b`` ``(a - b) / b`` in % of the mean over segments. A learner may be
+``OTHER_FOLDER::name`` (a folder of the same seed, runs, horizon and environment; checked on
+the change points) and ``name@play`` (its even rounds: the play trials of ``stabl_vizier``).
 """
 
 from __future__ import annotations
@@ -29,11 +19,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from _cli import need_runs, unpaired
 from scipy import stats
 
 from stabl_jax import metrics
 from stabl_jax.experiment import read_summary, read_traces
-from stabl_jax.experiment.results import Distinct, Parser, need_runs, unpaired
+from stabl_jax.experiment.results import Distinct, Parser
 
 
 class Folders:

@@ -6,20 +6,13 @@
     python experiments/same_bits.py --base REV --config my.toml --set runs=4
 
 Each run of :data:`RUNS` (the default job, a tuned config, a study config, ``bco_d2`` and two
-algorithm-selection configs, each at a few runs; 2 min 15 s in all on a 2-core CPU,
-2026-12-01) is made twice, in fresh processes with the compilation cache off: once with the
-base code on
-``PYTHONPATH`` (a ``git worktree`` of REV in a temporary folder, removed at the end, or the
-checkout DIR), reading the base's own copy of the config file, and once with this checkout's.
-The two results folders are then compared as ``stabl-jax compare`` compares them
-(:mod:`stabl_jax.experiment.compare`: every value of ``summary.json`` but the run record, and every
-trace). ``--config FILE`` makes one run of FILE instead, the same file for both codes.
-
-Prints a row per run and, for a run that differs, what differs. Exit 0 when every run gives
-the same numbers, 1 when any differs (or holds a value or trace the other has not: a feature
-added since the base), 2 when the base cannot be had or a run fails (its last lines are
-printed). This is the check a change that must not move a number (a refactor, a speed-up) is
-held to; ``--keep DIR`` keeps the results folders (``DIR/base/NAME``, ``DIR/this/NAME``).
+algorithm-selection configs, a few runs each) is made in fresh processes, compilation cache
+off, with the base code on ``PYTHONPATH`` (a temporary ``git worktree`` of REV, or DIR) and
+its own copy of the config, and with this checkout's; the two folders are compared as
+``stabl-jax compare`` does. ``--config FILE`` runs FILE instead, the same file for both.
+Exit 0 when every run gives the same numbers, 1 when any differs (what differs is printed),
+2 when the base cannot be had or a run fails; ``--keep DIR`` keeps the folders
+(``DIR/base/NAME``, ``DIR/this/NAME``).
 """
 
 from __future__ import annotations

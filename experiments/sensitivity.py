@@ -1,21 +1,13 @@
 """Step-size sensitivity plots from the sweeps of ``experiments/tune.py``.
 
-    python experiments/sensitivity.py SWEEPS_DIR OUT_DIR
+    python experiments/sensitivity.py SWEEPS_DIR OUT_DIR [--overwrite]
 
-Reads every ``SWEEPS_DIR/NAME/sweep.json`` (``tune.py ... --out SWEEPS_DIR/NAME``: every grid
-point's mean reward over its runs and the 95% half-width) and writes into ``OUT_DIR``, with
-:mod:`stabl_jax.experiment.plots`:
-
-- ``NAME_sensitivity.png``: per learner with two swept params (StABL's expert and meta scales,
-  EXP3's scale and exploration rate) a heatmap of the mean reward, the chosen point boxed,
-  the points whose interval overlaps the chosen one's dotted, and the grid edge in the panel
-  title when the chosen point is on the grid's border
-  (:func:`stabl_jax.experiment.plots.grid_edges`);
-- ``NAME_sensitivity_1d.png``: the learners with one swept param, mean reward against it
-  with its band, the chosen value starred, the grid's ends dotted (only if there are any).
-
-It prints, per learner, the chosen point, whether it is on the grid's edge and how many grid
-points are not told apart from it.
+Reads every ``SWEEPS_DIR/NAME/sweep.json`` (``tune.py ... --out SWEEPS_DIR/NAME``) and writes
+``NAME_sensitivity.png``, per learner with two swept params a heatmap of the mean reward
+(the chosen point boxed, the points whose interval overlaps it dotted, a grid edge it lies on
+in the title), and ``NAME_sensitivity_1d.png``, the learners with one swept param (mean
+reward against it with its band). It prints each learner's chosen point, whether it is on
+the grid's edge and how many grid points are not told apart from it.
 """
 
 from __future__ import annotations
@@ -24,9 +16,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from _cli import need_runs
 
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.results import OutputError, Parser, need_runs, owned_figures
+from stabl_jax.experiment.results import OutputError, Parser, owned_figures
 from stabl_jax.experiment.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"

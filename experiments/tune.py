@@ -4,19 +4,13 @@
     python experiments/tune.py expert_advice_random --set 'learners=["stabl_naive"]' \
         --grid expert_lr_scale=2**0..2**14          # a wider grid for one field
 
-For every learner of the config that has sweepable params, one ``simulate`` call runs the whole
-grid (``points x runs_per_point`` runs, params with a leading runs axis: one compiled
-program) and records the loss alone, ``(runs, T)`` float32. The objective is the mean reward
-``1 - l_t(x_t)`` over all rounds and runs. The sweep uses
-``jax.random.key(config.seed + TUNING_SEED_OFFSET)``: a different root key from the reported
-runs' ``jax.random.key(config.seed)``, hence independent environment draws.
-``--set`` overrides the config, except ``runs`` and ``params``, which the sweep does not read
-(:data:`UNREAD`: ``--runs-per-point`` and ``--grid`` set them); those are refused.
-
-Writes ``configs/<name>[_reward]_tuned.toml`` (the config plus ``[params.<learner>]`` tables
-with the chosen scales) and ``results/tune-<name>/sweep.json`` (every grid point's score and its 95%
-interval, the command, the code's commit, the versions and the device, as a results folder's
-``summary.json`` records them), and prints the best points.
+Per learner with sweepable params, one ``simulate`` call runs the whole grid (``points x
+runs_per_point`` runs, params with a leading runs axis) keeping the loss alone; the objective
+is the mean reward ``1 - l_t(x_t)``, on the key ``config.seed + TUNING_SEED_OFFSET`` (draws
+independent of the reported runs'). ``--set`` of ``runs`` or ``params`` is refused
+(:data:`UNREAD`). Writes ``configs/<name>[_reward]_tuned.toml`` (the config plus the chosen
+``[params.<learner>]``) and ``results/tune-<name>/sweep.json`` (every point's score and 95%
+interval, the command, commit, versions and device), and prints the best points.
 """
 
 from __future__ import annotations
@@ -219,12 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config")
     parser.add_argument("--runs-per-point", type=interval_runs, default=32)
     parser.add_argument("--coarse", action="store_true", help="every other grid value")
+    grid_help = "replace one field's grid: V1,V2,... or 2**A..2**B (repeatable)"
     parser.add_argument(
-        "--grid",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUES",
-        help="replace one field's grid: V1,V2,... or 2**A..2**B (repeatable)",
+        "--grid", action="append", default=[], metavar="FIELD=VALUES", help=grid_help
     )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--configs-dir", default="configs")
@@ -246,9 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # ConfigError: a config or --set it cannot use; a grid value
         parser.error(str(exc))
     base = config.name + ("_reward" if config.feedback == "reward" else "")
-    configs_dir = Path(args.configs_dir)
-    try:  # before the sweep, not after it
+    configs_dir, out_dir = Path(args.configs_dir), Path(args.out or f"results/tune-{base}")
+    try:  # before the sweep, not after it: a user's sweep.json in --out is never replaced
         writable_folder(configs_dir, f"--configs-dir {configs_dir}", "the tuned config")
+        owned_files(out_dir, "sweep.json", (), SWEEP_KEYS, "experiments/tune.py")
     except OutputError as exc:
         parser.error(str(exc))
     target = configs_dir / f"{base}_tuned.toml"
@@ -262,11 +254,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{target} was not written by experiments/tune.py, so it is left as it is: give "
             "--configs-dir another folder, or move the file"
         )
-    out_dir = Path(args.out or f"results/tune-{base}")
-    try:  # before the sweep: a user's sweep.json in --out is never replaced
-        owned_files(out_dir, "sweep.json", (), SWEEP_KEYS, "experiments/tune.py")
-    except OutputError as exc:
-        parser.error(str(exc))
     report, chosen = {}, {}
     for name in config.learners:
         out = tune_learner(config, name, args.runs_per_point, args.coarse, grids)

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -21,6 +22,9 @@ import numpy as np
 import pytest
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
+# The scripts of experiments/ import their folder's `_cli`, as Python finds it when it runs one
+# (the script's folder is first on sys.path); the tests load them with runpy or load_script.
+sys.path.append(str(Path(__file__).resolve().parent.parent / "experiments"))
 
 from stabl_jax import LEARNERS, ExpertAdvice, make  # noqa: E402
 from stabl_jax.experiment import compile_cache  # noqa: E402

@@ -11,26 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from stabl_jax.experiment.results import (
-    Distinct,
-    OutputError,
-    Parser,
-    json_output,
-    output_file,
-    writable_folder,
-    write_json,
-)
+from stabl_jax.experiment.results import Distinct, OutputError, Parser, writable_folder, write_json
 from tests.scripts import ROOT, load_script
 
+_cli = load_script(ROOT / "experiments" / "_cli.py", register=True)
+json_output, output_file = _cli.json_output, _cli.output_file
+
 #: Each script writing one JSON file after its work, and the flag naming that file.
-SCRIPTS = {
-    "ablations": "--json",
-    "gpu_bench": "--out",
-    "gpu_compile": "--out",
-    "memory": "--json",
-    "throughput": "--json",
-    "validation_sweep": "--json",
-}
+SCRIPTS = {"gpu_bench": "--out", "gpu_compile": "--out"}
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
@@ -120,29 +108,11 @@ def test_a_folder_written_after_the_work_is_checked_before_it(
     assert afile.read_text() == "mine"
 
 
-def test_a_measurement_is_written_with_the_arguments_it_was_made_with(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The scripts record ``vars(args)`` in their JSON: the checked path stays a string."""
-    module = load_script(ROOT / "experiments" / "memory.py", "_outputs_memory_run")
-    target = tmp_path / "memory.json"
-    argv = ["--runs", "2", "--arms", "3", "--horizon", "32", "--windows", "8", "--batch", "2"]
-    monkeypatch.setattr(sys, "argv", ["memory.py", *argv, "--json", str(target)])
-    module.main()
-    assert json.loads(target.read_text())["args"]["json"] == str(target)
-
-
 #: Each script's counts (``experiment.results.count``): a bad one stops it before any work.
-COUNTS = {
-    "ablations": ["--runs", "--rounds", "--repeats"],
-    "gpu_compile": ["--runs", "--rounds"],
-    "memory": ["--runs", "--horizon", "--windows", "--batch", "--block"],
-    "throughput": ["--runs", "--horizon"],
-    "validation_sweep": ["--horizon", "--runs-per-corner"],
-}
+COUNTS = {"gpu_compile": ["--runs", "--rounds"]}
 #: The runs of scripts that print 95% intervals (``experiment.results.interval_runs``): at
 #: least two.
-INTERVAL_RUNS = {"anytime_gap": ["--runs"], "tune": ["--runs-per-point"], "study": ["--runs"]}
+INTERVAL_RUNS = {"anytime_gap": ["--runs"], "tune": ["--runs-per-point"]}
 
 
 @pytest.mark.parametrize(
@@ -159,9 +129,9 @@ def test_a_count_below_its_least_stops_the_script_at_once(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
-    """It used to be a traceback from the library (or, for ``ablations.py``, a check of its
-    own), some after other work; one run of a script that prints intervals printed each as
-    ``nan`` (``anytime_gap.py``, ``tune.py``, whose ``sweep.json`` kept them)."""
+    """It used to be a traceback from the library, some after other work; one run of a script
+    that prints intervals printed each as ``nan`` (``anytime_gap.py``, ``tune.py``, whose
+    ``sweep.json`` kept them)."""
     value = str(least - 1) if below == "just_below" else below
     module = load_script(ROOT / "experiments" / f"{name}.py", f"_counts_{name}")
     argv = [flag, value, *(["configs/expert_advice_random.toml"] if name == "tune" else [])]
@@ -174,69 +144,26 @@ def test_a_count_below_its_least_stops_the_script_at_once(
     assert message in capsys.readouterr().err
 
 
-def test_memory_refuses_a_window_longer_than_the_horizon(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
-    """``--windows`` above ``--horizon`` were dropped without a word."""
-    module = load_script(ROOT / "experiments" / "memory.py", "_counts_memory_windows")
-    monkeypatch.setattr(sys, "argv", ["memory.py", "--horizon", "64", "--windows", "8", "128"])
-    with pytest.raises(SystemExit) as stop:
-        module.main()
-    assert stop.value.code == 2
-    assert "--windows 128 is longer than --horizon 64" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("name", ["memory", "throughput"])
-def test_fewer_than_two_arms_stop_the_script_at_once(
-    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
-    """``--arms 1`` ended in the library's traceback."""
-    module = load_script(ROOT / "experiments" / f"{name}.py", f"_arms_{name}")
-    monkeypatch.setattr(sys, "argv", [f"{name}.py", "--arms", "1"])
-    with pytest.raises(SystemExit) as stop:
-        module.main()
-    assert stop.value.code == 2
-    assert "--arms 1: num_arms must be >= 2, got 1" in capsys.readouterr().err
-    # A horizon StABL cannot run is named as the horizon (it was blamed on --arms).
-    argv = ["--horizon", "20", *(["--windows", "8"] if name == "memory" else [])]
-    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
-    with pytest.raises(SystemExit) as stop:
-        module.main()
-    assert stop.value.code == 2
-    assert "error: --horizon 20: horizon=20 is too small" in capsys.readouterr().err
-
-
 #: A list option given one value twice (``experiment.results.Distinct``): the script's arguments and
 #: what it names in its message. Each used to run, draw or print the same setting twice.
 REPEATS = [
-    ("ablations", ["--only", "block_n30", "block_n30"], "--only gives block_n30 twice"),
     ("anytime_gap", ["--configs", "expert_advice_equal", "expert_advice_equal"], "--configs"),
     ("anytime_gap", ["--feedback", "loss", "reward", "loss"], "--feedback gives loss twice"),
     ("anytime_gap", ["--extra", "exp3", "exp3"], "--extra gives exp3 twice"),
     ("curves", ["results", "out", "--folders", "a", "a"], "--folders gives a twice"),
-    ("memory", ["--windows", "8", "08"], "--windows gives 8 twice"),
     ("paired", ["folder", "--learners", "stabl", "stabl"], "--learners gives stabl twice"),
     ("paired", ["folder", "--diff", "stabl,exp3", "stabl,exp3"], "--diff gives stabl,exp3 twice"),
     ("paired", ["folder", "--gap", "a,b", "a,b"], "--gap gives a,b twice"),
     ("report", ["a", "b", "./a"], "folders gives a twice"),
-    ("study", ["--arms", "10", "10"], "--arms gives 10 twice"),
     ("study", ["--fit-windows", "64", "64"], "--fit-windows gives 64 twice"),
-    ("study", ["--learners", "stabl,exp3,stabl"], "--learners gives stabl twice"),
-    ("validation_sweep", ["--arms", "3", "10", "3"], "--arms gives 3 twice"),
-    ("validation_sweep", ["--learners", "exp3", "exp3"], "--learners gives exp3 twice"),
 ]
 
 
 #: An option given twice (``experiment.results.Parser``): argparse kept the last value silently.
 OPTIONS_TWICE = [
-    ("study", ["--runs", "8", "--runs", "16"], "--runs is given twice (8 and 16)"),
-    ("study", ["--arms", "3", "--arms", "5"], "--arms is given twice (3 and 5)"),
+    ("study", ["--bootstrap", "20", "--bootstrap", "30"], "--bootstrap is given twice (20 and 30)"),
     ("tune", ["--out", "a", "--out", "b"], "--out is given twice (a and b)"),
-    (
-        "validation_sweep",
-        ["--arms", "3", "10", "--arms", "5"],
-        "--arms is given twice (3 10 and 5)",
-    ),
+    ("study", ["--fit-windows", "32", "64", "--fit-windows", "8"], "(32 64 and 8)"),
 ]
 
 
