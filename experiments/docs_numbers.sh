@@ -13,7 +13,7 @@
 # commit and the number of uncommitted paths. Then
 # `experiments/report.py --update EXPERIMENTS.md` rewrites the tables and
 # `experiments/report.py --check EXPERIMENTS.md` confirms them. Nothing under docs/ is written
-# while anything runs (the scaling study's figures and the kept JSONs wait in $RESULTS/docs),
+# while anything runs (the scaling study's figures wait in $RESULTS/docs),
 # so every folder records the clean tree it was made from. With ONLY, nothing under docs/ is
 # written at all: the script ends with `--check` of EXPERIMENTS.md, which lists the tables
 # whose folder was not run as missing and every table that differs from its new folder (exit 1).
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RESULTS=${RESULTS:-results}
 PYTHON=${PYTHON:-python}
-docs=$RESULTS/docs  # the study's figures and the kept JSONs, copied into docs/ after the runs
+docs=$RESULTS/docs  # the study's figures, copied into docs/ after the runs
 mkdir -p "$docs/figures" "$docs/benchmark"
 
 selected() {  # selected FOLDER: true unless ONLY is set and FOLDER does not match it
@@ -81,14 +81,6 @@ PY
 
 # The speed benchmark first, on a machine with nothing else running (2-3 min on 2 cores)
 timed benchmark "$PYTHON" -m stabl_jax bench --out "$RESULTS/benchmark"
-# The simulator's speed choices against their alternatives (experiments/ablations.py, about
-# 2 min); the JSON is kept in docs/benchmark/ (copied at the end; EXPERIMENTS.md's ablation
-# table is its view)
-if selected ablations; then
-  mkdir -p "$RESULTS/ablations"
-  timed ablations "$PYTHON" experiments/ablations.py --json "$RESULTS/ablations/ablations.json"
-  cp "$RESULTS/ablations/ablations.json" "$docs/benchmark/ablations.json"
-fi
 # The main job (the README's figure): Figure 1 (left), both StABLs and EXP3, rewards
 run figure1 figure1
 # Figure 1: N = 30, T = 4096, 500 runs each
@@ -172,45 +164,34 @@ sweep widened/random_naive expert_advice_random --set 'learners=["stabl_naive"]'
 sweep widened/equal_single expert_advice_equal --set 'learners=["stabl_single_scale"]' \
   --grid 'meta_lr_scale=2**0..2**12'
 
-# The scaling study (experiments/study.py): 2 adversaries x 4 n x 2 learner groups of 1,000
-# runs, two points at a time where they fit in the memory available; then the tuned scales at
-# n = 10, 30, 100 (geometric adversary). Each writes its study.json (the tables) and draws its
-# SA(L) figures (copied into docs/figures at the end). KEEP=1 keeps the points already
-# complete (study.py skips them); otherwise every point runs again (--force).
-rerun=(--force)
-[[ ${KEEP:-0} == 1 ]] && rerun=()
-timed study "$PYTHON" experiments/study.py --out "$RESULTS/study" --runs 1000 --seed 0 \
-  --jobs 2 --bootstrap 1000 --figures "$docs/figures" "${rerun[@]}"
-timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --runs 1000 \
-  --seed 0 --jobs 2 --bootstrap 1000 --config-suffix _tuned --adversaries geometric \
-  --arms 10 30 100 --learners stabl,stabl_one_query,saol --figures "$docs/figures" \
-  --figure-prefix study_tuned "${rerun[@]}"
-
-# The memory study (experiments/memory.py: StABL at n = 300 on expert advice, SA(L) scored
-# without (R, T) traces; the process's peak resident memory): the target size R = 4096,
-# T = 65536 (38 min on a 2-core AMD EPYC, 63 on a 2-core Xeon) and three smaller ones. Each
-# JSON is kept in docs/benchmark/ (copied at the end; EXPERIMENTS.md's memory table is its
-# view).
-memory() {  # memory NAME ARGS...: $RESULTS/memory/NAME/memory.json
-  local folder=memory/$1
-  selected "$folder" || return 0
-  mkdir -p "$RESULTS/$folder"
-  timed "$folder" "$PYTHON" experiments/memory.py --arms 300 "${@:2}" \
-    --json "$RESULTS/$folder/memory.json"
-  touch "$RESULTS/$folder/COMPLETE"
-  cp "$RESULTS/$folder/memory.json" "$docs/benchmark/memory_$1.json"
-}
-memory R4096_n300_T65536 --runs 4096 --horizon 65536 --batch 128 --block 64
-memory R256_n300_T65536 --runs 256 --horizon 65536 --batch 64
-memory R128_n300_T65536 --runs 128 --horizon 65536 --batch 64
-memory R4096_n300_T2048 --runs 4096 --horizon 2048 --batch 64 --windows 64 1024 2048
+# The scaling study: 2 adversaries x 4 n x 2 learner groups of 1,000 runs, one `stabl-jax run`
+# each (the loop of experiments/study.py's docstring), then the tuned scales at n = 10, 30,
+# 100 (geometric adversary); experiments/study.py reads the folders, writes study.json (the
+# tables) and draws the SA(L) figures (copied into docs/figures at the end).
+base='["stabl","exp3_uniform","uniform","stabl_naive","stabl_single_scale"]'
+others='["saol","stabl_one_query","saol_hedge","exp3s"]'
+for a in geometric random; do
+  for n in 10 30 100 300; do
+    run "study/$a-n$n-base" "study_$a" --runs 1000 --set "env.num_arms=$n" --set "learners=$base"
+    run "study/$a-n$n-baselines" "study_$a" --runs 1000 --set "env.num_arms=$n" \
+      --set "learners=$others"
+  done
+done
+for n in 10 30 100; do
+  run "study-tuned/geometric-n$n-base" study_geometric_tuned --runs 1000 \
+    --set "env.num_arms=$n" --set 'learners=["stabl","stabl_one_query","saol"]'
+done
+timed study "$PYTHON" experiments/study.py --out "$RESULTS/study" --bootstrap 1000 \
+  --figures "$docs/figures" --overwrite
+timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --bootstrap 1000 \
+  --figures "$docs/figures" --figure-prefix study_tuned --overwrite
 
 if [[ -n ${ONLY:-} ]]; then  # a subset: compare the tables with the folders run, write nothing
   "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"
   exit
 fi
 
-# Every folder is made: now the study's figures and the kept JSONs go into docs/
+# Every folder is made: now the study's figures go into docs/
 cp -R "$docs/." docs/
 "$PYTHON" experiments/report.py --update EXPERIMENTS.md --results "$RESULTS"
 "$PYTHON" experiments/report.py --check EXPERIMENTS.md --results "$RESULTS"

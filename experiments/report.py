@@ -19,9 +19,8 @@ each learner per run, or for algorithm selection each learner's log10 gap minus
 the same draws, or ``name@play``, its play trials); ``regret`` each learner's final pseudo-regret,
 one row per folder (``rows=F2,F3``); ``gap`` an ``experiments/anytime_gap.py`` folder
 (``learner=``, ``columns=``); ``table1``, ``exponents``, ``b`` the scaling study's
-``study.json`` (``adversary=``, ``n=``, ``tuned=OTHER``); ``bench``, ``memory`` (``rows=``) and
-``ablations`` the JSONs of ``stabl-jax bench``, ``experiments/memory.py`` and
-``experiments/ablations.py``. An option its view does not read is refused, so it is never
+``study.json`` (``adversary=``, ``n=``, ``tuned=OTHER``); ``bench`` the JSON of ``stabl-jax
+bench``. An option its view does not read is refused, so it is never
 ignored. Intervals are Student's t 95% half-widths over runs. ``--update`` rewrites every block;
 ``--check`` exits 1 and lists every block that differs from what ``--update`` would write.
 Both exit 1 and name the marker whose folder is missing (its block is kept).
@@ -38,10 +37,11 @@ from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
+from _cli import need_runs
 
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.results import Distinct, Parser, need_runs, read_summary, write_text
+from stabl_jax.experiment.results import Distinct, Parser, read_summary, write_text
 from stabl_jax.experiment.tables import TraceFile, finished_folder, read_json_object
 from stabl_jax.hpo_metrics import log10_gap
 
@@ -492,8 +492,6 @@ VIEWS: dict[str, dict[str | None, set[str]]] = {
     "exponents": {None: {"adversary"}},
     "b": {None: set()},
     "bench": {None: set()},
-    "memory": {None: {"rows"}},
-    "ablations": {None: set()},
 }
 REPEATED = ("diff", "gap", "rows")  # options a marker may give more than once
 KINDS = {GAP: "the folders of experiments/anytime_gap.py"}
@@ -573,9 +571,8 @@ def render(args: str, results: Path, label: str = "", where: str = "", flag: str
     kind = check_options(folder, view, given, where, flag)
     if view in ("table1", "exponents", "b"):
         return study_table(folder, {"view": view, **opts}, results)
-    if view in ("bench", "memory", "ablations"):
-        tables = {"bench": bench_table, "ablations": ablation_table}
-        return memory_table([folder, *rows]) if view == "memory" else tables[view](folder)
+    if view == "bench":
+        return bench_table(folder)
     _need_summary(folder, where)
     if view == "regret":
         return regret_table([folder, *rows])
@@ -608,33 +605,6 @@ def bench_table(folder: Path) -> str:
     )
 
 
-def memory_table(folders: list[Path]) -> str:
-    """One row per folder holding an ``experiments/memory.py --json FOLDER/memory.json``: the
-    study's size, the process's peak resident memory and the resident memory once JAX had
-    started, the simulation and SA(L) times, the mean SA(L) of the sampled loss, and the
-    machine and day it ran on (``memory.json`` records the rest)."""
-    lines = [
-        "| R | n | T | batch (block) | SA windows L | peak RSS | RSS after JAX started | "
-        "simulate | SA(L) + summaries | mean SA(L), sampled loss | machine, day |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for folder in folders:
-        path = folder / "memory.json"
-        data = _script_json(path, f"experiments/memory.py ... --json {path}")
-        args = data["args"]
-        block = f" ({args['block']})" if args.get("block") else ""
-        lines.append(
-            f"| {args['runs']} | {args['arms']} | {args['horizon']} | {args['batch']}{block} | "
-            + ", ".join(str(w) for w in data["windows"])
-            + f" | {data['peak_rss_bytes'] / 2**20:.0f} MiB"
-            f" | {data['rss_after_jax_start_bytes'] / 2**20:.0f} MiB"
-            f" | {data['simulate_seconds']:.0f} s | {data['metrics_seconds']:.0f} s | "
-            + ", ".join(f"{v:.1f}" for v in data["mean_sa_sampled"])
-            + f" | {_machine(data)} |"
-        )
-    return "\n".join(lines)
-
-
 def _script_json(path: Path, command: str) -> dict:
     """The JSON at ``path`` that ``command`` writes; a missing one names the command."""
     if not path.is_file():
@@ -642,42 +612,6 @@ def _script_json(path: Path, command: str) -> dict:
             f"no {path}; run `{command}` (experiments/docs_numbers.sh does) first"
         )
     return read_json_object(path, f"run `{command}` again")
-
-
-def _machine(data: dict) -> str:
-    """``CPU, N cores, JAX V, YYYY-MM-DD`` of a script's JSON (its ``machine``)."""
-    machine = data["machine"]
-    return (
-        f"{machine['cpu']}, {machine['cpu_count']} cores, JAX {machine['jax']}, "
-        f"{machine['date'][:10]}"
-    )
-
-
-def ablation_table(folder: Path) -> str:
-    """The table of an ``experiments/ablations.py --json FOLDER/ablations.json`` run: one row
-    per variant of each ablation, its median rate over the alternating repeats (with their
-    range) and its ratio to the code's choice (the ablation's first variant); a last line
-    names the machine and the day."""
-    path = folder / "ablations.json"
-    data = _script_json(path, f"experiments/ablations.py --json {path}")
-    lines = [
-        "| ablation | setting | variant | run-steps/s, median (range) | × the code's choice |",
-        "|---|---|---|---|---|",
-    ]
-    for name, ablation in data["ablations"].items():
-        for i, row in enumerate(ablation["variants"]):
-            rate = (
-                f"{row['run_steps_per_s']:,.0f} ({row['run_steps_per_s_min']:,.0f}–"
-                f"{row['run_steps_per_s_max']:,.0f})"
-            )
-            ratio = "1 (the code's)" if i == 0 else f"{row['ratio']:.2f}"
-            head = (f"`{name}`", ablation["setting"]) if i == 0 else ("", "")
-            lines.append(f"| {head[0]} | {head[1]} | {row['variant']} | {rate} | {ratio} |")
-    lines += [
-        "",
-        f"{data['args']['repeats']} alternating calls per variant; {_machine(data)}.",
-    ]
-    return "\n".join(lines)
 
 
 def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:

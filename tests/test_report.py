@@ -403,17 +403,28 @@ DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
 
 def _folders_written_by_docs_numbers() -> set[str]:
     """The results folders ``experiments/docs_numbers.sh`` writes (its ``run``,
-    ``unvalidated``, ``gap``, ``sweep``, ``timed`` and ``memory`` lines, ``$cfg`` expanded)."""
-    written = set()
+    ``unvalidated``, ``gap``, ``sweep`` and ``timed`` lines), with the variables of the
+    ``for VAR in ...; do`` loops around each line expanded."""
+    written: set[str] = set()
+    loops: list[tuple[str, list[str]]] = []
     for line in DOCS_NUMBERS.read_text().splitlines():
         words = line.split()
-        if words and words[0] in ("run", "unvalidated", "gap", "sweep", "timed"):
+        if words[:1] == ["for"] and words[2:3] == ["in"]:
+            loops.append((words[1], [w.rstrip(";") for w in words[3 : words.index("do")]]))
+        elif words[:1] == ["done"]:
+            loops.pop()
+        elif words and words[0] in ("run", "unvalidated", "gap", "sweep", "timed"):
             if words[1].startswith('"$'):  # inside a function: the folder is its argument
                 continue
-            written.add(words[1].replace("$cfg", "{cfg}").replace("${cfg}", "{cfg}"))
-        if words and words[0] == "memory":
-            written.add(f"memory/{words[1]}")
-    return {w.format(cfg=c) for w in written for c in ("equal", "random")}
+            names = {words[1].strip('"')}
+            for var, values in loops:
+                names = {
+                    n.replace("${" + var + "}", v).replace("$" + var, v)
+                    for n in names
+                    for v in values
+                }
+            written |= names
+    return written
 
 
 @pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])
@@ -447,7 +458,8 @@ def test_every_marked_table_has_its_run_in_docs_numbers(doc):
 
 def _study_figures(script: str, written: set[str]) -> set[str]:
     """The figures the script's ``experiments/study.py ... --figures docs/figures`` commands
-    draw (``<prefix>_<adversary>_sa_vs_{L,n}.png``), each from a study folder it writes."""
+    draw (``<prefix>_<adversary>_sa_vs_{L,n}.png``, one pair per adversary of the points
+    ``<study>/<adversary>-n<n>-<group>`` the script runs), each from a study folder."""
     made = set()
     for command in script.replace("\\\n", " ").splitlines():
         words = command.split()
@@ -458,10 +470,8 @@ def _study_figures(script: str, written: set[str]) -> set[str]:
         prefix = (
             words[words.index("--figure-prefix") + 1] if "--figure-prefix" in words else "study"
         )
-        adversaries = ["geometric", "random"]
-        if "--adversaries" in words:
-            rest = [*words[words.index("--adversaries") + 1 :], "--"]
-            adversaries = rest[: next(i for i, w in enumerate(rest) if w.startswith("--"))]
+        points = [w.split("/", 1)[1] for w in written if w.startswith(f"{words[1]}/")]
+        adversaries = {p.split("-n")[0] for p in points}
         made |= {f"{prefix}_{a}_sa_vs_{x}.png" for a in adversaries for x in "Ln"}
     return made
 
@@ -699,110 +709,19 @@ def test_a_study_marker_without_its_study_json_names_the_command(tmp_path):
         REPORT["render"]("study view=b", tmp_path)
 
 
-def _memory_json(folder: Path, runs: int, peak_mib: int, dirty: bool) -> None:
-    folder.mkdir(parents=True)
-    data = {
-        "machine": {
-            "date": "2026-11-27T02:32:39+00:00",
-            "load_average": [1.33, 1.5, 1.6],
-            "cpu": "Intel Xeon",
-            "cpu_count": 2,
-            "jax": "0.10.2",
-        },
-        "code": {"commit": "92e553432843ec53a9a9428b04564711c171daa8", "dirty": dirty},
-        "args": {"runs": runs, "arms": 300, "horizon": 4096, "batch": 64, "block": None},
-        "windows": [64, 1024],
-        "rss_after_jax_start_bytes": 197 * 2**20,
-        "peak_rss_bytes": peak_mib * 2**20,
-        "simulate_seconds": 12.4,
-        "metrics_seconds": 3.6,
-        "mean_sa_sampled": [38.22, 530.29],
-    }
-    (folder / "memory.json").write_text(json.dumps(data))
-
-
-def test_memory_view_has_one_row_per_memory_json(tmp_path):
-    """``view=memory``: the marker's folder, then each ``rows=`` folder; a missing JSON names
-    the command that writes it, and the view takes no other option."""
-    _memory_json(tmp_path / "memory" / "a", 4096, 1760, dirty=False)
-    _memory_json(tmp_path / "memory" / "b", 128, 770, dirty=True)
-    lines = REPORT["render"]("memory/a view=memory rows=memory/b", tmp_path).splitlines()
-    assert lines[2] == (
-        "| 4096 | 300 | 4096 | 64 | 64, 1024 | 1760 MiB | 197 MiB | 12 s | 4 s | 38.2, 530.3 | "
-        "Intel Xeon, 2 cores, JAX 0.10.2, 2026-11-27 |"
-    )
-    assert lines[3].startswith("| 128 | 300 | 4096 | 64 | 64, 1024 | 770 MiB |")
-    assert lines[3].endswith("| Intel Xeon, 2 cores, JAX 0.10.2, 2026-11-27 |") and len(lines) == 4
-    assert "92e5534" not in "\n".join(lines)  # the commit stays in memory.json
-    with pytest.raises(FileNotFoundError, match=r"experiments/memory\.py"):
-        REPORT["render"]("memory/a view=memory rows=memory/c", tmp_path)
-    with pytest.raises(ValueError, match="view=memory takes rows= only"):
-        REPORT["render"]("memory/a view=memory windows=64", tmp_path)
-    # a JSON cut short, or not an object: named with its command (the decoder's words alone)
-    path = tmp_path / "memory" / "b" / "memory.json"
-    for text, words in (("{", "is not valid JSON (Expecting"), ("[]", "holds a JSON list")):
-        path.write_text(text)
-        message = f"{path} {words}"
-        with pytest.raises(ValueError, match=re.escape(message) + r".*experiments/memory\.py"):
-            REPORT["render"]("memory/a view=memory rows=memory/b", tmp_path)
-
-
-def test_ablation_view_is_the_scripts_json(tmp_path, capsys):
-    """``experiments/ablations.py`` (two of its ablations, tiny) writes a JSON with its
-    command and commit; ``view=ablations`` turns it into one row per variant, the code's
-    choice first and each other variant's median rate relative to it."""
-    ablations = runpy.run_path(str(ROOT / "experiments" / "ablations.py"))
-    folder = tmp_path / "ablations"
-    folder.mkdir()
-    args = ["--runs", "8", "--rounds", "4", "--repeats", "2", "--only", "cumsum_n30", "threefry"]
-    out = ablations["main"]([*args, "--json", str(folder / "ablations.json")])
-    assert list(out["ablations"]) == ["cumsum_n30", "threefry"]
-    assert out["command"][1:3] == ["experiments/ablations.py", "--runs"]
-    assert set(out["code"]) == {"commit", "dirty", "source"}
-    for ablation in out["ablations"].values():
-        first, other = ablation["variants"]
-        assert len(first["seconds"]) == len(other["seconds"]) == 2
-        assert first["ratio"] == 1.0
-        assert other["ratio"] == other["run_steps_per_s"] / first["run_steps_per_s"]
-    lines = REPORT["render"]("ablations view=ablations", tmp_path).splitlines()
-    assert lines[0].startswith("| ablation | setting | variant |") and len(lines) == 8
-    assert lines[2].startswith(
-        "| `cumsum_n30` | one draw per run and round, n = 30, R = 2, T = 4 |"
-    )
-    assert lines[2].endswith("| 1 (the code's) |") and lines[3].startswith("|  |  | jnp.cumsum |")
-    ratio = out["ablations"]["threefry"]["variants"][1]["ratio"]
-    assert lines[5].endswith(f"| {ratio:.2f} |") and lines[7].startswith("2 alternating calls")
-    with pytest.raises(ValueError, match="view=ablations takes no other option"):
-        REPORT["render"]("ablations view=ablations rows=x", tmp_path)
-    with pytest.raises(FileNotFoundError, match=r"experiments/ablations\.py"):
-        REPORT["render"]("other view=ablations", tmp_path)
-    with pytest.raises(SystemExit):
-        ablations["main"](["--only", "blocks"])
-    assert "unknown ablation(s) ['blocks']" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        ablations["main"](["--repeats", "0"])
-    assert "argument --repeats: give an int >= 1, got '0'" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])
+@pytest.mark.parametrize("doc", ["docs/speed.md"])
 def test_tables_of_the_kept_benchmark_jsons_are_what_the_documents_show(doc, tmp_path):
-    """The speed benchmark, the ablations and the memory study keep their JSONs in
-    ``docs/benchmark/`` (``docs_numbers.sh`` copies them there): laid out as the script's
-    results folders, they regenerate every ``view=bench``, ``view=ablations`` and
-    ``view=memory`` table of the document unchanged (the other markers need results folders
-    that are not in the repository)."""
+    """The speed benchmark keeps its JSON in ``docs/benchmark/`` (``docs_numbers.sh`` copies
+    it there): laid out as its results folder, it regenerates every ``view=bench`` table of
+    the document unchanged (the other markers need results folders that are not in the
+    repository)."""
     kept = ROOT / "docs" / "benchmark"
-    layout = {
-        "benchmark/benchmark.json": kept / "benchmark.json",
-        "ablations/ablations.json": kept / "ablations.json",
-    }
-    for path in kept.glob("memory_*.json"):
-        layout[f"memory/{path.stem.removeprefix('memory_')}/memory.json"] = path
+    layout = {"benchmark/benchmark.json": kept / "benchmark.json"}
     for name, source in layout.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(source.read_bytes())
     text = (ROOT / doc).read_text()
-    views = ("view=bench", "view=ablations", "view=memory")
+    views = ("view=bench",)
     ours = [m["args"] for m in REPORT["MARKER"].finditer(text) if set(m["args"].split()) & {*views}]
     assert ours, f"{doc} has no table of a kept JSON"
     new, changed, missing = REPORT["update"](text, tmp_path)
@@ -824,47 +743,29 @@ def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[in
     env = {"PATH": f"{stub}:/usr/bin:/bin", "RESULTS": str(results), "PYTHON": "true", **env}
     subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
     ran = [line.split()[0] for line in timings.read_text().splitlines()]
-    logged = [line.split() for line in copies.read_text().splitlines()]
+    logged = [line.split() for line in copies.read_text().splitlines()] if copies.exists() else []
     return ran, [(int(words[0]), words[-1]) for words in logged]
 
 
 def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
     """``ONLY=REGEX docs_numbers.sh`` (the Python interpreter stubbed by ``true``, ``cp``
-    logged): exactly the folders matching the regex are run, in the script's order; the kept
-    JSONs of a matching memory size or ablation run go under ``$RESULTS/docs``, and it ends
-    before any step that writes under the repository's ``docs/``."""
-    only = "^(ablations|bco_d(2|10)|sweeps/expert_advice_equal|memory/R128_n300_T65536)$"
+    logged): exactly the folders matching the regex are run, in the script's order, and it
+    ends before any step that writes under the repository's ``docs/``."""
+    only = "^(bco_d(2|10)|sweeps/expert_advice_equal|study/random-n30-base)$"
     ran, copies = _run_docs_numbers_stubbed(tmp_path, ONLY=only)
-    assert ran == [
-        "ablations",
-        "bco_d2",
-        "bco_d10",
-        "sweeps/expert_advice_equal",
-        "memory/R128_n300_T65536",
-    ]
+    assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal", "study/random-n30-base"]
     assert set(ran) <= _folders_written_by_docs_numbers()
-    results = tmp_path / "results"
-    assert [destination for _, destination in copies] == [
-        f"{results}/docs/benchmark/ablations.json",
-        f"{results}/docs/benchmark/memory_R128_n300_T65536.json",
-    ]
+    assert copies == []
 
 
 def test_the_whole_script_writes_under_docs_only_after_every_run(tmp_path):
-    """Without ``ONLY`` every folder runs on the tree as committed: the kept JSONs wait under
-    ``$RESULTS/docs`` until the last folder is made (a copy into the repository's ``docs/``
-    before that would make every later folder record a dirty tree); then they, the
-    benchmark's folder and the figures are copied into ``docs/``."""
+    """Without ``ONLY`` every folder runs on the tree as committed, and only then are the
+    staged study figures, the benchmark's folder and the figures copied into ``docs/`` (a copy
+    before that would make every later folder record a dirty tree)."""
     ran, copies = _run_docs_numbers_stubbed(tmp_path)
     assert set(ran) == _folders_written_by_docs_numbers()
-    results = f"{tmp_path}/results"
-    staged = [(when, dest) for when, dest in copies if dest.startswith(f"{results}/docs/")]
     into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
-    assert len(staged) + len(into_docs) == len(copies)
-    assert [dest for _, dest in staged] == [
-        f"{results}/docs/benchmark/ablations.json",
-        *(f"{results}/docs/benchmark/memory_{f.removeprefix('memory/')}.json" for f in ran[-4:]),
-    ]
+    assert len(into_docs) == len(copies)
     assert into_docs[0][1] == "docs/" and {"docs/benchmark/", "docs/figures/"} <= {
         dest.rsplit("/", 1)[0] + "/" for _, dest in into_docs
     }
