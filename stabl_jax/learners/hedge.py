@@ -42,6 +42,18 @@ def loss_vector(query: BanditQuery, observed: jax.Array) -> jax.Array:
     return jnp.zeros_like(observed).at[query.arms].set(observed)
 
 
+def hedge_log_update(log_probs: jax.Array, loss: jax.Array, rate: jax.Array) -> jax.Array:
+    """``log w - rate l`` renormalised over the last axis: ``w' ∝ w exp(-rate l)``.
+
+    Args:
+      log_probs: ``(..., n)`` normalised log-probabilities.
+      loss: ``(..., n)`` the full loss vector, broadcastable against ``log_probs``.
+      rate: the learning rate, broadcastable against ``log_probs``.
+    """
+    bumped = log_probs - rate * loss
+    return bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)
+
+
 @chex.dataclass(frozen=True)
 class HedgeParams:
     """Sweepable numbers of :class:`Hedge`.
@@ -90,6 +102,5 @@ class Hedge(WeightsLearner):
 
     def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
         loss = loss_vector(query, observed)
-        bumped = state.log_weights - self.learning_rate(state.params) * loss
-        log_w = bumped - jax.scipy.special.logsumexp(bumped)
+        log_w = hedge_log_update(state.log_weights, loss, self.learning_rate(state.params))
         return dataclasses.replace(state, t=state.t + 1, log_weights=log_w.astype(self.float_dtype))

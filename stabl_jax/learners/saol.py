@@ -30,7 +30,7 @@ import numpy as np
 from stabl_jax import checks, estimators, sampling
 from stabl_jax.learners.base import BanditLearner, BanditQuery
 from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, EnsembleState
-from stabl_jax.learners.hedge import full_information_query, loss_vector
+from stabl_jax.learners.hedge import full_information_query, hedge_log_update, loss_vector
 
 
 @chex.dataclass(frozen=True)
@@ -108,8 +108,7 @@ class SAOLHedge(_SAOLBase):
         # r_t(k) = <mix, l> - <v(t,k), l>: the exact instantaneous regret (full information).
         regret_gain = jnp.dot(query.play_probs, loss) - v @ loss
         rates = self.expert_learning_rates(state.params)
-        bumped = state.expert_log_probs - rates[:, None] * loss[None, :]
-        experts = bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)
+        experts = hedge_log_update(state.expert_log_probs, loss[None, :], rates[:, None])
         return self._advance(state, experts, regret_gain)
 
 
