@@ -26,7 +26,7 @@ from stabl_jax.domains import Domain
 
 @chex.dataclass(frozen=True)
 class OGDState:
-    """State of one projected-OGD instance (stack on a leading axis for an ensemble).
+    """State of one projected-OGD instance (stacked on a leading axis in an ensemble).
 
     Attributes:
       point: ``(dim,)`` float, the current prediction ``x_t ∈ K_hat``.
@@ -161,14 +161,9 @@ class FKM(_SingleOGD):
       loss_bound: ``C``; ``None`` is ``2 G D`` (non-negative losses vanishing in ``K``).
 
     Example:
-      >>> import jax, jax.numpy as jnp
-      >>> from jax.tree_util import Partial
       >>> learner = FKM(dim=2, horizon=100)
-      >>> state = learner.init(jax.random.key(0))
-      >>> loss = Partial(lambda c, x: jnp.linalg.norm(x - c), jnp.array([0.5, 0.0]))
-      >>> state, info = learner.step(state, loss, jax.random.key(1))
-      >>> info.points.shape
-      (1, 2)
+      >>> round(float(learner.delta(learner.default_params)), 4)  # = alpha on the unit ball
+      0.2108
     """
 
     loss_bound: float | None = None

@@ -30,14 +30,9 @@ class StABLBCOTwoQuery(ExpertEnsembleBCO):
     state are :class:`~stabl_jax.bco.StABLBCOParams` / :class:`~stabl_jax.bco.StABLBCOState`.
 
     Example:
-      >>> import jax, jax.numpy as jnp
-      >>> from jax.tree_util import Partial
       >>> learner = StABLBCOTwoQuery(dim=2, horizon=64)
-      >>> state = learner.init(jax.random.key(0))
-      >>> loss = Partial(lambda c, x: jnp.linalg.norm(x - c), jnp.array([0.5, 0.0]))
-      >>> state, info = learner.step(state, loss, jax.random.key(1))
-      >>> info.points.shape
-      (2, 2)
+      >>> learner.history_lengths, learner.num_queries
+      ((32, 64), 2)
     """
 
     num_queries: ClassVar[int] = 2
@@ -48,11 +43,11 @@ class StABLBCOTwoQuery(ExpertEnsembleBCO):
         return self._domain.D / (self.dim * self.lipschitz * np.sqrt(self._lengths()))
 
     def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
-        """``points = [x_t, x_t + delta u]`` (Appendix D, item 2)."""
+        """``points = [x_t, x_t + delta u]`` (line 10)."""
         return self._two_point_query(self.played_point(state), state.params, key)
 
     def _tell(self, state: StABLBCOState, query: BCOQuery, observed: jax.Array) -> StABLBCOState:
-        """Items 3-4: one estimate ``g_hat_t`` for every expert; ``r~(k) = g_hat^T (x_t - A_k)``."""
+        """Lines 11-12: one ``g_hat_t`` for every expert, ``r~(k) = g_hat^T (x_t - A_k)``."""
         g_hat = gradients.two_point_estimate(observed[1], observed[0], query.direction, query.delta)
         points = state.experts.point  # (B, dim)
         grads = jnp.broadcast_to(g_hat[None, :], points.shape)

@@ -79,10 +79,6 @@ class DUCB(_ucb.SwitchingUCB):
       ...     arms.append(int(info.arms[0]))
       >>> arms  # untried arms first, in index order, then the largest index
       [0, 1, 2, 0]
-
-    References:
-      Garivier, Moulines. On upper-confidence bound policies for switching bandit problems.
-      ALT 2011 (arXiv:0805.3415). Algorithm 1 and Theorem 1.
     """
 
     discount: float | None = None

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
 from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState, sample_query
+from stabl_jax.learners.exp3_vizier import mix_with_uniform
 
 
 @chex.dataclass(frozen=True)
@@ -85,8 +86,7 @@ class EXP3(WeightsLearner):
 
     def play_distribution(self, state: WeightsState) -> jax.Array:
         """``(num_arms,)`` ``q_t = (1 - gamma) w_t + gamma / n``."""
-        gamma = state.params.gamma
-        return (1.0 - gamma) * estimators.probabilities(state.log_weights) + gamma / self.num_arms
+        return mix_with_uniform(state.log_weights, state.params.gamma, self.num_arms)
 
     def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
         return sample_query(key, self.play_distribution(state))

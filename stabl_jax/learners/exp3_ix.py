@@ -55,10 +55,6 @@ class Exp3IX(WeightsLearner):
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
-
-    References:
-      Neu. Explore no more: improved high-probability regret bounds for non-stochastic
-      bandits. NeurIPS 2015. Algorithm 1 and Theorem 1.
     """
 
     name: ClassVar[str] = "exp3_ix"

@@ -38,10 +38,6 @@ class EXP3IXVizier(VizierEXP3Base):
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
-
-    References:
-      OSS Vizier, ``ensemble_design.py``, ``EXP3IXEnsembleDesign`` (google-vizier 0.1.24);
-      Neu, "Explore no more", NeurIPS 2015.
     """
 
     name: ClassVar[str] = "exp3_ix_vizier"

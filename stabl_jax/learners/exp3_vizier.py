@@ -121,10 +121,6 @@ class EXP3Vizier(VizierEXP3Base):
       >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
-
-    References:
-      OSS Vizier, ``vizier/_src/algorithms/ensemble/ensemble_design.py``,
-      ``EXP3UniformEnsembleDesign`` (google-vizier 0.1.24).
     """
 
     feedback: estimators.Feedback = "reward"

@@ -72,10 +72,6 @@ class Exp3S(WeightsLearner):
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t), info.arms.shape
       (1, (1,))
-
-    References:
-      Auer, Cesa-Bianchi, Freund, Schapire. The nonstochastic multiarmed bandit problem.
-      SIAM J. Comput. 32(1), 2002. Section 8: Exp3.S, Theorem 8.1 and its corollary.
     """
 
     num_switches: int = 3

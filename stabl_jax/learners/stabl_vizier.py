@@ -2,24 +2,13 @@
 (``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 162-280;
 Apache-2.0), matched trial for trial by ``tests/test_vizier_oracle.py``.
 
-How it differs from Algorithm 1 (:class:`~stabl_jax.StABL`), with the Vizier lines it follows
-(``h_k = t mod L_k``; ``g_hat`` the trial's one-sparse gain estimate):
-
-- one trial per round, alternating (lines 206-211): even ``t`` from the play mixture, odd ``t``
-  from ``P`` (uniform with ``naive_sampling``); every trial learns, its gain divided by the
-  probability of the distribution it was drawn from (line 248), and every trial's loss is
-  suffered.
-- experts: anytime EXP3 with uniform mixing (lines 125-152), ``v_k = (1 - gamma_k) softmax(w_k)
-  + gamma_k / n``, ``w_k(x) += base_stepsize gamma_k g_hat``, ``gamma_k = 1/sqrt(1 + h_k)``.
-- meta: exponential weights (lines 267-275), ``log w_k += meta_stepsize / sqrt(L_k) g_hat (v_k(x)
-  - play(x))``, with ``play(x)`` re-evaluated after the experts before ``k`` were updated (a
-  Gauss-Seidel sweep, line 269); restart ``log w_k = -log(L_k n) / 2`` (lines 201-203).
-- restarts on the trial at which the history would reach ``L_k`` (line 253),
-  ``(t + 1) % L_k == 0``; that trial is not seen.
-- ``P``'s second term is ``sum_k v_k / (2 sum_i sum_k v_k(i))`` (lines 240-242).
-- gains ``g = 1 - l`` (line 247); ``feedback="loss"`` feeds the reward ``-l``.
-
-``history_lengths=None`` gives StABL's geometric default for ``horizon`` (its only use).
+How it differs from Algorithm 1 (:class:`~stabl_jax.StABL`), with the Vizier lines it follows:
+one trial per round, even ones from the play mixture and odd ones from ``P`` (lines 206-211),
+each learning and each suffered (line 248); anytime EXP3 experts with uniform mixing (lines
+125-152); exponential meta weights swept in order against the partly updated mixture (lines
+267-275, a Gauss-Seidel sweep) with restart ``log w_k = -log(L_k n) / 2`` (lines 201-203);
+restarts at ``(t + 1) % L_k == 0``, skipping that trial (line 253); ``P``'s second term
+normalised by its sum (lines 240-242); gains ``g = 1 - l`` (line 247).
 """
 
 from __future__ import annotations
@@ -93,9 +82,6 @@ class StABLVizier(HistoryExperts, BanditLearner):
       >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
       >>> int(state.t), bool(learner.is_observation_trial(state.t))
       (1, True)
-
-    References:
-      OSS Vizier, ``ensemble_design.py``, ``AdaptiveEnsembleDesign`` (google-vizier 0.1.24).
     """
 
     history_lengths: tuple[int, ...] | None = None

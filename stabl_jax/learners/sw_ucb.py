@@ -85,10 +85,6 @@ class SWUCB(_ucb.SwitchingUCB):
       >>> _, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
       >>> int(info.arms[0])  # ...so it is untried again and played next
       0
-
-    References:
-      Garivier, Moulines. On upper-confidence bound policies for switching bandit problems.
-      ALT 2011 (arXiv:0805.3415). Algorithm 2 and Theorem 2.
     """
 
     window: int | None = None
