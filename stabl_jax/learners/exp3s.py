@@ -91,14 +91,11 @@ class Exp3S(WeightsLearner):
         checks.check_int("num_switches", self.num_switches, minimum=0)
         gamma = self.gamma
         if gamma is None:
-            hardness = self.num_switches + 1
-            gamma = exp3s_gamma(self.num_arms, self.horizon, hardness)
-            object.__setattr__(self, "gamma", gamma)
+            gamma = exp3s_gamma(self.num_arms, self.horizon, self.num_switches + 1)
         object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
         alpha = self.alpha
         if alpha is None:
             alpha = 1.0 / self.horizon
-            object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "alpha", checks.check_nonnegative("alpha", alpha))
 
     def play_distribution(self, state: WeightsState) -> jax.Array:

@@ -1,23 +1,13 @@
 """Adaptive StABL: Algorithm 1 of Lu et al. (ICLR 2024) with data-dependent step sizes, two
 queries per round, no tuned constant.
 
-Everything of :class:`~stabl_jax.learners.stabl_anytime.StABLAnytime` (``P(t)`` over the ``B_t``
-active experts, the restarts, ML-Prod's pseudo-weights, the powers ``rate(t+1) / rate(t)``) except
-the rates, which replace the worst-case variance bound by the second moment observed since the
-restart (``E_t = 2 B_t``):
-
-- experts: ``eta'_k(t) = sqrt(ln n / (1 + V_k(t)))``, ``V_k(t) = sum_{s<t} v(s,k)_{x'_s}
-  l_hat_s(x'_s)^2``: the self-confident rate of exponential weights (Auer, Cesa-Bianchi &
-  Gentile 2002, Lemma 3.5). Importance-weighted increments are not bounded by 1, so its bound is
-  a heuristic here, not a theorem.
-- meta: ML-Prod with per-expert adaptive rates (Gaillard, Stoltz & van Erven, COLT 2014, eq. (7))
-  on ``r~ / E_t``: ``eta_k(t) = min(1/(2 E_t), 1/sqrt(E_t^2 + R_k(t)))``, ``R_k(t) = sum_{s<t}
-  r~_s(k)^2``.
-
-Since ``|r~_t(k)| <= 2 B_t l(x'_t) <= E_t``, the cap ``eta <= 1/(2 E_t)`` gives
-``1 + eta r~ >= 1/2``: at ``meta_lr_scale <= 1`` no expert is ever muted. ``V`` and ``R`` see only
-the observed arm, so inactive experts stay exact copies. Shapes: ``V``, ``R``, ``eta``, ``eta'``
-``(B,)``; experts ``(B, n)``.
+:class:`~stabl_jax.learners.stabl_anytime.StABLAnytime` with the worst-case variance bound in its
+rates replaced by the second moments ``V_k``, ``R_k`` observed since the restart: the experts'
+self-confident rate (Auer, Cesa-Bianchi & Gentile 2002, Lemma 3.5; importance-weighted increments
+are unbounded, so its bound is a heuristic here) and ML-Prod's adaptive meta rates on ``r~ / E_t``
+(Gaillard, Stoltz & van Erven, COLT 2014, eq. (7)). Since ``|r~_t(k)| <= E_t = 2 B_t``, the cap
+``eta <= 1/(2 E_t)`` gives ``1 + eta r~ >= 1/2``: at ``meta_lr_scale <= 1`` nothing is muted.
+``V`` and ``R`` see only the observed arm, so inactive experts stay exact copies.
 """
 
 from __future__ import annotations
