@@ -1,25 +1,18 @@
-"""The contract every bandit convex optimisation (BCO) learner obeys (``docs/design.md``, "One
-contract for every learner"; ``docs/learners.md``; Section 5 and Appendix A of Lu et al.,
-ICLR 2024).
+"""The contract every bandit convex optimisation (BCO) learner obeys (Section 5 and Appendix A of
+Lu et al., ICLR 2024; ``docs/design.md``, ``docs/learners.md``).
 
 ::
 
     learner = SomeBCOLearner(dim=3, horizon=4096)     # frozen dataclass: static under jit
-    state = learner.init(key, params)                 # a pytree; params default to
-                                                      # learner.default_params
+    state = learner.init(key, params)                 # params default to learner.default_params
     query = learner.ask(state, key)                   # every queried point, before any loss
     state = learner.tell(state, query, observed)      # observed = loss at query.points only
     state, info = learner.step(state, loss_fn, key)   # ask + evaluate + tell, pure
 
-``query.points`` has shape ``(num_queries, dim)``; ``points[0]`` is the *played* point ``x_t``
-(its loss is suffered), ``points[1:]`` are only observed. ``loss_fn`` is a callable pytree, e.g.
-``jax.tree_util.Partial(family, theta_t)``, which crosses ``jit`` and is evaluated by ``step``
-only at ``query.points`` (:func:`evaluate`). Losses are convex, ``G``-Lipschitz and
-non-negative (Assumption 1); unlike the bandit learners they are not restricted to [0, 1].
-
-Randomness. A learner consumes exactly the draws of :meth:`BCOLearner.draws` per round (an
-expert index ``k_t`` and a unit direction ``u``), so a reference implementation fed the same
-draws makes the same choices (``tests/reference_bco.py``).
+``query.points`` is ``(num_queries, dim)``, ``points[0]`` the played ``x_t``. ``loss_fn`` is a
+callable pytree (``jax.tree_util.Partial(family, theta_t)``), convex, ``G``-Lipschitz and
+non-negative (Assumption 1), evaluated only at ``query.points`` (:func:`evaluate`). A round
+consumes exactly the draws of :meth:`BCOLearner.draws` (``k_t`` and ``u``).
 """
 
 from __future__ import annotations
@@ -97,18 +90,14 @@ def evaluate(
 
 
 def safe_softmax(log_weights: jax.Array) -> jax.Array:
-    """``softmax(log_weights)``, or uniform if every entry is ``-inf`` (every expert muted;
-    the meta updates of Algorithm 3 and Appendix D keep at least one expert alive, so this only
-    guards against rounding)."""
+    """``softmax(log_weights)``, or uniform if every entry is ``-inf`` (a guard: the meta
+    updates of Algorithm 3 and Appendix D keep one expert alive)."""
     finite = jnp.isfinite(jnp.max(log_weights))
     n = log_weights.shape[-1]
     return jnp.where(finite, jax.nn.softmax(log_weights), jnp.full_like(log_weights, 1.0 / n))
 
 
-#: Ranges of the BCO learners' params (each learner's ``param_bounds`` holds those of its own
-#: ``Params`` fields): ``lr_scale >= 0``; ``delta_scale > 0`` (a zero radius divides the
-#: gradient estimate by 0, a negative one is not the paper's perturbation ``x + delta u``
-#: with ``delta > 0``).
+#: Ranges of the BCO learners' params: ``lr_scale >= 0``, ``delta_scale > 0``.
 PARAM_BOUNDS: Mapping[str, checks.Interval] = {
     "lr_scale": checks.Interval(0.0),
     "delta_scale": checks.Interval(0.0, low_open=True),
@@ -117,22 +106,17 @@ PARAM_BOUNDS: Mapping[str, checks.Interval] = {
 
 @dataclasses.dataclass(frozen=True)
 class BCOLearner(Learner[BCOQuery]):
-    """Base class: static configuration shared by every BCO learner.
-
-    A query is a :class:`BCOQuery`; ``step`` and ``draws`` are defined here. The contract
-    (public ``init``/``ask``/``tell``/``play`` over private ``_init``/``_ask``/``_tell``) is
-    :class:`~stabl_jax.learners.base.Learner`'s.
+    """Base class of the BCO learners: a :class:`BCOQuery` of points in ``R^d``.
 
     Attributes:
       dim: ``d``, the dimension of the decision set.
       horizon: ``T``, the number of rounds step sizes are tuned for (>= 2).
-      domain: the convex set ``K`` (:mod:`stabl_jax.domains`); ``None`` is the unit ball in
-        ``R^d``. Its ``dim`` must equal ``dim``.
+      domain: the convex set ``K`` (:mod:`stabl_jax.domains`, ``dim`` equal); ``None`` is the
+        unit ball.
       lipschitz: ``G``, the Lipschitz constant the step sizes assume (> 0).
-      optimizer: the base optimiser of Algorithm 4, an ``optax.GradientTransformation`` applied
-        at unit learning rate (its update is multiplied by the learner's step size ``eta``);
-        ``None`` is ``optax.sgd(1.0)``, i.e. plain projected OGD ``x - eta g``. Pass the *same*
-        transformation object to equal learners: optax transformations compare by identity.
+      optimizer: Algorithm 4's base optimiser, an ``optax.GradientTransformation`` at unit
+        learning rate, scaled by ``eta``; ``None`` is ``optax.sgd(1.0)`` (``x - eta g``).
+        Optax transformations compare by identity: share one object between equal learners.
       dtype: float dtype of the state, ``"float32"`` (default) or ``"float64"`` (needs
         ``jax_enable_x64``).
     """
@@ -173,8 +157,7 @@ class BCOLearner(Learner[BCOQuery]):
 
     @property
     def num_sampled_experts(self) -> int:
-        """Number of experts ``k_t`` is drawn from (1, i.e. ``k_t = 0``, unless the learner
-        samples one as Algorithm 3 does)."""
+        """Number of experts ``k_t`` is drawn from (1: ``k_t = 0``)."""
         return 1
 
     def draws(self, key: jax.Array) -> BCODraws:
@@ -187,8 +170,7 @@ class BCOLearner(Learner[BCOQuery]):
         return BCODraws(expert=expert, direction=direction)
 
     def delta(self, params: Any) -> jax.Array:
-        """``()`` ``delta = min(delta_scale / (kappa T), r)`` (Section 5's theorem); a learner
-        with other constants overrides it and :meth:`shrinkage`."""
+        """``()`` ``delta = min(delta_scale / (kappa T), r)`` (Section 5's theorem)."""
         k = self._domain
         return jnp.minimum(params.delta_scale / (k.kappa * self.horizon), k.r)
 
@@ -216,17 +198,17 @@ class BCOLearner(Learner[BCOQuery]):
         )
         return new_state, self._info(query, observed)
 
-    # --- helpers ------------------------------------------------------------------------------
+    def _query(self, points: jax.Array, direction: jax.Array, delta: jax.Array) -> BCOQuery:
+        """A query that samples no expert (``expert = 0``)."""
+        return BCOQuery(
+            points=points, direction=direction, delta=delta, expert=jnp.zeros((), jnp.int32)
+        )
+
     def _two_point_query(self, point: jax.Array, params: Any, key: jax.Array) -> BCOQuery:
-        """Play ``point`` ``(dim,)`` and observe ``point + delta u``; no expert is sampled."""
+        """Play ``point`` ``(dim,)`` and observe ``point + delta u``."""
         u = self.draws(key).direction
         delta = self.delta(params)
-        return BCOQuery(
-            points=jnp.stack([point, point + delta * u]),
-            direction=u,
-            delta=delta,
-            expert=jnp.zeros((), jnp.int32),
-        )
+        return self._query(jnp.stack([point, point + delta * u]), u, delta)
 
     def _info(self, query: BCOQuery, observed: jax.Array) -> BCOStepInfo:
         return BCOStepInfo(
@@ -237,8 +219,7 @@ class BCOLearner(Learner[BCOQuery]):
         return query.points
 
     def _checked_observed(self, observed: jax.Array, query: BCOQuery) -> jax.Array:
-        """The losses handed to ``tell``: shape always, finiteness when concrete (BCO losses
-        are not restricted to [0, 1]); cast to the state's dtype."""
+        """Check the shape (and finiteness when concrete); cast to the state's dtype."""
         shape = (self.num_queries,)
         if tuple(np.shape(observed)) != shape:
             raise ValueError(f"observed must have shape {shape}, got {tuple(np.shape(observed))}")

@@ -1,16 +1,10 @@
-"""Projected online gradient descent: the base learner of Algorithm 4 ("BCO with General
-Gradient Estimator", Lu et al., ICLR 2024) and three single-learner baselines.
+"""Projected online gradient descent: Algorithm 4 of Lu et al. (ICLR 2024) and three baselines.
 
-- :class:`ProjectedOGD` — Algorithm 4: ``x_{t+1} = Π_{K_hat}[x_t - eta g_t]`` on
-  ``K_hat = (1 - alpha) K``, built on optax so the base optimiser can be swapped (``sgd`` is
-  Algorithm 4; ``adam`` etc. are allowed). Its state is a pytree (point + optax state).
-- :class:`FKM` — one-point bandit gradient descent (Flaxman, Kalai and McMahan, SODA 2005):
-  1 query, the played point *is* the perturbed point ``y_t + delta u``.
-- :class:`TwoPointOGD` — two-point feedback (Agarwal, Dekel and Xiao, COLT 2010), in the
-  variant where the loss is suffered at the played point: play ``y_t``, observe
-  ``y_t + delta u``, ``g = (d/delta)(l(y_t + delta u) - l(y_t)) u``. 2 queries.
-- :class:`FullInfoOGD` — projected OGD with the exact gradient ``jax.grad(loss_fn)(x_t)``
-  (Zinkevich, 2003). A reference line, *not* a bandit learner: it reads the gradient.
+- :class:`ProjectedOGD`: ``x_{t+1} = Π_{K_hat}[x_t - eta g_t]`` on ``K_hat = (1 - alpha) K``,
+  with a swappable optax base optimiser.
+- :class:`FKM`: one-point bandit gradient descent (Flaxman, Kalai and McMahan, SODA 2005).
+- :class:`TwoPointOGD`: two-point feedback (Agarwal, Dekel and Xiao, COLT 2010).
+- :class:`FullInfoOGD`: exact gradients (Zinkevich, 2003), a reference, not a bandit learner.
 """
 
 from __future__ import annotations
@@ -29,17 +23,14 @@ from stabl_jax import checks, gradients
 from stabl_jax.bco.base import PARAM_BOUNDS, BCOLearner, BCOQuery, BCOStepInfo, evaluate
 from stabl_jax.domains import Domain
 
-# --- Algorithm 4: the base learner ------------------------------------------------------------
-
 
 @chex.dataclass(frozen=True)
 class OGDState:
-    """State of one projected-OGD instance (stack on a leading axis for an ensemble).
+    """State of one projected-OGD instance (stacked on a leading axis in an ensemble).
 
     Attributes:
       point: ``(dim,)`` float, the current prediction ``x_t ∈ K_hat``.
-      opt_state: the base optimiser's optax state (a pytree; ``(EmptyState(), EmptyState())``
-        for ``sgd`` without momentum).
+      opt_state: the base optimiser's optax state (a pytree).
     """
 
     point: jax.Array
@@ -48,10 +39,8 @@ class OGDState:
 
 @dataclasses.dataclass(frozen=True)
 class ProjectedOGD:
-    """Algorithm 4: ``x_{t+1} = Π_{K_hat}[x_t + eta * T(g_t)]`` with ``T`` an optax transform.
-
-    ``T`` is applied at unit learning rate and its output scaled by the step size ``eta``; with
-    the default ``optax.sgd(1.0)``, ``T(g) = -g`` and this is line 5 of Algorithm 4 exactly.
+    """Algorithm 4: ``x_{t+1} = Π_{K_hat}[x_t + eta T(g_t)]``, ``T`` an optax transformation
+    (``optax.sgd(1.0)``: ``T(g) = -g``, line 5 exactly).
 
     Attributes:
       domain: ``K``.
@@ -100,9 +89,6 @@ class ProjectedOGD:
         return OGDState(point=point, opt_state=opt_state)
 
 
-# --- single-learner baselines -----------------------------------------------------------------
-
-
 @chex.dataclass(frozen=True)
 class BanditOGDParams:
     """Sweepable numbers of :class:`FKM` and :class:`TwoPointOGD`.
@@ -136,7 +122,7 @@ class SingleOGDState:
 
 @dataclasses.dataclass(frozen=True)
 class _SingleOGD(BCOLearner):
-    """Shared machinery of the single projected-OGD baselines."""
+    """A single projected-OGD instance (FKM, two-point OGD, full information)."""
 
     def base_learner(self) -> ProjectedOGD:
         return ProjectedOGD(self.domain, self.optimizer)  # type: ignore[arg-type]
@@ -167,24 +153,17 @@ class FKM(_SingleOGD):
     Round ``t``: draw ``u``, play and observe ``x_t = y_t + delta u`` (1 query), estimate
     ``g = (d/delta) l_t(x_t) u`` and update ``y_{t+1} = Π_{(1-alpha)K}[y_t - eta g]``.
 
-    Constants from FKM's Theorem 3.3 (Lipschitz case), with ``R = D``, ``L = G`` and ``C`` the
-    bound on ``|l|``: ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))``, ``alpha = delta / r``
-    and their step ``nu = D / (C sqrt T)`` on ``l(x_t) u``, i.e. ``eta = nu delta / d`` on
-    ``g``. ``delta`` is clipped to ``r`` (so ``alpha <= 1``).
+    Constants of FKM's Theorem 3.3 (``R = D``, ``L = G``, ``C`` bounds ``|l|``):
+    ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` clipped to ``r``, ``alpha = delta / r``
+    and ``eta = nu delta / d`` with ``nu = D / (C sqrt T)``.
 
     Attributes:
-      loss_bound: ``C``; ``None`` is ``2 G D``, valid for non-negative ``G``-Lipschitz losses
-        that vanish somewhere in ``K`` (every built-in convex environment).
+      loss_bound: ``C``; ``None`` is ``2 G D`` (non-negative losses vanishing in ``K``).
 
     Example:
-      >>> import jax, jax.numpy as jnp
-      >>> from jax.tree_util import Partial
       >>> learner = FKM(dim=2, horizon=100)
-      >>> state = learner.init(jax.random.key(0))
-      >>> loss = Partial(lambda c, x: jnp.linalg.norm(x - c), jnp.array([0.5, 0.0]))
-      >>> state, info = learner.step(state, loss, jax.random.key(1))
-      >>> info.points.shape
-      (1, 2)
+      >>> round(float(learner.delta(learner.default_params)), 4)  # = alpha on the unit ball
+      0.2108
     """
 
     loss_bound: float | None = None
@@ -222,12 +201,7 @@ class FKM(_SingleOGD):
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         u = self.draws(key).direction
         delta = self.delta(state.params)
-        return BCOQuery(
-            points=(state.ogd.point + delta * u)[None],
-            direction=u,
-            delta=delta,
-            expert=jnp.zeros((), jnp.int32),
-        )
+        return self._query((state.ogd.point + delta * u)[None], u, delta)
 
     def _tell(self, state: SingleOGDState, query: BCOQuery, observed: jax.Array) -> SingleOGDState:
         grad = gradients.one_point_estimate(observed[0], query.direction, query.delta)
@@ -240,16 +214,10 @@ class TwoPointOGD(_SingleOGD):
 
     Round ``t``: play ``y_t`` and observe ``y_t + delta u`` (2 queries), estimate
     ``g = (d/delta)(l_t(y_t + delta u) - l_t(y_t)) u`` (``||g|| <= d G``) and update
-    ``y_{t+1} = Π_{K_hat}[y_t - eta g]``. Agarwal et al. play the average of ``y ± delta u``;
-    here the played point is ``y_t`` itself, the paper's query model (Section 2.1).
-
-    Constants, as the paper's experts with one interval ``[0, T)``:
-    ``delta = delta_scale / (kappa T)`` (the BCO theorem of Section 5; clipped to ``r``),
-    ``alpha = min(1, max(kappa delta, delta / r))`` (:func:`stabl_jax.domains.paper_shrinkage`)
-    and ``eta = lr_scale * D / (d G sqrt T)`` (OGD with ``||g|| <= d G``, Appendix C).
-
-    With these constants it equals :class:`~stabl_jax.bco.StABLBCOTwoQuery` with the single
-    history length ``T`` (a test).
+    ``y_{t+1} = Π_{K_hat}[y_t - eta g]``; the played point is ``y_t`` (Section 2.1's query
+    model). Constants of the paper's experts on ``[0, T)``: ``delta = delta_scale / (kappa
+    T)``, :func:`stabl_jax.domains.paper_shrinkage` and ``eta = lr_scale D / (d G sqrt T)``
+    (Appendix C): :class:`~stabl_jax.bco.StABLBCOTwoQuery` with the single length ``T``.
     """
 
     num_queries: ClassVar[int] = 2
@@ -272,10 +240,9 @@ class TwoPointOGD(_SingleOGD):
 class FullInfoOGD(_SingleOGD):
     """Projected OGD with exact gradients (Zinkevich, 2003): a full-information reference line.
 
-    ``step`` evaluates ``loss_fn`` at the played point and reads its gradient
-    ``jax.grad(loss_fn)(x_t)`` (so it is *not* a bandit learner), then
-    ``x_{t+1} = Π_K[x_t - eta grad]`` with ``eta = lr_scale * D / (G sqrt T)``. One query;
-    ``tell`` needs the gradient as well as the value.
+    ``step`` reads ``jax.grad(loss_fn)(x_t)`` (not a bandit learner), then
+    ``x_{t+1} = Π_K[x_t - eta grad]``, ``eta = lr_scale D / (G sqrt T)``; ``tell`` needs the
+    gradient.
     """
 
     name: ClassVar[str] = "ogd_full_info"
@@ -290,12 +257,8 @@ class FullInfoOGD(_SingleOGD):
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         del key
-        return BCOQuery(
-            points=state.ogd.point[None],
-            direction=jnp.zeros((self.dim,), self.float_dtype),
-            delta=self._scalar(0.0),
-            expert=jnp.zeros((), jnp.int32),
-        )
+        zeros = jnp.zeros((self.dim,), self.float_dtype)
+        return self._query(state.ogd.point[None], zeros, self._scalar(0.0))
 
     def tell(
         self,

@@ -1,56 +1,26 @@
-"""The Strongly Adaptive BCO Learner (Algorithm 3 of Lu, Zhang, Chen, Zhang, Woodruff and
-Hazan, "Adaptive Regret for Bandits Made Possible: Two Queries Suffice", ICLR 2024), with
-Algorithm 4 (projected OGD on ``K_hat``) as its experts.
+"""The Strongly Adaptive BCO Learner (Algorithm 3 of Lu, Zhang, Chen, Zhang, Woodruff and Hazan,
+"Adaptive Regret for Bandits Made Possible: Two Queries Suffice", ICLR 2024), with Algorithm 4
+(projected OGD on ``K_hat``) as its ``B`` experts, expert ``k`` restarted every ``L_k`` rounds.
 
-A multiplicative-weights meta-learner over ``B`` projected-OGD experts, expert ``k`` restarted
-every ``L_k`` rounds. Three queries per round: the played point ``x_t = sum_k p(t)_k A_k(t)``
-and, for one expert ``k_t`` drawn uniformly, ``A_{k_t}(t) + delta u`` and ``A_{k_t}(t)``.
+Algorithm 3, line by line (0-based ``t``; ``c`` the estimate scale, below):
 
-Choices where the paper is ambiguous (each documented where it is made):
+- lines 2-3: ``history_lengths`` as :class:`stabl_jax.StABL`'s; ``B`` is their count.
+- line 5: ``eta_k = min{1/2, sqrt(log2 T / L_k)} / (G D)``, also the restart weight
+  (:meth:`ExpertEnsembleBCO.base_meta_step_sizes`); expert step Appendix C's ``D / (d G c
+  sqrt(L_k))``; ``delta = delta_scale / (kappa T)`` clipped to ``r`` and ``alpha = min(1,
+  max(kappa delta, delta / r))`` (:func:`stabl_jax.domains.paper_shrinkage`).
+- line 7: ``p(t) = w_t / W_t`` (:meth:`ExpertEnsembleBCO.meta_probs`).
+- lines 9-10: ``k_t ~ U[B]``, ``u`` on the sphere; play ``x_t = sum_k p(t)_k A_k(t)``, observe
+  ``l_t(A_{k_t}(t) + delta u)`` and ``l_t(A_{k_t}(t))`` (``_ask``).
+- line 11: ``g~_k = c d u (l_t(A_{k_t} + delta u) - l_t(A_{k_t})) / delta 1[k = k_t]``; every
+  expert runs Algorithm 4, the others on ``g = 0``.
+- line 12: ``l~_t(A_k) = c l_t(A_{k_t}) 1[k = k_t]``, ``l~_t(x_t) = sum_k p(t)_k l~_t(A_k)``.
+- line 13: ``r~_t(k) = l~_t(x_t) - l~_t(A_k)``, ``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))``,
+  muted at ``<= 0`` until the restart (``state.num_muted``; the last live expert has ``r~ = 0``),
+  or ``eta_k`` on a restart, which also restarts ``A_k`` at the origin.
 
-=================================  ==============================================================
-paper                              stabl_jax
-=================================  ==============================================================
-rounds ``tau = 1..T``, restart     as :class:`stabl_jax.StABL`: 0-based ``t``, expert ``k``
-when ``2^k | t + 1`` (line 13)     restarts when ``(t + round_offset) % L_k == 0``; with
-                                   ``round_offset=0`` every expert runs from ``t = 0`` on full
-                                   blocks ``[s L_k, (s+1) L_k - 1]``.
-``k`` from ``2 + log log T`` to    :func:`stabl_jax.intervals.geometric_history_lengths` (base
-``log T``; ``B = log T - (1 + 2     2); ``B`` = the number of lengths. Line 3's ``B`` differs from
-log log T)`` (line 3)              line 2's range (``2 log log T`` vs ``log log T``) and is not an
-                                   integer; only the count of experts is consistent.
-factor ``log T`` in lines 11-12    ``scale_factor="B"`` (default): the number of experts, the
-                                   main text's ``m`` (Section 5); ``k_t`` is uniform over ``B``
-                                   experts, so only ``B`` makes the estimates unbiased.
-                                   ``scale_factor="log_T"`` uses ``log2 T`` as printed.
-``eta_k = min{1/2, sqrt(log T /    ``log`` base 2; times ``meta_lr_scale``. Also the restart
-2^k)} / (G D)`` (line 5)           weight ``w(k) = eta_k``.
-expert step size (not stated)      Appendix C's ``eta = D / (d G sqrt(I) log T)`` with
-                                   ``I = L_k`` and ``log T`` -> the scale factor ``c`` (the
-                                   bound ``b = d G c`` on ``||g~||``); times ``expert_lr_scale``.
-``delta_t = 1 / (kappa T)``        ``delta = delta_scale / (kappa T)``, clipped to ``r``.
-(Theorem, Sec. 5)
-``K_hat = (1 - kappa delta) K``    ``alpha = min(1, max(kappa delta, delta / r))``: the paper's
-(Algorithm 4)                      value when ``D >= 1``, the least feasible one otherwise
-                                   (:mod:`stabl_jax.domains`); ``A_k(t) + delta u ∈ K`` always.
-experts not sampled get gradient   all ``B`` experts run Algorithm 4 every round; the unsampled
-``0`` (line 11)                    ones are fed ``g = 0`` (a no-op for ``sgd``; a momentum
-                                   optimiser keeps moving on its momentum).
-weights non-negative               ``|eta_k r~_t(k)|`` can exceed 1 (it is up to
-                                   ``eta_k c l_t``); when ``1 + eta_k r~_t(k) <= 0`` the weight
-                                   becomes 0 (log weight ``-inf``) until the expert's next
-                                   restart, counted in ``state.num_muted``, as in StABL. The
-                                   sampled expert is the only one with ``r~ < 0`` and the last
-                                   live expert has ``r~ = 0``, so one expert always survives.
-=================================  ==============================================================
-
-Per round (line numbers of Algorithm 3): (7) ``p(t) = w_t / W_t``; (9) ``k_t ~ U[B]``, ``u``
-uniform on the sphere; (10) play ``x_t = sum_k p(t)_k A_k(t)``, observe
-``l_t(A_{k_t}(t) + delta u)`` and ``l_t(A_{k_t}(t))``; (11) expert ``k`` gets
-``g~_k = c d u (l_t(A_{k_t} + delta u) - l_t(A_{k_t})) / delta * 1[k = k_t]``;
-(12) ``l~_t(A_k) = c l_t(A_{k_t}) 1[k = k_t]``, ``l~_t(x_t) = sum_k p(t)_k l~_t(A_k)``;
-(13) ``r~_t(k) = l~_t(x_t) - l~_t(A_k)``, ``w_{t+1}(k) = w_t(k)(1 + eta_k r~_t(k))`` or
-``eta_k`` on a restart (which also restarts ``A_k`` at the origin).
+The factor printed as ``log T`` in lines 11-12 is ``c = B`` by default (``k_t`` is uniform over
+``B`` experts, so only ``B`` is unbiased); ``scale_factor="log_T"`` uses ``log2 T``.
 """
 
 from __future__ import annotations
@@ -93,14 +63,13 @@ class StABLBCOState:
 
 @dataclasses.dataclass(frozen=True)
 class ExpertEnsembleBCO(Ensemble, BCOLearner):
-    """Shared machinery of Algorithm 3 and its two-query variant (Appendix D): ``B``
-    projected-OGD experts on geometric intervals under a restarted multiplicative-weights
-    meta-learner (:class:`~stabl_jax.learners.ensemble.Ensemble`).
+    """Algorithm 3 and Appendix D's common part: ``B`` projected-OGD experts under the
+    restarted multiplicative weights of :class:`~stabl_jax.learners.ensemble.Ensemble`.
 
     Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k``
-        (:func:`stabl_jax.intervals.geometric_history_lengths`, needs ``horizon >= 16``).
-      round_offset: 0 (default) or 1 (the paper's 1-based restart rule); see the table above.
+      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k`` (needs
+        ``horizon >= 16``).
+      round_offset: 0 (default) or 1 (the paper's 1-based restart rule).
     """
 
     round_offset: int = 0
@@ -137,8 +106,7 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
         return safe_softmax(state.meta_log_weights)
 
     def played_point(self, state: StABLBCOState) -> jax.Array:
-        """``(dim,)`` ``x_t = sum_k p(t)_k A_k(t)`` (line 10): a convex combination of points
-        of ``K_hat``, so in ``K_hat``."""
+        """``(dim,)`` ``x_t = sum_k p(t)_k A_k(t) ∈ K_hat`` (line 10)."""
         return self.meta_probs(state) @ state.experts.point
 
     def _step_experts(
@@ -157,8 +125,7 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
 class StABLBCO(ExpertEnsembleBCO):
     """Strongly Adaptive BCO Learner (Algorithm 3), three queries per round.
 
-    ``query.points = [x_t, A_{k_t}(t) + delta u, A_{k_t}(t)]``; ``x_t`` is played. See the
-    module docstring for the per-round update and the choices made.
+    ``query.points = [x_t, A_{k_t}(t) + delta u, A_{k_t}(t)]``; ``x_t`` is played.
 
     Attributes:
       scale_factor: ``"B"`` (default, unbiased) or ``"log_T"`` (``log2 T``, as printed in

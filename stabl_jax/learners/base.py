@@ -1,24 +1,16 @@
-"""The contract every learner obeys (``docs/design.md``, "One contract for every learner";
-how to write one: ``docs/learners.md``).
+"""The contract every learner obeys (``docs/design.md``; how to write one: ``docs/learners.md``).
 
 ::
 
     learner = SomeLearner(num_arms=30, horizon=4096)   # frozen dataclass: static under jit
-    state = learner.init(key, params)                  # a pytree; params default to
-                                                       # learner.default_params
+    state = learner.init(key, params)                  # params default to learner.default_params
     query = learner.ask(state, key)                    # every queried arm, before any loss
     state = learner.tell(state, query, observed)       # observed = loss[query.arms] only
     state, info = learner.step(state, loss, key)       # ask + evaluate + tell, pure
 
-:class:`Learner` is generic over the query: :class:`BanditLearner` asks for arms
-(:class:`BanditQuery`), :class:`~stabl_jax.bco.base.BCOLearner` for points of ``R^d``. Its public
-``init``/``ask``/``tell``/``play`` check and cast their arguments once and call the private
-``_init``/``_ask``/``_tell``, which hold only a learner's maths (the pattern of evosax's
-``algorithms/base.py``). ``validate=True`` adds in-program checks (:mod:`jax.experimental.checkify`)
-of what is revealed and played.
-
-``query.arms[0]`` is the played arm (its loss is suffered); ``query.arms[1:]`` are the extra
-observations. ``num_queries`` counts all of them, as the paper does.
+The public methods check and cast their arguments, then call ``_init``/``_ask``/``_tell``, which
+hold only a learner's maths (as evosax's ``algorithms/base.py``). ``query.arms[0]`` is played;
+``query.arms[1:]`` are only observed; ``num_queries`` counts all of them, as the paper does.
 """
 
 from __future__ import annotations
@@ -41,18 +33,14 @@ Query = TypeVar("Query")
 class Learner(Generic[Query]):
     """Base class of every learner: the public contract over the private maths.
 
-    Subclasses are frozen dataclasses, hashed by value, so equal learners share one compiled
-    program. A learner sets ``Params`` and implements ``_init(key, params)``,
-    ``_ask(state, key) -> Query`` and ``_tell(state, query, observed) -> state`` (its maths,
-    nothing else); a family (bandit, BCO) implements ``step``, ``_queried`` and
+    A learner (a frozen dataclass, hashed by value) sets ``Params`` and implements ``_init``,
+    ``_ask`` and ``_tell``; a family (bandit, BCO) implements ``step``, ``_queried`` and
     ``_checked_observed``. Every state has a round counter ``t`` (``() int32``).
 
     Attributes:
-      validate: check, inside the compiled program, what is revealed (bandit losses finite and
-        in [0, 1]) and played (the play distribution is a distribution); run the learner under
-        :func:`jax.experimental.checkify.checkify` (``simulate(..., validate=True)`` and
-        :func:`stabl_jax.checks.checked_step` do). Results are bitwise those without checks.
-        Keyword-only; how a learner runs, not what it is (left out of its ``repr``).
+      validate: check in-program (:mod:`jax.experimental.checkify`) that revealed losses are
+        valid and the play distribution is a distribution; results are bitwise those without
+        checks. Keyword-only and left out of the ``repr``.
     """
 
     validate: bool = dataclasses.field(default=False, kw_only=True, repr=False)
@@ -61,25 +49,20 @@ class Learner(Generic[Query]):
     name: ClassVar[str] = "base"
     #: The sweepable numbers: a chex dataclass of ``()`` arrays (see :attr:`default_params`).
     Params: ClassVar[type]
-    #: Allowed ranges of ``Params`` fields (checked when concrete); every field must be
-    #: finite in any case.
+    #: Allowed ranges of ``Params`` fields (checked when concrete); every field must be finite.
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {}
 
     def __post_init__(self) -> None:
-        """Checks of the options every learner has; a family base (``BanditLearner``,
-        ``BCOLearner``) and a mixin such as :class:`~stabl_jax.learners.ensemble.Ensemble`
-        add theirs and call this through ``super()``."""
+        """Check the options; family bases and mixins add theirs through ``super()``."""
         checks.check_bool("validate", self.validate)
 
     @property
     def float_dtype(self) -> jnp.dtype:
         return jnp.dtype(self.dtype)  # type: ignore[attr-defined]
 
-    # --- the public contract: checks and casts, then the maths ----------------------------
     @property
     def default_params(self) -> Any:
-        """``Params`` with each field set to the learner's option of the same name where it
-        has one (EXP3's ``gamma``, D-UCB's ``discount``), else to 1 (a scale)."""
+        """``Params`` with each field set to the option of the same name, else to 1."""
         if not hasattr(type(self), "Params"):
             raise NotImplementedError(
                 f"{type(self).__name__} declares no Params: set Params = YourParams (a chex "
@@ -92,9 +75,8 @@ class Learner(Generic[Query]):
         )
 
     def init(self, key: jax.Array, params: Any = None) -> Any:
-        """The initial state; ``params`` (default :attr:`default_params`) checked by
-        :meth:`check_params` and cast to the state's dtype (``ValueError`` for a float64
-        learner without ``jax_enable_x64``, whose arrays JAX would make float32)."""
+        """The initial state; ``params`` (default :attr:`default_params`) are checked and cast
+        to the state's dtype (float64 needs ``jax_enable_x64``)."""
         if params is None:
             params = self.default_params  # which checks the dtype
         else:
@@ -118,11 +100,7 @@ class Learner(Generic[Query]):
     def play(
         self, state: Any, reveal: Callable[[jax.Array], jax.Array], key: jax.Array
     ) -> tuple[Any, Query, jax.Array]:
-        """One round with the losses revealed by the environment: ask, ``reveal``, tell.
-
-        ``step`` is this with the round's loss evaluated at the query; a simulator whose
-        environment can compute single entries passes its own (``env.loss_at``), so no round's
-        full loss vector need exist. Only the queried arms or points are ever revealed.
+        """One round: ask, ``reveal`` the losses at the query only, tell.
 
         Args:
           state: the learner's state.
@@ -154,9 +132,8 @@ class Learner(Generic[Query]):
         return new_state, query, observed
 
     def check_params(self, params: Any, batch: int | None = None) -> None:
-        """Raise ``TypeError``/``ValueError`` unless ``params`` are this learner's ``Params``
-        with scalar (or, with ``batch``, ``(batch,)`` per-run) leaves that are finite and in
-        :attr:`param_bounds` (values are checked when concrete)."""
+        """Raise unless ``params`` are this learner's ``Params`` with ``()`` (or ``(batch,)``)
+        finite leaves in :attr:`param_bounds`."""
         expected = type(self.default_params)
         if type(params) is not expected:
             raise TypeError(
@@ -165,7 +142,6 @@ class Learner(Generic[Query]):
             )
         checks.check_param_values(params, self.param_bounds, batch=batch)
 
-    # --- the maths (each learner) -------------------------------------------------------------
     def _init(self, key: jax.Array, params: Any) -> Any:
         raise NotImplementedError
 
@@ -175,7 +151,6 @@ class Learner(Generic[Query]):
     def _tell(self, state: Any, query: Query, observed: jax.Array) -> Any:
         raise NotImplementedError
 
-    # --- the family (bandit, BCO) -------------------------------------------------------------
     def _queried(self, query: Query) -> jax.Array:
         """What ``reveal`` is given: the queried arms or points."""
         raise NotImplementedError
@@ -238,11 +213,9 @@ class StepInfo:
       arms: ``(num_queries,)`` int32 queried arms, ``arms[0]`` played.
       observed: ``(num_queries,)`` float losses at the queried arms.
       loss: ``()`` float, the suffered loss ``l_t(x_t)``.
-      expected_loss: ``()`` float, ``<play_probs, l_t>``, the loss in expectation over the
-        play draw (a metric; it never feeds back into the state). Summed in a fixed order
-        (:func:`stabl_jax.numerics.fixed_order_dot`): the same bits for any batch of runs
-        and any number of devices.
-      play_probs: ``(num_arms,)`` float, for in-scan reductions; do not stack it over rounds.
+      expected_loss: ``()`` float, ``<play_probs, l_t>`` in a fixed summation order
+        (:func:`stabl_jax.numerics.fixed_order_dot`); a metric, never fed back.
+      play_probs: ``(num_arms,)`` float, for in-scan reductions.
     """
 
     arms: jax.Array
@@ -254,9 +227,7 @@ class StepInfo:
 
 @dataclasses.dataclass(frozen=True)
 class BanditLearner(Learner[BanditQuery]):
-    """Base class: static configuration shared by every multi-armed bandit learner.
-
-    Losses lie in [0, 1]; a query is a :class:`BanditQuery`. ``step`` is defined here once.
+    """Base class of the multi-armed bandit learners: losses in [0, 1], a :class:`BanditQuery`.
 
     Attributes:
       num_arms: ``n``, number of arms (>= 2).
@@ -277,9 +248,7 @@ class BanditLearner(Learner[BanditQuery]):
 
     @property
     def num_mixed(self) -> int:
-        """How many probability rows the play distribution mixes: 1 here, an ensemble's
-        experts there. Sets the play-distribution check's tolerance
-        (:func:`stabl_jax.checks.distribution_tolerance`)."""
+        """Probability rows the play distribution mixes (the check's tolerance): 1."""
         return 1
 
     def step(self, state: Any, loss: jax.Array, key: jax.Array) -> tuple[Any, StepInfo]:
@@ -347,8 +316,7 @@ class WeightsState:
 
 @dataclasses.dataclass(frozen=True)
 class WeightsLearner(BanditLearner):
-    """Base class of the exponential-weights learners (EXP3, Exp3-IX, Exp3.S, Hedge): the state
-    is one :class:`WeightsState`, uniform at the start."""
+    """Base class of EXP3, Exp3-IX, Exp3.S and Hedge: one :class:`WeightsState`, uniform at 0."""
 
     def _init(self, key: jax.Array, params: Any) -> WeightsState:
         del key

@@ -1,9 +1,6 @@
 """Discounted UCB (D-UCB, Algorithm 1 of Garivier and Moulines, "On upper-confidence bound
-policies for switching bandit problems", ALT 2011).
-
-A deterministic index policy for piecewise-stationary rewards: one query per round, the play
-distribution a point mass. Rewards ``X = 1 - l`` (:func:`stabl_jax.estimators.loss_to_reward`)
-lie in [0, 1], so the paper's bound is ``B = 1``.
+policies for switching bandit problems", ALT 2011): a deterministic index policy, one query per
+round, rewards ``X = 1 - l`` in [0, 1] (``B = 1``).
 """
 
 from __future__ import annotations
@@ -61,22 +58,13 @@ class DUCB(_ucb.SwitchingUCB):
 
     Round ``t + 1`` plays ``argmax_i X-bar_t(gamma, i) + c_t(gamma, i)``. An arm with
     ``N = 0`` has index ``+inf``: rounds ``1..K`` play arms ``0..K-1`` in order (the paper's
-    initialisation), and ties go to the lowest index. The state is updated recursively,
-    ``N <- gamma N + e_{I_t}`` and likewise the sums.
-
-    Defaults (the paper's recommendation for ``Upsilon_T = num_changes`` breakpoints):
-    ``gamma = 1 - (1/4) sqrt(Upsilon_T / T)`` and ``xi = 1/2``.
-
-    Float32 at long horizons: the counts of an arm left alone decay geometrically and can
-    underflow to 0 (after about ``87 / (1 - gamma)`` rounds); such an arm is then "untried"
-    and played next. Before that its padding is already huge, so it is played anyway: the
-    behaviour is the float64 one. Nothing overflows or becomes NaN.
+    initialisation), and ties go to the lowest index; ``N <- gamma N + e_{I_t}``, likewise the
+    sums. Defaults (for ``Upsilon_T = num_changes`` breakpoints): ``gamma = 1 - (1/4)
+    sqrt(Upsilon_T / T)`` and ``xi = 1/2``.
 
     Attributes:
-      num_changes: ``Upsilon_T``, the number of breakpoints the default discount is tuned for
-        (default 3: the shipped four-segment configs).
-      discount: default ``gamma`` in (0, 1]; ``None`` gives the paper's value (resolved by
-        the constructor).
+      num_changes: ``Upsilon_T``, the breakpoints the default discount is tuned for.
+      discount: default ``gamma`` in (0, 1]; ``None`` gives the paper's value.
       xi: the padding's constant ``xi > 0`` (default 1/2).
 
     Example:
@@ -91,10 +79,6 @@ class DUCB(_ucb.SwitchingUCB):
       ...     arms.append(int(info.arms[0]))
       >>> arms  # untried arms first, in index order, then the largest index
       [0, 1, 2, 0]
-
-    References:
-      Garivier, Moulines. On upper-confidence bound policies for switching bandit problems.
-      ALT 2011 (arXiv:0805.3415). Algorithm 1 and Theorem 1.
     """
 
     discount: float | None = None

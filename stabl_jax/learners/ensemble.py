@@ -1,20 +1,10 @@
-"""The expert ensemble shared by StABL (Algorithm 1 of Lu et al., ICLR 2024), its variants, SAOL
-(Daniely et al., ICML 2015) and the BCO ensembles (Algorithm 3 and Appendix D): ``B`` experts
-on the history lengths ``L_1 < ... < L_B``, expert ``k`` restarted every ``L_k`` rounds, under a
-restarted multiplicative-weights meta-learner (``docs/design.md``).
+"""The expert ensemble of StABL (Algorithm 1 of Lu et al., ICLR 2024), its variants, SAOL
+(Daniely et al., ICML 2015) and the BCO ensembles (Algorithm 3, Appendix D).
 
-What this module owns, once for every ensemble:
-
-- the history lengths (:func:`stabl_jax.intervals.resolve_history_lengths`) and the restarts
-  for round ``t`` (``(t + round_offset) % L_k == 0``, :func:`stabl_jax.intervals.restart_mask`);
-- the sweepable scales ``expert_lr_scale`` and ``meta_lr_scale`` (:class:`EnsembleParams`),
-  their bounds (:data:`SCALE_BOUNDS`) and the check that no meta step size ``eta_k`` underflows;
-- the state's round counter ``t``, meta log-weights ``log w_t(k)`` (``log eta_k`` at a
-  (re)start) and ``num_muted``, and line 13's update ``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))``
-  with muting (:func:`stabl_jax.estimators.meta_log_update`) and restarts
-  (:meth:`Ensemble._advance`).
-
-A learner supplies the rest (:class:`Ensemble`); its ``_tell`` ends with
+``B`` experts on history lengths ``L_1 < ... < L_B``, expert ``k`` restarted when
+``(t + round_offset) % L_k == 0``, under the restarted multiplicative weights of line 13:
+``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))`` (muted when the factor is ``<= 0``), and
+``w(k) = eta_k`` at a (re)start. A learner's ``_tell`` ends with
 ``self._advance(state, experts, regret_gain)``.
 """
 
@@ -47,12 +37,9 @@ class EnsembleParams:
     meta_lr_scale: jax.Array
 
 
-#: Ranges of the scales: every ensemble's ``param_bounds`` (a member with more params adds
-#: theirs); :meth:`Ensemble.check_params` also rejects a ``meta_lr_scale`` under which a meta
-#: step size underflows.
+#: Ranges of the scales (``meta_lr_scale = 0`` would make every ``log w(k)`` -inf).
 SCALE_BOUNDS: Mapping[str, checks.Interval] = {
     "expert_lr_scale": checks.Interval(0.0),
-    # 0 would make every meta weight log(0) = -inf: no distribution over experts.
     "meta_lr_scale": checks.Interval(0.0, low_open=True),
 }
 
@@ -79,10 +66,10 @@ def tree_select(mask: jax.Array, fresh: Any, old: Any) -> Any:
 
 
 class HistoryExperts:
-    """One expert per history length ``L_1 < ... < L_B``, mixed into the play distribution:
-    what :class:`Ensemble` and Vizier's StABL (:mod:`stabl_jax.learners.stabl_vizier`) share.
-    Mixed in before the learner's base; the learner has the fields ``history_lengths`` and
-    ``horizon`` and calls :meth:`_resolve_history_lengths` in ``__post_init__``."""
+    """One expert per history length ``L_1 < ... < L_B`` (:class:`Ensemble`, Vizier's StABL).
+
+    The learner has the fields ``history_lengths`` and ``horizon`` and calls
+    :meth:`_resolve_history_lengths` in ``__post_init__``."""
 
     if TYPE_CHECKING:
 
@@ -92,8 +79,7 @@ class HistoryExperts:
         def horizon(self) -> int: ...
 
     def _resolve_history_lengths(self) -> None:
-        """Replace ``history_lengths`` by the resolved lengths (``None``: the paper's
-        ``2^k``; :func:`stabl_jax.intervals.resolve_history_lengths`)."""
+        """Resolve ``history_lengths`` (``None``: the paper's ``2^k``)."""
         lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
         object.__setattr__(self, "history_lengths", lengths)
 
@@ -109,26 +95,22 @@ class HistoryExperts:
 
     @property
     def num_mixed(self) -> int:
-        """``B``: the play distribution mixes the experts' rows (the play-distribution check's
-        tolerance, :func:`stabl_jax.checks.distribution_tolerance`)."""
+        """``B``: the play distribution mixes the experts' rows."""
         return self.num_experts
 
 
 @dataclasses.dataclass(frozen=True)
 class Ensemble(HistoryExperts, Learner):
-    """Base class of the expert ensembles (module docstring); mixed in before a family base,
-    e.g. ``class StABL(Ensemble, BanditLearner)``.
+    """Base class of the expert ensembles, mixed in before a family base
+    (``class StABL(Ensemble, BanditLearner)``).
 
-    Subclasses set ``Params`` and ``State`` (classes with :class:`EnsembleParams`'s and
-    :class:`EnsembleState`'s fields; ``experts_field`` names the experts), provide
-    ``round_offset`` (a field, or a class constant 0), the step sizes
-    (``base_meta_step_sizes``, ``base_expert_learning_rates``), ``fresh_experts`` and the
-    ``_ask`` and ``_tell`` maths.
+    Subclasses set ``Params``, ``State`` (``experts_field`` names the experts) and
+    ``round_offset``, and provide ``base_meta_step_sizes``, ``base_expert_learning_rates``,
+    ``fresh_experts``, ``_ask`` and ``_tell``.
 
     Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k`` (see
-        :func:`stabl_jax.intervals.geometric_history_lengths`). Lengths need not be powers of
-        two (the paper's hyperparameter experiment uses 20, 40, ..., 2560).
+      history_lengths: ``L_1 < ... < L_B`` (any increasing positive ints); ``None`` gives the
+        paper's ``2^k`` (:func:`stabl_jax.intervals.geometric_history_lengths`).
     """
 
     history_lengths: tuple[int, ...] | None = None
@@ -139,9 +121,7 @@ class Ensemble(HistoryExperts, Learner):
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = SCALE_BOUNDS
 
     if TYPE_CHECKING:
-        # What the concrete learner provides (its fields, or a class constant ``round_offset``;
-        # ``uniform_log_probs`` is BanditLearner's). Read-only properties to type checkers, so
-        # that they are no dataclass fields of this mixin.
+        # Provided by the concrete learner (no dataclass fields of this mixin).
         @property
         def dtype(self) -> str: ...
         @property
@@ -153,7 +133,6 @@ class Ensemble(HistoryExperts, Learner):
         self._resolve_history_lengths()
         checks.check_choice("round_offset", self.round_offset, (0, 1))
 
-    # --- static quantities --------------------------------------------------------------------
     def _lengths(self) -> np.ndarray:
         return np.asarray(self.history_lengths, dtype=np.float64)
 
@@ -171,17 +150,12 @@ class Ensemble(HistoryExperts, Learner):
         return self.uniform_log_probs(self.num_experts)
 
     def smallest_base_meta_step_size(self) -> float | None:
-        """``min_k eta_k`` before scaling, for :meth:`check_params`' underflow check. A member
-        whose meta rates change with the round or the data returns the smallest rate it can
-        reach (anytime and adaptive StABL), or ``None`` for no check."""
+        """``min_k eta_k`` before scaling (the smallest reachable rate; ``None``: no check)."""
         return float(np.min(self.base_meta_step_sizes()))
 
-    # --- params -------------------------------------------------------------------------------
     def check_params(self, params: Any, batch: int | None = None) -> None:
-        """The base checks (:attr:`param_bounds`, :data:`SCALE_BOUNDS` by default), and, for
-        fixed meta step sizes: every ``eta_k = meta_lr_scale * base_k`` is a normal number of
-        the state's dtype (a scale so small that ``eta_k`` underflows makes every
-        ``log w(k) = log eta_k`` -inf and the mixture NaN)."""
+        """The base checks, and every ``eta_k = meta_lr_scale * base_k`` a normal number of
+        the state's dtype (an underflowing ``eta_k`` makes the mixture NaN)."""
         super().check_params(params, batch)
         scale = params.meta_lr_scale
         smallest = self.smallest_base_meta_step_size()
@@ -205,7 +179,6 @@ class Ensemble(HistoryExperts, Learner):
         base = jnp.asarray(self.base_expert_learning_rates(), self.float_dtype)
         return params.expert_lr_scale * base
 
-    # --- state --------------------------------------------------------------------------------
     def restarts(self, t: jax.Array) -> jax.Array:
         """``(B,)`` bool: the experts that (re)start at round ``t``."""
         return intervals.restart_mask(t, self._history_lengths, self.round_offset)
@@ -221,9 +194,7 @@ class Ensemble(HistoryExperts, Learner):
         )
 
     def _advance(self, state: Any, experts: Any, regret_gain: jax.Array) -> Any:
-        """Line 13 and the restarts: ``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))`` (muted when
-        the factor is ``<= 0``), then every expert restarting at ``t + 1`` becomes fresh with
-        weight ``eta_k``.
+        """Line 13, then the restarts at ``t + 1`` (fresh experts, weight ``eta_k``).
 
         Args:
           state: the round's state.

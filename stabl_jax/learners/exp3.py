@@ -1,8 +1,5 @@
 """EXP3 with a general loss estimator (Algorithm 2 of Lu et al., ICLR 2024), optionally mixed
-with uniform exploration ("EXP3 with uniform exploration", the paper's baseline; Auer et al.,
-2002).
-
-One query per round: the played arm is also the observed arm.
+with uniform exploration (the paper's baseline; Auer et al., 2002). One query per round.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
 from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState, sample_query
+from stabl_jax.learners.exp3_vizier import mix_with_uniform
 
 
 @chex.dataclass(frozen=True)
@@ -34,7 +32,7 @@ class EXP3Params:
 
 
 def auer_gamma(num_arms: int, horizon: int) -> float:
-    """Exploration rate of Exp3 (Auer et al., 2002, Cor. 3.2): ``min(1, sqrt(n ln n/((e-1)T)))``."""
+    """Exp3's exploration rate ``min(1, sqrt(n ln n / ((e-1) T)))`` (Auer et al., Cor. 3.2)."""
     num_arms = checks.check_int("num_arms", num_arms, minimum=2)
     horizon = checks.check_horizon(horizon, minimum=1)
     return min(1.0, math.sqrt(num_arms * math.log(num_arms) / ((math.e - 1.0) * horizon)))
@@ -48,16 +46,10 @@ class EXP3(WeightsLearner):
     the one-sparse estimate ``l_hat = 1[i = x_t] l_t(x_t) / q_t(x_t)`` and update
     ``w_{t+1} ∝ w_t exp(-eta l_hat)`` (Algorithm 2, line 5).
 
-    Learning rate: the Lemma ("Regret for EXP3") gives ``eta = sqrt(log n / (T n C))`` when the
-    estimator's sampling distribution ``z`` satisfies ``w <= C z``. Here ``z = q`` and
-    ``w <= q / (1 - gamma)``, so ``C = 1/(1 - gamma)`` and
-    ``eta = lr_scale * sqrt(ln(n) (1 - gamma) / (T n))`` (natural log; ``gamma = 1`` gives
-    ``eta = 0``: uniform play).
-
-    Reward feedback (``feedback="reward"``): the gain ``g = 1 - l`` is estimated by
-    ``g_hat = 1[i = x_t] g / q_t(x_t)`` and ``w_{t+1} ∝ w_t exp(+eta g_hat)`` — the
-    "EXP3 with gains" of Auer et al. Both estimates are unbiased and give the same expected
-    update direction; they differ in variance.
+    The Lemma gives ``eta = sqrt(log n / (T n C))`` when ``w <= C z``; here ``z = q`` and
+    ``C = 1/(1 - gamma)``, so ``eta = lr_scale sqrt(ln(n) (1 - gamma) / (T n))``.
+    ``feedback="reward"`` is Auer et al.'s EXP3 with gains: ``g_hat = 1[i = x_t] (1 - l) /
+    q_t(x_t)`` and ``w_{t+1} ∝ w_t exp(+eta g_hat)``.
 
     Attributes:
       gamma: default exploration mix (a ``Params`` entry, so it can be swept).
@@ -94,8 +86,7 @@ class EXP3(WeightsLearner):
 
     def play_distribution(self, state: WeightsState) -> jax.Array:
         """``(num_arms,)`` ``q_t = (1 - gamma) w_t + gamma / n``."""
-        gamma = state.params.gamma
-        return (1.0 - gamma) * estimators.probabilities(state.log_weights) + gamma / self.num_arms
+        return mix_with_uniform(state.log_weights, state.params.gamma, self.num_arms)
 
     def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
         return sample_query(key, self.play_distribution(state))

@@ -1,9 +1,6 @@
 """Exp3-IX: Exp3 with implicit exploration (Algorithm 1 of Neu, "Explore no more: improved
-high-probability regret bounds for non-stochastic bandits", NeurIPS 2015).
-
-One query per round, loss feedback (no reward conversion: the paper is written for losses in
-[0, 1]). There is no explicit uniform exploration; the loss estimate divides by ``p + gamma``
-instead of ``p``, which biases it downwards ("optimistically") and bounds it by ``1/gamma``.
+high-probability regret bounds for non-stochastic bandits", NeurIPS 2015). One query per round,
+loss feedback; the estimate divides by ``p + gamma`` instead of ``p`` (no uniform mixing).
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ class Exp3IXParams:
     Attributes:
       lr_scale: ``()`` multiplies Theorem 1's ``eta = sqrt(2 ln K / (K T))``.
       ix_scale: ``()`` multiplies the implicit exploration ``gamma = eta / 2`` (of the scaled
-        ``eta``, so sweeping ``lr_scale`` alone keeps Theorem 1's ratio); 0 gives Exp3.
+        ``eta``); 0 gives Exp3.
     """
 
     lr_scale: jax.Array
@@ -58,10 +55,6 @@ class Exp3IX(WeightsLearner):
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
-
-    References:
-      Neu. Explore no more: improved high-probability regret bounds for non-stochastic
-      bandits. NeurIPS 2015. Algorithm 1 and Theorem 1.
     """
 
     name: ClassVar[str] = "exp3_ix"

@@ -2,16 +2,9 @@
 ``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 66-97;
 Apache-2.0).
 
-How it differs from Neu's Exp3-IX with Theorem 1's tuning (:class:`~stabl_jax.Exp3IX`):
-
-- the learning rate is a constant ``stepsize`` (default 1.0, no horizon: Vizier line 96);
-- the implicit exploration is anytime, ``gamma_t = 1/sqrt(1 + t)`` after ``t`` updates
-  (line 91), not ``eta / 2``;
-- Vizier feeds gains ``r`` capped at ``max_reward = 1`` and estimates the loss
-  ``max_reward - r`` (lines 90-94). With ``r = 1 - l`` that is the loss ``l`` itself, so this
-  learner reads losses and has no ``feedback`` option (both would give the same estimate).
-
-One query per round; the play distribution is ``softmax(w_t)`` (line 86), no uniform mixing.
+Unlike :class:`~stabl_jax.Exp3IX`: a constant ``stepsize`` (line 96), the anytime implicit
+exploration ``gamma_t = 1/sqrt(1 + t)`` (line 91), and Vizier's loss estimate of gains
+``r = 1 - l``, ``max_reward - r = l`` (lines 90-94), so there is no ``feedback`` option.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ from stabl_jax.learners.exp3_vizier import EXP3VizierState, VizierEXP3Base, anyt
 
 @dataclasses.dataclass(frozen=True)
 class EXP3IXVizier(VizierEXP3Base):
-    """Vizier's ``EXP3IXEnsembleDesign`` at its defaults (module docstring), one query.
+    """Vizier's ``EXP3IXEnsembleDesign`` at its defaults, one query.
 
     Round ``t`` (``gamma_t = 1/sqrt(1 + t)``):
 
@@ -36,7 +29,7 @@ class EXP3IXVizier(VizierEXP3Base):
     - ``w_{t+1}(x_t) = w_t(x_t) - stepsize l_t(x_t) / (p_t(x_t) + gamma_t)``.
 
     Params and state are :class:`~stabl_jax.learners.exp3_vizier.EXP3VizierParams` and
-    ``EXP3VizierState`` (one ``stepsize``, Vizier's constant learning rate).
+    ``EXP3VizierState``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -45,10 +38,6 @@ class EXP3IXVizier(VizierEXP3Base):
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
-
-    References:
-      OSS Vizier, ``ensemble_design.py``, ``EXP3IXEnsembleDesign`` (google-vizier 0.1.24);
-      Neu, "Explore no more", NeurIPS 2015.
     """
 
     name: ClassVar[str] = "exp3_ix_vizier"

@@ -1,20 +1,12 @@
-"""Anytime EXP3 with uniform mixing, as the paper's authors implemented it in OSS Vizier
+"""Anytime EXP3 with uniform mixing as the paper's authors implemented it in OSS Vizier
 (``EXP3UniformEnsembleDesign`` of ``vizier/_src/algorithms/ensemble/ensemble_design.py``,
-google-vizier 0.1.24, lines 103-158; Apache-2.0). It is the EXP3 baseline of the authors'
-experiments and the expert inside their StABL (:mod:`stabl_jax.learners.stabl_vizier`).
+google-vizier 0.1.24, lines 103-158; Apache-2.0): the authors' EXP3 baseline and the expert of
+their StABL (:mod:`stabl_jax.learners.stabl_vizier`).
 
-How it differs from Algorithm 2 of Lu et al. (ICLR 2024) and from :class:`~stabl_jax.EXP3`:
-
-- the rates are anytime, no horizon: after ``t`` updates the mixing and the learning rate are
-  both ``gamma_t = 1/sqrt(1 + t)`` (Vizier lines 128 and 138), the latter times a constant
-  ``stepsize`` (default 1.0);
-- the play distribution is mixed with the uniform one, ``q_t = (1 - gamma_t) softmax(w_t) +
-  gamma_t / n`` (line 129), and the update divides by ``q_t`` (line 151);
-- Vizier works with gains capped at ``max_reward = 1`` (line 136); losses in [0, 1] give gains
-  ``g = 1 - l`` in [0, 1], so the cap never acts here. ``feedback="loss"`` is Vizier's
-  ``use_loss_formulation=True`` (lines 139-146): ``w <- w - stepsize gamma_t l / q_t``.
-
-One query per round, played and observed.
+Unlike :class:`~stabl_jax.EXP3`: anytime rates, mixing and learning rate both ``gamma_t =
+1/sqrt(1 + t)`` (lines 128, 138), the latter times ``stepsize``; play ``q_t = (1 - gamma_t)
+softmax(w_t) + gamma_t / n`` (line 129), updates divided by ``q_t`` (line 151); gains ``g = 1 -
+l`` (line 136), ``feedback="loss"`` is ``use_loss_formulation=True`` (lines 139-146).
 """
 
 from __future__ import annotations
@@ -33,8 +25,7 @@ from stabl_jax.learners.base import BanditLearner, BanditQuery
 
 
 def anytime_gamma(count: jax.Array, dtype: DTypeLike) -> jax.Array:
-    """``1 / sqrt(1 + count)``: Vizier's exploration mix and rate after ``count`` updates
-    (``ensemble_design.py`` lines 91, 128, 138). Shape of ``count``."""
+    """``1 / sqrt(1 + count)``, Vizier's mix and rate after ``count`` updates (its shape)."""
     return jax.lax.rsqrt(1.0 + count.astype(dtype))
 
 
@@ -53,9 +44,7 @@ def mix_with_uniform(log_probs: jax.Array, gamma: jax.Array, num_arms: int) -> j
 
 
 def draw_query(probs: jax.Array, key: jax.Array) -> BanditQuery:
-    """The one-query trial of Vizier's designs: one arm drawn from ``probs`` ``(n,)`` (by
-    inverse CDF, as ``numpy.random.choice`` in Vizier's ``EnsembleDesigner.suggest``), which
-    is both played and observed."""
+    """One arm drawn from ``probs`` ``(n,)`` by inverse CDF, played and observed."""
     arm = sampling.sample_index(probs, sampling.uniforms(key, 1, probs.dtype)[0])
     return BanditQuery(arms=arm[None], play_probs=probs, query_probs=probs[arm][None])
 
@@ -80,9 +69,8 @@ class EXP3VizierState:
 
 @dataclasses.dataclass(frozen=True)
 class VizierEXP3Base(BanditLearner):
-    """What Vizier's two one-query EXP3 designs share: weights ``w_t`` kept as
-    ``log softmax(w_t)``, a count ``t`` of updates, one ``stepsize`` (default 1.0), one arm a
-    round drawn from :meth:`play_distribution`. Subclasses define that and ``tell``."""
+    """Vizier's one-query EXP3 designs: ``log softmax(w_t)``, an update count ``t``, one
+    ``stepsize``; subclasses define :meth:`play_distribution` and ``_tell``."""
 
     Params: ClassVar[type] = EXP3VizierParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
@@ -113,15 +101,13 @@ class VizierEXP3Base(BanditLearner):
 
 @dataclasses.dataclass(frozen=True)
 class EXP3Vizier(VizierEXP3Base):
-    """Vizier's ``EXP3UniformEnsembleDesign`` at its defaults (module docstring), one query.
+    """Vizier's ``EXP3UniformEnsembleDesign`` at its defaults, one query.
 
     Round ``t`` (``gamma_t = 1/sqrt(1 + t)``):
 
     - play ``x_t ~ q_t = (1 - gamma_t) softmax(w_t) + gamma_t / n``, observe ``l_t(x_t)``;
     - ``w_{t+1}(x_t) = w_t(x_t) + stepsize gamma_t s_t`` with the signed estimate
       ``s_t = (1 - l_t(x_t)) / q_t(x_t)`` (gains, the default) or ``-l_t(x_t) / q_t(x_t)``.
-
-    The horizon is not used (the rates are anytime).
 
     Attributes:
       feedback: ``"reward"`` (default, Vizier's gains) or ``"loss"`` (its loss formulation).
@@ -135,10 +121,6 @@ class EXP3Vizier(VizierEXP3Base):
       >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
-
-    References:
-      OSS Vizier, ``vizier/_src/algorithms/ensemble/ensemble_design.py``,
-      ``EXP3UniformEnsembleDesign`` (google-vizier 0.1.24).
     """
 
     feedback: estimators.Feedback = "reward"

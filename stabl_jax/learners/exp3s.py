@@ -1,17 +1,9 @@
-"""Exp3.S: Exp3 with weight sharing, for tracking a switching best arm (Section 8 of Auer,
-Cesa-Bianchi, Freund and Schapire, "The nonstochastic multiarmed bandit problem", SIAM J.
-Comput. 32(1):48-77, 2002).
+"""Exp3.S: Exp3 with weight sharing for a switching best arm (Section 8 of Auer, Cesa-Bianchi,
+Freund and Schapire, "The nonstochastic multiarmed bandit problem", SIAM J. Comput. 2002).
 
-One query per round. The algorithm is written for rewards ``x`` in [0, 1]; the environment's
-loss ``l`` becomes ``x = 1 - l`` through :func:`stabl_jax.estimators.loss_to_reward`.
-
-Where the paper leaves a choice (documented here and in :class:`Exp3S`):
-
-- ``S`` in the tuning of Section 8's corollary to Theorem 8.1 bounds the *hardness*
-  ``H(j_1..j_T) = 1 + #{l : j_l != j_{l+1}}`` of the compared action sequence, i.e. its number
-  of segments (with ``S = 1`` the bound is Exp3's). The option is the number of switches
-  (``num_switches``), and ``S = num_switches + 1``.
-- ``alpha = 0`` is allowed (plain Exp3 with gains, Section 3); the paper asks ``alpha > 0``.
+One query per round, rewards ``x = 1 - l``. The option ``num_switches`` sets the hardness bound
+``S = num_switches + 1`` (segments of the compared sequence) of the corollary to Theorem 8.1;
+``alpha = 0`` (plain Exp3 with gains) is allowed.
 """
 
 from __future__ import annotations
@@ -45,9 +37,7 @@ class Exp3SParams:
 
 
 def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
-    """``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` (Section 8, the corollary to
-    Theorem 8.1), ``S`` a bound on the hardness (number of segments) of the compared action
-    sequence."""
+    """``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` (corollary to Theorem 8.1)."""
     k, t, s = num_arms, horizon, hardness
     return min(1.0, math.sqrt(k * (s * math.log(k * t) + math.e) / ((math.e - 1.0) * t)))
 
@@ -63,22 +53,14 @@ class Exp3S(WeightsLearner):
     3. ``x^_j(t) = x_j(t) / p_j(t)`` if ``j = i_t``, else 0;
     4. ``w_j(t+1) = w_j(t) exp(gamma x^_j(t) / K) + (e alpha / K) W_t``.
 
-    Step 4 is homogeneous of degree one in ``w``, so the state keeps the normalised
-    ``log(w / W)``: with ``W_t = 1`` it reads ``w_j' = w_j exp(eta x^_j) + e alpha / K``
-    (``eta = lr_scale gamma / K``), computed as ``logaddexp(log w_j + eta x^_j,
-    log(e alpha / K))`` and renormalised. This is exact, and stays finite in float32 at any
-    horizon: the exponent is at most ``lr_scale`` (``x^ <= K / gamma``) and sharing keeps every
-    weight above ``e alpha / K`` of the total, up to normalisation.
-
-    Defaults (Section 8, the corollary to Theorem 8.1): ``alpha = 1/T`` and
-    ``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))`` with ``S = num_switches + 1``,
-    the hardness bound of a comparator with ``num_switches`` switches.
+    Step 4 is homogeneous in ``w``, so the state keeps ``log(w / W)`` and computes
+    ``logaddexp(log w_j + eta x^_j, log(e alpha / K))`` (``eta = lr_scale gamma / K``),
+    renormalised. Defaults: ``alpha = 1/T`` and :func:`exp3s_gamma` with
+    ``S = num_switches + 1``.
 
     Attributes:
-      num_switches: switches of the best arm the tuning is for (default 3: the shipped
-        four-segment configs); only used for the default ``gamma``.
-      gamma: default exploration mix in [0, 1]; ``None`` gives that corollary's value (the
-        constructor resolves it, so ``learner.gamma`` is always a number).
+      num_switches: switches of the best arm the default ``gamma`` is tuned for.
+      gamma: default exploration mix in [0, 1]; ``None`` gives :func:`exp3s_gamma`.
       alpha: default sharing fraction ``>= 0``; ``None`` gives ``1/T``.
 
     Example:
@@ -90,10 +72,6 @@ class Exp3S(WeightsLearner):
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t), info.arms.shape
       (1, (1,))
-
-    References:
-      Auer, Cesa-Bianchi, Freund, Schapire. The nonstochastic multiarmed bandit problem.
-      SIAM J. Comput. 32(1), 2002. Section 8: Exp3.S, Theorem 8.1 and its corollary.
     """
 
     num_switches: int = 3
@@ -113,14 +91,11 @@ class Exp3S(WeightsLearner):
         checks.check_int("num_switches", self.num_switches, minimum=0)
         gamma = self.gamma
         if gamma is None:
-            hardness = self.num_switches + 1
-            gamma = exp3s_gamma(self.num_arms, self.horizon, hardness)
-            object.__setattr__(self, "gamma", gamma)
+            gamma = exp3s_gamma(self.num_arms, self.horizon, self.num_switches + 1)
         object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
         alpha = self.alpha
         if alpha is None:
             alpha = 1.0 / self.horizon
-            object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "alpha", checks.check_nonnegative("alpha", alpha))
 
     def play_distribution(self, state: WeightsState) -> jax.Array:

@@ -1,22 +1,10 @@
-"""Hedge: the exponentially weighted forecaster with full information (Freund & Schapire,
-"A decision-theoretic generalization of on-line learning and an application to boosting",
-JCSS 1997; the rate of Cesa-Bianchi & Lugosi, "Prediction, Learning, and Games", 2006,
-Theorem 2.2).
+"""Hedge: exponential weights with full information (Freund & Schapire, JCSS 1997), at the rate
+of Cesa-Bianchi & Lugosi ("Prediction, Learning, and Games", 2006, Theorem 2.2).
 
-A full-information reference line for the bandit learners: every round it queries all ``n``
-arms (``num_queries = n``), so it sees the whole loss vector. ``arms[0]`` is the played arm
-and ``arms = (x_t + arange(n)) % n``, so every arm is observed exactly once.
-
-Learning rate. ``eta = sqrt(8 ln n / T)`` (natural log). For losses in [0, 1], Hoeffding's
-lemma bounds the regret of exponential weights by ``ln n / eta + eta T / 8``, minimised by this
-``eta`` at ``sqrt(T ln n / 2)`` (Cesa-Bianchi & Lugosi, Thm 2.2). Freund & Schapire's own
-tuning, ``beta = 1 / (1 + sqrt(2 ln n / T))`` (``eta = -ln beta ~ sqrt(2 ln n / T)``), comes
-from the cruder bound ``ln n / eta + eta T / 2`` (``e^{-x} <= 1 - x + x^2/2``); it is half as
-aggressive. We take the sharper constant; ``lr_scale = 0.5`` gives ``sqrt(2 ln n / T)``.
-
-Feedback. With the whole loss vector observed, gains ``g = 1 - l`` give exactly the same
-weights (``exp(+eta g) ∝ exp(-eta l)`` after normalisation), so there is no ``feedback``
-option.
+A full-information reference line: every round queries all ``n`` arms, ``arms = (x_t +
+arange(n)) % n`` with ``arms[0] = x_t`` played. ``eta = sqrt(8 ln n / T)`` minimises Hoeffding's
+bound ``ln n / eta + eta T / 8``; ``lr_scale = 0.5`` gives Freund & Schapire's
+``sqrt(2 ln n / T)``. Gains would give the same weights, so there is no ``feedback`` option.
 """
 
 from __future__ import annotations
@@ -40,11 +28,7 @@ def full_information_arms(played: jax.Array, num_arms: int) -> jax.Array:
 
 
 def full_information_query(probs: jax.Array, played: jax.Array) -> BanditQuery:
-    """The query of a full-information learner: play ``played ~ probs``, observe every arm.
-
-    ``query_probs`` is ``probs[played]`` for the played arm and 1 for the others (each is
-    observed with certainty; nothing divides by it).
-    """
+    """Play ``played ~ probs`` and observe every arm (``query_probs`` 1 but the played one's)."""
     n = probs.shape[-1]
     arms = full_information_arms(played, n)
     ones = jnp.ones((n - 1,), probs.dtype)
@@ -54,9 +38,20 @@ def full_information_query(probs: jax.Array, played: jax.Array) -> BanditQuery:
 
 
 def loss_vector(query: BanditQuery, observed: jax.Array) -> jax.Array:
-    """``(n,)`` the round's loss vector rebuilt from a full-information query's observations
-    (``arms`` is a permutation, so the scatter writes each entry once)."""
+    """``(n,)`` the round's loss vector from a full-information query's observations."""
     return jnp.zeros_like(observed).at[query.arms].set(observed)
+
+
+def hedge_log_update(log_probs: jax.Array, loss: jax.Array, rate: jax.Array) -> jax.Array:
+    """``log w - rate l`` renormalised over the last axis: ``w' ∝ w exp(-rate l)``.
+
+    Args:
+      log_probs: ``(..., n)`` normalised log-probabilities.
+      loss: ``(..., n)`` the full loss vector, broadcastable against ``log_probs``.
+      rate: the learning rate, broadcastable against ``log_probs``.
+    """
+    bumped = log_probs - rate * loss
+    return bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)
 
 
 @chex.dataclass(frozen=True)
@@ -76,7 +71,7 @@ class Hedge(WeightsLearner):
 
     Round ``t``: play ``x_t ~ w_t``, observe the whole ``l_t`` (queries
     ``(x_t + arange(n)) % n``), update ``w_{t+1}(i) ∝ w_t(i) exp(-eta l_t(i))`` with
-    ``eta = lr_scale sqrt(8 ln n / T)`` (module docstring).
+    ``eta = lr_scale sqrt(8 ln n / T)``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -107,6 +102,5 @@ class Hedge(WeightsLearner):
 
     def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
         loss = loss_vector(query, observed)
-        bumped = state.log_weights - self.learning_rate(state.params) * loss
-        log_w = bumped - jax.scipy.special.logsumexp(bumped)
+        log_w = hedge_log_update(state.log_weights, loss, self.learning_rate(state.params))
         return dataclasses.replace(state, t=state.t + 1, log_weights=log_w.astype(self.float_dtype))

@@ -1,45 +1,19 @@
 """SAOL, the Strongly Adaptive Online Learner (Algorithm 1 of Daniely, Gonen and Shalev-Shwartz,
 "Strongly adaptive online learning", ICML 2015), on StABL's geometric intervals.
 
-SAOL runs one base learner per history length ``L_k`` (restarted every ``L_k`` rounds) and
-mixes them with the restarted multiplicative update that StABL copies (Algorithm 1 of Lu et al.,
-ICLR 2024, line 13): a (re)started expert gets weight ``w(k) = eta_k`` and afterwards
-``w_{t+1}(k) = w_t(k) (1 + eta_k r_t(k))`` with ``r_t(k)`` expert ``k``'s instantaneous regret
-against the mixture. Both learners here use :func:`stabl_jax.intervals.resolve_history_lengths`
-and :func:`stabl_jax.intervals.restart_mask` (same lengths, blocks and ``round_offset`` as
-:class:`~stabl_jax.learners.stabl.StABL`) and :func:`stabl_jax.estimators.meta_log_update`.
+One base learner per history length ``L_k`` (restarted every ``L_k`` rounds, as
+:class:`~stabl_jax.learners.stabl.StABL`), mixed by the restarted multiplicative update: a
+(re)started expert gets ``w(k) = eta_k``, then ``w_{t+1}(k) = w_t(k) (1 + eta_k r_t(k))``.
 
-Two base learners, two feedback models:
+- :class:`SAOLHedge`: Hedge experts, full information (``n`` queries), the exact
+  ``r_t(k) = <mix_t, l_t> - <v(t,k), l_t>``; expert rate ``sqrt(8 ln n / L_k)``.
+- :class:`SAOL`: EXP3 experts, bandit feedback, the query-hungry learner of Table 1 of Lu et al.
+  (``1 + B`` queries): expert ``k`` draws ``y_k ~ v(t,k)`` and observes ``l_t(y_k)``;
+  ``r~_t(k) = sum_j p(t)_j l_t(y_j) - l_t(y_k)`` is unbiased and ``|r~| <= 1``. Expert rate the
+  Lemma's ``sqrt(ln n / (L_k n))`` (``C = 1``: ``z = v``).
 
-- :class:`SAOLHedge` (``"saol_hedge"``): Hedge experts, full information (``n`` queries per
-  round, as :class:`~stabl_jax.learners.hedge.Hedge`); the meta-learner gets the exact
-  ``r_t(k) = <mix_t, l_t> - <v(t,k), l_t>``.
-- :class:`SAOL` (``"saol"``): EXP3 experts, bandit feedback, the query-hungry SAOL-style
-  learner of Table 1 of Lu et al. (``O(log T)`` queries): every expert draws its own arm
-  ``y_k ~ v(t,k)`` and observes ``l_t(y_k)``; ``1 + B`` queries per round.
-
-Step sizes (``L_k`` the history length, ``n`` arms, ``B`` experts):
-
-==============================  =================================================================
-quantity                        choice
-==============================  =================================================================
-meta ``eta_k`` (both)           SAOL's ``min(1/2, 1/sqrt(L_k))`` (Daniely et al., Algorithm 1,
-                                ``eta_I = min{1/2, |I|^{-1/2}}``). Lu et al.'s
-                                ``min(1/(2 sqrt n), 1/sqrt(n L_k))`` carries ``sqrt n`` because
-                                their importance-weighted ``r~`` has second moment ``O(n log T)``;
-                                here ``|r| <= 1``, so the ``n`` drops out and
-                                ``1 + eta_k r >= 1/2 > 0``: no muting at scale 1.
-Hedge expert rate               ``sqrt(8 ln n / L_k)``, Hedge tuned for ``L_k`` rounds
-                                (:mod:`stabl_jax.learners.hedge`).
-EXP3 expert rate                the Lemma's ``sqrt(ln n / (L_k n C))`` with ``C = 1``: expert
-                                ``k`` samples from its own ``v(t,k)`` (``z = v`` in the Lemma).
-==============================  =================================================================
-
-Bandit SAOL's meta regret. ``r~_t(k) = sum_j p(t)_j l_t(y_j) - l_t(y_k)``: unbiased for
-``<mix_t, l_t> - <v(t,k), l_t>`` because ``E l_t(y_j) = <v(t,j), l_t>``, bounded by 1 in absolute
-value, no importance weights. The played arm's loss is suffered but, as in StABL, not used for
-learning. With ``feedback="reward"`` only the experts change (EXP3 with gains); ``r~`` is the
-same for gains (``sum_j p_j = 1``).
+Meta ``eta_k = min(1/2, 1/sqrt(L_k))`` (Daniely et al.): with ``|r| <= 1``,
+``1 + eta_k r >= 1/2``, so nothing is muted at scale 1.
 """
 
 from __future__ import annotations
@@ -56,7 +30,7 @@ import numpy as np
 from stabl_jax import checks, estimators, sampling
 from stabl_jax.learners.base import BanditLearner, BanditQuery
 from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, EnsembleState
-from stabl_jax.learners.hedge import full_information_query, loss_vector
+from stabl_jax.learners.hedge import full_information_query, hedge_log_update, loss_vector
 
 
 @chex.dataclass(frozen=True)
@@ -64,7 +38,7 @@ class SAOLParams(EnsembleParams):
     """Sweepable numbers of :class:`SAOL` and :class:`SAOLHedge` (:class:`EnsembleParams`)."""
 
 
-#: As StABL's; ``num_muted`` needs a ``meta_lr_scale >= 2``.
+#: As StABL's.
 SAOLState = EnsembleState
 
 
@@ -99,7 +73,7 @@ class SAOLHedge(_SAOLBase):
 
     Attributes:
       history_lengths: ``L_1 < ... < L_B``; ``None``: StABL's geometric default.
-      round_offset: 0 (default) or 1, as :class:`~stabl_jax.learners.stabl.StABL`.
+      round_offset: 0 (default) or 1, as StABL's.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -134,8 +108,7 @@ class SAOLHedge(_SAOLBase):
         # r_t(k) = <mix, l> - <v(t,k), l>: the exact instantaneous regret (full information).
         regret_gain = jnp.dot(query.play_probs, loss) - v @ loss
         rates = self.expert_learning_rates(state.params)
-        bumped = state.expert_log_probs - rates[:, None] * loss[None, :]
-        experts = bumped - jax.scipy.special.logsumexp(bumped, axis=-1, keepdims=True)
+        experts = hedge_log_update(state.expert_log_probs, loss[None, :], rates[:, None])
         return self._advance(state, experts, regret_gain)
 
 
@@ -155,7 +128,7 @@ class SAOL(_SAOLBase):
 
     Attributes:
       history_lengths: ``L_1 < ... < L_B``; ``None``: StABL's geometric default.
-      round_offset: 0 (default) or 1, as :class:`~stabl_jax.learners.stabl.StABL`.
+      round_offset: 0 (default) or 1, as StABL's.
       feedback: ``"loss"`` or ``"reward"`` (EXP3 with gains in the experts).
 
     Example:

@@ -1,46 +1,24 @@
-"""StABL: the Strongly Adaptive Bandit Learner (Algorithm 1 of Lu, Zhang, Chen, Zhang, Woodruff
+"""StABL, the Strongly Adaptive Bandit Learner (Algorithm 1 of Lu, Zhang, Chen, Zhang, Woodruff
 and Hazan, "Adaptive Regret for Bandits Made Possible: Two Queries Suffice", ICLR 2024).
 
-A multiplicative-weights meta-learner over ``B`` EXP3 experts (Algorithm 2), expert ``k``
-restarted every ``L_k`` rounds. Two queries per round: the played arm ``x_t`` and an observed
-arm ``x'_t`` drawn from the importance distribution ``P(t)``; only ``x'_t`` feeds learning.
+Algorithm 1, line by line (0-based rounds ``t``; ``B`` experts, EXP3 = Algorithm 2):
 
-Choices where the paper is ambiguous (each documented where it is made):
+- lines 2-3, ``k`` from ``2 + log log T`` to ``log T``: ``history_lengths``, by default
+  ``L_k = 2^k`` for ``k = ceil(2 + log2 log2 T) .. floor(log2 T)``; ``B`` is their count
+  (:func:`stabl_jax.intervals.geometric_history_lengths`).
+- line 5, restart when ``2^k | tau``: :meth:`Ensemble.restarts`, ``(t + round_offset) % L_k
+  == 0`` (``round_offset=1`` is the paper's 1-based rule).
+- line 6, ``eta_k = min{1/(2 sqrt n), 1/sqrt(n L_k)}``: :meth:`StABL.base_meta_step_sizes`;
+  expert rates from the Lemma, ``sqrt(ln n / (L_k n C))`` with ``C = 2B`` (``P(t) >=
+  v(t,k) / (2B)``) or ``C = 2 log2 T`` (``expert_c``): ``base_expert_learning_rates``.
+- lines 8-9, ``p(t)``, ``mix`` and ``P(t)``: :meth:`StABL.distributions`
+  (``observation="uniform"`` is the paper's "StABL Naive", ``P(t) = 1/n``).
+- line 10, ``x_t ~ mix`` played and ``x'_t ~ P(t)`` observed: ``_ask``.
+- lines 11-13: ``_tell`` from ``l_t(x'_t)`` only; line 13's ``1 + eta_k r~_t(k) <= 0`` mutes
+  the expert until its restart (``state.num_muted`` counts it).
 
-==============================  =================================================================
-paper                           stabl_jax
-==============================  =================================================================
-rounds ``tau = 1..T``           0-based ``t = 0..T-1``; expert ``k`` restarts when
-                                ``(t + round_offset) % L_k == 0``. ``round_offset=0`` (default):
-                                every expert is active from ``t = 0`` on full blocks
-                                ``[s L_k, (s+1) L_k - 1]``, ``s >= 0``. ``round_offset=1`` is the
-                                literal ``2^k | tau + 1`` with ``tau = t + 1``; the first block
-                                of each expert is then one round short (the paper leaves experts
-                                undefined before their first interval ``[2^k, 2^{k+1} - 1]``).
-``k`` from ``2 + log log T``    ``k = ceil(2 + log2 log2 T) .. floor(log2 T)`` (base 2);
-to ``log T``                    ``B`` = the number of such ``k`` (line 3's formula is not an
-                                integer; only this ``B`` makes ``P(t)`` a distribution).
-``eta_k = min{1/2 sqrt n,       ``eta_k = min(1/(2 sqrt n), 1/sqrt(n L_k))`` (read as
-1/sqrt(n 2^k)}`` (line 6)       ``1/(2 sqrt n)``: ``(1/2) sqrt n`` would never be the minimum).
-expert learning rate            the Lemma's ``sqrt(ln n / (L_k n C))`` with ``C = 2B`` (from
-(not stated)                    ``P(t) >= v(t,k)/(2B)``, Step 2 of the proof); the proof sketch's
-                                ``C = 2 log T`` (``log2``) is ``expert_c="2logT"``.
-weights non-negative            needs ``eta_k * 2B <= 1`` (importance) or ``eta_k * n <= 1``
-                                (uniform observation); the paper's ``eta_k`` guarantees it only
-                                for ``n >~ log T``. When ``1 + eta_k r~_t(k) <= 0`` the weight is
-                                set to 0 (log weight ``-inf``): the expert is muted until its
-                                next restart; ``state.num_muted`` counts such events.
-"StABL Naive" (uniform x'_t)    ``observation="uniform"``: only line 9's distribution changes
-                                (``P(t) = 1/n``); every step size stays as above.
-"rewards instead of losses"     ``feedback="reward"``: see below.
-==============================  =================================================================
-
-Reward feedback. The environment still emits losses ``l`` in [0, 1]; the learner uses the gain
-``g = 1 - l``. With ``g_hat = 1[i = x'_t] g(x'_t) / P(t)_{x'_t}`` the experts update
-``v(t+1,k) ∝ v(t,k) exp(+eta'_k g_hat)`` and the meta-learner uses the gain of expert ``k`` over
-the mixture, ``r~_t(k) = g_hat^T v(t,k) - g_hat^T sum_j p(t)_j v(t,j)``, in the same update
-``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))``. In expectation this is the loss algorithm
-(``E[g_hat] = 1 - l``); only the variance of the estimates differs.
+``feedback="reward"`` learns from ``g = 1 - l``: ``g_hat = 1[i = x'_t] g / P(t)_{x'_t}``,
+experts ``v ∝ v exp(+eta'_k g_hat)`` and ``r~_t(k) = g_hat^T v(t,k) - g_hat^T mix``.
 """
 
 from __future__ import annotations
@@ -76,7 +54,7 @@ StABLState = EnsembleState
 class StABL(Ensemble, BanditLearner):
     """Strongly Adaptive Bandit Learner (Algorithm 1), two queries per round.
 
-    Per round ``t`` (line numbers of Algorithm 1):
+    Round ``t`` (lines of Algorithm 1):
 
     - (8) ``p(t) = w_t / W_t``; the play distribution is ``mix = sum_k p(t)_k v(t,k)``.
     - (9) ``P(t)_i = max_k v(t,k)_i^2 / (2 sum_j max_k v(t,k)_j^2) + sum_k v(t,k)_i / (2B)``.
@@ -87,18 +65,15 @@ class StABL(Ensemble, BanditLearner):
       ``w_{t+1}(k) = eta_k`` if expert ``k`` restarts at ``t + 1``, else
       ``w_t(k) (1 + eta_k r~_t(k))``; a restarting expert also resets ``v`` to uniform.
 
-    Weights are kept in the log domain: expert rows are renormalised every round, meta
-    weights are not (their absolute size matters against the restart value ``eta_k``; the
-    paper's pseudo-weights ``w/eta`` sum to at most ``t (log t + 1)``, so they stay small).
+    Weights live in the log domain; meta weights are not renormalised (their size matters
+    against the restart value ``eta_k``).
 
     Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k``
-        (:class:`~stabl_jax.learners.ensemble.Ensemble`).
+      history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k``.
       observation: ``"importance"`` (``P(t)``, line 9) or ``"uniform"`` (StABL Naive).
-      feedback: ``"loss"`` (Algorithm 1) or ``"reward"`` (the paper's experiments; see the
-        module docstring).
+      feedback: ``"loss"`` (Algorithm 1) or ``"reward"`` (the paper's experiments).
       expert_c: constant ``C`` in the experts' learning rate, ``"2B"`` or ``"2logT"``.
-      round_offset: 0 (default) or 1 (the paper's 1-based restart rule); module docstring.
+      round_offset: 0 (default) or 1 (the paper's 1-based restart rule).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -149,9 +124,7 @@ class StABL(Ensemble, BanditLearner):
         """
         v = estimators.probabilities(state.expert_log_probs)
         meta = jax.nn.softmax(state.meta_log_weights)
-        # The sums and the max over the B experts are written out (B <= 20 is static): under
-        # vmap they become one fused pass over v instead of a matrix-vector product and two
-        # reductions (measured faster on CPU; same sums, in the order k = 0..B-1).
+        # Sums and max over the static B experts, written out in the order k = 0..B-1.
         mix, top, total = meta[0] * v[0], v[0], v[0]
         for k in range(1, self.num_experts):
             mix = mix + meta[k] * v[k]
@@ -169,10 +142,7 @@ class StABL(Ensemble, BanditLearner):
         return sample_query(key, mix, obs)
 
     def _tell(self, state: StABLState, query: BanditQuery, observed: jax.Array) -> StABLState:
-        """Lines 11-13 from the observed arm's loss only (``observed[1]``; ``observed[0]``,
-        the played arm's loss, is suffered but never used for learning). Subclasses that
-        learn from another query set ``learning_query``
-        (:class:`~stabl_jax.learners.stabl_one_query.StABLOneQuery`: 0)."""
+        """Lines 11-13 from ``observed[learning_query]`` only (``observed[0]`` is suffered)."""
         j = self.learning_query
         arm = query.arms[j]
         value = estimators.signed_estimate(observed[j], query.query_probs[j], self.feedback)

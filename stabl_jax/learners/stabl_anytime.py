@@ -1,50 +1,25 @@
-"""Anytime StABL: Algorithm 1 of Lu et al. ("Adaptive Regret for Bandits Made Possible: Two
-Queries Suffice", ICLR 2024) with every step size set from the time since the expert's own
-restart, two queries per round, no tuned constant.
+"""Anytime StABL: Algorithm 1 of Lu et al. (ICLR 2024) with every step size set from the rounds
+``tau_k = t mod L_k`` since expert ``k``'s restart; two queries per round, no tuned constant.
 
-What changes from :class:`~stabl_jax.learners.stabl.StABL` (``tau_k`` = rounds since expert
-``k``'s last restart, 0 in its first round; ``B_t`` = number of active experts, below):
+What changes from :class:`~stabl_jax.learners.stabl.StABL` (``B_t`` active experts, below):
 
-==============================  =================================================================
-StABL                           anytime
-==============================  =================================================================
-expert rate                     ``eta'_k(t) = sqrt(ln n / ((tau_k + 1) n C_t))``, ``C_t = 2 B_t``
-``sqrt(ln n / (L_k n 2B))``     (``P(t) >= sum_active v / (2 B_t)`` below). Anytime EXP3
-                                (Bubeck & Cesa-Bianchi 2012, Thm 3.1): ``v(t,k) ∝
-                                exp(-eta'_k(t) L_hat_k)``, ``L_hat_k`` the estimated loss since
-                                the restart. In the log domain that is Algorithm 2's step
-                                followed by the power ``eta'_k(t+1) / eta'_k(t) <= 1``.
-meta ``eta_k = min(1/(2 sqrt    ``eta_k(t) = min(1/(2 sqrt n), 1/sqrt(n (tau_k + 1)))``.
-n), 1/sqrt(n L_k))``
-meta update ``w <- w (1 +       ML-Prod (Gaillard, Stoltz & van Erven, COLT 2014): pseudo-weights
-eta_k r~)``, ``p ∝ w``,         ``w~ <- (w~ (1 + eta_k(t) r~))^(eta_k(t+1) / eta_k(t))``, play
-restart ``w = eta_k``           ``p(t) ∝ eta_k(t) w~``, restart ``w~ = 1``.
-``B`` experts, lengths from T   the same lengths, but only ``B_t`` are *active* (below).
-==============================  =================================================================
+- expert rate ``eta'_k(t) = sqrt(ln n / ((tau_k + 1) n C_t))``, ``C_t = 2 B_t``: anytime EXP3
+  (Bubeck & Cesa-Bianchi 2012, Thm 3.1), ``v ∝ exp(-eta'_k(t) L_hat_k)``; in the log domain
+  Algorithm 2's step followed by the power ``eta'_k(t+1) / eta'_k(t) <= 1``.
+- meta rate ``eta_k(t) = min(1/(2 sqrt n), 1/sqrt(n (tau_k + 1)))``.
+- meta update ML-Prod (Gaillard, Stoltz & van Erven, COLT 2014): pseudo-weights
+  ``w~ <- (w~ (1 + eta_k(t) r~))^(eta_k(t+1) / eta_k(t))``, play ``p(t) ∝ eta_k(t) w~``,
+  restart ``w~ = 1``. It keeps Step 3 of the paper's proof: ``sum_k p(t)_k r~_t(k) = 0`` with
+  the same ``eta`` in ``p`` and in ``1 + eta r~``, and ``log w~_t / eta(t) = sum_s log(1 +
+  eta_s r~_s) / eta_s``. Weights stay positive only while ``2 B_t eta <= 1``; otherwise the
+  expert is muted until its restart (``state.num_muted``).
+- active experts ``A_t``: every expert that has not restarted is an exact copy of the others
+  (same data, same rates), so the distinct ones are the first and every ``k >= 1`` with
+  ``t >= L_{k-1}``. Only these enter ``mix``, ``P(t)`` (line 9 with ``B -> B_t``) and
+  ``C_t``; the copies are still stepped. The output does not depend on ``T`` until ``t``
+  reaches the longest length.
 
-Why ML-Prod. Step 3 of the paper's proof needs three things: (i) ``sum_k w_t(k) r~_t(k) = 0``
-with ``w = eta w~`` the weights that define ``p(t)`` and the same ``eta`` in ``1 + eta r~`` — it
-bounds the pseudo-weight total ``W~_t`` by the number of restarts; (ii) ``1 + eta r~ > 0``;
-(iii) one fixed ``eta`` per interval, so that ``log w~ >= sum eta r~ - sum (eta r~)^2`` can be
-divided by ``eta``. Simply substituting ``tau + 1`` for ``L_k`` breaks (iii). ML-Prod keeps (i)
-(``p ∝ eta(t) w~`` and ``1 + eta(t) r~``), and its power makes ``log w~_t / eta(t) = sum_s
-log(1 + eta_s r~_s) / eta_s``, which is (iii) with a varying rate; since ``eta`` does not
-increase, ``x^a <= x + (1 - a)`` (``a <= 1``) adds only ``O(B log t)`` to ``W~_t``. (ii) is
-the same as in StABL: ``r~ >= -2 B_t``, so weights stay positive only while ``2 B_t eta <= 1``;
-otherwise the expert is muted until its restart (``state.num_muted`` counts it).
-
-Active experts. Expert ``k`` runs on the blocks ``[s L_k, (s+1) L_k - 1]``, ``s >= 0``
-(StABL's ``round_offset = 0``). With rates set by ``tau``, every expert that has not yet
-restarted is an exact copy of every other (same data since round 0, same rates): at round
-``t`` the distinct experts are the first one and every ``k >= 1`` with ``t >= L_{k-1}``
-(the last of them is the copy that has never restarted). Only these ``B_t`` experts enter the
-mixture, ``P(t)`` (line 9, with ``B -> B_t``) and ``C_t``; the copies are still stepped, so the
-next one is up to date when it activates. ``B_t`` grows by one at each ``L_k`` and the
-learner's output does not depend on ``T`` until ``t`` reaches the longest length: the horizon
-only decides which lengths exist (StABL's geometric default, or ``history_lengths``).
-
-Reward feedback (``feedback="reward"``) follows StABL's convention: experts ``v ∝ exp(+eta'
-G_hat)``, ``r~_t(k) = g_hat^T v(t,k) - g_hat^T mix``.
+Reward feedback follows StABL's convention (``v ∝ exp(+eta' G_hat)``).
 """
 
 from __future__ import annotations
@@ -64,8 +39,7 @@ from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, tree_select
 
 @chex.dataclass(frozen=True)
 class StABLAnytimeParams(EnsembleParams):
-    """Sweepable numbers of :class:`StABLAnytime`: the scales of ``eta'_k(t)`` and ``eta_k(t)``
-    (1 by default: nothing is tuned)."""
+    """Sweepable numbers of :class:`StABLAnytime`: the scales of ``eta'_k(t)`` and ``eta_k(t)``."""
 
 
 @chex.dataclass(frozen=True)
@@ -125,9 +99,7 @@ class StABLAnytime(Ensemble, BanditLearner):
         checks.check_choice("feedback", self.feedback, estimators.FEEDBACKS)
 
     def smallest_base_meta_step_size(self) -> float:
-        """The smallest meta rate any round uses, for the ensemble's underflow check:
-        ``min(1/(2 sqrt n), 1/sqrt(n min(L_B, T)))``, since ``eta_k(t)`` falls with
-        ``tau_k = t mod L_k``, which reaches ``min(L_k, T) - 1``."""
+        """``min(1/(2 sqrt n), 1/sqrt(n min(L_B, T)))``: the smallest meta rate of any round."""
         n = self.num_arms
         return min(1.0 / (2.0 * math.sqrt(n)), 1.0 / math.sqrt(n * self._longest_block()))
 
@@ -135,7 +107,6 @@ class StABLAnytime(Ensemble, BanditLearner):
         """``min(L_B, T)``: the most rounds an expert plays between restarts."""
         return min(max(self._history_lengths), self.horizon)
 
-    # --- time-dependent quantities ----------------------------------------------------------
     def active(self, t: jax.Array) -> jax.Array:
         """``(B,)`` bool ``A_t``: the first expert and every ``k >= 1`` with ``t >= L_{k-1}``."""
         previous = jnp.asarray((0, *self.history_lengths[:-1]), jnp.int32)  # type: ignore[index]
@@ -157,7 +128,6 @@ class StABLAnytime(Ensemble, BanditLearner):
         steps = (tau + 1).astype(self.float_dtype) * num_active.astype(self.float_dtype)
         return jnp.sqrt(math.log(n) / (2.0 * n)) * jax.lax.rsqrt(steps)
 
-    # --- the contract -----------------------------------------------------------------------
     def _init(self, key: jax.Array, params: StABLAnytimeParams) -> Any:
         del key
         return StABLAnytimeState(
@@ -202,13 +172,12 @@ class StABLAnytime(Ensemble, BanditLearner):
         self, state: Any, v_at_arm: jax.Array, value: jax.Array, regret_gain: jax.Array
     ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, dict[str, jax.Array]]:
         """This round's rates, each ``(B,)``, from ``v(t,k)_{x'}``, the signed estimate and
-        ``r~_t(k)`` (a subclass sets them from data).
+        ``r~_t(k)``.
 
         Returns:
           ``(eta'(t), a', eta(t), a, sums)``: the scaled expert and meta rates, the powers
-          ``a'_k = eta'_k(t+1) / eta'_k(t)`` and ``a_k = eta_k(t+1) / eta_k(t)`` (the scales
-          cancel; ``tau + 1``, not ``(t + 1) mod L``, because a restarting expert is reset
-          anyway) and the state's running sums after this round (none here), by field name.
+          ``a'_k = eta'_k(t+1) / eta'_k(t)`` and ``a_k = eta_k(t+1) / eta_k(t)`` (restarting
+          experts are reset anyway) and the running sums after the round by field name.
         """
         params = state.params
         tau = self.rounds_since_restart(state.t)

@@ -1,20 +1,12 @@
 """StABL with one query: the observed arm is the played arm (a foil for Algorithm 1 of Lu et al.,
-"Adaptive Regret for Bandits Made Possible: Two Queries Suffice", ICLR 2024).
+ICLR 2024).
 
-Algorithm 1 with ``x'_t = x_t``: the importance distribution of line 9 is replaced by the play
-distribution ``mix = sum_k p(t)_k v(t,k)``, so the learner makes one query per round and the
-estimate of line 11 becomes ``l_hat_t = 1[i = x_t] l_t(x_t) / mix_{x_t}``. Line 13 then reads
-
-    ``r~_t(k) = l_hat_t^T mix - l_hat_t^T v(t,k) = l_t(x_t) (1 - v(t,k)_{x_t} / mix_{x_t})``.
-
-Every step size is StABL's (``eta_k = min(1/(2 sqrt n), 1/sqrt(n L_k))``, experts
-``sqrt(ln n / (L_k n C))`` with ``C = 2B``). Nothing bounds ``v(t,k)_{x_t} / mix_{x_t}`` here
-(it can reach ``1 / p(t)_k``), so ``1 + eta_k r~_t(k) <= 0`` happens often and the expert is
-muted until its restart (``state.num_muted`` counts it): the paper's point that, with one query,
-the unbiased meta estimate has unbounded variance, and near-optimal adaptive regret is
-impossible (the lower bound of Daniely et al., ICML 2015). The EXP3 Lemma's ``C`` is likewise
-unbounded (``v(t,k) <= mix / p(t)_k`` only); ``C = 2B`` is kept so that the only change from
-StABL is the observation.
+Algorithm 1 with ``x'_t = x_t``: line 9's ``P(t)`` becomes ``mix``, line 11's estimate
+``l_hat_t = 1[i = x_t] l_t(x_t) / mix_{x_t}`` and line 13's regret
+``r~_t(k) = l_t(x_t) (1 - v(t,k)_{x_t} / mix_{x_t})``. Step sizes are StABL's. Nothing bounds
+``v(t,k)_{x_t} / mix_{x_t}`` (up to ``1 / p(t)_k``), so experts are muted often
+(``state.num_muted``): with one query the unbiased meta estimate has unbounded variance, the
+paper's point (the lower bound of Daniely et al., ICML 2015).
 """
 
 from __future__ import annotations
@@ -33,9 +25,8 @@ from stabl_jax.learners.stabl import StABL, StABLState
 class StABLOneQuery(StABL):
     """StABL whose observed arm is the played arm: one query per round.
 
-    Same fields, params, state and updates as :class:`~stabl_jax.learners.stabl.StABL`
-    except: ``observation`` is ``"played"`` (``P(t) = mix``), ``query.arms == [x_t]`` and
-    lines 11-13 use ``l_t(x_t)``.
+    StABL's fields, params, state and updates, except ``observation="played"``
+    (``P(t) = mix``), ``query.arms == [x_t]`` and lines 11-13 use ``l_t(x_t)``.
 
     Example:
       >>> import jax, jax.numpy as jnp

@@ -1,16 +1,12 @@
 """StABL with experts over (history length, learning-rate scale): the meta-learner picks the
 experts' step size as it picks the time scale.
 
-Algorithm 1 (Lu et al., ICLR 2024) as printed learns slowly at its theory step sizes, and the
-tuned sweep of ``expert_lr_scale`` is what makes it competitive (EXPERIMENTS.md). This variant
-removes that sweep: for every history length ``L_k`` and every scale ``s_j`` of a geometric
-grid (``rate_grid``, default ``1, 4, ..., 1024``) it runs one EXP3 expert restarted every
-``L_k`` rounds with learning rate ``s_j eta'_k``, so there are ``B' = B S`` experts under the
-same meta-learner, still two queries a round. Everything else is Algorithm 1 with ``B'`` in
-place of ``B``: the observation distribution (line 9) averages over all ``B'`` experts
-(``sum_k v(t,k) / (2B')``), the Lemma's constant is ``C = 2B'``, and expert ``(k, j)`` has the
-meta step size ``s_j eta_k`` (line 6's ``eta_k`` of its history length, times its scale;
-``scale_meta=False`` keeps ``eta_k``). The index of expert ``(k, j)`` is ``k S + j``.
+For every history length ``L_k`` and scale ``s_j`` of ``rate_grid`` one EXP3 expert, restarted
+every ``L_k`` rounds, with rate ``s_j eta'_k``: ``B' = B S`` experts under Algorithm 1's
+meta-learner (Lu et al., ICLR 2024), still two queries a round. Everything else is Algorithm 1
+with ``B'`` for ``B``: line 9 averages over all ``B'`` experts, the Lemma's ``C = 2B'``, and
+expert ``(k, j)`` (index ``k S + j``) has meta step size ``s_j eta_k`` (``eta_k`` with
+``scale_meta=False``).
 """
 
 from __future__ import annotations
@@ -27,26 +23,20 @@ import numpy as np
 from stabl_jax import checks
 from stabl_jax.learners.stabl import StABL
 
-#: The default grid of learning-rate scales: ``4^j``, ``j = 0..5`` (the tuned sweeps' optima
-#: for the expert scale lie in 2..1024).
+#: The default grid of learning-rate scales: ``4^j``, ``j = 0..5``.
 DEFAULT_RATE_GRID: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0)
 
 
 @dataclasses.dataclass(frozen=True)
 class StABLRateGrid(StABL):
-    """StABL over ``B S`` experts, one per (history length, learning-rate scale); module
-    docstring.
+    """StABL over ``B S`` experts, one per (history length, learning-rate scale).
 
     Attributes:
       rate_grid: the scales ``s_1 < ... < s_S`` (positive, finite, increasing) that multiply
         the experts' learning rates ``eta'_k``; ``params.expert_lr_scale`` still multiplies
         them all.
       scale_meta: also multiply expert ``(k, j)``'s meta step size (and restart weight) by
-        ``s_j``: ``eta_{k,j} = s_j eta_k``, so a fast expert also moves its meta weight fast
-        (and is muted more often). Default ``True``: on the tuning seed (seed + 1000003, 100
-        runs, Figure 1's two configs) it raised the mean reward from 0.38/0.37 to 0.55/0.51
-        with reward feedback and from 0.34/0.33 to 0.36/0.37 with loss feedback. ``False``:
-        every expert has its length's ``eta_k``.
+        ``s_j``, ``eta_{k,j} = s_j eta_k`` (default); ``False``: its length's ``eta_k``.
 
     Example:
       >>> learner = StABLRateGrid(num_arms=5, horizon=64, rate_grid=(1.0, 8.0))

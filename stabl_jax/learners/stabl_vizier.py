@@ -1,47 +1,14 @@
 """StABL as the paper's authors implemented it: ``AdaptiveEnsembleDesign`` of OSS Vizier
 (``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 162-280;
-Apache-2.0), which cites Lu, Zhang, Chen, Zhang, Woodruff and Hazan, "Adaptive Regret for Bandits
-Made Possible: Two Queries Suffice" (ICLR 2024). Matched trial for trial by
-``tests/test_vizier_oracle.py``.
+Apache-2.0), matched trial for trial by ``tests/test_vizier_oracle.py``.
 
-How it differs from Algorithm 1 (:class:`~stabl_jax.StABL`), with the Vizier lines it follows
-(``t`` counts trials from 0; ``h_k = t mod L_k``, the trials expert ``k`` has seen since its
-restart; ``g_hat`` the one-sparse gain estimate of the trial):
-
-==============================  =================================================================
-Algorithm 1                     stabl_vizier
-==============================  =================================================================
-two queries per round: ``x_t``  **one trial per round, alternating** (lines 206-211): even ``t``
-~ mix played, ``x'_t ~ P(t)``   draws from the play mixture, odd ``t`` from the observation
-observed; only ``x'_t`` learns  distribution ``P(t)`` (or the uniform one,
-                                ``naive_sampling=True``). **Every trial learns**, its gain divided
-                                by the probability of the distribution it was drawn from (line
-                                248), and **every trial's loss is suffered** (regret counts both
-                                kinds: ``play_probs`` of the query is the trial's distribution).
-EXP3 experts, fixed rate        anytime EXP3 with uniform mixing (``EXP3UniformEnsembleDesign``
-``eta'_k`` from ``L_k, n, B``   with ``use_reward_estimator=True``, lines 125-152): ``v_k =
-                                (1 - gamma_k) softmax(w_k) + gamma_k / n`` and ``w_k(x) +=
-                                base_stepsize gamma_k g_hat``, ``gamma_k = 1/sqrt(1 + h_k)``.
-meta ``w <- w (1 + eta_k r~)``  exponential weights (lines 267-275): ``log w_k += meta_stepsize
-restart ``w = eta_k``           / sqrt(L_k) g_hat (v_k(x) - play(x))``; restart ``log w_k =
-                                -log(L_k n) / 2`` (lines 201-203, 255-257). No muting is needed.
-``play(x)`` in ``r~``: the      ``play(x)`` is re-evaluated for each expert *after* the experts
-round's mixture                 before it (in ``history_lengths`` order) were updated in this
-                                trial (Vizier reads ``self.play_probs`` inside its loop, line
-                                269): a sequential (Gauss-Seidel) sweep, reproduced here.
-restart at block start          expert ``k`` restarts on the trial at which its history would
-``t % L_k == 0``                reach ``L_k`` (line 253), ``(t + 1) % L_k == 0``, and does not
-                                see that trial: ``L_k - 1`` observations per block of ``L_k``.
-``P(t)``'s second term          ``sum_k v_k / (2 sum_i sum_k v_k(i))`` (lines 240-242): ``2B`` up to
-``sum_k v_k / (2B)``            rounding.
-losses                          gains ``g = 1 - l`` capped at ``max_reward = 1`` (line 247; the
-                                cap never acts on losses in [0, 1]). ``feedback="loss"`` is
-                                Vizier fed the reward ``-l``: the same updates with ``-l/z``.
-==============================  =================================================================
-
-Defaults are Vizier's: ``base_stepsize = meta_stepsize = 1`` (``Params``, sweepable). Vizier
-requires ``max_lengths``; ``history_lengths=None`` here gives StABL's geometric default for
-``horizon`` (its only use), so both learners run the same experts on the expert-advice figures.
+How it differs from Algorithm 1 (:class:`~stabl_jax.StABL`), with the Vizier lines it follows:
+one trial per round, even ones from the play mixture and odd ones from ``P`` (lines 206-211),
+each learning and each suffered (line 248); anytime EXP3 experts with uniform mixing (lines
+125-152); exponential meta weights swept in order against the partly updated mixture (lines
+267-275, a Gauss-Seidel sweep) with restart ``log w_k = -log(L_k n) / 2`` (lines 201-203);
+restarts at ``(t + 1) % L_k == 0``, skipping that trial (line 253); ``P``'s second term
+normalised by its sum (lines 240-242); gains ``g = 1 - l`` (line 247).
 """
 
 from __future__ import annotations
@@ -85,7 +52,7 @@ class StABLVizierState:
 
 @dataclasses.dataclass(frozen=True)
 class StABLVizier(HistoryExperts, BanditLearner):
-    """Vizier's ``AdaptiveEnsembleDesign`` (module docstring): one trial per round.
+    """Vizier's ``AdaptiveEnsembleDesign``: one trial per round.
 
     Trial ``t`` (``h_k = t mod L_k``, ``gamma_k = 1/sqrt(1 + h_k)``):
 
@@ -101,8 +68,7 @@ class StABLVizier(HistoryExperts, BanditLearner):
       updated, and ``w_k(x_t) += base_stepsize gamma_k g_hat``.
 
     Attributes:
-      history_lengths: Vizier's ``max_lengths``, strictly increasing (any positive ints; the
-        authors' algorithm-selection runs used 20, 40, ..., 2560). ``None``: StABL's
+      history_lengths: Vizier's ``max_lengths``, strictly increasing; ``None``: StABL's
         geometric default for ``horizon``.
       naive_sampling: draw observation trials uniformly (Vizier's option; "StABL Naive").
       feedback: ``"reward"`` (default, Vizier's gains) or ``"loss"``.
@@ -116,9 +82,6 @@ class StABLVizier(HistoryExperts, BanditLearner):
       >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
       >>> int(state.t), bool(learner.is_observation_trial(state.t))
       (1, True)
-
-    References:
-      OSS Vizier, ``ensemble_design.py``, ``AdaptiveEnsembleDesign`` (google-vizier 0.1.24).
     """
 
     history_lengths: tuple[int, ...] | None = None
@@ -151,7 +114,6 @@ class StABLVizier(HistoryExperts, BanditLearner):
         """``(B,)`` ``gamma_k = 1/sqrt(1 + h_k)``, ``h_k = t mod L_k``."""
         return anytime_gamma(t % jnp.asarray(self.history_lengths, jnp.int32), self.float_dtype)
 
-    # --- the contract -----------------------------------------------------------------------
     def _init(self, key: jax.Array, params: StABLVizierParams) -> StABLVizierState:
         del key
         return StABLVizierState(

@@ -1,9 +1,6 @@
 """Sliding-window UCB (SW-UCB, Algorithm 2 of Garivier and Moulines, "On upper-confidence bound
-policies for switching bandit problems", ALT 2011).
-
-A deterministic index policy that only remembers the last ``tau`` rounds: one query per round,
-the play distribution a point mass. Rewards ``X = 1 - l``
-(:func:`stabl_jax.estimators.loss_to_reward`) lie in [0, 1], so the paper's bound is ``B = 1``.
+policies for switching bandit problems", ALT 2011): a deterministic index policy on the last
+``tau`` rounds, one query per round, rewards ``X = 1 - l`` in [0, 1] (``B = 1``).
 """
 
 from __future__ import annotations
@@ -66,21 +63,13 @@ class SWUCB(_ucb.SwitchingUCB):
     Round ``t + 1`` plays ``argmax_i X-bar_t(tau, i) + c_t(tau, i)``. An arm with
     ``N_t(tau, i) = 0`` (never played, or not within the window) has index ``+inf``: rounds
     ``1..K`` play arms ``0..K-1`` in order (the paper's initialisation), and ties go to the
-    lowest index.
-
-    The window is a static ring buffer of ``tau`` (arm, reward) pairs; the counts (int32,
-    exact) and reward sums are updated in O(1) per round by adding the new pair and removing
-    the one that leaves the window. A sum is reset to exactly 0 whenever its count is 0, so
-    float rounding of the running sums cannot outlive an arm's absence from the window.
-
-    Defaults (the paper's recommendation for ``Upsilon_T = num_changes`` breakpoints):
+    lowest index. The window is a ring buffer of ``tau`` (arm, reward) pairs; a sum is reset
+    to 0 whenever its count is 0. Defaults (for ``Upsilon_T = num_changes`` breakpoints):
     ``tau = 2B sqrt(T log T / Upsilon_T)`` (rounded down, at most ``T``) and ``xi = 0.6``.
 
     Attributes:
-      num_changes: ``Upsilon_T``, the number of breakpoints the default window is tuned for
-        (default 3: the shipped four-segment configs).
-      window: ``tau`` in ``[1, horizon]`` (a static int: the ring buffer's size); ``None``
-        gives the paper's value (resolved by the constructor).
+      num_changes: ``Upsilon_T``, the breakpoints the default window is tuned for.
+      window: ``tau`` in ``[1, horizon]`` (static); ``None`` gives the paper's value.
       xi: the padding's constant ``xi > 0`` (default 0.6).
 
     Example:
@@ -96,10 +85,6 @@ class SWUCB(_ucb.SwitchingUCB):
       >>> _, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
       >>> int(info.arms[0])  # ...so it is untried again and played next
       0
-
-    References:
-      Garivier, Moulines. On upper-confidence bound policies for switching bandit problems.
-      ALT 2011 (arXiv:0805.3415). Algorithm 2 and Theorem 2.
     """
 
     window: int | None = None
@@ -139,8 +124,7 @@ class SWUCB(_ucb.SwitchingUCB):
         )
 
     def index(self, state: SWUCBState) -> jax.Array:
-        """``(num_arms,)`` ``X-bar_t(tau, i) + c_t(tau, i)``; ``+inf`` for arms not in the
-        window."""
+        """``(num_arms,)`` ``X-bar_t(tau, i) + c_t(tau, i)``; ``+inf`` off the window."""
         f = self.float_dtype
         span = jnp.minimum(state.t, self._window).astype(f)
         log_span = jnp.log(jnp.maximum(span, 1.0))  # t >= 1 whenever some count is > 0
