@@ -1,19 +1,10 @@
-"""Argument checks shared by constructors and entry points.
+"""Argument checks shared by constructors and entry points (``docs/reliability.md``).
 
-Host-side values (sizes, horizons, option strings) are checked eagerly in constructors.
-Array values are checked when they are concrete (eager calls). Inside ``jit``/``scan`` they
-are tracers and a Python ``raise`` cannot see them: shapes (static) are still checked there,
-values are checked only through :mod:`jax.experimental.checkify`, which this module wraps:
-
-- :func:`traced_check_losses` and :func:`traced_check_distribution` are the in-trace checks
-  (losses finite and in [0, 1], play distribution finite and summing to 1) that a bandit
-  learner built with ``validate=True`` runs every round
-  (:class:`~stabl_jax.learners.base.Learner`); ``simulate(..., validate=True)`` runs with them
-  (the command line always does) and raises :class:`checkify.JaxRuntimeError` naming the
-  round, the argument and the value.
-- :func:`checked_step` is ``learner.step`` jitted with those checks, for a user's own loop.
-
-``docs/reliability.md`` lists every input that is checked, where, and what happens.
+Host-side values are checked eagerly, arrays when they are concrete; under ``jit`` shapes are
+still checked and values only through :mod:`jax.experimental.checkify`:
+:func:`traced_check_losses` and :func:`traced_check_distribution` run every round of a learner
+built with ``validate=True`` (``simulate(..., validate=True)``), and :func:`checked_step` is
+``learner.step`` jitted with them.
 """
 
 from __future__ import annotations
@@ -330,9 +321,7 @@ def check_query(query: Any, num_arms: int, num_queries: int) -> None:
             raise ValueError(f"query.query_probs must be in (0, 1], got {p.tolist()}")
 
 
-# --------------------------------------------------------------------------------------------
-# In-trace checks (jax.experimental.checkify)
-# --------------------------------------------------------------------------------------------
+# --- In-trace checks (jax.experimental.checkify) -------------------------------------------
 
 
 def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -> None:
@@ -356,26 +345,18 @@ def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -
 
 
 def distribution_tolerance(num_arms: int, dtype: Any, num_mixed: int = 1) -> float:
-    """How far ``sum(p)`` of a computed probability vector may be from 1: ``4 max(n, B) eps``,
-    ``B = num_mixed`` the number of probability rows the vector mixes (1 for one distribution,
-    an ensemble's experts).
+    """How far ``sum(p)`` of a computed distribution may be from 1: ``4 max(n, B) eps``.
 
-    ``eps`` is the machine epsilon of ``dtype`` (twice the unit roundoff ``u``). A learner's
-    row of probabilities is ``exp(x - logsumexp(x))``: the normaliser's own sum of ``n``
-    terms errs by up to ``(n - 1) u`` relative, which shifts every entry alike, and ``exp``
-    and ``log`` add a few ulp more (XLA's are not correctly rounded). A mixture over ``B``
-    experts (``p(t)^T v``, ``P(t)``) carries its rows' error plus its weights' (a sum of
-    ``B`` terms, up to ``(B - 1) u``) and its own sum of ``B`` terms per entry (``(B - 1) u``
-    again), and the check's own sum adds at most ``(n - 1) u``. Together about ``(2n + 2B +
-    8) u``; ``8 max(n, B) u`` covers it for ``max(n, B) >= 2`` with room for the
-    transcendental functions. With ``4 n eps`` alone, StABL over a rate grid (``B = 42``
-    experts, ``n = 2``) was refused at a sum off by 9.5 eps.
-    Measured: StABL Naive at the tuned scales of ``expert_advice_random_tuned`` (n = 30,
-    B = 7, float32) reached 62 eps (7.4e-6) at round 740 (run 246 of 500), more than the
-    ``2 n eps`` this bound used to be; over all 4096 rounds five runs exceed 60 eps and the
-    largest is 63 eps (run 497, round 1513), well inside ``4 n eps`` (1.4e-5;
-    ``tests/test_distribution_bound.py`` replays both). A real defect (a lost or doubled
-    mass, an overflow) is orders of magnitude larger.
+    ``B = num_mixed`` is the number of probability rows the vector mixes (1 for one
+    distribution) and ``eps = 2u`` the machine epsilon of ``dtype``. A row
+    ``exp(x - logsumexp(x))`` errs by up to ``(n - 1) u`` from its normaliser's sum; a mixture
+    over ``B`` rows adds ``2 (B - 1) u`` and the check's own sum ``(n - 1) u``: about
+    ``(2n + 2B + 8) u <= 8 max(n, B) u``, with room for ``exp`` and ``log``. A lost or doubled
+    mass is orders of magnitude larger.
+
+    Example:
+      >>> distribution_tolerance(30, "float32") == 120 * 2.0**-23
+      True
     """
     return 4.0 * max(num_arms, num_mixed) * float(jnp.finfo(dtype).eps)
 

@@ -1,31 +1,20 @@
-"""The algorithm-selection experiment ("Algorithm Selection for Hyperparameter Optimization",
-Section "Experiments" of Lu et al., ICLR 2024) and its metrics: log best-objective curves and
-Dolan-More performance profiles.
+"""The algorithm-selection experiment (Lu et al., ICLR 2024, Section "Experiments") and its
+metrics: log best-objective curves and Dolan-More performance profiles.
 
-:func:`simulate_selection` runs one learner on one BBOB problem, many repeats vmapped in one
-program, and :func:`simulate_suite` on several problems of one dimension and budget at once;
-the algorithm-selection experiment (:mod:`stabl_jax.experiment.kinds.selection`) runs every compared
-learner with the same key, so repeat ``i`` has the same shift and rotation for every learner.
-Learners (the paper's four plus StABL Naive), built by :func:`make_hpo_learner` from the
-registry with ``feedback="reward"`` (the paper's setting; Uniform has no feedback) and
-``horizon`` = the learner's number of rounds ``ceil(N / num_queries)``; StABL's history
-lengths are the paper's ``(20, 40, ..., 2560)``.
+:func:`simulate_selection` runs one learner on one BBOB problem, many repeats in one program
+(:func:`simulate_suite`: several problems at once); :func:`make_hpo_learner` builds the
+registry's learners with ``feedback="reward"`` and the paper's history lengths.
 
-Performance profiles (Dolan and More, "Benchmarking optimization software with performance
-profiles", Math. Program. 2002). Problems ``p`` are (function, repeat) pairs, solvers ``s`` the
-learners, and the cost ``c_{p,s}`` the best gap ``f - f_opt`` reached within a budget (floored
-at :data:`GAP_FLOOR`). With ``r_{p,s} = c_{p,s} / min_s c_{p,s}``, the profile is
-``rho_s(tau) = #{p : r_{p,s} <= tau} / #problems``, and its score the normalised area over
-``log tau`` in ``[0, log tau_max]``::
+Performance profiles (Dolan and More, Math. Program. 2002): problems ``p`` are (function,
+repeat) pairs, solvers ``s`` the learners, the cost ``c_{p,s}`` the best gap reached (floored
+at :data:`GAP_FLOOR`), ``r_{p,s} = c_{p,s} / min_s c_{p,s}``,
+``rho_s(tau) = #{p : r_{p,s} <= tau} / #problems``, and the score the normalised area::
 
     score_s = (1 / log tau_max) int_0^{log tau_max} rho_s(e^u) du
-            = mean_p max(0, 1 - log r_{p,s} / log tau_max)     in [0, 1], higher is better.
+            = mean_p max(0, 1 - log r_{p,s} / log tau_max)     in [0, 1].
 
-The score against a baseline (the paper's "performance profile score against the Uniform
-baseline") is the difference of the two scores in the two-solver profile {s, baseline}, in
-``[-1, 1]``, positive when ``s`` does better; computed at every evaluation count it is a curve.
-
-No plotting here (``stabl_jax.experiment.plots`` draws); everything returns NumPy arrays.
+The score against a baseline (Uniform, in the paper) is the difference of the two scores in
+the two-solver profile, in ``[-1, 1]``, positive when ``s`` does better.
 """
 
 from __future__ import annotations

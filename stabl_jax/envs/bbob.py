@@ -42,31 +42,13 @@ from stabl_jax.envs import bbob_instances
 from stabl_jax.envs.bbob_instances import LUNACEK_D, LUNACEK_MU0, NUM_FUNCTIONS, SCHWEFEL_TWICE_XOPT
 
 FUNCTION_NAMES: dict[int, str] = {
-    1: "sphere",
-    2: "ellipsoid",
-    3: "rastrigin",
-    4: "bueche_rastrigin",
-    5: "linear_slope",
-    6: "attractive_sector",
-    7: "step_ellipsoid",
-    8: "rosenbrock",
-    9: "rosenbrock_rotated",
-    10: "ellipsoid_rotated",
-    11: "discus",
-    12: "bent_cigar",
-    13: "sharp_ridge",
-    14: "different_powers",
-    15: "rastrigin_rotated",
-    16: "weierstrass",
-    17: "schaffers_f7",
-    18: "schaffers_f7_ill_conditioned",
-    19: "griewank_rosenbrock",
-    20: "schwefel",
-    21: "gallagher_101",
-    22: "gallagher_21",
-    23: "katsuura",
-    24: "lunacek_bi_rastrigin",
-}
+    1: "sphere", 2: "ellipsoid", 3: "rastrigin", 4: "bueche_rastrigin", 5: "linear_slope",
+    6: "attractive_sector", 7: "step_ellipsoid", 8: "rosenbrock", 9: "rosenbrock_rotated",
+    10: "ellipsoid_rotated", 11: "discus", 12: "bent_cigar", 13: "sharp_ridge",
+    14: "different_powers", 15: "rastrigin_rotated", 16: "weierstrass", 17: "schaffers_f7",
+    18: "schaffers_f7_ill_conditioned", 19: "griewank_rosenbrock", 20: "schwefel",
+    21: "gallagher_101", 22: "gallagher_21", 23: "katsuura", 24: "lunacek_bi_rastrigin",
+}  # fmt: skip
 
 
 @chex.dataclass(frozen=True)
