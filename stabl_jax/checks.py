@@ -31,14 +31,12 @@ def check_int(name: str, value: object, minimum: int = 1) -> int:
     return int(value)
 
 
-#: The longest horizon: rounds are counted in int32 (``state.t``, ``fold_in(key, t)``, the
-#: restart rules' history lengths).
+#: The longest horizon: rounds are counted in int32.
 MAX_HORIZON = 2**31 - 1
 
 
 def check_horizon(value: object, minimum: int = 1, name: str = "horizon") -> int:
-    """``value`` as a number of rounds (a horizon, a history length): :func:`check_int`,
-    and at most :data:`MAX_HORIZON`; errors name ``name``."""
+    """``value`` as a number of rounds: :func:`check_int`, at most :data:`MAX_HORIZON`."""
     horizon = check_int(name, value, minimum)
     if horizon > MAX_HORIZON:
         raise ValueError(
@@ -49,16 +47,14 @@ def check_horizon(value: object, minimum: int = 1, name: str = "horizon") -> int
 
 
 def check_bool(name: str, value: object) -> bool:
-    """``value`` when it is ``True`` or ``False`` (a NumPy bool too), else ``TypeError``
-    naming it: a string such as ``"false"`` or a number would otherwise count as true."""
+    """``value`` when it is ``True`` or ``False`` (NumPy's too), else ``TypeError`` naming it."""
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
     return bool(value)
 
 
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of ``allowed`` (``TypeError`` for a bool
-    among ints: ``True == 1`` would pass)."""
+    """``ValueError`` unless ``value`` is one of ``allowed`` (``TypeError``: a bool among ints)."""
     if isinstance(value, bool) and not any(isinstance(a, bool) for a in allowed):
         raise TypeError(f"{name} must be one of {tuple(allowed)}, got {value!r} (bool)")
     if value not in allowed:
@@ -66,8 +62,7 @@ def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
 
 
 def check_names(name: str, value: object, allowed: Sequence[str]) -> tuple[str, ...]:
-    """``value`` as a tuple of names from ``allowed``: a lone string (which Python would
-    iterate letter by letter) or a non-iterable is a ``TypeError`` naming ``name``."""
+    """``value`` as a tuple of names from ``allowed`` (a lone string is a ``TypeError``)."""
     if isinstance(value, str):
         raise TypeError(
             f"{name} must be a tuple of names, got the string {value!r} (write ({value!r},))"
@@ -84,8 +79,7 @@ def check_names(name: str, value: object, allowed: Sequence[str]) -> tuple[str, 
 
 
 def check_interface(name: str, value: object, what: str, attributes: Sequence[str]) -> None:
-    """``TypeError`` naming ``name`` unless ``value`` has every one of ``attributes`` (the
-    duck type of a learner or an environment), instead of an ``AttributeError`` later."""
+    """``TypeError`` naming ``name`` unless ``value`` has every one of ``attributes``."""
     missing = [attr for attr in attributes if not hasattr(value, attr)]
     if missing:
         maker = {"env": "make_env", "learner": "make"}.get(name)
@@ -97,16 +91,14 @@ def check_interface(name: str, value: object, what: str, attributes: Sequence[st
 
 
 def check_real(name: str, value: object) -> float:
-    """``value`` as a float when it is a real number (not a bool or a string), else
-    ``TypeError`` naming it."""
+    """``value`` as a float when it is a real number (not a bool), else ``TypeError``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     return float(value)
 
 
 def check_positive(name: str, value: object) -> float:
-    """``value`` as a float when it is a finite real number ``> 0``, else ``TypeError`` (not
-    a real number: a string, a bool) or ``ValueError`` (0, negative, NaN, inf) naming it."""
+    """``value`` as a float when it is a finite real ``> 0``, else ``TypeError``/``ValueError``."""
     v = check_real(name, value)
     if not math.isfinite(v) or v <= 0.0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
@@ -131,8 +123,7 @@ def check_probability(name: str, value: float, *, open_right: bool = False) -> f
 
 
 def check_x64(name: str, dtype: Any) -> None:
-    """``ValueError`` naming ``name`` when ``dtype`` is float64 and JAX runs without x64: its
-    arrays would silently be float32 (JAX only warns)."""
+    """``ValueError`` naming ``name`` when ``dtype`` is float64 and JAX runs without x64."""
     if np.dtype(dtype) == np.float64 and not jax.config.jax_enable_x64:  # type: ignore[attr-defined]
         raise ValueError(
             f"{name} with dtype='float64' needs 64-bit JAX: call "
@@ -142,8 +133,8 @@ def check_x64(name: str, dtype: Any) -> None:
 
 
 def check_finite(name: str, values: object) -> np.ndarray:
-    """``values`` as a NumPy array when every entry is finite, else ``ValueError`` naming
-    ``name``, the first entry that is not (value and index) and how many are not."""
+    """``values`` as a NumPy array when every entry is finite, else ``ValueError`` naming the
+    first entry that is not."""
     arr = np.asarray(values)
     finite = np.isfinite(arr)
     if not finite.all():
@@ -162,11 +153,8 @@ def is_concrete(x: object) -> bool:
 
 
 def check_losses(name: str, losses: jax.Array, shape: tuple[int, ...] | None = None) -> None:
-    """Eagerly reject NaN, inf or values outside [0, 1] (and a wrong shape) in concrete losses.
-
-    Shapes are static, so the shape check also runs under ``jit``. Value checks need concrete
-    arrays; for traced values wrap the call with ``jax.experimental.checkify`` instead.
-    """
+    """Reject a wrong shape (also under ``jit``) and, in concrete losses, NaN, inf or values
+    outside [0, 1] (traced ones: :func:`traced_check_losses`)."""
     if shape is not None and tuple(np.shape(losses)) != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(np.shape(losses))}")
     if not is_concrete(losses):
@@ -230,17 +218,10 @@ class Interval:
 
 
 def check_param_values(
-    params: Any,
-    bounds: Mapping[str, Interval],
-    *,
-    name: str = "params",
-    batch: int | None = None,
+    params: Any, bounds: Mapping[str, Interval], *, name: str = "params", batch: int | None = None
 ) -> None:
-    """Check a learner's ``Params`` pytree.
-
-    Shapes (static, so also under ``jit``): every leaf is a scalar, or with ``batch`` either a
-    scalar or a ``(batch,)`` vector (per-run values). Values (concrete leaves only): finite,
-    and inside ``bounds[field]`` for the fields listed there.
+    """Check a learner's ``Params`` pytree: every leaf a scalar (or, with ``batch``, a
+    ``(batch,)`` vector), and concrete leaves finite and inside ``bounds[field]``.
 
     Raises:
       ValueError: naming ``params.<field>``, the bad value or shape, and what is allowed.
@@ -277,9 +258,8 @@ def _state_template(learner: Any, x64: bool) -> Any:
 
 
 def check_state(learner: Any, state: Any, name: str = "state") -> None:
-    """``state`` has the structure, shapes and dtypes of ``learner.init``'s (static, so this
-    also runs under ``jit``): a state of another learner, or of one with other sizes, is an
-    error instead of a silently wrong distribution."""
+    """``ValueError`` unless ``state`` has the structure, shapes and dtypes of
+    ``learner.init``'s (also under ``jit``)."""
     x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
     template = _state_template(learner, x64)
     expected_def = jax.tree.structure(template)
@@ -300,9 +280,8 @@ def check_state(learner: Any, state: Any, name: str = "state") -> None:
 
 
 def check_query(query: Any, num_arms: int, num_queries: int) -> None:
-    """A :class:`~stabl_jax.learners.base.BanditQuery` fits the learner: shapes always;
-    when concrete, arms are ints in ``[0, num_arms)`` and query probabilities in ``(0, 1]``
-    (an importance weight divides by them)."""
+    """A :class:`~stabl_jax.learners.base.BanditQuery` fits the learner: its shapes, and when
+    concrete, arms in ``[0, num_arms)`` and query probabilities in ``(0, 1]``."""
     arms, probs = query.arms, query.query_probs
     sizes = {"arms": num_queries, "query_probs": num_queries, "play_probs": num_arms}
     for field, size in sizes.items():
@@ -325,12 +304,8 @@ def check_query(query: Any, num_arms: int, num_queries: int) -> None:
 
 
 def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -> None:
-    """``checkify.check`` that ``losses`` are finite and in [0, 1] (works on tracers).
-
-    Must run under :func:`jax.experimental.checkify.checkify` (``simulate(validate=True)``
-    and :func:`checked_step` do that); the error names ``name``, the round ``t``, the first
-    bad index and its value.
-    """
+    """``checkify.check`` that ``losses`` are finite and in [0, 1]; the error names the
+    round ``t``, the first bad index and its value (run under ``checkify``)."""
     flat = jnp.ravel(losses)
     bad = ~(jnp.isfinite(flat) & (flat >= 0.0) & (flat <= 1.0))
     index = jnp.argmax(bad)
@@ -386,9 +361,8 @@ def traced_check_distribution(
 def checked_step(learner: Any) -> Callable[[Any, jax.Array, jax.Array], tuple[Any, Any]]:
     """``learner.step`` with ``validate=True``, jitted under :mod:`checkify`.
 
-    The returned function raises :class:`checkify.JaxRuntimeError` (naming the argument, the
-    round and the value) where plain ``jax.jit(learner.step)`` would silently carry a NaN or
-    an out-of-range loss into the state. It costs one reduction over the arms per check.
+    The returned function raises :class:`checkify.JaxRuntimeError` naming the argument, the
+    round and the value, where ``jax.jit(learner.step)`` would carry a NaN into the state.
 
     Example:
       >>> import jax, jax.numpy as jnp

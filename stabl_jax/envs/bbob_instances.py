@@ -242,10 +242,7 @@ def _setup(f: int, d: int, rseed: int) -> dict[str, np.ndarray]:
     if f in (10, 11, 14):
         return {"shift": legacy_xopt(rseed, d), "R": legacy_rotation(rseed + 1000000, d)}
     if f == 12:
-        return {
-            "shift": legacy_xopt(rseed + 1000000, d),
-            "R": legacy_rotation(rseed + 1000000, d),
-        }
+        return {"shift": legacy_xopt(rseed + 1000000, d), "R": legacy_rotation(rseed + 1000000, d)}
     if f == 20:
         signs = np.where(legacy_uniform(d, rseed) - 0.5 < 0.0, -1.0, 1.0)
         return {"signs": signs, "M": np.diag(np.sqrt(10.0) ** expo), "x_opt": SCHWEFEL_BEST * signs}

@@ -192,9 +192,7 @@ class ConvexEnv(Environment):
             dirs = jnp.concatenate([dirs[:1], -dirs[:1]])
         phase = jax.random.uniform(k_phase, (), jnp.float32, 0.0, 2 * math.pi)
         return ConvexEnvParams(
-            change_points=points,
-            targets=(self.target_norm * dirs).astype(jnp.float32),
-            phase=phase,
+            change_points=points, targets=(self.target_norm * dirs).astype(jnp.float32), phase=phase
         )
 
     @property

@@ -354,8 +354,7 @@ def suggest(
         scramble = None if halton_key is None else halton_scramble(halton_key, dim)
         random_x = halton(HALTON_SKIP + state.num_random, dim, dtype, scramble)
     return Suggestion(
-        x=jnp.where(explore, random_x, moved),
-        parent=jnp.where(explore, -1, slot).astype(jnp.int32),
+        x=jnp.where(explore, random_x, moved), parent=jnp.where(explore, -1, slot).astype(jnp.int32)
     )
 
 
