@@ -317,6 +317,15 @@ def resolve_change_points(
     return validate_change_points(change_points, horizon)
 
 
+def set_segments(env: Any, geometric_min_length: int | None = None) -> None:
+    """Sets a frozen ``env``'s ``change_points`` and ``num_segments`` from its segment options
+    (:func:`resolve_change_points`), in its ``__post_init__``."""
+    options = (env.change_points, env.num_segments, env.random_change_points)
+    points = resolve_change_points(env.horizon, *options, geometric_min_length)
+    object.__setattr__(env, "change_points", points)
+    object.__setattr__(env, "num_segments", len(points) + 1)
+
+
 @chex.dataclass(frozen=True)
 class SegmentParams:
     """Per-run segment structure shared by the piecewise environments.
@@ -362,15 +371,7 @@ class PiecewiseEnv(BanditEnv):
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
         checks.check_horizon(self.horizon, minimum=2)
-        points = resolve_change_points(
-            self.horizon,
-            self.change_points,
-            self.num_segments,
-            self.random_change_points,
-            self.geometric_min_length,
-        )
-        object.__setattr__(self, "change_points", points)
-        object.__setattr__(self, "num_segments", len(points) + 1)
+        set_segments(self, self.geometric_min_length)
         checks.check_choice("best_arm_order", self.best_arm_order, BEST_ARM_ORDERS)
 
     # --- segments ---------------------------------------------------------------------------

@@ -99,10 +99,8 @@ class BBOBFunctionParams:
 
 
 def bbob_params(function_id: int, dim: int, instance: int) -> BBOBParams:
-    """COCO instance ``(function_id, dim, instance)`` as a :class:`BBOBParams` pytree.
-
-    Built once per triple on the host (cached), then converted to JAX's default float dtype.
-    """
+    """COCO instance ``(function_id, dim, instance)`` as a :class:`BBOBParams` pytree in JAX's
+    default float dtype (built on the host, cached)."""
     arrays = bbob_instances.build_instance(function_id, dim, instance)
     dtype = jnp.zeros(()).dtype  # float32, or float64 under jax_enable_x64
     return BBOBParams(**{k: jnp.asarray(v, dtype) for k, v in arrays._asdict().items()})
@@ -297,12 +295,10 @@ class BBOBSuiteParams:
 class BBOBSuite(_Normalizable):
     """Several BBOB functions in one program: the function is data (``params.index``).
 
-    Every member is ``BBOBFunction(function_ids[i], dim, ...)`` with the options below;
-    :meth:`gap` is ``lax.switch`` over the members' gaps, so one compiled program serves
-    every function (under ``vmap`` over runs of different functions XLA evaluates every
-    member and selects). Run ``(i, key)`` has the member's own parameters,
-    ``problem_params(i, key).function`` equal to ``members[i].sample_params(key)`` up to
-    the padding of Gallagher's peaks.
+    Member ``i`` is ``BBOBFunction(function_ids[i], dim, ...)`` with the options below;
+    :meth:`gap` is a ``lax.switch`` over the members, so one program serves every function,
+    and ``problem_params(i, key).function`` is ``members[i].sample_params(key)`` (Gallagher's
+    peaks padded).
 
     Attributes:
       function_ids: the BBOB ids, distinct, each in 1..24.
@@ -347,9 +343,8 @@ class BBOBSuite(_Normalizable):
         return f"bbob_suite{len(self.function_ids)}_i{self.instance:02d}_d{self.dim:02d}"
 
     def problem_params(self, index: jax.Array | int, key: jax.Array | None) -> BBOBSuiteParams:
-        """Function ``function_ids[index]`` (``index`` may be traced) with the extra
-        shift/rotation drawn from ``key`` as its :meth:`BBOBFunction.sample_params` draws them
-        (``None``: the COCO instance itself)."""
+        """Function ``function_ids[index]`` (``index`` may be traced), shifted and rotated
+        from ``key`` as :meth:`BBOBFunction.sample_params` does (``None``: COCO's instance)."""
         index = jnp.asarray(index, jnp.int32)
         dtype = jnp.zeros(()).dtype
         stacked = _stacked_instances(self.function_ids, self.dim, self.instance)
@@ -376,8 +371,7 @@ class BBOBSuite(_Normalizable):
 
 @functools.cache
 def _stacked_instances(function_ids: tuple[int, ...], dim: int, instance: int) -> dict:
-    """``(F, ...)`` float64 arrays of the instances, Gallagher's peaks zero-padded to the most
-    peaks among them."""
+    """``(F, ...)`` float64 arrays of the instances, Gallagher's peaks zero-padded."""
     arrays = [bbob_instances.build_instance(f, dim, instance)._asdict() for f in function_ids]
     peaks = max(a["peaks"].shape[0] for a in arrays)
 
@@ -577,11 +571,8 @@ _GAPS: dict[int, Callable[[BBOBParams, jax.Array], jax.Array]] = {
 
 # --- Small pure helpers -------------------------------------------------------------------------
 def t_osz(x: jax.Array) -> jax.Array:
-    """COCO's oscillation ``T_osz``: ``sign(x) exp(x^ + 0.049 (sin c1 x^ + sin c2 x^))``.
-
-    ``x^ = log|x|`` (0 at 0); ``c1, c2 = 10, 7.9`` for ``x > 0`` and ``5.5, 3.1`` for ``x < 0``.
-    Written as COCO's ``transform_vars_oscillate`` (``t = x^ / 0.1``), raised to 0.1 in log space.
-    """
+    """COCO's oscillation ``T_osz``: ``sign(x) exp(x^ + 0.049 (sin c1 x^ + sin c2 x^))``,
+    ``x^ = log|x|`` (0 at 0), ``c1, c2 = 10, 7.9`` for ``x > 0`` and ``5.5, 3.1`` for ``x < 0``."""
     positive = x > 0
     safe = jnp.where(x == 0, 1.0, jnp.abs(x))
     t = jnp.log(safe) / 0.1

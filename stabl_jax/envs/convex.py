@@ -30,7 +30,7 @@ from jax.tree_util import Partial
 
 from stabl_jax import checks, gradients
 from stabl_jax.domains import Ball, Domain
-from stabl_jax.envs.base import Environment, resolve_change_points, segment_of
+from stabl_jax.envs.base import Environment, segment_of, set_segments
 
 SCHEDULES: tuple[str, ...] = ("piecewise", "alternate", "drift")
 
@@ -120,11 +120,7 @@ class ConvexEnv(Environment):
         if not isinstance(self.domain, Domain) or self.domain.dim != self.dim:
             raise ValueError(f"domain must be a Domain with dim={self.dim}, got {self.domain!r}")
         checks.check_choice("schedule", self.schedule, SCHEDULES)
-        points = resolve_change_points(
-            self.horizon, self.change_points, self.num_segments, self.random_change_points
-        )
-        object.__setattr__(self, "change_points", points)
-        object.__setattr__(self, "num_segments", len(points) + 1)
+        set_segments(self)
         if self.period is None:
             drift = self.schedule == "drift"
             default = self.horizon if drift else self.horizon // self.num_segments

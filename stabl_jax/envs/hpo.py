@@ -70,12 +70,10 @@ class HPOState:
 
     Attributes:
       arms: the arms' pools, :class:`stabl_jax.envs.eagle.EagleState` with ``(A, ...)`` leaves.
-      best_observed: ``()`` float, ``min`` of the clipped observations so far (``1`` before
-        any): the ``best`` of the reward.
-      best_gap: ``()`` float, the smallest true gap ``f~(x) - f_opt`` over evaluated points
-        (``+inf`` before any): the raw best-so-far metric.
-      best_value: ``()`` float, the smallest true normalised value over evaluated points (``1``
-        before any): the normalised best-so-far metric.
+      best_observed: ``()`` float, the reward's ``best``: the smallest clipped observation
+        (``1`` before any).
+      best_gap: ``()`` float, the smallest true gap ``f~(x) - f_opt`` (``+inf`` before any).
+      best_value: ``()`` float, the smallest true normalised value (``1`` before any).
       num_evaluations: ``()`` int32, evaluations made so far.
       evaluations_per_arm: ``(A,)`` int32, evaluations of each arm's suggestions so far.
       last_observed: ``()`` float, the last observation (``1`` before any): the previous
@@ -355,7 +353,8 @@ def vizier_reward(
     """The reward of Vizier's ``ObjectiveRewardGenerator`` fed one trial at a time.
 
     With ``m = min(f_prev, f)``: ``max(0, (f_prev - m) - lambda m)`` for ``trial >= 2``, and 0
-    for the first two trials or a non-finite value (the module docstring says why).
+    for the first two trials (Vizier counts a trial before extending its list) or a
+    non-finite value.
 
     Args:
       previous: ``(...)`` the previous trial's observation ``f_prev``.
