@@ -414,15 +414,7 @@ def update(
 
     # Live parent: replace on improvement, else penalise (and maybe remove).
     improved = f < state.values[p]
-    stuck = jnp.all(x == state.positions[p])
-    penalised = jnp.where(
-        stuck,
-        jnp.minimum(state.perturbations[p] * 10.0, params.max_perturbation),
-        state.perturbations[p] * params.penalize_factor,
-    )
-    others_best = jnp.min(jnp.where(state.alive & (slots != p), state.values, jnp.inf))
-    is_best = state.values[p] <= others_best
-    remove = (penalised < params.perturbation_lower_bound) & full & ~is_best
+    penalised, remove = _penalty(params, state, p, x, full)
 
     # No parent: a new fly in the first free slot below capacity, else the closest fly.
     free = ~state.alive & (slots < params.pool_size)
@@ -450,6 +442,23 @@ def update(
         num_seen=state.num_seen + 1,
         num_random=state.num_random + (proposed & ~has_parent).astype(jnp.int32),
     )
+
+
+def _penalty(
+    params: EagleParams, state: EagleState, p: jax.Array, x: jax.Array, full: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """The perturbation of fly ``p`` after an unsuccessful move to ``x``, and whether it is
+    removed (below ``perturbation_lower_bound``, in a full pool, not the best fly)."""
+    slots = jnp.arange(state.values.shape[0])
+    stuck = jnp.all(x == state.positions[p])
+    penalised = jnp.where(
+        stuck,
+        jnp.minimum(state.perturbations[p] * 10.0, params.max_perturbation),
+        state.perturbations[p] * params.penalize_factor,
+    )
+    others_best = jnp.min(jnp.where(state.alive & (slots != p), state.values, jnp.inf))
+    is_best = state.values[p] <= others_best
+    return penalised, (penalised < params.perturbation_lower_bound) & full & ~is_best
 
 
 def minimize(
