@@ -1,19 +1,10 @@
-"""Argument checks shared by constructors and entry points.
+"""Argument checks shared by constructors and entry points (``docs/reliability.md``).
 
-Host-side values (sizes, horizons, option strings) are checked eagerly in constructors.
-Array values are checked when they are concrete (eager calls). Inside ``jit``/``scan`` they
-are tracers and a Python ``raise`` cannot see them: shapes (static) are still checked there,
-values are checked only through :mod:`jax.experimental.checkify`, which this module wraps:
-
-- :func:`traced_check_losses` and :func:`traced_check_distribution` are the in-trace checks
-  (losses finite and in [0, 1], play distribution finite and summing to 1) that a bandit
-  learner built with ``validate=True`` runs every round
-  (:class:`~stabl_jax.learners.base.Learner`); ``simulate(..., validate=True)`` runs with them
-  (the command line always does) and raises :class:`checkify.JaxRuntimeError` naming the
-  round, the argument and the value.
-- :func:`checked_step` is ``learner.step`` jitted with those checks, for a user's own loop.
-
-``docs/reliability.md`` lists every input that is checked, where, and what happens.
+Host-side values are checked eagerly, arrays when they are concrete; under ``jit`` shapes are
+still checked and values only through :mod:`jax.experimental.checkify`:
+:func:`traced_check_losses` and :func:`traced_check_distribution` run every round of a learner
+built with ``validate=True`` (``simulate(..., validate=True)``), and :func:`checked_step` is
+``learner.step`` jitted with them.
 """
 
 from __future__ import annotations
@@ -40,14 +31,12 @@ def check_int(name: str, value: object, minimum: int = 1) -> int:
     return int(value)
 
 
-#: The longest horizon: rounds are counted in int32 (``state.t``, ``fold_in(key, t)``, the
-#: restart rules' history lengths).
+#: The longest horizon: rounds are counted in int32.
 MAX_HORIZON = 2**31 - 1
 
 
 def check_horizon(value: object, minimum: int = 1, name: str = "horizon") -> int:
-    """``value`` as a number of rounds (a horizon, a history length): :func:`check_int`,
-    and at most :data:`MAX_HORIZON`; errors name ``name``."""
+    """``value`` as a number of rounds: :func:`check_int`, at most :data:`MAX_HORIZON`."""
     horizon = check_int(name, value, minimum)
     if horizon > MAX_HORIZON:
         raise ValueError(
@@ -58,16 +47,14 @@ def check_horizon(value: object, minimum: int = 1, name: str = "horizon") -> int
 
 
 def check_bool(name: str, value: object) -> bool:
-    """``value`` when it is ``True`` or ``False`` (a NumPy bool too), else ``TypeError``
-    naming it: a string such as ``"false"`` or a number would otherwise count as true."""
+    """``value`` when it is ``True`` or ``False`` (NumPy's too), else ``TypeError`` naming it."""
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
     return bool(value)
 
 
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of ``allowed`` (``TypeError`` for a bool
-    among ints: ``True == 1`` would pass)."""
+    """``ValueError`` unless ``value`` is one of ``allowed`` (``TypeError``: a bool among ints)."""
     if isinstance(value, bool) and not any(isinstance(a, bool) for a in allowed):
         raise TypeError(f"{name} must be one of {tuple(allowed)}, got {value!r} (bool)")
     if value not in allowed:
@@ -75,8 +62,7 @@ def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
 
 
 def check_names(name: str, value: object, allowed: Sequence[str]) -> tuple[str, ...]:
-    """``value`` as a tuple of names from ``allowed``: a lone string (which Python would
-    iterate letter by letter) or a non-iterable is a ``TypeError`` naming ``name``."""
+    """``value`` as a tuple of names from ``allowed`` (a lone string is a ``TypeError``)."""
     if isinstance(value, str):
         raise TypeError(
             f"{name} must be a tuple of names, got the string {value!r} (write ({value!r},))"
@@ -93,8 +79,7 @@ def check_names(name: str, value: object, allowed: Sequence[str]) -> tuple[str, 
 
 
 def check_interface(name: str, value: object, what: str, attributes: Sequence[str]) -> None:
-    """``TypeError`` naming ``name`` unless ``value`` has every one of ``attributes`` (the
-    duck type of a learner or an environment), instead of an ``AttributeError`` later."""
+    """``TypeError`` naming ``name`` unless ``value`` has every one of ``attributes``."""
     missing = [attr for attr in attributes if not hasattr(value, attr)]
     if missing:
         maker = {"env": "make_env", "learner": "make"}.get(name)
@@ -106,16 +91,14 @@ def check_interface(name: str, value: object, what: str, attributes: Sequence[st
 
 
 def check_real(name: str, value: object) -> float:
-    """``value`` as a float when it is a real number (not a bool or a string), else
-    ``TypeError`` naming it."""
+    """``value`` as a float when it is a real number (not a bool), else ``TypeError``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     return float(value)
 
 
 def check_positive(name: str, value: object) -> float:
-    """``value`` as a float when it is a finite real number ``> 0``, else ``TypeError`` (not
-    a real number: a string, a bool) or ``ValueError`` (0, negative, NaN, inf) naming it."""
+    """``value`` as a float when it is a finite real ``> 0``, else ``TypeError``/``ValueError``."""
     v = check_real(name, value)
     if not math.isfinite(v) or v <= 0.0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
@@ -140,8 +123,7 @@ def check_probability(name: str, value: float, *, open_right: bool = False) -> f
 
 
 def check_x64(name: str, dtype: Any) -> None:
-    """``ValueError`` naming ``name`` when ``dtype`` is float64 and JAX runs without x64: its
-    arrays would silently be float32 (JAX only warns)."""
+    """``ValueError`` naming ``name`` when ``dtype`` is float64 and JAX runs without x64."""
     if np.dtype(dtype) == np.float64 and not jax.config.jax_enable_x64:  # type: ignore[attr-defined]
         raise ValueError(
             f"{name} with dtype='float64' needs 64-bit JAX: call "
@@ -151,8 +133,8 @@ def check_x64(name: str, dtype: Any) -> None:
 
 
 def check_finite(name: str, values: object) -> np.ndarray:
-    """``values`` as a NumPy array when every entry is finite, else ``ValueError`` naming
-    ``name``, the first entry that is not (value and index) and how many are not."""
+    """``values`` as a NumPy array when every entry is finite, else ``ValueError`` naming the
+    first entry that is not."""
     arr = np.asarray(values)
     finite = np.isfinite(arr)
     if not finite.all():
@@ -171,11 +153,8 @@ def is_concrete(x: object) -> bool:
 
 
 def check_losses(name: str, losses: jax.Array, shape: tuple[int, ...] | None = None) -> None:
-    """Eagerly reject NaN, inf or values outside [0, 1] (and a wrong shape) in concrete losses.
-
-    Shapes are static, so the shape check also runs under ``jit``. Value checks need concrete
-    arrays; for traced values wrap the call with ``jax.experimental.checkify`` instead.
-    """
+    """Reject a wrong shape (also under ``jit``) and, in concrete losses, NaN, inf or values
+    outside [0, 1] (traced ones: :func:`traced_check_losses`)."""
     if shape is not None and tuple(np.shape(losses)) != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(np.shape(losses))}")
     if not is_concrete(losses):
@@ -239,17 +218,10 @@ class Interval:
 
 
 def check_param_values(
-    params: Any,
-    bounds: Mapping[str, Interval],
-    *,
-    name: str = "params",
-    batch: int | None = None,
+    params: Any, bounds: Mapping[str, Interval], *, name: str = "params", batch: int | None = None
 ) -> None:
-    """Check a learner's ``Params`` pytree.
-
-    Shapes (static, so also under ``jit``): every leaf is a scalar, or with ``batch`` either a
-    scalar or a ``(batch,)`` vector (per-run values). Values (concrete leaves only): finite,
-    and inside ``bounds[field]`` for the fields listed there.
+    """Check a learner's ``Params`` pytree: every leaf a scalar (or, with ``batch``, a
+    ``(batch,)`` vector), and concrete leaves finite and inside ``bounds[field]``.
 
     Raises:
       ValueError: naming ``params.<field>``, the bad value or shape, and what is allowed.
@@ -286,9 +258,8 @@ def _state_template(learner: Any, x64: bool) -> Any:
 
 
 def check_state(learner: Any, state: Any, name: str = "state") -> None:
-    """``state`` has the structure, shapes and dtypes of ``learner.init``'s (static, so this
-    also runs under ``jit``): a state of another learner, or of one with other sizes, is an
-    error instead of a silently wrong distribution."""
+    """``ValueError`` unless ``state`` has the structure, shapes and dtypes of
+    ``learner.init``'s (also under ``jit``)."""
     x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
     template = _state_template(learner, x64)
     expected_def = jax.tree.structure(template)
@@ -309,9 +280,8 @@ def check_state(learner: Any, state: Any, name: str = "state") -> None:
 
 
 def check_query(query: Any, num_arms: int, num_queries: int) -> None:
-    """A :class:`~stabl_jax.learners.base.BanditQuery` fits the learner: shapes always;
-    when concrete, arms are ints in ``[0, num_arms)`` and query probabilities in ``(0, 1]``
-    (an importance weight divides by them)."""
+    """A :class:`~stabl_jax.learners.base.BanditQuery` fits the learner: its shapes, and when
+    concrete, arms in ``[0, num_arms)`` and query probabilities in ``(0, 1]``."""
     arms, probs = query.arms, query.query_probs
     sizes = {"arms": num_queries, "query_probs": num_queries, "play_probs": num_arms}
     for field, size in sizes.items():
@@ -330,18 +300,12 @@ def check_query(query: Any, num_arms: int, num_queries: int) -> None:
             raise ValueError(f"query.query_probs must be in (0, 1], got {p.tolist()}")
 
 
-# --------------------------------------------------------------------------------------------
-# In-trace checks (jax.experimental.checkify)
-# --------------------------------------------------------------------------------------------
+# --- In-trace checks (jax.experimental.checkify) -------------------------------------------
 
 
 def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -> None:
-    """``checkify.check`` that ``losses`` are finite and in [0, 1] (works on tracers).
-
-    Must run under :func:`jax.experimental.checkify.checkify` (``simulate(validate=True)``
-    and :func:`checked_step` do that); the error names ``name``, the round ``t``, the first
-    bad index and its value.
-    """
+    """``checkify.check`` that ``losses`` are finite and in [0, 1]; the error names the
+    round ``t``, the first bad index and its value (run under ``checkify``)."""
     flat = jnp.ravel(losses)
     bad = ~(jnp.isfinite(flat) & (flat >= 0.0) & (flat <= 1.0))
     index = jnp.argmax(bad)
@@ -356,26 +320,18 @@ def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -
 
 
 def distribution_tolerance(num_arms: int, dtype: Any, num_mixed: int = 1) -> float:
-    """How far ``sum(p)`` of a computed probability vector may be from 1: ``4 max(n, B) eps``,
-    ``B = num_mixed`` the number of probability rows the vector mixes (1 for one distribution,
-    an ensemble's experts).
+    """How far ``sum(p)`` of a computed distribution may be from 1: ``4 max(n, B) eps``.
 
-    ``eps`` is the machine epsilon of ``dtype`` (twice the unit roundoff ``u``). A learner's
-    row of probabilities is ``exp(x - logsumexp(x))``: the normaliser's own sum of ``n``
-    terms errs by up to ``(n - 1) u`` relative, which shifts every entry alike, and ``exp``
-    and ``log`` add a few ulp more (XLA's are not correctly rounded). A mixture over ``B``
-    experts (``p(t)^T v``, ``P(t)``) carries its rows' error plus its weights' (a sum of
-    ``B`` terms, up to ``(B - 1) u``) and its own sum of ``B`` terms per entry (``(B - 1) u``
-    again), and the check's own sum adds at most ``(n - 1) u``. Together about ``(2n + 2B +
-    8) u``; ``8 max(n, B) u`` covers it for ``max(n, B) >= 2`` with room for the
-    transcendental functions. With ``4 n eps`` alone, StABL over a rate grid (``B = 42``
-    experts, ``n = 2``) was refused at a sum off by 9.5 eps.
-    Measured: StABL Naive at the tuned scales of ``expert_advice_random_tuned`` (n = 30,
-    B = 7, float32) reached 62 eps (7.4e-6) at round 740 (run 246 of 500), more than the
-    ``2 n eps`` this bound used to be; over all 4096 rounds five runs exceed 60 eps and the
-    largest is 63 eps (run 497, round 1513), well inside ``4 n eps`` (1.4e-5;
-    ``tests/test_distribution_bound.py`` replays both). A real defect (a lost or doubled
-    mass, an overflow) is orders of magnitude larger.
+    ``B = num_mixed`` is the number of probability rows the vector mixes (1 for one
+    distribution) and ``eps = 2u`` the machine epsilon of ``dtype``. A row
+    ``exp(x - logsumexp(x))`` errs by up to ``(n - 1) u`` from its normaliser's sum; a mixture
+    over ``B`` rows adds ``2 (B - 1) u`` and the check's own sum ``(n - 1) u``: about
+    ``(2n + 2B + 8) u <= 8 max(n, B) u``, with room for ``exp`` and ``log``. A lost or doubled
+    mass is orders of magnitude larger.
+
+    Example:
+      >>> distribution_tolerance(30, "float32") == 120 * 2.0**-23
+      True
     """
     return 4.0 * max(num_arms, num_mixed) * float(jnp.finfo(dtype).eps)
 
@@ -405,9 +361,8 @@ def traced_check_distribution(
 def checked_step(learner: Any) -> Callable[[Any, jax.Array, jax.Array], tuple[Any, Any]]:
     """``learner.step`` with ``validate=True``, jitted under :mod:`checkify`.
 
-    The returned function raises :class:`checkify.JaxRuntimeError` (naming the argument, the
-    round and the value) where plain ``jax.jit(learner.step)`` would silently carry a NaN or
-    an out-of-range loss into the state. It costs one reduction over the arms per check.
+    The returned function raises :class:`checkify.JaxRuntimeError` naming the argument, the
+    round and the value, where ``jax.jit(learner.step)`` would carry a NaN into the state.
 
     Example:
       >>> import jax, jax.numpy as jnp

@@ -1,22 +1,11 @@
 """Convex domains ``K`` for bandit convex optimisation (Section 5 and Appendix A of Lu et al.,
-ICLR 2024).
+ICLR 2024), with ``r B ⊂ K ⊂ D B`` (origin-centred balls) and ``kappa = D / r``.
 
-The paper assumes ``r B ⊂ K ⊂ D B`` (balls centred at the origin) and writes ``kappa = D / r``.
-Algorithm 4 runs projected gradient descent on the shrunk set
-``K_hat = {x : x / (1 - alpha) ∈ K} = (1 - alpha) K`` so that every perturbed query
-``x + delta u`` (``||u|| <= 1``) stays in ``K``.
-
-Shrinkage. The paper takes ``alpha = kappa * delta``. The feasibility argument
-(``x + delta u = (1 - alpha) y + alpha (delta / alpha) u`` with ``(delta/alpha) u ∈ r B``) needs
-``alpha >= delta / r``; ``kappa delta = D delta / r`` satisfies it only when ``D >= 1``. The
-paper's learners here use :func:`paper_shrinkage` ``alpha = min(1, max(kappa delta, delta / r))``:
-exactly the paper's ``kappa delta`` whenever ``D >= 1`` and the smallest feasible value
-otherwise. FKM (Flaxman et al., 2005) uses ``alpha = delta / r``.
-
-Projections come from :mod:`optax.projections` (``projection_l2_ball``, ``projection_box``,
-``projection_l1_ball``); projection onto the scaled set ``c K`` is ``c Π_K(x / c)``, computed
-directly by scaling the radius, so ``c`` may be traced (``delta`` is a sweepable param).
-Every method takes one point ``x`` of shape ``(dim,)``; ``jax.vmap`` for batches.
+Algorithm 4 runs projected gradient descent on ``K_hat = (1 - alpha) K`` so that every query
+``x + delta u`` (``||u|| <= 1``) stays in ``K``; that needs ``alpha >= delta / r``, which the
+paper's ``alpha = kappa delta`` meets only when ``D >= 1``, hence :func:`paper_shrinkage`.
+Projections are :mod:`optax.projections`' onto the scaled set (so the scale may be traced);
+every method takes one point ``x`` ``(dim,)``.
 """
 
 from __future__ import annotations
@@ -34,11 +23,9 @@ from stabl_jax import checks
 
 
 def paper_shrinkage(delta: jax.Array, r: float, kappa: float) -> jax.Array:
-    """``alpha = min(1, max(kappa delta, delta / r))``: ``K_hat = (1 - alpha) K`` (Algorithm 4).
-
-    ``kappa delta`` is Algorithm 4's line 5; the ``delta / r`` floor makes ``x + delta u ∈ K``
-    for every ``x ∈ K_hat``, ``||u|| <= 1``, also when ``D < 1`` (module docstring).
-    """
+    """``alpha = min(1, max(kappa delta, delta / r))`` of ``K_hat = (1 - alpha) K``: Algorithm
+    4's ``kappa delta`` (line 5), floored at ``delta / r`` so ``x + delta u ∈ K`` also when
+    ``D < 1``."""
     delta = jnp.asarray(delta)
     return jnp.minimum(1.0, jnp.maximum(kappa * delta, delta / r))
 
@@ -103,8 +90,7 @@ class Domain:
         return self.project_scaled(x, 1.0 - jnp.asarray(alpha, jnp.asarray(x).dtype))
 
     def shrunk(self, alpha: float) -> Domain:
-        """The domain ``(1 - alpha) K`` as a new object (host-side; ``alpha`` in [0, 1), else
-        ``ValueError``: a negative ``alpha`` would grow ``K``)."""
+        """The domain ``(1 - alpha) K``, ``alpha`` in [0, 1) (host-side)."""
         alpha = checks.check_probability("alpha", alpha, open_right=True)
         if not self.size_field:
             raise NotImplementedError(
@@ -120,8 +106,7 @@ class Domain:
         raise NotImplementedError
 
     def support(self, v: jax.Array) -> jax.Array:
-        """``()`` support function ``max_{y ∈ K} v^T y`` (a linear minimisation oracle, used
-        for Frank-Wolfe gap certificates)."""
+        """``()`` support function ``max_{y ∈ K} v^T y`` (Frank-Wolfe gap certificates)."""
         raise NotImplementedError
 
     def sample_interior(self, key: jax.Array, dtype: DTypeLike = jnp.float32) -> jax.Array:
@@ -216,8 +201,7 @@ class Box(Domain):
 
 @dataclasses.dataclass(frozen=True)
 class L1Ball(Domain):
-    """Cross-polytope ``{x : ||x||_1 <= a}`` (a simplex-like body that contains a ball about
-    the origin): ``r = a / sqrt(d)``, ``D = a``, ``kappa = sqrt(d)``.
+    """Cross-polytope ``{x : ||x||_1 <= a}``: ``r = a / sqrt(d)``, ``D = a``, ``kappa = sqrt(d)``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -252,8 +236,7 @@ class L1Ball(Domain):
         return self.radius * jnp.max(jnp.abs(v))
 
     def sample_interior(self, key: jax.Array, dtype: DTypeLike = jnp.float32) -> jax.Array:
-        # Uniform on the cross-polytope: Dirichlet(1, ..., 1, 1) weights (the last one is
-        # slack) times random signs.
+        # Uniform on the cross-polytope: Dirichlet(1, ..., 1) weights (last: slack), signs.
         k_exp, k_sign = jax.random.split(key)
         e = jax.random.exponential(k_exp, (self.dim + 1,), dtype)
         w = e[: self.dim] / jnp.sum(e)

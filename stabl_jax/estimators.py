@@ -74,13 +74,9 @@ def meta_log_update(
 
 
 def probabilities(log_probs: jax.Array) -> jax.Array:
-    """``exp(log_probs)``, computed in a kernel of its own (``lax.optimization_barrier``).
-
-    XLA may otherwise fuse the ``exp`` into each consumer, and its CPU code for ``exp``
-    differs in the last bit between a vectorised loop and a scalar one, which it picks by the
-    shape around it; computed once here, every consumer (sampling, updates, traces) sees the
-    same bits however the runs are batched or sharded (:mod:`stabl_jax.sharding`).
-    """
+    """``exp(log_probs)``, computed once (``lax.optimization_barrier``): every consumer
+    sees the same bits however the runs are batched (a fused ``exp`` may differ in the last
+    bit)."""
     return jax.lax.optimization_barrier(jnp.exp(log_probs))
 
 
@@ -94,11 +90,8 @@ def exp3_log_update(
     ``arange(n) == arm`` stands for the scatter); the row is then renormalised by a
     max-shifted logsumexp of the *bumped* row.
 
-    The max shift is what keeps this exact at every scale: when ``eta * s`` is far below
-    ``log w(arm)`` (a tuned, large learning rate on an arm that holds almost all the mass),
-    every other entry's ``exp`` may underflow to 0 in float32, and a normaliser computed from
-    the unshifted probabilities would be ``log w(arm) + eta s`` instead of
-    ``log sum_{i != arm} w(i)``, leaving log-probabilities far above 0.
+    The max shift keeps the normaliser right when ``eta * s`` is far below ``log w(arm)``
+    and every other ``exp`` would underflow in float32.
 
     Args:
       log_probs: ``(..., n)`` normalised log-probabilities.

@@ -1,31 +1,20 @@
-"""The algorithm-selection experiment ("Algorithm Selection for Hyperparameter Optimization",
-Section "Experiments" of Lu et al., ICLR 2024) and its metrics: log best-objective curves and
-Dolan-More performance profiles.
+"""The algorithm-selection experiment (Lu et al., ICLR 2024, Section "Experiments") and its
+metrics: log best-objective curves and Dolan-More performance profiles.
 
-:func:`simulate_selection` runs one learner on one BBOB problem, many repeats vmapped in one
-program, and :func:`simulate_suite` on several problems of one dimension and budget at once;
-the algorithm-selection experiment (:mod:`stabl_jax.experiment.kinds.selection`) runs every compared
-learner with the same key, so repeat ``i`` has the same shift and rotation for every learner.
-Learners (the paper's four plus StABL Naive), built by :func:`make_hpo_learner` from the
-registry with ``feedback="reward"`` (the paper's setting; Uniform has no feedback) and
-``horizon`` = the learner's number of rounds ``ceil(N / num_queries)``; StABL's history
-lengths are the paper's ``(20, 40, ..., 2560)``.
+:func:`simulate_selection` runs one learner on one BBOB problem, many repeats in one program
+(:func:`simulate_suite`: several problems at once); :func:`make_hpo_learner` builds the
+registry's learners with ``feedback="reward"`` and the paper's history lengths.
 
-Performance profiles (Dolan and More, "Benchmarking optimization software with performance
-profiles", Math. Program. 2002). Problems ``p`` are (function, repeat) pairs, solvers ``s`` the
-learners, and the cost ``c_{p,s}`` the best gap ``f - f_opt`` reached within a budget (floored
-at :data:`GAP_FLOOR`). With ``r_{p,s} = c_{p,s} / min_s c_{p,s}``, the profile is
-``rho_s(tau) = #{p : r_{p,s} <= tau} / #problems``, and its score the normalised area over
-``log tau`` in ``[0, log tau_max]``::
+Performance profiles (Dolan and More, Math. Program. 2002): problems ``p`` are (function,
+repeat) pairs, solvers ``s`` the learners, the cost ``c_{p,s}`` the best gap reached (floored
+at :data:`GAP_FLOOR`), ``r_{p,s} = c_{p,s} / min_s c_{p,s}``,
+``rho_s(tau) = #{p : r_{p,s} <= tau} / #problems``, and the score the normalised area::
 
     score_s = (1 / log tau_max) int_0^{log tau_max} rho_s(e^u) du
-            = mean_p max(0, 1 - log r_{p,s} / log tau_max)     in [0, 1], higher is better.
+            = mean_p max(0, 1 - log r_{p,s} / log tau_max)     in [0, 1].
 
-The score against a baseline (the paper's "performance profile score against the Uniform
-baseline") is the difference of the two scores in the two-solver profile {s, baseline}, in
-``[-1, 1]``, positive when ``s`` does better; computed at every evaluation count it is a curve.
-
-No plotting here (``stabl_jax.experiment.plots`` draws); everything returns NumPy arrays.
+The score against a baseline (Uniform, in the paper) is the difference of the two scores in
+the two-solver profile, in ``[-1, 1]``, positive when ``s`` does better.
 """
 
 from __future__ import annotations
@@ -59,9 +48,8 @@ def num_rounds(num_evaluations: int, num_queries: int) -> int:
 
 
 def _gaps(name: str, values: Any, ndim: int = 2) -> np.ndarray:
-    """``values`` as a float64 array of ``ndim`` dimensions, none empty, every entry finite;
-    else ``ValueError`` naming ``name``: a NaN gap would make every score NaN, and an empty
-    axis a NumPy reduction error."""
+    """``values`` as a finite, non-empty float64 array of ``ndim`` dimensions, else
+    ``ValueError`` naming ``name``."""
     a = np.asarray(values, np.float64)
     if a.ndim != ndim or 0 in a.shape:
         raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {a.shape}")
@@ -82,14 +70,11 @@ def simulate_selection(
     """:func:`~stabl_jax.simulate.simulate` of algorithm selection with a budget of
     ``num_evaluations`` objective evaluations per run.
 
-    Every query is one evaluation (a trial), so a learner with ``num_queries = Q`` plays
-    ``ceil(N / Q)`` rounds and its best-so-far traces are indexed by evaluation count, not by
-    round: a two-query learner is never compared with a one-query learner on a cheaper
-    budget. When ``Q`` does not divide ``N`` the last round's extra evaluations are dropped
-    from those traces (they happen after the budget).
+    Every query is one evaluation, so a ``Q``-query learner plays ``ceil(N / Q)`` rounds and
+    its best-so-far traces are indexed by evaluation count, cut at ``N``.
 
     Args:
-      learner: a bandit learner with ``env.num_arms`` arms and ``horizon`` at least
+      learner: a bandit learner with ``env.num_arms`` arms and ``horizon >=``
         :func:`num_rounds` ``(N, learner.num_queries)`` (:func:`make_hpo_learner`).
       env: the algorithm-selection environment.
       key: a typed PRNG key (the same for every learner: paired repeats).
@@ -127,11 +112,9 @@ def simulate_suite(
     """:func:`simulate_selection` of every function of ``env``'s
     :class:`~stabl_jax.envs.bbob.BBOBSuite` in one compiled program, ``num_runs`` runs each.
 
-    The program runs ``F x R`` runs; run ``j = i R + r`` is repeat ``r`` of function ``i``,
-    with the run key ``fold_in(key, j)`` and the function's parameters
-    ``env.problem_params(i, fold_in(fold_in(key, j), 0))``: exactly the runs
-    ``simulate_selection(learner, HPOEnv(suite.members[i], ...), key, R, N, first_run=i R)``
-    makes, so the two agree up to float rounding (``tests/test_hpo.py``).
+    Run ``j = i R + r`` is repeat ``r`` of function ``i``, with the run key
+    ``fold_in(key, j)``: the runs of ``simulate_selection(learner, HPOEnv(suite.members[i],
+    ...), key, R, N, first_run=i R)``, up to float rounding.
 
     Args:
       learner, key, num_evaluations, **kwargs: as :func:`simulate_selection`.
@@ -139,8 +122,8 @@ def simulate_suite(
       num_runs: ``R``, repeats per function.
 
     Returns:
-      One :class:`~stabl_jax.simulate.SimResult` per function, in ``function_ids`` order,
-      each with ``R`` runs; the shared program's compile and run seconds are split evenly.
+      One :class:`~stabl_jax.simulate.SimResult` of ``R`` runs per function, in order (the
+      program's times split evenly).
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     suite = getattr(env, "function", None)
@@ -186,11 +169,8 @@ def make_hpo_learner(
 ) -> Any:
     """The registry's learner ``name`` for a budget of ``num_evaluations`` evaluations.
 
-    ``horizon = ceil(num_evaluations / num_queries)`` (its number of rounds), with
-    ``num_queries`` from the registry entry, or, where the learner's options set it (Hedge,
-    SAOL), from the learner built for the whole budget. ``feedback`` and ``history_lengths``
-    are passed to the learners that take them, unless the entry fixes them
-    (``stabl_single_scale``'s one history length).
+    ``horizon = ceil(num_evaluations / num_queries)``; ``feedback`` and ``history_lengths``
+    go to the learners that take them, unless the entry fixes them.
 
     Example:
       >>> make_hpo_learner("stabl", 24, 1000).horizon
@@ -210,15 +190,13 @@ def make_hpo_learner(
 
 
 def arm_counts(result: SimResult, num_arms: int) -> np.ndarray:
-    """``(A,)`` float64: the mean number of times each arm was queried per run (every query is
-    one evaluation) of one :func:`simulate_selection`, from its ``arms`` trace."""
+    """``(A,)`` mean number of queries of each arm per run of a :func:`simulate_selection`."""
     arms = result.arms.reshape(result.num_runs, -1)
     return np.stack([np.bincount(a, minlength=num_arms) for a in arms]).mean(axis=0)
 
 
 def log10_gap(best_gap: np.ndarray) -> np.ndarray:
-    """``log10(max(gap, GAP_FLOOR))`` in float64, same shape: the "log10 gap" of every table
-    and curve (a gap below :data:`GAP_FLOOR` counts as solved)."""
+    """``log10(max(gap, GAP_FLOOR))`` in float64, same shape."""
     return np.log10(np.maximum(np.asarray(best_gap, np.float64), GAP_FLOOR))
 
 
@@ -229,10 +207,8 @@ def log_curve(best_gap: np.ndarray) -> dict[str, np.ndarray]:
       best_gap: ``(R, N)`` best gaps after each evaluation.
 
     Returns:
-      ``{"mean", "lo", "hi", "median"}``, each ``(N,)``: the mean of ``log10(max(gap,
-      GAP_FLOOR))`` over repeats, ``mean -/+ 1.96 sd / sqrt(R)`` (the normal interval of
-      :func:`stabl_jax.metrics.mean_ci`; with the paper's 5 repeats Student's t would be
-      about 40% wider; NaN when ``R = 1``), and the median.
+      ``{"mean", "lo", "hi", "median"}``, each ``(N,)``: the mean of :func:`log10_gap` over
+      repeats, ``mean -/+ 1.96 sd / sqrt(R)`` (:func:`stabl_jax.metrics.mean_ci`), the median.
     """
     logs = log10_gap(_gaps("best_gap", best_gap))
     mean, half = metrics.mean_ci(logs, axis=0)
@@ -240,11 +216,8 @@ def log_curve(best_gap: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def performance_ratios(costs: np.ndarray) -> np.ndarray:
-    """``(S, P)`` ratios ``r_{p,s} = c_{p,s} / min_s c_{p,s}`` of ``(S, P)`` costs (>= 1).
-
-    Costs are floored at :data:`GAP_FLOOR`, so problems every solver solved give ratio 1.
-    ``ValueError`` for costs that are not 2-D, empty or not finite.
-    """
+    """``(S, P)`` ratios ``r_{p,s} = c_{p,s} / min_s c_{p,s} >= 1`` of ``(S, P)`` costs,
+    floored at :data:`GAP_FLOOR`."""
     return _ratios(_gaps("costs", costs))
 
 
@@ -299,8 +272,7 @@ def score_vs_baseline_curve(
 
 
 def _paired(costs: Any, baseline: Any, ndim: int) -> np.ndarray:
-    """``(2, ...)``: a solver's and the baseline's costs on the same problems, stacked, each
-    checked by :func:`_gaps` and of the same shape."""
+    """``(2, ...)``: a solver's and the baseline's costs on the same problems, stacked."""
     a, b = _gaps("costs", costs, ndim), _gaps("baseline costs", baseline, ndim)
     if a.shape != b.shape:
         raise ValueError(
@@ -317,12 +289,9 @@ def profiles_across(
     taus: np.ndarray | None = None,
     tau_max: float = DEFAULT_TAU_MAX,
 ) -> dict[str, Any]:
-    """Dolan-More profiles over the problems of several results
-    (``{"learners": {name: {"best_gap": (R, N)}}}``: per learner, the best gaps of a
-    :func:`simulate_selection`).
-
-    Problems are every (function, repeat) pair of ``results`` (learners must be the same in
-    all of them); the cost is the best gap after ``at`` evaluations (default: the budget).
+    """Dolan-More profiles over every (function, repeat) of several results, each
+    ``{"learners": {name: {"best_gap": (R, N)}}}`` with the same learners; the cost is the
+    best gap after ``at`` evaluations (default: the budget).
 
     Returns:
       ``{"learners": [...], "taus": (K,), "profile": (S, K), "scores": {name: score},

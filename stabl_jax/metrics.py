@@ -1,8 +1,8 @@
-"""Metrics on simulation traces: strongly adaptive regret (:func:`window_regret`, for bandits
-and BCO), per-segment means, moving averages and confidence intervals. Host-side NumPy in
-float64 (prefix sums over long horizons lose too much in float32), with arm losses
-regenerated from the pure environment in blocks of runs so that ``runs x T x arms`` never
-exists at once.
+"""Metrics on simulation traces: strongly adaptive regret (:func:`window_regret`), cumulative
+regret, per-segment means, moving averages and confidence intervals.
+
+Host-side NumPy in float64; arm losses are regenerated from the pure environment in blocks of
+runs, so ``runs x T x arms`` never exists at once.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from stabl_jax import checks
 from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
-#: The memory a block of SA(L) work is sized to: the regenerated losses of
-#: :func:`paired_adaptive_regret` and BCO's window comparators
-#: (:func:`stabl_jax.bco.simulate.sa_runs_per_block`).
+#: The memory a block of SA(L) work (regenerated losses, window comparators) is sized to.
 SA_BLOCK_BYTES = 256 * 2**20
 
 _Name = TypeVar("_Name", bound=Hashable)  # a key of paired_adaptive_regret's traces
@@ -35,11 +33,8 @@ def prefix_sums(values: np.ndarray) -> np.ndarray:
 
 
 def best_window_sums(arm_prefix: np.ndarray, length: int, block: int = 1024) -> np.ndarray:
-    """``(T - L + 1,)`` ``min_i sum_{t=j}^{j+L-1} l_{t,i}`` for every window start ``j``.
-
-    ``arm_prefix`` is :func:`prefix_sums` of the ``(T, n)`` arm losses. Window starts are
-    processed ``block`` at a time so the ``(T, n)`` difference array never exists at once.
-    """
+    """``(T - L + 1,)`` ``min_i sum_{t=j}^{j+L-1} l_{t,i}`` for every window start ``j``,
+    from ``arm_prefix`` ``(T + 1, n)`` (:func:`prefix_sums`), ``block`` starts at a time."""
     count = arm_prefix.shape[0] - length
     best = np.empty(count)
     for lo in range(0, count, block):
@@ -49,8 +44,7 @@ def best_window_sums(arm_prefix: np.ndarray, length: int, block: int = 1024) -> 
 
 
 def check_windows(window_lengths: Sequence[int], horizon: int) -> tuple[int, ...]:
-    """The window lengths as ints, each in ``[1, horizon]``; else ``TypeError`` (not an int:
-    ``2.5`` is not rounded) or ``ValueError`` naming the length."""
+    """The window lengths as ints in ``[1, horizon]``, else ``TypeError``/``ValueError``."""
     if isinstance(window_lengths, str) or not isinstance(window_lengths, Iterable):
         raise TypeError(
             f"window_lengths must be a sequence of ints, got {window_lengths!r} (one length L "
@@ -71,14 +65,11 @@ def window_regret(
     ``SA(L) = max_j [ sum_{t=j}^{j+L-1} played_t - C_j ]`` (Section 2 of the paper)
 
     with ``C_j`` the comparator's loss on window ``j``: ``min_i sum_t l_{t,i}`` for bandits
-    (:func:`best_window_sums`, every start), ``min_{x in K} sum_t l_t(x)`` for BCO
-    (:func:`stabl_jax.bco.simulate.window_comparators`, a grid of starts). The one SA(L)
-    formula of the package.
+    (:func:`best_window_sums`), ``min_{x in K} sum_t l_t(x)`` for BCO.
 
     Args:
-      played_prefix: ``(..., T + 1)`` float64 prefix sums ``P`` of the learner's losses along
-        the last axis, ``P_0 = 0``; the window sum is ``P_{j+L} - P_j``.
-      comparator: ``(W,)`` or ``(..., W)`` the comparator's window losses ``C_j``.
+      played_prefix: ``(..., T + 1)`` prefix sums ``P`` of the learner's losses, ``P_0 = 0``.
+      comparator: ``(W,)`` or ``(..., W)`` the window losses ``C_j``.
       starts: ``(W,)`` int window starts ``j``.
       length: ``L``.
 
@@ -91,17 +82,13 @@ def window_regret(
 
 
 def adaptive_regret_from_losses(
-    played: np.ndarray | Sequence[np.ndarray],
-    arm_losses: np.ndarray,
-    window_lengths: Sequence[int],
+    played: np.ndarray | Sequence[np.ndarray], arm_losses: np.ndarray, window_lengths: Sequence[int]
 ) -> np.ndarray:
-    """Strongly adaptive regret of one run, exactly: :func:`window_regret` over every window
-    start ``j`` in ``0..T-L`` against the best arm of each window.
+    """Strongly adaptive regret of one run: :func:`window_regret` over every start ``0..T-L``.
 
     Args:
-      played: ``(T,)`` the learner's per-round loss (sampled ``l_t(x_t)`` or expected), or
-        ``(P, T)`` several such traces that faced the same arm losses (the best-arm window
-        sums are then computed once for all of them).
+      played: ``(T,)`` the learner's per-round loss (sampled or expected), or ``(P, T)``
+        several traces that faced the same arm losses.
       arm_losses: ``(T, n)`` every arm's loss.
       window_lengths: window lengths ``L``, each in ``1..T``.
 
@@ -143,21 +130,17 @@ def paired_adaptive_regret(
     memory_bytes: int = SA_BLOCK_BYTES,
     on_block: Callable[[int, RunCarry, np.ndarray], None] | None = None,
 ) -> dict[_Name, np.ndarray]:
-    """SA(L) of several ``(R, T)`` loss traces that faced the same losses, for every run.
+    """SA(L) of several ``(R, T)`` loss traces that faced the same losses (paired runs).
 
-    The traces may be several learners simulated with the same key (paired runs), and both
-    the sampled and the expected loss of each. Arm losses are regenerated from ``env`` (the
-    very losses the learners faced) once per block of runs sized to ``memory_bytes``, and the
-    best arm's window sums once per ``(run, L)``.
+    Arm losses are regenerated from ``env`` once per block of runs of about ``memory_bytes``.
 
     Args:
       env: the environment the traces were simulated on.
       carry: the final carry of any of the simulations (same env params and keys).
       traces: ``{name: (R, T) losses}``.
       window_lengths: the ``L`` values, each in ``[1, T]``.
-      on_block: called with ``(first run, block carry, (b, T, n) losses)`` for every block
-        of regenerated losses, so that another metric reuses them
-        (:class:`CumulativeRegret`'s ``add``) instead of regenerating them.
+      on_block: called with ``(first run, block carry, (b, T, n) losses)`` for every block,
+        so another metric reuses them (:meth:`CumulativeRegret.add`).
 
     Returns:
       ``{name: (R, len(window_lengths))}`` float64.
@@ -181,10 +164,8 @@ def paired_adaptive_regret(
 def check_traces(
     traces: Mapping[Any, np.ndarray], carry: RunCarry | None, what: str = "traces"
 ) -> tuple[int, int]:
-    """``(R, T)`` of paired loss traces, after checking that there is one at least, that
-    each is ``(R, T)`` and finite, with ``R`` the runs of ``carry`` (when given); else
-    ``ValueError`` naming the trace as ``what[name]`` (a trace of more runs than the carry
-    would leave rows of the result unwritten)."""
+    """``(R, T)`` of paired loss traces: at least one, each ``(R, T)`` and finite, ``R`` the
+    runs of ``carry`` when given; else ``ValueError`` naming ``what[name]``."""
     names = list(traces)
     if not names:
         raise ValueError(f"{what} must hold at least one (R, T) loss trace, got none")
@@ -216,15 +197,12 @@ def _loss_blocks(env: Any, carry: RunCarry, num_runs: int, horizon: int, memory_
 
 
 class CumulativeRegret:
-    """Cumulative regret to the best arm of each round, for several ``(R, T)`` loss traces
-    that faced the same losses (paired runs), accumulated over blocks of runs:
+    """Cumulative regret to each round's best arm of paired ``(R, T)`` loss traces:
 
     ``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))``, ``i*_s = env.best_arm(params, s)``
 
-    (the dynamic regret of a piecewise environment, whose best arm is that of the segment
-    holding ``s``). With the expected loss ``<p_s, l_s>`` as the trace it is the regret of
-    the play distribution. Feed it every block of regenerated losses (:meth:`add`, e.g. as
-    :func:`paired_adaptive_regret`'s ``on_block``), then read :meth:`result`.
+    accumulated over blocks of regenerated losses (:meth:`add`, e.g. as
+    :func:`paired_adaptive_regret`'s ``on_block``), then read by :meth:`result`.
 
     Args:
       env: the environment; it must have ``best_arm(params, t)``.
@@ -255,9 +233,8 @@ class CumulativeRegret:
             self._finals[name][start:stop] = regret[:, -1]
 
     def result(self) -> dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """``{name: (mean, half, final)}``: ``(T,)`` float64 mean over runs of ``R(t)`` and the
-        half-width of its normal 95% interval (``1.96 sd / sqrt(R)``; NaN for one run), and
-        ``(R,)`` every run's ``R(T)``."""
+        """``{name: (mean, half, final)}``: ``(T,)`` mean of ``R(t)`` over runs and its 95%
+        half-width (NaN for one run), and ``(R,)`` every run's ``R(T)``."""
         runs = self.num_runs
         out = {}
         for name, (total, squares) in self._sums.items():
@@ -280,9 +257,8 @@ def paired_cumulative_regret(
     *,
     memory_bytes: int = SA_BLOCK_BYTES,
 ) -> dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
-    """:class:`CumulativeRegret` of ``traces`` on its own pass over the regenerated losses
-    (blocks as in :func:`paired_adaptive_regret`); ``None`` when ``env`` has no
-    ``best_arm``."""
+    """:class:`CumulativeRegret` of ``traces`` on its own pass over the regenerated losses;
+    ``None`` when ``env`` has no ``best_arm``."""
     if not has_best_arm(env):
         return None
     accumulator = CumulativeRegret(env, traces, carry)  # checks the traces once
@@ -302,13 +278,11 @@ def adaptive_regret(
     """SA(L) for every run of one simulation, from the sampled and the expected loss.
 
     Returns:
-      ``{"sampled": (R, len(L)), "expected": (R, len(L))}`` float64, each for the trace the
-      simulation recorded (``loss``, ``expected_loss``); a result without either is an error.
+      ``{"sampled": (R, len(L)), "expected": (R, len(L))}`` float64, for the traces recorded
+      (``loss``, ``expected_loss``).
 
     Raises:
-      ValueError: ``result`` recorded neither ``loss`` nor ``expected_loss``, or it was
-        simulated on another environment than ``env`` (its losses would not be the ones the
-        runs faced).
+      ValueError: neither trace was recorded, or ``result`` was simulated on another ``env``.
     """
     result.check_env(env, "adaptive_regret")
     recorded = {"sampled": result.loss, "expected": result.expected_loss}
@@ -328,8 +302,7 @@ def adaptive_regret(
 
 
 def segment_ids(carry: RunCarry, horizon: int) -> np.ndarray:
-    """``(R, T)`` segment index of every round of every run, in the smallest signed integer
-    type that holds the last index (``int8`` for up to 128 segments)."""
+    """``(R, T)`` segment index of every round of every run, in the smallest signed int type."""
     points = np.asarray(carry.env_params.change_points)
     if points.ndim == 1:
         points = points[None]
@@ -342,8 +315,7 @@ def segment_ids(carry: RunCarry, horizon: int) -> np.ndarray:
     return ids
 
 
-#: The float64 temporaries of :func:`row_means`, :func:`per_segment_mean` and
-#: :func:`moving_mean_ci` are of blocks of rows of about this many bytes, whatever ``R``.
+#: Bytes of the float64 blocks of rows of :func:`row_means` and its kin.
 BLOCK_BYTES = 32 * 2**20
 
 Transform = Callable[[np.ndarray], np.ndarray]
@@ -352,8 +324,7 @@ Transform = Callable[[np.ndarray], np.ndarray]
 def _float_blocks(
     values: np.ndarray, of: Transform | None, memory_bytes: int | None
 ) -> Iterable[tuple[slice, np.ndarray]]:
-    """Yield ``(rows, of(values[rows] as float64))`` over blocks of rows of ``(R, T)``
-    ``values``, each block about ``memory_bytes`` (default :data:`BLOCK_BYTES`) as float64."""
+    """Yield ``(rows, of(values[rows] as float64))`` over blocks of about ``memory_bytes``."""
     num_rows, width = values.shape[0], max(1, int(np.prod(values.shape[1:])))
     step = max(1, (BLOCK_BYTES if memory_bytes is None else memory_bytes) // (8 * width))
     for start in range(0, num_rows, step):
@@ -365,10 +336,8 @@ def _float_blocks(
 def row_means(
     values: np.ndarray, of: Transform | None = None, *, memory_bytes: int | None = None
 ) -> np.ndarray:
-    """``(R,)`` mean over the rounds of each row of ``of(values)`` (``values`` ``(R, T)``,
-    taken as float64; ``of`` maps a float64 block of rows elementwise, e.g. ``lambda loss: 1
-    - loss``): the numbers of ``of(values.astype(np.float64)).mean(axis=1)``, computed in
-    blocks of rows of about ``memory_bytes`` (default :data:`BLOCK_BYTES`)."""
+    """``(R,)`` ``of(values.astype(np.float64)).mean(axis=1)`` of ``(R, T)`` values, in blocks
+    of rows of about ``memory_bytes`` (``of`` elementwise, e.g. ``lambda loss: 1 - loss``)."""
     out = np.empty(values.shape[0])
     for rows, block in _float_blocks(values, of, memory_bytes):
         out[rows] = block.mean(axis=1)
@@ -383,10 +352,8 @@ def per_segment_mean(
     *,
     memory_bytes: int | None = None,
 ) -> np.ndarray:
-    """``(R, S)`` mean of ``of(values)`` (``values`` ``(R, T)`` taken as float64; ``of`` as in
-    :func:`row_means`) over each run's segments (``segments`` ``(R, T)``,
-    :func:`segment_ids`); NaN where a run has no round of a segment. Computed in blocks of
-    rows of about ``memory_bytes``."""
+    """``(R, S)`` mean of ``of(values)`` ``(R, T)`` over each run's segments (``segments``
+    ``(R, T)``, :func:`segment_ids`); NaN where a run has no round of a segment."""
     out = np.full((values.shape[0], num_segments), np.nan)
     for rows, block in _float_blocks(values, of, memory_bytes):
         ids = segments[rows]
@@ -410,19 +377,13 @@ def moving_average(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def moving_mean_ci(
-    values: np.ndarray,
-    window: int,
-    of: Transform | None = None,
-    *,
-    memory_bytes: int | None = None,
+    values: np.ndarray, window: int, of: Transform | None = None, *, memory_bytes: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`mean_ci` over the runs (axis 0) of the :func:`moving_average` of every row of
-    ``of(values)`` (``values`` ``(R, T)`` taken as float64; ``of`` as in :func:`row_means`):
-    ``(T,)`` mean and half-width, computed in two passes (the mean, then the squared
-    deviations from it) over blocks of rows of about ``memory_bytes`` instead of on
-    ``(R, T)`` float64 copies. The sums over the runs are taken per block and the blocks'
-    sums added in order, so the numbers equal ``mean_ci(moving_average(of(values),
-    window))`` to float64 rounding (not bit for bit: that sums all runs at once).
+    """``(T,)`` :func:`mean_ci` over runs of the :func:`moving_average` of ``of(values)``.
+
+    Two passes (mean, then squared deviations) over blocks of rows of about
+    ``memory_bytes``: equal to ``mean_ci(moving_average(of(values), window))`` up to float64
+    rounding.
 
     Raises:
       ValueError: ``values`` has no row (a mean of nothing).
@@ -444,10 +405,8 @@ def moving_mean_ci(
 
 
 def mean_ci(values: np.ndarray, axis: int = 0) -> tuple[Any, Any]:
-    """Mean and half-width of the normal 95% interval ``1.96 * sd / sqrt(R)`` over ``axis``.
-
-    With the hundreds of runs used here the normal quantile and Student's t differ by < 1%.
-    One run gives a NaN half-width.
+    """Mean and half-width ``1.96 sd / sqrt(R)`` of the normal 95% interval over ``axis``
+    (NaN for one value).
 
     Raises:
       ValueError: no values along ``axis`` (a mean of nothing).

@@ -1,11 +1,8 @@
 """Reductions whose order of additions is fixed by the code, not by the compiler.
 
-XLA chooses how to split a reduction (``jnp.sum``, ``jnp.dot``) by the shapes around it: the
-number of runs stepped together, the device count, the backend. A float32 sum evaluated in
-another order differs in the last bit, so a metric computed with ``jnp.dot`` under ``vmap``
-can change with the batch size even though every learner decision is the same. The sums
-here are written as a fixed tree of elementwise additions, which XLA never reorders, so the
-same inputs give the same bits on any batch size, device count or backend.
+XLA splits a reduction (``jnp.sum``, ``jnp.dot``) by the shapes around it (batch, devices,
+backend), which moves the last bit of a float32 sum. The sums here are a fixed tree of
+elementwise additions, so the same inputs give the same bits on any batch or device count.
 """
 
 from __future__ import annotations
@@ -56,11 +53,8 @@ def fixed_order_dot(a: jax.Array, b: jax.Array) -> jax.Array:
 def matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     """``a @ b`` at full float32 precision on every backend.
 
-    GPUs multiply float32 matrices in TF32 by default (inputs rounded to a 10-bit mantissa):
-    a BBOB rotation applied that way is off by ~3e-4 relative (measured on an NVIDIA H100
-    against the COCO reference values), where the CPU is exact to float32 rounding. The
-    matrices here are small (at most the problem dimension squared), so full precision
-    costs nothing measurable; on a CPU the result is the same bits as ``a @ b``.
+    GPUs may multiply float32 matrices in TF32 (inputs rounded to a 10-bit mantissa), too
+    coarse for BBOB's rotations; on a CPU the result is the same bits as ``a @ b``.
 
     Args:
       a: ``(..., m, k)`` or ``(k,)``.

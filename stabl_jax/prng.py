@@ -1,18 +1,10 @@
 """``jax.random.fold_in`` and ``jax.random.uniform``, bit for bit, with Threefry unrolled.
 
-On a CPU JAX lowers Threefry-2x32 as a loop of five 4-round steps (to keep compile times
-down). Inside a simulation that draws a few numbers per run and round, every such loop is a
-separate XLA while loop with its own kernels, launched several times a round; written out as
-straight-line integer operations the same hash fuses with its neighbours. Measured on the
-2-core CPU of the benchmark, whole simulations ran 1.25-1.4x faster (StABL, ``n = 30`` and
-``300``).
-
-The functions here compute exactly JAX's numbers: the default ``threefry2x32`` key
-implementation with ``jax_threefry_partitionable`` (the default since JAX 0.5): round ``t``'s
-key is ``threefry(key, (0, t))`` and the ``i``-th of ``n`` 32-bit draws is the xor of the two
-words of ``threefry(key, (0, i))``. ``tests/test_prng.py`` checks every bit against
-``jax.random``; for any other configuration (another key implementation, the partitionable
-flag off, float64 draws) they call ``jax.random`` itself.
+JAX lowers Threefry-2x32 on a CPU as a loop of five 4-round steps; written out as
+straight-line integer operations the same hash fuses with its neighbours inside a round.
+With the default ``threefry2x32`` keys and ``jax_threefry_partitionable``, ``fold_in(key, t)``
+is ``threefry(key, (0, t))`` and draw ``i`` of ``n`` is the xor of the two words of
+``threefry(key, (0, i))``; in any other configuration these functions call ``jax.random``.
 """
 
 from __future__ import annotations

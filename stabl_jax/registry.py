@@ -1,14 +1,10 @@
 """Registries of learners and environments, with metadata and a gymnax-style ``make``.
 
-An :class:`Entry` knows its class, the constructor arguments that define it (``defaults``),
-a one-line description and its number of queries per round; configs read an entry's options
-and their types from its class, never from an instance. ``LEARNERS`` and ``ENVS`` (bandits:
-built with ``num_arms`` and ``horizon``), ``BCO_LEARNERS`` and ``CONVEX_ENVS`` (built with
-``dim``, ``horizon`` and, for learners, ``domain`` and ``lipschitz``) read like mappings
-(``name in LEARNERS``, ``sorted(LEARNERS)``, ``LEARNERS[name](num_arms=..., horizon=...)``).
-A name ``"package.module:Class"`` is an import path: :meth:`Registry.entry` imports the class
-and checks it against the registry's contract, so a config may name a class of yours without
-registering it; :func:`register_learner` and :func:`register_env` give it a name.
+``LEARNERS`` and ``ENVS`` (built with ``num_arms`` and ``horizon``), ``BCO_LEARNERS`` and
+``CONVEX_ENVS`` (``dim``, ``horizon``; learners also ``domain``, ``lipschitz``) are mappings of
+name to :class:`Entry` (a class, its defining arguments, a description). A name
+``"package.module:Class"`` is an import path, checked against the registry's contract;
+:func:`register_learner` and :func:`register_env` name a class of yours.
 
 Example:
   >>> make("stabl_single_scale", num_arms=30, horizon=4096).history_lengths
@@ -36,9 +32,8 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 def check_name(what: str, name: Any) -> None:
-    """Raise ``ValueError`` unless ``name`` can name a ``what`` (``"learner"``): letters,
-    digits, ``_`` or ``-``, starting with a letter, since it is a config value and a folder
-    name."""
+    """``ValueError`` unless ``name`` is letters, digits, ``_`` or ``-``, starting with a letter
+    (a config value and a folder name); ``what`` names it (``"learner"``)."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(
             f"{what} name {name!r} must be letters, digits, '_' or '-', starting "
@@ -47,10 +42,8 @@ def check_name(what: str, name: Any) -> None:
 
 
 def import_path(what: str, path: str) -> Any:
-    """The object at ``path``, ``"package.module:Name"`` (``Name`` may be dotted); raises
-    ``ValueError`` saying why it cannot be imported (``what`` names it in the message), with
-    a hint that fits: a module not found (its folder not on ``PYTHONPATH``), a module found
-    that fails to import (its own error), or a name the module does not define."""
+    """The object at ``"package.module:Name"`` (``Name`` may be dotted), else ``ValueError``
+    saying why: the module is not found, fails to import, or lacks the name."""
     module_name, _, qualname = path.partition(":")
     failed = f"cannot import {what} {path!r}"
     if not module_name or not qualname:
@@ -88,10 +81,9 @@ class Entry:
       name: the registry name (``"stabl_naive"``), or the import path it was found by.
       cls: a frozen dataclass obeying the registry's contract.
       description: one line for ``stabl-jax list``.
-      defaults: constructor arguments that define the entry (``stabl_naive`` is StABL with
-        ``observation="uniform"``); the caller's arguments override them. A callable value is
-        computed from the other arguments: ``value(**kwargs)`` (a rate from ``num_arms`` and
-        ``horizon``).
+      defaults: constructor arguments that define the entry (``stabl_naive``: StABL with
+        ``observation="uniform"``), overridden by the caller's; a callable value is
+        ``value(**kwargs)`` of the other arguments.
       kind: what the registry holds, for messages (``"learner"``).
     """
 
@@ -102,8 +94,7 @@ class Entry:
     kind: str = "class"
 
     def __post_init__(self) -> None:
-        """Raises ``ValueError`` for a ``defaults`` key the class does not take (else every
-        call of the entry would fail in the class's constructor)."""
+        """Raises ``ValueError`` for a ``defaults`` key the class does not take."""
         object.__setattr__(self, "defaults", types.MappingProxyType(dict(self.defaults)))
         unknown = [k for k in self.defaults if k not in self.arguments]
         if unknown:
@@ -122,8 +113,7 @@ class Entry:
         """``cls(**defaults, **kwargs)``, with callable defaults computed from ``kwargs``.
 
         Raises:
-          TypeError: an argument the class does not take, or one it needs that is missing;
-            the message names the entry and the class's arguments.
+          TypeError: an argument the class does not take, or a missing one it needs.
           ValueError: a value the class rejects.
         """
         fields = self.arguments
@@ -157,8 +147,7 @@ class Entry:
 
     @property
     def num_queries(self) -> int | None:
-        """Queries per round when the class fixes it; ``None`` when its options do (Hedge
-        queries every arm, SAOL one arm per history length)."""
+        """Queries per round when the class fixes it; ``None`` when its options do (Hedge)."""
         count = getattr(self.cls, "num_queries", None)
         return count if isinstance(count, int) else None
 
@@ -233,8 +222,7 @@ class Registry(Mapping[str, Entry]):
         """The entry registered as ``name``, or the class at import path ``"module:Class"``.
 
         Raises:
-          ValueError: an unknown name (the message lists the known ones), an import that
-            fails, or a class that does not obey the contract.
+          ValueError: an unknown name, a failed import, or a class off the contract.
         """
         if isinstance(name, str) and name in self._entries:
             return self._entries[name]

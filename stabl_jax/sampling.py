@@ -1,9 +1,7 @@
 """Sampling an index from a probability vector by inverse CDF.
 
-Every draw in stabl_jax goes through :func:`sample_index`, so a NumPy reference that is fed
-the same uniforms makes the same choices (``tests/reference.py``). Inverse-CDF sampling uses
-one uniform per draw, which is what makes that comparison possible; ``jax.random.categorical``
-(Gumbel-max) would need ``n`` uniforms and cannot be replayed from one number.
+Every draw in stabl_jax goes through :func:`sample_index`, one uniform per draw, so a NumPy
+reference fed the same uniforms makes the same choices (Gumbel-max would need ``n``).
 """
 
 from __future__ import annotations
@@ -18,9 +16,9 @@ from stabl_jax import prng
 
 
 def uniforms(key: jax.Array, num: int, dtype: DTypeLike = jnp.float32) -> jax.Array:
-    """``num`` independent U[0, 1) draws, shape ``(num,)``: the only randomness a bandit
-    learner consumes in one round (draw ``j`` decides query ``j``)."""
-    return prng.uniform(key, num, dtype)  # jax.random.uniform(key, (num,), dtype), bit for bit
+    """``(num,)`` independent U[0, 1) draws (``jax.random.uniform``'s bits): a bandit
+    learner's randomness in one round (draw ``j`` decides query ``j``)."""
+    return prng.uniform(key, num, dtype)
 
 
 def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
@@ -30,13 +28,8 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     makes the draw exact for vectors that sum to one only up to rounding, and an arm with
     zero probability is never drawn (for ``u`` in [0, 1)).
 
-    The cumulative sum is two-level (:func:`blocked_cumsum`): sums inside blocks of
-    ``ceil(sqrt(n))`` arms, then a running sum of the block totals. It is what makes the draw
-    cheap under ``vmap`` on a CPU (``jnp.cumsum`` over the arms lowers to a window reduction
-    there; ``experiments/ablations.py`` times the two draws, EXPERIMENTS.md's speed section
-    has the table), and it is still a monotone cumulative sum, so the rule above holds
-    exactly; it differs from a sequential ``np.cumsum`` only by rounding (the float64
-    reference tests, ``tests/test_reference.py``, draw the same arms).
+    The cumulative sum is :func:`blocked_cumsum`'s two-level one: monotone, so the rule
+    above holds exactly; it differs from a sequential ``np.cumsum`` only by rounding.
 
     Args:
       probs: ``(n,)`` non-negative weights (need not be normalised).
@@ -60,15 +53,10 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
 def blocked_cumsum(values: jax.Array) -> jax.Array:
     """Inclusive cumulative sum of ``(n,)`` non-negative ``values``, in two levels.
 
-    The arms are cut into ``nb`` blocks of ``m = ceil(sqrt(n))`` (zero-padded). Inside a
-    block the sums run left to right (``c_j = c_{j-1} + x_j``); block ``b``'s offset is the
-    running sum of the block totals, ``off_b = off_{b-1} + total_{b-1}``, and entry ``j`` of
-    block ``b`` is ``off_b + c_j``. Every sum is written out as elementwise adds in this fixed
-    order (about ``2 sqrt(n)`` dependent adds per entry instead of ``n``).
-
-    The result is non-decreasing, and an entry after a zero equals the entry before it:
-    within a block by construction; at a boundary, ``off_b`` is the very sum
-    ``off_{b-1} + c_{m-1}`` that ends block ``b - 1``, and rounding is monotone.
+    With ``nb`` blocks of ``m = ceil(sqrt(n))`` (zero-padded), in-block sums
+    ``c_j = c_{j-1} + x_j`` and offsets ``off_b = off_{b-1} + total_{b-1}``, entry ``j`` of
+    block ``b`` is ``off_b + c_j``: about ``2 sqrt(n)`` dependent adds instead of ``n``. The
+    result is non-decreasing, and an entry after a zero equals the entry before it.
 
     Args:
       values: ``(n,)`` non-negative floats.

@@ -1,11 +1,9 @@
-"""The version of stabl_jax (its one definition: ``pyproject.toml`` reads it from here), the
-oldest releases of its dependencies it supports, and those of the packages that compute its
-results.
+"""The version of stabl_jax (``pyproject.toml`` reads it from here), the oldest releases of
+its dependencies it supports, and those of the packages that compute its results.
 
 Importing stabl_jax checks the installed JAX, chex and optax against
-:data:`MINIMUM_VERSIONS` (:func:`check_versions`, first of all its imports): where pip does
-not see the bounds (a checkout on ``PYTHONPATH``, ``pip install --no-deps``) an older
-release would be used without a word and fail deep inside a run.
+:data:`MINIMUM_VERSIONS` (:func:`check_versions`), also where pip does not see the bounds (a
+checkout on ``PYTHONPATH``, ``pip install --no-deps``).
 """
 
 from __future__ import annotations
@@ -20,16 +18,8 @@ import numpy as np
 
 __version__ = "0.1.0"
 
-#: The oldest release of each runtime dependency, the lower bounds of ``pyproject.toml``
-#: (``tests/test_versions.py`` compares the two). ``.ci/lowest`` installs exactly these, with
-#: the test extra, and runs the whole suite. Older ones were seen to fail: JAX 0.7.2 and
-#: 0.7.0 have no ``jax.enable_x64``, which the tests' float64 references use, so the suite
-#: cannot show that they work; 0.6.0 and 0.5.3 have no
-#: ``ShapeDtypeStruct.update`` (the Pallas kernel), 0.4.30 no
-#: ``jax.lax.optimization_barrier`` (every rollout); chex 0.1.86 to 0.1.89 flatten their
-#: dataclasses with ``jax.util.unzip2``, which JAX 0.7 removed; optax 0.2.3 has no
-#: ``projections.projection_l2_ball`` (the BCO learners' projection). NumPy 2.0 is JAX
-#: 0.8.0's own lower bound, and matplotlib 3.8.4 the first 3.8 release that allows it.
+#: The oldest supported release of each runtime dependency: the lower bounds of
+#: ``pyproject.toml`` (``tests/test_versions.py`` compares the two).
 MINIMUM_VERSIONS: dict[str, str] = {
     "jax": "0.8.0",
     "jaxlib": "0.8.0",
@@ -40,9 +30,7 @@ MINIMUM_VERSIONS: dict[str, str] = {
     "pillow": "9.3",
     "tqdm": "4.66",
 }
-#: Checked when stabl_jax is imported (from the installed packages' metadata, before any
-#: module uses them): those whose older releases break a run (pip enforces the others'
-#: bounds, and JAX its own jaxlib's).
+#: Checked when stabl_jax is imported, from the installed packages' metadata.
 CHECKED_AT_IMPORT: tuple[str, ...] = ("jax", "chex", "optax")
 
 

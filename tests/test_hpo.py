@@ -16,7 +16,12 @@ import pytest
 from stabl_jax import hpo_metrics
 from stabl_jax.envs import eagle
 from stabl_jax.envs.bbob import BBOBFunction
-from stabl_jax.envs.hpo import HPOEnv, loss_to_reward, reward_to_loss, to_domain
+from stabl_jax.envs.hpo import (
+    HPOEnv,
+    loss_to_regularized_reward,
+    regularized_reward_to_loss,
+    to_domain,
+)
 from stabl_jax.hpo_metrics import num_rounds, simulate_selection
 from stabl_jax.simulate import run_keys, sample_env_params
 
@@ -51,9 +56,9 @@ def results():
 
 def test_reward_to_loss_maps_the_reward_range_onto_unit_interval():
     r = jnp.array([-LAM, 0.0, 0.5, 1.0])
-    loss = reward_to_loss(r, LAM)
+    loss = regularized_reward_to_loss(r, LAM)
     np.testing.assert_allclose(loss, [1.0, 1.0 / (1 + LAM), 0.5 / (1 + LAM), 0.0], rtol=1e-6)
-    np.testing.assert_allclose(loss_to_reward(loss, LAM), r, atol=1e-6)
+    np.testing.assert_allclose(loss_to_regularized_reward(loss, LAM), r, atol=1e-6)
     assert bool(jnp.all(jnp.diff(loss) < 0))  # decreasing
 
 
@@ -86,7 +91,7 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
         clipped = jnp.clip(info.observed, 0.0, 1.0)
         reward = jnp.maximum(state.best_observed - clipped, 0.0) - LAM * clipped
         np.testing.assert_allclose(info.reward, reward, rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(loss, reward_to_loss(reward, LAM), rtol=1e-6)
+        np.testing.assert_allclose(loss, regularized_reward_to_loss(reward, LAM), rtol=1e-6)
         assert bool(jnp.all((loss >= 0) & (loss <= 1)))
         value = ENV.function.value(params.function, info.x)
         np.testing.assert_allclose(info.value, value, rtol=1e-5)

@@ -1,27 +1,17 @@
 """The environment contract (``docs/environments.md``) and the piecewise-stationary bandit
-environments, pure functions of ``(params, t, key)``.
-
-Every environment answers one call, of the gymnax/evosax kind::
+environments, pure functions of ``(params, t, key)``, in the gymnax style::
 
     params = env.sample_params(key)                          # per-run parameters (a pytree)
     state = env.init(params)                                 # None for an oblivious env
     state, observed, info = env.evaluate(params, state, t, query, key)
 
-``observed`` holds the losses at the queried arms or points only; ``info`` is a small dict (or
-mapping) of what metrics need where it is cheap (best arm, expected loss, best loss). An
-oblivious bandit environment only writes its pure ``loss(params, t, key)`` (and optionally
-``loss_at``); :class:`ObliviousBandit` turns it into ``evaluate``.
+``observed`` holds the losses at the query only; ``info`` small per-round arrays for metrics.
+An oblivious bandit writes only ``loss(params, t, key)`` (and optionally ``loss_at``), drawn
+from ``fold_in(env_key, t)`` on demand, so ``runs x T x arms`` never exists.
 
-An environment never materialises ``runs x T x arms``: round ``t``'s loss vector is generated
-on demand from the environment's parameters and ``jax.random.fold_in(env_key, t)``, inside the
-simulation's scan, and regenerated the same way when a metric needs the losses of every arm.
-
-Segments: ``change_points = (c_1 < ... < c_{S-1})`` split rounds ``0..T-1`` into ``S``
-segments; round ``t`` lies in segment ``#{j : c_j <= t}``. Change points are either given
-(static, the paper's settings) or drawn per run (``random_change_points=True``: ``S - 1``
-distinct rounds uniform in ``1..T-1``). With ``geometric_min_length = m`` the segments have
-lengths on every time scale, ``m, m, 2m, 4m, ..., 2^K m`` (:func:`geometric_segment_lengths`),
-in increasing order, or in a fresh random order per run with ``random_change_points=True``.
+Segments: change points ``c_1 < ... < c_{S-1}`` put round ``t`` in segment
+``#{j : c_j <= t}``; they are given, equal, drawn per run (``S - 1`` distinct rounds of
+``1..T-1``), or geometric, of lengths ``m, m, 2m, ..., 2^K m`` (:func:`geometric_segment_lengths`).
 """
 
 from __future__ import annotations
@@ -94,10 +84,8 @@ def _owner(cls: type, name: str) -> type | None:
 
 
 def reveals_lazily(env: Any) -> bool:
-    """Whether ``env.loss_at`` gives the queried arms' losses: only when it is defined by the
-    class that defines the ``loss`` in effect, or by a subclass of it (so it was written
-    against that ``loss``; it must equal ``loss(params, t, key)[arms]`` bit for bit). A
-    subclass that overrides ``loss`` alone is simulated with its ``loss``, indexed."""
+    """Whether ``env.loss_at`` may stand for ``loss(params, t, key)[arms]``: only when it is
+    defined by the class of the ``loss`` in effect or a subclass of it."""
     loss, loss_at = _owner(type(env), "loss"), _owner(type(env), "loss_at")
     return loss is not None and loss_at is not None and issubclass(loss_at, loss)
 
@@ -150,8 +138,7 @@ class ObliviousBandit(Environment):
             observed = self.env.loss_at(params, t, key, query.arms)
         else:
             observed = self.env.loss(params, t, key)[query.arms]
-        # Materialised once (as the full loss vector is on the other path), so that every
-        # consumer reads the same bits rather than a recomputation fused into it.
+        # Materialised once, so every consumer reads the same bits.
         observed = jax.lax.optimization_barrier(observed)
         return state, observed, info
 
@@ -221,13 +208,10 @@ def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
 
 
 def geometric_segment_lengths(horizon: int, min_length: int) -> tuple[int, ...]:
-    """Segment lengths on every time scale from ``min_length`` up, filling ``horizon`` exactly.
+    """Segment lengths on every time scale from ``min_length`` up, filling ``horizon``.
 
-    The lengths are ``m, m, 2m, 4m, ..., 2^K m`` with ``K`` the largest integer such that they
-    sum to at most ``T`` (``m + m + ... + 2^K m = 2^(K+1) m``); a remainder ``T - 2^(K+1) m``
-    (zero when ``T / m`` is a power of two) is added to the longest segment. Every dyadic
-    scale from ``m`` to ``T / 2`` thus has a segment, so windows of every length ``L >= m``
-    meet a best-arm change of their own scale.
+    ``m, m, 2m, 4m, ..., 2^K m`` with ``K`` the largest integer such that the sum
+    ``2^(K+1) m <= T``; the remainder ``T - 2^(K+1) m`` goes to the longest segment.
 
     Args:
       horizon: ``T`` (>= 2).
@@ -263,14 +247,10 @@ COMPARE_ALL_MAX = 1024
 
 
 def segment_of(change_points: jax.Array, t: jax.Array) -> jax.Array:
-    """``()`` int32 index of the segment containing round ``t``: the number of change points
-    ``<= t`` (``jnp.searchsorted(change_points, t, side="right")``, the same integer).
+    """``()`` int32 index of the segment containing round ``t``: ``#{j : c_j <= t}``.
 
-    Up to :data:`COMPARE_ALL_MAX` change points (every shipped setting has a handful) it is
-    counted by one comparison per change point (``method="compare_all"``), which fuses with
-    its neighbours. Searchsorted's default binary search, kept for more change points,
-    compiles to a while loop inside every simulated round whose kernels are launched once
-    per iteration (on a CPU and on a GPU alike).
+    ``jnp.searchsorted(change_points, t, side="right")``, by one comparison per change point
+    up to :data:`COMPARE_ALL_MAX` of them (no loop inside the round), else by a scan.
 
     Args:
       change_points: ``(S - 1,)`` int32, strictly increasing.
@@ -314,9 +294,8 @@ def resolve_change_points(
     random_change_points: bool,
     geometric_min_length: int | None = None,
 ) -> tuple[int, ...]:
-    """The change points that an environment's segment options describe (the attributes of
-    :class:`PiecewiseEnv` of the same names): the geometric segments', those of ``num_segments``
-    equal segments (``change_points=None``), or the given ones, validated."""
+    """The change points of :class:`PiecewiseEnv`'s segment options of the same names:
+    geometric, ``num_segments`` equal ones (``change_points=None``), or the given ones."""
     checks.check_bool("random_change_points", random_change_points)
     if geometric_min_length is not None:
         lengths = geometric_segment_lengths(horizon, geometric_min_length)
@@ -336,6 +315,15 @@ def resolve_change_points(
             "each other: give the points, or num_segments with random_change_points"
         )
     return validate_change_points(change_points, horizon)
+
+
+def set_segments(env: Any, geometric_min_length: int | None = None) -> None:
+    """Sets a frozen ``env``'s ``change_points`` and ``num_segments`` from its segment options
+    (:func:`resolve_change_points`), in its ``__post_init__``."""
+    options = (env.change_points, env.num_segments, env.random_change_points)
+    points = resolve_change_points(env.horizon, *options, geometric_min_length)
+    object.__setattr__(env, "change_points", points)
+    object.__setattr__(env, "num_segments", len(points) + 1)
 
 
 @chex.dataclass(frozen=True)
@@ -383,15 +371,7 @@ class PiecewiseEnv(BanditEnv):
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
         checks.check_horizon(self.horizon, minimum=2)
-        points = resolve_change_points(
-            self.horizon,
-            self.change_points,
-            self.num_segments,
-            self.random_change_points,
-            self.geometric_min_length,
-        )
-        object.__setattr__(self, "change_points", points)
-        object.__setattr__(self, "num_segments", len(points) + 1)
+        set_segments(self, self.geometric_min_length)
         checks.check_choice("best_arm_order", self.best_arm_order, BEST_ARM_ORDERS)
 
     # --- segments ---------------------------------------------------------------------------

@@ -1,24 +1,16 @@
-"""Host-side (NumPy, float64) generator of COCO's BBOB instances, bit-for-bit where it matters.
+"""Host-side (NumPy, float64) generator of COCO's BBOB instances.
 
-COCO (Hansen et al., "COCO: a platform for comparing continuous optimizers in a black-box
-setting", Optim. Methods Softw. 2021) draws every BBOB instance from a legacy 2009 generator:
-a Park-Miller ("minimal standard") congruential sequence shuffled through a 32-entry table
-(``bbob2009_unif`` in ``code-experiments/src/suite_bbob_legacy_code.c``), a Box-Muller step on
-top of it (``bbob2009_gauss``), and a Gram-Schmidt orthonormalisation of a Gaussian matrix
-(``bbob2009_compute_rotation``). The seed of function ``f`` in instance ``i`` is
-``rseed = f + 10000 i`` (``coco_get_bbob_problem`` in ``suite_bbob.c``), except that f4 uses the
-seed of f3 and f18 the seed of f17. This module re-implements those generators and the
-per-function set-up code (``f_*_bbob_problem_allocate``) so that :mod:`stabl_jax.envs.bbob`
-evaluates the same instances as the ``cocoex`` package; the integer and ``floor`` steps are
-exact, the floating-point steps agree to a few ulps (sum orders differ).
+COCO (Hansen et al., Optim. Methods Softw. 2021) draws every instance from a legacy
+generator: a Park-Miller sequence shuffled through a 32-entry table (``bbob2009_unif``), a
+Box-Muller step (``bbob2009_gauss``) and a Gram-Schmidt orthonormalisation of a Gaussian
+matrix (``bbob2009_compute_rotation``), seeded by ``rseed = f + 10000 i`` (f4 takes f3's seed,
+f18 f17's). This module re-implements them and the per-function set-up
+(``f_*_bbob_problem_allocate``): integer and ``floor`` steps are exact, floating-point steps
+agree to a few ulps. :func:`build_instance` returns read-only arrays, cached.
 
-Nothing here imports JAX or ``cocoex``: :func:`build_instance` returns plain read-only arrays,
-cached per ``(function_id, dim, instance)``.
-
-Naming. ``R`` is COCO's ``rot1`` (seed ``rseed + 1000000``) and ``Q`` its ``rot2`` (seed
-``rseed``); the functions that use a single rotation seeded by ``rseed`` (f9, f19, f21, f22)
-find it in ``Q``. ``M`` is the composite linear map a function applies in one go (for
-example ``R diag(lambda) Q``), computed here once in float64 as COCO does.
+``R`` is COCO's ``rot1`` (seed ``rseed + 1000000``), ``Q`` its ``rot2`` (seed ``rseed``; the
+single rotation of f9, f19, f21, f22), ``M`` a function's composite linear map (e.g.
+``R diag(lambda) Q``).
 """
 
 from __future__ import annotations
@@ -179,13 +171,13 @@ def _gallagher(
 
 @functools.lru_cache(maxsize=512)
 def build_instance(function_id: int, dim: int, instance: int) -> BBOBInstance:
-    """Arrays of BBOB function ``function_id`` (1..24) in dimension ``dim`` (>= 2), ``instance``.
+    """Arrays of BBOB function ``function_id`` (1..24) in dimension ``dim``, ``instance``.
 
     Args:
       function_id: BBOB function number, 1..24.
-      dim: search-space dimension ``d >= 2``. COCO itself stops at 44 (its rotation buffer);
-        larger ``d`` extends the same generators unchanged.
-      instance: COCO instance id (>= 1; the BBOB suites use 1-15, 21-110, ...).
+      dim: search-space dimension ``d >= 2`` (COCO stops at 44; larger ``d`` extends the
+        same generators).
+      instance: COCO instance id (>= 1).
 
     Returns:
       A :class:`BBOBInstance` of read-only float64 arrays.
@@ -197,77 +189,80 @@ def build_instance(function_id: int, dim: int, instance: int) -> BBOBInstance:
         raise ValueError(f"dim must be >= 2, got {dim!r}")
     if i < 1:
         raise ValueError(f"instance must be >= 1, got {instance!r}")
-    rseed = instance_seed(f, i)
-    f_opt = legacy_fopt(f, i)
-    expo = np.arange(d, dtype=np.float64) / (d - 1.0)  # 0, 1/(d-1), ..., 1: COCO's exponents
-    r = q = m = np.eye(d)
-    shift = np.zeros(d)
-    signs = np.ones(d)
-    x_opt = None
-    peaks = np.zeros((0, d))  # no Gallagher peaks outside f21/f22
-    peak_scales = np.zeros((0, d))
-    peak_heights = np.zeros((0,))
-
-    if f in (1, 2, 3):
-        shift = legacy_xopt(rseed, d)
-    elif f == 4:
-        shift = legacy_xopt(rseed, d)
-        shift[::2] = np.abs(shift[::2])  # in COCO's legacy code, not in the function documentation
-    elif f == 5:
-        x_opt = np.where(legacy_xopt(rseed, d) < 0.0, -5.0, 5.0)
-    elif f in (6, 7, 13, 15, 16, 17, 18, 23):
-        shift = legacy_xopt(rseed, d)
-        r = legacy_rotation(rseed + 1000000, d)
-        q = legacy_rotation(rseed, d)
-        if f in (6, 13, 15):
-            m = _composite(r, np.sqrt(10.0) ** expo, q)
-        elif f == 16:
-            m = _composite(r, (1.0 / math.sqrt(100.0)) ** expo, q)
-        elif f in (17, 18):
-            m = np.sqrt(SCHAFFERS_CONDITION[f]) ** expo[:, None] * q
-        elif f == 23:
-            m = _composite(r, np.sqrt(100.0) ** expo, q)
-    elif f == 8:
-        shift = 0.75 * legacy_xopt(rseed, d)  # z = max(1, sqrt(d)/8) (x - shift) + 1
-    elif f in (9, 19):
-        q = legacy_rotation(rseed, d)
-        factor = max(1.0, math.sqrt(d) / 8.0)
-        m = factor * q
-        x_opt = q.sum(axis=0) / (2.0 * factor)  # solves factor Q x + 1/2 = 1
-    elif f in (10, 11, 14):
-        shift = legacy_xopt(rseed, d)
-        r = legacy_rotation(rseed + 1000000, d)
-    elif f == 12:
-        shift = legacy_xopt(rseed + 1000000, d)
-        r = legacy_rotation(rseed + 1000000, d)
-    elif f == 20:
-        signs = np.where(legacy_uniform(d, rseed) - 0.5 < 0.0, -1.0, 1.0)
-        m = np.diag(np.sqrt(10.0) ** expo)
-        x_opt = SCHWEFEL_BEST * signs
-    elif f in (21, 22):
-        q = legacy_rotation(rseed, d)
-        peaks, peak_scales, peak_heights, x_opt = _gallagher(d, rseed, GALLAGHER_PEAKS[f], q)
-    elif f == 24:
-        r = legacy_rotation(rseed + 1000000, d)
-        q = legacy_rotation(rseed, d)
-        m = _composite(r, np.sqrt(100.0) ** expo, q)
-        x_opt = np.where(legacy_gauss(d, rseed) < 0.0, -0.5, 0.5) * LUNACEK_MU0
-        signs = np.sign(x_opt)
-
-    if x_opt is None:
-        x_opt = shift.copy()
-    arrays = BBOBInstance(
-        x_opt=x_opt,
-        f_opt=np.asarray(f_opt, dtype=np.float64),
-        shift=shift,
-        signs=signs,
-        R=r,
-        Q=q,
-        M=m,
-        peaks=peaks,
-        peak_scales=peak_scales,
-        peak_heights=peak_heights,
-    )
+    eye = np.eye(d)
+    fields: dict[str, np.ndarray] = {
+        "shift": np.zeros(d),
+        "signs": np.ones(d),
+        "R": eye,
+        "Q": eye,
+        "M": eye,
+        "peaks": np.zeros((0, d)),  # no Gallagher peaks outside f21/f22
+        "peak_scales": np.zeros((0, d)),
+        "peak_heights": np.zeros((0,)),
+    }
+    fields.update(_setup(f, d, instance_seed(f, i)))
+    fields.setdefault("x_opt", fields["shift"].copy())
+    f_opt = np.asarray(legacy_fopt(f, i), dtype=np.float64)
+    arrays = BBOBInstance(f_opt=f_opt, **fields)
     for a in arrays:
         a.flags.writeable = False
     return arrays
+
+
+def _setup(f: int, d: int, rseed: int) -> dict[str, np.ndarray]:
+    """The arrays of function ``f`` that differ from the defaults (``f_*_allocate``)."""
+    expo = np.arange(d, dtype=np.float64) / (d - 1.0)  # 0, 1/(d-1), ..., 1: COCO's exponents
+    if f in (1, 2, 3):
+        return {"shift": legacy_xopt(rseed, d)}
+    if f == 4:
+        shift = legacy_xopt(rseed, d)
+        shift[::2] = np.abs(shift[::2])  # in COCO's legacy code, not in the function definition
+        return {"shift": shift}
+    if f == 5:
+        return {"x_opt": np.where(legacy_xopt(rseed, d) < 0.0, -5.0, 5.0)}
+    if f in (6, 7, 13, 15, 16, 17, 18, 23):
+        r = legacy_rotation(rseed + 1000000, d)
+        q = legacy_rotation(rseed, d)
+        out = {"shift": legacy_xopt(rseed, d), "R": r, "Q": q}
+        if f in (6, 13, 15):
+            out["M"] = _composite(r, np.sqrt(10.0) ** expo, q)
+        elif f == 16:
+            out["M"] = _composite(r, (1.0 / math.sqrt(100.0)) ** expo, q)
+        elif f in (17, 18):
+            out["M"] = np.sqrt(SCHAFFERS_CONDITION[f]) ** expo[:, None] * q
+        elif f == 23:
+            out["M"] = _composite(r, np.sqrt(100.0) ** expo, q)
+        return out
+    if f == 8:
+        return {"shift": 0.75 * legacy_xopt(rseed, d)}  # z = max(1, sqrt(d)/8) (x - shift) + 1
+    if f in (9, 19):
+        q = legacy_rotation(rseed, d)
+        factor = max(1.0, math.sqrt(d) / 8.0)
+        return {"Q": q, "M": factor * q, "x_opt": q.sum(axis=0) / (2.0 * factor)}
+    if f in (10, 11, 14):
+        return {"shift": legacy_xopt(rseed, d), "R": legacy_rotation(rseed + 1000000, d)}
+    if f == 12:
+        return {"shift": legacy_xopt(rseed + 1000000, d), "R": legacy_rotation(rseed + 1000000, d)}
+    if f == 20:
+        signs = np.where(legacy_uniform(d, rseed) - 0.5 < 0.0, -1.0, 1.0)
+        return {"signs": signs, "M": np.diag(np.sqrt(10.0) ** expo), "x_opt": SCHWEFEL_BEST * signs}
+    if f in (21, 22):
+        q = legacy_rotation(rseed, d)
+        peaks, scales, heights, x_opt = _gallagher(d, rseed, GALLAGHER_PEAKS[f], q)
+        return {
+            "Q": q,
+            "peaks": peaks,
+            "peak_scales": scales,
+            "peak_heights": heights,
+            "x_opt": x_opt,
+        }
+    r = legacy_rotation(rseed + 1000000, d)  # f24
+    q = legacy_rotation(rseed, d)
+    x_opt = np.where(legacy_gauss(d, rseed) < 0.0, -0.5, 0.5) * LUNACEK_MU0
+    return {
+        "R": r,
+        "Q": q,
+        "M": _composite(r, np.sqrt(100.0) ** expo, q),
+        "x_opt": x_opt,
+        "signs": np.sign(x_opt),
+    }

@@ -1,13 +1,8 @@
-"""Convex environments for bandit convex optimisation (Section 5 of Lu et al., ICLR 2024), as
-pure functions of ``(params, t, key)``.
+"""Convex environments for bandit convex optimisation (Section 5 of Lu et al., ICLR 2024).
 
-An environment is a loss *family* ``family(theta, x) -> ()`` (convex in ``x``, ``G``-Lipschitz
-on ``K``, non-negative: Assumption 1) and a schedule that produces round ``t``'s parameter
-``theta_t`` from the per-run ``params``, ``t`` and ``key``. The learner receives
-``loss_fn(params, t, key) = jax.tree_util.Partial(family, theta_t)``, a callable pytree that
-crosses ``jit``; it is evaluated only where the learner queries it.
-
-Targets ``c_t`` (every family is built around one):
+A loss family ``family(theta, x) -> ()`` (convex, ``G``-Lipschitz on ``K``, non-negative:
+Assumption 1) and a schedule of round parameters ``theta_t``; round ``t``'s loss is
+``jax.tree_util.Partial(family, theta_t)``, evaluated only at the learner's queries. Targets:
 
 - ``schedule="piecewise"``: ``c_t = c_s`` on segment ``s`` (change points given, equal, or drawn
   per run); ``c_s = rho r u_s``, ``u_s`` uniform on the unit sphere (alternating ``±1`` in one
@@ -16,8 +11,8 @@ Targets ``c_t`` (every family is built around one):
 - ``schedule="drift"``: ``c_t = rho r (cos(2 pi t / period + phi) e_1 + sin(...) e_2)``, one
   slow revolution per ``period`` rounds (``rho r cos(...)`` in one dimension).
 
-``rho = target_radius <= 1`` keeps every target inside ``r B ⊂ K``, so each round's minimum over
-``K`` is 0 and the minimiser is known. Environments never import learners.
+``rho = target_radius <= 1`` keeps every target inside ``r B ⊂ K``: each round's minimum
+over ``K`` is 0, at a known point.
 """
 
 from __future__ import annotations
@@ -35,7 +30,7 @@ from jax.tree_util import Partial
 
 from stabl_jax import checks, gradients
 from stabl_jax.domains import Ball, Domain
-from stabl_jax.envs.base import Environment, resolve_change_points, segment_of
+from stabl_jax.envs.base import Environment, segment_of, set_segments
 
 SCHEDULES: tuple[str, ...] = ("piecewise", "alternate", "drift")
 
@@ -125,11 +120,7 @@ class ConvexEnv(Environment):
         if not isinstance(self.domain, Domain) or self.domain.dim != self.dim:
             raise ValueError(f"domain must be a Domain with dim={self.dim}, got {self.domain!r}")
         checks.check_choice("schedule", self.schedule, SCHEDULES)
-        points = resolve_change_points(
-            self.horizon, self.change_points, self.num_segments, self.random_change_points
-        )
-        object.__setattr__(self, "change_points", points)
-        object.__setattr__(self, "num_segments", len(points) + 1)
+        set_segments(self)
         if self.period is None:
             drift = self.schedule == "drift"
             default = self.horizon if drift else self.horizon // self.num_segments
@@ -182,8 +173,7 @@ class ConvexEnv(Environment):
         s, n = self.num_segments, self.num_targets
         k_points, k_dirs, k_phase = jax.random.split(key, 3)
         if random_points and self.random_change_points and s > 1:
-            # S - 1 distinct rounds uniform in 1..T-1: the top S - 1 of T - 1 iid uniforms
-            # (cheaper to compile than jax.random.choice without replacement).
+            # S - 1 distinct rounds uniform in 1..T-1: the top S - 1 of T - 1 iid uniforms.
             scores = jax.random.uniform(k_points, (self.horizon - 1,))
             points = jnp.sort(jax.lax.top_k(scores, s - 1)[1] + 1).astype(jnp.int32)
         else:
@@ -198,9 +188,7 @@ class ConvexEnv(Environment):
             dirs = jnp.concatenate([dirs[:1], -dirs[:1]])
         phase = jax.random.uniform(k_phase, (), jnp.float32, 0.0, 2 * math.pi)
         return ConvexEnvParams(
-            change_points=points,
-            targets=(self.target_norm * dirs).astype(jnp.float32),
-            phase=phase,
+            change_points=points, targets=(self.target_norm * dirs).astype(jnp.float32), phase=phase
         )
 
     @property
@@ -280,8 +268,7 @@ class MovingTarget(ConvexEnv):
     def minimizer(self, theta: jax.Array) -> jax.Array:
         return theta
 
-    #: Weiszfeld steps of :meth:`window_minimum` (also what
-    #: :func:`stabl_jax.bco.simulate.sa_seconds` counts its work by).
+    #: Weiszfeld steps of :meth:`window_minimum`.
     window_minimum_steps: ClassVar[int] = 200
 
     def window_minimum(
@@ -289,12 +276,9 @@ class MovingTarget(ConvexEnv):
     ) -> tuple[jax.Array, jax.Array]:
         """``min_{x ∈ K} sum_t ||x - c_t||`` over a window's targets ``thetas`` ``(L, d)``.
 
-        The geometric median lies in the convex hull of the targets, inside ``K``, so the
-        problem is unconstrained. Weiszfeld's iteration from the mean (``num_steps`` steps,
-        ``None``: :attr:`window_minimum_steps`),
-        then the better of its point and the nearest target (Weiszfeld converges slowly when
-        the median is a target, which is the case for piecewise targets: with two distinct
-        targets the median is the more frequent one, or any point between equal counts).
+        The geometric median (inside the targets' hull, so inside ``K``): ``num_steps``
+        Weiszfeld steps from the mean (``None``: :attr:`window_minimum_steps`), then the
+        better of that point and the nearest target (where Weiszfeld is slow).
 
         Returns:
           ``(x, value)``: ``(d,)`` the minimiser found and ``()`` the window sum there.

@@ -1,83 +1,38 @@
-"""Eagle strategy (a firefly algorithm) as pure JAX functions, and ensembles of it that share
-their data: the arms of the paper's algorithm-selection task ("Algorithm Selection for
-Hyperparameter Optimization", Section "Experiments" of Lu et al., ICLR 2024).
+"""Eagle strategy (a firefly algorithm) as pure JAX functions, and ensembles of it sharing
+their data: the arms of the paper's algorithm-selection task (Lu et al., ICLR 2024,
+Section "Experiments").
 
-A port of the ideas of Google Vizier's Eagle-strategy designer (OSS Vizier,
-``vizier/_src/algorithms/designers/eagle_strategy``; Golovin et al., "Google Vizier", KDD 2017;
-Song et al., "Open Source Vizier", AutoML 2022), itself a variant of the firefly algorithm of
-Yang ("Firefly algorithms for multimodal optimization", SAGA 2009; "Nature-inspired
-metaheuristic algorithms", 2010) without Levy flights, and with repulsion from worse flies.
-Written from the description below, not copied.
+A port of OSS Vizier's Eagle-strategy designer (Golovin et al., KDD 2017; Song et al.,
+AutoML 2022), a firefly algorithm (Yang, SAGA 2009) without Levy flights and with repulsion
+from worse flies. It minimises ``f`` over ``[0, 1]^d`` with a pool of at most ``pool_size``
+flies (a position, the value observed there and a perturbation size each):
 
-The optimiser minimises ``f`` over the unit cube ``[0, 1]^d`` (callers map it to their domain;
-:mod:`stabl_jax.envs.hpo` maps it to BBOB's ``[-5, 5]^d``). It keeps a pool of at most
-``pool_size`` fireflies (a position, the value observed there, and a perturbation size each):
+* :func:`suggest`: below capacity, with probability ``explore_rate`` (always when empty), a
+  random point (``parent = -1``): uniform, or the pool's next scrambled Halton point
+  (``fill="halton"``). Otherwise the next live fly after ``pointer`` moves: every other live
+  fly ``j``, in a random order, pulls it, ``x <- clip(w_j x_j + (1 - w_j) x)``, with::
 
-* **suggest**: while the pool is below capacity, with probability ``explore_rate`` (always
-  when empty) a random point, a candidate *new* fly (``parent = -1``): uniform
-  (``fill="uniform"``, the default), or the pool's next point of a scrambled Halton sequence
-  (``fill="halton"``, Vizier's ``QuasiRandomDesigner``, below). Otherwise the
-  next live fly after ``pointer`` (round robin, Vizier's ``_last_id``) moves: starting from its
-  position ``x``, every other live fly ``j``, in a random order, pulls it,
-  ``x <- clip(w_j x_j + (1 - w_j) x)``, with
+      w_j = G_j exp(-10 visibility ||x_j - x||^2 / d),
+      G_j = gravity if f_j < f_fly else -negative_gravity,
 
-  ``w_j = G_j exp(-visibility * 10 ||x_j - x||^2 / d)``, ``G_j = gravity`` if ``f_j < f_fly``
-  (attraction to a brighter fly) else ``-negative_gravity`` (repulsion);
+  accentuated by the explore rate (:func:`pull_weight`); a Laplace perturbation scaled by the
+  fly's perturbation is then added (:func:`laplace_direction`).
+* :func:`update` with ``(x, f)`` and its ``parent`` in this pool: a live parent is replaced
+  on improvement, else its perturbation shrinks by ``penalize_factor`` (grows tenfold, up to
+  ``max_perturbation``, when it did not move) and, below ``perturbation_lower_bound``, it is
+  removed from a full pool unless it is the best. Without a parent: a new fly below
+  capacity, else ``(x, f)`` replaces the closest fly it beats.
 
-  ``w_j`` is then accentuated by the explore rate (``rate w + 1 - rate`` if ``w > 1/2``, else
-  ``rate w``; the identity at Vizier's default ``rate = 1``). Finally a Laplace perturbation,
-  normalised so its largest coordinate is ``±1`` and scaled by the fly's perturbation, is
-  added and the point clipped to the cube.
-* **update** with an evaluation ``(x, f)`` whose parent fly in *this* pool is ``parent``:
+Shared data ("each algorithm A_j suggests x_j = A_j(D)"): one pool per arm, and every arm
+ingests every evaluation in order (its own with their parent, the others' with
+``parent = -1``), so each pool is a function of the shared history. :class:`EagleParams`
+holds an arm's numbers and :class:`EagleState` its pool, padded to ``P`` slots (``alive``
+masks them), so ``jax.vmap`` runs every arm in one program.
 
-  - the parent is live: ``f`` better than the parent's value replaces the fly's position and
-    value; otherwise the fly's perturbation shrinks by ``penalize_factor`` (or grows tenfold,
-    up to ``max_perturbation``, when the suggestion did not move at all), and a fly whose
-    perturbation falls below ``perturbation_lower_bound`` is removed if the pool is full and it
-    is not the pool's best fly (its slot is refilled by later evaluations: Vizier's restart).
-    The pointer moves to the parent.
-  - no parent (a random suggestion of this pool, or an evaluation made by *another* optimiser):
-    below capacity, a new fly at ``(x, f)`` with perturbation ``perturbation``; at capacity,
-    ``(x, f)`` replaces the closest fly if it is better than that fly (Vizier's
-    ``_assign_closest_parent`` for trials added from outside), and is dropped otherwise.
-
-Sharing the data (the paper: "each algorithm A_j suggests x_j = A_j(D)", ``D`` all evaluations
-so far). Design: **one pool per arm, and every arm ingests every evaluation**, in the order the
-evaluations were made. The history is the single source of truth: each pool is a deterministic
-function of the shared sequence of ``(x, f, proposer, parent)`` records (an arm sees its own
-records with their parent, everyone else's with ``parent = -1``), and the Vizier designer's
-own pool is likewise all it keeps of a study's trials. Why not one shared pool with per-arm
-hyperparameters: the arms differ in pool size and in how they penalise and restart flies,
-which are properties of the pool itself; a shared pool would merge them into one algorithm.
-The cost is ``O(arms x pool x d)`` work per evaluation, vectorised over arms.
-
-Vectorising over arms: an :class:`EagleParams` pytree holds an arm's numbers (one ``()`` leaf
-each; stacked ``(A,)`` for an ensemble) and an :class:`EagleState` its pool, padded to a common
-number of slots ``P`` with ``alive`` as mask and ``pool_size <= P`` the arm's own capacity; so
-``jax.vmap(suggest)`` and ``jax.vmap(update)`` run every arm in one program.
-
-Vizier's defaults (designer ``FireflyAlgorithmConfig``, latest version), kept in
-:class:`EagleConfig`: ``gravity = 1.0``, ``negative_gravity = 0.02``, ``visibility = 3.0``,
-``perturbation = 0.1``, ``perturbation_lower_bound = 1e-3``, ``max_perturbation = 0.5``,
-``penalize_factor = 0.9``, ``pool_size_factor = 1.2``, ``explore_rate = 1.0``,
-``max_pool_size = 1000``; pool capacity ``min(10 + round((d^factor + d) / 2), max_pool_size)``.
-Differences: continuous parameters only (Vizier also handles categorical/discrete ones); the
-moving fly is not pulled by itself (Vizier's shuffled pool includes the moving fly, which then
-repels itself by at most ``negative_gravity``); slots replace fly ids.
-
-Quasi-random filling (``fill="halton"``). Vizier's designer fills its pool from a
-``QuasiRandomDesigner``: scipy's scrambled Halton sequence in ``d`` dimensions (bases the first
-``d`` primes) with its first :data:`HALTON_SKIP` ``= 1000`` points skipped, one point per
-random suggestion of that designer. Here pool ``i`` draws point ``1000 + k`` of its own
-sequence, ``k`` = the random suggestions of this pool evaluated so far (``num_random``), with
-the radical inverse of :func:`halton` and scipy's number of digits per base
-(:func:`halton_num_digits`). Scrambling: scipy permutes the digits at each position with a
-uniformly random permutation of ``{0..b-1}``; here each position gets a random *affine*
-permutation ``a -> (m a + c) mod b`` (``m`` in ``1..b-1``, ``c`` in ``0..b-1``; every
-permutation for ``b <= 3``, a subset for larger bases), drawn per run and pool from a key
-(:func:`halton_scramble`), so a pool's sequence costs no state beyond its counter.
-``tests/test_eagle.py`` checks :func:`halton` against known values and against scipy with the
-same permutations.
+Defaults are Vizier's (:class:`EagleConfig`). Differences: continuous parameters only, the
+moving fly is not pulled by itself, slots replace fly ids, and the Halton sequence of pool
+``i`` (point ``HALTON_SKIP + num_random``) permutes each digit by a random affine map
+``a -> (m a + c) mod b`` (:func:`halton_scramble`) rather than a uniform permutation.
 """
 
 from __future__ import annotations
@@ -226,16 +181,12 @@ class EagleConfig:
         return EagleParams(**floats, pool_size=jnp.asarray(self.capacity(dim), jnp.int32))
 
 
-# The ensemble's default grid: around Vizier's defaults (perturbation 0.1, gravity 1.0,
-# visibility 3.0, pool_size_factor 1.2), one factor of about 3 each way in perturbation and
-# two levels of gravity, visibility and pool size: 3 x 2 x 2 x 2 = 24 arms.
+# The default grid around Vizier's defaults: 3 x 2 x 2 x 2 = 24 arms.
 DEFAULT_PERTURBATIONS: tuple[float, ...] = (0.03, 0.1, 0.3)
 DEFAULT_GRAVITIES: tuple[float, ...] = (0.5, 1.5)
 DEFAULT_VISIBILITIES: tuple[float, ...] = (1.0, 3.0)
 DEFAULT_POOL_SIZE_FACTORS: tuple[float, ...] = (1.0, 1.4)
-# The grid with Vizier's defaults among its arms: the default grid with the upper level of
-# gravity and of the pool-size factor replaced by Vizier's (1.0 and 1.2); perturbation 0.1
-# and visibility 3.0 are already levels. Arm 15 is Vizier's default optimiser.
+# The grid whose arm 15 is Vizier's default optimiser (gravity 1.0, pool-size factor 1.2).
 VIZIER_GRAVITIES: tuple[float, ...] = (0.5, 1.0)
 VIZIER_POOL_SIZE_FACTORS: tuple[float, ...] = (1.0, 1.2)
 #: ``named_grid``'s names.
@@ -387,7 +338,7 @@ def suggest(
     """
     num_slots, dim = state.positions.shape
     dtype = state.positions.dtype
-    # One block of uniforms for everything (one PRNG call: cheaper to compile than four).
+    # One block of uniforms for everything (one PRNG call).
     u = jax.random.uniform(key, (1 + 2 * dim + num_slots,), dtype)
     u_explore, u_random, u_noise, u_order = jnp.split(u, [1, 1 + dim, 1 + 2 * dim])
     size = jnp.sum(state.alive, dtype=jnp.int32)
@@ -403,8 +354,7 @@ def suggest(
         scramble = None if halton_key is None else halton_scramble(halton_key, dim)
         random_x = halton(HALTON_SKIP + state.num_random, dim, dtype, scramble)
     return Suggestion(
-        x=jnp.where(explore, random_x, moved),
-        parent=jnp.where(explore, -1, slot).astype(jnp.int32),
+        x=jnp.where(explore, random_x, moved), parent=jnp.where(explore, -1, slot).astype(jnp.int32)
     )
 
 
@@ -435,10 +385,8 @@ def update(
     parent: jax.Array,
     proposed: jax.Array | bool = False,
 ) -> EagleState:
-    """Ingest one evaluation ``(x, f)``; ``parent`` is its fly in *this* pool or ``-1``.
-
-    Pass the :class:`Suggestion`'s ``parent`` for the arm that proposed ``x`` and ``-1`` for
-    every other arm (see the module docstring for the three cases).
+    """Ingest one evaluation ``(x, f)``; ``parent`` is its fly in *this* pool or ``-1``
+    (the :class:`Suggestion`'s for the arm that proposed ``x``; module docstring).
 
     Args:
       params: one arm's :class:`EagleParams`.
@@ -466,15 +414,7 @@ def update(
 
     # Live parent: replace on improvement, else penalise (and maybe remove).
     improved = f < state.values[p]
-    stuck = jnp.all(x == state.positions[p])
-    penalised = jnp.where(
-        stuck,
-        jnp.minimum(state.perturbations[p] * 10.0, params.max_perturbation),
-        state.perturbations[p] * params.penalize_factor,
-    )
-    others_best = jnp.min(jnp.where(state.alive & (slots != p), state.values, jnp.inf))
-    is_best = state.values[p] <= others_best
-    remove = (penalised < params.perturbation_lower_bound) & full & ~is_best
+    penalised, remove = _penalty(params, state, p, x, full)
 
     # No parent: a new fly in the first free slot below capacity, else the closest fly.
     free = ~state.alive & (slots < params.pool_size)
@@ -502,6 +442,23 @@ def update(
         num_seen=state.num_seen + 1,
         num_random=state.num_random + (proposed & ~has_parent).astype(jnp.int32),
     )
+
+
+def _penalty(
+    params: EagleParams, state: EagleState, p: jax.Array, x: jax.Array, full: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """The perturbation of fly ``p`` after an unsuccessful move to ``x``, and whether it is
+    removed (below ``perturbation_lower_bound``, in a full pool, not the best fly)."""
+    slots = jnp.arange(state.values.shape[0])
+    stuck = jnp.all(x == state.positions[p])
+    penalised = jnp.where(
+        stuck,
+        jnp.minimum(state.perturbations[p] * 10.0, params.max_perturbation),
+        state.perturbations[p] * params.penalize_factor,
+    )
+    others_best = jnp.min(jnp.where(state.alive & (slots != p), state.values, jnp.inf))
+    is_best = state.values[p] <= others_best
+    return penalised, (penalised < params.perturbation_lower_bound) & full & ~is_best
 
 
 def minimize(

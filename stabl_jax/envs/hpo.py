@@ -1,53 +1,30 @@
 """Algorithm selection for black-box optimisation: a reactive bandit environment whose arms
-are Eagle-strategy optimisers sharing their data ("Algorithm Selection for Hyperparameter
-Optimization", Section "Experiments" of Lu, Zhang, Chen, Zhang, Woodruff and Hazan, ICLR 2024).
+are Eagle-strategy optimisers sharing their data (Lu et al., ICLR 2024, Section
+"Experiments").
 
-Each round the learner queries some arms; the environment computes *only those arms'*
-suggestions (:func:`stabl_jax.envs.eagle.suggest`), evaluates the BBOB function at them,
-returns one loss per query and records the evaluations in the shared state (every arm's pool
-ingests every evaluation, see :mod:`stabl_jax.envs.eagle`). Unlike the oblivious environments,
-it reacts to the learner: its state carries the pools (:func:`stabl_jax.simulate.simulate`
-drives ``ask`` -> :meth:`HPOEnv.evaluate` -> ``tell``, as for every environment).
+Each round the learner queries some arms; the environment computes only those arms'
+suggestions (:func:`stabl_jax.envs.eagle.suggest`), evaluates the BBOB function there,
+returns one loss per query and records every evaluation in every arm's pool (its state).
 
-Reward (the paper): with ``D`` every evaluation before the round, ``best = min_{(x,f) in D} f``
-(``best = 1``, the top of the normalised range, before any evaluation), the reward of a
-query whose suggestion ``x_j`` is observed at ``f_j`` is::
+Reward (the paper): with ``best`` the smallest observation before the round (1 before any)
+and ``f_j`` the observation of query ``j`` on the normalised objective (clipped to
+``[0, 1]`` for the reward; the optimisers see it unclipped)::
 
-    r_j = max(best - f_j, 0) - lambda f_j,        lambda = 0.01,
+    r_j = max(best - f_j, 0) - lambda f_j  in [-lambda, 1],    lambda = 0.01,
+    loss_j = (1 - r_j) / (1 + lambda)      in [0, 1]           (:func:`regularized_reward_to_loss`).
 
-on the normalised objective ``f`` in ``[0, 1]`` (:class:`stabl_jax.envs.bbob.BBOBFunction`
-with ``normalize=True``). Both queries of a round are scored against the same ``best``, the
-one their suggestions were computed from. A noisy observation may leave ``[0, 1]``; the reward
-uses it clipped to ``[0, 1]`` (the optimisers receive it unclipped). So ``r`` lies in
-``[-lambda, 1]`` and the loss handed to the learners is its decreasing affine image in ``[0, 1]``
-(:func:`reward_to_loss`, the one place the map is made)::
+Reward of the authors' code (``reward="vizier"``): OSS Vizier's ``ObjectiveRewardGenerator``
+(``ensemble_designer.py``, google-vizier 0.1.24) fed one trial at a time scores evaluation
+``k`` (from 0 over the run) against the previous observation only::
 
-    loss = (1 - r) / (1 + lambda)        (r = 1 -> 0,  r = -lambda -> 1).
+    m_k = min(f_{k-1}, f_k),  r_k = max(0, (f_{k-1} - m_k) - lambda m_k)  (k >= 2),  r_0 = r_1 = 0,
 
-Learners with ``feedback="reward"`` (the paper's setting) turn it back into the gain
-``1 - loss = (r + lambda) / (1 + lambda)``, an increasing affine image of ``r``.
+on the raw observations (:func:`vizier_reward`; a non-finite value gives 0), and the loss is
+``1 - min(r, 1)`` (Vizier caps gains at 1).
 
-Reward of the authors' code (``reward="vizier"``): ``ObjectiveRewardGenerator`` of OSS Vizier
-(``vizier/_src/algorithms/ensemble/ensemble_designer.py``, google-vizier 0.1.24), which its
-``EnsembleDesigner`` calls with each completed trial. Each call builds a fresh best-so-far
-curve over the *previous trial and the new one* only, so with one trial per call the reward of
-evaluation ``k`` (counted from 0 over the run, observation ``f_k``) is::
-
-    m_k = min(f_{k-1}, f_k),   r_k = max(0, (f_{k-1} - m_k) - lambda m_k)   (k >= 2),
-    r_0 = r_1 = 0,
-
-the decrease from the *previous observation* (not from the best so far), with
-``lambda = reward_regularization`` (Vizier's default 0; a non-finite value gives 0). The first
-two trials get 0 because Vizier counts the trials it has seen before extending its list.
-:func:`vizier_reward` computes it from the raw observations (no clipping, as Vizier sees the
-metric); the loss handed to the learners is ``1 - min(r, 1)`` (Vizier's ensemble caps gains at
-``max_reward = 1``), so learners with ``feedback="reward"`` see the gain ``min(r, 1)``.
-``tests/test_hpo.py`` checks :func:`vizier_reward` against Vizier's own class.
-
-Randomness: query ``q`` of a round with key ``k`` uses ``k_q = fold_in(k, q)``; the suggestion
-uses ``fold_in(k_q, 0)``, the observation noise ``fold_in(k_q, 1)``. A learner that queries the
-same arm twice gets two independent suggestions of that arm (two distinct trials, both
-recorded), so every query costs exactly one evaluation.
+Randomness: query ``q`` of a round with key ``k`` uses ``k_q = fold_in(k, q)``; its suggestion
+``fold_in(k_q, 0)`` and its observation noise ``fold_in(k_q, 1)``. Querying one arm twice
+gives two independent suggestions, so every query costs exactly one evaluation.
 """
 
 from __future__ import annotations
@@ -93,12 +70,10 @@ class HPOState:
 
     Attributes:
       arms: the arms' pools, :class:`stabl_jax.envs.eagle.EagleState` with ``(A, ...)`` leaves.
-      best_observed: ``()`` float, ``min`` of the clipped observations so far (``1`` before
-        any): the ``best`` of the reward.
-      best_gap: ``()`` float, the smallest true gap ``f~(x) - f_opt`` over evaluated points
-        (``+inf`` before any): the raw best-so-far metric.
-      best_value: ``()`` float, the smallest true normalised value over evaluated points (``1``
-        before any): the normalised best-so-far metric.
+      best_observed: ``()`` float, the reward's ``best``: the smallest clipped observation
+        (``1`` before any).
+      best_gap: ``()`` float, the smallest true gap ``f~(x) - f_opt`` (``+inf`` before any).
+      best_value: ``()`` float, the smallest true normalised value (``1`` before any).
       num_evaluations: ``()`` int32, evaluations made so far.
       evaluations_per_arm: ``(A,)`` int32, evaluations of each arm's suggestions so far.
       last_observed: ``()`` float, the last observation (``1`` before any): the previous
@@ -128,7 +103,7 @@ class HPOInfo:
       value: ``(Q,)`` float, the true normalised values.
       reward: ``(Q,)`` float, ``r_j`` (``[-lambda, 1]`` for the paper's reward; ``>= 0``
         for Vizier's).
-      loss: ``(Q,)`` float, :func:`reward_to_loss` of ``reward``, in ``[0, 1]``.
+      loss: ``(Q,)`` float, the learners' loss of ``reward``, in ``[0, 1]``.
       best_gap: ``(Q,)`` float, the best true gap after each of the round's evaluations.
       best_value: ``(Q,)`` float, the best true normalised value after each evaluation.
     """
@@ -279,42 +254,12 @@ class HPOEnv(Environment):
         del t
         arms = jnp.asarray(getattr(query, "arms", query), jnp.int32)
         num_queries = arms.shape[0]
-        fn_params = params.function
-        dtype = fn_params.coco.f_opt.dtype
         sug = self.suggest(state, arms, key, params.halton_key)
         x = to_domain(sug.x)
-        gap = self.function.gap(fn_params, x)  # (Q,)
-        value = normalize_gap(gap, fn_params.norm_scale)  # = function.value(fn_params, x)
-        observed = value
-        if self.function.noise_std > 0:  # = function.observe, reusing the gap
-            noise_keys = _query_keys(key, num_queries, 1)
-            xi = jax.vmap(lambda k: jax.random.normal(k, (), dtype))(noise_keys)
-            observed = value + self.function.noise_std * xi
-
+        gap, value, observed = self._observe(params.function, x, key)
         clipped = jnp.clip(observed, 0.0, 1.0)
-        if self.reward == "vizier":
-            previous = jnp.concatenate([state.last_observed[None], observed[:-1]])
-            trial = state.num_evaluations + jnp.arange(num_queries)
-            reward = vizier_reward(previous, observed, trial, self.reward_lambda)
-            loss = 1.0 - jnp.minimum(reward, 1.0)
-        else:
-            reward = jnp.maximum(state.best_observed - clipped, 0.0) - self.reward_lambda * clipped
-            loss = reward_to_loss(reward, self.reward_lambda)
-
-        # Record: every arm ingests every evaluation, in query order.
-        ens_params = self.arms.params()
-        arm_ids = jnp.arange(self.num_arms)
-
-        def record(pools: eagle.EagleState, q: jax.Array) -> tuple[eagle.EagleState, None]:
-            own = arm_ids == arms[q]
-            parents = jnp.where(own, sug.parent[q], -1)
-            pools = jax.vmap(eagle.update, in_axes=(0, 0, None, None, 0, 0))(
-                ens_params, pools, sug.x[q], observed[q], parents, own
-            )
-            return pools, None
-
-        pools, _ = jax.lax.scan(record, state.arms, jnp.arange(num_queries))
-
+        reward, loss = self._reward(state, observed, clipped)
+        pools = self._record(state.arms, arms, sug, observed)
         best_gap = jnp.minimum(state.best_gap, jax.lax.cummin(gap))
         best_value = jnp.minimum(state.best_value, jax.lax.cummin(value))
         new_state = dataclasses.replace(
@@ -341,18 +286,61 @@ class HPOEnv(Environment):
         )
         return new_state, loss, info
 
+    def _observe(
+        self, fn_params: Any, x: jax.Array, key: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``(Q,)`` gaps, normalised values and noisy observations at ``x`` ``(Q, d)``."""
+        gap = self.function.gap(fn_params, x)
+        value = normalize_gap(gap, fn_params.norm_scale)  # = function.value(fn_params, x)
+        if self.function.noise_std == 0:
+            return gap, value, value
+        dtype = fn_params.coco.f_opt.dtype
+        noise_keys = _query_keys(key, x.shape[0], 1)  # = function.observe, reusing the gap
+        xi = jax.vmap(lambda k: jax.random.normal(k, (), dtype))(noise_keys)
+        return gap, value, value + self.function.noise_std * xi
+
+    def _reward(
+        self, state: HPOState, observed: jax.Array, clipped: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """``(Q,)`` rewards and losses of the round's observations (module docstring)."""
+        if self.reward == "vizier":
+            previous = jnp.concatenate([state.last_observed[None], observed[:-1]])
+            trial = state.num_evaluations + jnp.arange(observed.shape[0])
+            reward = vizier_reward(previous, observed, trial, self.reward_lambda)
+            return reward, 1.0 - jnp.minimum(reward, 1.0)
+        reward = jnp.maximum(state.best_observed - clipped, 0.0) - self.reward_lambda * clipped
+        return reward, regularized_reward_to_loss(reward, self.reward_lambda)
+
+    def _record(
+        self, pools: eagle.EagleState, arms: jax.Array, sug: eagle.Suggestion, observed: jax.Array
+    ) -> eagle.EagleState:
+        """Every arm's pool after ingesting every evaluation, in query order."""
+        ens_params = self.arms.params()
+        arm_ids = jnp.arange(self.num_arms)
+
+        def record(pools: eagle.EagleState, q: jax.Array) -> tuple[eagle.EagleState, None]:
+            own = arm_ids == arms[q]
+            parents = jnp.where(own, sug.parent[q], -1)
+            pools = jax.vmap(eagle.update, in_axes=(0, 0, None, None, 0, 0))(
+                ens_params, pools, sug.x[q], observed[q], parents, own
+            )
+            return pools, None
+
+        return jax.lax.scan(record, pools, jnp.arange(arms.shape[0]))[0]
+
 
 # --- Small pure helpers ---------------------------------------------------------------------------
-def reward_to_loss(reward: jax.Array, reward_lambda: float = REWARD_LAMBDA) -> jax.Array:
-    """The loss handed to the learners: ``(1 - r) / (1 + lambda)``.
+def regularized_reward_to_loss(
+    reward: jax.Array, reward_lambda: float = REWARD_LAMBDA
+) -> jax.Array:
+    """The loss handed to the learners: ``(1 - r) / (1 + lambda)``, clipped to ``[0, 1]``.
 
-    The decreasing affine map of the reward's range ``[-lambda, 1]`` onto ``[0, 1]``
-    (``r = 1``, the largest possible decrease at objective 0, gives loss 0; ``r = -lambda``,
-    no decrease at objective 1, gives loss 1). Clipped to ``[0, 1]`` only against roundoff.
+    The decreasing affine map of the paper's reward range ``[-lambda, 1]`` onto ``[0, 1]``
+    (``r = 1`` gives loss 0, ``r = -lambda`` loss 1); the clip only catches roundoff.
 
     Example:
       >>> import jax.numpy as jnp
-      >>> reward_to_loss(jnp.array([1.0, -0.01, 0.0])).tolist()
+      >>> regularized_reward_to_loss(jnp.array([1.0, -0.01, 0.0])).tolist()
       [0.0, 1.0, 0.9900990128517151]
     """
     loss = (1.0 - reward) / (1.0 + reward_lambda)
@@ -365,7 +353,8 @@ def vizier_reward(
     """The reward of Vizier's ``ObjectiveRewardGenerator`` fed one trial at a time.
 
     With ``m = min(f_prev, f)``: ``max(0, (f_prev - m) - lambda m)`` for ``trial >= 2``, and 0
-    for the first two trials or a non-finite value (the module docstring says why).
+    for the first two trials (Vizier counts a trial before extending its list) or a
+    non-finite value.
 
     Args:
       previous: ``(...)`` the previous trial's observation ``f_prev``.
@@ -389,8 +378,8 @@ def vizier_reward(
     return jnp.where(ok, jnp.maximum(reward, 0.0), 0.0)
 
 
-def loss_to_reward(loss: jax.Array, reward_lambda: float = REWARD_LAMBDA) -> jax.Array:
-    """The inverse of :func:`reward_to_loss`: ``r = 1 - (1 + lambda) loss``."""
+def loss_to_regularized_reward(loss: jax.Array, reward_lambda: float = REWARD_LAMBDA) -> jax.Array:
+    """The inverse of :func:`regularized_reward_to_loss`: ``r = 1 - (1 + lambda) loss``."""
     return 1.0 - (1.0 + reward_lambda) * loss
 
 
