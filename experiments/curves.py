@@ -42,8 +42,9 @@ from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
+    figure_paths,
+    mark_folder,
     need_runs,
-    owned_figures,
     unpaired,
 )
 from stabl_jax.experiment.tables import TracesDamaged
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
         names = [f"{f.name}_{kind}.png" for f in folders for kind in ("regret", "sa")]
-        owned_figures(args.out, names, "OUT_DIR", args.overwrite)
+        figure_paths(args.out, names, "OUT_DIR", args.overwrite)
     except OutputError as exc:
         parser.error(str(exc))
     written = []
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             written += curves(folder, args.out, found.pop(folder))  # its arrays freed
     except TracesDamaged as exc:  # an array of a traces.npz damaged
         parser.error(str(exc))
+    mark_folder(args.out)  # its figures: replaced by the next run
     print(f"wrote {len(written)} PNGs into {args.out}")
     return 0
 

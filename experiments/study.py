@@ -780,15 +780,14 @@ def dry_run(
     configs: Mapping[tuple[str, int, str], Any], out: Path, *, force: bool, jobs: int
 ) -> list[str]:
     """What ``--dry-run`` prints: each point of ``configs`` (:func:`check_plan`) complete,
-    or to run with what ``stabl-jax run`` estimates it needs (memory, disk, time), and the
-    points' total time; nothing is computed or written."""
-    from stabl_jax.experiment.kinds.base import needs_line, rough_times
+    or to run with what ``stabl-jax run`` estimates it needs (memory and disk); nothing is
+    computed or written."""
+    from stabl_jax.experiment.kinds.base import needs_line
     from stabl_jax.experiment.kinds.paired import estimate_resources
     from stabl_jax.experiment.results import is_complete
 
     lines = [f"[study] dry run: {len(configs)} points under {out}"]
     width = max(len(point_folder(out, *key).name) for key in configs)
-    seconds = compiles = metrics = 0.0
     todo = 0
     for key, config in configs.items():
         folder = point_folder(out, *key)
@@ -797,14 +796,11 @@ def dry_run(
             continue
         needs = estimate_resources(config)  # what stabl-jax run checks for a bandit point
         todo += 1
-        seconds += needs.seconds or 0.0
-        compiles += needs.compile_seconds or 0.0
-        metrics += needs.metrics_seconds or 0.0
         lines.append(f"  {folder.name:<{width}}  to run: {needs_line(needs).strip()}")
     at_once = "one at a time" if jobs == 1 else f"up to {jobs} at once"
     lines.append(
-        f"[study] {todo} points to run, roughly {rough_times(seconds, compiles, metrics)} in "
-        f"all ({at_once}); nothing computed or written (leave --dry-run out to run them)"
+        f"[study] {todo} points to run ({at_once}); nothing computed or written (leave "
+        "--dry-run out to run them)"
     )
     return lines
 
@@ -1408,7 +1404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     from stabl_jax.experiment.results import (
         OutputError,
-        owned_figures,
+        figure_paths,
+        mark_folder,
         owned_files,
         write_json,
         write_text,
@@ -1418,7 +1415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
         if args.figures:
             names = figure_names(args.adversaries, args.figure_prefix)
-            owned_figures(args.figures, names, "--figures", args.overwrite)
+            figure_paths(args.figures, names, "--figures", args.overwrite)
         if args.bundle:
             bundle_files(Path(args.bundle))
     except (OutputError, ValueError) as exc:
@@ -1542,6 +1539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figures:
         for path in write_figures(analysis, Path(args.figures), args.figure_prefix):
             print(f"[study] figure: {path}")
+        mark_folder(args.figures)  # its figures: replaced by the next run
     print(f"[study] {out / 'study.md'}  ({time.perf_counter() - start:.0f} s)")
     return 0
 

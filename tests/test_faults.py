@@ -893,9 +893,9 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     assert code == 0, err
     assert "needs about" in printed and f"  output: {out}\n" in printed
     assert printed.endswith(DONE + "\n") and list(work.iterdir()) == []
-    for name, roughly in (("bco_d2", " of SA(L)\n"), ("hpo_bbob_sphere", " of compiling\n")):
+    for name in ("bco_d2", "hpo_bbob_sphere"):  # memory and disk; no time was measured
         code, printed, err = run(["run", name, "--out", str(work / name), "--dry-run"], capsys)
-        assert code == 0 and roughly in printed, err
+        assert code == 0 and "needs about" in printed and "roughly" not in printed, err
     assert list(work.iterdir()) == []
     # a run that does not fit: the header shows the estimate, then the refusal
     with monkeypatch.context() as patch:

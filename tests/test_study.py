@@ -193,7 +193,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         study.main([*args[:-1], str(theirs)])
     assert stop.value.code == 2 and not out.exists()
-    assert "is not a figure of stabl_jax" in capsys.readouterr().err
+    assert "is not in a folder stabl_jax made" in capsys.readouterr().err
     assert (theirs / "study_geometric_sa_vs_n.png").read_bytes() == b"their plot"
     # ... and so is a file of --bundle's names that is not a previous bundle
     (theirs / "study_summaries.json").write_text('{"mine": 1}')
@@ -208,10 +208,10 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert printed[0] == f"[study] dry run: 2 points under {out}"
     for line, n in zip(printed[1:3], (3, 5), strict=True):
         assert line.startswith(f"  geometric-n{n}-") and "to run: needs about " in line, line
-        assert "roughly" in line and line.endswith("of SA(L)"), line
-    assert printed[3].startswith("[study] 2 points to run, roughly ")
-    assert printed[3].endswith(
-        "(one at a time); nothing computed or written (leave --dry-run out to run them)"
+        assert "roughly" not in line and line.endswith("(traces and checkpoints)"), line
+    assert printed[3] == (
+        "[study] 2 points to run (one at a time); nothing computed or written (leave --dry-run "
+        "out to run them)"
     )
     assert len(printed) == 4 and not out.exists() and not figures.exists()
     for extra in (["--analyse-only"], ["--from-bundle", str(theirs / "study")]):
@@ -224,10 +224,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert study.main([*args, "--dry-run", "--jobs", "2"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert all("complete, not run again (--force runs it)" in line for line in printed[1:3])
-    assert printed[3].startswith(
-        "[study] 0 points to run, roughly under 0.1 s of simulation, under 0.1 s of compiling "
-        "and under 0.1 s of SA(L)"
-    )
+    assert printed[3].startswith("[study] 0 points to run (up to 2 at once)")
     assert "(up to 2 at once)" in printed[3]
     text = (out / "study.md").read_text()
     assert "| FLH (Hazan & Seshadhri 2009) | not implemented |" in text
@@ -243,10 +240,11 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert np.all(means > 0) and np.all(means <= np.array([32, 64, 128, 256]))
     assert saved["analysis"]["geometric"]["fit_windows"] == [32, 64]  # L <= T / 4
     assert sorted(p.name for p in figures.iterdir()) == [
+        ".stabl_jax_results",
         "study_geometric_sa_vs_L.png",
         "study_geometric_sa_vs_n.png",
     ]
-    assert all(results.is_own_figure(p) for p in figures.iterdir())
+    assert results.is_marked(figures)
     # A second call finds the points complete and only re-analyses them; its bundle rebuilds
     # folders elsewhere that give the same analysis.
     capsys.readouterr()

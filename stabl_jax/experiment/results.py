@@ -60,7 +60,7 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics
-from stabl_jax.experiment import checkpoints, plots, provenance, tables
+from stabl_jax.experiment import checkpoints, provenance, tables
 from stabl_jax.versions import package_versions
 
 SUMMARY = "summary.json"
@@ -270,41 +270,6 @@ def owned_files(
     )
 
 
-def is_own_figure(path: str | Path) -> bool:
-    """True when ``path`` is a PNG that :func:`stabl_jax.experiment.plots.save_figure` wrote (its
-    ``Software`` text reads ``stabl_jax <version>``)."""
-    from PIL import Image  # matplotlib's own dependency; read only the header chunks
-
-    try:
-        with Image.open(path) as image:
-            software = image.info.get("Software") if image.format == "PNG" else None
-    except (OSError, ValueError, SyntaxError):  # not an image Pillow can read
-        return False
-    return isinstance(software, str) and software.startswith(f"{plots.SOFTWARE} ")
-
-
-def owned_figures(
-    folder: str | os.PathLike, names: Iterable[str], tool: str, overwrite: bool = False
-) -> tuple[Path, ...]:
-    """The paths of the PNGs ``names`` that ``tool`` writes into ``folder``, a folder a user
-    names: each absent or a figure of this library (:func:`is_own_figure`), unless
-    ``overwrite`` (the tool's ``--overwrite``). Called before the figures are drawn.
-
-    Raises:
-      OutputError: ``folder`` is a file, or a file of one of ``names`` is there and is not a
-        figure of this library (left as it is).
-    """
-    return only_ours(
-        folder,
-        names,
-        lambda path: overwrite or is_own_figure(path),
-        where=str(folder),
-        what=f"the {tool} figures",
-        owner="a figure of stabl_jax",
-        remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
-    )
-
-
 def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
     """``folder``, which a tool writes ``what`` into after its work, checked before it: a
     folder, or one that can be made (the nearest existing folder above it is a folder that
@@ -346,7 +311,7 @@ def only_ours(
 ) -> tuple[Path, ...]:
     """The paths of ``names`` in ``folder``, a folder a user names that a tool writes into,
     when each is absent or ``ours(path)``: the one rule by which a user's file is never
-    replaced (:func:`owned_files`, :func:`owned_figures`). Called before the work.
+    replaced (:func:`owned_files`; figures: :func:`is_marked`). Called before the work.
 
     Raises:
       OutputError: ``folder`` cannot be written into (:func:`writable_folder`), or a file of
@@ -361,6 +326,30 @@ def only_ours(
                 f"{path} is there and is not {owner}, so it is left as it is: {remedy}"
             )
     return paths
+
+
+def figure_paths(
+    folder: str | os.PathLike, names: Iterable[str], tool: str, overwrite: bool = False
+) -> tuple[Path, ...]:
+    """The paths of the figures ``names`` that ``tool`` writes into ``folder``, a folder a
+    user names: each absent, or the folder stabl_jax's (:func:`is_marked`), unless
+    ``overwrite``. Called before drawing; the tool marks the folder after
+    (:func:`mark_folder`).
+
+    Raises:
+      OutputError: ``folder`` is a file, or a file of ``names`` is there in a folder that is
+        not stabl_jax's (left as it is).
+    """
+    ours = overwrite or is_marked(Path(folder))
+    return only_ours(
+        folder,
+        names,
+        lambda _: ours,
+        where=str(folder),
+        what=f"the {tool} figures",
+        owner=f"in a folder stabl_jax made (one holding {MARKER})",
+        remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
+    )
 
 
 def write_text(path: str | Path, text: str) -> None:
@@ -411,6 +400,25 @@ def _marker(folder: Path) -> dict[str, Any] | None:
         return None
     found = checkpoints.read_json(path)
     return found if found is not None and found.get("format") == MARKER_FORMAT else None
+
+
+def is_marked(folder: str | Path) -> bool:
+    """True when ``folder`` holds stabl_jax's :data:`MARKER`: a folder stabl_jax made, whose
+    files of the names it writes it may replace."""
+    return _marker(Path(folder)) is not None
+
+
+def mark_folder(folder: str | Path) -> Path:
+    """``folder``, created if needed and marked as stabl_jax's (:data:`MARKER`) if it is not:
+    a tool that writes figures into a folder a user names marks it, so that a later run
+    replaces them (:func:`is_marked`)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not is_marked(folder):
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        text = {"format": MARKER_FORMAT, "run_id": None, "pid": os.getpid(), "created": stamp}
+        checkpoints.atomic_write(folder / MARKER, lambda f: f.write(json.dumps(text).encode()))
+    return folder
 
 
 def _lock(folder: Path) -> int | None:

@@ -59,26 +59,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from stabl_jax import metrics, registry
+from stabl_jax.estimators import FEEDBACKS
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import FEEDBACKS, Kind, Resources, check_distinct
+from stabl_jax.experiment.kinds.base import Kind, Resources, check_distinct
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
 SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best")
-#: The metrics pass's cost (:meth:`BanditConfig.metrics_seconds`) a run and round, a run,
-#: round and window length, and a run, round, window length and arm, fitted to the
-#: ``timings.metrics_seconds`` of ``stabl-jax --compile-cache off run expert_advice_random``
-#: with one learner (2-core AMD EPYC, 2026-11-29): 2.995 s at R = 400, n = 10, nine
-#: lengths (2.9 s by the fit), 1.246 s with one length (1.1 s), 5.52 s at n = 100 (5.5 s),
-#: 5.23 s at R = 100, n = 300 (2.9 s); ``expert_advice_large`` (R = 100, n = 300,
-#: T = 65536, 13 lengths) took 56.6 s (64.6 s), ``figure1`` 6.4 s (4.3 s).
-ESTIMATE_SA_ROUND_SECONDS = 5e-7
-ESTIMATE_SA_WINDOW_SECONDS = 1.2e-7
-ESTIMATE_SA_ARM_SECONDS = 2e-9
 #: Kept unless ``save_traces`` says otherwise: the played arms as ``uint8`` (for up to 256
 #: arms) cost one byte per run and round, 10 MB for the default job; ``loss`` would add 41 MB.
 DEFAULT_SAVE_TRACES: tuple[str, ...] = ("played",)
@@ -146,19 +137,6 @@ class BanditConfig(paired.ExperimentConfig):
         queries); those of ``save_traces`` kept (4 a float, 1 the arm up to 256 arms)."""
         saved = sum(saved_dtype(t, width).itemsize for t in self.save_traces)
         return 4 * len(self.RECORDED), saved
-
-    def metrics_seconds(self, env: Any) -> float:
-        """The metrics pass's rough seconds on a CPU, compiles aside: every run and round
-        regenerates the arm losses and adds to the per-segment sums
-        (:data:`ESTIMATE_SA_ROUND_SECONDS`), and every window length takes the best arm's
-        window sums over the ``n`` arms (:data:`ESTIMATE_SA_WINDOW_SECONDS`,
-        :data:`ESTIMATE_SA_ARM_SECONDS`):
-        ``R T (a + |L| (b + c n))``; the learners' count hardly enters (the arm losses are
-        regenerated once for all of them)."""
-        arms = int(self.env.num_arms)
-        per_window = ESTIMATE_SA_WINDOW_SECONDS + ESTIMATE_SA_ARM_SECONDS * arms
-        per_round = ESTIMATE_SA_ROUND_SECONDS + len(self.sa_windows) * per_window
-        return int(self.runs) * int(self.horizon) * per_round
 
 
 def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
@@ -481,5 +459,5 @@ KIND = Kind(
     plots=render_plots,
     table=format_table,
     estimate=paired.estimate_resources,
-    resumed_line=paired.resumed_line,
+    resumed_line=paired.resumed_rounds,
 )

@@ -18,11 +18,11 @@ import jax
 import numpy as np
 
 from stabl_jax import registry
+from stabl_jax.estimators import FEEDBACKS as FEEDBACKS  # the kinds' feedback choices
 from stabl_jax.experiment.configs import Checker
-from stabl_jax.experiment.tables import byte_size, duration
+from stabl_jax.experiment.tables import byte_size
 
 DEFAULT_RUNS = 100
-FEEDBACKS: tuple[str, ...] = ("loss", "reward")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,68 +75,94 @@ class Kind:
 
 #: Disk taken by the plots and the summary of one experiment (generous).
 PLOTS_BYTES = 2**20
-#: Memory of a JAX process before it holds any data.
-BASE_MEMORY_BYTES = 512 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
 class Resources:
-    """What an experiment needs, estimated from its config before it runs (a kind's
-    ``estimate``); ``stabl-jax run`` prints it and refuses a run that does not fit.
+    """The memory and disk an experiment needs, from its array sizes (a kind's ``estimate``);
+    ``stabl-jax run`` prints it and refuses a run that does not fit.
 
     Attributes:
-      memory_bytes: peak host memory, the JAX process itself included.
-      disk_bytes: peak disk under the output folder: the checkpoints of finished chunks and
-        the results, which exist together until the folder is committed.
-      seconds: rough simulation time (a guide, not a limit), or ``None`` when the kind gives
-        none.
-      size: what the numbers are for, as the refusal names it (``"500 runs x 4096 rounds x
+      memory_bytes: peak host memory of the arrays.
+      disk_bytes: peak disk under the output folder (checkpoints and results together).
+      size: what the numbers are for, as a refusal names it (``"500 runs x 4096 rounds x
         6 learners"``).
       remedy: how to make the run smaller (``"lower runs or horizon (--runs, ...)"``).
-      metrics_seconds: rough time of the metrics after the simulation (SA(L) and the
-        per-run summaries; a BCO run's window comparators), or ``None`` when the kind gives
-        none.
-      compile_seconds: rough time the run's programs take to compile the first time (the
-        compilation cache, on by default, makes a rerun's far shorter), or ``None`` when the
-        kind gives none.
     """
 
     memory_bytes: int
     disk_bytes: int
-    seconds: float | None
     size: str
     remedy: str
-    metrics_seconds: float | None = None
-    compile_seconds: float | None = None
 
 
-def rough_times(
-    seconds: float | None, compile_seconds: float | None, metrics_seconds: float | None
-) -> str:
-    """``"12 s of simulation, 20 s of compiling and 31 s of SA(L)"``: the times given (``None``
-    left out; ``""`` when none is)."""
-    times = [
-        f"{duration(value)} of {what}"
-        for value, what in (
-            (seconds, "simulation"),
-            (compile_seconds, "compiling"),
-            (metrics_seconds, "SA(L)"),
-        )
-        if value is not None
-    ]
-    return " and ".join([", ".join(times[:-1]), times[-1]] if len(times) > 1 else times)
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One compiled simulation of an experiment, by the bytes of its arrays.
+
+    Attributes:
+      state: the loop state of all its runs.
+      chunk: one chunk's outputs over all its runs.
+      working: what else it holds only while it runs.
+      kept: what it leaves in memory until the experiment ends.
+      written: what it leaves on disk (checkpointed traces, arrays of ``traces.npz``).
+    """
+
+    state: int
+    chunk: int
+    working: int
+    kept: int
+    written: int
+
+
+def estimate_resources(
+    programs: Sequence[Program],
+    *,
+    state_copies: int,
+    end_bytes: int,
+    keeps_states: bool,
+    size: str,
+    remedy: str,
+) -> Resources:
+    """The :class:`Resources` of an experiment that runs ``programs`` one after the other.
+
+    Memory: what every program keeps, ``end_bytes`` (the metrics and the copies written at
+    the end), and the largest program's ``state_copies`` copies of its state, two of its
+    chunk (device and host) and its working arrays. Disk: what every program writes, two
+    checkpoints of the state of every program (``keeps_states``) or of the largest, and the
+    plots.
+    """
+    memory = sum(p.kept for p in programs) + end_bytes
+    memory += max(state_copies * p.state + 2 * p.chunk + p.working for p in programs)
+    states = [p.state for p in programs]
+    disk = sum(p.written for p in programs) + 2 * (sum(states) if keeps_states else max(states))
+    return Resources(memory, disk + PLOTS_BYTES, size, remedy)
 
 
 def needs_line(needs: Resources) -> str:
-    """The header's line on what a run needs: ``"  needs about 795.7 MiB of memory, ...,
-    roughly 12 s of simulation"`` (``", 20 s of compiling and 31 s of SA(L)"`` where the
-    compiles and the metrics are estimated: :func:`rough_times`)."""
-    times = rough_times(needs.seconds, needs.compile_seconds, needs.metrics_seconds)
+    """The header's line on what a run needs (``"  needs about 795.7 MiB of memory, ..."``)."""
     return (
         f"  needs about {byte_size(needs.memory_bytes)} of memory, "
         f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints)"
-        + (f", roughly {times}" if times else "")
     )
+
+
+def resumed_line(
+    totals: Mapping[str, int], progress: Mapping[str, int], tally: bool = False
+) -> str:
+    """What a resumed run takes over: the rounds done of every program of ``progress`` out of
+    its ``totals`` (``"exp3 64/256, uniform 256/256"``), or with ``tally`` the count of
+    complete programs and the rounds of the unfinished ones (``"1 of 10 learner programs
+    complete, f01_d8_n300-exp3 at 150/300 rounds"``)."""
+    if not tally:
+        return ", ".join(f"{k} {v}/{totals[k]}" for k, v in progress.items()) or "nothing done yet"
+    complete = sum(progress.get(key) == total for key, total in totals.items())
+    partly = [
+        f"{key} at {progress[key]}/{total} rounds"
+        for key, total in totals.items()
+        if 0 < progress.get(key, 0) < total
+    ]
+    return ", ".join([f"{complete} of {len(totals)} learner programs complete", *partly])
 
 
 def tree_bytes(tree: Any) -> int:

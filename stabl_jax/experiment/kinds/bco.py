@@ -44,7 +44,6 @@ from stabl_jax.bco.simulate import (
     comparator_solver,
     paired_bco_adaptive_regret,
     sa_memory_bytes,
-    sa_seconds,
 )
 from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.experiment import plots, tables
@@ -89,7 +88,7 @@ class BCOConfig(paired.ExperimentConfig):
     def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
         """``domain`` as a spec ``{"name": ..., "size": ...}``; the rest by type."""
         if key == "domain":
-            return _check_domain(check, value)
+            return _domain_spec(check, value)
         return super().check_env_value(check, key, value, hint)
 
     @classmethod
@@ -121,13 +120,8 @@ class BCOConfig(paired.ExperimentConfig):
         windows = sa_memory_bytes(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
         return max(super().metrics_bytes(env, width), windows)
 
-    def metrics_seconds(self, env: Any) -> float:
-        """The SA(L) pass's rough seconds (:func:`stabl_jax.bco.simulate.sa_seconds`): its
-        window comparators take far longer than the simulation."""
-        return sa_seconds(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
 
-
-def _check_domain(check: Checker, value: Any) -> dict[str, Any]:
+def _domain_spec(check: Checker, value: Any) -> dict[str, Any]:
     """``"ball"`` or ``{name = "box", size = 0.5}`` -> ``{"name": ..., "size": ...}``."""
     allowed = sorted(DOMAINS)
     spec = {"name": value} if isinstance(value, str) else value
@@ -375,5 +369,5 @@ KIND = Kind(
     plots=render_bco_plots,
     table=format_bco_table,
     estimate=paired.estimate_resources,
-    resumed_line=paired.resumed_line,
+    resumed_line=paired.resumed_rounds,
 )

@@ -78,21 +78,6 @@ LEARNER_RESERVED = {
 #: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves),
 #: within :func:`stabl_jax.simulate.auto_chunk_size`'s memory budget.
 AUTO_MIN_CHUNKS = 16
-#: The simulation time :func:`simulation_seconds` announces, in seconds: per round whatever
-#: the runs (a scan step's launch, a chunk's host work), and per run and round a fixed part,
-#: a part per arm (or coordinate: the environment's losses) and a part per byte of the
-#: learner's loop state (its updates). Fitted in log space to the ``run_seconds`` of
-#: ``stabl-jax run`` for 8 bandit learners at n = 10, 30, 300 and R = 64, 1024 (T = 2048) and
-#: the BCO learners of ``bco_d2``, ``bco_d10``, ``bco_d50`` on a 2-core CPU
-#: (``experiments/fit_estimate.py``, which measures the grid again and refits: within 16%,
-#: docs/benchmark/estimate_fit.json; docs/speed.md, "Time estimates").
-ESTIMATE_SECONDS_PER_ROUND = 4.3e-5
-ESTIMATE_SECONDS_PER_RUN_ROUND = 7.1e-8
-ESTIMATE_SECONDS_PER_ARM = 6.4e-9
-ESTIMATE_SECONDS_PER_STATE_BYTE = 9.2e-10
-#: The compile time announced for each learner's program (on the same grid 0.46 to 5.3 s a
-#: program, 2.4 s on average: docs/benchmark/estimate_fit.json).
-ESTIMATE_COMPILE_SECONDS = 2.5
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
     "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
@@ -242,11 +227,6 @@ class ExperimentConfig:
         float32 and float64 copies) and of the post-processing's float64 rows
         (:data:`stabl_jax.metrics.BLOCK_BYTES`, about 8 at once)."""
         return max(metrics.SA_BLOCK_BYTES, int(self.horizon) * width * 12)
-
-    def metrics_seconds(self, env: Any) -> float | None:
-        """Rough seconds of the metrics after the simulation (SA(L) and the per-run
-        summaries), or ``None`` where the kind gives none."""
-        return None
 
     # --- building the objects it describes ----------------------------------------------------
     @classmethod
@@ -670,62 +650,40 @@ def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.nda
     return points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32)
 
 
-def simulation_seconds(runs: int, horizon: int, width: int, state_bytes: int) -> float:
-    """The rough time one learner's simulation takes, compiles aside:
-    ``T (a + R (b + c n + e S))`` for ``R`` runs of ``T`` rounds, ``n`` arms (or coordinates,
-    ``width``) and a loop state of ``S`` bytes per run (the ``ESTIMATE_SECONDS_*`` constants).
-    """
-    per_run = (
-        ESTIMATE_SECONDS_PER_RUN_ROUND
-        + ESTIMATE_SECONDS_PER_ARM * width
-        + ESTIMATE_SECONDS_PER_STATE_BYTE * state_bytes
-    )
-    return horizon * (ESTIMATE_SECONDS_PER_ROUND + runs * per_run)
-
-
 def estimate_resources(config: ExperimentConfig) -> base.Resources:
-    """Estimate an experiment's memory, disk and time from its config alone (nothing is
-    allocated: the loop state's size comes from :func:`jax.eval_shape`); the bytes every
-    learner records per run and round are the kind's (:meth:`ExperimentConfig.trace_bytes`).
+    """An experiment's memory and disk from its config alone (nothing is allocated: the loop
+    state's size comes from :func:`jax.eval_shape`; the bytes every learner records per run
+    and round are the kind's, :meth:`ExperimentConfig.trace_bytes`).
 
-    Memory: every learner's ``(R, T)`` traces and a copy of them while ``traces.npz`` is
-    written, the outputs of the largest chunk twice (on the device and their host copy,
-    before they join the traces), the loop state of every run (device, host and checkpoint
-    copies), one block of the SA(L) pass and the JAX process itself. Disk: every learner's
-    chunk checkpoints (its traces and loop state) plus ``traces.npz``, which exist together
-    until the folder is committed, and the plots. Seconds: every learner's
-    :func:`simulation_seconds`, its compile (:data:`ESTIMATE_COMPILE_SECONDS`), and the
-    metrics where the kind estimates them (:meth:`ExperimentConfig.metrics_seconds`).
+    Every learner is one :class:`~stabl_jax.experiment.kinds.base.Program` that keeps its
+    ``(R, T)`` traces to the end; its loop state (counted at the largest learner's) is held
+    three times (device, host and checkpoint copies) and checkpointed beside its traces. At the end, ``traces.npz`` is
+    written (two copies of its arrays) beside one block of the metrics.
     """
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
     key = jax.random.key(0)
     width = env_width(env)
     env_bytes = base.tree_bytes(jax.eval_shape(env.sample_params, key))
-    traces = kept = state = widest = 0
-    seconds = 0.0
-    for name in config.learners:
-        learner = config.make_learner(name)
-        learner_bytes = base.tree_bytes(jax.eval_shape(learner.init, key))
-        state = max(state, learner_bytes + env_bytes)
-        seconds += simulation_seconds(runs, horizon, width, learner_bytes)
-        recorded, saved = config.trace_bytes(learner, width)
-        traces += runs * horizon * recorded
-        kept += runs * horizon * saved
-        widest = max(widest, recorded)
-    learners = len(config.learners)
-    states = runs * state
+    learners = [config.make_learner(name) for name in config.learners]
+    sizes = [config.trace_bytes(learner, width) for learner in learners]
+    widest = max(recorded for recorded, _ in sizes)
     chunk = runs * resolve_chunk_size(config, recorded=widest) * widest
-    sa_block = config.metrics_bytes(env, width)
-    memory = traces + 2 * kept + 2 * chunk + 3 * states + sa_block
-    return base.Resources(
-        memory_bytes=base.BASE_MEMORY_BYTES + memory,
-        disk_bytes=traces + kept + 2 * learners * states + base.PLOTS_BYTES,
-        seconds=seconds,
-        size=f"{runs} runs x {horizon} rounds x {learners} learners",
+    state = runs * max(base.tree_bytes(jax.eval_shape(x.init, key)) + env_bytes for x in learners)
+    programs = [
+        base.Program(
+            state, chunk, 0, runs * horizon * recorded, runs * horizon * (recorded + saved)
+        )
+        for recorded, saved in sizes
+    ]
+    kept = sum(runs * horizon * saved for _, saved in sizes)
+    return base.estimate_resources(
+        programs,
+        state_copies=3,
+        end_bytes=2 * kept + config.metrics_bytes(env, width),
+        keeps_states=True,
+        size=f"{runs} runs x {horizon} rounds x {len(learners)} learners",
         remedy="lower runs or horizon (--runs, --set horizon=...)",
-        metrics_seconds=config.metrics_seconds(env),
-        compile_seconds=learners * ESTIMATE_COMPILE_SECONDS,
     )
 
 
@@ -885,11 +843,10 @@ def header(
     return "\n".join(lines)
 
 
-def resumed_line(config: ExperimentConfig, progress: Mapping[str, int]) -> str:
-    """The rounds each learner of a resumed run has done, ``"exp3 64/256, uniform
-    256/256"`` (``"nothing done yet"`` when none has)."""
-    done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in progress.items())
-    return done or "nothing done yet"
+def resumed_rounds(config: ExperimentConfig, progress: Mapping[str, int]) -> str:
+    """The rounds each learner of a resumed run has done (:func:`.base.resumed_line`)."""
+    totals = {name: config.horizon for name in [*config.learners, *progress]}
+    return base.resumed_line(totals, progress)
 
 
 def run(
@@ -905,7 +862,7 @@ def run(
     """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it: the rounds resumed,
     progress bars, a line per learner, the time the metrics took (``metrics_label``)."""
     if resumed is not None:
-        log(f"  resuming {resumed.source.name}: {resumed_line(config, resumed.progress)}")
+        log(f"  resuming {resumed.source.name}: {resumed_rounds(config, resumed.progress)}")
 
     def learner_done(outcome: Outcome) -> None:
         queries = int(outcome.learner.num_queries)

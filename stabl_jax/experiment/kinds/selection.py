@@ -110,9 +110,8 @@ BBOB_KEYS: tuple[str, ...] = (
 )
 MAX_DIM = 640  # COCO's largest tabulated dimension is 640 (its instance generator's limit)
 #: The per-round traces a run records: what the metrics read (the queried arms, for the arm
-#: counts, and the best gap after each evaluation): 8 bytes per query and round. The
-#: environment offers more (``HPOEnv.trace_names``, 20 bytes), which nothing read.
-TRACES: tuple[str, ...] = ("arms", "best_gap")
+#: counts, and the best gap after each evaluation), 8 bytes per query and round.
+RECORDED_TRACES: tuple[str, ...] = ("arms", "best_gap")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,10 +292,10 @@ def _history_lengths(check: Checker, table: Mapping[str, Any]) -> tuple[int, ...
 
 
 def _tau_max(check: Checker, table: Mapping[str, Any]) -> float:
-    tau_max = _number(check, "bbob.tau_max", table.get("tau_max", 10.0), 1.0)
-    if tau_max <= 1.0:
-        check.fail("bbob.tau_max", f"must be > 1, got {tau_max}")
-    return tau_max
+    try:
+        return hpo_metrics.check_tau_max(table.get("tau_max", 10.0))
+    except (TypeError, ValueError) as exc:
+        check.fail("bbob.tau_max", str(exc))
 
 
 def _int_list(
@@ -408,7 +407,9 @@ def run_problems(
         tag = program_name(problems, name)
         checkpoint = None if checkpoints is None else checkpoints.for_learner(tag)
         args = (learner, env, key, config.runs, first.evaluations)
-        kwargs: dict[str, Any] = dict(checkpoint=checkpoint, validate=validate, traces=TRACES)
+        kwargs: dict[str, Any] = dict(
+            checkpoint=checkpoint, validate=validate, traces=RECORDED_TRACES
+        )
         if len(problems) == 1:
             results = [hpo_metrics.simulate_selection(*args, **kwargs)]
         else:
@@ -458,22 +459,16 @@ def program_name(problems: tuple[HPOProblem, ...], learner: str) -> str:
     return f"{first}-{learner}" if len(problems) == 1 else f"{first}-{last}-{learner}"
 
 
-def resumed_line(config: HPOConfig, progress: Mapping[str, int]) -> str:
-    """What a resumed experiment took over, from ``progress`` (rounds done per program
-    name, :func:`program_name`): ``"1 of 10 learner programs complete, f01_d8_n300-exp3 at
-    150/300 rounds"``."""
+def resumed_programs(config: HPOConfig, progress: Mapping[str, int]) -> str:
+    """What a resumed experiment took over, from ``progress`` (rounds done per program name,
+    :func:`program_name`): ``"1 of 10 learner programs complete, f01_d8_n300-exp3 at 150/300
+    rounds"`` (:func:`.base.resumed_line`)."""
     rounds = {
         program_name(group, name): make_learner(config, name, group[0].evaluations).horizon
         for group in problem_groups(config)
         for name in config.learners
     }
-    complete = sum(progress.get(key) == total for key, total in rounds.items())
-    partly = [
-        f"{key} at {progress[key]}/{total} rounds"
-        for key, total in rounds.items()
-        if 0 < progress.get(key, 0) < total
-    ]
-    return ", ".join([f"{complete} of {len(rounds)} learner programs complete", *partly])
+    return base.resumed_line(rounds, progress, tally=True)
 
 
 def problem_groups(config: HPOConfig) -> list[tuple[HPOProblem, ...]]:
@@ -524,32 +519,12 @@ def run_hpo_experiment(
     )
 
 
-#: Bytes one query records per round (:data:`TRACES`): the arm (int32) and the best gap
-#: (float32).
+#: Bytes one query records per round (:data:`RECORDED_TRACES`): the arm (int32) and the best
+#: gap (float32).
 TRACE_BYTES_PER_QUERY = 8
-#: Copies of the loop state of every run that a program holds at its peak: the state itself
-#: (each chunk program takes over its input's memory, and the host threads' groups of runs
-#: are joined only for a checkpoint and at the end) and the chunk program's work space for
-#: the Eagle update. Peak RSS grew by 3.0 (one host thread) and 3.9 (two) times the state's
-#: bytes per added run of a d = 64 program; ``hpo_bbob_suite`` peaked at 1.39 and 2.87 GiB
-#: at 200 and 400 repeats, against estimates of 2.01 and 3.02 GiB (2.62 GiB at 400 with
-#: three copies: short).
+#: Copies of every run's loop state a program holds at its peak: the state, the chunk
+#: program's input it takes over, the host's copy and the Eagle update's work space.
 STATE_COPIES = 4
-#: The rough simulation speed :func:`estimate_resources` assumes, in loop-state bytes times
-#: evaluations per second: every evaluation updates all the Eagle pools of its run, so a
-#: program's time grows with its runs, its budget and the state of one run, whichever learner
-#: queries. Measured on a 2-core AMD EPYC (run seconds of ``summary.json``'s ``timings``, the
-#: compile aside): 1.3e9 to 2.5e9 over d = 10 (``hpo_bbob_suite``), 16, 32 and 64 with
-#: Uniform, EXP3 with exploration and StABL (docs/speed.md).
-ESTIMATE_STATE_BYTES_PER_SECOND = 2e9
-#: The compile time announced for each program (one per learner and group of problems of the
-#: same dimension and budget): ``stabl-jax run hpo_bbob_sphere``'s 20 programs took 111 s on
-#: a 2-core AMD EPYC (2026-11-29), 5.5 s each.
-ESTIMATE_COMPILE_SECONDS = 5.5
-#: Memory of the JAX process with an experiment's compiled programs before it holds any
-#: runs' data (measured peak RSS at 2 repeats: 785 MiB for ``hpo_bbob_suite``, 968 MiB for
-#: ``hpo_bbob_sphere``, whose 20 programs are of d = 32 and 64).
-BASE_MEMORY_BYTES = 2**30
 
 
 def run_state_bytes(learner: Any, env: HPOEnv) -> int:
@@ -562,50 +537,35 @@ def run_state_bytes(learner: Any, env: HPOEnv) -> int:
 
 
 def estimate_resources(config: HPOConfig) -> base.Resources:
-    """Estimate an algorithm-selection experiment's memory and disk from its config alone
-    (shapes from :func:`jax.eval_shape`; nothing is allocated or compiled).
+    """An algorithm-selection experiment's memory and disk from its config alone (shapes from
+    :func:`jax.eval_shape`; nothing is allocated or compiled).
 
-    A learner's program over a group of ``G`` problems (:func:`problem_groups`) runs ``G R``
-    runs of ``ceil(N / Q)`` rounds. Memory: :data:`BASE_MEMORY_BYTES`, the ``(R, N)``
-    float64 best gaps of the programs before (kept to the end), and the largest program's
-    own: :data:`STATE_COPIES` copies of every run's loop state (learner and environment: the
-    Eagle pools, ``24 x pool x d`` floats, dominate), its traces (:data:`TRACES`, of
-    :data:`TRACE_BYTES_PER_QUERY` per query and round), the last chunk's outputs twice
-    (device and host) and the best gaps by evaluation count (float64). Disk: every program's
-    checkpointed traces, the loop state of the largest program twice (a new one is written
-    beside the last; a finished program's is dropped), ``traces.npz`` (the best gaps), which
-    exist together until the folder is committed, and the plots. Seconds: every program's
-    ``G R`` runs' loop state times its ``N`` evaluations at
-    :data:`ESTIMATE_STATE_BYTES_PER_SECOND`, and :data:`ESTIMATE_COMPILE_SECONDS` a program.
+    Each learner's program over a group of ``G`` problems (:func:`problem_groups`) runs
+    ``G R`` runs of ``ceil(N / Q)`` rounds; it keeps only the ``(R, N)`` float64 best gaps,
+    drops its traces and checkpointed loop state once done, and ``traces.npz`` copies the
+    best gaps at the end.
     """
-    kept = peak = disk = largest = work = programs = 0
+    programs = []
     for group in problem_groups(config):
         env = problem_env(config, group)
         runs, budget = len(group) * config.runs, group[0].evaluations
         for name in config.learners:
             learner = make_learner(config, name, budget)
-            queries = int(learner.num_queries)
-            rounds = hpo_metrics.num_rounds(budget, queries)
-            state = runs * run_state_bytes(learner, env)
-            per_round = queries * TRACE_BYTES_PER_QUERY
+            per_round = int(learner.num_queries) * TRACE_BYTES_PER_QUERY
+            rounds = hpo_metrics.num_rounds(budget, int(learner.num_queries))
             traces = runs * rounds * per_round
-            chunk = auto_chunk_size(runs, rounds, bytes_per_round=per_round)
+            chunk = runs * auto_chunk_size(runs, rounds, bytes_per_round=per_round) * per_round
             gaps = runs * budget * 8
-            own = STATE_COPIES * state + traces + 2 * runs * chunk * per_round + gaps
-            peak = max(peak, kept + own)
-            kept += gaps
-            disk += traces
-            largest = max(largest, state)
-            work += state * budget
-            programs += 1
-    learners = len(config.learners)
-    return base.Resources(
-        memory_bytes=BASE_MEMORY_BYTES + max(peak, 2 * kept),
-        disk_bytes=disk + 2 * largest + kept + base.PLOTS_BYTES,
-        seconds=work / ESTIMATE_STATE_BYTES_PER_SECOND,
-        size=f"{len(config.problems)} problems x {config.runs} repeats x {learners} learners",
+            state = runs * run_state_bytes(learner, env)
+            programs.append(base.Program(state, chunk, traces, gaps, traces + gaps))
+    return base.estimate_resources(
+        programs,
+        state_copies=STATE_COPIES,
+        end_bytes=sum(p.kept for p in programs),
+        keeps_states=False,
+        size=f"{len(config.problems)} problems x {config.runs} repeats x "
+        f"{len(config.learners)} learners",
         remedy="lower runs or the problems' dimensions and budgets (--runs, --set bbob.dims=...)",
-        compile_seconds=programs * ESTIMATE_COMPILE_SECONDS,
     )
 
 
@@ -870,7 +830,7 @@ def run(
     over, then a line per learner and problem (no progress bars)."""
 
     if resumed is not None:
-        log(f"  resuming {resumed.source.name}: {resumed_line(config, resumed.progress)}")
+        log(f"  resuming {resumed.source.name}: {resumed_programs(config, resumed.progress)}")
 
     def learner_done(name: str, problem: HPOProblem, seconds: dict[str, float]) -> None:
         log(
@@ -894,5 +854,5 @@ KIND = base.Kind(
     plots=render_hpo_plots,
     table=format_hpo_table,
     estimate=estimate_resources,
-    resumed_line=resumed_line,
+    resumed_line=resumed_programs,
 )
