@@ -1,39 +1,28 @@
 """Chunk checkpoints: an interrupted simulation resumes where it stopped, bitwise.
 
-:func:`stabl_jax.simulate.run_chunks` (hence ``simulate``, for every kind) takes a
-``checkpoint``: before the first chunk it asks it to :meth:`~ChunkCheckpoint.restore` the loop
-state, and after every chunk it hands it the new loop state and that chunk's outputs to
-:meth:`~ChunkCheckpoint.save`. Since a chunked run equals an unchunked one bitwise whatever
-the chunk sizes (``tests/test_simulate.py``), a run resumed from round ``t0`` with any chunk
-size gives exactly the results of one that was never interrupted
-(``tests/test_resume.py`` kills a real ``stabl-jax run`` with ``SIGKILL`` to check it).
+:func:`stabl_jax.simulate.run_chunks` takes a ``checkpoint``: before the first chunk it asks
+it to :meth:`~ChunkCheckpoint.restore` the loop state, and after every chunk it hands it the
+new loop state and that chunk's outputs to :meth:`~ChunkCheckpoint.save`. A chunked run
+equals an unchunked one bitwise, so a resumed run gives exactly the results of one never
+interrupted.
 
 Layout of one checkpoint folder (one simulation, e.g. one learner of an experiment)::
 
     <folder>/
       chunk-<start>-<stop>.npz   per-round outputs of rounds [start, stop), all runs
-      state.npz                  the commit point: the loop state (carry) after round t0 - 1,
-                                 t0, the list of chunk files, and a fingerprint
+      state.npz                  the commit point: the loop state after round t0 - 1, t0,
+                                 the list of chunk files, and a fingerprint
 
-Every file is written atomically: to a temporary name in the same folder, flushed and
-``fsync``-ed, then renamed over the old one with :func:`os.replace` (and the folder
-``fsync``-ed). A chunk's outputs are written before the ``state.npz`` that lists them, so a
-kill at any moment leaves either the old or the new state, each with all its chunks. Arrays
-are NumPy ``.npz`` written by ``np.savez`` and read with ``allow_pickle=False``; typed PRNG
-keys are stored as their raw ``jax.random.key_data`` and rebuilt with
-``jax.random.wrap_key_data``. Every file also holds the SHA-256 of each of its arrays (dtype,
-shape and bytes; :data:`DIGEST`), checked on every read: NumPy reads an ``.npz`` member of a
-few thousand numbers or more without reaching the end of the member, hence without the zip
-CRC check, so a changed ``.npy`` header would otherwise give a shifted array silently
-(``tests/test_faults.py`` shows both cases); and a file rewritten with recomputed CRCs
-passes the zip's checks. A file that fails the check raises :class:`CheckpointDamaged`
-naming it.
+Every file is written atomically (temporary name, ``fsync``, :func:`os.replace`), a chunk
+before the ``state.npz`` that lists it, so a kill at any moment leaves the old or the new
+state with all its chunks. Arrays are ``.npz`` read with ``allow_pickle=False``, each with
+its SHA-256 (:data:`DIGEST`) checked on every read: NumPy does not always reach a member's zip
+CRC, and a changed ``.npy`` header would otherwise read as a shifted array.
 
 An experiment keeps one folder per learner under ``<results>.partial-<id>/checkpoint/``
-(:class:`ExperimentCheckpoints`), next to an ``experiment.json`` that records what was being
-run (:func:`experiment_identity`: the resolved config without its chunk size, and the
-versions of stabl_jax, JAX, jaxlib, NumPy and optax). A checkpoint whose fingerprint differs
-from the run asking for it is refused with :class:`CheckpointMismatch`, never silently mixed in.
+(:class:`ExperimentCheckpoints`), beside an ``experiment.json`` of what was run
+(:func:`experiment_identity`); a checkpoint of another experiment is refused
+(:class:`CheckpointMismatch`), never mixed in.
 """
 
 from __future__ import annotations
@@ -83,11 +72,6 @@ class CheckpointDamaged(CheckpointMismatch):
             "(stabl-jax run: rerun the command with --force to discard it)"
         )
         super().__init__(f"checkpoint file {self.path} is damaged ({reason}); {remedy}")
-
-
-# --------------------------------------------------------------------------------------------
-# Atomic files
-# --------------------------------------------------------------------------------------------
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -181,11 +165,6 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-# --------------------------------------------------------------------------------------------
-# Loop state <-> arrays
-# --------------------------------------------------------------------------------------------
-
-
 def _is_key(leaf: Any) -> bool:
     return jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
 
@@ -241,11 +220,6 @@ def describe_mismatch(found: Any, expected: Any, prefix: str = "") -> str:
             if found.get(key) != expected.get(key):
                 return describe_mismatch(found.get(key), expected.get(key), f"{prefix}{key}.")
     return f"{prefix.rstrip('.') or 'value'}: {found!r} (checkpoint) != {expected!r} (this run)"
-
-
-# --------------------------------------------------------------------------------------------
-# One simulation
-# --------------------------------------------------------------------------------------------
 
 
 def _chunk_name(start: int, stop: int) -> str:
@@ -437,11 +411,6 @@ class ChunkCheckpoint:
             "fingerprint": np.asarray(json.dumps(self.fingerprint, sort_keys=True)),
             "format": np.asarray(FORMAT),
         }
-
-
-# --------------------------------------------------------------------------------------------
-# An experiment: one checkpoint per learner
-# --------------------------------------------------------------------------------------------
 
 
 def experiment_identity(config: Any) -> dict[str, Any]:

@@ -140,6 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    _add_run_parser(sub)
+    lst = sub.add_parser(
+        "list", help="list experiment kinds, learners, environments and shipped configs"
+    )
+    lst.set_defaults(handler=_cmd_list)
+    _add_compare_parser(sub)
+    _add_bench_parser(sub)
+    return parser
+
+
+def _add_run_parser(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="run an experiment config and write a results folder",
@@ -191,14 +202,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_cmd_run)
 
-    lst = sub.add_parser(
-        "list", help="list experiment kinds, learners, environments and shipped configs"
-    )
-    lst.set_defaults(handler=_cmd_list)
-    _add_compare_parser(sub)
-    _add_bench_parser(sub)
-    return parser
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``stabl-jax`` and ``python -m stabl_jax``; returns the exit status."""
@@ -249,11 +252,6 @@ def _stdout_to_devnull() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-# --------------------------------------------------------------------------------------------
-# stabl-jax list
-# --------------------------------------------------------------------------------------------
-
-
 def _cmd_list(args: argparse.Namespace) -> int:
     configs = shipped_configs()
     sections: dict[str, Mapping[str, Any]] = {
@@ -280,11 +278,6 @@ def _config_description(path: Any) -> str:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return f"(unreadable: {exc})"
     return str(description)
-
-
-# --------------------------------------------------------------------------------------------
-# stabl-jax run
-# --------------------------------------------------------------------------------------------
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -404,11 +397,6 @@ def _run(
     return EXIT_OK
 
 
-# --------------------------------------------------------------------------------------------
-# stabl-jax compare
-# --------------------------------------------------------------------------------------------
-
-
 def _rtol(text: str) -> float:
     try:
         value = float(text)
@@ -463,11 +451,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `stabl-jax compare A B | head`: the status still tells
         _stdout_to_devnull()
     return status
-
-
-# --------------------------------------------------------------------------------------------
-# stabl-jax bench
-# --------------------------------------------------------------------------------------------
 
 
 def _add_bench_parser(sub: Any) -> None:

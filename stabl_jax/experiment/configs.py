@@ -38,11 +38,6 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------------------------
-# Finding and loading configs
-# --------------------------------------------------------------------------------------------
-
-
 def config_dirs() -> list[Any]:
     """Where shipped configs live, in lookup order: ``./configs``, the installed resource
     package ``stabl_jax.configs``, then ``configs/`` next to the package source."""
@@ -201,11 +196,6 @@ def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, sour
             )
         table = child
     table[keys[-1]] = value
-
-
-# --------------------------------------------------------------------------------------------
-# Validation
-# --------------------------------------------------------------------------------------------
 
 
 class Checker:

@@ -1,32 +1,16 @@
 """The bandit convex optimisation experiment (``kind = "bco"``): BCO learners compared on one
 convex environment, paired; SA(L) against the best point of every window.
 
-A config (``configs/bco_d2.toml``) has the keys of a bandit config
-(:mod:`stabl_jax.experiment.kinds.bandit`), with ``[env]`` naming a
-:data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the domain as
-``domain = "ball"`` or ``domain = {name = "box", size = 0.5}``), ``learners`` from
-:data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback``, and an optional ``sa_stride``
-(distance between SA(L) window starts; absent is ``max(1, L // 4)``)::
+A config has the keys of a bandit config, with ``[env]`` naming a
+:data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; ``domain = "ball"`` or
+``domain = {name = "box", size = 0.5}``), ``learners`` from
+:data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback`` and an optional ``sa_stride``
+(distance between SA(L) window starts; absent: ``max(1, L // 4)``).
 
-    kind = "bco"
-    horizon = 4096
-    learners = ["stabl_bco", "stabl_bco_two_query", "fkm", "two_point_ogd", "ogd_full_info"]
-
-    [env]
-    name = "moving_target"
-    dim = 2
-    domain = "ball"
-    change_points = [400, 1100, 1300, 2600, 3500]
-
-    [params.fkm]
-    lr_scale = 1.0
-
-Every learner is simulated by :func:`~stabl_jax.simulate.simulate` with the same key, and
-SA(L) is computed by :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret` (the
-:func:`~stabl_jax.bco.simulate.bco_adaptive_regret` metric with the window comparators, which
-do not depend on the learner, solved once for all learners). The results folder holds
-``loss.png`` (moving-average loss) and ``adaptive_regret.png``, and ``traces.npz`` the traces
-``<learner>/loss``, ``<learner>/best_loss`` and ``<learner>/sa`` plus ``comparator_gap``.
+SA(L) is :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret`: the window comparators,
+which do not depend on the learner, are solved once for all learners. The results folder
+holds ``loss.png`` and ``adaptive_regret.png``; ``traces.npz`` the traces ``<learner>/loss``,
+``<learner>/best_loss`` and ``<learner>/sa``, and ``comparator_gap``.
 """
 
 from __future__ import annotations
@@ -142,11 +126,6 @@ def _domain_spec(check: Checker, value: Any) -> dict[str, Any]:
     return {"name": name, "size": float(size)}
 
 
-# --------------------------------------------------------------------------------------------
-# Running
-# --------------------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass
 class BCOLearnerOutcome(paired.Outcome):
     """One BCO learner's simulation (:class:`~stabl_jax.experiment.kinds.paired.Outcome`; its
@@ -226,11 +205,6 @@ def run_bco_experiment(
         checkpoints=checkpoints,
         validate=validate,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Summary, traces, plots, table
-# --------------------------------------------------------------------------------------------
 
 
 def bco_learner_summary(outcome: Any, window_lengths: tuple[int, ...]) -> dict[str, Any]:

@@ -1,16 +1,10 @@
 """What bandit and BCO experiments share: learners compared on one environment, paired.
 
-Every learner is simulated with the same key ``jax.random.key(config.seed)``; since the
-simulator derives run ``i``'s environment parameters and losses from ``fold_in(key, i)`` only,
-all learners face identical losses in every run (a paired comparison). Both kinds have the same
-config keys (``horizon``, ``learners``, ``[env]``, ``[learner_options.X]``, ``[params.X]``, ...,
-:data:`TOP_LEVEL_KEYS`), checked once here by :meth:`ExperimentConfig.validate`; a kind's
-subclass (:class:`stabl_jax.experiment.kinds.bandit.BanditConfig`,
-:class:`stabl_jax.experiment.kinds.bco.BCOConfig`)
-names its registries and reserved constructor arguments and says how its learners are sized.
-The rest is shared too: the learner loop (:func:`simulate_learners`), the chunk size, the
-resource estimate, the summary's header, the bands of the plots and what ``stabl-jax run``
-prints (:func:`run`, :func:`header`).
+Every learner is simulated with the key ``jax.random.key(config.seed)``, and run ``i`` draws
+its environment from ``fold_in(key, i)`` only, so every learner faces the same losses in every
+run. Both kinds take the keys :data:`TOP_LEVEL_KEYS`, checked by
+:meth:`ExperimentConfig.validate`; a kind's subclass names its registries, its reserved
+constructor arguments and how its learners are sized.
 """
 
 from __future__ import annotations
@@ -89,21 +83,15 @@ MUTED_WARNING = (
 ProgressFactory = Callable[[str], Callable[[int, int], None] | bool]
 
 
-# --------------------------------------------------------------------------------------------
-# The config
-# --------------------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:
     """The ``[env]`` table.
 
     Attributes:
-      name: a name in the kind's environment registry (:data:`stabl_jax.registry.ENVS`,
-        :data:`stabl_jax.registry.CONVEX_ENVS`), or an import path ``"module:Class"``.
-      kwargs: the constructor arguments besides ``horizon`` (``num_arms`` or ``dim``
-        included), with TOML arrays turned into tuples; a BCO ``domain`` is the spec
-        ``{"name": ..., "size": ...}`` of :func:`stabl_jax.domains.make_domain`.
+      name: a name in the kind's environment registry, or an import path ``"module:Class"``.
+      kwargs: the constructor arguments besides ``horizon``, TOML arrays as tuples; a BCO
+        ``domain`` is the spec ``{"name": ..., "size": ...}`` of
+        :func:`stabl_jax.domains.make_domain`.
     """
 
     name: str
@@ -116,30 +104,27 @@ class EnvConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ExperimentConfig:
-    """A validated config of learners compared on one environment; a kind subclasses it
-    (see :mod:`stabl_jax.experiment.kinds.bandit` for the file format).
+    """A validated config of learners compared on one environment; a kind subclasses it.
 
     Attributes:
       name: short name, used in titles and the default output folder.
       description: one line shown by ``stabl-jax list``.
-      seed: ``jax.random.key(seed)`` drives every run of every learner (>= 0).
-      runs: independent runs ``R`` (>= 1).
+      seed: ``jax.random.key(seed)`` drives every run of every learner.
+      runs: independent runs ``R``.
       horizon: rounds ``T`` (>= 16).
       learners: registry names or import paths, simulated in this order.
       env: the environment.
       window: moving-average window of the plots, in ``[1, T]``.
-      sa_windows: window lengths ``L`` of the SA(L) table, increasing, each in ``[1, T]``.
+      sa_windows: increasing window lengths ``L`` of SA(L), each in ``[1, T]``.
       chunk_size: rounds per compiled chunk, or ``None`` for automatic.
       learner_options: per learner, extra constructor arguments.
-      params: per learner, values of fields of its ``Params`` pytree.
+      params: per learner, values of fields of its ``Params``.
       source: the file it was read from.
       overrides: the ``key=value`` overrides applied on top of the file.
-      feedback: bandit only: ``"loss"`` or ``"reward"``, given to every learner that has a
-        ``feedback`` option (EXP3 and StABL variants) unless ``learner_options`` sets it.
-      sa_stride: BCO only: distance between SA(L) window starts, ``None`` for
-        ``max(1, L // 4)`` (:func:`stabl_jax.bco.simulate.bco_adaptive_regret`).
-      save_traces: bandit only: which ``(R, T)`` traces every learner keeps in
-        ``traces.npz`` (:data:`stabl_jax.experiment.kinds.bandit.SAVABLE_TRACES`).
+      feedback: bandit only: ``"loss"`` or ``"reward"``, for every learner with a ``feedback``
+        option that ``learner_options`` leaves unset.
+      sa_stride: BCO only: distance between SA(L) window starts (``None``: ``max(1, L // 4)``).
+      save_traces: bandit only: the ``(R, T)`` traces ``traces.npz`` keeps.
     """
 
     #: The config's ``kind``.
@@ -195,9 +180,9 @@ class ExperimentConfig:
         raise NotImplementedError
 
     def unused_settings(self) -> list[str]:
-        """The ``[learner_options.X]`` and ``[params.X]`` tables of a learner ``X`` not in
-        ``learners`` (a tuned config's, after ``--set learners=[...]``): checked by name and
-        kept in ``summary.json``, but nothing runs with them (``stabl-jax run`` names them)."""
+        """The ``[learner_options.X]`` and ``[params.X]`` tables of a learner not in ``learners``
+        (``stabl-jax run`` names them; nothing runs with them).
+        """
         tables = {"learner_options": self.learner_options, "params": self.params}
         return [
             f"{table}.{name}"
@@ -207,8 +192,7 @@ class ExperimentConfig:
         ]
 
     def learner_kwargs(self, name: str) -> dict[str, Any]:
-        """Constructor arguments of learner ``name`` besides :meth:`learner_sizes` and
-        ``horizon``: its ``learner_options``."""
+        """Learner ``name``'s ``learner_options``."""
         return dict(self.learner_options.get(name, {}))
 
     #: The traces every learner's simulation records (``simulate(..., traces=)``; ``None``: the
@@ -216,16 +200,15 @@ class ExperimentConfig:
     RECORDED: ClassVar[tuple[str, ...] | None] = None
 
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
-        """Bytes per run and round that ``learner`` records in memory, and that
-        ``traces.npz`` keeps (``width``: arms or dimension)."""
+        """Bytes per run and round that ``learner`` records in memory, and that ``traces.npz``
+        keeps (``width``: arms or dimension).
+        """
         raise NotImplementedError
 
     def metrics_bytes(self, env: Any, width: int) -> int:
-        """The most memory the metrics take at once beside the traces: blocks of about
-        :data:`stabl_jax.metrics.SA_BLOCK_BYTES` of regenerated losses
-        (:func:`stabl_jax.metrics.paired_adaptive_regret`, at least one run's ``(T, n)``
-        float32 and float64 copies) and of the post-processing's float64 rows
-        (:data:`stabl_jax.metrics.BLOCK_BYTES`, about 8 at once)."""
+        """The most memory the metrics take at once beside the traces: a block of regenerated
+        losses (:data:`stabl_jax.metrics.SA_BLOCK_BYTES`), at least one run's ``(T, n)`` copies.
+        """
         return max(metrics.SA_BLOCK_BYTES, int(self.horizon) * width * 12)
 
     # --- building the objects it describes ----------------------------------------------------
@@ -281,8 +264,9 @@ class ExperimentConfig:
         default_name: str,
         overrides: tuple[str, ...],
     ) -> ExperimentConfig:
-        """Validate a parsed TOML document of this kind; every learner is built once (its
-        own checks catch bad values)."""
+        """Validate a parsed TOML document of this kind; every learner is built once (its own
+        checks catch bad values). Independent keys' problems are reported together.
+        """
         # Independent keys are checked together and reported at once (Checker.collect);
         # building the learners needs them all.
         base.check_keys(check, raw, TOP_LEVEL_KEYS, ())
@@ -411,7 +395,8 @@ def _blame_learner(
     check: Checker, config: ExperimentConfig, name: str, exc: Exception
 ) -> typing.NoReturn:
     """Report a learner that cannot be built under the key that caused it: its
-    ``learner_options`` when it builds without them, else ``horizon`` or ``env``."""
+    ``learner_options`` when it builds without them, else ``horizon`` or ``env``.
+    """
     if name in config.learner_options:
         rest = {k: v for k, v in config.learner_options.items() if k != name}
         try:
@@ -470,11 +455,6 @@ def _check_params(
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# Running
-# --------------------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass
 class Outcome:
     """One learner's simulation; a kind's outcome adds its metrics.
@@ -482,11 +462,10 @@ class Outcome:
     Attributes:
       name: registry name.
       learner: the learner object.
-      params: the learner params it ran with (shared by all runs).
+      params: the learner params it ran with.
       result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces).
-      num_muted: total meta-weight muting events over runs (StABL variants, Algorithm 3 and
-        Appendix D), else ``None``.
-      wall_seconds: simulation wall time (compile + run + transfers).
+      num_muted: meta-weight muting events over all runs (StABL variants), else ``None``.
+      wall_seconds: simulation wall time (compile, run and transfers).
     """
 
     name: str
@@ -506,7 +485,7 @@ class Result:
       env: the environment object.
       outcomes: per learner, in config order.
       change_points: ``(R, S - 1)`` change points of every run.
-      chunk_size: rounds per compiled chunk actually used.
+      chunk_size: rounds per compiled chunk.
       wall_seconds: total wall time of the run.
       metrics_seconds: time spent computing the metrics.
     """
@@ -529,24 +508,21 @@ ResultT = TypeVar("ResultT", bound=Result)
 
 
 def env_width(env: Any) -> int:
-    """The arms (bandit) or the dimension (BCO) of ``env``: what a learner's traces and its
-    :func:`simulation_seconds` scale with."""
+    """The arms (bandit) or the dimension (BCO) of ``env``."""
     return int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
 
 
 def recorded_bytes(config: ExperimentConfig) -> int:
-    """The most bytes per run and round that a learner of ``config`` records in memory
-    (:meth:`ExperimentConfig.trace_bytes`): a chunk of the widest learner's outputs is the
-    largest one a run holds."""
+    """The most bytes per run and round a learner of ``config`` records in memory."""
     width = env_width(config.make_env())
     return max(config.trace_bytes(config.make_learner(n), width)[0] for n in config.learners)
 
 
 def resolve_chunk_size(config: ExperimentConfig, recorded: int | None = None) -> int:
-    """``config.chunk_size``, or: the memory-budget chunk of :func:`auto_chunk_size` for the
-    widest learner's outputs (``recorded`` bytes per run and round; ``None``:
-    :func:`recorded_bytes`), capped so that a run has at least :data:`AUTO_MIN_CHUNKS` chunks.
-    Every learner of ``config`` uses it; results do not depend on it."""
+    """``config.chunk_size``, else :func:`~stabl_jax.simulate.auto_chunk_size` for the widest
+    learner's ``recorded`` bytes per run and round (``None``: :func:`recorded_bytes`), with at
+    least :data:`AUTO_MIN_CHUNKS` chunks a run. Results do not depend on it.
+    """
     if config.chunk_size is not None:
         return min(config.chunk_size, config.horizon)
     per_round = max(1, recorded_bytes(config) if recorded is None else recorded)
@@ -562,9 +538,9 @@ def simulate_learners(
     checkpoints: ExperimentCheckpoints | None,
     validate: bool,
 ) -> Iterator[tuple[str, Any, Any, SimResult, float]]:
-    """``(name, learner, params, result, seconds)`` of every learner of ``config`` in turn,
-    each simulated on ``env`` with the same key (paired) and checkpointed in
-    ``checkpoints.for_learner(name)``; ``seconds`` is the simulation's wall time."""
+    """``(name, learner, params, result, seconds)`` of every learner in turn, each simulated
+    on ``env`` with the same key and checkpointed in ``checkpoints.for_learner(name)``.
+    """
     key = jax.random.key(config.seed)
     chunk = resolve_chunk_size(config)
     for name in config.learners:
@@ -596,11 +572,13 @@ def run_learners(
     on_learner_done: Callable[[Any], None] | None,
     **options: Any,
 ) -> ResultT:
-    """Simulate every learner of ``config`` (:func:`simulate_learners` with ``options``) into
-    an ``outcome_type`` with ``measure(env, result)``, its own metrics, handed to
-    ``on_learner_done`` at once; then ``measure_all(env, carry, outcomes)`` (``carry``: the
-    first learner's loop state, whose environment draws are every learner's) fills in the
-    metrics of all learners and gives the kind's own ``result_type`` fields."""
+    """Simulate every learner of ``config`` into an ``outcome_type``.
+
+    Each outcome gets ``measure(env, result)`` and goes to ``on_learner_done`` at once; then
+    ``measure_all(env, carry, outcomes)`` (``carry``: the first learner's loop state, whose
+    environment draws are every learner's) fills in the shared metrics and returns the
+    ``result_type``'s own fields.
+    """
     start = time.perf_counter()
     env = config.make_env()
     outcomes: dict[str, Any] = {}
@@ -657,8 +635,8 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
 
     Every learner is one :class:`~stabl_jax.experiment.kinds.base.Program` that keeps its
     ``(R, T)`` traces to the end; its loop state (counted at the largest learner's) is held
-    three times (device, host and checkpoint copies) and checkpointed beside its traces. At the end, ``traces.npz`` is
-    written (two copies of its arrays) beside one block of the metrics.
+    three times (device, host and checkpoint copies) and checkpointed beside its traces. At
+    the end, ``traces.npz`` is written (two copies of its arrays) beside a metrics block.
     """
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
@@ -687,14 +665,8 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Summary and plots
-# --------------------------------------------------------------------------------------------
-
-
 def learner_record(learner: Any, params: Any) -> dict[str, Any]:
-    """How a learner of ``summary.json`` was built: its ``constructor`` (static fields) and
-    its ``params``, every default filled in."""
+    """A learner's ``constructor`` (static fields) and ``params``, defaults filled in."""
     return {"constructor": static_fields(learner), "params": params_dict(params)}
 
 
@@ -720,8 +692,7 @@ def fixed_change_points(env: Any) -> tuple[int, ...] | None:
 
 
 def env_record(config: ExperimentConfig, env: Any) -> dict[str, Any]:
-    """``summary.json``'s ``env``: ``config``'s environment as built, ``env``, every field
-    (defaults included) and its change points (``None`` when drawn per run)."""
+    """``summary.json``'s ``env``: every field of the environment and its change points."""
     points = fixed_change_points(env)
     return {
         "name": config.env.name,
@@ -739,9 +710,10 @@ def build_summary(
     plot_files: Mapping[str, str],
     **entries: Any,
 ) -> dict[str, Any]:
-    """The JSON-ready ``summary.json`` of a bandit or BCO experiment: identity, config,
-    environment, versions and timings, the kind's ``entries``, ``notes`` on its metrics,
-    ``learner_summary(outcome, window_lengths)`` per learner, and the files."""
+    """The ``summary.json`` of a bandit or BCO experiment: identity, config, environment,
+    versions, timings, the kind's ``entries`` and ``notes``, and
+    ``learner_summary(outcome, window_lengths)`` per learner.
+    """
     config = result.config
     summary = {
         "format": FORMAT,
@@ -790,8 +762,7 @@ def moving_band(
     label: str,
     of: metrics.Transform | None = None,
 ) -> plots.Band:
-    """The moving average of ``of(values)`` (``values`` ``(R, T)``) over runs, with its 95%
-    band (:func:`stabl_jax.metrics.moving_mean_ci`: in blocks of runs)."""
+    """The moving average of ``of(values)`` (``(R, T)``) over runs, with its 95% band."""
     mean, half = metrics.moving_mean_ci(values, window, of)
     return plots.Band(name=name, label=label, x=np.arange(values.shape[1]), mean=mean, half=half)
 
@@ -809,16 +780,12 @@ def regret_band(name: str, sa: np.ndarray, window_lengths: Any, num_queries: int
     )
 
 
-# --------------------------------------------------------------------------------------------
-# What stabl-jax run prints
-# --------------------------------------------------------------------------------------------
-
-
 def header(
     config: ExperimentConfig, out: Path, needs: base.Resources | None, size: str, detail: str
 ) -> str:
-    """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe
-    the environment and the feedback (or SA(L) grid) the kind's way."""
+    """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe the
+    environment and the feedback (or SA(L) grid).
+    """
     env = config.make_env()
     fixed = fixed_change_points(env)
     points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
@@ -860,7 +827,8 @@ def run(
     metrics_label: str,
 ) -> ResultT:
     """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it: the rounds resumed,
-    progress bars, a line per learner, the time the metrics took (``metrics_label``)."""
+    progress bars, a line per learner and the metrics' time.
+    """
     if resumed is not None:
         log(f"  resuming {resumed.source.name}: {resumed_rounds(config, resumed.progress)}")
 
@@ -888,8 +856,7 @@ def run(
 
 
 def progress_bars(horizon: int) -> ProgressFactory:
-    """Per learner, a tqdm bar (shown from the start, compilation included) driven by
-    ``simulate``'s per-chunk progress callback."""
+    """Per learner, a tqdm bar driven by ``simulate``'s per-chunk progress callback."""
     from tqdm import tqdm  # only when bars are shown
 
     def for_learner(name: str) -> Callable[[int, int], None]:

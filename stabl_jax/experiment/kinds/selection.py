@@ -1,53 +1,18 @@
-"""The algorithm-selection experiment as a config kind (``kind = "hpo"``): BBOB problems, Eagle
-arms, every learner on the same repeats, best-objective curves and performance profiles.
+"""The algorithm-selection experiment (``kind = "hpo"``, the paper's Section 6): BBOB problems,
+Eagle arms, every learner on the same repeats; best-objective curves and performance profiles.
 
-A config (``configs/hpo_bbob_sphere.toml``)::
+A config has ``learners``, ``runs`` (repeats per problem), ``feedback`` and a ``[bbob]`` table
+(``functions``, ``dims``, ``evaluations``: every combination is a problem; docs/configs.md
+lists its keys). Problems of the same dimension and budget run together: each learner is one
+compiled program vmapped over every (function, repeat) pair
+(:func:`stabl_jax.hpo_metrics.simulate_suite`). All learners use the same key, so repeat ``r``
+of a problem has the same shift, rotation and noise for every learner. Budgets count
+evaluations: a two-query learner plays half as many rounds as a one-query one.
 
-    kind = "hpo"
-    name = "hpo_bbob_sphere"
-    seed = 0
-    runs = 20                              # repeats per problem, vmapped (the paper: 5)
-    learners = ["uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive"]
-    feedback = "reward"                    # the paper's; "loss" also possible
-
-    [bbob]
-    functions = [1]                        # BBOB ids 1..24, or "all"
-    dims = [32, 64]
-    evaluations = [1000, 2000]             # budgets N: every (function, dim, N) is a problem
-    instance = 1
-    shift_radius = 1.0                     # the paper's extra random shift ...
-    rotate = true                          # ... and rotation, per repeat
-    noise_std = 0.01                       # observation noise on the normalised scale
-    reward_lambda = 0.01
-    reward = "paper"                       # or "vizier": the authors' ObjectiveRewardGenerator
-    eagle_grid = "default"                 # or "vizier": the grid with Vizier's defaults
-    eagle_fill = "uniform"                 # or "halton": Vizier's quasi-random pool filling
-    history_lengths = [20, 40, 80, 160, 320, 640, 1280, 2560]   # StABL's (the paper's)
-    tau_max = 10.0                         # range of the performance profiles
-
-Problems of the same dimension and budget run together: each learner is one compiled
-program vmapped over every (function, repeat) pair, the function being data
-(:func:`stabl_jax.hpo_metrics.simulate_suite`; a lone problem keeps the function static,
-:func:`stabl_jax.hpo_metrics.simulate_selection`). All learners use the same key, so
-repeat ``r`` of a problem has the same shift, rotation and noise stream for every learner;
-repeat ``r`` of the ``i``-th function of a group is run ``i R + r`` of the key.
-Budgets count evaluations, so a two-query learner gets half as many rounds as a one-query
-learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
-
-A long experiment never loses finished work: with ``checkpoints`` set, every learner of every
-problem checkpoints its chunks there
-(:class:`stabl_jax.experiment.checkpoints.ExperimentCheckpoints`,
-as for every kind) and resumes from them when the same config is rerun after an interrupt. A
-finished program keeps only its traces there: its last loop state (mostly the Eagle pools,
-far larger than the traces) is dropped once its outcome is taken.
-
-Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve (mean and 95%
-band over repeats) and the score against Uniform at every evaluation count; across all
-problems (every (problem, repeat) pair is a Dolan-More problem), performance profiles at the
-full budget, their scores, and the score against Uniform. The results folder holds
-``best_objective.png`` (log best-gap curves per problem), ``score_vs_uniform.png`` and
-``profile.png`` (Dolan-More profiles), with traces ``<problem>/<learner>/best_gap`` and
-``.../arm_counts``.
+Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve and the score
+against Uniform; across every (problem, repeat), Dolan-More performance profiles and their
+scores. The results folder holds ``best_objective.png``, ``score_vs_uniform.png`` and
+``profile.png``, and the traces ``<problem>/<learner>/best_gap`` and ``.../arm_counts``.
 """
 
 from __future__ import annotations
@@ -135,11 +100,11 @@ class HPOProblem:
 
 @dataclasses.dataclass(frozen=True)
 class HPOConfig:
-    """A validated ``kind = "hpo"`` config (see the module docstring for the file format).
+    """A validated ``kind = "hpo"`` config.
 
     Attributes:
-      name, description, seed, runs, learners, feedback: as in a bandit config (``runs`` are
-        the repeats of every problem).
+      name, description, seed, runs, learners, feedback: as in a bandit config (``runs``: the
+        repeats of every problem).
       problems: every ``(function, dim, evaluations)`` combination, functions slowest.
       instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max,
         reward, eagle_grid, eagle_fill: the ``[bbob]`` table's values
@@ -188,11 +153,6 @@ class HPOConfig:
             "source": self.source,
             "overrides": list(self.overrides),
         }
-
-
-# --------------------------------------------------------------------------------------------
-# Validation
-# --------------------------------------------------------------------------------------------
 
 
 def validate_hpo(
@@ -332,11 +292,6 @@ def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Running
-# --------------------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass
 class ProblemOutcome:
     """Every learner's traces on one problem.
@@ -393,11 +348,9 @@ def run_problems(
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> list[ProblemOutcome]:
     """Run every learner of ``config`` on ``problems``, which share their dimension and budget:
-    one compiled program per learner for all of them (module docstring). ``checkpoints``
-    holds learner ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for
-    several); a finished program's loop state is dropped from them (its traces are kept:
-    the experiment reads nothing else of it), so the disk holds one program's state at a
-    time."""
+    one compiled program per learner. Its checkpoints are those of :func:`program_name`; a
+    finished program's loop state is dropped from them (its traces are kept).
+    """
     first = problems[0]
     env = problem_env(config, problems)
     key = jax.random.key(config.seed)
@@ -492,11 +445,9 @@ def run_hpo_experiment(
 
     Args:
       config: a validated HPO config.
-      checkpoints: where every learner of every problem checkpoints its chunks and resumes
-        from (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); an interrupted run
-        resumes where it stopped and gives the same numbers. ``None``: no checkpoints.
-      validate: check every round inside the compiled programs (``simulate(validate=True)``);
-        results unchanged.
+      checkpoints: where every program checkpoints its chunks and resumes from
+        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``None``: none.
+      validate: check every round inside the compiled programs; results unchanged.
       on_learner_done: called after each learner of each problem with its timings.
       on_problem_done: called after each problem.
 
@@ -595,11 +546,6 @@ def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
     return HPOExperimentResult(config, summary["arms"], problems, summary["wall_seconds"])
 
 
-# --------------------------------------------------------------------------------------------
-# Metrics
-# --------------------------------------------------------------------------------------------
-
-
 def profiles(result: HPOExperimentResult, at_fraction: float = 1.0) -> dict[str, Any]:
     """Dolan-More profiles over every (problem, repeat), each at ``at_fraction`` of its budget.
 
@@ -685,12 +631,9 @@ HPO_PLOT_FILES: dict[str, str] = {
 }
 
 
-def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
-    """Log best-objective curves and scores against Uniform (one panel per problem), and the
-    performance profiles across all problems."""
-    folder = Path(folder)
-    cfg = result.config
-    tau_max = cfg.tau_max
+def _problem_panels(result: HPOExperimentResult) -> tuple[list[Any], list[Any]]:
+    """Per problem, the panel of log best-gap bands and that of scores against Uniform."""
+    tau_max = result.config.tau_max
     gap_panels, score_panels = [], []
     for outcome in result.problems.values():
         x = np.arange(1, outcome.problem.evaluations + 1)
@@ -714,6 +657,16 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
                 if name != hpo_metrics.BASELINE
             ]
             score_panels.append((title, scores))
+    return gap_panels, score_panels
+
+
+def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
+    """Log best-objective curves and scores against Uniform (one panel per problem), and the
+    performance profiles across all problems."""
+    folder = Path(folder)
+    cfg = result.config
+    tau_max = cfg.tau_max
+    gap_panels, score_panels = _problem_panels(result)
     setting = f"{cfg.runs} repeats, mean with 95% band"
     ncols = 2 if len(gap_panels) <= 4 else 6
     paths = [
@@ -794,11 +747,6 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
         + "; profile score in [0, 1] and vs Uniform in [-1, 1], higher is better"
     )
     return text_table(rows, footer)
-
-
-# --------------------------------------------------------------------------------------------
-# The kind
-# --------------------------------------------------------------------------------------------
 
 
 def run_header(config: HPOConfig, out: Path, needs: base.Resources | None = None) -> str:
