@@ -147,6 +147,25 @@ def needs_line(needs: Resources) -> str:
     )
 
 
+def header(
+    config: Any,
+    out: Path,
+    needs: Resources | None,
+    setting: Sequence[str],
+    notes: Sequence[str] = (),
+) -> str:
+    """What ``stabl-jax run`` prints before it runs: the config and its overrides, the
+    ``setting`` lines, the learners and ``notes`` on them, what it needs and the output."""
+    lines = [f"stabl-jax run {config.name}  ({config.source})"]
+    if config.overrides:
+        lines.append(f"  overrides: {' '.join(config.overrides)}")
+    lines += [*setting, f"  learners: {', '.join(config.learners)}", *notes]
+    if needs is not None:
+        lines.append(needs_line(needs))
+    lines.append(f"  output: {out}")
+    return "\n".join(lines)
+
+
 def resumed_line(
     totals: Mapping[str, int], progress: Mapping[str, int], tally: bool = False
 ) -> str:

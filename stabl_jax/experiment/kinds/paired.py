@@ -789,25 +789,15 @@ def header(
     env = config.make_env()
     fixed = fixed_change_points(env)
     points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
-    lines = [f"stabl-jax run {config.name}  ({config.source})"]
-    if config.overrides:
-        lines.append(f"  overrides: {' '.join(config.overrides)}")
-    lines.append(
+    setting = [
         f"  env: {config.env.name}, {size}, T={config.horizon} rounds, "
-        f"{env.num_segments} segments (change points: {points})"
-    )
-    lines.append(
+        f"{env.num_segments} segments (change points: {points})",
         f"  {config.runs} runs, seed {config.seed}, {detail}, "
-        f"chunks of {resolve_chunk_size(config)} rounds; same key for every learner (paired)"
-    )
-    lines.append(f"  learners: {', '.join(config.learners)}")
+        f"chunks of {resolve_chunk_size(config)} rounds; same key for every learner (paired)",
+    ]
     unused = config.unused_settings()
-    if unused:
-        lines.append(f"  not used (no such learner in learners): {', '.join(unused)}")
-    if needs is not None:
-        lines.append(base.needs_line(needs))
-    lines.append(f"  output: {out}")
-    return "\n".join(lines)
+    notes = [f"  not used (no such learner in learners): {', '.join(unused)}"] if unused else []
+    return base.header(config, out, needs, setting, notes)
 
 
 def resumed_rounds(config: ExperimentConfig, progress: Mapping[str, int]) -> str:

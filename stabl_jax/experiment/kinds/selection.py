@@ -751,19 +751,12 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
 
 def run_header(config: HPOConfig, out: Path, needs: base.Resources | None = None) -> str:
     """What ``stabl-jax run`` prints before an algorithm-selection experiment."""
-    lines = [f"stabl-jax run {config.name}  ({config.source})"]
-    if config.overrides:
-        lines.append(f"  overrides: {' '.join(config.overrides)}")
-    lines.append(
+    setting = (
         f"  {len(config.problems)} BBOB problems (function, dim, evaluations), {config.runs} "
         f"repeats each, seed {config.seed}, feedback={config.feedback}, "
         f"noise {config.noise_std:g}; same key for every learner (paired)"
     )
-    lines.append(f"  learners: {', '.join(config.learners)}")
-    if needs is not None:
-        lines.append(base.needs_line(needs))
-    lines.append(f"  output: {out}")
-    return "\n".join(lines)
+    return base.header(config, out, needs, [setting])
 
 
 def run(
