@@ -45,8 +45,9 @@ def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
     main = _run(tmp_path / "res" / "tiny", '["uniform", "stabl"]')
     _run(tmp_path / "res" / "tiny-naive", '["uniform", "stabl_naive"]')
     assert curves.main([str(tmp_path / "res"), str(tmp_path / "png"), "--folders", "tiny"]) == 0
-    written = sorted(p.name for p in (tmp_path / "png").iterdir())
+    written = sorted(p.name for p in (tmp_path / "png").glob("*.png"))
     assert written == ["tiny_regret.png", "tiny_sa.png"]
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == [".stabl_jax_results", *written]
     assert all((tmp_path / "png" / name).stat().st_size > 10_000 for name in written)
     out = capsys.readouterr().out
     assert "stabl_naive" in out  # the companion's learner is drawn too

@@ -16,7 +16,6 @@ holds ``loss.png`` and ``adaptive_regret.png``; ``traces.npz`` the traces ``<lea
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -119,11 +118,7 @@ def _domain_spec(check: Checker, value: Any) -> dict[str, Any]:
         if key not in ("name", "size"):
             check.unknown(f"env.domain.{key}", ["name", "size"])
     name = check.string("env.domain.name", spec.get("name"), allowed)
-    size = spec.get("size", 1.0)
-    number = isinstance(size, int | float) and not isinstance(size, bool)
-    if not number or not math.isfinite(size) or size <= 0:
-        check.fail("env.domain.size", f"must be a finite number > 0, got {size!r}")
-    return {"name": name, "size": float(size)}
+    return {"name": name, "size": check.number("env.domain.size", spec.get("size", 1.0), 0, True)}
 
 
 @dataclasses.dataclass

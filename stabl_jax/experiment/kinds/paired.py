@@ -448,10 +448,7 @@ def _check_params(
         values = check.table(key, values)
         out[learner_name] = {}
         for field, item in values.items():
-            number = isinstance(item, int | float) and not isinstance(item, bool)
-            if not number or not math.isfinite(item) or item < 0:
-                check.fail(f"{key}.{field}", f"must be a finite number >= 0, got {item!r}")
-            out[learner_name][field] = float(item)
+            out[learner_name][field] = check.number(f"{key}.{field}", item, 0)
     return out
 
 

@@ -188,9 +188,9 @@ def validate_hpo(
     if "evaluations" in table:
         keep("evaluations", _int_list, check, "bbob.evaluations", table["evaluations"], 2, None)
     keep("instance", check.integer, "bbob.instance", table.get("instance", 1), 1)
-    keep("shift_radius", _number, check, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0)
-    keep("rotate", _boolean, check, "bbob.rotate", table.get("rotate", True))
-    keep("noise_std", _number, check, "bbob.noise_std", table.get("noise_std", 0.01), 0.0)
+    keep("shift_radius", check.number, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0)
+    keep("rotate", check.boolean, "bbob.rotate", table.get("rotate", True))
+    keep("noise_std", check.number, "bbob.noise_std", table.get("noise_std", 0.01), 0.0)
     keep("reward_lambda", _reward_lambda, check, table)
     keep("reward", check.string, "bbob.reward", table.get("reward", "paper"), REWARDS)
     keep("eagle_grid", check.string, "bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
@@ -227,14 +227,8 @@ def _functions(check: Checker, value: Any) -> tuple[int, ...]:
     return _int_list(check, "bbob.functions", value, 1, NUM_FUNCTIONS, '"all"')
 
 
-def _boolean(check: Checker, key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        check.fail(key, f"must be a bool (true/false), got {value!r}")
-    return value
-
-
 def _reward_lambda(check: Checker, table: Mapping[str, Any]) -> float:
-    value = _number(check, "bbob.reward_lambda", table.get("reward_lambda", REWARD_LAMBDA), 0.0)
+    value = check.number("bbob.reward_lambda", table.get("reward_lambda", REWARD_LAMBDA), 0.0)
     try:
         check_reward_lambda(value)
     except ValueError as exc:
@@ -272,13 +266,6 @@ def _int_list(
         check, key, base.check_ints(check, key, value, minimum, maximum, alternative)
     )
     return tuple(out) if keep_order else tuple(sorted(out))
-
-
-def _number(check: Any, key: str, value: Any, minimum: float) -> float:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value < minimum:
-        check.fail(key, f"must be a finite number >= {minimum}, got {value!r}")
-    return float(value)
 
 
 def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
