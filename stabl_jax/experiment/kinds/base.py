@@ -1,9 +1,7 @@
-"""What an experiment kind is: the :class:`Kind` entry of the table in
-:mod:`stabl_jax.experiment.kinds`,
-and the config checks every kind shares (name, description, seed, runs, learners).
-
-A kind is one module of :mod:`stabl_jax.experiment.kinds` that builds one :class:`Kind` from its own
-functions; ``docs/design.md`` ("Adding things") says how to add one.
+"""What an experiment kind is (:class:`Kind`, an entry of :data:`stabl_jax.experiment.kinds.KINDS`),
+and what every kind shares: the config checks of its name, seed, runs and learners, the run's
+header and the memory and disk estimate of its programs. ``docs/design.md`` ("Adding things")
+says how to add a kind.
 """
 
 from __future__ import annotations
@@ -33,25 +31,22 @@ class Kind:
       name: the config's ``kind`` value.
       description: one line for ``stabl-jax list``.
       validate: ``(raw, check, *, source, default_name, overrides) -> config``: the checked
-        config of a parsed TOML document; every problem raised through ``check``
-        (:class:`~stabl_jax.experiment.configs.Checker`). The config has ``kind``, ``name``,
+        config of a parsed TOML document, every problem raised through ``check``
+        (:class:`~stabl_jax.experiment.configs.Checker`); the config has ``kind``, ``name``,
         ``seed``, ``runs``, ``learners`` and ``to_dict()``.
       header: ``(config, out, needs) -> str``: what ``stabl-jax run`` prints before running
-        (``needs`` is ``estimate(config)``, or ``None``).
+        (``needs``: ``estimate(config)`` or ``None``).
       run: ``(config, *, checkpoints, resumed, progress, log) -> result``: run every learner
-        with ``simulate(validate=True)``, checkpointing into ``checkpoints``
-        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``resumed`` is what the
-        results folder took over (or ``None``), ``progress`` whether to show progress bars,
-        ``log`` prints one line. The result has ``config``.
-      summary: ``(result, *, started) -> dict``: the JSON-ready ``summary.json`` document.
+        with ``simulate(validate=True)``, checkpointing into ``checkpoints``; ``resumed`` is
+        what the results folder took over (or ``None``), ``log`` prints one line.
+      summary: ``(result, *, started) -> dict``: the JSON-ready ``summary.json``.
       traces: ``result -> {key: array}``: the arrays of ``traces.npz``.
       plots: ``(result, folder) -> [path]``: draw the PNGs into ``folder``.
       table: ``result -> str``: the summary table ``stabl-jax run`` prints.
-      estimate: ``config -> Resources`` (:class:`Resources`, checked against the machine
-        before a run: a run that does not fit is refused); ``None``: nothing is checked.
-      resumed_line: ``(config, {learner: rounds done}) -> str``: what a run resuming an
-        interrupted one takes over, as ``stabl-jax run --dry-run`` prints it (``"exp3
-        64/256, uniform 256/256"``); ``None``: each checkpoint's name and rounds.
+      estimate: ``config -> Resources``, checked against the machine before a run; ``None``:
+        nothing is checked.
+      resumed_line: ``(config, {program: rounds done}) -> str``: what a resumed run takes over
+        (:func:`resumed_line`); ``None``: each checkpoint's name and rounds.
     """
 
     name: str
