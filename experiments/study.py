@@ -403,10 +403,9 @@ def point_memory_bytes(
     config_suffix: str = "",
 ) -> int:
     """The peak host memory ``stabl-jax run`` estimates for one point
-    (:func:`stabl_jax.experiment.kinds.paired.estimate_resources`, the estimate it checks at its
+    (:func:`stabl_jax.experiment.kinds.base.estimate_resources`, the estimate it checks at its
     start)."""
-    from stabl_jax.experiment.kinds import load_config
-    from stabl_jax.experiment.kinds.paired import estimate_resources
+    from stabl_jax.experiment.kinds import base, load_config, paired
 
     config = load_config(
         point_config_path(adversary, config_suffix),
@@ -414,7 +413,7 @@ def point_memory_bytes(
         runs=runs,
         seed=seed,
     )
-    return estimate_resources(config).memory_bytes
+    return base.estimate_resources(paired.plan(config)).memory_bytes
 
 
 T = TypeVar("T")
@@ -782,8 +781,8 @@ def dry_run(
     """What ``--dry-run`` prints: each point of ``configs`` (:func:`check_plan`) complete,
     or to run with what ``stabl-jax run`` estimates it needs (memory and disk); nothing is
     computed or written."""
+    from stabl_jax.experiment.kinds import base, paired
     from stabl_jax.experiment.kinds.base import needs_line
-    from stabl_jax.experiment.kinds.paired import estimate_resources
     from stabl_jax.experiment.results import is_complete
 
     lines = [f"[study] dry run: {len(configs)} points under {out}"]
@@ -794,7 +793,7 @@ def dry_run(
         if is_complete(folder) and not force:
             lines.append(f"  {folder.name:<{width}}  complete, not run again (--force runs it)")
             continue
-        needs = estimate_resources(config)  # what stabl-jax run checks for a bandit point
+        needs = base.estimate_resources(paired.plan(config))  # what stabl-jax run checks
         todo += 1
         lines.append(f"  {folder.name:<{width}}  to run: {needs_line(needs).strip()}")
     at_once = "one at a time" if jobs == 1 else f"up to {jobs} at once"

@@ -978,11 +978,11 @@ def test_the_memory_estimate_counts_the_largest_chunk_twice():
     the estimate holds twice the widest learner's chunk (once left out: a run it passed was
     killed for memory)."""
     from stabl_jax.experiment.kinds import load_config
-    from stabl_jax.experiment.kinds.paired import estimate_resources
+    from stabl_jax.experiment.kinds.bandit import KIND
 
     sets = ["runs=50", "env.num_arms=40", 'learners=["exp3","saol_hedge"]']
     small, large = (
-        estimate_resources(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
+        KIND.estimate(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
         for rounds in (64, 512)
     )
     widest = 16  # the played arm and three floats per run and round, for every learner

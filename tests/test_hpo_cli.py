@@ -248,7 +248,7 @@ def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys
     assert cli.main([*args, "--allow-large"]) == cli.EXIT_FAILURE
     out, err = capsys.readouterr()
     assert "the experiment ran" in err
-    needs = hpo_experiment.estimate_resources(load_config("hpo_bbob_sphere", TINY))
+    needs = hpo_experiment.KIND.estimate(load_config("hpo_bbob_sphere", TINY))
     assert f"needs about {byte_size(needs.memory_bytes)} of memory" in out, out
     assert "roughly" not in out, out  # no time: none was measured
 

@@ -433,7 +433,7 @@ def test_the_study_refuses_points_that_cannot_fit_before_running_any(tmp_path):
     """With ``jobs > 1`` each point's estimate is the one ``stabl-jax run`` checks; a point
     that alone exceeds the budget stops the study before anything runs (``main``: exit 2)."""
     from stabl_jax.experiment.cli import build_parser
-    from stabl_jax.experiment.kinds.paired import estimate_resources
+    from stabl_jax.experiment.kinds.bandit import KIND
 
     plan = study.default_plan(["geometric"], [300], groups=["baselines"])
     sets = ["horizon=16384"]
@@ -447,7 +447,7 @@ def test_the_study_refuses_points_that_cannot_fit_before_running_any(tmp_path):
     )
     config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
     estimate = study.point_memory_bytes("geometric", 300, study._BASELINES, 1000, 0, sets)
-    assert estimate == estimate_resources(config).memory_bytes > 2**30
+    assert estimate == KIND.estimate(config).memory_bytes > 2**30
 
 
 @pytest.mark.parametrize(("code", "status"), [(1, 1), (2, 1), (130, 130), (143, 143)])

@@ -29,7 +29,7 @@ from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import Kind, Resources, check_distinct
+from stabl_jax.experiment.kinds.base import Kind, Resources, check_distinct, estimate_resources
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry, SimResult
 
@@ -407,6 +407,6 @@ KIND = Kind(
     traces=trace_arrays,
     plots=render_plots,
     table=format_table,
-    estimate=paired.estimate_resources,
+    estimate=lambda config: estimate_resources(paired.plan(config)),
     resumed_line=paired.resumed_rounds,
 )

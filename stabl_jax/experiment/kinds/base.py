@@ -110,28 +110,44 @@ class Program:
     written: int
 
 
-def estimate_resources(
-    programs: Sequence[Program],
-    *,
-    state_copies: int,
-    end_bytes: int,
-    keeps_states: bool,
-    size: str,
-    remedy: str,
-) -> Resources:
-    """The :class:`Resources` of an experiment that runs ``programs`` one after the other.
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The programs an experiment runs one after the other, and how it holds them.
 
-    Memory: what every program keeps, ``end_bytes`` (the metrics and the copies written at
-    the end), and the largest program's ``state_copies`` copies of its state, two of its
-    chunk (device and host) and its working arrays. Disk: what every program writes, two
-    checkpoints of the state of every program (``keeps_states``) or of the largest, and the
-    plots.
+    Attributes:
+      programs: every program, in the order they run.
+      size: what the numbers are for (:attr:`Resources.size`).
+      remedy: how to make the run smaller (:attr:`Resources.remedy`).
+      state_copies: copies of its loop state a program holds at its peak.
+      end_bytes: what the end adds to memory (the metrics, the arrays written).
+      keeps_states: every program's checkpointed state stays on disk to the end (else only
+        the running one's).
     """
-    memory = sum(p.kept for p in programs) + end_bytes
-    memory += max(state_copies * p.state + 2 * p.chunk + p.working for p in programs)
+
+    programs: tuple[Program, ...]
+    size: str
+    remedy: str
+    state_copies: int
+    end_bytes: int
+    keeps_states: bool
+
+
+def estimate_resources(plan: Plan) -> Resources:
+    """The :class:`Resources` of ``plan``, from the sizes of its arrays.
+
+    Memory: what every program keeps, ``end_bytes``, and the largest program's
+    ``state_copies`` copies of its state, two of its chunk (device and host) and its working
+    arrays. Disk: what every program writes, two checkpoints of the state of every program
+    (``keeps_states``) or of the largest, and the plots.
+    """
+    programs = plan.programs
+    memory = sum(p.kept for p in programs) + plan.end_bytes
+    memory += max(plan.state_copies * p.state + 2 * p.chunk + p.working for p in programs)
     states = [p.state for p in programs]
-    disk = sum(p.written for p in programs) + 2 * (sum(states) if keeps_states else max(states))
-    return Resources(memory, disk + PLOTS_BYTES, size, remedy)
+    disk = sum(p.written for p in programs) + 2 * (
+        sum(states) if plan.keeps_states else max(states)
+    )
+    return Resources(memory, disk + PLOTS_BYTES, plan.size, plan.remedy)
 
 
 def needs_line(needs: Resources) -> str:

@@ -625,7 +625,7 @@ def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.nda
     return points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32)
 
 
-def estimate_resources(config: ExperimentConfig) -> base.Resources:
+def plan(config: ExperimentConfig) -> base.Plan:
     """An experiment's memory and disk from its config alone (nothing is allocated: the loop
     state's size comes from :func:`jax.eval_shape`; the bytes every learner records per run
     and round are the kind's, :meth:`ExperimentConfig.trace_bytes`).
@@ -652,13 +652,13 @@ def estimate_resources(config: ExperimentConfig) -> base.Resources:
         for recorded, saved in sizes
     ]
     kept = sum(runs * horizon * saved for _, saved in sizes)
-    return base.estimate_resources(
-        programs,
+    return base.Plan(
+        tuple(programs),
+        size=f"{runs} runs x {horizon} rounds x {len(learners)} learners",
+        remedy="lower runs or horizon (--runs, --set horizon=...)",
         state_copies=3,
         end_bytes=2 * kept + config.metrics_bytes(env, width),
         keeps_states=True,
-        size=f"{runs} runs x {horizon} rounds x {len(learners)} learners",
-        remedy="lower runs or horizon (--runs, --set horizon=...)",
     )
 
 

@@ -474,7 +474,7 @@ def run_state_bytes(learner: Any, env: HPOEnv) -> int:
     return base.tree_bytes(jax.eval_shape(lambda k: init_runs(learner, env, k, None), keys))
 
 
-def estimate_resources(config: HPOConfig) -> base.Resources:
+def plan(config: HPOConfig) -> base.Plan:
     """An algorithm-selection experiment's memory and disk from its config alone (shapes from
     :func:`jax.eval_shape`; nothing is allocated or compiled).
 
@@ -496,14 +496,14 @@ def estimate_resources(config: HPOConfig) -> base.Resources:
             gaps = runs * budget * 8
             state = runs * run_state_bytes(learner, env)
             programs.append(base.Program(state, chunk, traces, gaps, traces + gaps))
-    return base.estimate_resources(
-        programs,
-        state_copies=STATE_COPIES,
-        end_bytes=sum(p.kept for p in programs),
-        keeps_states=False,
+    return base.Plan(
+        tuple(programs),
         size=f"{len(config.problems)} problems x {config.runs} repeats x "
         f"{len(config.learners)} learners",
         remedy="lower runs or the problems' dimensions and budgets (--runs, --set bbob.dims=...)",
+        state_copies=STATE_COPIES,
+        end_bytes=sum(p.kept for p in programs),
+        keeps_states=False,
     )
 
 
@@ -781,6 +781,6 @@ KIND = base.Kind(
     traces=hpo_trace_arrays,
     plots=render_hpo_plots,
     table=format_hpo_table,
-    estimate=estimate_resources,
+    estimate=lambda config: base.estimate_resources(plan(config)),
     resumed_line=resumed_programs,
 )
