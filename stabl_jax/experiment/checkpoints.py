@@ -343,20 +343,18 @@ class ChunkCheckpoint:
         self, template: Any, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[Any, dict[str, np.ndarray], int] | None:
         """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
-        stored. The carry is ``None`` where :meth:`drop_state` dropped it.
+        stored; the carry is ``None`` where :meth:`drop_state` dropped it.
 
         Args:
           template: the freshly initialised carry (structure, shapes, dtypes, key types).
-          rounds: allocate each output ``(R, rounds, ...)`` at once (the whole simulation; the
-            rounds from ``t0`` on are left for the caller to fill), instead of ``(R, t0, ...)``:
-            a resumed run then holds its outputs once, never a copy beside them.
-          names: restore only these outputs (the traces the resumed run records; a checkpoint
-            may hold more, written when the run recorded more), ``None``: all.
+          rounds: allocate each output ``(R, rounds, ...)`` at once (the caller fills the rounds
+            from ``t0`` on), so that a resumed run never holds a copy of its outputs.
+          names: restore only these outputs; ``None``: all.
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
-          CheckpointMismatch: another fingerprint or another carry layout, or a dropped
-            state and ``rounds`` past the stored ones.
+          CheckpointMismatch: another fingerprint or carry layout, or a dropped state and
+            ``rounds`` past the stored ones.
         """
         read = self._read(keep=True, rounds=rounds, names=names)
         if read is None:
@@ -374,17 +372,12 @@ class ChunkCheckpoint:
         return None, outputs, t0
 
     def drop_state(self) -> None:
-        """Delete the stored loop state of a finished simulation, keeping its outputs.
-
-        For a caller that reads only the outputs of a finished simulation: its last loop state
-        can be far larger than its traces (an algorithm-selection run's optimiser pools), and
-        it is needed only to continue past the last round. Afterwards :meth:`restore` returns
-        the outputs and ``None`` for the carry (so :func:`~stabl_jax.simulate.simulate`'s
-        ``SimResult.carry`` is ``None``), and refuses to continue to a later round.
+        """Delete the stored loop state of a finished simulation, keeping its outputs (a
+        state can be far larger than the traces). :meth:`restore` then returns ``None`` for the
+        carry and refuses to continue to a later round.
 
         Raises:
-          CheckpointMismatch: nothing is stored (or the stored state belongs to another
-            simulation).
+          CheckpointMismatch: nothing is stored, or the state belongs to another simulation.
         """
         # The chunk list is known when this object restored or saved the simulation (as
         # simulate does); only otherwise is the stored state read (and checked) for it.
@@ -456,14 +449,10 @@ def learner_folders(folder: str | Path) -> list[Path]:
 
 
 def fingerprints_match(folder: str | Path, identity: Mapping[str, Any]) -> bool | None:
-    """Whether the learners' checkpoints under ``folder`` were written for ``identity``
-    (every stored state carries its digest), read from the states alone: what identifies an
-    experiment checkpoint whose ``experiment.json`` is missing or unreadable.
-
-    Returns:
-      ``True`` when at least one learner's state carries the digest of ``identity`` and none
-      carries another or is unreadable; ``False`` when one does; ``None`` when no learner has
-      a stored state (nothing to lose).
+    """Whether the learners' checkpoints under ``folder`` were written for ``identity``, from
+    the digests their states carry (for a folder whose ``experiment.json`` is lost): ``True``
+    when one does and none carries another or is unreadable, ``False`` when one does not,
+    ``None`` when no learner has a stored state.
     """
     digest, seen = _identity_digest(identity), False
     for sub in learner_folders(folder):
@@ -485,25 +474,22 @@ def verify_learners(
     log: Callable[[str], None] = lambda _: None,
     dry_run: bool = False,
 ) -> dict[str, int]:
-    """Check every learner's checkpoint under ``folder`` (every file against its digests):
-    what :meth:`ExperimentCheckpoints.verify` checks before a resume, here without the object
-    (which writes ``experiment.json``), so that a dry run can check a folder it may not touch.
+    """Check every learner's checkpoint under ``folder`` against its digests, as
+    :meth:`ExperimentCheckpoints.verify` does, without writing anything (for a dry run).
 
     Args:
       folder: an experiment's checkpoint folder (one subfolder per learner).
       identity: the experiment's :func:`experiment_identity`.
-      discard_damaged: delete a learner's checkpoint that is damaged or belongs to another
-        simulation (``log`` says so; that learner is recomputed) instead of raising.
+      discard_damaged: delete a damaged checkpoint or one of another simulation (``log`` says
+        so; that learner is recomputed) instead of raising.
       log: receives one line per discarded checkpoint.
-      dry_run: delete nothing; ``log`` says what would be discarded (``stabl-jax run
-        --dry-run``). Every file is read either way.
+      dry_run: delete nothing; ``log`` says what would be discarded.
 
     Returns:
       ``{learner: rounds done}`` for every learner with a stored state.
 
     Raises:
-      CheckpointMismatch: a learner's checkpoint cannot be resumed from and
-        ``discard_damaged`` is false; the message names the file and ``--force``.
+      CheckpointMismatch: a checkpoint cannot be resumed from and ``discard_damaged`` is false.
     """
     digest = _identity_digest(identity)
     done = {}
