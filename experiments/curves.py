@@ -32,7 +32,8 @@ from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
-    owned_figures,
+    figure_paths,
+    mark_folder,
 )
 from stabl_jax.experiment.tables import TracesDamaged
 
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     try:  # before any is drawn: a user's PNG of one of these names is never replaced
         names = [f"{f.name}_{kind}.png" for f in folders for kind in ("regret", "sa")]
-        owned_figures(args.out, names, "OUT_DIR", args.overwrite)
+        figure_paths(args.out, names, "OUT_DIR", args.overwrite)
     except OutputError as exc:
         parser.error(str(exc))
     written = []
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             written += curves(folder, args.out, found.pop(folder))  # its arrays freed
     except TracesDamaged as exc:  # an array of a traces.npz damaged
         parser.error(str(exc))
+    mark_folder(args.out)  # its figures: replaced by the next run
     print(f"wrote {len(written)} PNGs into {args.out}")
     return 0
 

@@ -19,7 +19,7 @@ import numpy as np
 from _cli import need_runs
 
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.results import OutputError, Parser, owned_figures
+from stabl_jax.experiment.results import OutputError, Parser, figure_paths, mark_folder
 from stabl_jax.experiment.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"
@@ -142,12 +142,13 @@ def main(argv: list[str] | None = None) -> int:
             "(experiments/tune.py ... --out SWEEPS_DIR/NAME writes SWEEPS_DIR/NAME/sweep.json)"
         )
     try:  # before any is drawn: every sweep read (figure_names), a user's PNG never replaced
-        owned_figures(
+        figure_paths(
             args.out, [n for f in files for n in figure_names(f)], "OUT_DIR", args.overwrite
         )
     except (OutputError, ValueError) as exc:
         parser.error(str(exc))
     written = [path for f in files for path in sensitivity(f, args.out)]
+    mark_folder(args.out)  # its figures: replaced by the next run
     print(f"wrote {len(written)} PNGs into {args.out}")
     return 0
 

@@ -45,8 +45,9 @@ from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
     Parser,
+    figure_paths,
     is_complete,
-    owned_figures,
+    mark_folder,
     owned_files,
     write_json,
     write_text,
@@ -617,7 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
         if args.figures:
             names = figure_names(ADVERSARIES, args.figure_prefix)
-            owned_figures(args.figures, names, "--figures", args.overwrite)
+            figure_paths(args.figures, names, "--figures", args.overwrite)
         points = load_points(out)
         if not points:
             raise ValueError(
@@ -646,6 +647,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_figures(analysis, Path(args.figures), args.figure_prefix) if args.figures else ()
     ):
         print(f"[study] figure: {path}")
+    if args.figures:
+        mark_folder(Path(args.figures))  # its figures: replaced by the next run
     return 0
 
 

@@ -56,7 +56,7 @@ def _gaps(name: str, values: Any, ndim: int = 2) -> np.ndarray:
     return checks.check_finite(name, a)
 
 
-def _tau_max(tau_max: object) -> float:
+def check_tau_max(tau_max: object) -> float:
     """``tau_max`` as a finite float ``> 1``, else ``ValueError`` naming it."""
     v = checks.check_real("tau_max", tau_max)
     if not (math.isfinite(v) and v > 1.0):
@@ -243,7 +243,7 @@ def profile_scores(costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX) -> np.nd
       [1.0, 0.5]
     """
     log_r = np.log(performance_ratios(costs))
-    return np.maximum(0.0, 1.0 - log_r / np.log(_tau_max(tau_max))).mean(axis=1)
+    return np.maximum(0.0, 1.0 - log_r / np.log(check_tau_max(tau_max))).mean(axis=1)
 
 
 def score_vs_baseline(
@@ -267,7 +267,7 @@ def score_vs_baseline_curve(
         same problems (paired repeats).
     """
     log_r = np.log(_ratios(_paired(best_gap, baseline_gap, ndim=2)))  # (2, P, N)
-    s = np.maximum(0.0, 1.0 - log_r / np.log(_tau_max(tau_max))).mean(axis=1)  # (2, N)
+    s = np.maximum(0.0, 1.0 - log_r / np.log(check_tau_max(tau_max))).mean(axis=1)  # (2, N)
     return s[0] - s[1]
 
 

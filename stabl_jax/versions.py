@@ -27,7 +27,6 @@ MINIMUM_VERSIONS: dict[str, str] = {
     "chex": "0.1.90",
     "numpy": "2.0",
     "matplotlib": "3.8.4",
-    "pillow": "9.3",
     "tqdm": "4.66",
 }
 #: Checked when stabl_jax is imported, from the installed packages' metadata.

@@ -15,7 +15,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
@@ -27,10 +26,9 @@ from stabl_jax.experiment.configs import (
     resolve_config,
     shipped_configs,
 )
-from stabl_jax.experiment.kinds import KINDS, load_config, paired
+from stabl_jax.experiment.kinds import KINDS, load_config
 from stabl_jax.experiment.kinds import bandit as experiment
 from stabl_jax.experiment.kinds.bandit import PLOT_FILES, arm_dtype
-from stabl_jax.experiment.kinds.base import rough_times
 from stabl_jax.experiment.kinds.paired import MUTED_WARNING, default_sa_windows
 from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
 from stabl_jax.experiment.tables import load_results
@@ -584,63 +582,7 @@ def test_default_output_folder_and_summary_table(tmp_path, capsys, monkeypatch):
     assert "stabl" in table and "uniform" in table and "±" in table
     # TINY's options for stabl_single_scale, which these learners leave out, are named
     assert "not used (no such learner in learners): learner_options.stabl_single_scale" in out
-    assert " s of compiling and under 0.1 s of SA(L)\n" in out  # the metrics pass announced
-
-
-def test_the_simulation_time_counts_each_learners_state_and_arms():
-    """Every learner was announced at n arm updates a run and round, whatever it does (Uniform
-    at n = 300, R = 1024 ran 8.7 times faster than announced, StABL's rate grid at n = 30,
-    R = 64 16 times slower). Now ``T (a + R (b + c n + e S))`` per learner, by hand at R = 4,
-    T = 64, n = 5, with S its loop-state bytes: a learner with a larger state is announced
-    longer."""
-    sets = ["runs=4", "horizon=64", "env.num_arms=5", "env.change_points=[9]"]
-    config = load_config("expert_advice_random", [*sets, 'learners=["uniform", "stabl"]'])
-    expected = 0.0
-    for name in ("uniform", "stabl"):
-        state = jax.eval_shape(config.make_learner(name).init, jax.random.key(0))
-        size = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state))
-        per_run = (
-            paired.ESTIMATE_SECONDS_PER_RUN_ROUND
-            + 5 * paired.ESTIMATE_SECONDS_PER_ARM
-            + size * paired.ESTIMATE_SECONDS_PER_STATE_BYTE
-        )
-        expected += 64 * (paired.ESTIMATE_SECONDS_PER_ROUND + 4 * per_run)
-    assert paired.estimate_resources(config).seconds == pytest.approx(expected, rel=1e-12)
-    alone = {
-        name: paired.estimate_resources(
-            load_config("expert_advice_random", [*sets, f'learners=["{name}"]'])
-        ).seconds
-        for name in ("uniform", "stabl")
-    }
-    assert alone["stabl"] > alone["uniform"]
-    assert alone["stabl"] + alone["uniform"] == pytest.approx(expected, rel=1e-12)
-    # and each learner's program is announced to compile, the first time, at the same guess
-    compiles = paired.estimate_resources(config).compile_seconds
-    assert compiles == pytest.approx(2 * paired.ESTIMATE_COMPILE_SECONDS)
-    assert rough_times(12, 20, None) == "12 s of simulation and 20 s of compiling"
-    assert rough_times(None, None, 31) == "31 s of SA(L)" and rough_times(None, None, None) == ""
-
-
-def test_the_metrics_time_of_a_bandit_run_is_counted_by_runs_rounds_windows_and_arms():
-    """The header announced the simulation alone (``study_geometric``: 16 s, and 31 s of
-    metrics unannounced). ``R T (a + |L| (b + c n))``, by hand at R = 4, T = 64, two
-    window lengths and n = 5; proportional to the runs, not to the learners."""
-    sets = [
-        "runs=4",
-        "horizon=64",
-        "sa_windows=[16, 32]",
-        "env.num_arms=5",
-        "env.change_points=[9]",
-    ]
-    config = load_config("expert_advice_random", sets)
-    per_window = experiment.ESTIMATE_SA_WINDOW_SECONDS + 5 * experiment.ESTIMATE_SA_ARM_SECONDS
-    expected = 4 * 64 * (experiment.ESTIMATE_SA_ROUND_SECONDS + 2 * per_window)
-    assert config.metrics_seconds(config.make_env()) == pytest.approx(expected, rel=1e-12)
-    assert paired.estimate_resources(config).metrics_seconds == pytest.approx(expected)
-    more = load_config("expert_advice_random", [*sets[1:], "runs=12", 'learners=["uniform"]'])
-    assert more.metrics_seconds(more.make_env()) == pytest.approx(3 * expected, rel=1e-12)
-    full = load_config("study_geometric")  # measured at R = 200: 7.0 s, announced 6.2 s
-    assert 15 < full.metrics_seconds(full.make_env()) < 60
+    assert "needs about" in out and "roughly" not in out  # memory and disk, no time
 
 
 def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):

@@ -45,8 +45,9 @@ def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
     main = _run(tmp_path / "res" / "tiny", '["uniform", "stabl"]')
     _run(tmp_path / "res" / "tiny-naive", '["uniform", "stabl_naive"]')
     assert curves.main([str(tmp_path / "res"), str(tmp_path / "png"), "--folders", "tiny"]) == 0
-    written = sorted(p.name for p in (tmp_path / "png").iterdir())
+    written = sorted(p.name for p in (tmp_path / "png").glob("*.png"))
     assert written == ["tiny_regret.png", "tiny_sa.png"]
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == [".stabl_jax_results", *written]
     assert all((tmp_path / "png" / name).stat().st_size > 10_000 for name in written)
     out = capsys.readouterr().out
     assert "stabl_naive" in out  # the companion's learner is drawn too
@@ -118,17 +119,19 @@ def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):
     png = tmp_path / "png"
     args = [str(tmp_path / "res"), str(png), "--folders", "tiny"]
     assert curves.main(args) == 0
-    assert all(results.is_own_figure(p) for p in png.iterdir())
+    assert results.is_marked(png) and len(list(png.glob("*.png"))) == 2
     assert curves.main(args) == 0  # its own figures are replaced
-    (png / "tiny_sa.png").write_bytes(b"their plot")
-    before = (png / "tiny_regret.png").read_bytes()
+    theirs = tmp_path / "theirs"  # a user's folder, holding a PNG of one of its names
+    theirs.mkdir()
+    (theirs / "tiny_sa.png").write_bytes(b"their plot")
+    args = [str(tmp_path / "res"), str(theirs), "--folders", "tiny"]
     with pytest.raises(SystemExit) as stop:  # before any figure is drawn
         curves.main(args)
-    assert stop.value.code == 2 and "is not a figure of stabl_jax" in capsys.readouterr().err
-    assert (png / "tiny_sa.png").read_bytes() == b"their plot"
-    assert (png / "tiny_regret.png").read_bytes() == before
+    assert stop.value.code == 2 and "is not in a folder stabl_jax made" in capsys.readouterr().err
+    assert (theirs / "tiny_sa.png").read_bytes() == b"their plot"
+    assert sorted(p.name for p in theirs.iterdir()) == ["tiny_sa.png"]
     assert curves.main([*args, "--overwrite"]) == 0
-    assert results.is_own_figure(png / "tiny_sa.png")
+    assert (theirs / "tiny_sa.png").read_bytes()[:4] == b"\x89PNG" and results.is_marked(theirs)
 
 
 def test_a_folder_of_one_run_is_refused_before_any_figure(curves, tmp_path, capsys):

@@ -26,7 +26,7 @@ from stabl_jax.experiment.kinds import load_config, write_results
 from stabl_jax.experiment.kinds import selection as hpo_experiment
 from stabl_jax.experiment.kinds.selection import HPOProblem, run_hpo_experiment
 from stabl_jax.experiment.results import COMPLETE, ResultsFolder, read_summary, read_traces
-from stabl_jax.experiment.tables import byte_size, duration
+from stabl_jax.experiment.tables import byte_size
 from stabl_jax.learners.exp3 import EXP3
 from tests.conftest import write_config_variant
 
@@ -248,9 +248,9 @@ def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys
     assert cli.main([*args, "--allow-large"]) == cli.EXIT_FAILURE
     out, err = capsys.readouterr()
     assert "the experiment ran" in err
-    needs = hpo_experiment.estimate_resources(load_config("hpo_bbob_sphere", TINY))
+    needs = hpo_experiment.KIND.estimate(load_config("hpo_bbob_sphere", TINY))
     assert f"needs about {byte_size(needs.memory_bytes)} of memory" in out, out
-    assert f"roughly {duration(needs.seconds)} of simulation" in out, out
+    assert "roughly" not in out, out  # no time: none was measured
 
 
 def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
@@ -264,38 +264,11 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
     group = hpo_experiment.problem_groups(config)[0]
     env = hpo_experiment.problem_env(config, group)
     learner = hpo_experiment.make_learner(config, "stabl", group[0].evaluations)
-    traces = hpo_experiment.TRACES
+    traces = hpo_experiment.RECORDED_TRACES
     res = simulate_selection(
         learner, env, jax.random.key(0), 3, group[0].evaluations, traces=traces
     )
     assert tree_bytes(res.carry) == 3 * hpo_experiment.run_state_bytes(learner, env)
-
-
-def test_the_hpo_time_estimate_follows_the_loop_state_every_evaluation_updates():
-    """Every evaluation updates all of a run's Eagle pools: the estimated seconds are the
-    programs' loop-state bytes times their budgets at the assumed speed, so they double with
-    the repeats, and a d = 64 problem costs more than the d = 32 one of the same budget by
-    its larger pools, whichever learner queries."""
-    sphere = ['learners=["uniform","stabl"]', "bbob.evaluations=[1000]"]
-    one, two = (load_config("hpo_bbob_sphere", sphere, runs=r) for r in (5, 10))
-    seconds = hpo_experiment.estimate_resources(one).seconds
-    assert seconds is not None and seconds > 0
-    assert hpo_experiment.estimate_resources(two).seconds == pytest.approx(2 * seconds)
-    work = {}
-    for group in hpo_experiment.problem_groups(one):
-        env = hpo_experiment.problem_env(one, group)
-        (problem,) = group
-        learners = [hpo_experiment.make_learner(one, n, 1000) for n in one.learners]
-        state = sum(hpo_experiment.run_state_bytes(x, env) for x in learners)
-        work[problem.dim] = 5 * 1000 * state
-    assert work[64] > 4 * work[32]  # the pools grow faster than d
-    rate = hpo_experiment.ESTIMATE_STATE_BYTES_PER_SECOND
-    assert seconds == pytest.approx(sum(work.values()) / rate)
-    # one program per learner and problem group (here two groups: d = 32 and 64) to compile
-    programs = len(one.learners) * len(hpo_experiment.problem_groups(one))
-    assert programs == 4
-    expected = programs * hpo_experiment.ESTIMATE_COMPILE_SECONDS
-    assert hpo_experiment.estimate_resources(two).compile_seconds == pytest.approx(expected)
 
 
 def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch):
@@ -334,5 +307,5 @@ def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch)
         )
         np.testing.assert_array_equal(resumed, again)
     config = load_config("hpo_bbob_sphere", TINY)  # a program stopped inside: its rounds
-    line = hpo_experiment.resumed_line(config, {f"{key}-uniform": 24, f"{key}-stabl": 5})
+    line = hpo_experiment.KIND.describe_resumed(config, {f"{key}-uniform": 24, f"{key}-stabl": 5})
     assert line == f"1 of 2 learner programs complete, {key}-stabl at 5/12 rounds"

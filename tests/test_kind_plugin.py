@@ -16,7 +16,7 @@ from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.experiment import cli, kinds, register_kind
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import KINDS, load_config
-from stabl_jax.experiment.results import is_own_figure
+from stabl_jax.experiment.results import is_marked
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CONFIG = EXAMPLES / "horizon_study.toml"
@@ -62,7 +62,8 @@ def test_a_kind_named_by_import_path_runs_end_to_end(on_path, tmp_path, capsys):
         np.testing.assert_array_equal(traces[f"exp3/T{horizon}/average_loss"], expected)
         got = summary["learners"]["exp3"]["average_loss"][f"T{horizon}"]["mean"]
         assert got == pytest.approx(float(expected.astype(np.float64).mean()), rel=1e-12)
-    assert is_own_figure(out / "average_loss.png") and (out / "results.csv").is_file()
+    assert is_marked(out) and (out / "average_loss.png").stat().st_size > 0
+    assert (out / "results.csv").is_file()
     assert "T=32" in capsys.readouterr().out
     # Imported once, it is a registered kind: listed, and nameable by its own name.
     assert KINDS["horizon_study"].name == "horizon_study"

@@ -54,22 +54,15 @@ def test_figures_are_tagged_and_written_atomically(tmp_path):
     x = np.arange(10.0)
     band = plots.Band(name="stabl", label="StABL", x=x, mean=x, half=0 * x)
     path = plots.plot_adaptive_regret([band], tmp_path / "sa.png", title="t")
-    assert results.is_own_figure(path)
+    assert b"Software\x00stabl_jax " in path.read_bytes()  # the PNG's text chunk
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sa.png"]  # no temporary left
     plt = plots.pyplot()
     fig, _ = plt.subplots()
     fig.savefig(tmp_path / "plain.png")  # matplotlib's own PNG: not this library's
     plt.close(fig)
-    (tmp_path / "notes.png").write_text("not an image")
-    assert not results.is_own_figure(tmp_path / "plain.png")
-    assert not results.is_own_figure(tmp_path / "notes.png")
-    assert not results.is_own_figure(tmp_path / "missing.png")
-    assert not results.is_own_figure(tmp_path)
+    assert b"stabl_jax" not in (tmp_path / "plain.png").read_bytes()
     # another suffix, another format (matplotlib's), untagged
-    assert (
-        plots.plot_adaptive_regret([band], tmp_path / "sa.pdf", title="t").read_bytes()[:5]
-        == b"%PDF-"
-    )
-    assert not results.is_own_figure(tmp_path / "sa.pdf")
+    pdf = plots.plot_adaptive_regret([band], tmp_path / "sa.pdf", title="t").read_bytes()
+    assert pdf[:5] == b"%PDF-" and b"stabl_jax " not in pdf
     with pytest.raises(results.OutputError, match="is a file"):
-        results.owned_figures(path, ["a.png"], "OUT_DIR")
+        results.figure_paths(path, ["a.png"], "OUT_DIR")

@@ -55,27 +55,28 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
     assert "interior: {'lr_scale': 4.0}" in out
     for name in ("demo_sensitivity.png", "demo_sensitivity_1d.png"):
         assert (tmp_path / "png" / name).stat().st_size > 10_000
-        assert results.is_own_figure(tmp_path / "png" / name)
-    # a PNG of one of its names that stabl_jax did not write (here of a second sweep's, drawn
-    # after demo's) is left alone, and nothing is drawn (--overwrite: replaced)
-    (tmp_path / "second").mkdir()
-    (tmp_path / "second" / "sweep.json").write_text(json.dumps(sweep))
-    theirs = tmp_path / "png" / "second_sensitivity_1d.png"
+    assert results.is_marked(tmp_path / "png")  # its folder: a rerun replaces them
+    assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
+    # a PNG of one of its names in a user's folder is left alone, and nothing is drawn
+    # (--overwrite: replaced)
+    user = tmp_path / "user"
+    user.mkdir()
+    theirs = user / "demo_sensitivity_1d.png"
     plt = plots.pyplot()
     fig, _ = plt.subplots()
     fig.savefig(theirs)
     plt.close(fig)
     mine = theirs.read_bytes()
-    drawn = {p.name: p.stat().st_ino for p in (tmp_path / "png").iterdir()}
+    capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        script.main([str(tmp_path), str(tmp_path / "png")])
+        script.main([str(tmp_path), str(user)])
     assert stop.value.code == 2 and theirs.read_bytes() == mine
-    assert {p.name: p.stat().st_ino for p in (tmp_path / "png").iterdir()} == drawn
-    assert "second_sensitivity_1d.png is there and is not a figure of stabl_jax" in (
+    assert [p.name for p in user.iterdir()] == [theirs.name]
+    assert "demo_sensitivity_1d.png is there and is not in a folder stabl_jax made" in (
         capsys.readouterr().err
     )
-    assert script.main([str(tmp_path), str(tmp_path / "png"), "--overwrite"]) == 0
-    assert results.is_own_figure(theirs)
+    assert script.main([str(tmp_path), str(user), "--overwrite"]) == 0
+    assert theirs.read_bytes() != mine and results.is_marked(user)
 
     grid = script.grid_of("stabl", sweep["learners"]["stabl"])
     assert grid.mean.shape == (3, 4) and grid.chosen == (2, 0)

@@ -156,7 +156,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         study.main([*args[:-1], str(theirs)])
     assert stop.value.code == 2 and not (out / "study.json").exists()
-    assert "is not a figure of stabl_jax" in capsys.readouterr().err
+    assert "is not in a folder stabl_jax made" in capsys.readouterr().err
     assert (theirs / "study_geometric_sa_vs_n.png").read_bytes() == b"their plot"
     assert study.main(args) == 0
     saved = json.loads((out / "study.json").read_text())
@@ -175,10 +175,11 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert np.all(means > 0) and np.all(means <= np.array([32, 64, 128, 256]))
     assert saved["analysis"]["geometric"]["fit_windows"] == [32, 64]  # L <= T / 4
     assert sorted(p.name for p in figures.iterdir()) == [
+        ".stabl_jax_results",
         "study_geometric_sa_vs_L.png",
         "study_geometric_sa_vs_n.png",
     ]
-    assert all(results.is_own_figure(p) for p in figures.iterdir())
+    assert results.is_marked(figures)
     assert (
         study.load_analysis(out)["geometric"]["learners"]["uniform"]["by_n"][3]
         == (learner["by_n"]["3"])

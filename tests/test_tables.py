@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from stabl_jax.experiment import cli, read_summary, read_traces
-from stabl_jax.experiment.tables import COLUMNS, TraceFile, duration, load_results, summary_rows
+from stabl_jax.experiment.tables import COLUMNS, TraceFile, load_results, summary_rows
 from tests.conftest import fill_disk_while_writing, flip_a_byte_of
 
 BANDIT = {
@@ -218,12 +218,3 @@ def test_a_full_disk_leaves_the_csv_whole(tmp_path, monkeypatch):
             res.to_csv()
     assert path.read_text(encoding="utf-8") == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "summary.json"]
-
-
-def test_durations_read_for_people_and_never_as_zero():
-    """A run estimated at 0.4 s reads ``0.4 s``, not ``0 s`` (``stabl-jax run bco_d2``
-    announces 0.3 s)."""
-    cases = {0.0: "under 0.1 s", 0.04: "under 0.1 s", 0.1: "0.1 s", 0.4: "0.4 s", 9.94: "9.9 s"}
-    cases |= {12.3: "12 s", 90: "1.5 min", 5400: "1.5 h"}
-    assert {seconds: duration(seconds) for seconds in cases} == cases
-    assert duration(3 * 86400) == "3.0 days"

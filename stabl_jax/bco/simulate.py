@@ -183,48 +183,6 @@ def theta_size(env: Any) -> int:
     return max(1, int(np.prod(theta.shape)))
 
 
-#: :func:`sa_seconds`' rate: coordinates of ``theta_t`` a comparator solver goes through per
-#: second, a window round's fixed cost (:data:`SA_ROW_COORDINATES`) included. Measured with
-#: ``stabl-jax run bco_d2``, ``bco_d10`` and ``bco_d50`` (2-core AMD EPYC, 2026-11-29): the
-#: SA(L) passes took 29.6 s, 22.4 s and 27.4 s (compiles included) against 31.5 s, 22.7 s and
-#: 28.8 s at this rate; the generic solver (``abs_linear``, ``huber``) ran at 1.0e9 to 2.6e9.
-SA_COORDINATES_PER_SECOND = 1.5e9
-#: What one window round costs a solver iteration beside ``theta_t``'s ``p`` coordinates, in
-#: coordinates: on the CPU above, a Weiszfeld step took ``(p + 16) / 1.9e9`` s a round for
-#: ``p`` = 2, 10 and 50.
-SA_ROW_COORDINATES = 16
-
-
-def sa_seconds(
-    env: Any,
-    num_runs: int,
-    window_lengths: Any,
-    *,
-    stride: int | None = None,
-    num_steps: int = 1000,
-) -> float:
-    """Rough seconds :func:`paired_bco_adaptive_regret` takes on a CPU (a guide for
-    ``stabl-jax run``'s header, not a limit): every run solves ``W_L`` windows of ``L``
-    rounds for each length, each in ``s`` solver iterations that go through every round's
-    ``p`` coordinates of ``theta_t``,
-
-    ``seconds = R * sum_L W_L L * s * (p + SA_ROW_COORDINATES) / SA_COORDINATES_PER_SECOND``,
-
-    with ``s`` the environment's ``window_minimum_steps`` where it solves its own windows
-    (``window_minimum``), else ``num_steps`` (:func:`minimize_window`). The learners' count
-    does not enter: the comparators are solved once for all of them."""
-    horizon = int(env.horizon)
-    steps = num_steps
-    if hasattr(env, "window_minimum"):
-        steps = int(getattr(env, "window_minimum_steps", num_steps))
-    rows = sum(
-        len(window_starts(horizon, length, stride)) * length
-        for length in metrics.check_windows(window_lengths, horizon)
-    )
-    work = num_runs * rows * steps * (theta_size(env) + SA_ROW_COORDINATES)
-    return work / SA_COORDINATES_PER_SECOND
-
-
 def sa_memory_bytes(
     env: Any, num_runs: int, window_lengths: Any, *, stride: int | None = None
 ) -> int:

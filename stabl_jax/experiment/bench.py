@@ -1,31 +1,20 @@
 """The speed benchmark: ``simulate`` against NumPy, in one process (``stabl-jax bench``).
 
 For every learner, number of arms ``n`` and number of runs ``R`` it times
-:func:`stabl_jax.simulate.simulate` on the paper's expert-advice environment and reports
+:func:`stabl_jax.simulate.simulate` on the expert-advice environment and reports
 
-- run-steps/s (``R T / s``, ``T`` the rounds timed) and arm-updates/s (``R T n / s``), as the
-  median of ``repeats`` timed calls with their min and max, compilation timed apart;
-- the peak resident memory of the process while the first call ran (``VmHWM`` after resetting
-  it through ``/proc/self/clear_refs``; the whole process, JAX runtime included);
-- with ``validate``, the same call with ``simulate(validate=True)`` (the in-program checks of
-  every round), and the ratio of the two rates: what validation costs;
-- the bound of the memory traffic: ``bandwidth / (2 * state bytes per run)`` run-steps/s, the
-  rate at which reading and writing each run's learner state once a round would saturate the
-  device's memory bandwidth (``bandwidth_gbs``, or the vendor's peak for a known GPU,
-  :data:`PEAK_BANDWIDTH_GBS`; none on a CPU), and the fraction of it reached;
+- run-steps/s (``R T / s``) and arm-updates/s (``R T n / s``): the median of ``repeats``
+  timed calls with their min and max, compilation timed apart;
+- the peak resident memory of the process during the first call (``VmHWM``, Linux);
+- with ``validate``, the rate with ``simulate(validate=True)`` and its ratio to the plain one;
+- the memory-traffic bound ``bandwidth / (2 * state bytes per run)`` run-steps/s and the
+  fraction of it reached (``bandwidth_gbs``, or :data:`PEAK_BANDWIDTH_GBS` for a known GPU);
 
-and, in the same process and interleaved with those calls (so that the load of a shared
-machine falls on both alike), two independent NumPy implementations of the same algorithm
-(:mod:`stabl_jax.experiment.numpy_baselines`): one run in a Python loop, and ``R`` runs vectorised
-over runs. The ratios printed are JAX's run-steps/s over each NumPy version's (median over
-median; the loop's rate is per run, so ``x loop`` is what ``R`` runs in JAX gain over running
-the loop ``R`` times).
+and, interleaved with those calls, two NumPy implementations of the same algorithm
+(:mod:`stabl_jax.experiment.numpy_baselines`): one run in a Python loop, and ``R`` runs
+vectorised. The ratios are JAX's run-steps/s over each NumPy version's.
 
-The learner's horizon sets its step sizes and StABL's ``B``: ``T = 4096`` for ``n = 30``
-(Figure 1, ``B = 7``) and ``T = 65536`` for ``n = 300`` (the appendix, ``B = 11``); only the
-first rounds are timed. ``float32`` on both sides.
-
-Example (a tiny run; the doctest does not time anything worth quoting):
+Example:
   >>> from stabl_jax.experiment.bench import BenchConfig, run_benchmark
   >>> res = run_benchmark(BenchConfig(learners=("exp3",), arms=(5,), runs=(2,), repeats=1,
   ...                                 work=160, numpy_work=80, validate=False))

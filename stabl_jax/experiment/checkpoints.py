@@ -1,39 +1,28 @@
 """Chunk checkpoints: an interrupted simulation resumes where it stopped, bitwise.
 
-:func:`stabl_jax.simulate.run_chunks` (hence ``simulate``, for every kind) takes a
-``checkpoint``: before the first chunk it asks it to :meth:`~ChunkCheckpoint.restore` the loop
-state, and after every chunk it hands it the new loop state and that chunk's outputs to
-:meth:`~ChunkCheckpoint.save`. Since a chunked run equals an unchunked one bitwise whatever
-the chunk sizes (``tests/test_simulate.py``), a run resumed from round ``t0`` with any chunk
-size gives exactly the results of one that was never interrupted
-(``tests/test_resume.py`` kills a real ``stabl-jax run`` with ``SIGKILL`` to check it).
+:func:`stabl_jax.simulate.run_chunks` takes a ``checkpoint``: before the first chunk it asks
+it to :meth:`~ChunkCheckpoint.restore` the loop state, and after every chunk it hands it the
+new loop state and that chunk's outputs to :meth:`~ChunkCheckpoint.save`. A chunked run
+equals an unchunked one bitwise, so a resumed run gives exactly the results of one never
+interrupted.
 
 Layout of one checkpoint folder (one simulation, e.g. one learner of an experiment)::
 
     <folder>/
       chunk-<start>-<stop>.npz   per-round outputs of rounds [start, stop), all runs
-      state.npz                  the commit point: the loop state (carry) after round t0 - 1,
-                                 t0, the list of chunk files, and a fingerprint
+      state.npz                  the commit point: the loop state after round t0 - 1, t0,
+                                 the list of chunk files, and a fingerprint
 
-Every file is written atomically: to a temporary name in the same folder, flushed and
-``fsync``-ed, then renamed over the old one with :func:`os.replace` (and the folder
-``fsync``-ed). A chunk's outputs are written before the ``state.npz`` that lists them, so a
-kill at any moment leaves either the old or the new state, each with all its chunks. Arrays
-are NumPy ``.npz`` written by ``np.savez`` and read with ``allow_pickle=False``; typed PRNG
-keys are stored as their raw ``jax.random.key_data`` and rebuilt with
-``jax.random.wrap_key_data``. Every file also holds the SHA-256 of each of its arrays (dtype,
-shape and bytes; :data:`DIGEST`), checked on every read: NumPy reads an ``.npz`` member of a
-few thousand numbers or more without reaching the end of the member, hence without the zip
-CRC check, so a changed ``.npy`` header would otherwise give a shifted array silently
-(``tests/test_faults.py`` shows both cases); and a file rewritten with recomputed CRCs
-passes the zip's checks. A file that fails the check raises :class:`CheckpointDamaged`
-naming it.
+Every file is written atomically (temporary name, ``fsync``, :func:`os.replace`), a chunk
+before the ``state.npz`` that lists it, so a kill at any moment leaves the old or the new
+state with all its chunks. Arrays are ``.npz`` read with ``allow_pickle=False``, each with
+its SHA-256 (:data:`DIGEST`) checked on every read: NumPy does not always reach a member's zip
+CRC, and a changed ``.npy`` header would otherwise read as a shifted array.
 
 An experiment keeps one folder per learner under ``<results>.partial-<id>/checkpoint/``
-(:class:`ExperimentCheckpoints`), next to an ``experiment.json`` that records what was being
-run (:func:`experiment_identity`: the resolved config without its chunk size, and the
-versions of stabl_jax, JAX, jaxlib, NumPy and optax). A checkpoint whose fingerprint differs
-from the run asking for it is refused with :class:`CheckpointMismatch`, never silently mixed in.
+(:class:`ExperimentCheckpoints`), beside an ``experiment.json`` of what was run
+(:func:`experiment_identity`); a checkpoint of another experiment is refused
+(:class:`CheckpointMismatch`), never mixed in.
 """
 
 from __future__ import annotations
@@ -83,11 +72,6 @@ class CheckpointDamaged(CheckpointMismatch):
             "(stabl-jax run: rerun the command with --force to discard it)"
         )
         super().__init__(f"checkpoint file {self.path} is damaged ({reason}); {remedy}")
-
-
-# --------------------------------------------------------------------------------------------
-# Atomic files
-# --------------------------------------------------------------------------------------------
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -181,11 +165,6 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-# --------------------------------------------------------------------------------------------
-# Loop state <-> arrays
-# --------------------------------------------------------------------------------------------
-
-
 def _is_key(leaf: Any) -> bool:
     return jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
 
@@ -241,11 +220,6 @@ def describe_mismatch(found: Any, expected: Any, prefix: str = "") -> str:
             if found.get(key) != expected.get(key):
                 return describe_mismatch(found.get(key), expected.get(key), f"{prefix}{key}.")
     return f"{prefix.rstrip('.') or 'value'}: {found!r} (checkpoint) != {expected!r} (this run)"
-
-
-# --------------------------------------------------------------------------------------------
-# One simulation
-# --------------------------------------------------------------------------------------------
 
 
 def _chunk_name(start: int, stop: int) -> str:
@@ -369,20 +343,18 @@ class ChunkCheckpoint:
         self, template: Any, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[Any, dict[str, np.ndarray], int] | None:
         """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
-        stored. The carry is ``None`` where :meth:`drop_state` dropped it.
+        stored; the carry is ``None`` where :meth:`drop_state` dropped it.
 
         Args:
           template: the freshly initialised carry (structure, shapes, dtypes, key types).
-          rounds: allocate each output ``(R, rounds, ...)`` at once (the whole simulation; the
-            rounds from ``t0`` on are left for the caller to fill), instead of ``(R, t0, ...)``:
-            a resumed run then holds its outputs once, never a copy beside them.
-          names: restore only these outputs (the traces the resumed run records; a checkpoint
-            may hold more, written when the run recorded more), ``None``: all.
+          rounds: allocate each output ``(R, rounds, ...)`` at once (the caller fills the rounds
+            from ``t0`` on), so that a resumed run never holds a copy of its outputs.
+          names: restore only these outputs; ``None``: all.
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
-          CheckpointMismatch: another fingerprint or another carry layout, or a dropped
-            state and ``rounds`` past the stored ones.
+          CheckpointMismatch: another fingerprint or carry layout, or a dropped state and
+            ``rounds`` past the stored ones.
         """
         read = self._read(keep=True, rounds=rounds, names=names)
         if read is None:
@@ -400,17 +372,12 @@ class ChunkCheckpoint:
         return None, outputs, t0
 
     def drop_state(self) -> None:
-        """Delete the stored loop state of a finished simulation, keeping its outputs.
-
-        For a caller that reads only the outputs of a finished simulation: its last loop state
-        can be far larger than its traces (an algorithm-selection run's optimiser pools), and
-        it is needed only to continue past the last round. Afterwards :meth:`restore` returns
-        the outputs and ``None`` for the carry (so :func:`~stabl_jax.simulate.simulate`'s
-        ``SimResult.carry`` is ``None``), and refuses to continue to a later round.
+        """Delete the stored loop state of a finished simulation, keeping its outputs (a
+        state can be far larger than the traces). :meth:`restore` then returns ``None`` for the
+        carry and refuses to continue to a later round.
 
         Raises:
-          CheckpointMismatch: nothing is stored (or the stored state belongs to another
-            simulation).
+          CheckpointMismatch: nothing is stored, or the state belongs to another simulation.
         """
         # The chunk list is known when this object restored or saved the simulation (as
         # simulate does); only otherwise is the stored state read (and checked) for it.
@@ -437,11 +404,6 @@ class ChunkCheckpoint:
             "fingerprint": np.asarray(json.dumps(self.fingerprint, sort_keys=True)),
             "format": np.asarray(FORMAT),
         }
-
-
-# --------------------------------------------------------------------------------------------
-# An experiment: one checkpoint per learner
-# --------------------------------------------------------------------------------------------
 
 
 def experiment_identity(config: Any) -> dict[str, Any]:
@@ -487,14 +449,10 @@ def learner_folders(folder: str | Path) -> list[Path]:
 
 
 def fingerprints_match(folder: str | Path, identity: Mapping[str, Any]) -> bool | None:
-    """Whether the learners' checkpoints under ``folder`` were written for ``identity``
-    (every stored state carries its digest), read from the states alone: what identifies an
-    experiment checkpoint whose ``experiment.json`` is missing or unreadable.
-
-    Returns:
-      ``True`` when at least one learner's state carries the digest of ``identity`` and none
-      carries another or is unreadable; ``False`` when one does; ``None`` when no learner has
-      a stored state (nothing to lose).
+    """Whether the learners' checkpoints under ``folder`` were written for ``identity``, from
+    the digests their states carry (for a folder whose ``experiment.json`` is lost): ``True``
+    when one does and none carries another or is unreadable, ``False`` when one does not,
+    ``None`` when no learner has a stored state.
     """
     digest, seen = _identity_digest(identity), False
     for sub in learner_folders(folder):
@@ -516,25 +474,22 @@ def verify_learners(
     log: Callable[[str], None] = lambda _: None,
     dry_run: bool = False,
 ) -> dict[str, int]:
-    """Check every learner's checkpoint under ``folder`` (every file against its digests):
-    what :meth:`ExperimentCheckpoints.verify` checks before a resume, here without the object
-    (which writes ``experiment.json``), so that a dry run can check a folder it may not touch.
+    """Check every learner's checkpoint under ``folder`` against its digests, as
+    :meth:`ExperimentCheckpoints.verify` does, without writing anything (for a dry run).
 
     Args:
       folder: an experiment's checkpoint folder (one subfolder per learner).
       identity: the experiment's :func:`experiment_identity`.
-      discard_damaged: delete a learner's checkpoint that is damaged or belongs to another
-        simulation (``log`` says so; that learner is recomputed) instead of raising.
+      discard_damaged: delete a damaged checkpoint or one of another simulation (``log`` says
+        so; that learner is recomputed) instead of raising.
       log: receives one line per discarded checkpoint.
-      dry_run: delete nothing; ``log`` says what would be discarded (``stabl-jax run
-        --dry-run``). Every file is read either way.
+      dry_run: delete nothing; ``log`` says what would be discarded.
 
     Returns:
       ``{learner: rounds done}`` for every learner with a stored state.
 
     Raises:
-      CheckpointMismatch: a learner's checkpoint cannot be resumed from and
-        ``discard_damaged`` is false; the message names the file and ``--force``.
+      CheckpointMismatch: a checkpoint cannot be resumed from and ``discard_damaged`` is false.
     """
     digest = _identity_digest(identity)
     done = {}

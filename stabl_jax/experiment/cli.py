@@ -8,40 +8,26 @@
     stabl-jax compare A B [--rtol R] [--all]
     stabl-jax bench [--quick | --gpu] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
 
-``run`` looks the config's ``kind`` up in :data:`stabl_jax.experiment.kinds.KINDS` and lets that
-kind
-check, run, summarise and print it: every learner on the same environment draws, written to
-one results folder (``results/<config name>-seed<S>`` by default; see
-:mod:`stabl_jax.experiment.results`) and prints a summary table. With no CONFIG it runs
-``figure1``, the paper's Figure 1 (left). A BCO config (``kind = "bco"``, e.g.
-``configs/bco_d2.toml``) runs the same way: ``stabl-jax run configs/bco_d2.toml``, and so
-does an algorithm-selection config on BBOB (``kind = "hpo"``: ``stabl-jax run hpo_bbob_sphere``).
+``run`` looks the config's ``kind`` up in :data:`stabl_jax.experiment.kinds.KINDS`, which
+checks, runs, summarises and prints it into one results folder
+(``results/<config name>-seed<S>`` by default, :mod:`stabl_jax.experiment.results`); with no
+CONFIG it runs ``figure1``. Every learner is checkpointed after every chunk: an interrupted
+run (Ctrl-C, a crash, ``kill -9``) resumes from the last chunk and writes the results of an
+uninterrupted run, bit for bit (:mod:`stabl_jax.experiment.checkpoints`).
 
-``run`` checks every round's losses and play distributions inside the compiled program
-(``simulate(validate=True)``) and checkpoints every learner after every chunk; if it is
-interrupted (Ctrl-C, a crash, ``kill -9``), the same command resumes from the last chunk and
-writes results bitwise identical to an uninterrupted run (see
-:mod:`stabl_jax.experiment.checkpoints`).
+Before it computes anything, ``run`` estimates the memory and disk the config needs from its
+array sizes (:func:`stabl_jax.experiment.kinds.base.estimate_resources`) and refuses a run
+that does not fit (``--allow-large`` runs it anyway). ``--dry-run`` prints that estimate
+with the run's header and what the run would do with the checkpoints of interrupted runs of
+the same ``--out``, and stops: nothing is computed or written. Only folders holding the
+``.stabl_jax_results`` marker are ever replaced or deleted (``docs/reliability.md``).
 
-Before it computes anything, ``run`` estimates the memory, disk and time the config needs
-(:func:`stabl_jax.experiment.kinds.paired.estimate_resources`) and refuses a run that does not fit
-(exit 2
-naming the sizes; ``--allow-large`` runs it anyway); ``--dry-run`` prints that estimate
-with the rest of the run's header after the same checks, says what the run would do with the
-checkpoints of interrupted runs of the same ``--out`` (resume, remove, or refuse them), and
-stops there (nothing computed or written, not even the compilation cache's folder). It only
-ever replaces or deletes folders it created (they hold a ``.stabl_jax_results`` marker); a
-damaged checkpoint is named and ``--force`` discards it; a full disk ends with one line
-naming the folder (rerunning after freeing space resumes). See ``docs/reliability.md``.
+``compare`` exits 0 when two results folders hold the same numbers, 1 when they differ and 2
+when one cannot be read (:mod:`stabl_jax.experiment.compare`).
 
-``compare`` reads two results folders and says whether they hold the same numbers
-(:mod:`stabl_jax.experiment.compare`): exit 0 when they do, 1 when they differ, 2 when a folder
-cannot be read, as ``cmp`` and ``diff`` do.
-
-Exit status of ``run``, ``list`` and ``bench``: 0 success, 2 usage or config error, a folder
-it may not use, a damaged checkpoint or a run that does not fit (``error: ...`` on stderr), 1
-unexpected failure or a full disk, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; an
-interrupted run keeps its checkpoints either way).
+Exit status of ``run``, ``list`` and ``bench``: 0 success; 2 a usage or config error, a
+folder it may not use, a damaged checkpoint or a run that does not fit; 1 an unexpected
+failure or a full disk; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -154,6 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    _add_run_parser(sub)
+    lst = sub.add_parser(
+        "list", help="list experiment kinds, learners, environments and shipped configs"
+    )
+    lst.set_defaults(handler=_cmd_list)
+    _add_compare_parser(sub)
+    _add_bench_parser(sub)
+    return parser
+
+
+def _add_run_parser(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="run an experiment config and write a results folder",
@@ -201,17 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run",
         action="store_true",
         help="check the config and the output folder, print what the run would need "
-        "(memory, disk, time) and stop: nothing is computed or written",
+        "(memory and disk) and stop: nothing is computed or written",
     )
     run.set_defaults(handler=_cmd_run)
-
-    lst = sub.add_parser(
-        "list", help="list experiment kinds, learners, environments and shipped configs"
-    )
-    lst.set_defaults(handler=_cmd_list)
-    _add_compare_parser(sub)
-    _add_bench_parser(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -263,11 +252,6 @@ def _stdout_to_devnull() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-# --------------------------------------------------------------------------------------------
-# stabl-jax list
-# --------------------------------------------------------------------------------------------
-
-
 def _cmd_list(args: argparse.Namespace) -> int:
     configs = shipped_configs()
     sections: dict[str, Mapping[str, Any]] = {
@@ -294,11 +278,6 @@ def _config_description(path: Any) -> str:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return f"(unreadable: {exc})"
     return str(description)
-
-
-# --------------------------------------------------------------------------------------------
-# stabl-jax run
-# --------------------------------------------------------------------------------------------
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -418,11 +397,6 @@ def _run(
     return EXIT_OK
 
 
-# --------------------------------------------------------------------------------------------
-# stabl-jax compare
-# --------------------------------------------------------------------------------------------
-
-
 def _rtol(text: str) -> float:
     try:
         value = float(text)
@@ -477,11 +451,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `stabl-jax compare A B | head`: the status still tells
         _stdout_to_devnull()
     return status
-
-
-# --------------------------------------------------------------------------------------------
-# stabl-jax bench
-# --------------------------------------------------------------------------------------------
 
 
 def _add_bench_parser(sub: Any) -> None:

@@ -1,30 +1,22 @@
-"""Two results folders compared number by number: did they compute the same numbers?
+"""Two results folders compared number by number (``stabl-jax compare A B``).
 
-``stabl-jax compare A B`` (and :func:`compare_folders`) reads the ``summary.json`` and
-``traces.npz`` of two finished results folders of any kind and compares
+:func:`compare_folders` reads the ``summary.json`` and ``traces.npz`` of two finished results
+folders of any kind and compares every value of ``summary.json``, leaf by leaf, except the
+run record (:data:`RUN_RECORD`, ``config.source``, ``config.overrides`` and every field ending
+in ``_seconds``), and every array of ``traces.npz``, entry by entry (integer traces by value,
+whatever type stores them). A value in one folder only is a difference.
 
-- every value of ``summary.json`` (numbers, and the text and flags beside them, such as a
-  learner's class or a config entry), leaf by leaf, except the run record: when, where and how
-  a run was made (:data:`RUN_RECORD`, ``config.source`` and ``config.overrides``, and every
-  field whose name ends in ``_seconds``), which differs between two runs of one experiment;
-- every array of ``traces.npz``, entry by entry. Integer traces (the played arms) are equal
-  when their values are, whatever integer type stores them.
-
-By default equal means bit for bit (NaN equals NaN). ``rtol`` accepts floating-point numbers
-and float arrays that differ by at most ``rtol`` times the larger magnitude, for comparing runs
-that cannot share bits (a GPU run with a CPU run, two JAX releases: docs/reliability.md,
-"Reproducibility"). A differing array is described by how many entries differ, the first
-index, for an ``(R, T)`` trace in how many runs and from which round (where a sampled arm first
-differs, two runs part ways), and for floats the largest difference, in ulps of its type too
-where it is one of rounding (at most :data:`ROUNDING_ULPS`). A value or array present in one
-folder only is a difference.
+Equal means bit for bit (NaN equals NaN); ``rtol`` accepts floats that differ by at most
+``rtol`` times the larger magnitude (a GPU run against a CPU run). A differing array is
+described by its count of differing entries, the first index, for an ``(R, T)`` trace the
+runs and the first round, and for floats the largest difference, in ulps where it is one of
+rounding (at most :data:`ROUNDING_ULPS`).
 
 Example:
   >>> from stabl_jax.experiment.compare import compare_folders
   >>> comparison = compare_folders("results/a", "results/b")  # doctest: +SKIP
   >>> comparison.equal  # doctest: +SKIP
   True
-  >>> print("\\n".join(comparison.lines()))  # doctest: +SKIP
 """
 
 from __future__ import annotations

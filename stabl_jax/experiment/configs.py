@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.resources
+import math
 import re
 import tomllib
 import types
@@ -36,11 +37,6 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [jsonable(v) for v in value]
     return value
-
-
-# --------------------------------------------------------------------------------------------
-# Finding and loading configs
-# --------------------------------------------------------------------------------------------
 
 
 def config_dirs() -> list[Any]:
@@ -203,11 +199,6 @@ def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, sour
     table[keys[-1]] = value
 
 
-# --------------------------------------------------------------------------------------------
-# Validation
-# --------------------------------------------------------------------------------------------
-
-
 class Checker:
     """Builds error messages naming the key, the file and (for overridden keys) the --set.
 
@@ -286,6 +277,25 @@ class Checker:
         if choices is not None and value not in choices:
             hint = did_you_mean(value, choices)
             self.fail(key, f"must be one of {list(choices)}, got {value!r}{hint}")
+        return value
+
+    def number(self, key: str, value: Any, minimum: float, strict: bool = False) -> float:
+        """A finite number ``>= minimum`` (``> minimum`` when ``strict``), as a float."""
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if (
+            not number
+            or not math.isfinite(value)
+            or value < minimum
+            or (strict and value == minimum)
+        ):
+            self.fail(
+                key, f"must be a finite number {'>' if strict else '>='} {minimum}, got {value!r}"
+            )
+        return float(value)
+
+    def boolean(self, key: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            self.fail(key, f"must be a bool (true/false), got {value!r}")
         return value
 
     def table(self, key: str, value: Any) -> dict[str, Any]:

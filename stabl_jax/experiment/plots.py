@@ -29,7 +29,7 @@ MARKS_PER_LINE = 12  # markers on a time curve (staggered per line so coinciding
 #: a negative SA(L) (the learner beat the best arm on every window) stays visible.
 SYMLOG_LINEAR = 10.0
 #: The PNG ``Software`` text of every figure written here, followed by the version:
-#: :func:`stabl_jax.experiment.results.owned_figures` replaces only files that carry it.
+#: (a record of which program drew the figure).
 SOFTWARE = "stabl_jax"
 
 #: Legend labels of the registry names (the paper's names where it has one).

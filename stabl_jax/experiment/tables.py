@@ -344,14 +344,3 @@ def byte_size(count: float) -> str:
             return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
         count /= 1024
     raise AssertionError
-
-
-def duration(seconds: float) -> str:
-    """``5400`` -> ``"1.5 h"``: a duration for people (s, min, h, days); under 10 s with a
-    decimal (``0.4`` -> ``"0.4 s"``, not ``"0 s"``), under 0.1 s as ``"under 0.1 s"``."""
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    if seconds < 0.1:
-        return "under 0.1 s"
-    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"

@@ -1,14 +1,11 @@
 """Experiment kinds: the table :data:`KINDS` that the command line dispatches through.
 
-A config's ``kind`` (default ``"bandit"``) names a :class:`~stabl_jax.experiment.kinds.base.Kind`
-built by
-one module: ``"bandit"`` (:mod:`~stabl_jax.experiment.kinds.bandit`), ``"bco"``
-(:mod:`~stabl_jax.experiment.kinds.bco`), ``"hpo"`` (algorithm selection,
-:mod:`~stabl_jax.experiment.kinds.selection`).
-A kind of your own is a :class:`~stabl_jax.experiment.kinds.base.Kind` in a module of yours: add it
-with
-:func:`register_kind`, or name it in a config by import path (``kind = "mypkg.mod:KIND"``);
-``examples/custom_kind.py`` is one, ``docs/design.md`` ("Adding things") says what it holds.
+A config's ``kind`` (default ``"bandit"``) names a
+:class:`~stabl_jax.experiment.kinds.base.Kind`: ``"bandit"``
+(:mod:`~stabl_jax.experiment.kinds.bandit`), ``"bco"`` (:mod:`~stabl_jax.experiment.kinds.bco`)
+or ``"hpo"`` (:mod:`~stabl_jax.experiment.kinds.selection`). A kind of your own is added
+with :func:`register_kind`, or named in a config by import path (``kind =
+"mypkg.mod:KIND"``; ``examples/custom_kind.py`` is one).
 
 Example:
   >>> cfg = load_config("expert_advice_equal", ["runs=8", "env.num_arms=5"])
@@ -35,22 +32,19 @@ DEFAULT_KIND = "bandit"
 
 
 def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
-    """Add ``kind`` to :data:`KINDS`, so that a config's ``kind = "<kind.name>"`` runs it
-    through ``stabl-jax run`` (and ``stabl-jax list`` shows its description).
+    """Add ``kind`` to :data:`KINDS`, so that a config's ``kind = "<kind.name>"`` runs it.
 
     Args:
-      kind: a :class:`~stabl_jax.experiment.kinds.base.Kind` whose ``name`` is letters, digits,
-      ``_``
-        or ``-``, starting with a letter; its ``validate`` must give configs whose ``kind``
-        is that name.
-      replace: allow a name that is taken by another kind.
+      kind: a :class:`~stabl_jax.experiment.kinds.base.Kind` whose ``name`` is letters,
+        digits, ``_`` or ``-``, starting with a letter.
+      replace: allow a name taken by another kind.
 
     Returns:
-      ``kind``. Registering the same object again is allowed.
+      ``kind`` (registering the same object again is allowed).
 
     Raises:
       TypeError: ``kind`` is not a ``Kind``.
-      ValueError: the name is not a valid name, or it is another kind's.
+      ValueError: the name is not valid, or it is another kind's.
     """
     if not isinstance(kind, Kind):
         raise TypeError(
@@ -67,10 +61,9 @@ def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
 
 
 def lookup(check: Checker, name: Any) -> Kind:
-    """The kind named ``name``; an import path ``"package.module:KIND"`` imports a
-    :class:`~stabl_jax.experiment.kinds.base.Kind` and registers it (:func:`register_kind`).
-    Anything
-    else is a config error naming the known kinds."""
+    """The kind named ``name``; an import path ``"package.module:KIND"`` is imported and
+    registered (:func:`register_kind`). Anything else is a config error naming the known kinds.
+    """
     name = check.string("kind", name)
     if name in KINDS:
         return KINDS[name]
@@ -94,9 +87,9 @@ def validate(
     overrides: tuple[str, ...] = (),
     overridden: Iterable[str] = (),
 ) -> Any:
-    """Validate a parsed TOML document against its kind's schema (a ``BanditConfig``,
-    ``BCOConfig``, ``HPOConfig`` or a registered kind's config); raises ``ConfigError`` naming
-    the key and ``source``, and ``TypeError`` for a kind whose configs carry another kind."""
+    """Validate a parsed TOML document against its kind's schema; raises ``ConfigError``
+    naming the key and ``source``, and ``TypeError`` for a kind whose configs carry another kind.
+    """
     check = Checker(source, overridden)
     kind = lookup(check, raw.get("kind", DEFAULT_KIND))
     config = kind.validate(
@@ -111,8 +104,9 @@ def validate(
 
 
 def load_config(name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any) -> Any:
-    """Read and override a config (:func:`stabl_jax.experiment.configs.read_config`, same arguments)
-    and :func:`validate` it; raises ``ConfigError`` on any problem."""
+    """Read and override a config (:func:`stabl_jax.experiment.configs.read_config`, same
+    arguments) and :func:`validate` it.
+    """
     doc = read_config(name_or_path, overrides, **sets)
     return validate(
         doc.raw,
@@ -130,9 +124,9 @@ def write_results(
     started: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write the summary, traces and plots of ``result`` (from its kind's run) into
-    ``folder`` and commit it; ``extra`` adds top-level entries to ``summary.json`` (the command
-    line adds ``command`` and ``resumed``), ``started`` is the ISO start time."""
+    """Write the summary, traces and plots of ``result`` into ``folder`` and commit it;
+    ``extra`` adds top-level entries to ``summary.json``, ``started`` is the ISO start time.
+    """
     kind = KINDS[result.config.kind]
     summary = kind.summary(result, started=started)
     summary.update(clean(dict(extra or {})))

@@ -1,52 +1,17 @@
 """The bandit experiment (``kind = "bandit"``, the default): learners compared on one bandit
 environment, paired; SA(L), per-segment reward and probability on the best arm.
 
-A config names an environment, the learners to compare on it (all simulated with the same key,
-so every learner faces the same environment draws: a paired comparison), and the sizes of the
-Monte Carlo study. Example (``configs/expert_advice_equal.toml``)::
+A config names an environment (``[env]``), the learners (all simulated with the same key, so
+they face the same environment draws), ``runs`` and ``horizon``; docs/configs.md lists every
+key. Names are registry names (:mod:`stabl_jax.registry`) or import paths
+``"package.module:Class"``; arguments are checked against the constructors' fields, then by
+building the objects, and every problem raises
+:class:`~stabl_jax.experiment.configs.ConfigError` naming the key.
 
-    name = "expert_advice_equal"
-    description = "Fig. 1 (left): N=30, T=4096, four equal segments"
-    seed = 0
-    runs = 500
-    horizon = 4096
-    learners = ["uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale"]
-    window = 50                      # moving-average window of the reward plot
-    feedback = "loss"                # or "reward"; for learners that accept it
-    # sa_windows = [16, 32, ...]     # SA(L) window lengths; default 2^4 .. horizon
-    # chunk_size = 256               # rounds per compiled chunk; absent = auto
-    # save_traces = ["played"]       # (R, T) traces kept in traces.npz; "all" or "none"
-
-    [env]
-    name = "expert_advice"           # a name in stabl_jax.registry.ENVS, or "package.module:Class"
-    num_arms = 30                    # ... and that environment's constructor arguments
-    num_segments = 4
-
-    [learner_options.stabl_single_scale]   # extra constructor arguments of one learner
-    history_lengths = [1024]
-
-    [params.stabl]                   # values of that learner's Params fields
-    meta_lr_scale = 1.0
-
-A BCO experiment (``kind = "bco"``, :mod:`stabl_jax.experiment.kinds.bco`) has the same keys.
-
-Learner and environment names are registry names (:mod:`stabl_jax.registry`) or import paths
-of your own classes, ``"package.module:Class"`` (the module importable, e.g. on ``PYTHONPATH``);
-their tables are then quoted keys (``[params."mypkg.mod:MyLearner"]``). Environment and
-learner keyword arguments are checked against the constructor's dataclass fields and type
-hints, then by constructing the object (its own checks); every problem raises
-:class:`~stabl_jax.experiment.configs.ConfigError` naming the key, the file and what is allowed.
-
-The arm losses SA(L) needs are regenerated once per block of runs and shared by all learners
-(:func:`stabl_jax.metrics.paired_adaptive_regret`). The results folder
-(:mod:`stabl_jax.experiment.results`) holds ``reward.png`` (moving-average reward, the paper's
-Figure 1), ``adaptive_regret.png`` (SA(L) against L), ``prob_best.png`` (play probability
-of the current best arm) and ``cumulative_regret.png`` (the regret of the play distribution
-to the best arm of each round, against t); ``traces.npz`` keeps the ``(R, T)`` traces of
-``save_traces`` (default ``["played"]``, the arms as ``uint8`` up to 256 arms) and always the
-per-run SA(L) and segment rewards. The metrics and plots are computed from every trace in
-memory before anything is written, so ``summary.json`` and the PNGs do not depend on
-``save_traces``.
+The results folder holds ``reward.png`` (the paper's Figure 1), ``adaptive_regret.png``,
+``prob_best.png`` and ``cumulative_regret.png``; ``traces.npz`` the ``(R, T)`` traces of
+``save_traces`` and always the per-run SA(L) and segment rewards. The metrics are computed
+from every trace in memory, so they do not depend on ``save_traces``.
 """
 
 from __future__ import annotations
@@ -59,28 +24,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from stabl_jax import metrics, registry
+from stabl_jax.estimators import FEEDBACKS
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import FEEDBACKS, Kind, Resources, check_distinct
+from stabl_jax.experiment.kinds.base import Kind, Resources, check_distinct, estimate_resources
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
 SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best")
-#: The metrics pass's cost (:meth:`BanditConfig.metrics_seconds`) a run and round, a run,
-#: round and window length, and a run, round, window length and arm, fitted to the
-#: ``timings.metrics_seconds`` of ``stabl-jax --compile-cache off run expert_advice_random``
-#: with one learner (2-core AMD EPYC, 2026-11-29): 2.995 s at R = 400, n = 10, nine
-#: lengths (2.9 s by the fit), 1.246 s with one length (1.1 s), 5.52 s at n = 100 (5.5 s),
-#: 5.23 s at R = 100, n = 300 (2.9 s); ``expert_advice_large`` (R = 100, n = 300,
-#: T = 65536, 13 lengths) took 56.6 s (64.6 s), ``figure1`` 6.4 s (4.3 s).
-ESTIMATE_SA_ROUND_SECONDS = 5e-7
-ESTIMATE_SA_WINDOW_SECONDS = 1.2e-7
-ESTIMATE_SA_ARM_SECONDS = 2e-9
-#: Kept unless ``save_traces`` says otherwise: the played arms as ``uint8`` (for up to 256
-#: arms) cost one byte per run and round, 10 MB for the default job; ``loss`` would add 41 MB.
+#: Kept unless ``save_traces`` says otherwise: the played arms, one byte per run and round
+#: up to 256 arms.
 DEFAULT_SAVE_TRACES: tuple[str, ...] = ("played",)
 PLOT_FILES: dict[str, str] = {
     "reward": "reward.png",
@@ -117,8 +73,8 @@ class BanditConfig(paired.ExperimentConfig):
         **paired.LEARNER_RESERVED,
     }
 
-    #: What the summary, the plots and ``save_traces`` read; not the queried arms ``(R, T, q)``,
-    #: which a full-information learner at n = 300 would fill at 1.2 KB per run and round.
+    #: What the summary, the plots and ``save_traces`` read (not the queried arms ``(R, T, q)``,
+    #: which a full-information learner fills at ``4 n`` bytes per run and round).
     RECORDED: ClassVar[tuple[str, ...]] = SAVABLE_TRACES
 
     @classmethod
@@ -147,19 +103,6 @@ class BanditConfig(paired.ExperimentConfig):
         saved = sum(saved_dtype(t, width).itemsize for t in self.save_traces)
         return 4 * len(self.RECORDED), saved
 
-    def metrics_seconds(self, env: Any) -> float:
-        """The metrics pass's rough seconds on a CPU, compiles aside: every run and round
-        regenerates the arm losses and adds to the per-segment sums
-        (:data:`ESTIMATE_SA_ROUND_SECONDS`), and every window length takes the best arm's
-        window sums over the ``n`` arms (:data:`ESTIMATE_SA_WINDOW_SECONDS`,
-        :data:`ESTIMATE_SA_ARM_SECONDS`):
-        ``R T (a + |L| (b + c n))``; the learners' count hardly enters (the arm losses are
-        regenerated once for all of them)."""
-        arms = int(self.env.num_arms)
-        per_window = ESTIMATE_SA_WINDOW_SECONDS + ESTIMATE_SA_ARM_SECONDS * arms
-        per_round = ESTIMATE_SA_ROUND_SECONDS + len(self.sa_windows) * per_window
-        return int(self.runs) * int(self.horizon) * per_round
-
 
 def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
     """``"all"``, ``"none"`` or an array of :data:`SAVABLE_TRACES` names, in that order."""
@@ -174,11 +117,6 @@ def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
             check.fail("save_traces", f"unknown trace {name!r}{hint}; must be {allowed}")
     check_distinct(check, "save_traces", value)
     return tuple(name for name in SAVABLE_TRACES if name in value)
-
-
-# --------------------------------------------------------------------------------------------
-# Running
-# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -234,16 +172,13 @@ def run_experiment(
 
     Args:
       config: a validated bandit config.
-      progress: called with a learner's name before it runs; returns what
-        :func:`~stabl_jax.simulate.simulate` takes as ``progress`` (``bool`` or a
-        ``(done, total)`` callback). ``None``: no progress display.
-      on_learner_done: called with each learner's outcome as soon as it is simulated (before
-        the shared SA(L) pass, so its ``sa_*`` arrays are still empty then).
-      checkpoints: where each learner's simulation checkpoints every chunk and resumes from
-        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``None``: no
-        checkpoints.
-      validate: check every round's losses and the learner's play distribution inside the
-        compiled program (``simulate(validate=True)``). Results are unchanged.
+      progress: called with a learner's name before it runs; returns ``simulate``'s
+        ``progress`` (``bool`` or a ``(done, total)`` callback). ``None``: no progress display.
+      on_learner_done: called with each learner's outcome once it is simulated (before the
+        shared SA(L) pass: its ``sa_*`` arrays are still empty then).
+      checkpoints: where each learner checkpoints every chunk and resumes from
+        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``None``: none.
+      validate: check every round inside the compiled program; results unchanged.
 
     Returns:
       An :class:`ExperimentResult`.
@@ -299,11 +234,6 @@ def run_experiment(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Summary, traces, plots, table
-# --------------------------------------------------------------------------------------------
-
-
 def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
     """Metrics of one learner (means and 95% half-widths over runs)."""
     result = outcome.result
@@ -348,13 +278,10 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
 
 
 def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
-    """Arrays of ``traces.npz``. Always: per learner the per-run SA(L) (``sa_sampled``,
-    ``sa_expected``, ``(R, len(L))`` float64) and ``segment_reward`` (``(R, S)`` float64,
-    the mean of ``1 - l_t(x_t)`` over each segment), ``env/change_points`` ``(R, S - 1)``
-    int32 and ``sa_window_lengths``. Then the ``(R, T)`` traces named by the config's
-    ``save_traces``: ``loss``, ``expected_loss`` and ``prob_best`` as float32 (exactly the
-    simulated values), ``played`` as :func:`arm_dtype` (``uint8`` up to 256
-    arms)."""
+    """Arrays of ``traces.npz``: per learner ``sa_sampled``, ``sa_expected`` (``(R, len(L))``)
+    and ``segment_reward`` (``(R, S)``), float64, and the ``(R, T)`` traces of ``save_traces``
+    (float32; ``played`` as :func:`arm_dtype`); ``env/change_points`` and ``sa_window_lengths``.
+    """
     arrays: dict[str, np.ndarray] = {
         "env/change_points": result.change_points.astype(np.int32),
         "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
@@ -480,6 +407,6 @@ KIND = Kind(
     traces=trace_arrays,
     plots=render_plots,
     table=format_table,
-    estimate=paired.estimate_resources,
-    resumed_line=paired.resumed_line,
+    estimate=lambda config: estimate_resources(paired.plan(config)),
+    resumed_line=paired.resumed_rounds,
 )

@@ -1,9 +1,7 @@
-"""What an experiment kind is: the :class:`Kind` entry of the table in
-:mod:`stabl_jax.experiment.kinds`,
-and the config checks every kind shares (name, description, seed, runs, learners).
-
-A kind is one module of :mod:`stabl_jax.experiment.kinds` that builds one :class:`Kind` from its own
-functions; ``docs/design.md`` ("Adding things") says how to add one.
+"""What an experiment kind is (:class:`Kind`, an entry of :data:`stabl_jax.experiment.kinds.KINDS`),
+and what every kind shares: the config checks of its name, seed, runs and learners, the run's
+header and the memory and disk estimate of its programs. ``docs/design.md`` ("Adding things")
+says how to add a kind.
 """
 
 from __future__ import annotations
@@ -18,11 +16,11 @@ import jax
 import numpy as np
 
 from stabl_jax import registry
+from stabl_jax.estimators import FEEDBACKS as FEEDBACKS  # the kinds' feedback choices
 from stabl_jax.experiment.configs import Checker
-from stabl_jax.experiment.tables import byte_size, duration
+from stabl_jax.experiment.tables import byte_size
 
 DEFAULT_RUNS = 100
-FEEDBACKS: tuple[str, ...] = ("loss", "reward")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,25 +31,22 @@ class Kind:
       name: the config's ``kind`` value.
       description: one line for ``stabl-jax list``.
       validate: ``(raw, check, *, source, default_name, overrides) -> config``: the checked
-        config of a parsed TOML document; every problem raised through ``check``
-        (:class:`~stabl_jax.experiment.configs.Checker`). The config has ``kind``, ``name``,
+        config of a parsed TOML document, every problem raised through ``check``
+        (:class:`~stabl_jax.experiment.configs.Checker`); the config has ``kind``, ``name``,
         ``seed``, ``runs``, ``learners`` and ``to_dict()``.
       header: ``(config, out, needs) -> str``: what ``stabl-jax run`` prints before running
-        (``needs`` is ``estimate(config)``, or ``None``).
+        (``needs``: ``estimate(config)`` or ``None``).
       run: ``(config, *, checkpoints, resumed, progress, log) -> result``: run every learner
-        with ``simulate(validate=True)``, checkpointing into ``checkpoints``
-        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``resumed`` is what the
-        results folder took over (or ``None``), ``progress`` whether to show progress bars,
-        ``log`` prints one line. The result has ``config``.
-      summary: ``(result, *, started) -> dict``: the JSON-ready ``summary.json`` document.
+        with ``simulate(validate=True)``, checkpointing into ``checkpoints``; ``resumed`` is
+        what the results folder took over (or ``None``), ``log`` prints one line.
+      summary: ``(result, *, started) -> dict``: the JSON-ready ``summary.json``.
       traces: ``result -> {key: array}``: the arrays of ``traces.npz``.
       plots: ``(result, folder) -> [path]``: draw the PNGs into ``folder``.
       table: ``result -> str``: the summary table ``stabl-jax run`` prints.
-      estimate: ``config -> Resources`` (:class:`Resources`, checked against the machine
-        before a run: a run that does not fit is refused); ``None``: nothing is checked.
-      resumed_line: ``(config, {learner: rounds done}) -> str``: what a run resuming an
-        interrupted one takes over, as ``stabl-jax run --dry-run`` prints it (``"exp3
-        64/256, uniform 256/256"``); ``None``: each checkpoint's name and rounds.
+      estimate: ``config -> Resources``, checked against the machine before a run; ``None``:
+        nothing is checked.
+      resumed_line: ``(config, {program: rounds done}) -> str``: what a resumed run takes over
+        (:func:`resumed_line`); ``None``: each checkpoint's name and rounds.
     """
 
     name: str
@@ -75,68 +70,129 @@ class Kind:
 
 #: Disk taken by the plots and the summary of one experiment (generous).
 PLOTS_BYTES = 2**20
-#: Memory of a JAX process before it holds any data.
-BASE_MEMORY_BYTES = 512 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
 class Resources:
-    """What an experiment needs, estimated from its config before it runs (a kind's
-    ``estimate``); ``stabl-jax run`` prints it and refuses a run that does not fit.
+    """The memory and disk an experiment needs, from its array sizes (a kind's ``estimate``);
+    ``stabl-jax run`` prints it and refuses a run that does not fit.
 
     Attributes:
-      memory_bytes: peak host memory, the JAX process itself included.
-      disk_bytes: peak disk under the output folder: the checkpoints of finished chunks and
-        the results, which exist together until the folder is committed.
-      seconds: rough simulation time (a guide, not a limit), or ``None`` when the kind gives
-        none.
-      size: what the numbers are for, as the refusal names it (``"500 runs x 4096 rounds x
+      memory_bytes: peak host memory of the arrays.
+      disk_bytes: peak disk under the output folder (checkpoints and results together).
+      size: what the numbers are for, as a refusal names it (``"500 runs x 4096 rounds x
         6 learners"``).
       remedy: how to make the run smaller (``"lower runs or horizon (--runs, ...)"``).
-      metrics_seconds: rough time of the metrics after the simulation (SA(L) and the
-        per-run summaries; a BCO run's window comparators), or ``None`` when the kind gives
-        none.
-      compile_seconds: rough time the run's programs take to compile the first time (the
-        compilation cache, on by default, makes a rerun's far shorter), or ``None`` when the
-        kind gives none.
     """
 
     memory_bytes: int
     disk_bytes: int
-    seconds: float | None
     size: str
     remedy: str
-    metrics_seconds: float | None = None
-    compile_seconds: float | None = None
 
 
-def rough_times(
-    seconds: float | None, compile_seconds: float | None, metrics_seconds: float | None
-) -> str:
-    """``"12 s of simulation, 20 s of compiling and 31 s of SA(L)"``: the times given (``None``
-    left out; ``""`` when none is)."""
-    times = [
-        f"{duration(value)} of {what}"
-        for value, what in (
-            (seconds, "simulation"),
-            (compile_seconds, "compiling"),
-            (metrics_seconds, "SA(L)"),
-        )
-        if value is not None
-    ]
-    return " and ".join([", ".join(times[:-1]), times[-1]] if len(times) > 1 else times)
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One compiled simulation of an experiment, by the bytes of its arrays.
+
+    Attributes:
+      state: the loop state of all its runs.
+      chunk: one chunk's outputs over all its runs.
+      working: what else it holds only while it runs.
+      kept: what it leaves in memory until the experiment ends.
+      written: what it leaves on disk (checkpointed traces, arrays of ``traces.npz``).
+    """
+
+    state: int
+    chunk: int
+    working: int
+    kept: int
+    written: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The programs an experiment runs one after the other, and how it holds them.
+
+    Attributes:
+      programs: every program, in the order they run.
+      size: what the numbers are for (:attr:`Resources.size`).
+      remedy: how to make the run smaller (:attr:`Resources.remedy`).
+      state_copies: copies of its loop state a program holds at its peak.
+      end_bytes: what the end adds to memory (the metrics, the arrays written).
+      keeps_states: every program's checkpointed state stays on disk to the end (else only
+        the running one's).
+    """
+
+    programs: tuple[Program, ...]
+    size: str
+    remedy: str
+    state_copies: int
+    end_bytes: int
+    keeps_states: bool
+
+
+def estimate_resources(plan: Plan) -> Resources:
+    """The :class:`Resources` of ``plan``, from the sizes of its arrays.
+
+    Memory: what every program keeps, ``end_bytes``, and the largest program's
+    ``state_copies`` copies of its state, two of its chunk (device and host) and its working
+    arrays. Disk: what every program writes, two checkpoints of the state of every program
+    (``keeps_states``) or of the largest, and the plots.
+    """
+    programs = plan.programs
+    memory = sum(p.kept for p in programs) + plan.end_bytes
+    memory += max(plan.state_copies * p.state + 2 * p.chunk + p.working for p in programs)
+    states = [p.state for p in programs]
+    disk = sum(p.written for p in programs) + 2 * (
+        sum(states) if plan.keeps_states else max(states)
+    )
+    return Resources(memory, disk + PLOTS_BYTES, plan.size, plan.remedy)
 
 
 def needs_line(needs: Resources) -> str:
-    """The header's line on what a run needs: ``"  needs about 795.7 MiB of memory, ...,
-    roughly 12 s of simulation"`` (``", 20 s of compiling and 31 s of SA(L)"`` where the
-    compiles and the metrics are estimated: :func:`rough_times`)."""
-    times = rough_times(needs.seconds, needs.compile_seconds, needs.metrics_seconds)
+    """The header's line on what a run needs (``"  needs about 795.7 MiB of memory, ..."``)."""
     return (
         f"  needs about {byte_size(needs.memory_bytes)} of memory, "
         f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints)"
-        + (f", roughly {times}" if times else "")
     )
+
+
+def header(
+    config: Any,
+    out: Path,
+    needs: Resources | None,
+    setting: Sequence[str],
+    notes: Sequence[str] = (),
+) -> str:
+    """What ``stabl-jax run`` prints before it runs: the config and its overrides, the
+    ``setting`` lines, the learners and ``notes`` on them, what it needs and the output."""
+    lines = [f"stabl-jax run {config.name}  ({config.source})"]
+    if config.overrides:
+        lines.append(f"  overrides: {' '.join(config.overrides)}")
+    lines += [*setting, f"  learners: {', '.join(config.learners)}", *notes]
+    if needs is not None:
+        lines.append(needs_line(needs))
+    lines.append(f"  output: {out}")
+    return "\n".join(lines)
+
+
+def resumed_line(
+    totals: Mapping[str, int], progress: Mapping[str, int], tally: bool = False
+) -> str:
+    """What a resumed run takes over: the rounds done of every program of ``progress`` out of
+    its ``totals`` (``"exp3 64/256, uniform 256/256"``), or with ``tally`` the count of
+    complete programs and the rounds of the unfinished ones (``"1 of 10 learner programs
+    complete, f01_d8_n300-exp3 at 150/300 rounds"``)."""
+    if not tally:
+        return ", ".join(f"{k} {v}/{totals[k]}" for k, v in progress.items()) or "nothing done yet"
+    complete = sum(progress.get(key) == total for key, total in totals.items())
+    partly = [
+        f"{key} at {progress[key]}/{total} rounds"
+        for key, total in totals.items()
+        if 0 < progress.get(key, 0) < total
+    ]
+    return ", ".join([f"{complete} of {len(totals)} learner programs complete", *partly])
 
 
 def tree_bytes(tree: Any) -> int:

@@ -1,38 +1,21 @@
 """The bandit convex optimisation experiment (``kind = "bco"``): BCO learners compared on one
 convex environment, paired; SA(L) against the best point of every window.
 
-A config (``configs/bco_d2.toml``) has the keys of a bandit config
-(:mod:`stabl_jax.experiment.kinds.bandit`), with ``[env]`` naming a
-:data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; the domain as
-``domain = "ball"`` or ``domain = {name = "box", size = 0.5}``), ``learners`` from
-:data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback``, and an optional ``sa_stride``
-(distance between SA(L) window starts; absent is ``max(1, L // 4)``)::
+A config has the keys of a bandit config, with ``[env]`` naming a
+:data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; ``domain = "ball"`` or
+``domain = {name = "box", size = 0.5}``), ``learners`` from
+:data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback`` and an optional ``sa_stride``
+(distance between SA(L) window starts; absent: ``max(1, L // 4)``).
 
-    kind = "bco"
-    horizon = 4096
-    learners = ["stabl_bco", "stabl_bco_two_query", "fkm", "two_point_ogd", "ogd_full_info"]
-
-    [env]
-    name = "moving_target"
-    dim = 2
-    domain = "ball"
-    change_points = [400, 1100, 1300, 2600, 3500]
-
-    [params.fkm]
-    lr_scale = 1.0
-
-Every learner is simulated by :func:`~stabl_jax.simulate.simulate` with the same key, and
-SA(L) is computed by :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret` (the
-:func:`~stabl_jax.bco.simulate.bco_adaptive_regret` metric with the window comparators, which
-do not depend on the learner, solved once for all learners). The results folder holds
-``loss.png`` (moving-average loss) and ``adaptive_regret.png``, and ``traces.npz`` the traces
-``<learner>/loss``, ``<learner>/best_loss`` and ``<learner>/sa`` plus ``comparator_gap``.
+SA(L) is :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret`: the window comparators,
+which do not depend on the learner, are solved once for all learners. The results folder
+holds ``loss.png`` and ``adaptive_regret.png``; ``traces.npz`` the traces ``<learner>/loss``,
+``<learner>/best_loss`` and ``<learner>/sa``, and ``comparator_gap``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,14 +27,13 @@ from stabl_jax.bco.simulate import (
     comparator_solver,
     paired_bco_adaptive_regret,
     sa_memory_bytes,
-    sa_seconds,
 )
 from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import Kind, Resources
+from stabl_jax.experiment.kinds.base import Kind, Resources, estimate_resources
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry
 
@@ -89,7 +71,7 @@ class BCOConfig(paired.ExperimentConfig):
     def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
         """``domain`` as a spec ``{"name": ..., "size": ...}``; the rest by type."""
         if key == "domain":
-            return _check_domain(check, value)
+            return _domain_spec(check, value)
         return super().check_env_value(check, key, value, hint)
 
     @classmethod
@@ -121,13 +103,8 @@ class BCOConfig(paired.ExperimentConfig):
         windows = sa_memory_bytes(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
         return max(super().metrics_bytes(env, width), windows)
 
-    def metrics_seconds(self, env: Any) -> float:
-        """The SA(L) pass's rough seconds (:func:`stabl_jax.bco.simulate.sa_seconds`): its
-        window comparators take far longer than the simulation."""
-        return sa_seconds(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
 
-
-def _check_domain(check: Checker, value: Any) -> dict[str, Any]:
+def _domain_spec(check: Checker, value: Any) -> dict[str, Any]:
     """``"ball"`` or ``{name = "box", size = 0.5}`` -> ``{"name": ..., "size": ...}``."""
     allowed = sorted(DOMAINS)
     spec = {"name": value} if isinstance(value, str) else value
@@ -141,16 +118,7 @@ def _check_domain(check: Checker, value: Any) -> dict[str, Any]:
         if key not in ("name", "size"):
             check.unknown(f"env.domain.{key}", ["name", "size"])
     name = check.string("env.domain.name", spec.get("name"), allowed)
-    size = spec.get("size", 1.0)
-    number = isinstance(size, int | float) and not isinstance(size, bool)
-    if not number or not math.isfinite(size) or size <= 0:
-        check.fail("env.domain.size", f"must be a finite number > 0, got {size!r}")
-    return {"name": name, "size": float(size)}
-
-
-# --------------------------------------------------------------------------------------------
-# Running
-# --------------------------------------------------------------------------------------------
+    return {"name": name, "size": check.number("env.domain.size", spec.get("size", 1.0), 0, True)}
 
 
 @dataclasses.dataclass
@@ -232,11 +200,6 @@ def run_bco_experiment(
         checkpoints=checkpoints,
         validate=validate,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Summary, traces, plots, table
-# --------------------------------------------------------------------------------------------
 
 
 def bco_learner_summary(outcome: Any, window_lengths: tuple[int, ...]) -> dict[str, Any]:
@@ -374,6 +337,6 @@ KIND = Kind(
     traces=bco_trace_arrays,
     plots=render_bco_plots,
     table=format_bco_table,
-    estimate=paired.estimate_resources,
-    resumed_line=paired.resumed_line,
+    estimate=lambda config: estimate_resources(paired.plan(config)),
+    resumed_line=paired.resumed_rounds,
 )

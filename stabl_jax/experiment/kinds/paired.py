@@ -1,16 +1,10 @@
 """What bandit and BCO experiments share: learners compared on one environment, paired.
 
-Every learner is simulated with the same key ``jax.random.key(config.seed)``; since the
-simulator derives run ``i``'s environment parameters and losses from ``fold_in(key, i)`` only,
-all learners face identical losses in every run (a paired comparison). Both kinds have the same
-config keys (``horizon``, ``learners``, ``[env]``, ``[learner_options.X]``, ``[params.X]``, ...,
-:data:`TOP_LEVEL_KEYS`), checked once here by :meth:`ExperimentConfig.validate`; a kind's
-subclass (:class:`stabl_jax.experiment.kinds.bandit.BanditConfig`,
-:class:`stabl_jax.experiment.kinds.bco.BCOConfig`)
-names its registries and reserved constructor arguments and says how its learners are sized.
-The rest is shared too: the learner loop (:func:`simulate_learners`), the chunk size, the
-resource estimate, the summary's header, the bands of the plots and what ``stabl-jax run``
-prints (:func:`run`, :func:`header`).
+Every learner is simulated with the key ``jax.random.key(config.seed)``, and run ``i`` draws
+its environment from ``fold_in(key, i)`` only, so every learner faces the same losses in every
+run. Both kinds take the keys :data:`TOP_LEVEL_KEYS`, checked by
+:meth:`ExperimentConfig.validate`; a kind's subclass names its registries, its reserved
+constructor arguments and how its learners are sized.
 """
 
 from __future__ import annotations
@@ -78,21 +72,6 @@ LEARNER_RESERVED = {
 #: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves),
 #: within :func:`stabl_jax.simulate.auto_chunk_size`'s memory budget.
 AUTO_MIN_CHUNKS = 16
-#: The simulation time :func:`simulation_seconds` announces, in seconds: per round whatever
-#: the runs (a scan step's launch, a chunk's host work), and per run and round a fixed part,
-#: a part per arm (or coordinate: the environment's losses) and a part per byte of the
-#: learner's loop state (its updates). Fitted in log space to the ``run_seconds`` of
-#: ``stabl-jax run`` for 8 bandit learners at n = 10, 30, 300 and R = 64, 1024 (T = 2048) and
-#: the BCO learners of ``bco_d2``, ``bco_d10``, ``bco_d50`` on a 2-core CPU
-#: (``experiments/fit_estimate.py``, which measures the grid again and refits: within 16%,
-#: docs/benchmark/estimate_fit.json; docs/speed.md, "Time estimates").
-ESTIMATE_SECONDS_PER_ROUND = 4.3e-5
-ESTIMATE_SECONDS_PER_RUN_ROUND = 7.1e-8
-ESTIMATE_SECONDS_PER_ARM = 6.4e-9
-ESTIMATE_SECONDS_PER_STATE_BYTE = 9.2e-10
-#: The compile time announced for each learner's program (on the same grid 0.46 to 5.3 s a
-#: program, 2.4 s on average: docs/benchmark/estimate_fit.json).
-ESTIMATE_COMPILE_SECONDS = 2.5
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
     "warning: {name} muted a meta weight {count} times over all runs and rounds: a factor "
@@ -104,21 +83,15 @@ MUTED_WARNING = (
 ProgressFactory = Callable[[str], Callable[[int, int], None] | bool]
 
 
-# --------------------------------------------------------------------------------------------
-# The config
-# --------------------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:
     """The ``[env]`` table.
 
     Attributes:
-      name: a name in the kind's environment registry (:data:`stabl_jax.registry.ENVS`,
-        :data:`stabl_jax.registry.CONVEX_ENVS`), or an import path ``"module:Class"``.
-      kwargs: the constructor arguments besides ``horizon`` (``num_arms`` or ``dim``
-        included), with TOML arrays turned into tuples; a BCO ``domain`` is the spec
-        ``{"name": ..., "size": ...}`` of :func:`stabl_jax.domains.make_domain`.
+      name: a name in the kind's environment registry, or an import path ``"module:Class"``.
+      kwargs: the constructor arguments besides ``horizon``, TOML arrays as tuples; a BCO
+        ``domain`` is the spec ``{"name": ..., "size": ...}`` of
+        :func:`stabl_jax.domains.make_domain`.
     """
 
     name: str
@@ -131,30 +104,27 @@ class EnvConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ExperimentConfig:
-    """A validated config of learners compared on one environment; a kind subclasses it
-    (see :mod:`stabl_jax.experiment.kinds.bandit` for the file format).
+    """A validated config of learners compared on one environment; a kind subclasses it.
 
     Attributes:
       name: short name, used in titles and the default output folder.
       description: one line shown by ``stabl-jax list``.
-      seed: ``jax.random.key(seed)`` drives every run of every learner (>= 0).
-      runs: independent runs ``R`` (>= 1).
+      seed: ``jax.random.key(seed)`` drives every run of every learner.
+      runs: independent runs ``R``.
       horizon: rounds ``T`` (>= 16).
       learners: registry names or import paths, simulated in this order.
       env: the environment.
       window: moving-average window of the plots, in ``[1, T]``.
-      sa_windows: window lengths ``L`` of the SA(L) table, increasing, each in ``[1, T]``.
+      sa_windows: increasing window lengths ``L`` of SA(L), each in ``[1, T]``.
       chunk_size: rounds per compiled chunk, or ``None`` for automatic.
       learner_options: per learner, extra constructor arguments.
-      params: per learner, values of fields of its ``Params`` pytree.
+      params: per learner, values of fields of its ``Params``.
       source: the file it was read from.
       overrides: the ``key=value`` overrides applied on top of the file.
-      feedback: bandit only: ``"loss"`` or ``"reward"``, given to every learner that has a
-        ``feedback`` option (EXP3 and StABL variants) unless ``learner_options`` sets it.
-      sa_stride: BCO only: distance between SA(L) window starts, ``None`` for
-        ``max(1, L // 4)`` (:func:`stabl_jax.bco.simulate.bco_adaptive_regret`).
-      save_traces: bandit only: which ``(R, T)`` traces every learner keeps in
-        ``traces.npz`` (:data:`stabl_jax.experiment.kinds.bandit.SAVABLE_TRACES`).
+      feedback: bandit only: ``"loss"`` or ``"reward"``, for every learner with a ``feedback``
+        option that ``learner_options`` leaves unset.
+      sa_stride: BCO only: distance between SA(L) window starts (``None``: ``max(1, L // 4)``).
+      save_traces: bandit only: the ``(R, T)`` traces ``traces.npz`` keeps.
     """
 
     #: The config's ``kind``.
@@ -210,9 +180,9 @@ class ExperimentConfig:
         raise NotImplementedError
 
     def unused_settings(self) -> list[str]:
-        """The ``[learner_options.X]`` and ``[params.X]`` tables of a learner ``X`` not in
-        ``learners`` (a tuned config's, after ``--set learners=[...]``): checked by name and
-        kept in ``summary.json``, but nothing runs with them (``stabl-jax run`` names them)."""
+        """The ``[learner_options.X]`` and ``[params.X]`` tables of a learner not in ``learners``
+        (``stabl-jax run`` names them; nothing runs with them).
+        """
         tables = {"learner_options": self.learner_options, "params": self.params}
         return [
             f"{table}.{name}"
@@ -222,8 +192,7 @@ class ExperimentConfig:
         ]
 
     def learner_kwargs(self, name: str) -> dict[str, Any]:
-        """Constructor arguments of learner ``name`` besides :meth:`learner_sizes` and
-        ``horizon``: its ``learner_options``."""
+        """Learner ``name``'s ``learner_options``."""
         return dict(self.learner_options.get(name, {}))
 
     #: The traces every learner's simulation records (``simulate(..., traces=)``; ``None``: the
@@ -231,22 +200,16 @@ class ExperimentConfig:
     RECORDED: ClassVar[tuple[str, ...] | None] = None
 
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
-        """Bytes per run and round that ``learner`` records in memory, and that
-        ``traces.npz`` keeps (``width``: arms or dimension)."""
+        """Bytes per run and round that ``learner`` records in memory, and that ``traces.npz``
+        keeps (``width``: arms or dimension).
+        """
         raise NotImplementedError
 
     def metrics_bytes(self, env: Any, width: int) -> int:
-        """The most memory the metrics take at once beside the traces: blocks of about
-        :data:`stabl_jax.metrics.SA_BLOCK_BYTES` of regenerated losses
-        (:func:`stabl_jax.metrics.paired_adaptive_regret`, at least one run's ``(T, n)``
-        float32 and float64 copies) and of the post-processing's float64 rows
-        (:data:`stabl_jax.metrics.BLOCK_BYTES`, about 8 at once)."""
+        """The most memory the metrics take at once beside the traces: a block of regenerated
+        losses (:data:`stabl_jax.metrics.SA_BLOCK_BYTES`), at least one run's ``(T, n)`` copies.
+        """
         return max(metrics.SA_BLOCK_BYTES, int(self.horizon) * width * 12)
-
-    def metrics_seconds(self, env: Any) -> float | None:
-        """Rough seconds of the metrics after the simulation (SA(L) and the per-run
-        summaries), or ``None`` where the kind gives none."""
-        return None
 
     # --- building the objects it describes ----------------------------------------------------
     @classmethod
@@ -301,8 +264,9 @@ class ExperimentConfig:
         default_name: str,
         overrides: tuple[str, ...],
     ) -> ExperimentConfig:
-        """Validate a parsed TOML document of this kind; every learner is built once (its
-        own checks catch bad values)."""
+        """Validate a parsed TOML document of this kind; every learner is built once (its own
+        checks catch bad values). Independent keys' problems are reported together.
+        """
         # Independent keys are checked together and reported at once (Checker.collect);
         # building the learners needs them all.
         base.check_keys(check, raw, TOP_LEVEL_KEYS, ())
@@ -431,7 +395,8 @@ def _blame_learner(
     check: Checker, config: ExperimentConfig, name: str, exc: Exception
 ) -> typing.NoReturn:
     """Report a learner that cannot be built under the key that caused it: its
-    ``learner_options`` when it builds without them, else ``horizon`` or ``env``."""
+    ``learner_options`` when it builds without them, else ``horizon`` or ``env``.
+    """
     if name in config.learner_options:
         rest = {k: v for k, v in config.learner_options.items() if k != name}
         try:
@@ -483,16 +448,8 @@ def _check_params(
         values = check.table(key, values)
         out[learner_name] = {}
         for field, item in values.items():
-            number = isinstance(item, int | float) and not isinstance(item, bool)
-            if not number or not math.isfinite(item) or item < 0:
-                check.fail(f"{key}.{field}", f"must be a finite number >= 0, got {item!r}")
-            out[learner_name][field] = float(item)
+            out[learner_name][field] = check.number(f"{key}.{field}", item, 0)
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Running
-# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -502,11 +459,10 @@ class Outcome:
     Attributes:
       name: registry name.
       learner: the learner object.
-      params: the learner params it ran with (shared by all runs).
+      params: the learner params it ran with.
       result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces).
-      num_muted: total meta-weight muting events over runs (StABL variants, Algorithm 3 and
-        Appendix D), else ``None``.
-      wall_seconds: simulation wall time (compile + run + transfers).
+      num_muted: meta-weight muting events over all runs (StABL variants), else ``None``.
+      wall_seconds: simulation wall time (compile, run and transfers).
     """
 
     name: str
@@ -526,7 +482,7 @@ class Result:
       env: the environment object.
       outcomes: per learner, in config order.
       change_points: ``(R, S - 1)`` change points of every run.
-      chunk_size: rounds per compiled chunk actually used.
+      chunk_size: rounds per compiled chunk.
       wall_seconds: total wall time of the run.
       metrics_seconds: time spent computing the metrics.
     """
@@ -549,24 +505,21 @@ ResultT = TypeVar("ResultT", bound=Result)
 
 
 def env_width(env: Any) -> int:
-    """The arms (bandit) or the dimension (BCO) of ``env``: what a learner's traces and its
-    :func:`simulation_seconds` scale with."""
+    """The arms (bandit) or the dimension (BCO) of ``env``."""
     return int(getattr(env, "num_arms", 0) or getattr(env, "dim", 1))
 
 
 def recorded_bytes(config: ExperimentConfig) -> int:
-    """The most bytes per run and round that a learner of ``config`` records in memory
-    (:meth:`ExperimentConfig.trace_bytes`): a chunk of the widest learner's outputs is the
-    largest one a run holds."""
+    """The most bytes per run and round a learner of ``config`` records in memory."""
     width = env_width(config.make_env())
     return max(config.trace_bytes(config.make_learner(n), width)[0] for n in config.learners)
 
 
 def resolve_chunk_size(config: ExperimentConfig, recorded: int | None = None) -> int:
-    """``config.chunk_size``, or: the memory-budget chunk of :func:`auto_chunk_size` for the
-    widest learner's outputs (``recorded`` bytes per run and round; ``None``:
-    :func:`recorded_bytes`), capped so that a run has at least :data:`AUTO_MIN_CHUNKS` chunks.
-    Every learner of ``config`` uses it; results do not depend on it."""
+    """``config.chunk_size``, else :func:`~stabl_jax.simulate.auto_chunk_size` for the widest
+    learner's ``recorded`` bytes per run and round (``None``: :func:`recorded_bytes`), with at
+    least :data:`AUTO_MIN_CHUNKS` chunks a run. Results do not depend on it.
+    """
     if config.chunk_size is not None:
         return min(config.chunk_size, config.horizon)
     per_round = max(1, recorded_bytes(config) if recorded is None else recorded)
@@ -582,9 +535,9 @@ def simulate_learners(
     checkpoints: ExperimentCheckpoints | None,
     validate: bool,
 ) -> Iterator[tuple[str, Any, Any, SimResult, float]]:
-    """``(name, learner, params, result, seconds)`` of every learner of ``config`` in turn,
-    each simulated on ``env`` with the same key (paired) and checkpointed in
-    ``checkpoints.for_learner(name)``; ``seconds`` is the simulation's wall time."""
+    """``(name, learner, params, result, seconds)`` of every learner in turn, each simulated
+    on ``env`` with the same key and checkpointed in ``checkpoints.for_learner(name)``.
+    """
     key = jax.random.key(config.seed)
     chunk = resolve_chunk_size(config)
     for name in config.learners:
@@ -616,11 +569,13 @@ def run_learners(
     on_learner_done: Callable[[Any], None] | None,
     **options: Any,
 ) -> ResultT:
-    """Simulate every learner of ``config`` (:func:`simulate_learners` with ``options``) into
-    an ``outcome_type`` with ``measure(env, result)``, its own metrics, handed to
-    ``on_learner_done`` at once; then ``measure_all(env, carry, outcomes)`` (``carry``: the
-    first learner's loop state, whose environment draws are every learner's) fills in the
-    metrics of all learners and gives the kind's own ``result_type`` fields."""
+    """Simulate every learner of ``config`` into an ``outcome_type``.
+
+    Each outcome gets ``measure(env, result)`` and goes to ``on_learner_done`` at once; then
+    ``measure_all(env, carry, outcomes)`` (``carry``: the first learner's loop state, whose
+    environment draws are every learner's) fills in the shared metrics and returns the
+    ``result_type``'s own fields.
+    """
     start = time.perf_counter()
     env = config.make_env()
     outcomes: dict[str, Any] = {}
@@ -670,73 +625,45 @@ def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.nda
     return points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32)
 
 
-def simulation_seconds(runs: int, horizon: int, width: int, state_bytes: int) -> float:
-    """The rough time one learner's simulation takes, compiles aside:
-    ``T (a + R (b + c n + e S))`` for ``R`` runs of ``T`` rounds, ``n`` arms (or coordinates,
-    ``width``) and a loop state of ``S`` bytes per run (the ``ESTIMATE_SECONDS_*`` constants).
-    """
-    per_run = (
-        ESTIMATE_SECONDS_PER_RUN_ROUND
-        + ESTIMATE_SECONDS_PER_ARM * width
-        + ESTIMATE_SECONDS_PER_STATE_BYTE * state_bytes
-    )
-    return horizon * (ESTIMATE_SECONDS_PER_ROUND + runs * per_run)
+def plan(config: ExperimentConfig) -> base.Plan:
+    """An experiment's memory and disk from its config alone (nothing is allocated: the loop
+    state's size comes from :func:`jax.eval_shape`; the bytes every learner records per run
+    and round are the kind's, :meth:`ExperimentConfig.trace_bytes`).
 
-
-def estimate_resources(config: ExperimentConfig) -> base.Resources:
-    """Estimate an experiment's memory, disk and time from its config alone (nothing is
-    allocated: the loop state's size comes from :func:`jax.eval_shape`); the bytes every
-    learner records per run and round are the kind's (:meth:`ExperimentConfig.trace_bytes`).
-
-    Memory: every learner's ``(R, T)`` traces and a copy of them while ``traces.npz`` is
-    written, the outputs of the largest chunk twice (on the device and their host copy,
-    before they join the traces), the loop state of every run (device, host and checkpoint
-    copies), one block of the SA(L) pass and the JAX process itself. Disk: every learner's
-    chunk checkpoints (its traces and loop state) plus ``traces.npz``, which exist together
-    until the folder is committed, and the plots. Seconds: every learner's
-    :func:`simulation_seconds`, its compile (:data:`ESTIMATE_COMPILE_SECONDS`), and the
-    metrics where the kind estimates them (:meth:`ExperimentConfig.metrics_seconds`).
+    Every learner is one :class:`~stabl_jax.experiment.kinds.base.Program` that keeps its
+    ``(R, T)`` traces to the end; its loop state (counted at the largest learner's) is held
+    three times (device, host and checkpoint copies) and checkpointed beside its traces. At
+    the end, ``traces.npz`` is written (two copies of its arrays) beside a metrics block.
     """
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
     key = jax.random.key(0)
     width = env_width(env)
     env_bytes = base.tree_bytes(jax.eval_shape(env.sample_params, key))
-    traces = kept = state = widest = 0
-    seconds = 0.0
-    for name in config.learners:
-        learner = config.make_learner(name)
-        learner_bytes = base.tree_bytes(jax.eval_shape(learner.init, key))
-        state = max(state, learner_bytes + env_bytes)
-        seconds += simulation_seconds(runs, horizon, width, learner_bytes)
-        recorded, saved = config.trace_bytes(learner, width)
-        traces += runs * horizon * recorded
-        kept += runs * horizon * saved
-        widest = max(widest, recorded)
-    learners = len(config.learners)
-    states = runs * state
+    learners = [config.make_learner(name) for name in config.learners]
+    sizes = [config.trace_bytes(learner, width) for learner in learners]
+    widest = max(recorded for recorded, _ in sizes)
     chunk = runs * resolve_chunk_size(config, recorded=widest) * widest
-    sa_block = config.metrics_bytes(env, width)
-    memory = traces + 2 * kept + 2 * chunk + 3 * states + sa_block
-    return base.Resources(
-        memory_bytes=base.BASE_MEMORY_BYTES + memory,
-        disk_bytes=traces + kept + 2 * learners * states + base.PLOTS_BYTES,
-        seconds=seconds,
-        size=f"{runs} runs x {horizon} rounds x {learners} learners",
+    state = runs * max(base.tree_bytes(jax.eval_shape(x.init, key)) + env_bytes for x in learners)
+    programs = [
+        base.Program(
+            state, chunk, 0, runs * horizon * recorded, runs * horizon * (recorded + saved)
+        )
+        for recorded, saved in sizes
+    ]
+    kept = sum(runs * horizon * saved for _, saved in sizes)
+    return base.Plan(
+        tuple(programs),
+        size=f"{runs} runs x {horizon} rounds x {len(learners)} learners",
         remedy="lower runs or horizon (--runs, --set horizon=...)",
-        metrics_seconds=config.metrics_seconds(env),
-        compile_seconds=learners * ESTIMATE_COMPILE_SECONDS,
+        state_copies=3,
+        end_bytes=2 * kept + config.metrics_bytes(env, width),
+        keeps_states=True,
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Summary and plots
-# --------------------------------------------------------------------------------------------
-
-
 def learner_record(learner: Any, params: Any) -> dict[str, Any]:
-    """How a learner of ``summary.json`` was built: its ``constructor`` (static fields) and
-    its ``params``, every default filled in."""
+    """A learner's ``constructor`` (static fields) and ``params``, defaults filled in."""
     return {"constructor": static_fields(learner), "params": params_dict(params)}
 
 
@@ -762,8 +689,7 @@ def fixed_change_points(env: Any) -> tuple[int, ...] | None:
 
 
 def env_record(config: ExperimentConfig, env: Any) -> dict[str, Any]:
-    """``summary.json``'s ``env``: ``config``'s environment as built, ``env``, every field
-    (defaults included) and its change points (``None`` when drawn per run)."""
+    """``summary.json``'s ``env``: every field of the environment and its change points."""
     points = fixed_change_points(env)
     return {
         "name": config.env.name,
@@ -781,9 +707,10 @@ def build_summary(
     plot_files: Mapping[str, str],
     **entries: Any,
 ) -> dict[str, Any]:
-    """The JSON-ready ``summary.json`` of a bandit or BCO experiment: identity, config,
-    environment, versions and timings, the kind's ``entries``, ``notes`` on its metrics,
-    ``learner_summary(outcome, window_lengths)`` per learner, and the files."""
+    """The ``summary.json`` of a bandit or BCO experiment: identity, config, environment,
+    versions, timings, the kind's ``entries`` and ``notes``, and
+    ``learner_summary(outcome, window_lengths)`` per learner.
+    """
     config = result.config
     summary = {
         "format": FORMAT,
@@ -832,8 +759,7 @@ def moving_band(
     label: str,
     of: metrics.Transform | None = None,
 ) -> plots.Band:
-    """The moving average of ``of(values)`` (``values`` ``(R, T)``) over runs, with its 95%
-    band (:func:`stabl_jax.metrics.moving_mean_ci`: in blocks of runs)."""
+    """The moving average of ``of(values)`` (``(R, T)``) over runs, with its 95% band."""
     mean, half = metrics.moving_mean_ci(values, window, of)
     return plots.Band(name=name, label=label, x=np.arange(values.shape[1]), mean=mean, half=half)
 
@@ -851,45 +777,30 @@ def regret_band(name: str, sa: np.ndarray, window_lengths: Any, num_queries: int
     )
 
 
-# --------------------------------------------------------------------------------------------
-# What stabl-jax run prints
-# --------------------------------------------------------------------------------------------
-
-
 def header(
     config: ExperimentConfig, out: Path, needs: base.Resources | None, size: str, detail: str
 ) -> str:
-    """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe
-    the environment and the feedback (or SA(L) grid) the kind's way."""
+    """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe the
+    environment and the feedback (or SA(L) grid).
+    """
     env = config.make_env()
     fixed = fixed_change_points(env)
     points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
-    lines = [f"stabl-jax run {config.name}  ({config.source})"]
-    if config.overrides:
-        lines.append(f"  overrides: {' '.join(config.overrides)}")
-    lines.append(
+    setting = [
         f"  env: {config.env.name}, {size}, T={config.horizon} rounds, "
-        f"{env.num_segments} segments (change points: {points})"
-    )
-    lines.append(
+        f"{env.num_segments} segments (change points: {points})",
         f"  {config.runs} runs, seed {config.seed}, {detail}, "
-        f"chunks of {resolve_chunk_size(config)} rounds; same key for every learner (paired)"
-    )
-    lines.append(f"  learners: {', '.join(config.learners)}")
+        f"chunks of {resolve_chunk_size(config)} rounds; same key for every learner (paired)",
+    ]
     unused = config.unused_settings()
-    if unused:
-        lines.append(f"  not used (no such learner in learners): {', '.join(unused)}")
-    if needs is not None:
-        lines.append(base.needs_line(needs))
-    lines.append(f"  output: {out}")
-    return "\n".join(lines)
+    notes = [f"  not used (no such learner in learners): {', '.join(unused)}"] if unused else []
+    return base.header(config, out, needs, setting, notes)
 
 
-def resumed_line(config: ExperimentConfig, progress: Mapping[str, int]) -> str:
-    """The rounds each learner of a resumed run has done, ``"exp3 64/256, uniform
-    256/256"`` (``"nothing done yet"`` when none has)."""
-    done = ", ".join(f"{k} {v}/{config.horizon}" for k, v in progress.items())
-    return done or "nothing done yet"
+def resumed_rounds(config: ExperimentConfig, progress: Mapping[str, int]) -> str:
+    """The rounds each learner of a resumed run has done (:func:`.base.resumed_line`)."""
+    totals = {name: config.horizon for name in [*config.learners, *progress]}
+    return base.resumed_line(totals, progress)
 
 
 def run(
@@ -903,9 +814,10 @@ def run(
     metrics_label: str,
 ) -> ResultT:
     """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it: the rounds resumed,
-    progress bars, a line per learner, the time the metrics took (``metrics_label``)."""
+    progress bars, a line per learner and the metrics' time.
+    """
     if resumed is not None:
-        log(f"  resuming {resumed.source.name}: {resumed_line(config, resumed.progress)}")
+        log(f"  resuming {resumed.source.name}: {resumed_rounds(config, resumed.progress)}")
 
     def learner_done(outcome: Outcome) -> None:
         queries = int(outcome.learner.num_queries)
@@ -931,8 +843,7 @@ def run(
 
 
 def progress_bars(horizon: int) -> ProgressFactory:
-    """Per learner, a tqdm bar (shown from the start, compilation included) driven by
-    ``simulate``'s per-chunk progress callback."""
+    """Per learner, a tqdm bar driven by ``simulate``'s per-chunk progress callback."""
     from tqdm import tqdm  # only when bars are shown
 
     def for_learner(name: str) -> Callable[[int, int], None]:

@@ -1,53 +1,18 @@
-"""The algorithm-selection experiment as a config kind (``kind = "hpo"``): BBOB problems, Eagle
-arms, every learner on the same repeats, best-objective curves and performance profiles.
+"""The algorithm-selection experiment (``kind = "hpo"``, the paper's Section 6): BBOB problems,
+Eagle arms, every learner on the same repeats; best-objective curves and performance profiles.
 
-A config (``configs/hpo_bbob_sphere.toml``)::
+A config has ``learners``, ``runs`` (repeats per problem), ``feedback`` and a ``[bbob]`` table
+(``functions``, ``dims``, ``evaluations``: every combination is a problem; docs/configs.md
+lists its keys). Problems of the same dimension and budget run together: each learner is one
+compiled program vmapped over every (function, repeat) pair
+(:func:`stabl_jax.hpo_metrics.simulate_suite`). All learners use the same key, so repeat ``r``
+of a problem has the same shift, rotation and noise for every learner. Budgets count
+evaluations: a two-query learner plays half as many rounds as a one-query one.
 
-    kind = "hpo"
-    name = "hpo_bbob_sphere"
-    seed = 0
-    runs = 20                              # repeats per problem, vmapped (the paper: 5)
-    learners = ["uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive"]
-    feedback = "reward"                    # the paper's; "loss" also possible
-
-    [bbob]
-    functions = [1]                        # BBOB ids 1..24, or "all"
-    dims = [32, 64]
-    evaluations = [1000, 2000]             # budgets N: every (function, dim, N) is a problem
-    instance = 1
-    shift_radius = 1.0                     # the paper's extra random shift ...
-    rotate = true                          # ... and rotation, per repeat
-    noise_std = 0.01                       # observation noise on the normalised scale
-    reward_lambda = 0.01
-    reward = "paper"                       # or "vizier": the authors' ObjectiveRewardGenerator
-    eagle_grid = "default"                 # or "vizier": the grid with Vizier's defaults
-    eagle_fill = "uniform"                 # or "halton": Vizier's quasi-random pool filling
-    history_lengths = [20, 40, 80, 160, 320, 640, 1280, 2560]   # StABL's (the paper's)
-    tau_max = 10.0                         # range of the performance profiles
-
-Problems of the same dimension and budget run together: each learner is one compiled
-program vmapped over every (function, repeat) pair, the function being data
-(:func:`stabl_jax.hpo_metrics.simulate_suite`; a lone problem keeps the function static,
-:func:`stabl_jax.hpo_metrics.simulate_selection`). All learners use the same key, so
-repeat ``r`` of a problem has the same shift, rotation and noise stream for every learner;
-repeat ``r`` of the ``i``-th function of a group is run ``i R + r`` of the key.
-Budgets count evaluations, so a two-query learner gets half as many rounds as a one-query
-learner (:func:`stabl_jax.hpo_metrics.make_hpo_learner`).
-
-A long experiment never loses finished work: with ``checkpoints`` set, every learner of every
-problem checkpoints its chunks there
-(:class:`stabl_jax.experiment.checkpoints.ExperimentCheckpoints`,
-as for every kind) and resumes from them when the same config is rerun after an interrupt. A
-finished program keeps only its traces there: its last loop state (mostly the Eagle pools,
-far larger than the traces) is dropped once its outcome is taken.
-
-Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve (mean and 95%
-band over repeats) and the score against Uniform at every evaluation count; across all
-problems (every (problem, repeat) pair is a Dolan-More problem), performance profiles at the
-full budget, their scores, and the score against Uniform. The results folder holds
-``best_objective.png`` (log best-gap curves per problem), ``score_vs_uniform.png`` and
-``profile.png`` (Dolan-More profiles), with traces ``<problem>/<learner>/best_gap`` and
-``.../arm_counts``.
+Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve and the score
+against Uniform; across every (problem, repeat), Dolan-More performance profiles and their
+scores. The results folder holds ``best_objective.png``, ``score_vs_uniform.png`` and
+``profile.png``, and the traces ``<problem>/<learner>/best_gap`` and ``.../arm_counts``.
 """
 
 from __future__ import annotations
@@ -110,9 +75,8 @@ BBOB_KEYS: tuple[str, ...] = (
 )
 MAX_DIM = 640  # COCO's largest tabulated dimension is 640 (its instance generator's limit)
 #: The per-round traces a run records: what the metrics read (the queried arms, for the arm
-#: counts, and the best gap after each evaluation): 8 bytes per query and round. The
-#: environment offers more (``HPOEnv.trace_names``, 20 bytes), which nothing read.
-TRACES: tuple[str, ...] = ("arms", "best_gap")
+#: counts, and the best gap after each evaluation), 8 bytes per query and round.
+RECORDED_TRACES: tuple[str, ...] = ("arms", "best_gap")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,11 +100,11 @@ class HPOProblem:
 
 @dataclasses.dataclass(frozen=True)
 class HPOConfig:
-    """A validated ``kind = "hpo"`` config (see the module docstring for the file format).
+    """A validated ``kind = "hpo"`` config.
 
     Attributes:
-      name, description, seed, runs, learners, feedback: as in a bandit config (``runs`` are
-        the repeats of every problem).
+      name, description, seed, runs, learners, feedback: as in a bandit config (``runs``: the
+        repeats of every problem).
       problems: every ``(function, dim, evaluations)`` combination, functions slowest.
       instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max,
         reward, eagle_grid, eagle_fill: the ``[bbob]`` table's values
@@ -191,11 +155,6 @@ class HPOConfig:
         }
 
 
-# --------------------------------------------------------------------------------------------
-# Validation
-# --------------------------------------------------------------------------------------------
-
-
 def validate_hpo(
     raw: Mapping[str, Any],
     check: Checker,
@@ -229,9 +188,9 @@ def validate_hpo(
     if "evaluations" in table:
         keep("evaluations", _int_list, check, "bbob.evaluations", table["evaluations"], 2, None)
     keep("instance", check.integer, "bbob.instance", table.get("instance", 1), 1)
-    keep("shift_radius", _number, check, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0)
-    keep("rotate", _boolean, check, "bbob.rotate", table.get("rotate", True))
-    keep("noise_std", _number, check, "bbob.noise_std", table.get("noise_std", 0.01), 0.0)
+    keep("shift_radius", check.number, "bbob.shift_radius", table.get("shift_radius", 1.0), 0.0)
+    keep("rotate", check.boolean, "bbob.rotate", table.get("rotate", True))
+    keep("noise_std", check.number, "bbob.noise_std", table.get("noise_std", 0.01), 0.0)
     keep("reward_lambda", _reward_lambda, check, table)
     keep("reward", check.string, "bbob.reward", table.get("reward", "paper"), REWARDS)
     keep("eagle_grid", check.string, "bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
@@ -268,14 +227,8 @@ def _functions(check: Checker, value: Any) -> tuple[int, ...]:
     return _int_list(check, "bbob.functions", value, 1, NUM_FUNCTIONS, '"all"')
 
 
-def _boolean(check: Checker, key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        check.fail(key, f"must be a bool (true/false), got {value!r}")
-    return value
-
-
 def _reward_lambda(check: Checker, table: Mapping[str, Any]) -> float:
-    value = _number(check, "bbob.reward_lambda", table.get("reward_lambda", REWARD_LAMBDA), 0.0)
+    value = check.number("bbob.reward_lambda", table.get("reward_lambda", REWARD_LAMBDA), 0.0)
     try:
         check_reward_lambda(value)
     except ValueError as exc:
@@ -293,10 +246,10 @@ def _history_lengths(check: Checker, table: Mapping[str, Any]) -> tuple[int, ...
 
 
 def _tau_max(check: Checker, table: Mapping[str, Any]) -> float:
-    tau_max = _number(check, "bbob.tau_max", table.get("tau_max", 10.0), 1.0)
-    if tau_max <= 1.0:
-        check.fail("bbob.tau_max", f"must be > 1, got {tau_max}")
-    return tau_max
+    try:
+        return hpo_metrics.check_tau_max(table.get("tau_max", 10.0))
+    except (TypeError, ValueError) as exc:
+        check.fail("bbob.tau_max", str(exc))
 
 
 def _int_list(
@@ -315,13 +268,6 @@ def _int_list(
     return tuple(out) if keep_order else tuple(sorted(out))
 
 
-def _number(check: Any, key: str, value: Any, minimum: float) -> float:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value < minimum:
-        check.fail(key, f"must be a finite number >= {minimum}, got {value!r}")
-    return float(value)
-
-
 def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
     """Learner ``name`` for a budget of ``evaluations`` (horizon = its number of rounds)."""
     return hpo_metrics.make_hpo_learner(
@@ -331,11 +277,6 @@ def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
         history_lengths=config.history_lengths,
         feedback=config.feedback,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Running
-# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -394,11 +335,9 @@ def run_problems(
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> list[ProblemOutcome]:
     """Run every learner of ``config`` on ``problems``, which share their dimension and budget:
-    one compiled program per learner for all of them (module docstring). ``checkpoints``
-    holds learner ``<problem>-<learner>``'s chunks (``<first>-<last problem>-<learner>`` for
-    several); a finished program's loop state is dropped from them (its traces are kept:
-    the experiment reads nothing else of it), so the disk holds one program's state at a
-    time."""
+    one compiled program per learner. Its checkpoints are those of :func:`program_name`; a
+    finished program's loop state is dropped from them (its traces are kept).
+    """
     first = problems[0]
     env = problem_env(config, problems)
     key = jax.random.key(config.seed)
@@ -408,7 +347,9 @@ def run_problems(
         tag = program_name(problems, name)
         checkpoint = None if checkpoints is None else checkpoints.for_learner(tag)
         args = (learner, env, key, config.runs, first.evaluations)
-        kwargs: dict[str, Any] = dict(checkpoint=checkpoint, validate=validate, traces=TRACES)
+        kwargs: dict[str, Any] = dict(
+            checkpoint=checkpoint, validate=validate, traces=RECORDED_TRACES
+        )
         if len(problems) == 1:
             results = [hpo_metrics.simulate_selection(*args, **kwargs)]
         else:
@@ -458,22 +399,16 @@ def program_name(problems: tuple[HPOProblem, ...], learner: str) -> str:
     return f"{first}-{learner}" if len(problems) == 1 else f"{first}-{last}-{learner}"
 
 
-def resumed_line(config: HPOConfig, progress: Mapping[str, int]) -> str:
-    """What a resumed experiment took over, from ``progress`` (rounds done per program
-    name, :func:`program_name`): ``"1 of 10 learner programs complete, f01_d8_n300-exp3 at
-    150/300 rounds"``."""
+def resumed_programs(config: HPOConfig, progress: Mapping[str, int]) -> str:
+    """What a resumed experiment took over, from ``progress`` (rounds done per program name,
+    :func:`program_name`): ``"1 of 10 learner programs complete, f01_d8_n300-exp3 at 150/300
+    rounds"`` (:func:`.base.resumed_line`)."""
     rounds = {
         program_name(group, name): make_learner(config, name, group[0].evaluations).horizon
         for group in problem_groups(config)
         for name in config.learners
     }
-    complete = sum(progress.get(key) == total for key, total in rounds.items())
-    partly = [
-        f"{key} at {progress[key]}/{total} rounds"
-        for key, total in rounds.items()
-        if 0 < progress.get(key, 0) < total
-    ]
-    return ", ".join([f"{complete} of {len(rounds)} learner programs complete", *partly])
+    return base.resumed_line(rounds, progress, tally=True)
 
 
 def problem_groups(config: HPOConfig) -> list[tuple[HPOProblem, ...]]:
@@ -497,11 +432,9 @@ def run_hpo_experiment(
 
     Args:
       config: a validated HPO config.
-      checkpoints: where every learner of every problem checkpoints its chunks and resumes
-        from (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); an interrupted run
-        resumes where it stopped and gives the same numbers. ``None``: no checkpoints.
-      validate: check every round inside the compiled programs (``simulate(validate=True)``);
-        results unchanged.
+      checkpoints: where every program checkpoints its chunks and resumes from
+        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``None``: none.
+      validate: check every round inside the compiled programs; results unchanged.
       on_learner_done: called after each learner of each problem with its timings.
       on_problem_done: called after each problem.
 
@@ -524,32 +457,12 @@ def run_hpo_experiment(
     )
 
 
-#: Bytes one query records per round (:data:`TRACES`): the arm (int32) and the best gap
-#: (float32).
+#: Bytes one query records per round (:data:`RECORDED_TRACES`): the arm (int32) and the best
+#: gap (float32).
 TRACE_BYTES_PER_QUERY = 8
-#: Copies of the loop state of every run that a program holds at its peak: the state itself
-#: (each chunk program takes over its input's memory, and the host threads' groups of runs
-#: are joined only for a checkpoint and at the end) and the chunk program's work space for
-#: the Eagle update. Peak RSS grew by 3.0 (one host thread) and 3.9 (two) times the state's
-#: bytes per added run of a d = 64 program; ``hpo_bbob_suite`` peaked at 1.39 and 2.87 GiB
-#: at 200 and 400 repeats, against estimates of 2.01 and 3.02 GiB (2.62 GiB at 400 with
-#: three copies: short).
+#: Copies of every run's loop state a program holds at its peak: the state, the chunk
+#: program's input it takes over, the host's copy and the Eagle update's work space.
 STATE_COPIES = 4
-#: The rough simulation speed :func:`estimate_resources` assumes, in loop-state bytes times
-#: evaluations per second: every evaluation updates all the Eagle pools of its run, so a
-#: program's time grows with its runs, its budget and the state of one run, whichever learner
-#: queries. Measured on a 2-core AMD EPYC (run seconds of ``summary.json``'s ``timings``, the
-#: compile aside): 1.3e9 to 2.5e9 over d = 10 (``hpo_bbob_suite``), 16, 32 and 64 with
-#: Uniform, EXP3 with exploration and StABL (docs/speed.md).
-ESTIMATE_STATE_BYTES_PER_SECOND = 2e9
-#: The compile time announced for each program (one per learner and group of problems of the
-#: same dimension and budget): ``stabl-jax run hpo_bbob_sphere``'s 20 programs took 111 s on
-#: a 2-core AMD EPYC (2026-11-29), 5.5 s each.
-ESTIMATE_COMPILE_SECONDS = 5.5
-#: Memory of the JAX process with an experiment's compiled programs before it holds any
-#: runs' data (measured peak RSS at 2 repeats: 785 MiB for ``hpo_bbob_suite``, 968 MiB for
-#: ``hpo_bbob_sphere``, whose 20 programs are of d = 32 and 64).
-BASE_MEMORY_BYTES = 2**30
 
 
 def run_state_bytes(learner: Any, env: HPOEnv) -> int:
@@ -561,51 +474,36 @@ def run_state_bytes(learner: Any, env: HPOEnv) -> int:
     return base.tree_bytes(jax.eval_shape(lambda k: init_runs(learner, env, k, None), keys))
 
 
-def estimate_resources(config: HPOConfig) -> base.Resources:
-    """Estimate an algorithm-selection experiment's memory and disk from its config alone
-    (shapes from :func:`jax.eval_shape`; nothing is allocated or compiled).
+def plan(config: HPOConfig) -> base.Plan:
+    """An algorithm-selection experiment's memory and disk from its config alone (shapes from
+    :func:`jax.eval_shape`; nothing is allocated or compiled).
 
-    A learner's program over a group of ``G`` problems (:func:`problem_groups`) runs ``G R``
-    runs of ``ceil(N / Q)`` rounds. Memory: :data:`BASE_MEMORY_BYTES`, the ``(R, N)``
-    float64 best gaps of the programs before (kept to the end), and the largest program's
-    own: :data:`STATE_COPIES` copies of every run's loop state (learner and environment: the
-    Eagle pools, ``24 x pool x d`` floats, dominate), its traces (:data:`TRACES`, of
-    :data:`TRACE_BYTES_PER_QUERY` per query and round), the last chunk's outputs twice
-    (device and host) and the best gaps by evaluation count (float64). Disk: every program's
-    checkpointed traces, the loop state of the largest program twice (a new one is written
-    beside the last; a finished program's is dropped), ``traces.npz`` (the best gaps), which
-    exist together until the folder is committed, and the plots. Seconds: every program's
-    ``G R`` runs' loop state times its ``N`` evaluations at
-    :data:`ESTIMATE_STATE_BYTES_PER_SECOND`, and :data:`ESTIMATE_COMPILE_SECONDS` a program.
+    Each learner's program over a group of ``G`` problems (:func:`problem_groups`) runs
+    ``G R`` runs of ``ceil(N / Q)`` rounds; it keeps only the ``(R, N)`` float64 best gaps,
+    drops its traces and checkpointed loop state once done, and ``traces.npz`` copies the
+    best gaps at the end.
     """
-    kept = peak = disk = largest = work = programs = 0
+    programs = []
     for group in problem_groups(config):
         env = problem_env(config, group)
         runs, budget = len(group) * config.runs, group[0].evaluations
         for name in config.learners:
             learner = make_learner(config, name, budget)
-            queries = int(learner.num_queries)
-            rounds = hpo_metrics.num_rounds(budget, queries)
-            state = runs * run_state_bytes(learner, env)
-            per_round = queries * TRACE_BYTES_PER_QUERY
+            per_round = int(learner.num_queries) * TRACE_BYTES_PER_QUERY
+            rounds = hpo_metrics.num_rounds(budget, int(learner.num_queries))
             traces = runs * rounds * per_round
-            chunk = auto_chunk_size(runs, rounds, bytes_per_round=per_round)
+            chunk = runs * auto_chunk_size(runs, rounds, bytes_per_round=per_round) * per_round
             gaps = runs * budget * 8
-            own = STATE_COPIES * state + traces + 2 * runs * chunk * per_round + gaps
-            peak = max(peak, kept + own)
-            kept += gaps
-            disk += traces
-            largest = max(largest, state)
-            work += state * budget
-            programs += 1
-    learners = len(config.learners)
-    return base.Resources(
-        memory_bytes=BASE_MEMORY_BYTES + max(peak, 2 * kept),
-        disk_bytes=disk + 2 * largest + kept + base.PLOTS_BYTES,
-        seconds=work / ESTIMATE_STATE_BYTES_PER_SECOND,
-        size=f"{len(config.problems)} problems x {config.runs} repeats x {learners} learners",
+            state = runs * run_state_bytes(learner, env)
+            programs.append(base.Program(state, chunk, traces, gaps, traces + gaps))
+    return base.Plan(
+        tuple(programs),
+        size=f"{len(config.problems)} problems x {config.runs} repeats x "
+        f"{len(config.learners)} learners",
         remedy="lower runs or the problems' dimensions and budgets (--runs, --set bbob.dims=...)",
-        compile_seconds=programs * ESTIMATE_COMPILE_SECONDS,
+        state_copies=STATE_COPIES,
+        end_bytes=sum(p.kept for p in programs),
+        keeps_states=False,
     )
 
 
@@ -633,11 +531,6 @@ def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
             out.arm_counts[name] = traces[f"{problem.key}/{name}/arm_counts"]
         problems[problem.key] = out
     return HPOExperimentResult(config, summary["arms"], problems, summary["wall_seconds"])
-
-
-# --------------------------------------------------------------------------------------------
-# Metrics
-# --------------------------------------------------------------------------------------------
 
 
 def profiles(result: HPOExperimentResult, at_fraction: float = 1.0) -> dict[str, Any]:
@@ -725,12 +618,9 @@ HPO_PLOT_FILES: dict[str, str] = {
 }
 
 
-def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
-    """Log best-objective curves and scores against Uniform (one panel per problem), and the
-    performance profiles across all problems."""
-    folder = Path(folder)
-    cfg = result.config
-    tau_max = cfg.tau_max
+def _problem_panels(result: HPOExperimentResult) -> tuple[list[Any], list[Any]]:
+    """Per problem, the panel of log best-gap bands and that of scores against Uniform."""
+    tau_max = result.config.tau_max
     gap_panels, score_panels = [], []
     for outcome in result.problems.values():
         x = np.arange(1, outcome.problem.evaluations + 1)
@@ -754,6 +644,16 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
                 if name != hpo_metrics.BASELINE
             ]
             score_panels.append((title, scores))
+    return gap_panels, score_panels
+
+
+def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
+    """Log best-objective curves and scores against Uniform (one panel per problem), and the
+    performance profiles across all problems."""
+    folder = Path(folder)
+    cfg = result.config
+    tau_max = cfg.tau_max
+    gap_panels, score_panels = _problem_panels(result)
     setting = f"{cfg.runs} repeats, mean with 95% band"
     ncols = 2 if len(gap_panels) <= 4 else 6
     paths = [
@@ -836,26 +736,14 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
     return text_table(rows, footer)
 
 
-# --------------------------------------------------------------------------------------------
-# The kind
-# --------------------------------------------------------------------------------------------
-
-
 def run_header(config: HPOConfig, out: Path, needs: base.Resources | None = None) -> str:
     """What ``stabl-jax run`` prints before an algorithm-selection experiment."""
-    lines = [f"stabl-jax run {config.name}  ({config.source})"]
-    if config.overrides:
-        lines.append(f"  overrides: {' '.join(config.overrides)}")
-    lines.append(
+    setting = (
         f"  {len(config.problems)} BBOB problems (function, dim, evaluations), {config.runs} "
         f"repeats each, seed {config.seed}, feedback={config.feedback}, "
         f"noise {config.noise_std:g}; same key for every learner (paired)"
     )
-    lines.append(f"  learners: {', '.join(config.learners)}")
-    if needs is not None:
-        lines.append(base.needs_line(needs))
-    lines.append(f"  output: {out}")
-    return "\n".join(lines)
+    return base.header(config, out, needs, [setting])
 
 
 def run(
@@ -870,7 +758,7 @@ def run(
     over, then a line per learner and problem (no progress bars)."""
 
     if resumed is not None:
-        log(f"  resuming {resumed.source.name}: {resumed_line(config, resumed.progress)}")
+        log(f"  resuming {resumed.source.name}: {resumed_programs(config, resumed.progress)}")
 
     def learner_done(name: str, problem: HPOProblem, seconds: dict[str, float]) -> None:
         log(
@@ -893,6 +781,6 @@ KIND = base.Kind(
     traces=hpo_trace_arrays,
     plots=render_hpo_plots,
     table=format_hpo_table,
-    estimate=estimate_resources,
-    resumed_line=resumed_line,
+    estimate=lambda config: base.estimate_resources(plan(config)),
+    resumed_line=resumed_programs,
 )
