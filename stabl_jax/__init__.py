@@ -19,8 +19,10 @@ from stabl_jax import versions
 from stabl_jax.bco import BCOLearner
 from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
 from stabl_jax.learners import (
+    CUSUMUCB,
     DUCB,
     EXP3,
+    MUCB,
     SAOL,
     SWUCB,
     BanditLearner,
@@ -28,7 +30,9 @@ from stabl_jax.learners import (
     EXP3IXVizier,
     Exp3S,
     EXP3Vizier,
+    GLRklUCB,
     Hedge,
+    Rexp3,
     SAOLHedge,
     StABL,
     StABLAdaptive,
@@ -54,10 +58,12 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CUSUMUCB",
     "DUCB",
     "ENVS",
     "EXP3",
     "LEARNERS",
+    "MUCB",
     "SAOL",
     "SWUCB",
     "BCOLearner",
@@ -68,9 +74,11 @@ __all__ = [
     "Exp3IX",
     "Exp3S",
     "ExpertAdvice",
+    "GLRklUCB",
     "Hedge",
     "PiecewiseBernoulli",
     "PiecewiseEnv",
+    "Rexp3",
     "SAOLHedge",
     "SimResult",
     "StABL",
