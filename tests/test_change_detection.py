@@ -129,3 +129,31 @@ def test_rexp3_matches_reference(values):
         losses, _uniforms(keys), gamma=float(params.gamma), batch=int(params.batch)
     )
     _compare(_run(learner, params, losses, keys), expected, "play_probs")
+
+
+DETECTORS = [
+    (CUSUMUCB, {}),
+    (MUCB, {"window": 100}),  # Remark 1's window for delta = 0.1 exceeds the horizon
+    (GLRklUCB, {}),
+]
+
+
+@pytest.mark.parametrize(("cls", "options"), DETECTORS, ids=lambda x: getattr(x, "__name__", x))
+def test_a_bernoulli_change_is_detected_within_50_rounds(cls, options):
+    """Arm 0's loss mean moves from 0.1 to 0.9 at round 1000 of 2000 (arm 1 stays at 0.5):
+    with its defaults for one change, each detector restarts for the first time within 50
+    rounds after it, and never before it (fixed draws)."""
+    horizon, change = 2000, 1000
+    rng = np.random.default_rng(0)
+    means = np.where(np.arange(horizon)[:, None] < change, [0.1, 0.5], [0.9, 0.5])
+    losses = jnp.asarray((rng.uniform(size=(horizon, 2)) < means).astype(np.float32))
+    keys = jax.random.split(jax.random.key(0), horizon)
+    learner = cls(num_arms=2, horizon=horizon, num_changes=1, **options)
+
+    def body(state, xs):
+        new_state, _ = learner.step(state, *xs)
+        return new_state, jnp.any(new_state.counts < state.counts)
+
+    run = jax.jit(lambda state: jax.lax.scan(body, state, (losses, keys))[1])
+    restarts = np.flatnonzero(np.asarray(run(learner.init(jax.random.key(1)))))
+    assert restarts.size and change <= restarts[0] < change + 50, restarts[:5]
