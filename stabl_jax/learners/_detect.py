@@ -40,7 +40,7 @@ def klucb_index(counts: jax.Array, sums: jax.Array, budget: jax.Array) -> jax.Ar
     n = jnp.where(tried, counts, 1).astype(sums.dtype)
     mu = jnp.clip(sums / n, 0.0, 1.0)
 
-    def halve(_, bracket):
+    def halve(_: int, bracket: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         lo, hi = bracket
         mid = 0.5 * (lo + hi)
         inside = n * bernoulli_kl(mu, mid) <= budget

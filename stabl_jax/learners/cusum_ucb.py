@@ -145,7 +145,9 @@ class CUSUMUCB(BanditLearner):
         """``(num_arms,)`` ``UCB_i``; ``+inf`` for arms without samples since their restart."""
         f = self.float_dtype
         log_n = jnp.log(jnp.maximum(jnp.sum(state.counts), 1).astype(f))
-        return _ucb.ucb_index(state.counts.astype(f), state.sums, log_n, math.sqrt(self.xi))
+        return _ucb.ucb_index(
+            state.counts.astype(f), state.sums, log_n, jnp.asarray(math.sqrt(self.xi), f)
+        )
 
     def play_distribution(self, state: CUSUMUCBState) -> jax.Array:
         """``(num_arms,)`` step 2: ``(1 - alpha) e_{argmax UCB} + alpha / K``."""

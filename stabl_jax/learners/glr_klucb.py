@@ -171,7 +171,9 @@ class GLRklUCB(BanditLearner):
         forced = _detect.forced_arm(state.t + 1, state.params.alpha, self.num_arms)
         return _detect.point_query(self.index(state), forced, self.float_dtype)
 
-    def glr_change(self, row: jax.Array, n: jax.Array, total: jax.Array, delta: jax.Array):
+    def glr_change(
+        self, row: jax.Array, n: jax.Array, total: jax.Array, delta: jax.Array
+    ) -> jax.Array:
         """``()`` bool, step 3's test over the kept splits of one arm (``row``: ``(H,)`` its
         prefix sums, ``n`` its samples, ``total`` their sum ``S_n``)."""
         h, ds, f = self._splits, self.subsample, self.float_dtype
@@ -187,7 +189,7 @@ class GLRklUCB(BanditLearner):
         beta = jnp.log(3.0 * nf**1.5 / delta)
         return (n % self.test_every == 0) & jnp.any(valid & (glr >= beta))
 
-    def _tell(self, state: GLRklUCBState, query: BanditQuery, observed: jax.Array):
+    def _tell(self, state: GLRklUCBState, query: BanditQuery, observed: jax.Array) -> GLRklUCBState:
         """Steps 3-4."""
         arm, ds = query.arms[0], self.subsample
         y = estimators.loss_to_reward(observed[0])

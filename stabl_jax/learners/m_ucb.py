@@ -157,7 +157,9 @@ class MUCB(BanditLearner):
         """``(num_arms,)`` step 2's UCB; ``+inf`` for arms without samples since the restart."""
         f = self.float_dtype
         log_s = jnp.log((state.t - state.tau + 1).astype(f))
-        return _ucb.ucb_index(state.counts.astype(f), state.sums, log_s, math.sqrt(2.0))
+        return _ucb.ucb_index(
+            state.counts.astype(f), state.sums, log_s, jnp.asarray(math.sqrt(2.0), f)
+        )
 
     def _ask(self, state: MUCBState, key: jax.Array) -> BanditQuery:
         """Steps 1-2 (deterministic: ``key`` is not used)."""
