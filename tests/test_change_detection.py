@@ -39,14 +39,14 @@ def _run(learner, params, losses, keys):
     arm, and the counts after the round."""
     step = jax.jit(learner.step)
     state = learner.init(jax.random.key(0), params)
-    has_index = hasattr(learner, "index")
+    index = jax.jit(learner.index) if hasattr(learner, "index") else None
     rows = {"played": [], "stat": [], "counts": []}
     for t in range(T):
-        if has_index:
-            rows["stat"].append(np.asarray(jax.jit(learner.index)(state), np.float64))
+        if index is not None:
+            rows["stat"].append(np.asarray(index(state), np.float64))
         state, info = step(state, jnp.asarray(losses[t], jnp.float32), keys[t])
         rows["played"].append(int(info.arms[0]))
-        if not has_index:
+        if index is None:
             rows["stat"].append(np.asarray(info.play_probs, np.float64))
         rows["counts"].append(np.asarray(getattr(state, "counts", np.zeros(K))))
     return {k: np.asarray(v) for k, v in rows.items()}
