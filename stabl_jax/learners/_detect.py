@@ -46,7 +46,8 @@ def klucb_index(counts: jax.Array, sums: jax.Array, budget: jax.Array) -> jax.Ar
         inside = n * bernoulli_kl(mu, mid) <= budget
         return jnp.where(inside, mid, lo), jnp.where(inside, hi, mid)
 
-    lo, _ = jax.lax.fori_loop(0, KLUCB_STEPS, halve, (mu, jnp.ones_like(mu)))
+    # Unrolled: no loop inside a round (tests/test_simulate.py).
+    lo, _ = jax.lax.fori_loop(0, KLUCB_STEPS, halve, (mu, jnp.ones_like(mu)), unroll=True)
     return jnp.where(tried, lo, jnp.inf)
 
 
