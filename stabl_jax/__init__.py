@@ -19,10 +19,12 @@ from stabl_jax import versions
 from stabl_jax.bco import BCOLearner
 from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
 from stabl_jax.learners import (
+    CUSUMUCB,
     DUCB,
     EFLH,
     EXP3,
     FLH,
+    MUCB,
     SAOL,
     SWUCB,
     BanditLearner,
@@ -30,7 +32,9 @@ from stabl_jax.learners import (
     EXP3IXVizier,
     Exp3S,
     EXP3Vizier,
+    GLRklUCB,
     Hedge,
+    Rexp3,
     SAOLHedge,
     StABL,
     StABLAdaptive,
@@ -56,12 +60,14 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CUSUMUCB",
     "DUCB",
     "EFLH",
     "ENVS",
     "EXP3",
     "FLH",
     "LEARNERS",
+    "MUCB",
     "SAOL",
     "SWUCB",
     "BCOLearner",
@@ -72,9 +78,11 @@ __all__ = [
     "Exp3IX",
     "Exp3S",
     "ExpertAdvice",
+    "GLRklUCB",
     "Hedge",
     "PiecewiseBernoulli",
     "PiecewiseEnv",
+    "Rexp3",
     "SAOLHedge",
     "SimResult",
     "StABL",

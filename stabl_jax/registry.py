@@ -359,6 +359,14 @@ LEARNERS.register("flh", learners.FLH,
     "FLH (Hazan & Seshadhri 2009): EXP3 experts started every round, pruned (O(log T) queries)")
 LEARNERS.register("eflh", learners.EFLH,
     "EFLH (Lu & Hazan 2022): FLH on a doubly exponential lookback (O(log log T) queries)")
+LEARNERS.register("cusum_ucb", learners.CUSUMUCB,
+    "CUSUM-UCB (Liu et al. 2018): UCB, per-arm CUSUM restarts, alpha-uniform (1 query)")
+LEARNERS.register("m_ucb", learners.MUCB,
+    "M-UCB (Cao et al. 2019): UCB, forced exploration, window test, global restart (1 query)")
+LEARNERS.register("glr_klucb", learners.GLRklUCB,
+    "GLR-klUCB (Besson et al. 2022): kl-UCB, Bernoulli GLR test, local restarts (1 query)")
+LEARNERS.register("rexp3", learners.Rexp3,
+    "Rexp3 (Besbes et al. 2014): Exp3 restarted every Delta_T rounds (1 query)")
 
 ENVS.register("expert_advice", ExpertAdvice,
     "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm")

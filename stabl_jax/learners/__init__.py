@@ -7,6 +7,7 @@ from stabl_jax.learners.base import (
     WeightsLearner,
     WeightsState,
 )
+from stabl_jax.learners.cusum_ucb import CUSUMUCB, CUSUMUCBParams, CUSUMUCBState
 from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
 from stabl_jax.learners.eflh import EFLH
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, auer_gamma
@@ -15,7 +16,10 @@ from stabl_jax.learners.exp3_ix_vizier import EXP3IXVizier
 from stabl_jax.learners.exp3_vizier import EXP3Vizier, EXP3VizierParams, EXP3VizierState
 from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, exp3s_gamma
 from stabl_jax.learners.flh import FLH, FLHParams, FLHQuery, FLHState
+from stabl_jax.learners.glr_klucb import GLRklUCB, GLRklUCBParams, GLRklUCBState
 from stabl_jax.learners.hedge import Hedge, HedgeParams
+from stabl_jax.learners.m_ucb import MUCB, MUCBParams, MUCBState
+from stabl_jax.learners.rexp3 import Rexp3, Rexp3Params
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
 from stabl_jax.learners.stabl_adaptive import (
@@ -31,14 +35,18 @@ from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
 __all__ = [
+    "CUSUMUCB",
     "DUCB",
     "EFLH",
     "EXP3",
     "FLH",
+    "MUCB",
     "SAOL",
     "SWUCB",
     "BanditLearner",
     "BanditQuery",
+    "CUSUMUCBParams",
+    "CUSUMUCBState",
     "DUCBParams",
     "DUCBState",
     "EXP3IXVizier",
@@ -53,8 +61,15 @@ __all__ = [
     "FLHParams",
     "FLHQuery",
     "FLHState",
+    "GLRklUCB",
+    "GLRklUCBParams",
+    "GLRklUCBState",
     "Hedge",
     "HedgeParams",
+    "MUCBParams",
+    "MUCBState",
+    "Rexp3",
+    "Rexp3Params",
     "SAOLHedge",
     "SAOLParams",
     "SAOLState",

@@ -1,0 +1,124 @@
+"""Rexp3 (Besbes, Gur and Zeevi, "Stochastic multi-armed-bandit problem with non-stationary
+rewards", NeurIPS 2014): Exp3 restarted every ``Delta_T`` rounds.
+
+One query per round. The algorithm is written for rewards ``x`` in [0, 1]; the loss ``l``
+becomes ``x = 1 - l`` through :func:`stabl_jax.estimators.loss_to_reward`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import checks, estimators
+from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState, sample_query
+
+
+@chex.dataclass(frozen=True)
+class Rexp3Params:
+    """Sweepable numbers of :class:`Rexp3`.
+
+    Attributes:
+      gamma: ``()`` Exp3's exploration mix ``gamma`` in [0, 1] (also its rate, ``gamma / K``).
+      batch: ``()`` ``Delta_T >= 1``, rounds between restarts (its floor is used).
+    """
+
+    gamma: jax.Array
+    batch: jax.Array
+
+
+def default_batch_gamma(num_arms: int, horizon: int, variation: float) -> tuple[int, float]:
+    """``Delta_T = ceil((K log K)^{1/3} (T / V_T)^{2/3})`` (at most ``T``; ``T`` when
+    ``V_T = 0``) and ``gamma = min(1, sqrt(K log K / ((e - 1) Delta_T)))`` (Besbes et al.,
+    Theorem 2)."""
+    k, t = num_arms, horizon
+    if variation <= 0:
+        batch = t
+    else:
+        batch = min(t, math.ceil((k * math.log(k)) ** (1 / 3) * (t / variation) ** (2 / 3)))
+    return batch, min(1.0, math.sqrt(k * math.log(k) / ((math.e - 1.0) * batch)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Rexp3(WeightsLearner):
+    """Rexp3 (Besbes, Gur and Zeevi 2014, Section 4), one query per round, in the log domain.
+
+    For each batch ``j = 1, 2, ...`` of ``Delta_T`` rounds: set ``w_k = 1``; then each round
+    ``t`` of the batch (Exp3, ``K = num_arms``, ``x = 1 - l``):
+
+    1. ``p_k(t) = (1 - gamma) w_k / sum_l w_l + gamma / K``;
+    2. play ``k_t ~ p(t)``, observe ``x_{k_t}(t)``;
+    3. ``x^_k = x_k(t) / p_k(t)`` for ``k = k_t``, else 0; ``w_k <- w_k exp(gamma x^_k / K)``.
+
+    The state keeps the normalised ``log(w / sum w)`` (uniform at a restart), which gives the
+    same ``p``; the exponent is at most 1 (``x^ <= K / gamma``).
+
+    Defaults (Theorem 2, :func:`default_batch_gamma`): ``Delta_T`` and ``gamma`` for the
+    variation budget ``V_T``, by default ``num_changes`` (each change of a piecewise-constant
+    mean in [0, 1] adds at most 1 to ``V_T``).
+
+    Memory: ``K`` floats, 4 bytes per arm per run (float32).
+
+    Attributes:
+      num_changes: breakpoints; the default ``V_T``.
+      variation: ``V_T >= 0``; ``None`` gives ``num_changes``.
+      batch, gamma: defaults of the Params; ``None`` gives Theorem 2's values.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> learner = Rexp3(num_arms=3, horizon=1000, num_changes=1)
+      >>> learner.batch, round(learner.gamma, 3)
+      (149, 0.113)
+
+    References:
+      Besbes, Gur, Zeevi. Stochastic multi-armed-bandit problem with non-stationary rewards.
+      NeurIPS 2014. Rexp3 and Theorem 2.
+    """
+
+    num_changes: int = 3
+    variation: float | None = None
+    batch: int | None = None
+    gamma: float | None = None
+
+    name: ClassVar[str] = "rexp3"
+    Params: ClassVar[type] = Rexp3Params
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "gamma": checks.Interval(0.0, 1.0),
+        "batch": checks.Interval(1.0),
+    }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.check_int("num_changes", self.num_changes, minimum=0)
+        v = self.num_changes if self.variation is None else self.variation
+        object.__setattr__(self, "variation", checks.check_nonnegative("variation", v))
+        batch, gamma = default_batch_gamma(self.num_arms, self.horizon, v)
+        batch = batch if self.batch is None else self.batch
+        object.__setattr__(self, "batch", checks.check_int("batch", batch, minimum=1))
+        gamma = gamma if self.gamma is None else self.gamma
+        object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
+
+    def play_distribution(self, state: WeightsState) -> jax.Array:
+        """``(num_arms,)`` step 1."""
+        gamma = state.params.gamma
+        return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
+
+    def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
+        return sample_query(key, self.play_distribution(state))
+
+    def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
+        """Step 3, then the restart at the end of a batch."""
+        params, arm = state.params, query.arms[0]
+        x_hat = estimators.loss_to_reward(observed[0]) / query.query_probs[0]
+        bumped = state.log_weights.at[arm].add(params.gamma / self.num_arms * x_hat)
+        log_w = bumped - jax.scipy.special.logsumexp(bumped)
+        t = state.t + 1
+        restart = t % jnp.floor(params.batch).astype(jnp.int32) == 0
+        log_w = jnp.where(restart, self.uniform_log_probs(), log_w)
+        return dataclasses.replace(state, t=t, log_weights=log_w.astype(self.float_dtype))

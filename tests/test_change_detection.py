@@ -1,0 +1,159 @@
+"""CUSUM-UCB, M-UCB, GLR-klUCB and Rexp3 against the float64 NumPy loops of
+``tests/reference_change_detection.py`` (written from the papers), step by step, and a
+detection test on a Bernoulli change.
+
+The learners run in float32; the randomised ones get the reference the same per-round uniforms
+(recomputed from the learner's keys). Arms, sample counts and restarts must match exactly,
+indices and play distributions to float32 precision.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stabl_jax import CUSUMUCB, MUCB, GLRklUCB, Rexp3, sampling
+from tests import reference_change_detection as ref
+
+T, K = 300, 4
+RTOL = 2e-5
+
+
+def _losses(seed: int) -> np.ndarray:
+    """A best arm that changes twice (by 0.6 in mean), uniform noise, in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    losses = rng.uniform(0.5, 1.0, size=(T, K))
+    for start, best in ((0, 1), (100, 3), (200, 0)):
+        losses[start : start + 100, best] = rng.uniform(0.0, 0.3, size=100)
+    return losses
+
+
+def _uniforms(keys) -> np.ndarray:
+    return np.asarray(jax.vmap(lambda k: sampling.uniforms(k, 1, "float32"))(keys), np.float64)
+
+
+def _run(learner, params, losses, keys):
+    """Per round: the index (UCB policies) or play distribution before the round, the played
+    arm, and the counts after the round."""
+    step = jax.jit(learner.step)
+    state = learner.init(jax.random.key(0), params)
+    index = jax.jit(learner.index) if hasattr(learner, "index") else None
+    rows = {"played": [], "stat": [], "counts": []}
+    for t in range(T):
+        if index is not None:
+            rows["stat"].append(np.asarray(index(state), np.float64))
+        state, info = step(state, jnp.asarray(losses[t], jnp.float32), keys[t])
+        rows["played"].append(int(info.arms[0]))
+        if index is None:
+            rows["stat"].append(np.asarray(info.play_probs, np.float64))
+        rows["counts"].append(np.asarray(getattr(state, "counts", np.zeros(K))))
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+def _compare(got, expected, stat: str) -> None:
+    for t in range(T):
+        assert got["played"][t] == expected["played"][t], t
+        np.testing.assert_allclose(got["stat"][t], expected[stat][t], rtol=RTOL, err_msg=str(t))
+        if "counts" in expected:
+            np.testing.assert_array_equal(got["counts"][t], expected["counts"][t + 1], str(t))
+    assert expected["restarts"]  # the case exercises the restarts
+
+
+@pytest.mark.parametrize(
+    "values", [{"threshold": 3.0, "drift": 0.05, "alpha": 0.1, "warmup": 10.0}, {}], ids=str
+)
+def test_cusum_ucb_matches_reference(values):
+    learner = CUSUMUCB(num_arms=K, horizon=T, warmup=10 if not values else 50)
+    params = learner.default_params.replace(**{k: jnp.float32(v) for k, v in values.items()})
+    if not values:
+        params = params.replace(threshold=jnp.float32(3.0))
+    losses, keys = _losses(1), jax.random.split(jax.random.key(2), T)
+    expected = ref.cusum_ucb_reference(
+        losses,
+        _uniforms(keys),
+        threshold=float(params.threshold),
+        drift=float(params.drift),
+        alpha=float(params.alpha),
+        warmup=int(params.warmup),
+    )
+    _compare(_run(learner, params, losses, keys), expected, "index")
+
+
+@pytest.mark.parametrize(
+    ("options", "values"),
+    [({"window": 20}, {"threshold": 4.0, "gamma": 0.15}), ({"window": 40}, {})],
+    ids=str,
+)
+def test_m_ucb_matches_reference(options, values):
+    learner = MUCB(num_arms=K, horizon=T, **options)
+    params = learner.default_params.replace(**{k: jnp.float32(v) for k, v in values.items()})
+    if not values:
+        params = params.replace(threshold=jnp.float32(8.0))
+    losses, keys = _losses(3), jax.random.split(jax.random.key(4), T)
+    expected = ref.m_ucb_reference(
+        losses,
+        window=learner.window,
+        threshold=float(params.threshold),
+        gamma=float(params.gamma),
+    )
+    _compare(_run(learner, params, losses, keys), expected, "index")
+
+
+@pytest.mark.parametrize("restart", ["local", "global"])
+def test_glr_klucb_matches_reference(restart):
+    learner = GLRklUCB(
+        num_arms=K, horizon=T, restart=restart, subsample=5, test_every=5, max_splits=8
+    )
+    params = learner.default_params.replace(alpha=jnp.float32(0.07), delta=jnp.float32(0.05))
+    losses, keys = _losses(5), jax.random.split(jax.random.key(6), T)
+    expected = ref.glr_klucb_reference(
+        losses,
+        delta=float(params.delta),
+        alpha=float(params.alpha),
+        subsample=5,
+        test_every=5,
+        max_splits=8,
+        restart=restart,
+    )
+    _compare(_run(learner, params, losses, keys), expected, "index")
+
+
+@pytest.mark.parametrize("values", [{"gamma": 0.2, "batch": 37.0}, {}], ids=str)
+def test_rexp3_matches_reference(values):
+    learner = Rexp3(num_arms=K, horizon=T)
+    params = learner.default_params.replace(**{k: jnp.float32(v) for k, v in values.items()})
+    losses, keys = _losses(7), jax.random.split(jax.random.key(8), T)
+    expected = ref.rexp3_reference(
+        losses, _uniforms(keys), gamma=float(params.gamma), batch=int(params.batch)
+    )
+    _compare(_run(learner, params, losses, keys), expected, "play_probs")
+
+
+DETECTORS = [
+    (CUSUMUCB, {}),
+    (MUCB, {"window": 100}),  # Remark 1's window for delta = 0.1 exceeds the horizon
+    (GLRklUCB, {}),
+]
+
+
+@pytest.mark.parametrize(("cls", "options"), DETECTORS, ids=lambda x: getattr(x, "__name__", x))
+def test_a_bernoulli_change_is_detected_within_50_rounds(cls, options):
+    """Arm 0's loss mean moves from 0.1 to 0.9 at round 1000 of 2000 (arm 1 stays at 0.5):
+    with its defaults for one change, each detector restarts for the first time within 50
+    rounds after it, and never before it (fixed draws)."""
+    horizon, change = 2000, 1000
+    rng = np.random.default_rng(0)
+    means = np.where(np.arange(horizon)[:, None] < change, [0.1, 0.5], [0.9, 0.5])
+    losses = jnp.asarray((rng.uniform(size=(horizon, 2)) < means).astype(np.float32))
+    keys = jax.random.split(jax.random.key(0), horizon)
+    learner = cls(num_arms=2, horizon=horizon, num_changes=1, **options)
+
+    def body(state, xs):
+        new_state, _ = learner.step(state, *xs)
+        return new_state, jnp.any(new_state.counts < state.counts)
+
+    run = jax.jit(lambda state: jax.lax.scan(body, state, (losses, keys))[1])
+    restarts = np.flatnonzero(np.asarray(run(learner.init(jax.random.key(1)))))
+    assert restarts.size and change <= restarts[0] < change + 50, restarts[:5]
