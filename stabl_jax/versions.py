@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The oldest supported release of each runtime dependency: the lower bounds of
 #: ``pyproject.toml`` (``tests/test_versions.py`` compares the two).
@@ -86,7 +86,7 @@ def package_versions() -> dict[str, str | None]:
 
 
 def describe() -> str:
-    """``"0.1.0 (jax 0.10.2, jaxlib 0.10.2, numpy 2.4.6, optax 0.2.8, Python 3.11.9)"``:
+    """``"0.2.0 (jax 0.10.2, jaxlib 0.10.2, numpy 2.4.6, optax 0.2.8, Python 3.11.9)"``:
     stabl_jax's version and those its results depend on (the same seed gives the same bits
     with one JAX release, ``docs/reliability.md``), as ``stabl-jax --version`` prints them."""
     found = package_versions()
