@@ -68,7 +68,7 @@ import numpy as np
 
 from stabl_jax import versions
 from stabl_jax.experiment import bench as benchmark
-from stabl_jax.experiment import compare, compile_cache, tables
+from stabl_jax.experiment import compare, compile_cache, sweep, tables
 from stabl_jax.experiment.checkpoints import (
     CheckpointMismatch,
     ExperimentCheckpoints,
@@ -211,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.set_defaults(handler=_cmd_list)
     _add_compare_parser(sub)
     _add_bench_parser(sub)
+    sweep.add_parser(sub)
     return parser
 
 
