@@ -17,8 +17,9 @@ The objective is the mean reward
 .. math:: J(\\theta_p) = \\frac{1}{R} \\sum_{i=1}^{R} \\Big(1 - \\frac{1}{T} \\sum_{t=1}^{T}
    \\ell_t(x_t^{(i)})\\Big)
 
-with its 95% interval (:func:`stabl_jax.metrics.mean_ci`). The best point (the largest mean) is
-flagged ``on_edge`` when it sits at the first or last value of a field with two or more values.
+with its Student's t 95% interval over the runs (:func:`mean_t`). The best point (the largest
+mean) is flagged ``on_edge`` when it sits at the smallest or largest value of a field with two
+or more values (a smallest value of 0, the parameter's own bound, is no edge).
 
 With ``--tune-seed S`` the best point is chosen on seed ``S``, the grid is run again on the
 config's seed (the same program) and the chosen point's score there is the reported one; the
@@ -81,13 +82,17 @@ class Grid:
         return list(itertools.product(*self.values))
 
     def on_edge(self, point: Sequence[float]) -> list[str]:
-        """The edges ``point`` sits on (``"upper edge of lr_scale"``), fields of one value
-        left out."""
-        return [
-            f"{'lower' if x == values[0] else 'upper'} edge of {field}"
-            for field, values, x in zip(self.fields, self.values, point, strict=True)
-            if len(values) > 1 and x in (values[0], values[-1])
-        ]
+        """The edges ``point`` sits on (``"upper edge of lr_scale"``): fields of one value are
+        left out, and so is a lower end at 0, the parameter's own bound (an exploration rate)
+        rather than the grid's, as :func:`stabl_jax.experiment.plots.grid_edges` reads it."""
+        edges = []
+        for field, values, x in zip(self.fields, self.values, point, strict=True):
+            low, high = min(values), max(values)
+            if len(values) > 1 and x == high:
+                edges.append(f"upper edge of {field}")
+            elif len(values) > 1 and x == low and low != 0:
+                edges.append(f"lower edge of {field}")
+        return edges
 
 
 def parse_values(text: str, values: str) -> tuple[float, ...]:
@@ -186,9 +191,43 @@ def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool)
     return reward.reshape(len(points), runs)
 
 
+#: Two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom (exact).
+SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078}
+
+
+def t_quantile(dof: int) -> float:
+    """Two-sided 95% quantile of Student's t with ``dof >= 1`` degrees of freedom: exact for
+    1 to 3, else the Cornish-Fisher expansion in ``1/dof`` (Abramowitz & Stegun 26.7.5; error
+    below 1e-3 at ``dof = 4``, below 1e-5 from ``dof = 10``).
+
+    Example:
+      >>> round(t_quantile(3), 4), round(t_quantile(1000), 4)
+      (3.1824, 1.9623)
+    """
+    if dof in SMALL_DOF_T:
+        return SMALL_DOF_T[dof]
+    z = metrics.Z_95
+    g = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return z + sum(gi / dof ** (i + 1) for i, gi in enumerate(g))
+
+
+def mean_t(reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""``(P,)`` means over the last axis of ``(P, R)`` values and the half-widths
+    :math:`t_{0.975, R-1}\, s / \sqrt{R}` of their Student's t 95% intervals (``R >= 2``)."""
+    runs = reward.shape[1]
+    spread = reward.std(axis=1, ddof=1) / np.sqrt(runs)
+    return reward.mean(axis=1), t_quantile(runs - 1) * spread
+
+
 def point_rows(grid: Grid, reward: np.ndarray) -> list[dict[str, Any]]:
-    """Per point of ``grid``: its values, mean objective and 95% half-width over the runs."""
-    mean, half = metrics.mean_ci(reward, axis=1)
+    """Per point of ``grid``: its values, mean objective and Student's t 95% half-width over
+    the runs (:func:`mean_t`)."""
+    mean, half = mean_t(reward)
     return [
         {**dict(zip(grid.fields, point, strict=True)), "mean": float(m), "ci95": float(h)}
         for point, m, h in zip(grid.points, mean, half, strict=True)
