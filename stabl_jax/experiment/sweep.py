@@ -236,7 +236,7 @@ def point_rows(grid: Grid, reward: np.ndarray) -> list[dict[str, Any]]:
 
 def best_of(grid: Grid, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The row of the largest mean, with its ``params`` and the edges it sits on."""
-    at = int(np.argmax([r["mean"] for r in rows]))
+    at = int(np.argmax([-math.inf if math.isnan(r["mean"]) else r["mean"] for r in rows]))
     point = grid.points[at]
     edges = grid.on_edge(point)
     return {
@@ -378,52 +378,58 @@ def prepare(args: argparse.Namespace) -> tuple[Any, list[Grid], Path]:
     return config, grids, out
 
 
+def sweep_learner(config: Any, grid: Grid, runs: int, seeds: list[int], progress: bool) -> dict:
+    """``grid``'s report: every point's statistics on each of ``seeds`` (one program: the
+    shapes do not change with the seed) and the best point, chosen on ``seeds[0]`` and scored
+    on ``seeds[-1]`` (``best.tuning``: its statistics on ``seeds[0]`` when they differ)."""
+    start = time.perf_counter()
+    scored = [point_rows(grid, sweep_rewards(config, grid, runs, s, progress)) for s in seeds]
+    best = best_of(grid, scored[0])
+    if len(seeds) > 1:  # the chosen point's score on the reported seed
+        best = {**best, "tuning": {k: best[k] for k in ("mean", "ci95")}}
+        best.update({k: scored[-1][best["index"]][k] for k in ("mean", "ci95")})
+    return {
+        "fields": list(grid.fields),
+        "grid": {f: list(v) for f, v in zip(grid.fields, grid.values, strict=True)},
+        "points": scored[-1],
+        **({"tuning_points": scored[0]} if len(seeds) > 1 else {}),
+        "best": best,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def say_plan(config: Any, grids: list[Grid], seeds: list[int], final: Path) -> None:
+    """What ``--dry-run`` prints: per learner its grid's sizes, runs, seeds and memory."""
+    for grid in grids:
+        sizes = " x ".join(str(len(v)) for v in grid.values)
+        print(
+            f"{grid.learner}: {' x '.join(grid.fields)} = {sizes} = {len(grid.points)} points "
+            f"x {config.runs} runs x {config.horizon} rounds on seed(s) {seeds}, about "
+            f"{tables.byte_size(memory_bytes(config, grid, int(config.runs)))} of memory"
+        )
+    print(f"dry run: config, grids and {final} checked; nothing computed or written")
+
+
 def command(args: argparse.Namespace) -> int:
     """``stabl-jax sweep``: check, sweep every learner's grid, write the folder, print the best."""
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     config, grids, out = prepare(args)
-    runs, seeds = int(config.runs), [config.seed]
-    if args.tune_seed is not None:
-        seeds = [args.tune_seed, config.seed]
+    seeds = [config.seed] if args.tune_seed is None else [args.tune_seed, config.seed]
     if args.dry_run:
-        final = ResultsFolder.check(out, force=args.force)
-        for grid in grids:
-            sizes = " x ".join(str(len(v)) for v in grid.values)
-            print(
-                f"{grid.learner}: {' x '.join(grid.fields)} = {sizes} = {len(grid.points)} points "
-                f"x {runs} runs x {config.horizon} rounds on seed(s) {seeds}, about "
-                f"{tables.byte_size(memory_bytes(config, grid, runs))} of memory"
-            )
-        print(f"dry run: config, grids and {final} checked; nothing computed or written")
+        say_plan(config, grids, seeds, ResultsFolder.check(out, force=args.force))
         return 0
     with ResultsFolder.prepare(out, force=args.force) as folder:
-        learners, chosen, rows = {}, {}, []
+        learners = {}
         for grid in grids:
-            start = time.perf_counter()
-            scored = [
-                point_rows(grid, sweep_rewards(config, grid, runs, s, not args.no_progress))
-                for s in seeds
-            ]
-            best = best_of(grid, scored[0])
-            if args.tune_seed is not None:  # the chosen point's score on the config's seed
-                best = {**best, "tuning": {k: best[k] for k in ("mean", "ci95")}}
-                best.update({k: scored[1][best["index"]][k] for k in ("mean", "ci95")})
-            chosen[grid.learner] = best["params"]
-            learners[grid.learner] = {
-                "fields": list(grid.fields),
-                "grid": {f: list(v) for f, v in zip(grid.fields, grid.values, strict=True)},
-                "points": scored[-1],
-                **({"tuning_points": scored[0]} if len(seeds) > 1 else {}),
-                "best": best,
-                "seconds": time.perf_counter() - start,
-            }
-            rows += [{"learner": grid.learner, "seed": config.seed, **r} for r in scored[-1]]
+            report = sweep_learner(config, grid, int(config.runs), seeds, not args.no_progress)
+            learners[grid.learner] = report
+            best = report["best"]
             edge = f" (ON THE EDGE: {', '.join(best['edges'])})" if best["on_edge"] else ""
             print(
                 f"{grid.learner}: best {best['params']} mean reward {best['mean']:.4f} ± "
-                f"{best['ci95']:.4f} over {runs} runs{edge}"
+                f"{best['ci95']:.4f} over {config.runs} runs{edge}"
             )
-            draw(grid, scored[-1], best, folder.partial / f"sweep_{grid.learner}.png")
+            draw(grid, report["points"], best, folder.partial / f"sweep_{grid.learner}.png")
         summary = {
             "command": ["stabl-jax", *getattr(args, "argv", [])],
             "started": started,
@@ -431,16 +437,22 @@ def command(args: argparse.Namespace) -> int:
             "config": config.to_dict(),
             "seed": config.seed,
             "tune_seed": args.tune_seed,
-            "runs_per_point": runs,
-            "objective": "mean reward 1 - l_t(x_t) over rounds, 95% interval over runs",
+            "runs_per_point": int(config.runs),
+            "objective": "mean reward 1 - l_t(x_t) over rounds, Student's t 95% interval",
             "learners": learners,
         }
         text = json.dumps(clean(summary), indent=2, allow_nan=False)
         (folder.partial / "summary.json").write_text(text + "\n", encoding="utf-8")
+        rows = [
+            {"learner": name, "seed": config.seed, **row}
+            for name, report in learners.items()
+            for row in report["points"]
+        ]
         write_rows(rows, folder.partial / tables.CSV_NAME)
         if args.tune_seed is not None:
+            chosen = {name: report["best"]["params"] for name, report in learners.items()}
             toml = tuned_toml(config, chosen, args.tune_seed)
             (folder.partial / "tuned.toml").write_text(toml, encoding="utf-8")
         final = folder.commit()
     print(f"results: {final}")
-    return 0 if all(math.isfinite(r["mean"]) for r in rows) else 1
+    return 0
