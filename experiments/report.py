@@ -29,7 +29,6 @@ Both exit 1 and name the marker whose folder is missing (its block is kept).
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import runpy
 import sys
@@ -39,49 +38,18 @@ from pathlib import Path
 import numpy as np
 from _cli import need_runs
 
+from stabl_jax import metrics
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import plots
 from stabl_jax.experiment.results import Distinct, Parser, read_summary, write_text
 from stabl_jax.experiment.tables import TraceFile, finished_folder, read_json_object
 from stabl_jax.hpo_metrics import log10_gap
 
-Z_95 = 1.959963984540054
-#: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
-SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078}
+Z_95 = metrics.Z_95
+t_quantile, mean_t = metrics.t_quantile, metrics.mean_t
 MARKER = re.compile(
     r"(<!-- report: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /report -->)", re.DOTALL
 )
-
-
-def t_quantile(dof: int) -> float:
-    """Two-sided 95% quantile of Student's t with ``dof`` degrees of freedom.
-
-    ``dof = 0`` (a single run): NaN, no interval. ``dof`` 1 to 3: the exact values
-    (tabulated); from 4 on, the Cornish-Fisher expansion in
-    ``1/dof`` (Abramowitz & Stegun 26.7.5): 2.7756 for ``dof = 4`` (exact 2.7764), error below
-    1e-5 from ``dof = 10`` on.
-    """
-    if dof in SMALL_DOF_T:
-        return SMALL_DOF_T[dof]
-    if dof == 0:
-        return math.nan
-    if dof < 0:
-        raise ValueError(f"t_quantile needs dof >= 0 (1 or more runs), got {dof}")
-    z = Z_95
-    g = (
-        (z**3 + z) / 4,
-        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
-    )
-    return z + sum(gi / dof ** (i + 1) for i, gi in enumerate(g))
-
-
-def mean_t(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and Student's t 95% half-width over ``axis``."""
-    x = np.asarray(values, np.float64)
-    n = x.shape[axis]
-    return x.mean(axis=axis), t_quantile(n - 1) * x.std(axis=axis, ddof=1) / math.sqrt(n)
 
 
 def _pm(stat: dict, index: int | None = None, digits: int = 3, runs: int | None = None) -> str:

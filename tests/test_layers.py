@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     },
     "experiment.kinds": 7,
     **dict.fromkeys(["experiment.cli", "experiment.compile_cache", "experiment", "__main__"], 8),
+    "experiment.sweep": 8,  # a command of the command line: it reads configs through kinds
     "__init__": 9,
 }
 #: Sibling packages of one layer that must not import each other.

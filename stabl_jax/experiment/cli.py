@@ -54,7 +54,7 @@ import numpy as np
 
 from stabl_jax import versions
 from stabl_jax.experiment import bench as benchmark
-from stabl_jax.experiment import compare, compile_cache, tables
+from stabl_jax.experiment import compare, compile_cache, sweep, tables
 from stabl_jax.experiment.checkpoints import (
     CheckpointMismatch,
     ExperimentCheckpoints,
@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.set_defaults(handler=_cmd_list)
     _add_compare_parser(sub)
     _add_bench_parser(sub)
+    sweep.add_parser(sub)
     return parser
 
 
@@ -213,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "handler", None) is None:
         parser.print_usage(sys.stderr)
-        print("error: choose a command: run, list, compare or bench", file=sys.stderr)
+        print("error: choose a command: run, sweep, list, compare or bench", file=sys.stderr)
         return EXIT_USAGE
 
     try:

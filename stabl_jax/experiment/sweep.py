@@ -1,0 +1,431 @@
+"""``stabl-jax sweep``: a learner's params over a grid, one compiled program per learner.
+
+::
+
+    stabl-jax sweep CONFIG --grid LEARNER.FIELD=V1,V2,... [--grid ...] [--tune-seed S]
+                    [--runs R] [--seed S] [--set key=value ...] [--out DIR] [--force] [--dry-run]
+
+Each ``--grid`` gives one field of one learner's ``Params`` its values (``V1,V2,...`` or
+``2**A..2**B``, the powers of two from ``2**A`` to ``2**B``); a learner's grid is the product of
+its fields' values, every other field keeps the config's value (``[params.<learner>]``, else the
+default). For a learner with grid points :math:`\\theta_1, \\dots, \\theta_P` and ``R`` runs per
+point, one :func:`stabl_jax.simulate` call runs the :math:`P R` runs (params with a leading runs
+axis, ``runs_per_point=R``): point :math:`p`'s run :math:`i` uses the keys of run :math:`i`, so
+every point sees the same draws and a point's numbers are those of a run of that point alone.
+The objective is the mean reward
+
+.. math:: J(\\theta_p) = \\frac{1}{R} \\sum_{i=1}^{R} \\Big(1 - \\frac{1}{T} \\sum_{t=1}^{T}
+   \\ell_t(x_t^{(i)})\\Big)
+
+with its Student's t 95% interval over the runs (:func:`mean_t`). The best point (the largest
+mean) is flagged ``on_edge`` when it sits at the smallest or largest value of a field with two
+or more values (a smallest value of 0, the parameter's own bound, is no edge).
+
+With ``--tune-seed S`` the best point is chosen on seed ``S``, the grid is run again on the
+config's seed (the same program) and the chosen point's score there is the reported one; the
+tuned config (the config with the chosen ``[params.<learner>]``) is written as ``tuned.toml``
+into the results folder. The folder (``results/sweep-<config>-seed<seed>``, or ``--out``) holds
+``summary.json``, ``results.csv`` (a row per learner and point) and one plot per learner: a
+heatmap for two fields (:func:`stabl_jax.experiment.plots.plot_grids`), a line for one
+(:func:`stabl_jax.experiment.plots.plot_sensitivity`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import datetime
+import io
+import itertools
+import json
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stabl_jax import metrics, simulate
+from stabl_jax.experiment import plots, tables
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.kinds.base import tree_bytes
+from stabl_jax.experiment.results import ResultsFolder, clean, environment_info
+from stabl_jax.registry import LEARNERS
+
+#: ``LEARNER.FIELD=VALUES``.
+GRID_FORM = "LEARNER.FIELD=V1,V2,... or LEARNER.FIELD=2**A..2**B"
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """One learner's sweep: its fields and the product of their values.
+
+    Attributes:
+      learner: the learner's name in the config.
+      fields: the swept ``Params`` fields, in ``--grid`` order.
+      values: per field, its values.
+    """
+
+    learner: str
+    fields: tuple[str, ...]
+    values: tuple[tuple[float, ...], ...]
+
+    @property
+    def points(self) -> list[tuple[float, ...]]:
+        """The grid's ``P`` points, the last field varying fastest."""
+        return list(itertools.product(*self.values))
+
+    def on_edge(self, point: Sequence[float]) -> list[str]:
+        """The edges ``point`` sits on (``"upper edge of lr_scale"``): fields of one value are
+        left out, and so is a lower end at 0, the parameter's own bound (an exploration rate)
+        rather than the grid's, as :func:`stabl_jax.experiment.plots.grid_edges` reads it."""
+        edges = []
+        for field, values, x in zip(self.fields, self.values, point, strict=True):
+            low, high = min(values), max(values)
+            if len(values) > 1 and x == high:
+                edges.append(f"upper edge of {field}")
+            elif len(values) > 1 and x == low and low != 0:
+                edges.append(f"lower edge of {field}")
+        return edges
+
+
+def parse_values(text: str, values: str) -> tuple[float, ...]:
+    """``V1,V2,...`` or ``2**A..2**B`` as numbers; ``ConfigError`` naming ``text``."""
+    power = re.fullmatch(r"2\*\*(-?\d+)\.\.2\*\*(-?\d+)", values.strip())
+    if power:
+        grid = tuple(2.0**k for k in range(int(power[1]), int(power[2]) + 1))
+    else:
+        try:
+            grid = tuple(float(v) for v in values.split(",") if v.strip())
+        except ValueError:
+            raise ConfigError(
+                f"--grid {text}: the values must be numbers V1,V2,... or 2**A..2**B"
+            ) from None
+    if not grid:
+        raise ConfigError(f"--grid {text}: the grid is empty; give values, e.g. {GRID_FORM}")
+    twice = sorted({v for v in grid if grid.count(v) > 1})
+    if twice:
+        raise ConfigError(f"--grid {text}: {twice[0]:g} is given twice; give each value once")
+    return grid
+
+
+def parse_grids(texts: Sequence[str]) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Every ``--grid LEARNER.FIELD=VALUES`` as ``{learner: {field: values}}``."""
+    if not texts:
+        raise ConfigError(f"the grid is empty: give at least one --grid {GRID_FORM}")
+    grids: dict[str, dict[str, tuple[float, ...]]] = {}
+    for text in texts:
+        target, sep, values = text.partition("=")
+        learner, dot, field = target.strip().partition(".")
+        if not sep or not dot or not learner or not field:
+            raise ConfigError(f"--grid {text!r}: expected {GRID_FORM}")
+        if field in grids.get(learner, {}):
+            raise ConfigError(f"--grid {learner}.{field} is given twice: give one grid per field")
+        grids.setdefault(learner, {})[field] = parse_values(text, values)
+    return grids
+
+
+def check_grids(config: Any, grids: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Grid]:
+    """The grids of ``config``'s learners; ``ConfigError`` naming an unknown learner, one not in
+    the config, a field its ``Params`` lacks, or a value outside the field's ``param_bounds``."""
+    checked = []
+    for name, fields in grids.items():
+        if name not in config.learners:
+            known = name in LEARNERS
+            raise ConfigError(
+                f"--grid {name}: "
+                + (
+                    f"learner {name!r} is not in {config.name}'s learners {list(config.learners)}; "
+                    f"add it with --set 'learners=[..., \"{name}\"]'"
+                    if known
+                    else f"unknown learner {name!r}; the config's learners are "
+                    f"{list(config.learners)} (stabl-jax list names every learner)"
+                )
+            )
+        learner = config.make_learner(name)
+        allowed = list(getattr(learner.default_params, "__dataclass_fields__", ()))
+        for field, values in fields.items():
+            if field not in allowed:
+                raise ConfigError(
+                    f"--grid {name}.{field}: {name}'s Params has no field {field!r}; its fields "
+                    f"are {allowed or 'none (nothing to sweep)'}"
+                )
+            bounds = learner.param_bounds.get(field)
+            stored = np.asarray(values, np.dtype(learner.float_dtype))
+            if bounds is not None and not bool(np.all(bounds.holds(stored))):
+                outside = [
+                    f"{v:g}" for v, ok in zip(values, bounds.holds(stored), strict=True) if not ok
+                ]
+                raise ConfigError(
+                    f"--grid {name}.{field}: {', '.join(outside)} outside {name}'s range "
+                    f"{bounds} of {field}; give values inside it"
+                )
+        checked.append(Grid(name, tuple(fields), tuple(tuple(v) for v in fields.values())))
+    return checked
+
+
+def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool) -> np.ndarray:
+    """``(P, runs)`` the mean reward of every run of every grid point of ``grid`` on seed
+    ``seed``: one :func:`~stabl_jax.simulate` of ``P * runs`` paired runs (``runs_per_point``)."""
+    learner = config.make_learner(grid.learner)
+    base = config.learner_params(learner, grid.learner)
+    points = np.asarray(grid.points, dtype=np.dtype(learner.float_dtype))  # (P, F)
+    per_run = {f: jnp.repeat(jnp.asarray(points[:, j]), runs) for j, f in enumerate(grid.fields)}
+    result = simulate(
+        learner,
+        config.make_env(),
+        jax.random.key(seed),
+        len(points) * runs,
+        params=base.replace(**per_run),
+        progress=progress,
+        traces=("loss",),
+        runs_per_point=runs,
+    )
+    reward = 1.0 - np.asarray(result.loss, np.float64).mean(axis=1)
+    return reward.reshape(len(points), runs)
+
+
+def mean_t(reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(P,)`` means over the last axis of ``(P, R)`` values and their Student's t 95%
+    half-widths (:func:`stabl_jax.metrics.mean_t`, ``R >= 2``)."""
+    return metrics.mean_t(reward, axis=1)
+
+
+def point_rows(grid: Grid, reward: np.ndarray) -> list[dict[str, Any]]:
+    """Per point of ``grid``: its values, mean objective and Student's t 95% half-width over
+    the runs (:func:`mean_t`)."""
+    mean, half = mean_t(reward)
+    return [
+        {**dict(zip(grid.fields, point, strict=True)), "mean": float(m), "ci95": float(h)}
+        for point, m, h in zip(grid.points, mean, half, strict=True)
+    ]
+
+
+def best_of(grid: Grid, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row of the largest mean, with its ``params`` and the edges it sits on."""
+    at = int(np.argmax([-math.inf if math.isnan(r["mean"]) else r["mean"] for r in rows]))
+    point = grid.points[at]
+    edges = grid.on_edge(point)
+    return {
+        "index": at,
+        "params": dict(zip(grid.fields, point, strict=True)),
+        "mean": rows[at]["mean"],
+        "ci95": rows[at]["ci95"],
+        "on_edge": bool(edges),
+        "edges": edges,
+    }
+
+
+def memory_bytes(config: Any, grid: Grid, runs: int) -> int:
+    """Rough host memory of ``grid``'s sweep: every run's loop state and ``(T,)`` loss trace."""
+    learner = config.make_learner(grid.learner)
+    key = jax.random.key(0)
+    state = tree_bytes(jax.eval_shape(learner.init, key))
+    env_state = tree_bytes(jax.eval_shape(config.make_env().sample_params, key))
+    return len(grid.points) * runs * (state + env_state + 8 * int(config.horizon))
+
+
+def _toml_table(prefix: str, table: Mapping[str, Any]) -> list[str]:
+    """``table`` as TOML lines: its values (JSON literals are TOML's for numbers, strings,
+    booleans and their arrays), then its sub-tables as ``[prefix.key]``."""
+    lines = [f"{k} = {json.dumps(v)}" for k, v in table.items() if not isinstance(v, Mapping)]
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            name = f"{prefix}.{key}" if prefix else key
+            lines += ["", f"[{name}]", *_toml_table(name, value)]
+    return lines
+
+
+def tuned_toml(config: Any, chosen: Mapping[str, Mapping[str, float]], tune_seed: int) -> str:
+    """The config (``--set`` applied) with the chosen points in ``[params.<learner>]``."""
+    doc = {k: v for k, v in config.to_dict().items() if k not in ("source", "overrides")}
+    doc = {k: v for k, v in doc.items() if v is not None}
+    doc["name"] = f"{config.name}_tuned"
+    params = {k: dict(v) for k, v in doc.get("params", {}).items()}
+    for learner, values in chosen.items():
+        params[learner] = {**params.get(learner, {}), **values}
+    doc["params"] = params
+    head = (
+        f"# Params chosen by stabl-jax sweep on seed {tune_seed} (reported on seed {config.seed})."
+    )
+    return "\n".join([head, *_toml_table("", doc)]) + "\n"
+
+
+def draw(grid: Grid, rows: list[dict[str, Any]], best: dict[str, Any], path: Path) -> Path:
+    """A heatmap (two fields) or a line with its band (one field) of the objective; a grid of
+    three or more fields has no plot (``path`` is returned unwritten)."""
+    mean = np.asarray([r["mean"] for r in rows])
+    half = np.asarray([r["ci95"] for r in rows])
+    score = "mean reward (95% interval)"
+    title = f"{grid.learner}: step-size sweep"
+    if len(grid.fields) == 1:
+        x = np.asarray(grid.values[0])
+        band = plots.Band(grid.learner, grid.learner, x, mean, half)
+        chosen = {grid.learner: best["params"][grid.fields[0]]}
+        return plots.plot_sensitivity(
+            [band], path, title=title, xlabel=grid.fields[0], score=score, chosen=chosen
+        )
+    if len(grid.fields) == 2:
+        shape = (len(grid.values[0]), len(grid.values[1]))  # rows: the first field
+        heat = plots.Grid(
+            name=grid.learner,
+            label=grid.learner,
+            xlabel=grid.fields[1],
+            ylabel=grid.fields[0],
+            x=np.asarray(grid.values[1]),
+            y=np.asarray(grid.values[0]),
+            mean=mean.reshape(shape),
+            half=half.reshape(shape),
+            chosen=divmod(best["index"], shape[1]),
+        )
+        return plots.plot_grids([heat], path, title=title, score=score)
+    return path
+
+
+def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    """``results.csv``: a row per learner and point, the union of the fields as columns (empty
+    where a learner has no such field), floats with 17 significant digits."""
+    fields = list(dict.fromkeys(k for r in rows for k in r if k not in ("learner", "seed")))
+    columns = ["learner", "seed", *(f for f in fields if f not in ("mean", "ci95")), "mean", "ci95"]
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns, restval="")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
+    path.write_text(text.getvalue(), encoding="utf-8", newline="")
+
+
+def add_parser(sub: Any) -> None:
+    """The ``sweep`` subcommand of ``stabl-jax`` (its handler :func:`command`)."""
+    sweep = sub.add_parser(
+        "sweep",
+        help="sweep learners' params over a grid (one program per learner) and pick the best",
+        description="Run every point of each learner's grid on the same draws in one compiled "
+        "program, write summary.json, results.csv and a plot per learner, and print the best "
+        "point; with --tune-seed, choose on that seed, report on the config's and write "
+        "tuned.toml into the results folder.",
+    )
+    sweep.add_argument("config", metavar="CONFIG", help="a .toml file or a shipped config's name")
+    sweep.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="LEARNER.FIELD=VALUES",
+        help="one field's values, V1,V2,... or 2**A..2**B (repeatable; a learner's grid is the "
+        "product of its fields')",
+    )
+    sweep.add_argument("--tune-seed", type=int, default=None, metavar="S", help="choose on S")
+    sweep.add_argument("--runs", type=int, default=None, help="runs per grid point")
+    sweep.add_argument("--seed", type=int, default=None, help="PRNG seed (overrides `seed`)")
+    sweep.add_argument("--out", default=None, metavar="DIR", help="results folder")
+    sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
+    sweep.add_argument("--force", action="store_true", help="replace a folder stabl-jax wrote")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
+    sweep.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say the grid sizes, runs, memory; compute nothing",
+    )
+    sweep.set_defaults(handler=command)
+
+
+def prepare(args: argparse.Namespace) -> tuple[Any, list[Grid], Path]:
+    """The config, its grids and the results folder's path, every input checked."""
+    config = load_config(args.config, args.overrides, runs=args.runs, seed=args.seed)
+    if not hasattr(config, "learner_params"):
+        raise ConfigError(
+            f"{config.name} is a {config.kind!r} config; stabl-jax sweep runs bandit configs"
+        )
+    if config.runs < 2:
+        raise ConfigError(f"--runs {config.runs}: a 95% interval needs 2 or more runs per point")
+    grids = check_grids(config, parse_grids(args.grid))
+    if args.out is not None and not args.out.strip():
+        raise ConfigError("--out is empty; give a folder name (or leave --out out)")
+    out = Path(args.out or Path("results") / f"sweep-{config.name}-seed{config.seed}")
+    return config, grids, out
+
+
+def sweep_learner(config: Any, grid: Grid, runs: int, seeds: list[int], progress: bool) -> dict:
+    """``grid``'s report: every point's statistics on each of ``seeds`` (one program: the
+    shapes do not change with the seed) and the best point, chosen on ``seeds[0]`` and scored
+    on ``seeds[-1]`` (``best.tuning``: its statistics on ``seeds[0]`` when they differ)."""
+    start = time.perf_counter()
+    scored = [point_rows(grid, sweep_rewards(config, grid, runs, s, progress)) for s in seeds]
+    best = best_of(grid, scored[0])
+    if len(seeds) > 1:  # the chosen point's score on the reported seed
+        best = {**best, "tuning": {k: best[k] for k in ("mean", "ci95")}}
+        best.update({k: scored[-1][best["index"]][k] for k in ("mean", "ci95")})
+    return {
+        "fields": list(grid.fields),
+        "grid": {f: list(v) for f, v in zip(grid.fields, grid.values, strict=True)},
+        "points": scored[-1],
+        **({"tuning_points": scored[0]} if len(seeds) > 1 else {}),
+        "best": best,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def say_plan(config: Any, grids: list[Grid], seeds: list[int], final: Path) -> None:
+    """What ``--dry-run`` prints: per learner its grid's sizes, runs, seeds and memory."""
+    for grid in grids:
+        sizes = " x ".join(str(len(v)) for v in grid.values)
+        print(
+            f"{grid.learner}: {' x '.join(grid.fields)} = {sizes} = {len(grid.points)} points "
+            f"x {config.runs} runs x {config.horizon} rounds on seed(s) {seeds}, about "
+            f"{tables.byte_size(memory_bytes(config, grid, int(config.runs)))} of memory"
+        )
+    print(f"dry run: config, grids and {final} checked; nothing computed or written")
+
+
+def command(args: argparse.Namespace) -> int:
+    """``stabl-jax sweep``: check, sweep every learner's grid, write the folder, print the best."""
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    config, grids, out = prepare(args)
+    seeds = [config.seed] if args.tune_seed is None else [args.tune_seed, config.seed]
+    if args.dry_run:
+        say_plan(config, grids, seeds, ResultsFolder.check(out, force=args.force))
+        return 0
+    with ResultsFolder.prepare(out, force=args.force) as folder:
+        learners = {}
+        for grid in grids:
+            report = sweep_learner(config, grid, int(config.runs), seeds, not args.no_progress)
+            learners[grid.learner] = report
+            best = report["best"]
+            edge = f" (ON THE EDGE: {', '.join(best['edges'])})" if best["on_edge"] else ""
+            print(
+                f"{grid.learner}: best {best['params']} mean reward {best['mean']:.4f} ± "
+                f"{best['ci95']:.4f} over {config.runs} runs{edge}"
+            )
+            draw(grid, report["points"], best, folder.partial / f"sweep_{grid.learner}.png")
+        summary = {
+            "command": ["stabl-jax", *getattr(args, "argv", [])],
+            "started": started,
+            **environment_info(),
+            "config": config.to_dict(),
+            "seed": config.seed,
+            "tune_seed": args.tune_seed,
+            "runs_per_point": int(config.runs),
+            "objective": "mean reward 1 - l_t(x_t) over rounds, Student's t 95% interval",
+            "learners": learners,
+        }
+        text = json.dumps(clean(summary), indent=2, allow_nan=False)
+        (folder.partial / "summary.json").write_text(text + "\n", encoding="utf-8")
+        rows = [
+            {"learner": name, "seed": config.seed, **row}
+            for name, report in learners.items()
+            for row in report["points"]
+        ]
+        write_rows(rows, folder.partial / tables.CSV_NAME)
+        if args.tune_seed is not None:
+            chosen = {name: report["best"]["params"] for name, report in learners.items()}
+            toml = tuned_toml(config, chosen, args.tune_seed)
+            (folder.partial / "tuned.toml").write_text(toml, encoding="utf-8")
+        final = folder.commit()
+    print(f"results: {final}")
+    return 0
