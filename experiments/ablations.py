@@ -39,7 +39,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import ExpertAdvice, StABL, prng, sampling, simulate
+from stabl_jax import ExpertAdvice, SimOptions, StABL, prng, sampling, simulate
 from stabl_jax.experiment.bench import Timed, machine_info, time_in_turn
 from stabl_jax.experiment.provenance import code_version
 from stabl_jax.experiment.results import Distinct, Parser, count, json_output, write_json
@@ -52,13 +52,16 @@ LAZY_TRACES = ("played", "loss", "prob_best")
 Timer = Callable[[], tuple[float | None, float | None]]
 
 
-def _simulate_timer(num_arms: int, runs: int, rounds: int, **kwargs: Any) -> Timer:
+def _simulate_timer(
+    num_arms: int, runs: int, rounds: int, traces: Any = None, **options: Any
+) -> Timer:
     """StABL on expert advice at ``num_arms``: ``simulate``'s own run and compile times."""
     env = ExpertAdvice(num_arms=num_arms, horizon=rounds)
     learner = StABL(num_arms=num_arms, horizon=rounds)
 
     def call() -> tuple[float, float]:
-        res = simulate(learner, env, jax.random.key(0), runs, chunk_size=rounds, **kwargs)
+        opts = SimOptions(chunk_size=rounds, **options)
+        res = simulate(learner, env, jax.random.key(0), runs, traces=traces, options=opts)
         return res.run_seconds, res.compile_seconds
 
     return call

@@ -18,7 +18,7 @@ import time
 
 import jax
 
-from stabl_jax import ExpertAdvice, StABL
+from stabl_jax import ExpertAdvice, SimOptions, StABL
 from stabl_jax.experiment.bench import machine_info, rss_bytes
 from stabl_jax.experiment.provenance import code_version
 from stabl_jax.experiment.results import Distinct, Parser, count, json_output, write_json
@@ -75,8 +75,8 @@ def main() -> None:
         args.runs,
         windows,
         runs_per_batch=args.batch,
-        runs_per_block=args.block,
         progress=progress,
+        options=SimOptions(runs_per_block=args.block),
     )
     out = {
         "machine": machine_info(),

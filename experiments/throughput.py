@@ -14,7 +14,7 @@ import platform
 
 import jax
 
-from stabl_jax import LEARNERS, ExpertAdvice, make, simulate
+from stabl_jax import LEARNERS, ExpertAdvice, SimOptions, make, simulate
 from stabl_jax.experiment.results import Parser, count, json_output, write_json
 
 
@@ -42,7 +42,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     rows = []
     for name, learner in learners.items():
-        res = simulate(learner, env, jax.random.key(0), args.runs, chunk_size=args.horizon)
+        options = SimOptions(chunk_size=args.horizon)
+        res = simulate(learner, env, jax.random.key(0), args.runs, options=options)
         rate = args.runs * args.horizon / res.run_seconds
         rows.append(
             {

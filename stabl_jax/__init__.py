@@ -38,7 +38,7 @@ from stabl_jax.learners import (
     Uniform,
 )
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env, register_env, register_learner
-from stabl_jax.simulate import SimResult, simulate
+from stabl_jax.simulate import SimOptions, SimResult, simulate
 
 __version__ = versions.__version__
 
@@ -72,6 +72,7 @@ __all__ = [
     "PiecewiseBernoulli",
     "PiecewiseEnv",
     "SAOLHedge",
+    "SimOptions",
     "SimResult",
     "StABL",
     "StABLAdaptive",
