@@ -61,15 +61,13 @@ class SimOptions:
     Attributes:
       chunk_size: rounds per compiled chunk; ``None``: from the memory available
         (:func:`auto_chunk_size`). Results are identical for every chunk size.
-      runs_per_block: runs stepped together on a device; ``None``: chosen by
-        :func:`stabl_jax.sharding.plan_runs`. The same value gives the same bits on any
-        number of devices.
-      host_threads: on one CPU device, groups of blocks stepped from host threads; ``None``:
-        one per usable core where the blocks split evenly. Results do not depend on it.
+      runs_per_block: runs stepped together on a device (``None``:
+        :func:`~stabl_jax.sharding.plan_runs`); one value gives one set of bits on any devices.
+      host_threads: on one CPU device, groups of blocks stepped from host threads (``None``:
+        one per usable core where the blocks split evenly). Results do not depend on it.
       kernel: ``"xla"`` (the scan under ``vmap``), ``"pallas"`` (one fused kernel per block,
-        :mod:`stabl_jax.kernels`: EXP3 and StABL on an oblivious bandit environment, the same
-        arms, probabilities equal to float32 rounding) or ``"auto"``
-        (:func:`stabl_jax.kernels.auto_kernel`).
+        :mod:`stabl_jax.kernels`: the same arms, probabilities equal to float32 rounding) or
+        ``"auto"`` (:func:`stabl_jax.kernels.auto_kernel`).
       first_run: index of the first run: the runs are ``first_run .. first_run + R - 1``.
       runs_per_point: pair a sweep's points: run ``i`` uses the keys of run
         ``first_run + i mod runs_per_point`` (common random numbers); ``R`` a multiple of it.
@@ -236,23 +234,16 @@ def params_axes(params: Any) -> Any:
 
 @partial(jax.jit, static_argnames=("env",))
 def sample_env_params(env: Any, keys: jax.Array) -> Any:
-    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``.
-
-    Compiled apart from the learner, once per environment: every learner simulated on the
-    same ``env`` reuses it (drawing a Haar rotation is a large part of a small program).
-    """
+    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``;
+    compiled apart from the learner, so every learner simulated on ``env`` reuses it."""
     return jax.vmap(lambda k: env.sample_params(jax.random.fold_in(k, 0)))(keys)
 
 
 @jax.jit
 def _run_streams(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(R,)`` run keys -> the keys of ``learner.init``, of the environment's rounds and of
-    the learner's rounds: ``fold_in(key_i, 3)``, ``fold_in(key_i, 1)``, ``fold_in(key_i, 2)``.
-
-    Compiled apart from the learner and the environment, once per ``R``: every simulation
-    with as many runs reuses it (a threefry hash is most of a small init program's compile
-    time on a CPU).
-    """
+    the learner's: ``fold_in(key_i, 3)``, ``fold_in(key_i, 1)``, ``fold_in(key_i, 2)``;
+    compiled once per ``R`` (a threefry hash is most of a small init program's compile)."""
     streams = tuple(jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i) for i in (3, 1, 2))
     return cast("tuple[jax.Array, jax.Array, jax.Array]", streams)
 
@@ -486,27 +477,23 @@ def simulate(
     env_params: Any = None,
     options: SimOptions = SimOptions(),
 ) -> SimResult:
-    """Simulate ``R = num_runs`` independent runs of ``learner`` on ``env`` for ``T`` rounds
-    (module docstring): bandit learners on bandit environments, BCO learners on convex ones.
+    """Simulate ``R = num_runs`` runs of ``learner`` on ``env`` for ``T`` rounds (module
+    docstring): bandit learners on bandit environments, BCO learners on convex ones.
 
     Args:
-      learner: a learner (``init``, ``ask``, ``tell``; static). Its ``num_arms`` (or ``dim``
-        and ``domain``) must be ``env``'s, its ``horizon`` at least ``T``.
+      learner: a learner (``init``, ``ask``, ``tell``); its ``num_arms`` (or ``dim`` and
+        ``domain``) ``env``'s, its ``horizon`` at least ``T``.
       env: an environment with ``evaluate``, or an oblivious bandit one with a pure ``loss``.
       key: a typed PRNG key (``jax.random.key(seed)``).
       num_runs: ``R`` (>= 1).
-      horizon: ``T``; default ``env.horizon`` (``learner.horizon`` for an env without one).
-      params: learner params; ``None``: ``learner.default_params``. Scalar leaves are shared,
-        leaves ``(R, ...)`` give one value per run (a sweep in one program).
-      traces: the per-round traces to record (:data:`QUERY_TRACES`, ``info`` entries);
-        ``None``: ``env.trace_names`` (:data:`TRACE_FIELDS` for a bandit). Without
-        ``expected_loss`` only the queried arms' losses are drawn (:func:`reveals_queried_only`).
-      validate: check every bandit round in the program (losses finite in [0, 1], the play
-        distribution; ``checkify.JaxRuntimeError``), convex traces on the host after the run
-        (``ValueError``); results unchanged. Off by default: it costs speed.
+      horizon: ``T``; default ``env.horizon`` (else ``learner.horizon``).
+      params: learner params (``None``: the defaults); leaves ``(R, ...)`` are per run.
+      traces: the traces to record (:data:`QUERY_TRACES`, ``info`` entries); ``None``:
+        ``env.trace_names``. Without ``expected_loss`` only queried losses are drawn.
+      validate: check every bandit round in the program (losses in [0, 1], the play
+        distribution), convex traces after the run; results unchanged, at a cost in speed.
       env_params: ``(R, ...)`` environment parameters instead of ``env.sample_params``.
-      options: how the runs execute (chunks, blocks, kernel, progress, checkpoint) and which
-        runs of ``key`` they are (:class:`SimOptions`).
+      options: execution and which runs of ``key`` (:class:`SimOptions`).
 
     Returns:
       A :class:`SimResult` with ``(R, T, ...)`` traces.
@@ -520,15 +507,7 @@ def simulate(
       >>> res.loss.shape
       (3, 64)
     """
-    checks.check_interface("learner", learner, "a learner", ("init", "ask", "tell"))
-    checks.check_interface("env", env, "an environment", ("sample_params",))
-    num_runs = checks.check_int("num_runs", num_runs, minimum=1)
-    validate = checks.check_bool("validate", validate)
-    if not isinstance(options, SimOptions):
-        raise TypeError(
-            f"options must be a SimOptions, got {options!r} ({type(options).__name__}): write "
-            "options=stabl_jax.SimOptions(chunk_size=..., ...)"
-        )
+    num_runs, validate = _check_call(learner, env, num_runs, validate, options)
     fields, names, rollout_env, kernel = _rollout(learner, env, traces, validate, options.kernel)
     horizon = _check_pairing(learner, env, horizon)
     checks.check_key("key", key)
@@ -538,10 +517,7 @@ def simulate(
     first = [_first_carry(learner, env, rollout_env, key, plan, params, env_params, options)]
     chunk_size = options.chunk_size
     if chunk_size is None:
-        per_round = _round_bytes(learner, rollout_env, first[0], fields)
-        if kernel == "pallas":
-            per_round += kernels.input_bytes_per_round(learner, fields)
-        chunk_size = auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
+        chunk_size = _auto_chunk(learner, rollout_env, first[0], fields, kernel, horizon, num_runs)
     carry, arrays, compile_s, run_s = run_chunks(
         _lowering(learner, rollout_env, plan, fields, validate, kernel),
         first.pop(),
@@ -557,6 +533,39 @@ def simulate(
         _check_convex_traces(arrays, options.first_run)
     offered = tuple(dict.fromkeys(QUERY_TRACES + names))
     return SimResult(arrays, carry, compile_s, run_s, offered, kernel, env)
+
+
+def _check_call(
+    learner: Any, env: Any, num_runs: int, validate: bool, options: SimOptions
+) -> tuple[int, bool]:
+    """``(num_runs, validate)`` checked, after the interfaces of ``learner`` and ``env``."""
+    checks.check_interface("learner", learner, "a learner", ("init", "ask", "tell"))
+    checks.check_interface("env", env, "an environment", ("sample_params",))
+    num_runs = checks.check_int("num_runs", num_runs, minimum=1)
+    validate = checks.check_bool("validate", validate)
+    if not isinstance(options, SimOptions):
+        raise TypeError(
+            f"options must be a SimOptions, got {options!r} ({type(options).__name__}): write "
+            "options=stabl_jax.SimOptions(chunk_size=..., ...)"
+        )
+    return num_runs, validate
+
+
+def _auto_chunk(
+    learner: Any,
+    env: Any,
+    carry: RunCarry,
+    fields: tuple[str, ...],
+    kernel: str,
+    horizon: int,
+    num_runs: int,
+) -> int:
+    """:func:`auto_chunk_size` for ``num_runs`` runs like ``carry``'s: the recorded traces'
+    bytes per round (:func:`_round_bytes`) and, on the Pallas path, the kernel's inputs."""
+    per_round = _round_bytes(learner, env, carry, fields)
+    if kernel == "pallas":
+        per_round += kernels.input_bytes_per_round(learner, fields)
+    return auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
 
 
 def _rollout(
