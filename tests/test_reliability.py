@@ -159,7 +159,8 @@ SCRIPT = textwrap.dedent(
     from stabl_jax import ExpertAdvice, SimOptions, StABL, simulate
     assert jax.device_count() == 4, jax.devices()
     env = ExpertAdvice(num_arms=5, horizon=48, change_points=(17, 30))
-    res = simulate(StABL(num_arms=5, horizon=48), env, jax.random.key(11), 8, chunk_size=16)
+    res = simulate(StABL(num_arms=5, horizon=48), env, jax.random.key(11), 8,
+                   options=SimOptions(chunk_size=16))
     np.savez(sys.argv[1], **res.traces())
     """
 )

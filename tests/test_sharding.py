@@ -28,27 +28,28 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import jax, jax.numpy as jnp, numpy as np
-    from stabl_jax import ExpertAdvice, make, simulate, sharding
+    from stabl_jax import ExpertAdvice, SimOptions, make, simulate, sharding
 
     def run_all():
         env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
         out = {}
         for name in ("stabl",):
             learner = make(name, num_arms=5, horizon=64)
-            res = simulate(learner, env, jax.random.key(3), 10, chunk_size=40,
-                           runs_per_block=3)
+            res = simulate(learner, env, jax.random.key(3), 10,
+                           options=SimOptions(chunk_size=40, runs_per_block=3))
             for field, trace in res.traces().items():
                 out[f"{name}/{field}"] = trace
             for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
                 out[f"{name}/state{i}"] = np.asarray(leaf)
         res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 10,
-                       chunk_size=32, runs_per_block=3, kernel="pallas")
+                       options=SimOptions(chunk_size=32, runs_per_block=3, kernel="pallas"))
         for field, trace in res.traces().items():
             out[f"pallas/{field}"] = trace
         out["pallas/weights"] = np.asarray(res.carry.state.expert_log_probs)
         learner = make("exp3", num_arms=5, horizon=64)
         params = learner.default_params.replace(lr_scale=jnp.linspace(0.5, 8.0, 10))
-        res = simulate(learner, env, jax.random.key(4), 10, params=params, runs_per_block=3)
+        res = simulate(learner, env, jax.random.key(4), 10, params=params,
+                       options=SimOptions(runs_per_block=3))
         out["sweep/played"] = res.played
         out["sweep/weights"] = np.asarray(res.carry.state.log_weights)
         out["devices"] = np.asarray(len(jax.devices()))
