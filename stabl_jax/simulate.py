@@ -823,7 +823,7 @@ def run_chunks(
         start = time.perf_counter()
         groups, out = step(compiled[length], groups, t0_arr)
         run_s += time.perf_counter() - start
-        arrays = _record(arrays, out, t0, horizon)
+        arrays = _record(arrays, out, t0, length, horizon)
         if checkpoint is not None:
             checkpoint.save(_join(groups), out, t0, t0 + length)
         t0 += length
@@ -850,12 +850,12 @@ def _resume(
 
 
 def _record(
-    arrays: dict[str, np.ndarray], out: dict, t0: int, horizon: int
+    arrays: dict[str, np.ndarray], out: dict, t0: int, length: int, horizon: int
 ) -> dict[str, np.ndarray]:
     """``arrays`` with a chunk's host outputs ``(R, length, ...)`` written at rounds
-    ``t0 ..``: each output ``(R, horizon, ...)`` is allocated once and filled chunk by chunk,
-    never held beside a concatenated copy. Restored traces this run does not record are
-    dropped."""
+    ``t0 .. t0 + length - 1``: each output ``(R, horizon, ...)`` is allocated once and filled
+    chunk by chunk, never held beside a concatenated copy. Restored traces this run does not
+    record are dropped."""
     if arrays.keys() - out.keys():
         arrays = {name: value for name, value in arrays.items() if name in out}
     for name, value in out.items():
@@ -864,7 +864,7 @@ def _record(
             if t0:  # a resumed run's checkpoint must hold every output
                 raise ValueError(f"the checkpoint holds no {name!r} (it has {sorted(arrays)})")
             arrays[name] = np.empty((value.shape[0], horizon, *value.shape[2:]), value.dtype)
-        arrays[name][:, t0 : t0 + value.shape[1]] = value
+        arrays[name][:, t0 : t0 + length] = value
     return arrays
 
 

@@ -161,3 +161,12 @@ def test_an_environment_it_cannot_summarise_is_named():
         r"got MovingTarget: simulate others with simulate",
     ):
         simulate_summaries(learner, env, jax.random.key(0), 2, (8,))
+
+
+def test_options_the_batches_set_are_refused():
+    """Each batch sets its ``first_run`` and the progress is per batch: options that would
+    say otherwise are named, not silently overridden."""
+    env, learner = ExpertAdvice(num_arms=N, horizon=T), EXP3(num_arms=N, horizon=T)
+    for options in (SimOptions(first_run=2), SimOptions(progress=True)):
+        with pytest.raises(ValueError, match="sets each batch's first_run"):
+            simulate_summaries(learner, env, jax.random.key(0), 2, (4,), options=options)
