@@ -402,17 +402,17 @@ def test_sim_options_are_a_frozen_hashable_value_that_names_a_bad_field():
     assert hash(SimOptions(chunk_size=8)) == hash(SimOptions(chunk_size=np.int64(8)))
     assert {SimOptions(), SimOptions(kernel="xla")} == {SimOptions(), SimOptions(kernel="xla")}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        SimOptions().chunk_size = 4  # type: ignore[misc]
+        SimOptions().chunk_size = 4
     with pytest.raises(ValueError, match=r"chunk_size must be >= 1, got 0 \(None picks one"):
         SimOptions(chunk_size=0)
     with pytest.raises(TypeError, match=r"runs_per_block must be an int, got 2.5"):
-        SimOptions(runs_per_block=2.5)  # type: ignore[arg-type]
+        SimOptions(runs_per_block=2.5)
     with pytest.raises(ValueError, match=r"first_run must be <= 2\*\*31 - 1"):
         SimOptions(first_run=2**31)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'xla', 'pallas'\)"):
         SimOptions(kernel="triton")
     with pytest.raises(TypeError, match="progress must be True or False, got 'yes'"):
-        SimOptions(progress="yes")  # type: ignore[arg-type]
+        SimOptions(progress="yes")
     with pytest.raises(TypeError, match=r"checkpoint must be a stabl_jax\.experiment\.checkpoints"):
         SimOptions(checkpoint="run.npz")
     with pytest.raises(TypeError, match=r"options must be a SimOptions, got \{'chunk_size': 8\}"):
@@ -422,4 +422,4 @@ def test_sim_options_are_a_frozen_hashable_value_that_names_a_bad_field():
             jax.random.key(0),
             2,
             options={"chunk_size": 8},
-        )  # type: ignore[arg-type]
+        )
