@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from stabl_jax import ExpertAdvice, make, simulate
+from stabl_jax import ExpertAdvice, SimOptions, make, simulate
 from stabl_jax.experiment import plots as io_plots
 from stabl_jax.experiment.configs import Checker
 from stabl_jax.experiment.kinds import base
@@ -103,8 +103,9 @@ def run(
                 config.runs,
                 traces=("loss",),
                 validate=True,
-                progress=progress,
-                checkpoint=checkpoints.for_learner(f"{name}-T{horizon}"),
+                options=SimOptions(
+                    progress=progress, checkpoint=checkpoints.for_learner(f"{name}-T{horizon}")
+                ),
             )
             loss[name][horizon] = result.loss.mean(axis=1)
             log(f"  {name} T={horizon}: {loss[name][horizon].mean():.4f}")

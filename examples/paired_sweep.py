@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import ExpertAdvice, StABL, simulate
+from stabl_jax import ExpertAdvice, SimOptions, StABL, simulate
 from stabl_jax.experiment.results import Parser, count, interval_runs
 from stabl_jax.metrics import mean_ci
 
@@ -45,8 +45,8 @@ def sweep(
         jax.random.key(0),
         len(grid),
         params=params,
-        runs_per_point=runs_per_point,
         traces=("loss",),
+        options=SimOptions(runs_per_point=runs_per_point),
     )
     reward = 1.0 - result.loss.astype(np.float64).mean(axis=1)
     return points, reward.reshape(len(points), runs_per_point)

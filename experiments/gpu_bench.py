@@ -25,7 +25,7 @@ import jax
 import numpy as np
 from _cli import json_output
 
-from stabl_jax import ExpertAdvice, make, simulate
+from stabl_jax import ExpertAdvice, SimOptions, make, simulate
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment.results import Parser, distinct, write_json
 from stabl_jax.kernels import KERNELS
@@ -56,9 +56,8 @@ def time_row(
     env = ExpertAdvice(num_arms=n, horizon=horizon)
     seconds, compile_s, mean_loss, used, first, same = [], 0.0, [], kernel, None, True
     for _ in range(repeats):  # the same key each time: the calls must repeat bit for bit
-        res = simulate(
-            learner, env, jax.random.key(0), runs, traces=traces, chunk_size=512, kernel=kernel
-        )
+        options = SimOptions(chunk_size=512, kernel=kernel)
+        res = simulate(learner, env, jax.random.key(0), runs, traces=traces, options=options)
         compile_s = max(compile_s, res.compile_seconds)
         seconds.append(res.run_seconds)
         mean_loss.append(float(res.loss.mean(dtype=np.float64)))
@@ -155,8 +154,7 @@ def main() -> None:
             jax.random.key(0),
             runs,
             traces=("loss",),
-            chunk_size=256,
-            kernel=args.large_kernel,
+            options=SimOptions(chunk_size=256, kernel=args.large_kernel),
         )
         wall = time.perf_counter() - start
         large = {

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import metrics, simulate
+from stabl_jax import SimOptions, metrics, simulate
 from stabl_jax.experiment.configs import parse_override, resolve_config
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.paired import ExperimentConfig
@@ -151,7 +151,8 @@ def tune_learner(
     key = jax.random.key(config.seed + TUNING_SEED_OFFSET)
     start = time.perf_counter()
     runs = len(points) * runs_per_point  # the score reads the loss alone: the only trace kept
-    result = simulate(learner, env, key, runs, params=params, progress=True, traces=("loss",))
+    options = SimOptions(progress=True)
+    result = simulate(learner, env, key, runs, params=params, traces=("loss",), options=options)
     seconds = time.perf_counter() - start
     reward = 1.0 - result.loss.astype(np.float64).mean(axis=1)  # (P * r,)
     reward = reward.reshape(len(points), runs_per_point)

@@ -44,7 +44,7 @@ from stabl_jax.learners import (
     Uniform,
 )
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env, register_env, register_learner
-from stabl_jax.simulate import SimResult, simulate
+from stabl_jax.simulate import SimOptions, SimResult, simulate
 
 __version__ = versions.__version__
 
@@ -84,6 +84,7 @@ __all__ = [
     "PiecewiseEnv",
     "Rexp3",
     "SAOLHedge",
+    "SimOptions",
     "SimResult",
     "StABL",
     "StABLAdaptive",

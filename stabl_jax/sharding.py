@@ -1,51 +1,32 @@
-"""The runs axis over every device JAX sees, in blocks of runs: how :func:`simulate` lays out
-its work.
+"""The runs axis over every device JAX sees, in blocks of runs: how
+:func:`~stabl_jax.simulate.simulate` lays out its work.
 
-**Devices.** With more than one device (several GPUs; a multi-host cluster started with
-``jax.distributed.initialize()``; or, for testing, CPU devices made with
-``XLA_FLAGS=--xla_force_host_platform_device_count=4`` set before JAX is imported), the runs
-are split over a 1-D mesh with axis ``"runs"`` (:func:`runs_mesh`): each device simulates its
-own runs with ``jax.shard_map`` and no communication, except that each chunk's per-round
-traces are gathered to every device (``all_gather``, so every process can read them); with
-several processes the final state is gathered to every process too (:func:`to_host`).
+**Devices.** With several devices (GPUs, a cluster after ``jax.distributed.initialize()``, or
+CPU devices from ``XLA_FLAGS=--xla_force_host_platform_device_count=4``) the runs are split
+over a 1-D mesh ``("runs",)`` (:func:`runs_mesh`); each device steps its own runs under
+``jax.shard_map`` without communication, except that each chunk's traces are gathered to
+every device (``all_gather``) and, with several processes, the final state to every process
+(:func:`to_host`).
 
 **Blocks.** Each device steps its runs ``runs_per_block`` at a time (``lax.map`` over blocks,
-``vmap`` inside a block). On a CPU a block of a few hundred runs keeps the learners' states
-in cache (measured 1.3x faster at ``R = 1024``, ``n = 300``); on a GPU one block holds all the
-device's runs.
+``vmap`` inside one): on a CPU a block of a few hundred runs keeps the learners' states in
+cache; on a GPU one block holds all the device's runs.
 
-**Host threads.** On a single CPU device, XLA splits each of a round's ~70 small kernels
-over the host's cores, and the hand-offs cost more than the kernels gain: StABL at ``n = 30``
-ran at 416 k run-steps per CPU-second that way, against 741 k on one core alone. So when the
-blocks split evenly, :func:`simulate` cuts the runs into ``host_threads`` groups of whole
-blocks (one per core by default) and steps each group with the same compiled program from its
-own Python thread (JAX releases the GIL while a program runs): 1.6-1.8x at ``n = 30``,
-``R = 4096`` on 2 cores, unchanged at ``n = 300`` where XLA's own threads already pay off
-(``EXPERIMENTS.md``, "Speed and scale"). Each run's arithmetic is the same block program
-either way, so the results are bitwise identical for any number of threads. The groups stay
-apart from chunk to chunk (joined for a checkpoint and at the end), and each chunk program
-takes over its input's memory (:func:`stabl_jax.simulate.run_chunk` donates it), so the
-runs' loop state is held once beside the programs' own work space, not as a whole beside
-its parts.
+**Host threads.** On one CPU device XLA splits each of a round's small kernels over the
+cores, and the hand-offs cost more than they gain; so the runs are cut into ``host_threads``
+groups of whole blocks, each stepped by the same compiled program from its own Python thread
+(JAX releases the GIL while a program runs). Each run's arithmetic is the same block program,
+so the results are bitwise identical for any number of threads.
 
-**Padding.** ``R`` is padded up to a multiple of ``devices x runs_per_block``. Padded runs are
-ordinary runs ``R, R + 1, ...`` of the same key, simulated and then dropped, so run ``i``
-never depends on the padding. The block size is chosen to keep padding small: with
-``m = ceil(R_dev / max_block)`` blocks per device (``R_dev = ceil(R / devices)``), a block
-holds ``ceil(R_dev / m)`` runs.
+**Padding.** ``R`` is padded up to a multiple of ``devices x runs_per_block`` with ordinary
+runs ``R, R + 1, ...`` of the same key, dropped afterwards. With ``m = ceil(R_dev / max_block)``
+blocks per device (``R_dev = ceil(R / devices)``) a block holds ``ceil(R_dev / m)`` runs.
 
-**Bitwise reproducibility.** XLA compiles a block's step for the block's shape, and its CPU
-code for a reduction or a fused ``exp`` differs in the last bit between shapes (a batch of 16
-rows and one of 1024 can round a row's sum or a softmax differently; measured: StABL's play
-probabilities at blocks of 8 and of 2 runs differ in the last bit in 19 of 384 entries while
-every arm drawn is the same). So results are bitwise identical whenever two calls use the
-same ``runs_per_block``: unsharded or sharded over any number of devices, chunked or not,
-whatever ``R`` (``tests/test_sharding.py``). On a CPU the default block size is a function of
-``R`` alone, so the default gives the same bits on any number of CPU devices
-(``tests/test_reliability.py``); on a GPU the default block is all of a device's runs, so pass
-``runs_per_block`` to pin it across device counts. Different block sizes give the same runs
-up to float rounding. Metrics that sum over arms (``expected_loss``) use a fixed-order sum
-(:mod:`stabl_jax.numerics`), so they never depend on how XLA splits a reduction.
+**Bits.** XLA compiles a block's step for the block's shape, and its code for a reduction or
+a fused ``exp`` can round differently between shapes. So results are bitwise identical
+whenever two calls use the same ``runs_per_block`` (unsharded or on any number of devices,
+chunked or not, whatever ``R``); on a CPU the default block is a function of ``R`` alone.
+Different block sizes give the same runs up to float rounding.
 """
 
 from __future__ import annotations
@@ -221,8 +202,8 @@ def distribute(step: Callable[..., Any], plan: RunsPlan) -> Callable[..., Any]:
         )
         return carry, gathered
 
-    # all_gather makes the outputs equal on every device; check_vma cannot infer that (JAX
-    # 0.10 has no all_gather_invariant), so the check is switched off for this function.
+    # all_gather makes the outputs equal on every device; check_vma cannot infer that (there
+    # is no all_gather_invariant), so the check is switched off for this function.
     return jax.shard_map(
         per_device,
         mesh=plan.mesh,

@@ -1,8 +1,7 @@
 """One rollout for every learner and environment: ``lax.scan`` over rounds inside ``vmap``
 over runs, in chunks of rounds, sharded over devices.
 
-Each round of each run, whatever the setting (oblivious bandit, convex, reactive algorithm
-selection; ``docs/environments.md``)::
+Round ``t`` of each run, in every setting (``docs/environments.md``)::
 
     query = learner.ask(state, fold_in(learner_key, t))
     env_state, observed, info = env.evaluate(env_params, env_state, t, query, fold_in(env_key, t))
@@ -10,24 +9,15 @@ selection; ``docs/environments.md``)::
 
 An oblivious bandit environment (a pure ``loss(params, t, key)``) is evaluated through
 :class:`~stabl_jax.envs.base.ObliviousBandit`. A full-information learner that overrides
-``step`` (:func:`overrides_step`) gets the round's whole loss instead,
-``state, info = learner.step(state, env.loss_fn(env_params, t, key), key)``, and the
-environment's ``evaluate`` is called with ``info`` as the query for its metrics only.
-Per-round outputs are small: the traces named in ``traces`` (query-derived ones,
-:data:`QUERY_TRACES`, and the environment's ``info`` entries).
+``step`` (:func:`overrides_step`) gets the round's whole loss,
+``state, info = learner.step(state, env.loss_fn(env_params, t, key), key)``.
 
-Randomness (typed keys, never reused):
-
-- run ``i``: ``run_key = fold_in(key, i)``; from it ``fold_in(run_key, 0)`` draws the
-  environment's per-run parameters, ``fold_in(run_key, 1)`` is the environment's key,
-  ``fold_in(run_key, 2)`` the learner's and ``fold_in(run_key, 3)`` initialises the learner;
-  round ``t`` uses ``fold_in(env_key, t)`` and ``fold_in(learner_key, t)``.
-- So run ``i`` draws the same numbers whatever ``num_runs``, chunk size or device layout, and
-  two learners simulated with the same ``key`` see identical losses in every run (paired
-  comparisons). Its arithmetic is bitwise identical too for the same ``runs_per_block``
-  (:mod:`stabl_jax.sharding`: runs are split over every device JAX sees and stepped in blocks).
-
-Nothing of size ``runs x T x arms`` is built: losses are generated inside the scan.
+Keys: run ``i`` has ``run_key = fold_in(key, i)``; ``fold_in(run_key, 0)`` draws the
+environment's parameters, ``1`` is the environment's key, ``2`` the learner's, ``3``
+initialises the learner. So run ``i`` draws the same numbers whatever ``num_runs``, chunk
+size or device layout, and two learners simulated with one ``key`` see the same losses (paired
+comparisons); its bits are the same for the same ``runs_per_block`` (:mod:`stabl_jax.sharding`).
+No ``runs x T x arms`` array is built: losses are generated inside the scan.
 """
 
 from __future__ import annotations
@@ -59,6 +49,82 @@ TRACE_FIELDS: tuple[str, ...] = BANDIT_TRACES
 #: ``info["best_arm"]``). Any other name is an ``info`` entry of the environment.
 QUERY_TRACES: tuple[str, ...] = ("played", "arms", "points", "loss", "observed", "prob_best")
 _BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
+#: The largest ``first_run``: run ``first_run + i`` is folded into the key as a uint32, and
+#: ``first_run`` enters the program as an int32.
+MAX_FIRST_RUN = 2**31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class SimOptions:
+    """How :func:`simulate` executes its runs, and which runs of the key they are.
+
+    Attributes:
+      chunk_size: rounds per compiled chunk; ``None``: from the memory available
+        (:func:`auto_chunk_size`). Results are identical for every chunk size.
+      runs_per_block: runs stepped together on a device (``None``:
+        :func:`~stabl_jax.sharding.plan_runs`); one value gives one set of bits on any devices.
+      host_threads: on one CPU device, groups of blocks stepped from host threads (``None``:
+        one per usable core where the blocks split evenly). Results do not depend on it.
+      kernel: ``"xla"`` (the scan under ``vmap``), ``"pallas"`` (one fused kernel per block,
+        :mod:`stabl_jax.kernels`: the same arms, probabilities equal to float32 rounding) or
+        ``"auto"`` (:func:`stabl_jax.kernels.auto_kernel`).
+      first_run: index of the first run: the runs are ``first_run .. first_run + R - 1``.
+      runs_per_point: pair a sweep's points: run ``i`` uses the keys of run
+        ``first_run + i mod runs_per_point`` (common random numbers); ``R`` a multiple of it.
+      progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
+      checkpoint: a :class:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint`: resume from
+        it and save after every chunk (:func:`run_chunks`).
+
+    Example:
+      >>> SimOptions(chunk_size=64, kernel="xla").chunk_size
+      64
+    """
+
+    chunk_size: int | None = None
+    runs_per_block: int | None = None
+    host_threads: int | None = None
+    kernel: str = "auto"
+    first_run: int = 0
+    runs_per_point: int | None = None
+    progress: bool | Callable[[int, int], None] = False
+    checkpoint: Any = None
+
+    def __post_init__(self) -> None:
+        remedy = {
+            "chunk_size": "None picks one from the memory available",
+            "runs_per_block": "None chooses it",
+            "host_threads": "None: one per usable core",
+            "runs_per_point": "None gives every run its own keys",
+        }
+        for name, hint in remedy.items():
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _option_int(name, value, 1, hint))
+        first = _option_int("first_run", self.first_run, 0, "runs are counted from 0")
+        if first > MAX_FIRST_RUN:
+            raise ValueError(
+                f"SimOptions: first_run must be <= 2**31 - 1 = {MAX_FIRST_RUN} (a run's index "
+                f"is folded into the key as a 32-bit int), got {first}"
+            )
+        object.__setattr__(self, "first_run", first)
+        checks.check_choice("kernel", self.kernel, kernels.KERNELS)
+        if not callable(self.progress):
+            object.__setattr__(self, "progress", checks.check_bool("progress", self.progress))
+        if self.checkpoint is not None:
+            checks.check_interface(
+                "checkpoint",
+                self.checkpoint,
+                "a stabl_jax.experiment.checkpoints.ChunkCheckpoint",
+                ("restore", "save"),
+            )
+
+
+def _option_int(name: str, value: object, minimum: int, remedy: str) -> int:
+    """``value`` checked by :func:`~stabl_jax.checks.check_int`, its error naming the remedy."""
+    try:
+        return checks.check_int(name, value, minimum=minimum)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"SimOptions: {err} ({remedy})") from None
 
 
 @chex.dataclass(frozen=True)
@@ -77,26 +143,22 @@ class SimResult:
     """Traces of a simulation, on the host.
 
     Every recorded trace is an attribute (``result.loss``), ``(R, T, ...)``; a trace the
-    environment offers but that was not recorded reads ``None``. Bandit traces:
-    ``played`` ``(R, T)`` int32 played arm, ``arms`` ``(R, T, Q)`` int32 queried arms,
-    ``loss`` ``(R, T)`` float32 suffered loss ``l_t(x_t)``, ``expected_loss`` ``(R, T)``
-    float32 ``<p_t, l_t>``, ``prob_best`` ``(R, T)`` float32 play probability of the best
-    arm. Convex: ``loss``, ``best_loss`` (``l_t`` at its own minimiser), ``played``
-    ``(R, T, d)``. Algorithm selection: ``arms``, ``observed`` ``(R, T, Q)`` and the
-    environment's ``reward``, ``best_gap``, ``best_value`` ``(R, T, Q)``.
+    environment offers but that was not recorded reads ``None``. Bandit traces: ``played``
+    ``(R, T)`` int32, ``arms`` ``(R, T, Q)`` int32, ``loss`` ``(R, T)`` float32 ``l_t(x_t)``,
+    ``expected_loss`` ``(R, T)`` ``<p_t, l_t>``, ``prob_best`` ``(R, T)``. Convex: ``loss``,
+    ``best_loss`` (``l_t`` at its own minimiser), ``played`` ``(R, T, d)``. Algorithm
+    selection: ``arms``, ``observed`` ``(R, T, Q)`` and the environment's ``reward``,
+    ``best_gap``, ``best_value`` ``(R, T, Q)``.
 
     Attributes:
       arrays: the recorded traces by name.
-      carry: the final :class:`RunCarry` (learner and environment states, runs-leading);
-        ``None`` for a run restored from a finished checkpoint whose state was dropped
-        (:meth:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint.drop_state`).
+      carry: the final :class:`RunCarry` (runs-leading); ``None`` when restored from a
+        finished checkpoint whose state was dropped.
       compile_seconds: time spent compiling the chunk program(s).
       run_seconds: time spent running them (excluding compilation).
       offered: the trace names that read ``None`` when not recorded.
-      kernel: the path that stepped the runs, ``"xla"`` or ``"pallas"`` (what
-        ``simulate``'s ``kernel="auto"`` picked).
-      env: the environment ``simulate`` was given; the metrics that regenerate its losses
-        (:func:`stabl_jax.metrics.adaptive_regret`) refuse another one.
+      kernel: the path that stepped the runs, ``"xla"`` or ``"pallas"``.
+      env: the environment simulated; metrics that regenerate its losses refuse another.
     """
 
     arrays: dict[str, np.ndarray]
@@ -153,11 +215,6 @@ class SimResult:
             )
 
 
-#: The largest ``first_run``: run ``first_run + i`` is folded into the key as a uint32, and
-#: ``first_run`` enters the program as an int32.
-MAX_FIRST_RUN = 2**31 - 1
-
-
 def run_keys(
     key: jax.Array, num_runs: int, first_run: int = 0, runs_per_point: int | None = None
 ) -> jax.Array:
@@ -177,23 +234,16 @@ def params_axes(params: Any) -> Any:
 
 @partial(jax.jit, static_argnames=("env",))
 def sample_env_params(env: Any, keys: jax.Array) -> Any:
-    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``.
-
-    Compiled apart from the learner, once per environment: every learner simulated on the
-    same ``env`` reuses it (drawing a Haar rotation is a large part of a small program).
-    """
+    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``;
+    compiled apart from the learner, so every learner simulated on ``env`` reuses it."""
     return jax.vmap(lambda k: env.sample_params(jax.random.fold_in(k, 0)))(keys)
 
 
 @jax.jit
 def _run_streams(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(R,)`` run keys -> the keys of ``learner.init``, of the environment's rounds and of
-    the learner's rounds: ``fold_in(key_i, 3)``, ``fold_in(key_i, 1)``, ``fold_in(key_i, 2)``.
-
-    Compiled apart from the learner and the environment, once per ``R``: every simulation
-    with as many runs reuses it (a threefry hash is most of a small init program's compile
-    time on a CPU).
-    """
+    the learner's: ``fold_in(key_i, 3)``, ``fold_in(key_i, 1)``, ``fold_in(key_i, 2)``;
+    compiled once per ``R`` (a threefry hash is most of a small init program's compile)."""
     streams = tuple(jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i) for i in (3, 1, 2))
     return cast("tuple[jax.Array, jax.Array, jax.Array]", streams)
 
@@ -327,15 +377,14 @@ def run_chunk(
     kernel: str = "xla",
 ) -> Any:
     """Advance every run by ``length`` rounds from round ``t0``, laid out by a
-    :class:`stabl_jax.sharding.RunsPlan`: the runs split over the plan's devices and stepped
-    ``plan.block`` at a time. Returns ``(carry, outputs)``, outputs ``(R, length, ...)`` for
-    the traces named in ``fields``. The ``carry`` given is donated: the new one takes its
-    memory (the runs' loop state is held once, not twice), and the arrays given are deleted.
+    :class:`stabl_jax.sharding.RunsPlan` (split over its devices, ``plan.block`` runs at a
+    time). Returns ``(carry, outputs)``, outputs ``(R, length, ...)`` for ``fields``. The
+    ``carry`` given is donated: the runs' loop state is held once, not twice.
 
-    With ``validate``, every round runs the in-program checks of :func:`_round` under
-    ``checkify`` and the function returns ``(error, (carry, outputs))``; the values are
-    bitwise those without checks. With ``kernel="pallas"`` each block's chunk is one
-    ``pallas_call`` (:func:`stabl_jax.kernels.chunk_step`) instead of ``vmap`` of the scan.
+    With ``validate``, the checks of :func:`_round` run under ``checkify`` and the function
+    returns ``(error, (carry, outputs))``, the values bitwise those without checks. With
+    ``kernel="pallas"`` each block's chunk is one ``pallas_call``
+    (:func:`stabl_jax.kernels.chunk_step`) instead of ``vmap`` of the scan.
     """
     if kernel == "pallas":
         interpret = kernels.interpreted(plan.mesh)
@@ -404,16 +453,10 @@ def auto_chunk_size(
     budget_bytes: int | None = None,
     bytes_per_round: int = _BYTES_PER_ROUND,
 ) -> int:
-    """Rounds per chunk so that one chunk's outputs stay under ``budget_bytes``.
-
-    A chunk's per-round outputs (``R x chunk`` of ``bytes_per_round`` per run; a bandit's
-    played arm, queried arms and three floats fit in the default 32) exist once on the
-    device and once on the host before they join the traces. ``budget_bytes=None`` gives them
-    :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes` when the call starts,
-    clipped to :data:`CHUNK_BUDGET_RANGE` (16 MiB to 2 GiB): a 16 GiB laptop with 12 GiB free
-    gets 1.5 GiB chunks, a GPU with 70 GiB free is capped at 2 GiB. Results do not depend on
-    the chunk size; a chunk boundary costs one host transfer and a progress update.
-    """
+    """Rounds per chunk so that one chunk's outputs, ``R x chunk x bytes_per_round`` (held on
+    the device and on the host), stay under ``budget_bytes``; ``None``:
+    :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes`, clipped to
+    :data:`CHUNK_BUDGET_RANGE`. Results do not depend on the chunk size."""
     if budget_bytes is None:
         low, high = CHUNK_BUDGET_RANGE
         budget_bytes = int(min(high, max(low, available_memory_bytes() * CHUNK_MEMORY_FRACTION)))
@@ -429,117 +472,113 @@ def simulate(
     *,
     horizon: int | None = None,
     params: Any = None,
-    chunk_size: int | None = None,
-    progress: bool | Callable[[int, int], None] = False,
-    validate: bool = False,
-    checkpoint: Any = None,
-    runs_per_block: int | None = None,
-    first_run: int = 0,
     traces: tuple[str, ...] | None = None,
-    host_threads: int | None = None,
-    runs_per_point: int | None = None,
-    kernel: str = "auto",
+    validate: bool = False,
     env_params: Any = None,
+    options: SimOptions = SimOptions(),
 ) -> SimResult:
-    """Simulate ``num_runs`` independent runs of ``learner`` on ``env``: bandit learners on
-    bandit environments (oblivious or reactive), BCO learners on convex environments.
+    """Simulate ``R = num_runs`` runs of ``learner`` on ``env`` for ``T`` rounds (module
+    docstring): bandit learners on bandit environments, BCO learners on convex ones.
 
     Args:
-      learner: a learner (``init``, ``ask``, ``tell``; static, see
-        :mod:`stabl_jax.learners.base` and :mod:`stabl_jax.bco.base`). The rollout drives
-        ``ask`` and ``tell``; ``step`` only where the learner's class overrides it
-        (:func:`overrides_step`, full-information learners on oblivious environments).
-      env: an environment (``docs/environments.md``): one with ``evaluate``, or an oblivious
-        bandit environment with a pure ``loss`` (:func:`~stabl_jax.envs.base.as_environment`).
-        Its ``num_arms`` (or ``dim`` and ``domain``) must be the learner's.
+      learner: a learner (``init``, ``ask``, ``tell``); its ``num_arms`` (or ``dim`` and
+        ``domain``) ``env``'s, its ``horizon`` at least ``T``.
+      env: an environment with ``evaluate``, or an oblivious bandit one with a pure ``loss``.
       key: a typed PRNG key (``jax.random.key(seed)``).
       num_runs: ``R`` (>= 1).
-      horizon: rounds to play ``T``; defaults to ``env.horizon`` (``learner.horizon`` for an
-        environment without one). At most ``env.horizon``, and at most ``learner.horizon``: a
-        learner's step sizes and history lengths are set from its own horizon, so it may be
-        built for a longer horizon than simulated (the first ``T`` rounds of a longer run),
-        never a shorter one.
-      params: learner params; ``None`` uses ``learner.default_params``. Scalar leaves are
-        shared by all runs; leaves with a leading axis of size ``R`` give one value per run (a
-        hyperparameter sweep in one program).
-      chunk_size: rounds per compiled chunk; ``None`` picks one from the memory available
-        (:func:`auto_chunk_size`). Results are identical for every chunk size.
-      progress: show a tqdm bar per chunk (``True``), or a callback ``(done, total)``.
-      validate: check every bandit round inside the compiled program: the losses the
-        environment draws (finite, in [0, 1]) and the learner's play distribution; a failure
-        raises ``checkify.JaxRuntimeError`` naming the round and the value. Results are
-        unchanged. Convex rounds are checked on the host after the run instead (a check
-        inside the program changes XLA's fusion of StABL-BCO's update, hence its last bits):
-        a NaN or inf recorded loss or point raises ``ValueError`` naming the run and round.
-        The command line always validates.
-        **Off by default, because it is not free**: ``stabl-jax bench`` measured the validated
-        rate at 0.60x the plain one for EXP3 and 0.71-0.97x for StABL, SAOL and the authors'
-        StABL (n = 30, R = 64 and 1,024, 2-core CPU, 2026-11-26). A library call with losses
-        outside [0, 1] is therefore simulated without a word unless ``validate=True``.
-      checkpoint: a :class:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint`: resume from it, and
-        save the loop state and outputs after every chunk (see :func:`run_chunks`).
-      runs_per_block: runs stepped together on a device (``None``: chosen, see
-        :func:`stabl_jax.sharding.plan_runs`). The runs are split over every device JAX sees;
-        the same ``runs_per_block`` gives bitwise-identical results on any number of devices.
-      host_threads: on one CPU device, groups of blocks stepped concurrently from host
-        threads (``None``: one per usable core when the blocks split evenly; see
-        :func:`stabl_jax.sharding.plan_runs`). Results do not depend on it, bit for bit.
-      first_run: index of the first run: the runs are ``first_run .. first_run + R - 1`` of
-        ``key`` (a study simulated in batches of runs, :mod:`stabl_jax.streaming`).
-      runs_per_point: pair the points of a sweep: the ``R`` runs are ``R / runs_per_point``
-        consecutive groups (one per point of a params grid with a leading runs axis), and run
-        ``i`` uses the keys of run ``first_run + i mod runs_per_point``. Every point then sees
-        the same environment draws and the same learner random numbers (common random
-        numbers), so differences between points are paired per run. ``None``: every run has
-        its own keys. ``R`` must be a multiple of it.
-      traces: which per-round traces to record (:data:`QUERY_TRACES` and the environment's
-        ``info`` entries); ``None``: the environment's ``trace_names`` (for a bandit
-        environment :data:`TRACE_FIELDS`). Without ``expected_loss`` (``<p_t, l_t>`` needs
-        every arm's loss) an oblivious bandit environment reveals only the queried arms'
-        losses where it can (``env.loss_at``: the same values, one draw per query instead of
-        ``n``; :func:`reveals_queried_only`).
-      kernel: how a block of runs steps through a chunk: ``"xla"``, the scan of
-        :func:`_round` under ``vmap`` (every learner and environment); ``"pallas"``, one
-        fused Pallas kernel per block with the state on chip (:mod:`stabl_jax.kernels`:
-        EXP3 and StABL on an oblivious bandit environment, without ``validate``; compiled
-        on a GPU, interpreted elsewhere; the same draws, hence the same arms, with
-        probabilities equal to float32 rounding); ``"auto"`` (default) picks ``"pallas"``
-        on a GPU where it runs the call and the arms pad to at most 128 (measured faster
-        there), ``"xla"`` otherwise (:func:`stabl_jax.kernels.auto_kernel`).
-      env_params: the runs' environment parameters, ``(R, ...)`` leaves, instead of
-        ``env.sample_params(fold_in(run_key, 0))`` (:func:`sample_env_params`): e.g. run
-        ``j`` on problem ``j // R'`` of a suite (:func:`stabl_jax.hpo_metrics.simulate_suite`).
+      horizon: ``T``; default ``env.horizon`` (else ``learner.horizon``).
+      params: learner params (``None``: the defaults); leaves ``(R, ...)`` are per run.
+      traces: the traces to record (:data:`QUERY_TRACES`, ``info`` entries); ``None``:
+        ``env.trace_names``. Without ``expected_loss`` only queried losses are drawn.
+      validate: check every bandit round in the program (losses in [0, 1], the play
+        distribution), convex traces after the run; results unchanged, at a cost in speed.
+      env_params: ``(R, ...)`` environment parameters instead of ``env.sample_params``.
+      options: execution and which runs of ``key`` (:class:`SimOptions`).
 
     Returns:
       A :class:`SimResult` with ``(R, T, ...)`` traces.
 
     Example:
       >>> import jax
-      >>> from stabl_jax import StABL, ExpertAdvice, simulate
+      >>> from stabl_jax import SimOptions, StABL, ExpertAdvice, simulate
       >>> env = ExpertAdvice(num_arms=5, horizon=64)
-      >>> res = simulate(StABL(num_arms=5, horizon=64), env, jax.random.key(0), num_runs=3)
+      >>> res = simulate(StABL(num_arms=5, horizon=64), env, jax.random.key(0), num_runs=3,
+      ...                options=SimOptions(chunk_size=32))
       >>> res.loss.shape
       (3, 64)
     """
+    num_runs, validate = _check_call(learner, env, num_runs, validate, options)
+    fields, names, rollout_env, kernel = _rollout(learner, env, traces, validate, options.kernel)
+    horizon = _check_pairing(learner, env, horizon)
+    checks.check_key("key", key)
+    params = _learner_params(learner, params, num_runs)
+    plan = sharding.plan_runs(num_runs, options.runs_per_block, host_threads=options.host_threads)
+    # run_chunks gets the only reference to the first carry: it frees it after the first chunk.
+    first = [_first_carry(learner, env, rollout_env, key, plan, params, env_params, options)]
+    chunk_size = options.chunk_size
+    if chunk_size is None:
+        chunk_size = _auto_chunk(learner, rollout_env, first[0], fields, kernel, horizon, num_runs)
+    carry, arrays, compile_s, run_s = run_chunks(
+        _lowering(learner, rollout_env, plan, fields, validate, kernel),
+        first.pop(),
+        horizon,
+        chunk_size,
+        options.progress,
+        checkpoint=options.checkpoint,
+        host_threads=plan.host_threads,
+        names=fields,
+    )
+    arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
+    if validate and _query_kind(learner) == "dim":
+        _check_convex_traces(arrays, options.first_run)
+    offered = tuple(dict.fromkeys(QUERY_TRACES + names))
+    return SimResult(arrays, carry, compile_s, run_s, offered, kernel, env)
+
+
+def _check_call(
+    learner: Any, env: Any, num_runs: int, validate: bool, options: SimOptions
+) -> tuple[int, bool]:
+    """``(num_runs, validate)`` checked, after the interfaces of ``learner`` and ``env``."""
     checks.check_interface("learner", learner, "a learner", ("init", "ask", "tell"))
     checks.check_interface("env", env, "an environment", ("sample_params",))
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     validate = checks.check_bool("validate", validate)
-    if not callable(progress):
-        progress = checks.check_bool("progress", progress)
-    if checkpoint is not None:
-        checks.check_interface(
-            "checkpoint",
-            checkpoint,
-            "a stabl_jax.experiment.checkpoints.ChunkCheckpoint",
-            ("restore", "save"),
+    if not isinstance(options, SimOptions):
+        raise TypeError(
+            f"options must be a SimOptions, got {options!r} ({type(options).__name__}): write "
+            "options=stabl_jax.SimOptions(chunk_size=..., ...)"
         )
+    return num_runs, validate
+
+
+def _auto_chunk(
+    learner: Any,
+    env: Any,
+    carry: RunCarry,
+    fields: tuple[str, ...],
+    kernel: str,
+    horizon: int,
+    num_runs: int,
+) -> int:
+    """:func:`auto_chunk_size` for ``num_runs`` runs like ``carry``'s: the recorded traces'
+    bytes per round (:func:`_round_bytes`) and, on the Pallas path, the kernel's inputs."""
+    per_round = _round_bytes(learner, env, carry, fields)
+    if kernel == "pallas":
+        per_round += kernels.input_bytes_per_round(learner, fields)
+    return auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
+
+
+def _rollout(
+    learner: Any, env: Any, traces: tuple[str, ...] | None, validate: bool, kernel: str
+) -> tuple[tuple[str, ...], tuple[str, ...], Any, str]:
+    """``(fields, names, rollout_env, kernel)``: the traces to record, those ``env`` offers,
+    the environment the rollout steps (:func:`~stabl_jax.envs.base.as_environment`) and the
+    kernel (``"auto"`` resolved)."""
     bandit = as_environment(env) is not env
     names = tuple(getattr(env, "trace_names", TRACE_FIELDS if bandit else ()))
     allowed = tuple(dict.fromkeys(QUERY_TRACES + names))
     fields = names if traces is None else checks.check_names("traces", traces, allowed)
     rollout_env = as_environment(env, reveal_all="expected_loss" in fields, validate=validate)
-    checks.check_choice("kernel", kernel, kernels.KERNELS)
     if kernel == "pallas":
         kernels.check_supported(learner, rollout_env, fields, validate)
     elif kernel == "auto":
@@ -549,30 +588,40 @@ def simulate(
             f"{type(learner).__name__} overrides step (it reads the round's whole loss), so it "
             f"runs only on an oblivious environment with loss_fn; {type(env).__name__} has none"
         )
-    horizon = _check_pairing(learner, env, horizon)
-    checks.check_key("key", key)
+    return fields, names, rollout_env, kernel
+
+
+def _learner_params(learner: Any, params: Any, num_runs: int) -> Any:
+    """``params`` (``None``: the learner's defaults), checked for ``num_runs`` runs."""
     params = learner.default_params if params is None else params
     check_run_params(params, num_runs)
     if hasattr(learner, "check_params"):
         learner.check_params(params, batch=num_runs)
     else:
         checks.check_param_values(params, {}, batch=num_runs)
-    plan = sharding.plan_runs(num_runs, runs_per_block, host_threads=host_threads)
+    return params
+
+
+def _first_carry(
+    learner: Any,
+    env: Any,
+    rollout_env: Any,
+    key: jax.Array,
+    plan: Any,
+    params: Any,
+    env_params: Any,
+    options: SimOptions,
+) -> RunCarry:
+    """The padded runs' initial :class:`RunCarry`, sharded by ``plan``, holding none of the
+    caller's arrays (:func:`_owned`)."""
+    num_runs, runs_per_point = plan.num_runs, options.runs_per_point
     params = sharding.pad_params(params, plan)
-    first_run = checks.check_int("first_run", first_run, minimum=0)
-    if first_run > MAX_FIRST_RUN:
+    if runs_per_point is not None and num_runs % runs_per_point:
         raise ValueError(
-            f"first_run must be <= 2**31 - 1 = {MAX_FIRST_RUN} (a run's index is folded into "
-            f"the key as a 32-bit int), got {first_run}"
+            f"num_runs={num_runs} is not a multiple of runs_per_point={runs_per_point}: "
+            "simulate points x runs_per_point runs (one group of runs per sweep point)"
         )
-    if runs_per_point is not None:
-        runs_per_point = checks.check_int("runs_per_point", runs_per_point, minimum=1)
-        if num_runs % runs_per_point:
-            raise ValueError(
-                f"num_runs={num_runs} is not a multiple of runs_per_point={runs_per_point}: "
-                "simulate points x runs_per_point runs (one group of runs per sweep point)"
-            )
-    keys = run_keys(key, plan.padded_runs, first_run, runs_per_point)
+    keys = run_keys(key, plan.padded_runs, options.first_run, runs_per_point)
     if env_params is not None:
         for leaf in jax.tree.leaves(env_params):
             if jnp.shape(leaf)[:1] != (num_runs,):
@@ -587,37 +636,22 @@ def simulate(
         return _init_carry(learner, rollout_env, keys, drawn, params)
 
     carry = sharding.init_sharded(init, plan, keys, params, env_params)
-    # run_chunks gets the only reference to the first carry (the caller's arrays in it copied):
-    # it frees it after the first chunk.
-    first = [_owned(carry, given=(params, env_params))]
-    del carry
-    if chunk_size is None:
-        per_round = _round_bytes(learner, rollout_env, first[0], fields)
-        if kernel == "pallas":
-            per_round += kernels.input_bytes_per_round(learner, fields)
-        chunk_size = auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
+    return cast("RunCarry", _owned(carry, given=(params, env_params)))
+
+
+def _lowering(
+    learner: Any, env: Any, plan: Any, fields: tuple[str, ...], validate: bool, kernel: str
+) -> Callable[[Any, jax.Array, int], Any]:
+    """``lower(carry, t0, length)``: the lowered :func:`run_chunk` that :func:`run_chunks`
+    compiles (one that raises a failed check, with ``validate``)."""
 
     def lower(c: Any, t0: jax.Array, n: int) -> Any:
-        args = (learner, rollout_env, c, t0, n, plan, fields)
+        args = (learner, env, c, t0, n, plan, fields)
         if validate:
             return _RaisingLowered(run_chunk.lower(*args, validate=True))
         return run_chunk.lower(*args, kernel=kernel)
 
-    carry, arrays, compile_s, run_s = run_chunks(
-        lower,
-        first.pop(),
-        horizon,
-        chunk_size,
-        progress,
-        checkpoint=checkpoint,
-        host_threads=plan.host_threads,
-        names=fields,
-    )
-    arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
-    if validate and _query_kind(learner) == "dim":
-        _check_convex_traces(arrays, first_run)
-    offered = tuple(dict.fromkeys(QUERY_TRACES + names))
-    return SimResult(arrays, carry, compile_s, run_s, offered, kernel, env)
+    return lower
 
 
 def _owned(carry: Any, given: Any) -> Any:
@@ -652,7 +686,8 @@ def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> No
 def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
     """The horizon ``T`` to simulate, after checking that ``learner`` fits ``env``: equal
     ``num_arms`` (bandits) or ``dim`` and ``domain`` (convex), ``T <= env.horizon`` and
-    ``T <= learner.horizon`` (``simulate``'s docstring says why)."""
+    ``T <= learner.horizon`` (a learner's step sizes and history lengths are set from its
+    horizon: it may be built for more rounds than simulated, never fewer)."""
     plays, takes = _query_kind(learner), _query_kind(env)
     if plays and takes and plays != takes:
         raise TypeError(
@@ -747,28 +782,20 @@ def run_chunks(
     """Drive a chunked scan over rounds ``0..horizon-1`` (shared by every simulator).
 
     Args:
-      lower: ``lower(carry, t0, length)`` returns the lowered chunk program (``jit(...).lower``)
-        whose compiled form maps ``(carry, t0)`` to ``(carry, outputs)`` with outputs of shape
-        ``(R, length, ...)``. One program is compiled per distinct chunk length (at most two),
-        ahead of time, so compile and run times are measured apart.
-      carry: the stacked per-run loop state. It is consumed: the compiled programs take over
-        their input's memory (:func:`run_chunk` donates it), so the caller keeps no reference
-        (``simulate`` holds it only in the call).
+      lower: ``lower(carry, t0, length)``, the lowered chunk program mapping ``(carry, t0)``
+        to ``(carry, outputs (R, length, ...))``; compiled ahead of time once per distinct
+        length (at most two), so compile and run times are measured apart.
+      carry: the stacked per-run loop state, consumed (the programs donate their input).
       horizon: number of rounds.
       chunk_size: rounds per chunk (>= 1); results do not depend on it.
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
-      checkpoint: ``None`` (nothing saved), or an object with
-        ``restore(carry, horizon, names) -> (carry, outputs, t0) | None``, called once before
-        the first chunk (the run continues from round ``t0``; ``outputs`` are
-        ``(R, horizon, ...)`` with rounds ``[0, t0)`` filled, those in ``names`` at least;
-        others are dropped), and
-        ``save(carry, chunk_outputs, start, stop)``, called after each chunk
-        (:class:`stabl_jax.experiment.checkpoints.ChunkCheckpoint` writes them atomically).
-      host_threads: split the runs into this many equal groups, each stepped by the same
-        compiled program from its own thread (:mod:`stabl_jax.sharding`, "Host threads");
-        ``R`` must be a multiple of it. Outputs and carry are those of one call.
-      names: the outputs the program records, passed to ``checkpoint.restore`` (``None``:
-        whatever the checkpoint holds; names the program does not output are dropped).
+      checkpoint: ``None``, or an object with ``restore(carry, horizon, names) -> (carry,
+        outputs, t0) | None`` (called once: the run continues from round ``t0``, outputs
+        ``(R, horizon, ...)`` filled for rounds ``[0, t0)``) and ``save(carry, outputs,
+        start, stop)`` after each chunk (``experiment.checkpoints.ChunkCheckpoint``).
+      host_threads: equal groups of runs, each stepped by the same program from its own
+        thread (:mod:`stabl_jax.sharding`); ``R`` a multiple of it. Results as one call.
+      names: the outputs recorded, passed to ``checkpoint.restore`` (``None``: all it holds).
 
     Returns:
       ``(carry, outputs (R, horizon, ...) per name, compile_seconds, run_seconds)``.
@@ -778,16 +805,9 @@ def run_chunks(
     step = _threaded(threads)
     compiled: dict[int, Any] = {}
     compile_s = run_s = 0.0
-    # Every output (R, horizon, ...) is allocated once and filled chunk by chunk: the outputs
-    # are held once, never beside a concatenated copy (a resumed run's restored rounds too).
-    arrays: dict[str, np.ndarray] = {}
     bar = progress_bar(progress, horizon)
-    t0 = 0
-    restored = checkpoint.restore(carry, horizon, names) if checkpoint is not None else None
-    if restored is not None:
-        (carry, arrays, t0), restored = restored, None  # the restored state: held by carry only
-        if not 0 < t0 <= horizon:
-            raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
+    carry, arrays, t0 = _resume(checkpoint, carry, horizon, names)
+    if t0:
         bar(t0)
     # The runs stay split in their threads' groups from chunk to chunk, joined only for a
     # checkpoint and at the end: the loop state is held once, not as a whole beside its parts.
@@ -803,21 +823,49 @@ def run_chunks(
         start = time.perf_counter()
         groups, out = step(compiled[length], groups, t0_arr)
         run_s += time.perf_counter() - start
-        if arrays.keys() - out.keys():  # restored traces this run does not record: dropped
-            arrays = {name: value for name, value in arrays.items() if name in out}
-        for name, value in out.items():
-            value = np.asarray(value)
-            if name not in arrays:
-                if t0:  # a resumed run's checkpoint must hold every output
-                    raise ValueError(f"the checkpoint holds no {name!r} (it has {sorted(arrays)})")
-                shape = (value.shape[0], horizon, *value.shape[2:])
-                arrays[name] = np.empty(shape, value.dtype)
-            arrays[name][:, t0 : t0 + length] = value
+        arrays = _record(arrays, out, t0, length, horizon)
         if checkpoint is not None:
             checkpoint.save(_join(groups), out, t0, t0 + length)
         t0 += length
         bar(t0)
     return _join(groups), arrays, compile_s, run_s
+
+
+def _resume(
+    checkpoint: Any,
+    carry: Any,
+    horizon: int,
+    names: tuple[str, ...] | None,
+) -> tuple[Any, dict[str, np.ndarray], int]:
+    """``(carry, outputs, t0)`` to continue from: ``checkpoint``'s, or ``carry`` at round 0."""
+    restored = checkpoint.restore(carry, horizon, names) if checkpoint is not None else None
+    if restored is None:
+        return carry, {}, 0
+    del carry  # the restored state: held by the returned carry only
+    carry, arrays, t0 = restored
+    del restored
+    if not 0 < t0 <= horizon:
+        raise ValueError(f"checkpoint resumes at round {t0}, outside [1, {horizon}]")
+    return carry, arrays, t0
+
+
+def _record(
+    arrays: dict[str, np.ndarray], out: dict, t0: int, length: int, horizon: int
+) -> dict[str, np.ndarray]:
+    """``arrays`` with a chunk's host outputs ``(R, length, ...)`` written at rounds
+    ``t0 .. t0 + length - 1``: each output ``(R, horizon, ...)`` is allocated once and filled
+    chunk by chunk, never held beside a concatenated copy. Restored traces this run does not
+    record are dropped."""
+    if arrays.keys() - out.keys():
+        arrays = {name: value for name, value in arrays.items() if name in out}
+    for name, value in out.items():
+        value = np.asarray(value)
+        if name not in arrays:
+            if t0:  # a resumed run's checkpoint must hold every output
+                raise ValueError(f"the checkpoint holds no {name!r} (it has {sorted(arrays)})")
+            arrays[name] = np.empty((value.shape[0], horizon, *value.shape[2:]), value.dtype)
+        arrays[name][:, t0 : t0 + length] = value
+    return arrays
 
 
 def _groups(tree: Any, num: int) -> list[Any]:

@@ -1,23 +1,13 @@
 """Large studies without ``(R, T)`` traces: simulate and score one batch of runs at a time,
 keep per-run summaries only.
 
-:func:`stabl_jax.simulate.simulate` returns ``(R, T)`` traces (1 GiB per float trace at
-``R = 4096``, ``T = 65536``) and :func:`stabl_jax.metrics.paired_adaptive_regret` scores them.
-:func:`simulate_summaries` gives the same numbers for studies too big for that: it simulates
-``runs_per_batch`` runs (runs ``first_run .. first_run + b - 1`` of the same key, so the runs
-are the very runs ``simulate`` would give), computes their SA(L) with
-:func:`~stabl_jax.metrics.paired_adaptive_regret` (arm losses regenerated a block of runs at a
-time within its memory budget: one run at ``T = 65536``, ``n = 300``), reduces the traces to
-per-run summaries and drops them before the next batch. Host memory is then
-``O(batch x T + T x n)``, whatever ``R``:
-
-- the batch's traces, ``b x T x 12`` bytes (``b = 64``, ``T = 65536``: 50 MB);
-- a block of runs' arm losses and their float64 prefix sums, ``T x n x 12`` bytes per run
-  (``n = 300``: 236 MB), at most 256 MiB;
-- the summaries, ``R x (2 |L| + S + 4)`` numbers.
-
-The SA(L) numbers are those of the traces path to the last bit (the same function). Only the
-traces ``loss``, ``expected_loss`` and ``prob_best`` are recorded (12 bytes per run and round).
+:func:`simulate_summaries` simulates ``runs_per_batch`` runs at a time (runs ``first_run ..
+first_run + b - 1`` of one key: the very runs ``simulate(..., key, R)`` gives), scores their
+SA(L) with :func:`~stabl_jax.metrics.paired_adaptive_regret` (arm losses regenerated a block
+of runs at a time) and keeps per-run summaries, so host memory is ``O(b T + T n)`` whatever
+``R``: the batch's traces (``b x T x 12`` bytes: ``loss``, ``expected_loss``, ``prob_best``),
+a block's arm losses and their float64 prefix sums (at most 256 MiB) and ``R x (2 |L| + S +
+4)`` summaries. The SA(L) numbers are those of the traces path to the last bit.
 """
 
 from __future__ import annotations
@@ -32,7 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import checks, metrics
-from stabl_jax.simulate import check_run_params, progress_bar, simulate
+from stabl_jax.simulate import SimOptions, check_run_params, progress_bar, simulate
+
+_TRACES = ("loss", "expected_loss", "prob_best")
 
 
 @dataclasses.dataclass
@@ -78,28 +70,26 @@ def simulate_summaries(
     horizon: int | None = None,
     params: Any = None,
     runs_per_batch: int = 64,
-    chunk_size: int | None = None,
-    runs_per_block: int | None = None,
     progress: bool | Callable[[int, int], None] | None = False,
+    options: SimOptions | None = None,
 ) -> RunSummaries:
-    """Simulate ``num_runs`` runs in batches and keep per-run summaries (module docstring).
+    """Simulate ``R = num_runs`` runs in batches and keep per-run summaries (module docstring).
 
     Args:
-      learner, env, key, horizon, chunk_size, runs_per_block: as for
-        :func:`~stabl_jax.simulate.simulate`.
+      learner, env, key, horizon: as for :func:`~stabl_jax.simulate.simulate`; ``env`` an
+        oblivious piecewise bandit environment (``loss``, ``num_arms``, ``num_segments``).
       num_runs: ``R`` (>= 1).
       window_lengths: the ``L`` of SA(L), each in ``[1, T]``.
       params: learner params, shared scalars or per-run leaves of leading size ``R``.
       runs_per_batch: runs simulated and scored together (memory is linear in it).
       progress: ``True`` for a tqdm bar of runs, or a callback ``(runs done, R)`` after
         each batch; ``False`` or ``None``: neither.
+      options: each batch's :class:`~stabl_jax.simulate.SimOptions` (``chunk_size``,
+        ``runs_per_block``, ``host_threads``, ``kernel``; ``None``: the defaults); the batches
+        set ``first_run``.
 
     Returns:
       :class:`RunSummaries` of the ``R`` runs, the runs of ``simulate(..., key, R)``.
-
-    Raises:
-      TypeError: ``env`` is not an oblivious piecewise bandit environment (a convex or an
-        algorithm-selection one, say), whose traces and segments the summaries need.
 
     Example:
       >>> import jax
@@ -110,13 +100,7 @@ def simulate_summaries(
       >>> s.sa_sampled.shape, s.segment_loss.shape
       ((6, 2), (6, 4))
     """
-    if not all(hasattr(env, name) for name in ("loss", "num_arms", "num_segments")):
-        raise TypeError(
-            "simulate_summaries scores oblivious piecewise bandit environments (loss, "
-            f"num_arms, num_segments: ExpertAdvice, PiecewiseBernoulli), got {type(env).__name__}"
-            ": simulate others with simulate and score them with their own metrics "
-            "(bco.simulate.bco_adaptive_regret, hpo_metrics)"
-        )
+    options = _check_call(env, SimOptions() if options is None else options)
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     batch = checks.check_int("runs_per_batch", runs_per_batch, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_horizon(horizon)
@@ -129,42 +113,60 @@ def simulate_summaries(
     parts: list[dict[str, np.ndarray]] = []
     sim_s = metric_s = 0.0
     for start in range(0, num_runs, batch):
-        size = min(batch, num_runs - start)
+        stop = min(num_runs, start + batch)
         start_time = time.perf_counter()
+        part = jax.tree.map(lambda x, a=start, b=stop: x if jnp.ndim(x) == 0 else x[a:b], params)
         res = simulate(
             learner,
             env,
             key,
-            size,
+            stop - start,
             horizon=horizon,
-            params=jax.tree.map(
-                lambda x, a=start, b=start + size: x if jnp.ndim(x) == 0 else x[a:b], params
-            ),
-            chunk_size=chunk_size,
-            runs_per_block=runs_per_block,
-            first_run=start,
-            traces=("loss", "expected_loss", "prob_best"),
+            params=part,
+            traces=_TRACES,
+            options=dataclasses.replace(options, first_run=start),
         )
         sim_s += time.perf_counter() - start_time
         start_time = time.perf_counter()
         parts.append(_summarise(env, res, windows))
         del res
         metric_s += time.perf_counter() - start_time
-        update(start + size)
+        update(stop)
     merged = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
     muted = merged.pop("num_muted", None)
     return RunSummaries(
-        window_lengths=windows,
-        num_muted=muted,
-        simulate_seconds=sim_s,
-        metrics_seconds=metric_s,
-        **merged,
+        windows, num_muted=muted, simulate_seconds=sim_s, metrics_seconds=metric_s, **merged
     )
 
 
+def _check_call(env: Any, options: SimOptions) -> SimOptions:
+    """``TypeError`` unless ``env`` is an oblivious piecewise bandit environment (whose
+    traces and segments the summaries need), ``ValueError`` for options the batches set."""
+    if not all(hasattr(env, name) for name in ("loss", "num_arms", "num_segments")):
+        raise TypeError(
+            "simulate_summaries scores oblivious piecewise bandit environments (loss, "
+            f"num_arms, num_segments: ExpertAdvice, PiecewiseBernoulli), got {type(env).__name__}"
+            ": simulate others with simulate and score them with their own metrics "
+            "(bco.simulate.bco_adaptive_regret, hpo_metrics)"
+        )
+    fixed = SimOptions(
+        chunk_size=options.chunk_size,
+        runs_per_block=options.runs_per_block,
+        host_threads=options.host_threads,
+        kernel=options.kernel,
+    )
+    if options != fixed:
+        raise ValueError(
+            f"simulate_summaries sets each batch's first_run and reports progress per batch "
+            f"(its progress=): give options only chunk_size, runs_per_block, host_threads and "
+            f"kernel, got {options}"
+        )
+    return options
+
+
 def _summarise(env: Any, res: Any, windows: tuple[int, ...]) -> dict[str, np.ndarray]:
-    horizon = res.horizon
-    segments = metrics.segment_ids(res.carry, horizon)
+    """One batch's summaries (:class:`RunSummaries`' arrays) from its result ``res``."""
+    segments = metrics.segment_ids(res.carry, res.horizon)
     loss = res.loss.astype(np.float64)
     out = {
         "segment_loss": metrics.per_segment_mean(loss, segments, env.num_segments),

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import simulate
+from stabl_jax import SimOptions, simulate
 from stabl_jax.bco import TwoPointOGD
 from stabl_jax.bco.simulate import (
     bco_adaptive_regret,
@@ -59,7 +59,9 @@ def test_simulate_bco_and_adaptive_regret_against_brute_force():
     learner = TwoPointOGD(dim=2, horizon=horizon)
     traces = ("loss", "best_loss", "played")
     full = simulate(learner, env, jax.random.key(0), num_runs=3, traces=traces)
-    chunked = simulate(learner, env, jax.random.key(0), num_runs=3, chunk_size=12)
+    chunked = simulate(
+        learner, env, jax.random.key(0), num_runs=3, options=SimOptions(chunk_size=12)
+    )
     assert full.loss.shape == (3, horizon) and full.played.shape == (3, horizon, 2)
     assert chunked.played is None
     np.testing.assert_array_equal(chunked.loss, full.loss)

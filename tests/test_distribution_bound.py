@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from jax.experimental import checkify
 
-from stabl_jax import ExpertAdvice, checks, make, simulate
+from stabl_jax import ExpertAdvice, SimOptions, checks, make, simulate
 from stabl_jax.experiment.kinds import load_config
 
 EPS = float(jnp.finfo(jnp.float32).eps)
@@ -45,11 +45,10 @@ def _replay(run: int, rounds: int):
         config.make_env(),
         jax.random.key(config.seed),
         1,
-        first_run=run,
         horizon=rounds,
         params=params,
         validate=True,
-        chunk_size=rounds,
+        options=SimOptions(first_run=run, chunk_size=rounds),
     )
 
 
@@ -90,7 +89,9 @@ def _refused_under(monkeypatch, bound, simulate_fn, *args) -> tuple[int, float]:
 def _rate_grid_run():
     learner = make("stabl_rate_grid", num_arms=2, horizon=16)
     env = ExpertAdvice(num_arms=2, horizon=16)
-    return simulate(learner, env, jax.random.key(0), 3, chunk_size=5, validate=True)
+    return simulate(
+        learner, env, jax.random.key(0), 3, validate=True, options=SimOptions(chunk_size=5)
+    )
 
 
 def test_a_mixture_of_more_experts_than_arms_is_bounded_by_its_experts(monkeypatch):

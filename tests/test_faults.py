@@ -33,7 +33,7 @@ import matplotlib.figure
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, simulate
+from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
 from stabl_jax.experiment import checkpoints as checkpoint
 from stabl_jax.experiment import cli, load_results, read_traces
 from stabl_jax.experiment import results as results_module
@@ -222,7 +222,7 @@ def _stopped_after_first_chunk(
     key, stopped = jax.random.key(0), tmp_path / "stopped"
     with pytest.raises(_Stop):
         stop = _StopAfterFirstChunk(stopped, fingerprint)
-        simulate(learner, env, key, 2, chunk_size=16, checkpoint=stop)
+        simulate(learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=stop))
     return env, learner, key, stopped
 
 
@@ -270,7 +270,7 @@ def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
     first harmless and the first detected flip of each file). Nothing else is raised."""
     fingerprint = {"test": "flips"}
     env, learner, key, stopped = _stopped_after_first_chunk(tmp_path, fingerprint)
-    whole = simulate(learner, env, key, 2, chunk_size=16)
+    whole = simulate(learner, env, key, 2, options=SimOptions(chunk_size=16))
     for name in ("chunk-0000000000-0000000016.npz", checkpoint.STATE):
         path = stopped / name
         data, expected = path.read_bytes(), load_arrays(path)
@@ -294,9 +294,13 @@ def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
             resume = ChunkCheckpoint(copy, fingerprint)
             if kind == "detected":
                 with pytest.raises(CheckpointDamaged, match=name):
-                    simulate(learner, env, key, 2, chunk_size=16, checkpoint=resume)
+                    simulate(
+                        learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume)
+                    )
                 continue
-            result = simulate(learner, env, key, 2, chunk_size=16, checkpoint=resume)
+            result = simulate(
+                learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume)
+            )
             for field, trace in whole.traces().items():
                 np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
 
@@ -434,7 +438,7 @@ def test_a_checkpoint_that_is_not_what_this_run_wrote_is_refused(tmp_path: Path,
     before = {p.name: p.read_bytes() for p in stopped.iterdir()}
     resume = ChunkCheckpoint(stopped, fingerprint)
     with pytest.raises(checkpoint.CheckpointMismatch, match=re.escape(reason)):
-        simulate(learner, env, key, 2, chunk_size=16, checkpoint=resume)
+        simulate(learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume))
     assert {p.name: p.read_bytes() for p in stopped.iterdir()} == before
 
 

@@ -23,7 +23,7 @@ from stabl_jax.envs.hpo import (
     to_domain,
 )
 from stabl_jax.hpo_metrics import num_rounds, simulate_selection
-from stabl_jax.simulate import run_keys, sample_env_params
+from stabl_jax.simulate import SimOptions, run_keys, sample_env_params
 
 DIM = 4
 BUDGET = 40
@@ -200,7 +200,9 @@ def test_suite_in_one_program_equals_the_per_function_programs():
     together = hpo_metrics.simulate_suite(learner, suite_env, key, RUNS, BUDGET)
     for i, f in enumerate(ids):
         env = HPOEnv(BBOBFunction(function_id=f, noise_std=0.01, **options))
-        alone = simulate_selection(learner, env, key, RUNS, BUDGET, first_run=i * RUNS)
+        alone = simulate_selection(
+            learner, env, key, RUNS, BUDGET, options=SimOptions(first_run=i * RUNS)
+        )
         np.testing.assert_array_equal(together[i].arms, alone.arms)
         ulps = 16 * np.finfo(np.float32).eps
         np.testing.assert_allclose(together[i].best_gap, alone.best_gap, rtol=ulps)

@@ -56,7 +56,7 @@ from stabl_jax.experiment.kinds import bandit as experiment_module
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.results import OutputError, ResultsFolder, read_traces
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
-from stabl_jax.simulate import params_axes, regenerate_losses, simulate
+from stabl_jax.simulate import SimOptions, params_axes, regenerate_losses, simulate
 from tests.conftest import mark_as_ours
 
 REPO = Path(__file__).resolve().parent.parent
@@ -643,10 +643,12 @@ class _BrokenEnv(ExpertAdvice):
 def _():
     env = _BrokenEnv(num_arms=N, horizon=T)
     learner = EXP3(num_arms=N, horizon=T)
-    plain = simulate(learner, env, KEY, 2, chunk_size=8)  # documented: not checked
+    plain = simulate(
+        learner, env, KEY, 2, options=SimOptions(chunk_size=8)
+    )  # documented: not checked
     assert plain.loss.shape == (2, T)
     with raises(checkify.JaxRuntimeError, "loss at round 9", "1.5", "index 2", "[0, 1]"):
-        simulate(learner, env, KEY, 2, chunk_size=8, validate=True)
+        simulate(learner, env, KEY, 2, validate=True, options=SimOptions(chunk_size=8))
     # A convex environment's NaN loss: checked after the run (a check inside the program
     # would change StABL-BCO's bits); it used to finish, its summary all NaN, with exit 0.
     convex = CustomConvex(dim=2, horizon=T, loss=_nan_loss, lipschitz_bound=1.0)
@@ -699,10 +701,12 @@ def _():
     with raises(TypeError, "num_runs must be an int", "2.0"):
         simulate(LEARNER, ENV, KEY, 2.0)
     with raises(ValueError, "first_run must be >= 0, got -1"):
-        simulate(LEARNER, ENV, KEY, 1, first_run=-1)
+        simulate(LEARNER, ENV, KEY, 1, options=SimOptions(first_run=-1))
     with raises(ValueError, "first_run must be <= 2**31 - 1 = 2147483647", "got 2147483648"):
-        simulate(LEARNER, ENV, KEY, 1, first_run=2**31)
-    last = simulate(LEARNER, ENV, KEY, 2, first_run=2**31 - 1, traces=("played",)).played
+        simulate(LEARNER, ENV, KEY, 1, options=SimOptions(first_run=2**31))
+    last = simulate(
+        LEARNER, ENV, KEY, 2, traces=("played",), options=SimOptions(first_run=2**31 - 1)
+    ).played
     first = simulate(LEARNER, ENV, KEY, 1, traces=("played",)).played
     assert len({last[0].tobytes(), last[1].tobytes(), first[0].tobytes()}) == 3
 
@@ -731,9 +735,9 @@ def _():
 def _():
     for bad in (0, -5):
         with raises(ValueError, "chunk_size must be >= 1", str(bad)):
-            simulate(LEARNER, ENV, KEY, 1, chunk_size=bad)
+            simulate(LEARNER, ENV, KEY, 1, options=SimOptions(chunk_size=bad))
     with raises(TypeError, "chunk_size must be an int", "2.5"):
-        simulate(LEARNER, ENV, KEY, 1, chunk_size=2.5)
+        simulate(LEARNER, ENV, KEY, 1, options=SimOptions(chunk_size=2.5))
 
 
 @row("M4")
@@ -798,14 +802,24 @@ def _():
 @row("M7")
 def _(tmp_path):
     checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "A"})
-    simulate(LEARNER, ENV, KEY, 2, chunk_size=8, checkpoint=checkpoint)
+    simulate(LEARNER, ENV, KEY, 2, options=SimOptions(chunk_size=8, checkpoint=checkpoint))
     with raises(CheckpointMismatch, "different run", "experiment", "'A'", "'B'"):
         simulate(
-            LEARNER, ENV, KEY, 2, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "B"})
+            LEARNER,
+            ENV,
+            KEY,
+            2,
+            options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "B"})),
         )
     # Same fingerprint but another simulation (4 runs, not 2): the loop state does not fit.
     with raises(CheckpointMismatch, "shape"):
-        simulate(LEARNER, ENV, KEY, 4, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
+        simulate(
+            LEARNER,
+            ENV,
+            KEY,
+            4,
+            options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A)),
+        )
 
 
 @row("M8")
@@ -829,9 +843,9 @@ def _():
     """``progress`` is a bool or a callback; ``checkpoint`` a ChunkCheckpoint (a path is not)."""
     for bad in ("yes", 3):
         with raises(TypeError, f"progress must be True or False, got {bad!r}"):
-            simulate(LEARNER, ENV, KEY, 2, progress=bad)
+            simulate(LEARNER, ENV, KEY, 2, options=SimOptions(progress=bad))
     with raises(TypeError, "checkpoint must be a stabl_jax.experiment.checkpoints.ChunkCheckpoint"):
-        simulate(LEARNER, ENV, KEY, 2, checkpoint="run.npz")
+        simulate(LEARNER, ENV, KEY, 2, options=SimOptions(checkpoint="run.npz"))
 
 
 @row("M10b")
@@ -1321,11 +1335,17 @@ def _(tmp_path):
 def _(tmp_path):
     """A truncated or corrupted checkpoint is an error naming the file, never a wrong resume."""
     checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "A"})
-    simulate(LEARNER, ENV, KEY, 2, chunk_size=8, checkpoint=checkpoint)
+    simulate(LEARNER, ENV, KEY, 2, options=SimOptions(chunk_size=8, checkpoint=checkpoint))
     chunk = sorted((tmp_path / "ckpt").glob("chunk-*.npz"))[0]
     chunk.write_bytes(chunk.read_bytes()[:50])
     with raises(CheckpointMismatch, "is damaged", chunk.name, "delete"):
-        simulate(LEARNER, ENV, KEY, 2, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
+        simulate(
+            LEARNER,
+            ENV,
+            KEY,
+            2,
+            options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A)),
+        )
 
 
 @row("F3")

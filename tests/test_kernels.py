@@ -8,6 +8,7 @@ Every test but that one runs on the CPU device (interpret mode) on any machine."
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import jax
@@ -15,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, StABL, simulate
+from stabl_jax import EXP3, ExpertAdvice, SimOptions, StABL, simulate
 from stabl_jax import kernels as kernels_pkg
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
@@ -41,8 +42,12 @@ def on_the_cpu(request):
 def both(learner, env, num_runs, horizon, seed=0, **kwargs):
     """The XLA and the Pallas path of the same call."""
     kwargs = dict(horizon=horizon, traces=kwargs.pop("traces", TRACES), **kwargs)
-    xla = simulate(learner, env, jax.random.key(seed), num_runs, kernel="xla", **kwargs)
-    fused = simulate(learner, env, jax.random.key(seed), num_runs, kernel="pallas", **kwargs)
+    xla = simulate(
+        learner, env, jax.random.key(seed), num_runs, options=SimOptions(kernel="xla"), **kwargs
+    )
+    fused = simulate(
+        learner, env, jax.random.key(seed), num_runs, options=SimOptions(kernel="pallas"), **kwargs
+    )
     return xla, fused
 
 
@@ -135,18 +140,20 @@ def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
     (the same ``runs_per_block``, as on the XLA path; 5 runs padded to 3 blocks of 2)."""
     learner = StABL(num_arms=5, horizon=48, history_lengths=(16, 48))
     env = ExpertAdvice(num_arms=5, horizon=48)
-    kw = dict(kernel="pallas", traces=TRACES, runs_per_block=2)
-    one = simulate(learner, env, jax.random.key(1), 5, chunk_size=48, host_threads=1, **kw)
-    kw.update(chunk_size=24, host_threads=3)
+    opts = SimOptions(kernel="pallas", runs_per_block=2, chunk_size=48, host_threads=1)
+    one = simulate(learner, env, jax.random.key(1), 5, traces=TRACES, options=opts)
+    opts = dataclasses.replace(opts, chunk_size=24, host_threads=3)
     ckpt = ChunkCheckpoint(tmp_path, {})
 
     def stop(done: int, total: int) -> None:  # called after each chunk's checkpoint
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):  # stopped after the first chunk ...
-        simulate(learner, env, jax.random.key(1), 5, checkpoint=ckpt, progress=stop, **kw)
+        stopped = dataclasses.replace(opts, checkpoint=ckpt, progress=stop)
+        simulate(learner, env, jax.random.key(1), 5, traces=TRACES, options=stopped)
     assert ckpt.progress() == 24
-    many = simulate(learner, env, jax.random.key(1), 5, checkpoint=ckpt, **kw)  # ... resumed
+    resumed = dataclasses.replace(opts, checkpoint=ckpt)
+    many = simulate(learner, env, jax.random.key(1), 5, traces=TRACES, options=resumed)
     for name in TRACES:
         np.testing.assert_array_equal(many.arrays[name], one.arrays[name], err_msg=name)
     leaves = zip(jax.tree.leaves(one.carry.state), jax.tree.leaves(many.carry.state), strict=True)
@@ -252,13 +259,29 @@ def test_unsupported_calls_name_what_is_supported():
     env = ExpertAdvice(num_arms=5, horizon=64)
     key = jax.random.key(0)
     with pytest.raises(ValueError, match=r"does not run StABLOneQuery .*EXP3 or StABL"):
-        simulate(StABLOneQuery(num_arms=5, horizon=64), env, key, 2, kernel="pallas")
+        simulate(
+            StABLOneQuery(num_arms=5, horizon=64), env, key, 2, options=SimOptions(kernel="pallas")
+        )
     with pytest.raises(ValueError, match=r"no in-program checks.*kernel='xla'"):
-        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, kernel="pallas", validate=True)
+        simulate(
+            EXP3(num_arms=5, horizon=64),
+            env,
+            key,
+            2,
+            validate=True,
+            options=SimOptions(kernel="pallas"),
+        )
     with pytest.raises(ValueError, match=r"records only the traces .*\['points'\]"):
-        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, kernel="pallas", traces=("points",))
+        simulate(
+            EXP3(num_arms=5, horizon=64),
+            env,
+            key,
+            2,
+            traces=("points",),
+            options=SimOptions(kernel="pallas"),
+        )
     with pytest.raises(ValueError, match="kernel must be one of"):
-        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, kernel="triton")
+        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, options=SimOptions(kernel="triton"))
     with pytest.raises(ValueError, match=r"does not run on Reactive .*oblivious bandit"):
         kernels_pkg.check_supported(EXP3(num_arms=5, horizon=64), Reactive(), ("played",), False)
 
@@ -294,4 +317,4 @@ def test_the_result_names_the_path_that_ran():
     learner, env = EXP3(num_arms=5, horizon=16), ExpertAdvice(num_arms=5, horizon=16)
     key = jax.random.key(0)
     assert simulate(learner, env, key, 2).kernel == "xla"
-    assert simulate(learner, env, key, 2, kernel="pallas").kernel == "pallas"
+    assert simulate(learner, env, key, 2, options=SimOptions(kernel="pallas")).kernel == "pallas"

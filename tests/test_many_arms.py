@@ -27,7 +27,7 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import ExpertAdvice, StABL, make, simulate
+from stabl_jax import ExpertAdvice, SimOptions, StABL, make, simulate
 from stabl_jax.checks import distribution_tolerance
 from tests.long_runs import assert_state_finite, long_run
 
@@ -54,10 +54,12 @@ def test_float32_matches_float64():
     n, horizon, runs = 30, 2**14, 32
     env = ExpertAdvice(num_arms=n, horizon=horizon)
     key = jax.random.key(2)
-    single = simulate(StABL(num_arms=n, horizon=horizon), env, key, runs, chunk_size=4096)
+    single = simulate(
+        StABL(num_arms=n, horizon=horizon), env, key, runs, options=SimOptions(chunk_size=4096)
+    )
     with jax.enable_x64(True):
         learner = StABL(num_arms=n, horizon=horizon, dtype="float64")
-        double = simulate(learner, env, key, runs, chunk_size=4096)
+        double = simulate(learner, env, key, runs, options=SimOptions(chunk_size=4096))
         assert double.carry.state.expert_log_probs.dtype == np.float64
     for result in (single, double):
         for name, trace in result.traces().items():

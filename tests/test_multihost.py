@@ -40,14 +40,14 @@ SCRIPT = textwrap.dedent(
             coordinator_address=f"127.0.0.1:{port}", num_processes=nproc, process_id=pid
         )
     import numpy as np
-    from stabl_jax import ExpertAdvice, make, simulate
+    from stabl_jax import ExpertAdvice, SimOptions, make, simulate
     from stabl_jax.experiment import results
     from stabl_jax.experiment.kinds import load_config, write_results
     from stabl_jax.experiment.kinds.bandit import run_experiment
 
     env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
     res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 8,
-                   chunk_size=40, runs_per_block=2)
+                   options=SimOptions(chunk_size=40, runs_per_block=2))
     arrays = {f"trace/{k}": v for k, v in res.traces().items()}
     for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
         arrays[f"state/{i}"] = np.asarray(leaf)

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import ExpertAdvice, StABL, simulate
+from stabl_jax import ExpertAdvice, SimOptions, StABL, simulate
 from stabl_jax.bco import FKM
 from stabl_jax.envs.convex import MovingTarget
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
@@ -40,7 +40,7 @@ def learner():
 @pytest.fixture(scope="module")
 def whole(learner, env):
     """One unchunked run: the reference every other way of running must equal bitwise."""
-    return simulate(learner, env, jax.random.key(7), R, chunk_size=T)
+    return simulate(learner, env, jax.random.key(7), R, options=SimOptions(chunk_size=T))
 
 
 def assert_bitwise(result, reference) -> None:
@@ -54,7 +54,12 @@ def assert_bitwise(result, reference) -> None:
 
 def test_validate_changes_nothing(learner, env, whole):
     """simulate(validate=True) (what the CLI runs) gives the bits of an unchecked run."""
-    assert_bitwise(simulate(learner, env, jax.random.key(7), R, chunk_size=T, validate=True), whole)
+    assert_bitwise(
+        simulate(
+            learner, env, jax.random.key(7), R, validate=True, options=SimOptions(chunk_size=T)
+        ),
+        whole,
+    )
 
 
 class _Stop(Exception):
@@ -84,7 +89,13 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(learner, env, whol
     fingerprint = {"test": "resume"}
     checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, fingerprint), stop_after)
     with pytest.raises(_Stop):
-        simulate(learner, env, jax.random.key(7), R, chunk_size=first_chunk, checkpoint=checkpoint)
+        simulate(
+            learner,
+            env,
+            jax.random.key(7),
+            R,
+            options=SimOptions(chunk_size=first_chunk, checkpoint=checkpoint),
+        )
     resumed_from = ChunkCheckpoint(tmp_path, fingerprint)
     assert resumed_from.progress() == first_chunk * stop_after
     seen = []
@@ -93,15 +104,21 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(learner, env, whol
         env,
         jax.random.key(7),
         R,
-        chunk_size=second_chunk,
-        checkpoint=resumed_from,
-        progress=lambda done, total: seen.append(done),
+        options=SimOptions(
+            chunk_size=second_chunk,
+            checkpoint=resumed_from,
+            progress=lambda done, total: seen.append(done),
+        ),
     )
     assert seen[0] == first_chunk * stop_after  # the progress starts where it resumed
     assert_bitwise(result, whole)
     # A finished checkpoint restores everything without running a chunk.
     again = simulate(
-        learner, env, jax.random.key(7), R, checkpoint=ChunkCheckpoint(tmp_path, fingerprint)
+        learner,
+        env,
+        jax.random.key(7),
+        R,
+        options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path, fingerprint)),
     )
     assert again.compile_seconds == 0.0
     assert_bitwise(again, whole)
@@ -110,13 +127,21 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(learner, env, whol
 def test_bco_resume_is_bitwise_identical(tmp_path):
     env = MovingTarget(dim=2, horizon=32)
     learner = FKM(dim=2, horizon=32)
-    whole = simulate(learner, env, jax.random.key(3), 2, chunk_size=32)
+    whole = simulate(learner, env, jax.random.key(3), 2, options=SimOptions(chunk_size=32))
     checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, {"bco": 1}), 1)
     with pytest.raises(_Stop):
-        simulate(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
+        simulate(
+            learner,
+            env,
+            jax.random.key(3),
+            2,
+            options=SimOptions(chunk_size=16, checkpoint=checkpoint),
+        )
     checkpoint = ChunkCheckpoint(tmp_path, {"bco": 1})
     assert checkpoint.progress() == 16
-    resumed = simulate(learner, env, jax.random.key(3), 2, chunk_size=16, checkpoint=checkpoint)
+    resumed = simulate(
+        learner, env, jax.random.key(3), 2, options=SimOptions(chunk_size=16, checkpoint=checkpoint)
+    )
     np.testing.assert_array_equal(resumed.loss, whole.loss)
     np.testing.assert_array_equal(resumed.best_loss, whole.best_loss)
 
@@ -131,10 +156,11 @@ R_DEVICES = 8
 SCRIPT = textwrap.dedent(
     """
     import sys, jax, numpy as np
-    from stabl_jax import ExpertAdvice, StABL, simulate
+    from stabl_jax import ExpertAdvice, SimOptions, StABL, simulate
     assert jax.device_count() == 4, jax.devices()
     env = ExpertAdvice(num_arms=5, horizon=48, change_points=(17, 30))
-    res = simulate(StABL(num_arms=5, horizon=48), env, jax.random.key(11), 8, chunk_size=16)
+    res = simulate(StABL(num_arms=5, horizon=48), env, jax.random.key(11), 8,
+                   options=SimOptions(chunk_size=16))
     np.savez(sys.argv[1], **res.traces())
     """
 )
@@ -155,7 +181,9 @@ def test_device_count_does_not_change_results(learner, env, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     with jax.default_device(jax.devices("cpu")[0]):  # the subprocess runs on the CPU too
-        one_device = simulate(learner, env, jax.random.key(11), R_DEVICES, chunk_size=16)
+        one_device = simulate(
+            learner, env, jax.random.key(11), R_DEVICES, options=SimOptions(chunk_size=16)
+        )
     with np.load(out, allow_pickle=False) as four:
         for name, trace in one_device.traces().items():
             np.testing.assert_array_equal(four[name], trace, err_msg=name)

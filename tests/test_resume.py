@@ -26,7 +26,7 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, simulate
+from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
 from stabl_jax.experiment import checkpoints as checkpoint
 from stabl_jax.experiment import cli
 from stabl_jax.experiment.results import COMPLETE, read_summary
@@ -321,11 +321,19 @@ def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(
     same call then returns the same traces and no carry (a metric that needs one says why),
     and a longer simulation refuses to continue from it."""
     env, learner = ExpertAdvice(num_arms=4, horizon=48), EXP3(num_arms=4, horizon=48)
-    call = dict(chunk_size=16, traces=("played", "loss"))
+    call = dict(traces=("played", "loss"))
     ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
     with pytest.raises(checkpoint.CheckpointMismatch, match="holds no checkpoint"):
         ckpt.drop_state()
-    first = simulate(learner, env, jax.random.key(3), 5, horizon=32, checkpoint=ckpt, **call)
+    first = simulate(
+        learner,
+        env,
+        jax.random.key(3),
+        5,
+        horizon=32,
+        options=SimOptions(chunk_size=16, checkpoint=ckpt),
+        **call,
+    )
     state_file = ckpt.folder / checkpoint.STATE
     before = state_file.stat().st_size
     ckpt.drop_state()
@@ -334,7 +342,15 @@ def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(
     assert not [name for name in stored if name.startswith("carry/")]
     assert int(stored["t0"]) == 32 and state_file.stat().st_size < before
     again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
-    second = simulate(learner, env, jax.random.key(3), 5, horizon=32, checkpoint=again, **call)
+    second = simulate(
+        learner,
+        env,
+        jax.random.key(3),
+        5,
+        horizon=32,
+        options=SimOptions(chunk_size=16, checkpoint=again),
+        **call,
+    )
     assert second.carry is None and sorted(second.arrays) == sorted(first.arrays)
     for name, value in first.arrays.items():
         np.testing.assert_array_equal(second.arrays[name], value)
@@ -342,4 +358,12 @@ def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(
         adaptive_regret(second, env, (8,))
     longer = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
     with pytest.raises(checkpoint.CheckpointMismatch, match="finished at round 32 and kept no"):
-        simulate(learner, env, jax.random.key(3), 5, horizon=48, checkpoint=longer, **call)
+        simulate(
+            learner,
+            env,
+            jax.random.key(3),
+            5,
+            horizon=48,
+            options=SimOptions(chunk_size=16, checkpoint=longer),
+            **call,
+        )

@@ -28,27 +28,28 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import jax, jax.numpy as jnp, numpy as np
-    from stabl_jax import ExpertAdvice, make, simulate, sharding
+    from stabl_jax import ExpertAdvice, SimOptions, make, simulate, sharding
 
     def run_all():
         env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
         out = {}
         for name in ("stabl",):
             learner = make(name, num_arms=5, horizon=64)
-            res = simulate(learner, env, jax.random.key(3), 10, chunk_size=40,
-                           runs_per_block=3)
+            res = simulate(learner, env, jax.random.key(3), 10,
+                           options=SimOptions(chunk_size=40, runs_per_block=3))
             for field, trace in res.traces().items():
                 out[f"{name}/{field}"] = trace
             for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
                 out[f"{name}/state{i}"] = np.asarray(leaf)
         res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 10,
-                       chunk_size=32, runs_per_block=3, kernel="pallas")
+                       options=SimOptions(chunk_size=32, runs_per_block=3, kernel="pallas"))
         for field, trace in res.traces().items():
             out[f"pallas/{field}"] = trace
         out["pallas/weights"] = np.asarray(res.carry.state.expert_log_probs)
         learner = make("exp3", num_arms=5, horizon=64)
         params = learner.default_params.replace(lr_scale=jnp.linspace(0.5, 8.0, 10))
-        res = simulate(learner, env, jax.random.key(4), 10, params=params, runs_per_block=3)
+        res = simulate(learner, env, jax.random.key(4), 10, params=params,
+                       options=SimOptions(runs_per_block=3))
         out["sweep/played"] = res.played
         out["sweep/weights"] = np.asarray(res.carry.state.log_weights)
         out["devices"] = np.asarray(len(jax.devices()))
@@ -130,12 +131,14 @@ def test_plan_rejects_a_mesh_it_cannot_read():
 
 
 def test_padding_runs_are_dropped_and_do_not_change_the_others():
-    from stabl_jax import EXP3, ExpertAdvice, simulate
+    from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
 
     env = ExpertAdvice(num_arms=4, horizon=32)
     learner = EXP3(num_arms=4, horizon=32)
-    padded = simulate(learner, env, jax.random.key(0), 5, runs_per_block=4)  # 8 simulated
-    plain = simulate(learner, env, jax.random.key(0), 8, runs_per_block=4)
+    padded = simulate(
+        learner, env, jax.random.key(0), 5, options=SimOptions(runs_per_block=4)
+    )  # 8 simulated
+    plain = simulate(learner, env, jax.random.key(0), 8, options=SimOptions(runs_per_block=4))
     assert padded.played.shape == (5, 32)
     assert jax.tree.leaves(padded.carry)[0].shape[0] == 5
     np.testing.assert_array_equal(padded.played, plain.played[:5])
@@ -147,15 +150,23 @@ def test_host_threads_give_the_same_bits(validate):
     one thread's, bit for bit (chunked, with per-run params, checked or not)."""
     import jax.numpy as jnp
 
-    from stabl_jax import ExpertAdvice, make, simulate
+    from stabl_jax import ExpertAdvice, SimOptions, make, simulate
 
     env = ExpertAdvice(num_arms=6, horizon=96, random_change_points=True)
     learner = make("stabl", num_arms=6, horizon=96)
     params = learner.default_params.replace(expert_lr_scale=jnp.linspace(0.5, 4.0, 12))
-    kwargs = dict(params=params, runs_per_block=3, chunk_size=40, validate=validate)
-    one = simulate(learner, env, jax.random.key(2), 12, host_threads=1, **kwargs)
+    kwargs = dict(params=params, validate=validate)
+    one = simulate(
+        learner,
+        env,
+        jax.random.key(2),
+        12,
+        options=SimOptions(runs_per_block=3, chunk_size=40, host_threads=1),
+        **kwargs,
+    )
     for threads in (2, 4):
-        many = simulate(learner, env, jax.random.key(2), 12, host_threads=threads, **kwargs)
+        opts = SimOptions(runs_per_block=3, chunk_size=40, host_threads=threads)
+        many = simulate(learner, env, jax.random.key(2), 12, options=opts, **kwargs)
         for field, trace in one.traces().items():
             np.testing.assert_array_equal(many.traces()[field], trace, err_msg=field)
         for a, b in zip(jax.tree.leaves(one.carry), jax.tree.leaves(many.carry), strict=True):

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import simulate
+from stabl_jax import SimOptions, simulate
 from stabl_jax.experiment.configs import shipped_configs
 from stabl_jax.experiment.kinds import load_config
 from tests.scripts import load_script
@@ -137,7 +137,7 @@ def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group:
         horizon=ROUNDS,
         params=params,
         validate=True,
-        chunk_size=ROUNDS,
+        options=SimOptions(chunk_size=ROUNDS),
     )
     for trace_name, trace in res.traces().items():
         assert np.all(np.isfinite(trace)), (members, trace_name)

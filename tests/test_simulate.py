@@ -26,7 +26,7 @@ from stabl_jax import (
 )
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
-from stabl_jax.simulate import TRACE_FIELDS, overrides_step
+from stabl_jax.simulate import TRACE_FIELDS, SimOptions, overrides_step
 
 N, T = 5, 48
 
@@ -67,8 +67,10 @@ def test_prefix_of_runs_is_stable(env):
 @pytest.mark.parametrize("chunk_size", [1, 7, 16])
 def test_chunked_equals_unchunked_bitwise(env, chunk_size):
     learner = StABL(num_arms=N, horizon=T)
-    whole = simulate(learner, env, jax.random.key(2), num_runs=4, chunk_size=T)
-    parts = simulate(learner, env, jax.random.key(2), num_runs=4, chunk_size=chunk_size)
+    whole = simulate(learner, env, jax.random.key(2), num_runs=4, options=SimOptions(chunk_size=T))
+    parts = simulate(
+        learner, env, jax.random.key(2), num_runs=4, options=SimOptions(chunk_size=chunk_size)
+    )
     for name, trace in whole.traces().items():
         np.testing.assert_array_equal(parts.traces()[name], trace, err_msg=name)
     for a, b in zip(
@@ -187,7 +189,13 @@ def test_what_a_rollout_cannot_run_is_refused_before_it_starts(env):
         simulate(_StepEXP3(num_arms=N, horizon=T), _Reactive(), jax.random.key(0), 2)
     assert simulate(EXP3(num_arms=N, horizon=T), _Reactive(), jax.random.key(0), 2).loss.shape
     with pytest.raises(ValueError, match=r"num_runs=5 is not a multiple of runs_per_point=2"):
-        simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 5, runs_per_point=2)
+        simulate(
+            EXP3(num_arms=N, horizon=T),
+            env,
+            jax.random.key(0),
+            5,
+            options=SimOptions(runs_per_point=2),
+        )
     env_params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 3))
     with pytest.raises(ValueError, match=r"leading axis num_runs=2, got shape \(3,"):
         simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 2, env_params=env_params)
@@ -200,8 +208,7 @@ def test_progress_callback_sees_every_chunk(env):
         env,
         jax.random.key(0),
         num_runs=1,
-        chunk_size=20,
-        progress=lambda done, total: seen.append((done, total)),
+        options=SimOptions(chunk_size=20, progress=lambda done, total: seen.append((done, total))),
     )
     assert seen == [(20, T), (40, T), (48, T)]
 
@@ -322,7 +329,8 @@ def test_the_runs_loop_state_is_held_once_between_chunks(threads, resumed, tmp_p
     num_arms, runs = 2048, 512
     env = ExpertAdvice(num_arms=num_arms, horizon=64)
     learner = EXP3(num_arms=num_arms, horizon=64)
-    call = dict(chunk_size=16, runs_per_block=128, host_threads=threads, traces=("played",))
+    call = dict(traces=("played",))
+    opts = SimOptions(chunk_size=16, runs_per_block=128, host_threads=threads)
     checkpoint = None
     if resumed:  # stopped after two of the four chunks, then resumed from its checkpoint
 
@@ -332,14 +340,28 @@ def test_the_runs_loop_state_is_held_once_between_chunks(threads, resumed, tmp_p
 
         with pytest.raises(KeyboardInterrupt):
             first = ChunkCheckpoint(tmp_path / "ckpt", {"runs": runs})
-            simulate(learner, env, jax.random.key(0), runs, checkpoint=first, progress=stop, **call)
+            simulate(
+                learner,
+                env,
+                jax.random.key(0),
+                runs,
+                options=dataclasses.replace(opts, checkpoint=first, progress=stop),
+                **call,
+            )
         checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"runs": runs})
     gc.collect()
     before = _live_bytes()
     held = []
     progress = lambda done, total: held.append(_live_bytes() - before)  # noqa: E731
     key = jax.random.key(0)
-    result = simulate(learner, env, key, runs, progress=progress, checkpoint=checkpoint, **call)
+    result = simulate(
+        learner,
+        env,
+        key,
+        runs,
+        options=dataclasses.replace(opts, progress=progress, checkpoint=checkpoint),
+        **call,
+    )
     state = sum(x.nbytes for x in jax.tree.leaves(result.carry))
     assert state > 4 * 2**20 and len(held) == (3 if resumed else 4)
     assert max(held) < 1.25 * state, [h / state for h in held]
@@ -361,9 +383,7 @@ def test_a_callers_arrays_are_never_donated():
             runs,
             params=params,
             env_params=env_params,
-            chunk_size=16,
-            host_threads=threads,
-            runs_per_block=2,
+            options=SimOptions(chunk_size=16, host_threads=threads, runs_per_block=2),
         )
         given = jax.tree.leaves((params, env_params))
         assert given and not any(x.is_deleted() for x in given)
@@ -371,3 +391,35 @@ def test_a_callers_arrays_are_never_donated():
     carry = sim._owned({"a": mine, "b": other}, given=(mine,))
     assert carry["a"] is not mine and carry["b"] is other
     np.testing.assert_array_equal(carry["a"], mine)
+
+
+def test_sim_options_are_a_frozen_hashable_value_that_names_a_bad_field():
+    """``SimOptions`` is exported at the top level, equal options hash equal, a field cannot
+    be set afterwards, and a bad value is named with its remedy when it is built."""
+    import stabl_jax
+
+    assert stabl_jax.SimOptions is SimOptions
+    assert hash(SimOptions(chunk_size=8)) == hash(SimOptions(chunk_size=np.int64(8)))
+    assert {SimOptions(), SimOptions(kernel="xla")} == {SimOptions(), SimOptions(kernel="xla")}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SimOptions().chunk_size = 4
+    with pytest.raises(ValueError, match=r"chunk_size must be >= 1, got 0 \(None picks one"):
+        SimOptions(chunk_size=0)
+    with pytest.raises(TypeError, match=r"runs_per_block must be an int, got 2.5"):
+        SimOptions(runs_per_block=2.5)
+    with pytest.raises(ValueError, match=r"first_run must be <= 2\*\*31 - 1"):
+        SimOptions(first_run=2**31)
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'xla', 'pallas'\)"):
+        SimOptions(kernel="triton")
+    with pytest.raises(TypeError, match="progress must be True or False, got 'yes'"):
+        SimOptions(progress="yes")
+    with pytest.raises(TypeError, match=r"checkpoint must be a stabl_jax\.experiment\.checkpoints"):
+        SimOptions(checkpoint="run.npz")
+    with pytest.raises(TypeError, match=r"options must be a SimOptions, got \{'chunk_size': 8\}"):
+        simulate(
+            EXP3(num_arms=N, horizon=T),
+            ExpertAdvice(num_arms=N, horizon=T),
+            jax.random.key(0),
+            2,
+            options={"chunk_size": 8},
+        )

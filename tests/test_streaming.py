@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, StABL, metrics, simulate
+from stabl_jax import EXP3, ExpertAdvice, SimOptions, StABL, metrics, simulate
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS
 from stabl_jax.streaming import simulate_summaries
 
@@ -25,9 +25,16 @@ def both(env):
     params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))  # forces muting
     key = jax.random.key(5)
     # Blocks of one run on both paths: the same per-run program, so bitwise comparisons hold.
-    full = simulate(learner, env, key, 8, params=params, runs_per_block=1)
+    full = simulate(learner, env, key, 8, params=params, options=SimOptions(runs_per_block=1))
     summaries = simulate_summaries(
-        learner, env, key, 8, WINDOWS, params=params, runs_per_batch=4, runs_per_block=1
+        learner,
+        env,
+        key,
+        8,
+        WINDOWS,
+        params=params,
+        runs_per_batch=4,
+        options=SimOptions(runs_per_block=1),
     )
     return full, summaries
 
@@ -66,9 +73,8 @@ def test_first_run_continues_the_same_runs(env, both):
         jax.random.key(5),
         2,
         params=params,
-        runs_per_block=1,
-        first_run=3,
         traces=("loss", "played"),
+        options=SimOptions(runs_per_block=1, first_run=3),
     )
     assert tail.arms is None and set(tail.traces()) == {"loss", "played"}
     assert tail.num_runs == 2 and tail.horizon == T
@@ -130,16 +136,18 @@ def test_runs_per_point_pairs_the_points_of_a_sweep(env):
         return learner.default_params.replace(meta_lr_scale=np.full(runs, 2.0, np.float32))
 
     key = jax.random.key(9)
-    paired = simulate(learner, env, key, 6, params=grid(6), runs_per_point=3, runs_per_block=1)
-    alone = simulate(learner, env, key, 3, params=grid(3), runs_per_block=1)
-    unpaired = simulate(learner, env, key, 6, params=grid(6), runs_per_block=1)
+    paired = simulate(
+        learner, env, key, 6, params=grid(6), options=SimOptions(runs_per_point=3, runs_per_block=1)
+    )
+    alone = simulate(learner, env, key, 3, params=grid(3), options=SimOptions(runs_per_block=1))
+    unpaired = simulate(learner, env, key, 6, params=grid(6), options=SimOptions(runs_per_block=1))
     for name, trace in paired.traces().items():
         np.testing.assert_array_equal(trace[:3], alone.traces()[name], err_msg=name)
         np.testing.assert_array_equal(trace[3:], alone.traces()[name], err_msg=name)
         np.testing.assert_array_equal(unpaired.traces()[name][:3], trace[:3], err_msg=name)
     assert not np.array_equal(unpaired.played[3:], paired.played[3:])
     with pytest.raises(ValueError, match="num_runs=5 is not a multiple of runs_per_point=3"):
-        simulate(learner, env, key, 5, runs_per_point=3)
+        simulate(learner, env, key, 5, options=SimOptions(runs_per_point=3))
 
 
 def test_an_environment_it_cannot_summarise_is_named():
@@ -153,3 +161,12 @@ def test_an_environment_it_cannot_summarise_is_named():
         r"got MovingTarget: simulate others with simulate",
     ):
         simulate_summaries(learner, env, jax.random.key(0), 2, (8,))
+
+
+def test_options_the_batches_set_are_refused():
+    """Each batch sets its ``first_run`` and the progress is per batch: options that would
+    say otherwise are named, not silently overridden."""
+    env, learner = ExpertAdvice(num_arms=N, horizon=T), EXP3(num_arms=N, horizon=T)
+    for options in (SimOptions(first_run=2), SimOptions(progress=True)):
+        with pytest.raises(ValueError, match="sets each batch's first_run"):
+            simulate_summaries(learner, env, jax.random.key(0), 2, (4,), options=options)

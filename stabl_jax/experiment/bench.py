@@ -45,7 +45,7 @@ from stabl_jax.experiment import numpy_baselines, provenance
 from stabl_jax.experiment.checkpoints import atomic_write
 from stabl_jax.experiment.results import owned_files
 from stabl_jax.registry import make
-from stabl_jax.simulate import simulate
+from stabl_jax.simulate import SimOptions, simulate
 
 #: Learners with a NumPy implementation, by registry name.
 NUMPY_IMPLEMENTATIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
@@ -280,8 +280,8 @@ def _jax_case(
             jax.random.key(seed),
             num_runs,
             horizon=rounds,
-            chunk_size=rounds,
             validate=validate,
+            options=SimOptions(chunk_size=rounds),
         )
         row["mean_expected_loss"] = float(np.mean(res.expected_loss))
         row["kernel"] = res.kernel  # "pallas" where kernel="auto" picked the fused kernel

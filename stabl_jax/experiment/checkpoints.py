@@ -240,13 +240,14 @@ class ChunkCheckpoint:
 
     Example:
       >>> import jax, tempfile
-      >>> from stabl_jax import EXP3, ExpertAdvice, simulate
+      >>> from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
       >>> env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
       >>> ckpt = ChunkCheckpoint(tempfile.mkdtemp(), {"what": "doctest"})
-      >>> a = simulate(learner, env, jax.random.key(0), 2, chunk_size=8, checkpoint=ckpt)
+      >>> options = SimOptions(chunk_size=8, checkpoint=ckpt)
+      >>> a = simulate(learner, env, jax.random.key(0), 2, options=options)
       >>> ckpt.progress()
       32
-      >>> b = simulate(learner, env, jax.random.key(0), 2, chunk_size=8, checkpoint=ckpt)
+      >>> b = simulate(learner, env, jax.random.key(0), 2, options=options)
       >>> bool((a.played == b.played).all())  # restored from the files, nothing rerun
       True
     """

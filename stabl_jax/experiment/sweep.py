@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import metrics, simulate
+from stabl_jax import SimOptions, metrics, simulate
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import load_config
@@ -183,9 +183,8 @@ def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool)
         jax.random.key(seed),
         len(points) * runs,
         params=base.replace(**per_run),
-        progress=progress,
         traces=("loss",),
-        runs_per_point=runs,
+        options=SimOptions(progress=progress, runs_per_point=runs),
     )
     reward = 1.0 - np.asarray(result.loss, np.float64).mean(axis=1)
     return reward.reshape(len(points), runs)

@@ -1,5 +1,5 @@
 """Fused kernels: a chunk of rounds of a learner for a block of runs in one ``pallas_call``
-(:mod:`stabl_jax.kernels.bandit`), what ``simulate(..., kernel="pallas")`` runs."""
+(:mod:`stabl_jax.kernels.bandit`), what ``SimOptions(kernel="pallas")`` runs."""
 
 from stabl_jax.kernels.bandit import (
     KERNELS,

@@ -1,58 +1,35 @@
 """A chunk of bandit rounds for a block of runs in one Pallas kernel
-(``jax.experimental.pallas``): ``simulate(..., kernel="pallas")``.
+(``jax.experimental.pallas``): ``SimOptions(kernel="pallas")`` of ``simulate``.
 
-The XLA rollout (:mod:`stabl_jax.simulate`) steps a block of runs one round at a time, each
-round a few dozen small kernels that read and write the learner's state in device memory.
-Here one ``pallas_call`` per block of runs does a whole chunk of ``L`` rounds: each program
-of the kernel takes ``rows`` runs, loads their state once, steps them through the ``L``
-rounds in a ``fori_loop`` with the state held on chip, writes each round's traces and stores
-the state at the end. It replaces the inner scan of one chunk for one block of runs;
-chunks, checkpoints, blocks and devices are :func:`~stabl_jax.simulate.simulate`'s as on the
-XLA path.
+The XLA rollout steps a block of runs a round at a time, each round a few dozen small kernels
+that read and write the learner's state in device memory. Here one ``pallas_call`` does a
+whole chunk of ``L`` rounds: each program takes ``rows`` runs, loads their state once, steps
+them through the ``L`` rounds in a ``fori_loop`` with the state on chip, writes each round's
+traces and stores the state. Chunks, checkpoints, blocks and devices are ``simulate``'s.
 
-**The same runs as the XLA path.** Every random number is drawn outside the kernel, with
-the keys and calls of the XLA path, and passed in: round ``t`` of a run uses
-``u = sampling.uniforms(fold_in(learner_key, t), Q)`` (query ``j`` drawn with ``u[j]``, as
-:func:`~stabl_jax.learners.base.sample_query` does) and the environment's
-``loss(params, t, fold_in(env_key, t))`` (every arm's; ``loss_at`` equals it at the queried
-arms bit for bit). So one seed gives the same runs on both paths: the same arms are drawn,
-and probabilities agree to float32 rounding (the kernel adds in other orders: its CDF is a
-product with a triangular matrix, its normalisers run over padded rows; XLA fuses its
-operations otherwise). ``tests/test_kernels.py`` checks this in interpret mode on the CPU.
-Rounding differences grow over a run where importance weights ``1/P(t)`` amplify them;
-measured on the CPU at n = 30, T = 4096, 16 runs: EXP3 bit for bit equal; StABL's
-probabilities within 4e-8 over the first 1024 rounds and 3e-5 by round 3813, where one of
-the 16 runs first drew another arm.
-
-**The exact log domain**, as in the learners: log-weights are renormalised every round by a
-max-shifted logsumexp (:func:`stabl_jax.estimators.exp3_log_update`), so an arm whose
-probability underflows float32 keeps a finite log-weight and recovers when the losses turn.
+**The same runs as the XLA path.** Every random number is drawn outside the kernel with the
+XLA path's keys and calls: round ``t`` uses ``u = sampling.uniforms(fold_in(learner_key, t),
+Q)`` (query ``j`` drawn with ``u[j]``, as :func:`~stabl_jax.learners.base.sample_query`) and
+``loss(params, t, fold_in(env_key, t))``. So one seed draws the same arms on both paths, and
+probabilities agree to float32 rounding (the kernel's CDF is a triangular product, its
+normalisers run over padded rows); importance weights ``1/P(t)`` can amplify the rounding over
+a long run. Log-weights are renormalised every round by a max-shifted logsumexp
+(:func:`stabl_jax.estimators.exp3_log_update`), as in the learners.
 
 **Layout.** Arms are padded to a power of two (at least 16, the smallest operand of Triton's
-``dot``) with log-weight ``-inf``, i.e. probability 0, never drawn. A program holds ``rows``
-runs (a power of two, :data:`GPU_ROWS` by default on a GPU; the block is padded with copies
-of its last run, which are dropped). Ensemble experts are unrolled into ``B`` arrays of
-``(rows, n_pad)``. What changes with the round but not with the run (StABL's restarts,
-``(t + 1 + round_offset) % L_k == 0``) comes in as an ``(L, B)`` table: Pallas's Triton backend
-does not lower ``%`` of a traced scalar.
+``dot``) with log-weight ``-inf``, never drawn. A program holds ``rows`` runs (a power of
+two on a GPU; the block is padded with copies of its last run, dropped). Ensemble experts are
+unrolled into ``B`` arrays ``(rows, n_pad)``. StABL's restarts, ``(t + 1) % L_k == 0``, come
+in as an ``(L, B)`` table: Triton does not lower ``%`` of a traced scalar.
 
-**Backends.** On a GPU the kernel is compiled by Pallas's Triton backend; elsewhere it runs
-in interpret mode (the kernel body as ordinary XLA operations: how the tests run it on a
-CPU; not tuned for speed there). ``kernel="auto"`` (:func:`auto_kernel`) picks it on a GPU
-for up to 128 arms (padded): measured on an NVIDIA H100 (JAX 0.11.2, 2026-11-26), StABL
-at n = 30 ran 1.4 to 2.2 times as fast as the XLA path (docs/speed.md). JAX 0.11 marks
-Pallas's Triton backend deprecated in favour of Mosaic GPU.
-
-**Memory.** The kernel reads every arm's loss of every round, drawn before the call
-(:func:`input_bytes_per_round`, e.g. 4 KiB a run and round at n = 300): a chunk whose
-drawn inputs would exceed ``simulate``'s chunk budget is stepped in pieces, one
-``pallas_call`` each, with the same bits.
+**Backends.** Compiled by Pallas's Triton backend on a GPU; elsewhere run in interpret mode
+(the body as XLA operations: how the tests run it on a CPU). A chunk whose drawn inputs
+(:func:`input_bytes_per_round`) would exceed ``simulate``'s chunk budget is stepped in
+pieces, one ``pallas_call`` each, with the same bits.
 
 **Supported** (:func:`check_supported`): :class:`~stabl_jax.learners.EXP3` and
-:class:`~stabl_jax.learners.StABL` themselves (not subclasses: whatever a subclass overrides
-would be skipped), float32, any of their configuration fields; oblivious bandit environments
-(a pure ``loss(params, t, key)``: ``ExpertAdvice``, ``PiecewiseBernoulli``, ...); the traces of
-:data:`FIELDS`; no ``validate``.
+:class:`~stabl_jax.learners.StABL` themselves (not subclasses), float32; oblivious bandit
+environments (a pure ``loss(params, t, key)``); the traces of :data:`FIELDS`; no ``validate``.
 """
 
 from __future__ import annotations
@@ -76,10 +53,8 @@ KERNELS: tuple[str, ...] = ("auto", "xla", "pallas")
 #: The traces the kernel records (``simulate``'s ``QUERY_TRACES`` of a bandit, and the
 #: oblivious environment's ``expected_loss``).
 FIELDS: tuple[str, ...] = ("played", "arms", "loss", "observed", "expected_loss", "prob_best")
-#: Runs per program on a GPU: at most this many (a hand-written kernel of the same maths ran
-#: StABL at n = 30 twice as fast with 64 as with 32 on an H100), fewer where their state
-#: would exceed :data:`GPU_STATE_FLOATS` (it lives in registers), never fewer than 16. Not
-#: tuned for this kernel yet.
+#: Runs per program on a GPU: at most this many, fewer where their state would exceed
+#: :data:`GPU_STATE_FLOATS` (it lives in registers), never fewer than 16.
 GPU_ROWS = 64
 GPU_STATE_FLOATS = 2**14
 #: Triton's ``dot`` needs every dimension of its operands to be at least this.
@@ -118,17 +93,13 @@ def cdf(probs: jax.Array) -> jax.Array:
     """``(rows, m)`` cumulative sums of ``(rows, m)`` non-negative ``probs`` along the arms,
     ``m`` a power of two >= 16, as products with triangular ones at full precision.
 
-    Up to :data:`ONE_LEVEL` arms, one product: entry ``j`` is the sum of the exact products
-    ``probs_i * 1[i <= j]``. Above, two levels (an ``m x m`` matrix would not fit a GPU's
-    shared memory at ``m = 512``): 16 blocks of ``w = m / 16`` arms summed by a ``w x w``
-    product, and block ``b``'s offset, the sum of the totals of blocks ``0..b-1`` by a
-    ``16 x 16`` one. Triton's ``dot`` at full precision accumulates over the inner index in
-    order, so on a GPU every entry is a sequential sum: non-decreasing, with a block's offset
-    the very sum that ends the block before it (as in
-    :func:`stabl_jax.sampling.blocked_cumsum`), and a zero-probability arm is never drawn.
-    In interpret mode XLA's CPU ``dot`` may associate the offsets' sums otherwise: measured,
-    the one-level sums stay non-decreasing, the two-level ones can dip by an ulp at a block
-    boundary.
+    Up to :data:`ONE_LEVEL` arms one product, entry ``j`` the sum of ``probs_i 1[i <= j]``.
+    Above, two levels (an ``m x m`` matrix would not fit a GPU's shared memory): 16 blocks of
+    ``w = m / 16`` arms summed by a ``w x w`` product, block ``b``'s offset (the totals of
+    blocks ``0..b-1``) by a ``16 x 16`` one. Triton's ``dot`` accumulates in order, so on a
+    GPU every entry is a sequential sum, non-decreasing (as
+    :func:`stabl_jax.sampling.blocked_cumsum`): a zero-probability arm is never drawn. In
+    interpret mode XLA may associate the offsets' sums otherwise (an ulp at a block boundary).
     """
     rows, m = probs.shape
     if m <= ONE_LEVEL:
@@ -357,11 +328,10 @@ def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: b
 
 
 def auto_kernel(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> str:
-    """``simulate``'s ``kernel="auto"``: ``"pallas"`` where the kernel is compiled (JAX's
-    default device is a GPU, :func:`interpreted`), supports the call
-    (:func:`check_supported`) and the arms pad to at most :data:`ONE_LEVEL` (the one-level
-    CDF: n = 30 ran 1.4 to 2.2 times as fast as the XLA path on an H100, docs/speed.md);
-    ``"xla"`` otherwise (in interpret mode the kernel is slower than the XLA path)."""
+    """``kernel="auto"``: ``"pallas"`` where the kernel is compiled (a GPU,
+    :func:`interpreted`), supports the call (:func:`check_supported`) and the arms pad to at
+    most :data:`ONE_LEVEL` (the one-level CDF, where it is faster: docs/speed.md); ``"xla"``
+    otherwise (interpreted, the kernel is slower than the XLA path)."""
     if interpreted() or _padded_arms(getattr(learner, "num_arms", ONE_LEVEL + 1)) > ONE_LEVEL:
         return "xla"
     try:
@@ -390,25 +360,22 @@ def chunk_step(
 ) -> Callable[[Any, jax.Array], tuple[Any, dict[str, jax.Array]]]:
     """``step(carry, t0) -> (carry, outputs)`` for one block of runs: ``length`` rounds from
     ``t0`` in one ``pallas_call``, or in a ``scan`` over equal pieces of at most
-    ``max_rounds`` rounds, one ``pallas_call`` each; what ``vmap`` of the XLA rollout's scan
-    gives, for the same runs (module docstring). Pieces bound the memory of the inputs drawn
-    for a call (every arm's loss: :func:`input_bytes_per_round` a run and round) and change
-    no bit of the result.
+    ``max_rounds`` rounds (bounding the memory of the drawn inputs, no bit changed); what
+    ``vmap`` of the XLA rollout's scan gives, for the same runs (module docstring).
 
     Args:
       learner: an :class:`~stabl_jax.learners.EXP3` or :class:`~stabl_jax.learners.StABL`.
       env: the rollout's environment (an oblivious bandit one, wrapped).
       fields: the traces to record (:data:`FIELDS`).
       length: ``L``, rounds in the chunk.
-      interpret: run the kernel in interpret mode; ``None``: unless JAX's default device is a
-        GPU (:func:`interpreted`).
+      interpret: run the kernel in interpret mode; ``None``: unless on a GPU (:func:`interpreted`).
       rows: runs per program; ``None``: the whole block interpreted, :func:`gpu_rows`
         compiled (where it must be a power of two >= 16).
-      max_rounds: rounds per ``pallas_call`` at most; the pieces are the largest divisor of
-        ``length`` not above it. ``None``: the whole chunk in one call.
+      max_rounds: rounds per ``pallas_call`` at most (the pieces are the largest divisor of
+        ``length`` not above it); ``None``: the whole chunk in one call.
 
     Returns:
-      The step; ``carry`` is a runs-leading :class:`~stabl_jax.simulate.RunCarry`, outputs
+      The step; ``carry`` a runs-leading :class:`~stabl_jax.simulate.RunCarry`, outputs
       ``(runs, L, ...)`` by name.
     """
     check_supported(learner, env, fields, validate=False)
@@ -422,7 +389,7 @@ def chunk_step(
         from jax.experimental.pallas import triton as pltriton
 
         compiler_params = pltriton.CompilerParams(num_warps=4, num_stages=1)
-
+    call = partial(_call, spec, env.env, fields, interpret, rows, compiler_params)
     piece = length if max_rounds is None else largest_divisor(length, max_rounds)
 
     def step(carry: Any, t0: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
@@ -440,56 +407,75 @@ def chunk_step(
         }
         return carry, joined
 
-    def call(carry: Any, t0: jax.Array, length: int) -> tuple[Any, dict[str, jax.Array]]:
-        runs = carry.learner_key.shape[0]
-        ts = t0 + jnp.arange(length, dtype=jnp.int32)
-        states, coefs = spec.pack(carry.state)
-        ins = {"state": states, "coefs": coefs, **_draws(spec, env.env, fields, carry, ts)}
-        block = rows or (runs if interpret else gpu_rows(states))
-        padded = -(-runs // block) * block
-        ins = jax.tree.map(lambda x: _pad_runs(x, padded), ins)
-        table = spec.table(ts)
-        if table is not None:
-            ins["table"] = table
-        per_round = jax.ShapeDtypeStruct((length, padded), jnp.float32)
-        out_shape: dict[str, Any] = {
-            "state": tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in ins["state"]),
-            "arms": [per_round.update(dtype=jnp.int32)] * spec.queries,
-            "observed": [per_round] * spec.queries,
-            **{name: per_round for name in ("expected_loss", "prob_best") if name in fields},
-        }
-
-        def specs(tree: dict) -> dict:  # the runs axis is axis 1 of every array but the table
-            return {
-                k: jax.tree.map(lambda x, k=k: _block_spec(x.shape, k != "table", block), v)
-                for k, v in tree.items()
-            }
-
-        out = pl.pallas_call(
-            partial(_kernel, spec, length),
-            out_shape=out_shape,
-            grid=(padded // block,),
-            in_specs=(specs(ins),),
-            out_specs=specs(out_shape),
-            interpret=interpret,
-            compiler_params=compiler_params,
-            name=f"{learner.name}_chunk",
-        )(ins)
-        out = jax.tree.map(lambda x: x[:, :runs], out)
-        arms, observed = jnp.stack(out["arms"], axis=-1), jnp.stack(out["observed"], axis=-1)
-        values = {
-            "played": out["arms"][0],
-            "arms": arms,
-            "loss": out["observed"][0],
-            "observed": observed,
-            "expected_loss": out.get("expected_loss"),
-            "prob_best": out.get("prob_best"),
-        }
-        state = spec.unpack(carry.state, out["state"], length)
-        outputs = {name: jnp.swapaxes(values[name], 0, 1) for name in fields}
-        return dataclasses.replace(carry, state=state), outputs
-
     return step
+
+
+def _call(
+    spec: _Kernel,
+    env: Any,
+    fields: tuple[str, ...],
+    interpret: bool,
+    rows: int | None,
+    compiler_params: Any,
+    carry: Any,
+    t0: jax.Array,
+    length: int,
+) -> tuple[Any, dict[str, jax.Array]]:
+    """``length`` rounds from ``t0`` of the block of runs ``carry`` in one ``pallas_call``."""
+    runs = carry.learner_key.shape[0]
+    ts = t0 + jnp.arange(length, dtype=jnp.int32)
+    states, coefs = spec.pack(carry.state)
+    ins = {"state": states, "coefs": coefs, **_draws(spec, env, fields, carry, ts)}
+    block = rows or (runs if interpret else gpu_rows(states))
+    padded = -(-runs // block) * block
+    ins = jax.tree.map(lambda x: _pad_runs(x, padded), ins)
+    table = spec.table(ts)
+    if table is not None:
+        ins["table"] = table
+    per_round = jax.ShapeDtypeStruct((length, padded), jnp.float32)
+    out_shape: dict[str, Any] = {
+        "state": tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in ins["state"]),
+        "arms": [per_round.update(dtype=jnp.int32)] * spec.queries,
+        "observed": [per_round] * spec.queries,
+        **{name: per_round for name in ("expected_loss", "prob_best") if name in fields},
+    }
+
+    def specs(tree: dict) -> dict:  # the runs axis is axis 1 of every array but the table
+        return {
+            k: jax.tree.map(lambda x, k=k: _block_spec(x.shape, k != "table", block), v)
+            for k, v in tree.items()
+        }
+
+    out = pl.pallas_call(
+        partial(_kernel, spec, length),
+        out_shape=out_shape,
+        grid=(padded // block,),
+        in_specs=(specs(ins),),
+        out_specs=specs(out_shape),
+        interpret=interpret,
+        compiler_params=compiler_params,
+        name=f"{spec.learner.name}_chunk",
+    )(ins)
+    return _unpacked(spec, fields, carry, jax.tree.map(lambda x: x[:, :runs], out), length)
+
+
+def _unpacked(
+    spec: _Kernel, fields: tuple[str, ...], carry: Any, out: dict, length: int
+) -> tuple[Any, dict[str, jax.Array]]:
+    """The carry after the call and its traces ``(runs, L, ...)``, from the kernel's
+    outputs (runs on axis 1)."""
+    arms, observed = jnp.stack(out["arms"], axis=-1), jnp.stack(out["observed"], axis=-1)
+    values = {
+        "played": out["arms"][0],
+        "arms": arms,
+        "loss": out["observed"][0],
+        "observed": observed,
+        "expected_loss": out.get("expected_loss"),
+        "prob_best": out.get("prob_best"),
+    }
+    state = spec.unpack(carry.state, out["state"], length)
+    outputs = {name: jnp.swapaxes(values[name], 0, 1) for name in fields}
+    return dataclasses.replace(carry, state=state), outputs
 
 
 def largest_divisor(length: int, at_most: int) -> int:

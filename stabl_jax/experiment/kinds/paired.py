@@ -38,7 +38,7 @@ from stabl_jax.experiment.results import (
     params_dict,
     static_fields,
 )
-from stabl_jax.simulate import RunCarry, SimResult, auto_chunk_size, simulate
+from stabl_jax.simulate import RunCarry, SimOptions, SimResult, auto_chunk_size, simulate
 
 MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
 DEFAULT_WINDOW = 50
@@ -551,11 +551,13 @@ def simulate_learners(
             config.runs,
             horizon=config.horizon,
             params=params,
-            chunk_size=chunk,
             traces=config.RECORDED,
-            progress=progress(name) if progress is not None else False,
             validate=validate,
-            checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
+            options=SimOptions(
+                chunk_size=chunk,
+                progress=progress(name) if progress is not None else False,
+                checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
+            ),
         )
         yield name, learner, params, result, time.perf_counter() - start
 

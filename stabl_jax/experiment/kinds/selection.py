@@ -45,7 +45,7 @@ from stabl_jax.experiment.results import (
     read_traces,
 )
 from stabl_jax.experiment.tables import plus_minus, text_table
-from stabl_jax.simulate import auto_chunk_size, init_runs, run_keys
+from stabl_jax.simulate import SimOptions, auto_chunk_size, init_runs, run_keys
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.
 HPO_TOP_LEVEL_KEYS: tuple[str, ...] = (
@@ -347,9 +347,8 @@ def run_problems(
         tag = program_name(problems, name)
         checkpoint = None if checkpoints is None else checkpoints.for_learner(tag)
         args = (learner, env, key, config.runs, first.evaluations)
-        kwargs: dict[str, Any] = dict(
-            checkpoint=checkpoint, validate=validate, traces=RECORDED_TRACES
-        )
+        options = SimOptions(checkpoint=checkpoint)
+        kwargs: dict[str, Any] = dict(options=options, validate=validate, traces=RECORDED_TRACES)
         if len(problems) == 1:
             results = [hpo_metrics.simulate_selection(*args, **kwargs)]
         else:
