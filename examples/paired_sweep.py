@@ -1,7 +1,8 @@
 """A step-size sweep in one program, with paired draws: StABL's two scales on a grid.
 
-Every grid point runs ``runs_per_point`` runs; ``simulate(..., runs_per_point=...)`` gives
-each point the same environment draws and random numbers, so the difference between two
+Every grid point runs ``runs_per_point`` runs;
+``simulate(..., options=SimOptions(runs_per_point=...))`` gives each point the same
+environment draws and random numbers, so the difference between two
 points is measured run by run. The printed interval of a paired difference is narrower than
 the unpaired one, ``sqrt(h_a^2 + h_b^2)`` from the two points' own half-widths, wherever the
 points' results are correlated (neighbouring scales are). Run it with

@@ -3,8 +3,9 @@
     python experiments/gpu_bench.py --out gpu_bench.json [--quick] [--large]
         [--kernels xla,pallas] [--bandwidth GBS]
 
-Each row is ``simulate(learner, ExpertAdvice, key, R, traces=..., kernel=...)`` at the paper's
-step sizes on the default device, timed twice after compilation (the faster call is
+Each row is ``simulate(learner, ExpertAdvice, key, R, traces=...,
+options=SimOptions(kernel=...))`` at the paper's step sizes on the default device, timed
+twice after compilation (the faster call is
 reported; ``same_bits_every_call`` records whether both gave the same arms and losses), once
 per ``--kernels`` (``xla``: the scan; ``pallas``: the fused kernel; one that fails to compile
 records its error). ``run-steps/s = R * T / run seconds``; the bound is
