@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from stabl_jax import bco, learners
-from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, convex
+from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseBernoulliTable, convex
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -372,6 +372,8 @@ ENVS.register("expert_advice", ExpertAdvice,
     "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm")
 ENVS.register("bernoulli", PiecewiseBernoulli,
     "Bernoulli losses; the best arm's mean is lower by `gap`, changing per segment")
+ENVS.register("bernoulli_table", PiecewiseBernoulliTable,
+    "Bernoulli losses with a given (segments x arms) table of means, changing per segment")
 
 BCO_LEARNERS.register("stabl_bco", bco.StABLBCO,
     "Algorithm 3: geometric projected-OGD experts, k_t ~ U[B], factor B (3 queries)")

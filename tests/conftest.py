@@ -80,6 +80,18 @@ def small_learner(name: str, **kwargs):
     )
 
 
+def env_options(name: str, num_arms: int, num_segments: int) -> dict[str, Any]:
+    """The constructor arguments registry environment ``name`` needs beyond ``num_arms``,
+    ``horizon`` and the segments (``bernoulli_table``: a means table, 0.3 on arm ``j mod n``
+    of segment ``j`` and 0.6 elsewhere)."""
+    if name != "bernoulli_table":
+        return {}
+    means = [
+        [0.3 if i == j % num_arms else 0.6 for i in range(num_arms)] for j in range(num_segments)
+    ]
+    return {"means": tuple(tuple(row) for row in means)}
+
+
 def assert_params_bounded(learner: Any) -> None:
     """``param_bounds`` names exactly the fields of ``learner``'s params (a sweep may read
     the fields from it), each with a range that holds its default, and ``init`` refuses a

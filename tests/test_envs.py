@@ -10,13 +10,15 @@ import pytest
 from stabl_jax import ENVS, ExpertAdvice, PiecewiseBernoulli, make_env
 from stabl_jax.envs import equal_change_points, geometric_segment_lengths
 from stabl_jax.envs.base import COMPARE_ALL_MAX, segment_of
+from tests.conftest import env_options
 
 Z = 5.0  # see tests/test_statistics.py for the choice
 
 
 @pytest.mark.parametrize("name", sorted(ENVS))
 def test_losses_in_unit_interval_and_means_match(name):
-    env = make_env(name, num_arms=4, horizon=100, change_points=(30, 60))
+    options = env_options(name, num_arms=4, num_segments=3)
+    env = make_env(name, num_arms=4, horizon=100, change_points=(30, 60), **options)
     params = env.default_params
     m = 20_000
     for t in (0, 45, 99):

@@ -27,6 +27,7 @@ from stabl_jax import (
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.simulate import TRACE_FIELDS, SimOptions, overrides_step
+from tests.conftest import env_options
 
 N, T = 5, 48
 
@@ -264,7 +265,7 @@ def test_a_bandit_round_has_no_loop_inside(learner, env):
     n, horizon = 8, 64
     built, env = (
         make(learner, num_arms=n, horizon=horizon),
-        make_env(env, num_arms=n, horizon=horizon),
+        make_env(env, num_arms=n, horizon=horizon, **env_options(env, n, num_segments=4)),
     )
     for fields in (TRACE_FIELDS, ("played", "arms", "loss", "prob_best")):
         assert _loops_in_a_chunk(built, env, fields) == 1, fields

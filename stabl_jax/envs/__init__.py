@@ -13,6 +13,7 @@ from stabl_jax.envs.base import (
 )
 from stabl_jax.envs.bernoulli import PiecewiseBernoulli
 from stabl_jax.envs.expert_advice import ExpertAdvice
+from stabl_jax.envs.piecewise_table import PiecewiseBernoulliTable
 
 __all__ = [
     "BanditEnv",
@@ -20,6 +21,7 @@ __all__ = [
     "ExpertAdvice",
     "ObliviousBandit",
     "PiecewiseBernoulli",
+    "PiecewiseBernoulliTable",
     "PiecewiseEnv",
     "SegmentParams",
     "as_environment",
