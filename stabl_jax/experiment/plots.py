@@ -317,7 +317,8 @@ def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
-        _draw_axes(ax, bands, styles([b.name for b in bands]), **options)
+        fig.suptitle(options.pop("title"), fontsize=11)  # over the legend too: the full width
+        _draw_axes(ax, bands, styles([b.name for b in bands]), title="", **options)
         return save_figure(fig, path)
     finally:
         plt.close(fig)
@@ -562,7 +563,7 @@ def plot_paired_segments(
         ax.axhline(0.0, color="0.35", ls=":", lw=1.0)
         segments = sorted({int(v) for d in diffs for v in d.x})
         ax.set_xticks(segments, [f"segment {j}" for j in segments])
-        ax.set_title(title, fontsize=11)
+        fig.suptitle(title, fontsize=11)
         ax.set_xlabel("segment (between change points)", fontsize=11)
         ax.set_ylabel(f"mean reward on the segment\nminus {reference}'s (paired)", fontsize=11)
         ax.grid(True, axis="y", alpha=0.3)
@@ -751,9 +752,8 @@ def plot_sensitivity(
     drawn = styles([b.name for b in bands])
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
-        _draw_axes(
-            ax, bands, drawn, title=title, xlabel=xlabel, ylabel=score, xlog=True, markers=True
-        )
+        fig.suptitle(title, fontsize=11)
+        _draw_axes(ax, bands, drawn, title="", xlabel=xlabel, ylabel=score, xlog=True, markers=True)
         for band in bands:
             at = int(np.argmin(np.abs(band.x - chosen[band.name])))
             ax.plot(band.x[at], band.mean[at], "*", color=drawn[band.name].color, ms=16, mec="k")

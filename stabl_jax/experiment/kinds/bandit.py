@@ -431,8 +431,8 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
     head = plots.heading(config.name, config.description, sets_params=bool(config.params))
     titles = {
         "reward": f"{head}\nreward, mean over runs with 95% band ({setting})",
-        "adaptive_regret": f"{head}\nstrongly adaptive regret SA(L), sampled loss "
-        f"({setting}; mean with 95% band)",
+        "adaptive_regret": f"{head}\nstrongly adaptive regret SA(L) of the sampled loss, "
+        f"mean with 95% band ({setting})",
         "prob_best": f"{head}\nprobability on the current best arm ({setting})",
     }
     written = plots.write_plots(
