@@ -523,8 +523,7 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
     written = []
     for adversary, entry in analysis.items():
         windows, learners = np.asarray(entry["windows"], np.float64), entry["learners"]
-        colors, marks = plots._colors(list(learners)), plots.MARKERS
-        style = {k: (colors[k], marks[i % len(marks)]) for i, k in enumerate(learners)}
+        style = {k: (st.color, st.marker) for k, st in plots.styles(list(learners)).items()}
 
         def curve(name: str, x: Any, mean: Any, half: Any, fit: str, style: Any = style) -> Any:
             label = f"{plots.label(name)} ({fit})"

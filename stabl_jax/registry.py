@@ -343,6 +343,10 @@ LEARNERS.register("stabl_rate_grid", learners.StABLRateGrid,
     "StABL over (history length, rate scale 1..1024) experts: no rate tuning (2 queries)")
 LEARNERS.register("stabl_tuned", learners.StABL,
     "StABL again, so a config can run tuned [params] beside the printed (2 queries)")
+LEARNERS.register("exp3_tuned", learners.EXP3,
+    "EXP3 with uniform exploration again, so a config can run tuned [params] beside the "
+    "printed (1 query)",
+    defaults={"gamma": lambda num_arms, horizon, **_: learners.auer_gamma(num_arms, horizon)})
 LEARNERS.register("stabl_vizier", learners.StABLVizier,
     "the authors' StABL (Vizier): alternating play/observation trials (1 query)")
 LEARNERS.register("stabl_vizier_naive", learners.StABLVizier,

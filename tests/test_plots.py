@@ -21,7 +21,7 @@ def test_adaptive_regret_axis_shows_negative_values(tmp_path):
     fig, ax = plt.subplots()
     bands = _bands([[10.0, 50.0, -20.0, -600.0], [10.0, 50.0, -20.0, -600.0]])
     plots._draw_axes(
-        ax, bands, plots._colors(["l0", "l1"]), title="t", xlabel="x", ylabel="y", symlog=True
+        ax, bands, plots.styles(["l0", "l1"]), title="t", xlabel="x", ylabel="y", symlog=True
     )
     assert ax.get_yscale() == "symlog"
     drawn = [line for line in ax.get_lines() if line.get_label().startswith("learner")]
@@ -66,3 +66,155 @@ def test_figures_are_tagged_and_written_atomically(tmp_path):
     assert pdf[:5] == b"%PDF-" and b"stabl_jax " not in pdf
     with pytest.raises(results.OutputError, match="is a file"):
         results.figure_paths(path, ["a.png"], "OUT_DIR")
+
+
+def _drawn_figures(monkeypatch):
+    """The figures :func:`plots.save_figure` is given, drawn (their layout done), kept."""
+    figures = []
+    save = plots.save_figure
+
+    def keep(fig, path):
+        fig.canvas.draw()
+        figures.append(fig)
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    monkeypatch.setattr(plots.pyplot(), "close", lambda fig: None)
+    return figures
+
+
+def _line_styles(fig):
+    return {
+        line.get_label(): (line.get_color(), line.get_linestyle(), line.get_marker())
+        for ax in fig.axes
+        for line in ax.get_lines()
+        if not line.get_label().startswith("_")
+    }
+
+
+def _named(names, x):
+    return [
+        plots.Band(name, plots.label(name), x, np.sin(x + i), 0.1 + 0 * x)
+        for i, name in enumerate(names)
+    ]
+
+
+def test_a_learner_keeps_its_style_in_every_figure(tmp_path, monkeypatch):
+    """One learner, one color, line style and marker, whatever else the figure draws."""
+    figures = _drawn_figures(monkeypatch)
+    x = np.arange(1.0, 65.0)
+    plots.plot_moving_average(
+        _named(["stabl", "exp3_uniform"], x), tmp_path / "a.png", title="t", window=8
+    )
+    plots.plot_adaptive_regret(
+        _named(["uniform", "stabl_vizier", "stabl"], x), tmp_path / "b.png", title="t"
+    )
+    first, second = (_line_styles(f) for f in figures)
+    assert first["StABL"] == second["StABL"]
+    style = plots.STYLES["stabl"]
+    assert first["StABL"] == (style.color, style.linestyle, style.marker)
+    assert len(set(second.values())) == 3
+
+
+def test_every_shipped_learner_has_its_own_style():
+    """The table names every registry learner (and every label), no two alike; a name outside
+    it gets a style no other line of its figure has, the same in every figure."""
+    from stabl_jax.registry import BCO_LEARNERS, LEARNERS
+
+    assert set(LEARNERS) | set(BCO_LEARNERS) <= set(plots.STYLES)
+    assert set(plots.LABELS) <= set(plots.STYLES)
+    bandit = [plots.STYLES[n] for n in LEARNERS]
+    assert len(set(bandit)) == len(bandit)
+    mine = plots.styles(["stabl", "mine", "yours"])
+    assert mine == plots.styles(["stabl", "mine", "yours"])
+    assert len(set(mine.values())) == 3
+    assert mine["stabl"] == plots.STYLES["stabl"]
+
+
+@pytest.mark.parametrize("kind", ["moving_average", "panels", "paired_segments", "sensitivity"])
+def test_the_legend_lies_outside_the_data(tmp_path, monkeypatch, kind):
+    """No legend covers a curve: its box and the axes' box do not overlap."""
+    figures = _drawn_figures(monkeypatch)
+    x = np.arange(1.0, 5.0)
+    bands = _named(["stabl", "stabl_tuned", "exp3_uniform", "uniform"], x)
+    if kind == "moving_average":
+        plots.plot_moving_average(bands, tmp_path / "p.png", title="t", window=8)
+    elif kind == "panels":
+        plots.plot_panels(
+            [("a", bands), ("b", bands)], tmp_path / "p.png", title="t", xlabel="x", ylabel="y"
+        )
+    elif kind == "paired_segments":
+        plots.plot_paired_segments(bands, tmp_path / "p.png", title="t", reference="StABL")
+    else:
+        plots.plot_sensitivity(
+            bands,
+            tmp_path / "p.png",
+            title="t",
+            xlabel="x",
+            score="s",
+            chosen={b.name: 2.0 for b in bands},
+        )
+    (fig,) = figures
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    assert len(legends) == 1
+    box = legends[0].get_window_extent()
+    for ax in fig.axes:
+        if ax.get_visible():
+            assert not box.overlaps(ax.get_window_extent()), kind
+    assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, monkeypatch):
+    figures = _drawn_figures(monkeypatch)
+    x = np.arange(1.0, 5.0)
+    diffs = _named(["stabl", "exp3_uniform"], x)
+    path = plots.plot_paired_segments(
+        diffs, tmp_path / "paired_segments.png", title="t", reference="StABL (tuned scales)"
+    )
+    assert b"Software\x00stabl_jax " in path.read_bytes()  # the PNG's text chunk
+    (ax,) = figures[0].axes
+    bars = {bar.get_label(): bar.lines[0] for bar in ax.containers}
+    points = [bars["StABL"], bars["EXP3 (uniform exploration)"]]
+    assert [len(line.get_xdata()) for line in points] == [4, 4]
+    np.testing.assert_array_equal(points[0].get_ydata(), diffs[0].mean)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"segment {j}" for j in (1, 2, 3, 4)]
+
+
+def test_mean_t95_is_the_student_t_interval_of_the_reports():
+    from tests.scripts import ROOT, load_script
+
+    report = load_script(ROOT / "experiments" / "report.py", register=False)
+    rng = np.random.default_rng(0)
+    for runs in (2, 3, 4, 5, 11, 500):
+        values = rng.normal(size=(runs, 3))
+        mean, half = plots.mean_t95(values)
+        want_mean, want_half = report.mean_t(values)
+        np.testing.assert_allclose(mean, want_mean)
+        np.testing.assert_allclose(half, want_half)
+    assert np.isnan(plots.mean_t95(np.ones((1, 2)))[1]).all()
+
+
+def test_a_title_names_the_step_sizes():
+    assert plots.heading("x", "Fig. 1 left (tuned scales)", sets_params=True).endswith(
+        "(tuned scales)"
+    )
+    assert (
+        plots.heading("x", "Fig. 1 left", sets_params=False) == "Fig. 1 left (printed step sizes)"
+    )
+    assert plots.heading("x", "the authors' StABL", sets_params=False) == "the authors' StABL"
+    assert plots.heading("figure1", "", sets_params=True) == "figure1"
+
+
+def test_the_paired_reference_is_tuned_stabl_where_a_config_runs_it():
+    from types import SimpleNamespace
+
+    from stabl_jax.experiment.kinds import bandit
+
+    def result(names, segments=4):
+        return SimpleNamespace(outcomes=dict.fromkeys(names), num_segments=segments)
+
+    assert bandit.paired_reference(result(["uniform", "stabl", "stabl_tuned"])) == "stabl_tuned"
+    assert bandit.paired_reference(result(["uniform", "stabl"])) == "stabl"
+    assert bandit.paired_reference(result(["uniform", "exp3"])) == "uniform"
+    assert bandit.paired_reference(result(["uniform", "stabl"], segments=1)) is None
+    assert bandit.paired_reference(result(["stabl"])) is None

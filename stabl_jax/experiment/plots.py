@@ -10,20 +10,20 @@ nothing below the command line imports matplotlib.
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stabl_jax import metrics
 from stabl_jax.experiment import checkpoints
 from stabl_jax.versions import __version__
 
 DPI = 120
-FIGSIZE = (9.0, 5.0)
+FIGSIZE = (11.0, 5.0)  # the legend takes the right of it
 MAX_POINTS = 4000  # curves are thinned to at most this many points (the eye sees no more)
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")  # tell overlapping lines apart
-LINESTYLES = ("-", "--", "-.", ":")  # ... together with the markers and the colors
 MARKS_PER_LINE = 12  # markers on a time curve (staggered per line so coinciding lines show)
 #: SA(L) is drawn on a symmetric-log y axis, linear on ``[-SYMLOG_LINEAR, SYMLOG_LINEAR]``:
 #: a negative SA(L) (the learner beat the best arm on every window) stays visible.
@@ -37,6 +37,7 @@ LABELS: dict[str, str] = {
     "uniform": "Uniform",
     "exp3": "EXP3",
     "exp3_uniform": "EXP3 (uniform exploration)",
+    "exp3_tuned": "EXP3 (uniform exploration, tuned)",
     "exp3s": "Exp3.S",
     "exp3_ix": "Exp3-IX",
     "sw_ucb": "SW-UCB",
@@ -62,6 +63,126 @@ LABELS: dict[str, str] = {
 def label(name: str) -> str:
     """The legend label of a learner's registry name."""
     return LABELS.get(name, name)
+
+
+#: Words by which a config's description names the step sizes it runs at.
+REGIME_WORDS: tuple[str, ...] = ("printed", "tuned", "scales", "authors'", "default", "vizier")
+
+
+def heading(name: str, description: str, *, sets_params: bool) -> str:
+    """The first title line of a config's figures: what it runs, at which step sizes.
+
+    The config's ``description`` (e.g. "... 4 equal segments (tuned scales)"), which names its
+    regime; when it names none (no word of :data:`REGIME_WORDS`) and the config sets no
+    ``[params]``, every learner runs at its printed step sizes, and the line says so. Without
+    a description, the config's ``name``.
+
+    Example:
+      >>> heading("equal", "Fig. 1 left, N=30", sets_params=False)
+      'Fig. 1 left, N=30 (printed step sizes)'
+    """
+    text = description or name
+    if not sets_params and not any(w in text.lower() for w in REGIME_WORDS):
+        text += " (printed step sizes)"
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Style:
+    """How one learner is drawn in every figure: its color, line style and marker."""
+
+    color: str
+    linestyle: str
+    marker: str
+
+
+#: The style of every registry name, the same in every figure: a family shares a hue (EXP3
+#: blues, Algorithm 1 reds and oranges, the authors' code greens and purples), a variant
+#: differs in line style and marker. Names not here draw from :data:`FALLBACK_STYLES`.
+STYLES: dict[str, Style] = {
+    "uniform": Style("0.45", ":", "x"),
+    "exp3": Style("tab:blue", "-", "o"),
+    "exp3_uniform": Style("tab:blue", "--", "s"),
+    "exp3_tuned": Style("tab:cyan", "-", "D"),
+    "exp3s": Style("tab:olive", "-", "^"),
+    "exp3_ix": Style("tab:brown", "--", "<"),
+    "sw_ucb": Style("tab:pink", "-", "P"),
+    "d_ucb": Style("tab:pink", "--", "X"),
+    "hedge": Style("0.2", "-", "*"),
+    "saol_hedge": Style("0.2", "--", "h"),
+    "saol": Style("tab:olive", "--", "h"),
+    "flh": Style("tab:gray", "-.", "p"),
+    "eflh": Style("tab:gray", "--", "8"),
+    "stabl": Style("tab:red", "-", "o"),
+    "stabl_tuned": Style("tab:orange", "-", "D"),
+    "stabl_naive": Style("tab:red", "--", "^"),
+    "stabl_single_scale": Style("tab:red", ":", "v"),
+    "stabl_one_query": Style("tab:orange", "--", "<"),
+    "stabl_anytime": Style("tab:orange", ":", ">"),
+    "stabl_adaptive": Style("tab:orange", "-.", "P"),
+    "stabl_rate_grid": Style("tab:red", "-.", "X"),
+    "stabl_vizier": Style("tab:green", "-.", "s"),
+    "stabl_vizier_naive": Style("tab:green", "--", "^"),
+    "stabl_vizier_single_scale": Style("tab:green", ":", "v"),
+    "exp3_vizier": Style("tab:purple", "-.", "v"),
+    "exp3_ix_vizier": Style("tab:purple", "--", ">"),
+    "stabl_bco": Style("tab:red", "-", "o"),
+    "stabl_bco_log_t": Style("tab:orange", "--", "D"),
+    "stabl_bco_two_query": Style("tab:red", "-.", "^"),
+    "fkm": Style("tab:blue", "-", "s"),
+    "two_point_ogd": Style("tab:purple", "--", "v"),
+    "ogd_full_info": Style("0.2", ":", "*"),
+}
+
+#: Styles for names outside :data:`STYLES` (a user's learner): the one a name hashes to, or
+#: the next one no other line of the figure has.
+FALLBACK_STYLES: tuple[Style, ...] = tuple(
+    Style(
+        (
+            "tab:blue",
+            "tab:orange",
+            "tab:green",
+            "tab:red",
+            "tab:purple",
+            "tab:brown",
+            "tab:pink",
+            "tab:gray",
+            "tab:olive",
+            "tab:cyan",
+        )[i % 10],
+        ("-", "--", "-.", ":")[i % 4],
+        ("o", "s", "^", "D", "v", "P", "X")[i % 7],
+    )
+    for i in range(40)
+)
+
+
+def styles(names: Sequence[str]) -> dict[str, Style]:
+    """The :class:`Style` of each of ``names``: :data:`STYLES`' where it has one, else a
+    :data:`FALLBACK_STYLES` entry chosen from the name (so it is the same in every figure of
+    the same learners) and unused by the other names.
+
+    Example:
+      >>> styles(["stabl", "my_learner"])["stabl"]
+      Style(color='tab:red', linestyle='-', marker='o')
+    """
+    chosen = {name: STYLES[name] for name in names if name in STYLES}
+    for name in names:
+        if name in chosen:
+            continue
+        start = zlib.crc32(name.encode()) % len(FALLBACK_STYLES)
+        ring = FALLBACK_STYLES[start:] + FALLBACK_STYLES[:start]
+        used = [
+            set(getattr(st, f) for st in chosen.values()) for f in ("color", "linestyle", "marker")
+        ]
+        apart = [
+            st
+            for st in ring
+            if all(v not in u for v, u in zip(dataclasses.astuple(st), used, strict=True))
+        ]
+        unused = [st for st in ring if st not in chosen.values()]
+        chosen[name] = (apart or unused or list(ring))[0]
+    return chosen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,16 +232,10 @@ def _thin(band: Band) -> Band:
     return dataclasses.replace(band, x=band.x[idx], mean=band.mean[idx], half=band.half[idx])
 
 
-def _colors(names: Sequence[str]) -> dict[str, Any]:
-    plt = pyplot()
-    cycle = plt.get_cmap("tab10")
-    return {name: cycle(i % 10) for i, name in enumerate(names)}
-
-
 def _draw_axes(
     ax: Any,
     bands: Sequence[Band],
-    colors: Mapping[str, Any],
+    drawn: Mapping[str, Style],
     *,
     title: str,
     xlabel: str,
@@ -135,30 +250,30 @@ def _draw_axes(
 ) -> None:
     """Draw ``bands`` (mean lines with 95% bands) on one matplotlib axes.
 
-    Every line has its own color, line style and marker (markers at every point with
-    ``markers``, else :data:`MARKS_PER_LINE` staggered ones), so lines that coincide stay
-    distinguishable. ``symlog``: log2 x axis and a symmetric-log y axis that shows negative
-    values (linear within ``+-SYMLOG_LINEAR``)."""
+    Every line is drawn in its learner's :class:`Style` (``drawn``, from :func:`styles`), with
+    markers at every point with ``markers``, else :data:`MARKS_PER_LINE` staggered ones, so
+    lines that coincide stay distinguishable; the legend lies right of the axes
+    (:func:`legend_outside`). ``symlog``: log2 x axis and a symmetric-log y axis that shows
+    negative values (linear within ``+-SYMLOG_LINEAR``)."""
     for index, band in enumerate(bands):
         band = band if markers else _thin(band)
         count = band.x.shape[0]
         step = max(1, count // MARKS_PER_LINE)
-        color = colors[band.name]
+        style = drawn[band.name]
         ax.plot(
             band.x,
             band.mean,
-            color=color,
+            color=style.color,
             lw=1.6,
-            ls=LINESTYLES[index % len(LINESTYLES)],
+            ls=style.linestyle,
             label=band.label,
-            marker=MARKERS[index % len(MARKERS)],
+            marker=style.marker,
             markevery=None if markers else (index * step // max(1, len(bands)), step),
             ms=5,
-            mfc="none" if index % 2 else color,
         )
         if np.isfinite(band.half).any():
             lower, upper = band.mean - band.half, band.mean + band.half
-            ax.fill_between(band.x, lower, upper, color=color, alpha=0.2, lw=0)
+            ax.fill_between(band.x, lower, upper, color=style.color, alpha=0.2, lw=0)
     for i, x in enumerate(vlines):
         ax.axvline(x, color="0.35", ls="--", lw=1.0, label="change point" if i == 0 else None)
     if symlog:
@@ -174,7 +289,15 @@ def _draw_axes(
     ax.set_ylabel(ylabel, fontsize=fontsize)
     ax.grid(True, which="major", alpha=0.3)
     if legend:
-        ax.legend(fontsize=max(6, fontsize - 2), loc="best", framealpha=0.85)
+        legend_outside(ax, fontsize=max(6, fontsize - 2))
+
+
+def legend_outside(ax: Any, fontsize: int = 9) -> Any:
+    """The legend of ``ax`` right of its axes, top-aligned, off the data (constrained layout
+    makes room for it). Returns the legend."""
+    return ax.legend(
+        fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0
+    )
 
 
 def save_figure(fig: Any, path: str | Path) -> Path:
@@ -193,10 +316,10 @@ def save_figure(fig: Any, path: str | Path) -> Path:
 def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
     """One figure of ``bands`` written to ``path``; ``options`` are :func:`_draw_axes`'s."""
     plt = pyplot()
-    colors = _colors([b.name for b in bands])
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
-        _draw_axes(ax, bands, colors, **options)
+        fig.suptitle(options.pop("title"), fontsize=11)  # over the legend too: the full width
+        _draw_axes(ax, bands, styles([b.name for b in bands]), title="", **options)
         return save_figure(fig, path)
     finally:
         plt.close(fig)
@@ -212,9 +335,10 @@ def plot_panels(
     ncols: int = 4,
     ylim: tuple[float, float] | None = None,
     hline: float | None = None,
-    color_order: Sequence[str] | None = None,
+    names: Sequence[str] | None = None,
 ) -> Path:
-    """A grid of small panels, one per ``(panel title, bands)``, sharing colors and one legend.
+    """A grid of small panels, one per ``(panel title, bands)``, sharing styles and one legend
+    (below the panels).
 
     Args:
       panels: per panel its title and its curves (the same learner names in every panel).
@@ -224,16 +348,15 @@ def plot_panels(
       ncols: panels per row (fewer when there are fewer panels).
       ylim: common y range, or ``None``.
       hline: a horizontal reference line (e.g. 0 for a score against a baseline).
-      color_order: the names in the order that fixes their colors (default: the first
-        panel's), so that a learner keeps its color across figures.
+      names: every learner of the figure (default: the first panel's): a name outside
+        :data:`STYLES` then keeps its :func:`styles` entry in every panel.
     """
     plt = pyplot()
     if not panels:
         raise ValueError("plot_panels needs at least one panel")
     ncols = max(1, min(ncols, len(panels)))
     nrows = -(-len(panels) // ncols)
-    names = list(color_order) if color_order is not None else [b.name for b in panels[0][1]]
-    colors = _colors(names)
+    drawn = styles(list(names) if names is not None else [b.name for b in panels[0][1]])
     small = len(panels) > 4
     fig, axes = plt.subplots(
         nrows,
@@ -247,7 +370,7 @@ def plot_panels(
             _draw_axes(
                 ax,
                 bands,
-                colors,
+                drawn,
                 title=panel_title,
                 xlabel=xlabel,
                 ylabel=ylabel,
@@ -372,6 +495,67 @@ def plot_cumulative_regret(
         ylabel="cumulative regret to the best arm of each round",
         vlines=change_points,
     )
+
+
+#: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
+_SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078}
+
+
+def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over axis 0 and the half-width of its Student's t 95% interval
+    (:func:`stabl_jax.metrics.mean_t`; one run: NaN)."""
+    x = np.asarray(values, np.float64)
+    if x.shape[0] < 2:
+        return x.mean(axis=0), np.full(x.shape[1:], np.nan)
+    return metrics.mean_t(x, axis=0)
+
+
+def plot_paired_segments(
+    diffs: Sequence[Band], path: str | Path, *, title: str, reference: str
+) -> Path:
+    """Per-segment paired differences: every learner's mean reward on each segment minus the
+    ``reference`` learner's, run by run, then the mean over runs with its Student's t 95%
+    interval (:func:`mean_t95`): one point and error bar per segment and learner, side by
+    side; above the dotted zero line a learner earned more than the reference.
+
+    Args:
+      diffs: per learner, ``x`` the segment numbers ``1 .. S``, ``mean`` and ``half`` the
+        paired difference and its 95% half-width.
+      path: the PNG to write.
+      title: figure title.
+      reference: the reference learner's legend label (for the axis label).
+    """
+    plt = pyplot()
+    drawn = styles([d.name for d in diffs])
+    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
+    try:
+        width = 0.7 / max(1, len(diffs))
+        for index, diff in enumerate(diffs):
+            style = drawn[diff.name]
+            x = diff.x + (index - (len(diffs) - 1) / 2) * width
+            ax.errorbar(
+                x,
+                diff.mean,
+                yerr=diff.half,
+                color=style.color,
+                marker=style.marker,
+                ms=6,
+                ls="none",
+                capsize=3,
+                elinewidth=1.4,
+                label=diff.label,
+            )
+        ax.axhline(0.0, color="0.35", ls=":", lw=1.0)
+        segments = sorted({int(v) for d in diffs for v in d.x})
+        ax.set_xticks(segments, [f"segment {j}" for j in segments])
+        fig.suptitle(title, fontsize=11)
+        ax.set_xlabel("segment (between change points)", fontsize=11)
+        ax.set_ylabel(f"mean reward on the segment\nminus {reference}'s (paired)", fontsize=11)
+        ax.grid(True, axis="y", alpha=0.3)
+        legend_outside(ax)
+        return save_figure(fig, path)
+    finally:
+        plt.close(fig)
 
 
 def write_plots(
@@ -550,19 +734,18 @@ def plot_sensitivity(
       chosen: per learner name, the chosen value of ``x``.
     """
     plt = pyplot()
-    colors = _colors([b.name for b in bands])
+    drawn = styles([b.name for b in bands])
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     try:
-        _draw_axes(
-            ax, bands, colors, title=title, xlabel=xlabel, ylabel=score, xlog=True, markers=True
-        )
+        fig.suptitle(title, fontsize=11)
+        _draw_axes(ax, bands, drawn, title="", xlabel=xlabel, ylabel=score, xlog=True, markers=True)
         for band in bands:
             at = int(np.argmin(np.abs(band.x - chosen[band.name])))
-            ax.plot(band.x[at], band.mean[at], "*", color=colors[band.name], ms=16, mec="k")
+            ax.plot(band.x[at], band.mean[at], "*", color=drawn[band.name].color, ms=16, mec="k")
         ends = [min(float(b.x.min()) for b in bands), max(float(b.x.max()) for b in bands)]
         for i, x in enumerate(ends):
             ax.axvline(x, color="0.35", ls=":", lw=1.0, label="grid's edge" if i == 0 else None)
-        ax.legend(fontsize=9, loc="best", framealpha=0.85)
+        legend_outside(ax)
         return save_figure(fig, path)
     finally:
         plt.close(fig)

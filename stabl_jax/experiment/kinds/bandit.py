@@ -9,7 +9,9 @@ building the objects, and every problem raises
 :class:`~stabl_jax.experiment.configs.ConfigError` naming the key.
 
 The results folder holds ``reward.png`` (the paper's Figure 1), ``adaptive_regret.png``,
-``prob_best.png`` and ``cumulative_regret.png``; ``traces.npz`` the ``(R, T)`` traces of
+``prob_best.png``, ``cumulative_regret.png`` and, with change points,
+``paired_segments.png`` (per segment, each learner's reward minus tuned or printed StABL's,
+paired by run); ``traces.npz`` the ``(R, T)`` traces of
 ``save_traces`` and always the per-run SA(L) and segment rewards. The metrics are computed
 from every trace in memory, so they do not depend on ``save_traces``.
 """
@@ -43,7 +45,11 @@ PLOT_FILES: dict[str, str] = {
     "adaptive_regret": "adaptive_regret.png",
     "prob_best": "prob_best.png",
     "cumulative_regret": "cumulative_regret.png",
+    "paired_segments": "paired_segments.png",
 }
+#: The reference of ``paired_segments.png``: the first of these a config runs (else its
+#: first learner).
+PAIRED_REFERENCES: tuple[str, ...] = ("stabl_tuned", "stabl")
 
 
 def arm_dtype(num_arms: int) -> np.dtype:
@@ -271,9 +277,11 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
         "best arm of round t (the environment's best_arm): the regret of the play "
         "distribution to the best arm of each segment",
     }
-    files = PLOT_FILES
+    files = dict(PLOT_FILES)
     if any(o.cumulative_regret is None for o in result.outcomes.values()):
-        files = {k: v for k, v in PLOT_FILES.items() if k != "cumulative_regret"}
+        del files["cumulative_regret"]
+    if paired_reference(result) is None:
+        del files["paired_segments"]
     return paired.build_summary(result, started, notes, learner_summary, files)
 
 
@@ -297,9 +305,38 @@ def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
     return arrays
 
 
+def paired_reference(result: ExperimentResult) -> str | None:
+    """The learner ``paired_segments.png`` subtracts (:data:`PAIRED_REFERENCES`), or ``None``
+    when there is no such plot: one segment (no change point) or one learner."""
+    names = list(result.outcomes)
+    if result.num_segments < 2 or len(names) < 2:
+        return None
+    return next((n for n in PAIRED_REFERENCES if n in names), names[0])
+
+
+def plot_paired_segments(result: ExperimentResult, path: Path, head: str, setting: str) -> Path:
+    """``paired_segments.png``: per segment, every learner's mean reward minus the
+    :func:`paired_reference`'s, run by run, with Student's t 95% intervals."""
+    reference = paired_reference(result)
+    assert reference is not None
+    base = result.outcomes[reference].segment_reward
+    diffs = []
+    for name, outcome in result.outcomes.items():
+        if name != reference:
+            mean, half = plots.mean_t95(outcome.segment_reward - base)
+            segments = np.arange(1, mean.shape[0] + 1)
+            diffs.append(plots.Band(name, plots.label(name), segments, mean, half))
+    title = (
+        f"{head}\nper-segment reward minus {plots.label(reference)}'s, paired by run, mean "
+        f"with 95% t interval\n({setting})"
+    )
+    return plots.plot_paired_segments(diffs, path, title=title, reference=plots.label(reference))
+
+
 def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
     """Draw the PNGs of an experiment into ``folder``: reward, SA(L), probability on the
-    best arm and (when the environment has ``best_arm``) the cumulative regret."""
+    best arm, (when the environment has ``best_arm``) the cumulative regret and (with change
+    points) the per-segment paired differences (:func:`plot_paired_segments`)."""
     config = result.config
     env = result.env
     window = config.window
@@ -319,11 +356,12 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
         f"{config.env.name}, N={env.num_arms}, T={config.horizon}, {config.runs} runs, "
         f"feedback={config.feedback}"
     )
+    head = plots.heading(config.name, config.description, sets_params=bool(config.params))
     titles = {
-        "reward": f"{config.name}: reward ({setting})\nmean over runs with 95% band",
-        "adaptive_regret": f"{config.name}: strongly adaptive regret SA(L), sampled loss\n"
-        f"({setting}; mean with 95% band)",
-        "prob_best": f"{config.name}: probability on the current best arm\n({setting})",
+        "reward": f"{head}\nreward, mean over runs with 95% band ({setting})",
+        "adaptive_regret": f"{head}\nstrongly adaptive regret SA(L) of the sampled loss, "
+        f"mean with 95% band ({setting})",
+        "prob_best": f"{head}\nprobability on the current best arm ({setting})",
     }
     written = plots.write_plots(
         folder,
@@ -342,8 +380,8 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
             for name, (mean, half, _) in curves.items()
         ]
         title = (
-            f"{config.name}: cumulative regret of the play distribution to the best arm of "
-            f"each round\n({setting}; mean with 95% band)"
+            f"{head}\ncumulative regret of the play distribution to the best arm of each "
+            f"round ({setting}; mean with 95% band)"
         )
         written.append(
             plots.plot_cumulative_regret(
@@ -353,6 +391,9 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
                 change_points=change_points,
             )
         )
+    if paired_reference(result) is not None:
+        path = Path(folder) / PLOT_FILES["paired_segments"]
+        written.append(plot_paired_segments(result, path, head, setting))
     return written
 
 

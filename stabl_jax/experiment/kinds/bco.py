@@ -269,12 +269,13 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
         f"{config.env.name}, d={env.dim}, {type(env.domain).__name__.lower()}, "
         f"T={config.horizon}, {config.runs} runs"
     )
+    head = plots.heading(config.name, config.description, sets_params=bool(config.params))
     folder = Path(folder)
     return [
         plots.plot_moving_average(
             loss,
             folder / BCO_PLOT_FILES["loss"],
-            title=f"{config.name}: loss l_t(x_t) ({setting})\nmean over runs with 95% band",
+            title=f"{head}\nloss l_t(x_t), mean over runs with 95% band ({setting})",
             window=config.window,
             quantity="loss l_t(x_t)",
             change_points=paired.fixed_change_points(env) or (),
@@ -282,7 +283,7 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
         plots.plot_adaptive_regret(
             regret,
             folder / BCO_PLOT_FILES["adaptive_regret"],
-            title=f"{config.name}: strongly adaptive regret SA(L)\n({setting}; mean with 95% band)",
+            title=f"{head}\nstrongly adaptive regret SA(L) ({setting}; mean with 95% band)",
         ),
     ]
 

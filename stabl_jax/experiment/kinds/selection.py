@@ -654,13 +654,14 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
     tau_max = cfg.tau_max
     gap_panels, score_panels = _problem_panels(result)
     setting = f"{cfg.runs} repeats, mean with 95% band"
+    head = plots.heading(cfg.name, cfg.description, sets_params=False)
     ncols = 2 if len(gap_panels) <= 4 else 6
     paths = [
         plots.plot_panels(
             gap_panels,
             folder / HPO_PLOT_FILES["best_objective"],
             ncols=ncols,
-            title=f"{cfg.name}: best objective gap ({setting})",
+            title=f"{head}\nbest objective gap ({setting})",
             xlabel="function evaluations",
             ylabel="log10(best f - f_opt)",
         )
@@ -672,14 +673,14 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
                 folder / HPO_PLOT_FILES["score_vs_uniform"],
                 ncols=ncols,
                 title=(
-                    f"{cfg.name}: performance profile score against Uniform over the "
+                    f"{head}\nperformance profile score against Uniform over the "
                     f"{cfg.runs} repeats (higher is better, tau_max={tau_max:g})"
                 ),
                 xlabel="function evaluations",
                 ylabel="score vs Uniform",
                 ylim=(-1.02, 1.02),
                 hline=0.0,
-                color_order=cfg.learners,
+                names=cfg.learners,
             )
         )
     prof = profiles(result)
@@ -700,7 +701,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
             bands,
             folder / HPO_PLOT_FILES["profile"],
             title=(
-                f"{cfg.name}: Dolan-More performance profiles at the full budget\n"
+                f"{head}\nDolan-More performance profiles at the full budget "
                 f"({len(result.problems)} problems x {cfg.runs} repeats = {count})"
             ),
         )

@@ -1,0 +1,65 @@
+"""``examples/tutorial.ipynb`` is a valid notebook whose code cells run, in order, in one
+namespace, at small sizes (its ``SIZE`` dict replaced), without Jupyter."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "examples" / "tutorial.ipynb"
+SMALL = {
+    "arms": 5,
+    "horizon": 64,
+    "runs": 16,
+    "grid_runs": 4,
+    "folder_runs": 4,
+}
+
+
+def _notebook() -> dict:
+    notebook = json.loads(NOTEBOOK.read_text())
+    assert notebook["nbformat"] == 4 and isinstance(notebook["cells"], list)
+    for cell in notebook["cells"]:
+        assert cell["cell_type"] in ("markdown", "code") and isinstance(cell["source"], list)
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None  # stored clean
+    return notebook
+
+
+def test_the_tutorial_runs_top_to_bottom(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    monkeypatch.chdir(NOTEBOOK.parent.parent)
+    sources = ["".join(c["source"]) for c in _notebook()["cells"] if c["cell_type"] == "code"]
+    assert sources[0].startswith("SIZE = {")
+    namespace: dict = {"__name__": "__tutorial__"}
+    exec(compile(sources[0], "tutorial cell 0", "exec"), namespace)
+    assert set(SMALL) | {"out"} == set(namespace["SIZE"])  # every size is replaced
+    namespace["SIZE"] = {**SMALL, "out": str(tmp_path / "tutorial")}
+    started = time.perf_counter()
+    try:
+        for index, source in enumerate(sources[1:], start=1):
+            exec(compile(source, f"tutorial cell {index}", "exec"), namespace)
+    finally:
+        plt.close("all")
+    assert time.perf_counter() - started < 120
+    assert namespace["many"].loss.shape == (16, 64)
+    assert namespace["per_point"].shape == (4, 4)
+    assert (tmp_path / "tutorial" / "summary.json").is_file()
+    table = namespace["table"]
+    assert set(table["learner"]) == {"exp3_uniform", "stabl"}
+
+
+@pytest.mark.parametrize(
+    "keyword", ["chunk_size", "progress", "runs_per_block", "host_threads", "kernel", "checkpoint"]
+)
+def test_the_tutorial_calls_simulate_with_its_model_arguments_only(keyword):
+    """Execution options are not part of what a first reader needs."""
+    text = "".join("".join(c["source"]) for c in _notebook()["cells"])
+    assert f"{keyword}=" not in text
