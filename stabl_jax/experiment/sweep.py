@@ -50,13 +50,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import SimOptions, metrics, simulate
+from stabl_jax import metrics, simulate
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.base import tree_bytes
 from stabl_jax.experiment.results import ResultsFolder, clean, environment_info
 from stabl_jax.registry import LEARNERS
+from stabl_jax.simulate import SimOptions
 
 #: ``LEARNER.FIELD=VALUES``.
 GRID_FORM = "LEARNER.FIELD=V1,V2,... or LEARNER.FIELD=2**A..2**B"
