@@ -142,6 +142,7 @@ run bco_d50-1000 bco_d50 --runs 1000
 # Algorithm selection on BBOB: 20, 10 and 20 repeats (the configs' defaults)
 run hpo_bbob_sphere hpo_bbob_sphere
 run hpo_bbob_suite hpo_bbob_suite
+run piecewise_problem1 piecewise_problem1 --runs 100
 run hpo_bbob_vizier hpo_bbob_vizier
 run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"' \
   --set 'bbob.dims=[10]' --set 'bbob.evaluations=[1000]'
