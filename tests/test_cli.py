@@ -199,7 +199,11 @@ def test_settings_of_a_learner_left_out_are_named_as_unused():
     assert load_config("figure1").unused_settings() == []
     sets = ['learners=["uniform", "stabl"]', "learner_options.saol.history_lengths=[16]"]
     config = load_config("figure1", sets)
-    assert config.unused_settings() == ["learner_options.saol", "params.stabl_tuned"]
+    assert config.unused_settings() == [
+        "learner_options.saol",
+        "params.stabl_tuned",
+        "params.exp3_tuned",
+    ]
 
 
 def test_parse_override_values():
