@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import checks, estimators
-from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState, sample_query
+from stabl_jax.learners.base import BanditQuery, WeightsLearner, WeightsState
+from stabl_jax.learners.exp3s import Exp3S
 
 
 @chex.dataclass(frozen=True)
@@ -104,13 +105,9 @@ class Rexp3(WeightsLearner):
         gamma = gamma if self.gamma is None else self.gamma
         object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
 
-    def play_distribution(self, state: WeightsState) -> jax.Array:
-        """``(num_arms,)`` step 1."""
-        gamma = state.params.gamma
-        return (1.0 - gamma) * jnp.exp(state.log_weights) + gamma / self.num_arms
-
-    def _ask(self, state: WeightsState, key: jax.Array) -> BanditQuery:
-        return sample_query(key, self.play_distribution(state))
+    # Step 1 is Exp3.S's: p(t) = (1 - gamma) w(t) / W_t + gamma / K, sampled once.
+    play_distribution = Exp3S.play_distribution
+    _ask = Exp3S._ask
 
     def _tell(self, state: WeightsState, query: BanditQuery, observed: jax.Array) -> WeightsState:
         """Step 3, then the restart at the end of a batch."""
