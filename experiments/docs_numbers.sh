@@ -165,7 +165,7 @@ sweep widened/random_naive expert_advice_random --set 'learners=["stabl_naive"]'
 sweep widened/equal_single expert_advice_equal --set 'learners=["stabl_single_scale"]' \
   --grid 'meta_lr_scale=2**0..2**12'
 
-# The scaling study: 2 adversaries x 4 n x 2 learner groups of 1,000 runs, one `stabl-jax run`
+# The scaling study: 2 adversaries x 4 n x 3 learner groups of 1,000 runs, one `stabl-jax run`
 # each (the loop of experiments/study.py's docstring), then the tuned scales at n = 10, 30,
 # 100 (geometric adversary); experiments/study.py reads the folders, writes study.json (the
 # tables) and draws the SA(L) figures (copied into docs/figures at the end).
@@ -176,7 +176,14 @@ for a in geometric random; do
     run "study/$a-n$n-base" "study_$a" --runs 1000 --set "env.num_arms=$n" --set "learners=$base"
     run "study/$a-n$n-baselines" "study_$a" --runs 1000 --set "env.num_arms=$n" \
       --set "learners=$others"
+    run "study/$a-n$n-flh" "study_$a" --runs 1000 --set "env.num_arms=$n" \
+      --set 'learners=["flh","eflh"]'
   done
+done
+# FLH and EFLH at 200 runs, paired with StABL and SAOL (EXPERIMENTS.md's small Table 1)
+for n in 10 30; do
+  run "study-flh/geometric-n$n-flh" study_geometric --runs 200 --set "env.num_arms=$n" \
+    --set 'learners=["flh","eflh","stabl","saol"]'
 done
 for n in 10 30 100; do
   run "study-tuned/geometric-n$n-base" study_geometric_tuned --runs 1000 \
@@ -184,6 +191,7 @@ for n in 10 30 100; do
 done
 timed study "$PYTHON" experiments/study.py --out "$RESULTS/study" --bootstrap 1000 \
   --figures "$docs/figures" --overwrite
+timed study-flh "$PYTHON" experiments/study.py --out "$RESULTS/study-flh" --bootstrap 1000
 timed study-tuned "$PYTHON" experiments/study.py --out "$RESULTS/study-tuned" --bootstrap 1000 \
   --figures "$docs/figures" --figure-prefix study_tuned --overwrite
 

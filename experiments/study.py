@@ -10,6 +10,8 @@ Each point ``(adversary, n)`` is one results folder per learner group (:data:`PL
       stabl-jax run configs/study_$a.toml --set env.num_arms=$n \
         --set 'learners=["saol","stabl_one_query","saol_hedge","exp3s"]' \
         --out results/study/$a-n$n-baselines
+      stabl-jax run configs/study_$a.toml --set env.num_arms=$n \
+        --set 'learners=["flh","eflh"]' --out results/study/$a-n$n-flh
     done; done
     python experiments/study.py [--out results/study] [--bootstrap 1000] [--bootstrap-seed S]
         [--table-windows 256 1024 4096] [--fit-windows L ...] [--figures docs/figures]
@@ -65,6 +67,7 @@ SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
 PLAN: dict[str, tuple[str, ...]] = {
     "base": ("stabl", "exp3_uniform", "uniform", "stabl_naive", "stabl_single_scale"),
     "baselines": ("saol", "stabl_one_query", "saol_hedge", "exp3s"),
+    "flh": ("flh", "eflh"),
 }
 
 
@@ -93,7 +96,6 @@ OTHER_BOUNDS: dict[str, str] = {
     "stabl_single_scale": "none (the paper's ablation)",
     "stabl_anytime": "as StABL (doubling)",
 }
-NOT_IMPLEMENTED: tuple[str, ...] = ("flh", "eflh")
 
 
 def fit_power_law(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -393,15 +395,15 @@ def table_one(
         + f" | exponent in L (n = {n}; L = {fit_range}) | exponent in n (L = {length_for_n}) |",
         "|" + "---|" * (7 + len(table_windows) - 1),
     ]
-    for name in NOT_IMPLEMENTED:
-        algorithm, bound, queries = PAPER_ROWS[name]
-        dashes = " | ".join("–" for _ in table_windows)
-        lines.append(f"| {algorithm} | not implemented | {queries} | {bound} | {dashes} | – | – |")
     other = {} if tuned is None else tuned.get(adversary, {})
     if other and other["windows"] != entry["windows"]:
         raise ValueError(f"{adversary}: the tuned run's window lengths differ from the study's")
-    names = [k for k in PAPER_ROWS if k in entry["learners"]]
-    for name in names + [k for k in entry["learners"] if k not in names]:
+    for name in [*PAPER_ROWS, *(k for k in entry["learners"] if k not in PAPER_ROWS)]:
+        if name not in entry["learners"]:  # a row of the paper's Table 1 this study did not run
+            algorithm, bound, queries = PAPER_ROWS[name]
+            cells = " | ".join("not run" for _ in (*table_windows, "L"))
+            lines.append(f"| {algorithm} | `{name}` | {queries} | {bound} | {cells} | – |")
+            continue
         if name in PAPER_ROWS:
             algorithm, bound, _ = PAPER_ROWS[name]
         else:

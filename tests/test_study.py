@@ -139,8 +139,10 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     tiny = ["--runs", "4", "--set", "horizon=256", "--set", "sa_windows=[32,64,128,256]"]
     for n in (3, 5):  # the module docstring's commands, one group of one learner, tiny
         point = ["configs/study_geometric.toml", "--set", f"env.num_arms={n}"]
-        point += ["--set", 'learners=["uniform"]', "--out", str(out / f"geometric-n{n}-base")]
-        assert cli.main(["run", *point, *tiny, "--no-progress"]) == 0
+        for group, learner in (("base", "uniform"), ("flh", "flh")):
+            where = ["--set", f'learners=["{learner}"]']
+            where += ["--out", str(out / f"geometric-n{n}-{group}")]
+            assert cli.main(["run", *point, *where, *tiny, "--no-progress"]) == 0
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "study.md").write_text("my notes\n")
@@ -163,7 +165,11 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert study.main(args) == 0  # its own study.json and study.md are replaced
     assert json.loads((out / "study.json").read_text())["analysis"] == saved["analysis"]
     text = (out / "study.md").read_text()
-    assert "| FLH (Hazan & Seshadhri 2009) | not implemented |" in text
+    flh_row = next(line for line in text.splitlines() if line.startswith("| FLH "))
+    assert flh_row.startswith("| FLH (Hazan & Seshadhri 2009) | `flh` | ")
+    assert "not run" not in flh_row and " ± " in flh_row  # measured, like the others
+    assert "| EFLH (Lu & Hazan 2022) | `eflh` | O(log log T / ε) |" in text  # its group not run
+    assert "| not run | not run | not run | – |" in text
     assert "| `uniform` |" in text and "SA(64)" in text
     learner = saved["analysis"]["geometric"]["learners"]["uniform"]
     assert set(learner["by_n"]) == {"3", "5"}
