@@ -19,7 +19,7 @@ def need_runs(
     what: str = "a 95% t interval",
     flag: str = "--runs",
 ) -> None:
-    """``ValueError`` unless ``source`` (a results folder, or a sweep's ``sweep.json``) has
+    """``ValueError`` unless ``source`` (a results folder, or a sweep's ``summary.json``) has
     ``runs >= least``, since a table or figure of intervals over fewer runs shows every one
     of them as ``nan``; ``flag`` is the option that sets the runs when ``source`` is made
     again (the folder check that goes with ``stabl_jax.experiment.results.interval_runs``)."""

@@ -7,7 +7,7 @@ the tuned StABL sweep (within 5% of its per-segment reward on the expert-advice 
 Per config and feedback, with one key (every run faces the same draws: paired):
 ``stabl_anytime`` and ``stabl_adaptive`` at their default params, ``stabl_theory`` (``stabl``
 at scales 1), ``stabl_tuned`` (``stabl`` at ``configs/<config>[_reward]_tuned.toml``'s scales,
-chosen by ``experiments/tune.py`` on a disjoint seed) and any ``--extra`` learners. Printed:
+chosen by ``stabl-jax sweep --tune-seed`` on a disjoint seed) and any ``--extra`` learners. Printed:
 per-segment mean reward ``1 - l_t(x_t)`` ± its 95% interval over runs, and each learner's
 paired gap ``(x - tuned) / tuned`` in % ± the interval of the paired difference over the
 tuned mean; "mean over segments" weighs each segment the same.

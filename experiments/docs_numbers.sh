@@ -146,24 +146,29 @@ run piecewise_problem1 piecewise_problem1 --runs 100
 run hpo_bbob_vizier hpo_bbob_vizier
 run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"' \
   --set 'bbob.dims=[10]' --set 'bbob.evaluations=[1000]'
-# Step-size sensitivity: the four Figure 1 sweeps of experiments/tune.py (its grids, 32 runs
-# per point, the tuning seed), drawn below, and the two whose optimum sat on the grid's edge
-# with that field's grid widened (quoted, not drawn). Each folder holds its sweep.json and
-# the tuned config the sweep would write.
+# Step-size sensitivity: the four Figure 1 sweeps (`stabl-jax sweep`, the tuning grids, 32 runs
+# per point, chosen on the tuning seed 1000003 = seed + 1000003), drawn below, and the two whose
+# optimum sat on the grid's edge with that field's grid widened (quoted, not drawn). Each folder
+# holds its summary.json and the tuned.toml the sweep chose.
+family=(--grid 'exp3_uniform.lr_scale=2**0..2**10' --grid 'exp3_uniform.gamma=0,0.01,0.03,0.1,0.3')
+for l in stabl stabl_naive stabl_single_scale; do
+  family+=(--grid "$l.expert_lr_scale=2**0..2**10" --grid "$l.meta_lr_scale=2**0..2**7")
+done
 sweep() {  # sweep FOLDER CONFIG [ARGS...]
   local folder=$1 config=$2
   shift 2
-  timed "$folder" "$PYTHON" experiments/tune.py "$config" "$@" \
-    --configs-dir "$RESULTS/$folder" --out "$RESULTS/$folder"
+  timed "$folder" "$PYTHON" -m stabl_jax sweep "$config" "$@" --runs 32 --tune-seed 1000003 \
+    --out "$RESULTS/$folder" --force --no-progress
 }
 for cfg in equal random; do
-  sweep sweeps/expert_advice_$cfg expert_advice_$cfg
-  sweep sweeps/expert_advice_${cfg}_reward expert_advice_$cfg --set feedback=reward
+  sweep sweeps/expert_advice_$cfg expert_advice_$cfg "${family[@]}"
+  sweep sweeps/expert_advice_${cfg}_reward expert_advice_$cfg --set feedback=reward "${family[@]}"
 done
 sweep widened/random_naive expert_advice_random --set 'learners=["stabl_naive"]' \
-  --grid 'expert_lr_scale=2**0..2**16'
+  --grid 'stabl_naive.expert_lr_scale=2**0..2**16' --grid 'stabl_naive.meta_lr_scale=2**0..2**7'
 sweep widened/equal_single expert_advice_equal --set 'learners=["stabl_single_scale"]' \
-  --grid 'meta_lr_scale=2**0..2**12'
+  --grid 'stabl_single_scale.expert_lr_scale=2**0..2**10' \
+  --grid 'stabl_single_scale.meta_lr_scale=2**0..2**12'
 
 # The scaling study: 2 adversaries x 4 n x 3 learner groups of 1,000 runs, one `stabl-jax run`
 # each (the loop of experiments/study.py's docstring), then the tuned scales at n = 10, 30,

@@ -1,19 +1,21 @@
-"""Step-size sensitivity plots from the sweeps of ``experiments/tune.py``.
+"""Step-size sensitivity plots from the results folders of ``stabl-jax sweep``.
 
     python experiments/sensitivity.py SWEEPS_DIR OUT_DIR [--overwrite]
 
-Reads every ``SWEEPS_DIR/NAME/sweep.json`` (``tune.py ... --out SWEEPS_DIR/NAME``) and writes
-``NAME_sensitivity.png``, per learner with two swept params a heatmap of the mean reward
-(the chosen point boxed, the points whose interval overlaps it dotted, a grid edge it lies on
-in the title), and ``NAME_sensitivity_1d.png``, the learners with one swept param (mean
-reward against it with its band). It prints each learner's chosen point, whether it is on
-the grid's edge and how many grid points are not told apart from it.
+Reads every ``SWEEPS_DIR/NAME/summary.json`` (``stabl-jax sweep ... --out SWEEPS_DIR/NAME``)
+and writes ``NAME_sensitivity.png``, per learner with two swept params a heatmap of the mean
+reward on the seed the point was chosen on (``--tune-seed``, else the config's), the chosen
+point boxed, the points whose interval overlaps it dotted, a grid edge it lies on in the title;
+and ``NAME_sensitivity_1d.png``, the learners with one swept param (mean reward against it with
+its band). It prints each learner's chosen point, whether it is on the grid's edge and how many
+grid points are not told apart from it.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _cli import need_runs
@@ -25,17 +27,24 @@ from stabl_jax.experiment.tables import read_json_object
 SCORE = "mean reward 1 - l_t(x_t)"
 
 
-def grid_of(name: str, entry: dict) -> plots.Grid:
+def _rows(entry: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(points (P, F), mean (P,), ci95 (P,))`` of a learner's entry, on the seed its best
+    point was chosen on (``tuning_points`` when the sweep had ``--tune-seed``)."""
+    rows = entry.get("tuning_points", entry["points"])
+    points = np.asarray([[r[f] for f in entry["fields"]] for r in rows], np.float64)
+    return points, np.asarray([r["mean"] for r in rows]), np.asarray([r["ci95"] for r in rows])
+
+
+def grid_of(name: str, entry: dict[str, Any]) -> plots.Grid:
     """The :class:`~stabl_jax.experiment.plots.Grid` of a two-param learner's sweep entry."""
     fx, fy = entry["fields"]
-    points = np.asarray(entry["points"], np.float64)
+    points, score, ci95 = _rows(entry)
     x, y = np.unique(points[:, 0]), np.unique(points[:, 1])
     mean = np.full((y.size, x.size), np.nan)
     half = np.full_like(mean, np.nan)
     cols, rows = np.searchsorted(x, points[:, 0]), np.searchsorted(y, points[:, 1])
-    mean[rows, cols] = entry["mean_reward"]
-    half[rows, cols] = entry["half_width"]
-    best = entry["best"]
+    mean[rows, cols], half[rows, cols] = score, ci95
+    best = entry["best"]["params"]
     chosen = (int(np.searchsorted(y, best[fy])), int(np.searchsorted(x, best[fx])))
     return plots.Grid(name, plots.label(name), fx, fy, x, y, mean, half, chosen)
 
@@ -48,80 +57,76 @@ def _describe(name: str, mean: np.ndarray, half: np.ndarray, at: tuple, edges: l
     )
 
 
-def read_sweep(file: Path) -> dict:
-    """``file`` as a dict, or ``ValueError`` naming it: not JSON, not a ``sweep.json`` of
-    ``tune.py`` (a key missing), or of one run a point (written before ``tune.py`` refused
-    it: every band ``nan``)."""
-    sweep = read_json_object(file, "write it again with tune.py --out")
-    keys = ("config", "tuning_seed", "runs_per_point", "learners")
-    missing = [k for k in keys if k not in sweep]
+def read_sweep(file: Path) -> dict[str, Any]:
+    """``file`` as a dict, or ``ValueError`` naming it: not JSON, not the ``summary.json`` of
+    ``stabl-jax sweep`` (a key missing), or of one run a point (every band ``nan``)."""
+    sweep = read_json_object(file, "write it again with stabl-jax sweep --out")
+    missing = [k for k in ("config", "seed", "runs_per_point", "learners") if k not in sweep]
     if missing:
-        raise ValueError(f"{file} is not a sweep.json of tune.py: it has no {missing}")
-    need_runs(file, sweep["runs_per_point"], what="a 95% band", flag="tune.py --runs-per-point")
+        raise ValueError(f"{file} is not a summary.json of stabl-jax sweep: it has no {missing}")
+    need_runs(file, sweep["runs_per_point"], what="a 95% band", flag="stabl-jax sweep --runs")
     return sweep
 
 
 def figure_names(sweep_file: Path) -> list[str]:
-    """The PNGs :func:`sensitivity` writes for one ``sweep.json``: ``NAME_sensitivity.png``
-    if a learner swept two params, ``NAME_sensitivity_1d.png`` if one swept one."""
+    """The PNGs :func:`sensitivity` writes for one sweep: ``NAME_sensitivity.png`` if a
+    learner swept two params, ``NAME_sensitivity_1d.png`` if one swept one."""
     counts = {len(e["fields"]) for e in read_sweep(sweep_file)["learners"].values()}
     stem = sweep_file.parent.name
     return [f"{stem}_sensitivity{end}.png" for end, n in (("", 2), ("_1d", 1)) if n in counts]
 
 
+def _band(name: str, entry: dict[str, Any], chosen: dict[str, float]) -> plots.Band:
+    """A one-param learner's line (printing its chosen point); ``chosen`` gets its value."""
+    (field,) = entry["fields"]
+    points, mean, half = _rows(entry)
+    x, at = points[:, 0], (int(np.argmax(mean)),)
+    chosen[name] = entry["best"]["params"][field]
+    edges = [
+        f"{end} edge of {field}"
+        for end, i in (("lower", 0), ("upper", -1))
+        if x[at] == x[i] and x[at] != 0
+    ]
+    print(_describe(name, mean, half, at, edges) + f" {entry['best']['params']}")
+    return plots.Band(name, f"{plots.label(name)} ({field})", x, mean, half)
+
+
 def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
-    """Write the sensitivity PNGs of one ``sweep.json`` (:func:`figure_names`); print the
-    chosen points."""
+    """Write the sensitivity PNGs of one sweep (:func:`figure_names`); print the chosen
+    points."""
     sweep = read_sweep(sweep_file)
-    config = sweep["config"]
-    stem = sweep_file.parent.name
+    config, stem = sweep["config"], sweep_file.parent.name
+    seed = sweep["seed"] if sweep.get("tune_seed") is None else sweep["tune_seed"]
     setting = (
         f"{config['name']}, feedback={config['feedback']}, {sweep['runs_per_point']} runs per "
-        f"point on seed {sweep['tuning_seed']}"
+        f"point on seed {seed}"
     )
     print(f"{stem}: {setting}")
-    grids, bands, chosen = [], [], {}
+    grids, bands = [], []
+    chosen: dict[str, float] = {}
     for name, entry in sweep["learners"].items():
         if len(entry["fields"]) == 2:
             grid = grid_of(name, entry)
             edges = plots.grid_edges(grid)
-            print(_describe(name, grid.mean, grid.half, grid.chosen, edges) + f" {entry['best']}")
+            print(
+                _describe(name, grid.mean, grid.half, grid.chosen, edges), entry["best"]["params"]
+            )
             grids.append(grid)
         elif len(entry["fields"]) == 1:
-            (field,) = entry["fields"]
-            x = np.asarray(entry["points"], np.float64)[:, 0]
-            mean, half = np.asarray(entry["mean_reward"]), np.asarray(entry["half_width"])
-            chosen[name] = entry["best"][field]
-            at = (int(np.argmax(mean)),)
-            edges = [
-                f"{end} edge of {field}"
-                for end, i in (("lower", 0), ("upper", -1))
-                if x[at] == x[i] and x[at] != 0
-            ]
-            print(_describe(name, mean, half, at, edges) + f" {entry['best']}")
-            bands.append(plots.Band(name, f"{plots.label(name)} ({field})", x, mean, half))
+            bands.append(_band(name, entry, chosen))
         else:
             print(f"  {name}: {len(entry['fields'])} swept params, not drawn")
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    title, written = f"Step-size sensitivity: {setting}", []
     if grids:
-        written.append(
-            plots.plot_grids(
-                grids,
-                out / f"{stem}_sensitivity.png",
-                title=f"Step-size sensitivity: {setting}",
-                score=SCORE,
-            )
-        )
+        path = out / f"{stem}_sensitivity.png"
+        written.append(plots.plot_grids(grids, path, title=title, score=SCORE))
     if bands:
+        path, score = out / f"{stem}_sensitivity_1d.png", f"{SCORE}, 95% band"
+        xlabel = "scale (log axis)"
         written.append(
             plots.plot_sensitivity(
-                bands,
-                out / f"{stem}_sensitivity_1d.png",
-                title=f"Step-size sensitivity: {setting}",
-                xlabel="scale (log axis)",
-                score=f"{SCORE}, 95% band",
-                chosen=chosen,
+                bands, path, title=title, xlabel=xlabel, score=score, chosen=chosen
             )
         )
     return written
@@ -129,17 +134,17 @@ def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweeps", type=Path, help="folder of NAME/sweep.json")
+    parser.add_argument("sweeps", type=Path, help="folder of NAME/summary.json")
     parser.add_argument("out", type=Path, help="where the PNGs go")
     parser.add_argument(
         "--overwrite", action="store_true", help="replace PNGs in OUT_DIR stabl_jax did not write"
     )
     args = parser.parse_args(argv)
-    files = sorted(args.sweeps.glob("*/sweep.json"))
+    files = sorted(args.sweeps.glob("*/summary.json"))
     if not files:
         parser.error(
-            f"{args.sweeps}: no */sweep.json to draw; give the folder that holds them "
-            "(experiments/tune.py ... --out SWEEPS_DIR/NAME writes SWEEPS_DIR/NAME/sweep.json)"
+            f"{args.sweeps}: no */summary.json to draw; give the folder that holds them "
+            "(stabl-jax sweep ... --out SWEEPS_DIR/NAME writes SWEEPS_DIR/NAME/summary.json)"
         )
     try:  # before any is drawn: every sweep read (figure_names), a user's PNG never replaced
         figure_paths(

@@ -119,7 +119,7 @@ def _forbid_computation(monkeypatch) -> None:
 
 def test_every_shipped_config_is_found():
     assert set(SHIPPED) <= set(shipped_configs())
-    assert len(TUNED) >= 5  # the tuned variants written by experiments/tune.py
+    assert len(TUNED) >= 5  # the tuned variants (docs/usage.md's sweeps)
 
 
 # BCO configs: tests/test_bco_cli.py; HPO configs: tests/test_hpo_cli.py; the scaling study's
@@ -131,7 +131,7 @@ TUNED = sorted(
 
 @pytest.mark.parametrize("name", TUNED)
 def test_tuned_configs_validate_and_differ_only_in_scales(name):
-    """Every other bandit config (the tuned ones written by experiments/tune.py) loads, and
+    """Every other bandit config (the tuned ones, from docs/usage.md's sweeps) loads, and
     differs from its base config only in name, description, feedback and [params.*]."""
     cfg = load_config(name)
     base_name = name.removesuffix("_tuned").removesuffix("_reward")

@@ -81,7 +81,7 @@ def test_output_file_and_write_json(tmp_path: Path) -> None:
 def test_a_folder_written_after_the_work_is_checked_before_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``writable_folder`` (``--out`` folders, ``tune.py --configs-dir``): a folder under a
+    """``writable_folder`` (``--out`` folders): a folder under a
     file was accepted and failed when it was made, after the work; it is refused before."""
     afile = tmp_path / "afile"
     afile.write_text("mine")
@@ -112,7 +112,7 @@ def test_a_folder_written_after_the_work_is_checked_before_it(
 COUNTS = {"gpu_compile": ["--runs", "--rounds"]}
 #: The runs of scripts that print 95% intervals (``experiment.results.interval_runs``): at
 #: least two.
-INTERVAL_RUNS = {"anytime_gap": ["--runs"], "tune": ["--runs-per-point"]}
+INTERVAL_RUNS = {"anytime_gap": ["--runs"]}
 
 
 @pytest.mark.parametrize(
@@ -130,11 +130,10 @@ def test_a_count_below_its_least_stops_the_script_at_once(
     capsys: pytest.CaptureFixture,
 ) -> None:
     """It used to be a traceback from the library, some after other work; one run of a script
-    that prints intervals printed each as ``nan`` (``anytime_gap.py``, ``tune.py``, whose
-    ``sweep.json`` kept them)."""
+    that prints intervals printed each as ``nan`` (``anytime_gap.py``)."""
     value = str(least - 1) if below == "just_below" else below
     module = load_script(ROOT / "experiments" / f"{name}.py", f"_counts_{name}")
-    argv = [flag, value, *(["configs/expert_advice_random.toml"] if name == "tune" else [])]
+    argv = [flag, value]
     monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
     with pytest.raises(SystemExit) as stop:
         module.main()
@@ -162,7 +161,7 @@ REPEATS = [
 #: An option given twice (``experiment.results.Parser``): argparse kept the last value silently.
 OPTIONS_TWICE = [
     ("study", ["--bootstrap", "20", "--bootstrap", "30"], "--bootstrap is given twice (20 and 30)"),
-    ("tune", ["--out", "a", "--out", "b"], "--out is given twice (a and b)"),
+    ("study", ["--out", "a", "--out", "b"], "--out is given twice (a and b)"),
     ("study", ["--fit-windows", "32", "64", "--fit-windows", "8"], "(32 64 and 8)"),
 ]
 

@@ -1,5 +1,5 @@
-"""``experiments/sensitivity.py`` on a hand-made ``sweep.json``: heatmaps and lines written,
-grid-edge optima named, an exploration rate's 0 not taken for a grid edge."""
+"""``experiments/sensitivity.py`` on a hand-made ``stabl-jax sweep`` ``summary.json``: heatmaps
+and lines written, grid-edge optima named, an exploration rate's 0 not taken for a grid edge."""
 
 from __future__ import annotations
 
@@ -17,15 +17,24 @@ SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "sensitivity.py"
 
 
 def _entry(fields, axes, score):
+    """A learner's entry of a ``stabl-jax sweep`` summary.json chosen on a tuning seed:
+    ``tuning_points`` scored by ``score``, ``points`` (the reported seed's) by its negative,
+    so a plot of the wrong seed's points would box another point."""
     points = [list(p) for p in itertools.product(*axes)]
     mean = [score(*p) for p in points]
     best = points[int(np.argmax(mean))]
+
+    def rows(sign):
+        return [
+            {**dict(zip(fields, p, strict=True)), "mean": sign * m, "ci95": 0.01}
+            for p, m in zip(points, mean, strict=True)
+        ]
+
     return {
         "fields": fields,
-        "points": points,
-        "mean_reward": mean,
-        "half_width": [0.01] * len(points),
-        "best": dict(zip(fields, best, strict=True)),
+        "points": rows(-1.0),
+        "tuning_points": rows(1.0),
+        "best": {"params": dict(zip(fields, best, strict=True))},
     }
 
 
@@ -34,7 +43,8 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
     scales, metas, gammas = [1.0, 2.0, 4.0, 8.0], [1.0, 2.0, 4.0], [0.0, 0.1, 0.3]
     sweep = {
         "config": {"name": "demo", "feedback": "loss"},
-        "tuning_seed": 7,
+        "seed": 0,
+        "tune_seed": 7,
         "runs_per_point": 4,
         "learners": {
             # best at the largest meta scale: the grid's upper edge
@@ -47,7 +57,7 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
         },
     }
     (tmp_path / "demo").mkdir()
-    (tmp_path / "demo" / "sweep.json").write_text(json.dumps(sweep))
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(sweep))
     assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
     out = capsys.readouterr().out
     assert "upper edge of meta_lr_scale: {'expert_lr_scale': 1.0, 'meta_lr_scale': 4.0}" in out
@@ -89,7 +99,8 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
 
 def _one_run(sweep):
     sweep["runs_per_point"] = 1
-    sweep["learners"]["saol"]["half_width"] = [float("nan")] * 2
+    for row in sweep["learners"]["saol"]["tuning_points"]:
+        row["ci95"] = float("nan")
     return json.dumps(sweep)
 
 
@@ -98,35 +109,37 @@ def _one_run(sweep):
     [
         (
             _one_run,
-            "has 1 run(s), and a 95% band needs 2 or more: rerun it with tune.py "
-            "--runs-per-point 2 or more",
+            "has 1 run(s), and a 95% band needs 2 or more: rerun it with stabl-jax sweep "
+            "--runs 2 or more",
         ),
         (lambda sweep: json.dumps(sweep)[:-1], "is not valid JSON (Expecting"),
         (
             lambda sweep: json.dumps({"learners": sweep["learners"]}),
-            "is not a sweep.json of tune.py: it has no ['config', 'tuning_seed', 'runs_per_point']",
+            "is not a summary.json of stabl-jax sweep: it has no "
+            "['config', 'seed', 'runs_per_point']",
         ),
     ],
     ids=["one run a point", "not JSON", "keys missing"],
 )
 def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, text, message):
-    """A ``sweep.json`` of one run a point (written before ``tune.py`` refused it: every
-    half-width ``nan``), one that is not JSON, or one without the keys of ``tune.py``'s:
+    """A sweep of one run a point (every half-width ``nan``), a ``summary.json`` that is not
+    JSON, or one without the keys of ``stabl-jax sweep``'s:
     named, with what to do, and nothing drawn (also not the good sweep beside it)."""
     script = load_script(SCRIPT, "sensitivity_script")
     sweep = {
         "config": {"name": "demo", "feedback": "loss"},
-        "tuning_seed": 7,
+        "seed": 0,
+        "tune_seed": 7,
         "runs_per_point": 4,
         "learners": {"saol": _entry(["lr_scale"], [[1.0, 2.0]], lambda s: s)},
     }
     for name, body in (("a_good", json.dumps(sweep)), ("bad", text(sweep))):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "sweep.json").write_text(body)
+        (tmp_path / name / "summary.json").write_text(body)
     with pytest.raises(SystemExit) as stop:
         script.main([str(tmp_path), str(tmp_path / "png")])
     assert stop.value.code == 2 and not (tmp_path / "png").exists()
-    assert f"{tmp_path / 'bad' / 'sweep.json'} {message}" in capsys.readouterr().err
+    assert f"{tmp_path / 'bad' / 'summary.json'} {message}" in capsys.readouterr().err
 
 
 def test_a_folder_without_sweeps_is_an_error(tmp_path, capsys):
@@ -137,4 +150,4 @@ def test_a_folder_without_sweeps_is_an_error(tmp_path, capsys):
         script.main([str(tmp_path / "empty"), str(tmp_path / "png")])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and not (tmp_path / "png").exists()
-    assert f"error: {tmp_path / 'empty'}: no */sweep.json to draw; give the folder" in err
+    assert f"error: {tmp_path / 'empty'}: no */summary.json to draw; give the folder" in err

@@ -1,5 +1,6 @@
 """Every shipped config's learners run cleanly at their configured scales and at the edges of
-the tuning grid (``experiments/tune.py``'s ``GRIDS``), with validation on.
+the tuning grid (:data:`GRIDS`, the grids of the ``stabl-jax sweep`` commands in docs/usage.md),
+with validation on.
 
 A few hundred rounds at the config's own horizon (the step sizes depend on it) are enough to
 reach the regime where a large tuned learning rate drives an arm's probability to the
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -22,10 +22,15 @@ import pytest
 from stabl_jax import SimOptions, simulate
 from stabl_jax.experiment.configs import shipped_configs
 from stabl_jax.experiment.kinds import load_config
-from tests.scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
-tune = load_script(ROOT / "experiments" / "tune.py")
+#: The tuning grids' ends, per ``Params`` field: ``expert_lr_scale`` and ``lr_scale``
+#: ``2**0..2**10``, ``meta_lr_scale`` ``2**0..2**7``, ``gamma`` ``0,...,0.3`` (docs/usage.md).
+GRIDS: dict[str, tuple[float, float]] = {
+    "expert_lr_scale": (1.0, 2.0**10),
+    "meta_lr_scale": (1.0, 2.0**7),
+    "lr_scale": (1.0, 2.0**10),
+    "gamma": (0.0, 0.3),
+}
 
 ROUNDS = 256
 RUNS_PER_POINT = 2
@@ -41,8 +46,8 @@ def _configs_of_kind(kind: str) -> list[str]:
 
 def grid_edges(default) -> list[dict[str, float]]:
     """Every corner of the tuning grid over ``default``'s sweepable fields."""
-    fields = [f for f in default.__dataclass_fields__ if f in tune.GRIDS]
-    corners = itertools.product(*[(min(tune.GRIDS[f]), max(tune.GRIDS[f])) for f in fields])
+    fields = [f for f in default.__dataclass_fields__ if f in GRIDS]
+    corners = itertools.product(*[GRIDS[f] for f in fields])
     return [dict(zip(fields, corner, strict=True)) for corner in corners]
 
 
