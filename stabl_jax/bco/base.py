@@ -8,11 +8,6 @@ Lu et al., ICLR 2024; ``docs/design.md``, ``docs/learners.md``).
     query = learner.ask(state, key)                   # every queried point, before any loss
     state = learner.tell(state, query, observed)      # observed = loss at query.points only
     state, info = learner.step(state, loss_fn, key)   # ask + evaluate + tell, pure
-
-``query.points`` is ``(num_queries, dim)``, ``points[0]`` the played ``x_t``. ``loss_fn`` is a
-callable pytree (``jax.tree_util.Partial(family, theta_t)``), convex, ``G``-Lipschitz and
-non-negative (Assumption 1), evaluated only at ``query.points`` (:func:`evaluate`). A round
-consumes exactly the draws of :meth:`BCOLearner.draws` (``k_t`` and ``u``).
 """
 
 from __future__ import annotations

@@ -69,17 +69,7 @@ class ProjectedOGD:
     def update(
         self, state: OGDState, grad: jax.Array, learning_rate: jax.Array, alpha: jax.Array
     ) -> OGDState:
-        """One step of Algorithm 4, line 5.
-
-        Args:
-          state: the instance's state.
-          grad: ``(dim,)`` the gradient estimate ``g_t``.
-          learning_rate: ``()`` ``eta``.
-          alpha: ``()`` shrinkage, ``K_hat = (1 - alpha) K``.
-
-        Returns:
-          The new state, ``point ∈ K_hat``.
-        """
+        """One step of Algorithm 4, line 5."""
         dtype = state.point.dtype
         direction, opt_state = self.transformation.update(
             grad.astype(dtype), state.opt_state, state.point

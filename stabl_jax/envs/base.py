@@ -1,13 +1,5 @@
 """The environment contract (``docs/environments.md``) and the piecewise-stationary bandit
-environments, pure functions of ``(params, t, key)``, in the gymnax style::
-
-    params = env.sample_params(key)                          # per-run parameters (a pytree)
-    state = env.init(params)                                 # None for an oblivious env
-    state, observed, info = env.evaluate(params, state, t, query, key)
-
-``observed`` holds the losses at the query only; ``info`` small per-round arrays for metrics.
-An oblivious bandit writes only ``loss(params, t, key)`` (and optionally ``loss_at``), drawn
-from ``fold_in(env_key, t)`` on demand, so ``runs x T x arms`` never exists.
+environments, pure functions of ``(params, t, key)``, in the gymnax style.
 
 Segments: change points ``c_1 < ... < c_{S-1}`` put round ``t`` in segment
 ``#{j : c_j <= t}``; they are given, equal, drawn per run (``S - 1`` distinct rounds of
@@ -36,11 +28,8 @@ BANDIT_TRACES: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "pr
 class Environment:
     """Base class of every environment: one call, :meth:`evaluate` (``docs/environments.md``).
 
-    Subclasses are frozen dataclasses (hashed by value: static under ``jit``, and two equal
-    environments share one compiled program) and implement :meth:`sample_params` and
-    :meth:`evaluate`; :meth:`init` defaults to no state. Optional attributes that
-    :func:`~stabl_jax.simulate.simulate` checks against the learner: ``num_arms`` (bandits),
-    ``dim`` and ``domain`` (convex), ``horizon`` (rounds it is defined for).
+    Subclasses are frozen dataclasses (static under ``jit``) implementing :meth:`sample_params`
+    and :meth:`evaluate`; :meth:`init` defaults to no state.
 
     Attributes:
       trace_names: the ``info`` entries (and query-derived traces) ``simulate`` records by
@@ -174,11 +163,6 @@ class BanditEnv(Environment):
 
     def loss_at(self, params: Any, t: jax.Array, key: jax.Array, arms: jax.Array) -> jax.Array:
         """``loss(params, t, key)[arms]``, bit for bit: the losses a bandit learner is shown.
-
-        Environments whose draws are counter-based override it to compute only these
-        entries (:class:`~stabl_jax.envs.ExpertAdvice`); this default draws every arm's. It is
-        used only where it was written against the ``loss`` in effect
-        (:func:`reveals_lazily`).
 
         Args:
           arms: ``(q,)`` int32 queried arms.

@@ -295,11 +295,6 @@ class BBOBSuiteParams:
 class BBOBSuite(_Normalizable):
     """Several BBOB functions in one program: the function is data (``params.index``).
 
-    Member ``i`` is ``BBOBFunction(function_ids[i], dim, ...)`` with the options below;
-    :meth:`gap` is a ``lax.switch`` over the members, so one program serves every function,
-    and ``problem_params(i, key).function`` is ``members[i].sample_params(key)`` (Gallagher's
-    peaks padded).
-
     Attributes:
       function_ids: the BBOB ids, distinct, each in 1..24.
       dim, instance, shift_radius, rotate, noise_std, normalize, norm_scale: as
@@ -359,8 +354,7 @@ class BBOBSuite(_Normalizable):
         return params
 
     def sample_params(self, key: jax.Array) -> BBOBSuiteParams:
-        """A member drawn uniformly (from ``fold_in(key, 3)``), shifted and rotated from
-        ``key``."""
+        """A member drawn uniformly (from ``fold_in(key, 3)``), shifted and rotated from ``key``."""
         index = jax.random.randint(jax.random.fold_in(key, 3), (), 0, len(self.function_ids))
         return self.problem_params(index, key)
 

@@ -1,17 +1,4 @@
-"""Host-side (NumPy, float64) generator of COCO's BBOB instances.
-
-COCO (Hansen et al., Optim. Methods Softw. 2021) draws every instance from a legacy
-generator: a Park-Miller sequence shuffled through a 32-entry table (``bbob2009_unif``), a
-Box-Muller step (``bbob2009_gauss``) and a Gram-Schmidt orthonormalisation of a Gaussian
-matrix (``bbob2009_compute_rotation``), seeded by ``rseed = f + 10000 i`` (f4 takes f3's seed,
-f18 f17's). This module re-implements them and the per-function set-up
-(``f_*_bbob_problem_allocate``): integer and ``floor`` steps are exact, floating-point steps
-agree to a few ulps. :func:`build_instance` returns read-only arrays, cached.
-
-``R`` is COCO's ``rot1`` (seed ``rseed + 1000000``), ``Q`` its ``rot2`` (seed ``rseed``; the
-single rotation of f9, f19, f21, f22), ``M`` a function's composite linear map (e.g.
-``R diag(lambda) Q``).
-"""
+"""Host-side (NumPy, float64) generator of COCO's BBOB instances."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Stochastic Bernoulli arms whose means change at change points.
 
-Segment ``j`` has mean losses ``mu_j in [0, 1]^n``: every arm has mean loss ``mean``, except the
-segment's best arm, whose mean loss is ``mean - gap``. Round ``t``'s losses are independent
-``Bernoulli(mu_{j(t)})`` draws.
+In segment ``j`` every arm has mean loss ``mean`` except the segment's best arm (``mean - gap``);
+round ``t``'s losses are independent ``Bernoulli(mu_{j(t)})`` draws.
 """
 
 from __future__ import annotations

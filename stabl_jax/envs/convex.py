@@ -228,11 +228,7 @@ class ConvexEnv(Environment):
     def evaluate(
         self, params: ConvexEnvParams, state: Any, t: jax.Array, query: Any, key: jax.Array
     ) -> tuple[Any, jax.Array, dict[str, jax.Array]]:
-        """Round ``t``'s loss at the queried points ``query.points`` ``(Q, d)`` only (no state).
-
-        ``info["best_loss"]``: ``()`` float32 ``l_t`` at the round's own minimiser
-        (:meth:`minimizer`; NaN without one), the dynamic comparator.
-        """
+        """Round ``t``'s loss at the queried points ``query.points`` ``(Q, d)`` only (no state)."""
         loss_fn = self.loss_fn(params, t, key)
         best: jax.Array | float
         try:
@@ -275,10 +271,6 @@ class MovingTarget(ConvexEnv):
         self, thetas: jax.Array, num_steps: int | None = None
     ) -> tuple[jax.Array, jax.Array]:
         """``min_{x ∈ K} sum_t ||x - c_t||`` over a window's targets ``thetas`` ``(L, d)``.
-
-        The geometric median (inside the targets' hull, so inside ``K``): ``num_steps``
-        Weiszfeld steps from the mean (``None``: :attr:`window_minimum_steps`), then the
-        better of that point and the nearest target (where Weiszfeld is slow).
 
         Returns:
           ``(x, value)``: ``(d,)`` the minimiser found and ``()`` the window sum there.

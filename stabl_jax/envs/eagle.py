@@ -17,6 +17,7 @@ flies (a position, the value observed there and a perturbation size each):
 
   accentuated by the explore rate (:func:`pull_weight`); a Laplace perturbation scaled by the
   fly's perturbation is then added (:func:`laplace_direction`).
+
 * :func:`update` with ``(x, f)`` and its ``parent`` in this pool: a live parent is replaced
   on improvement, else its perturbation shrinks by ``penalize_factor`` (grows tenfold, up to
   ``max_perturbation``, when it did not move) and, below ``perturbation_lower_bound``, it is
@@ -201,9 +202,6 @@ def eagle_grid(
     **common: float,
 ) -> tuple[EagleConfig, ...]:
     """The static grid of arms: every combination, perturbation varying slowest.
-
-    Arm ``i`` is ``itertools.product(perturbations, gravities, visibilities,
-    pool_size_factors)[i]``; ``common`` sets the other :class:`EagleConfig` fields of every arm.
 
     Example:
       >>> len(eagle_grid()), eagle_grid()[0].perturbation, eagle_grid()[-1].pool_size_factor

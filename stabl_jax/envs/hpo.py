@@ -2,10 +2,6 @@
 are Eagle-strategy optimisers sharing their data (Lu et al., ICLR 2024, Section
 "Experiments").
 
-Each round the learner queries some arms; the environment computes only those arms'
-suggestions (:func:`stabl_jax.envs.eagle.suggest`), evaluates the BBOB function there,
-returns one loss per query and records every evaluation in every arm's pool (its state).
-
 Reward (the paper): with ``best`` the smallest observation before the round (1 before any)
 and ``f_j`` the observation of query ``j`` on the normalised objective (clipped to
 ``[0, 1]`` for the reward; the optimisers see it unclipped)::
@@ -216,12 +212,7 @@ class HPOEnv(Environment):
     def suggest(
         self, state: HPOState, arms: jax.Array, key: jax.Array, halton_key: jax.Array | None = None
     ) -> eagle.Suggestion:
-        """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube.
-
-        Only the ``Q`` queried arms' pools are read (gathered by index); no other arm's
-        suggestion is computed. ``halton_key``: the run's (:class:`HPOParams`); ``None``
-        gives unscrambled Halton points when the ensemble fills its pools so.
-        """
+        """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube."""
         arms = jnp.asarray(arms, jnp.int32)
         params = jax.tree.map(lambda a: a[arms], self.arms.params())
         pools = jax.tree.map(lambda a: a[arms], state.arms)
@@ -238,19 +229,7 @@ class HPOEnv(Environment):
     def evaluate(  # type: ignore[override]
         self, params: HPOParams, state: HPOState, t: Any, query: Any, key: jax.Array
     ) -> tuple[HPOState, jax.Array, HPOInfo]:
-        """Evaluate the queried arms' suggestions and record them in the shared state.
-
-        Args:
-          params: the run's function (:meth:`sample_params`).
-          state: the environment's state.
-          t: the round (unused: the state carries the history).
-          query: a bandit learner's query (its ``arms``, ``(Q,)`` int32), or the arms.
-          key: the round's key.
-
-        Returns:
-          ``(new_state, loss, info)``: ``loss`` ``(Q,)`` in ``[0, 1]`` (one per query, in the
-          order of ``arms``) and an :class:`HPOInfo`.
-        """
+        """Evaluate the queried arms' suggestions and record them in the shared state."""
         del t
         arms = jnp.asarray(getattr(query, "arms", query), jnp.int32)
         num_queries = arms.shape[0]

@@ -55,18 +55,11 @@ def check_means(means: object) -> tuple[tuple[float, ...], ...]:
 class PiecewiseBernoulliTable(PiecewiseEnv):
     """Bernoulli losses whose means are a given ``(S, n)`` table, changing at change points.
 
-    Round ``t`` in segment ``j(t)`` (:func:`~stabl_jax.envs.base.segment_of`) draws
-    ``l_t(i) ~ Bernoulli(means[j(t)][i])`` independently over arms; the best arm of segment
-    ``j`` is ``argmin_i means[j][i]`` (the lowest index on a tie).
-
     Attributes:
       means: ``(S, n)`` mean losses in [0, 1], row ``j`` for segment ``j``; ``n`` must equal
         ``num_arms`` and ``S`` the number of segments (``len(change_points) + 1``).
       num_segments: ``S`` when ``change_points`` is ``None`` (equal segments, or drawn per run
         with ``random_change_points``); ``0``, the default, takes it from ``means``.
-
-    The other attributes are :class:`~stabl_jax.envs.base.PiecewiseEnv`'s; ``best_arm_order``
-    must stay ``"sequential"`` (the table fixes each segment's best arm).
 
     Example:
       >>> env = PiecewiseBernoulliTable(

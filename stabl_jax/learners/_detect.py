@@ -56,7 +56,8 @@ def forced_arm(rounds: jax.Array, alpha: jax.Array, num_arms: int) -> jax.Array:
     (``rounds`` 1-based since the last restart), arm ``A - 1`` if ``1 <= A <= K``.
 
     ``alpha = 0`` forces nothing after the first ``K`` rounds (the period is
-    :data:`MAX_PERIOD`)."""
+    :data:`MAX_PERIOD`).
+    """
     ratio = num_arms / jnp.maximum(alpha, num_arms / MAX_PERIOD)
     period = jnp.floor(jnp.minimum(ratio, MAX_PERIOD)).astype(jnp.int32)
     a = rounds % period

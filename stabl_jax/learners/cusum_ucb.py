@@ -77,8 +77,6 @@ class CUSUMUCB(BanditLearner):
     analysis asks ``epsilon`` below half the smallest change and ``M`` large; these are the
     values of the paper's experiments); ``xi = 1``.
 
-    Memory: six ``(K,)`` arrays, 24 bytes per arm per run (float32).
-
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the default ``h`` and ``alpha`` are tuned for.
       threshold, alpha: defaults of the Params; ``None`` gives Corollary 1's values.

@@ -12,18 +12,9 @@ at round ``tau`` holds, for every ``k``, the expert started at the latest multip
 
     ``S_tau = { s - (s mod L_k) + 1 : k = 0..K }``    (1-based start rounds),
 
-so ``|S_tau| <= K + 1 = O(log log T / eps)``. Written as FLH's lifetime rule: an expert starts
-at every multiple of ``L_0``; the one started at ``s`` with ``L_k`` its largest length dividing
-``s`` (``s = 0``: ``L_K``) lives ``L_k`` rounds, until the next multiple of ``L_k``. The expert of
-length ``L_k`` is EXP3 tuned for its lifetime, ``eta' = sqrt(ln n / (min(L_k, T) n))``: an
-interval ``I`` with ``L_k <= I < L_{k+1} = L_k^{1+eps}`` is covered by ``I / L_k`` lifetimes of
-length ``L_k``, with regret ``(I / L_k) sqrt(n L_k) = O(I^{1/2 + eps/2} sqrt n)`` from the
-experts. The meta learner is FLH's, with its fixed ``alpha = sqrt(8 ln T / T)`` (``Params``'
-``meta_lr_scale`` scales it): its own regret on an interval is ``O(sqrt(T log T))``, not a
-function of ``I``.
-
-``eps`` (``epsilon``) is static: it sets the number of slots ``M = num_queries``
-(:func:`eflh_capacity`). The default 1 gives ``L_k = 2^{2^k}``: 2, 4, 16, 256, 65536.
+so ``|S_tau| <= K + 1 = O(log log T / eps)``. The expert of length ``L_k`` is EXP3 with
+``eta' = sqrt(ln n / (min(L_k, T) n))``; the meta learner is FLH's. ``eps`` is static and sets
+``M = num_queries`` (:func:`eflh_capacity`); the default 1 gives ``L_k = 2^{2^k}``.
 """
 
 from __future__ import annotations

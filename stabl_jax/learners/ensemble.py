@@ -66,10 +66,7 @@ def tree_select(mask: jax.Array, fresh: Any, old: Any) -> Any:
 
 
 class HistoryExperts:
-    """One expert per history length ``L_1 < ... < L_B`` (:class:`Ensemble`, Vizier's StABL).
-
-    The learner has the fields ``history_lengths`` and ``horizon`` and calls
-    :meth:`_resolve_history_lengths` in ``__post_init__``."""
+    """One expert per history length ``L_1 < ... < L_B`` (:class:`Ensemble`, Vizier's StABL)."""
 
     if TYPE_CHECKING:
 
@@ -103,10 +100,6 @@ class HistoryExperts:
 class Ensemble(HistoryExperts, Learner):
     """Base class of the expert ensembles, mixed in before a family base
     (``class StABL(Ensemble, BanditLearner)``).
-
-    Subclasses set ``Params``, ``State`` (``experts_field`` names the experts) and
-    ``round_offset``, and provide ``base_meta_step_sizes``, ``base_expert_learning_rates``,
-    ``fresh_experts``, ``_ask`` and ``_tell``.
 
     Attributes:
       history_lengths: ``L_1 < ... < L_B`` (any increasing positive ints); ``None`` gives the

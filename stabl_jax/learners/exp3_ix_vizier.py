@@ -28,9 +28,6 @@ class EXP3IXVizier(VizierEXP3Base):
     - play ``x_t ~ p_t = softmax(w_t)``, observe ``l_t(x_t)``;
     - ``w_{t+1}(x_t) = w_t(x_t) - stepsize l_t(x_t) / (p_t(x_t) + gamma_t)``.
 
-    Params and state are :class:`~stabl_jax.learners.exp3_vizier.EXP3VizierParams` and
-    ``EXP3VizierState``.
-
     Example:
       >>> import jax, jax.numpy as jnp
       >>> learner = EXP3IXVizier(num_arms=3, horizon=100)

@@ -31,20 +31,9 @@ prune ``S_tau`` to ``S_{tau+1}``                            ``E^i``, ``i = r 2^k
                                                             ``E^{tau+1}`` takes a dead slot
 ==========================================================  ======================================
 
-The lifetime rule keeps ``|S_tau| = O(log T)`` and, for every ``s <= tau``, an alive expert
-started in ``[s, (s + tau)/2]`` (the paper's pruning lemma). The state is fixed-size: the static
-capacity ``M = max_{tau <= T+1} |S_tau|`` slots (:func:`flh_capacity`), each holding a start
-``i`` (0: empty), an EXP3 row and ``log v``; ``num_queries = M``, one arm per slot, the played
-arm being slot ``J``'s (dead slots are queried and ignored). Past the horizon a new expert
-overwrites the oldest alive one when no slot is free.
-
-Rates: the paper leaves ``alpha`` to the loss class (``alpha``-exp-concave losses); the
-estimated losses ``l(y_j)`` lie in [0, 1] and every prior is at least ``1/T`` (the weight
-``1/i`` at the start times ``prod (1 - 1/(tau+1)) = i/(tau+1)``), so Hedge's tuning for ``T``
-rounds, ``alpha = sqrt(8 ln T / T)``, gives meta regret ``O(sqrt(T log T))`` on every
-interval. Every expert is EXP3 tuned for ``T`` (the Lemma's rate with ``C = 1``, as
-:class:`~stabl_jax.learners.saol.SAOL`'s), hence the ``sqrt(nT)`` (not ``sqrt(nI)``) bound.
-``Params`` scales both (:class:`~stabl_jax.learners.ensemble.EnsembleParams`).
+``|S_tau| = O(log T)`` (the pruning lemma); the state has ``M = num_queries`` slots
+(:func:`flh_capacity`), one queried arm each. ``alpha = sqrt(8 ln T / T)`` (Hedge's tuning for
+``T`` rounds); every expert is EXP3 tuned for ``T``; ``Params`` scales both.
 """
 
 from __future__ import annotations

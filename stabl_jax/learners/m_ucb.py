@@ -79,10 +79,6 @@ class MUCB(BanditLearner):
        its last ``w`` samples, if ``|sum_{j > w/2} Y_j - sum_{j <= w/2} Y_j| > b``, restart:
        ``tau = t`` and every ``n_k = 0``.
 
-    Only the last ``w`` samples per arm are kept (state ``recent``), with running sums for the
-    UCB means. Memory: ``4 (w + 2)`` bytes per arm per run in float32 (``w`` floats, a count,
-    a sum).
-
     Defaults (:func:`default_window`, :func:`default_threshold_gamma`): Remark 1's ``w``,
     ``b`` and ``gamma`` for ``M = num_changes + 1`` segments and ``delta = min_change``, the
     window capped at the mean segment length so that it can fill between changes (the

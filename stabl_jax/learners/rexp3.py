@@ -64,8 +64,6 @@ class Rexp3(WeightsLearner):
     variation budget ``V_T``, by default ``num_changes`` (each change of a piecewise-constant
     mean in [0, 1] adds at most 1 to ``V_T``).
 
-    Memory: ``K`` floats, 4 bytes per arm per run (float32).
-
     Attributes:
       num_changes: breakpoints; the default ``V_T``.
       variation: ``V_T >= 0``; ``None`` gives ``num_changes``.

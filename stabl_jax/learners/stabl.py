@@ -65,9 +65,6 @@ class StABL(Ensemble, BanditLearner):
       ``w_{t+1}(k) = eta_k`` if expert ``k`` restarts at ``t + 1``, else
       ``w_t(k) (1 + eta_k r~_t(k))``; a restarting expert also resets ``v`` to uniform.
 
-    Weights live in the log domain; meta weights are not renormalised (their size matters
-    against the restart value ``eta_k``).
-
     Attributes:
       history_lengths: ``L_1 < ... < L_B``; ``None`` gives the paper's ``2^k``.
       observation: ``"importance"`` (``P(t)``, line 9) or ``"uniform"`` (StABL Naive).
@@ -116,12 +113,7 @@ class StABL(Ensemble, BanditLearner):
         return np.sqrt(math.log(n) / (self._lengths() * n * c))
 
     def distributions(self, state: StABLState) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """The round's distributions, lines 8-9.
-
-        Returns:
-          ``(v, mix, P)``: expert probabilities ``(B, n)``, play distribution
-          ``mix = sum_k p(t)_k v(t,k)`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
-        """
+        """The round's distributions, lines 8-9."""
         v = estimators.probabilities(state.expert_log_probs)
         meta = jax.nn.softmax(state.meta_log_weights)
         # Sums and max over the static B experts, written out in the order k = 0..B-1.

@@ -54,8 +54,6 @@ class StABLAdaptive(StABLAnytime):
       eta_k(t) r~))``, ``a_k = eta_k(t+1) / eta_k(t)`` after ``R_k += r~^2``;
     - restarts at ``(t + 1) % L_k == 0``: ``v = 1/n``, ``w~ = 1``, ``V = R = 0``.
 
-    Attributes are :class:`~stabl_jax.learners.stabl_anytime.StABLAnytime`'s.
-
     Example:
       >>> import jax, jax.numpy as jnp
       >>> learner = StABLAdaptive(num_arms=5, horizon=64)

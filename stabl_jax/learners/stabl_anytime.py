@@ -145,12 +145,7 @@ class StABLAnytime(Ensemble, BanditLearner):
     def distributions(
         self, state: StABLAnytimeState
     ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-        """The round's distributions (lines 8-9 on the active experts).
-
-        Returns:
-          ``(v, p, mix, P)``: experts ``(B, n)``, meta ``p(t)`` ``(B,)`` (0 off ``A_t``), play
-          distribution ``mix`` ``(n,)`` and observation distribution ``P(t)`` ``(n,)``.
-        """
+        """The round's distributions (lines 8-9 on the active experts)."""
         active = self.active(state.t)
         eta = self.meta_rates(state)
         logits = jnp.where(active, jnp.log(eta) + state.meta_log_pseudo, -jnp.inf)

@@ -124,12 +124,7 @@ class StABLVizier(HistoryExperts, BanditLearner):
         )
 
     def distributions(self, state: StABLVizierState) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """The trial's candidate distributions (Vizier lines 214-243).
-
-        Returns:
-          ``(v, play, P)``: experts ``(B, n)``, play mixture ``(n,)`` and observation
-          distribution ``(n,)`` (uniform with ``naive_sampling``).
-        """
+        """The trial's candidate distributions (Vizier lines 214-243)."""
         gamma = self._expert_gammas(state.t)[:, None]
         v = mix_with_uniform(state.expert_log_probs, gamma, self.num_arms)
         play = _mixture(jax.nn.softmax(state.meta_log_weights), v)
