@@ -79,6 +79,11 @@ class Domain:
     # --- projections ------------------------------------------------------------------------
     def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
         """Euclidean projection of ``x`` ``(dim,)`` onto ``scale * K`` (``scale`` in [0, 1])."""
+        x = jnp.asarray(x)
+        return self._project(x, jnp.asarray(scale, x.dtype) * getattr(self, self.size_field))
+
+    def _project(self, x: jax.Array, size: jax.Array) -> jax.Array:
+        """Projection of ``x`` onto ``K`` with its size field set to ``size``."""
         raise NotImplementedError
 
     def project(self, x: jax.Array) -> jax.Array:
@@ -136,13 +141,9 @@ class Ball(Domain):
     def r(self) -> float:
         return self.radius
 
-    @property
-    def D(self) -> float:
-        return self.radius
+    D = r
 
-    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
-        x = jnp.asarray(x)
-        rad = jnp.asarray(scale, x.dtype) * self.radius
+    def _project(self, x: jax.Array, rad: jax.Array) -> jax.Array:
         proj = optax.projections.projection_l2_ball(x, rad)
         return jnp.where(rad > 0, proj, jnp.zeros_like(x))  # scale 0: K_hat = {0}
 
@@ -183,9 +184,7 @@ class Box(Domain):
     def D(self) -> float:
         return self.half_width * math.sqrt(self.dim)
 
-    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
-        x = jnp.asarray(x)
-        a = jnp.asarray(scale, x.dtype) * self.half_width
+    def _project(self, x: jax.Array, a: jax.Array) -> jax.Array:
         return optax.projections.projection_box(x, -a, a)
 
     def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
@@ -222,9 +221,7 @@ class L1Ball(Domain):
     def D(self) -> float:
         return self.radius
 
-    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
-        x = jnp.asarray(x)
-        a = jnp.asarray(scale, x.dtype) * self.radius
+    def _project(self, x: jax.Array, a: jax.Array) -> jax.Array:
         safe = jnp.maximum(a, jnp.finfo(x.dtype).tiny)
         proj = optax.projections.projection_l1_ball(x, safe)
         return jnp.where(a > 0, proj, jnp.zeros_like(x))
