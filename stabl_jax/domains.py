@@ -1,11 +1,8 @@
 """Convex domains ``K`` for bandit convex optimisation (Section 5 and Appendix A of Lu et al.,
 ICLR 2024), with ``r B ⊂ K ⊂ D B`` (origin-centred balls) and ``kappa = D / r``.
-
-Algorithm 4 runs projected gradient descent on ``K_hat = (1 - alpha) K`` so that every query
-``x + delta u`` (``||u|| <= 1``) stays in ``K``; that needs ``alpha >= delta / r``, which the
-paper's ``alpha = kappa delta`` meets only when ``D >= 1``, hence :func:`paper_shrinkage`.
-Projections are :mod:`optax.projections`' onto the scaled set (so the scale may be traced);
-every method takes one point ``x`` ``(dim,)``.
+Algorithm 4 projects onto ``K_hat = (1 - alpha) K`` so that every query ``x + delta u`` stays
+in ``K`` (:func:`paper_shrinkage`); projections are :mod:`optax.projections`' onto the scaled
+set, every method taking one point ``x`` ``(dim,)``.
 """
 
 from __future__ import annotations
@@ -23,9 +20,8 @@ from stabl_jax import checks
 
 
 def paper_shrinkage(delta: jax.Array, r: float, kappa: float) -> jax.Array:
-    """``alpha = min(1, max(kappa delta, delta / r))`` of ``K_hat = (1 - alpha) K``: Algorithm
-    4's ``kappa delta`` (line 5), floored at ``delta / r`` so ``x + delta u ∈ K`` also when
-    ``D < 1``."""
+    """``alpha = min(1, max(kappa delta, delta / r))``: Algorithm 4's ``kappa delta`` (line 5),
+    floored at ``delta / r`` so ``x + delta u ∈ K`` also when ``D < 1``."""
     delta = jnp.asarray(delta)
     return jnp.minimum(1.0, jnp.maximum(kappa * delta, delta / r))
 

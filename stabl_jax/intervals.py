@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -47,10 +46,7 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     :data:`stabl_jax.checks.MAX_HORIZON`, strictly increasing."""
     if isinstance(lengths, int | np.integer):
         lengths = (lengths,)
-    try:
-        out: tuple[Any, ...] = tuple(lengths)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"history_lengths must be a tuple of ints, got {lengths!r}") from None
+    out = checks.as_tuple("history_lengths", lengths, "a tuple of ints")
     if not out:
         raise ValueError("history_lengths must not be empty")
     for length in out:
