@@ -1,15 +1,10 @@
 """stabl_jax: strongly adaptive online learning under limited feedback, in JAX.
 
-Implements StABL (Lu et al., "Adaptive Regret for Bandits Made Possible: Two Queries Suffice",
-ICLR 2024) and its baselines behind one contract (``init``/``ask``/``tell``/``step``), with
-environments behind one call (``evaluate``, ``docs/environments.md``) and one ``simulate`` that
-runs thousands of independent runs as one compiled program.
-
-The top level holds what a user calls; the rest is imported from its subpackage: bandit
-convex optimisation from :mod:`stabl_jax.bco` (learners) and :mod:`stabl_jax.envs.convex`,
-algorithm selection from :mod:`stabl_jax.envs.hpo` and :mod:`stabl_jax.hpo_metrics`, metrics
-from :mod:`stabl_jax.metrics`, every registry from :mod:`stabl_jax.registry` (the experiment
-kinds' from :mod:`stabl_jax.experiment.kinds`).
+StABL (Lu et al., "Adaptive Regret for Bandits Made Possible: Two Queries Suffice", ICLR 2024)
+and its baselines behind one contract (``init``/``ask``/``tell``/``step``), and one
+``simulate`` running thousands of runs as one compiled program. The top level holds what a
+user calls; the rest is in its subpackage (:mod:`stabl_jax.bco`, :mod:`stabl_jax.metrics`,
+:mod:`stabl_jax.registry`, ...).
 """
 
 from typing import Any

@@ -1,10 +1,7 @@
 """Argument checks shared by constructors and entry points (``docs/reliability.md``).
 
-Host-side values are checked eagerly, arrays when they are concrete; under ``jit`` shapes are
-still checked and values only through :mod:`jax.experimental.checkify`:
-:func:`traced_check_losses` and :func:`traced_check_distribution` run every round of a learner
-built with ``validate=True`` (``simulate(..., validate=True)``), and :func:`checked_step` is
-``learner.step`` jitted with them.
+Concrete values are checked eagerly; under ``jit`` shapes are, and values only through
+:mod:`jax.experimental.checkify` (the ``traced_check_*`` functions, run with ``validate=True``).
 """
 
 from __future__ import annotations
@@ -67,15 +64,18 @@ def check_names(name: str, value: object, allowed: Sequence[str]) -> tuple[str, 
         raise TypeError(
             f"{name} must be a tuple of names, got the string {value!r} (write ({value!r},))"
         )
-    try:
-        names: tuple[str, ...] = tuple(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a tuple of names from {tuple(allowed)}, got {value!r}"
-        ) from None
+    names = as_tuple(name, value, f"a tuple of names from {tuple(allowed)}")
     for item in names:
         check_choice(name, item, allowed)
     return names
+
+
+def as_tuple(name: str, value: object, what: str) -> tuple[Any, ...]:
+    """``tuple(value)``, else ``TypeError``: ``{name} must be {what}, got {value!r}``."""
+    try:
+        return tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be {what}, got {value!r}") from None
 
 
 def check_interface(name: str, value: object, what: str, attributes: Sequence[str]) -> None:
@@ -97,20 +97,17 @@ def check_real(name: str, value: object) -> float:
     return float(value)
 
 
-def check_positive(name: str, value: object) -> float:
-    """``value`` as a float when it is a finite real ``> 0``, else ``TypeError``/``ValueError``."""
+def check_positive(name: str, value: object, zero: bool = False) -> float:
+    """A finite float ``> 0`` (``>= 0`` with ``zero``), else ``TypeError``/``ValueError``."""
     v = check_real(name, value)
-    if not math.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if not math.isfinite(v) or v < 0.0 or (v == 0.0 and not zero):
+        raise ValueError(f"{name} must be a finite number {'>=' if zero else '>'} 0, got {value!r}")
     return v
 
 
 def check_nonnegative(name: str, value: object) -> float:
-    """:func:`check_positive`, with 0 allowed: a finite real number ``>= 0``."""
-    v = check_real(name, value)
-    if not math.isfinite(v) or v < 0.0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
+    """:func:`check_positive` with 0 allowed."""
+    return check_positive(name, value, zero=True)
 
 
 def check_probability(name: str, value: float, *, open_right: bool = False) -> float:
@@ -320,14 +317,8 @@ def traced_check_losses(name: str, losses: jax.Array, t: jax.Array | int = -1) -
 
 
 def distribution_tolerance(num_arms: int, dtype: Any, num_mixed: int = 1) -> float:
-    """How far ``sum(p)`` of a computed distribution may be from 1: ``4 max(n, B) eps``.
-
-    ``B = num_mixed`` is the number of probability rows the vector mixes (1 for one
-    distribution) and ``eps = 2u`` the machine epsilon of ``dtype``. A row
-    ``exp(x - logsumexp(x))`` errs by up to ``(n - 1) u`` from its normaliser's sum; a mixture
-    over ``B`` rows adds ``2 (B - 1) u`` and the check's own sum ``(n - 1) u``: about
-    ``(2n + 2B + 8) u <= 8 max(n, B) u``, with room for ``exp`` and ``log``. A lost or doubled
-    mass is orders of magnitude larger.
+    """How far ``sum(p)`` of a mixture of ``B = num_mixed`` computed distributions may be from
+    1: ``4 max(n, B) eps``, above the ``(2n + 2B + 8) u`` rounding of the log-domain normaliser.
 
     Example:
       >>> distribution_tolerance(30, "float32") == 120 * 2.0**-23
@@ -359,10 +350,8 @@ def traced_check_distribution(
 
 
 def checked_step(learner: Any) -> Callable[[Any, jax.Array, jax.Array], tuple[Any, Any]]:
-    """``learner.step`` with ``validate=True``, jitted under :mod:`checkify`.
-
-    The returned function raises :class:`checkify.JaxRuntimeError` naming the argument, the
-    round and the value, where ``jax.jit(learner.step)`` would carry a NaN into the state.
+    """``learner.step`` with ``validate=True``, jitted under :mod:`checkify`: it raises
+    :class:`checkify.JaxRuntimeError` naming the argument, the round and the value.
 
     Example:
       >>> import jax, jax.numpy as jnp

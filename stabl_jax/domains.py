@@ -1,11 +1,8 @@
 """Convex domains ``K`` for bandit convex optimisation (Section 5 and Appendix A of Lu et al.,
 ICLR 2024), with ``r B ⊂ K ⊂ D B`` (origin-centred balls) and ``kappa = D / r``.
-
-Algorithm 4 runs projected gradient descent on ``K_hat = (1 - alpha) K`` so that every query
-``x + delta u`` (``||u|| <= 1``) stays in ``K``; that needs ``alpha >= delta / r``, which the
-paper's ``alpha = kappa delta`` meets only when ``D >= 1``, hence :func:`paper_shrinkage`.
-Projections are :mod:`optax.projections`' onto the scaled set (so the scale may be traced);
-every method takes one point ``x`` ``(dim,)``.
+Algorithm 4 projects onto ``K_hat = (1 - alpha) K`` so that every query ``x + delta u`` stays
+in ``K`` (:func:`paper_shrinkage`); projections are :mod:`optax.projections`' onto the scaled
+set, every method taking one point ``x`` ``(dim,)``.
 """
 
 from __future__ import annotations
@@ -23,9 +20,8 @@ from stabl_jax import checks
 
 
 def paper_shrinkage(delta: jax.Array, r: float, kappa: float) -> jax.Array:
-    """``alpha = min(1, max(kappa delta, delta / r))`` of ``K_hat = (1 - alpha) K``: Algorithm
-    4's ``kappa delta`` (line 5), floored at ``delta / r`` so ``x + delta u ∈ K`` also when
-    ``D < 1``."""
+    """``alpha = min(1, max(kappa delta, delta / r))``: Algorithm 4's ``kappa delta`` (line 5),
+    floored at ``delta / r`` so ``x + delta u ∈ K`` also when ``D < 1``."""
     delta = jnp.asarray(delta)
     return jnp.minimum(1.0, jnp.maximum(kappa * delta, delta / r))
 
@@ -79,6 +75,11 @@ class Domain:
     # --- projections ------------------------------------------------------------------------
     def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
         """Euclidean projection of ``x`` ``(dim,)`` onto ``scale * K`` (``scale`` in [0, 1])."""
+        x = jnp.asarray(x)
+        return self._project(x, jnp.asarray(scale, x.dtype) * getattr(self, self.size_field))
+
+    def _project(self, x: jax.Array, size: jax.Array) -> jax.Array:
+        """Projection of ``x`` onto ``K`` with its size field set to ``size``."""
         raise NotImplementedError
 
     def project(self, x: jax.Array) -> jax.Array:
@@ -136,13 +137,9 @@ class Ball(Domain):
     def r(self) -> float:
         return self.radius
 
-    @property
-    def D(self) -> float:
-        return self.radius
+    D = r
 
-    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
-        x = jnp.asarray(x)
-        rad = jnp.asarray(scale, x.dtype) * self.radius
+    def _project(self, x: jax.Array, rad: jax.Array) -> jax.Array:
         proj = optax.projections.projection_l2_ball(x, rad)
         return jnp.where(rad > 0, proj, jnp.zeros_like(x))  # scale 0: K_hat = {0}
 
@@ -183,9 +180,7 @@ class Box(Domain):
     def D(self) -> float:
         return self.half_width * math.sqrt(self.dim)
 
-    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
-        x = jnp.asarray(x)
-        a = jnp.asarray(scale, x.dtype) * self.half_width
+    def _project(self, x: jax.Array, a: jax.Array) -> jax.Array:
         return optax.projections.projection_box(x, -a, a)
 
     def contains(self, x: jax.Array, atol: float = 1e-5) -> jax.Array:
@@ -222,9 +217,7 @@ class L1Ball(Domain):
     def D(self) -> float:
         return self.radius
 
-    def project_scaled(self, x: jax.Array, scale: jax.Array) -> jax.Array:
-        x = jnp.asarray(x)
-        a = jnp.asarray(scale, x.dtype) * self.radius
+    def _project(self, x: jax.Array, a: jax.Array) -> jax.Array:
         safe = jnp.maximum(a, jnp.finfo(x.dtype).tiny)
         proj = optax.projections.projection_l1_ball(x, safe)
         return jnp.where(a > 0, proj, jnp.zeros_like(x))

@@ -1,9 +1,5 @@
-"""One-sparse importance-weighted estimators and the reward/loss convention.
-
-Losses are the library's currency: environments emit losses in [0, 1] and learners receive
-losses at their queried arms. A learner with ``feedback="reward"`` converts an observed loss
-``l`` to the gain ``g = 1 - l`` here, and nowhere else.
-"""
+"""One-sparse importance-weighted estimators; the one place a loss ``l`` becomes a gain
+``1 - l`` (``feedback="reward"``)."""
 
 from __future__ import annotations
 
@@ -26,15 +22,8 @@ reward_to_loss = loss_to_reward  # the map is its own inverse
 
 
 def signed_estimate(observed_loss: jax.Array, prob: jax.Array, feedback: Feedback) -> jax.Array:
-    """Value of the one-sparse estimator at the observed arm, signed as a gain.
-
-    With ``x'`` drawn from ``z``, the estimator of Algorithm 1, line 11 is
-    ``l_hat = 1[i = x'] l(x') / z(x')``; it is unbiased: ``E[l_hat] = l``. This returns
-
-    - ``feedback="loss"``:   ``s = -l(x') / z(x')``   (so that ``+s`` is the update direction),
-    - ``feedback="reward"``: ``s = (1 - l(x')) / z(x')``, the unbiased gain estimate.
-
-    Multiplicative-weight updates then read ``log w_i += eta * s * 1[i = x']`` in both cases.
+    """Algorithm 1, line 11's ``l_hat = 1[i = x'] l(x') / z(x')`` at ``x'``, signed as a gain:
+    ``-l / z`` (``"loss"``) or ``(1 - l) / z`` (``"reward"``).
 
     Args:
       observed_loss: ``()`` loss in [0, 1] at the observed arm.
@@ -51,12 +40,8 @@ def signed_estimate(observed_loss: jax.Array, prob: jax.Array, feedback: Feedbac
 def meta_log_update(
     log_weights: jax.Array, eta: jax.Array, regret_gain: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """Restarted multiplicative-weights update of the meta-learner (Algorithm 1 and 3, line 13)
-    in the log domain: ``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))``.
-
-    The paper's argument that weights stay non-negative needs ``eta_k |r~| <= 1``; when a
-    factor ``1 + eta_k r~_t(k) <= 0`` the weight is set to zero instead (log weight ``-inf``:
-    the expert is muted until its next restart), never to a negative value.
+    """Meta-learner update ``w_{t+1}(k) = w_t(k) (1 + eta_k r~_t(k))`` (Algorithms 1 and 3,
+    line 13) in logs; a factor ``<= 0`` mutes the expert (``-inf``) until its restart.
 
     Args:
       log_weights: ``(B,)`` ``log w_t``, unnormalised (``-inf`` for muted experts).
@@ -74,24 +59,15 @@ def meta_log_update(
 
 
 def probabilities(log_probs: jax.Array) -> jax.Array:
-    """``exp(log_probs)``, computed once (``lax.optimization_barrier``): every consumer
-    sees the same bits however the runs are batched (a fused ``exp`` may differ in the last
-    bit)."""
+    """``exp(log_probs)`` behind ``lax.optimization_barrier``: the same bits for every consumer."""
     return jax.lax.optimization_barrier(jnp.exp(log_probs))
 
 
 def exp3_log_update(
     log_probs: jax.Array, arm: jax.Array, value: jax.Array, eta: jax.Array
 ) -> jax.Array:
-    """EXP3 update of Algorithm 2, line 5 in the log domain, for one or many experts.
-
-    ``y(i) = w(i) exp(eta * s * 1[i = arm])``, ``w <- y / ||y||_1`` where ``s`` is the signed
-    estimate of :func:`signed_estimate`. Only entry ``arm`` moves (a select against
-    ``arange(n) == arm`` stands for the scatter); the row is then renormalised by a
-    max-shifted logsumexp of the *bumped* row.
-
-    The max shift keeps the normaliser right when ``eta * s`` is far below ``log w(arm)``
-    and every other ``exp`` would underflow in float32.
+    """EXP3 update (Algorithm 2, line 5) in logs: ``y(i) = w(i) exp(eta s 1[i = arm])``,
+    ``w <- y / ||y||_1`` by a max-shifted logsumexp.
 
     Args:
       log_probs: ``(..., n)`` normalised log-probabilities.

@@ -2,20 +2,9 @@
 of Lu et al., ICLR 2024; Flaxman, Kalai and McMahan, SODA 2005; Agarwal, Dekel and Xiao, COLT
 2010).
 
-With ``u`` uniform on the unit sphere ``S^{d-1}`` and the ``delta``-smoothed loss
-``l_hat(x) = E_{v ~ U(B)} l(x + delta v)`` (``B`` the unit ball),
-
-- one point (FKM):  ``g = (d / delta) l(x + delta u) u``,
-- two points:       ``g = (d / delta) (l(x + delta u) - l(x)) u``  (Algorithm 3, line 11 without
-  its expert-sampling factor; Appendix D's ``g_hat_t``),
-
-are both unbiased for ``grad l_hat(x)`` (Stokes: ``grad l_hat(x) = (d/delta) E[l(x + delta u) u]``
-and ``E[u] = 0``). If ``l`` is ``G``-Lipschitz the two-point estimate is bounded,
-``||g|| <= d G``; the one-point one only by ``d max|l| / delta``. ``|l - l_hat| <= delta G``.
-
-The estimators take the *observed values*, so a learner can form them from the losses it was
-told; :func:`one_point_gradient` and :func:`two_point_gradient` are conveniences that draw
-``u`` and evaluate a loss themselves.
+With ``u`` uniform on ``S^{d-1}``, one point (FKM) ``g = (d / delta) l(x + delta u) u`` and two
+points ``g = (d / delta) (l(x + delta u) - l(x)) u`` (Algorithm 3, line 11) are unbiased for
+the gradient of ``l_hat(x) = E_{v ~ U(B)} l(x + delta v)``.
 """
 
 from __future__ import annotations
@@ -28,10 +17,7 @@ from jax.typing import DTypeLike
 
 
 def sphere_uniform(key: jax.Array, dim: int, dtype: DTypeLike = jnp.float32) -> jax.Array:
-    """``(dim,)`` a direction ``u`` uniform on the unit sphere ``S^{dim-1}``.
-
-    A standard normal vector divided by its norm (rotation invariance). In one dimension the
-    sphere is ``{-1, +1}``. The (probability-zero) all-zeros draw maps to ``e_1``.
+    """``(dim,)`` a normal vector over its norm: uniform on ``S^{dim-1}`` (zeros map to ``e_1``).
 
     Example:
       >>> import jax
@@ -53,16 +39,7 @@ def ball_uniform(key: jax.Array, dim: int, dtype: DTypeLike = jnp.float32) -> ja
 
 
 def one_point_estimate(value: jax.Array, u: jax.Array, delta: jax.Array | float) -> jax.Array:
-    """FKM's one-point estimate ``g = (d / delta) l(x + delta u) u``.
-
-    Args:
-      value: ``()`` the observed ``l(x + delta u)``.
-      u: ``(d,)`` the unit direction that was queried.
-      delta: ``()`` the perturbation radius (> 0).
-
-    Returns:
-      ``(d,)`` an unbiased estimate of ``grad l_hat(x)``.
-    """
+    """``(d,)`` FKM's ``g = (d / delta) l(x + delta u) u`` from ``value = l(x + delta u)``."""
     d = u.shape[-1]
     return (d * value / delta) * u
 
@@ -70,17 +47,7 @@ def one_point_estimate(value: jax.Array, u: jax.Array, delta: jax.Array | float)
 def two_point_estimate(
     value_perturbed: jax.Array, value_center: jax.Array, u: jax.Array, delta: jax.Array | float
 ) -> jax.Array:
-    """Two-point estimate ``g = (d / delta) (l(x + delta u) - l(x)) u`` (Algorithm 3, line 11).
-
-    Args:
-      value_perturbed: ``()`` the observed ``l(x + delta u)``.
-      value_center: ``()`` the observed ``l(x)``.
-      u: ``(d,)`` the unit direction that was queried.
-      delta: ``()`` the perturbation radius (> 0).
-
-    Returns:
-      ``(d,)`` an unbiased estimate of ``grad l_hat(x)`` with ``||g|| <= d G``.
-    """
+    """``(d,)`` ``g = (d / delta) (l(x + delta u) - l(x)) u`` (Algorithm 3, line 11)."""
     d = u.shape[-1]
     return (d * (value_perturbed - value_center) / delta) * u
 

@@ -1,20 +1,11 @@
-"""The algorithm-selection experiment (Lu et al., ICLR 2024, Section "Experiments") and its
-metrics: log best-objective curves and Dolan-More performance profiles.
+"""The algorithm-selection experiment (Section "Experiments") and its metrics: log
+best-objective curves and Dolan-More performance profiles.
 
-:func:`simulate_selection` runs one learner on one BBOB problem, many repeats in one program
-(:func:`simulate_suite`: several problems at once); :func:`make_hpo_learner` builds the
-registry's learners with ``feedback="reward"`` and the paper's history lengths.
-
-Performance profiles (Dolan and More, Math. Program. 2002): problems ``p`` are (function,
-repeat) pairs, solvers ``s`` the learners, the cost ``c_{p,s}`` the best gap reached (floored
-at :data:`GAP_FLOOR`), ``r_{p,s} = c_{p,s} / min_s c_{p,s}``,
-``rho_s(tau) = #{p : r_{p,s} <= tau} / #problems``, and the score the normalised area::
-
-    score_s = (1 / log tau_max) int_0^{log tau_max} rho_s(e^u) du
-            = mean_p max(0, 1 - log r_{p,s} / log tau_max)     in [0, 1].
-
-The score against a baseline (Uniform, in the paper) is the difference of the two scores in
-the two-solver profile, in ``[-1, 1]``, positive when ``s`` does better.
+Profiles: problems ``p`` are (function, repeat) pairs, cost ``c_{p,s}`` the best gap (floored
+at :data:`GAP_FLOOR`), ``r_{p,s} = c_{p,s} / min_s c_{p,s}``, and the score
+``mean_p max(0, 1 - log r_{p,s} / log tau_max)`` in ``[0, 1]``, the normalised area under
+``rho_s(tau) = #{p : r_{p,s} <= tau} / P``; against a baseline (Uniform), the difference of the
+two scores in the two-solver profile.
 """
 
 from __future__ import annotations
@@ -67,20 +58,17 @@ def check_tau_max(tau_max: object) -> float:
 def simulate_selection(
     learner: Any, env: HPOEnv, key: jax.Array, num_runs: int, num_evaluations: int, **kwargs: Any
 ) -> SimResult:
-    """:func:`~stabl_jax.simulate.simulate` of algorithm selection with a budget of
-    ``num_evaluations`` objective evaluations per run.
+    """:func:`~stabl_jax.simulate.simulate` of algorithm selection, ``N`` evaluations per run.
 
-    Every query is one evaluation, so a ``Q``-query learner plays ``ceil(N / Q)`` rounds and
-    its best-so-far traces are indexed by evaluation count, cut at ``N``.
+    A ``Q``-query learner plays ``ceil(N / Q)`` rounds; best-so-far traces are by evaluation.
 
     Args:
-      learner: a bandit learner with ``env.num_arms`` arms and ``horizon >=``
-        :func:`num_rounds` ``(N, learner.num_queries)`` (:func:`make_hpo_learner`).
+      learner: a bandit learner, ``horizon >= num_rounds(N, Q)`` (:func:`make_hpo_learner`).
       env: the algorithm-selection environment.
       key: a typed PRNG key (the same for every learner: paired repeats).
       num_runs: ``R`` (>= 1).
       num_evaluations: ``N`` (>= 1).
-      **kwargs: ``simulate``'s other options (``params``, ``checkpoint``, ``validate``...).
+      **kwargs: ``simulate``'s other options.
 
     Returns:
       A :class:`~stabl_jax.simulate.SimResult`: ``best_gap`` and ``best_value`` ``(R, N)``
@@ -109,21 +97,12 @@ def simulate_selection(
 def simulate_suite(
     learner: Any, env: HPOEnv, key: jax.Array, num_runs: int, num_evaluations: int, **kwargs: Any
 ) -> list[SimResult]:
-    """:func:`simulate_selection` of every function of ``env``'s
-    :class:`~stabl_jax.envs.bbob.BBOBSuite` in one compiled program, ``num_runs`` runs each.
+    """:func:`simulate_selection` of every function of a ``BBOBSuite`` env in one program.
 
-    Run ``j = i R + r`` is repeat ``r`` of function ``i``, with the run key
-    ``fold_in(key, j)``: the runs of ``simulate_selection(learner, HPOEnv(suite.members[i],
-    ...), key, R, N, first_run=i R)``, up to float rounding.
-
-    Args:
-      learner, key, num_evaluations, **kwargs: as :func:`simulate_selection`.
-      env: an :class:`~stabl_jax.envs.hpo.HPOEnv` whose ``function`` is a ``BBOBSuite``.
-      num_runs: ``R``, repeats per function.
+    Run ``j = i R + r`` (key ``fold_in(key, j)``) is repeat ``r`` of function ``i``.
 
     Returns:
-      One :class:`~stabl_jax.simulate.SimResult` of ``R`` runs per function, in order (the
-      program's times split evenly).
+      One :class:`~stabl_jax.simulate.SimResult` of ``R`` runs per function, in order.
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     suite = getattr(env, "function", None)
@@ -167,10 +146,8 @@ def make_hpo_learner(
     feedback: str = "reward",
     **kwargs: Any,
 ) -> Any:
-    """The registry's learner ``name`` for a budget of ``num_evaluations`` evaluations.
-
-    ``horizon = ceil(num_evaluations / num_queries)``; ``feedback`` and ``history_lengths``
-    go to the learners that take them, unless the entry fixes them.
+    """The registry's learner ``name`` with ``horizon = ceil(num_evaluations / num_queries)``;
+    ``feedback`` and ``history_lengths`` go to learners that take them and do not fix them.
 
     Example:
       >>> make_hpo_learner("stabl", 24, 1000).horizon
@@ -201,15 +178,8 @@ def log10_gap(best_gap: np.ndarray) -> np.ndarray:
 
 
 def log_curve(best_gap: np.ndarray) -> dict[str, np.ndarray]:
-    """``log10`` best-objective curve over repeats: mean and 95% band.
-
-    Args:
-      best_gap: ``(R, N)`` best gaps after each evaluation.
-
-    Returns:
-      ``{"mean", "lo", "hi", "median"}``, each ``(N,)``: the mean of :func:`log10_gap` over
-      repeats, ``mean -/+ 1.96 sd / sqrt(R)`` (:func:`stabl_jax.metrics.mean_ci`), the median.
-    """
+    """``{"mean", "lo", "hi", "median"}`` ``(N,)`` of :func:`log10_gap` of ``(R, N)`` best
+    gaps over repeats, ``lo``/``hi`` the :func:`stabl_jax.metrics.mean_ci` band."""
     logs = log10_gap(_gaps("best_gap", best_gap))
     mean, half = metrics.mean_ci(logs, axis=0)
     return {"mean": mean, "lo": mean - half, "hi": mean + half, "median": np.median(logs, 0)}
@@ -234,9 +204,7 @@ def performance_profile(costs: np.ndarray, taus: np.ndarray) -> np.ndarray:
 
 
 def profile_scores(costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX) -> np.ndarray:
-    """``(S,)`` normalised area under each profile over ``log tau`` in ``[0, log tau_max]``.
-
-    Exactly ``mean_p max(0, 1 - log r_{p,s} / log tau_max)`` (module docstring).
+    """``(S,)`` ``mean_p max(0, 1 - log r_{p,s} / log tau_max)`` (module docstring).
 
     Example:
       >>> profile_scores(np.array([[1.0, 1.0], [10.0, 1.0]])).tolist()
@@ -249,10 +217,7 @@ def profile_scores(costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX) -> np.nd
 def score_vs_baseline(
     costs: np.ndarray, baseline_costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX
 ) -> float:
-    """Two-solver profile score of ``costs`` ``(P,)`` minus that of ``baseline_costs`` ``(P,)``.
-
-    In ``[-1, 1]``; positive when the solver beats the baseline. 0 against itself.
-    """
+    """Two-solver profile score of ``costs`` ``(P,)`` minus ``baseline_costs``', in [-1, 1]."""
     s = profile_scores(_paired(costs, baseline_costs, ndim=1), tau_max=tau_max)
     return float(s[0] - s[1])
 
@@ -260,12 +225,7 @@ def score_vs_baseline(
 def score_vs_baseline_curve(
     best_gap: np.ndarray, baseline_gap: np.ndarray, tau_max: float = DEFAULT_TAU_MAX
 ) -> np.ndarray:
-    """``(N,)`` :func:`score_vs_baseline` at every evaluation count, problems = repeats.
-
-    Args:
-      best_gap, baseline_gap: ``(P, N)`` best gaps of the solver and of the baseline on the
-        same problems (paired repeats).
-    """
+    """``(N,)`` :func:`score_vs_baseline` of paired ``(P, N)`` best gaps at every count."""
     log_r = np.log(_ratios(_paired(best_gap, baseline_gap, ndim=2)))  # (2, P, N)
     s = np.maximum(0.0, 1.0 - log_r / np.log(check_tau_max(tau_max))).mean(axis=1)  # (2, N)
     return s[0] - s[1]
@@ -289,9 +249,8 @@ def profiles_across(
     taus: np.ndarray | None = None,
     tau_max: float = DEFAULT_TAU_MAX,
 ) -> dict[str, Any]:
-    """Dolan-More profiles over every (function, repeat) of several results, each
-    ``{"learners": {name: {"best_gap": (R, N)}}}`` with the same learners; the cost is the
-    best gap after ``at`` evaluations (default: the budget).
+    """Dolan-More profiles over every (function, repeat) of results
+    ``{"learners": {name: {"best_gap": (R, N)}}}``, cost the gap after ``at`` evaluations.
 
     Returns:
       ``{"learners": [...], "taus": (K,), "profile": (S, K), "scores": {name: score},

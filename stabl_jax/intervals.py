@@ -1,17 +1,10 @@
-"""Geometric interval schedules (the set S of Algorithm 1, line 2).
-
-Expert ``k`` of a strongly adaptive learner runs on the consecutive blocks
-``[s L_k, (s + 1) L_k - 1]``, ``s = 0, 1, ...`` and is restarted at the start of each block.
-Its history length ``L_k`` is ``2^k`` in the paper, for ``ceil(2 + log2 log2 T) <= k <=
-floor(log2 T)``; any strictly increasing tuple of positive lengths is accepted (the paper's
-hyperparameter experiment uses 20, 40, ..., 2560).
-"""
+"""Geometric interval schedules (the set S of Algorithm 1, line 2): expert ``k`` restarts at
+every block ``[s L_k, (s + 1) L_k)``; any strictly increasing positive lengths are accepted."""
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,14 +15,10 @@ from stabl_jax import checks
 
 def geometric_history_lengths(horizon: int) -> tuple[int, ...]:
     """The paper's default history lengths ``2^k``, ``k = ceil(2 + log2 log2 T) .. floor(log2 T)``.
-
-    The logarithms are base 2 (the intervals are powers of two). ``B`` of Algorithm 1, line 3
-    (``log T - (1 + log log T)``, not an integer in general) is taken to be the number of
-    lengths returned, which is what makes ``P(t)`` of line 9 a probability distribution.
+    ``B`` of Algorithm 1, line 3 is the number of lengths returned.
 
     Raises:
-      ValueError: if the range of ``k`` is empty: ``horizon < 16``, and also
-        ``17 <= horizon <= 31`` (``ceil(2 + log2 log2 T) = 5 > floor(log2 T) = 4`` there).
+      ValueError: the range of ``k`` is empty (``T < 16`` and ``17 <= T <= 31``).
 
     Example:
       >>> geometric_history_lengths(4096)
@@ -57,10 +46,7 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     :data:`stabl_jax.checks.MAX_HORIZON`, strictly increasing."""
     if isinstance(lengths, int | np.integer):
         lengths = (lengths,)
-    try:
-        out: tuple[Any, ...] = tuple(lengths)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"history_lengths must be a tuple of ints, got {lengths!r}") from None
+    out = checks.as_tuple("history_lengths", lengths, "a tuple of ints")
     if not out:
         raise ValueError("history_lengths must not be empty")
     for length in out:
@@ -80,10 +66,7 @@ def resolve_history_lengths(lengths: object, horizon: int) -> tuple[int, ...]:
 
 
 def restart_mask(t: jax.Array, lengths: tuple[int, ...], offset: int = 0) -> jax.Array:
-    """``(B,)`` bool: which experts start a new block at round ``t`` (0-based).
-
-    Expert ``k`` restarts when ``(t + offset) % L_k == 0``. With ``offset = 1`` the rule is the
-    paper's 1-based ``2^k | t + 1`` (Algorithm 1, line 13); see the learners' docstrings.
-    """
+    """``(B,)`` bool ``(t + offset) % L_k == 0``: experts restarting at 0-based round ``t``
+    (``offset = 1``: the paper's ``2^k | t + 1``, Algorithm 1, line 13)."""
     lengths_arr = jnp.asarray(lengths, dtype=jnp.int32)
     return (t + offset) % lengths_arr == 0

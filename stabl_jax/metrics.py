@@ -60,12 +60,8 @@ def check_windows(window_lengths: Sequence[int], horizon: int) -> tuple[int, ...
 def window_regret(
     played_prefix: np.ndarray, comparator: np.ndarray, starts: np.ndarray, length: int
 ) -> np.ndarray:
-    """Strongly adaptive regret over the windows ``[j, j + L)``, ``j`` in ``starts``:
-
-    ``SA(L) = max_j [ sum_{t=j}^{j+L-1} played_t - C_j ]`` (Section 2 of the paper)
-
-    with ``C_j`` the comparator's loss on window ``j``: ``min_i sum_t l_{t,i}`` for bandits
-    (:func:`best_window_sums`), ``min_{x in K} sum_t l_t(x)`` for BCO.
+    """``SA(L) = max_j [ sum_{t=j}^{j+L-1} played_t - C_j ]`` (Section 2) over ``j`` in
+    ``starts``, ``C_j`` the comparator's loss on window ``j`` (:func:`best_window_sums`).
 
     Args:
       played_prefix: ``(..., T + 1)`` prefix sums ``P`` of the learner's losses, ``P_0 = 0``.
@@ -130,9 +126,7 @@ def paired_adaptive_regret(
     memory_bytes: int = SA_BLOCK_BYTES,
     on_block: Callable[[int, RunCarry, np.ndarray], None] | None = None,
 ) -> dict[_Name, np.ndarray]:
-    """SA(L) of several ``(R, T)`` loss traces that faced the same losses (paired runs).
-
-    Arm losses are regenerated from ``env`` once per block of runs of about ``memory_bytes``.
+    """SA(L) of paired ``(R, T)`` loss traces; arm losses regenerated per ``memory_bytes`` block.
 
     Args:
       env: the environment the traces were simulated on.
@@ -197,12 +191,8 @@ def _loss_blocks(env: Any, carry: RunCarry, num_runs: int, horizon: int, memory_
 
 
 class CumulativeRegret:
-    """Cumulative regret to each round's best arm of paired ``(R, T)`` loss traces:
-
-    ``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))``, ``i*_s = env.best_arm(params, s)``
-
-    accumulated over blocks of regenerated losses (:meth:`add`, e.g. as
-    :func:`paired_adaptive_regret`'s ``on_block``), then read by :meth:`result`.
+    """``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))``, ``i*_s = env.best_arm(params, s)``, of
+    paired ``(R, T)`` traces, accumulated by :meth:`add` over loss blocks, read by :meth:`result`.
 
     Args:
       env: the environment; it must have ``best_arm(params, t)``.
@@ -379,11 +369,8 @@ def moving_average(values: np.ndarray, window: int) -> np.ndarray:
 def moving_mean_ci(
     values: np.ndarray, window: int, of: Transform | None = None, *, memory_bytes: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(T,)`` :func:`mean_ci` over runs of the :func:`moving_average` of ``of(values)``.
-
-    Two passes (mean, then squared deviations) over blocks of rows of about
-    ``memory_bytes``: equal to ``mean_ci(moving_average(of(values), window))`` up to float64
-    rounding.
+    """``(T,)`` :func:`mean_ci` over runs of the :func:`moving_average` of ``of(values)``, in
+    two passes over blocks of rows of about ``memory_bytes``.
 
     Raises:
       ValueError: ``values`` has no row (a mean of nothing).
@@ -426,11 +413,8 @@ SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.182446305283707
 
 
 def t_quantile(dof: int) -> float:
-    """Two-sided 95% quantile of Student's t with ``dof`` degrees of freedom.
-
-    ``dof = 0`` (one value): NaN. 1 to 3: exact; from 4 on the Cornish-Fisher expansion in
-    ``1 / dof`` (Abramowitz & Stegun 26.7.5): error below 1e-3 at ``dof = 4`` and below 1e-5
-    from ``dof = 10``.
+    """Two-sided 95% Student's t quantile: NaN for ``dof = 0``, exact to 3, then Cornish-Fisher
+    in ``1 / dof`` (Abramowitz & Stegun 26.7.5).
 
     Example:
       >>> round(t_quantile(3), 4), round(t_quantile(1000), 4)

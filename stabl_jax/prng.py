@@ -1,10 +1,8 @@
 """``jax.random.fold_in`` and ``jax.random.uniform``, bit for bit, with Threefry unrolled.
 
-JAX lowers Threefry-2x32 on a CPU as a loop of five 4-round steps; written out as
-straight-line integer operations the same hash fuses with its neighbours inside a round.
-With the default ``threefry2x32`` keys and ``jax_threefry_partitionable``, ``fold_in(key, t)``
-is ``threefry(key, (0, t))`` and draw ``i`` of ``n`` is the xor of the two words of
-``threefry(key, (0, i))``; in any other configuration these functions call ``jax.random``.
+Straight-line, the hash fuses with its neighbours. With ``threefry2x32`` keys and
+``jax_threefry_partitionable``, ``fold_in(key, t)`` is ``threefry(key, (0, t))`` and draw ``i``
+the xor of ``threefry(key, (0, i))``'s words; otherwise these functions call ``jax.random``.
 """
 
 from __future__ import annotations
@@ -56,10 +54,14 @@ def fold_in(key: jax.Array, data: jax.Array | int) -> jax.Array:
     """``jax.random.fold_in(key, data)`` for a scalar typed key and a scalar ``data``."""
     if not _fast(key):
         return jax.random.fold_in(key, data)
-    words = jax.random.key_data(key)
-    count = jnp.asarray(data).astype(jnp.uint32)
-    y1, y2 = threefry2x32(words[0], words[1], jnp.zeros_like(count), count)
+    y1, y2 = _hash(key, jnp.asarray(data).astype(jnp.uint32))
     return jax.random.wrap_key_data(jnp.stack([y1, y2]), impl=jax.random.key_impl(key))
+
+
+def _hash(key: jax.Array, count: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """:func:`threefry2x32` of ``key``'s words and the counters ``(0, count)``."""
+    words = jax.random.key_data(key)
+    return threefry2x32(words[0], words[1], jnp.zeros_like(count), count)
 
 
 def uniform(
@@ -84,21 +86,8 @@ def uniform_at(
     minval: float = 0.0,
     maxval: float = 1.0,
 ) -> jax.Array:
-    """``uniform(key, num, dtype, minval, maxval)[indices]``, bit for bit, computing only the
-    entries asked for.
-
-    Threefry is counter-based: draw ``i`` hashes the counter ``i`` alone, so a bandit
-    environment can reveal the losses of the queried arms without drawing every arm's
-    (``2`` hashes a round instead of ``n``; :meth:`stabl_jax.envs.ExpertAdvice.loss_at`).
-
-    Args:
-      key: a scalar typed key.
-      num: the length of the full draw (indices must lie in ``[0, num)``).
-      indices: integer array of any shape.
-
-    Returns:
-      float array of ``indices``' shape.
-    """
+    """``uniform(key, num, dtype, minval, maxval)[indices]``, bit for bit, hashing only the
+    counters ``indices`` (any shape, in ``[0, num)``): the queried arms' losses alone."""
     dtype = jnp.dtype(dtype)
     if dtype != jnp.float32 or not _fast(key):
         return jax.random.uniform(key, (num,), dtype, minval, maxval)[indices]
@@ -108,10 +97,9 @@ def uniform_at(
 def _uniform_from_counts(
     key: jax.Array, count: jax.Array, minval: float, maxval: float
 ) -> jax.Array:
-    """float32 uniforms of the counters ``count`` (JAX's bits-to-float map: 23 mantissa bits
-    of the xor of Threefry's two output words, in [1, 2), minus 1, scaled)."""
-    words = jax.random.key_data(key)
-    y1, y2 = threefry2x32(words[0], words[1], jnp.zeros_like(count), count)
+    """float32 uniforms of the counters ``count`` (JAX's map: 23 bits of ``y1 ^ y2`` in
+    [1, 2), minus 1, scaled)."""
+    y1, y2 = _hash(key, count)
     bits = y1 ^ y2
     one = np.array(1.0, np.float32).view(np.uint32)
     floats = jax.lax.bitcast_convert_type((bits >> np.uint32(9)) | one, jnp.float32) - 1.0

@@ -1,10 +1,7 @@
 """Registries of learners and environments, with metadata and a gymnax-style ``make``.
 
-``LEARNERS`` and ``ENVS`` (built with ``num_arms`` and ``horizon``), ``BCO_LEARNERS`` and
-``CONVEX_ENVS`` (``dim``, ``horizon``; learners also ``domain``, ``lipschitz``) are mappings of
-name to :class:`Entry` (a class, its defining arguments, a description). A name
-``"package.module:Class"`` is an import path, checked against the registry's contract;
-:func:`register_learner` and :func:`register_env` name a class of yours.
+``LEARNERS``, ``ENVS``, ``BCO_LEARNERS`` and ``CONVEX_ENVS`` map names to :class:`Entry`; a
+name ``"package.module:Class"`` is an import path, checked against the registry's contract.
 
 Example:
   >>> make("stabl_single_scale", num_arms=30, horizon=4096).history_lengths
@@ -81,8 +78,7 @@ class Entry:
       name: the registry name (``"stabl_naive"``), or the import path it was found by.
       cls: a frozen dataclass obeying the registry's contract.
       description: one line for ``stabl-jax list``.
-      defaults: constructor arguments that define the entry (``stabl_naive``: StABL with
-        ``observation="uniform"``), overridden by the caller's; a callable value is
+      defaults: constructor arguments the caller's override; a callable value is
         ``value(**kwargs)`` of the other arguments.
       kind: what the registry holds, for messages (``"learner"``).
     """
@@ -110,12 +106,8 @@ class Entry:
         return {f.name: f for f in dataclasses.fields(self.cls) if f.init}
 
     def __call__(self, **kwargs: Any) -> Any:
-        """``cls(**defaults, **kwargs)``, with callable defaults computed from ``kwargs``.
-
-        Raises:
-          TypeError: an argument the class does not take, or a missing one it needs.
-          ValueError: a value the class rejects.
-        """
+        """``cls(**defaults, **kwargs)``, with callable defaults computed from ``kwargs``; a
+        ``TypeError`` for an argument the class does not take or a missing one it needs."""
         fields = self.arguments
         unknown = [k for k in kwargs if k not in fields]
         needed = [
@@ -219,11 +211,8 @@ class Registry(Mapping[str, Entry]):
             raise ValueError(f"{self.kind} {name!r}: {getattr(cls, '__name__', cls)} {problem}")
 
     def entry(self, name: str) -> Entry:
-        """The entry registered as ``name``, or the class at import path ``"module:Class"``.
-
-        Raises:
-          ValueError: an unknown name, a failed import, or a class off the contract.
-        """
+        """The entry ``name``, or the class at import path ``"module:Class"`` (else
+        ``ValueError``)."""
         if isinstance(name, str) and name in self._entries:
             return self._entries[name]
         if not isinstance(name, str) or ":" not in name:
@@ -261,14 +250,10 @@ def register_learner(
 
     Args:
       name: the registry name (letters, digits, ``_``, ``-``).
-      cls: a frozen dataclass with the learner contract (:mod:`stabl_jax.learners.base`;
-        for ``kind="bco"``, :mod:`stabl_jax.bco.base`).
+      cls: a frozen dataclass with the learner contract (:mod:`stabl_jax.learners.base`).
       description: one line for ``stabl-jax list``.
       kind: ``"bandit"`` (:data:`LEARNERS`) or ``"bco"`` (:data:`BCO_LEARNERS`).
       **options: ``defaults`` and ``replace`` of :meth:`Registry.register`.
-
-    Returns:
-      The new :class:`Entry`.
     """
     return _by_kind(kind)[0].register(name, cls, description, **options)
 
@@ -302,7 +287,18 @@ def make_env(name: str, **kwargs: Any) -> Any:
     return ENVS.make(name, **kwargs)
 
 
+def _with_variants(
+    name: str, cls: type, naive: dict[str, Any], descriptions: tuple[str, ...]
+) -> None:
+    """Register ``name``, ``name_naive`` (``naive`` defaults) and ``name_single_scale`` (one
+    history length, 1024), described by ``descriptions`` in that order."""
+    variants = (("", None), ("_naive", naive), ("_single_scale", {"history_lengths": (1024,)}))
+    for (suffix, defaults), description in zip(variants, descriptions, strict=True):
+        LEARNERS.register(name + suffix, cls, description, defaults=defaults)
+
+
 # The shipped components: name, class, description (and the arguments that define it).
+_AUER_GAMMA = {"gamma": lambda num_arms, horizon, **_: learners.auer_gamma(num_arms, horizon)}
 # fmt: off
 LEARNERS.register("uniform", learners.Uniform,
     "plays uniformly at random, never learns (1 query)")
@@ -310,15 +306,11 @@ LEARNERS.register("exp3", learners.EXP3,
     "EXP3, Algorithm 2, learning rate from the Lemma (1 query)")
 LEARNERS.register("exp3_uniform", learners.EXP3,
     "EXP3 mixed with uniform exploration, gamma of Auer et al. 2002 (1 query)",
-    defaults={"gamma": lambda num_arms, horizon, **_: learners.auer_gamma(num_arms, horizon)})
-LEARNERS.register("stabl", learners.StABL,
-    "StABL, Algorithm 1: geometric EXP3 experts + importance query P(t) (2 queries)")
-LEARNERS.register("stabl_naive", learners.StABL,
+    defaults=_AUER_GAMMA)
+_with_variants("stabl", learners.StABL, {"observation": "uniform"}, (
+    "StABL, Algorithm 1: geometric EXP3 experts + importance query P(t) (2 queries)",
     "StABL with the observed arm drawn uniformly ('StABL Naive') (2 queries)",
-    defaults={"observation": "uniform"})
-LEARNERS.register("stabl_single_scale", learners.StABL,
-    "StABL with one history length, 1024 ('Single Scale') (2 queries)",
-    defaults={"history_lengths": (1024,)})
+    "StABL with one history length, 1024 ('Single Scale') (2 queries)"))
 LEARNERS.register("exp3s", learners.Exp3S,
     "Exp3.S, Exp3 with weight sharing for switching arms (Auer et al. 2002) (1 query)")
 LEARNERS.register("exp3_ix", learners.Exp3IX,
@@ -346,15 +338,11 @@ LEARNERS.register("stabl_tuned", learners.StABL,
 LEARNERS.register("exp3_tuned", learners.EXP3,
     "EXP3 with uniform exploration again, so a config can run tuned [params] beside the "
     "printed (1 query)",
-    defaults={"gamma": lambda num_arms, horizon, **_: learners.auer_gamma(num_arms, horizon)})
-LEARNERS.register("stabl_vizier", learners.StABLVizier,
-    "the authors' StABL (Vizier): alternating play/observation trials (1 query)")
-LEARNERS.register("stabl_vizier_naive", learners.StABLVizier,
+    defaults=_AUER_GAMMA)
+_with_variants("stabl_vizier", learners.StABLVizier, {"naive_sampling": True}, (
+    "the authors' StABL (Vizier): alternating play/observation trials (1 query)",
     "the authors' StABL with uniform observation trials (1 query)",
-    defaults={"naive_sampling": True})
-LEARNERS.register("stabl_vizier_single_scale", learners.StABLVizier,
-    "the authors' StABL with one history length, 1024 (1 query)",
-    defaults={"history_lengths": (1024,)})
+    "the authors' StABL with one history length, 1024 (1 query)"))
 LEARNERS.register("exp3_vizier", learners.EXP3Vizier,
     "the authors' EXP3 (Vizier): anytime rate and uniform mix 1/sqrt(1+t) (1 query)")
 LEARNERS.register("exp3_ix_vizier", learners.EXP3IXVizier,

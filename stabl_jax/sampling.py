@@ -22,14 +22,8 @@ def uniforms(key: jax.Array, num: int, dtype: DTypeLike = jnp.float32) -> jax.Ar
 
 
 def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
-    """Inverse-CDF draw: the smallest ``i`` with ``cdf_i > u * cdf_{n-1}``.
-
-    Computed as ``min(#{i : cdf_i <= u * cdf_{n-1}}, n - 1)``. Scaling ``u`` by the total
-    makes the draw exact for vectors that sum to one only up to rounding, and an arm with
-    zero probability is never drawn (for ``u`` in [0, 1)).
-
-    The cumulative sum is :func:`blocked_cumsum`'s two-level one: monotone, so the rule
-    above holds exactly; it differs from a sequential ``np.cumsum`` only by rounding.
+    """Inverse-CDF draw ``min(#{i : cdf_i <= u * cdf_{n-1}}, n - 1)`` (:func:`blocked_cumsum`);
+    a zero-probability arm is never drawn.
 
     Args:
       probs: ``(n,)`` non-negative weights (need not be normalised).
@@ -51,19 +45,8 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
 
 
 def blocked_cumsum(values: jax.Array) -> jax.Array:
-    """Inclusive cumulative sum of ``(n,)`` non-negative ``values``, in two levels.
-
-    With ``nb`` blocks of ``m = ceil(sqrt(n))`` (zero-padded), in-block sums
-    ``c_j = c_{j-1} + x_j`` and offsets ``off_b = off_{b-1} + total_{b-1}``, entry ``j`` of
-    block ``b`` is ``off_b + c_j``: about ``2 sqrt(n)`` dependent adds instead of ``n``. The
-    result is non-decreasing, and an entry after a zero equals the entry before it.
-
-    Args:
-      values: ``(n,)`` non-negative floats.
-
-    Returns:
-      ``(n,)`` the cumulative sums.
-    """
+    """``(n,)`` inclusive cumulative sum of ``(n,)`` non-negative ``values``: block offsets
+    plus in-block sums over ``ceil(sqrt(n))``-blocks, non-decreasing."""
     n = values.shape[-1]
     m = math.isqrt(n - 1) + 1 if n > 1 else 1
     nb = -(-n // m)

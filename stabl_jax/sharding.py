@@ -1,32 +1,13 @@
 """The runs axis over every device JAX sees, in blocks of runs: how
 :func:`~stabl_jax.simulate.simulate` lays out its work.
 
-**Devices.** With several devices (GPUs, a cluster after ``jax.distributed.initialize()``, or
-CPU devices from ``XLA_FLAGS=--xla_force_host_platform_device_count=4``) the runs are split
-over a 1-D mesh ``("runs",)`` (:func:`runs_mesh`); each device steps its own runs under
-``jax.shard_map`` without communication, except that each chunk's traces are gathered to
-every device (``all_gather``) and, with several processes, the final state to every process
-(:func:`to_host`).
-
-**Blocks.** Each device steps its runs ``runs_per_block`` at a time (``lax.map`` over blocks,
-``vmap`` inside one): on a CPU a block of a few hundred runs keeps the learners' states in
-cache; on a GPU one block holds all the device's runs.
-
-**Host threads.** On one CPU device XLA splits each of a round's small kernels over the
-cores, and the hand-offs cost more than they gain; so the runs are cut into ``host_threads``
-groups of whole blocks, each stepped by the same compiled program from its own Python thread
-(JAX releases the GIL while a program runs). Each run's arithmetic is the same block program,
-so the results are bitwise identical for any number of threads.
-
-**Padding.** ``R`` is padded up to a multiple of ``devices x runs_per_block`` with ordinary
-runs ``R, R + 1, ...`` of the same key, dropped afterwards. With ``m = ceil(R_dev / max_block)``
-blocks per device (``R_dev = ceil(R / devices)``) a block holds ``ceil(R_dev / m)`` runs.
-
-**Bits.** XLA compiles a block's step for the block's shape, and its code for a reduction or
-a fused ``exp`` can round differently between shapes. So results are bitwise identical
-whenever two calls use the same ``runs_per_block`` (unsharded or on any number of devices,
-chunked or not, whatever ``R``); on a CPU the default block is a function of ``R`` alone.
-Different block sizes give the same runs up to float rounding.
+With several devices the runs are split over a 1-D mesh ``("runs",)`` (:func:`runs_mesh`),
+each device stepping its own runs under ``jax.shard_map`` (traces gathered with
+``all_gather``); each device steps ``runs_per_block`` runs at a time (``lax.map`` over blocks,
+``vmap`` inside); on one CPU device ``host_threads`` groups of whole blocks run from their own
+Python threads. ``R`` is padded to a multiple of ``devices x runs_per_block`` with runs
+``R, R + 1, ...``, dropped afterwards. Results are bitwise identical whenever two calls use the
+same ``runs_per_block``; on a CPU the default block is a function of ``R`` alone.
 """
 
 from __future__ import annotations
@@ -62,16 +43,9 @@ def runs_mesh(devices: Any = None) -> Mesh | None:
 
 @dataclasses.dataclass(frozen=True)
 class RunsPlan:
-    """How ``num_runs`` runs are laid out.
-
-    Attributes:
-      num_runs: ``R`` asked for.
-      padded_runs: ``R`` rounded up to a multiple of ``devices * block``.
-      block: runs stepped together (static).
-      mesh: the runs mesh, or ``None`` on one device.
-      host_threads: groups of whole blocks stepped concurrently from host threads (one
-        device only; module docstring); ``padded_runs`` is a multiple of it.
-    """
+    """How ``num_runs`` runs are laid out: ``padded_runs`` a multiple of ``devices * block``,
+    ``block`` runs stepped together, ``mesh`` (``None`` on one device), ``host_threads``
+    groups of whole blocks stepped from host threads."""
 
     num_runs: int
     padded_runs: int
@@ -90,19 +64,15 @@ def plan_runs(
     mesh: Any = "auto",
     host_threads: int | None = None,
 ) -> RunsPlan:
-    """Choose the padding, block size and host threads for ``num_runs`` runs (module
-    docstring).
+    """Choose the padding, block size and host threads for ``num_runs`` runs.
 
     Args:
       num_runs: ``R`` (>= 1).
-      runs_per_block: runs per block; ``None``: on a CPU, ``R`` split evenly into blocks of
-        at most :data:`CPU_MAX_BLOCK` (a function of ``R`` alone, so the default gives the
-        same bits on any number of CPU devices); elsewhere all of a device's runs.
-      mesh: a 1-D mesh with axis ``"runs"``, ``None`` for no sharding, or ``"auto"`` for
-        :func:`runs_mesh` over every device.
+      runs_per_block: ``None``: on a CPU, ``R`` split evenly into blocks of at most
+        :data:`CPU_MAX_BLOCK`; elsewhere all of a device's runs.
+      mesh: a 1-D mesh with axis ``"runs"``, ``None``, or ``"auto"`` (:func:`runs_mesh`).
       host_threads: ``None``: on one CPU device, the largest divisor of the number of blocks
-        that is at most the number of cores this process may use (:func:`usable_cores`);
-        elsewhere 1. An explicit value must divide the number of blocks and is 1 with a mesh.
+        at most :func:`usable_cores`; elsewhere 1. A given value must divide the blocks.
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     if isinstance(mesh, str):
@@ -113,8 +83,7 @@ def plan_runs(
     devices = 1 if mesh is None else int(mesh.devices.size)
     per_device = math.ceil(num_runs / devices)
     if runs_per_block is None and jax.default_backend() == "cpu":
-        # From R alone, never from the device count: the same R gets the same block program,
-        # hence the same bits, on one CPU device or many (module docstring).
+        # From R alone, never the device count: the same bits on one CPU device or many.
         block = math.ceil(num_runs / math.ceil(num_runs / CPU_MAX_BLOCK))
     elif runs_per_block is None:
         block = per_device
@@ -214,10 +183,8 @@ def distribute(step: Callable[..., Any], plan: RunsPlan) -> Callable[..., Any]:
 
 
 def to_host(tree: Any) -> Any:
-    """``tree`` unchanged within one process; across processes (a multi-host run), its
-    leaves sharded over every process's devices gathered to every process as NumPy arrays
-    (``process_allgather``; typed keys as local key arrays), so each host holds all runs'
-    final state."""
+    """``tree`` unchanged within one process; across processes, its sharded leaves gathered to
+    every process (``process_allgather``; typed keys as local key arrays)."""
     if jax.process_count() == 1:
         return tree
     from jax.experimental import multihost_utils
