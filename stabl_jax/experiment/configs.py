@@ -12,7 +12,7 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +221,13 @@ class Checker:
             yield
         except ConfigError as exc:
             self.errors.append(str(exc))
+
+    def keep(
+        self, into: dict[str, Any], name: str, check_value: Callable[..., Any], *args: Any
+    ) -> None:
+        """``into[name] = check_value(*args)``, its :class:`ConfigError` collected."""
+        with self.collect():
+            into[name] = check_value(*args)
 
     def done(self) -> None:
         """Raise the collected errors as one :class:`ConfigError` (the message of a single

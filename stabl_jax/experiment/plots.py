@@ -493,10 +493,6 @@ def plot_cumulative_regret(
     )
 
 
-#: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
-_SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078}
-
-
 def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean over axis 0 and the half-width of its Student's t 95% interval
     (:func:`stabl_jax.metrics.mean_t`; one run: NaN)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import time
@@ -275,10 +276,7 @@ class ExperimentConfig:
                     check.fail(key, "is required")
         checked: dict[str, Any] = {}
 
-        def keep(name: str, check_value: Callable[..., Any], *args: Any) -> None:
-            with check.collect():
-                checked[name] = check_value(*args)
-
+        keep = functools.partial(check.keep, checked)
         keep("identity", base.check_identity, check, raw, default_name)
         if "horizon" in raw:
             keep("horizon", check.integer, "horizon", raw["horizon"], MIN_HORIZON)

@@ -5,6 +5,7 @@ Eagle arms, every learner on the same repeats; best-objective curves and perform
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import time
@@ -160,10 +161,7 @@ def validate_hpo(
         base.check_keys(check, table, BBOB_KEYS, ("functions", "dims", "evaluations"), "bbob.")
     got: dict[str, Any] = {}
 
-    def keep(name: str, check_value: Callable[..., Any], *args: Any) -> None:
-        with check.collect():
-            got[name] = check_value(*args)
-
+    keep = functools.partial(check.keep, got)
     keep("identity", base.check_identity, check, raw, default_name)
     if "learners" in raw:
         keep("learners", base.check_learners, check, raw["learners"], registry.LEARNERS)
