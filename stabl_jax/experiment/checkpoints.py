@@ -1,28 +1,7 @@
 """Chunk checkpoints: an interrupted simulation resumes where it stopped, bitwise.
 
-:func:`stabl_jax.simulate.run_chunks` takes a ``checkpoint``: before the first chunk it asks
-it to :meth:`~ChunkCheckpoint.restore` the loop state, and after every chunk it hands it the
-new loop state and that chunk's outputs to :meth:`~ChunkCheckpoint.save`. A chunked run
-equals an unchunked one bitwise, so a resumed run gives exactly the results of one never
-interrupted.
-
-Layout of one checkpoint folder (one simulation, e.g. one learner of an experiment)::
-
-    <folder>/
-      chunk-<start>-<stop>.npz   per-round outputs of rounds [start, stop), all runs
-      state.npz                  the commit point: the loop state after round t0 - 1, t0,
-                                 the list of chunk files, and a fingerprint
-
-Every file is written atomically (temporary name, ``fsync``, :func:`os.replace`), a chunk
-before the ``state.npz`` that lists it, so a kill at any moment leaves the old or the new
-state with all its chunks. Arrays are ``.npz`` read with ``allow_pickle=False``, each with
-its SHA-256 (:data:`DIGEST`) checked on every read: NumPy does not always reach a member's zip
-CRC, and a changed ``.npy`` header would otherwise read as a shifted array.
-
-An experiment keeps one folder per learner under ``<results>.partial-<id>/checkpoint/``
-(:class:`ExperimentCheckpoints`), beside an ``experiment.json`` of what was run
-(:func:`experiment_identity`); a checkpoint of another experiment is refused
-(:class:`CheckpointMismatch`), never mixed in.
+One folder per simulation: ``chunk-<start>-<stop>.npz`` per chunk, then ``state.npz`` (the
+commit point), each written atomically and read back against its SHA-256 (:data:`DIGEST`).
 """
 
 from __future__ import annotations
@@ -228,9 +207,6 @@ def _chunk_name(start: int, stop: int) -> str:
 
 class ChunkCheckpoint:
     """Atomic per-chunk checkpoints of one simulation, in ``folder``.
-
-    Pass it as ``checkpoint=`` to :func:`~stabl_jax.simulate.simulate`: the first call writes
-    it, a repeated call with the same arguments after an interruption resumes from it.
 
     Args:
       folder: where the files go (created on the first save).
@@ -520,11 +496,6 @@ def verify_learners(
 
 class ExperimentCheckpoints:
     """Checkpoints of every learner of one experiment, under ``folder``.
-
-    ``folder/experiment.json`` holds :func:`experiment_identity`; ``folder/<learner>/`` is
-    that learner's :class:`ChunkCheckpoint`. A learner whose stored ``t0`` equals the
-    horizon is restored whole (no compilation); one interrupted mid-way resumes at its last
-    chunk.
 
     Raises:
       CheckpointMismatch: ``folder`` holds another experiment's checkpoints.

@@ -1,34 +1,4 @@
-"""The ``stabl-jax`` command line.
-
-::
-
-    stabl-jax run [CONFIG] [--runs R] [--seed S] [--out DIR] [--set key=value ...]
-                  [--force] [--allow-large] [--no-progress] [--dry-run]
-    stabl-jax list
-    stabl-jax compare A B [--rtol R] [--all]
-    stabl-jax bench [--quick | --gpu] [--out DIR] [--learners ...] [--arms ...] [--runs ...]
-
-``run`` looks the config's ``kind`` up in :data:`stabl_jax.experiment.kinds.KINDS`, which
-checks, runs, summarises and prints it into one results folder
-(``results/<config name>-seed<S>`` by default, :mod:`stabl_jax.experiment.results`); with no
-CONFIG it runs ``figure1``. Every learner is checkpointed after every chunk: an interrupted
-run (Ctrl-C, a crash, ``kill -9``) resumes from the last chunk and writes the results of an
-uninterrupted run, bit for bit (:mod:`stabl_jax.experiment.checkpoints`).
-
-Before it computes anything, ``run`` estimates the memory and disk the config needs from its
-array sizes (:func:`stabl_jax.experiment.kinds.base.estimate_resources`) and refuses a run
-that does not fit (``--allow-large`` runs it anyway). ``--dry-run`` prints that estimate
-with the run's header and what the run would do with the checkpoints of interrupted runs of
-the same ``--out``, and stops: nothing is computed or written. Only folders holding the
-``.stabl_jax_results`` marker are ever replaced or deleted (``docs/reliability.md``).
-
-``compare`` exits 0 when two results folders hold the same numbers, 1 when they differ and 2
-when one cannot be read (:mod:`stabl_jax.experiment.compare`).
-
-Exit status of ``run``, ``list`` and ``bench``: 0 success; 2 a usage or config error, a
-folder it may not use, a damaged checkpoint or a run that does not fit; 1 an unexpected
-failure or a full disk; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
-"""
+"""The ``stabl-jax`` command line."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
 """Two results folders compared number by number (``stabl-jax compare A B``).
 
-:func:`compare_folders` reads the ``summary.json`` and ``traces.npz`` of two finished results
-folders of any kind and compares every value of ``summary.json``, leaf by leaf, except the
-run record (:data:`RUN_RECORD`, ``config.source``, ``config.overrides`` and every field ending
-in ``_seconds``), and every array of ``traces.npz``, entry by entry (integer traces by value,
-whatever type stores them). A value in one folder only is a difference.
-
-Equal means bit for bit (NaN equals NaN); ``rtol`` accepts floats that differ by at most
-``rtol`` times the larger magnitude (a GPU run against a CPU run). A differing array is
-described by its count of differing entries, the first index, for an ``(R, T)`` trace the
-runs and the first round, and for floats the largest difference, in ulps where it is one of
-rounding (at most :data:`ROUNDING_ULPS`).
-
 Example:
   >>> from stabl_jax.experiment.compare import compare_folders
   >>> comparison = compare_folders("results/a", "results/b")  # doctest: +SKIP

@@ -1,16 +1,4 @@
-"""JAX's persistent compilation cache for the command line.
-
-A ``stabl-jax run`` compiles one program per learner (a few seconds each on a CPU); with the
-cache on, a second run of the same config (or any run that builds the same programs) loads
-them from disk instead. The library itself never turns the cache on: it is a process-wide JAX
-setting, so only the command line, which owns its process, does.
-
-Where the cache lives, first match wins:
-
-1. ``stabl-jax --compile-cache DIR`` (``--compile-cache off`` disables it);
-2. the environment variable ``STABL_JAX_COMPILE_CACHE`` (a folder, or ``off``);
-3. ``$XDG_CACHE_HOME/stabl_jax/jax`` (``~/.cache/stabl_jax/jax`` when unset).
-"""
+"""JAX's persistent compilation cache for the command line."""
 
 from __future__ import annotations
 
@@ -45,11 +33,7 @@ def resolve(flag: str | None, environ: dict[str, str] | None = None) -> Path | N
 
 
 def enable(folder: Path | None) -> Path | None:
-    """Point JAX's persistent compilation cache at ``folder`` (nothing when ``None``).
-
-    Every program that took at least 0.5 s to compile is stored. A folder that cannot be
-    created leaves the cache off (a warning on stderr), never failing the run.
-    """
+    """Point JAX's persistent compilation cache at ``folder`` (nothing when ``None``)."""
     if folder is None:
         return None
     import sys

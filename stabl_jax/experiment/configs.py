@@ -1,9 +1,5 @@
 """Experiment config files: TOML read from a file or a shipped name, ``--set key=value``
 overrides, and the :class:`Checker` whose errors name the key, the file and the fix.
-
-This module knows no experiment kind: it reads a document (:func:`read_config`) and checks
-values; each kind's schema (:mod:`stabl_jax.experiment.kinds`) says which keys a document may hold.
-Every problem raises :class:`ConfigError` naming the key, the file and what is allowed.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,11 +163,7 @@ def _check_overrides_apart(keys: Sequence[tuple[str, ...]], labels: Sequence[str
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
-    """``"env.num_arms=10"`` -> ``(("env", "num_arms"), 10)``.
-
-    The value is parsed as a TOML value (number, bool, string, array, inline table); anything
-    that is not valid TOML is taken as a plain string (``feedback=reward``).
-    """
+    """``"env.num_arms=10"`` -> ``(("env", "num_arms"), 10)``."""
     key, sep, value_text = text.partition("=")
     keys = tuple(part.strip() for part in key.strip().split("."))
     if not sep or not all(keys):
@@ -202,10 +194,6 @@ def _apply_override(raw: dict[str, Any], keys: tuple[str, ...], value: Any, sour
 class Checker:
     """Builds error messages naming the key, the file and (for overridden keys) the --set.
 
-    Every check raises :class:`ConfigError` at once; a validator that checks independent keys
-    wraps each in :meth:`collect` and calls :meth:`done` where later checks need the earlier
-    ones, so that a config's errors are reported together, one line each.
-
     Example:
       >>> check = Checker("a.toml", ())
       >>> with check.collect():
@@ -233,6 +221,13 @@ class Checker:
             yield
         except ConfigError as exc:
             self.errors.append(str(exc))
+
+    def keep(
+        self, into: dict[str, Any], name: str, check_value: Callable[..., Any], *args: Any
+    ) -> None:
+        """``into[name] = check_value(*args)``, its :class:`ConfigError` collected."""
+        with self.collect():
+            into[name] = check_value(*args)
 
     def done(self) -> None:
         """Raise the collected errors as one :class:`ConfigError` (the message of a single

@@ -1,10 +1,5 @@
 """PNG plots of an experiment: moving-average reward (the paper's Figure 1), SA(L) against L,
 and the probability mass on the current best arm.
-
-The functions take plain arrays (means and 95% half-widths already computed), so they can
-redraw a saved results folder as well as a fresh run. matplotlib is imported inside the
-functions, with the non-interactive Agg backend: importing this module costs nothing and
-nothing below the command line imports matplotlib.
 """
 
 from __future__ import annotations
@@ -77,11 +72,6 @@ REGIME_WORDS: tuple[str, ...] = ("printed", "tuned", "scales", "authors'", "defa
 
 def heading(name: str, description: str, *, sets_params: bool) -> str:
     """The first title line of a config's figures: what it runs, at which step sizes.
-
-    The config's ``description`` (e.g. "... 4 equal segments (tuned scales)"), which names its
-    regime; when it names none (no word of :data:`REGIME_WORDS`) and the config sets no
-    ``[params]``, every learner runs at its printed step sizes, and the line says so. Without
-    a description, the config's ``name``.
 
     Example:
       >>> heading("equal", "Fig. 1 left, N=30", sets_params=False)
@@ -456,10 +446,6 @@ def plot_moving_average(
 def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
     """SA(L), the worst regret over any window of ``L`` rounds, against ``L``.
 
-    The x axis is log2; the y axis is symmetric-log (linear within ``+-SYMLOG_LINEAR``,
-    logarithmic beyond), so a negative SA(L), where a learner beat the best arm on every
-    window of that length, is drawn below the dotted zero line instead of vanishing.
-
     Args:
       bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``; put the
         queries per round in the label.
@@ -505,10 +491,6 @@ def plot_cumulative_regret(
         ylabel="cumulative regret to the best arm of each round",
         vlines=change_points,
     )
-
-
-#: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
-_SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078}
 
 
 def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -658,11 +640,6 @@ def grid_edges(grid: Grid) -> list[str]:
 
 def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: str) -> Path:
     """Heatmaps of a score over two-parameter grids, one panel per learner, one color scale.
-
-    Every cell shows its mean; the chosen cell is boxed in black, and cells whose 95%
-    interval overlaps the chosen cell's (not told apart from it at this number of runs) are
-    dotted. The panel's border is the grid's edge: a box on it means the grid may cut off
-    the optimum, which the panel title then says (:func:`grid_edges`).
 
     Args:
       grids: one :class:`Grid` per panel.

@@ -1,9 +1,6 @@
 """Which code made a number, and on which processor: the git commit of the running
 stabl_jax, whether its tree had uncommitted changes, and the CPU, recorded in every results
 folder.
-
-An installed copy (``pip install .``, a wheel) has no git history beside it; its version
-number is then all there is, and the record says so (``commit: null``).
 """
 
 from __future__ import annotations
@@ -31,13 +28,7 @@ def _git(*args: str) -> str | None:
 
 
 def code_version() -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None, "source": folder}``.
-
-    ``commit`` is ``git rev-parse HEAD`` of the checkout that holds the imported package (None
-    outside a git checkout, e.g. an installed wheel); ``dirty`` is True when ``git status
-    --porcelain`` lists a change to a tracked or untracked file under that checkout (None
-    without git). A dirty tree's numbers cannot be traced to a commit.
-    """
+    """``{"commit": sha or None, "dirty": bool or None, "source": folder}``."""
     top = _git("rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != PACKAGE_DIR.parent:
         return {"commit": None, "dirty": None, "source": str(PACKAGE_DIR)}
@@ -55,14 +46,7 @@ VECTOR_EXTENSIONS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "
 
 
 def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
-    """``{"model": str, "vector_extensions": [str, ...]}`` of the host CPU.
-
-    The same compiled program can round float32 differently on two CPUs, since XLA compiles
-    for the host's instruction set: a results folder records the processor beside the commit.
-    ``model`` is ``/proc/cpuinfo``'s first ``model name`` (``platform.processor()`` elsewhere);
-    ``vector_extensions`` the members of :data:`VECTOR_EXTENSIONS` among its ``flags`` (empty
-    where ``/proc/cpuinfo`` is not readable or has no ``flags``, e.g. on ARM).
-    """
+    """``{"model": str, "vector_extensions": [str, ...]}`` of the host CPU."""
     try:
         lines = cpuinfo.read_text().splitlines()
     except OSError:

@@ -1,26 +1,6 @@
 """One results folder per experiment, written atomically; it knows no experiment kind.
 
-Layout::
-
-    <out>/
-      summary.json         config, seed, versions, commit, device, timings and every metric
-      results.csv          the tidy table of the metrics (stabl_jax.experiment.tables)
-      traces.npz           per-run traces (np.savez uncompressed, no pickled objects)
-      *.png                the kind's plots
-      COMPLETE             written last: the folder is whole
-      .stabl_jax_results   the marker: stabl_jax created this folder (format, run id, pid)
-
-Everything is built in the sibling ``<out>.partial-<pid>-<random>``, created with the
-marker; every file is ``fsync``-ed, ``COMPLETE`` is written and the folder is renamed to
-``<out>``, so a crash leaves only a partial folder. Only folders holding the :data:`MARKER`
-are ever replaced (``--force``) or deleted.
-
-While it runs, the partial folder holds chunk checkpoints (``checkpoint/``,
-:mod:`stabl_jax.experiment.checkpoints`) and the run holds a lock (``flock``) on its marker,
-which the operating system drops when the process dies. The same command then takes over
-the checkpoints of a dead run of the same experiment (:meth:`ResultsFolder.resume`), checks
-every file against its digests and continues. ``traces.npz`` keys are
-``"<learner>/<field>"``; read it with :func:`read_traces`.
+The layout and the resume rules are in ``docs/results.md`` and ``docs/reliability.md``.
 """
 
 from __future__ import annotations
@@ -537,14 +517,6 @@ def _interrupted_runs(
 class ResultsFolder:
     """A results folder under construction: write into :attr:`partial`, then :meth:`commit`.
 
-    Create it with :meth:`prepare` *before* any computation: that is where an existing
-    folder or an unwritable location is reported. Used as a context manager, the partial
-    folder is removed if the block raises (unless it holds checkpoints to resume from).
-
-    Only folders carrying stabl_jax's own :data:`MARKER` (written when it creates a folder,
-    with a random run id) are ever replaced or deleted; while a run lives, it holds a lock on
-    its partial folder's marker, which is how another run tells a running one from a dead one.
-
     Example:
       >>> import tempfile, pathlib
       >>> out = pathlib.Path(tempfile.mkdtemp()) / "demo"
@@ -615,9 +587,6 @@ class ResultsFolder:
         """What :meth:`resume` would do with the partial folders of ``out`` left by runs that
         are no longer running, without doing it: nothing is moved, removed or written.
 
-        The checkpoints it would take over are checked as :meth:`resume` checks them (every
-        file read against its digests), so this takes as long as reading them.
-
         Returns:
           One line for each folder, the line :meth:`resume` logs (``"interrupted run
           <name>: checkpoints of this experiment, resumed"``), and for each checkpoint
@@ -657,16 +626,6 @@ class ResultsFolder:
         log: Callable[[str], None] = lambda _: None,
     ) -> Resumed | None:
         """Take over the checkpoints of an interrupted run of the same experiment.
-
-        Every partial folder of the same ``<out>`` left by a dead run is looked at: the newest
-        one whose ``checkpoint/experiment.json`` equals ``identity`` (or, when that file is
-        missing or unreadable, whose learners' checkpoints carry its fingerprint) has its
-        checkpoints moved into :attr:`partial`, and every file of them is checked
-        (:meth:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints.verify`). A folder that
-        holds no
-        finished chunk is removed; one with checkpoints of another experiment, or that cannot
-        be identified, only with ``force``; every folder is decided before any is touched.
-        ``log`` receives one line per folder (those :meth:`preview_resume` returns).
 
         Returns:
           What was taken over, or ``None``.

@@ -1,34 +1,4 @@
-"""``stabl-jax sweep``: a learner's params over a grid, one compiled program per learner.
-
-::
-
-    stabl-jax sweep CONFIG --grid LEARNER.FIELD=V1,V2,... [--grid ...] [--tune-seed S]
-                    [--runs R] [--seed S] [--set key=value ...] [--out DIR] [--force] [--dry-run]
-
-Each ``--grid`` gives one field of one learner's ``Params`` its values (``V1,V2,...`` or
-``2**A..2**B``, the powers of two from ``2**A`` to ``2**B``); a learner's grid is the product of
-its fields' values, every other field keeps the config's value (``[params.<learner>]``, else the
-default). For a learner with grid points :math:`\\theta_1, \\dots, \\theta_P` and ``R`` runs per
-point, one :func:`stabl_jax.simulate` call runs the :math:`P R` runs (params with a leading runs
-axis, ``runs_per_point=R``): point :math:`p`'s run :math:`i` uses the keys of run :math:`i`, so
-every point sees the same draws and a point's numbers are those of a run of that point alone.
-The objective is the mean reward
-
-.. math:: J(\\theta_p) = \\frac{1}{R} \\sum_{i=1}^{R} \\Big(1 - \\frac{1}{T} \\sum_{t=1}^{T}
-   \\ell_t(x_t^{(i)})\\Big)
-
-with its Student's t 95% interval over the runs (:func:`mean_t`). The best point (the largest
-mean) is flagged ``on_edge`` when it sits at the smallest or largest value of a field with two
-or more values (a smallest value of 0, the parameter's own bound, is no edge).
-
-With ``--tune-seed S`` the best point is chosen on seed ``S``, the grid is run again on the
-config's seed (the same program) and the chosen point's score there is the reported one; the
-tuned config (the config with the chosen ``[params.<learner>]``) is written as ``tuned.toml``
-into the results folder. The folder (``results/sweep-<config>-seed<seed>``, or ``--out``) holds
-``summary.json``, ``results.csv`` (a row per learner and point) and one plot per learner: a
-heatmap for two fields (:func:`stabl_jax.experiment.plots.plot_grids`), a line for one
-(:func:`stabl_jax.experiment.plots.plot_sensitivity`).
-"""
+"""``stabl-jax sweep``: a learner's params over a grid, one compiled program per learner."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
 """Results folders as tables: :func:`load_results` and the tidy ``results.csv``.
 
-A results folder (``stabl-jax run``) holds ``summary.json`` (config, provenance and every
-learner's statistics, nested by metric) and ``traces.npz`` (per-run arrays). This module
-reads both without knowing the experiment's kind: every ``{"mean": ..., "ci95": ...}`` pair
-in a learner's summary becomes rows of one tidy table, one row per learner x metric x
-window/segment/problem::
-
-    learner, problem, metric, window, segment, mean, ci95
-
-``window`` is the SA(L) window length ``L`` where the metric has one, ``segment`` the 1-based
-segment of a piecewise environment, ``problem`` the algorithm-selection problem
-(``f01_d32_n1000``); empty where they do not apply. Plain numbers (``num_muted``, a score)
-are rows with an empty ``ci95``.
-
 Example:
   >>> res = load_results("results/expert_advice_equal-seed0")  # doctest: +SKIP
   >>> res.rows()[0]  # doctest: +SKIP
@@ -91,11 +78,7 @@ def _learner_rows(learner: str, summary: Mapping[str, Any]) -> Iterator[dict[str
 
 
 def summary_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The tidy rows (:data:`COLUMNS`) of a ``summary.json`` dict, of any kind.
-
-    Bandit and BCO summaries hold ``learners: {name: {metric: ...}}``; algorithm-selection
-    summaries hold ``problems: {problem: {learner: {metric: value}}}``.
-    """
+    """The tidy rows (:data:`COLUMNS`) of a ``summary.json`` dict, of any kind."""
     rows: list[dict[str, Any]] = []
     for learner, node in summary.get("learners", {}).items():
         rows += [{"problem": "", **row} for row in _learner_rows(learner, node)]
@@ -189,12 +172,6 @@ class TraceFile(Mapping[str, np.ndarray]):
     """The arrays of one ``.npz`` file as a read-only mapping: the names read at once, each
     array read on first access and kept; no file stays open between accesses. A missing
     file is an empty mapping unless ``missing_ok=False`` (then ``FileNotFoundError``).
-
-    Each array is read to the end of its member of the zip archive, so its CRC-32 is always
-    checked (NumPy's own reader stops at the array's last byte and leaves the check undone
-    when a changed header makes it read fewer bytes), and a byte left over after the array is
-    an error too. A damaged file (not an ``.npz``, cut short, a byte changed) is a
-    :class:`TracesDamaged` (a ``ValueError``) naming it; no array of it is ever unpickled.
 
     Args:
       path: the ``.npz`` file (as :func:`numpy.savez` writes it).

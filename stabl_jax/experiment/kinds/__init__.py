@@ -1,12 +1,5 @@
 """Experiment kinds: the table :data:`KINDS` that the command line dispatches through.
 
-A config's ``kind`` (default ``"bandit"``) names a
-:class:`~stabl_jax.experiment.kinds.base.Kind`: ``"bandit"``
-(:mod:`~stabl_jax.experiment.kinds.bandit`), ``"bco"`` (:mod:`~stabl_jax.experiment.kinds.bco`)
-or ``"hpo"`` (:mod:`~stabl_jax.experiment.kinds.selection`). A kind of your own is added
-with :func:`register_kind`, or named in a config by import path (``kind =
-"mypkg.mod:KIND"``; ``examples/custom_kind.py`` is one).
-
 Example:
   >>> cfg = load_config("expert_advice_equal", ["runs=8", "env.num_arms=5"])
   >>> cfg.kind, cfg.runs, cfg.env.num_arms, cfg.horizon

@@ -1,19 +1,5 @@
 """The bandit experiment (``kind = "bandit"``, the default): learners compared on one bandit
 environment, paired; SA(L), per-segment reward and probability on the best arm.
-
-A config names an environment (``[env]``), the learners (all simulated with the same key, so
-they face the same environment draws), ``runs`` and ``horizon``; docs/configs.md lists every
-key. Names are registry names (:mod:`stabl_jax.registry`) or import paths
-``"package.module:Class"``; arguments are checked against the constructors' fields, then by
-building the objects, and every problem raises
-:class:`~stabl_jax.experiment.configs.ConfigError` naming the key.
-
-The results folder holds ``reward.png`` (the paper's Figure 1), ``adaptive_regret.png``,
-``prob_best.png``, ``cumulative_regret.png`` and, with change points,
-``paired_segments.png`` (per segment, each learner's reward minus tuned or printed StABL's,
-paired by run); ``traces.npz`` the ``(R, T)`` traces of
-``save_traces`` and always the per-run SA(L) and segment rewards. The metrics are computed
-from every trace in memory, so they do not depend on ``save_traces``.
 """
 
 from __future__ import annotations

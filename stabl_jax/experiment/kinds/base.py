@@ -133,13 +133,7 @@ class Plan:
 
 
 def estimate_resources(plan: Plan) -> Resources:
-    """The :class:`Resources` of ``plan``, from the sizes of its arrays.
-
-    Memory: what every program keeps, ``end_bytes``, and the largest program's
-    ``state_copies`` copies of its state, two of its chunk (device and host) and its working
-    arrays. Disk: what every program writes, two checkpoints of the state of every program
-    (``keeps_states``) or of the largest, and the plots.
-    """
+    """The :class:`Resources` of ``plan``, from the sizes of its arrays."""
     programs = plan.programs
     memory = sum(p.kept for p in programs) + plan.end_bytes
     memory += max(plan.state_copies * p.state + 2 * p.chunk + p.working for p in programs)

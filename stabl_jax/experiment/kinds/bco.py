@@ -1,16 +1,5 @@
 """The bandit convex optimisation experiment (``kind = "bco"``): BCO learners compared on one
 convex environment, paired; SA(L) against the best point of every window.
-
-A config has the keys of a bandit config, with ``[env]`` naming a
-:data:`stabl_jax.registry.CONVEX_ENVS` entry (``dim`` required; ``domain = "ball"`` or
-``domain = {name = "box", size = 0.5}``), ``learners`` from
-:data:`stabl_jax.registry.BCO_LEARNERS`, no ``feedback`` and an optional ``sa_stride``
-(distance between SA(L) window starts; absent: ``max(1, L // 4)``).
-
-SA(L) is :func:`~stabl_jax.bco.simulate.paired_bco_adaptive_regret`: the window comparators,
-which do not depend on the learner, are solved once for all learners. The results folder
-holds ``loss.png`` and ``adaptive_regret.png``; ``traces.npz`` the traces ``<learner>/loss``,
-``<learner>/best_loss`` and ``<learner>/sa``, and ``comparator_gap``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""What bandit and BCO experiments share: learners compared on one environment, paired.
-
-Every learner is simulated with the key ``jax.random.key(config.seed)``, and run ``i`` draws
-its environment from ``fold_in(key, i)`` only, so every learner faces the same losses in every
-run. Both kinds take the keys :data:`TOP_LEVEL_KEYS`, checked by
-:meth:`ExperimentConfig.validate`; a kind's subclass names its registries, its reserved
-constructor arguments and how its learners are sized.
-"""
+"""What bandit and BCO experiments share: learners compared on one environment, paired."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import time
@@ -282,10 +276,7 @@ class ExperimentConfig:
                     check.fail(key, "is required")
         checked: dict[str, Any] = {}
 
-        def keep(name: str, check_value: Callable[..., Any], *args: Any) -> None:
-            with check.collect():
-                checked[name] = check_value(*args)
-
+        keep = functools.partial(check.keep, checked)
         keep("identity", base.check_identity, check, raw, default_name)
         if "horizon" in raw:
             keep("horizon", check.integer, "horizon", raw["horizon"], MIN_HORIZON)
@@ -571,13 +562,7 @@ def run_learners(
     on_learner_done: Callable[[Any], None] | None,
     **options: Any,
 ) -> ResultT:
-    """Simulate every learner of ``config`` into an ``outcome_type``.
-
-    Each outcome gets ``measure(env, result)`` and goes to ``on_learner_done`` at once; then
-    ``measure_all(env, carry, outcomes)`` (``carry``: the first learner's loop state, whose
-    environment draws are every learner's) fills in the shared metrics and returns the
-    ``result_type``'s own fields.
-    """
+    """Simulate every learner of ``config`` into an ``outcome_type``."""
     start = time.perf_counter()
     env = config.make_env()
     outcomes: dict[str, Any] = {}
@@ -631,11 +616,6 @@ def plan(config: ExperimentConfig) -> base.Plan:
     """An experiment's memory and disk from its config alone (nothing is allocated: the loop
     state's size comes from :func:`jax.eval_shape`; the bytes every learner records per run
     and round are the kind's, :meth:`ExperimentConfig.trace_bytes`).
-
-    Every learner is one :class:`~stabl_jax.experiment.kinds.base.Program` that keeps its
-    ``(R, T)`` traces to the end; its loop state (counted at the largest learner's) is held
-    three times (device, host and checkpoint copies) and checkpointed beside its traces. At
-    the end, ``traces.npz`` is written (two copies of its arrays) beside a metrics block.
     """
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()

@@ -1,23 +1,11 @@
 """The algorithm-selection experiment (``kind = "hpo"``, the paper's Section 6): BBOB problems,
 Eagle arms, every learner on the same repeats; best-objective curves and performance profiles.
-
-A config has ``learners``, ``runs`` (repeats per problem), ``feedback`` and a ``[bbob]`` table
-(``functions``, ``dims``, ``evaluations``: every combination is a problem; docs/configs.md
-lists its keys). Problems of the same dimension and budget run together: each learner is one
-compiled program vmapped over every (function, repeat) pair
-(:func:`stabl_jax.hpo_metrics.simulate_suite`). All learners use the same key, so repeat ``r``
-of a problem has the same shift, rotation and noise for every learner. Budgets count
-evaluations: a two-query learner plays half as many rounds as a one-query one.
-
-Metrics (:mod:`stabl_jax.hpo_metrics`): per problem, the log10 best-gap curve and the score
-against Uniform; across every (problem, repeat), Dolan-More performance profiles and their
-scores. The results folder holds ``best_objective.png``, ``score_vs_uniform.png`` and
-``profile.png``, and the traces ``<problem>/<learner>/best_gap`` and ``.../arm_counts``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import time
@@ -173,10 +161,7 @@ def validate_hpo(
         base.check_keys(check, table, BBOB_KEYS, ("functions", "dims", "evaluations"), "bbob.")
     got: dict[str, Any] = {}
 
-    def keep(name: str, check_value: Callable[..., Any], *args: Any) -> None:
-        with check.collect():
-            got[name] = check_value(*args)
-
+    keep = functools.partial(check.keep, got)
     keep("identity", base.check_identity, check, raw, default_name)
     if "learners" in raw:
         keep("learners", base.check_learners, check, raw["learners"], registry.LEARNERS)
@@ -476,11 +461,6 @@ def run_state_bytes(learner: Any, env: HPOEnv) -> int:
 def plan(config: HPOConfig) -> base.Plan:
     """An algorithm-selection experiment's memory and disk from its config alone (shapes from
     :func:`jax.eval_shape`; nothing is allocated or compiled).
-
-    Each learner's program over a group of ``G`` problems (:func:`problem_groups`) runs
-    ``G R`` runs of ``ceil(N / Q)`` rounds; it keeps only the ``(R, N)`` float64 best gaps,
-    drops its traces and checkpointed loop state once done, and ``traces.npz`` copies the
-    best gaps at the end.
     """
     programs = []
     for group in problem_groups(config):
@@ -533,10 +513,7 @@ def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
 
 
 def profiles(result: HPOExperimentResult, at_fraction: float = 1.0) -> dict[str, Any]:
-    """Dolan-More profiles over every (problem, repeat), each at ``at_fraction`` of its budget.
-
-    Returns :func:`stabl_jax.hpo_metrics.profiles_across`'s dict.
-    """
+    """Dolan-More profiles over every (problem, repeat), each at ``at_fraction`` of its budget."""
     pieces = []
     for outcome in result.problems.values():
         at = max(1, round(at_fraction * outcome.problem.evaluations))
