@@ -91,3 +91,41 @@ def test_threefry_inside_pallas_matches_jax_bitwise(num):
 def test_threefry_rejects_too_large_shapes():
     with pytest.raises(ValueError, match="2\\*\\*32"):
         threefry.bits(jnp.zeros(2, jnp.uint32), (2**16, 2**16))
+
+
+def _envs() -> list:
+    from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
+
+    return [
+        PiecewiseBernoulli(num_arms=7, horizon=200, change_points=(50, 120)),
+        PiecewiseBernoulli(
+            num_arms=5,
+            horizon=200,
+            num_segments=4,
+            mean=0.7,
+            gap=0.45,
+            random_change_points=True,
+            best_arm_order="random",
+        ),
+        ExpertAdvice(num_arms=6, horizon=200, change_points=(80,)),
+    ]
+
+
+@pytest.mark.parametrize("env_index", [0, 1, 2])
+def test_threefry_loss_at_words_matches_loss_bitwise(env_index):
+    env = _envs()[env_index]
+    ts = jnp.asarray(RNG.integers(0, env.horizon, 60), jnp.int32)
+    keys = jax.vmap(_key)(jnp.asarray(RNG.integers(0, 2**32, (60, 2), np.uint32)))
+    arms = jnp.asarray(RNG.integers(0, env.num_arms, (60, 3)), jnp.int32)
+    params = jax.vmap(env.sample_params)(keys)
+
+    def both(p, t, k, a):
+        words = jax.random.key_data(k)
+        ours = env.loss_at_words(p, t, (words[0], words[1]), a)
+        passed = env.loss_at_words(p, t, (words[0], words[1]), a, env.best_arm(p, t))
+        return ours, passed, env.loss(p, t, k)[a]
+
+    ours, passed, theirs = jax.vmap(both)(params, ts, keys, arms)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    np.testing.assert_array_equal(np.asarray(passed), np.asarray(theirs))
+    assert np.unique(np.asarray(theirs)).size > 1  # the draws are not constant
