@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from stabl_jax import checks, estimators, prng
 from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
+from stabl_jax.kernels import threefry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +67,36 @@ class ExpertAdvice(PiecewiseEnv):
         (:func:`stabl_jax.prng.uniform_at`: one Threefry hash per queried arm, not ``n``)."""
         base = prng.uniform_at(key, self.num_arms, arms, jnp.float32, 0.0, self.baseline_high)
         reward = jnp.where(arms == self.best_arm(params, t), base + self.bonus, base)
+        return estimators.reward_to_loss(reward)
+
+    def loss_at_words(
+        self,
+        params: SegmentParams,
+        t: jax.Array,
+        words: threefry.Words,
+        arms: jax.Array,
+        best: jax.Array | None = None,
+    ) -> jax.Array:
+        """``loss_at`` from the key's raw ``uint32`` words, in ops a Pallas kernel lowers.
+
+        Equals ``loss(params, t, key)[arms]`` bit for bit for ``words`` the two words of
+        ``jax.random.key_data(key)`` (:mod:`stabl_jax.kernels.threefry` draws the uniforms);
+        no gather: the arms are compared with the best arm.
+
+        Args:
+          params: the run's parameters (used only when ``best`` is not given).
+          t: ``()`` int32 round.
+          words: ``(k1, k2)``, the round key's ``uint32`` words, broadcastable with ``arms``.
+          arms: int32 queried arms, any shape.
+          best: the best arm at ``t`` (``best_arm(params, t)``), broadcastable with ``arms``;
+            a kernel passes it in, having drawn it outside.
+
+        Returns:
+          float32 losses of ``arms``' shape.
+        """
+        best = self.best_arm(params, t) if best is None else best
+        base = threefry.uniform_words(*words, arms, 0.0, self.baseline_high)
+        reward = jnp.where(arms == best, base + jnp.float32(self.bonus), base)
         return estimators.reward_to_loss(reward)
 
     def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
