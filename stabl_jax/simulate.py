@@ -813,6 +813,12 @@ def run_chunks(
     # checkpoint and at the end: the loop state is held once, not as a whole beside its parts.
     groups = _groups(carry, threads) if t0 < horizon else [carry]
     del carry
+    # Without a checkpoint or host threads, chunk k + 1 is dispatched before chunk k's outputs
+    # are fetched, so the copy to the host overlaps the device's work (at most two chunks'
+    # outputs alive). A checkpoint needs the carry after each chunk, which the next chunk's
+    # call donates, so it keeps the fetch before the next dispatch.
+    overlap = checkpoint is None and threads == 1
+    pending: tuple[Any, int, int] | None = None
     while t0 < horizon:
         length = min(chunk, horizon - t0)
         t0_arr = jnp.asarray(t0, jnp.int32)
@@ -821,12 +827,25 @@ def run_chunks(
             compiled[length] = lower(groups[0], t0_arr, length).compile()
             compile_s += time.perf_counter() - start
         start = time.perf_counter()
-        groups, out = step(compiled[length], groups, t0_arr)
+        if overlap:
+            groups, out = _dispatch(compiled[length], groups, t0_arr)
+            if pending is not None:
+                arrays = _record(arrays, jax.device_get(pending[0]), *pending[1:], horizon)
+                bar(pending[1] + pending[2])
+            pending = (out, t0, length)
+        else:
+            groups, out = step(compiled[length], groups, t0_arr)
+            arrays = _record(arrays, out, t0, length, horizon)
         run_s += time.perf_counter() - start
-        arrays = _record(arrays, out, t0, length, horizon)
         if checkpoint is not None:
             checkpoint.save(_join(groups), out, t0, t0 + length)
         t0 += length
+        if not overlap:
+            bar(t0)
+    if pending is not None:
+        start = time.perf_counter()
+        arrays = _record(arrays, jax.device_get(pending[0]), *pending[1:], horizon)
+        run_s += time.perf_counter() - start
         bar(t0)
     return _join(groups), arrays, compile_s, run_s
 
@@ -881,6 +900,12 @@ def _join(groups: list[Any]) -> Any:
     if len(groups) == 1:
         return groups[0]
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *groups)
+
+
+def _dispatch(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any], dict]:
+    """``(groups, device outputs)``: one group's chunk program dispatched, nothing fetched."""
+    carry, out = program(groups[0], t0)
+    return [carry], out
 
 
 def _threaded(num: int) -> Callable[[Any, list[Any], jax.Array], tuple[list[Any], dict]]:

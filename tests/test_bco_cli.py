@@ -105,6 +105,7 @@ def test_bco_config_runs_end_to_end(tmp_path, name, capsys):
     assert list(summary["learners"]) == list(BCO_LEARNER_QUERIES)
     for learner_name, entry in summary["learners"].items():
         assert entry["num_queries"] == BCO_LEARNER_QUERIES[learner_name]
+        assert entry["kernel"] == "xla"
         assert entry["mean_loss"]["mean"] > 0 and entry["mean_loss"]["ci95"] >= 0
         assert len(entry["adaptive_regret"]["sa"]["mean"]) == 2
         muted = entry["num_muted"]

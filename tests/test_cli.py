@@ -479,6 +479,8 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
     # reward means in the summary are the means of the per-run segment rewards.
     segment = summary["learners"]["stabl"]["segment_reward"]["mean"]
     assert segment == pytest.approx(traces["stabl/segment_reward"].mean(axis=0).tolist())
+    # A CPU steps every learner on the XLA path, and the summary says so.
+    assert {entry["kernel"] for entry in summary["learners"].values()} == {"xla"}
 
     for filename in PLOT_FILES.values():
         data = (out / filename).read_bytes()

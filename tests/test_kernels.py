@@ -311,6 +311,23 @@ def test_auto_picks_the_kernel_where_it_is_compiled_and_supported(monkeypatch):
     assert bandit.auto_kernel(EXP3(num_arms=30, horizon=64), env, ("points",), False) == "xla"
 
 
+def test_auto_runs_the_xla_path_with_one_warning_without_triton(monkeypatch):
+    """Where the kernel would be compiled but the installed JAX lacks Pallas's Triton backend
+    (stood in for by ``triton_available() -> False``), ``kernel="auto"`` picks the XLA path
+    and warns once a process."""
+    env = as_environment(ExpertAdvice(num_arms=30, horizon=64))
+    learner = EXP3(num_arms=30, horizon=64)
+    monkeypatch.setattr(bandit, "interpreted", lambda mesh=None: False)
+    monkeypatch.setattr(bandit, "triton_available", lambda: False)
+    bandit._warn_no_triton.cache_clear()
+    with pytest.warns(RuntimeWarning, match="no Pallas Triton backend") as record:
+        assert bandit.auto_kernel(learner, env, ("played",), False) == "xla"
+        assert bandit.auto_kernel(learner, env, ("played",), False) == "xla"
+    assert len([w for w in record if "Triton" in str(w.message)]) == 1
+    monkeypatch.setattr(bandit, "triton_available", lambda: True)
+    assert bandit.auto_kernel(learner, env, ("played",), False) == "pallas"
+
+
 def test_the_result_names_the_path_that_ran():
     """``SimResult.kernel``: what ``kernel="auto"`` picked (the XLA path here, on the CPU),
     or the path asked for."""

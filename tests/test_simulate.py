@@ -368,6 +368,58 @@ def test_the_runs_loop_state_is_held_once_between_chunks(threads, resumed, tmp_p
     assert max(held) < 1.25 * state, [h / state for h in held]
 
 
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_the_next_chunk_is_dispatched_before_a_chunks_outputs_are_fetched(
+    checkpointed, monkeypatch
+):
+    """Without a checkpoint, chunk k + 1 is dispatched before chunk k's outputs are copied to
+    the host (the copy overlaps the device's work); with one, each chunk is fetched before
+    the next is dispatched (the checkpoint needs its carry). The outputs are the same."""
+    sim = importlib.import_module("stabl_jax.simulate")
+    events: list[str] = []
+
+    class Program:
+        def __init__(self, length: int):
+            self.length = length
+
+        def compile(self):
+            return self
+
+        def __call__(self, carry, t0):
+            events.append(f"dispatch {int(t0)}")
+            rounds = t0 + jnp.arange(self.length)
+            return carry + 1, {"x": jnp.broadcast_to(rounds, (3, self.length))}
+
+    class Saver:
+        def restore(self, carry, horizon, names):
+            return None
+
+        def save(self, carry, out, start, stop):
+            events.append(f"save {start}")
+
+    real_get = jax.device_get
+
+    def device_get(tree):
+        events.append(f"fetch {int(jax.tree.leaves(tree)[0][0, 0])}")
+        return real_get(tree)
+
+    monkeypatch.setattr(sim.jax, "device_get", device_get)
+    carry, arrays, _, _ = sim.run_chunks(
+        lambda c, t0, n: Program(n),
+        jnp.zeros(3),
+        horizon=10,
+        chunk_size=4,
+        checkpoint=Saver() if checkpointed else None,
+    )
+    np.testing.assert_array_equal(arrays["x"], np.broadcast_to(np.arange(10), (3, 10)))
+    np.testing.assert_array_equal(carry, np.full(3, 3.0))
+    if checkpointed:
+        expected = [f"{e} {t}" for t in (0, 4, 8) for e in ("dispatch", "fetch", "save")]
+    else:
+        expected = ["dispatch 0", "dispatch 4", "fetch 0", "dispatch 8", "fetch 4", "fetch 8"]
+    assert events == expected
+
+
 def test_a_callers_arrays_are_never_donated():
     """The chunk programs delete the carry they are given (donation): a caller's per-run
     params and environment parameters outlive ``simulate``, and a carry leaf that is one of

@@ -35,7 +35,10 @@ environments (a pure ``loss(params, t, key)``); the traces of :data:`FIELDS`; no
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 import math
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar
@@ -334,11 +337,37 @@ def auto_kernel(learner: Any, env: Any, fields: tuple[str, ...], validate: bool)
     otherwise (interpreted, the kernel is slower than the XLA path)."""
     if interpreted() or _padded_arms(getattr(learner, "num_arms", ONE_LEVEL + 1)) > ONE_LEVEL:
         return "xla"
+    if not triton_available():
+        _warn_no_triton()
+        return "xla"
     try:
         check_supported(learner, env, fields, validate)
     except ValueError:
         return "xla"
     return "pallas"
+
+
+@functools.cache
+def triton_available() -> bool:
+    """Whether the installed JAX has Pallas's Triton backend, which the kernel compiles with
+    on a GPU (JAX's changelog deprecates it; docs/gpu.md)."""
+    try:
+        importlib.import_module("jax.experimental.pallas.triton")
+    except ImportError:
+        return False
+    return True
+
+
+@functools.cache
+def _warn_no_triton() -> None:
+    """One warning a process that ``kernel="auto"`` fell back to the XLA path."""
+    warnings.warn(
+        f"jax {jax.__version__} has no Pallas Triton backend "
+        "(jax.experimental.pallas.triton): kernel='auto' runs the XLA path; install a JAX "
+        "with it for the fused kernel, or pass kernel='xla' to silence this",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def input_bytes_per_round(learner: Any, fields: tuple[str, ...]) -> int:

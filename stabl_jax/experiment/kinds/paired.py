@@ -660,6 +660,9 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
         "compile_seconds": outcome.result.compile_seconds,
         "run_seconds": outcome.result.run_seconds,
         "simulate_seconds": outcome.wall_seconds,
+        # The path that stepped the runs: "pallas" (the fused kernel) or "xla"; BCO's
+        # simulator has the XLA path only.
+        "kernel": getattr(outcome.result, "kernel", "xla"),
     }
 
 
