@@ -4,6 +4,26 @@ the Bernoulli generalised likelihood ratio test, with deterministic forced explo
 
 One query per round, deterministic. Rewards ``x = 1 - l``
 (:func:`stabl_jax.estimators.loss_to_reward`).
+
+With ``n_i`` samples ``Z_1..Z_{n_i}`` of arm ``i`` since its restart ``tau_i``, round
+``t`` (1-based):
+
+1. ``A = t mod floor(K / alpha)``; if ``1 <= A <= K`` play arm ``A`` (forced);
+2. else play ``argmax_i UCB_i``, ``UCB_i = max {q : n_i kl(mu_i, q) <= f(t - tau_i)}``
+   (kl-UCB; ``+inf`` if ``n_i = 0``, lowest index on ties), ``f(x) = log x + 3 log log x``
+   (the ``log log`` term taken as 0 where ``log x < 1``);
+3. append the reward to the played arm's samples (``n = n_i + 1``) and, every
+   ``test_every`` samples (``Delta n``), run the GLR test on them: a change if for a split
+   ``s`` (a multiple of ``subsample``, ``Delta s``, ``1 <= s < n``)
+   ``s kl(mu_{1:s}, mu_{1:n}) + (n - s) kl(mu_{s+1:n}, mu_{1:n}) >= beta(n, delta)``,
+   ``beta(n, delta) = log(3 n^{3/2} / delta)``;
+4. on a change, restart the arm (``restart="local"``: ``tau_i = t``, ``n_i = 0``) or every
+   arm (``"global"``).
+
+The test reads the prefix sums ``S_s`` at the split points only: the state keeps the last
+``max_splits`` of them per arm (``H``), so splits older than the last ``H Delta s``
+samples are no longer tried (none is dropped while ``H Delta s >= T``, the default up to
+``T = 10240``). Memory: ``4 (H + 3)`` bytes per arm per run in float32.
 """
 
 from __future__ import annotations
@@ -62,26 +82,6 @@ def default_delta_alpha(
 @dataclasses.dataclass(frozen=True)
 class GLRklUCB(BanditLearner):
     """GLR-klUCB (Besson et al. 2022, Algorithm 1 with the Bernoulli GLR test, Algorithm 2).
-
-    With ``n_i`` samples ``Z_1..Z_{n_i}`` of arm ``i`` since its restart ``tau_i``, round
-    ``t`` (1-based):
-
-    1. ``A = t mod floor(K / alpha)``; if ``1 <= A <= K`` play arm ``A`` (forced);
-    2. else play ``argmax_i UCB_i``, ``UCB_i = max {q : n_i kl(mu_i, q) <= f(t - tau_i)}``
-       (kl-UCB; ``+inf`` if ``n_i = 0``, lowest index on ties), ``f(x) = log x + 3 log log x``
-       (the ``log log`` term taken as 0 where ``log x < 1``);
-    3. append the reward to the played arm's samples (``n = n_i + 1``) and, every
-       ``test_every`` samples (``Delta n``), run the GLR test on them: a change if for a split
-       ``s`` (a multiple of ``subsample``, ``Delta s``, ``1 <= s < n``)
-       ``s kl(mu_{1:s}, mu_{1:n}) + (n - s) kl(mu_{s+1:n}, mu_{1:n}) >= beta(n, delta)``,
-       ``beta(n, delta) = log(3 n^{3/2} / delta)``;
-    4. on a change, restart the arm (``restart="local"``: ``tau_i = t``, ``n_i = 0``) or every
-       arm (``"global"``).
-
-    The test reads the prefix sums ``S_s`` at the split points only: the state keeps the last
-    ``max_splits`` of them per arm (``H``), so splits older than the last ``H Delta s``
-    samples are no longer tried (none is dropped while ``H Delta s >= T``, the default up to
-    ``T = 10240``). Memory: ``4 (H + 3)`` bytes per arm per run in float32.
 
     Defaults (:func:`default_delta_alpha`): local restarts (the variant the paper
     recommends); ``Delta n = Delta s = 10``, the authors' subsampling; ``delta`` and
