@@ -252,12 +252,7 @@ def segment_of(change_points: jax.Array, t: jax.Array) -> jax.Array:
 
 def validate_change_points(change_points: object, horizon: int) -> tuple[int, ...]:
     """Strictly increasing ints in ``[1, horizon - 1]``; errors name the offending value."""
-    try:
-        points: tuple[Any, ...] = tuple(change_points)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(
-            f"change_points must be a sequence of ints, got {change_points!r}"
-        ) from None
+    points = checks.as_tuple("change_points", change_points, "a sequence of ints")
     for c in points:
         if isinstance(c, bool) or not isinstance(c, int | np.integer):
             raise TypeError(f"change_points must be ints, got {c!r} in {points!r}")
