@@ -18,7 +18,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "stabl_jax"
 #: the experiment tooling (``stabl_jax.experiment``) layers 6-8.
 LAYERS: dict[str, int] = {
     **dict.fromkeys(
-        ["estimators", "sampling", "intervals", "prng", "numerics", "domains", "gradients"], 1
+        [
+            "estimators",
+            "sampling",
+            "intervals",
+            "prng",
+            "threefry",
+            "numerics",
+            "domains",
+            "gradients",
+        ],
+        1,
     ),
     "checks": 1,
     "versions": 1,

@@ -1,4 +1,4 @@
-"""``stabl_jax.kernels.threefry`` reproduces ``jax.random``'s bits, in jnp and in Pallas."""
+"""``stabl_jax.threefry`` reproduces ``jax.random``'s bits, in jnp and in Pallas."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
-from stabl_jax.kernels import threefry
+from stabl_jax import threefry
 
 RNG = np.random.default_rng(2024)
 KEY_WORDS = np.concatenate(

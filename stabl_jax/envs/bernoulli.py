@@ -11,9 +11,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from stabl_jax import checks, prng
+from stabl_jax import checks, prng, threefry
 from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
-from stabl_jax.kernels import threefry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +71,7 @@ class PiecewiseBernoulli(PiecewiseEnv):
         """``loss_at`` from the key's raw ``uint32`` words, in ops a Pallas kernel lowers.
 
         Equals ``loss(params, t, key)[arms]`` bit for bit for ``words`` the two words of
-        ``jax.random.key_data(key)`` (:mod:`stabl_jax.kernels.threefry` draws the uniforms);
+        ``jax.random.key_data(key)`` (:mod:`stabl_jax.threefry` draws the uniforms);
         no gather: the arms are compared with the best arm.
 
         Args:
