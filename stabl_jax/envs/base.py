@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, numerics
+from stabl_jax import checks, numerics, threefry
 
 BEST_ARM_ORDERS: tuple[str, ...] = ("sequential", "random")
 #: Per-round traces an oblivious bandit environment offers to ``simulate`` (its default).
@@ -354,6 +354,44 @@ class PiecewiseEnv(BanditEnv):
         checks.check_choice("best_arm_order", self.best_arm_order, BEST_ARM_ORDERS)
 
     # --- segments ---------------------------------------------------------------------------
+    def loss_at_words(
+        self,
+        params: SegmentParams,
+        t: jax.Array,
+        words: threefry.Words,
+        arms: jax.Array,
+        best: jax.Array | None = None,
+    ) -> jax.Array:
+        """``loss_at`` from the key's raw ``uint32`` words, in ops a Pallas kernel lowers.
+
+        Equals ``loss(params, t, key)[arms]`` bit for bit for ``words`` the two words of
+        ``jax.random.key_data(key)`` (:mod:`stabl_jax.threefry` draws the uniforms);
+        no gather: the arms are compared with the best arm.
+
+        Args:
+          params: the run's parameters (used only when ``best`` is not given).
+          t: ``()`` int32 round.
+          words: ``(k1, k2)``, the round key's ``uint32`` words, broadcastable with ``arms``.
+          arms: int32 queried arms, any shape.
+          best: the best arm at ``t`` (``best_arm(params, t)``), broadcastable with ``arms``;
+            a kernel passes it in, having drawn it outside.
+
+        Returns:
+          float32 losses of ``arms``' shape.
+        """
+        best = self.best_arm(params, t) if best is None else best
+        return self.losses_of_words(words, arms, arms == best)
+
+    def losses_of_words(
+        self, words: threefry.Words, arms: jax.Array, is_best: jax.Array
+    ) -> jax.Array:
+        """The float32 losses of ``arms`` from the round key's ``words``, ``is_best`` marking
+        the round's best arm: what :meth:`loss_at_words` draws, per environment."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no kernel-safe loss (losses_of_words); "
+            "use loss_at, or the XLA path"
+        )
+
     def _segment_params(self, key: jax.Array | None) -> SegmentParams:
         s = self.num_segments
         if key is None or not self.random_change_points:

@@ -68,35 +68,11 @@ class ExpertAdvice(PiecewiseEnv):
         reward = jnp.where(arms == self.best_arm(params, t), base + self.bonus, base)
         return estimators.reward_to_loss(reward)
 
-    def loss_at_words(
-        self,
-        params: SegmentParams,
-        t: jax.Array,
-        words: threefry.Words,
-        arms: jax.Array,
-        best: jax.Array | None = None,
+    def losses_of_words(
+        self, words: threefry.Words, arms: jax.Array, is_best: jax.Array
     ) -> jax.Array:
-        """``loss_at`` from the key's raw ``uint32`` words, in ops a Pallas kernel lowers.
-
-        Equals ``loss(params, t, key)[arms]`` bit for bit for ``words`` the two words of
-        ``jax.random.key_data(key)`` (:mod:`stabl_jax.threefry` draws the uniforms);
-        no gather: the arms are compared with the best arm.
-
-        Args:
-          params: the run's parameters (used only when ``best`` is not given).
-          t: ``()`` int32 round.
-          words: ``(k1, k2)``, the round key's ``uint32`` words, broadcastable with ``arms``.
-          arms: int32 queried arms, any shape.
-          best: the best arm at ``t`` (``best_arm(params, t)``), broadcastable with ``arms``;
-            a kernel passes it in, having drawn it outside.
-
-        Returns:
-          float32 losses of ``arms``' shape.
-        """
-        best = self.best_arm(params, t) if best is None else best
         base = threefry.uniform_words(*words, arms, 0.0, self.baseline_high)
-        reward = jnp.where(arms == best, base + jnp.float32(self.bonus), base)
-        return estimators.reward_to_loss(reward)
+        return estimators.reward_to_loss(jnp.where(is_best, base + jnp.float32(self.bonus), base))
 
     def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
         mean_reward = jnp.full((self.num_arms,), 0.5 * self.baseline_high, jnp.float32)
