@@ -12,9 +12,9 @@ A document's generated tables sit between markers (the options may span lines)::
 
 ``FOLDER`` is a folder under ``--results``. :data:`VIEWS` names each view, the folders it
 reads and the options it takes: ``table`` (default) every learner's statistics of a bandit, BCO
-or algorithm-selection folder (``windows=L1,L2,L3``, ``sa=sampled``); ``paired`` StABL minus
-each learner per run, or for algorithm selection each learner's log10 gap minus
-``baseline=``'s per (problem, repeat); ``diff`` paired differences ``diff=a,b`` and gaps
+or algorithm-selection folder (``windows=L1,L2,L3``, ``sa=sampled``); ``paired`` StABL (or
+``reference=``) minus each learner per run, or for algorithm selection each learner's log10
+gap minus ``baseline=``'s per (problem, repeat); ``diff`` paired differences ``diff=a,b`` and gaps
 ``gap=a,b`` (repeatable; a side may be ``OTHER::name``, a learner of the folder ``OTHER`` with
 the same draws, or ``name@play``, its play trials); ``regret`` each learner's final pseudo-regret,
 one row per folder (``rows=F2,F3``); ``gap`` an ``experiments/anytime_gap.py`` folder
@@ -452,7 +452,7 @@ GAP = "anytime_gap"  # the kind of an experiments/anytime_gap.py folder
 #: for the views of a script's JSON, which read no ``summary.json``.
 VIEWS: dict[str, dict[str | None, set[str]]] = {
     "table": {"bandit": {"windows", "sa"}, "bco": {"windows"}, "hpo": set()},
-    "paired": {"bandit": set(), "hpo": {"baseline"}},
+    "paired": {"bandit": {"reference"}, "hpo": {"baseline"}},
     "gap": {GAP: {"learner", "columns"}},
     "diff": {"bandit": {"diff", "gap"}},
     "regret": {"bandit": {"rows"}},
@@ -554,7 +554,7 @@ def render(args: str, results: Path, label: str = "", where: str = "", flag: str
     if view == "paired":
         if kind == "hpo":
             return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
-        return paired_table(folder, label)
+        return paired_table(folder, label, opts.get("reference", "stabl"))
     windows = parse_windows(opts.get("windows", "256,1024,4096"))
     return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
 
