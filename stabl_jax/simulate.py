@@ -400,16 +400,20 @@ def run_chunk(
     With ``validate``, the checks of :func:`_round` run under ``checkify`` and the function
     returns ``(error, (carry, outputs))``, the values bitwise those without checks. With
     ``kernel="pallas"`` each block's chunk is one ``pallas_call``
-    (:func:`stabl_jax.kernels.chunk_step`) instead of ``vmap`` of the scan.
+    (:func:`stabl_jax.kernels.chunk_step`) instead of ``vmap`` of the scan, and ``validate``
+    checks each chunk's outputs instead (:func:`_checked_chunks`).
     """
     if kernel == "pallas":
         interpret = kernels.interpreted(plan.mesh)
         # The kernel's drawn inputs (every arm's loss) of one block within the chunk budget.
         inputs = kernels.input_bytes_per_round(learner, fields)
         max_rounds = auto_chunk_size(plan.block, length, bytes_per_round=inputs)
+        drawn = tuple(dict.fromkeys((*fields, "observed"))) if validate else fields
         step = kernels.chunk_step(
-            learner, env, fields, length, interpret=interpret, max_rounds=max_rounds
+            learner, env, drawn, length, interpret=interpret, max_rounds=max_rounds
         )
+        if validate:
+            step = _checked_chunks(step, learner, fields, length)
     else:
         one = partial(_chunk_one, learner, env, fields, validate, length=length)
         step = jax.vmap(one, in_axes=(0, None))
@@ -417,6 +421,37 @@ def run_chunk(
     if not validate:
         return run(carry, t0)
     return checkify.checkify(run, errors=checkify.user_checks)(carry, t0)
+
+
+def _checked_chunks(
+    step: Callable[[Any, jax.Array], tuple[Any, dict]],
+    learner: Any,
+    fields: tuple[str, ...],
+    length: int,
+) -> Callable[[Any, jax.Array], tuple[Any, dict]]:
+    """The kernel's chunk ``step`` with the checks its outputs allow, under ``checkify``:
+    every observed loss finite and in [0, 1] (the first bad round named), and the play
+    distribution after the chunk (round ``t0 + length``) a distribution, for every run. The
+    kernel has no checks inside, so a distribution is checked once a chunk, not each round;
+    ``step`` records ``observed`` besides ``fields``, which are returned."""
+    mixed = getattr(learner, "num_mixed", 1)
+
+    def checked(carry: Any, t0: jax.Array) -> tuple[Any, dict]:
+        carry, out = step(carry, t0)
+        observed = out["observed"]  # (runs, L, Q)
+        bad = ~(jnp.isfinite(observed) & (observed >= 0.0) & (observed <= 1.0))
+        first = jnp.argmax(jnp.any(bad, axis=(0, 2)))
+        checks.traced_check_losses("observed loss", observed[:, first], t0 + first)
+        probe = jax.random.key(0)  # the play distribution does not depend on the key
+
+        def distribution(state: Any) -> None:
+            probs = learner.ask(state, probe).play_probs
+            checks.traced_check_distribution("play distribution", probs, t0 + length, mixed)
+
+        jax.vmap(distribution)(carry.state)
+        return carry, {name: out[name] for name in fields}
+
+    return checked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -667,7 +702,7 @@ def _lowering(
     def lower(c: Any, t0: jax.Array, n: int) -> Any:
         args = (learner, env, c, t0, n, plan, fields)
         if validate:
-            return _RaisingLowered(run_chunk.lower(*args, validate=True))
+            return _RaisingLowered(run_chunk.lower(*args, validate=True, kernel=kernel))
         return run_chunk.lower(*args, kernel=kernel)
 
     return lower

@@ -262,15 +262,6 @@ def test_unsupported_calls_name_what_is_supported():
         simulate(
             StABLOneQuery(num_arms=5, horizon=64), env, key, 2, options=SimOptions(kernel="pallas")
         )
-    with pytest.raises(ValueError, match=r"no in-program checks.*kernel='xla'"):
-        simulate(
-            EXP3(num_arms=5, horizon=64),
-            env,
-            key,
-            2,
-            validate=True,
-            options=SimOptions(kernel="pallas"),
-        )
     with pytest.raises(ValueError, match=r"records only the traces .*\['points'\]"):
         simulate(
             EXP3(num_arms=5, horizon=64),
@@ -293,7 +284,7 @@ class Reactive:
 def test_auto_picks_the_kernel_where_it_is_compiled_and_supported(monkeypatch):
     """``kernel="auto"``: the XLA path wherever the kernel would be interpreted (here); where
     it is compiled (a GPU, stood in for by ``interpreted() -> False``), the kernel for EXP3
-    and StABL up to 128 padded arms without ``validate``, the XLA path for the rest."""
+    and StABL up to 128 padded arms (validated or not), the XLA path for the rest."""
     env = as_environment(ExpertAdvice(num_arms=30, horizon=64))
     fields = ("played", "loss")
     assert bandit.auto_kernel(EXP3(num_arms=30, horizon=64), env, fields, False) == "xla"
@@ -303,7 +294,7 @@ def test_auto_picks_the_kernel_where_it_is_compiled_and_supported(monkeypatch):
         (StABL(num_arms=30, horizon=64), False, "pallas"),
         (StABL(num_arms=128, horizon=64), False, "pallas"),
         (StABL(num_arms=129, horizon=64), False, "xla"),  # pads to 256: two-level CDF
-        (StABL(num_arms=30, horizon=64), True, "xla"),
+        (StABL(num_arms=30, horizon=64), True, "pallas"),  # checked on each chunk's outputs
         (StABLOneQuery(num_arms=30, horizon=64), False, "xla"),
         (EXP3(num_arms=30, horizon=64, dtype="float64"), False, "xla"),
     ]:
