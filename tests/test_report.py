@@ -634,8 +634,7 @@ def _study_folder(folder: Path, points: dict[tuple[str, int], dict[str, np.ndarr
     }
     analysis = study["analyse"](loaded, resamples=20)
     folder.mkdir(parents=True)
-    saved = study["_jsonable"]({"meta": {}, "analysis": analysis})
-    (folder / "study.json").write_text(json.dumps(saved))
+    (folder / "study.json").write_text(json.dumps({"meta": {}, "analysis": analysis}))
     return analysis
 
 
