@@ -6,8 +6,8 @@ round); ``loops_in_round`` and ``loop_kernels_per_round``, the loops nested in i
 kernels a round; ``chunk_kernels``, those once a chunk (all of them on the fused Pallas
 kernel); ``temp_mib``, XLA's scratch memory. ``--large`` adds the GPU speed table's largest
 rows, ``--scaling`` StABL and EXP3 for R = 1,024 to 2^20 (docs/gpu.md). Without a GPU the
-program is compiled for an H100 SXM (:data:`H100_TARGET`, or ``--target-config``; JAX's CUDA
-plugin, no driver); ``--local`` compiles for this machine's first device. Nothing is run::
+program is compiled for an H100 SXM (``h100_sxm.txtpb`` here, or ``--target-config``; JAX's
+CUDA plugin, no driver); ``--local`` compiles for this machine's first device. Nothing is run::
 
     JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 python experiments/gpu_compile.py \\
         --out gpu_compile.json
@@ -38,35 +38,10 @@ from stabl_jax.experiment.results import Parser, count, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 
-#: An NVIDIA H100 80GB HBM3 (SXM) as XLA's GPU compiler describes a target: NVIDIA's
-#: published limits (compute capability 9.0, 132 SMs, 228 KiB shared memory per SM,
-#: 3.35 TB/s), CUDA 12.8 and cuDNN 9.7 as the runtime.
-H100_TARGET = """
-gpu_device_info {
-  threads_per_block_limit: 1024
-  threads_per_warp: 32
-  shared_memory_per_block: 49152
-  shared_memory_per_core: 233472
-  threads_per_core_limit: 2048
-  core_count: 132
-  fpus_per_core: 128
-  block_dim_limit_x: 2147483647
-  block_dim_limit_y: 65535
-  block_dim_limit_z: 65535
-  memory_bandwidth: 3352320000000
-  l2_cache_size: 52428800
-  clock_rate_ghz: 1.98
-  device_memory_size: 84929347584
-  shared_memory_per_block_optin: 232448
-  cuda_compute_capability { major: 9 }
-  registers_per_core_limit: 65536
-  registers_per_block_limit: 65536
-}
-platform_name: "CUDA"
-dnn_version_info { major: 9 minor: 7 }
-runtime_version { major: 12 minor: 8 patch: 0 }
-device_description_str: "NVIDIA H100 80GB HBM3"
-"""
+#: The default ``--target-config``: an NVIDIA H100 80GB HBM3 (SXM) as XLA's GPU compiler
+#: describes a target, from NVIDIA's published limits (compute capability 9.0, 132 SMs,
+#: 228 KiB shared memory per SM, 3.35 TB/s), CUDA 12.8 and cuDNN 9.7 as the runtime.
+H100_TARGET = Path(__file__).with_name("h100_sxm.txtpb")
 
 #: Operations that launch nothing.
 FREE = {"parameter", "get-tuple-element", "tuple", "constant", "bitcast", "after-all"}
@@ -260,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--scaling", action="store_true", help="add StABL and EXP3 for R = 1,024 to 2^20")
     args = parser.parse_args(argv)
     try:
-        config = H100_TARGET if args.target_config is None else args.target_config.read_text()
+        config = (args.target_config or H100_TARGET).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         parser.error(f"--target-config {args.target_config}: cannot read it ({exc})")
     try:
