@@ -27,17 +27,9 @@ import numpy as np
 from _cli import md_table
 
 from stabl_jax import metrics, simulate
+from stabl_jax.experiment import results as res
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bandit import BanditConfig
-from stabl_jax.experiment.results import (
-    Distinct,
-    OutputError,
-    Parser,
-    ResultsFolder,
-    environment_info,
-    interval_runs,
-    stat,
-)
 from stabl_jax.learners.base import BanditLearner
 
 #: The paired reference every gap is measured against.
@@ -150,13 +142,13 @@ def print_table(out: dict) -> None:
     print(md_table(head, rows))
 
 
-def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Path:
+def write_folder(folder: res.ResultsFolder, outs: list[dict], argv: list[str]) -> Path:
     """Write ``outs`` into ``folder`` and commit it (see the module docstring)."""
     summary: dict = {
         "kind": "anytime_gap",
         "description": "tuning-free StABL variants against tuned StABL, paired, per segment",
         "command": ["python", "experiments/anytime_gap.py", *argv],
-        **environment_info(),
+        **res.environment_info(),
         "settings": [],
         "learners": {},
     }
@@ -172,8 +164,8 @@ def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Pa
             arrays[f"{name}/segment_reward"] = seg
             summary["learners"][name] = {
                 "params": row["params"],
-                "segment_reward": stat(seg),
-                "mean_over_segments": stat(seg.mean(axis=1)),
+                "segment_reward": res.stat(seg),
+                "mean_over_segments": res.stat(seg.mean(axis=1)),
                 "num_muted": row["num_muted"],
             }
     return folder.write(summary, arrays, lambda _: None)
@@ -181,13 +173,13 @@ def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Pa
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = Parser(description=__doc__.splitlines()[0])
+    parser = res.Parser(description=__doc__.splitlines()[0])
     add = parser.add_argument
-    add("--runs", type=interval_runs, default=500)
+    add("--runs", type=res.interval_runs, default=500)
     configs = ["expert_advice_equal", "expert_advice_random"]
-    add("--configs", nargs="+", action=Distinct, default=configs)
-    add("--feedback", nargs="+", action=Distinct, default=["loss", "reward"])
-    add("--extra", nargs="*", action=Distinct, default=[], help="more learners, default params")
+    add("--configs", nargs="+", action=res.Distinct, default=configs)
+    add("--feedback", nargs="+", action=res.Distinct, default=["loss", "reward"])
+    add("--extra", nargs="*", action=res.Distinct, default=[], help="more learners, default params")
     add("--out", type=Path, default=None, help="write a results folder here")
     add("--force", action="store_true", help="replace an existing --out folder")
     args = parser.parse_args(argv)
@@ -199,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             for base in args.configs
             for feedback in args.feedback
         ]
-        folder = None if args.out is None else ResultsFolder.prepare(args.out, force=args.force)
-    except (OutputError, ValueError) as exc:
+        folder = None if args.out is None else res.ResultsFolder.prepare(args.out, force=args.force)
+    except (res.OutputError, ValueError) as exc:
         parser.error(str(exc))
     with folder or contextlib.nullcontext():
         outs = []

@@ -37,17 +37,7 @@ from _cli import md_table
 
 from stabl_jax import metrics
 from stabl_jax.experiment import load_results, plots
-from stabl_jax.experiment.results import (
-    Distinct,
-    OutputError,
-    Parser,
-    figure_paths,
-    is_complete,
-    mark_folder,
-    owned_files,
-    write_json,
-    write_text,
-)
+from stabl_jax.experiment import results as res
 from stabl_jax.experiment.tables import read_json_object
 
 ADVERSARIES = ("geometric", "random")
@@ -216,7 +206,7 @@ def load_points(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
     for folder in sorted(out.glob("*-n*-*")):
         adversary, _, rest = folder.name.partition("-n")
         n = rest.split("-")[0]
-        if adversary in ADVERSARIES and n.isdigit() and is_complete(folder):
+        if adversary in ADVERSARIES and n.isdigit() and res.is_complete(folder):
             loaded.setdefault((adversary, int(n)), []).append(load_point(folder))
     return {key: merge_groups(groups, f"{key[0]}-n{key[1]}") for key, groups in loaded.items()}
 
@@ -551,12 +541,12 @@ def report(analysis: Mapping[str, Any], table_windows: Sequence[int] = TABLE_WIN
 STUDY_KEYS: frozenset[str] = frozenset({"meta", "analysis"})
 
 
-def _parser() -> Parser:
-    parser = Parser(description=__doc__.split("\n\n")[0])
+def _parser() -> res.Parser:
+    parser = res.Parser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--out", default="results/study", help="the folder of the study's points")
-    add("--table-windows", nargs="+", type=int, action=Distinct, default=list(TABLE_WINDOWS))
-    add("--fit-windows", nargs="+", type=int, action=Distinct, default=None, help="L <= T/4")
+    add("--table-windows", nargs="+", type=int, action=res.Distinct, default=list(TABLE_WINDOWS))
+    add("--fit-windows", nargs="+", type=int, action=res.Distinct, default=None, help="L <= T/4")
     add("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES, help="resamples, >= 10")
     add("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
     add("--figures", default=None, help="write the plots into this folder")
@@ -576,10 +566,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figures is None and (args.overwrite or args.figure_prefix != "study"):
         parser.error("--figure-prefix and --overwrite are for --figures: give --figures FOLDER")
     try:  # before the analysis: a user's study.md or figure is never replaced
-        owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
+        res.owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
         if args.figures:
             names = figure_names(ADVERSARIES, args.figure_prefix)
-            figure_paths(args.figures, names, "--figures", args.overwrite)
+            res.figure_paths(args.figures, names, "--figures", args.overwrite)
         points = load_points(out)
         if not points:
             raise ValueError(
@@ -592,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             resamples=args.bootstrap,
             seed=args.bootstrap_seed,
         )
-    except (OutputError, ValueError, FileNotFoundError) as exc:
+    except (res.OutputError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     meta = {
         "runs": {f"{a}-n{n}": p["runs"] for (a, n), p in points.items()},
@@ -600,16 +590,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sa_field": SA_FIELD,
         "command": " ".join(["python", "experiments/study.py", *(argv or sys.argv[1:])]),
     }
-    write_json(out / "study.json", {"meta": meta, "analysis": analysis}, indent=1)
+    res.write_json(out / "study.json", {"meta": meta, "analysis": analysis}, indent=1)
     text = report(analysis, args.table_windows)
-    write_text(out / "study.md", text + "\n")
+    res.write_text(out / "study.md", text + "\n")
     print(text)
     for path in (
         write_figures(analysis, Path(args.figures), args.figure_prefix) if args.figures else ()
     ):
         print(f"[study] figure: {path}")
     if args.figures:
-        mark_folder(Path(args.figures))  # its figures: replaced by the next run
+        res.mark_folder(Path(args.figures))  # its figures: replaced by the next run
     return 0
 
 
