@@ -106,10 +106,10 @@ def curves(
         text = _label(name, entry, note)
         mean, half = metrics.mean_ci(pseudo_regret(traces[f"{name}/prob_best"], env["bonus"]))
         rounds = np.arange(1, mean.shape[0] + 1)
-        regret.append(plots.Band(name=name, label=text, x=rounds, mean=mean, half=half))
+        regret.append(plots.Band(name, text, rounds, mean, half))
         sa_mean, sa_half = metrics.mean_ci(traces[f"{name}/sa_expected"])
         lengths = np.asarray(traces["sa_window_lengths"])
-        sa.append(plots.Band(name=name, label=text, x=lengths, mean=sa_mean, half=sa_half))
+        sa.append(plots.Band(name, text, lengths, sa_mean, sa_half))
         print(
             f"  {name:20s} R(T) {mean[-1]:8.1f} ± {half[-1]:5.1f}   "
             f"SA({lengths[-1]}) {sa_mean[-1]:8.1f} ± {sa_half[-1]:5.1f}"

@@ -246,10 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             f'"jax[cuda12]=={jax.__version__}" (no GPU needed; docs/gpu.md), or run with '
             "--local on a machine with a GPU"
         )
-    rows, asked = [], default_rows(args.runs, args.rounds)
-    asked += (large_rows() if args.large else []) + (
-        scaling_rows(args.rounds) if args.scaling else []
-    )
+    rows, asked = [], default_rows(args.runs, args.rounds) + (large_rows() if args.large else [])
+    asked += scaling_rows(args.rounds) if args.scaling else []
     for row in asked:
         rows.append(compile_row(device, row))
         keys = ("learner", "n", "R", "kernel", "round_kernels", "temp_mib")

@@ -93,13 +93,15 @@ def hpo_table(folder: Path, summary: dict) -> str:
         f"seed {cfg['seed']}, feedback={cfg['feedback']}; final mean log10 gap ± 95% "
         "t-interval over repeats)"
     )
+    profile, versus = (
+        ("profile_scores_half_budget", "profile_scores"),
+        ("score_vs_uniform_half_budget", "score_vs_uniform"),
+    )
     scores = [
         [
             name,
-            f"{summary['profile_scores_half_budget'][name]:.3f}",
-            f"{summary['profile_scores'][name]:.3f}",
-            f"{summary['score_vs_uniform_half_budget'].get(name, 0.0):+.3f}",
-            f"{summary['score_vs_uniform'].get(name, 0.0):+.3f}",
+            *(f"{summary[k][name]:.3f}" for k in profile),
+            *(f"{summary[k].get(name, 0.0):+.3f}" for k in versus),
         ]
         for name in learners
     ]
@@ -590,14 +592,12 @@ def _main(args: argparse.Namespace) -> int:
         raise ValueError("give results folders, or --update/--check DOC")
     words = [f"{o}={getattr(args, o)}" for o in OPTIONS if getattr(args, o) is not None]
     tables = []  # every table made before any is printed: a bad option prints nothing
+    view = [f"view={args.view}"] if args.view else []
     for folder in args.folders:
         finished_folder(folder)
-        view = [f"view={args.view}"] if args.view else []
         marker = " ".join([folder.name, *view, *words])
         tables.append(render(marker, folder.parent, str(folder), str(folder), flag="--"))
-    for text in tables:
-        print(text)
-        print()
+    print("".join(f"{text}\n\n" for text in tables), end="")
     return 0
 
 
