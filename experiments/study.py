@@ -575,13 +575,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(
                 f"no complete point under {out}: run its stabl-jax run commands (module docstring)"
             )
-        analysis = analyse(
-            points,
-            table_windows=args.table_windows,
-            fit_windows=args.fit_windows,
-            resamples=args.bootstrap,
-            seed=args.bootstrap_seed,
-        )
+        windows = {"table_windows": args.table_windows, "fit_windows": args.fit_windows}
+        analysis = analyse(points, **windows, resamples=args.bootstrap, seed=args.bootstrap_seed)
     except (res.OutputError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     meta = {
@@ -594,11 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = report(analysis, args.table_windows)
     res.write_text(out / "study.md", text + "\n")
     print(text)
-    for path in (
-        write_figures(analysis, Path(args.figures), args.figure_prefix) if args.figures else ()
-    ):
-        print(f"[study] figure: {path}")
     if args.figures:
+        for path in write_figures(analysis, Path(args.figures), args.figure_prefix):
+            print(f"[study] figure: {path}")
         res.mark_folder(Path(args.figures))  # its figures: replaced by the next run
     return 0
 
