@@ -142,7 +142,9 @@ run bco_d50-1000 bco_d50 --runs 1000
 # Algorithm selection on BBOB: 20, 10 and 20 repeats (the configs' defaults)
 run hpo_bbob_sphere hpo_bbob_sphere
 run hpo_bbob_suite hpo_bbob_suite
-run piecewise_problem1 piecewise_problem1 --runs 100
+for p in 1 2 3; do  # Besson et al.'s piecewise-stationary problems, 500 runs (the configs')
+  run piecewise_problem$p piecewise_problem$p
+done
 run hpo_bbob_vizier hpo_bbob_vizier
 run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"' \
   --set 'bbob.dims=[10]' --set 'bbob.evaluations=[1000]'
@@ -163,6 +165,10 @@ sweep() {  # sweep FOLDER CONFIG [ARGS...]
 for cfg in equal random; do
   sweep sweeps/expert_advice_$cfg expert_advice_$cfg "${family[@]}"
   sweep sweeps/expert_advice_${cfg}_reward expert_advice_$cfg --set feedback=reward "${family[@]}"
+done
+for p in 1 2 3; do  # StABL's scales on the piecewise problems (params.stabl_tuned there)
+  sweep sweeps/piecewise_problem$p piecewise_problem$p \
+    --grid 'stabl.expert_lr_scale=2**0..2**10' --grid 'stabl.meta_lr_scale=2**0..2**7'
 done
 sweep widened/random_naive expert_advice_random --set 'learners=["stabl_naive"]' \
   --grid 'stabl_naive.expert_lr_scale=2**0..2**16' --grid 'stabl_naive.meta_lr_scale=2**0..2**7'
@@ -185,9 +191,9 @@ for a in geometric random; do
       --set 'learners=["flh","eflh"]'
   done
 done
-# FLH and EFLH at 200 runs, paired with StABL and SAOL (EXPERIMENTS.md's small Table 1)
+# FLH and EFLH at 1,000 runs, paired with StABL and SAOL (EXPERIMENTS.md's second Table 1)
 for n in 10 30; do
-  run "study-flh/geometric-n$n-flh" study_geometric --runs 200 --set "env.num_arms=$n" \
+  run "study-flh/geometric-n$n-flh" study_geometric --runs 1000 --set "env.num_arms=$n" \
     --set 'learners=["flh","eflh","stabl","saol"]'
 done
 for n in 10 30 100; do

@@ -7,17 +7,15 @@
 #
 # Needs the test dependencies (pytest, pytest-xdist, hypothesis, cocoex for tests/test_bbob.py)
 # and the project on PYTHONPATH or installed. Each part is bounded in time (seconds, from the
-# environment: BENCH_SECONDS, LARGE_SECONDS, SUITE_SECONDS, CLI_BENCH_SECONDS,
-# COMPILE_SECONDS, COMPARE_SECONDS; WORKERS test processes); logs and the benchmark JSON go to
-# OUT_DIR (default: gpu_results). PARTS names the parts to run, in this order (default all):
-#  bench    experiments/gpu_bench.py: every row of the speed table with the XLA path and with
-#           the fused Pallas kernel (kernel="pallas");
-#  large    R = 2^20 runs of StABL (n = 30, T = 4096) through simulate (LARGE_KERNEL, default
-#           auto);
+# environment: BENCH_SECONDS, LARGE_SECONDS, SUITE_SECONDS, COMPILE_SECONDS,
+# COMPARE_SECONDS; WORKERS test processes); logs and the benchmark JSON go to OUT_DIR
+# (default: gpu_results). PARTS names the parts to run, in this order (default all):
+#  bench    `stabl-jax bench --gpu`: every row of the speed table with the XLA path and with
+#           the fused Pallas kernel (kernel="pallas"), into OUT_DIR/bench;
+#  large    R = 2^20 runs of StABL (n = 30, T = 4096, the loss trace) through simulate
+#           (LARGE_KERNEL, default auto), into OUT_DIR/large.json;
 #  suite    the test suite, one line per test (-v) so that a bounded run keeps what it
 #           reached, and each failure's traceback in OUT_DIR/failures.log as it happens;
-#  cli      `stabl-jax bench --gpu` at R = 1024 (the CLI's rows with the bandwidth-bound
-#           column);
 #  compile  experiments/gpu_compile.py --local: the kernels of one round, counted on this
 #           device;
 #  compare  what holds between this device and the CPU: one small config (COMPARE_CONFIG,
@@ -25,12 +23,12 @@
 #           `stabl-jax compare` bit for bit and at relative tolerances 1e-6 and 1e-3.
 set -u
 out=${1:-gpu_results}
-parts=${PARTS:-bench large suite cli compile compare}
+parts=${PARTS:-bench large suite compile compare}
 for part in $parts; do
   case $part in
-    bench | large | suite | cli | compile | compare) ;;
+    bench | large | suite | compile | compare) ;;
     *)
-      echo "error: PARTS: unknown part '$part'; choose from: bench large suite cli compile compare" >&2
+      echo "error: PARTS: unknown part '$part'; choose from: bench large suite compile compare" >&2
       exit 2
       ;;
   esac
@@ -42,15 +40,31 @@ python3 -c "import jax; print('devices:', jax.devices(), 'jax', jax.__version__)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null | tee -a "$out/devices.log"
 
 part_bench() {
-  timeout "${BENCH_SECONDS:-300}" python3 experiments/gpu_bench.py --out "$out/gpu_bench.json" \
+  timeout "${BENCH_SECONDS:-330}" python3 -m stabl_jax bench --gpu --out "$out/bench" \
     > "$out/bench.log" 2>&1
   echo "bench exit code: $?" | tee -a "$out/bench.log"
   cat "$out/bench.log"
 }
 
 part_large() {
-  timeout "${LARGE_SECONDS:-120}" python3 experiments/gpu_bench.py --out "$out/gpu_large.json" \
-    --large --no-rows --large-kernel "${LARGE_KERNEL:-auto}" > "$out/large.log" 2>&1
+  LARGE_OUT="$out/large.json" timeout "${LARGE_SECONDS:-120}" python3 - > "$out/large.log" 2>&1 <<'PY'
+import json, os, time
+import jax
+from stabl_jax import ExpertAdvice, SimOptions, make, simulate
+runs, horizon, kernel = 1 << 20, 4096, os.environ.get("LARGE_KERNEL", "auto")
+learner, env = make("stabl", num_arms=30, horizon=horizon), ExpertAdvice(num_arms=30, horizon=horizon)
+start = time.perf_counter()
+res = simulate(learner, env, jax.random.key(0), runs, traces=("loss",),
+               options=SimOptions(chunk_size=256, kernel=kernel))
+large = {"device": jax.devices()[0].device_kind, "kernel": res.kernel, "runs": runs,
+         "horizon": horizon, "wall_seconds": time.perf_counter() - start,
+         "run_seconds": res.run_seconds, "compile_seconds": res.compile_seconds,
+         "run_steps_per_s": runs * horizon / res.run_seconds,
+         "mean_loss": float(res.loss.mean(dtype="float64"))}
+print(large)
+with open(os.environ["LARGE_OUT"], "w") as f:
+    json.dump(large, f, indent=2)
+PY
   echo "large exit code: $?" | tee -a "$out/large.log"
   tail -3 "$out/large.log"
 }
@@ -63,13 +77,6 @@ part_suite() {
   grep -cE " PASSED " "$out/tests.log" | sed 's/^/passed so far: /'
   grep -E "(FAILED|ERROR) " "$out/tests.log" | head -40
   tail -3 "$out/tests.log"
-}
-
-part_cli() {
-  timeout "${CLI_BENCH_SECONDS:-180}" python3 -m stabl_jax bench --gpu --no-validate \
-    --runs "${CLI_BENCH_RUNS:-1024}" --out "$out/cli_bench" > "$out/cli_bench.log" 2>&1
-  echo "stabl-jax bench --gpu exit code: $?" | tee -a "$out/cli_bench.log"
-  tail -12 "$out/cli_bench.log"
 }
 
 part_compile() {

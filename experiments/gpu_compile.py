@@ -186,7 +186,8 @@ def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
 
 def large_rows() -> list[dict[str, Any]]:
     """StABL at n = 300, R = 32,768 (chunks of 512) and at n = 30, R = 2^20 (256) on both
-    paths: ``experiments/gpu_bench.py``'s largest rows (does the program fit: ``temp_mib``)."""
+    paths: the largest GPU rows measured (``stabl-jax bench --gpu``, ``gpu_check.sh``'s
+    ``large`` part): does the program fit (``temp_mib``)."""
     sizes = [(300, 32_768, 512, ["played", "loss"]), (30, 1 << 20, 256, ["loss"])]
     row = {"kind": "bandit", "learner": "stabl"}
     return [

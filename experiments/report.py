@@ -7,10 +7,11 @@
 A document's generated tables sit between ``<!-- report: FOLDER [view=VIEW] [option=value
 ...] -->`` and ``<!-- /report -->`` (the options may span lines), ``FOLDER`` under ``--results``.
 :data:`VIEWS` names each view, the folders it reads and its options: ``table`` (default) every
-learner's statistics (``windows=L1,L2``, ``sa=sampled``); ``paired`` StABL minus each learner
-per run, or for algorithm selection each learner's log10 gap minus ``baseline=``'s; ``diff``
-paired differences ``diff=a,b`` and gaps ``gap=a,b`` (repeatable; a side may be
-``OTHER::name``, a learner of the folder ``OTHER`` with the same draws, or ``name@play``);
+learner's statistics (``windows=L1,L2``, ``sa=sampled``); ``paired`` StABL (or
+``reference=``) minus each learner per run, or for algorithm selection each learner's log10 gap
+minus ``baseline=``'s; ``diff`` paired differences ``diff=a,b`` and gaps ``gap=a,b``
+(repeatable; a side may be ``OTHER::name``, a learner of the folder ``OTHER`` with the same
+draws, or ``name@play``);
 ``regret`` final pseudo-regrets, one row per folder (``rows=F2,F3``); ``gap`` an
 ``experiments/anytime_gap.py`` folder (``learner=``, ``columns=``); ``table1``, ``exponents``,
 ``b`` the scaling study's ``study.json`` (``adversary=``, ``n=``, ``tuned=OTHER``); ``bench``
@@ -352,7 +353,7 @@ GAP = "anytime_gap"  # the kind of an experiments/anytime_gap.py folder
 #: for the views of a script's JSON, which read no ``summary.json``.
 VIEWS: dict[str, dict[str | None, set[str]]] = {
     "table": {"bandit": {"windows", "sa"}, "bco": {"windows"}, "hpo": set()},
-    "paired": {"bandit": set(), "hpo": {"baseline"}},
+    "paired": {"bandit": {"reference"}, "hpo": {"baseline"}},
     "gap": {GAP: {"learner", "columns"}},
     "diff": {"bandit": {"diff", "gap"}},
     "regret": {"bandit": {"rows"}},
@@ -454,7 +455,7 @@ def render(args: str, results: Path, label: str = "", where: str = "", flag: str
     if view == "paired":
         if kind == "hpo":
             return hpo_paired_table(folder, label, opts.get("baseline", "uniform"))
-        return paired_table(folder, label)
+        return paired_table(folder, label, opts.get("reference", "stabl"))
     windows = parse_windows(opts.get("windows", "256,1024,4096"))
     return table(folder, windows, label=label, sa=opts.get("sa", "expected"))
 

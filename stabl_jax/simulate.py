@@ -74,6 +74,9 @@ class SimOptions:
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
       checkpoint: a :class:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint`: resume from
         it and save after every chunk (:func:`run_chunks`).
+      traces_on_device: keep the traces on the device (``jax.Array``; nothing of ``(R, T)``
+        is copied to the host), for summaries computed there (:mod:`stabl_jax.summaries`).
+        The same bits as on the host; one host thread; no checkpoint.
 
     Example:
       >>> SimOptions(chunk_size=64, kernel="xla").chunk_size
@@ -88,6 +91,7 @@ class SimOptions:
     runs_per_point: int | None = None
     progress: bool | Callable[[int, int], None] = False
     checkpoint: Any = None
+    traces_on_device: bool = False
 
     def __post_init__(self) -> None:
         remedy = {
@@ -110,6 +114,17 @@ class SimOptions:
         checks.check_choice("kernel", self.kernel, kernels.KERNELS)
         if not callable(self.progress):
             object.__setattr__(self, "progress", checks.check_bool("progress", self.progress))
+        checks.check_bool("traces_on_device", self.traces_on_device)
+        if self.traces_on_device and self.checkpoint is not None:
+            raise ValueError(
+                "SimOptions: traces_on_device=True keeps the traces in device memory and a "
+                "checkpoint saves them to disk after every chunk: give one of the two"
+            )
+        if self.traces_on_device and self.host_threads not in (None, 1):
+            raise ValueError(
+                f"SimOptions: traces_on_device=True steps the runs from one host thread, got "
+                f"host_threads={self.host_threads}: leave host_threads at None or 1"
+            )
         if self.checkpoint is not None:
             checks.check_interface(
                 "checkpoint",
@@ -140,7 +155,8 @@ class RunCarry:
 
 @dataclasses.dataclass
 class SimResult:
-    """Traces of a simulation, on the host.
+    """Traces of a simulation: NumPy arrays on the host, or ``jax.Array`` on the device with
+    ``SimOptions(traces_on_device=True)``.
 
     Every recorded trace is an attribute (``result.loss``), ``(R, T, ...)``; a trace the
     environment offers but that was not recorded reads ``None``. Bandit traces: ``played``
@@ -496,7 +512,8 @@ def simulate(
       options: execution and which runs of ``key`` (:class:`SimOptions`).
 
     Returns:
-      A :class:`SimResult` with ``(R, T, ...)`` traces.
+      A :class:`SimResult` with ``(R, T, ...)`` traces: NumPy arrays, or ``jax.Array`` on the
+      device with ``options.traces_on_device``.
 
     Example:
       >>> import jax
@@ -512,7 +529,8 @@ def simulate(
     horizon = _check_pairing(learner, env, horizon)
     checks.check_key("key", key)
     params = _learner_params(learner, params, num_runs)
-    plan = sharding.plan_runs(num_runs, options.runs_per_block, host_threads=options.host_threads)
+    threads = 1 if options.traces_on_device else options.host_threads
+    plan = sharding.plan_runs(num_runs, options.runs_per_block, host_threads=threads)
     # run_chunks gets the only reference to the first carry: it frees it after the first chunk.
     first = [_first_carry(learner, env, rollout_env, key, plan, params, env_params, options)]
     chunk_size = options.chunk_size
@@ -527,6 +545,7 @@ def simulate(
         checkpoint=options.checkpoint,
         host_threads=plan.host_threads,
         names=fields,
+        on_device=options.traces_on_device,
     )
     arrays, carry = sharding.unpad((arrays, sharding.to_host(carry)), plan)
     if validate and _query_kind(learner) == "dim":
@@ -778,7 +797,8 @@ def run_chunks(
     checkpoint: Any = None,
     host_threads: int = 1,
     names: tuple[str, ...] | None = None,
-) -> tuple[Any, dict[str, np.ndarray], float, float]:
+    on_device: bool = False,
+) -> tuple[Any, dict[str, Any], float, float]:
     """Drive a chunked scan over rounds ``0..horizon-1`` (shared by every simulator).
 
     Args:
@@ -796,6 +816,8 @@ def run_chunks(
       host_threads: equal groups of runs, each stepped by the same program from its own
         thread (:mod:`stabl_jax.sharding`); ``R`` a multiple of it. Results as one call.
       names: the outputs recorded, passed to ``checkpoint.restore`` (``None``: all it holds).
+      on_device: keep the outputs on the device, written chunk by chunk into ``(R, horizon,
+        ...)`` device buffers (no checkpoint, one thread); else copied to host arrays.
 
     Returns:
       ``(carry, outputs (R, horizon, ...) per name, compile_seconds, run_seconds)``.
@@ -818,6 +840,8 @@ def run_chunks(
     # outputs alive). A checkpoint needs the carry after each chunk, which the next chunk's
     # call donates, so it keeps the fetch before the next dispatch.
     overlap = checkpoint is None and threads == 1
+    if on_device and not overlap:
+        raise ValueError("on_device=True needs checkpoint=None and host_threads=1")
     pending: tuple[Any, int, int] | None = None
     while t0 < horizon:
         length = min(chunk, horizon - t0)
@@ -827,7 +851,10 @@ def run_chunks(
             compiled[length] = lower(groups[0], t0_arr, length).compile()
             compile_s += time.perf_counter() - start
         start = time.perf_counter()
-        if overlap:
+        if on_device:
+            groups, out = _dispatch(compiled[length], groups, t0_arr)
+            arrays = _record_on_device(arrays, out, t0_arr, horizon)
+        elif overlap:
             groups, out = _dispatch(compiled[length], groups, t0_arr)
             if pending is not None:
                 arrays = _record(arrays, jax.device_get(pending[0]), *pending[1:], horizon)
@@ -840,13 +867,14 @@ def run_chunks(
         if checkpoint is not None:
             checkpoint.save(_join(groups), out, t0, t0 + length)
         t0 += length
-        if not overlap:
+        if not overlap or on_device:
             bar(t0)
+    start = time.perf_counter()
     if pending is not None:
-        start = time.perf_counter()
         arrays = _record(arrays, jax.device_get(pending[0]), *pending[1:], horizon)
-        run_s += time.perf_counter() - start
         bar(t0)
+    jax.block_until_ready(arrays)  # device buffers: the last chunk's work is timed too
+    run_s += time.perf_counter() - start
     return _join(groups), arrays, compile_s, run_s
 
 
@@ -885,6 +913,24 @@ def _record(
             arrays[name] = np.empty((value.shape[0], horizon, *value.shape[2:]), value.dtype)
         arrays[name][:, t0 : t0 + length] = value
     return arrays
+
+
+def _record_on_device(
+    arrays: dict[str, Any], out: dict, t0: jax.Array, horizon: int
+) -> dict[str, Any]:
+    """:func:`_record` on the device: each ``(R, horizon, ...)`` buffer allocated there once
+    and updated in place (donated) with a chunk's outputs at round ``t0``."""
+    for name, value in out.items():
+        if name not in arrays:
+            arrays[name] = jnp.empty((value.shape[0], horizon, *value.shape[2:]), value.dtype)
+        arrays[name] = _write_chunk(arrays[name], value, t0)
+    return arrays
+
+
+@partial(jax.jit, donate_argnums=0)
+def _write_chunk(buffer: jax.Array, value: jax.Array, t0: jax.Array) -> jax.Array:
+    start = (jnp.zeros((), jnp.int32), t0) + (jnp.zeros((), jnp.int32),) * (value.ndim - 2)
+    return jax.lax.dynamic_update_slice(buffer, value, start)
 
 
 def _groups(tree: Any, num: int) -> list[Any]:

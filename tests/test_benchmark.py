@@ -3,14 +3,17 @@ memory. No timing is asserted (the numbers depend on the machine and its load)."
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import re
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 
+from stabl_jax.envs.base import BANDIT_TRACES
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import cli
 
@@ -101,7 +104,7 @@ def test_bench_bound_defaults_to_known_devices_only(monkeypatch):
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "fast"])
 def test_bench_rejects_a_bad_bandwidth(capsys, value):
     """``inf`` passed the old ``> 0`` check (a bound column of zeros); one argparse type
-    (``benchmark.bandwidth``) checks ``stabl-jax bench`` and ``experiments/gpu_bench.py``."""
+    (``benchmark.bandwidth``) checks ``stabl-jax bench`` with and without ``--gpu``."""
     assert cli.main(["bench", "--bandwidth", value]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert f"argument --bandwidth: give a finite number of GB/s > 0, got '{value}'" in err
@@ -122,21 +125,78 @@ def test_available_memory_is_positive():
     assert available_memory_bytes() > 0
 
 
-def test_bench_gpu_preset_times_the_accelerator_rows(monkeypatch):
-    """``--gpu`` selects :data:`benchmark.GPU` (4,096 rounds at every R, no NumPy); the other
-    flags still apply on top of it."""
-    seen = {}
+def test_bench_gpu_without_a_gpu_stops_before_any_work(tmp_path, monkeypatch, capsys):
+    """``--gpu`` is sized for an accelerator: on a CPU it stops at once (exit 2), saying
+    what to do, and writes nothing; ``--quick`` is what runs its rows on a CPU."""
+    monkeypatch.setattr(benchmark, "has_accelerator", lambda: False)
+    assert cli.main(["bench", "--gpu", "--out", str(tmp_path / "b")]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "error: no GPU: JAX sees only CPU devices" in err
+    assert "use --quick (the same rows at tiny sizes) / drop --gpu" in err
+    assert not (tmp_path / "b").exists()
+    assert cli.main(["bench", "--gpu", "--runs", "3", "--no-numpy"]) == cli.EXIT_USAGE
+    assert "--gpu times a fixed set of rows: drop --runs --no-numpy" in capsys.readouterr().err
 
-    def fake(config, log=None):
-        seen["config"] = config
-        return {"machine": benchmark.machine_info(), "config": {}, "rows": []}
 
-    monkeypatch.setattr(benchmark, "run_benchmark", fake)
-    assert cli.main(["bench", "--gpu", "--repeats", "1"]) == 0
-    config = seen["config"]
-    assert config.runs == (1024, 16384, 131072) and config.arms == (30, 300)
-    assert config.jax_rounds(131072, 300) == config.jax_rounds(1024, 30) == 4096
-    assert not config.numpy and config.repeats == 1
+def test_bench_gpu_quick_is_the_gpu_rows_at_tiny_sizes():
+    full, quick = benchmark.gpu_rows(), benchmark.gpu_rows(quick=True)
+    assert [(r[0], r[1], r[4]) for r in full] == [(r[0], r[1], r[4]) for r in quick]
+    assert [(r[0], r[1], r[2], r[3]) for r in full] == [
+        ("stabl", 30, 1024, 4096),
+        ("stabl", 30, 16384, 4096),
+        ("stabl", 30, 131072, 4096),
+        ("exp3", 30, 131072, 4096),
+        ("stabl", 30, 16384, 4096),
+        ("stabl", 300, 32768, 2048),
+    ]
+    assert [r[4] for r in full].count(None) == 1  # one row keeps every trace
+    assert max(r[2] for r in quick) <= 32 and {r[3] for r in quick} == {64}
+
+
+def test_bench_gpu_quick_writes_its_json_and_records_a_failing_row(tmp_path, monkeypatch, capsys):
+    """The ``--gpu`` code path and its JSON on a CPU (``--quick``; rows cut to three, one
+    of them failing, which is recorded while the others run). Each row on both kernels."""
+    rows = (
+        ("stabl", 4, 8192, 4096, None),
+        ("no_such_learner", 4, 8192, 4096, ("played",)),
+        ("exp3", 4, 8192, 4096, ("played", "loss")),
+    )
+    monkeypatch.setattr(benchmark, "GPU_ROWS", rows)
+    out = tmp_path / "bench"
+    argv = ["bench", "--gpu", "--quick", "--bandwidth", "100", "--out", str(out)]
+    assert cli.main(argv) == 0
+    result = json.loads((out / "benchmark.json").read_text())
+    assert result["device"] == jax.devices()[0].device_kind and result["jax"] == jax.__version__
+    assert datetime.date.fromisoformat(result["date"]) and result["quick"] and result["complete"]
+    got = [(r["learner"], r["kernel"], r["runs"], r["rounds"]) for r in result["rows"]]
+    assert got == [
+        (name, kernel, 2, 64) for name, *_ in rows for kernel in ("pallas", "xla")
+    ]  # fmt: skip
+    stabl, failed, exp3 = result["rows"][0:2], result["rows"][2:4], result["rows"][4:6]
+    assert all("no_such_learner" in row["error"] for row in failed)
+    for row in stabl + exp3:
+        assert "error" not in row and row["same_bits_every_call"], row
+        assert row["run_steps_per_s"] == pytest.approx(2 * 64 / min(row["run_seconds"]))
+        assert row["us_per_round"] == pytest.approx(min(row["run_seconds"]) / 64 * 1e6)
+        assert row["compile_seconds"] > 0 and len(row["run_seconds"]) == 2
+        bound = 100e9 / (2 * benchmark.state_bytes(benchmark.make_learner(row["learner"], 4)))
+        assert row["bound_run_steps_per_s"] == pytest.approx(bound, rel=1e-12)
+        assert row["fraction_of_bound"] == pytest.approx(row["run_steps_per_s"] / bound)
+    assert stabl[0]["traces"] == list(BANDIT_TRACES) and exp3[0]["traces"] == ["played", "loss"]
+    for fused, scan in (stabl, exp3):  # the same runs on both paths (same seeds, same draws)
+        np.testing.assert_allclose(fused["mean_loss"], scan["mean_loss"], rtol=1e-6)
+    markdown = (out / "benchmark.md").read_text()
+    assert markdown.startswith(f"Device: {result['device']}; JAX ") and "--quick sizes" in markdown
+    assert markdown.count("| stabl | 4 | 2 | 64 | 5 |") == 2 and "failed: " in markdown
+    assert "| exp3 | 4 | 2 | 64 | 2 | pallas |" in capsys.readouterr().out  # row by row
+    monkeypatch.setattr(benchmark, "GPU_ROWS", rows[1:2])
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "benchmark.json").write_text('{"mine": 1}')  # a user's file is never replaced
+    assert cli.main([*argv[:-1], str(theirs)]) == cli.EXIT_USAGE
+    assert (theirs / "benchmark.json").read_text() == '{"mine": 1}'
+    assert cli.main(argv) == cli.EXIT_FAILURE  # every row failed; the previous run replaced
+    assert len(json.loads((out / "benchmark.json").read_text())["rows"]) == 2
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
     "versions": 1,
     **dict.fromkeys(["learners", "bco", "envs"], 2),
     "bco.simulate": 3,  # a module of a layer-2 package that drives the rollout
-    **dict.fromkeys(["simulate", "sharding", "streaming", "metrics", "kernels"], 3),
+    **dict.fromkeys(["simulate", "sharding", "streaming", "metrics", "summaries", "kernels"], 3),
     "registry": 4,
     "hpo_metrics": 5,
     **{

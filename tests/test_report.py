@@ -257,6 +257,8 @@ def test_paired_view_from_traces(tmp_path):
     )
     paired = REPORT["render"]("demo view=paired", tmp_path)
     assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in paired
+    flipped = REPORT["render"]("demo view=paired reference=exp3_uniform", tmp_path)
+    assert "| exp3_uniform − stabl | -0.050 ± 0.000 | -0.100 ± 0.000, +0.000 ± 0.000 |" in flipped
 
     # A folder that kept no loss traces (save_traces): the same tables from segment_reward.
     summary["config"]["horizon"] = 4

@@ -18,7 +18,7 @@ _cli = load_script(ROOT / "experiments" / "_cli.py", register=True)
 json_output, output_file = _cli.json_output, _cli.output_file
 
 #: Each script writing one JSON file after its work, and the flag naming that file.
-SCRIPTS = {"gpu_bench": "--out", "gpu_compile": "--out"}
+SCRIPTS = {"gpu_compile": "--out", "gpu_split": "--out"}
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))

@@ -14,6 +14,9 @@ and, interleaved with those calls, two NumPy implementations of the same algorit
 (:mod:`stabl_jax.experiment.numpy_baselines`): one run in a Python loop, and ``R`` runs
 vectorised. The ratios are JAX's run-steps/s over each NumPy version's.
 
+``stabl-jax bench --gpu`` (:func:`run_gpu_benchmark`) is the accelerator benchmark: a fixed
+set of rows (:data:`GPU_ROWS`), each on the fused kernel and on the XLA path, no NumPy.
+
 Example:
   >>> from stabl_jax.experiment.bench import BenchConfig, run_benchmark
   >>> res = run_benchmark(BenchConfig(learners=("exp3",), arms=(5,), runs=(2,), repeats=1,
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import itertools
 import json
 import math
 import os
@@ -116,17 +120,169 @@ class BenchConfig:
 
 #: ``stabl-jax bench --quick``: seconds, for a smoke test of the tool, not for quoting.
 QUICK = BenchConfig(arms=(30,), runs=(1, 64), repeats=3, work=2**16, numpy_work=2**12)
-#: ``stabl-jax bench --gpu``: the accelerator rows: EXP3 and StABL at n = 30 and 300, from
-#: 1,024 to 131,072 runs, every call the first 4,096 rounds, NumPy not timed (it would take
-#: hours at these sizes); with the bound column on a known GPU.
-GPU = BenchConfig(
-    arms=(30, 300),
-    runs=(1024, 16384, 131072),
-    repeats=2,
-    min_rounds=4096,
-    max_rounds=4096,
-    numpy=False,
+
+#: The traces of most ``--gpu`` rows: what a study keeps.
+TWO_TRACES: tuple[str, ...] = ("played", "loss")
+#: ``stabl-jax bench --gpu``: ``(learner, n, R, rounds, traces)`` in the order they are timed
+#: (``traces=None``: every trace ExpertAdvice offers), each once per kernel of
+#: :data:`GPU_KERNELS`; the learner at the paper's horizon for ``n``
+#: (:func:`default_horizon`). n = 300 is last: the slowest to compile.
+GPU_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
+    ("stabl", 30, 1_024, 4_096, TWO_TRACES),
+    ("stabl", 30, 16_384, 4_096, TWO_TRACES),
+    ("stabl", 30, 131_072, 4_096, TWO_TRACES),
+    ("exp3", 30, 131_072, 4_096, TWO_TRACES),
+    ("stabl", 30, 16_384, 4_096, None),
+    ("stabl", 300, 32_768, 2_048, TWO_TRACES),
 )
+#: The paths each ``--gpu`` row is timed on: the fused kernel and the scan under ``vmap``.
+GPU_KERNELS: tuple[str, ...] = ("pallas", "xla")
+#: Calls of ``simulate`` per ``--gpu`` row (the fastest is reported).
+GPU_REPEATS = 2
+#: Rounds of a simulated chunk in the ``--gpu`` rows (a chunk's traces go to the host).
+GPU_CHUNK = 512
+
+
+def gpu_rows(quick: bool = False) -> list[tuple[str, int, int, int, tuple[str, ...] | None]]:
+    """:data:`GPU_ROWS`; ``quick``: the same rows at ``R / 4096`` runs (at least 2) and 64
+    rounds, for a check of the code path and the JSON on a CPU (seconds, not for quoting)."""
+    if not quick:
+        return list(GPU_ROWS)
+    return [(name, n, max(2, runs >> 12), 64, traces) for name, n, runs, _, traces in GPU_ROWS]
+
+
+def time_gpu_row(
+    spec: tuple[str, int, int, int, tuple[str, ...] | None],
+    kernel: str,
+    repeats: int,
+    bandwidth_gbs: float | None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """One ``--gpu`` row: ``repeats`` calls of ``simulate(..., options=SimOptions(kernel=
+    kernel))`` with the same key, the fastest reported (compilation timed apart), and
+    whether every call gave the same arms and losses (``same_bits_every_call``). A call
+    that raises (a kernel that does not compile on this device) gives a row with its
+    ``error`` instead."""
+    name, n, runs, rounds, traces = spec
+    row: dict[str, Any] = {"learner": name, "num_arms": n, "runs": runs}
+    row |= {"horizon": default_horizon(n), "rounds": rounds, "kernel": kernel}
+    row["traces"] = list(traces or ExpertAdvice.trace_names)
+    try:
+        learner = make_learner(name, n)
+        env = ExpertAdvice(num_arms=n, horizon=row["horizon"])
+        options = SimOptions(chunk_size=min(GPU_CHUNK, rounds), kernel=kernel)
+        seconds, compile_s, mean_loss, first, same = [], 0.0, [], None, True
+        for _ in range(repeats):
+            res = simulate(
+                learner, env, jax.random.key(seed), runs, horizon=rounds, traces=traces,
+                options=options,
+            )  # fmt: skip
+            row["kernel"] = res.kernel
+            compile_s = max(compile_s, res.compile_seconds)
+            seconds.append(res.run_seconds)
+            mean_loss.append(float(res.loss.mean(dtype=np.float64)))
+            if first is None:
+                first = (res.played, res.loss)
+            else:
+                same &= bool(np.array_equal(first[0], res.played))
+                same &= bool(np.array_equal(first[1], res.loss))
+            del res
+        row["state_bytes_per_run"] = state_bytes(learner)
+    except Exception as err:  # a kernel not yet tried on this device must not end the bench
+        return {**row, "error": repr(err)[:2000]}
+    best = min(seconds)
+    row |= {"run_seconds": seconds, "compile_seconds": compile_s}
+    row |= {"run_steps_per_s": runs * rounds / best, "us_per_round": best / rounds * 1e6}
+    if bandwidth_gbs is not None:
+        row["bound_run_steps_per_s"] = bandwidth_gbs * 1e9 / (2 * row["state_bytes_per_run"])
+        row["fraction_of_bound"] = row["run_steps_per_s"] / row["bound_run_steps_per_s"]
+    return row | {"mean_loss": mean_loss, "same_bits_every_call": same}
+
+
+def run_gpu_benchmark(
+    repeats: int = GPU_REPEATS,
+    bandwidth_gbs: float | None = None,
+    quick: bool = False,
+    log: Callable[[str], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Time every row of :func:`gpu_rows` on every kernel of :data:`GPU_KERNELS`
+    (:func:`time_gpu_row`); ``on_row(result so far)`` after each row (``complete`` false
+    until the last). Returns ``{"device", "date", "jax", "quick", "complete",
+    "bandwidth_gbs", "machine", "code", "config", "rows"}``; ``bandwidth_gbs`` ``None``:
+    the vendor's peak for a known device (:data:`PEAK_BANDWIDTH_GBS`), else no bound."""
+    log = log or (lambda _: None)
+    device = jax.devices()[0]
+    if bandwidth_gbs is None:
+        bandwidth_gbs = PEAK_BANDWIDTH_GBS.get(device.device_kind)
+    rows = gpu_rows(quick)
+    config = {"rows": rows, "kernels": GPU_KERNELS, "repeats": repeats, "chunk": GPU_CHUNK}
+    result: dict[str, Any] = {
+        "device": device.device_kind,
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "jax": jax.__version__,
+        "quick": quick,
+        "complete": False,
+        "bandwidth_gbs": bandwidth_gbs,
+        "machine": machine_info(),
+        "code": provenance.code_version(),
+        "config": config,
+        "rows": [],
+    }
+    log(f"# {device.platform} {device.device_kind}, JAX {jax.__version__}")
+    log("\n".join(GPU_TABLE_HEAD))
+    for spec, kernel in itertools.product(rows, GPU_KERNELS):
+        row = time_gpu_row(spec, kernel, repeats, bandwidth_gbs)
+        result["rows"].append(row)
+        result["complete"] = len(result["rows"]) == len(rows) * len(GPU_KERNELS)
+        log(gpu_markdown_row(row))
+        if on_row is not None:
+            on_row(result)
+    return result
+
+
+#: The header of the ``--gpu`` table (:func:`gpu_markdown`).
+GPU_TABLE_HEAD = (
+    "| learner | n | R | T | traces | kernel | compile s | run-steps/s | µs/round "
+    "| bound run-steps/s | of bound |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+)
+
+
+def has_accelerator() -> bool:
+    """Whether JAX sees a device other than a CPU (what ``--gpu`` is sized for)."""
+    return any(d.platform != "cpu" for d in jax.devices())
+
+
+def gpu_markdown_row(row: dict[str, Any]) -> str:
+    """One row of :func:`gpu_markdown`'s table."""
+    head = (
+        f"| {row['learner']} | {row['num_arms']} | {row['runs']:,} | {row['rounds']:,} "
+        f"| {len(row['traces'])} | {row['kernel']} |"
+    )
+    if "error" in row:
+        return f"{head} failed: {row['error'][:200]} | | | | |"
+    return (
+        f"{head} {row['compile_seconds']:.1f} | {_si(row['run_steps_per_s'])} "
+        f"| {row['us_per_round']:.1f} "
+        f"| {_si(row['bound_run_steps_per_s']) if 'bound_run_steps_per_s' in row else '—'} "
+        f"| {_percent(row.get('fraction_of_bound'))} |"
+    )
+
+
+def gpu_markdown(result: dict[str, Any]) -> str:
+    """:func:`run_gpu_benchmark`'s result as a Markdown table, the device on its first line."""
+    lines = [
+        f"Device: {result['device']}; JAX {result['jax']}; {result['date']}"
+        f"{_code(result.get('code'))}"
+        + ("; --quick sizes (a check of the code, not a measurement)" if result["quick"] else "")
+        + ("" if result["complete"] else "; incomplete")
+        + ".",
+        _bound_note(result.get("bandwidth_gbs")),
+        "",
+        *GPU_TABLE_HEAD,
+    ]
+    return "\n".join(lines + [gpu_markdown_row(row) for row in result["rows"]]) + "\n"
 
 
 def machine_info() -> dict[str, Any]:
@@ -499,11 +655,13 @@ def check_out(out: str | os.PathLike) -> tuple[Path, Path]:
 
 
 def write(result: dict[str, Any], out: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``benchmark.json`` and ``benchmark.md`` into the folder ``out`` (created), each
-    atomically, replacing a previous benchmark's only (:func:`check_out`)."""
+    """Write ``benchmark.json`` and ``benchmark.md`` (:func:`gpu_markdown` for a ``--gpu``
+    result, else :func:`to_markdown`) into the folder ``out`` (created), each atomically,
+    replacing a previous benchmark's only (:func:`check_out`)."""
     json_path, md_path = check_out(out)
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown, text = to_markdown(result), json.dumps(result, indent=2) + "\n"
+    markdown = (gpu_markdown if "device" in result else to_markdown)(result)
+    text = json.dumps(result, indent=2) + "\n"
     atomic_write(md_path, lambda f: f.write(markdown.encode("utf-8")))
     atomic_write(json_path, lambda f: f.write(text.encode("utf-8")))
     return json_path, md_path

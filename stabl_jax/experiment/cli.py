@@ -433,18 +433,24 @@ def _add_bench_parser(sub: Any) -> None:
         "runs, and in the same process a NumPy loop (one run) and a NumPy version vectorised "
         "over runs; print a Markdown table and write benchmark.json and benchmark.md.",
     )
-    preset = bench.add_mutually_exclusive_group()
-    preset.add_argument("--quick", action="store_true", help="small sizes, seconds (a smoke test)")
-    preset.add_argument(
+    bench.add_argument("--quick", action="store_true", help="small sizes, seconds (a smoke test)")
+    bench.add_argument(
         "--gpu",
         action="store_true",
-        help="the accelerator rows: n = 30 and 300, R = 1,024 to 131,072, T = 4,096, no NumPy",
+        help="the accelerator benchmark: fixed rows of EXP3 and StABL (R = 1,024 to 131,072) on "
+        "the fused kernel and the XLA path, no NumPy; needs a GPU (with --quick: the same rows "
+        "at tiny sizes, on any device)",
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="write benchmark.json/.md here")
     bench.add_argument("--learners", nargs="+", action=Distinct, default=None, metavar="NAME")
     bench.add_argument("--arms", nargs="+", type=int, action=Distinct, default=None, metavar="N")
     bench.add_argument("--runs", nargs="+", type=int, action=Distinct, default=None, metavar="R")
-    bench.add_argument("--repeats", type=int, default=None, help=f"(default {default.repeats})")
+    bench.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help=f"timed calls per row (default {default.repeats}; with --gpu {benchmark.GPU_REPEATS})",
+    )
     # --no-numpy, --no-validate and --bandwidth set BenchConfig's numpy, validate, bandwidth_gbs
     bench.add_argument(
         "--no-numpy", dest="numpy", action="store_const", const=False, help="time only simulate"
@@ -469,8 +475,9 @@ def _add_bench_parser(sub: Any) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    presets = {"quick": benchmark.QUICK, "gpu": benchmark.GPU}
-    config = next((c for k, c in presets.items() if getattr(args, k)), benchmark.BenchConfig())
+    if args.gpu:
+        return _cmd_bench_gpu(args)
+    config = benchmark.QUICK if args.quick else benchmark.BenchConfig()
     changes: dict[str, Any] = {
         name: tuple(value) if isinstance(value, list) else value
         for name in ("learners", "arms", "runs", "repeats", "numpy", "validate", "bandwidth_gbs")
@@ -494,3 +501,36 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         json_path, md_path = benchmark.write(result, args.out)
         print(f"\nwrote {json_path} and {md_path}")
     return EXIT_OK
+
+
+def _cmd_bench_gpu(args: argparse.Namespace) -> int:
+    """``stabl-jax bench --gpu``: the fixed rows of :func:`benchmark.run_gpu_benchmark`,
+    ``benchmark.json`` rewritten after every row (a run cut short keeps the rows it timed)."""
+    fixed = [f"--{k.replace('_', '-')}" for k in ("learners", "arms", "runs") if getattr(args, k)]
+    fixed += [f"--no-{k}" for k in ("numpy", "validate") if getattr(args, k) is not None]
+    if fixed:
+        raise ConfigError(f"--gpu times a fixed set of rows: drop {' '.join(fixed)}")
+    repeats = benchmark.GPU_REPEATS if args.repeats is None else args.repeats
+    if repeats < 1:
+        raise ConfigError(f"--repeats must be >= 1, got {repeats}")
+    if not benchmark.has_accelerator() and not args.quick:
+        raise ConfigError(
+            "no GPU: JAX sees only CPU devices, and --gpu times rows sized for an accelerator "
+            "(R up to 131,072). Install a CUDA build of JAX (docs/gpu.md), or use --quick "
+            "(the same rows at tiny sizes) / drop --gpu (the CPU benchmark)"
+        )
+    if args.out:
+        benchmark.check_out(args.out)
+
+    def save(result: dict[str, Any]) -> None:
+        result["command"] = ["stabl-jax", *args.argv]
+        if args.out:
+            benchmark.write(result, args.out)
+
+    result = benchmark.run_gpu_benchmark(
+        repeats, args.bandwidth_gbs, args.quick, lambda line: print(line, flush=True), save
+    )
+    if args.out:
+        json_path = Path(args.out) / "benchmark.json"
+        print(f"\nwrote {json_path} and {json_path.with_suffix('.md')}")
+    return EXIT_OK if any("error" not in row for row in result["rows"]) else EXIT_FAILURE

@@ -168,9 +168,16 @@ class FLH(BanditLearner):
 
     def distributions(self, state: FLHState) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(E, v, mix)``: experts ``(M, n)``, meta ``v_tau`` ``(M,)`` and the play
-        distribution ``mix = sum_i v^(i) E^i`` ``(n,)``."""
+        distribution ``mix = sum_i v^(i) E^i`` ``(n,)``.
+
+        Each row is renormalised in the probability domain: the float32 ``logsumexp`` of
+        ``exp3_log_update`` is exact only to an ulp of its value, and at EFLH's short-lived
+        experts' rates log-probabilities reach about ``-1e4``, so ``exp`` alone would give
+        rows summing to ``e^delta`` rather than to one."""
         experts = estimators.probabilities(state.expert_log_probs)
         meta = estimators.probabilities(state.meta_log_weights)
+        experts = experts / jnp.sum(experts, axis=-1, keepdims=True)
+        meta = meta / jnp.sum(meta)
         return experts, meta, meta @ experts
 
     def _ask(self, state: FLHState, key: jax.Array) -> FLHQuery:
@@ -188,7 +195,8 @@ class FLH(BanditLearner):
         back = (jnp.arange(self.num_queries) - query.expert) % self.num_queries
         own, own_loss = query.arms[back], observed[back]  # slot i's y_i and l(y_i)
         log_probs = state.expert_log_probs
-        own_prob = jnp.exp(jnp.take_along_axis(log_probs, own[:, None], axis=1)[:, 0])
+        probs = self.distributions(state)[0]  # the probabilities ask sampled from
+        own_prob = jnp.take_along_axis(probs, own[:, None], axis=1)[:, 0]
         value = estimators.signed_estimate(own_loss, own_prob, "loss")
         eta = state.params.expert_lr_scale * self.base_expert_learning_rates(state.start)
         experts = jax.vmap(estimators.exp3_log_update)(log_probs, own, value, eta)
