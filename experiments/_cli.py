@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Iterable, Mapping
+import runpy
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from stabl_jax.experiment import checkpoints
+from stabl_jax.experiment.results import OutputError, Parser, figure_paths
 
 
 def need_runs(
@@ -20,9 +22,7 @@ def need_runs(
     flag: str = "--runs",
 ) -> None:
     """``ValueError`` unless ``source`` (a results folder, or a sweep's ``summary.json``) has
-    ``runs >= least``, since a table or figure of intervals over fewer runs shows every one
-    of them as ``nan``; ``flag`` is the option that sets the runs when ``source`` is made
-    again (the folder check that goes with ``stabl_jax.experiment.results.interval_runs``)."""
+    ``runs >= least`` (an interval over fewer runs is ``nan``); ``flag`` sets the runs."""
     if runs < least:
         raise ValueError(
             f"{source} has {runs} run(s), and {what} needs {least} or more: rerun it with "
@@ -38,11 +38,8 @@ def unpaired(summary: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
 
 
 def output_file(path: str) -> str:
-    """A file written after the work (a script's ``--json FILE``), checked before it: its
-    folder exists and is writable, and ``path`` is not a folder. An argparse ``type=``, so
-    a mistyped folder stops the script at once (exit 2), not after the work; it returns
-    ``path`` as given (a string, as the scripts record their arguments in JSON). The scripts
-    use it through :func:`json_output`, which also checks a file already at ``path``.
+    """An argparse ``type=`` for a file written after the work, checked before it: its folder
+    exists and is writable, and ``path`` is not a folder; returns ``path`` as given.
 
     Raises:
       argparse.ArgumentTypeError: naming the path and what to do.
@@ -60,11 +57,9 @@ def output_file(path: str) -> str:
 
 
 def json_output(keys: Iterable[str], *, one_of: Iterable[str] = ()) -> Callable[[str], str]:
-    """An argparse ``type=`` for the JSON file a script writes after its work (``--json
-    FILE``): :func:`output_file`'s checks, and a file already there is replaced only when it
-    is that script's previous output, a JSON object with every one of ``keys`` (and one of
-    ``one_of``, when given). Any other file (a user's notes, a config, another tool's JSON)
-    stops the script at once, exit 2, and is left as it is.
+    """An argparse ``type=`` for a script's JSON output: :func:`output_file`'s checks, and a
+    file already there is replaced only when it is a JSON object with every one of ``keys``
+    (and one of ``one_of``, when given): a previous output. Any other file stops the script.
 
     Raises (from the returned function):
       argparse.ArgumentTypeError: naming the path and what to do.
@@ -86,3 +81,35 @@ def json_output(keys: Iterable[str], *, one_of: Iterable[str] = ()) -> Callable[
         return path
 
     return check
+
+
+def md_table(head: Sequence[str], rows: Iterable[Sequence[Any] | str], title: str = "") -> str:
+    """A Markdown table: ``head``, its rule, one line per row (a string row as it is), under
+    ``title`` and a blank line when given."""
+    lines = [title, ""] if title else []
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += [r if isinstance(r, str) else "| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def script(name: str) -> dict[str, Any]:
+    """The globals of the script ``experiments/NAME.py`` (its tables and loaders)."""
+    return runpy.run_path(str(Path(__file__).with_name(f"{name}.py")))
+
+
+def check_figures(
+    parser: Parser, out: Path | str, names: list[str], flag: str, force: bool
+) -> None:
+    """Exit 2 (``parser.error``) before any figure is drawn if a PNG of ``names`` in ``out``
+    is a user's (not written by stabl_jax) and ``force`` is off."""
+    try:
+        figure_paths(out, names, flag, force)
+    except (OutputError, ValueError) as exc:
+        parser.error(str(exc))
+
+
+def add_overwrite(parser: Parser, where: str = "OUT_DIR") -> None:
+    """The ``--overwrite`` flag of the scripts that draw figures."""
+    parser.add_argument(
+        "--overwrite", action="store_true", help=f"replace PNGs in {where} stabl_jax did not write"
+    )

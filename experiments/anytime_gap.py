@@ -4,19 +4,14 @@ the tuned StABL sweep (within 5% of its per-segment reward on the expert-advice 
     python experiments/anytime_gap.py [--runs 500] [--configs expert_advice_equal ...]
         [--feedback loss reward] [--extra saol ...] [--out FOLDER [--force]]
 
-Per config and feedback, with one key (every run faces the same draws: paired):
-``stabl_anytime`` and ``stabl_adaptive`` at their default params, ``stabl_theory`` (``stabl``
-at scales 1), ``stabl_tuned`` (``stabl`` at ``configs/<config>[_reward]_tuned.toml``'s scales,
-chosen by ``stabl-jax sweep --tune-seed`` on a disjoint seed) and any ``--extra`` learners. Printed:
-per-segment mean reward ``1 - l_t(x_t)`` ± its 95% interval over runs, and each learner's
-paired gap ``(x - tuned) / tuned`` in % ± the interval of the paired difference over the
-tuned mean; "mean over segments" weighs each segment the same.
-
-``--out FOLDER`` writes a results folder (atomically; an existing one only with ``--force``):
-``summary.json`` (kind ``anytime_gap``, per ``CONFIG/FEEDBACK/LEARNER`` its statistics),
-``results.csv`` and ``traces.npz`` (``CONFIG/FEEDBACK/LEARNER/segment_reward``: ``(R, S)``,
-what ``experiments/report.py``'s ``view=gap`` reads). ``--seed-offset 1000003`` runs on the
-tuning seed (design decisions only).
+Per config and feedback, with one key (the same draws: paired): ``stabl_anytime`` and
+``stabl_adaptive`` at their default params, ``stabl_theory`` (``stabl`` at scales 1),
+``stabl_tuned`` (at ``configs/<config>[_reward]_tuned.toml``'s scales) and any ``--extra``
+learners. Printed: per-segment mean reward ``1 - l_t(x_t)`` ± its 95% interval over runs, and
+each paired gap ``(x - tuned) / tuned`` in %; "mean over segments" weighs segments the same.
+``--out FOLDER`` writes a results folder (an existing one only with ``--force``) of kind
+``anytime_gap``: ``traces.npz`` holds ``CONFIG/FEEDBACK/LEARNER/segment_reward`` ``(R, S)``,
+what ``experiments/report.py``'s ``view=gap`` reads.
 """
 
 from __future__ import annotations
@@ -29,19 +24,12 @@ from typing import Any
 
 import jax
 import numpy as np
+from _cli import md_table
 
 from stabl_jax import metrics, simulate
+from stabl_jax.experiment import results as res
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bandit import BanditConfig
-from stabl_jax.experiment.results import (
-    Distinct,
-    OutputError,
-    Parser,
-    ResultsFolder,
-    environment_info,
-    interval_runs,
-    stat,
-)
 from stabl_jax.learners.base import BanditLearner
 
 #: The paired reference every gap is measured against.
@@ -63,7 +51,7 @@ def segment_rewards(
     return metrics.per_segment_mean(reward, segments, int(env.num_segments)), muted
 
 
-def prepare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: int = 0) -> dict:
+def prepare(base: str, feedback: str, runs: int, extra: list[str]) -> dict:
     """One setting but its simulation: its configs and learners, built (so that a bad name
     or option raises here, before anything runs; ``ConfigError``/``ValueError``)."""
     config = load_config(base, runs=runs, feedback=feedback)
@@ -90,7 +78,7 @@ def prepare(base: str, feedback: str, runs: int, extra: list[str], seed_offset: 
         "feedback": feedback,
         "tuned_config": tuned_name,
         "runs": runs,
-        "seed": config.seed + seed_offset,
+        "seed": config.seed,
         "entries": entries,
     }
 
@@ -133,41 +121,34 @@ def gap_percent(
 
 
 def print_table(out: dict) -> None:
-    learners = out["learners"]
-    num = learners[TUNED]["segment_reward"].shape[1]
-    print(f"\n## {out['config']}, feedback = {out['feedback']}, {out['runs']} runs")
-    header = " | ".join(f"seg {s + 1}" for s in range(num))
-    print(f"| learner | {header} | mean | muted |")
-    print("|---|" + "---|" * (num + 2))
-    for label, row in learners.items():
-        seg = row["segment_reward"]
-        mean, half = metrics.mean_ci(seg, axis=0)
-        cells = [f"{m:.4f} ± {h:.4f}" for m, h in zip(mean, half, strict=True)]
-        overall, overall_half = metrics.mean_ci(seg.mean(axis=1))
-        print(
-            f"| {label} | {' | '.join(cells)} | {overall:.4f} ± {overall_half:.4f} | "
-            f"{row['num_muted']} |"
-        )
+    learners, rows = out["learners"], list[Any]()
     tuned = learners[TUNED]["segment_reward"]
     for label, row in learners.items():
-        if label in (TUNED, "stabl_theory"):
-            continue
-        gap = gap_percent(row["segment_reward"], tuned)
-        cells = [
-            f"{g:+.1f}% ± {h:.1f}"
-            for g, h in zip(gap["segment"], gap["segment_half_width"], strict=True)
-        ]
-        overall = f"{gap['overall']:+.1f}% ± {gap['overall_half_width']:.1f}"
-        print(f"| gap {label} vs tuned | {' | '.join(cells)} | {overall} | |")
+        mean, half = metrics.mean_ci(row["segment_reward"], axis=0)
+        overall, overall_half = metrics.mean_ci(row["segment_reward"].mean(axis=1))
+        cells = [f"{m:.4f} ± {h:.4f}" for m, h in zip(mean, half, strict=True)]
+        rows.append([label, *cells, f"{overall:.4f} ± {overall_half:.4f}", row["num_muted"]])
+    for label, row in learners.items():
+        if label not in (TUNED, "stabl_theory"):
+            gap = gap_percent(row["segment_reward"], tuned)
+            cells = [
+                f"{g:+.1f}% ± {h:.1f}"
+                for g, h in zip(gap["segment"], gap["segment_half_width"], strict=True)
+            ]
+            overall = f"{gap['overall']:+.1f}% ± {gap['overall_half_width']:.1f}"
+            rows.append(f"| gap {label} vs tuned | {' | '.join(cells)} | {overall} | |")
+    head = ["learner", *(f"seg {s + 1}" for s in range(tuned.shape[1])), "mean", "muted"]
+    print(f"\n## {out['config']}, feedback = {out['feedback']}, {out['runs']} runs")
+    print(md_table(head, rows))
 
 
-def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Path:
+def write_folder(folder: res.ResultsFolder, outs: list[dict], argv: list[str]) -> Path:
     """Write ``outs`` into ``folder`` and commit it (see the module docstring)."""
     summary: dict = {
         "kind": "anytime_gap",
         "description": "tuning-free StABL variants against tuned StABL, paired, per segment",
         "command": ["python", "experiments/anytime_gap.py", *argv],
-        **environment_info(),
+        **res.environment_info(),
         "settings": [],
         "learners": {},
     }
@@ -183,8 +164,8 @@ def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Pa
             arrays[f"{name}/segment_reward"] = seg
             summary["learners"][name] = {
                 "params": row["params"],
-                "segment_reward": stat(seg),
-                "mean_over_segments": stat(seg.mean(axis=1)),
+                "segment_reward": res.stat(seg),
+                "mean_over_segments": res.stat(seg.mean(axis=1)),
                 "num_muted": row["num_muted"],
             }
     return folder.write(summary, arrays, lambda _: None)
@@ -192,34 +173,26 @@ def write_folder(folder: ResultsFolder, outs: list[dict], argv: list[str]) -> Pa
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=interval_runs, default=500)
-    parser.add_argument(
-        "--configs",
-        nargs="+",
-        action=Distinct,
-        default=["expert_advice_equal", "expert_advice_random"],
-    )
-    parser.add_argument("--feedback", nargs="+", action=Distinct, default=["loss", "reward"])
-    parser.add_argument(
-        "--extra", nargs="*", action=Distinct, default=[], help="more learners, default params"
-    )
-    parser.add_argument("--out", type=Path, default=None, help="write a results folder here")
-    parser.add_argument("--force", action="store_true", help="replace an existing --out folder")
-    parser.add_argument(
-        "--seed-offset", type=int, default=0, help="1000003: the tuning seed (design only)"
-    )
+    parser = res.Parser(description=__doc__.splitlines()[0])
+    add = parser.add_argument
+    add("--runs", type=res.interval_runs, default=500)
+    configs = ["expert_advice_equal", "expert_advice_random"]
+    add("--configs", nargs="+", action=res.Distinct, default=configs)
+    add("--feedback", nargs="+", action=res.Distinct, default=["loss", "reward"])
+    add("--extra", nargs="*", action=res.Distinct, default=[], help="more learners, default params")
+    add("--out", type=Path, default=None, help="write a results folder here")
+    add("--force", action="store_true", help="replace an existing --out folder")
     args = parser.parse_args(argv)
     if args.force and args.out is None:
         parser.error("--force replaces an existing --out folder: give --out too")
     try:  # every setting and the output folder checked before minutes of simulation
         settings = [
-            prepare(base, feedback, args.runs, args.extra, args.seed_offset)
+            prepare(base, feedback, args.runs, args.extra)
             for base in args.configs
             for feedback in args.feedback
         ]
-        folder = None if args.out is None else ResultsFolder.prepare(args.out, force=args.force)
-    except (OutputError, ValueError) as exc:
+        folder = None if args.out is None else res.ResultsFolder.prepare(args.out, force=args.force)
+    except (res.OutputError, ValueError) as exc:
         parser.error(str(exc))
     with folder or contextlib.nullcontext():
         outs = []

@@ -3,17 +3,12 @@
     python experiments/curves.py RESULTS_DIR OUT_DIR [--folders NAME ...] [--overwrite]
 
 Reads each ``RESULTS_DIR/NAME`` (default: the eight Figure 1 folders
-``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}``; a missing one is skipped, none
-found is an error), checks every one before drawing any (exit 2 naming what is wrong) and
-writes into ``OUT_DIR``, as means over runs with the normal 95% band:
-
-- ``NAME_regret.png``: the cumulative pseudo-regret to the best arm ``i*_s`` of each segment,
-  ``R(t) = sum_{s <= t} (<p_s, mu_s> - mu_s(i*_s)) = bonus * sum_{s <= t} (1 - p_s(i*_s))``,
-  exact from the ``prob_best`` trace (expert advice: ``i*_s`` is ``bonus`` below every arm);
-- ``NAME_sa.png``: SA(L) of the expected loss against ``L`` (``<learner>/sa_expected``).
-
-A folder ``NAME-naive`` beside ``NAME`` (``stabl_naive`` simulated apart, same seed and runs,
-the same change points) adds its learners.
+``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}``; a missing one skipped), checks
+all before drawing any and writes into ``OUT_DIR`` means over runs with the normal 95% band:
+``NAME_regret.png``, the pseudo-regret to each segment's best arm ``i*_s``, ``R(t) = bonus *
+sum_{s <= t} (1 - p_s(i*_s))`` (exact from the ``prob_best`` trace: expert advice's best arm is
+``bonus`` below every other), and ``NAME_sa.png``, SA(L) of the expected loss against ``L``.
+A folder ``NAME-naive`` beside ``NAME`` (simulated apart on the same draws) adds its learners.
 """
 
 from __future__ import annotations
@@ -24,17 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _cli import need_runs, unpaired
+from _cli import add_overwrite, check_figures, need_runs, unpaired
 
 from stabl_jax import metrics
 from stabl_jax.experiment import load_results, plots
-from stabl_jax.experiment.results import (
-    Distinct,
-    OutputError,
-    Parser,
-    figure_paths,
-    mark_folder,
-)
+from stabl_jax.experiment.results import Distinct, Parser, mark_folder
 from stabl_jax.experiment.tables import TracesDamaged
 
 FIGURE1 = tuple(
@@ -52,13 +41,8 @@ Entry = tuple[Mapping[str, Any], Mapping[str, np.ndarray], str]
 
 def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
     """The folder's summary and ``{learner: (summary entry, traces, legend note)}``, the
-    companion folder's extra learners after the folder's own (noted ``validation off`` where
-    its command says so).
-
-    Raises:
-      ValueError: the folder's environment has no ``bonus`` (not expert advice), a learner
-        has no ``prob_best`` trace, or the companion folder is not paired with it.
-    """
+    companion folder's learners after the folder's own; ``ValueError`` for an environment
+    without ``bonus``, a learner without a ``prob_best`` trace or an unpaired companion."""
     main = load_results(folder)
     env = main.summary["env"]
     if "bonus" not in env:
@@ -122,10 +106,10 @@ def curves(
         text = _label(name, entry, note)
         mean, half = metrics.mean_ci(pseudo_regret(traces[f"{name}/prob_best"], env["bonus"]))
         rounds = np.arange(1, mean.shape[0] + 1)
-        regret.append(plots.Band(name=name, label=text, x=rounds, mean=mean, half=half))
+        regret.append(plots.Band(name, text, rounds, mean, half))
         sa_mean, sa_half = metrics.mean_ci(traces[f"{name}/sa_expected"])
         lengths = np.asarray(traces["sa_window_lengths"])
-        sa.append(plots.Band(name=name, label=text, x=lengths, mean=sa_mean, half=sa_half))
+        sa.append(plots.Band(name, text, lengths, sa_mean, sa_half))
         print(
             f"  {name:20s} R(T) {mean[-1]:8.1f} ± {half[-1]:5.1f}   "
             f"SA({lengths[-1]}) {sa_mean[-1]:8.1f} ± {sa_half[-1]:5.1f}"
@@ -157,12 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="the folder holding the results folders")
     parser.add_argument("out", type=Path, help="where the PNGs go")
-    parser.add_argument(
-        "--folders", nargs="+", action=Distinct, default=list(FIGURE1), metavar="NAME"
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace PNGs in OUT_DIR stabl_jax did not write"
-    )
+    parser.add_argument("--folders", nargs="+", action=Distinct, default=[*FIGURE1], metavar="NAME")
+    add_overwrite(parser)
     args = parser.parse_args(argv)
     folders = []
     for name in args.folders:
@@ -184,11 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             need_runs(folder, found[folder][0]["runs"], what="a 95% band")  # bands over runs
     except ValueError as exc:
         parser.error(str(exc))
-    try:  # before any is drawn: a user's PNG of one of these names is never replaced
-        names = [f"{f.name}_{kind}.png" for f in folders for kind in ("regret", "sa")]
-        figure_paths(args.out, names, "OUT_DIR", args.overwrite)
-    except OutputError as exc:
-        parser.error(str(exc))
+    names = [f"{f.name}_{kind}.png" for f in folders for kind in ("regret", "sa")]
+    check_figures(parser, args.out, names, "OUT_DIR", args.overwrite)
     written = []
     try:
         for folder in folders:

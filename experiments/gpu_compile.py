@@ -1,17 +1,13 @@
 """What one simulated round compiles to on a GPU: kernels per round, counted from XLA's
 optimised chunk program (``stabl_jax.simulate.run_chunk``), with or without a GPU.
 
-Per row: ``round_kernels``, the kernels of the loop over rounds' body (every operation but
-parameters, tuples, constants and bitcasts: each launches once a round); ``loops_in_round``
-and ``loop_kernels_per_round``, the loops nested in that body and their kernels a round;
-``chunk_kernels``, those outside it, once a chunk (all of them on the fused Pallas kernel);
-``temp_mib``, XLA's scratch memory. The rows (:func:`default_rows`) at ``--runs`` runs in
-one block and chunks of ``--rounds``; ``--large`` adds the GPU speed table's largest rows,
-``--scaling`` StABL and EXP3 for R = 1,024 to 2^20 (docs/gpu.md).
-
-Without a GPU the program is compiled for an NVIDIA H100 SXM (:data:`H100_TARGET`, or
-``--target-config``; JAX's CUDA plugin installed, no driver needed); ``--local`` compiles
-for this machine's first device. Nothing is run::
+Per row: ``round_kernels``, the kernels of the loop over rounds' body (each launches once a
+round); ``loops_in_round`` and ``loop_kernels_per_round``, the loops nested in it and their
+kernels a round; ``chunk_kernels``, those once a chunk (all of them on the fused Pallas
+kernel); ``temp_mib``, XLA's scratch memory. ``--large`` adds the GPU speed table's largest
+rows, ``--scaling`` StABL and EXP3 for R = 1,024 to 2^20 (docs/gpu.md). Without a GPU the
+program is compiled for an H100 SXM (``h100_sxm.txtpb`` here, or ``--target-config``; JAX's
+CUDA plugin, no driver); ``--local`` compiles for this machine's first device. Nothing is run::
 
     JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 python experiments/gpu_compile.py \\
         --out gpu_compile.json
@@ -30,7 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _cli import json_output
+from _cli import json_output, md_table
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from stabl_jax import registry, sharding
@@ -42,35 +38,10 @@ from stabl_jax.experiment.results import Parser, count, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 
-#: An NVIDIA H100 80GB HBM3 (SXM) as XLA's GPU compiler describes a target: NVIDIA's
-#: published limits (compute capability 9.0, 132 SMs, 228 KiB shared memory per SM,
-#: 3.35 TB/s), CUDA 12.8 and cuDNN 9.7 as the runtime.
-H100_TARGET = """
-gpu_device_info {
-  threads_per_block_limit: 1024
-  threads_per_warp: 32
-  shared_memory_per_block: 49152
-  shared_memory_per_core: 233472
-  threads_per_core_limit: 2048
-  core_count: 132
-  fpus_per_core: 128
-  block_dim_limit_x: 2147483647
-  block_dim_limit_y: 65535
-  block_dim_limit_z: 65535
-  memory_bandwidth: 3352320000000
-  l2_cache_size: 52428800
-  clock_rate_ghz: 1.98
-  device_memory_size: 84929347584
-  shared_memory_per_block_optin: 232448
-  cuda_compute_capability { major: 9 }
-  registers_per_core_limit: 65536
-  registers_per_block_limit: 65536
-}
-platform_name: "CUDA"
-dnn_version_info { major: 9 minor: 7 }
-runtime_version { major: 12 minor: 8 patch: 0 }
-device_description_str: "NVIDIA H100 80GB HBM3"
-"""
+#: The default ``--target-config``: an NVIDIA H100 80GB HBM3 (SXM) as XLA's GPU compiler
+#: describes a target, from NVIDIA's published limits (compute capability 9.0, 132 SMs,
+#: 228 KiB shared memory per SM, 3.35 TB/s), CUDA 12.8 and cuDNN 9.7 as the runtime.
+H100_TARGET = Path(__file__).with_name("h100_sxm.txtpb")
 
 #: Operations that launch nothing.
 FREE = {"parameter", "get-tuple-element", "tuple", "constant", "bitcast", "after-all"}
@@ -206,8 +177,10 @@ def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
     rows += [{**base, "learner": "stabl", "n": 300}]
     rows += [{**base, "learner": "stabl", "n": 30, "traces": None}]
     bco = {"kind": "bco", "env": "moving_target", "R": runs, "L": rounds, "n": 2}
-    rows += [{**bco, "learner": name, "traces": None, "kernel": "xla"} for name in ("stabl_bco",)]
-    rows += [{**bco, "learner": "two_point_ogd", "traces": None, "kernel": "xla"}]
+    rows += [
+        {**bco, "learner": n, "traces": None, "kernel": "xla"}
+        for n in ("stabl_bco", "two_point_ogd")
+    ]
     return rows
 
 
@@ -216,16 +189,9 @@ def large_rows() -> list[dict[str, Any]]:
     paths: the largest GPU rows measured (``stabl-jax bench --gpu``, ``gpu_check.sh``'s
     ``large`` part): does the program fit (``temp_mib``)."""
     sizes = [(300, 32_768, 512, ["played", "loss"]), (30, 1 << 20, 256, ["loss"])]
+    row = {"kind": "bandit", "learner": "stabl"}
     return [
-        {
-            "kind": "bandit",
-            "learner": "stabl",
-            "n": n,
-            "R": r,
-            "L": rounds,
-            "traces": traces,
-            "kernel": kernel,
-        }
+        {**row, "n": n, "R": r, "L": rounds, "traces": traces, "kernel": kernel}
         for n, r, rounds, traces in sizes
         for kernel in ("xla", "pallas")
     ]
@@ -240,44 +206,37 @@ def scaling_rows(rounds: int) -> list[dict[str, Any]]:
 
 def to_markdown(result: dict[str, Any]) -> str:
     """The rows as a table."""
-    lines = [
-        "| learner | n | R | traces | path | kernels per round | loops in a round (their "
-        "kernels) | kernels per chunk | scratch MiB |",
-        "|---|---|---|---|---|---|---|---|---|",
+    rows = [
+        [
+            *(r["learner"], r["n"], f"{r['R']:,}"),
+            "all" if r["traces"] is None else ", ".join(r["traces"]),
+            r["kernel"],
+            "—" if r["kernel"] == "pallas" else r["round_kernels"],
+            f"{r['loops_in_round']} ({r['loop_kernels_per_round']})",
+            r["chunk_kernels"],
+            "—" if r["temp_mib"] is None else f"{r['temp_mib']:,.0f}",
+        ]
+        for r in result["rows"]
     ]
-    for r in result["rows"]:
-        traces = "all" if r["traces"] is None else ", ".join(r["traces"])
-        per_round = "—" if r["kernel"] == "pallas" else r["round_kernels"]
-        temp = "—" if r["temp_mib"] is None else f"{r['temp_mib']:,.0f}"
-        lines.append(
-            f"| {r['learner']} | {r['n']} | {r['R']:,} | {traces} | {r['kernel']} | "
-            f"{per_round} | {r['loops_in_round']} ({r['loop_kernels_per_round']}) | "
-            f"{r['chunk_kernels']} | {temp} |"
-        )
-    return "\n".join(lines)
+    head = ["learner", "n", "R", "traces", "path", "kernels per round"]
+    head += ["loops in a round (their kernels)", "kernels per chunk", "scratch MiB"]
+    return md_table(head, rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--out", type=json_output(["deviceless", "rows"]), help="write the rows as JSON here"
-    )
+    add = parser.add_argument
+    add("--out", type=json_output(["deviceless", "rows"]), help="write the rows as JSON here")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--local", action="store_true", help="compile for this machine's GPU")
-    target.add_argument(
-        "--target-config", type=Path, help="an XLA GPU target config (default: an H100 SXM)"
-    )
-    parser.add_argument("--runs", type=count, default=1024, help="R, runs in the block")
-    parser.add_argument("--rounds", type=count, default=64, help="L, rounds in the chunk")
-    parser.add_argument(
-        "--large", action="store_true", help="add the GPU table's largest rows (minutes)"
-    )
-    parser.add_argument(
-        "--scaling", action="store_true", help="add StABL and EXP3 for R = 1,024 to 2^20"
-    )
+    target.add_argument("--target-config", type=Path, help="an XLA GPU target (default H100)")
+    add("--runs", type=count, default=1024, help="R, runs in the block")
+    add("--rounds", type=count, default=64, help="L, rounds in the chunk")
+    add("--large", action="store_true", help="add the GPU table's largest rows (minutes)")
+    add("--scaling", action="store_true", help="add StABL and EXP3 for R = 1,024 to 2^20")
     args = parser.parse_args(argv)
     try:
-        config = H100_TARGET if args.target_config is None else args.target_config.read_text()
+        config = (args.target_config or H100_TARGET).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         parser.error(f"--target-config {args.target_config}: cannot read it ({exc})")
     try:
@@ -288,11 +247,9 @@ def main(argv: list[str] | None = None) -> int:
             f'"jax[cuda12]=={jax.__version__}" (no GPU needed; docs/gpu.md), or run with '
             "--local on a machine with a GPU"
         )
-    rows = []
-    rows_asked = default_rows(args.runs, args.rounds)
-    rows_asked += large_rows() if args.large else []
-    rows_asked += scaling_rows(args.rounds) if args.scaling else []
-    for row in rows_asked:
+    rows, asked = [], default_rows(args.runs, args.rounds) + (large_rows() if args.large else [])
+    asked += scaling_rows(args.rounds) if args.scaling else []
+    for row in asked:
         rows.append(compile_row(device, row))
         keys = ("learner", "n", "R", "kernel", "round_kernels", "temp_mib")
         print(json.dumps({k: rows[-1][k] for k in keys}), flush=True)

@@ -2,14 +2,13 @@
 
     python experiments/paired.py FOLDER [--learners a b ...] [--diff a,b ...] [--gap a,b ...]
 
-A round's reward is ``1 - l_t(x_t)`` (the ``<learner>/loss`` trace, or without it the
-``<learner>/segment_reward`` arrays), averaged over the run ("mean") and over each segment.
-The learners of a folder faced the same draws, so differences are taken run by run; each is
-printed with its 95% Student t interval over runs: ``--learners`` (the default: every
-learner) mean reward and reward per segment; ``--diff a,b`` the difference ``a - b`` of each;
-``--gap a,b`` ``(a - b) / b`` in % of the mean over segments. A learner may be
-``OTHER_FOLDER::name`` (a folder of the same seed, runs, horizon and environment; checked on
-the change points) and ``name@play`` (its even rounds: the play trials of ``stabl_vizier``).
+A round's reward is ``1 - l_t(x_t)`` (the ``<learner>/loss`` trace, or else the
+``<learner>/segment_reward`` arrays), averaged over the run ("mean") and over each segment;
+the learners of a folder faced the same draws, so differences are taken run by run. Each is
+printed with its 95% Student t interval over runs: ``--learners`` (default: all) mean reward
+and reward per segment; ``--diff a,b`` the difference ``a - b``; ``--gap a,b`` ``(a - b) / b``
+in % of the mean over segments. A learner may be ``OTHER_FOLDER::name`` (a folder of the same
+draws: checked) and ``name@play`` (its even rounds: the play trials of ``stabl_vizier``).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _cli import need_runs, unpaired
+from _cli import md_table, need_runs, unpaired
 from scipy import stats
 
 from stabl_jax import metrics
@@ -157,29 +156,27 @@ def main(argv: list[str] | None = None) -> int:
             need_runs(spec.rpartition("::")[0] or args.folder, count)
     except ValueError as exc:
         parser.error(str(exc))
-    num_segments = data.points.shape[-1] + 1
-    header = (
-        "| {} | mean | "
-        + " | ".join(f"segment {s + 1}" for s in range(num_segments))
-        + " |\n|---|---|"
-        + "---|" * num_segments
-    )
+    segments = [f"segment {s + 1}" for s in range(data.points.shape[-1] + 1)]
     if args.learners:
-        print(header.format("learner"))
-        for spec in args.learners:
-            print(row(label(spec), *data.rewards(spec)))
-        print()
+        print(
+            md_table(
+                ["learner", "mean", *segments],
+                [row(label(s), *data.rewards(s)) for s in args.learners],
+            )
+            + "\n"
+        )
     if args.diff:
-        print(header.format("paired difference"))
+        rows = []
         for a, b in args.diff:
             (ma, sa), (mb, sb) = data.rewards(a), data.rewards(b)
-            print(row(f"{label(a)} − {label(b)}", ma - mb, sa - sb, signed=True))
-        print()
+            rows.append(row(f"{label(a)} − {label(b)}", ma - mb, sa - sb, signed=True))
+        print(md_table(["paired difference", "mean", *segments], rows) + "\n")
     if args.gap:
-        print("| a vs b | a (mean over segments) | b | gap (a − b)/b |\n|---|---|---|---|")
+        rows = []
         for a, b in args.gap:
             sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
-            print(gap_row(label(a), label(b), sa, sb))
+            rows.append(gap_row(label(a), label(b), sa, sb))
+        print(md_table(["a vs b", "a (mean over segments)", "b", "gap (a − b)/b"], rows))
     return 0
 
 

@@ -4,39 +4,32 @@
     python experiments/report.py --update EXPERIMENTS.md --results results
     python experiments/report.py --check EXPERIMENTS.md --results results
 
-A document's generated tables sit between markers (the options may span lines)::
-
-    <!-- report: FOLDER [view=VIEW] [option=value ...] -->
-    ...
-    <!-- /report -->
-
-``FOLDER`` is a folder under ``--results``. :data:`VIEWS` names each view, the folders it
-reads and the options it takes: ``table`` (default) every learner's statistics of a bandit, BCO
-or algorithm-selection folder (``windows=L1,L2,L3``, ``sa=sampled``); ``paired`` StABL (or
-``reference=``) minus each learner per run, or for algorithm selection each learner's log10
-gap minus ``baseline=``'s per (problem, repeat); ``diff`` paired differences ``diff=a,b`` and gaps
-``gap=a,b`` (repeatable; a side may be ``OTHER::name``, a learner of the folder ``OTHER`` with
-the same draws, or ``name@play``, its play trials); ``regret`` each learner's final pseudo-regret,
-one row per folder (``rows=F2,F3``); ``gap`` an ``experiments/anytime_gap.py`` folder
-(``learner=``, ``columns=``); ``table1``, ``exponents``, ``b`` the scaling study's
-``study.json`` (``adversary=``, ``n=``, ``tuned=OTHER``); ``bench`` the JSON of ``stabl-jax
-bench``. An option its view does not read is refused, so it is never
-ignored. Intervals are Student's t 95% half-widths over runs. ``--update`` rewrites every block;
-``--check`` exits 1 and lists every block that differs from what ``--update`` would write.
-Both exit 1 and name the marker whose folder is missing (its block is kept).
+A document's generated tables sit between ``<!-- report: FOLDER [view=VIEW] [option=value
+...] -->`` and ``<!-- /report -->`` (the options may span lines), ``FOLDER`` under ``--results``.
+:data:`VIEWS` names each view, the folders it reads and its options: ``table`` (default) every
+learner's statistics (``windows=L1,L2``, ``sa=sampled``); ``paired`` StABL (or
+``reference=``) minus each learner per run, or for algorithm selection each learner's log10 gap
+minus ``baseline=``'s; ``diff`` paired differences ``diff=a,b`` and gaps ``gap=a,b``
+(repeatable; a side may be ``OTHER::name``, a learner of the folder ``OTHER`` with the same
+draws, or ``name@play``);
+``regret`` final pseudo-regrets, one row per folder (``rows=F2,F3``); ``gap`` an
+``experiments/anytime_gap.py`` folder (``learner=``, ``columns=``); ``table1``, ``exponents``,
+``b`` the scaling study's ``study.json`` (``adversary=``, ``n=``, ``tuned=OTHER``); ``bench``
+the JSON of ``stabl-jax bench``. An option its view does not read is refused. Intervals are
+Student's t 95% half-widths over runs. ``--update`` rewrites every block; ``--check`` exits 1
+listing every block that would change; both exit 1 naming a marker whose folder is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import runpy
 import sys
-from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from _cli import need_runs
+from _cli import md_table, need_runs, script
 
 from stabl_jax import metrics
 from stabl_jax.experiment import bench as benchmark
@@ -53,9 +46,8 @@ MARKER = re.compile(
 
 
 def _pm(stat: dict, index: int | None = None, digits: int = 3, runs: int | None = None) -> str:
-    """``mean ± half`` of a ``summary.json`` statistic; with ``runs``, the stored normal
-    half-width ``1.96 sd / sqrt(R)`` is rescaled to Student's t with ``R - 1`` dof. A
-    statistic without an interval (one run: ``ci95`` is null) gives the mean alone."""
+    """``mean ± half`` of a ``summary.json`` statistic, the normal half-width rescaled to
+    Student's t with ``runs - 1`` dof when ``runs`` is given; the mean alone without one."""
     mean, half = stat["mean"], stat["ci95"]
     if index is not None:
         mean, half = mean[index], None if half is None else half[index]
@@ -66,70 +58,60 @@ def _pm(stat: dict, index: int | None = None, digits: int = 3, runs: int | None 
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
+def _sa_cells(sa: dict, lengths: list, windows: tuple[int, ...], runs: int) -> list[str]:
+    return [_pm(sa, lengths.index(w), 1, runs) if w in lengths else "–" for w in windows]
+
+
 def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
     """Table of a ``kind = "bco"`` results folder (SA(L) of the suffered loss)."""
-    lines = [
-        f"`{folder}` — {summary['description']} ({summary['runs']} runs, seed {summary['seed']})",
-        "",
-        "| learner | q | mean loss | " + " | ".join(f"SA({w})" for w in windows) + " | muted |",
-        "|---|---|---|" + "---|" * len(windows) + "---|",
-    ]
+    runs = summary["runs"]
+    rows: list[list[Any] | str] = []
     for name, entry in summary["learners"].items():
         sa = entry["adaptive_regret"]
-        lengths = sa["window_lengths"]
-        runs = summary["runs"]
-        cells = [
-            _pm(sa["sa"], lengths.index(w), 1, runs=runs) if w in lengths else "–" for w in windows
-        ]
         muted = entry.get("num_muted")
         loss = _pm(entry["mean_loss"], digits=4, runs=runs)
-        lines.append(
-            f"| {name} | {entry['num_queries']} | {loss} | "
-            + " | ".join(cells)
-            + f" | {muted if muted is not None else '–'} |"
-        )
+        cells = _sa_cells(sa["sa"], sa["window_lengths"], windows, runs)
+        rows.append([name, entry["num_queries"], loss, *cells, "–" if muted is None else muted])
     gap = summary.get("adaptive_regret", {}).get("comparator_gap")
     if gap is not None:
         lengths = summary["adaptive_regret"]["window_lengths"]
         cells = [f"{gap['max'][lengths.index(w)]:.1e}" if w in lengths else "–" for w in windows]
-        lines.append("| comparator gap (max over runs) | | | " + " | ".join(cells) + " | |")
-    return "\n".join(lines)
+        rows.append("| comparator gap (max over runs) | | | " + " | ".join(cells) + " | |")
+    title = f"`{folder}` — {summary['description']} ({runs} runs, seed {summary['seed']})"
+    head = ["learner", "q", "mean loss", *(f"SA({w})" for w in windows), "muted"]
+    return md_table(head, rows, title)
 
 
 def hpo_table(folder: Path, summary: dict) -> str:
     """Table of a ``kind = "hpo"`` results folder: per learner, the profile score and the
     score against Uniform over all problems (at half and full budget), then per problem the
     final mean log10 gap and the score against Uniform in each half of the budget."""
-    cfg = summary["config"]
-    problems = summary["problems"]
+    cfg, problems = summary["config"], summary["problems"]
     learners = cfg["learners"]
     to_t = t_quantile(cfg["runs"] - 1) / Z_95  # the summary's intervals are normal ones
-    lines = [
+    title = (
         f"`{folder}` — {cfg['description']} ({len(problems)} problems x {cfg['runs']} repeats, "
         f"seed {cfg['seed']}, feedback={cfg['feedback']}; final mean log10 gap ± 95% "
-        "t-interval over repeats)",
-        "",
-        "| learner | profile score (N/2) | profile score (N) | vs Uniform (N/2) | vs Uniform (N) |",
-        "|---|---|---|---|---|",
+        "t-interval over repeats)"
+    )
+    profile, versus = (
+        ("profile_scores_half_budget", "profile_scores"),
+        ("score_vs_uniform_half_budget", "score_vs_uniform"),
+    )
+    scores = [
+        [
+            name,
+            *(f"{summary[k][name]:.3f}" for k in profile),
+            *(f"{summary[k].get(name, 0.0):+.3f}" for k in versus),
+        ]
+        for name in learners
     ]
-    for name in learners:
-        lines.append(
-            f"| {name} | {summary['profile_scores_half_budget'][name]:.3f} | "
-            f"{summary['profile_scores'][name]:.3f} | "
-            f"{summary['score_vs_uniform_half_budget'].get(name, 0.0):+.3f} | "
-            f"{summary['score_vs_uniform'].get(name, 0.0):+.3f} |"
-        )
-    lines += [
-        "",
-        "| problem | "
-        + " | ".join(f"{n}: log10 gap (vs Unif. 1st/2nd half)" for n in learners)
-        + " |",
-        "|---|" + "---|" * len(learners),
-    ]
-    for key, rows in problems.items():
+    head = ["learner", "profile score (N/2)", "profile score (N)", "vs Uniform (N/2)"]
+    rows = []
+    for key, by_name in problems.items():
         cells = []
         for name in learners:
-            r = rows[name]
+            r = by_name[name]
             ci = r["final_log10_gap_ci"]
             gap = f"{r['final_log10_gap']:.2f}" + (f" ± {ci * to_t:.2f}" if ci is not None else "")
             if name != "uniform" and "score_vs_uniform_first_half" in r:
@@ -138,70 +120,58 @@ def hpo_table(folder: Path, summary: dict) -> str:
                     f"{r['score_vs_uniform_second_half']:+.2f})"
                 )
             cells.append(gap)
-        lines.append(f"| {key} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([key, *cells])
+    per_problem = ["problem", *(f"{n}: log10 gap (vs Unif. 1st/2nd half)" for n in learners)]
+    return "\n".join(
+        [md_table([*head, "vs Uniform (N)"], scores, title), "", md_table(per_problem, rows)]
+    )
 
 
 def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str:
     """Algorithm selection, paired: per learner, its log10 best gap minus ``baseline``'s on the
-    same (problem, repeat) (all learners share the repeats) at the full budget N and at N/2,
-    mean ± Student's t 95% half-width over all pairs and, for at most four problems, per
-    problem; and the range of the arms' shares of the evaluations relative to ``1/A``."""
+    same (problem, repeat) at the full budget N and at N/2, mean ± Student's t 95% half-width
+    over all pairs and, for at most four problems, per problem; and the range of the arms'
+    shares of the evaluations relative to ``1/A``."""
     summary = read_summary(folder)
     learners, problems = summary["config"]["learners"], summary["config"]["problems"]
     if baseline not in learners:
         raise ValueError(f"{folder}: baseline {baseline!r} is not one of its learners {learners}")
     need_runs(folder, summary["config"]["runs"])
     traces = TraceFile(folder / "traces.npz", missing_ok=False).read()
-    gaps = {(p, n): traces[f"{p}/{n}/best_gap"] for p in problems for n in learners}
     counts = {n: np.stack([traces[f"{p}/{n}/arm_counts"] for p in problems]) for n in learners}
 
     def log_gap(problem: str, name: str, fraction: float) -> np.ndarray:
-        gap = gaps[problem, name]
-        at = max(1, round(fraction * gap.shape[1])) - 1
-        return log10_gap(gap[:, at])
+        gap = traces[f"{problem}/{name}/best_gap"]
+        return log10_gap(gap[:, max(1, round(fraction * gap.shape[1])) - 1])
 
     def cell(values: np.ndarray) -> str:
         mean, half = mean_t(values)
         return f"{mean:+.3f} ± {half:.3f}"
 
-    per_problem = len(problems) <= 4
-    runs = summary["config"]["runs"]
-    lines = [
-        f"`{label}` — log10 best gap minus {baseline}'s on the same (problem, repeat), mean ± "
-        f"95% t-interval over the {len(problems) * runs} pairs (negative: better than "
-        f"{baseline}); arm shares relative to 1/A",
-        "",
-        "| learner | minus "
-        + baseline
-        + " (N) | (N/2) | "
-        + ("".join(f"{p} (N) | " for p in problems) if per_problem else "")
-        + "arm shares |",
-        "|---|---|---|" + ("---|" * len(problems) if per_problem else "") + "---|",
-    ]
+    per_problem = problems if len(problems) <= 4 else []
+    rows = []
     for name in learners:
         share = counts[name] / counts[name].sum(axis=1, keepdims=True) * counts[name].shape[1]
-        cells = ["–"] * (2 + (len(problems) if per_problem else 0))
+        cells = ["–"] * (2 + len(per_problem))
         if name != baseline:
             diffs = {
                 f: {p: log_gap(p, name, f) - log_gap(p, baseline, f) for p in problems}
                 for f in (1.0, 0.5)
             }
             cells = [cell(np.concatenate(list(diffs[f].values()))) for f in (1.0, 0.5)]
-            if per_problem:
-                cells += [cell(diffs[1.0][p]) for p in problems]
-        lines.append(
-            f"| {name} | " + " | ".join(cells) + f" | {share.min():.2f}–{share.max():.2f} |"
-        )
-    return "\n".join(lines)
+            cells += [cell(diffs[1.0][p]) for p in per_problem]
+        rows.append([name, *cells, f"{share.min():.2f}–{share.max():.2f}"])
+    title = (
+        f"`{label}` — log10 best gap minus {baseline}'s on the same (problem, repeat), mean ± "
+        f"95% t-interval over the {len(problems) * summary['config']['runs']} pairs (negative: "
+        f"better than {baseline}); arm shares relative to 1/A"
+    )
+    head = ["learner", f"minus {baseline} (N)", "(N/2)", *(f"{p} (N)" for p in per_problem)]
+    return md_table([*head, "arm shares"], rows, title)
 
 
 def table(
-    folder: Path,
-    windows: tuple[int, ...],
-    *,
-    label: str | None = None,
-    sa: str = "expected",
+    folder: Path, windows: tuple[int, ...], *, label: str | None = None, sa: str = "expected"
 ) -> str:
     """The table of one results folder, headed by ``label`` (default: the folder's path)."""
     summary = read_summary(folder)
@@ -209,105 +179,52 @@ def table(
         return bco_table(Path(label or folder), summary, windows)
     if summary.get("kind") == "hpo":
         return hpo_table(Path(label or folder), summary)
-    runs = summary["runs"]
-    lines = [
-        f"`{label or folder}` — {summary['description']} ({runs} runs, seed "
-        f"{summary['seed']}, feedback={summary['config']['feedback']}; SA(L) of the {sa} loss)",
-        "",
-        "| learner | q | scales | mean reward | reward per segment | "
-        + " | ".join(f"SA({w})" for w in windows)
-        + " | P(best arm) | muted |",
-        "|---|---|---|---|---|" + "---|" * len(windows) + "---|---|",
-    ]
+    runs, rows = summary["runs"], []
     for name, entry in summary["learners"].items():
         regret = entry["adaptive_regret"]
-        lengths = regret["window_lengths"]
-        cells = [
-            _pm(regret[sa], lengths.index(w), 1, runs) if w in lengths else "–" for w in windows
-        ]
-        segments = entry["segment_reward"]
-        seg = ", ".join(f"{m:.3f}" for m in segments["mean"])
+        cells = _sa_cells(regret[sa], regret["window_lengths"], windows, runs)
+        seg = ", ".join(f"{m:.3f}" for m in entry["segment_reward"]["mean"])
         params = ", ".join(f"{k}={v:g}" for k, v in entry["params"].items()) or "–"
         muted = entry["num_muted"] if entry["num_muted"] is not None else "–"
-        lines.append(
-            f"| {name} | {entry['num_queries']} | {params} | "
-            f"{_pm(entry['mean_reward'], runs=runs)} | {seg} | "
-            + " | ".join(cells)
-            + f" | {_pm(entry['prob_best']['overall'], runs=runs)} | {muted} |"
+        reward, best = (
+            _pm(s, runs=runs) for s in (entry["mean_reward"], entry["prob_best"]["overall"])
         )
-    return "\n".join(lines)
-
-
-def run_rewards(folder: Path) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Per learner the ``(R, S)`` mean reward ``1 - l_t(x_t)`` of each run over each segment,
-    with the ``(R, S)`` segment lengths, from ``traces.npz``: from the ``loss`` traces where
-    the folder kept them (``save_traces``), else its ``segment_reward`` arrays."""
-    traces = TraceFile(folder / "traces.npz", missing_ok=False)
-    field = "loss" if any(k.endswith("/loss") for k in traces.files) else "segment_reward"
-    names = sorted({k.split("/")[0] for k in traces.files if k.endswith(f"/{field}")})
-    arrays = traces.read(["env/change_points", *(f"{name}/{field}" for name in names)])
-    change_points = arrays["env/change_points"].astype(np.int64)
-    values = {name: arrays[f"{name}/{field}"] for name in names}
-    if not values:
-        raise SystemExit(f"{folder}/traces.npz has neither loss nor segment_reward traces")
-    if field == "loss":
-        runs, horizon = next(iter(values.values())).shape
-    else:
-        runs = next(iter(values.values())).shape[0]
-        horizon = read_summary(folder)["config"]["horizon"]
-    bounds = np.concatenate(
-        [np.zeros((runs, 1), np.int64), change_points, np.full((runs, 1), horizon)], axis=1
+        rows.append([name, entry["num_queries"], params, reward, seg, *cells, best, muted])
+    title = (
+        f"`{label or folder}` — {summary['description']} ({runs} runs, seed "
+        f"{summary['seed']}, feedback={summary['config']['feedback']}; SA(L) of the {sa} loss)"
     )
-    lengths = np.diff(bounds, axis=1)
-    if field == "segment_reward":
-        return values, lengths
-    rewards = {}
-    for name, loss in values.items():
-        cumulative = np.concatenate(
-            [np.zeros((runs, 1)), np.cumsum(1.0 - loss.astype(np.float64), axis=1)], axis=1
-        )
-        sums = np.take_along_axis(cumulative, bounds, axis=1)
-        rewards[name] = np.diff(sums, axis=1) / lengths
-    return rewards, lengths
-
-
-def _overall(segment_rewards: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``(R,)`` mean reward over all rounds from per-segment means."""
-    return (segment_rewards * lengths).sum(axis=1) / lengths.sum(axis=1)
-
-
-def _learner_order(folder: Path, names: Collection[str]) -> list[str]:
-    order = list(read_summary(folder)["learners"])
-    return [n for n in order if n in names]
+    head = ["learner", "q", "scales", "mean reward", "reward per segment"]
+    return md_table([*head, *(f"SA({w})" for w in windows), "P(best arm)", "muted"], rows, title)
 
 
 def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     """``reference`` minus every other learner (Uniform left out): per run the difference of
     mean reward (overall and per segment), then mean ± Student's t 95% half-width over runs."""
-    rewards, lengths = run_rewards(folder)
-    if reference not in rewards:
+    data = script("paired")["Folders"](folder)
+    names = data.learners(folder)
+    if reference not in names:
         raise ValueError(
             f"{folder}: view=paired gives {reference!r} minus every other learner, and its "
-            f"traces.npz has no {reference!r} (it has {sorted(rewards)})"
+            f"traces.npz has no {reference!r} (it has {sorted(names)})"
         )
-    others = [n for n in _learner_order(folder, rewards) if n not in (reference, "uniform")]
-    runs = lengths.shape[0]
+    others = [n for n in read_summary(folder)["learners"] if n in names]
+    mine, mine_segments = data.rewards(reference)
+    runs = len(mine)
     need_runs(folder, runs)
-    lines = [
+    rows = []
+    for other in (n for n in others if n not in (reference, "uniform")):
+        overall, segments = data.rewards(other)
+        mean, half = mean_t(mine - overall)
+        seg_mean, seg_half = mean_t(mine_segments - segments)
+        segs = ", ".join(f"{m:+.3f} ± {h:.3f}" for m, h in zip(seg_mean, seg_half, strict=True))
+        rows.append([f"{reference} − {other}", f"{mean:+.3f} ± {half:.3f}", segs])
+    title = (
         f"`{label}` — paired differences of mean reward, {reference} minus each learner, "
         f"per run, then mean ± 95% t-interval over the {runs} runs (positive: {reference} "
-        "earns more)",
-        "",
-        "| difference | mean reward | per segment |",
-        "|---|---|---|",
-    ]
-    for other in others:
-        diff = rewards[reference] - rewards[other]
-        mean, half = mean_t(_overall(diff, lengths))
-        seg_mean, seg_half = mean_t(diff)
-        segs = ", ".join(f"{m:+.3f} ± {h:.3f}" for m, h in zip(seg_mean, seg_half, strict=True))
-        lines.append(f"| {reference} − {other} | {mean:+.3f} ± {half:.3f} | {segs} |")
-    return "\n".join(lines)
+        "earns more)"
+    )
+    return md_table(["difference", "mean reward", "per segment"], rows, title)
 
 
 def _signed(value: float, digits: int = 1) -> str:
@@ -317,26 +234,13 @@ def _signed(value: float, digits: int = 1) -> str:
 
 def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str:
     """An ``experiments/anytime_gap.py`` folder: per setting, ``learner``'s mean over segments
-    (the unweighted mean of its per-segment mean rewards) ± Student's t 95% half-width over
-    runs, the means of ``columns``, and ``learner``'s paired gap to tuned StABL,
-    ``(learner − tuned) / tuned`` in %, per segment and over segments (± the t half-width of
-    the paired difference, divided by the tuned mean); from ``traces.npz``."""
-    anytime = runpy.run_path(str(Path(__file__).with_name("anytime_gap.py")))
+    ± Student's t 95% half-width over runs, the means of ``columns``, and ``learner``'s paired
+    gap ``(learner − tuned) / tuned`` in % to tuned StABL, per segment and over segments."""
+    anytime = script("anytime_gap")
     summary = read_summary(folder)
     traces = TraceFile(folder / "traces.npz", missing_ok=False).read()
     rewards = {k.removesuffix("/segment_reward"): v for k, v in traces.items()}
-    lines = [
-        f"`{label}` — mean over segments of the per-segment mean reward (each segment weighs "
-        f"the same), seed {summary['settings'][0]['seed']}, one key for every learner; "
-        f"{learner} ± 95% t-interval over runs; gap: ({learner} − tuned StABL) / tuned StABL, "
-        "paired, ± 95% t-interval",
-        "",
-        f"| config, feedback, runs | {learner} | "
-        + " | ".join(columns)
-        + " | gap per segment | gap overall |",
-        "|---|---|" + "---|" * len(columns) + "---|---|",
-    ]
-    seg_halves = []
+    rows, seg_halves = [], []
     for setting in summary["settings"]:
         prefix = f"{setting['config']}/{setting['feedback']}"
         missing = [n for n in (learner, "stabl_tuned", *columns) if n not in setting["learners"]]
@@ -348,81 +252,81 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
         gap = anytime["gap_percent"](values, tuned, mean_ci=mean_t)
         seg_halves += list(gap["segment_half_width"])
         name = setting["config"].removeprefix("expert_advice_")
-        cells = [f"{rewards[f'{prefix}/{c}'].mean(axis=1).mean():.4f}" for c in columns]
-        lines.append(
-            f"| {name}, {setting['feedback']}, {setting['runs']} | {mean:.4f} ± {half:.4f} | "
-            + " | ".join(cells)
-            + f" | {', '.join(_signed(g) for g in gap['segment'])} % | "
-            f"**{_signed(gap['overall'])} % ± {gap['overall_half_width']:.1f}** |"
+        rows.append(
+            [
+                f"{name}, {setting['feedback']}, {setting['runs']}",
+                f"{mean:.4f} ± {half:.4f}",
+                *(f"{rewards[f'{prefix}/{c}'].mean(axis=1).mean():.4f}" for c in columns),
+                f"{', '.join(_signed(g) for g in gap['segment'])} %",
+                f"**{_signed(gap['overall'])} % ± {gap['overall_half_width']:.1f}**",
+            ]
         )
-    lines += [
-        "",
-        f"Per-segment intervals of the gap: ± {min(seg_halves):.1f} to {max(seg_halves):.1f} "
-        "points.",
-    ]
-    return "\n".join(lines)
+    title = (
+        f"`{label}` — mean over segments of the per-segment mean reward (each segment weighs "
+        f"the same), seed {summary['settings'][0]['seed']}, one key for every learner; "
+        f"{learner} ± 95% t-interval over runs; gap: ({learner} − tuned StABL) / tuned StABL, "
+        "paired, ± 95% t-interval"
+    )
+    head = ["config, feedback, runs", learner, *columns, "gap per segment", "gap overall"]
+    return (
+        md_table(head, rows, title) + f"\n\nPer-segment intervals of the gap: ± "
+        f"{min(seg_halves):.1f} to {max(seg_halves):.1f} points."
+    )
 
 
 def diff_table(
     folder: Path, label: str, pairs: list[str], results: Path, gaps: tuple[str, ...] = ()
 ) -> str:
-    """Paired differences ``a − b`` of mean reward, overall and per segment, per run, then mean
-    ± Student's t 95% half-width over runs (``experiments/paired.py --diff``), for each of
-    ``pairs``; then for each of ``gaps`` the paired gap ``(a − b) / b`` in % of the mean over
-    segments (each segment weighs the same; ``experiments/paired.py --gap``). Each pair is
-    ``a,b``; a side may be ``OTHER::name`` (a learner of the results folder ``OTHER``,
-    simulated with the same seed and draws: checked on the change points against ``folder``,
-    or for a gap against ``a``'s folder) and ``name@play`` (its even rounds only)."""
-    paired = runpy.run_path(str(Path(__file__).with_name("paired.py")))
+    """Paired differences ``a − b`` of mean reward, overall and per segment, mean ± Student's
+    t 95% half-width over runs, for each of ``pairs``; then for each of ``gaps`` the paired
+    gap ``(a − b) / b`` in % of the mean over segments (``experiments/paired.py --diff`` and
+    ``--gap``). A side may be ``OTHER::name`` (a learner of the results folder ``OTHER``, of
+    the same draws) and ``name@play`` (its even rounds only)."""
+    paired = script("paired")
 
     def spec(side: str) -> tuple[Path, str]:
         other, sep, name = side.rpartition("::")
         return (results / other, f"{results / other}::{name}") if sep else (folder, side)
 
-    lines = []
+    tables = []
     if pairs:
         data = paired["Folders"](folder)
         runs, num_segments = data.points.shape[0], data.points.shape[-1] + 1
-        lines += [
-            f"`{label}` — paired differences of mean reward (1 − loss of the played arm), per "
-            f"run, then mean ± 95% t-interval over the {runs} runs; `[FOLDER]`: a learner of "
-            "`results/FOLDER` (same seed, same draws); `@play`: its play trials only",
-            "",
-            "| paired difference | mean | "
-            + " | ".join(f"segment {s + 1}" for s in range(num_segments))
-            + " |",
-            "|---|---|" + "---|" * num_segments,
-        ]
+        rows = []
         for pair in pairs:
             a, b = (spec(side)[1] for side in pair.split(","))
             (ma, sa), (mb, sb) = data.rewards(a), data.rewards(b)
             name = f"{paired['label'](a)} − {paired['label'](b)}"
-            lines.append(paired["row"](name, ma - mb, sa - sb, signed=True))
+            rows.append(paired["row"](name, ma - mb, sa - sb, signed=True))
+        title = (
+            f"`{label}` — paired differences of mean reward (1 − loss of the played arm), per "
+            f"run, then mean ± 95% t-interval over the {runs} runs; `[FOLDER]`: a learner of "
+            "`results/FOLDER` (same seed, same draws); `@play`: its play trials only"
+        )
+        head = ["paired difference", "mean", *(f"segment {s + 1}" for s in range(num_segments))]
+        tables.append(md_table(head, rows, title))
     if gaps:
-        lines += [
-            *([""] if lines else []),
-            f"`{label}` — paired gaps (a − b)/b of the mean over segments (each segment weighs "
-            "the same), ± 95% t-interval of the paired difference divided by b's mean; "
-            "`[FOLDER]`: a learner of `results/FOLDER` (same seed, same draws)",
-            "",
-            "| a vs b | a (mean over segments) | b | gap (a − b)/b |",
-            "|---|---|---|---|",
-        ]
+        rows = []
         for pair in gaps:
             (main, a), (_, b) = (spec(side) for side in pair.split(","))
             data = paired["Folders"](main)
             sa, sb = data.rewards(a)[1].mean(axis=1), data.rewards(b)[1].mean(axis=1)
-            lines.append(paired["gap_row"](paired["label"](a), paired["label"](b), sa, sb))
-    return "\n".join(lines)
+            rows.append(paired["gap_row"](paired["label"](a), paired["label"](b), sa, sb))
+        title = (
+            f"`{label}` — paired gaps (a − b)/b of the mean over segments (each segment weighs "
+            "the same), ± 95% t-interval of the paired difference divided by b's mean; "
+            "`[FOLDER]`: a learner of `results/FOLDER` (same seed, same draws)"
+        )
+        head = ["a vs b", "a (mean over segments)", "b", "gap (a − b)/b"]
+        tables.append(md_table(head, rows, title))
+    return "\n\n".join(tables)
 
 
 def regret_table(folders: list[Path]) -> str:
     """One row per bandit folder of the expert-advice environment: each learner's final
-    cumulative pseudo-regret ``R(T)`` to each segment's best arm (``experiments/curves.py``:
-    ``bonus * sum_t (1 - p_t(i*_t))``, exact from the ``prob_best`` trace), mean ± Student's t
-    95% half-width over runs; learners of a ``FOLDER-naive`` companion folder are added as
-    ``curves.py`` adds them."""
-    curves = runpy.run_path(str(Path(__file__).with_name("curves.py")))
+    pseudo-regret ``R(T)`` to each segment's best arm (``experiments/curves.py``), mean ±
+    Student's t 95% half-width over runs, with the learners of a ``FOLDER-naive`` folder."""
+    curves = script("curves")
     rows, names = [], []
     for folder in folders:
         summary, learners = curves["folder_learners"](folder)
@@ -436,15 +340,12 @@ def regret_table(folders: list[Path]) -> str:
             names += [name] if name not in names else []
         setting = folder.name.removeprefix("expert_advice_").replace("-", ", ")
         rows.append((f"{setting} ({summary['runs']} runs)", cells))
-    lines = [
+    title = (
         "`R(T)`: cumulative pseudo-regret to each segment's best arm at the last round, mean ± "
-        "95% t-interval over runs (`experiments/curves.py`)",
-        "",
-        "| folder | " + " | ".join(plots.label(n) for n in names) + " |",
-        "|---|" + "---|" * len(names),
-    ]
-    lines += [f"| {r} | " + " | ".join(c.get(n, "–") for n in names) + " |" for r, c in rows]
-    return "\n".join(lines)
+        "95% t-interval over runs (`experiments/curves.py`)"
+    )
+    head = ["folder", *(plots.label(n) for n in names)]
+    return md_table(head, [[r, *(c.get(n, "–") for n in names)] for r, c in rows], title)
 
 
 GAP = "anytime_gap"  # the kind of an experiments/anytime_gap.py folder
@@ -560,9 +461,8 @@ def render(args: str, results: Path, label: str = "", where: str = "", flag: str
 
 
 def bench_table(folder: Path) -> str:
-    """The table of a ``stabl-jax bench --out FOLDER`` folder as the benchmark writes it
-    (``benchmark.md``), headed by the machine and the day (``benchmark.json`` keeps the
-    rest: the commit, the load, the times of day)."""
+    """The table of a ``stabl-jax bench --out FOLDER`` folder (its ``benchmark.md``), headed
+    by the machine and the day."""
     bench = _script_json(folder / "benchmark.json", f"stabl-jax bench --out {folder}")
     m = bench["machine"]
     _, rest = benchmark.to_markdown(bench).strip().split("\n", 1)
@@ -583,12 +483,11 @@ def _script_json(path: Path, command: str) -> dict:
 
 
 def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
-    """A table of the scaling study from ``FOLDER/study.json``, as ``experiments/study.py``
-    writes it: ``view=table1`` the empirical Table 1 (``adversary=``, default ``geometric``;
-    ``n=``, default the smallest; ``tuned=OTHER`` adds the rows of the study folder ``OTHER``),
-    ``view=exponents`` one adversary's exponents in L and n with their intervals, ``view=b``
-    every exponent in L of every adversary and n."""
-    study = runpy.run_path(str(Path(__file__).with_name("study.py")))
+    """A table of the scaling study's ``FOLDER/study.json``: ``view=table1`` the empirical
+    Table 1 (``adversary=``, default ``geometric``; ``n=``, default the smallest;
+    ``tuned=OTHER`` adds the study folder ``OTHER``'s rows), ``view=exponents`` one adversary's
+    exponents in L and n, ``view=b`` every exponent in L of every adversary and n."""
+    study = script("study")
     analysis = study["load_analysis"](folder)
     if opts["view"] == "b":
         return study["exponent_summary"](analysis)
@@ -605,8 +504,7 @@ def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
 
 
 def parse_windows(text: str) -> tuple[int, ...]:
-    """``"256,1024"`` -> ``(256, 1024)``: window lengths, ints >= 1 (``ValueError`` naming
-    the text otherwise)."""
+    """``"256,1024"`` -> ``(256, 1024)``: distinct window lengths, ints >= 1."""
     try:
         windows = tuple(int(w) for w in text.split(","))
     except ValueError:
@@ -637,39 +535,37 @@ def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
     return MARKER.sub(replace, text), changed, missing
 
 
+#: The options of the folder views, also markers' options (``None``: the view's default).
+OPTIONS = {
+    "windows": "view=table: SA(L) columns (default 256,1024,4096)",
+    "sa": "view=table of a bandit folder: expected (default) or sampled",
+    "baseline": "view=paired of an hpo folder (default uniform)",
+    "learner": "view=gap: whose gap (default stabl_anytime)",
+    "columns": "view=gap: the other columns (default stabl_theory,stabl_tuned)",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path, action=Distinct)
-    # The table options default to None (the view's own default applies) so that one given
-    # where the folder's view does not read it is refused (check_options), not ignored.
-    parser.add_argument("--windows", help="view=table: SA(L) columns (default 256,1024,4096)")
-    parser.add_argument(
-        "--sa", choices=("expected", "sampled"), help="view=table of a bandit folder"
-    )
-    parser.add_argument(
-        "--view",
-        choices=("table", "paired", "gap"),
-        help="default: gap of an anytime_gap folder, else table",
-    )
-    parser.add_argument("--baseline", help="view=paired of an hpo folder (default uniform)")
-    parser.add_argument("--learner", help="view=gap: whose gap (default stabl_anytime)")
-    parser.add_argument(
-        "--columns", help="view=gap: the other columns (default stabl_theory,stabl_tuned)"
-    )
+    for option, text in OPTIONS.items():  # None: refused where the view does not read it
+        choices = ("expected", "sampled") if option == "sa" else None
+        parser.add_argument(f"--{option}", choices=choices, help=text)
+    views = ("table", "paired", "gap")
+    parser.add_argument("--view", choices=views, help="default: gap of an anytime_gap folder")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--update", type=Path, metavar="DOC", help="rewrite DOC's marked tables")
     mode.add_argument("--check", type=Path, metavar="DOC", help="exit 1 if a table would change")
     parser.add_argument("--results", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
-    if args.update or args.check:  # each marker names its folder and options itself
-        table_options = ("windows", "sa", "view", "baseline", "learner", "columns")
-        given = [f"--{o}" for o in table_options if getattr(args, o) != parser.get_default(o)]
-        if args.folders or given:
-            flag = "--update" if args.update else "--check"
-            parser.error(
-                f"{flag} DOC reads the folders and options its markers name (under --results), "
-                f"not {' '.join([*map(str, args.folders), *given])}: give them in the markers"
-            )
+    named = ("windows", "sa", "view", "baseline", "learner", "columns")
+    given = [f"--{o}" for o in named if getattr(args, o) is not None]
+    if (args.update or args.check) and (args.folders or given):  # markers name their own
+        parser.error(
+            f"{'--update' if args.update else '--check'} DOC reads the folders and options its "
+            f"markers name (under --results), not {' '.join([*map(str, args.folders), *given])}"
+            ": give them in the markers"
+        )
     try:
         return _main(args)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
@@ -695,17 +591,14 @@ def _main(args: argparse.Namespace) -> int:
         return 1 if changed or missing else 0
     if not args.folders:
         raise ValueError("give results folders, or --update/--check DOC")
-    options = ("windows", "sa", "baseline", "learner", "columns")
-    words = [f"{o}={getattr(args, o)}" for o in options if getattr(args, o) is not None]
+    words = [f"{o}={getattr(args, o)}" for o in OPTIONS if getattr(args, o) is not None]
     tables = []  # every table made before any is printed: a bad option prints nothing
+    view = [f"view={args.view}"] if args.view else []
     for folder in args.folders:
         finished_folder(folder)
-        view = [f"view={args.view}"] if args.view else []
         marker = " ".join([folder.name, *view, *words])
         tables.append(render(marker, folder.parent, str(folder), str(folder), flag="--"))
-    for text in tables:
-        print(text)
-        print()
+    print("".join(f"{text}\n\n" for text in tables), end="")
     return 0
 
 

@@ -5,14 +5,11 @@
     python experiments/same_bits.py --base REV --only figure1 bco_d2
     python experiments/same_bits.py --base REV --config my.toml --set runs=4
 
-Each run of :data:`RUNS` (the default job, a tuned config, a study config, ``bco_d2`` and two
-algorithm-selection configs, a few runs each) is made in fresh processes, compilation cache
-off, with the base code on ``PYTHONPATH`` (a temporary ``git worktree`` of REV, or DIR) and
-its own copy of the config, and with this checkout's; the two folders are compared as
-``stabl-jax compare`` does. ``--config FILE`` runs FILE instead, the same file for both.
-Exit 0 when every run gives the same numbers, 1 when any differs (what differs is printed),
-2 when the base cannot be had or a run fails; ``--keep DIR`` keeps the folders
-(``DIR/base/NAME``, ``DIR/this/NAME``).
+Each run of :data:`RUNS` is made in fresh processes, compilation cache off, with the base code
+on ``PYTHONPATH`` (a temporary ``git worktree`` of REV, or DIR) and its own copy of the config,
+and with this checkout's; the folders are compared as ``stabl-jax compare`` does (``--config
+FILE``: FILE for both instead). Exit 0 when every run gives the same numbers, 1 when any
+differs (printed), 2 when the base cannot be had or a run fails; ``--keep DIR`` keeps them.
 """
 
 from __future__ import annotations
@@ -29,20 +26,22 @@ from stabl_jax.experiment import compare
 from stabl_jax.experiment.results import Distinct, Parser
 
 REPO = Path(__file__).resolve().parents[1]
-#: ``name: (config, arguments)``: the runs compared, every (R, T) trace kept for the bandit ones.
-RUNS: dict[str, tuple[str, list[str]]] = {
-    "figure1": ("figure1", ["--runs", "4", "--set", 'save_traces="all"']),
-    "expert_advice_equal_tuned": (
-        "expert_advice_equal_tuned",
-        ["--runs", "4", "--set", 'save_traces="all"'],
-    ),
-    "study_geometric": ("study_geometric", ["--runs", "16", "--set", 'save_traces="all"']),
-    "bco_d2": ("bco_d2", ["--runs", "2"]),
-    "hpo_bbob_sphere": (
-        "hpo_bbob_sphere",
-        ["--runs", "2", "--set", "bbob.dims=[32]", "--set", "bbob.evaluations=[1000]"],
-    ),
-    "hpo_bbob_suite": ("hpo_bbob_suite", ["--runs", "1", "--set", "bbob.functions=[1, 8, 15]"]),
+_ALL = ["--set", 'save_traces="all"']  # every (R, T) trace of a bandit run
+#: ``config name: arguments``: the shipped runs compared.
+RUNS: dict[str, list[str]] = {
+    "figure1": ["--runs", "4", *_ALL],
+    "expert_advice_equal_tuned": ["--runs", "4", *_ALL],
+    "study_geometric": ["--runs", "16", *_ALL],
+    "bco_d2": ["--runs", "2"],
+    "hpo_bbob_sphere": [
+        "--runs",
+        "2",
+        "--set",
+        "bbob.dims=[32]",
+        "--set",
+        "bbob.evaluations=[1000]",
+    ],
+    "hpo_bbob_suite": ["--runs", "1", "--set", "bbob.functions=[1, 8, 15]"],
 }
 
 
@@ -54,32 +53,23 @@ class RunFailed(Exception):
 def worktree(rev: str, parent: Path) -> Iterator[Path]:
     """A detached ``git worktree`` of ``rev`` of this repository under ``parent``, removed
     (with its administrative files) when the block ends."""
+
+    def git(*words: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(REPO), *words], capture_output=True, text=True)
+
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        commit = git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        commit.check_returncode()
     except (OSError, subprocess.CalledProcessError) as exc:
         raise RunFailed(f"--base {rev}: not a commit of {REPO} ({exc})") from None
-    folder = parent / f"base-{commit[:12]}"
-    add = subprocess.run(
-        ["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(folder), commit],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    folder = parent / f"base-{commit.stdout.strip()[:12]}"
+    add = git("worktree", "add", "--detach", "--quiet", str(folder), commit.stdout.strip())
     if add.returncode != 0:
         raise RunFailed(f"--base {rev}: git worktree add failed: {add.stderr.strip()}")
     try:
         yield folder
     finally:
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(folder)],
-            check=False,
-            capture_output=True,
-        )
+        git("worktree", "remove", "--force", str(folder))
 
 
 def _environment(source: Path) -> dict[str, str]:
@@ -133,7 +123,7 @@ def compare_runs(
     for name, (given, arguments) in runs.items():
         outs = []
         for source, side in ((base, "base"), (REPO, "this")):
-            config = given or source / "configs" / f"{RUNS[name][0]}.toml"
+            config = given or source / "configs" / f"{name}.toml"
             (folder / side).mkdir(exist_ok=True)
             run_one(source, config, arguments, folder / side / name)
             outs.append(folder / side / name)
@@ -153,17 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     base.add_argument("--base", metavar="REV", help="a commit, branch or tag of this repository")
     base.add_argument("--base-source", type=Path, metavar="DIR", help="another checkout")
     chosen = parser.add_mutually_exclusive_group()
-    chosen.add_argument(
-        "--only", nargs="+", action=Distinct, metavar="NAME", help=f"of {', '.join(RUNS)}"
-    )
+    chosen.add_argument("--only", nargs="+", action=Distinct, metavar="NAME", help=", ".join(RUNS))
     chosen.add_argument("--config", type=Path, help="one run of this config file instead")
     parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        dest="overrides",
-        metavar="KEY=VALUE",
-        help="with --config: its overrides, as stabl-jax run takes them",
+        "--set", action="append", default=[], dest="overrides", help="--config's overrides"
     )
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the results folders here")
     args = parser.parse_args(argv)
@@ -179,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         sets = [a for o in args.overrides for a in ("--set", o)]
         runs = {args.config.stem: (args.config.resolve(), sets)}
     else:
-        runs = {name: (None, RUNS[name][1]) for name in (args.only or RUNS)}
+        runs = {name: (None, RUNS[name]) for name in (args.only or RUNS)}
     if args.keep is not None:
         if args.keep.exists() and any(args.keep.iterdir()):
             parser.error(f"--keep {args.keep}: not empty; give a new or empty folder")

@@ -4,11 +4,9 @@
 
 Reads every ``SWEEPS_DIR/NAME/summary.json`` (``stabl-jax sweep ... --out SWEEPS_DIR/NAME``)
 and writes ``NAME_sensitivity.png``, per learner with two swept params a heatmap of the mean
-reward on the seed the point was chosen on (``--tune-seed``, else the config's), the chosen
-point boxed, the points whose interval overlaps it dotted, a grid edge it lies on in the title;
-and ``NAME_sensitivity_1d.png``, the learners with one swept param (mean reward against it with
-its band). It prints each learner's chosen point, whether it is on the grid's edge and how many
-grid points are not told apart from it.
+reward on the seed the point was chosen on, the chosen point boxed, the points whose interval
+overlaps it dotted; and ``NAME_sensitivity_1d.png``, the learners with one swept param. It
+prints each chosen point, whether it is on the grid's edge and how many points overlap it.
 """
 
 from __future__ import annotations
@@ -18,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _cli import need_runs
+from _cli import add_overwrite, check_figures, need_runs
 
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.results import OutputError, Parser, figure_paths, mark_folder
+from stabl_jax.experiment.results import Parser, mark_folder
 from stabl_jax.experiment.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"
@@ -124,11 +122,8 @@ def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
     if bands:
         path, score = out / f"{stem}_sensitivity_1d.png", f"{SCORE}, 95% band"
         xlabel = "scale (log axis)"
-        written.append(
-            plots.plot_sensitivity(
-                bands, path, title=title, xlabel=xlabel, score=score, chosen=chosen
-            )
-        )
+        kwargs = dict(title=title, xlabel=xlabel, score=score)
+        written.append(plots.plot_sensitivity(bands, path, chosen=chosen, **kwargs))
     return written
 
 
@@ -136,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", type=Path, help="folder of NAME/summary.json")
     parser.add_argument("out", type=Path, help="where the PNGs go")
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace PNGs in OUT_DIR stabl_jax did not write"
-    )
+    add_overwrite(parser)
     args = parser.parse_args(argv)
     files = sorted(args.sweeps.glob("*/summary.json"))
     if not files:
@@ -147,11 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             "(stabl-jax sweep ... --out SWEEPS_DIR/NAME writes SWEEPS_DIR/NAME/summary.json)"
         )
     try:  # before any is drawn: every sweep read (figure_names), a user's PNG never replaced
-        figure_paths(
-            args.out, [n for f in files for n in figure_names(f)], "OUT_DIR", args.overwrite
-        )
-    except (OutputError, ValueError) as exc:
+        names = [n for f in files for n in figure_names(f)]
+    except ValueError as exc:
         parser.error(str(exc))
+    check_figures(parser, args.out, names, "OUT_DIR", args.overwrite)
     written = [path for f in files for path in sensitivity(f, args.out)]
     mark_folder(args.out)  # its figures: replaced by the next run
     print(f"wrote {len(written)} PNGs into {args.out}")

@@ -13,23 +13,15 @@ Each point ``(adversary, n)`` is one results folder per learner group (:data:`PL
       stabl-jax run configs/study_$a.toml --set env.num_arms=$n \
         --set 'learners=["flh","eflh"]' --out results/study/$a-n$n-flh
     done; done
-    python experiments/study.py [--out results/study] [--bootstrap 1000] [--bootstrap-seed S]
-        [--table-windows 256 1024 4096] [--fit-windows L ...] [--figures docs/figures]
-        [--figure-prefix study] [--overwrite]
+    python experiments/study.py [--out results/study] [--bootstrap 1000] [--figures DIR]
 
-The groups of a point share the config and seed, hence the environment draws: they are
-merged for the analysis (checked). The analysis reads the complete folders alone:
-
-* exponent in ``L``: least squares ``log SA(L) = a + b log L`` over ``L <= T / 4``
-  (``--fit-windows``), with ``SA(L)`` the mean over runs of the per-run SA(L) of the
-  expected loss ``<p_t, l_t>`` (the quantity the paper bounds);
-* exponent in ``n``: ``log SA(L) = a + c log n`` at fixed ``L`` over the ``n`` a learner ran at;
-* 95% bootstrap intervals: resample the runs with replacement (independently per point),
-  refit, take the 2.5% and 97.5% quantiles of the refitted exponents.
-
-It writes ``<out>/study.json`` (every fit), ``<out>/study.md`` (the empirical Table 1 per
-adversary and n, and the exponent tables) and, with ``--figures``, the plots
-``<prefix>_<adversary>_sa_vs_L.png`` and ``<prefix>_<adversary>_sa_vs_n.png``.
+The groups of a point share the config and seed, hence the draws: they are merged (checked).
+From the complete folders: the exponent in ``L``, least squares ``log SA(L) = a + b log L``
+over ``L <= T / 4`` (``--fit-windows``), ``SA(L)`` the mean over runs of the per-run SA(L) of
+the expected loss ``<p_t, l_t>`` (what the paper bounds); the exponent in ``n``, ``log SA(L) =
+a + c log n`` at fixed ``L``; 95% percentile bootstrap intervals over the runs (resampled per
+point). It writes ``<out>/study.json`` (every fit), ``<out>/study.md`` (Table 1 per adversary
+and n, the exponents) and, with ``--figures``, ``<prefix>_<adversary>_sa_vs_{L,n}.png``.
 """
 
 from __future__ import annotations
@@ -41,19 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _cli import md_table
 
+from stabl_jax import metrics
 from stabl_jax.experiment import load_results, plots
-from stabl_jax.experiment.results import (
-    Distinct,
-    OutputError,
-    Parser,
-    figure_paths,
-    is_complete,
-    mark_folder,
-    owned_files,
-    write_json,
-    write_text,
-)
+from stabl_jax.experiment import results as res
 from stabl_jax.experiment.tables import read_json_object
 
 ADVERSARIES = ("geometric", "random")
@@ -99,14 +83,8 @@ OTHER_BOUNDS: dict[str, str] = {
 
 
 def fit_power_law(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares fit ``log y = a + b log x`` along the last axis.
-
-    Args:
-      x: ``(K,)`` positive abscissae (``K >= 2`` distinct values).
-      y: ``(..., K)`` positive ordinates; leading axes are independent fits.
-
-    Returns:
-      ``(a, b)``, each of shape ``y.shape[:-1]``.
+    """``(a, b)`` of the least-squares fit ``log y = a + b log x`` along the last axis of
+    ``y`` (``(..., K)``, positive; leading axes independent), ``x`` ``(K,)`` positive.
 
     Example:
       >>> a, b = fit_power_law(np.array([1.0, 4.0, 16.0]), np.array([3.0, 6.0, 12.0]))
@@ -152,21 +130,11 @@ def exponent_with_interval(
     seed: int = BOOTSTRAP_SEED,
     level: float = 0.95,
 ) -> dict[str, Any]:
-    """Exponent ``b`` of ``mean(y) ~ e^a x^b`` with a percentile bootstrap interval.
-
-    Args:
-      x: ``(K,)`` abscissae (window lengths ``L`` or arm counts ``n``).
-      columns: ``K`` arrays ``(R_k,)`` of per-run values from independent experiments
-        (resampled independently), or one ``(R, K)`` array whose rows are runs (resampled
-        as rows).
-      resamples: bootstrap resamples ``B``.
-      seed: seed of ``numpy.random.default_rng``.
-      level: coverage of the interval.
-
-    Returns:
-      ``{"a", "b", "lo", "hi", "se", "note"}``. A mean ``<= 0`` has no logarithm: ``b`` is
-      NaN there, and if only some resamples have one the interval is NaN; ``note`` says which.
-    """
+    """``{"a", "b", "lo", "hi", "se", "note"}``: the exponent ``b`` of ``mean(y) ~ e^a x^b``
+    with a percentile bootstrap interval (``resamples`` from ``default_rng(seed)``).
+    ``columns``: ``K`` arrays ``(R_k,)`` of independent experiments (resampled apart), or one
+    ``(R, K)`` array whose rows are runs. A mean ``<= 0`` has no logarithm: ``b`` is NaN, or
+    the interval where only resamples have one; ``note`` says which."""
     rng = np.random.default_rng(seed)
     xs = np.asarray(x, np.float64)
     if isinstance(columns, np.ndarray) and columns.ndim == 2:
@@ -238,7 +206,7 @@ def load_points(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
     for folder in sorted(out.glob("*-n*-*")):
         adversary, _, rest = folder.name.partition("-n")
         n = rest.split("-")[0]
-        if adversary in ADVERSARIES and n.isdigit() and is_complete(folder):
+        if adversary in ADVERSARIES and n.isdigit() and res.is_complete(folder):
             loaded.setdefault((adversary, int(n)), []).append(load_point(folder))
     return {key: merge_groups(groups, f"{key[0]}-n{key[1]}") for key, groups in loaded.items()}
 
@@ -294,9 +262,10 @@ def analyse(
                 name, {"queries": {}, "by_n": {}, "exponent_n": {}}
             )
             learner["queries"][n] = data["queries"]
+            mean, ci95 = metrics.mean_ci(sa)
             learner["by_n"][n] = {
-                "mean": sa.mean(axis=0).tolist(),
-                "ci95": (1.959963984540054 * sa.std(axis=0, ddof=1) / math.sqrt(len(sa))).tolist(),
+                "mean": mean.tolist(),
+                "ci95": ci95.tolist(),
                 "runs": int(sa.shape[0]),
                 "exponent_L": exponent_with_interval(
                     fit, sa[:, cols], resamples=resamples, seed=seed + n
@@ -351,28 +320,20 @@ def load_analysis(folder: Path) -> dict[str, Any]:
 
 def _table_one_row(
     label: str, bound: str, name: str, learner: Mapping[str, Any], n: int, entry: Any, table: Any
-) -> str:
+) -> list[str]:
     """One learner's row of :func:`table_one`; ``table`` is ``(table_windows, length_for_n)``."""
     (table_windows, length_for_n), windows = table, entry["windows"]
     point = learner["by_n"].get(n)
     cells, fit_l = ["not run" for _ in table_windows], "not run"
     if point is not None:
+        at = [windows.index(w) if w in windows else None for w in table_windows]
         cells = [
-            f"{point['mean'][windows.index(w)]:.1f} ± {point['ci95'][windows.index(w)]:.1f}"
-            if w in windows
-            else "–"
-            for w in table_windows
+            "–" if j is None else f"{point['mean'][j]:.1f} ± {point['ci95'][j]:.1f}" for j in at
         ]
         fit_l = _fmt_fit(point["exponent_L"])
     fit_n = learner["exponent_n"].get(length_for_n)
-    fit_n_text = _fmt_fit(fit_n) + (
-        "" if fit_n is None else f" (n = {', '.join(map(str, fit_n['arms']))})"
-    )
-    return (
-        f"| {label} | `{name}` | {_queries(learner)} | {bound} | "
-        + " | ".join(cells)
-        + f" | {fit_l} | {fit_n_text} |"
-    )
+    arms = "" if fit_n is None else f" (n = {', '.join(map(str, fit_n['arms']))})"
+    return [label, f"`{name}`", _queries(learner), bound, *cells, fit_l, _fmt_fit(fit_n) + arms]
 
 
 def table_one(
@@ -389,36 +350,42 @@ def table_one(
     entry = analysis[adversary]
     length_for_n = length_for_n or table_windows[-1]
     fit_range = f"{min(entry['fit_windows'])}..{max(entry['fit_windows'])}"
-    lines = [
-        "| algorithm | registry name | queries/round | bound (paper) | "
-        + " | ".join(f"SA({w})" for w in table_windows)
-        + f" | exponent in L (n = {n}; L = {fit_range}) | exponent in n (L = {length_for_n}) |",
-        "|" + "---|" * (7 + len(table_windows) - 1),
-    ]
     other = {} if tuned is None else tuned.get(adversary, {})
     if other and other["windows"] != entry["windows"]:
         raise ValueError(f"{adversary}: the tuned run's window lengths differ from the study's")
+    rows = []
     for name in [*PAPER_ROWS, *(k for k in entry["learners"] if k not in PAPER_ROWS)]:
         if name not in entry["learners"]:  # a row of the paper's Table 1 this study did not run
             algorithm, bound, queries = PAPER_ROWS[name]
-            cells = " | ".join("not run" for _ in (*table_windows, "L"))
-            lines.append(f"| {algorithm} | `{name}` | {queries} | {bound} | {cells} | – |")
+            rows.append(
+                [
+                    algorithm,
+                    f"`{name}`",
+                    queries,
+                    bound,
+                    *["not run"] * (len(table_windows) + 1),
+                    "–",
+                ]
+            )
             continue
         if name in PAPER_ROWS:
             algorithm, bound, _ = PAPER_ROWS[name]
         else:
             algorithm, bound = plots.label(name), OTHER_BOUNDS.get(name, "–")
-        rows = [(algorithm, entry["learners"][name])]
+        mine = [(algorithm, entry["learners"][name])]
         if name in other.get("learners", {}):
-            rows = [
-                (f"{algorithm}, theory", rows[0][1]),
+            mine = [
+                (f"{algorithm}, theory", mine[0][1]),
                 (f"{algorithm}, tuned", other["learners"][name]),
             ]
-        for label, learner in rows:
-            lines.append(
+        for label, learner in mine:
+            rows.append(
                 _table_one_row(label, bound, name, learner, n, entry, (table_windows, length_for_n))
             )
-    return "\n".join(lines)
+    head = ["algorithm", "registry name", "queries/round", "bound (paper)"]
+    head += [f"SA({w})" for w in table_windows]
+    head += [f"exponent in L (n = {n}; L = {fit_range})", f"exponent in n (L = {length_for_n})"]
+    return md_table(head, rows)
 
 
 def exponent_summary(analysis: Mapping[str, Any]) -> str:
@@ -432,8 +399,7 @@ def exponent_summary(analysis: Mapping[str, Any]) -> str:
         f"{a} n = {n}" if i == 0 or columns[i - 1][0] != a else f"{n}"
         for i, (a, n) in enumerate(columns)
     ]
-    lines = ["| learner | " + " | ".join(heads) + " |", "|---|" + "---|" * len(columns)]
-    spread = 0.0
+    rows, spread = [], 0.0
     for name in names:
         cells, queries = [], set()
         for adversary, n in columns:
@@ -446,40 +412,37 @@ def exponent_summary(analysis: Mapping[str, Any]) -> str:
                 continue
             cells.append(_exponent(fit["b"]))
             spread = max(spread, fit["b"] - fit["lo"], fit["hi"] - fit["b"])
-        counts = "/".join(str(v) for v in sorted(queries))
-        lines.append(f"| `{name}` ({counts}) | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "In parentheses: queries per round. Every bootstrap 95% interval of this table lies "
-        f"within ±{math.ceil(spread * 100) / 100:.2f} of its value.",
-    ]
-    return "\n".join(lines)
+        rows.append([f"`{name}` ({'/'.join(str(v) for v in sorted(queries))})", *cells])
+    return (
+        md_table(["learner", *heads], rows) + "\n\nIn parentheses: queries per round. Every "
+        f"bootstrap 95% interval of this table lies within ±{math.ceil(spread * 100) / 100:.2f} "
+        "of its value."
+    )
 
 
 def exponent_tables(analysis: Mapping[str, Any], adversary: str) -> str:
     """Markdown: exponent in L per (learner, n), and exponent in n per (learner, L)."""
     entry = analysis[adversary]
     arms, learners = entry["arms"], entry["learners"]
-    lines = [
-        "| learner | " + " | ".join(f"b (n = {n})" for n in arms) + " |",
-        "|---|" + "---|" * len(arms),
+    rows = [
+        [f"`{name}`", *(_fmt_fit(lr["by_n"].get(n, {}).get("exponent_L")) for n in arms)]
+        for name, lr in learners.items()
     ]
-    for name, learner in learners.items():
-        cells = [_fmt_fit(learner["by_n"].get(n, {}).get("exponent_L")) for n in arms]
-        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    text = md_table(["learner", *(f"b (n = {n})" for n in arms)], rows)
     lengths = sorted({L for lr in learners.values() for L in lr["exponent_n"]})
-    if lengths:
-        lines += [
-            "",
-            "| learner | n values | " + " | ".join(f"c (L = {L})" for L in lengths) + " |",
-            "|---|---|" + "---|" * len(lengths),
+    if not lengths:
+        return text
+    rows = [
+        [
+            f"`{name}`",
+            ", ".join(map(str, next(iter(lr["exponent_n"].values()))["arms"])),
+            *(_fmt_fit(lr["exponent_n"].get(L)) for L in lengths),
         ]
-        for name, learner in learners.items():
-            if learner["exponent_n"]:
-                used = ", ".join(map(str, next(iter(learner["exponent_n"].values()))["arms"]))
-                cells = [_fmt_fit(learner["exponent_n"].get(L)) for L in lengths]
-                lines.append(f"| `{name}` | {used} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        for name, lr in learners.items()
+        if lr["exponent_n"]
+    ]
+    head = ["learner", "n values", *(f"c (L = {L})" for L in lengths)]
+    return text + "\n\n" + md_table(head, rows)
 
 
 def figure_names(adversaries: Sequence[str], prefix: str = "study") -> list[str]:
@@ -525,17 +488,12 @@ def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "stud
     written = []
     for adversary, entry in analysis.items():
         windows, learners = np.asarray(entry["windows"], np.float64), entry["learners"]
-        style = {k: (st.color, st.marker) for k, st in plots.styles(list(learners)).items()}
+        styles = plots.styles(list(learners))
 
-        def curve(name: str, x: Any, mean: Any, half: Any, fit: str, style: Any = style) -> Any:
+        def curve(name: str, x: Any, mean: Any, half: Any, fit: str) -> Any:
+            style = dict(color=styles[name].color, marker=styles[name].marker)  # noqa: B023
             label = f"{plots.label(name)} ({fit})"
-            color, marker = style[name]
-            return (
-                x,
-                np.asarray(mean),
-                np.asarray(half),
-                dict(color=color, marker=marker, label=label),
-            )
+            return x, np.asarray(mean), np.asarray(half), {**style, "label": label}
 
         by_l = []
         for n in entry["arms"]:
@@ -578,25 +536,17 @@ def report(analysis: Mapping[str, Any], table_windows: Sequence[int] = TABLE_WIN
     return "\n".join(parts)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 #: The keys of every ``study.json`` this script writes: how a previous study's files
 #: (replaced) are told from a user's (never touched).
 STUDY_KEYS: frozenset[str] = frozenset({"meta", "analysis"})
 
 
-def _parser() -> Parser:
-    parser = Parser(description=__doc__.split("\n\n")[0])
+def _parser() -> res.Parser:
+    parser = res.Parser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--out", default="results/study", help="the folder of the study's points")
-    add("--table-windows", nargs="+", type=int, action=Distinct, default=list(TABLE_WINDOWS))
-    add("--fit-windows", nargs="+", type=int, action=Distinct, default=None, help="L <= T/4")
+    add("--table-windows", nargs="+", type=int, action=res.Distinct, default=list(TABLE_WINDOWS))
+    add("--fit-windows", nargs="+", type=int, action=res.Distinct, default=None, help="L <= T/4")
     add("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES, help="resamples, >= 10")
     add("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
     add("--figures", default=None, help="write the plots into this folder")
@@ -616,23 +566,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figures is None and (args.overwrite or args.figure_prefix != "study"):
         parser.error("--figure-prefix and --overwrite are for --figures: give --figures FOLDER")
     try:  # before the analysis: a user's study.md or figure is never replaced
-        owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
+        res.owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
         if args.figures:
             names = figure_names(ADVERSARIES, args.figure_prefix)
-            figure_paths(args.figures, names, "--figures", args.overwrite)
+            res.figure_paths(args.figures, names, "--figures", args.overwrite)
         points = load_points(out)
         if not points:
             raise ValueError(
                 f"no complete point under {out}: run its stabl-jax run commands (module docstring)"
             )
-        analysis = analyse(
-            points,
-            table_windows=args.table_windows,
-            fit_windows=args.fit_windows,
-            resamples=args.bootstrap,
-            seed=args.bootstrap_seed,
-        )
-    except (OutputError, ValueError, FileNotFoundError) as exc:
+        windows = {"table_windows": args.table_windows, "fit_windows": args.fit_windows}
+        analysis = analyse(points, **windows, resamples=args.bootstrap, seed=args.bootstrap_seed)
+    except (res.OutputError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     meta = {
         "runs": {f"{a}-n{n}": p["runs"] for (a, n), p in points.items()},
@@ -640,16 +585,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sa_field": SA_FIELD,
         "command": " ".join(["python", "experiments/study.py", *(argv or sys.argv[1:])]),
     }
-    write_json(out / "study.json", _jsonable({"meta": meta, "analysis": analysis}), indent=1)
+    res.write_json(out / "study.json", {"meta": meta, "analysis": analysis}, indent=1)
     text = report(analysis, args.table_windows)
-    write_text(out / "study.md", text + "\n")
+    res.write_text(out / "study.md", text + "\n")
     print(text)
-    for path in (
-        write_figures(analysis, Path(args.figures), args.figure_prefix) if args.figures else ()
-    ):
-        print(f"[study] figure: {path}")
     if args.figures:
-        mark_folder(Path(args.figures))  # its figures: replaced by the next run
+        for path in write_figures(analysis, Path(args.figures), args.figure_prefix):
+            print(f"[study] figure: {path}")
+        res.mark_folder(Path(args.figures))  # its figures: replaced by the next run
     return 0
 
 

@@ -50,8 +50,11 @@ class Domain:
     # --- geometry ---------------------------------------------------------------------------
     @property
     def r(self) -> float:
-        """Radius of the largest origin-centred ball inside ``K``."""
-        raise NotImplementedError
+        """Radius of the largest origin-centred ball inside ``K`` (default: the size field,
+        a ball's radius or a cube's half-width)."""
+        if not self.size_field:
+            raise NotImplementedError
+        return getattr(self, self.size_field)
 
     @property
     def D(self) -> float:
@@ -133,11 +136,7 @@ class Ball(Domain):
     name: ClassVar[str] = "ball"
     size_field: ClassVar[str] = "radius"
 
-    @property
-    def r(self) -> float:
-        return self.radius
-
-    D = r
+    D = Domain.r
 
     def _project(self, x: jax.Array, rad: jax.Array) -> jax.Array:
         proj = optax.projections.projection_l2_ball(x, rad)
@@ -171,10 +170,6 @@ class Box(Domain):
 
     name: ClassVar[str] = "box"
     size_field: ClassVar[str] = "half_width"
-
-    @property
-    def r(self) -> float:
-        return self.half_width
 
     @property
     def D(self) -> float:

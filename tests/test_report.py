@@ -263,7 +263,11 @@ def test_paired_view_from_traces(tmp_path):
     # A folder that kept no loss traces (save_traces): the same tables from segment_reward.
     summary["config"]["horizon"] = 4
     (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
-    rewards, _ = REPORT["run_rewards"](tmp_path / "demo")
+    paired_script = runpy.run_path(
+        str(Path(__file__).resolve().parents[1] / "experiments" / "paired.py")
+    )
+    data = paired_script["Folders"](tmp_path / "demo")
+    rewards = {name: data.rewards(name)[1] for name in ("stabl", "exp3_uniform")}
     np.savez(
         tmp_path / "demo" / "traces.npz",
         **{f"{name}/segment_reward": value for name, value in rewards.items()},
@@ -632,8 +636,7 @@ def _study_folder(folder: Path, points: dict[tuple[str, int], dict[str, np.ndarr
     }
     analysis = study["analyse"](loaded, resamples=20)
     folder.mkdir(parents=True)
-    saved = study["_jsonable"]({"meta": {}, "analysis": analysis})
-    (folder / "study.json").write_text(json.dumps(saved))
+    (folder / "study.json").write_text(json.dumps({"meta": {}, "analysis": analysis}))
     return analysis
 
 

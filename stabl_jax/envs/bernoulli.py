@@ -15,8 +15,26 @@ from stabl_jax import checks, prng, threefry
 from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
 
 
+class BernoulliLosses(PiecewiseEnv):
+    """A piecewise environment whose arms' losses are Bernoulli draws of its ``mean_loss``."""
+
+    def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
+        # jax.random.bernoulli(key, mu) is uniform(key, (n,)) < mu; prng draws the same bits
+        # with Threefry unrolled (no loop inside the round on a CPU).
+        draws = prng.uniform(key, self.num_arms) < self.mean_loss(params, t)
+        return draws.astype(jnp.float32)
+
+    def loss_at(
+        self, params: SegmentParams, t: jax.Array, key: jax.Array, arms: jax.Array
+    ) -> jax.Array:
+        """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' uniforms
+        (:func:`stabl_jax.prng.uniform_at`)."""
+        draws = prng.uniform_at(key, self.num_arms, arms) < self.mean_loss(params, t)[arms]
+        return draws.astype(jnp.float32)
+
+
 @dataclasses.dataclass(frozen=True)
-class PiecewiseBernoulli(PiecewiseEnv):
+class PiecewiseBernoulli(BernoulliLosses):
     """Bernoulli losses with a best arm that changes at change points.
 
     Attributes:
@@ -45,20 +63,6 @@ class PiecewiseBernoulli(PiecewiseEnv):
     def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
         means = jnp.full((self.num_arms,), self.mean, jnp.float32)
         return means.at[self.best_arm(params, t)].add(-self.gap)
-
-    def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
-        # jax.random.bernoulli(key, mu) is uniform(key, (n,)) < mu; prng draws the same bits
-        # with Threefry unrolled (no loop inside the round on a CPU).
-        draws = prng.uniform(key, self.num_arms) < self.mean_loss(params, t)
-        return draws.astype(jnp.float32)
-
-    def loss_at(
-        self, params: SegmentParams, t: jax.Array, key: jax.Array, arms: jax.Array
-    ) -> jax.Array:
-        """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' uniforms
-        (:func:`stabl_jax.prng.uniform_at`)."""
-        draws = prng.uniform_at(key, self.num_arms, arms) < self.mean_loss(params, t)[arms]
-        return draws.astype(jnp.float32)
 
     def losses_of_words(
         self, words: threefry.Words, arms: jax.Array, is_best: jax.Array

@@ -111,6 +111,10 @@ class ConvexEnv(Environment):
     name: ClassVar[str] = "convex"
     smoothness: ClassVar[float | None] = None  # beta if every loss is beta-smooth
     trace_names: ClassVar[tuple[str, ...]] = ("loss", "best_loss")
+    #: A subclass's loss family (``staticmethod(f)``): the default :attr:`family`.
+    loss_family: ClassVar[Any] = None
+    #: A subclass's fields that must be > 0, checked after the base's.
+    positive_fields: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         checks.check_int("dim", self.dim, minimum=1)
@@ -128,6 +132,8 @@ class ConvexEnv(Environment):
         checks.check_int("period", self.period, minimum=1)
         if not 0.0 < checks.check_real("target_radius", self.target_radius) <= 1.0:
             raise ValueError(f"target_radius must be in (0, 1], got {self.target_radius!r}")
+        for field in self.positive_fields:
+            checks.check_positive(field, getattr(self, field))
 
     @property
     def _domain(self) -> Domain:
@@ -142,8 +148,10 @@ class ConvexEnv(Environment):
     # --- what a subclass defines ------------------------------------------------------------
     @property
     def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
-        """The pure loss family ``family(theta, x) -> ()``."""
-        raise NotImplementedError
+        """The pure loss family ``family(theta, x) -> ()`` (default: :attr:`loss_family`)."""
+        if self.loss_family is None:
+            raise NotImplementedError
+        return cast(Callable[[jax.Array, jax.Array], jax.Array], self.loss_family)
 
     @property
     def lipschitz(self) -> float:
@@ -252,10 +260,7 @@ class MovingTarget(ConvexEnv):
     """
 
     name: ClassVar[str] = "moving_target"
-
-    @property
-    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
-        return distance_loss
+    loss_family = staticmethod(distance_loss)
 
     @property
     def lipschitz(self) -> float:
@@ -319,14 +324,8 @@ class AbsoluteLinear(ConvexEnv):
     a_scale: float = 1.0
 
     name: ClassVar[str] = "abs_linear"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        checks.check_positive("a_scale", self.a_scale)
-
-    @property
-    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
-        return abs_linear_loss
+    loss_family = staticmethod(abs_linear_loss)
+    positive_fields = ("a_scale",)
 
     @property
     def lipschitz(self) -> float:
@@ -357,13 +356,8 @@ class HuberTarget(ConvexEnv):
     name: ClassVar[str] = "huber"
     smoothness: ClassVar[float | None] = 1.0
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        checks.check_positive("huber_mu", self.huber_mu)
-
-    @property
-    def family(self) -> Callable[[jax.Array, jax.Array], jax.Array]:
-        return huber_loss
+    loss_family = staticmethod(huber_loss)
+    positive_fields = ("huber_mu",)
 
     @property
     def lipschitz(self) -> float:

@@ -17,8 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, prng
-from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
+from stabl_jax import checks
+from stabl_jax.envs.base import SegmentParams
+from stabl_jax.envs.bernoulli import BernoulliLosses
 
 
 def check_means(means: object) -> tuple[tuple[float, ...], ...]:
@@ -52,7 +53,7 @@ def check_means(means: object) -> tuple[tuple[float, ...], ...]:
 
 
 @dataclasses.dataclass(frozen=True)
-class PiecewiseBernoulliTable(PiecewiseEnv):
+class PiecewiseBernoulliTable(BernoulliLosses):
     """Bernoulli losses whose means are a given ``(S, n)`` table, changing at change points.
 
     Attributes:
@@ -108,15 +109,3 @@ class PiecewiseBernoulliTable(PiecewiseEnv):
 
     def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
         return jnp.asarray(self.means, jnp.float32)[self.segment(params, t)]
-
-    def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
-        draws = prng.uniform(key, self.num_arms) < self.mean_loss(params, t)
-        return draws.astype(jnp.float32)
-
-    def loss_at(
-        self, params: SegmentParams, t: jax.Array, key: jax.Array, arms: jax.Array
-    ) -> jax.Array:
-        """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' uniforms
-        (:func:`stabl_jax.prng.uniform_at`)."""
-        draws = prng.uniform_at(key, self.num_arms, arms) < self.mean_loss(params, t)[arms]
-        return draws.astype(jnp.float32)

@@ -1,5 +1,6 @@
 """PNG plots of an experiment: moving-average reward (the paper's Figure 1), SA(L) against L,
-and the probability mass on the current best arm.
+and the probability mass on the current best arm. Every ``plot_*`` function writes the PNG
+``path``, titled ``title``, and returns its path.
 """
 
 from __future__ import annotations
@@ -342,7 +343,6 @@ def plot_panels(
 
     Args:
       panels: per panel its title and its curves (the same learner names in every panel).
-      path: the PNG to write.
       title: the figure's title.
       xlabel, ylabel: axis labels of every panel.
       ncols: panels per row (fewer when there are fewer panels).
@@ -396,8 +396,6 @@ def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path
     Args:
       bands: per learner, ``x = tau`` and ``mean = rho_s(tau)`` (``half`` NaN: no band); put
         the profile score in the label.
-      path: the PNG to write.
-      title: figure title.
     """
     return _draw(
         bands,
@@ -426,8 +424,7 @@ def plot_moving_average(
     Args:
       bands: per learner, the mean over runs of each run's trailing moving average, with its
         95% half-width, at rounds ``x``.
-      path: the PNG to write.
-      title: figure title (name the config in it).
+      title: name the config in it.
       window: the moving-average window (for the axis label).
       quantity: what is averaged, for the axis label (``"reward"``, ``"loss l_t(x_t)"``).
       change_points: rounds where the best arm changes or the target jumps (empty when they
@@ -449,8 +446,6 @@ def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str)
     Args:
       bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``; put the
         queries per round in the label.
-      path: the PNG to write.
-      title: figure title.
     """
     return _draw(
         bands,
@@ -479,8 +474,6 @@ def plot_cumulative_regret(
     Args:
       bands: per learner, mean and 95% half-width over runs of the cumulative regret at
         rounds ``x``.
-      path: the PNG to write.
-      title: figure title.
       change_points: rounds where the best arm changes.
     """
     return _draw(
@@ -513,8 +506,6 @@ def plot_paired_segments(
     Args:
       diffs: per learner, ``x`` the segment numbers ``1 .. S``, ``mean`` and ``half`` the
         paired difference and its 95% half-width.
-      path: the PNG to write.
-      title: figure title.
       reference: the reference learner's legend label (for the axis label).
     """
     plt = pyplot()
@@ -643,7 +634,6 @@ def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: st
 
     Args:
       grids: one :class:`Grid` per panel.
-      path: the PNG to write.
       title: the figure's title.
       score: the color bar's label.
     """
@@ -714,8 +704,6 @@ def plot_sensitivity(
 
     Args:
       bands: per learner, the score at the grid values ``x``.
-      path: the PNG to write.
-      title: figure title.
       xlabel: the parameter's name.
       score: the y axis label.
       chosen: per learner name, the chosen value of ``x``.
