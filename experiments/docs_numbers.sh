@@ -166,8 +166,8 @@ for cfg in equal random; do
   sweep sweeps/expert_advice_$cfg expert_advice_$cfg "${family[@]}"
   sweep sweeps/expert_advice_${cfg}_reward expert_advice_$cfg --set feedback=reward "${family[@]}"
 done
-for p in 1 2 3; do  # StABL's scales on the piecewise problems (params.stabl_tuned there)
-  sweep sweeps/piecewise_problem$p piecewise_problem$p \
+for p in 1 2 3; do  # StABL's scales on the piecewise problems (params.stabl_tuned there; no figure)
+  sweep tuning/piecewise_problem$p piecewise_problem$p \
     --grid 'stabl.expert_lr_scale=2**0..2**10' --grid 'stabl.meta_lr_scale=2**0..2**7'
 done
 sweep widened/random_naive expert_advice_random --set 'learners=["stabl_naive"]' \
