@@ -2,6 +2,7 @@
 multi-armed bandit problem", AAAI 2018): UCB restarted arm by arm by a two-sided CUSUM test.
 
 One query per round. Rewards ``x = 1 - l`` (:func:`stabl_jax.estimators.loss_to_reward`).
+Memory: five ``(K,)`` arrays per run (:class:`CUSUMUCBState`), ``20 K`` bytes in float32.
 """
 
 from __future__ import annotations

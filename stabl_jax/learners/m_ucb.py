@@ -3,7 +3,9 @@ piecewise-stationary bandit", AISTATS 2019): UCB with forced exploration, restar
 when a sliding-window test sees the mean of one arm move.
 
 One query per round, deterministic. Rewards ``x = 1 - l``
-(:func:`stabl_jax.estimators.loss_to_reward`).
+(:func:`stabl_jax.estimators.loss_to_reward`). Memory: the test's ring buffer of the last ``w``
+rewards of each arm and two ``(K,)`` arrays per run (:class:`MUCBState`), ``4 K (w + 2)``
+bytes in float32.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 rewards", NeurIPS 2014): Exp3 restarted every ``Delta_T`` rounds.
 
 One query per round. The algorithm is written for rewards ``x`` in [0, 1]; the loss ``l``
-becomes ``x = 1 - l`` through :func:`stabl_jax.estimators.loss_to_reward`.
+becomes ``x = 1 - l`` through :func:`stabl_jax.estimators.loss_to_reward`. Memory: one
+``(K,)`` log-weight array per run, ``4 K`` bytes in float32.
 """
 
 from __future__ import annotations
