@@ -162,6 +162,7 @@ def test_bench_gpu_quick_writes_its_json_and_records_a_failing_row(tmp_path, mon
         ("exp3", 4, 8192, 4096, ("played", "loss")),
     )
     monkeypatch.setattr(benchmark, "GPU_ROWS", rows)
+    monkeypatch.setattr(benchmark, "GPU_DEVICE_ROWS", (("stabl", 4, 8192, 4096, ("loss",)),))
     out = tmp_path / "bench"
     argv = ["bench", "--gpu", "--quick", "--bandwidth", "100", "--out", str(out)]
     assert cli.main(argv) == 0
@@ -170,9 +171,15 @@ def test_bench_gpu_quick_writes_its_json_and_records_a_failing_row(tmp_path, mon
     assert datetime.date.fromisoformat(result["date"]) and result["quick"] and result["complete"]
     got = [(r["learner"], r["kernel"], r["runs"], r["rounds"]) for r in result["rows"]]
     assert got == [
-        (name, kernel, 2, 64) for name, *_ in rows for kernel in ("pallas", "xla")
+        (name, kernel, 2, 64) for name, *_ in (*rows, ("stabl",)) for kernel in ("pallas", "xla")
     ]  # fmt: skip
     stabl, failed, exp3 = result["rows"][0:2], result["rows"][2:4], result["rows"][4:6]
+    on_device = result["rows"][6:]  # traces kept on the device, SA(L) computed there
+    assert [r["traces_on_device"] for r in result["rows"]] == [False] * 6 + [True] * 2
+    for row in on_device:
+        assert "error" not in row and row["same_bits_every_call"] and row["traces"] == ["loss"]
+        assert len(row["summary_seconds"]) == 2 and min(row["summary_seconds"]) > 0
+    np.testing.assert_allclose(on_device[0]["mean_loss"], on_device[1]["mean_loss"], rtol=1e-6)
     assert all("no_such_learner" in row["error"] for row in failed)
     for row in stabl + exp3:
         assert "error" not in row and row["same_bits_every_call"], row
@@ -190,6 +197,7 @@ def test_bench_gpu_quick_writes_its_json_and_records_a_failing_row(tmp_path, mon
     assert markdown.count("| stabl | 4 | 2 | 64 | 5 |") == 2 and "failed: " in markdown
     assert "| exp3 | 4 | 2 | 64 | 2 | pallas |" in capsys.readouterr().out  # row by row
     monkeypatch.setattr(benchmark, "GPU_ROWS", rows[1:2])
+    monkeypatch.setattr(benchmark, "GPU_DEVICE_ROWS", ())
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     (theirs / "benchmark.json").write_text('{"mine": 1}')  # a user's file is never replaced

@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from stabl_jax import summaries
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.experiment import numpy_baselines, provenance
 from stabl_jax.experiment.checkpoints import atomic_write
@@ -135,6 +137,14 @@ GPU_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
     ("stabl", 30, 16_384, 4_096, None),
     ("stabl", 300, 32_768, 2_048, TWO_TRACES),
 )
+#: ``--gpu`` rows whose traces stay on the device (``SimOptions(traces_on_device=True)``), then
+#: reduced there to SA(L) at :data:`SUMMARY_WINDOWS` (:mod:`stabl_jax.summaries`): a
+#: summaries-only study, up to 2^20 runs on one card.
+GPU_DEVICE_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
+    ("stabl", 30, 131_072, 4_096, ("loss",)),
+    ("stabl", 30, 1_048_576, 4_096, ("loss",)),
+)
+SUMMARY_WINDOWS: tuple[int, ...] = (64, 256, 1024, 4096)
 #: The paths each ``--gpu`` row is timed on: the fused kernel and the scan under ``vmap``.
 GPU_KERNELS: tuple[str, ...] = ("pallas", "xla")
 #: Calls of ``simulate`` per ``--gpu`` row (the fastest is reported).
@@ -143,12 +153,16 @@ GPU_REPEATS = 2
 GPU_CHUNK = 512
 
 
-def gpu_rows(quick: bool = False) -> list[tuple[str, int, int, int, tuple[str, ...] | None]]:
-    """:data:`GPU_ROWS`; ``quick``: the same rows at ``R / 4096`` runs (at least 2) and 64
-    rounds, for a check of the code path and the JSON on a CPU (seconds, not for quoting)."""
+def gpu_rows(
+    quick: bool = False, rows: tuple | None = None
+) -> list[tuple[str, int, int, int, tuple[str, ...] | None]]:
+    """``rows`` (default :data:`GPU_ROWS`); ``quick``: the same rows at ``R / 4096`` runs (at
+    least 2) and 64 rounds, for a check of the code path and the JSON on a CPU (seconds, not
+    for quoting)."""
+    rows = GPU_ROWS if rows is None else rows
     if not quick:
-        return list(GPU_ROWS)
-    return [(name, n, max(2, runs >> 12), 64, traces) for name, n, runs, _, traces in GPU_ROWS]
+        return list(rows)
+    return [(name, n, max(2, runs >> 12), 64, traces) for name, n, runs, _, traces in rows]
 
 
 def time_gpu_row(
@@ -157,21 +171,25 @@ def time_gpu_row(
     repeats: int,
     bandwidth_gbs: float | None,
     seed: int = 0,
+    on_device: bool = False,
 ) -> dict[str, Any]:
     """One ``--gpu`` row: ``repeats`` calls of ``simulate(..., options=SimOptions(kernel=
     kernel))`` with the same key, the fastest reported (compilation timed apart), and
-    whether every call gave the same arms and losses (``same_bits_every_call``). A call
-    that raises (a kernel that does not compile on this device) gives a row with its
-    ``error`` instead."""
+    whether every call gave the same traces (``same_bits_every_call``). ``on_device``: the
+    traces stay on the device and each call's SA(L) is computed there
+    (``summary_seconds``). A call that raises (a kernel that does not compile on this
+    device) gives a row with its ``error`` instead."""
     name, n, runs, rounds, traces = spec
     row: dict[str, Any] = {"learner": name, "num_arms": n, "runs": runs}
     row |= {"horizon": default_horizon(n), "rounds": rounds, "kernel": kernel}
-    row["traces"] = list(traces or ExpertAdvice.trace_names)
+    row |= {"traces": list(traces or ExpertAdvice.trace_names), "traces_on_device": on_device}
     try:
         learner = make_learner(name, n)
         env = ExpertAdvice(num_arms=n, horizon=row["horizon"])
-        options = SimOptions(chunk_size=min(GPU_CHUNK, rounds), kernel=kernel)
-        seconds, compile_s, mean_loss, first, same = [], 0.0, [], None, True
+        options = SimOptions(
+            chunk_size=min(GPU_CHUNK, rounds), kernel=kernel, traces_on_device=on_device
+        )
+        seconds, compile_s, mean_loss, first, same, summary = [], 0.0, [], None, True, []
         for _ in range(repeats):
             res = simulate(
                 learner, env, jax.random.key(seed), runs, horizon=rounds, traces=traces,
@@ -180,12 +198,14 @@ def time_gpu_row(
             row["kernel"] = res.kernel
             compile_s = max(compile_s, res.compile_seconds)
             seconds.append(res.run_seconds)
-            mean_loss.append(float(res.loss.mean(dtype=np.float64)))
+            xp = jnp if on_device else np  # each reduced where it is
+            mean_loss.append(float(xp.mean(res.loss, dtype=xp.float64 if xp is np else None)))
+            if on_device:
+                summary.append(_summarise(env, res, rounds))
             if first is None:
-                first = (res.played, res.loss)
+                first = res.arrays
             else:
-                same &= bool(np.array_equal(first[0], res.played))
-                same &= bool(np.array_equal(first[1], res.loss))
+                same &= all(bool(xp.array_equal(first[k], v)) for k, v in res.arrays.items())
             del res
         row["state_bytes_per_run"] = state_bytes(learner)
     except Exception as err:  # a kernel not yet tried on this device must not end the bench
@@ -193,10 +213,24 @@ def time_gpu_row(
     best = min(seconds)
     row |= {"run_seconds": seconds, "compile_seconds": compile_s}
     row |= {"run_steps_per_s": runs * rounds / best, "us_per_round": best / rounds * 1e6}
+    if summary:
+        row["summary_seconds"] = summary
     if bandwidth_gbs is not None:
         row["bound_run_steps_per_s"] = bandwidth_gbs * 1e9 / (2 * row["state_bytes_per_run"])
         row["fraction_of_bound"] = row["run_steps_per_s"] / row["bound_run_steps_per_s"]
     return row | {"mean_loss": mean_loss, "same_bits_every_call": same}
+
+
+def _summarise(env: Any, res: Any, rounds: int) -> float:
+    """Seconds of SA(L) at :data:`SUMMARY_WINDOWS` of ``res``'s device ``loss`` trace."""
+    windows = tuple(w for w in SUMMARY_WINDOWS if w <= rounds)
+    start = time.perf_counter()
+    batch = min(res.num_runs, 4096)
+    sa = summaries.adaptive_regret(
+        env, res.carry, {"loss": res.loss}, windows, runs_per_batch=batch
+    )
+    jax.block_until_ready(sa)
+    return time.perf_counter() - start
 
 
 def run_gpu_benchmark(
@@ -215,8 +249,15 @@ def run_gpu_benchmark(
     device = jax.devices()[0]
     if bandwidth_gbs is None:
         bandwidth_gbs = PEAK_BANDWIDTH_GBS.get(device.device_kind)
-    rows = gpu_rows(quick)
-    config = {"rows": rows, "kernels": GPU_KERNELS, "repeats": repeats, "chunk": GPU_CHUNK}
+    rows = [(spec, False) for spec in gpu_rows(quick)]
+    rows += [(spec, True) for spec in gpu_rows(quick, GPU_DEVICE_ROWS)]
+    config = {
+        "rows": [spec for spec, _ in rows],
+        "on_device": [device for _, device in rows],
+        "kernels": GPU_KERNELS,
+        "repeats": repeats,
+        "chunk": GPU_CHUNK,
+    }
     result: dict[str, Any] = {
         "device": device.device_kind,
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
@@ -231,8 +272,8 @@ def run_gpu_benchmark(
     }
     log(f"# {device.platform} {device.device_kind}, JAX {jax.__version__}")
     log("\n".join(GPU_TABLE_HEAD))
-    for spec, kernel in itertools.product(rows, GPU_KERNELS):
-        row = time_gpu_row(spec, kernel, repeats, bandwidth_gbs)
+    for (spec, on_device), kernel in itertools.product(rows, GPU_KERNELS):
+        row = time_gpu_row(spec, kernel, repeats, bandwidth_gbs, on_device=on_device)
         result["rows"].append(row)
         result["complete"] = len(result["rows"]) == len(rows) * len(GPU_KERNELS)
         log(gpu_markdown_row(row))
