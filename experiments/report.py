@@ -1,11 +1,12 @@
 """Markdown tables from results folders (what EXPERIMENTS.md and docs/speed.md quote).
 
-    python experiments/report.py results/expert_advice_equal-theory-loss [--view paired ...]
+    python experiments/report.py 'FOLDER [view=VIEW] [option=value ...]' [--results results]
     python experiments/report.py --update EXPERIMENTS.md --results results
     python experiments/report.py --check EXPERIMENTS.md --results results
 
 A document's generated tables sit between ``<!-- report: FOLDER [view=VIEW] [option=value
-...] -->`` and ``<!-- /report -->`` (the options may span lines), ``FOLDER`` under ``--results``.
+...] -->`` and ``<!-- /report -->`` (the options may span lines), ``FOLDER`` under ``--results``;
+given as the argument, one marker's table is printed.
 :data:`VIEWS` names each view, the folders it reads and its options: ``table`` (default) every
 learner's statistics (``windows=L1,L2``, ``sa=sampled``); ``paired`` StABL (or
 ``reference=``) minus each learner per run, or for algorithm selection each learner's log10 gap
@@ -34,8 +35,8 @@ from _cli import md_table, need_runs, script
 from stabl_jax import metrics
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.results import Distinct, Parser, read_summary, write_text
-from stabl_jax.experiment.tables import TraceFile, finished_folder, read_json_object
+from stabl_jax.experiment.results import Parser, read_summary, write_text
+from stabl_jax.experiment.tables import TraceFile, read_json_object
 from stabl_jax.hpo_metrics import log10_gap
 
 Z_95 = metrics.Z_95
@@ -366,12 +367,10 @@ REPEATED = ("diff", "gap", "rows")  # options a marker may give more than once
 KINDS = {GAP: "the folders of experiments/anytime_gap.py"}
 
 
-def check_options(
-    folder: Path, view: str, given: list[str], where: str, flag: str = ""
-) -> str | None:
+def check_options(folder: Path, view: str, given: list[str], where: str) -> str | None:
     """The kind of ``folder`` (``None`` for a script's JSON or a folder not there) after
     checking that ``view`` applies to it and reads every option of ``given``; ``ValueError``
-    naming (after ``where``, each option after ``flag``) what does not apply."""
+    naming (after ``where``) what does not apply."""
     if view not in VIEWS:
         raise ValueError(f"{where}: unknown view {view!r}: one of {', '.join(VIEWS)}")
     kinds = VIEWS[view]
@@ -395,7 +394,7 @@ def check_options(
         ]
         of = f" of this {kind} folder" if kind else ""
         raise ValueError(
-            f"{where}: {' '.join(flag + o for o in unread)} is not read by view={view}{of} "
+            f"{where}: {' '.join(unread)} is not read by view={view}{of} "
             f"(view={view} takes {takes}); {'; '.join(hints)}; give it only where it applies"
         )
     return kind
@@ -415,12 +414,11 @@ def _default_view(folder: Path) -> str:
     return "gap" if read_summary(folder).get("kind") == GAP else "table"
 
 
-def render(args: str, results: Path, label: str = "", where: str = "", flag: str = "") -> str:
-    """The Markdown a marker ``<!-- report: ARGS -->`` stands for (``label`` heads its table,
-    default ``results/FOLDER``; ``where`` and ``flag`` word its errors)."""
+def render(args: str, results: Path) -> str:
+    """The Markdown a marker ``<!-- report: ARGS -->`` stands for, headed ``results/FOLDER``."""
     name, *words = args.split()
     items = [word.split("=", 1) for word in words]
-    where = where or f"report marker {args!r}"
+    where = f"report marker {args!r}"
     known = {"view", *(o for kinds in VIEWS.values() for r in kinds.values() for o in r)}
     unknown = sorted({k for k, _ in items} - known)
     if unknown:
@@ -428,16 +426,14 @@ def render(args: str, results: Path, label: str = "", where: str = "", flag: str
     opts = {k: v for k, v in items if k not in REPEATED}
     lists = {key: [v for k, v in items if k == key] for key in REPEATED}
     rows = [results / f for v in lists["rows"] for f in v.split(",") if f]
-    folder, label = results / name, label or f"results/{name}"
+    folder, label = results / name, f"results/{name}"
     view = opts.pop("view", None)
     given = [k for k, _ in items if k != "view"]
     if view is None and not (folder / "summary.json").is_file():  # table or gap: not known
-        check_options(
-            folder, "table", [o for o in given if o not in VIEWS["gap"][GAP]], where, flag
-        )
+        check_options(folder, "table", [o for o in given if o not in VIEWS["gap"][GAP]], where)
         _need_summary(folder, where)
     view = view or _default_view(folder)
-    kind = check_options(folder, view, given, where, flag)
+    kind = check_options(folder, view, given, where)
     if view in ("table1", "exponents", "b"):
         return study_table(folder, {"view": view, **opts}, results)
     if view == "bench":
@@ -535,37 +531,14 @@ def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
     return MARKER.sub(replace, text), changed, missing
 
 
-#: The options of the folder views, also markers' options (``None``: the view's default).
-OPTIONS = {
-    "windows": "view=table: SA(L) columns (default 256,1024,4096)",
-    "sa": "view=table of a bandit folder: expected (default) or sampled",
-    "baseline": "view=paired of an hpo folder (default uniform)",
-    "learner": "view=gap: whose gap (default stabl_anytime)",
-    "columns": "view=gap: the other columns (default stabl_theory,stabl_tuned)",
-}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="*", type=Path, action=Distinct)
-    for option, text in OPTIONS.items():  # None: refused where the view does not read it
-        choices = ("expected", "sampled") if option == "sa" else None
-        parser.add_argument(f"--{option}", choices=choices, help=text)
-    views = ("table", "paired", "gap")
-    parser.add_argument("--view", choices=views, help="default: gap of an anytime_gap folder")
-    mode = parser.add_mutually_exclusive_group()
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("marker", nargs="?", metavar="MARKER", help="'FOLDER [option=value ...]'")
     mode.add_argument("--update", type=Path, metavar="DOC", help="rewrite DOC's marked tables")
     mode.add_argument("--check", type=Path, metavar="DOC", help="exit 1 if a table would change")
     parser.add_argument("--results", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
-    named = ("windows", "sa", "view", "baseline", "learner", "columns")
-    given = [f"--{o}" for o in named if getattr(args, o) is not None]
-    if (args.update or args.check) and (args.folders or given):  # markers name their own
-        parser.error(
-            f"{'--update' if args.update else '--check'} DOC reads the folders and options its "
-            f"markers name (under --results), not {' '.join([*map(str, args.folders), *given])}"
-            ": give them in the markers"
-        )
     try:
         return _main(args)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
@@ -573,33 +546,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.marker is not None:
+        print(render(args.marker, args.results) + "\n")
+        return 0
     doc = args.update or args.check
-    if doc is not None:
-        try:
-            text = doc.read_text()
-        except UnicodeDecodeError as exc:  # its words do not name the file
-            raise ValueError(f"{doc} is not UTF-8 text ({exc}): give a Markdown document") from exc
-        new, changed, missing = update(text, args.results)
-        for problem in missing:
-            print(problem, file=sys.stderr)
-        if args.update:
-            write_text(doc, new)  # atomically: a full disk leaves the document whole
-            print(f"{doc}: {len(MARKER.findall(text))} tables, {len(changed)} rewritten")
-            return 1 if missing else 0
-        for marker in changed:
-            print(f"{doc}: differs from {args.results}: <!-- report: {marker} -->")
-        return 1 if changed or missing else 0
-    if not args.folders:
-        raise ValueError("give results folders, or --update/--check DOC")
-    words = [f"{o}={getattr(args, o)}" for o in OPTIONS if getattr(args, o) is not None]
-    tables = []  # every table made before any is printed: a bad option prints nothing
-    view = [f"view={args.view}"] if args.view else []
-    for folder in args.folders:
-        finished_folder(folder)
-        marker = " ".join([folder.name, *view, *words])
-        tables.append(render(marker, folder.parent, str(folder), str(folder), flag="--"))
-    print("".join(f"{text}\n\n" for text in tables), end="")
-    return 0
+    try:
+        text = doc.read_text()
+    except UnicodeDecodeError as exc:  # its words do not name the file
+        raise ValueError(f"{doc} is not UTF-8 text ({exc}): give a Markdown document") from exc
+    new, changed, missing = update(text, args.results)
+    for problem in missing:
+        print(problem, file=sys.stderr)
+    if args.update:
+        write_text(doc, new)  # atomically: a full disk leaves the document whole
+        print(f"{doc}: {len(MARKER.findall(text))} tables, {len(changed)} rewritten")
+        return 1 if missing else 0
+    for marker in changed:
+        print(f"{doc}: differs from {args.results}: <!-- report: {marker} -->")
+    return 1 if changed or missing else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""``experiments/report.py``: marked tables in a document, ``--update`` and ``--check``."""
+"""``experiments/report.py``: marked tables in a document, ``--update`` and ``--check``, and
+one marker's table printed."""
 
 from __future__ import annotations
 
@@ -86,26 +87,34 @@ def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
     assert doc.stat().st_mode & 0o777 == 0o640
 
 
+def test_a_marker_given_as_the_argument_prints_its_table(tmp_path, capsys):
+    """The argument is a marker's text: its table on stdout, as ``--update`` writes it."""
+    _write(tmp_path, 0.5)
+    assert REPORT["main"](["demo windows=16,64", "--results", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == REPORT["render"]("demo windows=16,64", tmp_path) + "\n\n"
+
+
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("marker", "message"),
     [
         (
-            ["--windows", "abc"],
+            "demo windows=abc",
             "windows must be comma-separated ints >= 1, e.g. 256,1024, got 'abc'",
         ),
-        (["--windows", "0,64"], "got '0,64'"),
-        (["--windows", "64,256,64"], "windows '64,256,64' give a window twice"),
-        (["--view", "gap"], "view=gap is for the folders of experiments/anytime_gap.py"),
-        (["missing"], "missing has no summary.json: not a finished results folder"),
+        ("demo windows=0,64", "got '0,64'"),
+        ("demo windows=64,256,64", "windows '64,256,64' give a window twice"),
+        ("demo view=gap", "view=gap is for the folders of experiments/anytime_gap.py"),
+        ("demo colour=red", "report marker 'demo colour=red': unknown option(s) ['colour']"),
+        ("missing", "report marker 'missing': no missing/summary.json; run experiments/docs_"),
     ],
 )
-def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, args, message):
-    """A bad option or a document that is not there: exit 2 with one line naming it, before
+def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, marker, message):
+    """A bad option or a folder that is not there: exit 2 with one line naming it, before
     any table is printed."""
     _write(tmp_path, 0.5)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as stop:
-        REPORT["main"](["demo", *args])
+        REPORT["main"]([marker, "--results", "."])
     captured = capsys.readouterr()
     assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
     assert captured.out == ""
@@ -115,17 +124,15 @@ def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, 
     ("args", "message"),
     [
         (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
-        (
-            ["--check", "doc.md", "demo"],
-            "--check DOC reads the folders and options its markers name (under --results), "
-            "not demo: give them in the markers",
-        ),
-        (["--update", "doc.md", "--view", "paired", "--sa", "sampled"], "not --sa --view: give"),
+        (["--check", "doc.md", "demo"], "argument MARKER: not allowed with argument --check"),
+        (["demo", "--update", "doc.md"], "argument --update: not allowed with argument MARKER"),
+        (["--update", "doc.md", "--check", "doc.md"], "--check: not allowed with argument --upd"),
+        ([], "one of the arguments MARKER --update --check is required"),
     ],
 )
 def test_a_document_mode_names_what_it_cannot_use(tmp_path, capsys, monkeypatch, args, message):
-    """A folder or a table option given with --check/--update DOC was ignored without a word
-    (each marker names its own); exit 2 now, the document untouched."""
+    """A marker given with --check/--update DOC (each of the document's markers names its
+    own), both modes, or neither: exit 2, the document untouched."""
     _write(tmp_path, 0.5)
     (tmp_path / "doc.md").write_text(MARK + "old\n<!-- /report -->\n")
     monkeypatch.chdir(tmp_path)
@@ -137,29 +144,30 @@ def test_a_document_mode_names_what_it_cannot_use(tmp_path, capsys, monkeypatch,
 
 
 @pytest.mark.parametrize(
-    ("kind", "args", "named"),
+    ("kind", "options", "named"),
     [
-        ("bco", ["--sa", "sampled"], "--sa is not read by view=table of this bco folder"),
-        ("hpo", ["--windows", "64"], "--windows is not read by view=table of this hpo folder"),
-        ("bandit", ["--view", "paired", "--baseline", "exp3"], "--baseline is not read by view"),
-        ("bandit", ["--learner", "stabl", "--columns", "a,b"], "--learner --columns is not read"),
-        ("anytime_gap", ["--windows", "64"], "--windows is not read by view=gap of this anyt"),
+        ("bco", "sa=sampled", "sa is not read by view=table of this bco folder"),
+        ("hpo", "windows=64", "windows is not read by view=table of this hpo folder"),
+        ("bandit", "view=paired baseline=exp3", "baseline is not read by view=paired"),
+        ("bandit", "learner=stabl columns=a,b", "learner columns is not read by view=table"),
+        ("anytime_gap", "windows=64", "windows is not read by view=gap of this anytime_gap"),
     ],
 )
-def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, args, named):
+def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, options, named):
     """A table option given where the folder's view does not read it was ignored without a
-    word (``--sa sampled`` on a BCO folder printed its one SA(L), of the suffered loss);
-    exit 2 before any table, naming the folder and the options."""
+    word (``sa=sampled`` on a BCO folder printed its one SA(L), of the suffered loss);
+    exit 2 before any table, naming the marker and the options."""
     _write(tmp_path, 0.5)
     other = tmp_path / "other"
     other.mkdir()
     (other / "summary.json").write_text(json.dumps({"kind": kind}))
     with pytest.raises(SystemExit) as stop:
-        REPORT["main"]([str(tmp_path / "demo"), str(other), *args])
+        REPORT["main"]([f"other {options}", "--results", str(tmp_path)])
     captured = capsys.readouterr()
     assert stop.value.code == 2 and named in captured.err and captured.out == ""
+    assert f"report marker 'other {options}': " in captured.err
     # The options a view reads still apply, given or not.
-    assert REPORT["main"]([str(tmp_path / "demo"), "--sa", "sampled", "--windows", "16"]) == 0
+    assert REPORT["main"](["demo sa=sampled windows=16", "--results", str(tmp_path)]) == 0
     assert "SA(L) of the sampled loss" in capsys.readouterr().out
 
 
@@ -320,7 +328,7 @@ def test_the_paired_view_names_what_it_cannot_read(tmp_path, capsys, damage, mes
     )
     damage(tmp_path / "demo")
     with pytest.raises(SystemExit) as stop:
-        REPORT["main"]([str(tmp_path / "demo"), "--view", "paired"])
+        REPORT["main"](["demo view=paired", "--results", str(tmp_path)])
     captured = capsys.readouterr()
     assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
     assert captured.out == ""
@@ -399,7 +407,7 @@ def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(tmp_pat
     (tmp_path / "one" / "summary.json").write_text(json.dumps(one_run))
     with pytest.raises(ValueError, match=r"has 1 run\(s\), and a 95% t interval needs 2"):
         REPORT["render"]("one view=paired", tmp_path)
-    assert REPORT["main"]([str(tmp_path / "sel"), "--view", "paired"]) == 0
+    assert REPORT["main"](["sel view=paired", "--results", str(tmp_path)]) == 0
     assert "+1.000 ± 0.000" in capsys.readouterr().out
 
 

@@ -153,7 +153,6 @@ REPEATS = [
     ("paired", ["folder", "--learners", "stabl", "stabl"], "--learners gives stabl twice"),
     ("paired", ["folder", "--diff", "stabl,exp3", "stabl,exp3"], "--diff gives stabl,exp3 twice"),
     ("paired", ["folder", "--gap", "a,b", "a,b"], "--gap gives a,b twice"),
-    ("report", ["a", "b", "./a"], "folders gives a twice"),
     ("study", ["--fit-windows", "64", "64"], "--fit-windows gives 64 twice"),
 ]
 
