@@ -26,6 +26,7 @@ and n, the exponents) and, with ``--figures``, ``<prefix>_<adversary>_sa_vs_{L,n
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -147,19 +148,17 @@ def exponent_with_interval(
             [bootstrap_means(np.asarray(c)[:, None], resamples, rng)[:, 0] for c in columns],
             axis=1,
         )
-    nan = float("nan")
+    fit = dict.fromkeys(("a", "b", "lo", "hi", "se"), float("nan")) | {"note": ""}
     if np.any(full <= 0):
-        note = f"mean <= 0 at x = {xs[full <= 0].tolist()}: no power-law fit"
-        return {"a": nan, "b": nan, "lo": nan, "hi": nan, "se": nan, "note": note}
-    a, b = fit_power_law(xs, full)
+        return fit | {"note": f"mean <= 0 at x = {xs[full <= 0].tolist()}: no power-law fit"}
+    fit["a"], fit["b"] = map(float, fit_power_law(xs, full))
     bad = np.any(boot <= 0, axis=1)
     if bad.any():
         note = f"{int(bad.sum())} of {resamples} resamples have a mean <= 0: no interval"
-        return {"a": float(a), "b": float(b), "lo": nan, "hi": nan, "se": nan, "note": note}
+        return fit | {"note": note}
     _, boot_b = fit_power_law(xs, boot)
-    lo, hi = np.quantile(boot_b, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    se = float(boot_b.std(ddof=1))
-    return {"a": float(a), "b": float(b), "lo": float(lo), "hi": float(hi), "se": se, "note": ""}
+    fit["lo"], fit["hi"] = map(float, np.quantile(boot_b, [(1 - level) / 2, (1 + level) / 2]))
+    return fit | {"se": float(boot_b.std(ddof=1))}
 
 
 def load_point(folder: Path) -> dict[str, Any]:
@@ -245,6 +244,7 @@ def analyse(
       "exponent_n": {L: {"arms", **fit}}}}}}``
     """
     out: dict[str, Any] = {}
+    exponent = functools.partial(exponent_with_interval, resamples=resamples)
     for (adversary, n), point in sorted(points.items()):
         windows = point["windows"]
         fit = list(fit_windows or [w for w in windows if 4 * w <= max(windows)])
@@ -267,9 +267,7 @@ def analyse(
                 "mean": mean.tolist(),
                 "ci95": ci95.tolist(),
                 "runs": int(sa.shape[0]),
-                "exponent_L": exponent_with_interval(
-                    fit, sa[:, cols], resamples=resamples, seed=seed + n
-                ),
+                "exponent_L": exponent(fit, sa[:, cols], seed=seed + n),
             }
     for adversary, entry in out.items():
         for name, learner in entry["learners"].items():
@@ -277,9 +275,7 @@ def analyse(
             for length in table_windows if len(arms) >= 2 else ():
                 j = entry["windows"].index(length)
                 columns = [points[(adversary, n)]["learners"][name]["sa"][:, j] for n in arms]
-                fit_n = exponent_with_interval(
-                    arms, columns, resamples=resamples, seed=seed + length
-                )
+                fit_n = exponent(arms, columns, seed=seed + length)
                 learner["exponent_n"][length] = {"arms": arms, **fit_n}
     return out
 
@@ -318,24 +314,6 @@ def load_analysis(folder: Path) -> dict[str, Any]:
     return analysis
 
 
-def _table_one_row(
-    label: str, bound: str, name: str, learner: Mapping[str, Any], n: int, entry: Any, table: Any
-) -> list[str]:
-    """One learner's row of :func:`table_one`; ``table`` is ``(table_windows, length_for_n)``."""
-    (table_windows, length_for_n), windows = table, entry["windows"]
-    point = learner["by_n"].get(n)
-    cells, fit_l = ["not run" for _ in table_windows], "not run"
-    if point is not None:
-        at = [windows.index(w) if w in windows else None for w in table_windows]
-        cells = [
-            "–" if j is None else f"{point['mean'][j]:.1f} ± {point['ci95'][j]:.1f}" for j in at
-        ]
-        fit_l = _fmt_fit(point["exponent_L"])
-    fit_n = learner["exponent_n"].get(length_for_n)
-    arms = "" if fit_n is None else f" (n = {', '.join(map(str, fit_n['arms']))})"
-    return [label, f"`{name}`", _queries(learner), bound, *cells, fit_l, _fmt_fit(fit_n) + arms]
-
-
 def table_one(
     analysis: Mapping[str, Any],
     adversary: str,
@@ -348,43 +326,41 @@ def table_one(
     analysis of the same adversary at other step sizes; each of its learners gets a row
     ``…, tuned`` under its row of ``analysis`` (then ``…, theory``)."""
     entry = analysis[adversary]
-    length_for_n = length_for_n or table_windows[-1]
+    length = length_for_n or table_windows[-1]
     fit_range = f"{min(entry['fit_windows'])}..{max(entry['fit_windows'])}"
     other = {} if tuned is None else tuned.get(adversary, {})
     if other and other["windows"] != entry["windows"]:
         raise ValueError(f"{adversary}: the tuned run's window lengths differ from the study's")
+
+    def row(label: str, bound: str, name: str, learner: Mapping[str, Any]) -> list[str]:
+        point, windows = learner["by_n"].get(n), entry["windows"]
+        cells, fit_l = ["not run" for _ in table_windows], "not run"
+        if point is not None:
+            at = [windows.index(w) if w in windows else None for w in table_windows]
+            cells = [
+                "–" if j is None else f"{point['mean'][j]:.1f} ± {point['ci95'][j]:.1f}" for j in at
+            ]
+            fit_l = _fmt_fit(point["exponent_L"])
+        fit_n = learner["exponent_n"].get(length)
+        arms = "" if fit_n is None else f" (n = {', '.join(map(str, fit_n['arms']))})"
+        return [label, f"`{name}`", _queries(learner), bound, *cells, fit_l, _fmt_fit(fit_n) + arms]
+
     rows = []
     for name in [*PAPER_ROWS, *(k for k in entry["learners"] if k not in PAPER_ROWS)]:
+        default = (plots.label(name), OTHER_BOUNDS.get(name, "–"), "")
+        algorithm, bound, queries = PAPER_ROWS.get(name, default)
         if name not in entry["learners"]:  # a row of the paper's Table 1 this study did not run
-            algorithm, bound, queries = PAPER_ROWS[name]
-            rows.append(
-                [
-                    algorithm,
-                    f"`{name}`",
-                    queries,
-                    bound,
-                    *["not run"] * (len(table_windows) + 1),
-                    "–",
-                ]
-            )
+            rows.append([algorithm, f"`{name}`", queries, bound, *["not run"] * len(table_windows)])
+            rows[-1] += ["not run", "–"]
             continue
-        if name in PAPER_ROWS:
-            algorithm, bound, _ = PAPER_ROWS[name]
-        else:
-            algorithm, bound = plots.label(name), OTHER_BOUNDS.get(name, "–")
         mine = [(algorithm, entry["learners"][name])]
         if name in other.get("learners", {}):
-            mine = [
-                (f"{algorithm}, theory", mine[0][1]),
-                (f"{algorithm}, tuned", other["learners"][name]),
-            ]
-        for label, learner in mine:
-            rows.append(
-                _table_one_row(label, bound, name, learner, n, entry, (table_windows, length_for_n))
-            )
+            mine = [(f"{algorithm}, theory", mine[0][1])]
+            mine.append((f"{algorithm}, tuned", other["learners"][name]))
+        rows += [row(label, bound, name, learner) for label, learner in mine]
     head = ["algorithm", "registry name", "queries/round", "bound (paper)"]
     head += [f"SA({w})" for w in table_windows]
-    head += [f"exponent in L (n = {n}; L = {fit_range})", f"exponent in n (L = {length_for_n})"]
+    head += [f"exponent in L (n = {n}; L = {fit_range})", f"exponent in n (L = {length})"]
     return md_table(head, rows)
 
 
@@ -541,7 +517,7 @@ def report(analysis: Mapping[str, Any], table_windows: Sequence[int] = TABLE_WIN
 STUDY_KEYS: frozenset[str] = frozenset({"meta", "analysis"})
 
 
-def _parser() -> res.Parser:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = res.Parser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--out", default="results/study", help="the folder of the study's points")
@@ -552,11 +528,6 @@ def _parser() -> res.Parser:
     add("--figures", default=None, help="write the plots into this folder")
     add("--figure-prefix", default="study", help="file names PREFIX_<adversary>_*")
     add("--overwrite", action="store_true", help="replace --figures PNGs stabl_jax did not write")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.bootstrap < 10:
