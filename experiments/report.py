@@ -409,11 +409,6 @@ def _need_summary(folder: Path, where: str) -> None:
         )
 
 
-def _default_view(folder: Path) -> str:
-    """``gap`` for an ``experiments/anytime_gap.py`` folder, else ``table``."""
-    return "gap" if read_summary(folder).get("kind") == GAP else "table"
-
-
 def render(args: str, results: Path) -> str:
     """The Markdown a marker ``<!-- report: ARGS -->`` stands for, headed ``results/FOLDER``."""
     name, *words = args.split()
@@ -432,7 +427,7 @@ def render(args: str, results: Path) -> str:
     if view is None and not (folder / "summary.json").is_file():  # table or gap: not known
         check_options(folder, "table", [o for o in given if o not in VIEWS["gap"][GAP]], where)
         _need_summary(folder, where)
-    view = view or _default_view(folder)
+    view = view or ("gap" if read_summary(folder).get("kind") == GAP else "table")
     kind = check_options(folder, view, given, where)
     if view in ("table1", "exponents", "b"):
         return study_table(folder, {"view": view, **opts}, results)
@@ -459,7 +454,12 @@ def render(args: str, results: Path) -> str:
 def bench_table(folder: Path) -> str:
     """The table of a ``stabl-jax bench --out FOLDER`` folder (its ``benchmark.md``), headed
     by the machine and the day."""
-    bench = _script_json(folder / "benchmark.json", f"stabl-jax bench --out {folder}")
+    path, command = folder / "benchmark.json", f"stabl-jax bench --out {folder}"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no {path}; run `{command}` (experiments/docs_numbers.sh does) first"
+        )
+    bench = read_json_object(path, f"run `{command}` again")
     m = bench["machine"]
     _, rest = benchmark.to_markdown(bench).strip().split("\n", 1)
     devices = ", ".join(m["devices"])
@@ -467,15 +467,6 @@ def bench_table(folder: Path) -> str:
         f"Machine: {m['cpu']}, {m['cpu_count']} cores; JAX {m['jax']} ({m['jax_backend']}: "
         f"{devices}), NumPy {m['numpy']}; {m['date'][:10]}.\n{rest}"
     )
-
-
-def _script_json(path: Path, command: str) -> dict:
-    """The JSON at ``path`` that ``command`` writes; a missing one names the command."""
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no {path}; run `{command}` (experiments/docs_numbers.sh does) first"
-        )
-    return read_json_object(path, f"run `{command}` again")
 
 
 def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
