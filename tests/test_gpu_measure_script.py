@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+from stabl_jax.experiment import bench as benchmark
 from tests.scripts import ROOT
 
 
@@ -28,7 +29,8 @@ def test_small_measurement_writes_every_json(tmp_path):
     assert split["copy"]["bytes"] == 8 * 2**20 and split["copy"]["pageable"]["gb_per_s"] > 0
     assert "gb_per_s" in split["copy"]["pinned"] or "error" in split["copy"]["pinned"]
     bench = json.loads((out / "bench" / "benchmark.json").read_text())
-    assert bench["quick"] and bench["complete"] and len(bench["rows"]) == 12
+    rows = 2 * (len(benchmark.GPU_ROWS) + len(benchmark.GPU_DEVICE_ROWS))  # both kernels
+    assert bench["quick"] and bench["complete"] and len(bench["rows"]) == rows
     assert all("error" not in row for row in bench["rows"]), bench["rows"]
     trace = json.loads((out / "trace.json").read_text())
     assert trace["trace_files"] and all(str(out / "trace") in f for f in trace["trace_files"])
