@@ -42,7 +42,11 @@ def threefry2x32(
     return x[0], x[1]
 
 
-def _fast(key: jax.Array) -> bool:
+def unrolled(key: jax.Array) -> bool:
+    """Whether this module hashes ``key`` (a typed key or an array of them) with the unrolled
+    :func:`threefry2x32` rather than calling ``jax.random``: a ``threefry2x32`` key of the
+    default implementation under ``jax_threefry_partitionable``. Only then do raw key words
+    (:mod:`stabl_jax.threefry`) reproduce its draws."""
     return (
         bool(jax.config.jax_threefry_partitionable)  # type: ignore[attr-defined]
         and jax.random.key_impl(key) == jax.random.key_impl(jax.random.key(0))
@@ -52,7 +56,7 @@ def _fast(key: jax.Array) -> bool:
 
 def fold_in(key: jax.Array, data: jax.Array | int) -> jax.Array:
     """``jax.random.fold_in(key, data)`` for a scalar typed key and a scalar ``data``."""
-    if not _fast(key):
+    if not unrolled(key):
         return jax.random.fold_in(key, data)
     y1, y2 = _hash(key, jnp.asarray(data).astype(jnp.uint32))
     return jax.random.wrap_key_data(jnp.stack([y1, y2]), impl=jax.random.key_impl(key))
@@ -73,7 +77,7 @@ def uniform(
 ) -> jax.Array:
     """``jax.random.uniform(key, (num,), dtype, minval, maxval)`` for a scalar typed key."""
     dtype = jnp.dtype(dtype)
-    if dtype != jnp.float32 or not _fast(key):
+    if dtype != jnp.float32 or not unrolled(key):
         return jax.random.uniform(key, (num,), dtype, minval, maxval)
     return _uniform_from_counts(key, jnp.arange(num, dtype=jnp.uint32), minval, maxval)
 
@@ -89,7 +93,7 @@ def uniform_at(
     """``uniform(key, num, dtype, minval, maxval)[indices]``, bit for bit, hashing only the
     counters ``indices`` (any shape, in ``[0, num)``): the queried arms' losses alone."""
     dtype = jnp.dtype(dtype)
-    if dtype != jnp.float32 or not _fast(key):
+    if dtype != jnp.float32 or not unrolled(key):
         return jax.random.uniform(key, (num,), dtype, minval, maxval)[indices]
     return _uniform_from_counts(key, jnp.asarray(indices).astype(jnp.uint32), minval, maxval)
 

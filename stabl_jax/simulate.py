@@ -405,8 +405,9 @@ def run_chunk(
     """
     if kernel == "pallas":
         interpret = kernels.interpreted(plan.mesh)
-        # The kernel's drawn inputs (every arm's loss) of one block within the chunk budget.
-        inputs = kernels.input_bytes_per_round(learner, fields)
+        # The kernel's per-round inputs of one block within the chunk budget.
+        keys = (carry.env_key, carry.learner_key)
+        inputs = kernels.input_bytes_per_round(learner, fields, env, keys)
         max_rounds = auto_chunk_size(plan.block, length, bytes_per_round=inputs)
         drawn = tuple(dict.fromkeys((*fields, "observed"))) if validate else fields
         step = kernels.chunk_step(
@@ -618,7 +619,8 @@ def _auto_chunk(
     bytes per round (:func:`_round_bytes`) and, on the Pallas path, the kernel's inputs."""
     per_round = _round_bytes(learner, env, carry, fields)
     if kernel == "pallas":
-        per_round += kernels.input_bytes_per_round(learner, fields)
+        keys = (carry.env_key, carry.learner_key)
+        per_round += kernels.input_bytes_per_round(learner, fields, env, keys)
     return auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
 
 

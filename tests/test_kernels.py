@@ -326,3 +326,58 @@ def test_the_result_names_the_path_that_ran():
     key = jax.random.key(0)
     assert simulate(learner, env, key, 2).kernel == "xla"
     assert simulate(learner, env, key, 2, options=SimOptions(kernel="pallas")).kernel == "pallas"
+
+
+def _pallas_operands(step, carry, t0):
+    """``(shape, dtype)`` of every operand of each ``pallas_call`` in ``step``'s jaxpr."""
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "pallas_call":
+                found.append([(tuple(v.aval.shape), v.aval.dtype) for v in eqn.invars])
+            for param in eqn.params.values():  # the bodies of jit, scan, ...
+                for inner in param if isinstance(param, tuple | list) else [param]:
+                    inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr's Jaxpr
+                    if hasattr(inner, "eqns"):
+                        walk(inner)
+
+    walk(jax.make_jaxpr(step)(carry, t0).jaxpr)
+    return found
+
+
+@pytest.mark.parametrize("env_name", ["expert_advice", "bernoulli", "bernoulli_table"])
+@pytest.mark.parametrize("learner", [EXP3(num_arms=5, horizon=64), StABL(num_arms=5, horizon=64)])
+def test_the_kernel_draws_its_uniforms_and_losses_inside(learner, env_name):
+    """On an environment with ``losses_of_words`` (ExpertAdvice, PiecewiseBernoulli) the
+    ``pallas_call`` reads no ``(L, runs, n_pad)`` loss tensor and no float ``(L, runs)``
+    uniforms, even for ``expected_loss`` (the key words ``(2, runs)`` and the best arm
+    ``(L, runs)`` int32 instead); PiecewiseBernoulliTable, without it, still reads its losses
+    drawn outside. Either way the runs are the XLA path's."""
+    from stabl_jax.envs import PiecewiseBernoulli, PiecewiseBernoulliTable
+
+    length, runs, n_pad = 32, 3, 16
+    env = {
+        "expert_advice": ExpertAdvice(num_arms=5, horizon=64),
+        "bernoulli": PiecewiseBernoulli(num_arms=5, horizon=64),
+        "bernoulli_table": PiecewiseBernoulliTable(
+            num_arms=5, horizon=64, means=((0.2, 0.5, 0.5, 0.5, 0.5), (0.5, 0.5, 0.2, 0.5, 0.5))
+        ),
+    }[env_name]
+    carry, renv = _block(learner, env, runs)
+    step = bandit.chunk_step(learner, renv, TRACES, length, interpret=True)
+    (operands,) = _pallas_operands(step, carry, jnp.int32(0))
+    floats = [shape for shape, dtype in operands if dtype == jnp.float32]
+    per_round = [shape for shape in floats if shape[:2] == (length, runs)]
+    keys = (carry.env_key, carry.learner_key)
+    read = bandit.input_bytes_per_round(learner, TRACES, renv, keys)
+    if env_name == "bernoulli_table":
+        assert (length, runs, n_pad) in per_round
+        assert read == bandit.input_bytes_per_round(learner, TRACES) > 8
+    else:
+        assert per_round == [], operands
+        assert ((2, runs), jnp.uint32) in operands and ((length, runs), jnp.int32) in operands
+        assert read == 8  # the best arm, drawn and laid out
+        rbg = jax.random.key(0, impl="rbg")  # not hashed by threefry: drawn outside
+        assert not bandit.draws_inside(renv, (rbg,)) and bandit.draws_inside(renv, keys)
+    assert_same_runs(*both(learner, env, runs, length))

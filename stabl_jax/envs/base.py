@@ -79,6 +79,19 @@ def reveals_lazily(env: Any) -> bool:
     return loss is not None and loss_at is not None and issubclass(loss_at, loss)
 
 
+def draws_from_words(env: Any) -> bool:
+    """Whether ``env.losses_of_words`` (:meth:`PiecewiseEnv.losses_of_words`) may stand for
+    ``loss(params, t, key)[arms]``: ``env`` is a :class:`PiecewiseEnv` whose
+    ``losses_of_words`` is its own (not the base's, which raises), defined by the class of
+    the ``loss`` in effect or a subclass of it (as :func:`reveals_lazily`)."""
+    if not isinstance(env, PiecewiseEnv):
+        return False
+    loss, words = _owner(type(env), "loss"), _owner(type(env), "losses_of_words")
+    if loss is None or words is None or words is PiecewiseEnv:
+        return False
+    return issubclass(words, loss)
+
+
 @dataclasses.dataclass(frozen=True)
 class ObliviousBandit(Environment):
     """An oblivious bandit environment (pure ``loss(params, t, key)``) as an

@@ -7,14 +7,19 @@ whole chunk of ``L`` rounds: each program takes ``rows`` runs, loads their state
 them through the ``L`` rounds in a ``fori_loop`` with the state on chip, writes each round's
 traces and stores the state. Chunks, checkpoints, blocks and devices are ``simulate``'s.
 
-**The same runs as the XLA path.** Every random number is drawn outside the kernel with the
-XLA path's keys and calls: round ``t`` uses ``u = sampling.uniforms(fold_in(learner_key, t),
-Q)`` (query ``j`` drawn with ``u[j]``, as :func:`~stabl_jax.learners.base.sample_query`) and
-``loss(params, t, fold_in(env_key, t))``. So one seed draws the same arms on both paths, and
-probabilities agree to float32 rounding (the kernel's CDF is a triangular product, its
-normalisers run over padded rows); importance weights ``1/P(t)`` can amplify the rounding over
-a long run. Log-weights are renormalised every round by a max-shifted logsumexp
-(:func:`stabl_jax.estimators.exp3_log_update`), as in the learners.
+**The same runs as the XLA path.** Round ``t`` draws with the XLA path's keys and rules:
+``u = sampling.uniforms(fold_in(learner_key, t), Q)`` (query ``j`` drawn with ``u[j]``, as
+:func:`~stabl_jax.learners.base.sample_query`) and ``loss(params, t, fold_in(env_key, t))``.
+The kernel hashes them itself from the runs' key words (:mod:`stabl_jax.threefry`, bit for
+bit ``jax.random``), the queried arms' losses by the environment's ``losses_of_words``
+(every arm's only for ``expected_loss``); it reads just the round's best arm ``(L, runs)``.
+For an environment without ``losses_of_words``, or keys :mod:`stabl_jax.prng` does not
+hash itself (:func:`draws_inside`, chosen at trace time), they are drawn outside and read:
+``(L, runs)`` uniforms and an ``(L, runs, n_pad)`` loss tensor. So one seed draws the same
+arms on both paths, and probabilities agree to float32 rounding (the kernel's CDF is a
+triangular product, its normalisers run over padded rows); importance weights ``1/P(t)``
+can amplify the rounding over a long run. Log-weights are renormalised every round by a
+max-shifted logsumexp (:func:`stabl_jax.estimators.exp3_log_update`), as in the learners.
 
 **Layout.** Arms are padded to a power of two (at least 16, the smallest operand of Triton's
 ``dot``) with log-weight ``-inf``, never drawn. A program holds ``rows`` runs (a power of
@@ -23,13 +28,14 @@ unrolled into ``B`` arrays ``(rows, n_pad)``. StABL's restarts, ``(t + 1) % L_k 
 in as an ``(L, B)`` table: Triton does not lower ``%`` of a traced scalar.
 
 **Backends.** Compiled by Pallas's Triton backend on a GPU; elsewhere run in interpret mode
-(the body as XLA operations: how the tests run it on a CPU). A chunk whose drawn inputs
+(the body as XLA operations: how the tests run it on a CPU). A chunk whose per-round inputs
 (:func:`input_bytes_per_round`) would exceed ``simulate``'s chunk budget is stepped in
 pieces, one ``pallas_call`` each, with the same bits.
 
 **Supported** (:func:`check_supported`): :class:`~stabl_jax.learners.EXP3` and
 :class:`~stabl_jax.learners.StABL` themselves (not subclasses), float32; oblivious bandit
-environments (a pure ``loss(params, t, key)``); the traces of :data:`FIELDS`. ``validate``
+environments (a pure ``loss(params, t, key)``), drawn inside for ExpertAdvice and
+PiecewiseBernoulli, outside for the rest; the traces of :data:`FIELDS`. ``validate``
 checks each chunk's outputs (``simulate``): the observed losses, and the play distribution
 at the chunk's end.
 """
@@ -49,8 +55,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from stabl_jax import estimators, prng, sampling
-from stabl_jax.envs.base import ObliviousBandit
+from stabl_jax import estimators, prng, sampling, threefry
+from stabl_jax.envs.base import ObliviousBandit, draws_from_words
 from stabl_jax.learners import EXP3, StABL
 
 #: ``simulate``'s ``kernel`` choices: the XLA rollout, this kernel, or the default choice.
@@ -369,9 +375,26 @@ def _warn_no_triton() -> None:
     )
 
 
-def input_bytes_per_round(learner: Any, fields: tuple[str, ...]) -> int:
-    """Bytes per run and round the kernel reads besides the state (its drawn uniforms and
-    losses, and the best arm for ``prob_best``), counted twice (drawn, then laid out)."""
+def draws_inside(env: Any, keys: tuple[jax.Array, ...] = ()) -> bool:
+    """Whether the kernel draws each round's uniforms and losses itself from the runs' key
+    words (module docstring): ``env`` (the rollout's oblivious environment, or the one it
+    wraps) has a kernel-safe loss (:func:`~stabl_jax.envs.base.draws_from_words`) and
+    :mod:`stabl_jax.prng` hashes each of ``keys`` unrolled (:func:`~stabl_jax.prng.unrolled`).
+    Otherwise they are drawn outside the kernel and read (:func:`_draws`)."""
+    inner = env.env if isinstance(env, ObliviousBandit) else env
+    return draws_from_words(inner) and all(prng.unrolled(key) for key in keys)
+
+
+def input_bytes_per_round(
+    learner: Any, fields: tuple[str, ...], env: Any = None, keys: tuple[jax.Array, ...] = ()
+) -> int:
+    """Bytes per run and round the kernel reads besides the state, counted twice (drawn,
+    then laid out): where it draws inside (:func:`draws_inside` of ``env`` and ``keys``), the
+    round's best arm only (the key words are per run, not per round); otherwise (and for
+    ``env=None``) its drawn uniforms and every arm's loss, and the best arm for
+    ``prob_best``."""
+    if env is not None and draws_inside(env, keys):
+        return 2 * 4
     per = _padded_arms(learner.num_arms) + _KERNELS[type(learner)].queries
     return 2 * 4 * (per + ("prob_best" in fields))
 
@@ -453,13 +476,14 @@ def _call(
     runs = carry.learner_key.shape[0]
     ts = t0 + jnp.arange(length, dtype=jnp.int32)
     states, coefs = spec.pack(carry.state)
-    ins = {"state": states, "coefs": coefs, **_draws(spec, env, fields, carry, ts)}
+    inside = draws_inside(env, (carry.env_key, carry.learner_key))  # chosen at trace time
+    drawn = _key_words(env, carry, ts) if inside else _draws(spec, env, fields, carry, ts)
+    ins = {"state": states, "coefs": coefs, **drawn}
     block = rows or (runs if interpret else gpu_rows(states))
     padded = -(-runs // block) * block
     ins = jax.tree.map(lambda x: _pad_runs(x, padded), ins)
-    table = spec.table(ts)
-    if table is not None:
-        ins["table"] = table
+    shared = {"table": spec.table(ts), "ts": ts if inside else None}  # whole, every program
+    ins.update({name: x for name, x in shared.items() if x is not None})
     per_round = jax.ShapeDtypeStruct((length, padded), jnp.float32)
     out_shape: dict[str, Any] = {
         "state": tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in ins["state"]),
@@ -468,14 +492,14 @@ def _call(
         **{name: per_round for name in ("expected_loss", "prob_best") if name in fields},
     }
 
-    def specs(tree: dict) -> dict:  # the runs axis is axis 1 of every array but the table
+    def specs(tree: dict) -> dict:  # the runs axis is axis 1 of every array but the shared
         return {
-            k: jax.tree.map(lambda x, k=k: _block_spec(x.shape, k != "table", block), v)
+            k: jax.tree.map(lambda x, k=k: _block_spec(x.shape, k not in shared, block), v)
             for k, v in tree.items()
         }
 
     out = pl.pallas_call(
-        partial(_kernel, spec, length),
+        partial(_kernel, spec, env, length),
         out_shape=out_shape,
         grid=(padded // block,),
         in_specs=(specs(ins),),
@@ -542,6 +566,22 @@ def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax
     return draws
 
 
+def _key_words(env: Any, carry: Any, ts: jax.Array) -> dict:
+    """The inputs of a kernel that draws inside: ``keys`` the runs' ``env`` and ``learner``
+    key words ``(2, runs)`` uint32 (``jax.random.key_data``, runs on axis 1) and ``best``
+    ``(L, runs)`` int32 the environment's best arm each round (``losses_of_words`` marks
+    it; ``prob_best`` reads it)."""
+    keys = {
+        "env": jax.random.key_data(carry.env_key).T,
+        "learner": jax.random.key_data(carry.learner_key).T,
+    }
+
+    def best(params: Any) -> jax.Array:
+        return jax.vmap(lambda t: env.best_arm(params, t))(ts).astype(jnp.int32)
+
+    return {"keys": keys, "best": jax.vmap(best, out_axes=1)(carry.env_params)}
+
+
 def interpreted(mesh: Any = None) -> bool:
     """Whether the kernel runs in interpret mode where it will run: on ``mesh``'s devices, or
     JAX's default device (``jax.default_device``, else the first device); compiled on a GPU
@@ -581,24 +621,77 @@ def _pad_runs(x: jax.Array, padded: int) -> jax.Array:
     return jnp.pad(x, widths, mode="edge")
 
 
-def _kernel(spec: _Kernel, length: int, ins: dict, out: dict) -> None:
+class _Drawn:
+    """Round ``i``'s draws read from the inputs :func:`_draws` made outside the kernel."""
+
+    def __init__(self, spec: _Kernel, ins: dict, i: jax.Array) -> None:
+        self.u = [u[i] for u in ins["u"]]
+        self.loss = ins["loss"][i]
+
+    def uniforms(self) -> list:
+        return self.u
+
+    def losses(self, arms: list) -> list:
+        return [_pick(self.loss, arm) for arm in arms]
+
+    def every_loss(self) -> jax.Array:
+        return self.loss
+
+
+class _Hashed:
+    """Round ``i``'s draws hashed in the kernel from the runs' key words ``words`` (``env``,
+    ``learner``: two ``(rows,)`` uint32 each), by the XLA path's rule bit for bit: the ``Q``
+    uniforms of ``sampling.uniforms(fold_in(learner_key, t), Q)`` and the losses
+    ``env.losses_of_words`` of ``fold_in(env_key, t)`` (:mod:`stabl_jax.threefry`)."""
+
+    def __init__(
+        self, spec: _Kernel, env: Any, ins: dict, words: dict[str, threefry.Words], i: jax.Array
+    ) -> None:
+        self.spec, self.env, self.best = spec, env, ins["best"][i]
+        t = jnp.full(self.best.shape, ins["ts"][i], jnp.int32)
+        self.learner = threefry.fold_in_words(*words["learner"], t)
+        self.round_key = threefry.fold_in_words(*words["env"], t)
+
+    def uniforms(self) -> list:
+        shape = self.best.shape
+        return [
+            threefry.uniform_words(*self.learner, jnp.full(shape, j, jnp.uint32))
+            for j in range(self.spec.queries)
+        ]
+
+    def losses(self, arms: list) -> list:
+        return [self.env.losses_of_words(self.round_key, arm, arm == self.best) for arm in arms]
+
+    def every_loss(self) -> jax.Array:
+        """``(rows, n_pad)`` every arm's loss, the padding 0 (for ``expected_loss``)."""
+        arms = _iota((self.best.shape[0], self.spec.n_pad))
+        words = tuple(w[:, None] for w in self.round_key)
+        loss = self.env.losses_of_words(words, arms, arms == self.best[:, None])
+        return jnp.where(arms < self.spec.n, loss, 0.0)
+
+
+def _kernel(spec: _Kernel, env: Any, length: int, ins: dict, out: dict) -> None:
     """One program: load ``rows`` runs' state, step them through ``length`` rounds
-    (``fori_loop``, the state in registers), store the state; every round writes its arms,
-    observed losses and, when asked for, ``expected_loss`` and ``prob_best``. Refs as laid
-    out by :func:`chunk_step` (runs on axis 1)."""
+    (``fori_loop``, the state in registers), store the state; every round draws (or reads)
+    its uniforms and losses, writes its arms, observed losses and, when asked for,
+    ``expected_loss`` and ``prob_best``. Refs as laid out by :func:`chunk_step` (runs on
+    axis 1)."""
     coefs = [ins["coefs"][c] for c in range(ins["coefs"].shape[0])]
     table = ins.get("table")
+    words: dict[str, threefry.Words] | None = None
+    if "keys" in ins:  # drawn inside: the key words, loaded once
+        words = {name: (ref[0], ref[1]) for name, ref in ins["keys"].items()}
 
     def round_(i: jax.Array, state: tuple) -> tuple:
-        loss = ins["loss"][i]
-        query = spec.ask(coefs, state, [u[i] for u in ins["u"]])
+        draws = _Drawn(spec, ins, i) if words is None else _Hashed(spec, env, ins, words, i)
+        query = spec.ask(coefs, state, draws.uniforms())
         arms, _, play, _ = query
-        observed = [_pick(loss, arm) for arm in arms]
+        observed = draws.losses(arms)
         for j in range(spec.queries):
             out["arms"][j][i] = arms[j]
             out["observed"][j][i] = observed[j]
         if "expected_loss" in out:  # <p_t, l_t>
-            out["expected_loss"][i] = jnp.sum(play * loss, axis=1)
+            out["expected_loss"][i] = jnp.sum(play * draws.every_loss(), axis=1)
         if "prob_best" in out:
             out["prob_best"][i] = _pick(play, ins["best"][i])
         row = [] if table is None else [table[i, k] for k in range(table.shape[1])]
