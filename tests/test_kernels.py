@@ -187,7 +187,7 @@ def test_programs_of_fewer_runs_than_the_block():
 @pytest.mark.parametrize("max_rounds", [5, 16, 31])
 def test_pieces_of_a_chunk_give_the_same_bits(max_rounds):
     """A chunk stepped in pieces of at most ``max_rounds`` rounds (4, 16 and 16 of 32: a
-    ``scan`` of ``pallas_call``s, what bounds the memory of the drawn losses) gives the
+    ``scan`` of ``pallas_call``s, what bounds the memory of the kernel's inputs) gives the
     bits of one call over the chunk (StABL: its restarts fall inside and between pieces)."""
     learner = StABL(num_arms=5, horizon=64, history_lengths=(4, 12, 64))
     env = ExpertAdvice(num_arms=5, horizon=64)

@@ -624,7 +624,7 @@ def _pad_runs(x: jax.Array, padded: int) -> jax.Array:
 class _Drawn:
     """Round ``i``'s draws read from the inputs :func:`_draws` made outside the kernel."""
 
-    def __init__(self, spec: _Kernel, ins: dict, i: jax.Array) -> None:
+    def __init__(self, ins: dict, i: jax.Array) -> None:
         self.u = [u[i] for u in ins["u"]]
         self.loss = ins["loss"][i]
 
@@ -683,7 +683,7 @@ def _kernel(spec: _Kernel, env: Any, length: int, ins: dict, out: dict) -> None:
         words = {name: (ref[0], ref[1]) for name, ref in ins["keys"].items()}
 
     def round_(i: jax.Array, state: tuple) -> tuple:
-        draws = _Drawn(spec, ins, i) if words is None else _Hashed(spec, env, ins, words, i)
+        draws = _Drawn(ins, i) if words is None else _Hashed(spec, env, ins, words, i)
         query = spec.ask(coefs, state, draws.uniforms())
         arms, _, play, _ = query
         observed = draws.losses(arms)
