@@ -8,6 +8,10 @@ of runs at a time) and keeps per-run summaries, so host memory is ``O(b T + T n)
 ``R``: the batch's traces (``b x T x 12`` bytes: ``loss``, ``expected_loss``, ``prob_best``),
 a block's arm losses and their float64 prefix sums (at most 256 MiB) and ``R x (2 |L| + S +
 4)`` summaries. The SA(L) numbers are those of the traces path to the last bit.
+
+With ``on_device=True`` a batch's traces stay on the device and are summarised there in
+float32 (:mod:`stabl_jax.summaries`, within its stated rounding bounds of the float64 path);
+only the ``(b, ...)`` summaries reach the host, so a GPU study copies no ``(R, T)`` array.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, metrics
+from stabl_jax import checks, metrics, summaries
 from stabl_jax.simulate import SimOptions, check_run_params, progress_bar, simulate
 
 _TRACES = ("loss", "expected_loss", "prob_best")
@@ -72,6 +76,7 @@ def simulate_summaries(
     runs_per_batch: int = 64,
     progress: bool | Callable[[int, int], None] | None = False,
     options: SimOptions | None = None,
+    on_device: bool = False,
 ) -> RunSummaries:
     """Simulate ``R = num_runs`` runs in batches and keep per-run summaries (module docstring).
 
@@ -87,6 +92,7 @@ def simulate_summaries(
       options: each batch's :class:`~stabl_jax.simulate.SimOptions` (``chunk_size``,
         ``runs_per_block``, ``host_threads``, ``kernel``; ``None``: the defaults); the batches
         set ``first_run``.
+      on_device: summarise each batch on the device, in float32 (module docstring).
 
     Returns:
       :class:`RunSummaries` of the ``R`` runs, the runs of ``simulate(..., key, R)``.
@@ -101,6 +107,8 @@ def simulate_summaries(
       ((6, 2), (6, 4))
     """
     options = _check_call(env, SimOptions() if options is None else options)
+    if checks.check_bool("on_device", on_device):
+        options = dataclasses.replace(options, traces_on_device=True)
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     batch = checks.check_int("runs_per_batch", runs_per_batch, minimum=1)
     horizon = env.horizon if horizon is None else checks.check_horizon(horizon)
@@ -128,7 +136,7 @@ def simulate_summaries(
         )
         sim_s += time.perf_counter() - start_time
         start_time = time.perf_counter()
-        parts.append(_summarise(env, res, windows))
+        parts.append((_summarise_on_device if on_device else _summarise)(env, res, windows))
         del res
         metric_s += time.perf_counter() - start_time
         update(stop)
@@ -162,6 +170,26 @@ def _check_call(env: Any, options: SimOptions) -> SimOptions:
             f"kernel, got {options}"
         )
     return options
+
+
+def _summarise_on_device(env: Any, res: Any, windows: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """:func:`_summarise` of device traces, reduced on the device (float32) and only then
+    copied: ``(b, ...)`` arrays, never ``(b, T)``."""
+    points = res.carry.env_params.change_points
+    out = {
+        "segment_loss": summaries.segment_means(res.loss, points, env.num_segments),
+        "mean_loss": jnp.mean(res.loss, axis=1),
+        "mean_expected_loss": jnp.mean(res.expected_loss, axis=1),
+        "mean_prob_best": jnp.mean(res.prob_best, axis=1),
+    }
+    traces = {"sampled": res.loss, "expected": res.expected_loss}
+    sa = summaries.adaptive_regret(env, res.carry, traces, windows)
+    out["sa_sampled"], out["sa_expected"] = sa["sampled"], sa["expected"]
+    muted = getattr(res.carry.state, "num_muted", None)
+    if muted is not None:
+        out["num_muted"] = muted
+    host = jax.device_get(out)
+    return {k: np.asarray(v, np.int64 if k == "num_muted" else np.float64) for k, v in host.items()}
 
 
 def _summarise(env: Any, res: Any, windows: tuple[int, ...]) -> dict[str, np.ndarray]:

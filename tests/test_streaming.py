@@ -6,9 +6,10 @@ import jax
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, ExpertAdvice, SimOptions, StABL, metrics, simulate
+from stabl_jax import EXP3, ExpertAdvice, SimOptions, StABL, metrics, simulate, summaries
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS
 from stabl_jax.streaming import simulate_summaries
+from tests.test_summaries import fetched_shapes
 
 N, T = 6, 128
 WINDOWS = (1, 16, 100, T)
@@ -170,3 +171,26 @@ def test_options_the_batches_set_are_refused():
     for options in (SimOptions(first_run=2), SimOptions(progress=True)):
         with pytest.raises(ValueError, match="sets each batch's first_run"):
             simulate_summaries(learner, env, jax.random.key(0), 2, (4,), options=options)
+
+
+def test_on_device_summaries_are_the_host_ones_within_float32_rounding(env, both):
+    """``on_device=True``: the same runs summarised on the device (float32), within the
+    bounds of :mod:`stabl_jax.summaries`; no ``(b, T)`` array is read on the host."""
+    _, host = both
+    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
+    params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))
+    args = (learner, env, jax.random.key(5), 8, WINDOWS)
+    kwargs = dict(params=params, runs_per_batch=4, options=SimOptions(runs_per_block=1))
+    simulate_summaries(*args, **kwargs, on_device=True)  # compiled beforehand
+    with fetched_shapes() as shapes:
+        device = simulate_summaries(*args, **kwargs, on_device=True)
+    assert not [s for s in shapes if len(s) >= 2 and s[1:2] == (T,)], shapes
+    for name in ("sa_sampled", "sa_expected"):
+        np.testing.assert_allclose(
+            getattr(device, name), getattr(host, name), rtol=0, atol=summaries.sa_bound(T)
+        )
+    for name in ("segment_loss", "mean_loss", "mean_expected_loss", "mean_prob_best"):
+        np.testing.assert_allclose(
+            getattr(device, name), getattr(host, name), rtol=0, atol=T * summaries.EPS32
+        )
+    np.testing.assert_array_equal(device.num_muted, host.num_muted)
