@@ -156,10 +156,14 @@ def paired_adaptive_regret(
 
 
 def check_traces(
-    traces: Mapping[Any, np.ndarray], carry: RunCarry | None, what: str = "traces"
+    traces: Mapping[Any, Any],
+    carry: RunCarry | None,
+    what: str = "traces",
+    finite: bool = True,
 ) -> tuple[int, int]:
-    """``(R, T)`` of paired loss traces: at least one, each ``(R, T)`` and finite, ``R`` the
-    runs of ``carry`` when given; else ``ValueError`` naming ``what[name]``."""
+    """``(R, T)`` of paired loss traces: at least one, each ``(R, T)`` and (``finite``)
+    finite, ``R`` the runs of ``carry`` when given; else ``ValueError`` naming
+    ``what[name]``. Without ``finite`` only shapes are read (device traces stay there)."""
     names = list(traces)
     if not names:
         raise ValueError(f"{what} must hold at least one (R, T) loss trace, got none")
@@ -175,7 +179,8 @@ def check_traces(
                 f"{what}[{name!r}] has shape {got}, {what}[{names[0]!r}] {shape}: paired "
                 "traces are of the same runs and rounds"
             )
-        checks.check_finite(f"{what}[{name!r}]", traces[name])
+        if finite:
+            checks.check_finite(f"{what}[{name!r}]", traces[name])
     return shape[0], shape[1]
 
 

@@ -44,23 +44,6 @@ def sa_bound(horizon: int) -> float:
     return 4.0 * prefix_bound(horizon)
 
 
-def _check_shapes(traces: Mapping[str, Any], carry: RunCarry) -> tuple[int, int]:
-    """``(R, T)`` of paired traces, each ``(R, T)`` with ``R`` the runs of ``carry``, else
-    ``ValueError`` naming the trace (shapes only: nothing is copied from the device)."""
-    if not traces:
-        raise ValueError("traces must hold at least one (R, T) loss trace, got none")
-    runs = int(jnp.shape(carry.env_key)[0])
-    shape = None
-    for name, trace in traces.items():
-        got = tuple(jnp.shape(trace))
-        if len(got) != 2 or got[0] != runs or (shape is not None and got != shape):
-            want = f"(R, T) with R={runs}, the runs of carry" + (f", T={shape[1]}" if shape else "")
-            raise ValueError(f"traces[{name!r}] must be {want}, got shape {got}")
-        shape = got
-    assert shape is not None
-    return shape
-
-
 def _arm_losses(env: Any, params: Any, key: jax.Array, horizon: int) -> jax.Array:
     """``(T, n)`` every arm's loss in one run, regenerated as the simulation drew it."""
     ts = jnp.arange(horizon, dtype=jnp.int32)
@@ -118,7 +101,7 @@ def adaptive_regret(
       :func:`stabl_jax.metrics.paired_adaptive_regret`'s float64.
     """
     names = list(traces)
-    num_runs, horizon = _check_shapes(traces, carry)
+    num_runs, horizon = metrics.check_traces(traces, carry, finite=False)
     lengths = metrics.check_windows(window_lengths, horizon)
     played = jnp.stack([jnp.asarray(traces[name]) for name in names])  # (P, R, T)
     batch = max(1, min(int(runs_per_batch), num_runs))
@@ -149,7 +132,7 @@ def cumulative_regret(
     ``[:, -1]``) before copying."""
     if not metrics.has_best_arm(env):
         raise TypeError(f"{type(env).__name__} has no best_arm: no cumulative regret")
-    _, horizon = _check_shapes(traces, carry)
+    _, horizon = metrics.check_traces(traces, carry, finite=False)
     best = best_arm_losses(env, carry, horizon)
     return {
         name: jnp.cumsum(jnp.asarray(t, jnp.float32) - best, axis=1) for name, t in traces.items()
