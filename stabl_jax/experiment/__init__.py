@@ -1,5 +1,4 @@
-"""The experiment tooling over the library: configs, experiment kinds, results folders,
-checkpoints, plots, tables, the benchmark and the ``stabl-jax`` command line.
+"""The experiment tooling: configs, kinds, results folders, checkpoints, plots, the command line.
 
 Example:
   >>> from stabl_jax.experiment import load_results

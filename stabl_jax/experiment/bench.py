@@ -1,21 +1,10 @@
 """The speed benchmark: ``simulate`` against NumPy, in one process (``stabl-jax bench``).
 
-For every learner, number of arms ``n`` and number of runs ``R`` it times
-:func:`stabl_jax.simulate.simulate` on the expert-advice environment and reports
-
-- run-steps/s (``R T / s``) and arm-updates/s (``R T n / s``): the median of ``repeats``
-  timed calls with their min and max, compilation timed apart;
-- the peak resident memory of the process during the first call (``VmHWM``, Linux);
-- with ``validate``, the rate with ``simulate(validate=True)`` and its ratio to the plain one;
-- the memory-traffic bound ``bandwidth / (2 * state bytes per run)`` run-steps/s and the
-  fraction of it reached (``bandwidth_gbs``, or :data:`PEAK_BANDWIDTH_GBS` for a known GPU);
-
-and, interleaved with those calls, two NumPy implementations of the same algorithm
-(:mod:`stabl_jax.experiment.numpy_baselines`): one run in a Python loop, and ``R`` runs
-vectorised. The ratios are JAX's run-steps/s over each NumPy version's.
-
-``stabl-jax bench --gpu`` (:func:`run_gpu_benchmark`) is the accelerator benchmark: a fixed
-set of rows (:data:`GPU_ROWS`), each on the fused kernel and on the XLA path, no NumPy.
+Each row is a learner, number of arms ``n`` and runs ``R`` on the expert-advice environment:
+run-steps/s (``R T / s``) and arm-updates/s (``R T n / s``) as the median of ``repeats`` calls
+(compilation apart), peak RSS, the ``validate=True`` rate, the memory-traffic bound, and the
+NumPy baselines (:mod:`stabl_jax.experiment.numpy_baselines`) timed in turn with it.
+``--gpu`` (:func:`run_gpu_benchmark`) times :data:`GPU_ROWS` on each kernel, without NumPy.
 
 Example:
   >>> from stabl_jax.experiment.bench import BenchConfig, run_benchmark
@@ -79,10 +68,7 @@ def default_horizon(num_arms: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig:
-    """What to time.
-
-    Sizes of a timed call are set in arm-updates (``R T n``) so that every configuration
-    takes a similar time: ``T = clip(work // (R n), min_rounds, max_rounds)``.
+    """What to time; a call's rounds are ``T = clip(work // (R n), min_rounds, max_rounds)``.
 
     Attributes:
       learners: registry names.
@@ -90,13 +76,12 @@ class BenchConfig:
       runs: values of ``R``.
       repeats: timed calls per configuration (after one untimed first call).
       work: arm-updates per timed JAX call.
-      numpy_work: arm-updates per timed NumPy call (they are slower).
+      numpy_work: arm-updates per timed NumPy call.
       min_rounds: the fewest rounds a JAX call times.
       max_rounds: the most rounds any call times.
       numpy: also time the NumPy versions (where one exists).
       validate: also time ``simulate(validate=True)``.
-      bandwidth_gbs: the device's memory bandwidth for the bound column; ``None``: the
-        vendor's peak for a GPU in :data:`PEAK_BANDWIDTH_GBS`, else no bound.
+      bandwidth_gbs: memory bandwidth for the bound column; ``None``: the device's known peak.
       seed: PRNG seed.
     """
 
@@ -125,10 +110,8 @@ QUICK = BenchConfig(arms=(30,), runs=(1, 64), repeats=3, work=2**16, numpy_work=
 
 #: The traces of most ``--gpu`` rows: what a study keeps.
 TWO_TRACES: tuple[str, ...] = ("played", "loss")
-#: ``stabl-jax bench --gpu``: ``(learner, n, R, rounds, traces)`` in the order they are timed
-#: (``traces=None``: every trace ExpertAdvice offers), each once per kernel of
-#: :data:`GPU_KERNELS`; the learner at the paper's horizon for ``n``
-#: (:func:`default_horizon`). n = 300 is last: the slowest to compile.
+#: ``stabl-jax bench --gpu``: ``(learner, n, R, rounds, traces)`` in timing order, each once
+#: per kernel (``traces=None``: every trace ExpertAdvice offers).
 GPU_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
     ("stabl", 30, 1_024, 4_096, TWO_TRACES),
     ("stabl", 30, 16_384, 4_096, TWO_TRACES),
@@ -137,9 +120,7 @@ GPU_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
     ("stabl", 30, 16_384, 4_096, None),
     ("stabl", 300, 32_768, 2_048, TWO_TRACES),
 )
-#: ``--gpu`` rows whose traces stay on the device (``SimOptions(traces_on_device=True)``), then
-#: reduced there to SA(L) at :data:`SUMMARY_WINDOWS` (:mod:`stabl_jax.summaries`): a
-#: summaries-only study, up to 2^20 runs on one card.
+#: ``--gpu`` rows whose traces stay on the device, reduced there to SA(L).
 GPU_DEVICE_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
     ("stabl", 30, 131_072, 4_096, ("loss",)),
     ("stabl", 30, 1_048_576, 4_096, ("loss",)),
@@ -156,9 +137,7 @@ GPU_CHUNK = 512
 def gpu_rows(
     quick: bool = False, rows: tuple | None = None
 ) -> list[tuple[str, int, int, int, tuple[str, ...] | None]]:
-    """``rows`` (default :data:`GPU_ROWS`); ``quick``: the same rows at ``R / 4096`` runs (at
-    least 2) and 64 rounds, for a check of the code path and the JSON on a CPU (seconds, not
-    for quoting)."""
+    """``rows`` (default :data:`GPU_ROWS`); ``quick``: at ``R / 4096`` runs and 64 rounds."""
     rows = GPU_ROWS if rows is None else rows
     if not quick:
         return list(rows)
@@ -173,12 +152,11 @@ def time_gpu_row(
     seed: int = 0,
     on_device: bool = False,
 ) -> dict[str, Any]:
-    """One ``--gpu`` row: ``repeats`` calls of ``simulate(..., options=SimOptions(kernel=
-    kernel))`` with the same key, the fastest reported (compilation timed apart), and
-    whether every call gave the same traces (``same_bits_every_call``). ``on_device``: the
-    traces stay on the device and each call's SA(L) is computed there
-    (``summary_seconds``). A call that raises (a kernel that does not compile on this
-    device) gives a row with its ``error`` instead."""
+    """One ``--gpu`` row: the fastest of ``repeats`` calls on ``kernel``, compilation apart.
+
+    The row says whether every call gave the same traces; ``on_device`` keeps the traces on
+    the device and times SA(L) there. A call that raises gives a row with its ``error``.
+    """
     name, n, runs, rounds, traces = spec
     row: dict[str, Any] = {"learner": name, "num_arms": n, "runs": runs}
     row |= {"horizon": default_horizon(n), "rounds": rounds, "kernel": kernel}
@@ -240,11 +218,12 @@ def run_gpu_benchmark(
     log: Callable[[str], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Time every row of :func:`gpu_rows` on every kernel of :data:`GPU_KERNELS`
-    (:func:`time_gpu_row`); ``on_row(result so far)`` after each row (``complete`` false
-    until the last). Returns ``{"device", "date", "jax", "quick", "complete",
-    "bandwidth_gbs", "machine", "code", "config", "rows"}``; ``bandwidth_gbs`` ``None``:
-    the vendor's peak for a known device (:data:`PEAK_BANDWIDTH_GBS`), else no bound."""
+    """Time every row of :func:`gpu_rows` on every kernel of :data:`GPU_KERNELS`.
+
+    Returns:
+      ``{"device", "date", "jax", "quick", "complete", "bandwidth_gbs", "machine", "code",
+      "config", "rows"}``; ``on_row`` gets it after each row (``complete`` false until the last).
+    """
     log = log or (lambda _: None)
     device = jax.devices()[0]
     if bandwidth_gbs is None:
@@ -410,8 +389,7 @@ class Timed:
 
 
 def time_in_turn(cases: Sequence[Timed], repeats: int) -> list[dict[str, Any]]:
-    """Every case's first call, then ``repeats`` timed calls of each in turn (1, 2, ..., 1,
-    2, ...: a change of the machine's load falls on all of them); their finished rows."""
+    """First calls of every case, then ``repeats`` timed calls of each in turn; their rows."""
     for case in cases:
         case.first()
     for _ in range(repeats):
@@ -438,9 +416,7 @@ def state_bytes(learner: Any) -> int:
 
 
 def bandwidth(text: str) -> float:
-    """A device memory bandwidth in GB/s on a command line (``--bandwidth``): a finite
-    number > 0. An argparse ``type=``, so ``--bandwidth 0`` (a division by zero in every
-    row's bound) or ``nan`` stops the command at once (exit 2), before any timing."""
+    """An argparse ``type=`` for ``--bandwidth`` (GB/s): a finite number > 0, else exit 2."""
     try:
         value = float(text)
     except ValueError:
@@ -509,13 +485,9 @@ def _numpy_case(name: str, num_arms: int, num_runs: int | None, rounds: int, see
 def run_benchmark(
     config: BenchConfig = BenchConfig(), log: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Time every configuration of ``config``; returns ``{"machine", "code", "config", "rows"}``
-    (``code``: the running code's commit and dirtiness,
-    :func:`~stabl_jax.experiment.provenance.code_version`).
+    """Time every configuration of ``config``; returns ``{"machine", "code", "config", "rows"}``.
 
-    Per ``(learner, n)`` the JAX calls for every ``R``, the vectorised NumPy calls for every
-    ``R`` and the NumPy loop are first run once each (compilation, memory), then timed
-    ``repeats`` times in turn.
+    Per ``(learner, n)``, every call is first run once, then timed ``repeats`` times in turn.
     """
     log = log or (lambda _: None)
     rows: list[dict[str, Any]] = []
@@ -675,19 +647,15 @@ def _load(x: Sequence[float] | None) -> str:
     return "—" if not x else f"{x[0]:.1f}"
 
 
-#: The keys every ``benchmark.json`` of :func:`run_benchmark` has: how :func:`check_out`
-#: tells a previous benchmark's files (replaced) from a user's (never touched).
+#: The keys every ``benchmark.json`` has: what tells a previous benchmark's files from a user's.
 RESULT_KEYS: frozenset[str] = frozenset({"machine", "code", "config", "rows"})
 
 
 def check_out(out: str | os.PathLike) -> tuple[Path, Path]:
-    """The paths of ``benchmark.json`` and ``benchmark.md`` in the folder ``out``, where
-    :func:`write` may write them: each absent, or a previous benchmark's (a
-    ``benchmark.json`` of :func:`write` is there). Called before the benchmark runs.
+    """Paths of ``benchmark.json`` and ``benchmark.md`` in ``out``, each absent or a benchmark's.
 
     Raises:
-      OutputError: ``out`` is not a folder, or one of the two files is there and is not a
-        previous benchmark's (a file of the user's, left as it is).
+      OutputError: ``out`` is not a folder, or a file there is not a previous benchmark's.
     """
     json_path, md_path = owned_files(
         out, "benchmark.json", ("benchmark.md",), RESULT_KEYS, "stabl-jax bench"
@@ -696,9 +664,7 @@ def check_out(out: str | os.PathLike) -> tuple[Path, Path]:
 
 
 def write(result: dict[str, Any], out: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``benchmark.json`` and ``benchmark.md`` (:func:`gpu_markdown` for a ``--gpu``
-    result, else :func:`to_markdown`) into the folder ``out`` (created), each atomically,
-    replacing a previous benchmark's only (:func:`check_out`)."""
+    """Write ``benchmark.json`` and ``benchmark.md`` into ``out`` (created), each atomically."""
     json_path, md_path = check_out(out)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     markdown = (gpu_markdown if "device" in result else to_markdown)(result)

@@ -36,8 +36,7 @@ class CheckpointMismatch(ValueError):
 
 
 class CheckpointDamaged(CheckpointMismatch):
-    """A checkpoint file cannot be trusted: missing, unreadable, or its content differs from
-    what was written (checked against the SHA-256 stored with every array).
+    """A checkpoint file is missing, unreadable, or differs from its stored SHA-256.
 
     Attributes:
       path: the damaged file.
@@ -54,8 +53,7 @@ class CheckpointDamaged(CheckpointMismatch):
 
 
 def fsync_dir(folder: str | Path) -> None:
-    """``fsync`` a folder so that renames inside it survive a crash (no-op where the OS
-    cannot open folders)."""
+    """``fsync`` a folder so that renames inside it survive a crash (no-op where unsupported)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -68,10 +66,10 @@ def fsync_dir(folder: str | Path) -> None:
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Write ``path`` atomically: ``write(file)`` into a temporary sibling, flush, ``fsync``,
-    :func:`os.replace` it onto ``path``, ``fsync`` the folder. Readers see the old file or the
-    new one, never a part. A file replaced keeps its permission bits; a symbolic link stays
-    one (the file it points to is written)."""
+    """Write ``path`` atomically: ``write(file)`` into a temporary sibling, ``fsync``, replace.
+
+    Readers see the old file or the new one. Permission bits are kept; a symbolic link stays one.
+    """
     path = Path(path)
     if path.is_symlink():
         path = path.resolve()
@@ -101,9 +99,7 @@ def _digest(value: np.ndarray) -> str:
 
 
 def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """``np.savez`` (uncompressed, no pickled objects) written with :func:`atomic_write`, with
-    one more entry, :data:`DIGEST`: the SHA-256 of every array, which :func:`load_arrays`
-    checks (module docstring: why the zip CRC is not enough)."""
+    """``np.savez`` (uncompressed, no pickles), atomically, plus a :data:`DIGEST` of SHA-256s."""
     arrays = {name: np.asarray(value) for name, value in arrays.items()}
     for name, value in arrays.items():
         if value.dtype == object:
@@ -117,12 +113,10 @@ def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 
 def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` file written by :func:`save_arrays`, read with
-    ``allow_pickle=False`` and checked against the stored SHA-256 of each array.
+    """Every array of an ``.npz`` written by :func:`save_arrays`, checked against its SHA-256.
 
     Raises:
-      CheckpointDamaged: the file is missing, unreadable, has no digests, or an array differs
-        from what was written (its dtype, shape or bytes).
+      CheckpointDamaged: the file is missing, unreadable, has no digests, or an array differs.
     """
     path = Path(path)
     try:
@@ -161,7 +155,7 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
     """Rebuild a carry shaped like ``template`` from :func:`carry_to_arrays`'s output.
 
     Raises:
-      CheckpointMismatch: a leaf is missing or has another shape or dtype than the template's.
+      CheckpointMismatch: a leaf is missing or its shape or dtype differs from the template's.
     """
     leaves, treedef = jax.tree.flatten(template)
     stored = sum(1 for name in arrays if name.startswith("carry/"))
@@ -192,8 +186,7 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
 
 
 def describe_mismatch(found: Any, expected: Any, prefix: str = "") -> str:
-    """The first differing key of two JSON-like values (two identities, two fingerprints), as
-    one line ``key: found != expected``."""
+    """The first differing key of two JSON-like values, as ``key: found != expected``."""
     if isinstance(found, dict) and isinstance(expected, dict):
         for key in sorted(set(found) | set(expected), key=str):
             if found.get(key) != expected.get(key):
@@ -210,9 +203,8 @@ class ChunkCheckpoint:
 
     Args:
       folder: where the files go (created on the first save).
-      fingerprint: JSON-able description of the simulation (what must be equal for a resume
-        to be valid); a stored checkpoint with another fingerprint raises
-        :class:`CheckpointMismatch`.
+      fingerprint: JSON-able description of the simulation; a stored checkpoint with another
+        one raises :class:`CheckpointMismatch`.
 
     Example:
       >>> import jax, tempfile
@@ -257,10 +249,11 @@ class ChunkCheckpoint:
     def _read(
         self, keep: bool, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
-        """``(state arrays, outputs of rounds [0, t0))`` with every file checked (outputs
-        only with ``keep``, and only those in ``names`` when given; each
-        ``(R, max(rounds, t0), ...)``: the chunks are copied into it one at a time, so reading
-        needs the outputs' memory once, plus one chunk), or ``None`` when nothing is stored."""
+        """``(state arrays, outputs of rounds [0, t0))``, every file checked, or ``None``.
+
+        Outputs are read only with ``keep`` (only ``names`` when given), each into one
+        ``(R, max(rounds, t0), ...)`` array, one chunk at a time.
+        """
         arrays = self._read_state()
         if arrays is None:
             return None
@@ -275,8 +268,7 @@ class ChunkCheckpoint:
             raise CheckpointMismatch(f"{self.folder}: chunks end at {expected_start}, t0 = {t0}")
         length = t0 if rounds is None else max(rounds, t0)
         outputs: dict[str, np.ndarray] = {}
-        # Every chunk must hold the wanted outputs (``names``, else the first chunk's); others
-        # are not read (a run that records fewer traces resumes a checkpoint that has more).
+        # Every chunk must hold the wanted outputs; others are not read.
         wanted = None if names is None else set(names)
         for start, stop in chunks:
             path = self.folder / _chunk_name(start, stop)
@@ -301,13 +293,12 @@ class ChunkCheckpoint:
         return arrays, outputs
 
     def progress(self) -> int:
-        """Rounds already done according to the stored state (0 when there is none)."""
+        """Rounds done according to the stored state (0 when there is none)."""
         arrays = self._read_state()
         return 0 if arrays is None else int(arrays["t0"])
 
     def verify(self) -> int:
-        """Read every stored file and check it against its digests, without keeping the
-        outputs; returns the rounds done (0 when nothing is stored).
+        """Check every stored file against its digests; returns the rounds done (0: nothing stored).
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
@@ -319,14 +310,15 @@ class ChunkCheckpoint:
     def restore(
         self, template: Any, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[Any, dict[str, np.ndarray], int] | None:
-        """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is
-        stored; the carry is ``None`` where :meth:`drop_state` dropped it.
+        """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is stored.
 
         Args:
           template: the freshly initialised carry (structure, shapes, dtypes, key types).
-          rounds: allocate each output ``(R, rounds, ...)`` at once (the caller fills the rounds
-            from ``t0`` on), so that a resumed run never holds a copy of its outputs.
+          rounds: allocate each output as ``(R, rounds, ...)``, to be filled from ``t0`` on.
           names: restore only these outputs; ``None``: all.
+
+        Returns:
+          The carry is ``None`` where :meth:`drop_state` dropped it.
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
@@ -349,15 +341,12 @@ class ChunkCheckpoint:
         return None, outputs, t0
 
     def drop_state(self) -> None:
-        """Delete the stored loop state of a finished simulation, keeping its outputs (a
-        state can be far larger than the traces). :meth:`restore` then returns ``None`` for the
-        carry and refuses to continue to a later round.
+        """Delete the stored loop state of a finished simulation, keeping its outputs.
 
         Raises:
           CheckpointMismatch: nothing is stored, or the state belongs to another simulation.
         """
-        # The chunk list is known when this object restored or saved the simulation (as
-        # simulate does); only otherwise is the stored state read (and checked) for it.
+        # The chunk list is known once this object restored or saved; else read from the state.
         if not self._chunks and self._read(keep=False) is None:
             raise CheckpointMismatch(f"{self.folder} holds no checkpoint whose state to drop")
         save_arrays(self.folder / STATE, {**self._meta(), DROPPED: np.asarray(True)})
@@ -373,8 +362,7 @@ class ChunkCheckpoint:
         save_arrays(self.folder / STATE, {**carry_to_arrays(carry), **self._meta()})
 
     def _meta(self) -> dict[str, np.ndarray]:
-        """The state file's entries besides the loop state: the rounds done and the chunks
-        recorded (this object's), the fingerprint and the format."""
+        """The state file's other entries: rounds done, chunks, fingerprint and format."""
         return {
             "t0": np.asarray(self._chunks[-1][1], np.int64),
             "chunks": np.asarray(self._chunks, np.int64).reshape(-1, 2),
@@ -384,9 +372,11 @@ class ChunkCheckpoint:
 
 
 def experiment_identity(config: Any) -> dict[str, Any]:
-    """What must be equal for a checkpoint of an experiment to be resumed: the resolved
-    config (without ``source``, ``overrides``, ``chunk_size`` and ``save_traces``, which do not
-    change the results), the versions that compute it, the platform and the x64 setting."""
+    """What must match to resume an experiment: its config, versions, platform and x64 setting.
+
+    ``source``, ``overrides``, ``chunk_size`` and ``save_traces`` are left out: they do not
+    change the results.
+    """
     resolved = config.to_dict()
     for key in ("source", "overrides", "chunk_size", "save_traces"):
         resolved.pop(key, None)
@@ -405,8 +395,7 @@ def experiment_identity(config: Any) -> dict[str, Any]:
 
 
 def read_json(path: str | Path) -> dict[str, Any] | None:
-    """The JSON object in ``path`` (an ``experiment.json``, a results folder's marker), or
-    ``None`` when it is missing or unreadable (not JSON, not an object)."""
+    """The JSON object in ``path``, or ``None`` when it is missing, not JSON or not an object."""
     try:
         found = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -426,10 +415,11 @@ def learner_folders(folder: str | Path) -> list[Path]:
 
 
 def fingerprints_match(folder: str | Path, identity: Mapping[str, Any]) -> bool | None:
-    """Whether the learners' checkpoints under ``folder`` were written for ``identity``, from
-    the digests their states carry (for a folder whose ``experiment.json`` is lost): ``True``
-    when one does and none carries another or is unreadable, ``False`` when one does not,
-    ``None`` when no learner has a stored state.
+    """Whether the learners' checkpoints under ``folder`` were written for ``identity``.
+
+    Returns:
+      ``True`` when one matches and none differs or is unreadable, ``False`` when one differs,
+      ``None`` when no learner has a stored state.
     """
     digest, seen = _identity_digest(identity), False
     for sub in learner_folders(folder):
@@ -451,14 +441,13 @@ def verify_learners(
     log: Callable[[str], None] = lambda _: None,
     dry_run: bool = False,
 ) -> dict[str, int]:
-    """Check every learner's checkpoint under ``folder`` against its digests, as
-    :meth:`ExperimentCheckpoints.verify` does, without writing anything (for a dry run).
+    """Check every learner's checkpoint under ``folder`` against its digests, writing nothing.
 
     Args:
       folder: an experiment's checkpoint folder (one subfolder per learner).
       identity: the experiment's :func:`experiment_identity`.
-      discard_damaged: delete a damaged checkpoint or one of another simulation (``log`` says
-        so; that learner is recomputed) instead of raising.
+      discard_damaged: delete (and ``log``) a checkpoint that cannot be resumed instead of
+        raising; that learner is recomputed.
       log: receives one line per discarded checkpoint.
       dry_run: delete nothing; ``log`` says what would be discarded.
 
@@ -466,7 +455,7 @@ def verify_learners(
       ``{learner: rounds done}`` for every learner with a stored state.
 
     Raises:
-      CheckpointMismatch: a checkpoint cannot be resumed from and ``discard_damaged`` is false.
+      CheckpointMismatch: a checkpoint cannot be resumed and ``discard_damaged`` is false.
     """
     digest = _identity_digest(identity)
     done = {}
@@ -523,7 +512,5 @@ class ExperimentCheckpoints:
     def verify(
         self, *, discard_damaged: bool = False, log: Callable[[str], None] = lambda _: None
     ) -> dict[str, int]:
-        """Check every learner's checkpoint before a resume: :func:`verify_learners` of this
-        experiment's folder (``{learner: rounds done}``; a damaged checkpoint raises
-        :class:`CheckpointMismatch`, or with ``discard_damaged`` is deleted and logged)."""
+        """:func:`verify_learners` of this experiment's folder: ``{learner: rounds done}``."""
         return verify_learners(self.folder, self.identity, discard_damaged=discard_damaged, log=log)

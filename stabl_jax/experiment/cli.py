@@ -38,9 +38,7 @@ from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
 
 DEFAULT_CONFIG = "figure1"
-#: What ``run --dry-run`` prints after the header and what a run would do with the checkpoints
-#: of interrupted runs of the same ``--out``, once every check has passed (``{checked}``: what
-#: was checked, the resources only where the kind estimates them).
+#: What ``run --dry-run`` prints after the header and the checkpoint decisions.
 DRY_RUN_DONE = (
     "dry run: {checked} checked; nothing computed or written (leave --dry-run out to run it)"
 )
@@ -49,25 +47,22 @@ EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, a shell's status of a process SIG
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM while a command runs (``kill PID``; a batch scheduler's time limit, which SLURM
-    sends before SIGKILL): handled as Ctrl-C is, so an interrupted run keeps its checkpoints
-    and says where; exit :data:`EXIT_TERMINATED`."""
+    """SIGTERM while a command runs, handled as Ctrl-C; exit :data:`EXIT_TERMINATED`."""
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
-    # Once: a second SIGTERM (a scheduler signals every process of a job, and
-    # experiments/study.py forwards its own to its points) must not break off the first's
-    # handling, which keeps the checkpoints. SIGKILL still ends the process at once.
+    # Once: a second SIGTERM must not break off the first's handling, which keeps the checkpoints.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated
 
 
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """The first SIGTERM raises :class:`Terminated` in the block (Python runs signal handlers
-    in the main thread, between bytecodes: after the compiled chunk that is running returns)
-    and later ones are ignored; the previous handler is put back after the block. A call from
-    another thread changes nothing."""
+    """Within the block, the first SIGTERM raises :class:`Terminated`; later ones are ignored.
+
+    The handler runs after the running compiled chunk returns, and the previous one is put
+    back after the block. A call from a thread other than the main one changes nothing.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -79,8 +74,7 @@ def sigterm_interrupts() -> Iterator[None]:
 
 
 class _PrintVersion(argparse.Action):
-    """``--version``: :func:`stabl_jax.versions.describe` on one line (argparse's own version
-    action wraps it at the terminal's width), then exit 0."""
+    """``--version``: :func:`stabl_jax.versions.describe` on one line, then exit 0."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
@@ -217,8 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _stdout_to_devnull() -> None:
-    """After the reader of stdout has left: stdout goes to ``os.devnull``, so that the
-    exit-time flush cannot fail again."""
+    """Send stdout to ``os.devnull`` once its reader left, so the exit-time flush cannot fail."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 
@@ -292,9 +285,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _check_fits(needs: Resources | None, out: Path, allow_large: bool) -> None:
-    """Raise :class:`ConfigError` when the resources a config ``needs`` (its kind's
-    estimate; ``None``: none given) exceed the memory available or the disk free under
-    ``out``, unless ``allow_large``."""
+    """:class:`ConfigError` if ``needs`` exceed free memory or disk, unless ``allow_large``."""
     if needs is None:
         return
     existing = out.absolute()
@@ -329,9 +320,7 @@ def _run(
     started: str,
     start: float,
 ) -> int:
-    """``stabl-jax run`` of ``config`` in ``folder``: its kind prints its header, runs (after
-    taking over the checkpoints of an interrupted run of the same experiment), and its result
-    is written and printed."""
+    """``stabl-jax run`` of ``config`` in ``folder``: header, resume, run, write, print."""
     with folder:
         _say(kind.header(config, folder.final, needs))
         identity = experiment_identity(config)
@@ -504,8 +493,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_gpu(args: argparse.Namespace) -> int:
-    """``stabl-jax bench --gpu``: the fixed rows of :func:`benchmark.run_gpu_benchmark`,
-    ``benchmark.json`` rewritten after every row (a run cut short keeps the rows it timed)."""
+    """``stabl-jax bench --gpu``; ``benchmark.json`` is rewritten after every row."""
     fixed = [f"--{k.replace('_', '-')}" for k in ("learners", "arms", "runs") if getattr(args, k)]
     fixed += [f"--no-{k}" for k in ("numpy", "validate") if getattr(args, k) is not None]
     if fixed:

@@ -19,11 +19,8 @@ import numpy as np
 
 from stabl_jax.experiment import tables
 
-#: Top-level fields of ``summary.json`` that record when, where and how a run was made
-#: (docs/results.md), left out of a comparison: the start time, the command line and what it
-#: resumed from, the commit, the versions, Python, the platform, JAX's settings, the device and
-#: the CPU (``environment`` holds the last seven in an algorithm-selection summary), and the
-#: timings.
+#: Top-level fields of ``summary.json`` that record when, where and how a run was made, left
+#: out of a comparison.
 RUN_RECORD = frozenset(
     {
         "started",
@@ -40,28 +37,23 @@ RUN_RECORD = frozenset(
         "timings",
     }
 )
-#: Fields of the recorded config that say how it was given (the file, the ``--set``,
-#: ``--runs`` and ``--seed`` values), not what it is: the resolved config beside them is
-#: compared.
+#: Fields of the recorded config that say how it was given, not what it is.
 CONFIG_RECORD = frozenset({"source", "overrides"})
 #: How many differences :meth:`Comparison.lines` lists per file by default.
 SHOWN = 20
-#: A float array's largest difference is also given in ulps when it is at most this many
-#: (a difference of rounding; beyond it the relative difference says more).
+#: A float array's largest difference is also given in ulps up to this many.
 ROUNDING_ULPS = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
 class Difference:
-    """One summary value or one traces array that is not the same in both folders.
+    """One summary value or traces array that is not the same in both folders.
 
     Attributes:
       where: ``"summary.json"`` or ``"traces.npz"``.
-      name: the value's path (``learners.stabl.mean_reward.mean``, ``...sampled.mean[2]``)
-        or the array's name (``stabl/expected_loss``).
-      detail: what differs, in words (the two values; for an array the entries that differ
-        out of how many, the first index, for an ``(R, T)`` trace in how many runs and from
-        which round, and the largest difference), or in which folder alone it is.
+      name: the value's path (``learners.stabl.mean_reward.mean``) or the array's name
+        (``stabl/expected_loss``).
+      detail: what differs, in words, or in which folder alone it is.
       only_in: the folder that alone holds it, or ``None`` when both do.
     """
 
@@ -78,9 +70,9 @@ class Comparison:
     Attributes:
       a, b: the two folders.
       rtol: the relative tolerance used (0: bit for bit).
-      numbers: how many numbers of ``summary.json`` were compared (in both folders).
-      fields: how many other values of ``summary.json`` (text, flags, null) were compared.
-      arrays: how many arrays of ``traces.npz`` were compared (in both folders).
+      numbers: how many numbers of ``summary.json`` were compared.
+      fields: how many other values of ``summary.json`` were compared.
+      arrays: how many arrays of ``traces.npz`` were compared.
       differences: every difference, summary values first, in the files' order.
     """
 
@@ -98,8 +90,7 @@ class Comparison:
         return not self.differences
 
     def lines(self, shown: int = SHOWN) -> list[str]:
-        """The report ``stabl-jax compare`` prints: what was compared, at most ``shown``
-        differences per file, and a last line saying whether the folders agree."""
+        """The report ``stabl-jax compare`` prints, with at most ``shown`` differences per file."""
         tolerance = "bit for bit" if self.rtol == 0 else f"to a relative {self.rtol:g}"
         out = [
             f"comparing {self.a} with {self.b} ({tolerance}; the run record of summary.json "
@@ -150,8 +141,7 @@ def _is_run_record(path: str) -> bool:
 
 
 def _close(x: Any, y: Any, rtol: float) -> np.ndarray:
-    """Where two float arrays (or numbers) agree: equal, both NaN, or at most ``rtol`` times
-    the larger magnitude apart (the one rule for summary numbers and traces)."""
+    """Where two float arrays agree: equal, both NaN, or at most ``rtol`` relatively apart."""
     x, y = np.asarray(x), np.asarray(y)
     with np.errstate(invalid="ignore", over="ignore"):
         bound = rtol * np.maximum(np.abs(x), np.abs(y))
@@ -159,23 +149,20 @@ def _close(x: Any, y: Any, rtol: float) -> np.ndarray:
 
 
 def _paired(left: Any, right: Any, folders: tuple[Path, Path]) -> Iterator[tuple[str, Any]]:
-    """Every name of ``left`` then of ``right`` alone (mappings or traces), with the folder
-    that alone holds it, or ``None`` when both do."""
+    """Names of ``left`` then of ``right`` alone, with the folder alone holding each (or None)."""
     for name in [*left, *(n for n in right if n not in left)]:
         yield name, None if name in left and name in right else folders[name not in left]
 
 
 def summary_record(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The leaves of a ``summary.json`` that a comparison reads: ``{path: value}`` without
-    the run record."""
+    """``{path: value}`` of the leaves of a ``summary.json`` that a comparison reads."""
     return {path: value for path, value in _leaves(summary) if not _is_run_record(path)}
 
 
 def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Distance between two float arrays of one dtype in units in the last place: how many
-    steps of ``np.nextafter`` lead from one entry to the other (0 for equal ones; ``+0`` and
-    ``-0`` are 0 apart), for finite entries. Returned as ``uint64`` of the arrays' shape;
-    exact for float16 and float32, and for float64 below 2^63 steps.
+    """Distance of two same-dtype float arrays in units in the last place, as ``uint64``.
+
+    ``+0`` and ``-0`` are 0 apart; exact for float16 and float32, and float64 below 2^63 steps.
 
     Example:
       >>> x = np.float32(1.0)
@@ -252,19 +239,17 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
     """Compare two finished results folders value by value and trace by trace.
 
     Args:
-      a, b: results folders of ``stabl-jax run`` (each holds ``summary.json``; ``traces.npz``
-        may be absent, then it has no arrays).
-      rtol: relative tolerance for floating-point values and float arrays, ``>= 0``; 0
-        (default) compares them bit for bit. Integers (counts, played arms) and every other
-        value are compared exactly.
+      a, b: results folders of ``stabl-jax run`` (``traces.npz`` may be absent).
+      rtol: relative tolerance for floats, ``>= 0``; 0 compares bit for bit. Integers and
+        every other value are compared exactly.
 
     Returns:
       A :class:`Comparison`; ``.equal`` says whether the two agree.
 
     Raises:
-      ValueError: ``rtol`` negative or not finite; a ``summary.json`` that is not JSON, or a
-        damaged ``traces.npz`` (:class:`stabl_jax.experiment.tables.TracesDamaged`), named.
-      FileNotFoundError: a folder without ``summary.json`` (not a finished results folder).
+      ValueError: ``rtol`` negative or not finite, a ``summary.json`` that is not JSON, or a
+        damaged ``traces.npz``.
+      FileNotFoundError: a folder without ``summary.json``.
     """
     if not (isinstance(rtol, int | float) and math.isfinite(rtol) and rtol >= 0):
         raise ValueError(f"rtol must be a finite number >= 0 (0: bit for bit), got {rtol!r}")

@@ -1,6 +1,4 @@
-"""Experiment config files: TOML read from a file or a shipped name, ``--set key=value``
-overrides, and the :class:`Checker` whose errors name the key, the file and the fix.
-"""
+"""Experiment config files: TOML from a file or a shipped name, ``--set`` overrides, checks."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ def jsonable(value: Any) -> Any:
 
 
 def config_dirs() -> list[Any]:
-    """Where shipped configs live, in lookup order: ``./configs``, the installed resource
-    package ``stabl_jax.configs``, then ``configs/`` next to the package source."""
+    """Shipped config folders in lookup order: ``./configs``, ``stabl_jax.configs``, the source."""
     dirs: list[Any] = [Path.cwd() / "configs"]
     with contextlib.suppress(ModuleNotFoundError):  # running from a source tree, not installed
         dirs.append(importlib.resources.files("stabl_jax.configs"))
@@ -106,20 +103,18 @@ class ConfigDocument:
 def read_config(
     name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any
 ) -> ConfigDocument:
-    """Read a config file and apply overrides (no validation:
-    :func:`stabl_jax.experiment.kinds.load_config`
-    validates it against its kind's schema).
+    """Read a config file and apply overrides, without validation.
 
     Args:
       name_or_path: a ``.toml`` path or a shipped config name (``"expert_advice_equal"``).
       overrides: ``"key=value"`` strings; dotted keys reach into tables
         (``"env.num_arms=10"``); values are TOML (``learners=["stabl","exp3"]``), else strings.
-      **sets: more overrides as Python values, keyed by top-level name (``runs=4``); applied
-        after ``overrides``; ``None`` values are skipped.
+      **sets: more overrides as Python values by top-level key (``runs=4``), applied after
+        ``overrides``; ``None`` values are skipped.
 
     Raises:
-      ConfigError: no such file or config, unreadable file, bad TOML, malformed override, a
-        key set twice (or a table and a key inside it).
+      ConfigError: no such file or config, unreadable file, bad TOML, malformed override, or
+        a key set twice (or a table and a key inside it).
     """
     path = resolve_config(name_or_path)
     source = str(path)
@@ -140,9 +135,10 @@ def read_config(
 
 
 def _check_overrides_apart(keys: Sequence[tuple[str, ...]], labels: Sequence[str]) -> None:
-    """Refuse two overrides of one key, or of a table and a key inside it (``env`` and
-    ``env.num_arms``): the later one would silently replace the earlier, so which value ran
-    would hang on their order (``--set runs=3`` beside ``runs=5`` from ``--runs 5``)."""
+    """Refuse two overrides of one key, or of a table and a key inside it.
+
+    The later one would silently win, so the value run would depend on their order.
+    """
     for i, first in enumerate(keys):
         for j in range(i + 1, len(keys)):
             second = keys[j]
@@ -215,8 +211,7 @@ class Checker:
 
     @contextlib.contextmanager
     def collect(self) -> Iterator[None]:
-        """Run a block of checks; the :class:`ConfigError` it raises is recorded (the rest of
-        the block is skipped) and reported by :meth:`done`."""
+        """Run a block of checks; its :class:`ConfigError` is recorded for :meth:`done`."""
         try:
             yield
         except ConfigError as exc:
@@ -230,8 +225,7 @@ class Checker:
             into[name] = check_value(*args)
 
     def done(self) -> None:
-        """Raise the collected errors as one :class:`ConfigError` (the message of a single
-        error unchanged; several: a count, then one indented line each)."""
+        """Raise the collected errors as one :class:`ConfigError` (several: a count, one a line)."""
         errors, self.errors = self.errors, []
         if len(errors) == 1:
             raise ConfigError(errors[0])
@@ -308,8 +302,7 @@ class Checker:
         return name
 
     def coerce(self, key: str, value: Any, hint: Any) -> Any:
-        """``value`` converted to the type ``hint`` (TOML arrays -> tuples, ints -> floats; a
-        ``Literal`` hint takes one of its values), else an error naming ``key`` and the type."""
+        """``value`` as the type ``hint`` (arrays to tuples, ints to floats), else an error."""
         origin, args = typing.get_origin(hint), typing.get_args(hint)
         if origin in (typing.Union, types.UnionType):
             for arg in args:

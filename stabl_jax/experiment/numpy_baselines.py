@@ -1,24 +1,12 @@
-"""Plain-NumPy simulations of EXP3 and StABL on the expert-advice environment: the baselines
-that :mod:`stabl_jax.experiment.bench` times ``simulate`` against.
+"""Plain-NumPy EXP3 and StABL on the expert-advice environment: the baselines of the benchmark.
 
-Written from the paper (Algorithm 1, StABL; Algorithm 2, EXP3; Section "Learning from Expert
-Advice" for the environment), independently of the JAX learners: nothing here imports a
-learner. Two shapes of the same algorithm:
+Written from the paper, without importing a learner. ``*_loop`` runs one run with a Python
+loop over rounds; ``*_vectorised`` runs ``R`` runs at once on ``(R, ...)`` arrays. Both
+record the traces of :func:`stabl_jax.simulate.simulate` and use the default step sizes of
+:class:`stabl_jax.EXP3` and :class:`stabl_jax.StABL`.
 
-- ``*_loop``: one run, a Python loop over rounds, NumPy vector operations over arms (and
-  experts) inside: how one would write a single run in NumPy.
-- ``*_vectorised``: ``R`` runs at once, a Python loop over rounds and NumPy operations on
-  ``(R, ...)`` arrays: how one would write a Monte Carlo study in NumPy.
-
-Both record the same per-round traces as :func:`stabl_jax.simulate.simulate` (played arm,
-suffered loss, expected loss ``<mix_t, l_t>``, probability of the best arm) and use the same
-step sizes as :class:`stabl_jax.EXP3` and :class:`stabl_jax.StABL` with their defaults (loss
-feedback, importance observation, ``C = 2B``, restarts when ``(t + 1) % L_k == 0``).
-
-Randomness comes from a *source* (:class:`RandomSource`): by default NumPy's PCG64 draws the
-environment's rewards ``U[0, 0.5)`` (+0.5 on the segment's best arm) and the learner's
-uniforms; a test can hand in fixed arrays (:class:`ArraySource`) to compare with JAX exactly.
-Draws are by inverse CDF: the smallest ``i`` with ``cdf_i > u cdf_{n-1}``
+Randomness comes from a :class:`Source`: NumPy's PCG64 (:class:`RandomSource`), or fixed
+arrays (:class:`ArraySource`) to compare with JAX exactly. Draws are by inverse CDF
 (``np.searchsorted(cdf, u * cdf[-1], side="right")``, capped at ``n - 1``).
 """
 
@@ -124,7 +112,7 @@ class ArraySource:
         return self.uniform_array[t][..., :num]
 
 
-# --- step sizes (the same formulas as the JAX learners, written again) ------------------------
+# --- step sizes (the JAX learners' formulas, written again) ---------------------------------
 
 
 def exp3_rate(num_arms: int, horizon: int, gamma: float = 0.0) -> float:
@@ -141,8 +129,7 @@ def stabl_lengths(horizon: int) -> np.ndarray:
 
 
 def stabl_rates(num_arms: int, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(eta_k, eta'_k)``: meta steps ``min(1/(2 sqrt n), 1/sqrt(n L_k))`` (line 6) and the
-    experts' EXP3 rates ``sqrt(ln n / (L_k n 2B))``."""
+    """``(eta_k, eta'_k)``: meta steps ``min(1/(2 sqrt n), 1/sqrt(n L_k))``, EXP3 rates."""
     n, b = num_arms, len(lengths)
     lengths = lengths.astype(np.float64)
     meta = np.minimum(1.0 / (2.0 * math.sqrt(n)), 1.0 / np.sqrt(n * lengths))
@@ -180,11 +167,10 @@ def _draw(probs: np.ndarray, u: float) -> int:
 def exp3_loop(
     env: ExpertAdviceSpec, source: Source, rounds: int, *, dtype: type = np.float32
 ) -> dict[str, np.ndarray]:
-    """One run of EXP3 (Algorithm 2): ``x_t ~ w_t``, ``w_{t+1} ∝ w_t exp(-eta l_hat_t)`` with
-    ``l_hat_t = l_t(x_t)/w_t(x_t) e_{x_t}``.
+    """One run of EXP3 (Algorithm 2).
 
     Returns:
-      traces ``{"played", "arms", "loss", "expected_loss", "prob_best"}``, each ``(rounds,)``
+      Traces ``{"played", "arms", "loss", "expected_loss", "prob_best"}``, each ``(rounds,)``
       (``arms``: ``(rounds, 1)``).
     """
     n = env.num_arms
@@ -208,14 +194,11 @@ def stabl_loop(
 ) -> dict[str, np.ndarray]:
     """One run of StABL (Algorithm 1) with the paper's geometric lengths and step sizes.
 
-    Round ``t``: ``p = w / sum(w)`` and ``mix = p @ v`` (line 8); ``P(t)`` of line 9; play
-    ``x ~ mix`` and observe ``x' ~ P(t)`` (line 10); ``c = l(x')/P(t)_{x'}``; every expert
-    ``v_k(x') *= exp(-eta'_k c)`` and renormalises (line 12); the meta weights
-    ``w_k *= 1 + eta_k c (mix(x') - v_k(x'))``, zero when that factor is ``<= 0`` (line 13);
-    expert ``k`` restarts (``v_k = 1/n``, ``w_k = eta_k``) when ``(t + 1) % L_k == 0``.
+    Meta weights whose update factor is ``<= 0`` are zeroed; expert ``k`` restarts
+    (``v_k = 1/n``, ``w_k = eta_k``) when ``(t + 1) % L_k == 0``.
 
     Returns:
-      traces ``{"played", "arms", "loss", "expected_loss", "prob_best"}``, each ``(rounds,)``
+      Traces ``{"played", "arms", "loss", "expected_loss", "prob_best"}``, each ``(rounds,)``
       (``arms``: ``(rounds, 2)``, played then observed).
     """
     n = env.num_arms
@@ -287,8 +270,7 @@ def exp3_vectorised(
 def stabl_vectorised(
     env: ExpertAdviceSpec, source: Source, rounds: int, num_runs: int, *, dtype: type = np.float32
 ) -> dict[str, np.ndarray]:
-    """:func:`stabl_loop` for ``num_runs`` runs at once (arrays ``(R, B, n)``); traces
-    ``(R, rounds)``."""
+    """:func:`stabl_loop` for ``num_runs`` runs at once; traces ``(R, rounds)``."""
     n, r = env.num_arms, num_runs
     lengths = stabl_lengths(env.horizon)
     b = len(lengths)

@@ -1,6 +1,6 @@
-"""PNG plots of an experiment: moving-average reward (the paper's Figure 1), SA(L) against L,
-and the probability mass on the current best arm. Every ``plot_*`` function writes the PNG
-``path``, titled ``title``, and returns its path.
+"""PNG plots of an experiment: moving averages, SA(L) against L, probability on the best arm.
+
+Every ``plot_*`` function writes the figure ``path``, titled ``title``, and returns its path.
 """
 
 from __future__ import annotations
@@ -93,9 +93,8 @@ class Style:
     marker: str
 
 
-#: The style of every registry name, the same in every figure: a family shares a hue (EXP3
-#: blues, Algorithm 1 reds and oranges, the authors' code greens and purples), a variant
-#: differs in line style and marker. Names not here draw from :data:`FALLBACK_STYLES`.
+#: The style of every registry name: a family shares a hue, a variant differs in line style
+#: and marker.
 STYLES: dict[str, Style] = {
     "uniform": Style("0.45", ":", "x"),
     "exp3": Style("tab:blue", "-", "o"),
@@ -135,8 +134,7 @@ STYLES: dict[str, Style] = {
     "ogd_full_info": Style("0.2", ":", "*"),
 }
 
-#: Styles for names outside :data:`STYLES` (a user's learner): the one a name hashes to, or
-#: the next one no other line of the figure has.
+#: Styles for names outside :data:`STYLES`: the one a name hashes to, or the next free one.
 FALLBACK_STYLES: tuple[Style, ...] = tuple(
     Style(
         (
@@ -159,9 +157,9 @@ FALLBACK_STYLES: tuple[Style, ...] = tuple(
 
 
 def styles(names: Sequence[str]) -> dict[str, Style]:
-    """The :class:`Style` of each of ``names``: :data:`STYLES`' where it has one, else a
-    :data:`FALLBACK_STYLES` entry chosen from the name (so it is the same in every figure of
-    the same learners) and unused by the other names.
+    """The :class:`Style` of each of ``names``: :data:`STYLES`', else a free fallback style.
+
+    The fallback is chosen from the name's hash, so it is the same in every figure.
 
     Example:
       >>> styles(["stabl", "my_learner"])["stabl"]
@@ -214,9 +212,7 @@ class Band:
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the ``Agg`` backend (files only, no display), imported on
-    first use so that the package imports without drawing anything. Write its figures with
-    :func:`save_figure`."""
+    """``matplotlib.pyplot`` on the ``Agg`` backend, imported on first use."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -251,11 +247,9 @@ def _draw_axes(
 ) -> None:
     """Draw ``bands`` (mean lines with 95% bands) on one matplotlib axes.
 
-    Every line is drawn in its learner's :class:`Style` (``drawn``, from :func:`styles`), with
-    markers at every point with ``markers``, else :data:`MARKS_PER_LINE` staggered ones, so
-    lines that coincide stay distinguishable; the legend lies right of the axes
-    (:func:`legend_outside`). ``symlog``: log2 x axis and a symmetric-log y axis that shows
-    negative values (linear within ``+-SYMLOG_LINEAR``)."""
+    ``markers``: a marker at every point, else :data:`MARKS_PER_LINE` staggered ones.
+    ``symlog``: log2 x axis and a symmetric-log y axis (linear within ``+-SYMLOG_LINEAR``).
+    """
     for index, band in enumerate(bands):
         band = band if markers else _thin(band)
         count = band.x.shape[0]
@@ -294,19 +288,17 @@ def _draw_axes(
 
 
 def legend_outside(ax: Any, fontsize: int = 9) -> Any:
-    """The legend of ``ax`` right of its axes, top-aligned, off the data (constrained layout
-    makes room for it). Returns the legend."""
+    """Place the legend of ``ax`` right of its axes, top-aligned; returns the legend."""
     return ax.legend(
         fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0
     )
 
 
 def save_figure(fig: Any, path: str | Path) -> Path:
-    """Write a matplotlib figure to ``path``, atomically
-    (:func:`stabl_jax.experiment.checkpoints.atomic_write`), in the format of its suffix (PNG when
-    it
-    has none: ``.pdf``, ``.svg`` as matplotlib writes them); a PNG is tagged
-    ``Software: stabl_jax <version>`` (:data:`SOFTWARE`). Returns ``path``."""
+    """Write ``fig`` to ``path`` atomically, in its suffix's format (default PNG); returns it.
+
+    A PNG is tagged ``Software: stabl_jax <version>`` (:data:`SOFTWARE`).
+    """
     path = Path(path)
     fmt = path.suffix[1:].lower() or "png"
     metadata = {"Software": f"{SOFTWARE} {__version__}"} if fmt == "png" else None
@@ -338,18 +330,16 @@ def plot_panels(
     hline: float | None = None,
     names: Sequence[str] | None = None,
 ) -> Path:
-    """A grid of small panels, one per ``(panel title, bands)``, sharing styles and one legend
-    (below the panels).
+    """A grid of panels, one per ``(panel title, bands)``, with shared styles and one legend below.
 
     Args:
-      panels: per panel its title and its curves (the same learner names in every panel).
+      panels: per panel its title and its curves.
       title: the figure's title.
       xlabel, ylabel: axis labels of every panel.
-      ncols: panels per row (fewer when there are fewer panels).
+      ncols: panels per row.
       ylim: common y range, or ``None``.
-      hline: a horizontal reference line (e.g. 0 for a score against a baseline).
-      names: every learner of the figure (default: the first panel's): a name outside
-        :data:`STYLES` then keeps its :func:`styles` entry in every panel.
+      hline: a horizontal reference line, or ``None``.
+      names: every learner of the figure (default: the first panel's), to fix their styles.
     """
     plt = pyplot()
     if not panels:
@@ -391,11 +381,10 @@ def plot_panels(
 
 
 def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
-    """Dolan-More performance profiles: ``rho_s(tau)`` against ``tau`` (log axis).
+    """Dolan-More performance profiles ``rho_s(tau)`` against ``tau`` (log axis).
 
     Args:
-      bands: per learner, ``x = tau`` and ``mean = rho_s(tau)`` (``half`` NaN: no band); put
-        the profile score in the label.
+      bands: per learner, ``x = tau`` and ``mean = rho_s(tau)``; the label carries the score.
     """
     return _draw(
         bands,
@@ -417,18 +406,14 @@ def plot_moving_average(
     quantity: str = "reward",
     change_points: Sequence[int] = (),
 ) -> Path:
-    """A moving average against rounds, one line per learner, change points dashed: the
-    reward ``1 - l_t(x_t)`` of a bandit experiment (the paper's Figure 1), or the suffered
-    loss ``l_t(x_t)`` of a BCO one.
+    """A moving average against rounds, one line per learner, change points dashed.
 
     Args:
-      bands: per learner, the mean over runs of each run's trailing moving average, with its
-        95% half-width, at rounds ``x``.
-      title: name the config in it.
+      bands: per learner, the ``(P,)`` mean and 95% half-width over runs at rounds ``x``.
+      title: the figure's title.
       window: the moving-average window (for the axis label).
-      quantity: what is averaged, for the axis label (``"reward"``, ``"loss l_t(x_t)"``).
-      change_points: rounds where the best arm changes or the target jumps (empty when they
-        differ per run).
+      quantity: what is averaged (``"reward"``, ``"loss l_t(x_t)"``), for the axis label.
+      change_points: rounds of the changes (empty when they differ per run).
     """
     return _draw(
         bands,
@@ -444,8 +429,7 @@ def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str)
     """SA(L), the worst regret over any window of ``L`` rounds, against ``L``.
 
     Args:
-      bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``; put the
-        queries per round in the label.
+      bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``.
     """
     return _draw(
         bands,
@@ -468,12 +452,10 @@ def plot_cumulative_regret(
     title: str,
     change_points: Sequence[int] = (),
 ) -> Path:
-    """Cumulative regret against the best arm of each round, ``sum_{s <= t} (l_s(x_s) -
-    l_s(i*_s))``, against rounds ``t`` (the dynamic regret of a piecewise environment).
+    """Cumulative regret against the best arm of each round, against rounds ``t``.
 
     Args:
-      bands: per learner, mean and 95% half-width over runs of the cumulative regret at
-        rounds ``x``.
+      bands: per learner, mean and 95% half-width over runs at rounds ``x``.
       change_points: rounds where the best arm changes.
     """
     return _draw(
@@ -487,8 +469,7 @@ def plot_cumulative_regret(
 
 
 def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over axis 0 and the half-width of its Student's t 95% interval
-    (:func:`stabl_jax.metrics.mean_t`; one run: NaN)."""
+    """Mean over axis 0 and its Student's t 95% half-width (NaN for one run)."""
     x = np.asarray(values, np.float64)
     if x.shape[0] < 2:
         return x.mean(axis=0), np.full(x.shape[1:], np.nan)
@@ -498,15 +479,12 @@ def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def plot_paired_segments(
     diffs: Sequence[Band], path: str | Path, *, title: str, reference: str
 ) -> Path:
-    """Per-segment paired differences: every learner's mean reward on each segment minus the
-    ``reference`` learner's, run by run, then the mean over runs with its Student's t 95%
-    interval (:func:`mean_t95`): one point and error bar per segment and learner, side by
-    side; above the dotted zero line a learner earned more than the reference.
+    """Per segment, every learner's mean reward minus ``reference``'s, with t 95% error bars.
 
     Args:
-      diffs: per learner, ``x`` the segment numbers ``1 .. S``, ``mean`` and ``half`` the
-        paired difference and its 95% half-width.
-      reference: the reference learner's legend label (for the axis label).
+      diffs: per learner, ``x`` the segments ``1 .. S``, ``mean`` and ``half`` the paired
+        difference and its 95% half-width.
+      reference: the reference learner's label (for the axis label).
     """
     plt = pyplot()
     drawn = styles([d.name for d in diffs])
@@ -552,10 +530,7 @@ def write_plots(
     change_points: Sequence[int],
     filenames: Mapping[str, str],
 ) -> list[Path]:
-    """Write three plots into ``folder``: :func:`plot_moving_average` of the reward,
-    :func:`plot_adaptive_regret`, and the play probability of the current best arm against
-    rounds (``prob_best``: per learner, the mean over runs of its moving average); returns
-    their paths."""
+    """Write the reward, SA(L) and ``prob_best`` plots into ``folder``; returns their paths."""
     folder = Path(folder)
     return [
         plot_moving_average(
@@ -585,15 +560,14 @@ def write_plots(
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
-    """A score on a two-parameter grid: ``mean[i, j]`` at ``x[j]``, ``y[i]``, with its 95%
-    half-width, and the chosen point.
+    """A score on a two-parameter grid, with its 95% half-width and the chosen cell.
 
     Attributes:
       name: the learner's registry name.
       label: the panel title.
       xlabel, ylabel: the two parameters' names.
-      x: ``(J,)`` the first parameter's grid values (columns).
-      y: ``(I,)`` the second parameter's grid values (rows).
+      x: ``(J,)`` grid values of the columns.
+      y: ``(I,)`` grid values of the rows.
       mean: ``(I, J)`` the score.
       half: ``(I, J)`` half-width of its 95% interval.
       chosen: ``(i, j)`` the chosen cell.
@@ -615,8 +589,10 @@ def _tick(value: float) -> str:
 
 
 def grid_edges(grid: Grid) -> list[str]:
-    """The grid edges the chosen cell sits on, e.g. ``["upper edge of meta_lr_scale"]``; a
-    lower end at 0 is the parameter's own bound (an exploration rate), not the grid's."""
+    """The grid edges the chosen cell sits on (``["upper edge of meta_lr_scale"]``).
+
+    A lower end at 0 is the parameter's own bound, not the grid's, and is not listed.
+    """
     edges = []
     for axis, values, at in (
         (grid.xlabel, grid.x, grid.chosen[1]),
@@ -699,14 +675,13 @@ def plot_sensitivity(
     score: str,
     chosen: Mapping[str, float],
 ) -> Path:
-    """A score against one parameter's grid (log axis), one line with its 95% band per
-    learner; the chosen value starred, the grid's ends dotted.
+    """A score against one parameter's grid (log axis), one line with a 95% band per learner.
 
     Args:
       bands: per learner, the score at the grid values ``x``.
       xlabel: the parameter's name.
       score: the y axis label.
-      chosen: per learner name, the chosen value of ``x``.
+      chosen: per learner, the chosen value of ``x`` (starred).
     """
     plt = pyplot()
     drawn = styles([b.name for b in bands])

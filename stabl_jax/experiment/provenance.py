@@ -1,7 +1,4 @@
-"""Which code made a number, and on which processor: the git commit of the running
-stabl_jax, whether its tree had uncommitted changes, and the CPU, recorded in every results
-folder.
-"""
+"""Which code made a number, and on which processor: git commit, dirtiness and the CPU."""
 
 from __future__ import annotations
 
@@ -40,8 +37,7 @@ def code_version() -> dict[str, Any]:
     }
 
 
-#: The x86 vector extensions that decide which instructions XLA's CPU compiler may use (it
-#: compiles for the host), hence the last bits of float32 results.
+#: The x86 vector extensions XLA's CPU compiler may use, hence the last bits of float32 results.
 VECTOR_EXTENSIONS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile")
 
 

@@ -1,7 +1,4 @@
-"""One results folder per experiment, written atomically; it knows no experiment kind.
-
-The layout and the resume rules are in ``docs/results.md`` and ``docs/reliability.md``.
-"""
+"""One results folder per experiment, written atomically; it knows no experiment kind."""
 
 from __future__ import annotations
 
@@ -46,22 +43,17 @@ class OutputError(Exception):
 
 
 def count(text: str) -> int:
-    """A count on a script's command line (``--runs``, ``--horizon``): an int >= 1. An
-    argparse ``type=``, so ``--runs 0`` stops the script at once (exit 2, naming the value)
-    instead of a traceback from deep inside, or after other work."""
+    """An argparse ``type=`` for a count (``--runs``, ``--horizon``): an int >= 1, else exit 2."""
     return _int_at_least(text, 1, "")
 
 
 def interval_runs(text: str) -> int:
-    """A number of runs whose 95% intervals a script prints (``--runs``, ``--runs-per-point``):
-    an int >= 2, since one run gives every interval as ``nan``. An argparse ``type=``, as
-    :func:`count`."""
+    """An argparse ``type=`` for runs with 95% intervals: an int >= 2 (one run gives ``nan``)."""
     return _int_at_least(text, 2, " (a 95% interval needs two runs)")
 
 
 def distinct(name: str, values: Iterable[Any]) -> None:
-    """``ValueError`` naming the first value of the option ``name`` given twice (it would run,
-    draw or print the same setting twice): ``--arms gives 3 twice: give each value once``."""
+    """``ValueError`` naming the first value of option ``name`` given twice."""
     seen: list[Any] = []
     for value in values:
         if value in seen:
@@ -71,8 +63,7 @@ def distinct(name: str, values: Iterable[Any]) -> None:
 
 
 class _Once(argparse.Action):
-    """argparse's ``store``, except that an option given twice stops the script (exit 2):
-    argparse keeps the last value without a word (``--runs 5 ... --runs 50`` ran 50)."""
+    """argparse's ``store``, except that an option given twice stops the script (exit 2)."""
 
     def __call__(
         self,
@@ -93,7 +84,7 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
     def checked(self, parser: argparse.ArgumentParser, values: Any, option: str | None) -> Any:
-        """The value to store (a subclass checks it here; ``parser.error`` to refuse it)."""
+        """The value to store; a subclass checks it here (``parser.error`` to refuse it)."""
         return values
 
 
@@ -102,10 +93,11 @@ def _shown(values: Any) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """The ``ArgumentParser`` of the command line and the scripts: an option that stores a
-    value (the default action) given twice is refused (exit 2) instead of silently keeping
-    the last value; ``action="append"`` options (``--set``) and flags collect as usual.
-    Subcommands' parsers are of this class too."""
+    """``ArgumentParser`` that refuses a storing option given twice (exit 2).
+
+    ``action="append"`` options (``--set``) and flags collect as usual; subparsers are of this
+    class too.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -114,9 +106,7 @@ class Parser(argparse.ArgumentParser):
 
 
 class Distinct(_Once):
-    """An argparse ``action=`` for a list option (``nargs="+"``) that stops the script at once
-    (exit 2) on a value given twice (:func:`distinct`), or on the option given twice. Values
-    compare as parsed (after ``type=``)."""
+    """argparse ``action=`` for a ``nargs="+"`` option: exit 2 on a repeated value (as parsed)."""
 
     def checked(self, parser: argparse.ArgumentParser, values: Any, option: str | None) -> Any:
         try:
@@ -139,14 +129,13 @@ def _int_at_least(text: str, least: int, why: str) -> int:
 def owned_files(
     folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
 ) -> tuple[Path, ...]:
-    """The paths of ``record`` (a JSON file) and ``others`` in ``folder``, which ``tool``
-    writes into a folder a user names: each absent, or all of them a previous run's of
-    ``tool`` (``record`` holds a JSON object with every one of ``keys``). Called before the
-    work, so that a user's file of one of those names costs no run and is never replaced.
+    """Paths of ``record`` (JSON) and ``others`` in ``folder``, each absent or ``tool``'s.
+
+    A present file is ``tool``'s when ``record`` holds a JSON object with every one of ``keys``.
+    Called before the work, so that a user's file is never replaced.
 
     Raises:
-      OutputError: ``folder`` is a file, or one of the files is there and is not ``tool``'s
-        (left as it is).
+      OutputError: ``folder`` is a file, or one of the files is not ``tool``'s.
     """
     data = checkpoints.read_json(Path(folder) / record)
     previous = data is not None and keys <= data.keys()
@@ -162,13 +151,10 @@ def owned_files(
 
 
 def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
-    """``folder``, which a tool writes ``what`` into after its work, checked before it: a
-    folder, or one that can be made (the nearest existing folder above it is a folder that
-    can be written into), so that a mistyped path costs no work.
+    """``folder``, checked before the work to be a folder or creatable; ``what`` goes into it.
 
     Raises:
-      OutputError: ``"{where} is a file: give a folder for {what}"``, or naming the file or
-        the folder above it that stops it.
+      OutputError: ``folder`` (or the nearest existing path above it) is a file or not writable.
     """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
@@ -200,14 +186,10 @@ def only_ours(
     owner: str,
     remedy: str,
 ) -> tuple[Path, ...]:
-    """The paths of ``names`` in ``folder``, a folder a user names that a tool writes into,
-    when each is absent or ``ours(path)``: the one rule by which a user's file is never
-    replaced (:func:`owned_files`; figures: :func:`is_marked`). Called before the work.
+    """Paths of ``names`` in ``folder``, each absent or ``ours(path)``; checked before the work.
 
     Raises:
-      OutputError: ``folder`` cannot be written into (:func:`writable_folder`), or a file of
-        ``names`` is there and not ours (``"... is not {owner}, so it is left as it is:
-        {remedy}"``).
+      OutputError: ``folder`` is not writable, or a file of ``names`` is not ours.
     """
     folder = writable_folder(folder, where, what)
     paths = tuple(folder / name for name in names)
@@ -222,14 +204,10 @@ def only_ours(
 def figure_paths(
     folder: str | os.PathLike, names: Iterable[str], tool: str, overwrite: bool = False
 ) -> tuple[Path, ...]:
-    """The paths of the figures ``names`` that ``tool`` writes into ``folder``, a folder a
-    user names: each absent, or the folder stabl_jax's (:func:`is_marked`), unless
-    ``overwrite``. Called before drawing; the tool marks the folder after
-    (:func:`mark_folder`).
+    """Paths of figures ``names`` in ``folder``: each absent, the folder marked, or ``overwrite``.
 
     Raises:
-      OutputError: ``folder`` is a file, or a file of ``names`` is there in a folder that is
-        not stabl_jax's (left as it is).
+      OutputError: ``folder`` is a file, or a figure exists in a folder that is not stabl_jax's.
     """
     ours = overwrite or is_marked(Path(folder))
     return only_ours(
@@ -244,20 +222,16 @@ def figure_paths(
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """``text`` into ``path`` as UTF-8, atomically
-    (:func:`stabl_jax.experiment.checkpoints.atomic_write`): a crash or a full disk leaves the old
-    file whole."""
+    """Write ``text`` to ``path`` as UTF-8, atomically (a crash leaves the old file whole)."""
     checkpoints.atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def write_json(path: str | Path, value: Any, indent: int = 2) -> None:
-    """``value`` as indented JSON into ``path``, atomically (:func:`write_text`)."""
+    """Write ``value`` as indented JSON to ``path``, atomically."""
     write_text(path, json.dumps(value, indent=indent) + "\n")
 
 
-# --------------------------------------------------------------------------------------------
-# The atomic folder
-# --------------------------------------------------------------------------------------------
+# --- The atomic folder ----------------------------------------------------------------------
 
 
 def is_complete(path: str | Path) -> bool:
@@ -266,8 +240,7 @@ def is_complete(path: str | Path) -> bool:
 
 
 def _fsync_tree(folder: Path, skip: str | None = None) -> None:
-    """``fsync`` every file under ``folder`` and the folders themselves (not the top-level
-    folder ``skip``)."""
+    """``fsync`` every file and folder under ``folder`` (not the top-level folder ``skip``)."""
     for root, dirs, files in os.walk(folder):
         if Path(root) == folder and skip in dirs:
             dirs.remove(skip)
@@ -284,8 +257,7 @@ def _fsync_tree(folder: Path, skip: str | None = None) -> None:
 
 
 def _marker(folder: Path) -> dict[str, Any] | None:
-    """The contents of ``folder``'s :data:`MARKER` when stabl_jax created the folder, else
-    ``None``."""
+    """The contents of ``folder``'s :data:`MARKER`, or ``None``."""
     path = folder / MARKER
     if folder.is_symlink() or path.is_symlink():
         return None
@@ -294,15 +266,12 @@ def _marker(folder: Path) -> dict[str, Any] | None:
 
 
 def is_marked(folder: str | Path) -> bool:
-    """True when ``folder`` holds stabl_jax's :data:`MARKER`: a folder stabl_jax made, whose
-    files of the names it writes it may replace."""
+    """True when ``folder`` holds stabl_jax's :data:`MARKER` (its files may be replaced)."""
     return _marker(Path(folder)) is not None
 
 
 def mark_folder(folder: str | Path) -> Path:
-    """``folder``, created if needed and marked as stabl_jax's (:data:`MARKER`) if it is not:
-    a tool that writes figures into a folder a user names marks it, so that a later run
-    replaces them (:func:`is_marked`)."""
+    """Create ``folder`` if needed and mark it as stabl_jax's (:data:`MARKER`); returns it."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if not is_marked(folder):
@@ -313,10 +282,10 @@ def mark_folder(folder: str | Path) -> Path:
 
 
 def _lock(folder: Path) -> int | None:
-    """Lock ``folder``'s marker for this process: an open descriptor (close it to release),
-    or ``None`` when a running process holds the lock. The operating system drops the lock
-    of a process that dies, however it dies, so a process that reuses a dead run's pid is
-    never mistaken for it."""
+    """Lock ``folder``'s marker: an open descriptor, or ``None`` when a live process holds it.
+
+    The OS drops a dead process's lock, so a reused pid is never mistaken for a live run.
+    """
     try:
         fd = os.open(folder / MARKER, os.O_RDONLY)
     except OSError:
@@ -348,8 +317,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _create_marked(folder: Path, run_id: str) -> int:
-    """Create ``folder`` with its :data:`MARKER` (format, run id, pid, time), locked before
-    it has contents so that no other process can take it for a dead run's; returns the lock."""
+    """Create ``folder`` and its :data:`MARKER`, locked before it has contents; returns the lock."""
     folder.mkdir()
     fd = os.open(folder / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -368,7 +336,7 @@ def _create_marked(folder: Path, run_id: str) -> int:
 
 
 def _without_versions(identity: Mapping[str, Any]) -> dict[str, Any]:
-    """An experiment's identity less the package versions (what it is, not what computed it)."""
+    """An experiment's identity without the package versions."""
     return {key: value for key, value in identity.items() if key != "versions"}
 
 
@@ -386,8 +354,7 @@ class Resumed:
 
 
 def _check_replaceable(final: Path, force: bool) -> None:
-    """Raise :class:`OutputError` unless ``final`` may become the results folder: an empty
-    folder, or (with ``force``) one stabl_jax created."""
+    """Raise :class:`OutputError` unless ``final`` is empty or (``force``) stabl_jax's."""
     if final.is_symlink():
         raise OutputError(
             f"output path {final} is a symbolic link (to {os.readlink(final)}), which is left "
@@ -422,8 +389,7 @@ def _check_replaceable(final: Path, force: bool) -> None:
 
 
 def _dead_partials(final: Path, own: Path | None = None) -> list[tuple[Path, int]]:
-    """Partial folders of ``final`` (other than ``own``) created by stabl_jax runs that are no
-    longer running, newest first, each with its lock (now held by this process)."""
+    """Partial folders of ``final`` (not ``own``) of dead runs, newest first, each with its lock."""
     found = []
     for path in final.parent.glob(f"{glob_escape(final.name)}.partial-*"):
         if path == own or path.is_symlink() or _marker(path) is None:
@@ -435,11 +401,11 @@ def _dead_partials(final: Path, own: Path | None = None) -> list[tuple[Path, int
 
 
 def _judge(path: Path, identity: Mapping[str, Any]) -> tuple[str, str]:
-    """What the partial folder ``path`` of an interrupted run holds for the experiment
-    ``identity`` (JSON-normalised): ``("complete", "")`` its complete results, ``("empty",
-    "")`` no finished chunk, ``("same", note)`` checkpoints of this experiment (``note`` says
-    how they were recognised when ``experiment.json`` is missing), or ``("other", refusal)``
-    checkpoints of another experiment, ``refusal`` what they are and how to resume them."""
+    """``(verdict, note)`` of the partial folder ``path`` for the experiment ``identity``.
+
+    ``verdict`` is ``"complete"``, ``"empty"`` (no finished chunk), ``"same"`` (checkpoints of
+    this experiment) or ``"other"`` (``note``: what they are and how to resume them).
+    """
     if is_complete(path):
         return "complete", ""
     source = path / checkpoints.CHECKPOINT_DIR
@@ -485,12 +451,10 @@ _DECISIONS = {
 def _interrupted_runs(
     final: Path, own: Path | None, identity: Mapping[str, Any], force: bool
 ) -> typing.Iterator[list[tuple[Path, str, str]]]:
-    """What a run of the experiment ``identity`` into ``final`` does with each partial folder
-    of ``final`` (other than ``own``) left by a run that is no longer running, newest first:
-    ``(path, decision, line)``, ``decision`` a key of :data:`_DECISIONS` (``"same"``: the
-    newest with this experiment's checkpoints, taken over) and ``line`` what is done with it,
-    in the words the dry run and the run both print. Every folder is decided before the caller
-    acts on any, and their locks are held until the block ends.
+    """``(path, decision, line)`` for each dead partial folder of ``final``, newest first.
+
+    ``decision`` is a key of :data:`_DECISIONS`; ``line`` is what the run prints. The locks are
+    held until the block ends.
 
     Raises:
       OutputError: a folder holds checkpoints of another experiment and ``force`` is false.
@@ -537,12 +501,11 @@ class ResultsFolder:
 
     @classmethod
     def check(cls, out: str | Path, *, force: bool = False) -> Path:
-        """The absolute path ``out`` names, when it may become a results folder (what
-        :meth:`prepare` checks before it creates anything; nothing is written).
+        """The absolute path ``out``, when it may become a results folder; writes nothing.
 
         Raises:
-          OutputError: ``out`` holds a result and ``force`` is false; or ``out`` exists, is
-            not empty and was not created by stabl_jax (never replaced, even with ``force``).
+          OutputError: ``out`` holds a result and ``force`` is false, or ``out`` is not empty
+            and not stabl_jax's (never replaced).
         """
         if not str(out).strip():
             raise OutputError("--out is empty; give a folder name")
@@ -553,8 +516,7 @@ class ResultsFolder:
 
     @classmethod
     def prepare(cls, out: str | Path, *, force: bool = False) -> ResultsFolder:
-        """Check ``out`` (:meth:`check`) and create the sibling
-        ``<out>.partial-<pid>-<random>``.
+        """:meth:`check` ``out`` and create the sibling ``<out>.partial-<pid>-<random>``.
 
         Raises:
           OutputError: as :meth:`check`, or the location is not writable.
@@ -584,19 +546,15 @@ class ResultsFolder:
     def preview_resume(
         out: str | Path, identity: Mapping[str, Any], *, force: bool = False
     ) -> tuple[list[str], Resumed | None]:
-        """What :meth:`resume` would do with the partial folders of ``out`` left by runs that
-        are no longer running, without doing it: nothing is moved, removed or written.
+        """What :meth:`resume` would do, without moving, removing or writing anything.
 
         Returns:
-          One line for each folder, the line :meth:`resume` logs (``"interrupted run
-          <name>: checkpoints of this experiment, resumed"``), and for each checkpoint
-          ``force`` would discard; and what would be resumed (the rounds each learner has
-          done), or ``None``.
+          The lines :meth:`resume` would log, one per folder and discarded checkpoint, and the
+          rounds each learner would resume from (or ``None``).
 
         Raises:
-          OutputError: as :meth:`resume`, where it would refuse.
-          CheckpointMismatch: a checkpoint it would take over is damaged and ``force`` is
-            false (as :meth:`resume`).
+          OutputError: as :meth:`resume`.
+          CheckpointMismatch: as :meth:`resume`.
         """
         final = Path(out).expanduser().absolute()
         identity = json.loads(json.dumps(dict(identity), sort_keys=True))
@@ -631,10 +589,10 @@ class ResultsFolder:
           What was taken over, or ``None``.
 
         Raises:
-          OutputError: an interrupted run of a different (or unidentifiable) experiment left
-            checkpoints there and ``force`` is false.
-          CheckpointMismatch: a checkpoint taken over is damaged and ``force`` is false
-            (``force`` discards it: that learner is recomputed).
+          OutputError: another (or unidentifiable) experiment's checkpoints are there and
+            ``force`` is false.
+          CheckpointMismatch: a checkpoint is damaged and ``force`` is false (``force`` discards
+            it and that learner is recomputed).
         """
         identity = json.loads(json.dumps(dict(identity), sort_keys=True))
         taken: Resumed | None = None
@@ -665,13 +623,11 @@ class ResultsFolder:
         )
 
     def commit(self) -> Path:
-        """``fsync`` every file, write ``COMPLETE``, drop the checkpoints and move the folder
-        into place; returns the final path.
+        """``fsync``, write ``COMPLETE``, drop the checkpoints, move into place; returns the path.
 
         Raises:
-          OutputError: ``<out>`` appeared meanwhile (another run finished first, or someone
-            created it) and may not be replaced: the results are kept in
-            ``<out>.conflict-<run id>``, which the message names.
+          OutputError: ``<out>`` appeared meanwhile; the results are kept in
+            ``<out>.conflict-<run id>``.
         """
         _fsync_tree(self.partial, skip=checkpoints.CHECKPOINT_DIR)
         stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds") + "\n"
@@ -711,10 +667,7 @@ class ResultsFolder:
         arrays: Mapping[str, np.ndarray],
         draw: Callable[[Path], Any],
     ) -> Path:
-        """Write ``summary.json`` (``summary``, JSON-ready: :func:`clean`), its tidy
-        ``results.csv`` (:func:`stabl_jax.experiment.tables.summary_rows`), ``traces.npz``
-        (``arrays``) and the plots (``draw(partial)``) into :attr:`partial`, then
-        :meth:`commit`; returns the final path."""
+        """Write ``summary.json``, ``results.csv``, ``traces.npz``, plots; then :meth:`commit`."""
         text = json.dumps(summary, indent=2, allow_nan=False)
         (self.partial / SUMMARY).write_text(text + "\n", encoding="utf-8")
         tables.write_csv(tables.summary_rows(summary), self.partial / tables.CSV_NAME)
@@ -748,9 +701,7 @@ class ResultsFolder:
         self._release()
 
 
-# --------------------------------------------------------------------------------------------
-# Contents
-# --------------------------------------------------------------------------------------------
+# --- Contents -------------------------------------------------------------------------------
 
 
 def stat(values: np.ndarray, axis: int = 0) -> dict[str, Any]:
@@ -780,10 +731,7 @@ def clean(value: Any) -> Any:
 
 
 def environment_info() -> dict[str, Any]:
-    """Versions, the code's commit and dirtiness
-    (:func:`stabl_jax.experiment.provenance.code_version`),
-    Python, platform, the JAX device the run used and the CPU
-    (:func:`stabl_jax.experiment.provenance.cpu`)."""
+    """Versions, code commit and dirtiness, Python, platform, JAX device and CPU."""
     devices = jax.devices()
     return {
         "code": provenance.code_version(),
@@ -820,13 +768,15 @@ def params_dict(params: Any) -> dict[str, Any]:
 
 
 def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
-    """Every array of ``<folder>/traces.npz`` (loaded with ``allow_pickle=False``);
-    ``FileNotFoundError`` naming a folder that is not a finished results folder,
-    ``ValueError`` naming a damaged file (:class:`stabl_jax.experiment.tables.TraceFile`)."""
+    """Every array of ``<folder>/traces.npz`` (``allow_pickle=False``).
+
+    Raises:
+      FileNotFoundError: ``folder`` is not a finished results folder.
+      ValueError: the file is damaged.
+    """
     return tables.TraceFile(tables.finished_folder(folder, TRACES) / TRACES).read()
 
 
 def read_summary(folder: str | Path) -> dict[str, Any]:
-    """``<folder>/summary.json`` as a dict (:func:`stabl_jax.experiment.tables.load_results`'s
-    errors: a folder that is not a finished results folder, a file that is not JSON)."""
+    """``<folder>/summary.json`` as a dict (errors as :func:`.tables.load_results`)."""
     return dict(tables.load_results(folder).summary)

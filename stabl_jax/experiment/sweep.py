@@ -53,9 +53,7 @@ class Grid:
         return list(itertools.product(*self.values))
 
     def on_edge(self, point: Sequence[float]) -> list[str]:
-        """The edges ``point`` sits on (``"upper edge of lr_scale"``): fields of one value are
-        left out, and so is a lower end at 0, the parameter's own bound (an exploration rate)
-        rather than the grid's, as :func:`stabl_jax.experiment.plots.grid_edges` reads it."""
+        """The grid edges ``point`` sits on (``"upper edge of lr_scale"``)."""
         edges = []
         for field, values, x in zip(self.fields, self.values, point, strict=True):
             low, high = min(values), max(values)
@@ -103,8 +101,12 @@ def parse_grids(texts: Sequence[str]) -> dict[str, dict[str, tuple[float, ...]]]
 
 
 def check_grids(config: Any, grids: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Grid]:
-    """The grids of ``config``'s learners; ``ConfigError`` naming an unknown learner, one not in
-    the config, a field its ``Params`` lacks, or a value outside the field's ``param_bounds``."""
+    """The grids of ``config``'s learners.
+
+    Raises:
+      ConfigError: an unknown learner or one not in the config, a field its ``Params`` lacks,
+        or a value outside the field's ``param_bounds``.
+    """
     checked = []
     for name, fields in grids.items():
         if name not in config.learners:
@@ -142,8 +144,7 @@ def check_grids(config: Any, grids: Mapping[str, Mapping[str, Sequence[float]]])
 
 
 def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool) -> np.ndarray:
-    """``(P, runs)`` the mean reward of every run of every grid point of ``grid`` on seed
-    ``seed``: one :func:`~stabl_jax.simulate` of ``P * runs`` paired runs (``runs_per_point``)."""
+    """``(P, runs)`` mean reward of every run of every point of ``grid``: one paired simulation."""
     learner = config.make_learner(grid.learner)
     base = config.learner_params(learner, grid.learner)
     points = np.asarray(grid.points, dtype=np.dtype(learner.float_dtype))  # (P, F)
@@ -162,14 +163,12 @@ def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool)
 
 
 def mean_t(reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(P,)`` means over the last axis of ``(P, R)`` values and their Student's t 95%
-    half-widths (:func:`stabl_jax.metrics.mean_t`, ``R >= 2``)."""
+    """``(P,)`` means over the last axis of ``(P, R)`` values and their t 95% half-widths."""
     return metrics.mean_t(reward, axis=1)
 
 
 def point_rows(grid: Grid, reward: np.ndarray) -> list[dict[str, Any]]:
-    """Per point of ``grid``: its values, mean objective and Student's t 95% half-width over
-    the runs (:func:`mean_t`)."""
+    """Per point of ``grid``: its values, mean objective and t 95% half-width over runs."""
     mean, half = mean_t(reward)
     return [
         {**dict(zip(grid.fields, point, strict=True)), "mean": float(m), "ci95": float(h)}
@@ -202,8 +201,7 @@ def memory_bytes(config: Any, grid: Grid, runs: int) -> int:
 
 
 def _toml_table(prefix: str, table: Mapping[str, Any]) -> list[str]:
-    """``table`` as TOML lines: its values (JSON literals are TOML's for numbers, strings,
-    booleans and their arrays), then its sub-tables as ``[prefix.key]``."""
+    """``table`` as TOML lines: its values, then its sub-tables as ``[prefix.key]``."""
     lines = [f"{k} = {json.dumps(v)}" for k, v in table.items() if not isinstance(v, Mapping)]
     for key, value in table.items():
         if isinstance(value, Mapping):
@@ -228,8 +226,7 @@ def tuned_toml(config: Any, chosen: Mapping[str, Mapping[str, float]], tune_seed
 
 
 def draw(grid: Grid, rows: list[dict[str, Any]], best: dict[str, Any], path: Path) -> Path:
-    """A heatmap (two fields) or a line with its band (one field) of the objective; a grid of
-    three or more fields has no plot (``path`` is returned unwritten)."""
+    """A heatmap (two fields) or a line with a band (one field); three or more fields: no plot."""
     mean = np.asarray([r["mean"] for r in rows])
     half = np.asarray([r["ci95"] for r in rows])
     score = "mean reward (95% interval)"
@@ -259,8 +256,7 @@ def draw(grid: Grid, rows: list[dict[str, Any]], best: dict[str, Any], path: Pat
 
 
 def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
-    """``results.csv``: a row per learner and point, the union of the fields as columns (empty
-    where a learner has no such field), floats with 17 significant digits."""
+    """Write ``results.csv``: a row per learner and point, floats with 17 significant digits."""
     fields = list(dict.fromkeys(k for r in rows for k in r if k not in ("learner", "seed")))
     columns = ["learner", "seed", *(f for f in fields if f not in ("mean", "ci95")), "mean", "ci95"]
     text = io.StringIO(newline="")
@@ -322,9 +318,10 @@ def prepare(args: argparse.Namespace) -> tuple[Any, list[Grid], Path]:
 
 
 def sweep_learner(config: Any, grid: Grid, runs: int, seeds: list[int], progress: bool) -> dict:
-    """``grid``'s report: every point's statistics on each of ``seeds`` (one program: the
-    shapes do not change with the seed) and the best point, chosen on ``seeds[0]`` and scored
-    on ``seeds[-1]`` (``best.tuning``: its statistics on ``seeds[0]`` when they differ)."""
+    """``grid``'s report: every point's statistics on each of ``seeds``, and the best point.
+
+    The best point is chosen on ``seeds[0]`` and scored on ``seeds[-1]``.
+    """
     start = time.perf_counter()
     scored = [point_rows(grid, sweep_rewards(config, grid, runs, s, progress)) for s in seeds]
     best = best_of(grid, scored[0])

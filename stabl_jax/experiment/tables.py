@@ -89,9 +89,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
-    """Write tidy rows as CSV (header :data:`COLUMNS`; floats with 17 significant digits, so
-    the file reproduces ``summary.json``'s numbers exactly), atomically
-    (:func:`stabl_jax.experiment.checkpoints.atomic_write`)."""
+    """Write tidy rows as CSV (header :data:`COLUMNS`, floats to 17 digits), atomically."""
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=COLUMNS)
     writer.writeheader()
@@ -127,11 +125,11 @@ class Results:
 
     @functools.cached_property
     def traces(self) -> TraceFile:
-        """``traces.npz``'s arrays, each read from the file once, when first indexed:
-        ``res.traces["stabl/played"]`` is ``(R, T)``, the arms in the smallest unsigned dtype
-        (``uint8`` up to 256 arms); the ``(R, T)`` traces present are those the config's
-        ``save_traces`` named (``res.config["save_traces"]``). Empty when the folder has
-        none."""
+        """``traces.npz``'s arrays, each read on first access (empty when there is none).
+
+        ``res.traces["stabl/played"]`` is ``(R, T)`` in the smallest unsigned dtype; the
+        ``(R, T)`` traces present are ``res.config["save_traces"]``.
+        """
         return TraceFile(self.folder / "traces.npz")
 
     def rows(self) -> list[dict[str, Any]]:
@@ -139,8 +137,7 @@ class Results:
         return summary_rows(self.summary)
 
     def to_dataframe(self) -> Any:
-        """The rows as a ``pandas.DataFrame`` (needs pandas, which stabl_jax does not
-        install: ``pip install pandas``)."""
+        """The rows as a ``pandas.DataFrame`` (pandas is not a dependency)."""
         try:
             import pandas as pd
         except ImportError as exc:
@@ -158,9 +155,7 @@ class Results:
         return write_csv(self.rows(), self.folder / CSV_NAME if path is None else path)
 
 
-# What reading a damaged .npz raises: not a zip archive, one cut short, a member whose bytes
-# fail their CRC-32 (BadZipFile), or a member that is not a whole .npy array (ValueError or
-# EOFError from its header or data).
+# What reading a damaged .npz raises (BadZipFile, ValueError, EOFError).
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError)
 
 
@@ -169,13 +164,13 @@ class TracesDamaged(ValueError):
 
 
 class TraceFile(Mapping[str, np.ndarray]):
-    """The arrays of one ``.npz`` file as a read-only mapping: the names read at once, each
-    array read on first access and kept; no file stays open between accesses. A missing
-    file is an empty mapping unless ``missing_ok=False`` (then ``FileNotFoundError``).
+    """The arrays of one ``.npz`` file as a read-only mapping, each read on first access.
+
+    No file stays open between accesses.
 
     Args:
       path: the ``.npz`` file (as :func:`numpy.savez` writes it).
-      missing_ok: whether a missing file is an empty mapping.
+      missing_ok: a missing file is an empty mapping (else ``FileNotFoundError``).
     """
 
     def __init__(self, path: Path, missing_ok: bool = True) -> None:
@@ -195,7 +190,7 @@ class TraceFile(Mapping[str, np.ndarray]):
 
     @contextlib.contextmanager
     def _archive(self) -> Iterator[zipfile.ZipFile]:
-        """The file open as a zip archive; what reading it raises, as :meth:`_damaged`."""
+        """The file open as a zip archive; read errors as :meth:`_damaged`."""
         try:
             with zipfile.ZipFile(self._path) as archive:
                 yield archive
@@ -203,8 +198,7 @@ class TraceFile(Mapping[str, np.ndarray]):
             raise self._damaged(exc) from None
 
     def read(self, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
-        """The arrays ``names`` (default: every one), those not read before read in one pass
-        over the file (one open of the archive, however many arrays it holds)."""
+        """The arrays ``names`` (default: all); those not yet read are read in one pass."""
         names = self._names if names is None else tuple(names)
         for name in names:
             if name not in self._names:
@@ -225,8 +219,7 @@ class TraceFile(Mapping[str, np.ndarray]):
         return self.read((name,))[name]
 
     def __contains__(self, name: object) -> bool:
-        """Whether the file holds the array ``name``, from its names: nothing is read
-        (``Mapping``'s own test would read the array)."""
+        """Whether the file holds ``name``, without reading it."""
         return name in self._names
 
     def __iter__(self) -> Iterator[str]:
@@ -237,14 +230,12 @@ class TraceFile(Mapping[str, np.ndarray]):
 
     @property
     def files(self) -> list[str]:
-        """The names, as NumPy's ``NpzFile.files`` gives them (what this mapping replaced)."""
+        """The names, as NumPy's ``NpzFile.files`` gives them."""
         return list(self._names)
 
 
 def finished_folder(folder: str | Path, name: str = "summary.json") -> Path:
-    """``folder`` as a path when it holds the file ``name``, else ``FileNotFoundError``
-    saying it is not a finished results folder (one still being written has its files in
-    ``<folder>.partial-*``)."""
+    """``folder`` as a path when it holds ``name``, else ``FileNotFoundError``."""
     folder = Path(folder)
     if not (folder / name).is_file():
         raise FileNotFoundError(
@@ -263,10 +254,9 @@ def load_results(folder: str | Path) -> Results:
       A :class:`Results` (config, per-learner summaries, lazy traces, tidy rows).
 
     Raises:
-      FileNotFoundError: no ``summary.json`` in ``folder`` (a folder still being written
-        has its results in ``<folder>.partial-*`` until it completes).
-      ValueError: ``summary.json`` is not valid JSON, or not a JSON object
-        (:func:`read_json_object`).
+      FileNotFoundError: no ``summary.json`` in ``folder`` (a run still writing it has
+        ``<folder>.partial-*``).
+      ValueError: ``summary.json`` is not a JSON object.
     """
     folder = finished_folder(folder)
     summary = read_json_object(folder / "summary.json", "rerun the experiment")
@@ -274,12 +264,11 @@ def load_results(folder: str | Path) -> Results:
 
 
 def read_json_object(path: str | Path, remedy: str) -> dict[str, Any]:
-    """The JSON object in the file ``path`` (a ``summary.json``, a script's JSON).
+    """The JSON object in the file ``path``.
 
     Raises:
       FileNotFoundError: no such file.
-      ValueError: the file is not UTF-8 JSON, or holds something else than an object; the
-        message names it and ends with ``remedy`` (``"rerun the experiment"``).
+      ValueError: not UTF-8 JSON, or not an object; the message ends with ``remedy``.
     """
     path = Path(path)
     try:
@@ -292,8 +281,7 @@ def read_json_object(path: str | Path, remedy: str) -> dict[str, Any]:
 
 
 def text_table(rows: list[list[str]], footer: str) -> str:
-    """Rows of cells as an aligned text table (first row: the header, first column
-    left-aligned, the others right-aligned) with a footer line, for the terminal."""
+    """Rows of cells as an aligned text table (first row the header) with a footer line."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for i, row in enumerate(rows):
