@@ -71,14 +71,10 @@ class BenchConfig:
     """What to time; a call's rounds are ``T = clip(work // (R n), min_rounds, max_rounds)``.
 
     Attributes:
-      learners: registry names.
-      arms: values of ``n``.
-      runs: values of ``R``.
+      learners, arms, runs: registry names, values of ``n``, values of ``R``.
       repeats: timed calls per configuration (after one untimed first call).
-      work: arm-updates per timed JAX call.
-      numpy_work: arm-updates per timed NumPy call.
-      min_rounds: the fewest rounds a JAX call times.
-      max_rounds: the most rounds any call times.
+      work, numpy_work: arm-updates per timed JAX and NumPy call.
+      min_rounds, max_rounds: the fewest rounds a JAX call times, the most any call times.
       numpy: also time the NumPy versions (where one exists).
       validate: also time ``simulate(validate=True)``.
       bandwidth_gbs: memory bandwidth for the bound column; ``None``: the device's known peak.
@@ -351,8 +347,7 @@ def rss_bytes(field: str) -> int | None:
 class Timed:
     """One configuration: a first call (compilation, memory), then timed calls.
 
-    ``call()`` runs the configuration once and returns ``(run_seconds, compile_seconds)``;
-    ``None`` for the run time means "the wall time of the call".
+    ``call()`` returns ``(run_seconds, compile_seconds)``; ``None`` run seconds: the wall time.
     """
 
     def __init__(self, row: dict[str, Any], call: Callable[[], tuple[float | None, float | None]]):

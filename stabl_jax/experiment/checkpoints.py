@@ -312,13 +312,12 @@ class ChunkCheckpoint:
     ) -> tuple[Any, dict[str, np.ndarray], int] | None:
         """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is stored.
 
+        The carry is ``None`` where :meth:`drop_state` dropped it.
+
         Args:
           template: the freshly initialised carry (structure, shapes, dtypes, key types).
           rounds: allocate each output as ``(R, rounds, ...)``, to be filled from ``t0`` on.
           names: restore only these outputs; ``None``: all.
-
-        Returns:
-          The carry is ``None`` where :meth:`drop_state` dropped it.
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
@@ -417,9 +416,8 @@ def learner_folders(folder: str | Path) -> list[Path]:
 def fingerprints_match(folder: str | Path, identity: Mapping[str, Any]) -> bool | None:
     """Whether the learners' checkpoints under ``folder`` were written for ``identity``.
 
-    Returns:
-      ``True`` when one matches and none differs or is unreadable, ``False`` when one differs,
-      ``None`` when no learner has a stored state.
+    ``True`` when one matches and none differs or is unreadable, ``False`` when one differs,
+    ``None`` when no learner has a stored state.
     """
     digest, seen = _identity_digest(identity), False
     for sub in learner_folders(folder):

@@ -1,13 +1,9 @@
 """Plain-NumPy EXP3 and StABL on the expert-advice environment: the baselines of the benchmark.
 
-Written from the paper, without importing a learner. ``*_loop`` runs one run with a Python
-loop over rounds; ``*_vectorised`` runs ``R`` runs at once on ``(R, ...)`` arrays. Both
-record the traces of :func:`stabl_jax.simulate.simulate` and use the default step sizes of
-:class:`stabl_jax.EXP3` and :class:`stabl_jax.StABL`.
-
-Randomness comes from a :class:`Source`: NumPy's PCG64 (:class:`RandomSource`), or fixed
-arrays (:class:`ArraySource`) to compare with JAX exactly. Draws are by inverse CDF
-(``np.searchsorted(cdf, u * cdf[-1], side="right")``, capped at ``n - 1``).
+Written from the paper, importing no learner: ``*_loop`` is one run, ``*_vectorised`` ``R``
+runs on ``(R, ...)`` arrays, both with the JAX learners' default step sizes and traces.
+Draws come from a :class:`Source` (PCG64, or fixed arrays to compare with JAX exactly), by
+inverse CDF: ``np.searchsorted(cdf, u * cdf[-1], side="right")`` capped at ``n - 1``.
 """
 
 from __future__ import annotations
@@ -66,8 +62,7 @@ class RandomSource:
     """Fresh draws from a NumPy generator: losses ``1 - (U[0, high) + bonus 1[i = best])``.
 
     Attributes:
-      env: the environment.
-      rng: a NumPy generator.
+      env, rng: the environment and a NumPy generator.
       num_runs: ``None`` for one run (``(n,)`` draws), else ``R`` (``(R, n)`` draws).
       dtype: float dtype of the draws.
     """

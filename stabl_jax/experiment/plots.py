@@ -189,10 +189,8 @@ class Band:
     """One curve with a 95% band: ``mean +- half`` at ``x``.
 
     Attributes:
-      name: the learner's registry name (fixes its color across plots).
-      label: the legend text.
-      x: ``(P,)`` abscissae.
-      mean: ``(P,)`` the curve.
+      name, label: the learner's registry name (fixes its style) and the legend text.
+      x, mean: ``(P,)`` abscissae and the curve.
       half: ``(P,)`` half-width of the 95% interval (NaN: no band).
     """
 
@@ -334,7 +332,6 @@ def plot_panels(
 
     Args:
       panels: per panel its title and its curves.
-      title: the figure's title.
       xlabel, ylabel: axis labels of every panel.
       ncols: panels per row.
       ylim: common y range, or ``None``.
@@ -410,7 +407,6 @@ def plot_moving_average(
 
     Args:
       bands: per learner, the ``(P,)`` mean and 95% half-width over runs at rounds ``x``.
-      title: the figure's title.
       window: the moving-average window (for the axis label).
       quantity: what is averaged (``"reward"``, ``"loss l_t(x_t)"``), for the axis label.
       change_points: rounds of the changes (empty when they differ per run).
@@ -563,13 +559,10 @@ class Grid:
     """A score on a two-parameter grid, with its 95% half-width and the chosen cell.
 
     Attributes:
-      name: the learner's registry name.
-      label: the panel title.
+      name, label: the learner's registry name and the panel title.
       xlabel, ylabel: the two parameters' names.
-      x: ``(J,)`` grid values of the columns.
-      y: ``(I,)`` grid values of the rows.
-      mean: ``(I, J)`` the score.
-      half: ``(I, J)`` half-width of its 95% interval.
+      x, y: ``(J,)`` grid values of the columns, ``(I,)`` of the rows.
+      mean, half: ``(I, J)`` the score and its 95% half-width.
       chosen: ``(i, j)`` the chosen cell.
     """
 
@@ -606,13 +599,7 @@ def grid_edges(grid: Grid) -> list[str]:
 
 
 def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: str) -> Path:
-    """Heatmaps of a score over two-parameter grids, one panel per learner, one color scale.
-
-    Args:
-      grids: one :class:`Grid` per panel.
-      title: the figure's title.
-      score: the color bar's label.
-    """
+    """Heatmaps of a score over :class:`Grid` panels; ``score`` labels the color bar."""
     plt = pyplot()
     if not grids:
         raise ValueError("plot_grids needs at least one grid")

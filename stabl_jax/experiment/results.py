@@ -93,11 +93,7 @@ def _shown(values: Any) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """``ArgumentParser`` that refuses a storing option given twice (exit 2).
-
-    ``action="append"`` options (``--set``) and flags collect as usual; subparsers are of this
-    class too.
-    """
+    """``ArgumentParser`` refusing a storing option given twice (exit 2); appends collect."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -131,8 +127,7 @@ def owned_files(
 ) -> tuple[Path, ...]:
     """Paths of ``record`` (JSON) and ``others`` in ``folder``, each absent or ``tool``'s.
 
-    A present file is ``tool``'s when ``record`` holds a JSON object with every one of ``keys``.
-    Called before the work, so that a user's file is never replaced.
+    A file is ``tool``'s when ``record`` is a JSON object with every one of ``keys``.
 
     Raises:
       OutputError: ``folder`` is a file, or one of the files is not ``tool``'s.
@@ -453,8 +448,7 @@ def _interrupted_runs(
 ) -> typing.Iterator[list[tuple[Path, str, str]]]:
     """``(path, decision, line)`` for each dead partial folder of ``final``, newest first.
 
-    ``decision`` is a key of :data:`_DECISIONS`; ``line`` is what the run prints. The locks are
-    held until the block ends.
+    ``decision``: a key of :data:`_DECISIONS`; ``line``: what the run prints. Locks held to the end.
 
     Raises:
       OutputError: a folder holds checkpoints of another experiment and ``force`` is false.

@@ -39,8 +39,7 @@ class Grid:
 
     Attributes:
       learner: the learner's name in the config.
-      fields: the swept ``Params`` fields, in ``--grid`` order.
-      values: per field, its values.
+      fields, values: the swept ``Params`` fields (``--grid`` order), and per field its values.
     """
 
     learner: str

@@ -25,15 +25,12 @@ DEFAULT_KIND = "bandit"
 
 
 def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
-    """Add ``kind`` to :data:`KINDS`, so that a config's ``kind = "<kind.name>"`` runs it.
+    """Add ``kind`` to :data:`KINDS`, so that ``kind = "<kind.name>"`` runs it; returns ``kind``.
 
     Args:
       kind: a :class:`~stabl_jax.experiment.kinds.base.Kind` whose ``name`` is letters,
         digits, ``_`` or ``-``, starting with a letter.
       replace: allow a name taken by another kind.
-
-    Returns:
-      ``kind`` (registering the same object again is allowed).
 
     Raises:
       TypeError: ``kind`` is not a ``Kind``.
@@ -54,9 +51,7 @@ def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
 
 
 def lookup(check: Checker, name: Any) -> Kind:
-    """The kind named ``name``; an import path ``"package.module:KIND"`` is imported and
-    registered (:func:`register_kind`). Anything else is a config error naming the known kinds.
-    """
+    """The kind named ``name`` or imported from ``"package.module:KIND"``, else a config error."""
     name = check.string("kind", name)
     if name in KINDS:
         return KINDS[name]
@@ -80,9 +75,7 @@ def validate(
     overrides: tuple[str, ...] = (),
     overridden: Iterable[str] = (),
 ) -> Any:
-    """Validate a parsed TOML document against its kind's schema; raises ``ConfigError``
-    naming the key and ``source``, and ``TypeError`` for a kind whose configs carry another kind.
-    """
+    """Validate a parsed TOML document against its kind's schema; ``ConfigError`` names the key."""
     check = Checker(source, overridden)
     kind = lookup(check, raw.get("kind", DEFAULT_KIND))
     config = kind.validate(
@@ -97,9 +90,7 @@ def validate(
 
 
 def load_config(name_or_path: str | Path, overrides: Sequence[str] = (), **sets: Any) -> Any:
-    """Read and override a config (:func:`stabl_jax.experiment.configs.read_config`, same
-    arguments) and :func:`validate` it.
-    """
+    """:func:`~stabl_jax.experiment.configs.read_config` (same arguments), then :func:`validate`."""
     doc = read_config(name_or_path, overrides, **sets)
     return validate(
         doc.raw,
@@ -117,9 +108,7 @@ def write_results(
     started: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write the summary, traces and plots of ``result`` into ``folder`` and commit it;
-    ``extra`` adds top-level entries to ``summary.json``, ``started`` is the ISO start time.
-    """
+    """Write ``result``'s summary, traces and plots into ``folder`` and commit it."""
     kind = KINDS[result.config.kind]
     summary = kind.summary(result, started=started)
     summary.update(clean(dict(extra or {})))

@@ -1,6 +1,4 @@
-"""The bandit experiment (``kind = "bandit"``, the default): learners compared on one bandit
-environment, paired; SA(L), per-segment reward and probability on the best arm.
-"""
+"""The bandit experiment (``kind = "bandit"``, the default): learners paired on one environment."""
 
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
 SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best")
-#: Kept unless ``save_traces`` says otherwise: the played arms, one byte per run and round
-#: up to 256 arms.
+#: Kept unless ``save_traces`` says otherwise: the played arms.
 DEFAULT_SAVE_TRACES: tuple[str, ...] = ("played",)
 PLOT_FILES: dict[str, str] = {
     "reward": "reward.png",
@@ -33,28 +30,23 @@ PLOT_FILES: dict[str, str] = {
     "cumulative_regret": "cumulative_regret.png",
     "paired_segments": "paired_segments.png",
 }
-#: The reference of ``paired_segments.png``: the first of these a config runs (else its
-#: first learner).
+#: The reference of ``paired_segments.png``: the first of these a config runs, else its first.
 PAIRED_REFERENCES: tuple[str, ...] = ("stabl_tuned", "stabl")
 
 
 def arm_dtype(num_arms: int) -> np.dtype:
-    """The smallest unsigned integer dtype holding the arms ``0 .. num_arms - 1``: ``uint8``
-    up to 256 arms, ``uint16`` up to 65536."""
+    """The smallest unsigned dtype holding arms ``0 .. num_arms - 1`` (``uint8`` up to 256 arms)."""
     return np.min_scalar_type(max(num_arms - 1, 0))
 
 
 def saved_dtype(trace: str, num_arms: int) -> np.dtype:
-    """The dtype trace ``trace`` of :data:`SAVABLE_TRACES` is saved with: :func:`arm_dtype`
-    for ``played``, float32 (the simulated values, exactly) for the losses and ``prob_best``."""
+    """The dtype ``trace`` is saved with: :func:`arm_dtype` for ``played``, else float32."""
     return arm_dtype(num_arms) if trace == "played" else np.dtype(np.float32)
 
 
 @dataclasses.dataclass(frozen=True)
 class BanditConfig(paired.ExperimentConfig):
-    """A validated bandit config (:class:`~stabl_jax.experiment.kinds.paired.ExperimentConfig`; see
-    the
-    module docstring for the file format)."""
+    """A validated bandit config (:class:`~stabl_jax.experiment.kinds.paired.ExperimentConfig`)."""
 
     kind: ClassVar[str] = "bandit"
     LEARNERS: ClassVar[registry.Registry] = registry.LEARNERS
@@ -65,8 +57,7 @@ class BanditConfig(paired.ExperimentConfig):
         **paired.LEARNER_RESERVED,
     }
 
-    #: What the summary, the plots and ``save_traces`` read (not the queried arms ``(R, T, q)``,
-    #: which a full-information learner fills at ``4 n`` bytes per run and round).
+    #: What the summary, the plots and ``save_traces`` read (not the queried arms).
     RECORDED: ClassVar[tuple[str, ...]] = SAVABLE_TRACES
 
     @classmethod
@@ -90,8 +81,7 @@ class BanditConfig(paired.ExperimentConfig):
         return kwargs
 
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
-        """16 bytes in memory (the four :attr:`RECORDED` traces, whatever the number of
-        queries); those of ``save_traces`` kept (4 a float, 1 the arm up to 256 arms)."""
+        """16 bytes in memory; those of ``save_traces`` kept (4 a float, 1 an arm to 256 arms)."""
         saved = sum(saved_dtype(t, width).itemsize for t in self.save_traces)
         return 4 * len(self.RECORDED), saved
 
@@ -113,19 +103,15 @@ def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
 
 @dataclasses.dataclass
 class LearnerOutcome(paired.Outcome):
-    """One learner's simulation (:class:`~stabl_jax.experiment.kinds.paired.Outcome`) and its
-    metrics.
+    """One learner's simulation and its metrics.
 
     Attributes:
       segment_reward: ``(R, S)`` mean reward ``1 - l_t(x_t)`` per segment of every run.
       prob_best_segment: ``(R, S)`` mean play probability of the current best arm per segment.
       sa_sampled: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)``.
       sa_expected: ``(R, len(L))`` SA(L) from the expected loss ``<p_t, l_t>``.
-      cumulative_regret: ``(mean, half, final)``: ``(T,)`` mean over runs and 95%
-        half-width of the cumulative regret of the expected loss to the best arm of each
-        round, and ``(R,)`` every run's value at ``T``
-        (:func:`stabl_jax.metrics.paired_cumulative_regret`); ``None`` when the environment
-        has no ``best_arm``.
+      cumulative_regret: ``(T,)`` mean and 95% half-width over runs and ``(R,)`` final values
+        of the cumulative regret to each round's best arm; ``None`` without ``best_arm``.
     """
 
     segment_reward: np.ndarray
@@ -137,8 +123,7 @@ class LearnerOutcome(paired.Outcome):
 
 @dataclasses.dataclass
 class ExperimentResult(paired.Result):
-    """Everything one bandit experiment produced
-    (:class:`~stabl_jax.experiment.kinds.paired.Result`).
+    """Everything one bandit experiment produced.
 
     Attributes:
       segments: ``(R, T)`` segment index of every round of every run.
@@ -165,15 +150,10 @@ def run_experiment(
     Args:
       config: a validated bandit config.
       progress: called with a learner's name before it runs; returns ``simulate``'s
-        ``progress`` (``bool`` or a ``(done, total)`` callback). ``None``: no progress display.
-      on_learner_done: called with each learner's outcome once it is simulated (before the
-        shared SA(L) pass: its ``sa_*`` arrays are still empty then).
-      checkpoints: where each learner checkpoints every chunk and resumes from
-        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``None``: none.
+        ``progress``. ``None``: no progress display.
+      on_learner_done: called with each learner's outcome once simulated (``sa_*`` still empty).
+      checkpoints: where each learner checkpoints and resumes from; ``None``: none.
       validate: check every round inside the compiled program; results unchanged.
-
-    Returns:
-      An :class:`ExperimentResult`.
     """
     segments: list[np.ndarray] = []  # (R, T), from the first learner's draws (every learner's)
 
@@ -272,9 +252,10 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
 
 
 def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
-    """Arrays of ``traces.npz``: per learner ``sa_sampled``, ``sa_expected`` (``(R, len(L))``)
-    and ``segment_reward`` (``(R, S)``), float64, and the ``(R, T)`` traces of ``save_traces``
-    (float32; ``played`` as :func:`arm_dtype`); ``env/change_points`` and ``sa_window_lengths``.
+    """Arrays of ``traces.npz``: per learner SA(L), ``segment_reward`` and ``save_traces``.
+
+    SA(L) is ``(R, len(L))`` and ``segment_reward`` ``(R, S)``, float64; traces are ``(R, T)``
+    float32 (``played``: :func:`arm_dtype`). Also ``env/change_points`` and ``sa_window_lengths``.
     """
     arrays: dict[str, np.ndarray] = {
         "env/change_points": result.change_points.astype(np.int32),
@@ -292,8 +273,7 @@ def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
 
 
 def paired_reference(result: ExperimentResult) -> str | None:
-    """The learner ``paired_segments.png`` subtracts (:data:`PAIRED_REFERENCES`), or ``None``
-    when there is no such plot: one segment (no change point) or one learner."""
+    """The learner ``paired_segments.png`` subtracts, or ``None`` (one segment or one learner)."""
     names = list(result.outcomes)
     if result.num_segments < 2 or len(names) < 2:
         return None
@@ -301,8 +281,7 @@ def paired_reference(result: ExperimentResult) -> str | None:
 
 
 def plot_paired_segments(result: ExperimentResult, path: Path, head: str, setting: str) -> Path:
-    """``paired_segments.png``: per segment, every learner's mean reward minus the
-    :func:`paired_reference`'s, run by run, with Student's t 95% intervals."""
+    """``paired_segments.png``: per segment, each learner's reward minus the reference's."""
     reference = paired_reference(result)
     assert reference is not None
     base = result.outcomes[reference].segment_reward
@@ -320,9 +299,7 @@ def plot_paired_segments(result: ExperimentResult, path: Path, head: str, settin
 
 
 def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
-    """Draw the PNGs of an experiment into ``folder``: reward, SA(L), probability on the
-    best arm, (when the environment has ``best_arm``) the cumulative regret and (with change
-    points) the per-segment paired differences (:func:`plot_paired_segments`)."""
+    """Draw an experiment's PNGs into ``folder``; returns their paths."""
     config = result.config
     env = result.env
     window = config.window
@@ -384,9 +361,7 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
 
 
 def format_table(result: Any) -> str:
-    """The printed summary: per learner, queries, per-segment reward, SA(L) at up to three
-    ``L``, and probability on the best arm (means +- 95% half-widths over runs).
-    """
+    """The printed summary: per learner, queries, segment reward, SA(L) and ``prob_best``."""
     config = result.config
     shown = paired.pick_windows(config.sa_windows)
     columns = [config.sa_windows.index(L) for L in shown]
@@ -413,8 +388,7 @@ def format_table(result: Any) -> str:
 
 
 def run(config: BanditConfig, **kwargs: Any) -> ExperimentResult:
-    """:func:`run_experiment` as ``stabl-jax run`` shows it
-    (:func:`stabl_jax.experiment.kinds.paired.run`)."""
+    """:func:`run_experiment` as ``stabl-jax run`` shows it."""
     return paired.run(run_experiment, config, metrics_label="SA(L), per segment", **kwargs)
 
 

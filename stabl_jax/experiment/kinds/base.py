@@ -1,8 +1,4 @@
-"""What an experiment kind is (:class:`Kind`, an entry of :data:`stabl_jax.experiment.kinds.KINDS`),
-and what every kind shares: the config checks of its name, seed, runs and learners, the run's
-header and the memory and disk estimate of its programs. ``docs/design.md`` ("Adding things")
-says how to add a kind.
-"""
+"""What an experiment kind is (:class:`Kind`), and the config checks and estimates kinds share."""
 
 from __future__ import annotations
 
@@ -30,23 +26,17 @@ class Kind:
     Attributes:
       name: the config's ``kind`` value.
       description: one line for ``stabl-jax list``.
-      validate: ``(raw, check, *, source, default_name, overrides) -> config``: the checked
-        config of a parsed TOML document, every problem raised through ``check``
-        (:class:`~stabl_jax.experiment.configs.Checker`); the config has ``kind``, ``name``,
-        ``seed``, ``runs``, ``learners`` and ``to_dict()``.
-      header: ``(config, out, needs) -> str``: what ``stabl-jax run`` prints before running
-        (``needs``: ``estimate(config)`` or ``None``).
-      run: ``(config, *, checkpoints, resumed, progress, log) -> result``: run every learner
-        with ``simulate(validate=True)``, checkpointing into ``checkpoints``; ``resumed`` is
-        what the results folder took over (or ``None``), ``log`` prints one line.
+      validate: ``(raw, check, *, source, default_name, overrides) -> config``, raising
+        through ``check``; the config has ``kind``, ``name``, ``seed``, ``runs``,
+        ``learners`` and ``to_dict()``.
+      header: ``(config, out, needs) -> str``: what ``stabl-jax run`` prints first.
+      run: ``(config, *, checkpoints, resumed, progress, log) -> result``.
       summary: ``(result, *, started) -> dict``: the JSON-ready ``summary.json``.
       traces: ``result -> {key: array}``: the arrays of ``traces.npz``.
       plots: ``(result, folder) -> [path]``: draw the PNGs into ``folder``.
       table: ``result -> str``: the summary table ``stabl-jax run`` prints.
-      estimate: ``config -> Resources``, checked against the machine before a run; ``None``:
-        nothing is checked.
-      resumed_line: ``(config, {program: rounds done}) -> str``: what a resumed run takes over
-        (:func:`resumed_line`); ``None``: each checkpoint's name and rounds.
+      estimate: ``config -> Resources``, checked before a run; ``None``: nothing is checked.
+      resumed_line: ``(config, {program: rounds done}) -> str``; ``None``: the rounds by name.
     """
 
     name: str
@@ -74,14 +64,12 @@ PLOTS_BYTES = 2**20
 
 @dataclasses.dataclass(frozen=True)
 class Resources:
-    """The memory and disk an experiment needs, from its array sizes (a kind's ``estimate``);
-    ``stabl-jax run`` prints it and refuses a run that does not fit.
+    """The memory and disk an experiment needs; ``stabl-jax run`` refuses a run that does not fit.
 
     Attributes:
       memory_bytes: peak host memory of the arrays.
-      disk_bytes: peak disk under the output folder (checkpoints and results together).
-      size: what the numbers are for, as a refusal names it (``"500 runs x 4096 rounds x
-        6 learners"``).
+      disk_bytes: peak disk under the output folder.
+      size: what the numbers are for (``"500 runs x 4096 rounds x 6 learners"``).
       remedy: how to make the run smaller (``"lower runs or horizon (--runs, ...)"``).
     """
 
@@ -96,11 +84,9 @@ class Program:
     """One compiled simulation of an experiment, by the bytes of its arrays.
 
     Attributes:
-      state: the loop state of all its runs.
-      chunk: one chunk's outputs over all its runs.
-      working: what else it holds only while it runs.
-      kept: what it leaves in memory until the experiment ends.
-      written: what it leaves on disk (checkpointed traces, arrays of ``traces.npz``).
+      state, chunk: the loop state and one chunk's outputs of all its runs.
+      working: what else it holds while it runs.
+      kept, written: what it leaves in memory until the end, and on disk.
     """
 
     state: int
@@ -115,13 +101,11 @@ class Plan:
     """The programs an experiment runs one after the other, and how it holds them.
 
     Attributes:
-      programs: every program, in the order they run.
-      size: what the numbers are for (:attr:`Resources.size`).
-      remedy: how to make the run smaller (:attr:`Resources.remedy`).
+      programs: every program, in run order.
+      size, remedy: as :class:`Resources`.
       state_copies: copies of its loop state a program holds at its peak.
-      end_bytes: what the end adds to memory (the metrics, the arrays written).
-      keeps_states: every program's checkpointed state stays on disk to the end (else only
-        the running one's).
+      end_bytes: what the end adds to memory.
+      keeps_states: every program's state stays on disk to the end (else the running one's).
     """
 
     programs: tuple[Program, ...]
@@ -159,8 +143,7 @@ def header(
     setting: Sequence[str],
     notes: Sequence[str] = (),
 ) -> str:
-    """What ``stabl-jax run`` prints before it runs: the config and its overrides, the
-    ``setting`` lines, the learners and ``notes`` on them, what it needs and the output."""
+    """What ``stabl-jax run`` prints first: config, overrides, setting, learners, needs, output."""
     lines = [f"stabl-jax run {config.name}  ({config.source})"]
     if config.overrides:
         lines.append(f"  overrides: {' '.join(config.overrides)}")
@@ -174,10 +157,10 @@ def header(
 def resumed_line(
     totals: Mapping[str, int], progress: Mapping[str, int], tally: bool = False
 ) -> str:
-    """What a resumed run takes over: the rounds done of every program of ``progress`` out of
-    its ``totals`` (``"exp3 64/256, uniform 256/256"``), or with ``tally`` the count of
-    complete programs and the rounds of the unfinished ones (``"1 of 10 learner programs
-    complete, f01_d8_n300-exp3 at 150/300 rounds"``)."""
+    """What a resumed run takes over: ``"exp3 64/256, uniform 256/256"``, or with ``tally`` a count.
+
+    With ``tally``: ``"1 of 10 learner programs complete, f01_d8_n300-exp3 at 150/300 rounds"``.
+    """
     if not tally:
         return ", ".join(f"{k} {v}/{totals[k]}" for k, v in progress.items()) or "nothing done yet"
     complete = sum(progress.get(key) == total for key, total in totals.items())
@@ -194,14 +177,12 @@ def tree_bytes(tree: Any) -> int:
     return sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(tree))
 
 
-#: The largest seed: without x64 (the command line's setting), ``jax.random.key(seed)`` keeps
-#: the low 32 bits of a larger seed, whose runs would repeat those of ``seed mod 2**32``.
+#: The largest seed: without x64, ``jax.random.key`` keeps only the low 32 bits of a seed.
 MAX_SEED = 2**32 - 1
 
 
 def check_identity(check: Checker, raw: Mapping[str, Any], default_name: str) -> dict[str, Any]:
-    """The keys every kind has: ``name`` (a folder name, default ``default_name``),
-    ``description``, ``seed`` (in ``[0, MAX_SEED]``) and ``runs`` (>= 1)."""
+    """The keys every kind has: ``name`` (default ``default_name``), ``description``, seed, runs."""
     return {
         "name": check.folder_name("name", raw.get("name", default_name)),
         "description": check.string("description", raw.get("description", "")),
@@ -211,8 +192,7 @@ def check_identity(check: Checker, raw: Mapping[str, Any], default_name: str) ->
 
 
 def identity_dict(config: Any) -> dict[str, Any]:
-    """The first keys of every kind's resolved config in ``summary.json``: ``kind``, ``name``,
-    ``description``, ``seed`` and ``runs``."""
+    """The first keys of every resolved config: ``kind``, ``name``, ``description``, seed, runs."""
     keys = ("kind", "name", "description", "seed", "runs")
     return {key: getattr(config, key) for key in keys}
 
@@ -225,9 +205,7 @@ def check_keys(
     prefix: str = "",
     what: str = "",
 ) -> None:
-    """Every key of ``table`` one of ``allowed`` and every one of ``required`` there (named
-    ``prefix + key``; ``what`` the kind of key); the problems are collected
-    (:meth:`~stabl_jax.experiment.configs.Checker.collect`)."""
+    """Every key of ``table`` in ``allowed`` and every ``required`` one present (collected)."""
     for key in table:
         if key not in allowed:
             with check.collect():
@@ -263,8 +241,7 @@ def check_learners(check: Checker, value: Any, known: registry.Registry) -> tupl
 def check_ints(
     check: Checker, key: str, value: Any, minimum: int, maximum: int | None, alternative: str = ""
 ) -> list[int]:
-    """``key``: an int or a non-empty array of ints in ``[minimum, maximum]`` (no upper bound
-    for ``maximum=None``), as a list; ``alternative`` names what else it may be."""
+    """``key``: an int or non-empty array of ints in ``[minimum, maximum]``, as a list."""
     bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
@@ -275,9 +252,7 @@ def check_ints(
 
 
 def check_distinct(check: Checker, key: str, values: list[Any], what: str = "value") -> list[Any]:
-    """``values`` of array ``key`` when none repeats, else a :class:`Checker` failure (``lists
-    a {what} twice``): a value given twice is a slip (``[16, 16]`` for ``[16, 64]``), not to
-    be collapsed unseen."""
+    """``values`` of array ``key`` when none repeats, else a config error naming the repeat."""
     if len(set(values)) != len(values):
         check.fail(key, f"lists a {what} twice: {values!r}")
     return values

@@ -1,6 +1,4 @@
-"""The bandit convex optimisation experiment (``kind = "bco"``): BCO learners compared on one
-convex environment, paired; SA(L) against the best point of every window.
-"""
+"""The BCO experiment (``kind = "bco"``): BCO learners paired on one convex environment."""
 
 from __future__ import annotations
 
@@ -34,8 +32,7 @@ BCO_PLOT_FILES: dict[str, str] = {
 
 @dataclasses.dataclass(frozen=True)
 class BCOConfig(paired.ExperimentConfig):
-    """A validated BCO config (:class:`~stabl_jax.experiment.kinds.paired.ExperimentConfig`; see the
-    module docstring for the file format)."""
+    """A validated BCO config (:class:`~stabl_jax.experiment.kinds.paired.ExperimentConfig`)."""
 
     kind: ClassVar[str] = "bco"
     LEARNERS: ClassVar[registry.Registry] = registry.BCO_LEARNERS
@@ -87,8 +84,7 @@ class BCOConfig(paired.ExperimentConfig):
         return 16, 8
 
     def metrics_bytes(self, env: Any, width: int) -> int:
-        """The larger of the post-processing's blocks and SA(L)'s comparator blocks
-        (:func:`stabl_jax.bco.simulate.sa_memory_bytes`)."""
+        """The larger of post-processing blocks and SA(L)'s comparator blocks."""
         windows = sa_memory_bytes(env, int(self.runs), self.sa_windows, stride=self.sa_stride)
         return max(super().metrics_bytes(env, width), windows)
 
@@ -112,12 +108,10 @@ def _domain_spec(check: Checker, value: Any) -> dict[str, Any]:
 
 @dataclasses.dataclass
 class BCOLearnerOutcome(paired.Outcome):
-    """One BCO learner's simulation (:class:`~stabl_jax.experiment.kinds.paired.Outcome`; its
-    ``result`` has the ``(R, T)`` traces ``loss`` and ``best_loss``) and its metrics.
+    """One BCO learner's simulation (``(R, T)`` ``loss`` and ``best_loss``) and its metrics.
 
     Attributes:
-      sa: ``(R, len(L))`` SA(L) from the suffered loss ``l_t(x_t)`` (empty until the shared
-        SA(L) pass has run).
+      sa: ``(R, len(L))`` SA(L) from the suffered loss (empty until the SA(L) pass).
     """
 
     sa: np.ndarray
@@ -125,12 +119,11 @@ class BCOLearnerOutcome(paired.Outcome):
 
 @dataclasses.dataclass
 class BCOExperimentResult(paired.Result):
-    """Everything one BCO experiment produced (:class:`~stabl_jax.experiment.kinds.paired.Result`).
+    """Everything one BCO experiment produced.
 
     Attributes:
-      comparator_gap: ``(R, len(L))`` the largest Frank-Wolfe certificate of the window
-        comparators (shared by all learners: the exact SA(L) on the window grid lies in
-        ``[sa, sa + gap]``).
+      comparator_gap: ``(R, len(L))`` largest Frank-Wolfe certificate of the comparators (the
+        exact SA(L) lies in ``[sa, sa + gap]``).
     """
 
     comparator_gap: np.ndarray
@@ -160,13 +153,8 @@ def run_bco_experiment(
 
     Args:
       config: a validated BCO config.
-      progress: as in :func:`stabl_jax.experiment.kinds.bandit.run_experiment`.
-      on_learner_done: called with each learner's outcome as soon as it is simulated (its
-        ``sa`` is still empty then).
-      checkpoints, validate: as in :func:`stabl_jax.experiment.kinds.bandit.run_experiment`.
-
-    Returns:
-      A :class:`BCOExperimentResult`.
+      progress, checkpoints, validate: as in :func:`.bandit.run_experiment`.
+      on_learner_done: called with each learner's outcome once simulated (``sa`` still empty).
     """
 
     def adaptive_regret(env: Any, carry: RunCarry, outcomes: dict[str, Any]) -> dict[str, Any]:
@@ -228,9 +216,11 @@ def build_bco_summary(result: BCOExperimentResult, *, started: str | None = None
 
 
 def bco_trace_arrays(result: BCOExperimentResult) -> dict[str, np.ndarray]:
-    """Arrays of a BCO ``traces.npz``: per learner ``loss`` and ``best_loss`` (``(R, T)``
-    float32) and ``sa`` (``(R, len(L))`` float64); ``comparator_gap`` ``(R, len(L))``,
-    ``env/change_points`` ``(R, S - 1)`` int32 and ``sa_window_lengths``."""
+    """Arrays of a BCO ``traces.npz``: per learner ``loss``, ``best_loss`` and ``sa``.
+
+    ``(R, T)`` float32 traces, ``(R, len(L))`` float64 SA(L); also ``comparator_gap``,
+    ``env/change_points`` and ``sa_window_lengths``.
+    """
     arrays: dict[str, np.ndarray] = {
         "env/change_points": result.change_points.astype(np.int32),
         "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
@@ -278,9 +268,7 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
 
 
 def format_bco_table(result: Any) -> str:
-    """The printed summary of a BCO experiment: per learner, queries, mean loss, SA(L) at up
-    to three ``L`` (means +- 95% half-widths over runs) and muting events; a last row gives
-    the largest comparator certificate per ``L``."""
+    """The printed summary: per learner queries, mean loss, SA(L), muting; then certificates."""
     config = result.config
     shown = paired.pick_windows(config.sa_windows)
     columns = [config.sa_windows.index(L) for L in shown]
@@ -303,8 +291,7 @@ def format_bco_table(result: Any) -> str:
 
 
 def run(config: BCOConfig, **kwargs: Any) -> BCOExperimentResult:
-    """:func:`run_bco_experiment` as ``stabl-jax run`` shows it
-    (:func:`stabl_jax.experiment.kinds.paired.run`)."""
+    """:func:`run_bco_experiment` as ``stabl-jax run`` shows it."""
     return paired.run(run_bco_experiment, config, metrics_label="SA(L)", **kwargs)
 
 

@@ -63,8 +63,7 @@ LEARNER_RESERVED = {
     **ENV_RESERVED,
     "dtype": "float64 states need jax_enable_x64, which the command line does not turn on",
 }
-#: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves),
-#: within :func:`stabl_jax.simulate.auto_chunk_size`'s memory budget.
+#: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves).
 AUTO_MIN_CHUNKS = 16
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
 MUTED_WARNING = (
@@ -83,9 +82,8 @@ class EnvConfig:
 
     Attributes:
       name: a name in the kind's environment registry, or an import path ``"module:Class"``.
-      kwargs: the constructor arguments besides ``horizon``, TOML arrays as tuples; a BCO
-        ``domain`` is the spec ``{"name": ..., "size": ...}`` of
-        :func:`stabl_jax.domains.make_domain`.
+      kwargs: the constructor arguments besides ``horizon``, TOML arrays as tuples (a BCO
+        ``domain`` as ``{"name": ..., "size": ...}``).
     """
 
     name: str
@@ -104,21 +102,17 @@ class ExperimentConfig:
       name: short name, used in titles and the default output folder.
       description: one line shown by ``stabl-jax list``.
       seed: ``jax.random.key(seed)`` drives every run of every learner.
-      runs: independent runs ``R``.
-      horizon: rounds ``T`` (>= 16).
+      runs, horizon: independent runs ``R`` and rounds ``T`` (>= 16).
       learners: registry names or import paths, simulated in this order.
       env: the environment.
       window: moving-average window of the plots, in ``[1, T]``.
       sa_windows: increasing window lengths ``L`` of SA(L), each in ``[1, T]``.
       chunk_size: rounds per compiled chunk, or ``None`` for automatic.
-      learner_options: per learner, extra constructor arguments.
-      params: per learner, values of fields of its ``Params``.
-      source: the file it was read from.
-      overrides: the ``key=value`` overrides applied on top of the file.
-      feedback: bandit only: ``"loss"`` or ``"reward"``, for every learner with a ``feedback``
-        option that ``learner_options`` leaves unset.
-      sa_stride: BCO only: distance between SA(L) window starts (``None``: ``max(1, L // 4)``).
-      save_traces: bandit only: the ``(R, T)`` traces ``traces.npz`` keeps.
+      learner_options, params: per learner, constructor arguments and ``Params`` fields.
+      source, overrides: the file read and the ``key=value`` overrides applied.
+      feedback: bandit: ``"loss"`` or ``"reward"`` for learners whose option is unset.
+      sa_stride: BCO: distance between SA(L) window starts (``None``: ``max(1, L // 4)``).
+      save_traces: bandit: the ``(R, T)`` traces ``traces.npz`` keeps.
     """
 
     #: The config's ``kind``.
@@ -174,9 +168,7 @@ class ExperimentConfig:
         raise NotImplementedError
 
     def unused_settings(self) -> list[str]:
-        """The ``[learner_options.X]`` and ``[params.X]`` tables of a learner not in ``learners``
-        (``stabl-jax run`` names them; nothing runs with them).
-        """
+        """``[learner_options.X]`` and ``[params.X]`` tables of a learner not in ``learners``."""
         tables = {"learner_options": self.learner_options, "params": self.params}
         return [
             f"{table}.{name}"
@@ -189,20 +181,15 @@ class ExperimentConfig:
         """Learner ``name``'s ``learner_options``."""
         return dict(self.learner_options.get(name, {}))
 
-    #: The traces every learner's simulation records (``simulate(..., traces=)``; ``None``: the
-    #: environment's ``trace_names``).
+    #: The traces every learner's simulation records (``None``: the environment's).
     RECORDED: ClassVar[tuple[str, ...] | None] = None
 
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
-        """Bytes per run and round that ``learner`` records in memory, and that ``traces.npz``
-        keeps (``width``: arms or dimension).
-        """
+        """Bytes per run and round ``learner`` records in memory and ``traces.npz`` keeps."""
         raise NotImplementedError
 
     def metrics_bytes(self, env: Any, width: int) -> int:
-        """The most memory the metrics take at once beside the traces: a block of regenerated
-        losses (:data:`stabl_jax.metrics.SA_BLOCK_BYTES`), at least one run's ``(T, n)`` copies.
-        """
+        """The most memory the metrics take at once beside the traces."""
         return max(metrics.SA_BLOCK_BYTES, int(self.horizon) * width * 12)
 
     # --- building the objects it describes ----------------------------------------------------
@@ -258,11 +245,8 @@ class ExperimentConfig:
         default_name: str,
         overrides: tuple[str, ...],
     ) -> ExperimentConfig:
-        """Validate a parsed TOML document of this kind; every learner is built once (its own
-        checks catch bad values). Independent keys' problems are reported together.
-        """
-        # Independent keys are checked together and reported at once (Checker.collect);
-        # building the learners needs them all.
+        """Validate a parsed TOML document of this kind; every learner is built once to check it."""
+        # Independent keys are checked together; building the learners needs them all.
         base.check_keys(check, raw, TOP_LEVEL_KEYS, ())
         for key, only in KIND_ONLY.items():
             if key in raw and cls.kind != only:
@@ -385,9 +369,7 @@ def _check_learner(check: Checker, config: ExperimentConfig, name: str) -> None:
 def _blame_learner(
     check: Checker, config: ExperimentConfig, name: str, exc: Exception
 ) -> typing.NoReturn:
-    """Report a learner that cannot be built under the key that caused it: its
-    ``learner_options`` when it builds without them, else ``horizon`` or ``env``.
-    """
+    """Report a learner that cannot be built under the key that caused it."""
     if name in config.learner_options:
         rest = {k: v for k, v in config.learner_options.items() if k != name}
         try:
@@ -452,7 +434,7 @@ class Outcome:
       learner: the learner object.
       params: the learner params it ran with.
       result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces).
-      num_muted: meta-weight muting events over all runs (StABL variants), else ``None``.
+      num_muted: meta-weight muting events over all runs, or ``None``.
       wall_seconds: simulation wall time (compile, run and transfers).
     """
 
@@ -469,13 +451,11 @@ class Result:
     """Everything one experiment produced, in memory; a kind's result adds its metrics.
 
     Attributes:
-      config: the validated config.
-      env: the environment object.
+      config, env: the validated config and the environment.
       outcomes: per learner, in config order.
       change_points: ``(R, S - 1)`` change points of every run.
       chunk_size: rounds per compiled chunk.
-      wall_seconds: total wall time of the run.
-      metrics_seconds: time spent computing the metrics.
+      wall_seconds, metrics_seconds: total wall time, and the metrics' part.
     """
 
     config: ExperimentConfig
@@ -507,10 +487,7 @@ def recorded_bytes(config: ExperimentConfig) -> int:
 
 
 def resolve_chunk_size(config: ExperimentConfig, recorded: int | None = None) -> int:
-    """``config.chunk_size``, else :func:`~stabl_jax.simulate.auto_chunk_size` for the widest
-    learner's ``recorded`` bytes per run and round (``None``: :func:`recorded_bytes`), with at
-    least :data:`AUTO_MIN_CHUNKS` chunks a run. Results do not depend on it.
-    """
+    """``config.chunk_size``, else automatic with >= :data:`AUTO_MIN_CHUNKS` chunks a run."""
     if config.chunk_size is not None:
         return min(config.chunk_size, config.horizon)
     per_round = max(1, recorded_bytes(config) if recorded is None else recorded)
@@ -526,9 +503,7 @@ def simulate_learners(
     checkpoints: ExperimentCheckpoints | None,
     validate: bool,
 ) -> Iterator[tuple[str, Any, Any, SimResult, float]]:
-    """``(name, learner, params, result, seconds)`` of every learner in turn, each simulated
-    on ``env`` with the same key and checkpointed in ``checkpoints.for_learner(name)``.
-    """
+    """``(name, learner, params, result, seconds)`` of every learner in turn, with one key."""
     key = jax.random.key(config.seed)
     chunk = resolve_chunk_size(config)
     for name in config.learners:
@@ -613,10 +588,7 @@ def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.nda
 
 
 def plan(config: ExperimentConfig) -> base.Plan:
-    """An experiment's memory and disk from its config alone (nothing is allocated: the loop
-    state's size comes from :func:`jax.eval_shape`; the bytes every learner records per run
-    and round are the kind's, :meth:`ExperimentConfig.trace_bytes`).
-    """
+    """An experiment's memory and disk from its config alone (shapes by :func:`jax.eval_shape`)."""
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
     key = jax.random.key(0)
@@ -660,8 +632,7 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
         "compile_seconds": outcome.result.compile_seconds,
         "run_seconds": outcome.result.run_seconds,
         "simulate_seconds": outcome.wall_seconds,
-        # The path that stepped the runs: "pallas" (the fused kernel) or "xla"; BCO's
-        # simulator has the XLA path only.
+        # The path that stepped the runs: "pallas" (fused kernel) or "xla" (BCO's only).
         "kernel": getattr(outcome.result, "kernel", "xla"),
     }
 
@@ -692,10 +663,7 @@ def build_summary(
     plot_files: Mapping[str, str],
     **entries: Any,
 ) -> dict[str, Any]:
-    """The ``summary.json`` of a bandit or BCO experiment: identity, config, environment,
-    versions, timings, the kind's ``entries`` and ``notes``, and
-    ``learner_summary(outcome, window_lengths)`` per learner.
-    """
+    """The ``summary.json`` of a bandit or BCO experiment."""
     config = result.config
     summary = {
         "format": FORMAT,
@@ -765,9 +733,7 @@ def regret_band(name: str, sa: np.ndarray, window_lengths: Any, num_queries: int
 def header(
     config: ExperimentConfig, out: Path, needs: base.Resources | None, size: str, detail: str
 ) -> str:
-    """The lines ``stabl-jax run`` prints before it runs; ``size`` and ``detail`` describe the
-    environment and the feedback (or SA(L) grid).
-    """
+    """The lines ``stabl-jax run`` prints first; ``size``, ``detail`` describe the environment."""
     env = config.make_env()
     fixed = fixed_change_points(env)
     points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
@@ -798,9 +764,7 @@ def run(
     log: Callable[[str], None],
     metrics_label: str,
 ) -> ResultT:
-    """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it: the rounds resumed,
-    progress bars, a line per learner and the metrics' time.
-    """
+    """``run_experiment(config, ...)`` as ``stabl-jax run`` shows it, with progress bars."""
     if resumed is not None:
         log(f"  resuming {resumed.source.name}: {resumed_rounds(config, resumed.progress)}")
 

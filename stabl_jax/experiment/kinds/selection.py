@@ -1,6 +1,4 @@
-"""The algorithm-selection experiment (``kind = "hpo"``, the paper's Section 6): BBOB problems,
-Eagle arms, every learner on the same repeats; best-objective curves and performance profiles.
-"""
+"""The algorithm-selection experiment (``kind = "hpo"``): learners choosing Eagle arms on BBOB."""
 
 from __future__ import annotations
 
@@ -62,15 +60,13 @@ BBOB_KEYS: tuple[str, ...] = (
     "tau_max",
 )
 MAX_DIM = 640  # COCO's largest tabulated dimension is 640 (its instance generator's limit)
-#: The per-round traces a run records: what the metrics read (the queried arms, for the arm
-#: counts, and the best gap after each evaluation), 8 bytes per query and round.
+#: The per-round traces a run records: the queried arms and the best gap, 8 bytes a query.
 RECORDED_TRACES: tuple[str, ...] = ("arms", "best_gap")
 
 
 @dataclasses.dataclass(frozen=True)
 class HPOProblem:
-    """One BBOB problem: function ``function_id`` in ``dim`` dimensions with a budget of
-    ``evaluations`` function evaluations per repeat."""
+    """One BBOB problem: ``function_id`` in ``dim`` dimensions, ``evaluations`` per repeat."""
 
     function_id: int
     dim: int
@@ -95,8 +91,7 @@ class HPOConfig:
         repeats of every problem).
       problems: every ``(function, dim, evaluations)`` combination, functions slowest.
       instance, shift_radius, rotate, noise_std, reward_lambda, history_lengths, tau_max,
-        reward, eagle_grid, eagle_fill: the ``[bbob]`` table's values
-        (:class:`stabl_jax.envs.hpo.HPOEnv`, :func:`stabl_jax.envs.eagle.named_grid`).
+        reward, eagle_grid, eagle_fill: the ``[bbob]`` table's values.
       source, overrides: where it came from.
     """
 
@@ -151,8 +146,7 @@ def validate_hpo(
     default_name: str,
     overrides: tuple[str, ...],
 ) -> HPOConfig:
-    """Validate an HPO config document; every problem is raised through ``check``, the
-    independent keys' problems together (:meth:`~stabl_jax.experiment.configs.Checker.collect`)."""
+    """Validate an HPO config document; every problem is raised through ``check``."""
     base.check_keys(check, raw, HPO_TOP_LEVEL_KEYS, ("learners", "bbob"), what="HPO-config")
     table: dict[str, Any] = {}
     if "bbob" in raw:
@@ -270,7 +264,7 @@ class ProblemOutcome:
 
     Attributes:
       problem: the problem.
-      best_gap: per learner, ``(R, N)`` best true gap ``f - f_opt`` after each evaluation.
+      best_gap: per learner, ``(R, N)`` best gap ``f - f_opt`` after each evaluation.
       arm_counts: per learner, ``(A,)`` mean evaluations of each arm per repeat.
       seconds: per learner, ``{"compile": ..., "run": ...}``.
     """
@@ -286,10 +280,9 @@ class HPOExperimentResult:
     """Everything an HPO experiment produced, in memory.
 
     Attributes:
-      config: the validated config.
+      config, wall_seconds: the validated config and the total wall time.
       arms: the Eagle grid (one dict per arm).
       problems: per problem key, its :class:`ProblemOutcome`, in config order.
-      wall_seconds: total wall time.
     """
 
     config: HPOConfig
@@ -319,9 +312,9 @@ def run_problems(
     validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
 ) -> list[ProblemOutcome]:
-    """Run every learner of ``config`` on ``problems``, which share their dimension and budget:
-    one compiled program per learner. Its checkpoints are those of :func:`program_name`; a
-    finished program's loop state is dropped from them (its traces are kept).
+    """Run every learner on ``problems`` (same dimension and budget), one program per learner.
+
+    A finished program's loop state is dropped from its checkpoints; its traces are kept.
     """
     first = problems[0]
     env = problem_env(config, problems)
@@ -351,10 +344,7 @@ def run_problems(
 
 
 def problem_env(config: HPOConfig, problems: tuple[HPOProblem, ...]) -> HPOEnv:
-    """The environment of ``problems`` run together (:func:`run_problems`): a
-    :class:`~stabl_jax.envs.bbob.BBOBFunction` for one, a
-    :class:`~stabl_jax.envs.bbob.BBOBSuite` for several, which must share their dimension and
-    budget."""
+    """The environment of ``problems``: a ``BBOBFunction`` for one, a ``BBOBSuite`` for several."""
     first = problems[0]
     if any((p.dim, p.evaluations) != (first.dim, first.evaluations) for p in problems):
         raise ValueError("problems run together must share their dimension and budget")
@@ -377,16 +367,13 @@ def problem_env(config: HPOConfig, problems: tuple[HPOProblem, ...]) -> HPOEnv:
 
 
 def program_name(problems: tuple[HPOProblem, ...], learner: str) -> str:
-    """The name of ``learner``'s program over ``problems`` (its checkpoints' folder):
-    ``<problem>-<learner>``, or ``<first>-<last problem>-<learner>`` for several."""
+    """``<problem>-<learner>``, or ``<first>-<last>-<learner>``: a program's checkpoint folder."""
     first, last = problems[0].key, problems[-1].key
     return f"{first}-{learner}" if len(problems) == 1 else f"{first}-{last}-{learner}"
 
 
 def resumed_programs(config: HPOConfig, progress: Mapping[str, int]) -> str:
-    """What a resumed experiment took over, from ``progress`` (rounds done per program name,
-    :func:`program_name`): ``"1 of 10 learner programs complete, f01_d8_n300-exp3 at 150/300
-    rounds"`` (:func:`.base.resumed_line`)."""
+    """What a resumed experiment took over (:func:`.base.resumed_line` with a tally)."""
     rounds = {
         program_name(group, name): make_learner(config, name, group[0].evaluations).horizon
         for group in problem_groups(config)
@@ -396,8 +383,7 @@ def resumed_programs(config: HPOConfig, progress: Mapping[str, int]) -> str:
 
 
 def problem_groups(config: HPOConfig) -> list[tuple[HPOProblem, ...]]:
-    """``config``'s problems by (dimension, budget), in config order: each group is one
-    compiled program per learner (:func:`run_problems`)."""
+    """``config``'s problems by (dimension, budget), in order: one program per learner each."""
     groups: dict[tuple[int, int], list[HPOProblem]] = {}
     for problem in config.problems:
         groups.setdefault((problem.dim, problem.evaluations), []).append(problem)
@@ -416,14 +402,10 @@ def run_hpo_experiment(
 
     Args:
       config: a validated HPO config.
-      checkpoints: where every program checkpoints its chunks and resumes from
-        (:class:`~stabl_jax.experiment.checkpoints.ExperimentCheckpoints`); ``None``: none.
+      checkpoints: where every program checkpoints and resumes from; ``None``: none.
       validate: check every round inside the compiled programs; results unchanged.
       on_learner_done: called after each learner of each problem with its timings.
       on_problem_done: called after each problem.
-
-    Returns:
-      An :class:`HPOExperimentResult`.
     """
     start = time.perf_counter()
     outcomes: dict[str, ProblemOutcome] = {}
@@ -441,27 +423,20 @@ def run_hpo_experiment(
     )
 
 
-#: Bytes one query records per round (:data:`RECORDED_TRACES`): the arm (int32) and the best
-#: gap (float32).
+#: Bytes one query records per round: the arm (int32) and the best gap (float32).
 TRACE_BYTES_PER_QUERY = 8
-#: Copies of every run's loop state a program holds at its peak: the state, the chunk
-#: program's input it takes over, the host's copy and the Eagle update's work space.
+#: Copies of every run's loop state a program holds at its peak.
 STATE_COPIES = 4
 
 
 def run_state_bytes(learner: Any, env: HPOEnv) -> int:
-    """Bytes of one run's loop state in :func:`~stabl_jax.simulate.simulate` (its
-    :class:`~stabl_jax.simulate.RunCarry`: the learner's state, the environment's parameters
-    and state, two keys), from :func:`jax.eval_shape` of
-    :func:`~stabl_jax.simulate.init_runs`."""
+    """Bytes of one run's loop state (``RunCarry``), from :func:`jax.eval_shape`."""
     keys = run_keys(jax.random.key(0), 1)
     return base.tree_bytes(jax.eval_shape(lambda k: init_runs(learner, env, k, None), keys))
 
 
 def plan(config: HPOConfig) -> base.Plan:
-    """An algorithm-selection experiment's memory and disk from its config alone (shapes from
-    :func:`jax.eval_shape`; nothing is allocated or compiled).
-    """
+    """An algorithm-selection experiment's memory and disk from its config alone."""
     programs = []
     for group in problem_groups(config):
         env = problem_env(config, group)
@@ -487,8 +462,7 @@ def plan(config: HPOConfig) -> base.Plan:
 
 
 def read_hpo_result(folder: str | Path) -> HPOExperimentResult:
-    """An :class:`HPOExperimentResult` rebuilt from a results folder (``summary.json`` and
-    ``traces.npz``), to recompute metrics or redraw the plots without rerunning anything."""
+    """An :class:`HPOExperimentResult` rebuilt from a results folder, to redraw or recompute."""
     summary = read_summary(folder)
     if summary.get("kind") != "hpo":
         raise ValueError(f"{folder} is not the results folder of an HPO experiment")
@@ -524,8 +498,7 @@ def profiles(result: HPOExperimentResult, at_fraction: float = 1.0) -> dict[str,
 
 
 def problem_metrics(result: HPOExperimentResult) -> dict[str, dict[str, Any]]:
-    """Per problem and learner: final log10 gap (mean, 95% half-width), the score against
-    Uniform at the full budget, averaged over the first and the second half of the budget."""
+    """Per problem and learner: final log10 gap, and the score against Uniform over each half."""
     tau_max = result.config.tau_max
     out: dict[str, dict[str, Any]] = {}
     for key, outcome in result.problems.items():
@@ -624,8 +597,7 @@ def _problem_panels(result: HPOExperimentResult) -> tuple[list[Any], list[Any]]:
 
 
 def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
-    """Log best-objective curves and scores against Uniform (one panel per problem), and the
-    performance profiles across all problems."""
+    """Best-gap curves and scores against Uniform per problem, and the performance profiles."""
     folder = Path(folder)
     cfg = result.config
     tau_max = cfg.tau_max
@@ -687,8 +659,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
 
 
 def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
-    """The printed summary: profile scores, score vs Uniform, and per problem (up to
-    ``max_rows`` problems) the final mean log10 gap of each learner."""
+    """The printed summary: profile scores, score vs Uniform, final log10 gaps (``max_rows``)."""
     prof = profiles(result)
     per_problem = problem_metrics(result)
     keys = list(result.problems)[:max_rows]
@@ -731,8 +702,7 @@ def run(
     progress: bool,
     log: Callable[[str], None],
 ) -> HPOExperimentResult:
-    """:func:`run_hpo_experiment` as ``stabl-jax run`` shows it: what a resumed run took
-    over, then a line per learner and problem (no progress bars)."""
+    """:func:`run_hpo_experiment` as ``stabl-jax run`` shows it: a line per learner and problem."""
 
     if resumed is not None:
         log(f"  resuming {resumed.source.name}: {resumed_programs(config, resumed.progress)}")
