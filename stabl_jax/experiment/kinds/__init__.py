@@ -75,7 +75,12 @@ def validate(
     overrides: tuple[str, ...] = (),
     overridden: Iterable[str] = (),
 ) -> Any:
-    """Validate a parsed TOML document against its kind's schema; ``ConfigError`` names the key."""
+    """Validate a parsed TOML document against its kind's schema.
+
+    Raises:
+      ConfigError: a problem, naming the key and ``source``.
+      TypeError: the kind's ``validate`` gave a config of another kind.
+    """
     check = Checker(source, overridden)
     kind = lookup(check, raw.get("kind", DEFAULT_KIND))
     config = kind.validate(
@@ -108,7 +113,10 @@ def write_results(
     started: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write ``result``'s summary, traces and plots into ``folder`` and commit it."""
+    """Write ``result``'s summary, traces and plots into ``folder`` and commit it.
+
+    ``extra`` adds top-level entries to ``summary.json``; ``started`` is the ISO start time.
+    """
     kind = KINDS[result.config.kind]
     summary = kind.summary(result, started=started)
     summary.update(clean(dict(extra or {})))

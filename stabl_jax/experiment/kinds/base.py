@@ -182,7 +182,10 @@ MAX_SEED = 2**32 - 1
 
 
 def check_identity(check: Checker, raw: Mapping[str, Any], default_name: str) -> dict[str, Any]:
-    """The keys every kind has: ``name`` (default ``default_name``), ``description``, seed, runs."""
+    """The keys every kind has: ``name`` (default ``default_name``), ``description``, seed, runs.
+
+    ``seed`` is in ``[0, MAX_SEED]`` and ``runs`` >= 1.
+    """
     return {
         "name": check.folder_name("name", raw.get("name", default_name)),
         "description": check.string("description", raw.get("description", "")),
@@ -241,7 +244,10 @@ def check_learners(check: Checker, value: Any, known: registry.Registry) -> tupl
 def check_ints(
     check: Checker, key: str, value: Any, minimum: int, maximum: int | None, alternative: str = ""
 ) -> list[int]:
-    """``key``: an int or non-empty array of ints in ``[minimum, maximum]``, as a list."""
+    """``key``: an int or non-empty array of ints in ``[minimum, maximum]``, as a list.
+
+    ``maximum=None``: no upper bound; ``alternative`` names what else the value may be.
+    """
     bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]

@@ -369,7 +369,10 @@ def _check_learner(check: Checker, config: ExperimentConfig, name: str) -> None:
 def _blame_learner(
     check: Checker, config: ExperimentConfig, name: str, exc: Exception
 ) -> typing.NoReturn:
-    """Report a learner that cannot be built under the key that caused it."""
+    """Report a learner that cannot be built under the key that caused it.
+
+    That is its ``learner_options`` when it builds without them, else ``horizon`` or ``env``.
+    """
     if name in config.learner_options:
         rest = {k: v for k, v in config.learner_options.items() if k != name}
         try:
@@ -487,7 +490,12 @@ def recorded_bytes(config: ExperimentConfig) -> int:
 
 
 def resolve_chunk_size(config: ExperimentConfig, recorded: int | None = None) -> int:
-    """``config.chunk_size``, else automatic with >= :data:`AUTO_MIN_CHUNKS` chunks a run."""
+    """Rounds per chunk: ``config.chunk_size`` (at most ``T``), else automatic.
+
+    The automatic size fits ``recorded`` bytes per run and round (``None``:
+    :func:`recorded_bytes`) in :func:`~stabl_jax.simulate.auto_chunk_size`'s budget, with at
+    least :data:`AUTO_MIN_CHUNKS` chunks a run.
+    """
     if config.chunk_size is not None:
         return min(config.chunk_size, config.horizon)
     per_round = max(1, recorded_bytes(config) if recorded is None else recorded)
