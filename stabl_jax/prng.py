@@ -43,9 +43,8 @@ def threefry2x32(
 
 
 def unrolled(key: jax.Array) -> bool:
-    """Whether this module hashes ``key`` with the unrolled :func:`threefry2x32` (a default
-    ``threefry2x32`` key under ``jax_threefry_partitionable``) rather than calling ``jax.random``.
-    """
+    """Whether this module hashes ``key`` with the unrolled :func:`threefry2x32` rather than
+    calling ``jax.random``: a default ``threefry2x32`` key under ``jax_threefry_partitionable``."""
     return (
         bool(jax.config.jax_threefry_partitionable)  # type: ignore[attr-defined]
         and jax.random.key_impl(key) == jax.random.key_impl(jax.random.key(0))

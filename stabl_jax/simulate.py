@@ -240,8 +240,7 @@ def sample_env_params(env: Any, keys: jax.Array) -> Any:
 @jax.jit
 def _run_streams(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(R,)`` run keys -> the keys of ``learner.init``, of the environment and of the learner:
-    ``fold_in(key_i, j)`` for ``j = 3, 1, 2``.
-    """
+    ``fold_in(key_i, j)`` for ``j = 3, 1, 2``."""
     streams = tuple(jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i) for i in (3, 1, 2))
     return cast("tuple[jax.Array, jax.Array, jax.Array]", streams)
 
@@ -329,15 +328,13 @@ def _round(
 
 def overrides_step(learner: Any) -> bool:
     """Whether ``learner``'s class replaces the generic ``step`` with its own: a full-information
-    learner (:class:`~stabl_jax.bco.FullInfoOGD`), run only on oblivious environments.
-    """
+    learner (:class:`~stabl_jax.bco.FullInfoOGD`), run only on oblivious environments."""
     return sum("step" in vars(c) for c in type(learner).__mro__) > 1
 
 
 def reveals_queried_only(env: Any, fields: tuple[str, ...]) -> bool:
     """Whether :func:`simulate` draws only the queried arms' losses of ``env`` for these traces:
-    no ``expected_loss`` and :func:`~stabl_jax.envs.base.reveals_lazily`; same values either way.
-    """
+    no ``expected_loss`` and :func:`~stabl_jax.envs.base.reveals_lazily`; same values either way."""
     return "expected_loss" not in fields and reveals_lazily(env)
 
 
@@ -414,8 +411,7 @@ def _checked_chunks(
     length: int,
 ) -> Callable[[Any, jax.Array], tuple[Any, dict]]:
     """The kernel's chunk ``step`` under ``checkify``: observed losses finite and in [0, 1], and
-    the play distribution at the chunk's end a distribution.
-    """
+    the play distribution at the chunk's end a distribution."""
     mixed = getattr(learner, "num_mixed", 1)
 
     def checked(carry: Any, t0: jax.Array) -> tuple[Any, dict]:
@@ -439,8 +435,7 @@ def _checked_chunks(
 @dataclasses.dataclass(frozen=True)
 class _RaisingLowered:
     """A lowered checkified chunk whose compiled form raises the first failed check, else returns
-    ``(carry, outputs)``.
-    """
+    ``(carry, outputs)``."""
 
     lowered: Any
 
@@ -463,8 +458,7 @@ CHUNK_BUDGET_RANGE = (16 * 2**20, 2 * 2**30)
 
 def available_memory_bytes() -> int:
     """Memory a chunk may use: the smaller of the host's available memory and, on an
-    accelerator, the first device's free memory.
-    """
+    accelerator, the first device's free memory."""
     host = None
     with contextlib.suppress(OSError), open("/proc/meminfo") as f:
         kib = next((line.split()[1] for line in f if line.startswith("MemAvailable:")), None)
@@ -607,8 +601,7 @@ def _rollout(
     learner: Any, env: Any, traces: tuple[str, ...] | None, validate: bool, kernel: str
 ) -> tuple[tuple[str, ...], tuple[str, ...], Any, str]:
     """``(fields, names, rollout_env, kernel)``: the traces to record, those ``env`` offers, the
-    environment stepped and the kernel (``"auto"`` resolved).
-    """
+    environment stepped and the kernel (``"auto"`` resolved)."""
     bandit = as_environment(env) is not env
     names = tuple(getattr(env, "trace_names", TRACE_FIELDS if bandit else ()))
     allowed = tuple(dict.fromkeys(QUERY_TRACES + names))
@@ -648,8 +641,7 @@ def _first_carry(
     options: SimOptions,
 ) -> RunCarry:
     """The padded runs' initial :class:`RunCarry`, sharded by ``plan``, holding none of the
-    caller's arrays.
-    """
+    caller's arrays."""
     num_runs, runs_per_point = plan.num_runs, options.runs_per_point
     params = sharding.pad_params(params, plan)
     if runs_per_point is not None and num_runs % runs_per_point:
@@ -691,8 +683,7 @@ def _lowering(
 
 def _owned(carry: Any, given: Any) -> Any:
     """``carry`` with a copy of every leaf that is one of ``given``'s arrays: the chunk program
-    donates the carry, never a caller's arrays.
-    """
+    donates the carry, never a caller's arrays."""
     ids = {id(x) for x in jax.tree.leaves(given)}
     return jax.tree.map(lambda x: jnp.array(x, copy=True) if id(x) in ids else x, carry)
 
@@ -717,8 +708,7 @@ def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> No
 
 def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
     """The horizon ``T`` to simulate, after checking that ``learner`` fits ``env``: equal
-    ``num_arms`` (or ``dim`` and ``domain``), ``T <= env.horizon`` and ``T <= learner.horizon``.
-    """
+    ``num_arms`` (or ``dim`` and ``domain``), ``T <= env.horizon`` and ``T <= learner.horizon``."""
     plays, takes = _query_kind(learner), _query_kind(env)
     if plays and takes and plays != takes:
         raise TypeError(
@@ -761,8 +751,7 @@ def _query_kind(x: Any) -> str | None:
 
 def _round_bytes(learner: Any, env: Any, carry: Any, fields: tuple[str, ...]) -> int:
     """Bytes of one run's recorded traces per round (at least :data:`_BYTES_PER_ROUND`), from
-    one round traced by ``jax.eval_shape`` and cached.
-    """
+    one round traced by ``jax.eval_shape`` and cached."""
     leaves, tree = jax.tree.flatten(carry)
     shapes = tuple((x.shape[1:], x.dtype) for x in leaves)
     x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
@@ -899,8 +888,7 @@ def _record(
     arrays: dict[str, np.ndarray], out: dict, t0: int, length: int, horizon: int
 ) -> dict[str, np.ndarray]:
     """``arrays`` with a chunk's ``(R, length, ...)`` outputs written at rounds ``t0 ..
-    t0 + length - 1`` of preallocated ``(R, horizon, ...)`` arrays.
-    """
+    t0 + length - 1`` of preallocated ``(R, horizon, ...)`` arrays."""
     if arrays.keys() - out.keys():
         arrays = {name: value for name, value in arrays.items() if name in out}
     for name, value in out.items():
@@ -953,8 +941,7 @@ def _dispatch(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any]
 
 def _threaded(num: int) -> Callable[[Any, list[Any], jax.Array], tuple[list[Any], dict]]:
     """``step(program, groups, t0) -> (groups, host outputs)``: the chunk program on ``num``
-    groups of runs, one host thread each; outputs joined along the runs axis.
-    """
+    groups of runs, one host thread each; outputs joined along the runs axis."""
 
     def one(program: Any, carry: Any, t0: jax.Array) -> tuple[Any, dict]:
         carry, out = program(carry, t0)

@@ -33,8 +33,7 @@ EPS32 = float(jnp.finfo(jnp.float32).eps)
 
 def prefix_bound(horizon: int) -> float:
     """``(ceil(log2 T) + 1) eps T``: a bound on the rounding error of a float32 ``jnp.cumsum`` of
-    ``T`` values in ``[-1, 1]``.
-    """
+    ``T`` values in ``[-1, 1]``."""
     return (math.ceil(math.log2(max(horizon, 2))) + 1) * EPS32 * horizon
 
 
@@ -127,8 +126,7 @@ def cumulative_regret(
 ) -> dict[str, jax.Array]:
     """``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))`` of paired ``(R, T)`` traces, on the device:
     ``{name: (R, T)}`` float32, within :func:`prefix_bound` of
-    :func:`stabl_jax.metrics.paired_cumulative_regret`.
-    """
+    :func:`stabl_jax.metrics.paired_cumulative_regret`."""
     if not metrics.has_best_arm(env):
         raise TypeError(f"{type(env).__name__} has no best_arm: no cumulative regret")
     _, horizon = metrics.check_traces(traces, carry, finite=False)
@@ -142,8 +140,7 @@ def cumulative_regret(
 def segment_means(values: jax.Array, change_points: jax.Array, num_segments: int) -> jax.Array:
     """``(R, S)`` mean of ``values`` ``(R, T)`` over each run's segments, split at
     ``change_points`` ``(R, S - 1)`` or ``(S - 1,)``; NaN for an empty segment. Within
-    ``T eps`` of :func:`stabl_jax.metrics.per_segment_mean` for values in ``[0, 1]``.
-    """
+    ``T eps`` of :func:`stabl_jax.metrics.per_segment_mean` for values in ``[0, 1]``."""
     points = jnp.broadcast_to(change_points, (values.shape[0], *jnp.shape(change_points)[-1:]))
     ts = jnp.arange(values.shape[1])
     ids = jax.vmap(lambda p: jnp.searchsorted(p, ts, side="right"))(points)  # (R, T)

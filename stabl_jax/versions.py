@@ -84,8 +84,7 @@ def package_versions() -> dict[str, str | None]:
 
 def describe() -> str:
     """stabl_jax's version and those its results depend on, as ``stabl-jax --version`` prints:
-    ``"X.Y.Z (jax ..., jaxlib ..., numpy ..., optax ..., Python ...)"``.
-    """
+    ``"X.Y.Z (jax ..., jaxlib ..., numpy ..., optax ..., Python ...)"``."""
     found = package_versions()
     mine = found.pop("stabl_jax")
     parts = [f"{name} {version or '(no metadata)'}" for name, version in found.items()]

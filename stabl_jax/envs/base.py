@@ -79,8 +79,7 @@ def reveals_lazily(env: Any) -> bool:
 
 def draws_from_words(env: Any) -> bool:
     """Whether ``env.losses_of_words`` may stand for ``loss(params, t, key)[arms]`` (as
-    :func:`reveals_lazily`, for a :class:`PiecewiseEnv` that defines its own).
-    """
+    :func:`reveals_lazily`, for a :class:`PiecewiseEnv` that defines its own)."""
     if not isinstance(env, PiecewiseEnv):
         return False
     loss, words = _owner(type(env), "loss"), _owner(type(env), "losses_of_words")
@@ -158,9 +157,8 @@ def as_environment(env: Any, *, reveal_all: bool = True, validate: bool = False)
 
 
 class BanditEnv(Environment):
-    """Base class of oblivious bandit environments: subclasses write the pure ``loss`` (and,
-    where they can draw single entries, ``loss_at``); :meth:`evaluate` is
-    :class:`ObliviousBandit`'s."""
+    """Base class of oblivious bandit environments: a pure ``loss`` (optionally ``loss_at``),
+    evaluated as :class:`ObliviousBandit`."""
 
     trace_names: ClassVar[tuple[str, ...]] = BANDIT_TRACES
 

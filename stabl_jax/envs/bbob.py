@@ -48,8 +48,7 @@ FUNCTION_NAMES: dict[int, str] = {
 class BBOBParams:
     """Arrays of one COCO instance, in JAX: the fields of
     :class:`stabl_jax.envs.bbob_instances.BBOBInstance` (``peaks`` ``(p, d)``, ``p = 0`` unless
-    f21/f22).
-    """
+    f21/f22)."""
 
     x_opt: jax.Array
     f_opt: jax.Array

@@ -49,16 +49,15 @@ class EagleParams:
     """The numbers of one Eagle optimiser (``()`` leaves; ``(A,)`` for an ensemble).
 
     Attributes:
-      perturbation: ``()`` float, perturbation of a new fly (fraction of the cube's side).
-      gravity: ``()`` float, attraction of a better fly.
-      negative_gravity: ``()`` float, repulsion of a worse fly.
-      visibility: ``()`` float, how fast a pull decays with distance.
-      penalize_factor: ``()`` float, perturbation multiplier after an unsuccessful move.
-      perturbation_lower_bound: ``()`` float, a fly below it is removed (full pool, not best).
-      max_perturbation: ``()`` float, cap on a stuck fly's perturbation.
-      explore_rate: ``()`` float in [0, 1], chance of a random suggestion while the pool is
-        below capacity; also accentuates the pulls.
-      pool_size: ``()`` int32, the pool's capacity (at most the number of slots ``P``).
+      perturbation: perturbation of a new fly (fraction of the cube's side).
+      gravity: attraction of a better fly.
+      negative_gravity: repulsion of a worse fly.
+      visibility: how fast a pull decays with distance.
+      penalize_factor: perturbation multiplier after an unsuccessful move.
+      perturbation_lower_bound: a fly below it is removed (full pool, not best).
+      max_perturbation: cap on a stuck fly's perturbation.
+      explore_rate: in [0, 1], chance of a random suggestion below capacity.
+      pool_size: int32, the pool's capacity (at most ``P``).
     """
 
     perturbation: jax.Array
@@ -77,15 +76,14 @@ class EagleState:
     """A pool of fireflies in ``P`` slots (``(A, ...)`` leading axis for an ensemble).
 
     Attributes:
-      positions: ``(P, d)`` float, fly positions in ``[0, 1]^d``.
-      values: ``(P,)`` float, the value observed at each fly (``+inf`` in empty slots).
-      perturbations: ``(P,)`` float, each fly's perturbation size.
+      positions: ``(P, d)`` fly positions in ``[0, 1]^d``.
+      values: ``(P,)`` the value observed at each fly (``+inf`` in empty slots).
+      perturbations: ``(P,)`` each fly's perturbation size.
       alive: ``(P,)`` bool, which slots hold a fly.
-      pointer: ``()`` int32, the last moved fly; the next one is the next live slot after it.
-      best_value: ``()`` float, the best value this pool has ingested (``+inf`` before any).
-      num_seen: ``()`` int32, evaluations ingested so far (all arms' evaluations).
-      num_random: ``()`` int32, this pool's own random suggestions evaluated so far (its
-        position in its Halton sequence, after :data:`HALTON_SKIP`).
+      pointer: ``()`` int32, the last moved fly.
+      best_value: ``()`` the best value this pool has ingested (``+inf`` before any).
+      num_seen: ``()`` int32, evaluations ingested (all arms').
+      num_random: ``()`` int32, this pool's random suggestions evaluated (its Halton index).
     """
 
     positions: jax.Array
@@ -334,11 +332,8 @@ def suggest(
 
 
 def mutate(params: EagleParams, state: EagleState, slot: jax.Array, order: jax.Array) -> jax.Array:
-    """``(d,)`` the fly in ``slot`` after the pulls of every other live fly, in ``order``.
-
-    Each pull is ``x <- clip(w x_j + (1 - w) x, 0, 1)`` with ``w`` from :func:`pull_weight`
-    (the distance is to the *current* ``x``, so the order matters, as in Vizier).
-    """
+    """``(d,)`` the fly in ``slot`` after the pulls of every other live fly, in ``order``: each
+    ``x <- clip(w x_j + (1 - w) x, 0, 1)``, ``w`` from :func:`pull_weight` at the current ``x``."""
     dim = state.positions.shape[-1]
     own_value = state.values[slot]
 
@@ -479,11 +474,8 @@ def next_moving_fly(alive: jax.Array, pointer: jax.Array) -> jax.Array:
 
 
 def pull_weight(params: EagleParams, sq_dist: jax.Array, dim: int, better: jax.Array) -> jax.Array:
-    """``()`` Vizier's pull of a fly at squared distance ``sq_dist``, explore-rate accentuated.
-
-    ``w = G exp(-visibility * 10 sq_dist / d)``, ``G = gravity`` if ``better`` else
-    ``-negative_gravity``; then ``rate w + (1 - rate)`` if ``w > 1/2``, else ``rate w``.
-    """
+    """``()`` Vizier's pull ``w = G exp(-10 visibility sq_dist / d)``, ``G = gravity`` if ``better``
+    else ``-negative_gravity``; then ``rate w + (1 - rate)`` if ``w > 1/2``, else ``rate w``."""
     strength = jnp.where(better, params.gravity, -params.negative_gravity)
     w = strength * jnp.exp(-params.visibility * _DISTANCE_SCALE * sq_dist / dim)
     rate = params.explore_rate
@@ -491,11 +483,8 @@ def pull_weight(params: EagleParams, sq_dist: jax.Array, dim: int, better: jax.A
 
 
 def laplace_direction(u: jax.Array) -> jax.Array:
-    """Laplace draws from uniforms ``u`` (inverse CDF), divided by their largest magnitude.
-
-    ``L = -sign(u - 1/2) log(1 - 2 |u - 1/2|)`` is standard Laplace for ``u ~ U[0, 1)``; the
-    result lies in ``[-1, 1]`` with one coordinate at ``±1`` (Vizier's normalised direction).
-    """
+    """``L / max |L|`` for ``L = -sign(u - 1/2) log(1 - 2 |u - 1/2|)``, standard Laplace for
+    ``u ~ U[0, 1)``: Vizier's normalised direction, in ``[-1, 1]``."""
     c = u - 0.5
     tail = jnp.minimum(2.0 * jnp.abs(c), 1.0 - jnp.finfo(u.dtype).eps)  # u = 0 stays finite
     noise = -jnp.sign(c) * jnp.log1p(-tail)

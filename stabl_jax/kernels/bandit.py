@@ -78,13 +78,10 @@ def _ones_up_to(m: int, strict: bool = False) -> jax.Array:
 
 
 def cdf(probs: jax.Array) -> jax.Array:
-    """``(rows, m)`` cumulative sums of ``(rows, m)`` non-negative ``probs`` along the arms,
-    ``m`` a power of two >= 16, as triangular matrix products at full precision.
-
-    Up to :data:`ONE_LEVEL` arms one product; above, 16 blocks of ``m / 16`` arms and a
-    ``16 x 16`` product of block offsets (an ``m x m`` matrix would not fit shared memory). On a
-    GPU every entry is a sequential sum, non-decreasing: a zero-probability arm is never drawn.
-    """
+    """``(rows, m)`` cumulative sums of non-negative ``probs`` ``(rows, m)``, ``m`` a power of two
+    >= 16, as triangular matrix products (one, or two levels above :data:`ONE_LEVEL` arms).
+    On a GPU every entry is a sequential sum, non-decreasing: a zero-probability arm is never
+    drawn."""
     rows, m = probs.shape
     if m <= ONE_LEVEL:
         return _dot(probs, _ones_up_to(m))
@@ -164,9 +161,8 @@ class _Kernel:
         return None
 
     def ask(self, coefs: list, state: tuple, u: list) -> tuple[list, list, jax.Array, Any]:
-        """The round's query from the ``Q`` uniforms ``u``: ``(arms, probs, play, aux)``,
-        ``Q`` ``(rows,)`` arms and the probabilities they were drawn with, the play
-        distribution ``(rows, n_pad)`` and what :meth:`tell` needs besides."""
+        """``(arms, probs, play, aux)`` from the ``Q`` uniforms ``u``: ``Q`` ``(rows,)`` arms, their
+        probabilities, the play distribution ``(rows, n_pad)`` and what :meth:`tell` needs."""
         raise NotImplementedError
 
     def tell(self, coefs: list, state: tuple, row: list, query: tuple, observed: list) -> tuple:
@@ -202,10 +198,9 @@ class _EXP3Kernel(_Kernel):
 
 @dataclasses.dataclass(frozen=True)
 class _StABLKernel(_Kernel):
-    """:class:`~stabl_jax.learners.StABL` (Algorithm 1): state experts ``log v(t, k)``
-    ``(B, runs, n_pad)``, meta ``log w_t(k)`` ``(B, runs)``, ``num_muted`` ``(1, runs)``;
-    coefficients ``eta'_k``, ``eta_k``, ``log eta_k`` (``3B``); table: the restarts at
-    ``t + 1``."""
+    """:class:`~stabl_jax.learners.StABL` (Algorithm 1): state ``log v(t, k)``
+    ``(B, runs, n_pad)``, ``log w_t(k)`` ``(B, runs)``, ``num_muted``; coefficients ``eta'_k``,
+    ``eta_k``, ``log eta_k``."""
 
     queries: ClassVar[int] = 2
 
@@ -288,8 +283,7 @@ _KERNELS: dict[type, type[_Kernel]] = {EXP3: _EXP3Kernel, StABL: _StABLKernel}
 
 def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> None:
     """Raise ``ValueError`` unless the kernel runs ``learner`` on the rollout's ``env`` recording
-    ``fields``.
-    """
+    ``fields``."""
     supported = "supported: EXP3 or StABL (float32) on an oblivious bandit environment"
     if type(learner) not in _KERNELS or learner.dtype != "float32":
         what = type(learner).__name__ + (
@@ -309,8 +303,7 @@ def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: b
 
 def auto_kernel(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> str:
     """``"pallas"`` where the kernel is compiled (a GPU), supports the call and the arms pad to at
-    most :data:`ONE_LEVEL`; else ``"xla"``.
-    """
+    most :data:`ONE_LEVEL`; else ``"xla"``."""
     if interpreted() or _padded_arms(getattr(learner, "num_arms", ONE_LEVEL + 1)) > ONE_LEVEL:
         return "xla"
     if not triton_available():
@@ -349,8 +342,7 @@ def _warn_no_triton() -> None:
 def draws_inside(env: Any, keys: tuple[jax.Array, ...] = ()) -> bool:
     """Whether the kernel hashes each round's uniforms and losses itself: ``env`` has
     ``losses_of_words`` (:func:`~stabl_jax.envs.base.draws_from_words`) and every key of
-    ``keys`` is hashed unrolled (:func:`~stabl_jax.prng.unrolled`).
-    """
+    ``keys`` is hashed unrolled (:func:`~stabl_jax.prng.unrolled`)."""
     inner = env.env if isinstance(env, ObliviousBandit) else env
     return draws_from_words(inner) and all(prng.unrolled(key) for key in keys)
 
@@ -359,8 +351,7 @@ def input_bytes_per_round(
     learner: Any, fields: tuple[str, ...], env: Any = None, keys: tuple[jax.Array, ...] = ()
 ) -> int:
     """Bytes per run and round the kernel reads besides the state (counted twice): the best arm
-    where it draws inside, else the uniforms and every arm's loss too.
-    """
+    where it draws inside, else the uniforms and every arm's loss too."""
     if env is not None and draws_inside(env, keys):
         return 2 * 4
     per = _padded_arms(learner.num_arms) + _KERNELS[type(learner)].queries
@@ -510,8 +501,7 @@ def largest_divisor(length: int, at_most: int) -> int:
 
 def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax.Array) -> dict:
     """A chunk's draws outside the kernel: ``u`` ``Q x (L, runs)`` uniforms, ``loss``
-    ``(L, runs, n_pad)`` and, for ``prob_best``, ``best`` ``(L, runs)``.
-    """
+    ``(L, runs, n_pad)`` and, for ``prob_best``, ``best`` ``(L, runs)``."""
 
     def one(params: Any, env_key: jax.Array, learner_key: jax.Array, t: jax.Array) -> dict:
         loss = env.loss(params, t, prng.fold_in(env_key, t)).astype(jnp.float32)
@@ -533,8 +523,7 @@ def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax
 
 def _key_words(env: Any, carry: Any, ts: jax.Array) -> dict:
     """Inputs of a kernel that draws inside: ``keys`` ``(2, runs)`` uint32 key words of ``env``
-    and ``learner``, and ``best`` ``(L, runs)`` int32 the best arm each round.
-    """
+    and ``learner``, and ``best`` ``(L, runs)`` int32 the best arm each round."""
     keys = {
         "env": jax.random.key_data(carry.env_key).T,
         "learner": jax.random.key_data(carry.learner_key).T,
@@ -548,8 +537,7 @@ def _key_words(env: Any, carry: Any, ts: jax.Array) -> dict:
 
 def interpreted(mesh: Any = None) -> bool:
     """Whether the kernel runs in interpret mode on ``mesh``'s devices (or the default device):
-    compiled on a GPU only.
-    """
+    compiled on a GPU only."""
     if mesh is not None:
         device = mesh.devices.flat[0]
     else:
@@ -559,8 +547,7 @@ def interpreted(mesh: Any = None) -> bool:
 
 def gpu_rows(states: tuple[jax.Array, ...]) -> int:
     """Runs per program on a GPU: :data:`GPU_ROWS`, halved while their state exceeds
-    :data:`GPU_STATE_FLOATS`, at least 16.
-    """
+    :data:`GPU_STATE_FLOATS`, at least 16."""
     per_run = sum(x.size // x.shape[1] for x in states)
     rows = GPU_ROWS
     while rows > _MIN_DOT and rows * per_run > GPU_STATE_FLOATS:
@@ -604,8 +591,7 @@ class _Drawn:
 
 class _Hashed:
     """Round ``i``'s draws hashed in the kernel from the runs' key words, bit for bit the XLA
-    path's (:mod:`stabl_jax.threefry`).
-    """
+    path's (:mod:`stabl_jax.threefry`)."""
 
     def __init__(
         self, spec: _Kernel, env: Any, ins: dict, words: dict[str, threefry.Words], i: jax.Array
@@ -636,8 +622,7 @@ class _Hashed:
 def _kernel(spec: _Kernel, env: Any, length: int, ins: dict, out: dict) -> None:
     """One program: load ``rows`` runs' state, step them through ``length`` rounds, store it;
     each round writes its arms, observed losses and, when asked, ``expected_loss`` and
-    ``prob_best``.
-    """
+    ``prob_best``."""
     coefs = [ins["coefs"][c] for c in range(ins["coefs"].shape[0])]
     table = ins.get("table")
     words: dict[str, threefry.Words] | None = None
