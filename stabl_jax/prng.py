@@ -43,10 +43,8 @@ def threefry2x32(
 
 
 def unrolled(key: jax.Array) -> bool:
-    """Whether this module hashes ``key`` (a typed key or an array of them) with the unrolled
-    :func:`threefry2x32` rather than calling ``jax.random``: a ``threefry2x32`` key of the
-    default implementation under ``jax_threefry_partitionable``. Only then do raw key words
-    (:mod:`stabl_jax.threefry`) reproduce its draws."""
+    """Whether this module hashes ``key`` with the unrolled :func:`threefry2x32` rather than
+    calling ``jax.random``: a default ``threefry2x32`` key under ``jax_threefry_partitionable``."""
     return (
         bool(jax.config.jax_threefry_partitionable)  # type: ignore[attr-defined]
         and jax.random.key_impl(key) == jax.random.key_impl(jax.random.key(0))

@@ -1,13 +1,11 @@
-"""The runs axis over every device JAX sees, in blocks of runs: how
-:func:`~stabl_jax.simulate.simulate` lays out its work.
+"""The runs axis over every device JAX sees, in blocks of runs: the layout of
+:func:`~stabl_jax.simulate.simulate`.
 
-With several devices the runs are split over a 1-D mesh ``("runs",)`` (:func:`runs_mesh`),
-each device stepping its own runs under ``jax.shard_map`` (traces gathered with
-``all_gather``); each device steps ``runs_per_block`` runs at a time (``lax.map`` over blocks,
-``vmap`` inside); on one CPU device ``host_threads`` groups of whole blocks run from their own
-Python threads. ``R`` is padded to a multiple of ``devices x runs_per_block`` with runs
-``R, R + 1, ...``, dropped afterwards. Results are bitwise identical whenever two calls use the
-same ``runs_per_block``; on a CPU the default block is a function of ``R`` alone.
+Runs are split over a 1-D mesh ``("runs",)`` under ``jax.shard_map``; each device steps
+``runs_per_block`` runs at a time (``lax.map`` over blocks, ``vmap`` inside); on one CPU
+device ``host_threads`` groups of blocks run from their own threads. ``R`` is padded to a
+multiple of ``devices x runs_per_block``, the padding dropped afterwards. Results are
+bitwise identical for the same ``runs_per_block``.
 """
 
 from __future__ import annotations

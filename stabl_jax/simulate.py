@@ -1,23 +1,17 @@
 """One rollout for every learner and environment: ``lax.scan`` over rounds inside ``vmap``
 over runs, in chunks of rounds, sharded over devices.
 
-Round ``t`` of each run, in every setting (``docs/environments.md``)::
+Round ``t`` of each run (``docs/environments.md``)::
 
     query = learner.ask(state, fold_in(learner_key, t))
     env_state, observed, info = env.evaluate(env_params, env_state, t, query, fold_in(env_key, t))
     state = learner.tell(state, query, observed)
 
-An oblivious bandit environment (a pure ``loss(params, t, key)``) is evaluated through
-:class:`~stabl_jax.envs.base.ObliviousBandit`. A full-information learner that overrides
-``step`` (:func:`overrides_step`) gets the round's whole loss,
-``state, info = learner.step(state, env.loss_fn(env_params, t, key), key)``.
-
-Keys: run ``i`` has ``run_key = fold_in(key, i)``; ``fold_in(run_key, 0)`` draws the
-environment's parameters, ``1`` is the environment's key, ``2`` the learner's, ``3``
-initialises the learner. So run ``i`` draws the same numbers whatever ``num_runs``, chunk
-size or device layout, and two learners simulated with one ``key`` see the same losses (paired
-comparisons); its bits are the same for the same ``runs_per_block`` (:mod:`stabl_jax.sharding`).
-No ``runs x T x arms`` array is built: losses are generated inside the scan.
+A learner that overrides ``step`` (:func:`overrides_step`) is given the round's whole loss.
+Run ``i`` has ``run_key = fold_in(key, i)``; ``fold_in(run_key, j)`` for ``j = 0, 1, 2, 3``
+draws the environment's parameters, is the environment's key, the learner's, and initialises
+the learner. So a run's numbers do not depend on ``num_runs``, chunk size or devices, and
+two learners simulated with one ``key`` see the same losses.
 """
 
 from __future__ import annotations
@@ -43,14 +37,11 @@ from stabl_jax.envs.base import BANDIT_TRACES, as_environment, reveals_lazily
 
 #: The default traces of an oblivious bandit environment.
 TRACE_FIELDS: tuple[str, ...] = BANDIT_TRACES
-#: Traces every rollout can record, read from the query and the observed losses: ``played``
-#: (``arms[0]``, or ``points[0]``), ``arms`` ``(Q,)``, ``points`` ``(Q, d)``, ``loss`` (the
-#: suffered ``observed[0]``), ``observed`` ``(Q,)``, ``prob_best`` (the play probability of
-#: ``info["best_arm"]``). Any other name is an ``info`` entry of the environment.
+#: Traces every rollout can record: ``played`` (``arms[0]`` or ``points[0]``), ``arms`` ``(Q,)``,
+#: ``points`` ``(Q, d)``, ``loss`` (``observed[0]``), ``observed`` ``(Q,)``, ``prob_best``.
 QUERY_TRACES: tuple[str, ...] = ("played", "arms", "points", "loss", "observed", "prob_best")
 _BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
-#: The largest ``first_run``: run ``first_run + i`` is folded into the key as a uint32, and
-#: ``first_run`` enters the program as an int32.
+#: The largest ``first_run`` (it enters the program as an int32).
 MAX_FIRST_RUN = 2**31 - 1
 
 
@@ -60,23 +51,21 @@ class SimOptions:
 
     Attributes:
       chunk_size: rounds per compiled chunk; ``None``: from the memory available
-        (:func:`auto_chunk_size`). Results are identical for every chunk size.
+        (:func:`auto_chunk_size`). Results do not depend on it.
       runs_per_block: runs stepped together on a device (``None``:
         :func:`~stabl_jax.sharding.plan_runs`); one value gives one set of bits on any devices.
       host_threads: on one CPU device, groups of blocks stepped from host threads (``None``:
-        one per usable core where the blocks split evenly). Results do not depend on it.
-      kernel: ``"xla"`` (the scan under ``vmap``), ``"pallas"`` (one fused kernel per block,
-        :mod:`stabl_jax.kernels`: the same arms, probabilities equal to float32 rounding) or
-        ``"auto"`` (:func:`stabl_jax.kernels.auto_kernel`).
-      first_run: index of the first run: the runs are ``first_run .. first_run + R - 1``.
-      runs_per_point: pair a sweep's points: run ``i`` uses the keys of run
-        ``first_run + i mod runs_per_point`` (common random numbers); ``R`` a multiple of it.
+        one per usable core). Results do not depend on it.
+      kernel: ``"xla"``, ``"pallas"`` (:mod:`stabl_jax.kernels`: the same arms, probabilities
+        equal to float32 rounding) or ``"auto"`` (:func:`stabl_jax.kernels.auto_kernel`).
+      first_run: index of the first run: runs ``first_run .. first_run + R - 1``.
+      runs_per_point: run ``i`` uses the keys of run ``first_run + i mod runs_per_point``
+        (common random numbers across a sweep's points); ``R`` a multiple of it.
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
-      checkpoint: a :class:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint`: resume from
-        it and save after every chunk (:func:`run_chunks`).
-      traces_on_device: keep the traces on the device (``jax.Array``; nothing of ``(R, T)``
-        is copied to the host), for summaries computed there (:mod:`stabl_jax.summaries`).
-        The same bits as on the host; one host thread; no checkpoint.
+      checkpoint: a :class:`~stabl_jax.experiment.checkpoints.ChunkCheckpoint` to resume from
+        and save to after every chunk.
+      traces_on_device: keep the traces on the device as ``jax.Array`` (one host thread, no
+        checkpoint); the same bits.
 
     Example:
       >>> SimOptions(chunk_size=64, kernel="xla").chunk_size
@@ -155,26 +144,23 @@ class RunCarry:
 
 @dataclasses.dataclass
 class SimResult:
-    """Traces of a simulation: NumPy arrays on the host, or ``jax.Array`` on the device with
-    ``SimOptions(traces_on_device=True)``.
+    """Traces of a simulation: NumPy arrays, or ``jax.Array`` with ``traces_on_device``.
 
-    Every recorded trace is an attribute (``result.loss``), ``(R, T, ...)``; a trace the
-    environment offers but that was not recorded reads ``None``. Bandit traces: ``played``
-    ``(R, T)`` int32, ``arms`` ``(R, T, Q)`` int32, ``loss`` ``(R, T)`` float32 ``l_t(x_t)``,
-    ``expected_loss`` ``(R, T)`` ``<p_t, l_t>``, ``prob_best`` ``(R, T)``. Convex: ``loss``,
-    ``best_loss`` (``l_t`` at its own minimiser), ``played`` ``(R, T, d)``. Algorithm
-    selection: ``arms``, ``observed`` ``(R, T, Q)`` and the environment's ``reward``,
-    ``best_gap``, ``best_value`` ``(R, T, Q)``.
+    Every recorded trace is an attribute (``result.loss``), ``(R, T, ...)``; an offered trace
+    not recorded reads ``None``. Bandit: ``played`` ``(R, T)`` int32, ``arms`` ``(R, T, Q)``,
+    ``loss`` ``l_t(x_t)``, ``expected_loss`` ``<p_t, l_t>``, ``prob_best``. Convex: ``loss``,
+    ``best_loss``, ``played`` ``(R, T, d)``. Algorithm selection: ``arms``, ``observed``
+    ``(R, T, Q)``, ``reward``, ``best_gap``, ``best_value``.
 
     Attributes:
       arrays: the recorded traces by name.
       carry: the final :class:`RunCarry` (runs-leading); ``None`` when restored from a
         finished checkpoint whose state was dropped.
-      compile_seconds: time spent compiling the chunk program(s).
-      run_seconds: time spent running them (excluding compilation).
+      compile_seconds: time spent compiling the chunk programs.
+      run_seconds: time spent running them.
       offered: the trace names that read ``None`` when not recorded.
       kernel: the path that stepped the runs, ``"xla"`` or ``"pallas"``.
-      env: the environment simulated; metrics that regenerate its losses refuse another.
+      env: the environment simulated.
     """
 
     arrays: dict[str, np.ndarray]
@@ -206,11 +192,10 @@ class SimResult:
         return dict(self.arrays)
 
     def final_carry(self, caller: str) -> RunCarry:
-        """The final :attr:`carry`, for ``caller`` (a metric or step that reads it).
+        """The final :attr:`carry`, for ``caller``.
 
         Raises:
-          ValueError: the result holds none (restored from a finished checkpoint whose loop
-            state was dropped).
+          ValueError: the result holds none.
         """
         if self.carry is None:
             raise ValueError(
@@ -221,9 +206,7 @@ class SimResult:
         return self.carry
 
     def check_env(self, env: Any, caller: str) -> None:
-        """Raise ``ValueError`` unless ``env`` equals the environment simulated (when known):
-        ``caller`` (a metric that regenerates its losses) would measure the runs against
-        another environment's losses."""
+        """Raise ``ValueError`` unless ``env`` is the environment simulated (when known)."""
         if self.env is not None and self.env != env:
             raise ValueError(
                 f"result was simulated on {self.env!r}, not on env={env!r}: give {caller} the "
@@ -250,16 +233,14 @@ def params_axes(params: Any) -> Any:
 
 @partial(jax.jit, static_argnames=("env",))
 def sample_env_params(env: Any, keys: jax.Array) -> Any:
-    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``;
-    compiled apart from the learner, so every learner simulated on ``env`` reuses it."""
+    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``."""
     return jax.vmap(lambda k: env.sample_params(jax.random.fold_in(k, 0)))(keys)
 
 
 @jax.jit
 def _run_streams(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(R,)`` run keys -> the keys of ``learner.init``, of the environment's rounds and of
-    the learner's: ``fold_in(key_i, 3)``, ``fold_in(key_i, 1)``, ``fold_in(key_i, 2)``;
-    compiled once per ``R`` (a threefry hash is most of a small init program's compile)."""
+    """``(R,)`` run keys -> the keys of ``learner.init``, of the environment and of the learner:
+    ``fold_in(key_i, j)`` for ``j = 3, 1, 2``."""
     streams = tuple(jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i) for i in (3, 1, 2))
     return cast("tuple[jax.Array, jax.Array, jax.Array]", streams)
 
@@ -317,8 +298,7 @@ def _trace(name: str, query: Any, observed: jax.Array, info: Any) -> jax.Array:
 def _round(
     learner: Any, env: Any, fields: tuple[str, ...], validate: bool, carry: RunCarry, t: jax.Array
 ) -> tuple[RunCarry, dict]:
-    """One round of one run: ask -> evaluate the query only -> tell. With ``validate``, the
-    in-program checks of the observed losses and of a bandit learner's play distribution."""
+    """One round of one run: ask, evaluate the query, tell; with ``validate``, in-program checks."""
     # prng.fold_in is jax.random.fold_in bit for bit, unrolled (faster inside the scan).
     env_key = prng.fold_in(carry.env_key, t)
     learner_key = prng.fold_in(carry.learner_key, t)
@@ -339,7 +319,7 @@ def _round(
     if not full:
         state = learner.tell(carry.state, query, observed)
     if validate and bandit:
-        # BanditLearner's num_mixed; a learner with the registry's methods alone mixes one row
+        # BanditLearner's num_mixed; a learner without it mixes one row
         mixed = getattr(learner, "num_mixed", 1)
         checks.traced_check_distribution("play distribution", query.play_probs, t, mixed)
     out = {name: _trace(name, query, observed, info) for name in fields}
@@ -347,19 +327,14 @@ def _round(
 
 
 def overrides_step(learner: Any) -> bool:
-    """Whether ``learner``'s class replaces the generic ``step`` (ask, evaluate the query,
-    tell) with its own: a full-information learner that reads more of the round's loss than
-    its query's values (:class:`~stabl_jax.bco.FullInfoOGD` reads the gradient). The rollout
-    then calls ``learner.step(state, env.loss_fn(params, t, key), key)``, which only oblivious
-    environments offer; every other learner is driven by ``ask`` and ``tell``."""
+    """Whether ``learner``'s class replaces the generic ``step`` with its own: a full-information
+    learner (:class:`~stabl_jax.bco.FullInfoOGD`), run only on oblivious environments."""
     return sum("step" in vars(c) for c in type(learner).__mro__) > 1
 
 
 def reveals_queried_only(env: Any, fields: tuple[str, ...]) -> bool:
-    """Whether :func:`simulate` draws only the queried arms' losses of an oblivious bandit
-    ``env`` for these traces: when ``expected_loss`` (``<p_t, l_t>``, which needs every arm's
-    loss) is not recorded and the environment's ``loss_at`` was written against its ``loss``
-    (:func:`~stabl_jax.envs.base.reveals_lazily`); the same values either way."""
+    """Whether :func:`simulate` draws only the queried arms' losses of ``env`` for these traces:
+    no ``expected_loss`` and :func:`~stabl_jax.envs.base.reveals_lazily`; same values either way."""
     return "expected_loss" not in fields and reveals_lazily(env)
 
 
@@ -392,16 +367,21 @@ def run_chunk(
     validate: bool = False,
     kernel: str = "xla",
 ) -> Any:
-    """Advance every run by ``length`` rounds from round ``t0``, laid out by a
-    :class:`stabl_jax.sharding.RunsPlan` (split over its devices, ``plan.block`` runs at a
-    time). Returns ``(carry, outputs)``, outputs ``(R, length, ...)`` for ``fields``. The
-    ``carry`` given is donated: the runs' loop state is held once, not twice.
+    """Advance every run by ``length`` rounds from round ``t0``, laid out by ``plan``.
 
-    With ``validate``, the checks of :func:`_round` run under ``checkify`` and the function
-    returns ``(error, (carry, outputs))``, the values bitwise those without checks. With
-    ``kernel="pallas"`` each block's chunk is one ``pallas_call``
-    (:func:`stabl_jax.kernels.chunk_step`) instead of ``vmap`` of the scan, and ``validate``
-    checks each chunk's outputs instead (:func:`_checked_chunks`).
+    Args:
+      learner, env: the rollout's learner and environment (static).
+      carry: the stacked :class:`RunCarry` (donated).
+      t0: ``()`` int32 first round.
+      length: rounds (static).
+      plan: a :class:`stabl_jax.sharding.RunsPlan`.
+      fields: the traces to record.
+      validate: run the checks under ``checkify``.
+      kernel: ``"xla"`` or ``"pallas"`` (:func:`stabl_jax.kernels.chunk_step`).
+
+    Returns:
+      ``(carry, outputs)``, outputs ``(R, length, ...)``; with ``validate``,
+      ``(error, (carry, outputs))``, the values bitwise those without checks.
     """
     if kernel == "pallas":
         interpret = kernels.interpreted(plan.mesh)
@@ -430,11 +410,8 @@ def _checked_chunks(
     fields: tuple[str, ...],
     length: int,
 ) -> Callable[[Any, jax.Array], tuple[Any, dict]]:
-    """The kernel's chunk ``step`` with the checks its outputs allow, under ``checkify``:
-    every observed loss finite and in [0, 1] (the first bad round named), and the play
-    distribution after the chunk (round ``t0 + length``) a distribution, for every run. The
-    kernel has no checks inside, so a distribution is checked once a chunk, not each round;
-    ``step`` records ``observed`` besides ``fields``, which are returned."""
+    """The kernel's chunk ``step`` under ``checkify``: observed losses finite and in [0, 1], and
+    the play distribution at the chunk's end a distribution."""
     mixed = getattr(learner, "num_mixed", 1)
 
     def checked(carry: Any, t0: jax.Array) -> tuple[Any, dict]:
@@ -457,8 +434,8 @@ def _checked_chunks(
 
 @dataclasses.dataclass(frozen=True)
 class _RaisingLowered:
-    """A lowered checkified chunk whose compiled form raises the first failed check and
-    otherwise returns ``(carry, outputs)`` like an unchecked chunk (what ``run_chunks`` runs)."""
+    """A lowered checkified chunk whose compiled form raises the first failed check, else returns
+    ``(carry, outputs)``."""
 
     lowered: Any
 
@@ -480,9 +457,8 @@ CHUNK_BUDGET_RANGE = (16 * 2**20, 2 * 2**30)
 
 
 def available_memory_bytes() -> int:
-    """Memory a chunk may use now: the host's available memory (``MemAvailable`` of
-    ``/proc/meminfo``, else free physical pages) and, when JAX runs on an accelerator, its
-    free memory (``bytes_limit - bytes_in_use`` of the first device); the smaller."""
+    """Memory a chunk may use: the smaller of the host's available memory and, on an
+    accelerator, the first device's free memory."""
     host = None
     with contextlib.suppress(OSError), open("/proc/meminfo") as f:
         kib = next((line.split()[1] for line in f if line.startswith("MemAvailable:")), None)
@@ -505,10 +481,11 @@ def auto_chunk_size(
     budget_bytes: int | None = None,
     bytes_per_round: int = _BYTES_PER_ROUND,
 ) -> int:
-    """Rounds per chunk so that one chunk's outputs, ``R x chunk x bytes_per_round`` (held on
-    the device and on the host), stay under ``budget_bytes``; ``None``:
-    :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes`, clipped to
-    :data:`CHUNK_BUDGET_RANGE`. Results do not depend on the chunk size."""
+    """Rounds per chunk so that ``R x chunk x bytes_per_round`` stays under ``budget_bytes``.
+
+    ``budget_bytes=None``: :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes`,
+    clipped to :data:`CHUNK_BUDGET_RANGE`.
+    """
     if budget_bytes is None:
         low, high = CHUNK_BUDGET_RANGE
         budget_bytes = int(min(high, max(low, available_memory_bytes() * CHUNK_MEMORY_FRACTION)))
@@ -529,27 +506,24 @@ def simulate(
     env_params: Any = None,
     options: SimOptions = SimOptions(),
 ) -> SimResult:
-    """Simulate ``R = num_runs`` runs of ``learner`` on ``env`` for ``T`` rounds (module
-    docstring): bandit learners on bandit environments, BCO learners on convex ones.
+    """Simulate ``R = num_runs`` runs of ``learner`` on ``env`` for ``T`` rounds.
 
     Args:
-      learner: a learner (``init``, ``ask``, ``tell``); its ``num_arms`` (or ``dim`` and
-        ``domain``) ``env``'s, its ``horizon`` at least ``T``.
+      learner: a learner (``init``, ``ask``, ``tell``) with ``env``'s ``num_arms`` (or ``dim``
+        and ``domain``) and ``horizon >= T``.
       env: an environment with ``evaluate``, or an oblivious bandit one with a pure ``loss``.
       key: a typed PRNG key (``jax.random.key(seed)``).
       num_runs: ``R`` (>= 1).
       horizon: ``T``; default ``env.horizon`` (else ``learner.horizon``).
       params: learner params (``None``: the defaults); leaves ``(R, ...)`` are per run.
       traces: the traces to record (:data:`QUERY_TRACES`, ``info`` entries); ``None``:
-        ``env.trace_names``. Without ``expected_loss`` only queried losses are drawn.
-      validate: check every bandit round in the program (losses in [0, 1], the play
-        distribution), convex traces after the run; results unchanged, at a cost in speed.
+        ``env.trace_names``.
+      validate: check losses in [0, 1] and the play distribution; results unchanged, slower.
       env_params: ``(R, ...)`` environment parameters instead of ``env.sample_params``.
-      options: execution and which runs of ``key`` (:class:`SimOptions`).
+      options: a :class:`SimOptions`.
 
     Returns:
-      A :class:`SimResult` with ``(R, T, ...)`` traces: NumPy arrays, or ``jax.Array`` on the
-      device with ``options.traces_on_device``.
+      A :class:`SimResult` with ``(R, T, ...)`` traces.
 
     Example:
       >>> import jax
@@ -615,8 +589,7 @@ def _auto_chunk(
     horizon: int,
     num_runs: int,
 ) -> int:
-    """:func:`auto_chunk_size` for ``num_runs`` runs like ``carry``'s: the recorded traces'
-    bytes per round (:func:`_round_bytes`) and, on the Pallas path, the kernel's inputs."""
+    """:func:`auto_chunk_size` from the traces' bytes per round (and the kernel's inputs)."""
     per_round = _round_bytes(learner, env, carry, fields)
     if kernel == "pallas":
         keys = (carry.env_key, carry.learner_key)
@@ -627,9 +600,8 @@ def _auto_chunk(
 def _rollout(
     learner: Any, env: Any, traces: tuple[str, ...] | None, validate: bool, kernel: str
 ) -> tuple[tuple[str, ...], tuple[str, ...], Any, str]:
-    """``(fields, names, rollout_env, kernel)``: the traces to record, those ``env`` offers,
-    the environment the rollout steps (:func:`~stabl_jax.envs.base.as_environment`) and the
-    kernel (``"auto"`` resolved)."""
+    """``(fields, names, rollout_env, kernel)``: the traces to record, those ``env`` offers, the
+    environment stepped and the kernel (``"auto"`` resolved)."""
     bandit = as_environment(env) is not env
     names = tuple(getattr(env, "trace_names", TRACE_FIELDS if bandit else ()))
     allowed = tuple(dict.fromkeys(QUERY_TRACES + names))
@@ -669,7 +641,7 @@ def _first_carry(
     options: SimOptions,
 ) -> RunCarry:
     """The padded runs' initial :class:`RunCarry`, sharded by ``plan``, holding none of the
-    caller's arrays (:func:`_owned`)."""
+    caller's arrays."""
     num_runs, runs_per_point = plan.num_runs, options.runs_per_point
     params = sharding.pad_params(params, plan)
     if runs_per_point is not None and num_runs % runs_per_point:
@@ -698,8 +670,7 @@ def _first_carry(
 def _lowering(
     learner: Any, env: Any, plan: Any, fields: tuple[str, ...], validate: bool, kernel: str
 ) -> Callable[[Any, jax.Array, int], Any]:
-    """``lower(carry, t0, length)``: the lowered :func:`run_chunk` that :func:`run_chunks`
-    compiles (one that raises a failed check, with ``validate``)."""
+    """``lower(carry, t0, length)``: the lowered :func:`run_chunk`, for :func:`run_chunks`."""
 
     def lower(c: Any, t0: jax.Array, n: int) -> Any:
         args = (learner, env, c, t0, n, plan, fields)
@@ -711,21 +682,17 @@ def _lowering(
 
 
 def _owned(carry: Any, given: Any) -> Any:
-    """``carry`` with a copy of every leaf that is one of the arrays of ``given`` (the caller's
-    params and environment parameters, which a compiled ``init`` may pass through as they
-    are): :func:`run_chunk` deletes the carry it is given (it donates it), never a caller's
-    arrays."""
+    """``carry`` with a copy of every leaf that is one of ``given``'s arrays: the chunk program
+    donates the carry, never a caller's arrays."""
     ids = {id(x) for x in jax.tree.leaves(given)}
     return jax.tree.map(lambda x: jnp.array(x, copy=True) if id(x) in ids else x, carry)
 
 
 def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> None:
-    """``validate`` for convex rounds, on the host after the run (a check inside the program
-    would change StABL-BCO's bits, :func:`_round`): the recorded losses and points finite
-    (``best_loss`` is NaN by design where the environment has no minimiser).
+    """``validate`` for convex runs, on the host after the run: losses and points finite.
 
     Raises:
-      ValueError: naming the trace, the first run and round with a value that is not finite.
+      ValueError: naming the trace, run and round of the first value that is not finite.
     """
     for name in ("loss", "observed", "played", "points"):
         values = np.asarray(arrays[name]) if name in arrays else None
@@ -741,9 +708,7 @@ def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> No
 
 def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
     """The horizon ``T`` to simulate, after checking that ``learner`` fits ``env``: equal
-    ``num_arms`` (bandits) or ``dim`` and ``domain`` (convex), ``T <= env.horizon`` and
-    ``T <= learner.horizon`` (a learner's step sizes and history lengths are set from its
-    horizon: it may be built for more rounds than simulated, never fewer)."""
+    ``num_arms`` (or ``dim`` and ``domain``), ``T <= env.horizon`` and ``T <= learner.horizon``."""
     plays, takes = _query_kind(learner), _query_kind(env)
     if plays and takes and plays != takes:
         raise TypeError(
@@ -772,8 +737,7 @@ def _check_pairing(learner: Any, env: Any, horizon: int | None) -> int:
     return horizon
 
 
-#: The two kinds of learner and environment, by the size each is built with: what a learner
-#: and an environment of that kind are called in messages.
+#: The two kinds of learner and environment, by the size each is built with, as named in messages.
 _KINDS = {
     "num_arms": ("a bandit learner", "a bandit environment"),
     "dim": ("a BCO learner", "a convex environment"),
@@ -781,18 +745,13 @@ _KINDS = {
 
 
 def _query_kind(x: Any) -> str | None:
-    """``"num_arms"`` for a bandit learner or environment (an algorithm-selection environment
-    has a ``dim`` too, its problem's), ``"dim"`` for a BCO one, ``None`` when it has neither."""
+    """``"num_arms"`` for a bandit learner or environment, ``"dim"`` for a BCO one, or ``None``."""
     return next((name for name in _KINDS if hasattr(x, name)), None)
 
 
 def _round_bytes(learner: Any, env: Any, carry: Any, fields: tuple[str, ...]) -> int:
-    """Bytes of one run's recorded traces per round (shapes only; at least
-    :data:`_BYTES_PER_ROUND`).
-
-    Found by tracing one round (``jax.eval_shape``), once per learner, environment, traces and
-    per-run carry shapes: a second ``simulate`` of the same program does not trace it again.
-    """
+    """Bytes of one run's recorded traces per round (at least :data:`_BYTES_PER_ROUND`), from
+    one round traced by ``jax.eval_shape`` and cached."""
     leaves, tree = jax.tree.flatten(carry)
     shapes = tuple((x.shape[1:], x.dtype) for x in leaves)
     x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
@@ -839,22 +798,17 @@ def run_chunks(
     """Drive a chunked scan over rounds ``0..horizon-1`` (shared by every simulator).
 
     Args:
-      lower: ``lower(carry, t0, length)``, the lowered chunk program mapping ``(carry, t0)``
-        to ``(carry, outputs (R, length, ...))``; compiled ahead of time once per distinct
-        length (at most two), so compile and run times are measured apart.
-      carry: the stacked per-run loop state, consumed (the programs donate their input).
+      lower: ``lower(carry, t0, length)``, the lowered chunk program ``(carry, t0) -> (carry,
+        outputs (R, length, ...))``, compiled once per distinct length.
+      carry: the stacked per-run loop state, consumed (donated).
       horizon: number of rounds.
-      chunk_size: rounds per chunk (>= 1); results do not depend on it.
+      chunk_size: rounds per chunk (>= 1).
       progress: ``True`` for a tqdm bar, or a callback ``(done, total)`` after each chunk.
       checkpoint: ``None``, or an object with ``restore(carry, horizon, names) -> (carry,
-        outputs, t0) | None`` (called once: the run continues from round ``t0``, outputs
-        ``(R, horizon, ...)`` filled for rounds ``[0, t0)``) and ``save(carry, outputs,
-        start, stop)`` after each chunk (``experiment.checkpoints.ChunkCheckpoint``).
-      host_threads: equal groups of runs, each stepped by the same program from its own
-        thread (:mod:`stabl_jax.sharding`); ``R`` a multiple of it. Results as one call.
-      names: the outputs recorded, passed to ``checkpoint.restore`` (``None``: all it holds).
-      on_device: keep the outputs on the device, written chunk by chunk into ``(R, horizon,
-        ...)`` device buffers (no checkpoint, one thread); else copied to host arrays.
+        outputs, t0) | None`` and ``save(carry, outputs, start, stop)``.
+      host_threads: equal groups of runs, each stepped from its own thread; results unchanged.
+      names: the outputs recorded, for ``checkpoint.restore`` (``None``: all it holds).
+      on_device: keep the outputs in ``(R, horizon, ...)`` device buffers.
 
     Returns:
       ``(carry, outputs (R, horizon, ...) per name, compile_seconds, run_seconds)``.
@@ -868,14 +822,11 @@ def run_chunks(
     carry, arrays, t0 = _resume(checkpoint, carry, horizon, names)
     if t0:
         bar(t0)
-    # The runs stay split in their threads' groups from chunk to chunk, joined only for a
-    # checkpoint and at the end: the loop state is held once, not as a whole beside its parts.
+    # The runs stay split in their threads' groups, joined only for a checkpoint and at the end.
     groups = _groups(carry, threads) if t0 < horizon else [carry]
     del carry
-    # Without a checkpoint or host threads, chunk k + 1 is dispatched before chunk k's outputs
-    # are fetched, so the copy to the host overlaps the device's work (at most two chunks'
-    # outputs alive). A checkpoint needs the carry after each chunk, which the next chunk's
-    # call donates, so it keeps the fetch before the next dispatch.
+    # Without a checkpoint or threads, chunk k + 1 is dispatched before chunk k's outputs are
+    # fetched, overlapping the copy with the device's work.
     overlap = checkpoint is None and threads == 1
     if on_device and not overlap:
         raise ValueError("on_device=True needs checkpoint=None and host_threads=1")
@@ -936,10 +887,8 @@ def _resume(
 def _record(
     arrays: dict[str, np.ndarray], out: dict, t0: int, length: int, horizon: int
 ) -> dict[str, np.ndarray]:
-    """``arrays`` with a chunk's host outputs ``(R, length, ...)`` written at rounds
-    ``t0 .. t0 + length - 1``: each output ``(R, horizon, ...)`` is allocated once and filled
-    chunk by chunk, never held beside a concatenated copy. Restored traces this run does not
-    record are dropped."""
+    """``arrays`` with a chunk's ``(R, length, ...)`` outputs written at rounds ``t0 ..
+    t0 + length - 1`` of preallocated ``(R, horizon, ...)`` arrays."""
     if arrays.keys() - out.keys():
         arrays = {name: value for name, value in arrays.items() if name in out}
     for name, value in out.items():
@@ -955,8 +904,7 @@ def _record(
 def _record_on_device(
     arrays: dict[str, Any], out: dict, t0: jax.Array, horizon: int
 ) -> dict[str, Any]:
-    """:func:`_record` on the device: each ``(R, horizon, ...)`` buffer allocated there once
-    and updated in place (donated) with a chunk's outputs at round ``t0``."""
+    """:func:`_record` into donated device buffers."""
     for name, value in out.items():
         if name not in arrays:
             arrays[name] = jnp.empty((value.shape[0], horizon, *value.shape[2:]), value.dtype)
@@ -992,9 +940,8 @@ def _dispatch(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any]
 
 
 def _threaded(num: int) -> Callable[[Any, list[Any], jax.Array], tuple[list[Any], dict]]:
-    """``step(program, groups, t0) -> (groups, host outputs)``: the chunk program on the
-    ``num`` groups of runs at once, one host thread each (JAX releases the GIL while it
-    runs); the outputs joined along the runs axis."""
+    """``step(program, groups, t0) -> (groups, host outputs)``: the chunk program on ``num``
+    groups of runs, one host thread each; outputs joined along the runs axis."""
 
     def one(program: Any, carry: Any, t0: jax.Array) -> tuple[Any, dict]:
         carry, out = program(carry, t0)
@@ -1015,8 +962,7 @@ def _threaded(num: int) -> Callable[[Any, list[Any], jax.Array], tuple[list[Any]
 def progress_bar(
     progress: bool | Callable[[int, int], None], total: int, unit: str = "round"
 ) -> Callable[[int], None]:
-    """``update(done)``: calls ``progress(done, total)``, moves a tqdm bar of ``total``
-    ``unit``s (``progress=True``), or does nothing (``False``)."""
+    """``update(done)``: calls ``progress(done, total)``, moves a tqdm bar (``True``) or nothing."""
     if callable(progress):
         return lambda done: progress(done, total)
     if not progress:
@@ -1036,13 +982,9 @@ def progress_bar(
 def regenerate_losses(env: Any, carry: RunCarry, t_start: int, t_stop: int) -> jax.Array:
     """``(R, t_stop - t_start, n)`` losses of every arm, regenerated from the pure environment.
 
-    Use it on blocks of rounds/runs: the full ``R x T x n`` array is what the simulation
-    avoids building.
-
     Raises:
-      ValueError: ``t_start`` negative, ``t_stop`` below it, or ``t_stop`` beyond
-        ``env.horizon`` (rounds no simulation of ``env`` played: the losses of another,
-        longer environment's runs). ``TypeError``: a round that is not an int.
+      ValueError: ``t_start`` negative, ``t_stop < t_start`` or ``t_stop > env.horizon``.
+      TypeError: a round that is not an int.
     """
     t_start = checks.check_int("t_start", t_start, minimum=0)
     t_stop = checks.check_int("t_stop", t_stop, minimum=t_start)

@@ -1,17 +1,12 @@
 """Large studies without ``(R, T)`` traces: simulate and score one batch of runs at a time,
 keep per-run summaries only.
 
-:func:`simulate_summaries` simulates ``runs_per_batch`` runs at a time (runs ``first_run ..
-first_run + b - 1`` of one key: the very runs ``simulate(..., key, R)`` gives), scores their
-SA(L) with :func:`~stabl_jax.metrics.paired_adaptive_regret` (arm losses regenerated a block
-of runs at a time) and keeps per-run summaries, so host memory is ``O(b T + T n)`` whatever
-``R``: the batch's traces (``b x T x 12`` bytes: ``loss``, ``expected_loss``, ``prob_best``),
-a block's arm losses and their float64 prefix sums (at most 256 MiB) and ``R x (2 |L| + S +
-4)`` summaries. The SA(L) numbers are those of the traces path to the last bit.
-
-With ``on_device=True`` a batch's traces stay on the device and are summarised there in
-float32 (:mod:`stabl_jax.summaries`, within its stated rounding bounds of the float64 path);
-only the ``(b, ...)`` summaries reach the host, so a GPU study copies no ``(R, T)`` array.
+:func:`simulate_summaries` simulates ``b = runs_per_batch`` runs at a time (the runs
+``simulate(..., key, R)`` gives), scores their SA(L) with
+:func:`~stabl_jax.metrics.paired_adaptive_regret` and keeps per-run summaries: host memory
+is ``O(b T + T n)`` whatever ``R``, and the SA(L) numbers are the traces path's to the last
+bit. With ``on_device=True`` a batch is summarised on the device in float32, within the
+rounding bounds of :mod:`stabl_jax.summaries`.
 """
 
 from __future__ import annotations
@@ -78,7 +73,7 @@ def simulate_summaries(
     options: SimOptions | None = None,
     on_device: bool = False,
 ) -> RunSummaries:
-    """Simulate ``R = num_runs`` runs in batches and keep per-run summaries (module docstring).
+    """Simulate ``R = num_runs`` runs in batches and keep per-run summaries.
 
     Args:
       learner, env, key, horizon: as for :func:`~stabl_jax.simulate.simulate`; ``env`` an
@@ -87,15 +82,13 @@ def simulate_summaries(
       window_lengths: the ``L`` of SA(L), each in ``[1, T]``.
       params: learner params, shared scalars or per-run leaves of leading size ``R``.
       runs_per_batch: runs simulated and scored together (memory is linear in it).
-      progress: ``True`` for a tqdm bar of runs, or a callback ``(runs done, R)`` after
-        each batch; ``False`` or ``None``: neither.
-      options: each batch's :class:`~stabl_jax.simulate.SimOptions` (``chunk_size``,
-        ``runs_per_block``, ``host_threads``, ``kernel``; ``None``: the defaults); the batches
-        set ``first_run``.
-      on_device: summarise each batch on the device, in float32 (module docstring).
+      progress: ``True`` for a tqdm bar of runs, or a callback ``(runs done, R)`` per batch.
+      options: each batch's :class:`~stabl_jax.simulate.SimOptions` (``None``: the defaults);
+        the batches set ``first_run``.
+      on_device: summarise each batch on the device, in float32.
 
     Returns:
-      :class:`RunSummaries` of the ``R`` runs, the runs of ``simulate(..., key, R)``.
+      :class:`RunSummaries` of the ``R`` runs of ``simulate(..., key, R)``.
 
     Example:
       >>> import jax

@@ -1,7 +1,7 @@
-"""Summaries of simulation traces computed on the device, so that no ``(R, T)`` array needs
-to reach the host: simulate with ``SimOptions(traces_on_device=True)``, summarise here, and
-copy only the ``(R, ...)`` results. :mod:`stabl_jax.metrics` computes the same quantities
-in float64 on the host; these are float32, within the rounding bounds each function states.
+"""Summaries of simulation traces on the device, so no ``(R, T)`` array reaches the host.
+
+The quantities of :mod:`stabl_jax.metrics`, in float32 within the rounding bound each
+function states (``eps`` is float32's machine epsilon).
 
 Example:
   >>> import jax
@@ -32,9 +32,8 @@ EPS32 = float(jnp.finfo(jnp.float32).eps)
 
 
 def prefix_bound(horizon: int) -> float:
-    """A bound on the rounding error of a float32 prefix sum of ``T`` values in ``[-1, 1]``
-    by ``jnp.cumsum`` (an associative scan: ``ceil(log2 T) + 1`` roundings, each at most
-    ``eps`` times a partial sum of magnitude at most ``T``): ``(ceil(log2 T) + 1) eps T``."""
+    """``(ceil(log2 T) + 1) eps T``: a bound on the rounding error of a float32 ``jnp.cumsum`` of
+    ``T`` values in ``[-1, 1]``."""
     return (math.ceil(math.log2(max(horizon, 2))) + 1) * EPS32 * horizon
 
 
@@ -85,20 +84,19 @@ def adaptive_regret(
     *,
     runs_per_batch: int = 64,
 ) -> dict[str, jax.Array]:
-    """SA(L) (Section 2: the largest regret against the best fixed arm over any window of
-    ``L`` rounds) of paired ``(R, T)`` loss traces, on the device; every arm's loss is
-    regenerated from ``env`` ``runs_per_batch`` runs at a time, never ``(R, T, n)`` at once.
+    """SA(L), the largest regret against the best fixed arm over any ``L``-round window, of paired
+    ``(R, T)`` traces on the device; arm losses regenerated ``runs_per_batch`` runs at a time.
 
     Args:
       env: the environment simulated (oblivious: a pure ``loss``).
       carry: the simulation's final carry (``result.carry``).
       traces: ``{name: (R, T) losses}`` (e.g. ``loss``, ``expected_loss``).
       window_lengths: the ``L`` values, each in ``[1, T]``.
-      runs_per_batch: runs regenerated together (memory ``runs_per_batch * T * n * 4`` B).
+      runs_per_batch: runs regenerated together (memory ``4 runs_per_batch T n`` bytes).
 
     Returns:
       ``{name: (R, len(L))}`` float32, each within :func:`sa_bound` of
-      :func:`stabl_jax.metrics.paired_adaptive_regret`'s float64.
+      :func:`stabl_jax.metrics.paired_adaptive_regret`.
     """
     names = list(traces)
     num_runs, horizon = metrics.check_traces(traces, carry, finite=False)
@@ -126,10 +124,9 @@ def best_arm_losses(env: Any, carry: RunCarry, horizon: int) -> jax.Array:
 def cumulative_regret(
     env: Any, carry: RunCarry, traces: Mapping[str, jax.Array]
 ) -> dict[str, jax.Array]:
-    """``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))`` of paired ``(R, T)`` traces, on the
-    device: ``{name: (R, T)}`` float32, within :func:`prefix_bound` of
-    :func:`stabl_jax.metrics.paired_cumulative_regret`. Reduce it there (``.mean(0)``,
-    ``[:, -1]``) before copying."""
+    """``R(t) = sum_{s <= t} (trace_s - l_s(i*_s))`` of paired ``(R, T)`` traces, on the device:
+    ``{name: (R, T)}`` float32, within :func:`prefix_bound` of
+    :func:`stabl_jax.metrics.paired_cumulative_regret`."""
     if not metrics.has_best_arm(env):
         raise TypeError(f"{type(env).__name__} has no best_arm: no cumulative regret")
     _, horizon = metrics.check_traces(traces, carry, finite=False)
@@ -142,9 +139,8 @@ def cumulative_regret(
 @partial(jax.jit, static_argnames=("num_segments",))
 def segment_means(values: jax.Array, change_points: jax.Array, num_segments: int) -> jax.Array:
     """``(R, S)`` mean of ``values`` ``(R, T)`` over each run's segments, split at
-    ``change_points`` ``(R, S - 1)`` or ``(S - 1,)`` (``carry.env_params.change_points``);
-    NaN where a run has no round of a segment. Float32 sums: within ``T eps`` of
-    :func:`stabl_jax.metrics.per_segment_mean` for values in ``[0, 1]``."""
+    ``change_points`` ``(R, S - 1)`` or ``(S - 1,)``; NaN for an empty segment. Within
+    ``T eps`` of :func:`stabl_jax.metrics.per_segment_mean` for values in ``[0, 1]``."""
     points = jnp.broadcast_to(change_points, (values.shape[0], *jnp.shape(change_points)[-1:]))
     ts = jnp.arange(values.shape[1])
     ids = jax.vmap(lambda p: jnp.searchsorted(p, ts, side="right"))(points)  # (R, T)

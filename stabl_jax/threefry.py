@@ -1,17 +1,10 @@
 """Threefry-2x32 on raw ``uint32`` key words, in integer ops a Pallas kernel lowers.
 
-``jax.random`` cannot be called inside a ``pallas_call``; these functions reproduce its
-bits for the default ``threefry2x32`` keys with ``jax_threefry_partitionable`` (JAX's
-default), from the key's two ``uint32`` words (``jax.random.key_data(key)``) alone:
-
-* ``fold_in(key, d)`` is ``threefry(key, (0, d))``;
-* draw ``i`` of ``jax.random.bits(key, shape, uint32)`` (``i`` the flat index) is the xor
-  of the two words of ``threefry(key, (0, i))``;
-* ``jax.random.uniform`` keeps the top 23 of those bits as the mantissa of a float in
-  ``[1, 2)``, subtracts 1 and scales to ``[minval, maxval)``.
-
-The hash is :func:`stabl_jax.prng.threefry2x32` (20 rounds, Salmon et al. 2011), which is
-already written in ``uint32`` adds, shifts, ors and xors only.
+Bit for bit ``jax.random`` for ``threefry2x32`` keys with ``jax_threefry_partitionable``,
+from the two words of ``jax.random.key_data(key)``: ``fold_in(key, d)`` is
+``threefry(key, (0, d))``; draw ``i`` of ``jax.random.bits`` is the xor of the words of
+``threefry(key, (0, i))``; ``uniform`` keeps its top 23 bits as a mantissa in ``[1, 2)``,
+minus 1, scaled to ``[minval, maxval)``. The hash is :func:`stabl_jax.prng.threefry2x32`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The version of stabl_jax (``pyproject.toml`` reads it from here), the oldest releases of
-its dependencies it supports, and those of the packages that compute its results.
+"""The version of stabl_jax, the oldest supported releases of its dependencies, and those of
+the packages that compute its results.
 
-Importing stabl_jax checks the installed JAX, chex and optax against
-:data:`MINIMUM_VERSIONS` (:func:`check_versions`), also where pip does not see the bounds (a
-checkout on ``PYTHONPATH``, ``pip install --no-deps``).
+Importing stabl_jax checks JAX, chex and optax against :data:`MINIMUM_VERSIONS`.
 """
 
 from __future__ import annotations
@@ -47,8 +45,7 @@ def check_versions(found: Mapping[str, str] | None = None) -> None:
     :data:`MINIMUM_VERSIONS` entry, with the ``pip`` command that upgrades them.
 
     Args:
-      found: package name -> installed version; default those of :data:`CHECKED_AT_IMPORT`
-        that are installed (:func:`installed_version`; a package on ``sys.path`` without
+      found: package name -> installed version; default those installed (a package without
         metadata is not checked).
     """
     if found is None:
@@ -86,9 +83,8 @@ def package_versions() -> dict[str, str | None]:
 
 
 def describe() -> str:
-    """``"0.2.0 (jax 0.10.2, jaxlib 0.10.2, numpy 2.4.6, optax 0.2.8, Python 3.11.9)"``:
-    stabl_jax's version and those its results depend on (the same seed gives the same bits
-    with one JAX release, ``docs/reliability.md``), as ``stabl-jax --version`` prints them."""
+    """stabl_jax's version and those its results depend on, as ``stabl-jax --version`` prints:
+    ``"X.Y.Z (jax ..., jaxlib ..., numpy ..., optax ..., Python ...)"``."""
     found = package_versions()
     mine = found.pop("stabl_jax")
     parts = [f"{name} {version or '(no metadata)'}" for name, version in found.items()]

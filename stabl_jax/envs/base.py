@@ -28,12 +28,10 @@ BANDIT_TRACES: tuple[str, ...] = ("played", "arms", "loss", "expected_loss", "pr
 class Environment:
     """Base class of every environment: one call, :meth:`evaluate` (``docs/environments.md``).
 
-    Subclasses are frozen dataclasses (static under ``jit``) implementing :meth:`sample_params`
-    and :meth:`evaluate`; :meth:`init` defaults to no state.
+    Subclasses are frozen dataclasses implementing :meth:`sample_params` and :meth:`evaluate`.
 
     Attributes:
-      trace_names: the ``info`` entries (and query-derived traces) ``simulate`` records by
-        default.
+      trace_names: the ``info`` entries and query traces ``simulate`` records by default.
     """
 
     trace_names: ClassVar[tuple[str, ...]] = ("played", "loss")
@@ -80,10 +78,8 @@ def reveals_lazily(env: Any) -> bool:
 
 
 def draws_from_words(env: Any) -> bool:
-    """Whether ``env.losses_of_words`` (:meth:`PiecewiseEnv.losses_of_words`) may stand for
-    ``loss(params, t, key)[arms]``: ``env`` is a :class:`PiecewiseEnv` whose
-    ``losses_of_words`` is its own (not the base's, which raises), defined by the class of
-    the ``loss`` in effect or a subclass of it (as :func:`reveals_lazily`)."""
+    """Whether ``env.losses_of_words`` may stand for ``loss(params, t, key)[arms]`` (as
+    :func:`reveals_lazily`, for a :class:`PiecewiseEnv` that defines its own)."""
     if not isinstance(env, PiecewiseEnv):
         return False
     loss, words = _owner(type(env), "loss"), _owner(type(env), "losses_of_words")
@@ -97,16 +93,14 @@ class ObliviousBandit(Environment):
     """An oblivious bandit environment (pure ``loss(params, t, key)``) as an
     :class:`Environment`, with no state.
 
-    ``observed = loss(params, t, key)[query.arms]``, or ``loss_at(params, t, key, query.arms)``
-    without drawing the other arms when :func:`reveals_lazily` and ``reveal_all`` is false.
-    ``info``: ``best_arm`` (when the environment has ``best_arm``) and, with ``reveal_all``,
-    ``expected_loss = <p_t, l_t>`` summed in a fixed order (the same bits on any batch).
+    ``observed = loss(params, t, key)[query.arms]`` (or ``loss_at`` when
+    :func:`reveals_lazily` and not ``reveal_all``). ``info``: ``best_arm`` where the environment
+    has one and, with ``reveal_all``, ``expected_loss = <p_t, l_t>`` in a fixed summation order.
 
     Attributes:
       env: the environment (``sample_params``, ``loss``; optionally ``loss_at``, ``best_arm``).
       reveal_all: draw every arm's loss (what ``expected_loss`` needs).
-      validate: check inside the program that every drawn loss is finite and in [0, 1] (run
-        it under ``checkify``); values unchanged.
+      validate: check in the program (under ``checkify``) that losses are finite and in [0, 1].
     """
 
     env: Any
@@ -146,8 +140,7 @@ class ObliviousBandit(Environment):
 
 
 def as_environment(env: Any, *, reveal_all: bool = True, validate: bool = False) -> Any:
-    """``env`` itself when it defines its own ``evaluate``; otherwise (a pure ``loss``, the
-    oblivious bandit case) an :class:`ObliviousBandit` over it.
+    """``env`` if it defines ``evaluate``, else an :class:`ObliviousBandit` over its ``loss``.
 
     Raises:
       TypeError: ``env`` has neither ``evaluate`` nor ``loss``.
@@ -164,9 +157,8 @@ def as_environment(env: Any, *, reveal_all: bool = True, validate: bool = False)
 
 
 class BanditEnv(Environment):
-    """Base class of oblivious bandit environments: subclasses write the pure ``loss`` (and,
-    where they can draw single entries, ``loss_at``); :meth:`evaluate` is
-    :class:`ObliviousBandit`'s."""
+    """Base class of oblivious bandit environments: a pure ``loss`` (optionally ``loss_at``),
+    evaluated as :class:`ObliviousBandit`."""
 
     trace_names: ClassVar[tuple[str, ...]] = BANDIT_TRACES
 
@@ -175,14 +167,7 @@ class BanditEnv(Environment):
         raise NotImplementedError
 
     def loss_at(self, params: Any, t: jax.Array, key: jax.Array, arms: jax.Array) -> jax.Array:
-        """``loss(params, t, key)[arms]``, bit for bit: the losses a bandit learner is shown.
-
-        Args:
-          arms: ``(q,)`` int32 queried arms.
-
-        Returns:
-          ``(q,)`` float32 losses.
-        """
+        """``(q,)`` float32 ``loss(params, t, key)[arms]`` bit for bit; ``arms`` ``(q,)`` int32."""
         return self.loss(params, t, key)[arms]
 
     def evaluate(
@@ -207,19 +192,17 @@ def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
 def geometric_segment_lengths(horizon: int, min_length: int) -> tuple[int, ...]:
     """Segment lengths on every time scale from ``min_length`` up, filling ``horizon``.
 
-    ``m, m, 2m, 4m, ..., 2^K m`` with ``K`` the largest integer such that the sum
-    ``2^(K+1) m <= T``; the remainder ``T - 2^(K+1) m`` goes to the longest segment.
+    ``m, m, 2m, ..., 2^K m`` with ``K`` the largest such that ``2^(K+1) m <= T``; the remainder
+    ``T - 2^(K+1) m`` goes to the longest segment.
 
     Args:
       horizon: ``T`` (>= 2).
-      min_length: ``m``, the shortest segment (>= 1, ``2 m <= T``).
+      min_length: ``m`` (>= 1, ``2 m <= T``).
 
     Returns:
-      ``(S,)`` lengths, ``S = K + 2``, increasing, summing to ``horizon``.
+      ``(K + 2,)`` increasing lengths summing to ``T``.
 
     Example:
-      >>> geometric_segment_lengths(256, 32)
-      (32, 32, 64, 128)
       >>> geometric_segment_lengths(100, 10)
       (10, 10, 20, 60)
     """
@@ -245,9 +228,6 @@ COMPARE_ALL_MAX = 1024
 
 def segment_of(change_points: jax.Array, t: jax.Array) -> jax.Array:
     """``()`` int32 index of the segment containing round ``t``: ``#{j : c_j <= t}``.
-
-    ``jnp.searchsorted(change_points, t, side="right")``, by one comparison per change point
-    up to :data:`COMPARE_ALL_MAX` of them (no loop inside the round), else by a scan.
 
     Args:
       change_points: ``(S - 1,)`` int32, strictly increasing.
@@ -338,16 +318,15 @@ class PiecewiseEnv(BanditEnv):
     Attributes:
       num_arms: ``n`` (>= 2).
       horizon: ``T`` (>= 2).
-      change_points: the given change points, or ``None`` for ``num_segments`` equal segments
-        (or, with ``random_change_points``, the number of points to draw).
+      change_points: the change points, or ``None`` for ``num_segments`` equal segments (with
+        ``random_change_points``: the number of points to draw).
       num_segments: ``S`` when ``change_points`` is ``None``.
-      random_change_points: draw ``S - 1`` change points per run in :meth:`sample_params`
-        (with ``geometric_min_length``: shuffle the segment lengths per run).
-      best_arm_order: ``"sequential"`` (segment ``j``'s best arm is ``j mod n``, the paper's
-        setting) or ``"random"`` (uniform per segment, redrawn when it repeats the previous).
-      geometric_min_length: ``m``: segments of lengths ``m, m, 2m, ..., 2^K m`` filling ``T``
-        (:func:`geometric_segment_lengths`); then ``change_points`` must be ``None`` and
-        ``num_segments`` is set from the lengths. ``None``: not used.
+      random_change_points: draw ``S - 1`` change points per run (with
+        ``geometric_min_length``: shuffle the segment lengths per run).
+      best_arm_order: ``"sequential"`` (segment ``j``'s best arm is ``j mod n``, the paper's)
+        or ``"random"`` (uniform per segment, never the previous one).
+      geometric_min_length: ``m``: segments ``m, m, 2m, ..., 2^K m`` filling ``T``
+        (:func:`geometric_segment_lengths`; ``change_points`` must be ``None``).
     """
 
     num_arms: int
@@ -375,19 +354,14 @@ class PiecewiseEnv(BanditEnv):
         arms: jax.Array,
         best: jax.Array | None = None,
     ) -> jax.Array:
-        """``loss_at`` from the key's raw ``uint32`` words, in ops a Pallas kernel lowers.
-
-        Equals ``loss(params, t, key)[arms]`` bit for bit for ``words`` the two words of
-        ``jax.random.key_data(key)`` (:mod:`stabl_jax.threefry` draws the uniforms);
-        no gather: the arms are compared with the best arm.
+        """``loss(params, t, key)[arms]`` bit for bit, from the key's ``uint32`` words.
 
         Args:
           params: the run's parameters (used only when ``best`` is not given).
           t: ``()`` int32 round.
-          words: ``(k1, k2)``, the round key's ``uint32`` words, broadcastable with ``arms``.
+          words: ``(k1, k2)``, ``jax.random.key_data(key)``'s words, broadcastable with ``arms``.
           arms: int32 queried arms, any shape.
-          best: the best arm at ``t`` (``best_arm(params, t)``), broadcastable with ``arms``;
-            a kernel passes it in, having drawn it outside.
+          best: ``best_arm(params, t)``, broadcastable with ``arms``.
 
         Returns:
           float32 losses of ``arms``' shape.

@@ -1,26 +1,19 @@
 """The 24 noiseless BBOB functions of COCO as pure, jittable JAX functions.
 
 Hansen, Finck, Ros and Auger, "Real-parameter black-box optimization benchmarking 2009:
-noiseless functions definitions", INRIA RR-6829; instances as the COCO platform generates
-them (:mod:`stabl_jax.envs.bbob_instances`), so ``BBOBFunction(f, d, i)`` is the problem
-``bbob_f{f:03d}_i{i:02d}_d{d:02d}`` of ``cocoex``. :func:`bbob_value` is COCO's function
-(boundary penalties and the ``T_osz``, ``T_asy^beta``, ``Lambda^alpha`` transformations
-included); :class:`BBOBFunction` wraps an instance with optional extra shift and rotation,
-normalisation and noise. Extra shift and rotation (drawn by :meth:`~BBOBFunction.sample_params`)::
+noiseless functions definitions", INRIA RR-6829. ``BBOBFunction(f, d, i)`` is COCO's problem
+``bbob_f{f:03d}_i{i:02d}_d{d:02d}``, with optional extra shift and rotation::
 
     f~(x) = f(x_opt + U (x - x_star)),   x_star = x_opt + delta,
     delta ~ U[-shift_radius, shift_radius]^d,   U ~ Haar on O(d) (identity unless rotate),
 
-so ``f~`` has the optimal value ``f_opt``, attained at ``x_star`` (inside ``[-5, 5]^d`` for
-``shift_radius <= 1``). Normalisation (``normalize=True``) maps the gap
-``Delta(x) = f~(x) - f_opt >= 0``, computed without ``f_opt``, to::
+optimal value ``f_opt`` at ``x_star``; normalisation of ``Delta(x) = f~(x) - f_opt``::
 
     v(x) = u / (1 + u) in [0, 1),   u = log(1 + |Delta(x)| / s),
 
-0 exactly at the optimum, with ``s = norm_scale`` or else ``s = Delta(0)`` (``v(0) = 0.409``).
-Noise (``noise_std > 0``): :meth:`~BBOBFunction.observe` adds ``noise_std * xi``,
-``xi ~ N(0, 1)``, on the output scale. Use float64 (``jax.enable_x64``) to reproduce COCO; in
-float32 f16, f19 and f23 (cosines or roundings of large arguments) can be far off.
+``s = norm_scale`` or ``Delta(0)``; and noise ``noise_std * xi``, ``xi ~ N(0, 1)``, added by
+:meth:`~BBOBFunction.observe`. Use float64 to reproduce COCO: in float32 f16, f19 and f23
+can be far off.
 """
 
 from __future__ import annotations
@@ -53,20 +46,9 @@ FUNCTION_NAMES: dict[int, str] = {
 
 @chex.dataclass(frozen=True)
 class BBOBParams:
-    """Arrays of one COCO instance (see :class:`stabl_jax.envs.bbob_instances.BBOBInstance`).
-
-    Attributes:
-      x_opt: ``(d,)`` float, COCO's optimal point (``best_parameter``).
-      f_opt: ``()`` float, the optimal value.
-      shift: ``(d,)`` float, offset subtracted before the first linear map.
-      signs: ``(d,)`` float, the ``±1`` vector of the x-hat step (f20, f24).
-      R: ``(d, d)`` float, rotation from seed ``rseed + 1000000`` (COCO ``rot1``).
-      Q: ``(d, d)`` float, rotation from seed ``rseed`` (COCO ``rot2``).
-      M: ``(d, d)`` float, the function's composite linear map (e.g. ``R Lambda Q``).
-      peaks: ``(p, d)`` float, Gallagher optima in the rotated frame (``p = 0`` unless f21/22).
-      peak_scales: ``(p, d)`` float, Gallagher per-peak conditioning.
-      peak_heights: ``(p,)`` float, Gallagher peak heights.
-    """
+    """Arrays of one COCO instance, in JAX: the fields of
+    :class:`stabl_jax.envs.bbob_instances.BBOBInstance` (``peaks`` ``(p, d)``, ``p = 0`` unless
+    f21/f22)."""
 
     x_opt: jax.Array
     f_opt: jax.Array
@@ -86,10 +68,9 @@ class BBOBFunctionParams:
 
     Attributes:
       coco: the COCO instance.
-      x_star: ``(d,)`` float, minimiser of the (re-shifted, re-rotated) function.
-      rotation: ``(d, d)`` float, the extra rotation ``U`` (identity when not rotated).
-      norm_scale: ``()`` float, the scale ``s`` of the normalisation (> 0; 1 when the
-        function does not normalise).
+      x_star: ``(d,)`` minimiser of the shifted, rotated function.
+      rotation: ``(d, d)`` the extra rotation ``U``.
+      norm_scale: ``()`` the normalisation's scale ``s`` (> 0; 1 without normalisation).
     """
 
     coco: BBOBParams
@@ -159,18 +140,16 @@ class BBOBFunction(_Normalizable):
       function_id: 1..24 (see :data:`FUNCTION_NAMES`).
       dim: dimension ``d >= 2``.
       instance: COCO instance id (>= 1).
-      shift_radius: extra shift ``delta ~ U[-shift_radius, shift_radius]^d`` in
-        :meth:`sample_params` (0: none).
-      rotate: extra Haar-random rotation ``U`` about the optimum in :meth:`sample_params`.
-      noise_std: standard deviation of the additive Gaussian noise of :meth:`observe`.
+      shift_radius: extra shift ``delta ~ U[-shift_radius, shift_radius]^d`` (0: none).
+      rotate: extra Haar-random rotation ``U`` about the optimum.
+      noise_std: standard deviation of the Gaussian noise of :meth:`observe`.
       normalize: return ``v = u / (1 + u)``, ``u = log1p(|f - f_opt| / s)``, in [0, 1).
       norm_scale: the scale ``s``; ``None`` uses the gap at the origin.
 
     Example:
       >>> import jax
       >>> fn = BBOBFunction(function_id=15, dim=4, instance=2, normalize=True)
-      >>> params = fn.sample_params(jax.random.key(0))
-      >>> v = jax.jit(fn.value)(params, jax.numpy.zeros((8, 4)))
+      >>> v = fn.value(fn.sample_params(jax.random.key(0)), jax.numpy.zeros((8, 4)))
       >>> v.shape, bool((v >= 0).all() & (v <= 1).all())
       ((8,), True)
     """
@@ -271,8 +250,8 @@ class BBOBSuiteParams:
 
     Attributes:
       index: ``()`` int32, the function's position in ``suite.function_ids``.
-      function: its :class:`BBOBFunctionParams`, padded to the suite's shapes (Gallagher's
-        peaks; padded peaks have height 0 and never win the max).
+      function: its :class:`BBOBFunctionParams`, padded to the suite's shapes (padded
+        Gallagher peaks have height 0).
     """
 
     index: jax.Array
@@ -299,15 +278,6 @@ class BBOBSuite(_Normalizable):
       function_ids: the BBOB ids, distinct, each in 1..24.
       dim, instance, shift_radius, rotate, noise_std, normalize, norm_scale: as
         :class:`BBOBFunction`'s, for every member.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> suite = BBOBSuite((1, 21), dim=3, normalize=True)
-      >>> p = suite.problem_params(1, jax.random.key(0))
-      >>> f21 = BBOBFunction(21, dim=3, normalize=True)
-      >>> x = jnp.full((3,), 0.5)
-      >>> bool(jnp.allclose(suite.value(p, x), f21.value(f21.sample_params(jax.random.key(0)), x)))
-      True
     """
 
     function_ids: tuple[int, ...]

@@ -27,17 +27,16 @@ class BBOBInstance(NamedTuple):
     """The arrays that pin down one COCO BBOB instance (float64, read-only).
 
     Attributes:
-      x_opt: ``(d,)`` the location COCO reports as optimal (``best_parameter``).
-      f_opt: ``()`` the optimal value ``bbob2009_compute_fopt(function, instance)``.
-      shift: ``(d,)`` the offset subtracted from ``x`` before the first linear map (COCO's
-        internal ``xopt``; zeros where the function does not shift: f5, f9, f19, f20-24).
-      signs: ``(d,)`` the ``±1`` vector of the x-hat step of f20 and f24 (ones otherwise).
+      x_opt: ``(d,)`` COCO's optimum (``best_parameter``).
+      f_opt: ``()`` the optimal value.
+      shift: ``(d,)`` offset subtracted before the first linear map (COCO's internal ``xopt``).
+      signs: ``(d,)`` the ``±1`` vector of f20 and f24 (ones otherwise).
       R: ``(d, d)`` rotation from seed ``rseed + 1000000`` (identity when unused).
       Q: ``(d, d)`` rotation from seed ``rseed`` (identity when unused).
-      M: ``(d, d)`` composite linear map of the function (identity when unused).
-      peaks: ``(p, d)`` Gallagher local optima ``y_i`` in the rotated frame (``p = 0`` otherwise).
-      peak_scales: ``(p, d)`` Gallagher per-peak diagonal conditioning ``C_i``.
-      peak_heights: ``(p,)`` Gallagher peak heights ``w_i`` (10 for the global one).
+      M: ``(d, d)`` the function's composite linear map (identity when unused).
+      peaks: ``(p, d)`` Gallagher local optima ``y_i`` (``p = 0`` otherwise).
+      peak_scales: ``(p, d)`` Gallagher per-peak conditioning ``C_i``.
+      peak_heights: ``(p,)`` Gallagher peak heights ``w_i``.
     """
 
     x_opt: np.ndarray
@@ -162,8 +161,7 @@ def build_instance(function_id: int, dim: int, instance: int) -> BBOBInstance:
 
     Args:
       function_id: BBOB function number, 1..24.
-      dim: search-space dimension ``d >= 2`` (COCO stops at 44; larger ``d`` extends the
-        same generators).
+      dim: dimension ``d >= 2`` (COCO stops at 44; larger ``d`` uses the same generators).
       instance: COCO instance id (>= 1).
 
     Returns:

@@ -1,18 +1,14 @@
-"""Convex environments for bandit convex optimisation (Section 5 of Lu et al., ICLR 2024).
+"""Convex environments for bandit convex optimisation (Lu et al., ICLR 2024, Section 5).
 
 A loss family ``family(theta, x) -> ()`` (convex, ``G``-Lipschitz on ``K``, non-negative:
-Assumption 1) and a schedule of round parameters ``theta_t``; round ``t``'s loss is
-``jax.tree_util.Partial(family, theta_t)``, evaluated only at the learner's queries. Targets:
+Assumption 1) and round parameters ``theta_t``; round ``t``'s loss is
+``Partial(family, theta_t)``. Target schedules:
 
-- ``schedule="piecewise"``: ``c_t = c_s`` on segment ``s`` (change points given, equal, or drawn
-  per run); ``c_s = rho r u_s``, ``u_s`` uniform on the unit sphere (alternating ``±1`` in one
-  dimension, so consecutive segments differ).
-- ``schedule="alternate"``: ``c_t = ± rho r u`` switching sign every ``period`` rounds.
-- ``schedule="drift"``: ``c_t = rho r (cos(2 pi t / period + phi) e_1 + sin(...) e_2)``, one
-  slow revolution per ``period`` rounds (``rho r cos(...)`` in one dimension).
+- ``"piecewise"``: ``c_t = c_s = rho r u_s`` on segment ``s``, ``u_s`` uniform on the sphere.
+- ``"alternate"``: ``c_t = ± rho r u``, switching sign every ``period`` rounds.
+- ``"drift"``: ``c_t = rho r (cos(2 pi t / period + phi) e_1 + sin(...) e_2)``.
 
-``rho = target_radius <= 1`` keeps every target inside ``r B ⊂ K``: each round's minimum
-over ``K`` is 0, at a known point.
+``rho = target_radius <= 1`` keeps targets in ``r B ⊂ K``: each round's minimum is 0.
 """
 
 from __future__ import annotations
@@ -296,10 +292,9 @@ class MovingTarget(ConvexEnv):
         return jnp.where(fn < fx, nearest, x), jnp.minimum(fx, fn)
 
     def window_subgradient(self, thetas: jax.Array, x: jax.Array) -> jax.Array:
-        """``(d,)`` the least-norm subgradient of ``sum_t ||x - c_t||`` at ``x``: the unit
-        vectors of targets away from ``x`` sum to ``g``; each of the ``m`` targets at ``x``
-        adds any vector of norm <= 1, so ``g (1 - m / ||g||)_+`` is a subgradient (0 at a
-        median that is a target). Makes the Frank-Wolfe certificate tight there."""
+        """``(d,)`` the least-norm subgradient of ``sum_t ||x - c_t||`` at ``x``,
+        ``g (1 - m / ||g||)_+``: ``g`` the sum of unit vectors to the targets away from ``x``,
+        ``m`` the number of targets at ``x``."""
         diff = x[None, :] - thetas
         dist = jnp.linalg.norm(diff, axis=1)
         coincide = dist <= 1e-6 * self._domain.D
@@ -314,8 +309,7 @@ class MovingTarget(ConvexEnv):
 @dataclasses.dataclass(frozen=True)
 class AbsoluteLinear(ConvexEnv):
     """Absolute linear loss ``l_t(x) = |a_t^T (x - c_t)|`` with a fresh direction
-    ``a_t = a_scale * u_t`` every round (``u_t`` uniform on the sphere, from the round's key):
-    ``theta_t = [a_t, a_t^T c_t]``, ``G = a_scale``. Every ``l_t`` vanishes at ``c_t``.
+    ``a_t = a_scale * u_t`` each round (``u_t`` uniform on the sphere); ``G = a_scale``.
 
     Attributes:
       a_scale: ``||a_t||`` (> 0).
@@ -376,18 +370,10 @@ class CustomConvex(ConvexEnv):
     """A user's loss family on the target schedule: ``theta_t = c_t`` ``(d,)``.
 
     Attributes:
-      loss: ``loss(theta, x) -> ()``, convex, non-negative and ``lipschitz_bound``-Lipschitz in
-        ``x`` on ``K`` (a module-level function: it is compared by identity).
+      loss: ``loss(theta, x) -> ()``, convex, non-negative, ``lipschitz_bound``-Lipschitz in
+        ``x`` on ``K`` (module-level: compared by identity).
       lipschitz_bound: ``G``.
       minimizer_fn: optional ``theta -> (d,)`` minimiser over ``K``.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> def l1(theta, x):
-      ...     return jnp.sum(jnp.abs(x - theta))
-      >>> env = CustomConvex(dim=2, horizon=32, loss=l1, lipschitz_bound=2**0.5)
-      >>> env.lipschitz
-      1.4142135623730951
     """
 
     loss: Callable[[jax.Array, jax.Array], jax.Array] | None = None

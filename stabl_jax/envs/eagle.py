@@ -1,39 +1,25 @@
-"""Eagle strategy (a firefly algorithm) as pure JAX functions, and ensembles of it sharing
-their data: the arms of the paper's algorithm-selection task (Lu et al., ICLR 2024,
-Section "Experiments").
+"""Eagle strategy (a firefly algorithm) in pure JAX, and ensembles of it on shared data.
 
-A port of OSS Vizier's Eagle-strategy designer (Golovin et al., KDD 2017; Song et al.,
-AutoML 2022), a firefly algorithm (Yang, SAGA 2009) without Levy flights and with repulsion
-from worse flies. It minimises ``f`` over ``[0, 1]^d`` with a pool of at most ``pool_size``
-flies (a position, the value observed there and a perturbation size each):
+The arms of the algorithm-selection task of Lu et al. (ICLR 2024). A port of OSS Vizier's
+Eagle-strategy designer (Golovin et al., KDD 2017; Song et al., AutoML 2022), a firefly
+algorithm (Yang, SAGA 2009) without Levy flights and with repulsion from worse flies,
+minimising ``f`` over ``[0, 1]^d`` with at most ``pool_size`` flies.
 
-* :func:`suggest`: below capacity, with probability ``explore_rate`` (always when empty), a
-  random point (``parent = -1``): uniform, or the pool's next scrambled Halton point
-  (``fill="halton"``). Otherwise the next live fly after ``pointer`` moves: every other live
-  fly ``j``, in a random order, pulls it, ``x <- clip(w_j x_j + (1 - w_j) x)``, with::
+* :func:`suggest`: below capacity, with probability ``explore_rate``, a random point
+  (uniform, or scrambled Halton with ``fill="halton"``); else the next live fly moves, pulled
+  by every other live fly ``j`` in random order, ``x <- clip(w_j x_j + (1 - w_j) x)``::
 
       w_j = G_j exp(-10 visibility ||x_j - x||^2 / d),
       G_j = gravity if f_j < f_fly else -negative_gravity,
 
-  accentuated by the explore rate (:func:`pull_weight`); a Laplace perturbation scaled by the
-  fly's perturbation is then added (:func:`laplace_direction`).
+  then perturbed by Laplace noise scaled by the fly's perturbation.
+* :func:`update`: a live parent is replaced on improvement, else its perturbation shrinks by
+  ``penalize_factor``; below ``perturbation_lower_bound`` it leaves a full pool unless best.
+  Without a parent: a new fly below capacity, else it replaces the closest fly it beats.
 
-* :func:`update` with ``(x, f)`` and its ``parent`` in this pool: a live parent is replaced
-  on improvement, else its perturbation shrinks by ``penalize_factor`` (grows tenfold, up to
-  ``max_perturbation``, when it did not move) and, below ``perturbation_lower_bound``, it is
-  removed from a full pool unless it is the best. Without a parent: a new fly below
-  capacity, else ``(x, f)`` replaces the closest fly it beats.
-
-Shared data ("each algorithm A_j suggests x_j = A_j(D)"): one pool per arm, and every arm
-ingests every evaluation in order (its own with their parent, the others' with
-``parent = -1``), so each pool is a function of the shared history. :class:`EagleParams`
-holds an arm's numbers and :class:`EagleState` its pool, padded to ``P`` slots (``alive``
-masks them), so ``jax.vmap`` runs every arm in one program.
-
-Defaults are Vizier's (:class:`EagleConfig`). Differences: continuous parameters only, the
-moving fly is not pulled by itself, slots replace fly ids, and the Halton sequence of pool
-``i`` (point ``HALTON_SKIP + num_random``) permutes each digit by a random affine map
-``a -> (m a + c) mod b`` (:func:`halton_scramble`) rather than a uniform permutation.
+Every arm's pool ingests every evaluation in order (the others' with ``parent = -1``), so
+each pool is a function of the shared history; pools are padded to ``P`` slots for ``vmap``.
+Defaults are Vizier's (:class:`EagleConfig`); continuous parameters only.
 """
 
 from __future__ import annotations
@@ -63,16 +49,15 @@ class EagleParams:
     """The numbers of one Eagle optimiser (``()`` leaves; ``(A,)`` for an ensemble).
 
     Attributes:
-      perturbation: ``()`` float, perturbation of a new fly (fraction of the cube's side).
-      gravity: ``()`` float, attraction of a better fly.
-      negative_gravity: ``()`` float, repulsion of a worse fly.
-      visibility: ``()`` float, how fast a pull decays with distance.
-      penalize_factor: ``()`` float, perturbation multiplier after an unsuccessful move.
-      perturbation_lower_bound: ``()`` float, a fly below it is removed (full pool, not best).
-      max_perturbation: ``()`` float, cap on a stuck fly's perturbation.
-      explore_rate: ``()`` float in [0, 1], chance of a random suggestion while the pool is
-        below capacity; also accentuates the pulls.
-      pool_size: ``()`` int32, the pool's capacity (at most the number of slots ``P``).
+      perturbation: perturbation of a new fly (fraction of the cube's side).
+      gravity: attraction of a better fly.
+      negative_gravity: repulsion of a worse fly.
+      visibility: how fast a pull decays with distance.
+      penalize_factor: perturbation multiplier after an unsuccessful move.
+      perturbation_lower_bound: a fly below it is removed (full pool, not best).
+      max_perturbation: cap on a stuck fly's perturbation.
+      explore_rate: in [0, 1], chance of a random suggestion below capacity.
+      pool_size: int32, the pool's capacity (at most ``P``).
     """
 
     perturbation: jax.Array
@@ -91,15 +76,14 @@ class EagleState:
     """A pool of fireflies in ``P`` slots (``(A, ...)`` leading axis for an ensemble).
 
     Attributes:
-      positions: ``(P, d)`` float, fly positions in ``[0, 1]^d``.
-      values: ``(P,)`` float, the value observed at each fly (``+inf`` in empty slots).
-      perturbations: ``(P,)`` float, each fly's perturbation size.
+      positions: ``(P, d)`` fly positions in ``[0, 1]^d``.
+      values: ``(P,)`` the value observed at each fly (``+inf`` in empty slots).
+      perturbations: ``(P,)`` each fly's perturbation size.
       alive: ``(P,)`` bool, which slots hold a fly.
-      pointer: ``()`` int32, the last moved fly; the next one is the next live slot after it.
-      best_value: ``()`` float, the best value this pool has ingested (``+inf`` before any).
-      num_seen: ``()`` int32, evaluations ingested so far (all arms' evaluations).
-      num_random: ``()`` int32, this pool's own random suggestions evaluated so far (its
-        position in its Halton sequence, after :data:`HALTON_SKIP`).
+      pointer: ``()`` int32, the last moved fly.
+      best_value: ``()`` the best value this pool has ingested (``+inf`` before any).
+      num_seen: ``()`` int32, evaluations ingested (all arms').
+      num_random: ``()`` int32, this pool's random suggestions evaluated (its Halton index).
     """
 
     positions: jax.Array
@@ -142,8 +126,8 @@ class EagleConfig:
     Attributes:
       perturbation, gravity, negative_gravity, visibility, penalize_factor,
       perturbation_lower_bound, max_perturbation, explore_rate: see :class:`EagleParams`.
-      pool_size_factor: exponent of the capacity formula (:func:`pool_capacity`).
-      pool_size: an explicit capacity (>= 2); 0 (default) uses the formula.
+      pool_size_factor: exponent of :func:`pool_capacity`.
+      pool_size: an explicit capacity (>= 2); 0 uses the formula.
       max_pool_size: ceiling of the formula.
     """
 
@@ -216,8 +200,7 @@ def eagle_grid(
 
 
 def named_grid(name: str) -> tuple[EagleConfig, ...]:
-    """``"default"``: :func:`eagle_grid`; ``"vizier"``: the 24-arm grid that holds Vizier's
-    default optimiser (perturbation 0.1, gravity 1.0, visibility 3.0, pool-size factor 1.2).
+    """``"default"``: :func:`eagle_grid`; ``"vizier"``: a 24-arm grid holding Vizier's default.
 
     Example:
       >>> grid = named_grid("vizier")
@@ -238,17 +221,12 @@ class EagleEnsemble:
       dim: ``d``, the dimension of the search space.
       configs: one :class:`EagleConfig` per arm (default: :func:`eagle_grid`, 24 arms).
       dtype: float dtype of positions and values.
-      fill: ``"uniform"`` (default) or ``"halton"``: how a pool below capacity draws its
-        random points (module docstring).
+      fill: ``"uniform"`` or ``"halton"``: how a pool below capacity draws random points.
 
     Example:
-      >>> import jax
       >>> ens = EagleEnsemble(dim=4)
-      >>> ens.num_arms, ens.num_slots
-      (24, 15)
-      >>> states = ens.init()
-      >>> states.positions.shape
-      (24, 15, 4)
+      >>> ens.num_arms, ens.init().positions.shape
+      (24, (24, 15, 4))
     """
 
     dim: int
@@ -275,8 +253,7 @@ class EagleEnsemble:
         return max(c.capacity(self.dim) for c in self.configs)
 
     def params(self) -> EagleParams:
-        """``(A,)``-stacked :class:`EagleParams`, arm ``i`` from ``configs[i]``
-        (``ValueError`` for ``dtype="float64"`` without ``jax_enable_x64``)."""
+        """``(A,)``-stacked :class:`EagleParams`, arm ``i`` from ``configs[i]``."""
         checks.check_x64("EagleEnsemble", self.dtype)
         each = [c.params(self.dim, jnp.dtype(self.dtype)) for c in self.configs]
         return jax.tree.map(lambda *xs: jnp.stack(xs), *each)
@@ -320,19 +297,17 @@ def suggest(
     fill: str = "uniform",
     halton_key: jax.Array | None = None,
 ) -> Suggestion:
-    """The optimiser's next point, from its pool (the shared data it has ingested).
+    """The optimiser's next point, from its pool.
 
     Args:
       params: one arm's :class:`EagleParams` (``()`` leaves).
       state: its pool, ``P`` slots in ``d`` dimensions.
       key: a PRNG key.
-      fill: ``"uniform"`` or ``"halton"`` (static): a random point is ``U[0, 1]^d`` or the
-        pool's Halton point ``HALTON_SKIP + state.num_random``.
-      halton_key: the key of the pool's Halton scrambling (:func:`halton_scramble`);
-        ``None``: unscrambled.
+      fill: ``"uniform"`` or ``"halton"`` (static).
+      halton_key: key of the pool's scrambling (:func:`halton_scramble`); ``None``: unscrambled.
 
     Returns:
-      A :class:`Suggestion`: ``x`` ``(d,)`` in ``[0, 1]^d`` and the moved slot (``-1``: random).
+      A :class:`Suggestion`: ``x`` ``(d,)`` and the moved slot (``-1``: random).
     """
     num_slots, dim = state.positions.shape
     dtype = state.positions.dtype
@@ -357,11 +332,8 @@ def suggest(
 
 
 def mutate(params: EagleParams, state: EagleState, slot: jax.Array, order: jax.Array) -> jax.Array:
-    """``(d,)`` the fly in ``slot`` after the pulls of every other live fly, in ``order``.
-
-    Each pull is ``x <- clip(w x_j + (1 - w) x, 0, 1)`` with ``w`` from :func:`pull_weight`
-    (the distance is to the *current* ``x``, so the order matters, as in Vizier).
-    """
+    """``(d,)`` the fly in ``slot`` after the pulls of every other live fly, in ``order``: each
+    ``x <- clip(w x_j + (1 - w) x, 0, 1)``, ``w`` from :func:`pull_weight` at the current ``x``."""
     dim = state.positions.shape[-1]
     own_value = state.values[slot]
 
@@ -383,8 +355,7 @@ def update(
     parent: jax.Array,
     proposed: jax.Array | bool = False,
 ) -> EagleState:
-    """Ingest one evaluation ``(x, f)``; ``parent`` is its fly in *this* pool or ``-1``
-    (the :class:`Suggestion`'s for the arm that proposed ``x``; module docstring).
+    """Ingest one evaluation ``(x, f)`` into a pool.
 
     Args:
       params: one arm's :class:`EagleParams`.
@@ -392,8 +363,7 @@ def update(
       x: ``(d,)`` the evaluated point in ``[0, 1]^d``.
       f: ``()`` the observed value (lower is better).
       parent: ``()`` int32 slot of the fly that proposed ``x`` in this pool, or ``-1``.
-      proposed: ``()`` bool, whether this pool proposed ``x`` (a random ``x`` it proposed
-        advances its Halton counter ``num_random``).
+      proposed: ``()`` bool, whether this pool proposed ``x`` (advances ``num_random``).
 
     Returns:
       The new pool.
@@ -474,19 +444,11 @@ def minimize(
       objective: the function to minimise, jittable.
       key: a PRNG key; evaluation ``t`` uses ``fold_in(key, t)``.
       num_evaluations: the budget (static).
-      num_slots: pool slots (default: ``params.pool_size``, which must then be concrete).
+      num_slots: pool slots (default: ``params.pool_size``, then concrete).
       dim: ``d`` (required).
 
     Returns:
       ``(num_evaluations,)`` the observed values, in evaluation order.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> params = EagleConfig().params(dim=2)
-      >>> values = minimize(params, lambda x: jnp.sum((x - 0.3) ** 2), jax.random.key(0), 200,
-      ...                   dim=2)
-      >>> bool(values.min() < 1e-3)
-      True
     """
     if dim is None:
         raise ValueError("dim is required")
@@ -512,11 +474,8 @@ def next_moving_fly(alive: jax.Array, pointer: jax.Array) -> jax.Array:
 
 
 def pull_weight(params: EagleParams, sq_dist: jax.Array, dim: int, better: jax.Array) -> jax.Array:
-    """``()`` Vizier's pull of a fly at squared distance ``sq_dist``, explore-rate accentuated.
-
-    ``w = G exp(-visibility * 10 sq_dist / d)``, ``G = gravity`` if ``better`` else
-    ``-negative_gravity``; then ``rate w + (1 - rate)`` if ``w > 1/2``, else ``rate w``.
-    """
+    """``()`` Vizier's pull ``w = G exp(-10 visibility sq_dist / d)``, ``G = gravity`` if ``better``
+    else ``-negative_gravity``; then ``rate w + (1 - rate)`` if ``w > 1/2``, else ``rate w``."""
     strength = jnp.where(better, params.gravity, -params.negative_gravity)
     w = strength * jnp.exp(-params.visibility * _DISTANCE_SCALE * sq_dist / dim)
     rate = params.explore_rate
@@ -524,11 +483,8 @@ def pull_weight(params: EagleParams, sq_dist: jax.Array, dim: int, better: jax.A
 
 
 def laplace_direction(u: jax.Array) -> jax.Array:
-    """Laplace draws from uniforms ``u`` (inverse CDF), divided by their largest magnitude.
-
-    ``L = -sign(u - 1/2) log(1 - 2 |u - 1/2|)`` is standard Laplace for ``u ~ U[0, 1)``; the
-    result lies in ``[-1, 1]`` with one coordinate at ``±1`` (Vizier's normalised direction).
-    """
+    """``L / max |L|`` for ``L = -sign(u - 1/2) log(1 - 2 |u - 1/2|)``, standard Laplace for
+    ``u ~ U[0, 1)``: Vizier's normalised direction, in ``[-1, 1]``."""
     c = u - 0.5
     tail = jnp.minimum(2.0 * jnp.abs(c), 1.0 - jnp.finfo(u.dtype).eps)  # u = 0 stays finite
     noise = -jnp.sign(c) * jnp.log1p(-tail)
@@ -565,15 +521,14 @@ def halton(
 ) -> jax.Array:
     """``(dim,)`` point ``index`` of the Halton sequence, optionally digit-scrambled.
 
-    Coordinate ``j`` is the radical inverse of ``index`` in base ``b_j`` (the ``j``-th prime)
-    over :func:`halton_num_digits` ``(b_j)`` digits ``a_k`` (leading zeros included)::
+    With ``a_k`` the digits of ``index`` in base ``b_j`` (the ``j``-th prime)::
 
         x_j = sum_k pi_{j,k}(a_k) b_j^{-(k+1)},   pi_{j,k}(a) = (m_{j,k} a + c_{j,k}) mod b_j,
 
-    with ``pi`` the identity when ``scramble`` is ``None`` (the plain Halton sequence).
+    ``pi`` the identity when ``scramble`` is ``None``.
 
     Args:
-      index: ``()`` int, the point's index (0 gives the origin unscrambled).
+      index: ``()`` int, the point's index.
       dim: ``d`` (static).
       dtype: float dtype of the result.
       scramble: ``(m, c)``, each ``(d, K)`` int32 (:func:`halton_scramble`), or ``None``.

@@ -1,9 +1,7 @@
 """The paper's expert-advice environment (Section "Learning from Expert Advice").
 
-Round ``t`` draws a baseline reward ``r~_{t,i} ~ U[0, 0.5)`` for every arm and adds 0.5 to the
-current segment's best arm. The learner receives the loss ``l_{t,i} = 1 - r_{t,i}`` (one
-conversion, :func:`stabl_jax.estimators.reward_to_loss`), so the best arm's mean loss is 0.25 and
-every other arm's is 0.75.
+Round ``t`` draws baseline rewards ``r~_{t,i} ~ U[0, 0.5)`` and adds 0.5 to the segment's
+best arm; the loss is ``l_{t,i} = 1 - r_{t,i}`` (mean 0.25 for the best arm, 0.75 else).
 """
 
 from __future__ import annotations
@@ -62,8 +60,7 @@ class ExpertAdvice(PiecewiseEnv):
     def loss_at(
         self, params: SegmentParams, t: jax.Array, key: jax.Array, arms: jax.Array
     ) -> jax.Array:
-        """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' baselines
-        (:func:`stabl_jax.prng.uniform_at`: one Threefry hash per queried arm, not ``n``)."""
+        """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' baselines."""
         base = prng.uniform_at(key, self.num_arms, arms, jnp.float32, 0.0, self.baseline_high)
         reward = jnp.where(arms == self.best_arm(params, t), base + self.bonus, base)
         return estimators.reward_to_loss(reward)

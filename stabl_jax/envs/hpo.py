@@ -1,26 +1,17 @@
 """Algorithm selection for black-box optimisation: a reactive bandit environment whose arms
-are Eagle-strategy optimisers sharing their data (Lu et al., ICLR 2024, Section
-"Experiments").
+are Eagle-strategy optimisers sharing their data (Lu et al., ICLR 2024).
 
-Reward (the paper): with ``best`` the smallest observation before the round (1 before any)
-and ``f_j`` the observation of query ``j`` on the normalised objective (clipped to
-``[0, 1]`` for the reward; the optimisers see it unclipped)::
+Reward: with ``best`` the smallest observation before the round (1 before any) and ``f_j``
+query ``j``'s observation on the normalised objective (clipped to ``[0, 1]``)::
 
     r_j = max(best - f_j, 0) - lambda f_j  in [-lambda, 1],    lambda = 0.01,
-    loss_j = (1 - r_j) / (1 + lambda)      in [0, 1]           (:func:`regularized_reward_to_loss`).
+    loss_j = (1 - r_j) / (1 + lambda)      in [0, 1].
 
-Reward of the authors' code (``reward="vizier"``): OSS Vizier's ``ObjectiveRewardGenerator``
-(``ensemble_designer.py``, google-vizier 0.1.24) fed one trial at a time scores evaluation
-``k`` (from 0 over the run) against the previous observation only::
+``reward="vizier"``: OSS Vizier's ``ObjectiveRewardGenerator`` (the authors' code), against
+the previous observation only, loss ``1 - min(r, 1)`` (:func:`vizier_reward`).
 
-    m_k = min(f_{k-1}, f_k),  r_k = max(0, (f_{k-1} - m_k) - lambda m_k)  (k >= 2),  r_0 = r_1 = 0,
-
-on the raw observations (:func:`vizier_reward`; a non-finite value gives 0), and the loss is
-``1 - min(r, 1)`` (Vizier caps gains at 1).
-
-Randomness: query ``q`` of a round with key ``k`` uses ``k_q = fold_in(k, q)``; its suggestion
-``fold_in(k_q, 0)`` and its observation noise ``fold_in(k_q, 1)``. Querying one arm twice
-gives two independent suggestions, so every query costs exactly one evaluation.
+Query ``q`` with round key ``k`` uses ``k_q = fold_in(k, q)``: suggestion ``fold_in(k_q, 0)``,
+noise ``fold_in(k_q, 1)``; every query costs one evaluation.
 """
 
 from __future__ import annotations
@@ -66,14 +57,12 @@ class HPOState:
 
     Attributes:
       arms: the arms' pools, :class:`stabl_jax.envs.eagle.EagleState` with ``(A, ...)`` leaves.
-      best_observed: ``()`` float, the reward's ``best``: the smallest clipped observation
-        (``1`` before any).
-      best_gap: ``()`` float, the smallest true gap ``f~(x) - f_opt`` (``+inf`` before any).
-      best_value: ``()`` float, the smallest true normalised value (``1`` before any).
-      num_evaluations: ``()`` int32, evaluations made so far.
-      evaluations_per_arm: ``(A,)`` int32, evaluations of each arm's suggestions so far.
-      last_observed: ``()`` float, the last observation (``1`` before any): the previous
-        trial of ``reward="vizier"``.
+      best_observed: ``()`` the reward's ``best`` (``1`` before any).
+      best_gap: ``()`` the smallest true gap ``f~(x) - f_opt`` (``+inf`` before any).
+      best_value: ``()`` the smallest true normalised value (``1`` before any).
+      num_evaluations: ``()`` int32, evaluations so far.
+      evaluations_per_arm: ``(A,)`` int32, evaluations of each arm's suggestions.
+      last_observed: ``()`` the last observation (``1`` before any), for ``reward="vizier"``.
     """
 
     arms: eagle.EagleState
@@ -91,17 +80,15 @@ class HPOInfo:
 
     Attributes:
       arms: ``(Q,)`` int32, the queried arms, in evaluation order.
-      x: ``(Q, d)`` float, the evaluated points in the BBOB domain ``[-5, 5]^d``.
-      parents: ``(Q,)`` int32, the moved fly of each suggestion in its arm's pool (``-1``:
-        a random point).
-      observed: ``(Q,)`` float, the observations (normalised value plus noise).
-      gap: ``(Q,)`` float, the true gaps ``f~(x) - f_opt``.
-      value: ``(Q,)`` float, the true normalised values.
-      reward: ``(Q,)`` float, ``r_j`` (``[-lambda, 1]`` for the paper's reward; ``>= 0``
-        for Vizier's).
-      loss: ``(Q,)`` float, the learners' loss of ``reward``, in ``[0, 1]``.
-      best_gap: ``(Q,)`` float, the best true gap after each of the round's evaluations.
-      best_value: ``(Q,)`` float, the best true normalised value after each evaluation.
+      x: ``(Q, d)`` the evaluated points in ``[-5, 5]^d``.
+      parents: ``(Q,)`` int32, each suggestion's moved fly (``-1``: a random point).
+      observed: ``(Q,)`` the observations (normalised value plus noise).
+      gap: ``(Q,)`` the true gaps ``f~(x) - f_opt``.
+      value: ``(Q,)`` the true normalised values.
+      reward: ``(Q,)`` ``r_j``.
+      loss: ``(Q,)`` the learners' loss, in ``[0, 1]``.
+      best_gap: ``(Q,)`` the best true gap after each evaluation.
+      best_value: ``(Q,)`` the best true normalised value after each evaluation.
     """
 
     arms: jax.Array
@@ -121,25 +108,21 @@ class HPOEnv(Environment):
     """Algorithm selection among Eagle optimisers on one BBOB function (reactive).
 
     Attributes:
-      function: the BBOB problem; must have ``normalize=True``. Its ``shift_radius``,
-        ``rotate`` and ``noise_std`` give the paper's random shifts, rotations and
-        observation noise (drawn per run by :meth:`sample_params`). A
-        :class:`~stabl_jax.envs.bbob.BBOBSuite` makes the function data: one program for
-        all of its functions, run ``j`` on the function of :meth:`problem_params`.
-      ensemble: the arms (default: :func:`stabl_jax.envs.eagle.eagle_grid` in
-        ``function.dim`` dimensions).
-      reward_lambda: ``lambda`` of the reward (0.01, the paper's; Vizier's default is 0).
-      reward: ``"paper"`` (default) or ``"vizier"``, the reward of the authors' code
-        (module docstring).
+      function: the BBOB problem, with ``normalize=True``; its ``shift_radius``, ``rotate`` and
+        ``noise_std`` are drawn per run. A :class:`~stabl_jax.envs.bbob.BBOBSuite` gives one
+        program for all of its functions.
+      ensemble: the arms (default: :func:`stabl_jax.envs.eagle.eagle_grid`).
+      reward_lambda: ``lambda`` of the reward (0.01, the paper's).
+      reward: ``"paper"`` or ``"vizier"`` (module docstring).
 
     Example:
       >>> import jax, jax.numpy as jnp
       >>> env = HPOEnv(BBOBFunction(function_id=1, dim=4, normalize=True))
       >>> params = env.sample_params(jax.random.key(0))
-      >>> state = env.init(params)
-      >>> state, loss, info = env.evaluate(params, state, 0, jnp.array([3, 7]), jax.random.key(1))
-      >>> loss.shape, int(state.num_evaluations), int(state.arms.num_seen[0])
-      ((2,), 2, 2)
+      >>> state, loss, info = env.evaluate(params, env.init(params), 0, jnp.array([3, 7]),
+      ...                                  jax.random.key(1))
+      >>> loss.shape, int(state.num_evaluations)
+      ((2,), 2)
     """
 
     function: BBOBFunction | BBOBSuite
@@ -312,10 +295,7 @@ class HPOEnv(Environment):
 def regularized_reward_to_loss(
     reward: jax.Array, reward_lambda: float = REWARD_LAMBDA
 ) -> jax.Array:
-    """The loss handed to the learners: ``(1 - r) / (1 + lambda)``, clipped to ``[0, 1]``.
-
-    The decreasing affine map of the paper's reward range ``[-lambda, 1]`` onto ``[0, 1]``
-    (``r = 1`` gives loss 0, ``r = -lambda`` loss 1); the clip only catches roundoff.
+    """The learners' loss ``(1 - r) / (1 + lambda)``, mapping ``[-lambda, 1]`` onto ``[0, 1]``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -331,9 +311,8 @@ def vizier_reward(
 ) -> jax.Array:
     """The reward of Vizier's ``ObjectiveRewardGenerator`` fed one trial at a time.
 
-    With ``m = min(f_prev, f)``: ``max(0, (f_prev - m) - lambda m)`` for ``trial >= 2``, and 0
-    for the first two trials (Vizier counts a trial before extending its list) or a
-    non-finite value.
+    With ``m = min(f_prev, f)``: ``max(0, (f_prev - m) - lambda m)`` for ``trial >= 2``, else 0
+    (also for a non-finite value).
 
     Args:
       previous: ``(...)`` the previous trial's observation ``f_prev``.
@@ -343,13 +322,6 @@ def vizier_reward(
 
     Returns:
       ``(...)`` the rewards, ``>= 0`` (not capped).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> f = jnp.array([0.5, 0.4, 0.6, 0.3, 0.35])
-      >>> prev = jnp.concatenate([jnp.ones(1), f[:-1]])
-      >>> [round(r, 6) for r in vizier_reward(prev, f, jnp.arange(5)).tolist()]
-      [0.0, 0.0, 0.0, 0.3, 0.0]
     """
     best = jnp.minimum(previous, observed)
     reward = (previous - best) - reward_lambda * best

@@ -1,10 +1,8 @@
 """Stochastic Bernoulli arms with any table of mean losses, one row per segment.
 
-Segment ``j`` (rounds ``c_j <= t < c_{j+1}``, ``c_0 = 0``, ``c_S = T``) has mean losses
-``mu_j = means[j] in [0, 1]^n``, given as a table; round ``t``'s losses are independent
-``Bernoulli(mu_{j(t)})`` draws. The piecewise-stationary benchmarks of the change-detection
-literature (Besson, Kaufmann, Maillard & Seznec, JMLR 2022) are written this way, with reward
-means ``r``: pass ``means = 1 - r``.
+Segment ``j`` has mean losses ``mu_j = means[j] in [0, 1]^n``; round ``t``'s losses are
+independent ``Bernoulli(mu_{j(t)})`` draws. For the benchmarks of Besson, Kaufmann,
+Maillard & Seznec (JMLR 2022), given as reward means ``r``, pass ``means = 1 - r``.
 """
 
 from __future__ import annotations
@@ -57,18 +55,15 @@ class PiecewiseBernoulliTable(BernoulliLosses):
     """Bernoulli losses whose means are a given ``(S, n)`` table, changing at change points.
 
     Attributes:
-      means: ``(S, n)`` mean losses in [0, 1], row ``j`` for segment ``j``; ``n`` must equal
-        ``num_arms`` and ``S`` the number of segments (``len(change_points) + 1``).
-      num_segments: ``S`` when ``change_points`` is ``None`` (equal segments, or drawn per run
-        with ``random_change_points``); ``0``, the default, takes it from ``means``.
+      means: ``(S, n)`` mean losses in [0, 1], row ``j`` for segment ``j``; ``n = num_arms``,
+        ``S`` the number of segments.
+      num_segments: ``S`` when ``change_points`` is ``None``; ``0`` takes it from ``means``.
 
     Example:
       >>> env = PiecewiseBernoulliTable(
       ...     num_arms=3, horizon=100, change_points=(40,),
       ...     means=((0.5, 0.25, 0.75), (0.0, 0.5, 1.0)),
       ... )
-      >>> [float(x) for x in env.mean_loss(env.default_params, 40)]
-      [0.0, 0.5, 1.0]
       >>> int(env.best_arm(env.default_params, 10)), int(env.best_arm(env.default_params, 40))
       (1, 0)
     """

@@ -1,43 +1,20 @@
-"""A chunk of bandit rounds for a block of runs in one Pallas kernel
-(``jax.experimental.pallas``): ``SimOptions(kernel="pallas")`` of ``simulate``.
+"""A chunk of bandit rounds for a block of runs in one Pallas kernel:
+``SimOptions(kernel="pallas")`` of ``simulate``.
 
-The XLA rollout steps a block of runs a round at a time, each round a few dozen small kernels
-that read and write the learner's state in device memory. Here one ``pallas_call`` does a
-whole chunk of ``L`` rounds: each program takes ``rows`` runs, loads their state once, steps
-them through the ``L`` rounds in a ``fori_loop`` with the state on chip, writes each round's
-traces and stores the state. Chunks, checkpoints, blocks and devices are ``simulate``'s.
+One ``pallas_call`` steps ``rows`` runs through ``L`` rounds in a ``fori_loop``, the
+learner's state on chip, writing each round's traces. Round ``t`` draws with the XLA path's
+keys and rules (``sampling.uniforms(fold_in(learner_key, t), Q)``, ``loss(params, t,
+fold_in(env_key, t))``), hashed in the kernel (:mod:`stabl_jax.threefry`) where
+:func:`draws_inside`, else drawn outside and read. So one seed draws the same arms on both
+paths; probabilities agree to float32 rounding (importance weights ``1/P(t)`` can amplify
+it over a long run).
 
-**The same runs as the XLA path.** Round ``t`` draws with the XLA path's keys and rules:
-``u = sampling.uniforms(fold_in(learner_key, t), Q)`` (query ``j`` drawn with ``u[j]``, as
-:func:`~stabl_jax.learners.base.sample_query`) and ``loss(params, t, fold_in(env_key, t))``.
-The kernel hashes them itself from the runs' key words (:mod:`stabl_jax.threefry`, bit for
-bit ``jax.random``), the queried arms' losses by the environment's ``losses_of_words``
-(every arm's only for ``expected_loss``); it reads just the round's best arm ``(L, runs)``.
-For an environment without ``losses_of_words``, or keys :mod:`stabl_jax.prng` does not
-hash itself (:func:`draws_inside`, chosen at trace time), they are drawn outside and read:
-``(L, runs)`` uniforms and an ``(L, runs, n_pad)`` loss tensor. So one seed draws the same
-arms on both paths, and probabilities agree to float32 rounding (the kernel's CDF is a
-triangular product, its normalisers run over padded rows); importance weights ``1/P(t)``
-can amplify the rounding over a long run. Log-weights are renormalised every round by a
-max-shifted logsumexp (:func:`stabl_jax.estimators.exp3_log_update`), as in the learners.
+Arms are padded to a power of two >= 16 with log-weight ``-inf``. Compiled by Triton on a
+GPU, run in interpret mode elsewhere.
 
-**Layout.** Arms are padded to a power of two (at least 16, the smallest operand of Triton's
-``dot``) with log-weight ``-inf``, never drawn. A program holds ``rows`` runs (a power of
-two on a GPU; the block is padded with copies of its last run, dropped). Ensemble experts are
-unrolled into ``B`` arrays ``(rows, n_pad)``. StABL's restarts, ``(t + 1) % L_k == 0``, come
-in as an ``(L, B)`` table: Triton does not lower ``%`` of a traced scalar.
-
-**Backends.** Compiled by Pallas's Triton backend on a GPU; elsewhere run in interpret mode
-(the body as XLA operations: how the tests run it on a CPU). A chunk whose per-round inputs
-(:func:`input_bytes_per_round`) would exceed ``simulate``'s chunk budget is stepped in
-pieces, one ``pallas_call`` each, with the same bits.
-
-**Supported** (:func:`check_supported`): :class:`~stabl_jax.learners.EXP3` and
-:class:`~stabl_jax.learners.StABL` themselves (not subclasses), float32; oblivious bandit
-environments (a pure ``loss(params, t, key)``), drawn inside for ExpertAdvice and
-PiecewiseBernoulli, outside for the rest; the traces of :data:`FIELDS`. ``validate``
-checks each chunk's outputs (``simulate``): the observed losses, and the play distribution
-at the chunk's end.
+Supported (:func:`check_supported`): :class:`~stabl_jax.learners.EXP3` and
+:class:`~stabl_jax.learners.StABL` themselves, float32, oblivious bandit environments and
+the traces of :data:`FIELDS`.
 """
 
 from __future__ import annotations
@@ -101,17 +78,10 @@ def _ones_up_to(m: int, strict: bool = False) -> jax.Array:
 
 
 def cdf(probs: jax.Array) -> jax.Array:
-    """``(rows, m)`` cumulative sums of ``(rows, m)`` non-negative ``probs`` along the arms,
-    ``m`` a power of two >= 16, as products with triangular ones at full precision.
-
-    Up to :data:`ONE_LEVEL` arms one product, entry ``j`` the sum of ``probs_i 1[i <= j]``.
-    Above, two levels (an ``m x m`` matrix would not fit a GPU's shared memory): 16 blocks of
-    ``w = m / 16`` arms summed by a ``w x w`` product, block ``b``'s offset (the totals of
-    blocks ``0..b-1``) by a ``16 x 16`` one. Triton's ``dot`` accumulates in order, so on a
-    GPU every entry is a sequential sum, non-decreasing (as
-    :func:`stabl_jax.sampling.blocked_cumsum`): a zero-probability arm is never drawn. In
-    interpret mode XLA may associate the offsets' sums otherwise (an ulp at a block boundary).
-    """
+    """``(rows, m)`` cumulative sums of non-negative ``probs`` ``(rows, m)``, ``m`` a power of two
+    >= 16, as triangular matrix products (one, or two levels above :data:`ONE_LEVEL` arms).
+    On a GPU every entry is a sequential sum, non-decreasing: a zero-probability arm is never
+    drawn."""
     rows, m = probs.shape
     if m <= ONE_LEVEL:
         return _dot(probs, _ones_up_to(m))
@@ -123,9 +93,8 @@ def cdf(probs: jax.Array) -> jax.Array:
 
 
 def sample(probs: jax.Array, u: jax.Array, n: int) -> jax.Array:
-    """``(rows,)`` int32 inverse-CDF draws from ``(rows, m)`` padded ``probs`` with ``(rows,)``
-    uniforms: :func:`stabl_jax.sampling.sample_index`'s rule,
-    ``min(#{i : cdf_i <= u cdf_{n-1}}, n - 1)``, with the CDF of :func:`cdf`.
+    """``(rows,)`` int32 inverse-CDF draws from ``(rows, m)`` padded ``probs`` and ``(rows,)``
+    uniforms ``u``: ``min(#{i : cdf_i <= u cdf_{n-1}}, n - 1)``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -192,9 +161,8 @@ class _Kernel:
         return None
 
     def ask(self, coefs: list, state: tuple, u: list) -> tuple[list, list, jax.Array, Any]:
-        """The round's query from the ``Q`` uniforms ``u``: ``(arms, probs, play, aux)``,
-        ``Q`` ``(rows,)`` arms and the probabilities they were drawn with, the play
-        distribution ``(rows, n_pad)`` and what :meth:`tell` needs besides."""
+        """``(arms, probs, play, aux)`` from the ``Q`` uniforms ``u``: ``Q`` ``(rows,)`` arms, their
+        probabilities, the play distribution ``(rows, n_pad)`` and what :meth:`tell` needs."""
         raise NotImplementedError
 
     def tell(self, coefs: list, state: tuple, row: list, query: tuple, observed: list) -> tuple:
@@ -230,10 +198,9 @@ class _EXP3Kernel(_Kernel):
 
 @dataclasses.dataclass(frozen=True)
 class _StABLKernel(_Kernel):
-    """:class:`~stabl_jax.learners.StABL` (Algorithm 1): state experts ``log v(t, k)``
-    ``(B, runs, n_pad)``, meta ``log w_t(k)`` ``(B, runs)``, ``num_muted`` ``(1, runs)``;
-    coefficients ``eta'_k``, ``eta_k``, ``log eta_k`` (``3B``); table: the restarts at
-    ``t + 1``."""
+    """:class:`~stabl_jax.learners.StABL` (Algorithm 1): state ``log v(t, k)``
+    ``(B, runs, n_pad)``, ``log w_t(k)`` ``(B, runs)``, ``num_muted``; coefficients ``eta'_k``,
+    ``eta_k``, ``log eta_k``."""
 
     queries: ClassVar[int] = 2
 
@@ -315,9 +282,8 @@ _KERNELS: dict[type, type[_Kernel]] = {EXP3: _EXP3Kernel, StABL: _StABLKernel}
 
 
 def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> None:
-    """Raise ``ValueError`` unless the kernel runs ``learner`` on ``env`` recording ``fields``
-    (module docstring, "Supported"); ``env`` is the rollout's environment (an oblivious one
-    wrapped by :func:`~stabl_jax.envs.base.as_environment`)."""
+    """Raise ``ValueError`` unless the kernel runs ``learner`` on the rollout's ``env`` recording
+    ``fields``."""
     supported = "supported: EXP3 or StABL (float32) on an oblivious bandit environment"
     if type(learner) not in _KERNELS or learner.dtype != "float32":
         what = type(learner).__name__ + (
@@ -336,10 +302,8 @@ def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: b
 
 
 def auto_kernel(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> str:
-    """``kernel="auto"``: ``"pallas"`` where the kernel is compiled (a GPU,
-    :func:`interpreted`), supports the call (:func:`check_supported`) and the arms pad to at
-    most :data:`ONE_LEVEL` (the one-level CDF, where it is faster: docs/speed.md); ``"xla"``
-    otherwise (interpreted, the kernel is slower than the XLA path)."""
+    """``"pallas"`` where the kernel is compiled (a GPU), supports the call and the arms pad to at
+    most :data:`ONE_LEVEL`; else ``"xla"``."""
     if interpreted() or _padded_arms(getattr(learner, "num_arms", ONE_LEVEL + 1)) > ONE_LEVEL:
         return "xla"
     if not triton_available():
@@ -376,11 +340,9 @@ def _warn_no_triton() -> None:
 
 
 def draws_inside(env: Any, keys: tuple[jax.Array, ...] = ()) -> bool:
-    """Whether the kernel draws each round's uniforms and losses itself from the runs' key
-    words (module docstring): ``env`` (the rollout's oblivious environment, or the one it
-    wraps) has a kernel-safe loss (:func:`~stabl_jax.envs.base.draws_from_words`) and
-    :mod:`stabl_jax.prng` hashes each of ``keys`` unrolled (:func:`~stabl_jax.prng.unrolled`).
-    Otherwise they are drawn outside the kernel and read (:func:`_draws`)."""
+    """Whether the kernel hashes each round's uniforms and losses itself: ``env`` has
+    ``losses_of_words`` (:func:`~stabl_jax.envs.base.draws_from_words`) and every key of
+    ``keys`` is hashed unrolled (:func:`~stabl_jax.prng.unrolled`)."""
     inner = env.env if isinstance(env, ObliviousBandit) else env
     return draws_from_words(inner) and all(prng.unrolled(key) for key in keys)
 
@@ -388,11 +350,8 @@ def draws_inside(env: Any, keys: tuple[jax.Array, ...] = ()) -> bool:
 def input_bytes_per_round(
     learner: Any, fields: tuple[str, ...], env: Any = None, keys: tuple[jax.Array, ...] = ()
 ) -> int:
-    """Bytes per run and round the kernel reads besides the state, counted twice (drawn,
-    then laid out): where it draws inside (:func:`draws_inside` of ``env`` and ``keys``), the
-    round's best arm only (the key words are per run, not per round); otherwise (and for
-    ``env=None``) its drawn uniforms and every arm's loss, and the best arm for
-    ``prob_best``."""
+    """Bytes per run and round the kernel reads besides the state (counted twice): the best arm
+    where it draws inside, else the uniforms and every arm's loss too."""
     if env is not None and draws_inside(env, keys):
         return 2 * 4
     per = _padded_arms(learner.num_arms) + _KERNELS[type(learner)].queries
@@ -409,21 +368,18 @@ def chunk_step(
     rows: int | None = None,
     max_rounds: int | None = None,
 ) -> Callable[[Any, jax.Array], tuple[Any, dict[str, jax.Array]]]:
-    """``step(carry, t0) -> (carry, outputs)`` for one block of runs: ``length`` rounds from
-    ``t0`` in one ``pallas_call``, or in a ``scan`` over equal pieces of at most
-    ``max_rounds`` rounds (bounding the memory of the drawn inputs, no bit changed); what
-    ``vmap`` of the XLA rollout's scan gives, for the same runs (module docstring).
+    """``step(carry, t0) -> (carry, outputs)``: ``length`` rounds of one block of runs from ``t0``,
+    the same as ``vmap`` of the XLA rollout's scan.
 
     Args:
       learner: an :class:`~stabl_jax.learners.EXP3` or :class:`~stabl_jax.learners.StABL`.
       env: the rollout's environment (an oblivious bandit one, wrapped).
       fields: the traces to record (:data:`FIELDS`).
       length: ``L``, rounds in the chunk.
-      interpret: run the kernel in interpret mode; ``None``: unless on a GPU (:func:`interpreted`).
-      rows: runs per program; ``None``: the whole block interpreted, :func:`gpu_rows`
-        compiled (where it must be a power of two >= 16).
-      max_rounds: rounds per ``pallas_call`` at most (the pieces are the largest divisor of
-        ``length`` not above it); ``None``: the whole chunk in one call.
+      interpret: run in interpret mode; ``None``: unless on a GPU (:func:`interpreted`).
+      rows: runs per program; ``None``: the whole block interpreted, :func:`gpu_rows` compiled.
+      max_rounds: rounds per ``pallas_call`` at most (pieces of the largest divisor of
+        ``length`` not above it); ``None``: one call.
 
     Returns:
       The step; ``carry`` a runs-leading :class:`~stabl_jax.simulate.RunCarry`, outputs
@@ -544,9 +500,8 @@ def largest_divisor(length: int, at_most: int) -> int:
 
 
 def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax.Array) -> dict:
-    """A chunk's random numbers and losses, drawn with the XLA path's keys and calls:
-    ``u`` ``Q x (L, runs)`` uniforms (``sample_query``'s), ``loss`` ``(L, runs, n_pad)`` (the
-    padding 0) and, for ``prob_best``, ``best`` ``(L, runs)`` the environment's best arm."""
+    """A chunk's draws outside the kernel: ``u`` ``Q x (L, runs)`` uniforms, ``loss``
+    ``(L, runs, n_pad)`` and, for ``prob_best``, ``best`` ``(L, runs)``."""
 
     def one(params: Any, env_key: jax.Array, learner_key: jax.Array, t: jax.Array) -> dict:
         loss = env.loss(params, t, prng.fold_in(env_key, t)).astype(jnp.float32)
@@ -567,10 +522,8 @@ def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax
 
 
 def _key_words(env: Any, carry: Any, ts: jax.Array) -> dict:
-    """The inputs of a kernel that draws inside: ``keys`` the runs' ``env`` and ``learner``
-    key words ``(2, runs)`` uint32 (``jax.random.key_data``, runs on axis 1) and ``best``
-    ``(L, runs)`` int32 the environment's best arm each round (``losses_of_words`` marks
-    it; ``prob_best`` reads it)."""
+    """Inputs of a kernel that draws inside: ``keys`` ``(2, runs)`` uint32 key words of ``env``
+    and ``learner``, and ``best`` ``(L, runs)`` int32 the best arm each round."""
     keys = {
         "env": jax.random.key_data(carry.env_key).T,
         "learner": jax.random.key_data(carry.learner_key).T,
@@ -583,9 +536,8 @@ def _key_words(env: Any, carry: Any, ts: jax.Array) -> dict:
 
 
 def interpreted(mesh: Any = None) -> bool:
-    """Whether the kernel runs in interpret mode where it will run: on ``mesh``'s devices, or
-    JAX's default device (``jax.default_device``, else the first device); compiled on a GPU
-    only."""
+    """Whether the kernel runs in interpret mode on ``mesh``'s devices (or the default device):
+    compiled on a GPU only."""
     if mesh is not None:
         device = mesh.devices.flat[0]
     else:
@@ -594,9 +546,8 @@ def interpreted(mesh: Any = None) -> bool:
 
 
 def gpu_rows(states: tuple[jax.Array, ...]) -> int:
-    """Runs per program on a GPU: :data:`GPU_ROWS`, halved while the state of that many
-    runs (the kernel's state arrays ``(K, runs, ...)``) exceeds :data:`GPU_STATE_FLOATS`,
-    and at least 16."""
+    """Runs per program on a GPU: :data:`GPU_ROWS`, halved while their state exceeds
+    :data:`GPU_STATE_FLOATS`, at least 16."""
     per_run = sum(x.size // x.shape[1] for x in states)
     rows = GPU_ROWS
     while rows > _MIN_DOT and rows * per_run > GPU_STATE_FLOATS:
@@ -639,10 +590,8 @@ class _Drawn:
 
 
 class _Hashed:
-    """Round ``i``'s draws hashed in the kernel from the runs' key words ``words`` (``env``,
-    ``learner``: two ``(rows,)`` uint32 each), by the XLA path's rule bit for bit: the ``Q``
-    uniforms of ``sampling.uniforms(fold_in(learner_key, t), Q)`` and the losses
-    ``env.losses_of_words`` of ``fold_in(env_key, t)`` (:mod:`stabl_jax.threefry`)."""
+    """Round ``i``'s draws hashed in the kernel from the runs' key words, bit for bit the XLA
+    path's (:mod:`stabl_jax.threefry`)."""
 
     def __init__(
         self, spec: _Kernel, env: Any, ins: dict, words: dict[str, threefry.Words], i: jax.Array
@@ -671,11 +620,9 @@ class _Hashed:
 
 
 def _kernel(spec: _Kernel, env: Any, length: int, ins: dict, out: dict) -> None:
-    """One program: load ``rows`` runs' state, step them through ``length`` rounds
-    (``fori_loop``, the state in registers), store the state; every round draws (or reads)
-    its uniforms and losses, writes its arms, observed losses and, when asked for,
-    ``expected_loss`` and ``prob_best``. Refs as laid out by :func:`chunk_step` (runs on
-    axis 1)."""
+    """One program: load ``rows`` runs' state, step them through ``length`` rounds, store it;
+    each round writes its arms, observed losses and, when asked, ``expected_loss`` and
+    ``prob_best``."""
     coefs = [ins["coefs"][c] for c in range(ins["coefs"].shape[0])]
     table = ins.get("table")
     words: dict[str, threefry.Words] | None = None
