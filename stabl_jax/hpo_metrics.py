@@ -73,6 +73,16 @@ def simulate_selection(
     Returns:
       A :class:`~stabl_jax.simulate.SimResult`: ``best_gap`` and ``best_value`` ``(R, N)``
       float64 by evaluation count; ``arms``, ``observed``, ``reward`` ``(R, T, Q)``.
+
+    Example:
+      >>> from stabl_jax import make
+      >>> from stabl_jax.envs.bbob import BBOBFunction
+      >>> env = HPOEnv(BBOBFunction(function_id=1, dim=4, normalize=True))
+      >>> learner = make("stabl", num_arms=env.num_arms, horizon=10, feedback="reward",
+      ...                history_lengths=(4, 8))
+      >>> res = simulate_selection(learner, env, jax.random.key(0), 2, num_evaluations=20)
+      >>> res.best_gap.shape, res.arms.shape
+      ((2, 20), (2, 10, 2))
     """
     num_evaluations = checks.check_int("num_evaluations", num_evaluations, minimum=1)
     rounds = num_rounds(num_evaluations, int(learner.num_queries))

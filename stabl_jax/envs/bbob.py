@@ -278,6 +278,15 @@ class BBOBSuite(_Normalizable):
       function_ids: the BBOB ids, distinct, each in 1..24.
       dim, instance, shift_radius, rotate, noise_std, normalize, norm_scale: as
         :class:`BBOBFunction`'s, for every member.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> suite = BBOBSuite((1, 21), dim=3, normalize=True)
+      >>> p = suite.problem_params(1, jax.random.key(0))
+      >>> f21 = BBOBFunction(21, dim=3, normalize=True)
+      >>> x = jnp.full((3,), 0.5)
+      >>> bool(jnp.allclose(suite.value(p, x), f21.value(f21.sample_params(jax.random.key(0)), x)))
+      True
     """
 
     function_ids: tuple[int, ...]

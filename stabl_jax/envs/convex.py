@@ -374,6 +374,14 @@ class CustomConvex(ConvexEnv):
         ``x`` on ``K`` (module-level: compared by identity).
       lipschitz_bound: ``G``.
       minimizer_fn: optional ``theta -> (d,)`` minimiser over ``K``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> def l1(theta, x):
+      ...     return jnp.sum(jnp.abs(x - theta))
+      >>> env = CustomConvex(dim=2, horizon=32, loss=l1, lipschitz_bound=2**0.5)
+      >>> env.lipschitz
+      1.4142135623730951
     """
 
     loss: Callable[[jax.Array, jax.Array], jax.Array] | None = None

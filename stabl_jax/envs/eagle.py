@@ -449,6 +449,14 @@ def minimize(
 
     Returns:
       ``(num_evaluations,)`` the observed values, in evaluation order.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> params = EagleConfig().params(dim=2)
+      >>> values = minimize(params, lambda x: jnp.sum((x - 0.3) ** 2), jax.random.key(0), 200,
+      ...                   dim=2)
+      >>> bool(values.min() < 1e-3)
+      True
     """
     if dim is None:
         raise ValueError("dim is required")

@@ -322,6 +322,13 @@ def vizier_reward(
 
     Returns:
       ``(...)`` the rewards, ``>= 0`` (not capped).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> f = jnp.array([0.5, 0.4, 0.6, 0.3, 0.35])
+      >>> prev = jnp.concatenate([jnp.ones(1), f[:-1]])
+      >>> [round(r, 6) for r in vizier_reward(prev, f, jnp.arange(5)).tolist()]
+      [0.0, 0.0, 0.0, 0.3, 0.0]
     """
     best = jnp.minimum(previous, observed)
     reward = (previous - best) - reward_lambda * best

@@ -1,4 +1,11 @@
-"""Two results folders compared number by number (``stabl-jax compare A B``)."""
+"""Two results folders compared number by number (``stabl-jax compare A B``).
+
+Example:
+  >>> from stabl_jax.experiment.compare import compare_folders
+  >>> comparison = compare_folders("results/a", "results/b")  # doctest: +SKIP
+  >>> comparison.equal  # doctest: +SKIP
+  True
+"""
 
 from __future__ import annotations
 
