@@ -203,8 +203,8 @@ def test_query_honesty(name):
 def test_ask_does_not_depend_on_losses(name):
     """``ask`` takes no loss at all: every queried arm is fixed before the loss is revealed."""
     learner = small_learner(name)
-    state = learner.init(jax.random.key(0))
-    q = learner.ask(state, jax.random.key(1))
+    state = jax.jit(learner.init)(jax.random.key(0))
+    q = jax.jit(learner.ask)(state, jax.random.key(1))
     assert q.arms.shape == (learner.num_queries,)
     assert bool(jnp.all((q.arms >= 0) & (q.arms < NUM_ARMS)))
     assert bool(jnp.all(q.query_probs > 0))

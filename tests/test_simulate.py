@@ -244,8 +244,9 @@ def _loops_in_a_chunk(learner, env, fields):
     """``while`` loops in the lowered program of one chunk of 8 rounds for 4 runs."""
     sim = importlib.import_module("stabl_jax.simulate")
     rollout = as_environment(env, reveal_all="expected_loss" in fields)
-    carry = sim.init_runs(
-        learner, rollout, sim.run_keys(jax.random.key(0), 4), learner.default_params
+    carry = jax.eval_shape(  # shapes suffice to lower: nothing is computed
+        lambda keys: sim.init_runs(learner, rollout, keys, learner.default_params),
+        sim.run_keys(jax.random.key(0), 4),
     )
     plan = sharding.plan_runs(4, host_threads=1)
     lowered = sim.run_chunk.lower(learner, rollout, carry, jnp.int32(0), 8, plan, fields)
