@@ -139,7 +139,7 @@ class StABLBCO(ExpertEnsembleBCO):
       ((32, 64), 3)
       >>> state = learner.init(jax.random.key(0))
       >>> loss = Partial(lambda c, x: jnp.linalg.norm(x - c), jnp.array([0.5, 0.0]))
-      >>> state, info = learner.step(state, loss, jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, loss, jax.random.key(1))
       >>> info.points.shape
       (3, 2)
     """

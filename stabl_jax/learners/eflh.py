@@ -72,7 +72,7 @@ class EFLH(FLH):
       >>> learner.lengths, learner.num_queries
       ((2, 4, 16, 256, 8192), 5)
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> info.arms.shape
       (5,)
     """

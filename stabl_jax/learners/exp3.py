@@ -59,7 +59,7 @@ class EXP3(WeightsLearner):
       >>> import jax, jax.numpy as jnp
       >>> learner = EXP3(num_arms=3, horizon=100)
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
     """

@@ -31,7 +31,7 @@ class EXP3IXVizier(VizierEXP3Base):
     Example:
       >>> import jax, jax.numpy as jnp
       >>> learner = EXP3IXVizier(num_arms=3, horizon=100)
-      >>> state, info = learner.step(learner.init(jax.random.key(0)),
+      >>> state, info = jax.jit(learner.step)(learner.init(jax.random.key(0)),
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1

@@ -116,7 +116,7 @@ class FLH(BanditLearner):
       >>> learner.num_queries
       13
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> state.start[:3].tolist()
       [1, 2, 0]
     """

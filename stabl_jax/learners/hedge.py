@@ -77,7 +77,7 @@ class Hedge(WeightsLearner):
       >>> import jax, jax.numpy as jnp
       >>> learner = Hedge(num_arms=3, horizon=100)
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> learner.num_queries, info.arms.shape
       (3, (3,))
     """

@@ -81,7 +81,7 @@ class SAOLHedge(_SAOLBase):
       >>> learner.history_lengths, learner.num_queries
       ((32, 64), 3)
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> int(state.t)
       1
     """
@@ -137,7 +137,7 @@ class SAOL(_SAOLBase):
       >>> learner.num_queries
       3
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> info.arms.shape
       (3,)
     """

@@ -82,7 +82,7 @@ class StABLAnytime(Ensemble, BanditLearner):
       >>> state = learner.init(jax.random.key(0))
       >>> int(learner.active(state.t).sum())
       1
-      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.linspace(0, 1, 5), jax.random.key(1))
       >>> info.arms.shape
       (2,)
     """

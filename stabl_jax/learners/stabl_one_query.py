@@ -34,7 +34,7 @@ class StABLOneQuery(StABL):
       >>> learner.num_queries
       1
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.linspace(0, 1, 5), jax.random.key(1))
       >>> info.arms.shape
       (1,)
     """

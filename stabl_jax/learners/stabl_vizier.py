@@ -79,7 +79,7 @@ class StABLVizier(HistoryExperts, BanditLearner):
       >>> learner.num_queries, learner.num_experts
       (1, 2)
       >>> state = learner.init(jax.random.key(0))
-      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> state, info = jax.jit(learner.step)(state, jnp.linspace(0, 1, 5), jax.random.key(1))
       >>> int(state.t), bool(learner.is_observation_trial(state.t))
       (1, True)
     """

@@ -82,7 +82,7 @@ class SWUCB(_ucb.SwitchingUCB):
       ...     state, _ = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
       >>> state.counts.tolist()  # arm 0 has left the two-round window...
       [0, 1, 1]
-      >>> _, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
+      >>> _, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
       >>> int(info.arms[0])  # ...so it is untried again and played next
       0
     """
