@@ -56,11 +56,9 @@ class DUCB(_ucb.SwitchingUCB):
     - ``n_t(gamma) = sum_i N_t(gamma, i)``;
     - ``c_t(gamma, i) = 2B sqrt(xi log n_t(gamma) / N_t(gamma, i))``, times ``explore_scale``.
 
-    Round ``t + 1`` plays ``argmax_i X-bar_t(gamma, i) + c_t(gamma, i)``. An arm with
-    ``N = 0`` has index ``+inf``: rounds ``1..K`` play arms ``0..K-1`` in order (the paper's
-    initialisation), and ties go to the lowest index; ``N <- gamma N + e_{I_t}``, likewise the
-    sums. Defaults (for ``Upsilon_T = num_changes`` breakpoints): ``gamma = 1 - (1/4)
-    sqrt(Upsilon_T / T)`` and ``xi = 1/2``.
+    Round ``t + 1`` plays ``argmax_i X-bar_t(gamma, i) + c_t(gamma, i)`` (``+inf`` at
+    ``N = 0``, lowest index on ties). Defaults: ``gamma = 1 - (1/4) sqrt(Upsilon_T / T)``,
+    ``xi = 1/2``.
 
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default discount is tuned for.
@@ -72,13 +70,6 @@ class DUCB(_ucb.SwitchingUCB):
       >>> learner = DUCB(num_arms=3, horizon=400, num_changes=4)
       >>> learner.discount
       0.975
-      >>> state = learner.init(jax.random.key(0))
-      >>> arms = []
-      >>> for t in range(4):
-      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
-      ...     arms.append(int(info.arms[0]))
-      >>> arms  # untried arms first, in index order, then the largest index
-      [0, 1, 2, 0]
     """
 
     discount: float | None = None
