@@ -143,9 +143,8 @@ class FKM(_SingleOGD):
     Round ``t``: draw ``u``, play and observe ``x_t = y_t + delta u`` (1 query), estimate
     ``g = (d/delta) l_t(x_t) u`` and update ``y_{t+1} = Π_{(1-alpha)K}[y_t - eta g]``.
 
-    Constants of FKM's Theorem 3.3 (``R = D``, ``L = G``, ``C`` bounds ``|l|``):
-    ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` clipped to ``r``, ``alpha = delta / r``
-    and ``eta = nu delta / d`` with ``nu = D / (C sqrt T)``.
+    Theorem 3.3's constants: ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` clipped to
+    ``r``, ``alpha = delta / r``, ``eta = D delta / (C d sqrt T)``.
 
     Attributes:
       loss_bound: ``C``; ``None`` is ``2 G D`` (non-negative losses vanishing in ``K``).
