@@ -86,6 +86,10 @@ class CUSUMUCB(BanditLearner):
       >>> learner = CUSUMUCB(num_arms=3, horizon=1000, num_changes=1)
       >>> round(learner.threshold, 3), round(learner.alpha, 3)
       (6.908, 0.083)
+      >>> state, info = learner.step(learner.init(jax.random.key(0)),
+      ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> state.counts.tolist()
+      [1, 0, 0]
     """
 
     num_changes: int = 3

@@ -67,6 +67,10 @@ class EFLH(FLH):
       >>> learner = EFLH(num_arms=3, horizon=4096)
       >>> learner.lengths, learner.num_queries
       ((2, 4, 16, 256, 8192), 5)
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> info.arms.shape
+      (5,)
     """
 
     epsilon: float = 1.0

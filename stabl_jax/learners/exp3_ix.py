@@ -51,6 +51,10 @@ class Exp3IX(WeightsLearner):
       >>> eta, gamma = learner.rates(learner.default_params)
       >>> round(float(eta), 4), round(float(gamma), 4)
       (0.0856, 0.0428)
+      >>> state, info = learner.step(learner.init(jax.random.key(0)),
+      ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> int(state.t)
+      1
     """
 
     name: ClassVar[str] = "exp3_ix"

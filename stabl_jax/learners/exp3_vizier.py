@@ -115,6 +115,9 @@ class EXP3Vizier(VizierEXP3Base):
       >>> state = learner.init(jax.random.key(0))
       >>> [round(float(p), 4) for p in learner.play_distribution(state)]
       [0.3333, 0.3333, 0.3333]
+      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> int(state.t)
+      1
     """
 
     feedback: estimators.Feedback = "reward"

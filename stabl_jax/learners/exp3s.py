@@ -66,6 +66,10 @@ class Exp3S(WeightsLearner):
       >>> learner = Exp3S(num_arms=3, horizon=100, num_switches=1)
       >>> round(learner.gamma, 4), learner.alpha
       (0.4966, 0.01)
+      >>> state, info = learner.step(learner.init(jax.random.key(0)),
+      ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> int(state.t), info.arms.shape
+      (1, (1,))
     """
 
     num_switches: int = 3

@@ -72,6 +72,10 @@ class SAOLHedge(_SAOLBase):
       >>> learner = SAOLHedge(num_arms=3, horizon=64)
       >>> learner.history_lengths, learner.num_queries
       ((32, 64), 3)
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> int(state.t)
+      1
     """
 
     name: ClassVar[str] = "saol_hedge"
@@ -124,6 +128,10 @@ class SAOL(_SAOLBase):
       >>> learner = SAOL(num_arms=3, horizon=64)
       >>> learner.num_queries
       3
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
+      >>> info.arms.shape
+      (3,)
     """
 
     feedback: estimators.Feedback = "loss"

@@ -77,6 +77,10 @@ class StABL(Ensemble, BanditLearner):
       >>> learner = StABL(num_arms=5, horizon=64)
       >>> learner.history_lengths, learner.num_queries
       ((32, 64), 2)
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> info.arms.shape
+      (2,)
     """
 
     observation: str = "importance"

@@ -58,6 +58,9 @@ class StABLAdaptive(StABLAnytime):
       >>> state = learner.init(jax.random.key(0))
       >>> [round(float(x), 4) for x in learner.rates(state)[0]]  # sqrt(ln 5), V = 0
       [1.2686, 1.2686]
+      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> info.arms.shape, int(state.num_muted)
+      ((2,), 0)
     """
 
     name: ClassVar[str] = "stabl_adaptive"

@@ -71,6 +71,12 @@ class StABLAnytime(Ensemble, BanditLearner):
       >>> learner = StABLAnytime(num_arms=5, horizon=64)
       >>> learner.history_lengths, learner.num_queries
       ((32, 64), 2)
+      >>> state = learner.init(jax.random.key(0))
+      >>> int(learner.active(state.t).sum())
+      1
+      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> info.arms.shape
+      (2,)
     """
 
     feedback: estimators.Feedback = "loss"

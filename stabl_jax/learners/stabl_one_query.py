@@ -31,6 +31,10 @@ class StABLOneQuery(StABL):
       >>> learner = StABLOneQuery(num_arms=5, horizon=64)
       >>> learner.num_queries
       1
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> info.arms.shape
+      (1,)
     """
 
     observation: str = "played"

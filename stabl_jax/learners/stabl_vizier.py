@@ -73,6 +73,10 @@ class StABLVizier(HistoryExperts, BanditLearner):
       >>> learner = StABLVizier(num_arms=5, horizon=64, history_lengths=(4, 16))
       >>> learner.num_queries, learner.num_experts
       (1, 2)
+      >>> state = learner.init(jax.random.key(0))
+      >>> state, info = learner.step(state, jnp.linspace(0, 1, 5), jax.random.key(1))
+      >>> int(state.t), bool(learner.is_observation_trial(state.t))
+      (1, True)
     """
 
     history_lengths: tuple[int, ...] | None = None
