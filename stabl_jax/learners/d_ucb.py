@@ -70,6 +70,13 @@ class DUCB(_ucb.SwitchingUCB):
       >>> learner = DUCB(num_arms=3, horizon=400, num_changes=4)
       >>> learner.discount
       0.975
+      >>> state = learner.init(jax.random.key(0))
+      >>> arms = []
+      >>> for t in range(4):
+      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      ...     arms.append(int(info.arms[0]))
+      >>> arms  # untried arms first, in index order, then the largest index
+      [0, 1, 2, 0]
     """
 
     discount: float | None = None

@@ -74,6 +74,15 @@ class SWUCB(_ucb.SwitchingUCB):
       >>> import jax, jax.numpy as jnp
       >>> SWUCB(num_arms=3, horizon=400, num_changes=4).window  # the paper's default
       48
+      >>> learner = SWUCB(num_arms=3, horizon=400, window=2)
+      >>> state = learner.init(jax.random.key(0))
+      >>> for t in range(3):  # arms 0, 1, 2: the untried ones first, in index order
+      ...     state, _ = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      >>> state.counts.tolist()  # arm 0 has left the two-round window...
+      [0, 1, 1]
+      >>> _, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
+      >>> int(info.arms[0])  # ...so it is untried again and played next
+      0
     """
 
     window: int | None = None
