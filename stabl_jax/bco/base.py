@@ -110,8 +110,7 @@ class BCOLearner(Learner[BCOQuery]):
         unit ball.
       lipschitz: ``G``, the Lipschitz constant the step sizes assume (> 0).
       optimizer: Algorithm 4's base optimiser, an ``optax.GradientTransformation`` at unit
-        learning rate, scaled by ``eta``; ``None`` is ``optax.sgd(1.0)`` (``x - eta g``).
-        Optax transformations compare by identity: share one object between equal learners.
+        learning rate scaled by ``eta`` (compared by identity); ``None`` is ``optax.sgd(1.0)``.
       dtype: float dtype of the state, ``"float32"`` (default) or ``"float64"`` (needs
         ``jax_enable_x64``).
     """

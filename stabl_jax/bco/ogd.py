@@ -143,9 +143,8 @@ class FKM(_SingleOGD):
     Round ``t``: draw ``u``, play and observe ``x_t = y_t + delta u`` (1 query), estimate
     ``g = (d/delta) l_t(x_t) u`` and update ``y_{t+1} = Π_{(1-alpha)K}[y_t - eta g]``.
 
-    Constants of FKM's Theorem 3.3 (``R = D``, ``L = G``, ``C`` bounds ``|l|``):
-    ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` clipped to ``r``, ``alpha = delta / r``
-    and ``eta = nu delta / d`` with ``nu = D / (C sqrt T)``.
+    Theorem 3.3's constants: ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` clipped to
+    ``r``, ``alpha = delta / r``, ``eta = D delta / (C d sqrt T)``.
 
     Attributes:
       loss_bound: ``C``; ``None`` is ``2 G D`` (non-negative losses vanishing in ``K``).
@@ -203,11 +202,9 @@ class TwoPointOGD(_SingleOGD):
     """Two-point bandit OGD (Agarwal, Dekel and Xiao, 2010), loss suffered at the played point.
 
     Round ``t``: play ``y_t`` and observe ``y_t + delta u`` (2 queries), estimate
-    ``g = (d/delta)(l_t(y_t + delta u) - l_t(y_t)) u`` (``||g|| <= d G``) and update
-    ``y_{t+1} = Π_{K_hat}[y_t - eta g]``; the played point is ``y_t`` (Section 2.1's query
-    model). Constants of the paper's experts on ``[0, T)``: ``delta = delta_scale / (kappa
-    T)``, :func:`stabl_jax.domains.paper_shrinkage` and ``eta = lr_scale D / (d G sqrt T)``
-    (Appendix C): :class:`~stabl_jax.bco.StABLBCOTwoQuery` with the single length ``T``.
+    ``g = (d/delta)(l_t(y_t + delta u) - l_t(y_t)) u`` and update
+    ``y_{t+1} = Π_{K_hat}[y_t - eta g]``. Constants of Appendix C: ``delta = delta_scale /
+    (kappa T)``, :func:`stabl_jax.domains.paper_shrinkage`, ``eta = lr_scale D / (d G sqrt T)``.
     """
 
     num_queries: ClassVar[int] = 2

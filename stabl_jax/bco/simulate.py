@@ -1,23 +1,15 @@
 """Strongly adaptive regret of BCO learners (Section 2 and Section 5 of Lu et al., ICLR 2024;
-Algorithms 3-4): the window comparators. The simulation itself is
-:func:`stabl_jax.simulate.simulate` (a convex environment's ``evaluate`` gives the losses at
-the queried points and ``best_loss``, the round's own minimum).
+Algorithms 3-4): the window comparators; the simulation is :func:`stabl_jax.simulate.simulate`.
 
-Adaptive regret (:func:`bco_adaptive_regret`) is, for each window length ``L``,
+For each window length ``L`` (:func:`bco_adaptive_regret`),
 
 ``SA(L) = max_{j ∈ J_L} [ sum_{t=j}^{j+L-1} l_t(x_t) - min_{x ∈ K} sum_{t=j}^{j+L-1} l_t(x) ]``
 
-(:func:`stabl_jax.metrics.window_regret`) with ``J_L`` the grid of window starts
-``{0, s, 2s, ...} ∪ {T - L}``, ``s = stride`` (default ``max(1, L // 4)``; ``stride=1`` is every
-window, the paper's definition). The comparator is
-computed per window by the environment's own solver where it has one
-(:meth:`stabl_jax.envs.convex.MovingTarget.window_minimum`: Weiszfeld plus the nearest target,
-exact for piecewise-constant targets) and otherwise by :func:`minimize_window` (projected
-gradient descent with step ``1/beta`` for ``beta``-smooth families, projected subgradient with
-steps ``2D / (G sqrt(i + 1))`` and the best iterate otherwise). Each comparator comes with a
-Frank-Wolfe certificate ``gap = g^T x - min_{y ∈ K} g^T y >= f(x) - f*`` for a subgradient
-``g`` at the returned ``x``; the reported ``SA`` is then within ``[SA - max gap, SA]`` of the
-exact value on the grid (the gap may be loose at kinks of non-smooth families).
+with ``J_L = {0, s, 2s, ...} ∪ {T - L}``, ``s = stride`` (``stride=1``: the paper's every
+window). The comparator is the environment's own ``window_minimum`` where it has one, else
+:func:`minimize_window`; each comes with a Frank-Wolfe certificate
+``gap = g^T x - min_{y ∈ K} g^T y >= f(x) - f*``, so the exact ``SA`` lies in
+``[SA, SA + max gap]``.
 """
 
 from __future__ import annotations
@@ -63,11 +55,8 @@ def minimize_window(
 ) -> tuple[jax.Array, jax.Array]:
     """``min_{x ∈ K} sum_t family(theta_t, x)`` for one window ``thetas`` ``(L, p)``.
 
-    Minimises the window *average* ``f`` from ``K``'s centre: projected gradient descent with
-    step ``1 / beta`` if ``f`` is ``beta``-smooth, else the projected subgradient method with
-    steps ``2D / (G sqrt(i + 1))`` (best iterate kept; ``f_best - f* <=
-    (4D^2 + G^2 sum eta_i^2) / (2 sum eta_i)``, about ``0.05 G 2D`` per round at 1000 steps;
-    the Frank-Wolfe gap of :func:`bco_adaptive_regret` is usually far tighter).
+    From ``K``'s centre: projected gradient descent with step ``1 / beta`` if ``f`` is
+    ``beta``-smooth, else projected subgradient steps ``2D / (G sqrt(i + 1))``, best iterate kept.
 
     Returns:
       ``(x, value)``: ``(d,)`` the best point and ``()`` the window *sum* there.
@@ -150,9 +139,7 @@ SA_BLOCK_MAX_BYTES = 4 * metrics.SA_BLOCK_BYTES
 
 
 def sa_run_bytes(horizon: int, length: int, num_starts: int, size: int) -> int:
-    """A run's memory in a block of window comparators: ``4 (T + W L) p 4`` bytes (the
-    ``(W, L, p)`` float32 windows of ``theta`` that the comparators gather and
-    differentiate, about 3.5 copies by XLA's memory analysis; ``T`` the horizon, ``W`` the
+    """A run's memory in a block of window comparators: ``4 (T + W L) p 4`` bytes (``W``
     starts, ``p`` the size of ``theta_t``) plus its float64 losses and prefix sums."""
     return 4 * (horizon + num_starts * length) * size * 4 + 2 * (horizon + 1) * 8
 
@@ -160,14 +147,10 @@ def sa_run_bytes(horizon: int, length: int, num_starts: int, size: int) -> int:
 def sa_runs_per_block(
     horizon: int, length: int, num_starts: int, num_runs: int, *, size: int
 ) -> int:
-    """The runs of a block of :func:`paired_bco_adaptive_regret`'s default blocks for windows
-    of ``length`` at ``num_starts`` starts, ``theta_t`` of ``size`` coordinates:
+    """Runs per default block for windows of ``length`` at ``num_starts`` starts:
     :data:`stabl_jax.metrics.SA_BLOCK_BYTES` over ``4 (T + W L) 8`` bytes a run, cut to
     :data:`SA_BLOCK_MAX_BYTES` of :func:`sa_run_bytes`. The first count leaves out ``p``
-    (the block sizes of smaller runs, hence their bits, are kept as they were: the
-    comparators' float32 solutions depend on the block's size in their last digits); the
-    cut bounds what the blocks of large runs in many dimensions take (``bco_d50`` with 1000
-    runs: 410 runs a block, 6.3 GiB, before it)."""
+    because float32 comparators depend on the block size in their last digits."""
     per_run = 4 * (horizon * 8 + num_starts * length * 8)
     runs = max(1, min(num_runs, metrics.SA_BLOCK_BYTES // per_run))
     most = SA_BLOCK_MAX_BYTES // sa_run_bytes(horizon, length, num_starts, size)
@@ -223,16 +206,12 @@ def bco_adaptive_regret(
       runs_per_block: runs solved together (memory); ``None``: :func:`sa_runs_per_block`.
 
     Returns:
-      ``{"sa": (R, len(L)) float64, "comparator_gap": (R, len(L)) float64}``: ``sa`` uses the
-      played losses in float64 prefix sums; ``comparator_gap`` is the largest Frank-Wolfe
-      certificate over the windows of that length (the exact ``SA`` on the grid lies in
-      ``[sa, sa + comparator_gap]``).
+      ``{"sa": (R, len(L)) float64, "comparator_gap": (R, len(L)) float64}``; the exact ``SA``
+      on the grid lies in ``[sa, sa + comparator_gap]``.
 
     Raises:
-      ValueError: ``result`` was simulated on another environment than ``env``; its losses
-        are not finite; a window length, ``stride``, ``num_steps`` or ``runs_per_block``
-        out of range, or ``domain`` not ``env``'s (``TypeError`` for a value that is not
-        an int, or not a :class:`~stabl_jax.domains.Domain`).
+      ValueError: ``result`` is from another environment or not finite, or an argument is
+        out of range; ``TypeError`` for a wrongly typed argument.
     """
     result.check_env(env, "bco_adaptive_regret")
     paired = paired_bco_adaptive_regret(
@@ -259,14 +238,12 @@ def paired_bco_adaptive_regret(
     num_steps: int = 1000,
     runs_per_block: int | None = None,
 ) -> dict[str, Any]:
-    """:func:`bco_adaptive_regret` of several learners simulated with the same key (a paired
-    comparison): the window comparators depend only on the environment draws, so they are
-    solved once and shared.
+    """:func:`bco_adaptive_regret` of several learners simulated with the same key, the
+    window comparators solved once and shared.
 
     Args:
       env: the environment simulated.
-      carry: the final :class:`~stabl_jax.simulate.RunCarry` of any of the simulations (its
-        environment params and keys are the same in all of them).
+      carry: the final :class:`~stabl_jax.simulate.RunCarry` of any of the simulations.
       losses: per name, the ``(R, T)`` suffered losses ``l_t(x_t)``.
       window_lengths, stride, domain, num_steps, runs_per_block: as in
         :func:`bco_adaptive_regret`.

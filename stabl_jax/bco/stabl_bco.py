@@ -19,8 +19,8 @@ Algorithm 3, line by line (0-based ``t``; ``c`` the estimate scale, below):
   muted at ``<= 0`` until the restart (``state.num_muted``; the last live expert has ``r~ = 0``),
   or ``eta_k`` on a restart, which also restarts ``A_k`` at the origin.
 
-The factor printed as ``log T`` in lines 11-12 is ``c = B`` by default (``k_t`` is uniform over
-``B`` experts, so only ``B`` is unbiased); ``scale_factor="log_T"`` uses ``log2 T``.
+``c`` (printed ``log T`` in lines 11-12) is ``B`` by default, the unbiased factor for a uniform
+``k_t``; ``scale_factor="log_T"`` uses ``log2 T``.
 """
 
 from __future__ import annotations

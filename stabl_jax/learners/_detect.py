@@ -28,8 +28,7 @@ def bernoulli_kl(p: jax.Array, q: jax.Array) -> jax.Array:
 
 def klucb_index(counts: jax.Array, sums: jax.Array, budget: jax.Array) -> jax.Array:
     """``(K,)`` ``max {q in [mu_i, 1] : N_i kl(mu_i, q) <= budget_i}``, ``mu_i = sums_i / N_i``,
-    by :data:`KLUCB_STEPS` bisection steps (the lower end of the final bracket); ``+inf`` where
-    ``N_i = 0``.
+    by :data:`KLUCB_STEPS` bisection steps; ``+inf`` where ``N_i = 0``.
 
     Args:
       counts: ``(K,)`` int play counts ``N_i >= 0``.

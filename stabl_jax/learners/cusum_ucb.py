@@ -1,8 +1,7 @@
 """CUSUM-UCB (Liu, Lee and Shroff, "A change-detection based framework for piecewise-stationary
 multi-armed bandit problem", AAAI 2018): UCB restarted arm by arm by a two-sided CUSUM test.
 
-One query per round. Rewards ``x = 1 - l`` (:func:`stabl_jax.estimators.loss_to_reward`).
-Memory: five ``(K,)`` arrays per run (:class:`CUSUMUCBState`), ``20 K`` bytes in float32.
+One query per round; rewards ``x = 1 - l``. Memory: ``20 K`` bytes per run (float32).
 """
 
 from __future__ import annotations
@@ -74,9 +73,7 @@ class CUSUMUCB(BanditLearner):
        ``N_i``, its sums and its CUSUM return to 0 (the alarming sample is dropped).
 
     Defaults: ``h = log(T / Upsilon_T)``, ``alpha = sqrt((Upsilon_T / T) log(T / Upsilon_T))``
-    (Corollary 1, :func:`default_threshold_alpha`); ``epsilon = 0.05`` and ``M = 50`` (the
-    analysis asks ``epsilon`` below half the smallest change and ``M`` large; these are the
-    values of the paper's experiments); ``xi = 1``.
+    (Corollary 1); ``epsilon = 0.05``, ``M = 50`` (the paper's experiments); ``xi = 1``.
 
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the default ``h`` and ``alpha`` are tuned for.
@@ -93,10 +90,6 @@ class CUSUMUCB(BanditLearner):
       ...                            jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> state.counts.tolist()
       [1, 0, 0]
-
-    References:
-      Liu, Lee, Shroff. A change-detection based framework for piecewise-stationary
-      multi-armed bandit problem. AAAI 2018 (arXiv:1711.03539).
     """
 
     num_changes: int = 3

@@ -56,11 +56,9 @@ class DUCB(_ucb.SwitchingUCB):
     - ``n_t(gamma) = sum_i N_t(gamma, i)``;
     - ``c_t(gamma, i) = 2B sqrt(xi log n_t(gamma) / N_t(gamma, i))``, times ``explore_scale``.
 
-    Round ``t + 1`` plays ``argmax_i X-bar_t(gamma, i) + c_t(gamma, i)``. An arm with
-    ``N = 0`` has index ``+inf``: rounds ``1..K`` play arms ``0..K-1`` in order (the paper's
-    initialisation), and ties go to the lowest index; ``N <- gamma N + e_{I_t}``, likewise the
-    sums. Defaults (for ``Upsilon_T = num_changes`` breakpoints): ``gamma = 1 - (1/4)
-    sqrt(Upsilon_T / T)`` and ``xi = 1/2``.
+    Round ``t + 1`` plays ``argmax_i X-bar_t(gamma, i) + c_t(gamma, i)`` (``+inf`` at
+    ``N = 0``, lowest index on ties). Defaults: ``gamma = 1 - (1/4) sqrt(Upsilon_T / T)``,
+    ``xi = 1/2``.
 
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default discount is tuned for.

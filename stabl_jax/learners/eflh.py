@@ -3,18 +3,14 @@ adaptive and dynamic regret minimization", arXiv:2207.00646), over EXP3 experts 
 feedback: the EFLH row of Table 1 of Lu et al. (ICLR 2024), adaptive regret
 ``I^{1/2+eps} sqrt(n log T)`` with ``O(log log T / eps)`` queries.
 
-EFLH is :class:`~stabl_jax.learners.flh.FLH` (the same play, meta update, prior ``1/(tau+1)``
-for a new expert and mixing ``(1 - 1/(tau+1))``) with a sparser working set: a doubly
-exponential lookback. With the lengths ``L_k = 2^{m_k}``, ``m_k = ceil((1 + eps)^k)``
-(``k = 0, 1, ...``, repeats dropped, the last capped at ``2^{m_K} >= T + 1``), the working set
-at round ``tau`` holds, for every ``k``, the expert started at the latest multiple of ``L_k``
-(0-based rounds ``s = tau - 1``):
+EFLH is :class:`~stabl_jax.learners.flh.FLH` with a doubly exponential lookback. With
+``L_k = 2^{m_k}``, ``m_k = ceil((1 + eps)^k)`` (repeats dropped, the last capped at
+``2^{m_K} >= T + 1``) and ``s = tau - 1``, the working set is
 
     ``S_tau = { s - (s mod L_k) + 1 : k = 0..K }``    (1-based start rounds),
 
 so ``|S_tau| <= K + 1 = O(log log T / eps)``. The expert of length ``L_k`` is EXP3 with
-``eta' = sqrt(ln n / (min(L_k, T) n))``; the meta learner is FLH's. ``eps`` is static and sets
-``M = num_queries`` (:func:`eflh_capacity`); the default 1 gives ``L_k = 2^{2^k}``.
+``eta' = sqrt(ln n / (min(L_k, T) n))``; ``M = num_queries`` is :func:`eflh_capacity`.
 """
 
 from __future__ import annotations

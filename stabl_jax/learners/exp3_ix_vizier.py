@@ -1,10 +1,9 @@
 """Exp3-IX as the paper's authors implemented it in OSS Vizier (``EXP3IXEnsembleDesign`` of
-``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 66-97;
-Apache-2.0).
+``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24; Apache-2.0).
 
-Unlike :class:`~stabl_jax.Exp3IX`: a constant ``stepsize`` (line 96), the anytime implicit
-exploration ``gamma_t = 1/sqrt(1 + t)`` (line 91), and Vizier's loss estimate of gains
-``r = 1 - l``, ``max_reward - r = l`` (lines 90-94), so there is no ``feedback`` option.
+Unlike :class:`~stabl_jax.Exp3IX`: a constant ``stepsize`` and the anytime implicit exploration
+``gamma_t = 1/sqrt(1 + t)``; Vizier's estimate ``max_reward - r`` is ``l``, so there is no
+``feedback`` option.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Anytime EXP3 with uniform mixing as the paper's authors implemented it in OSS Vizier
 (``EXP3UniformEnsembleDesign`` of ``vizier/_src/algorithms/ensemble/ensemble_design.py``,
-google-vizier 0.1.24, lines 103-158; Apache-2.0): the authors' EXP3 baseline and the expert of
-their StABL (:mod:`stabl_jax.learners.stabl_vizier`).
+google-vizier 0.1.24; Apache-2.0): the authors' EXP3 baseline and the expert of their StABL.
 
-Unlike :class:`~stabl_jax.EXP3`: anytime rates, mixing and learning rate both ``gamma_t =
-1/sqrt(1 + t)`` (lines 128, 138), the latter times ``stepsize``; play ``q_t = (1 - gamma_t)
-softmax(w_t) + gamma_t / n`` (line 129), updates divided by ``q_t`` (line 151); gains ``g = 1 -
-l`` (line 136), ``feedback="loss"`` is ``use_loss_formulation=True`` (lines 139-146).
+Unlike :class:`~stabl_jax.EXP3`: mixing and learning rate ``gamma_t = 1/sqrt(1 + t)``; gains
+``g = 1 - l`` by default (``feedback="loss"`` is Vizier's ``use_loss_formulation=True``).
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ def anytime_gamma(count: jax.Array, dtype: DTypeLike) -> jax.Array:
 
 
 def mix_with_uniform(log_probs: jax.Array, gamma: jax.Array, num_arms: int) -> jax.Array:
-    """``(1 - gamma) exp(log_probs) + gamma / n`` (Vizier line 129), elementwise.
+    """``(1 - gamma) exp(log_probs) + gamma / n``, elementwise.
 
     Args:
       log_probs: normalised log-probabilities ``log softmax(w)`` (all ``n`` arms, or some).

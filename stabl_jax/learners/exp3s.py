@@ -53,10 +53,8 @@ class Exp3S(WeightsLearner):
     3. ``x^_j(t) = x_j(t) / p_j(t)`` if ``j = i_t``, else 0;
     4. ``w_j(t+1) = w_j(t) exp(gamma x^_j(t) / K) + (e alpha / K) W_t``.
 
-    Step 4 is homogeneous in ``w``, so the state keeps ``log(w / W)`` and computes
-    ``logaddexp(log w_j + eta x^_j, log(e alpha / K))`` (``eta = lr_scale gamma / K``),
-    renormalised. Defaults: ``alpha = 1/T`` and :func:`exp3s_gamma` with
-    ``S = num_switches + 1``.
+    Step 4 is homogeneous in ``w``, so the state keeps ``log(w / W)``. Defaults:
+    ``alpha = 1/T``, :func:`exp3s_gamma` with ``S = num_switches + 1``.
 
     Attributes:
       num_switches: switches of the best arm the default ``gamma`` is tuned for.

@@ -3,37 +3,18 @@ changing environments", ICML 2009, Algorithm FLH2), over EXP3 experts with bandi
 the FLH row of Table 1 of Lu et al. (ICLR 2024), ``sqrt(nT)``-type adaptive regret with
 ``O(log T)`` queries.
 
-The paper's FLH2, line by line (rounds ``tau = 1, 2, ...`` are 1-based as in the paper; the
-state's ``t`` counts the rounds played, so round ``tau = t + 1``):
+FLH2 line by line (round ``tau = t + 1``, 1-based as in the paper):
 
-==========================================================  ======================================
-FLH2                                                        here
-==========================================================  ======================================
-experts ``E^1, ..., E^T``; ``E^j`` starts at round ``j``    EXP3 (Algorithm 2 of Lu et al.) with
-                                                            ``eta' = sqrt(ln n / (T n))``, fresh
-                                                            and uniform at its start
-``S_1 = {1}``, ``v_1^(1) = 1``                              :meth:`FLH._init`: slot 0 holds
-                                                            ``E^1`` with ``log v = 0``
-play ``x_tau = sum_{j in S_tau} v_tau^(j) x_tau^(j)``       play ``x_tau = y_J``: ``J ~ v_tau``
-                                                            over the alive slots, ``y_j ~``
-                                                            ``E^j``'s distribution; so ``x_tau``
-                                                            is drawn from the mixture
-``f_tau(x_tau^(j))``                                        ``l_tau(y_j)``, one query per slot:
-                                                            unbiased for ``E^j``'s expected loss
-``v^_(i) = v^(i) e^{-alpha f(x^(i))} / sum_j (same)``       ``log v^ = log v - alpha l(y_i)``,
-                                                            renormalised over the alive slots
-prune ``S_tau`` to ``S_{tau+1}``                            ``E^i``, ``i = r 2^k`` (``r`` odd),
-                                                            lives ``m_i = 2^{k+2} + 1`` rounds:
-                                                            alive at ``tau`` iff
-                                                            ``i <= tau <= i + m_i - 1``
-``v^(tau+1) = 1/(tau+1)``, others ``(1-1/(tau+1)) v^_``     :meth:`FLH._advance`: ``v^_`` renormal-
-                                                            ised over ``S_{tau+1} - {tau+1}``;
-                                                            ``E^{tau+1}`` takes a dead slot
-==========================================================  ======================================
+- experts ``E^j`` start at round ``j``: EXP3 (Algorithm 2 of Lu et al.),
+  ``eta' = sqrt(ln n / (T n))``, uniform at its start; ``S_1 = {1}``, ``v_1^(1) = 1``.
+- play ``x_tau = sum_{j in S_tau} v^(j) x^(j)``: here ``J ~ v_tau``, ``y_j ~ E^j``, play ``y_J``.
+- ``f_tau(x^(j))``: ``l_tau(y_j)``, one query per slot (unbiased for ``E^j``'s expected loss).
+- ``v^_(i) ∝ v^(i) e^{-alpha f(x^(i))}`` over the alive slots.
+- prune: ``E^i``, ``i = r 2^k`` (``r`` odd), is alive iff ``i <= tau <= i + 2^{k+2}``.
+- :meth:`FLH._advance`: ``v^(tau+1) = 1/(tau+1)``, others ``(1 - 1/(tau+1)) v^_``.
 
-``|S_tau| = O(log T)`` (the pruning lemma); the state has ``M = num_queries`` slots
-(:func:`flh_capacity`), one queried arm each. ``alpha = sqrt(8 ln T / T)`` (Hedge's tuning for
-``T`` rounds); every expert is EXP3 tuned for ``T``; ``Params`` scales both.
+``|S_tau| = O(log T)``: ``M = num_queries`` slots (:func:`flh_capacity`). ``alpha =
+sqrt(8 ln T / T)``; ``Params`` scale ``alpha`` and every expert's ``eta'``.
 """
 
 from __future__ import annotations
@@ -93,9 +74,7 @@ class FLHQuery(BanditQuery):
 
 @functools.lru_cache(maxsize=64)
 def flh_capacity(horizon: int) -> int:
-    """``max_{tau <= T+1} |S_tau|`` under FLH's lifetimes: the ``i = r 2^k`` (``r`` odd) with
-    ``i <= tau <= i + 2^{k+2}``, counted per ``k`` as the odd ``r`` in
-    ``[max(1, ceil((tau - 2^{k+2}) / 2^k)), floor(tau / 2^k)]``."""
+    """``max_{tau <= T+1} |S_tau|``, counting per ``k`` the odd ``r`` with ``i = r 2^k`` alive."""
     tau = np.arange(1, horizon + 2, dtype=np.int64)
     count = np.zeros_like(tau)
     for k in range(int(horizon + 1).bit_length()):
@@ -170,10 +149,8 @@ class FLH(BanditLearner):
         """``(E, v, mix)``: experts ``(M, n)``, meta ``v_tau`` ``(M,)`` and the play
         distribution ``mix = sum_i v^(i) E^i`` ``(n,)``.
 
-        Each row is renormalised in the probability domain: the float32 ``logsumexp`` of
-        ``exp3_log_update`` is exact only to an ulp of its value, and at EFLH's short-lived
-        experts' rates log-probabilities reach about ``-1e4``, so ``exp`` alone would give
-        rows summing to ``e^delta`` rather than to one."""
+        Rows are renormalised after ``exp``: at log-probabilities near ``-1e4`` a float32
+        ``logsumexp`` is off by an ulp, so ``exp`` alone would not sum to one."""
         experts = estimators.probabilities(state.expert_log_probs)
         meta = estimators.probabilities(state.meta_log_weights)
         experts = experts / jnp.sum(experts, axis=-1, keepdims=True)

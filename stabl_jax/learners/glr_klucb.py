@@ -2,11 +2,8 @@
 tackling piecewise-stationary bandits", JMLR 23, 2022; arXiv:1902.01575): kl-UCB restarted by
 the Bernoulli generalised likelihood ratio test, with deterministic forced exploration.
 
-One query per round, deterministic. Rewards ``x = 1 - l``
-(:func:`stabl_jax.estimators.loss_to_reward`).
-
-With ``n_i`` samples ``Z_1..Z_{n_i}`` of arm ``i`` since its restart ``tau_i``, round
-``t`` (1-based):
+One deterministic query per round; rewards ``x = 1 - l``. With ``n_i`` samples of arm ``i``
+since its restart ``tau_i``, round ``t`` (1-based):
 
 1. ``A = t mod floor(K / alpha)``; if ``1 <= A <= K`` play arm ``A`` (forced);
 2. else play ``argmax_i UCB_i``, ``UCB_i = max {q : n_i kl(mu_i, q) <= f(t - tau_i)}``
@@ -20,10 +17,8 @@ With ``n_i`` samples ``Z_1..Z_{n_i}`` of arm ``i`` since its restart ``tau_i``, 
 4. on a change, restart the arm (``restart="local"``: ``tau_i = t``, ``n_i = 0``) or every
    arm (``"global"``).
 
-The test reads the prefix sums ``S_s`` at the split points only: the state keeps the last
-``max_splits`` of them per arm (``H``), so splits older than the last ``H Delta s``
-samples are no longer tried (none is dropped while ``H Delta s >= T``, the default up to
-``T = 10240``). Memory: ``4 (H + 3)`` bytes per arm per run in float32.
+The state keeps the last ``H = max_splits`` prefix sums per arm, so splits older than the
+last ``H Delta s`` samples are not tried. Memory: ``4 (H + 3)`` bytes per arm per run (float32).
 """
 
 from __future__ import annotations
@@ -83,9 +78,8 @@ def default_delta_alpha(
 class GLRklUCB(BanditLearner):
     """GLR-klUCB (Besson et al. 2022, Algorithm 1 with the Bernoulli GLR test, Algorithm 2).
 
-    Defaults (:func:`default_delta_alpha`): local restarts (the variant the paper
-    recommends); ``Delta n = Delta s = 10``, the authors' subsampling; ``delta`` and
-    ``alpha`` of the paper's tuning for known ``Upsilon_T``, with ``alpha_0 = 0.1``.
+    Defaults: local restarts, ``Delta n = Delta s = 10`` (the authors' choices); ``delta``,
+    ``alpha`` from :func:`default_delta_alpha`.
 
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the defaults are tuned for.
@@ -101,10 +95,6 @@ class GLRklUCB(BanditLearner):
       >>> learner = GLRklUCB(num_arms=3, horizon=1000, num_changes=1)
       >>> learner.max_splits, round(learner.delta, 4), round(learner.alpha, 4)
       (100, 0.0183, 0.0144)
-
-    References:
-      Besson, Kaufmann, Maillard, Seznec. Efficient change-point detection for tackling
-      piecewise-stationary bandits. JMLR 23(77), 2022 (arXiv:1902.01575).
     """
 
     num_changes: int = 3

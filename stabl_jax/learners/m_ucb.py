@@ -2,10 +2,8 @@
 piecewise-stationary bandit", AISTATS 2019): UCB with forced exploration, restarted globally
 when a sliding-window test sees the mean of one arm move.
 
-One query per round, deterministic. Rewards ``x = 1 - l``
-(:func:`stabl_jax.estimators.loss_to_reward`). Memory: the test's ring buffer of the last ``w``
-rewards of each arm and two ``(K,)`` arrays per run (:class:`MUCBState`), ``4 K (w + 2)``
-bytes in float32.
+One deterministic query per round; rewards ``x = 1 - l``. Memory: ``4 K (w + 2)`` bytes per
+run (float32).
 """
 
 from __future__ import annotations
@@ -81,10 +79,8 @@ class MUCB(BanditLearner):
        its last ``w`` samples, if ``|sum_{j > w/2} Y_j - sum_{j <= w/2} Y_j| > b``, restart:
        ``tau = t`` and every ``n_k = 0``.
 
-    Defaults (:func:`default_window`, :func:`default_threshold_gamma`): Remark 1's ``w``,
-    ``b`` and ``gamma`` for ``M = num_changes + 1`` segments and ``delta = min_change``, the
-    window capped at the mean segment length so that it can fill between changes (the
-    formula exceeds the horizon for the usual ``T``).
+    Defaults: Remark 1's ``w``, ``b``, ``gamma`` for ``M = num_changes + 1`` segments and
+    ``delta = min_change``, ``w`` capped at the mean segment length so it fills between changes.
 
     Attributes:
       num_changes: breakpoints the defaults are tuned for (``M - 1``).
@@ -97,10 +93,6 @@ class MUCB(BanditLearner):
       >>> learner = MUCB(num_arms=3, horizon=1000, num_changes=1)
       >>> learner.window, round(learner.threshold, 2), round(learner.gamma, 3)
       (500, 62.46, 0.759)
-
-    References:
-      Cao, Wen, Kveton, Xie. Nearly optimal adaptive procedure with change detection for
-      piecewise-stationary bandit. AISTATS 2019 (arXiv:1802.03692).
     """
 
     num_changes: int = 3

@@ -1,9 +1,7 @@
 """Rexp3 (Besbes, Gur and Zeevi, "Stochastic multi-armed-bandit problem with non-stationary
 rewards", NeurIPS 2014): Exp3 restarted every ``Delta_T`` rounds.
 
-One query per round. The algorithm is written for rewards ``x`` in [0, 1]; the loss ``l``
-becomes ``x = 1 - l`` through :func:`stabl_jax.estimators.loss_to_reward`. Memory: one
-``(K,)`` log-weight array per run, ``4 K`` bytes in float32.
+One query per round; rewards ``x = 1 - l``. Memory: ``4 K`` bytes per run (float32).
 """
 
 from __future__ import annotations
@@ -58,12 +56,8 @@ class Rexp3(WeightsLearner):
     2. play ``k_t ~ p(t)``, observe ``x_{k_t}(t)``;
     3. ``x^_k = x_k(t) / p_k(t)`` for ``k = k_t``, else 0; ``w_k <- w_k exp(gamma x^_k / K)``.
 
-    The state keeps the normalised ``log(w / sum w)`` (uniform at a restart), which gives the
-    same ``p``; the exponent is at most 1 (``x^ <= K / gamma``).
-
-    Defaults (Theorem 2, :func:`default_batch_gamma`): ``Delta_T`` and ``gamma`` for the
-    variation budget ``V_T``, by default ``num_changes`` (each change of a piecewise-constant
-    mean in [0, 1] adds at most 1 to ``V_T``).
+    The state keeps the normalised ``log(w / sum w)``. Defaults: Theorem 2's ``Delta_T`` and
+    ``gamma`` for the variation budget ``V_T`` (:func:`default_batch_gamma`).
 
     Attributes:
       num_changes: breakpoints; the default ``V_T``.
@@ -75,10 +69,6 @@ class Rexp3(WeightsLearner):
       >>> learner = Rexp3(num_arms=3, horizon=1000, num_changes=1)
       >>> learner.batch, round(learner.gamma, 3)
       (149, 0.113)
-
-    References:
-      Besbes, Gur, Zeevi. Stochastic multi-armed-bandit problem with non-stationary rewards.
-      NeurIPS 2014. Rexp3 and Theorem 2.
     """
 
     num_changes: int = 3

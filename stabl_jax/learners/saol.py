@@ -1,19 +1,11 @@
 """SAOL, the Strongly Adaptive Online Learner (Algorithm 1 of Daniely, Gonen and Shalev-Shwartz,
 "Strongly adaptive online learning", ICML 2015), on StABL's geometric intervals.
 
-One base learner per history length ``L_k`` (restarted every ``L_k`` rounds, as
-:class:`~stabl_jax.learners.stabl.StABL`), mixed by the restarted multiplicative update: a
-(re)started expert gets ``w(k) = eta_k``, then ``w_{t+1}(k) = w_t(k) (1 + eta_k r_t(k))``.
-
-- :class:`SAOLHedge`: Hedge experts, full information (``n`` queries), the exact
-  ``r_t(k) = <mix_t, l_t> - <v(t,k), l_t>``; expert rate ``sqrt(8 ln n / L_k)``.
-- :class:`SAOL`: EXP3 experts, bandit feedback, the query-hungry learner of Table 1 of Lu et al.
-  (``1 + B`` queries): expert ``k`` draws ``y_k ~ v(t,k)`` and observes ``l_t(y_k)``;
-  ``r~_t(k) = sum_j p(t)_j l_t(y_j) - l_t(y_k)`` is unbiased and ``|r~| <= 1``. Expert rate the
-  Lemma's ``sqrt(ln n / (L_k n))`` (``C = 1``: ``z = v``).
-
-Meta ``eta_k = min(1/2, 1/sqrt(L_k))`` (Daniely et al.): with ``|r| <= 1``,
-``1 + eta_k r >= 1/2``, so nothing is muted at scale 1.
+One base learner per history length ``L_k`` (restarted as
+:class:`~stabl_jax.learners.stabl.StABL`), mixed by ``w_{t+1}(k) = w_t(k) (1 + eta_k r_t(k))``
+with ``w(k) = eta_k`` at a restart: :class:`SAOLHedge` (full information) and :class:`SAOL`
+(bandit, ``1 + B`` queries; Table 1 of Lu et al.). With ``|r| <= 1`` and
+``eta_k = min(1/2, 1/sqrt(L_k))``, ``1 + eta_k r >= 1/2``: nothing is muted at scale 1.
 """
 
 from __future__ import annotations

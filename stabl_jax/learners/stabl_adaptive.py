@@ -1,13 +1,11 @@
 """Adaptive StABL: Algorithm 1 of Lu et al. (ICLR 2024) with data-dependent step sizes, two
 queries per round, no tuned constant.
 
-:class:`~stabl_jax.learners.stabl_anytime.StABLAnytime` with the worst-case variance bound in its
-rates replaced by the second moments ``V_k``, ``R_k`` observed since the restart: the experts'
-self-confident rate (Auer, Cesa-Bianchi & Gentile 2002, Lemma 3.5; importance-weighted increments
-are unbounded, so its bound is a heuristic here) and ML-Prod's adaptive meta rates on ``r~ / E_t``
-(Gaillard, Stoltz & van Erven, COLT 2014, eq. (7)). Since ``|r~_t(k)| <= E_t = 2 B_t``, the cap
-``eta <= 1/(2 E_t)`` gives ``1 + eta r~ >= 1/2``: at ``meta_lr_scale <= 1`` nothing is muted.
-``V`` and ``R`` see only the observed arm, so inactive experts stay exact copies.
+:class:`~stabl_jax.learners.stabl_anytime.StABLAnytime` with rates from the second moments
+``V_k``, ``R_k`` since the restart: self-confident expert rates (Auer, Cesa-Bianchi & Gentile
+2002, Lemma 3.5; a heuristic for unbounded importance weights) and ML-Prod's adaptive meta rates
+(Gaillard, Stoltz & van Erven, COLT 2014, eq. (7)). ``|r~| <= E_t = 2 B_t`` and
+``eta <= 1/(2 E_t)`` give ``1 + eta r~ >= 1/2``: at ``meta_lr_scale <= 1`` nothing is muted.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """Anytime StABL: Algorithm 1 of Lu et al. (ICLR 2024) with every step size set from the rounds
 ``tau_k = t mod L_k`` since expert ``k``'s restart; two queries per round, no tuned constant.
 
-What changes from :class:`~stabl_jax.learners.stabl.StABL` (``B_t`` active experts, below):
+Changes from :class:`~stabl_jax.learners.stabl.StABL`:
 
-- expert rate ``eta'_k(t) = sqrt(ln n / ((tau_k + 1) n C_t))``, ``C_t = 2 B_t``: anytime EXP3
-  (Bubeck & Cesa-Bianchi 2012, Thm 3.1), ``v ∝ exp(-eta'_k(t) L_hat_k)``; in the log domain
-  Algorithm 2's step followed by the power ``eta'_k(t+1) / eta'_k(t) <= 1``.
-- meta rate ``eta_k(t) = min(1/(2 sqrt n), 1/sqrt(n (tau_k + 1)))``.
-- meta update ML-Prod (Gaillard, Stoltz & van Erven, COLT 2014): pseudo-weights
-  ``w~ <- (w~ (1 + eta_k(t) r~))^(eta_k(t+1) / eta_k(t))``, play ``p(t) ∝ eta_k(t) w~``,
-  restart ``w~ = 1``. It keeps Step 3 of the paper's proof: ``sum_k p(t)_k r~_t(k) = 0`` with
-  the same ``eta`` in ``p`` and in ``1 + eta r~``, and ``log w~_t / eta(t) = sum_s log(1 +
-  eta_s r~_s) / eta_s``. Weights stay positive only while ``2 B_t eta <= 1``; otherwise the
-  expert is muted until its restart (``state.num_muted``).
-- active experts ``A_t``: every expert that has not restarted is an exact copy of the others
-  (same data, same rates), so the distinct ones are the first and every ``k >= 1`` with
-  ``t >= L_{k-1}``. Only these enter ``mix``, ``P(t)`` (line 9 with ``B -> B_t``) and
-  ``C_t``; the copies are still stepped. The output does not depend on ``T`` until ``t``
-  reaches the longest length.
+- expert rate ``eta'_k(t) = sqrt(ln n / ((tau_k + 1) n 2 B_t))``: anytime EXP3 (Bubeck &
+  Cesa-Bianchi 2012, Thm 3.1).
+- meta rate ``eta_k(t) = min(1/(2 sqrt n), 1/sqrt(n (tau_k + 1)))``; ML-Prod meta update
+  (Gaillard, Stoltz & van Erven, COLT 2014), which keeps ``sum_k p(t)_k r~_t(k) = 0`` (Step 3
+  of the paper's proof). An expert with ``1 + eta r~ <= 0`` is muted until its restart.
+- only the active experts ``A_t`` (those not exact copies of another) enter ``mix``, ``P(t)``
+  and ``B_t``.
 
 Reward feedback follows StABL's convention (``v ∝ exp(+eta' G_hat)``).
 """

@@ -1,12 +1,10 @@
 """StABL with one query: the observed arm is the played arm (a foil for Algorithm 1 of Lu et al.,
 ICLR 2024).
 
-Algorithm 1 with ``x'_t = x_t``: line 9's ``P(t)`` becomes ``mix``, line 11's estimate
-``l_hat_t = 1[i = x_t] l_t(x_t) / mix_{x_t}`` and line 13's regret
-``r~_t(k) = l_t(x_t) (1 - v(t,k)_{x_t} / mix_{x_t})``. Step sizes are StABL's. Nothing bounds
-``v(t,k)_{x_t} / mix_{x_t}`` (up to ``1 / p(t)_k``), so experts are muted often
-(``state.num_muted``): with one query the unbiased meta estimate has unbounded variance, the
-paper's point (the lower bound of Daniely et al., ICML 2015).
+Algorithm 1 with ``x'_t = x_t``: ``P(t) = mix``, ``l_hat_t = 1[i = x_t] l_t(x_t) / mix_{x_t}``
+and ``r~_t(k) = l_t(x_t) (1 - v(t,k)_{x_t} / mix_{x_t})``. Nothing bounds
+``v(t,k)_{x_t} / mix_{x_t}``, so experts are muted often: the paper's point that one query
+does not suffice (lower bound of Daniely et al., ICML 2015).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """StABL with experts over (history length, learning-rate scale): the meta-learner picks the
 experts' step size as it picks the time scale.
 
-For every history length ``L_k`` and scale ``s_j`` of ``rate_grid`` one EXP3 expert, restarted
-every ``L_k`` rounds, with rate ``s_j eta'_k``: ``B' = B S`` experts under Algorithm 1's
-meta-learner (Lu et al., ICLR 2024), still two queries a round. Everything else is Algorithm 1
-with ``B'`` for ``B``: line 9 averages over all ``B'`` experts, the Lemma's ``C = 2B'``, and
-expert ``(k, j)`` (index ``k S + j``) has meta step size ``s_j eta_k`` (``eta_k`` with
-``scale_meta=False``).
+One EXP3 expert per history length ``L_k`` and scale ``s_j``, rate ``s_j eta'_k``, index
+``k S + j``: Algorithm 1 (Lu et al., ICLR 2024) with ``B' = B S`` for ``B``, two queries a round.
 """
 
 from __future__ import annotations

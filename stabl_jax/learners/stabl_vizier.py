@@ -1,14 +1,9 @@
 """StABL as the paper's authors implemented it: ``AdaptiveEnsembleDesign`` of OSS Vizier
-(``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24, lines 162-280;
-Apache-2.0), matched trial for trial by ``tests/test_vizier_oracle.py``.
+(``vizier/_src/algorithms/ensemble/ensemble_design.py``, google-vizier 0.1.24; Apache-2.0).
 
-How it differs from Algorithm 1 (:class:`~stabl_jax.StABL`), with the Vizier lines it follows:
-one trial per round, even ones from the play mixture and odd ones from ``P`` (lines 206-211),
-each learning and each suffered (line 248); anytime EXP3 experts with uniform mixing (lines
-125-152); exponential meta weights swept in order against the partly updated mixture (lines
-267-275, a Gauss-Seidel sweep) with restart ``log w_k = -log(L_k n) / 2`` (lines 201-203);
-restarts at ``(t + 1) % L_k == 0``, skipping that trial (line 253); ``P``'s second term
-normalised by its sum (lines 240-242); gains ``g = 1 - l`` (line 247).
+Unlike Algorithm 1 (:class:`~stabl_jax.StABL`): one trial per round, alternately from the play
+mixture and from ``P``; anytime EXP3 experts with uniform mixing; exponential meta weights
+updated in order against the partly updated mixture; gains ``g = 1 - l``.
 """
 
 from __future__ import annotations

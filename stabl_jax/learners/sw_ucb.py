@@ -60,12 +60,10 @@ class SWUCB(_ucb.SwitchingUCB):
     - ``X-bar_t(tau, i) = sum_{s=t-tau+1}^{t} X_s 1{I_s = i} / N_t(tau, i)``;
     - ``c_t(tau, i) = B sqrt(xi log(min(t, tau)) / N_t(tau, i))``, times ``explore_scale``.
 
-    Round ``t + 1`` plays ``argmax_i X-bar_t(tau, i) + c_t(tau, i)``. An arm with
-    ``N_t(tau, i) = 0`` (never played, or not within the window) has index ``+inf``: rounds
-    ``1..K`` play arms ``0..K-1`` in order (the paper's initialisation), and ties go to the
-    lowest index. The window is a ring buffer of ``tau`` (arm, reward) pairs; a sum is reset
-    to 0 whenever its count is 0. Defaults (for ``Upsilon_T = num_changes`` breakpoints):
-    ``tau = 2B sqrt(T log T / Upsilon_T)`` (rounded down, at most ``T``) and ``xi = 0.6``.
+    Round ``t + 1`` plays ``argmax_i X-bar_t(tau, i) + c_t(tau, i)`` (``+inf`` at
+    ``N_t(tau, i) = 0``, lowest index on ties). The window is a ring buffer of ``tau``
+    (arm, reward) pairs. Defaults: ``tau = floor(2B sqrt(T log T / Upsilon_T))`` (at most
+    ``T``), ``xi = 0.6``.
 
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default window is tuned for.
