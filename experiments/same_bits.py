@@ -6,10 +6,9 @@
     python experiments/same_bits.py --base REV --config my.toml --set runs=4
 
 Each run of :data:`RUNS` is made in fresh processes, compilation cache off, with the base code
-on ``PYTHONPATH`` (a temporary ``git worktree`` of REV, or DIR) and its own copy of the config,
-and with this checkout's; the folders are compared as ``stabl-jax compare`` does (``--config
-FILE``: FILE for both instead). Exit 0 when every run gives the same numbers, 1 when any
-differs (printed), 2 when the base cannot be had or a run fails; ``--keep DIR`` keeps them.
+on ``PYTHONPATH`` (a ``git worktree`` of REV, or DIR) and its config (``--config FILE``: FILE
+for both), then this checkout's, and compared as ``stabl-jax compare`` does. Exit 0: all the
+same; 1: any differs (printed); 2: the base or a run fails. ``--keep DIR`` keeps the folders.
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ class RunFailed(Exception):
 
 @contextlib.contextmanager
 def worktree(rev: str, parent: Path) -> Iterator[Path]:
-    """A detached ``git worktree`` of ``rev`` of this repository under ``parent``, removed
-    (with its administrative files) when the block ends."""
+    """A detached ``git worktree`` of ``rev`` under ``parent``, removed when the block ends."""
 
     def git(*words: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(REPO), *words], capture_output=True, text=True)
@@ -78,8 +76,7 @@ def _environment(source: Path) -> dict[str, str]:
 
 
 def check_source(source: Path) -> None:
-    """``source`` is a checkout whose ``stabl_jax`` a fresh process imports (not an installed
-    copy that would shadow it)."""
+    """``source`` is a checkout whose ``stabl_jax`` a fresh process imports (not a shadow)."""
     if not (source / "stabl_jax" / "__init__.py").is_file():
         raise RunFailed(f"{source}: no stabl_jax package in it; give a checkout of the project")
     proc = subprocess.run(
@@ -99,8 +96,7 @@ def check_source(source: Path) -> None:
 
 
 def run_one(source: Path, config: Path, arguments: Sequence[str], out: Path) -> None:
-    """``stabl-jax run config`` with ``source``'s code into ``out``; :class:`RunFailed` with its
-    last lines when it does not exit 0."""
+    """``stabl-jax run config`` with ``source``'s code into ``out``, or :class:`RunFailed`."""
     command = [sys.executable, "-m", "stabl_jax", "--compile-cache", "off", "run", str(config)]
     command += ["--no-progress", "--out", str(out), *arguments]
     proc = subprocess.run(
@@ -116,9 +112,8 @@ def run_one(source: Path, config: Path, arguments: Sequence[str], out: Path) -> 
 def compare_runs(
     base: Path, runs: dict[str, tuple[Path | None, list[str]]], folder: Path
 ) -> list[tuple[str, compare.Comparison]]:
-    """Every run with ``base``'s code and with this checkout's, compared. A run's config is
-    ``None`` for a shipped one (each code reads its own ``configs/NAME.toml``), else a file both
-    read."""
+    """Every run with ``base``'s code and this checkout's, compared; a config ``None``: each
+    code's own ``configs/NAME.toml``."""
     results = []
     for name, (given, arguments) in runs.items():
         outs = []
