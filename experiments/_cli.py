@@ -79,6 +79,11 @@ def md_table(head: Sequence[str], rows: Iterable[Sequence[Any] | str], title: st
     return "\n".join(lines)
 
 
+def with_sign(value: float) -> str:
+    """``+1.5`` / ``−1.5`` (a minus sign, as the documents print it)."""
+    return f"{value:+.1f}".replace("-", "\u2212")
+
+
 def script(name: str) -> dict[str, Any]:
     """The globals of the script ``experiments/NAME.py`` (its tables and loaders)."""
     return runpy.run_path(str(Path(__file__).with_name(f"{name}.py")))

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _cli import md_table, need_runs, unpaired
+from _cli import md_table, need_runs, unpaired, with_sign
 from scipy import stats
 
 from stabl_jax import metrics
@@ -119,7 +119,7 @@ def gap_row(label_a: str, label_b: str, sa: np.ndarray, sb: np.ndarray) -> str:
     paired difference over ``b``'s mean; ``sa``, ``sb``: ``(R,)`` per-run means over segments."""
     diff, half = t_ci(sa - sb)
     base = sb.mean()
-    gap = f"{100 * diff / base:+.1f}".replace("-", "\u2212")
+    gap = with_sign(100 * diff / base)
     cells = f"{sa.mean():.4f} | {base:.4f} | {gap} % ± {100 * half / base:.1f}"
     return f"| {label_a} vs {label_b} | {cells} |"
 

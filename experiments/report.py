@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _cli import md_table, need_runs, script
+from _cli import md_table, need_runs, script, with_sign
 
 from stabl_jax import metrics
 from stabl_jax.experiment import bench as benchmark
@@ -221,11 +221,6 @@ def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     return md_table(["difference", "mean reward", "per segment"], rows, title)
 
 
-def _signed(value: float, digits: int = 1) -> str:
-    """``+1.5`` / ``−1.5`` (a minus sign, as the documents print it)."""
-    return f"{value:+.{digits}f}".replace("-", "\u2212")
-
-
 def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str:
     """An ``experiments/anytime_gap.py`` folder: per setting ``learner``'s mean over segments,
     the means of ``columns`` and ``learner``'s paired gap to tuned StABL in %."""
@@ -250,8 +245,8 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
                 f"{name}, {setting['feedback']}, {setting['runs']}",
                 f"{mean:.4f} ± {half:.4f}",
                 *(f"{rewards[f'{prefix}/{c}'].mean(axis=1).mean():.4f}" for c in columns),
-                f"{', '.join(_signed(g) for g in gap['segment'])} %",
-                f"**{_signed(gap['overall'])} % ± {gap['overall_half_width']:.1f}**",
+                f"{', '.join(with_sign(g) for g in gap['segment'])} %",
+                f"**{with_sign(gap['overall'])} % ± {gap['overall_half_width']:.1f}**",
             ]
         )
     title = (
