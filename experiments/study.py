@@ -1,6 +1,6 @@
 """The scaling study: SA(L) against L and n on adversaries that change on many time scales.
 
-Each point ``(adversary, n)`` is one results folder per learner group (:data:`PLAN`) of
+Each point ``(adversary, n)`` is one results folder per learner group of
 ``configs/study_<adversary>.toml`` (``study_geometric_tuned.toml``: the tuned scales) at
 ``n`` arms, ``<out>/<adversary>-n<n>-<group>``::
 
@@ -46,14 +46,6 @@ TABLE_WINDOWS: tuple[int, ...] = (256, 1024, 4096)
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20240506
 SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
-
-#: The study's learner groups: each is one ``stabl-jax run`` (one results folder) per point.
-PLAN: dict[str, tuple[str, ...]] = {
-    "base": ("stabl", "exp3_uniform", "uniform", "stabl_naive", "stabl_single_scale"),
-    "baselines": ("saol", "stabl_one_query", "saol_hedge", "exp3s"),
-    "flh": ("flh", "eflh"),
-}
-
 
 #: Table 1 of the paper and the study's rows, by registry name: (algorithm, adaptive-regret
 #: bound, queries per round as the paper states it); ``I`` is the interval length (our ``L``).
