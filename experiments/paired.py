@@ -147,12 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             args.learners = data.learners(args.folder)
         specs = [*args.learners, *(s for p in [*args.diff, *args.gap] for s in p)]
         runs = {spec: len(data.rewards(spec)[0]) for spec in specs}
-    except (FileNotFoundError, ValueError) as exc:  # ValueError: a damaged traces.npz
-        parser.error(str(exc))
-    try:  # every interval of a folder of one run would be nan
-        for spec, count in runs.items():
+        for spec, count in runs.items():  # every interval of one run would be nan
             need_runs(spec.rpartition("::")[0] or args.folder, count)
-    except ValueError as exc:
+    except (FileNotFoundError, ValueError) as exc:  # ValueError: damaged traces, one run
         parser.error(str(exc))
     segments = [f"segment {s + 1}" for s in range(data.points.shape[-1] + 1)]
     if args.learners:

@@ -91,10 +91,8 @@ def hpo_table(folder: Path, summary: dict) -> str:
         f"seed {cfg['seed']}, feedback={cfg['feedback']}; final mean log10 gap ± 95% "
         "t-interval over repeats)"
     )
-    profile, versus = (
-        ("profile_scores_half_budget", "profile_scores"),
-        ("score_vs_uniform_half_budget", "score_vs_uniform"),
-    )
+    profile = ("profile_scores_half_budget", "profile_scores")
+    versus = ("score_vs_uniform_half_budget", "score_vs_uniform")
     scores = [
         [
             name,

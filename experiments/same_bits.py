@@ -32,14 +32,7 @@ RUNS: dict[str, list[str]] = {
     "expert_advice_equal_tuned": ["--runs", "4", *_ALL],
     "study_geometric": ["--runs", "16", *_ALL],
     "bco_d2": ["--runs", "2"],
-    "hpo_bbob_sphere": [
-        "--runs",
-        "2",
-        "--set",
-        "bbob.dims=[32]",
-        "--set",
-        "bbob.evaluations=[1000]",
-    ],
+    "hpo_bbob_sphere": "--runs 2 --set bbob.dims=[32] --set bbob.evaluations=[1000]".split(),
     "hpo_bbob_suite": ["--runs", "1", "--set", "bbob.functions=[1, 8, 15]"],
 }
 
@@ -70,18 +63,13 @@ def worktree(rev: str, parent: Path) -> Iterator[Path]:
         git("worktree", "remove", "--force", str(folder))
 
 
-def _environment(source: Path) -> dict[str, str]:
-    """This process's environment with only ``source`` on ``PYTHONPATH``."""
-    return {**os.environ, "PYTHONPATH": str(source)}
-
-
 def check_source(source: Path) -> None:
     """``source`` is a checkout whose ``stabl_jax`` a fresh process imports (not a shadow)."""
     if not (source / "stabl_jax" / "__init__.py").is_file():
         raise RunFailed(f"{source}: no stabl_jax package in it; give a checkout of the project")
     proc = subprocess.run(
         [sys.executable, "-c", "import stabl_jax; print(stabl_jax.__file__)"],
-        env=_environment(source),
+        env={**os.environ, "PYTHONPATH": str(source)},
         capture_output=True,
         text=True,
         cwd=tempfile.gettempdir(),
@@ -99,9 +87,8 @@ def run_one(source: Path, config: Path, arguments: Sequence[str], out: Path) -> 
     """``stabl-jax run config`` with ``source``'s code into ``out``, or :class:`RunFailed`."""
     command = [sys.executable, "-m", "stabl_jax", "--compile-cache", "off", "run", str(config)]
     command += ["--no-progress", "--out", str(out), *arguments]
-    proc = subprocess.run(
-        command, env=_environment(source), capture_output=True, text=True, cwd=out.parent
-    )
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=out.parent)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
         raise RunFailed(

@@ -116,8 +116,7 @@ def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
         written.append(plots.plot_grids(grids, path, title=title, score=SCORE))
     if bands:
         path, score = out / f"{stem}_sensitivity_1d.png", f"{SCORE}, 95% band"
-        xlabel = "scale (log axis)"
-        kwargs = dict(title=title, xlabel=xlabel, score=score)
+        kwargs = dict(title=title, xlabel="scale (log axis)", score=score)
         written.append(plots.plot_sensitivity(bands, path, chosen=chosen, **kwargs))
     return written
 
