@@ -1,5 +1,4 @@
-"""The command-line checks the scripts of ``experiments/`` share (imported as ``_cli``: a
-script's folder is first on ``sys.path`` when Python runs it)."""
+"""The command-line checks of the ``experiments/`` scripts (``import _cli``: their folder)."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ def need_runs(
     what: str = "a 95% t interval",
     flag: str = "--runs",
 ) -> None:
-    """``ValueError`` unless ``source`` (a results folder, or a sweep's ``summary.json``) has
-    ``runs >= least`` (an interval over fewer runs is ``nan``); ``flag`` sets the runs."""
+    """``ValueError`` unless ``source`` has ``runs >= least`` (fewer give a ``nan`` interval)."""
     if runs < least:
         raise ValueError(
             f"{source} has {runs} run(s), and {what} needs {least} or more: rerun it with "
@@ -31,19 +29,14 @@ def need_runs(
 
 
 def unpaired(summary: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
-    """The keys among ``seed``, ``runs``, ``horizon`` and ``env`` on which two results folders'
-    ``summary.json`` differ: learners of the two are paired run by run (the same environment
-    draws) only when there are none and their change points agree too."""
+    """The keys of ``seed``, ``runs``, ``horizon``, ``env`` two ``summary.json`` differ on: their
+    learners are paired (the same draws) only with none and equal change points."""
     return [k for k in ("seed", "runs", "horizon", "env") if summary.get(k) != other.get(k)]
 
 
 def output_file(path: str) -> str:
-    """An argparse ``type=`` for a file written after the work, checked before it: its folder
-    exists and is writable, and ``path`` is not a folder; returns ``path`` as given.
-
-    Raises:
-      argparse.ArgumentTypeError: naming the path and what to do.
-    """
+    """An argparse ``type=`` for a file written after the work: not a folder, its folder
+    writable (else ``ArgumentTypeError``)."""
     file = Path(path)
     if file.is_dir():
         raise argparse.ArgumentTypeError(f"{file} is a folder: name a file in it")
@@ -57,13 +50,8 @@ def output_file(path: str) -> str:
 
 
 def json_output(keys: Iterable[str], *, one_of: Iterable[str] = ()) -> Callable[[str], str]:
-    """An argparse ``type=`` for a script's JSON output: :func:`output_file`'s checks, and a
-    file already there is replaced only when it is a JSON object with every one of ``keys``
-    (and one of ``one_of``, when given): a previous output. Any other file stops the script.
-
-    Raises (from the returned function):
-      argparse.ArgumentTypeError: naming the path and what to do.
-    """
+    """:func:`output_file` for a JSON output; a file there is replaced only if it is a JSON
+    object with all of ``keys`` (and one of ``one_of``): a previous output."""
     keys, one_of = frozenset(keys), frozenset(one_of)
     wanted = ", ".join(sorted(keys)) + (
         f" and one of {', '.join(sorted(one_of))}" if one_of else ""
@@ -84,12 +72,16 @@ def json_output(keys: Iterable[str], *, one_of: Iterable[str] = ()) -> Callable[
 
 
 def md_table(head: Sequence[str], rows: Iterable[Sequence[Any] | str], title: str = "") -> str:
-    """A Markdown table: ``head``, its rule, one line per row (a string row as it is), under
-    ``title`` and a blank line when given."""
+    """A Markdown table (a string row as it is), under ``title`` and a blank line if given."""
     lines = [title, ""] if title else []
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += [r if isinstance(r, str) else "| " + " | ".join(map(str, r)) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def with_sign(value: float) -> str:
+    """``+1.5`` / ``−1.5`` (a minus sign, as the documents print it)."""
+    return f"{value:+.1f}".replace("-", "\u2212")
 
 
 def script(name: str) -> dict[str, Any]:
@@ -100,8 +92,7 @@ def script(name: str) -> dict[str, Any]:
 def check_figures(
     parser: Parser, out: Path | str, names: list[str], flag: str, force: bool
 ) -> None:
-    """Exit 2 (``parser.error``) before any figure is drawn if a PNG of ``names`` in ``out``
-    is a user's (not written by stabl_jax) and ``force`` is off."""
+    """``parser.error`` if a PNG of ``names`` in ``out`` is a user's and ``force`` is off."""
     try:
         figure_paths(out, names, flag, force)
     except (OutputError, ValueError) as exc:

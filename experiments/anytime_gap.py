@@ -4,14 +4,12 @@ the tuned StABL sweep (within 5% of its per-segment reward on the expert-advice 
     python experiments/anytime_gap.py [--runs 500] [--configs expert_advice_equal ...]
         [--feedback loss reward] [--extra saol ...] [--out FOLDER [--force]]
 
-Per config and feedback, with one key (the same draws: paired): ``stabl_anytime`` and
-``stabl_adaptive`` at their default params, ``stabl_theory`` (``stabl`` at scales 1),
-``stabl_tuned`` (at ``configs/<config>[_reward]_tuned.toml``'s scales) and any ``--extra``
-learners. Printed: per-segment mean reward ``1 - l_t(x_t)`` ± its 95% interval over runs, and
-each paired gap ``(x - tuned) / tuned`` in %; "mean over segments" weighs segments the same.
-``--out FOLDER`` writes a results folder (an existing one only with ``--force``) of kind
-``anytime_gap``: ``traces.npz`` holds ``CONFIG/FEEDBACK/LEARNER/segment_reward`` ``(R, S)``,
-what ``experiments/report.py``'s ``view=gap`` reads.
+Per config and feedback, one key (paired): ``stabl_anytime``, ``stabl_adaptive``, ``stabl_theory``
+(``stabl`` at scales 1), ``stabl_tuned`` (``configs/<config>[_reward]_tuned.toml``'s scales), the
+``--extra`` learners. Printed: per-segment mean reward ``1 - l_t(x_t)`` ± 95% interval over runs,
+and each paired gap ``(x - tuned) / tuned`` in % (segments weigh the same). ``--out FOLDER``
+(existing: ``--force``) writes a folder of kind ``anytime_gap``, its ``traces.npz`` holding
+``CONFIG/FEEDBACK/LEARNER/segment_reward`` ``(R, S)`` (``experiments/report.py``'s ``view=gap``).
 """
 
 from __future__ import annotations
@@ -52,8 +50,7 @@ def segment_rewards(
 
 
 def prepare(base: str, feedback: str, runs: int, extra: list[str]) -> dict:
-    """One setting but its simulation: its configs and learners, built (so that a bad name
-    or option raises here, before anything runs; ``ConfigError``/``ValueError``)."""
+    """One setting's configs and learners, built: a bad name or option raises before any run."""
     config = load_config(base, runs=runs, feedback=feedback)
     tuned_name = f"{base}_tuned" if feedback == "loss" else f"{base}_reward_tuned"
     tuned = load_config(tuned_name, runs=runs, feedback=feedback)
@@ -84,9 +81,8 @@ def prepare(base: str, feedback: str, runs: int, extra: list[str]) -> dict:
 
 
 def compare(setting: dict) -> dict:
-    """Simulate every learner of one setting (:func:`prepare`) with one key: ``{"config",
-    "feedback", "tuned_config", "runs", "seed", "learners": {label: {"segment_reward":
-    (R, S), "num_muted", "params"}}}``."""
+    """Simulate a :func:`prepare` setting with one key: its fields and ``"learners": {label:
+    {"segment_reward": (R, S), "num_muted", "params"}}``."""
     key = jax.random.key(setting["seed"])
     learners = {}
     for label, cfg, learner, params in setting["entries"]:
@@ -104,9 +100,8 @@ def gap_percent(
     tuned: np.ndarray,
     mean_ci: Callable[..., tuple[Any, Any]] = metrics.mean_ci,
 ) -> dict:
-    """Paired gap of ``values`` to ``tuned`` (both ``(R, S)``, the same runs) in % of the tuned
-    mean: per segment and over segments (the unweighted mean of the segments), each with the
-    half-width of ``mean_ci``'s 95% interval of the paired difference."""
+    """Paired gap of ``values`` to ``tuned`` (``(R, S)``) in % of the tuned mean, per segment and
+    over segments, each with ``mean_ci``'s 95% half-width of the paired difference."""
     diff = values - tuned
     seg_mean, seg_half = mean_ci(diff, axis=0)
     all_mean, all_half = mean_ci(diff.mean(axis=1), axis=0)

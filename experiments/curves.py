@@ -2,13 +2,12 @@
 
     python experiments/curves.py RESULTS_DIR OUT_DIR [--folders NAME ...] [--overwrite]
 
-Reads each ``RESULTS_DIR/NAME`` (default: the eight Figure 1 folders
-``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}``; a missing one skipped), checks
-all before drawing any and writes into ``OUT_DIR`` means over runs with the normal 95% band:
-``NAME_regret.png``, the pseudo-regret to each segment's best arm ``i*_s``, ``R(t) = bonus *
-sum_{s <= t} (1 - p_s(i*_s))`` (exact from the ``prob_best`` trace: expert advice's best arm is
-``bonus`` below every other), and ``NAME_sa.png``, SA(L) of the expected loss against ``L``.
-A folder ``NAME-naive`` beside ``NAME`` (simulated apart on the same draws) adds its learners.
+Reads each ``RESULTS_DIR/NAME`` (default: the Figure 1 folders
+``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}``; a missing one skipped; a
+``NAME-naive`` beside it, of the same draws, adds its learners) and writes means over runs with
+the normal 95% band: ``NAME_regret.png``, the pseudo-regret ``R(t) = bonus * sum_{s <= t} (1 -
+p_s(i*_s))`` to each segment's best arm ``i*_s`` (``bonus`` below every other arm), and
+``NAME_sa.png``, SA(L) of the expected loss against ``L``.
 """
 
 from __future__ import annotations
@@ -40,9 +39,8 @@ Entry = tuple[Mapping[str, Any], Mapping[str, np.ndarray], str]
 
 
 def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
-    """The folder's summary and ``{learner: (summary entry, traces, legend note)}``, the
-    companion folder's learners after the folder's own; ``ValueError`` for an environment
-    without ``bonus``, a learner without a ``prob_best`` trace or an unpaired companion."""
+    """The summary and ``{learner: (entry, traces, note)}``, the ``-naive`` folder's after its
+    own; ``ValueError`` without ``bonus``, a ``prob_best`` trace or a paired companion."""
     main = load_results(folder)
     env = main.summary["env"]
     if "bonus" not in env:
@@ -81,8 +79,7 @@ def folder_learners(folder: Path) -> tuple[Mapping[str, Any], dict[str, Entry]]:
 
 
 def pseudo_regret(prob_best: np.ndarray, bonus: float) -> np.ndarray:
-    """``(R, T)`` cumulative pseudo-regret ``bonus * sum_{s <= t} (1 - p_s(i*_s))`` (module
-    docstring) of ``(R, T)`` play probabilities of each round's best arm, in float64."""
+    """``(R, T)`` float64 pseudo-regret (module docstring) of the best arm's probabilities."""
     return bonus * np.cumsum(1.0 - np.asarray(prob_best, np.float64), axis=1)
 
 
@@ -95,9 +92,7 @@ def _label(name: str, entry: Mapping[str, Any], note: str) -> str:
 def curves(
     folder: Path, out: Path, found: tuple[Mapping[str, Any], dict[str, Entry]]
 ) -> list[Path]:
-    """Write ``NAME_regret.png`` and ``NAME_sa.png`` of one results folder, ``found`` its
-    :func:`folder_learners`; print the final regret and SA(L) at the largest ``L`` of each
-    learner."""
+    """Write ``NAME_regret.png`` and ``NAME_sa.png`` of a folder; print R(T) and SA(L_max)."""
     summary, learners = found
     env = summary["env"]
     regret, sa = [], []

@@ -3,11 +3,11 @@ optimised chunk program (``stabl_jax.simulate.run_chunk``), with or without a GP
 
 Per row: ``round_kernels``, the kernels of the loop over rounds' body (each launches once a
 round); ``loops_in_round`` and ``loop_kernels_per_round``, the loops nested in it and their
-kernels a round; ``chunk_kernels``, those once a chunk (all of them on the fused Pallas
-kernel); ``temp_mib``, XLA's scratch memory. ``--large`` adds the GPU speed table's largest
-rows, ``--scaling`` StABL and EXP3 for R = 1,024 to 2^20 (docs/gpu.md). Without a GPU the
-program is compiled for an H100 SXM (``h100_sxm.txtpb`` here, or ``--target-config``; JAX's
-CUDA plugin, no driver); ``--local`` compiles for this machine's first device. Nothing is run::
+kernels a round; ``chunk_kernels``, those once a chunk (all, on the fused Pallas kernel);
+``temp_mib``, XLA's scratch memory. ``--large`` adds the GPU speed table's largest rows,
+``--scaling`` StABL and EXP3 for R = 1,024 to 2^20 (docs/gpu.md). Without a GPU it compiles for
+an H100 SXM (``h100_sxm.txtpb``, or ``--target-config``; JAX's CUDA plugin, no driver),
+``--local`` for this machine's first device. Nothing is run::
 
     JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 python experiments/gpu_compile.py \\
         --out gpu_compile.json
@@ -38,9 +38,8 @@ from stabl_jax.experiment.results import Parser, count, write_json
 
 sim = importlib.import_module("stabl_jax.simulate")
 
-#: The default ``--target-config``: an NVIDIA H100 80GB HBM3 (SXM) as XLA's GPU compiler
-#: describes a target, from NVIDIA's published limits (compute capability 9.0, 132 SMs,
-#: 228 KiB shared memory per SM, 3.35 TB/s), CUDA 12.8 and cuDNN 9.7 as the runtime.
+#: The default ``--target-config``: an H100 80GB HBM3 (SXM) from NVIDIA's published limits
+#: (compute capability 9.0, 132 SMs, 228 KiB shared memory/SM, 3.35 TB/s), CUDA 12.8, cuDNN 9.7.
 H100_TARGET = Path(__file__).with_name("h100_sxm.txtpb")
 
 #: Operations that launch nothing.
@@ -53,8 +52,7 @@ _TRIP = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 
 
 def _opcode(rest: str) -> str:
-    """The opcode of an instruction's text after ``=``: what follows its shape (a tuple
-    shape is a parenthesised list)."""
+    """The opcode of an instruction's text after ``=``: what follows its (tuple) shape."""
     if rest.startswith("("):
         depth = 0
         for i, ch in enumerate(rest):
@@ -68,8 +66,7 @@ def _opcode(rest: str) -> str:
 
 
 def computations(hlo: str) -> tuple[dict[str, list[str]], str | None]:
-    """``({computation name: [its instructions' text after '=']}, the entry's name)`` of an
-    HLO module's text."""
+    """``({computation: [its instructions' text after '=']}, entry name)`` of an HLO text."""
     out: dict[str, list[str]] = {}
     name = entry = None
     for line in hlo.splitlines():
@@ -84,18 +81,14 @@ def computations(hlo: str) -> tuple[dict[str, list[str]], str | None]:
 
 
 def count_kernels(hlo: str, rounds: int) -> dict[str, Any]:
-    """Kernels per round and per chunk of an optimised chunk program (module docstring).
-
-    The loop over rounds is the ``while`` whose known trip count is ``rounds``; without one
-    (the fused kernel's program) nothing is counted per round, everything per chunk.
-    """
+    """Kernels per round and per chunk: the loop over rounds is the ``while`` of known trip
+    count ``rounds`` (the fused kernel has none: everything per chunk)."""
     comps, entry = computations(hlo)
 
     def launched(name: str | None) -> list[str]:
         return [op for op in map(_opcode, comps.get(name or "", [])) if op not in FREE]
 
     def loop(text: str) -> tuple[str, str, int | None]:
-        """A ``while``'s body, condition and known trip count."""
         trip = _TRIP.search(text)
         body, condition = _BODY.search(text), _CONDITION.search(text)
         assert body and condition, text
@@ -168,8 +161,7 @@ def compile_row(device: Any, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
-    """Every registered bandit learner at n = 30 on the XLA path; StABL and EXP3 on the fused
-    kernel; StABL at n = 300 and with every trace; two BCO learners."""
+    """Every bandit learner at n = 30 (XLA); StABL, EXP3 fused; StABL n = 300, all traces; BCO."""
     two = ["played", "loss"]
     base = {"kind": "bandit", "R": runs, "L": rounds, "traces": two, "kernel": "xla"}
     rows = [{**base, "learner": name, "n": 30} for name in sorted(registry.LEARNERS)]
@@ -185,9 +177,8 @@ def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
 
 
 def large_rows() -> list[dict[str, Any]]:
-    """StABL at n = 300, R = 32,768 (chunks of 512) and at n = 30, R = 2^20 (256) on both
-    paths: the largest GPU rows measured (``stabl-jax bench --gpu``, ``gpu_check.sh``'s
-    ``large`` part): does the program fit (``temp_mib``)."""
+    """StABL at n = 300, R = 32,768 (chunks of 512) and n = 30, R = 2^20 (256), both paths:
+    the largest GPU rows measured (``gpu_check.sh``'s ``large``): does it fit (``temp_mib``)."""
     sizes = [(300, 32_768, 512, ["played", "loss"]), (30, 1 << 20, 256, ["loss"])]
     row = {"kind": "bandit", "learner": "stabl"}
     return [
@@ -205,7 +196,6 @@ def scaling_rows(rounds: int) -> list[dict[str, Any]]:
 
 
 def to_markdown(result: dict[str, Any]) -> str:
-    """The rows as a table."""
     rows = [
         [
             *(r["learner"], r["n"], f"{r['R']:,}"),

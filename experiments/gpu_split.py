@@ -5,14 +5,12 @@ device copies to the host.
     python experiments/gpu_split.py --out trace.json --trace DIR   # a profile of one chunk
 
 StABL (n = 30, the paper's horizon), ``traces=("played", "loss")``, one chunk of ``T`` rounds
-for ``R`` runs on the path ``kernel="auto"`` picks, compiled once, then ``--repeats`` times:
-``compute`` (the chunk program until its outputs are ready), ``device_get`` (its outputs to
-the host) and ``scatter`` (their copy into the ``(R, T)`` result arrays, as ``simulate``
-does). ``copy``: a raw ``--copy-mib`` MiB float32 array to the host, into pageable memory
-(``jax.device_get``) and into pinned host memory (``jax.device_put`` to a sharding of memory
-kind ``pinned_host``, then read), or the error where the device has none. ``--trace DIR``
-writes a ``jax.profiler`` trace of one chunk there instead (its error in the JSON where
-the profiler does not run).
+for ``R`` runs on ``kernel="auto"``'s path, compiled once, then ``--repeats`` times: ``compute``
+(until its outputs are ready), ``device_get`` (them to the host) and ``scatter`` (into the
+``(R, T)`` result arrays, as ``simulate`` does). ``copy``: a ``--copy-mib`` MiB float32 array to
+pageable (``jax.device_get``) and to pinned host memory (``device_put`` to memory kind
+``pinned_host``, then read). ``--trace DIR``: a ``jax.profiler`` trace of one chunk instead.
+A part that fails writes its error into the JSON.
 """
 
 from __future__ import annotations
@@ -43,8 +41,7 @@ def _timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
 
 
 def chunk_program(runs: int, rounds: int) -> tuple[Any, Any, str, float]:
-    """``(program, carry, kernel, compile seconds)``: StABL's chunk of ``rounds`` rounds for
-    ``runs`` runs as ``simulate`` builds it, and its first carry."""
+    """``(program, first carry, kernel, compile seconds)`` of StABL's chunk, as ``simulate``'s."""
     learner = make("stabl", num_arms=30, horizon=default_horizon(30))
     env = ExpertAdvice(num_arms=30, horizon=learner.horizon)
     fields, _, rollout_env, kernel = sim._rollout(learner, env, ("played", "loss"), False, "auto")

@@ -3,12 +3,11 @@
     python experiments/paired.py FOLDER [--learners a b ...] [--diff a,b ...] [--gap a,b ...]
 
 A round's reward is ``1 - l_t(x_t)`` (the ``<learner>/loss`` trace, or else the
-``<learner>/segment_reward`` arrays), averaged over the run ("mean") and over each segment;
-the learners of a folder faced the same draws, so differences are taken run by run. Each is
-printed with its 95% Student t interval over runs: ``--learners`` (default: all) mean reward
-and reward per segment; ``--diff a,b`` the difference ``a - b``; ``--gap a,b`` ``(a - b) / b``
-in % of the mean over segments. A learner may be ``OTHER_FOLDER::name`` (a folder of the same
-draws: checked) and ``name@play`` (its even rounds: the play trials of ``stabl_vizier``).
+``<learner>/segment_reward`` arrays), averaged over the run ("mean") and each segment, paired
+run by run (a folder's learners face the same draws), with 95% Student t intervals over runs:
+``--learners`` (default: all) the rewards; ``--diff a,b`` ``a - b``; ``--gap a,b`` ``(a - b) /
+b`` in % of the mean over segments. A learner may be ``OTHER_FOLDER::name`` (a folder of the
+same draws: checked) and ``name@play`` (its even rounds: the play trials of ``stabl_vizier``).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _cli import md_table, need_runs, unpaired
+from _cli import md_table, need_runs, unpaired, with_sign
 from scipy import stats
 
 from stabl_jax import metrics
@@ -116,12 +115,11 @@ def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = Fa
 
 
 def gap_row(label_a: str, label_b: str, sa: np.ndarray, sb: np.ndarray) -> str:
-    """``| a vs b | a | b | gap |``: the paired gap ``(a − b) / b`` in % of ``b``'s mean over
-    segments, ± the 95% t half-width of the paired difference divided by that mean; ``sa`` and
-    ``sb`` are ``(R,)`` per-run means over segments (each segment weighs the same)."""
+    """``| a vs b | a | b | gap |``: the gap ``(a − b) / b`` in %, ± the 95% t half-width of the
+    paired difference over ``b``'s mean; ``sa``, ``sb``: ``(R,)`` per-run means over segments."""
     diff, half = t_ci(sa - sb)
     base = sb.mean()
-    gap = f"{100 * diff / base:+.1f}".replace("-", "\u2212")
+    gap = with_sign(100 * diff / base)
     cells = f"{sa.mean():.4f} | {base:.4f} | {gap} % ± {100 * half / base:.1f}"
     return f"| {label_a} vs {label_b} | {cells} |"
 
@@ -149,12 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             args.learners = data.learners(args.folder)
         specs = [*args.learners, *(s for p in [*args.diff, *args.gap] for s in p)]
         runs = {spec: len(data.rewards(spec)[0]) for spec in specs}
-    except (FileNotFoundError, ValueError) as exc:  # ValueError: a damaged traces.npz
-        parser.error(str(exc))
-    try:  # every interval of a folder of one run would be nan
-        for spec, count in runs.items():
+        for spec, count in runs.items():  # every interval of one run would be nan
             need_runs(spec.rpartition("::")[0] or args.folder, count)
-    except ValueError as exc:
+    except (FileNotFoundError, ValueError) as exc:  # ValueError: damaged traces, one run
         parser.error(str(exc))
     segments = [f"segment {s + 1}" for s in range(data.points.shape[-1] + 1)]
     if args.learners:

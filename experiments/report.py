@@ -4,21 +4,18 @@
     python experiments/report.py --update EXPERIMENTS.md --results results
     python experiments/report.py --check EXPERIMENTS.md --results results
 
-A document's generated tables sit between ``<!-- report: FOLDER [view=VIEW] [option=value
-...] -->`` and ``<!-- /report -->`` (the options may span lines), ``FOLDER`` under ``--results``;
-given as the argument, one marker's table is printed.
-:data:`VIEWS` names each view, the folders it reads and its options: ``table`` (default) every
-learner's statistics (``windows=L1,L2``, ``sa=sampled``); ``paired`` StABL (or
-``reference=``) minus each learner per run, or for algorithm selection each learner's log10 gap
-minus ``baseline=``'s; ``diff`` paired differences ``diff=a,b`` and gaps ``gap=a,b``
-(repeatable; a side may be ``OTHER::name``, a learner of the folder ``OTHER`` with the same
-draws, or ``name@play``);
-``regret`` final pseudo-regrets, one row per folder (``rows=F2,F3``); ``gap`` an
-``experiments/anytime_gap.py`` folder (``learner=``, ``columns=``); ``table1``, ``exponents``,
-``b`` the scaling study's ``study.json`` (``adversary=``, ``n=``, ``tuned=OTHER``); ``bench``
-the JSON of ``stabl-jax bench``. An option its view does not read is refused. Intervals are
-Student's t 95% half-widths over runs. ``--update`` rewrites every block; ``--check`` exits 1
-listing every block that would change; both exit 1 naming a marker whose folder is missing.
+A document's tables sit between ``<!-- report: FOLDER [view=VIEW] [option=value ...] -->``
+(options may span lines) and ``<!-- /report -->``, ``FOLDER`` under ``--results``; a marker
+given as the argument prints its table. Views (:data:`VIEWS`): ``table`` (default;
+``windows=L1,L2``, ``sa=sampled``); ``paired`` StABL (``reference=``) minus each learner per
+run, or for algorithm selection each log10 gap minus ``baseline=``'s; ``diff`` paired
+differences ``diff=a,b`` and gaps ``gap=a,b`` (repeatable; a side may be ``OTHER::name`` of a
+folder of the same draws, or ``name@play``); ``regret`` final pseudo-regrets, a row per folder
+(``rows=F2,F3``); ``gap`` an ``experiments/anytime_gap.py`` folder (``learner=``,
+``columns=``); ``table1``, ``exponents``, ``b`` the scaling study (``adversary=``, ``n=``,
+``tuned=OTHER``); ``bench`` ``stabl-jax bench``'s JSON. An option its view does not read is
+refused; intervals are Student's t 95% over runs. ``--update`` rewrites every block,
+``--check`` exits 1 listing those that would change; both exit 1 naming a missing folder.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _cli import md_table, need_runs, script
+from _cli import md_table, need_runs, script, with_sign
 
 from stabl_jax import metrics
 from stabl_jax.experiment import bench as benchmark
@@ -47,8 +44,8 @@ MARKER = re.compile(
 
 
 def _pm(stat: dict, index: int | None = None, digits: int = 3, runs: int | None = None) -> str:
-    """``mean ± half`` of a ``summary.json`` statistic, the normal half-width rescaled to
-    Student's t with ``runs - 1`` dof when ``runs`` is given; the mean alone without one."""
+    """``mean ± half`` of a ``summary.json`` statistic (the mean alone without a half), the
+    normal half-width rescaled to Student's t with ``runs - 1`` dof when ``runs`` is given."""
     mean, half = stat["mean"], stat["ci95"]
     if index is not None:
         mean, half = mean[index], None if half is None else half[index]
@@ -84,9 +81,8 @@ def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
 
 
 def hpo_table(folder: Path, summary: dict) -> str:
-    """Table of a ``kind = "hpo"`` results folder: per learner, the profile score and the
-    score against Uniform over all problems (at half and full budget), then per problem the
-    final mean log10 gap and the score against Uniform in each half of the budget."""
+    """Table of a ``kind = "hpo"`` folder: per learner the profile score and score against
+    Uniform (half, full budget); per problem the final log10 gap and each half's score."""
     cfg, problems = summary["config"], summary["problems"]
     learners = cfg["learners"]
     to_t = t_quantile(cfg["runs"] - 1) / Z_95  # the summary's intervals are normal ones
@@ -95,10 +91,8 @@ def hpo_table(folder: Path, summary: dict) -> str:
         f"seed {cfg['seed']}, feedback={cfg['feedback']}; final mean log10 gap ± 95% "
         "t-interval over repeats)"
     )
-    profile, versus = (
-        ("profile_scores_half_budget", "profile_scores"),
-        ("score_vs_uniform_half_budget", "score_vs_uniform"),
-    )
+    profile = ("profile_scores_half_budget", "profile_scores")
+    versus = ("score_vs_uniform_half_budget", "score_vs_uniform")
     scores = [
         [
             name,
@@ -129,10 +123,8 @@ def hpo_table(folder: Path, summary: dict) -> str:
 
 
 def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str:
-    """Algorithm selection, paired: per learner, its log10 best gap minus ``baseline``'s on the
-    same (problem, repeat) at the full budget N and at N/2, mean ± Student's t 95% half-width
-    over all pairs and, for at most four problems, per problem; and the range of the arms'
-    shares of the evaluations relative to ``1/A``."""
+    """Algorithm selection, paired: each log10 best gap minus ``baseline``'s (same problem and
+    repeat) at budget N and N/2, per problem when at most four; the arms' shares over ``1/A``."""
     summary = read_summary(folder)
     learners, problems = summary["config"]["learners"], summary["config"]["problems"]
     if baseline not in learners:
@@ -200,8 +192,7 @@ def table(
 
 
 def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
-    """``reference`` minus every other learner (Uniform left out): per run the difference of
-    mean reward (overall and per segment), then mean ± Student's t 95% half-width over runs."""
+    """``reference`` minus every other learner but Uniform, paired per run."""
     data = script("paired")["Folders"](folder)
     names = data.learners(folder)
     if reference not in names:
@@ -228,15 +219,9 @@ def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     return md_table(["difference", "mean reward", "per segment"], rows, title)
 
 
-def _signed(value: float, digits: int = 1) -> str:
-    """``+1.5`` / ``−1.5`` (a minus sign, as the documents print it)."""
-    return f"{value:+.{digits}f}".replace("-", "\u2212")
-
-
 def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str:
-    """An ``experiments/anytime_gap.py`` folder: per setting, ``learner``'s mean over segments
-    ± Student's t 95% half-width over runs, the means of ``columns``, and ``learner``'s paired
-    gap ``(learner − tuned) / tuned`` in % to tuned StABL, per segment and over segments."""
+    """An ``experiments/anytime_gap.py`` folder: per setting ``learner``'s mean over segments,
+    the means of ``columns`` and ``learner``'s paired gap to tuned StABL in %."""
     anytime = script("anytime_gap")
     summary = read_summary(folder)
     traces = TraceFile(folder / "traces.npz", missing_ok=False).read()
@@ -258,8 +243,8 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
                 f"{name}, {setting['feedback']}, {setting['runs']}",
                 f"{mean:.4f} ± {half:.4f}",
                 *(f"{rewards[f'{prefix}/{c}'].mean(axis=1).mean():.4f}" for c in columns),
-                f"{', '.join(_signed(g) for g in gap['segment'])} %",
-                f"**{_signed(gap['overall'])} % ± {gap['overall_half_width']:.1f}**",
+                f"{', '.join(with_sign(g) for g in gap['segment'])} %",
+                f"**{with_sign(gap['overall'])} % ± {gap['overall_half_width']:.1f}**",
             ]
         )
     title = (
@@ -278,11 +263,8 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
 def diff_table(
     folder: Path, label: str, pairs: list[str], results: Path, gaps: tuple[str, ...] = ()
 ) -> str:
-    """Paired differences ``a − b`` of mean reward, overall and per segment, mean ± Student's
-    t 95% half-width over runs, for each of ``pairs``; then for each of ``gaps`` the paired
-    gap ``(a − b) / b`` in % of the mean over segments (``experiments/paired.py --diff`` and
-    ``--gap``). A side may be ``OTHER::name`` (a learner of the results folder ``OTHER``, of
-    the same draws) and ``name@play`` (its even rounds only)."""
+    """The paired differences of ``pairs`` and gaps of ``gaps`` (``experiments/paired.py
+    --diff``, ``--gap``), ``OTHER::name`` a learner of ``results/OTHER``."""
     paired = script("paired")
 
     def spec(side: str) -> tuple[Path, str]:
@@ -324,9 +306,8 @@ def diff_table(
 
 
 def regret_table(folders: list[Path]) -> str:
-    """One row per bandit folder of the expert-advice environment: each learner's final
-    pseudo-regret ``R(T)`` to each segment's best arm (``experiments/curves.py``), mean ±
-    Student's t 95% half-width over runs, with the learners of a ``FOLDER-naive`` folder."""
+    """A row per expert-advice folder: each learner's final pseudo-regret ``R(T)``
+    (``experiments/curves.py``), with those of a ``FOLDER-naive`` folder."""
     curves = script("curves")
     rows, names = [], []
     for folder in folders:
@@ -350,8 +331,7 @@ def regret_table(folders: list[Path]) -> str:
 
 
 GAP = "anytime_gap"  # the kind of an experiments/anytime_gap.py folder
-#: Every view: per kind of folder (``summary.json``'s ``kind``), the options it reads; ``None``
-#: for the views of a script's JSON, which read no ``summary.json``.
+#: Every view: per folder kind (``summary.json``'s), the options it reads; ``None``: a JSON's.
 VIEWS: dict[str, dict[str | None, set[str]]] = {
     "table": {"bandit": {"windows", "sa"}, "bco": {"windows"}, "hpo": set()},
     "paired": {"bandit": {"reference"}, "hpo": {"baseline"}},
@@ -368,9 +348,8 @@ KINDS = {GAP: "the folders of experiments/anytime_gap.py"}
 
 
 def check_options(folder: Path, view: str, given: list[str], where: str) -> str | None:
-    """The kind of ``folder`` (``None`` for a script's JSON or a folder not there) after
-    checking that ``view`` applies to it and reads every option of ``given``; ``ValueError``
-    naming (after ``where``) what does not apply."""
+    """The kind of ``folder`` (``None``: a script's JSON, or no folder); ``ValueError`` unless
+    ``view`` applies to it and reads every option of ``given``."""
     if view not in VIEWS:
         raise ValueError(f"{where}: unknown view {view!r}: one of {', '.join(VIEWS)}")
     kinds = VIEWS[view]
@@ -401,7 +380,7 @@ def check_options(folder: Path, view: str, given: list[str], where: str) -> str 
 
 
 def _need_summary(folder: Path, where: str) -> None:
-    """``FileNotFoundError`` naming the script that writes ``folder`` if it has no summary."""
+    """``FileNotFoundError`` if ``folder`` has no summary."""
     if not (folder / "summary.json").is_file():
         raise FileNotFoundError(
             f"{where}: no {folder / 'summary.json'}; run experiments/docs_numbers.sh (or the "
@@ -452,8 +431,7 @@ def render(args: str, results: Path) -> str:
 
 
 def bench_table(folder: Path) -> str:
-    """The table of a ``stabl-jax bench --out FOLDER`` folder (its ``benchmark.md``), headed
-    by the machine and the day."""
+    """A ``stabl-jax bench --out FOLDER`` table, headed by the machine and the day."""
     path, command = folder / "benchmark.json", f"stabl-jax bench --out {folder}"
     if not path.is_file():
         raise FileNotFoundError(
@@ -470,10 +448,8 @@ def bench_table(folder: Path) -> str:
 
 
 def study_table(folder: Path, opts: dict[str, str], results: Path) -> str:
-    """A table of the scaling study's ``FOLDER/study.json``: ``view=table1`` the empirical
-    Table 1 (``adversary=``, default ``geometric``; ``n=``, default the smallest;
-    ``tuned=OTHER`` adds the study folder ``OTHER``'s rows), ``view=exponents`` one adversary's
-    exponents in L and n, ``view=b`` every exponent in L of every adversary and n."""
+    """A table of the study's ``FOLDER/study.json``: ``view=table1`` (``adversary=`` default
+    ``geometric``, ``n=`` the smallest), ``exponents`` (one adversary's) or ``b`` (all in L)."""
     study = script("study")
     analysis = study["load_analysis"](folder)
     if opts["view"] == "b":
@@ -504,8 +480,7 @@ def parse_windows(text: str) -> tuple[int, ...]:
 
 
 def update(text: str, results: Path) -> tuple[str, list[str], list[str]]:
-    """``text`` with every marked block regenerated, the markers whose block changed, and the
-    markers whose results folder is missing (their blocks are left as they are)."""
+    """``text`` with every block regenerated, the markers changed, and those with no folder."""
     changed: list[str] = []
     missing: list[str] = []
 

@@ -6,10 +6,9 @@
     python experiments/same_bits.py --base REV --config my.toml --set runs=4
 
 Each run of :data:`RUNS` is made in fresh processes, compilation cache off, with the base code
-on ``PYTHONPATH`` (a temporary ``git worktree`` of REV, or DIR) and its own copy of the config,
-and with this checkout's; the folders are compared as ``stabl-jax compare`` does (``--config
-FILE``: FILE for both instead). Exit 0 when every run gives the same numbers, 1 when any
-differs (printed), 2 when the base cannot be had or a run fails; ``--keep DIR`` keeps them.
+on ``PYTHONPATH`` (a ``git worktree`` of REV, or DIR) and its config (``--config FILE``: FILE
+for both), then this checkout's, and compared as ``stabl-jax compare`` does. Exit 0: all the
+same; 1: any differs (printed); 2: the base or a run fails. ``--keep DIR`` keeps the folders.
 """
 
 from __future__ import annotations
@@ -33,14 +32,7 @@ RUNS: dict[str, list[str]] = {
     "expert_advice_equal_tuned": ["--runs", "4", *_ALL],
     "study_geometric": ["--runs", "16", *_ALL],
     "bco_d2": ["--runs", "2"],
-    "hpo_bbob_sphere": [
-        "--runs",
-        "2",
-        "--set",
-        "bbob.dims=[32]",
-        "--set",
-        "bbob.evaluations=[1000]",
-    ],
+    "hpo_bbob_sphere": "--runs 2 --set bbob.dims=[32] --set bbob.evaluations=[1000]".split(),
     "hpo_bbob_suite": ["--runs", "1", "--set", "bbob.functions=[1, 8, 15]"],
 }
 
@@ -51,8 +43,7 @@ class RunFailed(Exception):
 
 @contextlib.contextmanager
 def worktree(rev: str, parent: Path) -> Iterator[Path]:
-    """A detached ``git worktree`` of ``rev`` of this repository under ``parent``, removed
-    (with its administrative files) when the block ends."""
+    """A detached ``git worktree`` of ``rev`` under ``parent``, removed when the block ends."""
 
     def git(*words: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(REPO), *words], capture_output=True, text=True)
@@ -72,19 +63,13 @@ def worktree(rev: str, parent: Path) -> Iterator[Path]:
         git("worktree", "remove", "--force", str(folder))
 
 
-def _environment(source: Path) -> dict[str, str]:
-    """This process's environment with only ``source`` on ``PYTHONPATH``."""
-    return {**os.environ, "PYTHONPATH": str(source)}
-
-
 def check_source(source: Path) -> None:
-    """``source`` is a checkout whose ``stabl_jax`` a fresh process imports (not an installed
-    copy that would shadow it)."""
+    """``source`` is a checkout whose ``stabl_jax`` a fresh process imports (not a shadow)."""
     if not (source / "stabl_jax" / "__init__.py").is_file():
         raise RunFailed(f"{source}: no stabl_jax package in it; give a checkout of the project")
     proc = subprocess.run(
         [sys.executable, "-c", "import stabl_jax; print(stabl_jax.__file__)"],
-        env=_environment(source),
+        env={**os.environ, "PYTHONPATH": str(source)},
         capture_output=True,
         text=True,
         cwd=tempfile.gettempdir(),
@@ -99,13 +84,11 @@ def check_source(source: Path) -> None:
 
 
 def run_one(source: Path, config: Path, arguments: Sequence[str], out: Path) -> None:
-    """``stabl-jax run config`` with ``source``'s code into ``out``; :class:`RunFailed` with its
-    last lines when it does not exit 0."""
+    """``stabl-jax run config`` with ``source``'s code into ``out``, or :class:`RunFailed`."""
     command = [sys.executable, "-m", "stabl_jax", "--compile-cache", "off", "run", str(config)]
     command += ["--no-progress", "--out", str(out), *arguments]
-    proc = subprocess.run(
-        command, env=_environment(source), capture_output=True, text=True, cwd=out.parent
-    )
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=out.parent)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
         raise RunFailed(
@@ -116,9 +99,8 @@ def run_one(source: Path, config: Path, arguments: Sequence[str], out: Path) -> 
 def compare_runs(
     base: Path, runs: dict[str, tuple[Path | None, list[str]]], folder: Path
 ) -> list[tuple[str, compare.Comparison]]:
-    """Every run with ``base``'s code and with this checkout's, compared. A run's config is
-    ``None`` for a shipped one (each code reads its own ``configs/NAME.toml``), else a file both
-    read."""
+    """Every run with ``base``'s code and this checkout's, compared; a config ``None``: each
+    code's own ``configs/NAME.toml``."""
     results = []
     for name, (given, arguments) in runs.items():
         outs = []

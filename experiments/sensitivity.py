@@ -2,11 +2,10 @@
 
     python experiments/sensitivity.py SWEEPS_DIR OUT_DIR [--overwrite]
 
-Reads every ``SWEEPS_DIR/NAME/summary.json`` (``stabl-jax sweep ... --out SWEEPS_DIR/NAME``)
-and writes ``NAME_sensitivity.png``, per learner with two swept params a heatmap of the mean
-reward on the seed the point was chosen on, the chosen point boxed, the points whose interval
-overlaps it dotted; and ``NAME_sensitivity_1d.png``, the learners with one swept param. It
-prints each chosen point, whether it is on the grid's edge and how many points overlap it.
+Reads every ``SWEEPS_DIR/NAME/summary.json`` (``stabl-jax sweep ... --out SWEEPS_DIR/NAME``) and
+writes ``NAME_sensitivity.png`` (per two-param learner a heatmap of the mean reward on the seed
+the point was chosen on, it boxed, the points whose interval overlaps it dotted) and
+``NAME_sensitivity_1d.png`` (one-param learners); prints each chosen point, edge and overlaps.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ SCORE = "mean reward 1 - l_t(x_t)"
 
 
 def _rows(entry: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(points (P, F), mean (P,), ci95 (P,))`` of a learner's entry, on the seed its best
-    point was chosen on (``tuning_points`` when the sweep had ``--tune-seed``)."""
+    """``(points (P, F), mean (P,), ci95 (P,))`` of an entry, on the seed its best was chosen on."""
     rows = entry.get("tuning_points", entry["points"])
     points = np.asarray([[r[f] for f in entry["fields"]] for r in rows], np.float64)
     return points, np.asarray([r["mean"] for r in rows]), np.asarray([r["ci95"] for r in rows])
@@ -56,8 +54,7 @@ def _describe(name: str, mean: np.ndarray, half: np.ndarray, at: tuple, edges: l
 
 
 def read_sweep(file: Path) -> dict[str, Any]:
-    """``file`` as a dict, or ``ValueError`` naming it: not JSON, not the ``summary.json`` of
-    ``stabl-jax sweep`` (a key missing), or of one run a point (every band ``nan``)."""
+    """``file``, or ``ValueError``: not a ``stabl-jax sweep`` summary, or of one run a point."""
     sweep = read_json_object(file, "write it again with stabl-jax sweep --out")
     missing = [k for k in ("config", "seed", "runs_per_point", "learners") if k not in sweep]
     if missing:
@@ -67,8 +64,7 @@ def read_sweep(file: Path) -> dict[str, Any]:
 
 
 def figure_names(sweep_file: Path) -> list[str]:
-    """The PNGs :func:`sensitivity` writes for one sweep: ``NAME_sensitivity.png`` if a
-    learner swept two params, ``NAME_sensitivity_1d.png`` if one swept one."""
+    """The PNGs :func:`sensitivity` writes for one sweep (module docstring)."""
     counts = {len(e["fields"]) for e in read_sweep(sweep_file)["learners"].values()}
     stem = sweep_file.parent.name
     return [f"{stem}_sensitivity{end}.png" for end, n in (("", 2), ("_1d", 1)) if n in counts]
@@ -90,8 +86,7 @@ def _band(name: str, entry: dict[str, Any], chosen: dict[str, float]) -> plots.B
 
 
 def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
-    """Write the sensitivity PNGs of one sweep (:func:`figure_names`); print the chosen
-    points."""
+    """Write the sensitivity PNGs of one sweep (:func:`figure_names`), print its points."""
     sweep = read_sweep(sweep_file)
     config, stem = sweep["config"], sweep_file.parent.name
     seed = sweep["seed"] if sweep.get("tune_seed") is None else sweep["tune_seed"]
@@ -121,8 +116,7 @@ def sensitivity(sweep_file: Path, out: Path) -> list[Path]:
         written.append(plots.plot_grids(grids, path, title=title, score=SCORE))
     if bands:
         path, score = out / f"{stem}_sensitivity_1d.png", f"{SCORE}, 95% band"
-        xlabel = "scale (log axis)"
-        kwargs = dict(title=title, xlabel=xlabel, score=score)
+        kwargs = dict(title=title, xlabel="scale (log axis)", score=score)
         written.append(plots.plot_sensitivity(bands, path, chosen=chosen, **kwargs))
     return written
 

@@ -1,6 +1,6 @@
 """The scaling study: SA(L) against L and n on adversaries that change on many time scales.
 
-Each point ``(adversary, n)`` is one results folder per learner group (:data:`PLAN`) of
+Each point ``(adversary, n)`` is one results folder per learner group of
 ``configs/study_<adversary>.toml`` (``study_geometric_tuned.toml``: the tuned scales) at
 ``n`` arms, ``<out>/<adversary>-n<n>-<group>``::
 
@@ -15,13 +15,12 @@ Each point ``(adversary, n)`` is one results folder per learner group (:data:`PL
     done; done
     python experiments/study.py [--out results/study] [--bootstrap 1000] [--figures DIR]
 
-The groups of a point share the config and seed, hence the draws: they are merged (checked).
-From the complete folders: the exponent in ``L``, least squares ``log SA(L) = a + b log L``
-over ``L <= T / 4`` (``--fit-windows``), ``SA(L)`` the mean over runs of the per-run SA(L) of
-the expected loss ``<p_t, l_t>`` (what the paper bounds); the exponent in ``n``, ``log SA(L) =
-a + c log n`` at fixed ``L``; 95% percentile bootstrap intervals over the runs (resampled per
-point). It writes ``<out>/study.json`` (every fit), ``<out>/study.md`` (Table 1 per adversary
-and n, the exponents) and, with ``--figures``, ``<prefix>_<adversary>_sa_vs_{L,n}.png``.
+A point's groups share config and seed, hence the draws: they are merged (checked). From the
+complete points: the exponent in ``L``, least squares ``log SA(L) = a + b log L`` over
+``L <= T / 4`` (``--fit-windows``), ``SA(L)`` the mean over runs of the per-run SA(L) of the
+expected loss ``<p_t, l_t>``; in ``n``, ``log SA(L) = a + c log n`` at fixed ``L``; percentile
+bootstrap 95% intervals over runs. Writes ``<out>/study.json``, ``<out>/study.md`` (Table 1 per
+adversary and n, the exponents) and with ``--figures`` ``<prefix>_<adversary>_sa_vs_{L,n}.png``.
 """
 
 from __future__ import annotations
@@ -48,18 +47,9 @@ BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20240506
 SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
 
-#: The study's learner groups: each is one ``stabl-jax run`` (one results folder) per point.
-PLAN: dict[str, tuple[str, ...]] = {
-    "base": ("stabl", "exp3_uniform", "uniform", "stabl_naive", "stabl_single_scale"),
-    "baselines": ("saol", "stabl_one_query", "saol_hedge", "exp3s"),
-    "flh": ("flh", "eflh"),
-}
-
-
-#: Table 1 of the paper (adaptive-regret bound, queries per round), by registry name, plus the
-#: rows the study adds. ``I`` is the interval length (our ``L``).
+#: Table 1 of the paper and the study's rows, by registry name: (algorithm, adaptive-regret
+#: bound, queries per round as the paper states it); ``I`` is the interval length (our ``L``).
 PAPER_ROWS: dict[str, tuple[str, str, str]] = {
-    # name: (algorithm, bound, queries per round as the paper states it)
     "flh": ("FLH (Hazan & Seshadhri 2009)", "√(nT)", "O(log T)"),
     "saol": ("SAOL (Daniely et al. 2015), bandit", "√(nI log T)", "O(log T)"),
     "eflh": ("EFLH (Lu & Hazan 2022)", "I^(1/2+ε)·√(n log T)", "O(log log T / ε)"),
@@ -112,8 +102,7 @@ def fit_power_law(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def bootstrap_means(
     samples: np.ndarray, resamples: int, rng: np.random.Generator, block: int = 100
 ) -> np.ndarray:
-    """``(B, K)``: the column means of ``B = resamples`` resamples of the rows (runs) of the
-    ``(R, K)`` ``samples``, drawn ``block`` at a time (``B x R`` indices from ``rng``)."""
+    """``(B, K)`` column means of ``B = resamples`` resamples of the rows of ``(R, K)`` samples."""
     samples = np.asarray(samples, np.float64)
     runs = samples.shape[0]
     out = np.empty((resamples, samples.shape[1]))
@@ -131,11 +120,10 @@ def exponent_with_interval(
     seed: int = BOOTSTRAP_SEED,
     level: float = 0.95,
 ) -> dict[str, Any]:
-    """``{"a", "b", "lo", "hi", "se", "note"}``: the exponent ``b`` of ``mean(y) ~ e^a x^b``
-    with a percentile bootstrap interval (``resamples`` from ``default_rng(seed)``).
-    ``columns``: ``K`` arrays ``(R_k,)`` of independent experiments (resampled apart), or one
-    ``(R, K)`` array whose rows are runs. A mean ``<= 0`` has no logarithm: ``b`` is NaN, or
-    the interval where only resamples have one; ``note`` says which."""
+    """``{"a", "b", "lo", "hi", "se", "note"}``: the exponent ``b`` of ``mean(y) ~ e^a x^b``,
+    its percentile bootstrap interval from ``default_rng(seed)``. ``columns``: ``K`` ``(R_k,)``
+    arrays (resampled apart) or one ``(R, K)`` array of runs. A mean ``<= 0`` (of the data or a
+    resample) makes ``b`` or the interval NaN; ``note`` says which."""
     rng = np.random.default_rng(seed)
     xs = np.asarray(x, np.float64)
     if isinstance(columns, np.ndarray) and columns.ndim == 2:
@@ -162,8 +150,7 @@ def exponent_with_interval(
 
 
 def load_point(folder: Path) -> dict[str, Any]:
-    """``{"windows", "runs", "change_points", "learners": {name: {"sa": (R, K), "queries"}}}``
-    of one results folder."""
+    """``{"windows", "runs", "change_points", "learners": {name: {"sa": (R, K), "queries"}}}``."""
     results = load_results(folder)
     traces, entries = results.traces, results.summary["learners"]
     return {
@@ -181,8 +168,7 @@ def load_point(folder: Path) -> dict[str, Any]:
 
 
 def merge_groups(groups: Sequence[Mapping[str, Any]], where: str = "") -> dict[str, Any]:
-    """One point from the folders of its groups; they must have faced the same environment
-    draws (equal window lengths, runs and per-run change points), else ``ValueError``."""
+    """One point from its groups' folders; ``ValueError`` unless they faced the same draws."""
     merged = {**groups[0], "learners": dict(groups[0]["learners"])}
     for other in groups[1:]:
         if not (
@@ -199,8 +185,7 @@ def merge_groups(groups: Sequence[Mapping[str, Any]], where: str = "") -> dict[s
 
 
 def load_points(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """The complete points under ``out`` (folders ``<adversary>-n<n>-<group>``), each
-    point's groups merged (:func:`merge_groups`)."""
+    """The complete points under ``out`` (``<adversary>-n<n>-<group>``), groups merged."""
     loaded: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for folder in sorted(out.glob("*-n*-*")):
         adversary, _, rest = folder.name.partition("-n")
@@ -213,8 +198,7 @@ def load_points(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
 def check_windows(
     windows: Sequence[int], table_windows: Sequence[int], fit: Sequence[int], point: str
 ) -> None:
-    """``ValueError`` unless every table window and the (>= 2) fit windows are among a point's
-    SA(L) window lengths ``windows``."""
+    """``ValueError`` unless the table and (>= 2) fit windows are among a point's ``windows``."""
     for flag, wanted in (("--table-windows", table_windows), ("--fit-windows", fit)):
         missing = [w for w in wanted if w not in windows]
         if missing:
@@ -234,15 +218,10 @@ def analyse(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
-    """Every fit of the study from its points (:func:`load_points`). The exponent in ``L`` is
-    fitted over ``fit_windows`` (``None``: every ``L <= T / 4``, ``T`` the largest window:
-    SA(T) is the static regret, which a tracking learner may make negative).
-
-    Returns:
-      ``{adversary: {"arms", "windows", "fit_windows", "learners": {name: {"queries": {n: q},
-      "by_n": {n: {"mean": [K], "ci95": [K], "runs", "exponent_L": fit}},
-      "exponent_n": {L: {"arms", **fit}}}}}}``
-    """
+    """Every fit of the points, the exponent in ``L`` over ``fit_windows`` (``None``: each
+    ``L <= T / 4``; SA(T), the static regret, may be negative): ``{adversary: {"arms",
+    "windows", "fit_windows", "learners": {name: {"queries": {n: q}, "by_n": {n: {"mean": [K],
+    "ci95": [K], "runs", "exponent_L": fit}}, "exponent_n": {L: {"arms", **fit}}}}}}``."""
     out: dict[str, Any] = {}
     exponent = functools.partial(exponent_with_interval, resamples=resamples)
     for (adversary, n), point in sorted(points.items()):
@@ -301,8 +280,7 @@ def _queries(learner: Mapping[str, Any]) -> str:
 
 
 def load_analysis(folder: Path) -> dict[str, Any]:
-    """The analysis of ``<folder>/study.json`` (what :func:`analyse` returned) with its integer
-    keys (``n`` and ``L``, strings in JSON) restored."""
+    """:func:`analyse`'s dict from ``<folder>/study.json``, its int keys (``n``, ``L``) back."""
     path = Path(folder) / "study.json"
     if not path.is_file():
         raise FileNotFoundError(f"no {path}; run experiments/study.py --out {folder} first")
@@ -322,9 +300,8 @@ def table_one(
     length_for_n: int | None = None,
     tuned: Mapping[str, Any] | None = None,
 ) -> str:
-    """The empirical Table 1 of one adversary at ``n`` arms (Markdown). ``tuned``: the
-    analysis of the same adversary at other step sizes; each of its learners gets a row
-    ``…, tuned`` under its row of ``analysis`` (then ``…, theory``)."""
+    """The empirical Table 1 of one adversary at ``n`` arms; ``tuned`` (an analysis at other
+    step sizes) adds a row ``…, tuned`` under each of its learners' (then ``…, theory``)."""
     entry = analysis[adversary]
     length = length_for_n or table_windows[-1]
     fit_range = f"{min(entry['fit_windows'])}..{max(entry['fit_windows'])}"
@@ -365,8 +342,7 @@ def table_one(
 
 
 def exponent_summary(analysis: Mapping[str, Any]) -> str:
-    """Markdown: every learner's exponent ``b`` in ``L`` at every adversary and ``n`` (one
-    column each, two digits), then how far the farthest end of a bootstrap interval lies."""
+    """Every learner's exponent ``b`` in ``L`` per adversary and ``n``, and the widest interval."""
     columns = [(adversary, n) for adversary, entry in analysis.items() for n in entry["arms"]]
     names: list[str] = []
     for entry in analysis.values():
@@ -427,9 +403,8 @@ def figure_names(adversaries: Sequence[str], prefix: str = "study") -> list[str]
 
 
 def _figure(path: Path, title: str, panels: list[Any], guides: np.ndarray | None) -> Path:
-    """One row of log-log panels ``(title, x label, [(x, mean, ci95, style)])``: means ``<= 0``
-    not drawn, lower error bars cut at 1% of the mean; with ``guides`` (the window lengths),
-    the slope-1/2 and slope-1 lines on a base-2 axis."""
+    """A row of log-log panels ``(title, x label, [(x, mean, ci95, style)])`` (means ``<= 0``
+    not drawn); ``guides`` (window lengths): slope-1/2 and slope-1 lines, a base-2 axis."""
     plt = plots.pyplot()
     size = (4.2 * len(panels), 4.4)
     fig, axes = plt.subplots(1, len(panels), figsize=size, layout="constrained", squeeze=False)
@@ -457,9 +432,8 @@ def _figure(path: Path, title: str, panels: list[Any], guides: np.ndarray | None
 
 
 def write_figures(analysis: Mapping[str, Any], folder: Path, prefix: str = "study") -> list[Path]:
-    """``<prefix>_<adversary>_sa_vs_L.png`` (one panel per n) and ``..._sa_vs_n.png`` (one
-    panel per table window): means with their 95% intervals, a learner's colour and marker
-    the same in every panel."""
+    """``<prefix>_<adversary>_sa_vs_L.png`` (a panel per n) and ``..._sa_vs_n.png`` (per table
+    window): means with 95% intervals, a learner's colour and marker the same in each."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for adversary, entry in analysis.items():
@@ -512,8 +486,7 @@ def report(analysis: Mapping[str, Any], table_windows: Sequence[int] = TABLE_WIN
     return "\n".join(parts)
 
 
-#: The keys of every ``study.json`` this script writes: how a previous study's files
-#: (replaced) are told from a user's (never touched).
+#: The keys of the ``study.json`` written here: a previous study's files are replaced, no other.
 STUDY_KEYS: frozenset[str] = frozenset({"meta", "analysis"})
 
 
