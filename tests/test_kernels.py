@@ -328,14 +328,16 @@ def test_the_result_names_the_path_that_ran():
     assert simulate(learner, env, key, 2, options=SimOptions(kernel="pallas")).kernel == "pallas"
 
 
-def _pallas_operands(step, carry, t0):
-    """``(shape, dtype)`` of every operand of each ``pallas_call`` in ``step``'s jaxpr."""
+def _pallas_operands(step, carry, t0, results=False):
+    """``(shape, dtype)`` of every operand (``results``: every result) of each ``pallas_call``
+    in ``step``'s jaxpr."""
     found = []
 
     def walk(jaxpr):
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "pallas_call":
-                found.append([(tuple(v.aval.shape), v.aval.dtype) for v in eqn.invars])
+                values = eqn.outvars if results else eqn.invars
+                found.append([(tuple(v.aval.shape), v.aval.dtype) for v in values])
             for param in eqn.params.values():  # the bodies of jit, scan, ...
                 for inner in param if isinstance(param, tuple | list) else [param]:
                     inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr's Jaxpr
@@ -381,3 +383,25 @@ def test_the_kernel_draws_its_uniforms_and_losses_inside(learner, env_name):
         rbg = jax.random.key(0, impl="rbg")  # not hashed by threefry: drawn outside
         assert not bandit.draws_inside(renv, (rbg,)) and bandit.draws_inside(renv, keys)
     assert_same_runs(*both(learner, env, runs, length))
+
+
+@pytest.mark.parametrize(
+    ("fields", "written"),
+    [(("loss",), 1), (("played", "loss"), 2), (("arms",), 2), (("prob_best",), 1), (TRACES, 6)],
+)
+def test_the_kernel_writes_only_the_traces_asked_for(fields, written):
+    """Per round the ``pallas_call`` stores only what ``fields`` needs (StABL, two queries):
+    ``loss`` the first observed loss alone, ``arms`` both queried arms, ``TRACES`` all six
+    per-round outputs; what it returns is the full call's, bit for bit."""
+    learner, env = StABL(num_arms=5, horizon=64), ExpertAdvice(num_arms=5, horizon=64)
+    length, runs = 16, 3
+    carry, renv = _block(learner, env, runs)
+    t0 = jnp.int32(0)
+    step = bandit.chunk_step(learner, renv, fields, length, interpret=True)
+    (results,) = _pallas_operands(step, carry, t0, results=True)
+    assert sum(shape == (length, runs) for shape, _ in results) == written, results
+    _, full = jax.jit(bandit.chunk_step(learner, renv, TRACES, length, interpret=True))(carry, t0)
+    _, some = jax.jit(step)(carry, t0)
+    assert set(some) == set(fields)
+    for name in fields:
+        np.testing.assert_array_equal(np.asarray(some[name]), np.asarray(full[name]), name)

@@ -443,8 +443,8 @@ def _call(
     per_round = jax.ShapeDtypeStruct((length, padded), jnp.float32)
     out_shape: dict[str, Any] = {
         "state": tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in ins["state"]),
-        "arms": [per_round.update(dtype=jnp.int32)] * spec.queries,
-        "observed": [per_round] * spec.queries,
+        "arms": [per_round.update(dtype=jnp.int32)] * _written(fields, "played", "arms", spec),
+        "observed": [per_round] * _written(fields, "loss", "observed", spec),
         **{name: per_round for name in ("expected_loss", "prob_best") if name in fields},
     }
 
@@ -472,18 +472,24 @@ def _unpacked(
 ) -> tuple[Any, dict[str, jax.Array]]:
     """The carry after the call and its traces ``(runs, L, ...)``, from the kernel's
     outputs (runs on axis 1)."""
-    arms, observed = jnp.stack(out["arms"], axis=-1), jnp.stack(out["observed"], axis=-1)
     values = {
-        "played": out["arms"][0],
-        "arms": arms,
-        "loss": out["observed"][0],
-        "observed": observed,
-        "expected_loss": out.get("expected_loss"),
-        "prob_best": out.get("prob_best"),
+        "played": lambda: out["arms"][0],
+        "arms": lambda: jnp.stack(out["arms"], axis=-1),
+        "loss": lambda: out["observed"][0],
+        "observed": lambda: jnp.stack(out["observed"], axis=-1),
+        "expected_loss": lambda: out["expected_loss"],
+        "prob_best": lambda: out["prob_best"],
     }
     state = spec.unpack(carry.state, out["state"], length)
-    outputs = {name: jnp.swapaxes(values[name], 0, 1) for name in fields}
+    outputs = {name: jnp.swapaxes(values[name](), 0, 1) for name in fields}
     return dataclasses.replace(carry, state=state), outputs
+
+
+def _written(fields: tuple[str, ...], first: str, every: str, spec: _Kernel) -> int:
+    """How many of the ``Q`` per-query outputs the kernel writes: all ``Q`` when ``fields``
+    has ``every`` (``"arms"``, ``"observed"``), the first when it has only ``first``
+    (``"played"``, ``"loss"``), none otherwise: a trace nobody asked for is never stored."""
+    return spec.queries if every in fields else int(first in fields)
 
 
 def largest_divisor(length: int, at_most: int) -> int:
@@ -621,8 +627,8 @@ class _Hashed:
 
 def _kernel(spec: _Kernel, env: Any, length: int, ins: dict, out: dict) -> None:
     """One program: load ``rows`` runs' state, step them through ``length`` rounds, store it;
-    each round writes its arms, observed losses and, when asked, ``expected_loss`` and
-    ``prob_best``."""
+    each round writes the traces asked for (:func:`_written`): arms, observed losses,
+    ``expected_loss``, ``prob_best``."""
     coefs = [ins["coefs"][c] for c in range(ins["coefs"].shape[0])]
     table = ins.get("table")
     words: dict[str, threefry.Words] | None = None
@@ -634,9 +640,10 @@ def _kernel(spec: _Kernel, env: Any, length: int, ins: dict, out: dict) -> None:
         query = spec.ask(coefs, state, draws.uniforms())
         arms, _, play, _ = query
         observed = draws.losses(arms)
-        for j in range(spec.queries):
-            out["arms"][j][i] = arms[j]
-            out["observed"][j][i] = observed[j]
+        for j, ref in enumerate(out["arms"]):
+            ref[i] = arms[j]
+        for j, ref in enumerate(out["observed"]):
+            ref[i] = observed[j]
         if "expected_loss" in out:  # <p_t, l_t>
             out["expected_loss"][i] = jnp.sum(play * draws.every_loss(), axis=1)
         if "prob_best" in out:
