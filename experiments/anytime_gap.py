@@ -70,14 +70,8 @@ def prepare(base: str, feedback: str, runs: int, extra: list[str]) -> dict:
             f"--extra {' '.join(taken)}: already compared as {compared}; give other learners"
         )
     entries += [(name, config, config.make_learner(name), None) for name in extra]
-    return {
-        "config": base,
-        "feedback": feedback,
-        "tuned_config": tuned_name,
-        "runs": runs,
-        "seed": config.seed,
-        "entries": entries,
-    }
+    setting = dict(config=base, feedback=feedback, tuned_config=tuned_name, runs=runs)
+    return setting | {"seed": config.seed, "entries": entries}
 
 
 def compare(setting: dict) -> dict:

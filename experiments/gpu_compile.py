@@ -1,12 +1,12 @@
 """What one simulated round compiles to on a GPU: kernels per round, counted from XLA's
 optimised chunk program (``stabl_jax.simulate.run_chunk``), with or without a GPU.
 
-Per row: ``round_kernels``, the kernels of the loop over rounds' body (each launches once a
-round); ``loops_in_round`` and ``loop_kernels_per_round``, the loops nested in it and their
-kernels a round; ``chunk_kernels``, those once a chunk (all, on the fused Pallas kernel);
-``temp_mib``, XLA's scratch memory. ``--large`` adds the GPU speed table's largest rows,
-``--scaling`` StABL and EXP3 for R = 1,024 to 2^20 (docs/gpu.md). Without a GPU it compiles for
-an H100 SXM (``h100_sxm.txtpb``, or ``--target-config``; JAX's CUDA plugin, no driver),
+Per row: ``round_kernels`` (the loop over rounds' body, each launched once a round), the loops
+nested in it and their kernels a round, ``chunk_kernels`` (once a chunk: all, on the fused
+kernel), ``temp_mib`` (XLA's scratch memory) and, where ``ptxas`` is found, the fused kernel's
+``ptxas -v`` counts a thread (stack, spill bytes, registers). ``--large``: the GPU speed
+table's largest rows; ``--scaling``: R = 1,024 to 2^20 (docs/gpu.md). Without a GPU it compiles
+for an H100 SXM (``h100_sxm.txtpb`` or ``--target-config``; JAX's CUDA plugin, no driver);
 ``--local`` for this machine's first device. Nothing is run::
 
     JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 python experiments/gpu_compile.py \\
@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +54,11 @@ _INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%\S+ = (.*)$")
 _BODY = re.compile(r"body=%([\w.\-]+)")
 _CONDITION = re.compile(r"condition=%([\w.\-]+)")
 _TRIP = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+_PTXAS = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads.*?"
+    r"Used (\d+) registers",
+    re.S,
+)
 
 
 def _opcode(rest: str) -> str:
@@ -125,8 +135,9 @@ def target_device(local: bool, target_config: str) -> Any:
     return topology.devices[0]
 
 
-def compile_row(device: Any, row: dict[str, Any]) -> dict[str, Any]:
-    """Compile one chunk program on ``device`` for ``row`` and count its kernels."""
+def compile_row(device: Any, row: dict[str, Any], ptxas: str | None = None) -> dict[str, Any]:
+    """Compile one chunk program on ``device`` for ``row`` and count its kernels; with the
+    ``ptxas`` binary, also its Pallas kernel's registers and spills (:func:`ptxas_report`)."""
     kind, name, size, runs, rounds = row["kind"], row["learner"], row["n"], row["R"], row["L"]
     if kind == "bandit":
         horizon = default_horizon(size)
@@ -150,14 +161,36 @@ def compile_row(device: Any, row: dict[str, Any]) -> dict[str, Any]:
     t0 = jax.ShapeDtypeStruct((), jnp.int32, sharding=NamedSharding(mesh, PartitionSpec()))
     plan = sharding.RunsPlan(num_runs=runs, padded_runs=runs, block=runs, mesh=mesh)
     start = time.perf_counter()
-    compiled = sim.run_chunk.lower(
+    lowered = sim.run_chunk.lower(
         learner, rollout, carry, t0, rounds, plan, fields, kernel=row["kernel"]
-    ).compile()
-    seconds = time.perf_counter() - start
+    )
+    with tempfile.TemporaryDirectory() as dump:
+        compiled = lowered.compile({"xla_dump_to": dump} if ptxas else None)
+        seconds = time.perf_counter() - start
+        report = ptxas_report(ptxas, Path(dump), f"{name}_chunk") if ptxas else None
     memory = compiled.memory_analysis()
     counts = count_kernels(compiled.as_text(), rounds)
     temp = None if memory is None else memory.temp_size_in_bytes / 2**20
-    return {**row, **counts, "compile_s": round(seconds, 2), "temp_mib": temp}
+    return {**row, **counts, "compile_s": round(seconds, 2), "temp_mib": temp, "ptxas": report}
+
+
+def ptxas_report(ptxas: str, dump: Path, entry: str) -> dict[str, int] | None:
+    """``ptxas -v``'s stack, spill and register counts a thread of the kernel ``entry`` (a
+    Pallas kernel's name), from the PTX that XLA dumped, for the PTX's own target."""
+    ptx = next((p for p in sorted(dump.glob("*.ptx")) if f".entry {entry}(" in p.read_text()), None)
+    arch = ptx and re.search(r"^\.target (\S+)", ptx.read_text(), re.M)
+    if not arch:
+        return None
+    cmd = [ptxas, "-v", f"-arch={arch.group(1)}", str(ptx), "-o", os.devnull]
+    found = _PTXAS.search(subprocess.run(cmd, capture_output=True, text=True, check=True).stderr)
+    keys = ("stack_bytes", "spill_store_bytes", "spill_load_bytes", "registers")
+    return dict(zip(keys, map(int, found.groups()), strict=True)) if found else None
+
+
+def find_ptxas() -> str | None:
+    """The ``ptxas`` that ``jax[cuda12]`` installs (nvidia-cuda-nvcc, XLA's), else the PATH's."""
+    wheels = (p for d in sys.path for p in Path(d or ".").glob("nvidia/cuda_nvcc/bin/ptxas"))
+    return next(map(str, wheels), None) or shutil.which("ptxas")
 
 
 def default_rows(runs: int, rounds: int) -> list[dict[str, Any]]:
@@ -205,11 +238,12 @@ def to_markdown(result: dict[str, Any]) -> str:
             f"{r['loops_in_round']} ({r['loop_kernels_per_round']})",
             r["chunk_kernels"],
             "—" if r["temp_mib"] is None else f"{r['temp_mib']:,.0f}",
+            (r["ptxas"] or {}).get("spill_store_bytes", "—"),
         ]
         for r in result["rows"]
     ]
     head = ["learner", "n", "R", "traces", "path", "kernels per round"]
-    head += ["loops in a round (their kernels)", "kernels per chunk", "scratch MiB"]
+    head += ["loops in a round (their kernels)", "kernels per chunk", "scratch MiB", "spill stores"]
     return md_table(head, rows)
 
 
@@ -225,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--large", action="store_true", help="add the GPU table's largest rows (minutes)")
     add("--scaling", action="store_true", help="add StABL and EXP3 for R = 1,024 to 2^20")
     args = parser.parse_args(argv)
+    ptxas = find_ptxas()
     try:
         config = (args.target_config or H100_TARGET).read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -240,16 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     rows, asked = [], default_rows(args.runs, args.rounds) + (large_rows() if args.large else [])
     asked += scaling_rows(args.rounds) if args.scaling else []
     for row in asked:
-        rows.append(compile_row(device, row))
-        keys = ("learner", "n", "R", "kernel", "round_kernels", "temp_mib")
+        rows.append(compile_row(device, row, ptxas if row["kernel"] == "pallas" else None))
+        keys = ("learner", "n", "R", "kernel", "round_kernels", "temp_mib", "ptxas")
         print(json.dumps({k: rows[-1][k] for k in keys}), flush=True)
-    result = {
-        "device": getattr(device, "device_kind", str(device)),
-        "deviceless": not args.local,
-        "jax": jax.__version__,
-        "code": provenance.code_version(),
-        "rows": rows,
-    }
+    device_kind, code = getattr(device, "device_kind", str(device)), provenance.code_version()
+    result = dict(device=device_kind, deviceless=not args.local, jax=jax.__version__, code=code)
+    result["rows"] = rows
     print(to_markdown(result))
     if args.out is not None:
         write_json(args.out, result)

@@ -67,16 +67,12 @@ def chunk_split(runs: int, rounds: int, repeats: int) -> dict[str, Any]:
         parts["device_get"].append(seconds)
         parts["scatter"].append(_timed(sim._record, {}, host, 0, rounds, rounds)[0])
     nbytes = sum(x.nbytes for x in jax.tree.leaves(host))
-    return {
-        "kernel": kernel,
-        "runs": runs,
-        "rounds": rounds,
-        "output_bytes": nbytes,
-        "compile_seconds": compile_s,
-        "seconds": parts,
-        "median_seconds": {k: statistics.median(v) for k, v in parts.items()},
-        "device_get_gb_per_s": nbytes / statistics.median(parts["device_get"]) / 1e9,
-    }
+    median = {k: statistics.median(v) for k, v in parts.items()}
+    out = dict(
+        kernel=kernel, runs=runs, rounds=rounds, output_bytes=nbytes, compile_seconds=compile_s
+    )
+    gb_per_s = nbytes / median["device_get"] / 1e9
+    return out | {"seconds": parts, "median_seconds": median, "device_get_gb_per_s": gb_per_s}
 
 
 def raw_copy(mib: int, repeats: int) -> dict[str, Any]:

@@ -111,3 +111,33 @@ def test_what_it_cannot_compile_for_is_named(tmp_path, monkeypatch, capsys, argv
         gpu_compile.main([a.replace("MISSING", missing) for a in argv])
     assert stop.value.code == 2
     assert message.replace("MISSING", missing) in capsys.readouterr().err
+
+
+PTXAS_LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'stabl_chunk' for 'sm_90a'
+ptxas info    : Function properties for stabl_chunk
+    1848 bytes stack frame, 2912 bytes spill stores, 3008 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 1848 bytes cumulative stack size
+"""
+
+
+def test_the_ptxas_report_is_read_for_the_kernel_and_the_ptx_target(tmp_path):
+    """A fake ``ptxas`` that records its arguments and prints a real report's lines: the PTX
+    holding the kernel's entry is compiled for its own ``.target``, and the counts are read."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    (dump / "a.ptx").write_text(".target sm_90a\n.visible .entry exp3_chunk(\n")
+    (dump / "b.ptx").write_text("//\n.version 8.4\n.target sm_90a\n.visible .entry stabl_chunk(\n")
+    args = tmp_path / "args"
+    ptxas = tmp_path / "ptxas"
+    ptxas.write_text(f"#!/bin/sh\necho \"$@\" > {args}\ncat >&2 <<'END'\n{PTXAS_LOG}END\n")
+    ptxas.chmod(0o755)
+    report = gpu_compile.ptxas_report(str(ptxas), dump, "stabl_chunk")
+    assert report == {
+        "stack_bytes": 1848,
+        "spill_store_bytes": 2912,
+        "spill_load_bytes": 3008,
+        "registers": 255,
+    }
+    assert args.read_text().split()[:3] == ["-v", "-arch=sm_90a", str(dump / "b.ptx")]
+    assert gpu_compile.ptxas_report(str(ptxas), dump, "saol_chunk") is None  # no such kernel

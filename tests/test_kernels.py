@@ -203,6 +203,23 @@ def test_pieces_of_a_chunk_give_the_same_bits(max_rounds):
 
 
 @pytest.mark.parametrize(
+    ("learner", "rows"),
+    [
+        (EXP3(num_arms=30, horizon=4096), 64),  # 32 floats a run: 16 a thread
+        (StABL(num_arms=30, horizon=4096), 16),  # 7 experts: 232 floats a run, 29 a thread
+        (StABL(num_arms=300, horizon=4096), 16),  # 11 experts of 512 arms: never fewer than 16
+    ],
+)
+def test_a_program_holds_at_most_32_state_floats_a_thread(learner, rows):
+    """Runs per program on a GPU keep each of its 128 threads' state within 32 floats, where
+    ptxas (sm_90) spills neither EXP3 nor StABL at n = 30 (docs/gpu.md); not below 16 rows."""
+    carry, _ = _block(learner, ExpertAdvice(num_arms=learner.num_arms, horizon=4096), 2)
+    spec = bandit._KERNELS[type(learner)](learner, bandit._padded_arms(learner.num_arms))
+    states, _ = spec.pack(carry.state)
+    assert bandit.gpu_rows(states) == rows
+
+
+@pytest.mark.parametrize(
     "learner", [EXP3(num_arms=30, horizon=256), StABL(num_arms=30, horizon=256)]
 )
 def test_lowers_for_a_gpu_with_triton(learner):
@@ -242,8 +259,8 @@ def test_compiled_kernel_on_a_gpu_device_same_runs_as_xla(name):
 
 @pytest.mark.parametrize("n", [5, 30, 300])
 def test_sample_draws_what_sampling_draws(n):
-    """The kernel's inverse-CDF draw (one triangular product up to 128 padded arms, two
-    levels above) picks ``sampling.sample_index``'s arm, never a zero-probability one."""
+    """The kernel's inverse-CDF draw (an integer scan of the probabilities' units) picks
+    ``sampling.sample_index``'s arm, never a zero-probability one."""
     key = jax.random.key(n)
     probs = jax.random.uniform(key, (256, n)) ** 8  # skewed rows
     probs = probs.at[:, 1].set(0.0)
@@ -252,7 +269,42 @@ def test_sample_draws_what_sampling_draws(n):
     drawn = bandit.sample(padded, u, n)
     np.testing.assert_array_equal(drawn, jax.vmap(sample_index)(probs, u))
     assert not np.any(np.asarray(drawn) == 1)
-    np.testing.assert_allclose(bandit.cdf(padded)[:, :n], jnp.cumsum(probs, axis=1), rtol=1e-6)
+    total = np.asarray(probs, np.float64).sum(axis=1, keepdims=True)
+    sums = np.asarray(bandit.cdf(padded))[:, :n] * bandit.CDF_UNIT * total  # each unit truncated
+    exact = np.cumsum(np.asarray(probs, np.float64), axis=1)
+    lost = np.arange(1, n + 1) * bandit.CDF_UNIT * total  # under a unit an entry, and rounding
+    assert np.all(np.abs(sums - exact) <= lost + 1e-6 * exact)
+
+
+@pytest.mark.parametrize("n", [5, 30, 300])
+def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
+    """Rows with runs of zero-probability arms (the first and last arm too), one with a single
+    arm, uniforms from 0 to the largest float32 below 1: the kernel's CDF is non-decreasing and
+    every draw has positive probability."""
+    key = jax.random.key(n)
+    rows = 512
+    probs = jax.random.uniform(key, (rows, n)) ** 8
+    zero = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.5, (rows, n))
+    probs = jnp.where(zero, 0.0, probs).at[:, 0].set(0.0).at[:, n - 1].set(0.0)
+    probs = probs.at[:, 1].set(jnp.where(probs.sum(axis=1) > 0, probs[:, 1], 1.0))
+    probs = probs.at[0].set(0.0).at[0, n // 2].set(1e-30)  # one arm, subnormal-sized mass
+    u = jax.random.uniform(jax.random.fold_in(key, 2), (rows,))
+    u = u.at[:3].set(jnp.asarray([0.0, 0.5, 1 - 2**-24], jnp.float32))
+    padded = jnp.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
+    sums = np.asarray(bandit.cdf(padded))
+    assert np.all(np.diff(sums, axis=1) >= 0)
+    drawn = np.asarray(bandit.sample(padded, u, n))
+    assert np.all(np.asarray(probs)[np.arange(rows), drawn] > 0)
+
+
+def test_the_cdf_is_exact_whatever_order_its_sums_take():
+    """The kernel's CDF is the integer sum of the truncated units, as NumPy adds them one
+    after another: the same in any order of addition (a scan's, on a GPU)."""
+    probs = jax.random.dirichlet(jax.random.key(0), jnp.full((300,), 0.1), (64,))
+    padded = jnp.pad(probs, ((0, 0), (0, 212)))
+    scale = (1.0 / bandit.CDF_UNIT) / np.asarray(jnp.sum(padded, axis=1))  # float32, as there
+    units = (np.asarray(padded) * scale[:, None]).astype(np.int64)
+    np.testing.assert_array_equal(np.asarray(bandit.cdf(padded)), np.cumsum(units, axis=1))
 
 
 def test_unsupported_calls_name_what_is_supported():

@@ -42,13 +42,20 @@ KERNELS: tuple[str, ...] = ("auto", "xla", "pallas")
 #: oblivious environment's ``expected_loss``).
 FIELDS: tuple[str, ...] = ("played", "arms", "loss", "observed", "expected_loss", "prob_best")
 #: Runs per program on a GPU: at most this many, fewer where their state would exceed
-#: :data:`GPU_STATE_FLOATS` (it lives in registers), never fewer than 16.
+#: :data:`GPU_THREAD_FLOATS` a thread (it lives in registers), never fewer than 16.
 GPU_ROWS = 64
-GPU_STATE_FLOATS = 2**14
-#: Triton's ``dot`` needs every dimension of its operands to be at least this.
+#: Warps per program on a GPU (Triton's ``num_warps``).
+GPU_WARPS = 4
+#: State floats a GPU thread holds at most: more spills registers on sm_90 (the ptxas report
+#: of ``experiments/gpu_compile.py --ptxas``, docs/gpu.md).
+GPU_THREAD_FLOATS = 32
+#: Arms are padded to, and a GPU program holds, at least this many (powers of two).
 _MIN_DOT = 16
-#: Arms (after padding) up to which :func:`cdf` is one triangular product.
-ONE_LEVEL = 128
+#: Arms (after padding) up to which ``kernel="auto"`` takes the kernel: above, a program of 16
+#: runs holds more state than its registers (:data:`GPU_THREAD_FLOATS`).
+AUTO_MAX_ARMS = 128
+#: One unit of :func:`cdf`, a fraction of a row's total (sums of units stay below 2^31).
+CDF_UNIT = 2.0**-30
 
 
 def _padded_arms(n: int) -> int:
@@ -66,35 +73,21 @@ def _pick(x: jax.Array, index: jax.Array) -> jax.Array:
     return jnp.sum(jnp.where(_iota(x.shape) == index[:, None], x, 0.0), axis=1)
 
 
-def _dot(a: jax.Array, b: jax.Array) -> jax.Array:
-    """``a @ b`` at full float32 precision (a GPU would round the inputs to TF32)."""
-    return jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)
-
-
-def _ones_up_to(m: int, strict: bool = False) -> jax.Array:
-    """``(m, m)`` float32 ``1[i <= j]`` (``1[i < j]`` when ``strict``)."""
-    i, j = _iota((m, m), 0), _iota((m, m), 1)
-    return jnp.where(i < j if strict else i <= j, 1.0, 0.0).astype(jnp.float32)
-
-
 def cdf(probs: jax.Array) -> jax.Array:
-    """``(rows, m)`` cumulative sums of non-negative ``probs`` ``(rows, m)``, ``m`` a power of two
-    >= 16, as triangular matrix products (one, or two levels above :data:`ONE_LEVEL` arms).
-    On a GPU every entry is a sequential sum, non-decreasing: a zero-probability arm is never
-    drawn."""
-    rows, m = probs.shape
-    if m <= ONE_LEVEL:
-        return _dot(probs, _ones_up_to(m))
-    w = m // _MIN_DOT
-    within = _dot(probs.reshape(rows * _MIN_DOT, w), _ones_up_to(w))
-    totals = _pick(within, jnp.full((rows * _MIN_DOT,), w - 1, jnp.int32))
-    offsets = _dot(totals.reshape(rows, _MIN_DOT), _ones_up_to(_MIN_DOT, strict=True))
-    return (offsets.reshape(rows * _MIN_DOT)[:, None] + within).reshape(rows, m)
+    """``(rows, m)`` int32 cumulative sums along the arms of non-negative ``probs`` ``(rows, m)``
+    (each row of positive total) in units of :data:`CDF_UNIT` of the row's total, each entry
+    truncated: ``jnp.cumsum``, a scan in Triton (no product on the FMA units). Integer sums
+    are exact in any order the scan adds them, so each row never decreases and stays flat at
+    every entry below one unit."""
+    scale = (1.0 / CDF_UNIT) / jnp.sum(probs, axis=1)
+    return jnp.cumsum((probs * scale[:, None]).astype(jnp.int32), axis=1)
 
 
 def sample(probs: jax.Array, u: jax.Array, n: int) -> jax.Array:
     """``(rows,)`` int32 inverse-CDF draws from ``(rows, m)`` padded ``probs`` and ``(rows,)``
-    uniforms ``u``: ``min(#{i : cdf_i <= u cdf_{n-1}}, n - 1)``.
+    uniforms ``u``: ``min(#{i : cdf_i <= u cdf_{n-1}}, n - 1)``, ``sampling.sample_index``'s
+    rule on :func:`cdf`. An arm below one unit of its row's total is never drawn (probability 0
+    included).
 
     Example:
       >>> import jax.numpy as jnp
@@ -102,7 +95,7 @@ def sample(probs: jax.Array, u: jax.Array, n: int) -> jax.Array:
       >>> sample(probs, jnp.array([0.5, 0.5]), 3).tolist()
       [2, 1]
     """
-    sums = cdf(probs)
+    sums = cdf(probs).astype(jnp.float32)
     total = _pick(sums, jnp.full(u.shape, n - 1, jnp.int32))
     below = jnp.where(sums <= (u * total)[:, None], 1.0, 0.0)
     return jnp.minimum(jnp.sum(below, axis=1).astype(jnp.int32), n - 1)
@@ -253,20 +246,21 @@ class _StABLKernel(_Kernel):
         else:
             obs = jnp.where(_iota(mix.shape) < self.n, jnp.float32(1.0 / self.n), 0.0)
         arms = [sample(mix, u[0], self.n), sample(obs, u[1], self.n)]
-        return arms, [_pick(mix, arms[0]), _pick(obs, arms[1])], mix, v
+        # Every expert's value at the observed arm now, so that no v(t, k) stays live to tell.
+        at = [_pick(mix, arms[1])] + [_pick(x, arms[1]) for x in v]
+        return arms, [_pick(mix, arms[0]), _pick(obs, arms[1])], mix, at
 
     def tell(self, coefs: list, state: tuple, row: list, query: tuple, observed: list) -> tuple:
         experts, meta_log, (muted,) = state
-        (_, arm), (_, prob), mix, v = query
+        (_, arm), (_, prob), _, (mix_at, *v_at) = query
         b = self.b
         expert_eta, meta_eta, log_meta_eta = coefs[:b], coefs[b : 2 * b], coefs[2 * b :]
         # Lines 11-13 from the observed arm x' = arms[1] (StABL._tell, Ensemble._advance).
         value = estimators.signed_estimate(observed[1], prob, self.learner.feedback)
-        mix_at = _pick(mix, arm)
         fresh = _fresh(experts[0].shape, self.n)
         new_experts, new_meta = [], []
         for k in range(b):
-            regret_gain = value * (_pick(v[k], arm) - mix_at)
+            regret_gain = value * (v_at[k] - mix_at)
             x = _exp3_update(experts[k], arm, expert_eta[k] * value)
             factor = 1.0 + meta_eta[k] * regret_gain  # estimators.meta_log_update
             alive = factor > 0.0
@@ -303,8 +297,9 @@ def check_supported(learner: Any, env: Any, fields: tuple[str, ...], validate: b
 
 def auto_kernel(learner: Any, env: Any, fields: tuple[str, ...], validate: bool) -> str:
     """``"pallas"`` where the kernel is compiled (a GPU), supports the call and the arms pad to at
-    most :data:`ONE_LEVEL`; else ``"xla"``."""
-    if interpreted() or _padded_arms(getattr(learner, "num_arms", ONE_LEVEL + 1)) > ONE_LEVEL:
+    most :data:`AUTO_MAX_ARMS`; else ``"xla"``."""
+    arms = _padded_arms(getattr(learner, "num_arms", AUTO_MAX_ARMS + 1))
+    if interpreted() or arms > AUTO_MAX_ARMS:
         return "xla"
     if not triton_available():
         _warn_no_triton()
@@ -395,7 +390,7 @@ def chunk_step(
     if not interpret:
         from jax.experimental.pallas import triton as pltriton
 
-        compiler_params = pltriton.CompilerParams(num_warps=4, num_stages=1)
+        compiler_params = pltriton.CompilerParams(num_warps=GPU_WARPS, num_stages=1)
     call = partial(_call, spec, env.env, fields, interpret, rows, compiler_params)
     piece = length if max_rounds is None else largest_divisor(length, max_rounds)
 
@@ -553,10 +548,10 @@ def interpreted(mesh: Any = None) -> bool:
 
 def gpu_rows(states: tuple[jax.Array, ...]) -> int:
     """Runs per program on a GPU: :data:`GPU_ROWS`, halved while their state exceeds
-    :data:`GPU_STATE_FLOATS`, at least 16."""
+    :data:`GPU_THREAD_FLOATS` for each of the program's ``32 GPU_WARPS`` threads, at least 16."""
     per_run = sum(x.size // x.shape[1] for x in states)
     rows = GPU_ROWS
-    while rows > _MIN_DOT and rows * per_run > GPU_STATE_FLOATS:
+    while rows > _MIN_DOT and rows * per_run > GPU_THREAD_FLOATS * 32 * GPU_WARPS:
         rows //= 2
     return rows
 
