@@ -119,6 +119,16 @@ def check_probability(name: str, value: float, *, open_right: bool = False) -> f
     return v
 
 
+def fill(obj: Any, name: str, default: object, check: Callable[..., Any], **kwargs: Any) -> Any:
+    """Set the frozen dataclass field ``name`` of ``obj`` to ``check(name, value, **kwargs)``,
+    ``value`` the field's own or ``default`` where it is ``None``, and return it (a learner's
+    ``__post_init__`` filling its defaults)."""
+    value = getattr(obj, name)
+    value = check(name, default if value is None else value, **kwargs)
+    object.__setattr__(obj, name, value)
+    return value
+
+
 def check_x64(name: str, dtype: Any) -> None:
     """``ValueError`` naming ``name`` when ``dtype`` is float64 and JAX runs without x64."""
     if np.dtype(dtype) == np.float64 and not jax.config.jax_enable_x64:  # type: ignore[attr-defined]

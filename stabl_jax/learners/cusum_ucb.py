@@ -112,10 +112,8 @@ class CUSUMUCB(BanditLearner):
         super().__post_init__()
         checks.check_int("num_changes", self.num_changes, minimum=0)
         h, alpha = default_threshold_alpha(self.horizon, self.num_changes)
-        threshold = h if self.threshold is None else self.threshold
-        object.__setattr__(self, "threshold", checks.check_positive("threshold", threshold))
-        alpha = alpha if self.alpha is None else self.alpha
-        object.__setattr__(self, "alpha", checks.check_probability("alpha", alpha))
+        checks.fill(self, "threshold", h, checks.check_positive)
+        checks.fill(self, "alpha", alpha, checks.check_probability)
         object.__setattr__(self, "drift", checks.check_nonnegative("drift", self.drift))
         checks.check_int("warmup", self.warmup, minimum=1)
         object.__setattr__(self, "xi", checks.check_positive("xi", self.xi))

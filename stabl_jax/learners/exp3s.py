@@ -87,14 +87,9 @@ class Exp3S(WeightsLearner):
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_int("num_switches", self.num_switches, minimum=0)
-        gamma = self.gamma
-        if gamma is None:
-            gamma = exp3s_gamma(self.num_arms, self.horizon, self.num_switches + 1)
-        object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
-        alpha = self.alpha
-        if alpha is None:
-            alpha = 1.0 / self.horizon
-        object.__setattr__(self, "alpha", checks.check_nonnegative("alpha", alpha))
+        gamma = exp3s_gamma(self.num_arms, self.horizon, self.num_switches + 1)
+        checks.fill(self, "gamma", gamma, checks.check_probability)
+        checks.fill(self, "alpha", 1.0 / self.horizon, checks.check_nonnegative)
 
     def play_distribution(self, state: WeightsState) -> jax.Array:
         """``(num_arms,)`` step 1: ``p(t) = (1 - gamma) w(t) / W_t + gamma / K``."""

@@ -118,14 +118,9 @@ class GLRklUCB(BanditLearner):
         checks.check_choice("restart", self.restart, ("local", "global"))
         local = self.restart == "local"
         delta, alpha = default_delta_alpha(self.num_arms, self.horizon, self.num_changes, local)
-        delta = checks.check_probability(
-            "delta", delta if self.delta is None else self.delta, open_right=True
-        )
-        if delta == 0.0:
+        if checks.fill(self, "delta", delta, checks.check_probability, open_right=True) == 0.0:
             raise ValueError("delta must be in (0, 1), got 0")
-        object.__setattr__(self, "delta", delta)
-        alpha = checks.check_probability("alpha", alpha if self.alpha is None else self.alpha)
-        object.__setattr__(self, "alpha", alpha)
+        checks.fill(self, "alpha", alpha, checks.check_probability)
         ds = checks.check_int("subsample", self.subsample, minimum=1)
         checks.check_int("test_every", self.test_every, minimum=1)
         h = self.max_splits

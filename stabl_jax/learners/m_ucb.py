@@ -114,18 +114,13 @@ class MUCB(BanditLearner):
         delta = checks.check_probability("min_change", self.min_change)
         if delta == 0.0:
             raise ValueError("min_change must be in (0, 1], got 0")
-        w = self.window
-        if w is None:
-            w = default_window(self.num_arms, self.horizon, self.num_changes, delta)
-        w = checks.check_int("window", w, minimum=2)
+        w = default_window(self.num_arms, self.horizon, self.num_changes, delta)
+        w = checks.fill(self, "window", w, checks.check_int, minimum=2)
         if w % 2:
             raise ValueError(f"window must be even (two halves), got {w}")
         b, gamma = default_threshold_gamma(self.num_arms, self.horizon, self.num_changes, w)
-        object.__setattr__(self, "window", w)
-        b = b if self.threshold is None else self.threshold
-        object.__setattr__(self, "threshold", checks.check_positive("threshold", b))
-        gamma = gamma if self.gamma is None else self.gamma
-        object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
+        checks.fill(self, "threshold", b, checks.check_positive)
+        checks.fill(self, "gamma", gamma, checks.check_probability)
 
     @property
     def _window(self) -> int:

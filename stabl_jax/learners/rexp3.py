@@ -86,13 +86,10 @@ class Rexp3(WeightsLearner):
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_int("num_changes", self.num_changes, minimum=0)
-        v = self.num_changes if self.variation is None else self.variation
-        object.__setattr__(self, "variation", checks.check_nonnegative("variation", v))
+        v = checks.fill(self, "variation", self.num_changes, checks.check_nonnegative)
         batch, gamma = default_batch_gamma(self.num_arms, self.horizon, v)
-        batch = batch if self.batch is None else self.batch
-        object.__setattr__(self, "batch", checks.check_int("batch", batch, minimum=1))
-        gamma = gamma if self.gamma is None else self.gamma
-        object.__setattr__(self, "gamma", checks.check_probability("gamma", gamma))
+        checks.fill(self, "batch", batch, checks.check_int, minimum=1)
+        checks.fill(self, "gamma", gamma, checks.check_probability)
 
     # Step 1 is Exp3.S's: p(t) = (1 - gamma) w(t) / W_t + gamma / K, sampled once.
     play_distribution = Exp3S.play_distribution
