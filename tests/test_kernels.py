@@ -281,27 +281,26 @@ def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
     """Rows with runs of zero-probability arms (the first and last arm too), one with a single
     arm, uniforms from 0 to the largest float32 below 1: the kernel's CDF is non-decreasing and
     every draw has positive probability."""
-    key = jax.random.key(n)
-    rows = 512
-    probs = jax.random.uniform(key, (rows, n)) ** 8
-    zero = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.5, (rows, n))
-    probs = jnp.where(zero, 0.0, probs).at[:, 0].set(0.0).at[:, n - 1].set(0.0)
-    probs = probs.at[:, 1].set(jnp.where(probs.sum(axis=1) > 0, probs[:, 1], 1.0))
-    probs = probs.at[0].set(0.0).at[0, n // 2].set(1e-30)  # one arm, subnormal-sized mass
-    u = jax.random.uniform(jax.random.fold_in(key, 2), (rows,))
-    u = u.at[:3].set(jnp.asarray([0.0, 0.5, 1 - 2**-24], jnp.float32))
-    padded = jnp.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
-    sums = np.asarray(bandit.cdf(padded))
-    assert np.all(np.diff(sums, axis=1) >= 0)
-    drawn = np.asarray(bandit.sample(padded, u, n))
-    assert np.all(np.asarray(probs)[np.arange(rows), drawn] > 0)
+    rng, rows = np.random.default_rng(n), 512
+    probs = rng.uniform(size=(rows, n)).astype(np.float32) ** 8
+    probs[rng.uniform(size=(rows, n)) < 0.5] = 0.0
+    probs[:, [0, n - 1]] = 0.0
+    probs[probs.sum(axis=1) == 0, 1] = 1.0
+    probs[0] = 0.0
+    probs[0, n // 2] = 1e-30  # one arm, of a tiny mass
+    u = rng.uniform(size=rows).astype(np.float32)
+    u[:3] = [0.0, 0.5, 1 - 2**-24]
+    padded = np.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
+    sums, drawn = jax.jit(lambda p, u: (bandit.cdf(p), bandit.sample(p, u, n)))(padded, u)
+    assert np.all(np.diff(np.asarray(sums), axis=1) >= 0)
+    assert np.all(probs[np.arange(rows), np.asarray(drawn)] > 0)
 
 
 def test_the_cdf_is_exact_whatever_order_its_sums_take():
     """The kernel's CDF is the integer sum of the truncated units, as NumPy adds them one
     after another: the same in any order of addition (a scan's, on a GPU)."""
-    probs = jax.random.dirichlet(jax.random.key(0), jnp.full((300,), 0.1), (64,))
-    padded = jnp.pad(probs, ((0, 0), (0, 212)))
+    probs = np.random.default_rng(0).dirichlet(np.full(300, 0.1), 64).astype(np.float32)
+    padded = jnp.pad(jnp.asarray(probs), ((0, 0), (0, 212)))
     scale = (1.0 / bandit.CDF_UNIT) / np.asarray(jnp.sum(padded, axis=1))  # float32, as there
     units = (np.asarray(padded) * scale[:, None]).astype(np.int64)
     np.testing.assert_array_equal(np.asarray(bandit.cdf(padded)), np.cumsum(units, axis=1))
