@@ -46,21 +46,21 @@ FIELDS: tuple[str, ...] = ("played", "arms", "loss", "observed", "expected_loss"
 GPU_ROWS = 64
 #: Warps per program on a GPU (Triton's ``num_warps``).
 GPU_WARPS = 4
-#: State floats a GPU thread holds at most: more spills registers on sm_90 (the ptxas report
-#: of ``experiments/gpu_compile.py --ptxas``, docs/gpu.md).
+#: State floats a GPU thread holds at most: more spills registers on sm_90 (the ptxas counts
+#: of ``experiments/gpu_compile.py``, docs/gpu.md).
 GPU_THREAD_FLOATS = 32
 #: Arms are padded to, and a GPU program holds, at least this many (powers of two).
-_MIN_DOT = 16
-#: Arms (after padding) up to which ``kernel="auto"`` takes the kernel: above, a program of 16
-#: runs holds more state than its registers (:data:`GPU_THREAD_FLOATS`).
+_MIN_BLOCK = 16
+#: Arms (after padding) up to which ``kernel="auto"`` takes the kernel (where it was measured
+#: faster than the XLA path, docs/speed.md).
 AUTO_MAX_ARMS = 128
 #: One unit of :func:`cdf`, a fraction of a row's total (sums of units stay below 2^31).
 CDF_UNIT = 2.0**-30
 
 
 def _padded_arms(n: int) -> int:
-    """``n`` rounded up to a power of two, at least :data:`_MIN_DOT`."""
-    return max(_MIN_DOT, 1 << (n - 1).bit_length())
+    """``n`` rounded up to a power of two, at least :data:`_MIN_BLOCK`."""
+    return max(_MIN_BLOCK, 1 << (n - 1).bit_length())
 
 
 # --- maths on rows of runs: (rows, n_pad) arrays, one run a row ----------------------------------
@@ -384,8 +384,8 @@ def chunk_step(
     spec = _KERNELS[type(learner)](learner, _padded_arms(learner.num_arms))
     if interpret is None:
         interpret = interpreted()
-    if rows is not None and not interpret and (rows < _MIN_DOT or rows & (rows - 1)):
-        raise ValueError(f"rows must be a power of two >= {_MIN_DOT} on a GPU, got {rows}")
+    if rows is not None and not interpret and (rows < _MIN_BLOCK or rows & (rows - 1)):
+        raise ValueError(f"rows must be a power of two >= {_MIN_BLOCK} on a GPU, got {rows}")
     compiler_params = None
     if not interpret:
         from jax.experimental.pallas import triton as pltriton
@@ -551,7 +551,7 @@ def gpu_rows(states: tuple[jax.Array, ...]) -> int:
     :data:`GPU_THREAD_FLOATS` for each of the program's ``32 GPU_WARPS`` threads, at least 16."""
     per_run = sum(x.size // x.shape[1] for x in states)
     rows = GPU_ROWS
-    while rows > _MIN_DOT and rows * per_run > GPU_THREAD_FLOATS * 32 * GPU_WARPS:
+    while rows > _MIN_BLOCK and rows * per_run > GPU_THREAD_FLOATS * 32 * GPU_WARPS:
         rows //= 2
     return rows
 
