@@ -22,20 +22,8 @@ from stabl_jax.experiment import tables
 #: Top-level fields of ``summary.json`` that record when, where and how a run was made, left
 #: out of a comparison.
 RUN_RECORD = frozenset(
-    {
-        "started",
-        "command",
-        "resumed",
-        "code",
-        "versions",
-        "python",
-        "platform",
-        "jax_config",
-        "device",
-        "cpu",
-        "environment",
-        "timings",
-    }
+    "started command resumed code versions python platform jax_config device cpu environment "
+    "timings".split()
 )
 #: Fields of the recorded config that say how it was given, not what it is.
 CONFIG_RECORD = frozenset({"source", "overrides"})
@@ -196,14 +184,9 @@ def _array_difference(x: np.ndarray, y: np.ndarray, rtol: float) -> str | None:
     """Why two traces differ, or ``None`` when they agree."""
     if x.shape != y.shape:
         return f"shape {x.shape} != {y.shape}"
-    if _integral(x) and _integral(y):
-        unequal = x != y
-    elif x.dtype != y.dtype:
+    if x.dtype != y.dtype and not (_integral(x) and _integral(y)):
         return f"dtype {x.dtype} != {y.dtype}"
-    elif _floating(x):
-        unequal = ~_close(x, y, rtol)
-    else:
-        unequal = x != y
+    unequal = ~_close(x, y, rtol) if _floating(x) else x != y
     count = int(np.count_nonzero(unequal))
     if count == 0:
         return None
