@@ -142,11 +142,6 @@ def _paired(left: Any, right: Any, folders: tuple[Path, Path]) -> Iterator[tuple
         yield name, None if name in left and name in right else folders[name not in left]
 
 
-def summary_record(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """``{path: value}`` of the leaves of a ``summary.json`` that a comparison reads."""
-    return {path: value for path, value in _leaves(summary) if not _is_run_record(path)}
-
-
 def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Distance of two same-dtype float arrays in units in the last place, as ``uint64``.
 
@@ -238,7 +233,7 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
         raise ValueError(f"rtol must be a finite number >= 0 (0: bit for bit), got {rtol!r}")
     found = tables.load_results(a), tables.load_results(b)
     folders = (found[0].folder, found[1].folder)
-    left, right = (summary_record(r.summary) for r in found)
+    left, right = ({p: v for p, v in _leaves(r.summary) if not _is_run_record(p)} for r in found)
     diffs: list[Difference] = []
     numbers = fields = 0
     for path, alone in _paired(left, right, folders):

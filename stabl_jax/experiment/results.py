@@ -699,10 +699,8 @@ def clean(value: Any) -> Any:
         return [clean(v) for v in value]
     if callable(value) and hasattr(value, "__qualname__"):  # a user environment's loss function
         return f"{value.__module__}:{value.__qualname__}"
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray | np.generic):
         return clean(value.tolist())
-    if isinstance(value, np.generic):
-        return clean(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
