@@ -245,8 +245,7 @@ def load_results(folder: str | Path) -> Results:
       ValueError: ``summary.json`` is not a JSON object.
     """
     folder = finished_folder(folder)
-    summary = read_json_object(folder / "summary.json", "rerun the experiment")
-    return Results(folder=folder, summary=summary)
+    return Results(folder, read_json_object(folder / "summary.json", "rerun the experiment"))
 
 
 def read_json_object(path: str | Path, remedy: str) -> dict[str, Any]:
