@@ -380,9 +380,7 @@ def _run(
             else {"from": resumed.source.name, "rounds_done": resumed.progress},
         }
         final = write_results(result, folder, started=started, extra=extra)
-    print()
-    print(kind.table(result))
-    print()
+    print(f"\n{kind.table(result)}\n")
     print(f"results: {final}")
     print(f"total time: {time.perf_counter() - start:.1f} s")
     return EXIT_OK
@@ -508,10 +506,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{name} must be >= {least}, got {' '.join(map(str, bad))}")
     if args.out:
         benchmark.check_out(args.out)  # before minutes of timing, not after
-    result = benchmark.run_benchmark(config, log=lambda line: print(line, flush=True))
+    result = benchmark.run_benchmark(config, log=_say)
     result["command"] = ["stabl-jax", *args.argv]
-    print()
-    print(benchmark.to_markdown(result), end="")
+    print(f"\n{benchmark.to_markdown(result)}", end="")
     if args.out:
         json_path, md_path = benchmark.write(result, args.out)
         print(f"\nwrote {json_path} and {md_path}")
@@ -541,9 +538,7 @@ def _cmd_bench_gpu(args: argparse.Namespace) -> int:
         if args.out:
             benchmark.write(result, args.out)
 
-    result = benchmark.run_gpu_benchmark(
-        repeats, args.bandwidth_gbs, args.quick, lambda line: print(line, flush=True), save
-    )
+    result = benchmark.run_gpu_benchmark(repeats, args.bandwidth_gbs, args.quick, _say, save)
     if args.out:
         json_path = Path(args.out) / "benchmark.json"
         print(f"\nwrote {json_path} and {json_path.with_suffix('.md')}")
