@@ -43,13 +43,13 @@ class CheckpointDamaged(CheckpointMismatch):
       reason: what is wrong with it.
     """
 
-    def __init__(self, path: Path, reason: str, remedy: str | None = None) -> None:
+    def __init__(self, path: Path, reason: str) -> None:
         self.path, self.reason = Path(path), reason
-        remedy = remedy or (
-            f"delete {self.path.parent} to run that simulation from the start "
-            "(stabl-jax run: rerun the command with --force to discard it)"
+        super().__init__(
+            f"checkpoint file {self.path} is damaged ({reason}); delete {self.path.parent} to run "
+            "that simulation from the start (stabl-jax run: rerun the command with --force to "
+            "discard it)"
         )
-        super().__init__(f"checkpoint file {self.path} is damaged ({reason}); {remedy}")
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -457,11 +457,10 @@ def verify_learners(
             if isinstance(exc, CheckpointDamaged):
                 problem = f"checkpoint file {exc.path} is damaged ({exc.reason})"
             if not discard_damaged:
-                remedy = (
-                    f"rerun with --force to discard the checkpoint of {sub.name!r} (its "
-                    "rounds are recomputed; the other learners' checkpoints are kept)"
-                )
-                raise CheckpointMismatch(f"{problem}; {remedy}") from None
+                raise CheckpointMismatch(
+                    f"{problem}; rerun with --force to discard the checkpoint of {sub.name!r} "
+                    "(its rounds are recomputed; the other learners' checkpoints are kept)"
+                ) from None
             if dry_run:
                 log(f"the checkpoint of {sub.name} would be discarded ({problem}) and recomputed")
                 continue
