@@ -215,7 +215,6 @@ class HPOEnv(Environment):
         """Evaluate the queried arms' suggestions and record them in the shared state."""
         del t
         arms = jnp.asarray(getattr(query, "arms", query), jnp.int32)
-        num_queries = arms.shape[0]
         sug = self.suggest(state, arms, key, params.halton_key)
         x = to_domain(sug.x)
         gap, value, observed = self._observe(params.function, x, key)
@@ -230,7 +229,7 @@ class HPOEnv(Environment):
             best_observed=jnp.minimum(state.best_observed, jnp.min(clipped)),
             best_gap=best_gap[-1],
             best_value=best_value[-1],
-            num_evaluations=state.num_evaluations + num_queries,
+            num_evaluations=state.num_evaluations + arms.shape[0],
             evaluations_per_arm=state.evaluations_per_arm.at[arms].add(1),
             last_observed=observed[-1],
         )
