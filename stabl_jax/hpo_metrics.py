@@ -257,9 +257,8 @@ def profiles_across(
     if not results:
         raise ValueError("results must not be empty")
     names = list(results[0]["learners"])
-    for r in results:
-        if list(r["learners"]) != names:
-            raise ValueError("every result must have the same learners, in the same order")
+    if any(list(r["learners"]) != names for r in results):
+        raise ValueError("every result must have the same learners, in the same order")
     index = -1
     if at is not None:
         budget = min(np.shape(r["learners"][n]["best_gap"])[-1] for r in results for n in names)

@@ -207,8 +207,7 @@ class HPOEnv(Environment):
             params, pools, keys, scramble_keys
         )
 
-    # HPOInfo is a Mapping at run time (a chex dataclass is mappable by default), which chex's
-    # dataclass_transform typing cannot express: hence the ignore of the supertype's Mapping.
+    # HPOInfo is a Mapping at run time (chex's default), which its typing cannot express.
     def evaluate(  # type: ignore[override]
         self, params: HPOParams, state: HPOState, t: Any, query: Any, key: jax.Array
     ) -> tuple[HPOState, jax.Array, HPOInfo]:
@@ -301,8 +300,7 @@ def regularized_reward_to_loss(
       >>> regularized_reward_to_loss(jnp.array([1.0, -0.01, 0.0])).tolist()
       [0.0, 1.0, 0.9900990128517151]
     """
-    loss = (1.0 - reward) / (1.0 + reward_lambda)
-    return jnp.clip(loss, 0.0, 1.0)
+    return jnp.clip((1.0 - reward) / (1.0 + reward_lambda), 0.0, 1.0)
 
 
 def vizier_reward(

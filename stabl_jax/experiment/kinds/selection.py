@@ -175,7 +175,8 @@ def validate_hpo(
     keep("eagle_grid", check.string, "bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
     keep("eagle_fill", check.string, "bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS)
     keep("history_lengths", _history_lengths, check, table)
-    keep("tau_max", _tau_max, check, table)
+    tau_max = table.get("tau_max", 10.0)
+    keep("tau_max", _passes, check, "bbob.tau_max", hpo_metrics.check_tau_max, tau_max)
     check.done()
     grid = itertools.product(got["functions"], got["dims"], got["evaluations"])
     problems = tuple(HPOProblem(f, d, n) for f, d, n in grid)
@@ -206,11 +207,7 @@ def _functions(check: Checker, value: Any) -> tuple[int, ...]:
 
 def _reward_lambda(check: Checker, table: Mapping[str, Any]) -> float:
     value = check.number("bbob.reward_lambda", table.get("reward_lambda", REWARD_LAMBDA), 0.0)
-    try:
-        check_reward_lambda(value)
-    except ValueError as exc:
-        check.fail("bbob.reward_lambda", str(exc))
-    return value
+    return _passes(check, "bbob.reward_lambda", check_reward_lambda, value)
 
 
 def _history_lengths(check: Checker, table: Mapping[str, Any]) -> tuple[int, ...]:
@@ -222,11 +219,12 @@ def _history_lengths(check: Checker, table: Mapping[str, Any]) -> tuple[int, ...
     return lengths
 
 
-def _tau_max(check: Checker, table: Mapping[str, Any]) -> float:
+def _passes(check: Checker, key: str, validate: Callable[[Any], Any], value: Any) -> Any:
+    """``validate(value)``, its ``TypeError`` or ``ValueError`` a config error of ``key``."""
     try:
-        return hpo_metrics.check_tau_max(table.get("tau_max", 10.0))
+        return validate(value)
     except (TypeError, ValueError) as exc:
-        check.fail("bbob.tau_max", str(exc))
+        check.fail(key, str(exc))
 
 
 def _int_list(
