@@ -197,8 +197,7 @@ class HPOEnv(Environment):
     ) -> eagle.Suggestion:
         """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube."""
         arms = jnp.asarray(arms, jnp.int32)
-        params = jax.tree.map(lambda a: a[arms], self.arms.params())
-        pools = jax.tree.map(lambda a: a[arms], state.arms)
+        params, pools = jax.tree.map(lambda a: a[arms], (self.arms.params(), state.arms))
         keys = _query_keys(key, arms.shape[0], 0)
         scramble_keys = None  # a pytree without leaves: vmap passes None to every query
         if halton_key is not None:
