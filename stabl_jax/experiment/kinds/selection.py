@@ -248,10 +248,9 @@ def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
 
 @dataclasses.dataclass
 class ProblemOutcome:
-    """Every learner's traces on one problem.
+    """Every learner's traces on ``problem``.
 
     Attributes:
-      problem: the problem.
       best_gap: per learner, ``(R, N)`` best gap ``f - f_opt`` after each evaluation.
       arm_counts: per learner, ``(A,)`` mean evaluations of each arm per repeat.
       seconds: per learner, ``{"compile": ..., "run": ...}``.
