@@ -25,6 +25,7 @@ MARKS_PER_LINE = 12  # markers on a time curve (staggered per line so coinciding
 #: SA(L) is drawn on a symmetric-log y axis, linear on ``[-SYMLOG_LINEAR, SYMLOG_LINEAR]``:
 #: a negative SA(L) (the learner beat the best arm on every window) stays visible.
 SYMLOG_LINEAR = 10.0
+UNIT_RANGE = (-0.02, 1.02)  # the y range of a probability or fraction: its ends stay in view
 #: The PNG ``Software`` text of every figure written here (followed by the version).
 SOFTWARE = "stabl_jax"
 
@@ -240,8 +241,7 @@ def _draw_axes(
     """
     for index, band in enumerate(bands):
         band = band if markers else _thin(band)
-        count = band.x.shape[0]
-        step = max(1, count // MARKS_PER_LINE)
+        step = max(1, band.x.shape[0] // MARKS_PER_LINE)
         style = drawn[band.name]
         ax.plot(
             band.x,
@@ -374,15 +374,9 @@ def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path
     Args:
       bands: per learner, ``x = tau`` and ``mean = rho_s(tau)``; the label carries the score.
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="performance ratio tau (best gap / best gap of the best learner)",
-        ylabel="fraction of problems within tau of the best",
-        xlog=True,
-        ylim=(-0.02, 1.02),
-    )
+    xlabel = "performance ratio tau (best gap / best gap of the best learner)"
+    ylabel = "fraction of problems within tau of the best"
+    return _draw(bands, path, title=title, xlabel=xlabel, ylabel=ylabel, xlog=True, ylim=UNIT_RANGE)
 
 
 def plot_moving_average(
@@ -402,14 +396,8 @@ def plot_moving_average(
       quantity: what is averaged (``"reward"``, ``"loss l_t(x_t)"``), for the axis label.
       change_points: rounds of the changes (empty when they differ per run).
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="round t",
-        ylabel=f"{quantity}, moving average over {window} rounds",
-        vlines=change_points,
-    )
+    ylabel = f"{quantity}, moving average over {window} rounds"
+    return _draw(bands, path, title=title, xlabel="round t", ylabel=ylabel, vlines=change_points)
 
 
 def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
@@ -418,18 +406,11 @@ def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str)
     Args:
       bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``.
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="window length L (rounds, log2 axis)",
-        ylabel=(
-            "SA(L), max regret over windows of length L\n"
-            f"(symlog axis, linear in ±{SYMLOG_LINEAR:g})"
-        ),
-        symlog=True,
-        markers=True,
+    xlabel = "window length L (rounds, log2 axis)"
+    ylabel = (
+        f"SA(L), max regret over windows of length L\n(symlog axis, linear in ±{SYMLOG_LINEAR:g})"
     )
+    return _draw(bands, path, title=title, xlabel=xlabel, ylabel=ylabel, symlog=True, markers=True)
 
 
 def plot_cumulative_regret(
@@ -441,14 +422,8 @@ def plot_cumulative_regret(
       bands: per learner, mean and 95% half-width over runs at rounds ``x``.
       change_points: rounds where the best arm changes.
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="round t",
-        ylabel="cumulative regret to the best arm of each round",
-        vlines=change_points,
-    )
+    ylabel = "cumulative regret to the best arm of each round"
+    return _draw(bands, path, title=title, xlabel="round t", ylabel=ylabel, vlines=change_points)
 
 
 def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -528,7 +503,7 @@ def write_plots(
             xlabel="round t",
             ylabel=f"P(play best arm), moving average over {window}",
             vlines=change_points,
-            ylim=(-0.02, 1.02),
+            ylim=UNIT_RANGE,
         ),
     ]
 
