@@ -162,14 +162,9 @@ def styles(names: Sequence[str]) -> dict[str, Style]:
             continue
         start = zlib.crc32(name.encode()) % len(FALLBACK_STYLES)
         ring = FALLBACK_STYLES[start:] + FALLBACK_STYLES[:start]
-        used = [
-            set(getattr(st, f) for st in chosen.values()) for f in ("color", "linestyle", "marker")
-        ]
-        apart = [
-            st
-            for st in ring
-            if all(v not in u for v, u in zip(dataclasses.astuple(st), used, strict=True))
-        ]
+        # (field index, value) pairs already drawn; a style apart shares none of them
+        taken = {(i, v) for st in chosen.values() for i, v in enumerate(dataclasses.astuple(st))}
+        apart = [st for st in ring if taken.isdisjoint(enumerate(dataclasses.astuple(st)))]
         unused = [st for st in ring if st not in chosen.values()]
         chosen[name] = (apart or unused or list(ring))[0]
     return chosen
