@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -341,19 +342,10 @@ def plot_panels(
     drawn = styles(list(names) if names is not None else [b.name for b in panels[0][1]])
     small = len(panels) > 4
     size = (3.6 * ncols + 0.5, 2.9 * nrows + 0.9) if small else (6.2 * ncols, 4.6 * nrows)
+    draw = functools.partial(_draw_axes, xlabel=xlabel, ylabel=ylabel, ylim=ylim, legend=False)
     with _figure(title, nrows=nrows, ncols=ncols, figsize=size, squeeze=False) as (fig, axes):
         for ax, (panel_title, bands) in zip(axes.flat, panels, strict=False):
-            _draw_axes(
-                ax,
-                bands,
-                drawn,
-                title=panel_title,
-                xlabel=xlabel,
-                ylabel=ylabel,
-                ylim=ylim,
-                legend=False,
-                fontsize=8 if small else 10,
-            )
+            draw(ax, bands, drawn, title=panel_title, fontsize=8 if small else 10)
             if hline is not None:
                 ax.axhline(hline, color="0.35", ls=":", lw=1.0)
         for ax in list(axes.flat)[len(panels) :]:
