@@ -199,9 +199,8 @@ def _summarise(env: Any, res: Any, rounds: int) -> float:
     """Seconds of SA(L) at :data:`SUMMARY_WINDOWS` of ``res``'s device ``loss`` trace."""
     windows = tuple(w for w in SUMMARY_WINDOWS if w <= rounds)
     start = time.perf_counter()
-    batch = min(res.num_runs, 4096)
     sa = summaries.adaptive_regret(
-        env, res.carry, {"loss": res.loss}, windows, runs_per_batch=batch
+        env, res.carry, {"loss": res.loss}, windows, runs_per_batch=min(res.num_runs, 4096)
     )
     jax.block_until_ready(sa)
     return time.perf_counter() - start
@@ -226,13 +225,6 @@ def run_gpu_benchmark(
         bandwidth_gbs = PEAK_BANDWIDTH_GBS.get(device.device_kind)
     rows = [(spec, False) for spec in gpu_rows(quick)]
     rows += [(spec, True) for spec in gpu_rows(quick, GPU_DEVICE_ROWS)]
-    config = {
-        "rows": [spec for spec, _ in rows],
-        "on_device": [device for _, device in rows],
-        "kernels": GPU_KERNELS,
-        "repeats": repeats,
-        "chunk": GPU_CHUNK,
-    }
     result: dict[str, Any] = {
         "device": device.device_kind,
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
@@ -242,7 +234,13 @@ def run_gpu_benchmark(
         "bandwidth_gbs": bandwidth_gbs,
         "machine": machine_info(),
         "code": provenance.code_version(),
-        "config": config,
+        "config": {
+            "rows": [spec for spec, _ in rows],
+            "on_device": [device for _, device in rows],
+            "kernels": GPU_KERNELS,
+            "repeats": repeats,
+            "chunk": GPU_CHUNK,
+        },
         "rows": [],
     }
     log(f"# {device.platform} {device.device_kind}, JAX {jax.__version__}")
