@@ -105,7 +105,7 @@ class BenchConfig:
 #: ``stabl-jax bench --quick``: seconds, for a smoke test of the tool, not for quoting.
 QUICK = BenchConfig(arms=(30,), runs=(1, 64), repeats=3, work=2**16, numpy_work=2**12)
 
-#: A ``--gpu`` row ``(learner, n, R, rounds, traces)``; ``traces=None``: every trace there is.
+#: A ``--gpu`` row ``(learner, n, R, rounds, traces)``; ``traces=None``: every ExpertAdvice trace.
 GpuRow = tuple[str, int, int, int, tuple[str, ...] | None]
 #: The traces of most ``--gpu`` rows: what a study keeps.
 TWO_TRACES: tuple[str, ...] = ("played", "loss")
