@@ -292,9 +292,9 @@ def save_figure(fig: Any, path: str | Path) -> Path:
 
 @contextlib.contextmanager
 def _figure(title: str, **subplots: Any) -> Iterator[tuple[Any, Any]]:
-    """A figure (default :data:`FIGSIZE`, one axes) and its axes, closed on exit.
+    """A figure titled across its full width and its axes (default: one, :data:`FIGSIZE`).
 
-    ``title`` is the figure's, over the legend too: the full width.
+    The figure is closed on exit.
     """
     plt = pyplot()
     subplots.setdefault("figsize", FIGSIZE)
