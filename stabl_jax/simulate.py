@@ -471,11 +471,9 @@ def auto_chunk_size(
     budget_bytes: int | None = None,
     bytes_per_round: int = _BYTES_PER_ROUND,
 ) -> int:
-    """Rounds per chunk so that ``R x chunk x bytes_per_round`` stays under ``budget_bytes``.
-
-    ``budget_bytes=None``: :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes`,
-    clipped to :data:`CHUNK_BUDGET_RANGE`.
-    """
+    """Rounds per chunk so that ``R x chunk x bytes_per_round`` stays under ``budget_bytes``
+    (``None``: :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes`, clipped to
+    :data:`CHUNK_BUDGET_RANGE`)."""
     if budget_bytes is None:
         low, high = CHUNK_BUDGET_RANGE
         budget_bytes = int(min(high, max(low, available_memory_bytes() * CHUNK_MEMORY_FRACTION)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import jax
@@ -109,22 +110,14 @@ def simulate_summaries(
     if not callable(progress):  # None, the default before False, is no progress too
         progress = progress is not None and checks.check_bool("progress", progress)
     update = progress_bar(progress, num_runs, unit="run")
+    run = partial(simulate, learner, env, key, horizon=horizon, traces=_TRACES)
     parts: list[dict[str, np.ndarray]] = []
     sim_s = metric_s = 0.0
     for start in range(0, num_runs, batch):
         stop = min(num_runs, start + batch)
         start_time = time.perf_counter()
         part = jax.tree.map(lambda x, a=start, b=stop: x if jnp.ndim(x) == 0 else x[a:b], params)
-        res = simulate(
-            learner,
-            env,
-            key,
-            stop - start,
-            horizon=horizon,
-            params=part,
-            traces=_TRACES,
-            options=dataclasses.replace(options, first_run=start),
-        )
+        res = run(stop - start, params=part, options=dataclasses.replace(options, first_run=start))
         sim_s += time.perf_counter() - start_time
         start_time = time.perf_counter()
         parts.append(_summarise(env, res, windows, on_device))
