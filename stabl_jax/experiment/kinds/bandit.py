@@ -15,7 +15,7 @@ from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import Kind, check_distinct, estimate_resources
+from stabl_jax.experiment.kinds.base import Kind, check_distinct
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry, SimResult
 
@@ -62,9 +62,7 @@ class BanditConfig(paired.ExperimentConfig):
         """``feedback`` and ``save_traces``."""
         return {
             "feedback": check.string("feedback", raw.get("feedback", "loss"), FEEDBACKS),
-            "save_traces": _check_save_traces(
-                check, raw.get("save_traces", list(DEFAULT_SAVE_TRACES))
-            ),
+            "save_traces": _check_save_traces(check, raw),
         }
 
     def learner_sizes(self) -> dict[str, Any]:
@@ -86,8 +84,9 @@ class BanditConfig(paired.ExperimentConfig):
         return 4 * len(self.RECORDED), saved
 
 
-def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
+def _check_save_traces(check: Checker, raw: Mapping[str, Any]) -> tuple[str, ...]:
     """``"all"``, ``"none"`` or an array of :data:`SAVABLE_TRACES` names, in that order."""
+    value = raw.get("save_traces", list(DEFAULT_SAVE_TRACES))
     if value in ("all", "none"):
         return SAVABLE_TRACES if value == "all" else ()
     allowed = f'"all", "none" or an array of names from {list(SAVABLE_TRACES)}'
@@ -367,6 +366,6 @@ KIND = Kind(
     traces=trace_arrays,
     plots=render_plots,
     table=format_table,
-    estimate=lambda config: estimate_resources(paired.plan(config)),
+    estimate=paired.estimate,
     resumed_line=paired.resumed_rounds,
 )

@@ -15,7 +15,7 @@ from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import Kind, estimate_resources
+from stabl_jax.experiment.kinds.base import Kind
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry
 
@@ -273,6 +273,6 @@ KIND = Kind(
     traces=bco_trace_arrays,
     plots=render_bco_plots,
     table=format_bco_table,
-    estimate=lambda config: estimate_resources(paired.plan(config)),
+    estimate=paired.estimate,
     resumed_line=paired.resumed_rounds,
 )

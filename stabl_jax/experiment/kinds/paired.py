@@ -18,20 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, registry
-from stabl_jax.experiment import plots
+from stabl_jax.experiment import plots, results
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, jsonable
 from stabl_jax.experiment.kinds import base
-from stabl_jax.experiment.results import (
-    FORMAT,
-    SUMMARY,
-    TRACES,
-    Resumed,
-    clean,
-    environment_info,
-    params_dict,
-    static_fields,
-)
 from stabl_jax.simulate import RunCarry, SimOptions, SimResult, auto_chunk_size, simulate
 
 MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
@@ -405,9 +395,7 @@ class Outcome:
     """One learner's simulation; a kind's outcome adds its metrics.
 
     Attributes:
-      name: registry name.
-      learner: the learner object.
-      params: the learner params it ran with.
+      name, learner, params: its registry name, the learner object and the params it ran with.
       result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces).
       num_muted: meta-weight muting events over all runs, or ``None``.
       wall_seconds: simulation wall time (compile, run and transfers).
@@ -562,7 +550,7 @@ def num_muted(carry: RunCarry) -> int | None:
     return int(np.asarray(muted, dtype=np.int64).sum())
 
 
-def plan(config: ExperimentConfig) -> base.Plan:
+def estimate(config: ExperimentConfig) -> base.Resources:
     """An experiment's memory and disk from its config alone (shapes by :func:`jax.eval_shape`)."""
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
@@ -581,7 +569,7 @@ def plan(config: ExperimentConfig) -> base.Plan:
         for recorded, saved in sizes
     ]
     kept = sum(runs * horizon * saved for _, saved in sizes)
-    return base.Plan(
+    plan = base.Plan(
         tuple(programs),
         size=f"{runs} runs x {horizon} rounds x {len(learners)} learners",
         remedy="lower runs or horizon (--runs, --set horizon=...)",
@@ -589,6 +577,7 @@ def plan(config: ExperimentConfig) -> base.Plan:
         end_bytes=2 * kept + config.metrics_bytes(env, width),
         keeps_states=True,
     )
+    return base.estimate_resources(plan)
 
 
 def learner_header(outcome: Outcome) -> dict[str, Any]:
@@ -598,8 +587,8 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
         "label": plots.label(outcome.name),
         "class": type(learner).__name__,
         "num_queries": int(learner.num_queries),
-        "constructor": static_fields(learner),
-        "params": params_dict(outcome.params),
+        "constructor": results.static_fields(learner),
+        "params": results.params_dict(outcome.params),
         "compile_seconds": outcome.result.compile_seconds,
         "run_seconds": outcome.result.run_seconds,
         "simulate_seconds": outcome.wall_seconds,
@@ -627,7 +616,7 @@ def build_summary(
     config = result.config
     points = fixed_change_points(result.env)
     summary = {
-        "format": FORMAT,
+        "format": results.FORMAT,
         "kind": config.kind,
         "name": config.name,
         "description": config.description,
@@ -639,10 +628,10 @@ def build_summary(
         "env": {  # every field of the environment, and its change points
             "name": config.env.name,
             "class": type(result.env).__name__,
-            **static_fields(result.env),
+            **results.static_fields(result.env),
             "change_points": None if points is None else list(points),
         },
-        **environment_info(),
+        **results.environment_info(),
         "timings": {
             "wall_seconds": result.wall_seconds,
             "metrics_seconds": result.metrics_seconds,
@@ -666,9 +655,9 @@ def build_summary(
             name: learner_summary(outcome, config.sa_windows)
             for name, outcome in result.outcomes.items()
         },
-        "files": {"summary": SUMMARY, "traces": TRACES, "plots": dict(plot_files)},
+        "files": {"summary": results.SUMMARY, "traces": results.TRACES, "plots": dict(plot_files)},
     }
-    return clean(summary)
+    return results.clean(summary)
 
 
 def trace_arrays(
@@ -737,7 +726,7 @@ def run(
     config: ExperimentConfig,
     *,
     checkpoints: ExperimentCheckpoints,
-    resumed: Resumed | None,
+    resumed: results.Resumed | None,
     progress: bool,
     log: Callable[[str], None],
     metrics_label: str,
