@@ -191,7 +191,7 @@ def run_experiment(
         per_segment,
         adaptive_regret,
         ExperimentResult,
-        on_learner_done=on_learner_done,
+        on_learner_done,
         progress=progress,
         checkpoints=checkpoints,
         validate=validate,
