@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,6 +13,7 @@ from stabl_jax import metrics, registry
 from stabl_jax.bco.simulate import comparator_solver, paired_bco_adaptive_regret, sa_memory_bytes
 from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.experiment import plots, tables
+from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
 from stabl_jax.experiment.kinds.base import Kind
@@ -127,12 +128,17 @@ class BCOExperimentResult(paired.Result):
 
 
 def run_bco_experiment(
-    config: BCOConfig, *, validate: bool = False, **options: Any
+    config: BCOConfig,
+    *,
+    progress: paired.ProgressFactory | None = None,
+    on_learner_done: Callable[[BCOLearnerOutcome], None] | None = None,
+    checkpoints: ExperimentCheckpoints | None = None,
+    validate: bool = False,
 ) -> BCOExperimentResult:
     """Simulate every BCO learner of ``config`` on the same environment draws and measure SA(L).
 
-    ``validate`` and ``options`` (``progress``, ``on_learner_done``, ``checkpoints``) are those
-    of :func:`.bandit.run_experiment`; ``on_learner_done`` sees ``sa`` still empty.
+    The arguments are those of :func:`.bandit.run_experiment`; ``on_learner_done`` sees ``sa``
+    still empty.
     """
 
     def adaptive_regret(env: Any, carry: RunCarry, outcomes: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +156,10 @@ def run_bco_experiment(
         lambda env, result: {"sa": np.empty((config.runs, 0))},
         adaptive_regret,
         BCOExperimentResult,
+        on_learner_done,
+        progress=progress,
+        checkpoints=checkpoints,
         validate=validate,
-        **options,
     )
 
 
