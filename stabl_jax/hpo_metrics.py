@@ -117,7 +117,6 @@ def simulate_suite(
     res = simulate_selection(
         learner, env, key, total, num_evaluations, env_params=env_params, **kwargs
     )
-    parts = [slice(i * num_runs, (i + 1) * num_runs) for i in range(count)]
     return [
         dataclasses.replace(
             res,
@@ -126,7 +125,7 @@ def simulate_suite(
             compile_seconds=res.compile_seconds / count,
             run_seconds=res.run_seconds / count,
         )
-        for part in parts
+        for part in (slice(i * num_runs, (i + 1) * num_runs) for i in range(count))
     ]
 
 
@@ -218,28 +217,27 @@ def score_vs_baseline(
     costs: np.ndarray, baseline_costs: np.ndarray, tau_max: float = DEFAULT_TAU_MAX
 ) -> float:
     """Two-solver profile score of ``costs`` ``(P,)`` minus ``baseline_costs``', in [-1, 1]."""
-    s = profile_scores(_paired(costs, baseline_costs, ndim=1), tau_max=tau_max)
-    return float(s[0] - s[1])
+    return float(_score_difference(costs, baseline_costs, 1, tau_max))
 
 
 def score_vs_baseline_curve(
     best_gap: np.ndarray, baseline_gap: np.ndarray, tau_max: float = DEFAULT_TAU_MAX
 ) -> np.ndarray:
     """``(N,)`` :func:`score_vs_baseline` of paired ``(P, N)`` best gaps at every count."""
-    log_r = np.log(_ratios(_paired(best_gap, baseline_gap, ndim=2)))  # (2, P, N)
-    s = np.maximum(0.0, 1.0 - log_r / np.log(check_tau_max(tau_max))).mean(axis=1)  # (2, N)
-    return s[0] - s[1]
+    return _score_difference(best_gap, baseline_gap, 2, tau_max)
 
 
-def _paired(costs: Any, baseline: Any, ndim: int) -> np.ndarray:
-    """``(2, ...)``: a solver's and the baseline's costs on the same problems, stacked."""
+def _score_difference(costs: Any, baseline: Any, ndim: int, tau_max: float) -> Any:
+    """Two-solver profile score of ``costs`` minus ``baseline``'s, both ``(P, ...)``: ``(...)``."""
     a, b = _gaps("costs", costs, ndim), _gaps("baseline costs", baseline, ndim)
     if a.shape != b.shape:
         raise ValueError(
             f"costs and baseline costs must be of the same problems, got shapes {a.shape} and "
             f"{b.shape}"
         )
-    return np.stack([a, b])
+    log_r = np.log(_ratios(np.stack([a, b])))  # (2, P, ...)
+    s = np.maximum(0.0, 1.0 - log_r / np.log(check_tau_max(tau_max))).mean(axis=1)
+    return s[0] - s[1]
 
 
 def profiles_across(
@@ -259,9 +257,8 @@ def profiles_across(
     if not results:
         raise ValueError("results must not be empty")
     names = list(results[0]["learners"])
-    for r in results:
-        if list(r["learners"]) != names:
-            raise ValueError("every result must have the same learners, in the same order")
+    if any(list(r["learners"]) != names for r in results):
+        raise ValueError("every result must have the same learners, in the same order")
     index = -1
     if at is not None:
         budget = min(np.shape(r["learners"][n]["best_gap"])[-1] for r in results for n in names)
@@ -277,7 +274,7 @@ def profiles_across(
     vs: dict[str, float] = {}
     if BASELINE in names:
         base = costs[names.index(BASELINE)]
-        vs = {n: score_vs_baseline(costs[i], base, tau_max) for i, n in enumerate(names)}
+        vs = {n: score_vs_baseline(c, base, tau_max) for n, c in zip(names, costs, strict=True)}
     return {
         "learners": names,
         "taus": np.asarray(taus),

@@ -30,15 +30,6 @@ RUNS_AXIS = "runs"
 CPU_MAX_BLOCK = 256
 
 
-def runs_mesh(devices: Any = None) -> Mesh | None:
-    """A 1-D mesh ``("runs",)`` over ``devices`` (default: every device of every process);
-    ``None`` for a single device."""
-    devices = jax.devices() if devices is None else list(devices)
-    if len(devices) <= 1:
-        return None
-    return Mesh(np.asarray(devices), (RUNS_AXIS,))
-
-
 @dataclasses.dataclass(frozen=True)
 class RunsPlan:
     """How ``num_runs`` runs are laid out: ``padded_runs`` a multiple of ``devices * block``,
@@ -68,23 +59,23 @@ def plan_runs(
       num_runs: ``R`` (>= 1).
       runs_per_block: ``None``: on a CPU, ``R`` split evenly into blocks of at most
         :data:`CPU_MAX_BLOCK`; elsewhere all of a device's runs.
-      mesh: a 1-D mesh with axis ``"runs"``, ``None``, or ``"auto"`` (:func:`runs_mesh`).
+      mesh: a 1-D mesh with axis ``"runs"``, ``None``, or ``"auto"``: over every device of
+        every process (``None`` for a single device).
       host_threads: ``None``: on one CPU device, the largest divisor of the number of blocks
         at most :func:`usable_cores`; elsewhere 1. A given value must divide the blocks.
     """
     num_runs = checks.check_int("num_runs", num_runs, minimum=1)
     if isinstance(mesh, str):
         checks.check_choice("mesh", mesh, ("auto",))  # "none" is not None: it would shard
-        mesh = runs_mesh()
+        mesh = Mesh(np.asarray(jax.devices()), (RUNS_AXIS,)) if jax.device_count() > 1 else None
     elif mesh is not None and not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be 'auto', None or a jax.sharding.Mesh, got {mesh!r}")
     devices = 1 if mesh is None else int(mesh.devices.size)
-    per_device = math.ceil(num_runs / devices)
     if runs_per_block is None and jax.default_backend() == "cpu":
         # From R alone, never the device count: the same bits on one CPU device or many.
         block = math.ceil(num_runs / math.ceil(num_runs / CPU_MAX_BLOCK))
     elif runs_per_block is None:
-        block = per_device
+        block = math.ceil(num_runs / devices)
     else:
         block = checks.check_int("runs_per_block", runs_per_block, minimum=1)
     padded = math.ceil(num_runs / (devices * block)) * devices * block
@@ -102,9 +93,7 @@ def plan_runs(
                 f"host_threads={threads} must divide the number of blocks ({blocks} blocks of "
                 f"{block} runs for num_runs={num_runs})"
             )
-    return RunsPlan(
-        num_runs=num_runs, padded_runs=padded, block=block, mesh=mesh, host_threads=threads
-    )
+    return RunsPlan(num_runs, padded, block, mesh, threads)
 
 
 def usable_cores() -> int:
@@ -160,23 +149,17 @@ def distribute(step: Callable[..., Any], plan: RunsPlan) -> Callable[..., Any]:
     local = blocked(step, plan.block)
     if plan.mesh is None:
         return local
-    spec = PartitionSpec(RUNS_AXIS)
+    specs = (PartitionSpec(RUNS_AXIS), PartitionSpec())  # (carry, t0) and (carry, outputs)
 
     def per_device(carry: Any, t0: jax.Array) -> Any:
         carry, outputs = local(carry, t0)
-        gathered = jax.tree.map(
-            lambda x: jax.lax.all_gather(x, RUNS_AXIS, axis=0, tiled=True), outputs
-        )
-        return carry, gathered
+        gather = partial(jax.lax.all_gather, axis_name=RUNS_AXIS, axis=0, tiled=True)
+        return carry, jax.tree.map(gather, outputs)
 
     # all_gather makes the outputs equal on every device; check_vma cannot infer that (there
     # is no all_gather_invariant), so the check is switched off for this function.
     return jax.shard_map(
-        per_device,
-        mesh=plan.mesh,
-        in_specs=(spec, PartitionSpec()),
-        out_specs=(spec, PartitionSpec()),
-        check_vma=False,
+        per_device, mesh=plan.mesh, in_specs=specs, out_specs=specs, check_vma=False
     )
 
 

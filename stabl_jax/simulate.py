@@ -192,11 +192,7 @@ class SimResult:
         return dict(self.arrays)
 
     def final_carry(self, caller: str) -> RunCarry:
-        """The final :attr:`carry`, for ``caller``.
-
-        Raises:
-          ValueError: the result holds none.
-        """
+        """The final :attr:`carry`; ``ValueError`` naming ``caller`` where the result holds none."""
         if self.carry is None:
             raise ValueError(
                 f"{caller} reads the runs' final loop state, which this result does not hold: "
@@ -222,8 +218,7 @@ def run_keys(
     index = jnp.arange(num_runs, dtype=jnp.uint32)
     if runs_per_point is not None:
         index = index % jnp.uint32(runs_per_point)
-    runs = first_run + index
-    return jax.vmap(lambda i: jax.random.fold_in(key, i))(runs)
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(first_run + index)
 
 
 def params_axes(params: Any) -> Any:
@@ -267,15 +262,11 @@ def _init_from_streams(
     return jax.vmap(one, in_axes=(0, 0, 0, 0, params_axes(params)))(*streams, env_params, params)
 
 
-def _init_carry(learner: Any, env: Any, keys: jax.Array, env_params: Any, params: Any) -> RunCarry:
-    """Stacked :class:`RunCarry` of the runs with ``keys`` (``(R,)``)."""
-    return _init_from_streams(learner, env, _run_streams(keys), env_params, params)
-
-
 def init_runs(learner: Any, env: Any, keys: jax.Array, params: Any) -> RunCarry:
     """Stacked :class:`RunCarry` for runs with ``keys``; ``params`` shared or per run."""
     env = as_environment(env)
-    return _init_carry(learner, env, keys, sample_env_params(env, keys), params)
+    env_params = sample_env_params(env, keys)
+    return _init_from_streams(learner, env, _run_streams(keys), env_params, params)
 
 
 def _trace(name: str, query: Any, observed: jax.Array, info: Any) -> jax.Array:
@@ -319,8 +310,7 @@ def _round(
     if not full:
         state = learner.tell(carry.state, query, observed)
     if validate and bandit:
-        # BanditLearner's num_mixed; a learner without it mixes one row
-        mixed = getattr(learner, "num_mixed", 1)
+        mixed = getattr(learner, "num_mixed", 1)  # a learner without it mixes one row
         checks.traced_check_distribution("play distribution", query.play_probs, t, mixed)
     out = {name: _trace(name, query, observed, info) for name in fields}
     return dataclasses.replace(carry, state=state, env_state=env_state), out
@@ -481,11 +471,9 @@ def auto_chunk_size(
     budget_bytes: int | None = None,
     bytes_per_round: int = _BYTES_PER_ROUND,
 ) -> int:
-    """Rounds per chunk so that ``R x chunk x bytes_per_round`` stays under ``budget_bytes``.
-
-    ``budget_bytes=None``: :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes`,
-    clipped to :data:`CHUNK_BUDGET_RANGE`.
-    """
+    """Rounds per chunk so that ``R x chunk x bytes_per_round`` stays under ``budget_bytes``
+    (``None``: :data:`CHUNK_MEMORY_FRACTION` of :func:`available_memory_bytes`, clipped to
+    :data:`CHUNK_BUDGET_RANGE`)."""
     if budget_bytes is None:
         low, high = CHUNK_BUDGET_RANGE
         budget_bytes = int(min(high, max(low, available_memory_bytes() * CHUNK_MEMORY_FRACTION)))
@@ -544,8 +532,12 @@ def simulate(
     # run_chunks gets the only reference to the first carry: it frees it after the first chunk.
     first = [_first_carry(learner, env, rollout_env, key, plan, params, env_params, options)]
     chunk_size = options.chunk_size
-    if chunk_size is None:
-        chunk_size = _auto_chunk(learner, rollout_env, first[0], fields, kernel, horizon, num_runs)
+    if chunk_size is None:  # from the traces' bytes per round (and the kernel's inputs)
+        per_round = _round_bytes(learner, rollout_env, first[0], fields)
+        if kernel == "pallas":
+            keys = (first[0].env_key, first[0].learner_key)
+            per_round += kernels.input_bytes_per_round(learner, fields, rollout_env, keys)
+        chunk_size = auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
     carry, arrays, compile_s, run_s = run_chunks(
         _lowering(learner, rollout_env, plan, fields, validate, kernel),
         first.pop(),
@@ -578,23 +570,6 @@ def _check_call(
             "options=stabl_jax.SimOptions(chunk_size=..., ...)"
         )
     return num_runs, validate
-
-
-def _auto_chunk(
-    learner: Any,
-    env: Any,
-    carry: RunCarry,
-    fields: tuple[str, ...],
-    kernel: str,
-    horizon: int,
-    num_runs: int,
-) -> int:
-    """:func:`auto_chunk_size` from the traces' bytes per round (and the kernel's inputs)."""
-    per_round = _round_bytes(learner, env, carry, fields)
-    if kernel == "pallas":
-        keys = (carry.env_key, carry.learner_key)
-        per_round += kernels.input_bytes_per_round(learner, fields, env, keys)
-    return auto_chunk_size(num_runs, horizon, bytes_per_round=per_round)
 
 
 def _rollout(
@@ -661,7 +636,7 @@ def _first_carry(
 
     def init(keys: jax.Array, params: Any, env_params: Any) -> RunCarry:
         drawn = sample_env_params(env, keys) if env_params is None else env_params
-        return _init_carry(learner, rollout_env, keys, drawn, params)
+        return _init_from_streams(learner, rollout_env, _run_streams(keys), drawn, params)
 
     carry = sharding.init_sharded(init, plan, keys, params, env_params)
     return cast("RunCarry", _owned(carry, given=(params, env_params)))
@@ -689,11 +664,8 @@ def _owned(carry: Any, given: Any) -> Any:
 
 
 def _check_convex_traces(arrays: Mapping[str, np.ndarray], first_run: int) -> None:
-    """``validate`` for convex runs, on the host after the run: losses and points finite.
-
-    Raises:
-      ValueError: naming the trace, run and round of the first value that is not finite.
-    """
+    """``validate`` for convex runs, on the host after the run: ``ValueError`` naming the trace,
+    run and round of the first loss or point that is not finite."""
     for name in ("loss", "observed", "played", "points"):
         values = np.asarray(arrays[name]) if name in arrays else None
         if values is None or np.isfinite(values).all():
@@ -815,7 +787,6 @@ def run_chunks(
     """
     chunk = checks.check_int("chunk_size", chunk_size, minimum=1)
     threads = checks.check_int("host_threads", host_threads, minimum=1)
-    step = _threaded(threads)
     compiled: dict[int, Any] = {}
     compile_s = run_s = 0.0
     bar = progress_bar(progress, horizon)
@@ -839,17 +810,18 @@ def run_chunks(
             compiled[length] = lower(groups[0], t0_arr, length).compile()
             compile_s += time.perf_counter() - start
         start = time.perf_counter()
-        if on_device:
-            groups, out = _dispatch(compiled[length], groups, t0_arr)
-            arrays = _record_on_device(arrays, out, t0_arr, horizon)
-        elif overlap:
-            groups, out = _dispatch(compiled[length], groups, t0_arr)
-            if pending is not None:
-                arrays = _record(arrays, jax.device_get(pending[0]), *pending[1:], horizon)
-                bar(pending[1] + pending[2])
-            pending = (out, t0, length)
+        if overlap:
+            carry, out = compiled[length](groups[0], t0_arr)
+            groups = [carry]
+            if on_device:
+                arrays = _record_on_device(arrays, out, t0_arr, horizon)
+            else:
+                if pending is not None:
+                    arrays = _record(arrays, jax.device_get(pending[0]), *pending[1:], horizon)
+                    bar(pending[1] + pending[2])
+                pending = (out, t0, length)
         else:
-            groups, out = step(compiled[length], groups, t0_arr)
+            groups, out = _threaded(compiled[length], groups, t0_arr)
             arrays = _record(arrays, out, t0, length, horizon)
         run_s += time.perf_counter() - start
         if checkpoint is not None:
@@ -867,10 +839,7 @@ def run_chunks(
 
 
 def _resume(
-    checkpoint: Any,
-    carry: Any,
-    horizon: int,
-    names: tuple[str, ...] | None,
+    checkpoint: Any, carry: Any, horizon: int, names: tuple[str, ...] | None
 ) -> tuple[Any, dict[str, np.ndarray], int]:
     """``(carry, outputs, t0)`` to continue from: ``checkpoint``'s, or ``carry`` at round 0."""
     restored = checkpoint.restore(carry, horizon, names) if checkpoint is not None else None
@@ -933,30 +902,21 @@ def _join(groups: list[Any]) -> Any:
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *groups)
 
 
-def _dispatch(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any], dict]:
-    """``(groups, device outputs)``: one group's chunk program dispatched, nothing fetched."""
-    carry, out = program(groups[0], t0)
-    return [carry], out
+def _threaded(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any], dict]:
+    """``(groups, host outputs)``: the chunk program on each group of runs, one host thread
+    each (one group: this thread); outputs joined along the runs axis."""
 
-
-def _threaded(num: int) -> Callable[[Any, list[Any], jax.Array], tuple[list[Any], dict]]:
-    """``step(program, groups, t0) -> (groups, host outputs)``: the chunk program on ``num``
-    groups of runs, one host thread each; outputs joined along the runs axis."""
-
-    def one(program: Any, carry: Any, t0: jax.Array) -> tuple[Any, dict]:
+    def one(carry: Any) -> tuple[Any, dict]:
         carry, out = program(carry, t0)
         return carry, jax.device_get(out)
 
-    def step(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any], dict]:
-        if num == 1:
-            carry, out = one(program, groups[0], t0)
-            return [carry], out
-        with ThreadPoolExecutor(max_workers=num) as pool:
-            parts = list(pool.map(lambda c: one(program, c, t0), groups))
-        out = {name: np.concatenate([o[name] for _, o in parts]) for name in parts[0][1]}
-        return [c for c, _ in parts], out
-
-    return step
+    if len(groups) == 1:
+        carry, out = one(groups[0])
+        return [carry], out
+    with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+        parts = list(pool.map(one, groups))
+    out = {name: np.concatenate([o[name] for _, o in parts]) for name in parts[0][1]}
+    return [c for c, _ in parts], out
 
 
 def progress_bar(
@@ -1002,8 +962,9 @@ def _regenerate(
     env: Any, env_params: Any, env_keys: jax.Array, t_start: int, length: int
 ) -> jax.Array:
     ts = t_start + jnp.arange(length, dtype=jnp.int32)
+    return jax.vmap(lambda p, k: arm_losses(env, p, k, ts))(env_params, env_keys)
 
-    def one_run(p: Any, k: jax.Array) -> jax.Array:
-        return jax.vmap(lambda t: env.loss(p, t, prng.fold_in(k, t)))(ts)
 
-    return jax.vmap(one_run)(env_params, env_keys)
+def arm_losses(env: Any, params: Any, key: jax.Array, ts: jax.Array) -> jax.Array:
+    """``(len(ts), n)`` every arm's loss of one run at rounds ``ts``, as the simulation drew it."""
+    return jax.vmap(lambda t: env.loss(params, t, prng.fold_in(key, t)))(ts)

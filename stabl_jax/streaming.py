@@ -1,12 +1,10 @@
-"""Large studies without ``(R, T)`` traces: simulate and score one batch of runs at a time,
-keep per-run summaries only.
+"""Large studies without ``(R, T)`` traces: :func:`simulate_summaries` simulates and scores
+``b = runs_per_batch`` runs at a time and keeps per-run summaries only.
 
-:func:`simulate_summaries` simulates ``b = runs_per_batch`` runs at a time (the runs
-``simulate(..., key, R)`` gives), scores their SA(L) with
-:func:`~stabl_jax.metrics.paired_adaptive_regret` and keeps per-run summaries: host memory
-is ``O(b T + T n)`` whatever ``R``, and the SA(L) numbers are the traces path's to the last
-bit. With ``on_device=True`` a batch is summarised on the device in float32, within the
-rounding bounds of :mod:`stabl_jax.summaries`.
+Host memory is ``O(b T + T n)`` whatever ``R``, and the SA(L) numbers
+(:func:`~stabl_jax.metrics.paired_adaptive_regret`) are the traces path's to the last bit;
+with ``on_device=True`` a batch is summarised on the device in float32, within the rounding
+bounds of :mod:`stabl_jax.summaries`.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import jax
@@ -111,25 +110,17 @@ def simulate_summaries(
     if not callable(progress):  # None, the default before False, is no progress too
         progress = progress is not None and checks.check_bool("progress", progress)
     update = progress_bar(progress, num_runs, unit="run")
+    run = partial(simulate, learner, env, key, horizon=horizon, traces=_TRACES)
     parts: list[dict[str, np.ndarray]] = []
     sim_s = metric_s = 0.0
     for start in range(0, num_runs, batch):
         stop = min(num_runs, start + batch)
         start_time = time.perf_counter()
         part = jax.tree.map(lambda x, a=start, b=stop: x if jnp.ndim(x) == 0 else x[a:b], params)
-        res = simulate(
-            learner,
-            env,
-            key,
-            stop - start,
-            horizon=horizon,
-            params=part,
-            traces=_TRACES,
-            options=dataclasses.replace(options, first_run=start),
-        )
+        res = run(stop - start, params=part, options=dataclasses.replace(options, first_run=start))
         sim_s += time.perf_counter() - start_time
         start_time = time.perf_counter()
-        parts.append((_summarise_on_device if on_device else _summarise)(env, res, windows))
+        parts.append(_summarise(env, res, windows, on_device))
         del res
         metric_s += time.perf_counter() - start_time
         update(stop)
@@ -150,13 +141,8 @@ def _check_call(env: Any, options: SimOptions) -> SimOptions:
             ": simulate others with simulate and score them with their own metrics "
             "(bco.simulate.bco_adaptive_regret, hpo_metrics)"
         )
-    fixed = SimOptions(
-        chunk_size=options.chunk_size,
-        runs_per_block=options.runs_per_block,
-        host_threads=options.host_threads,
-        kernel=options.kernel,
-    )
-    if options != fixed:
+    given = ("chunk_size", "runs_per_block", "host_threads", "kernel")
+    if options != SimOptions(**{name: getattr(options, name) for name in given}):
         raise ValueError(
             f"simulate_summaries sets each batch's first_run and reports progress per batch "
             f"(its progress=): give options only chunk_size, runs_per_block, host_threads and "
@@ -165,40 +151,35 @@ def _check_call(env: Any, options: SimOptions) -> SimOptions:
     return options
 
 
-def _summarise_on_device(env: Any, res: Any, windows: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """:func:`_summarise` of device traces, reduced on the device (float32) and only then
-    copied: ``(b, ...)`` arrays, never ``(b, T)``."""
-    points = res.carry.env_params.change_points
-    out = {
-        "segment_loss": summaries.segment_means(res.loss, points, env.num_segments),
-        "mean_loss": jnp.mean(res.loss, axis=1),
-        "mean_expected_loss": jnp.mean(res.expected_loss, axis=1),
-        "mean_prob_best": jnp.mean(res.prob_best, axis=1),
-    }
+def _summarise(
+    env: Any, res: Any, windows: tuple[int, ...], on_device: bool
+) -> dict[str, np.ndarray]:
+    """One batch's summaries (:class:`RunSummaries`' arrays) from its result ``res``; with
+    ``on_device``, reduced on the device (float32) and only then copied: ``(b, ...)`` arrays,
+    never ``(b, T)``."""
     traces = {"sampled": res.loss, "expected": res.expected_loss}
-    sa = summaries.adaptive_regret(env, res.carry, traces, windows)
+    if on_device:
+        points = res.carry.env_params.change_points
+        out: dict[str, Any] = {
+            "segment_loss": summaries.segment_means(res.loss, points, env.num_segments),
+            "mean_loss": jnp.mean(res.loss, axis=1),
+            "mean_expected_loss": jnp.mean(res.expected_loss, axis=1),
+            "mean_prob_best": jnp.mean(res.prob_best, axis=1),
+        }
+        sa: dict[str, Any] = summaries.adaptive_regret(env, res.carry, traces, windows)
+    else:
+        segments = metrics.segment_ids(res.carry, res.horizon)
+        loss = res.loss.astype(np.float64)
+        out = {
+            "segment_loss": metrics.per_segment_mean(loss, segments, env.num_segments),
+            "mean_loss": loss.mean(axis=1),
+            "mean_expected_loss": res.expected_loss.astype(np.float64).mean(axis=1),
+            "mean_prob_best": res.prob_best.astype(np.float64).mean(axis=1),
+        }
+        sa = metrics.paired_adaptive_regret(env, res.carry, traces, windows)
     out["sa_sampled"], out["sa_expected"] = sa["sampled"], sa["expected"]
     muted = getattr(res.carry.state, "num_muted", None)
     if muted is not None:
         out["num_muted"] = muted
     host = jax.device_get(out)
     return {k: np.asarray(v, np.int64 if k == "num_muted" else np.float64) for k, v in host.items()}
-
-
-def _summarise(env: Any, res: Any, windows: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """One batch's summaries (:class:`RunSummaries`' arrays) from its result ``res``."""
-    segments = metrics.segment_ids(res.carry, res.horizon)
-    loss = res.loss.astype(np.float64)
-    out = {
-        "segment_loss": metrics.per_segment_mean(loss, segments, env.num_segments),
-        "mean_loss": loss.mean(axis=1),
-        "mean_expected_loss": res.expected_loss.astype(np.float64).mean(axis=1),
-        "mean_prob_best": res.prob_best.astype(np.float64).mean(axis=1),
-    }
-    muted = getattr(res.carry.state, "num_muted", None)
-    if muted is not None:
-        out["num_muted"] = np.asarray(muted, np.int64)
-    traces = {"sampled": res.loss, "expected": res.expected_loss}
-    sa = metrics.paired_adaptive_regret(env, res.carry, traces, windows)
-    out["sa_sampled"], out["sa_expected"] = sa["sampled"], sa["expected"]
-    return out

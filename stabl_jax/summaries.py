@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from stabl_jax import metrics, prng
-from stabl_jax.simulate import RunCarry
+from stabl_jax.simulate import RunCarry, arm_losses
 
 #: float32's machine epsilon, the unit of the rounding bounds below.
 EPS32 = float(jnp.finfo(jnp.float32).eps)
@@ -43,12 +43,6 @@ def sa_bound(horizon: int) -> float:
     return 4.0 * prefix_bound(horizon)
 
 
-def _arm_losses(env: Any, params: Any, key: jax.Array, horizon: int) -> jax.Array:
-    """``(T, n)`` every arm's loss in one run, regenerated as the simulation drew it."""
-    ts = jnp.arange(horizon, dtype=jnp.int32)
-    return jax.vmap(lambda t: env.loss(params, t, prng.fold_in(key, t)))(ts)
-
-
 def _prefix(values: jax.Array) -> jax.Array:
     """``(T + 1, ...)`` float32 prefix sums along axis 0, starting at 0."""
     zero = jnp.zeros((1, *values.shape[1:]), jnp.float32)
@@ -63,7 +57,8 @@ def _sa(
 
     def one_run(args: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
         params, key, run_played = args  # run_played: (P, T)
-        arm_prefix = _prefix(_arm_losses(env, params, key, horizon))  # (T + 1, n)
+        ts = jnp.arange(horizon, dtype=jnp.int32)
+        arm_prefix = _prefix(arm_losses(env, params, key, ts))  # (T + 1, n)
         own_prefix = _prefix(run_played.T)  # (T + 1, P)
         out = []
         for length in lengths:

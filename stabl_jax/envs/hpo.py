@@ -197,8 +197,7 @@ class HPOEnv(Environment):
     ) -> eagle.Suggestion:
         """The queried arms' suggestions only, ``x`` ``(Q, d)`` in the unit cube."""
         arms = jnp.asarray(arms, jnp.int32)
-        params = jax.tree.map(lambda a: a[arms], self.arms.params())
-        pools = jax.tree.map(lambda a: a[arms], state.arms)
+        params, pools = jax.tree.map(lambda a: a[arms], (self.arms.params(), state.arms))
         keys = _query_keys(key, arms.shape[0], 0)
         scramble_keys = None  # a pytree without leaves: vmap passes None to every query
         if halton_key is not None:
@@ -207,15 +206,13 @@ class HPOEnv(Environment):
             params, pools, keys, scramble_keys
         )
 
-    # HPOInfo is a Mapping at run time (a chex dataclass is mappable by default), which chex's
-    # dataclass_transform typing cannot express: hence the ignore of the supertype's Mapping.
+    # HPOInfo is a Mapping at run time (chex's default), which its typing cannot express.
     def evaluate(  # type: ignore[override]
         self, params: HPOParams, state: HPOState, t: Any, query: Any, key: jax.Array
     ) -> tuple[HPOState, jax.Array, HPOInfo]:
         """Evaluate the queried arms' suggestions and record them in the shared state."""
         del t
         arms = jnp.asarray(getattr(query, "arms", query), jnp.int32)
-        num_queries = arms.shape[0]
         sug = self.suggest(state, arms, key, params.halton_key)
         x = to_domain(sug.x)
         gap, value, observed = self._observe(params.function, x, key)
@@ -230,7 +227,7 @@ class HPOEnv(Environment):
             best_observed=jnp.minimum(state.best_observed, jnp.min(clipped)),
             best_gap=best_gap[-1],
             best_value=best_value[-1],
-            num_evaluations=state.num_evaluations + num_queries,
+            num_evaluations=state.num_evaluations + arms.shape[0],
             evaluations_per_arm=state.evaluations_per_arm.at[arms].add(1),
             last_observed=observed[-1],
         )
@@ -302,8 +299,7 @@ def regularized_reward_to_loss(
       >>> regularized_reward_to_loss(jnp.array([1.0, -0.01, 0.0])).tolist()
       [0.0, 1.0, 0.9900990128517151]
     """
-    loss = (1.0 - reward) / (1.0 + reward_lambda)
-    return jnp.clip(loss, 0.0, 1.0)
+    return jnp.clip((1.0 - reward) / (1.0 + reward_lambda), 0.0, 1.0)
 
 
 def vizier_reward(

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import itertools
@@ -104,11 +105,12 @@ class BenchConfig:
 #: ``stabl-jax bench --quick``: seconds, for a smoke test of the tool, not for quoting.
 QUICK = BenchConfig(arms=(30,), runs=(1, 64), repeats=3, work=2**16, numpy_work=2**12)
 
+#: A ``--gpu`` row ``(learner, n, R, rounds, traces)``; ``traces=None``: every ExpertAdvice trace.
+GpuRow = tuple[str, int, int, int, tuple[str, ...] | None]
 #: The traces of most ``--gpu`` rows: what a study keeps.
 TWO_TRACES: tuple[str, ...] = ("played", "loss")
-#: ``stabl-jax bench --gpu``: ``(learner, n, R, rounds, traces)`` in timing order, each once
-#: per kernel (``traces=None``: every trace ExpertAdvice offers).
-GPU_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
+#: ``stabl-jax bench --gpu``: the rows in timing order, each once per kernel.
+GPU_ROWS: tuple[GpuRow, ...] = (
     ("stabl", 30, 1_024, 4_096, TWO_TRACES),
     ("stabl", 30, 16_384, 4_096, TWO_TRACES),
     ("stabl", 30, 131_072, 4_096, TWO_TRACES),
@@ -117,7 +119,7 @@ GPU_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
     ("stabl", 300, 32_768, 2_048, TWO_TRACES),
 )
 #: ``--gpu`` rows whose traces stay on the device, reduced there to SA(L).
-GPU_DEVICE_ROWS: tuple[tuple[str, int, int, int, tuple[str, ...] | None], ...] = (
+GPU_DEVICE_ROWS: tuple[GpuRow, ...] = (
     ("stabl", 30, 131_072, 4_096, ("loss",)),
     ("stabl", 30, 1_048_576, 4_096, ("loss",)),
 )
@@ -130,9 +132,7 @@ GPU_REPEATS = 2
 GPU_CHUNK = 512
 
 
-def gpu_rows(
-    quick: bool = False, rows: tuple | None = None
-) -> list[tuple[str, int, int, int, tuple[str, ...] | None]]:
+def gpu_rows(quick: bool = False, rows: tuple | None = None) -> list[GpuRow]:
     """``rows`` (default :data:`GPU_ROWS`); ``quick``: at ``R / 4096`` runs and 64 rounds."""
     rows = GPU_ROWS if rows is None else rows
     if not quick:
@@ -141,7 +141,7 @@ def gpu_rows(
 
 
 def time_gpu_row(
-    spec: tuple[str, int, int, int, tuple[str, ...] | None],
+    spec: GpuRow,
     kernel: str,
     repeats: int,
     bandwidth_gbs: float | None,
@@ -199,9 +199,8 @@ def _summarise(env: Any, res: Any, rounds: int) -> float:
     """Seconds of SA(L) at :data:`SUMMARY_WINDOWS` of ``res``'s device ``loss`` trace."""
     windows = tuple(w for w in SUMMARY_WINDOWS if w <= rounds)
     start = time.perf_counter()
-    batch = min(res.num_runs, 4096)
     sa = summaries.adaptive_regret(
-        env, res.carry, {"loss": res.loss}, windows, runs_per_batch=batch
+        env, res.carry, {"loss": res.loss}, windows, runs_per_batch=min(res.num_runs, 4096)
     )
     jax.block_until_ready(sa)
     return time.perf_counter() - start
@@ -226,13 +225,6 @@ def run_gpu_benchmark(
         bandwidth_gbs = PEAK_BANDWIDTH_GBS.get(device.device_kind)
     rows = [(spec, False) for spec in gpu_rows(quick)]
     rows += [(spec, True) for spec in gpu_rows(quick, GPU_DEVICE_ROWS)]
-    config = {
-        "rows": [spec for spec, _ in rows],
-        "on_device": [device for _, device in rows],
-        "kernels": GPU_KERNELS,
-        "repeats": repeats,
-        "chunk": GPU_CHUNK,
-    }
     result: dict[str, Any] = {
         "device": device.device_kind,
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
@@ -242,7 +234,13 @@ def run_gpu_benchmark(
         "bandwidth_gbs": bandwidth_gbs,
         "machine": machine_info(),
         "code": provenance.code_version(),
-        "config": config,
+        "config": {
+            "rows": [spec for spec, _ in rows],
+            "on_device": [device for _, device in rows],
+            "kernels": GPU_KERNELS,
+            "repeats": repeats,
+            "chunk": GPU_CHUNK,
+        },
         "rows": [],
     }
     log(f"# {device.platform} {device.device_kind}, JAX {jax.__version__}")
@@ -331,12 +329,10 @@ def reset_peak_rss() -> bool:
 
 def rss_bytes(field: str) -> int | None:
     """``VmRSS`` or ``VmHWM`` of this process in bytes (Linux), else ``None``."""
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-    except OSError:
-        pass
     if field == "VmHWM":
         import resource
 
@@ -378,8 +374,7 @@ class Timed:
         row["run_steps_per_s"] = statistics.median(rates)
         row["run_steps_per_s_min"] = rates[0]
         row["run_steps_per_s_max"] = rates[-1]
-        if "num_arms" in row:
-            row["arm_updates_per_s"] = row["run_steps_per_s"] * row["num_arms"]
+        row["arm_updates_per_s"] = row["run_steps_per_s"] * row["num_arms"]
         return row
 
 
@@ -527,18 +522,12 @@ def _find(
     rows: list[dict[str, Any]], impl: str, learner: str, n: int, runs: int | None = None
 ) -> dict | None:
     """The first row of ``impl`` for ``learner`` at ``n`` arms (and ``runs``, when given)."""
-    for row in rows:
-        if (row["impl"], row["learner"], row["num_arms"]) == (impl, learner, n) and (
-            runs is None or row["runs"] == runs
-        ):
-            return row
-    return None
+    matches = (r for r in rows if (r["impl"], r["learner"], r["num_arms"]) == (impl, learner, n))
+    return next((r for r in matches if runs is None or r["runs"] == runs), None)
 
 
 def _add_ratios(rows: list[dict[str, Any]], bandwidth_gbs: float | None = None) -> None:
-    for row in rows:
-        if row["impl"] != "jax":
-            continue
+    for row in (r for r in rows if r["impl"] == "jax"):
         key = (row["learner"], row["num_arms"])
         for impl, runs in (("numpy_vectorised", row["runs"]), ("numpy_loop", None)):
             numpy_row = _find(rows, impl, *key, runs)
@@ -583,9 +572,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         "| state B/run | bound run-steps/s | of bound | peak RSS MiB |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        if row["impl"] != "jax":
-            continue
+    for row in (r for r in rows if r["impl"] == "jax"):
         vec = _find(rows, "numpy_vectorised", row["learner"], row["num_arms"], row["runs"])
         lines.append(
             f"| {row['learner']} | {row['num_arms']} | {row['runs']} | {row['compile_s']:.1f} "
@@ -597,16 +584,13 @@ def to_markdown(result: dict[str, Any]) -> str:
             f"| {_percent(row.get('fraction_of_bound'))} "
             f"| {_mib(row.get('peak_rss_bytes'))} |"
         )
-    loops = [r for r in rows if r["impl"] == "numpy_loop"]
+    loops = [
+        f"{r['learner']} n={r['num_arms']}: {_fmt_rate(r)} run-steps/s"
+        for r in rows
+        if r["impl"] == "numpy_loop"
+    ]
     if loops:
-        lines += [
-            "",
-            "NumPy one-run loop: "
-            + "; ".join(
-                f"{r['learner']} n={r['num_arms']}: {_fmt_rate(r)} run-steps/s" for r in loops
-            )
-            + ".",
-        ]
+        lines += ["", f"NumPy one-run loop: {'; '.join(loops)}."]
     return "\n".join(lines) + "\n"
 
 

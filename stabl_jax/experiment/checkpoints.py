@@ -43,13 +43,13 @@ class CheckpointDamaged(CheckpointMismatch):
       reason: what is wrong with it.
     """
 
-    def __init__(self, path: Path, reason: str, remedy: str | None = None) -> None:
+    def __init__(self, path: Path, reason: str) -> None:
         self.path, self.reason = Path(path), reason
-        remedy = remedy or (
-            f"delete {self.path.parent} to run that simulation from the start "
-            "(stabl-jax run: rerun the command with --force to discard it)"
+        super().__init__(
+            f"checkpoint file {self.path} is damaged ({reason}); delete {self.path.parent} to run "
+            "that simulation from the start (stabl-jax run: rerun the command with --force to "
+            "discard it)"
         )
-        super().__init__(f"checkpoint file {self.path} is damaged ({reason}); {remedy}")
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -172,16 +172,12 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
                 f"checkpoint {'key' if is_key else 'array'} {i} has shape {data.shape} "
                 f"{data.dtype}, expected {expected.shape} {expected.dtype}"
             )
-        if is_key:
-            restored.append(
-                jax.random.wrap_key_data(
-                    # annotated as a jax.Array; a NumPy uint32 array is accepted
-                    data,  # type: ignore[arg-type]
-                    impl=jax.random.key_impl(want),
-                )
-            )
-        else:
-            restored.append(jnp.asarray(data, dtype=want.dtype))
+        # wrap_key_data is annotated for a jax.Array; a NumPy uint32 array is accepted
+        restored.append(
+            jax.random.wrap_key_data(data, impl=jax.random.key_impl(want))  # type: ignore[arg-type]
+            if is_key
+            else jnp.asarray(data, dtype=want.dtype)
+        )
     return jax.tree.unflatten(treedef, restored)
 
 
@@ -379,18 +375,14 @@ def experiment_identity(config: Any) -> dict[str, Any]:
     resolved = config.to_dict()
     for key in ("source", "overrides", "chunk_size", "save_traces"):
         resolved.pop(key, None)
-    return json.loads(
-        json.dumps(
-            {
-                "format": FORMAT,
-                "config": resolved,
-                "versions": package_versions(),
-                "platform": jax.devices()[0].platform,
-                "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
-            },
-            sort_keys=True,
-        )
-    )
+    identity = {
+        "format": FORMAT,
+        "config": resolved,
+        "versions": package_versions(),
+        "platform": jax.devices()[0].platform,
+        "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
+    }
+    return json.loads(json.dumps(identity, sort_keys=True))
 
 
 def read_json(path: str | Path) -> dict[str, Any] | None:
@@ -465,11 +457,10 @@ def verify_learners(
             if isinstance(exc, CheckpointDamaged):
                 problem = f"checkpoint file {exc.path} is damaged ({exc.reason})"
             if not discard_damaged:
-                remedy = (
-                    f"rerun with --force to discard the checkpoint of {sub.name!r} (its "
-                    "rounds are recomputed; the other learners' checkpoints are kept)"
-                )
-                raise CheckpointMismatch(f"{problem}; {remedy}") from None
+                raise CheckpointMismatch(
+                    f"{problem}; rerun with --force to discard the checkpoint of {sub.name!r} "
+                    "(its rounds are recomputed; the other learners' checkpoints are kept)"
+                ) from None
             if dry_run:
                 log(f"the checkpoint of {sub.name} would be discarded ({problem}) and recomputed")
                 continue

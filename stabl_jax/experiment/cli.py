@@ -76,9 +76,6 @@ def sigterm_interrupts() -> Iterator[None]:
 class _PrintVersion(argparse.Action):
     """``--version``: :func:`stabl_jax.versions.describe` on one line, then exit 0."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
-
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
         print(f"{parser.prog} {versions.describe()}")
         parser.exit()
@@ -93,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action=_PrintVersion,
+        nargs=0,
+        default=argparse.SUPPRESS,
         help="print the versions of stabl-jax and of what its results depend on, and exit",
     )
     parser.add_argument(
@@ -105,13 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     _add_run_parser(sub)
-    lst = sub.add_parser(
+    sub.add_parser(
         "list", help="list experiment kinds, learners, environments and shipped configs"
-    )
-    lst.set_defaults(handler=_cmd_list)
+    ).set_defaults(handler=_cmd_list)
     _add_compare_parser(sub)
     _add_bench_parser(sub)
-    sweep.add_parser(sub)
+    _add_sweep_parser(sub)
     return parser
 
 
@@ -130,15 +128,62 @@ def _add_run_parser(sub: Any) -> None:
         help=f"a .toml file or the name of a shipped config (default: {DEFAULT_CONFIG}; "
         "see `stabl-jax list`)",
     )
-    run.add_argument("--runs", type=int, default=None, help="number of runs (overrides `runs`)")
-    run.add_argument("--seed", type=int, default=None, help="PRNG seed (overrides `seed`)")
-    run.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="results folder (default: results/<config name>-seed<seed>)",
+    _add_config_options(
+        run,
+        runs="number of runs (overrides `runs`)",
+        out="results folder (default: results/<config name>-seed<seed>)",
+        force="replace a results folder stabl-jax wrote, and discard damaged checkpoints or "
+        "those of another experiment (a folder stabl-jax did not create is never replaced)",
+        allow_large="run even when the estimated memory or disk exceeds what is available",
+        dry_run="check the config and the output folder, print what the run would need "
+        "(memory and disk) and stop: nothing is computed or written",
     )
-    run.add_argument(
+    run.set_defaults(handler=_cmd_run)
+
+
+def _add_sweep_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "sweep",
+        help="sweep learners' params over a grid (one program per learner) and pick the best",
+        description="Run every point of each learner's grid on the same draws in one compiled "
+        "program, write summary.json, results.csv and a plot per learner, and print the best "
+        "point; with --tune-seed, choose on that seed, report on the config's and write "
+        "tuned.toml into the results folder.",
+    )
+    parser.add_argument("config", metavar="CONFIG", help="a .toml file or a shipped config's name")
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="LEARNER.FIELD=VALUES",
+        help="one field's values, V1,V2,... or 2**A..2**B (repeatable; a learner's grid is the "
+        "product of its fields')",
+    )
+    parser.add_argument("--tune-seed", type=int, default=None, metavar="S", help="choose on S")
+    _add_config_options(
+        parser,
+        runs="runs per grid point",
+        out="results folder",
+        force="replace a folder stabl-jax wrote",
+        dry_run="say the grid sizes, runs, memory; compute nothing",
+    )
+    parser.set_defaults(handler=sweep.command)
+
+
+def _add_config_options(
+    parser: argparse.ArgumentParser,
+    *,
+    runs: str,
+    out: str,
+    force: str,
+    dry_run: str,
+    allow_large: str | None = None,
+) -> None:
+    """The options of ``run`` and ``sweep``, with these help texts (no ``--allow-large``: none)."""
+    parser.add_argument("--runs", type=int, default=None, help=runs)
+    parser.add_argument("--seed", type=int, default=None, help="PRNG seed (overrides `seed`)")
+    parser.add_argument("--out", default=None, metavar="DIR", help=out)
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -147,25 +192,11 @@ def _add_run_parser(sub: Any) -> None:
         help="override a config value, dotted keys reach into tables, values are TOML: "
         '--set env.num_arms=10 --set \'learners=["stabl","exp3"]\' (repeatable)',
     )
-    run.add_argument(
-        "--force",
-        action="store_true",
-        help="replace a results folder stabl-jax wrote, and discard damaged checkpoints or "
-        "those of another experiment (a folder stabl-jax did not create is never replaced)",
-    )
-    run.add_argument(
-        "--allow-large",
-        action="store_true",
-        help="run even when the estimated memory or disk exceeds what is available",
-    )
-    run.add_argument("--no-progress", action="store_true", help="no progress bars")
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check the config and the output folder, print what the run would need "
-        "(memory and disk) and stop: nothing is computed or written",
-    )
-    run.set_defaults(handler=_cmd_run)
+    parser.add_argument("--force", action="store_true", help=force)
+    if allow_large is not None:
+        parser.add_argument("--allow-large", action="store_true", help=allow_large)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--dry-run", action="store_true", help=dry_run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -349,9 +380,7 @@ def _run(
             else {"from": resumed.source.name, "rounds_done": resumed.progress},
         }
         final = write_results(result, folder, started=started, extra=extra)
-    print()
-    print(kind.table(result))
-    print()
+    print(f"\n{kind.table(result)}\n")
     print(f"results: {final}")
     print(f"total time: {time.perf_counter() - start:.1f} s")
     return EXIT_OK
@@ -441,16 +470,11 @@ def _add_bench_parser(sub: Any) -> None:
         help=f"timed calls per row (default {default.repeats}; with --gpu {benchmark.GPU_REPEATS})",
     )
     # --no-numpy, --no-validate and --bandwidth set BenchConfig's numpy, validate, bandwidth_gbs
-    bench.add_argument(
-        "--no-numpy", dest="numpy", action="store_const", const=False, help="time only simulate"
-    )
-    bench.add_argument(
-        "--no-validate",
-        dest="validate",
-        action="store_const",
-        const=False,
-        help="skip timing simulate(validate=True)",
-    )
+    for name, what in (
+        ("numpy", "time only simulate"),
+        ("validate", "skip timing simulate(validate=True)"),
+    ):
+        bench.add_argument(f"--no-{name}", dest=name, action="store_const", const=False, help=what)
     bench.add_argument(
         "--bandwidth",
         dest="bandwidth_gbs",
@@ -482,10 +506,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{name} must be >= {least}, got {' '.join(map(str, bad))}")
     if args.out:
         benchmark.check_out(args.out)  # before minutes of timing, not after
-    result = benchmark.run_benchmark(config, log=lambda line: print(line, flush=True))
+    result = benchmark.run_benchmark(config, log=_say)
     result["command"] = ["stabl-jax", *args.argv]
-    print()
-    print(benchmark.to_markdown(result), end="")
+    print(f"\n{benchmark.to_markdown(result)}", end="")
     if args.out:
         json_path, md_path = benchmark.write(result, args.out)
         print(f"\nwrote {json_path} and {md_path}")
@@ -515,9 +538,7 @@ def _cmd_bench_gpu(args: argparse.Namespace) -> int:
         if args.out:
             benchmark.write(result, args.out)
 
-    result = benchmark.run_gpu_benchmark(
-        repeats, args.bandwidth_gbs, args.quick, lambda line: print(line, flush=True), save
-    )
+    result = benchmark.run_gpu_benchmark(repeats, args.bandwidth_gbs, args.quick, _say, save)
     if args.out:
         json_path = Path(args.out) / "benchmark.json"
         print(f"\nwrote {json_path} and {json_path.with_suffix('.md')}")

@@ -22,20 +22,8 @@ from stabl_jax.experiment import tables
 #: Top-level fields of ``summary.json`` that record when, where and how a run was made, left
 #: out of a comparison.
 RUN_RECORD = frozenset(
-    {
-        "started",
-        "command",
-        "resumed",
-        "code",
-        "versions",
-        "python",
-        "platform",
-        "jax_config",
-        "device",
-        "cpu",
-        "environment",
-        "timings",
-    }
+    "started command resumed code versions python platform jax_config device cpu environment "
+    "timings".split()
 )
 #: Fields of the recorded config that say how it was given, not what it is.
 CONFIG_RECORD = frozenset({"source", "overrides"})
@@ -154,11 +142,6 @@ def _paired(left: Any, right: Any, folders: tuple[Path, Path]) -> Iterator[tuple
         yield name, None if name in left and name in right else folders[name not in left]
 
 
-def summary_record(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """``{path: value}`` of the leaves of a ``summary.json`` that a comparison reads."""
-    return {path: value for path, value in _leaves(summary) if not _is_run_record(path)}
-
-
 def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Distance of two same-dtype float arrays in units in the last place, as ``uint64``.
 
@@ -196,14 +179,9 @@ def _array_difference(x: np.ndarray, y: np.ndarray, rtol: float) -> str | None:
     """Why two traces differ, or ``None`` when they agree."""
     if x.shape != y.shape:
         return f"shape {x.shape} != {y.shape}"
-    if _integral(x) and _integral(y):
-        unequal = x != y
-    elif x.dtype != y.dtype:
+    if x.dtype != y.dtype and not (_integral(x) and _integral(y)):
         return f"dtype {x.dtype} != {y.dtype}"
-    elif _floating(x):
-        unequal = ~_close(x, y, rtol)
-    else:
-        unequal = x != y
+    unequal = ~_close(x, y, rtol) if _floating(x) else x != y
     count = int(np.count_nonzero(unequal))
     if count == 0:
         return None
@@ -255,7 +233,7 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
         raise ValueError(f"rtol must be a finite number >= 0 (0: bit for bit), got {rtol!r}")
     found = tables.load_results(a), tables.load_results(b)
     folders = (found[0].folder, found[1].folder)
-    left, right = (summary_record(r.summary) for r in found)
+    left, right = ({p: v for p, v in _leaves(r.summary) if not _is_run_record(p)} for r in found)
     diffs: list[Difference] = []
     numbers = fields = 0
     for path, alone in _paired(left, right, folders):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 ENV_VAR = "STABL_JAX_COMPILE_CACHE"
@@ -36,8 +37,6 @@ def enable(folder: Path | None) -> Path | None:
     """Point JAX's persistent compilation cache at ``folder`` (nothing when ``None``)."""
     if folder is None:
         return None
-    import sys
-
     import jax
 
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.resources
+import itertools
 import math
 import re
 import tomllib
@@ -139,23 +140,21 @@ def _check_overrides_apart(keys: Sequence[tuple[str, ...]], labels: Sequence[str
 
     The later one would silently win, so the value run would depend on their order.
     """
-    for i, first in enumerate(keys):
-        for j in range(i + 1, len(keys)):
-            second = keys[j]
-            shorter, longer = sorted((first, second), key=len)
-            if longer[: len(shorter)] != shorter:
-                continue
-            pair = f"{labels[i]!r} and {labels[j]!r}"
-            if first == second:
-                raise ConfigError(
-                    f"{'.'.join(first)} is set twice ({pair}): the second would silently "
-                    "replace the first; give it once"
-                )
+    for (i, first), (j, second) in itertools.combinations(enumerate(keys), 2):
+        shorter, longer = sorted((first, second), key=len)
+        if longer[: len(shorter)] != shorter:
+            continue
+        pair = f"{labels[i]!r} and {labels[j]!r}"
+        if first == second:
             raise ConfigError(
-                f"{'.'.join(shorter)} and {'.'.join(longer)} are both set ({pair}): the table "
-                f"would replace the key or the key change the table; set {'.'.join(longer)} "
-                f"inside the table, or give one of them"
+                f"{'.'.join(first)} is set twice ({pair}): the second would silently "
+                "replace the first; give it once"
             )
+        raise ConfigError(
+            f"{'.'.join(shorter)} and {'.'.join(longer)} are both set ({pair}): the table "
+            f"would replace the key or the key change the table; set {'.'.join(longer)} "
+            f"inside the table, or give one of them"
+        )
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
@@ -271,15 +270,10 @@ class Checker:
     def number(self, key: str, value: Any, minimum: float, strict: bool = False) -> float:
         """A finite number ``>= minimum`` (``> minimum`` when ``strict``), as a float."""
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        if (
-            not number
-            or not math.isfinite(value)
-            or value < minimum
-            or (strict and value == minimum)
-        ):
-            self.fail(
-                key, f"must be a finite number {'>' if strict else '>='} {minimum}, got {value!r}"
-            )
+        finite = number and math.isfinite(value)
+        if not finite or value < minimum or (strict and value == minimum):
+            relation = ">" if strict else ">="
+            self.fail(key, f"must be a finite number {relation} {minimum}, got {value!r}")
         return float(value)
 
     def boolean(self, key: str, value: Any) -> bool:

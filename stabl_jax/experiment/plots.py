@@ -5,9 +5,11 @@ Every ``plot_*`` function writes the figure ``path``, titled ``title``, and retu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,8 @@ MARKS_PER_LINE = 12  # markers on a time curve (staggered per line so coinciding
 #: SA(L) is drawn on a symmetric-log y axis, linear on ``[-SYMLOG_LINEAR, SYMLOG_LINEAR]``:
 #: a negative SA(L) (the learner beat the best arm on every window) stays visible.
 SYMLOG_LINEAR = 10.0
-#: The PNG ``Software`` text of every figure written here, followed by the version:
-#: (a record of which program drew the figure).
+UNIT_RANGE = (-0.02, 1.02)  # the y range of a probability or fraction: its ends stay in view
+#: The PNG ``Software`` text of every figure written here (followed by the version).
 SOFTWARE = "stabl_jax"
 
 #: Legend labels of the registry names (the paper's names where it has one).
@@ -135,20 +137,10 @@ STYLES: dict[str, Style] = {
 }
 
 #: Styles for names outside :data:`STYLES`: the one a name hashes to, or the next free one.
+_COLORS = ("blue", "orange", "green", "red", "purple", "brown", "pink", "gray", "olive", "cyan")
 FALLBACK_STYLES: tuple[Style, ...] = tuple(
     Style(
-        (
-            "tab:blue",
-            "tab:orange",
-            "tab:green",
-            "tab:red",
-            "tab:purple",
-            "tab:brown",
-            "tab:pink",
-            "tab:gray",
-            "tab:olive",
-            "tab:cyan",
-        )[i % 10],
+        f"tab:{_COLORS[i % 10]}",
         ("-", "--", "-.", ":")[i % 4],
         ("o", "s", "^", "D", "v", "P", "X")[i % 7],
     )
@@ -171,14 +163,9 @@ def styles(names: Sequence[str]) -> dict[str, Style]:
             continue
         start = zlib.crc32(name.encode()) % len(FALLBACK_STYLES)
         ring = FALLBACK_STYLES[start:] + FALLBACK_STYLES[:start]
-        used = [
-            set(getattr(st, f) for st in chosen.values()) for f in ("color", "linestyle", "marker")
-        ]
-        apart = [
-            st
-            for st in ring
-            if all(v not in u for v, u in zip(dataclasses.astuple(st), used, strict=True))
-        ]
+        # (field index, value) pairs already drawn; a style apart shares none of them
+        taken = {(i, v) for st in chosen.values() for i, v in enumerate(dataclasses.astuple(st))}
+        apart = [st for st in ring if taken.isdisjoint(enumerate(dataclasses.astuple(st)))]
         unused = [st for st in ring if st not in chosen.values()]
         chosen[name] = (apart or unused or list(ring))[0]
     return chosen
@@ -250,8 +237,7 @@ def _draw_axes(
     """
     for index, band in enumerate(bands):
         band = band if markers else _thin(band)
-        count = band.x.shape[0]
-        step = max(1, count // MARKS_PER_LINE)
+        step = max(1, band.x.shape[0] // MARKS_PER_LINE)
         style = drawn[band.name]
         ax.plot(
             band.x,
@@ -304,16 +290,27 @@ def save_figure(fig: Any, path: str | Path) -> Path:
     return path
 
 
-def _draw(bands: Sequence[Band], path: str | Path, **options: Any) -> Path:
-    """One figure of ``bands`` written to ``path``; ``options`` are :func:`_draw_axes`'s."""
+@contextlib.contextmanager
+def _figure(title: str, **subplots: Any) -> Iterator[tuple[Any, Any]]:
+    """A figure titled across its full width and its axes (default: one, :data:`FIGSIZE`).
+
+    The figure is closed on exit.
+    """
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
+    subplots.setdefault("figsize", FIGSIZE)
+    fig, axes = plt.subplots(layout="constrained", **subplots)
     try:
-        fig.suptitle(options.pop("title"), fontsize=11)  # over the legend too: the full width
-        _draw_axes(ax, bands, styles([b.name for b in bands]), title="", **options)
-        return save_figure(fig, path)
+        fig.suptitle(title, fontsize=11)
+        yield fig, axes
     finally:
         plt.close(fig)
+
+
+def _draw(bands: Sequence[Band], path: str | Path, *, title: str, **options: Any) -> Path:
+    """One figure of ``bands`` written to ``path``; ``options`` are :func:`_draw_axes`'s."""
+    with _figure(title) as (fig, ax):
+        _draw_axes(ax, bands, styles([b.name for b in bands]), title="", **options)
+        return save_figure(fig, path)
 
 
 def plot_panels(
@@ -338,43 +335,24 @@ def plot_panels(
       hline: a horizontal reference line, or ``None``.
       names: every learner of the figure (default: the first panel's), to fix their styles.
     """
-    plt = pyplot()
     if not panels:
         raise ValueError("plot_panels needs at least one panel")
     ncols = max(1, min(ncols, len(panels)))
     nrows = -(-len(panels) // ncols)
     drawn = styles(list(names) if names is not None else [b.name for b in panels[0][1]])
     small = len(panels) > 4
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(3.6 * ncols + 0.5, 2.9 * nrows + 0.9) if small else (6.2 * ncols, 4.6 * nrows),
-        layout="constrained",
-        squeeze=False,
-    )
-    try:
+    size = (3.6 * ncols + 0.5, 2.9 * nrows + 0.9) if small else (6.2 * ncols, 4.6 * nrows)
+    draw = functools.partial(_draw_axes, xlabel=xlabel, ylabel=ylabel, ylim=ylim, legend=False)
+    with _figure(title, nrows=nrows, ncols=ncols, figsize=size, squeeze=False) as (fig, axes):
         for ax, (panel_title, bands) in zip(axes.flat, panels, strict=False):
-            _draw_axes(
-                ax,
-                bands,
-                drawn,
-                title=panel_title,
-                xlabel=xlabel,
-                ylabel=ylabel,
-                ylim=ylim,
-                legend=False,
-                fontsize=8 if small else 10,
-            )
+            draw(ax, bands, drawn, title=panel_title, fontsize=8 if small else 10)
             if hline is not None:
                 ax.axhline(hline, color="0.35", ls=":", lw=1.0)
         for ax in list(axes.flat)[len(panels) :]:
             ax.set_visible(False)
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=min(6, len(labels)))
-        fig.suptitle(title, fontsize=11)
         return save_figure(fig, path)
-    finally:
-        plt.close(fig)
 
 
 def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
@@ -383,15 +361,9 @@ def plot_profile(bands: Sequence[Band], path: str | Path, *, title: str) -> Path
     Args:
       bands: per learner, ``x = tau`` and ``mean = rho_s(tau)``; the label carries the score.
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="performance ratio tau (best gap / best gap of the best learner)",
-        ylabel="fraction of problems within tau of the best",
-        xlog=True,
-        ylim=(-0.02, 1.02),
-    )
+    xlabel = "performance ratio tau (best gap / best gap of the best learner)"
+    ylabel = "fraction of problems within tau of the best"
+    return _draw(bands, path, title=title, xlabel=xlabel, ylabel=ylabel, xlog=True, ylim=UNIT_RANGE)
 
 
 def plot_moving_average(
@@ -411,14 +383,8 @@ def plot_moving_average(
       quantity: what is averaged (``"reward"``, ``"loss l_t(x_t)"``), for the axis label.
       change_points: rounds of the changes (empty when they differ per run).
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="round t",
-        ylabel=f"{quantity}, moving average over {window} rounds",
-        vlines=change_points,
-    )
+    ylabel = f"{quantity}, moving average over {window} rounds"
+    return _draw(bands, path, title=title, xlabel="round t", ylabel=ylabel, vlines=change_points)
 
 
 def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str) -> Path:
@@ -427,26 +393,15 @@ def plot_adaptive_regret(bands: Sequence[Band], path: str | Path, *, title: str)
     Args:
       bands: per learner, mean and 95% half-width over runs of SA(L) at ``x = L``.
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="window length L (rounds, log2 axis)",
-        ylabel=(
-            "SA(L), max regret over windows of length L\n"
-            f"(symlog axis, linear in ±{SYMLOG_LINEAR:g})"
-        ),
-        symlog=True,
-        markers=True,
+    xlabel = "window length L (rounds, log2 axis)"
+    ylabel = (
+        f"SA(L), max regret over windows of length L\n(symlog axis, linear in ±{SYMLOG_LINEAR:g})"
     )
+    return _draw(bands, path, title=title, xlabel=xlabel, ylabel=ylabel, symlog=True, markers=True)
 
 
 def plot_cumulative_regret(
-    bands: Sequence[Band],
-    path: str | Path,
-    *,
-    title: str,
-    change_points: Sequence[int] = (),
+    bands: Sequence[Band], path: str | Path, *, title: str, change_points: Sequence[int] = ()
 ) -> Path:
     """Cumulative regret against the best arm of each round, against rounds ``t``.
 
@@ -454,14 +409,8 @@ def plot_cumulative_regret(
       bands: per learner, mean and 95% half-width over runs at rounds ``x``.
       change_points: rounds where the best arm changes.
     """
-    return _draw(
-        bands,
-        path,
-        title=title,
-        xlabel="round t",
-        ylabel="cumulative regret to the best arm of each round",
-        vlines=change_points,
-    )
+    ylabel = "cumulative regret to the best arm of each round"
+    return _draw(bands, path, title=title, xlabel="round t", ylabel=ylabel, vlines=change_points)
 
 
 def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -482,10 +431,8 @@ def plot_paired_segments(
         difference and its 95% half-width.
       reference: the reference learner's label (for the axis label).
     """
-    plt = pyplot()
     drawn = styles([d.name for d in diffs])
-    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
-    try:
+    with _figure(title) as (fig, ax):
         width = 0.7 / max(1, len(diffs))
         for index, diff in enumerate(diffs):
             style = drawn[diff.name]
@@ -505,14 +452,11 @@ def plot_paired_segments(
         ax.axhline(0.0, color="0.35", ls=":", lw=1.0)
         segments = sorted({int(v) for d in diffs for v in d.x})
         ax.set_xticks(segments, [f"segment {j}" for j in segments])
-        fig.suptitle(title, fontsize=11)
         ax.set_xlabel("segment (between change points)", fontsize=11)
         ax.set_ylabel(f"mean reward on the segment\nminus {reference}'s (paired)", fontsize=11)
         ax.grid(True, axis="y", alpha=0.3)
         legend_outside(ax)
         return save_figure(fig, path)
-    finally:
-        plt.close(fig)
 
 
 def write_plots(
@@ -546,7 +490,7 @@ def write_plots(
             xlabel="round t",
             ylabel=f"P(play best arm), moving average over {window}",
             vlines=change_points,
-            ylim=(-0.02, 1.02),
+            ylim=UNIT_RANGE,
         ),
     ]
 
@@ -600,17 +544,15 @@ def grid_edges(grid: Grid) -> list[str]:
 
 def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: str) -> Path:
     """Heatmaps of a score over :class:`Grid` panels; ``score`` labels the color bar."""
-    plt = pyplot()
     if not grids:
         raise ValueError("plot_grids needs at least one grid")
     ncols = min(2, len(grids))
     nrows = -(-len(grids) // ncols)
     low = min(float(np.nanmin(g.mean)) for g in grids)
     high = max(float(np.nanmax(g.mean)) for g in grids)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(6.4 * ncols, 4.4 * nrows + 0.6), layout="constrained", squeeze=False
-    )
-    try:
+    title += "\nbox: the chosen (best) point; dot: its 95% interval overlaps the chosen point's"
+    size = (6.4 * ncols, 4.4 * nrows + 0.6)
+    with _figure(title, nrows=nrows, ncols=ncols, figsize=size, squeeze=False) as (fig, axes):
         for ax, grid in zip(axes.flat, grids, strict=False):
             image = ax.imshow(
                 grid.mean, origin="lower", aspect="auto", cmap="viridis", vmin=low, vmax=high
@@ -619,19 +561,12 @@ def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: st
             near = grid.mean + grid.half >= grid.mean[i0, j0] - grid.half[i0, j0]
             for i, j in np.ndindex(grid.mean.shape):
                 value = grid.mean[i, j]
-                dark = value < low + 0.6 * (high - low)
-                ax.text(
-                    j,
-                    i,
-                    f"{value:.3f}"[1:] if 0 <= value < 1 else f"{value:.2g}",
-                    ha="center",
-                    va="center",
-                    fontsize=6,
-                    color="w" if dark else "k",
-                )
+                text = f"{value:.3f}"[1:] if 0 <= value < 1 else f"{value:.2g}"
+                shade = "w" if value < low + 0.6 * (high - low) else "k"
+                ax.text(j, i, text, ha="center", va="center", fontsize=6, color=shade)
                 if near[i, j] and (i, j) != (i0, j0):
-                    ax.plot(j, i - 0.32, ".", color="w" if dark else "k", ms=3)
-            ax.add_patch(plt.Rectangle((j0 - 0.5, i0 - 0.5), 1, 1, fill=False, ec="k", lw=2.2))
+                    ax.plot(j, i - 0.32, ".", color=shade, ms=3)
+            ax.add_patch(pyplot().Rectangle((j0 - 0.5, i0 - 0.5), 1, 1, fill=False, ec="k", lw=2.2))
             ny, nx = grid.mean.shape
             ax.set_xticks(range(nx), [_tick(v) for v in grid.x], fontsize=7)
             ax.set_yticks(range(ny), [_tick(v) for v in grid.y], fontsize=7)
@@ -643,14 +578,7 @@ def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: st
         for ax in list(axes.flat)[len(grids) :]:
             ax.set_visible(False)
         fig.colorbar(image, ax=axes, shrink=0.8, label=score)
-        fig.suptitle(
-            f"{title}\nbox: the chosen (best) point; dot: its 95% interval overlaps the "
-            "chosen point's",
-            fontsize=11,
-        )
         return save_figure(fig, path)
-    finally:
-        plt.close(fig)
 
 
 def plot_sensitivity(
@@ -670,11 +598,8 @@ def plot_sensitivity(
       score: the y axis label.
       chosen: per learner, the chosen value of ``x`` (starred).
     """
-    plt = pyplot()
     drawn = styles([b.name for b in bands])
-    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
-    try:
-        fig.suptitle(title, fontsize=11)
+    with _figure(title) as (fig, ax):
         _draw_axes(ax, bands, drawn, title="", xlabel=xlabel, ylabel=score, xlog=True, markers=True)
         for band in bands:
             at = int(np.argmin(np.abs(band.x - chosen[band.name])))
@@ -684,5 +609,3 @@ def plot_sensitivity(
             ax.axvline(x, color="0.35", ls=":", lw=1.0, label="grid's edge" if i == 0 else None)
         legend_outside(ax)
         return save_figure(fig, path)
-    finally:
-        plt.close(fig)

@@ -47,15 +47,12 @@ def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
         lines = cpuinfo.read_text().splitlines()
     except OSError:
         lines = []
-    model: str | None = None
-    flags: set[str] | None = None
+    first: dict[str, str] = {}  # each key's value on its first line: the first processor's
     for line in lines:
         key, _, value = line.partition(":")
-        if key.strip() == "model name" and model is None:
-            model = value.strip()
-        elif key.strip() == "flags" and flags is None:
-            flags = set(value.split())
+        first.setdefault(key.strip(), value)
+    flags = set(first.get("flags", "").split())
     return {
-        "model": model or platform.processor() or platform.machine(),
-        "vector_extensions": [f for f in VECTOR_EXTENSIONS if f in (flags or set())],
+        "model": first.get("model name", "").strip() or platform.processor() or platform.machine(),
+        "vector_extensions": [f for f in VECTOR_EXTENSIONS if f in flags],
     }

@@ -125,19 +125,17 @@ def _int_at_least(text: str, least: int, why: str) -> int:
 def owned_files(
     folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
 ) -> tuple[Path, ...]:
-    """Paths of ``record`` (JSON) and ``others`` in ``folder``, each absent or ``tool``'s.
-
-    A file is ``tool``'s when ``record`` is a JSON object with every one of ``keys``.
+    """Paths of ``record`` (JSON) and ``others`` in ``folder``, each absent or ``tool``'s
+    (``record`` a JSON object with every one of ``keys``).
 
     Raises:
       OutputError: ``folder`` is a file, or one of the files is not ``tool``'s.
     """
     data = checkpoints.read_json(Path(folder) / record)
-    previous = data is not None and keys <= data.keys()
     return only_ours(
         folder,
         (record, *others),
-        lambda _: previous,
+        data is not None and keys <= data.keys(),
         where=f"--out {folder}",
         what=f"the {tool} files",
         owner=f"a previous {tool} file (no {record} of {tool} beside it)",
@@ -174,14 +172,14 @@ def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
 def only_ours(
     folder: str | os.PathLike,
     names: Iterable[str],
-    ours: Callable[[Path], bool],
+    ours: bool,
     *,
     where: str,
     what: str,
     owner: str,
     remedy: str,
 ) -> tuple[Path, ...]:
-    """Paths of ``names`` in ``folder``, each absent or ``ours(path)``; checked before the work.
+    """Paths of ``names`` in ``folder``, each absent or ``ours``; checked before the work.
 
     Raises:
       OutputError: ``folder`` is not writable, or a file of ``names`` is not ours.
@@ -189,7 +187,7 @@ def only_ours(
     folder = writable_folder(folder, where, what)
     paths = tuple(folder / name for name in names)
     for path in paths:
-        if path.exists() and not ours(path):
+        if path.exists() and not ours:
             raise OutputError(
                 f"{path} is there and is not {owner}, so it is left as it is: {remedy}"
             )
@@ -204,11 +202,10 @@ def figure_paths(
     Raises:
       OutputError: ``folder`` is a file, or a figure exists in a folder that is not stabl_jax's.
     """
-    ours = overwrite or is_marked(Path(folder))
     return only_ours(
         folder,
         names,
-        lambda _: ours,
+        overwrite or is_marked(Path(folder)),
         where=str(folder),
         what=f"the {tool} figures",
         owner=f"in a folder stabl_jax made (one holding {MARKER})",
@@ -277,10 +274,8 @@ def mark_folder(folder: str | Path) -> Path:
 
 
 def _lock(folder: Path) -> int | None:
-    """Lock ``folder``'s marker: an open descriptor, or ``None`` when a live process holds it.
-
-    The OS drops a dead process's lock, so a reused pid is never mistaken for a live run.
-    """
+    """Lock ``folder``'s marker: an open descriptor, or ``None`` when a live process holds it
+    (the OS drops a dead process's lock, so a reused pid is never mistaken for a live run)."""
     try:
         fd = os.open(folder / MARKER, os.O_RDONLY)
     except OSError:
@@ -304,10 +299,8 @@ def _lock(folder: Path) -> int | None:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except PermissionError:  # exists, owned by someone else
-        return True
-    except OSError:  # ProcessLookupError: no such process
-        return False
+    except OSError as exc:  # PermissionError: it exists, owned by someone else
+        return isinstance(exc, PermissionError)
     return True
 
 
@@ -337,12 +330,8 @@ def _without_versions(identity: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclasses.dataclass
 class Resumed:
-    """What :meth:`ResultsFolder.resume` took over.
-
-    Attributes:
-      source: the interrupted partial folder the checkpoints came from.
-      progress: ``{learner: rounds already done}``.
-    """
+    """What :meth:`ResultsFolder.resume` took over: the interrupted partial folder ``source``
+    the checkpoints came from, and ``progress``, ``{learner: rounds already done}``."""
 
     source: Path
     progress: dict[str, int]
@@ -396,11 +385,9 @@ def _dead_partials(final: Path, own: Path | None = None) -> list[tuple[Path, int
 
 
 def _judge(path: Path, identity: Mapping[str, Any]) -> tuple[str, str]:
-    """``(verdict, note)`` of the partial folder ``path`` for the experiment ``identity``.
-
-    ``verdict`` is ``"complete"``, ``"empty"`` (no finished chunk), ``"same"`` (checkpoints of
-    this experiment) or ``"other"`` (``note``: what they are and how to resume them).
-    """
+    """``(verdict, note)`` of the partial folder ``path`` for the experiment ``identity``:
+    ``"complete"``, ``"empty"`` (no finished chunk), ``"same"`` (checkpoints of this experiment)
+    or ``"other"`` (``note``: what they are and how to resume them)."""
     if is_complete(path):
         return "complete", ""
     source = path / checkpoints.CHECKPOINT_DIR
@@ -446,9 +433,8 @@ _DECISIONS = {
 def _interrupted_runs(
     final: Path, own: Path | None, identity: Mapping[str, Any], force: bool
 ) -> typing.Iterator[list[tuple[Path, str, str]]]:
-    """``(path, decision, line)`` for each dead partial folder of ``final``, newest first.
-
-    ``decision``: a key of :data:`_DECISIONS`; ``line``: what the run prints. Locks held to the end.
+    """``(path, decision, line)`` for each dead partial folder of ``final``, newest first:
+    ``decision`` a key of :data:`_DECISIONS`, ``line`` what the run prints. Locks held to the end.
 
     Raises:
       OutputError: a folder holds checkpoints of another experiment and ``force`` is false.
@@ -547,8 +533,7 @@ class ResultsFolder:
           rounds each learner would resume from (or ``None``).
 
         Raises:
-          OutputError: as :meth:`resume`.
-          CheckpointMismatch: as :meth:`resume`.
+          OutputError, CheckpointMismatch: as :meth:`resume`.
         """
         final = Path(out).expanduser().absolute()
         identity = json.loads(json.dumps(dict(identity), sort_keys=True))
@@ -665,8 +650,7 @@ class ResultsFolder:
         text = json.dumps(summary, indent=2, allow_nan=False)
         (self.partial / SUMMARY).write_text(text + "\n", encoding="utf-8")
         tables.write_csv(tables.summary_rows(summary), self.partial / tables.CSV_NAME)
-        # Uncompressed: far faster to write, for somewhat more bytes.
-        # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
+        # Uncompressed, far faster to write (numpy's stub also types **arrays as allow_pickle)
         np.savez(self.partial / TRACES, **arrays)  # type: ignore[arg-type]
         draw(self.partial)
         return self.commit()
@@ -715,10 +699,8 @@ def clean(value: Any) -> Any:
         return [clean(v) for v in value]
     if callable(value) and hasattr(value, "__qualname__"):  # a user environment's loss function
         return f"{value.__module__}:{value.__qualname__}"
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray | np.generic):
         return clean(value.tolist())
-    if isinstance(value, np.generic):
-        return clean(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

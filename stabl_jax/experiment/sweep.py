@@ -108,17 +108,16 @@ def check_grids(config: Any, grids: Mapping[str, Mapping[str, Sequence[float]]])
     """
     checked = []
     for name, fields in grids.items():
-        if name not in config.learners:
-            known = name in LEARNERS
+        learners = list(config.learners)
+        if name in LEARNERS and name not in learners:
             raise ConfigError(
-                f"--grid {name}: "
-                + (
-                    f"learner {name!r} is not in {config.name}'s learners {list(config.learners)}; "
-                    f"add it with --set 'learners=[..., \"{name}\"]'"
-                    if known
-                    else f"unknown learner {name!r}; the config's learners are "
-                    f"{list(config.learners)} (stabl-jax list names every learner)"
-                )
+                f"--grid {name}: learner {name!r} is not in {config.name}'s learners "
+                f"{learners}; add it with --set 'learners=[..., \"{name}\"]'"
+            )
+        if name not in learners:
+            raise ConfigError(
+                f"--grid {name}: unknown learner {name!r}; the config's learners are "
+                f"{learners} (stabl-jax list names every learner)"
             )
         learner = config.make_learner(name)
         allowed = list(getattr(learner.default_params, "__dataclass_fields__", ()))
@@ -129,11 +128,11 @@ def check_grids(config: Any, grids: Mapping[str, Mapping[str, Sequence[float]]])
                     f"are {allowed or 'none (nothing to sweep)'}"
                 )
             bounds = learner.param_bounds.get(field)
-            stored = np.asarray(values, np.dtype(learner.float_dtype))
-            if bounds is not None and not bool(np.all(bounds.holds(stored))):
-                outside = [
-                    f"{v:g}" for v, ok in zip(values, bounds.holds(stored), strict=True) if not ok
-                ]
+            if bounds is None:
+                continue
+            holds = bounds.holds(np.asarray(values, np.dtype(learner.float_dtype)))
+            if not bool(np.all(holds)):
+                outside = [f"{v:g}" for v, ok in zip(values, holds, strict=True) if not ok]
                 raise ConfigError(
                     f"--grid {name}.{field}: {', '.join(outside)} outside {name}'s range "
                     f"{bounds} of {field}; give values inside it"
@@ -161,14 +160,9 @@ def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool)
     return reward.reshape(len(points), runs)
 
 
-def mean_t(reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(P,)`` means over the last axis of ``(P, R)`` values and their t 95% half-widths."""
-    return metrics.mean_t(reward, axis=1)
-
-
 def point_rows(grid: Grid, reward: np.ndarray) -> list[dict[str, Any]]:
     """Per point of ``grid``: its values, mean objective and t 95% half-width over runs."""
-    mean, half = mean_t(reward)
+    mean, half = metrics.mean_t(reward, axis=1)
     return [
         {**dict(zip(grid.fields, point, strict=True)), "mean": float(m), "ci95": float(h)}
         for point, m, h in zip(grid.points, mean, half, strict=True)
@@ -183,8 +177,7 @@ def best_of(grid: Grid, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "index": at,
         "params": dict(zip(grid.fields, point, strict=True)),
-        "mean": rows[at]["mean"],
-        "ci95": rows[at]["ci95"],
+        **{k: rows[at][k] for k in ("mean", "ci95")},
         "on_edge": bool(edges),
         "edges": edges,
     }
@@ -211,13 +204,12 @@ def _toml_table(prefix: str, table: Mapping[str, Any]) -> list[str]:
 
 def tuned_toml(config: Any, chosen: Mapping[str, Mapping[str, float]], tune_seed: int) -> str:
     """The config (``--set`` applied) with the chosen points in ``[params.<learner>]``."""
-    doc = {k: v for k, v in config.to_dict().items() if k not in ("source", "overrides")}
-    doc = {k: v for k, v in doc.items() if v is not None}
+    skipped = ("source", "overrides")
+    doc = {k: v for k, v in config.to_dict().items() if k not in skipped and v is not None}
     doc["name"] = f"{config.name}_tuned"
-    params = {k: dict(v) for k, v in doc.get("params", {}).items()}
+    doc["params"] = params = {k: dict(v) for k, v in doc.get("params", {}).items()}
     for learner, values in chosen.items():
         params[learner] = {**params.get(learner, {}), **values}
-    doc["params"] = params
     head = (
         f"# Params chosen by stabl-jax sweep on seed {tune_seed} (reported on seed {config.seed})."
     )
@@ -264,40 +256,6 @@ def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
     for row in rows:
         writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
     path.write_text(text.getvalue(), encoding="utf-8", newline="")
-
-
-def add_parser(sub: Any) -> None:
-    """The ``sweep`` subcommand of ``stabl-jax`` (its handler :func:`command`)."""
-    sweep = sub.add_parser(
-        "sweep",
-        help="sweep learners' params over a grid (one program per learner) and pick the best",
-        description="Run every point of each learner's grid on the same draws in one compiled "
-        "program, write summary.json, results.csv and a plot per learner, and print the best "
-        "point; with --tune-seed, choose on that seed, report on the config's and write "
-        "tuned.toml into the results folder.",
-    )
-    sweep.add_argument("config", metavar="CONFIG", help="a .toml file or a shipped config's name")
-    sweep.add_argument(
-        "--grid",
-        action="append",
-        default=[],
-        metavar="LEARNER.FIELD=VALUES",
-        help="one field's values, V1,V2,... or 2**A..2**B (repeatable; a learner's grid is the "
-        "product of its fields')",
-    )
-    sweep.add_argument("--tune-seed", type=int, default=None, metavar="S", help="choose on S")
-    sweep.add_argument("--runs", type=int, default=None, help="runs per grid point")
-    sweep.add_argument("--seed", type=int, default=None, help="PRNG seed (overrides `seed`)")
-    sweep.add_argument("--out", default=None, metavar="DIR", help="results folder")
-    sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
-    sweep.add_argument("--force", action="store_true", help="replace a folder stabl-jax wrote")
-    sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
-    sweep.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="say the grid sizes, runs, memory; compute nothing",
-    )
-    sweep.set_defaults(handler=command)
 
 
 def prepare(args: argparse.Namespace) -> tuple[Any, list[Grid], Path]:

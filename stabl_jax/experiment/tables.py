@@ -32,10 +32,6 @@ CSV_NAME = "results.csv"
 _NOT_METRICS = frozenset({"label", "class", "constructor", "params", "num_queries"})
 
 
-def _statistic(node: Any) -> bool:
-    return isinstance(node, Mapping) and "mean" in node and "ci95" in node
-
-
 def is_number(x: Any) -> bool:
     """Whether a JSON value ``x`` is a number (an int or a float, not a bool)."""
     return isinstance(x, int | float) and not isinstance(x, bool)
@@ -43,7 +39,7 @@ def is_number(x: Any) -> bool:
 
 def _metric_rows(metric: str, node: Any, windows: list[int] | None) -> Iterator[dict[str, Any]]:
     """Rows of one metric node of a learner's summary (recursive over sub-metrics)."""
-    if _statistic(node):
+    if isinstance(node, Mapping) and "mean" in node and "ci95" in node:
         means, halves = node["mean"], node["ci95"]
         if isinstance(means, list):
             for i, (m, h) in enumerate(zip(means, halves, strict=True)):
@@ -80,9 +76,8 @@ def _learner_rows(learner: str, summary: Mapping[str, Any]) -> Iterator[dict[str
 def summary_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The tidy rows (:data:`COLUMNS`) of a ``summary.json`` dict, of any kind."""
     rows: list[dict[str, Any]] = []
-    for learner, node in summary.get("learners", {}).items():
-        rows += [{"problem": "", **row} for row in _learner_rows(learner, node)]
-    for problem, learners in summary.get("problems", {}).items():
+    groups = [("", summary.get("learners", {})), *summary.get("problems", {}).items()]
+    for problem, learners in groups:
         for learner, node in learners.items():
             rows += [{"problem": problem, **row} for row in _learner_rows(learner, node)]
     return [{c: row.get(c, "") if row.get(c) is not None else "" for c in COLUMNS} for row in rows]
@@ -102,12 +97,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
 
 @dataclasses.dataclass(frozen=True)
 class Results:
-    """A results folder, read back.
-
-    Attributes:
-      folder: the folder.
-      summary: ``summary.json`` as a dict.
-    """
+    """A results folder, read back: the ``folder`` and its ``summary.json`` as ``summary``."""
 
     folder: Path
     summary: Mapping[str, Any]
@@ -127,8 +117,8 @@ class Results:
     def traces(self) -> TraceFile:
         """``traces.npz``'s arrays, each read on first access (empty when there is none).
 
-        ``res.traces["stabl/played"]`` is ``(R, T)`` in the smallest unsigned dtype; the
-        ``(R, T)`` traces present are ``res.config["save_traces"]``.
+        The ``(R, T)`` traces present (``res.traces["stabl/played"]``, in the smallest unsigned
+        dtype) are ``res.config["save_traces"]``.
         """
         return TraceFile(self.folder / "traces.npz")
 
@@ -155,7 +145,7 @@ class Results:
         return write_csv(self.rows(), self.folder / CSV_NAME if path is None else path)
 
 
-# What reading a damaged .npz raises (BadZipFile, ValueError, EOFError).
+#: What reading a damaged .npz raises.
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError)
 
 
@@ -164,9 +154,8 @@ class TracesDamaged(ValueError):
 
 
 class TraceFile(Mapping[str, np.ndarray]):
-    """The arrays of one ``.npz`` file as a read-only mapping, each read on first access.
-
-    No file stays open between accesses.
+    """The arrays of one ``.npz`` file as a read-only mapping, each read on first access
+    (no file stays open between accesses).
 
     Args:
       path: the ``.npz`` file (as :func:`numpy.savez` writes it).
@@ -182,20 +171,17 @@ class TraceFile(Mapping[str, np.ndarray]):
             self._names = tuple(m.removesuffix(".npy") for m in members if m.endswith(".npy"))
         self._arrays: dict[str, np.ndarray] = {}
 
-    def _damaged(self, exc: Exception) -> TracesDamaged:
-        return TracesDamaged(
-            f"{self._path} cannot be read ({type(exc).__name__}: {exc}): the file is damaged "
-            "or not an .npz; run what wrote it again"
-        )
-
     @contextlib.contextmanager
     def _archive(self) -> Iterator[zipfile.ZipFile]:
-        """The file open as a zip archive; read errors as :meth:`_damaged`."""
+        """The file open as a zip archive; read errors as :class:`TracesDamaged`."""
         try:
             with zipfile.ZipFile(self._path) as archive:
                 yield archive
         except _DAMAGED as exc:
-            raise self._damaged(exc) from None
+            raise TracesDamaged(
+                f"{self._path} cannot be read ({type(exc).__name__}: {exc}): the file is damaged "
+                "or not an .npz; run what wrote it again"
+            ) from None
 
     def read(self, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
         """The arrays ``names`` (default: all); those not yet read are read in one pass."""
@@ -259,8 +245,7 @@ def load_results(folder: str | Path) -> Results:
       ValueError: ``summary.json`` is not a JSON object.
     """
     folder = finished_folder(folder)
-    summary = read_json_object(folder / "summary.json", "rerun the experiment")
-    return Results(folder=folder, summary=summary)
+    return Results(folder, read_json_object(folder / "summary.json", "rerun the experiment"))
 
 
 def read_json_object(path: str | Path, remedy: str) -> dict[str, Any]:
@@ -284,15 +269,13 @@ def text_table(rows: list[list[str]], footer: str) -> str:
     """Rows of cells as an aligned text table (first row the header) with a footer line."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
-    for i, row in enumerate(rows):
+    for row in rows:
         cells = [row[0].ljust(widths[0])] + [
             c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
         ]
         lines.append("  ".join(cells))
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    lines.append(footer)
-    return "\n".join(lines)
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join([*lines, footer])
 
 
 def plus_minus(mean: float, half: float, digits: int) -> str:
@@ -304,8 +287,8 @@ def plus_minus(mean: float, half: float, digits: int) -> str:
 
 def byte_size(count: float) -> str:
     """``1536`` -> ``"1.5 KiB"``: a byte count for people (B, KiB, ..., TiB)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if count < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024:
             return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
         count /= 1024
-    raise AssertionError
+    return f"{count:.1f} TiB"

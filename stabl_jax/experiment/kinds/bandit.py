@@ -15,7 +15,7 @@ from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import Kind, Resources, check_distinct, estimate_resources
+from stabl_jax.experiment.kinds.base import Kind, check_distinct
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry, SimResult
 
@@ -24,11 +24,8 @@ SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best
 #: Kept unless ``save_traces`` says otherwise: the played arms.
 DEFAULT_SAVE_TRACES: tuple[str, ...] = ("played",)
 PLOT_FILES: dict[str, str] = {
-    "reward": "reward.png",
-    "adaptive_regret": "adaptive_regret.png",
-    "prob_best": "prob_best.png",
-    "cumulative_regret": "cumulative_regret.png",
-    "paired_segments": "paired_segments.png",
+    plot: f"{plot}.png"
+    for plot in ("reward", "adaptive_regret", "prob_best", "cumulative_regret", "paired_segments")
 }
 #: The reference of ``paired_segments.png``: the first of these a config runs, else its first.
 PAIRED_REFERENCES: tuple[str, ...] = ("stabl_tuned", "stabl")
@@ -65,13 +62,14 @@ class BanditConfig(paired.ExperimentConfig):
         """``feedback`` and ``save_traces``."""
         return {
             "feedback": check.string("feedback", raw.get("feedback", "loss"), FEEDBACKS),
-            "save_traces": _check_save_traces(
-                check, raw.get("save_traces", list(DEFAULT_SAVE_TRACES))
-            ),
+            "save_traces": _check_save_traces(check, raw),
         }
 
     def learner_sizes(self) -> dict[str, Any]:
         return {"num_arms": self.env.num_arms}
+
+    def header_details(self) -> tuple[str, str]:
+        return f"N={self.env.num_arms} arms", f"feedback={self.feedback}"
 
     def learner_kwargs(self, name: str) -> dict[str, Any]:
         """Learner ``name``'s options; ``feedback`` where the learner takes one."""
@@ -86,8 +84,9 @@ class BanditConfig(paired.ExperimentConfig):
         return 4 * len(self.RECORDED), saved
 
 
-def _check_save_traces(check: Checker, value: Any) -> tuple[str, ...]:
+def _check_save_traces(check: Checker, raw: Mapping[str, Any]) -> tuple[str, ...]:
     """``"all"``, ``"none"`` or an array of :data:`SAVABLE_TRACES` names, in that order."""
+    value = raw.get("save_traces", list(DEFAULT_SAVE_TRACES))
     if value in ("all", "none"):
         return SAVABLE_TRACES if value == "all" else ()
     allowed = f'"all", "none" or an array of names from {list(SAVABLE_TRACES)}'
@@ -160,14 +159,10 @@ def run_experiment(
     def per_segment(env: Any, result: SimResult) -> dict[str, Any]:
         if not segments:
             segments.append(metrics.segment_ids(result.final_carry("the segments"), config.horizon))
-        num_segments = int(env.num_segments)
+        ids, num_segments = segments[0], int(env.num_segments)
         return {
-            "segment_reward": metrics.per_segment_mean(
-                result.loss, segments[0], num_segments, _reward
-            ),
-            "prob_best_segment": metrics.per_segment_mean(
-                result.prob_best, segments[0], num_segments
-            ),
+            "segment_reward": metrics.per_segment_mean(result.loss, ids, num_segments, _reward),
+            "prob_best_segment": metrics.per_segment_mean(result.prob_best, ids, num_segments),
             "sa_sampled": np.empty((config.runs, 0)),
             "sa_expected": np.empty((config.runs, 0)),
         }
@@ -179,12 +174,9 @@ def run_experiment(
             traces[(name, "expected")] = o.result.expected_loss
         expected = {name: o.result.expected_loss for name, o in outcomes.items()}
         cumulative = metrics.CumulativeRegret(env, expected) if metrics.has_best_arm(env) else None
+        on_block = None if cumulative is None else cumulative.add  # the same regenerated losses
         regrets = metrics.paired_adaptive_regret(
-            env,
-            carry,
-            traces,
-            config.sa_windows,
-            on_block=None if cumulative is None else cumulative.add,  # the same regenerated losses
+            env, carry, traces, config.sa_windows, on_block=on_block
         )
         curves = None if cumulative is None else cumulative.result()
         for name, outcome in outcomes.items():
@@ -209,7 +201,7 @@ def run_experiment(
 def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
     """Metrics of one learner (means and 95% half-widths over runs)."""
     result = outcome.result
-    return {
+    summary = {
         **paired.learner_header(outcome),
         "mean_reward": stat(metrics.row_means(result.loss, _reward)),
         "segment_reward": stat(outcome.segment_reward),
@@ -223,12 +215,10 @@ def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) ->
             "per_segment": stat(outcome.prob_best_segment),
         },
         "num_muted": outcome.num_muted,
-        **(
-            {}
-            if outcome.cumulative_regret is None
-            else {"cumulative_regret": stat(outcome.cumulative_regret[2])}
-        ),
     }
+    if outcome.cumulative_regret is not None:
+        summary["cumulative_regret"] = stat(outcome.cumulative_regret[2])
+    return summary
 
 
 def build_summary(result: ExperimentResult, *, started: str | None = None) -> dict[str, Any]:
@@ -255,21 +245,10 @@ def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
     """Arrays of ``traces.npz``: per learner SA(L), ``segment_reward`` and ``save_traces``.
 
     SA(L) is ``(R, len(L))`` and ``segment_reward`` ``(R, S)``, float64; traces are ``(R, T)``
-    float32 (``played``: :func:`arm_dtype`). Also ``env/change_points`` and ``sa_window_lengths``.
+    float32 (``played``: :func:`arm_dtype`); also those of :func:`.paired.trace_arrays`.
     """
-    arrays: dict[str, np.ndarray] = {
-        "env/change_points": result.change_points.astype(np.int32),
-        "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
-    }
-    for name, outcome in result.outcomes.items():
-        res = outcome.result
-        for field in result.config.save_traces:
-            dtype = saved_dtype(field, result.env.num_arms)
-            arrays[f"{name}/{field}"] = getattr(res, field).astype(dtype)
-        arrays[f"{name}/segment_reward"] = outcome.segment_reward.astype(np.float64)
-        arrays[f"{name}/sa_sampled"] = outcome.sa_sampled.astype(np.float64)
-        arrays[f"{name}/sa_expected"] = outcome.sa_expected.astype(np.float64)
-    return arrays
+    saved = {t: saved_dtype(t, result.env.num_arms) for t in result.config.save_traces}
+    return paired.trace_arrays(result, saved, ("segment_reward", "sa_sampled", "sa_expected"))
 
 
 def paired_reference(result: ExperimentResult) -> str | None:
@@ -305,15 +284,9 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
     window = config.window
     reward, regret, prob = [], [], []
     for name, outcome in result.outcomes.items():
-        res = outcome.result
-        text = plots.label(name)
-        reward.append(paired.moving_band(name, res.loss, window, text, _reward))
-        prob.append(paired.moving_band(name, res.prob_best, window, text))
-        regret.append(
-            paired.regret_band(
-                name, outcome.sa_sampled, config.sa_windows, outcome.learner.num_queries
-            )
-        )
+        reward.append(paired.moving_band(name, outcome.result.loss, window, _reward))
+        prob.append(paired.moving_band(name, outcome.result.prob_best, window))
+        regret.append(paired.regret_band(outcome, outcome.sa_sampled, config.sa_windows))
     change_points = paired.fixed_change_points(env) or ()
     setting = (
         f"{config.env.name}, N={env.num_arms}, T={config.horizon}, {config.runs} runs, "
@@ -346,13 +319,9 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
             f"{head}\ncumulative regret of the play distribution to the best arm of each "
             f"round ({setting}; mean with 95% band)"
         )
+        path = Path(folder) / PLOT_FILES["cumulative_regret"]
         written.append(
-            plots.plot_cumulative_regret(
-                bands,
-                Path(folder) / PLOT_FILES["cumulative_regret"],
-                title=title,
-                change_points=change_points,
-            )
+            plots.plot_cumulative_regret(bands, path, title=title, change_points=change_points)
         )
     if paired_reference(result) is not None:
         path = Path(folder) / PLOT_FILES["paired_segments"]
@@ -364,20 +333,15 @@ def format_table(result: Any) -> str:
     """The printed summary: per learner, queries, segment reward, SA(L) and ``prob_best``."""
     config = result.config
     shown = paired.pick_windows(config.sa_windows)
-    columns = [config.sa_windows.index(L) for L in shown]
-    num_segments = result.num_segments
-    header = ["learner", "q"]
-    header += [f"seg{s + 1} reward" for s in range(num_segments)]
-    header += [f"SA({L})" for L in shown]
-    header += ["P(best arm)"]
-    rows = [header]
+    segments = [f"seg{s + 1} reward" for s in range(result.num_segments)]
+    rows = [["learner", "q", *segments, *(f"SA({L})" for L in shown), "P(best arm)"]]
     for name, outcome in result.outcomes.items():
         seg_mean, seg_half = metrics.mean_ci(outcome.segment_reward)
         sa_mean, sa_half = metrics.mean_ci(outcome.sa_sampled)
         pb_mean, pb_half = metrics.mean_ci(metrics.row_means(outcome.result.prob_best))
         row = [name, str(outcome.learner.num_queries)]
         row += [tables.plus_minus(m, h, 3) for m, h in zip(seg_mean, seg_half, strict=True)]
-        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in columns]
+        row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in shown.values()]
         row += [tables.plus_minus(pb_mean, pb_half, 3)]
         rows.append(row)
     return tables.text_table(
@@ -392,22 +356,16 @@ def run(config: BanditConfig, **kwargs: Any) -> ExperimentResult:
     return paired.run(run_experiment, config, metrics_label="SA(L), per segment", **kwargs)
 
 
-def run_header(config: BanditConfig, out: Path, needs: Resources | None) -> str:
-    """What ``stabl-jax run`` prints before a bandit experiment."""
-    size = f"N={config.env.num_arms} arms"
-    return paired.header(config, out, needs, size, f"feedback={config.feedback}")
-
-
 KIND = Kind(
     name="bandit",
     description="learners compared on one bandit environment (the default)",
     validate=BanditConfig.validate,
-    header=run_header,
+    header=paired.header,
     run=run,
     summary=build_summary,
     traces=trace_arrays,
     plots=render_plots,
     table=format_table,
-    estimate=lambda config: estimate_resources(paired.plan(config)),
+    estimate=paired.estimate,
     resumed_line=paired.resumed_rounds,
 )

@@ -128,14 +128,6 @@ def estimate_resources(plan: Plan) -> Resources:
     return Resources(memory, disk + PLOTS_BYTES, plan.size, plan.remedy)
 
 
-def needs_line(needs: Resources) -> str:
-    """The header's line on what a run needs (``"  needs about 795.7 MiB of memory, ..."``)."""
-    return (
-        f"  needs about {byte_size(needs.memory_bytes)} of memory, "
-        f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints)"
-    )
-
-
 def header(
     config: Any,
     out: Path,
@@ -149,7 +141,10 @@ def header(
         lines.append(f"  overrides: {' '.join(config.overrides)}")
     lines += [*setting, f"  learners: {', '.join(config.learners)}", *notes]
     if needs is not None:
-        lines.append(needs_line(needs))
+        lines.append(
+            f"  needs about {byte_size(needs.memory_bytes)} of memory, "
+            f"{byte_size(needs.disk_bytes)} of disk (traces and checkpoints)"
+        )
     lines.append(f"  output: {out}")
     return "\n".join(lines)
 

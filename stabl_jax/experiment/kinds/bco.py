@@ -10,24 +10,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from stabl_jax import metrics, registry
-from stabl_jax.bco.simulate import (
-    comparator_solver,
-    paired_bco_adaptive_regret,
-    sa_memory_bytes,
-)
+from stabl_jax.bco.simulate import comparator_solver, paired_bco_adaptive_regret, sa_memory_bytes
 from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
-from stabl_jax.experiment.kinds.base import Kind, Resources, estimate_resources
+from stabl_jax.experiment.kinds.base import Kind
 from stabl_jax.experiment.results import stat
 from stabl_jax.simulate import RunCarry
 
-BCO_PLOT_FILES: dict[str, str] = {
-    "loss": "loss.png",
-    "adaptive_regret": "adaptive_regret.png",
-}
+BCO_PLOT_FILES: dict[str, str] = {plot: f"{plot}.png" for plot in ("loss", "adaptive_regret")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,17 +54,22 @@ class BCOConfig(paired.ExperimentConfig):
         return super().check_env_value(check, key, value, hint)
 
     @classmethod
-    def env_arguments(cls, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The ``domain`` spec becomes a :class:`~stabl_jax.domains.Domain`."""
+    def build_env(cls, name: str, horizon: int, kwargs: Mapping[str, Any]) -> Any:
+        """The environment, its ``domain`` spec made a :class:`~stabl_jax.domains.Domain`."""
         kwargs = dict(kwargs)
         spec = kwargs.pop("domain", None)
         if spec is not None:
             kwargs["domain"] = make_domain(spec["name"], int(kwargs["dim"]), spec["size"])
-        return kwargs
+        return super().build_env(name, horizon, kwargs)
 
     def learner_sizes(self) -> dict[str, Any]:
         env = self.make_env()
         return {"dim": env.dim, "domain": env.domain}
+
+    def header_details(self) -> tuple[str, str]:
+        env = self.make_env()
+        size = f"d={env.dim}, {type(env.domain).__name__.lower()} K"
+        return size, f"SA(L) stride {self.sa_stride or 'max(1, L // 4)'}"
 
     def learner_kwargs(self, name: str) -> dict[str, Any]:
         """Learner ``name``'s options; ``lipschitz`` defaults to the environment's ``G``."""
@@ -128,18 +126,6 @@ class BCOExperimentResult(paired.Result):
 
     comparator_gap: np.ndarray
 
-    @property
-    def sa_method(self) -> dict[str, str]:
-        """How SA(L) was computed: the window grid and the comparator solver."""
-        stride = self.config.sa_stride
-        return {
-            "metric": "stabl_jax.bco.simulate.bco_adaptive_regret (comparators shared by all "
-            "learners: paired_bco_adaptive_regret)",
-            "stride": "max(1, L // 4)" if stride is None else str(stride),
-            "window_starts": "{0, s, 2s, ...} ∪ {T - L} with s the stride",
-            "solver": comparator_solver(self.env),
-        }
-
 
 def run_bco_experiment(
     config: BCOConfig,
@@ -151,10 +137,8 @@ def run_bco_experiment(
 ) -> BCOExperimentResult:
     """Simulate every BCO learner of ``config`` on the same environment draws and measure SA(L).
 
-    Args:
-      config: a validated BCO config.
-      progress, checkpoints, validate: as in :func:`.bandit.run_experiment`.
-      on_learner_done: called with each learner's outcome once simulated (``sa`` still empty).
+    The arguments are those of :func:`.bandit.run_experiment`; ``on_learner_done`` sees ``sa``
+    still empty.
     """
 
     def adaptive_regret(env: Any, carry: RunCarry, outcomes: dict[str, Any]) -> dict[str, Any]:
@@ -202,13 +186,15 @@ def build_bco_summary(result: BCOExperimentResult, *, started: str | None = None
         "num_muted": "meta-weight updates with 1 + eta_k r~ <= 0 (Algorithm 3 and "
         "Appendix D), summed over runs",
     }
-    regret = {
+    gap = result.comparator_gap
+    regret = {  # the window grid and the comparator solver SA(L) was computed with
         "window_lengths": list(result.config.sa_windows),
-        **result.sa_method,
-        "comparator_gap": {
-            "max": result.comparator_gap.max(axis=0),
-            "mean": result.comparator_gap.mean(axis=0),
-        },
+        "metric": "stabl_jax.bco.simulate.bco_adaptive_regret (comparators shared by all "
+        "learners: paired_bco_adaptive_regret)",
+        "stride": str(result.config.sa_stride or "max(1, L // 4)"),
+        "window_starts": "{0, s, 2s, ...} ∪ {T - L} with s the stride",
+        "solver": comparator_solver(result.env),
+        "comparator_gap": {"max": gap.max(axis=0), "mean": gap.mean(axis=0)},
     }
     return paired.build_summary(
         result, started, notes, bco_learner_summary, BCO_PLOT_FILES, adaptive_regret=regret
@@ -218,19 +204,12 @@ def build_bco_summary(result: BCOExperimentResult, *, started: str | None = None
 def bco_trace_arrays(result: BCOExperimentResult) -> dict[str, np.ndarray]:
     """Arrays of a BCO ``traces.npz``: per learner ``loss``, ``best_loss`` and ``sa``.
 
-    ``(R, T)`` float32 traces, ``(R, len(L))`` float64 SA(L); also ``comparator_gap``,
-    ``env/change_points`` and ``sa_window_lengths``.
+    ``(R, T)`` float32 traces, ``(R, len(L))`` float64 SA(L); also ``comparator_gap``
+    and those of :func:`.paired.trace_arrays`.
     """
-    arrays: dict[str, np.ndarray] = {
-        "env/change_points": result.change_points.astype(np.int32),
-        "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
-        "comparator_gap": result.comparator_gap.astype(np.float64),
-    }
-    for name, outcome in result.outcomes.items():
-        arrays[f"{name}/loss"] = outcome.result.loss.astype(np.float32)
-        arrays[f"{name}/best_loss"] = outcome.result.best_loss.astype(np.float32)
-        arrays[f"{name}/sa"] = outcome.sa.astype(np.float64)
-    return arrays
+    traces = {"loss": np.dtype(np.float32), "best_loss": np.dtype(np.float32)}
+    gap = result.comparator_gap.astype(np.float64)
+    return paired.trace_arrays(result, traces, ("sa",), comparator_gap=gap)
 
 
 def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Path]:
@@ -239,11 +218,8 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
     env = result.env
     loss, regret = [], []
     for name, outcome in result.outcomes.items():
-        label = plots.label(name)
-        loss.append(paired.moving_band(name, outcome.result.loss, config.window, label))
-        regret.append(
-            paired.regret_band(name, outcome.sa, config.sa_windows, outcome.learner.num_queries)
-        )
+        loss.append(paired.moving_band(name, outcome.result.loss, config.window))
+        regret.append(paired.regret_band(outcome, outcome.sa, config.sa_windows))
     setting = (
         f"{config.env.name}, d={env.dim}, {type(env.domain).__name__.lower()}, "
         f"T={config.horizon}, {config.runs} runs"
@@ -271,7 +247,7 @@ def format_bco_table(result: Any) -> str:
     """The printed summary: per learner queries, mean loss, SA(L), muting; then certificates."""
     config = result.config
     shown = paired.pick_windows(config.sa_windows)
-    columns = [config.sa_windows.index(L) for L in shown]
+    columns = shown.values()
     rows = [["learner", "q", "mean loss", *(f"SA({L})" for L in shown), "muted"]]
     for name, outcome in result.outcomes.items():
         loss_mean, loss_half = metrics.mean_ci(metrics.row_means(outcome.result.loss))
@@ -295,25 +271,16 @@ def run(config: BCOConfig, **kwargs: Any) -> BCOExperimentResult:
     return paired.run(run_bco_experiment, config, metrics_label="SA(L)", **kwargs)
 
 
-def run_header(config: BCOConfig, out: Path, needs: Resources | None) -> str:
-    """What ``stabl-jax run`` prints before a BCO experiment."""
-    env = config.make_env()
-    size = f"d={env.dim}, {type(env.domain).__name__.lower()} K"
-    return paired.header(
-        config, out, needs, size, f"SA(L) stride {config.sa_stride or 'max(1, L // 4)'}"
-    )
-
-
 KIND = Kind(
     name="bco",
     description="BCO learners compared on one convex environment",
     validate=BCOConfig.validate,
-    header=run_header,
+    header=paired.header,
     run=run,
     summary=build_bco_summary,
     traces=bco_trace_arrays,
     plots=render_bco_plots,
     table=format_bco_table,
-    estimate=lambda config: estimate_resources(paired.plan(config)),
+    estimate=paired.estimate,
     resumed_line=paired.resumed_rounds,
 )

@@ -18,42 +18,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, registry
-from stabl_jax.experiment import plots
+from stabl_jax.experiment import plots, results
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, jsonable
 from stabl_jax.experiment.kinds import base
-from stabl_jax.experiment.results import (
-    FORMAT,
-    SUMMARY,
-    TRACES,
-    Resumed,
-    clean,
-    environment_info,
-    params_dict,
-    static_fields,
-)
 from stabl_jax.simulate import RunCarry, SimOptions, SimResult, auto_chunk_size, simulate
 
 MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own check)
 DEFAULT_WINDOW = 50
 # Keys of the top level, in the order they are documented.
-TOP_LEVEL_KEYS: tuple[str, ...] = (
-    "kind",
-    "name",
-    "description",
-    "seed",
-    "runs",
-    "horizon",
-    "learners",
-    "window",
-    "sa_windows",
-    "sa_stride",
-    "chunk_size",
-    "feedback",
-    "save_traces",
-    "env",
-    "learner_options",
-    "params",
+TOP_LEVEL_KEYS: tuple[str, ...] = tuple(
+    "kind name description seed runs horizon learners window sa_windows sa_stride chunk_size "
+    "feedback save_traces env learner_options params".split()
 )
 # Keys of the top level that only one kind of experiment takes.
 KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco", "save_traces": "bandit"}
@@ -149,22 +125,17 @@ class ExperimentConfig:
         """The kind's own top-level keys (of :data:`KIND_ONLY`), checked."""
         raise NotImplementedError
 
-    def own_dict(self) -> dict[str, Any]:
-        """The kind's own top-level keys (of :data:`KIND_ONLY`) for :meth:`to_dict`."""
-        return {k: jsonable(getattr(self, k)) for k, kind in KIND_ONLY.items() if kind == self.kind}
-
     @classmethod
     def check_env_value(cls, check: Checker, key: str, value: Any, hint: Any) -> Any:
         """The ``[env]`` value ``key`` checked against the constructor's type ``hint``."""
         return check.coerce(f"env.{key}", value, hint)
 
-    @classmethod
-    def env_arguments(cls, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The constructor arguments of the ``[env]`` values ``kwargs``."""
-        return dict(kwargs)
-
     def learner_sizes(self) -> dict[str, Any]:
         """The constructor arguments every learner gets from the environment."""
+        raise NotImplementedError
+
+    def header_details(self) -> tuple[str, str]:
+        """What :func:`header` says of the environment's size and of the kind's own keys."""
         raise NotImplementedError
 
     def unused_settings(self) -> list[str]:
@@ -195,8 +166,8 @@ class ExperimentConfig:
     # --- building the objects it describes ----------------------------------------------------
     @classmethod
     def build_env(cls, name: str, horizon: int, kwargs: Mapping[str, Any]) -> Any:
-        """``ENVS.make(name, horizon=horizon, **kwargs)`` (:meth:`env_arguments`)."""
-        return cls.ENVS.make(name, horizon=horizon, **cls.env_arguments(kwargs))
+        """``ENVS.make(name, horizon=horizon, **kwargs)`` of the ``[env]`` values ``kwargs``."""
+        return cls.ENVS.make(name, horizon=horizon, **kwargs)
 
     def make_env(self) -> Any:
         """The environment, ``ENVS.make(env.name, horizon=horizon, **env.kwargs)``."""
@@ -226,7 +197,7 @@ class ExperimentConfig:
             "window": self.window,
             "sa_windows": list(self.sa_windows),
             "chunk_size": self.chunk_size,
-            **self.own_dict(),
+            **{k: jsonable(getattr(self, k)) for k, kind in KIND_ONLY.items() if kind == self.kind},
             "env": {"name": self.env.name, **jsonable(dict(self.env.kwargs))},
             "learner_options": jsonable({k: dict(v) for k, v in self.learner_options.items()}),
             "params": {k: dict(v) for k, v in self.params.items()},
@@ -277,17 +248,11 @@ class ExperimentConfig:
         if raw.get("chunk_size") is not None:
             keep("chunk_size", check.integer, "chunk_size", raw["chunk_size"], 1)
         options = raw.get("learner_options", {})
-        keep("options", _check_learner_options, check, options, cls.LEARNERS, cls.RESERVED)
+        keep("learner_options", _check_learner_options, check, options, cls.LEARNERS, cls.RESERVED)
         keep("params", _check_params, check, raw.get("params", {}), cls.LEARNERS)
         check.done()
-        config = cls(
-            **checked.pop("identity"),
-            **checked.pop("own"),
-            learner_options=checked.pop("options"),
-            **checked,
-            source=source,
-            overrides=tuple(overrides),
-        )
+        identity, own = checked.pop("identity"), checked.pop("own")
+        config = cls(**identity, **own, **checked, source=source, overrides=tuple(overrides))
         for learner_name in checked["learners"]:
             with check.collect():
                 _check_learner(check, config, learner_name)
@@ -396,15 +361,13 @@ def _check_sa_windows(check: Checker, value: Any, horizon: int) -> tuple[int, ..
 def _check_learner_options(
     check: Checker, value: Any, known: registry.Registry, reserved: Mapping[str, str]
 ) -> dict[str, dict[str, Any]]:
-    tables_ = check.table("learner_options", value)
     out: dict[str, dict[str, Any]] = {}
-    for learner_name, options in tables_.items():
+    for learner_name, options in check.table("learner_options", value).items():
         key = f"learner_options.{learner_name}"
         hints = base.entry(check, key, known, learner_name).hints
-        options = check.table(key, options)
         accepted = [k for k in hints if k not in reserved]
         out[learner_name] = {}
-        for option, item in options.items():
+        for option, item in check.table(key, options).items():
             if option in reserved:
                 check.fail(f"{key}.{option}", f"cannot be set here: {reserved[option]}")
             if option not in hints:
@@ -416,15 +379,14 @@ def _check_learner_options(
 def _check_params(
     check: Checker, value: Any, known: registry.Registry
 ) -> dict[str, dict[str, float]]:
-    tables_ = check.table("params", value)
     out: dict[str, dict[str, float]] = {}
-    for learner_name, values in tables_.items():
+    for learner_name, values in check.table("params", value).items():
         key = f"params.{learner_name}"
         base.entry(check, key, known, learner_name)
-        values = check.table(key, values)
-        out[learner_name] = {}
-        for field, item in values.items():
-            out[learner_name][field] = check.number(f"{key}.{field}", item, 0)
+        out[learner_name] = {
+            field: check.number(f"{key}.{field}", item, 0)
+            for field, item in check.table(key, values).items()
+        }
     return out
 
 
@@ -433,9 +395,7 @@ class Outcome:
     """One learner's simulation; a kind's outcome adds its metrics.
 
     Attributes:
-      name: registry name.
-      learner: the learner object.
-      params: the learner params it ran with.
+      name, learner, params: its registry name, the learner object and the params it ran with.
       result: its :class:`~stabl_jax.simulate.SimResult` (``(R, T)`` traces).
       num_muted: meta-weight muting events over all runs, or ``None``.
       wall_seconds: simulation wall time (compile, run and transfers).
@@ -507,8 +467,8 @@ def simulate_learners(
     config: ExperimentConfig,
     env: Any,
     *,
-    progress: ProgressFactory | None,
-    checkpoints: ExperimentCheckpoints | None,
+    progress: ProgressFactory | None = None,
+    checkpoints: ExperimentCheckpoints | None = None,
     validate: bool,
 ) -> Iterator[tuple[str, Any, Any, SimResult, float]]:
     """``(name, learner, params, result, seconds)`` of every learner in turn, with one key."""
@@ -542,7 +502,7 @@ def run_learners(
     measure: Callable[[Any, SimResult], dict[str, Any]],
     measure_all: Callable[[Any, RunCarry, dict[str, Any]], dict[str, Any]],
     result_type: type[ResultT],
-    on_learner_done: Callable[[Any], None] | None,
+    on_learner_done: Callable[[Any], None] | None = None,
     **options: Any,
 ) -> ResultT:
     """Simulate every learner of ``config`` into an ``outcome_type``."""
@@ -569,11 +529,12 @@ def run_learners(
     carry = next(iter(outcomes.values())).result.final_carry("the paired metrics")
     fields = measure_all(env, carry, outcomes)
     metrics_s += time.perf_counter() - metric_start
+    points = np.asarray(carry.env_params.change_points)  # every run's
     return result_type(
         config=config,
         env=env,
         outcomes=outcomes,
-        change_points=change_points(config, env, carry),
+        change_points=points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32),
         chunk_size=resolve_chunk_size(config),
         wall_seconds=time.perf_counter() - start,
         metrics_seconds=metrics_s,
@@ -589,13 +550,7 @@ def num_muted(carry: RunCarry) -> int | None:
     return int(np.asarray(muted, dtype=np.int64).sum())
 
 
-def change_points(config: ExperimentConfig, env: Any, carry: RunCarry) -> np.ndarray:
-    """``(R, S - 1)`` int32 change points of every run."""
-    points = np.asarray(carry.env_params.change_points)
-    return points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32)
-
-
-def plan(config: ExperimentConfig) -> base.Plan:
+def estimate(config: ExperimentConfig) -> base.Resources:
     """An experiment's memory and disk from its config alone (shapes by :func:`jax.eval_shape`)."""
     runs, horizon = int(config.runs), int(config.horizon)
     env = config.make_env()
@@ -614,7 +569,7 @@ def plan(config: ExperimentConfig) -> base.Plan:
         for recorded, saved in sizes
     ]
     kept = sum(runs * horizon * saved for _, saved in sizes)
-    return base.Plan(
+    plan = base.Plan(
         tuple(programs),
         size=f"{runs} runs x {horizon} rounds x {len(learners)} learners",
         remedy="lower runs or horizon (--runs, --set horizon=...)",
@@ -622,11 +577,7 @@ def plan(config: ExperimentConfig) -> base.Plan:
         end_bytes=2 * kept + config.metrics_bytes(env, width),
         keeps_states=True,
     )
-
-
-def learner_record(learner: Any, params: Any) -> dict[str, Any]:
-    """A learner's ``constructor`` (static fields) and ``params``, defaults filled in."""
-    return {"constructor": static_fields(learner), "params": params_dict(params)}
+    return base.estimate_resources(plan)
 
 
 def learner_header(outcome: Outcome) -> dict[str, Any]:
@@ -636,7 +587,8 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
         "label": plots.label(outcome.name),
         "class": type(learner).__name__,
         "num_queries": int(learner.num_queries),
-        **learner_record(learner, outcome.params),
+        "constructor": results.static_fields(learner),
+        "params": results.params_dict(outcome.params),
         "compile_seconds": outcome.result.compile_seconds,
         "run_seconds": outcome.result.run_seconds,
         "simulate_seconds": outcome.wall_seconds,
@@ -652,17 +604,6 @@ def fixed_change_points(env: Any) -> tuple[int, ...] | None:
     return tuple(int(t) for t in env.change_points)
 
 
-def env_record(config: ExperimentConfig, env: Any) -> dict[str, Any]:
-    """``summary.json``'s ``env``: every field of the environment and its change points."""
-    points = fixed_change_points(env)
-    return {
-        "name": config.env.name,
-        "class": type(env).__name__,
-        **static_fields(env),
-        "change_points": None if points is None else list(points),
-    }
-
-
 def build_summary(
     result: Result,
     started: str | None,
@@ -673,8 +614,9 @@ def build_summary(
 ) -> dict[str, Any]:
     """The ``summary.json`` of a bandit or BCO experiment."""
     config = result.config
+    points = fixed_change_points(result.env)
     summary = {
-        "format": FORMAT,
+        "format": results.FORMAT,
         "kind": config.kind,
         "name": config.name,
         "description": config.description,
@@ -683,8 +625,13 @@ def build_summary(
         "runs": config.runs,
         "horizon": config.horizon,
         "config": config.to_dict(),
-        "env": env_record(config, result.env),
-        **environment_info(),
+        "env": {  # every field of the environment, and its change points
+            "name": config.env.name,
+            "class": type(result.env).__name__,
+            **results.static_fields(result.env),
+            "change_points": None if points is None else list(points),
+        },
+        **results.environment_info(),
         "timings": {
             "wall_seconds": result.wall_seconds,
             "metrics_seconds": result.metrics_seconds,
@@ -708,40 +655,52 @@ def build_summary(
             name: learner_summary(outcome, config.sa_windows)
             for name, outcome in result.outcomes.items()
         },
-        "files": {"summary": SUMMARY, "traces": TRACES, "plots": dict(plot_files)},
+        "files": {"summary": results.SUMMARY, "traces": results.TRACES, "plots": dict(plot_files)},
     }
-    return clean(summary)
+    return results.clean(summary)
+
+
+def trace_arrays(
+    result: Result, traces: Mapping[str, np.dtype], measured: Sequence[str], **extra: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Arrays of ``traces.npz``: ``env/change_points``, ``sa_window_lengths``, ``extra``, then
+    per learner ``name/trace`` (of its result, ``traces``' dtype) and ``measured`` (float64)."""
+    arrays: dict[str, np.ndarray] = {
+        "env/change_points": result.change_points.astype(np.int32),
+        "sa_window_lengths": np.asarray(result.config.sa_windows, np.int64),
+        **extra,
+    }
+    for name, outcome in result.outcomes.items():
+        for trace, dtype in traces.items():
+            arrays[f"{name}/{trace}"] = getattr(outcome.result, trace).astype(dtype)
+        for field in measured:
+            arrays[f"{name}/{field}"] = getattr(outcome, field).astype(np.float64)
+    return arrays
 
 
 def moving_band(
-    name: str,
-    values: np.ndarray,
-    window: int,
-    label: str,
-    of: metrics.Transform | None = None,
+    name: str, values: np.ndarray, window: int, of: metrics.Transform | None = None
 ) -> plots.Band:
     """The moving average of ``of(values)`` (``(R, T)``) over runs, with its 95% band."""
     mean, half = metrics.moving_mean_ci(values, window, of)
-    return plots.Band(name=name, label=label, x=np.arange(values.shape[1]), mean=mean, half=half)
+    return plots.Band(name, plots.label(name), np.arange(values.shape[1]), mean, half)
 
 
-def regret_band(name: str, sa: np.ndarray, window_lengths: Any, num_queries: int) -> plots.Band:
+def regret_band(outcome: Outcome, sa: np.ndarray, window_lengths: Any) -> plots.Band:
     """SA(L) against L over runs, with the queries per round in the legend."""
     mean, half = metrics.mean_ci(sa, axis=0)
-    queries = f"{num_queries} {'query' if num_queries == 1 else 'queries'}/round"
-    return plots.Band(
-        name=name,
-        label=f"{plots.label(name)} ({queries})",
-        x=np.asarray(window_lengths),
-        mean=mean,
-        half=half,
-    )
+    label = f"{plots.label(outcome.name)} ({per_round(outcome.learner.num_queries)})"
+    return plots.Band(outcome.name, label, np.asarray(window_lengths), mean, half)
 
 
-def header(
-    config: ExperimentConfig, out: Path, needs: base.Resources | None, size: str, detail: str
-) -> str:
-    """The lines ``stabl-jax run`` prints first; ``size``, ``detail`` describe the environment."""
+def per_round(queries: int) -> str:
+    """``"1 query/round"``, ``"3 queries/round"``."""
+    return f"{queries} {'query' if queries == 1 else 'queries'}/round"
+
+
+def header(config: ExperimentConfig, out: Path, needs: base.Resources | None) -> str:
+    """The lines ``stabl-jax run`` prints first (:meth:`ExperimentConfig.header_details`)."""
+    size, detail = config.header_details()
     env = config.make_env()
     fixed = fixed_change_points(env)
     points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
@@ -767,7 +726,7 @@ def run(
     config: ExperimentConfig,
     *,
     checkpoints: ExperimentCheckpoints,
-    resumed: Resumed | None,
+    resumed: results.Resumed | None,
     progress: bool,
     log: Callable[[str], None],
     metrics_label: str,
@@ -777,11 +736,10 @@ def run(
         log(f"  resuming {resumed.source.name}: {resumed_rounds(config, resumed.progress)}")
 
     def learner_done(outcome: Outcome) -> None:
-        queries = int(outcome.learner.num_queries)
+        queries = per_round(int(outcome.learner.num_queries))
         muted = "" if outcome.num_muted is None else f", muted {outcome.num_muted}"
-        per_round = f"{queries} {'query' if queries == 1 else 'queries'}/round"
         log(
-            f"  {outcome.name:<20} {per_round:<16} compile "
+            f"  {outcome.name:<20} {queries:<16} compile "
             f"{outcome.result.compile_seconds:5.1f} s  run {outcome.result.run_seconds:6.1f} s"
             f"{muted}"
         )
@@ -816,11 +774,10 @@ def progress_bars(horizon: int) -> ProgressFactory:
     return for_learner
 
 
-def pick_windows(windows: Sequence[int], count: int = 3) -> list[int]:
-    """Up to ``count`` window lengths to print: the first, the middle and the last."""
-    if len(windows) <= count:
-        return list(windows)
-    return [windows[0], windows[len(windows) // 2], windows[-1]]
+def pick_windows(windows: Sequence[int]) -> dict[int, int]:
+    """Up to three window lengths to print (the first, the middle, the last): ``{L: column}``."""
+    picked = range(len(windows)) if len(windows) <= 3 else (0, len(windows) // 2, len(windows) - 1)
+    return {windows[column]: column for column in picked}
 
 
 def over(runs: int) -> str:

@@ -175,7 +175,8 @@ def validate_hpo(
     keep("eagle_grid", check.string, "bbob.eagle_grid", table.get("eagle_grid", "default"), GRIDS)
     keep("eagle_fill", check.string, "bbob.eagle_fill", table.get("eagle_fill", "uniform"), FILLS)
     keep("history_lengths", _history_lengths, check, table)
-    keep("tau_max", _tau_max, check, table)
+    tau_max = table.get("tau_max", 10.0)
+    keep("tau_max", _passes, check, "bbob.tau_max", hpo_metrics.check_tau_max, tau_max)
     check.done()
     grid = itertools.product(got["functions"], got["dims"], got["evaluations"])
     problems = tuple(HPOProblem(f, d, n) for f, d, n in grid)
@@ -186,15 +187,13 @@ def validate_hpo(
         source=source,
         overrides=overrides,
     )
-    for learner_name in got["learners"]:  # their own checks (e.g. history lengths vs budget)
-        for n in got["evaluations"]:
-            with check.collect():
-                try:
-                    make_learner(config, learner_name, n)
-                except (TypeError, ValueError) as exc:
-                    check.fail(
-                        "learners", f"learner {learner_name!r} rejects a budget of {n}: {exc}"
-                    )
+    # the learners' own checks (e.g. history lengths vs budget)
+    for name, n in itertools.product(got["learners"], got["evaluations"]):
+        with check.collect():
+            try:
+                make_learner(config, name, n)
+            except (TypeError, ValueError) as exc:
+                check.fail("learners", f"learner {name!r} rejects a budget of {n}: {exc}")
     check.done()
     return config
 
@@ -208,43 +207,32 @@ def _functions(check: Checker, value: Any) -> tuple[int, ...]:
 
 def _reward_lambda(check: Checker, table: Mapping[str, Any]) -> float:
     value = check.number("bbob.reward_lambda", table.get("reward_lambda", REWARD_LAMBDA), 0.0)
-    try:
-        check_reward_lambda(value)
-    except ValueError as exc:
-        check.fail("bbob.reward_lambda", str(exc))
-    return value
+    return _passes(check, "bbob.reward_lambda", check_reward_lambda, value)
 
 
 def _history_lengths(check: Checker, table: Mapping[str, Any]) -> tuple[int, ...]:
-    default = list(hpo_metrics.PAPER_HISTORY_LENGTHS)
-    value = table.get("history_lengths", default)
-    lengths = _int_list(check, "bbob.history_lengths", value, 1, None, keep_order=True)
+    key = "bbob.history_lengths"
+    value = table.get("history_lengths", list(hpo_metrics.PAPER_HISTORY_LENGTHS))
+    lengths = tuple(base.check_distinct(check, key, base.check_ints(check, key, value, 1, None)))
     if any(b <= a for a, b in itertools.pairwise(lengths)):
-        check.fail("bbob.history_lengths", f"must be strictly increasing, got {list(lengths)}")
+        check.fail(key, f"must be strictly increasing, got {list(lengths)}")
     return lengths
 
 
-def _tau_max(check: Checker, table: Mapping[str, Any]) -> float:
+def _passes(check: Checker, key: str, validate: Callable[[Any], Any], value: Any) -> Any:
+    """``validate(value)``, its ``TypeError`` or ``ValueError`` a config error of ``key``."""
     try:
-        return hpo_metrics.check_tau_max(table.get("tau_max", 10.0))
+        return validate(value)
     except (TypeError, ValueError) as exc:
-        check.fail("bbob.tau_max", str(exc))
+        check.fail(key, str(exc))
 
 
 def _int_list(
-    check: Any,
-    key: str,
-    value: Any,
-    minimum: int,
-    maximum: int | None,
-    alternative: str = "",
-    *,
-    keep_order: bool = False,
+    check: Checker, key: str, value: Any, minimum: int, maximum: int | None, alternative: str = ""
 ) -> tuple[int, ...]:
-    out = base.check_distinct(
-        check, key, base.check_ints(check, key, value, minimum, maximum, alternative)
-    )
-    return tuple(out) if keep_order else tuple(sorted(out))
+    """``key``: distinct ints in ``[minimum, maximum]``, sorted."""
+    ints = base.check_ints(check, key, value, minimum, maximum, alternative)
+    return tuple(sorted(base.check_distinct(check, key, ints)))
 
 
 def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
@@ -260,10 +248,9 @@ def make_learner(config: HPOConfig, name: str, evaluations: int) -> Any:
 
 @dataclasses.dataclass
 class ProblemOutcome:
-    """Every learner's traces on one problem.
+    """Every learner's traces on ``problem``.
 
     Attributes:
-      problem: the problem.
       best_gap: per learner, ``(R, N)`` best gap ``f - f_opt`` after each evaluation.
       arm_counts: per learner, ``(A,)`` mean evaluations of each arm per repeat.
       seconds: per learner, ``{"compile": ..., "run": ...}``.
@@ -396,7 +383,6 @@ def run_hpo_experiment(
     checkpoints: Any = None,
     validate: bool = False,
     on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
-    on_problem_done: Callable[[ProblemOutcome], None] | None = None,
 ) -> HPOExperimentResult:
     """Run every problem of ``config``.
 
@@ -405,16 +391,14 @@ def run_hpo_experiment(
       checkpoints: where every program checkpoints and resumes from; ``None``: none.
       validate: check every round inside the compiled programs; results unchanged.
       on_learner_done: called after each learner of each problem with its timings.
-      on_problem_done: called after each problem.
     """
     start = time.perf_counter()
-    outcomes: dict[str, ProblemOutcome] = {}
     kwargs = dict(checkpoints=checkpoints, validate=validate, on_learner_done=on_learner_done)
-    for group in problem_groups(config):
-        for outcome in run_problems(config, group, **kwargs):
-            outcomes[outcome.problem.key] = outcome
-            if on_problem_done is not None:
-                on_problem_done(outcome)
+    outcomes = {
+        outcome.problem.key: outcome
+        for group in problem_groups(config)
+        for outcome in run_problems(config, group, **kwargs)
+    }
     return HPOExperimentResult(
         config=config,
         arms=config.ensemble(config.problems[0].dim).describe(),
@@ -561,9 +545,7 @@ def hpo_trace_arrays(result: HPOExperimentResult) -> dict[str, np.ndarray]:
 
 
 HPO_PLOT_FILES: dict[str, str] = {
-    "best_objective": "best_objective.png",
-    "score_vs_uniform": "score_vs_uniform.png",
-    "profile": "profile.png",
+    name: f"{name}.png" for name in ("best_objective", "score_vs_uniform", "profile")
 }
 
 
@@ -582,13 +564,7 @@ def _problem_panels(result: HPOExperimentResult) -> tuple[list[Any], list[Any]]:
         base = outcome.best_gap.get(hpo_metrics.BASELINE)
         if base is not None:
             scores = [
-                plots.Band(
-                    name,
-                    plots.label(name),
-                    x,
-                    hpo_metrics.score_vs_baseline_curve(gap, base, tau_max=tau_max),
-                    np.full(x.shape, np.nan),
-                )
+                _line(name, x, hpo_metrics.score_vs_baseline_curve(gap, base, tau_max))
                 for name, gap in outcome.best_gap.items()
                 if name != hpo_metrics.BASELINE
             ]
@@ -596,13 +572,16 @@ def _problem_panels(result: HPOExperimentResult) -> tuple[list[Any], list[Any]]:
     return gap_panels, score_panels
 
 
+def _line(name: str, x: np.ndarray, y: np.ndarray, suffix: str = "") -> plots.Band:
+    """Learner ``name``'s curve without a band, ``suffix`` after its label."""
+    return plots.Band(name, plots.label(name) + suffix, x, y, np.full(x.shape, np.nan))
+
+
 def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
     """Best-gap curves and scores against Uniform per problem, and the performance profiles."""
     folder = Path(folder)
     cfg = result.config
-    tau_max = cfg.tau_max
     gap_panels, score_panels = _problem_panels(result)
-    setting = f"{cfg.runs} repeats, mean with 95% band"
     head = plots.heading(cfg.name, cfg.description, sets_params=False)
     ncols = 2 if len(gap_panels) <= 4 else 6
     paths = [
@@ -610,7 +589,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
             gap_panels,
             folder / HPO_PLOT_FILES["best_objective"],
             ncols=ncols,
-            title=f"{head}\nbest objective gap ({setting})",
+            title=f"{head}\nbest objective gap ({cfg.runs} repeats, mean with 95% band)",
             xlabel="function evaluations",
             ylabel="log10(best f - f_opt)",
         )
@@ -623,7 +602,7 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
                 ncols=ncols,
                 title=(
                     f"{head}\nperformance profile score against Uniform over the "
-                    f"{cfg.runs} repeats (higher is better, tau_max={tau_max:g})"
+                    f"{cfg.runs} repeats (higher is better, tau_max={cfg.tau_max:g})"
                 ),
                 xlabel="function evaluations",
                 ylabel="score vs Uniform",
@@ -633,16 +612,9 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
             )
         )
     prof = profiles(result)
-    taus = prof["taus"]
     bands = [
-        plots.Band(
-            name,
-            f"{plots.label(name)} (score {prof['scores'][name]:.3f})",
-            taus,
-            prof["profile"][i],
-            np.full(taus.shape, np.nan),
-        )
-        for i, name in enumerate(prof["learners"])
+        _line(name, prof["taus"], profile, f" (score {prof['scores'][name]:.3f})")
+        for name, profile in zip(prof["learners"], prof["profile"], strict=True)
     ]
     count = len(result.problems) * cfg.runs
     paths.append(
@@ -663,8 +635,7 @@ def format_hpo_table(result: HPOExperimentResult, max_rows: int = 8) -> str:
     prof = profiles(result)
     per_problem = problem_metrics(result)
     keys = list(result.problems)[:max_rows]
-    header = ["learner", "q", "profile score", "vs Uniform", *keys]
-    rows = [header]
+    rows = [["learner", "q", "profile score", "vs Uniform", *keys]]
     for name in result.config.learners:
         learner = make_learner(result.config, name, result.config.problems[0].evaluations)
         row = [name, str(learner.num_queries), f"{prof['scores'][name]:.3f}"]
@@ -703,7 +674,6 @@ def run(
     log: Callable[[str], None],
 ) -> HPOExperimentResult:
     """:func:`run_hpo_experiment` as ``stabl-jax run`` shows it: a line per learner and problem."""
-
     if resumed is not None:
         log(f"  resuming {resumed.source.name}: {resumed_programs(config, resumed.progress)}")
 
