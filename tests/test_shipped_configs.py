@@ -19,9 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import SimOptions, simulate
+from stabl_jax import ExpertAdvice, SimOptions, make, simulate
 from stabl_jax.experiment.configs import shipped_configs
 from stabl_jax.experiment.kinds import load_config
+from stabl_jax.simulate import regenerate_losses
 
 #: The tuning grids' ends, per ``Params`` field: ``expert_lr_scale`` and ``lr_scale``
 #: ``2**0..2**10``, ``meta_lr_scale`` ``2**0..2**7``, ``gamma`` ``0,...,0.3`` (docs/usage.md).
@@ -76,10 +77,15 @@ def test_the_grid_edges_cover_every_corner():
 
 def _env_within_rounds(env) -> tuple:
     """What the first :data:`ROUNDS` rounds of ``env`` depend on: its static fields, with the
-    change points at or past :data:`ROUNDS` left out (they are never reached)."""
+    change points at or past :data:`ROUNDS` left out (they are never reached). Where the
+    change points are fixed, ``num_segments`` is their count plus one and goes with them:
+    the segments reached, and their best arms (``PiecewiseEnv._segment_params``: segment
+    ``j``'s is arm ``j mod n``, or drawn by a step independent of the count), are the same."""
     fields = {f.name: getattr(env, f.name) for f in dataclasses.fields(env)}
     points = fields.pop("change_points", None)
     reached = None if points is None else tuple(c for c in points if c < ROUNDS)
+    if points is not None and not fields.get("random_change_points", True):
+        fields.pop("num_segments")
     return type(env), tuple(sorted((k, repr(v)) for k, v in fields.items())), reached
 
 
@@ -115,6 +121,35 @@ def test_the_groups_hold_every_config_learner_once():
             config = load_config(config_name, ["runs=1"])
             learners.add(repr(config.make_learner(name)))
         assert len(learners) == 1, members
+
+
+def _losses_within_rounds(env, seed: int) -> np.ndarray:
+    """``(2, ROUNDS, n)`` every arm's loss in the first :data:`ROUNDS` rounds of two runs of
+    ``env`` from ``seed``: what a learner of a group sees there."""
+    learner = make("uniform", num_arms=env.num_arms, horizon=env.horizon)
+    res = simulate(learner, env, jax.random.key(seed), 2, horizon=ROUNDS)
+    assert res.carry is not None
+    return np.asarray(regenerate_losses(env, res.carry, 0, ROUNDS))
+
+
+def test_a_group_s_environments_give_the_same_losses_within_the_rounds():
+    """Where a group's members run different environments, each gives its first member's
+    losses over :data:`ROUNDS` rounds (the group runs that member's), and an environment
+    whose change point falls inside them does not."""
+    for members in BANDIT_GROUPS.values():
+        configs = [load_config(config_name, ["runs=1"]) for config_name, _ in members]
+        envs = {repr(config.make_env()): config.make_env() for config in configs}
+        if len(envs) > 1:
+            first, *others = envs.values()
+            want = _losses_within_rounds(first, configs[0].seed)
+            for env in others:
+                np.testing.assert_array_equal(
+                    _losses_within_rounds(env, configs[0].seed), want, err_msg=repr(env)
+                )
+    env = ExpertAdvice(num_arms=5, horizon=1024)  # change points 256, 512, 768
+    early = ExpertAdvice(num_arms=5, horizon=1024, num_segments=8)  # 128, 256, ...
+    assert _env_within_rounds(env) != _env_within_rounds(early)
+    assert not np.array_equal(_losses_within_rounds(env, 0), _losses_within_rounds(early, 0))
 
 
 @pytest.mark.slow
