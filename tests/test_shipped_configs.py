@@ -138,7 +138,7 @@ def test_a_group_s_environments_give_the_same_losses_within_the_rounds():
     whose change point falls inside them does not."""
     for members in BANDIT_GROUPS.values():
         configs = [load_config(config_name, ["runs=1"]) for config_name, _ in members]
-        envs = {repr(config.make_env()): config.make_env() for config in configs}
+        envs = {repr(env): env for env in (config.make_env() for config in configs)}
         if len(envs) > 1:
             first, *others = envs.values()
             want = _losses_within_rounds(first, configs[0].seed)
