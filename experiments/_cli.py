@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from stabl_jax.experiment import checkpoints
+from stabl_jax.experiment import files
 from stabl_jax.experiment.results import OutputError, Parser, figure_paths
 
 
@@ -60,7 +60,7 @@ def json_output(keys: Iterable[str], *, one_of: Iterable[str] = ()) -> Callable[
     def check(path: str) -> str:
         file = Path(output_file(path))
         if file.exists() or file.is_symlink():
-            data = checkpoints.read_json(file)
+            data = files.read_json(file)
             if data is None or not keys <= data.keys() or (one_of and not one_of & data.keys()):
                 raise argparse.ArgumentTypeError(
                     f"{file} is there and is not a previous output of this script (a JSON "

@@ -28,7 +28,8 @@ from _cli import json_output
 
 from stabl_jax import ExpertAdvice, SimOptions, make, sharding
 from stabl_jax.experiment.bench import default_horizon
-from stabl_jax.experiment.results import Parser, count, write_json
+from stabl_jax.experiment.files import write_json
+from stabl_jax.experiment.results import Parser, count
 
 sim = importlib.import_module("stabl_jax.simulate")
 

@@ -37,6 +37,7 @@ from _cli import md_table
 
 from stabl_jax import metrics
 from stabl_jax.experiment import load_results, plots
+from stabl_jax.experiment import files
 from stabl_jax.experiment import results as res
 from stabl_jax.experiment.tables import read_json_object
 
@@ -529,9 +530,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sa_field": SA_FIELD,
         "command": " ".join(["python", "experiments/study.py", *(argv or sys.argv[1:])]),
     }
-    res.write_json(out / "study.json", {"meta": meta, "analysis": analysis}, indent=1)
+    files.write_json(out / "study.json", {"meta": meta, "analysis": analysis}, indent=1)
     text = report(analysis, args.table_windows)
-    res.write_text(out / "study.md", text + "\n")
+    files.write_text(out / "study.md", text + "\n")
     print(text)
     if args.figures:
         for path in write_figures(analysis, Path(args.figures), args.figure_prefix):

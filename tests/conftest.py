@@ -176,11 +176,10 @@ def fill_disk_while_writing(monkeypatch: pytest.MonkeyPatch, room: int = 4096) -
     monkeypatch.setattr(builtins, "open", full_disk_open)
 
 
-def mark_as_ours(folder: Path, pid: int = 999999999, run_id: str = "0-dead") -> Path:
-    """Create ``folder`` as stabl_jax does (with its marker), by process ``pid`` (by default
-    one now gone)."""
+def mark_as_ours(folder: Path) -> Path:
+    """Create ``folder`` as stabl_jax does (with its marker), by a process now gone."""
     folder.mkdir()
-    marker = {"format": MARKER_FORMAT, "run_id": run_id, "pid": pid, "created": ""}
+    marker = {"format": MARKER_FORMAT, "created": ""}
     (folder / MARKER).write_text(json.dumps(marker))
     return folder
 

@@ -438,7 +438,7 @@ def test_foreign_folder_is_never_replaced(tmp_path, capsys, monkeypatch):
 def test_shipped_config_runs_end_to_end(tiny_runs, name):
     out = tiny_runs(name)
     assert (out / COMPLETE).is_file()
-    assert not list(out.parent.glob(f"{out.name}.partial-*"))  # nothing left behind
+    assert not list(out.parent.glob(f"{out.name}.partial*"))  # nothing left behind
 
     summary = read_summary(out)
     json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)

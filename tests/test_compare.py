@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import cli, compare
+from stabl_jax.experiment import cli, compare, files
 from stabl_jax.experiment.results import environment_info
 from tests.conftest import flip_a_byte_of
 
@@ -55,7 +55,10 @@ def folders(tmp_path_factory) -> dict[str, Path]:
 
 
 def _copy(folder: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(folder, tmp_path / "copy"))
+    """A copy of ``folder`` to edit: without its manifest, which would call an edit damage."""
+    copy = Path(shutil.copytree(folder, tmp_path / "copy"))
+    (copy / files.MANIFEST).unlink()
+    return copy
 
 
 def _edit_traces(folder: Path, edit) -> None:

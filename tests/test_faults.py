@@ -36,7 +36,7 @@ import pytest
 from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
 from stabl_jax.experiment import checkpoints as checkpoint
 from stabl_jax.experiment import cli, load_results, read_traces
-from stabl_jax.experiment import results as results_module
+from stabl_jax.experiment import files as files_module
 from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
 from stabl_jax.experiment.kinds import bandit as experiment_module
 from stabl_jax.experiment.results import (
@@ -99,7 +99,7 @@ def run(args: list[str], capsys) -> tuple[int, str, str]:
 
 
 def partials(out: Path) -> list[Path]:
-    return sorted(out.parent.glob(f"{out.name}.partial-*"))
+    return sorted(out.parent.glob(f"{out.name}.partial*"))
 
 
 def interrupted_run(config_path, out, capsys, monkeypatch, chunks: int = 10) -> Path:
@@ -160,27 +160,12 @@ def test_an_out_that_is_a_symbolic_link_is_left_alone(config_path, tmp_path, cap
         assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "link"]
 
 
-def test_without_flock_the_markers_pid_tells_a_live_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where ``fcntl`` is missing (Windows) a partial folder belongs to a live run when the
-    pid in its marker is a live process other than this one (here: this test's parent);
-    a dead pid, or this process's own, lets the folder be taken."""
-    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError
-    for pid, live in ((os.getppid(), True), (999999999, False), (os.getpid(), False)):
-        folder = mark_as_ours(tmp_path / f"out.partial-{pid}", pid=pid, run_id=str(pid))
-        fd = results_module._lock(folder)
-        assert (fd is None) == live, pid
-        if fd is not None:
-            os.close(fd)
-
-
-def test_live_runs_and_foreign_folders_beside_out_are_left_alone(
+def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
     config_path, reference, tmp_path, capsys
 ):
-    """Beside ``--out``: a folder named like a partial folder but not ours, and the partial
-    folder of a run that is still going (its lock is held). A run into the (empty, existing)
-    ``--out`` completes and touches neither."""
+    """A run whose partial folder is held by a live run (its lock) refuses, naming it, and
+    touches nothing; a folder merely named like a partial folder is never touched either. Once
+    the live run is gone, a run into the (empty, existing) ``--out`` completes."""
     out = tmp_path / "out"
     out.mkdir()  # an empty folder may be used
     lookalike = tmp_path / "out.partial-123-abc"
@@ -189,13 +174,16 @@ def test_live_runs_and_foreign_folders_beside_out_are_left_alone(
     live = ResultsFolder.prepare(out)  # holds its lock until released
     (live.checkpoint_dir / "uniform").mkdir(parents=True)
     before = files(lookalike), files(live.partial)
-    code, stdout, err = run(command(config_path, out), capsys)
+    code, _, err = run(command(config_path, out), capsys)
+    assert code == 2 and "another stabl-jax run is writing" in err and str(live.partial) in err
+    assert (files(lookalike), files(live.partial)) == before
+    live.__exit__(None, None, None)  # the live run ends, keeping its checkpoint folder
+    code, stdout, err = run(command(config_path, out, "--force"), capsys)
     assert code == 0, err
     assert "needs about" in stdout and "of disk" in stdout  # the estimate is printed
-    assert (files(lookalike), files(live.partial)) == before
+    assert files(lookalike) == before[0]
     assert_same_results(out, reference)
     assert (out / MARKER).is_file()
-    live.discard()
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,7 +494,7 @@ def test_lost_experiment_json_still_resumes(
         identity.write_text('{"format": "stabl_jax.check')
     code, stdout, err = run(command(config_path, out), capsys)
     assert code == 0, err
-    assert "missing or unreadable" in stdout and f"resuming {partial.name}" in stdout
+    assert "missing or damaged" in stdout and f"resuming {partial.name}" in stdout
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
     assert_same_results(out, reference)
     assert not partials(out)
@@ -530,88 +518,42 @@ def test_dead_run_whose_pid_is_alive_again_is_resumed(
     config_path, reference, tmp_path, capsys, monkeypatch
 ):
     """The dead run's pid now belongs to a live process (pid 1): its checkpoints are taken
-    over all the same (a dead run is told by its released lock, not its pid) and its partial
-    folder is removed."""
+    over all the same (a dead run is told by its released lock, not its pid)."""
     out = tmp_path / "out"
     partial = interrupted_run(config_path, out, capsys, monkeypatch)
-    reused = partial.with_name(f"{out.name}.partial-1-0000dead")
-    partial.rename(reused)
-    marker = json.loads((reused / MARKER).read_text())
-    (reused / MARKER).write_text(json.dumps({**marker, "pid": 1, "run_id": "1-0000dead"}))
+    marker = json.loads((partial / MARKER).read_text())
+    (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
     code, stdout, err = run(command(config_path, out), capsys)
     assert code == 0, err
-    assert f"resuming {reused.name}" in stdout
+    assert f"resuming {partial.name}" in stdout
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
     assert_same_results(out, reference)
     assert not partials(out)
 
 
-def test_each_dead_partial_folder_is_decided_on_its_own(tmp_path: Path) -> None:
-    """Four partial folders of ``out`` left by dead runs: complete results (stopped while
-    being moved into place) are left alone, byte for byte; a folder with no finished chunk is
-    removed; of two with this experiment's checkpoints the newest is taken over and the older
-    removed. One log line per decision."""
-    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
-
-    def dead(name: str, mtime: float) -> Path:
-        folder = mark_as_ours(tmp_path / f"out.partial-{name}", run_id=name)
-        os.utime(folder, (mtime, mtime))
-        return folder
-
-    complete = dead("1-complete", 4e9)
-    (complete / "summary.json").write_text("{}")
-    (complete / COMPLETE).write_text("")
-    os.utime(complete, (4e9, 4e9))
-    empty = dead("2-empty", 3e9)
-    older, newer = dead("3-older", 1e9), dead("4-newer", 2e9)
-    for folder in (older, newer):
-        (folder / checkpoint.CHECKPOINT_DIR).mkdir()
-        (folder / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).write_text(json.dumps(identity))
-        (folder / checkpoint.CHECKPOINT_DIR / "which").write_text(folder.name)
-        os.utime(folder, (2e9 if folder is newer else 1e9,) * 2)
-    kept = {p.name: p.read_bytes() for p in complete.iterdir()}
-    said = [
-        f"interrupted run {complete.name}: the complete results of a run, left alone",
-        f"interrupted run {empty.name}: an interrupted run with no finished chunk, removed",
-        f"interrupted run {newer.name}: checkpoints of this experiment, resumed",
-        f"interrupted run {older.name}: an older interrupted run of this experiment, removed",
-    ]
-    preview, would = ResultsFolder.preview_resume(out, identity)
-    assert preview == said and would is not None and would.source == newer
-    lines: list[str] = []
-    with ResultsFolder.prepare(out) as results:
-        taken = results.resume(identity, log=lines.append)
-        assert taken is not None and taken.source == newer
-        assert (results.checkpoint_dir / "which").read_text() == newer.name
-    assert {p.name: p.read_bytes() for p in complete.iterdir()} == kept
-    assert not empty.exists() and not older.exists() and not newer.exists()
-    assert lines == said  # the dry run's lines are the run's
-
-
-def test_a_refused_interrupted_run_stops_the_run_before_any_folder_is_touched(
+def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
     tmp_path: Path,
 ) -> None:
-    """Checkpoints of another experiment in an older partial folder of ``out``: the run
-    refuses them before it removes the newer folder with no finished chunk, which it would
-    have removed (and does, with ``--force``)."""
+    """``<out>.partial`` holds checkpoints of another config: refused before anything is
+    touched, naming the first difference and --force; the dry run says the same; --force
+    discards them (and only them: a finished run is never in a partial folder without
+    ``COMPLETE``)."""
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
-    empty = mark_as_ours(tmp_path / "out.partial-2-empty", run_id="2-empty")
-    other = mark_as_ours(tmp_path / "out.partial-1-other", run_id="1-other")
-    (other / checkpoint.CHECKPOINT_DIR).mkdir()
+    other = mark_as_ours(tmp_path / "out.partial")
+    (other / checkpoint.CHECKPOINT_DIR / "uniform").mkdir(parents=True)
     theirs = {**identity, "config": {"runs": 3}}
     (other / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).write_text(json.dumps(theirs))
-    os.utime(empty, (2e9, 2e9))
-    os.utime(other, (1e9, 1e9))
-    with ResultsFolder.prepare(out) as results:
-        with pytest.raises(OutputError, match=r"a different experiment .*pass --force"):
-            results.resume(identity)
-        assert empty.exists() and other.exists()
-        lines: list[str] = []
-        assert results.resume(identity, force=True, log=lines.append) is None
-    assert not empty.exists() and not other.exists()
+    before = files(other)
+    for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
+        with pytest.raises(OutputError, match=r"config.runs: 3 \(checkpoint\) != 2.*--force"):
+            attempt(out, identity)
+    assert files(other) == before
+    lines: list[str] = []
+    with ResultsFolder.prepare(out, identity, force=True, log=lines.append) as folder:
+        assert folder.resumed is None and not folder.has_checkpoints()
     assert lines == [
-        f"interrupted run {empty.name}: an interrupted run with no finished chunk, removed",
-        f"interrupted run {other.name}: checkpoints of another experiment, discarded (--force)",
+        "out.partial: checkpoints of a different experiment (config.runs: 3 (checkpoint) != 2 "
+        "(this run)); discarded (--force)"
     ]
 
 
@@ -663,7 +605,7 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
         (checkpoint, "atomic_write", full_at_fifth_chunk, None),
         (np, "savez", full_at_traces, {"uniform": 4 * CHUNK}),
         (matplotlib.figure.Figure, "savefig", full_at_plot, {"uniform": HORIZON, "exp3": HORIZON}),
-        (checkpoint, "atomic_write", full_at(COMPLETE), {"uniform": HORIZON, "exp3": HORIZON}),
+        (files_module, "atomic_write", full_at(COMPLETE), {"uniform": HORIZON, "exp3": HORIZON}),
     ]
     for owner, name, fault, resumed in stages:
         with monkeypatch.context() as patch:
@@ -671,7 +613,7 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
             code, stdout, err = run(command(config_path, out), capsys)
         assert code == 1 and not out.exists()
         _assert_one_line_no_space(err, out)
-        assert "checkpoints of finished chunks are kept" in err
+        assert "checkpoints kept in" in err
         if resumed is not None:
             assert "resuming" in stdout
             assert all(f"{k} {v}/{HORIZON}" in stdout for k, v in resumed.items()), stdout
@@ -749,48 +691,39 @@ def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-def test_concurrent_commits_say_where_each_result_is(tmp_path):
-    """Two runs of the same ``--out`` finish one after the other: the first is in ``<out>``;
-    the second is refused at commit, and its complete results are kept in the folder its
-    message names. A folder someone creates meanwhile is never replaced. ``--force`` replaces
-    a folder of ours and leaves nothing beside it."""
-    out = tmp_path / "out"
-    first, second = ResultsFolder.prepare(out), ResultsFolder.prepare(out)
+def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
+    """While a run goes, a second run of the same ``--out`` is refused (the first holds the
+    partial folder); someone creates ``<out>`` with a file in it: the commit refuses to
+    replace it, keeps the complete results in the partial folder and says so; once the folder
+    is gone, the next commit moves them into place. ``--force`` replaces a folder of ours and
+    leaves nothing beside it."""
+    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
+    first = ResultsFolder.prepare(out, identity)
+    with pytest.raises(OutputError, match="another stabl-jax run is writing"):
+        ResultsFolder.prepare(out, identity)
     (first.partial / "who").write_text("first")
-    (second.partial / "who").write_text("second")
-    with first:
+    out.mkdir()
+    (out / "mine.txt").write_text("mine")
+    with first, pytest.raises(OutputError, match=r"kept in .*out.partial: once that is fixed"):
         first.commit()
-    with second, pytest.raises(OutputError) as info:
-        second.commit()
-    message = str(info.value)
-    assert "completed by another run" in message
-    kept = Path(message.rsplit(" are in ", 1)[1])
-    assert (kept / COMPLETE).is_file() and (kept / "who").read_text() == "second"
+    assert files(out) == {"mine.txt": b"mine"} and (first.partial / COMPLETE).is_file()
+    shutil.rmtree(out)
+    with ResultsFolder.prepare(out, identity) as again:
+        assert again.complete
+        again.commit()
     assert (out / "who").read_text() == "first" and not partials(out)
-
-    other = tmp_path / "other"
-    third = ResultsFolder.prepare(other)
-    other.mkdir()
-    (other / "mine.txt").write_text("mine")
-    with third, pytest.raises(OutputError, match="created by someone else"):
-        third.commit()
-    assert files(other) == {"mine.txt": b"mine"}
-
     with ResultsFolder.prepare(out, force=True) as forced:
         (forced.partial / "who").write_text("forced")
         forced.commit()
     assert (out / "who").read_text() == "forced"
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == [
-        "out",
-        kept.name,
-    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 @pytest.mark.slow  # two JAX start-ups in subprocesses at once (CI runs it)
 def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
     """Two ``stabl-jax run`` processes with the same ``--out`` at once: one writes ``<out>``;
-    the other exits 2 saying either that ``<out>`` already holds a result or where its own
-    complete results are, and that folder exists."""
+    the other exits 2 saying that another run is writing it, or that ``<out>`` already holds
+    a result."""
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
@@ -807,10 +740,7 @@ def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
     for code, _, err in outcomes:
         if code == 0:
             continue
-        assert "already holds a complete result" in err or "complete results are in" in err
-        if "complete results are in" in err:
-            kept = Path(err.strip().rsplit(" are in ", 1)[1])
-            assert_same_results(kept, reference)
+        assert "already holds a complete result" in err or "another stabl-jax run" in err
     assert not partials(out)
 
 
@@ -842,7 +772,7 @@ def test_kill_9_while_writing_results_loses_nothing(config_path, reference, tmp_
         )
         assert rerun.returncode == 0, rerun.stderr
         # resumed; or (killed between COMPLETE and the rename) the complete folder is kept
-        assert "resuming" in rerun.stdout or "left" in rerun.stdout, rerun.stdout
+        assert "resuming" in rerun.stdout or "moved into place" in rerun.stdout, rerun.stdout
     assert_same_results(out, reference)
 
 
@@ -937,16 +867,17 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     before = files(partial)
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 0, err
-    assert f"  interrupted run {partial.name}: checkpoints of this experiment, resumed\n" in printed
+    assert f"  {partial.name}: checkpoints of this experiment, resumed\n" in printed
     assert "  would resume: exp3 64/256, uniform 256/256\n" in printed
     code, _, err = run(command(config_path, out, "--dry-run", "--seed", "1"), capsys)
-    assert code == 2 and f"error: {partial} holds checkpoints of an interrupted run of a " in err
+    assert code == 2 and f"error: {partial} holds checkpoints of a " in err
     assert "different experiment (config.seed: 5 (checkpoint) != 1 (this run))" in err
     code, printed, err = run(
         command(config_path, out, "--dry-run", "--seed", "1", "--force"), capsys
     )
     assert code == 0, err
-    assert f"{partial.name}: checkpoints of another experiment, discarded (--force)" in printed
+    assert f"{partial.name}: checkpoints of a different experiment (config.seed" in printed
+    assert "discarded (--force)" in printed
     assert partials(out) == [partial] and files(partial) == before and not out.exists()
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0, err
@@ -970,9 +901,7 @@ def test_a_dry_run_reads_the_checkpoints_it_would_resume(
     assert "dry run:" not in printed and "Traceback" not in err
     code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
     assert code == 0, err
-    assert f"  interrupted run {partial.name}: the checkpoint of exp3 would be discarded (" in (
-        printed
-    )
+    assert "  the checkpoint of exp3 would be discarded (" in printed
     assert "  would resume: uniform 256/256\n" in printed
     assert partials(out) == [partial] and files(partial) == before and not out.exists()
 

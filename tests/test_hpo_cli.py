@@ -289,7 +289,7 @@ def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch)
     monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", interrupted_second)
     assert cli.main(args) == cli.EXIT_INTERRUPTED
     key = load_config("hpo_bbob_sphere", TINY).problems[0].key
-    (state,) = tmp_path.glob(f"run.partial-*/checkpoint/{key}-uniform/{STATE}")
+    (state,) = tmp_path.glob(f"run.partial*/checkpoint/{key}-uniform/{STATE}")
     stored = load_arrays(state)
     assert int(stored["t0"]) == 24 and not [n for n in stored if n.startswith("carry/")]
     monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", simulate)
@@ -298,7 +298,7 @@ def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch)
     assert "  would resume: 1 of 2 learner programs complete\n" in capsys.readouterr().out
     assert cli.main(args) == cli.EXIT_OK
     out = capsys.readouterr().out
-    assert "resuming run.partial-" in out and ": 1 of 2 learner programs complete" in out, out
+    assert "resuming run.partial" in out and ": 1 of 2 learner programs complete" in out, out
     whole = tmp_path / "whole"
     assert cli.main([*args[:2], "--out", str(whole), *args[4:]]) == cli.EXIT_OK
     for name in ("uniform", "stabl"):

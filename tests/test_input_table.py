@@ -1204,7 +1204,7 @@ def _(tmp_path, capsys, monkeypatch):
     refused (exit 2) naming the difference, unless --force discards them."""
     _forbid_computation(monkeypatch)
     out = tmp_path / "out"
-    dead = tmp_path / "out.partial-999999999-0"  # created by a run that died
+    dead = tmp_path / "out.partial"  # created by a run that died
     mark_as_ours(dead)
     (dead / "checkpoint").mkdir()
     other = {"config": {"runs": 3}, "format": "x"}
@@ -1227,7 +1227,7 @@ def _(tmp_path, capsys, monkeypatch):
     path = config_file(tmp_path)
     identity = experiment_identity(load_config(path))
     identity["versions"]["optax"] = "0.2.4-other"
-    dead = tmp_path / "out.partial-999999999-0"
+    dead = tmp_path / "out.partial"
     mark_as_ours(dead)
     (dead / "checkpoint").mkdir()
     (dead / "checkpoint" / "experiment.json").write_text(json.dumps(identity))

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
         f"experiment.{name}": 6
         for name in (
             "configs",
+            "files",
             "results",
             "checkpoints",
             "plots",

@@ -90,7 +90,7 @@ def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path
         try:
             deadline = time.monotonic() + 300
             while True:
-                partials = list(tmp_path.glob("out.partial-*"))
+                partials = list(tmp_path.glob("out.partial*"))
                 if 0 < _state_t0(partials, "exp3") < HORIZON:
                     break
                 assert proc.poll() is None, (
@@ -107,7 +107,7 @@ def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path
 
     # Killed: no results folder, a partial one holding the checkpoints.
     assert not out.exists()
-    (partial,) = tmp_path.glob("out.partial-*")
+    (partial,) = tmp_path.glob("out.partial*")
     assert not (partial / COMPLETE).exists()
     assert _state_t0([partial], "uniform") == HORIZON  # the first learner had finished
     killed_at = _state_t0([partial], "exp3")
@@ -120,7 +120,7 @@ def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path
     assert done.returncode == 0, done.stderr
     assert f"resuming {partial.name}" in done.stdout
     assert (out / COMPLETE).is_file()
-    assert not list(tmp_path.glob("out.partial-*"))
+    assert not list(tmp_path.glob("out.partial*"))
     assert not (out / checkpoint.CHECKPOINT_DIR).exists()
     summary = read_summary(out)
     assert summary["resumed"] == {
@@ -176,16 +176,16 @@ def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
         signal.signal(signal.SIGTERM, previous)
     assert code == {"ctrl-c": 130, "sigterm": 143}[stop]
     err = capsys.readouterr().err
-    assert "checkpoints kept" in err and "run the same command again to resume" in err
+    assert "checkpoints kept" in err and "rerun the same command to resume" in err
     last = {"ctrl-c": "error: interrupted", "sigterm": "error: terminated (SIGTERM)"}[stop]
     assert err.strip().splitlines()[-1] == last
-    (partial,) = tmp_path.glob("out.partial-*")
+    (partial,) = tmp_path.glob("out.partial*")
     assert _state_t0([partial], "uniform") == 20 * 8
 
     monkeypatch.setattr(checkpoint.ChunkCheckpoint, "save", original)
     assert cli.main(args) == 0
     assert "resuming" in capsys.readouterr().out
-    assert not list(tmp_path.glob("out.partial-*"))
+    assert not list(tmp_path.glob("out.partial*"))
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": 160}
     assert_same_results(out, reference)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stabl_jax.experiment.results import Distinct, OutputError, Parser, writable_folder, write_json
+from stabl_jax.experiment.files import write_json
+from stabl_jax.experiment.results import Distinct, OutputError, Parser, writable_folder
 from tests.scripts import ROOT, load_script
 
 _cli = load_script(ROOT / "experiments" / "_cli.py", register=True)

@@ -38,7 +38,7 @@ import numpy as np
 from stabl_jax import summaries
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.experiment import numpy_baselines, provenance
-from stabl_jax.experiment.checkpoints import atomic_write
+from stabl_jax.experiment.files import atomic_write
 from stabl_jax.experiment.results import owned_files
 from stabl_jax.registry import make
 from stabl_jax.simulate import SimOptions, simulate

@@ -6,19 +6,21 @@ commit point), each written atomically and read back against its SHA-256 (:data:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
+import re
 import shutil
-from collections.abc import Callable, Collection, Mapping
+import sys
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from stabl_jax.experiment import files
+from stabl_jax.experiment.files import atomic_write, read_json
 from stabl_jax.versions import package_versions
 
 FORMAT = "stabl_jax.checkpoint/2"
@@ -50,43 +52,6 @@ class CheckpointDamaged(CheckpointMismatch):
             "that simulation from the start (stabl-jax run: rerun the command with --force to "
             "discard it)"
         )
-
-
-def fsync_dir(folder: str | Path) -> None:
-    """``fsync`` a folder so that renames inside it survive a crash (no-op where unsupported)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Write ``path`` atomically: ``write(file)`` into a temporary sibling, ``fsync``, replace.
-
-    Readers see the old file or the new one. Permission bits are kept; a symbolic link stays one.
-    """
-    path = Path(path)
-    if path.is_symlink():
-        path = path.resolve()
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(path.parent)
 
 
 def _digest(value: np.ndarray) -> str:
@@ -188,6 +153,18 @@ def describe_mismatch(found: Any, expected: Any, prefix: str = "") -> str:
             if found.get(key) != expected.get(key):
                 return describe_mismatch(found.get(key), expected.get(key), f"{prefix}{key}.")
     return f"{prefix.rstrip('.') or 'value'}: {found!r} (checkpoint) != {expected!r} (this run)"
+
+
+def describe_change(found: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
+    """What differs between two experiment identities: the first differing config key, version
+    or setting, else the files of :func:`code_fingerprint` that changed."""
+    rest = {k: v for k, v in found.items() if k != "code"}
+    if rest != {k: v for k, v in expected.items() if k != "code"}:
+        return describe_mismatch(rest, {k: v for k, v in expected.items() if k != "code"})
+    old, new = found.get("code") or {}, expected.get("code") or {}
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    return f"the code changed since they were written ({', '.join(changed[:3])}{more})"
 
 
 def _chunk_name(start: int, stop: int) -> str:
@@ -367,7 +344,8 @@ class ChunkCheckpoint:
 
 
 def experiment_identity(config: Any) -> dict[str, Any]:
-    """What must match to resume an experiment: its config, versions, platform and x64 setting.
+    """What must match to resume an experiment: its config, versions, platform, x64 setting,
+    and the code that computes it (:func:`code_fingerprint`).
 
     ``source``, ``overrides``, ``chunk_size`` and ``save_traces`` are left out: they do not
     change the results.
@@ -378,6 +356,7 @@ def experiment_identity(config: Any) -> dict[str, Any]:
     identity = {
         "format": FORMAT,
         "config": resolved,
+        "code": code_fingerprint(resolved),
         "versions": package_versions(),
         "platform": jax.devices()[0].platform,
         "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
@@ -385,13 +364,37 @@ def experiment_identity(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(identity, sort_keys=True))
 
 
-def read_json(path: str | Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``, or ``None`` when it is missing, not JSON or not an object."""
-    try:
-        found = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None
+def code_fingerprint(config: Mapping[str, Any]) -> dict[str, str]:
+    """``{file: SHA-256}`` of the code a run of ``config`` executes: every ``.py`` file of
+    stabl_jax (keyed by its path in the package) and the file of every module that ``config``
+    names by import path (``"module:Class"``, keyed by module name).
+
+    A checkpoint resumes only under the same fingerprint: an edit between a crash and a rerun
+    would otherwise mix numbers of two versions of the code.
+    """
+    package = Path(__file__).resolve().parents[1]
+    found = {
+        str(path.relative_to(package.parent)): files.sha256_file(path)
+        for path in sorted(package.rglob("*.py"))
+    }
+    for name in sorted(set(_import_paths(config))):
+        module = sys.modules.get(name)
+        source = getattr(module, "__file__", None)
+        if source is not None and not Path(source).resolve().is_relative_to(package):
+            found[name] = files.sha256_file(source)
+    return found
+
+
+def _import_paths(value: Any) -> Iterator[str]:
+    """The module names of the ``"module:qualname"`` strings anywhere in ``value``."""
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _import_paths(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _import_paths(item)
+    elif isinstance(value, str) and re.fullmatch(r"[\w.]+:[\w.]+", value):
+        yield value.partition(":")[0]
 
 
 def _identity_digest(identity: Mapping[str, Any]) -> str:

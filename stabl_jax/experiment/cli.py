@@ -27,13 +27,19 @@ from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import compare, compile_cache, sweep, tables
 from stabl_jax.experiment.checkpoints import (
     CheckpointMismatch,
-    ExperimentCheckpoints,
     experiment_identity,
 )
 from stabl_jax.experiment.configs import ConfigError, shipped_configs
+from stabl_jax.experiment.files import DamagedFile
 from stabl_jax.experiment.kinds import KINDS, load_config, write_results
 from stabl_jax.experiment.kinds.base import Kind, Resources
-from stabl_jax.experiment.results import Distinct, OutputError, Parser, ResultsFolder
+from stabl_jax.experiment.results import (
+    Distinct,
+    OutputError,
+    Parser,
+    ResultsFolder,
+    partial_path,
+)
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
 
@@ -223,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             compile_cache.enable(cache)
         with sigterm_interrupts():
             return args.handler(args)
-    except (ConfigError, OutputError, CheckpointMismatch) as exc:
+    except (ConfigError, OutputError, CheckpointMismatch, DamagedFile) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Terminated:
@@ -284,11 +290,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("results") / f"{config.name}-seed{config.seed}")
     kind = KINDS[config.kind]
     needs = None if kind.estimate is None else kind.estimate(config)
+    identity = experiment_identity(config)
     if args.dry_run:
         _say(kind.header(config, ResultsFolder.check(out, force=args.force), needs))
         _check_fits(needs, out, args.allow_large)
-        identity = experiment_identity(config)
-        lines, resumed = ResultsFolder.preview_resume(out, identity, force=args.force)
+        lines, resumed = ResultsFolder.preview(out, identity, force=args.force)
         for line in lines:
             _say(f"  {line}")
         if resumed is not None:
@@ -296,23 +302,54 @@ def _cmd_run(args: argparse.Namespace) -> int:
         checked = "config, output folder, interrupted runs" + (" and resources" if needs else "")
         _say(DRY_RUN_DONE.format(checked=checked))
         return EXIT_OK
+    _say(kind.header(config, ResultsFolder.check(out, force=args.force), needs))
     _check_fits(needs, out, args.allow_large)
-    folder = ResultsFolder.prepare(out, force=args.force)  # fails before any computation
+    # Fails before any computation; resumes or commits what an interrupted run left.
+    folder = None
     try:
-        return _run(kind, config, folder, args, needs, started=started, start=start)
+        folder = ResultsFolder.prepare(out, identity, force=args.force, log=_indented)
+        with folder:
+            final = _run(kind, config, folder, args, started=started)
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        kept = (
-            f"the checkpoints of finished chunks are kept in {folder.partial}: free space "
-            "and rerun the same command to resume"
-            if folder.partial.is_dir() and folder.has_checkpoints()
-            else "free space and rerun the same command"
-        )
-        print(
-            f"error: no space left on the device of {folder.final.parent}; {kept}", file=sys.stderr
-        )
+        kept = _kept(folder, "free space and ")
+        print(f"error: no space left on the device of {out.absolute().parent}; {kept}",
+              file=sys.stderr)  # fmt: skip
         return EXIT_FAILURE
+    except BaseException as exc:
+        if folder is not None and not isinstance(exc, OutputError) and _has_work(folder):
+            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped by an error"
+            print(f"\n{why}: {_kept(folder, '')}", file=sys.stderr, flush=True)
+        raise
+    print(f"results: {final}")
+    print(f"total time: {time.perf_counter() - start:.1f} s")
+    return EXIT_OK
+
+
+def _indented(line: str) -> None:
+    _say(f"  {line}")
+
+
+def _has_work(folder: ResultsFolder) -> bool:
+    return folder.partial.is_dir() and (folder.complete or folder.has_checkpoints())
+
+
+def _kept(folder: ResultsFolder | None, first: str) -> str:
+    """Where the finished work of a stopped run is, and how the same command goes on."""
+    if folder is None or not folder.partial.is_dir():
+        return f"{first}rerun the same command"
+    if folder.complete:
+        return (
+            f"the complete results are kept in {folder.partial}: {first}rerun the same command "
+            "to move them into place"
+        )
+    if folder.has_checkpoints():
+        return (
+            f"checkpoints kept in {folder.partial}: {first}rerun the same command to resume "
+            "(after a change of code or config, --force recomputes)"
+        )
+    return f"{first}rerun the same command"
 
 
 def _check_fits(needs: Resources | None, out: Path, allow_large: bool) -> None:
@@ -322,11 +359,21 @@ def _check_fits(needs: Resources | None, out: Path, allow_large: bool) -> None:
     existing = out.absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    # What an interrupted run of this --out already wrote is needed no more.
+    partial = partial_path(out.absolute())
+    held = (
+        sum(p.stat().st_size for p in partial.rglob("*") if p.is_file()) if partial.is_dir() else 0
+    )
     over = [
         f"about {tables.byte_size(wanted)} of {what}, {tables.byte_size(free)} {where}"
         for what, wanted, free, where in (
             ("memory", needs.memory_bytes, available_memory_bytes(), "available"),
-            ("disk", needs.disk_bytes, shutil.disk_usage(existing).free, f"free under {existing}"),
+            (
+                "disk",
+                needs.disk_bytes - held,
+                shutil.disk_usage(existing).free,
+                f"free under {existing}",
+            ),
         )
         if wanted > free
     ]
@@ -342,48 +389,28 @@ def _say(line: str) -> None:
 
 
 def _run(
-    kind: Kind,
-    config: Any,
-    folder: ResultsFolder,
-    args: argparse.Namespace,
-    needs: Any,
-    *,
-    started: str,
-    start: float,
-) -> int:
-    """``stabl-jax run`` of ``config`` in ``folder``: header, resume, run, write, print."""
-    with folder:
-        _say(kind.header(config, folder.final, needs))
-        identity = experiment_identity(config)
-        resumed = folder.resume(identity, force=args.force, log=lambda line: _say(f"  {line}"))
-        checkpoints = ExperimentCheckpoints(folder.checkpoint_dir, identity)
-        try:
-            result = kind.run(
-                config,
-                checkpoints=checkpoints,
-                resumed=resumed,
-                progress=not args.no_progress,
-                log=_say,
-            )
-        except KeyboardInterrupt:
-            print(
-                f"\ninterrupted: checkpoints kept in {folder.partial}; "
-                "run the same command again to resume",
-                file=sys.stderr,
-                flush=True,
-            )
-            raise
-        extra = {
-            "command": ["stabl-jax", *args.argv],
-            "resumed": None
-            if resumed is None
-            else {"from": resumed.source.name, "rounds_done": resumed.progress},
-        }
-        final = write_results(result, folder, started=started, extra=extra)
+    kind: Kind, config: Any, folder: ResultsFolder, args: argparse.Namespace, *, started: str
+) -> Path:
+    """``stabl-jax run`` of ``config`` in ``folder``: run (or only commit), write, print."""
+    if folder.complete:  # an earlier run was stopped after its results were complete
+        return folder.commit()
+    assert folder.store is not None
+    result = kind.run(
+        config,
+        checkpoints=folder.store,
+        resumed=folder.resumed,
+        progress=not args.no_progress,
+        log=_say,
+    )
+    extra = {
+        "command": ["stabl-jax", *args.argv],
+        "resumed": None
+        if folder.resumed is None
+        else {"from": folder.resumed.source.name, "rounds_done": folder.resumed.progress},
+    }
+    final = write_results(result, folder, started=started, extra=extra)
     print(f"\n{kind.table(result)}\n")
-    print(f"results: {final}")
-    print(f"total time: {time.perf_counter() - start:.1f} s")
-    return EXIT_OK
+    return final
 
 
 def _rtol(text: str) -> float:

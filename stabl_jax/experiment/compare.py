@@ -251,13 +251,14 @@ def compare_folders(a: str | Path, b: str | Path, *, rtol: float = 0.0) -> Compa
         if not same:
             diffs.append(Difference("summary.json", path, f"{x!r} != {y!r}"))
     arrays = 0
+    paths = [r.traces.path for r in found]  # checked against the manifests by .traces
     for name, alone in _paired(found[0].traces, found[1].traces, folders):
         if alone is not None:
             diffs.append(Difference("traces.npz", name, f"only in {alone}", alone))
             continue
         arrays += 1
         # A fresh reader per array: a folder's traces can be larger than memory together.
-        x, y = (tables.TraceFile(r.folder / "traces.npz")[name] for r in found)
+        x, y = (tables.TraceFile(path)[name] for path in paths)
         detail = _array_difference(x, y, float(rtol))
         if detail is not None:
             diffs.append(Difference("traces.npz", name, f"{x.dtype} {x.shape}: {detail}"))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from stabl_jax import metrics
-from stabl_jax.experiment import checkpoints
+from stabl_jax.experiment import files
 from stabl_jax.versions import __version__
 
 DPI = 120
@@ -286,7 +286,7 @@ def save_figure(fig: Any, path: str | Path) -> Path:
     path = Path(path)
     fmt = path.suffix[1:].lower() or "png"
     metadata = {"Software": f"{SOFTWARE} {__version__}"} if fmt == "png" else None
-    checkpoints.atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI, metadata=metadata))
+    files.atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI, metadata=metadata))
     return path
 
 

@@ -6,17 +6,18 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
-import errno
+import fcntl
 import json
 import math
 import os
 import platform
-import secrets
+import re
 import shutil
+import signal
+import stat as stat_module
 import sys
-import typing
-from collections.abc import Callable, Iterable, Mapping
-from glob import escape as glob_escape
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import jax
 import numpy as np
 
 from stabl_jax import metrics
-from stabl_jax.experiment import checkpoints, provenance, tables
+from stabl_jax.experiment import checkpoints, files, provenance, tables
 from stabl_jax.versions import package_versions
 
 SUMMARY = "summary.json"
@@ -131,7 +132,7 @@ def owned_files(
     Raises:
       OutputError: ``folder`` is a file, or one of the files is not ``tool``'s.
     """
-    data = checkpoints.read_json(Path(folder) / record)
+    data = files.read_json(Path(folder) / record)
     return only_ours(
         folder,
         (record, *others),
@@ -213,17 +214,19 @@ def figure_paths(
     )
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` as UTF-8, atomically (a crash leaves the old file whole)."""
-    checkpoints.atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+# --- The lifecycle ----------------------------------------------------------------------------
+#
+#   nothing ──prepare──▶ <out>.partial (marked, locked) ──each chunk──▶ + checkpoint/
+#     ──write──▶ + results, manifest.json ──▶ + COMPLETE ──one rename──▶ <out> ──▶ - checkpoint/
+#
+# A stop anywhere leaves either <out> or <out>.partial; the same command resumes the partial
+# folder from its checkpoints, or moves a complete one into place without recomputing.
 
-
-def write_json(path: str | Path, value: Any, indent: int = 2) -> None:
-    """Write ``value`` as indented JSON to ``path``, atomically."""
-    write_text(path, json.dumps(value, indent=indent) + "\n")
-
-
-# --- The atomic folder ----------------------------------------------------------------------
+PARTIAL = ".partial"
+OLD = ".old"
+_FS_IOC_GETFLAGS, _IMMUTABLE_OR_APPEND = 0x80086601, 0x10 | 0x20
+#: Files of a results folder written before manifests existed (``--force`` replaces them).
+_RESULT_FILES = re.compile(r"(summary\.json|results\.csv|traces\.npz|tuned\.toml|[\w.-]+\.png)")
 
 
 def is_complete(path: str | Path) -> bool:
@@ -231,21 +234,9 @@ def is_complete(path: str | Path) -> bool:
     return (Path(path) / COMPLETE).is_file()
 
 
-def _fsync_tree(folder: Path, skip: str | None = None) -> None:
-    """``fsync`` every file and folder under ``folder`` (not the top-level folder ``skip``)."""
-    for root, dirs, files in os.walk(folder):
-        if Path(root) == folder and skip in dirs:
-            dirs.remove(skip)
-        for name in files:
-            try:
-                fd = os.open(Path(root) / name, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        checkpoints.fsync_dir(root)
+def partial_path(final: Path) -> Path:
+    """The one partial folder of the output ``final``: ``<final>.partial``."""
+    return final.with_name(final.name + PARTIAL)
 
 
 def _marker(folder: Path) -> dict[str, Any] | None:
@@ -253,7 +244,7 @@ def _marker(folder: Path) -> dict[str, Any] | None:
     path = folder / MARKER
     if folder.is_symlink() or path.is_symlink():
         return None
-    found = checkpoints.read_json(path)
+    found = files.read_json(path)
     return found if found is not None and found.get("format") == MARKER_FORMAT else None
 
 
@@ -268,26 +259,14 @@ def mark_folder(folder: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if not is_marked(folder):
         stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        text = {"format": MARKER_FORMAT, "run_id": None, "pid": os.getpid(), "created": stamp}
-        checkpoints.atomic_write(folder / MARKER, lambda f: f.write(json.dumps(text).encode()))
+        files.write_json(folder / MARKER, {"format": MARKER_FORMAT, "created": stamp})
     return folder
 
 
 def _lock(folder: Path) -> int | None:
-    """Lock ``folder``'s marker: an open descriptor, or ``None`` when a live process holds it
-    (the OS drops a dead process's lock, so a reused pid is never mistaken for a live run)."""
-    try:
-        fd = os.open(folder / MARKER, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): the pid written in the marker decides
-        pid = (_marker(folder) or {}).get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and _pid_alive(pid):
-            os.close(fd)
-            return None
-        return fd
+    """An open descriptor of ``folder``'s marker, locked (``flock``), or ``None`` when a live
+    process holds the lock (the OS drops a dead process's lock, whatever its pid)."""
+    fd = os.open(folder / MARKER, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -296,166 +275,213 @@ def _lock(folder: Path) -> int | None:
     return fd
 
 
-def _pid_alive(pid: int) -> bool:
+def _user_files(folder: Path) -> list[str]:
+    """What ``folder`` holds that stabl_jax did not write (its manifest lists what it did)."""
     try:
-        os.kill(pid, 0)
-    except OSError as exc:  # PermissionError: it exists, owned by someone else
-        return isinstance(exc, PermissionError)
-    return True
+        listed = files.manifest(folder)
+    except files.DamagedFile:
+        listed = {}
+    ours = {MARKER, COMPLETE, files.MANIFEST, checkpoints.CHECKPOINT_DIR}
+    found = []
+    for path in sorted(folder.iterdir()):
+        name = path.name
+        if listed is not None:
+            written = name in listed or any(k.startswith(f"{name}/") for k in listed)
+        else:
+            written = bool(_RESULT_FILES.fullmatch(name))
+        if name in ours or written:
+            continue
+        found.append(name + "/" * path.is_dir())
+    return found
 
 
-def _create_marked(folder: Path, run_id: str) -> int:
-    """Create ``folder`` and its :data:`MARKER`, locked before it has contents; returns the lock."""
-    folder.mkdir()
-    fd = os.open(folder / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+def _inode_flags(path: Path) -> int:
+    """Linux's inode flags of ``path`` (``chattr``); 0 where they cannot be read."""
     try:
-        with contextlib.suppress(ImportError):
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        text = {"format": MARKER_FORMAT, "run_id": run_id, "pid": os.getpid(), "created": stamp}
-        os.write(fd, (json.dumps(text) + "\n").encode("utf-8"))
-        os.fsync(fd)
-    except BaseException:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError:
+        return 0
+    finally:
         os.close(fd)
-        raise
-    return fd
 
 
-def _without_versions(identity: Mapping[str, Any]) -> dict[str, Any]:
-    """An experiment's identity without the package versions."""
-    return {key: value for key, value in identity.items() if key != "versions"}
+def _check_movable(final: Path) -> None:
+    """:class:`OutputError` where a folder could not be renamed onto ``final`` at the end."""
+    parent = final.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    here = [final] if final.exists() else []
+    problem = None
+    if here and os.path.ismount(final):
+        problem = "is a mount point"
+    elif any(_inode_flags(path) & _IMMUTABLE_OR_APPEND for path in [*here, parent]):
+        problem = "or the folder holding it is immutable or append-only (chattr +i / +a)"
+    elif not os.access(parent, os.W_OK):
+        problem = f"lies in {parent}, which is read-only to this user"
+    elif here and os.geteuid() != 0 and parent.stat().st_mode & stat_module.S_ISVTX:
+        owners = {final.stat().st_uid, parent.stat().st_uid}
+        problem = None if os.geteuid() in owners else "belongs to another user in a sticky folder"
+    if problem is not None:
+        raise OutputError(
+            f"--out {final} cannot be replaced: it {problem}, and stabl-jax moves the finished "
+            f"results onto --out in one rename; give a folder inside it (--out {final}/results) "
+            "or another path"
+        )
 
 
-@dataclasses.dataclass
-class Resumed:
-    """What :meth:`ResultsFolder.resume` took over: the interrupted partial folder ``source``
-    the checkpoints came from, and ``progress``, ``{learner: rounds already done}``."""
-
-    source: Path
-    progress: dict[str, int]
-
-
-def _check_replaceable(final: Path, force: bool) -> None:
-    """Raise :class:`OutputError` unless ``final`` is empty or (``force``) stabl_jax's."""
+def _check_out(final: Path, force: bool) -> None:
+    """:class:`OutputError` unless the results may be moved onto ``final`` (absent; an empty
+    folder; with ``force``, a results folder holding only what stabl_jax wrote)."""
     if final.is_symlink():
         raise OutputError(
             f"output path {final} is a symbolic link (to {os.readlink(final)}), which is left "
             "as it is: give --out the folder it points to, or another path"
         )
-    if not final.is_dir():
+    if final.exists() and not final.is_dir():
         raise OutputError(f"output path {final} exists and is not a folder")
-    if _marker(final) is None:
-        try:
-            empty = not any(final.iterdir())
-        except OSError as exc:
-            raise OutputError(f"cannot read the output folder {final}: {exc}") from None
-        if empty:
-            return  # replaced by the results (never once it holds anything: see commit)
-        older = (
-            " (a results folder written by a stabl_jax older than the marker: move or delete it "
-            "yourself)"
-            if is_complete(final)
-            else ""
-        )
+    if final.exists() and _marker(final) is None and any(final.iterdir()):
         raise OutputError(
             f"output folder {final} exists and is not a stabl_jax results folder (it has no "
-            f"{MARKER} file){older}; it is never replaced or deleted, even with --force: "
+            f"{MARKER} file); it is never replaced or deleted, even with --force: "
             "choose another --out"
         )
-    if not force:
-        what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
-        raise OutputError(
-            f"output folder {final} already holds {what}; "
-            "pass --force to replace it or choose another --out"
-        )
+    if final.exists() and _marker(final) is not None:
+        if not force:
+            what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
+            raise OutputError(
+                f"output folder {final} already holds {what}; "
+                "pass --force to replace it or choose another --out"
+            )
+        theirs = _user_files(final)
+        if theirs:
+            raise OutputError(
+                f"output folder {final} holds files stabl-jax did not write ({', '.join(theirs)});"
+                " --force replaces the whole folder, so move them out first or choose another --out"
+            )
+    _check_movable(final)
 
 
-def _dead_partials(final: Path, own: Path | None = None) -> list[tuple[Path, int]]:
-    """Partial folders of ``final`` (not ``own``) of dead runs, newest first, each with its lock."""
-    found = []
-    for path in final.parent.glob(f"{glob_escape(final.name)}.partial-*"):
-        if path == own or path.is_symlink() or _marker(path) is None:
-            continue
-        lock = _lock(path)
-        if lock is not None:  # else: another run of the same --out is still going
-            found.append((path, lock))
-    return sorted(found, key=lambda item: item[0].stat().st_mtime, reverse=True)
+@dataclasses.dataclass
+class Resumed:
+    """What a run took over from its partial folder ``source``: ``progress``, ``{learner:
+    rounds already done}``."""
+
+    source: Path
+    progress: dict[str, int]
 
 
-def _judge(path: Path, identity: Mapping[str, Any]) -> tuple[str, str]:
-    """``(verdict, note)`` of the partial folder ``path`` for the experiment ``identity``:
-    ``"complete"``, ``"empty"`` (no finished chunk), ``"same"`` (checkpoints of this experiment)
-    or ``"other"`` (``note``: what they are and how to resume them)."""
-    if is_complete(path):
-        return "complete", ""
-    source = path / checkpoints.CHECKPOINT_DIR
-    found = checkpoints.read_json(source / checkpoints.IDENTITY)
-    matches = None if found is not None else checkpoints.fingerprints_match(source, identity)
-    if found is None and matches is None:
-        return "empty", ""
-    if found == identity:
-        return "same", ""
-    if found is None and matches:
-        return "same", (
-            f"{checkpoints.IDENTITY} is missing or unreadable, but its checkpoints carry this "
-            "experiment's fingerprint"
-        )
-    remedy = "rerun that exact command to resume it"
-    if found is None:
-        what = (
-            f"an experiment it cannot identify ({checkpoints.IDENTITY} is missing or unreadable "
-            "and its checkpoints do not carry this experiment's fingerprint, or are damaged)"
-        )
-    else:
-        differ = checkpoints.describe_mismatch(found, identity)
-        what = f"a different experiment ({differ})"
-        if _without_versions(found) == _without_versions(identity):
-            what = f"this experiment under other versions ({differ})"
-            listed = f"{checkpoints.IDENTITY} lists them"
-            remedy = f"install the versions it ran with ({listed}) to resume it"
-    return "other", f"holds checkpoints of an interrupted run of {what}; {remedy}"
+@dataclasses.dataclass
+class _Plan:
+    """What :meth:`ResultsFolder.prepare` does with ``<out>.partial``: ``action`` one of
+    ``"new"``, ``"resume"``, ``"commit"`` (complete: move into place), ``"restart"`` (discard
+    its checkpoints, ``--force``) or ``"set_aside"`` (another run's complete results,
+    ``--force``); ``line`` says so (empty when there was no partial folder)."""
+
+    action: str
+    line: str = ""
+    rewrite_identity: bool = False
 
 
-# What a run does with a partial folder of an interrupted run, by its verdict (:func:`_judge`;
-# "older": "same" but not the newest): (what it holds, what is done with it)
-_DECISIONS = {
-    "complete": ("the complete results of a run", "left alone"),
-    "empty": ("an interrupted run with no finished chunk", "removed"),
-    "same": ("checkpoints of this experiment", "resumed"),
-    "older": ("an older interrupted run of this experiment", "removed"),
-    "other": ("checkpoints of another experiment", "discarded (--force)"),
-}
-
-
-@contextlib.contextmanager
-def _interrupted_runs(
-    final: Path, own: Path | None, identity: Mapping[str, Any], force: bool
-) -> typing.Iterator[list[tuple[Path, str, str]]]:
-    """``(path, decision, line)`` for each dead partial folder of ``final``, newest first:
-    ``decision`` a key of :data:`_DECISIONS`, ``line`` what the run prints. Locks held to the end.
+def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Plan:
+    """Decide what to do with ``partial``, moving and writing nothing.
 
     Raises:
-      OutputError: a folder holds checkpoints of another experiment and ``force`` is false.
+      OutputError: it is not stabl_jax's, a live run holds it, or it holds another
+        experiment's checkpoints or complete results and ``force`` is false.
     """
-    found = _dead_partials(final, own)
-    try:
-        decided: list[tuple[Path, str, str]] = []
-        taken = False
-        for path, _ in found:
-            verdict, detail = _judge(path, identity)
-            if verdict == "other" and not force:
-                raise OutputError(f"{path} {detail}, or pass --force to discard it")
-            decision = "older" if verdict == "same" and taken else verdict
-            taken = taken or verdict == "same"
-            what, done = _DECISIONS[decision]
-            how = f" ({detail})" if detail and decision == "same" else ""
-            decided.append((path, decision, f"interrupted run {path.name}: {what}, {done}{how}"))
-        yield decided
-    finally:
-        for _, lock in found:
-            os.close(lock)
+    if not partial.exists() and not partial.is_symlink():
+        return _Plan("new")
+    if _marker(partial) is not None:
+        lock = _lock(partial)
+        if lock is None:
+            raise OutputError(
+                f"another stabl-jax run is writing {partial.with_suffix('')} (it holds "
+                f"{partial}): wait for it to end, or give another --out"
+            )
+        os.close(lock)
+    source = partial / checkpoints.CHECKPOINT_DIR
+    # Ours too: a folder another run is creating (nothing in it yet but its marker's temp file).
+    made = (
+        all(p.name.startswith(f".{MARKER}") for p in partial.iterdir())
+        if partial.is_dir()
+        else False
+    )
+    known = is_complete(partial) or source.is_dir() or made
+    if partial.is_symlink() or not partial.is_dir() or (_marker(partial) is None and not known):
+        raise OutputError(
+            f"{partial} is not a partial folder of stabl-jax (no {MARKER} and unknown contents); "
+            "it is left as it is: move it away, or give another --out"
+        )
+    found = files.read_json(source / checkpoints.IDENTITY)
+    if identity is None or found == identity:
+        same, rewrite = identity is not None, False
+    else:
+        same = rewrite = bool(checkpoints.fingerprints_match(source, identity))
+    note = (
+        f" ({checkpoints.IDENTITY} was missing or damaged; the checkpoints carry this "
+        "experiment's fingerprint, so it is written again)"
+        if rewrite
+        else ""
+    )
+    if is_complete(partial):
+        if same:
+            return _Plan("commit", f"{partial.name}: the complete results of this experiment, "
+                         f"moved into place (nothing recomputed){note}", rewrite)  # fmt: skip
+        if not force:
+            raise OutputError(
+                f"{partial} holds the complete results of another run; rerun its own command to "
+                "move them into place, or pass --force to set them aside"
+            )
+        return _Plan("set_aside", f"{partial.name}: the complete results of another run; kept "
+                     "beside it as <out>.kept-<time> (--force)")  # fmt: skip
+    if same:
+        return _Plan("resume", f"{partial.name}: checkpoints of this experiment, resumed{note}",
+                     rewrite)  # fmt: skip
+    if found is None and not checkpoints.learner_folders(source):
+        line = f"{partial.name}: an interrupted run with no finished chunk, reused"
+        return _Plan("restart" if source.exists() else "new", line)
+    what, remedy = _other_checkpoints(found, identity)
+    if not force:
+        raise OutputError(f"{partial} holds {what}; {remedy}, or pass --force to recompute")
+    return _Plan("restart", f"{partial.name}: {what}; discarded (--force)")
+
+
+def _other_checkpoints(
+    found: Mapping[str, Any] | None, identity: Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """What the checkpoints of another run are, and how to resume them."""
+    if found is None or identity is None:
+        what = "checkpoints it cannot identify (experiment.json lost, fingerprints of another run)"
+        return what, "move the folder away to keep them"
+    change = checkpoints.describe_change(found, identity)
+    if change.startswith("the code changed"):
+        return f"checkpoints of this experiment computed by other code ({change})", (
+            "resuming them would mix the numbers of two versions of the code"
+        )
+    if {k: v for k, v in found.items() if k != "versions"} == {
+        k: v for k, v in identity.items() if k != "versions"
+    }:
+        return f"checkpoints of this experiment under other versions ({change})", (
+            f"install the versions it ran with ({checkpoints.IDENTITY} lists them) to resume it"
+        )
+    return f"checkpoints of a different experiment ({change})", (
+        "rerun the command that made them to finish it"
+    )
+
+
+def _restore_old(final: Path) -> None:
+    """Put back ``<final>.old`` where a stop fell between its two renames of a commit."""
+    old = final.with_name(final.name + OLD)
+    if _marker(old) is None:
+        return
+    if final.exists() or final.is_symlink():
+        shutil.rmtree(old)
+    else:
+        os.replace(old, final)
 
 
 class ResultsFolder:
@@ -468,177 +494,178 @@ class ResultsFolder:
       ...     _ = (folder.partial / "note.txt").write_text("hello")
       ...     final = folder.commit()
       >>> sorted(p.name for p in final.iterdir())
-      ['.stabl_jax_results', 'COMPLETE', 'note.txt']
+      ['.stabl_jax_results', 'COMPLETE', 'manifest.json', 'note.txt']
     """
 
-    def __init__(self, final: Path, partial: Path, force: bool, run_id: str, lock: int) -> None:
-        self.final = final
-        self.partial = partial
-        self.force = force
-        self.run_id = run_id
-        self.committed = False
+    def __init__(self, final: Path, force: bool, lock: int, plan: _Plan) -> None:
+        self.final, self.partial, self.force = final, partial_path(final), force
+        self.plan, self.committed = plan, False
         self._lock: int | None = lock
+        self.store: checkpoints.ExperimentCheckpoints | None = None
+        self.resumed: Resumed | None = None
 
-    @classmethod
-    def check(cls, out: str | Path, *, force: bool = False) -> Path:
-        """The absolute path ``out``, when it may become a results folder; writes nothing.
+    @staticmethod
+    def check(out: str | Path, *, force: bool = False) -> Path:
+        """The absolute path ``out``, when the results may be moved onto it; writes nothing.
 
         Raises:
-          OutputError: ``out`` holds a result and ``force`` is false, or ``out`` is not empty
-            and not stabl_jax's (never replaced).
+          OutputError: ``out`` holds a result and ``force`` is false; it is not empty and not
+            stabl_jax's; it holds files stabl_jax did not write; or it cannot be renamed onto
+            (a mount point, immutable, another user's, a read-only parent).
         """
         if not str(out).strip():
             raise OutputError("--out is empty; give a folder name")
         final = Path(out).expanduser().absolute()
-        if final.exists() or final.is_symlink():
-            _check_replaceable(final, force)
+        _check_out(final, force)
         return final
 
-    @classmethod
-    def prepare(cls, out: str | Path, *, force: bool = False) -> ResultsFolder:
-        """:meth:`check` ``out`` and create the sibling ``<out>.partial-<pid>-<random>``.
+    @staticmethod
+    def preview(
+        out: str | Path, identity: Mapping[str, Any] | None, *, force: bool = False
+    ) -> tuple[list[str], Resumed | None]:
+        """What :meth:`prepare` would do, as the lines it would log and what it would resume;
+        moves, removes and writes nothing.
 
         Raises:
-          OutputError: as :meth:`check`, or the location is not writable.
+          OutputError, CheckpointMismatch: as :meth:`prepare`.
+        """
+        final = ResultsFolder.check(out, force=force)
+        plan = _plan(partial_path(final), identity, force)
+        lines = [plan.line] if plan.line else []
+        if plan.action != "resume" or identity is None:
+            return lines, None
+        source = partial_path(final) / checkpoints.CHECKPOINT_DIR
+        done = checkpoints.verify_learners(
+            source, identity, discard_damaged=force, log=lines.append, dry_run=True
+        )
+        return lines, Resumed(partial_path(final), done)
+
+    @classmethod
+    def prepare(
+        cls,
+        out: str | Path,
+        identity: Mapping[str, Any] | None = None,
+        *,
+        force: bool = False,
+        log: Callable[[str], None] = lambda _: None,
+    ) -> ResultsFolder:
+        """:meth:`check` ``out``, then take ``<out>.partial`` (created, resumed, or complete
+        and only to be committed), with one checkpoint store for ``identity`` (``None``: none).
+
+        Raises:
+          OutputError: as :meth:`check`, or the partial folder cannot be taken (another live
+            run, another experiment's, not stabl_jax's, not writable).
+          CheckpointMismatch: a checkpoint to resume is damaged and ``force`` is false.
         """
         final = cls.check(out, force=force)
-        parent = final.parent
         try:
-            parent.mkdir(parents=True, exist_ok=True)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            _restore_old(final)
+            folder = cls._take(final, identity, force, log)
         except OSError as exc:
-            raise OutputError(f"cannot create the output location {parent}: {exc}") from None
-        run_id = f"{os.getpid()}-{secrets.token_hex(4)}"
-        partial = parent / f"{final.name}.partial-{run_id}"
+            raise OutputError(f"output location {final.parent} is not writable: {exc}") from None
+        folder._open_store(identity, log)
+        return folder
+
+    @classmethod
+    def _take(
+        cls, final: Path, identity: Mapping[str, Any] | None, force: bool, log: Callable
+    ) -> ResultsFolder:
+        partial = partial_path(final)
+        plan = _plan(partial, identity, force)
+        if plan.line:
+            log(plan.line)
+        if plan.action == "set_aside":
+            stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+            os.replace(partial, final.with_name(f"{final.name}.kept-{stamp}"))
+        partial.mkdir(exist_ok=True)
+        mark_folder(partial)
+        lock = _lock(partial)
+        if lock is None:
+            raise OutputError(
+                f"another stabl-jax run is writing {final} (it holds {partial}): wait for it "
+                "to end, or give another --out"
+            )
+        if plan.action == "restart":
+            shutil.rmtree(partial / checkpoints.CHECKPOINT_DIR)
+        return cls(final, force, lock, plan)
+
+    def _open_store(self, identity: Mapping[str, Any] | None, log: Callable) -> None:
+        """The one checkpoint store of the run, with the checkpoints it resumes verified."""
+        if identity is None:
+            return
+        if self.plan.rewrite_identity:
+            (self.checkpoint_dir / checkpoints.IDENTITY).unlink(missing_ok=True)
         try:
-            lock = _create_marked(partial, run_id)
-        except OSError as exc:
-            if partial.is_dir():
-                shutil.rmtree(partial, ignore_errors=True)
-            raise OutputError(f"output location {parent} is not writable: {exc}") from None
-        return cls(final, partial, force, run_id, lock)
+            self.store = checkpoints.ExperimentCheckpoints(self.checkpoint_dir, identity)
+            if self.plan.action == "resume":
+                done = self.store.verify(discard_damaged=self.force, log=log)
+                self.resumed = Resumed(self.partial, done)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
 
     @property
     def checkpoint_dir(self) -> Path:
         """Where the experiment's chunk checkpoints live while it runs."""
         return self.partial / checkpoints.CHECKPOINT_DIR
 
-    @staticmethod
-    def preview_resume(
-        out: str | Path, identity: Mapping[str, Any], *, force: bool = False
-    ) -> tuple[list[str], Resumed | None]:
-        """What :meth:`resume` would do, without moving, removing or writing anything.
-
-        Returns:
-          The lines :meth:`resume` would log, one per folder and discarded checkpoint, and the
-          rounds each learner would resume from (or ``None``).
-
-        Raises:
-          OutputError, CheckpointMismatch: as :meth:`resume`.
-        """
-        final = Path(out).expanduser().absolute()
-        identity = json.loads(json.dumps(dict(identity), sort_keys=True))
-        lines: list[str] = []
-        taken: Resumed | None = None
-        with _interrupted_runs(final, None, identity, force) as decided:
-            for path, decision, line in decided:
-                lines.append(line)
-                if decision == "same":
-                    discarded: list[str] = []
-                    done = checkpoints.verify_learners(
-                        path / checkpoints.CHECKPOINT_DIR,
-                        identity,
-                        discard_damaged=force,
-                        log=discarded.append,
-                        dry_run=True,
-                    )
-                    lines += [f"interrupted run {path.name}: {d} (--force)" for d in discarded]
-                    taken = Resumed(source=path, progress=done)
-        return lines, taken
-
-    def resume(
-        self,
-        identity: Mapping[str, Any],
-        *,
-        force: bool = False,
-        log: Callable[[str], None] = lambda _: None,
-    ) -> Resumed | None:
-        """Take over the checkpoints of an interrupted run of the same experiment.
-
-        Returns:
-          What was taken over, or ``None``.
-
-        Raises:
-          OutputError: another (or unidentifiable) experiment's checkpoints are there and
-            ``force`` is false.
-          CheckpointMismatch: a checkpoint is damaged and ``force`` is false (``force`` discards
-            it and that learner is recomputed).
-        """
-        identity = json.loads(json.dumps(dict(identity), sort_keys=True))
-        taken: Resumed | None = None
-        with _interrupted_runs(self.final, self.partial, identity, force) as decided:
-            for path, decision, line in decided:
-                log(line)
-                if decision == "complete":  # stopped while moving its results into place
-                    continue
-                if decision == "same":
-                    shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-                    os.replace(path / checkpoints.CHECKPOINT_DIR, self.checkpoint_dir)
-                    taken = Resumed(source=path, progress={})
-                shutil.rmtree(path)
-        if taken is not None:
-            store = checkpoints.ExperimentCheckpoints(self.checkpoint_dir, identity)
-            taken.progress = store.verify(discard_damaged=force, log=log)
-        return taken
-
-    def _conflict(self, happened: str) -> typing.NoReturn:
-        """Keep this run's complete results beside ``<out>`` and say where."""
-        kept = self.final.parent / f"{self.final.name}.conflict-{self.run_id}"
-        os.replace(self.partial, kept)
-        self.partial, self.committed = kept, True
-        self._release()
-        raise OutputError(
-            f"output folder {self.final} {happened} while this run was going (another run with "
-            f"the same --out?); it was not replaced: this run's complete results are in {kept}"
-        )
+    @property
+    def complete(self) -> bool:
+        """Whether the partial folder already holds complete results (only :meth:`commit`)."""
+        return is_complete(self.partial)
 
     def commit(self) -> Path:
-        """``fsync``, write ``COMPLETE``, drop the checkpoints, move into place; returns the path.
+        """Write the manifest and ``COMPLETE``, rename onto ``<out>``, then drop the checkpoints.
 
         Raises:
-          OutputError: ``<out>`` appeared meanwhile; the results are kept in
-            ``<out>.conflict-<run id>``.
+          OutputError: ``<out>`` cannot be replaced now; the complete results stay in
+            :attr:`partial`, and the same command moves them into place.
         """
-        _fsync_tree(self.partial, skip=checkpoints.CHECKPOINT_DIR)
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds") + "\n"
-        checkpoints.atomic_write(self.partial / COMPLETE, lambda f: f.write(stamp.encode()))
-        if self.checkpoint_dir.exists():  # in one step: a kill leaves all of them or none
-            done = self.partial / ".checkpoint-done"
-            os.replace(self.checkpoint_dir, done)
-            shutil.rmtree(done, ignore_errors=True)
-        old: Path | None = None
-        if self.final.exists() or self.final.is_symlink():
-            if _marker(self.final) is None:
-                if not self.final.is_dir() or any(self.final.iterdir()):
-                    self._conflict("was created by someone else")
-            elif not self.force:
-                self._conflict("was completed by another run")
-            else:
-                old = self.final.parent / f"{self.final.name}.old-{self.run_id}"
-                os.replace(self.final, old)
-        try:
-            os.replace(self.partial, self.final)
-        except OSError as exc:
-            if old is not None:
-                os.replace(old, self.final)
-            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
-                self._conflict("was created by another process")
-            raise
-        checkpoints.fsync_dir(self.final.parent)
-        if old is not None and _marker(old) is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        if not self.complete:
+            written = [
+                str(p.relative_to(self.partial))
+                for p in self.partial.rglob("*")
+                if p.is_file() and p.parts[len(self.partial.parts)] not in _BOOKKEEPING
+            ]
+            files.write_manifest(self.partial, written)
+            _fsync_tree(self.partial, skip=checkpoints.CHECKPOINT_DIR)
+            files.write_text(self.partial / COMPLETE, _now() + "\n")
+        self._move_into_place()
+        shutil.rmtree(self.final / checkpoints.CHECKPOINT_DIR, ignore_errors=True)
         self.committed = True
         self._release()
         return self.final
+
+    def _move_into_place(self) -> None:
+        final, old = self.final, self.final.with_name(self.final.name + OLD)
+        kept = (
+            f"; this run's complete results are kept in {self.partial}: once that is fixed, "
+            "the same command moves them into place without recomputing"
+        )
+        try:
+            _check_out(final, self.force)
+        except OutputError as exc:
+            raise OutputError(f"{exc}{kept}") from None
+        try:
+            with _signals_deferred():
+                self._rename_onto(final, old)
+        except OSError as exc:
+            raise OutputError(f"cannot move the results onto {final} ({exc}){kept}") from None
+        files.fsync_dir(final.parent)
+        if _marker(old) is not None:
+            shutil.rmtree(old)
+
+    def _rename_onto(self, final: Path, old: Path) -> None:
+        """Rename :attr:`partial` onto ``final``, a results folder there first to ``old``."""
+        if final.exists() and _marker(final) is not None:
+            os.replace(final, old)
+        try:
+            os.replace(self.partial, final)
+        except OSError:
+            if _marker(old) is not None and not final.exists():
+                os.replace(old, final)
+            raise
 
     def write(
         self,
@@ -647,8 +674,9 @@ class ResultsFolder:
         draw: Callable[[Path], Any],
     ) -> Path:
         """Write ``summary.json``, ``results.csv``, ``traces.npz``, plots; then :meth:`commit`."""
-        text = json.dumps(summary, indent=2, allow_nan=False)
-        (self.partial / SUMMARY).write_text(text + "\n", encoding="utf-8")
+        files.write_text(
+            self.partial / SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n"
+        )
         tables.write_csv(tables.summary_rows(summary), self.partial / tables.CSV_NAME)
         # Uncompressed, far faster to write (numpy's stub also types **arrays as allow_pickle)
         np.savez(self.partial / TRACES, **arrays)  # type: ignore[arg-type]
@@ -660,23 +688,54 @@ class ResultsFolder:
             os.close(self._lock)
             self._lock = None
 
-    def discard(self) -> None:
-        """Remove the partial folder (nothing is left behind)."""
-        shutil.rmtree(self.partial, ignore_errors=True)
-        self._release()
-
-    def __enter__(self) -> ResultsFolder:
-        return self
-
     def has_checkpoints(self) -> bool:
         """Whether the partial folder holds chunk checkpoints worth resuming."""
         return bool(checkpoints.learner_folders(self.checkpoint_dir))
 
+    def __enter__(self) -> ResultsFolder:
+        return self
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # An interrupted run keeps its checkpoints: the same command resumes from them.
-        if not self.committed and not self.has_checkpoints():
-            self.discard()
+        # Removed only when it holds nothing to resume and nothing complete.
+        if not self.committed and not self.complete and not self.has_checkpoints():
+            shutil.rmtree(self.partial, ignore_errors=True)
         self._release()
+
+
+_BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, checkpoints.CHECKPOINT_DIR}
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back (delivered at the end), so that no handler runs between
+    the renames of a commit; a no-op off the main thread."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _fsync_tree(folder: Path, skip: str | None = None) -> None:
+    """``fsync`` every file and folder under ``folder`` (not the top-level folder ``skip``)."""
+    for root, dirs, names in os.walk(folder):
+        if Path(root) == folder and skip in dirs:
+            dirs.remove(skip)
+        for name in names:
+            fd = os.open(Path(root) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        files.fsync_dir(root)
 
 
 # --- Contents -------------------------------------------------------------------------------

@@ -16,14 +16,13 @@ import functools
 import io
 import json
 import zipfile
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from stabl_jax.experiment import checkpoints
+from stabl_jax.experiment import files
 
 COLUMNS: tuple[str, ...] = ("learner", "problem", "metric", "window", "segment", "mean", "ci95")
 CSV_NAME = "results.csv"
@@ -91,7 +90,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
     for row in rows:
         writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
     path = Path(path)
-    checkpoints.atomic_write(path, lambda f: f.write(text.getvalue().encode("utf-8")))
+    files.atomic_write(path, lambda f: f.write(text.getvalue().encode("utf-8")))
     return path
 
 
@@ -120,7 +119,7 @@ class Results:
         The ``(R, T)`` traces present (``res.traces["stabl/played"]``, in the smallest unsigned
         dtype) are ``res.config["save_traces"]``.
         """
-        return TraceFile(self.folder / "traces.npz")
+        return TraceFile(files.verify(self.folder, "traces.npz"))
 
     def rows(self) -> list[dict[str, Any]]:
         """The tidy rows of :func:`summary_rows`."""
@@ -145,12 +144,21 @@ class Results:
         return write_csv(self.rows(), self.folder / CSV_NAME if path is None else path)
 
 
-#: What reading a damaged .npz raises.
-_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError)
+#: What reading a damaged .npz raises: anything an archive or ``.npy`` header can make
+#: zipfile or NumPy's header parser raise (RuntimeError, NotImplementedError, TokenError, ...).
+_DAMAGED = (Exception,)
 
 
-class TracesDamaged(ValueError):
+class TracesDamaged(files.DamagedFile):
     """An ``.npz`` of traces cannot be read: not an ``.npz``, cut short, or a byte changed."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path, self.reason = Path(path), reason
+        ValueError.__init__(
+            self,
+            f"{path} cannot be read ({reason}): the file is damaged or not an .npz; run what "
+            "wrote it again",
+        )
 
 
 class TraceFile(Mapping[str, np.ndarray]):
@@ -168,7 +176,10 @@ class TraceFile(Mapping[str, np.ndarray]):
         if path.exists() or not missing_ok:
             with self._archive() as archive:
                 members = archive.namelist()
-            self._names = tuple(m.removesuffix(".npy") for m in members if m.endswith(".npy"))
+            odd = [m for m in members if not m.endswith(".npy")]
+            if odd:  # np.savez writes .npy members only: a changed name would hide an array
+                raise TracesDamaged(path, f"member {odd[0]!r} is not an array")
+            self._names = tuple(m.removesuffix(".npy") for m in members)
         self._arrays: dict[str, np.ndarray] = {}
 
     @contextlib.contextmanager
@@ -177,11 +188,10 @@ class TraceFile(Mapping[str, np.ndarray]):
         try:
             with zipfile.ZipFile(self._path) as archive:
                 yield archive
+        except (TracesDamaged, FileNotFoundError):
+            raise
         except _DAMAGED as exc:
-            raise TracesDamaged(
-                f"{self._path} cannot be read ({type(exc).__name__}: {exc}): the file is damaged "
-                "or not an .npz; run what wrote it again"
-            ) from None
+            raise TracesDamaged(self._path, f"{type(exc).__name__}: {exc}") from None
 
     def read(self, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
         """The arrays ``names`` (default: all); those not yet read are read in one pass."""
@@ -215,6 +225,11 @@ class TraceFile(Mapping[str, np.ndarray]):
         return len(self._names)
 
     @property
+    def path(self) -> Path:
+        """The ``.npz`` file."""
+        return self._path
+
+    @property
     def files(self) -> list[str]:
         """The names, as NumPy's ``NpzFile.files`` gives them."""
         return list(self._names)
@@ -245,7 +260,9 @@ def load_results(folder: str | Path) -> Results:
       ValueError: ``summary.json`` is not a JSON object.
     """
     folder = finished_folder(folder)
-    return Results(folder, read_json_object(folder / "summary.json", "rerun the experiment"))
+    files.verify(folder, "results.csv")
+    summary = read_json_object(files.verify(folder, "summary.json"), "rerun the experiment")
+    return Results(folder, summary)
 
 
 def read_json_object(path: str | Path, remedy: str) -> dict[str, Any]:

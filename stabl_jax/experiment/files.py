@@ -1,0 +1,149 @@
+"""Generic file IO of the tooling: atomic writes, JSON, and a manifest of SHA-256s that turns
+any later change of a written file into one error naming the file.
+
+Everything here knows files, not experiments: the results folder, checkpoints, tables, plots
+and bench write through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+#: The file of a finished folder listing ``{name: {"bytes", "sha256"}}`` of every file in it.
+MANIFEST = "manifest.json"
+
+
+class DamagedFile(ValueError):
+    """A file stabl_jax wrote cannot be read, or differs from what was written.
+
+    Attributes:
+      path: the file.
+      reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str | Path, reason: str, remedy: str) -> None:
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"{self.path} is damaged ({reason}): {remedy}")
+
+
+def fsync_dir(folder: str | Path) -> None:
+    """``fsync`` a folder so that renames inside it survive a crash (no-op where unsupported)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Write ``path`` atomically: ``write(file)`` into a temporary sibling, ``fsync``, replace.
+
+    Readers see the old file or the new one. Permission bits are kept; a symbolic link stays one.
+    """
+    path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` as UTF-8, atomically (a crash leaves the old file whole)."""
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def write_json(path: str | Path, value: Any, indent: int = 2) -> None:
+    """Write ``value`` as indented JSON to ``path``, atomically."""
+    write_text(path, json.dumps(value, indent=indent) + "\n")
+
+
+def read_json(path: str | Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or ``None`` when it is missing, not JSON or not an object."""
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(folder: Path, names: Iterable[str]) -> None:
+    """Write :data:`MANIFEST` into ``folder``: size and SHA-256 of each file ``names``."""
+    entries = {}
+    for name in sorted(names):
+        path = folder / name
+        entries[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    write_json(folder / MANIFEST, {"format": "stabl_jax.manifest/1", "files": entries})
+
+
+def manifest(folder: str | Path) -> dict[str, Any] | None:
+    """``{name: {"bytes", "sha256"}}`` of ``folder``'s :data:`MANIFEST`, or ``None`` where the
+    folder has none (written before manifests existed).
+
+    Raises:
+      DamagedFile: the manifest is there but unreadable.
+    """
+    path = Path(folder) / MANIFEST
+    if not path.exists():
+        return None
+    found = read_json(path)
+    files = None if found is None else found.get("files")
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        raise DamagedFile(path, "not a manifest of stabl_jax", _remedy(folder))
+    return files
+
+
+def verify(folder: str | Path, name: str) -> Path:
+    """``folder / name``, checked against the folder's manifest (where it has one).
+
+    Raises:
+      DamagedFile: the file is missing, or its size or SHA-256 differs from the manifest's.
+    """
+    folder, files = Path(folder), manifest(folder)
+    path = folder / name
+    if files is None or name not in files:
+        return path
+    entry = files[name]
+    try:
+        size = path.stat().st_size
+        same = size == entry.get("bytes") and sha256_file(path) == entry.get("sha256")
+    except OSError as exc:
+        raise DamagedFile(path, f"cannot be read: {exc.strerror}", _remedy(folder)) from None
+    if not same:
+        reason = "its bytes differ from those written (SHA-256 in manifest.json)"
+        raise DamagedFile(path, reason, _remedy(folder))
+    return path
+
+
+def _remedy(folder: str | Path) -> str:
+    return f"rerun the command that wrote {folder} (summary.json's 'command') to write it again"

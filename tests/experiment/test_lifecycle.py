@@ -1,0 +1,315 @@
+"""The results-folder lifecycle under faults (docs/reliability.md, "Interrupted runs").
+
+A stop at any step of the commit, an output folder that cannot be replaced, a change of code
+between a stop and its rerun, a user's file in a folder ``--force`` would replace, a full disk
+on the rerun, damaged results files: none loses finished work or writes a wrong number with
+exit status 0. In-process runs of a tiny config at the canonical sizes (5 arms, T = 64).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax.experiment import checkpoints, cli, compare, files, load_results, results
+from stabl_jax.experiment.checkpoints import ChunkCheckpoint
+from stabl_jax.experiment.tables import TraceFile, TracesDamaged
+from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
+
+CONFIG = f"""
+name = "lifecycle"
+seed = 3
+runs = 2
+horizon = {HORIZON}
+learners = ["uniform", "LEARNER"]
+chunk_size = 16
+window = 8
+sa_windows = [16]
+
+[env]
+name = "expert_advice"
+num_arms = {NUM_ARMS}
+change_points = [32]
+"""
+#: A learner of the user's, named by import path (a module in the test's own folder).
+USER_MODULE = "from stabl_jax import EXP3\n\n\nclass Mine(EXP3):\n    pass\n"
+
+
+@pytest.fixture(scope="module")
+def config_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("config") / "lifecycle.toml"
+    path.write_text(CONFIG.replace("LEARNER", "exp3"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(config_path, tmp_path_factory) -> Path:
+    """The uninterrupted run."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    assert cli.main(command(config_path, out)) == 0
+    return out
+
+
+def command(config_path: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def interrupt_after_chunks(config_path, out, capsys, monkeypatch, chunks: int = 5) -> None:
+    """Ctrl-C after ``chunks`` chunk checkpoints (5: ``uniform`` done, the other at round 16)."""
+    save, count = ChunkCheckpoint.save, {"n": 0}
+
+    def save_then_stop(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        count["n"] += 1
+        if count["n"] == chunks:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ChunkCheckpoint, "save", save_then_stop)
+        code, _, err = run(command(config_path, out), capsys)
+    assert code == 130 and "checkpoints kept in" in err, err
+
+
+# --- A stop at any step of the commit --------------------------------------------------------
+
+
+def _stop_at(stage: str, monkeypatch) -> None:
+    """Raise ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through its handler) at ``stage``."""
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if stage == "manifest":
+        monkeypatch.setattr(files, "write_manifest", stop)
+    elif stage == "after COMPLETE":
+        write_text = files.write_text
+
+        def then_stop(path, text):
+            write_text(path, text)
+            if Path(path).name == results.COMPLETE:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(files, "write_text", then_stop)
+    elif stage == "removing the checkpoints":  # the generic rmtree: any version of the code
+        rmtree = shutil.rmtree
+
+        def stop_in_checkpoints(path, *args, **kwargs):
+            if Path(path).name in (checkpoints.CHECKPOINT_DIR, ".checkpoint-done"):
+                raise KeyboardInterrupt
+            return rmtree(path, *args, **kwargs)
+
+        monkeypatch.setattr(shutil, "rmtree", stop_in_checkpoints)
+
+
+@pytest.mark.parametrize("stage", ["manifest", "after COMPLETE", "removing the checkpoints"])
+def test_a_stop_at_any_step_of_the_commit_loses_nothing(
+    config_path, reference, tmp_path, capsys, monkeypatch, stage
+):
+    """Ctrl-C or SIGTERM while the results are committed leaves ``<out>`` complete, or a
+    partial folder that the same command finishes: from its checkpoints, or, once complete,
+    by moving it into place without recomputing anything."""
+    out = tmp_path / "out"
+    with monkeypatch.context() as patch:
+        _stop_at(stage, patch)
+        code, _, err = run(command(config_path, out), capsys)
+    assert code == 130, err
+    if stage == "after COMPLETE":
+        assert "complete results are kept in" in err and "out.partial" in err
+    if not out.exists():
+        code, printed, err = run(command(config_path, out), capsys)
+        assert code == 0, err
+        if stage == "after COMPLETE":
+            assert "moved into place (nothing recomputed)" in printed and "compile" not in printed
+    assert_same_results(out, reference)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# --- An output folder that cannot be replaced -------------------------------------------------
+
+
+@pytest.mark.parametrize("problem", ["mount point", "immutable", "read-only parent"])
+def test_an_out_that_cannot_be_replaced_is_refused_before_anything_runs(
+    config_path, tmp_path, capsys, monkeypatch, problem
+):
+    """An empty mount point, an immutable folder, a read-only parent: the dry run and the
+    run refuse it (exit 2) before any computation, naming the remedy (a folder inside it)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    if problem == "mount point":
+        monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out)
+    elif problem == "immutable":
+        monkeypatch.setattr(results, "_inode_flags", lambda path: 0x10 * (path == out))
+    else:
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda p, m: Path(p) != tmp_path and access(p, m))
+    for extra in (["--dry-run"], []):
+        code, _, err = run(command(config_path, out, *extra), capsys)
+        assert code == 2 and "cannot be replaced" in err and f"--out {out}/results" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not any(out.iterdir())
+
+
+def test_a_rename_that_fails_at_the_end_keeps_the_complete_results(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """The final rename fails all the same (EBUSY): exit 2, the complete results stay in the
+    partial folder, which the same command then moves into place, computing nothing."""
+    out = tmp_path / "out"
+    replace = os.replace
+
+    def busy(src, dst):
+        if Path(dst) == out:
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        return replace(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", busy)
+        code, _, err = run(command(config_path, out), capsys)
+    assert code == 2 and "complete results are kept in" in err and "out.partial" in err, err
+    code, printed, err = run(command(config_path, out), capsys)
+    assert code == 0 and "nothing recomputed" in printed and "compile" not in printed, err
+    assert_same_results(out, reference)
+
+
+# --- The code is part of the identity --------------------------------------------------------
+
+
+def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
+    reference, tmp_path, capsys, monkeypatch
+):
+    """A learner of the user's, named by import path, edited after a stop: the rerun refuses
+    to resume (exit 2) naming the module and --force, which recomputes. An edit of stabl_jax
+    itself is named by its file."""
+    module = tmp_path / "lifecycle_user_learner.py"
+    module.write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "user.toml"
+    config.write_text(CONFIG.replace("LEARNER", "lifecycle_user_learner:Mine"))
+    out = tmp_path / "out"
+    interrupt_after_chunks(config, out, capsys, monkeypatch)
+    module.write_text(USER_MODULE.replace("    pass", '    """Edited."""'))
+    before = tree(tmp_path / "out.partial")
+    code, _, err = run(command(config, out), capsys)
+    assert code == 2 and "computed by other code" in err and "lifecycle_user_learner" in err, err
+    assert "--force" in err and tree(tmp_path / "out.partial") == before
+
+    fingerprint = checkpoints.code_fingerprint
+    edited = "stabl_jax/learners/exp3.py"
+    monkeypatch.setattr(
+        checkpoints, "code_fingerprint", lambda c: {**fingerprint(c), edited: "edited"}
+    )
+    code, _, err = run(command(config, out), capsys)
+    assert code == 2 and edited in err, err
+    code, printed, err = run(command(config, out, "--force"), capsys)
+    assert code == 0 and "discarded (--force)" in printed, err
+    summary = load_results(out).summary
+    assert summary["resumed"] is None
+
+
+# --- Files of the user's in a results folder -------------------------------------------------
+
+
+def test_force_never_deletes_a_users_file_in_a_results_folder(
+    config_path, reference, tmp_path, capsys
+):
+    """A results folder that holds a user's ``notes.md`` and ``my_figs/``: ``--force`` (and
+    its dry run) refuses to replace it, listing them; every byte stays."""
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    (out / "notes.md").write_text("mine")
+    (out / "my_figs").mkdir()
+    (out / "my_figs" / "a.png").write_bytes(b"png")
+    before = tree(out)
+    for extra in (["--force", "--dry-run"], ["--force"]):
+        code, _, err = run(command(config_path, out, *extra), capsys)
+        assert code == 2 and "files stabl-jax did not write (my_figs/, notes.md)" in err, err
+    assert tree(out) == before
+
+
+# --- A full disk, then the rerun -------------------------------------------------------------
+
+
+def test_the_rerun_after_a_full_disk_counts_what_the_partial_folder_holds(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """Free disk just short of the estimate once an interrupted run's checkpoints are on it:
+    the same command resumes (those bytes are needed no more) instead of asking for
+    ``--allow-large``."""
+    out = tmp_path / "out"
+    interrupt_after_chunks(config_path, out, capsys, monkeypatch)
+    needs = cli.KINDS["bandit"].estimate(cli.load_config(str(config_path), []))
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(
+        cli.shutil, "disk_usage", lambda p: usage._replace(free=needs.disk_bytes - 1)
+    )
+    code, printed, err = run(command(config_path, out), capsys)
+    assert code == 0 and "resuming out.partial" in printed, err
+
+
+# --- Damaged results files ------------------------------------------------------------------
+
+
+def test_a_changed_byte_of_a_results_file_is_one_error_naming_it(reference, tmp_path, capsys):
+    """One byte of ``summary.json`` (still valid JSON), ``results.csv`` or ``traces.npz``
+    changed after the commit: reading the folder, and ``compare``, name the file and the
+    remedy (exit 2, no traceback); the manifest written at commit catches it."""
+    for name in ("summary.json", "results.csv", "traces.npz"):
+        folder = tmp_path / name
+        shutil.copytree(reference, folder)
+        data = bytearray((folder / name).read_bytes())
+        at = data.index(b"5") if name != "traces.npz" else len(data) // 2
+        data[at] ^= 0x01 if name == "traces.npz" else 0x05  # "5" -> "0" keeps JSON valid
+        (folder / name).write_bytes(bytes(data))
+        with pytest.raises(files.DamagedFile, match=f"{name} is damaged"):
+            load_results(folder).traces.read()
+        with pytest.raises(files.DamagedFile, match=name):
+            compare.compare_folders(folder, reference)
+        code, _, err = run(["compare", str(folder), str(reference)], capsys)
+        assert code == 2 and name in err and "Traceback" not in err, err
+
+
+def test_a_renamed_zip_member_is_damage_not_a_missing_array(tmp_path):
+    """An ``.npz`` member whose name no longer ends in ``.npy`` (a changed byte in its name)
+    was silently dropped; it is reported as damage naming the file."""
+    path = tmp_path / "traces.npz"
+    np.savez(path, a=np.arange(3), b=np.ones(2))
+    renamed = tmp_path / "renamed.npz"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(renamed, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename.replace("b.npy", "b.npz"), src.read(info))
+    assert sorted(TraceFile(path)) == ["a", "b"]
+    with pytest.raises(
+        TracesDamaged, match=r"renamed.npz cannot be read \(member 'b.npz' is not an array\)"
+    ):
+        TraceFile(renamed)
+
+
+def test_a_manifest_lists_every_file_of_a_finished_folder(reference):
+    """``manifest.json`` holds the size and SHA-256 of every result file, and nothing of the
+    bookkeeping (marker, COMPLETE, checkpoints)."""
+    listed = json.loads((reference / files.MANIFEST).read_text())["files"]
+    written = {
+        p.name for p in reference.iterdir() if p.name not in (results.MARKER, results.COMPLETE)
+    }
+    assert set(listed) == written - {files.MANIFEST}
+    for name, entry in listed.items():
+        assert entry == {
+            "bytes": (reference / name).stat().st_size,
+            "sha256": files.sha256_file(reference / name),
+        }
