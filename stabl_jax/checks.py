@@ -240,6 +240,13 @@ def check_param_values(
     )
     for field, value in fields.items():
         label = f"{name}.{field}"
+        if isinstance(value, list | tuple):
+            raise ValueError(
+                f"{label} is a Python {type(value).__name__}, {value!r}: a param is one number "
+                "(or a (num_runs,) array of per-run values, as simulate takes); to sweep "
+                "values, vmap over stacked Params, or run `stabl-jax sweep CONFIG --grid "
+                "LEARNER.FIELD=V1,V2`"
+            )
         shape = tuple(np.shape(value))
         allowed_shapes = [()] if batch is None else [(), (batch,)]
         if shape not in allowed_shapes:

@@ -297,8 +297,15 @@ def adaptive_regret(
 
 
 def segment_ids(carry: RunCarry, horizon: int) -> np.ndarray:
-    """``(R, T)`` segment index of every round of every run, in the smallest signed int type."""
-    points = np.asarray(carry.env_params.change_points)
+    """``(R, T)`` segment index of every round of every run, in the smallest signed int type.
+
+    An environment whose params have no ``change_points`` is one segment: every index is 0.
+    """
+    points = getattr(carry.env_params, "change_points", None)
+    if points is None:
+        runs = int(np.prod(np.shape(carry.env_key)[:1]))  # a single run's key is ()
+        return np.zeros((runs, horizon), np.int8)
+    points = np.asarray(points)
     if points.ndim == 1:
         points = points[None]
     ts = np.arange(horizon)

@@ -151,12 +151,16 @@ class Registry(Mapping[str, Entry]):
       kind: what the entries are, for messages (``"learner"``).
       fields: constructor arguments every class must take (the config fills them in).
       attributes: methods and properties every class must have.
+      guide: the page that lists them, named in every refusal.
     """
 
-    def __init__(self, kind: str, fields: tuple[str, ...], attributes: tuple[str, ...]) -> None:
+    def __init__(
+        self, kind: str, fields: tuple[str, ...], attributes: tuple[str, ...], guide: str = ""
+    ) -> None:
         self.kind = kind
         self.fields = fields
         self.attributes = attributes
+        self.guide = guide
         self._entries: dict[str, Entry] = {}
 
     def __getitem__(self, name: str) -> Entry:
@@ -205,10 +209,16 @@ class Registry(Mapping[str, Entry]):
             missing = [f for f in self.fields if f not in fields]
             missing += [a for a in self.attributes if a not in fields and not hasattr(cls, a)]
             if missing:
-                problem = f"lacks {missing}: a {self.kind} takes {list(self.fields)} and has "
+                article = "an" if self.kind[0] in "aeiou" else "a"
+                problem = (
+                    f"lacks {missing}: {article} {self.kind} takes {list(self.fields)} and has "
+                )
                 problem += f"{list(self.attributes)}"
         if problem:
-            raise ValueError(f"{self.kind} {name!r}: {getattr(cls, '__name__', cls)} {problem}")
+            see = f" (see {self.guide})" if self.guide else ""
+            raise ValueError(
+                f"{self.kind} {name!r}: {getattr(cls, '__name__', cls)} {problem}{see}"
+            )
 
     def entry(self, name: str) -> Entry:
         """The entry ``name``, or the class at import path ``"module:Class"`` (else
@@ -230,14 +240,24 @@ class Registry(Mapping[str, Entry]):
         return self.entry(name)(**kwargs)
 
 
-# What the rollout, the experiment runner and the config call on each kind of class.
+# What the rollout, the experiment runner and the config call on each kind of class: the
+# pages named are where they are listed. Change points are optional (without them a run is one
+# segment); an environment that declares them is checked by the command line.
 _LEARNER = ("default_params", "init", "ask", "tell", "step", "num_queries")
-_ENV = ("sample_params", "loss", "loss_at", "best_arm", "change_points", "num_segments")
-LEARNERS = Registry("learner", ("num_arms", "horizon"), _LEARNER)
-ENVS = Registry("environment", ("num_arms", "horizon"), _ENV)
-BCO_LEARNERS = Registry("BCO learner", ("dim", "horizon", "domain", "lipschitz"), _LEARNER)
+_LEARNER_GUIDE = "docs/learners.md, 'What the command line needs'"
+_ENV_GUIDE = "docs/environments.md, 'What the command line needs'"
+LEARNERS = Registry("learner", ("num_arms", "horizon"), _LEARNER, _LEARNER_GUIDE)
+ENVS = Registry(
+    "environment", ("num_arms", "horizon"), ("sample_params", "loss", "best_arm"), _ENV_GUIDE
+)
+BCO_LEARNERS = Registry(
+    "BCO learner", ("dim", "horizon", "domain", "lipschitz"), _LEARNER, _LEARNER_GUIDE
+)
 CONVEX_ENVS = Registry(
-    "convex environment", ("dim", "horizon"), ("sample_params", "loss_fn", "lipschitz")
+    "convex environment",
+    ("dim", "horizon"),
+    ("sample_params", "loss_fn", "lipschitz"),
+    _ENV_GUIDE,
 )
 
 _BY_KIND = {"bandit": (LEARNERS, ENVS), "bco": (BCO_LEARNERS, CONVEX_ENVS)}

@@ -201,6 +201,27 @@ def test_summary_values_are_compared_and_the_run_record_is_left_out(folders, tmp
     assert [d.name for d in relaxed.differences] == ["learners.exp3.label", "learners.exp3.extra"]
 
 
+def test_two_sweeps_of_one_grid_differ_in_timings_only(tmp_path, capsys):
+    """A sweep's per-learner ``seconds`` (and a host or end time anywhere) is no difference."""
+    config = tmp_path / "compare.toml"
+    config.write_text(CONFIG)
+    a, b = (tmp_path / name for name in "ab")
+    for out in (a, b):
+        grid = ["sweep", str(config), "--grid", "exp3.lr_scale=1,2", "--no-progress"]
+        assert cli.main([*grid, "--out", str(out)]) == 0
+
+    def change(summary):
+        summary["learners"]["exp3"]["seconds"] = 1e9
+        summary["learners"]["exp3"]["best"]["elapsed"] = 1e9
+        summary["learners"]["exp3"]["hostname"] = "elsewhere"
+        summary["learners"]["exp3"]["finished"] = "1999-01-01T00:00:00+00:00"
+
+    _edit_summary(b, change)
+    code, out, err = _cli(capsys, a, b)
+    assert (code, err, out.splitlines()[-1]) == (0, "", "the same numbers"), out
+    assert "summary.json:" in out and "traces.npz: 0 arrays in both: equal" in out
+
+
 def test_the_run_record_names_every_field_the_environment_record_writes():
     """A new provenance field written by every run would otherwise count as a difference."""
     assert set(environment_info()) <= compare.RUN_RECORD

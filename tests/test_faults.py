@@ -966,3 +966,153 @@ def test_a_bandit_run_records_what_it_reads_not_the_queried_arms():
     ):
         assert sorted(result.traces()) == sorted(bandit.SAVABLE_TRACES), name
         assert config.trace_bytes(learner, 6)[0] == 16, name
+
+
+# --------------------------------------------------------------------------------------------
+# A user's environment, learner params and losses, met before (or named during) the run
+# --------------------------------------------------------------------------------------------
+
+USER_ENVS = '''
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import ExpertAdvice
+from stabl_jax.envs.base import BanditEnv
+
+
+@dataclasses.dataclass(frozen=True)
+class Flat(BanditEnv):
+    """Stationary noisy losses: no change points."""
+
+    num_arms: int
+    horizon: int
+
+    def sample_params(self, key):
+        return jax.random.uniform(key, (self.num_arms,), jnp.float32, 0.2, 0.8)
+
+    def loss(self, params, t, key):
+        noise = jax.random.uniform(key, (self.num_arms,), jnp.float32, -0.1, 0.1)
+        return jnp.clip(params + noise, 0.0, 1.0)
+
+    def best_arm(self, params, t):
+        return jnp.argmin(params).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentsOnTheClassOnly(Flat):
+    """Declares two segments, and its params (an array) hold no change points."""
+
+    change_points: ClassVar[tuple[int, ...]] = (32,)
+    num_segments: ClassVar[int] = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class NoExpectedLoss(Flat):
+    """Writes its own evaluate, whose info lacks expected_loss."""
+
+    def evaluate(self, params, state, t, query, key):
+        info = {"best_arm": self.best_arm(params, t)}
+        return state, self.loss(params, t, key)[query.arms], info
+
+
+@dataclasses.dataclass(frozen=True)
+class TooHigh(ExpertAdvice):
+    """The paper's environment with every loss raised by 1: outside [0, 1]."""
+
+    def loss(self, params, t, key):
+        return super().loss(params, t, key) + 1.0
+'''
+
+
+@pytest.fixture(scope="module")
+def user_envs(tmp_path_factory):
+    """``user_envs_faults``, a module of environments on ``sys.path``, as a user's would be."""
+    folder = tmp_path_factory.mktemp("user")
+    (folder / "user_envs_faults.py").write_text(USER_ENVS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(folder))
+        yield folder
+
+
+def user_config(folder: Path, env: str, extra: str = "") -> Path:
+    """The tiny config of ``CONFIG``'s learners on ``user_envs_faults:env`` (5 arms, T = 64)."""
+    path = folder / f"{env}.toml"
+    path.write_text(
+        f'runs = 4\nhorizon = 64\nlearners = ["uniform", "exp3"]\nwindow = 8\n{extra}\n'
+        f'[env]\nname = "user_envs_faults:{env}"\nnum_arms = 5\n'
+    )
+    return path
+
+
+def test_an_environment_without_change_points_runs_as_one_segment(user_envs, tmp_path, capsys):
+    """No change points to fake: the run is one segment, and SA(L) and the cumulative regret
+    (which need none) are computed."""
+    out = tmp_path / "out"
+    code, printed, err = run(command(user_config(tmp_path, "Flat"), out), capsys)
+    assert code == 0, err
+    assert "one segment (no change points)" in printed
+    summary = read_summary(out)
+    flat = summary["learners"]["exp3"]
+    assert summary["env"]["change_points"] == [] and len(flat["segment_reward"]["mean"]) == 1
+    assert np.isfinite(flat["cumulative_regret"]["mean"])
+    assert len(flat["adaptive_regret"]["sampled"]["mean"]) == 3  # L = 16, 32, 64
+    assert read_traces(out)["env/change_points"].shape == (4, 0)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            "SegmentsOnTheClassOnly",
+            "SegmentsOnTheClassOnly has num_segments = 2, but sample_params returns params "
+            "whose change_points are none, not (1,) int32",
+        ),
+        ("NoExpectedLoss", "NoExpectedLoss defines evaluate, and its info lacks ['expected_loss']"),
+    ],
+)
+def test_what_an_environment_lacks_is_named_before_any_run(
+    user_envs, tmp_path, capsys, monkeypatch, env, message
+):
+    """One line naming the class, what it lacks and where the requirements are listed."""
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    code, _, err = run(command(user_config(tmp_path, env), tmp_path / "out"), capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"environment 'user_envs_faults:{env}': {message}" in err
+    assert err.rstrip().endswith("(see docs/environments.md, 'What the command line needs')")
+
+
+def test_a_failed_validation_is_one_line_naming_the_learner(user_envs, tmp_path, capsys):
+    code, _, err = run(command(user_config(tmp_path, "TooHigh"), tmp_path / "out"), capsys)
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(
+        "error: learner 'uniform' on environment 'user_envs_faults:TooHigh' failed validation: "
+        "loss at round 0 must be finite and in [0, 1]; found "
+    )
+    assert "rescale them to [0, 1] first" in err and "docs/environments.md, 'Validation'" in err
+
+
+@pytest.mark.parametrize("where", ["file", "--set"])
+def test_a_list_of_params_is_refused_naming_the_sweep(tmp_path, capsys, where):
+    extra = "[params.exp3]\nlr_scale = [1.0, 2.0]\n" if where == "file" else ""
+    path = tmp_path / "params.toml"
+    path.write_text(CONFIG + extra)
+    sets = ["--set", "params.exp3.lr_scale=[1.0, 2.0]"] if where == "--set" else []
+    code, _, err = run(command(path, tmp_path / "out", "--dry-run", *sets), capsys)
+    assert code == 2 and "key 'params.exp3.lr_scale'" in err, err
+    assert "must be one number, got the array [1.0, 2.0]; to sweep values run `stabl-jax " in err
+    assert "sweep CONFIG --grid exp3.lr_scale=1.0,2.0`" in err
+
+
+def test_a_list_of_params_given_to_simulate_is_refused():
+    learner = EXP3(num_arms=4, horizon=HORIZON)
+    params = learner.default_params.replace(lr_scale=[1.0, 2.0])
+    env = ExpertAdvice(num_arms=4, horizon=HORIZON)
+    with pytest.raises(ValueError, match=r"params.lr_scale is a Python list, \[1.0, 2.0\]: a "):
+        simulate(learner, env, jax.random.key(0), 2, params=params)

@@ -174,8 +174,12 @@ def test_import_paths_that_fail_say_why(tmp_path, user_parts, name, message):
 def test_register_checks_name_contract_and_clashes(user_parts):
     with pytest.raises(ValueError, match="lacks"):
         register_learner("advice", user_parts.FlavouredAdvice)
-    with pytest.raises(ValueError, match=re.escape("lacks ['change_points', 'num_segments']")):
-        register_env("no_segments", user_parts.NoSegments)
+    ENVS.check(user_parts.NoSegments, "no_segments")  # change points are optional
+    with pytest.raises(
+        ValueError, match=re.escape("lacks ['sample_params', 'loss', 'best_arm']")
+    ) as info:
+        register_env("no_loss", user_parts.NotedEXP3)
+    assert str(info.value).endswith("(see docs/environments.md, 'What the command line needs')")
     with pytest.raises(ValueError, match="letters, digits"):
         register_learner("my:exp3", user_parts.NotedEXP3)
     with pytest.raises(ValueError, match="'stabl' is already registered"):

@@ -32,7 +32,7 @@ from stabl_jax.experiment.checkpoints import (
 from stabl_jax.experiment.configs import ConfigError, shipped_configs
 from stabl_jax.experiment.files import DamagedFile
 from stabl_jax.experiment.kinds import KINDS, load_config, write_results
-from stabl_jax.experiment.kinds.base import Kind, Resources
+from stabl_jax.experiment.kinds.base import Kind, Resources, RunFailed
 from stabl_jax.experiment.results import (
     Distinct,
     OutputError,
@@ -232,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OutputError, CheckpointMismatch, DamagedFile) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except RunFailed as exc:  # a check of the numbers stopped the run: its own line says why
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except Terminated:
         print("error: terminated (SIGTERM)", file=sys.stderr)
         return EXIT_TERMINATED

@@ -25,6 +25,9 @@ RUN_RECORD = frozenset(
     "started command resumed code versions python platform jax_config device cpu environment "
     "timings".split()
 )
+#: Keys that record how long, when or where a part of a run was made, at any depth: a
+#: sweep's per-learner ``seconds``, any ``*_seconds``, a start or end time, a host.
+TIMING = frozenset("seconds elapsed started finished hostname host".split())
 #: Fields of the recorded config that say how it was given, not what it is.
 CONFIG_RECORD = frozenset({"source", "overrides"})
 #: How many differences :meth:`Comparison.lines` lists per file by default.
@@ -82,7 +85,8 @@ class Comparison:
         tolerance = "bit for bit" if self.rtol == 0 else f"to a relative {self.rtol:g}"
         out = [
             f"comparing {self.a} with {self.b} ({tolerance}; the run record of summary.json "
-            "is left out: start time, command, code, versions, platform, device, CPU, timings)"
+            "is left out: start time, command, code, versions, platform, device, CPU, timings, "
+            "and every seconds, elapsed, started, finished or host field)"
         ]
         for where, counted in (
             ("summary.json", f"{self.numbers:,} numbers and {self.fields:,} other values"),
@@ -125,7 +129,8 @@ def _leaves(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 def _is_run_record(path: str) -> bool:
     keys = [part.partition("[")[0] for part in path.split(".")]
     in_config = keys[0] == "config" and len(keys) > 1 and keys[1] in CONFIG_RECORD
-    return keys[0] in RUN_RECORD or in_config or any(k.endswith("_seconds") for k in keys)
+    timing = any(k in TIMING or k.endswith("_seconds") for k in keys)
+    return keys[0] in RUN_RECORD or in_config or timing
 
 
 def _close(x: Any, y: Any, rtol: float) -> np.ndarray:

@@ -7,9 +7,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, registry
+from stabl_jax.envs.base import as_environment
 from stabl_jax.estimators import FEEDBACKS
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
@@ -17,6 +20,7 @@ from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
 from stabl_jax.experiment.kinds.base import Kind, check_distinct
 from stabl_jax.experiment.results import stat
+from stabl_jax.learners.base import BanditQuery
 from stabl_jax.simulate import RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
@@ -26,6 +30,11 @@ DEFAULT_SAVE_TRACES: tuple[str, ...] = ("played",)
 PLOT_FILES: dict[str, str] = {
     plot: f"{plot}.png"
     for plot in ("reward", "adaptive_regret", "prob_best", "cumulative_regret", "paired_segments")
+}
+#: What the ``info`` of an environment's own ``evaluate`` must hold, and what reads it.
+INFO: dict[str, str] = {
+    "best_arm": "best_arm (the prob_best trace)",
+    "expected_loss": "expected_loss = <p_t, l_t> (SA(L) of the expected loss)",
 }
 #: The reference of ``paired_segments.png``: the first of these a config runs, else its first.
 PAIRED_REFERENCES: tuple[str, ...] = ("stabl_tuned", "stabl")
@@ -64,6 +73,34 @@ class BanditConfig(paired.ExperimentConfig):
             "feedback": check.string("feedback", raw.get("feedback", "loss"), FEEDBACKS),
             "save_traces": _check_save_traces(check, raw),
         }
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str:
+        """Also: an environment with its own ``evaluate`` gives the ``info`` of :data:`INFO`."""
+        problem = super().env_problem(env)
+        if problem or as_environment(env) is not env:  # the adapter's evaluate gives both
+            return problem
+        n = int(env.num_arms)
+        query = BanditQuery(
+            arms=jnp.zeros(1, jnp.int32),
+            play_probs=jnp.full(n, 1.0 / n, jnp.float32),
+            query_probs=jnp.ones(1, jnp.float32),
+        )
+
+        def first_round(key: jax.Array) -> Any:
+            params = env.sample_params(key)
+            return env.evaluate(params, env.init(params), jnp.int32(0), query, key)[2]
+
+        info, failed = paired.traced(first_round, "evaluate (one round of a uniform query)")
+        if failed:
+            return f"{failed} (see {cls.ENVS.guide})"
+        missing = [k for k in INFO if k not in info]
+        if missing:
+            needed = ", ".join(INFO.values())
+            return (
+                f"defines evaluate, and its info lacks {missing}: {needed} (see {cls.ENVS.guide})"
+            )
+        return ""
 
     def learner_sizes(self) -> dict[str, Any]:
         return {"num_arms": self.env.num_arms}
@@ -159,7 +196,7 @@ def run_experiment(
     def per_segment(env: Any, result: SimResult) -> dict[str, Any]:
         if not segments:
             segments.append(metrics.segment_ids(result.final_carry("the segments"), config.horizon))
-        ids, num_segments = segments[0], int(env.num_segments)
+        ids, num_segments = segments[0], paired.num_segments(env)
         return {
             "segment_reward": metrics.per_segment_mean(result.loss, ids, num_segments, _reward),
             "prob_best_segment": metrics.per_segment_mean(result.prob_best, ids, num_segments),

@@ -19,6 +19,11 @@ from stabl_jax.experiment.tables import byte_size
 DEFAULT_RUNS = 100
 
 
+class RunFailed(Exception):
+    """A run stopped by a check of its numbers: one line naming the learner, what was wrong
+    and the remedy; ``stabl-jax`` prints it and exits 1 (no traceback)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Kind:
     """One kind of experiment: how its config is checked, run, summarised, drawn and printed.

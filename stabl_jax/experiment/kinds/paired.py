@@ -16,6 +16,7 @@ from typing import Any, ClassVar, TypeVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 from stabl_jax import metrics, registry
 from stabl_jax.experiment import plots, results
@@ -280,10 +281,51 @@ class ExperimentConfig:
                 check.unknown(f"env.{key}", allowed, f"{name!r} environment")
             kwargs[key] = cls.check_env_value(check, key, item, hints[key])
         try:
-            cls.build_env(name, horizon, kwargs)
+            env = cls.build_env(name, horizon, kwargs)
         except (TypeError, ValueError) as exc:
             check.fail("env", f"invalid {name!r} environment: {exc}")
+        problem = cls.env_problem(env)
+        if problem:
+            check.fail("env.name", f"environment {name!r}: {type(env).__name__} {problem}")
         return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs))
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str:
+        """What ``env`` lacks that an experiment reads, with the remedy; ``""`` when nothing.
+
+        An environment with ``num_segments`` declares change points: it needs ``change_points``
+        (its fixed points, or ``random_change_points = True``) and params whose
+        ``change_points`` are ``(num_segments - 1,)``. One without is one segment.
+        """
+        if not has_segments(env):
+            return ""
+        remedy = (
+            "; an environment without change points has no num_segments and is one segment "
+            f"(see {cls.ENVS.guide})"
+        )
+        if not (hasattr(env, "change_points") or getattr(env, "random_change_points", False)):
+            return f"has num_segments but no change_points (its fixed change points){remedy}"
+        params, failed = traced(env.sample_params, "sample_params")
+        if failed:
+            return f"{failed} (see {cls.ENVS.guide})"
+        points = getattr(params, "change_points", None)
+        want = (int(env.num_segments) - 1,)
+        if points is None or tuple(points.shape) != want:
+            got = "none" if points is None else f"shape {tuple(points.shape)}"
+            return (
+                f"has num_segments = {env.num_segments}, but sample_params returns params "
+                f"whose change_points are {got}, not {want} int32 (a field change_points of "
+                f"the params pytree: the rounds each run's segments start){remedy}"
+            )
+        return ""
+
+
+def traced(fn: Callable[[jax.Array], Any], what: str) -> tuple[Any, str]:
+    """``(jax.eval_shape(fn, key), "")``, or ``(None, why)`` when tracing ``fn`` raises."""
+    try:
+        return jax.eval_shape(fn, jax.random.key(0)), ""
+    except Exception as exc:  # a user's code: reported with the class, never a traceback
+        return None, f"{what} fails when traced: {type(exc).__name__}: {exc}"
 
 
 def _check_window(check: Checker, window: Any, horizon: int) -> int:
@@ -383,10 +425,16 @@ def _check_params(
     for learner_name, values in check.table("params", value).items():
         key = f"params.{learner_name}"
         base.entry(check, key, known, learner_name)
-        out[learner_name] = {
-            field: check.number(f"{key}.{field}", item, 0)
-            for field, item in check.table(key, values).items()
-        }
+        out[learner_name] = {}
+        for field, item in check.table(key, values).items():
+            if isinstance(item, list):
+                check.fail(
+                    f"{key}.{field}",
+                    f"must be one number, got the array {item!r}; to sweep values run "
+                    f"`stabl-jax sweep CONFIG --grid {learner_name}.{field}="
+                    f"{','.join(map(str, item))}`",
+                )
+            out[learner_name][field] = check.number(f"{key}.{field}", item, 0)
     return out
 
 
@@ -431,7 +479,7 @@ class Result:
 
     @property
     def num_segments(self) -> int:
-        return int(self.env.num_segments)
+        return num_segments(self.env)
 
 
 #: A kind's :class:`Result` subclass.
@@ -478,22 +526,38 @@ def simulate_learners(
         learner = config.make_learner(name)
         params = config.learner_params(learner, name)
         start = time.perf_counter()
-        result = simulate(
-            learner,
-            env,
-            key,
-            config.runs,
-            horizon=config.horizon,
-            params=params,
-            traces=config.RECORDED,
-            validate=validate,
-            options=SimOptions(
-                chunk_size=chunk,
-                progress=progress(name) if progress is not None else False,
-                checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
-            ),
+        options = SimOptions(
+            chunk_size=chunk,
+            progress=progress(name) if progress is not None else False,
+            checkpoint=checkpoints.for_learner(name) if checkpoints is not None else None,
         )
+        try:
+            result = simulate(
+                learner,
+                env,
+                key,
+                config.runs,
+                horizon=config.horizon,
+                params=params,
+                traces=config.RECORDED,
+                validate=validate,
+                options=options,
+            )
+        except checkify.JaxRuntimeError as exc:
+            raise validation_failed(config, name, exc) from None
         yield name, learner, params, result, time.perf_counter() - start
+
+
+def validation_failed(
+    config: ExperimentConfig, name: str, exc: checkify.JaxRuntimeError
+) -> base.RunFailed:
+    """One line for a failed in-program check of learner ``name``'s run (``validate=True``):
+    the check's own message (the round, the value and the remedy), with the learner named."""
+    what = " ".join(str(exc).replace("(`check` failed)", "").split())
+    return base.RunFailed(
+        f"learner {name!r} on environment {config.env.name!r} failed validation: {what} "
+        "(docs/environments.md, 'Validation')"
+    )
 
 
 def run_learners(
@@ -529,12 +593,12 @@ def run_learners(
     carry = next(iter(outcomes.values())).result.final_carry("the paired metrics")
     fields = measure_all(env, carry, outcomes)
     metrics_s += time.perf_counter() - metric_start
-    points = np.asarray(carry.env_params.change_points)  # every run's
+    points = getattr(carry.env_params, "change_points", np.zeros((config.runs, 0)))  # every run's
     return result_type(
         config=config,
         env=env,
         outcomes=outcomes,
-        change_points=points.reshape(config.runs, int(env.num_segments) - 1).astype(np.int32),
+        change_points=np.reshape(points, (config.runs, num_segments(env) - 1)).astype(np.int32),
         chunk_size=resolve_chunk_size(config),
         wall_seconds=time.perf_counter() - start,
         metrics_seconds=metrics_s,
@@ -597,8 +661,21 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
     }
 
 
+def has_segments(env: Any) -> bool:
+    """Whether ``env`` declares change points (``num_segments``); see :meth:`env_problem`."""
+    return hasattr(env, "num_segments")
+
+
+def num_segments(env: Any) -> int:
+    """``env.num_segments``, or 1 for an environment without change points (the whole run)."""
+    return int(env.num_segments) if has_segments(env) else 1
+
+
 def fixed_change_points(env: Any) -> tuple[int, ...] | None:
-    """The environment's change points, or ``None`` when they are drawn per run."""
+    """The environment's change points (none without segments), or ``None`` when they are
+    drawn per run."""
+    if not has_segments(env):
+        return ()
     if getattr(env, "random_change_points", False):
         return None
     return tuple(int(t) for t in env.change_points)
@@ -704,9 +781,13 @@ def header(config: ExperimentConfig, out: Path, needs: base.Resources | None) ->
     env = config.make_env()
     fixed = fixed_change_points(env)
     points = "random per run" if fixed is None else ", ".join(map(str, fixed)) or "none"
+    segments = (
+        f"{num_segments(env)} segments (change points: {points})"
+        if num_segments(env) > 1 or fixed is None
+        else "one segment (no change points)"
+    )
     setting = [
-        f"  env: {config.env.name}, {size}, T={config.horizon} rounds, "
-        f"{env.num_segments} segments (change points: {points})",
+        f"  env: {config.env.name}, {size}, T={config.horizon} rounds, {segments}",
         f"  {config.runs} runs, seed {config.seed}, {detail}, "
         f"chunks of {resolve_chunk_size(config)} rounds; same key for every learner (paired)",
     ]
