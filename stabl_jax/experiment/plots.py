@@ -300,7 +300,7 @@ def _figure(title: str, **subplots: Any) -> Iterator[tuple[Any, Any]]:
     subplots.setdefault("figsize", FIGSIZE)
     fig, axes = plt.subplots(layout="constrained", **subplots)
     try:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(title, fontsize=11, wrap=True)
         yield fig, axes
     finally:
         plt.close(fig)
