@@ -238,12 +238,10 @@ def _outside(fig) -> list[str]:
 def test_every_title_of_a_bandit_run_lies_within_its_figure(tmp_path, monkeypatch):
     """The plots ``stabl-jax run`` draws for a bandit config, with Figure 1's long title: no
     title line is cut at the figure's edges."""
-    from stabl_jax.experiment import cli
+    from tests.conftest import run_small_figure1
 
     figures = _drawn_figures(monkeypatch)
-    argv = ["run", "figure1", "--runs", "2", "--set", "horizon=64", "--set", "env.num_arms=5"]
-    argv += ["--set", 'learners=["exp3_tuned", "stabl_tuned"]', "--set", "sa_windows=[16, 64]"]
-    assert cli.main([*argv, "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    run_small_figure1(tmp_path / "out")
     drawn = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
     assert "cumulative_regret.png" in drawn and len(figures) == len(drawn)
     for fig in figures:
