@@ -254,8 +254,22 @@ def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
     band = _named(["stabl"], np.arange(1.0, 9.0))
     title = "a heading\n" + " ".join(["a long second line of words"] * 12)
     plots.plot_cumulative_regret(band, tmp_path / "c.png", title=title)
-    (fig,) = figures
-    assert _outside(fig) == []
+    x, y = np.asarray([1.0, 8.0]), np.asarray([1.0, 2.0, 4.0])
+    grid = plots.Grid(
+        "stabl",
+        "stabl",
+        "meta_lr_scale",
+        "expert_lr_scale",
+        x,
+        y,
+        np.ones((3, 2)),
+        0.1 + np.zeros((3, 2)),
+        (2, 1),
+    )
+    plots.plot_grids([grid], tmp_path / "g.png", title=title, score="s")  # the panel's title too
+    assert len(figures) == 2
+    for fig in figures:
+        assert _outside(fig) == []
 
 
 @pytest.mark.parametrize("terminal", [False, True])

@@ -255,8 +255,8 @@ def draw(grid: Grid, report: Mapping[str, Any], seeds: Sequence[int], path: Path
     reported = f"{best['mean']:.4f} ± {best['ci95']:.4f}"
     if len(seeds) > 1:
         title = (
-            f"{grid.learner}: step-size sweep, chosen on tuning seed {seeds[0]} (drawn), "
-            f"its reward on reporting seed {seeds[-1]}: {reported}"
+            f"{grid.learner}: step-size sweep, chosen on tuning seed {seeds[0]} (drawn)\n"
+            f"the chosen point's reward on reporting seed {seeds[-1]}: {reported}"
         )
     else:
         title = f"{grid.learner}: step-size sweep on seed {seeds[0]}, best {reported}"
