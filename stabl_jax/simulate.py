@@ -922,14 +922,17 @@ def _threaded(program: Any, groups: list[Any], t0: jax.Array) -> tuple[list[Any]
 def progress_bar(
     progress: bool | Callable[[int, int], None], total: int, unit: str = "round"
 ) -> Callable[[int], None]:
-    """``update(done)``: calls ``progress(done, total)``, moves a tqdm bar (``True``) or nothing."""
+    """``update(done)``: calls ``progress(done, total)``, moves a tqdm bar (``True``) or nothing.
+
+    The bar is drawn only when stderr is a terminal: a log file gets no bar.
+    """
     if callable(progress):
         return lambda done: progress(done, total)
     if not progress:
         return lambda done: None
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, unit=unit, leave=False)
+    bar = tqdm(total=total, unit=unit, leave=False, disable=None)  # None: only on a terminal
 
     def update(done: int) -> None:
         bar.update(done - bar.n)

@@ -176,6 +176,17 @@ def fill_disk_while_writing(monkeypatch: pytest.MonkeyPatch, room: int = 4096) -
     monkeypatch.setattr(builtins, "open", full_disk_open)
 
 
+def run_small_figure1(out: Path) -> None:
+    """``stabl-jax run figure1`` at a tiny size into ``out``: 2 runs of 64 rounds, 5 arms,
+    tuned EXP3 and StABL (every plot, ``stabl/played`` saved). One program set for the tests
+    that need a results folder of the main job."""
+    from stabl_jax.experiment import cli
+
+    argv = ["run", "figure1", "--runs", "2", "--set", "horizon=64", "--set", "env.num_arms=5"]
+    argv += ["--set", 'learners=["exp3_tuned", "stabl"]', "--set", "sa_windows=[16, 64]"]
+    assert cli.main([*argv, "--out", str(out), "--no-progress"]) == 0
+
+
 def mark_as_ours(folder: Path) -> Path:
     """Create ``folder`` as stabl_jax does (with its marker), by a process now gone."""
     folder.mkdir()

@@ -1,5 +1,6 @@
-"""The documentation stays true to the code: links resolve, and every config key, option,
-params field, registered name and command-line flag the code accepts is documented."""
+"""The documentation stays true to the code: its Python blocks run, links resolve, and every
+config key, option, params field, registered name and command-line flag the code accepts is
+documented."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from stabl_jax.experiment import cli
 from stabl_jax.experiment.kinds.bandit import SAVABLE_TRACES
 from stabl_jax.experiment.kinds.paired import TOP_LEVEL_KEYS
 from stabl_jax.experiment.kinds.selection import BBOB_KEYS, HPO_TOP_LEVEL_KEYS
+from tests.conftest import run_small_figure1
+from tests.doc_blocks import RESULTS, bad_keywords, python_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -47,6 +50,44 @@ def test_relative_links_resolve_to_files(page: Path) -> None:
     for target in targets:
         assert "#" not in target, f"{page.name}: link {target!r} has an anchor; name the section"
         assert (page.parent / target).exists(), f"{page.name}: link {target!r} resolves to nothing"
+
+
+CODE_PAGES = [p for p in PAGES if p.name != "EXPERIMENTS.md" and python_blocks(p)]
+
+
+@pytest.fixture(scope="module")
+def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding ``results/figure1-seed0``, a tiny run of the main job."""
+    where = tmp_path_factory.mktemp("docs")
+    run_small_figure1(where / RESULTS)
+    return where
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in CODE_PAGES if p.name != "README.md"],  # README's: tests/test_readme.py
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_the_python_blocks_run(
+    page: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page's blocks run in order in one namespace, in a folder holding a results folder
+    of the main job where the page reads one; sketches are marked ``<!-- not run: ... -->``."""
+    if str(RESULTS) in page.read_text(encoding="utf-8"):
+        monkeypatch.chdir(request.getfixturevalue("results_folder"))
+    else:
+        monkeypatch.chdir(request.getfixturevalue("tmp_path"))
+    run_blocks(page)
+
+
+def test_every_python_block_calls_with_accepted_keywords() -> None:
+    """Sketches too: a call of a public name with an argument it lost fails here; a sketch
+    gives its reason."""
+    for page in PAGES:  # a marker not right above a block would mark nothing
+        marked = [b for b in python_blocks(page) if b.why]
+        assert page.read_text(encoding="utf-8").count("<!-- not run:") == len(marked), page
+    blocks = [b for page in CODE_PAGES for b in python_blocks(page)]
+    assert [bad for b in blocks for bad in bad_keywords(b)] == []
 
 
 def test_readme_setup_is_the_two_commands() -> None:

@@ -218,3 +218,81 @@ def test_the_paired_reference_is_tuned_stabl_where_a_config_runs_it():
     assert bandit.paired_reference(result(["uniform", "exp3"])) == "uniform"
     assert bandit.paired_reference(result(["uniform", "stabl"], segments=1)) is None
     assert bandit.paired_reference(result(["stabl"])) is None
+
+
+def _outside(fig) -> list[str]:
+    """The titles of ``fig`` (its own and its axes') whose box leaves the figure's."""
+    renderer = fig.canvas.get_renderer()
+    frame = fig.bbox
+    titles = [fig._suptitle, *(ax.title for ax in fig.axes if ax.get_visible())]
+    outside = []
+    for title in titles:
+        if title is None or not title.get_text():
+            continue
+        box = title.get_window_extent(renderer)
+        if box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1:
+            outside.append(f"{title.get_text()!r}: {box.extents} outside {frame.extents}")
+    return outside
+
+
+def test_every_title_of_a_bandit_run_lies_within_its_figure(tmp_path, monkeypatch):
+    """The plots ``stabl-jax run`` draws for a bandit config, with Figure 1's long title: no
+    title line is cut at the figure's edges."""
+    from tests.conftest import run_small_figure1
+
+    figures = _drawn_figures(monkeypatch)
+    run_small_figure1(tmp_path / "out")
+    drawn = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
+    assert "cumulative_regret.png" in drawn and len(figures) == len(drawn)
+    for fig in figures:
+        assert _outside(fig) == []
+
+
+def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
+    """A title line far wider than the figure is broken into lines that fit."""
+    figures = _drawn_figures(monkeypatch)
+    band = _named(["stabl"], np.arange(1.0, 9.0))
+    title = "a heading\n" + " ".join(["a long second line of words"] * 12)
+    plots.plot_cumulative_regret(band, tmp_path / "c.png", title=title)
+    x, y = np.asarray([1.0, 8.0]), np.asarray([1.0, 2.0, 4.0])
+    grid = plots.Grid(
+        "stabl",
+        "stabl",
+        "meta_lr_scale",
+        "expert_lr_scale",
+        x,
+        y,
+        np.ones((3, 2)),
+        0.1 + np.zeros((3, 2)),
+        (2, 1),
+    )
+    plots.plot_grids([grid], tmp_path / "g.png", title=title, score="s")  # the panel's title too
+    assert len(figures) == 2
+    for fig in figures:
+        assert _outside(fig) == []
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_progress_bars_only_on_a_terminal(monkeypatch, terminal):
+    """tqdm bars (``simulate``'s and the command line's) draw on a terminal, not into a log."""
+    import io
+    import sys
+
+    from stabl_jax.experiment.kinds import paired
+    from stabl_jax.simulate import progress_bar
+
+    class Stderr(io.StringIO):
+        def isatty(self) -> bool:
+            return terminal
+
+    stderr = Stderr()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    update = progress_bar(True, 10)
+    for done in (5, 10):
+        update(done)
+    learner = paired.progress_bars(64)("stabl")
+    for done in (32, 64):
+        learner(done, 64)
+    assert bool(stderr.getvalue()) is terminal
+    if terminal:
+        assert "stabl" in stderr.getvalue()

@@ -1,23 +1,19 @@
-"""The README's usage block runs as written (1,000 vmapped runs of StABL) and prints SA(L)."""
+"""The README's Python blocks run as written (1,000 vmapped runs of StABL) and print SA(L)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
 from pathlib import Path
+
+from tests.doc_blocks import python_blocks, run_blocks
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_usage_block_runs():
-    text = README.read_text()
-    block = re.search(r"## Usage.*?```python\n(.*?)```", text, re.S)
-    assert block, "README lost its usage block"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block.group(1), str(README), "exec"), {})
-    lines = out.getvalue().strip().splitlines()
+def test_readme_usage_block_runs(tmp_path, monkeypatch):
+    assert [b.why for b in python_blocks(README)] == [""], "README's one usage block, run"
+    monkeypatch.chdir(tmp_path)
+    (printed,) = run_blocks(README)
+    lines = printed.strip().splitlines()
     assert [line.split("=")[0].strip() for line in lines] == [
         "SA(  64)",
         "SA( 256)",

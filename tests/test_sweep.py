@@ -1,4 +1,4 @@
-"""``stabl-jax sweep`` end to end on a tiny config (3 arms, T = 64, 4 runs a point).
+"""``stabl-jax sweep`` end to end on a tiny config (3 arms, T = 64, ``--runs 4`` a point).
 
 One sweep with ``--tune-seed`` is shared by the tests (a module fixture): its folder's files,
 every point's statistics against a direct ``simulate`` of that point alone with the same key,
@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import tomllib
 from pathlib import Path
 
 import jax
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 TINY = """\
 name = "tiny"
 seed = 3
-runs = 4
+runs = 6
 horizon = 64
 learners = ["exp3_uniform", "stabl"]
 
@@ -49,6 +50,7 @@ GRIDS = [
     "stabl.meta_lr_scale=1,8",
 ]
 TUNE_SEED = 11
+SEEDS = "[0, 4294967295]"
 
 
 def configs_digest() -> dict[str, str]:
@@ -67,7 +69,8 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> dict:
     config.write_text(TINY)
     out = tmp / "out"
     before = configs_digest()
-    argv = ["sweep", str(config), *GRIDS, "--tune-seed", str(TUNE_SEED), "--out", str(out)]
+    argv = ["sweep", str(config), *GRIDS, "--tune-seed", str(TUNE_SEED), "--runs", "4"]
+    argv += ["--out", str(out)]
     status = cli.main([*argv, "--no-progress"])
     return {
         "status": status,
@@ -140,12 +143,53 @@ def test_tuned_config_in_the_folder_and_configs_untouched(swept: dict) -> None:
     assert swept["after"] == swept["before"]
     summary = json.loads((swept["out"] / "summary.json").read_text())
     tuned = load_config(swept["out"] / "tuned.toml")
-    assert tuned.name == "tiny_tuned" and tuned.seed == 3 and tuned.runs == 4
+    # the config's own run count, not the sweep's --runs 4
+    assert tuned.name == "tiny_tuned" and tuned.seed == 3 and tuned.runs == 6
     for name, learner in summary["learners"].items():
         assert tuned.params[name] == {
             **({"gamma": 0.05} if name == "exp3_uniform" else {}),
             **learner["best"]["params"],
         }
+
+
+def test_tuned_toml_quotes_an_import_path_name(tmp_path: Path) -> None:
+    """A learner named by import path is a quoted TOML key; the file loads back, with the
+    config's run count."""
+    name = "stabl_jax.learners.exp3:EXP3"
+    (tmp_path / "tiny.toml").write_text(TINY.replace('"exp3_uniform"', f'"{name}"'))
+    config = load_config(tmp_path / "tiny.toml", runs=4)
+    text = sweep_module.tuned_toml(config, {name: {"lr_scale": 2.0}}, TUNE_SEED, runs=6)
+    doc = tomllib.loads(text)
+    assert doc["params"][name] == {"lr_scale": 2.0} and doc["runs"] == 6
+    assert doc["learners"] == [name, "stabl"]
+    (tmp_path / "tuned.toml").write_text(text)
+    tuned = load_config(tmp_path / "tuned.toml")
+    assert tuned.params[name] == {"lr_scale": 2.0} and tuned.runs == 6
+
+
+@pytest.mark.parametrize("fields", [1, 2])
+def test_the_plot_draws_the_tuning_seed_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: int
+) -> None:
+    """Colours (or the line) are the tuning seed's scores, the mark its choice; the title names
+    both seeds and gives the chosen point's reported score."""
+    values = ((1.0, 2.0), (4.0, 8.0))[:fields]
+    grid = Grid("stabl", ("expert_lr_scale", "meta_lr_scale")[:fields], values)
+    size = len(grid.points)
+    tuning = [{"mean": 0.1 * i, "ci95": 0.01} for i in range(size)]
+    reported = [{"mean": 0.5 - 0.1 * i, "ci95": 0.02} for i in range(size)]
+    best = {**best_of(grid, tuning), "mean": 0.25, "ci95": 0.03}
+    report = {"points": reported, "tuning_points": tuning, "best": best}
+    drawn: dict = {}
+    target = "plot_grids" if fields == 2 else "plot_sensitivity"
+    monkeypatch.setattr(sweep_module.plots, target, lambda *a, **k: drawn.update(a=a, k=k))
+    sweep_module.draw(grid, report, [TUNE_SEED, 3], tmp_path / "p.png")
+    title = drawn["k"]["title"]
+    assert f"chosen on tuning seed {TUNE_SEED} (drawn)" in title
+    assert "reporting seed 3: 0.2500 ± 0.0300" in title
+    assert drawn["k"]["score"].startswith(f"mean reward on seed {TUNE_SEED}")
+    shown = drawn["a"][0][0].mean
+    np.testing.assert_array_equal(np.ravel(shown), [r["mean"] for r in tuning])
 
 
 def test_on_edge() -> None:
@@ -192,6 +236,27 @@ def test_bad_input_exits_2(
     out = tmp_path / "out"
     assert cli.main(["sweep", str(tmp_path / "tiny.toml"), "--grid", grid, "--out", str(out)]) == 2
     assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--tune-seed", "4294967296"], f"--tune-seed 4294967296: must be an int in {SEEDS}"),
+        (["--tune-seed", "-1"], f"--tune-seed -1: must be an int in {SEEDS}"),
+        (["--tune-seed", "3"], "--tune-seed 3 is the reporting seed (seed = 3)"),
+        (["--tune-seed", "0", "--seed", "0"], "--tune-seed 0 is the reporting seed (seed = 0)"),
+    ],
+)
+def test_bad_tune_seed_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture, flags: list[str], message: str
+) -> None:
+    (tmp_path / "tiny.toml").write_text(TINY)
+    out = tmp_path / "out"
+    argv = ["sweep", str(tmp_path / "tiny.toml"), *GRIDS, *flags, "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "give " in err
     assert not out.exists()
 
 

@@ -1,9 +1,13 @@
 """``examples/tutorial.ipynb`` is a valid notebook whose code cells run, in order, in one
-namespace, at small sizes (its ``SIZE`` dict replaced), without Jupyter."""
+namespace, at small sizes (its ``SIZE`` dict replaced), without Jupyter, in ``examples/`` (where
+Jupyter runs it) and without pandas (not a dependency)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -35,7 +39,8 @@ def test_the_tutorial_runs_top_to_bottom(tmp_path, monkeypatch):
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    monkeypatch.chdir(NOTEBOOK.parent.parent)
+    monkeypatch.chdir(NOTEBOOK.parent)  # where Jupyter starts it
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` raises ImportError
     sources = ["".join(c["source"]) for c in _notebook()["cells"] if c["cell_type"] == "code"]
     assert sources[0].startswith("SIZE = {")
     namespace: dict = {"__name__": "__tutorial__"}
@@ -52,8 +57,25 @@ def test_the_tutorial_runs_top_to_bottom(tmp_path, monkeypatch):
     assert namespace["many"].loss.shape == (16, 64)
     assert namespace["per_point"].shape == (4, 4)
     assert (tmp_path / "tutorial" / "summary.json").is_file()
-    table = namespace["table"]
-    assert set(table["learner"]) == {"exp3_uniform", "stabl"}
+    table = namespace["table"]  # (segment, learner): mean
+    assert {name for _, name in table} == {"exp3_uniform", "stabl"}
+
+
+def test_the_tutorial_finds_an_uninstalled_checkout_from_examples():
+    """Its setup cell puts the checkout's root on the path when stabl_jax is not installed."""
+    setup = "".join(_notebook()["cells"][2]["source"])
+    assert "find_spec" in setup
+    code = f"{setup}\nimport stabl_jax\nprint(stabl_jax.__file__)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=NOTEBOOK.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == str(NOTEBOOK.parent.parent / "stabl_jax" / "__init__.py")
 
 
 @pytest.mark.parametrize(

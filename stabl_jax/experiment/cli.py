@@ -165,7 +165,13 @@ def _add_sweep_parser(sub: Any) -> None:
         help="one field's values, V1,V2,... or 2**A..2**B (repeatable; a learner's grid is the "
         "product of its fields')",
     )
-    parser.add_argument("--tune-seed", type=int, default=None, metavar="S", help="choose on S")
+    parser.add_argument(
+        "--tune-seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="choose the best point on seed S (in [0, 2**32 - 1], not the reporting seed)",
+    )
     _add_config_options(
         parser,
         runs="runs per grid point",

@@ -263,7 +263,7 @@ def _draw_axes(
         ax.set_xscale("log")
     if ylim is not None:
         ax.set_ylim(*ylim)
-    ax.set_title(title, fontsize=fontsize)
+    ax.set_title(title, fontsize=fontsize, wrap=True)
     ax.set_xlabel(xlabel, fontsize=fontsize)
     ax.set_ylabel(ylabel, fontsize=fontsize)
     ax.grid(True, which="major", alpha=0.3)
@@ -300,7 +300,7 @@ def _figure(title: str, **subplots: Any) -> Iterator[tuple[Any, Any]]:
     subplots.setdefault("figsize", FIGSIZE)
     fig, axes = plt.subplots(layout="constrained", **subplots)
     try:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(title, fontsize=11, wrap=True)
         yield fig, axes
     finally:
         plt.close(fig)
@@ -574,7 +574,7 @@ def plot_grids(grids: Sequence[Grid], path: str | Path, *, title: str, score: st
             ax.set_ylabel(grid.ylabel, fontsize=9)
             chosen = f"{grid.xlabel}={_tick(grid.x[j0])}, {grid.ylabel}={_tick(grid.y[i0])}"
             where = ", ".join(grid_edges(grid)).upper() or "interior"
-            ax.set_title(f"{grid.label}\nchosen {chosen} ({where})", fontsize=9)
+            ax.set_title(f"{grid.label}\nchosen {chosen} ({where})", fontsize=9, wrap=True)
         for ax in list(axes.flat)[len(grids) :]:
             ax.set_visible(False)
         fig.colorbar(image, ax=axes, shrink=0.8, label=score)

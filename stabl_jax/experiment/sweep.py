@@ -24,13 +24,15 @@ from stabl_jax import metrics, simulate
 from stabl_jax.experiment import plots, tables
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import load_config
-from stabl_jax.experiment.kinds.base import tree_bytes
+from stabl_jax.experiment.kinds.base import MAX_SEED, tree_bytes
 from stabl_jax.experiment.results import ResultsFolder, clean, environment_info
 from stabl_jax.registry import LEARNERS
 from stabl_jax.simulate import SimOptions
 
 #: ``LEARNER.FIELD=VALUES``.
 GRID_FORM = "LEARNER.FIELD=V1,V2,... or LEARNER.FIELD=2**A..2**B"
+#: A TOML key written bare; any other key is written quoted.
+BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,36 +194,72 @@ def memory_bytes(config: Any, grid: Grid, runs: int) -> int:
     return len(grid.points) * runs * (state + env_state + 8 * int(config.horizon))
 
 
+def _toml_key(key: str) -> str:
+    """``key`` bare where TOML allows it, else quoted (``"dts:DiscountedTS"``)."""
+    return key if BARE_KEY.fullmatch(key) else json.dumps(key)
+
+
 def _toml_table(prefix: str, table: Mapping[str, Any]) -> list[str]:
-    """``table`` as TOML lines: its values, then its sub-tables as ``[prefix.key]``."""
-    lines = [f"{k} = {json.dumps(v)}" for k, v in table.items() if not isinstance(v, Mapping)]
+    """``table`` as TOML lines: its values, then its sub-tables as ``[prefix.key]``.
+
+    ``None`` values (TOML has no null) are left out: they mean the key's default.
+    """
+    lines = [
+        f"{_toml_key(k)} = {json.dumps(v)}"
+        for k, v in table.items()
+        if v is not None and not isinstance(v, Mapping)
+    ]
     for key, value in table.items():
         if isinstance(value, Mapping):
-            name = f"{prefix}.{key}" if prefix else key
+            name = f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key)
             lines += ["", f"[{name}]", *_toml_table(name, value)]
     return lines
 
 
-def tuned_toml(config: Any, chosen: Mapping[str, Mapping[str, float]], tune_seed: int) -> str:
-    """The config (``--set`` applied) with the chosen points in ``[params.<learner>]``."""
+def tuned_toml(
+    config: Any, chosen: Mapping[str, Mapping[str, float]], tune_seed: int, runs: int
+) -> str:
+    """The config (``--set`` applied) with the chosen points in ``[params.<learner>]``.
+
+    Args:
+      config: the swept config (its ``runs`` may be the sweep's ``--runs``).
+      chosen: per learner, the chosen value of each swept field.
+      tune_seed: the seed the points were chosen on.
+      runs: the config's own run count, written as ``runs`` (not the sweep's runs a point).
+    """
     skipped = ("source", "overrides")
-    doc = {k: v for k, v in config.to_dict().items() if k not in skipped and v is not None}
+    doc = {k: v for k, v in config.to_dict().items() if k not in skipped}
     doc["name"] = f"{config.name}_tuned"
+    doc["runs"] = runs
     doc["params"] = params = {k: dict(v) for k, v in doc.get("params", {}).items()}
     for learner, values in chosen.items():
         params[learner] = {**params.get(learner, {}), **values}
     head = (
-        f"# Params chosen by stabl-jax sweep on seed {tune_seed} (reported on seed {config.seed})."
+        f"# Params chosen by stabl-jax sweep on seed {tune_seed} "
+        f"({config.runs} runs a point; reported on seed {config.seed})."
     )
     return "\n".join([head, *_toml_table("", doc)]) + "\n"
 
 
-def draw(grid: Grid, rows: list[dict[str, Any]], best: dict[str, Any], path: Path) -> Path:
-    """A heatmap (two fields) or a line with a band (one field); three or more fields: no plot."""
+def draw(grid: Grid, report: Mapping[str, Any], seeds: Sequence[int], path: Path) -> Path:
+    """A heatmap (two fields) or a line with a band (one field); three or more fields: no plot.
+
+    It draws the scores on ``seeds[0]``, the seed the point was chosen on, marks the chosen
+    point, and says in its title which seed it draws and the chosen point's reported score.
+    """
+    rows = report.get("tuning_points", report["points"])
+    best = report["best"]
     mean = np.asarray([r["mean"] for r in rows])
     half = np.asarray([r["ci95"] for r in rows])
-    score = "mean reward (95% interval)"
-    title = f"{grid.learner}: step-size sweep"
+    score = f"mean reward on seed {seeds[0]} (95% interval)"
+    reported = f"{best['mean']:.4f} ± {best['ci95']:.4f}"
+    if len(seeds) > 1:
+        title = (
+            f"{grid.learner}: step-size sweep, chosen on tuning seed {seeds[0]} (drawn)\n"
+            f"the chosen point's reward on reporting seed {seeds[-1]}: {reported}"
+        )
+    else:
+        title = f"{grid.learner}: step-size sweep on seed {seeds[0]}, best {reported}"
     if len(grid.fields) == 1:
         x = np.asarray(grid.values[0])
         band = plots.Band(grid.learner, grid.learner, x, mean, half)
@@ -267,11 +305,40 @@ def prepare(args: argparse.Namespace) -> tuple[Any, list[Grid], Path]:
         )
     if config.runs < 2:
         raise ConfigError(f"--runs {config.runs}: a 95% interval needs 2 or more runs per point")
+    check_tune_seed(args.tune_seed, config.seed)
     grids = check_grids(config, parse_grids(args.grid))
     if args.out is not None and not args.out.strip():
         raise ConfigError("--out is empty; give a folder name (or leave --out out)")
     out = Path(args.out or Path("results") / f"sweep-{config.name}-seed{config.seed}")
     return config, grids, out
+
+
+def check_tune_seed(tune_seed: int | None, seed: int) -> None:
+    """``--tune-seed``: ``None``, or a seed in ``[0, MAX_SEED]`` other than ``seed``.
+
+    Raises:
+      ConfigError: a seed out of range (``jax.random.key`` would keep its low 32 bits only)
+        or the reporting seed itself (the reported scores would be the tuning scores).
+    """
+    if tune_seed is None:
+        return
+    if not 0 <= tune_seed <= MAX_SEED:
+        raise ConfigError(
+            f"--tune-seed {tune_seed}: must be an int in [0, {MAX_SEED}]; give a seed in that "
+            f"range other than the reporting seed {seed}"
+        )
+    if tune_seed == seed:
+        raise ConfigError(
+            f"--tune-seed {tune_seed} is the reporting seed (seed = {seed}): the point would be "
+            "scored on the draws it was chosen on; give another --tune-seed (or another --seed)"
+        )
+
+
+def config_runs(args: argparse.Namespace, config: Any) -> int:
+    """The config's own ``runs``: ``config.runs`` unless ``--runs`` replaced it."""
+    if args.runs is None:
+        return int(config.runs)
+    return int(load_config(args.config, args.overrides, seed=args.seed).runs)
 
 
 def sweep_learner(config: Any, grid: Grid, runs: int, seeds: list[int], progress: bool) -> dict:
@@ -326,7 +393,7 @@ def command(args: argparse.Namespace) -> int:
                 f"{grid.learner}: best {best['params']} mean reward {best['mean']:.4f} ± "
                 f"{best['ci95']:.4f} over {config.runs} runs{edge}"
             )
-            draw(grid, report["points"], best, folder.partial / f"sweep_{grid.learner}.png")
+            draw(grid, report, seeds, folder.partial / f"sweep_{grid.learner}.png")
         summary = {
             "command": ["stabl-jax", *getattr(args, "argv", [])],
             "started": started,
@@ -348,7 +415,7 @@ def command(args: argparse.Namespace) -> int:
         write_rows(rows, folder.partial / tables.CSV_NAME)
         if args.tune_seed is not None:
             chosen = {name: report["best"]["params"] for name, report in learners.items()}
-            toml = tuned_toml(config, chosen, args.tune_seed)
+            toml = tuned_toml(config, chosen, args.tune_seed, config_runs(args, config))
             (folder.partial / "tuned.toml").write_text(toml, encoding="utf-8")
         final = folder.commit()
     print(f"results: {final}")

@@ -839,11 +839,21 @@ def run(
 
 
 def progress_bars(horizon: int) -> ProgressFactory:
-    """Per learner, a tqdm bar driven by ``simulate``'s per-chunk progress callback."""
+    """Per learner, a tqdm bar driven by ``simulate``'s per-chunk progress callback.
+
+    The bars are drawn only when stderr is a terminal.
+    """
     from tqdm import tqdm  # only when bars are shown
 
     def for_learner(name: str) -> Callable[[int, int], None]:
-        bar = tqdm(total=horizon, desc=f"  {name}", unit="round", leave=False, file=sys.stderr)
+        bar = tqdm(
+            total=horizon,
+            desc=f"  {name}",
+            unit="round",
+            leave=False,
+            file=sys.stderr,
+            disable=None,  # drawn only when stderr is a terminal, not into a log
+        )
 
         def update(done: int, total: int) -> None:
             bar.update(done - bar.n)
