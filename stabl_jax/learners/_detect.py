@@ -54,7 +54,7 @@ def klucb_index(
 
     # Unrolled: no loop inside a round (tests/test_simulate.py).
     lo, _ = jax.lax.fori_loop(0, KLUCB_STEPS, halve, (mu, jnp.ones_like(mu)), unroll=True)
-    # A zero budget gives mu itself (kl rounds to <= 0 up to ~sqrt(eps) away from mu).
+    # A zero budget gives mu itself (kl rounds to <= 0 up to ~1e-8 away from mu in float64).
     return jnp.where(tried, jnp.where(budget > 0, lo, mu), jnp.inf)
 
 
