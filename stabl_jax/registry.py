@@ -339,6 +339,14 @@ LEARNERS.register("sw_ucb", learners.SWUCB,
     "sliding-window UCB (Garivier & Moulines 2011), deterministic (1 query)")
 LEARNERS.register("d_ucb", learners.DUCB,
     "discounted UCB (Garivier & Moulines 2011), deterministic (1 query)")
+LEARNERS.register("ucb1", learners.UCB1,
+    "UCB1 (Auer, Cesa-Bianchi & Fischer 2002), stationary, deterministic (1 query)")
+LEARNERS.register("klucb", learners.KLUCB,
+    "kl-UCB (Garivier & Cappe 2011), Bernoulli kl, stationary, deterministic (1 query)")
+LEARNERS.register("sw_klucb", learners.SWklUCB,
+    "sliding-window kl-UCB: SW-UCB's window, the kl-UCB index, deterministic (1 query)")
+LEARNERS.register("d_klucb", learners.DklUCB,
+    "discounted kl-UCB: D-UCB's discount, the kl-UCB index, deterministic (1 query)")
 LEARNERS.register("hedge", learners.Hedge,
     "Hedge, full information, eta = sqrt(8 ln n / T) (n queries)")
 LEARNERS.register("saol_hedge", learners.SAOLHedge,

@@ -8,6 +8,7 @@ from stabl_jax.learners.base import (
     WeightsState,
 )
 from stabl_jax.learners.cusum_ucb import CUSUMUCB, CUSUMUCBParams, CUSUMUCBState
+from stabl_jax.learners.d_klucb import DklUCB, DklUCBParams
 from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
 from stabl_jax.learners.eflh import EFLH
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, auer_gamma
@@ -18,6 +19,7 @@ from stabl_jax.learners.exp3s import Exp3S, Exp3SParams, exp3s_gamma
 from stabl_jax.learners.flh import FLH, FLHParams, FLHQuery, FLHState
 from stabl_jax.learners.glr_klucb import GLRklUCB, GLRklUCBParams, GLRklUCBState
 from stabl_jax.learners.hedge import Hedge, HedgeParams
+from stabl_jax.learners.klucb import KLUCB, KLUCBParams
 from stabl_jax.learners.m_ucb import MUCB, MUCBParams, MUCBState
 from stabl_jax.learners.rexp3 import Rexp3, Rexp3Params
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
@@ -31,7 +33,9 @@ from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams, S
 from stabl_jax.learners.stabl_one_query import StABLOneQuery
 from stabl_jax.learners.stabl_rate_grid import StABLRateGrid
 from stabl_jax.learners.stabl_vizier import StABLVizier, StABLVizierParams, StABLVizierState
+from stabl_jax.learners.sw_klucb import SWklUCB, SWklUCBParams
 from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
+from stabl_jax.learners.ucb1 import UCB1, UCB1Params
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
 __all__ = [
@@ -40,15 +44,19 @@ __all__ = [
     "EFLH",
     "EXP3",
     "FLH",
+    "KLUCB",
     "MUCB",
     "SAOL",
     "SWUCB",
+    "UCB1",
     "BanditLearner",
     "BanditQuery",
     "CUSUMUCBParams",
     "CUSUMUCBState",
     "DUCBParams",
     "DUCBState",
+    "DklUCB",
+    "DklUCBParams",
     "EXP3IXVizier",
     "EXP3Params",
     "EXP3Vizier",
@@ -66,6 +74,7 @@ __all__ = [
     "GLRklUCBState",
     "Hedge",
     "HedgeParams",
+    "KLUCBParams",
     "MUCBParams",
     "MUCBState",
     "Rexp3",
@@ -75,6 +84,8 @@ __all__ = [
     "SAOLState",
     "SWUCBParams",
     "SWUCBState",
+    "SWklUCB",
+    "SWklUCBParams",
     "StABL",
     "StABLAdaptive",
     "StABLAdaptiveParams",
@@ -90,6 +101,7 @@ __all__ = [
     "StABLVizierParams",
     "StABLVizierState",
     "StepInfo",
+    "UCB1Params",
     "Uniform",
     "UniformParams",
     "UniformState",

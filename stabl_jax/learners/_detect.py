@@ -1,7 +1,7 @@
 """Pieces shared by the change-detecting index policies :class:`~stabl_jax.learners.cusum_ucb.
 CUSUMUCB`, :class:`~stabl_jax.learners.m_ucb.MUCB` and :class:`~stabl_jax.learners.glr_klucb.
 GLRklUCB`: forced exploration on a fixed cycle, the Bernoulli KL divergence and the kl-UCB
-index."""
+index (which kl-UCB, SW-klUCB and D-klUCB read too, through :mod:`stabl_jax.learners._ucb`)."""
 
 from __future__ import annotations
 
@@ -19,21 +19,28 @@ KL_EPS = 1e-7
 MAX_PERIOD = 2**30
 
 
-def bernoulli_kl(p: jax.Array, q: jax.Array) -> jax.Array:
+def bernoulli_kl(p: jax.Array, q: jax.Array, eps: float = KL_EPS) -> jax.Array:
     """``kl(p, q) = p log(p / q) + (1 - p) log((1 - p) / (1 - q))`` (``0 log 0 = 0``), with
-    ``q`` clipped to ``[KL_EPS, 1 - KL_EPS]`` so it stays finite."""
-    q = jnp.clip(q, KL_EPS, 1.0 - KL_EPS)
+    ``q`` clipped to ``[eps, 1 - eps]`` so it stays finite (``eps = 0``: ``+inf`` at a ``q``
+    of 0 or 1 that ``p`` is not)."""
+    q = jnp.clip(q, eps, 1.0 - eps)
     return xlogy(p, p) - xlogy(p, q) + xlogy(1.0 - p, 1.0 - p) - xlogy(1.0 - p, 1.0 - q)
 
 
-def klucb_index(counts: jax.Array, sums: jax.Array, budget: jax.Array) -> jax.Array:
+def klucb_index(
+    counts: jax.Array, sums: jax.Array, budget: jax.Array, eps: float = KL_EPS
+) -> jax.Array:
     """``(K,)`` ``max {q in [mu_i, 1] : N_i kl(mu_i, q) <= budget_i}``, ``mu_i = sums_i / N_i``,
-    by :data:`KLUCB_STEPS` bisection steps; ``+inf`` where ``N_i = 0``.
+    by :data:`KLUCB_STEPS` bisection steps (``mu_i`` where ``budget_i = 0``); ``+inf`` where
+    ``N_i = 0``.
 
     Args:
-      counts: ``(K,)`` int play counts ``N_i >= 0``.
+      counts: ``(K,)`` play counts ``N_i >= 0`` (int, or float where discounted).
       sums: ``(K,)`` reward sums.
       budget: ``(K,)`` or ``()`` the exploration budget ``f(.) >= 0``.
+      eps: :func:`bernoulli_kl`'s clip. The bisection needs none (``kl = +inf`` at a ``q``
+        of 1 is "outside"), so 0 gives the exact index; the default :data:`KL_EPS` (GLR-klUCB's
+        reading) takes any ``q`` above ``1 - KL_EPS`` as inside once ``1 - KL_EPS`` is.
     """
     tried = counts > 0
     n = jnp.where(tried, counts, 1).astype(sums.dtype)
@@ -42,12 +49,19 @@ def klucb_index(counts: jax.Array, sums: jax.Array, budget: jax.Array) -> jax.Ar
     def halve(_: int, bracket: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         lo, hi = bracket
         mid = 0.5 * (lo + hi)
-        inside = n * bernoulli_kl(mu, mid) <= budget
+        inside = n * bernoulli_kl(mu, mid, eps) <= budget
         return jnp.where(inside, mid, lo), jnp.where(inside, hi, mid)
 
     # Unrolled: no loop inside a round (tests/test_simulate.py).
     lo, _ = jax.lax.fori_loop(0, KLUCB_STEPS, halve, (mu, jnp.ones_like(mu)), unroll=True)
-    return jnp.where(tried, lo, jnp.inf)
+    # A zero budget gives mu itself (kl rounds to <= 0 up to ~1e-8 away from mu in float64).
+    return jnp.where(tried, jnp.where(budget > 0, lo, mu), jnp.inf)
+
+
+def klucb_exploration(log_t: jax.Array, c: jax.Array | float) -> jax.Array:
+    """``f(t) = log t + c log log t`` from ``log t >= 0``, the ``log log`` term taken as 0
+    where ``log t < 1`` (kl-UCB's exploration function; Garivier and Cappe 2011)."""
+    return log_t + c * jnp.log(jnp.maximum(log_t, 1.0))
 
 
 def forced_arm(rounds: jax.Array, alpha: jax.Array, num_arms: int) -> jax.Array:

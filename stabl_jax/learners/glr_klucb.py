@@ -147,8 +147,7 @@ class GLRklUCB(BanditLearner):
     def index(self, state: GLRklUCBState) -> jax.Array:
         """``(num_arms,)`` step 2's kl-UCB; ``+inf`` for arms without samples since restart."""
         log_x = jnp.log((state.t - state.restarts + 1).astype(self.float_dtype))
-        budget = log_x + 3.0 * jnp.log(jnp.maximum(log_x, 1.0))
-        return _detect.klucb_index(state.counts, state.sums, budget)
+        return _detect.klucb_index(state.counts, state.sums, _detect.klucb_exploration(log_x, 3.0))
 
     def _ask(self, state: GLRklUCBState, key: jax.Array) -> BanditQuery:
         """Steps 1-2 (deterministic: ``key`` is not used)."""

@@ -1,6 +1,11 @@
 """Sliding-window UCB (SW-UCB, Algorithm 2 of Garivier and Moulines, "On upper-confidence bound
 policies for switching bandit problems", ALT 2011): a deterministic index policy on the last
 ``tau`` rounds, one query per round, rewards ``X = 1 - l`` in [0, 1] (``B = 1``).
+
+:class:`SlidingWindow` keeps the window's statistics; SW-UCB reads them with the UCB index of
+:class:`~stabl_jax.learners._ucb.SwitchingUCB`, SW-klUCB
+(:mod:`stabl_jax.learners.sw_klucb`) with the kl-UCB index. Memory: ``8 (tau + K) + 8`` bytes
+per run (float32).
 """
 
 from __future__ import annotations
@@ -8,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import chex
 import jax
@@ -32,12 +37,14 @@ class SWUCBParams:
 
 @chex.dataclass(frozen=True)
 class SWUCBState:
+    """State of :class:`SlidingWindow` (SW-UCB and SW-klUCB)."""
+
     t: jax.Array  # () int32, rounds played so far
     window_arms: jax.Array  # (window,) int32 ring buffer of played arms; num_arms = empty slot
     window_rewards: jax.Array  # (window,) float ring buffer of their rewards X_s
     counts: jax.Array  # (num_arms,) int32, N_t(tau, i): plays of i in the window
     sums: jax.Array  # (num_arms,) float, rewards of i in the window
-    params: SWUCBParams
+    params: Any  # the learner's Params
 
 
 def default_window(horizon: int, num_changes: int) -> int:
@@ -50,7 +57,77 @@ def default_window(horizon: int, num_changes: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class SWUCB(_ucb.SwitchingUCB):
+class SlidingWindow(_ucb.SwitchingPolicy):
+    """Base class of SW-UCB and SW-klUCB: the statistics of the last ``tau`` rounds.
+
+    After ``t`` rounds, with rewards ``X_s = 1 - l_s(I_s)``:
+    ``N_t(tau, i) = sum_{s=t-tau+1}^{t} 1{I_s = i}`` (state ``counts``) and
+    ``sum_{s=t-tau+1}^{t} X_s 1{I_s = i}`` (state ``sums``), kept in a ring buffer of
+    ``tau`` (arm, reward) pairs; the exploration term is ``log(min(t, tau))``.
+
+    Attributes:
+      window: ``tau`` in ``[1, horizon]`` (static); ``None`` gives
+        ``floor(2B sqrt(T log T / Upsilon_T))`` (:func:`default_window`).
+    """
+
+    window: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.window is None:
+            object.__setattr__(self, "window", default_window(self.horizon, self.num_changes))
+        window = checks.check_int("window", self.window, minimum=1)
+        if window > self.horizon:
+            raise ValueError(
+                f"window must be in [1, horizon={self.horizon}], got {window} (a window longer"
+                " than the horizon never fills: use window=horizon)"
+            )
+        object.__setattr__(self, "window", window)
+
+    @property
+    def _window(self) -> int:
+        """:attr:`window` as the constructor resolved it (never ``None``)."""
+        return cast(int, self.window)
+
+    def _init(self, key: jax.Array, params: Any) -> SWUCBState:
+        del key
+        tau, k, f = self.window, self.num_arms, self.float_dtype
+        return SWUCBState(
+            t=jnp.zeros((), jnp.int32),
+            window_arms=jnp.full((tau,), k, jnp.int32),
+            window_rewards=jnp.zeros((tau,), f),
+            counts=jnp.zeros((k,), jnp.int32),
+            sums=jnp.zeros((k,), f),
+            params=params,
+        )
+
+    def log_term(self, state: SWUCBState) -> jax.Array:
+        """``()`` ``log(min(t, tau))`` (0 before the first round)."""
+        span = jnp.minimum(state.t, self._window).astype(self.float_dtype)
+        return jnp.log(jnp.maximum(span, 1.0))  # t >= 1 whenever some count is > 0
+
+    def _tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
+        arm = query.arms[0]
+        reward = estimators.loss_to_reward(observed[0])
+        slot = state.t % self._window
+        # The pair leaving the window (the empty-slot sentinel num_arms is dropped).
+        old_arm = state.window_arms[slot]
+        old_reward = state.window_rewards[slot]
+        counts = state.counts.at[old_arm].add(-1, mode="drop").at[arm].add(1)
+        sums = state.sums.at[old_arm].add(-old_reward, mode="drop").at[arm].add(reward)
+        sums = jnp.where(counts == 0, 0.0, sums)
+        return dataclasses.replace(
+            state,
+            t=state.t + 1,
+            window_arms=state.window_arms.at[slot].set(arm),
+            window_rewards=state.window_rewards.at[slot].set(reward),
+            counts=counts,
+            sums=sums.astype(self.float_dtype),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SWUCB(SlidingWindow, _ucb.SwitchingUCB):
     """Sliding-window UCB (Garivier and Moulines 2011, Algorithm 2), one query per round.
 
     After ``t`` rounds, over the last ``tau`` of them, with rewards ``X_s = 1 - l_s(I_s)`` and
@@ -85,65 +162,8 @@ class SWUCB(_ucb.SwitchingUCB):
       0
     """
 
-    window: int | None = None
     xi: float = 0.6
 
     name: ClassVar[str] = "sw_ucb"
     Params: ClassVar[type] = SWUCBParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"explore_scale": checks.Interval(0.0)}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.window is None:
-            object.__setattr__(self, "window", default_window(self.horizon, self.num_changes))
-        window = checks.check_int("window", self.window, minimum=1)
-        if window > self.horizon:
-            raise ValueError(
-                f"window must be in [1, horizon={self.horizon}], got {window} (a window longer"
-                " than the horizon never fills: use window=horizon)"
-            )
-        object.__setattr__(self, "window", window)
-
-    @property
-    def _window(self) -> int:
-        """:attr:`window` as the constructor resolved it (never ``None``)."""
-        return cast(int, self.window)
-
-    def _init(self, key: jax.Array, params: SWUCBParams) -> SWUCBState:
-        del key
-        tau, k, f = self.window, self.num_arms, self.float_dtype
-        return SWUCBState(
-            t=jnp.zeros((), jnp.int32),
-            window_arms=jnp.full((tau,), k, jnp.int32),
-            window_rewards=jnp.zeros((tau,), f),
-            counts=jnp.zeros((k,), jnp.int32),
-            sums=jnp.zeros((k,), f),
-            params=params,
-        )
-
-    def index(self, state: SWUCBState) -> jax.Array:
-        """``(num_arms,)`` ``X-bar_t(tau, i) + c_t(tau, i)``; ``+inf`` off the window."""
-        f = self.float_dtype
-        span = jnp.minimum(state.t, self._window).astype(f)
-        log_span = jnp.log(jnp.maximum(span, 1.0))  # t >= 1 whenever some count is > 0
-        width = state.params.explore_scale * _ucb.REWARD_BOUND * math.sqrt(self.xi)
-        return _ucb.ucb_index(state.counts.astype(f), state.sums, log_span, width)
-
-    def _tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
-        arm = query.arms[0]
-        reward = estimators.loss_to_reward(observed[0])
-        slot = state.t % self._window
-        # The pair leaving the window (the empty-slot sentinel num_arms is dropped).
-        old_arm = state.window_arms[slot]
-        old_reward = state.window_rewards[slot]
-        counts = state.counts.at[old_arm].add(-1, mode="drop").at[arm].add(1)
-        sums = state.sums.at[old_arm].add(-old_reward, mode="drop").at[arm].add(reward)
-        sums = jnp.where(counts == 0, 0.0, sums)
-        return dataclasses.replace(
-            state,
-            t=state.t + 1,
-            window_arms=state.window_arms.at[slot].set(arm),
-            window_rewards=state.window_rewards.at[slot].set(reward),
-            counts=counts,
-            sums=sums.astype(self.float_dtype),
-        )

@@ -1,0 +1,162 @@
+"""Plain-NumPy loops of four deterministic index policies, written from their source papers.
+
+Each function recomputes its statistics from the whole history every round, in float64, and
+takes the kl-UCB index to the last bit by bisection on the exact Bernoulli divergence
+(no clipping). Nothing is imported from ``stabl_jax``. Rounds are 0-based: ``t`` rounds have
+been played before round ``t``; losses ``l`` in [0, 1] are the input, the algorithms use the
+reward ``x = 1 - l``. An arm never played (in the window) has index ``+inf``, so the first
+``K`` rounds play every arm once in index order (each paper's initialisation); ties go to the
+lowest index.
+
+- :func:`ucb1_reference` — UCB1, Auer, Cesa-Bianchi and Fischer, "Finite-time analysis of the
+  multiarmed bandit problem", Machine Learning 47, 2002, Figure 1.
+- :func:`klucb_reference` — kl-UCB, Garivier and Cappé, "The KL-UCB algorithm for bounded
+  stochastic bandits and beyond", COLT 2011, Algorithm 1 (Bernoulli divergence).
+- :func:`sw_klucb_reference`, :func:`d_klucb_reference` — the sliding-window and discounted
+  statistics of Garivier and Moulines, ALT 2011, Algorithms 2 and 1, read by the kl-UCB index
+  with the budget ``explore_scale * log min(t, tau)`` or ``explore_scale * log n_t(gamma)``
+  (the variants compared by Besson et al., JMLR 2022).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = [
+    "bernoulli_kl",
+    "d_klucb_reference",
+    "klucb_reference",
+    "klucb_upper",
+    "sw_klucb_reference",
+    "ucb1_reference",
+]
+
+#: ``(arms, rewards, t) -> (N, S)``: per-arm counts and reward sums after ``t`` rounds.
+Stats = Callable[[list[int], list[float], int], tuple[np.ndarray, np.ndarray]]
+#: ``(N_i, S_i, t, N) -> index of arm i`` for ``N_i > 0`` (``N``: all arms' counts).
+Index = Callable[[float, float, int, np.ndarray], float]
+
+
+def bernoulli_kl(p: float, q: float) -> float:
+    """``kl(p, q) = p log(p/q) + (1-p) log((1-p)/(1-q))``, ``0 log 0 = 0``, ``+inf`` where
+    ``q`` is 0 or 1 and ``p`` is not."""
+    out = 0.0
+    if p > 0:
+        out += math.inf if q <= 0 else p * math.log(p / q)
+    if p < 1:
+        out += math.inf if q >= 1 else (1 - p) * math.log((1 - p) / (1 - q))
+    return out
+
+
+def klucb_upper(mean: float, count: float, budget: float) -> float:
+    """``max {q in [mean, 1] : count kl(mean, q) <= budget}``, bisected until the bracket is
+    two adjacent floats."""
+    lo, hi = mean, 1.0
+    if budget <= 0:  # kl(mean, q) > 0 for every q != mean
+        return mean
+    if count * bernoulli_kl(mean, hi) <= budget:
+        return hi
+    while True:
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            return lo
+        if count * bernoulli_kl(mean, mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+
+
+def _run(losses: np.ndarray, stats: Stats, index: Index) -> dict[str, np.ndarray]:
+    """The index policy's loop: ``played`` (T,), ``index`` (T, K) the indices used at round t,
+    ``counts`` (T+1, K) the counts before round t."""
+    losses = np.asarray(losses, dtype=np.float64)
+    if losses.ndim != 2 or losses.shape[1] < 2 or np.any((losses < 0) | (losses > 1)):
+        raise ValueError(f"losses must have shape (T, K>=2) with entries in [0, 1]: {losses}")
+    T, K = losses.shape
+    arms: list[int] = []
+    rewards: list[float] = []
+    played = np.zeros(T, dtype=np.int64)
+    indices = np.zeros((T, K))
+    counts = np.zeros((T + 1, K))
+    for t in range(T + 1):
+        n, s = stats(arms, rewards, t)
+        counts[t] = n
+        if t == T:
+            break
+        idx = np.array([index(n[i], s[i], t, n) if n[i] > 0 else np.inf for i in range(K)])
+        indices[t] = idx
+        i_t = int(np.flatnonzero(idx == idx.max())[0])
+        played[t] = i_t
+        arms.append(i_t)
+        rewards.append(1.0 - losses[t, i_t])
+    return {"played": played, "index": indices, "counts": counts}
+
+
+def _weighted_stats(weight: Callable[[int, int], float], num_arms: int) -> Stats:
+    """Counts and sums with round ``s``'s play weighted by ``weight(s, t)``."""
+
+    def stats(arms: list[int], rewards: list[float], t: int) -> tuple[np.ndarray, np.ndarray]:
+        n, s = np.zeros(num_arms), np.zeros(num_arms)
+        for r, (a, x) in enumerate(zip(arms, rewards, strict=True)):
+            w = weight(r, t)
+            n[a] += w
+            s[a] += w * x
+        return n, s
+
+    return stats
+
+
+def ucb1_reference(losses: np.ndarray, *, explore_scale: float = 1.0) -> dict[str, np.ndarray]:
+    """UCB1: after ``n`` plays, arm ``j`` played ``n_j`` times with mean ``x-bar_j`` has index
+    ``x-bar_j + explore_scale sqrt(2 ln n / n_j)`` (``explore_scale = 1`` is Figure 1)."""
+
+    def index(n_j: float, s_j: float, n: int, _: np.ndarray) -> float:
+        return s_j / n_j + explore_scale * math.sqrt(2.0 * math.log(n) / n_j)
+
+    return _run(losses, _weighted_stats(lambda s, t: 1.0, losses.shape[1]), index)
+
+
+def klucb_reference(losses: np.ndarray, *, c: float = 0.0) -> dict[str, np.ndarray]:
+    """kl-UCB: after ``t`` plays, arm ``a`` (``N_a`` plays, mean ``mu_a``) has index
+    ``max {q : N_a kl(mu_a, q) <= log t + c log log t}``, the ``log log t`` term taken as 0
+    where ``log t < 1``."""
+
+    def index(n_a: float, s_a: float, t: int, _: np.ndarray) -> float:
+        log_t = math.log(t)
+        budget = log_t + (c * math.log(log_t) if log_t >= 1.0 else 0.0)
+        return klucb_upper(s_a / n_a, n_a, budget)
+
+    return _run(losses, _weighted_stats(lambda s, t: 1.0, losses.shape[1]), index)
+
+
+def sw_klucb_reference(
+    losses: np.ndarray, *, window: int, explore_scale: float = 1.0
+) -> dict[str, np.ndarray]:
+    """SW-klUCB: counts and sums of the last ``tau = window`` rounds, index
+    ``max {q : N_t(tau, i) kl(X-bar_t(tau, i), q) <= explore_scale log min(t, tau)}``."""
+
+    def index(n_i: float, s_i: float, t: int, _: np.ndarray) -> float:
+        return klucb_upper(s_i / n_i, n_i, explore_scale * math.log(min(t, window)))
+
+    def in_window(s: int, t: int) -> float:
+        return 1.0 if s >= t - window else 0.0
+
+    return _run(losses, _weighted_stats(in_window, losses.shape[1]), index)
+
+
+def d_klucb_reference(
+    losses: np.ndarray, *, discount: float, explore_scale: float = 1.0
+) -> dict[str, np.ndarray]:
+    """D-klUCB: counts and sums discounted by ``gamma^{t-s}`` (the last round weighs 1),
+    index ``max {q : N_t(gamma, i) kl(X-bar_t(gamma, i), q) <= explore_scale log n_t(gamma)}``,
+    ``n_t(gamma) = sum_i N_t(gamma, i)``."""
+
+    def index(n_i: float, s_i: float, t: int, n: np.ndarray) -> float:
+        return klucb_upper(s_i / n_i, n_i, explore_scale * math.log(n.sum()))
+
+    return _run(
+        losses, _weighted_stats(lambda s, t: discount ** (t - 1 - s), losses.shape[1]), index
+    )
