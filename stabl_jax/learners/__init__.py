@@ -1,5 +1,6 @@
 """Bandit learners sharing the contract of :mod:`stabl_jax.learners.base`."""
 
+from stabl_jax.learners.adswitch import AdSwitch, AdSwitchParams, AdSwitchQuery, AdSwitchState
 from stabl_jax.learners.base import (
     BanditLearner,
     BanditQuery,
@@ -43,6 +44,10 @@ __all__ = [
     "MUCB",
     "SAOL",
     "SWUCB",
+    "AdSwitch",
+    "AdSwitchParams",
+    "AdSwitchQuery",
+    "AdSwitchState",
     "BanditLearner",
     "BanditQuery",
     "CUSUMUCBParams",
