@@ -7,6 +7,9 @@ papers, in float64 with the full history of plays. Nothing is imported from ``st
   number ``keep`` of grid points kept). Rounds are 1-based (``t = 1..T``); the tests take their
   intervals ``[s, e]`` from the raw history, the obligations are kept as the paper's triples
   ``(eps, n, s)`` with ``n`` uncapped, and the change test (3) is written as the paper writes it.
+- :func:`master_reference` — MASTER over UCB1, Wei and Luo, "Non-stationary reinforcement
+  learning without prior knowledge: an optimal black-box approach", COLT 2021, Algorithms 1
+  (MALG) and 2 (MASTER), with a list of MALG's instances per block and the block's history.
 
 Losses ``l`` in [0, 1] are the input; rewards are ``x = 1 - l``.
 """
@@ -17,7 +20,7 @@ import math
 
 import numpy as np
 
-__all__ = ["adswitch_reference"]
+__all__ = ["adswitch_reference", "master_reference"]
 
 
 def _grid(t: int, t_l: int, every: int, keep: int) -> list[int]:
@@ -162,4 +165,84 @@ def adswitch_reference(
         out["pending"][t - 1] = [bool(obligations[a]) for a in range(k)]
         for a in range(k):
             out["mean_bad"][t - 1, a], out["gap_bad"][t - 1, a] = tilde.get(a, (math.nan,) * 2)
+    return out
+
+
+def _ucb1(counts: np.ndarray, sums: np.ndarray, explore_scale: float) -> tuple[int, float]:
+    """UCB1's arm (untried arms first, lowest index) and its index clipped at 1 (``g~``)."""
+    untried = np.flatnonzero(counts == 0)
+    if untried.size:
+        return int(untried[0]), 1.0
+    index = sums / counts + explore_scale * np.sqrt(2.0 * math.log(counts.sum()) / counts)
+    arm = int(np.argmax(index))
+    return arm, min(1.0, float(index[arm]))
+
+
+def master_reference(
+    losses: np.ndarray,
+    u: np.ndarray,
+    *,
+    delta: float,
+    test_scale: float,
+    explore_scale: float,
+) -> dict[str, np.ndarray]:
+    """MASTER over UCB1 on ``losses`` ``(T, K)`` with MALG's draws ``u`` ``(T, M)`` (draw
+    ``m`` decides order ``m``), horizon ``T``: Wei and Luo, COLT 2021, Algorithms 1 and 2.
+
+    Returns:
+      ``played`` ``(T,)``, ``optimistic`` ``(T,)`` (``g~_t``), ``order`` ``(T,)`` (the block
+      after each round), ``restart`` ``(T,)`` bool (a test failed at round ``t``) and ``test1``
+      ``(T,)`` bool (Test 1 failed).
+    """
+    horizon, k = losses.shape
+
+    def rho(x: float) -> float:
+        return math.sqrt(k / x) + k / x
+
+    def rho_hat(x: float) -> float:
+        return test_scale * 6.0 * (math.log2(horizon) + 1.0) * math.log(horizon / delta) * rho(x)
+
+    out = {
+        "played": np.zeros(horizon, int),
+        "optimistic": np.zeros(horizon),
+        "order": np.zeros(horizon, int),
+        "restart": np.zeros(horizon, bool),
+        "test1": np.zeros(horizon, bool),
+    }
+    n, t_n = 0, 1  # block n starts at round t_n (1-based)
+    instances: list[dict] = []  # MALG's instances of block n: order m, start s, end e, UCB1
+    history: list[tuple[float, float]] = []  # (g~, R) of the block's rounds
+    rewards = np.zeros(horizon + 1)
+    for t in range(1, horizon + 1):
+        # MALG (Algorithm 1): schedule, from the longest order down.
+        for m in range(n, -1, -1):
+            if (t - t_n) % 2**m == 0 and u[t - 1, m] < rho(2**n) / rho(2**m):
+                instances = [i for i in instances if i["m"] != m]
+                instances.append(
+                    {"m": m, "s": t, "e": t + 2**m - 1, "N": np.zeros(k), "S": np.zeros(k)}
+                )
+        alive = [i for i in instances if i["s"] <= t <= i["e"]]
+        alg = min(alive, key=lambda i: i["e"] - i["s"])
+        arm, g = _ucb1(alg["N"], alg["S"], explore_scale)
+        reward = 1.0 - losses[t - 1, arm]
+        alg["N"][arm] += 1
+        alg["S"][arm] += reward
+        rewards[t] = reward
+        history.append((g, reward))
+        # MASTER (Algorithm 2): the two tests.
+        low = min(x for x, _ in history)
+        test1 = any(
+            i["e"] == t and rewards[i["s"] : t + 1].mean() >= low + 9.0 * rho_hat(2 ** i["m"])
+            for i in alive
+        )
+        span = t - t_n + 1
+        test2 = sum(x - r for x, r in history) / span >= 3.0 * rho_hat(span)
+        out["played"][t - 1], out["optimistic"][t - 1] = arm, g
+        out["test1"][t - 1] = test1
+        if test1 or test2:
+            n, t_n, instances, history = 0, t + 1, [], []
+            out["restart"][t - 1] = True
+        elif t + 1 == t_n + 2**n:  # the block is over: the next, twice as long
+            n, t_n, instances, history = n + 1, t + 1, [], []
+        out["order"][t - 1] = n
     return out

@@ -13,10 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import AdSwitch, sampling, simulate
+from stabl_jax import MASTER, AdSwitch, sampling, simulate
 from stabl_jax.envs import PiecewiseBernoulliTable
 from tests import reference_nonstationary as ref
-from tests.conftest import NUM_ARMS
+from tests.conftest import HORIZON, NUM_ARMS
 
 T, N = 150, 6
 RTOL = 1e-9
@@ -117,3 +117,92 @@ def test_adswitch_checks_every_level_down_to_a_sixteenth_of_the_gap():
     need = np.floor(2.0 ** (2 * np.arange(1, 6) + 1) * np.log(horizon)).astype(int)
     assert query.due.tolist() == [3 + need[3], 0, 0, 0, 0]
     assert int(query.arms[0]) == 0  # the bad arm with an obligation, never played, goes first
+
+
+MASTER_CASES = [
+    {},  # the paper's rho-hat: no test fails within 150 rounds, MALG alone
+    {"test_scale": 2e-4},  # Test 2 fails
+    {"test_scale": 1e-4, "explore_scale": 0.5, "delta": 0.1},
+]
+
+
+@pytest.mark.parametrize("values", MASTER_CASES, ids=str)
+def test_master_matches_reference(values):
+    losses = _losses(8)
+    with jax.enable_x64(True):
+        learner = MASTER(num_arms=N, horizon=T, dtype="float64")
+        assert learner.num_orders == 8  # orders 0..7: blocks 0..6 take 127 rounds
+        params = learner.default_params.replace(**{k: np.float64(v) for k, v in values.items()})
+        keys = jax.random.split(jax.random.key(12), T)
+        u = np.asarray(jax.vmap(lambda k: sampling.uniforms(k, 8, "float64"))(keys))
+        expected = ref.master_reference(
+            losses,
+            u,
+            **{k: float(getattr(params, k)) for k in ("delta", "test_scale", "explore_scale")},
+        )
+        step = jax.jit(learner.step)
+        ask = jax.jit(learner.ask)
+        state = learner.init(jax.random.key(0), params)
+        for t in range(T):
+            np.testing.assert_allclose(
+                ask(state, keys[t]).optimistic, expected["optimistic"][t], rtol=RTOL
+            )
+            state, info = step(state, losses[t], keys[t])
+            assert int(info.arms[0]) == expected["played"][t], t
+            assert int(state.order) == expected["order"][t], t
+            assert (int(state.block_start) == t + 1) >= expected["restart"][t], t
+    if values:  # the case exercises the tests
+        assert expected["restart"].any()
+
+    assert len(set(expected["played"].tolist())) > 1
+
+
+def _master_failures(learner, params, change: int) -> np.ndarray:
+    """``(RUNS, T)`` bool, a test of MASTER failed at round ``t`` (the next block is ``n = 0``),
+    on Bernoulli losses whose best arm (mean 0.05, the others 0.95) moves from arm 0 to arm
+    ``N - 1`` at round ``change``."""
+    means = jnp.asarray([[0.05] + [0.95] * (N - 1), [0.95] * (N - 1) + [0.05]], jnp.float32)
+
+    def run(key):
+        def body(state, t):
+            k = jax.random.fold_in(key, t)
+            draw = jax.random.uniform(jax.random.fold_in(k, 1), (N,))
+            loss = (draw < means[(t >= change).astype(jnp.int32)]).astype(jnp.float32)
+            state, _ = learner.step(state, loss, k)
+            return state, state.order == 0
+
+        return jax.lax.scan(body, learner.init(key, params), jnp.arange(T))[1]
+
+    return np.asarray(jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(3), RUNS)))
+
+
+def test_master_detects_a_swap_of_best_arm():
+    """With ``rho-hat`` scaled down so that its tests act within ``T = 150`` rounds, a test
+    fails within 20 rounds of the best arm's move in far more runs than in the 20 rounds
+    before it (false alarms); the gap is many standard errors wide."""
+    learner = MASTER(num_arms=N, horizon=T)
+    failed = _master_failures(learner, learner.default_params.replace(test_scale=5e-4), 90)
+    after, before = failed[:, 90:110].any(axis=1), failed[:, 70:90].any(axis=1)
+    se = np.sqrt((after.var(ddof=1) + before.var(ddof=1)) / RUNS)
+    assert after.mean() - before.mean() > 5.0 * se, (after.mean(), before.mean(), se)
+
+
+@pytest.mark.parametrize(("margin", "fails"), [(9.5, True), (8.5, False)])
+def test_master_test1_fails_when_an_instance_beats_the_blocks_optimism(margin, fails):
+    """Test 1 at the end of an order-0 instance whose reward 1 exceeds ``U_t`` by ``margin
+    rho-hat(1)``: it fails (a new epoch, ``n = 0``) exactly when ``margin >= 9``."""
+    learner = MASTER(num_arms=NUM_ARMS, horizon=HORIZON)
+    params = learner.default_params.replace(test_scale=1e-6)
+    k, scale = NUM_ARMS, 1e-6 * 6.0 * (np.log2(HORIZON) + 1.0) * np.log(HORIZON**2)
+    rho_hat_1 = scale * (np.sqrt(k) + k)
+    state = learner.init(jax.random.key(0), params)
+    state = state.replace(  # block n = 3 from round 8, its order-3 and order-0 instances alive
+        t=jnp.int32(10),
+        order=jnp.int32(3),
+        block_start=jnp.int32(7),
+        low=jnp.float32(1.0 - margin * rho_hat_1),
+        alive=state.alive.at[0].set(True).at[3].set(True),
+        inst_start=state.inst_start.at[0].set(10).at[3].set(7),
+    )
+    state, _ = learner.step(state, jnp.zeros(NUM_ARMS), jax.random.key(1))
+    assert (int(state.order) == 0) is fails

@@ -20,6 +20,7 @@ from stabl_jax.learners.flh import FLH, FLHParams, FLHQuery, FLHState
 from stabl_jax.learners.glr_klucb import GLRklUCB, GLRklUCBParams, GLRklUCBState
 from stabl_jax.learners.hedge import Hedge, HedgeParams
 from stabl_jax.learners.m_ucb import MUCB, MUCBParams, MUCBState
+from stabl_jax.learners.master import MASTER, MASTERParams, MASTERQuery, MASTERState
 from stabl_jax.learners.rexp3 import Rexp3, Rexp3Params
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
@@ -41,6 +42,7 @@ __all__ = [
     "EFLH",
     "EXP3",
     "FLH",
+    "MASTER",
     "MUCB",
     "SAOL",
     "SWUCB",
@@ -71,6 +73,9 @@ __all__ = [
     "GLRklUCBState",
     "Hedge",
     "HedgeParams",
+    "MASTERParams",
+    "MASTERQuery",
+    "MASTERState",
     "MUCBParams",
     "MUCBState",
     "Rexp3",
