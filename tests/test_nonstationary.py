@@ -1,9 +1,10 @@
-"""AdSwitch against the plain-NumPy loop of ``tests/reference_nonstationary.py`` (written from
-the paper), step by step, and its detection of a change of best arm.
+"""AdSwitch and MASTER against the plain-NumPy loops of ``tests/reference_nonstationary.py``
+(written from the papers), step by step, and their detection of a change of best arm.
 
-The reference gets the same per-round uniforms (recomputed from the learner's keys with
-``stabl_jax.sampling.uniforms``); played arms, episodes, GOOD and the pending obligations must
-match exactly, ``mu~`` and ``Delta~`` to 1e-9 relative, over 150 rounds.
+The references get the same per-round uniforms (recomputed from the learner's keys with
+``stabl_jax.sampling.uniforms``). AdSwitch: played arms, episodes, GOOD and the pending
+obligations match exactly, ``mu~`` and ``Delta~`` to 1e-9 relative; MASTER: played arms and
+blocks exactly, ``g~_t`` to 1e-9 relative; over 150 rounds.
 """
 
 from __future__ import annotations
