@@ -385,6 +385,10 @@ LEARNERS.register("m_ucb", learners.MUCB,
     "M-UCB (Cao et al. 2019): UCB, forced exploration, window test, global restart (1 query)")
 LEARNERS.register("glr_klucb", learners.GLRklUCB,
     "GLR-klUCB (Besson et al. 2022): kl-UCB, Bernoulli GLR test, local restarts (1 query)")
+LEARNERS.register("adswitch", learners.AdSwitch,
+    "AdSwitch (Auer et al. 2019): episodes, elimination, scheduled bad-arm checks (1 query)")
+LEARNERS.register("master", learners.MASTER,
+    "MASTER (Wei & Luo 2021) over UCB1: multi-scale instances, two tests, restarts (1 query)")
 LEARNERS.register("rexp3", learners.Rexp3,
     "Rexp3 (Besbes et al. 2014): Exp3 restarted every Delta_T rounds (1 query)")
 

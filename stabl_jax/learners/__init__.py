@@ -1,5 +1,6 @@
 """Bandit learners sharing the contract of :mod:`stabl_jax.learners.base`."""
 
+from stabl_jax.learners.adswitch import AdSwitch, AdSwitchParams, AdSwitchQuery, AdSwitchState
 from stabl_jax.learners.base import (
     BanditLearner,
     BanditQuery,
@@ -21,6 +22,7 @@ from stabl_jax.learners.glr_klucb import GLRklUCB, GLRklUCBParams, GLRklUCBState
 from stabl_jax.learners.hedge import Hedge, HedgeParams
 from stabl_jax.learners.klucb import KLUCB, KLUCBParams
 from stabl_jax.learners.m_ucb import MUCB, MUCBParams, MUCBState
+from stabl_jax.learners.master import MASTER, MASTERParams, MASTERQuery, MASTERState
 from stabl_jax.learners.rexp3 import Rexp3, Rexp3Params
 from stabl_jax.learners.saol import SAOL, SAOLHedge, SAOLParams, SAOLState
 from stabl_jax.learners.stabl import StABL, StABLParams, StABLState
@@ -45,10 +47,15 @@ __all__ = [
     "EXP3",
     "FLH",
     "KLUCB",
+    "MASTER",
     "MUCB",
     "SAOL",
     "SWUCB",
     "UCB1",
+    "AdSwitch",
+    "AdSwitchParams",
+    "AdSwitchQuery",
+    "AdSwitchState",
     "BanditLearner",
     "BanditQuery",
     "CUSUMUCBParams",
@@ -75,6 +82,9 @@ __all__ = [
     "Hedge",
     "HedgeParams",
     "KLUCBParams",
+    "MASTERParams",
+    "MASTERQuery",
+    "MASTERState",
     "MUCBParams",
     "MUCBState",
     "Rexp3",
