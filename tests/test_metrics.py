@@ -285,3 +285,22 @@ def test_segment_ids_are_held_in_the_smallest_signed_type():
     assert (ids - 1).min() == -1
     assert metrics.segment_ids(carry(np.arange(1, 128)), 200).dtype == np.int8
     assert metrics.segment_ids(carry(np.arange(1, 129)), 200).dtype == np.int16
+
+
+def test_detection_delays_and_false_alarms_on_hand_made_restarts():
+    """Run 0 restarts at rounds 1 (a false alarm), 12 and 13 (breakpoint 10: delay 3), none in
+    [20, 30) (missed); run 1 restarts at round 20 (delay 1 at breakpoint 20) and 29, with its
+    own breakpoints 5, 20 (delay at 5: none before 20, so NaN)."""
+    r = np.zeros((2, 30), bool)
+    r[0, [1, 12, 13]] = True
+    r[1, [20, 29]] = True
+    delays = metrics.detection_delays(r, [[10, 20], [5, 20]])
+    np.testing.assert_array_equal(delays, [[3.0, np.nan], [np.nan, 1.0]])
+    np.testing.assert_array_equal(metrics.false_alarms(r, [[10, 20], [5, 20]]), [1, 0])
+    # Shared breakpoints (J,), and none at all: every restart is a false alarm.
+    np.testing.assert_array_equal(metrics.detection_delays(r, [10]), [[3.0], [11.0]])
+    np.testing.assert_array_equal(metrics.false_alarms(r, np.zeros(0, int)), [3, 2])
+    # A breakpoint past the rounds is never detected.
+    assert np.isnan(metrics.detection_delays(r, [30, 40])).all()
+    with pytest.raises(ValueError, match="increasing rounds"):
+        metrics.detection_delays(r, [20, 10])

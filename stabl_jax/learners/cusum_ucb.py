@@ -107,6 +107,7 @@ class CUSUMUCB(BanditLearner):
         "alpha": checks.Interval(0.0, 1.0),
         "warmup": checks.Interval(1.0),
     }
+    records_restarts: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -172,3 +173,8 @@ class CUSUMUCB(BanditLearner):
             g_plus=put(state.g_plus, g_plus),
             g_minus=put(state.g_minus, g_minus),
         )
+
+    def restarted(self, state: CUSUMUCBState, new_state: CUSUMUCBState) -> jax.Array:
+        """``()`` bool: the round from ``state`` to ``new_state`` raised an alarm (the played
+        arm's count returns to 0 from ``M`` or more)."""
+        return jnp.any(new_state.counts < state.counts)
