@@ -54,9 +54,11 @@ def _forced(round_1: int, alpha: float, k: int) -> int:
     return a - 1 if 1 <= a <= k else -1
 
 
-def cusum_ucb_reference(losses, u, *, threshold, drift, alpha, warmup, xi=1.0):
+def cusum_ucb_reference(losses, u, *, threshold, drift, alpha, warmup, xi=1.0, test_every=1):
     """CUSUM-UCB: UCB over the samples since each arm's restart, ``alpha``-uniform mixing,
-    a two-sided CUSUM on the played arm (first ``M = warmup`` samples estimate ``u0``)."""
+    a two-sided CUSUM on the played arm (first ``M = warmup`` samples estimate ``u0``), run
+    from the arm's restart every ``test_every`` samples: an alarm if ``g+`` or ``g-`` reaches
+    ``h`` at any of them."""
     T, K = losses.shape
     samples: list[list[float]] = [[] for _ in range(K)]
     out = {"played": np.zeros(T, int), "play_probs": np.zeros((T, K)), "index": np.zeros((T, K))}
@@ -71,12 +73,14 @@ def cusum_ucb_reference(losses, u, *, threshold, drift, alpha, warmup, xi=1.0):
         out["index"][t], out["play_probs"][t], out["played"][t] = index, probs, arm
         ys = [*samples[arm], 1.0 - losses[t, arm]]
         g_plus = g_minus = 0.0
-        if len(ys) > warmup:
+        alarm = False
+        if len(ys) > warmup and len(ys) % test_every == 0:
             u0 = sum(ys[:warmup]) / warmup
             for y in ys[warmup:]:
                 g_plus = max(0.0, g_plus + y - u0 - drift)
                 g_minus = max(0.0, g_minus + u0 - y - drift)
-        if g_plus >= threshold or g_minus >= threshold:
+                alarm = alarm or g_plus >= threshold or g_minus >= threshold
+        if alarm:
             samples[arm] = []
             restarts.append(t)
         else:

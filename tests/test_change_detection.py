@@ -66,10 +66,18 @@ def _compare(got, expected, stat: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "values", [{"threshold": 3.0, "drift": 0.05, "alpha": 0.1, "warmup": 10.0}, {}], ids=str
+    ("test_every", "values"),
+    [
+        (1, {"threshold": 3.0, "drift": 0.05, "alpha": 0.1, "warmup": 10.0}),
+        (1, {}),
+        (7, {"threshold": 3.0, "drift": 0.05, "alpha": 0.1, "warmup": 10.0}),
+    ],
+    ids=str,
 )
-def test_cusum_ucb_matches_reference(values):
-    learner = CUSUMUCB(num_arms=K, horizon=T, warmup=10 if not values else 50)
+def test_cusum_ucb_matches_reference(test_every, values):
+    learner = CUSUMUCB(
+        num_arms=K, horizon=T, warmup=10 if not values else 50, test_every=test_every
+    )
     params = learner.default_params.replace(**{k: jnp.float32(v) for k, v in values.items()})
     if not values:
         params = params.replace(threshold=jnp.float32(3.0))
@@ -81,6 +89,7 @@ def test_cusum_ucb_matches_reference(values):
         drift=float(params.drift),
         alpha=float(params.alpha),
         warmup=int(params.warmup),
+        test_every=test_every,
     )
     _compare(_run(learner, params, losses, keys), expected, "index")
 
