@@ -211,3 +211,21 @@ def test_a_bernoulli_change_is_detected_within_50_rounds(cls, options):
     run = jax.jit(lambda state: jax.lax.scan(body, state, (losses, keys))[1])
     restarts = np.flatnonzero(np.asarray(run(learner.init(jax.random.key(1)))))
     assert restarts.size and change <= restarts[0] < change + 50, restarts[:5]
+
+
+def test_simulate_records_the_restart_trace_of_restarting_learners_only():
+    """``traces=("restart",)`` gives ``(R, T)`` bool equal to ``learner.restarted`` round by
+    round (here Rexp3's scheduled restarts, every ``Delta_T`` rounds); a learner without
+    restarts refuses the name."""
+    from stabl_jax import EXP3, simulate
+    from stabl_jax.envs.piecewise_table import PiecewiseBernoulliTable
+
+    env = PiecewiseBernoulliTable(
+        num_arms=2, horizon=64, change_points=(32,), means=((0.1, 0.5), (0.9, 0.5))
+    )
+    learner = Rexp3(num_arms=2, horizon=64, batch=10)
+    result = simulate(learner, env, jax.random.key(0), 2, traces=("restart",))
+    assert result.restart.dtype == bool and result.restart.shape == (2, 64)
+    np.testing.assert_array_equal(np.flatnonzero(result.restart[0]), [9, 19, 29, 39, 49, 59])
+    with pytest.raises(ValueError, match="restart"):
+        simulate(EXP3(num_arms=2, horizon=64), env, jax.random.key(0), 2, traces=("restart",))

@@ -304,3 +304,23 @@ def test_detection_delays_and_false_alarms_on_hand_made_restarts():
     assert np.isnan(metrics.detection_delays(r, [30, 40])).all()
     with pytest.raises(ValueError, match="increasing rounds"):
         metrics.detection_delays(r, [20, 10])
+
+
+def test_the_bandit_summary_reports_detection_per_breakpoint():
+    """``detected`` is the fraction of runs restarting in a breakpoint's segment, ``delay`` the
+    mean (Student-t half-width) over those runs only; one run gives no half-width."""
+    from types import SimpleNamespace
+
+    from stabl_jax.experiment.kinds import bandit
+
+    delays = np.array([[3.0, np.nan], [5.0, np.nan], [np.nan, 2.0]])
+    outcome = SimpleNamespace(
+        detection_delay=delays, false_alarms=np.array([1, 0, 0]), num_restarts=np.array([3, 2, 1])
+    )
+    got = bandit.detection_summary(outcome)
+    np.testing.assert_allclose(got["detected"]["mean"], [2 / 3, 1 / 3])
+    np.testing.assert_allclose(got["delay"]["mean"], [4.0, 2.0])
+    half = metrics.t_quantile(1) * np.std([3.0, 5.0], ddof=1) / np.sqrt(2)
+    np.testing.assert_allclose(got["delay"]["ci95"], [half, np.nan])
+    assert got["false_alarms"]["mean"] == pytest.approx(1 / 3)
+    assert got["restarts"]["mean"] == pytest.approx(2.0)
