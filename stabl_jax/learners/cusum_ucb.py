@@ -79,7 +79,8 @@ class CUSUMUCB(BanditLearner):
     (Corollary 1); ``epsilon = 0.05``, ``M = 50`` (the paper's experiments); ``xi = 1``; the
     test on every sample (``Delta n = 1``, the paper). Besson et al.'s experiments
     (SMPyBandits ``Policies/CUSUM_UCB.py``, ``configuration_nonstationary.py``) ran it with
-    ``epsilon = 0.1``, ``M = 100``, ``Delta n = 20``, and a kl-UCB index (not offered here).
+    ``epsilon = 0.1``, ``M = 100``, ``Delta n = 20``, a kl-UCB index and a restarted arm keeping
+    its samples after the estimated change (those two not offered here).
 
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the default ``h`` and ``alpha`` are tuned for.

@@ -28,8 +28,8 @@ switch never takes effect), ``b = 3`` (``threshold_BernoulliGLR``), and the inde
 ``c = 3``). The algorithm as analysed (Besson's thesis, Algorithm 1) reads ``a = 1, c = 3``,
 ``alpha_0 = 0.1`` and the exact test (``Delta n = Delta s = 1``): set those options to run it.
 The experiments' code also differs in two details kept here as the paper states them: its
-forced arm is ``(t - max_i tau_i) mod ceil(K / alpha)``, and a restarted arm keeps the sample
-that raised the alarm.
+forced arm is ``(t - max_i tau_i) mod ceil(K / alpha)``, and a restarted arm keeps its
+samples after the split that fired (their "localization") instead of none.
 
 The state keeps the last ``H = max_splits`` prefix sums per arm, so splits older than the
 last ``H Delta s`` samples are not tried; the exact test (``Delta s = 1``) refuses an ``H``
