@@ -1,5 +1,6 @@
 """Metrics on simulation traces: strongly adaptive regret (:func:`window_regret`), cumulative
-regret, per-segment means, moving averages and confidence intervals.
+regret, per-segment means, detection delays and false alarms of restarting learners, moving
+averages and confidence intervals.
 
 Host-side NumPy in float64; arm losses are regenerated from the pure environment in blocks of
 runs, so ``runs x T x arms`` never exists at once.
@@ -365,6 +366,83 @@ def per_segment_mean(
             sums = np.where(mask, block, 0.0).sum(axis=1)
             out[rows, s] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return out
+
+
+def _breakpoints(change_points: np.ndarray, num_runs: int) -> np.ndarray:
+    """``(R, J)`` int64 breakpoints from ``(J,)`` or ``(R, J)``, checked increasing."""
+    points = np.asarray(change_points, np.int64)
+    points = np.broadcast_to(points, (num_runs, points.shape[-1])) if points.ndim < 2 else points
+    if points.shape[0] != num_runs or np.any(np.diff(points, axis=1) <= 0) or np.any(points < 0):
+        raise ValueError(
+            f"change_points must be (J,) or ({num_runs}, J) increasing rounds >= 0, got "
+            f"{np.asarray(change_points).tolist()}; pass the environment's change points"
+        )
+    return points
+
+
+def detection_delays(restarts: np.ndarray, change_points: np.ndarray) -> np.ndarray:
+    """``(R, J)`` detection delay of each breakpoint: the rounds from it to the first restart
+    in its segment.
+
+    With breakpoints ``b_1 < ... < b_J`` (0-based: ``b_j`` is the first round of segment
+    ``j + 1``), ``b_{J+1} = T`` and ``r_t`` whether round ``t`` ended in a restart,
+
+    ``d_j = min {t in [b_j, b_{j+1}) : r_t} + 1 - b_j``,
+
+    the rounds played since the change when the learner restarts (``1``: the first round after
+    the change); NaN where no restart falls in ``[b_j, b_{j+1})`` (a missed change, or
+    ``b_j >= T``).
+
+    Args:
+      restarts: ``(R, T)`` bool, the ``restart`` trace
+        (:data:`~stabl_jax.simulate.RESTART_TRACE`).
+      change_points: ``(J,)`` or ``(R, J)`` increasing breakpoints.
+
+    Returns:
+      ``(R, J)`` float64.
+
+    Example:
+      >>> import numpy as np
+      >>> r = np.zeros((1, 10), bool); r[0, [2, 5, 6]] = True
+      >>> detection_delays(r, [4, 8]).tolist()
+      [[2.0, nan]]
+    """
+    restarts = np.asarray(restarts, bool)
+    runs, horizon = restarts.shape
+    points = _breakpoints(change_points, runs)
+    ends = np.concatenate([points[:, 1:], np.full((runs, 1), horizon)], axis=1)
+    t = np.arange(horizon)
+    out = np.full(points.shape, np.nan)
+    for j in range(points.shape[1]):
+        inside = restarts & (t >= points[:, j : j + 1]) & (t < ends[:, j : j + 1])
+        found = inside.any(axis=1)
+        first = np.argmax(inside, axis=1)
+        out[:, j] = np.where(found, first + 1 - points[:, j], np.nan)
+    return out
+
+
+def false_alarms(restarts: np.ndarray, change_points: np.ndarray) -> np.ndarray:
+    """``(R,)`` restarts before the first breakpoint ``b_1`` (every restart without one):
+    ``#{t < b_1 : r_t}``, the false alarms of a detector on a stationary first segment.
+
+    Args:
+      restarts: ``(R, T)`` bool, the ``restart`` trace.
+      change_points: ``(J,)`` or ``(R, J)`` increasing breakpoints.
+
+    Returns:
+      ``(R,)`` int64.
+
+    Example:
+      >>> import numpy as np
+      >>> r = np.zeros((2, 10), bool); r[0, [2, 5]] = True; r[1, 7] = True
+      >>> false_alarms(r, [4, 8]).tolist()
+      [1, 0]
+    """
+    restarts = np.asarray(restarts, bool)
+    runs, horizon = restarts.shape
+    points = _breakpoints(change_points, runs)
+    first = points[:, :1] if points.shape[1] else np.full((runs, 1), horizon)
+    return np.asarray(np.sum(restarts & (np.arange(horizon) < first), axis=1), np.int64)
 
 
 def moving_average(values: np.ndarray, window: int) -> np.ndarray:

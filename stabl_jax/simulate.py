@@ -40,6 +40,8 @@ TRACE_FIELDS: tuple[str, ...] = BANDIT_TRACES
 #: Traces every rollout can record: ``played`` (``arms[0]`` or ``points[0]``), ``arms`` ``(Q,)``,
 #: ``points`` ``(Q, d)``, ``loss`` (``observed[0]``), ``observed`` ``(Q,)``, ``prob_best``.
 QUERY_TRACES: tuple[str, ...] = ("played", "arms", "points", "loss", "observed", "prob_best")
+#: The trace of a learner with ``records_restarts``: ``()`` bool, the round ended in a restart.
+RESTART_TRACE = "restart"
 _BYTES_PER_ROUND = 32  # per run: 4 scalars + queried arms, generous
 #: The largest ``first_run`` (it enters the program as an int32).
 MAX_FIRST_RUN = 2**31 - 1
@@ -312,7 +314,12 @@ def _round(
     if validate and bandit:
         mixed = getattr(learner, "num_mixed", 1)  # a learner without it mixes one row
         checks.traced_check_distribution("play distribution", query.play_probs, t, mixed)
-    out = {name: _trace(name, query, observed, info) for name in fields}
+    out = {
+        name: learner.restarted(carry.state, state)
+        if name == RESTART_TRACE
+        else _trace(name, query, observed, info)
+        for name in fields
+    }
     return dataclasses.replace(carry, state=state, env_state=env_state), out
 
 
@@ -504,7 +511,8 @@ def simulate(
       num_runs: ``R`` (>= 1).
       horizon: ``T``; default ``env.horizon`` (else ``learner.horizon``).
       params: learner params (``None``: the defaults); leaves ``(R, ...)`` are per run.
-      traces: the traces to record (:data:`QUERY_TRACES`, ``info`` entries); ``None``:
+      traces: the traces to record (:data:`QUERY_TRACES`, ``info`` entries, and
+        :data:`RESTART_TRACE` for a learner with ``records_restarts``); ``None``:
         ``env.trace_names``.
       validate: check losses in [0, 1] and the play distribution; results unchanged, slower.
       env_params: ``(R, ...)`` environment parameters instead of ``env.sample_params``.
@@ -579,7 +587,8 @@ def _rollout(
     environment stepped and the kernel (``"auto"`` resolved)."""
     bandit = as_environment(env) is not env
     names = tuple(getattr(env, "trace_names", TRACE_FIELDS if bandit else ()))
-    allowed = tuple(dict.fromkeys(QUERY_TRACES + names))
+    restarts = (RESTART_TRACE,) if getattr(learner, "records_restarts", False) else ()
+    allowed = tuple(dict.fromkeys(QUERY_TRACES + names + restarts))
     fields = names if traces is None else checks.check_names("traces", traces, allowed)
     rollout_env = as_environment(env, reveal_all="expected_loss" in fields, validate=validate)
     if kernel == "pallas":

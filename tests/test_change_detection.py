@@ -40,11 +40,14 @@ def _run(learner, params, losses, keys):
     step = jax.jit(learner.step)
     state = learner.init(jax.random.key(0), params)
     index = jax.jit(learner.index) if hasattr(learner, "index") else None
-    rows = {"played": [], "stat": [], "counts": []}
+    restarted = jax.jit(learner.restarted)
+    rows = {"played": [], "stat": [], "counts": [], "restarted": []}
     for t in range(T):
         if index is not None:
             rows["stat"].append(np.asarray(index(state), np.float64))
-        state, info = step(state, jnp.asarray(losses[t], jnp.float32), keys[t])
+        new_state, info = step(state, jnp.asarray(losses[t], jnp.float32), keys[t])
+        rows["restarted"].append(bool(restarted(state, new_state)))
+        state = new_state
         rows["played"].append(int(info.arms[0]))
         if index is None:
             rows["stat"].append(np.asarray(info.play_probs, np.float64))
@@ -59,13 +62,22 @@ def _compare(got, expected, stat: str) -> None:
         if "counts" in expected:
             np.testing.assert_array_equal(got["counts"][t], expected["counts"][t + 1], str(t))
     assert expected["restarts"]  # the case exercises the restarts
+    assert np.flatnonzero(got["restarted"]).tolist() == expected["restarts"]
 
 
 @pytest.mark.parametrize(
-    "values", [{"threshold": 3.0, "drift": 0.05, "alpha": 0.1, "warmup": 10.0}, {}], ids=str
+    ("test_every", "values"),
+    [
+        (1, {"threshold": 3.0, "drift": 0.05, "alpha": 0.1, "warmup": 10.0}),
+        (1, {}),
+        (7, {"threshold": 3.0, "drift": 0.05, "alpha": 0.1, "warmup": 10.0}),
+    ],
+    ids=str,
 )
-def test_cusum_ucb_matches_reference(values):
-    learner = CUSUMUCB(num_arms=K, horizon=T, warmup=10 if not values else 50)
+def test_cusum_ucb_matches_reference(test_every, values):
+    learner = CUSUMUCB(
+        num_arms=K, horizon=T, warmup=10 if not values else 50, test_every=test_every
+    )
     params = learner.default_params.replace(**{k: jnp.float32(v) for k, v in values.items()})
     if not values:
         params = params.replace(threshold=jnp.float32(3.0))
@@ -77,6 +89,7 @@ def test_cusum_ucb_matches_reference(values):
         drift=float(params.drift),
         alpha=float(params.alpha),
         warmup=int(params.warmup),
+        test_every=test_every,
     )
     _compare(_run(learner, params, losses, keys), expected, "index")
 
@@ -101,23 +114,64 @@ def test_m_ucb_matches_reference(options, values):
     _compare(_run(learner, params, losses, keys), expected, "index")
 
 
-@pytest.mark.parametrize("restart", ["local", "global"])
-def test_glr_klucb_matches_reference(restart):
-    learner = GLRklUCB(
-        num_arms=K, horizon=T, restart=restart, subsample=5, test_every=5, max_splits=8
-    )
-    params = learner.default_params.replace(alpha=jnp.float32(0.07), delta=jnp.float32(0.05))
+THESIS_F = {"log_scale": 1.0, "loglog_scale": 3.0}
+GLR_CASES = [
+    # The experiments' f(x) = 3 log x and beta = log(3 n^1.5 / delta).
+    ({"restart": "local"}, {"delta": 0.3, "alpha": 0.35}),
+    # Besson's thesis reading: f(x) = log x + 3 log log x.
+    ({"restart": "local"}, THESIS_F),
+    ({"restart": "global"}, THESIS_F),
+    # f(x) = log x, beta = log(n^1.5 / delta), alpha_k = alpha sqrt(1 + k): the restarts
+    # differ from those of b = 3 and of a constant alpha.
+    (
+        {"restart": "global", "alpha_schedule": "sqrt_detections"},
+        {"log_scale": 1.0, "threshold_scale": 1.0, "alpha": 0.3},
+    ),
+    # The exact test (every split, every sample) with every split kept.
+    ({"restart": "local", "subsample": 1, "test_every": 1, "max_splits": T}, THESIS_F),
+]
+
+
+@pytest.mark.parametrize(("options", "values"), GLR_CASES, ids=str)
+def test_glr_klucb_matches_reference(options, values):
+    sizes = {"subsample": 5, "test_every": 5, "max_splits": 8}
+    learner = GLRklUCB(num_arms=K, horizon=T, **{**sizes, **options})
+    values = {"alpha": 0.07, "delta": 0.05, **values}
+    params = learner.default_params.replace(**{k: jnp.float32(v) for k, v in values.items()})
     losses, keys = _losses(5), jax.random.split(jax.random.key(6), T)
+    numbers = ("delta", "alpha", "log_scale", "loglog_scale", "threshold_scale")
     expected = ref.glr_klucb_reference(
         losses,
-        delta=float(params.delta),
-        alpha=float(params.alpha),
-        subsample=5,
-        test_every=5,
-        max_splits=8,
-        restart=restart,
+        **{name: float(getattr(params, name)) for name in numbers},
+        subsample=learner.subsample,
+        test_every=learner.test_every,
+        max_splits=learner.max_splits,
+        restart=learner.restart,
+        alpha_schedule=learner.alpha_schedule,
     )
     _compare(_run(learner, params, losses, keys), expected, "index")
+
+
+def test_glr_klucb_exact_test_keeps_every_split_or_refuses():
+    """``subsample=1`` keeps ``T`` splits by default and refuses fewer, naming the remedy."""
+    assert GLRklUCB(num_arms=K, horizon=T, subsample=1).max_splits == T
+    assert GLRklUCB(num_arms=K, horizon=5000).max_splits == 500
+    with pytest.raises(
+        ValueError, match=f"max_splits=1024 is below the horizon T={2 * 1024}.*set max_splits=2048"
+    ):
+        GLRklUCB(num_arms=K, horizon=2048, subsample=1, max_splits=1024)
+
+
+@pytest.mark.parametrize("count", ["segments", "breakpoints"])
+def test_m_ucb_default_gamma_counts_segments_or_breakpoints(count):
+    """Remark 1's ``gamma`` with ``M = Upsilon_T + 1`` (Cao et al.) or ``max(1, Upsilon_T)``
+    (Besson et al.'s code), against the reference's formula. On Besson et al.'s Problem 1
+    (K = 3, T = 5000, Upsilon_T = 4) with their experiments' window ``w = K ceil(T / 100)``
+    the forced period ``floor(K / gamma)`` is 7 or 8 rounds."""
+    learner = MUCB(num_arms=3, horizon=5000, num_changes=4, window=150, gamma_count=count)
+    gamma = ref.m_ucb_gamma(3, 5000, 4, 150, count)
+    assert learner.gamma == pytest.approx(gamma, rel=1e-12)
+    assert int(3 // learner.gamma) == (7 if count == "segments" else 8)
 
 
 @pytest.mark.parametrize("values", [{"gamma": 0.2, "batch": 37.0}, {}], ids=str)
@@ -157,3 +211,21 @@ def test_a_bernoulli_change_is_detected_within_50_rounds(cls, options):
     run = jax.jit(lambda state: jax.lax.scan(body, state, (losses, keys))[1])
     restarts = np.flatnonzero(np.asarray(run(learner.init(jax.random.key(1)))))
     assert restarts.size and change <= restarts[0] < change + 50, restarts[:5]
+
+
+def test_simulate_records_the_restart_trace_of_restarting_learners_only():
+    """``traces=("restart",)`` gives ``(R, T)`` bool equal to ``learner.restarted`` round by
+    round (here Rexp3's scheduled restarts, every ``Delta_T`` rounds); a learner without
+    restarts refuses the name."""
+    from stabl_jax import EXP3, simulate
+    from stabl_jax.envs.piecewise_table import PiecewiseBernoulliTable
+
+    env = PiecewiseBernoulliTable(
+        num_arms=2, horizon=64, change_points=(32,), means=((0.1, 0.5), (0.9, 0.5))
+    )
+    learner = Rexp3(num_arms=2, horizon=64, batch=10)
+    result = simulate(learner, env, jax.random.key(0), 2, traces=("restart",))
+    assert result.restart.dtype == bool and result.restart.shape == (2, 64)
+    np.testing.assert_array_equal(np.flatnonzero(result.restart[0]), [9, 19, 29, 39, 49, 59])
+    with pytest.raises(ValueError, match="restart"):
+        simulate(EXP3(num_arms=2, horizon=64), env, jax.random.key(0), 2, traces=("restart",))

@@ -285,3 +285,42 @@ def test_segment_ids_are_held_in_the_smallest_signed_type():
     assert (ids - 1).min() == -1
     assert metrics.segment_ids(carry(np.arange(1, 128)), 200).dtype == np.int8
     assert metrics.segment_ids(carry(np.arange(1, 129)), 200).dtype == np.int16
+
+
+def test_detection_delays_and_false_alarms_on_hand_made_restarts():
+    """Run 0 restarts at rounds 1 (a false alarm), 12 and 13 (breakpoint 10: delay 3), none in
+    [20, 30) (missed); run 1 restarts at round 20 (delay 1 at breakpoint 20) and 29, with its
+    own breakpoints 5, 20 (delay at 5: none before 20, so NaN)."""
+    r = np.zeros((2, 30), bool)
+    r[0, [1, 12, 13]] = True
+    r[1, [20, 29]] = True
+    delays = metrics.detection_delays(r, [[10, 20], [5, 20]])
+    np.testing.assert_array_equal(delays, [[3.0, np.nan], [np.nan, 1.0]])
+    np.testing.assert_array_equal(metrics.false_alarms(r, [[10, 20], [5, 20]]), [1, 0])
+    # Shared breakpoints (J,), and none at all: every restart is a false alarm.
+    np.testing.assert_array_equal(metrics.detection_delays(r, [10]), [[3.0], [11.0]])
+    np.testing.assert_array_equal(metrics.false_alarms(r, np.zeros(0, int)), [3, 2])
+    # A breakpoint past the rounds is never detected.
+    assert np.isnan(metrics.detection_delays(r, [30, 40])).all()
+    with pytest.raises(ValueError, match="increasing rounds"):
+        metrics.detection_delays(r, [20, 10])
+
+
+def test_the_bandit_summary_reports_detection_per_breakpoint():
+    """``detected`` is the fraction of runs restarting in a breakpoint's segment, ``delay`` the
+    mean (Student-t half-width) over those runs only; one run gives no half-width."""
+    from types import SimpleNamespace
+
+    from stabl_jax.experiment.kinds import bandit
+
+    delays = np.array([[3.0, np.nan], [5.0, np.nan], [np.nan, 2.0]])
+    outcome = SimpleNamespace(
+        detection_delay=delays, false_alarms=np.array([1, 0, 0]), num_restarts=np.array([3, 2, 1])
+    )
+    got = bandit.detection_summary(outcome)
+    np.testing.assert_allclose(got["detected"]["mean"], [2 / 3, 1 / 3])
+    np.testing.assert_allclose(got["delay"]["mean"], [4.0, 2.0])
+    half = metrics.t_quantile(1) * np.std([3.0, 5.0], ddof=1) / np.sqrt(2)
+    np.testing.assert_allclose(got["delay"]["ci95"], [half, np.nan])
+    assert got["false_alarms"]["mean"] == pytest.approx(1 / 3)
+    assert got["restarts"]["mean"] == pytest.approx(2.0)

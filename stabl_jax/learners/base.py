@@ -240,6 +240,9 @@ class BanditLearner(Learner[BanditQuery]):
     horizon: int
     dtype: str = "float32"
 
+    #: Whether :meth:`restarted` says which rounds end in a restart (the ``restart`` trace).
+    records_restarts: ClassVar[bool] = False
+
     def __post_init__(self) -> None:
         super().__post_init__()
         checks.check_int("num_arms", self.num_arms, minimum=2)
@@ -278,6 +281,12 @@ class BanditLearner(Learner[BanditQuery]):
             play_probs=query.play_probs,
         )
         return new_state, info
+
+    def restarted(self, state: Any, new_state: Any) -> jax.Array:
+        """``()`` bool: whether the round that took ``state`` to ``new_state`` ended in a
+        restart (a detected change, or a scheduled reset); learners with
+        :attr:`records_restarts` implement it."""
+        raise NotImplementedError(f"{type(self).__name__} records no restarts")
 
     def uniform_log_probs(self, *lead: int) -> jax.Array:
         """``(*lead, num_arms)`` uniform log-probabilities ``-log n`` in the state's dtype."""

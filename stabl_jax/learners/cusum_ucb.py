@@ -1,7 +1,7 @@
 """CUSUM-UCB (Liu, Lee and Shroff, "A change-detection based framework for piecewise-stationary
 multi-armed bandit problem", AAAI 2018): UCB restarted arm by arm by a two-sided CUSUM test.
 
-One query per round; rewards ``x = 1 - l``. Memory: ``20 K`` bytes per run (float32).
+One query per round; rewards ``x = 1 - l``. Memory: ``21 K`` bytes per run (float32).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class CUSUMUCBState:
     warm_sums: jax.Array  # (K,) float, the sum of the first M of them (M u0_i once full)
     g_plus: jax.Array  # (K,) float, CUSUM g+ (upward change of the reward)
     g_minus: jax.Array  # (K,) float, CUSUM g- (downward change)
+    crossed: jax.Array  # (K,) bool, g+ or g- reached h since arm i's last test
     params: CUSUMUCBParams
 
 
@@ -70,16 +71,23 @@ class CUSUMUCB(BanditLearner):
        ``u0 = (1/M) sum_{j<=M} y_j``; for ``k > M``,
        ``g+ = max(0, g+ + y_k - u0 - epsilon)``, ``g- = max(0, g- + u0 - y_k - epsilon)``;
     4. on an alarm, ``g+ >= h`` or ``g- >= h``, restarts arm ``i`` (``tau_i = t + 1``):
-       ``N_i``, its sums and its CUSUM return to 0 (the alarming sample is dropped).
+       ``N_i``, its sums and its CUSUM return to 0 (the alarming sample is dropped). With
+       ``test_every = Delta n > 1`` the alarm waits for ``k`` to be a multiple of ``Delta n``
+       and fires if ``g+`` or ``g-`` reached ``h`` at any sample since the last test.
 
     Defaults: ``h = log(T / Upsilon_T)``, ``alpha = sqrt((Upsilon_T / T) log(T / Upsilon_T))``
-    (Corollary 1); ``epsilon = 0.05``, ``M = 50`` (the paper's experiments); ``xi = 1``.
+    (Corollary 1); ``epsilon = 0.05``, ``M = 50`` (the paper's experiments); ``xi = 1``; the
+    test on every sample (``Delta n = 1``, the paper). Besson et al.'s experiments
+    (SMPyBandits ``Policies/CUSUM_UCB.py``, ``configuration_nonstationary.py``) ran it with
+    ``epsilon = 0.1``, ``M = 100``, ``Delta n = 20``, a kl-UCB index and a restarted arm keeping
+    its samples after the estimated change (those two not offered here).
 
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the default ``h`` and ``alpha`` are tuned for.
       threshold, alpha: defaults of the Params; ``None`` gives Corollary 1's values.
       drift, warmup: defaults of the Params (``epsilon``, ``M``).
       xi: the padding's constant ``xi > 0``.
+      test_every: ``Delta n >= 1``, the alarm is checked when ``k`` is a multiple of it.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -98,6 +106,7 @@ class CUSUMUCB(BanditLearner):
     alpha: float | None = None
     warmup: int = 50
     xi: float = 1.0
+    test_every: int = 1
 
     name: ClassVar[str] = "cusum_ucb"
     Params: ClassVar[type] = CUSUMUCBParams
@@ -107,6 +116,7 @@ class CUSUMUCB(BanditLearner):
         "alpha": checks.Interval(0.0, 1.0),
         "warmup": checks.Interval(1.0),
     }
+    records_restarts: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -117,6 +127,7 @@ class CUSUMUCB(BanditLearner):
         object.__setattr__(self, "drift", checks.check_nonnegative("drift", self.drift))
         checks.check_int("warmup", self.warmup, minimum=1)
         object.__setattr__(self, "xi", checks.check_positive("xi", self.xi))
+        checks.check_int("test_every", self.test_every, minimum=1)
 
     def _init(self, key: jax.Array, params: CUSUMUCBParams) -> CUSUMUCBState:
         del key
@@ -128,6 +139,7 @@ class CUSUMUCB(BanditLearner):
             warm_sums=zeros,
             g_plus=zeros,
             g_minus=zeros,
+            crossed=jnp.zeros((self.num_arms,), bool),
             params=params,
         )
 
@@ -158,7 +170,11 @@ class CUSUMUCB(BanditLearner):
         u0, active = warm / m, k > m
         g_plus = jnp.where(active, jnp.maximum(0.0, state.g_plus[arm] + y - u0 - p.drift), 0.0)
         g_minus = jnp.where(active, jnp.maximum(0.0, state.g_minus[arm] + u0 - y - p.drift), 0.0)
-        keep = ~(active & ((g_plus >= p.threshold) | (g_minus >= p.threshold)))
+        crossed = state.crossed[arm] | (
+            active & ((g_plus >= p.threshold) | (g_minus >= p.threshold))
+        )
+        tested = k % self.test_every == 0
+        keep = ~(crossed & tested)
 
         def put(values: jax.Array, value: jax.Array) -> jax.Array:
             return values.at[arm].set(jnp.where(keep, value, 0).astype(values.dtype))
@@ -171,4 +187,10 @@ class CUSUMUCB(BanditLearner):
             warm_sums=put(state.warm_sums, warm),
             g_plus=put(state.g_plus, g_plus),
             g_minus=put(state.g_minus, g_minus),
+            crossed=state.crossed.at[arm].set(crossed & ~tested),
         )
+
+    def restarted(self, state: CUSUMUCBState, new_state: CUSUMUCBState) -> jax.Array:
+        """``()`` bool: the round from ``state`` to ``new_state`` raised an alarm (the played
+        arm's count returns to 0 from ``M`` or more)."""
+        return jnp.any(new_state.counts < state.counts)

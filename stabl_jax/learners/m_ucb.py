@@ -55,12 +55,19 @@ def default_window(num_arms: int, horizon: int, num_changes: int, min_change: fl
     return max(2, min(w + w % 2, 2 * (t // (2 * m))))
 
 
+#: What ``M`` counts in the default ``gamma``: Cao et al.'s stationary segments
+#: (``Upsilon_T + 1``) or Besson et al.'s breakpoints (``max(1, Upsilon_T)``).
+GAMMA_COUNTS = ("segments", "breakpoints")
+
+
 def default_threshold_gamma(
-    num_arms: int, horizon: int, num_changes: int, window: int
+    num_arms: int, horizon: int, num_changes: int, window: int, count: str = "segments"
 ) -> tuple[float, float]:
     """Remark 1's ``b = sqrt((w / 2) log(2 K T^2))`` and ``gamma = sqrt(M K (2b + 3 sqrt(w)) /
-    (2T))`` (clipped to [0, 1]) for window ``w`` and ``M = num_changes + 1`` segments."""
-    k, t, m = num_arms, horizon, num_changes + 1
+    (2T))`` (clipped to [0, 1]) for window ``w``, with ``M = num_changes + 1`` segments
+    (``count="segments"``) or ``M = max(1, num_changes)`` breakpoints (``"breakpoints"``)."""
+    m = num_changes + 1 if count == "segments" else max(1, num_changes)
+    k, t = num_arms, horizon
     b = math.sqrt(window / 2 * math.log(2 * k * t * t))
     return b, min(1.0, math.sqrt(m * k * (2 * b + 3 * math.sqrt(window)) / (2 * t)))
 
@@ -81,12 +88,19 @@ class MUCB(BanditLearner):
 
     Defaults: Remark 1's ``w``, ``b``, ``gamma`` for ``M = num_changes + 1`` segments and
     ``delta = min_change``, ``w`` capped at the mean segment length so it fills between changes.
+    ``M`` is what Cao et al. call it, the number of stationary segments; Besson et al.'s code
+    (SMPyBandits ``Policies/Monitored_UCB.py``) puts the breakpoints ``max(1, Upsilon_T)`` in
+    ``gamma``'s ``M``: ``gamma_count="breakpoints"``. (Their experiments also set
+    ``w = K ceil(T / 100)`` and leave ``Upsilon_T`` unset, so ``M = 1``: pass ``window`` and
+    ``num_changes`` to run those.)
 
     Attributes:
       num_changes: breakpoints the defaults are tuned for (``M - 1``).
       min_change: ``delta`` in (0, 1], the smallest change of a mean the window is sized for.
       window: ``w``, even and ``>= 2`` (static: the buffer's size); ``None`` gives the default.
       threshold, gamma: defaults of the Params; ``None`` gives Remark 1's values for ``w``.
+      gamma_count: ``"segments"`` (Cao et al.) or ``"breakpoints"`` (Besson et al.'s code),
+        what ``M`` counts in the default ``gamma``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -100,6 +114,7 @@ class MUCB(BanditLearner):
     window: int | None = None
     threshold: float | None = None
     gamma: float | None = None
+    gamma_count: str = "segments"
 
     name: ClassVar[str] = "m_ucb"
     Params: ClassVar[type] = MUCBParams
@@ -107,6 +122,7 @@ class MUCB(BanditLearner):
         "threshold": checks.Interval(0.0, low_open=True),
         "gamma": checks.Interval(0.0, 1.0),
     }
+    records_restarts: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -118,7 +134,9 @@ class MUCB(BanditLearner):
         w = checks.fill(self, "window", w, checks.check_int, minimum=2)
         if w % 2:
             raise ValueError(f"window must be even (two halves), got {w}")
-        b, gamma = default_threshold_gamma(self.num_arms, self.horizon, self.num_changes, w)
+        checks.check_choice("gamma_count", self.gamma_count, GAMMA_COUNTS)
+        k, t, count = self.num_arms, self.horizon, self.gamma_count
+        b, gamma = default_threshold_gamma(k, t, self.num_changes, w, count)
         checks.fill(self, "threshold", b, checks.check_positive)
         checks.fill(self, "gamma", gamma, checks.check_probability)
 
@@ -172,3 +190,8 @@ class MUCB(BanditLearner):
             sums=jnp.where(alarm, 0.0, sums).astype(self.float_dtype),
             recent=state.recent.at[arm].set(row),
         )
+
+    def restarted(self, state: MUCBState, new_state: MUCBState) -> jax.Array:
+        """``()`` bool: the round from ``state`` to ``new_state`` raised an alarm (a global
+        restart: every count returns to 0, the alarming arm's from ``w - 1`` or more)."""
+        return jnp.any(new_state.counts < state.counts)

@@ -82,6 +82,7 @@ class Rexp3(WeightsLearner):
         "gamma": checks.Interval(0.0, 1.0),
         "batch": checks.Interval(1.0),
     }
+    records_restarts: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -101,7 +102,12 @@ class Rexp3(WeightsLearner):
         x_hat = estimators.loss_to_reward(observed[0]) / query.query_probs[0]
         bumped = state.log_weights.at[arm].add(params.gamma / self.num_arms * x_hat)
         log_w = bumped - jax.scipy.special.logsumexp(bumped)
-        t = state.t + 1
-        restart = t % jnp.floor(params.batch).astype(jnp.int32) == 0
+        restart = self.restarted(state, dataclasses.replace(state, t=state.t + 1))
         log_w = jnp.where(restart, self.uniform_log_probs(), log_w)
-        return dataclasses.replace(state, t=t, log_weights=log_w.astype(self.float_dtype))
+        return dataclasses.replace(state, t=state.t + 1, log_weights=log_w.astype(self.float_dtype))
+
+    def restarted(self, state: WeightsState, new_state: WeightsState) -> jax.Array:
+        """``()`` bool: the round from ``state`` to ``new_state`` ended a batch. Rexp3's
+        restarts are scheduled every ``Delta_T`` rounds, not detections."""
+        del state
+        return new_state.t % jnp.floor(new_state.params.batch).astype(jnp.int32) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +21,7 @@ from stabl_jax.experiment.kinds import paired
 from stabl_jax.experiment.kinds.base import Kind, check_distinct
 from stabl_jax.experiment.results import stat
 from stabl_jax.learners.base import BanditQuery
-from stabl_jax.simulate import RunCarry, SimResult
+from stabl_jax.simulate import RESTART_TRACE, RunCarry, SimResult
 
 #: The ``(R, T)`` per-learner traces a bandit experiment can keep in ``traces.npz``.
 SAVABLE_TRACES: tuple[str, ...] = ("loss", "expected_loss", "played", "prob_best")
@@ -115,10 +115,16 @@ class BanditConfig(paired.ExperimentConfig):
             kwargs.setdefault("feedback", self.feedback)
         return kwargs
 
+    def recorded(self, learner: Any) -> tuple[str, ...]:
+        """:attr:`RECORDED`, and the ``restart`` trace of a learner that records restarts."""
+        restarts = (RESTART_TRACE,) if getattr(learner, "records_restarts", False) else ()
+        return (*self.RECORDED, *restarts)
+
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
-        """16 bytes in memory; those of ``save_traces`` kept (4 a float, 1 an arm to 256 arms)."""
+        """16 bytes in memory (17 with restarts); those of ``save_traces`` kept (4 a float,
+        1 an arm to 256 arms)."""
         saved = sum(saved_dtype(t, width).itemsize for t in self.save_traces)
-        return 4 * len(self.RECORDED), saved
+        return 4 * len(self.RECORDED) + len(self.recorded(learner)) - len(self.RECORDED), saved
 
 
 def _check_save_traces(check: Checker, raw: Mapping[str, Any]) -> tuple[str, ...]:
@@ -148,6 +154,10 @@ class LearnerOutcome(paired.Outcome):
       sa_expected: ``(R, len(L))`` SA(L) from the expected loss ``<p_t, l_t>``.
       cumulative_regret: ``(T,)`` mean and 95% half-width over runs and ``(R,)`` final values
         of the cumulative regret to each round's best arm; ``None`` without ``best_arm``.
+      detection_delay: ``(R, J)`` :func:`~stabl_jax.metrics.detection_delays` of a learner
+        that records restarts (NaN: missed), else ``None``.
+      false_alarms: ``(R,)`` :func:`~stabl_jax.metrics.false_alarms`, else ``None``.
+      num_restarts: ``(R,)`` restarts of each run, else ``None``.
     """
 
     segment_reward: np.ndarray
@@ -155,6 +165,9 @@ class LearnerOutcome(paired.Outcome):
     sa_sampled: np.ndarray
     sa_expected: np.ndarray
     cumulative_regret: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    detection_delay: np.ndarray | None = None
+    false_alarms: np.ndarray | None = None
+    num_restarts: np.ndarray | None = None
 
 
 @dataclasses.dataclass
@@ -202,6 +215,7 @@ def run_experiment(
             "prob_best_segment": metrics.per_segment_mean(result.prob_best, ids, num_segments),
             "sa_sampled": np.empty((config.runs, 0)),
             "sa_expected": np.empty((config.runs, 0)),
+            **detection(result),
         }
 
     def adaptive_regret(env: Any, carry: RunCarry, outcomes: dict[str, Any]) -> dict[str, Any]:
@@ -235,6 +249,41 @@ def run_experiment(
     )
 
 
+def detection(result: SimResult) -> dict[str, np.ndarray]:
+    """``detection_delay``, ``false_alarms`` and ``num_restarts`` of a result with a
+    ``restart`` trace (the runs' own change points); ``{}`` without one."""
+    restarts = result.arrays.get(RESTART_TRACE)
+    if restarts is None:
+        return {}
+    points = np.asarray(result.final_carry("the detection delays").env_params.change_points)
+    points = points.reshape(restarts.shape[0], -1)
+    return {
+        "detection_delay": metrics.detection_delays(restarts, points),
+        "false_alarms": metrics.false_alarms(restarts, points),
+        "num_restarts": np.asarray(np.sum(restarts, axis=1), np.int64),
+    }
+
+
+def detection_summary(outcome: LearnerOutcome) -> dict[str, Any]:
+    """Per breakpoint the fraction of runs that restart in its segment and their mean delay
+    (with Student-t 95% half-widths over those runs); false alarms and restarts per run."""
+    delays = cast(np.ndarray, outcome.detection_delay)
+    found = np.isfinite(delays)
+    means, halves = np.full(delays.shape[1], np.nan), np.full(delays.shape[1], np.nan)
+    for j in range(delays.shape[1]):
+        hit = delays[found[:, j], j]
+        if hit.size > 1:
+            means[j], halves[j] = metrics.mean_t(hit)
+        elif hit.size:
+            means[j] = hit[0]
+    return {
+        "detected": stat(found.astype(np.float64)),
+        "delay": {"mean": means, "ci95": halves},
+        "false_alarms": stat(cast(np.ndarray, outcome.false_alarms).astype(np.float64)),
+        "restarts": stat(cast(np.ndarray, outcome.num_restarts).astype(np.float64)),
+    }
+
+
 def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
     """Metrics of one learner (means and 95% half-widths over runs)."""
     result = outcome.result
@@ -255,6 +304,8 @@ def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) ->
     }
     if outcome.cumulative_regret is not None:
         summary["cumulative_regret"] = stat(outcome.cumulative_regret[2])
+    if outcome.detection_delay is not None:
+        summary["detection"] = detection_summary(outcome)
     return summary
 
 
@@ -266,6 +317,11 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
         "best arm's loss); 'sampled' uses l_t(x_t), 'expected' uses <p_t, l_t>",
         "prob_best": "play probability of the arm with the smallest mean loss at round t",
         "num_muted": "StABL meta-weight updates with 1 + eta_k r~ <= 0, summed over runs",
+        "detection": "learners that restart: per breakpoint b_j, 'detected' is the fraction of "
+        "runs with a restart in [b_j, b_{j+1}) and 'delay' the mean over those runs of the "
+        "rounds from b_j to that first restart (1: the first round after the change, Student-t "
+        "ci95); 'false_alarms' counts restarts before the first breakpoint, 'restarts' all "
+        "restarts of a run (Rexp3's are scheduled, not detections)",
         "cumulative_regret": "per run, sum over t < T of <p_t, l_t> - l_t(i*_t), i*_t the "
         "best arm of round t (the environment's best_arm): the regret of the play "
         "distribution to the best arm of each segment",

@@ -156,6 +156,11 @@ class ExperimentConfig:
     #: The traces every learner's simulation records (``None``: the environment's).
     RECORDED: ClassVar[tuple[str, ...] | None] = None
 
+    def recorded(self, learner: Any) -> tuple[str, ...] | None:
+        """The traces ``learner``'s simulation records: :attr:`RECORDED`."""
+        del learner
+        return self.RECORDED
+
     def trace_bytes(self, learner: Any, width: int) -> tuple[int, int]:
         """Bytes per run and round ``learner`` records in memory and ``traces.npz`` keeps."""
         raise NotImplementedError
@@ -539,7 +544,7 @@ def simulate_learners(
                 config.runs,
                 horizon=config.horizon,
                 params=params,
-                traces=config.RECORDED,
+                traces=config.recorded(learner),
                 validate=validate,
                 options=options,
             )
