@@ -188,13 +188,13 @@ for a in geometric random; do
     run "study/$a-n$n-baselines" "study_$a" --runs 1000 --set "env.num_arms=$n" \
       --set "learners=$others"
     run "study/$a-n$n-flh" "study_$a" --runs 1000 --set "env.num_arms=$n" \
-      --set 'learners=["flh","eflh"]'
+      --set 'learners=["flh","eflh","eflh_saol"]'
   done
 done
 # FLH and EFLH at 1,000 runs, paired with StABL and SAOL (EXPERIMENTS.md's second Table 1)
 for n in 10 30; do
   run "study-flh/geometric-n$n-flh" study_geometric --runs 1000 --set "env.num_arms=$n" \
-    --set 'learners=["flh","eflh","stabl","saol"]'
+    --set 'learners=["flh","eflh","eflh_saol","stabl","saol"]'
 done
 for n in 10 30 100; do
   run "study-tuned/geometric-n$n-base" study_geometric_tuned --runs 1000 \

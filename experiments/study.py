@@ -11,7 +11,7 @@ Each point ``(adversary, n)`` is one results folder per learner group of
         --set 'learners=["saol","stabl_one_query","saol_hedge","exp3s"]' \
         --out results/study/$a-n$n-baselines
       stabl-jax run configs/study_$a.toml --set env.num_arms=$n \
-        --set 'learners=["flh","eflh"]' --out results/study/$a-n$n-flh
+        --set 'learners=["flh","eflh","eflh_saol"]' --out results/study/$a-n$n-flh
     done; done
     python experiments/study.py [--out results/study] [--bootstrap 1000] [--figures DIR]
 
@@ -53,7 +53,8 @@ SA_FIELD = "sa_expected"  # per-run SA(L) of the expected loss <p_t, l_t>
 PAPER_ROWS: dict[str, tuple[str, str, str]] = {
     "flh": ("FLH (Hazan & Seshadhri 2009)", "√(nT)", "O(log T)"),
     "saol": ("SAOL (Daniely et al. 2015), bandit", "√(nI log T)", "O(log T)"),
-    "eflh": ("EFLH (Lu & Hazan 2022)", "I^(1/2+ε)·√(n log T)", "O(log log T / ε)"),
+    "eflh": ("EFLH-style (Lu & Hazan 2022), FLH meta", "I^(1/2+ε)·√(n log T)", "O(log log T / ε)"),
+    "eflh_saol": ("EFLH-style, SAOL meta", "I^(1/2+ε)·√(n log T)", "1 + O(log log T / ε)"),
     "stabl": ("StABL (this paper, Thm. 1)", "√(nI log n)·log^1.5 T", "2"),
     "stabl_one_query": (
         "StABL, one query",

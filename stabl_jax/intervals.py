@@ -1,8 +1,11 @@
 """Geometric interval schedules (the set S of Algorithm 1, line 2): expert ``k`` restarts at
-every block ``[s L_k, (s + 1) L_k)``; any strictly increasing positive lengths are accepted."""
+every block ``[s L_k, (s + 1) L_k)``; any strictly increasing positive lengths are accepted.
+The paper's ``2^k`` from ``ceil(2 + log2 log2 T)``, every dyadic scale from 1 (SAOL's), and
+EFLH's doubly exponential ``2^{ceil((1 + eps)^k)}``."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -41,6 +44,54 @@ def geometric_history_lengths(horizon: int) -> tuple[int, ...]:
     return tuple(2**k for k in range(k_min, k_max + 1))
 
 
+def dyadic_history_lengths(horizon: int) -> tuple[int, ...]:
+    """Every dyadic scale ``2^k``, ``k = 0 .. floor(log2 T)``: the geometric covering
+    intervals of Daniely et al. (ICML 2015), whose SAOL keeps one expert per scale from 1.
+
+    Example:
+      >>> dyadic_history_lengths(64)
+      (1, 2, 4, 8, 16, 32, 64)
+    """
+    checks.check_horizon(horizon, minimum=1)
+    return tuple(2**k for k in range(int(horizon).bit_length()))
+
+
+#: EFLH's default growth ``eps``: inside ``(0, 1/2)``, where ``I^{1/2+eps}`` is sublinear.
+EFLH_EPSILON = 0.25
+
+
+@functools.lru_cache(maxsize=64)
+def eflh_exponents(horizon: int, epsilon: float = EFLH_EPSILON) -> tuple[int, ...]:
+    """EFLH's ``m_0 < ... < m_K``: the distinct ``ceil((1 + eps)^k)``, the last capped at the
+    first ``m`` with ``2^m >= T + 1`` (at most 31: rounds are int32).
+
+    Example:
+      >>> eflh_exponents(4096)
+      (1, 2, 3, 4, 5, 6, 8, 10, 12, 13)
+    """
+    checks.check_positive("epsilon", epsilon)
+    top = min(31, max(1, math.ceil(math.log2(horizon + 1))))
+    exponents: list[int] = []
+    k = 0
+    while not exponents or exponents[-1] < top:
+        m = min(top, max(1, math.ceil((1.0 + epsilon) ** k)))
+        if not exponents or m > exponents[-1]:
+            exponents.append(m)
+        k += 1
+    return tuple(exponents)
+
+
+def eflh_history_lengths(horizon: int, epsilon: float = EFLH_EPSILON) -> tuple[int, ...]:
+    """EFLH's lengths ``2^{m_k}`` (:func:`eflh_exponents`) capped at ``T``, repeats dropped:
+    one restarted expert per length (the interval-adaptive meta of ``eflh_saol``).
+
+    Example:
+      >>> eflh_history_lengths(4096)
+      (2, 4, 8, 16, 32, 64, 256, 1024, 4096)
+    """
+    return tuple(sorted({min(2**m, horizon) for m in eflh_exponents(horizon, epsilon)}))
+
+
 def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     """Check a user-given tuple of history lengths: positive ints up to
     :data:`stabl_jax.checks.MAX_HORIZON`, strictly increasing."""
@@ -56,13 +107,6 @@ def validate_history_lengths(lengths: object) -> tuple[int, ...]:
     if any(b <= a for a, b in itertools.pairwise(out)):
         raise ValueError(f"history_lengths must be strictly increasing, got {out!r}")
     return tuple(int(x) for x in out)
-
-
-def resolve_history_lengths(lengths: object, horizon: int) -> tuple[int, ...]:
-    """``lengths`` validated, or the paper's geometric default for ``horizon`` when ``None``."""
-    if lengths is None:
-        return geometric_history_lengths(horizon)
-    return validate_history_lengths(lengths)
 
 
 def restart_mask(t: jax.Array, lengths: tuple[int, ...], offset: int = 0) -> jax.Array:

@@ -378,7 +378,12 @@ LEARNERS.register("exp3_ix_vizier", learners.EXP3IXVizier,
 LEARNERS.register("flh", learners.FLH,
     "FLH (Hazan & Seshadhri 2009): EXP3 experts started every round, pruned (O(log T) queries)")
 LEARNERS.register("eflh", learners.EFLH,
-    "EFLH (Lu & Hazan 2022): FLH on a doubly exponential lookback (O(log log T) queries)")
+    "EFLH-style (Lu & Hazan 2022): FLH on a doubly exponential lookback, FLH's meta "
+    "(O(log log T / eps) queries)")
+LEARNERS.register("eflh_saol", learners.SAOL,
+    "EFLH-style lengths under SAOL's interval-adaptive meta (saol, scales='eflh') "
+    "(1 + O(log log T / eps) queries)",
+    defaults={"scales": "eflh"})
 LEARNERS.register("cusum_ucb", learners.CUSUMUCB,
     "CUSUM-UCB (Liu et al. 2018): UCB, per-arm CUSUM restarts, alpha-uniform (1 query)")
 LEARNERS.register("m_ucb", learners.MUCB,

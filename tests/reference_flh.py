@@ -1,5 +1,7 @@
 """Plain-NumPy FLH2 (Hazan and Seshadhri, ICML 2009) and EFLH (Lu and Hazan, arXiv:2207.00646)
-over EXP3 experts with bandit feedback, written from the papers, in float64.
+over EXP3 experts with bandit feedback, written from the papers, in float64; and the history
+lengths of SAOL's meta over EFLH's lengths and over every dyadic scale (the SAOL loop itself is
+``tests/reference_stabl_family.py``'s).
 
 The paper's rounds ``tau = 1..T`` and start rounds ``i`` are kept 1-based; the working set
 ``S_tau`` is a Python set and the weights ``v_tau^(i)`` a dict, updated literally:
@@ -28,7 +30,9 @@ import numpy as np
 from tests.reference import draw
 
 __all__ = [
+    "dyadic_lengths",
     "eflh_lengths",
+    "eflh_saol_lengths",
     "eflh_working_set",
     "flh_lifetime",
     "flh_reference",
@@ -64,6 +68,24 @@ def eflh_lengths(horizon: int, epsilon: float) -> list[int]:
             exponents.append(m)
         k += 1
     return [2**m for m in exponents]
+
+
+def eflh_saol_lengths(horizon: int, epsilon: float) -> list[int]:
+    """The restart periods of EFLH's lengths under SAOL's meta: ``min(L_k, T)``, distinct.
+    (An expert restarted every ``L_k >= T`` rounds never restarts within ``T``.)"""
+    out: list[int] = []
+    for length in eflh_lengths(horizon, epsilon):
+        if min(length, horizon) not in out:
+            out.append(min(length, horizon))
+    return out
+
+
+def dyadic_lengths(horizon: int) -> list[int]:
+    """SAOL's geometric covering intervals (Daniely et al. 2015): every ``2^k <= T``, from 1."""
+    out = [1]
+    while 2 * out[-1] <= horizon:
+        out.append(2 * out[-1])
+    return out
 
 
 def eflh_working_set(lengths: list[int]) -> Callable[[set[int], int], set[int]]:

@@ -1,5 +1,7 @@
 """FLH and EFLH against the float64 NumPy loops of ``tests/reference_flh.py`` (written from the
-papers), step by step on shared draws, and their schedules against the papers' set rules.
+papers), step by step on shared draws, and their schedules against the papers' set rules; SAOL
+on EFLH's lengths (``eflh_saol``) and on every dyadic scale against the SAOL loop of
+``tests/reference_stabl_family.py`` on the lengths of ``tests/reference_flh.py``.
 
 Float64 on both sides, the same per-round uniforms: the played arm, the played expert and every
 alive expert's arm must match exactly; the slots' start rounds exactly; the meta weights and the
@@ -12,13 +14,15 @@ from __future__ import annotations
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import EFLH, FLH, sampling
+from stabl_jax import EFLH, FLH, make, sampling
 from stabl_jax.learners.eflh import eflh_capacity
 from stabl_jax.learners.flh import flh_capacity
 from tests import reference_flh as ref
+from tests import reference_stabl_family as ref_family
 
 T, N = 80, 4
 RTOL = 1e-9
@@ -67,9 +71,11 @@ def _run(learner, params, losses, expected) -> None:
         state = tell(state, query, losses[t][np.asarray(query.arms)])
 
 
-def _uniforms(learner) -> np.ndarray:
+def _uniforms(learner, count: int | None = None) -> np.ndarray:
+    """Each round's uniforms: ``1 + M`` (FLH's ask), or ``count``."""
+    count = 1 + learner.num_queries if count is None else count
     keys = jax.random.split(jax.random.key(1), T)
-    draws = jax.vmap(lambda k: sampling.uniforms(k, 1 + learner.num_queries, "float64"))
+    draws = jax.vmap(lambda k: sampling.uniforms(k, count, "float64"))
     return np.asarray(draws(keys))
 
 
@@ -95,11 +101,12 @@ def test_flh_matches_reference(values):
     assert (expected["start"] > 0).sum(axis=1).max() == learner.num_queries  # every slot used
 
 
-@pytest.mark.parametrize("epsilon", [1.0, 0.5])
+@pytest.mark.parametrize("epsilon", [0.25, 1.0])
 def test_eflh_matches_reference(epsilon):
     losses = _losses(1)
     with jax.enable_x64(True):
-        learner = EFLH(num_arms=N, horizon=T, epsilon=epsilon, dtype="float64")
+        options = {} if epsilon == 0.25 else {"epsilon": epsilon}  # 0.25: the default
+        learner = EFLH(num_arms=N, horizon=T, dtype="float64", **options)
         lengths = ref.eflh_lengths(T, epsilon)
         assert list(learner.lengths) == lengths
         params = learner.default_params
@@ -144,3 +151,57 @@ def test_flh_keeps_an_expert_in_every_first_half():
 def test_eflh_rejects_a_nonpositive_epsilon():
     with pytest.raises(ValueError, match="epsilon"):
         EFLH(num_arms=N, horizon=T, epsilon=0.0)
+
+
+@pytest.mark.parametrize(("horizon", "eflh", "eflh_saol"), [(4096, 9, 10), (65536, 11, 12)])
+def test_default_epsilon_query_counts(horizon, eflh, eflh_saol):
+    """At the default ``eps = 0.25`` (inside ``(0, 1/2)``): ``eflh`` queries the largest
+    ``|S_tau|`` of the lookback rule, ``eflh_saol`` ``1 +`` its number of lengths."""
+    learner = make("eflh", num_arms=N, horizon=horizon)
+    assert learner.epsilon == 0.25
+    lookback = ref.eflh_working_set(ref.eflh_lengths(horizon, 0.25))
+    most = max(len(lookback(set(), tau)) for tau in range(1, horizon + 2))
+    assert learner.num_queries == most == eflh
+    adaptive = make("eflh_saol", num_arms=N, horizon=horizon)
+    assert list(adaptive.history_lengths) == ref.eflh_saol_lengths(horizon, 0.25)
+    assert adaptive.num_queries == 1 + len(adaptive.history_lengths) == eflh_saol
+
+
+def _saol_trajectory(learner, losses):
+    """``(arms (T, 1 + B), w (T + 1, B), v (T, B, n))`` of a ``lax.scan`` of ``learner.step``."""
+    keys = jax.random.split(jax.random.key(1), T)
+
+    def body(state, xs):
+        before = (jnp.exp(state.meta_log_weights), jnp.exp(state.expert_log_probs))
+        state, info = learner.step(state, *xs)
+        return state, (before, info.arms)
+
+    state = learner.init(jax.random.key(0), learner.default_params.replace(meta_lr_scale=4.0))
+    final, ((w, v), arms) = jax.jit(lambda s: jax.lax.scan(body, s, (losses, keys)))(state)
+    w = np.concatenate([np.asarray(w), np.exp(np.asarray(final.meta_log_weights))[None]])
+    return np.asarray(arms), w, np.asarray(v)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "lengths"),
+    [
+        ("eflh_saol", {}, lambda: ref.eflh_saol_lengths(T, 0.25)),
+        ("eflh_saol", {"epsilon": 1.0}, lambda: ref.eflh_saol_lengths(T, 1.0)),
+        ("saol", {"scales": "all"}, lambda: ref.dyadic_lengths(T)),
+    ],
+    ids=["eflh_saol", "eflh_saol-eps1", "saol-all"],
+)
+def test_saol_meta_on_new_lengths_matches_reference(name, options, lengths):
+    """SAOL's restarted multiplicative weights (meta scale 4: some factors ``1 + eta r`` hit
+    0 at the short lengths, so muting is exercised) on EFLH's and on every dyadic length."""
+    losses = _losses(2)
+    with jax.enable_x64(True):
+        learner = make(name, num_arms=N, horizon=T, dtype="float64", **options)
+        assert list(learner.history_lengths) == lengths()
+        u = _uniforms(learner, learner.num_queries)  # SAOL's ask draws 1 + B
+        expected = ref_family.saol_reference(losses, u, lengths(), meta_lr_scale=4.0)
+        arms, w, v = _saol_trajectory(learner, losses)
+    np.testing.assert_array_equal(arms, expected["arms"])
+    np.testing.assert_allclose(w, expected["meta_weights"], rtol=RTOL, atol=1e-300)
+    np.testing.assert_allclose(v, expected["expert_probs"], rtol=RTOL)
+    assert expected["muted"] > 0

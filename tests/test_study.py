@@ -168,7 +168,9 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     flh_row = next(line for line in text.splitlines() if line.startswith("| FLH "))
     assert flh_row.startswith("| FLH (Hazan & Seshadhri 2009) | `flh` | ")
     assert "not run" not in flh_row and " ± " in flh_row  # measured, like the others
-    assert "| EFLH (Lu & Hazan 2022) | `eflh` | O(log log T / ε) |" in text  # its group not run
+    # the EFLH rows' group did not run
+    assert "| EFLH-style (Lu & Hazan 2022), FLH meta | `eflh` | O(log log T / ε) |" in text
+    assert "| EFLH-style, SAOL meta | `eflh_saol` | 1 + O(log log T / ε) |" in text
     assert "| not run | not run | not run | – |" in text
     assert "| `uniform` |" in text and "SA(64)" in text
     learner = saved["analysis"]["geometric"]["learners"]["uniform"]

@@ -75,10 +75,15 @@ class HistoryExperts:
         @property
         def horizon(self) -> int: ...
 
+    def default_history_lengths(self) -> tuple[int, ...]:
+        """What ``history_lengths=None`` stands for: the paper's ``2^k``."""
+        return intervals.geometric_history_lengths(self.horizon)
+
     def _resolve_history_lengths(self) -> None:
-        """Resolve ``history_lengths`` (``None``: the paper's ``2^k``)."""
-        lengths = intervals.resolve_history_lengths(self.history_lengths, self.horizon)
-        object.__setattr__(self, "history_lengths", lengths)
+        """Resolve ``history_lengths`` (``None``: :meth:`default_history_lengths`)."""
+        given = self.history_lengths
+        lengths = self.default_history_lengths() if given is None else given
+        object.__setattr__(self, "history_lengths", intervals.validate_history_lengths(lengths))
 
     @property
     def _history_lengths(self) -> tuple[int, ...]:

@@ -1,17 +1,31 @@
 """SAOL, the Strongly Adaptive Online Learner (Algorithm 1 of Daniely, Gonen and Shalev-Shwartz,
-"Strongly adaptive online learning", ICML 2015), on StABL's geometric intervals.
+"Strongly adaptive online learning", ICML 2015), on a chosen set of geometric intervals.
 
 One base learner per history length ``L_k`` (restarted as
 :class:`~stabl_jax.learners.stabl.StABL`), mixed by ``w_{t+1}(k) = w_t(k) (1 + eta_k r_t(k))``
 with ``w(k) = eta_k`` at a restart: :class:`SAOLHedge` (full information) and :class:`SAOL`
 (bandit, ``1 + B`` queries; Table 1 of Lu et al.). With ``|r| <= 1`` and
 ``eta_k = min(1/2, 1/sqrt(L_k))``, ``1 + eta_k r >= 1/2``: nothing is muted at scale 1.
+
+The lengths (static option ``scales``; ``history_lengths`` overrides ``"stabl"``'s):
+
+- ``"stabl"`` (default, the one the tables use): StABL's truncated scales ``2^k``,
+  ``k = ceil(2 + log2 log2 T) .. floor(log2 T)`` (7 experts at ``T = 4096``).
+- ``"all"``: Daniely et al.'s geometric covering intervals, every dyadic scale ``2^k`` from
+  ``k = 0`` (13 experts at ``T = 4096``).
+- ``"eflh"``: EFLH's doubly exponential lengths ``2^{ceil((1 + eps)^k)}`` capped at ``T``
+  (9 experts at ``T = 4096``, ``eps = 0.25``): the interval-adaptive meta of ``eflh_saol``
+  (:mod:`stabl_jax.learners.eflh`).
+
+Memory per run: ``B (n + 1) + 2`` numbers (the experts' rows, the meta weights, ``t`` and the
+muted count).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import chex
@@ -19,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import checks, estimators, sampling
+from stabl_jax import checks, estimators, intervals, sampling
 from stabl_jax.learners.base import BanditLearner, BanditQuery
 from stabl_jax.learners.ensemble import Ensemble, EnsembleParams, EnsembleState
 from stabl_jax.learners.hedge import full_information_query, hedge_log_update, loss_vector
@@ -34,13 +48,50 @@ class SAOLParams(EnsembleParams):
 SAOLState = EnsembleState
 
 
+#: ``scales``' history lengths for ``(horizon, epsilon)``.
+SCALES: Mapping[str, Callable[[int, float], tuple[int, ...]]] = {
+    "stabl": lambda horizon, _: intervals.geometric_history_lengths(horizon),
+    "all": lambda horizon, _: intervals.dyadic_history_lengths(horizon),
+    "eflh": intervals.eflh_history_lengths,
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class _SAOLBase(Ensemble, BanditLearner):
     """Geometric experts, SAOL's meta step sizes and the restarted multiplicative update."""
 
     round_offset: int = 0
+    scales: str = "stabl"
+    epsilon: float | None = None
 
     Params: ClassVar[type] = SAOLParams
+
+    def __post_init__(self) -> None:
+        """Checks ``scales`` and ``epsilon`` (``scales="eflh"`` only; default 0.25), and that
+        ``history_lengths`` is unset or equal to the lengths ``"all"``/``"eflh"`` give."""
+        checks.check_choice("scales", self.scales, tuple(SCALES))
+        if self.scales == "eflh":
+            epsilon = intervals.EFLH_EPSILON if self.epsilon is None else self.epsilon
+            object.__setattr__(self, "epsilon", checks.check_positive("epsilon", epsilon))
+        elif self.epsilon is not None:
+            raise ValueError(
+                f"epsilon={self.epsilon!r} sets EFLH's lengths: it needs scales='eflh' "
+                f"(got scales={self.scales!r}); drop epsilon or set scales='eflh'"
+            )
+        given = self.history_lengths
+        super().__post_init__()
+        if given is not None and self.scales != "stabl":
+            derived = self.default_history_lengths()
+            if self.history_lengths != derived:
+                raise ValueError(
+                    f"history_lengths={given!r} contradicts scales={self.scales!r}, which sets "
+                    f"them to {derived}; leave history_lengths unset, or use scales='stabl' "
+                    "with your history_lengths"
+                )
+
+    def default_history_lengths(self) -> tuple[int, ...]:
+        """The lengths of :attr:`scales` (module docstring)."""
+        return SCALES[self.scales](self.horizon, self.epsilon or intervals.EFLH_EPSILON)
 
     def base_meta_step_sizes(self) -> np.ndarray:
         """``(B,)`` SAOL's ``eta_k = min(1/2, 1/sqrt(L_k))``, before scaling."""
@@ -64,8 +115,10 @@ class SAOLHedge(_SAOLBase):
     ``v(t+1,k) ∝ v(t,k) exp(-eta'_k l_t)``, ``eta'_k = sqrt(8 ln n / L_k)``; restarts as StABL.
 
     Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None``: StABL's geometric default.
+      history_lengths: ``L_1 < ... < L_B``; ``None``: those of ``scales``.
       round_offset: 0 (default) or 1, as StABL's.
+      scales: ``"stabl"`` (default), ``"all"`` or ``"eflh"`` (module docstring).
+      epsilon: EFLH's growth ``eps`` for ``scales="eflh"`` (default 0.25), else ``None``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -119,8 +172,10 @@ class SAOL(_SAOLBase):
     - restarts as StABL: fresh uniform expert, ``w(k) = eta_k``.
 
     Attributes:
-      history_lengths: ``L_1 < ... < L_B``; ``None``: StABL's geometric default.
+      history_lengths: ``L_1 < ... < L_B``; ``None``: those of ``scales``.
       round_offset: 0 (default) or 1, as StABL's.
+      scales: ``"stabl"`` (default), ``"all"`` or ``"eflh"`` (module docstring).
+      epsilon: EFLH's growth ``eps`` for ``scales="eflh"`` (default 0.25), else ``None``.
       feedback: ``"loss"`` or ``"reward"`` (EXP3 with gains in the experts).
 
     Example:
@@ -128,6 +183,10 @@ class SAOL(_SAOLBase):
       >>> learner = SAOL(num_arms=3, horizon=64)
       >>> learner.num_queries
       3
+      >>> SAOL(num_arms=3, horizon=64, scales="all").history_lengths
+      (1, 2, 4, 8, 16, 32, 64)
+      >>> SAOL(num_arms=3, horizon=4096, scales="eflh").num_queries
+      10
       >>> state = learner.init(jax.random.key(0))
       >>> state, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(1))
       >>> info.arms.shape
