@@ -16,7 +16,7 @@ import threading
 import time
 import tomllib
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,10 +176,11 @@ def _add_sweep_parser(sub: Any) -> None:
         parser,
         runs="runs per grid point",
         out="results folder",
-        force="replace a folder stabl-jax wrote",
-        dry_run="say the grid sizes, runs, memory; compute nothing",
+        force="replace a folder stabl-jax wrote; discard the finished grids of another sweep",
+        dry_run="say the grid sizes, runs, memory and what would be resumed; compute nothing",
+        allow_large="run even when the estimated memory or disk exceeds what is available",
     )
-    parser.set_defaults(handler=sweep.command)
+    parser.set_defaults(handler=_cmd_sweep)
 
 
 def _add_config_options(
@@ -313,12 +314,44 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     _say(kind.header(config, ResultsFolder.check(out, force=args.force), needs))
     _check_fits(needs, out, args.allow_large)
-    # Fails before any computation; resumes or commits what an interrupted run left.
+    code = _in_folder(out, identity, args, lambda f: _run(kind, config, f, args, started=started))
+    print(f"total time: {time.perf_counter() - start:.1f} s")
+    return code
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    """``stabl-jax sweep``: check, sweep every learner's grid (resuming finished grids of an
+    interrupted sweep of the same ``--out``), write the folder, print the best points."""
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    config, grids, out = sweep.prepare(args)
+    seeds = [config.seed] if args.tune_seed is None else [args.tune_seed, config.seed]
+    identity = sweep.identity(config, grids, seeds)
+    needs = sweep.resources(config, grids, seeds)
+    if args.dry_run:
+        sweep.say_plan(config, grids, seeds, ResultsFolder.check(out, force=args.force))
+        _check_fits(needs, out, args.allow_large)
+        for line in ResultsFolder.preview(out, identity, force=args.force)[0]:
+            _say(f"  {line}")
+        _say(f"dry run: config, grids, {out} and resources checked; nothing computed or written")
+        return EXIT_OK
+    ResultsFolder.check(out, force=args.force)
+    _check_fits(needs, out, args.allow_large)
+    return _in_folder(
+        out, identity, args, lambda f: sweep.write(f, config, grids, seeds, args, started)
+    )
+
+
+def _in_folder(
+    out: Path, identity: Mapping[str, Any], args: argparse.Namespace, body: Callable
+) -> int:
+    """``body(folder)`` in the results folder of ``out`` (resumed, or only committed when an
+    earlier run left it complete): one line for a full disk, and, when a run stops, where its
+    finished work is kept."""
     folder = None
     try:
         folder = ResultsFolder.prepare(out, identity, force=args.force, log=_indented)
         with folder:
-            final = _run(kind, config, folder, args, started=started)
+            final = folder.commit() if folder.complete else body(folder)
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -332,7 +365,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"\n{why}: {_kept(folder, '')}", file=sys.stderr, flush=True)
         raise
     print(f"results: {final}")
-    print(f"total time: {time.perf_counter() - start:.1f} s")
     return EXIT_OK
 
 
@@ -400,9 +432,7 @@ def _say(line: str) -> None:
 def _run(
     kind: Kind, config: Any, folder: ResultsFolder, args: argparse.Namespace, *, started: str
 ) -> Path:
-    """``stabl-jax run`` of ``config`` in ``folder``: run (or only commit), write, print."""
-    if folder.complete:  # an earlier run was stopped after its results were complete
-        return folder.commit()
+    """``stabl-jax run`` of ``config`` in ``folder``: run, write, print the table."""
     assert folder.store is not None
     result = kind.run(
         config,

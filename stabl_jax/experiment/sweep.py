@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import datetime
+import functools
 import io
 import itertools
 import json
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import metrics, simulate
-from stabl_jax.experiment import plots, tables
+from stabl_jax.experiment import checkpoints, files, plots, tables
+from stabl_jax.experiment.checkpoints import experiment_identity
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import load_config
-from stabl_jax.experiment.kinds.base import MAX_SEED, tree_bytes
+from stabl_jax.experiment.kinds.base import MAX_SEED, PLOTS_BYTES, Resources, tree_bytes
 from stabl_jax.experiment.results import ResultsFolder, clean, environment_info
 from stabl_jax.registry import LEARNERS
 from stabl_jax.simulate import SimOptions
@@ -186,12 +187,14 @@ def best_of(grid: Grid, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def memory_bytes(config: Any, grid: Grid, runs: int) -> int:
-    """Rough host memory of ``grid``'s sweep: every run's loop state and ``(T,)`` loss trace."""
+    """Peak host memory of ``grid``'s sweep, every array counted per run: the loop state twice
+    (the scan's carry in and out), the environment's params, and the ``(T,)`` loss trace three
+    times (float32 on the device and on the host, float64 for the mean)."""
     learner = config.make_learner(grid.learner)
     key = jax.random.key(0)
     state = tree_bytes(jax.eval_shape(learner.init, key))
     env_state = tree_bytes(jax.eval_shape(config.make_env().sample_params, key))
-    return len(grid.points) * runs * (state + env_state + 8 * int(config.horizon))
+    return len(grid.points) * runs * (2 * state + env_state + 16 * int(config.horizon))
 
 
 def _toml_key(key: str) -> str:
@@ -341,13 +344,14 @@ def config_runs(args: argparse.Namespace, config: Any) -> int:
     return int(load_config(args.config, args.overrides, seed=args.seed).runs)
 
 
-def sweep_learner(config: Any, grid: Grid, runs: int, seeds: list[int], progress: bool) -> dict:
-    """``grid``'s report: every point's statistics on each of ``seeds``, and the best point.
+def sweep_learner(grid: Grid, seeds: list[int], rewards: Callable[[int], np.ndarray]) -> dict:
+    """``grid``'s report: every point's statistics on each of ``seeds`` (``rewards(seed)``:
+    ``(P, runs)``), and the best point.
 
     The best point is chosen on ``seeds[0]`` and scored on ``seeds[-1]``.
     """
     start = time.perf_counter()
-    scored = [point_rows(grid, sweep_rewards(config, grid, runs, s, progress)) for s in seeds]
+    scored = [point_rows(grid, rewards(s)) for s in seeds]
     best = best_of(grid, scored[0])
     if len(seeds) > 1:  # the chosen point's score on the reported seed
         best = {**best, "tuning": {k: best[k] for k in ("mean", "ci95")}}
@@ -374,49 +378,82 @@ def say_plan(config: Any, grids: list[Grid], seeds: list[int], final: Path) -> N
     print(f"dry run: config, grids and {final} checked; nothing computed or written")
 
 
-def command(args: argparse.Namespace) -> int:
-    """``stabl-jax sweep``: check, sweep every learner's grid, write the folder, print the best."""
-    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    config, grids, out = prepare(args)
-    seeds = [config.seed] if args.tune_seed is None else [args.tune_seed, config.seed]
-    if args.dry_run:
-        say_plan(config, grids, seeds, ResultsFolder.check(out, force=args.force))
-        return 0
-    with ResultsFolder.prepare(out, force=args.force) as folder:
-        learners = {}
-        for grid in grids:
-            report = sweep_learner(config, grid, int(config.runs), seeds, not args.no_progress)
-            learners[grid.learner] = report
-            best = report["best"]
-            edge = f" (ON THE EDGE: {', '.join(best['edges'])})" if best["on_edge"] else ""
-            print(
-                f"{grid.learner}: best {best['params']} mean reward {best['mean']:.4f} ± "
-                f"{best['ci95']:.4f} over {config.runs} runs{edge}"
-            )
-            draw(grid, report, seeds, folder.partial / f"sweep_{grid.learner}.png")
-        summary = {
-            "command": ["stabl-jax", *getattr(args, "argv", [])],
-            "started": started,
-            **environment_info(),
-            "config": config.to_dict(),
-            "seed": config.seed,
-            "tune_seed": args.tune_seed,
-            "runs_per_point": int(config.runs),
-            "objective": "mean reward 1 - l_t(x_t) over rounds, Student's t 95% interval",
-            "learners": learners,
-        }
-        text = json.dumps(clean(summary), indent=2, allow_nan=False)
-        (folder.partial / "summary.json").write_text(text + "\n", encoding="utf-8")
-        rows = [
-            {"learner": name, "seed": config.seed, **row}
-            for name, report in learners.items()
-            for row in report["points"]
-        ]
-        write_rows(rows, folder.partial / tables.CSV_NAME)
-        if args.tune_seed is not None:
-            chosen = {name: report["best"]["params"] for name, report in learners.items()}
-            toml = tuned_toml(config, chosen, args.tune_seed, config_runs(args, config))
-            (folder.partial / "tuned.toml").write_text(toml, encoding="utf-8")
-        final = folder.commit()
-    print(f"results: {final}")
-    return 0
+def identity(config: Any, grids: list[Grid], seeds: list[int]) -> dict[str, Any]:
+    """What must match to resume a sweep: the experiment's identity (config, code, versions),
+    the grids and the seeds."""
+    sweep = {"grids": [dataclasses.asdict(grid) for grid in grids], "seeds": seeds}
+    return json.loads(json.dumps({**experiment_identity(config), "sweep": sweep}))
+
+
+def resources(config: Any, grids: list[Grid], seeds: list[int]) -> Resources:
+    """The memory of the largest grid's program and the disk of every grid's rewards."""
+    runs = int(config.runs)
+    disk = sum(len(grid.points) * runs * 8 * len(seeds) for grid in grids) + PLOTS_BYTES
+    largest = max(grids, key=lambda grid: len(grid.points))
+    return Resources(
+        memory_bytes=max(memory_bytes(config, grid, runs) for grid in grids),
+        disk_bytes=disk,
+        size=f"{len(largest.points)} points x {runs} runs x {config.horizon} rounds",
+        remedy="lower runs, horizon or the grid's size (--runs, --set horizon=..., --grid)",
+    )
+
+
+def write(
+    folder: ResultsFolder,
+    config: Any,
+    grids: list[Grid],
+    seeds: list[int],
+    args: argparse.Namespace,
+    started: str,
+) -> Path:
+    """Sweep every grid into ``folder`` (each learner's rewards on each seed checkpointed, and
+    taken from the checkpoint when an interrupted sweep left it), write it, print the best."""
+    learners = {}
+    for grid in grids:
+        rewards = functools.partial(_rewards, folder, config, grid, progress=not args.no_progress)
+        learners[grid.learner] = report = sweep_learner(grid, seeds, rewards)
+        best = report["best"]
+        edge = f" (ON THE EDGE: {', '.join(best['edges'])})" if best["on_edge"] else ""
+        print(
+            f"{grid.learner}: best {best['params']} mean reward {best['mean']:.4f} ± "
+            f"{best['ci95']:.4f} over {config.runs} runs{edge}"
+        )
+        draw(grid, report, seeds, folder.partial / f"sweep_{grid.learner}.png")
+    summary = {
+        "command": ["stabl-jax", *getattr(args, "argv", [])],
+        "started": started,
+        **environment_info(),
+        "config": config.to_dict(),
+        "seed": config.seed,
+        "tune_seed": args.tune_seed,
+        "runs_per_point": int(config.runs),
+        "objective": "mean reward 1 - l_t(x_t) over rounds, Student's t 95% interval",
+        "learners": learners,
+    }
+    text = json.dumps(clean(summary), indent=2, allow_nan=False)
+    files.write_text(folder.partial / "summary.json", text + "\n")
+    rows = [
+        {"learner": name, "seed": config.seed, **row}
+        for name, report in learners.items()
+        for row in report["points"]
+    ]
+    write_rows(rows, folder.partial / tables.CSV_NAME)
+    if args.tune_seed is not None:
+        chosen = {name: report["best"]["params"] for name, report in learners.items()}
+        toml = tuned_toml(config, chosen, args.tune_seed, config_runs(args, config))
+        files.write_text(folder.partial / "tuned.toml", toml)
+    return folder.commit()
+
+
+def _rewards(
+    folder: ResultsFolder, config: Any, grid: Grid, seed: int, *, progress: bool
+) -> np.ndarray:
+    """``(P, runs)`` rewards of ``grid`` on ``seed``: from its checkpoint, or computed and
+    checkpointed (atomically, with its digest)."""
+    path = folder.checkpoint_dir / f"{grid.learner}-seed{seed}" / "rewards.npz"
+    if path.is_file():
+        return checkpoints.load_arrays(path)["reward"]
+    reward = sweep_rewards(config, grid, int(config.runs), seed, progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    checkpoints.save_arrays(path, {"reward": reward})
+    return reward

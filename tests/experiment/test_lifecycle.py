@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from stabl_jax.experiment import checkpoints, cli, compare, files, load_results, results
+from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.experiment.tables import TraceFile, TracesDamaged
 from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
@@ -313,3 +314,82 @@ def test_a_manifest_lists_every_file_of_a_finished_folder(reference):
             "bytes": (reference / name).stat().st_size,
             "sha256": files.sha256_file(reference / name),
         }
+
+
+# --- stabl-jax sweep on the same lifecycle ----------------------------------------------------
+
+SWEEP = ["--set", 'learners=["exp3", "exp3_uniform"]', "--grid", "exp3.lr_scale=1,2,4"]
+SWEEP += ["--grid", "exp3_uniform.gamma=0.05,0.5", "--no-progress"]
+
+
+def sweep_command(config_path: Path, out: Path, *extra: str) -> list[str]:
+    return ["sweep", str(config_path), *SWEEP, "--tune-seed", "7", "--out", str(out), *extra]
+
+
+def _points(out: Path) -> dict:
+    summary = load_results(out).summary
+    return {name: (r["points"], r["best"]) for name, r in summary["learners"].items()}
+
+
+def test_a_stopped_sweep_resumes_its_finished_grids(config_path, tmp_path, capsys, monkeypatch):
+    """Ctrl-C after the first of four (grid, seed) simulations: the sweep keeps its
+    checkpoint; the same command computes only the three others and writes the numbers of an
+    uninterrupted sweep."""
+    whole = tmp_path / "whole"
+    assert run(sweep_command(config_path, whole), capsys)[0] == 0
+    out, calls, rewards = tmp_path / "out", {"n": 0}, sweep_module.sweep_rewards
+
+    def counted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2 and "stop" in calls:
+            raise KeyboardInterrupt
+        return rewards(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "sweep_rewards", counted)
+    calls["stop"] = True
+    code, _, err = run(sweep_command(config_path, out), capsys)
+    assert code == 130 and "checkpoints kept in" in err and "out.partial" in err, err
+    del calls["stop"]
+    calls["n"] = 0
+    code, printed, err = run(sweep_command(config_path, out), capsys)
+    assert code == 0 and "checkpoints of this experiment, resumed" in printed, err
+    assert calls["n"] == 3
+    assert _points(out) == _points(whole)
+
+
+def test_a_full_disk_in_a_sweep_is_one_line_and_the_rerun_finishes(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """ENOSPC while the second simulation is checkpointed: one line naming the partial
+    folder, exit 1; the rerun finishes from the first one's checkpoint."""
+    out, save, count = tmp_path / "out", checkpoints.save_arrays, {"n": 0}
+
+    def full_at_second(path, arrays):
+        count["n"] += 1
+        if count["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return save(path, arrays)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoints, "save_arrays", full_at_second)
+        code, _, err = run(sweep_command(config_path, out), capsys)
+    line = err.strip()
+    assert code == 1 and "\n" not in line and line.startswith("error: no space left"), err
+    assert "checkpoints kept in" in line and "out.partial" in line
+    code, printed, err = run(sweep_command(config_path, out), capsys)
+    assert code == 0 and "resumed" in printed, err
+
+
+def test_a_sweep_that_does_not_fit_is_refused_unless_allow_large(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """A sweep whose estimate exceeds the memory available is refused before anything runs
+    (also by its dry run), naming the size and --allow-large, which runs it."""
+    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
+    out = tmp_path / "out"
+    for extra in (["--dry-run"], []):
+        code, _, err = run(sweep_command(config_path, out, *extra), capsys)
+        assert code == 2 and "does not fit" in err and "--allow-large" in err, err
+    assert not out.exists() and not (tmp_path / "out.partial").exists()
+    code, _, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
+    assert code == 0, err
