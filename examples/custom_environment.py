@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import EXP3, Environment, StABL, simulate
-from stabl_jax.experiment.results import Parser, count
+from stabl_jax.experiment.arguments import Parser, count
 
 
 @dataclasses.dataclass(frozen=True)

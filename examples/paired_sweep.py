@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from stabl_jax import ExpertAdvice, SimOptions, StABL, simulate
-from stabl_jax.experiment.results import Parser, count, interval_runs
+from stabl_jax.experiment.arguments import Parser, count, interval_runs
 from stabl_jax.metrics import mean_ci
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from stabl_jax.experiment import files
-from stabl_jax.experiment.results import OutputError, Parser, figure_paths
+from stabl_jax.experiment.arguments import Parser
+from stabl_jax.experiment.results import OutputError, figure_paths
 
 
 def need_runs(

@@ -26,6 +26,7 @@ from _cli import md_table
 
 from stabl_jax import metrics, simulate
 from stabl_jax.experiment import results as res
+from stabl_jax.experiment.arguments import Distinct, Parser, interval_runs
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bandit import BanditConfig
 from stabl_jax.learners.base import BanditLearner
@@ -162,13 +163,13 @@ def write_folder(folder: res.ResultsFolder, outs: list[dict], argv: list[str]) -
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = res.Parser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     add = parser.add_argument
-    add("--runs", type=res.interval_runs, default=500)
+    add("--runs", type=interval_runs, default=500)
     configs = ["expert_advice_equal", "expert_advice_random"]
-    add("--configs", nargs="+", action=res.Distinct, default=configs)
-    add("--feedback", nargs="+", action=res.Distinct, default=["loss", "reward"])
-    add("--extra", nargs="*", action=res.Distinct, default=[], help="more learners, default params")
+    add("--configs", nargs="+", action=Distinct, default=configs)
+    add("--feedback", nargs="+", action=Distinct, default=["loss", "reward"])
+    add("--extra", nargs="*", action=Distinct, default=[], help="more learners, default params")
     add("--out", type=Path, default=None, help="write a results folder here")
     add("--force", action="store_true", help="replace an existing --out folder")
     args = parser.parse_args(argv)

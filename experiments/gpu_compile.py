@@ -38,9 +38,9 @@ from stabl_jax import registry, sharding
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment import provenance
+from stabl_jax.experiment.arguments import Parser, count
 from stabl_jax.experiment.bench import default_horizon
 from stabl_jax.experiment.files import write_json
-from stabl_jax.experiment.results import Parser, count
 
 sim = importlib.import_module("stabl_jax.simulate")
 

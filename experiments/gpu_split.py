@@ -27,9 +27,9 @@ import jax.numpy as jnp
 from _cli import json_output
 
 from stabl_jax import ExpertAdvice, SimOptions, make, sharding
+from stabl_jax.experiment.arguments import Parser, count
 from stabl_jax.experiment.bench import default_horizon
 from stabl_jax.experiment.files import write_json
-from stabl_jax.experiment.results import Parser, count
 
 sim = importlib.import_module("stabl_jax.simulate")
 

@@ -22,7 +22,7 @@ from scipy import stats
 
 from stabl_jax import metrics
 from stabl_jax.experiment import read_summary, read_traces
-from stabl_jax.experiment.results import Distinct, Parser
+from stabl_jax.experiment.arguments import Distinct, Parser
 
 
 class Folders:

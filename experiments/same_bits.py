@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from stabl_jax.experiment import compare
-from stabl_jax.experiment.results import Distinct, Parser
+from stabl_jax.experiment.arguments import Distinct, Parser
 
 REPO = Path(__file__).resolve().parents[1]
 _ALL = ["--set", 'save_traces="all"']  # every (R, T) trace of a bandit run

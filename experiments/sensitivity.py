@@ -18,7 +18,8 @@ import numpy as np
 from _cli import add_overwrite, check_figures, need_runs
 
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.results import Parser, mark_folder
+from stabl_jax.experiment.arguments import Parser
+from stabl_jax.experiment.results import mark_folder
 from stabl_jax.experiment.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"

@@ -36,9 +36,9 @@ import numpy as np
 from _cli import md_table
 
 from stabl_jax import metrics
-from stabl_jax.experiment import load_results, plots
-from stabl_jax.experiment import files
+from stabl_jax.experiment import files, load_results, plots
 from stabl_jax.experiment import results as res
+from stabl_jax.experiment.arguments import Distinct, Parser
 from stabl_jax.experiment.tables import read_json_object
 
 ADVERSARIES = ("geometric", "random")
@@ -493,11 +493,11 @@ STUDY_KEYS: frozenset[str] = frozenset({"meta", "analysis"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = res.Parser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--out", default="results/study", help="the folder of the study's points")
-    add("--table-windows", nargs="+", type=int, action=res.Distinct, default=list(TABLE_WINDOWS))
-    add("--fit-windows", nargs="+", type=int, action=res.Distinct, default=None, help="L <= T/4")
+    add("--table-windows", nargs="+", type=int, action=Distinct, default=list(TABLE_WINDOWS))
+    add("--fit-windows", nargs="+", type=int, action=Distinct, default=None, help="L <= T/4")
     add("--bootstrap", type=int, default=BOOTSTRAP_RESAMPLES, help="resamples, >= 10")
     add("--bootstrap-seed", type=int, default=BOOTSTRAP_SEED)
     add("--figures", default=None, help="write the plots into this folder")

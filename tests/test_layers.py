@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     **{
         f"experiment.{name}": 6
         for name in (
+            "arguments",
             "configs",
             "files",
             "results",

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from stabl_jax.experiment.arguments import Distinct, Parser
 from stabl_jax.experiment.files import write_json
-from stabl_jax.experiment.results import Distinct, OutputError, Parser, writable_folder
+from stabl_jax.experiment.results import OutputError, writable_folder
 from tests.scripts import ROOT, load_script
 
 _cli = load_script(ROOT / "experiments" / "_cli.py", register=True)
@@ -109,9 +110,9 @@ def test_a_folder_written_after_the_work_is_checked_before_it(
     assert afile.read_text() == "mine"
 
 
-#: Each script's counts (``experiment.results.count``): a bad one stops it before any work.
+#: Each script's counts (``experiment.arguments.count``): a bad one stops it before any work.
 COUNTS = {"gpu_compile": ["--runs", "--rounds"]}
-#: The runs of scripts that print 95% intervals (``experiment.results.interval_runs``): at
+#: The runs of scripts that print 95% intervals (``experiment.arguments.interval_runs``): at
 #: least two.
 INTERVAL_RUNS = {"anytime_gap": ["--runs"]}
 
@@ -144,8 +145,9 @@ def test_a_count_below_its_least_stops_the_script_at_once(
     assert message in capsys.readouterr().err
 
 
-#: A list option given one value twice (``experiment.results.Distinct``): the script's arguments and
-#: what it names in its message. Each used to run, draw or print the same setting twice.
+#: A list option given one value twice (``experiment.arguments.Distinct``): the script's
+#: arguments and what it names in its message. Each used to run, draw or print the same
+#: setting twice.
 REPEATS = [
     ("anytime_gap", ["--configs", "expert_advice_equal", "expert_advice_equal"], "--configs"),
     ("anytime_gap", ["--feedback", "loss", "reward", "loss"], "--feedback gives loss twice"),
@@ -158,7 +160,7 @@ REPEATS = [
 ]
 
 
-#: An option given twice (``experiment.results.Parser``): argparse kept the last value silently.
+#: An option given twice (``experiment.arguments.Parser``): argparse kept the last value silently.
 OPTIONS_TWICE = [
     ("study", ["--bootstrap", "20", "--bootstrap", "30"], "--bootstrap is given twice (20 and 30)"),
     ("study", ["--out", "a", "--out", "b"], "--out is given twice (a and b)"),
