@@ -9,6 +9,7 @@ from stabl_jax.learners.base import (
 )
 from stabl_jax.learners.cusum_ucb import CUSUMUCB, CUSUMUCBParams, CUSUMUCBState
 from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
+from stabl_jax.learners.discounted_thompson import DiscountedThompson, DiscountedThompsonParams
 from stabl_jax.learners.eflh import EFLH
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, auer_gamma
 from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams
@@ -31,7 +32,10 @@ from stabl_jax.learners.stabl_anytime import StABLAnytime, StABLAnytimeParams, S
 from stabl_jax.learners.stabl_one_query import StABLOneQuery
 from stabl_jax.learners.stabl_rate_grid import StABLRateGrid
 from stabl_jax.learners.stabl_vizier import StABLVizier, StABLVizierParams, StABLVizierState
+from stabl_jax.learners.sw_thompson import SWThompson, SWThompsonState
 from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
+from stabl_jax.learners.thompson import Thompson, ThompsonParams, ThompsonQuery, ThompsonState
+from stabl_jax.learners.tsallis_inf import TsallisINF, TsallisINFParams, TsallisINFState
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
 __all__ = [
@@ -49,6 +53,8 @@ __all__ = [
     "CUSUMUCBState",
     "DUCBParams",
     "DUCBState",
+    "DiscountedThompson",
+    "DiscountedThompsonParams",
     "EXP3IXVizier",
     "EXP3Params",
     "EXP3Vizier",
@@ -73,6 +79,8 @@ __all__ = [
     "SAOLHedge",
     "SAOLParams",
     "SAOLState",
+    "SWThompson",
+    "SWThompsonState",
     "SWUCBParams",
     "SWUCBState",
     "StABL",
@@ -90,6 +98,13 @@ __all__ = [
     "StABLVizierParams",
     "StABLVizierState",
     "StepInfo",
+    "Thompson",
+    "ThompsonParams",
+    "ThompsonQuery",
+    "ThompsonState",
+    "TsallisINF",
+    "TsallisINFParams",
+    "TsallisINFState",
     "Uniform",
     "UniformParams",
     "UniformState",
