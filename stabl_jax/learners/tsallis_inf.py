@@ -91,12 +91,10 @@ def tsallis_weights(loss_estimates: jax.Array, eta: jax.Array) -> jax.Array:
     def weights(x: jax.Array) -> jax.Array:
         return 4.0 / (eta * (loss_estimates - x)) ** 2
 
-    def newton(_: int, x: jax.Array) -> jax.Array:
+    x = jnp.min(loss_estimates) - 2.0 / eta
+    for _ in range(newton_steps(loss_estimates.shape[-1])):  # unrolled: no loop in a round
         w = weights(x)
-        return x - (jnp.sum(w) - 1.0) / (eta * jnp.sum(w * jnp.sqrt(w)))
-
-    start = jnp.min(loss_estimates) - 2.0 / eta
-    x = jax.lax.fori_loop(0, newton_steps(loss_estimates.shape[-1]), newton, start)
+        x = x - (jnp.sum(w) - 1.0) / (eta * jnp.sum(w * jnp.sqrt(w)))
     return weights(x)
 
 
