@@ -18,9 +18,9 @@ Thompson sampling are in :mod:`stabl_jax.learners.thompson`, the window with SW-
 ``r~_t = 1{u < 1 - l}`` is the Bernoulli trial of Agrawal and Goyal (for rewards in [0, 1];
 the paper's rewards are Bernoulli). Defaults: ``alpha_0 = beta_0 = 1`` (the paper's uniform
 prior); ``tau`` is our choice, the one SW-UCB uses for ``Upsilon_T = num_changes`` changes,
-``floor(2 sqrt(T log T / Upsilon_T))`` at most ``T`` (:func:`~stabl_jax.learners.sw_ucb.
-default_window`), so that the two sliding windows compare at equal ``tau``. We could read the
-abstract only, not the algorithm box: the pseudo-code above is our reading.
+``floor(2 sqrt(T log T / Upsilon_T))`` at most ``T`` (``sw_ucb.default_window``), so that the
+two sliding windows compare at equal ``tau``. We could read the abstract only, not the
+algorithm box: the pseudo-code above is our reading.
 
 Memory per run: a ring buffer of ``tau`` (int32 arm, float trial) pairs, ``2 K`` counts and sums,
 the two prior parameters and an int32: ``8 tau + 8 K + 12`` bytes (float32).
