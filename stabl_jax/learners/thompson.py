@@ -16,7 +16,8 @@ Agrawal and Goyal's Algorithm 2 (general rewards in [0, 1]), with the paper's sy
 
 The paper's prior is Beta(1, 1) (``alpha_0 = beta_0 = 1``, the defaults of ``Params``). A loss
 ``l`` enters as the reward ``r = 1 - l``; the Bernoulli trial ``r~ = 1{u < r}`` with a uniform
-``u`` makes the algorithm exact for rewards in [0, 1], not only Bernoulli ones.
+``u`` makes the algorithm exact for rewards in [0, 1], not only Bernoulli ones. The papers'
+algorithm boxes were not available to us: the pseudo-code above is our reading of them.
 
 Randomness: the round key splits into a Beta key (``jax.random.beta`` of the ``K`` posteriors)
 and a coin key (:func:`stabl_jax.sampling.uniforms`, one draw ``u``).
@@ -207,7 +208,7 @@ def argmax_probabilities(alpha: jax.Array, beta: jax.Array) -> jax.Array:
     Example:
       >>> import jax.numpy as jnp
       >>> p = argmax_probabilities(jnp.array([2.0, 1.0]), jnp.array([1.0, 1.0]))
-      >>> [round(float(v), 4) for v in p]  # P(max of two uniforms < a Beta(2, 1)) = 2/3
+      >>> [round(float(v), 4) for v in p]  # P(Beta(2, 1) draw > uniform draw) = 2/3
       [0.6667, 0.3333]
     """
     dtype = alpha.dtype

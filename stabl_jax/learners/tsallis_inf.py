@@ -25,7 +25,8 @@ monotonically to the root and never cross ``min_i L^_i``, and a fixed number of 
 
 Learning rate: ``eta_t = 2 / sqrt(t)``, the rate of Theorem 1 as we read it (stated there for
 the importance-weighted estimator; secondary sources quote ``4 / sqrt(t)`` with the
-reduced-variance one, which is ``lr_scale = 2``). We could not read the paper's theorem box.
+reduced-variance one, which is ``lr_scale = 2``). We could not read the paper's
+algorithm and theorem boxes: the pseudo-code above is our reading.
 The state keeps ``L^`` shifted so that its minimum is 0 (``w`` is unchanged by a common shift),
 which keeps float32 exact at long horizons.
 
