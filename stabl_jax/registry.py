@@ -396,6 +396,14 @@ LEARNERS.register("master", learners.MASTER,
     "MASTER (Wei & Luo 2021) over UCB1: multi-scale instances, two tests, restarts (1 query)")
 LEARNERS.register("rexp3", learners.Rexp3,
     "Rexp3 (Besbes et al. 2014): Exp3 restarted every Delta_T rounds (1 query)")
+LEARNERS.register("thompson", learners.Thompson,
+    "Beta-Bernoulli Thompson sampling, Bernoulli trials of 1 - l (Agrawal & Goyal) (1 query)")
+LEARNERS.register("discounted_thompson", learners.DiscountedThompson,
+    "discounted Thompson sampling (Raj & Kalyani 2017), gamma = 0.95 (1 query)")
+LEARNERS.register("sw_thompson", learners.SWThompson,
+    "sliding-window Thompson sampling (Trovo et al. 2020), SW-UCB's window (1 query)")
+LEARNERS.register("tsallis_inf", learners.TsallisINF,
+    "Tsallis-INF (Zimmert & Seldin 2021): 1/2-Tsallis FTRL, reduced-variance (1 query)")
 
 ENVS.register("expert_advice", ExpertAdvice,
     "the paper's piecewise expert advice: U[0,0.5) rewards, +0.5 on the best arm")

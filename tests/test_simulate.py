@@ -268,8 +268,21 @@ def test_a_bandit_round_has_no_loop_inside(learner, env):
         make(learner, num_arms=n, horizon=horizon),
         make_env(env, num_arms=n, horizon=horizon, **env_options(env, n, num_segments=4)),
     )
+    expected = 1 + (_beta_sampler_loops(n) if learner in BETA_SAMPLERS else 0)
     for fields in (TRACE_FIELDS, ("played", "arms", "loss", "prob_best")):
-        assert _loops_in_a_chunk(built, env, fields) == 1, fields
+        assert _loops_in_a_chunk(built, env, fields) == expected, fields
+
+
+# The Thompson samplers draw their posteriors with jax.random.beta, whose gamma sampler is a
+# rejection loop: the only loops a round of theirs may hold.
+BETA_SAMPLERS = {"thompson", "discounted_thompson", "sw_thompson"}
+
+
+def _beta_sampler_loops(n: int) -> int:
+    """``while`` loops in ``jax.random.beta`` of ``n`` posteriors."""
+    a = jax.ShapeDtypeStruct((n,), jnp.float32)
+    lowered = jax.jit(jax.random.beta).lower(jax.random.key(0), a, a)
+    return lowered.as_text().count("stablehlo.while")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ from stabl_jax.learners.base import (
 from stabl_jax.learners.cusum_ucb import CUSUMUCB, CUSUMUCBParams, CUSUMUCBState
 from stabl_jax.learners.d_klucb import DklUCB, DklUCBParams
 from stabl_jax.learners.d_ucb import DUCB, DUCBParams, DUCBState
+from stabl_jax.learners.discounted_thompson import DiscountedThompson, DiscountedThompsonParams
 from stabl_jax.learners.eflh import EFLH
 from stabl_jax.learners.exp3 import EXP3, EXP3Params, auer_gamma
 from stabl_jax.learners.exp3_ix import Exp3IX, Exp3IXParams
@@ -36,7 +37,10 @@ from stabl_jax.learners.stabl_one_query import StABLOneQuery
 from stabl_jax.learners.stabl_rate_grid import StABLRateGrid
 from stabl_jax.learners.stabl_vizier import StABLVizier, StABLVizierParams, StABLVizierState
 from stabl_jax.learners.sw_klucb import SWklUCB, SWklUCBParams
+from stabl_jax.learners.sw_thompson import SWThompson, SWThompsonState
 from stabl_jax.learners.sw_ucb import SWUCB, SWUCBParams, SWUCBState
+from stabl_jax.learners.thompson import Thompson, ThompsonParams, ThompsonQuery, ThompsonState
+from stabl_jax.learners.tsallis_inf import TsallisINF, TsallisINFParams, TsallisINFState
 from stabl_jax.learners.ucb1 import UCB1, UCB1Params
 from stabl_jax.learners.uniform import Uniform, UniformParams, UniformState
 
@@ -62,6 +66,8 @@ __all__ = [
     "CUSUMUCBState",
     "DUCBParams",
     "DUCBState",
+    "DiscountedThompson",
+    "DiscountedThompsonParams",
     "DklUCB",
     "DklUCBParams",
     "EXP3IXVizier",
@@ -92,6 +98,8 @@ __all__ = [
     "SAOLHedge",
     "SAOLParams",
     "SAOLState",
+    "SWThompson",
+    "SWThompsonState",
     "SWUCBParams",
     "SWUCBState",
     "SWklUCB",
@@ -111,6 +119,13 @@ __all__ = [
     "StABLVizierParams",
     "StABLVizierState",
     "StepInfo",
+    "Thompson",
+    "ThompsonParams",
+    "ThompsonQuery",
+    "ThompsonState",
+    "TsallisINF",
+    "TsallisINFParams",
+    "TsallisINFState",
     "UCB1Params",
     "Uniform",
     "UniformParams",

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, cast
 import chex
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 from stabl_jax import checks, estimators
 from stabl_jax.learners import _ucb
@@ -74,14 +75,7 @@ class SlidingWindow(_ucb.SwitchingPolicy):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.window is None:
-            object.__setattr__(self, "window", default_window(self.horizon, self.num_changes))
-        window = checks.check_int("window", self.window, minimum=1)
-        if window > self.horizon:
-            raise ValueError(
-                f"window must be in [1, horizon={self.horizon}], got {window} (a window longer"
-                " than the horizon never fills: use window=horizon)"
-            )
+        window = resolve_window(self.window, self.horizon, self.num_changes)
         object.__setattr__(self, "window", window)
 
     @property
@@ -91,15 +85,8 @@ class SlidingWindow(_ucb.SwitchingPolicy):
 
     def _init(self, key: jax.Array, params: Any) -> SWUCBState:
         del key
-        tau, k, f = self.window, self.num_arms, self.float_dtype
-        return SWUCBState(
-            t=jnp.zeros((), jnp.int32),
-            window_arms=jnp.full((tau,), k, jnp.int32),
-            window_rewards=jnp.zeros((tau,), f),
-            counts=jnp.zeros((k,), jnp.int32),
-            sums=jnp.zeros((k,), f),
-            params=params,
-        )
+        window = empty_window(self._window, self.num_arms, self.float_dtype)
+        return SWUCBState(t=jnp.zeros((), jnp.int32), params=params, **window)
 
     def log_term(self, state: SWUCBState) -> jax.Array:
         """``()`` ``log(min(t, tau))`` (0 before the first round)."""
@@ -107,23 +94,9 @@ class SlidingWindow(_ucb.SwitchingPolicy):
         return jnp.log(jnp.maximum(span, 1.0))  # t >= 1 whenever some count is > 0
 
     def _tell(self, state: SWUCBState, query: BanditQuery, observed: jax.Array) -> SWUCBState:
-        arm = query.arms[0]
         reward = estimators.loss_to_reward(observed[0])
-        slot = state.t % self._window
-        # The pair leaving the window (the empty-slot sentinel num_arms is dropped).
-        old_arm = state.window_arms[slot]
-        old_reward = state.window_rewards[slot]
-        counts = state.counts.at[old_arm].add(-1, mode="drop").at[arm].add(1)
-        sums = state.sums.at[old_arm].add(-old_reward, mode="drop").at[arm].add(reward)
-        sums = jnp.where(counts == 0, 0.0, sums)
-        return dataclasses.replace(
-            state,
-            t=state.t + 1,
-            window_arms=state.window_arms.at[slot].set(arm),
-            window_rewards=state.window_rewards.at[slot].set(reward),
-            counts=counts,
-            sums=sums.astype(self.float_dtype),
-        )
+        window = slide_window(state, query.arms[0], reward, self._window)
+        return dataclasses.replace(state, t=state.t + 1, **window)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,3 +140,52 @@ class SWUCB(SlidingWindow, _ucb.SwitchingUCB):
     name: ClassVar[str] = "sw_ucb"
     Params: ClassVar[type] = SWUCBParams
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"explore_scale": checks.Interval(0.0)}
+
+
+def resolve_window(window: int | None, horizon: int, num_changes: int) -> int:
+    """``window`` checked to lie in ``[1, horizon]``; ``None`` gives :func:`default_window`."""
+    if window is None:
+        window = default_window(horizon, num_changes)
+    window = checks.check_int("window", window, minimum=1)
+    if window > horizon:
+        raise ValueError(
+            f"window must be in [1, horizon={horizon}], got {window} (a window longer"
+            " than the horizon never fills: use window=horizon)"
+        )
+    return window
+
+
+def empty_window(window: int, num_arms: int, dtype: DTypeLike) -> dict[str, Any]:
+    """The window fields of a state (``window_arms``, ``window_rewards``, ``counts``,
+    ``sums``) before any round: every slot empty (the sentinel arm ``num_arms``)."""
+    return {
+        "window_arms": jnp.full((window,), num_arms, jnp.int32),
+        "window_rewards": jnp.zeros((window,), dtype),
+        "counts": jnp.zeros((num_arms,), jnp.int32),
+        "sums": jnp.zeros((num_arms,), dtype),
+    }
+
+
+def slide_window(state: Any, arm: jax.Array, reward: jax.Array, window: int) -> dict[str, Any]:
+    """The window fields after round ``state.t``: the pair ``(arm, reward)`` enters the ring
+    buffer in slot ``t mod tau``, and the pair of round ``t - tau`` it overwrites leaves
+    ``counts`` and ``sums`` (an empty slot's sentinel arm is dropped).
+
+    Args:
+      state: a state with the fields of :func:`empty_window` and the round counter ``t``.
+      arm: ``()`` int32, the played arm.
+      reward: ``()`` its reward (a Bernoulli trial for SW-TS).
+      window: ``tau`` (static).
+    """
+    slot = state.t % window
+    old_arm = state.window_arms[slot]
+    old_reward = state.window_rewards[slot]
+    counts = state.counts.at[old_arm].add(-1, mode="drop").at[arm].add(1)
+    sums = state.sums.at[old_arm].add(-old_reward, mode="drop").at[arm].add(reward)
+    sums = jnp.where(counts == 0, 0.0, sums)  # no rounding residue in an emptied arm
+    return {
+        "window_arms": state.window_arms.at[slot].set(arm),
+        "window_rewards": state.window_rewards.at[slot].set(reward),
+        "counts": counts,
+        "sums": sums.astype(state.sums.dtype),
+    }
