@@ -12,7 +12,14 @@ from typing import Any
 # First: checks the installed JAX, chex and optax before any module uses them (versions.py)
 from stabl_jax import versions
 from stabl_jax.bco import BCOLearner
-from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
+from stabl_jax.envs import (
+    DriftingBernoulli,
+    Environment,
+    ExpertAdvice,
+    PiecewiseBernoulli,
+    PiecewiseBernoulliTable,
+    PiecewiseEnv,
+)
 from stabl_jax.learners import (
     CUSUMUCB,
     DUCB,
@@ -78,6 +85,7 @@ __all__ = [
     "BCOLearner",
     "BanditLearner",
     "DklUCB",
+    "DriftingBernoulli",
     "EXP3IXVizier",
     "EXP3Vizier",
     "Environment",
@@ -87,6 +95,7 @@ __all__ = [
     "GLRklUCB",
     "Hedge",
     "PiecewiseBernoulli",
+    "PiecewiseBernoulliTable",
     "PiecewiseEnv",
     "Rexp3",
     "SAOLHedge",
