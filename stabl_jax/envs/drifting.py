@@ -107,6 +107,8 @@ class DriftingBernoulli(BanditEnv):
             )
         p = checks.check_positive("period", self.horizon / 2 if period is None else period)
         u = checks.check_real("phase_offset", phase_offset)
+        if not math.isfinite(u):
+            raise ValueError(f"phase_offset must be a finite number of radians, got {u!r}")
         spaced = 2.0 * math.pi * jnp.arange(self.num_arms, dtype=jnp.float32) / self.num_arms
         return DriftParams(
             base=jnp.float32(b),
