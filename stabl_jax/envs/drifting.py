@@ -10,12 +10,12 @@ Srivatsva ("On abruptly-changing and slowly-varying multiarmed bandit problems",
 whose means change by a bounded amount each round, and a sequence of the variation budget
 ``V_T = sum_t max_i |mu_i(t + 1) - mu_i(t)| <= 2 pi A T / P`` of Besbes, Gur & Zeevi
 ("Stochastic multi-armed-bandit problem with non-stationary rewards", NeurIPS 2014), whose
-regret is measured against the dynamic oracle ``i*_t = argmin_i mu_i(t)``. Both papers
-illustrate it with sinusoidal means; the form above, the equally spaced phases
-``phi_i = 2 pi i / n + u`` (``u ~ U[0, 2 pi)`` per run: the best arm rotates through all arms
-once per period, each arm best for ``P / n`` rounds) and the defaults ``b = 0.5``, ``A = 0.3``,
-``P = T / 2`` are this library's choice, not either paper's numbers (their experiments' exact
-constants were not read here).
+regret is measured against the dynamic oracle ``i*_t = argmin_i mu_i(t)``. Sinusoidal means
+are how Besbes et al. illustrate their setting; only the papers' abstracts were read here, so
+the form above, the equally spaced phases ``phi_i = 2 pi i / n + u`` (``u ~ U[0, 2 pi)`` per
+run: the best arm rotates through all arms once per period, each arm best for ``P / n``
+rounds) and the defaults ``b = 0.5``, ``A = 0.3``, ``P = T / 2`` are this library's reading,
+not either paper's numbers.
 
 Memory: the params are ``3 + n`` float32 numbers a run; the environment has no state.
 
