@@ -12,7 +12,14 @@ from typing import Any
 # First: checks the installed JAX, chex and optax before any module uses them (versions.py)
 from stabl_jax import versions
 from stabl_jax.bco import BCOLearner
-from stabl_jax.envs import Environment, ExpertAdvice, PiecewiseBernoulli, PiecewiseEnv
+from stabl_jax.envs import (
+    DriftingBernoulli,
+    Environment,
+    ExpertAdvice,
+    PiecewiseBernoulli,
+    PiecewiseBernoulliTable,
+    PiecewiseEnv,
+)
 from stabl_jax.learners import (
     CUSUMUCB,
     DUCB,
@@ -83,6 +90,7 @@ __all__ = [
     "BanditLearner",
     "DiscountedThompson",
     "DklUCB",
+    "DriftingBernoulli",
     "EXP3IXVizier",
     "EXP3Vizier",
     "Environment",
@@ -92,6 +100,7 @@ __all__ = [
     "GLRklUCB",
     "Hedge",
     "PiecewiseBernoulli",
+    "PiecewiseBernoulliTable",
     "PiecewiseEnv",
     "Rexp3",
     "SAOLHedge",

@@ -23,7 +23,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from stabl_jax import bco, learners
-from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseBernoulliTable, convex
+from stabl_jax.envs import (
+    DriftingBernoulli,
+    ExpertAdvice,
+    PiecewiseBernoulli,
+    PiecewiseBernoulliTable,
+    convex,
+)
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -411,6 +417,8 @@ ENVS.register("bernoulli", PiecewiseBernoulli,
     "Bernoulli losses; the best arm's mean is lower by `gap`, changing per segment")
 ENVS.register("bernoulli_table", PiecewiseBernoulliTable,
     "Bernoulli losses with a given (segments x arms) table of means, changing per segment")
+ENVS.register("drifting_bernoulli", DriftingBernoulli,
+    "Bernoulli losses with smoothly drifting means b + A sin(2 pi t / P + phi_i), no change points")
 
 BCO_LEARNERS.register("stabl_bco", bco.StABLBCO,
     "Algorithm 3: geometric projected-OGD experts, k_t ~ U[B], factor B (3 queries)")

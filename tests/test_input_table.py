@@ -29,6 +29,7 @@ from jax.experimental import checkify
 
 from stabl_jax import (
     EXP3,
+    DriftingBernoulli,
     ExpertAdvice,
     PiecewiseBernoulli,
     StABL,
@@ -581,6 +582,15 @@ def _():
         PiecewiseBernoulli(num_arms=3, horizon=64, mean=math.inf)
     with raises(ValueError, "gap must be in (0, mean=0.5]", "0.0"):
         PiecewiseBernoulli(num_arms=3, horizon=64, gap=0.0)
+    drifting = DriftingBernoulli(num_arms=3, horizon=64)
+    for kwargs, name in (
+        ({"base": math.nan}, "base"),
+        ({"amplitude": math.inf}, "amplitude"),
+        ({"period": -1.0}, "period"),
+        ({"phase_offset": math.inf}, "phase_offset"),
+    ):
+        with raises(ValueError, name):
+            drifting.make_params(**kwargs)
 
 
 @row("E12")

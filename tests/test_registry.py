@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+import stabl_jax
 from stabl_jax import hpo_metrics, register_env, register_learner
 from stabl_jax.experiment import cli
 from stabl_jax.experiment.configs import ConfigError
@@ -214,3 +215,13 @@ def load_config_text(tmp_path, text: str):
     path = tmp_path / "config.toml"
     path.write_text(textwrap.dedent(text))
     return load_config(path)
+
+
+def test_every_registered_environment_is_importable_from_the_package():
+    missing = [
+        e.cls.__name__
+        for e in ENVS.values()
+        if getattr(stabl_jax, e.cls.__name__, None) is not e.cls
+    ]
+    assert not missing, f"ENVS classes not exported by stabl_jax: {missing}"
+    assert all(e.cls.__name__ in stabl_jax.__all__ for e in ENVS.values())

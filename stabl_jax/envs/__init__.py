@@ -12,11 +12,14 @@ from stabl_jax.envs.base import (
     validate_change_points,
 )
 from stabl_jax.envs.bernoulli import PiecewiseBernoulli
+from stabl_jax.envs.drifting import DriftingBernoulli, DriftParams
 from stabl_jax.envs.expert_advice import ExpertAdvice
 from stabl_jax.envs.piecewise_table import PiecewiseBernoulliTable
 
 __all__ = [
     "BanditEnv",
+    "DriftParams",
+    "DriftingBernoulli",
     "Environment",
     "ExpertAdvice",
     "ObliviousBandit",

@@ -251,23 +251,30 @@ def run_experiment(
 
 def detection(result: SimResult) -> dict[str, np.ndarray]:
     """``detection_delay``, ``false_alarms`` and ``num_restarts`` of a result with a
-    ``restart`` trace (the runs' own change points); ``{}`` without one."""
+    ``restart`` trace (the runs' own change points); ``{}`` without one. An environment
+    without change points has nothing to detect: ``num_restarts`` alone."""
     restarts = result.arrays.get(RESTART_TRACE)
     if restarts is None:
         return {}
-    points = np.asarray(result.final_carry("the detection delays").env_params.change_points)
-    points = points.reshape(restarts.shape[0], -1)
+    counts = {"num_restarts": np.asarray(np.sum(restarts, axis=1), np.int64)}
+    params = result.final_carry("the detection delays").env_params
+    if getattr(params, "change_points", None) is None:
+        return counts
+    points = np.asarray(params.change_points).reshape(restarts.shape[0], -1)
     return {
         "detection_delay": metrics.detection_delays(restarts, points),
         "false_alarms": metrics.false_alarms(restarts, points),
-        "num_restarts": np.asarray(np.sum(restarts, axis=1), np.int64),
+        **counts,
     }
 
 
 def detection_summary(outcome: LearnerOutcome) -> dict[str, Any]:
     """Per breakpoint the fraction of runs that restart in its segment and their mean delay
     (with Student-t 95% half-widths over those runs); false alarms and restarts per run."""
-    delays = cast(np.ndarray, outcome.detection_delay)
+    restarts = {"restarts": stat(cast(np.ndarray, outcome.num_restarts).astype(np.float64))}
+    if outcome.detection_delay is None:
+        return {"change_points": "none: no detection delay or false alarm", **restarts}
+    delays = outcome.detection_delay
     found = np.isfinite(delays)
     means, halves = np.full(delays.shape[1], np.nan), np.full(delays.shape[1], np.nan)
     for j in range(delays.shape[1]):
@@ -280,7 +287,7 @@ def detection_summary(outcome: LearnerOutcome) -> dict[str, Any]:
         "detected": stat(found.astype(np.float64)),
         "delay": {"mean": means, "ci95": halves},
         "false_alarms": stat(cast(np.ndarray, outcome.false_alarms).astype(np.float64)),
-        "restarts": stat(cast(np.ndarray, outcome.num_restarts).astype(np.float64)),
+        **restarts,
     }
 
 
@@ -304,7 +311,7 @@ def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) ->
     }
     if outcome.cumulative_regret is not None:
         summary["cumulative_regret"] = stat(outcome.cumulative_regret[2])
-    if outcome.detection_delay is not None:
+    if outcome.num_restarts is not None:
         summary["detection"] = detection_summary(outcome)
     return summary
 
@@ -321,7 +328,8 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
         "runs with a restart in [b_j, b_{j+1}) and 'delay' the mean over those runs of the "
         "rounds from b_j to that first restart (1: the first round after the change, Student-t "
         "ci95); 'false_alarms' counts restarts before the first breakpoint, 'restarts' all "
-        "restarts of a run (Rexp3's are scheduled, not detections)",
+        "restarts of a run (Rexp3's are scheduled, not detections); without change points, "
+        "'restarts' alone",
         "cumulative_regret": "per run, sum over t < T of <p_t, l_t> - l_t(i*_t), i*_t the "
         "best arm of round t (the environment's best_arm): the regret of the play "
         "distribution to the best arm of each segment",
