@@ -479,7 +479,7 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbled"])
+@pytest.mark.parametrize("damage", ["missing", "garbled", "valid JSON of another run"])
 def test_lost_experiment_json_still_resumes(
     config_path, reference, tmp_path, capsys, monkeypatch, damage
 ):
@@ -490,8 +490,10 @@ def test_lost_experiment_json_still_resumes(
     identity = partial / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY
     if damage == "missing":
         identity.unlink()
-    else:
+    elif damage == "garbled":
         identity.write_text('{"format": "stabl_jax.check')
+    else:  # was "a different experiment", and --force then discarded intact checkpoints
+        identity.write_text('{"format": "stabl_jax.checkpoint/2", "config": {}}')
     code, stdout, err = run(command(config_path, out), capsys)
     assert code == 0, err
     assert "missing or damaged" in stdout and f"resuming {partial.name}" in stdout

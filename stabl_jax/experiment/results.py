@@ -235,7 +235,9 @@ def _check_movable(final: Path) -> None:
         parent = parent.parent
     here = [final] if final.exists() else []
     problem = None
-    if here and os.path.ismount(final):
+    if not parent.is_dir():
+        problem = f"lies under {parent}, which is a file"
+    elif here and os.path.ismount(final):
         problem = "is a mount point"
     elif any(_inode_flags(path) & _IMMUTABLE_OR_APPEND for path in [*here, parent]):
         problem = "or the folder holding it is immutable or append-only (chattr +i / +a)"

@@ -191,6 +191,30 @@ def test_a_rename_that_fails_at_the_end_keeps_the_complete_results(
     assert_same_results(out, reference)
 
 
+def test_a_damaged_marker_of_a_partial_folder_is_written_again(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """The marker of an interrupted run's partial folder garbled: the folder, which holds
+    stabl-jax's checkpoints, is taken over (its marker written again) and resumed, not left
+    behind."""
+    out = tmp_path / "out"
+    interrupt_after_chunks(config_path, out, capsys, monkeypatch)
+    (tmp_path / "out.partial" / results.MARKER).write_text("{garbled")
+    code, printed, err = run(command(config_path, out), capsys)
+    assert code == 0 and "resuming out.partial" in printed, err
+    assert_same_results(out, reference)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_an_out_under_a_file_is_refused_by_the_dry_run_too(config_path, tmp_path, capsys):
+    """``--out FILE/sub``: the dry run refuses it as the run does (exit 2), naming the file."""
+    (tmp_path / "afile").write_text("mine")
+    for extra in (["--dry-run"], []):
+        code, _, err = run(command(config_path, tmp_path / "afile" / "sub", *extra), capsys)
+        assert code == 2 and "which is a file" in err, err
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
 # --- The code is part of the identity --------------------------------------------------------
 
 
