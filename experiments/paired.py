@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 from _cli import md_table, need_runs, unpaired, with_sign
-from scipy import stats
 
 from stabl_jax import metrics
 from stabl_jax.experiment import read_summary, read_traces
@@ -99,11 +98,7 @@ def label(spec: str) -> str:
     return f"{name} [{Path(folder).name}]" if folder else name
 
 
-def t_ci(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over axis 0 and the half-width of its 95% Student t interval."""
-    n = values.shape[0]
-    half = stats.t.ppf(0.975, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
-    return values.mean(axis=0), half
+t_ci = metrics.mean_ci  # the Student-t 95% interval of summary.json
 
 
 def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = False) -> str:

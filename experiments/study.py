@@ -36,8 +36,7 @@ import numpy as np
 from _cli import md_table
 
 from stabl_jax import metrics
-from stabl_jax.experiment import load_results, plots
-from stabl_jax.experiment import files
+from stabl_jax.experiment import files, load_results, plots
 from stabl_jax.experiment import results as res
 from stabl_jax.experiment.tables import read_json_object
 

@@ -218,17 +218,6 @@ def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys)
     assert doc.read_text() == MARK + "old\n<!-- /report -->\n"
 
 
-def test_t_quantile_matches_tables():
-    assert REPORT["t_quantile"](4) == pytest.approx(2.7764, abs=1e-3)
-    assert REPORT["t_quantile"](19) == pytest.approx(2.0930, abs=1e-4)
-    assert REPORT["t_quantile"](499) == pytest.approx(1.9647, abs=1e-4)
-    assert REPORT["t_quantile"](1) == pytest.approx(12.7062, abs=1e-4)  # 2 runs
-    assert REPORT["t_quantile"](3) == pytest.approx(3.1824, abs=1e-4)
-    assert np.isnan(REPORT["t_quantile"](0))  # one run: no interval
-    with pytest.raises(ValueError, match="dof >= 0"):
-        REPORT["t_quantile"](-1)
-
-
 def test_a_one_run_folder_gives_means_without_intervals(tmp_path):
     """One run has no interval: ``summary.json`` stores null half-widths, and the table shows
     the means alone instead of failing."""
