@@ -98,13 +98,10 @@ def label(spec: str) -> str:
     return f"{name} [{Path(folder).name}]" if folder else name
 
 
-t_ci = metrics.mean_ci  # the Student-t 95% interval of summary.json
-
-
 def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = False) -> str:
     num = "{:+.4f}" if signed else "{:.4f}"
-    m, h = t_ci(overall)
-    sm, sh = t_ci(segments)
+    m, h = metrics.mean_ci(overall)
+    sm, sh = metrics.mean_ci(segments)
     cells = " | ".join(f"{num.format(x)} ± {y:.4f}" for x, y in zip(sm, sh, strict=True))
     return f"| {label} | {num.format(m)} ± {h:.4f} | {cells} |"
 
@@ -112,7 +109,7 @@ def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = Fa
 def gap_row(label_a: str, label_b: str, sa: np.ndarray, sb: np.ndarray) -> str:
     """``| a vs b | a | b | gap |``: the gap ``(a − b) / b`` in %, ± the 95% t half-width of the
     paired difference over ``b``'s mean; ``sa``, ``sb``: ``(R,)`` per-run means over segments."""
-    diff, half = t_ci(sa - sb)
+    diff, half = metrics.mean_ci(sa - sb)
     base = sb.mean()
     gap = with_sign(100 * diff / base)
     cells = f"{sa.mean():.4f} | {base:.4f} | {gap} % ± {100 * half / base:.1f}"

@@ -37,7 +37,6 @@ from stabl_jax.experiment.results import Parser, read_summary
 from stabl_jax.experiment.tables import TraceFile, read_json_object
 from stabl_jax.hpo_metrics import log10_gap
 
-mean_t = metrics.mean_ci  # the Student-t 95% interval of summary.json
 MARKER = re.compile(
     r"(<!-- report: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /report -->)", re.DOTALL
 )
@@ -134,7 +133,7 @@ def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str
         return log10_gap(gap[:, max(1, round(fraction * gap.shape[1])) - 1])
 
     def cell(values: np.ndarray) -> str:
-        mean, half = mean_t(values)
+        mean, half = metrics.mean_ci(values)
         return f"{mean:+.3f} ± {half:.3f}"
 
     per_problem = problems if len(problems) <= 4 else []
@@ -201,8 +200,8 @@ def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     rows = []
     for other in (n for n in others if n not in (reference, "uniform")):
         overall, segments = data.rewards(other)
-        mean, half = mean_t(mine - overall)
-        seg_mean, seg_half = mean_t(mine_segments - segments)
+        mean, half = metrics.mean_ci(mine - overall)
+        seg_mean, seg_half = metrics.mean_ci(mine_segments - segments)
         segs = ", ".join(f"{m:+.3f} ± {h:.3f}" for m, h in zip(seg_mean, seg_half, strict=True))
         rows.append([f"{reference} − {other}", f"{mean:+.3f} ± {half:.3f}", segs])
     title = (
@@ -228,8 +227,8 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
             raise ValueError(f"{folder}: {prefix} has no learner(s) {missing}")
         need_runs(folder, setting["runs"])
         values, tuned = rewards[f"{prefix}/{learner}"], rewards[f"{prefix}/stabl_tuned"]
-        mean, half = mean_t(values.mean(axis=1))
-        gap = anytime["gap_percent"](values, tuned, mean_ci=mean_t)
+        mean, half = metrics.mean_ci(values.mean(axis=1))
+        gap = anytime["gap_percent"](values, tuned, mean_ci=metrics.mean_ci)
         seg_halves += list(gap["segment_half_width"])
         name = setting["config"].removeprefix("expert_advice_")
         rows.append(
@@ -309,7 +308,7 @@ def regret_table(folders: list[Path]) -> str:
         cells = {}
         for name, (_, traces, note) in learners.items():
             regret = curves["pseudo_regret"](traces[f"{name}/prob_best"], summary["env"]["bonus"])
-            mean, half = mean_t(regret[:, -1])
+            mean, half = metrics.mean_ci(regret[:, -1])
             digits = 1 if half < 1 else 0
             cells[name] = f"{mean:.1f}" if half == 0 else f"{mean:.{digits}f} ± {half:.{digits}f}"
             cells[name] += f" ({note.lstrip(', ')})" if note else ""

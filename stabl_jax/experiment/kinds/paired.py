@@ -30,8 +30,7 @@ DEFAULT_WINDOW = 50
 # Keys of the top level, in the order they are documented.
 TOP_LEVEL_KEYS: tuple[str, ...] = tuple(
     "kind name description seed runs horizon learners reference window sa_windows sa_stride "
-    "chunk_size "
-    "feedback save_traces env learner_options params".split()
+    "chunk_size feedback save_traces env learner_options params".split()
 )
 # Keys of the top level that only one kind of experiment takes.
 KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco", "save_traces": "bandit"}
