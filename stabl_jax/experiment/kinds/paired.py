@@ -729,15 +729,8 @@ def build_summary(
     per_run: PerRun,
     **entries: Any,
 ) -> dict[str, Any]:
-    """The ``summary.json`` of a bandit or BCO experiment; every learner but the reference
-    gets a ``paired`` entry, :func:`paired_differences` of ``per_run``."""
+    """The ``summary.json`` of a bandit or BCO experiment (:func:`learner_entries`)."""
     config = result.config
-    learners = {
-        name: learner_summary(outcome, config.sa_windows)
-        for name, outcome in result.outcomes.items()
-    }
-    for name, difference in paired_differences(result, per_run).items():
-        learners[name]["paired"] = {"reference": config.reference_learner, **difference}
     points = fixed_change_points(result.env)
     summary = {
         "format": results.FORMAT,
@@ -778,7 +771,7 @@ def build_summary(
             f"the reference learner ({config.reference_learner}), run by run, with the "
             "Student-t 95% half-width of those differences",
         },
-        "learners": learners,
+        "learners": learner_entries(result, learner_summary, per_run),
         "files": {
             "summary": results.SUMMARY,
             "traces": results.TRACES,
@@ -787,6 +780,23 @@ def build_summary(
         },
     }
     return results.clean(summary)
+
+
+def learner_entries(
+    result: Result,
+    learner_summary: Callable[[Any, tuple[int, ...]], dict[str, Any]],
+    per_run: PerRun,
+) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``learners``: ``learner_summary`` of every learner, and for every
+    one but the reference a ``paired`` entry, :func:`paired_differences` of ``per_run``."""
+    config = result.config
+    learners = {
+        name: learner_summary(outcome, config.sa_windows)
+        for name, outcome in result.outcomes.items()
+    }
+    for name, difference in paired_differences(result, per_run).items():
+        learners[name]["paired"] = {"reference": config.reference_learner, **difference}
+    return learners
 
 
 #: Per-run metrics of a learner's outcome (and the SA(L) window lengths): ``(R,)`` or
