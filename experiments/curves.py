@@ -5,7 +5,7 @@
 Reads each ``RESULTS_DIR/NAME`` (default: the Figure 1 folders
 ``expert_advice_{equal,random}-{theory,tuned}-{loss,reward}``; a missing one skipped; a
 ``NAME-naive`` beside it, of the same draws, adds its learners) and writes means over runs with
-the normal 95% band: ``NAME_regret.png``, the pseudo-regret ``R(t) = bonus * sum_{s <= t} (1 -
+the Student-t 95% band: ``NAME_regret.png``, the pseudo-regret ``R(t) = bonus * sum_{s <= t} (1 -
 p_s(i*_s))`` to each segment's best arm ``i*_s`` (``bonus`` below every other arm), and
 ``NAME_sa.png``, SA(L) of the expected loss against ``L``.
 """

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 from _cli import md_table, need_runs, unpaired, with_sign
-from scipy import stats
 
 from stabl_jax import metrics
 from stabl_jax.experiment import read_summary, read_traces
@@ -99,17 +98,10 @@ def label(spec: str) -> str:
     return f"{name} [{Path(folder).name}]" if folder else name
 
 
-def t_ci(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over axis 0 and the half-width of its 95% Student t interval."""
-    n = values.shape[0]
-    half = stats.t.ppf(0.975, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
-    return values.mean(axis=0), half
-
-
 def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = False) -> str:
     num = "{:+.4f}" if signed else "{:.4f}"
-    m, h = t_ci(overall)
-    sm, sh = t_ci(segments)
+    m, h = metrics.mean_ci(overall)
+    sm, sh = metrics.mean_ci(segments)
     cells = " | ".join(f"{num.format(x)} ± {y:.4f}" for x, y in zip(sm, sh, strict=True))
     return f"| {label} | {num.format(m)} ± {h:.4f} | {cells} |"
 
@@ -117,7 +109,7 @@ def row(label: str, overall: np.ndarray, segments: np.ndarray, signed: bool = Fa
 def gap_row(label_a: str, label_b: str, sa: np.ndarray, sb: np.ndarray) -> str:
     """``| a vs b | a | b | gap |``: the gap ``(a − b) / b`` in %, ± the 95% t half-width of the
     paired difference over ``b``'s mean; ``sa``, ``sb``: ``(R,)`` per-run means over segments."""
-    diff, half = t_ci(sa - sb)
+    diff, half = metrics.mean_ci(sa - sb)
     base = sb.mean()
     gap = with_sign(100 * diff / base)
     cells = f"{sa.mean():.4f} | {base:.4f} | {gap} % ± {100 * half / base:.1f}"

@@ -38,28 +38,23 @@ from stabl_jax.experiment.results import read_summary
 from stabl_jax.experiment.tables import TraceFile, read_json_object
 from stabl_jax.hpo_metrics import log10_gap
 
-Z_95 = metrics.Z_95
-t_quantile, mean_t = metrics.t_quantile, metrics.mean_t
 MARKER = re.compile(
     r"(<!-- report: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /report -->)", re.DOTALL
 )
 
 
-def _pm(stat: dict, index: int | None = None, digits: int = 3, runs: int | None = None) -> str:
-    """``mean ± half`` of a ``summary.json`` statistic (the mean alone without a half), the
-    normal half-width rescaled to Student's t with ``runs - 1`` dof when ``runs`` is given."""
+def _pm(stat: dict, index: int | None = None, digits: int = 3) -> str:
+    """``mean ± half`` of a ``summary.json`` statistic (the mean alone without a half)."""
     mean, half = stat["mean"], stat["ci95"]
     if index is not None:
         mean, half = mean[index], None if half is None else half[index]
     if half is None:
         return f"{mean:.{digits}f}"
-    if runs is not None:
-        half *= t_quantile(runs - 1) / Z_95
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
-def _sa_cells(sa: dict, lengths: list, windows: tuple[int, ...], runs: int) -> list[str]:
-    return [_pm(sa, lengths.index(w), 1, runs) if w in lengths else "–" for w in windows]
+def _sa_cells(sa: dict, lengths: list, windows: tuple[int, ...]) -> list[str]:
+    return [_pm(sa, lengths.index(w), 1) if w in lengths else "–" for w in windows]
 
 
 def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
@@ -69,8 +64,8 @@ def bco_table(folder: Path, summary: dict, windows: tuple[int, ...]) -> str:
     for name, entry in summary["learners"].items():
         sa = entry["adaptive_regret"]
         muted = entry.get("num_muted")
-        loss = _pm(entry["mean_loss"], digits=4, runs=runs)
-        cells = _sa_cells(sa["sa"], sa["window_lengths"], windows, runs)
+        loss = _pm(entry["mean_loss"], digits=4)
+        cells = _sa_cells(sa["sa"], sa["window_lengths"], windows)
         rows.append([name, entry["num_queries"], loss, *cells, "–" if muted is None else muted])
     gap = summary.get("adaptive_regret", {}).get("comparator_gap")
     if gap is not None:
@@ -87,7 +82,6 @@ def hpo_table(folder: Path, summary: dict) -> str:
     Uniform (half, full budget); per problem the final log10 gap and each half's score."""
     cfg, problems = summary["config"], summary["problems"]
     learners = cfg["learners"]
-    to_t = t_quantile(cfg["runs"] - 1) / Z_95  # the summary's intervals are normal ones
     title = (
         f"`{folder}` — {cfg['description']} ({len(problems)} problems x {cfg['runs']} repeats, "
         f"seed {cfg['seed']}, feedback={cfg['feedback']}; final mean log10 gap ± 95% "
@@ -110,7 +104,7 @@ def hpo_table(folder: Path, summary: dict) -> str:
         for name in learners:
             r = by_name[name]
             ci = r["final_log10_gap_ci"]
-            gap = f"{r['final_log10_gap']:.2f}" + (f" ± {ci * to_t:.2f}" if ci is not None else "")
+            gap = f"{r['final_log10_gap']:.2f}" + (f" ± {ci:.2f}" if ci is not None else "")
             if name != "uniform" and "score_vs_uniform_first_half" in r:
                 gap += (
                     f" ({r['score_vs_uniform_first_half']:+.2f}/"
@@ -140,7 +134,7 @@ def hpo_paired_table(folder: Path, label: str, baseline: str = "uniform") -> str
         return log10_gap(gap[:, max(1, round(fraction * gap.shape[1])) - 1])
 
     def cell(values: np.ndarray) -> str:
-        mean, half = mean_t(values)
+        mean, half = metrics.mean_ci(values)
         return f"{mean:+.3f} ± {half:.3f}"
 
     per_problem = problems if len(problems) <= 4 else []
@@ -177,13 +171,11 @@ def table(
     runs, rows = summary["runs"], []
     for name, entry in summary["learners"].items():
         regret = entry["adaptive_regret"]
-        cells = _sa_cells(regret[sa], regret["window_lengths"], windows, runs)
+        cells = _sa_cells(regret[sa], regret["window_lengths"], windows)
         seg = ", ".join(f"{m:.3f}" for m in entry["segment_reward"]["mean"])
         params = ", ".join(f"{k}={v:g}" for k, v in entry["params"].items()) or "–"
         muted = entry["num_muted"] if entry["num_muted"] is not None else "–"
-        reward, best = (
-            _pm(s, runs=runs) for s in (entry["mean_reward"], entry["prob_best"]["overall"])
-        )
+        reward, best = (_pm(s) for s in (entry["mean_reward"], entry["prob_best"]["overall"]))
         rows.append([name, entry["num_queries"], params, reward, seg, *cells, best, muted])
     title = (
         f"`{label or folder}` — {summary['description']} ({runs} runs, seed "
@@ -209,8 +201,8 @@ def paired_table(folder: Path, label: str, reference: str = "stabl") -> str:
     rows = []
     for other in (n for n in others if n not in (reference, "uniform")):
         overall, segments = data.rewards(other)
-        mean, half = mean_t(mine - overall)
-        seg_mean, seg_half = mean_t(mine_segments - segments)
+        mean, half = metrics.mean_ci(mine - overall)
+        seg_mean, seg_half = metrics.mean_ci(mine_segments - segments)
         segs = ", ".join(f"{m:+.3f} ± {h:.3f}" for m, h in zip(seg_mean, seg_half, strict=True))
         rows.append([f"{reference} − {other}", f"{mean:+.3f} ± {half:.3f}", segs])
     title = (
@@ -236,8 +228,8 @@ def gap_table(folder: Path, label: str, learner: str, columns: list[str]) -> str
             raise ValueError(f"{folder}: {prefix} has no learner(s) {missing}")
         need_runs(folder, setting["runs"])
         values, tuned = rewards[f"{prefix}/{learner}"], rewards[f"{prefix}/stabl_tuned"]
-        mean, half = mean_t(values.mean(axis=1))
-        gap = anytime["gap_percent"](values, tuned, mean_ci=mean_t)
+        mean, half = metrics.mean_ci(values.mean(axis=1))
+        gap = anytime["gap_percent"](values, tuned, mean_ci=metrics.mean_ci)
         seg_halves += list(gap["segment_half_width"])
         name = setting["config"].removeprefix("expert_advice_")
         rows.append(
@@ -317,7 +309,7 @@ def regret_table(folders: list[Path]) -> str:
         cells = {}
         for name, (_, traces, note) in learners.items():
             regret = curves["pseudo_regret"](traces[f"{name}/prob_best"], summary["env"]["bonus"])
-            mean, half = mean_t(regret[:, -1])
+            mean, half = metrics.mean_ci(regret[:, -1])
             digits = 1 if half < 1 else 0
             cells[name] = f"{mean:.1f}" if half == 0 else f"{mean:.{digits}f} ± {half:.{digits}f}"
             cells[name] += f" ({note.lstrip(', ')})" if note else ""

@@ -18,7 +18,6 @@ import numpy as np
 from stabl_jax import checks
 from stabl_jax.simulate import RunCarry, SimResult, regenerate_losses
 
-Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 #: The memory a block of SA(L) work (regenerated losses, window comparators) is sized to.
 SA_BLOCK_BYTES = 256 * 2**20
 
@@ -236,7 +235,7 @@ class CumulativeRegret:
         for name, (total, squares) in self._sums.items():
             mean = total / runs
             var = np.maximum(squares - runs * mean**2, 0.0) / max(runs - 1, 1)
-            half = np.full_like(mean, np.nan) if runs < 2 else Z_95 * np.sqrt(var / runs)
+            half = t_quantile(runs - 1) * np.sqrt(var / runs)
             out[name] = (mean, half, self._finals[name])
         return out
 
@@ -478,15 +477,34 @@ def moving_mean_ci(
     if num_runs < 2:
         return mean, np.full_like(mean, np.nan)
     squares = sum(((block - mean) ** 2).sum(axis=0) for block in moving_blocks())
-    return mean, Z_95 * np.sqrt(squares / (num_runs - 1)) / np.sqrt(num_runs)
+    return mean, t_quantile(num_runs - 1) * np.sqrt(squares / (num_runs - 1)) / np.sqrt(num_runs)
 
 
 def mean_ci(values: np.ndarray, axis: int = 0) -> tuple[Any, Any]:
-    """Mean and half-width ``1.96 sd / sqrt(R)`` of the normal 95% interval over ``axis``
-    (NaN for one value).
+    """Mean over ``axis`` and the half-width of its Student-t 95% interval.
+
+    The one interval of stabl_jax's summaries, tables, plots and sweeps: with ``R`` values
+    ``x_r`` along ``axis``,
+
+      mean +- t_{0.975, R-1} * s / sqrt(R),   s^2 = sum_r (x_r - mean)^2 / (R - 1),
+
+    ``t_{0.975, R-1}`` the quantile of :func:`t_quantile`. A paired difference is the interval of
+    the per-run differences ``mean_ci(a - b)`` (the runs share their keys).
+
+    Args:
+      values: ``(..., R, ...)`` values, ``R`` along ``axis``.
+      axis: the axis of the runs.
+
+    Returns:
+      ``(mean, half)``, each ``values`` without ``axis``; ``half`` is NaN for one value.
 
     Raises:
       ValueError: no values along ``axis`` (a mean of nothing).
+
+    Example:
+      >>> mean, half = mean_ci(np.array([1.0, 2.0, 3.0, 4.0]))
+      >>> float(mean), round(float(half), 4)
+      (2.5, 2.0543)
     """
     x = np.asarray(values, np.float64)
     n = x.shape[axis]
@@ -495,39 +513,24 @@ def mean_ci(values: np.ndarray, axis: int = 0) -> tuple[Any, Any]:
     mean = x.mean(axis=axis)
     if n < 2:
         return mean, np.full_like(mean, np.nan)
-    return mean, Z_95 * x.std(axis=axis, ddof=1) / np.sqrt(n)
-
-
-#: Exact two-sided 95% quantiles of Student's t for 1 to 3 degrees of freedom.
-SMALL_DOF_T = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078}
+    return mean, t_quantile(n - 1) * x.std(axis=axis, ddof=1) / np.sqrt(n)
 
 
 def t_quantile(dof: int) -> float:
-    """Two-sided 95% Student's t quantile: NaN for ``dof = 0``, exact to 3, then Cornish-Fisher
-    in ``1 / dof`` (Abramowitz & Stegun 26.7.5).
+    """Two-sided 95% Student-t quantile ``t_{0.975, dof}`` (``scipy.stats.t.ppf``); NaN for
+    ``dof = 0`` (one value: no interval).
+
+    Raises:
+      ValueError: ``dof < 0``.
 
     Example:
       >>> round(t_quantile(3), 4), round(t_quantile(1000), 4)
       (3.1824, 1.9623)
     """
-    if dof in SMALL_DOF_T:
-        return SMALL_DOF_T[dof]
-    if dof == 0:
-        return float("nan")
     if dof < 0:
         raise ValueError(f"t_quantile needs dof >= 0 (1 or more values), got {dof}")
-    z = Z_95
-    g = (
-        (z**3 + z) / 4,
-        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
-    )
-    return z + sum(gi / dof ** (i + 1) for i, gi in enumerate(g))
+    if dof == 0:
+        return float("nan")
+    from scipy import stats  # on first use: importing scipy.stats takes most of a second
 
-
-def mean_t(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and Student's t 95% half-width ``t_{0.975, R-1} sd / sqrt(R)`` over ``axis``."""
-    x = np.asarray(values, np.float64)
-    n = x.shape[axis]
-    return x.mean(axis=axis), t_quantile(n - 1) * x.std(axis=axis, ddof=1) / np.sqrt(n)
+    return float(stats.t.ppf(0.975, dof))

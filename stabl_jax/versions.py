@@ -26,6 +26,7 @@ MINIMUM_VERSIONS: dict[str, str] = {
     "numpy": "2.0",
     "matplotlib": "3.8.4",
     "tqdm": "4.66",
+    "scipy": "1.13",
 }
 #: Checked when stabl_jax is imported, from the installed packages' metadata.
 CHECKED_AT_IMPORT: tuple[str, ...] = ("jax", "chex", "optax")

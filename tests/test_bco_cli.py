@@ -20,6 +20,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import stats
 
 from stabl_jax.envs.convex import CustomConvex, MovingTarget
 from stabl_jax.experiment import cli
@@ -119,6 +120,26 @@ def test_bco_config_runs_end_to_end(tmp_path, name, capsys):
         np.testing.assert_allclose(traces[f"{learner_name}/best_loss"], 0.0, atol=1e-6)
         mean = summary["learners"][learner_name]["mean_loss"]["mean"]
         assert mean == pytest.approx(loss.astype(np.float64).mean())
+    # Paired by run against the reference (the first learner: no StABL of the bandits here):
+    # the mean loss and SA(L) differences, with scipy's t quantile over the 2 runs.
+    reference = summary["config"]["reference"]
+    assert reference == next(iter(BCO_LEARNER_QUERIES))
+    assert f"minus {reference}, paired by run" in printed
+    t_quantile = stats.t.ppf(0.975, 1)
+    for learner_name in BCO_LEARNER_QUERIES:
+        if learner_name == reference:
+            assert "paired" not in summary["learners"][learner_name]
+            continue
+        got = summary["learners"][learner_name]["paired"]
+        for key, name in (("mean_loss", "loss"), ("sa", "sa")):
+            mine, theirs = (
+                traces[f"{n}/{name}"].astype(np.float64) for n in (learner_name, reference)
+            )
+            diff = mine.mean(axis=1) - theirs.mean(axis=1) if name == "loss" else mine - theirs
+            stat = got[key] if key == "mean_loss" else got["adaptive_regret"]["sa"]
+            half = t_quantile * diff.std(axis=0, ddof=1) / np.sqrt(2)
+            np.testing.assert_allclose(stat["mean"], diff.mean(axis=0), rtol=1e-9)
+            np.testing.assert_allclose(stat["ci95"], half, rtol=1e-9)
     assert traces["env/change_points"].shape == (2, 5)
     assert traces["comparator_gap"].shape == (2, 2)
     for filename in BCO_PLOT_FILES.values():

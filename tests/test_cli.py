@@ -8,6 +8,7 @@ the CLI must exit 2 with ``error:`` on stderr before any computation.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from stabl_jax import ENVS, LEARNERS, metrics
-from stabl_jax.experiment import cli, provenance
+from stabl_jax.experiment import cli, plots, provenance
 from stabl_jax.experiment.configs import (
     ConfigError,
     parse_override,
@@ -261,6 +263,13 @@ BAD_CASES = {
     "sa window twice": (TOP, "runs = 2\nsa_windows = [16, 16]", "sa_windows", "a value twice"),
     "trace twice": (TOP, 'runs = 2\nsave_traces = ["loss", "loss"]', "save_traces", "twice"),
     "bad feedback": (TOP, 'runs = 2\nfeedback = "regret"', "feedback", "reward"),
+    "reference not run": (
+        TOP,
+        'runs = 2\nreference = "exp3"',
+        "reference",
+        "'exp3', which is not among learners = ['uniform', 'stabl']",
+    ),
+    "reference type": (TOP, "runs = 2\nreference = 1", "reference", "must be a string"),
     "unknown trace": (TOP, 'runs = 2\nsave_traces = ["los"]', "save_traces", "'loss'?"),
     "traces not a list": (TOP, "runs = 2\nsave_traces = 3", "save_traces", '"none"'),
     "unknown env": ('name = "expert_advice"', 'name = "roulette"', "env.name", "bernoulli"),
@@ -688,3 +697,99 @@ def test_a_shorter_horizon_names_the_window_it_leaves_too_long():
     longer than the new horizon and how to set both."""
     with pytest.raises(ConfigError, match=r"is 50, longer than horizon = 20.*--set window=N"):
         load_config("expert_advice_equal", ["horizon=20"])
+
+
+# --------------------------------------------------------------------------------------------
+# Paired differences and the curves behind the plots
+# --------------------------------------------------------------------------------------------
+
+
+def _t_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over runs (axis 0) and its Student-t 95% half-width, written out with scipy."""
+    runs = values.shape[0]
+    half = stats.t.ppf(0.975, runs - 1) * values.std(axis=0, ddof=1) / np.sqrt(runs)
+    return values.mean(axis=0), half
+
+
+def test_paired_differences_are_those_of_the_traces(tiny_runs):
+    """Every learner but the reference (``stabl``, the default) carries its metrics minus
+    the reference's, run by run, with the Student-t 95% half-width over the 4 runs: the same
+    numbers as NumPy gives from ``traces.npz``, and as ``results.csv``'s ``paired_*`` rows."""
+    out = tiny_runs("expert_advice_equal")
+    summary, traces = read_summary(out), read_traces(out)
+    assert summary["config"]["reference"] == "stabl"
+    assert "paired" not in summary["learners"]["stabl"]
+    rows = {
+        (r["learner"], r["metric"], r["window"], r["segment"]): (float(r["mean"]), float(r["ci95"]))
+        for r in csv.DictReader((out / "results.csv").open())
+        if r["metric"].startswith("paired_")
+    }
+    for name in PAPER_LEARNERS:
+        if name == "stabl":
+            continue
+        got = summary["learners"][name]["paired"]
+        assert got["reference"] == "stabl"
+        segment = traces[f"{name}/segment_reward"] - traces["stabl/segment_reward"]
+        mean, half = _t_interval(segment)
+        np.testing.assert_allclose(got["segment_reward"]["mean"], mean, rtol=1e-12)
+        np.testing.assert_allclose(got["segment_reward"]["ci95"], half, rtol=1e-12)
+        # four equal segments: the mean reward is the mean of the segments' rewards
+        mean, half = _t_interval(segment.mean(axis=1))
+        assert got["mean_reward"]["mean"] == pytest.approx(mean, rel=1e-9, abs=1e-12)
+        assert got["mean_reward"]["ci95"] == pytest.approx(half, rel=1e-9)
+        for sa in ("sampled", "expected"):
+            diff = traces[f"{name}/sa_{sa}"] - traces[f"stabl/sa_{sa}"]
+            mean, half = _t_interval(diff)
+            np.testing.assert_allclose(got["adaptive_regret"][sa]["mean"], mean, rtol=1e-12)
+            np.testing.assert_allclose(got["adaptive_regret"][sa]["ci95"], half, rtol=1e-12)
+            for j, window in enumerate((16, 32, 64)):
+                row = rows[(name, f"paired_sa_{sa}", str(window), "")]
+                assert row == (mean[j], half[j])
+        for j in range(4):
+            row = rows[(name, "paired_segment_reward", "", str(j + 1))]
+            assert row == tuple(got["segment_reward"][k][j] for k in ("mean", "ci95"))
+        assert rows[(name, "paired_mean_reward", "", "")] == tuple(got["mean_reward"].values())
+    assert {key[0] for key in rows} == set(PAPER_LEARNERS) - {"stabl"}
+
+
+def test_a_chosen_reference_is_printed_and_every_plot_saves_its_curves(
+    tmp_path, capsys, monkeypatch
+):
+    """``reference = "uniform"``: the printed table of differences subtracts it; and every
+    line drawn in the PNGs is the curve ``curves.npz`` keeps (x and mean, as drawn)."""
+    drawn: dict[str, list] = {}
+    save = plots.save_figure
+
+    def keep(fig, path):
+        (ax,) = fig.axes  # an error bar's line is its container's first
+        lines = [bars.lines[0] for bars in ax.containers] or ax.get_lines()
+        drawn[Path(path).stem] = [(ln.get_label(), ln.get_xdata(), ln.get_ydata()) for ln in lines]
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    out = tmp_path / "out"
+    args = ["run", *tiny_args("expert_advice_equal"), "--set", 'reference="uniform"']
+    assert cli.main([*args, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    start = printed.index("\nlearner ", printed.index("P(best arm)"))
+    table = printed[start : printed.index("\n", printed.index("minus uniform"))]
+    head, _, *rows = table.strip().splitlines()
+    assert head.split()[:3] == ["learner", "reward", "seg1"] and "SA(64)" in head
+    assert [row.split()[0] for row in rows[:-1]] == [n for n in PAPER_LEARNERS if n != "uniform"]
+    assert rows[-1].startswith("minus uniform, paired by run: mean ± 95% CI over 4 runs")
+    summary = read_summary(out)
+    stabl = summary["learners"]["stabl"]["paired"]
+    assert stabl["reference"] == "uniform" and "paired" not in summary["learners"]["uniform"]
+    assert f"{stabl['mean_reward']['mean']:.3f}±" in rows[1]  # stabl's row, as printed
+
+    curves = np.load(out / plots.CURVES)
+    assert summary["files"]["curves"] == plots.CURVES
+    assert set(drawn) == set(PLOT_FILES)  # five plots, each with its curves
+    for plot, lines in drawn.items():
+        names = [n for n in PAPER_LEARNERS if f"{plot}/{n}/mean" in curves]
+        assert names, plot
+        for name, (_, x, y) in zip(names, lines, strict=False):
+            if plot != "paired_segments":  # its bars sit beside each segment's number
+                np.testing.assert_array_equal(x, curves[f"{plot}/{name}/x"])
+            np.testing.assert_array_equal(y, curves[f"{plot}/{name}/mean"])
+            assert curves[f"{plot}/{name}/half"].shape == y.shape

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from scipy import stats
 
 from stabl_jax import ExpertAdvice, StABL, metrics, simulate
 
@@ -111,9 +112,29 @@ def test_per_segment_mean_and_ci():
         metrics.per_segment_mean(values, segments, 3),
         [[1.0, 0.0, np.nan], [0.5, 1.0, np.nan]],
     )
+
+
+def test_mean_ci_is_scipys_student_t_interval():
+    """The one 95% interval of the summaries, tables and plots: scipy's Student-t interval of
+    the mean (``stats.t.interval`` with the standard error ``stats.sem``), on fixed data of 2
+    to 500 values, over either axis; the table values of the quantile; none for one value."""
+    rng = np.random.default_rng(0)
+    for runs in (2, 3, 4, 5, 11, 500):
+        values = rng.normal(size=(runs, 3))
+        for axis, data in ((0, values), (1, values.T)):
+            mean, half = metrics.mean_ci(data, axis=axis)
+            lower, upper = stats.t.interval(
+                0.95, runs - 1, loc=data.mean(axis=axis), scale=stats.sem(data, axis=axis)
+            )
+            np.testing.assert_array_equal(mean, data.mean(axis=axis))  # the means unchanged
+            np.testing.assert_allclose(half, (upper - lower) / 2, rtol=1e-12)
     mean, half = metrics.mean_ci(np.array([1.0, 2.0, 3.0, 4.0]))
-    assert mean == 2.5
-    np.testing.assert_allclose(half, metrics.Z_95 * np.std([1, 2, 3, 4], ddof=1) / 2)
+    assert (mean, round(float(half), 4)) == (2.5, 2.0543)  # t_{0.975, 3} = 3.1824
+    tables = {1: 12.7062, 3: 3.1824, 4: 2.7764, 19: 2.0930, 499: 1.9647}
+    assert {dof: round(metrics.t_quantile(dof), 4) for dof in tables} == tables
+    assert np.isnan(metrics.t_quantile(0))  # one run: no interval
+    with pytest.raises(ValueError, match="dof >= 0"):
+        metrics.t_quantile(-1)
 
 
 def _reward(loss):
@@ -257,7 +278,7 @@ def test_cumulative_regret_against_brute_force_and_its_expectation():
     )
     np.testing.assert_allclose(final, brute[:, -1], rtol=1e-10)
     np.testing.assert_allclose(mean, brute.mean(axis=0), rtol=1e-10, atol=1e-9)
-    expected_half = metrics.Z_95 * brute.std(axis=0, ddof=1) / np.sqrt(runs)
+    expected_half = stats.t.ppf(0.975, runs - 1) * brute.std(axis=0, ddof=1) / np.sqrt(runs)
     np.testing.assert_allclose(half, expected_half, rtol=1e-6)
     standard_error = final.std(ddof=1) / np.sqrt(runs)
     assert abs(final.mean() - 0.5 * (n - 1) / n * horizon) < 4 * standard_error

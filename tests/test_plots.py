@@ -180,20 +180,6 @@ def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, mo
     assert [t.get_text() for t in ax.get_xticklabels()] == [f"segment {j}" for j in (1, 2, 3, 4)]
 
 
-def test_mean_t95_is_the_student_t_interval_of_the_reports():
-    from tests.scripts import ROOT, load_script
-
-    report = load_script(ROOT / "experiments" / "report.py", register=False)
-    rng = np.random.default_rng(0)
-    for runs in (2, 3, 4, 5, 11, 500):
-        values = rng.normal(size=(runs, 3))
-        mean, half = plots.mean_t95(values)
-        want_mean, want_half = report.mean_t(values)
-        np.testing.assert_allclose(mean, want_mean)
-        np.testing.assert_allclose(half, want_half)
-    assert np.isnan(plots.mean_t95(np.ones((1, 2)))[1]).all()
-
-
 def test_a_title_names_the_step_sizes():
     assert plots.heading("x", "Fig. 1 left (tuned scales)", sets_params=True).endswith(
         "(tuned scales)"
@@ -205,19 +191,21 @@ def test_a_title_names_the_step_sizes():
     assert plots.heading("figure1", "", sets_params=True) == "figure1"
 
 
-def test_the_paired_reference_is_tuned_stabl_where_a_config_runs_it():
+def test_the_default_reference_is_tuned_stabl_where_a_config_runs_it():
     from types import SimpleNamespace
 
-    from stabl_jax.experiment.kinds import bandit
+    from stabl_jax.experiment.kinds import bandit, paired
+
+    assert paired.default_reference(["uniform", "stabl", "stabl_tuned"]) == "stabl_tuned"
+    assert paired.default_reference(["uniform", "stabl"]) == "stabl"
+    assert paired.default_reference(["uniform", "exp3"]) == "uniform"
 
     def result(names, segments=4):
         return SimpleNamespace(outcomes=dict.fromkeys(names), num_segments=segments)
 
-    assert bandit.paired_reference(result(["uniform", "stabl", "stabl_tuned"])) == "stabl_tuned"
-    assert bandit.paired_reference(result(["uniform", "stabl"])) == "stabl"
-    assert bandit.paired_reference(result(["uniform", "exp3"])) == "uniform"
-    assert bandit.paired_reference(result(["uniform", "stabl"], segments=1)) is None
-    assert bandit.paired_reference(result(["stabl"])) is None
+    assert bandit.has_paired_segments(result(["uniform", "stabl"]))
+    assert not bandit.has_paired_segments(result(["uniform", "stabl"], segments=1))
+    assert not bandit.has_paired_segments(result(["stabl"]))
 
 
 def _outside(fig) -> list[str]:

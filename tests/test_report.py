@@ -56,8 +56,8 @@ def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
     text = doc.read_text()
     assert text.startswith("intro\n\n" + MARK + "\n`results/demo` — demo (20 runs")
     assert text.endswith("<!-- /report -->\n\nafter\n")
-    # 0.01 normal half-width -> Student's t with 19 dof: 0.01 * 2.0930 / 1.9600
-    assert "| stabl | 2 | expert_lr_scale=1 | 0.500 ± 0.011 |" in text
+    # summary.json's half-width as it is (Student's t already; never rescaled)
+    assert "| stabl | 2 | expert_lr_scale=1 | 0.500 ± 0.010 |" in text
     assert "| 3.0 ± 0.1 | -5.0 ± 0.2 |" in text
     assert REPORT["main"](["--check", str(doc), *args]) == 0
     _write(tmp_path, 0.6)  # a new result: the document is stale again
@@ -216,17 +216,6 @@ def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys)
         assert REPORT["main"]([mode, str(doc), "--results", str(tmp_path)]) == 1
         assert "docs_numbers.sh" in capsys.readouterr().err
     assert doc.read_text() == MARK + "old\n<!-- /report -->\n"
-
-
-def test_t_quantile_matches_tables():
-    assert REPORT["t_quantile"](4) == pytest.approx(2.7764, abs=1e-3)
-    assert REPORT["t_quantile"](19) == pytest.approx(2.0930, abs=1e-4)
-    assert REPORT["t_quantile"](499) == pytest.approx(1.9647, abs=1e-4)
-    assert REPORT["t_quantile"](1) == pytest.approx(12.7062, abs=1e-4)  # 2 runs
-    assert REPORT["t_quantile"](3) == pytest.approx(3.1824, abs=1e-4)
-    assert np.isnan(REPORT["t_quantile"](0))  # one run: no interval
-    with pytest.raises(ValueError, match="dof >= 0"):
-        REPORT["t_quantile"](-1)
 
 
 def test_a_one_run_folder_gives_means_without_intervals(tmp_path):
@@ -391,9 +380,9 @@ def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(tmp_pat
     _hpo_folder(tmp_path)
     table = REPORT["render"]("sel", tmp_path)
     assert "| stabl | 0.250 | 0.250 | -0.100 | +0.250 |" in table
-    # 0.1 normal half-width -> Student's t with 4 dof: 0.1 * 2.7764 / 1.9600 = 0.14
-    assert "| a | 1.00 ± 0.14 | 1.00 ± 0.14 (" not in table  # no scores in this summary
-    assert "| a | 1.00 ± 0.14 | 1.00 ± 0.14 |" in table
+    # summary.json's Student-t half-width as it is (never rescaled)
+    assert "| a | 1.00 ± 0.10 | 1.00 ± 0.10 (" not in table  # no scores in this summary
+    assert "| a | 1.00 ± 0.10 | 1.00 ± 0.10 |" in table
     paired = REPORT["render"]("sel view=paired", tmp_path)
     # five 1s and five 0s: sd = sqrt(10 * 0.25 / 9), half-width t_9 sd / sqrt(10) = 0.377
     row = "| stabl | +0.500 ± 0.377 | +0.500 ± 0.377 | +1.000 ± 0.000 | +0.000 ± 0.000 |"

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax import metrics
 from stabl_jax.experiment import files
 from stabl_jax.versions import __version__
 
@@ -435,14 +434,6 @@ def plot_cumulative_regret(
     return _draw(bands, path, title=title, xlabel="round t", ylabel=ylabel, vlines=change_points)
 
 
-def mean_t95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over axis 0 and its Student's t 95% half-width (NaN for one run)."""
-    x = np.asarray(values, np.float64)
-    if x.shape[0] < 2:
-        return x.mean(axis=0), np.full(x.shape[1:], np.nan)
-    return metrics.mean_t(x, axis=0)
-
-
 def plot_paired_segments(
     diffs: Sequence[Band], path: str | Path, *, title: str, reference: str
 ) -> Path:
@@ -515,6 +506,36 @@ def write_plots(
             ylim=UNIT_RANGE,
         ),
     ]
+
+
+#: The file of a results folder with the curves of its plots (:func:`save_curves`).
+CURVES = "curves.npz"
+
+
+def save_curves(folder: str | Path, curves: Mapping[str, Sequence[Band]]) -> Path:
+    """Write the curves behind a folder's plots to ``folder / curves.npz``, to restyle a figure
+    without recomputing it.
+
+    Per plot (the PNG's stem) and learner, ``{plot}/{name}/x``, ``{plot}/{name}/mean`` and
+    ``{plot}/{name}/half`` (``(P,)`` float64, every point; the figure thins a curve past
+    :data:`MAX_POINTS`): the line is ``mean`` at ``x``, the band ``mean +- half`` (NaN: none).
+
+    Args:
+      folder: the results folder.
+      curves: ``{plot: bands}``, the bands as drawn.
+
+    Returns:
+      The path written.
+    """
+    arrays = {
+        f"{plot}/{band.name}/{field}": np.asarray(getattr(band, field), np.float64)
+        for plot, bands in curves.items()
+        for band in bands
+        for field in ("x", "mean", "half")
+    }
+    path = Path(folder) / CURVES
+    np.savez(path, **arrays)  # type: ignore[arg-type]  # uncompressed, as traces.npz
+    return path
 
 
 # --- step-size sensitivity (experiments/sensitivity.py) ---------------------------------------

@@ -663,7 +663,8 @@ def _fsync_tree(folder: Path, skip: str | None = None) -> None:
 
 
 def stat(values: np.ndarray, axis: int = 0) -> dict[str, Any]:
-    """``{"mean", "ci95"}`` over runs (``ci95``: half-width of the normal 95% interval)."""
+    """``{"mean", "ci95"}`` over runs: :func:`stabl_jax.metrics.mean_ci`, the mean and the
+    half-width of its Student-t 95% interval (``None`` where not finite)."""
     mean, half = metrics.mean_ci(values, axis=axis)
     return {"mean": clean(mean), "ci95": clean(half)}
 

@@ -165,7 +165,7 @@ def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool)
 
 def point_rows(grid: Grid, reward: np.ndarray) -> list[dict[str, Any]]:
     """Per point of ``grid``: its values, mean objective and t 95% half-width over runs."""
-    mean, half = metrics.mean_t(reward, axis=1)
+    mean, half = metrics.mean_ci(reward, axis=1)
     return [
         {**dict(zip(grid.fields, point, strict=True)), "mean": float(m), "ci95": float(h)}
         for point, m, h in zip(grid.points, mean, half, strict=True)

@@ -51,8 +51,9 @@ def _metric_rows(metric: str, node: Any, windows: list[int] | None) -> Iterator[
         for key, child in node.items():
             if key == "window_lengths":
                 continue
-            if metric == "adaptive_regret":  # .../sampled -> sa_sampled, .../sa -> sa
-                name = "sa" if key == "sa" else f"sa_{key}"
+            if metric.endswith("adaptive_regret"):  # .../sampled -> sa_sampled, .../sa -> sa
+                stem = metric.removesuffix("adaptive_regret")  # "paired_" of a difference
+                name = stem + ("sa" if key == "sa" else f"sa_{key}")
             else:
                 name = f"{metric}_{key}"
             yield from _metric_rows(name, child, sub_windows)

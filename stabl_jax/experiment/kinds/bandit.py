@@ -36,8 +36,6 @@ INFO: dict[str, str] = {
     "best_arm": "best_arm (the prob_best trace)",
     "expected_loss": "expected_loss = <p_t, l_t> (SA(L) of the expected loss)",
 }
-#: The reference of ``paired_segments.png``: the first of these a config runs, else its first.
-PAIRED_REFERENCES: tuple[str, ...] = ("stabl_tuned", "stabl")
 
 
 def arm_dtype(num_arms: int) -> np.dtype:
@@ -280,7 +278,7 @@ def detection_summary(outcome: LearnerOutcome) -> dict[str, Any]:
     for j in range(delays.shape[1]):
         hit = delays[found[:, j], j]
         if hit.size > 1:
-            means[j], halves[j] = metrics.mean_t(hit)
+            means[j], halves[j] = metrics.mean_ci(hit)
         elif hit.size:
             means[j] = hit[0]
     return {
@@ -316,6 +314,23 @@ def learner_summary(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) ->
     return summary
 
 
+def per_run(outcome: LearnerOutcome, window_lengths: tuple[int, ...]) -> dict[str, Any]:
+    """The per-run metrics the paired differences subtract: mean and per-segment reward, SA(L)
+    and (where the environment names its best arm) the final cumulative regret."""
+    values = {
+        "mean_reward": metrics.row_means(outcome.result.loss, _reward),
+        "segment_reward": outcome.segment_reward,
+        "adaptive_regret": {
+            "window_lengths": list(window_lengths),
+            "sampled": outcome.sa_sampled,
+            "expected": outcome.sa_expected,
+        },
+    }
+    if outcome.cumulative_regret is not None:
+        values["cumulative_regret"] = outcome.cumulative_regret[2]
+    return values
+
+
 def build_summary(result: ExperimentResult, *, started: str | None = None) -> dict[str, Any]:
     """The ``summary.json`` document of an experiment."""
     notes = {
@@ -337,9 +352,9 @@ def build_summary(result: ExperimentResult, *, started: str | None = None) -> di
     files = dict(PLOT_FILES)
     if any(o.cumulative_regret is None for o in result.outcomes.values()):
         del files["cumulative_regret"]
-    if paired_reference(result) is None:
+    if not has_paired_segments(result):
         del files["paired_segments"]
-    return paired.build_summary(result, started, notes, learner_summary, files)
+    return paired.build_summary(result, started, notes, learner_summary, files, per_run)
 
 
 def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
@@ -352,34 +367,40 @@ def trace_arrays(result: ExperimentResult) -> dict[str, np.ndarray]:
     return paired.trace_arrays(result, saved, ("segment_reward", "sa_sampled", "sa_expected"))
 
 
-def paired_reference(result: ExperimentResult) -> str | None:
-    """The learner ``paired_segments.png`` subtracts, or ``None`` (one segment or one learner)."""
-    names = list(result.outcomes)
-    if result.num_segments < 2 or len(names) < 2:
-        return None
-    return next((n for n in PAIRED_REFERENCES if n in names), names[0])
+def has_paired_segments(result: ExperimentResult) -> bool:
+    """Whether ``paired_segments.png`` is drawn: two segments or more, two learners or more."""
+    return result.num_segments >= 2 and len(result.outcomes) >= 2
 
 
-def plot_paired_segments(result: ExperimentResult, path: Path, head: str, setting: str) -> Path:
-    """``paired_segments.png``: per segment, each learner's reward minus the reference's."""
-    reference = paired_reference(result)
-    assert reference is not None
+def segment_differences(result: ExperimentResult) -> list[plots.Band]:
+    """Per learner but the reference, its per-segment reward minus the reference's, paired by
+    run: the bars of ``paired_segments.png``."""
+    reference = result.config.reference_learner
     base = result.outcomes[reference].segment_reward
     diffs = []
     for name, outcome in result.outcomes.items():
         if name != reference:
-            mean, half = plots.mean_t95(outcome.segment_reward - base)
+            mean, half = metrics.mean_ci(outcome.segment_reward - base)
             segments = np.arange(1, mean.shape[0] + 1)
             diffs.append(plots.Band(name, plots.label(name), segments, mean, half))
+    return diffs
+
+
+def plot_paired_segments(
+    result: ExperimentResult, diffs: list[plots.Band], path: Path, head: str, setting: str
+) -> Path:
+    """``paired_segments.png``: per segment, each learner's reward minus the reference's."""
+    reference = plots.label(result.config.reference_learner)
     title = (
-        f"{head}\nper-segment reward minus {plots.label(reference)}'s, paired by run, mean "
+        f"{head}\nper-segment reward minus {reference}'s, paired by run, mean "
         f"with 95% t interval\n({setting})"
     )
-    return plots.plot_paired_segments(diffs, path, title=title, reference=plots.label(reference))
+    return plots.plot_paired_segments(diffs, path, title=title, reference=reference)
 
 
 def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
-    """Draw an experiment's PNGs into ``folder``; returns their paths."""
+    """Draw an experiment's PNGs into ``folder``, and their curves into ``curves.npz``
+    (:func:`~stabl_jax.experiment.plots.save_curves`); returns the PNGs' paths."""
     config = result.config
     env = result.env
     window = config.window
@@ -410,6 +431,7 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
         change_points=change_points,
         filenames=PLOT_FILES,
     )
+    drawn = {"reward": reward, "adaptive_regret": regret, "prob_best": prob}
     curves = {name: o.cumulative_regret for name, o in result.outcomes.items()}
     if all(curve is not None for curve in curves.values()):
         bands = [
@@ -424,9 +446,12 @@ def render_plots(result: ExperimentResult, folder: str | Path) -> list[Path]:
         written.append(
             plots.plot_cumulative_regret(bands, path, title=title, change_points=change_points)
         )
-    if paired_reference(result) is not None:
+        drawn["cumulative_regret"] = bands
+    if has_paired_segments(result):
         path = Path(folder) / PLOT_FILES["paired_segments"]
-        written.append(plot_paired_segments(result, path, head, setting))
+        drawn["paired_segments"] = diffs = segment_differences(result)
+        written.append(plot_paired_segments(result, diffs, path, head, setting))
+    plots.save_curves(folder, drawn)
     return written
 
 
@@ -445,11 +470,22 @@ def format_table(result: Any) -> str:
         row += [tables.plus_minus(sa_mean[c], sa_half[c], 1) for c in shown.values()]
         row += [tables.plus_minus(pb_mean, pb_half, 3)]
         rows.append(row)
-    return tables.text_table(
+    table = tables.text_table(
         rows,
         f"{paired.over(config.runs)}; reward = 1 - loss of the played arm; SA(L) = worst "
         "regret over any L consecutive rounds (sampled loss); q = queries/round",
     )
+    if len(result.outcomes) < 2:
+        return table
+
+    def cells(outcome: LearnerOutcome) -> list[tuple[np.ndarray, int]]:
+        reward = metrics.row_means(outcome.result.loss, _reward)
+        segment = [(outcome.segment_reward[:, s], 3) for s in range(result.num_segments)]
+        windows = [(outcome.sa_sampled[:, c], 1) for c in shown.values()]
+        return [(reward, 3), *segment, *windows]
+
+    header = ["reward", *segments, *(f"SA({L})" for L in shown)]
+    return f"{table}\n\n{paired.difference_table(result, cells, header)}"
 
 
 def run(config: BanditConfig, **kwargs: Any) -> ExperimentResult:

@@ -173,6 +173,14 @@ def bco_learner_summary(outcome: Any, window_lengths: tuple[int, ...]) -> dict[s
     }
 
 
+def bco_per_run(outcome: Any, window_lengths: tuple[int, ...]) -> dict[str, Any]:
+    """The per-run metrics the paired differences subtract: mean loss and SA(L)."""
+    return {
+        "mean_loss": metrics.row_means(outcome.result.loss),
+        "adaptive_regret": {"window_lengths": list(window_lengths), "sa": outcome.sa},
+    }
+
+
 def build_bco_summary(result: BCOExperimentResult, *, started: str | None = None) -> dict[str, Any]:
     """The ``summary.json`` document of a BCO experiment."""
     notes = {
@@ -197,7 +205,13 @@ def build_bco_summary(result: BCOExperimentResult, *, started: str | None = None
         "comparator_gap": {"max": gap.max(axis=0), "mean": gap.mean(axis=0)},
     }
     return paired.build_summary(
-        result, started, notes, bco_learner_summary, BCO_PLOT_FILES, adaptive_regret=regret
+        result,
+        started,
+        notes,
+        bco_learner_summary,
+        BCO_PLOT_FILES,
+        bco_per_run,
+        adaptive_regret=regret,
     )
 
 
@@ -213,7 +227,8 @@ def bco_trace_arrays(result: BCOExperimentResult) -> dict[str, np.ndarray]:
 
 
 def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Path]:
-    """Draw the two PNGs of a BCO experiment into ``folder``."""
+    """Draw the two PNGs of a BCO experiment into ``folder``, and their curves into
+    ``curves.npz`` (:func:`~stabl_jax.experiment.plots.save_curves`)."""
     config = result.config
     env = result.env
     loss, regret = [], []
@@ -226,6 +241,7 @@ def render_bco_plots(result: BCOExperimentResult, folder: str | Path) -> list[Pa
     )
     head = plots.heading(config.name, config.description, sets_params=bool(config.params))
     folder = Path(folder)
+    plots.save_curves(folder, {"loss": loss, "adaptive_regret": regret})
     return [
         plots.plot_moving_average(
             loss,
@@ -259,11 +275,20 @@ def format_bco_table(result: Any) -> str:
     gap = result.comparator_gap.max(axis=0)
     rows.append(["comparator gap (max)", "", "", *(f"{gap[c]:.2g}" for c in columns), ""])
     stride = config.sa_stride or "max(1, L // 4)"
-    return tables.text_table(
+    table = tables.text_table(
         rows,
         f"{paired.over(config.runs)}; loss = l_t(x_t) at the played point; SA(L) = worst "
         f"regret over windows of L rounds starting every {stride} rounds; q = queries/round",
     )
+    if len(result.outcomes) < 2:
+        return table
+
+    def cells(outcome: Any) -> list[tuple[np.ndarray, int]]:
+        loss = metrics.row_means(outcome.result.loss)
+        return [(loss, 4), *((outcome.sa[:, c], 1) for c in columns)]
+
+    header = ["mean loss", *(f"SA({L})" for L in shown)]
+    return f"{table}\n\n{paired.difference_table(result, cells, header)}"
 
 
 def run(config: BCOConfig, **kwargs: Any) -> BCOExperimentResult:

@@ -19,7 +19,7 @@ import numpy as np
 from jax.experimental import checkify
 
 from stabl_jax import metrics, registry
-from stabl_jax.experiment import plots, results
+from stabl_jax.experiment import plots, results, tables
 from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, jsonable
 from stabl_jax.experiment.kinds import base
@@ -29,8 +29,8 @@ MIN_HORIZON = 16  # StABL's geometric intervals need T = 16 or T >= 32 (its own 
 DEFAULT_WINDOW = 50
 # Keys of the top level, in the order they are documented.
 TOP_LEVEL_KEYS: tuple[str, ...] = tuple(
-    "kind name description seed runs horizon learners window sa_windows sa_stride chunk_size "
-    "feedback save_traces env learner_options params".split()
+    "kind name description seed runs horizon learners reference window sa_windows sa_stride "
+    "chunk_size feedback save_traces env learner_options params".split()
 )
 # Keys of the top level that only one kind of experiment takes.
 KIND_ONLY = {"feedback": "bandit", "sa_stride": "bco", "save_traces": "bandit"}
@@ -40,6 +40,8 @@ LEARNER_RESERVED = {
     **ENV_RESERVED,
     "dtype": "float64 states need jax_enable_x64, which the command line does not turn on",
 }
+#: The default ``reference``: the first of these a config runs, else its first learner.
+DEFAULT_REFERENCES: tuple[str, ...] = ("stabl_tuned", "stabl")
 #: With ``chunk_size`` absent, at least this many chunks per run (so a progress bar moves).
 AUTO_MIN_CHUNKS = 16
 #: Printed when a learner's meta-learner zeroed weights (``num_muted > 0``).
@@ -81,6 +83,8 @@ class ExperimentConfig:
       seed: ``jax.random.key(seed)`` drives every run of every learner.
       runs, horizon: independent runs ``R`` and rounds ``T`` (>= 16).
       learners: registry names or import paths, simulated in this order.
+      reference: the learner every other one is compared with, run by run (one of
+        ``learners``; :func:`default_reference` when the config leaves it out).
       env: the environment.
       window: moving-average window of the plots, in ``[1, T]``.
       sa_windows: increasing window lengths ``L`` of SA(L), each in ``[1, T]``.
@@ -119,6 +123,12 @@ class ExperimentConfig:
     feedback: str = "loss"
     sa_stride: int | None = None
     save_traces: tuple[str, ...] = ("played",)
+    reference: str = ""
+
+    @property
+    def reference_learner(self) -> str:
+        """:attr:`reference`, or :func:`default_reference` of ``learners`` when it is empty."""
+        return self.reference or default_reference(self.learners)
 
     # --- what a kind says ----------------------------------------------------------------------
     @classmethod
@@ -200,6 +210,7 @@ class ExperimentConfig:
             **base.identity_dict(self),
             "horizon": self.horizon,
             "learners": list(self.learners),
+            "reference": self.reference_learner,
             "window": self.window,
             "sa_windows": list(self.sa_windows),
             "chunk_size": self.chunk_size,
@@ -244,6 +255,8 @@ class ExperimentConfig:
         if "learners" in raw:
             keep("learners", base.check_learners, check, raw["learners"], cls.LEARNERS)
         horizon = checked.get("horizon")
+        if "learners" in checked:
+            keep("reference", _check_reference, check, raw.get("reference"), checked["learners"])
         if horizon is not None:
             keep("window", _check_window, check, raw.get("window", DEFAULT_WINDOW), horizon)
             keep("sa_windows", _check_sa_windows, check, raw.get("sa_windows"), horizon)
@@ -331,6 +344,27 @@ def traced(fn: Callable[[jax.Array], Any], what: str) -> tuple[Any, str]:
         return jax.eval_shape(fn, jax.random.key(0)), ""
     except Exception as exc:  # a user's code: reported with the class, never a traceback
         return None, f"{what} fails when traced: {type(exc).__name__}: {exc}"
+
+
+def default_reference(learners: Sequence[str]) -> str:
+    """The learner others are compared with when a config names none: the first of
+    :data:`DEFAULT_REFERENCES` in ``learners``, else the first learner."""
+    return next((name for name in DEFAULT_REFERENCES if name in learners), learners[0])
+
+
+def _check_reference(check: Checker, value: Any, learners: tuple[str, ...]) -> str:
+    """``reference``: one of ``learners`` (absent: :func:`default_reference`)."""
+    if value is None:
+        return default_reference(learners)
+    name = check.string("reference", value)
+    if name not in learners:
+        check.fail(
+            "reference",
+            f"is {name!r}, which is not among learners = {list(learners)}: the paired "
+            "differences subtract a learner the experiment runs; name one of them (--set "
+            f"reference=NAME) or leave reference out (default: {default_reference(learners)!r})",
+        )
+    return name
 
 
 def _check_window(check: Checker, window: Any, horizon: int) -> int:
@@ -692,9 +726,10 @@ def build_summary(
     notes: Mapping[str, str],
     learner_summary: Callable[[Any, tuple[int, ...]], dict[str, Any]],
     plot_files: Mapping[str, str],
+    per_run: PerRun,
     **entries: Any,
 ) -> dict[str, Any]:
-    """The ``summary.json`` of a bandit or BCO experiment."""
+    """The ``summary.json`` of a bandit or BCO experiment (:func:`learner_entries`)."""
     config = result.config
     points = fixed_change_points(result.env)
     summary = {
@@ -728,18 +763,86 @@ def build_summary(
         },
         **entries,
         "notes": {
-            "ci95": "half-width of the normal 95% interval over runs, 1.96 sd / sqrt(runs)",
+            "ci95": "half-width of the Student-t 95% interval over runs, "
+            "t_{0.975, runs - 1} sd / sqrt(runs) (stabl_jax.metrics.mean_ci)",
             **notes,
             "paired": "every learner was simulated with the same key: identical environment "
-            "draws in every run",
+            "draws in every run; a learner's 'paired' entry holds its metrics minus those of "
+            f"the reference learner ({config.reference_learner}), run by run, with the "
+            "Student-t 95% half-width of those differences",
         },
-        "learners": {
-            name: learner_summary(outcome, config.sa_windows)
-            for name, outcome in result.outcomes.items()
+        "learners": learner_entries(result, learner_summary, per_run),
+        "files": {
+            "summary": results.SUMMARY,
+            "traces": results.TRACES,
+            "plots": dict(plot_files),
+            "curves": plots.CURVES,
         },
-        "files": {"summary": results.SUMMARY, "traces": results.TRACES, "plots": dict(plot_files)},
     }
     return results.clean(summary)
+
+
+def learner_entries(
+    result: Result,
+    learner_summary: Callable[[Any, tuple[int, ...]], dict[str, Any]],
+    per_run: PerRun,
+) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``learners``: ``learner_summary`` of every learner, and for every
+    one but the reference a ``paired`` entry, :func:`paired_differences` of ``per_run``."""
+    config = result.config
+    learners = {
+        name: learner_summary(outcome, config.sa_windows)
+        for name, outcome in result.outcomes.items()
+    }
+    for name, difference in paired_differences(result, per_run).items():
+        learners[name]["paired"] = {"reference": config.reference_learner, **difference}
+    return learners
+
+
+#: Per-run metrics of a learner's outcome (and the SA(L) window lengths): ``(R,)`` or
+#: ``(R, k)`` arrays, nested in dicts, other values (window lengths) kept as they are.
+PerRun = Callable[[Any, tuple[int, ...]], dict[str, Any]]
+
+
+def paired_differences(result: Result, per_run: PerRun) -> dict[str, dict[str, Any]]:
+    """Per learner but the reference, ``per_run(outcome)`` minus the reference's, run by run
+    (every learner faces the same draws), as :func:`~stabl_jax.experiment.results.stat`: the
+    mean difference and its Student-t 95% half-width over runs."""
+    reference, windows = result.config.reference_learner, result.config.sa_windows
+    base = per_run(result.outcomes[reference], windows)
+
+    def minus(mine: Any, theirs: Any) -> Any:
+        if isinstance(mine, Mapping):
+            return {key: minus(value, theirs[key]) for key, value in mine.items()}
+        if isinstance(mine, np.ndarray):
+            return results.stat(mine - theirs)
+        return mine
+
+    return {
+        name: minus(per_run(outcome, windows), base)
+        for name, outcome in result.outcomes.items()
+        if name != reference
+    }
+
+
+def difference_table(
+    result: Result, cells: Callable[[Any], list[tuple[np.ndarray, int]]], header: list[str]
+) -> str:
+    """The printed table of paired differences: per learner but the reference, each of
+    ``cells(outcome)`` (an ``(R,)`` per-run value and its digits) minus the reference's."""
+    reference = result.config.reference_learner
+    base = cells(result.outcomes[reference])
+    rows = [["learner", *header]]
+    for name, outcome in result.outcomes.items():
+        if name != reference:
+            row = [name]
+            for (mine, digits), (theirs, _) in zip(cells(outcome), base, strict=True):
+                row.append(tables.plus_minus(*metrics.mean_ci(mine - theirs), digits))
+            rows.append(row)
+    return tables.text_table(
+        rows,
+        f"minus {reference}, paired by run: {over(result.config.runs)} of the differences",
+    )
 
 
 def trace_arrays(

@@ -578,7 +578,9 @@ def _line(name: str, x: np.ndarray, y: np.ndarray, suffix: str = "") -> plots.Ba
 
 
 def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Path]:
-    """Best-gap curves and scores against Uniform per problem, and the performance profiles."""
+    """Best-gap curves and scores against Uniform per problem, and the performance profiles;
+    their curves into ``curves.npz`` (:func:`~stabl_jax.experiment.plots.save_curves`, a
+    panel's plot named ``{plot}/{problem}``)."""
     folder = Path(folder)
     cfg = result.config
     gap_panels, score_panels = _problem_panels(result)
@@ -617,6 +619,11 @@ def render_hpo_plots(result: HPOExperimentResult, folder: str | Path) -> list[Pa
         for name, profile in zip(prof["learners"], prof["profile"], strict=True)
     ]
     count = len(result.problems) * cfg.runs
+    curves = {"profile": bands}
+    for plot, panels in (("best_objective", gap_panels), ("score_vs_uniform", score_panels)):
+        keys = list(result.problems)[: len(panels)]  # no score panels without Uniform
+        curves.update({f"{plot}/{key}": p for key, (_, p) in zip(keys, panels, strict=True)})
+    plots.save_curves(folder, curves)
     paths.append(
         plots.plot_profile(
             bands,
