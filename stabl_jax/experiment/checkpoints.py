@@ -347,11 +347,11 @@ def experiment_identity(config: Any) -> dict[str, Any]:
     """What must match to resume an experiment: its config, versions, platform, x64 setting,
     and the code that computes it (:func:`code_fingerprint`).
 
-    ``source``, ``overrides``, ``chunk_size`` and ``save_traces`` are left out: they do not
-    change the results.
+    ``source``, ``overrides``, ``chunk_size``, ``save_traces`` and ``reference`` are left
+    out: they change no simulated number.
     """
     resolved = config.to_dict()
-    for key in ("source", "overrides", "chunk_size", "save_traces"):
+    for key in ("source", "overrides", "chunk_size", "save_traces", "reference"):
         resolved.pop(key, None)
     identity = {
         "format": FORMAT,
