@@ -96,3 +96,20 @@ def test_sample_params_reads_its_numbers_from_the_defaults_it_is_given(name):
     got = draw(second, key, second.default_params)
     jax.tree.map(np.testing.assert_array_equal, got, second.sample_params(key))
     jax.tree.map(np.testing.assert_array_equal, got, second.default_params)
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_runs_of_one_program_may_differ_in_numbers(name):
+    """``env_params`` stacking the first environment's numbers (run 0) and the second's
+    (run 1): one program runs both, each run the one its own environment gives, compiled
+    afresh (``jax.clear_caches``: no program of the other's numbers reused)."""
+    first, second = PAIRS[name]
+    both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
+    learner, key = small_learner("exp3"), jax.random.key(5)
+    mixed = simulate(learner, first, key, 2, traces=TRACES, env_params=both)
+    for run, env in enumerate((first, second)):
+        jax.clear_caches()
+        alone = simulate(learner, env, key, 2, traces=TRACES)
+        for trace in TRACES:
+            got, want = getattr(mixed, trace)[run], getattr(alone, trace)[run]
+            np.testing.assert_array_equal(got, want, err_msg=trace)
