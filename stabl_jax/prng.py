@@ -70,8 +70,8 @@ def uniform(
     key: jax.Array,
     num: int,
     dtype: DTypeLike = jnp.float32,
-    minval: float = 0.0,
-    maxval: float = 1.0,
+    minval: float | jax.Array = 0.0,
+    maxval: float | jax.Array = 1.0,
 ) -> jax.Array:
     """``jax.random.uniform(key, (num,), dtype, minval, maxval)`` for a scalar typed key."""
     dtype = jnp.dtype(dtype)
@@ -85,8 +85,8 @@ def uniform_at(
     num: int,
     indices: jax.Array,
     dtype: DTypeLike = jnp.float32,
-    minval: float = 0.0,
-    maxval: float = 1.0,
+    minval: float | jax.Array = 0.0,
+    maxval: float | jax.Array = 1.0,
 ) -> jax.Array:
     """``uniform(key, num, dtype, minval, maxval)[indices]``, bit for bit, hashing only the
     counters ``indices`` (any shape, in ``[0, num)``): the queried arms' losses alone."""
@@ -97,7 +97,7 @@ def uniform_at(
 
 
 def _uniform_from_counts(
-    key: jax.Array, count: jax.Array, minval: float, maxval: float
+    key: jax.Array, count: jax.Array, minval: float | jax.Array, maxval: float | jax.Array
 ) -> jax.Array:
     """float32 uniforms of the counters ``count`` (JAX's map: 23 bits of ``y1 ^ y2`` in
     [1, 2), minus 1, scaled)."""

@@ -33,7 +33,13 @@ import numpy as np
 from jax.experimental import checkify
 
 from stabl_jax import checks, kernels, prng, sharding
-from stabl_jax.envs.base import BANDIT_TRACES, as_environment, reveals_lazily
+from stabl_jax.envs.base import (
+    BANDIT_TRACES,
+    as_environment,
+    env_defaults,
+    reveals_lazily,
+    sample_params,
+)
 
 #: The default traces of an oblivious bandit environment.
 TRACE_FIELDS: tuple[str, ...] = BANDIT_TRACES
@@ -204,8 +210,9 @@ class SimResult:
         return self.carry
 
     def check_env(self, env: Any, caller: str) -> None:
-        """Raise ``ValueError`` unless ``env`` is the environment simulated (when known)."""
-        if self.env is not None and self.env != env:
+        """Raise ``ValueError`` unless ``env`` is the environment simulated (when known), its
+        numbers included (``repr``: equality leaves out the traced numbers' defaults)."""
+        if self.env is not None and (self.env != env or repr(self.env) != repr(env)):
             raise ValueError(
                 f"result was simulated on {self.env!r}, not on env={env!r}: give {caller} the "
                 "environment of the simulation (result.env)"
@@ -228,10 +235,16 @@ def params_axes(params: Any) -> Any:
     return jax.tree.map(lambda x: 0 if jnp.ndim(x) > 0 else None, params)
 
 
-@partial(jax.jit, static_argnames=("env",))
 def sample_env_params(env: Any, keys: jax.Array) -> Any:
-    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``."""
-    return jax.vmap(lambda k: env.sample_params(jax.random.fold_in(k, 0)))(keys)
+    """``(R, ...)`` the runs' environment parameters, ``env.sample_params(fold_in(key_i, 0))``;
+    the environment's numbers enter the program traced (:func:`~stabl_jax.envs.base.env_defaults`),
+    so environments that differ in numbers alone share it."""
+    return _sample_env_params(env, keys, env_defaults(env))
+
+
+@partial(jax.jit, static_argnames=("env",))
+def _sample_env_params(env: Any, keys: jax.Array, defaults: Any) -> Any:
+    return jax.vmap(lambda k: sample_params(env, jax.random.fold_in(k, 0), defaults))(keys)
 
 
 @jax.jit

@@ -43,15 +43,15 @@ def uniform_words(
     k1: jax.Array,
     k2: jax.Array,
     index: jax.Array,
-    minval: float = 0.0,
-    maxval: float = 1.0,
+    minval: float | jax.Array = 0.0,
+    maxval: float | jax.Array = 1.0,
 ) -> jax.Array:
     """Entry ``index`` (flat) of ``jax.random.uniform(key, shape, float32, minval, maxval)``.
 
     Args:
       k1, k2: the key's two ``uint32`` words.
       index: integer flat index (or array of them) into the draw's shape.
-      minval, maxval: the draw's bounds.
+      minval, maxval: the draw's bounds (``()`` float32 or broadcastable with ``index``).
 
     Returns:
       float32 array of the broadcast shape of the arguments.

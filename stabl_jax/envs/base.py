@@ -4,6 +4,15 @@ environments, pure functions of ``(params, t, key)``, in the gymnax style.
 Segments: change points ``c_1 < ... < c_{S-1}`` put round ``t`` in segment
 ``#{j : c_j <= t}``; they are given, equal, drawn per run (``S - 1`` distinct rounds of
 ``1..T-1``), or geometric, of lengths ``m, m, 2m, ..., 2^K m`` (:func:`geometric_segment_lengths`).
+
+Static and traced: an environment's frozen dataclass is a static argument of the programs that
+run it, compared and hashed by the fields that set a shape or a code path (``num_arms``,
+``horizon``, ``num_segments``, ``random_change_points``, ...). Every other number (change points,
+gaps, bonuses, tables of means) is a traced field of the params pytree: its dataclass field is
+only its default, declared ``dataclasses.field(compare=False)``, and read by
+:meth:`PiecewiseEnv.default_params` alone, outside the program; ``sample_params(key,
+defaults)`` takes those defaults as traced arrays (:func:`sample_params`), so environments
+that differ in numbers alone share one compiled program.
 """
 
 from __future__ import annotations
@@ -35,6 +44,9 @@ class Environment:
     """
 
     trace_names: ClassVar[tuple[str, ...]] = ("played", "loss")
+    #: ``sample_params(key, defaults)`` takes ``defaults = default_params``, computed outside
+    #: the program, as traced arrays: the environment's numbers are not part of its identity.
+    traced_defaults: ClassVar[bool] = False
 
     def sample_params(self, key: jax.Array) -> Any:
         """Per-run parameters drawn from ``key`` (a pytree)."""
@@ -109,8 +121,19 @@ class ObliviousBandit(Environment):
 
     trace_names: ClassVar[tuple[str, ...]] = BANDIT_TRACES
 
-    def sample_params(self, key: jax.Array) -> Any:
-        return self.env.sample_params(key)
+    @property
+    def traced_defaults(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.env, "traced_defaults", False))
+
+    @property
+    def default_params(self) -> Any:
+        """The wrapped environment's :attr:`PiecewiseEnv.default_params`."""
+        return self.env.default_params
+
+    def sample_params(self, key: jax.Array, defaults: Any = None) -> Any:
+        if defaults is None:
+            return self.env.sample_params(key)
+        return self.env.sample_params(key, defaults)
 
     def loss_fn(self, params: Any, t: jax.Array, key: jax.Array) -> jax.Array:
         """``(num_arms,)`` the round's whole loss vector (what a learner's ``step`` takes)."""
@@ -176,6 +199,19 @@ class BanditEnv(Environment):
         """:meth:`ObliviousBandit.evaluate` with every arm's loss drawn (``info`` has
         ``best_arm`` and ``expected_loss``)."""
         return ObliviousBandit(self).evaluate(params, state, t, query, key)
+
+
+def env_defaults(env: Any) -> Any:
+    """``env.default_params`` where ``env`` declares :attr:`Environment.traced_defaults` (the
+    numbers a program takes as traced arguments; call it outside the program), else ``None``."""
+    return env.default_params if getattr(env, "traced_defaults", False) else None
+
+
+def sample_params(env: Any, key: jax.Array, defaults: Any) -> Any:
+    """``env.sample_params(key, defaults)``, or ``env.sample_params(key)`` when ``defaults`` is
+    ``None`` (an environment whose numbers are static): the call a program makes, with
+    ``defaults = env_defaults(env)`` passed in as a traced argument."""
+    return env.sample_params(key) if defaults is None else env.sample_params(key, defaults)
 
 
 def equal_change_points(horizon: int, num_segments: int) -> tuple[int, ...]:
@@ -300,7 +336,10 @@ def set_segments(env: Any, geometric_min_length: int | None = None) -> None:
 
 @chex.dataclass(frozen=True)
 class SegmentParams:
-    """Per-run segment structure shared by the piecewise environments.
+    """Per-run segment structure shared by the piecewise environments (traced).
+
+    Subclasses add an environment's numbers (:class:`~stabl_jax.envs.ExpertAdvice`'s bonus,
+    :class:`~stabl_jax.envs.PiecewiseBernoulli`'s gap, ...), ``()`` float32 each unless said.
 
     Attributes:
       change_points: ``(S - 1,)`` int32, sorted rounds where a new segment starts.
@@ -319,7 +358,8 @@ class PiecewiseEnv(BanditEnv):
       num_arms: ``n`` (>= 2).
       horizon: ``T`` (>= 2).
       change_points: the change points, or ``None`` for ``num_segments`` equal segments (with
-        ``random_change_points``: the number of points to draw).
+        ``random_change_points``: the number of points to draw). Traced: the default of
+        ``params.change_points``, not part of the environment's identity.
       num_segments: ``S`` when ``change_points`` is ``None``.
       random_change_points: draw ``S - 1`` change points per run (with
         ``geometric_min_length``: shuffle the segment lengths per run).
@@ -331,13 +371,14 @@ class PiecewiseEnv(BanditEnv):
 
     num_arms: int
     horizon: int
-    change_points: tuple[int, ...] | None = None
+    change_points: tuple[int, ...] | None = dataclasses.field(default=None, compare=False)
     num_segments: int = 4
     random_change_points: bool = False
     best_arm_order: str = "sequential"
     geometric_min_length: int | None = None
 
     name = "piecewise"
+    traced_defaults: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)
@@ -367,42 +408,44 @@ class PiecewiseEnv(BanditEnv):
           float32 losses of ``arms``' shape.
         """
         best = self.best_arm(params, t) if best is None else best
-        return self.losses_of_words(words, arms, arms == best)
+        return self.losses_of_words(params, words, arms, arms == best)
 
     def losses_of_words(
-        self, words: threefry.Words, arms: jax.Array, is_best: jax.Array
+        self, params: Any, words: threefry.Words, arms: jax.Array, is_best: jax.Array
     ) -> jax.Array:
         """The float32 losses of ``arms`` from the round key's ``words``, ``is_best`` marking
-        the round's best arm: what :meth:`loss_at_words` draws, per environment."""
+        the round's best arm: what :meth:`loss_at_words` draws, per environment.
+
+        ``params`` is read by name alone (``params["gap"]``), for its ``()`` float32 fields
+        only, broadcastable with ``arms``: the fused kernel passes a mapping of them."""
         raise NotImplementedError(
             f"{type(self).__name__} has no kernel-safe loss (losses_of_words); "
             "use loss_at, or the XLA path"
         )
 
-    def _segment_params(self, key: jax.Array | None) -> SegmentParams:
+    def _segment_params(self, key: jax.Array, defaults: Any) -> Any:
+        """``defaults`` with the change points and best arms drawn from ``key`` where random."""
         s = self.num_segments
-        if key is None or not self.random_change_points:
-            points = jnp.asarray(self.change_points, jnp.int32).reshape(s - 1)
-        elif self.geometric_min_length is not None:
+        points = defaults.change_points
+        if self.random_change_points and self.geometric_min_length is not None:
             lengths = geometric_segment_lengths(self.horizon, self.geometric_min_length)
             order = jax.random.permutation(
                 jax.random.fold_in(key, 3), jnp.asarray(lengths, jnp.int32)
             )
             points = jnp.cumsum(order)[:-1].astype(jnp.int32)
-        else:
+        elif self.random_change_points:
             draws = jax.random.choice(
                 jax.random.fold_in(key, 0), self.horizon - 1, (s - 1,), replace=False
             )
             points = jnp.sort(draws + 1).astype(jnp.int32)
-        if key is None or self.best_arm_order == "sequential":
-            best = jnp.arange(s, dtype=jnp.int32) % self.num_arms
-        else:
+        best = defaults.best_arms
+        if self.best_arm_order != "sequential":
             # Best arm differs from the previous segment's: shift by 1..n-1 each time.
             first = jax.random.randint(jax.random.fold_in(key, 1), (1,), 0, self.num_arms)
             steps = jax.random.randint(jax.random.fold_in(key, 2), (s - 1,), 1, self.num_arms)
             best = first[0] + jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(steps)])
             best = (best % self.num_arms).astype(jnp.int32)
-        return SegmentParams(change_points=points, best_arms=best)
+        return defaults.replace(change_points=points, best_arms=best)
 
     def segment(self, params: Any, t: jax.Array) -> jax.Array:
         """``()`` int32 index of the segment containing round ``t`` (:func:`segment_of`)."""
@@ -415,12 +458,27 @@ class PiecewiseEnv(BanditEnv):
     # --- interface every environment implements ---------------------------------------------
     @property
     def default_params(self) -> Any:
-        """Deterministic parameters (given change points, sequential best arms)."""
-        return self._segment_params(None)
+        """Deterministic parameters (given change points, sequential best arms, the numbers
+        of the dataclass): the only reader of the fields declared ``compare=False``.
 
-    def sample_params(self, key: jax.Array) -> Any:
-        """Per-run parameters drawn from ``key`` (random change points / best arms / means)."""
-        return self._segment_params(key)
+        Subclasses return their :class:`SegmentParams` subclass with their numbers added."""
+        s = self.num_segments
+        return SegmentParams(
+            change_points=jnp.asarray(self.change_points, jnp.int32).reshape(s - 1),
+            best_arms=jnp.arange(s, dtype=jnp.int32) % self.num_arms,
+        )
+
+    def sample_params(self, key: jax.Array, defaults: Any = None) -> Any:
+        """Per-run parameters drawn from ``key`` (random change points / best arms).
+
+        Args:
+          key: the run's key.
+          defaults: :attr:`default_params`, the numbers not drawn; a program passes them as
+            a traced argument (:func:`sample_params`). ``None``: ``self.default_params``,
+            constants of the program being traced, so only outside a program that takes the
+            environment as a static argument.
+        """
+        return self._segment_params(key, self.default_params if defaults is None else defaults)
 
     def mean_loss(self, params: Any, t: jax.Array) -> jax.Array:
         """``(num_arms,)`` expected losses of round ``t``."""

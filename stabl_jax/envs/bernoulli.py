@@ -7,7 +7,9 @@ round ``t``'s losses are independent ``Bernoulli(mu_{j(t)})`` draws.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 
@@ -33,6 +35,19 @@ class BernoulliLosses(PiecewiseEnv):
         return draws.astype(jnp.float32)
 
 
+@chex.dataclass(frozen=True)
+class BernoulliParams(SegmentParams):
+    """:class:`PiecewiseBernoulli`'s per-run parameters (traced).
+
+    Attributes:
+      mean: ``()`` float32, mean loss of every non-best arm.
+      gap: ``()`` float32, the best arm's mean loss is ``mean - gap``.
+    """
+
+    mean: jax.Array
+    gap: jax.Array
+
+
 @dataclasses.dataclass(frozen=True)
 class PiecewiseBernoulli(BernoulliLosses):
     """Bernoulli losses with a best arm that changes at change points.
@@ -41,6 +56,9 @@ class PiecewiseBernoulli(BernoulliLosses):
       mean: mean loss of every non-best arm.
       gap: the best arm's mean loss is ``mean - gap`` (``0 < gap <= mean``).
 
+    Both are the defaults of :class:`BernoulliParams`' traced fields of the same names, not
+    part of the environment's identity (``compare=False``).
+
     Example:
       >>> import jax
       >>> env = PiecewiseBernoulli(num_arms=4, horizon=100, change_points=(50,))
@@ -48,8 +66,8 @@ class PiecewiseBernoulli(BernoulliLosses):
       [0.5, 0.30000001192092896, 0.5, 0.5]
     """
 
-    mean: float = 0.5
-    gap: float = 0.2
+    mean: float = dataclasses.field(default=0.5, compare=False)
+    gap: float = dataclasses.field(default=0.2, compare=False)
 
     name = "bernoulli"
 
@@ -60,13 +78,19 @@ class PiecewiseBernoulli(BernoulliLosses):
         if not 0.0 < self.gap <= self.mean:
             raise ValueError(f"gap must be in (0, mean={self.mean}], got {self.gap}")
 
-    def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
-        means = jnp.full((self.num_arms,), self.mean, jnp.float32)
-        return means.at[self.best_arm(params, t)].add(-self.gap)
+    @property
+    def default_params(self) -> BernoulliParams:
+        return BernoulliParams(
+            **super().default_params, mean=jnp.float32(self.mean), gap=jnp.float32(self.gap)
+        )
+
+    def mean_loss(self, params: BernoulliParams, t: jax.Array) -> jax.Array:
+        means = jnp.full((self.num_arms,), params.mean, jnp.float32)
+        return means.at[self.best_arm(params, t)].add(-params.gap)
 
     def losses_of_words(
-        self, words: threefry.Words, arms: jax.Array, is_best: jax.Array
+        self, params: Any, words: threefry.Words, arms: jax.Array, is_best: jax.Array
     ) -> jax.Array:
-        mean = jnp.float32(self.mean)
-        mu = jnp.where(is_best, mean - jnp.float32(self.gap), mean)
+        mean = params["mean"]
+        mu = jnp.where(is_best, mean - params["gap"], mean)
         return (threefry.uniform_words(*words, arms) < mu).astype(jnp.float32)

@@ -7,12 +7,27 @@ best arm; the loss is ``l_{t,i} = 1 - r_{t,i}`` (mean 0.25 for the best arm, 0.7
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 
 from stabl_jax import checks, estimators, prng, threefry
 from stabl_jax.envs.base import PiecewiseEnv, SegmentParams
+
+
+@chex.dataclass(frozen=True)
+class ExpertAdviceParams(SegmentParams):
+    """:class:`ExpertAdvice`'s per-run parameters (traced).
+
+    Attributes:
+      baseline_high: ``()`` float32, baseline rewards are ``U[0, baseline_high)``.
+      bonus: ``()`` float32, added to the best arm's reward.
+    """
+
+    baseline_high: jax.Array
+    bonus: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,6 +38,9 @@ class ExpertAdvice(PiecewiseEnv):
       baseline_high: baseline rewards are ``U[0, baseline_high)`` (paper: 0.5).
       bonus: added to the best arm's reward (paper: 0.5). ``baseline_high + bonus <= 1``.
 
+    Both are the defaults of :class:`ExpertAdviceParams`' traced fields of the same names, not
+    part of the environment's identity (``compare=False``).
+
     Example:
       >>> import jax
       >>> env = ExpertAdvice(num_arms=30, horizon=4096)
@@ -32,8 +50,8 @@ class ExpertAdvice(PiecewiseEnv):
       (30,)
     """
 
-    baseline_high: float = 0.5
-    bonus: float = 0.5
+    baseline_high: float = dataclasses.field(default=0.5, compare=False)
+    bonus: float = dataclasses.field(default=0.5, compare=False)
 
     name = "expert_advice"
 
@@ -47,30 +65,38 @@ class ExpertAdvice(PiecewiseEnv):
                 f"{self.baseline_high} + {self.bonus}"
             )
 
-    def reward(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
+    @property
+    def default_params(self) -> ExpertAdviceParams:
+        return ExpertAdviceParams(
+            **super().default_params,
+            baseline_high=jnp.float32(self.baseline_high),
+            bonus=jnp.float32(self.bonus),
+        )
+
+    def reward(self, params: ExpertAdviceParams, t: jax.Array, key: jax.Array) -> jax.Array:
         """``(num_arms,)`` rewards ``r_t`` in [0, 1)."""
         # jax.random.uniform(key, (n,), float32, 0, baseline_high), bit for bit (prng).
-        base = prng.uniform(key, self.num_arms, jnp.float32, 0.0, self.baseline_high)
+        base = prng.uniform(key, self.num_arms, jnp.float32, 0.0, params.baseline_high)
         best = self.best_arm(params, t)
-        return base.at[best].add(self.bonus)
+        return base.at[best].add(params.bonus)
 
-    def loss(self, params: SegmentParams, t: jax.Array, key: jax.Array) -> jax.Array:
+    def loss(self, params: ExpertAdviceParams, t: jax.Array, key: jax.Array) -> jax.Array:
         return estimators.reward_to_loss(self.reward(params, t, key))
 
     def loss_at(
-        self, params: SegmentParams, t: jax.Array, key: jax.Array, arms: jax.Array
+        self, params: ExpertAdviceParams, t: jax.Array, key: jax.Array, arms: jax.Array
     ) -> jax.Array:
         """``loss(params, t, key)[arms]`` bit for bit, drawing only the ``arms``' baselines."""
-        base = prng.uniform_at(key, self.num_arms, arms, jnp.float32, 0.0, self.baseline_high)
-        reward = jnp.where(arms == self.best_arm(params, t), base + self.bonus, base)
+        base = prng.uniform_at(key, self.num_arms, arms, jnp.float32, 0.0, params.baseline_high)
+        reward = jnp.where(arms == self.best_arm(params, t), base + params.bonus, base)
         return estimators.reward_to_loss(reward)
 
     def losses_of_words(
-        self, words: threefry.Words, arms: jax.Array, is_best: jax.Array
+        self, params: Any, words: threefry.Words, arms: jax.Array, is_best: jax.Array
     ) -> jax.Array:
-        base = threefry.uniform_words(*words, arms, 0.0, self.baseline_high)
-        return estimators.reward_to_loss(jnp.where(is_best, base + jnp.float32(self.bonus), base))
+        base = threefry.uniform_words(*words, arms, 0.0, params["baseline_high"])
+        return estimators.reward_to_loss(jnp.where(is_best, base + params["bonus"], base))
 
-    def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
-        mean_reward = jnp.full((self.num_arms,), 0.5 * self.baseline_high, jnp.float32)
-        return estimators.reward_to_loss(mean_reward.at[self.best_arm(params, t)].add(self.bonus))
+    def mean_loss(self, params: ExpertAdviceParams, t: jax.Array) -> jax.Array:
+        mean_reward = jnp.full((self.num_arms,), 0.5 * params.baseline_high, jnp.float32)
+        return estimators.reward_to_loss(mean_reward.at[self.best_arm(params, t)].add(params.bonus))

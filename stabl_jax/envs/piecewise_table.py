@@ -11,6 +11,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -50,13 +51,27 @@ def check_means(means: object) -> tuple[tuple[float, ...], ...]:
     return tuple(rows)
 
 
+@chex.dataclass(frozen=True)
+class TableParams(SegmentParams):
+    """:class:`PiecewiseBernoulliTable`'s per-run parameters (traced).
+
+    Attributes:
+      means: ``(S, n)`` float32 mean losses, row ``j`` for segment ``j``; ``best_arms`` is
+        their row-wise argmin.
+    """
+
+    means: jax.Array
+
+
 @dataclasses.dataclass(frozen=True)
 class PiecewiseBernoulliTable(BernoulliLosses):
     """Bernoulli losses whose means are a given ``(S, n)`` table, changing at change points.
 
     Attributes:
       means: ``(S, n)`` mean losses in [0, 1], row ``j`` for segment ``j``; ``n = num_arms``,
-        ``S`` the number of segments.
+        ``S`` the number of segments. The default of :class:`TableParams`' traced ``means``,
+        not part of the environment's identity (``compare=False``; its shape is, through
+        ``num_arms`` and ``num_segments``).
       num_segments: ``S`` when ``change_points`` is ``None``; ``0`` takes it from ``means``.
 
     Example:
@@ -69,7 +84,7 @@ class PiecewiseBernoulliTable(BernoulliLosses):
     """
 
     num_segments: int = 0
-    means: tuple[tuple[float, ...], ...] = ()
+    means: tuple[tuple[float, ...], ...] = dataclasses.field(default=(), compare=False)
 
     name = "bernoulli_table"
 
@@ -97,10 +112,19 @@ class PiecewiseBernoulliTable(BernoulliLosses):
                 "best arm; leave best_arm_order at 'sequential'"
             )
 
-    def _segment_params(self, key: jax.Array | None) -> SegmentParams:
-        points = super()._segment_params(key).change_points
-        best = jnp.argmin(jnp.asarray(self.means, jnp.float32), axis=1).astype(jnp.int32)
-        return SegmentParams(change_points=points, best_arms=best)
+    @property
+    def default_params(self) -> TableParams:
+        means = jnp.asarray(self.means, jnp.float32)
+        segments = super().default_params
+        return TableParams(
+            change_points=segments.change_points,
+            best_arms=jnp.argmin(means, axis=1).astype(jnp.int32),
+            means=means,
+        )
 
-    def mean_loss(self, params: SegmentParams, t: jax.Array) -> jax.Array:
-        return jnp.asarray(self.means, jnp.float32)[self.segment(params, t)]
+    def _segment_params(self, key: jax.Array, defaults: TableParams) -> TableParams:
+        params = super()._segment_params(key, defaults)
+        return params.replace(best_arms=jnp.argmin(params.means, axis=1).astype(jnp.int32))
+
+    def mean_loss(self, params: TableParams, t: jax.Array) -> jax.Array:
+        return params.means[self.segment(params, t)]

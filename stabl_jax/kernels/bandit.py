@@ -524,7 +524,8 @@ def _draws(spec: _Kernel, env: Any, fields: tuple[str, ...], carry: Any, ts: jax
 
 def _key_words(env: Any, carry: Any, ts: jax.Array) -> dict:
     """Inputs of a kernel that draws inside: ``keys`` ``(2, runs)`` uint32 key words of ``env``
-    and ``learner``, and ``best`` ``(L, runs)`` int32 the best arm each round."""
+    and ``learner``, ``best`` ``(L, runs)`` int32 the best arm each round, and ``numbers``
+    ``(1, runs)`` float32 each the environment's traced scalars (``losses_of_words``' params)."""
     keys = {
         "env": jax.random.key_data(carry.env_key).T,
         "learner": jax.random.key_data(carry.learner_key).T,
@@ -533,7 +534,12 @@ def _key_words(env: Any, carry: Any, ts: jax.Array) -> dict:
     def best(params: Any) -> jax.Array:
         return jax.vmap(lambda t: env.best_arm(params, t))(ts).astype(jnp.int32)
 
-    return {"keys": keys, "best": jax.vmap(best, out_axes=1)(carry.env_params)}
+    numbers = {
+        name: value[None].astype(jnp.float32)
+        for name, value in carry.env_params.items()
+        if value.ndim == 1 and jnp.issubdtype(value.dtype, jnp.floating)
+    }
+    return {"keys": keys, "best": jax.vmap(best, out_axes=1)(carry.env_params), "numbers": numbers}
 
 
 def interpreted(mesh: Any = None) -> bool:
@@ -595,9 +601,16 @@ class _Hashed:
     path's (:mod:`stabl_jax.threefry`)."""
 
     def __init__(
-        self, spec: _Kernel, env: Any, ins: dict, words: dict[str, threefry.Words], i: jax.Array
+        self,
+        spec: _Kernel,
+        env: Any,
+        ins: dict,
+        words: dict[str, threefry.Words],
+        numbers: dict[str, jax.Array],
+        i: jax.Array,
     ) -> None:
         self.spec, self.env, self.best = spec, env, ins["best"][i]
+        self.numbers = numbers
         t = jnp.full(self.best.shape, ins["ts"][i], jnp.int32)
         self.learner = threefry.fold_in_words(*words["learner"], t)
         self.round_key = threefry.fold_in_words(*words["env"], t)
@@ -610,13 +623,17 @@ class _Hashed:
         ]
 
     def losses(self, arms: list) -> list:
-        return [self.env.losses_of_words(self.round_key, arm, arm == self.best) for arm in arms]
+        return [
+            self.env.losses_of_words(self.numbers, self.round_key, arm, arm == self.best)
+            for arm in arms
+        ]
 
     def every_loss(self) -> jax.Array:
         """``(rows, n_pad)`` every arm's loss, the padding 0 (for ``expected_loss``)."""
         arms = _iota((self.best.shape[0], self.spec.n_pad))
         words = tuple(w[:, None] for w in self.round_key)
-        loss = self.env.losses_of_words(words, arms, arms == self.best[:, None])
+        numbers = {name: x[:, None] for name, x in self.numbers.items()}
+        loss = self.env.losses_of_words(numbers, words, arms, arms == self.best[:, None])
         return jnp.where(arms < self.spec.n, loss, 0.0)
 
 
@@ -627,11 +644,13 @@ def _kernel(spec: _Kernel, env: Any, length: int, ins: dict, out: dict) -> None:
     coefs = [ins["coefs"][c] for c in range(ins["coefs"].shape[0])]
     table = ins.get("table")
     words: dict[str, threefry.Words] | None = None
-    if "keys" in ins:  # drawn inside: the key words, loaded once
+    numbers: dict[str, jax.Array] = {}
+    if "keys" in ins:  # drawn inside: the key words and the environment's numbers, loaded once
         words = {name: (ref[0], ref[1]) for name, ref in ins["keys"].items()}
+        numbers = {name: ref[0] for name, ref in ins["numbers"].items()}  # (rows,) each
 
     def round_(i: jax.Array, state: tuple) -> tuple:
-        draws = _Drawn(ins, i) if words is None else _Hashed(spec, env, ins, words, i)
+        draws = _Drawn(ins, i) if words is None else _Hashed(spec, env, ins, words, numbers, i)
         query = spec.ask(coefs, state, draws.uniforms())
         arms, _, play, _ = query
         observed = draws.losses(arms)

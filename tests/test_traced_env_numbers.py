@@ -1,0 +1,115 @@
+"""An environment's numbers are traced: two environments that differ only in change points,
+bonus, baseline, mean, gap or table of means are equal as static arguments, share one compiled
+program, and each run gives the bits a fresh compilation for its own numbers gives (no number
+of the first is baked into the program the second reuses)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import jax
+import numpy as np
+import pytest
+from conftest import HORIZON, NUM_ARMS, small_learner
+
+from stabl_jax import simulate
+from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseBernoulliTable
+from stabl_jax.simulate import SimOptions, regenerate_losses
+
+RUNS = 2
+TRACES = ("played", "loss", "expected_loss", "prob_best")
+FIRST = ((0.2, 0.5, 0.5, 0.5, 0.5), (0.5, 0.2, 0.5, 0.5, 0.5), (0.5, 0.5, 0.2, 0.5, 0.5))
+SECOND = ((0.9, 0.1, 0.6, 0.7, 0.8), (0.3, 0.6, 0.0, 0.7, 1.0), (0.4, 0.4, 0.4, 0.05, 0.4))
+PAIRS = {
+    "expert_advice": (
+        ExpertAdvice(NUM_ARMS, HORIZON, change_points=(17, 30)),
+        ExpertAdvice(NUM_ARMS, HORIZON, change_points=(20, 41), baseline_high=0.6, bonus=0.3),
+    ),
+    "bernoulli": (
+        PiecewiseBernoulli(NUM_ARMS, HORIZON, change_points=(17, 30)),
+        PiecewiseBernoulli(NUM_ARMS, HORIZON, change_points=(20, 41), mean=0.7, gap=0.4),
+    ),
+    "bernoulli_table": (
+        PiecewiseBernoulliTable(NUM_ARMS, HORIZON, change_points=(17, 30), means=FIRST),
+        PiecewiseBernoulliTable(NUM_ARMS, HORIZON, change_points=(20, 41), means=SECOND),
+    ),
+}
+CASES = [(name, "xla") for name in PAIRS] + [
+    ("expert_advice", "pallas"),  # the kernel draws the losses inside, from the traced numbers
+    ("bernoulli", "pallas"),
+]
+
+
+@contextlib.contextmanager
+def backend_compiles() -> Iterator[list[str]]:
+    """The XLA programs compiled inside the block (one entry each)."""
+    compiled: list[str] = []
+
+    def listen(event: str, duration_secs: float, **kwargs: str | int) -> None:
+        del duration_secs, kwargs
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield compiled
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+def _run(env, kernel):
+    learner = small_learner("exp3")
+    options = SimOptions(kernel=kernel)
+    result = simulate(learner, env, jax.random.key(3), RUNS, traces=TRACES, options=options)
+    losses = regenerate_losses(env, result.carry, 0, HORIZON)
+    return {**result.traces(), "all_losses": np.asarray(losses)}
+
+
+@pytest.mark.parametrize(("name", "kernel"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
+def test_numbers_share_one_program_and_are_never_stale(name, kernel):
+    """The second environment compiles nothing after the first ran, and its runs are bit for
+    bit those of a fresh compilation (``jax.clear_caches``) for its own numbers; they differ
+    from the first's (its numbers were read)."""
+    first, second = PAIRS[name]
+    assert first == second and hash(first) == hash(second)
+    ran_first = _run(first, kernel)
+    with backend_compiles() as compiled:
+        shared = _run(second, kernel)
+    assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
+    jax.clear_caches()
+    fresh = _run(second, kernel)
+    assert shared.keys() == fresh.keys()
+    for trace, value in fresh.items():
+        np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
+    assert not np.array_equal(ran_first["all_losses"], shared["all_losses"])
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_sample_params_reads_its_numbers_from_the_defaults_it_is_given(name):
+    """``sample_params(key, defaults)`` under a program taking the environment static: the
+    second environment's numbers given as a traced argument come out, not the first's."""
+    first, second = PAIRS[name]
+    draw = jax.jit(lambda env, key, defaults: env.sample_params(key, defaults), static_argnums=0)
+    key = jax.random.key(0)
+    draw(first, key, first.default_params)
+    got = draw(second, key, second.default_params)
+    jax.tree.map(np.testing.assert_array_equal, got, second.sample_params(key))
+    jax.tree.map(np.testing.assert_array_equal, got, second.default_params)
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_runs_of_one_program_may_differ_in_numbers(name):
+    """``env_params`` stacking the first environment's numbers (run 0) and the second's
+    (run 1): one program runs both, each run the one its own environment gives, compiled
+    afresh (``jax.clear_caches``: no program of the other's numbers reused)."""
+    first, second = PAIRS[name]
+    both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
+    learner, key = small_learner("exp3"), jax.random.key(5)
+    mixed = simulate(learner, first, key, 2, traces=TRACES, env_params=both)
+    for run, env in enumerate((first, second)):
+        jax.clear_caches()
+        alone = simulate(learner, env, key, 2, traces=TRACES)
+        for trace in TRACES:
+            got, want = getattr(mixed, trace)[run], getattr(alone, trace)[run]
+            np.testing.assert_array_equal(got, want, err_msg=trace)
