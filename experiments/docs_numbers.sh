@@ -144,8 +144,8 @@ run hpo_bbob_sphere hpo_bbob_sphere
 run hpo_bbob_suite hpo_bbob_suite
 # Besson et al.'s piecewise-stationary problems, 500 runs (the configs'; 200 on Problem 3): the
 # configs' learners and the newer baselines, those tuned for the breakpoints told Upsilon_T
-# (4, 4, 8) as the configs tell sw_ucb. Problem 3 leaves out the Thompson samplers (their play
-# probabilities' quadrature costs O(K^2) a round: hours at K = 6, T = 20000 on 2 cores).
+# (4, 4, 8) as the configs tell sw_ucb. Problem 3 runs the Thompson samplers apart, 100 runs
+# (their play probabilities' quadrature costs O(K^2) a round: slow at K = 6, T = 20000).
 head='"uniform","stabl","stabl_tuned","saol","flh","eflh","exp3_uniform","exp3s","sw_ucb","d_ucb",'
 head+='"cusum_ucb","m_ucb","glr_klucb","rexp3","ucb1","klucb","sw_klucb","d_klucb"'
 thompson='"thompson","discounted_thompson","sw_thompson"'
@@ -157,6 +157,9 @@ for p in 1 2 3; do
     --set learner_options.sw_klucb.num_changes=$u --set learner_options.d_klucb.num_changes=$u \
     --set learner_options.sw_thompson.num_changes=$u
 done
+run piecewise_problem3-thompson100 piecewise_problem3 --runs 100 \
+  --set "learners=[\"stabl_tuned\",\"glr_klucb\",$thompson]" \
+  --set learner_options.sw_thompson.num_changes=8
 # ... and the same baselines on Figure 1 (left)'s expert advice, 200 runs, told Upsilon_T = 3
 # (the Thompson samplers left out: their quadrature costs O(N^2) a round, N = 30)
 ea='"uniform","exp3_uniform","stabl","stabl_naive","stabl_single_scale","saol","flh","eflh",'
