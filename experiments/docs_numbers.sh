@@ -142,9 +142,35 @@ run bco_d50-1000 bco_d50 --runs 1000
 # Algorithm selection on BBOB: 20, 10 and 20 repeats (the configs' defaults)
 run hpo_bbob_sphere hpo_bbob_sphere
 run hpo_bbob_suite hpo_bbob_suite
-for p in 1 2 3; do  # Besson et al.'s piecewise-stationary problems, 500 runs (the configs')
-  run piecewise_problem$p piecewise_problem$p
+# Besson et al.'s piecewise-stationary problems, 500 runs (the configs'; 200 on Problem 3): the
+# configs' learners and the newer baselines, those tuned for the breakpoints told Upsilon_T
+# (4, 4, 8) as the configs tell sw_ucb. Problem 3 runs the Thompson samplers apart, 100 runs
+# (their play probabilities' quadrature costs O(K^2) a round: slow at K = 6, T = 20000).
+head='"uniform","stabl","stabl_tuned","saol","flh","eflh","exp3_uniform","exp3s","sw_ucb","d_ucb",'
+head+='"cusum_ucb","m_ucb","glr_klucb","rexp3","ucb1","klucb","sw_klucb","d_klucb"'
+thompson='"thompson","discounted_thompson","sw_thompson"'
+tail='"tsallis_inf","adswitch","master","eflh_saol"'
+for p in 1 2 3; do
+  u=4 runs=500 learners=$head,$thompson,$tail
+  [[ $p == 3 ]] && u=8 runs=200 learners=$head,$tail
+  run piecewise_problem$p piecewise_problem$p --runs $runs --set "learners=[$learners]" \
+    --set learner_options.sw_klucb.num_changes=$u --set learner_options.d_klucb.num_changes=$u \
+    --set learner_options.sw_thompson.num_changes=$u
 done
+run piecewise_problem3-thompson100 piecewise_problem3 --runs 100 \
+  --set "learners=[\"stabl_tuned\",\"glr_klucb\",$thompson]" \
+  --set learner_options.sw_thompson.num_changes=8
+# ... and the same baselines on Figure 1 (left)'s expert advice, 200 runs, told Upsilon_T = 3
+# (the Thompson samplers left out: their quadrature costs O(N^2) a round, N = 30)
+ea='"uniform","exp3_uniform","stabl","stabl_naive","stabl_single_scale","saol","flh","eflh",'
+ea+='"eflh_saol","exp3s","sw_ucb","d_ucb","cusum_ucb","m_ucb","glr_klucb","rexp3","ucb1","klucb",'
+ea+='"sw_klucb","d_klucb","tsallis_inf","adswitch","master"'
+told=(--set learner_options.exp3s.num_switches=3)
+for l in sw_ucb d_ucb cusum_ucb m_ucb glr_klucb rexp3 sw_klucb d_klucb; do
+  told+=(--set "learner_options.$l.num_changes=3")
+done
+run expert_advice_equal-tuned-loss-baselines expert_advice_equal_tuned --runs 200 \
+  --set "learners=[$ea]" "${told[@]}"
 run hpo_bbob_vizier hpo_bbob_vizier
 run hpo_bbob_vizier_suite hpo_bbob_vizier --runs 10 --set 'bbob.functions="all"' \
   --set 'bbob.dims=[10]' --set 'bbob.evaluations=[1000]'
