@@ -61,12 +61,17 @@ def test_the_tutorial_runs_top_to_bottom(tmp_path, monkeypatch):
     assert {name for _, name in table} == {"exp3_uniform", "stabl"}
 
 
-def test_the_tutorial_finds_an_uninstalled_checkout_from_examples():
-    """Its setup cell puts the checkout's root on the path when stabl_jax is not installed."""
+def test_the_tutorial_finds_stabl_jax_from_examples_installed_or_not():
+    """Its setup cell puts the checkout's root on the path when stabl_jax is not installed,
+    and leaves an installed stabl_jax alone (as on the README's install)."""
     setup = "".join(_notebook()["cells"][2]["source"])
     assert "find_spec" in setup
     code = f"{setup}\nimport stabl_jax\nprint(stabl_jax.__file__)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = "import importlib.util as u; s = u.find_spec('stabl_jax'); print(s and s.origin)"
+    installed = subprocess.run(
+        [sys.executable, "-c", where], cwd="/", env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=NOTEBOOK.parent,
@@ -75,7 +80,8 @@ def test_the_tutorial_finds_an_uninstalled_checkout_from_examples():
         text=True,
         check=True,
     )
-    assert done.stdout.strip() == str(NOTEBOOK.parent.parent / "stabl_jax" / "__init__.py")
+    checkout = str(NOTEBOOK.parent.parent / "stabl_jax" / "__init__.py")
+    assert done.stdout.strip() == (checkout if installed == "None" else installed)
 
 
 @pytest.mark.parametrize(
