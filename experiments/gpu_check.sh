@@ -5,7 +5,7 @@
 #   bash experiments/gpu_check.sh [OUT_DIR]
 #   PARTS="bench suite" bash experiments/gpu_check.sh OUT_DIR   # some parts only
 #
-# Needs the test dependencies (pytest, pytest-xdist, hypothesis, cocoex for tests/test_bbob.py)
+# Needs the test dependencies (pytest, pytest-xdist, hypothesis, cocoex for tests/envs/test_bbob.py)
 # and the project on PYTHONPATH or installed. Each part is bounded in time (seconds, from the
 # environment: BENCH_SECONDS, LARGE_SECONDS, SUITE_SECONDS, COMPILE_SECONDS,
 # COMPARE_SECONDS; WORKERS test processes); logs and the benchmark JSON go to OUT_DIR

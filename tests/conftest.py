@@ -9,9 +9,7 @@ import io
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -30,38 +28,14 @@ from stabl_jax import LEARNERS, ExpertAdvice, make  # noqa: E402
 from stabl_jax.experiment import compile_cache  # noqa: E402
 from stabl_jax.experiment.results import MARKER, MARKER_FORMAT  # noqa: E402
 
-# One persistent compilation cache per test run, in a temporary folder that the run removes
-# at its end (never the user's cache folder): the xdist workers, and the command-line runs
-# the tests start in subprocesses (which inherit the environment variable), load a program
-# another of them compiled instead of compiling it again. tests/test_compile_cache.py
-# exercises the command line's own cache with folders of its own.
-_CACHE_KEY = "stabl_jax_compile_cache"
-_CACHE_STASH = pytest.StashKey[str]()
-
-
-def pytest_configure(config):
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is None:  # the controller, or a run without workers
-        folder = tempfile.mkdtemp(prefix="stabl-jax-tests-compile-cache-")
-        config.stash[_CACHE_STASH] = folder
-    else:
-        folder = workerinput[_CACHE_KEY]
-    os.environ[compile_cache.ENV_VAR] = folder
-    compile_cache.enable(Path(folder))
-    # Every program, not only those that took 0.5 s: the two workers compile ~1,000 small
-    # programs each that the other (or an earlier test) already compiled.
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    """(pytest-xdist) Each worker gets the controller's cache folder."""
-    node.workerinput[_CACHE_KEY] = node.config.stash[_CACHE_STASH]
-
-
-def pytest_unconfigure(config):
-    if getattr(config, "workerinput", None) is None and _CACHE_STASH in config.stash:
-        shutil.rmtree(config.stash[_CACHE_STASH], ignore_errors=True)
+# No persistent compilation cache in the tests, in the workers or in the command-line runs
+# they start (which inherit the environment variable): serializing an executable for the
+# cache is the one place a test process has crashed (a segmentation fault in
+# ``executable.serialize()`` on CPU), and a crashed worker must never be a tolerated event.
+# Programs are shared instead by the canonical sizes below and the fixtures that build each
+# program once. tests/experiment/test_compile_cache.py exercises the command line's cache
+# with folders of its own.
+os.environ[compile_cache.ENV_VAR] = "off"
 
 
 #: The test files that take longest (worker-seconds, ``pytest --durations=0``), longest first.

@@ -15,7 +15,7 @@ from jax.experimental import checkify
 
 from stabl_jax import ExpertAdvice, simulate
 from stabl_jax.checks import checked_step
-from tests.scripts import load_script
+from tests.scripts.load import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

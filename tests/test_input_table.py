@@ -1361,7 +1361,7 @@ def _(tmp_path):
 @row("F3")
 def _(tmp_path):
     """A results folder's traces cut short: an error naming the file, never a wrong array
-    (tests/test_tables.py and tests/test_faults.py: a changed byte, a changed header)."""
+    (experiment/test_tables.py and experiment/test_faults.py: a changed byte, a changed header)."""
     folder = tmp_path / "res"
     folder.mkdir()
     (folder / "summary.json").write_text("{}")

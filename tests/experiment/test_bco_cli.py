@@ -1,0 +1,275 @@
+"""BCO experiment configs (``kind = "bco"``) through the command line, end to end at tiny sizes.
+
+Every shipped ``configs/bco_*.toml`` is validated at full size (every learner built at its
+dimension), then run through ``cli.main`` with ``--set`` overrides that shrink it (2 runs,
+T = 64, change points scaled by 64/4096, two SA(L) window lengths, and ``d = 2``: the three
+configs then share one environment and reuse the compiled programs, which keeps this file near
+30 s on two cores; what is tested of ``bco_d10`` and ``bco_d50`` end to end is that their own
+keys load and run, their dimension being checked at full size); the results folder is checked
+file by file. Bad BCO keys must fail on
+load naming the key, the file and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from stabl_jax.envs.convex import CustomConvex, MovingTarget
+from stabl_jax.experiment import cli
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.kinds.bco import BCO_PLOT_FILES
+from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
+from stabl_jax.registry import BCO_LEARNERS
+from tests.conftest import write_config_variant
+
+REPO = Path(__file__).resolve().parents[2]
+BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
+BCO_LEARNER_QUERIES = {
+    "stabl_bco": 3,
+    "stabl_bco_two_query": 2,
+    "fkm": 1,
+    "two_point_ogd": 2,
+    "ogd_full_info": 1,
+}
+CHANGE_POINTS = (400, 1100, 1300, 2600, 3500)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TINY = [
+    "runs=2",
+    "horizon=64",
+    "window=8",
+    "sa_windows=[16, 64]",
+    "env.change_points=[6, 17, 20, 40, 54]",  # the shipped ones times 64 / 4096
+    "env.dim=2",
+]
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch):
+    monkeypatch.chdir(REPO)
+
+
+def tiny_args(name: str) -> list[str]:
+    args = [f"configs/{name}.toml", "--no-progress"]
+    for item in TINY:
+        args += ["--set", item]
+    return args
+
+
+@pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
+def test_bco_config_validates(name):
+    cfg = load_config(f"configs/{name}.toml")
+    assert cfg.kind == "bco" and cfg.name == name and cfg.description
+    assert cfg.horizon == 4096 and cfg.runs >= 10
+    assert cfg.learners == tuple(BCO_LEARNER_QUERIES)
+    env = cfg.make_env()
+    assert type(env).__name__ == "MovingTarget" and env.dim == BCO_CONFIGS[name]
+    assert env.change_points == CHANGE_POINTS
+    assert type(env.domain).__name__ == "Ball" and env.domain.r == 1.0
+    for learner_name in cfg.learners:
+        learner = cfg.make_learner(learner_name)
+        assert learner.dim == env.dim and learner.domain == env.domain
+        assert learner.horizon == 4096 and learner.lipschitz == env.lipschitz
+        assert learner.num_queries == BCO_LEARNER_QUERIES[learner_name]
+
+
+@pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
+def test_bco_config_runs_end_to_end(tmp_path, name, capsys):
+    out = tmp_path / name
+    assert cli.main(["run", *tiny_args(name), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "comparator gap" in printed and "SA(64)" in printed and "±" in printed
+    assert "needs about" in printed and "roughly" not in printed  # memory and disk, no time
+    assert (out / COMPLETE).is_file()
+    assert not list(tmp_path.glob(f"{name}.partial*"))
+
+    summary = read_summary(out)
+    json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
+    assert summary["kind"] == "bco" and summary["runs"] == 2 and summary["horizon"] == 64
+    assert summary["env"]["dim"] == 2 and summary["config"]["env"]["dim"] == 2
+    assert summary["env"]["change_points"] == [6, 17, 20, 40, 54]
+    for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
+        assert summary["versions"][key]
+    assert summary["timings"]["wall_seconds"] > 0
+    sa_info = summary["adaptive_regret"]
+    assert sa_info["window_lengths"] == [16, 64]
+    assert sa_info["stride"] == "max(1, L // 4)" and "window_minimum" in sa_info["solver"]
+    assert all(0 <= g < 1e-2 for g in sa_info["comparator_gap"]["max"])
+    assert list(summary["learners"]) == list(BCO_LEARNER_QUERIES)
+    for learner_name, entry in summary["learners"].items():
+        assert entry["num_queries"] == BCO_LEARNER_QUERIES[learner_name]
+        assert entry["kernel"] == "xla"
+        assert entry["mean_loss"]["mean"] > 0 and entry["mean_loss"]["ci95"] >= 0
+        assert len(entry["adaptive_regret"]["sa"]["mean"]) == 2
+        muted = entry["num_muted"]
+        assert (muted is None) == (learner_name not in ("stabl_bco", "stabl_bco_two_query"))
+
+    traces = read_traces(out)
+    for learner_name in BCO_LEARNER_QUERIES:
+        loss = traces[f"{learner_name}/loss"]
+        assert loss.shape == (2, 64) and loss.dtype == np.float32
+        assert traces[f"{learner_name}/sa"].shape == (2, 2)
+        np.testing.assert_allclose(traces[f"{learner_name}/best_loss"], 0.0, atol=1e-6)
+        mean = summary["learners"][learner_name]["mean_loss"]["mean"]
+        assert mean == pytest.approx(loss.astype(np.float64).mean())
+    # Paired by run against the reference (the first learner: no StABL of the bandits here):
+    # the mean loss and SA(L) differences, with scipy's t quantile over the 2 runs.
+    reference = summary["config"]["reference"]
+    assert reference == next(iter(BCO_LEARNER_QUERIES))
+    assert f"minus {reference}, paired by run" in printed
+    t_quantile = stats.t.ppf(0.975, 1)
+    for learner_name in BCO_LEARNER_QUERIES:
+        if learner_name == reference:
+            assert "paired" not in summary["learners"][learner_name]
+            continue
+        got = summary["learners"][learner_name]["paired"]
+        for key, name in (("mean_loss", "loss"), ("sa", "sa")):
+            mine, theirs = (
+                traces[f"{n}/{name}"].astype(np.float64) for n in (learner_name, reference)
+            )
+            diff = mine.mean(axis=1) - theirs.mean(axis=1) if name == "loss" else mine - theirs
+            stat = got[key] if key == "mean_loss" else got["adaptive_regret"]["sa"]
+            half = t_quantile * diff.std(axis=0, ddof=1) / np.sqrt(2)
+            np.testing.assert_allclose(stat["mean"], diff.mean(axis=0), rtol=1e-9)
+            np.testing.assert_allclose(stat["ci95"], half, rtol=1e-9)
+    assert traces["env/change_points"].shape == (2, 5)
+    assert traces["comparator_gap"].shape == (2, 2)
+    for filename in BCO_PLOT_FILES.values():
+        data = (out / filename).read_bytes()
+        assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
+
+
+def test_window_minimum_runs_the_steps_the_estimate_counts(monkeypatch):
+    env = MovingTarget(dim=2, horizon=8)
+    thetas = jnp.asarray([[0.5, 0.0], [0.0, 0.5], [-0.3, -0.3], [0.2, 0.4]])
+    default = env.window_minimum(thetas)
+    for got, want in zip(default, env.window_minimum(thetas, num_steps=200), strict=True):
+        np.testing.assert_array_equal(got, want)
+    monkeypatch.setattr(MovingTarget, "window_minimum_steps", 1)
+    few = env.window_minimum(thetas)
+    for got, want in zip(few, env.window_minimum(thetas, num_steps=1), strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(few[0], default[0])  # one Weiszfeld step is not 200
+
+
+# --------------------------------------------------------------------------------------------
+# Bad BCO configs
+# --------------------------------------------------------------------------------------------
+
+GOOD = """
+kind = "bco"
+runs = 2
+horizon = 64
+learners = ["stabl_bco", "fkm"]
+[env]
+name = "moving_target"
+dim = 2
+"""
+
+ENV = "dim = 2"
+BAD_CASES = {
+    # case: (anchor, replacement or appended text, key the message names, what is allowed)
+    "unknown kind": ('kind = "bco"', 'kind = "convex"', "kind", "'bandit', 'bco'"),
+    "bandit learner": ('"stabl_bco", "fkm"', '"stabl", "fkm"', "learners", "two_point_ogd"),
+    "bandit env": ('name = "moving_target"', 'name = "expert_advice"', "env.name", "huber"),
+    "missing dim": (ENV, "", "env.dim", "required"),
+    "unknown env kwarg": (ENV, "dim = 2\nradius = 2", "env.radius", "change_points"),
+    "bad domain": (ENV, 'dim = 2\ndomain = "sphere"', "env.domain.name", "l1_ball"),
+    "feedback": ("runs = 2", 'runs = 2\nfeedback = "loss"', "feedback", "'bandit'"),
+    "reserved option": (
+        None,
+        "[learner_options.fkm]\ndim = 3\n",
+        "learner_options.fkm.dim",
+        "env.dim",
+    ),
+    "unknown param": (None, "[params.fkm]\nlr = 2.0\n", "params.fkm.lr", "delta_scale"),
+    "bad stride": ("runs = 2", "runs = 2\nsa_stride = 0", "sa_stride", "[1, 64]"),
+}
+
+
+def bad_config(tmp_path: Path, case: str) -> Path:
+    return write_config_variant(tmp_path, GOOD, BAD_CASES, case, "bad_bco.toml")
+
+
+def test_good_bco_example_is_good(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.kind == "bco" and cfg.make_env().dim == 2 and cfg.sa_stride is None
+    assert set(cfg.learners) <= set(BCO_LEARNERS)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_bco_config_names_key_and_file(tmp_path, case):
+    path = bad_config(tmp_path, case)
+    _, _, key, allowed = BAD_CASES[case]
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert f"'{key}'" in message
+    assert str(path) in message
+    assert allowed in message
+
+
+def test_cli_exits_2_on_bad_bco_config(tmp_path, capsys):
+    path = bad_config(tmp_path, "unknown env kwarg")
+    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "'env.radius'" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_list_shows_bco_learners_envs_and_configs(capsys):
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = {line.split()[0] for line in lines if line.startswith("  ")}
+    assert set(BCO_LEARNERS) <= names and {"moving_target", "abs_linear", "huber"} <= names
+    assert set(BCO_CONFIGS) <= names
+
+
+def _l1(theta, x):
+    return jnp.sum(jnp.abs(x - theta))
+
+
+def _nan(theta, x):
+    return jnp.nan * _l1(theta, x)
+
+
+@dataclasses.dataclass(frozen=True)
+class L1Target(CustomConvex):
+    """A user's convex family, named in a config by its import path: a function among its
+    fields."""
+
+    loss: Any = _l1
+    lipschitz_bound: float = 2**0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokenTarget(CustomConvex):
+    """A user's convex family whose loss is NaN."""
+
+    loss: Any = _nan
+
+
+def test_a_users_environment_with_a_function_runs_and_a_broken_one_stops(tmp_path, capsys):
+    """The function is recorded by its import path (``summary.json`` used to fail on it,
+    after the whole run: ``Object of type function is not JSON serializable``); a NaN loss
+    stops the run, naming the run and round, instead of a summary of NaNs with exit 0."""
+    one = ["--set", 'learners=["fkm"]']
+    out = tmp_path / "l1"
+    user = ["--set", f'env.name="{__name__}:L1Target"']
+    assert cli.main(["run", *tiny_args("bco_d2"), *one, *user, "--out", str(out)]) == 0
+    assert read_summary(out)["env"]["loss"] == f"{__name__}:_l1"
+    capsys.readouterr()
+    broken = ["--set", f'env.name="{__name__}:BrokenTarget"', "--out", str(tmp_path / "nan")]
+    assert cli.main(["run", *tiny_args("bco_d2"), *one, *broken]) == 1
+    assert "loss of run 0 at round 0 is nan, not finite" in capsys.readouterr().err
+    assert not (tmp_path / "nan").exists()

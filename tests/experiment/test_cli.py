@@ -1,0 +1,795 @@
+"""The command line, experiment configs and results folders, end to end at tiny sizes.
+
+Every shipped config is run through ``cli.main`` with ``--set`` overrides that shrink it
+(4 runs, T = 64, 5 arms, change points scaled down); the results folder is then checked file
+by file. Bad configs must fail on load with a :class:`ConfigError` naming key and file, and
+the CLI must exit 2 with ``error:`` on stderr before any computation.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from stabl_jax import ENVS, LEARNERS, metrics
+from stabl_jax.experiment import cli, plots, provenance
+from stabl_jax.experiment.configs import (
+    ConfigError,
+    parse_override,
+    resolve_config,
+    shipped_configs,
+)
+from stabl_jax.experiment.kinds import KINDS, load_config
+from stabl_jax.experiment.kinds import bandit as experiment
+from stabl_jax.experiment.kinds.bandit import PLOT_FILES, arm_dtype
+from stabl_jax.experiment.kinds.paired import MUTED_WARNING, default_sa_windows
+from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
+from stabl_jax.experiment.tables import load_results
+from tests.conftest import numbers, write_config_variant
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
+PAPER_LEARNERS = ("uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# The (R, T) traces of `save_traces = "all"`; the default keeps `played` only.
+TRACE_FIELDS = {
+    "loss": np.float32,
+    "expected_loss": np.float32,
+    "played": np.uint8,
+    "prob_best": np.float32,
+}
+
+# Shrink a shipped config: T = 64 keeps StABL's geometric intervals (T >= 16) non-empty.
+TINY = [
+    "runs=4",
+    "horizon=64",
+    "env.num_arms=5",
+    "window=8",
+    "learner_options.stabl_single_scale.history_lengths=[16]",
+]
+# At T = 64 the random and large configs become the same environment (5 segments; the random
+# config's 1355, 1437, 1798, 3249 scaled by 64/4096): the large one then reuses the compiled
+# programs, which keeps this file's runtime down. What is tested of it is that its own keys
+# (learners, options, feedback, ...) load and run end to end.
+TINY_CHANGE_POINTS = {
+    "expert_advice_equal": [],  # num_segments = 4 -> 16, 32, 48
+    "expert_advice_random": ["env.change_points=[21, 22, 28, 50]"],
+    "expert_advice_large": ["env.change_points=[21, 22, 28, 50]"],
+}
+TINY_SEGMENTS = {"expert_advice_equal": 4, "expert_advice_random": 5, "expert_advice_large": 5}
+
+
+def tiny_args(name: str) -> list[str]:
+    args = [name, "--no-progress"]
+    for item in TINY + TINY_CHANGE_POINTS[name]:
+        args += ["--set", item]
+    return args
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch):
+    """Run from the repository root, where ``./configs`` holds the shipped configs."""
+    monkeypatch.chdir(REPO)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory) -> Callable[[str], Path]:
+    """``get(name)``: the results folder of shipped config ``name`` run at a tiny size through
+    ``cli.main`` (each config runs once per module; later calls reuse the folder and the
+    compiled programs)."""
+    root = tmp_path_factory.mktemp("results")
+    done: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            out = root / name
+            cwd = os.getcwd()
+            os.chdir(REPO)
+            try:
+                code = cli.main(["run", *tiny_args(name), "--out", str(out)])
+            finally:
+                os.chdir(cwd)
+            assert code == 0
+            done[name] = out
+        return done[name]
+
+    return get
+
+
+def _forbid_computation(monkeypatch) -> None:
+    """Make any simulation fail loudly: errors must be reported before computing."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the experiment ran although the command should have failed")
+
+    monkeypatch.setattr(experiment, "run_experiment", boom)
+
+
+# --------------------------------------------------------------------------------------------
+# Shipped configs
+# --------------------------------------------------------------------------------------------
+
+
+def test_every_shipped_config_is_found():
+    assert set(SHIPPED) <= set(shipped_configs())
+    assert len(TUNED) >= 5  # the tuned variants (docs/usage.md's sweeps)
+
+
+# BCO configs: test_bco_cli.py; HPO configs: test_hpo_cli.py; the scaling study's
+# (study_*): tests/scripts/test_study.py.
+TUNED = sorted(
+    name for name in shipped_configs() if name.endswith("_tuned") and not name.startswith("study_")
+)
+
+
+@pytest.mark.parametrize("name", TUNED)
+def test_tuned_configs_validate_and_differ_only_in_scales(name):
+    """Every other bandit config (the tuned ones, from docs/usage.md's sweeps) loads, and
+    differs from its base config only in name, description, feedback and [params.*]."""
+    cfg = load_config(name)
+    base_name = name.removesuffix("_tuned").removesuffix("_reward")
+    base = load_config(base_name)
+    assert cfg.params and set(cfg.params) <= set(cfg.learners)
+    for field in ("seed", "runs", "horizon", "learners", "env", "window", "sa_windows"):
+        assert getattr(cfg, field) == getattr(base, field), field
+    assert cfg.feedback == ("reward" if "_reward" in name else "loss")
+    for learner_name, values in cfg.params.items():
+        learner = cfg.make_learner(learner_name)
+        params = cfg.learner_params(learner, learner_name)
+        for key, value in values.items():
+            assert np.asarray(getattr(params, key)) == np.float32(value)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_config_validates(name):
+    cfg = load_config(name)
+    assert cfg.name == name
+    assert cfg.learners == PAPER_LEARNERS
+    assert cfg.feedback == "loss"
+    assert cfg.env.name == "expert_advice"
+    assert cfg.learner_options["stabl_single_scale"]["history_lengths"] == (1024,)
+    assert cfg.sa_windows == default_sa_windows(cfg.horizon)
+    assert cfg.description
+    env = cfg.make_env()
+    assert env.best_arm_order == "sequential"  # the paper: segment j's best arm is arm j
+    for learner_name in cfg.learners:
+        learner = cfg.make_learner(learner_name)
+        assert learner.num_arms == env.num_arms
+        if learner_name != "uniform":
+            assert learner.feedback == "loss"
+    expected = {
+        "expert_advice_equal": (30, 4096, 500, 50, (1024, 2048, 3072)),
+        "expert_advice_random": (30, 4096, 500, 50, (1355, 1437, 1798, 3249)),
+        "expert_advice_large": (300, 65536, 100, 500, (7853, 13822, 25180, 56621)),
+    }[name]
+    assert (env.num_arms, cfg.horizon, cfg.runs, cfg.window, env.change_points) == expected
+
+
+def test_overrides_reach_every_level():
+    cfg = load_config(
+        "expert_advice_equal",
+        [
+            "env.num_arms=10",
+            "runs=50",
+            'learners=["stabl","exp3"]',
+            "feedback=reward",
+            "params.stabl.meta_lr_scale=8",
+            "sa_windows=[64, 16]",
+            "chunk_size=128",
+        ],
+    )
+    assert (cfg.env.num_arms, cfg.runs, cfg.learners) == (10, 50, ("stabl", "exp3"))
+    assert cfg.sa_windows == (16, 64) and cfg.chunk_size == 128
+    stabl = cfg.make_learner("stabl")
+    assert stabl.feedback == "reward"
+    assert float(cfg.learner_params(stabl, "stabl").meta_lr_scale) == 8.0
+    assert cfg.overrides[0] == "env.num_arms=10"
+
+
+def test_settings_of_a_learner_left_out_are_named_as_unused():
+    """A tuned config's ``[params.X]`` and ``[learner_options.X]`` stay valid when
+    ``learners`` leaves ``X`` out, and the config says they are not used."""
+    assert load_config("figure1").unused_settings() == []
+    sets = ['learners=["uniform", "stabl"]', "learner_options.saol.history_lengths=[16]"]
+    config = load_config("figure1", sets)
+    assert config.unused_settings() == [
+        "learner_options.saol",
+        "params.stabl_tuned",
+        "params.exp3_tuned",
+    ]
+
+
+def test_parse_override_values():
+    assert parse_override("runs=50") == (("runs",), 50)
+    assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
+    assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
+    assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
+    assert parse_override("env.random_change_points=true") == (
+        ("env", "random_change_points"),
+        True,
+    )
+    for bad in ("runs", "=3", "env..x=1"):
+        with pytest.raises(ConfigError, match="key=value"):
+            parse_override(bad)
+
+
+def test_set_below_a_value_that_is_not_a_table(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    message = r"--set runs\.x: key 'runs' in .*good\.toml is 2 \(int\), not a table"
+    with pytest.raises(ConfigError, match=message):
+        load_config(path, ["runs.x=1"])
+
+
+def test_unknown_config_name_lists_the_shipped_ones():
+    with pytest.raises(ConfigError, match="expert_advice_equal"):
+        resolve_config("no_such_config")
+
+
+# --------------------------------------------------------------------------------------------
+# Bad configs
+# --------------------------------------------------------------------------------------------
+
+GOOD = """
+name = "bad_example"
+runs = 2
+horizon = 64
+learners = ["uniform", "stabl"]
+[env]
+name = "expert_advice"
+num_arms = 5
+"""
+
+TOP, ENV, END = "runs = 2", "num_arms = 5", None
+BAD_CASES = {
+    # case: (anchor, new text: replaces the anchor or, for END, is appended;
+    #        the key the message must name; text naming what is allowed)
+    "unknown key": (TOP, 'runs = 2\ncolour = "red"', "colour", "allowed keys"),
+    "wrong type": (TOP, 'runs = "many"', "runs", "must be an int"),
+    "out of range": ("horizon = 64", "horizon = 8", "horizon", ">= 16"),
+    "unknown learner": ('"uniform", "stabl"', '"uniform", "stabel"', "learners", "stabl_naive"),
+    "learner twice": ('"uniform", "stabl"', '"stabl", "stabl"', "learners", "a learner twice"),
+    "no learners": ('["uniform", "stabl"]', "[]", "learners", "a non-empty array"),
+    "sa window too long": (TOP, "runs = 2\nsa_windows = [16, 128]", "sa_windows", "[1, 64]"),
+    "sa window twice": (TOP, "runs = 2\nsa_windows = [16, 16]", "sa_windows", "a value twice"),
+    "trace twice": (TOP, 'runs = 2\nsave_traces = ["loss", "loss"]', "save_traces", "twice"),
+    "bad feedback": (TOP, 'runs = 2\nfeedback = "regret"', "feedback", "reward"),
+    "reference not run": (
+        TOP,
+        'runs = 2\nreference = "exp3"',
+        "reference",
+        "'exp3', which is not among learners = ['uniform', 'stabl']",
+    ),
+    "reference type": (TOP, "runs = 2\nreference = 1", "reference", "must be a string"),
+    "unknown trace": (TOP, 'runs = 2\nsave_traces = ["los"]', "save_traces", "'loss'?"),
+    "traces not a list": (TOP, "runs = 2\nsave_traces = 3", "save_traces", '"none"'),
+    "unknown env": ('name = "expert_advice"', 'name = "roulette"', "env.name", "bernoulli"),
+    "unknown env kwarg": (ENV, "num_arms = 5\narms = 3", "env.arms", "num_segments"),
+    "env kwarg type": (
+        ENV,
+        "num_arms = 5\nrandom_change_points = 1",
+        "env.random_change_points",
+        "bool",
+    ),
+    "env rejects value": (ENV, "num_arms = 5\nchange_points = [10, 100]", "env", "[1, 63]"),
+    "unknown param": (END, "[params.stabl]\nlr = 2.0\n", "params.stabl.lr", "meta_lr_scale"),
+    "learner option type": (
+        END,
+        "[learner_options.stabl]\nobservation = 3\n",
+        "learner_options.stabl.observation",
+        "a string",
+    ),
+    # feedback is Literal["loss", "reward"] (estimators.Feedback): the config check reads the
+    # Literal hint and refuses a number here, by its key, before any learner is built.
+    "learner feedback type": (
+        END,
+        "[learner_options.stabl]\nfeedback = 3\n",
+        "learner_options.stabl.feedback",
+        "a string",
+    ),
+    "learner feedback choice": (
+        END,
+        '[learner_options.stabl]\nfeedback = "rewards"\n',
+        "learner_options.stabl.feedback",
+        "one of 'loss', 'reward'",
+    ),
+    "required key missing": ("horizon = 64", "", "horizon", "is required"),
+    "env name missing": ('name = "expert_advice"', "", "env.name", "is required; choose from"),
+    "env horizon": (ENV, "num_arms = 5\nhorizon = 64", "env.horizon", "at the top level"),
+    "options not a table": (TOP, "runs = 2\nlearner_options = 3", "learner_options", "a table"),
+    "feedback type": (TOP, "runs = 2\nfeedback = 1", "feedback", "one of ['loss', 'reward']"),
+    "learner option array": (
+        END,
+        '[learner_options.stabl]\nhistory_lengths = "long"\n',
+        "learner_options.stabl.history_lengths",
+        "must be an array of ints, got 'long' (string)",
+    ),
+    "learner rejects option": (
+        END,
+        '[learner_options.stabl]\nobservation = "psychic"\n',
+        "learner_options.stabl",
+        "importance",
+    ),
+}
+
+
+def bad_config(tmp_path: Path, case: str) -> Path:
+    return write_config_variant(tmp_path, GOOD, BAD_CASES, case, "bad.toml")
+
+
+def test_good_example_is_good(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.runs == 2 and cfg.window == 50 and cfg.seed == 0
+    one = tmp_path / "one.toml"  # one learner may be written without the array
+    one.write_text(GOOD.replace('["uniform", "stabl"]', '"stabl"'))
+    assert load_config(one).learners == ("stabl",)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_config_names_key_and_file(tmp_path, case):
+    path = bad_config(tmp_path, case)
+    _, _, key, allowed = BAD_CASES[case]
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert f"'{key}'" in message
+    assert str(path) in message
+    assert allowed in message
+
+
+def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, monkeypatch):
+    """Five unrelated mistakes: one error naming each (typos with a "did you mean"); the
+    learners are not built while a key they need is bad."""
+    text = GOOD.replace(TOP, 'runs = 0\nfeedbak = "reward"\nsave_traces = ["los"]')
+    text = text.replace('"uniform", "stabl"', '"uniform", "stabel"').replace(ENV, "num_arms = 1")
+    path = tmp_path / "many.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"5 errors in {path}:"
+    expected = [
+        "unknown key 'feedbak'",  # unknown keys first, then in the order of the schema
+        "key 'runs'",
+        "key 'learners'",
+        "key 'save_traces'",
+        "key 'env'",
+    ]
+    assert len(lines) == 6
+    for line, fragment in zip(lines[1:], expected, strict=True):
+        assert line.startswith("  ") and fragment in line, (line, fragment)
+    assert "did you mean 'feedback'?" in lines[1] and "did you mean 'stabl'" in lines[3]
+    assert "'loss'?" in lines[4]
+    _forbid_computation(monkeypatch)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: 5 errors in {path}:\n  unknown key")
+
+
+def test_one_config_error_keeps_its_one_line_message(tmp_path):
+    path = bad_config(tmp_path, "wrong type")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "\n" not in str(info.value) and str(info.value).startswith("key 'runs'")
+
+
+@pytest.mark.parametrize("case", ["unknown key", "wrong type", "out of range", "unknown learner"])
+def test_cli_exits_2_on_bad_config(tmp_path, case, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    path = bad_config(tmp_path, case)
+    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ")
+    assert BAD_CASES[case][2] in err and str(path) in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_exits_2_on_bad_override(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    code = cli.main(["run", "--runs", "0", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "error: " in err and "'runs' (set on the command line)" in err
+
+
+def test_cli_usage_error_exits_2(capsys):
+    assert cli.main(["run", "--no-such-flag"]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert cli.main([]) == 2
+
+
+def test_unwritable_output_fails_before_computing(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(blocker / "sub")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "a_file" in err
+
+
+def test_an_empty_out_is_refused_before_computing(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    monkeypatch.chdir(tmp_path)  # an empty path would otherwise mean the working folder
+    for out in ("", "  "):
+        code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", out])
+        err = capsys.readouterr().err
+        assert code == 2 and "--out is empty; give a folder name" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_foreign_folder_is_never_replaced(tmp_path, capsys, monkeypatch):
+    _forbid_computation(monkeypatch)
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "thesis.tex").write_text("do not delete")
+    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(out), "--force"])
+    assert code == 2 and "not a stabl_jax results folder" in capsys.readouterr().err
+    assert (out / "thesis.tex").read_text() == "do not delete"
+
+
+# --------------------------------------------------------------------------------------------
+# Runs end to end
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_config_runs_end_to_end(tiny_runs, name):
+    out = tiny_runs(name)
+    assert (out / COMPLETE).is_file()
+    assert not list(out.parent.glob(f"{out.name}.partial*"))  # nothing left behind
+
+    summary = read_summary(out)
+    json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
+    assert summary["name"] == name and summary["seed"] == 0 and summary["runs"] == 4
+    assert summary["config"]["horizon"] == 64
+    for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
+        assert summary["versions"][key]
+    assert summary["device"]["platform"] and summary["platform"]
+    assert summary["cpu"] == provenance.cpu()
+    assert summary["timings"]["wall_seconds"] > 0
+    num_segments = TINY_SEGMENTS[name]
+    assert len(summary["env"]["change_points"]) == num_segments - 1
+    assert list(summary["learners"]) == list(PAPER_LEARNERS)
+    for learner_name, entry in summary["learners"].items():
+        assert entry["num_queries"] == LEARNERS_QUERIES[learner_name]
+        assert entry["compile_seconds"] >= 0 and entry["run_seconds"] >= 0
+        assert len(entry["segment_reward"]["mean"]) == num_segments
+        assert len(entry["segment_reward"]["ci95"]) == num_segments
+        sa = entry["adaptive_regret"]
+        assert sa["window_lengths"] == [16, 32, 64]
+        assert len(sa["sampled"]["mean"]) == len(sa["expected"]["ci95"]) == 3
+        assert 0.0 <= entry["prob_best"]["overall"]["mean"] <= 1.0
+        assert len(entry["prob_best"]["per_segment"]["mean"]) == num_segments
+        if learner_name.startswith("stabl"):
+            assert isinstance(entry["num_muted"], int) and entry["num_muted"] >= 0
+        else:
+            assert entry["num_muted"] is None
+    assert summary["learners"]["stabl_single_scale"]["constructor"]["history_lengths"] == [16]
+
+    traces = read_traces(out)  # allow_pickle=False
+    for learner_name in PAPER_LEARNERS:  # the default save_traces: the arms only
+        played = traces[f"{learner_name}/played"]
+        assert played.shape == (4, 64) and played.dtype == np.uint8 and played.max() < 5
+        assert f"{learner_name}/loss" not in traces
+        assert traces[f"{learner_name}/segment_reward"].shape == (4, num_segments)
+    assert traces["env/change_points"].shape == (4, num_segments - 1)
+    # Paired: the same key for every learner -> a learner-independent environment, and the
+    # reward means in the summary are the means of the per-run segment rewards.
+    segment = summary["learners"]["stabl"]["segment_reward"]["mean"]
+    assert segment == pytest.approx(traces["stabl/segment_reward"].mean(axis=0).tolist())
+    # A CPU steps every learner on the XLA path, and the summary says so.
+    assert {entry["kernel"] for entry in summary["learners"].values()} == {"xla"}
+
+    for filename in PLOT_FILES.values():
+        data = (out / filename).read_bytes()
+        assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
+
+
+def test_save_traces_chooses_the_arrays_not_the_results(tiny_runs, tmp_path):
+    """`save_traces = "all"` writes every (R, T) trace, exactly as simulated; summary.json's
+    numbers, results.csv and the plots are those of the default folder, which keeps one byte
+    per run, round and learner (the arms as uint8)."""
+    default = tiny_runs("expert_advice_equal")
+    out = tmp_path / "all"
+    args = ["run", *tiny_args("expert_advice_equal"), "--set", 'save_traces="all"']
+    assert cli.main([*args, "--out", str(out)]) == 0
+    first, second = (numbers(read_summary(f)) for f in (default, out))
+    assert first.pop("config").pop("save_traces") == ["played"]
+    assert second.pop("config").pop("save_traces") == list(TRACE_FIELDS)
+    assert first == second
+    for name in ("results.csv", *PLOT_FILES.values()):
+        assert (default / name).read_bytes() == (out / name).read_bytes(), name
+
+    kept, full = load_results(default).traces, load_results(out).traces
+    for learner_name in PAPER_LEARNERS:
+        for field, dtype in TRACE_FIELDS.items():
+            array = full[f"{learner_name}/{field}"]
+            assert array.shape == (4, 64) and array.dtype == dtype
+        np.testing.assert_array_equal(
+            kept[f"{learner_name}/played"], full[f"{learner_name}/played"]
+        )
+        reward = 1.0 - full[f"{learner_name}/loss"].astype(np.float64)
+        mean = read_summary(out)["learners"][learner_name]["mean_reward"]["mean"]
+        assert mean == float(metrics.mean_ci(reward.mean(axis=1))[0])  # the simulated loss
+    # Bytes of the default's (R, T) arrays per run, round and learner: 1 (uint8 arms), so the
+    # default job (500 runs, T = 4096, 5 learners) keeps 10.24 MB of traces.
+    per_round = [a.nbytes for k in kept.files if (a := kept[k]).shape[-1:] == (64,)]
+    assert sum(per_round) / (4 * 64 * len(PAPER_LEARNERS)) == 1
+    small = sum(kept[k].nbytes for k in kept.files) - sum(per_round)
+    # float64 (R, S) segment rewards and 2 (R, L) SA(L); int32 (R, S - 1) change points; L
+    assert small == len(PAPER_LEARNERS) * 4 * 8 * (4 + 2 * 3) + 4 * 3 * 4 + 8 * 3
+
+
+def test_arms_are_stored_in_the_smallest_unsigned_dtype():
+    assert [arm_dtype(n) for n in (2, 256)] == [np.uint8, np.uint8]
+    assert [arm_dtype(n) for n in (257, 65536)] == [np.uint16, np.uint16]
+
+
+def test_save_traces_values(tmp_path):
+    path = tmp_path / "good.toml"
+    for value, expected in [
+        ('"none"', ()),
+        ("[]", ()),
+        ('"all"', tuple(TRACE_FIELDS)),
+        ('["played", "loss"]', ("loss", "played")),  # in the documented order (twice: refused)
+    ]:
+        path.write_text(GOOD.replace(TOP, f"{TOP}\nsave_traces = {value}"))
+        assert load_config(path).save_traces == expected
+    path.write_text(GOOD)
+    assert load_config(path).save_traces == ("played",)
+    with pytest.raises(ConfigError, match="only for kind = 'bandit'"):
+        load_config("bco_d2", overrides=['save_traces="all"'])
+
+
+LEARNERS_QUERIES = {
+    "uniform": 1,
+    "exp3_uniform": 1,
+    "stabl": 2,
+    "stabl_naive": 2,
+    "stabl_single_scale": 2,
+}
+
+
+def test_second_run_refused_then_forced_and_deterministic(tiny_runs, capsys):
+    name = "expert_advice_equal"
+    out = tiny_runs(name)
+    before = read_traces(out)
+    stamp = (out / COMPLETE).read_text()
+    code = cli.main(["run", *tiny_args(name), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "--force" in err
+    assert (out / COMPLETE).read_text() == stamp
+
+    assert cli.main(["run", *tiny_args(name), "--out", str(out), "--force"]) == 0
+    after = read_traces(out)
+    assert sorted(before) == sorted(after)
+    for key in before:
+        np.testing.assert_array_equal(before[key], after[key], err_msg=key)
+    assert not list(out.parent.glob(f"{out.name}.old-*"))
+
+
+def test_default_output_folder_and_summary_table(tmp_path, capsys, monkeypatch):
+    """No --out: ``results/<name>-seed<S>`` under the working directory; no progress bars on
+    a stderr that is not a terminal (tests/experiment/test_plots.py draws them on one); the table on
+    stdout."""
+    monkeypatch.chdir(tmp_path)  # ./configs is absent here: found next to the package
+    args = [a for a in tiny_args("expert_advice_equal") if a != "--no-progress"]
+    code = cli.main(["run", *args, "--seed", "3", "--set", 'learners=["uniform", "stabl"]'])
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 0
+    assert "/64" not in captured.err  # no tqdm bar in a log
+    folder = tmp_path / "results" / "expert_advice_equal-seed3"
+    assert (folder / COMPLETE).is_file()
+    assert f"results: {folder}" in out
+    assert "SA(16)" in out and "P(best arm)" in out
+    table = out[out.index("learner ") :]
+    assert "stabl" in table and "uniform" in table and "±" in table
+    # TINY's options for stabl_single_scale, which these learners leave out, are named
+    assert "not used (no such learner in learners): learner_options.stabl_single_scale" in out
+    assert "needs about" in out and "roughly" not in out  # memory and disk, no time
+
+
+def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
+    """The experiment computes SA(L) once over shared arm losses; that must equal
+    :func:`metrics.adaptive_regret` of each learner's own simulation (pairing is real)."""
+    tiny_runs("expert_advice_equal")  # same programs: compiled once
+    cfg = load_config("expert_advice_equal", TINY, learners=["uniform", "stabl"])
+    outcome = experiment.run_experiment(cfg)
+    env = cfg.make_env()
+    for o in outcome.outcomes.values():
+        reference = metrics.adaptive_regret(o.result, env, cfg.sa_windows)
+        np.testing.assert_allclose(o.sa_sampled, reference["sampled"], rtol=1e-12)
+        np.testing.assert_allclose(o.sa_expected, reference["expected"], rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# stabl-jax list, python -m stabl_jax
+# --------------------------------------------------------------------------------------------
+
+
+def test_list_in_process(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    for name in [*KINDS, *LEARNERS, *ENVS, *SHIPPED]:
+        assert any(line.split()[0] == name for line in lines if line.startswith("  ")), name
+    assert "Fig. 1 left" in out
+
+
+def test_python_m_stabl_jax_list(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-m", "stabl_jax", "list"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "expert_advice_equal" in proc.stdout and "stabl_single_scale" in proc.stdout
+
+
+def test_face_modules_do_not_import_matplotlib():
+    code = (
+        "import sys, stabl_jax.experiment.cli, stabl_jax.experiment.configs, "
+        "stabl_jax.experiment.kinds, stabl_jax.experiment.results, stabl_jax.experiment.plots; "
+        "assert 'matplotlib' not in sys.modules"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_list_into_a_closed_pipe_exits_quietly(tmp_path):
+    """`stabl-jax list | head -1`: the reader leaves early; no traceback, exit 0."""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stabl_jax", "list"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().startswith("experiment kinds")
+    proc.stdout.close()  # like `head -1` exiting
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "unexpected failure" not in err
+
+
+@pytest.mark.slow  # one learner compiled and run for 4096 rounds
+def test_muting_is_explained_when_it_happens(tmp_path, capsys):
+    """StABL Naive at the equal config's tuned scales mutes meta weights; the run says what
+    that means instead of printing a bare count."""
+    args = ["run", "expert_advice_equal_tuned", "--runs", "2", "--no-progress"]
+    args += ["--set", 'learners=["stabl_naive"]', "--out", str(tmp_path / "out")]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    muted = read_summary(tmp_path / "out")["learners"]["stabl_naive"]["num_muted"]
+    assert muted > 0
+    assert MUTED_WARNING.format(name="stabl_naive", count=muted) in out
+
+
+def test_a_shorter_horizon_names_the_window_it_leaves_too_long():
+    """``--set horizon=20`` on a config whose window is 50: the error says the window is
+    longer than the new horizon and how to set both."""
+    with pytest.raises(ConfigError, match=r"is 50, longer than horizon = 20.*--set window=N"):
+        load_config("expert_advice_equal", ["horizon=20"])
+
+
+# --------------------------------------------------------------------------------------------
+# Paired differences and the curves behind the plots
+# --------------------------------------------------------------------------------------------
+
+
+def _t_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over runs (axis 0) and its Student-t 95% half-width, written out with scipy."""
+    runs = values.shape[0]
+    half = stats.t.ppf(0.975, runs - 1) * values.std(axis=0, ddof=1) / np.sqrt(runs)
+    return values.mean(axis=0), half
+
+
+def test_paired_differences_are_those_of_the_traces(tiny_runs):
+    """Every learner but the reference (``stabl``, the default) carries its metrics minus
+    the reference's, run by run, with the Student-t 95% half-width over the 4 runs: the same
+    numbers as NumPy gives from ``traces.npz``, and as ``results.csv``'s ``paired_*`` rows."""
+    out = tiny_runs("expert_advice_equal")
+    summary, traces = read_summary(out), read_traces(out)
+    assert summary["config"]["reference"] == "stabl"
+    assert "paired" not in summary["learners"]["stabl"]
+    rows = {
+        (r["learner"], r["metric"], r["window"], r["segment"]): (float(r["mean"]), float(r["ci95"]))
+        for r in csv.DictReader((out / "results.csv").open())
+        if r["metric"].startswith("paired_")
+    }
+    for name in PAPER_LEARNERS:
+        if name == "stabl":
+            continue
+        got = summary["learners"][name]["paired"]
+        assert got["reference"] == "stabl"
+        segment = traces[f"{name}/segment_reward"] - traces["stabl/segment_reward"]
+        mean, half = _t_interval(segment)
+        np.testing.assert_allclose(got["segment_reward"]["mean"], mean, rtol=1e-12)
+        np.testing.assert_allclose(got["segment_reward"]["ci95"], half, rtol=1e-12)
+        # four equal segments: the mean reward is the mean of the segments' rewards
+        mean, half = _t_interval(segment.mean(axis=1))
+        assert got["mean_reward"]["mean"] == pytest.approx(mean, rel=1e-9, abs=1e-12)
+        assert got["mean_reward"]["ci95"] == pytest.approx(half, rel=1e-9)
+        for sa in ("sampled", "expected"):
+            diff = traces[f"{name}/sa_{sa}"] - traces[f"stabl/sa_{sa}"]
+            mean, half = _t_interval(diff)
+            np.testing.assert_allclose(got["adaptive_regret"][sa]["mean"], mean, rtol=1e-12)
+            np.testing.assert_allclose(got["adaptive_regret"][sa]["ci95"], half, rtol=1e-12)
+            for j, window in enumerate((16, 32, 64)):
+                row = rows[(name, f"paired_sa_{sa}", str(window), "")]
+                assert row == (mean[j], half[j])
+        for j in range(4):
+            row = rows[(name, "paired_segment_reward", "", str(j + 1))]
+            assert row == tuple(got["segment_reward"][k][j] for k in ("mean", "ci95"))
+        assert rows[(name, "paired_mean_reward", "", "")] == tuple(got["mean_reward"].values())
+    assert {key[0] for key in rows} == set(PAPER_LEARNERS) - {"stabl"}
+
+
+def test_a_chosen_reference_is_printed_and_every_plot_saves_its_curves(
+    tmp_path, capsys, monkeypatch
+):
+    """``reference = "uniform"``: the printed table of differences subtracts it; and every
+    line drawn in the PNGs is the curve ``curves.npz`` keeps (x and mean, as drawn)."""
+    drawn: dict[str, list] = {}
+    save = plots.save_figure
+
+    def keep(fig, path):
+        (ax,) = fig.axes  # an error bar's line is its container's first
+        lines = [bars.lines[0] for bars in ax.containers] or ax.get_lines()
+        drawn[Path(path).stem] = [(ln.get_label(), ln.get_xdata(), ln.get_ydata()) for ln in lines]
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    out = tmp_path / "out"
+    args = ["run", *tiny_args("expert_advice_equal"), "--set", 'reference="uniform"']
+    assert cli.main([*args, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    start = printed.index("\nlearner ", printed.index("P(best arm)"))
+    table = printed[start : printed.index("\n", printed.index("minus uniform"))]
+    head, _, *rows = table.strip().splitlines()
+    assert head.split()[:3] == ["learner", "reward", "seg1"] and "SA(64)" in head
+    assert [row.split()[0] for row in rows[:-1]] == [n for n in PAPER_LEARNERS if n != "uniform"]
+    assert rows[-1].startswith("minus uniform, paired by run: mean ± 95% CI over 4 runs")
+    summary = read_summary(out)
+    stabl = summary["learners"]["stabl"]["paired"]
+    assert stabl["reference"] == "uniform" and "paired" not in summary["learners"]["uniform"]
+    assert f"{stabl['mean_reward']['mean']:.3f}±" in rows[1]  # stabl's row, as printed
+
+    curves = np.load(out / plots.CURVES)
+    assert summary["files"]["curves"] == plots.CURVES
+    assert set(drawn) == set(PLOT_FILES)  # five plots, each with its curves
+    for plot, lines in drawn.items():
+        names = [n for n in PAPER_LEARNERS if f"{plot}/{n}/mean" in curves]
+        assert names, plot
+        for name, (_, x, y) in zip(names, lines, strict=False):
+            if plot != "paired_segments":  # its bars sit beside each segment's number
+                np.testing.assert_array_equal(x, curves[f"{plot}/{name}/x"])
+            np.testing.assert_array_equal(y, curves[f"{plot}/{name}/mean"])
+            assert curves[f"{plot}/{name}/half"].shape == y.shape

@@ -1,0 +1,86 @@
+"""The command line's persistent compilation cache: where it lives, how to turn it off."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stabl_jax.experiment import compile_cache
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_flag_beats_environment_beats_default(tmp_path):
+    env = {compile_cache.ENV_VAR: str(tmp_path / "env"), "XDG_CACHE_HOME": str(tmp_path)}
+    assert compile_cache.resolve(str(tmp_path / "flag"), env) == tmp_path / "flag"
+    assert compile_cache.resolve(None, env) == tmp_path / "env"
+    assert compile_cache.resolve(None, {"XDG_CACHE_HOME": str(tmp_path)}) == (
+        tmp_path / "stabl_jax" / "jax"
+    )
+
+
+@pytest.mark.parametrize("word", ["off", "OFF", "none", "0"])
+def test_off_disables(word, tmp_path):
+    assert compile_cache.resolve(word, {}) is None
+    assert compile_cache.resolve(None, {compile_cache.ENV_VAR: word}) is None
+
+
+def test_empty_folder_is_an_error(monkeypatch, capsys):
+    with pytest.raises(ValueError, match="compile-cache is empty"):
+        compile_cache.resolve("  ", {})
+    # The command line: a usage error (exit 2, one line), not an unexpected failure (exit 1)
+    # with a traceback, whether the flag or the environment variable is empty.
+    from stabl_jax.experiment import cli
+
+    assert cli.main(["--compile-cache", "", "list"]) == cli.EXIT_USAGE
+    monkeypatch.setenv(compile_cache.ENV_VAR, " ")
+    assert cli.main(["list"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "error: --compile-cache is empty: give a folder, or 'off' to disable the cache",
+        f"error: {compile_cache.ENV_VAR} is empty: give a folder, or 'off' to disable the cache",
+    ]
+
+
+@pytest.mark.slow  # one JAX start-up and one learner's compilation in a subprocess
+def test_cli_fills_the_cache_folder(tmp_path):
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    env.pop(compile_cache.ENV_VAR, None)
+    args = ["--compile-cache", str(cache), "run", "--runs", "2", "--no-progress"]
+    args += ["--set", 'learners=["stabl"]', "--out", str(tmp_path / "out")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "stabl_jax", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert any(cache.iterdir()), "no compiled program was stored"
+
+
+def test_version_flag(capsys, monkeypatch):
+    """The package's version and those its results depend on (docs/reliability.md), on one
+    line however narrow the terminal (argparse's version action would wrap it)."""
+    import platform
+
+    import jax
+    import numpy as np
+
+    from stabl_jax import __version__
+    from stabl_jax.experiment import cli
+    from stabl_jax.versions import installed_version
+
+    monkeypatch.setenv("COLUMNS", "40")
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"stabl-jax {__version__} (jax {jax.__version__}, jaxlib {installed_version('jaxlib')}, "
+        f"numpy {np.__version__}, optax {installed_version('optax')}, "
+        f"Python {platform.python_version()})"
+    )

@@ -1,0 +1,1120 @@
+"""Faults: no finished work is lost, and no wrong number is written with exit status 0.
+
+A user's folder is never deleted or renamed; one changed byte in a checkpoint is found (every
+array carries a SHA-256) and named, and ``--force`` discards it; a lost ``experiment.json`` or
+a reused pid loses no checkpoint; a full disk ends with one line and the rerun resumes;
+concurrent runs with the same ``--out`` say where each one's results are; a run too large to
+fit is refused unless ``--allow-large``.
+
+The command-line config is tiny (2 runs, 4 arms, T = 256, chunks of 32 rounds, two cheap
+learners): an in-process run costs about 3 s (compilation, metrics, plots). The tests marked
+``slow`` start real ``python -m stabl_jax`` processes (killed, run concurrently, or on a small
+tmpfs); CI runs them.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import jax
+import matplotlib.figure
+import numpy as np
+import pytest
+
+from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
+from stabl_jax.experiment import checkpoints as checkpoint
+from stabl_jax.experiment import cli, load_results, read_traces
+from stabl_jax.experiment import files as files_module
+from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
+from stabl_jax.experiment.kinds import bandit as experiment_module
+from stabl_jax.experiment.results import (
+    COMPLETE,
+    MARKER,
+    OutputError,
+    ResultsFolder,
+    read_summary,
+)
+from tests.conftest import assert_same_results, mark_as_ours
+
+REPO = Path(__file__).resolve().parents[2]
+HORIZON, CHUNK = 256, 32
+CONFIG = f"""
+name = "faults"
+seed = 5
+runs = 2
+horizon = {HORIZON}
+learners = ["uniform", "exp3"]
+chunk_size = {CHUNK}
+window = 8
+sa_windows = [16, 128]
+
+[env]
+name = "expert_advice"
+num_arms = 4
+change_points = [100, 200]
+"""
+NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path -> bytes)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def config_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("config") / "faults.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(config_path, tmp_path_factory) -> Path:
+    """The uninterrupted run, in-process."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    assert cli.main(command(config_path, out)) == 0
+    return out
+
+
+def command(config_path: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def partials(out: Path) -> list[Path]:
+    return sorted(out.parent.glob(f"{out.name}.partial*"))
+
+
+def interrupted_run(config_path, out, capsys, monkeypatch, chunks: int = 10) -> Path:
+    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints (10: ``uniform`` done, ``exp3``
+    at round 64); returns its partial folder."""
+    save, count = ChunkCheckpoint.save, {"n": 0}
+
+    def save_then_stop(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        count["n"] += 1
+        if count["n"] == chunks:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ChunkCheckpoint, "save", save_then_stop)
+        code, _, err = run(command(config_path, out), capsys)
+    assert code == 130, err
+    (partial,) = partials(out)
+    return partial
+
+
+# --------------------------------------------------------------------------------------------
+# A user's folder
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_users_folder_is_never_deleted_or_renamed(config_path, tmp_path, capsys):
+    """A folder holding a file named like ours (``summary.json``, even ``COMPLETE``) but not
+    created by stabl_jax: exit 2 naming it and the remedy, with and without --force; every
+    byte still there and nothing left beside it."""
+    precious = tmp_path / "precious"
+    (precious / "sub").mkdir(parents=True)
+    (precious / "summary.json").write_text('{"mine": true}')
+    (precious / "thesis.tex").write_text("\\documentclass{article}")
+    (precious / "sub" / "data.csv").write_bytes(b"a,b\n1,2\n")
+    before = files(precious)
+    for force in ([], ["--force"]):
+        code, _, err = run(command(config_path, precious, *force), capsys)
+        assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+        assert str(precious) in err and "never replaced" in err and "--out" in err
+        assert files(precious) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
+
+
+def test_an_out_that_is_a_symbolic_link_is_left_alone(config_path, tmp_path, capsys):
+    """``--out`` a symbolic link to a folder, even a finished results folder: exit 2 saying it
+    is a link and where to point ``--out``, with and without --force; the link and its
+    folder unchanged."""
+    target = mark_as_ours(tmp_path / "folder")
+    (target / "notes.txt").write_text("mine")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    before = files(target)
+    for force in ([], ["--force"]):
+        code, _, err = run(command(config_path, link, *force), capsys)
+        assert code == 2 and "is a symbolic link (to " in err and "Traceback" not in err
+        assert link.is_symlink() and files(target) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "link"]
+
+
+def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
+    config_path, reference, tmp_path, capsys
+):
+    """A run whose partial folder is held by a live run (its lock) refuses, naming it, and
+    touches nothing; a folder merely named like a partial folder is never touched either. Once
+    the live run is gone, a run into the (empty, existing) ``--out`` completes."""
+    out = tmp_path / "out"
+    out.mkdir()  # an empty folder may be used
+    lookalike = tmp_path / "out.partial-123-abc"
+    lookalike.mkdir()
+    (lookalike / "notes.txt").write_text("mine")
+    live = ResultsFolder.prepare(out)  # holds its lock until released
+    (live.checkpoint_dir / "uniform").mkdir(parents=True)
+    before = files(lookalike), files(live.partial)
+    code, _, err = run(command(config_path, out), capsys)
+    assert code == 2 and "another stabl-jax run is writing" in err and str(live.partial) in err
+    assert (files(lookalike), files(live.partial)) == before
+    live.__exit__(None, None, None)  # the live run ends, keeping its checkpoint folder
+    code, stdout, err = run(command(config_path, out, "--force"), capsys)
+    assert code == 0, err
+    assert "needs about" in stdout and "of disk" in stdout  # the estimate is printed
+    assert files(lookalike) == before[0]
+    assert_same_results(out, reference)
+    assert (out / MARKER).is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# Damaged checkpoints
+# --------------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    pass
+
+
+class _StopAfterFirstChunk(ChunkCheckpoint):
+    def save(self, *args, **kwargs):
+        super().save(*args, **kwargs)
+        raise _Stop
+
+
+def _stopped_after_first_chunk(
+    tmp_path: Path, fingerprint: dict[str, str]
+) -> tuple[ExpertAdvice, EXP3, jax.Array, Path]:
+    """An EXP3 run (n = 3, T = 32, R = 2, chunks of 16 rounds) stopped after its first chunk:
+    ``(env, learner, key, checkpoint folder)``."""
+    env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
+    key, stopped = jax.random.key(0), tmp_path / "stopped"
+    with pytest.raises(_Stop):
+        stop = _StopAfterFirstChunk(stopped, fingerprint)
+        simulate(learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=stop))
+    return env, learner, key, stopped
+
+
+def _npy_starts(path: Path) -> dict[str, tuple[int, int]]:
+    """Per member of the ``.npz`` at ``path``: where its zip local header and its ``.npy``
+    data (magic, version, header length, the dict NumPy parses, the array) start."""
+    data = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        offsets = {info.filename: info.header_offset for info in archive.infolist()}
+    starts = {}
+    for name, start in offsets.items():
+        name_len, extra_len = struct.unpack("<HH", data[start + 26 : start + 30])
+        npy = start + 30 + name_len + extra_len
+        assert data[npy : npy + 6] == b"\x93NUMPY" and data[npy + 6] == 1
+        starts[name] = (start, npy)
+    return starts
+
+
+def _header_positions(path: Path) -> set[int]:
+    """Byte positions of every member's zip local header and ``.npy`` header (magic, version,
+    header length, the dict NumPy parses)."""
+    data = path.read_bytes()
+    positions: set[int] = set()
+    for start, npy in _npy_starts(path).values():
+        (header_len,) = struct.unpack("<H", data[npy + 8 : npy + 10])
+        positions.update(range(start, npy + 10 + header_len))
+    return positions
+
+
+def _same_arrays(got: dict, expected: dict) -> bool:
+    return sorted(got) == sorted(expected) and all(
+        got[k].dtype == expected[k].dtype
+        and got[k].shape == expected[k].shape
+        and got[k].tobytes() == expected[k].tobytes()
+        for k in expected
+    )
+
+
+def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
+    """An EXP3 run (n = 3, T = 32, R = 2) stopped after its first chunk of 16 rounds. One bit
+    of ``state.npz`` and of the chunk file is flipped at every position of every member's zip
+    and ``.npy`` header (and every 16th byte elsewhere), in turn: reading the file either
+    raises :class:`CheckpointDamaged` naming it, or gives exactly the arrays written (so the
+    resume, a function of them, is bitwise an uninterrupted run's: checked end to end for the
+    first harmless and the first detected flip of each file). Nothing else is raised."""
+    fingerprint = {"test": "flips"}
+    env, learner, key, stopped = _stopped_after_first_chunk(tmp_path, fingerprint)
+    whole = simulate(learner, env, key, 2, options=SimOptions(chunk_size=16))
+    for name in ("chunk-0000000000-0000000016.npz", checkpoint.STATE):
+        path = stopped / name
+        data, expected = path.read_bytes(), load_arrays(path)
+        positions = _header_positions(path) | set(range(0, len(data), 16))
+        outcome: dict[str, list[int]] = {"detected": [], "harmless": [], "different": []}
+        for i in sorted(positions):
+            path.write_bytes(_flip(data, i))
+            try:
+                got = load_arrays(path)
+            except CheckpointDamaged as exc:
+                assert str(path) in str(exc) and "damaged" in str(exc) and "pickle" not in str(exc)
+                outcome["detected"].append(i)
+                continue
+            outcome["harmless" if _same_arrays(got, expected) else "different"].append(i)
+        path.write_bytes(data)
+        assert not outcome["different"], (name, outcome["different"])
+        assert outcome["detected"] and outcome["harmless"]
+        for kind in ("harmless", "detected"):  # end to end through simulate's resume
+            copy = shutil.copytree(stopped, tmp_path / f"{kind}-{name}")
+            (copy / name).write_bytes(_flip(data, outcome[kind][0]))
+            resume = ChunkCheckpoint(copy, fingerprint)
+            if kind == "detected":
+                with pytest.raises(CheckpointDamaged, match=name):
+                    simulate(
+                        learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume)
+                    )
+                continue
+            result = simulate(
+                learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume)
+            )
+            for field, trace in whole.traces().items():
+                np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
+
+
+def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
+    """Files whose zip and ``.npy`` headers are valid but whose arrays are not the ones
+    written (rewritten by a tool, or by hand, keeping the old digests): an array without
+    digests, one array more, another value, the same bytes read in another shape. Each is
+    refused, naming the file; the untouched file reads back exactly."""
+    path = tmp_path / "state.npz"
+    written = {"t0": np.asarray(16, np.int32), "carry/0": np.arange(32, dtype=np.float32)}
+    checkpoint.save_arrays(path, written)
+    with np.load(path, allow_pickle=False) as data:
+        digests = data[checkpoint.DIGEST]
+    assert _same_arrays(load_arrays(path), written)
+    changed = {**written, "carry/0": written["carry/0"].copy()}
+    changed["carry/0"][3] = 1.5
+    cases: dict[str, tuple[dict[str, Any], str]] = {
+        "no digests": (dict(written), "holds no content digest"),
+        "one array more": (
+            {**written, "extra": np.zeros(2), checkpoint.DIGEST: digests},
+            "its list of arrays differs",
+        ),
+        "another value": ({**changed, checkpoint.DIGEST: digests}, "array 'carry/0' differs"),
+        "another shape": (
+            {**written, "carry/0": written["carry/0"].reshape(4, 8), checkpoint.DIGEST: digests},
+            "array 'carry/0' differs",
+        ),
+    }
+    for case, (arrays, reason) in cases.items():
+        bad = tmp_path / f"{case.replace(' ', '_')}.npz"
+        np.savez(bad, **arrays)
+        with pytest.raises(CheckpointDamaged, match=re.escape(reason)) as info:
+            load_arrays(bad)
+        assert str(bad) in str(info.value), case
+
+
+def _shorten_npy_header(path: Path, member: str) -> bytes:
+    """Change the header-length byte of ``member``'s ``.npy`` header in the ``.npz`` at
+    ``path`` from 0x76 to 0x72 (NumPy then starts the data 4 bytes early); the new bytes."""
+    data = bytearray(path.read_bytes())
+    length_byte = _npy_starts(path)[member][1] + 8
+    assert data[length_byte] == 0x76
+    data[length_byte] = 0x72
+    path.write_bytes(data)
+    return bytes(data)
+
+
+@pytest.mark.parametrize(("columns", "caught_by"), [(16, "Bad CRC-32"), (4096, "digest")])
+def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
+    tmp_path: Path, columns: int, caught_by: str
+) -> None:
+    """``loss.npy``'s header length changed 0x76 -> 0x72 in a file of ``save_arrays``. In a
+    small member NumPy's read reaches the end of the member and zipfile's CRC check fails;
+    in a member of a few thousand numbers NumPy returns the shifted array without complaint
+    (same shape, other values), and only the digest refuses it."""
+    path = tmp_path / "chunk.npz"
+    loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
+    checkpoint.save_arrays(path, {"loss": loss})
+    _shorten_npy_header(path, "loss.npy")
+    if caught_by == "digest":
+        with np.load(path, allow_pickle=False) as npz:
+            shifted = npz["loss"]
+        assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
+        reason = "array 'loss' differs from the one written"
+    else:
+        reason = "BadZipFile: Bad CRC-32 for file 'loss.npy'"
+    with pytest.raises(CheckpointDamaged, match=re.escape(reason)):
+        load_arrays(path)
+
+
+@pytest.mark.parametrize("columns", [16, 4096])
+def test_a_shortened_npy_header_in_traces_is_caught_by_the_crc(
+    tmp_path: Path, columns: int
+) -> None:
+    """The same change in a results folder's ``traces.npz``, which carries no digest: NumPy
+    returns the shifted array of a few thousand numbers without complaint, and a table read
+    from it would be wrong with exit 0; ``read_traces`` and ``Results.traces`` read each
+    array whole, so the zip's CRC-32 refuses it at any size."""
+    (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
+    loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
+    np.savez(tmp_path / "traces.npz", loss=loss)
+    _shorten_npy_header(tmp_path / "traces.npz", "loss.npy")
+    if columns == 4096:
+        with np.load(tmp_path / "traces.npz", allow_pickle=False) as npz:
+            shifted = npz["loss"]
+        assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
+    reason = "cannot be read (BadZipFile: Bad CRC-32 for file 'loss.npy')"
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        read_traces(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        load_results(tmp_path).traces["loss"]
+
+
+_CHUNK = "chunk-0000000000-0000000016.npz"
+#: (file, edit of its arrays, words of the refusal): checkpoints whose every file passes its
+#: digests but whose content is not what this run wrote.
+_INCONSISTENT: dict[str, tuple[str, Any, str]] = {
+    "no fingerprint": (checkpoint.STATE, lambda a: a.pop("fingerprint"), "is not a"),
+    "another format": (
+        checkpoint.STATE,
+        lambda a: a.update(format=np.asarray("stabl_jax.checkpoint/1")),
+        "(format 'stabl_jax.checkpoint/1')",
+    ),
+    "a gap in the chunks": (
+        checkpoint.STATE,
+        lambda a: a.update(chunks=np.asarray([[0, 8]])),
+        "chunks end at 8, t0 = 16",
+    ),
+    "chunks out of order": (
+        checkpoint.STATE,
+        lambda a: a.update(chunks=np.asarray([[8, 16]])),
+        "chunk list [(8, 16)] is not contiguous",
+    ),
+    "a trace missing": (_CHUNK, lambda a: a.pop("loss"), "holds no ['loss']"),
+    "a chunk of other rounds": (
+        _CHUNK,
+        lambda a: a.update(loss=a["loss"][:, :8]),
+        "loss has shape (2, 8)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INCONSISTENT))
+def test_a_checkpoint_that_is_not_what_this_run_wrote_is_refused(tmp_path: Path, case: str):
+    """A checkpoint rewritten with valid digests (another version, a tool, a hand) but not
+    consistent with itself or this run: the resume raises :class:`CheckpointMismatch` naming
+    what is wrong, and changes no file of the checkpoint."""
+    fingerprint = {"test": case}
+    env, learner, key, stopped = _stopped_after_first_chunk(tmp_path, fingerprint)
+    name, edit, reason = _INCONSISTENT[case]
+    arrays = load_arrays(stopped / name)
+    edit(arrays)
+    checkpoint.save_arrays(stopped / name, arrays)
+    before = {p.name: p.read_bytes() for p in stopped.iterdir()}
+    resume = ChunkCheckpoint(stopped, fingerprint)
+    with pytest.raises(checkpoint.CheckpointMismatch, match=re.escape(reason)):
+        simulate(learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume))
+    assert {p.name: p.read_bytes() for p in stopped.iterdir()} == before
+
+
+def _flip(data: bytes, i: int) -> bytes:
+    """``data`` with bit ``i % 8`` of byte ``i`` flipped."""
+    flipped = bytearray(data)
+    flipped[i] ^= 1 << (i % 8)
+    return bytes(flipped)
+
+
+def test_damaged_checkpoint_is_named_and_force_discards_it(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """Garbage in ``state.npz`` and the header-length byte of ``loss.npy`` in a chunk changed
+    (0x76 -> 0x72; in this small chunk the zip's CRC catches it, in a large one only the
+    digest does: ``test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest``): each is named,
+    with --force as the remedy (exit 2, no pickle advice); --force discards only that
+    learner's checkpoint and the results equal an uninterrupted run's."""
+    out = tmp_path / "out"
+    interrupted_run(config_path, out, capsys, monkeypatch)
+
+    def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
+        (partial,) = partials(out)
+        return partial / checkpoint.CHECKPOINT_DIR / "exp3"
+
+    state = exp3() / checkpoint.STATE
+    good_state = state.read_bytes()
+    state.write_bytes(np.random.default_rng(0).bytes(len(good_state)))
+    code, _, err = run(command(config_path, out), capsys)
+    assert code == 2 and "exp3/state.npz" in err and "damaged" in err and "--force" in err, err
+    assert "pickle" not in err and "Traceback" not in err
+    (exp3() / checkpoint.STATE).write_bytes(good_state)
+
+    chunk = sorted(exp3().glob("chunk-*.npz"))[-1]
+    data = _shorten_npy_header(chunk, "loss.npy")
+    code, _, err = run(command(config_path, out), capsys)
+    assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
+    assert (exp3() / chunk.name).read_bytes() == data  # nothing was discarded without --force
+
+    code, stdout, err = run(command(config_path, out, "--force"), capsys)
+    assert code == 0, err
+    assert "discarded the checkpoint of exp3" in stdout
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Lost bookkeeping, reused pids
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbled", "valid JSON of another run"])
+def test_lost_experiment_json_still_resumes(
+    config_path, reference, tmp_path, capsys, monkeypatch, damage
+):
+    """``experiment.json`` missing or garbled: the learners' checkpoints carry the
+    experiment's fingerprint, so the rerun says so and resumes (nothing recomputed)."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    identity = partial / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY
+    if damage == "missing":
+        identity.unlink()
+    elif damage == "garbled":
+        identity.write_text('{"format": "stabl_jax.check')
+    else:  # was "a different experiment", and --force then discarded intact checkpoints
+        identity.write_text('{"format": "stabl_jax.checkpoint/2", "config": {}}')
+    code, stdout, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert "missing or damaged" in stdout and f"resuming {partial.name}" in stdout
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+
+def test_unidentifiable_checkpoints_are_kept_without_force(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """No ``experiment.json`` and checkpoints of another seed: refused (exit 2) naming the
+    folder and --force; the checkpoints are not touched."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    (partial / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).unlink()
+    before = files(partial)
+    code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
+    assert code == 2 and str(partial) in err and "cannot identify" in err and "--force" in err
+    assert files(partial) == before
+
+
+def test_dead_run_whose_pid_is_alive_again_is_resumed(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """The dead run's pid now belongs to a live process (pid 1): its checkpoints are taken
+    over all the same (a dead run is told by its released lock, not its pid)."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    marker = json.loads((partial / MARKER).read_text())
+    (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
+    code, stdout, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert f"resuming {partial.name}" in stdout
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+
+def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
+    tmp_path: Path,
+) -> None:
+    """``<out>.partial`` holds checkpoints of another config: refused before anything is
+    touched, naming the first difference and --force; the dry run says the same; --force
+    discards them (and only them: a finished run is never in a partial folder without
+    ``COMPLETE``)."""
+    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
+    other = mark_as_ours(tmp_path / "out.partial")
+    (other / checkpoint.CHECKPOINT_DIR / "uniform").mkdir(parents=True)
+    theirs = {**identity, "config": {"runs": 3}}
+    (other / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).write_text(json.dumps(theirs))
+    before = files(other)
+    for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
+        with pytest.raises(OutputError, match=r"config.runs: 3 \(checkpoint\) != 2.*--force"):
+            attempt(out, identity)
+    assert files(other) == before
+    lines: list[str] = []
+    with ResultsFolder.prepare(out, identity, force=True, log=lines.append) as folder:
+        assert folder.resumed is None and not folder.has_checkpoints()
+    assert lines == [
+        "out.partial: checkpoints of a different experiment (config.runs: 3 (checkpoint) != 2 "
+        "(this run)); discarded (--force)"
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# A full disk
+# --------------------------------------------------------------------------------------------
+
+
+def _assert_one_line_no_space(err: str, out: Path) -> None:
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in err, err
+    assert line.startswith("error: no space left") and str(out.parent) in line
+    assert "rerun the same command" in line
+
+
+def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, capsys, monkeypatch):
+    """ENOSPC while writing a chunk, ``traces.npz``, a plot and ``COMPLETE``, in successive
+    reruns: each ends with one line (exit 1) and keeps the checkpoints; each rerun resumes
+    from all the work done before; the last gives the uninterrupted run's results. On a fresh
+    run, ENOSPC at ``experiment.json`` leaves nothing behind."""
+    out = tmp_path / "out"
+    atomic_write, savez = checkpoint.atomic_write, np.savez
+    chunk_writes = {"n": 0}
+
+    def full_at_fifth_chunk(path, write):
+        if Path(path).name.startswith("chunk-"):
+            chunk_writes["n"] += 1
+            if chunk_writes["n"] == 5:
+                raise NO_SPACE
+        return atomic_write(path, write)
+
+    def full_at(name):
+        def write(path, *args, **kwargs):
+            if Path(str(path)).name == name:
+                raise NO_SPACE
+            return atomic_write(path, *args, **kwargs)
+
+        return write
+
+    def full_at_traces(file, *args, **kwargs):
+        if str(file).endswith("traces.npz"):
+            raise NO_SPACE
+        return savez(file, *args, **kwargs)
+
+    def full_at_plot(*args, **kwargs):
+        raise NO_SPACE
+
+    stages = [
+        (checkpoint, "atomic_write", full_at_fifth_chunk, None),
+        (np, "savez", full_at_traces, {"uniform": 4 * CHUNK}),
+        (matplotlib.figure.Figure, "savefig", full_at_plot, {"uniform": HORIZON, "exp3": HORIZON}),
+        (files_module, "atomic_write", full_at(COMPLETE), {"uniform": HORIZON, "exp3": HORIZON}),
+    ]
+    for owner, name, fault, resumed in stages:
+        with monkeypatch.context() as patch:
+            patch.setattr(owner, name, fault)
+            code, stdout, err = run(command(config_path, out), capsys)
+        assert code == 1 and not out.exists()
+        _assert_one_line_no_space(err, out)
+        assert "checkpoints kept in" in err
+        if resumed is not None:
+            assert "resuming" in stdout
+            assert all(f"{k} {v}/{HORIZON}" in stdout for k, v in resumed.items()), stdout
+        assert len(partials(out)) == 1
+    code, stdout, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": HORIZON}
+    assert_same_results(out, reference)
+    assert not partials(out)
+
+    fresh = tmp_path / "fresh"
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoint, "atomic_write", full_at(checkpoint.IDENTITY))
+        code, _, err = run(command(config_path, fresh), capsys)
+    assert code == 1
+    _assert_one_line_no_space(err, fresh)
+    assert not fresh.exists() and not partials(fresh)
+
+
+def _can_mount_tmpfs(where: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = f"mount -t tmpfs -o size=64k tmpfs {where} && umount {where}"
+    try:
+        done = subprocess.run(
+            ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", probe],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@pytest.mark.slow  # two JAX start-ups in subprocesses (CI runs it)
+def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path):
+    """A real full disk: a 2 MiB tmpfs (mounted in a private mount namespace) with 1950 KiB
+    taken (--allow-large: the size check would refuse it). The run fails with one line (exit
+    1); after the filler is removed, the same command resumes and completes with the
+    uninterrupted run's results."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    if not _can_mount_tmpfs(mount):
+        pytest.skip("cannot mount a tmpfs here (needs unprivileged user namespaces or root)")
+    run_it = f"{sys.executable} -m stabl_jax run {config_path} --out {mount}/out --no-progress"
+    script = f"""
+        mount -t tmpfs -o size=2m tmpfs {mount}
+        head -c 1950k /dev/zero > {mount}/filler
+        {run_it} --allow-large > {tmp_path}/first.out 2> {tmp_path}/first.err
+        echo $? > {tmp_path}/first.rc
+        rm {mount}/filler
+        {run_it} --allow-large > {tmp_path}/second.out 2> {tmp_path}/second.err
+        echo $? > {tmp_path}/second.rc
+        cp -r {mount}/out {tmp_path}/out
+    """
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    first_err = (tmp_path / "first.err").read_text()
+    assert (tmp_path / "first.rc").read_text().strip() == "1", first_err
+    _assert_one_line_no_space(first_err, mount / "out")
+    second_err = (tmp_path / "second.err").read_text()
+    assert (tmp_path / "second.rc").read_text().strip() == "0", second_err
+    assert_same_results(tmp_path / "out", reference)
+
+
+# --------------------------------------------------------------------------------------------
+# Concurrent runs with the same --out
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
+    """While a run goes, a second run of the same ``--out`` is refused (the first holds the
+    partial folder); someone creates ``<out>`` with a file in it: the commit refuses to
+    replace it, keeps the complete results in the partial folder and says so; once the folder
+    is gone, the next commit moves them into place. ``--force`` replaces a folder of ours and
+    leaves nothing beside it."""
+    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
+    first = ResultsFolder.prepare(out, identity)
+    with pytest.raises(OutputError, match="another stabl-jax run is writing"):
+        ResultsFolder.prepare(out, identity)
+    (first.partial / "who").write_text("first")
+    out.mkdir()
+    (out / "mine.txt").write_text("mine")
+    with first, pytest.raises(OutputError, match=r"kept in .*out.partial: once that is fixed"):
+        first.commit()
+    assert files(out) == {"mine.txt": b"mine"} and (first.partial / COMPLETE).is_file()
+    shutil.rmtree(out)
+    with ResultsFolder.prepare(out, identity) as again:
+        assert again.complete
+        again.commit()
+    assert (out / "who").read_text() == "first" and not partials(out)
+    with ResultsFolder.prepare(out, force=True) as forced:
+        (forced.partial / "who").write_text("forced")
+        forced.commit()
+    assert (out / "who").read_text() == "forced"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.slow  # two JAX start-ups in subprocesses at once (CI runs it)
+def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
+    """Two ``stabl-jax run`` processes with the same ``--out`` at once: one writes ``<out>``;
+    the other exits 2 saying that another run is writing it, or that ``<out>`` already holds
+    a result."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
+    procs = [
+        subprocess.Popen(
+            argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outcomes = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    assert_same_results(out, reference)
+    for code, _, err in outcomes:
+        if code == 0:
+            continue
+        assert "already holds a complete result" in err or "another stabl-jax run" in err
+    assert not partials(out)
+
+
+@pytest.mark.slow  # JAX start-ups in subprocesses (CI runs it)
+def test_kill_9_while_writing_results_loses_nothing(config_path, reference, tmp_path):
+    """``kill -9`` once every learner is done (while metrics, traces, plots or the commit are
+    written): either ``<out>`` is complete and right, or the rerun resumes every learner whole
+    and writes the uninterrupted run's results."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
+    proc = subprocess.Popen(
+        argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and time.monotonic() < deadline:
+            if any(_t0(p / checkpoint.CHECKPOINT_DIR / "exp3") == HORIZON for p in partials(out)):
+                break
+            time.sleep(0.002)
+        time.sleep(0.3)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    if not out.exists():
+        rerun = subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        # resumed; or (killed between COMPLETE and the rename) the complete folder is kept
+        assert "resuming" in rerun.stdout or "moved into place" in rerun.stdout, rerun.stdout
+    assert_same_results(out, reference)
+
+
+def _t0(folder: Path) -> int:
+    try:
+        return int(load_arrays(folder / checkpoint.STATE)["t0"])
+    except (CheckpointDamaged, KeyError):
+        return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes (the refusals themselves: tests/test_input_table.py, row X8)
+# --------------------------------------------------------------------------------------------
+
+
+def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monkeypatch):
+    """With no memory to spare the tiny config is refused naming the memory; --allow-large
+    runs it."""
+    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    code, _, err = run(command(config_path, tmp_path / "out"), capsys)
+    assert code == 2 and "of memory" in err and "--allow-large" in err
+    code, _, err = run(command(config_path, tmp_path / "out", "--allow-large"), capsys)
+    assert code == 1 and "the experiment ran" in err
+
+
+DONE = cli.DRY_RUN_DONE.format(checked="config, output folder, interrupted runs and resources")
+
+
+def test_a_dry_run_makes_every_check_and_writes_nothing(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """``--dry-run`` prints the header (what the run needs) after the checks a run makes
+    before it computes, and stops: nothing run, compiled or written."""
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    def cache(*args, **kwargs):
+        raise AssertionError("the compilation cache was enabled")
+
+    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    monkeypatch.setattr(cli.compile_cache, "enable", cache)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = work / "out"
+    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+    assert code == 0, err
+    assert "needs about" in printed and f"  output: {out}\n" in printed
+    assert printed.endswith(DONE + "\n") and list(work.iterdir()) == []
+    for name in ("bco_d2", "hpo_bbob_sphere"):  # memory and disk; no time was measured
+        code, printed, err = run(["run", name, "--out", str(work / name), "--dry-run"], capsys)
+        assert code == 0 and "needs about" in printed and "roughly" not in printed, err
+    assert list(work.iterdir()) == []
+    # a run that does not fit: the header shows the estimate, then the refusal
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "available_memory_bytes", lambda: 1)
+        code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+        assert code == 2 and "needs about" in printed and DONE not in printed
+        assert "of memory" in err and "--allow-large" in err
+        code, printed, _ = run(command(config_path, out, "--dry-run", "--allow-large"), capsys)
+        assert code == 0 and printed.endswith(DONE + "\n")
+    # a user's folder, a complete result without --force: refused as a run refuses them
+    theirs = work / "theirs"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("mine")
+    code, _, err = run(command(config_path, theirs, "--dry-run"), capsys)
+    assert code == 2 and "is not a stabl_jax results folder" in err
+    assert [p.name for p in theirs.iterdir()] == ["thesis.tex"]
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir())
+    code, _, err = run(command(config_path, reference, "--dry-run"), capsys)
+    assert code == 2 and "already holds a complete result" in err
+    code, _, err = run(command(config_path, reference, "--dry-run", "--force"), capsys)
+    assert code == 0, err
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir()) == before
+    assert not partials(reference) and sorted(p.name for p in work.iterdir()) == ["theirs"]
+
+
+def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """An interrupted run of the same ``--out``: a dry run says the run resumes its
+    checkpoints; of another experiment (another seed), refuses them as the run would (exit
+    2), and with ``--force`` says they are discarded. Nothing moves, and the real rerun then
+    resumes them."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    before = files(partial)
+    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+    assert code == 0, err
+    assert f"  {partial.name}: checkpoints of this experiment, resumed\n" in printed
+    assert "  would resume: exp3 64/256, uniform 256/256\n" in printed
+    code, _, err = run(command(config_path, out, "--dry-run", "--seed", "1"), capsys)
+    assert code == 2 and f"error: {partial} holds checkpoints of a " in err
+    assert "different experiment (config.seed: 5 (checkpoint) != 1 (this run))" in err
+    code, printed, err = run(
+        command(config_path, out, "--dry-run", "--seed", "1", "--force"), capsys
+    )
+    assert code == 0, err
+    assert f"{partial.name}: checkpoints of a different experiment (config.seed" in printed
+    assert "discarded (--force)" in printed
+    assert partials(out) == [partial] and files(partial) == before and not out.exists()
+    code, printed, err = run(command(config_path, out), capsys)
+    assert code == 0, err
+    assert f"  resuming {partial.name}: exp3 64/256, uniform 256/256" in printed, printed
+
+
+def test_a_dry_run_reads_the_checkpoints_it_would_resume(
+    config_path, tmp_path, capsys, monkeypatch
+):
+    """A damaged checkpoint of the interrupted run a rerun would resume: the dry run names
+    the file and ``--force`` (exit 2), as the run does; with ``--force`` it says that
+    learner's checkpoint would be discarded and what would be resumed. Nothing changes on
+    disk either way."""
+    out = tmp_path / "out"
+    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    chunk = sorted((partial / checkpoint.CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
+    _shorten_npy_header(chunk, "loss.npy")
+    before = files(partial)
+    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
+    assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
+    assert "dry run:" not in printed and "Traceback" not in err
+    code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
+    assert code == 0, err
+    assert "  the checkpoint of exp3 would be discarded (" in printed
+    assert "  would resume: uniform 256/256\n" in printed
+    assert partials(out) == [partial] and files(partial) == before and not out.exists()
+
+
+def test_the_memory_estimate_counts_the_largest_chunk_twice():
+    """A chunk's outputs exist on the device and on the host before they join the traces:
+    the estimate holds twice the widest learner's chunk (once left out: a run it passed was
+    killed for memory)."""
+    from stabl_jax.experiment.kinds import load_config
+    from stabl_jax.experiment.kinds.bandit import KIND
+
+    sets = ["runs=50", "env.num_arms=40", 'learners=["exp3","saol_hedge"]']
+    small, large = (
+        KIND.estimate(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
+        for rounds in (64, 512)
+    )
+    widest = 16  # the played arm and three floats per run and round, for every learner
+    assert large.memory_bytes - small.memory_bytes == 2 * 50 * (512 - 64) * widest
+    assert large.disk_bytes == small.disk_bytes
+
+
+def test_automatic_chunks_are_sized_for_the_widest_learner(monkeypatch):
+    """Without ``chunk_size``, a chunk of the widest learner's outputs stays within the chunk
+    budget (1/8 of the memory available): the chunk size follows the bytes the kind records
+    per run and round (it once assumed 32 for every kind, and a kind recording more went
+    over the budget)."""
+    from stabl_jax.experiment.kinds import bandit, load_config
+    from stabl_jax.experiment.kinds.paired import recorded_bytes, resolve_chunk_size
+
+    # the module (the package's ``simulate`` is the function of the same name)
+    simulate_module = sys.modules["stabl_jax.simulate"]
+    monkeypatch.setattr(simulate_module, "available_memory_bytes", lambda: 8 * 2**30)
+    budget = 2**30  # 1/8 of the 8 GiB above
+    sets = ["runs=4096", "horizon=1048576", 'learners=["exp3","saol_hedge"]']
+    config = load_config("expert_advice_equal", sets)
+    assert recorded_bytes(config) == 16
+    assert resolve_chunk_size(config) == budget // (4096 * 16)  # 16384 rounds
+    # a kind that records every queried arm too: 16 + 4 n bytes (136 at n = 30)
+    wide = lambda self, learner, width: (16 + 4 * width, 0)  # noqa: E731
+    monkeypatch.setattr(bandit.BanditConfig, "trace_bytes", wide)
+    assert recorded_bytes(config) == 136
+    chunk = resolve_chunk_size(config)
+    assert chunk == budget // (4096 * 136)
+    assert 4096 * chunk * 136 <= budget < 4096 * (chunk + 1) * 136
+
+
+def test_a_bandit_run_records_what_it_reads_not_the_queried_arms():
+    """A full-information learner queries every arm: recording them (``(R, T, n)``) made the
+    scaling study's n = 300 point need 21 GiB, for a trace nothing reads. A bandit run
+    records the summary's and ``save_traces``' traces only, 16 bytes per run and round
+    whatever the number of queries."""
+    from stabl_jax.experiment.kinds import bandit, load_config
+    from stabl_jax.experiment.kinds.paired import simulate_learners
+
+    config = load_config(
+        "expert_advice_equal",
+        ["runs=2", "horizon=64", "env.num_arms=6", 'learners=["exp3","saol_hedge"]'],
+    )
+    env = config.make_env()
+    for name, learner, _, result, _ in simulate_learners(
+        config, env, progress=None, checkpoints=None, validate=False
+    ):
+        assert sorted(result.traces()) == sorted(bandit.SAVABLE_TRACES), name
+        assert config.trace_bytes(learner, 6)[0] == 16, name
+
+
+# --------------------------------------------------------------------------------------------
+# A user's environment, learner params and losses, met before (or named during) the run
+# --------------------------------------------------------------------------------------------
+
+USER_ENVS = '''
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from stabl_jax import ExpertAdvice
+from stabl_jax.envs.base import BanditEnv
+
+
+@dataclasses.dataclass(frozen=True)
+class Flat(BanditEnv):
+    """Stationary noisy losses: no change points."""
+
+    num_arms: int
+    horizon: int
+
+    def sample_params(self, key):
+        return jax.random.uniform(key, (self.num_arms,), jnp.float32, 0.2, 0.8)
+
+    def loss(self, params, t, key):
+        noise = jax.random.uniform(key, (self.num_arms,), jnp.float32, -0.1, 0.1)
+        return jnp.clip(params + noise, 0.0, 1.0)
+
+    def best_arm(self, params, t):
+        return jnp.argmin(params).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentsOnTheClassOnly(Flat):
+    """Declares two segments, and its params (an array) hold no change points."""
+
+    change_points: ClassVar[tuple[int, ...]] = (32,)
+    num_segments: ClassVar[int] = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class NoExpectedLoss(Flat):
+    """Writes its own evaluate, whose info lacks expected_loss."""
+
+    def evaluate(self, params, state, t, query, key):
+        info = {"best_arm": self.best_arm(params, t)}
+        return state, self.loss(params, t, key)[query.arms], info
+
+
+@dataclasses.dataclass(frozen=True)
+class TooHigh(ExpertAdvice):
+    """The paper's environment with every loss raised by 1: outside [0, 1]."""
+
+    def loss(self, params, t, key):
+        return super().loss(params, t, key) + 1.0
+'''
+
+
+@pytest.fixture(scope="module")
+def user_envs(tmp_path_factory):
+    """``user_envs_faults``, a module of environments on ``sys.path``, as a user's would be."""
+    folder = tmp_path_factory.mktemp("user")
+    (folder / "user_envs_faults.py").write_text(USER_ENVS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(folder))
+        yield folder
+
+
+def user_config(folder: Path, env: str, extra: str = "") -> Path:
+    """The tiny config of ``CONFIG``'s learners on ``user_envs_faults:env`` (5 arms, T = 64)."""
+    path = folder / f"{env}.toml"
+    path.write_text(
+        f'runs = 4\nhorizon = 64\nlearners = ["uniform", "exp3"]\nwindow = 8\n{extra}\n'
+        f'[env]\nname = "user_envs_faults:{env}"\nnum_arms = 5\n'
+    )
+    return path
+
+
+def test_an_environment_without_change_points_runs_as_one_segment(user_envs, tmp_path, capsys):
+    """No change points to fake: the run is one segment, and SA(L) and the cumulative regret
+    (which need none) are computed."""
+    out = tmp_path / "out"
+    code, printed, err = run(command(user_config(tmp_path, "Flat"), out), capsys)
+    assert code == 0, err
+    assert "one segment (no change points)" in printed
+    summary = read_summary(out)
+    flat = summary["learners"]["exp3"]
+    assert summary["env"]["change_points"] == [] and len(flat["segment_reward"]["mean"]) == 1
+    assert np.isfinite(flat["cumulative_regret"]["mean"])
+    assert len(flat["adaptive_regret"]["sampled"]["mean"]) == 3  # L = 16, 32, 64
+    assert read_traces(out)["env/change_points"].shape == (4, 0)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            "SegmentsOnTheClassOnly",
+            "SegmentsOnTheClassOnly has num_segments = 2, but sample_params returns params "
+            "whose change_points are none, not (1,) int32",
+        ),
+        ("NoExpectedLoss", "NoExpectedLoss defines evaluate, and its info lacks ['expected_loss']"),
+    ],
+)
+def test_what_an_environment_lacks_is_named_before_any_run(
+    user_envs, tmp_path, capsys, monkeypatch, env, message
+):
+    """One line naming the class, what it lacks and where the requirements are listed."""
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    code, _, err = run(command(user_config(tmp_path, env), tmp_path / "out"), capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"environment 'user_envs_faults:{env}': {message}" in err
+    assert err.rstrip().endswith("(see docs/environments.md, 'What the command line needs')")
+
+
+def test_a_failed_validation_is_one_line_naming_the_learner(user_envs, tmp_path, capsys):
+    code, _, err = run(command(user_config(tmp_path, "TooHigh"), tmp_path / "out"), capsys)
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(
+        "error: learner 'uniform' on environment 'user_envs_faults:TooHigh' failed validation: "
+        "loss at round 0 must be finite and in [0, 1]; found "
+    )
+    assert "rescale them to [0, 1] first" in err and "docs/environments.md, 'Validation'" in err
+
+
+@pytest.mark.parametrize("where", ["file", "--set"])
+def test_a_list_of_params_is_refused_naming_the_sweep(tmp_path, capsys, where):
+    extra = "[params.exp3]\nlr_scale = [1.0, 2.0]\n" if where == "file" else ""
+    path = tmp_path / "params.toml"
+    path.write_text(CONFIG + extra)
+    sets = ["--set", "params.exp3.lr_scale=[1.0, 2.0]"] if where == "--set" else []
+    code, _, err = run(command(path, tmp_path / "out", "--dry-run", *sets), capsys)
+    assert code == 2 and "key 'params.exp3.lr_scale'" in err, err
+    assert "must be one number, got the array [1.0, 2.0]; to sweep values run `stabl-jax " in err
+    assert "sweep CONFIG --grid exp3.lr_scale=1.0,2.0`" in err
+
+
+def test_a_list_of_params_given_to_simulate_is_refused():
+    learner = EXP3(num_arms=4, horizon=HORIZON)
+    params = learner.default_params.replace(lr_scale=[1.0, 2.0])
+    env = ExpertAdvice(num_arms=4, horizon=HORIZON)
+    with pytest.raises(ValueError, match=r"params.lr_scale is a Python list, \[1.0, 2.0\]: a "):
+        simulate(learner, env, jax.random.key(0), 2, params=params)

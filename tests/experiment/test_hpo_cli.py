@@ -1,0 +1,311 @@
+"""The algorithm-selection experiment as a config kind (``kind = "hpo"``): configs, the
+command line, checkpoints and the results folder, at tiny sizes (d = 2, a few dozen
+evaluations; compiling the Eagle ensemble dominates the cost)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import runpy
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from stabl_jax.experiment import cli
+from stabl_jax.experiment.checkpoints import (
+    STATE,
+    CheckpointMismatch,
+    ExperimentCheckpoints,
+    experiment_identity,
+    load_arrays,
+)
+from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.kinds import load_config, write_results
+from stabl_jax.experiment.kinds import selection as hpo_experiment
+from stabl_jax.experiment.kinds.selection import HPOProblem, run_hpo_experiment
+from stabl_jax.experiment.results import COMPLETE, ResultsFolder, read_summary, read_traces
+from stabl_jax.experiment.tables import byte_size
+from stabl_jax.learners.exp3 import EXP3
+from tests.conftest import write_config_variant
+
+TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_hpo_configs_are_the_papers_setting():
+    sphere = load_config("hpo_bbob_sphere")
+    assert sphere.kind == "hpo" and sphere.feedback == "reward"
+    assert {(p.function_id, p.dim, p.evaluations) for p in sphere.problems} == {
+        (1, 32, 1000),
+        (1, 32, 2000),
+        (1, 64, 1000),
+        (1, 64, 2000),
+    }
+    assert sphere.learners == ("uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive")
+    assert sphere.history_lengths == (20, 40, 80, 160, 320, 640, 1280, 2560)
+    assert sphere.reward_lambda == 0.01
+    suite = load_config("hpo_bbob_suite")
+    assert sorted({p.function_id for p in suite.problems}) == list(range(1, 25))
+    authors = load_config("hpo_bbob_vizier")  # the authors' setting, the same problems
+    assert authors.problems == sphere.problems and authors.seed == sphere.seed
+    assert (authors.reward, authors.reward_lambda) == ("vizier", 0.0)
+    assert (authors.eagle_grid, authors.eagle_fill) == ("vizier", "halton")
+    assert set(sphere.learners) < set(authors.learners) and "stabl_vizier" in authors.learners
+    assert authors.history_lengths == sphere.history_lengths
+
+
+GOOD = """kind = "hpo"
+runs = 2
+learners = ["uniform", "stabl"]
+[bbob]
+functions = [1]
+dims = [2]
+evaluations = [24]
+"""
+BAD = {
+    "unknown top-level key": ("runs = 2", "runs = 2\nhorizon = 64", "HPO-config key 'horizon'"),
+    "unknown bbob key": ("dims = [2]", "dims = [2]\ndim = 3", "'bbob.dim'"),
+    "function out of range": ("functions = [1]", "functions = [25]", "bbob.functions"),
+    "dimension too small": ("dims = [2]", "dims = [1]", "bbob.dims"),
+    "unknown learner": ('"stabl"]', '"stable"]', "unknown learner 'stable'"),
+    "bad feedback": ("runs = 2", 'runs = 2\nfeedback = "gain"', "feedback"),
+    "lengths not increasing": ("dims = [2]", "dims = [2]\nhistory_lengths = [40, 20]", "strictly"),
+    "negative noise": ("dims = [2]", "dims = [2]\nnoise_std = -0.1", "bbob.noise_std"),
+    "tau_max of 1": ("dims = [2]", "dims = [2]\ntau_max = 1", "bbob.tau_max"),
+    "missing budgets": ("evaluations = [24]\n", "", "'bbob.evaluations'"),
+    "functions not a list": ("functions = [1]", 'functions = "some"', "bbob.functions"),
+    "unknown reward": ("dims = [2]", 'dims = [2]\nreward = "vizer"', "bbob.reward"),
+    "unknown grid": ("dims = [2]", 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
+    "unknown fill": ("dims = [2]", 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
+    "rotate not a bool": ("dims = [2]", "dims = [2]\nrotate = 1", "must be a bool"),
+    "reward_lambda of 1": ("dims = [2]", "dims = [2]\nreward_lambda = 1", r"in \[0, 1\)"),
+    "a dimension twice": ("dims = [2]", "dims = [2, 2]", "lists a value twice"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_hpo_config_names_the_key(tmp_path, case):
+    path = write_config_variant(tmp_path, GOOD, BAD, case)
+    with pytest.raises(ConfigError, match=BAD[case][2]) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_every_independent_hpo_config_error_is_reported_at_once(tmp_path):
+    text = GOOD.replace("runs = 2", "runs = 2\nhorizon = 64").replace("dims = [2]", "dims = [1]")
+    text = text.replace("evaluations = [24]", 'evaluations = [24]\nreward = "vizer"')
+    path = tmp_path / "many.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"3 errors in {path}:" and len(lines) == 4
+    for line, fragment in zip(
+        lines[1:], ("HPO-config key 'horizon'", "'bbob.dims'", "'bbob.reward'"), strict=True
+    ):
+        assert fragment in line, (line, fragment)
+    assert "did you mean 'vizier'?" in lines[3]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShortBudgetRefusingEXP3(EXP3):
+    """A user's learner with a check of its own: it refuses fewer than 16 rounds."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.horizon < 16:
+            raise ValueError(f"needs horizon >= 16, got {self.horizon}")
+
+
+def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
+    """The learners' own checks run at load time, once per budget: a learner refusing one
+    budget is reported with that budget and the learner's own message (no registered learner
+    refuses any budget, so a user's learner given by import path stands in)."""
+    user = f"{__name__}:ShortBudgetRefusingEXP3"
+    text = GOOD.replace('"stabl"]', f'"stabl", "{user}"]').replace("[24]", "[8, 24]")
+    path = tmp_path / "budget.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 1, lines  # the budget of 24 is accepted
+    assert f"learner '{user}' rejects a budget of 8: needs horizon >= 16, got 8" in lines[0]
+    assert str(path) in lines[0]
+    path.write_text(text.replace("[8, 24]", "[16, 24]"))
+    assert load_config(path).learners[-1] == user
+
+
+def test_good_config_loads(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.problems == (HPOProblem(1, 2, 24),) and cfg.runs == 2
+    assert (cfg.reward, cfg.eagle_grid, cfg.eagle_fill) == ("paper", "default", "uniform")
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    """One tiny experiment with a checkpoint folder, shared by the tests below."""
+    folder = tmp_path_factory.mktemp("hpo") / "checkpoint"
+    config = load_config("hpo_bbob_sphere", TINY)
+    checkpoints = ExperimentCheckpoints(folder, experiment_identity(config))
+    return config, folder, run_hpo_experiment(config, checkpoints=checkpoints)
+
+
+def test_checkpoint_is_read_back_identically(experiment):
+    config, folder, result = experiment
+    key = config.problems[0].key
+    names = {f"{key}-{name}" for name in config.learners}
+    assert {p.name for p in folder.iterdir() if p.is_dir()} == names
+    checkpoints = ExperimentCheckpoints(folder, experiment_identity(config))
+    rounds = {
+        f"{key}-{n}": hpo_experiment.make_learner(config, n, 24).horizon for n in config.learners
+    }
+    assert checkpoints.verify() == rounds  # every learner finished: 24 or 12 rounds
+    again = run_hpo_experiment(config, checkpoints=checkpoints)  # nothing is recomputed
+    outcome = again.problems[key]
+    for name in config.learners:
+        assert outcome.seconds[name]["compile"] == 0.0
+        np.testing.assert_array_equal(outcome.best_gap[name], result.problems[key].best_gap[name])
+    # A checkpoint made with other settings is never reused.
+    for other in (
+        dataclasses.replace(config, seed=config.seed + 1),
+        dataclasses.replace(config, learners=("uniform",)),
+    ):
+        with pytest.raises(CheckpointMismatch, match="different run"):
+            ExperimentCheckpoints(folder, experiment_identity(other))
+
+
+def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
+    config, _, result = experiment
+    with ResultsFolder.prepare(tmp_path / "out") as folder:
+        final = write_results(result, folder)
+    names = {p.name for p in final.iterdir()}
+    assert {COMPLETE, "summary.json", "traces.npz", *hpo_experiment.HPO_PLOT_FILES.values()} <= (
+        names
+    )
+    for png in hpo_experiment.HPO_PLOT_FILES.values():
+        assert (final / png).read_bytes()[:8] == PNG_SIGNATURE
+    summary = read_summary(final)
+    json.dumps(summary, allow_nan=False)
+    assert summary["kind"] == "hpo" and summary["config"]["runs"] == 2
+    assert summary["score_vs_uniform"]["uniform"] == 0.0
+    for name in config.learners:
+        assert 0.0 <= summary["profile_scores"][name] <= 1.0
+    traces = read_traces(final)
+    key = config.problems[0].key
+    gap = traces[f"{key}/stabl/best_gap"]
+    assert gap.shape == (2, 24)
+    assert np.all(np.diff(gap, axis=1) <= 0)  # best so far never gets worse
+    counts = traces[f"{key}/stabl/arm_counts"]
+    np.testing.assert_allclose(counts.sum(), 24)  # every evaluation belongs to one arm
+    table = hpo_experiment.format_hpo_table(result)
+    assert "profile score" in table and key in table
+    # The folder alone gives the result back (to redraw or recompute without rerunning).
+    back = hpo_experiment.read_hpo_result(final)
+    assert back.config == dataclasses.replace(config, source=back.config.source)
+    np.testing.assert_array_equal(back.problems[key].best_gap["stabl"], gap)
+    assert hpo_experiment.build_hpo_summary(back)["profile_scores"] == summary["profile_scores"]
+    # experiments/report.py turns the folder into EXPERIMENTS.md's tables.
+    report = runpy.run_path(str(REPO / "experiments" / "report.py"))
+    markdown = report["table"](final, (256,))
+    assert f"| {key} |" in markdown and "| stabl |" in markdown
+
+
+def test_cli_runs_an_hpo_config(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress"]
+    args += [x for item in TINY for x in ("--set", item)]
+    assert cli.main(args) == cli.EXIT_OK
+    printed = capsys.readouterr().out
+    assert "profile score" in printed and f"results: {out}" in printed
+    assert (out / COMPLETE).is_file()
+    assert not (out / "checkpoint").exists()  # removed once the folder is complete
+    assert cli.main(args) == cli.EXIT_USAGE  # complete folder, no --force
+
+
+def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
+    """The kind estimates its memory and disk: with no memory to spare a run is refused
+    (exit 2) naming its size, the memory and the remedies, before anything is simulated;
+    ``--allow-large`` runs it, and the header says what it needs. (The kind once estimated
+    nothing: ``--runs 4000`` of the suite, about 17 GiB, ran until the kernel killed it.)"""
+    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(hpo_experiment, "run_hpo_experiment", ran)
+    args = ["run", "hpo_bbob_sphere", "--out", str(tmp_path / "run"), "--no-progress"]
+    args += [x for item in TINY for x in ("--set", item)]
+    assert cli.main(args) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "does not fit (1 problems x 2 repeats x 2 learners)" in err, err
+    assert "of memory" in err and "--runs" in err and "--allow-large" in err, err
+    assert not (tmp_path / "run").exists()
+    assert cli.main([*args, "--allow-large"]) == cli.EXIT_FAILURE
+    out, err = capsys.readouterr()
+    assert "the experiment ran" in err
+    needs = hpo_experiment.KIND.estimate(load_config("hpo_bbob_sphere", TINY))
+    assert f"needs about {byte_size(needs.memory_bytes)} of memory" in out, out
+    assert "roughly" not in out, out  # no time: none was measured
+
+
+def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
+    """The estimate's loop state per run (:func:`run_state_bytes`, from shapes alone) is the
+    state a run of the kind's own environment and learner holds, byte for byte (the Eagle
+    pools in it are the largest part of a run's memory at the shipped dimensions)."""
+    from stabl_jax.experiment.kinds.base import tree_bytes
+    from stabl_jax.hpo_metrics import simulate_selection
+
+    config = load_config("hpo_bbob_sphere", TINY)
+    group = hpo_experiment.problem_groups(config)[0]
+    env = hpo_experiment.problem_env(config, group)
+    learner = hpo_experiment.make_learner(config, "stabl", group[0].evaluations)
+    traces = hpo_experiment.RECORDED_TRACES
+    res = simulate_selection(
+        learner, env, jax.random.key(0), 3, group[0].evaluations, traces=traces
+    )
+    assert tree_bytes(res.carry) == 3 * hpo_experiment.run_state_bytes(learner, env)
+
+
+def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch):
+    """Interrupted after its first learner's program, the same command resumes: it says so,
+    with the programs complete, and writes what the uninterrupted run writes. The finished
+    program's checkpoint kept its traces, not its loop state (the Eagle pools)."""
+    args = ["run", "hpo_bbob_sphere", "--out", str(tmp_path / "run"), "--no-progress"]
+    args += [x for item in TINY for x in ("--set", item)]
+    simulate = hpo_experiment.hpo_metrics.simulate_selection
+    calls = []
+
+    def interrupted_second(*a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return simulate(*a, **kw)
+
+    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", interrupted_second)
+    assert cli.main(args) == cli.EXIT_INTERRUPTED
+    key = load_config("hpo_bbob_sphere", TINY).problems[0].key
+    (state,) = tmp_path.glob(f"run.partial*/checkpoint/{key}-uniform/{STATE}")
+    stored = load_arrays(state)
+    assert int(stored["t0"]) == 24 and not [n for n in stored if n.startswith("carry/")]
+    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", simulate)
+    capsys.readouterr()
+    assert cli.main([*args, "--dry-run"]) == cli.EXIT_OK  # says what the run will take over
+    assert "  would resume: 1 of 2 learner programs complete\n" in capsys.readouterr().out
+    assert cli.main(args) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert "resuming run.partial" in out and ": 1 of 2 learner programs complete" in out, out
+    whole = tmp_path / "whole"
+    assert cli.main([*args[:2], "--out", str(whole), *args[4:]]) == cli.EXIT_OK
+    for name in ("uniform", "stabl"):
+        resumed, again = (
+            read_traces(f)[f"{key}/{name}/best_gap"] for f in (tmp_path / "run", whole)
+        )
+        np.testing.assert_array_equal(resumed, again)
+    config = load_config("hpo_bbob_sphere", TINY)  # a program stopped inside: its rounds
+    line = hpo_experiment.KIND.describe_resumed(config, {f"{key}-uniform": 24, f"{key}-stabl": 5})
+    assert line == f"1 of 2 learner programs complete, {key}-stabl at 5/12 rounds"

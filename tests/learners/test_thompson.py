@@ -1,0 +1,157 @@
+"""Thompson sampling, discounted and sliding-window Thompson sampling against the NumPy loops
+of ``reference_thompson.py``, and their play probabilities against adaptive quadrature.
+
+Float64 step by step: the reference is fed the learner's own posterior samples and coins
+(recomputed from each round's key: ``jax.random.split`` into a Beta key for
+``jax.random.beta`` and a coin key for ``sampling.uniforms``), so posteriors must match to
+1e-9 relative and arms exactly.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stabl_jax import DiscountedThompson, SWThompson, Thompson, make, sampling
+from stabl_jax.learners.thompson import argmax_probabilities
+from tests.conftest import HORIZON, NUM_ARMS
+from tests.learners import reference_thompson as ref
+
+RTOL = 1e-9
+PROB_TOL = 1e-4  # the accuracy argmax_probabilities promises
+
+
+def _losses(seed: int) -> np.ndarray:
+    """Non-Bernoulli losses in [0, 1] whose best arm changes twice (and exact 0s and 1s)."""
+    rng = np.random.default_rng(seed)
+    losses = rng.uniform(0.3, 1.0, size=(HORIZON, NUM_ARMS))
+    for start, best in ((0, 1), (20, 4), (41, 0)):
+        losses[start : start + 23, best] = rng.uniform(0.0, 0.3, size=min(23, HORIZON - start))
+    losses[::7, 2] = 0.0
+    losses[::5, 3] = 1.0
+    return losses
+
+
+def _draws(key: jax.Array, alpha: jax.Array, beta: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The round's posterior samples and coin, as the learner draws them from ``key``."""
+    beta_key, coin_key = jax.random.split(key)
+    theta = jax.random.beta(beta_key, alpha, beta, dtype=alpha.dtype)
+    return theta, sampling.uniforms(coin_key, 1, alpha.dtype)[0]
+
+
+CASES = [
+    ("thompson", {}, {}),
+    ("thompson", {}, {"prior_alpha": 0.5, "prior_beta": 2.0}),
+    ("discounted_thompson", {}, {}),
+    ("discounted_thompson", {}, {"discount": 0.7, "prior_alpha": 0.3}),
+    ("sw_thompson", {"window": 10}, {}),
+    ("sw_thompson", {}, {"prior_beta": 0.5}),  # the default window
+]
+
+
+@pytest.mark.parametrize(("name", "options", "values"), CASES, ids=str)
+def test_matches_reference(name, options, values):
+    losses = _losses(1)
+    with jax.enable_x64(True):
+        learner = make(name, num_arms=NUM_ARMS, horizon=HORIZON, dtype="float64", **options)
+        params = learner.default_params.replace(**{k: jnp.float64(v) for k, v in values.items()})
+        step, posterior, draws = jax.jit(learner.step), jax.jit(learner.posterior), jax.jit(_draws)
+        state = learner.init(jax.random.key(3), params)
+        keys = jax.random.split(jax.random.key(4), HORIZON)
+        thetas, coins, alphas, betas, arms = [], [], [], [], []
+        for t in range(HORIZON):
+            a, b = posterior(state)
+            theta, coin = draws(keys[t], a, b)
+            thetas.append(np.asarray(theta))
+            coins.append(float(coin))
+            alphas.append(np.asarray(a))
+            betas.append(np.asarray(b))
+            state, info = step(state, losses[t], keys[t])
+            arms.append(int(info.arms[0]))
+        a, b = posterior(state)
+        alphas.append(np.asarray(a))
+        betas.append(np.asarray(b))
+        expected = ref.thompson_reference(
+            losses,
+            np.stack(thetas),
+            np.asarray(coins),
+            prior_alpha=float(params.prior_alpha),
+            prior_beta=float(params.prior_beta),
+            discount=float(getattr(params, "discount", 1.0)),
+            window=getattr(learner, "window", None),
+        )
+    np.testing.assert_array_equal(arms, expected["played"])
+    np.testing.assert_allclose(np.stack(alphas), expected["alpha"], rtol=RTOL)
+    np.testing.assert_allclose(np.stack(betas), expected["beta"], rtol=RTOL)
+    assert len(set(arms)) > 1 and expected["alpha"][-1].sum() > expected["alpha"][0].sum()
+
+
+# (alpha, beta) posterior states: the prior, densities unbounded at 0 or 1 (alpha or beta < 1),
+# moderately and highly concentrated posteriors, near-ties, and an arm far behind.
+STATES = [
+    ([1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 1.0]),
+    ([0.5, 2.0, 1.0, 3.0, 0.3], [0.5, 1.0, 4.0, 2.0, 0.7]),
+    ([0.3, 0.3, 1.3, 0.3, 0.3], [0.3, 3.3, 0.3, 0.3, 0.3]),
+    ([31.0, 30.0, 5.0, 2.0, 60.0], [33.0, 30.0, 9.0, 1.0, 2.0]),
+    ([500.0, 480.0, 100.0, 3.0, 510.0], [500.0, 520.0, 110.0, 1.0, 490.0]),
+    ([1.0, 1.0, 1.0, 1.0, 2.0], [500.0, 400.0, 300.0, 1000.0, 2.0]),
+    ([5000.5, 5001.0, 4990.0, 100.0, 1.0], [5000.0, 5001.5, 5010.0, 100.0, 1.0]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("state", STATES, ids=lambda s: f"a={s[0]}")
+def test_argmax_probabilities_match_adaptive_quadrature(state, dtype):
+    alpha, beta = (np.asarray(v) for v in state)
+    expected = ref.argmax_probabilities_reference(alpha, beta)
+    assert abs(expected.sum() - 1.0) < PROB_TOL / 10  # the reference is itself accurate
+    with jax.enable_x64(True):
+        got = jax.jit(argmax_probabilities)(jnp.asarray(alpha, dtype), jnp.asarray(beta, dtype))
+        assert got.dtype == jnp.dtype(dtype)
+    np.testing.assert_allclose(np.asarray(got, np.float64), expected, rtol=0, atol=PROB_TOL)
+
+
+def test_played_arms_follow_the_computed_probabilities():
+    """Over 20,000 round keys at one posterior state, the played arm's empirical frequencies
+    match ``play_probs`` within 4.5 standard errors (``sqrt(p (1 - p) / n)``) per arm."""
+    learner = Thompson(num_arms=NUM_ARMS, horizon=HORIZON)
+    state = learner.init(jax.random.key(0))
+    state = state.replace(
+        successes=jnp.array([3.0, 5.0, 0.0, 8.0, 2.0]),
+        failures=jnp.array([2.0, 6.0, 0.0, 9.0, 3.0]),
+    )
+    n = 20_000
+    keys = jax.random.split(jax.random.key(7), n)
+    arms = jax.jit(jax.vmap(lambda k: learner.ask(state, k).arms[0]))(keys)
+    probs = np.asarray(learner.ask(state, keys[0]).play_probs, np.float64)
+    freq = np.bincount(np.asarray(arms), minlength=NUM_ARMS) / n
+    se = np.sqrt(probs * (1.0 - probs) / n)
+    assert probs.min() > 0.05  # every arm is tested where its frequency is informative
+    np.testing.assert_array_less(np.abs(freq - probs), 4.5 * se)
+
+
+def test_a_bernoulli_trial_succeeds_with_the_reward():
+    """A loss of 0 is always a success, a loss of 1 always a failure."""
+    learner = Thompson(num_arms=NUM_ARMS, horizon=HORIZON)
+    step = jax.jit(learner.step)
+    state = learner.init(jax.random.key(0))
+    for t in range(10):
+        state, _ = step(state, jnp.zeros(NUM_ARMS).at[0].set(1.0), jax.random.key(t))
+    np.testing.assert_array_equal(state.successes[1:] + state.failures[1:], state.successes[1:])
+    assert float(state.successes[0]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("cls", "options", "message"),
+    [
+        (DiscountedThompson, {"discount": 0.0}, r"discount must be in \(0, 1\]"),
+        (DiscountedThompson, {"discount": 1.5}, r"discount must be in \(0, 1\]"),
+        (SWThompson, {"window": 0}, "window must be >= 1, got 0"),
+        (SWThompson, {"window": HORIZON + 1}, rf"window must be in \[1, horizon={HORIZON}\]"),
+    ],
+)
+def test_bad_options_are_named(cls, options, message):
+    with pytest.raises(ValueError, match=message):
+        cls(num_arms=NUM_ARMS, horizon=HORIZON, **options)

@@ -1,0 +1,155 @@
+"""``experiments/anytime_gap.py``'s results folder (written from hand-made segment rewards, no
+simulation) and ``experiments/report.py``'s ``view=gap`` table of it, against numbers worked
+out by hand."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax.experiment.results import ResultsFolder
+from tests.scripts.load import load_script
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = runpy.run_path(str(ROOT / "experiments" / "report.py"))
+GAP = runpy.run_path(str(ROOT / "experiments" / "anytime_gap.py"))
+
+
+# Four runs, two segments. tuned: segment means 0.5 and 0.4; "x" is tuned minus a per-run
+# difference d (the same in both segments) with d = 0.1, 0.2, 0.1, 0.2 -> mean 0.15, sd
+# 0.057735, t(3) = 3.182446 -> half-width 0.091868.
+TUNED = np.array([[0.5, 0.4]] * 4)
+D = np.array([0.1, 0.2, 0.1, 0.2])
+X = TUNED - D[:, None]
+
+
+def _outs() -> list[dict]:
+    learners = {
+        "stabl_anytime": {"segment_reward": X, "num_muted": 0, "params": None},
+        "stabl_theory": {"segment_reward": X + 0.01, "num_muted": 0, "params": None},
+        "stabl_tuned": {"segment_reward": TUNED, "num_muted": 7, "params": {"s": 2.0}},
+    }
+    return [
+        {
+            "config": "expert_advice_equal",
+            "feedback": "loss",
+            "tuned_config": "expert_advice_equal_tuned",
+            "runs": 4,
+            "seed": 0,
+            "learners": learners,
+        }
+    ]
+
+
+def test_folder_and_gap_table(tmp_path):
+    with ResultsFolder.prepare(tmp_path / "gap") as folder:
+        final = GAP["write_folder"](folder, _outs(), ["--runs", "4"])
+    summary = json.loads((final / "summary.json").read_text())
+    assert summary["kind"] == "anytime_gap"
+    assert summary["command"] == ["python", "experiments/anytime_gap.py", "--runs", "4"]
+    assert set(summary["code"]) == {"commit", "dirty", "source"}
+    entry = summary["learners"]["expert_advice_equal/loss/stabl_tuned"]
+    assert entry["num_muted"] == 7 and entry["params"] == {"s": 2.0}
+    np.testing.assert_allclose(entry["mean_over_segments"]["mean"], 0.45)
+    assert (
+        "expert_advice_equal/loss/stabl_anytime,,segment_reward,,2,"
+        in (final / "results.csv").read_text()
+    )
+
+    text = REPORT["render"]("gap view=gap columns=stabl_theory,stabl_tuned", tmp_path)
+    # x over segments: 0.45 - 0.15 = 0.3000, run values 0.35, 0.25, ... -> same half 0.0919;
+    # gap per segment: -0.15 / 0.5 = -30.0 %, -0.15 / 0.4 = -37.5 %; overall -0.15 / 0.45 =
+    # -33.3 % +- 0.091868 / 0.45 = 20.4 points; per segment +- 18.4 and 23.0 points.
+    row = (
+        "| equal, loss, 4 | 0.3000 ± 0.0919 | 0.3100 | 0.4500 | −30.0, −37.5 % "
+        "| **−33.3 % ± 20.4** |"
+    )
+    assert row in text.splitlines()
+    assert "Per-segment intervals of the gap: ± 18.4 to 23.0 points." in text
+    with pytest.raises(ValueError, match="no learner"):
+        REPORT["render"]("gap learner=saol", tmp_path)
+    summary["settings"][0]["runs"] = 1  # a folder of one run: every interval was nan
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "one" / "traces.npz").write_bytes((final / "traces.npz").read_bytes())
+    with pytest.raises(ValueError, match=r"has 1 run\(s\), and a 95% t interval needs 2"):
+        REPORT["render"]("one view=gap", tmp_path)
+    with pytest.raises(ValueError, match="view=gap only"):
+        REPORT["render"]("gap view=paired", tmp_path)
+
+
+def test_an_existing_user_folder_is_refused_before_simulating(tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(SystemExit):
+        GAP["main"](["--runs", "2", "--out", str(mine), "--force"])
+    assert "never replaced" in capsys.readouterr().err
+    assert (mine / "notes.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--configs", "expert_advice_equal", "nope"], "no config named 'nope'"),
+        (["--feedback", "loss", "both"], "must be one of ['loss', 'reward'], got 'both'"),
+        (["--extra", "nope"], "unknown learner 'nope'"),
+        (  # its label was the tuned StABL's: the "vs tuned" gaps were against another learner
+            ["--extra", "saol", "stabl_tuned"],
+            "--extra stabl_tuned: already compared as ['stabl_anytime', 'stabl_adaptive', "
+            "'stabl_theory', 'stabl_tuned']; give other learners",
+        ),
+    ],
+)
+def test_every_setting_is_checked_before_anything_runs(
+    tmp_path, capsys, monkeypatch, args, message
+):
+    """A bad config, feedback or learner in any setting: exit 2 naming it before the first
+    setting is simulated (it used to be a traceback after the settings before it had run)."""
+    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_checks")
+    simulated = []
+    monkeypatch.setattr(script, "compare", simulated.append)
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--runs", "2", "--out", str(tmp_path / "out"), *args])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert simulated == [] and not (tmp_path / "out").exists()
+
+
+def test_force_without_out_is_refused(capsys, monkeypatch):
+    """``--force`` without ``--out`` (a folder to replace) was ignored without a word."""
+    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_force")
+    monkeypatch.setattr(script, "compare", lambda setting: pytest.fail("it simulated"))
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--runs", "2", "--force"])
+    assert stop.value.code == 2
+    assert "--force replaces an existing --out folder: give --out too" in capsys.readouterr().err
+
+
+def test_segment_rewards_record_the_loss_alone(monkeypatch):
+    """The simulations kept every trace although the per-segment rewards read the loss alone;
+    they record the loss only now, and the rewards are those of a full simulation."""
+    import jax
+
+    from stabl_jax import metrics
+    from stabl_jax.experiment.kinds import load_config
+
+    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_traces")
+    simulate, kept = script.simulate, []
+
+    def spy(*args, **kwargs):
+        kept.append(kwargs.get("traces"))
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(script, "simulate", spy)
+    config = load_config("expert_advice_equal", ["runs=3", "horizon=64"])
+    learner = config.make_learner("stabl")
+    rewards, _ = script.segment_rewards(config, learner, None, jax.random.key(2))
+    assert kept == [("loss",)]
+    full = simulate(learner, config.make_env(), jax.random.key(2), 3, horizon=64)
+    segments = metrics.segment_ids(full.final_carry("test"), 64)
+    expected = metrics.per_segment_mean(1.0 - full.loss.astype(np.float64), segments, 4)
+    np.testing.assert_array_equal(rewards, expected)

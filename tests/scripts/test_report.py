@@ -1,0 +1,788 @@
+"""``experiments/report.py``: marked tables in a document, ``--update`` and ``--check``, and
+one marker's table printed."""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import fill_disk_while_writing, write_loss_traces
+
+REPORT = runpy.run_path(str(Path(__file__).resolve().parents[2] / "experiments" / "report.py"))
+MARK = "<!-- report: demo windows=16,64 -->\n"
+
+
+def _summary(reward: float) -> dict:
+    stat = {"mean": [3.0, -5.0], "ci95": [0.1, 0.2]}
+    return {
+        "description": "demo",
+        "runs": 20,
+        "seed": 0,
+        "config": {"feedback": "loss"},
+        "learners": {
+            "stabl": {
+                "num_queries": 2,
+                "params": {"expert_lr_scale": 1.0},
+                "mean_reward": {"mean": reward, "ci95": 0.01},
+                "segment_reward": {"mean": [0.4, 0.6], "ci95": [0.02, 0.03]},
+                "adaptive_regret": {"window_lengths": [16, 64], "expected": stat, "sampled": stat},
+                "prob_best": {"overall": {"mean": 0.3, "ci95": 0.01}},
+                "num_muted": 7,
+            }
+        },
+    }
+
+
+def _write(results: Path, reward: float) -> None:
+    (results / "demo").mkdir(parents=True, exist_ok=True)
+    (results / "demo" / "summary.json").write_text(json.dumps(_summary(reward)))
+
+
+def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
+    _write(tmp_path, 0.5)
+    doc = tmp_path / "doc.md"
+    doc.write_text("intro\n\n" + MARK + "stale\n<!-- /report -->\n\nafter\n")
+    args = ["--results", str(tmp_path)]
+    assert REPORT["main"](["--check", str(doc), *args]) == 1
+    assert "<!-- report: demo windows=16,64 -->" in capsys.readouterr().out
+    assert REPORT["main"](["--update", str(doc), *args]) == 0
+    text = doc.read_text()
+    assert text.startswith("intro\n\n" + MARK + "\n`results/demo` — demo (20 runs")
+    assert text.endswith("<!-- /report -->\n\nafter\n")
+    # summary.json's half-width as it is (Student's t already; never rescaled)
+    assert "| stabl | 2 | expert_lr_scale=1 | 0.500 ± 0.010 |" in text
+    assert "| 3.0 ± 0.1 | -5.0 ± 0.2 |" in text
+    assert REPORT["main"](["--check", str(doc), *args]) == 0
+    _write(tmp_path, 0.6)  # a new result: the document is stale again
+    assert REPORT["main"](["--check", str(doc), *args]) == 1
+
+
+def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
+    """``--update`` replaces the document atomically: a disk that fills while it writes
+    leaves the document as it was; the file keeps its permission bits, and a symbolic link
+    to it stays a link."""
+    _write(tmp_path, 0.5)
+    doc = tmp_path / "doc.md"
+    before = MARK + "stale\n<!-- /report -->\n" + "more text\n" * 2000
+    doc.write_text(before)
+    doc.chmod(0o640)
+    link = tmp_path / "link.md"
+    link.symlink_to(doc)
+    args = ["--update", str(link), "--results", str(tmp_path)]
+    with monkeypatch.context() as patch:
+        fill_disk_while_writing(patch)
+        with pytest.raises(OSError, match="No space"):
+            REPORT["main"](args)
+    assert doc.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo", "doc.md", "link.md"]
+    assert REPORT["main"](args) == 0
+    assert link.is_symlink() and "| stabl | 2 |" in doc.read_text()
+    assert doc.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_marker_given_as_the_argument_prints_its_table(tmp_path, capsys):
+    """The argument is a marker's text: its table on stdout, as ``--update`` writes it."""
+    _write(tmp_path, 0.5)
+    assert REPORT["main"](["demo windows=16,64", "--results", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == REPORT["render"]("demo windows=16,64", tmp_path) + "\n\n"
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        (
+            "demo windows=abc",
+            "windows must be comma-separated ints >= 1, e.g. 256,1024, got 'abc'",
+        ),
+        ("demo windows=0,64", "got '0,64'"),
+        ("demo windows=64,256,64", "windows '64,256,64' give a window twice"),
+        ("demo view=gap", "view=gap is for the folders of experiments/anytime_gap.py"),
+        ("demo colour=red", "report marker 'demo colour=red': unknown option(s) ['colour']"),
+        ("missing", "report marker 'missing': no missing/summary.json; run experiments/docs_"),
+    ],
+)
+def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, marker, message):
+    """A bad option or a folder that is not there: exit 2 with one line naming it, before
+    any table is printed."""
+    _write(tmp_path, 0.5)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"]([marker, "--results", "."])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
+        (["--check", "doc.md", "demo"], "argument MARKER: not allowed with argument --check"),
+        (["demo", "--update", "doc.md"], "argument --update: not allowed with argument MARKER"),
+        (["--update", "doc.md", "--check", "doc.md"], "--check: not allowed with argument --upd"),
+        ([], "one of the arguments MARKER --update --check is required"),
+    ],
+)
+def test_a_document_mode_names_what_it_cannot_use(tmp_path, capsys, monkeypatch, args, message):
+    """A marker given with --check/--update DOC (each of the document's markers names its
+    own), both modes, or neither: exit 2, the document untouched."""
+    _write(tmp_path, 0.5)
+    (tmp_path / "doc.md").write_text(MARK + "old\n<!-- /report -->\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"](args)
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and message in captured.err and captured.out == ""
+    assert (tmp_path / "doc.md").read_text() == MARK + "old\n<!-- /report -->\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "named"),
+    [
+        ("bco", "sa=sampled", "sa is not read by view=table of this bco folder"),
+        ("hpo", "windows=64", "windows is not read by view=table of this hpo folder"),
+        ("bandit", "view=paired baseline=exp3", "baseline is not read by view=paired"),
+        ("bandit", "learner=stabl columns=a,b", "learner columns is not read by view=table"),
+        ("anytime_gap", "windows=64", "windows is not read by view=gap of this anytime_gap"),
+    ],
+)
+def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, options, named):
+    """A table option given where the folder's view does not read it was ignored without a
+    word (``sa=sampled`` on a BCO folder printed its one SA(L), of the suffered loss);
+    exit 2 before any table, naming the marker and the options."""
+    _write(tmp_path, 0.5)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "summary.json").write_text(json.dumps({"kind": kind}))
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"]([f"other {options}", "--results", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and named in captured.err and captured.out == ""
+    assert f"report marker 'other {options}': " in captured.err
+    # The options a view reads still apply, given or not.
+    assert REPORT["main"](["demo sa=sampled windows=16", "--results", str(tmp_path)]) == 0
+    assert "SA(L) of the sampled loss" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("marker", "named"),
+    [
+        ("demo view=paired windows=16", "windows is not read by view=paired of this bandit"),
+        ("demo view=paired sa=sampled", "sa is not read by view=paired"),
+        ("demo learner=stabl", "learner is not read by view=table of this bandit folder"),
+        ("demo view=regret sa=sampled", "sa is not read by view=regret"),
+        ("demo view=diff diff=stabl,stabl windows=16", "windows is not read by view=diff"),
+    ],
+)
+def test_a_markers_option_its_view_does_not_read_is_refused(tmp_path, capsys, marker, named):
+    """A marker's option that its view does not read was ignored without a word, as the
+    command line's once were; now ``--check`` and ``--update`` fail naming the marker and
+    the option (exit 2), the document untouched."""
+    _write(tmp_path, 0.5)
+    doc = tmp_path / "doc.md"
+    text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n"
+    doc.write_text(text)
+    for mode in ("--check", "--update"):
+        with pytest.raises(SystemExit) as stop:
+            REPORT["main"]([mode, str(doc), "--results", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and f"report marker {marker!r}: {named}" in err, err
+    assert doc.read_text() == text
+
+
+@pytest.mark.parametrize("mode", ["--check", "--update"])
+def test_a_document_that_is_not_text_is_named(tmp_path, capsys, mode):
+    """Its decoding error alone did not say which file it was."""
+    doc = tmp_path / "doc.md"
+    doc.write_bytes(b"\xff\xfe" + MARK.encode())
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"]([mode, str(doc), "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"{doc} is not UTF-8 text (" in err
+    assert doc.read_bytes() == b"\xff\xfe" + MARK.encode()
+
+
+def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):
+    doc = tmp_path / "doc.md"
+    doc.write_text(MARK + "old\n<!-- /report -->\n")
+    for mode in ("--check", "--update"):
+        assert REPORT["main"]([mode, str(doc), "--results", str(tmp_path)]) == 1
+        assert "docs_numbers.sh" in capsys.readouterr().err
+    assert doc.read_text() == MARK + "old\n<!-- /report -->\n"
+
+
+def test_a_one_run_folder_gives_means_without_intervals(tmp_path):
+    """One run has no interval: ``summary.json`` stores null half-widths, and the table shows
+    the means alone instead of failing."""
+    summary = _summary(0.5)
+    summary["runs"] = 1
+    entry = summary["learners"]["stabl"]
+    for stat in (entry["mean_reward"], entry["prob_best"]["overall"]):
+        stat["ci95"] = None
+    entry["adaptive_regret"]["expected"] = {"mean": [3.0, -5.0], "ci95": None}
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    table = REPORT["render"]("demo windows=16,64", tmp_path)
+    assert "| stabl | 2 | expert_lr_scale=1 | 0.500 | 0.400, 0.600 | 3.0 | -5.0 | 0.300 | 7 |" in (
+        table
+    )
+
+
+def test_paired_view_from_traces(tmp_path):
+    """10 runs of 4 rounds, one change point at 2: StABL earns 0.1 more than EXP3 in every
+    run's first segment and the same in the second, so the paired difference is exactly
+    +0.100 per segment 1, +0.000 per segment 2 and +0.050 overall, with zero spread."""
+    _write(tmp_path, 0.5)
+    summary = _summary(0.5)
+    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    rng = np.random.default_rng(0)
+    exp3 = rng.uniform(0.2, 0.8, (10, 4)).astype(np.float32)
+    stabl = exp3.copy()
+    stabl[:, :2] -= 0.1
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{"stabl/loss": stabl, "exp3_uniform/loss": exp3},
+        **{"env/change_points": np.full((10, 1), 2, np.int32)},
+    )
+    paired = REPORT["render"]("demo view=paired", tmp_path)
+    assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in paired
+    flipped = REPORT["render"]("demo view=paired reference=exp3_uniform", tmp_path)
+    assert "| exp3_uniform − stabl | -0.050 ± 0.000 | -0.100 ± 0.000, +0.000 ± 0.000 |" in flipped
+
+    # A folder that kept no loss traces (save_traces): the same tables from segment_reward.
+    summary["config"]["horizon"] = 4
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    paired_script = runpy.run_path(
+        str(Path(__file__).resolve().parents[2] / "experiments" / "paired.py")
+    )
+    data = paired_script["Folders"](tmp_path / "demo")
+    rewards = {name: data.rewards(name)[1] for name in ("stabl", "exp3_uniform")}
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{f"{name}/segment_reward": value for name, value in rewards.items()},
+        **{"env/change_points": np.full((10, 1), 2, np.int32)},
+    )
+    assert REPORT["render"]("demo view=paired", tmp_path) == paired
+
+
+def _cut_short(folder: Path) -> None:
+    (folder / "traces.npz").write_bytes((folder / "traces.npz").read_bytes()[:200])
+
+
+def _summary_cut_short(folder: Path) -> None:
+    (folder / "summary.json").write_text((folder / "summary.json").read_text()[:50])
+
+
+def _without_stabl(folder: Path) -> None:
+    arrays: dict[str, Any] = {"exp3_uniform/loss": np.zeros((2, 4), np.float32)}
+    arrays["env/change_points"] = np.full((2, 1), 2, np.int32)
+    np.savez(folder / "traces.npz", **arrays)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            _without_stabl,
+            "view=paired gives 'stabl' minus every other learner, and its traces.npz has no "
+            "'stabl' (it has ['exp3_uniform'])",
+        ),
+        (
+            _cut_short,
+            "traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
+            "damaged or not an .npz; run what wrote it again",
+        ),
+        (_summary_cut_short, "summary.json is not valid JSON (Unterminated string"),
+    ],
+    ids=["without stabl", "traces cut short", "summary cut short"],
+)
+def test_the_paired_view_names_what_it_cannot_read(tmp_path, capsys, damage, message):
+    """A folder without the learner the paired view subtracts, or whose ``traces.npz`` or
+    ``summary.json`` is cut short: exit 2, one line naming it (a ``KeyError`` and a
+    ``BadZipFile`` traceback, and the ``JSONDecodeError``'s words without the file's name)."""
+    _write(tmp_path, 0.5)
+    loss = np.zeros((2, 4), np.float32)
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{"stabl/loss": loss, "exp3_uniform/loss": loss},
+        **{"env/change_points": np.full((2, 1), 2, np.int32)},
+    )
+    damage(tmp_path / "demo")
+    with pytest.raises(SystemExit) as stop:
+        REPORT["main"](["demo view=paired", "--results", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize(
+    ("runs", "view", "message"),
+    [(1, "paired", "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with")],
+)
+def test_views_of_intervals_refuse_too_few_runs(tmp_path, runs, view, message):
+    """One run: the paired view printed ``± nan`` in every cell (exit 0). (The main table
+    prints one run's means with "one run (no CI)", as ``stabl-jax run`` does.)"""
+    _write(tmp_path, 0.5)
+    summary = _summary(0.5)
+    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
+    loss = np.random.default_rng(0).uniform(0.2, 0.8, (runs, 4)).astype(np.float32)
+    np.savez(
+        tmp_path / "demo" / "traces.npz",
+        **{"stabl/loss": loss, "exp3_uniform/loss": loss},
+        **{"env/change_points": np.full((runs, 1), 2, np.int32)},
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        REPORT["render"](f"demo view={view}", tmp_path)
+
+
+def _hpo_folder(root: Path) -> Path:
+    """An algorithm-selection folder: 2 problems x 5 repeats x 4 evaluations. StABL's best gap
+    is 10x Uniform's at every evaluation of problem a and equal on problem b, so its paired
+    log10 difference is +1 on a, 0 on b, +0.5 over all pairs."""
+    folder = root / "sel"
+    folder.mkdir()
+    row = {"final_log10_gap": 1.0, "final_log10_gap_ci": 0.1}
+    summary = {
+        "kind": "hpo",
+        "config": {
+            "description": "demo",
+            "runs": 5,
+            "seed": 0,
+            "feedback": "reward",
+            "learners": ["uniform", "stabl"],
+            "problems": ["a", "b"],
+        },
+        "problems": {p: {"uniform": row, "stabl": row} for p in "ab"},
+        **{k: {"uniform": 0.5, "stabl": 0.25} for k in ("profile_scores", "score_vs_uniform")},
+        "profile_scores_half_budget": {"uniform": 0.5, "stabl": 0.25},
+        "score_vs_uniform_half_budget": {"uniform": 0.0, "stabl": -0.1},
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    gap = np.random.default_rng(0).uniform(0.1, 1.0, (5, 4))
+    counts = np.array([3, 1], np.int32)  # shares 1.5 and 0.5 of 1/A
+    arrays: dict[str, Any] = {"a/uniform/best_gap": gap, "a/stabl/best_gap": 10 * gap}
+    arrays |= {"b/uniform/best_gap": gap, "b/stabl/best_gap": gap}
+    arrays |= {f"{p}/{n}/arm_counts": counts for p in "ab" for n in ("uniform", "stabl")}
+    np.savez(folder / "traces.npz", **arrays)
+    return folder
+
+
+def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(tmp_path, capsys):
+    _hpo_folder(tmp_path)
+    table = REPORT["render"]("sel", tmp_path)
+    assert "| stabl | 0.250 | 0.250 | -0.100 | +0.250 |" in table
+    # summary.json's Student-t half-width as it is (never rescaled)
+    assert "| a | 1.00 ± 0.10 | 1.00 ± 0.10 (" not in table  # no scores in this summary
+    assert "| a | 1.00 ± 0.10 | 1.00 ± 0.10 |" in table
+    paired = REPORT["render"]("sel view=paired", tmp_path)
+    # five 1s and five 0s: sd = sqrt(10 * 0.25 / 9), half-width t_9 sd / sqrt(10) = 0.377
+    row = "| stabl | +0.500 ± 0.377 | +0.500 ± 0.377 | +1.000 ± 0.000 | +0.000 ± 0.000 |"
+    assert row in paired
+    assert paired.endswith("| 0.50–1.50 |")
+    with pytest.raises(ValueError, match="baseline 'exp3' is not one of its learners"):
+        REPORT["render"]("sel view=paired baseline=exp3", tmp_path)
+    one_run = json.loads((tmp_path / "sel" / "summary.json").read_text())
+    one_run["config"]["runs"] = 1  # its paired cells were nan
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "summary.json").write_text(json.dumps(one_run))
+    with pytest.raises(ValueError, match=r"has 1 run\(s\), and a 95% t interval needs 2"):
+        REPORT["render"]("one view=paired", tmp_path)
+    assert REPORT["main"](["sel view=paired", "--results", str(tmp_path)]) == 0
+    assert "+1.000 ± 0.000" in capsys.readouterr().out
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
+
+
+def _folders_written_by_docs_numbers() -> set[str]:
+    """The results folders ``experiments/docs_numbers.sh`` writes (its ``run``,
+    ``unvalidated``, ``gap``, ``sweep`` and ``timed`` lines), with the variables of the
+    ``for VAR in ...; do`` loops around each line expanded."""
+    written: set[str] = set()
+    loops: list[tuple[str, list[str]]] = []
+    for line in DOCS_NUMBERS.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["for"] and words[2:3] == ["in"]:
+            loops.append((words[1], [w.rstrip(";") for w in words[3 : words.index("do")]]))
+        elif words[:1] == ["done"]:
+            loops.pop()
+        elif words and words[0] in ("run", "unvalidated", "gap", "sweep", "timed"):
+            if words[1].startswith('"$'):  # inside a function: the folder is its argument
+                continue
+            names = {words[1].strip('"')}
+            for var, values in loops:
+                names = {
+                    n.replace("${" + var + "}", v).replace("$" + var, v)
+                    for n in names
+                    for v in values
+                }
+            written |= names
+    return written
+
+
+@pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])
+def test_every_marked_table_has_its_run_in_docs_numbers(doc):
+    """The document's markers are well formed (as many matched blocks as start markers),
+    ``experiments/docs_numbers.sh`` writes every folder they name and updates and checks the
+    document."""
+    text = (ROOT / doc).read_text()
+    script = DOCS_NUMBERS.read_text()
+    for action in ("--update", "--check"):
+        assert f"experiments/report.py {action} {doc} --results" in script, (action, doc)
+    blocks = REPORT["MARKER"].findall(text)
+    starts = [line for line in text.splitlines() if line.startswith("<!-- report: ")]
+    ends = [line for line in text.splitlines() if line == "<!-- /report -->"]
+    assert len(blocks) == len(starts) == len(ends) > 0
+    expanded = _folders_written_by_docs_numbers()
+    for block in blocks:
+        folder, *options = block[1].split()
+        sides = [
+            side
+            for o in options
+            if o.startswith(("diff=", "gap="))
+            for side in o[o.index("=") + 1 :].split(",")
+        ]
+        rows = [f for o in options if o.startswith("rows=") for f in o[5:].split(",")]
+        named = [side.split("::")[0] for side in sides if "::" in side] + rows
+        named += [o.removeprefix("tuned=") for o in options if o.startswith("tuned=")]
+        for name in [folder, *named]:
+            assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
+
+
+def _study_figures(script: str, written: set[str]) -> set[str]:
+    """The figures the script's ``experiments/study.py ... --figures docs/figures`` commands
+    draw (``<prefix>_<adversary>_sa_vs_{L,n}.png``, one pair per adversary of the points
+    ``<study>/<adversary>-n<n>-<group>`` the script runs), each from a study folder."""
+    made = set()
+    for command in script.replace("\\\n", " ").splitlines():
+        words = command.split()
+        if "experiments/study.py" not in words or "--figures" not in words:
+            continue
+        assert words[words.index("--figures") + 1] == '"$docs/figures"', command
+        assert words[1] in written and words[0] == "timed", command
+        prefix = (
+            words[words.index("--figure-prefix") + 1] if "--figure-prefix" in words else "study"
+        )
+        points = [w.split("/", 1)[1] for w in written if w.startswith(f"{words[1]}/")]
+        adversaries = {p.split("-n")[0] for p in points}
+        made |= {f"{prefix}_{a}_sa_vs_{x}.png" for a in adversaries for x in "Ln"}
+    return made
+
+
+def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers():
+    """The figures step of ``docs_numbers.sh``, run with ``cp`` and the Python interpreter
+    stubbed out (bash functions shadow commands): every figure it copies comes from a folder
+    the script writes, every figure the README and EXPERIMENTS.md show is copied or drawn by
+    it (the scaling study's by its ``study.py`` lines), and ``docs/figures`` holds exactly the
+    figures the documents show."""
+    script = DOCS_NUMBERS.read_text()
+    # the study draws into $RESULTS/docs/figures, copied into docs/ after every run unless ONLY
+    assert "\ndocs=$RESULTS/docs " in script and '\ncp -R "$docs/." docs/\n' in script
+    step = script[script.index("figure() {") :]
+    stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
+    out = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", stub + step],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.split("\n")
+    copies = [line.split()[1:] for line in out if line.startswith("cp ")]
+    written = _folders_written_by_docs_numbers()
+    made = set()
+    for source, dest in copies:
+        _, folder, plot = source.split("/")
+        assert folder in written, f"docs_numbers.sh copies a plot of {folder}, which it never runs"
+        assert plot.endswith(".png") and dest.startswith("docs/figures/"), (source, dest)
+        made.add(dest.removeprefix("docs/figures/"))
+    (sensitivity,) = [line.split() for line in out if "experiments/sensitivity.py" in line]
+    assert sensitivity[-2:] == ["R/sweeps", "docs/figures"], sensitivity
+    sweeps = [w.removeprefix("sweeps/") for w in written if w.startswith("sweeps/")]
+    assert sweeps
+    made |= {f"{name}_sensitivity.png" for name in sweeps}
+    (curves,) = [line.split() for line in out if "experiments/curves.py" in line]
+    for folder in curves[curves.index("--folders") + 1 :]:
+        assert folder in written, folder
+        made |= {f"{folder}_regret.png", f"{folder}_sa.png"}
+    shown = {
+        name
+        for doc in ("README.md", "EXPERIMENTS.md")
+        for name in re.findall(r"docs/figures/([\w.-]+\.png)", (ROOT / doc).read_text())
+    }
+    on_disk = {p.name for p in (ROOT / "docs" / "figures").glob("*.png")}
+    assert shown == on_disk, (shown - on_disk, on_disk - shown)
+    studies = _study_figures(script, written)
+    assert len(studies) == 6, studies
+    made |= studies
+    assert made <= on_disk, made - on_disk
+    assert shown <= made, f"{sorted(shown - made)}: not written by docs_numbers.sh"
+
+
+def test_diff_view_pairs_learners_across_folders(tmp_path):
+    """``view=diff``: two runs, T = 4, one change point at 2. Rewards (1 - loss): a = (1, 0,
+    .5, .5) and (0, 0, 1, 1), b = (0, 0, 0, 0) and (.5, .5, .5, .5). Per run a - b: mean .5
+    and 0 (mean .25, sd .35355; t(1) = 12.7062 -> half-width 3.1766); segment 1: .5 and -.5
+    (0 ± 6.3531); segment 2: .5 and .5 (.5 ± 0). Gap a vs b over segments: a .5, b .25, (a -
+    b)/b = +100 % ± 3.1766 / .25 = 1270.6 points."""
+    a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
+    b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
+    write_loss_traces(tmp_path / "main", [[2], [2]], a=a)
+    write_loss_traces(tmp_path / "other", [[2], [2]], b=b)
+    write_loss_traces(tmp_path / "moved", [[1], [2]], b=b)
+    text = REPORT["render"]("main view=diff\n  diff=a,other::b\n  gap=main::a,other::b", tmp_path)
+    lines = text.splitlines()
+    assert "| a − b [other] | +0.2500 ± 3.1766 | +0.0000 ± 6.3531 | +0.5000 ± 0.0000 |" in lines
+    assert "| a [main] vs b [other] | 0.5000 | 0.2500 | +100.0 % ± 1270.6 |" in lines
+    with pytest.raises(SystemExit, match="not paired"):  # other change points: other draws
+        REPORT["render"]("main view=diff diff=a,moved::b", tmp_path)
+    with pytest.raises(ValueError, match="only with view=diff"):
+        REPORT["render"]("main diff=a,other::b", tmp_path)
+
+
+def test_regret_view_from_prob_best_with_a_companion_folder(tmp_path):
+    """``view=regret``: R(T) = bonus * sum_t (1 - p_t(best)). Folder ``f``: learner a with
+    p = (0, 0, 0) and (1, 1, 1) over T = 3 -> R(T) 1.5 and 0 (bonus 0.5): mean 0.75, sd
+    1.06066, t(1) 12.7062 -> half-width 9.53 (no decimals from 1 on); learner b p = 1: 0.0
+    exactly (no interval). The companion ``f-naive`` adds c (p = 0.5: 0.75, no interval)."""
+
+    def folder(name: str, probs: dict, command=()) -> None:
+        path = tmp_path / name
+        path.mkdir()
+        summary = {
+            "name": "demo",
+            "runs": 2,
+            "seed": 0,
+            "horizon": 3,
+            "command": list(command),
+            "env": {"name": "expert_advice", "bonus": 0.5},
+            "learners": {n: {"num_queries": 2} for n in probs},
+        }
+        (path / "summary.json").write_text(json.dumps(summary))
+        arrays: dict[str, Any] = {"env/change_points": np.zeros((2, 0))}
+        arrays |= {f"{n}/prob_best": np.asarray(p, np.float32) for n, p in probs.items()}
+        np.savez(path / "traces.npz", **arrays)
+
+    folder("f", {"a": [[0, 0, 0], [1, 1, 1]], "b": [[1, 1, 1], [1, 1, 1]]})
+    folder("f-naive", {"c": [[0.5] * 3, [0.5] * 3]}, command=["validate=False"])
+    text = REPORT["render"]("f view=regret", tmp_path)
+    assert "| a | b | c |" in text
+    assert "| f (2 runs) | 1 ± 10 | 0.0 | 0.8 (validation off) |" in text.splitlines()
+    with pytest.raises(ValueError, match="rows= only with view=regret"):
+        REPORT["render"]("f rows=f", tmp_path)
+
+
+def test_bench_view_is_the_benchmark_table_of_the_folder(tmp_path):
+    """``view=bench``: the machine line with the commit, one row per JAX configuration (its
+    NumPy vectorised rate beside it) and the loop's rates, from ``benchmark.json``; no other
+    option; a folder without ``benchmark.json`` is a missing folder."""
+    rate = {"run_steps_per_s": 1.5e6, "run_steps_per_s_min": 1.2e6, "run_steps_per_s_max": 1.6e6}
+    case = {"learner": "stabl", "num_arms": 5, "runs": 3}
+    rows = [
+        {**case, **rate, "impl": "jax", "compile_s": 0.42, "arm_updates_per_s": 7.5e6,
+         "x_numpy_vectorised": 3.0, "x_numpy_loop": 75.0, "x_validated": 0.9,
+         "state_bytes_per_run": 884, "peak_rss_bytes": 300 * 2**20},
+        {**case, "impl": "numpy_vectorised", "run_steps_per_s": 5e5,
+         "run_steps_per_s_min": 4e5, "run_steps_per_s_max": 6e5},
+        {**case, "runs": 1, "impl": "numpy_loop", "run_steps_per_s": 2e4,
+         "run_steps_per_s_min": 1e4, "run_steps_per_s_max": 3e4},
+    ]  # fmt: skip
+    machine = {
+        "cpu": "Test CPU", "cpu_count": 2, "jax": "0.0", "jax_backend": "cpu",
+        "devices": ["cpu:cpu"], "numpy": "2.0", "load_average": [0.5, 0, 0],
+        "load_average_end": [1.25, 0, 0], "date": "2026-01-01T00:00:00+00:00",
+    }  # fmt: skip
+    result = {"machine": machine, "code": {"commit": "abcdef0123", "dirty": True}, "rows": rows}
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "benchmark.json").write_text(json.dumps(result))
+    text = REPORT["render"]("bench view=bench", tmp_path)
+    lines = text.splitlines()
+    assert lines[0] == "Machine: Test CPU, 2 cores; JAX 0.0 (cpu: cpu:cpu), NumPy 2.0; 2026-01-01."
+    assert "abcdef0" not in text and "load average" not in text  # benchmark.json keeps them
+    assert (
+        "| stabl | 5 | 3 | 0.4 | 1.5 M (1.2 M–1.6 M) | 7.5 M | 500 k (400 k–600 k) | 3× | 75× "
+        "| 0.9× | 884 | — | — | 300 |" in lines
+    )
+    assert lines[-1] == "NumPy one-run loop: stabl n=5: 20 k (10 k–30 k) run-steps/s."
+    with pytest.raises(ValueError, match="view=bench takes no other option"):
+        REPORT["render"]("bench view=bench windows=16", tmp_path)
+    with pytest.raises(FileNotFoundError, match="stabl-jax bench --out"):
+        REPORT["render"]("elsewhere view=bench", tmp_path)
+
+
+def _study_folder(folder: Path, points: dict[tuple[str, int], dict[str, np.ndarray]]) -> dict:
+    """A study folder whose ``study.json`` ``experiments/study.py`` would write for ``points``
+    (``{(adversary, n): {learner: (R, 4) per-run SA(L)}}`` at L = 256, 1024, 4096, 16384: the
+    study's table windows, fitted over L <= T / 4) with 20 bootstrap resamples."""
+    study = runpy.run_path(str(ROOT / "experiments" / "study.py"))
+    loaded = {
+        key: {
+            "windows": [int(w) for w in LENGTHS],
+            "learners": {name: {"sa": sa, "queries": 2} for name, sa in learners.items()},
+        }
+        for key, learners in points.items()
+    }
+    analysis = study["analyse"](loaded, resamples=20)
+    folder.mkdir(parents=True)
+    (folder / "study.json").write_text(json.dumps({"meta": {}, "analysis": analysis}))
+    return analysis
+
+
+LENGTHS = np.array([256.0, 1024.0, 4096.0, 16384.0])
+
+
+def test_study_views_from_study_json(tmp_path, capsys):
+    """``view=table1`` (with a tuned folder's rows), ``view=b`` and ``view=exponents`` read a
+    study folder's ``study.json``; ``--check`` passes after ``--update`` and fails once a cell
+    is edited. Every run's SA(L) is k·L (StABL k = 1 at n = 3 and 2 at n = 9, Uniform 3): its
+    exponent in L is 1 and StABL's in n log 2 / log 3 = 0.63; tuned StABL's SA(L) = √L at
+    both n: exponents 0.5 and 0."""
+    runs = np.ones((6, 1))
+    theory = {
+        ("geometric", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+        ("geometric", 9): {"stabl": 2 * runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+        ("random", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+    }
+    _study_folder(tmp_path / "study", theory)
+    tuned = {key: {"stabl": runs * np.sqrt(LENGTHS)} for key in list(theory)[:2]}
+    _study_folder(tmp_path / "study-tuned", tuned)
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "<!-- report: study view=table1 tuned=study-tuned -->\n<!-- /report -->\n"
+        "<!-- report: study view=b -->\n<!-- /report -->\n"
+        "<!-- report: study-tuned view=exponents adversary=geometric -->\n<!-- /report -->\n"
+    )
+    assert REPORT["main"](["--update", str(doc), "--results", str(tmp_path)]) == 0
+    text = doc.read_text()
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines()}
+    fits = "| 1.00 [1.00, 1.00] | 0.63 [0.63, 0.63] (n = 3, 9) |"
+    assert rows["StABL (this paper, Thm. 1), theory"].endswith(
+        "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
+    )
+    flat = "| 0.00 [0.00, 0.00] (n = 3, 9) |"
+    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(
+        "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
+    )
+    assert rows["Uniform"].endswith(
+        "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
+    )
+    assert "| learner | geometric n = 3 | 9 | random n = 3 |" in text
+    assert "| `stabl` (2) | 1.00 | 1.00 | 1.00 |" in text
+    assert "| `stabl` | 3, 9 | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] |" in text
+    assert REPORT["main"](["--check", str(doc), "--results", str(tmp_path)]) == 0
+    doc.write_text(text.replace("| `stabl` (2) | 1.00 | 1.00 |", "| `stabl` (2) | 1.00 | 0.99 |"))
+    capsys.readouterr()
+    assert REPORT["main"](["--check", str(doc), "--results", str(tmp_path)]) == 1
+    assert "<!-- report: study view=b -->" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("marker", "match"),
+    [
+        ("study view=b adversary=random", "view=b takes no other option"),
+        ("study view=table1 adversary=poisson", "no adversary 'poisson'"),
+        ("study tuned=study-tuned", "only with view="),
+        ("study view=exponents n=3", "takes adversary= only"),
+    ],
+)
+def test_study_views_reject_options_that_do_not_apply(tmp_path, marker, match):
+    runs = np.linspace(0.9, 1.1, 4)[:, None] * LENGTHS
+    _study_folder(tmp_path / "study", {("geometric", 3): {"uniform": runs}})
+    with pytest.raises(ValueError, match=match):
+        REPORT["render"](marker, tmp_path)
+
+
+def test_a_study_marker_without_its_study_json_names_the_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"run experiments/study\.py --out"):
+        REPORT["render"]("study view=b", tmp_path)
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "study.json").write_text('{"analysis": ')  # cut short
+    message = f"{tmp_path / 'study' / 'study.json'} is not valid JSON ("
+    with pytest.raises(ValueError, match=re.escape(message) + r".*study\.py --out"):
+        REPORT["render"]("study view=b", tmp_path)
+
+
+@pytest.mark.parametrize("doc", ["docs/speed.md"])
+def test_tables_of_the_kept_benchmark_jsons_are_what_the_documents_show(doc, tmp_path):
+    """The speed benchmark keeps its JSON in ``docs/benchmark/`` (``docs_numbers.sh`` copies
+    it there): laid out as its results folder, it regenerates every ``view=bench`` table of
+    the document unchanged (the other markers need results folders that are not in the
+    repository)."""
+    kept = ROOT / "docs" / "benchmark"
+    layout = {"benchmark/benchmark.json": kept / "benchmark.json"}
+    for name, source in layout.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(source.read_bytes())
+    text = (ROOT / doc).read_text()
+    views = ("view=bench",)
+    ours = [m["args"] for m in REPORT["MARKER"].finditer(text) if set(m["args"].split()) & {*views}]
+    assert ours, f"{doc} has no table of a kept JSON"
+    new, changed, missing = REPORT["update"](text, tmp_path)
+    assert changed == [] and new == text
+    assert not [m for m in missing if any(f"/{a.split()[0]}/" in m for a in ours)], missing
+
+
+def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[int, str]]]:
+    """Run ``experiments/docs_numbers.sh`` with the Python interpreter stubbed by ``true`` and
+    ``cp`` logged. Returns the folders run (``timings.txt``, in order) and each copy's
+    destination with the number of folders run when it was made."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    results = tmp_path / "results"
+    timings, copies = results / "timings.txt", tmp_path / "copies.txt"
+    done = f"$(cat {timings} 2>/dev/null | wc -l)"
+    (stub / "cp").write_text(f'#!/bin/sh\necho "{done} $*" >> {copies}\n')
+    (stub / "cp").chmod(0o755)
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "RESULTS": str(results), "PYTHON": "true", **env}
+    subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
+    ran = [line.split()[0] for line in timings.read_text().splitlines()]
+    logged = [line.split() for line in copies.read_text().splitlines()] if copies.exists() else []
+    return ran, [(int(words[0]), words[-1]) for words in logged]
+
+
+def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
+    """``ONLY=REGEX docs_numbers.sh`` (the Python interpreter stubbed by ``true``, ``cp``
+    logged): exactly the folders matching the regex are run, in the script's order, and it
+    ends before any step that writes under the repository's ``docs/``."""
+    only = "^(bco_d(2|10)|sweeps/expert_advice_equal|study/random-n30-base)$"
+    ran, copies = _run_docs_numbers_stubbed(tmp_path, ONLY=only)
+    assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal", "study/random-n30-base"]
+    assert set(ran) <= _folders_written_by_docs_numbers()
+    assert copies == []
+
+
+def test_the_whole_script_writes_under_docs_only_after_every_run(tmp_path):
+    """Without ``ONLY`` every folder runs on the tree as committed, and only then are the
+    staged study figures, the benchmark's folder and the figures copied into ``docs/`` (a copy
+    before that would make every later folder record a dirty tree)."""
+    ran, copies = _run_docs_numbers_stubbed(tmp_path)
+    assert set(ran) == _folders_written_by_docs_numbers()
+    into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
+    assert len(into_docs) == len(copies)
+    assert into_docs[0][1] == "docs/" and {"docs/benchmark/", "docs/figures/"} <= {
+        dest.rsplit("/", 1)[0] + "/" for _, dest in into_docs
+    }
+    assert all(when == len(ran) for when, _ in into_docs), into_docs[:3]
+
+
+def test_every_bandit_folder_of_docs_numbers_keeps_every_trace():
+    """The regret and paired views and ``experiments/curves.py`` read every trace of a bandit
+    folder (``prob_best`` among them): the script's ``run`` lines ask for them with
+    ``--set save_traces="all"``, and its ``unvalidated`` step (which calls
+    ``run_experiment`` itself) with the same override."""
+    script = DOCS_NUMBERS.read_text()
+    run = script[script.index("run() {") : script.index("gap() {")]
+    assert """--set 'save_traces="all"'""" in run
+    unvalidated = script[script.index("unvalidated() {") :]
+    unvalidated = unvalidated[: unvalidated.index("\nPY\n")]
+    (call,) = [line for line in unvalidated.splitlines() if "load_config(" in line]
+    assert """'save_traces="all"'""" in call, call

@@ -1,0 +1,153 @@
+"""``experiments/sensitivity.py`` on a hand-made ``stabl-jax sweep`` ``summary.json``: heatmaps
+and lines written, grid-edge optima named, an exploration rate's 0 not taken for a grid edge."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabl_jax.experiment import plots, results
+from tests.scripts.load import load_script
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "sensitivity.py"
+
+
+def _entry(fields, axes, score):
+    """A learner's entry of a ``stabl-jax sweep`` summary.json chosen on a tuning seed:
+    ``tuning_points`` scored by ``score``, ``points`` (the reported seed's) by its negative,
+    so a plot of the wrong seed's points would box another point."""
+    points = [list(p) for p in itertools.product(*axes)]
+    mean = [score(*p) for p in points]
+    best = points[int(np.argmax(mean))]
+
+    def rows(sign):
+        return [
+            {**dict(zip(fields, p, strict=True)), "mean": sign * m, "ci95": 0.01}
+            for p, m in zip(points, mean, strict=True)
+        ]
+
+    return {
+        "fields": fields,
+        "points": rows(-1.0),
+        "tuning_points": rows(1.0),
+        "best": {"params": dict(zip(fields, best, strict=True))},
+    }
+
+
+def test_sensitivity_plots_and_edges(tmp_path, capsys):
+    script = load_script(SCRIPT, "sensitivity_script")
+    scales, metas, gammas = [1.0, 2.0, 4.0, 8.0], [1.0, 2.0, 4.0], [0.0, 0.1, 0.3]
+    sweep = {
+        "config": {"name": "demo", "feedback": "loss"},
+        "seed": 0,
+        "tune_seed": 7,
+        "runs_per_point": 4,
+        "learners": {
+            # best at the largest meta scale: the grid's upper edge
+            "stabl": _entry(["expert_lr_scale", "meta_lr_scale"], [scales, metas], lambda e, m: m),
+            # best at gamma = 0 and an interior scale: not an edge of the grid
+            "exp3_uniform": _entry(
+                ["lr_scale", "gamma"], [scales, gammas], lambda s, g: -abs(s - 2.0) - g
+            ),
+            "saol": _entry(["lr_scale"], [scales], lambda s: -abs(s - 4.0)),
+        },
+    }
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "summary.json").write_text(json.dumps(sweep))
+    assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
+    out = capsys.readouterr().out
+    assert "upper edge of meta_lr_scale: {'expert_lr_scale': 1.0, 'meta_lr_scale': 4.0}" in out
+    assert "interior: {'lr_scale': 2.0, 'gamma': 0.0}" in out
+    assert "interior: {'lr_scale': 4.0}" in out
+    for name in ("demo_sensitivity.png", "demo_sensitivity_1d.png"):
+        assert (tmp_path / "png" / name).stat().st_size > 10_000
+    assert results.is_marked(tmp_path / "png")  # its folder: a rerun replaces them
+    assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
+    # a PNG of one of its names in a user's folder is left alone, and nothing is drawn
+    # (--overwrite: replaced)
+    user = tmp_path / "user"
+    user.mkdir()
+    theirs = user / "demo_sensitivity_1d.png"
+    plt = plots.pyplot()
+    fig, _ = plt.subplots()
+    fig.savefig(theirs)
+    plt.close(fig)
+    mine = theirs.read_bytes()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        script.main([str(tmp_path), str(user)])
+    assert stop.value.code == 2 and theirs.read_bytes() == mine
+    assert [p.name for p in user.iterdir()] == [theirs.name]
+    assert "demo_sensitivity_1d.png is there and is not in a folder stabl_jax made" in (
+        capsys.readouterr().err
+    )
+    assert script.main([str(tmp_path), str(user), "--overwrite"]) == 0
+    assert theirs.read_bytes() != mine and results.is_marked(user)
+
+    grid = script.grid_of("stabl", sweep["learners"]["stabl"])
+    assert grid.mean.shape == (3, 4) and grid.chosen == (2, 0)
+    np.testing.assert_array_equal(grid.mean[:, 1], metas)  # rows: meta scale, columns: expert
+    assert plots.grid_edges(grid) == [
+        "lower edge of expert_lr_scale",
+        "upper edge of meta_lr_scale",
+    ]
+
+
+def _one_run(sweep):
+    sweep["runs_per_point"] = 1
+    for row in sweep["learners"]["saol"]["tuning_points"]:
+        row["ci95"] = float("nan")
+    return json.dumps(sweep)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            _one_run,
+            "has 1 run(s), and a 95% band needs 2 or more: rerun it with stabl-jax sweep "
+            "--runs 2 or more",
+        ),
+        (lambda sweep: json.dumps(sweep)[:-1], "is not valid JSON (Expecting"),
+        (
+            lambda sweep: json.dumps({"learners": sweep["learners"]}),
+            "is not a summary.json of stabl-jax sweep: it has no "
+            "['config', 'seed', 'runs_per_point']",
+        ),
+    ],
+    ids=["one run a point", "not JSON", "keys missing"],
+)
+def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, text, message):
+    """A sweep of one run a point (every half-width ``nan``), a ``summary.json`` that is not
+    JSON, or one without the keys of ``stabl-jax sweep``'s:
+    named, with what to do, and nothing drawn (also not the good sweep beside it)."""
+    script = load_script(SCRIPT, "sensitivity_script")
+    sweep = {
+        "config": {"name": "demo", "feedback": "loss"},
+        "seed": 0,
+        "tune_seed": 7,
+        "runs_per_point": 4,
+        "learners": {"saol": _entry(["lr_scale"], [[1.0, 2.0]], lambda s: s)},
+    }
+    for name, body in (("a_good", json.dumps(sweep)), ("bad", text(sweep))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(body)
+    with pytest.raises(SystemExit) as stop:
+        script.main([str(tmp_path), str(tmp_path / "png")])
+    assert stop.value.code == 2 and not (tmp_path / "png").exists()
+    assert f"{tmp_path / 'bad' / 'summary.json'} {message}" in capsys.readouterr().err
+
+
+def test_a_folder_without_sweeps_is_an_error(tmp_path, capsys):
+    """It printed the note on stdout and exited 1, as if drawing had failed."""
+    script = load_script(SCRIPT, "sensitivity_script")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        script.main([str(tmp_path / "empty"), str(tmp_path / "png")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and not (tmp_path / "png").exists()
+    assert f"error: {tmp_path / 'empty'}: no */summary.json to draw; give the folder" in err
