@@ -119,8 +119,9 @@ class HPOEnv(Environment):
       >>> import jax, jax.numpy as jnp
       >>> env = HPOEnv(BBOBFunction(function_id=1, dim=4, normalize=True))
       >>> params = env.sample_params(jax.random.key(0))
-      >>> state, loss, info = env.evaluate(params, env.init(params), 0, jnp.array([3, 7]),
-      ...                                  jax.random.key(1))
+      >>> evaluate = jax.jit(env.evaluate)  # compiled once, not run op by op
+      >>> state, loss, info = evaluate(params, env.init(params), 0, jnp.array([3, 7]),
+      ...                              jax.random.key(1))
       >>> loss.shape, int(state.num_evaluations)
       ((2,), 2)
     """

@@ -125,9 +125,10 @@ class AdSwitch(BanditLearner):
       >>> learner.checkpoint_every, learner.num_levels
       (2, 7)
       >>> state = learner.init(jax.random.key(0))
+      >>> step = jax.jit(learner.step)  # one compiled program for every round
       >>> arms = []
       >>> for t in range(4):  # round robin over GOOD = all arms
-      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      ...     state, info = step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
       ...     arms.append(int(info.arms[0]))
       >>> arms
       [0, 1, 2, 0]

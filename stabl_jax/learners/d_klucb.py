@@ -67,9 +67,10 @@ class DklUCB(Discounted, _ucb.SwitchingKLUCB):
       >>> learner.discount  # D-UCB's default
       0.975
       >>> state = learner.init(jax.random.key(0))
+      >>> step = jax.jit(learner.step)  # one compiled program for every round
       >>> arms = []
       >>> for t in range(4):
-      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      ...     state, info = step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
       ...     arms.append(int(info.arms[0]))
       >>> arms  # untried arms first, in index order, then the largest index
       [0, 1, 2, 0]

@@ -73,8 +73,9 @@ class DiscountedThompson(Thompson):
       >>> import jax, jax.numpy as jnp
       >>> learner = DiscountedThompson(num_arms=2, horizon=100, discount=0.5)
       >>> state = learner.init(jax.random.key(0))
+      >>> step = jax.jit(learner.step)  # one compiled program for every round
       >>> for t in range(2):
-      ...     state, _ = learner.step(state, jnp.array([1.0, 1.0]), jax.random.key(t))
+      ...     state, _ = step(state, jnp.array([1.0, 1.0]), jax.random.key(t))
       >>> float(state.failures.sum())  # two failures, the first discounted once: 0.5 + 1
       1.5
     """

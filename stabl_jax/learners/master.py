@@ -119,9 +119,10 @@ class MASTER(BanditLearner):
       >>> learner.num_orders  # instances of order 0..6
       7
       >>> state = learner.init(jax.random.key(0))
+      >>> step = jax.jit(learner.step)  # one compiled program for every round
       >>> arms = []
       >>> for t in range(3):  # blocks 0 and 1: each fresh UCB1 instance tries arm 0 first
-      ...     state, info = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      ...     state, info = step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
       ...     arms.append(int(info.arms[0]))
       >>> arms, int(state.order)
       ([0, 0, 0], 2)

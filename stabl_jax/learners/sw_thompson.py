@@ -73,8 +73,9 @@ class SWThompson(BetaThompson):
       >>> import jax, jax.numpy as jnp
       >>> learner = SWThompson(num_arms=3, horizon=100, window=2)
       >>> state = learner.init(jax.random.key(0))
+      >>> step = jax.jit(learner.step)  # one compiled program for every round
       >>> for t in range(5):
-      ...     state, _ = learner.step(state, jnp.array([0.0, 0.0, 0.0]), jax.random.key(t))
+      ...     state, _ = step(state, jnp.array([0.0, 0.0, 0.0]), jax.random.key(t))
       >>> int(state.counts.sum())  # only the last two rounds are remembered
       2
     """

@@ -126,11 +126,12 @@ class SWUCB(SlidingWindow, _ucb.SwitchingUCB):
       48
       >>> learner = SWUCB(num_arms=3, horizon=400, window=2)
       >>> state = learner.init(jax.random.key(0))
+      >>> step = jax.jit(learner.step)  # one compiled program for every round
       >>> for t in range(3):  # arms 0, 1, 2: the untried ones first, in index order
-      ...     state, _ = learner.step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
+      ...     state, _ = step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(t))
       >>> state.counts.tolist()  # arm 0 has left the two-round window...
       [0, 1, 1]
-      >>> _, info = jax.jit(learner.step)(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
+      >>> _, info = step(state, jnp.array([0.1, 0.5, 0.9]), jax.random.key(3))
       >>> int(info.arms[0])  # ...so it is untried again and played next
       0
     """

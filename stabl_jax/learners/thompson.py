@@ -141,9 +141,9 @@ class Thompson(BetaThompson):
       >>> import jax, jax.numpy as jnp
       >>> learner = Thompson(num_arms=3, horizon=100)
       >>> state = learner.init(jax.random.key(0))
-      >>> [round(float(p), 4) for p in learner.ask(state, jax.random.key(1)).play_probs]
-      [0.3333, 0.3333, 0.3333]
       >>> state, info = jax.jit(learner.step)(state, jnp.array([0.0, 0.0, 0.0]), jax.random.key(1))
+      >>> [round(float(p), 4) for p in info.play_probs]  # the round's law: a uniform prior
+      [0.3333, 0.3333, 0.3333]
       >>> (state.successes + state.failures).tolist()  # one trial, of the played arm
       [0.0, 1.0, 0.0]
     """

@@ -129,8 +129,9 @@ class TsallisINF(BanditLearner):
       >>> import jax, jax.numpy as jnp
       >>> learner = TsallisINF(num_arms=3, horizon=100)
       >>> state = learner.init(jax.random.key(0))
+      >>> step = jax.jit(learner.step)  # one compiled program for every round
       >>> for t in range(50):
-      ...     state, info = learner.step(state, jnp.array([0.9, 0.1, 0.9]), jax.random.key(t))
+      ...     state, info = step(state, jnp.array([0.9, 0.1, 0.9]), jax.random.key(t))
       >>> int(jnp.argmax(info.play_probs))
       1
     """
