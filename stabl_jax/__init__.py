@@ -56,7 +56,7 @@ from stabl_jax.learners import (
     Uniform,
 )
 from stabl_jax.registry import ENVS, LEARNERS, make, make_env, register_env, register_learner
-from stabl_jax.simulate import SimOptions, SimResult, simulate
+from stabl_jax.simulate import SimOptions, SimResult, env_params_grid, simulate
 
 __version__ = versions.__version__
 
@@ -117,6 +117,7 @@ __all__ = [
     "TsallisINF",
     "Uniform",
     "__version__",
+    "env_params_grid",
     "load_results",
     "make",
     "make_env",

@@ -242,6 +242,44 @@ def sample_env_params(env: Any, keys: jax.Array) -> Any:
     return _sample_env_params(env, keys, env_defaults(env))
 
 
+def env_params_grid(env: Any, key: jax.Array, runs_per_point: int, field: str, values: Any) -> Any:
+    """``(P * R, ...)`` environment parameters sweeping ``env``'s traced number ``field`` over
+    its ``P`` ``values``, each point's ``R = runs_per_point`` runs on the keys of runs
+    ``0 .. R - 1`` (common random numbers across points).
+
+    Give it to :func:`simulate` as ``env_params`` with
+    ``SimOptions(runs_per_point=runs_per_point)`` and the same ``key``: every point is one
+    group of runs of one compiled program (the numbers declared
+    ``dataclasses.field(compare=False)`` are no part of the environment's identity), and the
+    point whose value is ``env``'s own has the numbers :func:`simulate` draws without
+    ``env_params``, bit for bit.
+
+    Args:
+      env: an environment whose numbers are traced (``traced_defaults``).
+      key: the simulation's key.
+      runs_per_point: ``R``, the runs of each point.
+      field: a field of ``env`` declared ``compare=False`` (``"bonus"``, ``"gap"``,
+        ``"change_points"``...); fields that set a shape are static and take one program each.
+      values: the ``P`` values, each a valid ``field`` of ``env`` (checked by its constructor).
+
+    Raises:
+      ValueError: ``field`` is not a traced number of ``env``, or ``values`` is empty.
+    """
+    traced = [f.name for f in dataclasses.fields(env) if not f.compare]
+    if not getattr(env, "traced_defaults", False) or field not in traced:
+        raise ValueError(
+            f"field={field!r} is not a traced number of {type(env).__name__} (its traced "
+            f"numbers: {traced or 'none'}): sweep a static field, which sets a shape or a code "
+            "path, with one simulate call per value"
+        )
+    checks.check_int("runs_per_point", runs_per_point, minimum=1)
+    if len(values) == 0:
+        raise ValueError(f"values of {field!r} is empty: give at least one value")
+    keys = run_keys(key, runs_per_point)
+    points = [sample_env_params(dataclasses.replace(env, **{field: v}), keys) for v in values]
+    return jax.tree.map(lambda *leaves: jnp.concatenate(leaves), *points)
+
+
 @partial(jax.jit, static_argnames=("env",))
 def _sample_env_params(env: Any, keys: jax.Array, defaults: Any) -> Any:
     return jax.vmap(lambda k: sample_params(env, jax.random.fold_in(k, 0), defaults))(keys)

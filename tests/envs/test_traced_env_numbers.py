@@ -6,6 +6,7 @@ of the first is baked into the program the second reuses)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 
 import jax
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import HORIZON, NUM_ARMS, small_learner
 
-from stabl_jax import simulate
+from stabl_jax import env_params_grid, simulate
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseBernoulliTable
 from stabl_jax.simulate import SimOptions, regenerate_losses
 
@@ -113,3 +114,41 @@ def test_runs_of_one_program_may_differ_in_numbers(name):
         for trace in TRACES:
             got, want = getattr(mixed, trace)[run], getattr(alone, trace)[run]
             np.testing.assert_array_equal(got, want, err_msg=trace)
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_a_sweep_of_a_number_is_one_program_on_common_draws(name):
+    """``env_params_grid`` over two change points: each point's runs are bit for bit those of
+    a simulation of its own environment on the same keys (best arms drawn per run, so the
+    keys matter), and a sweep over other values of the same shape compiles nothing."""
+    first, second = PAIRS[name]
+    if name != "bernoulli_table":  # the table sets its best arms
+        first = dataclasses.replace(first, best_arm_order="random")
+    learner, key = small_learner("exp3"), jax.random.key(7)
+    options = SimOptions(runs_per_point=RUNS)
+
+    def sweep(values):
+        grid = env_params_grid(first, key, RUNS, "change_points", values)
+        result = simulate(
+            learner, first, key, 2 * RUNS, traces=TRACES, env_params=grid, options=options
+        )
+        return [{t: getattr(result, t)[i * RUNS : (i + 1) * RUNS] for t in TRACES} for i in (0, 1)]
+
+    values = (first.change_points, second.change_points)
+    for point, change_points in zip(sweep(values), values, strict=True):
+        env = dataclasses.replace(first, change_points=change_points)
+        alone = simulate(learner, env, key, RUNS, traces=TRACES)
+        for trace in TRACES:
+            np.testing.assert_array_equal(point[trace], getattr(alone, trace), err_msg=trace)
+    with backend_compiles() as compiled:
+        sweep(((5, 50), (40, 60)))
+    assert compiled == [], f"{len(compiled)} programs compiled for other values alone"
+
+
+def test_a_sweep_of_a_static_field_is_refused_naming_the_traced_ones():
+    env = PAIRS["expert_advice"][0]
+    traced = r"\(its traced numbers: \['change_points', 'baseline_high', 'bonus'\]\)"
+    with pytest.raises(
+        ValueError, match=r"field='num_arms' is not a traced number of \w+ " + traced
+    ):
+        env_params_grid(env, jax.random.key(0), RUNS, "num_arms", (3, 4))
