@@ -145,11 +145,12 @@ def _add_run_parser(sub: Any) -> None:
 def _add_sweep_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "sweep",
-        help="sweep learners' params over a grid (one program per learner) and pick the best",
-        description="Run every point of each learner's grid on the same draws in one compiled "
-        "program, write summary.json, results.csv and a plot per learner, and print the best "
-        "point; with --tune-seed, choose on that seed, report on the config's and write "
-        "tuned.toml into the results folder.",
+        help="sweep learners' params and options, or an environment number, over a grid",
+        description="Run every point of each learner's grid on the same draws, one compiled "
+        "program per learner and value of its static options (a Params field or the "
+        "environment's number is vmapped), write summary.json, results.csv and a plot per "
+        "learner, and print the best point; with --tune-seed, choose on that seed, report on "
+        "the config's and write tuned.toml into the results folder.",
     )
     parser.add_argument("config", metavar="CONFIG", help="a .toml file or a shipped config's name")
     parser.add_argument(
@@ -157,8 +158,9 @@ def _add_sweep_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="LEARNER.FIELD=VALUES",
-        help="one field's values, V1,V2,... or 2**A..2**B (repeatable; a learner's grid is the "
-        "product of its fields')",
+        help="one field's values, V1,V2,... or 2**A..2**B: a Params field or a static option "
+        "of LEARNER, or env.FIELD, a number of the environment, for every learner (repeatable; "
+        "a learner's grid is the product of its fields')",
     )
     parser.add_argument(
         "--tune-seed",

@@ -1,8 +1,10 @@
-"""``stabl-jax sweep``: a learner's params over a grid, one compiled program per learner."""
+"""``stabl-jax sweep``: a grid over learners' params, their static options and the environment's
+numbers; one compiled program per learner and static option, every point on the same draws."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import functools
@@ -12,7 +14,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import metrics, simulate
+from stabl_jax import env_params_grid, metrics, simulate
 from stabl_jax.experiment import checkpoints, files, plots, tables
 from stabl_jax.experiment.checkpoints import experiment_identity
 from stabl_jax.experiment.configs import ConfigError
@@ -32,6 +34,8 @@ from stabl_jax.simulate import SimOptions
 
 #: ``LEARNER.FIELD=VALUES``.
 GRID_FORM = "LEARNER.FIELD=V1,V2,... or LEARNER.FIELD=2**A..2**B"
+#: ``--grid env.FIELD=...`` sweeps a number of the environment, for every learner.
+ENV = "env"
 #: A TOML key written bare; any other key is written quoted.
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -103,13 +107,18 @@ def parse_grids(texts: Sequence[str]) -> dict[str, dict[str, tuple[float, ...]]]
 
 
 def check_grids(config: Any, grids: Mapping[str, Mapping[str, Sequence[float]]]) -> list[Grid]:
-    """The grids of ``config``'s learners.
+    """The grids of ``config``'s learners; an ``env`` grid joins every learner's grid.
 
     Raises:
-      ConfigError: an unknown learner or one not in the config, a field its ``Params`` lacks,
-        or a value outside the field's ``param_bounds``.
+      ConfigError: an unknown learner or one not in the config, a field that is neither in its
+        ``Params`` nor a static number of it, a value outside the field's range, or an
+        environment field that is not one traced number.
     """
+    grids = dict(grids)
+    env_fields = _check_env_grid(config, grids.pop(ENV, {}))
     checked = []
+    for name in config.learners if env_fields else ():
+        grids.setdefault(name, {})
     for name, fields in grids.items():
         learners = list(config.learners)
         if name in LEARNERS and name not in learners:
@@ -123,44 +132,168 @@ def check_grids(config: Any, grids: Mapping[str, Mapping[str, Sequence[float]]])
                 f"{learners} (stabl-jax list names every learner)"
             )
         learner = config.make_learner(name)
-        allowed = list(getattr(learner.default_params, "__dataclass_fields__", ()))
         for field, values in fields.items():
-            if field not in allowed:
-                raise ConfigError(
-                    f"--grid {name}.{field}: {name}'s Params has no field {field!r}; its fields "
-                    f"are {allowed or 'none (nothing to sweep)'}"
-                )
-            bounds = learner.param_bounds.get(field)
-            if bounds is None:
-                continue
-            holds = bounds.holds(np.asarray(values, np.dtype(learner.float_dtype)))
-            if not bool(np.all(holds)):
-                outside = [f"{v:g}" for v, ok in zip(values, holds, strict=True) if not ok]
-                raise ConfigError(
-                    f"--grid {name}.{field}: {', '.join(outside)} outside {name}'s range "
-                    f"{bounds} of {field}; give values inside it"
-                )
+            _check_learner_field(config, learner, name, field, values)
+        fields = {**fields, **env_fields}
         checked.append(Grid(name, tuple(fields), tuple(tuple(v) for v in fields.values())))
     return checked
 
 
-def sweep_rewards(config: Any, grid: Grid, runs: int, seed: int, progress: bool) -> np.ndarray:
-    """``(P, runs)`` mean reward of every run of every point of ``grid``: one paired simulation."""
-    learner = config.make_learner(grid.learner)
-    base = config.learner_params(learner, grid.learner)
-    points = np.asarray(grid.points, dtype=np.dtype(learner.float_dtype))  # (P, F)
-    per_run = {f: jnp.repeat(jnp.asarray(points[:, j]), runs) for j, f in enumerate(grid.fields)}
+def _check_learner_field(
+    config: Any, learner: Any, name: str, field: str, values: Sequence[float]
+) -> None:
+    """``field`` is a ``Params`` field holding ``values``, or a static number of ``learner``
+    (not a size the config sets) whose constructor accepts each value."""
+    allowed = list(getattr(learner.default_params, "__dataclass_fields__", ()))
+    if field in allowed:
+        bounds = learner.param_bounds.get(field)
+        if bounds is None:
+            return
+        holds = bounds.holds(np.asarray(values, np.dtype(learner.float_dtype)))
+        if not bool(np.all(holds)):
+            outside = [f"{v:g}" for v, ok in zip(values, holds, strict=True) if not ok]
+            raise ConfigError(
+                f"--grid {name}.{field}: {', '.join(outside)} outside {name}'s range "
+                f"{bounds} of {field}; give values inside it"
+            )
+        return
+    static = static_options(config, learner)
+    if field not in static:
+        raise ConfigError(
+            f"--grid {name}.{field}: {name}'s Params has no field {field!r} and it is no "
+            f"static number of {name}; its Params fields are {allowed or 'none'}, its static "
+            f"numbers {static or 'none'}"
+        )
+    for value in values:
+        try:
+            static_learner(learner, {field: value})
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"--grid {name}.{field}={value:g}: {exc}") from None
+
+
+def static_options(config: Any, learner: Any) -> list[str]:
+    """``learner``'s static fields holding one number that the config does not set as a size
+    (``window``, ``discount``...): each value of one is a program of its own."""
+    sizes = {"horizon", *config.learner_sizes()}
+    return [
+        f.name
+        for f in dataclasses.fields(learner)
+        if f.name not in sizes
+        and isinstance(getattr(learner, f.name), (int, float))
+        and not isinstance(getattr(learner, f.name), bool)
+    ]
+
+
+def static_learner(learner: Any, values: Mapping[str, float]) -> Any:
+    """``learner`` with static ``values`` (an integer field takes integral values only)."""
+    cast = {}
+    for field, value in values.items():
+        if isinstance(getattr(learner, field), int):
+            if not float(value).is_integer():
+                raise ValueError(f"{field} takes integers, got {value:g}")
+            value = int(value)
+        cast[field] = value
+    return dataclasses.replace(learner, **cast)
+
+
+def _check_env_grid(config: Any, fields: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    """The ``env`` grid: at most one traced number of the environment, each value accepted by
+    its constructor; as ``{"env.FIELD": values}``."""
+    if not fields:
+        return {}
+    env = config.make_env()
+    numbers = [
+        f.name
+        for f in dataclasses.fields(env)
+        if not f.compare and isinstance(getattr(env, f.name), (int, float))
+    ]
+    if len(fields) > 1:
+        raise ConfigError(f"--grid env: one environment number per sweep, got {list(fields)}")
+    ((field, values),) = fields.items()
+    if field not in numbers:
+        raise ConfigError(
+            f"--grid env.{field}: {type(env).__name__}'s traced numbers are {numbers or 'none'}; "
+            f"a field that sets a shape, or a tuple such as change points, is one run per value "
+            f"(--set env.{field}=...; from Python: stabl_jax.env_params_grid)"
+        )
+    for value in values:
+        try:
+            dataclasses.replace(env, **{field: value})
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"--grid env.{field}={value:g}: {exc}") from None
+    return {f"{ENV}.{field}": values}
+
+
+def sweep_rewards(
+    config: Any, grid: Grid, runs: int, seed: int, progress: bool
+) -> tuple[np.ndarray, int]:
+    """``(P, runs)`` mean reward of every run of every point of ``grid``, and the number of XLA
+    programs compiled for it.
+
+    Every point's runs use the keys of runs ``0 .. runs - 1`` (common random numbers). One
+    simulation per combination of static options: the grid's ``Params`` fields and the
+    environment's number are traced, so their points are rows of that one program.
+    """
+    learner, env, key = config.make_learner(grid.learner), config.make_env(), jax.random.key(seed)
+    static = [f for f in grid.fields if f in static_options(config, learner)]
+    groups: dict[tuple[float, ...], list[int]] = {}
+    for j, point in enumerate(grid.points):
+        fixed = tuple(x for f, x in zip(grid.fields, point, strict=True) if f in static)
+        groups.setdefault(fixed, []).append(j)
+    reward = np.empty((len(grid.points), runs))
+    with compile_count() as compiled:
+        for fixed, rows in groups.items():
+            one = static_learner(learner, dict(zip(static, fixed, strict=True)))
+            reward[rows] = _point_rewards(config, grid, one, env, key, rows, runs, progress)
+    return reward, len(compiled)
+
+
+def _point_rewards(
+    config: Any, grid: Grid, learner: Any, env: Any, key: jax.Array, rows: list[int],
+    runs: int, progress: bool,
+) -> np.ndarray:  # fmt: skip
+    """``(len(rows), runs)`` rewards of the grid's points ``rows``, which share ``learner``'s
+    static options: one simulation, the traced fields per run."""
+    points = [grid.points[j] for j in rows]
+    params, env_params = config.learner_params(learner, grid.learner), None
+    traced = dataclasses.fields(params) if dataclasses.is_dataclass(params) else ()
+    per_run = {}
+    for i, field in enumerate(grid.fields):
+        column = [point[i] for point in points]
+        if field.startswith(f"{ENV}."):
+            env_params = env_params_grid(env, key, runs, field[len(ENV) + 1 :], column)
+        elif field in {f.name for f in traced}:
+            dtype = np.dtype(learner.float_dtype)
+            per_run[field] = jnp.repeat(jnp.asarray(column, dtype), runs)
     result = simulate(
         learner,
-        config.make_env(),
-        jax.random.key(seed),
+        env,
+        key,
         len(points) * runs,
-        params=base.replace(**per_run),
+        params=params.replace(**per_run) if per_run else params,
+        env_params=env_params,
         traces=("loss",),
         options=SimOptions(progress=progress, runs_per_point=runs),
     )
     reward = 1.0 - np.asarray(result.loss, np.float64).mean(axis=1)
     return reward.reshape(len(points), runs)
+
+
+@contextlib.contextmanager
+def compile_count() -> Iterator[list[str]]:
+    """The XLA programs compiled inside the block, one entry each (``jax.monitoring``)."""
+    compiled: list[str] = []
+
+    def listen(event: str, duration_secs: float, **kwargs: Any) -> None:
+        del duration_secs, kwargs
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield compiled
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def point_rows(grid: Grid, reward: np.ndarray) -> list[dict[str, Any]]:
@@ -222,7 +355,8 @@ def _toml_table(prefix: str, table: Mapping[str, Any]) -> list[str]:
 def tuned_toml(
     config: Any, chosen: Mapping[str, Mapping[str, float]], tune_seed: int, runs: int
 ) -> str:
-    """The config (``--set`` applied) with the chosen points in ``[params.<learner>]``.
+    """The config (``--set`` applied) with the chosen points in ``[params.<learner>]`` (a static
+    option's in ``[learner_options.<learner>]``).
 
     Args:
       config: the swept config (its ``runs`` may be the sweep's ``--runs``).
@@ -235,8 +369,21 @@ def tuned_toml(
     doc["name"] = f"{config.name}_tuned"
     doc["runs"] = runs
     doc["params"] = params = {k: dict(v) for k, v in doc.get("params", {}).items()}
-    for learner, values in chosen.items():
-        params[learner] = {**params.get(learner, {}), **values}
+    options = {k: dict(v) for k, v in doc.get("learner_options", {}).items()}
+    for name, values in chosen.items():
+        learner = config.make_learner(name)
+        static = static_options(config, learner)
+        fixed = vars(static_learner(learner, {k: v for k, v in values.items() if k in static}))
+        traced = {k: v for k, v in values.items() if k not in static}
+        if traced:
+            params[name] = {**params.get(name, {}), **traced}
+        if len(traced) < len(values):
+            options[name] = {
+                **options.get(name, {}),
+                **{k: fixed[k] for k in static if k in values},
+            }
+    if options:
+        doc["learner_options"] = options
     head = (
         f"# Params chosen by stabl-jax sweep on seed {tune_seed} "
         f"({config.runs} runs a point; reported on seed {config.seed})."
@@ -258,11 +405,11 @@ def draw(grid: Grid, report: Mapping[str, Any], seeds: Sequence[int], path: Path
     reported = f"{best['mean']:.4f} ± {best['ci95']:.4f}"
     if len(seeds) > 1:
         title = (
-            f"{grid.learner}: step-size sweep, chosen on tuning seed {seeds[0]} (drawn)\n"
+            f"{grid.learner}: sweep, chosen on tuning seed {seeds[0]} (drawn)\n"
             f"the chosen point's reward on reporting seed {seeds[-1]}: {reported}"
         )
     else:
-        title = f"{grid.learner}: step-size sweep on seed {seeds[0]}, best {reported}"
+        title = f"{grid.learner}: sweep on seed {seeds[0]}, best {reported}"
     if len(grid.fields) == 1:
         x = np.asarray(grid.values[0])
         band = plots.Band(grid.learner, grid.learner, x, mean, half)
@@ -310,6 +457,11 @@ def prepare(args: argparse.Namespace) -> tuple[Any, list[Grid], Path]:
         raise ConfigError(f"--runs {config.runs}: a 95% interval needs 2 or more runs per point")
     check_tune_seed(args.tune_seed, config.seed)
     grids = check_grids(config, parse_grids(args.grid))
+    if args.tune_seed is not None and any(f.startswith(f"{ENV}.") for g in grids for f in g.fields):
+        raise ConfigError(
+            "--tune-seed with --grid env.*: an environment's numbers are studied, not tuned; "
+            "drop --tune-seed"
+        )
     if args.out is not None and not args.out.strip():
         raise ConfigError("--out is empty; give a folder name (or leave --out out)")
     out = Path(args.out or Path("results") / f"sweep-{config.name}-seed{config.seed}")
@@ -344,14 +496,18 @@ def config_runs(args: argparse.Namespace, config: Any) -> int:
     return int(load_config(args.config, args.overrides, seed=args.seed).runs)
 
 
-def sweep_learner(grid: Grid, seeds: list[int], rewards: Callable[[int], np.ndarray]) -> dict:
+def sweep_learner(
+    grid: Grid, seeds: list[int], rewards: Callable[[int], tuple[np.ndarray, int]]
+) -> dict:
     """``grid``'s report: every point's statistics on each of ``seeds`` (``rewards(seed)``:
-    ``(P, runs)``), and the best point.
+    ``(P, runs)`` and the programs compiled for them), the best point, and the programs
+    compiled in all.
 
     The best point is chosen on ``seeds[0]`` and scored on ``seeds[-1]``.
     """
     start = time.perf_counter()
-    scored = [point_rows(grid, rewards(s)) for s in seeds]
+    computed = [rewards(s) for s in seeds]
+    scored = [point_rows(grid, reward) for reward, _ in computed]
     best = best_of(grid, scored[0])
     if len(seeds) > 1:  # the chosen point's score on the reported seed
         best = {**best, "tuning": {k: best[k] for k in ("mean", "ci95")}}
@@ -362,6 +518,7 @@ def sweep_learner(grid: Grid, seeds: list[int], rewards: Callable[[int], np.ndar
         "points": scored[-1],
         **({"tuning_points": scored[0]} if len(seeds) > 1 else {}),
         "best": best,
+        "programs_compiled": sum(compiled for _, compiled in computed),
         "seconds": time.perf_counter() - start,
     }
 
@@ -447,13 +604,14 @@ def write(
 
 def _rewards(
     folder: ResultsFolder, config: Any, grid: Grid, seed: int, *, progress: bool
-) -> np.ndarray:
-    """``(P, runs)`` rewards of ``grid`` on ``seed``: from its checkpoint, or computed and
-    checkpointed (atomically, with its digest)."""
+) -> tuple[np.ndarray, int]:
+    """``(P, runs)`` rewards of ``grid`` on ``seed`` and the programs compiled for them: from
+    its checkpoint, or computed and checkpointed (atomically, with its digest)."""
     path = folder.checkpoint_dir / f"{grid.learner}-seed{seed}" / "rewards.npz"
     if path.is_file():
-        return checkpoints.load_arrays(path)["reward"]
-    reward = sweep_rewards(config, grid, int(config.runs), seed, progress)
+        saved = checkpoints.load_arrays(path)
+        return saved["reward"], int(saved["compiled"])
+    reward, compiled = sweep_rewards(config, grid, int(config.runs), seed, progress)
     path.parent.mkdir(parents=True, exist_ok=True)
-    checkpoints.save_arrays(path, {"reward": reward})
-    return reward
+    checkpoints.save_arrays(path, {"reward": reward, "compiled": np.asarray(compiled)})
+    return reward, compiled

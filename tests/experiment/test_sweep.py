@@ -9,6 +9,7 @@ before anything is computed; ``--dry-run`` computes and writes nothing.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import tomllib
@@ -100,6 +101,7 @@ def test_folder_holds_every_file(swept: dict) -> None:
     stabl = summary["learners"]["stabl"]
     assert [float(r["mean"]) for r in rows[3:]] == [p["mean"] for p in stabl["points"]]
     assert stabl["grid"] == {"expert_lr_scale": [1.0, 2.0], "meta_lr_scale": [1.0, 8.0]}
+    assert stabl["programs_compiled"] >= 1  # the vmapped grid's program, at least
 
 
 def direct(config: object, name: str, values: dict[str, float], seed: int) -> tuple:
@@ -167,6 +169,16 @@ def test_tuned_toml_quotes_an_import_path_name(tmp_path: Path) -> None:
     assert tuned.params[name] == {"lr_scale": 2.0} and tuned.runs == 6
 
 
+def test_tuned_toml_puts_a_static_option_with_the_learner_options(tmp_path: Path) -> None:
+    (tmp_path / "tiny.toml").write_text(TINY.replace('"stabl"', '"sw_ucb"'))
+    config = load_config(tmp_path / "tiny.toml", runs=4)
+    text = sweep_module.tuned_toml(config, {"sw_ucb": {"window": 16.0}}, TUNE_SEED, runs=6)
+    (tmp_path / "tuned.toml").write_text(text)
+    tuned = load_config(tmp_path / "tuned.toml")
+    assert tuned.learner_options["sw_ucb"] == {"window": 16} and "sw_ucb" not in tuned.params
+    assert tuned.make_learner("sw_ucb").window == 16
+
+
 @pytest.mark.parametrize("fields", [1, 2])
 def test_the_plot_draws_the_tuning_seed_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: int
@@ -221,7 +233,10 @@ def test_summary_flags_the_edge(swept: dict) -> None:
     [
         ("nobody.lr_scale=1,2", "unknown learner 'nobody'; the config's learners are"),
         ("stabl_naive.expert_lr_scale=1", "'stabl_naive' is not in tiny's learners"),
-        ("stabl.lr_scale=1,2", "stabl's Params has no field 'lr_scale'; its fields are "),
+        ("stabl.lr_scale=1,2", "stabl's Params has no field 'lr_scale' and it is no static"),
+        ("stabl.round_offset=0.5", "--grid stabl.round_offset=0.5: round_offset takes integers"),
+        ("env.num_arms=3", "ExpertAdvice's traced numbers are ['baseline_high', 'bonus']"),
+        ("env.bonus=-1", "--grid env.bonus=-1: "),
         ("stabl.expert_lr_scale=-1,2", "-1 outside stabl's range"),
         ("stabl.expert_lr_scale=", "the grid is empty"),
         ("stabl.expert_lr_scale=1,x", "the values must be numbers"),
@@ -246,6 +261,7 @@ def test_bad_input_exits_2(
         (["--tune-seed", "-1"], f"--tune-seed -1: must be an int in {SEEDS}"),
         (["--tune-seed", "3"], "--tune-seed 3 is the reporting seed (seed = 3)"),
         (["--tune-seed", "0", "--seed", "0"], "--tune-seed 0 is the reporting seed (seed = 0)"),
+        (["--grid", "env.bonus=0.1,0.2", "--tune-seed", "5"], "numbers are studied, not tuned"),
     ],
 )
 def test_bad_tune_seed_exits_2(
@@ -256,7 +272,7 @@ def test_bad_tune_seed_exits_2(
     argv = ["sweep", str(tmp_path / "tiny.toml"), *GRIDS, *flags, "--out", str(out)]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert message in err and "give " in err
+    assert message in err and ("give " in err or "drop " in err)
     assert not out.exists()
 
 
@@ -284,3 +300,40 @@ def test_dry_run_computes_nothing(
     assert "of memory" in printed
     assert str(tmp_path / "results" / "sweep-tiny-seed3") in printed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.toml"]
+
+
+def test_an_environment_number_and_a_static_option_equal_their_points_alone(tmp_path: Path):
+    """``env.bonus`` for every learner and ``sw_ucb.window``: each point's runs are those of its
+    environment and learner simulated alone on the same keys (common random numbers); more
+    values of the environment's number compile no more programs, a second window compiles
+    a program of its own."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY.replace('"exp3_uniform", "stabl"', '"exp3_uniform", "sw_ucb"'))
+    config = load_config(path, runs=4)
+    grids = sweep_module.check_grids(
+        config, {"env": {"bonus": (0.2, 0.5)}, "sw_ucb": {"window": (8.0, 16.0)}}
+    )
+    assert [(g.learner, g.fields) for g in grids] == [
+        ("sw_ucb", ("window", "env.bonus")),
+        ("exp3_uniform", ("env.bonus",)),
+    ]
+    for grid in grids:
+        reward, _ = sweep_module.sweep_rewards(config, grid, 4, 3, False)
+        for row, point in zip(reward, grid.points, strict=True):
+            values = dict(zip(grid.fields, point, strict=True))
+            env = dataclasses.replace(config.make_env(), bonus=values.pop("env.bonus"))
+            learner = sweep_module.static_learner(config.make_learner(grid.learner), values)
+            params = config.learner_params(learner, grid.learner)
+            alone = simulate(learner, env, jax.random.key(3), 4, params=params, traces=("loss",))
+            np.testing.assert_array_equal(row, 1.0 - np.asarray(alone.loss, np.float64).mean(1))
+
+    def compiled(learner: str, field: str, values: tuple[float, ...]) -> int:
+        jax.clear_caches()
+        return sweep_module.sweep_rewards(config, Grid(learner, (field,), (values,)), 4, 3, False)[
+            1
+        ]
+
+    assert compiled("exp3_uniform", "env.bonus", (0.2, 0.3, 0.5)) == compiled(
+        "exp3_uniform", "env.bonus", (0.2, 0.5)
+    )
+    assert compiled("sw_ucb", "window", (8.0, 16.0)) > compiled("sw_ucb", "window", (8.0,))
