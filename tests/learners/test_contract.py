@@ -1,8 +1,14 @@
 """The learner contract of DESIGN.md, for every registry entry: jit, vmap, scan, no retrace,
-stable state dtypes/shapes, and query honesty."""
+stable state dtypes/shapes, and query honesty.
+
+Each learner's programs are compiled once and shared by the tests: the jitted functions below
+take the learner as a static argument (hashed by value), so one step, one scan, one vmapped
+step and one play per learner.
+"""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from functools import partial
 
@@ -13,9 +19,45 @@ import numpy as np
 import pytest
 from jax.experimental import checkify
 
-from stabl_jax import LEARNERS
 from stabl_jax.learners.base import BanditLearner
 from tests.conftest import HORIZON, NUM_ARMS, assert_params_bounded, small_learner
+
+#: Traces of :func:`_step` per learner (equal learners are one key).
+TRACES: collections.Counter = collections.Counter()
+#: Per learner, the shapes :func:`_play` revealed losses at (once per trace).
+REVEALED: collections.defaultdict = collections.defaultdict(list)
+
+
+@partial(jax.jit, static_argnums=0)
+def _step(learner, state, loss, key):
+    TRACES[learner] += 1
+    return learner.step(state, loss, key)
+
+
+@partial(jax.jit, static_argnums=0)
+def _vstep(learner, states, losses, keys):
+    return jax.vmap(learner.step)(states, losses, keys)
+
+
+@partial(jax.jit, static_argnums=0)
+def _play(learner, state, loss, key):
+    def reveal(arms):
+        REVEALED[learner].append(arms.shape)
+        return loss[arms]
+
+    return learner.play(state, reveal, key)
+
+
+@partial(jax.jit, static_argnums=0)
+def _scan(learner, losses, keys):
+    """``init`` and ``step`` over ``losses`` ``(T, n)``: the state after every round and
+    the queried arms ``(T, num_queries)``."""
+
+    def body(state, xs):
+        state, info = learner.step(state, *xs)
+        return state, (state, info.arms)
+
+    return jax.lax.scan(body, learner.init(jax.random.key(0)), (losses, keys))[1]
 
 
 def _loss(t: int) -> jax.Array:
@@ -24,6 +66,14 @@ def _loss(t: int) -> jax.Array:
 
 def _dtypes_shapes(tree):
     return jax.tree.map(lambda x: (jnp.asarray(x).dtype, jnp.shape(x)), tree)
+
+
+def _row(tree, i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+LOSSES = jax.random.uniform(jax.random.key(5), (HORIZON, NUM_ARMS))
+KEYS = jax.random.split(jax.random.key(6), HORIZON)
 
 
 def test_learner_is_frozen_and_hashed_by_value(learner_name, learner):
@@ -36,8 +86,7 @@ def test_learner_is_frozen_and_hashed_by_value(learner_name, learner):
 
 def test_step_under_jit_keeps_dtypes_and_shapes(learner):
     state = learner.init(jax.random.key(0))
-    step = jax.jit(learner.step)
-    new_state, info = step(state, _loss(0), jax.random.key(1))
+    new_state, info = _step(learner, state, _loss(0), jax.random.key(1))
     assert _dtypes_shapes(new_state) == _dtypes_shapes(state)
     assert info.arms.shape == (learner.num_queries,) and info.arms.dtype == jnp.int32
     assert info.observed.shape == (learner.num_queries,)
@@ -47,52 +96,57 @@ def test_step_under_jit_keeps_dtypes_and_shapes(learner):
 
 
 def test_no_retrace_on_second_call(learner_name, learner):
-    """Repeated calls, and an equal learner built anew, reuse one trace (static by value)."""
-    chex.clear_trace_counter()  # the counter is keyed by code location, shared by params
-
-    @partial(jax.jit, static_argnums=0)
-    @chex.assert_max_traces(n=1)
-    def step(lrn, state, loss, key):
-        return lrn.step(state, loss, key)
-
+    """Repeated calls, and an equal learner built anew, reuse one trace (static by value);
+    every test of this file steps through the one trace."""
     state = learner.init(jax.random.key(0))
     for t in range(3):
-        state, _ = step(learner, state, _loss(t), jax.random.key(t))
-    state, _ = step(small_learner(learner_name), state, _loss(3), jax.random.key(3))
+        state, _ = _step(learner, state, _loss(t), jax.random.key(t))
+    state, _ = _step(small_learner(learner_name), state, _loss(3), jax.random.key(3))
+    assert TRACES[learner] == 1
 
 
 def test_scan_matches_python_loop(learner):
-    state0 = learner.init(jax.random.key(0))
-    losses = jax.random.uniform(jax.random.key(5), (HORIZON, NUM_ARMS))
-    keys = jax.random.split(jax.random.key(6), HORIZON)
-
-    def body(state, xs):
-        loss, key = xs
-        state, info = learner.step(state, loss, key)
-        return state, info.arms
-
-    final, arms = jax.lax.scan(body, state0, (losses, keys))
-    state = state0
-    step = jax.jit(learner.step)
+    """``init`` and ``step`` under one jitted scan give the arms and the final state of a
+    Python loop of jitted steps from ``init``."""
+    states, arms = _scan(learner, LOSSES, KEYS)
+    state = learner.init(jax.random.key(0))
     loop_arms = []
     for t in range(HORIZON):
-        state, info = step(state, losses[t], keys[t])
+        state, info = _step(learner, state, LOSSES[t], KEYS[t])
         loop_arms.append(info.arms)
     np.testing.assert_array_equal(np.asarray(arms), np.stack(loop_arms))
-    chex.assert_trees_all_close(final, state, rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(_row(states, -1), state, rtol=1e-5, atol=1e-6)
+
+
+def test_query_honesty(learner):
+    """Changing the loss of every arm that was not queried leaves the queried arms and the
+    state after every round unchanged, bitwise."""
+    states, arms = _scan(learner, LOSSES, KEYS)
+    queried = np.zeros(LOSSES.shape, bool)
+    np.put_along_axis(queried, np.asarray(arms), True, axis=1)
+    others, others_arms = _scan(learner, jnp.where(queried, LOSSES, 1.0 - LOSSES), KEYS)
+    np.testing.assert_array_equal(np.asarray(others_arms), np.asarray(arms))
+    chex.assert_trees_all_equal(others, states)
 
 
 def test_vmap_row_equals_single_run(learner):
-    keys = jax.random.split(jax.random.key(3), 4)
-    states = jax.vmap(learner.init)(keys)
-    losses = jax.random.uniform(jax.random.key(4), (4, NUM_ARMS))
-    step_keys = jax.random.split(jax.random.key(9), 4)
-    batched, infos = jax.jit(jax.vmap(learner.step))(states, losses, step_keys)
-    step = jax.jit(learner.step)
-    for i in range(4):
-        single, info = step(learner.init(keys[i]), losses[i], step_keys[i])
-        chex.assert_trees_all_close(jax.tree.map(lambda x, i=i: x[i], batched), single, rtol=1e-6)
-        assert np.array_equal(infos.arms[i], info.arms)
+    """Runs that differ in init key, params (a sweep grid), losses and step keys run as one
+    vmapped program; each row equals the run with its own inputs alone."""
+    grid = jax.tree.map(lambda x: jnp.stack([x, x * 0.5, x * 0.25]), learner.default_params)
+    init_keys = jax.random.split(jax.random.key(3), 3)
+    states = jax.vmap(learner.init)(init_keys, grid)
+    losses = jax.random.uniform(jax.random.key(4), (5, 3, NUM_ARMS))
+    keys = jax.random.split(jax.random.key(9), (5, 3))
+    arms = []
+    for t in range(5):
+        states, infos = _vstep(learner, states, losses[t], keys[t])
+        arms.append(infos.arms)
+    for i in range(3):
+        single = learner.init(init_keys[i], _row(grid, i))
+        for t in range(5):
+            single, info = _step(learner, single, losses[t, i], keys[t, i])
+            np.testing.assert_array_equal(arms[t][i], info.arms)
+        chex.assert_trees_all_close(_row(states, i), single, rtol=1e-6)
 
 
 def test_every_params_field_has_a_range_and_values_outside_it_are_named(learner):
@@ -104,49 +158,22 @@ def test_every_params_field_has_a_range_and_values_outside_it_are_named(learner)
     assert_params_bounded(learner)
 
 
-def test_params_sweep_is_one_vmap(learner):
-    """A grid of params runs as one vmapped program; each row equals the run with that
-    params alone."""
-    if not jax.tree.leaves(learner.default_params):
-        pytest.skip(f"{type(learner).__name__} has no sweepable params")
-    grid = jax.tree.map(lambda x: jnp.stack([x, x * 0.5, x * 0.25]), learner.default_params)
-    states = jax.vmap(learner.init, in_axes=(None, 0))(jax.random.key(0), grid)
-    loss, key = _loss(0), jax.random.key(2)
-    batched_step = jax.jit(jax.vmap(learner.step, in_axes=(0, None, None)))
-    for _ in range(5):
-        states, _ = batched_step(states, loss, key)
-    step = jax.jit(learner.step)
-    for i in range(3):
-        params_i = jax.tree.map(lambda x, i=i: x[i], grid)
-        single = learner.init(jax.random.key(0), params_i)
-        for _ in range(5):
-            single, _ = step(single, loss, key)
-        chex.assert_trees_all_close(jax.tree.map(lambda x, i=i: x[i], states), single, rtol=1e-6)
-
-
 def test_play_is_step_with_only_the_queried_losses_revealed(learner):
-    """``play(state, reveal, key)`` runs the round ``step`` runs, bit for bit, and ``reveal``
-    is called once per trace with the queried arms ``(num_queries,)`` only."""
-    asked = []
-
-    def play(state, loss, key):
-        def reveal(arms):
-            asked.append(arms.shape)
-            return loss[arms]
-
-        return learner.play(state, reveal, key)
-
-    play, step = jax.jit(play), jax.jit(learner.step)
+    """``play(state, reveal, key)`` runs the round ``step`` runs, bit for bit; ``reveal`` is
+    called once per trace with the queried arms ``(num_queries,)`` only, which the query
+    (asked before any loss is revealed) draws in range with positive probabilities."""
     state = learner.init(jax.random.key(0))
     for t in range(3):
         loss, key = _loss(t), jax.random.key(10 + t)
-        played, query, observed = play(state, loss, key)
-        stepped, info = step(state, loss, key)
+        played, query, observed = _play(learner, state, loss, key)
+        stepped, info = _step(learner, state, loss, key)
         chex.assert_trees_all_equal(played, stepped)
         np.testing.assert_array_equal(query.arms, info.arms)
         np.testing.assert_array_equal(observed, info.observed)
+        assert bool(jnp.all((query.arms >= 0) & (query.arms < NUM_ARMS)))
+        assert bool(jnp.all(query.query_probs > 0))
         state = stepped
-    assert asked == [(learner.num_queries,)]
+    assert REVEALED[learner] == [(learner.num_queries,)]
 
 
 @pytest.mark.parametrize("name", ["exp3", "stabl"])
@@ -158,56 +185,25 @@ def test_play_with_validate_checks_the_revealed_losses(name):
     state = learner.init(jax.random.key(0))
     loss, key = _loss(0), jax.random.key(1)
 
-    def program(lrn, shift):
-        def play(state, loss, key):
+    def program(lrn):
+        def play(state, loss, key, shift):
             return lrn.play(state, lambda arms: loss[arms] + shift, key)
 
-        return jax.jit(checkify.checkify(play, errors=checkify.user_checks))
+        return partial(jax.jit(checkify.checkify(play, errors=checkify.user_checks)), state, loss)
 
-    err, out = program(checked, 0.0)(state, loss, key)
+    checked_play, plain_play = program(checked), program(learner)
+    err, out = checked_play(key, 0.0)
     err.throw()
-    _, plain = program(learner, 0.0)(state, loss, key)
+    _, plain = plain_play(key, 0.0)
     chex.assert_trees_all_equal(out, plain)
-    err, _ = program(checked, 1.5)(state, loss, key)
+    err, _ = checked_play(key, 1.5)
     with pytest.raises(
         checkify.JaxRuntimeError,
         match=r"observed loss at round 0 must be finite and in \[0, 1\]; found [12]\.",
     ):
         err.throw()
-    err, _ = program(learner, 1.5)(state, loss, key)
+    err, _ = plain_play(key, 1.5)
     err.throw()  # without validate nothing is checked (and nothing is clipped)
-
-
-@pytest.mark.parametrize("name", sorted(LEARNERS))
-def test_query_honesty(name):
-    """Changing the loss of any arm that was not queried leaves the next state unchanged."""
-    learner = small_learner(name)
-    step = jax.jit(learner.step)
-    state = learner.init(jax.random.key(0))
-    rng = np.random.default_rng(0)
-    for t in range(25):
-        key = jax.random.key(100 + t)
-        loss = jnp.asarray(rng.uniform(size=NUM_ARMS), jnp.float32)
-        new_state, info = step(state, loss, key)
-        queried = set(np.asarray(info.arms).tolist())
-        for arm in range(NUM_ARMS):
-            if arm in queried:
-                continue
-            other, other_info = step(state, loss.at[arm].set(1.0 - loss[arm]), key)
-            chex.assert_trees_all_equal(other, new_state)
-            assert np.array_equal(other_info.arms, info.arms)
-        state = new_state
-
-
-@pytest.mark.parametrize("name", sorted(LEARNERS))
-def test_ask_does_not_depend_on_losses(name):
-    """``ask`` takes no loss at all: every queried arm is fixed before the loss is revealed."""
-    learner = small_learner(name)
-    state = jax.jit(learner.init)(jax.random.key(0))
-    q = jax.jit(learner.ask)(state, jax.random.key(1))
-    assert q.arms.shape == (learner.num_queries,)
-    assert bool(jnp.all((q.arms >= 0) & (q.arms < NUM_ARMS)))
-    assert bool(jnp.all(q.query_probs > 0))
 
 
 def test_a_learner_without_params_says_what_to_declare():
