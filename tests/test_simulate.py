@@ -1,4 +1,5 @@
-"""``simulate``: vmapped rows equal single runs, chunking changes nothing, runs are paired."""
+"""``simulate``: vmapped rows equal single runs, runs are paired (chunking and resuming
+change nothing: tests/test_reliability.py)."""
 
 from __future__ import annotations
 
@@ -63,21 +64,6 @@ def test_prefix_of_runs_is_stable(env):
     large = simulate(learner, env, jax.random.key(1), num_runs=5)
     for name, trace in small.traces().items():
         np.testing.assert_array_equal(trace, large.traces()[name][:2], err_msg=name)
-
-
-@pytest.mark.parametrize("chunk_size", [1, 7, 16])
-def test_chunked_equals_unchunked_bitwise(env, chunk_size):
-    learner = StABL(num_arms=N, horizon=T)
-    whole = simulate(learner, env, jax.random.key(2), num_runs=4, options=SimOptions(chunk_size=T))
-    parts = simulate(
-        learner, env, jax.random.key(2), num_runs=4, options=SimOptions(chunk_size=chunk_size)
-    )
-    for name, trace in whole.traces().items():
-        np.testing.assert_array_equal(parts.traces()[name], trace, err_msg=name)
-    for a, b in zip(
-        jax.tree.leaves(whole.carry.state), jax.tree.leaves(parts.carry.state), strict=True
-    ):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_learners_are_paired_on_the_same_losses(env):
