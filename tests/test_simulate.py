@@ -45,15 +45,19 @@ def test_rows_equal_single_runs_from_the_documented_keys(env):
     learner = StABL(num_arms=N, horizon=T)
     key = jax.random.key(11)
     result = simulate(learner, env, key, num_runs=3)
-    step = jax.jit(learner.step)
+
+    @jax.jit
+    def step(state, run_key, t):  # round t of the run alone, from the documented keys
+        env_key, learner_key = jax.random.fold_in(run_key, 1), jax.random.fold_in(run_key, 2)
+        params = env.sample_params(jax.random.fold_in(run_key, 0))
+        loss = env.loss(params, t, jax.random.fold_in(env_key, t))
+        return learner.step(state, loss, jax.random.fold_in(learner_key, t))
+
     for i in range(3):
         run_key = jax.random.fold_in(key, i)
         state = learner.init(jax.random.fold_in(run_key, 3))
-        params = env.sample_params(jax.random.fold_in(run_key, 0))
-        env_key, learner_key = jax.random.fold_in(run_key, 1), jax.random.fold_in(run_key, 2)
         for t in range(T):
-            loss = env.loss(params, t, jax.random.fold_in(env_key, t))
-            state, info = step(state, loss, jax.random.fold_in(learner_key, t))
+            state, info = step(state, run_key, t)
             assert np.array_equal(result.arms[i, t], np.asarray(info.arms))
             np.testing.assert_allclose(result.loss[i, t], float(info.loss), rtol=1e-6)
 
