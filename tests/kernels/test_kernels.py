@@ -148,6 +148,7 @@ def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
         np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
 
 
+@functools.cache
 def _block(learner, env, runs):
     """A block's carry and the oblivious rollout environment, as ``simulate`` builds them."""
     import sys
@@ -158,58 +159,34 @@ def _block(learner, env, runs):
     return rollout.init_runs(learner, renv, keys, learner.default_params), renv
 
 
-# One block of 3 StABL runs (restarts of L = 4 and 12 within a chunk) and the programs over
-# 32 of its rounds from round 8: each program is compiled once, shared by the tests below.
 PIECES = StABL(num_arms=5, horizon=64, history_lengths=(4, 12, 64))
-T0 = 8
 
 
 @functools.cache
-def _program(fields=TRACES, rows=None, max_rounds=None):
-    """The jitted interpreted kernel over 32 rounds of :data:`PIECES`'s block."""
-    _, renv = _pieces_block()
+def _chunk(fields=TRACES, rows=None, max_rounds=None):
+    """``(carry, outputs)`` of the interpreted kernel over 32 rounds from round 8 of a block of
+    3 StABL runs (restarts of L = 4 and 12 within the chunk): each program compiled once."""
+    carry, renv = _block(PIECES, ExpertAdvice(num_arms=5, horizon=64), 3)
     step = bandit.chunk_step(
         PIECES, renv, fields, 32, interpret=True, rows=rows, max_rounds=max_rounds
     )
-    return jax.jit(step)
+    return jax.jit(step)(carry, jnp.int32(8))
 
 
-@functools.cache
-def _pieces_block():
-    return _block(PIECES, ExpertAdvice(num_arms=5, horizon=64), 3)
-
-
-@functools.cache
-def _whole():
-    """One call over the chunk, every trace: what the programs below must give."""
-    carry, _ = _pieces_block()
-    return _program()(carry, jnp.int32(T0))
-
-
-def _assert_same_bits(parts, whole):
+@pytest.mark.parametrize(("rows", "max_rounds"), [(2, None), (None, 5), (None, 31)])
+def test_programs_of_fewer_runs_and_pieces_of_a_chunk_give_the_same_bits(rows, max_rounds):
+    """``rows`` runs a program (a grid of several programs, the last padded with copies of
+    the block's last run: 2 programs of 2 for 3 runs); a chunk stepped in pieces of at most
+    ``max_rounds`` rounds (4 and 16 of 32, the largest divisors not above 5 and 31: a ``scan``
+    of ``pallas_call``s, what bounds the memory of the kernel's inputs). Either gives the bits
+    of one program over the block and the chunk (StABL: its restarts fall inside and between
+    pieces)."""
+    assert bandit.largest_divisor(32, max_rounds or 32) == {5: 4, 31: 16}.get(max_rounds, 32)
+    whole, parts = _chunk(), _chunk(rows=rows, max_rounds=max_rounds)
     assert jax.tree.structure(parts) == jax.tree.structure(whole)
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts), strict=True):
         if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
-
-
-def test_programs_of_fewer_runs_than_the_block():
-    """``rows`` runs a program (a grid of several programs, the last padded with copies of
-    the block's last run: 2 programs of 2 for 3 runs) gives the same bits as one program for
-    the block."""
-    carry, _ = _pieces_block()
-    _assert_same_bits(_program(rows=2)(carry, jnp.int32(T0)), _whole())
-
-
-@pytest.mark.parametrize("max_rounds", [5, 31])
-def test_pieces_of_a_chunk_give_the_same_bits(max_rounds):
-    """A chunk stepped in pieces of at most ``max_rounds`` rounds (4 and 16 of 32, the largest
-    divisors not above 5 and 31: a ``scan`` of ``pallas_call``s, what bounds the memory of
-    the kernel's inputs) gives the bits of one call over the chunk (StABL: its restarts fall
-    inside and between pieces)."""
-    carry, _ = _pieces_block()
-    assert bandit.largest_divisor(32, max_rounds) == {5: 4, 31: 16}[max_rounds]
-    _assert_same_bits(_program(max_rounds=max_rounds)(carry, jnp.int32(T0)), _whole())
 
 
 @pytest.mark.parametrize(
@@ -269,19 +246,14 @@ def test_compiled_kernel_on_a_gpu_device_same_runs_as_xla(name):
 
 @functools.cache
 def _draws(n):
-    """One program per ``n``: the kernel's CDF and draws from padded ``(512, n_pad)`` rows, and
-    ``sampling.sample_index``'s draws from their first ``n`` arms."""
+    """One program per ``n``: the kernel's CDF and draws from ``(rows, n)`` ``probs`` padded to
+    the kernel's arms, and ``sampling.sample_index``'s draws from ``probs``."""
 
-    def draws(padded, u):
-        reference = jax.vmap(sample_index)(padded[:, :n], u)
-        return bandit.cdf(padded), bandit.sample(padded, u, n), reference
+    def draws(probs, u):
+        padded = jnp.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
+        return bandit.cdf(padded), bandit.sample(padded, u, n), jax.vmap(sample_index)(probs, u)
 
     return jax.jit(draws)
-
-
-def _pad(probs):
-    n = probs.shape[1]
-    return np.pad(np.asarray(probs), ((0, 0), (0, bandit._padded_arms(n) - n)))
 
 
 @pytest.mark.parametrize("n", [5, 30, 300])
@@ -289,10 +261,9 @@ def test_sample_draws_what_sampling_draws(n):
     """The kernel's inverse-CDF draw (an integer scan of the probabilities' units) picks
     ``sampling.sample_index``'s arm, never a zero-probability one."""
     key = jax.random.key(n)
-    probs = jax.random.uniform(key, (512, n)) ** 8  # skewed rows
-    probs = np.asarray(probs.at[:, 1].set(0.0))
+    probs = (jax.random.uniform(key, (512, n)) ** 8).at[:, 1].set(0.0)  # skewed rows
     u = jax.random.uniform(jax.random.fold_in(key, 1), (512,))
-    sums, drawn, reference = _draws(n)(_pad(probs), u)
+    sums, drawn, reference = _draws(n)(probs, u)
     np.testing.assert_array_equal(drawn, reference)
     assert not np.any(np.asarray(drawn) == 1)
     total = np.asarray(probs, np.float64).sum(axis=1, keepdims=True)
@@ -316,7 +287,7 @@ def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
     probs[0, n // 2] = 1e-30  # one arm, of a tiny mass
     u = rng.uniform(size=rows).astype(np.float32)
     u[:3] = [0.0, 0.5, 1 - 2**-24]
-    sums, drawn, _ = _draws(n)(_pad(probs), u)
+    sums, drawn, _ = _draws(n)(probs, u)
     assert np.all(np.diff(np.asarray(sums), axis=1) >= 0)
     assert np.all(probs[np.arange(rows), np.asarray(drawn)] > 0)
 
@@ -494,12 +465,11 @@ def test_the_kernel_writes_only_the_traces_asked_for(fields, written):
     """Per round the ``pallas_call`` stores only what ``fields`` needs (StABL, two queries):
     ``loss`` the first observed loss alone, ``arms`` both queried arms, ``TRACES`` all six
     per-round outputs; what it returns is the full call's, bit for bit."""
-    carry, renv = _pieces_block()
+    carry, renv = _block(PIECES, ExpertAdvice(num_arms=5, horizon=64), 3)
     step = bandit.chunk_step(PIECES, renv, fields, 32, interpret=True)
-    (results,) = _pallas_operands(step, carry, jnp.int32(T0), results=True)
+    (results,) = _pallas_operands(step, carry, jnp.int32(8), results=True)
     assert sum(shape == (32, 3) for shape, _ in results) == written, results
-    _, full = _whole()
-    _, some = _program(fields)(carry, jnp.int32(T0))
+    (_, full), (_, some) = _chunk(), _chunk(fields)
     assert set(some) == set(fields)
     for name in fields:
         np.testing.assert_array_equal(np.asarray(some[name]), np.asarray(full[name]), name)
