@@ -1,16 +1,12 @@
 """Reproducibility and safety: validation changes nothing, any chunk size and any resume
-point give the same bits, so does any number of devices, the summary is enough to rerun, and
-no user-supplied file is ever unpickled or evaluated.
+point give the same bits (any number of devices: tests/test_sharding.py), the summary is
+enough to rerun, and no user-supplied file is ever unpickled or evaluated.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import jax
@@ -81,45 +77,33 @@ def _interrupt_after(checkpoint: ChunkCheckpoint, chunks: int) -> ChunkCheckpoin
     return checkpoint
 
 
-def test_any_chunk_size_and_resume_point_is_bitwise_identical(learner, env, whole, tmp_path):
+@pytest.mark.parametrize(("first_chunk", "stop_after", "second_chunk"), [(16, 2, 7), (1, 16, 16)])
+def test_any_chunk_size_and_resume_point_is_bitwise_identical(
+    learner, env, whole, tmp_path, first_chunk, stop_after, second_chunk
+):
     """Interrupted after ``stop_after`` chunks of ``first_chunk`` rounds, resumed with chunks
-    of ``second_chunk`` rounds: the same bits as one unchunked scan. (Chunk sizes that do not
-    divide T are in tests/test_simulate.py; these divide it to keep compilations few.)"""
-    first_chunk, stop_after, second_chunk = 16, 2, 8
+    of ``second_chunk`` rounds: the same bits as one unchunked scan, whether a size divides
+    T or not (7: chunks of 7, 7 and 2 after the resume) and for chunks of one round; the
+    progress starts where it resumed, and a finished checkpoint restores everything without
+    running a chunk."""
     fingerprint = {"test": "resume"}
     checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, fingerprint), stop_after)
     with pytest.raises(_Stop):
-        simulate(
-            learner,
-            env,
-            jax.random.key(7),
-            R,
-            options=SimOptions(chunk_size=first_chunk, checkpoint=checkpoint),
-        )
+        options = SimOptions(chunk_size=first_chunk, checkpoint=checkpoint)
+        simulate(learner, env, jax.random.key(7), R, options=options)
     resumed_from = ChunkCheckpoint(tmp_path, fingerprint)
     assert resumed_from.progress() == first_chunk * stop_after
-    seen = []
-    result = simulate(
-        learner,
-        env,
-        jax.random.key(7),
-        R,
-        options=SimOptions(
-            chunk_size=second_chunk,
-            checkpoint=resumed_from,
-            progress=lambda done, total: seen.append(done),
-        ),
+    seen: list[int] = []
+    options = SimOptions(
+        chunk_size=second_chunk,
+        checkpoint=resumed_from,
+        progress=lambda done, total: seen.append(done),
     )
+    result = simulate(learner, env, jax.random.key(7), R, options=options)
     assert seen[0] == first_chunk * stop_after  # the progress starts where it resumed
     assert_bitwise(result, whole)
-    # A finished checkpoint restores everything without running a chunk.
-    again = simulate(
-        learner,
-        env,
-        jax.random.key(7),
-        R,
-        options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path, fingerprint)),
-    )
+    options = SimOptions(checkpoint=ChunkCheckpoint(tmp_path, fingerprint))
+    again = simulate(learner, env, jax.random.key(7), R, options=options)
     assert again.compile_seconds == 0.0
     assert_bitwise(again, whole)
 
@@ -144,49 +128,6 @@ def test_bco_resume_is_bitwise_identical(tmp_path):
     )
     np.testing.assert_array_equal(resumed.loss, whole.loss)
     np.testing.assert_array_equal(resumed.best_loss, whole.best_loss)
-
-
-# SHARDING GUARD. Today simulate jits on the default device, so the forced
-# four-device host gives the one-device bits trivially. When simulate shards the runs axis
-# over jax.devices() (branch `speed`), this test is the guard that it still does: keep the
-# subprocess and the comparison, and if sharding needs num_runs divisible by the device count
-# keep R_DEVICES a multiple of 4 (it is 8). Adapt SCRIPT if simulate grows a `devices=`/mesh
-# argument, so that the subprocess really runs on all four devices.
-R_DEVICES = 8
-SCRIPT = textwrap.dedent(
-    """
-    import sys, jax, numpy as np
-    from stabl_jax import ExpertAdvice, SimOptions, StABL, simulate
-    assert jax.device_count() == 4, jax.devices()
-    env = ExpertAdvice(num_arms=5, horizon=48, change_points=(17, 30))
-    res = simulate(StABL(num_arms=5, horizon=48), env, jax.random.key(11), 8,
-                   options=SimOptions(chunk_size=16))
-    np.savez(sys.argv[1], **res.traces())
-    """
-)
-
-
-@pytest.mark.slow  # a JAX start-up and compilation in a subprocess (CI runs it)
-def test_device_count_does_not_change_results(learner, env, tmp_path):
-    out = tmp_path / "four_devices.npz"
-    flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(out)],
-        cwd=REPO,
-        env=dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    with jax.default_device(jax.devices("cpu")[0]):  # the subprocess runs on the CPU too
-        one_device = simulate(
-            learner, env, jax.random.key(11), R_DEVICES, options=SimOptions(chunk_size=16)
-        )
-    with np.load(out, allow_pickle=False) as four:
-        for name, trace in one_device.traces().items():
-            np.testing.assert_array_equal(four[name], trace, err_msg=name)
 
 
 def test_summary_config_reruns_the_experiment():

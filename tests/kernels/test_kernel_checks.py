@@ -12,7 +12,7 @@ import pytest
 from jax.experimental import checkify
 
 from stabl_jax import EXP3, ExpertAdvice, SimOptions, StABL, simulate
-from stabl_jax.simulate import _checked_chunks
+from stabl_jax.simulate import _checked_chunks, init_runs, run_keys
 
 T = 64
 OPTIONS = SimOptions(kernel="pallas", chunk_size=32)
@@ -49,13 +49,8 @@ def test_a_loss_out_of_range_is_named_with_its_round():
 def test_a_play_distribution_that_is_none_is_named_after_the_chunk():
     """A step whose state leaves the simplex (NaN weights) fails the check at ``t0 + L``."""
     learner = EXP3(num_arms=5, horizon=T)
-    carry = simulate(
-        learner,
-        ExpertAdvice(num_arms=5, horizon=T),
-        jax.random.key(0),
-        2,
-        options=SimOptions(chunk_size=16),
-    ).carry
+    keys = run_keys(jax.random.key(0), 2)  # the runs' first carry: the check reads no history
+    carry = init_runs(learner, ExpertAdvice(num_arms=5, horizon=T), keys, learner.default_params)
 
     def broken(carry, t0):
         state = dataclasses.replace(carry.state, log_weights=carry.state.log_weights * jnp.nan)

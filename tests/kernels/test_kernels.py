@@ -9,6 +9,7 @@ Every test but that one runs on the CPU device (interpret mode) on any machine."
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 
 import jax
@@ -72,20 +73,6 @@ def assert_same_runs(xla, fused):
         np.testing.assert_array_equal(np.isfinite(np.asarray(b.meta_log_weights)), finite)
     for x, y in pairs:
         np.testing.assert_allclose(np.exp(np.asarray(y)), np.exp(np.asarray(x)), rtol=0, atol=TOL)
-
-
-def test_exp3_same_runs_as_xla():
-    """EXP3 with uniform exploration and reward feedback, 5 runs, every trace."""
-    learner = EXP3(num_arms=5, horizon=64, gamma=0.2, feedback="reward")
-    assert_same_runs(*both(learner, ExpertAdvice(num_arms=5, horizon=64), 5, 64))
-
-
-def test_stabl_same_runs_as_xla():
-    """StABL at n = 30 with its B = 7 experts of T = 4096 (restarts of the shortest, L = 64,
-    at rounds 64 and 128), 3 runs, every trace."""
-    learner = StABL(num_arms=30, horizon=4096)
-    assert learner.num_experts == 7
-    assert_same_runs(*both(learner, ExpertAdvice(num_arms=30, horizon=4096), 3, 160))
 
 
 def test_stabl_variants_and_muting_same_runs_as_xla():
@@ -161,6 +148,7 @@ def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
         np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
 
 
+@functools.cache
 def _block(learner, env, runs):
     """A block's carry and the oblivious rollout environment, as ``simulate`` builds them."""
     import sys
@@ -171,31 +159,30 @@ def _block(learner, env, runs):
     return rollout.init_runs(learner, renv, keys, learner.default_params), renv
 
 
-def test_programs_of_fewer_runs_than_the_block():
+PIECES = StABL(num_arms=5, horizon=64, history_lengths=(4, 12, 64))
+
+
+@functools.cache
+def _chunk(fields=TRACES, rows=None, max_rounds=None):
+    """``(carry, outputs)`` of the interpreted kernel over 32 rounds from round 8 of a block of
+    3 StABL runs (restarts of L = 4 and 12 within the chunk): each program compiled once."""
+    carry, renv = _block(PIECES, ExpertAdvice(num_arms=5, horizon=64), 3)
+    step = bandit.chunk_step(
+        PIECES, renv, fields, 32, interpret=True, rows=rows, max_rounds=max_rounds
+    )
+    return jax.jit(step)(carry, jnp.int32(8))
+
+
+@pytest.mark.parametrize(("rows", "max_rounds"), [(2, None), (None, 5), (None, 31)])
+def test_programs_of_fewer_runs_and_pieces_of_a_chunk_give_the_same_bits(rows, max_rounds):
     """``rows`` runs a program (a grid of several programs, the last padded with copies of
-    the block's last run) gives the same bits as one program for the block."""
-    learner, env = EXP3(num_arms=5, horizon=32), ExpertAdvice(num_arms=5, horizon=32)
-    carry, renv = _block(learner, env, 6)
-    t0 = jnp.int32(0)
-    whole = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True))(carry, t0)
-    parts = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True, rows=4))(carry, t0)
-    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts), strict=True):
-        if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
-            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
-
-
-@pytest.mark.parametrize("max_rounds", [5, 16, 31])
-def test_pieces_of_a_chunk_give_the_same_bits(max_rounds):
-    """A chunk stepped in pieces of at most ``max_rounds`` rounds (4, 16 and 16 of 32: a
-    ``scan`` of ``pallas_call``s, what bounds the memory of the kernel's inputs) gives the
-    bits of one call over the chunk (StABL: its restarts fall inside and between pieces)."""
-    learner = StABL(num_arms=5, horizon=64, history_lengths=(4, 12, 64))
-    env = ExpertAdvice(num_arms=5, horizon=64)
-    carry, renv = _block(learner, env, 3)
-    t0 = jnp.int32(8)
-    whole = jax.jit(bandit.chunk_step(learner, renv, TRACES, 32, interpret=True))(carry, t0)
-    step = bandit.chunk_step(learner, renv, TRACES, 32, interpret=True, max_rounds=max_rounds)
-    parts = jax.jit(step)(carry, t0)
+    the block's last run: 2 programs of 2 for 3 runs); a chunk stepped in pieces of at most
+    ``max_rounds`` rounds (4 and 16 of 32, the largest divisors not above 5 and 31: a ``scan``
+    of ``pallas_call``s, what bounds the memory of the kernel's inputs). Either gives the bits
+    of one program over the block and the chunk (StABL: its restarts fall inside and between
+    pieces)."""
+    assert bandit.largest_divisor(32, max_rounds or 32) == {5: 4, 31: 16}.get(max_rounds, 32)
+    whole, parts = _chunk(), _chunk(rows=rows, max_rounds=max_rounds)
     assert jax.tree.structure(parts) == jax.tree.structure(whole)
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts), strict=True):
         if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
@@ -257,20 +244,30 @@ def test_compiled_kernel_on_a_gpu_device_same_runs_as_xla(name):
         assert_same_runs(*both(learner, ExpertAdvice(num_arms=30, horizon=4096), 64, 256))
 
 
+@functools.cache
+def _draws(n):
+    """One program per ``n``: the kernel's CDF and draws from ``(rows, n)`` ``probs`` padded to
+    the kernel's arms, and ``sampling.sample_index``'s draws from ``probs``."""
+
+    def draws(probs, u):
+        padded = jnp.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
+        return bandit.cdf(padded), bandit.sample(padded, u, n), jax.vmap(sample_index)(probs, u)
+
+    return jax.jit(draws)
+
+
 @pytest.mark.parametrize("n", [5, 30, 300])
 def test_sample_draws_what_sampling_draws(n):
     """The kernel's inverse-CDF draw (an integer scan of the probabilities' units) picks
     ``sampling.sample_index``'s arm, never a zero-probability one."""
     key = jax.random.key(n)
-    probs = jax.random.uniform(key, (256, n)) ** 8  # skewed rows
-    probs = probs.at[:, 1].set(0.0)
-    u = jax.random.uniform(jax.random.fold_in(key, 1), (256,))
-    padded = jnp.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
-    drawn = bandit.sample(padded, u, n)
-    np.testing.assert_array_equal(drawn, jax.vmap(sample_index)(probs, u))
+    probs = (jax.random.uniform(key, (512, n)) ** 8).at[:, 1].set(0.0)  # skewed rows
+    u = jax.random.uniform(jax.random.fold_in(key, 1), (512,))
+    sums, drawn, reference = _draws(n)(probs, u)
+    np.testing.assert_array_equal(drawn, reference)
     assert not np.any(np.asarray(drawn) == 1)
     total = np.asarray(probs, np.float64).sum(axis=1, keepdims=True)
-    sums = np.asarray(bandit.cdf(padded))[:, :n] * bandit.CDF_UNIT * total  # each unit truncated
+    sums = np.asarray(sums)[:, :n] * bandit.CDF_UNIT * total  # each unit truncated
     exact = np.cumsum(np.asarray(probs, np.float64), axis=1)
     lost = np.arange(1, n + 1) * bandit.CDF_UNIT * total  # under a unit an entry, and rounding
     assert np.all(np.abs(sums - exact) <= lost + 1e-6 * exact)
@@ -290,8 +287,7 @@ def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
     probs[0, n // 2] = 1e-30  # one arm, of a tiny mass
     u = rng.uniform(size=rows).astype(np.float32)
     u[:3] = [0.0, 0.5, 1 - 2**-24]
-    padded = np.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
-    sums, drawn = jax.jit(lambda p, u: (bandit.cdf(p), bandit.sample(p, u, n)))(padded, u)
+    sums, drawn, _ = _draws(n)(probs, u)
     assert np.all(np.diff(np.asarray(sums), axis=1) >= 0)
     assert np.all(probs[np.arange(rows), np.asarray(drawn)] > 0)
 
@@ -373,10 +369,10 @@ def test_auto_runs_the_xla_path_with_one_warning_without_triton(monkeypatch):
 def test_the_result_names_the_path_that_ran():
     """``SimResult.kernel``: what ``kernel="auto"`` picked (the XLA path here, on the CPU),
     or the path asked for."""
-    learner, env = EXP3(num_arms=5, horizon=16), ExpertAdvice(num_arms=5, horizon=16)
-    key = jax.random.key(0)
-    assert simulate(learner, env, key, 2).kernel == "xla"
-    assert simulate(learner, env, key, 2, options=SimOptions(kernel="pallas")).kernel == "pallas"
+    xla, fused = _same_runs(EXP3_REWARD, "expert_advice", 64)
+    assert (xla.kernel, fused.kernel) == ("xla", "pallas")
+    env = ExpertAdvice(num_arms=5, horizon=64)  # the XLA path's program: nothing compiled
+    assert simulate(EXP3_REWARD, env, jax.random.key(0), 3, traces=TRACES).kernel == "xla"
 
 
 def _pallas_operands(step, carry, t0, results=False):
@@ -399,24 +395,49 @@ def _pallas_operands(step, carry, t0, results=False):
     return found
 
 
-@pytest.mark.parametrize("env_name", ["expert_advice", "bernoulli", "bernoulli_table"])
-@pytest.mark.parametrize("learner", [EXP3(num_arms=5, horizon=64), StABL(num_arms=5, horizon=64)])
-def test_the_kernel_draws_its_uniforms_and_losses_inside(learner, env_name):
+# (learner, rounds, environment): EXP3 with uniform exploration and reward feedback on each
+# environment; StABL at n = 30 with its B = 7 experts of T = 4096 (restarts of the shortest,
+# L = 64, at rounds 64 and 128) on ExpertAdvice, at the canonical size on the others.
+EXP3_REWARD = EXP3(num_arms=5, horizon=64, gamma=0.2, feedback="reward")
+STABL_30 = StABL(num_arms=30, horizon=4096)
+ENV_NAMES = ("expert_advice", "bernoulli", "bernoulli_table")
+SAME_RUNS = [(EXP3_REWARD, 64, name) for name in ENV_NAMES] + [(STABL_30, 160, ENV_NAMES[0])]
+SAME_RUNS += [(StABL(num_arms=5, horizon=64), 64, name) for name in ENV_NAMES[1:]]
+
+
+def _env(name, n, horizon):
+    """ExpertAdvice, PiecewiseBernoulli or PiecewiseBernoulliTable (2 segments) of ``n`` arms."""
+    from stabl_jax.envs import PiecewiseBernoulli, PiecewiseBernoulliTable
+
+    if name == "bernoulli_table":
+        means = tuple(tuple(0.2 if i == j else 0.5 for i in range(n)) for j in (0, 2))
+        return PiecewiseBernoulliTable(num_arms=n, horizon=horizon, means=means)
+    env = {"expert_advice": ExpertAdvice, "bernoulli": PiecewiseBernoulli}[name]
+    return env(num_arms=n, horizon=horizon)
+
+
+@functools.cache
+def _same_runs(learner, env_name, rounds):
+    """Both paths of 3 runs of ``rounds`` rounds on environment ``env_name``, every trace."""
+    return both(learner, _env(env_name, learner.num_arms, learner.horizon), 3, rounds)
+
+
+@pytest.mark.parametrize(
+    ("learner", "length", "env_name"),
+    SAME_RUNS,
+    ids=[f"{type(c[0]).__name__}-{c[0].num_arms}-{c[2]}" for c in SAME_RUNS],
+)
+def test_the_kernel_draws_its_uniforms_and_losses_inside_and_runs_the_xla_runs(
+    learner, length, env_name
+):
     """On an environment with ``losses_of_words`` (ExpertAdvice, PiecewiseBernoulli) the
     ``pallas_call`` reads no ``(L, runs, n_pad)`` loss tensor and no float ``(L, runs)``
     uniforms, even for ``expected_loss`` (the key words ``(2, runs)`` and the best arm
     ``(L, runs)`` int32 instead); PiecewiseBernoulliTable, without it, still reads its losses
-    drawn outside. Either way the runs are the XLA path's."""
-    from stabl_jax.envs import PiecewiseBernoulli, PiecewiseBernoulliTable
-
-    length, runs, n_pad = 32, 3, 16
-    env = {
-        "expert_advice": ExpertAdvice(num_arms=5, horizon=64),
-        "bernoulli": PiecewiseBernoulli(num_arms=5, horizon=64),
-        "bernoulli_table": PiecewiseBernoulliTable(
-            num_arms=5, horizon=64, means=((0.2, 0.5, 0.5, 0.5, 0.5), (0.5, 0.5, 0.2, 0.5, 0.5))
-        ),
-    }[env_name]
+    drawn outside. Either way the runs are the XLA path's, every trace (:data:`SAME_RUNS`)."""
+    runs, n_pad = 3, bandit._padded_arms(learner.num_arms)
+    assert learner is not STABL_30 or learner.num_experts == 7
+    env = _env(env_name, learner.num_arms, learner.horizon)
     carry, renv = _block(learner, env, runs)
     step = bandit.chunk_step(learner, renv, TRACES, length, interpret=True)
     (operands,) = _pallas_operands(step, carry, jnp.int32(0))
@@ -433,7 +454,7 @@ def test_the_kernel_draws_its_uniforms_and_losses_inside(learner, env_name):
         assert read == 8  # the best arm, drawn and laid out
         rbg = jax.random.key(0, impl="rbg")  # not hashed by threefry: drawn outside
         assert not bandit.draws_inside(renv, (rbg,)) and bandit.draws_inside(renv, keys)
-    assert_same_runs(*both(learner, env, runs, length))
+    assert_same_runs(*_same_runs(learner, env_name, length))
 
 
 @pytest.mark.parametrize(
@@ -444,15 +465,11 @@ def test_the_kernel_writes_only_the_traces_asked_for(fields, written):
     """Per round the ``pallas_call`` stores only what ``fields`` needs (StABL, two queries):
     ``loss`` the first observed loss alone, ``arms`` both queried arms, ``TRACES`` all six
     per-round outputs; what it returns is the full call's, bit for bit."""
-    learner, env = StABL(num_arms=5, horizon=64), ExpertAdvice(num_arms=5, horizon=64)
-    length, runs = 16, 3
-    carry, renv = _block(learner, env, runs)
-    t0 = jnp.int32(0)
-    step = bandit.chunk_step(learner, renv, fields, length, interpret=True)
-    (results,) = _pallas_operands(step, carry, t0, results=True)
-    assert sum(shape == (length, runs) for shape, _ in results) == written, results
-    _, full = jax.jit(bandit.chunk_step(learner, renv, TRACES, length, interpret=True))(carry, t0)
-    _, some = jax.jit(step)(carry, t0)
+    carry, renv = _block(PIECES, ExpertAdvice(num_arms=5, horizon=64), 3)
+    step = bandit.chunk_step(PIECES, renv, fields, 32, interpret=True)
+    (results,) = _pallas_operands(step, carry, jnp.int32(8), results=True)
+    assert sum(shape == (32, 3) for shape, _ in results) == written, results
+    (_, full), (_, some) = _chunk(), _chunk(fields)
     assert set(some) == set(fields)
     for name in fields:
         np.testing.assert_array_equal(np.asarray(some[name]), np.asarray(full[name]), name)
