@@ -224,7 +224,8 @@ def numbers(summary: dict) -> dict:
 def assert_same_results(folder, reference) -> None:
     """A complete results folder whose traces and every number of ``summary.json`` are
     bitwise those of ``reference``."""
-    from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
+    from stabl_jax.experiment.results import COMPLETE
+    from stabl_jax.experiment.tables import read_summary, read_traces
 
     assert (Path(folder) / COMPLETE).is_file()
     traces, expected = read_traces(folder), read_traces(reference)

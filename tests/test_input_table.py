@@ -55,7 +55,8 @@ from stabl_jax.experiment.checkpoints import (
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import bandit as experiment_module
 from stabl_jax.experiment.kinds import load_config
-from stabl_jax.experiment.results import OutputError, ResultsFolder, read_traces
+from stabl_jax.experiment.results import OutputError, ResultsFolder
+from stabl_jax.experiment.tables import read_traces
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import SimOptions, params_axes, regenerate_losses, simulate
 from tests.conftest import mark_as_ours

@@ -7,28 +7,21 @@ import dataclasses
 import datetime
 import fcntl
 import json
-import math
 import os
-import platform
 import re
 import shutil
 import signal
-import stat as stat_module
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
-from stabl_jax import metrics
-from stabl_jax.experiment import checkpoints, files, provenance, tables
-from stabl_jax.versions import package_versions
+from stabl_jax.experiment import checkpoints, files, tables
 
-SUMMARY = "summary.json"
-TRACES = "traces.npz"
 COMPLETE = "COMPLETE"
 
 FORMAT = "stabl_jax.results/1"
@@ -243,7 +236,7 @@ def _check_movable(final: Path) -> None:
         problem = "or the folder holding it is immutable or append-only (chattr +i / +a)"
     elif not os.access(parent, os.W_OK):
         problem = f"lies in {parent}, which is read-only to this user"
-    elif here and os.geteuid() != 0 and parent.stat().st_mode & stat_module.S_ISVTX:
+    elif here and os.geteuid() != 0 and parent.stat().st_mode & stat.S_ISVTX:
         owners = {final.stat().st_uid, parent.stat().st_uid}
         problem = None if os.geteuid() in owners else "belongs to another user in a sticky folder"
     if problem is not None:
@@ -596,11 +589,11 @@ class ResultsFolder:
     ) -> Path:
         """Write ``summary.json``, ``results.csv``, ``traces.npz``, plots; then :meth:`commit`."""
         files.write_text(
-            self.partial / SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n"
+            self.partial / tables.SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n"
         )
         tables.write_csv(tables.summary_rows(summary), self.partial / tables.CSV_NAME)
         # Uncompressed, far faster to write (numpy's stub also types **arrays as allow_pickle)
-        np.savez(self.partial / TRACES, **arrays)  # type: ignore[arg-type]
+        np.savez(self.partial / tables.TRACES, **arrays)  # type: ignore[arg-type]
         draw(self.partial)
         return self.commit()
 
@@ -657,83 +650,3 @@ def _fsync_tree(folder: Path, skip: str | None = None) -> None:
             finally:
                 os.close(fd)
         files.fsync_dir(root)
-
-
-# --- Contents -------------------------------------------------------------------------------
-
-
-def stat(values: np.ndarray, axis: int = 0) -> dict[str, Any]:
-    """``{"mean", "ci95"}`` over runs: :func:`stabl_jax.metrics.mean_ci`, the mean and the
-    half-width of its Student-t 95% interval (``None`` where not finite)."""
-    mean, half = metrics.mean_ci(values, axis=axis)
-    return {"mean": clean(mean), "ci95": clean(half)}
-
-
-def clean(value: Any) -> Any:
-    """JSON-ready: arrays to lists, numpy scalars to Python, NaN/inf to ``None``, a function
-    or class to its import path ``"module:qualname"``."""
-    if isinstance(value, Mapping):
-        return {str(k): clean(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # e.g. a Domain
-        return {"class": type(value).__name__, **clean(static_fields(value))}
-    if isinstance(value, list | tuple):
-        return [clean(v) for v in value]
-    if callable(value) and hasattr(value, "__qualname__"):  # a user environment's loss function
-        return f"{value.__module__}:{value.__qualname__}"
-    if isinstance(value, np.ndarray | np.generic):
-        return clean(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def environment_info() -> dict[str, Any]:
-    """Versions, code commit and dirtiness, Python, platform, JAX device and CPU."""
-    devices = jax.devices()
-    return {
-        "code": provenance.code_version(),
-        "versions": {**package_versions(), "python": platform.python_version()},
-        "python": sys.version,
-        "platform": platform.platform(),
-        "jax_config": {
-            "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
-            "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
-            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS"),
-        },
-        "device": {
-            "platform": devices[0].platform,
-            "kind": devices[0].device_kind,
-            "count": len(devices),
-        },
-        "cpu": provenance.cpu(),
-    }
-
-
-def static_fields(obj: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(obj):
-        # Fields left out of repr (a learner's validate switch) are how it ran, not what it is.
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.repr}
-    return {}
-
-
-def params_dict(params: Any) -> dict[str, Any]:
-    if not dataclasses.is_dataclass(params):
-        return {}
-    return {
-        f.name: np.asarray(getattr(params, f.name)).tolist() for f in dataclasses.fields(params)
-    }
-
-
-def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
-    """Every array of ``<folder>/traces.npz`` (``allow_pickle=False``).
-
-    Raises:
-      FileNotFoundError: ``folder`` is not a finished results folder.
-      ValueError: the file is damaged.
-    """
-    return tables.TraceFile(tables.finished_folder(folder, TRACES) / TRACES).read()
-
-
-def read_summary(folder: str | Path) -> dict[str, Any]:
-    """``<folder>/summary.json`` as a dict (errors as :func:`.tables.load_results`)."""
-    return dict(tables.load_results(folder).summary)

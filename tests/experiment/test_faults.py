@@ -44,8 +44,8 @@ from stabl_jax.experiment.results import (
     MARKER,
     OutputError,
     ResultsFolder,
-    read_summary,
 )
+from stabl_jax.experiment.tables import read_summary
 from tests.conftest import assert_same_results, mark_as_ours
 
 REPO = Path(__file__).resolve().parents[2]

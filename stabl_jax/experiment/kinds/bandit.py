@@ -19,7 +19,7 @@ from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
 from stabl_jax.experiment.kinds.base import Kind, check_distinct
-from stabl_jax.experiment.results import stat
+from stabl_jax.experiment.tables import stat
 from stabl_jax.learners.base import BanditQuery
 from stabl_jax.simulate import RESTART_TRACE, RunCarry, SimResult
 

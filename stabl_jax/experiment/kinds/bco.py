@@ -17,7 +17,7 @@ from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
 from stabl_jax.experiment.kinds import paired
 from stabl_jax.experiment.kinds.base import Kind
-from stabl_jax.experiment.results import stat
+from stabl_jax.experiment.tables import stat
 from stabl_jax.simulate import RunCarry
 
 BCO_PLOT_FILES: dict[str, str] = {plot: f"{plot}.png" for plot in ("loss", "adaptive_regret")}
