@@ -46,13 +46,9 @@ from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
 from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.checkpoints import (
-    CheckpointMismatch,
-    ChunkCheckpoint,
-    experiment_identity,
-    save_arrays,
-)
+from stabl_jax.experiment.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
 from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.identity import experiment_identity
 from stabl_jax.experiment.kinds import bandit as experiment_module
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.results import OutputError, ResultsFolder

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
             "files",
             "results",
             "checkpoints",
+            "identity",
             "plots",
             "tables",
             "compare",

@@ -20,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax.experiment import checkpoints, files, tables
+from stabl_jax.experiment import files, tables
+from stabl_jax.experiment.identity import (
+    IDENTITY,
+    ExperimentCheckpoints,
+    describe_other,
+    learner_folders,
+    matches,
+    verify_learners,
+)
 
 COMPLETE = "COMPLETE"
 
@@ -29,6 +37,8 @@ FORMAT = "stabl_jax.results/1"
 #: the only folders it ever replaces or deletes are those holding it.
 MARKER = ".stabl_jax_results"
 MARKER_FORMAT = "stabl_jax.results-folder/1"
+#: The folder of a partial results folder holding the chunk checkpoints of its learners.
+CHECKPOINT_DIR = "checkpoint"
 
 
 class OutputError(Exception):
@@ -193,7 +203,7 @@ def _user_files(folder: Path) -> list[str]:
         listed = files.manifest(folder)
     except files.DamagedFile:
         listed = {}
-    ours = {MARKER, COMPLETE, files.MANIFEST, checkpoints.CHECKPOINT_DIR}
+    ours = {MARKER, COMPLETE, files.MANIFEST, CHECKPOINT_DIR}
     found = []
     for path in sorted(folder.iterdir()):
         name = path.name
@@ -317,7 +327,7 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
                 f"{partial}): wait for it to end, or give another --out"
             )
         os.close(lock)
-    source = partial / checkpoints.CHECKPOINT_DIR
+    source = partial / CHECKPOINT_DIR
     # Ours too: a folder another run is creating (nothing in it yet but its marker's temp file).
     made = (
         all(p.name.startswith(f".{MARKER}") for p in partial.iterdir())
@@ -330,13 +340,9 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
             f"{partial} is not a partial folder of stabl-jax (no {MARKER} and unknown contents); "
             "it is left as it is: move it away, or give another --out"
         )
-    found = files.read_json(source / checkpoints.IDENTITY)
-    if identity is None or found == identity:
-        same, rewrite = identity is not None, False
-    else:
-        same = rewrite = bool(checkpoints.fingerprints_match(source, identity))
+    same, rewrite = matches(source, identity)
     note = (
-        f" ({checkpoints.IDENTITY} was missing or damaged; the checkpoints carry this "
+        f" ({IDENTITY} was missing or damaged; the checkpoints carry this "
         "experiment's fingerprint, so it is written again)"
         if rewrite
         else ""
@@ -355,36 +361,14 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
     if same:
         return _Plan("resume", f"{partial.name}: checkpoints of this experiment, resumed{note}",
                      rewrite)  # fmt: skip
-    if found is None and not checkpoints.learner_folders(source):
+    other = describe_other(source, identity)
+    if other is None:
         line = f"{partial.name}: an interrupted run with no finished chunk, reused"
         return _Plan("restart" if source.exists() else "new", line)
-    what, remedy = _other_checkpoints(found, identity)
+    what, remedy = other
     if not force:
         raise OutputError(f"{partial} holds {what}; {remedy}, or pass --force to recompute")
     return _Plan("restart", f"{partial.name}: {what}; discarded (--force)")
-
-
-def _other_checkpoints(
-    found: Mapping[str, Any] | None, identity: Mapping[str, Any] | None
-) -> tuple[str, str]:
-    """What the checkpoints of another run are, and how to resume them."""
-    if found is None or identity is None:
-        what = "checkpoints it cannot identify (experiment.json lost, fingerprints of another run)"
-        return what, "move the folder away to keep them"
-    change = checkpoints.describe_change(found, identity)
-    if change.startswith("the code changed"):
-        return f"checkpoints of this experiment computed by other code ({change})", (
-            "resuming them would mix the numbers of two versions of the code"
-        )
-    if {k: v for k, v in found.items() if k != "versions"} == {
-        k: v for k, v in identity.items() if k != "versions"
-    }:
-        return f"checkpoints of this experiment under other versions ({change})", (
-            f"install the versions it ran with ({checkpoints.IDENTITY} lists them) to resume it"
-        )
-    return f"checkpoints of a different experiment ({change})", (
-        "rerun the command that made them to finish it"
-    )
 
 
 def _restore_old(final: Path) -> None:
@@ -415,7 +399,7 @@ class ResultsFolder:
         self.final, self.partial, self.force = final, partial_path(final), force
         self.plan, self.committed = plan, False
         self._lock: int | None = lock
-        self.store: checkpoints.ExperimentCheckpoints | None = None
+        self.store: ExperimentCheckpoints | None = None
         self.resumed: Resumed | None = None
 
     @staticmethod
@@ -448,8 +432,8 @@ class ResultsFolder:
         lines = [plan.line] if plan.line else []
         if plan.action != "resume" or identity is None:
             return lines, None
-        source = partial_path(final) / checkpoints.CHECKPOINT_DIR
-        done = checkpoints.verify_learners(
+        source = partial_path(final) / CHECKPOINT_DIR
+        done = verify_learners(
             source, identity, discard_damaged=force, log=lines.append, dry_run=True
         )
         return lines, Resumed(partial_path(final), done)
@@ -501,17 +485,17 @@ class ResultsFolder:
                 "to end, or give another --out"
             )
         if plan.action == "restart":
-            shutil.rmtree(partial / checkpoints.CHECKPOINT_DIR)
+            shutil.rmtree(partial / CHECKPOINT_DIR)
         return cls(final, force, lock, plan)
 
     def _open_store(self, identity: Mapping[str, Any] | None, log: Callable) -> None:
         """The one checkpoint store of the run, with the checkpoints it resumes verified."""
         if identity is None:
             return
-        if self.plan.rewrite_identity:
-            (self.checkpoint_dir / checkpoints.IDENTITY).unlink(missing_ok=True)
         try:
-            self.store = checkpoints.ExperimentCheckpoints(self.checkpoint_dir, identity)
+            self.store = ExperimentCheckpoints(
+                self.checkpoint_dir, identity, rewrite=self.plan.rewrite_identity
+            )
             if self.plan.action == "resume":
                 done = self.store.verify(discard_damaged=self.force, log=log)
                 self.resumed = Resumed(self.partial, done)
@@ -522,7 +506,7 @@ class ResultsFolder:
     @property
     def checkpoint_dir(self) -> Path:
         """Where the experiment's chunk checkpoints live while it runs."""
-        return self.partial / checkpoints.CHECKPOINT_DIR
+        return self.partial / CHECKPOINT_DIR
 
     @property
     def complete(self) -> bool:
@@ -543,10 +527,10 @@ class ResultsFolder:
                 if p.is_file() and p.parts[len(self.partial.parts)] not in _BOOKKEEPING
             ]
             files.write_manifest(self.partial, written)
-            _fsync_tree(self.partial, skip=checkpoints.CHECKPOINT_DIR)
+            _fsync_tree(self.partial, skip=CHECKPOINT_DIR)
             files.write_text(self.partial / COMPLETE, _now() + "\n")
         self._move_into_place()
-        shutil.rmtree(self.final / checkpoints.CHECKPOINT_DIR, ignore_errors=True)
+        shutil.rmtree(self.final / CHECKPOINT_DIR, ignore_errors=True)
         self.committed = True
         self._release()
         return self.final
@@ -604,7 +588,7 @@ class ResultsFolder:
 
     def has_checkpoints(self) -> bool:
         """Whether the partial folder holds chunk checkpoints worth resuming."""
-        return bool(checkpoints.learner_folders(self.checkpoint_dir))
+        return bool(learner_folders(self.checkpoint_dir))
 
     def __enter__(self) -> ResultsFolder:
         return self
@@ -616,7 +600,7 @@ class ResultsFolder:
         self._release()
 
 
-_BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, checkpoints.CHECKPOINT_DIR}
+_BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, CHECKPOINT_DIR}
 
 
 @contextlib.contextmanager

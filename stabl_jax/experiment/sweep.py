@@ -22,8 +22,8 @@ import numpy as np
 
 from stabl_jax import metrics, simulate
 from stabl_jax.experiment import checkpoints, files, plots, tables
-from stabl_jax.experiment.checkpoints import experiment_identity
 from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.identity import experiment_identity
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.base import MAX_SEED, PLOTS_BYTES, Resources, tree_bytes
 from stabl_jax.experiment.provenance import environment_info

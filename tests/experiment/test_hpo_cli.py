@@ -14,14 +14,9 @@ import numpy as np
 import pytest
 
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.checkpoints import (
-    STATE,
-    CheckpointMismatch,
-    ExperimentCheckpoints,
-    experiment_identity,
-    load_arrays,
-)
+from stabl_jax.experiment.checkpoints import STATE, CheckpointMismatch, load_arrays
 from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.identity import ExperimentCheckpoints, experiment_identity
 from stabl_jax.experiment.kinds import load_config, write_results
 from stabl_jax.experiment.kinds import selection as hpo_experiment
 from stabl_jax.experiment.kinds.selection import HPOProblem, run_hpo_experiment

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import checkpoints, cli, compare, files, load_results, results
+from stabl_jax.experiment import checkpoints, cli, compare, files, identity, load_results, results
 from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.experiment.tables import TraceFile, TracesDamaged
@@ -112,7 +112,7 @@ def _stop_at(stage: str, monkeypatch) -> None:
         rmtree = shutil.rmtree
 
         def stop_in_checkpoints(path, *args, **kwargs):
-            if Path(path).name in (checkpoints.CHECKPOINT_DIR, ".checkpoint-done"):
+            if Path(path).name in (results.CHECKPOINT_DIR, ".checkpoint-done"):
                 raise KeyboardInterrupt
             return rmtree(path, *args, **kwargs)
 
@@ -237,10 +237,10 @@ def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
     assert code == 2 and "computed by other code" in err and "lifecycle_user_learner" in err, err
     assert "--force" in err and tree(tmp_path / "out.partial") == before
 
-    fingerprint = checkpoints.code_fingerprint
+    fingerprint = identity.code_fingerprint
     edited = "stabl_jax/learners/exp3.py"
     monkeypatch.setattr(
-        checkpoints, "code_fingerprint", lambda c: {**fingerprint(c), edited: "edited"}
+        identity, "code_fingerprint", lambda c: {**fingerprint(c), edited: "edited"}
     )
     code, _, err = run(command(config, out), capsys)
     assert code == 2 and edited in err, err

@@ -20,8 +20,8 @@ from jax.experimental import checkify
 
 from stabl_jax import metrics, registry
 from stabl_jax.experiment import plots, provenance, results, tables
-from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, jsonable
+from stabl_jax.experiment.identity import ExperimentCheckpoints
 from stabl_jax.experiment.kinds import base
 from stabl_jax.simulate import RunCarry, SimOptions, SimResult, auto_chunk_size, simulate
 
