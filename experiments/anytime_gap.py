@@ -25,7 +25,7 @@ import numpy as np
 from _cli import md_table
 
 from stabl_jax import metrics, simulate
-from stabl_jax.experiment import provenance, tables
+from stabl_jax.experiment import outputs, provenance, tables
 from stabl_jax.experiment import results as res
 from stabl_jax.experiment.arguments import Distinct, Parser, interval_runs
 from stabl_jax.experiment.kinds import load_config
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             for feedback in args.feedback
         ]
         folder = None if args.out is None else res.ResultsFolder.prepare(args.out, force=args.force)
-    except (res.OutputError, ValueError) as exc:
+    except (outputs.OutputError, ValueError) as exc:
         parser.error(str(exc))
     with folder or contextlib.nullcontext():
         outs = []

@@ -51,7 +51,8 @@ from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.identity import experiment_identity
 from stabl_jax.experiment.kinds import bandit as experiment_module
 from stabl_jax.experiment.kinds import load_config
-from stabl_jax.experiment.results import OutputError, ResultsFolder
+from stabl_jax.experiment.outputs import OutputError
+from stabl_jax.experiment.results import ResultsFolder
 from stabl_jax.experiment.tables import read_traces
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import SimOptions, params_axes, regenerate_losses, simulate

@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
             "results",
             "checkpoints",
             "identity",
+            "outputs",
             "plots",
             "tables",
             "compare",

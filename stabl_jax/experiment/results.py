@@ -14,7 +14,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,111 +29,13 @@ from stabl_jax.experiment.identity import (
     matches,
     verify_learners,
 )
+from stabl_jax.experiment.outputs import MARKER, OutputError, is_marked, mark_folder
 
 COMPLETE = "COMPLETE"
 
 FORMAT = "stabl_jax.results/1"
-#: The file stabl_jax writes into every folder it creates (format, random run id, pid, time):
-#: the only folders it ever replaces or deletes are those holding it.
-MARKER = ".stabl_jax_results"
-MARKER_FORMAT = "stabl_jax.results-folder/1"
 #: The folder of a partial results folder holding the chunk checkpoints of its learners.
 CHECKPOINT_DIR = "checkpoint"
-
-
-class OutputError(Exception):
-    """The output folder cannot be used (exists, not writable, not a results folder)."""
-
-
-def owned_files(
-    folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
-) -> tuple[Path, ...]:
-    """Paths of ``record`` (JSON) and ``others`` in ``folder``, each absent or ``tool``'s
-    (``record`` a JSON object with every one of ``keys``).
-
-    Raises:
-      OutputError: ``folder`` is a file, or one of the files is not ``tool``'s.
-    """
-    data = files.read_json(Path(folder) / record)
-    return only_ours(
-        folder,
-        (record, *others),
-        data is not None and keys <= data.keys(),
-        where=f"--out {folder}",
-        what=f"the {tool} files",
-        owner=f"a previous {tool} file (no {record} of {tool} beside it)",
-        remedy="give --out another folder, or move the file",
-    )
-
-
-def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
-    """``folder``, checked before the work to be a folder or creatable; ``what`` goes into it.
-
-    Raises:
-      OutputError: ``folder`` (or the nearest existing path above it) is a file or not writable.
-    """
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{where} is a file: give a folder for {what}")
-    above = folder
-    while not above.exists() and not above.is_symlink() and above.parent != above:
-        above = above.parent
-    if above.is_symlink() and not above.exists():
-        raise OutputError(
-            f"{where}: {above} is a symbolic link to nothing, so {folder} cannot be made: "
-            f"give a folder for {what}"
-        )
-    if not above.is_dir():
-        raise OutputError(
-            f"{where}: {above} is a file, so {folder} cannot be made: give a folder for {what}"
-        )
-    if not os.access(above, os.W_OK):
-        raise OutputError(f"{where}: cannot write into {above}: give a folder for {what}")
-    return folder
-
-
-def only_ours(
-    folder: str | os.PathLike,
-    names: Iterable[str],
-    ours: bool,
-    *,
-    where: str,
-    what: str,
-    owner: str,
-    remedy: str,
-) -> tuple[Path, ...]:
-    """Paths of ``names`` in ``folder``, each absent or ``ours``; checked before the work.
-
-    Raises:
-      OutputError: ``folder`` is not writable, or a file of ``names`` is not ours.
-    """
-    folder = writable_folder(folder, where, what)
-    paths = tuple(folder / name for name in names)
-    for path in paths:
-        if path.exists() and not ours:
-            raise OutputError(
-                f"{path} is there and is not {owner}, so it is left as it is: {remedy}"
-            )
-    return paths
-
-
-def figure_paths(
-    folder: str | os.PathLike, names: Iterable[str], tool: str, overwrite: bool = False
-) -> tuple[Path, ...]:
-    """Paths of figures ``names`` in ``folder``: each absent, the folder marked, or ``overwrite``.
-
-    Raises:
-      OutputError: ``folder`` is a file, or a figure exists in a folder that is not stabl_jax's.
-    """
-    return only_ours(
-        folder,
-        names,
-        overwrite or is_marked(Path(folder)),
-        where=str(folder),
-        what=f"the {tool} figures",
-        owner=f"in a folder stabl_jax made (one holding {MARKER})",
-        remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
-    )
 
 
 # --- The lifecycle ----------------------------------------------------------------------------
@@ -159,30 +61,6 @@ def is_complete(path: str | Path) -> bool:
 def partial_path(final: Path) -> Path:
     """The one partial folder of the output ``final``: ``<final>.partial``."""
     return final.with_name(final.name + PARTIAL)
-
-
-def _marker(folder: Path) -> dict[str, Any] | None:
-    """The contents of ``folder``'s :data:`MARKER`, or ``None``."""
-    path = folder / MARKER
-    if folder.is_symlink() or path.is_symlink():
-        return None
-    found = files.read_json(path)
-    return found if found is not None and found.get("format") == MARKER_FORMAT else None
-
-
-def is_marked(folder: str | Path) -> bool:
-    """True when ``folder`` holds stabl_jax's :data:`MARKER` (its files may be replaced)."""
-    return _marker(Path(folder)) is not None
-
-
-def mark_folder(folder: str | Path) -> Path:
-    """Create ``folder`` if needed and mark it as stabl_jax's (:data:`MARKER`); returns it."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if not is_marked(folder):
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        files.write_json(folder / MARKER, {"format": MARKER_FORMAT, "created": stamp})
-    return folder
 
 
 def _lock(folder: Path) -> int | None:
@@ -267,13 +145,13 @@ def _check_out(final: Path, force: bool) -> None:
         )
     if final.exists() and not final.is_dir():
         raise OutputError(f"output path {final} exists and is not a folder")
-    if final.exists() and _marker(final) is None and any(final.iterdir()):
+    if final.exists() and not is_marked(final) and any(final.iterdir()):
         raise OutputError(
             f"output folder {final} exists and is not a stabl_jax results folder (it has no "
             f"{MARKER} file); it is never replaced or deleted, even with --force: "
             "choose another --out"
         )
-    if final.exists() and _marker(final) is not None:
+    if final.exists() and is_marked(final):
         if not force:
             what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
             raise OutputError(
@@ -319,7 +197,7 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
     """
     if not partial.exists() and not partial.is_symlink():
         return _Plan("new")
-    if _marker(partial) is not None:
+    if is_marked(partial):
         lock = _lock(partial)
         if lock is None:
             raise OutputError(
@@ -335,7 +213,7 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
         else False
     )
     known = is_complete(partial) or source.is_dir() or made
-    if partial.is_symlink() or not partial.is_dir() or (_marker(partial) is None and not known):
+    if partial.is_symlink() or not partial.is_dir() or (not is_marked(partial) and not known):
         raise OutputError(
             f"{partial} is not a partial folder of stabl-jax (no {MARKER} and unknown contents); "
             "it is left as it is: move it away, or give another --out"
@@ -374,7 +252,7 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
 def _restore_old(final: Path) -> None:
     """Put back ``<final>.old`` where a stop fell between its two renames of a commit."""
     old = final.with_name(final.name + OLD)
-    if _marker(old) is None:
+    if not is_marked(old):
         return
     if final.exists() or final.is_symlink():
         shutil.rmtree(old)
@@ -551,17 +429,17 @@ class ResultsFolder:
         except OSError as exc:
             raise OutputError(f"cannot move the results onto {final} ({exc}){kept}") from None
         files.fsync_dir(final.parent)
-        if _marker(old) is not None:
+        if is_marked(old):
             shutil.rmtree(old)
 
     def _rename_onto(self, final: Path, old: Path) -> None:
         """Rename :attr:`partial` onto ``final``, a results folder there first to ``old``."""
-        if final.exists() and _marker(final) is not None:
+        if final.exists() and is_marked(final):
             os.replace(final, old)
         try:
             os.replace(self.partial, final)
         except OSError:
-            if _marker(old) is not None and not final.exists():
+            if is_marked(old) and not final.exists():
                 os.replace(old, final)
             raise
 

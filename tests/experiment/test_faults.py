@@ -40,11 +40,10 @@ from stabl_jax.experiment import files as files_module
 from stabl_jax.experiment import identity as identity_module
 from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
 from stabl_jax.experiment.kinds import bandit as experiment_module
+from stabl_jax.experiment.outputs import MARKER, OutputError
 from stabl_jax.experiment.results import (
     CHECKPOINT_DIR,
     COMPLETE,
-    MARKER,
-    OutputError,
     ResultsFolder,
 )
 from stabl_jax.experiment.tables import read_summary

@@ -18,7 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import checkpoints, cli, compare, files, identity, load_results, results
+from stabl_jax.experiment import (
+    checkpoints,
+    cli,
+    compare,
+    files,
+    identity,
+    load_results,
+    outputs,
+    results,
+)
 from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.experiment.tables import TraceFile, TracesDamaged
@@ -199,7 +208,7 @@ def test_a_damaged_marker_of_a_partial_folder_is_written_again(
     behind."""
     out = tmp_path / "out"
     interrupt_after_chunks(config_path, out, capsys, monkeypatch)
-    (tmp_path / "out.partial" / results.MARKER).write_text("{garbled")
+    (tmp_path / "out.partial" / outputs.MARKER).write_text("{garbled")
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0 and "resuming out.partial" in printed, err
     assert_same_results(out, reference)
@@ -333,7 +342,7 @@ def test_a_manifest_lists_every_file_of_a_finished_folder(reference):
     bookkeeping (marker, COMPLETE, checkpoints)."""
     listed = json.loads((reference / files.MANIFEST).read_text())["files"]
     written = {
-        p.name for p in reference.iterdir() if p.name not in (results.MARKER, results.COMPLETE)
+        p.name for p in reference.iterdir() if p.name not in (outputs.MARKER, results.COMPLETE)
     }
     assert set(listed) == written - {files.MANIFEST}
     for name, entry in listed.items():
