@@ -2,6 +2,8 @@
 
 One folder per simulation: ``chunk-<start>-<stop>.npz`` per chunk, then ``state.npz`` (the
 commit point), each written atomically and read back against its SHA-256 (:data:`DIGEST`).
+A checkpoint knows its simulation alone; an experiment's, one per learner, are
+:mod:`~stabl_jax.experiment.identity`'s.
 """
 
 from __future__ import annotations

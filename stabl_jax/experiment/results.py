@@ -405,7 +405,7 @@ class ResultsFolder:
                 if p.is_file() and p.parts[len(self.partial.parts)] not in _BOOKKEEPING
             ]
             files.write_manifest(self.partial, written)
-            _fsync_tree(self.partial, skip=CHECKPOINT_DIR)
+            files.fsync_tree(self.partial, skip=CHECKPOINT_DIR)
             files.write_text(self.partial / COMPLETE, _now() + "\n")
         self._move_into_place()
         shutil.rmtree(self.final / CHECKPOINT_DIR, ignore_errors=True)
@@ -498,17 +498,3 @@ def _signals_deferred() -> Iterator[None]:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _fsync_tree(folder: Path, skip: str | None = None) -> None:
-    """``fsync`` every file and folder under ``folder`` (not the top-level folder ``skip``)."""
-    for root, dirs, names in os.walk(folder):
-        if Path(root) == folder and skip in dirs:
-            dirs.remove(skip)
-        for name in names:
-            fd = os.open(Path(root) / name, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        files.fsync_dir(root)
