@@ -36,6 +36,8 @@ COMPLETE = "COMPLETE"
 FORMAT = "stabl_jax.results/1"
 #: The folder of a partial results folder holding the chunk checkpoints of its learners.
 CHECKPOINT_DIR = "checkpoint"
+#: What a results folder holds besides its results (left out of its manifest).
+_BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, CHECKPOINT_DIR}
 
 
 # --- The lifecycle ----------------------------------------------------------------------------
@@ -81,7 +83,6 @@ def _user_files(folder: Path) -> list[str]:
         listed = files.manifest(folder)
     except files.DamagedFile:
         listed = {}
-    ours = {MARKER, COMPLETE, files.MANIFEST, CHECKPOINT_DIR}
     found = []
     for path in sorted(folder.iterdir()):
         name = path.name
@@ -89,7 +90,7 @@ def _user_files(folder: Path) -> list[str]:
             written = name in listed or any(k.startswith(f"{name}/") for k in listed)
         else:
             written = bool(_RESULT_FILES.fullmatch(name))
-        if name in ours or written:
+        if name in _BOOKKEEPING or written:
             continue
         found.append(name + "/" * path.is_dir())
     return found
@@ -476,9 +477,6 @@ class ResultsFolder:
         if not self.committed and not self.complete and not self.has_checkpoints():
             shutil.rmtree(self.partial, ignore_errors=True)
         self._release()
-
-
-_BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, CHECKPOINT_DIR}
 
 
 @contextlib.contextmanager
