@@ -33,7 +33,6 @@ from stabl_jax.experiment.outputs import MARKER, OutputError, is_marked, mark_fo
 
 COMPLETE = "COMPLETE"
 
-FORMAT = "stabl_jax.results/1"
 #: The folder of a partial results folder holding the chunk checkpoints of its learners.
 CHECKPOINT_DIR = "checkpoint"
 #: What a results folder holds besides its results (left out of its manifest).

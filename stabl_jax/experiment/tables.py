@@ -27,6 +27,8 @@ import numpy as np
 from stabl_jax import metrics
 from stabl_jax.experiment import files, provenance
 
+#: The ``format`` of every ``summary.json``.
+FORMAT = "stabl_jax.results/1"
 SUMMARY = "summary.json"
 TRACES = "traces.npz"
 COLUMNS: tuple[str, ...] = ("learner", "problem", "metric", "window", "segment", "mean", "ci95")

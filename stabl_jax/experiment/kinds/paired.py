@@ -733,7 +733,7 @@ def build_summary(
     config = result.config
     points = fixed_change_points(result.env)
     summary = {
-        "format": results.FORMAT,
+        "format": tables.FORMAT,
         "kind": config.kind,
         "name": config.name,
         "description": config.description,

@@ -24,8 +24,8 @@ from stabl_jax.experiment.configs import Checker, jsonable
 from stabl_jax.experiment.identity import ExperimentCheckpoints
 from stabl_jax.experiment.kinds import base
 from stabl_jax.experiment.provenance import environment_info
-from stabl_jax.experiment.results import FORMAT, Resumed
-from stabl_jax.experiment.tables import plus_minus, read_summary, read_traces, text_table
+from stabl_jax.experiment.results import Resumed
+from stabl_jax.experiment.tables import FORMAT, plus_minus, read_summary, read_traces, text_table
 from stabl_jax.simulate import SimOptions, auto_chunk_size, init_runs, run_keys
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.
