@@ -24,6 +24,27 @@ class OutputError(Exception):
     """The output folder cannot be used (exists, not writable, not a results folder)."""
 
 
+def is_marked(folder: str | Path) -> bool:
+    """True when ``folder`` holds stabl_jax's :data:`MARKER` (its files may be replaced); a
+    symbolic link, or a marker that is one, never does."""
+    folder = Path(folder)
+    path = folder / MARKER
+    if folder.is_symlink() or path.is_symlink():
+        return False
+    found = files.read_json(path)
+    return found is not None and found.get("format") == MARKER_FORMAT
+
+
+def mark_folder(folder: str | Path) -> Path:
+    """Create ``folder`` if needed and mark it as stabl_jax's (:data:`MARKER`); returns it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not is_marked(folder):
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        files.write_json(folder / MARKER, {"format": MARKER_FORMAT, "created": stamp})
+    return folder
+
+
 def owned_files(
     folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
 ) -> tuple[Path, ...]:
@@ -113,24 +134,3 @@ def figure_paths(
         owner=f"in a folder stabl_jax made (one holding {MARKER})",
         remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
     )
-
-
-def is_marked(folder: str | Path) -> bool:
-    """True when ``folder`` holds stabl_jax's :data:`MARKER` (its files may be replaced); a
-    symbolic link, or a marker that is one, never does."""
-    folder = Path(folder)
-    path = folder / MARKER
-    if folder.is_symlink() or path.is_symlink():
-        return False
-    found = files.read_json(path)
-    return found is not None and found.get("format") == MARKER_FORMAT
-
-
-def mark_folder(folder: str | Path) -> Path:
-    """Create ``folder`` if needed and mark it as stabl_jax's (:data:`MARKER`); returns it."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if not is_marked(folder):
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        files.write_json(folder / MARKER, {"format": MARKER_FORMAT, "created": stamp})
-    return folder
