@@ -30,8 +30,8 @@ from stabl_jax import ExpertAdvice, SimOptions, make, simulate
 from stabl_jax.experiment import plots as io_plots
 from stabl_jax.experiment.configs import Checker
 from stabl_jax.experiment.kinds import base
-from stabl_jax.experiment.results import clean, environment_info, stat
-from stabl_jax.experiment.tables import plus_minus, text_table
+from stabl_jax.experiment.provenance import environment_info
+from stabl_jax.experiment.tables import clean, plus_minus, stat, text_table
 from stabl_jax.metrics import mean_ci
 from stabl_jax.registry import LEARNERS
 

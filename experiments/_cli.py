@@ -11,7 +11,7 @@ from typing import Any
 
 from stabl_jax.experiment import files
 from stabl_jax.experiment.arguments import Parser
-from stabl_jax.experiment.results import OutputError, figure_paths
+from stabl_jax.experiment.outputs import OutputError, figure_paths
 
 
 def need_runs(

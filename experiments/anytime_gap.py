@@ -25,6 +25,7 @@ import numpy as np
 from _cli import md_table
 
 from stabl_jax import metrics, simulate
+from stabl_jax.experiment import outputs, provenance, tables
 from stabl_jax.experiment import results as res
 from stabl_jax.experiment.arguments import Distinct, Parser, interval_runs
 from stabl_jax.experiment.kinds import load_config
@@ -138,7 +139,7 @@ def write_folder(folder: res.ResultsFolder, outs: list[dict], argv: list[str]) -
         "kind": "anytime_gap",
         "description": "tuning-free StABL variants against tuned StABL, paired, per segment",
         "command": ["python", "experiments/anytime_gap.py", *argv],
-        **res.environment_info(),
+        **provenance.environment_info(),
         "settings": [],
         "learners": {},
     }
@@ -154,8 +155,8 @@ def write_folder(folder: res.ResultsFolder, outs: list[dict], argv: list[str]) -
             arrays[f"{name}/segment_reward"] = seg
             summary["learners"][name] = {
                 "params": row["params"],
-                "segment_reward": res.stat(seg),
-                "mean_over_segments": res.stat(seg.mean(axis=1)),
+                "segment_reward": tables.stat(seg),
+                "mean_over_segments": tables.stat(seg.mean(axis=1)),
                 "num_muted": row["num_muted"],
             }
     return folder.write(summary, arrays, lambda _: None)
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             for feedback in args.feedback
         ]
         folder = None if args.out is None else res.ResultsFolder.prepare(args.out, force=args.force)
-    except (res.OutputError, ValueError) as exc:
+    except (outputs.OutputError, ValueError) as exc:
         parser.error(str(exc))
     with folder or contextlib.nullcontext():
         outs = []

@@ -23,7 +23,7 @@ from _cli import add_overwrite, check_figures, need_runs, unpaired
 from stabl_jax import metrics
 from stabl_jax.experiment import load_results, plots
 from stabl_jax.experiment.arguments import Distinct, Parser
-from stabl_jax.experiment.results import mark_folder
+from stabl_jax.experiment.outputs import mark_folder
 from stabl_jax.experiment.tables import TracesDamaged
 
 FIGURE1 = tuple(

@@ -34,8 +34,7 @@ from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import plots
 from stabl_jax.experiment.arguments import Parser
 from stabl_jax.experiment.files import write_text
-from stabl_jax.experiment.results import read_summary
-from stabl_jax.experiment.tables import TraceFile, read_json_object
+from stabl_jax.experiment.tables import TraceFile, read_json_object, read_summary
 from stabl_jax.hpo_metrics import log10_gap
 
 MARKER = re.compile(

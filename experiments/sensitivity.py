@@ -19,7 +19,7 @@ from _cli import add_overwrite, check_figures, need_runs
 
 from stabl_jax.experiment import plots
 from stabl_jax.experiment.arguments import Parser
-from stabl_jax.experiment.results import mark_folder
+from stabl_jax.experiment.outputs import mark_folder
 from stabl_jax.experiment.tables import read_json_object
 
 SCORE = "mean reward 1 - l_t(x_t)"

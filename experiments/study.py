@@ -36,7 +36,7 @@ import numpy as np
 from _cli import md_table
 
 from stabl_jax import metrics
-from stabl_jax.experiment import files, load_results, plots
+from stabl_jax.experiment import files, load_results, outputs, plots
 from stabl_jax.experiment import results as res
 from stabl_jax.experiment.arguments import Distinct, Parser
 from stabl_jax.experiment.tables import read_json_object
@@ -512,10 +512,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figures is None and (args.overwrite or args.figure_prefix != "study"):
         parser.error("--figure-prefix and --overwrite are for --figures: give --figures FOLDER")
     try:  # before the analysis: a user's study.md or figure is never replaced
-        res.owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
+        outputs.owned_files(out, "study.json", ("study.md",), STUDY_KEYS, "experiments/study.py")
         if args.figures:
             names = figure_names(ADVERSARIES, args.figure_prefix)
-            res.figure_paths(args.figures, names, "--figures", args.overwrite)
+            outputs.figure_paths(args.figures, names, "--figures", args.overwrite)
         points = load_points(out)
         if not points:
             raise ValueError(
@@ -523,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         windows = {"table_windows": args.table_windows, "fit_windows": args.fit_windows}
         analysis = analyse(points, **windows, resamples=args.bootstrap, seed=args.bootstrap_seed)
-    except (res.OutputError, ValueError, FileNotFoundError) as exc:
+    except (outputs.OutputError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     meta = {
         "runs": {f"{a}-n{n}": p["runs"] for (a, n), p in points.items()},
@@ -538,7 +538,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figures:
         for path in write_figures(analysis, Path(args.figures), args.figure_prefix):
             print(f"[study] figure: {path}")
-        res.mark_folder(Path(args.figures))  # its figures: replaced by the next run
+        outputs.mark_folder(Path(args.figures))  # its figures: replaced by the next run
     return 0
 
 

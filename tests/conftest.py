@@ -26,7 +26,7 @@ sys.path.append(str(Path(__file__).resolve().parent.parent / "experiments"))
 
 from stabl_jax import LEARNERS, ExpertAdvice, make  # noqa: E402
 from stabl_jax.experiment import compile_cache  # noqa: E402
-from stabl_jax.experiment.results import MARKER, MARKER_FORMAT  # noqa: E402
+from stabl_jax.experiment.outputs import MARKER, MARKER_FORMAT  # noqa: E402
 
 # No persistent compilation cache in the tests, in the workers or in the command-line runs
 # they start (which inherit the environment variable): serializing an executable for the
@@ -224,7 +224,8 @@ def numbers(summary: dict) -> dict:
 def assert_same_results(folder, reference) -> None:
     """A complete results folder whose traces and every number of ``summary.json`` are
     bitwise those of ``reference``."""
-    from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
+    from stabl_jax.experiment.results import COMPLETE
+    from stabl_jax.experiment.tables import read_summary, read_traces
 
     assert (Path(folder) / COMPLETE).is_file()
     traces, expected = read_traces(folder), read_traces(reference)

@@ -46,16 +46,14 @@ from stabl_jax.envs.convex import CustomConvex, MovingTarget, distance_loss
 from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.checkpoints import (
-    CheckpointMismatch,
-    ChunkCheckpoint,
-    experiment_identity,
-    save_arrays,
-)
+from stabl_jax.experiment.checkpoints import CheckpointMismatch, ChunkCheckpoint, save_arrays
 from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.identity import experiment_identity
 from stabl_jax.experiment.kinds import bandit as experiment_module
 from stabl_jax.experiment.kinds import load_config
-from stabl_jax.experiment.results import OutputError, ResultsFolder, read_traces
+from stabl_jax.experiment.outputs import OutputError
+from stabl_jax.experiment.results import ResultsFolder
+from stabl_jax.experiment.tables import read_traces
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import SimOptions, params_axes, regenerate_losses, simulate
 from tests.conftest import mark_as_ours

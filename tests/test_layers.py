@@ -45,6 +45,8 @@ LAYERS: dict[str, int] = {
             "files",
             "results",
             "checkpoints",
+            "identity",
+            "outputs",
             "plots",
             "tables",
             "compare",

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import results
+from stabl_jax.experiment import tables
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120  # seconds for each process (a JAX start-up, a few compilations, gloo set-up)
@@ -114,11 +114,11 @@ def test_two_processes_equal_one(tmp_path):
     assert sorted(multi) == sorted(single) and any(k.startswith("state/") for k in multi)
     for name in single:
         np.testing.assert_array_equal(multi[name], single[name], err_msg=name, strict=True)
-    written = [results.read_traces(tmp_path / run / "results") for run in ("multi", "single")]
+    written = [tables.read_traces(tmp_path / run / "results") for run in ("multi", "single")]
     assert sorted(written[0]) == sorted(written[1]) and written[0]
     for name, value in written[1].items():
         np.testing.assert_array_equal(written[0][name], value, err_msg=name, strict=True)
-    summaries = [results.read_summary(tmp_path / run / "results") for run in ("multi", "single")]
+    summaries = [tables.read_summary(tmp_path / run / "results") for run in ("multi", "single")]
     for summary in summaries:  # timings differ; every metric must not
         for entry in summary["learners"].values():
             for key in ("compile_seconds", "run_seconds", "simulate_seconds"):

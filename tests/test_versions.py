@@ -101,11 +101,8 @@ def test_a_checkpoint_written_under_another_optax_is_not_resumed(tmp_path, monke
     """optax steps the convex learners, so its release changes their bits (``bco_d2``'s
     two-query StABL and FKM, ``docs/reliability.md``): the checkpoint's fingerprint records
     it, and a run under another optax refuses the folder instead of mixing the two."""
-    from stabl_jax.experiment.checkpoints import (
-        CheckpointMismatch,
-        ExperimentCheckpoints,
-        experiment_identity,
-    )
+    from stabl_jax.experiment.checkpoints import CheckpointMismatch
+    from stabl_jax.experiment.identity import ExperimentCheckpoints, experiment_identity
     from stabl_jax.experiment.kinds import load_config
 
     config = load_config("bco_d2", runs=2)

@@ -7,7 +7,6 @@ Example:
 """
 
 from stabl_jax.experiment.kinds import register_kind
-from stabl_jax.experiment.results import read_summary, read_traces
-from stabl_jax.experiment.tables import Results, load_results
+from stabl_jax.experiment.tables import Results, load_results, read_summary, read_traces
 
 __all__ = ["Results", "load_results", "read_summary", "read_traces", "register_kind"]

@@ -39,7 +39,7 @@ from stabl_jax import summaries
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.experiment import numpy_baselines, provenance
 from stabl_jax.experiment.files import atomic_write
-from stabl_jax.experiment.results import owned_files
+from stabl_jax.experiment.outputs import owned_files
 from stabl_jax.registry import make
 from stabl_jax.simulate import SimOptions, simulate
 

@@ -26,15 +26,14 @@ from stabl_jax import versions
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import compare, compile_cache, sweep, tables
 from stabl_jax.experiment.arguments import Distinct, Parser
-from stabl_jax.experiment.checkpoints import (
-    CheckpointMismatch,
-    experiment_identity,
-)
+from stabl_jax.experiment.checkpoints import CheckpointMismatch
 from stabl_jax.experiment.configs import ConfigError, shipped_configs
 from stabl_jax.experiment.files import DamagedFile
+from stabl_jax.experiment.identity import experiment_identity
 from stabl_jax.experiment.kinds import KINDS, load_config, write_results
 from stabl_jax.experiment.kinds.base import Kind, Resources, RunFailed
-from stabl_jax.experiment.results import OutputError, ResultsFolder, partial_path
+from stabl_jax.experiment.outputs import OutputError
+from stabl_jax.experiment.results import ResultsFolder, partial_path
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import available_memory_bytes
 

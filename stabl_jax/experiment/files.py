@@ -45,6 +45,20 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
+def fsync_tree(folder: Path, skip: str | None = None) -> None:
+    """``fsync`` every file and folder under ``folder`` (not the top-level folder ``skip``)."""
+    for root, dirs, names in os.walk(folder):
+        if Path(root) == folder and skip in dirs:
+            dirs.remove(skip)
+        for name in names:
+            fd = os.open(Path(root) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(root)
+
+
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` atomically: ``write(file)`` into a temporary sibling, ``fsync``, replace.
 

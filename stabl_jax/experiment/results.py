@@ -7,130 +7,36 @@ import dataclasses
 import datetime
 import fcntl
 import json
-import math
 import os
-import platform
 import re
 import shutil
 import signal
-import stat as stat_module
+import stat
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
-from stabl_jax import metrics
-from stabl_jax.experiment import checkpoints, files, provenance, tables
-from stabl_jax.versions import package_versions
+from stabl_jax.experiment import files, tables
+from stabl_jax.experiment.identity import (
+    IDENTITY,
+    ExperimentCheckpoints,
+    describe_other,
+    learner_folders,
+    matches,
+    verify_learners,
+)
+from stabl_jax.experiment.outputs import MARKER, OutputError, is_marked, mark_folder
 
-SUMMARY = "summary.json"
-TRACES = "traces.npz"
 COMPLETE = "COMPLETE"
 
-FORMAT = "stabl_jax.results/1"
-#: The file stabl_jax writes into every folder it creates (format, random run id, pid, time):
-#: the only folders it ever replaces or deletes are those holding it.
-MARKER = ".stabl_jax_results"
-MARKER_FORMAT = "stabl_jax.results-folder/1"
-
-
-class OutputError(Exception):
-    """The output folder cannot be used (exists, not writable, not a results folder)."""
-
-
-def owned_files(
-    folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
-) -> tuple[Path, ...]:
-    """Paths of ``record`` (JSON) and ``others`` in ``folder``, each absent or ``tool``'s
-    (``record`` a JSON object with every one of ``keys``).
-
-    Raises:
-      OutputError: ``folder`` is a file, or one of the files is not ``tool``'s.
-    """
-    data = files.read_json(Path(folder) / record)
-    return only_ours(
-        folder,
-        (record, *others),
-        data is not None and keys <= data.keys(),
-        where=f"--out {folder}",
-        what=f"the {tool} files",
-        owner=f"a previous {tool} file (no {record} of {tool} beside it)",
-        remedy="give --out another folder, or move the file",
-    )
-
-
-def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
-    """``folder``, checked before the work to be a folder or creatable; ``what`` goes into it.
-
-    Raises:
-      OutputError: ``folder`` (or the nearest existing path above it) is a file or not writable.
-    """
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{where} is a file: give a folder for {what}")
-    above = folder
-    while not above.exists() and not above.is_symlink() and above.parent != above:
-        above = above.parent
-    if above.is_symlink() and not above.exists():
-        raise OutputError(
-            f"{where}: {above} is a symbolic link to nothing, so {folder} cannot be made: "
-            f"give a folder for {what}"
-        )
-    if not above.is_dir():
-        raise OutputError(
-            f"{where}: {above} is a file, so {folder} cannot be made: give a folder for {what}"
-        )
-    if not os.access(above, os.W_OK):
-        raise OutputError(f"{where}: cannot write into {above}: give a folder for {what}")
-    return folder
-
-
-def only_ours(
-    folder: str | os.PathLike,
-    names: Iterable[str],
-    ours: bool,
-    *,
-    where: str,
-    what: str,
-    owner: str,
-    remedy: str,
-) -> tuple[Path, ...]:
-    """Paths of ``names`` in ``folder``, each absent or ``ours``; checked before the work.
-
-    Raises:
-      OutputError: ``folder`` is not writable, or a file of ``names`` is not ours.
-    """
-    folder = writable_folder(folder, where, what)
-    paths = tuple(folder / name for name in names)
-    for path in paths:
-        if path.exists() and not ours:
-            raise OutputError(
-                f"{path} is there and is not {owner}, so it is left as it is: {remedy}"
-            )
-    return paths
-
-
-def figure_paths(
-    folder: str | os.PathLike, names: Iterable[str], tool: str, overwrite: bool = False
-) -> tuple[Path, ...]:
-    """Paths of figures ``names`` in ``folder``: each absent, the folder marked, or ``overwrite``.
-
-    Raises:
-      OutputError: ``folder`` is a file, or a figure exists in a folder that is not stabl_jax's.
-    """
-    return only_ours(
-        folder,
-        names,
-        overwrite or is_marked(Path(folder)),
-        where=str(folder),
-        what=f"the {tool} figures",
-        owner=f"in a folder stabl_jax made (one holding {MARKER})",
-        remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
-    )
+#: The folder of a partial results folder holding the chunk checkpoints of its learners.
+CHECKPOINT_DIR = "checkpoint"
+#: What a results folder holds besides its results (left out of its manifest).
+_BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, CHECKPOINT_DIR}
 
 
 # --- The lifecycle ----------------------------------------------------------------------------
@@ -158,30 +64,6 @@ def partial_path(final: Path) -> Path:
     return final.with_name(final.name + PARTIAL)
 
 
-def _marker(folder: Path) -> dict[str, Any] | None:
-    """The contents of ``folder``'s :data:`MARKER`, or ``None``."""
-    path = folder / MARKER
-    if folder.is_symlink() or path.is_symlink():
-        return None
-    found = files.read_json(path)
-    return found if found is not None and found.get("format") == MARKER_FORMAT else None
-
-
-def is_marked(folder: str | Path) -> bool:
-    """True when ``folder`` holds stabl_jax's :data:`MARKER` (its files may be replaced)."""
-    return _marker(Path(folder)) is not None
-
-
-def mark_folder(folder: str | Path) -> Path:
-    """Create ``folder`` if needed and mark it as stabl_jax's (:data:`MARKER`); returns it."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if not is_marked(folder):
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        files.write_json(folder / MARKER, {"format": MARKER_FORMAT, "created": stamp})
-    return folder
-
-
 def _lock(folder: Path) -> int | None:
     """An open descriptor of ``folder``'s marker, locked (``flock``), or ``None`` when a live
     process holds the lock (the OS drops a dead process's lock, whatever its pid)."""
@@ -200,7 +82,6 @@ def _user_files(folder: Path) -> list[str]:
         listed = files.manifest(folder)
     except files.DamagedFile:
         listed = {}
-    ours = {MARKER, COMPLETE, files.MANIFEST, checkpoints.CHECKPOINT_DIR}
     found = []
     for path in sorted(folder.iterdir()):
         name = path.name
@@ -208,7 +89,7 @@ def _user_files(folder: Path) -> list[str]:
             written = name in listed or any(k.startswith(f"{name}/") for k in listed)
         else:
             written = bool(_RESULT_FILES.fullmatch(name))
-        if name in ours or written:
+        if name in _BOOKKEEPING or written:
             continue
         found.append(name + "/" * path.is_dir())
     return found
@@ -243,7 +124,7 @@ def _check_movable(final: Path) -> None:
         problem = "or the folder holding it is immutable or append-only (chattr +i / +a)"
     elif not os.access(parent, os.W_OK):
         problem = f"lies in {parent}, which is read-only to this user"
-    elif here and os.geteuid() != 0 and parent.stat().st_mode & stat_module.S_ISVTX:
+    elif here and os.geteuid() != 0 and parent.stat().st_mode & stat.S_ISVTX:
         owners = {final.stat().st_uid, parent.stat().st_uid}
         problem = None if os.geteuid() in owners else "belongs to another user in a sticky folder"
     if problem is not None:
@@ -264,13 +145,13 @@ def _check_out(final: Path, force: bool) -> None:
         )
     if final.exists() and not final.is_dir():
         raise OutputError(f"output path {final} exists and is not a folder")
-    if final.exists() and _marker(final) is None and any(final.iterdir()):
+    if final.exists() and not is_marked(final) and any(final.iterdir()):
         raise OutputError(
             f"output folder {final} exists and is not a stabl_jax results folder (it has no "
             f"{MARKER} file); it is never replaced or deleted, even with --force: "
             "choose another --out"
         )
-    if final.exists() and _marker(final) is not None:
+    if final.exists() and is_marked(final):
         if not force:
             what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
             raise OutputError(
@@ -316,7 +197,7 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
     """
     if not partial.exists() and not partial.is_symlink():
         return _Plan("new")
-    if _marker(partial) is not None:
+    if is_marked(partial):
         lock = _lock(partial)
         if lock is None:
             raise OutputError(
@@ -324,7 +205,7 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
                 f"{partial}): wait for it to end, or give another --out"
             )
         os.close(lock)
-    source = partial / checkpoints.CHECKPOINT_DIR
+    source = partial / CHECKPOINT_DIR
     # Ours too: a folder another run is creating (nothing in it yet but its marker's temp file).
     made = (
         all(p.name.startswith(f".{MARKER}") for p in partial.iterdir())
@@ -332,18 +213,14 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
         else False
     )
     known = is_complete(partial) or source.is_dir() or made
-    if partial.is_symlink() or not partial.is_dir() or (_marker(partial) is None and not known):
+    if partial.is_symlink() or not partial.is_dir() or (not is_marked(partial) and not known):
         raise OutputError(
             f"{partial} is not a partial folder of stabl-jax (no {MARKER} and unknown contents); "
             "it is left as it is: move it away, or give another --out"
         )
-    found = files.read_json(source / checkpoints.IDENTITY)
-    if identity is None or found == identity:
-        same, rewrite = identity is not None, False
-    else:
-        same = rewrite = bool(checkpoints.fingerprints_match(source, identity))
+    same, rewrite = matches(source, identity)
     note = (
-        f" ({checkpoints.IDENTITY} was missing or damaged; the checkpoints carry this "
+        f" ({IDENTITY} was missing or damaged; the checkpoints carry this "
         "experiment's fingerprint, so it is written again)"
         if rewrite
         else ""
@@ -362,42 +239,20 @@ def _plan(partial: Path, identity: Mapping[str, Any] | None, force: bool) -> _Pl
     if same:
         return _Plan("resume", f"{partial.name}: checkpoints of this experiment, resumed{note}",
                      rewrite)  # fmt: skip
-    if found is None and not checkpoints.learner_folders(source):
+    other = describe_other(source, identity)
+    if other is None:
         line = f"{partial.name}: an interrupted run with no finished chunk, reused"
         return _Plan("restart" if source.exists() else "new", line)
-    what, remedy = _other_checkpoints(found, identity)
+    what, remedy = other
     if not force:
         raise OutputError(f"{partial} holds {what}; {remedy}, or pass --force to recompute")
     return _Plan("restart", f"{partial.name}: {what}; discarded (--force)")
 
 
-def _other_checkpoints(
-    found: Mapping[str, Any] | None, identity: Mapping[str, Any] | None
-) -> tuple[str, str]:
-    """What the checkpoints of another run are, and how to resume them."""
-    if found is None or identity is None:
-        what = "checkpoints it cannot identify (experiment.json lost, fingerprints of another run)"
-        return what, "move the folder away to keep them"
-    change = checkpoints.describe_change(found, identity)
-    if change.startswith("the code changed"):
-        return f"checkpoints of this experiment computed by other code ({change})", (
-            "resuming them would mix the numbers of two versions of the code"
-        )
-    if {k: v for k, v in found.items() if k != "versions"} == {
-        k: v for k, v in identity.items() if k != "versions"
-    }:
-        return f"checkpoints of this experiment under other versions ({change})", (
-            f"install the versions it ran with ({checkpoints.IDENTITY} lists them) to resume it"
-        )
-    return f"checkpoints of a different experiment ({change})", (
-        "rerun the command that made them to finish it"
-    )
-
-
 def _restore_old(final: Path) -> None:
     """Put back ``<final>.old`` where a stop fell between its two renames of a commit."""
     old = final.with_name(final.name + OLD)
-    if _marker(old) is None:
+    if not is_marked(old):
         return
     if final.exists() or final.is_symlink():
         shutil.rmtree(old)
@@ -422,7 +277,7 @@ class ResultsFolder:
         self.final, self.partial, self.force = final, partial_path(final), force
         self.plan, self.committed = plan, False
         self._lock: int | None = lock
-        self.store: checkpoints.ExperimentCheckpoints | None = None
+        self.store: ExperimentCheckpoints | None = None
         self.resumed: Resumed | None = None
 
     @staticmethod
@@ -455,8 +310,8 @@ class ResultsFolder:
         lines = [plan.line] if plan.line else []
         if plan.action != "resume" or identity is None:
             return lines, None
-        source = partial_path(final) / checkpoints.CHECKPOINT_DIR
-        done = checkpoints.verify_learners(
+        source = partial_path(final) / CHECKPOINT_DIR
+        done = verify_learners(
             source, identity, discard_damaged=force, log=lines.append, dry_run=True
         )
         return lines, Resumed(partial_path(final), done)
@@ -508,17 +363,17 @@ class ResultsFolder:
                 "to end, or give another --out"
             )
         if plan.action == "restart":
-            shutil.rmtree(partial / checkpoints.CHECKPOINT_DIR)
+            shutil.rmtree(partial / CHECKPOINT_DIR)
         return cls(final, force, lock, plan)
 
     def _open_store(self, identity: Mapping[str, Any] | None, log: Callable) -> None:
         """The one checkpoint store of the run, with the checkpoints it resumes verified."""
         if identity is None:
             return
-        if self.plan.rewrite_identity:
-            (self.checkpoint_dir / checkpoints.IDENTITY).unlink(missing_ok=True)
         try:
-            self.store = checkpoints.ExperimentCheckpoints(self.checkpoint_dir, identity)
+            self.store = ExperimentCheckpoints(
+                self.checkpoint_dir, identity, rewrite=self.plan.rewrite_identity
+            )
             if self.plan.action == "resume":
                 done = self.store.verify(discard_damaged=self.force, log=log)
                 self.resumed = Resumed(self.partial, done)
@@ -529,7 +384,7 @@ class ResultsFolder:
     @property
     def checkpoint_dir(self) -> Path:
         """Where the experiment's chunk checkpoints live while it runs."""
-        return self.partial / checkpoints.CHECKPOINT_DIR
+        return self.partial / CHECKPOINT_DIR
 
     @property
     def complete(self) -> bool:
@@ -550,10 +405,10 @@ class ResultsFolder:
                 if p.is_file() and p.parts[len(self.partial.parts)] not in _BOOKKEEPING
             ]
             files.write_manifest(self.partial, written)
-            _fsync_tree(self.partial, skip=checkpoints.CHECKPOINT_DIR)
+            files.fsync_tree(self.partial, skip=CHECKPOINT_DIR)
             files.write_text(self.partial / COMPLETE, _now() + "\n")
         self._move_into_place()
-        shutil.rmtree(self.final / checkpoints.CHECKPOINT_DIR, ignore_errors=True)
+        shutil.rmtree(self.final / CHECKPOINT_DIR, ignore_errors=True)
         self.committed = True
         self._release()
         return self.final
@@ -574,17 +429,17 @@ class ResultsFolder:
         except OSError as exc:
             raise OutputError(f"cannot move the results onto {final} ({exc}){kept}") from None
         files.fsync_dir(final.parent)
-        if _marker(old) is not None:
+        if is_marked(old):
             shutil.rmtree(old)
 
     def _rename_onto(self, final: Path, old: Path) -> None:
         """Rename :attr:`partial` onto ``final``, a results folder there first to ``old``."""
-        if final.exists() and _marker(final) is not None:
+        if final.exists() and is_marked(final):
             os.replace(final, old)
         try:
             os.replace(self.partial, final)
         except OSError:
-            if _marker(old) is not None and not final.exists():
+            if is_marked(old) and not final.exists():
                 os.replace(old, final)
             raise
 
@@ -596,11 +451,11 @@ class ResultsFolder:
     ) -> Path:
         """Write ``summary.json``, ``results.csv``, ``traces.npz``, plots; then :meth:`commit`."""
         files.write_text(
-            self.partial / SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n"
+            self.partial / tables.SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n"
         )
         tables.write_csv(tables.summary_rows(summary), self.partial / tables.CSV_NAME)
         # Uncompressed, far faster to write (numpy's stub also types **arrays as allow_pickle)
-        np.savez(self.partial / TRACES, **arrays)  # type: ignore[arg-type]
+        np.savez(self.partial / tables.TRACES, **arrays)  # type: ignore[arg-type]
         draw(self.partial)
         return self.commit()
 
@@ -611,7 +466,7 @@ class ResultsFolder:
 
     def has_checkpoints(self) -> bool:
         """Whether the partial folder holds chunk checkpoints worth resuming."""
-        return bool(checkpoints.learner_folders(self.checkpoint_dir))
+        return bool(learner_folders(self.checkpoint_dir))
 
     def __enter__(self) -> ResultsFolder:
         return self
@@ -621,9 +476,6 @@ class ResultsFolder:
         if not self.committed and not self.complete and not self.has_checkpoints():
             shutil.rmtree(self.partial, ignore_errors=True)
         self._release()
-
-
-_BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, checkpoints.CHECKPOINT_DIR}
 
 
 @contextlib.contextmanager
@@ -643,97 +495,3 @@ def _signals_deferred() -> Iterator[None]:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _fsync_tree(folder: Path, skip: str | None = None) -> None:
-    """``fsync`` every file and folder under ``folder`` (not the top-level folder ``skip``)."""
-    for root, dirs, names in os.walk(folder):
-        if Path(root) == folder and skip in dirs:
-            dirs.remove(skip)
-        for name in names:
-            fd = os.open(Path(root) / name, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        files.fsync_dir(root)
-
-
-# --- Contents -------------------------------------------------------------------------------
-
-
-def stat(values: np.ndarray, axis: int = 0) -> dict[str, Any]:
-    """``{"mean", "ci95"}`` over runs: :func:`stabl_jax.metrics.mean_ci`, the mean and the
-    half-width of its Student-t 95% interval (``None`` where not finite)."""
-    mean, half = metrics.mean_ci(values, axis=axis)
-    return {"mean": clean(mean), "ci95": clean(half)}
-
-
-def clean(value: Any) -> Any:
-    """JSON-ready: arrays to lists, numpy scalars to Python, NaN/inf to ``None``, a function
-    or class to its import path ``"module:qualname"``."""
-    if isinstance(value, Mapping):
-        return {str(k): clean(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # e.g. a Domain
-        return {"class": type(value).__name__, **clean(static_fields(value))}
-    if isinstance(value, list | tuple):
-        return [clean(v) for v in value]
-    if callable(value) and hasattr(value, "__qualname__"):  # a user environment's loss function
-        return f"{value.__module__}:{value.__qualname__}"
-    if isinstance(value, np.ndarray | np.generic):
-        return clean(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def environment_info() -> dict[str, Any]:
-    """Versions, code commit and dirtiness, Python, platform, JAX device and CPU."""
-    devices = jax.devices()
-    return {
-        "code": provenance.code_version(),
-        "versions": {**package_versions(), "python": platform.python_version()},
-        "python": sys.version,
-        "platform": platform.platform(),
-        "jax_config": {
-            "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
-            "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
-            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS"),
-        },
-        "device": {
-            "platform": devices[0].platform,
-            "kind": devices[0].device_kind,
-            "count": len(devices),
-        },
-        "cpu": provenance.cpu(),
-    }
-
-
-def static_fields(obj: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(obj):
-        # Fields left out of repr (a learner's validate switch) are how it ran, not what it is.
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.repr}
-    return {}
-
-
-def params_dict(params: Any) -> dict[str, Any]:
-    if not dataclasses.is_dataclass(params):
-        return {}
-    return {
-        f.name: np.asarray(getattr(params, f.name)).tolist() for f in dataclasses.fields(params)
-    }
-
-
-def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
-    """Every array of ``<folder>/traces.npz`` (``allow_pickle=False``).
-
-    Raises:
-      FileNotFoundError: ``folder`` is not a finished results folder.
-      ValueError: the file is damaged.
-    """
-    return tables.TraceFile(tables.finished_folder(folder, TRACES) / TRACES).read()
-
-
-def read_summary(folder: str | Path) -> dict[str, Any]:
-    """``<folder>/summary.json`` as a dict (errors as :func:`.tables.load_results`)."""
-    return dict(tables.load_results(folder).summary)

@@ -24,11 +24,13 @@ import numpy as np
 
 from stabl_jax import env_params_grid, metrics, simulate
 from stabl_jax.experiment import checkpoints, files, plots, tables
-from stabl_jax.experiment.checkpoints import experiment_identity
 from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.identity import experiment_identity
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.base import MAX_SEED, PLOTS_BYTES, Resources, tree_bytes
-from stabl_jax.experiment.results import ResultsFolder, clean, environment_info
+from stabl_jax.experiment.provenance import environment_info
+from stabl_jax.experiment.results import ResultsFolder
+from stabl_jax.experiment.tables import clean
 from stabl_jax.registry import LEARNERS
 from stabl_jax.simulate import SimOptions
 

@@ -1,4 +1,5 @@
-"""Results folders as tables: :func:`load_results` and the tidy ``results.csv``.
+"""Results folders as tables: :func:`load_results`, the readers, the tidy ``results.csv``, and
+the JSON-ready numbers (:func:`stat`, :func:`clean`) a summary is made of.
 
 Example:
   >>> res = load_results("results/expert_advice_equal-seed0")  # doctest: +SKIP
@@ -15,6 +16,7 @@ import dataclasses
 import functools
 import io
 import json
+import math
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -22,8 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from stabl_jax.experiment import files
+from stabl_jax import metrics
+from stabl_jax.experiment import files, provenance
 
+#: The ``format`` of every ``summary.json``.
+FORMAT = "stabl_jax.results/1"
+SUMMARY = "summary.json"
+TRACES = "traces.npz"
 COLUMNS: tuple[str, ...] = ("learner", "problem", "metric", "window", "segment", "mean", "ci95")
 CSV_NAME = "results.csv"
 
@@ -310,3 +317,43 @@ def byte_size(count: float) -> str:
             return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
         count /= 1024
     return f"{count:.1f} TiB"
+
+
+def read_traces(folder: str | Path) -> dict[str, np.ndarray]:
+    """Every array of ``<folder>/traces.npz`` (``allow_pickle=False``).
+
+    Raises:
+      FileNotFoundError: ``folder`` is not a finished results folder.
+      ValueError: the file is damaged.
+    """
+    return TraceFile(finished_folder(folder, TRACES) / TRACES).read()
+
+
+def read_summary(folder: str | Path) -> dict[str, Any]:
+    """``<folder>/summary.json`` as a dict (errors as :func:`load_results`)."""
+    return dict(load_results(folder).summary)
+
+
+def stat(values: np.ndarray, axis: int = 0) -> dict[str, Any]:
+    """``{"mean", "ci95"}`` over runs: :func:`stabl_jax.metrics.mean_ci`, the mean and the
+    half-width of its Student-t 95% interval (``None`` where not finite)."""
+    mean, half = metrics.mean_ci(values, axis=axis)
+    return {"mean": clean(mean), "ci95": clean(half)}
+
+
+def clean(value: Any) -> Any:
+    """JSON-ready: arrays to lists, numpy scalars to Python, NaN/inf to ``None``, a function
+    or class to its import path ``"module:qualname"``."""
+    if isinstance(value, Mapping):
+        return {str(k): clean(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # e.g. a Domain
+        return {"class": type(value).__name__, **clean(provenance.static_fields(value))}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if callable(value) and hasattr(value, "__qualname__"):  # a user environment's loss function
+        return f"{value.__module__}:{value.__qualname__}"
+    if isinstance(value, np.ndarray | np.generic):
+        return clean(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

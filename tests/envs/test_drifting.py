@@ -15,7 +15,7 @@ import pytest
 from stabl_jax import DriftingBernoulli, metrics, simulate
 from stabl_jax.envs.base import reveals_lazily
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.results import read_summary
+from stabl_jax.experiment.tables import read_summary
 from tests.conftest import HORIZON, NUM_ARMS, small_learner
 
 # The env computes mu_i(t) in float32 from an angle below 6 pi: each of its few roundings is

@@ -27,7 +27,8 @@ from stabl_jax.experiment import cli
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bco import BCO_PLOT_FILES
-from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
+from stabl_jax.experiment.results import COMPLETE
+from stabl_jax.experiment.tables import read_summary, read_traces
 from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import write_config_variant
 

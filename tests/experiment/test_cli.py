@@ -32,8 +32,8 @@ from stabl_jax.experiment.kinds import KINDS, load_config
 from stabl_jax.experiment.kinds import bandit as experiment
 from stabl_jax.experiment.kinds.bandit import PLOT_FILES, arm_dtype
 from stabl_jax.experiment.kinds.paired import MUTED_WARNING, default_sa_windows
-from stabl_jax.experiment.results import COMPLETE, read_summary, read_traces
-from stabl_jax.experiment.tables import load_results
+from stabl_jax.experiment.results import COMPLETE
+from stabl_jax.experiment.tables import load_results, read_summary, read_traces
 from tests.conftest import numbers, write_config_variant
 
 REPO = Path(__file__).resolve().parents[2]

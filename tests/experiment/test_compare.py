@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from stabl_jax.experiment import cli, compare, files
-from stabl_jax.experiment.results import environment_info
+from stabl_jax.experiment.provenance import environment_info
 from tests.conftest import flip_a_byte_of
 
 CONFIG = """

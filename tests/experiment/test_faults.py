@@ -37,15 +37,16 @@ from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
 from stabl_jax.experiment import checkpoints as checkpoint
 from stabl_jax.experiment import cli, load_results, read_traces
 from stabl_jax.experiment import files as files_module
+from stabl_jax.experiment import identity as identity_module
 from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
 from stabl_jax.experiment.kinds import bandit as experiment_module
+from stabl_jax.experiment.outputs import MARKER, OutputError
 from stabl_jax.experiment.results import (
+    CHECKPOINT_DIR,
     COMPLETE,
-    MARKER,
-    OutputError,
     ResultsFolder,
-    read_summary,
 )
+from stabl_jax.experiment.tables import read_summary
 from tests.conftest import assert_same_results, mark_as_ours
 
 REPO = Path(__file__).resolve().parents[2]
@@ -450,7 +451,7 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
 
     def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
         (partial,) = partials(out)
-        return partial / checkpoint.CHECKPOINT_DIR / "exp3"
+        return partial / CHECKPOINT_DIR / "exp3"
 
     state = exp3() / checkpoint.STATE
     good_state = state.read_bytes()
@@ -487,7 +488,7 @@ def test_lost_experiment_json_still_resumes(
     experiment's fingerprint, so the rerun says so and resumes (nothing recomputed)."""
     out = tmp_path / "out"
     partial = interrupted_run(config_path, out, capsys, monkeypatch)
-    identity = partial / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY
+    identity = partial / CHECKPOINT_DIR / identity_module.IDENTITY
     if damage == "missing":
         identity.unlink()
     elif damage == "garbled":
@@ -509,7 +510,7 @@ def test_unidentifiable_checkpoints_are_kept_without_force(
     folder and --force; the checkpoints are not touched."""
     out = tmp_path / "out"
     partial = interrupted_run(config_path, out, capsys, monkeypatch)
-    (partial / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).unlink()
+    (partial / CHECKPOINT_DIR / identity_module.IDENTITY).unlink()
     before = files(partial)
     code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
     assert code == 2 and str(partial) in err and "cannot identify" in err and "--force" in err
@@ -542,9 +543,9 @@ def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
     ``COMPLETE``)."""
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
     other = mark_as_ours(tmp_path / "out.partial")
-    (other / checkpoint.CHECKPOINT_DIR / "uniform").mkdir(parents=True)
+    (other / CHECKPOINT_DIR / "uniform").mkdir(parents=True)
     theirs = {**identity, "config": {"runs": 3}}
-    (other / checkpoint.CHECKPOINT_DIR / checkpoint.IDENTITY).write_text(json.dumps(theirs))
+    (other / CHECKPOINT_DIR / identity_module.IDENTITY).write_text(json.dumps(theirs))
     before = files(other)
     for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
         with pytest.raises(OutputError, match=r"config.runs: 3 \(checkpoint\) != 2.*--force"):
@@ -628,7 +629,7 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
 
     fresh = tmp_path / "fresh"
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoint, "atomic_write", full_at(checkpoint.IDENTITY))
+        patch.setattr(identity_module, "atomic_write", full_at(identity_module.IDENTITY))
         code, _, err = run(command(config_path, fresh), capsys)
     assert code == 1
     _assert_one_line_no_space(err, fresh)
@@ -760,7 +761,7 @@ def test_kill_9_while_writing_results_loses_nothing(config_path, reference, tmp_
     try:
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
-            if any(_t0(p / checkpoint.CHECKPOINT_DIR / "exp3") == HORIZON for p in partials(out)):
+            if any(_t0(p / CHECKPOINT_DIR / "exp3") == HORIZON for p in partials(out)):
                 break
             time.sleep(0.002)
         time.sleep(0.3)
@@ -895,7 +896,7 @@ def test_a_dry_run_reads_the_checkpoints_it_would_resume(
     disk either way."""
     out = tmp_path / "out"
     partial = interrupted_run(config_path, out, capsys, monkeypatch)
-    chunk = sorted((partial / checkpoint.CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
+    chunk = sorted((partial / CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
     _shorten_npy_header(chunk, "loss.npy")
     before = files(partial)
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)

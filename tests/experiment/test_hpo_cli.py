@@ -14,19 +14,14 @@ import numpy as np
 import pytest
 
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.checkpoints import (
-    STATE,
-    CheckpointMismatch,
-    ExperimentCheckpoints,
-    experiment_identity,
-    load_arrays,
-)
+from stabl_jax.experiment.checkpoints import STATE, CheckpointMismatch, load_arrays
 from stabl_jax.experiment.configs import ConfigError
+from stabl_jax.experiment.identity import ExperimentCheckpoints, experiment_identity
 from stabl_jax.experiment.kinds import load_config, write_results
 from stabl_jax.experiment.kinds import selection as hpo_experiment
 from stabl_jax.experiment.kinds.selection import HPOProblem, run_hpo_experiment
-from stabl_jax.experiment.results import COMPLETE, ResultsFolder, read_summary, read_traces
-from stabl_jax.experiment.tables import byte_size
+from stabl_jax.experiment.results import COMPLETE, ResultsFolder
+from stabl_jax.experiment.tables import byte_size, read_summary, read_traces
 from stabl_jax.learners.exp3 import EXP3
 from tests.conftest import write_config_variant
 

@@ -16,7 +16,7 @@ from stabl_jax import ExpertAdvice, make, simulate
 from stabl_jax.experiment import cli, kinds, register_kind
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import KINDS, load_config
-from stabl_jax.experiment.results import is_marked
+from stabl_jax.experiment.outputs import is_marked
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONFIG = EXAMPLES / "horizon_study.toml"

@@ -18,7 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import checkpoints, cli, compare, files, load_results, results
+from stabl_jax.experiment import (
+    checkpoints,
+    cli,
+    compare,
+    files,
+    identity,
+    load_results,
+    outputs,
+    results,
+)
 from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.experiment.tables import TraceFile, TracesDamaged
@@ -112,7 +121,7 @@ def _stop_at(stage: str, monkeypatch) -> None:
         rmtree = shutil.rmtree
 
         def stop_in_checkpoints(path, *args, **kwargs):
-            if Path(path).name in (checkpoints.CHECKPOINT_DIR, ".checkpoint-done"):
+            if Path(path).name in (results.CHECKPOINT_DIR, ".checkpoint-done"):
                 raise KeyboardInterrupt
             return rmtree(path, *args, **kwargs)
 
@@ -199,7 +208,7 @@ def test_a_damaged_marker_of_a_partial_folder_is_written_again(
     behind."""
     out = tmp_path / "out"
     interrupt_after_chunks(config_path, out, capsys, monkeypatch)
-    (tmp_path / "out.partial" / results.MARKER).write_text("{garbled")
+    (tmp_path / "out.partial" / outputs.MARKER).write_text("{garbled")
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0 and "resuming out.partial" in printed, err
     assert_same_results(out, reference)
@@ -237,10 +246,10 @@ def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
     assert code == 2 and "computed by other code" in err and "lifecycle_user_learner" in err, err
     assert "--force" in err and tree(tmp_path / "out.partial") == before
 
-    fingerprint = checkpoints.code_fingerprint
+    fingerprint = identity.code_fingerprint
     edited = "stabl_jax/learners/exp3.py"
     monkeypatch.setattr(
-        checkpoints, "code_fingerprint", lambda c: {**fingerprint(c), edited: "edited"}
+        identity, "code_fingerprint", lambda c: {**fingerprint(c), edited: "edited"}
     )
     code, _, err = run(command(config, out), capsys)
     assert code == 2 and edited in err, err
@@ -333,7 +342,7 @@ def test_a_manifest_lists_every_file_of_a_finished_folder(reference):
     bookkeeping (marker, COMPLETE, checkpoints)."""
     listed = json.loads((reference / files.MANIFEST).read_text())["files"]
     written = {
-        p.name for p in reference.iterdir() if p.name not in (results.MARKER, results.COMPLETE)
+        p.name for p in reference.iterdir() if p.name not in (outputs.MARKER, results.COMPLETE)
     }
     assert set(listed) == written - {files.MANIFEST}
     for name, entry in listed.items():

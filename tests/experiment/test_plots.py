@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import plots, results
+from stabl_jax.experiment import outputs, plots
 
 
 def _bands(values):
@@ -64,8 +64,8 @@ def test_figures_are_tagged_and_written_atomically(tmp_path):
     # another suffix, another format (matplotlib's), untagged
     pdf = plots.plot_adaptive_regret([band], tmp_path / "sa.pdf", title="t").read_bytes()
     assert pdf[:5] == b"%PDF-" and b"stabl_jax " not in pdf
-    with pytest.raises(results.OutputError, match="is a file"):
-        results.figure_paths(path, ["a.png"], "OUT_DIR")
+    with pytest.raises(outputs.OutputError, match="is a file"):
+        outputs.figure_paths(path, ["a.png"], "OUT_DIR")
 
 
 def _drawn_figures(monkeypatch):

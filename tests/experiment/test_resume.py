@@ -29,7 +29,8 @@ import pytest
 from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
 from stabl_jax.experiment import checkpoints as checkpoint
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.results import COMPLETE, read_summary
+from stabl_jax.experiment.results import CHECKPOINT_DIR, COMPLETE
+from stabl_jax.experiment.tables import read_summary
 from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
 from tests.conftest import assert_same_results
@@ -70,7 +71,7 @@ def reference(config_path, tmp_path_factory) -> Path:
 
 def _state_t0(partial_glob: list[Path], learner: str) -> int:
     for partial in partial_glob:
-        path = partial / checkpoint.CHECKPOINT_DIR / learner / checkpoint.STATE
+        path = partial / CHECKPOINT_DIR / learner / checkpoint.STATE
         try:
             return int(checkpoint.load_arrays(path)["t0"])
         except (OSError, KeyError, ValueError):
@@ -121,7 +122,7 @@ def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path
     assert f"resuming {partial.name}" in done.stdout
     assert (out / COMPLETE).is_file()
     assert not list(tmp_path.glob("out.partial*"))
-    assert not (out / checkpoint.CHECKPOINT_DIR).exists()
+    assert not (out / CHECKPOINT_DIR).exists()
     summary = read_summary(out)
     assert summary["resumed"] == {
         "from": partial.name,

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import cli, load_results, results
+from stabl_jax.experiment import cli, load_results, outputs
 from tests.conftest import flip_a_byte_of
 from tests.scripts.load import load_script
 
@@ -119,7 +119,7 @@ def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):
     png = tmp_path / "png"
     args = [str(tmp_path / "res"), str(png), "--folders", "tiny"]
     assert curves.main(args) == 0
-    assert results.is_marked(png) and len(list(png.glob("*.png"))) == 2
+    assert outputs.is_marked(png) and len(list(png.glob("*.png"))) == 2
     assert curves.main(args) == 0  # its own figures are replaced
     theirs = tmp_path / "theirs"  # a user's folder, holding a PNG of one of its names
     theirs.mkdir()
@@ -131,7 +131,7 @@ def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):
     assert (theirs / "tiny_sa.png").read_bytes() == b"their plot"
     assert sorted(p.name for p in theirs.iterdir()) == ["tiny_sa.png"]
     assert curves.main([*args, "--overwrite"]) == 0
-    assert (theirs / "tiny_sa.png").read_bytes()[:4] == b"\x89PNG" and results.is_marked(theirs)
+    assert (theirs / "tiny_sa.png").read_bytes()[:4] == b"\x89PNG" and outputs.is_marked(theirs)
 
 
 def test_a_folder_of_one_run_is_refused_before_any_figure(curves, tmp_path, capsys):

@@ -13,7 +13,7 @@ import pytest
 
 from stabl_jax.experiment.arguments import Distinct, Parser
 from stabl_jax.experiment.files import write_json
-from stabl_jax.experiment.results import OutputError, writable_folder
+from stabl_jax.experiment.outputs import OutputError, writable_folder
 from tests.scripts.load import ROOT, load_script
 
 _cli = load_script(ROOT / "experiments" / "_cli.py", register=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import plots, results
+from stabl_jax.experiment import outputs, plots
 from tests.scripts.load import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "sensitivity.py"
@@ -65,7 +65,7 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
     assert "interior: {'lr_scale': 4.0}" in out
     for name in ("demo_sensitivity.png", "demo_sensitivity_1d.png"):
         assert (tmp_path / "png" / name).stat().st_size > 10_000
-    assert results.is_marked(tmp_path / "png")  # its folder: a rerun replaces them
+    assert outputs.is_marked(tmp_path / "png")  # its folder: a rerun replaces them
     assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
     # a PNG of one of its names in a user's folder is left alone, and nothing is drawn
     # (--overwrite: replaced)
@@ -86,7 +86,7 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
         capsys.readouterr().err
     )
     assert script.main([str(tmp_path), str(user), "--overwrite"]) == 0
-    assert theirs.read_bytes() != mine and results.is_marked(user)
+    assert theirs.read_bytes() != mine and outputs.is_marked(user)
 
     grid = script.grid_of("stabl", sweep["learners"]["stabl"])
     assert grid.mean.shape == (3, 4) and grid.chosen == (2, 0)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from stabl_jax.envs import geometric_segment_lengths
-from stabl_jax.experiment import cli, results
+from stabl_jax.experiment import cli, outputs
 from stabl_jax.experiment.kinds import load_config
 from tests.scripts.load import load_script
 
@@ -187,7 +187,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
         "study_geometric_sa_vs_L.png",
         "study_geometric_sa_vs_n.png",
     ]
-    assert results.is_marked(figures)
+    assert outputs.is_marked(figures)
     assert (
         study.load_analysis(out)["geometric"]["learners"]["uniform"]["by_n"][3]
         == (learner["by_n"]["3"])

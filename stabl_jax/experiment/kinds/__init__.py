@@ -15,7 +15,8 @@ from typing import Any
 from stabl_jax.experiment.configs import Checker, read_config
 from stabl_jax.experiment.kinds import bandit, bco, selection
 from stabl_jax.experiment.kinds.base import Kind
-from stabl_jax.experiment.results import ResultsFolder, clean
+from stabl_jax.experiment.results import ResultsFolder
+from stabl_jax.experiment.tables import clean
 from stabl_jax.registry import check_name, did_you_mean, import_path
 
 #: Every experiment kind by its config name.

@@ -15,11 +15,11 @@ from stabl_jax import metrics, registry
 from stabl_jax.envs.base import as_environment
 from stabl_jax.estimators import FEEDBACKS
 from stabl_jax.experiment import plots, tables
-from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
+from stabl_jax.experiment.identity import ExperimentCheckpoints
 from stabl_jax.experiment.kinds import paired
 from stabl_jax.experiment.kinds.base import Kind, check_distinct
-from stabl_jax.experiment.results import stat
+from stabl_jax.experiment.tables import stat
 from stabl_jax.learners.base import BanditQuery
 from stabl_jax.simulate import RESTART_TRACE, RunCarry, SimResult
 

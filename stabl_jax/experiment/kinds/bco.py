@@ -13,11 +13,11 @@ from stabl_jax import metrics, registry
 from stabl_jax.bco.simulate import comparator_solver, paired_bco_adaptive_regret, sa_memory_bytes
 from stabl_jax.domains import DOMAINS, make_domain
 from stabl_jax.experiment import plots, tables
-from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, type_name
+from stabl_jax.experiment.identity import ExperimentCheckpoints
 from stabl_jax.experiment.kinds import paired
 from stabl_jax.experiment.kinds.base import Kind
-from stabl_jax.experiment.results import stat
+from stabl_jax.experiment.tables import stat
 from stabl_jax.simulate import RunCarry
 
 BCO_PLOT_FILES: dict[str, str] = {plot: f"{plot}.png" for plot in ("loss", "adaptive_regret")}

@@ -19,9 +19,9 @@ import numpy as np
 from jax.experimental import checkify
 
 from stabl_jax import metrics, registry
-from stabl_jax.experiment import plots, results, tables
-from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
+from stabl_jax.experiment import plots, provenance, results, tables
 from stabl_jax.experiment.configs import Checker, jsonable
+from stabl_jax.experiment.identity import ExperimentCheckpoints
 from stabl_jax.experiment.kinds import base
 from stabl_jax.simulate import RunCarry, SimOptions, SimResult, auto_chunk_size, simulate
 
@@ -690,8 +690,8 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
         "label": plots.label(outcome.name),
         "class": type(learner).__name__,
         "num_queries": int(learner.num_queries),
-        "constructor": results.static_fields(learner),
-        "params": results.params_dict(outcome.params),
+        "constructor": provenance.static_fields(learner),
+        "params": provenance.params_dict(outcome.params),
         "compile_seconds": outcome.result.compile_seconds,
         "run_seconds": outcome.result.run_seconds,
         "simulate_seconds": outcome.wall_seconds,
@@ -733,7 +733,7 @@ def build_summary(
     config = result.config
     points = fixed_change_points(result.env)
     summary = {
-        "format": results.FORMAT,
+        "format": tables.FORMAT,
         "kind": config.kind,
         "name": config.name,
         "description": config.description,
@@ -745,10 +745,10 @@ def build_summary(
         "env": {  # every field of the environment, and its change points
             "name": config.env.name,
             "class": type(result.env).__name__,
-            **results.static_fields(result.env),
+            **provenance.static_fields(result.env),
             "change_points": None if points is None else list(points),
         },
-        **results.environment_info(),
+        **provenance.environment_info(),
         "timings": {
             "wall_seconds": result.wall_seconds,
             "metrics_seconds": result.metrics_seconds,
@@ -773,13 +773,13 @@ def build_summary(
         },
         "learners": learner_entries(result, learner_summary, per_run),
         "files": {
-            "summary": results.SUMMARY,
-            "traces": results.TRACES,
+            "summary": tables.SUMMARY,
+            "traces": tables.TRACES,
             "plots": dict(plot_files),
             "curves": plots.CURVES,
         },
     }
-    return results.clean(summary)
+    return tables.clean(summary)
 
 
 def learner_entries(
@@ -806,7 +806,7 @@ PerRun = Callable[[Any, tuple[int, ...]], dict[str, Any]]
 
 def paired_differences(result: Result, per_run: PerRun) -> dict[str, dict[str, Any]]:
     """Per learner but the reference, ``per_run(outcome)`` minus the reference's, run by run
-    (every learner faces the same draws), as :func:`~stabl_jax.experiment.results.stat`: the
+    (every learner faces the same draws), as :func:`~stabl_jax.experiment.tables.stat`: the
     mean difference and its Student-t 95% half-width over runs."""
     reference, windows = result.config.reference_learner, result.config.sa_windows
     base = per_run(result.outcomes[reference], windows)
@@ -815,7 +815,7 @@ def paired_differences(result: Result, per_run: PerRun) -> dict[str, dict[str, A
         if isinstance(mine, Mapping):
             return {key: minus(value, theirs[key]) for key, value in mine.items()}
         if isinstance(mine, np.ndarray):
-            return results.stat(mine - theirs)
+            return tables.stat(mine - theirs)
         return mine
 
     return {

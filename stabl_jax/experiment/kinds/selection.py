@@ -20,17 +20,12 @@ from stabl_jax.envs.bbob_instances import NUM_FUNCTIONS
 from stabl_jax.envs.eagle import FILLS, GRIDS, EagleEnsemble, named_grid
 from stabl_jax.envs.hpo import REWARD_LAMBDA, REWARDS, HPOEnv, check_reward_lambda
 from stabl_jax.experiment import plots
-from stabl_jax.experiment.checkpoints import ExperimentCheckpoints
 from stabl_jax.experiment.configs import Checker, jsonable
+from stabl_jax.experiment.identity import ExperimentCheckpoints
 from stabl_jax.experiment.kinds import base
-from stabl_jax.experiment.results import (
-    FORMAT,
-    Resumed,
-    environment_info,
-    read_summary,
-    read_traces,
-)
-from stabl_jax.experiment.tables import plus_minus, text_table
+from stabl_jax.experiment.provenance import environment_info
+from stabl_jax.experiment.results import Resumed
+from stabl_jax.experiment.tables import FORMAT, plus_minus, read_summary, read_traces, text_table
 from stabl_jax.simulate import SimOptions, auto_chunk_size, init_runs, run_keys
 
 #: Keys of an HPO config's top level and of its ``[bbob]`` table.

@@ -1,0 +1,136 @@
+"""Paths stabl_jax may write or replace: the marker of every folder it makes, and the checks,
+before any work, that an output is absent or its own (:class:`OutputError` otherwise).
+
+The results folders of ``stabl-jax run`` (:mod:`.results`), ``stabl-jax bench``'s files and
+the figures and reports of the ``experiments/`` scripts go through these checks.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from stabl_jax.experiment import files
+
+#: The file stabl_jax writes into every folder it creates (format, time): the only folders it
+#: ever replaces or deletes are those holding it.
+MARKER = ".stabl_jax_results"
+MARKER_FORMAT = "stabl_jax.results-folder/1"
+
+
+class OutputError(Exception):
+    """The output folder cannot be used (exists, not writable, not a results folder)."""
+
+
+def is_marked(folder: str | Path) -> bool:
+    """True when ``folder`` holds stabl_jax's :data:`MARKER` (its files may be replaced); a
+    symbolic link, or a marker that is one, never does."""
+    folder = Path(folder)
+    path = folder / MARKER
+    if folder.is_symlink() or path.is_symlink():
+        return False
+    found = files.read_json(path)
+    return found is not None and found.get("format") == MARKER_FORMAT
+
+
+def mark_folder(folder: str | Path) -> Path:
+    """Create ``folder`` if needed and mark it as stabl_jax's (:data:`MARKER`); returns it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not is_marked(folder):
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        files.write_json(folder / MARKER, {"format": MARKER_FORMAT, "created": stamp})
+    return folder
+
+
+def owned_files(
+    folder: str | os.PathLike, record: str, others: tuple[str, ...], keys: frozenset[str], tool: str
+) -> tuple[Path, ...]:
+    """Paths of ``record`` (JSON) and ``others`` in ``folder``, each absent or ``tool``'s
+    (``record`` a JSON object with every one of ``keys``).
+
+    Raises:
+      OutputError: ``folder`` is a file, or one of the files is not ``tool``'s.
+    """
+    data = files.read_json(Path(folder) / record)
+    return only_ours(
+        folder,
+        (record, *others),
+        data is not None and keys <= data.keys(),
+        where=f"--out {folder}",
+        what=f"the {tool} files",
+        owner=f"a previous {tool} file (no {record} of {tool} beside it)",
+        remedy="give --out another folder, or move the file",
+    )
+
+
+def writable_folder(folder: str | os.PathLike, where: str, what: str) -> Path:
+    """``folder``, checked before the work to be a folder or creatable; ``what`` goes into it.
+
+    Raises:
+      OutputError: ``folder`` (or the nearest existing path above it) is a file or not writable.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{where} is a file: give a folder for {what}")
+    above = folder
+    while not above.exists() and not above.is_symlink() and above.parent != above:
+        above = above.parent
+    if above.is_symlink() and not above.exists():
+        raise OutputError(
+            f"{where}: {above} is a symbolic link to nothing, so {folder} cannot be made: "
+            f"give a folder for {what}"
+        )
+    if not above.is_dir():
+        raise OutputError(
+            f"{where}: {above} is a file, so {folder} cannot be made: give a folder for {what}"
+        )
+    if not os.access(above, os.W_OK):
+        raise OutputError(f"{where}: cannot write into {above}: give a folder for {what}")
+    return folder
+
+
+def only_ours(
+    folder: str | os.PathLike,
+    names: Iterable[str],
+    ours: bool,
+    *,
+    where: str,
+    what: str,
+    owner: str,
+    remedy: str,
+) -> tuple[Path, ...]:
+    """Paths of ``names`` in ``folder``, each absent or ``ours``; checked before the work.
+
+    Raises:
+      OutputError: ``folder`` is not writable, or a file of ``names`` is not ours.
+    """
+    folder = writable_folder(folder, where, what)
+    paths = tuple(folder / name for name in names)
+    for path in paths:
+        if path.exists() and not ours:
+            raise OutputError(
+                f"{path} is there and is not {owner}, so it is left as it is: {remedy}"
+            )
+    return paths
+
+
+def figure_paths(
+    folder: str | os.PathLike, names: Iterable[str], tool: str, overwrite: bool = False
+) -> tuple[Path, ...]:
+    """Paths of figures ``names`` in ``folder``: each absent, the folder marked, or ``overwrite``.
+
+    Raises:
+      OutputError: ``folder`` is a file, or a figure exists in a folder that is not stabl_jax's.
+    """
+    return only_ours(
+        folder,
+        names,
+        overwrite or is_marked(Path(folder)),
+        where=str(folder),
+        what=f"the {tool} figures",
+        owner=f"in a folder stabl_jax made (one holding {MARKER})",
+        remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
+    )
