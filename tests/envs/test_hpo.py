@@ -29,24 +29,23 @@ DIM = 4
 BUDGET = 40
 RUNS = 2
 LAM = 0.01
-ENV = HPOEnv(
-    BBOBFunction(function_id=1, dim=DIM, normalize=True, shift_radius=1.0, rotate=True),
-)
+OPTIONS = dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True, noise_std=0.01)
+ENV = HPOEnv(BBOBFunction(function_id=1, **OPTIONS))
 
 
 @functools.cache
-def _evaluate():
-    return jax.jit(ENV.evaluate)
+def _suggest_and_evaluate():
+    """One program: the queried arms' suggestions, and the evaluation of the same query."""
 
+    def both(params, state, t, arms, key):
+        return ENV.suggest(state, arms, key), ENV.evaluate(params, state, t, arms, key)
 
-@functools.cache
-def _suggest():
-    return jax.jit(ENV.suggest)
+    return jax.jit(both)
 
 
 @pytest.fixture(scope="module")
 def results():
-    """Every compared learner, Sphere d=4, 40 evaluations, 2 runs, the same key."""
+    """Every compared learner, noisy Sphere d=4, 40 evaluations, 2 runs, the same key."""
     out = {}
     for name in hpo_metrics.HPO_LEARNERS:
         learner = hpo_metrics.make_hpo_learner(name, ENV.num_arms, BUDGET)
@@ -80,8 +79,7 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
     for t, arms in enumerate(([3, 3], [5, 11])):
         arms = jnp.array(arms, jnp.int32)
         key = jax.random.key(10 + t)
-        expected = _suggest()(state, arms, key)
-        new, loss, info = _evaluate()(params, state, t, arms, key)
+        expected, (new, loss, info) = _suggest_and_evaluate()(params, state, t, arms, key)
         # The evaluated points are exactly the queried arms' suggestions, in query order.
         np.testing.assert_allclose(info.x, to_domain(expected.x), rtol=1e-6, atol=1e-5)
         np.testing.assert_array_equal(info.parents, expected.parent)
@@ -186,28 +184,27 @@ def test_profiles_and_scores(results):
     assert across["score_vs_baseline"]["uniform"] == 0.0
 
 
-def test_suite_in_one_program_equals_the_per_function_programs():
+def test_suite_in_one_program_equals_the_per_function_programs(results):
     """Functions 1, 8 and 21 (Gallagher: padded peaks) as data of one program give the runs
-    of each function's own program: the same queried arms, and values equal up to float32
-    rounding (XLA fuses the two programs differently: a few ulps where they differ). StABL:
-    two queries a round, and arms that follow the rewards, so a wrong value shows."""
+    of each function's own program (function 1's: the fixture's): the same queried arms, and
+    values equal up to float32 rounding (XLA fuses the two programs differently: a few ulps
+    where they differ). StABL: two queries a round, and arms that follow the rewards, so a
+    wrong value shows."""
     from stabl_jax.envs.bbob import BBOBSuite
 
-    ids, options = (1, 8, 21), dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True)
-    suite_env = HPOEnv(BBOBSuite(ids, noise_std=0.01, **options))
-    learner = hpo_metrics.make_hpo_learner("stabl", suite_env.num_arms, BUDGET)
-    key = jax.random.key(5)
+    ids = (1, 8, 21)
+    suite_env = HPOEnv(BBOBSuite(ids, **OPTIONS))
+    learner, first = results["stabl"]
+    key = jax.random.key(0)
     together = hpo_metrics.simulate_suite(learner, suite_env, key, RUNS, BUDGET)
     for i, f in enumerate(ids):
-        env = HPOEnv(BBOBFunction(function_id=f, noise_std=0.01, **options))
-        alone = simulate_selection(
-            learner, env, key, RUNS, BUDGET, options=SimOptions(first_run=i * RUNS)
-        )
+        env = HPOEnv(BBOBFunction(function_id=f, **OPTIONS))
+        options = SimOptions(first_run=i * RUNS)
+        alone = simulate_selection(learner, env, key, RUNS, BUDGET, options=options) if i else first
         np.testing.assert_array_equal(together[i].arms, alone.arms)
         ulps = 16 * np.finfo(np.float32).eps
         np.testing.assert_allclose(together[i].best_gap, alone.best_gap, rtol=ulps)
         np.testing.assert_allclose(together[i].reward, alone.reward, rtol=ulps, atol=1e-7)
         assert together[i].env is suite_env and together[i].num_runs == RUNS
-    one = HPOEnv(BBOBFunction(function_id=1, **options))  # was an AttributeError
     with pytest.raises(TypeError, match="simulate_suite runs an HPOEnv of a BBOBSuite"):
-        hpo_metrics.simulate_suite(learner, one, key, RUNS, BUDGET)
+        hpo_metrics.simulate_suite(learner, ENV, key, RUNS, BUDGET)  # was an AttributeError
