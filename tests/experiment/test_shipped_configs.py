@@ -35,6 +35,10 @@ GRIDS: dict[str, tuple[float, float]] = {
 
 ROUNDS = 256
 RUNS_PER_POINT = 2
+#: Points per group, the last repeated up to it: every group runs ``POINTS * RUNS_PER_POINT``
+#: runs, so the programs that depend on the run count alone (run keys, environment draws)
+#: are compiled once for the file, not once per group.
+POINTS = 8
 
 
 def _configs_of_kind(kind: str) -> list[str]:
@@ -53,15 +57,18 @@ def grid_edges(default) -> list[dict[str, float]]:
 
 
 def stacked_params(learner, points: list[dict[str, float]]):
-    """``points`` (each repeated :data:`RUNS_PER_POINT` times) as per-run params."""
+    """``points`` (each repeated :data:`RUNS_PER_POINT` times, the last repeated up to
+    :data:`POINTS` points) as the params of ``POINTS * RUNS_PER_POINT`` runs."""
     default = learner.default_params
     if not points or not points[0]:
-        return default, 1
+        return default
+    assert len(points) <= POINTS, points
+    points = points + points[-1:] * (POINTS - len(points))
     columns = {
         f: jnp.repeat(jnp.asarray([p[f] for p in points], learner.float_dtype), RUNS_PER_POINT)
         for f in points[0]
     }
-    return default.replace(**columns), len(points) * RUNS_PER_POINT
+    return default.replace(**columns)
 
 
 def test_the_grid_edges_cover_every_corner():
@@ -168,14 +175,13 @@ def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group:
     config_name, name = members[0]
     config = load_config(config_name, ["runs=1"])
     learner = config.make_learner(name)
-    params, runs = stacked_params(learner, points)
     res = simulate(
         learner,
         config.make_env(),
         jax.random.key(config.seed),
-        runs,
+        POINTS * RUNS_PER_POINT,
         horizon=ROUNDS,
-        params=params,
+        params=stacked_params(learner, points),
         validate=True,
         options=SimOptions(chunk_size=ROUNDS),
     )
