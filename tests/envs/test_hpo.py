@@ -22,15 +22,22 @@ from stabl_jax.envs.hpo import (
     regularized_reward_to_loss,
     to_domain,
 )
+from stabl_jax.experiment.configs import shipped_configs
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.kinds.selection import HPOConfig, make_learner, problem_env
 from stabl_jax.hpo_metrics import num_rounds, simulate_selection
 from stabl_jax.simulate import SimOptions, run_keys, sample_env_params
 
 DIM = 4
-BUDGET = 40
+BUDGET = 256
 RUNS = 2
 LAM = 0.01
 OPTIONS = dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True, noise_std=0.01)
 ENV = HPOEnv(BBOBFunction(function_id=1, **OPTIONS))
+#: The shipped algorithm-selection configs (``stabl-jax run hpo_bbob_sphere``, ...).
+HPO_CONFIGS = sorted(
+    name for name in shipped_configs() if isinstance(load_config(name, ["runs=1"]), HPOConfig)
+)
 
 
 @functools.cache
@@ -43,13 +50,25 @@ def _suggest_and_evaluate():
     return jax.jit(both)
 
 
+def selection(learner, env, seed: int = 0):
+    """:data:`RUNS` runs of :data:`BUDGET` evaluations from ``key(seed)``, once per learner,
+    environment (its numbers too: its repr) and seed in this file."""
+    return _selection(learner, env, repr(env), seed)
+
+
+@functools.cache
+def _selection(learner, env, env_repr: str, seed: int):
+    del env_repr  # part of the cache key only
+    return simulate_selection(learner, env, jax.random.key(seed), RUNS, BUDGET)
+
+
 @pytest.fixture(scope="module")
 def results():
-    """Every compared learner, noisy Sphere d=4, 40 evaluations, 2 runs, the same key."""
+    """Every compared learner, noisy Sphere d=4, 256 evaluations, 2 runs, the same key."""
     out = {}
     for name in hpo_metrics.HPO_LEARNERS:
         learner = hpo_metrics.make_hpo_learner(name, ENV.num_arms, BUDGET)
-        out[name] = (learner, simulate_selection(learner, ENV, jax.random.key(0), RUNS, BUDGET))
+        out[name] = (learner, selection(learner, ENV))
     return out
 
 
@@ -208,3 +227,18 @@ def test_suite_in_one_program_equals_the_per_function_programs(results):
         assert together[i].env is suite_env and together[i].num_runs == RUNS
     with pytest.raises(TypeError, match="simulate_suite runs an HPOEnv of a BBOBSuite"):
         hpo_metrics.simulate_suite(learner, ENV, key, RUNS, BUDGET)  # was an AttributeError
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_name", HPO_CONFIGS)
+def test_shipped_config_learners_stay_finite(config_name):
+    """A shipped config's learners at its history lengths and feedback, on its first function
+    at :data:`DIM` and :data:`BUDGET` (one compiled program per learner and environment:
+    ``hpo_bbob_sphere`` and ``hpo_bbob_suite`` run the fixture's)."""
+    first = load_config(config_name, ["runs=1"]).problems[0].function_id
+    sizes = [f"bbob.functions=[{first}]", f"bbob.dims=[{DIM}]", f"bbob.evaluations=[{BUDGET}]"]
+    config = load_config(config_name, [f"runs={RUNS}", *sizes])
+    env = problem_env(config, config.problems)
+    for name in config.learners:
+        res = selection(make_learner(config, name, BUDGET), env, config.seed)
+        assert np.all(np.isfinite(res.best_gap)), (config_name, name)

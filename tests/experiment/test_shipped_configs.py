@@ -6,7 +6,8 @@ A few hundred rounds at the config's own horizon (the step sizes depend on it) a
 reach the regime where a large tuned learning rate drives an arm's probability to the
 float32 underflow and back: a learner whose update is not safe at every scale in
 ``param_bounds`` aborts here ("play distribution at round ... is not a distribution") or
-returns a non-finite number.
+returns a non-finite number. The algorithm-selection configs' learners are run in
+tests/envs/test_hpo.py, beside the programs they share.
 """
 
 from __future__ import annotations
@@ -200,20 +201,3 @@ def test_bco_config_learners_stay_finite(config_name):
         res = simulate(learner, env, jax.random.key(config.seed), 2, horizon=ROUNDS, params=params)
         assert np.all(np.isfinite(res.loss)), (config_name, name)
         assert np.all(np.isfinite(res.best_loss)), (config_name, name)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("config_name", _configs_of_kind("hpo"))
-def test_hpo_config_learners_stay_finite(config_name):
-    """The config's learners at its history lengths and feedback on its first function, at a
-    small dimension and budget (one compiled program per learner)."""
-    from stabl_jax.experiment.kinds.selection import run_problem
-
-    first = load_config(config_name, ["runs=1"]).problems[0].function_id
-    config = load_config(
-        config_name,
-        ["runs=2", f"bbob.functions=[{first}]", "bbob.dims=[4]", f"bbob.evaluations=[{ROUNDS}]"],
-    )
-    out = run_problem(config, config.problems[0])
-    for name in config.learners:
-        assert np.all(np.isfinite(out.best_gap[name])), (config_name, name)
