@@ -1,12 +1,13 @@
 """Algorithm selection on BBOB (:mod:`stabl_jax.envs.hpo`, :mod:`stabl_jax.simulate`,
 :mod:`stabl_jax.hpo_metrics`): the reward-to-loss map, query honesty (only queried arms'
 suggestions are evaluated, every evaluation is counted and shared with every arm), the budget
-in evaluations, and a tiny end-to-end run of every compared learner.
+in evaluations, and a tiny end-to-end run of every compared learner and shipped config.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +16,7 @@ import pytest
 
 from stabl_jax import hpo_metrics
 from stabl_jax.envs import eagle
-from stabl_jax.envs.bbob import BBOBFunction
+from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite
 from stabl_jax.envs.hpo import (
     HPOEnv,
     loss_to_regularized_reward,
@@ -32,33 +33,18 @@ DIM = 4
 BUDGET = 256
 RUNS = 2
 LAM = 0.01
-OPTIONS = dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True, noise_std=0.01)
-ENV = HPOEnv(BBOBFunction(function_id=1, **OPTIONS))
-#: The shipped algorithm-selection configs (``stabl-jax run hpo_bbob_sphere``, ...).
-HPO_CONFIGS = sorted(
-    name for name in shipped_configs() if isinstance(load_config(name, ["runs=1"]), HPOConfig)
+BBOB: dict[str, Any] = dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True, noise_std=0.01)
+ENV = HPOEnv(BBOBFunction(function_id=1, **BBOB))
+HPO_CONFIGS = [n for n in sorted(shipped_configs()) if isinstance(load_config(n), HPOConfig)]
+#: One program: the queried arms' suggestions, and the evaluation of the same query.
+SUGGEST_AND_EVALUATE = jax.jit(
+    lambda p, s, t, a, k: (ENV.suggest(s, a, k), ENV.evaluate(p, s, t, a, k))
 )
 
 
 @functools.cache
-def _suggest_and_evaluate():
-    """One program: the queried arms' suggestions, and the evaluation of the same query."""
-
-    def both(params, state, t, arms, key):
-        return ENV.suggest(state, arms, key), ENV.evaluate(params, state, t, arms, key)
-
-    return jax.jit(both)
-
-
 def selection(learner, env, seed: int = 0):
-    """:data:`RUNS` runs of :data:`BUDGET` evaluations from ``key(seed)``, once per learner,
-    environment (its numbers too: its repr) and seed in this file."""
-    return _selection(learner, env, repr(env), seed)
-
-
-@functools.cache
-def _selection(learner, env, env_repr: str, seed: int):
-    del env_repr  # part of the cache key only
+    """:data:`RUNS` runs of :data:`BUDGET` evaluations from ``key(seed)``, once in this file."""
     return simulate_selection(learner, env, jax.random.key(seed), RUNS, BUDGET)
 
 
@@ -98,7 +84,7 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
     for t, arms in enumerate(([3, 3], [5, 11])):
         arms = jnp.array(arms, jnp.int32)
         key = jax.random.key(10 + t)
-        expected, (new, loss, info) = _suggest_and_evaluate()(params, state, t, arms, key)
+        expected, (new, loss, info) = SUGGEST_AND_EVALUATE(params, state, t, arms, key)
         # The evaluated points are exactly the queried arms' suggestions, in query order.
         np.testing.assert_allclose(info.x, to_domain(expected.x), rtol=1e-6, atol=1e-5)
         np.testing.assert_array_equal(info.parents, expected.parent)
@@ -209,15 +195,13 @@ def test_suite_in_one_program_equals_the_per_function_programs(results):
     values equal up to float32 rounding (XLA fuses the two programs differently: a few ulps
     where they differ). StABL: two queries a round, and arms that follow the rewards, so a
     wrong value shows."""
-    from stabl_jax.envs.bbob import BBOBSuite
-
     ids = (1, 8, 21)
-    suite_env = HPOEnv(BBOBSuite(ids, **OPTIONS))
+    suite_env = HPOEnv(BBOBSuite(ids, **BBOB))
     learner, first = results["stabl"]
     key = jax.random.key(0)
     together = hpo_metrics.simulate_suite(learner, suite_env, key, RUNS, BUDGET)
     for i, f in enumerate(ids):
-        env = HPOEnv(BBOBFunction(function_id=f, **OPTIONS))
+        env = HPOEnv(BBOBFunction(function_id=f, **BBOB))
         options = SimOptions(first_run=i * RUNS)
         alone = simulate_selection(learner, env, key, RUNS, BUDGET, options=options) if i else first
         np.testing.assert_array_equal(together[i].arms, alone.arms)
@@ -235,10 +219,9 @@ def test_shipped_config_learners_stay_finite(config_name):
     """A shipped config's learners at its history lengths and feedback, on its first function
     at :data:`DIM` and :data:`BUDGET` (one compiled program per learner and environment:
     ``hpo_bbob_sphere`` and ``hpo_bbob_suite`` run the fixture's)."""
-    first = load_config(config_name, ["runs=1"]).problems[0].function_id
-    sizes = [f"bbob.functions=[{first}]", f"bbob.dims=[{DIM}]", f"bbob.evaluations=[{BUDGET}]"]
-    config = load_config(config_name, [f"runs={RUNS}", *sizes])
-    env = problem_env(config, config.problems)
+    sizes = [f"runs={RUNS}", f"bbob.dims=[{DIM}]", f"bbob.evaluations=[{BUDGET}]"]
+    config = load_config(config_name, sizes)
+    env = problem_env(config, config.problems[:1])  # its first function
     for name in config.learners:
         res = selection(make_learner(config, name, BUDGET), env, config.seed)
         assert np.all(np.isfinite(res.best_gap)), (config_name, name)

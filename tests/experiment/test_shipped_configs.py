@@ -74,8 +74,6 @@ def stacked_params(learner, points: list[dict[str, float]]):
 
 def test_the_grid_edges_cover_every_corner():
     """The helper enumerates 2^F corners with the grid's extreme values."""
-    from stabl_jax import make
-
     default = make("stabl", num_arms=5, horizon=64).default_params
     corners = grid_edges(default)
     assert len(corners) == 4
@@ -124,10 +122,7 @@ def test_the_groups_hold_every_config_learner_once():
     ]
     assert sorted(pairs) == sorted(expected)
     for members in BANDIT_GROUPS.values():
-        learners = set()
-        for config_name, name in members:
-            config = load_config(config_name, ["runs=1"])
-            learners.add(repr(config.make_learner(name)))
+        learners = {repr(load_config(c, ["runs=1"]).make_learner(n)) for c, n in members}
         assert len(learners) == 1, members
 
 
