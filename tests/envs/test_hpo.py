@@ -1,12 +1,13 @@
 """Algorithm selection on BBOB (:mod:`stabl_jax.envs.hpo`, :mod:`stabl_jax.simulate`,
 :mod:`stabl_jax.hpo_metrics`): the reward-to-loss map, query honesty (only queried arms'
 suggestions are evaluated, every evaluation is counted and shared with every arm), the budget
-in evaluations, and a tiny end-to-end run of every compared learner.
+in evaluations, and a tiny end-to-end run of every compared learner and shipped config.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -15,42 +16,45 @@ import pytest
 
 from stabl_jax import hpo_metrics
 from stabl_jax.envs import eagle
-from stabl_jax.envs.bbob import BBOBFunction
+from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite
 from stabl_jax.envs.hpo import (
     HPOEnv,
     loss_to_regularized_reward,
     regularized_reward_to_loss,
     to_domain,
 )
+from stabl_jax.experiment.configs import shipped_configs
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.kinds.selection import HPOConfig, make_learner, problem_env
 from stabl_jax.hpo_metrics import num_rounds, simulate_selection
 from stabl_jax.simulate import SimOptions, run_keys, sample_env_params
 
 DIM = 4
-BUDGET = 40
+BUDGET = 256
 RUNS = 2
 LAM = 0.01
-ENV = HPOEnv(
-    BBOBFunction(function_id=1, dim=DIM, normalize=True, shift_radius=1.0, rotate=True),
+BBOB: dict[str, Any] = dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True, noise_std=0.01)
+ENV = HPOEnv(BBOBFunction(function_id=1, **BBOB))
+HPO_CONFIGS = [n for n in sorted(shipped_configs()) if isinstance(load_config(n), HPOConfig)]
+#: One program: the queried arms' suggestions, and the evaluation of the same query.
+SUGGEST_AND_EVALUATE = jax.jit(
+    lambda p, s, t, a, k: (ENV.suggest(s, a, k), ENV.evaluate(p, s, t, a, k))
 )
 
 
 @functools.cache
-def _evaluate():
-    return jax.jit(ENV.evaluate)
-
-
-@functools.cache
-def _suggest():
-    return jax.jit(ENV.suggest)
+def selection(learner, env, seed: int = 0):
+    """:data:`RUNS` runs of :data:`BUDGET` evaluations from ``key(seed)``, once in this file."""
+    return simulate_selection(learner, env, jax.random.key(seed), RUNS, BUDGET)
 
 
 @pytest.fixture(scope="module")
 def results():
-    """Every compared learner, Sphere d=4, 40 evaluations, 2 runs, the same key."""
+    """Every compared learner, noisy Sphere d=4, 256 evaluations, 2 runs, the same key."""
     out = {}
     for name in hpo_metrics.HPO_LEARNERS:
         learner = hpo_metrics.make_hpo_learner(name, ENV.num_arms, BUDGET)
-        out[name] = (learner, simulate_selection(learner, ENV, jax.random.key(0), RUNS, BUDGET))
+        out[name] = (learner, selection(learner, ENV))
     return out
 
 
@@ -80,8 +84,7 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
     for t, arms in enumerate(([3, 3], [5, 11])):
         arms = jnp.array(arms, jnp.int32)
         key = jax.random.key(10 + t)
-        expected = _suggest()(state, arms, key)
-        new, loss, info = _evaluate()(params, state, t, arms, key)
+        expected, (new, loss, info) = SUGGEST_AND_EVALUATE(params, state, t, arms, key)
         # The evaluated points are exactly the queried arms' suggestions, in query order.
         np.testing.assert_allclose(info.x, to_domain(expected.x), rtol=1e-6, atol=1e-5)
         np.testing.assert_array_equal(info.parents, expected.parent)
@@ -186,28 +189,39 @@ def test_profiles_and_scores(results):
     assert across["score_vs_baseline"]["uniform"] == 0.0
 
 
-def test_suite_in_one_program_equals_the_per_function_programs():
+def test_suite_in_one_program_equals_the_per_function_programs(results):
     """Functions 1, 8 and 21 (Gallagher: padded peaks) as data of one program give the runs
-    of each function's own program: the same queried arms, and values equal up to float32
-    rounding (XLA fuses the two programs differently: a few ulps where they differ). StABL:
-    two queries a round, and arms that follow the rewards, so a wrong value shows."""
-    from stabl_jax.envs.bbob import BBOBSuite
-
-    ids, options = (1, 8, 21), dict(dim=DIM, normalize=True, shift_radius=1.0, rotate=True)
-    suite_env = HPOEnv(BBOBSuite(ids, noise_std=0.01, **options))
-    learner = hpo_metrics.make_hpo_learner("stabl", suite_env.num_arms, BUDGET)
-    key = jax.random.key(5)
+    of each function's own program (function 1's: the fixture's): the same queried arms, and
+    values equal up to float32 rounding (XLA fuses the two programs differently: a few ulps
+    where they differ). StABL: two queries a round, and arms that follow the rewards, so a
+    wrong value shows."""
+    ids = (1, 8, 21)
+    suite_env = HPOEnv(BBOBSuite(ids, **BBOB))
+    learner, first = results["stabl"]
+    key = jax.random.key(0)
     together = hpo_metrics.simulate_suite(learner, suite_env, key, RUNS, BUDGET)
     for i, f in enumerate(ids):
-        env = HPOEnv(BBOBFunction(function_id=f, noise_std=0.01, **options))
-        alone = simulate_selection(
-            learner, env, key, RUNS, BUDGET, options=SimOptions(first_run=i * RUNS)
-        )
+        env = HPOEnv(BBOBFunction(function_id=f, **BBOB))
+        options = SimOptions(first_run=i * RUNS)
+        alone = simulate_selection(learner, env, key, RUNS, BUDGET, options=options) if i else first
         np.testing.assert_array_equal(together[i].arms, alone.arms)
         ulps = 16 * np.finfo(np.float32).eps
         np.testing.assert_allclose(together[i].best_gap, alone.best_gap, rtol=ulps)
         np.testing.assert_allclose(together[i].reward, alone.reward, rtol=ulps, atol=1e-7)
         assert together[i].env is suite_env and together[i].num_runs == RUNS
-    one = HPOEnv(BBOBFunction(function_id=1, **options))  # was an AttributeError
     with pytest.raises(TypeError, match="simulate_suite runs an HPOEnv of a BBOBSuite"):
-        hpo_metrics.simulate_suite(learner, one, key, RUNS, BUDGET)
+        hpo_metrics.simulate_suite(learner, ENV, key, RUNS, BUDGET)  # was an AttributeError
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_name", HPO_CONFIGS)
+def test_shipped_config_learners_stay_finite(config_name):
+    """A shipped config's learners at its history lengths and feedback, on its first function
+    at :data:`DIM` and :data:`BUDGET` (one compiled program per learner and environment:
+    ``hpo_bbob_sphere`` and ``hpo_bbob_suite`` run the fixture's)."""
+    sizes = [f"runs={RUNS}", f"bbob.dims=[{DIM}]", f"bbob.evaluations=[{BUDGET}]"]
+    config = load_config(config_name, sizes)
+    env = problem_env(config, config.problems[:1])  # its first function
+    for name in config.learners:
+        res = selection(make_learner(config, name, BUDGET), env, config.seed)
+        assert np.all(np.isfinite(res.best_gap)), (config_name, name)

@@ -6,7 +6,8 @@ A few hundred rounds at the config's own horizon (the step sizes depend on it) a
 reach the regime where a large tuned learning rate drives an arm's probability to the
 float32 underflow and back: a learner whose update is not safe at every scale in
 ``param_bounds`` aborts here ("play distribution at round ... is not a distribution") or
-returns a non-finite number.
+returns a non-finite number. The algorithm-selection configs' learners are run in
+tests/envs/test_hpo.py, beside the programs they share.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 from stabl_jax import ExpertAdvice, SimOptions, make, simulate
 from stabl_jax.experiment.configs import shipped_configs
 from stabl_jax.experiment.kinds import load_config
-from stabl_jax.simulate import regenerate_losses
+from stabl_jax.simulate import init_runs, regenerate_losses, run_keys
 
 #: The tuning grids' ends, per ``Params`` field: ``expert_lr_scale`` and ``lr_scale``
 #: ``2**0..2**10``, ``meta_lr_scale`` ``2**0..2**7``, ``gamma`` ``0,...,0.3`` (docs/usage.md).
@@ -35,6 +36,10 @@ GRIDS: dict[str, tuple[float, float]] = {
 
 ROUNDS = 256
 RUNS_PER_POINT = 2
+#: Points per group, the last repeated up to it: every group runs ``POINTS * RUNS_PER_POINT``
+#: runs, so the programs that depend on the run count alone (run keys, environment draws)
+#: are compiled once for the file, not once per group.
+POINTS = 8
 
 
 def _configs_of_kind(kind: str) -> list[str]:
@@ -53,21 +58,22 @@ def grid_edges(default) -> list[dict[str, float]]:
 
 
 def stacked_params(learner, points: list[dict[str, float]]):
-    """``points`` (each repeated :data:`RUNS_PER_POINT` times) as per-run params."""
+    """``points`` (each repeated :data:`RUNS_PER_POINT` times, the last repeated up to
+    :data:`POINTS` points) as the params of ``POINTS * RUNS_PER_POINT`` runs."""
     default = learner.default_params
     if not points or not points[0]:
-        return default, 1
+        return default
+    assert len(points) <= POINTS, points
+    points = points + points[-1:] * (POINTS - len(points))
     columns = {
         f: jnp.repeat(jnp.asarray([p[f] for p in points], learner.float_dtype), RUNS_PER_POINT)
         for f in points[0]
     }
-    return default.replace(**columns), len(points) * RUNS_PER_POINT
+    return default.replace(**columns)
 
 
 def test_the_grid_edges_cover_every_corner():
     """The helper enumerates 2^F corners with the grid's extreme values."""
-    from stabl_jax import make
-
     default = make("stabl", num_arms=5, horizon=64).default_params
     corners = grid_edges(default)
     assert len(corners) == 4
@@ -116,10 +122,7 @@ def test_the_groups_hold_every_config_learner_once():
     ]
     assert sorted(pairs) == sorted(expected)
     for members in BANDIT_GROUPS.values():
-        learners = set()
-        for config_name, name in members:
-            config = load_config(config_name, ["runs=1"])
-            learners.add(repr(config.make_learner(name)))
+        learners = {repr(load_config(c, ["runs=1"]).make_learner(n)) for c, n in members}
         assert len(learners) == 1, members
 
 
@@ -127,9 +130,9 @@ def _losses_within_rounds(env, seed: int) -> np.ndarray:
     """``(2, ROUNDS, n)`` every arm's loss in the first :data:`ROUNDS` rounds of two runs of
     ``env`` from ``seed``: what a learner of a group sees there."""
     learner = make("uniform", num_arms=env.num_arms, horizon=env.horizon)
-    res = simulate(learner, env, jax.random.key(seed), 2, horizon=ROUNDS)
-    assert res.carry is not None
-    return np.asarray(regenerate_losses(env, res.carry, 0, ROUNDS))
+    # simulate's carry before its first round: the losses depend on nothing a round changes.
+    carry = init_runs(learner, env, run_keys(jax.random.key(seed), 2), learner.default_params)
+    return np.asarray(regenerate_losses(env, carry, 0, ROUNDS))
 
 
 def test_a_group_s_environments_give_the_same_losses_within_the_rounds():
@@ -168,14 +171,13 @@ def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group:
     config_name, name = members[0]
     config = load_config(config_name, ["runs=1"])
     learner = config.make_learner(name)
-    params, runs = stacked_params(learner, points)
     res = simulate(
         learner,
         config.make_env(),
         jax.random.key(config.seed),
-        runs,
+        POINTS * RUNS_PER_POINT,
         horizon=ROUNDS,
-        params=params,
+        params=stacked_params(learner, points),
         validate=True,
         options=SimOptions(chunk_size=ROUNDS),
     )
@@ -194,20 +196,3 @@ def test_bco_config_learners_stay_finite(config_name):
         res = simulate(learner, env, jax.random.key(config.seed), 2, horizon=ROUNDS, params=params)
         assert np.all(np.isfinite(res.loss)), (config_name, name)
         assert np.all(np.isfinite(res.best_loss)), (config_name, name)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("config_name", _configs_of_kind("hpo"))
-def test_hpo_config_learners_stay_finite(config_name):
-    """The config's learners at its history lengths and feedback on its first function, at a
-    small dimension and budget (one compiled program per learner)."""
-    from stabl_jax.experiment.kinds.selection import run_problem
-
-    first = load_config(config_name, ["runs=1"]).problems[0].function_id
-    config = load_config(
-        config_name,
-        ["runs=2", f"bbob.functions=[{first}]", "bbob.dims=[4]", f"bbob.evaluations=[{ROUNDS}]"],
-    )
-    out = run_problem(config, config.problems[0])
-    for name in config.learners:
-        assert np.all(np.isfinite(out.best_gap[name])), (config_name, name)
