@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stabl_jax import env_params_grid, metrics, simulate
+from stabl_jax import metrics, simulate
 from stabl_jax.experiment import checkpoints, files, plots, tables
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.identity import experiment_identity
@@ -32,7 +32,7 @@ from stabl_jax.experiment.provenance import environment_info
 from stabl_jax.experiment.results import ResultsFolder
 from stabl_jax.experiment.tables import clean
 from stabl_jax.registry import LEARNERS
-from stabl_jax.simulate import SimOptions
+from stabl_jax.simulate import SimOptions, env_params_grid
 
 #: ``LEARNER.FIELD=VALUES``.
 GRID_FORM = "LEARNER.FIELD=V1,V2,... or LEARNER.FIELD=2**A..2**B"
