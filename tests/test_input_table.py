@@ -451,6 +451,10 @@ def _():
         learner.tell(state, query.replace(query_probs=jnp.zeros(2)), observed)
     with raises(TypeError, "query.arms must be integers"):
         learner.tell(state, query.replace(arms=jnp.array([0.0, 1.0])), observed)
+    with raises(ValueError, "query.arms must have shape (2,)"):
+        learner.tell(state, query.replace(arms=jnp.zeros(3, jnp.int32)), observed)
+    with raises(ValueError, f"query.play_probs must have shape ({N},)"):
+        learner.tell(state, query.replace(play_probs=query.play_probs[:-1]), observed)
 
 
 @row("S9")

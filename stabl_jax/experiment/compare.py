@@ -26,8 +26,9 @@ RUN_RECORD = frozenset(
     "timings".split()
 )
 #: Keys that record how long, when or where a part of a run was made, at any depth: a
-#: sweep's per-learner ``seconds``, any ``*_seconds``, a start or end time, a host.
-TIMING = frozenset("seconds elapsed started finished hostname host".split())
+#: sweep's per-learner ``seconds`` and ``programs_compiled`` (what the process had compiled
+#: before), any ``*_seconds``, a start or end time, a host.
+TIMING = frozenset("seconds programs_compiled elapsed started finished hostname host".split())
 #: Fields of the recorded config that say how it was given, not what it is.
 CONFIG_RECORD = frozenset({"source", "overrides"})
 #: How many differences :meth:`Comparison.lines` lists per file by default.
@@ -86,7 +87,7 @@ class Comparison:
         out = [
             f"comparing {self.a} with {self.b} ({tolerance}; the run record of summary.json "
             "is left out: start time, command, code, versions, platform, device, CPU, timings, "
-            "and every seconds, elapsed, started, finished or host field)"
+            "and every seconds, programs_compiled, elapsed, started, finished or host field)"
         ]
         for where, counted in (
             ("summary.json", f"{self.numbers:,} numbers and {self.fields:,} other values"),
