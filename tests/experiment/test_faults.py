@@ -48,6 +48,7 @@ from stabl_jax.experiment.results import (
 )
 from stabl_jax.experiment.tables import read_summary
 from tests.conftest import assert_same_results, mark_as_ours
+from tests.experiment.runs import command, partials, run, stopped_run, tree
 
 REPO = Path(__file__).resolve().parents[2]
 HORIZON, CHUNK = 256, 32
@@ -69,11 +70,6 @@ change_points = [100, 200]
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
 
 
-def files(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (relative path -> bytes)."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def config_path(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("config") / "faults.toml"
@@ -89,35 +85,10 @@ def reference(config_path, tmp_path_factory) -> Path:
     return out
 
 
-def command(config_path: Path, out: Path, *extra: str) -> list[str]:
-    return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
-
-
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    code = cli.main(args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def partials(out: Path) -> list[Path]:
-    return sorted(out.parent.glob(f"{out.name}.partial*"))
-
-
 def interrupted_run(config_path, out, capsys, monkeypatch, chunks: int = 10) -> Path:
     """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints (10: ``uniform`` done, ``exp3``
     at round 64); returns its partial folder."""
-    save, count = ChunkCheckpoint.save, {"n": 0}
-
-    def save_then_stop(self, *args, **kwargs):
-        save(self, *args, **kwargs)
-        count["n"] += 1
-        if count["n"] == chunks:
-            raise KeyboardInterrupt
-
-    with monkeypatch.context() as patch:
-        patch.setattr(ChunkCheckpoint, "save", save_then_stop)
-        code, _, err = run(command(config_path, out), capsys)
-    assert code == 130, err
+    stopped_run(config_path, out, capsys, monkeypatch, chunks)
     (partial,) = partials(out)
     return partial
 
@@ -136,12 +107,12 @@ def test_a_users_folder_is_never_deleted_or_renamed(config_path, tmp_path, capsy
     (precious / "summary.json").write_text('{"mine": true}')
     (precious / "thesis.tex").write_text("\\documentclass{article}")
     (precious / "sub" / "data.csv").write_bytes(b"a,b\n1,2\n")
-    before = files(precious)
+    before = tree(precious)
     for force in ([], ["--force"]):
         code, _, err = run(command(config_path, precious, *force), capsys)
         assert code == 2 and err.startswith("error: ") and "Traceback" not in err
         assert str(precious) in err and "never replaced" in err and "--out" in err
-        assert files(precious) == before
+        assert tree(precious) == before
         assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
 
 
@@ -153,11 +124,11 @@ def test_an_out_that_is_a_symbolic_link_is_left_alone(config_path, tmp_path, cap
     (target / "notes.txt").write_text("mine")
     link = tmp_path / "link"
     link.symlink_to(target)
-    before = files(target)
+    before = tree(target)
     for force in ([], ["--force"]):
         code, _, err = run(command(config_path, link, *force), capsys)
         assert code == 2 and "is a symbolic link (to " in err and "Traceback" not in err
-        assert link.is_symlink() and files(target) == before
+        assert link.is_symlink() and tree(target) == before
         assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "link"]
 
 
@@ -174,15 +145,15 @@ def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
     (lookalike / "notes.txt").write_text("mine")
     live = ResultsFolder.prepare(out)  # holds its lock until released
     (live.checkpoint_dir / "uniform").mkdir(parents=True)
-    before = files(lookalike), files(live.partial)
+    before = tree(lookalike), tree(live.partial)
     code, _, err = run(command(config_path, out), capsys)
     assert code == 2 and "another stabl-jax run is writing" in err and str(live.partial) in err
-    assert (files(lookalike), files(live.partial)) == before
+    assert (tree(lookalike), tree(live.partial)) == before
     live.__exit__(None, None, None)  # the live run ends, keeping its checkpoint folder
     code, stdout, err = run(command(config_path, out, "--force"), capsys)
     assert code == 0, err
     assert "needs about" in stdout and "of disk" in stdout  # the estimate is printed
-    assert files(lookalike) == before[0]
+    assert tree(lookalike) == before[0]
     assert_same_results(out, reference)
     assert (out / MARKER).is_file()
 
@@ -511,10 +482,10 @@ def test_unidentifiable_checkpoints_are_kept_without_force(
     out = tmp_path / "out"
     partial = interrupted_run(config_path, out, capsys, monkeypatch)
     (partial / CHECKPOINT_DIR / identity_module.IDENTITY).unlink()
-    before = files(partial)
+    before = tree(partial)
     code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
     assert code == 2 and str(partial) in err and "cannot identify" in err and "--force" in err
-    assert files(partial) == before
+    assert tree(partial) == before
 
 
 def test_dead_run_whose_pid_is_alive_again_is_resumed(
@@ -546,11 +517,11 @@ def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
     (other / CHECKPOINT_DIR / "uniform").mkdir(parents=True)
     theirs = {**identity, "config": {"runs": 3}}
     (other / CHECKPOINT_DIR / identity_module.IDENTITY).write_text(json.dumps(theirs))
-    before = files(other)
+    before = tree(other)
     for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
         with pytest.raises(OutputError, match=r"config.runs: 3 \(checkpoint\) != 2.*--force"):
             attempt(out, identity)
-    assert files(other) == before
+    assert tree(other) == before
     lines: list[str] = []
     with ResultsFolder.prepare(out, identity, force=True, log=lines.append) as folder:
         assert folder.resumed is None and not folder.has_checkpoints()
@@ -709,7 +680,7 @@ def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
     (out / "mine.txt").write_text("mine")
     with first, pytest.raises(OutputError, match=r"kept in .*out.partial: once that is fixed"):
         first.commit()
-    assert files(out) == {"mine.txt": b"mine"} and (first.partial / COMPLETE).is_file()
+    assert tree(out) == {"mine.txt": b"mine"} and (first.partial / COMPLETE).is_file()
     shutil.rmtree(out)
     with ResultsFolder.prepare(out, identity) as again:
         assert again.complete
@@ -867,7 +838,7 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     resumes them."""
     out = tmp_path / "out"
     partial = interrupted_run(config_path, out, capsys, monkeypatch)
-    before = files(partial)
+    before = tree(partial)
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 0, err
     assert f"  {partial.name}: checkpoints of this experiment, resumed\n" in printed
@@ -881,7 +852,7 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     assert code == 0, err
     assert f"{partial.name}: checkpoints of a different experiment (config.seed" in printed
     assert "discarded (--force)" in printed
-    assert partials(out) == [partial] and files(partial) == before and not out.exists()
+    assert partials(out) == [partial] and tree(partial) == before and not out.exists()
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0, err
     assert f"  resuming {partial.name}: exp3 64/256, uniform 256/256" in printed, printed
@@ -898,7 +869,7 @@ def test_a_dry_run_reads_the_checkpoints_it_would_resume(
     partial = interrupted_run(config_path, out, capsys, monkeypatch)
     chunk = sorted((partial / CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
     _shorten_npy_header(chunk, "loss.npy")
-    before = files(partial)
+    before = tree(partial)
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
     assert "dry run:" not in printed and "Traceback" not in err
@@ -906,7 +877,7 @@ def test_a_dry_run_reads_the_checkpoints_it_would_resume(
     assert code == 0, err
     assert "  the checkpoint of exp3 would be discarded (" in printed
     assert "  would resume: uniform 256/256\n" in printed
-    assert partials(out) == [partial] and files(partial) == before and not out.exists()
+    assert partials(out) == [partial] and tree(partial) == before and not out.exists()
 
 
 def test_the_memory_estimate_counts_the_largest_chunk_twice():

@@ -29,9 +29,9 @@ from stabl_jax.experiment import (
     results,
 )
 from stabl_jax.experiment import sweep as sweep_module
-from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.experiment.tables import TraceFile, TracesDamaged
 from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
+from tests.experiment.runs import command, run, stopped_run, tree
 
 CONFIG = f"""
 name = "lifecycle"
@@ -67,34 +67,10 @@ def reference(config_path, tmp_path_factory) -> Path:
     return out
 
 
-def command(config_path: Path, out: Path, *extra: str) -> list[str]:
-    return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
-
-
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    code = cli.main(args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-
-
 def interrupt_after_chunks(config_path, out, capsys, monkeypatch, chunks: int = 5) -> None:
     """Ctrl-C after ``chunks`` chunk checkpoints (5: ``uniform`` done, the other at round 16)."""
-    save, count = ChunkCheckpoint.save, {"n": 0}
-
-    def save_then_stop(self, *args, **kwargs):
-        save(self, *args, **kwargs)
-        count["n"] += 1
-        if count["n"] == chunks:
-            raise KeyboardInterrupt
-
-    with monkeypatch.context() as patch:
-        patch.setattr(ChunkCheckpoint, "save", save_then_stop)
-        code, _, err = run(command(config_path, out), capsys)
-    assert code == 130 and "checkpoints kept in" in err, err
+    err = stopped_run(config_path, out, capsys, monkeypatch, chunks)
+    assert "checkpoints kept in" in err, err
 
 
 # --- A stop at any step of the commit --------------------------------------------------------
