@@ -134,8 +134,8 @@ class AdSwitch(BanditLearner):
       [0, 1, 2, 0]
     """
 
-    c1: float = 16.1
-    c2: float = 2.0
+    c1: float = dataclasses.field(default=16.1, compare=False)
+    c2: float = dataclasses.field(default=2.0, compare=False)
     checkpoint_every: int | None = None
     max_checkpoints: int = MAX_CHECKPOINTS
     num_levels: int | None = None

@@ -80,7 +80,7 @@ class DiscountedThompson(Thompson):
       1.5
     """
 
-    discount: float = 0.95
+    discount: float = dataclasses.field(default=0.95, compare=False)
 
     name: ClassVar[str] = "discounted_thompson"
     Params: ClassVar[type] = DiscountedThompsonParams

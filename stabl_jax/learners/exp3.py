@@ -64,7 +64,7 @@ class EXP3(WeightsLearner):
       1
     """
 
-    gamma: float = 0.0
+    gamma: float = dataclasses.field(default=0.0, compare=False)
     feedback: estimators.Feedback = "loss"
 
     name: ClassVar[str] = "exp3"

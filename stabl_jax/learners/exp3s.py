@@ -72,9 +72,9 @@ class Exp3S(WeightsLearner):
       (1, (1,))
     """
 
-    num_switches: int = 3
-    gamma: float | None = None
-    alpha: float | None = None
+    num_switches: int = dataclasses.field(default=3, compare=False)
+    gamma: float | None = dataclasses.field(default=None, compare=False)
+    alpha: float | None = dataclasses.field(default=None, compare=False)
 
     name: ClassVar[str] = "exp3s"
     Params: ClassVar[type] = Exp3SParams

@@ -128,15 +128,15 @@ class GLRklUCB(BanditLearner):
       (100, 0.0183, 0.0072)
     """
 
-    num_changes: int = 3
+    num_changes: int = dataclasses.field(default=3, compare=False)
     restart: str = "local"
-    delta: float | None = None
-    alpha: float | None = None
-    alpha_scale: float = 0.05
+    delta: float | None = dataclasses.field(default=None, compare=False)
+    alpha: float | None = dataclasses.field(default=None, compare=False)
+    alpha_scale: float = dataclasses.field(default=0.05, compare=False)
     alpha_schedule: str = "constant"
-    log_scale: float = 3.0
-    loglog_scale: float = 0.0
-    threshold_scale: float = 3.0
+    log_scale: float = dataclasses.field(default=3.0, compare=False)
+    loglog_scale: float = dataclasses.field(default=0.0, compare=False)
+    threshold_scale: float = dataclasses.field(default=3.0, compare=False)
     subsample: int = 10
     test_every: int = 10
     max_splits: int | None = None

@@ -81,7 +81,7 @@ class KLUCB(_ucb.CountingPolicy):
       [0, 1, 2, 0]
     """
 
-    c: float = 0.0
+    c: float = dataclasses.field(default=0.0, compare=False)
 
     name: ClassVar[str] = "klucb"
     Params: ClassVar[type] = KLUCBParams

@@ -109,12 +109,12 @@ class MUCB(BanditLearner):
       (500, 62.46, 0.759)
     """
 
-    num_changes: int = 3
-    min_change: float = 0.1
+    num_changes: int = dataclasses.field(default=3, compare=False)
+    min_change: float = dataclasses.field(default=0.1, compare=False)
     window: int | None = None
-    threshold: float | None = None
-    gamma: float | None = None
-    gamma_count: str = "segments"
+    threshold: float | None = dataclasses.field(default=None, compare=False)
+    gamma: float | None = dataclasses.field(default=None, compare=False)
+    gamma_count: str = dataclasses.field(default="segments", compare=False)
 
     name: ClassVar[str] = "m_ucb"
     Params: ClassVar[type] = MUCBParams

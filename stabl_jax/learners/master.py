@@ -128,7 +128,7 @@ class MASTER(BanditLearner):
       ([0, 0, 0], 2)
     """
 
-    delta: float | None = None
+    delta: float | None = dataclasses.field(default=None, compare=False)
 
     name: ClassVar[str] = "master"
     Params: ClassVar[type] = MASTERParams

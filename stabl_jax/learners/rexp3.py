@@ -71,10 +71,10 @@ class Rexp3(WeightsLearner):
       (149, 0.113)
     """
 
-    num_changes: int = 3
-    variation: float | None = None
-    batch: int | None = None
-    gamma: float | None = None
+    num_changes: int = dataclasses.field(default=3, compare=False)
+    variation: float | None = dataclasses.field(default=None, compare=False)
+    batch: int | None = dataclasses.field(default=None, compare=False)
+    gamma: float | None = dataclasses.field(default=None, compare=False)
 
     name: ClassVar[str] = "rexp3"
     Params: ClassVar[type] = Rexp3Params

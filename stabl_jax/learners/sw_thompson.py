@@ -80,7 +80,7 @@ class SWThompson(BetaThompson):
       2
     """
 
-    num_changes: int = 3
+    num_changes: int = dataclasses.field(default=3, compare=False)
     window: int | None = None
 
     name: ClassVar[str] = "sw_thompson"
