@@ -84,6 +84,10 @@ class CUSUMUCB(BanditLearner):
     ``epsilon = 0.1``, ``M = 100``, ``Delta n = 20``, a kl-UCB index and a restarted arm keeping
     its samples after the estimated change (those two not offered here).
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``threshold``, ``drift``,
+    ``alpha``, ``warmup``, ``xi``. Static: ``test_every`` (a schedule).
+
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the default ``h`` and ``alpha`` are tuned for.
       threshold, alpha: defaults of the Params; ``None`` gives Corollary 1's values.

@@ -122,6 +122,9 @@ class DUCB(Discounted, _ucb.SwitchingUCB):
     ``xi = 1/2``. With ``gamma = 1`` and ``xi = 1/2`` it is UCB1
     (:class:`~stabl_jax.learners.ucb1.UCB1`).
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``discount``, ``xi``.
+
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default discount is tuned for.
       discount: default ``gamma`` in (0, 1]; ``None`` gives the paper's value.

@@ -56,6 +56,9 @@ class Exp3S(WeightsLearner):
     Step 4 is homogeneous in ``w``, so the state keeps ``log(w / W)``. Defaults:
     ``alpha = 1/T``, :func:`exp3s_gamma` with ``S = num_switches + 1``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_switches``, ``gamma``, ``alpha``.
+
     Attributes:
       num_switches: switches of the best arm the default ``gamma`` is tuned for.
       gamma: default exploration mix in [0, 1]; ``None`` gives :func:`exp3s_gamma`.

@@ -108,6 +108,12 @@ class GLRklUCB(BanditLearner):
     Defaults: those of the authors' experiments (module docstring); ``delta``, ``alpha``
     from :func:`default_delta_alpha`.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``delta``, ``alpha``,
+    ``alpha_scale``, ``log_scale``, ``loglog_scale``, ``threshold_scale``. Static: ``restart``,
+    ``alpha_schedule`` (code paths), ``subsample``, ``test_every`` (schedules), ``max_splits``
+    (the buffer's size).
+
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the defaults are tuned for (``alpha``'s default
         takes ``Upsilon_T = 1`` under ``alpha_schedule="sqrt_detections"``).

@@ -65,6 +65,9 @@ class KLUCB(_ucb.CountingPolicy):
     state is a :class:`~stabl_jax.learners._ucb.CountsState`. By Pinsker's inequality its index
     is at most UCB1's at ``explore_scale = 1/2`` for ``c = 0``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``c``.
+
     Attributes:
       c: the default of ``Params.c`` (``>= 0``; default 0).
 

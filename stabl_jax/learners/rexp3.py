@@ -59,6 +59,10 @@ class Rexp3(WeightsLearner):
     The state keeps the normalised ``log(w / sum w)``. Defaults: Theorem 2's ``Delta_T`` and
     ``gamma`` for the variation budget ``V_T`` (:func:`default_batch_gamma`).
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``variation``, ``batch``,
+    ``gamma``.
+
     Attributes:
       num_changes: breakpoints; the default ``V_T``.
       variation: ``V_T >= 0``; ``None`` gives ``num_changes``.

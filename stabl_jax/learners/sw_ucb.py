@@ -117,6 +117,10 @@ class SWUCB(SlidingWindow, _ucb.SwitchingUCB):
     (arm, reward) pairs. Defaults: ``tau = floor(2B sqrt(T log T / Upsilon_T))`` (at most
     ``T``), ``xi = 0.6``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes`` (through the default window
+    only), ``xi``. Static: ``window`` (the ring buffer's size).
+
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default window is tuned for.
       window: ``tau`` in ``[1, horizon]`` (static); ``None`` gives the paper's value.

@@ -14,7 +14,9 @@ from conftest import HORIZON, NUM_ARMS, small_learner
 
 from stabl_jax import LEARNERS, simulate
 from stabl_jax.envs import ExpertAdvice
-from stabl_jax.experiment.sweep import compile_count
+from stabl_jax.experiment import sweep
+from stabl_jax.experiment.kinds import load_config
+from stabl_jax.experiment.sweep import Grid, compile_count
 
 #: Per learner class with traced options, a registry name and a value of each (a window, a
 #: shape, is pinned to the default learner's).
@@ -46,6 +48,18 @@ VARIANTS = {
 TRACES = ("played", "loss", "expected_loss")
 RUNS = 2
 ENV = ExpertAdvice(NUM_ARMS, HORIZON, change_points=(20, 41))
+SWEPT = f"""\
+name = "tiny"
+seed = 3
+runs = {RUNS}
+horizon = {HORIZON}
+learners = ["d_ucb"]
+
+[env]
+name = "expert_advice"
+num_arms = {NUM_ARMS}
+change_points = [20, 41]
+"""
 LOSSES = jax.random.uniform(jax.random.key(5), (HORIZON, NUM_ARMS))
 KEYS = jax.random.split(jax.random.key(6), HORIZON)
 
@@ -109,3 +123,26 @@ def test_traced_options_share_one_program_and_are_never_stale(name):
         np.testing.assert_array_equal(shared[trace], ran[trace], err_msg=trace)
     assert fresh_program(second, both) == fresh_program(first, both)
     assert not np.array_equal(ran["played"][0], ran["played"][1])
+
+
+def test_a_sweep_of_traced_options_is_one_program(tmp_path):
+    """``--grid d_ucb.xi`` (a ``Params`` entry) and ``d_ucb.num_changes`` (a traced option
+    setting the default discount): four points compile the programs of one, and each point's
+    runs are those of ``d_ucb`` built with that point's options (its discount following
+    ``num_changes``) simulated alone on the same keys."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(SWEPT)
+    config = load_config(path, runs=RUNS)
+    values = {"xi": (0.25, 4.0), "num_changes": (1.0, 40.0)}
+    (grid,) = sweep.check_grids(config, {"d_ucb": values})
+
+    def swept(grid):
+        jax.clear_caches()
+        return sweep.sweep_rewards(config, grid, RUNS, 3, False)
+
+    reward, compiled = swept(grid)
+    assert compiled == swept(Grid("d_ucb", grid.fields, ((0.25,), (1.0,))))[1]
+    for row, (xi, changes) in zip(reward, grid.points, strict=True):
+        learner = small_learner("d_ucb", num_changes=int(changes), xi=xi)
+        alone = simulate(learner, config.make_env(), jax.random.key(3), RUNS, traces=("loss",))
+        np.testing.assert_array_equal(row, 1.0 - np.asarray(alone.loss, np.float64).mean(1))
