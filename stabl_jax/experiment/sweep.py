@@ -168,14 +168,16 @@ def _check_learner_field(
         )
     for value in values:
         try:
-            static_learner(learner, {field: value})
+            swept_learner(config, name, {field: value})
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"--grid {name}.{field}={value:g}: {exc}") from None
 
 
 def static_options(config: Any, learner: Any) -> list[str]:
-    """``learner``'s static fields holding one number that the config does not set as a size
-    (``window``, ``discount``...): each value of one is a program of its own."""
+    """``learner``'s options outside its ``Params`` holding one number that the config does
+    not set as a size (``window``, ``num_changes``...): one simulation per value, a program of
+    its own for an option of the learner's identity (``window``), one shared program for a
+    traced one (``compare=False``: ``num_changes``, which sets only defaults)."""
     sizes = {"horizon", *config.learner_sizes()}
     return [
         f.name
@@ -186,8 +188,9 @@ def static_options(config: Any, learner: Any) -> list[str]:
     ]
 
 
-def static_learner(learner: Any, values: Mapping[str, float]) -> Any:
-    """``learner`` with static ``values`` (an integer field takes integral values only)."""
+def static_values(learner: Any, values: Mapping[str, float]) -> dict[str, Any]:
+    """``values`` of ``learner``'s static options, an integer field's as integers (integral
+    values only)."""
     cast = {}
     for field, value in values.items():
         if isinstance(getattr(learner, field), int):
@@ -195,7 +198,20 @@ def static_learner(learner: Any, values: Mapping[str, float]) -> Any:
                 raise ValueError(f"{field} takes integers, got {value:g}")
             value = int(value)
         cast[field] = value
-    return dataclasses.replace(learner, **cast)
+    return cast
+
+
+def static_learner(learner: Any, values: Mapping[str, float]) -> Any:
+    """``learner`` with static ``values`` (an integer field takes integral values only)."""
+    return dataclasses.replace(learner, **static_values(learner, values))
+
+
+def swept_learner(config: Any, name: str, values: Mapping[str, float]) -> Any:
+    """Learner ``name`` of ``config`` built anew with its options and the static ``values``:
+    the defaults an option sets (``d_ucb``'s discount from ``num_changes``) follow it."""
+    cast = static_values(config.make_learner(name), values)
+    options = {**config.learner_kwargs(name), **cast}
+    return config.LEARNERS.make(name, horizon=config.horizon, **config.learner_sizes(), **options)
 
 
 def _check_env_grid(config: Any, fields: Mapping[str, Sequence[float]]) -> dict[str, Any]:
@@ -245,7 +261,7 @@ def sweep_rewards(
     reward = np.empty((len(grid.points), runs))
     with compile_count() as compiled:
         for fixed, rows in groups.items():
-            one = static_learner(learner, dict(zip(static, fixed, strict=True)))
+            one = swept_learner(config, grid.learner, dict(zip(static, fixed, strict=True)))
             reward[rows] = _point_rewards(config, grid, one, env, key, rows, runs, progress)
     return reward, len(compiled)
 
@@ -375,7 +391,7 @@ def tuned_toml(
     for name, values in chosen.items():
         learner = config.make_learner(name)
         static = static_options(config, learner)
-        fixed = vars(static_learner(learner, {k: v for k, v in values.items() if k in static}))
+        fixed = static_values(learner, {k: v for k, v in values.items() if k in static})
         traced = {k: v for k, v in values.items() if k not in static}
         if traced:
             params[name] = {**params.get(name, {}), **traced}

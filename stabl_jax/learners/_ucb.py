@@ -14,7 +14,6 @@ state, :meth:`SwitchingPolicy.log_term`) and which index reads them (:class:`Swi
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import chex
@@ -121,7 +120,7 @@ class SwitchingPolicy(IndexPolicy):
     discount is tuned for). A subclass keeps ``counts`` and ``sums`` in its state and gives
     the logarithm of its exploration term (:meth:`log_term`)."""
 
-    num_changes: int = 3
+    num_changes: int = dataclasses.field(default=3, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -138,8 +137,9 @@ class SwitchingUCB(SwitchingPolicy):
     """The UCB index of Garivier and Moulines on a :class:`SwitchingPolicy`'s statistics:
     ``X-bar_i + explore_scale * PADDING * sqrt(xi log_term / N_i)`` (:func:`ucb_index`).
 
-    A subclass declares the field ``xi`` (the padding's constant, > 0, checked here), the
-    class constant ``PADDING`` (``B`` or ``2B``) and a ``Params`` with ``explore_scale``."""
+    A subclass declares the field ``xi`` (the padding's constant, > 0, checked here; the
+    default of ``Params.xi``, traced), the class constant ``PADDING`` (``B`` or ``2B``) and a
+    ``Params`` with ``explore_scale`` and ``xi``."""
 
     PADDING: ClassVar[float] = REWARD_BOUND
 
@@ -154,7 +154,8 @@ class SwitchingUCB(SwitchingPolicy):
 
     def index(self, state: Any) -> jax.Array:
         """``(num_arms,)`` ``X-bar_i + c_i``; ``+inf`` for an arm with no (remembered) play."""
-        width = state.params.explore_scale * self.PADDING * math.sqrt(self.xi)
+        params = state.params
+        width = params.explore_scale * self.PADDING * jnp.sqrt(params.xi)
         counts = state.counts.astype(self.float_dtype)
         return ucb_index(counts, state.sums, self.log_term(state), width)
 

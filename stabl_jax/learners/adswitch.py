@@ -111,6 +111,10 @@ class AdSwitchQuery(BanditQuery):
 class AdSwitch(BanditLearner):
     """AdSwitch (Auer, Gajane and Ortner 2019, Algorithm 1), bounded as the module says.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``c1``, ``c2``. Static:
+    ``checkpoint_every``, ``max_checkpoints``, ``num_levels`` (the grid and the levels: shapes).
+
     Attributes:
       c1, c2: defaults of the Params (16.1 and 2).
       checkpoint_every: ``Delta_s >= 1`` (static), the grid's step; ``None`` gives
@@ -134,8 +138,8 @@ class AdSwitch(BanditLearner):
       [0, 1, 2, 0]
     """
 
-    c1: float = 16.1
-    c2: float = 2.0
+    c1: float = dataclasses.field(default=16.1, compare=False)
+    c2: float = dataclasses.field(default=2.0, compare=False)
     checkpoint_every: int | None = None
     max_checkpoints: int = MAX_CHECKPOINTS
     num_levels: int | None = None

@@ -11,6 +11,15 @@
 The public methods check and cast their arguments, then call ``_init``/``_ask``/``_tell``, which
 hold only a learner's maths (as evosax's ``algorithms/base.py``). ``query.arms[0]`` is played;
 ``query.arms[1:]`` are only observed; ``num_queries`` counts all of them, as the paper does.
+
+Static and traced options: a learner is a static argument of the programs that run it, hashed
+and compared by the fields that set a shape, a schedule or a code path. An option that only
+sets the default of a ``Params`` entry (or a default computed from such) is declared
+``dataclasses.field(compare=False)``: it is read by :attr:`Learner.default_params` and
+``__post_init__`` alone, outside the program, never by ``_init``/``_ask``/``_tell``, so
+learners that differ only in it share one compiled program. A program that takes a learner as
+a static argument therefore takes its params as an argument too (``init(key, params)``, with
+``default_params`` computed outside), as :func:`stabl_jax.simulate` does.
 """
 
 from __future__ import annotations

@@ -29,12 +29,14 @@ class CUSUMUCBParams:
       drift: ``()`` the CUSUM drift ``epsilon >= 0``.
       alpha: ``()`` the uniform-exploration probability ``alpha`` in [0, 1].
       warmup: ``()`` ``M >= 1``, samples that estimate the pre-change mean (its floor is used).
+      xi: ``()`` the padding's constant ``xi > 0``.
     """
 
     threshold: jax.Array
     drift: jax.Array
     alpha: jax.Array
     warmup: jax.Array
+    xi: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -82,6 +84,10 @@ class CUSUMUCB(BanditLearner):
     ``epsilon = 0.1``, ``M = 100``, ``Delta n = 20``, a kl-UCB index and a restarted arm keeping
     its samples after the estimated change (those two not offered here).
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``threshold``, ``drift``,
+    ``alpha``, ``warmup``, ``xi``. Static: ``test_every`` (a schedule).
+
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the default ``h`` and ``alpha`` are tuned for.
       threshold, alpha: defaults of the Params; ``None`` gives Corollary 1's values.
@@ -100,12 +106,12 @@ class CUSUMUCB(BanditLearner):
       [1, 0, 0]
     """
 
-    num_changes: int = 3
-    threshold: float | None = None
-    drift: float = 0.05
-    alpha: float | None = None
-    warmup: int = 50
-    xi: float = 1.0
+    num_changes: int = dataclasses.field(default=3, compare=False)
+    threshold: float | None = dataclasses.field(default=None, compare=False)
+    drift: float = dataclasses.field(default=0.05, compare=False)
+    alpha: float | None = dataclasses.field(default=None, compare=False)
+    warmup: int = dataclasses.field(default=50, compare=False)
+    xi: float = dataclasses.field(default=1.0, compare=False)
     test_every: int = 1
 
     name: ClassVar[str] = "cusum_ucb"
@@ -115,6 +121,7 @@ class CUSUMUCB(BanditLearner):
         "drift": checks.Interval(0.0),
         "alpha": checks.Interval(0.0, 1.0),
         "warmup": checks.Interval(1.0),
+        "xi": checks.Interval(0.0, low_open=True),
     }
     records_restarts: ClassVar[bool] = True
 
@@ -147,9 +154,7 @@ class CUSUMUCB(BanditLearner):
         """``(num_arms,)`` ``UCB_i``; ``+inf`` for arms without samples since their restart."""
         f = self.float_dtype
         log_n = jnp.log(jnp.maximum(jnp.sum(state.counts), 1).astype(f))
-        return _ucb.ucb_index(
-            state.counts.astype(f), state.sums, log_n, jnp.asarray(math.sqrt(self.xi), f)
-        )
+        return _ucb.ucb_index(state.counts.astype(f), state.sums, log_n, jnp.sqrt(state.params.xi))
 
     def play_distribution(self, state: CUSUMUCBState) -> jax.Array:
         """``(num_arms,)`` step 2: ``(1 - alpha) e_{argmax UCB} + alpha / K``."""

@@ -57,6 +57,9 @@ class DklUCB(Discounted, _ucb.SwitchingKLUCB):
 
     The state is a :class:`~stabl_jax.learners.d_ucb.DUCBState`.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``discount``.
+
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default discount is tuned for.
       discount: default ``gamma`` in (0, 1]; ``None`` gives D-UCB's default.

@@ -30,10 +30,12 @@ class DUCBParams:
     Attributes:
       explore_scale: ``()`` multiplies the padding ``c_t(gamma, i)`` (``>= 0``; 1 is the paper).
       discount: ``()`` the discount factor ``gamma`` in (0, 1]; 1 is undiscounted UCB.
+      xi: ``()`` the padding's constant ``xi > 0``.
     """
 
     explore_scale: jax.Array
     discount: jax.Array
+    xi: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -66,7 +68,7 @@ class Discounted(_ucb.SwitchingPolicy):
         (:func:`default_discount`).
     """
 
-    discount: float | None = None
+    discount: float | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -120,6 +122,9 @@ class DUCB(Discounted, _ucb.SwitchingUCB):
     ``xi = 1/2``. With ``gamma = 1`` and ``xi = 1/2`` it is UCB1
     (:class:`~stabl_jax.learners.ucb1.UCB1`).
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``discount``, ``xi``.
+
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default discount is tuned for.
       discount: default ``gamma`` in (0, 1]; ``None`` gives the paper's value.
@@ -140,7 +145,7 @@ class DUCB(Discounted, _ucb.SwitchingUCB):
       [0, 1, 2, 0]
     """
 
-    xi: float = 0.5
+    xi: float = dataclasses.field(default=0.5, compare=False)
 
     name: ClassVar[str] = "d_ucb"
     Params: ClassVar[type] = DUCBParams
@@ -148,4 +153,5 @@ class DUCB(Discounted, _ucb.SwitchingUCB):
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         "explore_scale": checks.Interval(0.0),
         "discount": checks.Interval(0.0, 1.0, low_open=True),
+        "xi": checks.Interval(0.0, low_open=True),
     }

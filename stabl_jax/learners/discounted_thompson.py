@@ -66,6 +66,9 @@ class DiscountedThompson(Thompson):
     gamma^{t-s} 1{k_s = k} (1 - r~_s)``; round ``t + 1`` draws ``theta_k ~ Beta(S_k + alpha_0,
     F_k + beta_0)`` and plays ``argmax_k theta_k``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``discount``.
+
     Attributes:
       discount: the default ``gamma`` in (0, 1] (default 0.95).
 
@@ -80,7 +83,7 @@ class DiscountedThompson(Thompson):
       1.5
     """
 
-    discount: float = 0.95
+    discount: float = dataclasses.field(default=0.95, compare=False)
 
     name: ClassVar[str] = "discounted_thompson"
     Params: ClassVar[type] = DiscountedThompsonParams

@@ -51,6 +51,10 @@ class EXP3(WeightsLearner):
     ``feedback="reward"`` is Auer et al.'s EXP3 with gains: ``g_hat = 1[i = x_t] (1 - l) /
     q_t(x_t)`` and ``w_{t+1} ∝ w_t exp(+eta g_hat)``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``gamma``. Static: ``feedback`` (a code
+    path).
+
     Attributes:
       gamma: default exploration mix (a ``Params`` entry, so it can be swept).
       feedback: ``"loss"`` (the paper's algorithms) or ``"reward"`` (its experiments).
@@ -64,7 +68,7 @@ class EXP3(WeightsLearner):
       1
     """
 
-    gamma: float = 0.0
+    gamma: float = dataclasses.field(default=0.0, compare=False)
     feedback: estimators.Feedback = "loss"
 
     name: ClassVar[str] = "exp3"

@@ -56,6 +56,9 @@ class Exp3S(WeightsLearner):
     Step 4 is homogeneous in ``w``, so the state keeps ``log(w / W)``. Defaults:
     ``alpha = 1/T``, :func:`exp3s_gamma` with ``S = num_switches + 1``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_switches``, ``gamma``, ``alpha``.
+
     Attributes:
       num_switches: switches of the best arm the default ``gamma`` is tuned for.
       gamma: default exploration mix in [0, 1]; ``None`` gives :func:`exp3s_gamma`.
@@ -72,9 +75,9 @@ class Exp3S(WeightsLearner):
       (1, (1,))
     """
 
-    num_switches: int = 3
-    gamma: float | None = None
-    alpha: float | None = None
+    num_switches: int = dataclasses.field(default=3, compare=False)
+    gamma: float | None = dataclasses.field(default=None, compare=False)
+    alpha: float | None = dataclasses.field(default=None, compare=False)
 
     name: ClassVar[str] = "exp3s"
     Params: ClassVar[type] = Exp3SParams

@@ -108,6 +108,12 @@ class GLRklUCB(BanditLearner):
     Defaults: those of the authors' experiments (module docstring); ``delta``, ``alpha``
     from :func:`default_delta_alpha`.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``delta``, ``alpha``,
+    ``alpha_scale``, ``log_scale``, ``loglog_scale``, ``threshold_scale``. Static: ``restart``,
+    ``alpha_schedule`` (code paths), ``subsample``, ``test_every`` (schedules), ``max_splits``
+    (the buffer's size).
+
     Attributes:
       num_changes: ``Upsilon_T``, breakpoints the defaults are tuned for (``alpha``'s default
         takes ``Upsilon_T = 1`` under ``alpha_schedule="sqrt_detections"``).
@@ -128,15 +134,15 @@ class GLRklUCB(BanditLearner):
       (100, 0.0183, 0.0072)
     """
 
-    num_changes: int = 3
+    num_changes: int = dataclasses.field(default=3, compare=False)
     restart: str = "local"
-    delta: float | None = None
-    alpha: float | None = None
-    alpha_scale: float = 0.05
+    delta: float | None = dataclasses.field(default=None, compare=False)
+    alpha: float | None = dataclasses.field(default=None, compare=False)
+    alpha_scale: float = dataclasses.field(default=0.05, compare=False)
     alpha_schedule: str = "constant"
-    log_scale: float = 3.0
-    loglog_scale: float = 0.0
-    threshold_scale: float = 3.0
+    log_scale: float = dataclasses.field(default=3.0, compare=False)
+    loglog_scale: float = dataclasses.field(default=0.0, compare=False)
+    threshold_scale: float = dataclasses.field(default=3.0, compare=False)
     subsample: int = 10
     test_every: int = 10
     max_splits: int | None = None

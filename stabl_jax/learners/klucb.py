@@ -65,6 +65,9 @@ class KLUCB(_ucb.CountingPolicy):
     state is a :class:`~stabl_jax.learners._ucb.CountsState`. By Pinsker's inequality its index
     is at most UCB1's at ``explore_scale = 1/2`` for ``c = 0``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``c``.
+
     Attributes:
       c: the default of ``Params.c`` (``>= 0``; default 0).
 
@@ -81,7 +84,7 @@ class KLUCB(_ucb.CountingPolicy):
       [0, 1, 2, 0]
     """
 
-    c: float = 0.0
+    c: float = dataclasses.field(default=0.0, compare=False)
 
     name: ClassVar[str] = "klucb"
     Params: ClassVar[type] = KLUCBParams

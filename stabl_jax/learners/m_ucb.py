@@ -94,6 +94,11 @@ class MUCB(BanditLearner):
     ``w = K ceil(T / 100)`` and leave ``Upsilon_T`` unset, so ``M = 1``: pass ``window`` and
     ``num_changes`` to run those.)
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``min_change`` (both also
+    through the default window), ``threshold``, ``gamma``, ``gamma_count``. Static: ``window``
+    (the buffer's size).
+
     Attributes:
       num_changes: breakpoints the defaults are tuned for (``M - 1``).
       min_change: ``delta`` in (0, 1], the smallest change of a mean the window is sized for.
@@ -109,12 +114,12 @@ class MUCB(BanditLearner):
       (500, 62.46, 0.759)
     """
 
-    num_changes: int = 3
-    min_change: float = 0.1
+    num_changes: int = dataclasses.field(default=3, compare=False)
+    min_change: float = dataclasses.field(default=0.1, compare=False)
     window: int | None = None
-    threshold: float | None = None
-    gamma: float | None = None
-    gamma_count: str = "segments"
+    threshold: float | None = dataclasses.field(default=None, compare=False)
+    gamma: float | None = dataclasses.field(default=None, compare=False)
+    gamma_count: str = dataclasses.field(default="segments", compare=False)
 
     name: ClassVar[str] = "m_ucb"
     Params: ClassVar[type] = MUCBParams

@@ -110,6 +110,9 @@ def rho(t: jax.Array, num_arms: int) -> jax.Array:
 class MASTER(BanditLearner):
     """MASTER over UCB1 (Wei and Luo 2021, Algorithms 1 and 2), as the module says.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``delta``.
+
     Attributes:
       delta: default of the Params' ``delta``; ``None`` gives ``1 / T``.
 
@@ -128,7 +131,7 @@ class MASTER(BanditLearner):
       ([0, 0, 0], 2)
     """
 
-    delta: float | None = None
+    delta: float | None = dataclasses.field(default=None, compare=False)
 
     name: ClassVar[str] = "master"
     Params: ClassVar[type] = MASTERParams

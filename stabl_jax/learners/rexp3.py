@@ -59,6 +59,10 @@ class Rexp3(WeightsLearner):
     The state keeps the normalised ``log(w / sum w)``. Defaults: Theorem 2's ``Delta_T`` and
     ``gamma`` for the variation budget ``V_T`` (:func:`default_batch_gamma`).
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes``, ``variation``, ``batch``,
+    ``gamma``.
+
     Attributes:
       num_changes: breakpoints; the default ``V_T``.
       variation: ``V_T >= 0``; ``None`` gives ``num_changes``.
@@ -71,10 +75,10 @@ class Rexp3(WeightsLearner):
       (149, 0.113)
     """
 
-    num_changes: int = 3
-    variation: float | None = None
-    batch: int | None = None
-    gamma: float | None = None
+    num_changes: int = dataclasses.field(default=3, compare=False)
+    variation: float | None = dataclasses.field(default=None, compare=False)
+    batch: int | None = dataclasses.field(default=None, compare=False)
+    gamma: float | None = dataclasses.field(default=None, compare=False)
 
     name: ClassVar[str] = "rexp3"
     Params: ClassVar[type] = Rexp3Params

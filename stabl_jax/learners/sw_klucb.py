@@ -54,6 +54,10 @@ class SWklUCB(SlidingWindow, _ucb.SwitchingKLUCB):
 
     The state is a :class:`~stabl_jax.learners.sw_ucb.SWUCBState`.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes`` (through the default
+    window only). Static: ``window`` (the ring buffer's size).
+
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default window is tuned for.
       window: ``tau`` in ``[1, horizon]`` (static); ``None`` gives SW-UCB's default.

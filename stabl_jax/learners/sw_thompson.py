@@ -65,6 +65,10 @@ class SWThompson(BetaThompson):
     ``F_i`` the successes and failures of arm ``i`` in the last ``tau`` rounds (the Bernoulli
     trials ``1{u_s < 1 - l_s}``), and plays ``argmax_i theta_i``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes`` (through the default
+    window only). Static: ``window`` (the ring buffer's size).
+
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default window is tuned for.
       window: ``tau`` in ``[1, horizon]`` (static); ``None`` gives SW-UCB's default.
@@ -80,7 +84,7 @@ class SWThompson(BetaThompson):
       2
     """
 
-    num_changes: int = 3
+    num_changes: int = dataclasses.field(default=3, compare=False)
     window: int | None = None
 
     name: ClassVar[str] = "sw_thompson"

@@ -31,9 +31,11 @@ class SWUCBParams:
 
     Attributes:
       explore_scale: ``()`` multiplies the padding ``c_t(tau, i)`` (``>= 0``; 1 is the paper).
+      xi: ``()`` the padding's constant ``xi > 0``.
     """
 
     explore_scale: jax.Array
+    xi: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -115,6 +117,10 @@ class SWUCB(SlidingWindow, _ucb.SwitchingUCB):
     (arm, reward) pairs. Defaults: ``tau = floor(2B sqrt(T log T / Upsilon_T))`` (at most
     ``T``), ``xi = 0.6``.
 
+    Traced options (defaults of the ``Params``, no part of the learner's identity: learners
+    differing only in them share one compiled program): ``num_changes`` (through the default window
+    only), ``xi``. Static: ``window`` (the ring buffer's size).
+
     Attributes:
       num_changes: ``Upsilon_T``, the breakpoints the default window is tuned for.
       window: ``tau`` in ``[1, horizon]`` (static); ``None`` gives the paper's value.
@@ -136,11 +142,14 @@ class SWUCB(SlidingWindow, _ucb.SwitchingUCB):
       0
     """
 
-    xi: float = 0.6
+    xi: float = dataclasses.field(default=0.6, compare=False)
 
     name: ClassVar[str] = "sw_ucb"
     Params: ClassVar[type] = SWUCBParams
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"explore_scale": checks.Interval(0.0)}
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        "explore_scale": checks.Interval(0.0),
+        "xi": checks.Interval(0.0, low_open=True),
+    }
 
 
 def resolve_window(window: int | None, horizon: int, num_changes: int) -> int:

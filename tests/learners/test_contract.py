@@ -48,16 +48,20 @@ def _play(learner, state, loss, key):
     return learner.play(state, reveal, key)
 
 
-@partial(jax.jit, static_argnums=0)
 def _scan(learner, losses, keys):
     """``init`` and ``step`` over ``losses`` ``(T, n)``: the state after every round and
     the queried arms ``(T, num_queries)``."""
+    return _scan_params(learner, learner.default_params, losses, keys)
 
+
+@partial(jax.jit, static_argnums=0)
+def _scan_params(learner, params, losses, keys):
+    # params traced: equal learners (traced options aside) share this program
     def body(state, xs):
         state, info = learner.step(state, *xs)
         return state, (state, info.arms)
 
-    return jax.lax.scan(body, learner.init(jax.random.key(0)), (losses, keys))[1]
+    return jax.lax.scan(body, learner.init(jax.random.key(0), params), (losses, keys))[1]
 
 
 def _loss(t: int) -> jax.Array:
