@@ -105,12 +105,9 @@ def _paired_folder(results: Path, name: str, runs: int = 2, loss=None) -> Path:
     (results / name).mkdir()
     (results / name / "summary.json").write_text(json.dumps(summary))
     loss = np.zeros((runs, 4), np.float32) if loss is None else loss
-    arrays = {"stabl/loss": loss, "exp3_uniform/loss": loss}
-    np.savez(
-        results / name / "traces.npz",
-        **arrays,
-        **{"env/change_points": np.full((runs, 1), 2, np.int32)},
-    )
+    arrays: dict[str, Any] = {"stabl/loss": loss, "exp3_uniform/loss": loss}
+    arrays["env/change_points"] = np.full((runs, 1), 2, np.int32)
+    np.savez(results / name / "traces.npz", **arrays)
     return results / name
 
 
