@@ -57,7 +57,8 @@ def experiment(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hpo") / "checkpoint"
     config = load_config("hpo_bbob_sphere", TINY)
     checkpoints = ExperimentCheckpoints(folder, experiment_identity(config))
-    return config, folder, run_hpo_experiment(config, checkpoints=checkpoints)
+    # validated, as the command line runs it: its runs reuse these programs
+    return config, folder, run_hpo_experiment(config, checkpoints=checkpoints, validate=True)
 
 
 def test_checkpoint_is_read_back_identically(experiment):
@@ -70,7 +71,7 @@ def test_checkpoint_is_read_back_identically(experiment):
         f"{key}-{n}": hpo_experiment.make_learner(config, n, 24).horizon for n in config.learners
     }
     assert checkpoints.verify() == rounds  # every learner finished: 24 or 12 rounds
-    again = run_hpo_experiment(config, checkpoints=checkpoints)  # nothing is recomputed
+    again = run_hpo_experiment(config, checkpoints=checkpoints, validate=True)  # none recomputed
     outcome = again.problems[key]
     for name in config.learners:
         assert outcome.seconds[name]["compile"] == 0.0
@@ -181,7 +182,9 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
     learner = hpo_experiment.make_learner(config, "stabl", group[0].evaluations)
     traces = hpo_experiment.RECORDED_TRACES
     key, runs = jax.random.key(config.seed), config.runs  # the programs the runs above made
-    res = simulate_selection(learner, env, key, runs, group[0].evaluations, traces=traces)
+    res = simulate_selection(
+        learner, env, key, runs, group[0].evaluations, traces=traces, validate=True
+    )
     assert tree_bytes(res.carry) == runs * hpo_experiment.run_state_bytes(learner, env)
 
 
