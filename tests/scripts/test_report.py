@@ -131,11 +131,16 @@ REFUSED = [
     (["demo", "--update", "doc.md"], "argument --update: not allowed with argument MARKER"),
     (["--update", "doc.md", "--check", "doc.md"], "--check: not allowed with argument --upd"),
     ([], "one of the arguments MARKER --update --check is required"),
-    (["bco sa=sampled"], "'bco sa=sampled': sa is not read by view=table of this bco folder"),
-    (["hpo windows=64"], "'hpo windows=64': windows is not read by view=table of this hpo"),
-    (["bandit view=paired baseline=exp3"], "exp3': baseline is not read by view=paired"),
-    (["bandit learner=stabl columns=a,b"], "a,b': learner columns is not read by view=table"),
-    (["anytime_gap windows=64"], "'anytime_gap windows=64': windows is not read by view=gap"),
+    *[
+        ([f"{kind} {options}"], f"report marker '{kind} {options}': {named}")
+        for kind, options, named in [
+            ("bco", "sa=sampled", "sa is not read by view=table of this bco folder"),
+            ("hpo", "windows=64", "windows is not read by view=table of this hpo folder"),
+            ("bandit", "view=paired baseline=exp3", "baseline is not read by view=paired"),
+            ("bandit", "learner=stabl columns=a,b", "learner columns is not read by view=table"),
+            ("anytime_gap", "windows=64", "windows is not read by view=gap of this anytime_gap"),
+        ]
+    ],
     (
         ["nostabl view=paired"],
         "view=paired gives 'stabl' minus every other learner, and its traces.npz has no "
