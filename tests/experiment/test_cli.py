@@ -701,7 +701,8 @@ def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
 # --------------------------------------------------------------------------------------------
 
 
-def test_list_in_process(capsys):
+def test_list_in_process(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # ./configs is absent here: found next to the package
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     names = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
