@@ -265,16 +265,15 @@ evaluations = [24]
 """
 TOP, ENV, END, DIMS = "runs = 2", "num_arms = 5", None, "dims = [2]"
 G, C, H = GOOD, BCO_GOOD, HPO_GOOD  # the good config of each kind
+LRN, LO, EA = '"uniform", "stabl"', "[learner_options.stabl]\n", 'name = "expert_advice"'
 #: case: (the good config of its kind, anchor, new text: replaces the anchor or, for END, is
 #: appended; then what the message must say besides the file: the key, what is allowed).
 BAD_CASES = {
     "unknown key": (G, TOP, 'runs = 2\ncolour = "red"', "'colour'", "allowed keys"),
     "wrong type": (G, TOP, 'runs = "many"', "'runs'", "must be an int"),
     "out of range": (G, "horizon = 64", "horizon = 8", "'horizon'", ">= 16"),
-    "unknown learner": (
-        G, '"uniform", "stabl"', '"uniform", "stabel"', "'learners'", "stabl_naive"
-    ),
-    "learner twice": (G, '"uniform", "stabl"', '"stabl", "stabl"', "'learners'", "a learner twice"),
+    "unknown learner": (G, LRN, '"uniform", "stabel"', "'learners'", "stabl_naive"),
+    "learner twice": (G, LRN, '"stabl", "stabl"', "'learners'", "a learner twice"),
     "no learners": (G, '["uniform", "stabl"]', "[]", "'learners'", "a non-empty array"),
     "sa window too long": (G, TOP, "runs = 2\nsa_windows = [16, 128]", "'sa_windows'", "[1, 64]"),
     "sa window twice": (G, TOP, "runs = 2\nsa_windows = [16, 16]", "'sa_windows'", "a value twice"),
@@ -287,7 +286,7 @@ BAD_CASES = {
     "reference type": (G, TOP, "runs = 2\nreference = 1", "'reference'", "must be a string"),
     "unknown trace": (G, TOP, 'runs = 2\nsave_traces = ["los"]', "'save_traces'", "'loss'?"),
     "traces not a list": (G, TOP, "runs = 2\nsave_traces = 3", "'save_traces'", '"none"'),
-    "unknown env": (G, 'name = "expert_advice"', 'name = "roulette"', "'env.name'", "bernoulli"),
+    "unknown env": (G, EA, 'name = "roulette"', "'env.name'", "bernoulli"),
     "unknown env kwarg": (G, ENV, "num_arms = 5\narms = 3", "'env.arms'", "num_segments"),
     "env kwarg type": (
         G, ENV, "num_arms = 5\nrandom_change_points = 1", "'env.random_change_points'", "bool"
@@ -295,41 +294,36 @@ BAD_CASES = {
     "env rejects value": (G, ENV, "num_arms = 5\nchange_points = [10, 100]", "'env'", "[1, 63]"),
     "unknown param": (G, END, "[params.stabl]\nlr = 2.0\n", "'params.stabl.lr'", "meta_lr_scale"),
     "learner option type": (
-        G, END, "[learner_options.stabl]\nobservation = 3\n",
-        "'learner_options.stabl.observation'", "a string",
+        G, END, LO + "observation = 3\n", "'learner_options.stabl.observation'", "a string"
     ),
     # feedback is Literal["loss", "reward"] (estimators.Feedback): the config check reads the
     # Literal hint and refuses a number here, by its key, before any learner is built.
     "learner feedback type": (
-        G, END, "[learner_options.stabl]\nfeedback = 3\n",
-        "'learner_options.stabl.feedback'", "a string",
+        G, END, LO + "feedback = 3\n", "'learner_options.stabl.feedback'", "a string"
     ),
     "learner feedback choice": (
-        G, END, '[learner_options.stabl]\nfeedback = "rewards"\n',
-        "'learner_options.stabl.feedback'", "one of 'loss', 'reward'",
+        G, END, LO + 'feedback = "rewards"\n', "'learner_options.stabl.feedback'",
+        "one of 'loss', 'reward'",
     ),
     "required key missing": (G, "horizon = 64", "", "'horizon'", "is required"),
-    "env name missing": (G, 'name = "expert_advice"', "", "'env.name'", "is required; choose from"),
+    "env name missing": (G, EA, "", "'env.name'", "is required; choose from"),
     "env horizon": (G, ENV, "num_arms = 5\nhorizon = 64", "'env.horizon'", "at the top level"),
     "options not a table": (
         G, TOP, "runs = 2\nlearner_options = 3", "'learner_options'", "a table"
     ),
     "feedback type": (G, TOP, "runs = 2\nfeedback = 1", "'feedback'", "one of ['loss', 'reward']"),
     "learner option array": (
-        G, END, '[learner_options.stabl]\nhistory_lengths = "long"\n',
-        "'learner_options.stabl.history_lengths'", "must be an array of ints, got 'long' (string)",
+        G, END, LO + 'history_lengths = "long"\n', "'learner_options.stabl.history_lengths'",
+        "must be an array of ints, got 'long' (string)",
     ),
     "learner rejects option": (
-        G, END, '[learner_options.stabl]\nobservation = "psychic"\n',
-        "'learner_options.stabl'", "importance",
+        G, END, LO + 'observation = "psychic"\n', "'learner_options.stabl'", "importance"
     ),
     "bco: unknown kind": (C, 'kind = "bco"', 'kind = "convex"', "'kind'", "'bandit', 'bco'"),
     "bco: bandit learner": (
         C, '"stabl_bco", "fkm"', '"stabl", "fkm"', "'learners'", "two_point_ogd"
     ),
-    "bco: bandit env": (
-        C, 'name = "moving_target"', 'name = "expert_advice"', "'env.name'", "huber"
-    ),
+    "bco: bandit env": (C, 'name = "moving_target"', EA, "'env.name'", "huber"),
     "bco: missing dim": (C, "dim = 2", "", "'env.dim'", "required"),
     "bco: unknown env kwarg": (
         C, "dim = 2", "dim = 2\nradius = 2", "'env.radius'", "change_points"
