@@ -6,8 +6,7 @@ T = 64, change points scaled by 64/4096, two SA(L) window lengths, and ``d = 2``
 configs then share one environment and reuse the compiled programs, which keeps this file near
 30 s on two cores; what is tested of ``bco_d10`` and ``bco_d50`` end to end is that their own
 keys load and run, their dimension being checked at full size); the results folder is checked
-file by file. Bad BCO keys must fail on
-load naming the key, the file and what is allowed.
+file by file. (Bad BCO keys: tests/experiment/test_cli.py's table.)
 """
 
 from __future__ import annotations
@@ -24,13 +23,10 @@ from scipy import stats
 
 from stabl_jax.envs.convex import CustomConvex, MovingTarget
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bco import BCO_PLOT_FILES
 from stabl_jax.experiment.results import COMPLETE
 from stabl_jax.experiment.tables import read_summary, read_traces
-from stabl_jax.registry import BCO_LEARNERS
-from tests.conftest import write_config_variant
 
 REPO = Path(__file__).resolve().parents[2]
 BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
@@ -159,81 +155,6 @@ def test_window_minimum_runs_the_steps_the_estimate_counts(monkeypatch):
     for got, want in zip(few, env.window_minimum(thetas, num_steps=1), strict=True):
         np.testing.assert_array_equal(got, want)
     assert not np.array_equal(few[0], default[0])  # one Weiszfeld step is not 200
-
-
-# --------------------------------------------------------------------------------------------
-# Bad BCO configs
-# --------------------------------------------------------------------------------------------
-
-GOOD = """
-kind = "bco"
-runs = 2
-horizon = 64
-learners = ["stabl_bco", "fkm"]
-[env]
-name = "moving_target"
-dim = 2
-"""
-
-ENV = "dim = 2"
-BAD_CASES = {
-    # case: (anchor, replacement or appended text, key the message names, what is allowed)
-    "unknown kind": ('kind = "bco"', 'kind = "convex"', "kind", "'bandit', 'bco'"),
-    "bandit learner": ('"stabl_bco", "fkm"', '"stabl", "fkm"', "learners", "two_point_ogd"),
-    "bandit env": ('name = "moving_target"', 'name = "expert_advice"', "env.name", "huber"),
-    "missing dim": (ENV, "", "env.dim", "required"),
-    "unknown env kwarg": (ENV, "dim = 2\nradius = 2", "env.radius", "change_points"),
-    "bad domain": (ENV, 'dim = 2\ndomain = "sphere"', "env.domain.name", "l1_ball"),
-    "feedback": ("runs = 2", 'runs = 2\nfeedback = "loss"', "feedback", "'bandit'"),
-    "reserved option": (
-        None,
-        "[learner_options.fkm]\ndim = 3\n",
-        "learner_options.fkm.dim",
-        "env.dim",
-    ),
-    "unknown param": (None, "[params.fkm]\nlr = 2.0\n", "params.fkm.lr", "delta_scale"),
-    "bad stride": ("runs = 2", "runs = 2\nsa_stride = 0", "sa_stride", "[1, 64]"),
-}
-
-
-def bad_config(tmp_path: Path, case: str) -> Path:
-    return write_config_variant(tmp_path, GOOD, BAD_CASES, case, "bad_bco.toml")
-
-
-def test_good_bco_example_is_good(tmp_path):
-    path = tmp_path / "good.toml"
-    path.write_text(GOOD)
-    cfg = load_config(path)
-    assert cfg.kind == "bco" and cfg.make_env().dim == 2 and cfg.sa_stride is None
-    assert set(cfg.learners) <= set(BCO_LEARNERS)
-
-
-@pytest.mark.parametrize("case", sorted(BAD_CASES))
-def test_bad_bco_config_names_key_and_file(tmp_path, case):
-    path = bad_config(tmp_path, case)
-    _, _, key, allowed = BAD_CASES[case]
-    with pytest.raises(ConfigError) as info:
-        load_config(path)
-    message = str(info.value)
-    assert f"'{key}'" in message
-    assert str(path) in message
-    assert allowed in message
-
-
-def test_cli_exits_2_on_bad_bco_config(tmp_path, capsys):
-    path = bad_config(tmp_path, "unknown env kwarg")
-    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2 and err.startswith("error: ") and "'env.radius'" in err
-    assert "Traceback" not in err and not (tmp_path / "out").exists()
-
-
-def test_list_shows_bco_learners_envs_and_configs(capsys):
-    assert cli.main(["list"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    names = {line.split()[0] for line in lines if line.startswith("  ")}
-    assert set(BCO_LEARNERS) <= names and {"moving_target", "abs_linear", "huber"} <= names
-    assert set(BCO_CONFIGS) <= names
 
 
 def _l1(theta, x):

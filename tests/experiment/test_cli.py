@@ -9,6 +9,7 @@ the CLI must exit 2 with ``error:`` on stderr before any computation.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -32,8 +33,11 @@ from stabl_jax.experiment.kinds import KINDS, load_config
 from stabl_jax.experiment.kinds import bandit as experiment
 from stabl_jax.experiment.kinds.bandit import PLOT_FILES, arm_dtype
 from stabl_jax.experiment.kinds.paired import MUTED_WARNING, default_sa_windows
+from stabl_jax.experiment.kinds.selection import HPOProblem
 from stabl_jax.experiment.results import COMPLETE
 from stabl_jax.experiment.tables import load_results, read_summary, read_traces
+from stabl_jax.learners.exp3 import EXP3
+from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import numbers, write_config_variant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,11 +123,6 @@ def _forbid_computation(monkeypatch) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_every_shipped_config_is_found():
-    assert set(SHIPPED) <= set(shipped_configs())
-    assert len(TUNED) >= 5  # the tuned variants (docs/usage.md's sweeps)
-
-
 # BCO configs: test_bco_cli.py; HPO configs: test_hpo_cli.py; the scaling study's
 # (study_*): tests/scripts/test_study.py.
 TUNED = sorted(
@@ -135,6 +134,7 @@ TUNED = sorted(
 def test_tuned_configs_validate_and_differ_only_in_scales(name):
     """Every other bandit config (the tuned ones, from docs/usage.md's sweeps) loads, and
     differs from its base config only in name, description, feedback and [params.*]."""
+    assert len(TUNED) >= 5  # the tuned variants (docs/usage.md's sweeps)
     cfg = load_config(name)
     base_name = name.removesuffix("_tuned").removesuffix("_reward")
     base = load_config(base_name)
@@ -151,6 +151,7 @@ def test_tuned_configs_validate_and_differ_only_in_scales(name):
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_config_validates(name):
+    assert name in shipped_configs()
     cfg = load_config(name)
     assert cfg.name == name
     assert cfg.learners == PAPER_LEARNERS
@@ -208,7 +209,7 @@ def test_settings_of_a_learner_left_out_are_named_as_unused():
     ]
 
 
-def test_parse_override_values():
+def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
     assert parse_override("runs=50") == (("runs",), 50)
     assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
     assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
@@ -220,19 +221,16 @@ def test_parse_override_values():
     for bad in ("runs", "=3", "env..x=1"):
         with pytest.raises(ConfigError, match="key=value"):
             parse_override(bad)
-
-
-def test_set_below_a_value_that_is_not_a_table(tmp_path):
     path = tmp_path / "good.toml"
     path.write_text(GOOD)
     message = r"--set runs\.x: key 'runs' in .*good\.toml is 2 \(int\), not a table"
     with pytest.raises(ConfigError, match=message):
         load_config(path, ["runs.x=1"])
-
-
-def test_unknown_config_name_lists_the_shipped_ones():
-    with pytest.raises(ConfigError, match="expert_advice_equal"):
+    with pytest.raises(ConfigError, match="expert_advice_equal"):  # the shipped ones listed
         resolve_config("no_such_config")
+    # a shorter horizon names the window it leaves too long, and how to set both
+    with pytest.raises(ConfigError, match=r"is 50, longer than horizon = 20.*--set window=N"):
+        load_config("expert_advice_equal", ["horizon=20"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,109 +246,153 @@ learners = ["uniform", "stabl"]
 name = "expert_advice"
 num_arms = 5
 """
-
-TOP, ENV, END = "runs = 2", "num_arms = 5", None
+BCO_GOOD = """
+kind = "bco"
+runs = 2
+horizon = 64
+learners = ["stabl_bco", "fkm"]
+[env]
+name = "moving_target"
+dim = 2
+"""
+HPO_GOOD = """kind = "hpo"
+runs = 2
+learners = ["uniform", "stabl"]
+[bbob]
+functions = [1]
+dims = [2]
+evaluations = [24]
+"""
+TOP, ENV, END, DIMS = "runs = 2", "num_arms = 5", None, "dims = [2]"
+G, C, H = GOOD, BCO_GOOD, HPO_GOOD  # the good config of each kind
+LRN, LO, EA = '"uniform", "stabl"', "[learner_options.stabl]\n", 'name = "expert_advice"'
+#: case: (the good config of its kind, anchor, new text: replaces the anchor or, for END, is
+#: appended; then what the message must say besides the file: the key, what is allowed).
 BAD_CASES = {
-    # case: (anchor, new text: replaces the anchor or, for END, is appended;
-    #        the key the message must name; text naming what is allowed)
-    "unknown key": (TOP, 'runs = 2\ncolour = "red"', "colour", "allowed keys"),
-    "wrong type": (TOP, 'runs = "many"', "runs", "must be an int"),
-    "out of range": ("horizon = 64", "horizon = 8", "horizon", ">= 16"),
-    "unknown learner": ('"uniform", "stabl"', '"uniform", "stabel"', "learners", "stabl_naive"),
-    "learner twice": ('"uniform", "stabl"', '"stabl", "stabl"', "learners", "a learner twice"),
-    "no learners": ('["uniform", "stabl"]', "[]", "learners", "a non-empty array"),
-    "sa window too long": (TOP, "runs = 2\nsa_windows = [16, 128]", "sa_windows", "[1, 64]"),
-    "sa window twice": (TOP, "runs = 2\nsa_windows = [16, 16]", "sa_windows", "a value twice"),
-    "trace twice": (TOP, 'runs = 2\nsave_traces = ["loss", "loss"]', "save_traces", "twice"),
-    "bad feedback": (TOP, 'runs = 2\nfeedback = "regret"', "feedback", "reward"),
+    "unknown key": (G, TOP, 'runs = 2\ncolour = "red"', "'colour'", "allowed keys"),
+    "wrong type": (G, TOP, 'runs = "many"', "'runs'", "must be an int"),
+    "out of range": (G, "horizon = 64", "horizon = 8", "'horizon'", ">= 16"),
+    "unknown learner": (G, LRN, '"uniform", "stabel"', "'learners'", "stabl_naive"),
+    "learner twice": (G, LRN, '"stabl", "stabl"', "'learners'", "a learner twice"),
+    "no learners": (G, '["uniform", "stabl"]', "[]", "'learners'", "a non-empty array"),
+    "sa window too long": (G, TOP, "runs = 2\nsa_windows = [16, 128]", "'sa_windows'", "[1, 64]"),
+    "sa window twice": (G, TOP, "runs = 2\nsa_windows = [16, 16]", "'sa_windows'", "a value twice"),
+    "trace twice": (G, TOP, 'runs = 2\nsave_traces = ["loss", "loss"]', "'save_traces'", "twice"),
+    "bad feedback": (G, TOP, 'runs = 2\nfeedback = "regret"', "'feedback'", "reward"),
     "reference not run": (
-        TOP,
-        'runs = 2\nreference = "exp3"',
-        "reference",
+        G, TOP, 'runs = 2\nreference = "exp3"', "'reference'",
         "'exp3', which is not among learners = ['uniform', 'stabl']",
     ),
-    "reference type": (TOP, "runs = 2\nreference = 1", "reference", "must be a string"),
-    "unknown trace": (TOP, 'runs = 2\nsave_traces = ["los"]', "save_traces", "'loss'?"),
-    "traces not a list": (TOP, "runs = 2\nsave_traces = 3", "save_traces", '"none"'),
-    "unknown env": ('name = "expert_advice"', 'name = "roulette"', "env.name", "bernoulli"),
-    "unknown env kwarg": (ENV, "num_arms = 5\narms = 3", "env.arms", "num_segments"),
+    "reference type": (G, TOP, "runs = 2\nreference = 1", "'reference'", "must be a string"),
+    "unknown trace": (G, TOP, 'runs = 2\nsave_traces = ["los"]', "'save_traces'", "'loss'?"),
+    "traces not a list": (G, TOP, "runs = 2\nsave_traces = 3", "'save_traces'", '"none"'),
+    "unknown env": (G, EA, 'name = "roulette"', "'env.name'", "bernoulli"),
+    "unknown env kwarg": (G, ENV, "num_arms = 5\narms = 3", "'env.arms'", "num_segments"),
     "env kwarg type": (
-        ENV,
-        "num_arms = 5\nrandom_change_points = 1",
-        "env.random_change_points",
-        "bool",
+        G, ENV, "num_arms = 5\nrandom_change_points = 1", "'env.random_change_points'", "bool"
     ),
-    "env rejects value": (ENV, "num_arms = 5\nchange_points = [10, 100]", "env", "[1, 63]"),
-    "unknown param": (END, "[params.stabl]\nlr = 2.0\n", "params.stabl.lr", "meta_lr_scale"),
+    "env rejects value": (G, ENV, "num_arms = 5\nchange_points = [10, 100]", "'env'", "[1, 63]"),
+    "unknown param": (G, END, "[params.stabl]\nlr = 2.0\n", "'params.stabl.lr'", "meta_lr_scale"),
     "learner option type": (
-        END,
-        "[learner_options.stabl]\nobservation = 3\n",
-        "learner_options.stabl.observation",
-        "a string",
+        G, END, LO + "observation = 3\n", "'learner_options.stabl.observation'", "a string"
     ),
     # feedback is Literal["loss", "reward"] (estimators.Feedback): the config check reads the
     # Literal hint and refuses a number here, by its key, before any learner is built.
     "learner feedback type": (
-        END,
-        "[learner_options.stabl]\nfeedback = 3\n",
-        "learner_options.stabl.feedback",
-        "a string",
+        G, END, LO + "feedback = 3\n", "'learner_options.stabl.feedback'", "a string"
     ),
     "learner feedback choice": (
-        END,
-        '[learner_options.stabl]\nfeedback = "rewards"\n',
-        "learner_options.stabl.feedback",
+        G, END, LO + 'feedback = "rewards"\n', "'learner_options.stabl.feedback'",
         "one of 'loss', 'reward'",
     ),
-    "required key missing": ("horizon = 64", "", "horizon", "is required"),
-    "env name missing": ('name = "expert_advice"', "", "env.name", "is required; choose from"),
-    "env horizon": (ENV, "num_arms = 5\nhorizon = 64", "env.horizon", "at the top level"),
-    "options not a table": (TOP, "runs = 2\nlearner_options = 3", "learner_options", "a table"),
-    "feedback type": (TOP, "runs = 2\nfeedback = 1", "feedback", "one of ['loss', 'reward']"),
+    "required key missing": (G, "horizon = 64", "", "'horizon'", "is required"),
+    "env name missing": (G, EA, "", "'env.name'", "is required; choose from"),
+    "env horizon": (G, ENV, "num_arms = 5\nhorizon = 64", "'env.horizon'", "at the top level"),
+    "options not a table": (
+        G, TOP, "runs = 2\nlearner_options = 3", "'learner_options'", "a table"
+    ),
+    "feedback type": (G, TOP, "runs = 2\nfeedback = 1", "'feedback'", "one of ['loss', 'reward']"),
     "learner option array": (
-        END,
-        '[learner_options.stabl]\nhistory_lengths = "long"\n',
-        "learner_options.stabl.history_lengths",
+        G, END, LO + 'history_lengths = "long"\n', "'learner_options.stabl.history_lengths'",
         "must be an array of ints, got 'long' (string)",
     ),
     "learner rejects option": (
-        END,
-        '[learner_options.stabl]\nobservation = "psychic"\n',
-        "learner_options.stabl",
-        "importance",
+        G, END, LO + 'observation = "psychic"\n', "'learner_options.stabl'", "importance"
     ),
-}
+    "bco: unknown kind": (C, 'kind = "bco"', 'kind = "convex"', "'kind'", "'bandit', 'bco'"),
+    "bco: bandit learner": (
+        C, '"stabl_bco", "fkm"', '"stabl", "fkm"', "'learners'", "two_point_ogd"
+    ),
+    "bco: bandit env": (C, 'name = "moving_target"', EA, "'env.name'", "huber"),
+    "bco: missing dim": (C, "dim = 2", "", "'env.dim'", "required"),
+    "bco: unknown env kwarg": (
+        C, "dim = 2", "dim = 2\nradius = 2", "'env.radius'", "change_points"
+    ),
+    "bco: bad domain": (C, "dim = 2", 'dim = 2\ndomain = "sphere"', "'env.domain.name'", "l1_ball"),
+    "bco: feedback": (C, TOP, 'runs = 2\nfeedback = "loss"', "'feedback'", "'bandit'"),
+    "bco: reserved option": (
+        C, END, "[learner_options.fkm]\ndim = 3\n", "'learner_options.fkm.dim'", "env.dim"
+    ),
+    "bco: unknown param": (C, END, "[params.fkm]\nlr = 2.0\n", "'params.fkm.lr'", "delta_scale"),
+    "bco: bad stride": (C, TOP, "runs = 2\nsa_stride = 0", "'sa_stride'", "[1, 64]"),
+    "hpo: unknown top-level key": (H, TOP, "runs = 2\nhorizon = 64", "HPO-config key 'horizon'"),
+    "hpo: unknown bbob key": (H, DIMS, "dims = [2]\ndim = 3", "'bbob.dim'"),
+    "hpo: function out of range": (H, "functions = [1]", "functions = [25]", "bbob.functions"),
+    "hpo: dimension too small": (H, DIMS, "dims = [1]", "bbob.dims"),
+    "hpo: unknown learner": (H, '"stabl"]', '"stable"]', "unknown learner 'stable'"),
+    "hpo: bad feedback": (H, TOP, 'runs = 2\nfeedback = "gain"', "feedback"),
+    "hpo: lengths not increasing": (H, DIMS, "dims = [2]\nhistory_lengths = [40, 20]", "strictly"),
+    "hpo: negative noise": (H, DIMS, "dims = [2]\nnoise_std = -0.1", "bbob.noise_std"),
+    "hpo: tau_max of 1": (H, DIMS, "dims = [2]\ntau_max = 1", "bbob.tau_max"),
+    "hpo: missing budgets": (H, "evaluations = [24]\n", "", "'bbob.evaluations'"),
+    "hpo: functions not a list": (H, "functions = [1]", 'functions = "some"', "bbob.functions"),
+    "hpo: unknown reward": (H, DIMS, 'dims = [2]\nreward = "vizer"', "bbob.reward"),
+    "hpo: unknown grid": (H, DIMS, 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
+    "hpo: unknown fill": (H, DIMS, 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
+    "hpo: rotate not a bool": (H, DIMS, "dims = [2]\nrotate = 1", "must be a bool"),
+    "hpo: reward_lambda of 1": (H, DIMS, "dims = [2]\nreward_lambda = 1", "in [0, 1)"),
+    "hpo: a dimension twice": (H, DIMS, "dims = [2, 2]", "lists a value twice"),
+}  # fmt: skip
 
 
 def bad_config(tmp_path: Path, case: str) -> Path:
-    return write_config_variant(tmp_path, GOOD, BAD_CASES, case, "bad.toml")
+    good, *change = BAD_CASES[case][:3]
+    assert good is not None
+    return write_config_variant(tmp_path, good, {case: change}, case, "bad.toml")
 
 
-def test_good_example_is_good(tmp_path):
+def test_the_good_examples_load(tmp_path):
     path = tmp_path / "good.toml"
     path.write_text(GOOD)
     cfg = load_config(path)
     assert cfg.runs == 2 and cfg.window == 50 and cfg.seed == 0
-    one = tmp_path / "one.toml"  # one learner may be written without the array
-    one.write_text(GOOD.replace('["uniform", "stabl"]', '"stabl"'))
-    assert load_config(one).learners == ("stabl",)
+    path.write_text(GOOD.replace('["uniform", "stabl"]', '"stabl"'))  # one learner, no array
+    assert load_config(path).learners == ("stabl",)
+    path.write_text(BCO_GOOD)
+    cfg = load_config(path)
+    assert cfg.kind == "bco" and cfg.make_env().dim == 2 and cfg.sa_stride is None
+    assert set(cfg.learners) <= set(BCO_LEARNERS)
+    path.write_text(HPO_GOOD)
+    cfg = load_config(path)
+    assert cfg.problems == (HPOProblem(1, 2, 24),) and cfg.runs == 2
+    assert (cfg.reward, cfg.eagle_grid, cfg.eagle_fill) == ("paper", "default", "uniform")
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
 def test_bad_config_names_key_and_file(tmp_path, case):
+    """One mistake: one line naming the file, the key and what is allowed."""
     path = bad_config(tmp_path, case)
-    _, _, key, allowed = BAD_CASES[case]
     with pytest.raises(ConfigError) as info:
         load_config(path)
     message = str(info.value)
-    assert f"'{key}'" in message
-    assert str(path) in message
-    assert allowed in message
+    assert "\n" not in message and (case != "wrong type" or message.startswith("key 'runs'"))
+    for fragment in (str(path), *BAD_CASES[case][3:]):
+        assert fragment in message, fragment
 
 
 def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, monkeypatch):
     """Five unrelated mistakes: one error naming each (typos with a "did you mean"); the
-    learners are not built while a key they need is bad."""
+    learners are not built while a key they need is bad. So for an HPO config's three."""
     text = GOOD.replace(TOP, 'runs = 0\nfeedbak = "reward"\nsave_traces = ["los"]')
     text = text.replace('"uniform", "stabl"', '"uniform", "stabel"').replace(ENV, "num_arms = 1")
     path = tmp_path / "many.toml"
@@ -374,16 +416,50 @@ def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, mo
     _forbid_computation(monkeypatch)
     assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith(f"error: 5 errors in {path}:\n  unknown key")
-
-
-def test_one_config_error_keeps_its_one_line_message(tmp_path):
-    path = bad_config(tmp_path, "wrong type")
+    text = HPO_GOOD.replace(TOP, "runs = 2\nhorizon = 64").replace(DIMS, "dims = [1]")
+    path.write_text(text.replace("evaluations = [24]", 'evaluations = [24]\nreward = "vizer"'))
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert "\n" not in str(info.value) and str(info.value).startswith("key 'runs'")
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"3 errors in {path}:" and len(lines) == 4
+    expected = ["HPO-config key 'horizon'", "'bbob.dims'", "'bbob.reward'"]
+    for line, fragment in zip(lines[1:], expected, strict=True):
+        assert fragment in line, (line, fragment)
+    assert "did you mean 'vizier'?" in lines[3]
 
 
-@pytest.mark.parametrize("case", ["unknown key", "wrong type", "out of range", "unknown learner"])
+@dataclasses.dataclass(frozen=True)
+class ShortBudgetRefusingEXP3(EXP3):
+    """A user's learner with a check of its own: it refuses fewer than 16 rounds."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.horizon < 16:
+            raise ValueError(f"needs horizon >= 16, got {self.horizon}")
+
+
+def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
+    """An HPO config's learners' own checks run at load time, once per budget: a learner
+    refusing one budget is reported with that budget and the learner's own message (no
+    registered learner refuses any budget, so a user's learner given by import path)."""
+    user = f"{__name__}:ShortBudgetRefusingEXP3"
+    text = HPO_GOOD.replace('"stabl"]', f'"stabl", "{user}"]').replace("[24]", "[8, 24]")
+    path = tmp_path / "budget.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 1, lines  # the budget of 24 is accepted
+    assert f"learner '{user}' rejects a budget of 8: needs horizon >= 16, got 8" in lines[0]
+    assert str(path) in lines[0]
+    path.write_text(text.replace("[8, 24]", "[16, 24]"))
+    assert load_config(path).learners[-1] == user
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["unknown key", "wrong type", "out of range", "unknown learner", "bco: unknown env kwarg"],
+)
 def test_cli_exits_2_on_bad_config(tmp_path, case, capsys, monkeypatch):
     _forbid_computation(monkeypatch)
     path = bad_config(tmp_path, case)
@@ -391,7 +467,7 @@ def test_cli_exits_2_on_bad_config(tmp_path, case, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("error: ")
-    assert BAD_CASES[case][2] in err and str(path) in err
+    assert BAD_CASES[case][3] in err and str(path) in err
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
@@ -619,28 +695,14 @@ def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
 # --------------------------------------------------------------------------------------------
 
 
-def test_list_in_process(capsys):
+def test_list_in_process(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # ./configs is absent here: found next to the package
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    lines = out.splitlines()
-    for name in [*KINDS, *LEARNERS, *ENVS, *SHIPPED]:
-        assert any(line.split()[0] == name for line in lines if line.startswith("  ")), name
+    names = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
+    bco = {"moving_target", "abs_linear", "huber", "bco_d2", "bco_d10", "bco_d50"}
+    assert {*KINDS, *LEARNERS, *ENVS, *SHIPPED, *BCO_LEARNERS, *bco} <= names
     assert "Fig. 1 left" in out
-
-
-def test_python_m_stabl_jax_list(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run(
-        [sys.executable, "-m", "stabl_jax", "list"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "expert_advice_equal" in proc.stdout and "stabl_single_scale" in proc.stdout
 
 
 def test_face_modules_do_not_import_matplotlib():
@@ -662,7 +724,8 @@ def test_face_modules_do_not_import_matplotlib():
 
 
 def test_list_into_a_closed_pipe_exits_quietly(tmp_path):
-    """`stabl-jax list | head -1`: the reader leaves early; no traceback, exit 0."""
+    """`python -m stabl_jax list | head -1` from another folder: the reader leaves early; no
+    traceback, exit 0."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(
         [sys.executable, "-m", "stabl_jax", "list"],
@@ -690,13 +753,6 @@ def test_muting_is_explained_when_it_happens(tmp_path, capsys):
     muted = read_summary(tmp_path / "out")["learners"]["stabl_naive"]["num_muted"]
     assert muted > 0
     assert MUTED_WARNING.format(name="stabl_naive", count=muted) in out
-
-
-def test_a_shorter_horizon_names_the_window_it_leaves_too_long():
-    """``--set horizon=20`` on a config whose window is 50: the error says the window is
-    longer than the new horizon and how to set both."""
-    with pytest.raises(ConfigError, match=r"is 50, longer than horizon = 20.*--set window=N"):
-        load_config("expert_advice_equal", ["horizon=20"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ evaluations; compiling the Eagle ensemble dominates the cost)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import runpy
 from pathlib import Path
@@ -15,15 +17,12 @@ import pytest
 
 from stabl_jax.experiment import cli
 from stabl_jax.experiment.checkpoints import STATE, CheckpointMismatch, load_arrays
-from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.identity import ExperimentCheckpoints, experiment_identity
 from stabl_jax.experiment.kinds import load_config, write_results
 from stabl_jax.experiment.kinds import selection as hpo_experiment
-from stabl_jax.experiment.kinds.selection import HPOProblem, run_hpo_experiment
+from stabl_jax.experiment.kinds.selection import run_hpo_experiment
 from stabl_jax.experiment.results import COMPLETE, ResultsFolder
 from stabl_jax.experiment.tables import byte_size, read_summary, read_traces
-from stabl_jax.learners.exp3 import EXP3
-from tests.conftest import write_config_variant
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -52,102 +51,14 @@ def test_shipped_hpo_configs_are_the_papers_setting():
     assert authors.history_lengths == sphere.history_lengths
 
 
-GOOD = """kind = "hpo"
-runs = 2
-learners = ["uniform", "stabl"]
-[bbob]
-functions = [1]
-dims = [2]
-evaluations = [24]
-"""
-BAD = {
-    "unknown top-level key": ("runs = 2", "runs = 2\nhorizon = 64", "HPO-config key 'horizon'"),
-    "unknown bbob key": ("dims = [2]", "dims = [2]\ndim = 3", "'bbob.dim'"),
-    "function out of range": ("functions = [1]", "functions = [25]", "bbob.functions"),
-    "dimension too small": ("dims = [2]", "dims = [1]", "bbob.dims"),
-    "unknown learner": ('"stabl"]', '"stable"]', "unknown learner 'stable'"),
-    "bad feedback": ("runs = 2", 'runs = 2\nfeedback = "gain"', "feedback"),
-    "lengths not increasing": ("dims = [2]", "dims = [2]\nhistory_lengths = [40, 20]", "strictly"),
-    "negative noise": ("dims = [2]", "dims = [2]\nnoise_std = -0.1", "bbob.noise_std"),
-    "tau_max of 1": ("dims = [2]", "dims = [2]\ntau_max = 1", "bbob.tau_max"),
-    "missing budgets": ("evaluations = [24]\n", "", "'bbob.evaluations'"),
-    "functions not a list": ("functions = [1]", 'functions = "some"', "bbob.functions"),
-    "unknown reward": ("dims = [2]", 'dims = [2]\nreward = "vizer"', "bbob.reward"),
-    "unknown grid": ("dims = [2]", 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
-    "unknown fill": ("dims = [2]", 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
-    "rotate not a bool": ("dims = [2]", "dims = [2]\nrotate = 1", "must be a bool"),
-    "reward_lambda of 1": ("dims = [2]", "dims = [2]\nreward_lambda = 1", r"in \[0, 1\)"),
-    "a dimension twice": ("dims = [2]", "dims = [2, 2]", "lists a value twice"),
-}
-
-
-@pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_hpo_config_names_the_key(tmp_path, case):
-    path = write_config_variant(tmp_path, GOOD, BAD, case)
-    with pytest.raises(ConfigError, match=BAD[case][2]) as info:
-        load_config(path)
-    assert str(path) in str(info.value)
-
-
-def test_every_independent_hpo_config_error_is_reported_at_once(tmp_path):
-    text = GOOD.replace("runs = 2", "runs = 2\nhorizon = 64").replace("dims = [2]", "dims = [1]")
-    text = text.replace("evaluations = [24]", 'evaluations = [24]\nreward = "vizer"')
-    path = tmp_path / "many.toml"
-    path.write_text(text)
-    with pytest.raises(ConfigError) as info:
-        load_config(path)
-    lines = str(info.value).splitlines()
-    assert lines[0] == f"3 errors in {path}:" and len(lines) == 4
-    for line, fragment in zip(
-        lines[1:], ("HPO-config key 'horizon'", "'bbob.dims'", "'bbob.reward'"), strict=True
-    ):
-        assert fragment in line, (line, fragment)
-    assert "did you mean 'vizier'?" in lines[3]
-
-
-@dataclasses.dataclass(frozen=True)
-class ShortBudgetRefusingEXP3(EXP3):
-    """A user's learner with a check of its own: it refuses fewer than 16 rounds."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.horizon < 16:
-            raise ValueError(f"needs horizon >= 16, got {self.horizon}")
-
-
-def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
-    """The learners' own checks run at load time, once per budget: a learner refusing one
-    budget is reported with that budget and the learner's own message (no registered learner
-    refuses any budget, so a user's learner given by import path stands in)."""
-    user = f"{__name__}:ShortBudgetRefusingEXP3"
-    text = GOOD.replace('"stabl"]', f'"stabl", "{user}"]').replace("[24]", "[8, 24]")
-    path = tmp_path / "budget.toml"
-    path.write_text(text)
-    with pytest.raises(ConfigError) as info:
-        load_config(path)
-    lines = str(info.value).splitlines()
-    assert len(lines) == 1, lines  # the budget of 24 is accepted
-    assert f"learner '{user}' rejects a budget of 8: needs horizon >= 16, got 8" in lines[0]
-    assert str(path) in lines[0]
-    path.write_text(text.replace("[8, 24]", "[16, 24]"))
-    assert load_config(path).learners[-1] == user
-
-
-def test_good_config_loads(tmp_path):
-    path = tmp_path / "good.toml"
-    path.write_text(GOOD)
-    cfg = load_config(path)
-    assert cfg.problems == (HPOProblem(1, 2, 24),) and cfg.runs == 2
-    assert (cfg.reward, cfg.eagle_grid, cfg.eagle_fill) == ("paper", "default", "uniform")
-
-
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory):
     """One tiny experiment with a checkpoint folder, shared by the tests below."""
     folder = tmp_path_factory.mktemp("hpo") / "checkpoint"
     config = load_config("hpo_bbob_sphere", TINY)
     checkpoints = ExperimentCheckpoints(folder, experiment_identity(config))
-    return config, folder, run_hpo_experiment(config, checkpoints=checkpoints)
+    # validated, as the command line runs it: its runs reuse these programs
+    return config, folder, run_hpo_experiment(config, checkpoints=checkpoints, validate=True)
 
 
 def test_checkpoint_is_read_back_identically(experiment):
@@ -160,7 +71,7 @@ def test_checkpoint_is_read_back_identically(experiment):
         f"{key}-{n}": hpo_experiment.make_learner(config, n, 24).horizon for n in config.learners
     }
     assert checkpoints.verify() == rounds  # every learner finished: 24 or 12 rounds
-    again = run_hpo_experiment(config, checkpoints=checkpoints)  # nothing is recomputed
+    again = run_hpo_experiment(config, checkpoints=checkpoints, validate=True)  # none recomputed
     outcome = again.problems[key]
     for name in config.learners:
         assert outcome.seconds[name]["compile"] == 0.0
@@ -210,16 +121,27 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     assert f"| {key} |" in markdown and "| stabl |" in markdown
 
 
-def test_cli_runs_an_hpo_config(tmp_path, capsys):
-    out = tmp_path / "run"
+def tiny_args(out) -> list[str]:
     args = ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress"]
-    args += [x for item in TINY for x in ("--set", item)]
-    assert cli.main(args) == cli.EXIT_OK
-    printed = capsys.readouterr().out
+    return args + [x for item in TINY for x in ("--set", item)]
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    """``stabl-jax run`` of the tiny config: the folder and what it printed."""
+    out = tmp_path_factory.mktemp("cli") / "run"
+    capture = io.StringIO()
+    with contextlib.redirect_stdout(capture):
+        assert cli.main(tiny_args(out)) == cli.EXIT_OK
+    return out, capture.getvalue()
+
+
+def test_cli_runs_an_hpo_config(cli_run, capsys):
+    out, printed = cli_run
     assert "profile score" in printed and f"results: {out}" in printed
     assert (out / COMPLETE).is_file()
     assert not (out / "checkpoint").exists()  # removed once the folder is complete
-    assert cli.main(args) == cli.EXIT_USAGE  # complete folder, no --force
+    assert cli.main(tiny_args(out)) == cli.EXIT_USAGE  # complete folder, no --force
 
 
 def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
@@ -233,8 +155,7 @@ def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys
         raise AssertionError("the experiment ran")
 
     monkeypatch.setattr(hpo_experiment, "run_hpo_experiment", ran)
-    args = ["run", "hpo_bbob_sphere", "--out", str(tmp_path / "run"), "--no-progress"]
-    args += [x for item in TINY for x in ("--set", item)]
+    args = tiny_args(tmp_path / "run")
     assert cli.main(args) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "does not fit (1 problems x 2 repeats x 2 learners)" in err, err
@@ -260,18 +181,18 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
     env = hpo_experiment.problem_env(config, group)
     learner = hpo_experiment.make_learner(config, "stabl", group[0].evaluations)
     traces = hpo_experiment.RECORDED_TRACES
+    key, runs = jax.random.key(config.seed), config.runs  # the programs the runs above made
     res = simulate_selection(
-        learner, env, jax.random.key(0), 3, group[0].evaluations, traces=traces
+        learner, env, key, runs, group[0].evaluations, traces=traces, validate=True
     )
-    assert tree_bytes(res.carry) == 3 * hpo_experiment.run_state_bytes(learner, env)
+    assert tree_bytes(res.carry) == runs * hpo_experiment.run_state_bytes(learner, env)
 
 
-def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch):
+def test_a_resumed_hpo_run_says_what_it_took_over(cli_run, tmp_path, capsys, monkeypatch):
     """Interrupted after its first learner's program, the same command resumes: it says so,
     with the programs complete, and writes what the uninterrupted run writes. The finished
     program's checkpoint kept its traces, not its loop state (the Eagle pools)."""
-    args = ["run", "hpo_bbob_sphere", "--out", str(tmp_path / "run"), "--no-progress"]
-    args += [x for item in TINY for x in ("--set", item)]
+    args = tiny_args(tmp_path / "run")
     simulate = hpo_experiment.hpo_metrics.simulate_selection
     calls = []
 
@@ -294,8 +215,7 @@ def test_a_resumed_hpo_run_says_what_it_took_over(tmp_path, capsys, monkeypatch)
     assert cli.main(args) == cli.EXIT_OK
     out = capsys.readouterr().out
     assert "resuming run.partial" in out and ": 1 of 2 learner programs complete" in out, out
-    whole = tmp_path / "whole"
-    assert cli.main([*args[:2], "--out", str(whole), *args[4:]]) == cli.EXIT_OK
+    whole = cli_run[0]  # the uninterrupted run
     for name in ("uniform", "stabl"):
         resumed, again = (
             read_traces(f)[f"{key}/{name}/best_gap"] for f in (tmp_path / "run", whole)

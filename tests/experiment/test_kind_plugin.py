@@ -57,6 +57,7 @@ def test_a_kind_named_by_import_path_runs_end_to_end(on_path, tmp_path, capsys):
             jax.random.key(0),
             3,
             traces=("loss",),
+            validate=True,  # as the kind runs it: the same programs
         )
         expected = direct.loss.mean(axis=1)
         np.testing.assert_array_equal(traces[f"exp3/T{horizon}/average_loss"], expected)

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stabl_jax.experiment import cli, read_summary, read_traces
+from stabl_jax.experiment import read_summary, read_traces
 from stabl_jax.experiment.tables import COLUMNS, TraceFile, load_results, summary_rows
-from tests.conftest import fill_disk_while_writing, flip_a_byte_of
+from tests.conftest import fill_disk_while_writing, flip_a_byte_of, run_small_figure1
 
 BANDIT = {
     "learners": {
@@ -162,13 +162,11 @@ def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
         TraceFile(path, missing_ok=False)
 
 
-@pytest.mark.slow  # two learners compiled through the command line
 def test_a_real_results_folder_as_a_table(tmp_path):
     out = tmp_path / "run"
-    args = ["run", "--runs", "2", "--no-progress", "--out", str(out)]
-    assert cli.main([*args, "--set", 'learners=["uniform","stabl"]']) == 0
+    run_small_figure1(out)
     res = load_results(out)
-    assert res.learners == ["uniform", "stabl"]
+    assert res.learners == ["exp3_tuned", "stabl"]
     played = res.traces["stabl/played"]  # the default save_traces: the arms, as uint8
     assert played.shape == (2, res.config["horizon"]) and played.dtype == np.uint8
     rows = res.rows()
@@ -192,7 +190,7 @@ def test_a_real_results_folder_as_a_table(tmp_path):
     sa = frame.query("metric == 'sa_expected'").pivot(
         index="learner", columns="window", values="mean"
     )
-    assert sorted(sa.index) == ["stabl", "uniform"]
+    assert sorted(sa.index) == ["exp3_tuned", "stabl"]
     windows = summary["learners"]["stabl"]["adaptive_regret"]["window_lengths"]
     assert sa.columns.tolist() == [float(w) for w in windows]
 

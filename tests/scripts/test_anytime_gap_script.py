@@ -82,16 +82,6 @@ def test_folder_and_gap_table(tmp_path):
         REPORT["render"]("gap view=paired", tmp_path)
 
 
-def test_an_existing_user_folder_is_refused_before_simulating(tmp_path, capsys):
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("keep")
-    with pytest.raises(SystemExit):
-        GAP["main"](["--runs", "2", "--out", str(mine), "--force"])
-    assert "never replaced" in capsys.readouterr().err
-    assert (mine / "notes.txt").read_text() == "keep"
-
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -103,30 +93,28 @@ def test_an_existing_user_folder_is_refused_before_simulating(tmp_path, capsys):
             "--extra stabl_tuned: already compared as ['stabl_anytime', 'stabl_adaptive', "
             "'stabl_theory', 'stabl_tuned']; give other learners",
         ),
+        # --force without --out (a folder to replace) was ignored without a word
+        (["--force"], "--force replaces an existing --out folder: give --out too"),
+        (["--out", "mine", "--force"], "never replaced"),  # a user's folder
     ],
 )
 def test_every_setting_is_checked_before_anything_runs(
     tmp_path, capsys, monkeypatch, args, message
 ):
-    """A bad config, feedback or learner in any setting: exit 2 naming it before the first
+    """A bad config, feedback, learner or output folder: exit 2 naming it before the first
     setting is simulated (it used to be a traceback after the settings before it had run)."""
     script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_checks")
     simulated = []
     monkeypatch.setattr(script, "compare", simulated.append)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    monkeypatch.chdir(tmp_path)
+    out = [] if "--force" in args else ["--out", "out"]
     with pytest.raises(SystemExit) as stop:
-        script.main(["--runs", "2", "--out", str(tmp_path / "out"), *args])
+        script.main(["--runs", "2", *out, *args])
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert simulated == [] and not (tmp_path / "out").exists()
-
-
-def test_force_without_out_is_refused(capsys, monkeypatch):
-    """``--force`` without ``--out`` (a folder to replace) was ignored without a word."""
-    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_force")
-    monkeypatch.setattr(script, "compare", lambda setting: pytest.fail("it simulated"))
-    with pytest.raises(SystemExit) as stop:
-        script.main(["--runs", "2", "--force"])
-    assert stop.value.code == 2
-    assert "--force replaces an existing --out folder: give --out too" in capsys.readouterr().err
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
 def test_segment_rewards_record_the_loss_alone(monkeypatch):

@@ -41,6 +41,17 @@ def _run(out: Path, learners: str, *extra: str) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def uniform(tmp_path_factory) -> Path:
+    """A tiny folder of Uniform alone, run once for the module."""
+    return _run(tmp_path_factory.mktemp("uniform") / "tiny", '["uniform"]')
+
+
+def _copy(folder: Path, to: Path) -> Path:
+    shutil.copytree(folder, to)
+    return to
+
+
 def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
     main = _run(tmp_path / "res" / "tiny", '["uniform", "stabl"]')
     _run(tmp_path / "res" / "tiny-naive", '["uniform", "stabl_naive"]')
@@ -75,8 +86,8 @@ def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
         'feedback="reward"',
     ],
 )
-def test_unpaired_companion_is_refused(curves, tmp_path, differs, capsys):
-    _run(tmp_path / "tiny", '["uniform"]')
+def test_unpaired_companion_is_refused(curves, uniform, tmp_path, differs, capsys):
+    _copy(uniform, tmp_path / "tiny")
     _run(tmp_path / "tiny-naive", '["uniform"]', differs)
     with pytest.raises(SystemExit) as stop:
         curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", "tiny"])
@@ -84,11 +95,11 @@ def test_unpaired_companion_is_refused(curves, tmp_path, differs, capsys):
     assert not (tmp_path / "png").exists()
 
 
-def test_every_folder_is_checked_before_any_figure(curves, tmp_path, capsys):
+def test_every_folder_is_checked_before_any_figure(curves, uniform, tmp_path, capsys):
     """A folder without ``prob_best`` traces (the default ``save_traces``), or of another
     environment than expert advice, after a good one: the good one's PNGs were written, then
     the script stopped with exit 1. Now nothing is drawn and the folder is named, exit 2."""
-    _run(tmp_path / "res" / "good", '["uniform"]')
+    _copy(uniform, tmp_path / "res" / "good")
     _run(tmp_path / "res" / "played", '["uniform"]', 'save_traces=["played"]')
     png = tmp_path / "png"
     with pytest.raises(SystemExit) as stop:
@@ -114,8 +125,8 @@ def test_no_folder_to_draw_is_an_error(curves, tmp_path, capsys):
     assert "has a summary.json; give the folder that holds them, or name yours with" in err
 
 
-def test_a_png_it_did_not_write_is_left_alone(curves, tmp_path, capsys):
-    _run(tmp_path / "res" / "tiny", '["uniform"]')
+def test_a_png_it_did_not_write_is_left_alone(curves, uniform, tmp_path, capsys):
+    _copy(uniform, tmp_path / "res" / "tiny")
     png = tmp_path / "png"
     args = [str(tmp_path / "res"), str(png), "--folders", "tiny"]
     assert curves.main(args) == 0
@@ -144,11 +155,11 @@ def test_a_folder_of_one_run_is_refused_before_any_figure(curves, tmp_path, caps
     assert not (tmp_path / "png").exists()
 
 
-def test_a_damaged_traces_file_is_named(curves, tmp_path, capsys):
+def test_a_damaged_traces_file_is_named(curves, uniform, tmp_path, capsys):
     """A folder's ``traces.npz`` cut short: refused before any figure; one array's byte
     changed (found only when that array is read): refused when it is, exit 2, naming the
     file, no traceback."""
-    good = _run(tmp_path / "res" / "good", '["uniform"]')
+    good = _copy(uniform, tmp_path / "res" / "good")
     for name in ("cut", "flipped"):  # without the manifest, which names any changed byte
         shutil.copytree(good, tmp_path / "res" / name)
         (tmp_path / "res" / name / "manifest.json").unlink()

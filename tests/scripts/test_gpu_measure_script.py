@@ -1,6 +1,8 @@
-"""``experiments/gpu_measure.sh``, the prepared GPU measurement, end to end on the CPU with
-``SMALL=1`` (every size tiny): each part writes its JSON into the folder and the files parse,
-so a run on a GPU does not fail on a script bug. (Its numbers only mean something there.)"""
+"""``experiments/gpu_measure.sh``, the prepared GPU measurement, on the CPU with ``SMALL=1``
+(every size tiny), so that a run on a GPU does not fail on a script bug (its numbers only
+mean something there): the script, with its Python stubbed, starts each part with the tiny
+sizes and reports its exit code; each part, run in this process with the arguments the
+script gave, writes its JSON."""
 
 from __future__ import annotations
 
@@ -10,19 +12,33 @@ import subprocess
 import sys
 
 from stabl_jax.experiment import bench as benchmark
-from tests.scripts.load import ROOT
+from stabl_jax.experiment import cli
+from tests.scripts.load import ROOT, load_script
 
 
-def test_small_measurement_writes_every_json(tmp_path):
-    out = tmp_path / "measure"
-    env = {**os.environ, "SMALL": "1", "PYTHON": sys.executable, "JAX_PLATFORMS": "cpu"}
+def test_small_measurement_writes_every_json(tmp_path, monkeypatch):
+    out, log = tmp_path / "measure", tmp_path / "calls.txt"
+    stub = tmp_path / "python"
+    stub.write_text(f'#!/bin/sh\necho "$*" >> {log}\n')
+    stub.chmod(0o755)
+    env = {**os.environ, "SMALL": "1", "PYTHON": str(stub)}
     done = subprocess.run(
         ["bash", str(ROOT / "experiments" / "gpu_measure.sh"), str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     for part in ("split", "bench", "trace"):
         assert f"{part} exit code: 0" in done.stdout, done.stdout
+    sizes = "--runs 256 --rounds 64 --copy-mib 8"
+    split, bench, trace = log.read_text().splitlines()
+    assert split == f"experiments/gpu_split.py --out {out}/split.json {sizes}"
+    assert bench == f"-m stabl_jax bench --gpu --quick --out {out}/bench"
+    assert trace == f"experiments/gpu_split.py --out {out}/trace.json --trace {out}/trace {sizes}"
+    script = load_script(ROOT / "experiments" / "gpu_split.py", "_measure_gpu_split")
+    for call in (split, trace):
+        monkeypatch.setattr(sys, "argv", call.split())
+        script.main()
+    assert cli.main(bench.split()[2:]) == 0
     split = json.loads((out / "split.json").read_text())
     assert split["chunk"]["runs"] == 256 and split["chunk"]["rounds"] == 64
     assert set(split["chunk"]["median_seconds"]) == {"compute", "device_get", "scatter"}

@@ -92,83 +92,96 @@ def test_a_marker_given_as_the_argument_prints_its_table(tmp_path, capsys):
     _write(tmp_path, 0.5)
     assert REPORT["main"](["demo windows=16,64", "--results", str(tmp_path)]) == 0
     assert capsys.readouterr().out == REPORT["render"]("demo windows=16,64", tmp_path) + "\n\n"
+    # the options a view reads apply, given or not
+    assert REPORT["main"](["demo sa=sampled windows=16", "--results", str(tmp_path)]) == 0
+    assert "SA(L) of the sampled loss" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    ("marker", "message"),
-    [
-        (
-            "demo windows=abc",
-            "windows must be comma-separated ints >= 1, e.g. 256,1024, got 'abc'",
-        ),
-        ("demo windows=0,64", "got '0,64'"),
-        ("demo windows=64,256,64", "windows '64,256,64' give a window twice"),
-        ("demo view=gap", "view=gap is for the folders of experiments/anytime_gap.py"),
-        ("demo colour=red", "report marker 'demo colour=red': unknown option(s) ['colour']"),
-        ("missing", "report marker 'missing': no missing/summary.json; run experiments/docs_"),
+def _paired_folder(results: Path, name: str, runs: int = 2, loss=None) -> Path:
+    """A folder of StABL and EXP3 (the same entries) whose traces hold ``loss`` (default
+    zeros) as both learners' ``(runs, 4)`` losses, with a change point at round 2."""
+    summary = _summary(0.5)
+    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
+    (results / name).mkdir()
+    (results / name / "summary.json").write_text(json.dumps(summary))
+    loss = np.zeros((runs, 4), np.float32) if loss is None else loss
+    arrays: dict[str, Any] = {"stabl/loss": loss, "exp3_uniform/loss": loss}
+    arrays["env/change_points"] = np.full((runs, 1), 2, np.int32)
+    np.savez(results / name / "traces.npz", **arrays)
+    return results / name
+
+
+OTHER_KINDS = ("bco", "hpo", "bandit", "anytime_gap")
+#: Arguments refused (exit 2, one line naming what, nothing printed, the document untouched):
+#: a bad option, a folder not there, an option the folder's view does not read (it was
+#: ignored without a word: ``sa=sampled`` on a BCO folder printed its one SA(L), of the
+#: suffered loss), a marker given with --check/--update DOC (each of the document's markers
+#: names its own), both modes or neither, and a folder the paired view cannot read (a
+#: ``KeyError`` and a ``BadZipFile`` traceback, the ``JSONDecodeError``'s words without the
+#: file's name).
+REFUSED = [
+    (["demo windows=abc"], "windows must be comma-separated ints >= 1, e.g. 256,1024, got 'abc'"),
+    (["demo windows=0,64"], "got '0,64'"),
+    (["demo windows=64,256,64"], "windows '64,256,64' give a window twice"),
+    (["demo view=gap"], "view=gap is for the folders of experiments/anytime_gap.py"),
+    (["demo colour=red"], "report marker 'demo colour=red': unknown option(s) ['colour']"),
+    (["missing"], "report marker 'missing': no missing/summary.json; run experiments/docs_"),
+    (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
+    (["--check", "doc.md", "demo"], "argument MARKER: not allowed with argument --check"),
+    (["demo", "--update", "doc.md"], "argument --update: not allowed with argument MARKER"),
+    (["--update", "doc.md", "--check", "doc.md"], "--check: not allowed with argument --upd"),
+    ([], "one of the arguments MARKER --update --check is required"),
+    *[
+        ([f"{kind} {options}"], f"report marker '{kind} {options}': {named}")
+        for kind, options, named in [
+            ("bco", "sa=sampled", "sa is not read by view=table of this bco folder"),
+            ("hpo", "windows=64", "windows is not read by view=table of this hpo folder"),
+            ("bandit", "view=paired baseline=exp3", "baseline is not read by view=paired"),
+            ("bandit", "learner=stabl columns=a,b", "learner columns is not read by view=table"),
+            ("anytime_gap", "windows=64", "windows is not read by view=gap of this anytime_gap"),
+        ]
     ],
-)
-def test_bad_options_and_missing_files_are_named(tmp_path, capsys, monkeypatch, marker, message):
-    """A bad option or a folder that is not there: exit 2 with one line naming it, before
-    any table is printed."""
-    _write(tmp_path, 0.5)
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as stop:
-        REPORT["main"]([marker, "--results", "."])
-    captured = capsys.readouterr()
-    assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
-    assert captured.out == ""
+    (
+        ["nostabl view=paired"],
+        "view=paired gives 'stabl' minus every other learner, and its traces.npz has no "
+        "'stabl' (it has ['exp3_uniform'])",
+    ),
+    (
+        ["cut view=paired"],
+        "traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
+        "damaged or not an .npz; run what wrote it again",
+    ),
+    (["badjson view=paired"], "summary.json is not valid JSON (Unterminated string"),
+]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--check", "missing.md"], "No such file or directory: 'missing.md'"),
-        (["--check", "doc.md", "demo"], "argument MARKER: not allowed with argument --check"),
-        (["demo", "--update", "doc.md"], "argument --update: not allowed with argument MARKER"),
-        (["--update", "doc.md", "--check", "doc.md"], "--check: not allowed with argument --upd"),
-        ([], "one of the arguments MARKER --update --check is required"),
-    ],
-)
-def test_a_document_mode_names_what_it_cannot_use(tmp_path, capsys, monkeypatch, args, message):
-    """A marker given with --check/--update DOC (each of the document's markers names its
-    own), both modes, or neither: exit 2, the document untouched."""
+@pytest.mark.parametrize(("args", "message"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
+def test_what_it_cannot_use_is_named_before_any_table(tmp_path, capsys, monkeypatch, args, message):
     _write(tmp_path, 0.5)
+    for kind in OTHER_KINDS:
+        (tmp_path / kind).mkdir()
+        (tmp_path / kind / "summary.json").write_text(json.dumps({"kind": kind}))
+    for name in ("nostabl", "cut", "badjson"):
+        _paired_folder(tmp_path, name)
+    np.savez(
+        tmp_path / "nostabl" / "traces.npz",
+        **{"exp3_uniform/loss": np.zeros((2, 4), np.float32)},
+        **{"env/change_points": np.full((2, 1), 2, np.int32)},
+    )
+    (tmp_path / "cut" / "traces.npz").write_bytes(
+        (tmp_path / "cut" / "traces.npz").read_bytes()[:200]
+    )
+    (tmp_path / "badjson" / "summary.json").write_text(
+        (tmp_path / "badjson" / "summary.json").read_text()[:50]
+    )
     (tmp_path / "doc.md").write_text(MARK + "old\n<!-- /report -->\n")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as stop:
-        REPORT["main"](args)
+        REPORT["main"]([*args, "--results", "."])
     captured = capsys.readouterr()
-    assert stop.value.code == 2 and message in captured.err and captured.out == ""
+    assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
     assert (tmp_path / "doc.md").read_text() == MARK + "old\n<!-- /report -->\n"
-
-
-@pytest.mark.parametrize(
-    ("kind", "options", "named"),
-    [
-        ("bco", "sa=sampled", "sa is not read by view=table of this bco folder"),
-        ("hpo", "windows=64", "windows is not read by view=table of this hpo folder"),
-        ("bandit", "view=paired baseline=exp3", "baseline is not read by view=paired"),
-        ("bandit", "learner=stabl columns=a,b", "learner columns is not read by view=table"),
-        ("anytime_gap", "windows=64", "windows is not read by view=gap of this anytime_gap"),
-    ],
-)
-def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, options, named):
-    """A table option given where the folder's view does not read it was ignored without a
-    word (``sa=sampled`` on a BCO folder printed its one SA(L), of the suffered loss);
-    exit 2 before any table, naming the marker and the options."""
-    _write(tmp_path, 0.5)
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "summary.json").write_text(json.dumps({"kind": kind}))
-    with pytest.raises(SystemExit) as stop:
-        REPORT["main"]([f"other {options}", "--results", str(tmp_path)])
-    captured = capsys.readouterr()
-    assert stop.value.code == 2 and named in captured.err and captured.out == ""
-    assert f"report marker 'other {options}': " in captured.err
-    # The options a view reads still apply, given or not.
-    assert REPORT["main"](["demo sa=sampled windows=16", "--results", str(tmp_path)]) == 0
-    assert "SA(L) of the sampled loss" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -179,34 +192,28 @@ def test_an_option_the_view_does_not_read_is_refused(tmp_path, capsys, kind, opt
         ("demo learner=stabl", "learner is not read by view=table of this bandit folder"),
         ("demo view=regret sa=sampled", "sa is not read by view=regret"),
         ("demo view=diff diff=stabl,stabl windows=16", "windows is not read by view=diff"),
+        (None, "is not UTF-8 text ("),
     ],
 )
-def test_a_markers_option_its_view_does_not_read_is_refused(tmp_path, capsys, marker, named):
+def test_a_document_it_cannot_read_or_whose_marker_it_refuses_is_named(
+    tmp_path, capsys, marker, named
+):
     """A marker's option that its view does not read was ignored without a word, as the
-    command line's once were; now ``--check`` and ``--update`` fail naming the marker and
-    the option (exit 2), the document untouched."""
+    command line's once were; a document that is not text was named by its decoding error
+    alone. Now ``--check`` and ``--update`` fail naming the marker and the option, or the
+    document (exit 2), the document untouched."""
     _write(tmp_path, 0.5)
     doc = tmp_path / "doc.md"
-    text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n"
-    doc.write_text(text)
+    text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n".encode()
+    text = b"\xff\xfe" + MARK.encode() if marker is None else text
+    doc.write_bytes(text)
     for mode in ("--check", "--update"):
         with pytest.raises(SystemExit) as stop:
             REPORT["main"]([mode, str(doc), "--results", str(tmp_path)])
         err = capsys.readouterr().err
-        assert stop.value.code == 2 and f"report marker {marker!r}: {named}" in err, err
-    assert doc.read_text() == text
-
-
-@pytest.mark.parametrize("mode", ["--check", "--update"])
-def test_a_document_that_is_not_text_is_named(tmp_path, capsys, mode):
-    """Its decoding error alone did not say which file it was."""
-    doc = tmp_path / "doc.md"
-    doc.write_bytes(b"\xff\xfe" + MARK.encode())
-    with pytest.raises(SystemExit) as stop:
-        REPORT["main"]([mode, str(doc), "--results", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and f"{doc} is not UTF-8 text (" in err
-    assert doc.read_bytes() == b"\xff\xfe" + MARK.encode()
+        where = f"{doc} " if marker is None else f"report marker {marker!r}: "
+        assert stop.value.code == 2 and where + named in err, err
+    assert doc.read_bytes() == text
 
 
 def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):
@@ -271,77 +278,12 @@ def test_paired_view_from_traces(tmp_path):
         **{"env/change_points": np.full((10, 1), 2, np.int32)},
     )
     assert REPORT["render"]("demo view=paired", tmp_path) == paired
-
-
-def _cut_short(folder: Path) -> None:
-    (folder / "traces.npz").write_bytes((folder / "traces.npz").read_bytes()[:200])
-
-
-def _summary_cut_short(folder: Path) -> None:
-    (folder / "summary.json").write_text((folder / "summary.json").read_text()[:50])
-
-
-def _without_stabl(folder: Path) -> None:
-    arrays: dict[str, Any] = {"exp3_uniform/loss": np.zeros((2, 4), np.float32)}
-    arrays["env/change_points"] = np.full((2, 1), 2, np.int32)
-    np.savez(folder / "traces.npz", **arrays)
-
-
-@pytest.mark.parametrize(
-    ("damage", "message"),
-    [
-        (
-            _without_stabl,
-            "view=paired gives 'stabl' minus every other learner, and its traces.npz has no "
-            "'stabl' (it has ['exp3_uniform'])",
-        ),
-        (
-            _cut_short,
-            "traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
-            "damaged or not an .npz; run what wrote it again",
-        ),
-        (_summary_cut_short, "summary.json is not valid JSON (Unterminated string"),
-    ],
-    ids=["without stabl", "traces cut short", "summary cut short"],
-)
-def test_the_paired_view_names_what_it_cannot_read(tmp_path, capsys, damage, message):
-    """A folder without the learner the paired view subtracts, or whose ``traces.npz`` or
-    ``summary.json`` is cut short: exit 2, one line naming it (a ``KeyError`` and a
-    ``BadZipFile`` traceback, and the ``JSONDecodeError``'s words without the file's name)."""
-    _write(tmp_path, 0.5)
-    loss = np.zeros((2, 4), np.float32)
-    np.savez(
-        tmp_path / "demo" / "traces.npz",
-        **{"stabl/loss": loss, "exp3_uniform/loss": loss},
-        **{"env/change_points": np.full((2, 1), 2, np.int32)},
-    )
-    damage(tmp_path / "demo")
-    with pytest.raises(SystemExit) as stop:
-        REPORT["main"](["demo view=paired", "--results", str(tmp_path)])
-    captured = capsys.readouterr()
-    assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
-    assert captured.out == ""
-
-
-@pytest.mark.parametrize(
-    ("runs", "view", "message"),
-    [(1, "paired", "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with")],
-)
-def test_views_of_intervals_refuse_too_few_runs(tmp_path, runs, view, message):
-    """One run: the paired view printed ``± nan`` in every cell (exit 0). (The main table
-    prints one run's means with "one run (no CI)", as ``stabl-jax run`` does.)"""
-    _write(tmp_path, 0.5)
-    summary = _summary(0.5)
-    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
-    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
-    loss = np.random.default_rng(0).uniform(0.2, 0.8, (runs, 4)).astype(np.float32)
-    np.savez(
-        tmp_path / "demo" / "traces.npz",
-        **{"stabl/loss": loss, "exp3_uniform/loss": loss},
-        **{"env/change_points": np.full((runs, 1), 2, np.int32)},
-    )
+    # One run: the paired view printed ``± nan`` in every cell (exit 0). (The main table
+    # prints one run's means with "one run (no CI)", as ``stabl-jax run`` does.)
+    _paired_folder(tmp_path, "one", runs=1, loss=exp3[:1])
+    message = "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with"
     with pytest.raises(ValueError, match=re.escape(message)):
-        REPORT["render"](f"demo view={view}", tmp_path)
+        REPORT["render"]("one view=paired", tmp_path)
 
 
 def _hpo_folder(root: Path) -> Path:
