@@ -201,11 +201,6 @@ def static_values(learner: Any, values: Mapping[str, float]) -> dict[str, Any]:
     return cast
 
 
-def static_learner(learner: Any, values: Mapping[str, float]) -> Any:
-    """``learner`` with static ``values`` (an integer field takes integral values only)."""
-    return dataclasses.replace(learner, **static_values(learner, values))
-
-
 def swept_learner(config: Any, name: str, values: Mapping[str, float]) -> Any:
     """Learner ``name`` of ``config`` built anew with its options and the static ``values``:
     the defaults an option sets (``d_ucb``'s discount from ``num_changes``) follow it."""

@@ -322,7 +322,8 @@ def test_an_environment_number_and_a_static_option_equal_their_points_alone(tmp_
         for row, point in zip(reward, grid.points, strict=True):
             values = dict(zip(grid.fields, point, strict=True))
             env = dataclasses.replace(config.make_env(), bonus=values.pop("env.bonus"))
-            learner = sweep_module.static_learner(config.make_learner(grid.learner), values)
+            learner = config.make_learner(grid.learner)
+            learner = dataclasses.replace(learner, **{k: int(v) for k, v in values.items()})
             params = config.learner_params(learner, grid.learner)
             alone = simulate(learner, env, jax.random.key(3), 4, params=params, traces=("loss",))
             np.testing.assert_array_equal(row, 1.0 - np.asarray(alone.loss, np.float64).mean(1))
