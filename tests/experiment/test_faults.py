@@ -282,12 +282,12 @@ def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
         "no digests": (dict(written), "holds no content digest"),
         "one array more": (
             {**written, "extra": np.zeros(2), checkpoint.DIGEST: digests},
-            "its list of arrays differs",
+            "its arrays differ from those written",
         ),
-        "another value": ({**changed, checkpoint.DIGEST: digests}, "array 'carry/0' differs"),
+        "another value": ({**changed, checkpoint.DIGEST: digests}, "its arrays differ"),
         "another shape": (
             {**written, "carry/0": written["carry/0"].reshape(4, 8), checkpoint.DIGEST: digests},
-            "array 'carry/0' differs",
+            "its arrays differ",
         ),
     }
     for case, (arrays, reason) in cases.items():
@@ -325,7 +325,7 @@ def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
         with np.load(path, allow_pickle=False) as npz:
             shifted = npz["loss"]
         assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
-        reason = "array 'loss' differs from the one written"
+        reason = "its arrays differ from those written"
     else:
         reason = "BadZipFile: Bad CRC-32 for file 'loss.npy'"
     with pytest.raises(CheckpointDamaged, match=re.escape(reason)):
@@ -600,7 +600,7 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
 
     fresh = tmp_path / "fresh"
     with monkeypatch.context() as patch:
-        patch.setattr(identity_module, "atomic_write", full_at(identity_module.IDENTITY))
+        patch.setattr(files_module, "atomic_write", full_at(identity_module.IDENTITY))
         code, _, err = run(command(config_path, fresh), capsys)
     assert code == 1
     _assert_one_line_no_space(err, fresh)
