@@ -46,7 +46,7 @@ _RESULT_FILES = re.compile(r"(summary\.json|results\.csv|traces\.npz|tuned\.toml
 
 
 def is_complete(path: str | Path) -> bool:
-    """True when ``path`` is a finished results folder (it holds ``COMPLETE``)."""
+    """True when ``path`` is a finished results folder."""
     return (Path(path) / COMPLETE).is_file()
 
 
@@ -55,14 +55,17 @@ def partial_path(final: Path) -> Path:
     return final.with_name(final.name + PARTIAL)
 
 
-def _lock(folder: Path) -> int | None:
-    """A descriptor of ``folder``'s marker, ``flock``-ed; ``None`` where a live process holds it."""
-    fd = os.open(folder / MARKER, os.O_RDONLY)
+def _lock(partial: Path) -> int:
+    """A descriptor of ``partial``'s marker, ``flock``-ed (the OS drops a dead run's lock)."""
+    fd = os.open(partial / MARKER, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
-        return None
+        raise OutputError(
+            f"another stabl-jax run is writing {partial.with_suffix('')} (it holds {partial}): "
+            "wait for it to end, or give another --out"
+        ) from None
     return fd
 
 
@@ -72,36 +75,30 @@ def _user_files(folder: Path) -> list[str]:
         listed = files.manifest(folder)
     except files.DamagedFile:
         listed = {}
-
-    found = []
-    for path in sorted(folder.iterdir()):
-        name = path.name
-        written = (
-            bool(_RESULT_FILES.fullmatch(name))
+    return [
+        p.name + "/" * p.is_dir()
+        for p in sorted(folder.iterdir())
+        if p.name not in _BOOKKEEPING
+        and not (
+            _RESULT_FILES.fullmatch(p.name)
             if listed is None
-            else name in listed or any(k.startswith(f"{name}/") for k in listed)
+            else p.name in listed or any(k.startswith(f"{p.name}/") for k in listed)
         )
-        if name not in _BOOKKEEPING and not written:
-            found.append(name + "/" * path.is_dir())
-    return found
+    ]
 
 
 def _inode_flags(path: Path) -> int:
     """Linux's inode flags of ``path`` (``chattr``); 0 where they cannot be read."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return 0
-    try:
-        return int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
-    except OSError:
-        return 0
-    finally:
-        os.close(fd)
+        try:
+            return int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+        finally:
+            os.close(fd)
+    return 0
 
 
 def _check_movable(final: Path) -> None:
-    """:class:`OutputError` where a folder could not be renamed onto ``final`` at the end."""
     parent = final.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -127,8 +124,8 @@ def _check_movable(final: Path) -> None:
 
 
 def _check_out(final: Path, force: bool) -> None:
-    """:class:`OutputError` unless the results may be moved onto ``final`` (absent; an empty
-    folder; with ``force``, a results folder holding only what stabl_jax wrote)."""
+    """:class:`OutputError` unless ``final`` is absent, an empty folder, or (``force``) a results
+    folder holding only what stabl_jax wrote, and a folder can be renamed onto it."""
     if final.is_symlink():
         raise OutputError(
             f"output path {final} is a symbolic link (to {os.readlink(final)}), which is left "
@@ -142,19 +139,17 @@ def _check_out(final: Path, force: bool) -> None:
             f"{MARKER} file); it is never replaced or deleted, even with --force: "
             "choose another --out"
         )
-    if final.exists() and is_marked(final):
-        if not force:
-            what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
-            raise OutputError(
-                f"output folder {final} already holds {what}; "
-                "pass --force to replace it or choose another --out"
-            )
-        theirs = _user_files(final)
-        if theirs:
-            raise OutputError(
-                f"output folder {final} holds files stabl-jax did not write ({', '.join(theirs)});"
-                " --force replaces the whole folder, so move them out first or choose another --out"
-            )
+    if final.exists() and is_marked(final) and not force:
+        what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
+        raise OutputError(
+            f"output folder {final} already holds {what}; "
+            "pass --force to replace it or choose another --out"
+        )
+    if theirs := final.is_dir() and is_marked(final) and _user_files(final):
+        raise OutputError(
+            f"output folder {final} holds files stabl-jax did not write ({', '.join(theirs)});"
+            " --force replaces the whole folder, so move them out first or choose another --out"
+        )
     _check_movable(final)
 
 
@@ -169,8 +164,7 @@ class Resumed:
 def _plan(partial: Path, store: ExperimentCheckpoints | None, force: bool) -> tuple[str, str, bool]:
     """``(action, line, rewrite)`` for ``partial``, moving and writing nothing: ``action`` is
     ``"new"``, ``"resume"``, ``"commit"`` (complete: only to be moved into place) or
-    ``"discard"`` (another run's, ``--force``); ``line`` says so; ``rewrite``: :data:`IDENTITY`
-    is to be written again.
+    ``"discard"``; ``line`` says so; ``rewrite``: :data:`IDENTITY` is to be written again.
 
     Raises:
       OutputError: it is not stabl_jax's, a live run holds it, or it holds another run's
@@ -179,44 +173,27 @@ def _plan(partial: Path, store: ExperimentCheckpoints | None, force: bool) -> tu
     if not partial.exists() and not partial.is_symlink():
         return "new", "", False
     if is_marked(partial):
-        lock = _lock(partial)
-        if lock is None:
-            raise OutputError(
-                f"another stabl-jax run is writing {partial.with_suffix('')} (it holds "
-                f"{partial}): wait for it to end, or give another --out"
-            )
-        os.close(lock)
-    source = partial / CHECKPOINT_DIR
+        os.close(_lock(partial))
+    source, complete = partial / CHECKPOINT_DIR, is_complete(partial)
     # Ours too: a folder another run is creating (nothing in it yet but its marker's temp file).
     made = partial.is_dir() and all(p.name.startswith(f".{MARKER}") for p in partial.iterdir())
-    known = is_complete(partial) or source.is_dir() or made
-    if partial.is_symlink() or not partial.is_dir() or (not is_marked(partial) and not known):
+    if partial.is_symlink() or not partial.is_dir() or not (is_marked(partial) or complete
+                                                           or source.is_dir() or made):  # fmt: skip
         raise OutputError(
             f"{partial} is not a partial folder of stabl-jax (no {MARKER} and unknown contents); "
             "it is left as it is: move it away, or give another --out"
         )
     same, rewrite = (False, False) if store is None else store.recognised()
-    note = (
-        f" ({IDENTITY} was missing or damaged; the checkpoints carry this experiment's "
-        "fingerprint, so it is written again)"
-    ) * rewrite
-    if is_complete(partial):
-        if same:
+    if same:
+        note = f" ({IDENTITY} was missing or damaged; the checkpoints carry this experiment's "
+        note = (note + "fingerprint, so it is written again)") * rewrite
+        if complete:
             what = "the complete results of this experiment, moved into place (nothing recomputed)"
             return "commit", f"{partial.name}: {what}{note}", rewrite
-        if not force:
-            raise OutputError(
-                f"{partial} holds the complete results of another run; rerun its own command to "
-                "move them into place, or pass --force to discard them"
-            )
-        return (
-            "discard",
-            f"{partial.name}: the complete results of another run; discarded (--force)",
-            False,
-        )
-    if same:
         return "resume", f"{partial.name}: checkpoints of this experiment, resumed{note}", rewrite
     other = describe_other(source, None if store is None else store.identity)
+    if complete:
+        other = "the complete results of another run", "rerun its own command to move them"
     if other is None:
         return (
             "discard",
@@ -229,15 +206,10 @@ def _plan(partial: Path, store: ExperimentCheckpoints | None, force: bool) -> tu
     return "discard", f"{partial.name}: {what}; discarded (--force)", False
 
 
-def _restore_old(final: Path) -> None:
-    """Put back ``<final>.old`` where a stop fell between the two renames of a commit."""
-    old = final.with_name(final.name + OLD)
-    if not is_marked(old):
-        return
-    if final.exists() or final.is_symlink():
-        shutil.rmtree(old)
-    else:
-        os.replace(old, final)
+def _store(final: Path, identity: Mapping[str, Any] | None) -> ExperimentCheckpoints | None:
+    if identity is None:
+        return None
+    return ExperimentCheckpoints(partial_path(final) / CHECKPOINT_DIR, identity, create=False)
 
 
 class ResultsFolder:
@@ -263,13 +235,8 @@ class ResultsFolder:
 
     @staticmethod
     def check(out: str | Path, *, force: bool = False) -> Path:
-        """The absolute path ``out``, when the results may be moved onto it; writes nothing.
-
-        Raises:
-          OutputError: ``out`` holds a result and ``force`` is false; it is not empty and not
-            stabl_jax's; it holds files stabl_jax did not write; or it cannot be renamed onto
-            (a mount point, immutable, another user's, a read-only parent).
-        """
+        """The absolute path ``out``, when the results may be moved onto it (else
+        :class:`OutputError`); writes nothing."""
         if not str(out).strip():
             raise OutputError("--out is empty; give a folder name")
         final = Path(out).expanduser().absolute()
@@ -277,22 +244,13 @@ class ResultsFolder:
         return final
 
     @staticmethod
-    def _store(final: Path, identity: Mapping[str, Any] | None) -> ExperimentCheckpoints | None:
-        if identity is None:
-            return None
-        return ExperimentCheckpoints(partial_path(final) / CHECKPOINT_DIR, identity, create=False)
-
-    @staticmethod
     def preview(
         out: str | Path, identity: Mapping[str, Any] | None, *, force: bool = False
     ) -> tuple[list[str], Resumed | None]:
-        """What :meth:`prepare` would log and resume; moves, removes and writes nothing.
-
-        Raises:
-          OutputError, CheckpointMismatch: as :meth:`prepare`.
-        """
+        """The lines :meth:`prepare` would log and what it would resume (raising as it does);
+        moves, removes and writes nothing."""
         final = ResultsFolder.check(out, force=force)
-        store = ResultsFolder._store(final, identity)
+        store = _store(final, identity)
         action, line, _ = _plan(partial_path(final), store, force)
         lines = [line] if line else []
         if action != "resume" or store is None:
@@ -313,15 +271,13 @@ class ResultsFolder:
         and only to be committed), with one checkpoint store for ``identity`` (``None``: none).
 
         Raises:
-          OutputError: as :meth:`check`, or the partial folder cannot be taken (another live
-            run, another experiment's, not stabl_jax's, not writable).
+          OutputError: as :meth:`check`, or the partial folder cannot be taken.
           CheckpointMismatch: a checkpoint to resume is damaged and ``force`` is false.
         """
         final = cls.check(out, force=force)
-        partial, store = partial_path(final), cls._store(final, identity)
+        partial, store = partial_path(final), _store(final, identity)
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
-            _restore_old(final)
             action, line, rewrite = _plan(partial, store, force)
             if line:
                 log(line)
@@ -331,11 +287,6 @@ class ResultsFolder:
             lock = _lock(partial)
         except OSError as exc:
             raise OutputError(f"output location {final.parent} is not writable: {exc}") from None
-        if lock is None:
-            raise OutputError(
-                f"another stabl-jax run is writing {final} (it holds {partial}): wait for it "
-                "to end, or give another --out"
-            )
         folder = cls(final, force, lock, store)
         try:
             if store is not None:
@@ -349,12 +300,11 @@ class ResultsFolder:
 
     @property
     def checkpoint_dir(self) -> Path:
-        """Where the experiment's chunk checkpoints live while it runs."""
         return self.partial / CHECKPOINT_DIR
 
     @property
     def complete(self) -> bool:
-        """Whether the partial folder already holds complete results (only :meth:`commit`)."""
+        """Whether the partial folder holds complete results (only to be committed)."""
         return is_complete(self.partial)
 
     def has_checkpoints(self) -> bool:
@@ -362,10 +312,7 @@ class ResultsFolder:
         return bool(learner_folders(self.checkpoint_dir))
 
     def write(
-        self,
-        summary: Mapping[str, Any],
-        arrays: Mapping[str, np.ndarray],
-        draw: Callable[[Path], Any],
+        self, summary: Mapping[str, Any], arrays: Mapping[str, np.ndarray], draw: Callable
     ) -> Path:
         """Write ``summary.json``, ``results.csv``, ``traces.npz``, plots; then :meth:`commit`."""
         files.write_json(self.partial / tables.SUMMARY, summary, allow_nan=False)
@@ -376,12 +323,8 @@ class ResultsFolder:
         return self.commit()
 
     def commit(self) -> Path:
-        """Write the manifest and ``COMPLETE``, rename onto ``<out>``, then drop the checkpoints.
-
-        Raises:
-          OutputError: ``<out>`` cannot be replaced now; the complete results stay in
-            :attr:`partial`, and the same command moves them into place.
-        """
+        """Write the manifest and ``COMPLETE``, rename onto ``<out>``, then drop the checkpoints
+        (:class:`OutputError` where ``<out>`` cannot be replaced: the results stay complete)."""
         if not self.complete:
             written = [
                 str(p.relative_to(self.partial))
@@ -403,6 +346,8 @@ class ResultsFolder:
             raise OutputError(f"{exc}{kept}") from None
         try:
             with _signals_deferred():
+                if is_marked(old):  # left by a stop between these renames
+                    shutil.rmtree(old)
                 if final.exists() and is_marked(final):
                     os.replace(final, old)
                 try:
