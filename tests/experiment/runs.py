@@ -5,6 +5,8 @@ after a number of chunk checkpoints."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
@@ -54,11 +56,16 @@ def command(config_path: Path, out: Path, *extra: str) -> list[str]:
     return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
 
 
-def run(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    """``cli.main(args)``: its exit status, stdout and stderr."""
-    code = cli.main(args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+def run(args: list[str], capsys: pytest.CaptureFixture | None) -> tuple[int, str, str]:
+    """``cli.main(args)``: its exit status, stdout and stderr (``capsys=None``: ``sys``'s)."""
+    if capsys is not None:
+        code = cli.main(args)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(args)
+    return code, out.getvalue(), err.getvalue()
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -74,7 +81,7 @@ def partials(out: Path) -> list[Path]:
 def stopped_run(
     config_path: Path,
     out: Path,
-    capsys: pytest.CaptureFixture,
+    capsys: pytest.CaptureFixture | None,
     monkeypatch: pytest.MonkeyPatch,
     chunks: int,
 ) -> str:

@@ -71,12 +71,20 @@ def reference(tmp_path_factory) -> Path:
     return shared_reference(tmp_path_factory)
 
 
-def interrupted_run(config_path, out, capsys, monkeypatch, chunks: int = 6) -> Path:
-    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints (6: ``uniform`` done, ``exp3``
-    at round 32); returns its partial folder."""
-    stopped_run(config_path, out, capsys, monkeypatch, chunks)
+@pytest.fixture(scope="module")
+def interrupted(config_path, tmp_path_factory) -> Path:
+    """The partial folder of a run stopped by Ctrl-C after 6 chunk checkpoints (``uniform``
+    done, ``exp3`` at round 32), to be copied by :func:`interrupted_run`."""
+    out = tmp_path_factory.mktemp("interrupted") / "out"
+    with pytest.MonkeyPatch.context() as patch:
+        stopped_run(config_path, out, None, patch, 6)
     (partial,) = partials(out)
     return partial
+
+
+def interrupted_run(interrupted: Path, out: Path) -> Path:
+    """A copy of :func:`interrupted` as the partial folder of ``out``; returns it."""
+    return Path(shutil.copytree(interrupted, out.with_name(interrupted.name)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,7 +404,7 @@ def _flip(data: bytes, i: int) -> bytes:
 
 
 def test_damaged_checkpoint_is_named_and_force_discards_it(
-    config_path, reference, tmp_path, capsys, monkeypatch
+    config_path, interrupted, reference, tmp_path, capsys, monkeypatch
 ):
     """Garbage in ``state.npz`` and the header-length byte of ``loss.npy`` in a chunk changed
     (0x76 -> 0x72; in this small chunk the zip's CRC catches it, in a large one only the
@@ -404,7 +412,7 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     with --force as the remedy (exit 2, no pickle advice); --force discards only that
     learner's checkpoint and the results equal an uninterrupted run's."""
     out = tmp_path / "out"
-    interrupted_run(config_path, out, capsys, monkeypatch)
+    interrupted_run(interrupted, out)
 
     def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
         (partial,) = partials(out)
@@ -437,58 +445,47 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbled", "valid JSON of another run"])
-def test_lost_experiment_json_still_resumes(
-    config_path, reference, tmp_path, capsys, monkeypatch, damage
+@pytest.mark.parametrize("damage", ["missing", "garbled", "valid JSON of another run", "pid"])
+def test_lost_bookkeeping_still_resumes(
+    config_path, reference, interrupted, tmp_path, capsys, damage
 ):
     """``experiment.json`` missing or garbled: the learners' checkpoints carry the
-    experiment's fingerprint, so the rerun says so and resumes (nothing recomputed)."""
+    experiment's fingerprint, so the rerun says so and resumes (nothing recomputed). The dead
+    run's pid now a live process's (pid 1): its checkpoints are taken over all the same (a dead
+    run is told by its released lock, not its pid)."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     identity = partial / CHECKPOINT_DIR / identity_module.IDENTITY
     if damage == "missing":
         identity.unlink()
     elif damage == "garbled":
         identity.write_text('{"format": "stabl_jax.check')
+    elif damage == "pid":
+        marker = json.loads((partial / MARKER).read_text())
+        (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
     else:  # was "a different experiment", and --force then discarded intact checkpoints
-        identity.write_text('{"format": "stabl_jax.checkpoint/2", "config": {}}')
+        identity.write_text('{"format": "stabl_jax.checkpoint/3", "config": {}}')
     code, stdout, err = run(command(config_path, out), capsys)
     assert code == 0, err
-    assert "missing or damaged" in stdout and f"resuming {partial.name}" in stdout
+    assert f"resuming {partial.name}" in stdout
+    assert ("missing or damaged" in stdout) == (damage != "pid")
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 32}
     assert_same_results(out, reference)
     assert not partials(out)
 
 
 def test_unidentifiable_checkpoints_are_kept_without_force(
-    config_path, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
     """No ``experiment.json`` and checkpoints of another seed: refused (exit 2) naming the
     folder and --force; the checkpoints are not touched."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     (partial / CHECKPOINT_DIR / identity_module.IDENTITY).unlink()
     before = tree(partial)
     code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
     assert code == 2 and str(partial) in err and "cannot identify" in err and "--force" in err
     assert tree(partial) == before
-
-
-def test_dead_run_whose_pid_is_alive_again_is_resumed(
-    config_path, reference, tmp_path, capsys, monkeypatch
-):
-    """The dead run's pid now belongs to a live process (pid 1): its checkpoints are taken
-    over all the same (a dead run is told by its released lock, not its pid)."""
-    out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
-    marker = json.loads((partial / MARKER).read_text())
-    (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
-    code, stdout, err = run(command(config_path, out), capsys)
-    assert code == 0, err
-    assert f"resuming {partial.name}" in stdout
-    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 32}
-    assert_same_results(out, reference)
-    assert not partials(out)
 
 
 def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
@@ -777,14 +774,14 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
 
 
 def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
-    config_path, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
     """An interrupted run of the same ``--out``: a dry run says the run resumes its
     checkpoints; of another experiment (another seed), refuses them as the run would (exit
     2), and with ``--force`` says they are discarded. Nothing moves, and the real rerun then
     resumes them."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     before = tree(partial)
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 0, err
@@ -806,14 +803,14 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
 
 
 def test_a_dry_run_reads_the_checkpoints_it_would_resume(
-    config_path, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
     """A damaged checkpoint of the interrupted run a rerun would resume: the dry run names
     the file and ``--force`` (exit 2), as the run does; with ``--force`` it says that
     learner's checkpoint would be discarded and what would be resumed. Nothing changes on
     disk either way."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     chunk = sorted((partial / CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
     _shorten_npy_header(chunk, "loss.npy")
     before = tree(partial)
