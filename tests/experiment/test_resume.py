@@ -318,23 +318,19 @@ def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(
     """``drop_state`` deletes a finished simulation's loop state and keeps its outputs: the
     same call then returns the same traces and no carry (a metric that needs one says why),
     and a longer simulation refuses to continue from it."""
-    env, learner = (
-        ExpertAdvice(num_arms=NUM_ARMS, horizon=HORIZON),
-        EXP3(num_arms=NUM_ARMS, horizon=HORIZON),
-    )
-    call = dict(traces=("played", "loss"))
+    env = ExpertAdvice(num_arms=NUM_ARMS, horizon=HORIZON)
+    learner = EXP3(num_arms=NUM_ARMS, horizon=HORIZON)
+
+    def resumed(horizon: int, ckpt: checkpoint.ChunkCheckpoint | None = None):
+        ckpt = ckpt or checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
+        options = SimOptions(chunk_size=16, checkpoint=ckpt)
+        return simulate(learner, env, jax.random.key(3), 5, horizon=horizon, options=options,
+                        traces=("played", "loss"))  # fmt: skip
+
     ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
     with pytest.raises(checkpoint.CheckpointMismatch, match="holds no checkpoint"):
         ckpt.drop_state()
-    first = simulate(
-        learner,
-        env,
-        jax.random.key(3),
-        5,
-        horizon=32,
-        options=SimOptions(chunk_size=16, checkpoint=ckpt),
-        **call,
-    )
+    first = resumed(32, ckpt)
     state_file = ckpt.folder / checkpoint.STATE
     before = state_file.stat().st_size
     ckpt.drop_state()
@@ -342,29 +338,11 @@ def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(
     stored = checkpoint.load_arrays(state_file)
     assert not [name for name in stored if name.startswith("carry/")]
     assert int(stored["t0"]) == 32 and state_file.stat().st_size < before
-    again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
-    second = simulate(
-        learner,
-        env,
-        jax.random.key(3),
-        5,
-        horizon=32,
-        options=SimOptions(chunk_size=16, checkpoint=again),
-        **call,
-    )
+    second = resumed(32)
     assert second.carry is None and sorted(second.arrays) == sorted(first.arrays)
     for name, value in first.arrays.items():
         np.testing.assert_array_equal(second.arrays[name], value)
     with pytest.raises(ValueError, match="adaptive_regret reads the runs' final loop state"):
         adaptive_regret(second, env, (8,))
-    longer = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
     with pytest.raises(checkpoint.CheckpointMismatch, match="finished at round 32 and kept no"):
-        simulate(
-            learner,
-            env,
-            jax.random.key(3),
-            5,
-            horizon=HORIZON,
-            options=SimOptions(chunk_size=16, checkpoint=longer),
-            **call,
-        )
+        resumed(HORIZON)
