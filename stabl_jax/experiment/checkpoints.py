@@ -1,9 +1,9 @@
 """Chunk checkpoints: an interrupted simulation resumes where it stopped, bitwise.
 
 One folder per simulation: ``chunk-<start>-<stop>.npz`` per chunk, then ``state.npz`` (the
-commit point), each written atomically and read back against its SHA-256 (:data:`DIGEST`).
-A checkpoint knows its simulation alone; an experiment's, one per learner, are
-:mod:`~stabl_jax.experiment.identity`'s.
+commit point), each written atomically with a SHA-256 of its arrays (:data:`DIGEST`), checked
+on every read: a zip's CRC-32 misses an ``.npy`` header that NumPy reads as a shifted array.
+A checkpoint knows its simulation alone; an experiment's are :mod:`~.identity`'s.
 """
 
 from __future__ import annotations
@@ -20,25 +20,20 @@ import numpy as np
 
 from stabl_jax.experiment.files import atomic_write
 
-FORMAT = "stabl_jax.checkpoint/2"
+FORMAT = "stabl_jax.checkpoint/3"
 STATE = "state.npz"
-#: The entry of every checkpoint ``.npz`` holding the SHA-256 of its other arrays (JSON).
+#: The entry of every checkpoint ``.npz`` holding the SHA-256 of its other arrays.
 DIGEST = "__sha256__"
-#: The entry of a checkpoint's state file whose loop state was dropped (``drop_state``).
+#: The entry of a state file whose loop state was dropped (:meth:`ChunkCheckpoint.drop_state`).
 DROPPED = "state_dropped"
 
 
 class CheckpointMismatch(ValueError):
-    """A checkpoint was written by a different run (config, seed, runs or versions)."""
+    """A checkpoint was written by another run, or is not consistent with itself."""
 
 
 class CheckpointDamaged(CheckpointMismatch):
-    """A checkpoint file is missing, unreadable, or differs from its stored SHA-256.
-
-    Attributes:
-      path: the damaged file.
-      reason: what is wrong with it.
-    """
+    """A checkpoint file (``path``) is missing, unreadable, or not what was written (``reason``)."""
 
     def __init__(self, path: Path, reason: str) -> None:
         self.path, self.reason = Path(path), reason
@@ -49,40 +44,39 @@ class CheckpointDamaged(CheckpointMismatch):
         )
 
 
-def _digest(value: np.ndarray) -> str:
-    """SHA-256 of an array's dtype, shape and bytes (C order)."""
-    value = np.ascontiguousarray(value)
-    digest = hashlib.sha256(f"{value.dtype.str}{value.shape}".encode())
-    # numpy's stubs give ndarray the buffer protocol (__buffer__) on Python >= 3.12 only
-    digest.update(value.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+def _digest(arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 of the names, dtypes, shapes and bytes (C order) of ``arrays``."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        value = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}\0{value.dtype.str}{value.shape}\0".encode())
+        # numpy's stubs give ndarray the buffer protocol (__buffer__) on Python >= 3.12 only
+        digest.update(value.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
     return digest.hexdigest()
 
 
 def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """``np.savez`` (uncompressed, no pickles), atomically, plus a :data:`DIGEST` of SHA-256s."""
+    """``np.savez`` (uncompressed, no pickles) with a :data:`DIGEST`, atomically."""
     arrays = {name: np.asarray(value) for name, value in arrays.items()}
     for name, value in arrays.items():
         if value.dtype == object:
             raise TypeError(f"array {name!r} has dtype object, which cannot be saved unpickled")
-    digests = json.dumps({name: _digest(value) for name, value in arrays.items()}, sort_keys=True)
-    atomic_write(
-        path,
-        # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
-        lambda f: np.savez(f, **arrays, **{DIGEST: np.asarray(digests)}),  # type: ignore[arg-type]
-    )
+    digest = np.asarray(_digest(arrays))
+    # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
+    atomic_write(path, lambda f: np.savez(f, **arrays, **{DIGEST: digest}))  # type: ignore[arg-type]
 
 
 def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` written by :func:`save_arrays`, checked against its SHA-256.
+    """Every array of an ``.npz`` of :func:`save_arrays`, checked against its :data:`DIGEST`.
 
     Raises:
-      CheckpointDamaged: the file is missing, unreadable, has no digests, or an array differs.
+      CheckpointDamaged: the file is missing, unreadable, has no digest, or differs.
     """
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-        stored = json.loads(str(arrays.pop(DIGEST)))
+        stored = str(arrays.pop(DIGEST))
     except KeyError:
         raise CheckpointDamaged(path, "it holds no content digest") from None
     except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, ...
@@ -90,33 +84,26 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
         if "pickle" in reason:  # never suggest unpickling what a damaged header declares
             reason = "an array header declares Python objects, which are never loaded"
         raise CheckpointDamaged(path, reason) from None
-    if not isinstance(stored, dict) or sorted(stored) != sorted(arrays):
-        raise CheckpointDamaged(path, "its list of arrays differs from the one written")
-    for name, value in arrays.items():
-        if _digest(value) != stored[name]:
-            raise CheckpointDamaged(path, f"array {name!r} differs from the one written")
+    if _digest(arrays) != stored:
+        raise CheckpointDamaged(path, "its arrays differ from those written")
     return arrays
 
 
-def _is_key(leaf: Any) -> bool:
-    return jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+def _key_data(leaf: Any) -> tuple[Any, bool]:
+    """``(key data, True)`` of a typed PRNG key, else ``(leaf, False)``."""
+    is_key = jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+    return (jax.random.key_data(leaf) if is_key else leaf), is_key
 
 
 def carry_to_arrays(carry: Any) -> dict[str, np.ndarray]:
     """``{"carry/<i>": leaf i}`` for the leaves of ``carry`` (typed keys as their key data)."""
-    out: dict[str, np.ndarray] = {}
-    for i, leaf in enumerate(jax.tree.leaves(carry)):
-        value = jax.random.key_data(leaf) if _is_key(leaf) else leaf
-        out[f"carry/{i}"] = np.asarray(jax.device_get(value))
-    return out
+    leaves = jax.tree.leaves(carry)
+    return {f"carry/{i}": np.asarray(jax.device_get(_key_data(x)[0])) for i, x in enumerate(leaves)}
 
 
 def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
-    """Rebuild a carry shaped like ``template`` from :func:`carry_to_arrays`'s output.
-
-    Raises:
-      CheckpointMismatch: a leaf is missing or its shape or dtype differs from the template's.
-    """
+    """The carry shaped like ``template`` of :func:`carry_to_arrays`'s ``arrays``, else
+    :class:`CheckpointMismatch` naming the leaf whose shape or dtype differs."""
     leaves, treedef = jax.tree.flatten(template)
     stored = sum(1 for name in arrays if name.startswith("carry/"))
     if stored != len(leaves):
@@ -125,8 +112,7 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
         )
     restored = []
     for i, want in enumerate(leaves):
-        data, is_key = arrays[f"carry/{i}"], _is_key(want)
-        expected = jax.random.key_data(want) if is_key else want
+        data, (expected, is_key) = arrays[f"carry/{i}"], _key_data(want)
         if data.shape != expected.shape or data.dtype != expected.dtype:
             raise CheckpointMismatch(
                 f"checkpoint {'key' if is_key else 'array'} {i} has shape {data.shape} "
@@ -150,17 +136,9 @@ def describe_mismatch(found: Any, expected: Any, prefix: str = "") -> str:
     return f"{prefix.rstrip('.') or 'value'}: {found!r} (checkpoint) != {expected!r} (this run)"
 
 
-def _chunk_name(start: int, stop: int) -> str:
-    return f"chunk-{start:010d}-{stop:010d}.npz"
-
-
 class ChunkCheckpoint:
-    """Atomic per-chunk checkpoints of one simulation, in ``folder``.
-
-    Args:
-      folder: where the files go (created on the first save).
-      fingerprint: JSON-able description of the simulation; a stored checkpoint with another
-        one raises :class:`CheckpointMismatch`.
+    """Atomic per-chunk checkpoints of one simulation, in ``folder`` (made at the first save);
+    a stored checkpoint of another ``fingerprint`` (JSON-able) raises :class:`CheckpointMismatch`.
 
     Example:
       >>> import jax, tempfile
@@ -183,14 +161,15 @@ class ChunkCheckpoint:
         self.fingerprint = json.loads(json.dumps(dict(fingerprint), sort_keys=True))
         self._chunks: list[tuple[int, int]] = []
 
-    def _read_state(self) -> dict[str, np.ndarray] | None:
+    def _state(self) -> dict[str, np.ndarray] | None:
+        """The checked state file's arrays (``None``: none stored), its chunks in ``_chunks``."""
         path = self.folder / STATE
         if not path.is_file():
             return None
         arrays = load_arrays(path)
         try:  # the bytes are those written (load_arrays checked them): a layout question
-            found = json.loads(str(arrays["fingerprint"]))
-            fmt = str(arrays["format"])
+            found, fmt = json.loads(str(arrays["fingerprint"])), str(arrays["format"])
+            chunks = [(int(a), int(b)) for a, b in np.asarray(arrays["chunks"]).reshape(-1, 2)]
         except (KeyError, ValueError) as exc:
             raise CheckpointMismatch(f"{path} is not a {FORMAT} checkpoint ({exc})") from None
         if fmt != FORMAT:
@@ -200,34 +179,24 @@ class ChunkCheckpoint:
                 f"checkpoint {path} was written by a different run; "
                 f"{describe_mismatch(found, self.fingerprint)}"
             )
+        ends = [0, *(b for _, b in chunks)]
+        if [a for a, _ in chunks] != ends[:-1] or any(b <= a for a, b in chunks):
+            raise CheckpointMismatch(f"{self.folder}: chunk list {chunks} is not contiguous")
+        if ends[-1] != int(arrays["t0"]):
+            raise CheckpointMismatch(
+                f"{self.folder}: chunks end at {ends[-1]}, t0 = {arrays['t0']}"
+            )
+        self._chunks = chunks
         return arrays
 
-    def _read(
-        self, keep: bool, rounds: int | None = None, names: Collection[str] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
-        """``(state arrays, outputs of rounds [0, t0))``, every file checked, or ``None``.
-
-        Outputs are read only with ``keep`` (only ``names`` when given), each into one
-        ``(R, max(rounds, t0), ...)`` array, one chunk at a time.
-        """
-        arrays = self._read_state()
-        if arrays is None:
-            return None
-        t0 = int(arrays["t0"])
-        chunks = [(int(a), int(b)) for a, b in np.asarray(arrays["chunks"]).reshape(-1, 2)]
-        expected_start = 0
-        for start, stop in chunks:
-            if start != expected_start or stop <= start:
-                raise CheckpointMismatch(f"{self.folder}: chunk list {chunks} is not contiguous")
-            expected_start = stop
-        if expected_start != t0:
-            raise CheckpointMismatch(f"{self.folder}: chunks end at {expected_start}, t0 = {t0}")
-        length = t0 if rounds is None else max(rounds, t0)
-        outputs: dict[str, np.ndarray] = {}
-        # Every chunk must hold the wanted outputs; others are not read.
+    def _outputs(self, rounds: int | None, names: Collection[str] | None) -> dict[str, np.ndarray]:
+        """Every chunk file, checked, one at a time; ``names`` (``None``: all) of rounds
+        ``[0, t0)`` gathered into ``(R, max(rounds, t0), ...)`` arrays (none with ``rounds=0``)."""
+        t0 = self._chunks[-1][1] if self._chunks else 0
+        length, outputs = max(rounds or 0, t0), {}
         wanted = None if names is None else set(names)
-        for start, stop in chunks:
-            path = self.folder / _chunk_name(start, stop)
+        for start, stop in self._chunks:
+            path = self.folder / f"chunk-{start:010d}-{stop:010d}.npz"
             values = load_arrays(path)
             wanted = set(values) if wanted is None else wanted
             if not wanted <= set(values):
@@ -235,7 +204,7 @@ class ChunkCheckpoint:
             for name, value in values.items():
                 if value.ndim < 2 or value.shape[1] != stop - start:
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
-                if not keep or name not in wanted:
+                if rounds == 0 or name not in wanted:
                     continue
                 if name not in outputs:
                     shape = (value.shape[0], length, *value.shape[2:])
@@ -245,47 +214,36 @@ class ChunkCheckpoint:
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
                 target[:, start:stop] = value
             del values  # before the next chunk is read: one chunk in memory at a time
-        self._chunks = chunks
-        return arrays, outputs
+        return outputs
 
     def progress(self) -> int:
         """Rounds done according to the stored state (0 when there is none)."""
-        arrays = self._read_state()
+        arrays = self._state()
         return 0 if arrays is None else int(arrays["t0"])
 
     def verify(self) -> int:
-        """Check every stored file against its digests; returns the rounds done (0: nothing stored).
-
-        Raises:
-          CheckpointDamaged: a file is missing, unreadable or differs from what was written.
-          CheckpointMismatch: the checkpoint belongs to another simulation.
-        """
-        read = self._read(keep=False)
-        return 0 if read is None else int(read[0]["t0"])
+        """Check every stored file as :meth:`restore` does; the rounds done (0: none stored)."""
+        rounds = self.progress()
+        self._outputs(0, None)
+        return rounds
 
     def restore(
         self, template: Any, rounds: int | None = None, names: Collection[str] | None = None
     ) -> tuple[Any, dict[str, np.ndarray], int] | None:
-        """The stored ``(carry, outputs of rounds [0, t0), t0)``, or ``None`` if nothing is stored.
-
-        The carry is ``None`` where :meth:`drop_state` dropped it.
-
-        Args:
-          template: the freshly initialised carry (structure, shapes, dtypes, key types).
-          rounds: allocate each output as ``(R, rounds, ...)``, to be filled from ``t0`` on.
-          names: restore only these outputs; ``None``: all.
+        """The stored ``(carry like template, outputs (R, rounds, ...) of rounds [0, t0), t0)``
+        (outputs ``names``, ``None``: all; the carry ``None`` after :meth:`drop_state`), or
+        ``None`` if nothing is stored.
 
         Raises:
           CheckpointDamaged: a file is missing, unreadable or differs from what was written.
           CheckpointMismatch: another fingerprint or carry layout, or a dropped state and
             ``rounds`` past the stored ones.
         """
-        read = self._read(keep=True, rounds=rounds, names=names)
-        if read is None:
-            self._chunks = []
+        self._chunks = []
+        arrays = self._state()
+        if arrays is None:
             return None
-        arrays, outputs = read
-        t0 = int(arrays["t0"])
+        outputs, t0 = self._outputs(rounds, names), int(arrays["t0"])
         if DROPPED not in arrays:
             return arrays_to_carry(arrays, template), outputs, t0
         if rounds is not None and rounds > t0:
@@ -296,13 +254,9 @@ class ChunkCheckpoint:
         return None, outputs, t0
 
     def drop_state(self) -> None:
-        """Delete the stored loop state of a finished simulation, keeping its outputs.
-
-        Raises:
-          CheckpointMismatch: nothing is stored, or the state belongs to another simulation.
-        """
-        # The chunk list is known once this object restored or saved; else read from the state.
-        if not self._chunks and self._read(keep=False) is None:
+        """Delete the stored loop state of a finished simulation, keeping its outputs
+        (:class:`CheckpointMismatch` where nothing of this simulation is stored)."""
+        if not self._chunks and self._state() is None:
             raise CheckpointMismatch(f"{self.folder} holds no checkpoint whose state to drop")
         save_arrays(self.folder / STATE, {**self._meta(), DROPPED: np.asarray(True)})
 
@@ -312,12 +266,11 @@ class ChunkCheckpoint:
         if start != expected:
             raise ValueError(f"chunk [{start}, {stop}) does not follow round {expected}")
         self.folder.mkdir(parents=True, exist_ok=True)
-        save_arrays(self.folder / _chunk_name(start, stop), dict(outputs))
+        save_arrays(self.folder / f"chunk-{start:010d}-{stop:010d}.npz", dict(outputs))
         self._chunks.append((start, stop))
         save_arrays(self.folder / STATE, {**carry_to_arrays(carry), **self._meta()})
 
     def _meta(self) -> dict[str, np.ndarray]:
-        """The state file's other entries: rounds done, chunks, fingerprint and format."""
         return {
             "t0": np.asarray(self._chunks[-1][1], np.int64),
             "chunks": np.asarray(self._chunks, np.int64).reshape(-1, 2),

@@ -1,9 +1,5 @@
-"""Generic file IO of the tooling: atomic writes, JSON, and a manifest of SHA-256s that turns
-any later change of a written file into one error naming the file.
-
-Everything here knows files, not experiments: the results folder, checkpoints, tables, plots
-and bench write through it.
-"""
+"""File IO of the tooling, knowing files, not experiments: atomic writes, JSON, and a manifest
+of SHA-256s that turns any later change of a written file into one error naming the file."""
 
 from __future__ import annotations
 
@@ -20,12 +16,7 @@ MANIFEST = "manifest.json"
 
 
 class DamagedFile(ValueError):
-    """A file stabl_jax wrote cannot be read, or differs from what was written.
-
-    Attributes:
-      path: the file.
-      reason: what is wrong with it.
-    """
+    """A file stabl_jax wrote (``path``) cannot be read, or differs from what was written."""
 
     def __init__(self, path: str | Path, reason: str, remedy: str) -> None:
         self.path, self.reason = Path(path), reason
@@ -34,15 +25,12 @@ class DamagedFile(ValueError):
 
 def fsync_dir(folder: str | Path) -> None:
     """``fsync`` a folder so that renames inside it survive a crash (no-op where unsupported)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
+        try:
             os.fsync(fd)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
 
 
 def fsync_tree(folder: Path, skip: str | None = None) -> None:
@@ -61,9 +49,7 @@ def fsync_tree(folder: Path, skip: str | None = None) -> None:
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` atomically: ``write(file)`` into a temporary sibling, ``fsync``, replace.
-
-    Readers see the old file or the new one. Permission bits are kept; a symbolic link stays one.
-    """
+    Permission bits are kept; a symbolic link stays one (its target is replaced)."""
     path = Path(path)
     if path.is_symlink():
         path = path.resolve()
@@ -88,9 +74,9 @@ def write_text(path: str | Path, text: str) -> None:
     atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def write_json(path: str | Path, value: Any, indent: int = 2) -> None:
+def write_json(path: str | Path, value: Any, indent: int = 2, allow_nan: bool = True) -> None:
     """Write ``value`` as indented JSON to ``path``, atomically."""
-    write_text(path, json.dumps(value, indent=indent) + "\n")
+    write_text(path, json.dumps(value, indent=indent, allow_nan=allow_nan) + "\n")
 
 
 def read_json(path: str | Path) -> dict[str, Any] | None:
@@ -113,16 +99,15 @@ def sha256_file(path: str | Path) -> str:
 
 def write_manifest(folder: Path, names: Iterable[str]) -> None:
     """Write :data:`MANIFEST` into ``folder``: size and SHA-256 of each file ``names``."""
-    entries = {}
-    for name in sorted(names):
-        path = folder / name
-        entries[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    entries = {
+        name: {"bytes": (folder / name).stat().st_size, "sha256": sha256_file(folder / name)}
+        for name in sorted(names)
+    }
     write_json(folder / MANIFEST, {"format": "stabl_jax.manifest/1", "files": entries})
 
 
 def manifest(folder: str | Path) -> dict[str, Any] | None:
-    """``{name: {"bytes", "sha256"}}`` of ``folder``'s :data:`MANIFEST`, or ``None`` where the
-    folder has none (written before manifests existed).
+    """``{name: {"bytes", "sha256"}}`` of ``folder``'s :data:`MANIFEST`; ``None`` without one.
 
     Raises:
       DamagedFile: the manifest is there but unreadable.
@@ -130,27 +115,26 @@ def manifest(folder: str | Path) -> dict[str, Any] | None:
     path = Path(folder) / MANIFEST
     if not path.exists():
         return None
-    found = read_json(path)
-    files = None if found is None else found.get("files")
-    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+    listed = (read_json(path) or {}).get("files")
+    if not isinstance(listed, dict) or not all(isinstance(v, dict) for v in listed.values()):
         raise DamagedFile(path, "not a manifest of stabl_jax", _remedy(folder))
-    return files
+    return listed
 
 
 def verify(folder: str | Path, name: str) -> Path:
-    """``folder / name``, checked against the folder's manifest (where it has one).
+    """``folder / name``, checked against the folder's manifest (where it lists it).
 
     Raises:
       DamagedFile: the file is missing, or its size or SHA-256 differs from the manifest's.
     """
-    folder, files = Path(folder), manifest(folder)
-    path = folder / name
-    if files is None or name not in files:
+    entry = (manifest(folder) or {}).get(name)
+    path = Path(folder) / name
+    if entry is None:
         return path
-    entry = files[name]
     try:
-        size = path.stat().st_size
-        same = size == entry.get("bytes") and sha256_file(path) == entry.get("sha256")
+        same = path.stat().st_size == entry.get("bytes") and sha256_file(path) == entry.get(
+            "sha256"
+        )
     except OSError as exc:
         raise DamagedFile(path, f"cannot be read: {exc.strerror}", _remedy(folder)) from None
     if not same:

@@ -1,9 +1,8 @@
-"""What a rerun may resume: an experiment's identity (its config, versions, platform and code)
-and the checkpoints of its learners, one :class:`~.checkpoints.ChunkCheckpoint` each.
+"""What a rerun may resume: an experiment's identity (config, versions, platform, code) and
+its learners' checkpoints, one :class:`~.checkpoints.ChunkCheckpoint` each.
 
-``experiment.json`` holds the identity; every learner's state carries its digest, so the
-checkpoints are recognised even where that file is lost. A checkpoint resumes only under the
-same identity: anything else is refused, naming what changed.
+``experiment.json`` holds the identity, and every learner's state its digest, so that the
+checkpoints are recognised where that file is lost; anything else is refused, naming what changed.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from stabl_jax.experiment.checkpoints import (
     ChunkCheckpoint,
     describe_mismatch,
 )
-from stabl_jax.experiment.files import atomic_write, read_json
+from stabl_jax.experiment.files import read_json, write_text
 from stabl_jax.versions import package_versions
 
 #: The file of an experiment's checkpoint folder holding its :func:`experiment_identity`.
@@ -36,12 +35,8 @@ IDENTITY = "experiment.json"
 
 
 def experiment_identity(config: Any) -> dict[str, Any]:
-    """What must match to resume an experiment: its config, versions, platform, x64 setting,
-    and the code that computes it (:func:`code_fingerprint`).
-
-    ``source``, ``overrides``, ``chunk_size``, ``save_traces`` and ``reference`` are left
-    out: they change no simulated number.
-    """
+    """What must match to resume an experiment: its config (less what changes no simulated
+    number), versions, platform, x64 setting and code (:func:`code_fingerprint`)."""
     resolved = config.to_dict()
     for key in ("source", "overrides", "chunk_size", "save_traces", "reference"):
         resolved.pop(key, None)
@@ -57,13 +52,9 @@ def experiment_identity(config: Any) -> dict[str, Any]:
 
 
 def code_fingerprint(config: Mapping[str, Any]) -> dict[str, str]:
-    """``{file: SHA-256}`` of the code a run of ``config`` executes: every ``.py`` file of
-    stabl_jax (keyed by its path in the package) and the file of every module that ``config``
-    names by import path (``"module:Class"``, keyed by module name).
-
-    A checkpoint resumes only under the same fingerprint: an edit between a crash and a rerun
-    would otherwise mix numbers of two versions of the code.
-    """
+    """``{file: SHA-256}`` of every ``.py`` file of stabl_jax and of every module ``config``
+    names by import path (``"module:Class"``): an edit between a crash and its rerun would
+    otherwise mix the numbers of two versions of the code."""
     package = Path(__file__).resolve().parents[1]
     found = {
         str(path.relative_to(package.parent)): files.sha256_file(path)
@@ -101,44 +92,10 @@ def describe_change(found: Mapping[str, Any], expected: Mapping[str, Any]) -> st
     return f"the code changed since they were written ({', '.join(changed[:3])}{more})"
 
 
-def _identity_digest(identity: Mapping[str, Any]) -> str:
-    text = json.dumps(json.loads(json.dumps(dict(identity), sort_keys=True)), sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def learner_folders(folder: str | Path) -> list[Path]:
     """The per-learner checkpoint folders of an experiment checkpoint folder."""
     folder = Path(folder)
     return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-
-
-def fingerprints_match(folder: str | Path, identity: Mapping[str, Any]) -> bool | None:
-    """Whether the learners' checkpoints under ``folder`` were written for ``identity``.
-
-    ``True`` when one matches and none differs or is unreadable, ``False`` when one differs,
-    ``None`` when no learner has a stored state.
-    """
-    digest, seen = _identity_digest(identity), False
-    for sub in learner_folders(folder):
-        if not (sub / STATE).is_file():
-            continue
-        try:
-            found = ChunkCheckpoint(sub, {"experiment": digest, "learner": sub.name}).progress()
-        except CheckpointMismatch:
-            return False
-        seen = seen or found > 0
-    return True if seen else None
-
-
-def matches(folder: str | Path, identity: Mapping[str, Any] | None) -> tuple[bool, bool]:
-    """``(same, rewrite)``: whether the checkpoints under ``folder`` are those of ``identity``
-    (``None``: no experiment, never the same), and whether only by the learners' fingerprints
-    (:data:`IDENTITY` missing or damaged: to be written again)."""
-    found = read_json(Path(folder) / IDENTITY)
-    if identity is None or found == identity:
-        return identity is not None, False
-    same = bool(fingerprints_match(folder, identity))
-    return same, same
 
 
 def describe_other(
@@ -168,76 +125,32 @@ def describe_other(
     )
 
 
-def verify_learners(
-    folder: str | Path,
-    identity: Mapping[str, Any],
-    *,
-    discard_damaged: bool = False,
-    log: Callable[[str], None] = lambda _: None,
-    dry_run: bool = False,
-) -> dict[str, int]:
-    """Check every learner's checkpoint under ``folder`` against its digests, writing nothing.
-
-    Args:
-      folder: an experiment's checkpoint folder (one subfolder per learner).
-      identity: the experiment's :func:`experiment_identity`.
-      discard_damaged: delete (and ``log``) a checkpoint that cannot be resumed instead of
-        raising; that learner is recomputed.
-      log: receives one line per discarded checkpoint.
-      dry_run: delete nothing; ``log`` says what would be discarded.
-
-    Returns:
-      ``{learner: rounds done}`` for every learner with a stored state.
-
-    Raises:
-      CheckpointMismatch: a checkpoint cannot be resumed and ``discard_damaged`` is false.
-    """
-    digest = _identity_digest(identity)
-    done = {}
-    for sub in learner_folders(folder):
-        try:
-            rounds = ChunkCheckpoint(sub, {"experiment": digest, "learner": sub.name}).verify()
-        except CheckpointMismatch as exc:
-            problem = str(exc)
-            if isinstance(exc, CheckpointDamaged):
-                problem = f"checkpoint file {exc.path} is damaged ({exc.reason})"
-            if not discard_damaged:
-                raise CheckpointMismatch(
-                    f"{problem}; rerun with --force to discard the checkpoint of {sub.name!r} "
-                    "(its rounds are recomputed; the other learners' checkpoints are kept)"
-                ) from None
-            if dry_run:
-                log(f"the checkpoint of {sub.name} would be discarded ({problem}) and recomputed")
-                continue
-            shutil.rmtree(sub)
-            log(f"discarded the checkpoint of {sub.name} ({problem}): it is recomputed")
-            continue
-        if rounds:
-            done[sub.name] = rounds
-    return done
-
-
 class ExperimentCheckpoints:
-    """Checkpoints of every learner of one experiment, under ``folder``.
+    """The checkpoint store of one experiment: under ``folder``, :data:`IDENTITY` and a
+    :class:`~.checkpoints.ChunkCheckpoint` per learner, each made once.
 
     Args:
       folder: the experiment's checkpoint folder (one subfolder per learner).
       identity: the experiment's :func:`experiment_identity`.
-      rewrite: write :data:`IDENTITY` again (it was lost or damaged, and :func:`matches` found
-        the learners' fingerprints of ``identity``).
+      create: :meth:`create` it now; else it only reads (and :meth:`verify` deletes nothing).
 
     Raises:
       CheckpointMismatch: ``folder`` holds another experiment's checkpoints.
     """
 
-    def __init__(
-        self, folder: str | Path, identity: Mapping[str, Any], *, rewrite: bool = False
-    ) -> None:
-        self.folder = Path(folder)
-        if rewrite:
-            (self.folder / IDENTITY).unlink(missing_ok=True)
+    def __init__(self, folder: str | Path, identity: Mapping[str, Any], *, create: bool = True):
+        self.folder, self.created = Path(folder), False
         self.identity = json.loads(json.dumps(dict(identity), sort_keys=True))
-        found = read_json(self.folder / IDENTITY)
+        text = json.dumps(self.identity, sort_keys=True)
+        self._digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        self._learners: dict[str, ChunkCheckpoint] = {}
+        if create:
+            self.create()
+
+    def create(self, *, rewrite: bool = False) -> None:
+        """Make the folder and write :data:`IDENTITY`; ``rewrite``: over a lost or damaged one
+        (:meth:`recognised` found this experiment's fingerprints)."""
+        found = None if rewrite else read_json(self.folder / IDENTITY)
         if found is not None and found != self.identity:
             raise CheckpointMismatch(
                 f"{self.folder} holds checkpoints of a different run; "
@@ -245,16 +158,61 @@ class ExperimentCheckpoints:
             )
         self.folder.mkdir(parents=True, exist_ok=True)
         if found is None:
-            text = json.dumps(self.identity, indent=2, sort_keys=True) + "\n"
-            atomic_write(self.folder / IDENTITY, lambda f: f.write(text.encode("utf-8")))
-        self._digest = _identity_digest(self.identity)
+            write_text(
+                self.folder / IDENTITY, json.dumps(self.identity, indent=2, sort_keys=True) + "\n"
+            )
+        self.created = True
 
     def for_learner(self, name: str) -> ChunkCheckpoint:
         """The checkpoint of learner ``name``."""
-        return ChunkCheckpoint(self.folder / name, {"experiment": self._digest, "learner": name})
+        if name not in self._learners:
+            fingerprint = {"experiment": self._digest, "learner": name}
+            self._learners[name] = ChunkCheckpoint(self.folder / name, fingerprint)
+        return self._learners[name]
+
+    def recognised(self) -> tuple[bool, bool]:
+        """``(same, rewrite)``: whether the stored checkpoints are this experiment's, and whether
+        only by the learners' fingerprints (:data:`IDENTITY` lost or damaged: to be rewritten)."""
+        if read_json(self.folder / IDENTITY) == self.identity:
+            return True, False
+        seen = False
+        for sub in learner_folders(self.folder):
+            if (sub / STATE).is_file():
+                try:
+                    seen = self.for_learner(sub.name).progress() > 0 or seen
+                except CheckpointMismatch:
+                    return False, False
+        return seen, seen
 
     def verify(
         self, *, discard_damaged: bool = False, log: Callable[[str], None] = lambda _: None
     ) -> dict[str, int]:
-        """:func:`verify_learners` of this experiment's folder: ``{learner: rounds done}``."""
-        return verify_learners(self.folder, self.identity, discard_damaged=discard_damaged, log=log)
+        """Read and check every learner's checkpoint: ``{learner: rounds done}`` of those with a
+        stored state. With ``discard_damaged``, one that cannot be resumed is deleted (only said,
+        before :meth:`create`) and ``log``-ged instead of raised.
+
+        Raises:
+          CheckpointMismatch: a checkpoint cannot be resumed and ``discard_damaged`` is false.
+        """
+        done = {}
+        for sub in learner_folders(self.folder):
+            try:
+                rounds = self.for_learner(sub.name).verify()
+            except CheckpointMismatch as exc:
+                problem = str(exc)
+                if isinstance(exc, CheckpointDamaged):
+                    problem = f"checkpoint file {exc.path} is damaged ({exc.reason})"
+                if not discard_damaged:
+                    raise CheckpointMismatch(
+                        f"{problem}; rerun with --force to discard the checkpoint of {sub.name!r} "
+                        "(its rounds are recomputed; the other learners' checkpoints are kept)"
+                    ) from None
+                if not self.created:  # a dry run
+                    log(f"the checkpoint of {sub.name} would be discarded ({problem}), recomputed")
+                    continue
+                shutil.rmtree(sub)
+                log(f"discarded the checkpoint of {sub.name} ({problem}): it is recomputed")
+                continue
+            if rounds:
+                done[sub.name] = rounds
+        return done

@@ -1,14 +1,54 @@
-"""The in-process runs the lifecycle and fault tests share: the command line, its output, the
-files of a folder, and a run stopped by Ctrl-C after a number of chunk checkpoints."""
+"""The in-process runs the lifecycle, fault and resume tests share: one tiny config at the
+canonical sizes (5 arms, T = 64, chunks of 16 rounds), its uninterrupted run (made once per
+process), the command line, its output, the files of a folder, and a run stopped by Ctrl-C
+after a number of chunk checkpoints."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
 
 from stabl_jax.experiment import cli
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
+from tests.conftest import HORIZON, NUM_ARMS
+
+CHUNK = 16
+CONFIG = f"""
+name = "lifecycle"
+seed = 3
+runs = 2
+horizon = {HORIZON}
+learners = ["uniform", "LEARNER"]
+chunk_size = {CHUNK}
+window = 8
+sa_windows = [16]
+
+[env]
+name = "expert_advice"
+num_arms = {NUM_ARMS}
+change_points = [32]
+"""
+_SHARED: dict[str, Path] = {}
+
+
+def shared_config(factory: pytest.TempPathFactory) -> Path:
+    """The config file (learners ``uniform`` and ``exp3``), written once per process."""
+    if "config" not in _SHARED:
+        _SHARED["config"] = factory.mktemp("config") / "lifecycle.toml"
+        _SHARED["config"].write_text(CONFIG.replace("LEARNER", "exp3"))
+    return _SHARED["config"]
+
+
+def shared_reference(factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted run of :func:`shared_config`, once per process (read, never changed)."""
+    if "reference" not in _SHARED:
+        out = factory.mktemp("reference") / "out"
+        assert cli.main(command(shared_config(factory), out)) == 0
+        _SHARED["reference"] = out
+    return _SHARED["reference"]
 
 
 def command(config_path: Path, out: Path, *extra: str) -> list[str]:
@@ -16,11 +56,16 @@ def command(config_path: Path, out: Path, *extra: str) -> list[str]:
     return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
 
 
-def run(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    """``cli.main(args)``: its exit status, stdout and stderr."""
-    code = cli.main(args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+def run(args: list[str], capsys: pytest.CaptureFixture | None) -> tuple[int, str, str]:
+    """``cli.main(args)``: its exit status, stdout and stderr (``capsys=None``: ``sys``'s)."""
+    if capsys is not None:
+        code = cli.main(args)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(args)
+    return code, out.getvalue(), err.getvalue()
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -36,12 +81,12 @@ def partials(out: Path) -> list[Path]:
 def stopped_run(
     config_path: Path,
     out: Path,
-    capsys: pytest.CaptureFixture,
+    capsys: pytest.CaptureFixture | None,
     monkeypatch: pytest.MonkeyPatch,
     chunks: int,
 ) -> str:
-    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints; asserts exit 130 and
-    returns its stderr."""
+    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints; asserts exit 130, the
+    kept checkpoints and the last line, and returns its stderr."""
     save, count = ChunkCheckpoint.save, {"n": 0}
 
     def save_then_stop(self, *args, **kwargs):
@@ -53,5 +98,7 @@ def stopped_run(
     with monkeypatch.context() as patch:
         patch.setattr(ChunkCheckpoint, "save", save_then_stop)
         code, _, err = run(command(config_path, out), capsys)
-    assert code == 130, err
+    assert code == 130 and "checkpoints kept in" in err, err
+    assert "rerun the same command to resume" in err
+    assert err.strip().splitlines()[-1] == "error: interrupted"
     return err

@@ -1,15 +1,14 @@
 """Faults: no finished work is lost, and no wrong number is written with exit status 0.
 
 A user's folder is never deleted or renamed; one changed byte in a checkpoint is found (every
-array carries a SHA-256) and named, and ``--force`` discards it; a lost ``experiment.json`` or
-a reused pid loses no checkpoint; a full disk ends with one line and the rerun resumes;
-concurrent runs with the same ``--out`` say where each one's results are; a run too large to
-fit is refused unless ``--allow-large``.
+file carries a SHA-256 of its arrays) and named, and ``--force`` discards it; a lost
+``experiment.json`` or a reused pid loses no checkpoint; a full disk ends with one line and the
+rerun resumes; concurrent runs with the same ``--out`` say where each one's results are; a run
+too large to fit is refused unless ``--allow-large``.
 
-The command-line config is tiny (2 runs, 4 arms, T = 256, chunks of 32 rounds, two cheap
-learners): an in-process run costs about 3 s (compilation, metrics, plots). The tests marked
-``slow`` start real ``python -m stabl_jax`` processes (killed, run concurrently, or on a small
-tmpfs); CI runs them.
+The command-line runs share the config of ``tests/experiment/runs.py`` (5 arms, T = 64). The
+tests marked ``slow`` start real ``python -m stabl_jax`` processes (run concurrently, or on a
+small tmpfs); CI runs them. ``kill -9``: ``tests/experiment/test_resume.py``.
 """
 
 from __future__ import annotations
@@ -19,11 +18,9 @@ import json
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -47,50 +44,47 @@ from stabl_jax.experiment.results import (
     ResultsFolder,
 )
 from stabl_jax.experiment.tables import read_summary
-from tests.conftest import assert_same_results, mark_as_ours
-from tests.experiment.runs import command, partials, run, stopped_run, tree
+from tests.conftest import HORIZON, NUM_ARMS, assert_same_results, mark_as_ours
+from tests.experiment.runs import (
+    CHUNK,
+    CONFIG,
+    command,
+    partials,
+    run,
+    shared_config,
+    shared_reference,
+    stopped_run,
+    tree,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-HORIZON, CHUNK = 256, 32
-CONFIG = f"""
-name = "faults"
-seed = 5
-runs = 2
-horizon = {HORIZON}
-learners = ["uniform", "exp3"]
-chunk_size = {CHUNK}
-window = 8
-sa_windows = [16, 128]
-
-[env]
-name = "expert_advice"
-num_arms = 4
-change_points = [100, 200]
-"""
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
 
 
 @pytest.fixture(scope="module")
 def config_path(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("config") / "faults.toml"
-    path.write_text(CONFIG)
-    return path
+    return shared_config(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def reference(config_path, tmp_path_factory) -> Path:
-    """The uninterrupted run, in-process."""
-    out = tmp_path_factory.mktemp("reference") / "out"
-    assert cli.main(command(config_path, out)) == 0
-    return out
+def reference(tmp_path_factory) -> Path:
+    return shared_reference(tmp_path_factory)
 
 
-def interrupted_run(config_path, out, capsys, monkeypatch, chunks: int = 10) -> Path:
-    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints (10: ``uniform`` done, ``exp3``
-    at round 64); returns its partial folder."""
-    stopped_run(config_path, out, capsys, monkeypatch, chunks)
+@pytest.fixture(scope="module")
+def interrupted(config_path, tmp_path_factory) -> Path:
+    """The partial folder of a run stopped by Ctrl-C after 6 chunk checkpoints (``uniform``
+    done, ``exp3`` at round 32), to be copied by :func:`interrupted_run`."""
+    out = tmp_path_factory.mktemp("interrupted") / "out"
+    with pytest.MonkeyPatch.context() as patch:
+        stopped_run(config_path, out, None, patch, 6)
     (partial,) = partials(out)
     return partial
+
+
+def interrupted_run(interrupted: Path, out: Path) -> Path:
+    """A copy of :func:`interrupted` as the partial folder of ``out``; returns it."""
+    return Path(shutil.copytree(interrupted, out.with_name(interrupted.name)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,12 +276,12 @@ def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
         "no digests": (dict(written), "holds no content digest"),
         "one array more": (
             {**written, "extra": np.zeros(2), checkpoint.DIGEST: digests},
-            "its list of arrays differs",
+            "its arrays differ from those written",
         ),
-        "another value": ({**changed, checkpoint.DIGEST: digests}, "array 'carry/0' differs"),
+        "another value": ({**changed, checkpoint.DIGEST: digests}, "its arrays differ"),
         "another shape": (
             {**written, "carry/0": written["carry/0"].reshape(4, 8), checkpoint.DIGEST: digests},
-            "array 'carry/0' differs",
+            "its arrays differ",
         ),
     }
     for case, (arrays, reason) in cases.items():
@@ -325,7 +319,7 @@ def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
         with np.load(path, allow_pickle=False) as npz:
             shifted = npz["loss"]
         assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
-        reason = "array 'loss' differs from the one written"
+        reason = "its arrays differ from those written"
     else:
         reason = "BadZipFile: Bad CRC-32 for file 'loss.npy'"
     with pytest.raises(CheckpointDamaged, match=re.escape(reason)):
@@ -410,7 +404,7 @@ def _flip(data: bytes, i: int) -> bytes:
 
 
 def test_damaged_checkpoint_is_named_and_force_discards_it(
-    config_path, reference, tmp_path, capsys, monkeypatch
+    config_path, interrupted, reference, tmp_path, capsys, monkeypatch
 ):
     """Garbage in ``state.npz`` and the header-length byte of ``loss.npy`` in a chunk changed
     (0x76 -> 0x72; in this small chunk the zip's CRC catches it, in a large one only the
@@ -418,7 +412,7 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     with --force as the remedy (exit 2, no pickle advice); --force discards only that
     learner's checkpoint and the results equal an uninterrupted run's."""
     out = tmp_path / "out"
-    interrupted_run(config_path, out, capsys, monkeypatch)
+    interrupted_run(interrupted, out)
 
     def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
         (partial,) = partials(out)
@@ -451,58 +445,47 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbled", "valid JSON of another run"])
-def test_lost_experiment_json_still_resumes(
-    config_path, reference, tmp_path, capsys, monkeypatch, damage
+@pytest.mark.parametrize("damage", ["missing", "garbled", "valid JSON of another run", "pid"])
+def test_lost_bookkeeping_still_resumes(
+    config_path, reference, interrupted, tmp_path, capsys, damage
 ):
     """``experiment.json`` missing or garbled: the learners' checkpoints carry the
-    experiment's fingerprint, so the rerun says so and resumes (nothing recomputed)."""
+    experiment's fingerprint, so the rerun says so and resumes (nothing recomputed). The dead
+    run's pid now a live process's (pid 1): its checkpoints are taken over all the same (a dead
+    run is told by its released lock, not its pid)."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     identity = partial / CHECKPOINT_DIR / identity_module.IDENTITY
     if damage == "missing":
         identity.unlink()
     elif damage == "garbled":
         identity.write_text('{"format": "stabl_jax.check')
+    elif damage == "pid":
+        marker = json.loads((partial / MARKER).read_text())
+        (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
     else:  # was "a different experiment", and --force then discarded intact checkpoints
-        identity.write_text('{"format": "stabl_jax.checkpoint/2", "config": {}}')
+        identity.write_text('{"format": "stabl_jax.checkpoint/3", "config": {}}')
     code, stdout, err = run(command(config_path, out), capsys)
     assert code == 0, err
-    assert "missing or damaged" in stdout and f"resuming {partial.name}" in stdout
-    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
+    assert f"resuming {partial.name}" in stdout
+    assert ("missing or damaged" in stdout) == (damage != "pid")
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 32}
     assert_same_results(out, reference)
     assert not partials(out)
 
 
 def test_unidentifiable_checkpoints_are_kept_without_force(
-    config_path, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
     """No ``experiment.json`` and checkpoints of another seed: refused (exit 2) naming the
     folder and --force; the checkpoints are not touched."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     (partial / CHECKPOINT_DIR / identity_module.IDENTITY).unlink()
     before = tree(partial)
     code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
     assert code == 2 and str(partial) in err and "cannot identify" in err and "--force" in err
     assert tree(partial) == before
-
-
-def test_dead_run_whose_pid_is_alive_again_is_resumed(
-    config_path, reference, tmp_path, capsys, monkeypatch
-):
-    """The dead run's pid now belongs to a live process (pid 1): its checkpoints are taken
-    over all the same (a dead run is told by its released lock, not its pid)."""
-    out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
-    marker = json.loads((partial / MARKER).read_text())
-    (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
-    code, stdout, err = run(command(config_path, out), capsys)
-    assert code == 0, err
-    assert f"resuming {partial.name}" in stdout
-    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 64}
-    assert_same_results(out, reference)
-    assert not partials(out)
 
 
 def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
@@ -600,7 +583,7 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
 
     fresh = tmp_path / "fresh"
     with monkeypatch.context() as patch:
-        patch.setattr(identity_module, "atomic_write", full_at(identity_module.IDENTITY))
+        patch.setattr(files_module, "atomic_write", full_at(identity_module.IDENTITY))
         code, _, err = run(command(config_path, fresh), capsys)
     assert code == 1
     _assert_one_line_no_space(err, fresh)
@@ -718,45 +701,6 @@ def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
     assert not partials(out)
 
 
-@pytest.mark.slow  # JAX start-ups in subprocesses (CI runs it)
-def test_kill_9_while_writing_results_loses_nothing(config_path, reference, tmp_path):
-    """``kill -9`` once every learner is done (while metrics, traces, plots or the commit are
-    written): either ``<out>`` is complete and right, or the rerun resumes every learner whole
-    and writes the uninterrupted run's results."""
-    out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
-    proc = subprocess.Popen(
-        argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while proc.poll() is None and time.monotonic() < deadline:
-            if any(_t0(p / CHECKPOINT_DIR / "exp3") == HORIZON for p in partials(out)):
-                break
-            time.sleep(0.002)
-        time.sleep(0.3)
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    if not out.exists():
-        rerun = subprocess.run(
-            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
-        )
-        assert rerun.returncode == 0, rerun.stderr
-        # resumed; or (killed between COMPLETE and the rename) the complete folder is kept
-        assert "resuming" in rerun.stdout or "moved into place" in rerun.stdout, rerun.stdout
-    assert_same_results(out, reference)
-
-
-def _t0(folder: Path) -> int:
-    try:
-        return int(load_arrays(folder / checkpoint.STATE)["t0"])
-    except (CheckpointDamaged, KeyError):
-        return 0
-
-
 # --------------------------------------------------------------------------------------------
 # Sizes (the refusals themselves: tests/test_input_table.py, row X8)
 # --------------------------------------------------------------------------------------------
@@ -830,22 +774,22 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
 
 
 def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
-    config_path, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
     """An interrupted run of the same ``--out``: a dry run says the run resumes its
     checkpoints; of another experiment (another seed), refuses them as the run would (exit
     2), and with ``--force`` says they are discarded. Nothing moves, and the real rerun then
     resumes them."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     before = tree(partial)
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 0, err
     assert f"  {partial.name}: checkpoints of this experiment, resumed\n" in printed
-    assert "  would resume: exp3 64/256, uniform 256/256\n" in printed
+    assert "  would resume: exp3 32/64, uniform 64/64\n" in printed
     code, _, err = run(command(config_path, out, "--dry-run", "--seed", "1"), capsys)
     assert code == 2 and f"error: {partial} holds checkpoints of a " in err
-    assert "different experiment (config.seed: 5 (checkpoint) != 1 (this run))" in err
+    assert "different experiment (config.seed: 3 (checkpoint) != 1 (this run))" in err
     code, printed, err = run(
         command(config_path, out, "--dry-run", "--seed", "1", "--force"), capsys
     )
@@ -855,18 +799,18 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     assert partials(out) == [partial] and tree(partial) == before and not out.exists()
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0, err
-    assert f"  resuming {partial.name}: exp3 64/256, uniform 256/256" in printed, printed
+    assert f"  resuming {partial.name}: exp3 32/64, uniform 64/64" in printed, printed
 
 
 def test_a_dry_run_reads_the_checkpoints_it_would_resume(
-    config_path, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
     """A damaged checkpoint of the interrupted run a rerun would resume: the dry run names
     the file and ``--force`` (exit 2), as the run does; with ``--force`` it says that
     learner's checkpoint would be discarded and what would be resumed. Nothing changes on
     disk either way."""
     out = tmp_path / "out"
-    partial = interrupted_run(config_path, out, capsys, monkeypatch)
+    partial = interrupted_run(interrupted, out)
     chunk = sorted((partial / CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
     _shorten_npy_header(chunk, "loss.npy")
     before = tree(partial)
@@ -876,7 +820,7 @@ def test_a_dry_run_reads_the_checkpoints_it_would_resume(
     code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
     assert code == 0, err
     assert "  the checkpoint of exp3 would be discarded (" in printed
-    assert "  would resume: uniform 256/256\n" in printed
+    assert "  would resume: uniform 64/64\n" in printed
     assert partials(out) == [partial] and tree(partial) == before and not out.exists()
 
 
@@ -1076,7 +1020,7 @@ def test_a_failed_validation_is_one_line_naming_the_learner(user_envs, tmp_path,
 def test_a_list_of_params_is_refused_naming_the_sweep(tmp_path, capsys, where):
     extra = "[params.exp3]\nlr_scale = [1.0, 2.0]\n" if where == "file" else ""
     path = tmp_path / "params.toml"
-    path.write_text(CONFIG + extra)
+    path.write_text(CONFIG.replace("LEARNER", "exp3") + extra)
     sets = ["--set", "params.exp3.lr_scale=[1.0, 2.0]"] if where == "--set" else []
     code, _, err = run(command(path, tmp_path / "out", "--dry-run", *sets), capsys)
     assert code == 2 and "key 'params.exp3.lr_scale'" in err, err
@@ -1085,8 +1029,8 @@ def test_a_list_of_params_is_refused_naming_the_sweep(tmp_path, capsys, where):
 
 
 def test_a_list_of_params_given_to_simulate_is_refused():
-    learner = EXP3(num_arms=4, horizon=HORIZON)
+    learner = EXP3(num_arms=NUM_ARMS, horizon=HORIZON)
     params = learner.default_params.replace(lr_scale=[1.0, 2.0])
-    env = ExpertAdvice(num_arms=4, horizon=HORIZON)
+    env = ExpertAdvice(num_arms=NUM_ARMS, horizon=HORIZON)
     with pytest.raises(ValueError, match=r"params.lr_scale is a Python list, \[1.0, 2.0\]: a "):
         simulate(learner, env, jax.random.key(0), 2, params=params)

@@ -30,47 +30,29 @@ from stabl_jax.experiment import (
 )
 from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.tables import TraceFile, TracesDamaged
-from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
-from tests.experiment.runs import command, run, stopped_run, tree
+from tests.conftest import HORIZON, assert_same_results
+from tests.experiment.runs import (
+    CONFIG,
+    command,
+    run,
+    shared_config,
+    shared_reference,
+    stopped_run,
+    tree,
+)
 
-CONFIG = f"""
-name = "lifecycle"
-seed = 3
-runs = 2
-horizon = {HORIZON}
-learners = ["uniform", "LEARNER"]
-chunk_size = 16
-window = 8
-sa_windows = [16]
-
-[env]
-name = "expert_advice"
-num_arms = {NUM_ARMS}
-change_points = [32]
-"""
 #: A learner of the user's, named by import path (a module in the test's own folder).
 USER_MODULE = "from stabl_jax import EXP3\n\n\nclass Mine(EXP3):\n    pass\n"
 
 
 @pytest.fixture(scope="module")
 def config_path(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("config") / "lifecycle.toml"
-    path.write_text(CONFIG.replace("LEARNER", "exp3"))
-    return path
+    return shared_config(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def reference(config_path, tmp_path_factory) -> Path:
-    """The uninterrupted run."""
-    out = tmp_path_factory.mktemp("reference") / "out"
-    assert cli.main(command(config_path, out)) == 0
-    return out
-
-
-def interrupt_after_chunks(config_path, out, capsys, monkeypatch, chunks: int = 5) -> None:
-    """Ctrl-C after ``chunks`` chunk checkpoints (5: ``uniform`` done, the other at round 16)."""
-    err = stopped_run(config_path, out, capsys, monkeypatch, chunks)
-    assert "checkpoints kept in" in err, err
+def reference(tmp_path_factory) -> Path:
+    return shared_reference(tmp_path_factory)
 
 
 # --- A stop at any step of the commit --------------------------------------------------------
@@ -183,7 +165,7 @@ def test_a_damaged_marker_of_a_partial_folder_is_written_again(
     stabl-jax's checkpoints, is taken over (its marker written again) and resumed, not left
     behind."""
     out = tmp_path / "out"
-    interrupt_after_chunks(config_path, out, capsys, monkeypatch)
+    stopped_run(config_path, out, capsys, monkeypatch, 5)  # uniform done, exp3 at 16
     (tmp_path / "out.partial" / outputs.MARKER).write_text("{garbled")
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0 and "resuming out.partial" in printed, err
@@ -215,7 +197,7 @@ def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
     config = tmp_path / "user.toml"
     config.write_text(CONFIG.replace("LEARNER", "lifecycle_user_learner:Mine"))
     out = tmp_path / "out"
-    interrupt_after_chunks(config, out, capsys, monkeypatch)
+    stopped_run(config, out, capsys, monkeypatch, 5)
     module.write_text(USER_MODULE.replace("    pass", '    """Edited."""'))
     before = tree(tmp_path / "out.partial")
     code, _, err = run(command(config, out), capsys)
@@ -265,7 +247,7 @@ def test_the_rerun_after_a_full_disk_counts_what_the_partial_folder_holds(
     the same command resumes (those bytes are needed no more) instead of asking for
     ``--allow-large``."""
     out = tmp_path / "out"
-    interrupt_after_chunks(config_path, out, capsys, monkeypatch)
+    stopped_run(config_path, out, capsys, monkeypatch, 5)  # uniform done, exp3 at 16
     needs = cli.KINDS["bandit"].estimate(cli.load_config(str(config_path), []))
     usage = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(

@@ -1,15 +1,15 @@
 """Interrupted runs lose nothing.
 
 A real ``python -m stabl_jax run`` subprocess is killed with ``SIGKILL`` in the middle of its
-second learner (the first one finished, the second one part-way through its chunks); the same
-command then resumes from the checkpoints and must write ``traces.npz`` and ``summary.json``
-bitwise identical to an uninterrupted run (timings and the record of the resume aside). A
-Ctrl-C (``KeyboardInterrupt``) in-process must keep the checkpoints the same way.
+second learner, its rerun killed again once every learner is done (while metrics, traces,
+plots or the commit are written); the same command then finishes and must write
+``traces.npz`` and ``summary.json`` bitwise identical to an uninterrupted run (timings and the
+record of the resume aside). A SIGTERM in-process keeps the checkpoints the same way (Ctrl-C:
+``tests/experiment/runs.py``'s ``stopped_run``).
 
-The config is tiny (2 runs, 4 arms, T = 1024, chunks of 8 rounds: 128 checkpoints per
-learner, so the kill lands mid-learner) and its two learners are cheap to compile. One
-``stabl-jax run`` of it costs about 12 s of CPU (``time python -m stabl_jax run ...``: JAX
-start-up, compilation, metrics, plots); the file runs two and a half of them.
+The killed run's config is tiny (2 runs, 5 arms, T = 1024, chunks of 8 rounds: 128
+checkpoints per learner, so the kill lands mid-learner) and its two learners are cheap to
+compile.
 """
 
 from __future__ import annotations
@@ -33,15 +33,16 @@ from stabl_jax.experiment.results import CHECKPOINT_DIR, COMPLETE
 from stabl_jax.experiment.tables import read_summary
 from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
-from tests.conftest import assert_same_results
+from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
+from tests.experiment.runs import CHUNK, command, shared_config, shared_reference
 
 REPO = Path(__file__).resolve().parents[2]
-HORIZON = 1024
+KILLED_HORIZON = 1024
 CONFIG = f"""
 name = "resume"
 seed = 5
 runs = 2
-horizon = {HORIZON}
+horizon = {KILLED_HORIZON}
 learners = ["uniform", "exp3"]
 chunk_size = 8
 window = 8
@@ -49,89 +50,92 @@ sa_windows = [16, 128]
 
 [env]
 name = "expert_advice"
-num_arms = 4
+num_arms = {NUM_ARMS}
 change_points = [300, 700]
 """
 
 
-@pytest.fixture(scope="module")
-def config_path(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("config") / "resume.toml"
-    path.write_text(CONFIG)
-    return path
-
-
-@pytest.fixture(scope="module")
-def reference(config_path, tmp_path_factory) -> Path:
-    """The uninterrupted run, in-process."""
-    out = tmp_path_factory.mktemp("reference") / "out"
-    assert cli.main(["run", str(config_path), "--out", str(out), "--no-progress"]) == 0
-    return out
-
-
-def _state_t0(partial_glob: list[Path], learner: str) -> int:
-    for partial in partial_glob:
-        path = partial / CHECKPOINT_DIR / learner / checkpoint.STATE
+def _state_t0(out: Path, learner: str) -> int:
+    for partial in out.parent.glob(f"{out.name}.partial*"):
         try:
-            return int(checkpoint.load_arrays(path)["t0"])
+            return int(
+                checkpoint.load_arrays(partial / CHECKPOINT_DIR / learner / checkpoint.STATE)["t0"]
+            )
         except (OSError, KeyError, ValueError):
             continue
     return 0
 
 
-@pytest.mark.slow  # two JAX start-ups and compilations in subprocesses (CI runs it)
-def test_kill_9_and_resume_is_bitwise_identical(config_path, reference, tmp_path):
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "stabl_jax", "run", str(config_path), "--out", str(out)]
-    command.append("--no-progress")
+def _kill_when(command: list[str], cwd: Path, log: Path, ready, may_end: bool = False) -> None:
+    """Start ``command`` (output to ``log``) and ``SIGKILL`` it once ``ready()``; unless
+    ``may_end``, it must not end before."""
     env = dict(os.environ, PYTHONPATH=str(REPO))  # the same JAX settings as this process
-    log = tmp_path / "first.log"
     with open(log, "wb") as sink:
-        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=sink, stderr=sink)
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=sink, stderr=sink)
         try:
             deadline = time.monotonic() + 300
-            while True:
-                partials = list(tmp_path.glob("out.partial*"))
-                if 0 < _state_t0(partials, "exp3") < HORIZON:
-                    break
+            while not ready() and (proc.poll() is None or not may_end):
                 assert proc.poll() is None, (
                     f"the run ended before it was killed:\n{log.read_text()}"
                 )
-                assert time.monotonic() < deadline, f"no checkpoint appeared:\n{log.read_text()}"
+                assert time.monotonic() < deadline, f"nothing to kill at:\n{log.read_text()}"
                 time.sleep(0.005)
-            os.kill(proc.pid, signal.SIGKILL)
         finally:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    assert may_end or proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.slow  # three JAX start-ups and compilations in subprocesses (CI runs it)
+def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
+    config_path = tmp_path / "resume.toml"
+    config_path.write_text(CONFIG)
+    reference = tmp_path / "reference"
+    assert cli.main(command(config_path, reference)) == 0
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
+    _kill_when(
+        argv, tmp_path, tmp_path / "first.log", lambda: 0 < _state_t0(out, "exp3") < KILLED_HORIZON
+    )
 
     # Killed: no results folder, a partial one holding the checkpoints.
     assert not out.exists()
     (partial,) = tmp_path.glob("out.partial*")
     assert not (partial / COMPLETE).exists()
-    assert _state_t0([partial], "uniform") == HORIZON  # the first learner had finished
-    killed_at = _state_t0([partial], "exp3")
-    assert 0 < killed_at < HORIZON  # ... the second one was part-way through
+    assert _state_t0(out, "uniform") == KILLED_HORIZON  # the first learner had finished
+    killed_at = _state_t0(out, "exp3")
+    assert 0 < killed_at < KILLED_HORIZON  # ... the second one was part-way through
 
-    # The same command again: resumes, completes, removes the dead run's folder.
-    done = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert f"resuming {partial.name}" in done.stdout
-    assert (out / COMPLETE).is_file()
-    assert not list(tmp_path.glob("out.partial*"))
+    # The rerun resumes, and is killed once every learner is done (results being written).
+    second = tmp_path / "second.log"
+
+    def finished() -> bool:
+        if _state_t0(out, "exp3") == KILLED_HORIZON:
+            time.sleep(0.3)
+            return True
+        return False
+
+    if not out.exists():
+        _kill_when(argv, tmp_path, second, finished, may_end=True)
+        assert f"resuming {partial.name}: exp3 {killed_at}/{KILLED_HORIZON}" in second.read_text()
+
+    # The same command again: completes, removes the dead runs' folder.
+    if not out.exists():
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        done = subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        # resumed whole; or (killed between COMPLETE and the rename) the complete folder moved
+        assert "resuming" in done.stdout or "moved into place" in done.stdout, done.stdout
+    assert (out / COMPLETE).is_file() and not list(tmp_path.glob("out.partial*"))
     assert not (out / CHECKPOINT_DIR).exists()
-    summary = read_summary(out)
-    assert summary["resumed"] == {
-        "from": partial.name,
-        "rounds_done": {"uniform": HORIZON, "exp3": killed_at},
-    }
     assert_same_results(out, reference)
     # What a rerun needs is recorded: the exact command, the resolved config, the seed, the
     # versions and the JAX settings.
-    assert summary["command"] == ["stabl-jax", *command[3:]]
+    summary = read_summary(out)
+    assert summary["command"] == ["stabl-jax", *argv[3:]]
     assert summary["config"]["seed"] == summary["seed"] == 5 and summary["runs"] == 2
     for package in ("stabl_jax", "jax", "jaxlib", "numpy", "python"):
         assert summary["versions"][package]
@@ -147,47 +151,40 @@ def _guard(signum, frame):
     raise _SigtermNotHandled
 
 
-@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
-def test_ctrl_c_keeps_the_checkpoints_and_the_rerun_resumes(
-    stop, config_path, reference, tmp_path, monkeypatch, capsys
-):
-    """In-process: a KeyboardInterrupt after 20 chunks exits 130 and keeps the partial folder
-    (same pid on the rerun: it is set aside and taken over, not deleted); a SIGTERM there (a
-    scheduler's time limit) does the same, exit 143, and the handler before the call is put
-    back after it (this test's own, which would fail the test if SIGTERM reached it)."""
+def test_sigterm_keeps_the_checkpoints_and_the_rerun_resumes(tmp_path_factory, tmp_path, capsys):
+    """In-process: a SIGTERM after two chunks (a scheduler's time limit) exits 143 and keeps
+    the partial folder, as Ctrl-C does (exit 130); the handler before the call is put back
+    after it (this test's own, which would fail the test if SIGTERM reached it); the rerun
+    resumes and writes the uninterrupted run's results."""
+    config_path, reference = shared_config(tmp_path_factory), shared_reference(tmp_path_factory)
     saves = {"n": 0}
     original = checkpoint.ChunkCheckpoint.save
 
     def interrupting_save(self, *args, **kwargs):
         original(self, *args, **kwargs)
         saves["n"] += 1
-        if saves["n"] == 20:
-            if stop == "ctrl-c":
-                raise KeyboardInterrupt
+        if saves["n"] == 2:
             os.kill(os.getpid(), signal.SIGTERM)
 
     out = tmp_path / "out"
-    args = ["run", str(config_path), "--out", str(out), "--no-progress"]
-    monkeypatch.setattr(checkpoint.ChunkCheckpoint, "save", interrupting_save)
     previous = signal.signal(signal.SIGTERM, _guard)
     try:
-        code = cli.main(args)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(checkpoint.ChunkCheckpoint, "save", interrupting_save)
+            code = cli.main(command(config_path, out))
         assert signal.getsignal(signal.SIGTERM) is _guard
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert code == {"ctrl-c": 130, "sigterm": 143}[stop]
+    assert code == 143
     err = capsys.readouterr().err
     assert "checkpoints kept" in err and "rerun the same command to resume" in err
-    last = {"ctrl-c": "error: interrupted", "sigterm": "error: terminated (SIGTERM)"}[stop]
-    assert err.strip().splitlines()[-1] == last
-    (partial,) = tmp_path.glob("out.partial*")
-    assert _state_t0([partial], "uniform") == 20 * 8
+    assert err.strip().splitlines()[-1] == "error: terminated (SIGTERM)"
+    assert _state_t0(out, "uniform") == 2 * CHUNK
 
-    monkeypatch.setattr(checkpoint.ChunkCheckpoint, "save", original)
-    assert cli.main(args) == 0
+    assert cli.main(command(config_path, out)) == 0
     assert "resuming" in capsys.readouterr().out
     assert not list(tmp_path.glob("out.partial*"))
-    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": 160}
+    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": 2 * CHUNK}
     assert_same_results(out, reference)
 
 
@@ -321,20 +318,19 @@ def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(
     """``drop_state`` deletes a finished simulation's loop state and keeps its outputs: the
     same call then returns the same traces and no carry (a metric that needs one says why),
     and a longer simulation refuses to continue from it."""
-    env, learner = ExpertAdvice(num_arms=4, horizon=48), EXP3(num_arms=4, horizon=48)
-    call = dict(traces=("played", "loss"))
+    env = ExpertAdvice(num_arms=NUM_ARMS, horizon=HORIZON)
+    learner = EXP3(num_arms=NUM_ARMS, horizon=HORIZON)
+
+    def resumed(horizon: int, ckpt: checkpoint.ChunkCheckpoint | None = None):
+        ckpt = ckpt or checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
+        options = SimOptions(chunk_size=16, checkpoint=ckpt)
+        return simulate(learner, env, jax.random.key(3), 5, horizon=horizon, options=options,
+                        traces=("played", "loss"))  # fmt: skip
+
     ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
     with pytest.raises(checkpoint.CheckpointMismatch, match="holds no checkpoint"):
         ckpt.drop_state()
-    first = simulate(
-        learner,
-        env,
-        jax.random.key(3),
-        5,
-        horizon=32,
-        options=SimOptions(chunk_size=16, checkpoint=ckpt),
-        **call,
-    )
+    first = resumed(32, ckpt)
     state_file = ckpt.folder / checkpoint.STATE
     before = state_file.stat().st_size
     ckpt.drop_state()
@@ -342,29 +338,11 @@ def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(
     stored = checkpoint.load_arrays(state_file)
     assert not [name for name in stored if name.startswith("carry/")]
     assert int(stored["t0"]) == 32 and state_file.stat().st_size < before
-    again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
-    second = simulate(
-        learner,
-        env,
-        jax.random.key(3),
-        5,
-        horizon=32,
-        options=SimOptions(chunk_size=16, checkpoint=again),
-        **call,
-    )
+    second = resumed(32)
     assert second.carry is None and sorted(second.arrays) == sorted(first.arrays)
     for name, value in first.arrays.items():
         np.testing.assert_array_equal(second.arrays[name], value)
     with pytest.raises(ValueError, match="adaptive_regret reads the runs' final loop state"):
         adaptive_regret(second, env, (8,))
-    longer = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "dropped"})
     with pytest.raises(checkpoint.CheckpointMismatch, match="finished at round 32 and kept no"):
-        simulate(
-            learner,
-            env,
-            jax.random.key(3),
-            5,
-            horizon=48,
-            options=SimOptions(chunk_size=16, checkpoint=longer),
-            **call,
-        )
+        resumed(HORIZON)

@@ -124,6 +124,10 @@ class ExperimentConfig:
     sa_stride: int | None = None
     save_traces: tuple[str, ...] = ("played",)
     reference: str = ""
+    #: The environment and learners this config describes, each built once (by validation).
+    built: dict[str, Any] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def reference_learner(self) -> str:
@@ -186,14 +190,17 @@ class ExperimentConfig:
         return cls.ENVS.make(name, horizon=horizon, **kwargs)
 
     def make_env(self) -> Any:
-        """The environment, ``ENVS.make(env.name, horizon=horizon, **env.kwargs)``."""
-        return self.build_env(self.env.name, self.horizon, self.env.kwargs)
+        """The environment, ``ENVS.make(env.name, horizon=horizon, **env.kwargs)``, built once."""
+        if "env" not in self.built:
+            self.built["env"] = self.build_env(self.env.name, self.horizon, self.env.kwargs)
+        return self.built["env"]
 
     def make_learner(self, name: str) -> Any:
-        """Learner ``name`` for this config's environment and ``horizon``."""
-        return self.LEARNERS.make(
-            name, horizon=self.horizon, **self.learner_sizes(), **self.learner_kwargs(name)
-        )
+        """Learner ``name`` for this config's environment and ``horizon``, built once."""
+        if f"learner:{name}" not in self.built:
+            kwargs = {**self.learner_sizes(), **self.learner_kwargs(name)}
+            self.built[f"learner:{name}"] = self.LEARNERS.make(name, horizon=self.horizon, **kwargs)
+        return self.built[f"learner:{name}"]
 
     def learner_params(self, learner: Any, name: str) -> Any:
         """``learner.default_params`` with the fields set in ``[params.name]`` replaced."""
@@ -271,7 +278,9 @@ class ExperimentConfig:
         keep("params", _check_params, check, raw.get("params", {}), cls.LEARNERS)
         check.done()
         identity, own = checked.pop("identity"), checked.pop("own")
+        checked["env"], env = checked["env"]
         config = cls(**identity, **own, **checked, source=source, overrides=tuple(overrides))
+        config.built["env"] = env
         for learner_name in checked["learners"]:
             with check.collect():
                 _check_learner(check, config, learner_name)
@@ -279,7 +288,7 @@ class ExperimentConfig:
         return config
 
     @classmethod
-    def _check_env(cls, check: Checker, value: Any, horizon: int) -> EnvConfig:
+    def _check_env(cls, check: Checker, value: Any, horizon: int) -> tuple[EnvConfig, Any]:
         table = check.table("env", value)
         if "name" not in table:
             check.fail("env.name", f"is required; choose from {sorted(cls.ENVS)}")
@@ -305,7 +314,7 @@ class ExperimentConfig:
         problem = cls.env_problem(env)
         if problem:
             check.fail("env.name", f"environment {name!r}: {type(env).__name__} {problem}")
-        return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs))
+        return EnvConfig(name=name, kwargs=types.MappingProxyType(kwargs)), env
 
     @classmethod
     def env_problem(cls, env: Any) -> str:
