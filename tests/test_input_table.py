@@ -628,15 +628,16 @@ def _():
     for name in ("rotate", "normalize"):
         with raises(TypeError, f"{name} must be True or False, got 1 (int)"):
             BBOBFunction(function_id=1, dim=2, **{name: 1})
-    for name, value in (("abs_linear", {"a_scale": math.inf}), ("huber", {"huber_mu": math.inf})):
-        field = next(iter(value))
-        with raises(ValueError, f"{field} must be a finite number > 0, got inf"):
-            CONVEX_ENVS.make(name, dim=2, horizon=64, **value)
+    for name, field in (("abs_linear", "a_scale"), ("huber", "huber_mu")):
+        for bad in (math.inf, 0.0, -1.0):
+            with raises(ValueError, f"{field} must be a finite number > 0, got {bad}"):
+                CONVEX_ENVS.make(name, dim=2, horizon=64, **{field: bad})
         with raises(TypeError, f"{field} must be a real number, got '1'"):
             CONVEX_ENVS.make(name, dim=2, horizon=64, **{field: "1"})
     # A user's loss family and FKM's loss bound: the same rule (float() read "1" and inf).
-    with raises(ValueError, "lipschitz_bound must be a finite number > 0, got inf"):
-        CustomConvex(dim=2, horizon=64, loss=distance_loss, lipschitz_bound=math.inf)
+    for bad in (math.inf, 0.0):
+        with raises(ValueError, f"lipschitz_bound must be a finite number > 0, got {bad}"):
+            CustomConvex(dim=2, horizon=64, loss=distance_loss, lipschitz_bound=bad)
     with raises(TypeError, "loss_bound must be a real number, got '1'"):
         BCO_LEARNERS.make("fkm", dim=2, horizon=64, loss_bound="1")
     with raises(TypeError, "target_radius must be a real number, got '0.5'"):  # was read
