@@ -47,19 +47,22 @@ def test_rows_equal_single_runs_from_the_documented_keys(env):
     result = simulate(learner, env, key, num_runs=3)
 
     @jax.jit
-    def step(state, run_key, t):  # round t of the run alone, from the documented keys
+    def run(run_key):  # the run alone, from the documented keys, round by round
         env_key, learner_key = jax.random.fold_in(run_key, 1), jax.random.fold_in(run_key, 2)
         params = env.sample_params(jax.random.fold_in(run_key, 0))
-        loss = env.loss(params, t, jax.random.fold_in(env_key, t))
-        return learner.step(state, loss, jax.random.fold_in(learner_key, t))
+
+        def step(state, t):
+            loss = env.loss(params, t, jax.random.fold_in(env_key, t))
+            state, info = learner.step(state, loss, jax.random.fold_in(learner_key, t))
+            return state, (info.arms, info.loss)
+
+        state = learner.init(jax.random.fold_in(run_key, 3))
+        return jax.lax.scan(step, state, jnp.arange(T, dtype=jnp.int32))[1]
 
     for i in range(3):
-        run_key = jax.random.fold_in(key, i)
-        state = learner.init(jax.random.fold_in(run_key, 3))
-        for t in range(T):
-            state, info = step(state, run_key, t)
-            assert np.array_equal(result.arms[i, t], np.asarray(info.arms))
-            np.testing.assert_allclose(result.loss[i, t], float(info.loss), rtol=1e-6)
+        arms, loss = run(jax.random.fold_in(key, i))
+        np.testing.assert_array_equal(result.arms[i], np.asarray(arms))
+        np.testing.assert_allclose(result.loss[i], np.asarray(loss), rtol=1e-6)
 
 
 def test_prefix_of_runs_is_stable(env):
