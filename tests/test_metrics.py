@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
@@ -59,12 +60,15 @@ def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
     result = simulate(learner, env, jax.random.key(0), num_runs=3)
     lengths = [4, 16, HORIZON]
     sa = metrics.adaptive_regret(result, env, lengths, memory_bytes=2 * HORIZON * NUM_ARMS * 12)
-    for r in range(3):
-        keys = result.carry.env_key[r]
-        params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
-        arms = np.stack(
-            [np.asarray(env.loss(params, t, jax.random.fold_in(keys, t))) for t in range(HORIZON)]
+    rounds = jnp.arange(HORIZON)
+    regenerate = jax.jit(  # (T, n): every arm's loss of a run, from its round keys
+        lambda params, key: jax.vmap(lambda t: env.loss(params, t, jax.random.fold_in(key, t)))(
+            rounds
         )
+    )
+    for r in range(3):
+        params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
+        arms = np.asarray(regenerate(params, result.carry.env_key[r]))
         np.testing.assert_allclose(arms[np.arange(HORIZON), result.played[r]], result.loss[r])
         for j, L in enumerate(lengths):
             np.testing.assert_allclose(
