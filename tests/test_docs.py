@@ -1,29 +1,100 @@
 """The documentation stays true to the code: its Python blocks run, links resolve, and every
 config key, option, params field, registered name and command-line flag the code accepts is
-documented."""
+documented.
+
+A page's ```python blocks run in order in one namespace, as a reader pastes them into one
+session. A block that is only a sketch says so on the line before it, ``<!-- not run: REASON
+-->``, and is not run; every block, sketch or not, must parse, and its calls of stabl_jax's
+public names must use keywords those accept (a renamed argument fails even in a sketch).
+"""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
+import inspect
 import io
 import re
 from pathlib import Path
 
 import pytest
 
+import stabl_jax
 from stabl_jax import registry
 from stabl_jax.experiment import cli
 from stabl_jax.experiment.kinds.bandit import SAVABLE_TRACES
 from stabl_jax.experiment.kinds.paired import TOP_LEVEL_KEYS
 from stabl_jax.experiment.kinds.selection import BBOB_KEYS, HPO_TOP_LEVEL_KEYS
 from tests.conftest import run_small_figure1
-from tests.doc_blocks import RESULTS, bad_keywords, python_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", ROOT / "EXPERIMENTS.md", *sorted(DOCS.glob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+#: An optional ``<!-- not run: REASON -->`` line, then a fenced ```python block.
+BLOCK = re.compile(
+    r"^(?:<!-- not run: (?P<why>[^\n]*?) -->\n)?```python\n(?P<code>.*?)^```", re.S | re.M
+)
+#: The folder the pages read back (``load_results(...)``), relative to where they run.
+RESULTS = Path("results") / "figure1-seed0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """One ```python block: where it is, its code, and why it is not run (``""``: it is)."""
+
+    page: Path
+    line: int
+    code: str
+    why: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def python_blocks(page: Path) -> list[Block]:
+    """Every ```python block of ``page``, in order."""
+    text = page.read_text(encoding="utf-8")
+    return [
+        Block(page, text.count("\n", 0, m.start("code")) + 1, m["code"], (m["why"] or "").strip())
+        for m in BLOCK.finditer(text)
+    ]
+
+
+def bad_keywords(block: Block) -> list[str]:
+    """Calls in ``block`` of a public stabl_jax name with arguments it does not accept."""
+    tree = ast.parse(block.code, block.where)
+    bad = []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            continue
+        target = getattr(stabl_jax, call.func.id, None)
+        if not callable(target) or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        keywords = {k.arg: None for k in call.keywords if k.arg is not None}
+        try:
+            inspect.signature(target).bind_partial(*call.args, **keywords)
+        except TypeError as exc:
+            bad.append(f"{block.where}: {call.func.id}(...): {exc}")
+    return bad
+
+
+def run_blocks(page: Path) -> list[str]:
+    """Run ``page``'s blocks but its sketches, in order, in one namespace, in the current
+    folder; returns what each block run printed."""
+    namespace: dict = {"__name__": "__docs__"}
+    printed = []
+    for block in python_blocks(page):
+        if block.why:
+            continue
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(block.code, block.where, "exec", dont_inherit=True), namespace)
+        printed.append(out.getvalue())
+    return printed
 
 
 def _unfenced(path: Path) -> str:
@@ -65,7 +136,7 @@ def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     "page",
-    [p for p in CODE_PAGES if p.name != "README.md"],  # README's: tests/test_readme.py
+    [p for p in CODE_PAGES if p.name != "README.md"],  # README's: test_readme_usage_block_runs
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_the_python_blocks_run(
@@ -235,3 +306,18 @@ def test_license_and_citation() -> None:
     assert families == ["Lu", "Zhang", "Chen", "Zhang", "Woodruff", "Hazan"]
     for family in families:
         assert f"{family}," in _readme(), f"the README's BibTeX names {family}"
+
+
+def test_readme_usage_block_runs(tmp_path, monkeypatch):
+    """The README's one Python block runs as written (1,000 vmapped runs of StABL) and prints
+    SA(L), which is at most L (losses in [0, 1]) and grows with L up to the segment length."""
+    readme = ROOT / "README.md"
+    assert [b.why for b in python_blocks(readme)] == [""], "README's one usage block, run"
+    monkeypatch.chdir(tmp_path)
+    (printed,) = run_blocks(readme)
+    lines = printed.strip().splitlines()
+    labels = [line.split("=")[0].strip() for line in lines]
+    assert labels == ["SA(  64)", "SA( 256)", "SA(1024)", "SA(4096)"]
+    values = [float(line.split("=")[1].split("±")[0]) for line in lines]
+    assert all(0 < v <= L for v, L in zip(values, [64, 256, 1024, 4096], strict=True))
+    assert values[0] < values[1] < values[2]

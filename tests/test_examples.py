@@ -3,8 +3,6 @@ contract: jit, vmap over a params sweep, the in-program checks, state dtypes."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -15,6 +13,7 @@ from jax.experimental import checkify
 
 from stabl_jax import ExpertAdvice, simulate
 from stabl_jax.checks import checked_step
+from stabl_jax.experiment import cli
 from tests.scripts.load import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -32,9 +31,9 @@ def example():
 
 def test_custom_learner_runs(example):
     """``main`` simulates with the in-program checks; they change no bit of the result."""
-    env = ExpertAdvice(num_arms=5, horizon=128)
-    plain = simulate(example.EpsilonGreedy(num_arms=5, horizon=128), env, jax.random.key(0), 4)
-    assert example.main(num_runs=4, horizon=128) == float(plain.loss.mean())
+    env = ExpertAdvice(num_arms=5, horizon=64)
+    plain = simulate(example.EpsilonGreedy(num_arms=5, horizon=64), env, jax.random.key(0), 4)
+    assert example.main(num_runs=4, horizon=64) == float(plain.loss.mean())
 
 
 def test_custom_learner_keeps_the_contract(example):
@@ -119,10 +118,9 @@ def test_load_results_example_on_a_folder_of_the_users_or_of_one_run(tmp_path, c
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
     one = tmp_path / "one"
-    command = [sys.executable, "-m", "stabl_jax", "run", "expert_advice_equal", "--runs", "1"]
-    command += ["--set", "horizon=256", "--set", "env.change_points=[128]"]
-    command += ["--set", 'learners=["exp3"]', "--set", "sa_windows=[16]"]
-    subprocess.run([*command, "--out", str(one), "--no-progress"], check=True)
+    command = ["run", "expert_advice_equal", "--runs", "1", "--set", "horizon=64"]
+    command += ["--set", "env.change_points=[32]", "--set", 'learners=["exp3"]']
+    assert cli.main([*command, "--set", "sa_windows=[16]", "--out", str(one), "--no-progress"]) == 0
     capfd.readouterr()
     rewards = example.main(one)
     assert list(rewards) == ["exp3"] and 0.0 <= rewards["exp3"] <= 1.0

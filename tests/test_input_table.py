@@ -54,6 +54,7 @@ from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.outputs import OutputError
 from stabl_jax.experiment.results import ResultsFolder
 from stabl_jax.experiment.tables import read_traces
+from stabl_jax.intervals import geometric_history_lengths
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS
 from stabl_jax.simulate import SimOptions, params_axes, regenerate_losses, simulate
 from tests.conftest import mark_as_ours
@@ -159,6 +160,14 @@ def _():
         with raises(ValueError, f"horizon={bad}", "too small for the geometric intervals", "32"):
             StABL(num_arms=3, horizon=bad)
     assert StABL(num_arms=3, horizon=16).history_lengths == (16,)
+    assert geometric_history_lengths(16) == (16,)
+    with raises(ValueError, "horizon=15"):
+        geometric_history_lengths(15)
+    with raises(ValueError, "horizon must be >= 2 for geometric intervals, got 1"):
+        geometric_history_lengths(1)
+    for bad in (True, 64.0, "64"):
+        with raises(TypeError, f"horizon must be an int, got {bad!r}"):
+            geometric_history_lengths(bad)
     assert StABL(num_arms=3, horizon=32).history_lengths == (32,)
 
 
@@ -176,6 +185,9 @@ def _():
     for bad in ((0, 4), (-16, 32), (16.0, 32.0)):
         with raises(ValueError, "history_lengths must be positive ints"):
             StABL(num_arms=3, horizon=64, history_lengths=bad)
+    assert StABL(num_arms=3, horizon=64, history_lengths=32).history_lengths == (32,)  # an int
+    with raises(TypeError, "must be a tuple of ints, got 3.5"):
+        StABL(num_arms=3, horizon=64, history_lengths=3.5)
     with raises(ValueError, "history_lengths must be <= 2**31 - 1", "got 2147483648"):
         StABL(num_arms=3, horizon=64, history_lengths=(32, 2**31))
     longest = StABL(num_arms=3, horizon=64, history_lengths=(32, 2**31 - 1))
@@ -585,13 +597,21 @@ def _():
     with raises(ValueError, "gap must be in (0, mean=0.5]", "0.0"):
         PiecewiseBernoulli(num_arms=3, horizon=64, gap=0.0)
     drifting = DriftingBernoulli(num_arms=3, horizon=64)
-    for kwargs, name in (
+    for kwargs, *fragments in (
         ({"base": math.nan}, "base"),
         ({"amplitude": math.inf}, "amplitude"),
         ({"period": -1.0}, "period"),
         ({"phase_offset": math.inf}, "phase_offset"),
+        (
+            {"amplitude": 0.6},
+            "amplitude=0.6 takes the means b +- A outside [0, 1]",
+            "pass amplitude <= 0.5",
+        ),
+        ({"base": 0.8, "amplitude": 0.3}, "base=0.8: pass amplitude <= 0.2"),
+        ({"period": 0.0}, "period must be a finite number > 0, got 0.0"),
+        ({"amplitude": -0.1}, "amplitude must be a finite number >= 0, got -0.1"),
     ):
-        with raises(ValueError, name):
+        with raises(ValueError, *fragments):
             drifting.make_params(**kwargs)
 
 
@@ -608,15 +628,16 @@ def _():
     for name in ("rotate", "normalize"):
         with raises(TypeError, f"{name} must be True or False, got 1 (int)"):
             BBOBFunction(function_id=1, dim=2, **{name: 1})
-    for name, value in (("abs_linear", {"a_scale": math.inf}), ("huber", {"huber_mu": math.inf})):
-        field = next(iter(value))
-        with raises(ValueError, f"{field} must be a finite number > 0, got inf"):
-            CONVEX_ENVS.make(name, dim=2, horizon=64, **value)
+    for name, field in (("abs_linear", "a_scale"), ("huber", "huber_mu")):
+        for bad in (math.inf, 0.0, -1.0):
+            with raises(ValueError, f"{field} must be a finite number > 0, got {bad}"):
+                CONVEX_ENVS.make(name, dim=2, horizon=64, **{field: bad})
         with raises(TypeError, f"{field} must be a real number, got '1'"):
             CONVEX_ENVS.make(name, dim=2, horizon=64, **{field: "1"})
     # A user's loss family and FKM's loss bound: the same rule (float() read "1" and inf).
-    with raises(ValueError, "lipschitz_bound must be a finite number > 0, got inf"):
-        CustomConvex(dim=2, horizon=64, loss=distance_loss, lipschitz_bound=math.inf)
+    for bad in (math.inf, 0.0):
+        with raises(ValueError, f"lipschitz_bound must be a finite number > 0, got {bad}"):
+            CustomConvex(dim=2, horizon=64, loss=distance_loss, lipschitz_bound=bad)
     with raises(TypeError, "loss_bound must be a real number, got '1'"):
         BCO_LEARNERS.make("fkm", dim=2, horizon=64, loss_bound="1")
     with raises(TypeError, "target_radius must be a real number, got '0.5'"):  # was read
@@ -628,8 +649,9 @@ def _():
 
 @row("E9")
 def _():
-    with raises(ValueError, "best_arm_order must be one of", "'x'"):
-        PiecewiseBernoulli(num_arms=3, horizon=64, best_arm_order="x")
+    for cls in (PiecewiseBernoulli, ExpertAdvice):
+        with raises(ValueError, "best_arm_order must be one of", "'x'"):
+            cls(num_arms=3, horizon=64, best_arm_order="x")
 
 
 @row("E10")
@@ -669,11 +691,8 @@ def _():
     with raises(ValueError, "loss of run 0 at round 0 is nan, not finite", "row E11"):
         simulate(fkm, convex, KEY, 2, validate=True)
     # Its best_loss is NaN by design (no minimiser given): that is not refused.
-    assert np.isnan(
-        simulate(
-            fkm, CustomConvex(dim=2, horizon=T, loss=distance_loss), KEY, 1, validate=True
-        ).best_loss
-    ).all()
+    no_minimiser = CustomConvex(dim=2, horizon=T, loss=distance_loss)
+    assert np.isnan(simulate(fkm, no_minimiser, KEY, 1, validate=True).best_loss).all()
 
 
 def _nan_loss(theta, x):
@@ -741,12 +760,13 @@ def _():
     ):
         simulate(EXP3(num_arms=N, horizon=T // 2), ENV, KEY, 1)
     assert simulate(EXP3(num_arms=N, horizon=2 * T), ENV, KEY, 1).played.shape == (1, T)
+    assert simulate(EXP3(num_arms=N, horizon=T // 2), ENV, KEY, 1, horizon=T // 2).horizon == 8
 
 
 @row("M3")
 def _():
     for bad in (0, -5):
-        with raises(ValueError, "chunk_size must be >= 1", str(bad)):
+        with raises(ValueError, "chunk_size must be >= 1", str(bad), "(None picks one"):
             simulate(LEARNER, ENV, KEY, 1, options=SimOptions(chunk_size=bad))
     with raises(TypeError, "chunk_size must be an int", "2.5"):
         simulate(LEARNER, ENV, KEY, 1, options=SimOptions(chunk_size=2.5))
@@ -813,25 +833,15 @@ def _():
 
 @row("M7")
 def _(tmp_path):
-    checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "A"})
-    simulate(LEARNER, ENV, KEY, 2, options=SimOptions(chunk_size=8, checkpoint=checkpoint))
+    def resume(fingerprint):
+        return SimOptions(chunk_size=8, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", fingerprint))
+
+    simulate(LEARNER, ENV, KEY, 2, options=resume(A))
     with raises(CheckpointMismatch, "different run", "experiment", "'A'", "'B'"):
-        simulate(
-            LEARNER,
-            ENV,
-            KEY,
-            2,
-            options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "B"})),
-        )
+        simulate(LEARNER, ENV, KEY, 2, options=resume({"experiment": "B"}))
     # Same fingerprint but another simulation (4 runs, not 2): the loop state does not fit.
     with raises(CheckpointMismatch, "shape"):
-        simulate(
-            LEARNER,
-            ENV,
-            KEY,
-            4,
-            options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A)),
-        )
+        simulate(LEARNER, ENV, KEY, 4, options=resume(A))
 
 
 @row("M8")
@@ -846,6 +856,8 @@ def _():
 def _():
     with raises(TypeError, "traces must be a tuple of names, got the string 'loss'"):
         simulate(LEARNER, ENV, KEY, 2, traces="loss")
+    with raises(TypeError, "traces must be a tuple of names from (", "got 3"):
+        simulate(LEARNER, ENV, KEY, 2, traces=3)
     with raises(ValueError, "traces must be one of", "'regret'"):
         simulate(LEARNER, ENV, KEY, 2, traces=("loss", "regret"))
 
@@ -1016,14 +1028,8 @@ def _(tmp_path):
 
 @row("C2")
 def _(tmp_path):
-    _config_error(
-        tmp_path,
-        "",
-        "'runs'",
-        "must be an int",
-        "'many'",
-        text=GOOD_CONFIG.replace("2", "'many'", 1),
-    )
+    many = GOOD_CONFIG.replace("2", "'many'", 1)
+    _config_error(tmp_path, "", "'runs'", "must be an int", "'many'", text=many)
 
 
 @row("C3")
@@ -1043,30 +1049,17 @@ def _(tmp_path):
 
 @row("C4")
 def _(tmp_path):
+    scale = "[params.stabl]\nmeta_lr_scale = {}\n"
     for value in ("nan", "inf", "-inf", "-1.0"):
-        _config_error(
-            tmp_path,
-            f"[params.stabl]\nmeta_lr_scale = {value}\n",
-            "'params.stabl.meta_lr_scale'",
-            "finite number >= 0",
-        )
-    _config_error(
-        tmp_path,
-        "[params.stabl]\nmeta_lr_scale = 0.0\n",
-        "'params.stabl'",
-        "meta_lr_scale must be finite and in (0, inf)",
-    )
+        key = "'params.stabl.meta_lr_scale'"
+        _config_error(tmp_path, scale.format(value), key, "finite number >= 0")
+    within = "meta_lr_scale must be finite and in (0, inf)"
+    _config_error(tmp_path, scale.format("0.0"), "'params.stabl'", within)
 
 
 @row("C5")
 def _(tmp_path):
-    _config_error(
-        tmp_path,
-        "baseline_high = nan\n",
-        "'env'",
-        "baseline_high must be in [0, 1]",
-        text=GOOD_CONFIG,
-    )
+    _config_error(tmp_path, "baseline_high = nan\n", "'env'", "baseline_high must be in [0, 1]")
 
 
 @row("C6")
@@ -1077,19 +1070,14 @@ def _(tmp_path):
 
 @row("C7")
 def _(tmp_path):
-    _config_error(
-        tmp_path,
-        "[learner_options.stabl]\nhistory_lengths = [32, 16]\n",
-        "'learner_options.stabl'",
-        "strictly increasing",
-    )
+    lengths = "[learner_options.stabl]\nhistory_lengths = [32, 16]\n"
+    _config_error(tmp_path, lengths, "'learner_options.stabl'", "strictly increasing")
 
 
 @row("C8")
 def _(tmp_path):
-    _config_error(
-        tmp_path, "", "'env'", "num_arms must be >= 2", text=GOOD_CONFIG.replace("= 5", "= 1")
-    )
+    one_arm = GOOD_CONFIG.replace("= 5", "= 1")
+    _config_error(tmp_path, "", "'env'", "num_arms must be >= 2", text=one_arm)
 
 
 @row("C9")
@@ -1346,18 +1334,15 @@ def _(tmp_path):
 @row("F2")
 def _(tmp_path):
     """A truncated or corrupted checkpoint is an error naming the file, never a wrong resume."""
-    checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"experiment": "A"})
-    simulate(LEARNER, ENV, KEY, 2, options=SimOptions(chunk_size=8, checkpoint=checkpoint))
+
+    def options():
+        return SimOptions(chunk_size=8, checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A))
+
+    simulate(LEARNER, ENV, KEY, 2, options=options())
     chunk = sorted((tmp_path / "ckpt").glob("chunk-*.npz"))[0]
     chunk.write_bytes(chunk.read_bytes()[:50])
     with raises(CheckpointMismatch, "is damaged", chunk.name, "delete"):
-        simulate(
-            LEARNER,
-            ENV,
-            KEY,
-            2,
-            options=SimOptions(checkpoint=ChunkCheckpoint(tmp_path / "ckpt", A)),
-        )
+        simulate(LEARNER, ENV, KEY, 2, options=options())
 
 
 @row("F3")

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
 
 from stabl_jax import ExpertAdvice, StABL, metrics, simulate
+from tests.conftest import HORIZON, NUM_ARMS
 
 
 def brute_force_sa(played: np.ndarray, arms: np.ndarray, length: int) -> float:
+    """SA(L) by a loop over windows, summed in float64."""
+    played, arms = np.asarray(played, np.float64), np.asarray(arms, np.float64)
     best = -np.inf
     for j in range(len(played) - length + 1):
         mine = sum(played[j : j + length])
@@ -52,23 +56,37 @@ def test_adaptive_regret_rejects_bad_windows():
 
 
 def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
-    env = ExpertAdvice(num_arms=4, horizon=40, change_points=(13,))
-    result = simulate(StABL(num_arms=4, horizon=40), env, jax.random.key(0), num_runs=3)
-    sa = metrics.adaptive_regret(result, env, [4, 16, 40], memory_bytes=2 * 40 * 4 * 12)
-    for r in range(3):
-        keys = result.carry.env_key[r]
-        params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
-        arms = np.stack(
-            [np.asarray(env.loss(params, t, jax.random.fold_in(keys, t))) for t in range(40)]
+    env, learner = ExpertAdvice(NUM_ARMS, HORIZON), StABL(NUM_ARMS, HORIZON)
+    result = simulate(learner, env, jax.random.key(0), num_runs=3)
+    lengths = [4, 16, HORIZON]
+    sa = metrics.adaptive_regret(result, env, lengths, memory_bytes=2 * HORIZON * NUM_ARMS * 12)
+    rounds = jnp.arange(HORIZON)
+    regenerate = jax.jit(  # (T, n): every arm's loss of a run, from its round keys
+        lambda params, key: jax.vmap(lambda t: env.loss(params, t, jax.random.fold_in(key, t)))(
+            rounds
         )
-        np.testing.assert_allclose(arms[np.arange(40), result.played[r]], result.loss[r])
-        for j, L in enumerate([4, 16, 40]):
+    )
+    for r in range(3):
+        params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
+        arms = np.asarray(regenerate(params, result.carry.env_key[r]))
+        np.testing.assert_allclose(arms[np.arange(HORIZON), result.played[r]], result.loss[r])
+        for j, L in enumerate(lengths):
             np.testing.assert_allclose(
                 sa["sampled"][r, j], brute_force_sa(result.loss[r], arms, L), rtol=1e-6
             )
             np.testing.assert_allclose(
                 sa["expected"][r, j], brute_force_sa(result.expected_loss[r], arms, L), rtol=1e-6
             )
+    # A result that recorded only ``loss`` gets SA(L) of the sampled loss (it used to raise a
+    # TypeError); one with neither loss trace gets an error naming the traces to record.
+    lazy = simulate(learner, env, jax.random.key(0), 3, traces=("loss",))
+    out = metrics.adaptive_regret(lazy, env, [16, 64])
+    assert set(out) == {"sampled"}
+    want = metrics.adaptive_regret(result, env, [16, 64])["sampled"]
+    np.testing.assert_array_equal(out["sampled"], want)
+    played = simulate(learner, env, jax.random.key(0), 3, traces=("played",))
+    with pytest.raises(ValueError, match="needs the loss or expected_loss trace"):
+        metrics.adaptive_regret(played, env, [16])
 
 
 def test_moving_average_matches_naive():
@@ -239,22 +257,6 @@ def test_the_results_of_a_run_are_written_without_float64_copies_of_its_traces(
 
     assert peak(256 * 2**10) < 6 * 2**20
     assert peak(2**30) > 24 * 2**20
-
-
-def test_adaptive_regret_of_a_loss_only_result():
-    """A result that recorded only ``loss`` gets SA(L) of the sampled loss (it used to raise a
-    TypeError); one with neither loss trace gets an error naming the traces to record."""
-    env = ExpertAdvice(num_arms=5, horizon=64)
-    learner = StABL(num_arms=5, horizon=64)
-    full = simulate(learner, env, jax.random.key(0), 3)
-    lazy = simulate(learner, env, jax.random.key(0), 3, traces=("loss",))
-    out = metrics.adaptive_regret(lazy, env, [16, 64])
-    assert set(out) == {"sampled"}
-    want = metrics.adaptive_regret(full, env, [16, 64])["sampled"]
-    np.testing.assert_array_equal(out["sampled"], want)
-    played = simulate(learner, env, jax.random.key(0), 3, traces=("played",))
-    with pytest.raises(ValueError, match="needs the loss or expected_loss trace"):
-        metrics.adaptive_regret(played, env, [16])
 
 
 def test_cumulative_regret_against_brute_force_and_its_expectation():

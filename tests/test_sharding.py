@@ -14,10 +14,12 @@ import textwrap
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import sharding
+from stabl_jax import EXP3, ExpertAdvice, SimOptions, make, sharding, simulate
+from tests.conftest import HORIZON, NUM_ARMS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,11 +119,6 @@ def test_plan_pads_to_devices_times_block():
     assert (plan.block, plan.padded_runs) == (1, 1)
 
 
-def test_plan_rejects_bad_block():
-    with pytest.raises(ValueError, match="runs_per_block"):
-        sharding.plan_runs(10, 0, mesh=None)
-
-
 def test_plan_rejects_a_mesh_it_cannot_read():
     """Any string used to mean "auto": ``mesh="none"`` sharded over every device."""
     with pytest.raises(ValueError, match=r"mesh must be one of \('auto',\), got 'none'"):
@@ -132,15 +129,11 @@ def test_plan_rejects_a_mesh_it_cannot_read():
 
 
 def test_padding_runs_are_dropped_and_do_not_change_the_others():
-    from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
-
-    env = ExpertAdvice(num_arms=4, horizon=32)
-    learner = EXP3(num_arms=4, horizon=32)
-    padded = simulate(
-        learner, env, jax.random.key(0), 5, options=SimOptions(runs_per_block=4)
-    )  # 8 simulated
-    plain = simulate(learner, env, jax.random.key(0), 8, options=SimOptions(runs_per_block=4))
-    assert padded.played.shape == (5, 32)
+    env, learner = ExpertAdvice(NUM_ARMS, HORIZON), EXP3(NUM_ARMS, HORIZON)
+    options = SimOptions(runs_per_block=4)
+    padded = simulate(learner, env, jax.random.key(0), 5, options=options)  # 8 simulated
+    plain = simulate(learner, env, jax.random.key(0), 8, options=options)
+    assert padded.played.shape == (5, HORIZON)
     assert jax.tree.leaves(padded.carry)[0].shape[0] == 5
     np.testing.assert_array_equal(padded.played, plain.played[:5])
 
@@ -148,12 +141,8 @@ def test_padding_runs_are_dropped_and_do_not_change_the_others():
 def test_host_threads_give_the_same_bits():
     """Groups of blocks stepped from host threads, checked or not: every trace and the final
     state equal one unchecked thread's, bit for bit (chunked, with per-run params)."""
-    import jax.numpy as jnp
-
-    from stabl_jax import ExpertAdvice, SimOptions, make, simulate
-
-    env = ExpertAdvice(num_arms=5, horizon=64, random_change_points=True)
-    learner = make("stabl", num_arms=5, horizon=64)
+    env = ExpertAdvice(NUM_ARMS, HORIZON, random_change_points=True)
+    learner = make("stabl", num_arms=NUM_ARMS, horizon=HORIZON)
     params = learner.default_params.replace(expert_lr_scale=jnp.linspace(0.5, 4.0, 12))
 
     def run(threads: int, validate: bool):
@@ -185,3 +174,5 @@ def test_host_threads_plan():
         sharding.plan_runs(12, 3, mesh=None, host_threads=3)
     with pytest.raises(ValueError, match="host_threads must be >= 1"):
         sharding.plan_runs(12, 3, mesh=None, host_threads=0)
+    with pytest.raises(ValueError, match="runs_per_block"):
+        sharding.plan_runs(10, 0, mesh=None)

@@ -65,7 +65,7 @@ def test_one_sparse_estimator_is_unbiased(stabl_state):
     loss = jnp.linspace(0.2, 0.9, N)
     m = 100_000
     keys = jax.random.split(jax.random.key(42), m)
-    queries = jax.vmap(learner.ask, in_axes=(None, 0))(state, keys)
+    queries = jax.jit(jax.vmap(learner.ask, in_axes=(None, 0)))(state, keys)
     arm = np.asarray(queries.arms[:, 1])
     prob = np.asarray(queries.query_probs[:, 1], np.float64)
     estimates = np.zeros((m, N))
@@ -85,7 +85,7 @@ def test_meta_regret_estimate_is_unbiased_and_weight_balanced(stabl_state):
     v, mix, obs = (np.asarray(x, np.float64) for x in learner.distributions(state))
     m = 100_000
     keys = jax.random.split(jax.random.key(7), m)
-    arm = np.asarray(jax.vmap(learner.ask, in_axes=(None, 0))(state, keys).arms[:, 1])
+    arm = np.asarray(jax.jit(jax.vmap(learner.ask, in_axes=(None, 0)))(state, keys).arms[:, 1])
     c = np.asarray(loss, np.float64)[arm] / obs[arm]
     r = c[:, None] * (mix[arm][:, None] - v[:, arm].T)  # (m, B), loss-feedback r~
     truth = v @ np.asarray(loss) * -1 + mix @ np.asarray(loss)

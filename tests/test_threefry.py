@@ -1,6 +1,9 @@
-"""``stabl_jax.threefry`` reproduces ``jax.random``'s bits, in jnp and in Pallas."""
+"""``stabl_jax.threefry`` reproduces ``jax.random``'s bits, in jnp and in Pallas, and
+``stabl_jax.prng`` computes exactly ``jax.random``'s bits (unrolled Threefry)."""
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +11,9 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
-from stabl_jax import threefry
+from stabl_jax import prng, threefry
+from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
+from tests.conftest import HORIZON, NUM_ARMS
 
 RNG = np.random.default_rng(2024)
 KEY_WORDS = np.concatenate(
@@ -38,20 +43,25 @@ def test_threefry_fold_in_matches_jax_bitwise():
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_threefry_bits_and_uniform_match_jax_bitwise(shape):
-    words = jnp.asarray(KEY_WORDS)
-    keys = jax.vmap(_key)(words)
-    np.testing.assert_array_equal(
-        jax.vmap(lambda w: threefry.bits(w, shape))(words),
-        jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys),
-    )
-    for lo, hi in ((0.0, 1.0), (-1.0, 3.0), (0.0, 0.3)):
-        ours = jax.vmap(lambda w, lo=lo, hi=hi: threefry.uniform(w, shape, lo, hi))(words)
-        theirs = jax.vmap(
-            lambda k, lo=lo, hi=hi: jax.random.uniform(k, shape, jnp.float32, lo, hi)
-        )(keys)
+    @jax.jit
+    def draws(words):
+        keys = jax.vmap(_key)(words)
+        ours = [jax.vmap(lambda w: threefry.bits(w, shape))(words)]
+        theirs = [jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys)]
+        for lo, hi in ((0.0, 1.0), (-1.0, 3.0), (0.0, 0.3)):
+            ours.append(jax.vmap(lambda w, lo=lo, hi=hi: threefry.uniform(w, shape, lo, hi))(words))
+            theirs.append(
+                jax.vmap(lambda k, lo=lo, hi=hi: jax.random.uniform(k, shape, jnp.float32, lo, hi))(
+                    keys
+                )
+            )
+        return ours, theirs
+
+    for ours, theirs in zip(*draws(jnp.asarray(KEY_WORDS)), strict=True):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
 
 
+@functools.partial(jax.jit, static_argnums=2)
 def _pallas_draws(keys: jax.Array, data: jax.Array, num: int) -> tuple[jax.Array, ...]:
     """Per key row: fold ``data`` in, then the folded key's ``num`` bits and uniforms,
     all computed inside one interpreted ``pallas_call`` from the key words."""
@@ -93,39 +103,86 @@ def test_threefry_rejects_too_large_shapes():
         threefry.bits(jnp.zeros(2, jnp.uint32), (2**16, 2**16))
 
 
-def _envs() -> list:
-    from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
-
-    return [
-        PiecewiseBernoulli(num_arms=7, horizon=200, change_points=(50, 120)),
-        PiecewiseBernoulli(
-            num_arms=5,
-            horizon=200,
-            num_segments=4,
-            mean=0.7,
-            gap=0.45,
-            random_change_points=True,
-            best_arm_order="random",
-        ),
-        ExpertAdvice(num_arms=6, horizon=200, change_points=(80,)),
-    ]
+ENVS = (
+    PiecewiseBernoulli(NUM_ARMS, HORIZON, change_points=(20, 41)),
+    PiecewiseBernoulli(
+        NUM_ARMS,
+        HORIZON,
+        num_segments=4,
+        mean=0.7,
+        gap=0.45,
+        random_change_points=True,
+        best_arm_order="random",
+    ),
+    ExpertAdvice(NUM_ARMS, HORIZON, change_points=(32,)),
+)
 
 
-@pytest.mark.parametrize("env_index", [0, 1, 2])
-def test_threefry_loss_at_words_matches_loss_bitwise(env_index):
-    env = _envs()[env_index]
+@pytest.mark.parametrize("env", ENVS, ids=["bernoulli", "random", "expert_advice"])
+def test_threefry_loss_at_words_matches_loss_bitwise(env):
     ts = jnp.asarray(RNG.integers(0, env.horizon, 60), jnp.int32)
     keys = jax.vmap(_key)(jnp.asarray(RNG.integers(0, 2**32, (60, 2), np.uint32)))
     arms = jnp.asarray(RNG.integers(0, env.num_arms, (60, 3)), jnp.int32)
-    params = jax.vmap(env.sample_params)(keys)
 
-    def both(p, t, k, a):
-        words = jax.random.key_data(k)
+    def both(t, k, a):
+        p, words = env.sample_params(k), jax.random.key_data(k)
         ours = env.loss_at_words(p, t, (words[0], words[1]), a)
         passed = env.loss_at_words(p, t, (words[0], words[1]), a, env.best_arm(p, t))
         return ours, passed, env.loss(p, t, k)[a]
 
-    ours, passed, theirs = jax.vmap(both)(params, ts, keys, arms)
+    ours, passed, theirs = jax.jit(jax.vmap(both))(ts, keys, arms)
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
     np.testing.assert_array_equal(np.asarray(passed), np.asarray(theirs))
     assert np.unique(np.asarray(theirs)).size > 1  # the draws are not constant
+
+
+KEYS = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(42), i))(jnp.arange(40))
+
+
+def test_prng_fold_in_matches_jax_bitwise():
+    ts = jnp.arange(40, dtype=jnp.int32) * 977 + 3
+    ours = jax.jit(jax.vmap(prng.fold_in))(KEYS, ts)
+    theirs = jax.jit(jax.vmap(jax.random.fold_in))(KEYS, ts)
+    np.testing.assert_array_equal(jax.random.key_data(ours), jax.random.key_data(theirs))
+    eager = prng.fold_in(jax.random.key(7), 2**30 + 5)
+    np.testing.assert_array_equal(
+        jax.random.key_data(eager),
+        jax.random.key_data(jax.random.fold_in(jax.random.key(7), 2**30 + 5)),
+    )
+
+
+@pytest.mark.parametrize("num", [1, 301])
+@pytest.mark.parametrize("bounds", [(0.0, 0.5), (-1.0, 3.0)])
+def test_prng_uniform_matches_jax_bitwise(num, bounds):
+    lo, hi = bounds
+    ours = jax.jit(jax.vmap(lambda k: prng.uniform(k, num, jnp.float32, lo, hi)))(KEYS)
+    theirs = jax.jit(jax.vmap(lambda k: jax.random.uniform(k, (num,), jnp.float32, lo, hi)))(KEYS)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_prng_other_configurations_fall_back_to_jax():
+    with jax.enable_x64(True):
+        key = jax.random.key(3)
+        np.testing.assert_array_equal(
+            prng.uniform(key, 5, jnp.float64), jax.random.uniform(key, (5,), jnp.float64)
+        )
+    rbg = jax.random.key(3, impl="rbg")
+    np.testing.assert_array_equal(prng.uniform(rbg, 4), jax.random.uniform(rbg, (4,)))
+    np.testing.assert_array_equal(
+        jax.random.key_data(prng.fold_in(rbg, 9)), jax.random.key_data(jax.random.fold_in(rbg, 9))
+    )
+
+
+@pytest.mark.parametrize("num", [2, 300])
+def test_prng_uniform_at_is_the_full_draw_indexed(num):
+    """Only the asked-for counters are hashed, and they give the full draw's bits."""
+    indices = jnp.asarray([[0, num - 1], [num // 2, 1], [1, 1]], jnp.int32)
+    ours = jax.jit(jax.vmap(lambda k: prng.uniform_at(k, num, indices, jnp.float32, 0.0, 0.5)))(
+        KEYS
+    )
+    full = jax.vmap(lambda k: jax.random.uniform(k, (num,), jnp.float32, 0.0, 0.5))(KEYS)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(full)[:, indices])
+    rbg = jax.random.key(3, impl="rbg")  # other key implementations: the full draw, indexed
+    np.testing.assert_array_equal(
+        prng.uniform_at(rbg, num, indices[0]), jax.random.uniform(rbg, (num,))[indices[0]]
+    )

@@ -359,12 +359,25 @@ def test_a_suite_draws_each_member_equally_often():
     assert np.all(np.abs(counts - 1000) < 4 * se), counts
     assert suite.name == "bbob_suite3_i01_d03"
     x = jnp.asarray([0.5, -1.0, 2.0])
-    for key in keys[:6]:
-        params = suite.sample_params(key)
-        member = suite.members[int(params.index)]
-        chex.assert_trees_all_equal(params, suite.problem_params(int(params.index), key))
+    for key, i in zip(keys[:6], index[:6], strict=True):
+        params, value = _suite_draw(suite, key, x)
+        member = suite.members[int(i)]
+        _, member_value = _member_draw(member, key, x)
+        chex.assert_trees_all_equal(params, _problem_params(suite, int(i), key))
         assert params.x_star is params.function.x_star
-        own = member.sample_params(key)
-        np.testing.assert_allclose(
-            float(suite.value(params, x)), float(member.value(own, x)), rtol=1e-6
-        )
+        np.testing.assert_allclose(float(value), float(member_value), rtol=1e-6)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _suite_draw(suite, key, x):
+    params = suite.sample_params(key)
+    return params, suite.value(params, x)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _member_draw(member, key, x):
+    params = member.sample_params(key)
+    return params, member.value(params, x)
+
+
+_problem_params = jax.jit(lambda suite, i, key: suite.problem_params(i, key), static_argnums=0)

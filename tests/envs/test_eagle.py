@@ -212,8 +212,7 @@ def test_halton_known_values_and_scipy():
     from scipy.stats import qmc
 
     with jax.enable_x64(True):
-        halton = jax.jit(eagle.halton, static_argnums=(1, 2))
-        got = np.stack([halton(i, 3, jnp.float64) for i in range(1, 6)])
+        got = _halton_points(jnp.arange(1, 6), 3, jnp.float64)
         expected = [
             [1 / 2, 1 / 3, 1 / 5],
             [1 / 4, 2 / 3, 2 / 5],
@@ -224,7 +223,7 @@ def test_halton_known_values_and_scipy():
         np.testing.assert_allclose(got, expected, rtol=1e-15)
         engine = qmc.Halton(d=7, scramble=False)
         engine.fast_forward(eagle.HALTON_SKIP)
-        ours = np.stack([halton(eagle.HALTON_SKIP + i, 7, jnp.float64) for i in range(20)])
+        ours = _halton_points(eagle.HALTON_SKIP + jnp.arange(20), 7, jnp.float64)
         np.testing.assert_allclose(ours, engine.random(20), rtol=1e-13)
 
 
@@ -234,11 +233,10 @@ def test_scrambled_halton_is_scipys_with_the_same_permutations():
     from scipy.stats._qmc import van_der_corput
 
     dim = 10
+    indices = eagle.HALTON_SKIP + jnp.arange(8)
     with jax.enable_x64(True):
-        mult, add = eagle.halton_scramble(jax.random.key(4), dim)
-        ours = np.stack(
-            [eagle.halton(eagle.HALTON_SKIP + i, dim, jnp.float64, (mult, add)) for i in range(8)]
-        )
+        mult, add = _halton_scramble(jax.random.key(4), dim)
+        ours = _halton_points(indices, dim, jnp.float64, (mult, add))
     for j, b in enumerate(eagle.primes(dim)):
         k = eagle.halton_num_digits(b)
         digits = np.arange(b)[None, :]
@@ -248,9 +246,7 @@ def test_scrambled_halton_is_scipys_with_the_same_permutations():
             8, b, start_index=eagle.HALTON_SKIP, scramble=True, permutations=perms
         )
         np.testing.assert_allclose(ours[:, j], theirs, rtol=1e-13)
-    assert not np.allclose(
-        ours, np.stack([eagle.halton(eagle.HALTON_SKIP + i, dim) for i in range(8)])
-    )
+    assert not np.allclose(ours, _halton_points(indices, dim, jnp.float32))
 
 
 def test_halton_fill_walks_each_pool_through_its_own_sequence():
@@ -260,17 +256,27 @@ def test_halton_fill_walks_each_pool_through_its_own_sequence():
     state = eagle.init_pool(params, SLOTS, DIM)
     key = jax.random.key(7)
     s0 = _suggest_halton()(params, state, jax.random.key(0), key)
-    scramble = eagle.halton_scramble(key, DIM)
-    np.testing.assert_allclose(s0.x, eagle.halton(eagle.HALTON_SKIP, DIM, scramble=scramble))
+    scramble = _halton_scramble(key, DIM)
+    expected = _halton_points(eagle.HALTON_SKIP + jnp.arange(2), DIM, jnp.float32, scramble)
+    np.testing.assert_allclose(s0.x, expected[0])
     assert int(s0.parent) == -1
     state = _update()(params, state, s0.x, 0.5, s0.parent, True)
     assert int(state.num_random) == 1
     state = _update()(params, state, jnp.full((DIM,), 0.3), 0.4, -1, False)  # foreign
     assert int(state.num_random) == 1
     s1 = _suggest_halton()(params, state, jax.random.key(1), key)
-    np.testing.assert_allclose(s1.x, eagle.halton(eagle.HALTON_SKIP + 1, DIM, scramble=scramble))
+    np.testing.assert_allclose(s1.x, expected[1])
 
 
 @functools.cache
 def _suggest_halton():
     return jax.jit(lambda p, s, k, h: eagle.suggest(p, s, k, "halton", h))
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _halton_points(indices, dim, dtype, scramble=None):
+    """``(len(indices), dim)`` Halton points, one compiled program per size and dtype."""
+    return jax.vmap(lambda i: eagle.halton(i, dim, dtype, scramble))(indices)
+
+
+_halton_scramble = jax.jit(eagle.halton_scramble, static_argnums=1)

@@ -79,7 +79,7 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
     # Run 0's function, drawn by the same compiled program as the fixture's runs.
     all_params = sample_env_params(ENV, run_keys(jax.random.key(0), RUNS))
     params = jax.tree.map(lambda a: a[0], all_params)
-    state = ENV.init(params)
+    state = jax.jit(ENV.init)(params)
     points = []
     for t, arms in enumerate(([3, 3], [5, 11])):
         arms = jnp.array(arms, jnp.int32)
@@ -96,7 +96,7 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
         np.testing.assert_allclose(info.reward, reward, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(loss, regularized_reward_to_loss(reward, LAM), rtol=1e-6)
         assert bool(jnp.all((loss >= 0) & (loss <= 1)))
-        value = ENV.function.value(params.function, info.x)
+        value = jax.jit(ENV.function.value)(params.function, info.x)
         np.testing.assert_allclose(info.value, value, rtol=1e-5)
         points.extend(np.asarray(expected.x))
         state = new

@@ -29,10 +29,11 @@ def test_losses_match_the_table_per_segment():
     params = env.default_params
     m = 20_000
     keys = jax.random.split(jax.random.key(0), m)
+    draw = jax.jit(jax.vmap(env.loss, in_axes=(None, None, 0)))
     for segment, rounds in enumerate([(0, 29), (30, 59), (60, 89)]):
         mu = np.asarray(MEANS[segment])
         for t in rounds:
-            draws = np.asarray(jax.vmap(lambda k, t=t: env.loss(params, t, k))(keys), np.float64)
+            draws = np.asarray(draw(params, t, keys), np.float64)
             assert set(np.unique(draws)) <= {0.0, 1.0}
             se = np.sqrt(mu * (1.0 - mu) / m)
             assert np.all(np.abs(draws.mean(0) - mu) <= Z * se), (t, draws.mean(0), mu)

@@ -59,10 +59,11 @@ def backend_compiles() -> Iterator[list[str]]:
         jax.monitoring.unregister_event_duration_listener(listen)
 
 
-def _run(env, kernel):
-    learner = small_learner("exp3")
-    options = SimOptions(kernel=kernel)
-    result = simulate(learner, env, jax.random.key(3), RUNS, traces=TRACES, options=options)
+def _run(env, kernel, env_params=None):
+    learner, options = small_learner("exp3"), SimOptions(kernel=kernel)
+    result = simulate(
+        learner, env, jax.random.key(3), RUNS, traces=TRACES, env_params=env_params, options=options
+    )
     losses = regenerate_losses(env, result.carry, 0, HORIZON)
     return {**result.traces(), "all_losses": np.asarray(losses)}
 
@@ -71,18 +72,24 @@ def _run(env, kernel):
 def test_numbers_share_one_program_and_are_never_stale(name, kernel):
     """The second environment compiles nothing after the first ran, and its runs are bit for
     bit those of a fresh compilation (``jax.clear_caches``) for its own numbers; they differ
-    from the first's (its numbers were read)."""
+    from the first's (its numbers were read). ``env_params`` stacking the first's numbers
+    (run 0) and the second's (run 1): one program runs both, each run the one its own
+    environment gives."""
     first, second = PAIRS[name]
     assert first == second and hash(first) == hash(second)
     ran_first = _run(first, kernel)
     with backend_compiles() as compiled:
         shared = _run(second, kernel)
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
+    both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
+    mixed = _run(first, kernel, env_params=both)
     jax.clear_caches()
     fresh = _run(second, kernel)
     assert shared.keys() == fresh.keys()
     for trace, value in fresh.items():
         np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
+        for run, alone in enumerate((ran_first, fresh)):
+            np.testing.assert_array_equal(mixed[trace][run], alone[trace][run], err_msg=trace)
     assert not np.array_equal(ran_first["all_losses"], shared["all_losses"])
 
 
@@ -97,23 +104,6 @@ def test_sample_params_reads_its_numbers_from_the_defaults_it_is_given(name):
     got = draw(second, key, second.default_params)
     jax.tree.map(np.testing.assert_array_equal, got, second.sample_params(key))
     jax.tree.map(np.testing.assert_array_equal, got, second.default_params)
-
-
-@pytest.mark.parametrize("name", list(PAIRS))
-def test_runs_of_one_program_may_differ_in_numbers(name):
-    """``env_params`` stacking the first environment's numbers (run 0) and the second's
-    (run 1): one program runs both, each run the one its own environment gives, compiled
-    afresh (``jax.clear_caches``: no program of the other's numbers reused)."""
-    first, second = PAIRS[name]
-    both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
-    learner, key = small_learner("exp3"), jax.random.key(5)
-    mixed = simulate(learner, first, key, 2, traces=TRACES, env_params=both)
-    for run, env in enumerate((first, second)):
-        jax.clear_caches()
-        alone = simulate(learner, env, key, 2, traces=TRACES)
-        for trace in TRACES:
-            got, want = getattr(mixed, trace)[run], getattr(alone, trace)[run]
-            np.testing.assert_array_equal(got, want, err_msg=trace)
 
 
 @pytest.mark.parametrize("name", list(PAIRS))
