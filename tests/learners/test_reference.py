@@ -433,10 +433,12 @@ def _vizier(design: Callable[[Any, Case], Any]):
 
 
 def _adaptive_design(vizier, c: Case):
-    numbers = {"base_stepsize": 0.0, "meta_stepsize": 0.0} | c.num("base_stepsize", "meta_stepsize")
     arms, lengths = list(range(c.learner.num_arms)), list(c.learner.history_lengths)
+    steps = c.num("base_stepsize", "meta_stepsize")
     naive = c.learner.naive_sampling
-    return vizier.AdaptiveEnsembleDesign(arms, lengths, naive_sampling=naive, **numbers)
+    return vizier.AdaptiveEnsembleDesign(
+        indices=arms, max_lengths=lengths, naive_sampling=naive, **steps
+    )
 
 
 def _exp3_design(vizier, c: Case):
