@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from tests.learners.reference import draw
+from tests.learners.reference_baselines import _argmax_first
 
 __all__ = [
     "bernoulli_kl",
@@ -34,10 +35,6 @@ __all__ = [
     "m_ucb_reference",
     "rexp3_reference",
 ]
-
-
-def _argmax_first(values: np.ndarray) -> int:
-    return int(np.flatnonzero(values == np.max(values))[0])
 
 
 def _ucb(samples: list[list[float]], log_term: float, width: float) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""Deterministic limits, invariants and input errors of Hedge, SAOL, one-query StABL and anytime
-StABL (their step-by-step NumPy references are in ``test_reference_stabl_family.py``)."""
+"""Deterministic limits, invariants and input errors of Hedge, SAOL, one-query, anytime and
+adaptive StABL (their step-by-step NumPy references are rows of ``test_reference.py``)."""
 
 from __future__ import annotations
 
@@ -11,31 +11,21 @@ import numpy as np
 import pytest
 
 from stabl_jax import EXP3, StABL
-from stabl_jax.learners import SAOL, Hedge, SAOLHedge, StABLAnytime, StABLOneQuery
+from stabl_jax.learners import (
+    SAOL,
+    Hedge,
+    SAOLHedge,
+    StABLAdaptive,
+    StABLAnytime,
+    StABLOneQuery,
+)
+from tests.learners.test_reference import FAMILIES, run_row
 
 N, T = 5, 64
 
 
 def _losses(t: int) -> jax.Array:
     return jax.random.uniform(jax.random.key(700 + t), (N,))
-
-
-def test_one_expert_saol_hedge_is_hedge():
-    """One history length covering the horizon: r = <mix - v, l> = 0, the meta weight never
-    moves, and the expert is Hedge with Hedge's rate sqrt(8 ln n / T) (same draws)."""
-    saol = SAOLHedge(num_arms=N, horizon=T, history_lengths=(T,))
-    hedge = Hedge(num_arms=N, horizon=T)
-    s_state, h_state = saol.init(jax.random.key(0)), hedge.init(jax.random.key(0))
-    s_step, h_step = jax.jit(saol.step), jax.jit(hedge.step)
-    w0 = float(s_state.meta_log_weights[0])
-    for t in range(T - 1):
-        s_state, s_info = s_step(s_state, _losses(t), jax.random.key(t))
-        h_state, h_info = h_step(h_state, _losses(t), jax.random.key(t))
-        np.testing.assert_array_equal(np.asarray(s_info.arms), np.asarray(h_info.arms))
-        np.testing.assert_allclose(
-            np.asarray(s_state.expert_log_probs[0]), np.asarray(h_state.log_weights), atol=1e-5
-        )
-        assert float(s_state.meta_log_weights[0]) == w0
 
 
 def test_one_expert_saol_is_exp3_on_its_own_arm():
@@ -129,23 +119,6 @@ def test_anytime_inactive_experts_are_copies_of_the_last_active_one():
     assert seen == {1, 2, 3, 4}
 
 
-def test_anytime_does_not_depend_on_the_horizon():
-    """Given the history lengths, the horizon plays no part: equal trajectories for T = 64 and
-    T = 4096 (where StABL's rates would differ through B, L_k and C)."""
-    lengths = (4, 8, 16, 32)
-    short = StABLAnytime(num_arms=N, horizon=T, history_lengths=lengths)
-    long = StABLAnytime(num_arms=N, horizon=4096, history_lengths=lengths)
-    s_state, l_state = short.init(jax.random.key(0)), long.init(jax.random.key(0))
-    s_step, l_step = jax.jit(short.step), jax.jit(long.step)
-    for t in range(40):
-        s_state, s_info = s_step(s_state, _losses(t), jax.random.key(t))
-        l_state, l_info = l_step(l_state, _losses(t), jax.random.key(t))
-        np.testing.assert_array_equal(np.asarray(s_info.arms), np.asarray(l_info.arms))
-    np.testing.assert_array_equal(
-        np.asarray(s_state.expert_log_probs), np.asarray(l_state.expert_log_probs)
-    )
-
-
 def test_anytime_rates_follow_tau():
     """``eta'_k(t) = sqrt(ln n / ((tau + 1) n 2 B_t))`` and
     ``eta_k(t) = min(1/(2 sqrt n), 1/sqrt(n (tau + 1)))`` with ``tau = t mod L_k``."""
@@ -190,3 +163,88 @@ def test_tell_rejects_the_wrong_number_of_observations(cls):
     query = learner.ask(state, jax.random.key(1))
     with pytest.raises(ValueError, match=rf"observed must have shape \({learner.num_queries},\)"):
         learner.tell(state, query, jnp.zeros((learner.num_queries + 1,)))
+
+
+AN, AT = 6, 150  # stabl_adaptive's rows in test_reference.py
+
+
+def _close(actual, desired, what: str) -> None:
+    np.testing.assert_allclose(np.asarray(actual), desired, rtol=1e-9, atol=1e-300, err_msg=what)
+
+
+def test_rates_are_data_dependent_and_non_increasing():
+    """V and R grow by the observed second moments, so both rates fall within a block and jump
+    back at the restart; the meta cap 1/(2 E_t) binds at the start."""
+    case, _ = run_row(FAMILIES["stabl_adaptive"], {"history_lengths": (50, 150)}, {})
+    expert, meta = case.got["eta'"], case.got["eta"]
+    _close(expert[0], np.full(2, math.sqrt(math.log(AN))), "eta'(0)")
+    _close(meta[0], np.full(2, 1.0 / 4.0), "eta(0) = 1/(2 E_0), B_0 = 1")
+    block = slice(0, 50)
+    assert np.all(np.diff(expert[block], axis=0) <= 0.0)
+    assert np.all(np.diff(meta[block], axis=0) <= 0.0)
+    assert expert[49, 0] < 0.5 * expert[0, 0], "the losses must have moved V"
+    _close(expert[50, 0], math.sqrt(math.log(AN)), "restart of expert 0")
+    assert np.all(np.isfinite(case.got["meta_log_pseudo"][-1]))
+
+
+def test_one_expert_is_self_confident_exp3():
+    """One history length covering the horizon: the meta-learner is trivial (p = 1), P(t) =
+    (v^2/|v|^2 + v)/2 and the experts are exponential weights on the importance-weighted
+    estimates with eta' = sqrt(ln n / (1 + V)): a direct loop over the same draws."""
+    case, _ = run_row(FAMILIES["stabl_adaptive"], {"history_lengths": (AT,)}, {})
+    rec, arms, losses = case.got, case.got["arms"], case.losses
+    cum, V = np.zeros(AN), 0.0
+    for t in range(AT):
+        eta = math.sqrt(math.log(AN) / (1.0 + V))
+        z = np.exp(-eta * (cum - cum.min()))
+        v = z / z.sum()
+        P = 0.5 * v**2 / np.sum(v**2) + 0.5 * v
+        _close(rec["v"][t, 0], v, f"v at t={t}")
+        _close(rec["obs"][t], P, f"P at t={t}")
+        assert rec["p"][t, 0] == 1.0
+        xo = arms[t, 1]
+        c = losses[t, xo] / P[xo]
+        cum[xo] += c
+        V += v[xo] * c * c
+
+
+def test_stays_finite_on_adversarial_tiny_probabilities():
+    """float32, losses that drive the observed arm's probability towards 0: every rate and
+    weight stays finite and no muting happens at scale 1."""
+    learner = StABLAdaptive(num_arms=4, horizon=256, history_lengths=(16, 256))
+    state = learner.init(jax.random.key(0))
+    loss = jnp.asarray([0.0, 1.0, 1.0, 1.0], jnp.float32)
+
+    def body(state, key):
+        state, _ = learner.step(state, loss, key)
+        return state, None
+
+    state, _ = jax.lax.scan(body, state, jax.random.split(jax.random.key(1), 256))
+    for leaf in jax.tree.leaves(state):
+        assert np.all(np.isfinite(np.asarray(leaf, dtype=np.float64)))
+    assert int(state.num_muted) == 0
+
+
+@pytest.mark.parametrize("history_lengths", [(32, 64, 128), (2, 5, 11, 30)], ids=str)
+def test_meta_rates_stay_above_the_bound_the_underflow_check_uses(history_lengths):
+    """``smallest_base_meta_step_size()`` (``min(1/(2E), 1/(E sqrt m))``, ``E = 2B``) is at
+    most every active expert's meta rate of every round, on 0/1 losses (the largest regrets):
+    the underflow check that uses it refuses only scales that could underflow. Anytime
+    StABL's bound, ``min(1/(2 sqrt n), 1/sqrt(n m))``, would not be one (0.0745 against a
+    realised 0.0625 for the second lengths)."""
+    learner = StABLAdaptive(num_arms=AN, horizon=AT, history_lengths=history_lengths)
+    losses = jnp.asarray(np.random.default_rng(0).uniform(size=(AT, AN)) < 0.5, jnp.float32)
+
+    def body(state, xs):
+        loss, key = xs
+        rate = jnp.where(learner.active(state.t), learner.rates(state)[1], jnp.inf)
+        state, _ = learner.step(state, loss, key)
+        return state, rate.min()
+
+    keys = jax.random.split(jax.random.key(1), AT)
+    run = jax.jit(lambda s: jax.lax.scan(body, s, (losses, keys))[1])
+    realised = np.asarray(run(learner.init(jax.random.key(0))))
+    bound = learner.smallest_base_meta_step_size()
+    e, m = 2 * len(history_lengths), min(max(history_lengths), AT)
+    assert bound == min(0.5 / e, 1 / (e * math.sqrt(m)))
+    assert realised.min() >= bound, (realised.min(), bound)
