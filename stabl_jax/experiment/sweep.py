@@ -202,11 +202,8 @@ def static_values(learner: Any, values: Mapping[str, float]) -> dict[str, Any]:
 
 
 def swept_learner(config: Any, name: str, values: Mapping[str, float]) -> Any:
-    """Learner ``name`` of ``config`` built anew with its options and the static ``values``:
-    the defaults an option sets (``d_ucb``'s discount from ``num_changes``) follow it."""
-    cast = static_values(config.make_learner(name), values)
-    options = {**config.learner_kwargs(name), **cast}
-    return config.LEARNERS.make(name, horizon=config.horizon, **config.learner_sizes(), **options)
+    """Learner ``name`` of ``config`` built anew with the static ``values``."""
+    return config.build_learner(name, **static_values(config.make_learner(name), values))
 
 
 def _check_env_grid(config: Any, fields: Mapping[str, Sequence[float]]) -> dict[str, Any]:

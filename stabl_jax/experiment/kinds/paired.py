@@ -198,9 +198,14 @@ class ExperimentConfig:
     def make_learner(self, name: str) -> Any:
         """Learner ``name`` for this config's environment and ``horizon``, built once."""
         if f"learner:{name}" not in self.built:
-            kwargs = {**self.learner_sizes(), **self.learner_kwargs(name)}
-            self.built[f"learner:{name}"] = self.LEARNERS.make(name, horizon=self.horizon, **kwargs)
+            self.built[f"learner:{name}"] = self.build_learner(name)
         return self.built[f"learner:{name}"]
+
+    def build_learner(self, name: str, **options: Any) -> Any:
+        """Learner ``name`` built anew with the config's options, ``options`` replacing them
+        (so the defaults an option sets, ``d_ucb``'s discount from ``num_changes``, follow it)."""
+        kwargs = {**self.learner_sizes(), **self.learner_kwargs(name), **options}
+        return self.LEARNERS.make(name, horizon=self.horizon, **kwargs)
 
     def learner_params(self, learner: Any, name: str) -> Any:
         """``learner.default_params`` with the fields set in ``[params.name]`` replaced."""
