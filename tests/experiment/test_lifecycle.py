@@ -112,6 +112,37 @@ def test_a_stop_at_any_step_of_the_commit_loses_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def test_a_kill_between_the_two_renames_of_the_commit_loses_nothing(
+    config_path, reference, tmp_path, capsys, monkeypatch
+):
+    """``kill -9`` between the commit's renames (the old results moved to ``OUT.old``, the new
+    not yet onto ``OUT``): the same command moves the new ones into place, recomputing
+    nothing, and removes ``OUT.old``."""
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+
+    class Killed(BaseException):
+        pass
+
+    replace = os.replace
+
+    def killed_before_the_second(src, dst):
+        if Path(src).name == "out.partial":
+            raise Killed
+        replace(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", killed_before_the_second)
+        with pytest.raises(Killed):
+            run(command(config_path, out, "--force"), capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.old", "out.partial"]
+    code, printed, err = run(command(config_path, out, "--force"), capsys)
+    assert code == 0, err
+    assert "moved into place (nothing recomputed)" in printed
+    assert_same_results(out, reference)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 # --- An output folder that cannot be replaced -------------------------------------------------
 
 
