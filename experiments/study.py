@@ -37,7 +37,6 @@ from _cli import md_table
 
 from stabl_jax import metrics
 from stabl_jax.experiment import files, load_results, outputs, plots
-from stabl_jax.experiment import results as res
 from stabl_jax.experiment.arguments import Distinct, Parser
 from stabl_jax.experiment.tables import read_json_object
 
@@ -192,7 +191,7 @@ def load_points(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
     for folder in sorted(out.glob("*-n*-*")):
         adversary, _, rest = folder.name.partition("-n")
         n = rest.split("-")[0]
-        if adversary in ADVERSARIES and n.isdigit() and res.is_complete(folder):
+        if adversary in ADVERSARIES and n.isdigit() and outputs.is_complete(folder):
             loaded.setdefault((adversary, int(n)), []).append(load_point(folder))
     return {key: merge_groups(groups, f"{key[0]}-n{key[1]}") for key, groups in loaded.items()}
 

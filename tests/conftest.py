@@ -224,7 +224,7 @@ def numbers(summary: dict) -> dict:
 def assert_same_results(folder, reference) -> None:
     """A complete results folder whose traces and every number of ``summary.json`` are
     bitwise those of ``reference``."""
-    from stabl_jax.experiment.results import COMPLETE
+    from stabl_jax.experiment.outputs import COMPLETE
     from stabl_jax.experiment.tables import read_summary, read_traces
 
     assert (Path(folder) / COMPLETE).is_file()

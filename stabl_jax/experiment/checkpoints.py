@@ -193,7 +193,7 @@ class ChunkCheckpoint:
         """Every chunk file, checked, one at a time; ``names`` (``None``: all) of rounds
         ``[0, t0)`` gathered into ``(R, max(rounds, t0), ...)`` arrays (none with ``rounds=0``)."""
         t0 = self._chunks[-1][1] if self._chunks else 0
-        length, outputs = max(rounds or 0, t0), {}
+        length, outputs = max(rounds or 0, t0), dict[str, np.ndarray]()
         wanted = None if names is None else set(names)
         for start, stop in self._chunks:
             path = self.folder / f"chunk-{start:010d}-{stop:010d}.npz"
@@ -202,17 +202,16 @@ class ChunkCheckpoint:
             if not wanted <= set(values):
                 raise CheckpointMismatch(f"{path} holds no {sorted(wanted - set(values))}")
             for name, value in values.items():
-                if value.ndim < 2 or value.shape[1] != stop - start:
+                rows = (value.shape[0], *value.shape[2:]) if value.ndim > 1 else ()
+                seen = (
+                    outputs[name].shape[:1] + outputs[name].shape[2:] if name in outputs else rows
+                )
+                if value.ndim < 2 or value.shape[1] != stop - start or rows != seen:
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
-                if rounds == 0 or name not in wanted:
-                    continue
-                if name not in outputs:
-                    shape = (value.shape[0], length, *value.shape[2:])
-                    outputs[name] = np.empty(shape, value.dtype)
-                target = outputs[name]
-                if (value.shape[0], *value.shape[2:]) != (target.shape[0], *target.shape[2:]):
-                    raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
-                target[:, start:stop] = value
+                if rounds != 0 and name in wanted:
+                    if name not in outputs:
+                        outputs[name] = np.empty((rows[0], length, *rows[1:]), value.dtype)
+                    outputs[name][:, start:stop] = value
             del values  # before the next chunk is read: one chunk in memory at a time
         return outputs
 

@@ -132,9 +132,7 @@ def verify(folder: str | Path, name: str) -> Path:
     if entry is None:
         return path
     try:
-        same = path.stat().st_size == entry.get("bytes") and sha256_file(path) == entry.get(
-            "sha256"
-        )
+        same = (path.stat().st_size, sha256_file(path)) == (entry.get("bytes"), entry.get("sha256"))
     except OSError as exc:
         raise DamagedFile(path, f"cannot be read: {exc.strerror}", _remedy(folder)) from None
     if not same:

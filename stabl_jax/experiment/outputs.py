@@ -7,9 +7,14 @@ the figures and reports of the ``experiments/`` scripts go through these checks.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import os
-from collections.abc import Iterable
+import re
+import stat
+import sys
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from stabl_jax.experiment import files
@@ -18,6 +23,11 @@ from stabl_jax.experiment import files
 #: ever replaces or deletes are those holding it.
 MARKER = ".stabl_jax_results"
 MARKER_FORMAT = "stabl_jax.results-folder/1"
+#: The file of a finished results folder, written last.
+COMPLETE = "COMPLETE"
+_FS_IOC_GETFLAGS, _IMMUTABLE_OR_APPEND = 0x80086601, 0x10 | 0x20
+#: Files of a results folder written before manifests existed (``--force`` replaces them).
+_RESULT_FILES = re.compile(r"(summary\.json|results\.csv|traces\.npz|tuned\.toml|[\w.-]+\.png)")
 
 
 class OutputError(Exception):
@@ -134,3 +144,93 @@ def figure_paths(
         owner=f"in a folder stabl_jax made (one holding {MARKER})",
         remedy=f"give {tool} another folder, move the file, or pass --overwrite to replace it",
     )
+
+
+def is_complete(path: str | Path) -> bool:
+    """True when ``path`` is a finished results folder."""
+    return (Path(path) / COMPLETE).is_file()
+
+
+def _user_files(folder: Path, bookkeeping: Collection[str]) -> list[str]:
+    """What ``folder`` holds that stabl_jax did not write (its manifest lists what it did,
+    ``bookkeeping`` what is never listed)."""
+    try:
+        listed = files.manifest(folder)
+    except files.DamagedFile:
+        listed = {}
+    return [
+        p.name + "/" * p.is_dir()
+        for p in sorted(folder.iterdir())
+        if p.name not in bookkeeping
+        and not (
+            _RESULT_FILES.fullmatch(p.name)
+            if listed is None
+            else p.name in listed or any(k.startswith(f"{p.name}/") for k in listed)
+        )
+    ]
+
+
+def _inode_flags(path: Path) -> int:
+    """Linux's inode flags of ``path`` (``chattr``); 0 where they cannot be read."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+        finally:
+            os.close(fd)
+    return 0
+
+
+def _check_movable(final: Path) -> None:
+    parent = final.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    here = [final] if final.exists() else []
+    problem = None
+    if not parent.is_dir():
+        problem = f"lies under {parent}, which is a file"
+    elif here and os.path.ismount(final):
+        problem = "is a mount point"
+    elif any(_inode_flags(path) & _IMMUTABLE_OR_APPEND for path in [*here, parent]):
+        problem = "or the folder holding it is immutable or append-only (chattr +i / +a)"
+    elif not os.access(parent, os.W_OK):
+        problem = f"lies in {parent}, which is read-only to this user"
+    elif here and os.geteuid() != 0 and parent.stat().st_mode & stat.S_ISVTX:
+        owners = {final.stat().st_uid, parent.stat().st_uid}
+        problem = None if os.geteuid() in owners else "belongs to another user in a sticky folder"
+    if problem is not None:
+        raise OutputError(
+            f"--out {final} cannot be replaced: it {problem}, and stabl-jax moves the finished "
+            f"results onto --out in one rename; give a folder inside it (--out {final}/results) "
+            "or another path"
+        )
+
+
+def check_replaceable(final: Path, force: bool, bookkeeping: Collection[str]) -> None:
+    """:class:`OutputError` unless ``final`` is absent, an empty folder, or (``force``) a results
+    folder holding only what stabl_jax wrote, and a folder can be renamed onto it."""
+    if final.is_symlink():
+        raise OutputError(
+            f"output path {final} is a symbolic link (to {os.readlink(final)}), which is left "
+            "as it is: give --out the folder it points to, or another path"
+        )
+    if final.exists() and not final.is_dir():
+        raise OutputError(f"output path {final} exists and is not a folder")
+    if final.exists() and not is_marked(final) and any(final.iterdir()):
+        raise OutputError(
+            f"output folder {final} exists and is not a stabl_jax results folder (it has no "
+            f"{MARKER} file); it is never replaced or deleted, even with --force: "
+            "choose another --out"
+        )
+    if final.exists() and is_marked(final) and not force:
+        what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
+        raise OutputError(
+            f"output folder {final} already holds {what}; "
+            "pass --force to replace it or choose another --out"
+        )
+    if theirs := final.is_dir() and is_marked(final) and _user_files(final, bookkeeping):
+        raise OutputError(
+            f"output folder {final} holds files stabl-jax did not write ({', '.join(theirs)});"
+            " --force replaces the whole folder, so move them out first or choose another --out"
+        )
+    _check_movable(final)

@@ -13,11 +13,8 @@ import dataclasses
 import datetime
 import fcntl
 import os
-import re
 import shutil
 import signal
-import stat
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -32,22 +29,21 @@ from stabl_jax.experiment.identity import (
     describe_other,
     learner_folders,
 )
-from stabl_jax.experiment.outputs import MARKER, OutputError, is_marked, mark_folder
+from stabl_jax.experiment.outputs import (
+    COMPLETE,
+    MARKER,
+    OutputError,
+    check_replaceable,
+    is_complete,
+    is_marked,
+    mark_folder,
+)
 
-COMPLETE = "COMPLETE"
 #: The folder of a partial results folder holding the chunk checkpoints of its learners.
 CHECKPOINT_DIR = "checkpoint"
 #: What a results folder holds besides its results (left out of its manifest).
 _BOOKKEEPING = {MARKER, COMPLETE, files.MANIFEST, CHECKPOINT_DIR}
 PARTIAL, OLD = ".partial", ".old"
-_FS_IOC_GETFLAGS, _IMMUTABLE_OR_APPEND = 0x80086601, 0x10 | 0x20
-#: Files of a results folder written before manifests existed (``--force`` replaces them).
-_RESULT_FILES = re.compile(r"(summary\.json|results\.csv|traces\.npz|tuned\.toml|[\w.-]+\.png)")
-
-
-def is_complete(path: str | Path) -> bool:
-    """True when ``path`` is a finished results folder."""
-    return (Path(path) / COMPLETE).is_file()
 
 
 def partial_path(final: Path) -> Path:
@@ -69,90 +65,6 @@ def _lock(partial: Path) -> int:
     return fd
 
 
-def _user_files(folder: Path) -> list[str]:
-    """What ``folder`` holds that stabl_jax did not write (its manifest lists what it did)."""
-    try:
-        listed = files.manifest(folder)
-    except files.DamagedFile:
-        listed = {}
-    return [
-        p.name + "/" * p.is_dir()
-        for p in sorted(folder.iterdir())
-        if p.name not in _BOOKKEEPING
-        and not (
-            _RESULT_FILES.fullmatch(p.name)
-            if listed is None
-            else p.name in listed or any(k.startswith(f"{p.name}/") for k in listed)
-        )
-    ]
-
-
-def _inode_flags(path: Path) -> int:
-    """Linux's inode flags of ``path`` (``chattr``); 0 where they cannot be read."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            return int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
-        finally:
-            os.close(fd)
-    return 0
-
-
-def _check_movable(final: Path) -> None:
-    parent = final.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    here = [final] if final.exists() else []
-    problem = None
-    if not parent.is_dir():
-        problem = f"lies under {parent}, which is a file"
-    elif here and os.path.ismount(final):
-        problem = "is a mount point"
-    elif any(_inode_flags(path) & _IMMUTABLE_OR_APPEND for path in [*here, parent]):
-        problem = "or the folder holding it is immutable or append-only (chattr +i / +a)"
-    elif not os.access(parent, os.W_OK):
-        problem = f"lies in {parent}, which is read-only to this user"
-    elif here and os.geteuid() != 0 and parent.stat().st_mode & stat.S_ISVTX:
-        owners = {final.stat().st_uid, parent.stat().st_uid}
-        problem = None if os.geteuid() in owners else "belongs to another user in a sticky folder"
-    if problem is not None:
-        raise OutputError(
-            f"--out {final} cannot be replaced: it {problem}, and stabl-jax moves the finished "
-            f"results onto --out in one rename; give a folder inside it (--out {final}/results) "
-            "or another path"
-        )
-
-
-def _check_out(final: Path, force: bool) -> None:
-    """:class:`OutputError` unless ``final`` is absent, an empty folder, or (``force``) a results
-    folder holding only what stabl_jax wrote, and a folder can be renamed onto it."""
-    if final.is_symlink():
-        raise OutputError(
-            f"output path {final} is a symbolic link (to {os.readlink(final)}), which is left "
-            "as it is: give --out the folder it points to, or another path"
-        )
-    if final.exists() and not final.is_dir():
-        raise OutputError(f"output path {final} exists and is not a folder")
-    if final.exists() and not is_marked(final) and any(final.iterdir()):
-        raise OutputError(
-            f"output folder {final} exists and is not a stabl_jax results folder (it has no "
-            f"{MARKER} file); it is never replaced or deleted, even with --force: "
-            "choose another --out"
-        )
-    if final.exists() and is_marked(final) and not force:
-        what = "a complete result" if is_complete(final) else "an unfinished stabl_jax result"
-        raise OutputError(
-            f"output folder {final} already holds {what}; "
-            "pass --force to replace it or choose another --out"
-        )
-    if theirs := final.is_dir() and is_marked(final) and _user_files(final):
-        raise OutputError(
-            f"output folder {final} holds files stabl-jax did not write ({', '.join(theirs)});"
-            " --force replaces the whole folder, so move them out first or choose another --out"
-        )
-    _check_movable(final)
-
-
 @dataclasses.dataclass
 class Resumed:
     """What a run took over from its partial folder ``source``: ``{learner: rounds done}``."""
@@ -163,8 +75,9 @@ class Resumed:
 
 def _plan(partial: Path, store: ExperimentCheckpoints | None, force: bool) -> tuple[str, str, bool]:
     """``(action, line, rewrite)`` for ``partial``, moving and writing nothing: ``action`` is
-    ``"new"``, ``"resume"``, ``"commit"`` (complete: only to be moved into place) or
-    ``"discard"``; ``line`` says so; ``rewrite``: :data:`IDENTITY` is to be written again.
+    ``"new"``, ``"resume"``, ``"commit"`` (complete: only to be moved into place), ``"discard"``
+    or ``"set aside"`` (another run's complete results, with ``force``); ``line`` says so;
+    ``rewrite``: :data:`IDENTITY` is to be written again.
 
     Raises:
       OutputError: it is not stabl_jax's, a live run holds it, or it holds another run's
@@ -192,18 +105,27 @@ def _plan(partial: Path, store: ExperimentCheckpoints | None, force: bool) -> tu
             return "commit", f"{partial.name}: {what}{note}", rewrite
         return "resume", f"{partial.name}: checkpoints of this experiment, resumed{note}", rewrite
     other = describe_other(source, None if store is None else store.identity)
-    if complete:
+    remedy = "pass --force to recompute"
+    if complete:  # never deleted: --force sets them aside
         other = "the complete results of another run", "rerun its own command to move them"
+        remedy = f"pass --force to move them to {_kept(partial).name} and recompute"
     if other is None:
         return (
             "discard",
             f"{partial.name}: an interrupted run with no finished chunk, reused",
             False,
         )
-    what, remedy = other
     if not force:
-        raise OutputError(f"{partial} holds {what}; {remedy}, or pass --force to recompute")
-    return "discard", f"{partial.name}: {what}; discarded (--force)", False
+        raise OutputError(f"{partial} holds {other[0]}; {other[1]}, or {remedy}")
+    if complete:
+        return "set aside", f"{partial.name}: {other[0]}; moved to {_kept(partial).name}", False
+    return "discard", f"{partial.name}: {other[0]}; discarded (--force)", False
+
+
+def _kept(partial: Path) -> Path:
+    """Where ``--force`` sets another run's complete results aside: ``<out>.kept-<finished>``."""
+    done = datetime.datetime.fromtimestamp((partial / COMPLETE).stat().st_mtime, datetime.UTC)
+    return partial.with_name(f"{partial.name.removesuffix(PARTIAL)}.kept-{done:%Y%m%dT%H%M%S}")
 
 
 def _store(final: Path, identity: Mapping[str, Any] | None) -> ExperimentCheckpoints | None:
@@ -240,7 +162,7 @@ class ResultsFolder:
         if not str(out).strip():
             raise OutputError("--out is empty; give a folder name")
         final = Path(out).expanduser().absolute()
-        _check_out(final, force)
+        check_replaceable(final, force, _BOOKKEEPING)
         return final
 
     @staticmethod
@@ -283,6 +205,8 @@ class ResultsFolder:
                 log(line)
             if action == "discard":
                 shutil.rmtree(partial)
+            elif action == "set aside":
+                os.replace(partial, _kept(partial))
             mark_folder(partial)
             lock = _lock(partial)
         except OSError as exc:
@@ -341,7 +265,7 @@ class ResultsFolder:
             "the same command moves them into place without recomputing"
         )
         try:
-            _check_out(final, self.force)
+            check_replaceable(final, self.force, _BOOKKEEPING)
         except OutputError as exc:
             raise OutputError(f"{exc}{kept}") from None
         try:

@@ -25,7 +25,7 @@ from stabl_jax.envs.convex import CustomConvex, MovingTarget
 from stabl_jax.experiment import cli
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bco import BCO_PLOT_FILES
-from stabl_jax.experiment.results import COMPLETE
+from stabl_jax.experiment.outputs import COMPLETE
 from stabl_jax.experiment.tables import read_summary, read_traces
 
 REPO = Path(__file__).resolve().parents[2]

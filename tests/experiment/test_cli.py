@@ -34,7 +34,7 @@ from stabl_jax.experiment.kinds import bandit as experiment
 from stabl_jax.experiment.kinds.bandit import PLOT_FILES, arm_dtype
 from stabl_jax.experiment.kinds.paired import MUTED_WARNING, default_sa_windows
 from stabl_jax.experiment.kinds.selection import HPOProblem
-from stabl_jax.experiment.results import COMPLETE
+from stabl_jax.experiment.outputs import COMPLETE
 from stabl_jax.experiment.tables import load_results, read_summary, read_traces
 from stabl_jax.learners.exp3 import EXP3
 from stabl_jax.registry import BCO_LEARNERS

@@ -37,12 +37,8 @@ from stabl_jax.experiment import files as files_module
 from stabl_jax.experiment import identity as identity_module
 from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
 from stabl_jax.experiment.kinds import bandit as experiment_module
-from stabl_jax.experiment.outputs import MARKER, OutputError
-from stabl_jax.experiment.results import (
-    CHECKPOINT_DIR,
-    COMPLETE,
-    ResultsFolder,
-)
+from stabl_jax.experiment.outputs import COMPLETE, MARKER, OutputError
+from stabl_jax.experiment.results import CHECKPOINT_DIR, ResultsFolder
 from stabl_jax.experiment.tables import read_summary
 from tests.conftest import HORIZON, NUM_ARMS, assert_same_results, mark_as_ours
 from tests.experiment.runs import (
@@ -512,6 +508,27 @@ def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
         "out.partial: checkpoints of a different experiment (config.runs: 3 (checkpoint) != 2 "
         "(this run)); discarded (--force)"
     ]
+
+
+def test_another_runs_complete_results_are_never_deleted_even_with_force(tmp_path: Path) -> None:
+    """``<out>.partial`` holds another run's complete results: refused without --force, naming
+    both remedies; with --force they are moved to ``<out>.kept-<finished>``, whole."""
+    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
+    other = mark_as_ours(tmp_path / "out.partial")
+    (other / "summary.json").write_text("{}")
+    (other / COMPLETE).write_text("2026-01-02T03:04:05+00:00\n")
+    os.utime(other / COMPLETE, (1767323045, 1767323045))  # 2026-01-02T03:04:05 UTC
+    before = tree(other)
+    for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
+        with pytest.raises(OutputError, match=r"complete results of another run.*out\.kept-2026"):
+            attempt(out, identity)
+    assert tree(other) == before
+    lines: list[str] = []
+    with ResultsFolder.prepare(out, identity, force=True, log=lines.append):
+        pass
+    kept = tmp_path / "out.kept-20260102T030405"
+    assert lines == [f"out.partial: the complete results of another run; moved to {kept.name}"]
+    assert tree(kept) == before and not (tmp_path / "out.partial").exists()
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from stabl_jax.experiment.identity import ExperimentCheckpoints, experiment_iden
 from stabl_jax.experiment.kinds import load_config, write_results
 from stabl_jax.experiment.kinds import selection as hpo_experiment
 from stabl_jax.experiment.kinds.selection import run_hpo_experiment
-from stabl_jax.experiment.results import COMPLETE, ResultsFolder
+from stabl_jax.experiment.outputs import COMPLETE
+from stabl_jax.experiment.results import ResultsFolder
 from stabl_jax.experiment.tables import byte_size, read_summary, read_traces
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']

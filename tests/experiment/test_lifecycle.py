@@ -71,7 +71,7 @@ def _stop_at(stage: str, monkeypatch) -> None:
 
         def then_stop(path, text):
             write_text(path, text)
-            if Path(path).name == results.COMPLETE:
+            if Path(path).name == outputs.COMPLETE:
                 raise KeyboardInterrupt
 
         monkeypatch.setattr(files, "write_text", then_stop)
@@ -157,7 +157,7 @@ def test_an_out_that_cannot_be_replaced_is_refused_before_anything_runs(
     if problem == "mount point":
         monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out)
     elif problem == "immutable":
-        monkeypatch.setattr(results, "_inode_flags", lambda path: 0x10 * (path == out))
+        monkeypatch.setattr(outputs, "_inode_flags", lambda path: 0x10 * (path == out))
     else:
         access = os.access
         monkeypatch.setattr(os, "access", lambda p, m: Path(p) != tmp_path and access(p, m))
@@ -331,7 +331,7 @@ def test_a_manifest_lists_every_file_of_a_finished_folder(reference):
     bookkeeping (marker, COMPLETE, checkpoints)."""
     listed = json.loads((reference / files.MANIFEST).read_text())["files"]
     written = {
-        p.name for p in reference.iterdir() if p.name not in (outputs.MARKER, results.COMPLETE)
+        p.name for p in reference.iterdir() if p.name not in (outputs.MARKER, outputs.COMPLETE)
     }
     assert set(listed) == written - {files.MANIFEST}
     for name, entry in listed.items():

@@ -29,7 +29,8 @@ import pytest
 from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
 from stabl_jax.experiment import checkpoints as checkpoint
 from stabl_jax.experiment import cli
-from stabl_jax.experiment.results import CHECKPOINT_DIR, COMPLETE
+from stabl_jax.experiment.outputs import COMPLETE
+from stabl_jax.experiment.results import CHECKPOINT_DIR
 from stabl_jax.experiment.tables import read_summary
 from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
