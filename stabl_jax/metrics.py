@@ -241,8 +241,9 @@ class CumulativeRegret:
 
 
 def has_best_arm(env: Any) -> bool:
-    """Whether ``env`` names the best arm of every round (``best_arm(params, t)``)."""
-    return callable(getattr(env, "best_arm", None))
+    """Whether ``env`` declares :attr:`~stabl_jax.envs.base.Environment.has_best_arm`
+    (``best_arm(params, t)`` names the best arm of every round)."""
+    return bool(getattr(env, "has_best_arm", False))
 
 
 def paired_cumulative_regret(

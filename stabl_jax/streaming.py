@@ -134,7 +134,7 @@ def simulate_summaries(
 def _check_call(env: Any, options: SimOptions) -> SimOptions:
     """``TypeError`` unless ``env`` is an oblivious piecewise bandit environment (whose
     traces and segments the summaries need), ``ValueError`` for options the batches set."""
-    if not all(hasattr(env, name) for name in ("loss", "num_arms", "num_segments")):
+    if not (getattr(env, "piecewise", False) and hasattr(env, "loss") and hasattr(env, "num_arms")):
         raise TypeError(
             "simulate_summaries scores oblivious piecewise bandit environments (loss, "
             f"num_arms, num_segments: ExpertAdvice, PiecewiseBernoulli), got {type(env).__name__}"

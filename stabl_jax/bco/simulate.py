@@ -104,15 +104,13 @@ def window_comparators(
 
     def one(th: jax.Array, s: jax.Array) -> tuple[jax.Array, jax.Array]:
         window = jax.lax.dynamic_slice_in_dim(th, s, length, axis=0)
-        if hasattr(env, "window_minimum"):
+        if getattr(env, "exact_windows", False):
             x, value = env.window_minimum(window)
+            grad = env.window_subgradient(window, x)
         else:
             x, value = minimize_window(
                 env.family, window, domain, env.lipschitz, env.smoothness, num_steps
             )
-        if hasattr(env, "window_subgradient"):
-            grad = env.window_subgradient(window, x)
-        else:
             family = jax.vmap(env.family, in_axes=(0, None))
             grad = jax.grad(lambda y: jnp.sum(family(window, y)))(x)
         return value, frank_wolfe_gap(grad, x, domain)
@@ -294,7 +292,7 @@ def _check_domain(env: Any, domain: object) -> Domain:
         raise TypeError(f"domain must be a stabl_jax.domains.Domain, got {domain!r}")
     if domain.dim != env.dim:
         raise ValueError(f"domain.dim={domain.dim} does not match env.dim={env.dim}")
-    if hasattr(env, "window_minimum") and domain != env.domain:
+    if getattr(env, "exact_windows", False) and domain != env.domain:
         raise ValueError(
             f"{type(env).__name__} solves its window comparators on its own domain "
             f"({env.domain!r}), not on domain={domain!r}: leave domain out, or give the "
@@ -305,7 +303,7 @@ def _check_domain(env: Any, domain: object) -> Domain:
 
 def comparator_solver(env: Any) -> str:
     """How :func:`bco_adaptive_regret` solves ``env``'s window comparators (for reports)."""
-    if hasattr(env, "window_minimum"):
+    if getattr(env, "exact_windows", False):
         solver = f"{type(env).__name__}.window_minimum (exact for piecewise-constant targets)"
     elif env.smoothness is not None:
         solver = f"projected gradient descent, step 1/beta = {1.0 / env.smoothness:g}"

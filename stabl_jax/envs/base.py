@@ -44,9 +44,15 @@ class Environment:
     """
 
     trace_names: ClassVar[tuple[str, ...]] = ("played", "loss")
+    # Capabilities, declared by the class that adds them (never probed; the command line checks
+    # that a declaration and its methods agree, docs/environments.md):
     #: ``sample_params(key, defaults)`` takes ``defaults = default_params``, computed outside
     #: the program, as traced arrays: the environment's numbers are not part of its identity.
     traced_defaults: ClassVar[bool] = False
+    #: ``best_arm(params, t)`` names every round's best arm (``prob_best``, cumulative regret).
+    has_best_arm: ClassVar[bool] = False
+    #: ``num_segments``, ``change_points`` and per-run ``params.change_points``: segments.
+    piecewise: ClassVar[bool] = False
 
     def sample_params(self, key: jax.Array) -> Any:
         """Per-run parameters drawn from ``key`` (a pytree)."""
@@ -126,6 +132,10 @@ class ObliviousBandit(Environment):
         return bool(getattr(self.env, "traced_defaults", False))
 
     @property
+    def has_best_arm(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.env, "has_best_arm", False))
+
+    @property
     def default_params(self) -> Any:
         """The wrapped environment's :attr:`PiecewiseEnv.default_params`."""
         return self.env.default_params
@@ -143,7 +153,7 @@ class ObliviousBandit(Environment):
         self, params: Any, state: Any, t: jax.Array, query: Any, key: jax.Array
     ) -> tuple[Any, jax.Array, dict[str, jax.Array]]:
         info = {}
-        if hasattr(self.env, "best_arm"):
+        if self.has_best_arm:
             info["best_arm"] = self.env.best_arm(params, t)
         if self.reveal_all:
             loss = self.env.loss(params, t, key)
@@ -379,6 +389,8 @@ class PiecewiseEnv(BanditEnv):
 
     name = "piecewise"
     traced_defaults: ClassVar[bool] = True
+    has_best_arm: ClassVar[bool] = True
+    piecewise: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)

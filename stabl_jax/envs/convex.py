@@ -105,6 +105,9 @@ class ConvexEnv(Environment):
     target_radius: float = 0.8
 
     name: ClassVar[str] = "convex"
+    piecewise: ClassVar[bool] = True
+    #: ``window_minimum`` and ``window_subgradient`` give the exact comparator of a window.
+    exact_windows: ClassVar[bool] = False
     smoothness: ClassVar[float | None] = None  # beta if every loss is beta-smooth
     trace_names: ClassVar[tuple[str, ...]] = ("loss", "best_loss")
     #: A subclass's loss family (``staticmethod(f)``): the default :attr:`family`.
@@ -256,6 +259,7 @@ class MovingTarget(ConvexEnv):
     """
 
     name: ClassVar[str] = "moving_target"
+    exact_windows: ClassVar[bool] = True
     loss_family = staticmethod(distance_loss)
 
     @property

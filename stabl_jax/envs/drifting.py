@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import chex
 import jax
@@ -74,6 +75,7 @@ class DriftingBernoulli(BanditEnv):
     horizon: int
 
     name = "drifting_bernoulli"
+    has_best_arm: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         checks.check_int("num_arms", self.num_arms, minimum=2)

@@ -924,6 +924,7 @@ class Flat(BanditEnv):
 
     num_arms: int
     horizon: int
+    has_best_arm: ClassVar[bool] = True
 
     def sample_params(self, key):
         return jax.random.uniform(key, (self.num_arms,), jnp.float32, 0.2, 0.8)
@@ -941,6 +942,21 @@ class SegmentsOnTheClassOnly(Flat):
     """Declares two segments, and its params (an array) hold no change points."""
 
     change_points: ClassVar[tuple[int, ...]] = (32,)
+    num_segments: ClassVar[int] = 2
+    piecewise: ClassVar[bool] = True
+
+
+@dataclasses.dataclass(frozen=True)
+class BestArmUndeclared(Flat):
+    """Has best_arm but does not declare it."""
+
+    has_best_arm: ClassVar[bool] = False
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentsUndeclared(Flat):
+    """Has num_segments but does not declare piecewise."""
+
     num_segments: ClassVar[int] = 2
 
 
@@ -1006,6 +1022,14 @@ def test_an_environment_without_change_points_runs_as_one_segment(user_envs, tmp
             "whose change_points are none, not (1,) int32",
         ),
         ("NoExpectedLoss", "NoExpectedLoss defines evaluate, and its info lacks ['expected_loss']"),
+        (
+            "BestArmUndeclared",
+            "BestArmUndeclared has best_arm but does not declare has_best_arm = True",
+        ),
+        (
+            "SegmentsUndeclared",
+            "SegmentsUndeclared has num_segments but does not declare piecewise = True",
+        ),
     ],
 )
 def test_what_an_environment_lacks_is_named_before_any_run(

@@ -327,8 +327,17 @@ class ExperimentConfig:
 
         An environment with ``num_segments`` declares change points: it needs ``change_points``
         (its fixed points, or ``random_change_points = True``) and params whose
-        ``change_points`` are ``(num_segments - 1,)``. One without is one segment.
+        ``change_points`` are ``(num_segments - 1,)``. One without is one segment. A declared
+        capability (``has_best_arm``, ``piecewise``) and its members agree.
         """
+        for flag, member in (("has_best_arm", "best_arm"), ("piecewise", "num_segments")):
+            if bool(getattr(env, flag, False)) != hasattr(env, member):
+                said = (
+                    f"declares {flag} = True but has no {member}"
+                    if getattr(env, flag, False)
+                    else f"has {member} but does not declare {flag} = True (a class attribute)"
+                )
+                return f"{said}: capabilities are declared (see {cls.ENVS.guide})"
         if not has_segments(env):
             return ""
         remedy = (
@@ -715,8 +724,9 @@ def learner_header(outcome: Outcome) -> dict[str, Any]:
 
 
 def has_segments(env: Any) -> bool:
-    """Whether ``env`` declares change points (``num_segments``); see :meth:`env_problem`."""
-    return hasattr(env, "num_segments")
+    """Whether ``env`` declares segments (:attr:`~stabl_jax.envs.base.Environment.piecewise`:
+    ``num_segments`` and change points); see :meth:`env_problem`."""
+    return bool(getattr(env, "piecewise", False))
 
 
 def num_segments(env: Any) -> int:
