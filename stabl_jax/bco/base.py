@@ -96,6 +96,8 @@ def safe_softmax(log_weights: jax.Array) -> jax.Array:
 PARAM_BOUNDS: Mapping[str, checks.Interval] = {
     "lr_scale": checks.Interval(0.0),
     "delta_scale": checks.Interval(0.0, low_open=True),
+    "lipschitz": checks.Interval(0.0, low_open=True),
+    "loss_bound": checks.Interval(0.0, low_open=True),
 }
 
 
@@ -108,7 +110,9 @@ class BCOLearner(Learner[BCOQuery]):
       horizon: ``T``, the number of rounds step sizes are tuned for (>= 2).
       domain: the convex set ``K`` (:mod:`stabl_jax.domains`, ``dim`` equal); ``None`` is the
         unit ball.
-      lipschitz: ``G``, the Lipschitz constant the step sizes assume (> 0).
+      lipschitz: ``G``, the Lipschitz constant the step sizes assume (> 0). Traced: the
+        default of ``params.lipschitz``, which the step sizes read (not part of the
+        learner's identity: learners that differ only in it share one program).
       optimizer: Algorithm 4's base optimiser, an ``optax.GradientTransformation`` at unit
         learning rate scaled by ``eta`` (compared by identity); ``None`` is ``optax.sgd(1.0)``.
       dtype: float dtype of the state, ``"float32"`` (default) or ``"float64"`` (needs
@@ -118,12 +122,14 @@ class BCOLearner(Learner[BCOQuery]):
     dim: int
     horizon: int
     domain: Domain | None = None
-    lipschitz: float = 1.0
+    lipschitz: float = dataclasses.field(default=1.0, compare=False)
     optimizer: optax.GradientTransformation | None = None
     dtype: str = "float32"
 
     name: ClassVar[str] = "bco_base"
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = PARAM_BOUNDS
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        k: PARAM_BOUNDS[k] for k in ("lr_scale", "delta_scale", "lipschitz")
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()

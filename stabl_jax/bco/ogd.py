@@ -80,27 +80,32 @@ class ProjectedOGD:
 
 
 @chex.dataclass(frozen=True)
-class BanditOGDParams:
-    """Sweepable numbers of :class:`FKM` and :class:`TwoPointOGD`.
-
-    Attributes:
-      lr_scale: ``()`` multiplies the step size ``eta``.
-      delta_scale: ``()`` multiplies the perturbation radius ``delta``.
-    """
-
-    lr_scale: jax.Array
-    delta_scale: jax.Array
-
-
-@chex.dataclass(frozen=True)
 class FullInfoOGDParams:
     """Sweepable numbers of :class:`FullInfoOGD`.
 
     Attributes:
       lr_scale: ``()`` multiplies the step size ``eta``.
+      lipschitz: ``()`` ``G``, the Lipschitz constant the step size assumes.
     """
 
     lr_scale: jax.Array
+    lipschitz: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class BanditOGDParams(FullInfoOGDParams):
+    """Sweepable numbers of :class:`TwoPointOGD`: :class:`FullInfoOGDParams`' and
+    ``delta_scale``, ``()``, which multiplies the perturbation radius ``delta``."""
+
+    delta_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class FKMParams(BanditOGDParams):
+    """Sweepable numbers of :class:`FKM`: :class:`BanditOGDParams`' and ``loss_bound``,
+    ``()``, FKM's bound ``C`` on the losses."""
+
+    loss_bound: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -148,6 +153,8 @@ class FKM(_SingleOGD):
 
     Attributes:
       loss_bound: ``C``; ``None`` is ``2 G D`` (non-negative losses vanishing in ``K``).
+        Traced, as ``lipschitz``: the default of ``params.loss_bound``, from which the
+        program computes ``delta`` and ``eta``.
 
     Example:
       >>> learner = FKM(dim=2, horizon=100)
@@ -155,36 +162,31 @@ class FKM(_SingleOGD):
       0.2108
     """
 
-    loss_bound: float | None = None
+    loss_bound: float | None = dataclasses.field(default=None, compare=False)
 
     name: ClassVar[str] = "fkm"
-    Params: ClassVar[type] = BanditOGDParams
+    Params: ClassVar[type] = FKMParams
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = PARAM_BOUNDS
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.loss_bound is not None:
-            checks.check_positive("loss_bound", self.loss_bound)
+        checks.fill(
+            self, "loss_bound", 2.0 * self.lipschitz * self._domain.D, checks.check_positive
+        )
 
-    @property
-    def C(self) -> float:
-        bound = self.loss_bound
-        return 2.0 * self.lipschitz * self._domain.D if bound is None else float(bound)
+    def delta(self, params: FKMParams) -> jax.Array:
+        """FKM's ``delta = delta_scale T^{-1/4} sqrt(D d C r / (3 (G r + C)))``, at most ``r``."""
+        k, c, g = self._domain, params.loss_bound, params.lipschitz
+        base = self.horizon**-0.25 * jnp.sqrt(k.D * self.dim * c * k.r / (3.0 * (g * k.r + c)))
+        return jnp.minimum(params.delta_scale * base, k.r)
 
-    def base_delta(self) -> float:
-        """FKM's ``delta = T^{-1/4} sqrt(D d C r / (3 (G r + C)))`` before scaling."""
-        k, d, c, g = self._domain, self.dim, self.C, self.lipschitz
-        return self.horizon**-0.25 * math.sqrt(k.D * d * c * k.r / (3.0 * (g * k.r + c)))
-
-    def delta(self, params: BanditOGDParams) -> jax.Array:
-        return jnp.minimum(params.delta_scale * self.base_delta(), self._domain.r)
-
-    def shrinkage(self, params: BanditOGDParams) -> jax.Array:
+    def shrinkage(self, params: FKMParams) -> jax.Array:
         """FKM's ``alpha = delta / r``."""
         return self.delta(params) / self._domain.r
 
-    def learning_rate(self, params: BanditOGDParams) -> jax.Array:
+    def learning_rate(self, params: FKMParams) -> jax.Array:
         """``eta = lr_scale * nu * delta / d`` with ``nu = D / (C sqrt T)``."""
-        nu = self._domain.D / (self.C * math.sqrt(self.horizon))
+        nu = self._domain.D / (params.loss_bound * math.sqrt(self.horizon))
         return params.lr_scale * nu * self.delta(params) / self.dim
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
@@ -212,8 +214,9 @@ class TwoPointOGD(_SingleOGD):
     Params: ClassVar[type] = BanditOGDParams
 
     def learning_rate(self, params: BanditOGDParams) -> jax.Array:
-        base = self._domain.D / (self.dim * self.lipschitz * math.sqrt(self.horizon))
-        return params.lr_scale * base
+        """``eta = lr_scale D / (d G sqrt T)``."""
+        base = self._domain.D / (self.dim * math.sqrt(self.horizon))
+        return params.lr_scale * (base / params.lipschitz)
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         return self._two_point_query(state.ogd.point, state.params, key)
@@ -234,13 +237,15 @@ class FullInfoOGD(_SingleOGD):
 
     name: ClassVar[str] = "ogd_full_info"
     Params: ClassVar[type] = FullInfoOGDParams
-    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {"lr_scale": PARAM_BOUNDS["lr_scale"]}
+    param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
+        k: PARAM_BOUNDS[k] for k in ("lr_scale", "lipschitz")
+    }
 
     def shrinkage(self, params: FullInfoOGDParams) -> jax.Array:
         return self._scalar(0.0)  # projects onto K itself
 
     def learning_rate(self, params: FullInfoOGDParams) -> jax.Array:
-        return params.lr_scale * self._domain.D / (self.lipschitz * math.sqrt(self.horizon))
+        return params.lr_scale * self._domain.D / (params.lipschitz * math.sqrt(self.horizon))
 
     def _ask(self, state: SingleOGDState, key: jax.Array) -> BCOQuery:
         del key

@@ -46,10 +46,12 @@ SCALE_FACTORS: tuple[str, ...] = ("B", "log_T")
 @chex.dataclass(frozen=True)
 class StABLBCOParams(EnsembleParams):
     """Sweepable numbers of :class:`StABLBCO` and :class:`~stabl_jax.bco.StABLBCOTwoQuery`:
-    :class:`~stabl_jax.learners.ensemble.EnsembleParams`' scales and ``delta_scale``, ``()``,
-    which multiplies the perturbation radius ``delta = 1 / (kappa T)``."""
+    :class:`~stabl_jax.learners.ensemble.EnsembleParams`' scales, ``delta_scale``, ``()``,
+    which multiplies the perturbation radius ``delta = 1 / (kappa T)``, and ``lipschitz``,
+    ``()``, the ``G`` that divides every step size."""
 
     delta_scale: jax.Array
+    lipschitz: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -79,7 +81,7 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
     experts_field: ClassVar[str] = "experts"
     param_bounds: ClassVar[Mapping[str, checks.Interval]] = {
         **SCALE_BOUNDS,
-        "delta_scale": PARAM_BOUNDS["delta_scale"],
+        **{k: PARAM_BOUNDS[k] for k in ("delta_scale", "lipschitz")},
     }
 
     @property
@@ -88,9 +90,37 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
         return math.log2(self.horizon)
 
     def base_meta_step_sizes(self) -> np.ndarray:
-        """``(B,)`` ``eta_k = min{1/2, sqrt(log T / L_k)} / (G D)`` (line 5), before scaling."""
+        """``(B,)`` ``G eta_k = min{1/2, sqrt(log T / L_k)} / D`` (line 5): before scaling and
+        before :meth:`meta_step_sizes` divides by ``params.lipschitz``."""
         scale = np.minimum(0.5, np.sqrt(self.log_t / self._lengths()))
-        return scale / (self.lipschitz * self._domain.D)
+        return scale / self._domain.D
+
+    def meta_step_sizes(self, params: StABLBCOParams) -> jax.Array:
+        """``(B,)`` ``meta_lr_scale * eta_k``."""
+        return super().meta_step_sizes(params) / params.lipschitz
+
+    def expert_learning_rates(self, params: StABLBCOParams) -> jax.Array:
+        """``(B,)`` ``expert_lr_scale`` times :meth:`base_expert_learning_rates`, over ``G``."""
+        return super().expert_learning_rates(params) / params.lipschitz
+
+    def check_params(self, params: StABLBCOParams, batch: int | None = None) -> None:
+        """The ensemble's checks, and the smallest ``eta_k`` a normal number at the largest
+        ``params.lipschitz``."""
+        super().check_params(params, batch)
+        scale, g = params.meta_lr_scale, params.lipschitz
+        if not (checks.is_concrete(scale) and checks.is_concrete(g)):
+            return
+        g_max = float(np.max(np.asarray(g, np.float64)))
+        eta = float(np.min(np.asarray(scale, np.float64))) * float(
+            np.min(self.base_meta_step_sizes())
+        )
+        tiny = float(np.finfo(self.dtype).tiny)
+        if eta / g_max < tiny:
+            raise ValueError(
+                f"params.lipschitz={g_max:.3g} makes the smallest meta step size eta_k = "
+                f"{eta / g_max:.3g} underflow in {self.dtype} (below {tiny:.3g}); allowed: "
+                f"lipschitz <= {eta / tiny:.3g}"
+            )
 
     def base_learner(self) -> ProjectedOGD:
         """Algorithm 4 on this learner's domain and optimiser."""
@@ -163,9 +193,9 @@ class StABLBCO(ExpertEnsembleBCO):
         return float(self.num_experts) if self.scale_factor == "B" else self.log_t
 
     def base_expert_learning_rates(self) -> np.ndarray:
-        """``(B,)`` ``D / (d G c sqrt(L_k))`` (Appendix C's ``eta``, ``log T`` -> ``c``)."""
-        g, d, c = self.lipschitz, self.dim, self.estimate_scale
-        return self._domain.D / (d * g * c * np.sqrt(self._lengths()))
+        """``(B,)`` ``G eta = D / (d c sqrt(L_k))`` (Appendix C's ``eta``, ``log T`` -> ``c``)."""
+        d, c = self.dim, self.estimate_scale
+        return self._domain.D / (d * c * np.sqrt(self._lengths()))
 
     def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
         """Lines 7-10: ``points = [x_t, A_{k_t}(t) + delta u, A_{k_t}(t)]``."""

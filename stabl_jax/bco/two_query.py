@@ -39,8 +39,8 @@ class StABLBCOTwoQuery(ExpertEnsembleBCO):
     name: ClassVar[str] = "stabl_bco_two_query"
 
     def base_expert_learning_rates(self) -> np.ndarray:
-        """``(B,)`` ``D / (d G sqrt(L_k))``."""
-        return self._domain.D / (self.dim * self.lipschitz * np.sqrt(self._lengths()))
+        """``(B,)`` ``G eta = D / (d sqrt(L_k))`` (divided by ``params.lipschitz``)."""
+        return self._domain.D / (self.dim * np.sqrt(self._lengths()))
 
     def _ask(self, state: StABLBCOState, key: jax.Array) -> BCOQuery:
         """``points = [x_t, x_t + delta u]`` (line 10)."""

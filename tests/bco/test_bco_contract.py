@@ -17,6 +17,7 @@ from jax.tree_util import Partial
 from stabl_jax.bco.base import evaluate
 from stabl_jax.domains import Box
 from stabl_jax.envs.convex import MovingTarget, distance_loss
+from stabl_jax.experiment.sweep import compile_count
 from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import assert_params_bounded
 
@@ -209,3 +210,58 @@ def test_tell_checks_the_observed_shape():
         learner.tell(state, query, jnp.zeros(2))
     with pytest.raises(ValueError, match="finite"):
         learner.tell(state, query, jnp.array([0.1, jnp.nan, 0.2]))
+
+
+#: Per BCO learner, a value of each traced option (``compare=False``: the default of a
+#: ``Params`` entry, which the step reads).
+TRACED = {
+    "fkm": {"lipschitz": 2.0, "loss_bound": 3.0},
+    "two_point_ogd": {"lipschitz": 2.0},
+    "ogd_full_info": {"lipschitz": 2.0},
+    "stabl_bco": {"lipschitz": 2.0},
+    "stabl_bco_log_t": {"lipschitz": 2.0},
+    "stabl_bco_two_query": {"lipschitz": 2.0},
+}
+
+
+@partial(jax.jit, static_argnums=0)
+def _scanned(learner, params):
+    """``(R, T, q, DIM)`` every queried point of one run per row of ``params``."""
+
+    def one(p):
+        def body(s, t):
+            key = jax.random.fold_in(jax.random.key(6), t)
+            s, info = learner.step(s, loss_at(t, num_queries=learner.num_queries), key)
+            return s, info.points
+
+        ts = jnp.arange(HORIZON, dtype=jnp.int32)
+        return jax.lax.scan(body, learner.init(jax.random.key(3), p), ts)[1]
+
+    return jax.vmap(one)(params)
+
+
+def test_every_traced_option_is_checked():
+    """The traced options of every BCO learner are those of :data:`TRACED`."""
+    for name in BCO_LEARNERS:
+        cls = BCO_LEARNERS[name].cls
+        traced = {f.name for f in dataclasses.fields(cls) if f.init and not f.compare}
+        assert traced == set(TRACED[name]), name
+
+
+@pytest.mark.parametrize("name", sorted(set(TRACED) - {"stabl_bco_log_t"}))
+def test_traced_options_share_one_program_and_are_never_stale(name):
+    """Learners that differ only in traced options are equal; run 0 with the default's params
+    and run 1 with the variant's, the variant compiles nothing after the default and gives the
+    bits of a program compiled afresh for it (none of either's options baked in); the runs
+    differ (the params are read)."""
+    first, second = small_bco(name), small_bco(name, **TRACED[name])
+    assert first == second and hash(first) == hash(second)
+    both = jax.tree.map(lambda a, b: jnp.stack([a, b]), first.default_params, second.default_params)
+    ran = np.asarray(_scanned(first, both))
+    with compile_count() as compiled:
+        shared = np.asarray(_scanned(second, both))
+    assert compiled == [], f"{len(compiled)} programs compiled for new options alone"
+    jax.clear_caches()
+    np.testing.assert_array_equal(np.asarray(_scanned(second, both)), shared)
+    np.testing.assert_array_equal(shared, ran)
+    assert not np.array_equal(ran[0], ran[1])

@@ -77,6 +77,7 @@ def test_single_expert_algorithm3_and_two_query_reduce_to_two_point_ogd():
         expert_lr_scale=jnp.float32(scales[0]),
         meta_lr_scale=jnp.float32(1.0),
         delta_scale=jnp.float32(scales[1]),
+        lipschitz=jnp.float32(kwargs["lipschitz"]),
     )
     _, pts_b = _scan(base, p_base, loss_of_t, horizon)
     for cls in (StABLBCO, StABLBCOTwoQuery):

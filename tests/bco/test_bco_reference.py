@@ -70,6 +70,7 @@ def _compare(case):
         expert_lr_scale=jnp.float64(s_exp),
         meta_lr_scale=jnp.float64(s_meta),
         delta_scale=jnp.float64(s_delta),
+        lipschitz=jnp.float64(learner.lipschitz),
     )
     ref = ReferenceStABLBCO(
         dim=dim,
