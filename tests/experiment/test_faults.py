@@ -484,51 +484,42 @@ def test_unidentifiable_checkpoints_are_kept_without_force(
     assert tree(partial) == before
 
 
-def test_another_experiments_checkpoints_are_refused_then_discarded_with_force(
-    tmp_path: Path,
+@pytest.mark.parametrize("complete", [False, True], ids=["checkpoints", "complete results"])
+def test_another_runs_partial_folder_is_refused_then_cleared_with_force(
+    tmp_path: Path, complete: bool
 ) -> None:
-    """``<out>.partial`` holds checkpoints of another config: refused before anything is
-    touched, naming the first difference and --force; the dry run says the same; --force
-    discards them (and only them: a finished run is never in a partial folder without
-    ``COMPLETE``)."""
+    """``<out>.partial`` holds checkpoints of another config, or another run's complete results:
+    refused before anything is touched, naming the difference and --force; the dry run says the
+    same; --force discards the checkpoints, and moves the complete results, whole, to
+    ``<out>.kept-<finished>`` (never deleted)."""
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
     other = mark_as_ours(tmp_path / "out.partial")
-    (other / CHECKPOINT_DIR / "uniform").mkdir(parents=True)
-    theirs = {**identity, "config": {"runs": 3}}
-    (other / CHECKPOINT_DIR / identity_module.IDENTITY).write_text(json.dumps(theirs))
+    if complete:
+        (other / "summary.json").write_text("{}")
+        (other / COMPLETE).write_text("2026-01-02T03:04:05+00:00\n")
+        os.utime(other / COMPLETE, (1767323045, 1767323045))  # 2026-01-02T03:04:05 UTC
+        refused = r"complete results of another run.*--force to move them to out\.kept-2026"
+        said = "the complete results of another run; moved to out.kept-20260102T030405"
+    else:
+        (other / CHECKPOINT_DIR / "uniform").mkdir(parents=True)
+        theirs = {**identity, "config": {"runs": 3}}
+        (other / CHECKPOINT_DIR / identity_module.IDENTITY).write_text(json.dumps(theirs))
+        refused = r"config.runs: 3 \(checkpoint\) != 2.*--force"
+        said = (
+            "checkpoints of a different experiment (config.runs: 3 (checkpoint) != 2 "
+            "(this run)); discarded (--force)"
+        )
     before = tree(other)
     for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
-        with pytest.raises(OutputError, match=r"config.runs: 3 \(checkpoint\) != 2.*--force"):
+        with pytest.raises(OutputError, match=refused):
             attempt(out, identity)
     assert tree(other) == before
     lines: list[str] = []
     with ResultsFolder.prepare(out, identity, force=True, log=lines.append) as folder:
         assert folder.resumed is None and not folder.has_checkpoints()
-    assert lines == [
-        "out.partial: checkpoints of a different experiment (config.runs: 3 (checkpoint) != 2 "
-        "(this run)); discarded (--force)"
-    ]
-
-
-def test_another_runs_complete_results_are_never_deleted_even_with_force(tmp_path: Path) -> None:
-    """``<out>.partial`` holds another run's complete results: refused without --force, naming
-    both remedies; with --force they are moved to ``<out>.kept-<finished>``, whole."""
-    out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
-    other = mark_as_ours(tmp_path / "out.partial")
-    (other / "summary.json").write_text("{}")
-    (other / COMPLETE).write_text("2026-01-02T03:04:05+00:00\n")
-    os.utime(other / COMPLETE, (1767323045, 1767323045))  # 2026-01-02T03:04:05 UTC
-    before = tree(other)
-    for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
-        with pytest.raises(OutputError, match=r"complete results of another run.*out\.kept-2026"):
-            attempt(out, identity)
-    assert tree(other) == before
-    lines: list[str] = []
-    with ResultsFolder.prepare(out, identity, force=True, log=lines.append):
-        pass
-    kept = tmp_path / "out.kept-20260102T030405"
-    assert lines == [f"out.partial: the complete results of another run; moved to {kept.name}"]
-    assert tree(kept) == before and not (tmp_path / "out.partial").exists()
+    assert lines == [f"out.partial: {said}"]
+    if complete:
+        assert tree(tmp_path / "out.kept-20260102T030405") == before
 
 
 # --------------------------------------------------------------------------------------------
