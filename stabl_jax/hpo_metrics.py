@@ -113,7 +113,7 @@ def simulate_suite(
         )
     count = len(suite.function_ids)
     total = count * num_runs
-    env_params = _suite_params(env, run_keys(key, total), num_runs)
+    env_params = _suite_params(env, run_keys(key, total), num_runs, env.default_params)
     res = simulate_selection(
         learner, env, key, total, num_evaluations, env_params=env_params, **kwargs
     )
@@ -130,10 +130,13 @@ def simulate_suite(
 
 
 @functools.partial(jax.jit, static_argnames=("env", "num_runs"))
-def _suite_params(env: HPOEnv, keys: jax.Array, num_runs: int) -> Any:
-    """``(F R, ...)`` run ``j``'s parameters: function ``j // num_runs``, ``fold_in(key_j, 0)``."""
+def _suite_params(env: HPOEnv, keys: jax.Array, num_runs: int, defaults: Any) -> Any:
+    """``(F R, ...)`` run ``j``'s parameters: function ``j // num_runs``, ``fold_in(key_j, 0)``,
+    the numbers ``defaults`` (``env.default_params``, traced)."""
     index = jnp.arange(keys.shape[0], dtype=jnp.int32) // num_runs
-    return jax.vmap(lambda i, k: env.problem_params(i, jax.random.fold_in(k, 0)))(index, keys)
+    return jax.vmap(lambda i, k: env.problem_params(i, jax.random.fold_in(k, 0), defaults))(
+        index, keys
+    )
 
 
 def make_hpo_learner(

@@ -14,6 +14,15 @@ optimal value ``f_opt`` at ``x_star``; normalisation of ``Delta(x) = f~(x) - f_o
 ``s = norm_scale`` or ``Delta(0)``; and noise ``noise_std * xi``, ``xi ~ N(0, 1)``, added by
 :meth:`~BBOBFunction.observe`. Use float64 to reproduce COCO: in float32 f16, f19 and f23
 can be far off.
+
+Static and traced: ``function_id``, ``dim``, ``instance`` (host-side COCO data), ``rotate`` and
+``normalize`` set shapes or code paths and are the function's identity; ``shift_radius``,
+``noise_std`` and ``norm_scale`` are numbers, declared ``dataclasses.field(compare=False)``:
+defaults of :class:`BBOBNumbers` (:attr:`~BBOBFunction.numbers`), which ``sample_params(key,
+numbers)`` takes as traced arrays, and programs read them from the params alone. Whether each
+is zero (``None`` for ``norm_scale``) selects a code path, so it stays static (the derived
+fields ``shifted``, ``noisy``, ``fixed_scale``): the plain instance is evaluated without the
+extra ``x_opt + (x - x_star)``, bit for bit COCO's, and a noiseless run draws no noise.
 """
 
 from __future__ import annotations
@@ -63,6 +72,22 @@ class BBOBParams:
 
 
 @chex.dataclass(frozen=True)
+class BBOBNumbers:
+    """The numbers of a :class:`BBOBFunction` or :class:`BBOBSuite`, ``()`` arrays of JAX's
+    default float dtype: what ``sample_params(key, numbers)`` takes traced.
+
+    Attributes:
+      shift_radius: the extra shift's radius (drawn from only when ``shifted``).
+      noise_std: the observation noise's standard deviation (read only when ``noisy``).
+      norm_scale: the given scale ``s`` (read only when ``fixed_scale``; else 1).
+    """
+
+    shift_radius: jax.Array
+    noise_std: jax.Array
+    norm_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
 class BBOBFunctionParams:
     """Parameters of a :class:`BBOBFunction`: a COCO instance plus the extra transformation.
 
@@ -71,12 +96,14 @@ class BBOBFunctionParams:
       x_star: ``(d,)`` minimiser of the shifted, rotated function.
       rotation: ``(d, d)`` the extra rotation ``U``.
       norm_scale: ``()`` the normalisation's scale ``s`` (> 0; 1 without normalisation).
+      noise_std: ``()`` the observation noise's standard deviation (read when ``noisy``).
     """
 
     coco: BBOBParams
     x_star: jax.Array
     rotation: jax.Array
     norm_scale: jax.Array
+    noise_std: jax.Array
 
 
 def bbob_params(function_id: int, dim: int, instance: int) -> BBOBParams:
@@ -117,9 +144,31 @@ def bbob_value(function_id: int, params: BBOBParams, x: jax.Array) -> jax.Array:
 
 
 class _Normalizable:
-    """``value`` from ``gap``, shared by :class:`BBOBFunction` and :class:`BBOBSuite`."""
+    """``value`` from ``gap`` and the numbers, shared by :class:`BBOBFunction` and
+    :class:`BBOBSuite`."""
 
     normalize: bool
+    shift_radius: float
+    noise_std: float
+    norm_scale: float | None
+
+    def _set_code_paths(self) -> None:
+        """The static code paths the numbers select (derived fields, part of the identity)."""
+        object.__setattr__(self, "shifted", self.shift_radius > 0)
+        object.__setattr__(self, "noisy", self.noise_std != 0)
+        object.__setattr__(self, "fixed_scale", self.norm_scale is not None)
+
+    @property
+    def numbers(self) -> BBOBNumbers:
+        """The numbers of the dataclass as ``()`` arrays (call it outside any program): the
+        only reader of the fields declared ``compare=False``."""
+        dtype = jnp.zeros(()).dtype  # float32, or float64 under jax_enable_x64
+        scale = 1.0 if self.norm_scale is None else self.norm_scale
+        return BBOBNumbers(
+            shift_radius=jnp.asarray(self.shift_radius, dtype),
+            noise_std=jnp.asarray(self.noise_std, dtype),
+            norm_scale=jnp.asarray(scale, dtype),
+        )
 
     def gap(self, params: Any, x: jax.Array) -> jax.Array:
         raise NotImplementedError
@@ -145,6 +194,8 @@ class BBOBFunction(_Normalizable):
       noise_std: standard deviation of the Gaussian noise of :meth:`observe`.
       normalize: return ``v = u / (1 + u)``, ``u = log1p(|f - f_opt| / s)``, in [0, 1).
       norm_scale: the scale ``s``; ``None`` uses the gap at the origin.
+      shifted, noisy, fixed_scale: derived, static: ``shift_radius > 0``, ``noise_std != 0``,
+        ``norm_scale is not None`` (the code paths; the numbers themselves are traced).
 
     Example:
       >>> import jax
@@ -157,11 +208,14 @@ class BBOBFunction(_Normalizable):
     function_id: int
     dim: int
     instance: int = 1
-    shift_radius: float = 0.0
+    shift_radius: float = dataclasses.field(default=0.0, compare=False)
     rotate: bool = False
-    noise_std: float = 0.0
+    noise_std: float = dataclasses.field(default=0.0, compare=False)
     normalize: bool = False
-    norm_scale: float | None = None
+    norm_scale: float | None = dataclasses.field(default=None, compare=False)
+    shifted: bool = dataclasses.field(init=False, repr=False)
+    noisy: bool = dataclasses.field(init=False, repr=False)
+    fixed_scale: bool = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         checks.check_int("function_id", self.function_id, minimum=1)
@@ -175,6 +229,7 @@ class BBOBFunction(_Normalizable):
             checks.check_nonnegative(name, getattr(self, name))
         if self.norm_scale is not None:
             checks.check_positive("norm_scale", self.norm_scale)
+        self._set_code_paths()
 
     @property
     def name(self) -> str:
@@ -194,26 +249,40 @@ class BBOBFunction(_Normalizable):
     @property
     def default_params(self) -> BBOBFunctionParams:
         """The COCO instance itself: no extra shift or rotation, whatever the options say."""
-        return self._params(None)
+        return self._params(None, self.numbers)
 
-    def sample_params(self, key: jax.Array) -> BBOBFunctionParams:
-        """The instance with the extra shift/rotation drawn from ``key`` (vmappable in ``key``)."""
-        return self._params(key)
+    def sample_params(
+        self, key: jax.Array, numbers: BBOBNumbers | None = None
+    ) -> BBOBFunctionParams:
+        """The instance with the extra shift/rotation drawn from ``key`` (vmappable in ``key``).
 
-    def _params(self, key: jax.Array | None, coco: BBOBParams | None = None) -> BBOBFunctionParams:
+        Args:
+          key: the run's key.
+          numbers: :attr:`numbers`, traced inside a program that takes the function as a
+            static argument; ``None``: ``self.numbers`` (constants of the program).
+        """
+        return self._params(key, self.numbers if numbers is None else numbers)
+
+    def _params(
+        self, key: jax.Array | None, numbers: BBOBNumbers, coco: BBOBParams | None = None
+    ) -> BBOBFunctionParams:
         if coco is None:
             coco = bbob_params(self.function_id, self.dim, self.instance)
         dtype = coco.f_opt.dtype
         x_star, rotation = coco.x_opt, jnp.eye(self.dim, dtype=dtype)
-        if key is not None and (self.shift_radius > 0 or self.rotate):
+        if key is not None and (self.shifted or self.rotate):
             x_star, rotation = _draw_shift_rotation(
-                key, coco.x_opt, shift_radius=self.shift_radius, rotate=self.rotate
+                key, coco.x_opt, numbers.shift_radius, shifted=self.shifted, rotate=self.rotate
             )
         params = BBOBFunctionParams(
-            coco=coco, x_star=x_star, rotation=rotation, norm_scale=jnp.ones((), dtype)
+            coco=coco,
+            x_star=x_star,
+            rotation=rotation,
+            norm_scale=jnp.ones((), dtype),
+            noise_std=jnp.asarray(numbers.noise_std, dtype),
         )
         if self.normalize:
-            params = dataclasses.replace(params, norm_scale=_norm_scale(self, params))
+            params = dataclasses.replace(params, norm_scale=_norm_scale(self, params, numbers))
         return params
 
     # --- evaluation -------------------------------------------------------------------------
@@ -221,7 +290,7 @@ class BBOBFunction(_Normalizable):
         """``x_opt + U (x - x_star)`` for one ``x`` of shape ``(d,)``."""
         if self.rotate:
             return params.coco.x_opt + numerics.matmul(params.rotation, x - params.x_star)
-        if self.shift_radius > 0:
+        if self.shifted:
             return params.coco.x_opt + (x - params.x_star)
         return x  # the COCO instance itself, bit-exact
 
@@ -235,9 +304,9 @@ class BBOBFunction(_Normalizable):
     def observe(self, params: BBOBFunctionParams, x: jax.Array, key: jax.Array) -> jax.Array:
         """``(...)`` noisy value ``value(x) + noise_std * xi``, independent ``xi ~ N(0, 1)``."""
         value = self.value(params, x)
-        if self.noise_std == 0:
+        if not self.noisy:
             return value
-        return value + self.noise_std * jax.random.normal(key, value.shape, value.dtype)
+        return value + params.noise_std * jax.random.normal(key, value.shape, value.dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:
         """:meth:`value` of the plain COCO instance (:attr:`default_params`)."""
@@ -269,6 +338,10 @@ class BBOBSuiteParams:
     def x_star(self) -> jax.Array:
         return self.function.x_star
 
+    @property
+    def noise_std(self) -> jax.Array:
+        return self.function.noise_std
+
 
 @dataclasses.dataclass(frozen=True)
 class BBOBSuite(_Normalizable):
@@ -277,7 +350,7 @@ class BBOBSuite(_Normalizable):
     Attributes:
       function_ids: the BBOB ids, distinct, each in 1..24.
       dim, instance, shift_radius, rotate, noise_std, normalize, norm_scale: as
-        :class:`BBOBFunction`'s, for every member.
+        :class:`BBOBFunction`'s, for every member (the numbers traced, the same way).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -292,23 +365,27 @@ class BBOBSuite(_Normalizable):
     function_ids: tuple[int, ...]
     dim: int
     instance: int = 1
-    shift_radius: float = 0.0
+    shift_radius: float = dataclasses.field(default=0.0, compare=False)
     rotate: bool = False
-    noise_std: float = 0.0
+    noise_std: float = dataclasses.field(default=0.0, compare=False)
     normalize: bool = False
-    norm_scale: float | None = None
+    norm_scale: float | None = dataclasses.field(default=None, compare=False)
+    shifted: bool = dataclasses.field(init=False, repr=False)
+    noisy: bool = dataclasses.field(init=False, repr=False)
+    fixed_scale: bool = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         ids = tuple(self.function_ids)
         if not ids or len(set(ids)) != len(ids):
             raise ValueError(f"function_ids must be distinct BBOB ids, got {self.function_ids!r}")
         object.__setattr__(self, "function_ids", ids)
+        self._set_code_paths()
         self.members  # noqa: B018  (validates every option)
 
     @property
     def members(self) -> tuple[BBOBFunction, ...]:
         """One :class:`BBOBFunction` per id, with the suite's options."""
-        fields = [f.name for f in dataclasses.fields(self) if f.name != "function_ids"]
+        fields = [f.name for f in dataclasses.fields(self) if f.init and f.name != "function_ids"]
         options = {name: getattr(self, name) for name in fields}
         return tuple(BBOBFunction(f, **options) for f in self.function_ids)
 
@@ -316,26 +393,30 @@ class BBOBSuite(_Normalizable):
     def name(self) -> str:
         return f"bbob_suite{len(self.function_ids)}_i{self.instance:02d}_d{self.dim:02d}"
 
-    def problem_params(self, index: jax.Array | int, key: jax.Array | None) -> BBOBSuiteParams:
+    def problem_params(
+        self, index: jax.Array | int, key: jax.Array | None, numbers: BBOBNumbers | None = None
+    ) -> BBOBSuiteParams:
         """Function ``function_ids[index]`` (``index`` may be traced), shifted and rotated
-        from ``key`` as :meth:`BBOBFunction.sample_params` does (``None``: COCO's instance)."""
+        from ``key`` as :meth:`BBOBFunction.sample_params` does (``None``: COCO's instance),
+        with ``numbers`` (``None``: :attr:`numbers`)."""
+        numbers = self.numbers if numbers is None else numbers
         index = jnp.asarray(index, jnp.int32)
         dtype = jnp.zeros(()).dtype
         stacked = _stacked_instances(self.function_ids, self.dim, self.instance)
         coco = BBOBParams(**{k: jnp.asarray(v, dtype)[index] for k, v in stacked.items()})
         plain = dataclasses.replace(self.members[0], normalize=False)
-        params = BBOBSuiteParams(index=index, function=plain._params(key, coco))
+        params = BBOBSuiteParams(index=index, function=plain._params(key, numbers, coco))
         if self.normalize:
-            scale = _norm_scale(self, params)
+            scale = _norm_scale(self, params, numbers)
             params = dataclasses.replace(
                 params, function=dataclasses.replace(params.function, norm_scale=scale)
             )
         return params
 
-    def sample_params(self, key: jax.Array) -> BBOBSuiteParams:
+    def sample_params(self, key: jax.Array, numbers: BBOBNumbers | None = None) -> BBOBSuiteParams:
         """A member drawn uniformly (from ``fold_in(key, 3)``), shifted and rotated from ``key``."""
         index = jax.random.randint(jax.random.fold_in(key, 3), (), 0, len(self.function_ids))
-        return self.problem_params(index, key)
+        return self.problem_params(index, key, numbers)
 
     def gap(self, params: BBOBSuiteParams, x: jax.Array) -> jax.Array:
         """``(...)`` gap of the run's function at ``x`` of shape ``(..., d)``."""
@@ -356,14 +437,15 @@ def _stacked_instances(function_ids: tuple[int, ...], dim: int, instance: int) -
     return {k: np.stack([pad(k, a[k]) for a in arrays]) for k in arrays[0]}
 
 
-@functools.partial(jax.jit, static_argnames=("shift_radius", "rotate"))
+@functools.partial(jax.jit, static_argnames=("shifted", "rotate"))
 def _draw_shift_rotation(
-    key: jax.Array, x_opt: jax.Array, *, shift_radius: float, rotate: bool
+    key: jax.Array, x_opt: jax.Array, shift_radius: jax.Array, *, shifted: bool, rotate: bool
 ) -> tuple[jax.Array, jax.Array]:
     """``x_star = x_opt + delta`` and ``U`` of the extra transformation (one compile per ``d``)."""
     dim, dtype = x_opt.shape[-1], x_opt.dtype
     x_star, rotation = x_opt, jnp.eye(dim, dtype=dtype)
-    if shift_radius > 0:
+    if shifted:
+        shift_radius = jnp.asarray(shift_radius, dtype)
         delta = jax.random.uniform(
             jax.random.fold_in(key, 0), (dim,), dtype, -shift_radius, shift_radius
         )
@@ -373,10 +455,11 @@ def _draw_shift_rotation(
     return x_star, rotation
 
 
-def _norm_scale(fn: BBOBFunction | BBOBSuite, params: Any) -> jax.Array:
-    """The normalisation scale ``s``: ``fn.norm_scale``, else :func:`_origin_scale`."""
-    if fn.norm_scale is not None:
-        return jnp.asarray(fn.norm_scale, params.coco.f_opt.dtype)
+def _norm_scale(fn: BBOBFunction | BBOBSuite, params: Any, numbers: BBOBNumbers) -> jax.Array:
+    """The normalisation scale ``s``: ``numbers.norm_scale`` where given, else
+    :func:`_origin_scale`."""
+    if fn.fixed_scale:
+        return jnp.asarray(numbers.norm_scale, params.coco.f_opt.dtype)
     return _origin_scale(fn, params)
 
 

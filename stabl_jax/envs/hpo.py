@@ -12,6 +12,14 @@ the previous observation only, loss ``1 - min(r, 1)`` (:func:`vizier_reward`).
 
 Query ``q`` with round key ``k`` uses ``k_q = fold_in(k, q)``: suggestion ``fold_in(k_q, 0)``,
 noise ``fold_in(k_q, 1)``; every query costs one evaluation.
+
+Static and traced: the function's identity (``function_id``, ``dim``, ``instance``, ``rotate``,
+``normalize`` and whether each number is zero), the arms and ``reward`` set shapes or code
+paths; ``reward_lambda`` and the function's ``shift_radius``, ``noise_std`` and ``norm_scale``
+are numbers, declared ``dataclasses.field(compare=False)``: defaults of :class:`HPONumbers`
+(:attr:`HPOEnv.default_params`), which ``simulate`` passes to ``sample_params(key, defaults)``
+traced, so environments that differ in numbers alone share one compiled program. Programs read
+the numbers from :class:`HPOParams` alone.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import jax.numpy as jnp
 from stabl_jax import checks
 from stabl_jax.envs import eagle
 from stabl_jax.envs.base import Environment
-from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite, normalize_gap
+from stabl_jax.envs.bbob import BBOBFunction, BBOBNumbers, BBOBSuite, normalize_gap
 
 REWARD_LAMBDA = 0.01
 #: ``HPOEnv.reward``: the paper's reward, or that of the authors' code (module docstring).
@@ -38,6 +46,22 @@ DOMAIN_UPPER = 5.0
 
 
 @chex.dataclass(frozen=True)
+class HPONumbers:
+    """The numbers of an :class:`HPOEnv` (:attr:`HPOEnv.default_params`), ``()`` arrays.
+
+    Attributes:
+      function: the function's :class:`~stabl_jax.envs.bbob.BBOBNumbers`.
+      reward_lambda: ``lambda`` of the reward.
+      reward_width: ``1 + lambda``, the loss's divisor, rounded once from the exact sum (as
+        the static number was; ``1 + lambda`` summed in float32 can differ in the last bit).
+    """
+
+    function: BBOBNumbers
+    reward_lambda: jax.Array
+    reward_width: jax.Array
+
+
+@chex.dataclass(frozen=True)
 class HPOParams:
     """A run's parameters.
 
@@ -45,10 +69,14 @@ class HPOParams:
       function: the run's function (:meth:`BBOBFunction.sample_params`).
       halton_key: ``()`` key of the arms' Halton scrambling (arm ``i`` uses
         ``fold_in(halton_key, i)``; read only with ``fill="halton"``).
+      reward_lambda: ``()`` ``lambda`` of the reward (:class:`HPONumbers`).
+      reward_width: ``()`` ``1 + lambda`` (:class:`HPONumbers`).
     """
 
     function: Any
     halton_key: jax.Array
+    reward_lambda: jax.Array
+    reward_width: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -108,11 +136,12 @@ class HPOEnv(Environment):
     """Algorithm selection among Eagle optimisers on one BBOB function (reactive).
 
     Attributes:
-      function: the BBOB problem, with ``normalize=True``; its ``shift_radius``, ``rotate`` and
-        ``noise_std`` are drawn per run. A :class:`~stabl_jax.envs.bbob.BBOBSuite` gives one
-        program for all of its functions.
+      function: the BBOB problem, with ``normalize=True``; its extra shift and rotation are
+        drawn per run. A :class:`~stabl_jax.envs.bbob.BBOBSuite` gives one program for all of
+        its functions.
       ensemble: the arms (default: :func:`stabl_jax.envs.eagle.eagle_grid`).
-      reward_lambda: ``lambda`` of the reward (0.01, the paper's).
+      reward_lambda: ``lambda`` of the reward (0.01, the paper's). Traced: the default of
+        ``params.reward_lambda``, not part of the environment's identity.
       reward: ``"paper"`` or ``"vizier"`` (module docstring).
 
     Example:
@@ -128,8 +157,10 @@ class HPOEnv(Environment):
 
     function: BBOBFunction | BBOBSuite
     ensemble: eagle.EagleEnsemble | None = None
-    reward_lambda: float = REWARD_LAMBDA
+    reward_lambda: float = dataclasses.field(default=REWARD_LAMBDA, compare=False)
     reward: str = "paper"
+
+    traced_defaults: ClassVar[bool] = True
 
     trace_names: ClassVar[tuple[str, ...]] = (
         "arms",
@@ -164,20 +195,48 @@ class HPOEnv(Environment):
         return self.function.dim
 
     # --- parameters and state -----------------------------------------------------------------
-    def sample_params(self, key: jax.Array) -> HPOParams:
-        """The run's function, the COCO instance shifted and rotated from ``key``, and the
-        Halton key ``fold_in(key, 2)``."""
-        return HPOParams(
-            function=self.function.sample_params(key), halton_key=jax.random.fold_in(key, 2)
+    @property
+    def default_params(self) -> HPONumbers:
+        """The numbers of the dataclass and of its function as ``()`` arrays (call it outside
+        any program): the only reader of the fields declared ``compare=False``."""
+        dtype = jnp.zeros(()).dtype  # float32, or float64 under jax_enable_x64
+        return HPONumbers(
+            function=self.function.numbers,
+            reward_lambda=jnp.asarray(self.reward_lambda, dtype),
+            reward_width=jnp.asarray(1.0 + self.reward_lambda, dtype),
         )
 
-    def problem_params(self, index: jax.Array | int, key: jax.Array) -> HPOParams:
+    def sample_params(self, key: jax.Array, defaults: HPONumbers | None = None) -> HPOParams:
+        """The run's function, the COCO instance shifted and rotated from ``key``, the Halton
+        key ``fold_in(key, 2)`` and the numbers.
+
+        Args:
+          key: the run's key.
+          defaults: :attr:`default_params`; a program passes them as a traced argument
+            (:func:`stabl_jax.envs.base.sample_params`). ``None``: ``self.default_params``,
+            constants of the program being traced.
+        """
+        numbers = self.default_params if defaults is None else defaults
+        return self._run_params(self.function.sample_params(key, numbers.function), key, numbers)
+
+    def problem_params(
+        self, index: jax.Array | int, key: jax.Array, defaults: HPONumbers | None = None
+    ) -> HPOParams:
         """:meth:`sample_params` with the suite's function ``index`` (a ``BBOBSuite`` only):
         equal to ``HPOEnv(suite.members[index], ...).sample_params(key)`` up to padding."""
         if not isinstance(self.function, BBOBSuite):
             raise TypeError("problem_params needs a BBOBSuite function; use sample_params")
-        function = self.function.problem_params(index, key)
-        return HPOParams(function=function, halton_key=jax.random.fold_in(key, 2))
+        numbers = self.default_params if defaults is None else defaults
+        function = self.function.problem_params(index, key, numbers.function)
+        return self._run_params(function, key, numbers)
+
+    def _run_params(self, function: Any, key: jax.Array, numbers: HPONumbers) -> HPOParams:
+        return HPOParams(
+            function=function,
+            halton_key=jax.random.fold_in(key, 2),
+            reward_lambda=numbers.reward_lambda,
+            reward_width=numbers.reward_width,
+        )
 
     def init(self, params: HPOParams) -> HPOState:
         """Empty pools, no evaluations."""
@@ -218,7 +277,7 @@ class HPOEnv(Environment):
         x = to_domain(sug.x)
         gap, value, observed = self._observe(params.function, x, key)
         clipped = jnp.clip(observed, 0.0, 1.0)
-        reward, loss = self._reward(state, observed, clipped)
+        reward, loss = self._reward(params, state, observed, clipped)
         pools = self._record(state.arms, arms, sug, observed)
         best_gap = jnp.minimum(state.best_gap, jax.lax.cummin(gap))
         best_value = jnp.minimum(state.best_value, jax.lax.cummin(value))
@@ -252,24 +311,25 @@ class HPOEnv(Environment):
         """``(Q,)`` gaps, normalised values and noisy observations at ``x`` ``(Q, d)``."""
         gap = self.function.gap(fn_params, x)
         value = normalize_gap(gap, fn_params.norm_scale)  # = function.value(fn_params, x)
-        if self.function.noise_std == 0:
+        if not self.function.noisy:
             return gap, value, value
         dtype = fn_params.coco.f_opt.dtype
         noise_keys = _query_keys(key, x.shape[0], 1)  # = function.observe, reusing the gap
         xi = jax.vmap(lambda k: jax.random.normal(k, (), dtype))(noise_keys)
-        return gap, value, value + self.function.noise_std * xi
+        return gap, value, value + fn_params.noise_std * xi
 
     def _reward(
-        self, state: HPOState, observed: jax.Array, clipped: jax.Array
+        self, params: HPOParams, state: HPOState, observed: jax.Array, clipped: jax.Array
     ) -> tuple[jax.Array, jax.Array]:
         """``(Q,)`` rewards and losses of the round's observations (module docstring)."""
+        lam = params.reward_lambda
         if self.reward == "vizier":
             previous = jnp.concatenate([state.last_observed[None], observed[:-1]])
             trial = state.num_evaluations + jnp.arange(observed.shape[0])
-            reward = vizier_reward(previous, observed, trial, self.reward_lambda)
+            reward = vizier_reward(previous, observed, trial, lam)
             return reward, 1.0 - jnp.minimum(reward, 1.0)
-        reward = jnp.maximum(state.best_observed - clipped, 0.0) - self.reward_lambda * clipped
-        return reward, regularized_reward_to_loss(reward, self.reward_lambda)
+        reward = jnp.maximum(state.best_observed - clipped, 0.0) - lam * clipped
+        return reward, _width_loss(reward, params.reward_width)
 
     def _record(
         self, pools: eagle.EagleState, arms: jax.Array, sug: eagle.Suggestion, observed: jax.Array
@@ -300,11 +360,16 @@ def regularized_reward_to_loss(
       >>> regularized_reward_to_loss(jnp.array([1.0, -0.01, 0.0])).tolist()
       [0.0, 1.0, 0.9900990128517151]
     """
-    return jnp.clip((1.0 - reward) / (1.0 + reward_lambda), 0.0, 1.0)
+    return _width_loss(reward, 1.0 + reward_lambda)
+
+
+def _width_loss(reward: jax.Array, width: jax.Array | float) -> jax.Array:
+    """``(1 - r) / width`` clipped to ``[0, 1]``, ``width = 1 + lambda``."""
+    return jnp.clip((1.0 - reward) / width, 0.0, 1.0)
 
 
 def vizier_reward(
-    previous: jax.Array, observed: jax.Array, trial: jax.Array, reward_lambda: float = 0.0
+    previous: jax.Array, observed: jax.Array, trial: jax.Array, reward_lambda: Any = 0.0
 ) -> jax.Array:
     """The reward of Vizier's ``ObjectiveRewardGenerator`` fed one trial at a time.
 
@@ -315,7 +380,7 @@ def vizier_reward(
       previous: ``(...)`` the previous trial's observation ``f_prev``.
       observed: ``(...)`` this trial's observation ``f`` (lower is better).
       trial: ``(...)`` int, the trial's index in the run, from 0.
-      reward_lambda: Vizier's ``reward_regularization`` (default 0).
+      reward_lambda: Vizier's ``reward_regularization`` (default 0; a float or ``()``).
 
     Returns:
       ``(...)`` the rewards, ``>= 0`` (not capped).
