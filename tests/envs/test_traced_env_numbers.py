@@ -1,13 +1,13 @@
 """An environment's numbers are traced: two environments that differ only in change points,
-bonus, baseline, mean, gap or table of means are equal as static arguments, share one compiled
+bonus, baseline, mean, gap, table of means, or (algorithm selection) reward ``lambda``, noise,
+shift radius and normalisation scale are equal as static arguments, share one compiled
 program, and each run gives the bits a fresh compilation for its own numbers gives (no number
 of the first is baked into the program the second reuses)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Iterator
+from typing import Any
 
 import jax
 import numpy as np
@@ -16,7 +16,11 @@ from conftest import HORIZON, NUM_ARMS, small_learner
 
 from stabl_jax import env_params_grid, simulate
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseBernoulliTable
-from stabl_jax.simulate import SimOptions, regenerate_losses
+from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite
+from stabl_jax.envs.hpo import HPOEnv
+from stabl_jax.experiment.sweep import compile_count
+from stabl_jax.hpo_metrics import make_hpo_learner, simulate_selection
+from stabl_jax.simulate import SimOptions, regenerate_losses, run_keys, sample_env_params
 
 RUNS = 2
 TRACES = ("played", "loss", "expected_loss", "prob_best")
@@ -40,23 +44,13 @@ CASES = [(name, "xla") for name in PAIRS] + [
     ("expert_advice", "pallas"),  # the kernel draws the losses inside, from the traced numbers
     ("bernoulli", "pallas"),
 ]
-
-
-@contextlib.contextmanager
-def backend_compiles() -> Iterator[list[str]]:
-    """The XLA programs compiled inside the block (one entry each)."""
-    compiled: list[str] = []
-
-    def listen(event: str, duration_secs: float, **kwargs: str | int) -> None:
-        del duration_secs, kwargs
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        yield compiled
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
+#: Algorithm selection on d = 2 Sphere: the first's numbers, then every number changed.
+BBOB: dict[str, Any] = dict(dim=2, normalize=True, rotate=True)
+HPO_PAIR = (
+    HPOEnv(BBOBFunction(1, shift_radius=1.0, noise_std=0.01, **BBOB)),
+    HPOEnv(BBOBFunction(1, shift_radius=0.3, noise_std=0.2, **BBOB), reward_lambda=0.1),
+)
+EVALUATIONS = 16
 
 
 def _run(env, kernel, env_params=None):
@@ -78,7 +72,7 @@ def test_numbers_share_one_program_and_are_never_stale(name, kernel):
     first, second = PAIRS[name]
     assert first == second and hash(first) == hash(second)
     ran_first = _run(first, kernel)
-    with backend_compiles() as compiled:
+    with compile_count() as compiled:
         shared = _run(second, kernel)
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
     both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
@@ -130,7 +124,7 @@ def test_a_sweep_of_a_number_is_one_program_on_common_draws(name):
         alone = simulate(learner, env, key, RUNS, traces=TRACES)
         for trace in TRACES:
             np.testing.assert_array_equal(point[trace], getattr(alone, trace), err_msg=trace)
-    with backend_compiles() as compiled:
+    with compile_count() as compiled:
         sweep(((5, 50), (40, 60)))
     assert compiled == [], f"{len(compiled)} programs compiled for other values alone"
 
@@ -142,3 +136,48 @@ def test_a_sweep_of_a_static_field_is_refused_naming_the_traced_ones():
         ValueError, match=r"field='num_arms' is not a traced number of \w+ " + traced
     ):
         env_params_grid(env, jax.random.key(0), RUNS, "num_arms", (3, 4))
+
+
+def test_hpo_numbers_share_one_program_and_are_never_stale():
+    """Algorithm selection: the second environment (other ``reward_lambda``, ``noise_std`` and
+    ``shift_radius``) compiles nothing after the first ran; its runs equal a fresh compilation
+    for its own numbers, bit for bit, as do the first's program's runs given its parameters
+    (``env_params``); its rewards and observations differ from the first's (numbers read)."""
+    first, second = HPO_PAIR
+    assert first == second and hash(first) == hash(second)
+    learner, key = make_hpo_learner("exp3", first.num_arms, EVALUATIONS), jax.random.key(5)
+
+    def run(env, env_params=None):
+        res = simulate_selection(learner, env, key, RUNS, EVALUATIONS, env_params=env_params)
+        return {name: np.asarray(value) for name, value in res.arrays.items()}
+
+    ran_first = run(first)
+    with compile_count() as compiled:
+        shared = run(second)
+        mixed = run(first, sample_env_params(second, run_keys(key, RUNS)))
+    assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
+    jax.clear_caches()
+    fresh = run(second)
+    assert shared.keys() == fresh.keys() == mixed.keys()
+    for trace, value in fresh.items():
+        np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
+        np.testing.assert_array_equal(mixed[trace], value, err_msg=trace)
+    for trace in ("observed", "reward"):
+        assert not np.array_equal(ran_first[trace], shared[trace]), trace
+
+
+def test_bbob_numbers_are_no_part_of_the_identity_but_their_code_paths_are():
+    """A suite's numbers reach ``sample_params`` traced (the second's, not the first's); a
+    zero number, or a scale from the origin, is another code path, hence another program."""
+    suites = [HPOEnv(BBOBSuite((1, 8), noise_std=s, norm_scale=s, **BBOB)) for s in (0.1, 2.0)]
+    draw = jax.jit(lambda env, key, defaults: env.sample_params(key, defaults), static_argnums=0)
+    for env in suites:
+        got = draw(env, jax.random.key(0), env.default_params)
+    want = suites[1].sample_params(jax.random.key(0))
+    for name in ("function", "reward_lambda", "reward_width"):  # and a Halton key
+        jax.tree.map(np.testing.assert_array_equal, got[name], want[name])
+    assert float(got.function.noise_std) == float(got.function.norm_scale) == np.float32(2.0)
+    fn = BBOBFunction(1, 2, normalize=True, norm_scale=2.0, noise_std=0.1, shift_radius=1.0)
+    assert fn == dataclasses.replace(fn, norm_scale=3.0, noise_std=0.5, shift_radius=0.2)
+    for paths in ({"norm_scale": None}, {"noise_std": 0.0}, {"shift_radius": 0.0}):
+        assert fn != dataclasses.replace(fn, **paths), paths
