@@ -49,7 +49,7 @@ def minimize_window(
     family: Callable[[jax.Array, jax.Array], jax.Array],
     thetas: jax.Array,
     domain: Domain,
-    lipschitz: float,
+    lipschitz: float | jax.Array,
     smoothness: float | None = None,
     num_steps: int = 1000,
 ) -> tuple[jax.Array, jax.Array]:
@@ -95,28 +95,28 @@ def window_comparators(
     env: Any,
     domain: Domain,
     thetas: jax.Array,
+    lipschitz: jax.Array,
     starts: jax.Array,
     length: int,
     num_steps: int = 1000,
 ) -> tuple[jax.Array, jax.Array]:
     """Comparator values and Frank-Wolfe gaps ``(R, W)`` of the windows
-    ``[starts_w, starts_w + length)`` of ``thetas`` ``(R, T, p)``."""
+    ``[starts_w, starts_w + length)`` of ``thetas`` ``(R, T, p)``; ``lipschitz`` ``(R,)`` is
+    each run's ``G`` (``env_params.lipschitz``), the step sizes of :func:`minimize_window`."""
 
-    def one(th: jax.Array, s: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def one(th: jax.Array, g: jax.Array, s: jax.Array) -> tuple[jax.Array, jax.Array]:
         window = jax.lax.dynamic_slice_in_dim(th, s, length, axis=0)
         if getattr(env, "exact_windows", False):
             x, value = env.window_minimum(window)
             grad = env.window_subgradient(window, x)
         else:
-            x, value = minimize_window(
-                env.family, window, domain, env.lipschitz, env.smoothness, num_steps
-            )
+            x, value = minimize_window(env.family, window, domain, g, env.smoothness, num_steps)
             family = jax.vmap(env.family, in_axes=(0, None))
             grad = jax.grad(lambda y: jnp.sum(family(window, y)))(x)
         return value, frank_wolfe_gap(grad, x, domain)
 
-    per_run = jax.vmap(one, in_axes=(None, 0))
-    return jax.vmap(per_run, in_axes=(0, None))(thetas, starts)
+    per_run = jax.vmap(one, in_axes=(None, None, 0))
+    return jax.vmap(per_run, in_axes=(0, 0, None))(thetas, lipschitz, starts)
 
 
 def window_starts(horizon: int, length: int, stride: int | None = None) -> np.ndarray:
@@ -194,7 +194,8 @@ def bco_adaptive_regret(
 
     Args:
       result: the :class:`~stabl_jax.simulate.SimResult` of a simulation on ``env``.
-      env: the environment simulated (its ``theta_t`` are regenerated).
+      env: the environment simulated (its ``theta_t`` are regenerated from each run's params,
+        and ``G``, the generic comparator's step sizes, is each run's ``params.lipschitz``).
       window_lengths: window lengths ``L``, each in ``1..T``.
       stride: distance between window starts, an int >= 1; ``None`` is ``max(1, L // 4)``;
         1 is every window.
@@ -270,8 +271,9 @@ def paired_bco_adaptive_regret(
             hi = min(num_runs, lo + block)
             sub = jax.tree.map(lambda x, a=lo, b=hi: x[a:b], carry)
             thetas = regenerate_thetas(env, sub.env_params, sub.env_key, horizon)
+            lipschitz = sub.env_params.lipschitz  # (b,): each run's own G
             comp, gaps = window_comparators(
-                env, domain, thetas, jnp.asarray(starts), length, num_steps
+                env, domain, thetas, lipschitz, jnp.asarray(starts), length, num_steps
             )
             comp, gaps = np.asarray(comp, np.float64), np.asarray(gaps, np.float64)
             for name in names:  # prefix sums of this block only: (b, T + 1) float64

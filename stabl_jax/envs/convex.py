@@ -9,6 +9,14 @@ Assumption 1) and round parameters ``theta_t``; round ``t``'s loss is
 - ``"drift"``: ``c_t = rho r (cos(2 pi t / period + phi) e_1 + sin(...) e_2)``.
 
 ``rho = target_radius <= 1`` keeps targets in ``r B ⊂ K``: each round's minimum is 0.
+
+Static and traced (``docs/environments.md``): the object is a static argument of the programs
+that run it, compared and hashed by what sets a shape or a code path (``dim``, ``horizon``,
+``schedule``, ``num_segments``, ``random_change_points``, the loss family, the domain). Every
+number (change points, ``period``, ``rho``, ``G``, ``a_scale``, ``huber_mu``) is a field of the
+params pytree (:class:`ConvexEnvParams`), read from it alone inside a program; its dataclass
+field, declared ``compare=False``, is only its default, read by ``default_params``. Two
+environments that differ in numbers alone share one compiled program.
 """
 
 from __future__ import annotations
@@ -62,23 +70,51 @@ def huber_loss(theta: jax.Array, x: jax.Array) -> jax.Array:
 
 @chex.dataclass(frozen=True)
 class ConvexEnvParams:
-    """Per-run parameters of a convex environment.
+    """Per-run parameters of a convex environment (traced): every number a program reads.
 
     Attributes:
       change_points: ``(S - 1,)`` int32 rounds where a new segment starts (piecewise).
       targets: ``(num_targets, d)`` float32 the segment targets (piecewise: ``S`` rows;
         alternate: 2 rows ``c, -c``; drift: 1 unused row).
       phase: ``()`` float32 the drift's starting angle ``phi``.
+      period: ``()`` int32 rounds between switches (alternate) or per revolution (drift).
+      target_norm: ``()`` float32 ``rho r``, the targets' norm.
+      lipschitz: ``()`` float32 ``G`` (:attr:`ConvexEnv.lipschitz`): the step sizes of the
+        generic window comparator (:func:`stabl_jax.bco.simulate.minimize_window`).
     """
 
     change_points: jax.Array
     targets: jax.Array
     phase: jax.Array
+    period: jax.Array
+    target_norm: jax.Array
+    lipschitz: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class AbsoluteLinearParams(ConvexEnvParams):
+    """:class:`AbsoluteLinear`'s per-run parameters: ``a_scale`` ``()`` float32, ``||a_t||``."""
+
+    a_scale: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class HuberParams(ConvexEnvParams):
+    """:class:`HuberTarget`'s per-run parameters: ``huber_mu`` ``()`` float32, ``mu``."""
+
+    huber_mu: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
 class ConvexEnv(Environment):
     """Base class: a target schedule on a domain; subclasses fix the loss family.
+
+    Static (the environment's identity): ``dim``, ``horizon``, ``domain``, ``schedule``,
+    ``num_segments``, ``random_change_points`` and a subclass's loss family. ``domain`` stays
+    static although it holds a number (its size): its projection and support function are
+    code of the programs, and the learners take the same domain as a static field. Traced
+    (defaults of :class:`ConvexEnvParams`' fields, ``compare=False``): ``change_points``,
+    ``period``, ``target_radius`` and ``G`` (:attr:`lipschitz`).
 
     Attributes:
       dim: ``d`` (>= 1).
@@ -87,24 +123,27 @@ class ConvexEnv(Environment):
       schedule: ``"piecewise"`` (default), ``"alternate"`` or ``"drift"`` (module docstring).
       change_points: the given change points (piecewise), or ``None`` for ``num_segments``
         equal segments (with ``random_change_points``, the number of points to draw).
+        Traced: the default of ``params.change_points``.
       num_segments: ``S`` when ``change_points`` is ``None``.
       random_change_points: draw ``S - 1`` change points per run in :meth:`sample_params`.
       period: rounds between switches (alternate) or per revolution (drift); ``None`` is
-        ``T // S`` (alternate) or ``T`` (drift).
-      target_radius: ``rho`` in (0, 1]; targets have norm ``rho r``.
+        ``T // S`` (alternate) or ``T`` (drift). Traced: the default of ``params.period``.
+      target_radius: ``rho`` in (0, 1]; targets have norm ``rho r``. Traced: the default of
+        ``params.target_norm``.
     """
 
     dim: int
     horizon: int
     domain: Domain | None = None
     schedule: str = "piecewise"
-    change_points: tuple[int, ...] | None = None
+    change_points: tuple[int, ...] | None = dataclasses.field(default=None, compare=False)
     num_segments: int = 4
     random_change_points: bool = False
-    period: int | None = None
-    target_radius: float = 0.8
+    period: int | None = dataclasses.field(default=None, compare=False)
+    target_radius: float = dataclasses.field(default=0.8, compare=False)
 
     name: ClassVar[str] = "convex"
+    traced_defaults: ClassVar[bool] = True
     piecewise: ClassVar[bool] = True
     #: ``window_minimum`` and ``window_subgradient`` give the exact comparator of a window.
     exact_windows: ClassVar[bool] = False
@@ -112,7 +151,7 @@ class ConvexEnv(Environment):
     trace_names: ClassVar[tuple[str, ...]] = ("loss", "best_loss")
     #: A subclass's loss family (``staticmethod(f)``): the default :attr:`family`.
     loss_family: ClassVar[Any] = None
-    #: A subclass's fields that must be > 0, checked after the base's.
+    #: A subclass's numbers, which must be > 0, checked after the base's.
     positive_fields: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
@@ -154,12 +193,14 @@ class ConvexEnv(Environment):
 
     @property
     def lipschitz(self) -> float:
-        """``G``: every ``family(theta_t, .)`` is ``G``-Lipschitz on ``K``."""
+        """``G``: every ``family(theta_t, .)`` is ``G``-Lipschitz on ``K`` (host-side, from the
+        fields: a learner's default; a program reads ``params.lipschitz``)."""
         raise NotImplementedError
 
-    def theta_from_target(self, target: jax.Array, key: jax.Array) -> jax.Array:
-        """Round parameter ``theta_t`` from the target ``c_t`` ``(d,)`` (default: ``c_t``)."""
-        del key
+    def theta_from_target(self, params: Any, target: jax.Array, key: jax.Array) -> jax.Array:
+        """Round parameter ``theta_t`` from the target ``c_t`` ``(d,)`` (default: ``c_t``);
+        a subclass reads its numbers from ``params``."""
+        del params, key
         return target
 
     def minimizer(self, theta: jax.Array) -> jax.Array:
@@ -175,16 +216,46 @@ class ConvexEnv(Environment):
     def target_norm(self) -> float:
         return float(self.target_radius) * self._domain.r
 
-    @partial(jax.jit, static_argnums=(0, 2))  # one program, not a dozen eager dispatches
-    def _params(self, key: jax.Array, random_points: bool) -> ConvexEnvParams:
+    @property
+    def default_params(self) -> Any:
+        """A :class:`ConvexEnvParams`: the numbers of the fields (given change points,
+        ``period``, ``rho r``, ``G``) with the targets and drift phase of the fixed key
+        ``jax.random.key(0)``; the only reader of the fields declared ``compare=False``.
+        Subclasses add their numbers (their params class)."""
+        fixed = ConvexEnvParams(
+            change_points=jnp.asarray(self.change_points, jnp.int32).reshape(self.num_segments - 1),
+            targets=jnp.zeros((self.num_targets, self.dim), jnp.float32),
+            phase=jnp.float32(0.0),
+            period=jnp.int32(self._period),
+            target_norm=jnp.float32(self.target_norm),
+            lipschitz=jnp.float32(self.lipschitz),
+        )
+        return self._draw(jax.random.key(0), fixed, False)
+
+    def sample_params(self, key: jax.Array, defaults: Any = None) -> ConvexEnvParams:
+        """Per-run parameters: targets, drift phase and (with ``random_change_points``) change
+        points drawn from ``key``, every other number from ``defaults``.
+
+        Args:
+          key: the run's key.
+          defaults: :attr:`default_params`; a program passes them as a traced argument
+            (:func:`stabl_jax.envs.base.sample_params`). ``None``: ``self.default_params``,
+            constants of the program being traced, so only outside a program that takes the
+            environment as a static argument.
+        """
+        return self._draw(key, self.default_params if defaults is None else defaults, True)
+
+    @partial(jax.jit, static_argnums=(0, 3))  # one program, not a dozen eager dispatches
+    def _draw(self, key: jax.Array, defaults: Any, random_points: bool) -> Any:
+        """``defaults`` with the targets (norm ``defaults.target_norm``), the drift phase and,
+        where ``random_points`` and ``random_change_points``, the change points drawn."""
         s, n = self.num_segments, self.num_targets
         k_points, k_dirs, k_phase = jax.random.split(key, 3)
+        points = defaults.change_points
         if random_points and self.random_change_points and s > 1:
             # S - 1 distinct rounds uniform in 1..T-1: the top S - 1 of T - 1 iid uniforms.
             scores = jax.random.uniform(k_points, (self.horizon - 1,))
             points = jnp.sort(jax.lax.top_k(scores, s - 1)[1] + 1).astype(jnp.int32)
-        else:
-            points = jnp.asarray(self.change_points, jnp.int32).reshape(s - 1)
         g = jax.random.normal(k_dirs, (n, self.dim), jnp.float32)
         norms = jnp.linalg.norm(g, axis=1, keepdims=True)
         dirs = g / jnp.where(norms > 0, norms, 1.0)  # rows uniform on the sphere
@@ -194,18 +265,8 @@ class ConvexEnv(Environment):
         if self.schedule == "alternate":
             dirs = jnp.concatenate([dirs[:1], -dirs[:1]])
         phase = jax.random.uniform(k_phase, (), jnp.float32, 0.0, 2 * math.pi)
-        return ConvexEnvParams(
-            change_points=points, targets=(self.target_norm * dirs).astype(jnp.float32), phase=phase
-        )
-
-    @property
-    def default_params(self) -> ConvexEnvParams:
-        """Parameters from the fixed key ``jax.random.key(0)`` with the given change points."""
-        return self._params(jax.random.key(0), False)
-
-    def sample_params(self, key: jax.Array) -> ConvexEnvParams:
-        """Per-run parameters: targets, drift phase and (optionally) change points."""
-        return self._params(key, True)
+        targets = (defaults.target_norm * dirs).astype(jnp.float32)
+        return defaults.replace(change_points=points, targets=targets, phase=phase)
 
     def segment(self, params: ConvexEnvParams, t: jax.Array) -> jax.Array:
         """``()`` int32 segment of round ``t`` (piecewise schedule)."""
@@ -216,17 +277,17 @@ class ConvexEnv(Environment):
         if self.schedule == "piecewise":
             return params.targets[self.segment(params, t)]
         if self.schedule == "alternate":
-            return params.targets[(t // self._period) % 2]
-        angle = 2.0 * math.pi * t / self._period + params.phase
+            return params.targets[(t // params.period) % 2]
+        angle = 2.0 * math.pi * t / params.period + params.phase
         if self.dim == 1:
-            return self.target_norm * jnp.cos(angle)[None]
+            return params.target_norm * jnp.cos(angle)[None]
         plane = jnp.stack([jnp.cos(angle), jnp.sin(angle)])
-        return self.target_norm * jnp.concatenate([plane, jnp.zeros((self.dim - 2,))])
+        return params.target_norm * jnp.concatenate([plane, jnp.zeros((self.dim - 2,))])
 
     # --- the environment's interface ---------------------------------------------------------
     def theta(self, params: ConvexEnvParams, t: jax.Array, key: jax.Array) -> jax.Array:
         """Round ``t``'s loss parameter ``theta_t`` (float32)."""
-        return self.theta_from_target(self.target(params, t), key).astype(jnp.float32)
+        return self.theta_from_target(params, self.target(params, t), key).astype(jnp.float32)
 
     def loss_fn(self, params: ConvexEnvParams, t: jax.Array, key: jax.Array) -> Partial:
         """``jax.tree_util.Partial(family, theta_t)``: round ``t``'s loss ``x (d,) -> ()``."""
@@ -316,10 +377,11 @@ class AbsoluteLinear(ConvexEnv):
     ``a_t = a_scale * u_t`` each round (``u_t`` uniform on the sphere); ``G = a_scale``.
 
     Attributes:
-      a_scale: ``||a_t||`` (> 0).
+      a_scale: ``||a_t||`` (> 0). Traced: the default of ``params.a_scale``
+        (:class:`AbsoluteLinearParams`) and of ``params.lipschitz``.
     """
 
-    a_scale: float = 1.0
+    a_scale: float = dataclasses.field(default=1.0, compare=False)
 
     name: ClassVar[str] = "abs_linear"
     loss_family = staticmethod(abs_linear_loss)
@@ -329,8 +391,14 @@ class AbsoluteLinear(ConvexEnv):
     def lipschitz(self) -> float:
         return float(self.a_scale)
 
-    def theta_from_target(self, target: jax.Array, key: jax.Array) -> jax.Array:
-        a = float(self.a_scale) * gradients.sphere_uniform(key, self.dim, target.dtype)
+    @property
+    def default_params(self) -> AbsoluteLinearParams:
+        return AbsoluteLinearParams(**super().default_params, a_scale=jnp.float32(self.a_scale))
+
+    def theta_from_target(
+        self, params: AbsoluteLinearParams, target: jax.Array, key: jax.Array
+    ) -> jax.Array:
+        a = params.a_scale * gradients.sphere_uniform(key, self.dim, target.dtype)
         return jnp.concatenate([a, jnp.dot(a, target)[None]])
 
     def minimizer(self, theta: jax.Array) -> jax.Array:
@@ -346,10 +414,11 @@ class HuberTarget(ConvexEnv):
     ``G = min(mu, D + rho r)`` (the largest ``||x - c_t||`` over ``x ∈ K``), 1-smooth.
 
     Attributes:
-      huber_mu: ``mu`` (> 0), where the quadratic turns linear.
+      huber_mu: ``mu`` (> 0), where the quadratic turns linear. Traced: the default of
+        ``params.huber_mu`` (:class:`HuberParams`) and, through ``G``, of ``params.lipschitz``.
     """
 
-    huber_mu: float = 0.5
+    huber_mu: float = dataclasses.field(default=0.5, compare=False)
 
     name: ClassVar[str] = "huber"
     smoothness: ClassVar[float | None] = 1.0
@@ -361,9 +430,15 @@ class HuberTarget(ConvexEnv):
     def lipschitz(self) -> float:
         return min(float(self.huber_mu), self._domain.D + self.target_norm)
 
-    def theta_from_target(self, target: jax.Array, key: jax.Array) -> jax.Array:
+    @property
+    def default_params(self) -> HuberParams:
+        return HuberParams(**super().default_params, huber_mu=jnp.float32(self.huber_mu))
+
+    def theta_from_target(
+        self, params: HuberParams, target: jax.Array, key: jax.Array
+    ) -> jax.Array:
         del key
-        return jnp.concatenate([target, jnp.full((1,), self.huber_mu, target.dtype)])
+        return jnp.concatenate([target, jnp.full((1,), params.huber_mu, target.dtype)])
 
     def minimizer(self, theta: jax.Array) -> jax.Array:
         return theta[:-1]
@@ -375,9 +450,9 @@ class CustomConvex(ConvexEnv):
 
     Attributes:
       loss: ``loss(theta, x) -> ()``, convex, non-negative, ``lipschitz_bound``-Lipschitz in
-        ``x`` on ``K`` (module-level: compared by identity).
-      lipschitz_bound: ``G``.
-      minimizer_fn: optional ``theta -> (d,)`` minimiser over ``K``.
+        ``x`` on ``K`` (module-level: compared by identity; static).
+      lipschitz_bound: ``G``. Traced: the default of ``params.lipschitz``.
+      minimizer_fn: optional ``theta -> (d,)`` minimiser over ``K`` (static).
 
     Example:
       >>> import jax.numpy as jnp
@@ -389,7 +464,7 @@ class CustomConvex(ConvexEnv):
     """
 
     loss: Callable[[jax.Array, jax.Array], jax.Array] | None = None
-    lipschitz_bound: float = 1.0
+    lipschitz_bound: float = dataclasses.field(default=1.0, compare=False)
     minimizer_fn: Callable[[jax.Array], jax.Array] | None = None
 
     name: ClassVar[str] = "custom"

@@ -295,12 +295,13 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
     thetas = jax.eval_shape(
         lambda k: regenerate_thetas(env, jax.vmap(env.sample_params)(k), k, horizon), keys
     )
+    lipschitz = jax.ShapeDtypeStruct((block,), jnp.float32)
     most_xla = most_counted = 0.0
     for length in (min(cfg.sa_windows), max(cfg.sa_windows)):
         starts = window_starts(horizon, length)
         compiled = (
-            jax.jit(lambda th, s, L=length: window_comparators(env, domain, th, s, L))
-            .lower(thetas, jax.ShapeDtypeStruct(starts.shape, jnp.int32))
+            jax.jit(lambda th, g, s, L=length: window_comparators(env, domain, th, g, s, L))
+            .lower(thetas, lipschitz, jax.ShapeDtypeStruct(starts.shape, jnp.int32))
             .compile()
         )
         memory = compiled.memory_analysis()

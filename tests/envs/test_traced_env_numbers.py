@@ -1,8 +1,9 @@
 """An environment's numbers are traced: two environments that differ only in change points,
-bonus, baseline, mean, gap, table of means, or (algorithm selection) reward ``lambda``, noise,
-shift radius and normalisation scale are equal as static arguments, share one compiled
-program, and each run gives the bits a fresh compilation for its own numbers gives (no number
-of the first is baked into the program the second reuses)."""
+bonus, baseline, mean, gap, table of means, a convex family's target radius, period,
+``a_scale``, ``huber_mu`` or ``G``, or (algorithm selection) reward ``lambda``, noise, shift
+radius and normalisation scale are equal as static arguments, share one compiled program, and
+each run gives the bits a fresh compilation for its own numbers gives (no number of the first
+is baked into the program the second reuses)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ import dataclasses
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import HORIZON, NUM_ARMS, small_learner
 
 from stabl_jax import env_params_grid, simulate
+from stabl_jax.bco import TwoPointOGD
+from stabl_jax.bco.simulate import paired_bco_adaptive_regret
 from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli, PiecewiseBernoulliTable
 from stabl_jax.envs.bbob import BBOBFunction, BBOBSuite
+from stabl_jax.envs.convex import AbsoluteLinear, CustomConvex, HuberTarget, MovingTarget
 from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.experiment.sweep import compile_count
 from stabl_jax.hpo_metrics import make_hpo_learner, simulate_selection
@@ -181,3 +186,83 @@ def test_bbob_numbers_are_no_part_of_the_identity_but_their_code_paths_are():
     assert fn == dataclasses.replace(fn, norm_scale=3.0, noise_std=0.5, shift_radius=0.2)
     for paths in ({"norm_scale": None}, {"noise_std": 0.0}, {"shift_radius": 0.0}):
         assert fn != dataclasses.replace(fn, **paths), paths
+
+
+def _l1(theta, x):
+    return jnp.sum(jnp.abs(x - theta))
+
+
+DIM = 2
+#: Per convex family: two environments that differ in every number, and the one a grid sweeps.
+CONVEX = {
+    "moving_target": (
+        MovingTarget(DIM, HORIZON, change_points=(17, 30)),
+        MovingTarget(DIM, HORIZON, change_points=(20, 41), target_radius=0.5),
+        "target_radius",
+    ),
+    "abs_linear_drift": (
+        AbsoluteLinear(DIM, HORIZON, schedule="drift"),
+        AbsoluteLinear(DIM, HORIZON, schedule="drift", period=20, target_radius=0.6, a_scale=2.0),
+        "a_scale",
+    ),
+    "huber_alternate": (
+        HuberTarget(DIM, HORIZON, schedule="alternate"),
+        HuberTarget(DIM, HORIZON, schedule="alternate", period=5, target_radius=0.3, huber_mu=0.2),
+        "huber_mu",
+    ),
+    "custom": (
+        CustomConvex(DIM, HORIZON, loss=_l1, lipschitz_bound=2.0),
+        CustomConvex(DIM, HORIZON, change_points=(5, 20, 50), loss=_l1, lipschitz_bound=3.0),
+        "lipschitz_bound",
+    ),
+}
+
+
+def _recompiled(env):
+    """``env`` as an instance of a subclass that adds nothing: another static argument, so its
+    programs are compiled anew from the same code (no cache to clear)."""
+    fresh = type(f"Fresh{type(env).__name__}", (type(env),), {})
+    return fresh(**{f.name: getattr(env, f.name) for f in dataclasses.fields(env)})
+
+
+def _convex_run(env, env_params=None):
+    """Traces and SA(16) (each run's comparators, ``G`` from its params) of a BCO simulation;
+    with ``env_params``, two points of ``RUNS`` runs on common keys. Blocks of ``RUNS`` runs
+    (float32 bits depend on the block), so a point runs the program of a run alone."""
+    runs, options = RUNS, SimOptions(runs_per_block=RUNS)
+    if env_params is not None:
+        runs, options = 2 * RUNS, dataclasses.replace(options, runs_per_point=RUNS)
+    learner, key = TwoPointOGD(dim=DIM, horizon=HORIZON), jax.random.key(3)
+    traces = ("loss", "best_loss")
+    result = simulate(
+        learner, env, key, runs, traces=traces, env_params=env_params, options=options
+    )
+    sa = paired_bco_adaptive_regret(
+        env, result.carry, {"learner": result.loss}, [16], num_steps=50, runs_per_block=RUNS
+    )
+    return {**result.traces(), "sa": sa["sa"]["learner"], "gap": sa["comparator_gap"]}
+
+
+@pytest.mark.parametrize("name", list(CONVEX))
+def test_convex_numbers_share_one_program_and_are_never_stale(name):
+    """A convex family's second environment compiles nothing after the first ran (simulation
+    and SA(L)'s window comparators), and gives the bits of a fresh compilation of the same
+    code; its losses differ from the first's. ``env_params_grid`` over one number: each point
+    is bit for bit its environment simulated alone, SA(L) included (each run's own ``G``)."""
+    first, second, field = CONVEX[name]
+    assert first == second and hash(first) == hash(second)
+    ran_first = _convex_run(first)
+    with compile_count() as compiled:
+        shared = _convex_run(second)
+    assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
+    fresh = _convex_run(_recompiled(second))
+    for trace, value in fresh.items():
+        np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
+    assert not np.array_equal(ran_first["loss"], shared["loss"])
+    values = (getattr(first, field), getattr(second, field))
+    swept = _convex_run(first, env_params_grid(first, jax.random.key(3), RUNS, field, values))
+    alone = (ran_first, _convex_run(dataclasses.replace(first, **{field: values[1]})))
+    for point, runs in enumerate(alone):
+        for trace, value in runs.items():
+            got = swept[trace][point * RUNS : (point + 1) * RUNS]
+            np.testing.assert_array_equal(got, value, err_msg=f"{trace} of point {point}")
