@@ -338,6 +338,10 @@ def _():
     with raises(ValueError, "params.meta_lr_scale=1e-37", "eta_k = 5.59e-39 underflow"):
         anytime.init(KEY, anytime.default_params.replace(meta_lr_scale=jnp.float32(1e-37)))
     anytime.init(KEY, anytime.default_params.replace(meta_lr_scale=jnp.float32(1e-36)))
+    # A BCO ensemble's eta_k is divided by params.lipschitz: a huge G underflows it too.
+    bco = BCO_LEARNERS.make("stabl_bco", dim=2, horizon=T)
+    with raises(ValueError, "params.lipschitz=1e+38", "underflow in float32", "lipschitz <="):
+        bco.init(KEY, bco.default_params.replace(lipschitz=jnp.float32(1e38)))
     # Adaptive StABL's rates depend on the data; its bound is the worst case's, 1/(E sqrt m)
     # with E = 2B = 4, m = 64: 1e-38 (a NaN mixture when run) is refused, 1e-36 is not.
     adaptive = make("stabl_adaptive", num_arms=5, horizon=64)

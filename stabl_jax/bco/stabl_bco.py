@@ -38,7 +38,7 @@ import numpy as np
 from stabl_jax import checks, gradients
 from stabl_jax.bco.base import PARAM_BOUNDS, BCOLearner, BCOQuery, safe_softmax
 from stabl_jax.bco.ogd import OGDState, ProjectedOGD
-from stabl_jax.learners.ensemble import SCALE_BOUNDS, Ensemble, EnsembleParams
+from stabl_jax.learners.ensemble import SCALE_BOUNDS, Ensemble, EnsembleParams, check_meta_step
 
 SCALE_FACTORS: tuple[str, ...] = ("B", "log_T")
 
@@ -114,13 +114,10 @@ class ExpertEnsembleBCO(Ensemble, BCOLearner):
         eta = float(np.min(np.asarray(scale, np.float64))) * float(
             np.min(self.base_meta_step_sizes())
         )
-        tiny = float(np.finfo(self.dtype).tiny)
-        if eta / g_max < tiny:
-            raise ValueError(
-                f"params.lipschitz={g_max:.3g} makes the smallest meta step size eta_k = "
-                f"{eta / g_max:.3g} underflow in {self.dtype} (below {tiny:.3g}); allowed: "
-                f"lipschitz <= {eta / tiny:.3g}"
-            )
+        check_meta_step(
+            eta / g_max, self.dtype, f"params.lipschitz={g_max:.3g}",
+            lambda tiny: f"lipschitz <= {eta / tiny:.3g}",
+        )  # fmt: skip
 
     def base_learner(self) -> ProjectedOGD:
         """Algorithm 4 on this learner's domain and optimiser."""

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import chex
@@ -101,6 +101,18 @@ class HistoryExperts:
         return self.num_experts
 
 
+def check_meta_step(eta: float, dtype: str, what: str, allowed: Callable[[float], str]) -> None:
+    """``ValueError`` unless ``eta``, the smallest meta step size ``eta_k`` that ``what`` gives,
+    is a normal number of ``dtype`` (an underflowing ``eta_k`` makes the mixture NaN); the
+    message names ``allowed(tiny)``, ``tiny`` the dtype's smallest normal number."""
+    tiny = float(np.finfo(dtype).tiny)
+    if eta < tiny:
+        raise ValueError(
+            f"{what} makes the smallest meta step size eta_k = {eta:.3g} underflow in {dtype} "
+            f"(below {tiny:.3g}); allowed: {allowed(tiny)}"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Ensemble(HistoryExperts, Learner):
     """Base class of the expert ensembles, mixed in before a family base
@@ -159,14 +171,11 @@ class Ensemble(HistoryExperts, Learner):
         smallest = self.smallest_base_meta_step_size()
         if smallest is None or not checks.is_concrete(scale):
             return
-        tiny = float(np.finfo(self.dtype).tiny)
         low = float(np.min(np.asarray(scale, np.float64)))
-        if low * smallest < tiny:
-            raise ValueError(
-                f"params.meta_lr_scale={low:.3g} makes the smallest meta step size "
-                f"eta_k = {low * smallest:.3g} underflow in {self.dtype} (below {tiny:.3g}); "
-                f"allowed: meta_lr_scale >= {tiny / smallest:.3g}"
-            )
+        check_meta_step(
+            low * smallest, self.dtype, f"params.meta_lr_scale={low:.3g}",
+            lambda tiny: f"meta_lr_scale >= {tiny / smallest:.3g}",
+        )  # fmt: skip
 
     def meta_step_sizes(self, params: Any) -> jax.Array:
         """``(B,)`` ``meta_lr_scale * eta_k``."""
