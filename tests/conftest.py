@@ -37,6 +37,14 @@ from stabl_jax.experiment.outputs import MARKER, MARKER_FORMAT  # noqa: E402
 # with folders of its own.
 os.environ[compile_cache.ENV_VAR] = "off"
 
+# The tests check what a program computes, and a test's programs are compiled once and run
+# for a few rounds: XLA's expensive optimisation passes are skipped (JAX's own switch for
+# this trade-off, also for the command-line runs the tests start), which cuts the compile
+# time that dominates the suite. The optimisations keep IEEE semantics (no fast math on
+# CPU); a test compares programs compiled alike, never bits stored by an optimised run.
+os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
+jax.config.update("jax_disable_most_optimizations", True)
+
 
 #: The test files that take longest (worker-seconds, ``pytest --durations=0``), longest first.
 #: They are dealt to the xdist workers first (``--no-loadscope-reorder`` in pyproject.toml
