@@ -279,7 +279,7 @@ class ResultsFolder:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # Removed only when it holds nothing to resume and nothing complete, nor committed.
+        # Removed only while held (not committed), and holding nothing to resume or commit.
         if not self._lock.closed and not self.complete and not self.has_checkpoints():
             shutil.rmtree(self.partial, ignore_errors=True)
         self._lock.close()
