@@ -45,10 +45,12 @@ class CheckpointDamaged(CheckpointMismatch):
 
 
 def _digest(arrays: Mapping[str, np.ndarray]) -> str:
-    """SHA-256 of the names, dtypes, shapes and bytes (C order) of ``arrays``."""
+    """SHA-256 of the names, dtypes, shapes and bytes (C order) of ``arrays`` (no object array)."""
     digest = hashlib.sha256()
     for name in sorted(arrays):
         value = np.ascontiguousarray(arrays[name])
+        if value.dtype == object:
+            raise TypeError(f"array {name!r} has dtype object, which cannot be saved unpickled")
         digest.update(f"{name}\0{value.dtype.str}{value.shape}\0".encode())
         # numpy's stubs give ndarray the buffer protocol (__buffer__) on Python >= 3.12 only
         digest.update(value.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
@@ -58,9 +60,6 @@ def _digest(arrays: Mapping[str, np.ndarray]) -> str:
 def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """``np.savez`` (uncompressed, no pickles) with a :data:`DIGEST`, atomically."""
     arrays = {name: np.asarray(value) for name, value in arrays.items()}
-    for name, value in arrays.items():
-        if value.dtype == object:
-            raise TypeError(f"array {name!r} has dtype object, which cannot be saved unpickled")
     digest = np.asarray(_digest(arrays))
     # numpy's stub checks **arrays against its `allow_pickle: bool` keyword as well
     atomic_write(path, lambda f: np.savez(f, **arrays, **{DIGEST: digest}))  # type: ignore[arg-type]
@@ -118,12 +117,10 @@ def arrays_to_carry(arrays: Mapping[str, np.ndarray], template: Any) -> Any:
                 f"checkpoint {'key' if is_key else 'array'} {i} has shape {data.shape} "
                 f"{data.dtype}, expected {expected.shape} {expected.dtype}"
             )
-        # wrap_key_data is annotated for a jax.Array; a NumPy uint32 array is accepted
-        restored.append(
-            jax.random.wrap_key_data(data, impl=jax.random.key_impl(want))  # type: ignore[arg-type]
-            if is_key
-            else jnp.asarray(data, dtype=want.dtype)
-        )
+        value = jnp.asarray(data)
+        if is_key:
+            value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(want))
+        restored.append(value)
     return jax.tree.unflatten(treedef, restored)
 
 
@@ -163,6 +160,7 @@ class ChunkCheckpoint:
 
     def _state(self) -> dict[str, np.ndarray] | None:
         """The checked state file's arrays (``None``: none stored), its chunks in ``_chunks``."""
+        self._chunks = []
         path = self.folder / STATE
         if not path.is_file():
             return None
@@ -192,8 +190,8 @@ class ChunkCheckpoint:
     def _outputs(self, rounds: int | None, names: Collection[str] | None) -> dict[str, np.ndarray]:
         """Every chunk file, checked, one at a time; ``names`` (``None``: all) of rounds
         ``[0, t0)`` gathered into ``(R, max(rounds, t0), ...)`` arrays (none with ``rounds=0``)."""
-        t0 = self._chunks[-1][1] if self._chunks else 0
-        length, outputs = max(rounds or 0, t0), dict[str, np.ndarray]()
+        length = max(rounds or 0, self._chunks[-1][1] if self._chunks else 0)
+        outputs: dict[str, np.ndarray] = {}
         wanted = None if names is None else set(names)
         for start, stop in self._chunks:
             path = self.folder / f"chunk-{start:010d}-{stop:010d}.npz"
@@ -202,15 +200,13 @@ class ChunkCheckpoint:
             if not wanted <= set(values):
                 raise CheckpointMismatch(f"{path} holds no {sorted(wanted - set(values))}")
             for name, value in values.items():
-                rows = (value.shape[0], *value.shape[2:]) if value.ndim > 1 else ()
-                seen = (
-                    outputs[name].shape[:1] + outputs[name].shape[2:] if name in outputs else rows
-                )
-                if value.ndim < 2 or value.shape[1] != stop - start or rows != seen:
+                full = (value.shape[0], length, *value.shape[2:]) if value.ndim > 1 else ()
+                fits = value.ndim > 1 and value.shape[1] == stop - start
+                if not fits or (name in outputs and outputs[name].shape != full):
                     raise CheckpointMismatch(f"{path}: {name} has shape {value.shape}")
                 if rounds != 0 and name in wanted:
                     if name not in outputs:
-                        outputs[name] = np.empty((rows[0], length, *rows[1:]), value.dtype)
+                        outputs[name] = np.empty(full, value.dtype)
                     outputs[name][:, start:stop] = value
             del values  # before the next chunk is read: one chunk in memory at a time
         return outputs
@@ -238,7 +234,6 @@ class ChunkCheckpoint:
           CheckpointMismatch: another fingerprint or carry layout, or a dropped state and
             ``rounds`` past the stored ones.
         """
-        self._chunks = []
         arrays = self._state()
         if arrays is None:
             return None

@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,9 +18,12 @@ MANIFEST = "manifest.json"
 class DamagedFile(ValueError):
     """A file stabl_jax wrote (``path``) cannot be read, or differs from what was written."""
 
-    def __init__(self, path: str | Path, reason: str, remedy: str) -> None:
+    def __init__(self, path: str | Path, reason: str) -> None:
         self.path, self.reason = Path(path), reason
-        super().__init__(f"{self.path} is damaged ({reason}): {remedy}")
+        super().__init__(
+            f"{self.path} is damaged ({reason}): rerun the command that wrote {self.path.parent} "
+            "(summary.json's 'command') to write it again"
+        )
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -31,20 +34,6 @@ def fsync_dir(folder: str | Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def fsync_tree(folder: Path, skip: str | None = None) -> None:
-    """``fsync`` every file and folder under ``folder`` (not the top-level folder ``skip``)."""
-    for root, dirs, names in os.walk(folder):
-        if Path(root) == folder and skip in dirs:
-            dirs.remove(skip)
-        for name in names:
-            fd = os.open(Path(root) / name, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fsync_dir(root)
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], object]) -> None:
@@ -89,21 +78,28 @@ def read_json(path: str | Path) -> dict[str, Any] | None:
 
 
 def sha256_file(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
+    """The SHA-256 of a file's bytes."""
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def write_manifest(folder: Path, names: Iterable[str]) -> None:
-    """Write :data:`MANIFEST` into ``folder``: size and SHA-256 of each file ``names``."""
-    entries = {
-        name: {"bytes": (folder / name).stat().st_size, "sha256": sha256_file(folder / name)}
-        for name in sorted(names)
-    }
-    write_json(folder / MANIFEST, {"format": "stabl_jax.manifest/1", "files": entries})
+def write_manifest(folder: Path, leave_out: Collection[str]) -> None:
+    """Write :data:`MANIFEST` into ``folder``: size and SHA-256 of every file under it but those
+    under its top-level names ``leave_out``, each ``fsync``-ed with its folder beforehand."""
+    entries = {}
+    for root, dirs, names in os.walk(folder):
+        if Path(root) == folder:
+            dirs[:] = [name for name in dirs if name not in leave_out]
+            names = [name for name in names if name not in leave_out]
+        for path in (Path(root) / name for name in names):
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+                sha256 = hashlib.file_digest(f, "sha256").hexdigest()
+            entry = {"bytes": path.stat().st_size, "sha256": sha256}
+            entries[str(path.relative_to(folder))] = entry
+        fsync_dir(root)
+    listed = dict(sorted(entries.items()))
+    write_json(folder / MANIFEST, {"format": "stabl_jax.manifest/1", "files": listed})
 
 
 def manifest(folder: str | Path) -> dict[str, Any] | None:
@@ -117,7 +113,7 @@ def manifest(folder: str | Path) -> dict[str, Any] | None:
         return None
     listed = (read_json(path) or {}).get("files")
     if not isinstance(listed, dict) or not all(isinstance(v, dict) for v in listed.values()):
-        raise DamagedFile(path, "not a manifest of stabl_jax", _remedy(folder))
+        raise DamagedFile(path, "not a manifest of stabl_jax")
     return listed
 
 
@@ -134,12 +130,8 @@ def verify(folder: str | Path, name: str) -> Path:
     try:
         same = (path.stat().st_size, sha256_file(path)) == (entry.get("bytes"), entry.get("sha256"))
     except OSError as exc:
-        raise DamagedFile(path, f"cannot be read: {exc.strerror}", _remedy(folder)) from None
+        raise DamagedFile(path, f"cannot be read: {exc.strerror}") from None
     if not same:
         reason = "its bytes differ from those written (SHA-256 in manifest.json)"
-        raise DamagedFile(path, reason, _remedy(folder))
+        raise DamagedFile(path, reason)
     return path
-
-
-def _remedy(folder: str | Path) -> str:
-    return f"rerun the command that wrote {folder} (summary.json's 'command') to write it again"

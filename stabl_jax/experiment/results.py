@@ -8,17 +8,15 @@ The life of ``<out>`` (docs/reliability.md, "Interrupted runs")::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import fcntl
 import os
 import shutil
 import signal
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -51,18 +49,18 @@ def partial_path(final: Path) -> Path:
     return final.with_name(final.name + PARTIAL)
 
 
-def _lock(partial: Path) -> int:
-    """A descriptor of ``partial``'s marker, ``flock``-ed (the OS drops a dead run's lock)."""
-    fd = os.open(partial / MARKER, os.O_RDONLY)
+def _lock(partial: Path) -> IO[bytes]:
+    """``partial``'s marker, open and ``flock``-ed (the OS drops a dead run's lock)."""
+    marker = open(partial / MARKER, "rb")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(marker, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        os.close(fd)
+        marker.close()
         raise OutputError(
             f"another stabl-jax run is writing {partial.with_suffix('')} (it holds {partial}): "
             "wait for it to end, or give another --out"
         ) from None
-    return fd
+    return marker
 
 
 @dataclasses.dataclass
@@ -73,25 +71,30 @@ class Resumed:
     progress: dict[str, int]
 
 
-def _plan(partial: Path, store: ExperimentCheckpoints | None, force: bool) -> tuple[str, str, bool]:
-    """``(action, line, rewrite)`` for ``partial``, moving and writing nothing: ``action`` is
-    ``"new"``, ``"resume"``, ``"commit"`` (complete: only to be moved into place), ``"discard"``
-    or ``"set aside"`` (another run's complete results, with ``force``); ``line`` says so;
+def _plan(
+    final: Path, identity: Mapping[str, Any] | None, force: bool, log: Callable[[str], None]
+) -> tuple[str, ExperimentCheckpoints | None, bool]:
+    """``(action, store, rewrite)`` for ``<final>.partial``, ``log``-ging what is to be done and
+    moving and writing nothing: ``action`` is ``"new"``, ``"resume"``, ``"commit"`` (complete:
+    only to be moved into place), ``"discard"`` or ``"set aside"`` (another run's complete
+    results, with ``force``); ``store``: the checkpoints of ``identity`` (``None``: none);
     ``rewrite``: :data:`IDENTITY` is to be written again.
 
     Raises:
       OutputError: it is not stabl_jax's, a live run holds it, or it holds another run's
         checkpoints or complete results and ``force`` is false.
     """
-    if not partial.exists() and not partial.is_symlink():
-        return "new", "", False
-    if is_marked(partial):
-        os.close(_lock(partial))
+    partial = partial_path(final)
     source, complete = partial / CHECKPOINT_DIR, is_complete(partial)
+    store = None if identity is None else ExperimentCheckpoints(source, identity, create=False)
+    if not partial.exists() and not partial.is_symlink():
+        return "new", store, False
+    if is_marked(partial):
+        _lock(partial).close()
     # Ours too: a folder another run is creating (nothing in it yet but its marker's temp file).
     made = partial.is_dir() and all(p.name.startswith(f".{MARKER}") for p in partial.iterdir())
-    if partial.is_symlink() or not partial.is_dir() or not (is_marked(partial) or complete
-                                                           or source.is_dir() or made):  # fmt: skip
+    ours = is_marked(partial) or complete or source.is_dir() or made
+    if partial.is_symlink() or not partial.is_dir() or not ours:
         raise OutputError(
             f"{partial} is not a partial folder of stabl-jax (no {MARKER} and unknown contents); "
             "it is left as it is: move it away, or give another --out"
@@ -100,38 +103,31 @@ def _plan(partial: Path, store: ExperimentCheckpoints | None, force: bool) -> tu
     if same:
         note = f" ({IDENTITY} was missing or damaged; the checkpoints carry this experiment's "
         note = (note + "fingerprint, so it is written again)") * rewrite
-        if complete:
-            what = "the complete results of this experiment, moved into place (nothing recomputed)"
-            return "commit", f"{partial.name}: {what}{note}", rewrite
-        return "resume", f"{partial.name}: checkpoints of this experiment, resumed{note}", rewrite
-    other = describe_other(source, None if store is None else store.identity)
+        what = "the complete results of this experiment, moved into place (nothing recomputed)"
+        what = what if complete else "checkpoints of this experiment, resumed"
+        log(f"{partial.name}: {what}{note}")
+        return ("commit" if complete else "resume"), store, rewrite
+    other = describe_other(source, identity)
     remedy = "pass --force to recompute"
     if complete:  # never deleted: --force sets them aside
         other = "the complete results of another run", "rerun its own command to move them"
         remedy = f"pass --force to move them to {_kept(partial).name} and recompute"
     if other is None:
-        return (
-            "discard",
-            f"{partial.name}: an interrupted run with no finished chunk, reused",
-            False,
-        )
+        log(f"{partial.name}: an interrupted run with no finished chunk, reused")
+        return "discard", store, False
     if not force:
         raise OutputError(f"{partial} holds {other[0]}; {other[1]}, or {remedy}")
     if complete:
-        return "set aside", f"{partial.name}: {other[0]}; moved to {_kept(partial).name}", False
-    return "discard", f"{partial.name}: {other[0]}; discarded (--force)", False
+        log(f"{partial.name}: {other[0]}; moved to {_kept(partial).name}")
+        return "set aside", store, False
+    log(f"{partial.name}: {other[0]}; discarded (--force)")
+    return "discard", store, False
 
 
 def _kept(partial: Path) -> Path:
     """Where ``--force`` sets another run's complete results aside: ``<out>.kept-<finished>``."""
     done = datetime.datetime.fromtimestamp((partial / COMPLETE).stat().st_mtime, datetime.UTC)
     return partial.with_name(f"{partial.name.removesuffix(PARTIAL)}.kept-{done:%Y%m%dT%H%M%S}")
-
-
-def _store(final: Path, identity: Mapping[str, Any] | None) -> ExperimentCheckpoints | None:
-    if identity is None:
-        return None
-    return ExperimentCheckpoints(partial_path(final) / CHECKPOINT_DIR, identity, create=False)
 
 
 class ResultsFolder:
@@ -147,10 +143,11 @@ class ResultsFolder:
       ['.stabl_jax_results', 'COMPLETE', 'manifest.json', 'note.txt']
     """
 
-    def __init__(self, final: Path, force: bool, lock: int, store: ExperimentCheckpoints | None):
+    def __init__(
+        self, final: Path, force: bool, lock: IO[bytes], store: ExperimentCheckpoints | None
+    ):
         self.final, self.partial, self.force = final, partial_path(final), force
-        self.committed = False
-        self._lock: int | None = lock
+        self._lock = lock  # closed once committed or released
         #: The run's one checkpoint store (``None`` without an experiment identity).
         self.store = store
         self.resumed: Resumed | None = None
@@ -172,9 +169,8 @@ class ResultsFolder:
         """The lines :meth:`prepare` would log and what it would resume (raising as it does);
         moves, removes and writes nothing."""
         final = ResultsFolder.check(out, force=force)
-        store = _store(final, identity)
-        action, line, _ = _plan(partial_path(final), store, force)
-        lines = [line] if line else []
+        lines: list[str] = []
+        action, store, _ = _plan(final, identity, force, lines.append)
         if action != "resume" or store is None:
             return lines, None
         done = store.verify(discard_damaged=force, log=lines.append)
@@ -197,12 +193,9 @@ class ResultsFolder:
           CheckpointMismatch: a checkpoint to resume is damaged and ``force`` is false.
         """
         final = cls.check(out, force=force)
-        partial, store = partial_path(final), _store(final, identity)
+        partial = partial_path(final)
         try:
-            final.parent.mkdir(parents=True, exist_ok=True)
-            action, line, rewrite = _plan(partial, store, force)
-            if line:
-                log(line)
+            action, store, rewrite = _plan(final, identity, force, log)
             if action == "discard":
                 shutil.rmtree(partial)
             elif action == "set aside":
@@ -223,17 +216,13 @@ class ResultsFolder:
         return folder
 
     @property
-    def checkpoint_dir(self) -> Path:
-        return self.partial / CHECKPOINT_DIR
-
-    @property
     def complete(self) -> bool:
         """Whether the partial folder holds complete results (only to be committed)."""
         return is_complete(self.partial)
 
     def has_checkpoints(self) -> bool:
         """Whether the partial folder holds chunk checkpoints worth resuming."""
-        return bool(learner_folders(self.checkpoint_dir))
+        return bool(learner_folders(self.partial / CHECKPOINT_DIR))
 
     def write(
         self, summary: Mapping[str, Any], arrays: Mapping[str, np.ndarray], draw: Callable
@@ -250,13 +239,7 @@ class ResultsFolder:
         """Write the manifest and ``COMPLETE``, rename onto ``<out>``, then drop the checkpoints
         (:class:`OutputError` where ``<out>`` cannot be replaced: the results stay complete)."""
         if not self.complete:
-            written = [
-                str(p.relative_to(self.partial))
-                for p in self.partial.rglob("*")
-                if p.is_file() and p.parts[len(self.partial.parts)] not in _BOOKKEEPING
-            ]
-            files.write_manifest(self.partial, written)
-            files.fsync_tree(self.partial, skip=CHECKPOINT_DIR)
+            files.write_manifest(self.partial, _BOOKKEEPING)
             now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             files.write_text(self.partial / COMPLETE, now + "\n")
         final, old = self.final, self.final.with_name(self.final.name + OLD)
@@ -266,13 +249,12 @@ class ResultsFolder:
         )
         try:
             check_replaceable(final, self.force, _BOOKKEEPING)
-        except OutputError as exc:
-            raise OutputError(f"{exc}{kept}") from None
-        try:
-            with _signals_deferred():
+            # SIGINT and SIGTERM held back: no handler runs between these renames.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            try:
                 if is_marked(old):  # left by a stop between these renames
                     shutil.rmtree(old)
-                if final.exists() and is_marked(final):
+                if is_marked(final):
                     os.replace(final, old)
                 try:
                     os.replace(self.partial, final)
@@ -280,37 +262,24 @@ class ResultsFolder:
                     if is_marked(old) and not final.exists():
                         os.replace(old, final)
                     raise
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        except OutputError as exc:
+            raise OutputError(f"{exc}{kept}") from None
         except OSError as exc:
             raise OutputError(f"cannot move the results onto {final} ({exc}){kept}") from None
         files.fsync_dir(final.parent)
         if is_marked(old):
             shutil.rmtree(old)
+        self._lock.close()
         shutil.rmtree(final / CHECKPOINT_DIR, ignore_errors=True)
-        self.committed = True
-        self.__exit__(None, None, None)
         return final
 
     def __enter__(self) -> ResultsFolder:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # Removed only when it holds nothing to resume and nothing complete.
-        if not self.committed and not self.complete and not self.has_checkpoints():
+        # Removed only while held (not committed), and holding nothing to resume or commit.
+        if not self._lock.closed and not self.complete and not self.has_checkpoints():
             shutil.rmtree(self.partial, ignore_errors=True)
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back until the end (no handler between a commit's renames); a
-    no-op off the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        self._lock.close()

@@ -29,7 +29,7 @@ from stabl_jax.experiment.identity import experiment_identity
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.base import MAX_SEED, PLOTS_BYTES, Resources, tree_bytes
 from stabl_jax.experiment.provenance import environment_info
-from stabl_jax.experiment.results import ResultsFolder
+from stabl_jax.experiment.results import CHECKPOINT_DIR, ResultsFolder
 from stabl_jax.experiment.tables import clean
 from stabl_jax.registry import LEARNERS
 from stabl_jax.simulate import SimOptions, env_params_grid
@@ -617,7 +617,7 @@ def _rewards(
 ) -> tuple[np.ndarray, int]:
     """``(P, runs)`` rewards of ``grid`` on ``seed`` and the programs compiled for them: from
     its checkpoint, or computed and checkpointed (atomically, with its digest)."""
-    path = folder.checkpoint_dir / f"{grid.learner}-seed{seed}" / "rewards.npz"
+    path = folder.partial / CHECKPOINT_DIR / f"{grid.learner}-seed{seed}" / "rewards.npz"
     if path.is_file():
         saved = checkpoints.load_arrays(path)
         return saved["reward"], int(saved["compiled"])

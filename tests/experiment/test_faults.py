@@ -134,7 +134,7 @@ def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
     lookalike.mkdir()
     (lookalike / "notes.txt").write_text("mine")
     live = ResultsFolder.prepare(out)  # holds its lock until released
-    (live.checkpoint_dir / "uniform").mkdir(parents=True)
+    (live.partial / CHECKPOINT_DIR / "uniform").mkdir(parents=True)
     before = tree(lookalike), tree(live.partial)
     code, _, err = run(command(config_path, out), capsys)
     assert code == 2 and "another stabl-jax run is writing" in err and str(live.partial) in err
