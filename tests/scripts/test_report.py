@@ -604,7 +604,7 @@ def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[in
     ``cp`` logged. Returns the folders run (``timings.txt``, in order) and each copy's
     destination with the number of folders run when it was made."""
     stub = tmp_path / "bin"
-    stub.mkdir()
+    stub.mkdir(parents=True)
     results = tmp_path / "results"
     timings, copies = results / "timings.txt", tmp_path / "copies.txt"
     done = f"$(cat {timings} 2>/dev/null | wc -l)"
@@ -617,22 +617,18 @@ def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[in
     return ran, [(int(words[0]), words[-1]) for words in logged]
 
 
-def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
-    """``ONLY=REGEX docs_numbers.sh`` (the Python interpreter stubbed by ``true``, ``cp``
-    logged): exactly the folders matching the regex are run, in the script's order, and it
-    ends before any step that writes under the repository's ``docs/``."""
+def test_only_runs_its_folders_and_the_whole_script_writes_under_docs_after_every_run(tmp_path):
+    """``ONLY=REGEX docs_numbers.sh`` runs exactly the folders matching the regex, in the
+    script's order, and ends before any step that writes under the repository's ``docs/``.
+    Without ``ONLY`` every folder runs on the tree as committed, and only then are the staged
+    study figures, the benchmark's folder and the figures copied into ``docs/`` (a copy
+    before that would make every later folder record a dirty tree)."""
     only = "^(bco_d(2|10)|sweeps/expert_advice_equal|study/random-n30-base)$"
-    ran, copies = _run_docs_numbers_stubbed(tmp_path, ONLY=only)
+    ran, copies = _run_docs_numbers_stubbed(tmp_path / "only", ONLY=only)
     assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal", "study/random-n30-base"]
     assert set(ran) <= _folders_written_by_docs_numbers()
     assert copies == []
-
-
-def test_the_whole_script_writes_under_docs_only_after_every_run(tmp_path):
-    """Without ``ONLY`` every folder runs on the tree as committed, and only then are the
-    staged study figures, the benchmark's folder and the figures copied into ``docs/`` (a copy
-    before that would make every later folder record a dirty tree)."""
-    ran, copies = _run_docs_numbers_stubbed(tmp_path)
+    ran, copies = _run_docs_numbers_stubbed(tmp_path / "all")
     assert set(ran) == _folders_written_by_docs_numbers()
     into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
     assert len(into_docs) == len(copies)
