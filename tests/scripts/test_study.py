@@ -212,11 +212,7 @@ def test_no_power_law_where_the_mean_regret_is_not_positive_and_no_signed_zero()
 
 
 def test_tuned_study_config_differs_from_its_base_only_in_learners_and_scales():
-    from stabl_jax.registry import LEARNERS
-
     tuned_learners = ("stabl", "stabl_one_query", "saol")
-    if not set(tuned_learners) <= set(LEARNERS):  # the baselines' branch not merged yet
-        pytest.skip("saol / stabl_one_query are not registered")
     tuned, base = load_config("study_geometric_tuned"), load_config("study_geometric")
     assert tuned.learners == tuned_learners and set(tuned.params) == set(tuned_learners)
     for field in ("seed", "runs", "horizon", "env", "sa_windows", "feedback"):
