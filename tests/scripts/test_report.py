@@ -308,8 +308,7 @@ def test_a_document_it_cannot_read_or_whose_marker_it_refuses_is_named(
     """A marker's option that its view does not read was ignored without a word, as the
     command line's once were; a document that is not text was named by its decoding error
     alone. Now ``--check`` and ``--update`` fail naming the marker and the option, or the
-    document (exit 2), the document untouched; a marker whose folder is missing is exit 1,
-    its block kept."""
+    document (exit 2), the document untouched."""
     doc = tmp_path / "doc.md"
     text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n".encode()
     text = b"\xff\xfe" + MARK.encode() if marker is None else text
@@ -321,6 +320,10 @@ def test_a_document_it_cannot_read_or_whose_marker_it_refuses_is_named(
         where = f"{doc} " if marker is None else f"report marker {marker!r}: "
         assert stop.value.code == 2 and where + named in err, err
     assert doc.read_bytes() == text
+
+
+def test_a_marker_without_its_folder_fails_and_keeps_its_block(results, tmp_path, capsys):
+    doc = tmp_path / "doc.md"
     doc.write_text(OLD.replace("demo", "absent"))
     for mode in ("--check", "--update"):
         assert report.main([mode, str(doc), "--results", str(results)]) == 1
