@@ -16,7 +16,7 @@ from tests.scripts.load import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = runpy.run_path(str(ROOT / "experiments" / "report.py"))
-GAP = runpy.run_path(str(ROOT / "experiments" / "anytime_gap.py"))
+script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_script")
 
 
 # Four runs, two segments. tuned: segment means 0.5 and 0.4; "x" is tuned minus a per-run
@@ -47,7 +47,7 @@ def _outs() -> list[dict]:
 
 def test_folder_and_gap_table(tmp_path):
     with ResultsFolder.prepare(tmp_path / "gap") as folder:
-        final = GAP["write_folder"](folder, _outs(), ["--runs", "4"])
+        final = script.write_folder(folder, _outs(), ["--runs", "4"])
     summary = json.loads((final / "summary.json").read_text())
     assert summary["kind"] == "anytime_gap"
     assert summary["command"] == ["python", "experiments/anytime_gap.py", "--runs", "4"]
@@ -103,7 +103,6 @@ def test_every_setting_is_checked_before_anything_runs(
 ):
     """A bad config, feedback, learner or output folder: exit 2 naming it before the first
     setting is simulated (it used to be a traceback after the settings before it had run)."""
-    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_checks")
     simulated = []
     monkeypatch.setattr(script, "compare", simulated.append)
     (tmp_path / "mine").mkdir()
@@ -125,7 +124,6 @@ def test_segment_rewards_record_the_loss_alone(monkeypatch):
     from stabl_jax import metrics
     from stabl_jax.experiment.kinds import load_config
 
-    script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_traces")
     simulate, kept = script.simulate, []
 
     def spy(*args, **kwargs):
@@ -133,8 +131,8 @@ def test_segment_rewards_record_the_loss_alone(monkeypatch):
         return simulate(*args, **kwargs)
 
     monkeypatch.setattr(script, "simulate", spy)
-    config = load_config("expert_advice_equal", ["runs=3", "horizon=64"])
-    learner = config.make_learner("stabl")
+    config = load_config("expert_advice_equal", ["runs=3", "horizon=64", "env.num_arms=5"])
+    learner = config.make_learner("exp3")  # any learner: the rewards read its loss alone
     rewards, _ = script.segment_rewards(config, learner, None, jax.random.key(2))
     assert kept == [("loss",)]
     full = simulate(learner, config.make_env(), jax.random.key(2), 3, horizon=64)

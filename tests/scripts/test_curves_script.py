@@ -1,8 +1,10 @@
-"""``experiments/curves.py`` on tiny results folders it makes itself (3 runs, T = 64): the
-pseudo-regret's definition, the companion folder's learners, and the PNGs written."""
+"""``experiments/curves.py`` on a tiny results folder and its companion, run once (3 runs,
+T = 64), and copies of them edited: the pseudo-regret's definition, the companion's learners,
+the PNGs written, and every folder it cannot draw refused before any figure."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -11,60 +13,56 @@ import pytest
 
 from stabl_jax.experiment import cli, load_results, outputs
 from tests.conftest import flip_a_byte_of
-from tests.scripts.load import load_script
+from tests.scripts.load import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-TINY = [
-    "runs=3",
-    "horizon=64",
-    "env.num_arms=5",
-    "window=8",
-    "env.change_points=[21, 22, 28, 50]",
-    'save_traces="all"',
-]
+curves = load_script(ROOT / "experiments" / "curves.py", "curves_script")
+TINY = ["runs=3", "horizon=64", "env.num_arms=5", "window=8", 'save_traces="all"']
+TINY += ["env.change_points=[21, 22, 28, 50]"]
 
 
 @pytest.fixture(scope="module")
-def curves():
-    return load_script(ROOT / "experiments" / "curves.py", "curves_script")
+def results(tmp_path_factory) -> Path:
+    """``tiny`` (Uniform and StABL) and its companion ``tiny-naive`` (the paper's ablation),
+    of the same draws."""
+    root = tmp_path_factory.mktemp("curves")
+    for name, learners in (("tiny", '"uniform", "stabl"'), ("tiny-naive", '"stabl_naive"')):
+        args = ["run", str(ROOT / "configs" / "expert_advice_random.toml"), "--no-progress"]
+        for item in [*TINY, f"learners=[{learners}]"]:
+            args += ["--set", item]
+        args += ["--out", str(root / name)]
+        assert cli.main(args) == 0
+    return root
 
 
-def _run(out: Path, learners: str, *extra: str) -> Path:
-    """``stabl-jax run`` of the tiny config; ``extra`` overrides replace TINY's of their key
-    (a key set twice is refused)."""
-    args = ["run", str(ROOT / "configs" / "expert_advice_random.toml"), "--no-progress"]
-    replaced = {item.partition("=")[0] for item in extra}
-    tiny = [item for item in TINY if item.partition("=")[0] not in replaced]
-    for item in [*tiny, f"learners={learners}", *extra]:
-        args += ["--set", item]
-    assert cli.main([*args, "--out", str(out)]) == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def uniform(tmp_path_factory) -> Path:
-    """A tiny folder of Uniform alone, run once for the module."""
-    return _run(tmp_path_factory.mktemp("uniform") / "tiny", '["uniform"]')
-
-
-def _copy(folder: Path, to: Path) -> Path:
-    shutil.copytree(folder, to)
+def _copy(source: Path, to: Path, summary=None, drop: str = "") -> Path:
+    """A copy of ``source`` without its manifest (which would call an edit damage), its
+    ``summary.json`` edited by ``summary`` and its ``drop`` trace removed."""
+    shutil.copytree(source, to)
+    (to / "manifest.json").unlink()
+    if summary is not None:
+        edited = json.loads((to / "summary.json").read_text())
+        summary(edited)
+        (to / "summary.json").write_text(json.dumps(edited))
+    if drop:
+        with np.load(to / "traces.npz") as archive:
+            arrays = {k: archive[k] for k in archive.files if k != drop}
+        np.savez(to / "traces.npz", **arrays)
     return to
 
 
-def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
-    main = _run(tmp_path / "res" / "tiny", '["uniform", "stabl"]')
-    _run(tmp_path / "res" / "tiny-naive", '["uniform", "stabl_naive"]')
-    assert curves.main([str(tmp_path / "res"), str(tmp_path / "png"), "--folders", "tiny"]) == 0
-    written = sorted(p.name for p in (tmp_path / "png").glob("*.png"))
+def test_curves_of_a_tiny_folder_and_its_companion(results, tmp_path, capsys):
+    png = tmp_path / "png"
+    assert curves.main([str(results), str(png), "--folders", "tiny"]) == 0
+    written = sorted(p.name for p in png.glob("*.png"))
     assert written == ["tiny_regret.png", "tiny_sa.png"]
-    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == [".stabl_jax_results", *written]
-    assert all((tmp_path / "png" / name).stat().st_size > 10_000 for name in written)
-    out = capsys.readouterr().out
-    assert "stabl_naive" in out  # the companion's learner is drawn too
+    assert sorted(p.name for p in png.iterdir()) == [".stabl_jax_results", *written]
+    assert all((png / name).stat().st_size > 10_000 for name in written)
+    assert "stabl_naive" in capsys.readouterr().out  # the companion's learner is drawn too
+    assert outputs.is_marked(png)
+    assert curves.main([str(results), str(png), "--folders", "tiny"]) == 0  # its own: replaced
 
     # Uniform plays the best arm with probability 1/5 every round: R(t) = 0.5 t (1 - 1/5)
-    traces = load_results(main).traces
+    traces = load_results(results / "tiny").traces
     regret = curves.pseudo_regret(traces["uniform/prob_best"], 0.5)
     np.testing.assert_allclose(regret, np.tile(0.4 * np.arange(1, 65), (3, 1)), rtol=1e-6)
     # For any learner, R(T) is the conditional mean of the expected-loss regret
@@ -74,48 +72,63 @@ def test_curves_of_a_tiny_folder_and_its_companion(curves, tmp_path, capsys):
     regret = curves.pseudo_regret(traces["stabl/prob_best"], 0.5)[:, -1].sum()
     assert abs(gap - regret) <= 4.0 * np.sqrt(3 * 64 * 0.5**2 / 12)
 
+    theirs = tmp_path / "theirs"  # a user's folder, holding a PNG of one of its names
+    theirs.mkdir()
+    (theirs / "tiny_sa.png").write_bytes(b"their plot")
+    args = [str(results), str(theirs), "--folders", "tiny"]
+    with pytest.raises(SystemExit) as stop:  # before any figure is drawn
+        curves.main(args)
+    assert stop.value.code == 2 and "is not in a folder stabl_jax made" in capsys.readouterr().err
+    assert sorted(p.name for p in theirs.iterdir()) == ["tiny_sa.png"]
+    assert (theirs / "tiny_sa.png").read_bytes() == b"their plot"
+    assert curves.main([*args, "--overwrite"]) == 0
+    assert (theirs / "tiny_sa.png").read_bytes()[:4] == b"\x89PNG" and outputs.is_marked(theirs)
 
-@pytest.mark.parametrize(
-    "differs",
-    [
-        "seed=1",
-        # Same seed, runs and change points: the companion's learners faced another
-        # environment or feedback, and were drawn beside the folder's as if paired.
-        "env.num_arms=6",
-        "env.bonus=0.25",
-        'feedback="reward"',
-    ],
-)
-def test_unpaired_companion_is_refused(curves, uniform, tmp_path, differs, capsys):
-    _copy(uniform, tmp_path / "tiny")
-    _run(tmp_path / "tiny-naive", '["uniform"]', differs)
+
+def _set(*path_value):
+    """A ``summary.json`` edit: ``path`` (keys) set to ``value``."""
+    *keys, last, value = path_value
+
+    def edit(summary: dict) -> None:
+        for key in keys:
+            summary = summary[key]
+        summary[last] = value
+
+    return edit
+
+
+PAIRED, ALL = "tiny-naive is not paired with", "with --set 'save_traces=\"all\"'"
+#: Each drawn after a good folder: nothing is drawn and the folder is named (exit 2). A
+#: companion of the same seed, runs and change points that faced another environment or
+#: feedback was drawn beside the folder's learners as if paired; a folder without prob_best
+#: traces (the default save_traces), or of another environment than expert advice, had the
+#: good one's PNGs written, then exit 1; one run drew nan bands (exit 0).
+UNDRAWABLE = [
+    ("tiny-naive", ("seed", 1), "", PAIRED),
+    ("tiny-naive", ("env", "num_arms", 6), "", PAIRED),
+    ("tiny-naive", ("env", "bonus", 0.25), "", PAIRED),
+    ("tiny-naive", ("config", "feedback", "reward"), "", PAIRED),
+    ("played", (), "uniform/prob_best", f"played: no uniform/prob_best trace; rerun it {ALL}"),
+    ("bernoulli", ("env", {"name": "bernoulli"}), "", "bernoulli: env 'bernoulli' has no 'bonus'"),
+    ("one", ("runs", 1), "", "one has 1 run(s), and a 95% band needs 2 or more"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "drop", "message"), UNDRAWABLE)
+def test_a_folder_it_cannot_draw_is_refused_before_any_figure(
+    results, tmp_path, capsys, name, edit, drop, message
+):
+    _copy(results / "tiny", tmp_path / "tiny")
+    source = results / ("tiny-naive" if name == "tiny-naive" else "tiny")
+    _copy(source, tmp_path / name, _set(*edit) if edit else None, drop)
+    folders = ["tiny"] if name == "tiny-naive" else ["tiny", name]
     with pytest.raises(SystemExit) as stop:
-        curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", "tiny"])
-    assert stop.value.code == 2 and "tiny-naive is not paired with" in capsys.readouterr().err
+        curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", *folders])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "png").exists()
 
 
-def test_every_folder_is_checked_before_any_figure(curves, uniform, tmp_path, capsys):
-    """A folder without ``prob_best`` traces (the default ``save_traces``), or of another
-    environment than expert advice, after a good one: the good one's PNGs were written, then
-    the script stopped with exit 1. Now nothing is drawn and the folder is named, exit 2."""
-    _copy(uniform, tmp_path / "res" / "good")
-    _run(tmp_path / "res" / "played", '["uniform"]', 'save_traces=["played"]')
-    png = tmp_path / "png"
-    with pytest.raises(SystemExit) as stop:
-        curves.main([str(tmp_path / "res"), str(png), "--folders", "good", "played"])
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and not png.exists()
-    assert "played: no uniform/prob_best trace; rerun it with --set 'save_traces=\"all\"'" in err
-    _run(tmp_path / "res" / "bernoulli", '["uniform"]', 'env.name="bernoulli"')
-    with pytest.raises(SystemExit) as stop:
-        curves.main([str(tmp_path / "res"), str(png), "--folders", "good", "bernoulli"])
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and "bernoulli: env 'bernoulli' has no 'bonus'" in err, err
-    assert not png.exists()
-
-
-def test_no_folder_to_draw_is_an_error(curves, tmp_path, capsys):
+def test_no_folder_to_draw_is_an_error(tmp_path, capsys):
     """It printed a note per folder and exited 1 without a word of what to do."""
     with pytest.raises(SystemExit) as stop:
         curves.main([str(tmp_path), str(tmp_path / "png")])
@@ -125,44 +138,12 @@ def test_no_folder_to_draw_is_an_error(curves, tmp_path, capsys):
     assert "has a summary.json; give the folder that holds them, or name yours with" in err
 
 
-def test_a_png_it_did_not_write_is_left_alone(curves, uniform, tmp_path, capsys):
-    _copy(uniform, tmp_path / "res" / "tiny")
-    png = tmp_path / "png"
-    args = [str(tmp_path / "res"), str(png), "--folders", "tiny"]
-    assert curves.main(args) == 0
-    assert outputs.is_marked(png) and len(list(png.glob("*.png"))) == 2
-    assert curves.main(args) == 0  # its own figures are replaced
-    theirs = tmp_path / "theirs"  # a user's folder, holding a PNG of one of its names
-    theirs.mkdir()
-    (theirs / "tiny_sa.png").write_bytes(b"their plot")
-    args = [str(tmp_path / "res"), str(theirs), "--folders", "tiny"]
-    with pytest.raises(SystemExit) as stop:  # before any figure is drawn
-        curves.main(args)
-    assert stop.value.code == 2 and "is not in a folder stabl_jax made" in capsys.readouterr().err
-    assert (theirs / "tiny_sa.png").read_bytes() == b"their plot"
-    assert sorted(p.name for p in theirs.iterdir()) == ["tiny_sa.png"]
-    assert curves.main([*args, "--overwrite"]) == 0
-    assert (theirs / "tiny_sa.png").read_bytes()[:4] == b"\x89PNG" and outputs.is_marked(theirs)
-
-
-def test_a_folder_of_one_run_is_refused_before_any_figure(curves, tmp_path, capsys):
-    """Its bands and the printed intervals were ``nan`` (exit 0)."""
-    _run(tmp_path / "res" / "tiny", '["uniform"]', "runs=1")
-    with pytest.raises(SystemExit) as stop:
-        curves.main([str(tmp_path / "res"), str(tmp_path / "png"), "--folders", "tiny"])
-    assert stop.value.code == 2
-    assert "tiny has 1 run(s), and a 95% band needs 2 or more" in capsys.readouterr().err
-    assert not (tmp_path / "png").exists()
-
-
-def test_a_damaged_traces_file_is_named(curves, uniform, tmp_path, capsys):
+def test_a_damaged_traces_file_is_named(results, tmp_path, capsys):
     """A folder's ``traces.npz`` cut short: refused before any figure; one array's byte
     changed (found only when that array is read): refused when it is, exit 2, naming the
     file, no traceback."""
-    good = _copy(uniform, tmp_path / "res" / "good")
-    for name in ("cut", "flipped"):  # without the manifest, which names any changed byte
-        shutil.copytree(good, tmp_path / "res" / name)
-        (tmp_path / "res" / name / "manifest.json").unlink()
+    for name in ("good", "cut", "flipped"):  # without the manifest, which names any change
+        _copy(results / "tiny", tmp_path / "res" / name)
     traces = tmp_path / "res" / "cut" / "traces.npz"
     traces.write_bytes(traces.read_bytes()[:300])
     flip_a_byte_of(tmp_path / "res" / "flipped" / "traces.npz", "uniform/prob_best.npy")

@@ -67,12 +67,9 @@ def test_counts_the_round_its_nested_loops_and_the_chunk():
     assert counts["loops_in_round"] == 1
     assert counts["loop_kernels_per_round"] == 3 * (2 + 1)
     assert counts["chunk_kernels"] == 1  # the entry's fusion; its while is the rounds loop
-
-
-def test_without_a_loop_of_that_length_nothing_counts_per_round():
-    counts = gpu_compile.count_kernels(MODULE, rounds=32)
+    counts = gpu_compile.count_kernels(MODULE, rounds=32)  # no loop of that length
     assert counts["round_kernels"] == counts["loops_in_round"] == 0
-    assert counts["loop_kernels_per_round"] == 0
+    assert counts["loop_kernels_per_round"] == 0  # nothing counts per round
 
 
 def test_a_compiled_chunk_has_no_loop_inside_its_round():

@@ -11,9 +11,19 @@ import os
 import subprocess
 import sys
 
+from stabl_jax import ExpertAdvice
 from stabl_jax.experiment import bench as benchmark
 from stabl_jax.experiment import cli
 from tests.scripts.load import ROOT, load_script
+
+
+def _distinct(rows: tuple) -> tuple:
+    """The first row of each (learner, n, traces): at ``--quick`` sizes the others differ
+    from it in their number of runs alone (other shapes of the same program)."""
+    first: dict = {}
+    for row in rows:
+        first.setdefault((row[0], row[1], row[4]), row)
+    return tuple(first.values())
 
 
 def test_small_measurement_writes_every_json(tmp_path, monkeypatch):
@@ -38,6 +48,14 @@ def test_small_measurement_writes_every_json(tmp_path, monkeypatch):
     for call in (split, trace):
         monkeypatch.setattr(sys, "argv", call.split())
         script.main()
+    lists = {"GPU_ROWS": False, "GPU_DEVICE_ROWS": True}  # on_device
+    shipped = {
+        (name, n, traces or ExpertAdvice.trace_names, on_device)
+        for key, on_device in lists.items()
+        for name, n, _, _, traces in getattr(benchmark, key)
+    }
+    for key in lists:
+        monkeypatch.setattr(benchmark, key, _distinct(getattr(benchmark, key)))
     assert cli.main(bench.split()[2:]) == 0
     split = json.loads((out / "split.json").read_text())
     assert split["chunk"]["runs"] == 256 and split["chunk"]["rounds"] == 64
@@ -45,8 +63,12 @@ def test_small_measurement_writes_every_json(tmp_path, monkeypatch):
     assert split["copy"]["bytes"] == 8 * 2**20 and split["copy"]["pageable"]["gb_per_s"] > 0
     assert "gb_per_s" in split["copy"]["pinned"] or "error" in split["copy"]["pinned"]
     bench = json.loads((out / "bench" / "benchmark.json").read_text())
-    rows = 2 * (len(benchmark.GPU_ROWS) + len(benchmark.GPU_DEVICE_ROWS))  # both kernels
-    assert bench["quick"] and bench["complete"] and len(bench["rows"]) == rows
+    got = [
+        (r["learner"], r["num_arms"], tuple(r["traces"]), r["traces_on_device"])
+        for r in bench["rows"]
+    ]
+    assert set(got) == shipped and len(got) == 2 * len(shipped)  # every program, both kernels
+    assert bench["quick"] and bench["complete"]
     assert all("error" not in row for row in bench["rows"]), bench["rows"]
     trace = json.loads((out / "trace.json").read_text())
     assert trace["trace_files"] and all(str(out / "trace") in f for f in trace["trace_files"])

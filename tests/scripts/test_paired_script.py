@@ -1,5 +1,6 @@
-"""``experiments/paired.py`` on a hand-made ``traces.npz``: per-segment means, the play trials
-(``@play``), paired differences, gaps and the pairing check across folders."""
+"""``experiments/paired.py`` on hand-made ``traces.npz`` (one set of folders for the module):
+per-segment means, the play trials (``@play``), paired differences, gaps, the rewards of a
+folder without loss traces, and every name or folder it cannot pair refused before a table."""
 
 from __future__ import annotations
 
@@ -10,64 +11,66 @@ import numpy as np
 import pytest
 
 from tests.conftest import write_loss_traces
-from tests.scripts.load import load_script
+from tests.scripts.load import ROOT, load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "paired.py"
+paired = load_script(ROOT / "experiments" / "paired.py", "paired_script")
+# two runs, T = 4, one change point at round 2 (segments {0, 1} and {2, 3})
+A = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
+B = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
 
 
 @pytest.fixture(scope="module")
-def paired():
-    return load_script(SCRIPT, "paired_script")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("paired")
+    made = {
+        "MAIN": write_loss_traces(root / "main", [[2], [2]], a=A, b=B),
+        "OTHER": write_loss_traces(root / "other", [[2], [2]], c=B),
+        "MOVED": write_loss_traces(root / "moved", [[3], [3]], a=A),
+        "ZA": write_loss_traces(root / "za", [[2], [2]], z=A, a=[[0.5] * 4] * 2),
+        "ONE": write_loss_traces(root / "one", [[2]], a=[[0.0] * 4], b=[[1.0] * 4]),
+        "MISSING": root / "missing",
+        # the same change points, another experiment (its environment or seed)
+        **{
+            key.upper(): write_loss_traces(root / f"same-{key}", [[2], [2]], a=A)
+            for key in ("env", "seed")
+        },
+        "SEGMENTLESS": write_loss_traces(root / "segmentless", [[2]], a=[[0.0] * 4]),
+        "CUT": write_loss_traces(root / "cut", [[2]], a=[[0.0] * 4]),  # a copy cut short
+    }
+    for key, value in (("env", {"num_arms": 6}), ("seed", 1)):
+        (made[key.upper()] / "summary.json").write_text(json.dumps({"learners": {}, key: value}))
+    traces = dict(np.load(made["SEGMENTLESS"] / "traces.npz"))
+    del traces["env/change_points"]
+    np.savez(made["SEGMENTLESS"] / "traces.npz", **traces)
+    (made["CUT"] / "traces.npz").write_bytes((made["CUT"] / "traces.npz").read_bytes()[:100])
+    return made
 
 
-def test_segments_play_trials_differences_and_gaps(paired, tmp_path, capsys):
-    # two runs, T = 4, one change point at round 2 (segments {0, 1} and {2, 3})
-    a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
-    b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
-    main = write_loss_traces(tmp_path / "main", [[2], [2]], a=a, b=b)
-    other = write_loss_traces(tmp_path / "other", [[2], [2]], c=b)
-    data = paired.Folders(main)
-
+def test_segments_play_trials_differences_and_gaps(folders, capsys):
+    data = paired.Folders(folders["MAIN"])
     mean, seg = data.rewards("a")
     np.testing.assert_allclose(mean, [0.5, 0.5])
     np.testing.assert_allclose(seg, [[0.5, 0.5], [0.0, 1.0]])
     mean, seg = data.rewards("a@play")  # rounds 0 and 2
     np.testing.assert_allclose(seg, [[1.0, 0.5], [0.0, 1.0]])
-    np.testing.assert_array_equal(data.rewards(f"{other}::c")[1], data.rewards("b")[1])
-
-    paired.main([str(main), "--diff", "a,b", "--gap", "a,b"])
+    np.testing.assert_array_equal(data.rewards(f"{folders['OTHER']}::c")[1], data.rewards("b")[1])
+    paired.main([str(folders["MAIN"]), "--diff", "a,b", "--gap", "a,b"])
     out = capsys.readouterr().out
     assert "| a − b | +0.2500 ± " in out  # per run: 0.5 - 0 and 0.5 - 0.5
     assert "| a vs b | 0.5000 | 0.2500 | +100.0 % ± " in out
 
 
-def test_without_options_every_learner_of_the_folder_gets_its_row(paired, tmp_path, capsys):
+def test_without_options_every_learner_of_the_folder_gets_its_row(folders, capsys):
     """``paired.py FOLDER`` alone printed nothing, with exit 0; it prints what ``--learners``
     of every learner of the folder prints, in the folder's order."""
-    loss = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
-    main = write_loss_traces(tmp_path / "main", [[2], [2]], z=loss, a=[[0.5] * 4] * 2)
-    assert paired.main([str(main)]) == 0
+    assert paired.main([str(folders["ZA"])]) == 0
     alone = capsys.readouterr().out
-    assert paired.main([str(main), "--learners", "z", "a"]) == 0
+    assert paired.main([str(folders["ZA"]), "--learners", "z", "a"]) == 0
     assert alone == capsys.readouterr().out
     assert [line.split(" | ")[0] for line in alone.splitlines()[2:4]] == ["| z", "| a"]
 
 
-def test_unpaired_folder_is_refused(paired, tmp_path):
-    main = write_loss_traces(tmp_path / "main", [[2]], a=[[0.0] * 4])
-    other = write_loss_traces(tmp_path / "other", [[3]], a=[[0.0] * 4])
-    with pytest.raises(SystemExit, match="not paired"):
-        paired.Folders(main).rewards(f"{other}::a")
-    # The same change points, another experiment (its environment or seed): paired as if it
-    # had faced the same draws.
-    for key, value in (("env", {"num_arms": 6}), ("seed", 1)):
-        same = write_loss_traces(tmp_path / f"same-{key}", [[2]], a=[[0.0] * 4])
-        (same / "summary.json").write_text(json.dumps({"learners": {}, key: value}))
-        with pytest.raises(SystemExit, match=f"not paired with {main} \\({key} differ\\)"):
-            paired.Folders(main).rewards(f"{same}::a")
-
-
-def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(paired, tmp_path):
+def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(tmp_path):
     """`save_traces` without `loss`: the per-run segment rewards stand in for the losses (the
     mean weighted by the segment lengths), and `@play`, which needs the rounds, says so."""
     loss = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.25]]  # T = 4, segments {0} and {1, 2, 3}
@@ -87,61 +90,45 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(pa
         data.rewards("a@play")
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--learners", "z"], "z: MAIN has no learner 'z'; it has ['a', 'b']"),
-        (["--diff", "a"], "argument --diff: give two learners as a,b, got 'a'"),
-        (["--gap", "a,b,c"], "argument --gap: give two learners as a,b, got 'a,b,c'"),
-        (["--diff", "stabl,stabl"], "argument --diff: give two different learners as a,b, got"),
-        (
-            ["--learners", "a@plays"],
-            "a@plays: the one suffix is @play (its even trials), got @plays",
-        ),
-        (["--learners", "a", "--diff", "a,z"], "z: MAIN has no learner 'z'"),
-        (["--learners", "MISSING::a"], "MISSING has no traces.npz"),
-        (["--learners", "SEGMENTLESS::a"], "SEGMENTLESS: its traces.npz has no env/change_points"),
-        (
-            ["--learners", "CUT::a"],
-            "CUT/traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
-            "damaged or not an .npz",
-        ),
-    ],
-)
-def test_bad_names_are_refused_before_any_table(paired, tmp_path, capsys, args, message):
-    """A name or pair it cannot read: one message naming it (exit 2 for an argument, the
-    message as the exit status otherwise), and no table printed."""
-    main = write_loss_traces(tmp_path / "main", [[2]] * 2, a=[[0.0] * 4] * 2, b=[[1.0] * 4] * 2)
-    segmentless = write_loss_traces(tmp_path / "segmentless", [[2]], a=[[0.0] * 4])
-    traces = dict(np.load(segmentless / "traces.npz"))
-    del traces["env/change_points"]
-    np.savez(segmentless / "traces.npz", **traces)
-    cut = write_loss_traces(tmp_path / "cut", [[2]], a=[[0.0] * 4])  # a copy cut short
-    (cut / "traces.npz").write_bytes((cut / "traces.npz").read_bytes()[:100])
-    paths = {
-        "MAIN": str(main),
-        "MISSING": str(tmp_path / "missing"),
-        "SEGMENTLESS": str(segmentless),
-        "CUT": str(cut),
-    }
+REFUSED = [
+    ("MAIN", ["--learners", "z"], "z: MAIN has no learner 'z'; it has ['a', 'b']"),
+    ("MAIN", ["--diff", "a"], "argument --diff: give two learners as a,b, got 'a'"),
+    ("MAIN", ["--gap", "a,b,c"], "argument --gap: give two learners as a,b, got 'a,b,c'"),
+    ("MAIN", ["--diff", "stabl,stabl"], "argument --diff: give two different learners as a,b, got"),
+    (
+        "MAIN",
+        ["--learners", "a@plays"],
+        "a@plays: the one suffix is @play (its even trials), got @plays",
+    ),
+    ("MAIN", ["--learners", "a", "--diff", "a,z"], "z: MAIN has no learner 'z'"),
+    ("MAIN", ["--learners", "MISSING::a"], "MISSING has no traces.npz"),
+    ("MAIN", ["--learners", "SEGMENTLESS::a"], "SEGMENTLESS: its traces.npz has no env/change_"),
+    (
+        "MAIN",
+        ["--learners", "CUT::a"],
+        "CUT/traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
+        "damaged or not an .npz",
+    ),
+    ("MAIN", ["--learners", "MOVED::a"], "MOVED::a: not paired with MAIN (change points differ)"),
+    ("MAIN", ["--learners", "ENV::a"], "ENV::a: not paired with MAIN (env differ)"),
+    ("MAIN", ["--learners", "SEED::a"], "SEED::a: not paired with MAIN (seed differ)"),
+    # every interval of one run was printed as ``± nan``, with exit 0
+    ("ONE", ["--learners", "b", "--diff", "a,b"], "ONE has 1 run(s), and a 95% t interval needs"),
+]
+
+
+@pytest.mark.parametrize(("folder", "args", "message"), REFUSED)
+def test_what_it_cannot_pair_is_refused_before_any_table(folders, capsys, folder, args, message):
+    """A name, pair or folder it cannot read: one message naming it (exit 2 for an argument,
+    the message as the exit status otherwise), and no table printed."""
 
     def fill(text: str) -> str:
-        for name, path in paths.items():
-            text = text.replace(name, path)
+        for name, path in folders.items():
+            text = text.replace(name, str(path))
         return text
 
     with pytest.raises(SystemExit) as stop:
-        paired.main([str(main), *map(fill, args)])
+        paired.main([str(folders[folder]), *map(fill, args)])
     captured = capsys.readouterr()
     said = captured.err if stop.value.code == 2 else str(stop.value.code)
     assert fill(message) in said and captured.out == ""
-
-
-def test_a_folder_of_one_run_is_refused_before_any_table(paired, tmp_path, capsys):
-    """Every interval of one run was printed as ``± nan``, with exit 0."""
-    one_run = write_loss_traces(tmp_path / "one", [[2]], a=[[0.0] * 4], b=[[1.0] * 4])
-    with pytest.raises(SystemExit) as stop:
-        paired.main([str(one_run), "--learners", "b", "--diff", "a,b"])
-    captured = capsys.readouterr()
-    assert stop.value.code == 2 and captured.out == ""
-    assert f"{one_run} has 1 run(s), and a 95% t interval needs 2 or more" in captured.err

@@ -1,11 +1,11 @@
-"""``experiments/report.py``: marked tables in a document, ``--update`` and ``--check``, and
-one marker's table printed."""
+"""``experiments/report.py``: marked tables in a document, ``--update`` and ``--check``, one
+marker's table printed, each view on hand-made folders of known numbers (one results folder
+for the module, read only), and ``experiments/docs_numbers.sh``, which writes those folders."""
 
 from __future__ import annotations
 
 import json
 import re
-import runpy
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,104 +14,229 @@ import numpy as np
 import pytest
 
 from tests.conftest import fill_disk_while_writing, write_loss_traces
+from tests.scripts.load import ROOT, load_script
 
-REPORT = runpy.run_path(str(Path(__file__).resolve().parents[2] / "experiments" / "report.py"))
+report = load_script(ROOT / "experiments" / "report.py", "report_script")
+study = load_script(ROOT / "experiments" / "study.py", "report_study")
+paired = load_script(ROOT / "experiments" / "paired.py", "report_paired")
+DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
 MARK = "<!-- report: demo windows=16,64 -->\n"
+OLD = MARK + "old\n<!-- /report -->\n"
+OTHER_KINDS = ("bco", "hpo", "bandit", "anytime_gap")
+LENGTHS = np.array([256.0, 1024.0, 4096.0, 16384.0])
 
 
-def _summary(reward: float) -> dict:
+def _json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path.parent
+
+
+def _summary(reward: float = 0.5, runs: int = 20) -> dict:
     stat = {"mean": [3.0, -5.0], "ci95": [0.1, 0.2]}
-    return {
-        "description": "demo",
-        "runs": 20,
-        "seed": 0,
-        "config": {"feedback": "loss"},
-        "learners": {
-            "stabl": {
-                "num_queries": 2,
-                "params": {"expert_lr_scale": 1.0},
-                "mean_reward": {"mean": reward, "ci95": 0.01},
-                "segment_reward": {"mean": [0.4, 0.6], "ci95": [0.02, 0.03]},
-                "adaptive_regret": {"window_lengths": [16, 64], "expected": stat, "sampled": stat},
-                "prob_best": {"overall": {"mean": 0.3, "ci95": 0.01}},
-                "num_muted": 7,
-            }
-        },
+    entry = {
+        "num_queries": 2,
+        "params": {"expert_lr_scale": 1.0},
+        "mean_reward": {"mean": reward, "ci95": 0.01},
+        "segment_reward": {"mean": [0.4, 0.6], "ci95": [0.02, 0.03]},
+        "adaptive_regret": {"window_lengths": [16, 64], "expected": stat, "sampled": stat},
+        "prob_best": {"overall": {"mean": 0.3, "ci95": 0.01}},
+        "num_muted": 7,
     }
+    summary = {"description": "demo", "runs": runs, "seed": 0, "config": {"feedback": "loss"}}
+    return summary | {"learners": {"stabl": entry}}
 
 
-def _write(results: Path, reward: float) -> None:
-    (results / "demo").mkdir(parents=True, exist_ok=True)
-    (results / "demo" / "summary.json").write_text(json.dumps(_summary(reward)))
+def _paired_folder(folder: Path, stabl: np.ndarray, exp3: np.ndarray) -> Path:
+    """StABL and EXP3 (the same summary entries) of ``(R, 4)`` losses, a change at round 2."""
+    summary = _summary(runs=len(stabl))
+    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
+    _json(folder / "summary.json", summary)
+    arrays: dict[str, Any] = {"stabl/loss": stabl, "exp3_uniform/loss": exp3}
+    arrays["env/change_points"] = np.full((len(stabl), 1), 2, np.int32)
+    np.savez(folder / "traces.npz", **arrays)
+    return folder
+
+
+def _hpo_folder(folder: Path, runs: int = 5) -> None:
+    """Algorithm selection: 2 problems x 5 repeats x 4 evaluations. StABL's best gap is 10x
+    Uniform's at every evaluation of problem a and equal on problem b, so its paired log10
+    difference is +1 on a, 0 on b, +0.5 over all pairs."""
+    row = {"final_log10_gap": 1.0, "final_log10_gap_ci": 0.1}
+    learners = ["uniform", "stabl"]
+    config = {"description": "demo", "runs": runs, "seed": 0, "feedback": "reward"}
+    summary = {"kind": "hpo", "config": config | {"learners": learners, "problems": ["a", "b"]}}
+    summary["problems"] = {p: {"uniform": row, "stabl": row} for p in "ab"}
+    for key in ("profile_scores", "score_vs_uniform", "profile_scores_half_budget"):
+        summary[key] = {"uniform": 0.5, "stabl": 0.25}
+    summary["score_vs_uniform_half_budget"] = {"uniform": 0.0, "stabl": -0.1}
+    _json(folder / "summary.json", summary)
+    gap = np.random.default_rng(0).uniform(0.1, 1.0, (5, 4))
+    counts = np.array([3, 1], np.int32)  # shares 1.5 and 0.5 of 1/A
+    arrays: dict[str, Any] = {"a/uniform/best_gap": gap, "a/stabl/best_gap": 10 * gap}
+    arrays |= {"b/uniform/best_gap": gap, "b/stabl/best_gap": gap}
+    arrays |= {f"{p}/{n}/arm_counts": counts for p in "ab" for n in learners}
+    np.savez(folder / "traces.npz", **arrays)
+
+
+def _regret_folder(folder: Path, probs: dict, command=()) -> None:
+    """Expert advice (bonus 0.5) of 2 runs and T = 3, the ``prob_best`` trace of each learner."""
+    env = {"name": "expert_advice", "bonus": 0.5}
+    learners = {n: {"num_queries": 2} for n in probs}
+    info = {"name": "demo", "runs": 2, "seed": 0, "horizon": 3, "command": list(command)}
+    _json(folder / "summary.json", info | {"env": env, "learners": learners})
+    arrays: dict[str, Any] = {"env/change_points": np.zeros((2, 0))}
+    arrays |= {f"{n}/prob_best": np.asarray(p, np.float32) for n, p in probs.items()}
+    np.savez(folder / "traces.npz", **arrays)
+
+
+def _study_folder(folder: Path, points: dict) -> None:
+    """A ``study.json`` as ``experiments/study.py`` writes it for ``points`` (``{(adversary,
+    n): {learner: (R, 4) per-run SA(L)}}`` at L = 256, 1024, 4096, 16384, the study's table
+    windows, fitted over L <= T / 4), with 20 bootstrap resamples."""
+    loaded = {
+        key: {
+            "windows": [int(w) for w in LENGTHS],
+            "learners": {n: {"sa": sa, "queries": 2} for n, sa in learners.items()},
+        }
+        for key, learners in points.items()
+    }
+    _json(folder / "study.json", {"meta": {}, "analysis": study.analyse(loaded, resamples=20)})
+
+
+def _bench() -> dict:
+    rate = {"run_steps_per_s": 1.5e6, "run_steps_per_s_min": 1.2e6, "run_steps_per_s_max": 1.6e6}
+    case = {"learner": "stabl", "num_arms": 5, "runs": 3}
+    rows = [
+        {**case, **rate, "impl": "jax", "compile_s": 0.42, "arm_updates_per_s": 7.5e6,
+         "x_numpy_vectorised": 3.0, "x_numpy_loop": 75.0, "x_validated": 0.9,
+         "state_bytes_per_run": 884, "peak_rss_bytes": 300 * 2**20},
+        {**case, "impl": "numpy_vectorised", "run_steps_per_s": 5e5,
+         "run_steps_per_s_min": 4e5, "run_steps_per_s_max": 6e5},
+        {**case, "runs": 1, "impl": "numpy_loop", "run_steps_per_s": 2e4,
+         "run_steps_per_s_min": 1e4, "run_steps_per_s_max": 3e4},
+    ]  # fmt: skip
+    machine = {
+        "cpu": "Test CPU", "cpu_count": 2, "jax": "0.0", "jax_backend": "cpu",
+        "devices": ["cpu:cpu"], "numpy": "2.0", "load_average": [0.5, 0, 0],
+        "load_average_end": [1.25, 0, 0], "date": "2026-01-01T00:00:00+00:00",
+    }  # fmt: skip
+    return {"machine": machine, "code": {"commit": "abcdef0123", "dirty": True}, "rows": rows}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """Every hand-made folder of the views, each described where it is read, and ``doc.md``
+    (the demo marker's block, ``OLD``)."""
+    root = tmp_path_factory.mktemp("results")
+    _json(root / "demo" / "summary.json", _summary())
+    for kind in OTHER_KINDS:
+        _json(root / kind / "summary.json", {"kind": kind})
+    one = _summary(runs=1)  # one run: null half-widths
+    entry = one["learners"]["stabl"]
+    for stat in (entry["mean_reward"], entry["prob_best"]["overall"]):
+        stat["ci95"] = None
+    entry["adaptive_regret"]["expected"] = {"mean": [3.0, -5.0], "ci95": None}
+    _json(root / "onerun" / "summary.json", one)
+    # pair: 10 runs of 4 rounds; StABL earns 0.1 more than EXP3 in every run's first segment
+    exp3 = np.random.default_rng(0).uniform(0.2, 0.8, (10, 4)).astype(np.float32)
+    _paired_folder(root / "pair", exp3 - np.array([0.1, 0.1, 0, 0], np.float32), exp3)
+    data = paired.Folders(root / "pair")  # pair-seg: the same without loss traces
+    _paired_folder(root / "pair-seg", exp3, exp3)
+    summary = json.loads((root / "pair" / "summary.json").read_text())
+    summary["config"]["horizon"] = 4
+    _json(root / "pair-seg" / "summary.json", summary)
+    segment = {f"{n}/segment_reward": data.rewards(n)[1] for n in ("stabl", "exp3_uniform")}
+    np.savez(root / "pair-seg" / "traces.npz", **segment, **{"env/change_points": data.points})
+    _paired_folder(root / "one", exp3[:1], exp3[:1])
+    zeros = np.zeros((2, 4), np.float32)
+    for name in ("nostabl", "cut", "badjson"):
+        _paired_folder(root / name, zeros, zeros)
+    arrays: dict[str, Any] = {"exp3_uniform/loss": zeros}
+    arrays["env/change_points"] = np.full((2, 1), 2, np.int32)
+    np.savez(root / "nostabl" / "traces.npz", **arrays)
+    (root / "cut" / "traces.npz").write_bytes((root / "cut" / "traces.npz").read_bytes()[:200])
+    text = (root / "badjson" / "summary.json").read_text()
+    (root / "badjson" / "summary.json").write_text(text[:50])
+    _hpo_folder(root / "sel")
+    _hpo_folder(root / "sel-one", runs=1)
+    a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
+    b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
+    write_loss_traces(root / "main", [[2], [2]], a=a)
+    write_loss_traces(root / "other", [[2], [2]], b=b)
+    write_loss_traces(root / "moved", [[1], [2]], b=b)
+    _regret_folder(root / "f", {"a": [[0, 0, 0], [1, 1, 1]], "b": [[1, 1, 1], [1, 1, 1]]})
+    _regret_folder(root / "f-naive", {"c": [[0.5] * 3, [0.5] * 3]}, command=["validate=False"])
+    _json(root / "bench" / "benchmark.json", _bench())
+    # study: every run's SA(L) is k·L (StABL k = 1 at n = 3 and 2 at n = 9, Uniform 3);
+    # study-tuned: StABL's SA(L) = √L at both n
+    runs = np.ones((6, 1))
+    theory = {
+        ("geometric", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+        ("geometric", 9): {"stabl": 2 * runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+        ("random", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
+    }
+    _study_folder(root / "study", theory)
+    tuned = {key: {"stabl": runs * np.sqrt(LENGTHS)} for key in list(theory)[:2]}
+    _study_folder(root / "study-tuned", tuned)
+    (root / "study-cut").mkdir()
+    (root / "study-cut" / "study.json").write_text('{"analysis": ')  # cut short
+    (root / "doc.md").write_text(OLD)
+    return root
 
 
 def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
-    _write(tmp_path, 0.5)
+    _json(tmp_path / "demo" / "summary.json", _summary(0.5))
     doc = tmp_path / "doc.md"
     doc.write_text("intro\n\n" + MARK + "stale\n<!-- /report -->\n\nafter\n")
     args = ["--results", str(tmp_path)]
-    assert REPORT["main"](["--check", str(doc), *args]) == 1
+    assert report.main(["--check", str(doc), *args]) == 1
     assert "<!-- report: demo windows=16,64 -->" in capsys.readouterr().out
-    assert REPORT["main"](["--update", str(doc), *args]) == 0
+    assert report.main(["--update", str(doc), *args]) == 0
     text = doc.read_text()
     assert text.startswith("intro\n\n" + MARK + "\n`results/demo` — demo (20 runs")
     assert text.endswith("<!-- /report -->\n\nafter\n")
     # summary.json's half-width as it is (Student's t already; never rescaled)
     assert "| stabl | 2 | expert_lr_scale=1 | 0.500 ± 0.010 |" in text
     assert "| 3.0 ± 0.1 | -5.0 ± 0.2 |" in text
-    assert REPORT["main"](["--check", str(doc), *args]) == 0
-    _write(tmp_path, 0.6)  # a new result: the document is stale again
-    assert REPORT["main"](["--check", str(doc), *args]) == 1
+    assert report.main(["--check", str(doc), *args]) == 0
+    _json(tmp_path / "demo" / "summary.json", _summary(0.6))  # a new result: stale again
+    assert report.main(["--check", str(doc), *args]) == 1
 
 
-def test_update_writes_the_document_whole_or_not_at_all(tmp_path, monkeypatch):
+def test_update_writes_the_document_whole_or_not_at_all(results, tmp_path, monkeypatch):
     """``--update`` replaces the document atomically: a disk that fills while it writes
     leaves the document as it was; the file keeps its permission bits, and a symbolic link
     to it stays a link."""
-    _write(tmp_path, 0.5)
     doc = tmp_path / "doc.md"
     before = MARK + "stale\n<!-- /report -->\n" + "more text\n" * 2000
     doc.write_text(before)
     doc.chmod(0o640)
     link = tmp_path / "link.md"
     link.symlink_to(doc)
-    args = ["--update", str(link), "--results", str(tmp_path)]
+    args = ["--update", str(link), "--results", str(results)]
     with monkeypatch.context() as patch:
         fill_disk_while_writing(patch)
         with pytest.raises(OSError, match="No space"):
-            REPORT["main"](args)
+            report.main(args)
     assert doc.read_text() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo", "doc.md", "link.md"]
-    assert REPORT["main"](args) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.md", "link.md"]
+    assert report.main(args) == 0
     assert link.is_symlink() and "| stabl | 2 |" in doc.read_text()
     assert doc.stat().st_mode & 0o777 == 0o640
 
 
-def test_a_marker_given_as_the_argument_prints_its_table(tmp_path, capsys):
+def test_a_marker_given_as_the_argument_prints_its_table(results, capsys):
     """The argument is a marker's text: its table on stdout, as ``--update`` writes it."""
-    _write(tmp_path, 0.5)
-    assert REPORT["main"](["demo windows=16,64", "--results", str(tmp_path)]) == 0
-    assert capsys.readouterr().out == REPORT["render"]("demo windows=16,64", tmp_path) + "\n\n"
+    assert report.main(["demo windows=16,64", "--results", str(results)]) == 0
+    assert capsys.readouterr().out == report.render("demo windows=16,64", results) + "\n\n"
     # the options a view reads apply, given or not
-    assert REPORT["main"](["demo sa=sampled windows=16", "--results", str(tmp_path)]) == 0
+    assert report.main(["demo sa=sampled windows=16", "--results", str(results)]) == 0
     assert "SA(L) of the sampled loss" in capsys.readouterr().out
+    assert report.main(["sel view=paired", "--results", str(results)]) == 0
+    assert "+1.000 ± 0.000" in capsys.readouterr().out
 
 
-def _paired_folder(results: Path, name: str, runs: int = 2, loss=None) -> Path:
-    """A folder of StABL and EXP3 (the same entries) whose traces hold ``loss`` (default
-    zeros) as both learners' ``(runs, 4)`` losses, with a change point at round 2."""
-    summary = _summary(0.5)
-    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
-    (results / name).mkdir()
-    (results / name / "summary.json").write_text(json.dumps(summary))
-    loss = np.zeros((runs, 4), np.float32) if loss is None else loss
-    arrays: dict[str, Any] = {"stabl/loss": loss, "exp3_uniform/loss": loss}
-    arrays["env/change_points"] = np.full((runs, 1), 2, np.int32)
-    np.savez(results / name / "traces.npz", **arrays)
-    return results / name
-
-
-OTHER_KINDS = ("bco", "hpo", "bandit", "anytime_gap")
 #: Arguments refused (exit 2, one line naming what, nothing printed, the document untouched):
 #: a bad option, a folder not there, an option the folder's view does not read (it was
 #: ignored without a word: ``sa=sampled`` on a BCO folder printed its one SA(L), of the
@@ -156,32 +281,14 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("args", "message"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
-def test_what_it_cannot_use_is_named_before_any_table(tmp_path, capsys, monkeypatch, args, message):
-    _write(tmp_path, 0.5)
-    for kind in OTHER_KINDS:
-        (tmp_path / kind).mkdir()
-        (tmp_path / kind / "summary.json").write_text(json.dumps({"kind": kind}))
-    for name in ("nostabl", "cut", "badjson"):
-        _paired_folder(tmp_path, name)
-    np.savez(
-        tmp_path / "nostabl" / "traces.npz",
-        **{"exp3_uniform/loss": np.zeros((2, 4), np.float32)},
-        **{"env/change_points": np.full((2, 1), 2, np.int32)},
-    )
-    (tmp_path / "cut" / "traces.npz").write_bytes(
-        (tmp_path / "cut" / "traces.npz").read_bytes()[:200]
-    )
-    (tmp_path / "badjson" / "summary.json").write_text(
-        (tmp_path / "badjson" / "summary.json").read_text()[:50]
-    )
-    (tmp_path / "doc.md").write_text(MARK + "old\n<!-- /report -->\n")
-    monkeypatch.chdir(tmp_path)
+def test_what_it_cannot_use_is_named_before_any_table(results, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(results)
     with pytest.raises(SystemExit) as stop:
-        REPORT["main"]([*args, "--results", "."])
+        report.main([*args, "--results", "."])
     captured = capsys.readouterr()
     assert stop.value.code == 2 and message in captured.err and "Traceback" not in captured.err
     assert captured.out == ""
-    assert (tmp_path / "doc.md").read_text() == MARK + "old\n<!-- /report -->\n"
+    assert (results / "doc.md").read_text() == OLD
 
 
 @pytest.mark.parametrize(
@@ -196,154 +303,184 @@ def test_what_it_cannot_use_is_named_before_any_table(tmp_path, capsys, monkeypa
     ],
 )
 def test_a_document_it_cannot_read_or_whose_marker_it_refuses_is_named(
-    tmp_path, capsys, marker, named
+    results, tmp_path, capsys, marker, named
 ):
     """A marker's option that its view does not read was ignored without a word, as the
     command line's once were; a document that is not text was named by its decoding error
     alone. Now ``--check`` and ``--update`` fail naming the marker and the option, or the
     document (exit 2), the document untouched."""
-    _write(tmp_path, 0.5)
     doc = tmp_path / "doc.md"
     text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n".encode()
     text = b"\xff\xfe" + MARK.encode() if marker is None else text
     doc.write_bytes(text)
     for mode in ("--check", "--update"):
         with pytest.raises(SystemExit) as stop:
-            REPORT["main"]([mode, str(doc), "--results", str(tmp_path)])
+            report.main([mode, str(doc), "--results", str(results)])
         err = capsys.readouterr().err
         where = f"{doc} " if marker is None else f"report marker {marker!r}: "
         assert stop.value.code == 2 and where + named in err, err
     assert doc.read_bytes() == text
 
 
-def test_a_marker_without_its_folder_fails_and_keeps_its_block(tmp_path, capsys):
+def test_a_marker_without_its_folder_fails_and_keeps_its_block(results, tmp_path, capsys):
     doc = tmp_path / "doc.md"
-    doc.write_text(MARK + "old\n<!-- /report -->\n")
+    doc.write_text(OLD.replace("demo", "absent"))
     for mode in ("--check", "--update"):
-        assert REPORT["main"]([mode, str(doc), "--results", str(tmp_path)]) == 1
+        assert report.main([mode, str(doc), "--results", str(results)]) == 1
         assert "docs_numbers.sh" in capsys.readouterr().err
-    assert doc.read_text() == MARK + "old\n<!-- /report -->\n"
+    assert doc.read_text() == OLD.replace("demo", "absent")
 
 
-def test_a_one_run_folder_gives_means_without_intervals(tmp_path):
+#: What a view cannot give: named (the exception and its words) instead of a table.
+UNRENDERED = [
+    (
+        "one view=paired",
+        ValueError,
+        "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with",
+    ),
+    ("sel view=paired baseline=exp3", ValueError, "baseline 'exp3' is not one of its learners"),
+    ("sel-one view=paired", ValueError, "has 1 run(s), and a 95% t interval needs 2"),
+    ("main view=diff diff=a,moved::b", SystemExit, "not paired"),  # other change points
+    ("main diff=a,other::b", ValueError, "only with view=diff"),
+    ("f rows=f", ValueError, "rows= only with view=regret"),
+    ("bench view=bench windows=16", ValueError, "view=bench takes no other option"),
+    ("elsewhere view=bench", FileNotFoundError, "stabl-jax bench --out"),
+    ("study view=b adversary=random", ValueError, "view=b takes no other option"),
+    ("study view=table1 adversary=poisson", ValueError, "no adversary 'poisson'"),
+    ("study tuned=study-tuned", ValueError, "only with view="),
+    ("study view=exponents n=3", ValueError, "takes adversary= only"),
+    ("nostudy view=b", FileNotFoundError, "run experiments/study.py --out"),
+    ("study-cut view=b", ValueError, "study-cut/study.json is not valid JSON ("),
+]
+
+
+@pytest.mark.parametrize(("marker", "error", "words"), UNRENDERED, ids=[m for m, *_ in UNRENDERED])
+def test_what_a_view_cannot_give_is_named(results, marker, error, words):
+    with pytest.raises(error) as raised:
+        report.render(marker, results)
+    assert words in str(raised.value)
+    if marker.startswith("study-cut"):
+        assert "run experiments/study.py --out" in str(raised.value)
+
+
+def test_a_one_run_folder_gives_means_without_intervals(results):
     """One run has no interval: ``summary.json`` stores null half-widths, and the table shows
     the means alone instead of failing."""
-    summary = _summary(0.5)
-    summary["runs"] = 1
-    entry = summary["learners"]["stabl"]
-    for stat in (entry["mean_reward"], entry["prob_best"]["overall"]):
-        stat["ci95"] = None
-    entry["adaptive_regret"]["expected"] = {"mean": [3.0, -5.0], "ci95": None}
-    (tmp_path / "demo").mkdir()
-    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
-    table = REPORT["render"]("demo windows=16,64", tmp_path)
-    assert "| stabl | 2 | expert_lr_scale=1 | 0.500 | 0.400, 0.600 | 3.0 | -5.0 | 0.300 | 7 |" in (
-        table
-    )
+    row = "| stabl | 2 | expert_lr_scale=1 | 0.500 | 0.400, 0.600 | 3.0 | -5.0 | 0.300 | 7 |"
+    assert row in report.render("onerun windows=16,64", results)
 
 
-def test_paired_view_from_traces(tmp_path):
+def test_paired_view_from_traces(results):
     """10 runs of 4 rounds, one change point at 2: StABL earns 0.1 more than EXP3 in every
     run's first segment and the same in the second, so the paired difference is exactly
-    +0.100 per segment 1, +0.000 per segment 2 and +0.050 overall, with zero spread."""
-    _write(tmp_path, 0.5)
-    summary = _summary(0.5)
-    summary["learners"]["exp3_uniform"] = summary["learners"]["stabl"]
-    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
-    rng = np.random.default_rng(0)
-    exp3 = rng.uniform(0.2, 0.8, (10, 4)).astype(np.float32)
-    stabl = exp3.copy()
-    stabl[:, :2] -= 0.1
-    np.savez(
-        tmp_path / "demo" / "traces.npz",
-        **{"stabl/loss": stabl, "exp3_uniform/loss": exp3},
-        **{"env/change_points": np.full((10, 1), 2, np.int32)},
-    )
-    paired = REPORT["render"]("demo view=paired", tmp_path)
-    assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in paired
-    flipped = REPORT["render"]("demo view=paired reference=exp3_uniform", tmp_path)
+    +0.100 per segment 1, +0.000 per segment 2 and +0.050 overall, with zero spread; a folder
+    that kept no loss traces (``save_traces``) gives the same tables from segment_reward."""
+    table = report.render("pair view=paired", results)
+    assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in table
+    flipped = report.render("pair view=paired reference=exp3_uniform", results)
     assert "| exp3_uniform − stabl | -0.050 ± 0.000 | -0.100 ± 0.000, +0.000 ± 0.000 |" in flipped
-
-    # A folder that kept no loss traces (save_traces): the same tables from segment_reward.
-    summary["config"]["horizon"] = 4
-    (tmp_path / "demo" / "summary.json").write_text(json.dumps(summary))
-    paired_script = runpy.run_path(
-        str(Path(__file__).resolve().parents[2] / "experiments" / "paired.py")
-    )
-    data = paired_script["Folders"](tmp_path / "demo")
-    rewards = {name: data.rewards(name)[1] for name in ("stabl", "exp3_uniform")}
-    np.savez(
-        tmp_path / "demo" / "traces.npz",
-        **{f"{name}/segment_reward": value for name, value in rewards.items()},
-        **{"env/change_points": np.full((10, 1), 2, np.int32)},
-    )
-    assert REPORT["render"]("demo view=paired", tmp_path) == paired
-    # One run: the paired view printed ``± nan`` in every cell (exit 0). (The main table
-    # prints one run's means with "one run (no CI)", as ``stabl-jax run`` does.)
-    _paired_folder(tmp_path, "one", runs=1, loss=exp3[:1])
-    message = "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with"
-    with pytest.raises(ValueError, match=re.escape(message)):
-        REPORT["render"]("one view=paired", tmp_path)
+    assert report.render("pair-seg view=paired", results) == table.replace("/pair`", "/pair-seg`")
 
 
-def _hpo_folder(root: Path) -> Path:
-    """An algorithm-selection folder: 2 problems x 5 repeats x 4 evaluations. StABL's best gap
-    is 10x Uniform's at every evaluation of problem a and equal on problem b, so its paired
-    log10 difference is +1 on a, 0 on b, +0.5 over all pairs."""
-    folder = root / "sel"
-    folder.mkdir()
-    row = {"final_log10_gap": 1.0, "final_log10_gap_ci": 0.1}
-    summary = {
-        "kind": "hpo",
-        "config": {
-            "description": "demo",
-            "runs": 5,
-            "seed": 0,
-            "feedback": "reward",
-            "learners": ["uniform", "stabl"],
-            "problems": ["a", "b"],
-        },
-        "problems": {p: {"uniform": row, "stabl": row} for p in "ab"},
-        **{k: {"uniform": 0.5, "stabl": 0.25} for k in ("profile_scores", "score_vs_uniform")},
-        "profile_scores_half_budget": {"uniform": 0.5, "stabl": 0.25},
-        "score_vs_uniform_half_budget": {"uniform": 0.0, "stabl": -0.1},
-    }
-    (folder / "summary.json").write_text(json.dumps(summary))
-    gap = np.random.default_rng(0).uniform(0.1, 1.0, (5, 4))
-    counts = np.array([3, 1], np.int32)  # shares 1.5 and 0.5 of 1/A
-    arrays: dict[str, Any] = {"a/uniform/best_gap": gap, "a/stabl/best_gap": 10 * gap}
-    arrays |= {"b/uniform/best_gap": gap, "b/stabl/best_gap": gap}
-    arrays |= {f"{p}/{n}/arm_counts": counts for p in "ab" for n in ("uniform", "stabl")}
-    np.savez(folder / "traces.npz", **arrays)
-    return folder
-
-
-def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(tmp_path, capsys):
-    _hpo_folder(tmp_path)
-    table = REPORT["render"]("sel", tmp_path)
+def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(results):
+    table = report.render("sel", results)
     assert "| stabl | 0.250 | 0.250 | -0.100 | +0.250 |" in table
     # summary.json's Student-t half-width as it is (never rescaled)
     assert "| a | 1.00 ± 0.10 | 1.00 ± 0.10 (" not in table  # no scores in this summary
     assert "| a | 1.00 ± 0.10 | 1.00 ± 0.10 |" in table
-    paired = REPORT["render"]("sel view=paired", tmp_path)
+    table = report.render("sel view=paired", results)
     # five 1s and five 0s: sd = sqrt(10 * 0.25 / 9), half-width t_9 sd / sqrt(10) = 0.377
     row = "| stabl | +0.500 ± 0.377 | +0.500 ± 0.377 | +1.000 ± 0.000 | +0.000 ± 0.000 |"
-    assert row in paired
-    assert paired.endswith("| 0.50–1.50 |")
-    with pytest.raises(ValueError, match="baseline 'exp3' is not one of its learners"):
-        REPORT["render"]("sel view=paired baseline=exp3", tmp_path)
-    one_run = json.loads((tmp_path / "sel" / "summary.json").read_text())
-    one_run["config"]["runs"] = 1  # its paired cells were nan
-    (tmp_path / "one").mkdir()
-    (tmp_path / "one" / "summary.json").write_text(json.dumps(one_run))
-    with pytest.raises(ValueError, match=r"has 1 run\(s\), and a 95% t interval needs 2"):
-        REPORT["render"]("one view=paired", tmp_path)
-    assert REPORT["main"](["sel view=paired", "--results", str(tmp_path)]) == 0
-    assert "+1.000 ± 0.000" in capsys.readouterr().out
+    assert row in table and table.endswith("| 0.50–1.50 |")
 
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
+def test_diff_view_pairs_learners_across_folders(results):
+    """``view=diff``: two runs, T = 4, one change point at 2. Rewards (1 - loss): a = (1, 0,
+    .5, .5) and (0, 0, 1, 1), b = (0, 0, 0, 0) and (.5, .5, .5, .5). Per run a - b: mean .5
+    and 0 (mean .25, sd .35355; t(1) = 12.7062 -> half-width 3.1766); segment 1: .5 and -.5
+    (0 ± 6.3531); segment 2: .5 and .5 (.5 ± 0). Gap a vs b over segments: a .5, b .25, (a -
+    b)/b = +100 % ± 3.1766 / .25 = 1270.6 points."""
+    text = report.render("main view=diff\n  diff=a,other::b\n  gap=main::a,other::b", results)
+    lines = text.splitlines()
+    assert "| a − b [other] | +0.2500 ± 3.1766 | +0.0000 ± 6.3531 | +0.5000 ± 0.0000 |" in lines
+    assert "| a [main] vs b [other] | 0.5000 | 0.2500 | +100.0 % ± 1270.6 |" in lines
+
+
+def test_regret_view_from_prob_best_with_a_companion_folder(results):
+    """``view=regret``: R(T) = bonus * sum_t (1 - p_t(best)). Folder ``f``: learner a with
+    p = (0, 0, 0) and (1, 1, 1) over T = 3 -> R(T) 1.5 and 0 (bonus 0.5): mean 0.75, sd
+    1.06066, t(1) 12.7062 -> half-width 9.53 (no decimals from 1 on); learner b p = 1: 0.0
+    exactly (no interval). The companion ``f-naive`` adds c (p = 0.5: 0.75, no interval)."""
+    text = report.render("f view=regret", results)
+    assert "| a | b | c |" in text
+    assert "| f (2 runs) | 1 ± 10 | 0.0 | 0.8 (validation off) |" in text.splitlines()
+
+
+def test_bench_view_is_the_benchmark_table_of_the_folder(results):
+    """``view=bench``: the machine line with the commit, one row per JAX configuration (its
+    NumPy vectorised rate beside it) and the loop's rates, from ``benchmark.json``; no other
+    option; a folder without ``benchmark.json`` is a missing folder."""
+    text = report.render("bench view=bench", results)
+    lines = text.splitlines()
+    assert lines[0] == "Machine: Test CPU, 2 cores; JAX 0.0 (cpu: cpu:cpu), NumPy 2.0; 2026-01-01."
+    assert "abcdef0" not in text and "load average" not in text  # benchmark.json keeps them
+    assert (
+        "| stabl | 5 | 3 | 0.4 | 1.5 M (1.2 M–1.6 M) | 7.5 M | 500 k (400 k–600 k) | 3× | 75× "
+        "| 0.9× | 884 | — | — | 300 |" in lines
+    )
+    assert lines[-1] == "NumPy one-run loop: stabl n=5: 20 k (10 k–30 k) run-steps/s."
+
+
+def test_study_views_from_study_json(results, tmp_path, capsys):
+    """``view=table1`` (with a tuned folder's rows), ``view=b`` and ``view=exponents`` read a
+    study folder's ``study.json``; ``--check`` passes after ``--update`` and fails once a cell
+    is edited. Every run's SA(L) is k·L (StABL k = 1 at n = 3 and 2 at n = 9, Uniform 3): its
+    exponent in L is 1 and StABL's in n log 2 / log 3 = 0.63; tuned StABL's SA(L) = √L at
+    both n: exponents 0.5 and 0."""
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "<!-- report: study view=table1 tuned=study-tuned -->\n<!-- /report -->\n"
+        "<!-- report: study view=b -->\n<!-- /report -->\n"
+        "<!-- report: study-tuned view=exponents adversary=geometric -->\n<!-- /report -->\n"
+    )
+    assert report.main(["--update", str(doc), "--results", str(results)]) == 0
+    text = doc.read_text()
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines()}
+    fits = "| 1.00 [1.00, 1.00] | 0.63 [0.63, 0.63] (n = 3, 9) |"
+    assert rows["StABL (this paper, Thm. 1), theory"].endswith(
+        "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
+    )
+    flat = "| 0.00 [0.00, 0.00] (n = 3, 9) |"
+    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(
+        "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
+    )
+    assert rows["Uniform"].endswith(
+        "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
+    )
+    assert "| learner | geometric n = 3 | 9 | random n = 3 |" in text
+    assert "| `stabl` (2) | 1.00 | 1.00 | 1.00 |" in text
+    assert "| `stabl` | 3, 9 | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] |" in text
+    assert report.main(["--check", str(doc), "--results", str(results)]) == 0
+    doc.write_text(text.replace("| `stabl` (2) | 1.00 | 1.00 |", "| `stabl` (2) | 1.00 | 0.99 |"))
+    capsys.readouterr()
+    assert report.main(["--check", str(doc), "--results", str(results)]) == 1
+    assert "<!-- report: study view=b -->" in capsys.readouterr().out
+
+
+def test_tables_of_the_kept_benchmark_json_are_what_the_documents_show(tmp_path):
+    """The speed benchmark keeps its JSON in ``docs/benchmark/`` (``docs_numbers.sh`` copies
+    it there): laid out as its results folder, it regenerates every ``view=bench`` table of
+    ``docs/speed.md`` unchanged (the other markers need results folders that are not in the
+    repository)."""
+    kept = (ROOT / "docs" / "benchmark" / "benchmark.json").read_bytes()
+    (tmp_path / "benchmark").mkdir()
+    (tmp_path / "benchmark" / "benchmark.json").write_bytes(kept)
+    text = (ROOT / "docs" / "speed.md").read_text()
+    ours = [m["args"] for m in report.MARKER.finditer(text) if "view=bench" in m["args"].split()]
+    assert ours, "docs/speed.md has no table of a kept JSON"
+    new, changed, missing = report.update(text, tmp_path)
+    assert changed == [] and new == text
+    assert not [m for m in missing if any(f"/{a.split()[0]}/" in m for a in ours)], missing
 
 
 def _folders_written_by_docs_numbers() -> set[str]:
@@ -377,25 +514,20 @@ def test_every_marked_table_has_its_run_in_docs_numbers(doc):
     """The document's markers are well formed (as many matched blocks as start markers),
     ``experiments/docs_numbers.sh`` writes every folder they name and updates and checks the
     document."""
-    text = (ROOT / doc).read_text()
-    script = DOCS_NUMBERS.read_text()
+    text, script = (ROOT / doc).read_text(), DOCS_NUMBERS.read_text()
     for action in ("--update", "--check"):
         assert f"experiments/report.py {action} {doc} --results" in script, (action, doc)
-    blocks = REPORT["MARKER"].findall(text)
+    blocks = report.MARKER.findall(text)
     starts = [line for line in text.splitlines() if line.startswith("<!-- report: ")]
     ends = [line for line in text.splitlines() if line == "<!-- /report -->"]
     assert len(blocks) == len(starts) == len(ends) > 0
     expanded = _folders_written_by_docs_numbers()
     for block in blocks:
         folder, *options = block[1].split()
-        sides = [
-            side
-            for o in options
-            if o.startswith(("diff=", "gap="))
-            for side in o[o.index("=") + 1 :].split(",")
-        ]
-        rows = [f for o in options if o.startswith("rows=") for f in o[5:].split(",")]
-        named = [side.split("::")[0] for side in sides if "::" in side] + rows
+        pairs = [o.split("=", 1)[1] for o in options if o.startswith(("diff=", "gap="))]
+        sides = [side for pair in pairs for side in pair.split(",")]
+        named = [side.split("::")[0] for side in sides if "::" in side]
+        named += [f for o in options if o.startswith("rows=") for f in o[5:].split(",")]
         named += [o.removeprefix("tuned=") for o in options if o.startswith("tuned=")]
         for name in [folder, *named]:
             assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
@@ -470,215 +602,12 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
     assert shown <= made, f"{sorted(shown - made)}: not written by docs_numbers.sh"
 
 
-def test_diff_view_pairs_learners_across_folders(tmp_path):
-    """``view=diff``: two runs, T = 4, one change point at 2. Rewards (1 - loss): a = (1, 0,
-    .5, .5) and (0, 0, 1, 1), b = (0, 0, 0, 0) and (.5, .5, .5, .5). Per run a - b: mean .5
-    and 0 (mean .25, sd .35355; t(1) = 12.7062 -> half-width 3.1766); segment 1: .5 and -.5
-    (0 ± 6.3531); segment 2: .5 and .5 (.5 ± 0). Gap a vs b over segments: a .5, b .25, (a -
-    b)/b = +100 % ± 3.1766 / .25 = 1270.6 points."""
-    a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
-    b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
-    write_loss_traces(tmp_path / "main", [[2], [2]], a=a)
-    write_loss_traces(tmp_path / "other", [[2], [2]], b=b)
-    write_loss_traces(tmp_path / "moved", [[1], [2]], b=b)
-    text = REPORT["render"]("main view=diff\n  diff=a,other::b\n  gap=main::a,other::b", tmp_path)
-    lines = text.splitlines()
-    assert "| a − b [other] | +0.2500 ± 3.1766 | +0.0000 ± 6.3531 | +0.5000 ± 0.0000 |" in lines
-    assert "| a [main] vs b [other] | 0.5000 | 0.2500 | +100.0 % ± 1270.6 |" in lines
-    with pytest.raises(SystemExit, match="not paired"):  # other change points: other draws
-        REPORT["render"]("main view=diff diff=a,moved::b", tmp_path)
-    with pytest.raises(ValueError, match="only with view=diff"):
-        REPORT["render"]("main diff=a,other::b", tmp_path)
-
-
-def test_regret_view_from_prob_best_with_a_companion_folder(tmp_path):
-    """``view=regret``: R(T) = bonus * sum_t (1 - p_t(best)). Folder ``f``: learner a with
-    p = (0, 0, 0) and (1, 1, 1) over T = 3 -> R(T) 1.5 and 0 (bonus 0.5): mean 0.75, sd
-    1.06066, t(1) 12.7062 -> half-width 9.53 (no decimals from 1 on); learner b p = 1: 0.0
-    exactly (no interval). The companion ``f-naive`` adds c (p = 0.5: 0.75, no interval)."""
-
-    def folder(name: str, probs: dict, command=()) -> None:
-        path = tmp_path / name
-        path.mkdir()
-        summary = {
-            "name": "demo",
-            "runs": 2,
-            "seed": 0,
-            "horizon": 3,
-            "command": list(command),
-            "env": {"name": "expert_advice", "bonus": 0.5},
-            "learners": {n: {"num_queries": 2} for n in probs},
-        }
-        (path / "summary.json").write_text(json.dumps(summary))
-        arrays: dict[str, Any] = {"env/change_points": np.zeros((2, 0))}
-        arrays |= {f"{n}/prob_best": np.asarray(p, np.float32) for n, p in probs.items()}
-        np.savez(path / "traces.npz", **arrays)
-
-    folder("f", {"a": [[0, 0, 0], [1, 1, 1]], "b": [[1, 1, 1], [1, 1, 1]]})
-    folder("f-naive", {"c": [[0.5] * 3, [0.5] * 3]}, command=["validate=False"])
-    text = REPORT["render"]("f view=regret", tmp_path)
-    assert "| a | b | c |" in text
-    assert "| f (2 runs) | 1 ± 10 | 0.0 | 0.8 (validation off) |" in text.splitlines()
-    with pytest.raises(ValueError, match="rows= only with view=regret"):
-        REPORT["render"]("f rows=f", tmp_path)
-
-
-def test_bench_view_is_the_benchmark_table_of_the_folder(tmp_path):
-    """``view=bench``: the machine line with the commit, one row per JAX configuration (its
-    NumPy vectorised rate beside it) and the loop's rates, from ``benchmark.json``; no other
-    option; a folder without ``benchmark.json`` is a missing folder."""
-    rate = {"run_steps_per_s": 1.5e6, "run_steps_per_s_min": 1.2e6, "run_steps_per_s_max": 1.6e6}
-    case = {"learner": "stabl", "num_arms": 5, "runs": 3}
-    rows = [
-        {**case, **rate, "impl": "jax", "compile_s": 0.42, "arm_updates_per_s": 7.5e6,
-         "x_numpy_vectorised": 3.0, "x_numpy_loop": 75.0, "x_validated": 0.9,
-         "state_bytes_per_run": 884, "peak_rss_bytes": 300 * 2**20},
-        {**case, "impl": "numpy_vectorised", "run_steps_per_s": 5e5,
-         "run_steps_per_s_min": 4e5, "run_steps_per_s_max": 6e5},
-        {**case, "runs": 1, "impl": "numpy_loop", "run_steps_per_s": 2e4,
-         "run_steps_per_s_min": 1e4, "run_steps_per_s_max": 3e4},
-    ]  # fmt: skip
-    machine = {
-        "cpu": "Test CPU", "cpu_count": 2, "jax": "0.0", "jax_backend": "cpu",
-        "devices": ["cpu:cpu"], "numpy": "2.0", "load_average": [0.5, 0, 0],
-        "load_average_end": [1.25, 0, 0], "date": "2026-01-01T00:00:00+00:00",
-    }  # fmt: skip
-    result = {"machine": machine, "code": {"commit": "abcdef0123", "dirty": True}, "rows": rows}
-    (tmp_path / "bench").mkdir()
-    (tmp_path / "bench" / "benchmark.json").write_text(json.dumps(result))
-    text = REPORT["render"]("bench view=bench", tmp_path)
-    lines = text.splitlines()
-    assert lines[0] == "Machine: Test CPU, 2 cores; JAX 0.0 (cpu: cpu:cpu), NumPy 2.0; 2026-01-01."
-    assert "abcdef0" not in text and "load average" not in text  # benchmark.json keeps them
-    assert (
-        "| stabl | 5 | 3 | 0.4 | 1.5 M (1.2 M–1.6 M) | 7.5 M | 500 k (400 k–600 k) | 3× | 75× "
-        "| 0.9× | 884 | — | — | 300 |" in lines
-    )
-    assert lines[-1] == "NumPy one-run loop: stabl n=5: 20 k (10 k–30 k) run-steps/s."
-    with pytest.raises(ValueError, match="view=bench takes no other option"):
-        REPORT["render"]("bench view=bench windows=16", tmp_path)
-    with pytest.raises(FileNotFoundError, match="stabl-jax bench --out"):
-        REPORT["render"]("elsewhere view=bench", tmp_path)
-
-
-def _study_folder(folder: Path, points: dict[tuple[str, int], dict[str, np.ndarray]]) -> dict:
-    """A study folder whose ``study.json`` ``experiments/study.py`` would write for ``points``
-    (``{(adversary, n): {learner: (R, 4) per-run SA(L)}}`` at L = 256, 1024, 4096, 16384: the
-    study's table windows, fitted over L <= T / 4) with 20 bootstrap resamples."""
-    study = runpy.run_path(str(ROOT / "experiments" / "study.py"))
-    loaded = {
-        key: {
-            "windows": [int(w) for w in LENGTHS],
-            "learners": {name: {"sa": sa, "queries": 2} for name, sa in learners.items()},
-        }
-        for key, learners in points.items()
-    }
-    analysis = study["analyse"](loaded, resamples=20)
-    folder.mkdir(parents=True)
-    (folder / "study.json").write_text(json.dumps({"meta": {}, "analysis": analysis}))
-    return analysis
-
-
-LENGTHS = np.array([256.0, 1024.0, 4096.0, 16384.0])
-
-
-def test_study_views_from_study_json(tmp_path, capsys):
-    """``view=table1`` (with a tuned folder's rows), ``view=b`` and ``view=exponents`` read a
-    study folder's ``study.json``; ``--check`` passes after ``--update`` and fails once a cell
-    is edited. Every run's SA(L) is k·L (StABL k = 1 at n = 3 and 2 at n = 9, Uniform 3): its
-    exponent in L is 1 and StABL's in n log 2 / log 3 = 0.63; tuned StABL's SA(L) = √L at
-    both n: exponents 0.5 and 0."""
-    runs = np.ones((6, 1))
-    theory = {
-        ("geometric", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
-        ("geometric", 9): {"stabl": 2 * runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
-        ("random", 3): {"stabl": runs * LENGTHS, "uniform": 3 * runs * LENGTHS},
-    }
-    _study_folder(tmp_path / "study", theory)
-    tuned = {key: {"stabl": runs * np.sqrt(LENGTHS)} for key in list(theory)[:2]}
-    _study_folder(tmp_path / "study-tuned", tuned)
-    doc = tmp_path / "doc.md"
-    doc.write_text(
-        "<!-- report: study view=table1 tuned=study-tuned -->\n<!-- /report -->\n"
-        "<!-- report: study view=b -->\n<!-- /report -->\n"
-        "<!-- report: study-tuned view=exponents adversary=geometric -->\n<!-- /report -->\n"
-    )
-    assert REPORT["main"](["--update", str(doc), "--results", str(tmp_path)]) == 0
-    text = doc.read_text()
-    rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines()}
-    fits = "| 1.00 [1.00, 1.00] | 0.63 [0.63, 0.63] (n = 3, 9) |"
-    assert rows["StABL (this paper, Thm. 1), theory"].endswith(
-        "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
-    )
-    flat = "| 0.00 [0.00, 0.00] (n = 3, 9) |"
-    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(
-        "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
-    )
-    assert rows["Uniform"].endswith(
-        "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
-    )
-    assert "| learner | geometric n = 3 | 9 | random n = 3 |" in text
-    assert "| `stabl` (2) | 1.00 | 1.00 | 1.00 |" in text
-    assert "| `stabl` | 3, 9 | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] |" in text
-    assert REPORT["main"](["--check", str(doc), "--results", str(tmp_path)]) == 0
-    doc.write_text(text.replace("| `stabl` (2) | 1.00 | 1.00 |", "| `stabl` (2) | 1.00 | 0.99 |"))
-    capsys.readouterr()
-    assert REPORT["main"](["--check", str(doc), "--results", str(tmp_path)]) == 1
-    assert "<!-- report: study view=b -->" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    ("marker", "match"),
-    [
-        ("study view=b adversary=random", "view=b takes no other option"),
-        ("study view=table1 adversary=poisson", "no adversary 'poisson'"),
-        ("study tuned=study-tuned", "only with view="),
-        ("study view=exponents n=3", "takes adversary= only"),
-    ],
-)
-def test_study_views_reject_options_that_do_not_apply(tmp_path, marker, match):
-    runs = np.linspace(0.9, 1.1, 4)[:, None] * LENGTHS
-    _study_folder(tmp_path / "study", {("geometric", 3): {"uniform": runs}})
-    with pytest.raises(ValueError, match=match):
-        REPORT["render"](marker, tmp_path)
-
-
-def test_a_study_marker_without_its_study_json_names_the_command(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"run experiments/study\.py --out"):
-        REPORT["render"]("study view=b", tmp_path)
-    (tmp_path / "study").mkdir()
-    (tmp_path / "study" / "study.json").write_text('{"analysis": ')  # cut short
-    message = f"{tmp_path / 'study' / 'study.json'} is not valid JSON ("
-    with pytest.raises(ValueError, match=re.escape(message) + r".*study\.py --out"):
-        REPORT["render"]("study view=b", tmp_path)
-
-
-@pytest.mark.parametrize("doc", ["docs/speed.md"])
-def test_tables_of_the_kept_benchmark_jsons_are_what_the_documents_show(doc, tmp_path):
-    """The speed benchmark keeps its JSON in ``docs/benchmark/`` (``docs_numbers.sh`` copies
-    it there): laid out as its results folder, it regenerates every ``view=bench`` table of
-    the document unchanged (the other markers need results folders that are not in the
-    repository)."""
-    kept = ROOT / "docs" / "benchmark"
-    layout = {"benchmark/benchmark.json": kept / "benchmark.json"}
-    for name, source in layout.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_bytes(source.read_bytes())
-    text = (ROOT / doc).read_text()
-    views = ("view=bench",)
-    ours = [m["args"] for m in REPORT["MARKER"].finditer(text) if set(m["args"].split()) & {*views}]
-    assert ours, f"{doc} has no table of a kept JSON"
-    new, changed, missing = REPORT["update"](text, tmp_path)
-    assert changed == [] and new == text
-    assert not [m for m in missing if any(f"/{a.split()[0]}/" in m for a in ours)], missing
-
-
 def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[int, str]]]:
     """Run ``experiments/docs_numbers.sh`` with the Python interpreter stubbed by ``true`` and
     ``cp`` logged. Returns the folders run (``timings.txt``, in order) and each copy's
     destination with the number of folders run when it was made."""
     stub = tmp_path / "bin"
-    stub.mkdir()
+    stub.mkdir(parents=True)
     results = tmp_path / "results"
     timings, copies = results / "timings.txt", tmp_path / "copies.txt"
     done = f"$(cat {timings} 2>/dev/null | wc -l)"
@@ -691,22 +620,18 @@ def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[in
     return ran, [(int(words[0]), words[-1]) for words in logged]
 
 
-def test_only_runs_the_matching_folders_and_writes_nothing_under_docs(tmp_path):
-    """``ONLY=REGEX docs_numbers.sh`` (the Python interpreter stubbed by ``true``, ``cp``
-    logged): exactly the folders matching the regex are run, in the script's order, and it
-    ends before any step that writes under the repository's ``docs/``."""
+def test_only_runs_its_folders_and_the_whole_script_writes_under_docs_after_every_run(tmp_path):
+    """``ONLY=REGEX docs_numbers.sh`` runs exactly the folders matching the regex, in the
+    script's order, and ends before any step that writes under the repository's ``docs/``.
+    Without ``ONLY`` every folder runs on the tree as committed, and only then are the staged
+    study figures, the benchmark's folder and the figures copied into ``docs/`` (a copy
+    before that would make every later folder record a dirty tree)."""
     only = "^(bco_d(2|10)|sweeps/expert_advice_equal|study/random-n30-base)$"
-    ran, copies = _run_docs_numbers_stubbed(tmp_path, ONLY=only)
+    ran, copies = _run_docs_numbers_stubbed(tmp_path / "only", ONLY=only)
     assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal", "study/random-n30-base"]
     assert set(ran) <= _folders_written_by_docs_numbers()
     assert copies == []
-
-
-def test_the_whole_script_writes_under_docs_only_after_every_run(tmp_path):
-    """Without ``ONLY`` every folder runs on the tree as committed, and only then are the
-    staged study figures, the benchmark's folder and the figures copied into ``docs/`` (a copy
-    before that would make every later folder record a dirty tree)."""
-    ran, copies = _run_docs_numbers_stubbed(tmp_path)
+    ran, copies = _run_docs_numbers_stubbed(tmp_path / "all")
     assert set(ran) == _folders_written_by_docs_numbers()
     into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
     assert len(into_docs) == len(copies)

@@ -16,23 +16,41 @@ REPO = Path(__file__).resolve().parents[2]
 RATE = "return params.lr_scale * jnp.sqrt(base * (1.0 - params.gamma))"
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("config") / "tiny.toml"
-    path.write_text(CONFIG)
-    return path
+def _once(monkeypatch: pytest.MonkeyPatch, keep: Path) -> None:
+    """Each checkout's fresh-process import checked once, and this checkout's run of a config
+    made once (a copy of it kept in ``keep`` stands for the later ones: the same code, the
+    same numbers); every base run is made."""
+    checked: set[Path] = set()
+    check, run = same_bits.check_source, same_bits.run_one
+
+    def check_once(source: Path) -> None:
+        if source not in checked:
+            check(source)
+            checked.add(source)
+
+    def run_this_once(source: Path, config: Path, arguments: list, out: Path) -> None:
+        if source == same_bits.REPO and keep.exists():
+            shutil.copytree(keep, out)
+            return
+        run(source, config, arguments, out)
+        if source == same_bits.REPO:
+            shutil.copytree(out, keep)
+
+    monkeypatch.setattr(same_bits, "check_source", check_once)
+    monkeypatch.setattr(same_bits, "run_one", run_this_once)
 
 
-def _checkout(folder: Path) -> Path:
-    """A copy of this checkout's package and configs (what a base needs)."""
+def test_same_code_same_numbers_a_changed_rate_differs_a_failing_run_is_named(
+    tmp_path, capsys, monkeypatch
+):
+    _once(monkeypatch, tmp_path / "this-run")
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text(CONFIG)
+    base = tmp_path / "base"  # a copy of this checkout's package and configs
     for part in ("stabl_jax", "configs"):
-        shutil.copytree(REPO / part, folder / part, ignore=shutil.ignore_patterns("__pycache__"))
-    return folder
-
-
-def test_the_same_code_gives_the_same_numbers_and_a_changed_rate_does_not(tiny, tmp_path, capsys):
-    base = _checkout(tmp_path / "base")
-    assert same_bits.main(["--base-source", str(base), "--config", str(tiny)]) == 0
+        shutil.copytree(REPO / part, base / part, ignore=shutil.ignore_patterns("__pycache__"))
+    args = ["--base-source", str(base), "--config", str(tiny)]
+    assert same_bits.main(args) == 0
     out = capsys.readouterr().out
     assert "| tiny | " in out and out.rstrip().endswith("| same |")
 
@@ -40,10 +58,7 @@ def test_the_same_code_gives_the_same_numbers_and_a_changed_rate_does_not(tiny, 
     assert exp3.read_text().count(RATE) == 1
     exp3.write_text(exp3.read_text().replace(RATE, RATE + " * 1.5"))
     keep = tmp_path / "kept"
-    assert (
-        same_bits.main(["--base-source", str(base), "--config", str(tiny), "--keep", str(keep)])
-        == 1
-    )
+    assert same_bits.main([*args, "--keep", str(keep)]) == 1
     out = capsys.readouterr().out
     assert "differences |" in out and "different: " in out
     assert "learners.exp3.mean_reward.mean" in out and "exp3/played" in out
@@ -51,11 +66,8 @@ def test_the_same_code_gives_the_same_numbers_and_a_changed_rate_does_not(tiny, 
     assert (keep / "base" / "tiny" / "summary.json").is_file()
     assert (keep / "this" / "tiny" / "summary.json").is_file()
 
-
-def test_a_run_that_fails_is_exit_2_with_its_last_lines(tiny, tmp_path, capsys):
-    base = _checkout(tmp_path / "base")
     (base / "stabl_jax" / "__main__.py").write_text("import sys\nsys.exit('broken base')\n")
-    assert same_bits.main(["--base-source", str(base), "--config", str(tiny)]) == 2
+    assert same_bits.main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: tiny.toml with the code of ") and "exited 1" in err
     assert "broken base" in err
@@ -63,30 +75,27 @@ def test_a_run_that_fails_is_exit_2_with_its_last_lines(tiny, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [
-        (["--base", "no-such-revision"], "--base no-such-revision: not a commit of"),
-        (["--base-source", "/nonexistent"], "/nonexistent: no stabl_jax package in it"),
+    [  # a base it cannot use (exit 2 from main), then arguments it refuses (argparse's exit 2)
+        (
+            ["--base", "no-such-revision", "--only", "bco_d2"],
+            "--base no-such-revision: not a commit",
+        ),
+        (
+            ["--base-source", "/nonexistent", "--only", "bco_d2"],
+            "/nonexistent: no stabl_jax package",
+        ),
+        (["--base", "HEAD", "--only", "nope"], "--only: unknown ['nope']; choose from figure1,"),
+        (["--base", "HEAD", "--set", "runs=2"], "--set goes with --config"),
+        (["--base", "HEAD", "--config", "/no.toml"], "--config /no.toml: no such file"),
+        (["--base", "HEAD", "--only", "bco_d2", "--config", "x.toml"], "not allowed with arg"),
     ],
 )
-def test_a_base_it_cannot_use_is_exit_2(args, message, capsys):
-    assert same_bits.main([*args, "--only", "bco_d2"]) == 2
-    assert message in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--only", "nope"], "--only: unknown ['nope']; choose from figure1,"),
-        (["--set", "runs=2"], "--set goes with --config"),
-        (["--config", "/nonexistent.toml"], "--config /nonexistent.toml: no such file"),
-        (["--only", "bco_d2", "--config", "x.toml"], "not allowed with argument"),
-    ],
-)
-def test_bad_arguments_are_refused_before_anything_runs(args, message, capsys):
-    with pytest.raises(SystemExit) as exc:
-        same_bits.main(["--base", "HEAD", *args])
-    assert exc.value.code == 2
-    assert message in capsys.readouterr().err
+def test_a_base_or_arguments_it_cannot_use_are_exit_2_before_anything_runs(args, message, capsys):
+    try:
+        code = same_bits.main(args)
+    except SystemExit as stop:
+        code = stop.code
+    assert code == 2 and message in capsys.readouterr().err
 
 
 def test_a_worktree_of_a_revision_is_made_and_removed(tmp_path):

@@ -98,85 +98,44 @@ def test_a_folder_written_after_the_work_is_checked_before_it(
     assert afile.read_text() == "mine"
 
 
-#: Each script's counts (``experiment.arguments.count``): a bad one stops it before any work.
-COUNTS = {"gpu_compile": ["--runs", "--rounds"]}
-#: The runs of scripts that print 95% intervals (``experiment.arguments.interval_runs``): at
-#: least two.
-INTERVAL_RUNS = {"anytime_gap": ["--runs"]}
+TWICE, REPLACED = "twice: give each value once", "the second would silently replace the first"
+WHY, GIVEN = {1: "", 2: " (a 95% interval needs two runs)"}, "--bootstrap is given twice"
+#: Arguments that stop a script at once (exit 2), and the words its message holds. A count
+#: below its least (``experiment.arguments.count``, ``interval_runs``) was a traceback from
+#: the library, some after other work, and one run of a script that prints intervals printed
+#: each as ``nan`` (``anytime_gap.py``); a list option given one value twice
+#: (``experiment.arguments.Distinct``) ran, drew or printed the same setting twice; an option
+#: given twice (``experiment.arguments.Parser``): argparse kept the last value silently.
+STOPPED = [
+    (name, f"{flag} {n}", [f"argument {flag}: give an int >= {least}{WHY[least]}, got '{n}'"])
+    for name, flag, least in (("gpu_compile", "--runs", 1), ("gpu_compile", "--rounds", 1),
+                              ("anytime_gap", "--runs", 2))
+    for n in (str(least - 1), "-3", "2.5")
+] + [
+    ("anytime_gap", "--configs expert_advice_equal expert_advice_equal", ["--configs", TWICE]),
+    ("anytime_gap", "--feedback loss reward loss", ["--feedback gives loss twice", TWICE]),
+    ("anytime_gap", "--extra exp3 exp3", ["--extra gives exp3 twice", TWICE]),
+    ("curves", "results out --folders a a", ["--folders gives a twice", TWICE]),
+    ("paired", "folder --learners stabl stabl", ["--learners gives stabl twice", TWICE]),
+    ("paired", "folder --diff stabl,exp3 stabl,exp3", ["--diff gives stabl,exp3 twice", TWICE]),
+    ("paired", "folder --gap a,b a,b", ["--gap gives a,b twice", TWICE]),
+    ("study", "--fit-windows 64 64", ["--fit-windows gives 64 twice", TWICE]),
+    ("study", "--bootstrap 20 --bootstrap 30", [f"{GIVEN} (20 and 30)", REPLACED]),
+    ("study", "--out a --out b", ["--out is given twice (a and b)", REPLACED]),
+    ("study", "--fit-windows 32 64 --fit-windows 8", ["(32 64 and 8)", REPLACED]),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("name", "flag", "least"),
-    [(n, f, 1) for n, flags in COUNTS.items() for f in flags]
-    + [(n, f, 2) for n, flags in INTERVAL_RUNS.items() for f in flags],
-)
-@pytest.mark.parametrize("below", ["just_below", "-3", "2.5"])
-def test_a_count_below_its_least_stops_the_script_at_once(
-    name: str,
-    flag: str,
-    least: int,
-    below: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture,
+@pytest.mark.parametrize(("name", "argv", "words"), STOPPED, ids=[c[1] for c in STOPPED])
+def test_a_bad_count_or_a_value_or_an_option_given_twice_stops_the_script_at_once(
+    name: str, argv: str, words: list[str], monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    """It used to be a traceback from the library, some after other work; one run of a script
-    that prints intervals printed each as ``nan`` (``anytime_gap.py``)."""
-    value = str(least - 1) if below == "just_below" else below
-    module = load_script(ROOT / "experiments" / f"{name}.py", f"_counts_{name}")
-    argv = [flag, value]
-    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    module = load_script(ROOT / "experiments" / f"{name}.py", f"_stopped_{name}")
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv.split()])
     with pytest.raises(SystemExit) as stop:
         module.main()
-    assert stop.value.code == 2
-    why = " (a 95% interval needs two runs)" if least == 2 else ""
-    message = f"argument {flag}: give an int >= {least}{why}, got '{value}'"
-    assert message in capsys.readouterr().err
-
-
-#: A list option given one value twice (``experiment.arguments.Distinct``): the script's
-#: arguments and what it names in its message. Each used to run, draw or print the same
-#: setting twice.
-REPEATS = [
-    ("anytime_gap", ["--configs", "expert_advice_equal", "expert_advice_equal"], "--configs"),
-    ("anytime_gap", ["--feedback", "loss", "reward", "loss"], "--feedback gives loss twice"),
-    ("anytime_gap", ["--extra", "exp3", "exp3"], "--extra gives exp3 twice"),
-    ("curves", ["results", "out", "--folders", "a", "a"], "--folders gives a twice"),
-    ("paired", ["folder", "--learners", "stabl", "stabl"], "--learners gives stabl twice"),
-    ("paired", ["folder", "--diff", "stabl,exp3", "stabl,exp3"], "--diff gives stabl,exp3 twice"),
-    ("paired", ["folder", "--gap", "a,b", "a,b"], "--gap gives a,b twice"),
-    ("study", ["--fit-windows", "64", "64"], "--fit-windows gives 64 twice"),
-]
-
-
-#: An option given twice (``experiment.arguments.Parser``): argparse kept the last value silently.
-OPTIONS_TWICE = [
-    ("study", ["--bootstrap", "20", "--bootstrap", "30"], "--bootstrap is given twice (20 and 30)"),
-    ("study", ["--out", "a", "--out", "b"], "--out is given twice (a and b)"),
-    ("study", ["--fit-windows", "32", "64", "--fit-windows", "8"], "(32 64 and 8)"),
-]
-
-
-REFUSED = [(*case, "twice: give each value once") for case in REPEATS] + [
-    (*case, "the second would silently replace the first; give it once") for case in OPTIONS_TWICE
-]
-
-
-@pytest.mark.parametrize(("name", "argv", "message", "tail"), REFUSED, ids=[r[2] for r in REFUSED])
-def test_a_value_or_an_option_given_twice_stops_the_script_at_once(
-    name: str,
-    argv: list[str],
-    message: str,
-    tail: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture,
-) -> None:
-    module = load_script(ROOT / "experiments" / f"{name}.py", f"_repeats_{name}")
-    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
-    with pytest.raises(SystemExit) as stop:
-        module.main()
-    assert stop.value.code == 2
     err = capsys.readouterr().err
-    assert message in err and tail in err, err
+    assert stop.value.code == 2 and all(word in err for word in words), err
 
 
 def test_the_parser_refuses_an_option_twice_in_one_parse_only() -> None:

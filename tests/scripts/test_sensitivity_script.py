@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stabl_jax.experiment import outputs, plots
-from tests.scripts.load import load_script
+from tests.scripts.load import ROOT, load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "sensitivity.py"
+script = load_script(ROOT / "experiments" / "sensitivity.py", "sensitivity_script")
+
+
+def _sweep(learners: dict) -> dict:
+    """A ``stabl-jax sweep`` summary.json of ``learners`` (4 runs a point, tuned on seed 7)."""
+    config = {"name": "demo", "feedback": "loss"}
+    return {"config": config, "seed": 0, "tune_seed": 7, "runs_per_point": 4, "learners": learners}
 
 
 def _entry(fields, axes, score):
@@ -39,14 +44,9 @@ def _entry(fields, axes, score):
 
 
 def test_sensitivity_plots_and_edges(tmp_path, capsys):
-    script = load_script(SCRIPT, "sensitivity_script")
     scales, metas, gammas = [1.0, 2.0, 4.0, 8.0], [1.0, 2.0, 4.0], [0.0, 0.1, 0.3]
-    sweep = {
-        "config": {"name": "demo", "feedback": "loss"},
-        "seed": 0,
-        "tune_seed": 7,
-        "runs_per_point": 4,
-        "learners": {
+    sweep = _sweep(
+        {
             # best at the largest meta scale: the grid's upper edge
             "stabl": _entry(["expert_lr_scale", "meta_lr_scale"], [scales, metas], lambda e, m: m),
             # best at gamma = 0 and an interior scale: not an edge of the grid
@@ -54,8 +54,8 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
                 ["lr_scale", "gamma"], [scales, gammas], lambda s, g: -abs(s - 2.0) - g
             ),
             "saol": _entry(["lr_scale"], [scales], lambda s: -abs(s - 4.0)),
-        },
-    }
+        }
+    )
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "summary.json").write_text(json.dumps(sweep))
     assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
@@ -125,14 +125,7 @@ def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, t
     """A sweep of one run a point (every half-width ``nan``), a ``summary.json`` that is not
     JSON, or one without the keys of ``stabl-jax sweep``'s:
     named, with what to do, and nothing drawn (also not the good sweep beside it)."""
-    script = load_script(SCRIPT, "sensitivity_script")
-    sweep = {
-        "config": {"name": "demo", "feedback": "loss"},
-        "seed": 0,
-        "tune_seed": 7,
-        "runs_per_point": 4,
-        "learners": {"saol": _entry(["lr_scale"], [[1.0, 2.0]], lambda s: s)},
-    }
+    sweep = _sweep({"saol": _entry(["lr_scale"], [[1.0, 2.0]], lambda s: s)})
     for name, body in (("a_good", json.dumps(sweep)), ("bad", text(sweep))):
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(body)
@@ -144,7 +137,6 @@ def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, t
 
 def test_a_folder_without_sweeps_is_an_error(tmp_path, capsys):
     """It printed the note on stdout and exited 1, as if drawing had failed."""
-    script = load_script(SCRIPT, "sensitivity_script")
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit) as stop:
         script.main([str(tmp_path / "empty"), str(tmp_path / "png")])
