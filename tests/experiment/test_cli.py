@@ -485,35 +485,6 @@ def test_cli_usage_error_exits_2(capsys):
     assert cli.main([]) == 2
 
 
-def test_unwritable_output_fails_before_computing(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    blocker = tmp_path / "a_file"
-    blocker.write_text("not a folder")
-    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(blocker / "sub")])
-    err = capsys.readouterr().err
-    assert code == 2 and err.startswith("error: ") and "a_file" in err
-
-
-def test_an_empty_out_is_refused_before_computing(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    monkeypatch.chdir(tmp_path)  # an empty path would otherwise mean the working folder
-    for out in ("", "  "):
-        code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", out])
-        err = capsys.readouterr().err
-        assert code == 2 and "--out is empty; give a folder name" in err
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_foreign_folder_is_never_replaced(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    out = tmp_path / "precious"
-    out.mkdir()
-    (out / "thesis.tex").write_text("do not delete")
-    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(out), "--force"])
-    assert code == 2 and "not a stabl_jax results folder" in capsys.readouterr().err
-    assert (out / "thesis.tex").read_text() == "do not delete"
-
-
 # --------------------------------------------------------------------------------------------
 # Runs end to end
 # --------------------------------------------------------------------------------------------
@@ -635,24 +606,6 @@ LEARNERS_QUERIES = {
     "stabl_naive": 2,
     "stabl_single_scale": 2,
 }
-
-
-def test_second_run_refused_then_forced_and_deterministic(tiny_runs, capsys):
-    name = "expert_advice_equal"
-    out = tiny_runs(name)
-    before = read_traces(out)
-    stamp = (out / COMPLETE).read_text()
-    code = cli.main(["run", *tiny_args(name), "--out", str(out)])
-    err = capsys.readouterr().err
-    assert code == 2 and err.startswith("error: ") and "--force" in err
-    assert (out / COMPLETE).read_text() == stamp
-
-    assert cli.main(["run", *tiny_args(name), "--out", str(out), "--force"]) == 0
-    after = read_traces(out)
-    assert sorted(before) == sorted(after)
-    for key in before:
-        np.testing.assert_array_equal(before[key], after[key], err_msg=key)
-    assert not list(out.parent.glob(f"{out.name}.old-*"))
 
 
 def test_default_output_folder_and_summary_table(tmp_path, capsys, monkeypatch):
