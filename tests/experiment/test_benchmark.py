@@ -119,12 +119,6 @@ def test_auto_chunk_size_follows_available_memory(monkeypatch):
     assert simulate.auto_chunk_size(4, 100) == 100  # never more than the horizon
 
 
-def test_available_memory_is_positive():
-    from stabl_jax.simulate import available_memory_bytes
-
-    assert available_memory_bytes() > 0
-
-
 def test_bench_gpu_without_a_gpu_stops_before_any_work(tmp_path, monkeypatch, capsys):
     """``--gpu`` is sized for an accelerator: on a CPU it stops at once (exit 2), saying
     what to do, and writes nothing; ``--quick`` is what runs its rows on a CPU."""
