@@ -39,6 +39,7 @@ from stabl_jax.experiment.tables import load_results, read_summary, read_traces
 from stabl_jax.learners.exp3 import EXP3
 from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import numbers, write_config_variant
+from tests.experiment.runs import forbid_computation
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
@@ -105,15 +106,6 @@ def tiny_runs(tmp_path_factory) -> Callable[[str], Path]:
         return done[name]
 
     return get
-
-
-def _forbid_computation(monkeypatch) -> None:
-    """Make any simulation fail loudly: errors must be reported before computing."""
-
-    def boom(*args, **kwargs):
-        raise AssertionError("the experiment ran although the command should have failed")
-
-    monkeypatch.setattr(experiment, "run_experiment", boom)
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,8 +369,9 @@ def test_the_good_examples_load(tmp_path):
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
-def test_bad_config_names_key_and_file(tmp_path, case):
-    """One mistake: one line naming the file, the key and what is allowed."""
+def test_bad_config_names_key_and_file(tmp_path, case, capsys, monkeypatch):
+    """One mistake: one line naming the file, the key and what is allowed; the command line
+    prints it after ``error:`` and exits 2 before any computation, writing nothing."""
     path = bad_config(tmp_path, case)
     with pytest.raises(ConfigError) as info:
         load_config(path)
@@ -386,6 +379,10 @@ def test_bad_config_names_key_and_file(tmp_path, case):
     assert "\n" not in message and (case != "wrong type" or message.startswith("key 'runs'"))
     for fragment in (str(path), *BAD_CASES[case][3:]):
         assert fragment in message, fragment
+    forbid_computation(monkeypatch)
+    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
+    assert (code, capsys.readouterr().err) == (2, f"error: {message}\n")
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, monkeypatch):
@@ -411,7 +408,7 @@ def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, mo
         assert line.startswith("  ") and fragment in line, (line, fragment)
     assert "did you mean 'feedback'?" in lines[1] and "did you mean 'stabl'" in lines[3]
     assert "'loss'?" in lines[4]
-    _forbid_computation(monkeypatch)
+    forbid_computation(monkeypatch)
     assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith(f"error: 5 errors in {path}:\n  unknown key")
     text = HPO_GOOD.replace(TOP, "runs = 2\nhorizon = 64").replace(DIMS, "dims = [1]")
@@ -454,24 +451,8 @@ def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
     assert load_config(path).learners[-1] == user
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["unknown key", "wrong type", "out of range", "unknown learner", "bco: unknown env kwarg"],
-)
-def test_cli_exits_2_on_bad_config(tmp_path, case, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    path = bad_config(tmp_path, case)
-    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.startswith("error: ")
-    assert BAD_CASES[case][3] in err and str(path) in err
-    assert "Traceback" not in err
-    assert not (tmp_path / "out").exists()
-
-
 def test_cli_exits_2_on_bad_override(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
+    forbid_computation(monkeypatch)
     code = cli.main(["run", "--runs", "0", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and "error: " in err and "'runs' (set on the command line)" in err

@@ -63,7 +63,8 @@ def reference(tmp_path_factory) -> Path:
 
 
 def _stop_at(stage: str, monkeypatch) -> None:
-    """Raise ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through its handler) at ``stage``."""
+    """Raise ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through its handler) at ``stage``, or
+    fail the final rename onto ``out`` (``EBUSY``)."""
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
@@ -88,21 +89,33 @@ def _stop_at(stage: str, monkeypatch) -> None:
             return rmtree(path, *args, **kwargs)
 
         monkeypatch.setattr(shutil, "rmtree", stop_in_checkpoints)
+    else:
+        replace = os.replace
+
+        def busy(src, dst):
+            if Path(dst).name == "out":
+                raise OSError(errno.EBUSY, "Device or resource busy")
+            return replace(src, dst)
+
+        monkeypatch.setattr(os, "replace", busy)
 
 
-@pytest.mark.parametrize("stage", ["manifest", "after COMPLETE", "removing the checkpoints"])
+@pytest.mark.parametrize(
+    "stage", ["manifest", "after COMPLETE", "removing the checkpoints", "the final rename fails"]
+)
 def test_a_stop_at_any_step_of_the_commit_loses_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch, stage
 ):
     """Ctrl-C or SIGTERM while the results are committed leaves ``<out>`` complete, or a
     partial folder that the same command finishes: from its checkpoints, or, once complete,
-    by moving it into place without recomputing anything."""
+    by moving it into place without recomputing anything. So does a final rename that fails
+    (exit 2)."""
     out = tmp_path / "out"
     with monkeypatch.context() as patch:
         _stop_at(stage, patch)
         code, _, err = run(command(config_path, out), capsys)
-    assert code == 130, err
-    if stage == "after COMPLETE":
+    assert code == (2 if stage == "the final rename fails" else 130), err
+    if stage in ("after COMPLETE", "the final rename fails"):
         assert "complete results are kept in" in err and "out.partial" in err
     if not out.exists():
         code, printed, err = run(command(config_path, out), capsys)
@@ -252,28 +265,6 @@ def test_an_out_that_cannot_be_used_is_refused_before_anything_runs(
         assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, (extra, err)
         assert all(word.replace("OUT", str(out)) in err for word in words), (extra, err)
     assert tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == listing
-
-
-def test_a_rename_that_fails_at_the_end_keeps_the_complete_results(
-    config_path, reference, tmp_path, capsys, monkeypatch
-):
-    """The final rename fails all the same (EBUSY): exit 2, the complete results stay in the
-    partial folder, which the same command then moves into place, computing nothing."""
-    out = tmp_path / "out"
-    replace = os.replace
-
-    def busy(src, dst):
-        if Path(dst) == out:
-            raise OSError(errno.EBUSY, "Device or resource busy")
-        return replace(src, dst)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", busy)
-        code, _, err = run(command(config_path, out), capsys)
-    assert code == 2 and "complete results are kept in" in err and "out.partial" in err, err
-    code, printed, err = run(command(config_path, out), capsys)
-    assert code == 0 and "nothing recomputed" in printed and "compile" not in printed, err
-    assert_same_results(out, reference)
 
 
 def test_a_damaged_marker_of_a_partial_folder_is_written_again(
