@@ -56,11 +56,6 @@ def test_bench_cli_tiny(tmp_path, capsys):
         assert f"commit `{result['code']['commit'][:7]}`" in first
 
 
-def test_bench_cli_rejects_unknown_learner(capsys):
-    assert cli.main(["bench", "--learners", "nope"]) == cli.EXIT_USAGE
-    assert "unknown" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
@@ -71,11 +66,13 @@ def test_bench_cli_rejects_unknown_learner(capsys):
         ("--arms", "30 300 30", "--arms gives 30 twice: give each value once\n"),
         ("--runs", "8 8", "--runs gives 8 twice: give each value once\n"),
         ("--learners", "stabl exp3 stabl", "--learners gives stabl twice: give each value once\n"),
+        ("--learners", "nope", "unknown"),
     ],
 )
-def test_bench_cli_rejects_sizes_below_one_run(capsys, flag, value, message):
-    """Only the values refused are named, as given (not the tuple they became); a value given
-    twice would time the same row twice."""
+def test_bench_cli_rejects_bad_values(capsys, flag, value, message):
+    """An unknown learner, sizes below one run, a value given twice (which would time the
+    same row twice): only the values refused are named, as given (not the tuple they
+    became)."""
     assert cli.main(["bench", flag, *value.split()]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
 

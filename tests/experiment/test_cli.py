@@ -451,13 +451,6 @@ def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
     assert load_config(path).learners[-1] == user
 
 
-def test_cli_exits_2_on_bad_override(tmp_path, capsys, monkeypatch):
-    forbid_computation(monkeypatch)
-    code = cli.main(["run", "--runs", "0", "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2 and "error: " in err and "'runs' (set on the command line)" in err
-
-
 def test_cli_usage_error_exits_2(capsys):
     assert cli.main(["run", "--no-such-flag"]) == 2
     assert "error:" in capsys.readouterr().err
