@@ -92,8 +92,6 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
     assert summary["kind"] == "bco" and summary["runs"] == 2 and summary["horizon"] == 64
     assert summary["env"]["dim"] == 2 and summary["config"]["env"]["dim"] == 2
     assert summary["env"]["change_points"] == [6, 17, 20, 40, 54]
-    for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
-        assert summary["versions"][key]
     assert summary["timings"]["wall_seconds"] > 0
     sa_info = summary["adaptive_regret"]
     assert sa_info["window_lengths"] == [16, 64]
