@@ -1,18 +1,20 @@
-"""The in-process runs the lifecycle, fault and resume tests share: one tiny config at the
-canonical sizes (5 arms, T = 64, chunks of 16 rounds), its uninterrupted run (made once per
-process), the command line, its output, the files of a folder, and a run stopped by Ctrl-C
-after a number of chunk checkpoints."""
+"""The in-process runs the lifecycle, fault, resume and compare tests share: one tiny config at
+the canonical sizes (5 arms, T = 64, chunks of 16 rounds), its uninterrupted run, a run of it
+stopped by Ctrl-C and a sweep of it (each made once per process), the command line, its
+output, the files of a folder, and a run stopped after a number of chunk checkpoints."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import shutil
 from pathlib import Path
 
 import pytest
 
 from stabl_jax.experiment import cli
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
+from stabl_jax.experiment.kinds import bandit
 from tests.conftest import HORIZON, NUM_ARMS
 
 CHUNK = 16
@@ -51,7 +53,52 @@ def shared_reference(factory: pytest.TempPathFactory) -> Path:
     return _SHARED["reference"]
 
 
-def command(config_path: Path, out: Path, *extra: str) -> list[str]:
+def shared_interrupted(factory: pytest.TempPathFactory) -> Path:
+    """The partial folder of a run of :func:`shared_config` stopped by Ctrl-C after 6 chunk
+    checkpoints (``uniform`` done, ``exp3`` at round 32), once per process (read, never
+    changed: :func:`interrupted_copy` copies it)."""
+    if "interrupted" not in _SHARED:
+        out = factory.mktemp("interrupted") / "out"
+        with pytest.MonkeyPatch.context() as patch:
+            stopped_run(shared_config(factory), out, None, patch, 6)
+        (_SHARED["interrupted"],) = partials(out)
+    return _SHARED["interrupted"]
+
+
+def interrupted_copy(factory: pytest.TempPathFactory, out: Path) -> Path:
+    """A copy of :func:`shared_interrupted` as the partial folder of ``out``; returns it."""
+    partial = shared_interrupted(factory)
+    return Path(shutil.copytree(partial, out.with_name(partial.name)))
+
+
+SWEEP = ["--set", 'learners=["exp3", "exp3_uniform"]', "--grid", "exp3.lr_scale=1,2,4"]
+SWEEP += ["--grid", "exp3_uniform.gamma=0.05,0.5", "--no-progress"]
+
+
+def sweep_command(config_path: Path, out: Path, *extra: str) -> list[str]:
+    """``stabl-jax sweep CONFIG`` of two learners' grids (four simulations) into ``out``."""
+    return ["sweep", str(config_path), *SWEEP, "--tune-seed", "7", "--out", str(out), *extra]
+
+
+def shared_sweep(factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted :func:`sweep_command` of :func:`shared_config`, once per process."""
+    if "sweep" not in _SHARED:
+        out = factory.mktemp("sweep") / "whole"
+        assert run(sweep_command(shared_config(factory), out), None)[0] == 0
+        _SHARED["sweep"] = out
+    return _SHARED["sweep"]
+
+
+def forbid_computation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any bandit experiment fail loudly: a refusal must come before any computation."""
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(bandit, "run_experiment", ran)
+
+
+def command(config_path: Path, out: Path | str, *extra: str) -> list[str]:
     """``stabl-jax run CONFIG --out OUT --no-progress EXTRA...`` as ``cli.main``'s argv."""
     return ["run", str(config_path), "--out", str(out), "--no-progress", *extra]
 

@@ -1,12 +1,11 @@
 """BCO experiment configs (``kind = "bco"``) through the command line, end to end at tiny sizes.
 
 Every shipped ``configs/bco_*.toml`` is validated at full size (every learner built at its
-dimension), then run through ``cli.main`` with ``--set`` overrides that shrink it (2 runs,
-T = 64, change points scaled by 64/4096, two SA(L) window lengths, and ``d = 2``: the three
-configs then share one environment and reuse the compiled programs, which keeps this file near
-30 s on two cores; what is tested of ``bco_d10`` and ``bco_d50`` end to end is that their own
-keys load and run, their dimension being checked at full size); the results folder is checked
-file by file. (Bad BCO keys: tests/experiment/test_cli.py's table.)
+dimension). ``bco_d2`` is then run through ``cli.main`` with ``--set`` overrides that shrink it
+(2 runs, T = 64, change points scaled by 64/4096, two SA(L) window lengths) and the results
+folder is checked file by file; at that size ``bco_d10`` and ``bco_d50`` would be the same run
+under other names (their dimension and run count are all that differ), so their own keys are
+tested at full size only. (Bad BCO keys: tests/experiment/test_cli.py's table.)
 """
 
 from __future__ import annotations
@@ -78,8 +77,8 @@ def test_bco_config_validates(name):
         assert learner.num_queries == BCO_LEARNER_QUERIES[learner_name]
 
 
-@pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
-def test_bco_config_runs_end_to_end(tmp_path, name, capsys):
+def test_bco_config_runs_end_to_end(tmp_path, capsys):
+    name = "bco_d2"
     out = tmp_path / name
     assert cli.main(["run", *tiny_args(name), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -93,8 +92,6 @@ def test_bco_config_runs_end_to_end(tmp_path, name, capsys):
     assert summary["kind"] == "bco" and summary["runs"] == 2 and summary["horizon"] == 64
     assert summary["env"]["dim"] == 2 and summary["config"]["env"]["dim"] == 2
     assert summary["env"]["change_points"] == [6, 17, 20, 40, 54]
-    for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
-        assert summary["versions"][key]
     assert summary["timings"]["wall_seconds"] > 0
     sa_info = summary["adaptive_regret"]
     assert sa_info["window_lengths"] == [16, 64]

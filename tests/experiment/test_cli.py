@@ -1,8 +1,8 @@
 """The command line, experiment configs and results folders, end to end at tiny sizes.
 
-Every shipped config is run through ``cli.main`` with ``--set`` overrides that shrink it
-(4 runs, T = 64, 5 arms, change points scaled down); the results folder is then checked file
-by file. Bad configs must fail on load with a :class:`ConfigError` naming key and file, and
+The paper's shipped configs are run through ``cli.main`` with ``--set`` overrides that shrink
+them (4 runs, T = 64, 5 arms, change points scaled down); the results folder is then checked
+file by file. Bad configs must fail on load with a :class:`ConfigError` naming key and file, and
 the CLI must exit 2 with ``error:`` on stderr before any computation.
 """
 
@@ -39,6 +39,7 @@ from stabl_jax.experiment.tables import load_results, read_summary, read_traces
 from stabl_jax.learners.exp3 import EXP3
 from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import numbers, write_config_variant
+from tests.experiment.runs import forbid_computation
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
@@ -60,16 +61,14 @@ TINY = [
     "window=8",
     "learner_options.stabl_single_scale.history_lengths=[16]",
 ]
-# At T = 64 the random and large configs become the same environment (5 segments; the random
-# config's 1355, 1437, 1798, 3249 scaled by 64/4096): the large one then reuses the compiled
-# programs, which keeps this file's runtime down. What is tested of it is that its own keys
-# (learners, options, feedback, ...) load and run end to end.
+# The random config's 1355, 1437, 1798, 3249 scaled by 64/4096 (5 segments). At this size the
+# large config is the random one under another name (every key where they differ is set
+# here), so it is run end to end no more: test_shipped_config_validates loads its own keys.
 TINY_CHANGE_POINTS = {
     "expert_advice_equal": [],  # num_segments = 4 -> 16, 32, 48
     "expert_advice_random": ["env.change_points=[21, 22, 28, 50]"],
-    "expert_advice_large": ["env.change_points=[21, 22, 28, 50]"],
 }
-TINY_SEGMENTS = {"expert_advice_equal": 4, "expert_advice_random": 5, "expert_advice_large": 5}
+TINY_SEGMENTS = {"expert_advice_equal": 4, "expert_advice_random": 5}
 
 
 def tiny_args(name: str) -> list[str]:
@@ -107,15 +106,6 @@ def tiny_runs(tmp_path_factory) -> Callable[[str], Path]:
         return done[name]
 
     return get
-
-
-def _forbid_computation(monkeypatch) -> None:
-    """Make any simulation fail loudly: errors must be reported before computing."""
-
-    def boom(*args, **kwargs):
-        raise AssertionError("the experiment ran although the command should have failed")
-
-    monkeypatch.setattr(experiment, "run_experiment", boom)
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,8 +369,9 @@ def test_the_good_examples_load(tmp_path):
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
-def test_bad_config_names_key_and_file(tmp_path, case):
-    """One mistake: one line naming the file, the key and what is allowed."""
+def test_bad_config_names_key_and_file(tmp_path, case, capsys, monkeypatch):
+    """One mistake: one line naming the file, the key and what is allowed; the command line
+    prints it after ``error:`` and exits 2 before any computation, writing nothing."""
     path = bad_config(tmp_path, case)
     with pytest.raises(ConfigError) as info:
         load_config(path)
@@ -388,6 +379,10 @@ def test_bad_config_names_key_and_file(tmp_path, case):
     assert "\n" not in message and (case != "wrong type" or message.startswith("key 'runs'"))
     for fragment in (str(path), *BAD_CASES[case][3:]):
         assert fragment in message, fragment
+    forbid_computation(monkeypatch)
+    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
+    assert (code, capsys.readouterr().err) == (2, f"error: {message}\n")
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, monkeypatch):
@@ -413,7 +408,7 @@ def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, mo
         assert line.startswith("  ") and fragment in line, (line, fragment)
     assert "did you mean 'feedback'?" in lines[1] and "did you mean 'stabl'" in lines[3]
     assert "'loss'?" in lines[4]
-    _forbid_computation(monkeypatch)
+    forbid_computation(monkeypatch)
     assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith(f"error: 5 errors in {path}:\n  unknown key")
     text = HPO_GOOD.replace(TOP, "runs = 2\nhorizon = 64").replace(DIMS, "dims = [1]")
@@ -456,62 +451,10 @@ def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
     assert load_config(path).learners[-1] == user
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["unknown key", "wrong type", "out of range", "unknown learner", "bco: unknown env kwarg"],
-)
-def test_cli_exits_2_on_bad_config(tmp_path, case, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    path = bad_config(tmp_path, case)
-    code = cli.main(["run", str(path), "--no-progress", "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.startswith("error: ")
-    assert BAD_CASES[case][3] in err and str(path) in err
-    assert "Traceback" not in err
-    assert not (tmp_path / "out").exists()
-
-
-def test_cli_exits_2_on_bad_override(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    code = cli.main(["run", "--runs", "0", "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2 and "error: " in err and "'runs' (set on the command line)" in err
-
-
 def test_cli_usage_error_exits_2(capsys):
     assert cli.main(["run", "--no-such-flag"]) == 2
     assert "error:" in capsys.readouterr().err
     assert cli.main([]) == 2
-
-
-def test_unwritable_output_fails_before_computing(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    blocker = tmp_path / "a_file"
-    blocker.write_text("not a folder")
-    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(blocker / "sub")])
-    err = capsys.readouterr().err
-    assert code == 2 and err.startswith("error: ") and "a_file" in err
-
-
-def test_an_empty_out_is_refused_before_computing(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    monkeypatch.chdir(tmp_path)  # an empty path would otherwise mean the working folder
-    for out in ("", "  "):
-        code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", out])
-        err = capsys.readouterr().err
-        assert code == 2 and "--out is empty; give a folder name" in err
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_foreign_folder_is_never_replaced(tmp_path, capsys, monkeypatch):
-    _forbid_computation(monkeypatch)
-    out = tmp_path / "precious"
-    out.mkdir()
-    (out / "thesis.tex").write_text("do not delete")
-    code = cli.main(["run", *tiny_args("expert_advice_equal"), "--out", str(out), "--force"])
-    assert code == 2 and "not a stabl_jax results folder" in capsys.readouterr().err
-    assert (out / "thesis.tex").read_text() == "do not delete"
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,7 +462,7 @@ def test_foreign_folder_is_never_replaced(tmp_path, capsys, monkeypatch):
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", sorted(TINY_SEGMENTS))
 def test_shipped_config_runs_end_to_end(tiny_runs, name):
     out = tiny_runs(name)
     assert (out / COMPLETE).is_file()
@@ -635,46 +578,6 @@ LEARNERS_QUERIES = {
     "stabl_naive": 2,
     "stabl_single_scale": 2,
 }
-
-
-def test_second_run_refused_then_forced_and_deterministic(tiny_runs, capsys):
-    name = "expert_advice_equal"
-    out = tiny_runs(name)
-    before = read_traces(out)
-    stamp = (out / COMPLETE).read_text()
-    code = cli.main(["run", *tiny_args(name), "--out", str(out)])
-    err = capsys.readouterr().err
-    assert code == 2 and err.startswith("error: ") and "--force" in err
-    assert (out / COMPLETE).read_text() == stamp
-
-    assert cli.main(["run", *tiny_args(name), "--out", str(out), "--force"]) == 0
-    after = read_traces(out)
-    assert sorted(before) == sorted(after)
-    for key in before:
-        np.testing.assert_array_equal(before[key], after[key], err_msg=key)
-    assert not list(out.parent.glob(f"{out.name}.old-*"))
-
-
-def test_default_output_folder_and_summary_table(tmp_path, capsys, monkeypatch):
-    """No --out: ``results/<name>-seed<S>`` under the working directory; no progress bars on
-    a stderr that is not a terminal (tests/experiment/test_plots.py draws them on one); the table on
-    stdout."""
-    monkeypatch.chdir(tmp_path)  # ./configs is absent here: found next to the package
-    args = [a for a in tiny_args("expert_advice_equal") if a != "--no-progress"]
-    code = cli.main(["run", *args, "--seed", "3", "--set", 'learners=["uniform", "stabl"]'])
-    captured = capsys.readouterr()
-    out = captured.out
-    assert code == 0
-    assert "/64" not in captured.err  # no tqdm bar in a log
-    folder = tmp_path / "results" / "expert_advice_equal-seed3"
-    assert (folder / COMPLETE).is_file()
-    assert f"results: {folder}" in out
-    assert "SA(16)" in out and "P(best arm)" in out
-    table = out[out.index("learner ") :]
-    assert "stabl" in table and "uniform" in table and "±" in table
-    # TINY's options for stabl_single_scale, which these learners leave out, are named
-    assert "not used (no such learner in learners): learner_options.stabl_single_scale" in out
-    assert "needs about" in out and "roughly" not in out  # memory and disk, no time
 
 
 def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
@@ -808,11 +711,13 @@ def test_paired_differences_are_those_of_the_traces(tiny_runs):
     assert {key[0] for key in rows} == set(PAPER_LEARNERS) - {"stabl"}
 
 
-def test_a_chosen_reference_is_printed_and_every_plot_saves_its_curves(
+def test_default_folder_and_a_chosen_reference_printed_and_every_plot_saves_its_curves(
     tmp_path, capsys, monkeypatch
 ):
-    """``reference = "uniform"``: the printed table of differences subtracts it; and every
-    line drawn in the PNGs is the curve ``curves.npz`` keeps (x and mean, as drawn)."""
+    """No --out: ``results/<name>-seed<S>`` under the working directory; no progress bars on
+    a stderr that is not a terminal (test_plots.py draws them on one); the tables on stdout,
+    and with ``reference = "uniform"`` the table of differences subtracts it; every line
+    drawn in the PNGs is the curve ``curves.npz`` keeps (x and mean, as drawn)."""
     drawn: dict[str, list] = {}
     save = plots.save_figure
 
@@ -823,15 +728,27 @@ def test_a_chosen_reference_is_printed_and_every_plot_saves_its_curves(
         return save(fig, path)
 
     monkeypatch.setattr(plots, "save_figure", keep)
-    out = tmp_path / "out"
-    args = ["run", *tiny_args("expert_advice_equal"), "--set", 'reference="uniform"']
-    assert cli.main([*args, "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)  # ./configs is absent here: found next to the package
+    learners = ["uniform", "exp3_uniform", "stabl"]
+    args = [a for a in tiny_args("expert_advice_equal") if a != "--no-progress"]
+    args += ["--seed", "3", "--set", f"learners={json.dumps(learners)}"]
+    assert cli.main(["run", *args, "--set", 'reference="uniform"']) == 0
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert "/64" not in captured.err  # no tqdm bar in a log
+    out = tmp_path / "results" / "expert_advice_equal-seed3"
+    assert (out / COMPLETE).is_file() and f"results: {out}" in printed
+    assert "SA(16)" in printed and "P(best arm)" in printed
+    table = printed[printed.index("learner ") :]
+    assert "stabl" in table and "uniform" in table and "±" in table
+    # TINY's options for stabl_single_scale, which these learners leave out, are named
+    assert "not used (no such learner in learners): learner_options.stabl_single_scale" in printed
+    assert "needs about" in printed and "roughly" not in printed  # memory and disk, no time
     start = printed.index("\nlearner ", printed.index("P(best arm)"))
     table = printed[start : printed.index("\n", printed.index("minus uniform"))]
     head, _, *rows = table.strip().splitlines()
     assert head.split()[:3] == ["learner", "reward", "seg1"] and "SA(64)" in head
-    assert [row.split()[0] for row in rows[:-1]] == [n for n in PAPER_LEARNERS if n != "uniform"]
+    assert [row.split()[0] for row in rows[:-1]] == learners[1:]
     assert rows[-1].startswith("minus uniform, paired by run: mean ± 95% CI over 4 runs")
     summary = read_summary(out)
     stabl = summary["learners"]["stabl"]["paired"]
@@ -842,7 +759,7 @@ def test_a_chosen_reference_is_printed_and_every_plot_saves_its_curves(
     assert summary["files"]["curves"] == plots.CURVES
     assert set(drawn) == set(PLOT_FILES)  # five plots, each with its curves
     for plot, lines in drawn.items():
-        names = [n for n in PAPER_LEARNERS if f"{plot}/{n}/mean" in curves]
+        names = [n for n in learners if f"{plot}/{n}/mean" in curves]
         assert names, plot
         for name, (_, x, y) in zip(names, lines, strict=False):
             if plot != "paired_segments":  # its bars sit beside each segment's number

@@ -16,23 +16,12 @@ import pytest
 
 from stabl_jax.experiment import cli, compare, files
 from stabl_jax.experiment.provenance import environment_info
-from tests.conftest import flip_a_byte_of
+from tests.conftest import NUM_ARMS, flip_a_byte_of
+from tests.experiment.runs import CONFIG as RUNS_CONFIG
+from tests.experiment.runs import run, shared_config, shared_sweep, sweep_command
 
-CONFIG = """
-name = "compare"
-seed = 5
-runs = 2
-horizon = 64
-learners = ["uniform", "exp3"]
-window = 8
-sa_windows = [16, 32]
-save_traces = "all"
-
-[env]
-name = "expert_advice"
-num_arms = 4
-change_points = [20, 40]
-"""
+#: The fault tests' config (5 arms, T = 64, 2 runs of uniform and exp3), every trace saved.
+CONFIG = RUNS_CONFIG.replace("LEARNER", "exp3").replace("[env]", 'save_traces = "all"\n\n[env]')
 
 
 def _run(config: Path, out: Path, *extra: str) -> Path:
@@ -145,8 +134,8 @@ def test_a_played_arm_is_never_within_a_tolerance_and_its_integer_type_does_not_
 
     def change(arrays):
         played = arrays["exp3/played"]
-        played[0, 5] = (played[0, 5] + 1) % 4
-        played[1, 40:] = (played[1, 40:] + 1) % 4  # a run that parts ways at round 40
+        played[0, 5] = (played[0, 5] + 1) % NUM_ARMS
+        played[1, 40:] = (played[1, 40:] + 1) % NUM_ARMS  # a run that parts ways at round 40
 
     _edit_traces(copy, change)
     (difference,) = compare.compare_folders(folders["a"], copy, rtol=0.5).differences
@@ -201,14 +190,10 @@ def test_summary_values_are_compared_and_the_run_record_is_left_out(folders, tmp
     assert [d.name for d in relaxed.differences] == ["learners.exp3.label", "learners.exp3.extra"]
 
 
-def test_two_sweeps_of_one_grid_differ_in_timings_only(tmp_path, capsys):
+def test_two_sweeps_of_one_grid_differ_in_timings_only(tmp_path_factory, tmp_path, capsys):
     """A sweep's per-learner ``seconds`` (and a host or end time anywhere) is no difference."""
-    config = tmp_path / "compare.toml"
-    config.write_text(CONFIG)
-    a, b = (tmp_path / name for name in "ab")
-    for out in (a, b):
-        grid = ["sweep", str(config), "--grid", "exp3.lr_scale=1,2", "--no-progress"]
-        assert cli.main([*grid, "--out", str(out)]) == 0
+    a, b = shared_sweep(tmp_path_factory), tmp_path / "b"
+    assert run(sweep_command(shared_config(tmp_path_factory), b), None)[0] == 0
 
     def change(summary):
         summary["learners"]["exp3"]["seconds"] = 1e9

@@ -52,7 +52,9 @@ def test_cli_fills_the_cache_folder(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     env.pop(compile_cache.ENV_VAR, None)
     args = ["--compile-cache", str(cache), "run", "--runs", "2", "--no-progress"]
-    args += ["--set", 'learners=["stabl"]', "--out", str(tmp_path / "out")]
+    for item in ('learners=["stabl"]', "horizon=64", "env.num_arms=5", "window=8"):
+        args += ["--set", item]
+    args += ["--out", str(tmp_path / "out")]
     proc = subprocess.run(
         [sys.executable, "-m", "stabl_jax", *args],
         env=env,

@@ -36,7 +36,6 @@ from stabl_jax.experiment import cli, load_results, read_traces
 from stabl_jax.experiment import files as files_module
 from stabl_jax.experiment import identity as identity_module
 from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
-from stabl_jax.experiment.kinds import bandit as experiment_module
 from stabl_jax.experiment.outputs import COMPLETE, MARKER, OutputError
 from stabl_jax.experiment.results import CHECKPOINT_DIR, ResultsFolder
 from stabl_jax.experiment.tables import read_summary
@@ -45,11 +44,12 @@ from tests.experiment.runs import (
     CHUNK,
     CONFIG,
     command,
+    forbid_computation,
+    interrupted_copy,
     partials,
     run,
     shared_config,
     shared_reference,
-    stopped_run,
     tree,
 )
 
@@ -67,59 +67,16 @@ def reference(tmp_path_factory) -> Path:
     return shared_reference(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def interrupted(config_path, tmp_path_factory) -> Path:
-    """The partial folder of a run stopped by Ctrl-C after 6 chunk checkpoints (``uniform``
-    done, ``exp3`` at round 32), to be copied by :func:`interrupted_run`."""
-    out = tmp_path_factory.mktemp("interrupted") / "out"
-    with pytest.MonkeyPatch.context() as patch:
-        stopped_run(config_path, out, None, patch, 6)
-    (partial,) = partials(out)
-    return partial
-
-
-def interrupted_run(interrupted: Path, out: Path) -> Path:
-    """A copy of :func:`interrupted` as the partial folder of ``out``; returns it."""
-    return Path(shutil.copytree(interrupted, out.with_name(interrupted.name)))
+@pytest.fixture
+def interrupted(tmp_path_factory, tmp_path) -> Path:
+    """The partial folder of ``tmp_path / "out"``: a copy of a run stopped by Ctrl-C after 6
+    chunk checkpoints (``uniform`` done, ``exp3`` at round 32)."""
+    return interrupted_copy(tmp_path_factory, tmp_path / "out")
 
 
 # --------------------------------------------------------------------------------------------
-# A user's folder
+# A live run beside (a user's folder, a link, ... at --out: test_lifecycle.py's BAD_OUTS)
 # --------------------------------------------------------------------------------------------
-
-
-def test_a_users_folder_is_never_deleted_or_renamed(config_path, tmp_path, capsys):
-    """A folder holding a file named like ours (``summary.json``, even ``COMPLETE``) but not
-    created by stabl_jax: exit 2 naming it and the remedy, with and without --force; every
-    byte still there and nothing left beside it."""
-    precious = tmp_path / "precious"
-    (precious / "sub").mkdir(parents=True)
-    (precious / "summary.json").write_text('{"mine": true}')
-    (precious / "thesis.tex").write_text("\\documentclass{article}")
-    (precious / "sub" / "data.csv").write_bytes(b"a,b\n1,2\n")
-    before = tree(precious)
-    for force in ([], ["--force"]):
-        code, _, err = run(command(config_path, precious, *force), capsys)
-        assert code == 2 and err.startswith("error: ") and "Traceback" not in err
-        assert str(precious) in err and "never replaced" in err and "--out" in err
-        assert tree(precious) == before
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
-
-
-def test_an_out_that_is_a_symbolic_link_is_left_alone(config_path, tmp_path, capsys):
-    """``--out`` a symbolic link to a folder, even a finished results folder: exit 2 saying it
-    is a link and where to point ``--out``, with and without --force; the link and its
-    folder unchanged."""
-    target = mark_as_ours(tmp_path / "folder")
-    (target / "notes.txt").write_text("mine")
-    link = tmp_path / "link"
-    link.symlink_to(target)
-    before = tree(target)
-    for force in ([], ["--force"]):
-        code, _, err = run(command(config_path, link, *force), capsys)
-        assert code == 2 and "is a symbolic link (to " in err and "Traceback" not in err
-        assert link.is_symlink() and tree(target) == before
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "link"]
 
 
 def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
@@ -299,50 +256,37 @@ def _shorten_npy_header(path: Path, member: str) -> bytes:
     return bytes(data)
 
 
-@pytest.mark.parametrize(("columns", "caught_by"), [(16, "Bad CRC-32"), (4096, "digest")])
-def test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest(
-    tmp_path: Path, columns: int, caught_by: str
-) -> None:
-    """``loss.npy``'s header length changed 0x76 -> 0x72 in a file of ``save_arrays``. In a
-    small member NumPy's read reaches the end of the member and zipfile's CRC check fails;
-    in a member of a few thousand numbers NumPy returns the shifted array without complaint
-    (same shape, other values), and only the digest refuses it."""
-    path = tmp_path / "chunk.npz"
+@pytest.mark.parametrize("columns", [16, 4096])
+@pytest.mark.parametrize("where", ["checkpoint", "traces"])
+def test_a_shortened_npy_header_is_caught(tmp_path: Path, where: str, columns: int) -> None:
+    """``loss.npy``'s header length changed 0x76 -> 0x72 in a checkpoint file (of
+    ``save_arrays``) or in a results folder's ``traces.npz`` (which carries no digest). In a
+    small member NumPy's read reaches the end of the member and zipfile's CRC check fails; in
+    a member of a few thousand numbers NumPy returns the shifted array without complaint
+    (same shape, other values): in a checkpoint only the digest refuses it, and
+    ``read_traces`` and ``Results.traces``, which read each array whole, refuse it by the
+    zip's CRC-32 at any size (a table read from it would be wrong with exit 0)."""
     loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
-    checkpoint.save_arrays(path, {"loss": loss})
+    path = tmp_path / f"{where}.npz"
+    if where == "traces":
+        (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
+        np.savez(path, loss=loss)
+    else:
+        checkpoint.save_arrays(path, {"loss": loss})
     _shorten_npy_header(path, "loss.npy")
-    if caught_by == "digest":
+    if columns == 4096:
         with np.load(path, allow_pickle=False) as npz:
             shifted = npz["loss"]
         assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
-        reason = "its arrays differ from those written"
-    else:
-        reason = "BadZipFile: Bad CRC-32 for file 'loss.npy'"
+    crc = "BadZipFile: Bad CRC-32 for file 'loss.npy'"
+    if where == "traces":
+        for read in (read_traces, lambda folder: load_results(folder).traces["loss"]):
+            with pytest.raises(ValueError, match=re.escape(f"cannot be read ({crc})")):
+                read(tmp_path)
+        return
+    reason = "its arrays differ from those written" if columns == 4096 else crc
     with pytest.raises(CheckpointDamaged, match=re.escape(reason)):
         load_arrays(path)
-
-
-@pytest.mark.parametrize("columns", [16, 4096])
-def test_a_shortened_npy_header_in_traces_is_caught_by_the_crc(
-    tmp_path: Path, columns: int
-) -> None:
-    """The same change in a results folder's ``traces.npz``, which carries no digest: NumPy
-    returns the shifted array of a few thousand numbers without complaint, and a table read
-    from it would be wrong with exit 0; ``read_traces`` and ``Results.traces`` read each
-    array whole, so the zip's CRC-32 refuses it at any size."""
-    (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
-    loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
-    np.savez(tmp_path / "traces.npz", loss=loss)
-    _shorten_npy_header(tmp_path / "traces.npz", "loss.npy")
-    if columns == 4096:
-        with np.load(tmp_path / "traces.npz", allow_pickle=False) as npz:
-            shifted = npz["loss"]
-        assert shifted.shape == loss.shape and not np.array_equal(shifted, loss)
-    reason = "cannot be read (BadZipFile: Bad CRC-32 for file 'loss.npy')"
-    with pytest.raises(ValueError, match=re.escape(reason)):
-        read_traces(tmp_path)
-    with pytest.raises(ValueError, match=re.escape(reason)):
-        load_results(tmp_path).traces["loss"]
 
 
 _CHUNK = "chunk-0000000000-0000000016.npz"
@@ -404,11 +348,12 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
 ):
     """Garbage in ``state.npz`` and the header-length byte of ``loss.npy`` in a chunk changed
     (0x76 -> 0x72; in this small chunk the zip's CRC catches it, in a large one only the
-    digest does: ``test_a_shortened_npy_header_is_caught_by_the_crc_or_the_digest``): each is named,
-    with --force as the remedy (exit 2, no pickle advice); --force discards only that
-    learner's checkpoint and the results equal an uninterrupted run's."""
+    digest does: ``test_a_shortened_npy_header_is_caught``): each is named, with --force as
+    the remedy (exit 2, no pickle advice), by the run and by its dry run, which with --force
+    says that learner's checkpoint would be discarded and what would be resumed, changing
+    nothing; --force discards only that learner's checkpoint and the results equal an
+    uninterrupted run's."""
     out = tmp_path / "out"
-    interrupted_run(interrupted, out)
 
     def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
         (partial,) = partials(out)
@@ -423,10 +368,18 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     (exp3() / checkpoint.STATE).write_bytes(good_state)
 
     chunk = sorted(exp3().glob("chunk-*.npz"))[-1]
-    data = _shorten_npy_header(chunk, "loss.npy")
-    code, _, err = run(command(config_path, out), capsys)
-    assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
-    assert (exp3() / chunk.name).read_bytes() == data  # nothing was discarded without --force
+    _shorten_npy_header(chunk, "loss.npy")
+    before = tree(interrupted)
+    for extra in (["--dry-run"], []):
+        code, printed, err = run(command(config_path, out, *extra), capsys)
+        assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err, err
+        assert "--force" in err and "dry run:" not in printed and "Traceback" not in err
+        assert partials(out) == [interrupted] and tree(interrupted) == before  # none discarded
+    code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
+    assert code == 0, err
+    assert "  the checkpoint of exp3 would be discarded (" in printed
+    assert "  would resume: uniform 64/64\n" in printed
+    assert partials(out) == [interrupted] and tree(interrupted) == before and not out.exists()
 
     code, stdout, err = run(command(config_path, out, "--force"), capsys)
     assert code == 0, err
@@ -450,7 +403,7 @@ def test_lost_bookkeeping_still_resumes(
     run's pid now a live process's (pid 1): its checkpoints are taken over all the same (a dead
     run is told by its released lock, not its pid)."""
     out = tmp_path / "out"
-    partial = interrupted_run(interrupted, out)
+    partial = interrupted
     identity = partial / CHECKPOINT_DIR / identity_module.IDENTITY
     if damage == "missing":
         identity.unlink()
@@ -476,7 +429,7 @@ def test_unidentifiable_checkpoints_are_kept_without_force(
     """No ``experiment.json`` and checkpoints of another seed: refused (exit 2) naming the
     folder and --force; the checkpoints are not touched."""
     out = tmp_path / "out"
-    partial = interrupted_run(interrupted, out)
+    partial = interrupted
     (partial / CHECKPOINT_DIR / identity_module.IDENTITY).unlink()
     before = tree(partial)
     code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
@@ -714,21 +667,6 @@ def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-def test_allow_large_runs_what_does_not_fit(config_path, tmp_path, capsys, monkeypatch):
-    """With no memory to spare the tiny config is refused naming the memory; --allow-large
-    runs it."""
-    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
-
-    def ran(*args, **kwargs):
-        raise AssertionError("the experiment ran")
-
-    monkeypatch.setattr(experiment_module, "run_experiment", ran)
-    code, _, err = run(command(config_path, tmp_path / "out"), capsys)
-    assert code == 2 and "of memory" in err and "--allow-large" in err
-    code, _, err = run(command(config_path, tmp_path / "out", "--allow-large"), capsys)
-    assert code == 1 and "the experiment ran" in err
-
-
 DONE = cli.DRY_RUN_DONE.format(checked="config, output folder, interrupted runs and resources")
 
 
@@ -736,15 +674,15 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch
 ):
     """``--dry-run`` prints the header (what the run needs) after the checks a run makes
-    before it computes, and stops: nothing run, compiled or written."""
-
-    def ran(*args, **kwargs):
-        raise AssertionError("the experiment ran")
+    before it computes, and stops: nothing run, compiled or written. With no memory to spare
+    the tiny config is refused naming the memory, by the run and its dry run; --allow-large
+    runs it. (A user's folder, complete results: test_lifecycle.py's BAD_OUTS.)"""
 
     def cache(*args, **kwargs):
         raise AssertionError("the compilation cache was enabled")
 
-    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    forbid_computation(monkeypatch)
+    enable = cli.compile_cache.enable
     monkeypatch.setattr(cli.compile_cache, "enable", cache)
     work = tmp_path / "work"
     work.mkdir()
@@ -765,20 +703,18 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
         assert "of memory" in err and "--allow-large" in err
         code, printed, _ = run(command(config_path, out, "--dry-run", "--allow-large"), capsys)
         assert code == 0 and printed.endswith(DONE + "\n")
-    # a user's folder, a complete result without --force: refused as a run refuses them
-    theirs = work / "theirs"
-    theirs.mkdir()
-    (theirs / "thesis.tex").write_text("mine")
-    code, _, err = run(command(config_path, theirs, "--dry-run"), capsys)
-    assert code == 2 and "is not a stabl_jax results folder" in err
-    assert [p.name for p in theirs.iterdir()] == ["thesis.tex"]
+        patch.setattr(cli.compile_cache, "enable", enable)  # a run enables it (off in tests)
+        code, _, err = run(command(config_path, out), capsys)
+        assert code == 2 and "of memory" in err and "--allow-large" in err
+        code, _, err = run(command(config_path, out, "--allow-large"), capsys)
+        assert code == 1 and "the experiment ran" in err
+    assert list(work.iterdir()) == []
+    # complete results with --force: the dry run says they would be replaced, touching nothing
     before = sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir())
-    code, _, err = run(command(config_path, reference, "--dry-run"), capsys)
-    assert code == 2 and "already holds a complete result" in err
     code, _, err = run(command(config_path, reference, "--dry-run", "--force"), capsys)
     assert code == 0, err
     assert sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir()) == before
-    assert not partials(reference) and sorted(p.name for p in work.iterdir()) == ["theirs"]
+    assert not partials(reference)
 
 
 def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
@@ -789,7 +725,7 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     2), and with ``--force`` says they are discarded. Nothing moves, and the real rerun then
     resumes them."""
     out = tmp_path / "out"
-    partial = interrupted_run(interrupted, out)
+    partial = interrupted
     before = tree(partial)
     code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
     assert code == 0, err
@@ -808,28 +744,6 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0, err
     assert f"  resuming {partial.name}: exp3 32/64, uniform 64/64" in printed, printed
-
-
-def test_a_dry_run_reads_the_checkpoints_it_would_resume(
-    config_path, interrupted, tmp_path, capsys, monkeypatch
-):
-    """A damaged checkpoint of the interrupted run a rerun would resume: the dry run names
-    the file and ``--force`` (exit 2), as the run does; with ``--force`` it says that
-    learner's checkpoint would be discarded and what would be resumed. Nothing changes on
-    disk either way."""
-    out = tmp_path / "out"
-    partial = interrupted_run(interrupted, out)
-    chunk = sorted((partial / CHECKPOINT_DIR / "exp3").glob("chunk-*.npz"))[-1]
-    _shorten_npy_header(chunk, "loss.npy")
-    before = tree(partial)
-    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
-    assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err and "--force" in err
-    assert "dry run:" not in printed and "Traceback" not in err
-    code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
-    assert code == 0, err
-    assert "  the checkpoint of exp3 would be discarded (" in printed
-    assert "  would resume: uniform 64/64\n" in printed
-    assert partials(out) == [partial] and tree(partial) == before and not out.exists()
 
 
 def test_the_memory_estimate_counts_the_largest_chunk_twice():
@@ -1027,11 +941,7 @@ def test_what_an_environment_lacks_is_named_before_any_run(
     user_envs, tmp_path, capsys, monkeypatch, env, message
 ):
     """One line naming the class, what it lacks and where the requirements are listed."""
-
-    def ran(*args, **kwargs):
-        raise AssertionError("the experiment ran")
-
-    monkeypatch.setattr(experiment_module, "run_experiment", ran)
+    forbid_computation(monkeypatch)
     code, _, err = run(command(user_config(tmp_path, env), tmp_path / "out"), capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert f"environment 'user_envs_faults:{env}': {message}" in err

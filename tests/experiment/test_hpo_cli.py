@@ -4,9 +4,7 @@ evaluations; compiling the Eagle ensemble dominates the cost)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 import runpy
 from pathlib import Path
@@ -127,24 +125,6 @@ def tiny_args(out) -> list[str]:
     return args + [x for item in TINY for x in ("--set", item)]
 
 
-@pytest.fixture(scope="module")
-def cli_run(tmp_path_factory):
-    """``stabl-jax run`` of the tiny config: the folder and what it printed."""
-    out = tmp_path_factory.mktemp("cli") / "run"
-    capture = io.StringIO()
-    with contextlib.redirect_stdout(capture):
-        assert cli.main(tiny_args(out)) == cli.EXIT_OK
-    return out, capture.getvalue()
-
-
-def test_cli_runs_an_hpo_config(cli_run, capsys):
-    out, printed = cli_run
-    assert "profile score" in printed and f"results: {out}" in printed
-    assert (out / COMPLETE).is_file()
-    assert not (out / "checkpoint").exists()  # removed once the folder is complete
-    assert cli.main(tiny_args(out)) == cli.EXIT_USAGE  # complete folder, no --force
-
-
 def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
     """The kind estimates its memory and disk: with no memory to spare a run is refused
     (exit 2) naming its size, the memory and the remedies, before anything is simulated;
@@ -189,10 +169,12 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
     assert tree_bytes(res.carry) == runs * hpo_experiment.run_state_bytes(learner, env)
 
 
-def test_a_resumed_hpo_run_says_what_it_took_over(cli_run, tmp_path, capsys, monkeypatch):
+def test_a_resumed_hpo_run_says_what_it_took_over(experiment, tmp_path, capsys, monkeypatch):
     """Interrupted after its first learner's program, the same command resumes: it says so,
-    with the programs complete, and writes what the uninterrupted run writes. The finished
-    program's checkpoint kept its traces, not its loop state (the Eagle pools)."""
+    with the programs complete, prints the table, removes its checkpoints and writes what the
+    uninterrupted run writes; a second run into the complete folder is refused without
+    --force. The finished program's checkpoint kept its traces, not its loop state (the
+    Eagle pools)."""
     args = tiny_args(tmp_path / "run")
     simulate = hpo_experiment.hpo_metrics.simulate_selection
     calls = []
@@ -216,12 +198,14 @@ def test_a_resumed_hpo_run_says_what_it_took_over(cli_run, tmp_path, capsys, mon
     assert cli.main(args) == cli.EXIT_OK
     out = capsys.readouterr().out
     assert "resuming run.partial" in out and ": 1 of 2 learner programs complete" in out, out
-    whole = cli_run[0]  # the uninterrupted run
+    assert "profile score" in out and f"results: {tmp_path / 'run'}" in out
+    assert (tmp_path / "run" / COMPLETE).is_file()
+    assert not (tmp_path / "run" / "checkpoint").exists()  # removed once the folder is complete
+    whole = experiment[2].problems[key].best_gap  # the uninterrupted run
     for name in ("uniform", "stabl"):
-        resumed, again = (
-            read_traces(f)[f"{key}/{name}/best_gap"] for f in (tmp_path / "run", whole)
-        )
-        np.testing.assert_array_equal(resumed, again)
+        resumed = read_traces(tmp_path / "run")[f"{key}/{name}/best_gap"]
+        np.testing.assert_array_equal(resumed, whole[name])
+    assert cli.main(args) == cli.EXIT_USAGE  # complete folder, no --force
     config = load_config("hpo_bbob_sphere", TINY)  # a program stopped inside: its rounds
     line = hpo_experiment.KIND.describe_resumed(config, {f"{key}-uniform": 24, f"{key}-stabl": 5})
     assert line == f"1 of 2 learner programs complete, {key}-stabl at 5/12 rounds"

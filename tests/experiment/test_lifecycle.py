@@ -30,14 +30,18 @@ from stabl_jax.experiment import (
 )
 from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.tables import TraceFile, TracesDamaged
-from tests.conftest import HORIZON, assert_same_results
+from tests.conftest import HORIZON, assert_same_results, mark_as_ours
 from tests.experiment.runs import (
     CONFIG,
     command,
+    forbid_computation,
+    interrupted_copy,
     run,
     shared_config,
     shared_reference,
+    shared_sweep,
     stopped_run,
+    sweep_command,
     tree,
 )
 
@@ -59,7 +63,8 @@ def reference(tmp_path_factory) -> Path:
 
 
 def _stop_at(stage: str, monkeypatch) -> None:
-    """Raise ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through its handler) at ``stage``."""
+    """Raise ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through its handler) at ``stage``, or
+    fail the final rename onto ``out`` (``EBUSY``)."""
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
@@ -84,21 +89,33 @@ def _stop_at(stage: str, monkeypatch) -> None:
             return rmtree(path, *args, **kwargs)
 
         monkeypatch.setattr(shutil, "rmtree", stop_in_checkpoints)
+    else:
+        replace = os.replace
+
+        def busy(src, dst):
+            if Path(dst).name == "out":
+                raise OSError(errno.EBUSY, "Device or resource busy")
+            return replace(src, dst)
+
+        monkeypatch.setattr(os, "replace", busy)
 
 
-@pytest.mark.parametrize("stage", ["manifest", "after COMPLETE", "removing the checkpoints"])
+@pytest.mark.parametrize(
+    "stage", ["manifest", "after COMPLETE", "removing the checkpoints", "the final rename fails"]
+)
 def test_a_stop_at_any_step_of_the_commit_loses_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch, stage
 ):
     """Ctrl-C or SIGTERM while the results are committed leaves ``<out>`` complete, or a
     partial folder that the same command finishes: from its checkpoints, or, once complete,
-    by moving it into place without recomputing anything."""
+    by moving it into place without recomputing anything. So does a final rename that fails
+    (exit 2)."""
     out = tmp_path / "out"
     with monkeypatch.context() as patch:
         _stop_at(stage, patch)
         code, _, err = run(command(config_path, out), capsys)
-    assert code == 130, err
-    if stage == "after COMPLETE":
+    assert code == (2 if stage == "the final rename fails" else 130), err
+    if stage in ("after COMPLETE", "the final rename fails"):
         assert "complete results are kept in" in err and "out.partial" in err
     if not out.exists():
         code, printed, err = run(command(config_path, out), capsys)
@@ -146,71 +163,122 @@ def test_a_kill_between_the_two_renames_of_the_commit_loses_nothing(
 # --- An output folder that cannot be replaced -------------------------------------------------
 
 
-@pytest.mark.parametrize("problem", ["mount point", "immutable", "read-only parent"])
-def test_an_out_that_cannot_be_replaced_is_refused_before_anything_runs(
-    config_path, tmp_path, capsys, monkeypatch, problem
-):
-    """An empty mount point, an immutable folder, a read-only parent: the dry run and the
-    run refuse it (exit 2) before any computation, naming the remedy (a folder inside it)."""
+def _users_folder(tmp_path, reference, monkeypatch) -> Path:
+    """A folder stabl_jax did not create, holding a file named like ours."""
+    (tmp_path / "out" / "sub").mkdir(parents=True)
+    (tmp_path / "out" / "summary.json").write_text('{"mine": true}')
+    (tmp_path / "out" / "thesis.tex").write_text("\\documentclass{article}")
+    (tmp_path / "out" / "sub" / "data.csv").write_bytes(b"a,b\n1,2\n")
+    return tmp_path / "out"
+
+
+def _symbolic_link(tmp_path, reference, monkeypatch) -> Path:
+    """A link to a folder of ours holding a user's file."""
+    (mark_as_ours(tmp_path / "folder") / "notes.txt").write_text("mine")
+    (tmp_path / "out").symlink_to(tmp_path / "folder")
+    return tmp_path / "out"
+
+
+def _under_a_file(tmp_path, reference, monkeypatch) -> Path:
+    (tmp_path / "afile").write_text("mine")
+    return tmp_path / "afile" / "sub"
+
+
+def _empty(tmp_path, reference, monkeypatch) -> str:
+    monkeypatch.chdir(tmp_path)  # an empty path would otherwise mean the working folder
+    return ""
+
+
+def _blank(tmp_path, reference, monkeypatch) -> str:
+    return _empty(tmp_path, reference, monkeypatch) + "  "
+
+
+def _mount_point(tmp_path, reference, monkeypatch) -> Path:
     out = tmp_path / "out"
     out.mkdir()
-    if problem == "mount point":
-        monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out)
-    elif problem == "immutable":
-        monkeypatch.setattr(outputs, "_inode_flags", lambda path: 0x10 * (path == out))
-    else:
-        access = os.access
-        monkeypatch.setattr(os, "access", lambda p, m: Path(p) != tmp_path and access(p, m))
-    for extra in (["--dry-run"], []):
-        code, _, err = run(command(config_path, out, *extra), capsys)
-        assert code == 2 and "cannot be replaced" in err and f"--out {out}/results" in err, err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not any(out.iterdir())
+    monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out)
+    return out
 
 
-def test_a_rename_that_fails_at_the_end_keeps_the_complete_results(
-    config_path, reference, tmp_path, capsys, monkeypatch
-):
-    """The final rename fails all the same (EBUSY): exit 2, the complete results stay in the
-    partial folder, which the same command then moves into place, computing nothing."""
+def _immutable(tmp_path, reference, monkeypatch) -> Path:
     out = tmp_path / "out"
-    replace = os.replace
+    out.mkdir()
+    monkeypatch.setattr(outputs, "_inode_flags", lambda path: 0x10 * (path == out))
+    return out
 
-    def busy(src, dst):
-        if Path(dst) == out:
-            raise OSError(errno.EBUSY, "Device or resource busy")
-        return replace(src, dst)
 
-    with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", busy)
-        code, _, err = run(command(config_path, out), capsys)
-    assert code == 2 and "complete results are kept in" in err and "out.partial" in err, err
-    code, printed, err = run(command(config_path, out), capsys)
-    assert code == 0 and "nothing recomputed" in printed and "compile" not in printed, err
-    assert_same_results(out, reference)
+def _read_only_parent(tmp_path, reference, monkeypatch) -> Path:
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: Path(p) != tmp_path and access(p, m))
+    (tmp_path / "out").mkdir()
+    return tmp_path / "out"
+
+
+def _complete(tmp_path, reference, monkeypatch) -> Path:
+    return Path(shutil.copytree(reference, tmp_path / "out"))
+
+
+def _users_files_in_results(tmp_path, reference, monkeypatch) -> Path:
+    out = Path(shutil.copytree(reference, tmp_path / "out"))
+    (out / "notes.md").write_text("mine")
+    (out / "my_figs").mkdir()
+    (out / "my_figs" / "a.png").write_bytes(b"png")
+    return out
+
+
+ANY: tuple[list[str], ...] = ([], ["--dry-run"], ["--force"], ["--force", "--dry-run"])
+#: case: (make ``--out`` under the test's folder, the runs refused, words of the refusal;
+#: "OUT" stands for the path given).
+BAD_OUTS = {
+    "a user's folder": (
+        _users_folder, ANY, ("OUT", "not a stabl_jax results folder", "never replaced", "--out")
+    ),
+    "a symbolic link": (_symbolic_link, ANY, ("is a symbolic link (to ", "--out")),
+    "under a file": (_under_a_file, ANY, ("afile", "which is a file")),
+    "empty": (_empty, ANY, ("--out is empty; give a folder name",)),
+    "blank": (_blank, ANY, ("--out is empty; give a folder name",)),
+    "a mount point": (_mount_point, ANY, ("cannot be replaced", "--out OUT/results")),
+    "immutable": (_immutable, ANY, ("cannot be replaced", "--out OUT/results")),
+    "a read-only parent": (_read_only_parent, ANY, ("cannot be replaced", "--out OUT/results")),
+    "complete, no --force": (_complete, ANY[:2], ("already holds a complete result", "--force")),
+    "a user's files in results": (
+        _users_files_in_results, ANY[2:], ("files stabl-jax did not write (my_figs/, notes.md)",)
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_OUTS))
+def test_an_out_that_cannot_be_used_is_refused_before_anything_runs(
+    config_path, reference, tmp_path, capsys, monkeypatch, case
+):
+    """A folder that is not ours, a symbolic link, a path under a file, an empty path, an out
+    that cannot be replaced (an empty mount point, an immutable folder, a read-only parent),
+    complete results without --force, a user's files among results: the run and its dry run,
+    with --force where it applies, exit 2 with one line naming it and the remedy, before any
+    computation; every byte stays and nothing is left beside it."""
+    make, flags, words = BAD_OUTS[case]
+    forbid_computation(monkeypatch)
+    out = make(tmp_path, reference, monkeypatch)
+    before, listing = tree(tmp_path), sorted(p.name for p in tmp_path.iterdir())
+    for extra in flags:
+        code, _, err = run(command(config_path, out, *extra), capsys)
+        assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, (extra, err)
+        assert all(word.replace("OUT", str(out)) in err for word in words), (extra, err)
+    assert tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == listing
 
 
 def test_a_damaged_marker_of_a_partial_folder_is_written_again(
-    config_path, reference, tmp_path, capsys, monkeypatch
+    config_path, reference, tmp_path_factory, tmp_path, capsys
 ):
     """The marker of an interrupted run's partial folder garbled: the folder, which holds
     stabl-jax's checkpoints, is taken over (its marker written again) and resumed, not left
     behind."""
     out = tmp_path / "out"
-    stopped_run(config_path, out, capsys, monkeypatch, 5)  # uniform done, exp3 at 16
-    (tmp_path / "out.partial" / outputs.MARKER).write_text("{garbled")
+    (interrupted_copy(tmp_path_factory, out) / outputs.MARKER).write_text("{garbled")
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0 and "resuming out.partial" in printed, err
     assert_same_results(out, reference)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-
-
-def test_an_out_under_a_file_is_refused_by_the_dry_run_too(config_path, tmp_path, capsys):
-    """``--out FILE/sub``: the dry run refuses it as the run does (exit 2), naming the file."""
-    (tmp_path / "afile").write_text("mine")
-    for extra in (["--dry-run"], []):
-        code, _, err = run(command(config_path, tmp_path / "afile" / "sub", *extra), capsys)
-        assert code == 2 and "which is a file" in err, err
-    assert (tmp_path / "afile").read_text() == "mine"
 
 
 # --- The code is part of the identity --------------------------------------------------------
@@ -248,37 +316,17 @@ def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
     assert summary["resumed"] is None
 
 
-# --- Files of the user's in a results folder -------------------------------------------------
-
-
-def test_force_never_deletes_a_users_file_in_a_results_folder(
-    config_path, reference, tmp_path, capsys
-):
-    """A results folder that holds a user's ``notes.md`` and ``my_figs/``: ``--force`` (and
-    its dry run) refuses to replace it, listing them; every byte stays."""
-    out = tmp_path / "out"
-    shutil.copytree(reference, out)
-    (out / "notes.md").write_text("mine")
-    (out / "my_figs").mkdir()
-    (out / "my_figs" / "a.png").write_bytes(b"png")
-    before = tree(out)
-    for extra in (["--force", "--dry-run"], ["--force"]):
-        code, _, err = run(command(config_path, out, *extra), capsys)
-        assert code == 2 and "files stabl-jax did not write (my_figs/, notes.md)" in err, err
-    assert tree(out) == before
-
-
 # --- A full disk, then the rerun -------------------------------------------------------------
 
 
 def test_the_rerun_after_a_full_disk_counts_what_the_partial_folder_holds(
-    config_path, tmp_path, capsys, monkeypatch
+    config_path, tmp_path_factory, tmp_path, capsys, monkeypatch
 ):
     """Free disk just short of the estimate once an interrupted run's checkpoints are on it:
     the same command resumes (those bytes are needed no more) instead of asking for
     ``--allow-large``."""
     out = tmp_path / "out"
-    stopped_run(config_path, out, capsys, monkeypatch, 5)  # uniform done, exp3 at 16
+    interrupted_copy(tmp_path_factory, out)  # uniform done, exp3 at 32
     needs = cli.KINDS["bandit"].estimate(cli.load_config(str(config_path), []))
     usage = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(
@@ -343,25 +391,19 @@ def test_a_manifest_lists_every_file_of_a_finished_folder(reference):
 
 # --- stabl-jax sweep on the same lifecycle ----------------------------------------------------
 
-SWEEP = ["--set", 'learners=["exp3", "exp3_uniform"]', "--grid", "exp3.lr_scale=1,2,4"]
-SWEEP += ["--grid", "exp3_uniform.gamma=0.05,0.5", "--no-progress"]
-
-
-def sweep_command(config_path: Path, out: Path, *extra: str) -> list[str]:
-    return ["sweep", str(config_path), *SWEEP, "--tune-seed", "7", "--out", str(out), *extra]
-
 
 def _points(out: Path) -> dict:
     summary = load_results(out).summary
     return {name: (r["points"], r["best"]) for name, r in summary["learners"].items()}
 
 
-def test_a_stopped_sweep_resumes_its_finished_grids(config_path, tmp_path, capsys, monkeypatch):
+def test_a_stopped_sweep_resumes_its_finished_grids(
+    config_path, tmp_path_factory, tmp_path, capsys, monkeypatch
+):
     """Ctrl-C after the first of four (grid, seed) simulations: the sweep keeps its
     checkpoint; the same command computes only the three others and writes the numbers of an
     uninterrupted sweep."""
-    whole = tmp_path / "whole"
-    assert run(sweep_command(config_path, whole), capsys)[0] == 0
+    whole = shared_sweep(tmp_path_factory)
     out, calls, rewards = tmp_path / "out", {"n": 0}, sweep_module.sweep_rewards
 
     def counted(*args, **kwargs):
@@ -382,12 +424,20 @@ def test_a_stopped_sweep_resumes_its_finished_grids(config_path, tmp_path, capsy
     assert _points(out) == _points(whole)
 
 
-def test_a_full_disk_in_a_sweep_is_one_line_and_the_rerun_finishes(
-    config_path, tmp_path, capsys, monkeypatch
+def test_a_sweep_that_does_not_fit_is_refused_and_a_full_disk_is_one_line(
+    config_path, tmp_path_factory, tmp_path, capsys, monkeypatch
 ):
-    """ENOSPC while the second simulation is checkpointed: one line naming the partial
-    folder, exit 1; the rerun finishes from the first one's checkpoint."""
-    out, save, count = tmp_path / "out", checkpoints.save_arrays, {"n": 0}
+    """A sweep whose estimate exceeds the memory available is refused before anything runs
+    (also by its dry run), naming the size and --allow-large, which runs it. ENOSPC while its
+    second simulation is checkpointed: one line naming the partial folder, exit 1; the rerun
+    finishes from the first one's checkpoint with the numbers of an uninterrupted sweep."""
+    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
+    out = tmp_path / "out"
+    for extra in (["--dry-run"], []):
+        code, _, err = run(sweep_command(config_path, out, *extra), capsys)
+        assert code == 2 and "does not fit" in err and "--allow-large" in err, err
+    assert not out.exists() and not (tmp_path / "out.partial").exists()
+    save, count = checkpoints.save_arrays, {"n": 0}
 
     def full_at_second(path, arrays):
         count["n"] += 1
@@ -397,24 +447,10 @@ def test_a_full_disk_in_a_sweep_is_one_line_and_the_rerun_finishes(
 
     with monkeypatch.context() as patch:
         patch.setattr(checkpoints, "save_arrays", full_at_second)
-        code, _, err = run(sweep_command(config_path, out), capsys)
+        code, _, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
     line = err.strip()
     assert code == 1 and "\n" not in line and line.startswith("error: no space left"), err
     assert "checkpoints kept in" in line and "out.partial" in line
-    code, printed, err = run(sweep_command(config_path, out), capsys)
+    code, printed, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
     assert code == 0 and "resumed" in printed, err
-
-
-def test_a_sweep_that_does_not_fit_is_refused_unless_allow_large(
-    config_path, tmp_path, capsys, monkeypatch
-):
-    """A sweep whose estimate exceeds the memory available is refused before anything runs
-    (also by its dry run), naming the size and --allow-large, which runs it."""
-    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
-    out = tmp_path / "out"
-    for extra in (["--dry-run"], []):
-        code, _, err = run(sweep_command(config_path, out, *extra), capsys)
-        assert code == 2 and "does not fit" in err and "--allow-large" in err, err
-    assert not out.exists() and not (tmp_path / "out.partial").exists()
-    code, _, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
-    assert code == 0, err
+    assert _points(out) == _points(shared_sweep(tmp_path_factory))

@@ -33,13 +33,6 @@ def test_adaptive_regret_axis_shows_negative_values(tmp_path):
     assert plots.plot_adaptive_regret(bands, tmp_path / "sa.png", title="t").stat().st_size > 0
 
 
-def test_cumulative_regret_plot_is_written(tmp_path):
-    x = np.arange(100.0)
-    band = plots.Band(name="stabl", label="StABL", x=x, mean=np.sqrt(x), half=0 * x + 0.5)
-    path = plots.plot_cumulative_regret([band], tmp_path / "c.png", title="t", change_points=[50])
-    assert path.stat().st_size > 0
-
-
 def test_a_band_of_unequal_lengths_is_named():
     x = np.arange(4.0)
     with pytest.raises(
@@ -168,10 +161,9 @@ def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, mo
     figures = _drawn_figures(monkeypatch)
     x = np.arange(1.0, 5.0)
     diffs = _named(["stabl", "exp3_uniform"], x)
-    path = plots.plot_paired_segments(
+    plots.plot_paired_segments(
         diffs, tmp_path / "paired_segments.png", title="t", reference="StABL (tuned scales)"
     )
-    assert b"Software\x00stabl_jax " in path.read_bytes()  # the PNG's text chunk
     (ax,) = figures[0].axes
     bars = {bar.get_label(): bar.lines[0] for bar in ax.containers}
     points = [bars["StABL"], bars["EXP3 (uniform exploration)"]]

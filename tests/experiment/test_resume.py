@@ -133,13 +133,11 @@ def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
     assert (out / COMPLETE).is_file() and not list(tmp_path.glob("out.partial*"))
     assert not (out / CHECKPOINT_DIR).exists()
     assert_same_results(out, reference)
-    # What a rerun needs is recorded: the exact command, the resolved config, the seed, the
-    # versions and the JAX settings.
+    # What a rerun needs is recorded: the exact command, the resolved config, the seed and
+    # the JAX settings (the versions: test_cli.py's test_shipped_config_runs_end_to_end).
     summary = read_summary(out)
     assert summary["command"] == ["stabl-jax", *argv[3:]]
     assert summary["config"]["seed"] == summary["seed"] == 5 and summary["runs"] == 2
-    for package in ("stabl_jax", "jax", "jaxlib", "numpy", "python"):
-        assert summary["versions"][package]
     assert summary["jax_config"]["x64"] is False
     assert summary["jax_config"]["JAX_PLATFORMS"] == os.environ.get("JAX_PLATFORMS")
 

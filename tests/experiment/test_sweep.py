@@ -1,4 +1,4 @@
-"""``stabl-jax sweep`` end to end on a tiny config (3 arms, T = 64, ``--runs 4`` a point).
+"""``stabl-jax sweep`` end to end on a tiny config (5 arms, T = 64, ``--runs 4`` a point).
 
 One sweep with ``--tune-seed`` is shared by the tests (a module fixture): its folder's files,
 every point's statistics against a direct ``simulate`` of that point alone with the same key,
@@ -36,7 +36,7 @@ learners = ["exp3_uniform", "stabl"]
 
 [env]
 name = "expert_advice"
-num_arms = 3
+num_arms = 5
 num_segments = 2
 
 [params.exp3_uniform]
