@@ -1,4 +1,4 @@
-"""Plain-NumPy loops of four one-query bandit baselines, written from their source papers.
+"""Plain-NumPy loops of two one-query bandit baselines, written from their source papers.
 
 Each function follows the published pseudo-code literally (1-based rounds of the papers are
 the 0-based ``t`` here: ``t`` rounds have been played before round ``t``), in float64, with
@@ -7,16 +7,15 @@ unnormalised weights or full histories where the paper uses them. Nothing is imp
 fed the same uniforms as the JAX learner (``u[t, 0]`` draws round ``t``'s arm). The UCB
 policies are deterministic and use no uniforms.
 
-Losses ``l`` in [0, 1] are the input everywhere; the algorithms written for rewards (Exp3.S,
-D-UCB, SW-UCB) use ``x = 1 - l``.
+Losses ``l`` in [0, 1] are the input everywhere; Exp3.S, written for rewards, uses
+``x = 1 - l``.
 
 - :func:`exp3s_reference` — Exp3.S, Auer, Cesa-Bianchi, Freund and Schapire, "The
   nonstochastic multiarmed bandit problem", SIAM J. Comput. 32(1), 2002, Section 8.
 - :func:`exp3_ix_reference` — Exp3-IX, Neu, "Explore no more: improved high-probability regret
   bounds for non-stochastic bandits", NeurIPS 2015, Algorithm 1 and Theorem 1.
-- :func:`d_ucb_reference`, :func:`sw_ucb_reference` — Garivier and Moulines, "On
-  upper-confidence bound policies for switching bandit problems", ALT 2011, Algorithms 1
-  (D-UCB) and 2 (SW-UCB).
+- :func:`default_discount`, :func:`default_window` — the tunings of D-UCB and SW-UCB, Garivier
+  and Moulines, ALT 2011 (their loops are in :mod:`reference_index_policies`).
 """
 
 from __future__ import annotations
@@ -29,14 +28,12 @@ import numpy as np
 from tests.learners.reference import draw
 
 __all__ = [
-    "d_ucb_reference",
     "default_discount",
     "default_window",
     "exp3_ix_rates",
     "exp3_ix_reference",
     "exp3s_gamma",
     "exp3s_reference",
-    "sw_ucb_reference",
 ]
 
 
@@ -170,106 +167,3 @@ def default_window(horizon: int, num_changes: int) -> int:
     ``T`` (a window that never fills is the whole history)."""
     tau = 2.0 * math.sqrt(horizon * math.log(horizon) / num_changes)
     return min(horizon, max(1, math.floor(tau)))
-
-
-def _argmax_first(values: np.ndarray) -> int:
-    """Lowest index among the maxima (``+inf`` included)."""
-    best = np.max(values)
-    return int(np.flatnonzero(values == best)[0])
-
-
-def d_ucb_reference(
-    losses: np.ndarray, *, discount: float, xi: float = 0.5, explore_scale: float = 1.0
-) -> dict[str, np.ndarray]:
-    """Discounted UCB (Algorithm 1), statistics recomputed from the whole history each round.
-
-    After ``t`` rounds, for arm ``i`` (rewards ``X_s = 1 - l_s(I_s)``, ``B = 1``):
-
-    - ``N_t(gamma, i) = sum_{s<=t} gamma^{t-s} 1{I_s = i}``;
-    - ``X-bar_t(gamma, i) = sum_{s<=t} gamma^{t-s} X_s 1{I_s = i} / N_t(gamma, i)``;
-    - ``n_t(gamma) = sum_i N_t(gamma, i)``;
-    - ``c_t(gamma, i) = 2 B sqrt(xi log n_t(gamma) / N_t(gamma, i))`` (times ``explore_scale``).
-
-    Round ``t + 1`` plays an arm never played yet (lowest index first: rounds 1..K play
-    arms 1..K), else ``argmax_i X-bar_t(gamma, i) + c_t(gamma, i)`` (lowest index on ties).
-
-    Returns:
-      ``played`` (T,), ``index`` (T, K) the index used at round t (``+inf`` for untried arms),
-      ``counts`` (T+1, K) ``N_t(gamma, .)`` before round t.
-    """
-    losses, _ = _check(losses, None)
-    T, K = losses.shape
-    arms: list[int] = []
-    rewards: list[float] = []
-    played = np.zeros(T, dtype=np.int64)
-    index = np.zeros((T, K))
-    counts = np.zeros((T + 1, K))
-    for t in range(T + 1):
-        n_arm = np.zeros(K)
-        s_arm = np.zeros(K)
-        for s, (a, x) in enumerate(zip(arms, rewards, strict=True)):
-            weight = discount ** (t - 1 - s)  # s is 0-based: the last round has weight 1
-            n_arm[a] += weight
-            s_arm[a] += weight * x
-        counts[t] = n_arm
-        if t == T:
-            break
-        n_total = n_arm.sum()
-        idx = np.full(K, np.inf)
-        for i in range(K):
-            if n_arm[i] > 0:
-                pad = 2.0 * math.sqrt(xi * math.log(n_total) / n_arm[i])
-                idx[i] = s_arm[i] / n_arm[i] + explore_scale * pad
-        index[t] = idx
-        i_t = _argmax_first(idx)
-        played[t] = i_t
-        arms.append(i_t)
-        rewards.append(1.0 - losses[t, i_t])
-    return {"played": played, "index": index, "counts": counts}
-
-
-def sw_ucb_reference(
-    losses: np.ndarray, *, window: int, xi: float = 0.6, explore_scale: float = 1.0
-) -> dict[str, np.ndarray]:
-    """Sliding-window UCB (Algorithm 2), statistics recomputed from the last ``tau`` rounds.
-
-    After ``t`` rounds, for arm ``i`` (``B = 1``):
-
-    - ``N_t(tau, i) = sum_{s = t-tau+1}^{t} 1{I_s = i}``;
-    - ``X-bar_t(tau, i) = sum_{s = t-tau+1}^{t} X_s 1{I_s = i} / N_t(tau, i)``;
-    - ``c_t(tau, i) = B sqrt(xi log(min(t, tau)) / N_t(tau, i))`` (times ``explore_scale``).
-
-    Round ``t + 1`` plays an arm with ``N_t(tau, i) = 0`` (lowest index first), else
-    ``argmax_i X-bar_t(tau, i) + c_t(tau, i)`` (lowest index on ties).
-
-    Returns:
-      ``played`` (T,), ``index`` (T, K) and ``counts`` (T+1, K) ``N_t(tau, .)`` before round t.
-    """
-    losses, _ = _check(losses, None)
-    T, K = losses.shape
-    arms: list[int] = []
-    rewards: list[float] = []
-    played = np.zeros(T, dtype=np.int64)
-    index = np.zeros((T, K))
-    counts = np.zeros((T + 1, K))
-    for t in range(T + 1):
-        start = max(0, t - window)
-        n_arm = np.zeros(K)
-        s_arm = np.zeros(K)
-        for a, x in zip(arms[start:t], rewards[start:t], strict=True):
-            n_arm[a] += 1.0
-            s_arm[a] += x
-        counts[t] = n_arm
-        if t == T:
-            break
-        idx = np.full(K, np.inf)
-        for i in range(K):
-            if n_arm[i] > 0:
-                pad = math.sqrt(xi * math.log(min(t, window)) / n_arm[i])
-                idx[i] = s_arm[i] / n_arm[i] + explore_scale * pad
-        index[t] = idx
-        i_t = _argmax_first(idx)
-        played[t] = i_t
-        arms.append(i_t)
-        rewards.append(1.0 - losses[t, i_t])
-    return {"played": played, "index": index, "counts": counts}

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from tests.learners.reference import draw
-from tests.learners.reference_baselines import _argmax_first
+from tests.learners.reference_index_policies import argmax_first
 
 __all__ = [
     "bernoulli_kl",
@@ -65,7 +65,7 @@ def cusum_ucb_reference(losses, u, *, threshold, drift, alpha, warmup, xi=1.0, t
         n_t = max(1, sum(len(s) for s in samples))
         index = _ucb(samples, math.log(n_t), math.sqrt(xi))
         probs = np.full(K, alpha / K)
-        probs[_argmax_first(index)] += 1.0 - alpha
+        probs[argmax_first(index)] += 1.0 - alpha
         arm = draw(probs, u[t, 0])
         out["index"][t], out["play_probs"][t], out["played"][t] = index, probs, arm
         ys = [*samples[arm], 1.0 - losses[t, arm]]
@@ -97,7 +97,7 @@ def m_ucb_reference(losses, *, window, threshold, gamma):
         out["counts"][t] = [len(s) for s in samples]
         index = _ucb(samples, math.log(t + 1 - tau), math.sqrt(2.0))
         forced = _forced(t + 1 - tau, gamma, K)
-        arm = forced if forced >= 0 else _argmax_first(index)
+        arm = forced if forced >= 0 else argmax_first(index)
         out["index"][t], out["played"][t] = index, arm
         samples[arm].append(1.0 - losses[t, arm])
         last = samples[arm][-window:]
@@ -195,7 +195,7 @@ def glr_klucb_reference(
             else min(1.0, alpha * math.sqrt(1 + len(restarts)))
         )
         forced = _forced(t + 1, rate, K)
-        arm = forced if forced >= 0 else _argmax_first(index)
+        arm = forced if forced >= 0 else argmax_first(index)
         out["index"][t], out["played"][t] = index, arm
         samples[arm].append(1.0 - losses[t, arm])
         n = len(samples[arm])

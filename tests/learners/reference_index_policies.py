@@ -1,4 +1,4 @@
-"""Plain-NumPy loops of four deterministic index policies, written from their source papers.
+"""Plain-NumPy loops of six deterministic index policies, written from their source papers.
 
 Each function recomputes its statistics from the whole history every round, in float64, and
 takes the kl-UCB index to the last bit by bisection on the exact Bernoulli divergence
@@ -12,6 +12,9 @@ lowest index.
   multiarmed bandit problem", Machine Learning 47, 2002, Figure 1.
 - :func:`klucb_reference` — kl-UCB, Garivier and Cappé, "The KL-UCB algorithm for bounded
   stochastic bandits and beyond", COLT 2011, Algorithm 1 (Bernoulli divergence).
+- :func:`d_ucb_reference`, :func:`sw_ucb_reference` — Garivier and Moulines, "On
+  upper-confidence bound policies for switching bandit problems", ALT 2011, Algorithms 1
+  (D-UCB) and 2 (SW-UCB), with ``B = 1``.
 - :func:`sw_klucb_reference`, :func:`d_klucb_reference` — the sliding-window and discounted
   statistics of Garivier and Moulines, ALT 2011, Algorithms 2 and 1, read by the kl-UCB index
   with the budget ``explore_scale * log min(t, tau)`` or ``explore_scale * log n_t(gamma)``
@@ -26,11 +29,14 @@ from collections.abc import Callable
 import numpy as np
 
 __all__ = [
+    "argmax_first",
     "bernoulli_kl",
     "d_klucb_reference",
+    "d_ucb_reference",
     "klucb_reference",
     "klucb_upper",
     "sw_klucb_reference",
+    "sw_ucb_reference",
     "ucb1_reference",
 ]
 
@@ -69,6 +75,11 @@ def klucb_upper(mean: float, count: float, budget: float) -> float:
             hi = mid
 
 
+def argmax_first(values: np.ndarray) -> int:
+    """Lowest index among the maxima (``+inf`` included)."""
+    return int(np.flatnonzero(values == np.max(values))[0])
+
+
 def _run(losses: np.ndarray, stats: Stats, index: Index) -> dict[str, np.ndarray]:
     """The index policy's loop: ``played`` (T,), ``index`` (T, K) the indices used at round t,
     ``counts`` (T+1, K) the counts before round t."""
@@ -88,7 +99,7 @@ def _run(losses: np.ndarray, stats: Stats, index: Index) -> dict[str, np.ndarray
             break
         idx = np.array([index(n[i], s[i], t, n) if n[i] > 0 else np.inf for i in range(K)])
         indices[t] = idx
-        i_t = int(np.flatnonzero(idx == idx.max())[0])
+        i_t = argmax_first(idx)
         played[t] = i_t
         arms.append(i_t)
         rewards.append(1.0 - losses[t, i_t])
@@ -107,6 +118,11 @@ def _weighted_stats(weight: Callable[[int, int], float], num_arms: int) -> Stats
         return n, s
 
     return stats
+
+
+def _in_window(window: int) -> Callable[[int, int], float]:
+    """Weight 1 for the last ``window`` rounds' plays, 0 before."""
+    return lambda s, t: 1.0 if s >= t - window else 0.0
 
 
 def ucb1_reference(losses: np.ndarray, *, explore_scale: float = 1.0) -> dict[str, np.ndarray]:
@@ -132,6 +148,35 @@ def klucb_reference(losses: np.ndarray, *, c: float = 0.0) -> dict[str, np.ndarr
     return _run(losses, _weighted_stats(lambda s, t: 1.0, losses.shape[1]), index)
 
 
+def d_ucb_reference(
+    losses: np.ndarray, *, discount: float, xi: float = 0.5, explore_scale: float = 1.0
+) -> dict[str, np.ndarray]:
+    """D-UCB (Algorithm 1): after ``t`` rounds arm ``i`` has ``N_t(gamma, i) = sum_{s<=t}
+    gamma^{t-s} 1{I_s = i}`` and ``X-bar_t(gamma, i)`` the same weights' mean reward, and index
+    ``X-bar_t(gamma, i) + explore_scale 2 sqrt(xi log n_t(gamma) / N_t(gamma, i))``,
+    ``n_t(gamma) = sum_i N_t(gamma, i)``."""
+
+    def index(n_i: float, s_i: float, t: int, n: np.ndarray) -> float:
+        return s_i / n_i + explore_scale * 2.0 * math.sqrt(xi * math.log(n.sum()) / n_i)
+
+    return _run(
+        losses, _weighted_stats(lambda s, t: discount ** (t - 1 - s), losses.shape[1]), index
+    )
+
+
+def sw_ucb_reference(
+    losses: np.ndarray, *, window: int, xi: float = 0.6, explore_scale: float = 1.0
+) -> dict[str, np.ndarray]:
+    """SW-UCB (Algorithm 2): counts ``N_t(tau, i)`` and mean rewards ``X-bar_t(tau, i)`` of the
+    last ``tau = window`` rounds, index ``X-bar_t(tau, i) + explore_scale sqrt(xi log min(t,
+    tau) / N_t(tau, i))``."""
+
+    def index(n_i: float, s_i: float, t: int, _: np.ndarray) -> float:
+        return s_i / n_i + explore_scale * math.sqrt(xi * math.log(min(t, window)) / n_i)
+
+    return _run(losses, _weighted_stats(_in_window(window), losses.shape[1]), index)
+
+
 def sw_klucb_reference(
     losses: np.ndarray, *, window: int, explore_scale: float = 1.0
 ) -> dict[str, np.ndarray]:
@@ -141,10 +186,7 @@ def sw_klucb_reference(
     def index(n_i: float, s_i: float, t: int, _: np.ndarray) -> float:
         return klucb_upper(s_i / n_i, n_i, explore_scale * math.log(min(t, window)))
 
-    def in_window(s: int, t: int) -> float:
-        return 1.0 if s >= t - window else 0.0
-
-    return _run(losses, _weighted_stats(in_window, losses.shape[1]), index)
+    return _run(losses, _weighted_stats(_in_window(window), losses.shape[1]), index)
 
 
 def d_klucb_reference(

@@ -116,17 +116,6 @@ def test_a_nan_param_is_named():
         learner.init(jax.random.key(0), params)
 
 
-@pytest.mark.parametrize("name", BASELINES)
-def test_bad_losses_are_refused(name):
-    learner = make(name, num_arms=N, horizon=T)
-    state = learner.init(jax.random.key(0))
-    with pytest.raises(ValueError, match="loss must be finite and in"):
-        learner.step(state, jnp.array([0.1, 0.2, jnp.nan, 0.4, 0.5]), jax.random.key(1))
-    query = learner.ask(state, jax.random.key(1))
-    with pytest.raises(ValueError, match="observed must be finite and in"):
-        learner.tell(state, query, jnp.array([1.5]))
-
-
 def test_configs_name_the_baselines_with_options_and_params():
     cfg = load_config(
         "expert_advice_equal",

@@ -35,11 +35,6 @@ def _step(learner, state, loss, key):
 
 
 @partial(jax.jit, static_argnums=0)
-def _vstep(learner, states, losses, keys):
-    return jax.vmap(learner.step)(states, losses, keys)
-
-
-@partial(jax.jit, static_argnums=0)
 def _play(learner, state, loss, key):
     def reveal(arms):
         REVEALED[learner].append(arms.shape)
@@ -48,20 +43,32 @@ def _play(learner, state, loss, key):
     return learner.play(state, reveal, key)
 
 
-def _scan(learner, losses, keys):
-    """``init`` and ``step`` over ``losses`` ``(T, n)``: the state after every round and
-    the queried arms ``(T, num_queries)``."""
-    return _scan_params(learner, learner.default_params, losses, keys)
-
-
 @partial(jax.jit, static_argnums=0)
-def _scan_params(learner, params, losses, keys):
-    # params traced: equal learners (traced options aside) share this program
-    def body(state, xs):
-        state, info = learner.step(state, *xs)
-        return state, (state, info.arms)
+def _runs(learner, params, init_keys, losses, keys):
+    """``init`` and ``step`` under one ``lax.scan``, vmapped over runs that differ in params
+    ``(R,)``, init keys ``(R,)``, losses ``(R, T, n)`` and step keys ``(R, T)``: the state after
+    every round and the queried arms ``(R, T, num_queries)``. One program per learner (params
+    traced), shared by every test of this file that scans."""
 
-    return jax.lax.scan(body, learner.init(jax.random.key(0), params), (losses, keys))[1]
+    def run(params, init_key, losses, keys):
+        def body(state, xs):
+            state, info = learner.step(state, *xs)
+            return state, (state, info.arms)
+
+        return jax.lax.scan(body, learner.init(init_key, params), (losses, keys))[1]
+
+    return jax.vmap(run)(params, init_keys, losses, keys)
+
+
+def _batch(learner):
+    """Three runs: the default params with :data:`LOSSES` and :data:`KEYS` from ``key(0)``
+    (run 0), then a sweep grid's params (halved, quartered) with their own keys and losses."""
+    grid = jax.tree.map(lambda x: jnp.stack([x, x * 0.5, x * 0.25]), learner.default_params)
+    init_keys = jnp.stack([jax.random.key(0), *jax.random.split(jax.random.key(3), 2)])
+    others = jax.random.uniform(jax.random.key(4), (2, HORIZON, NUM_ARMS))
+    losses = jnp.concatenate([LOSSES[None], others])
+    keys = jnp.concatenate([KEYS[None], jax.random.split(jax.random.key(9), (2, HORIZON))])
+    return grid, init_keys, losses, keys
 
 
 def _loss(t: int) -> jax.Array:
@@ -109,48 +116,31 @@ def test_no_retrace_on_second_call(learner_name, learner):
     assert TRACES[learner] == 1
 
 
-def test_scan_matches_python_loop(learner):
-    """``init`` and ``step`` under one jitted scan give the arms and the final state of a
-    Python loop of jitted steps from ``init``."""
-    states, arms = _scan(learner, LOSSES, KEYS)
-    state = learner.init(jax.random.key(0))
-    loop_arms = []
-    for t in range(HORIZON):
-        state, info = _step(learner, state, LOSSES[t], KEYS[t])
-        loop_arms.append(info.arms)
-    np.testing.assert_array_equal(np.asarray(arms), np.stack(loop_arms))
-    chex.assert_trees_all_close(_row(states, -1), state, rtol=1e-5, atol=1e-6)
+def test_scan_and_vmap_match_python_loops(learner):
+    """Runs that differ in init key, params (a sweep grid), losses and step keys run as one
+    vmapped, jitted scan; each run gives the arms and states of a Python loop of jitted steps
+    with its own inputs alone (run 0 over the whole horizon, the others over 5 rounds)."""
+    grid, init_keys, losses, keys = _batch(learner)
+    states, arms = _runs(learner, grid, init_keys, losses, keys)
+    for i in range(3):
+        rounds, tol = (HORIZON, {"rtol": 1e-5, "atol": 1e-6}) if i == 0 else (5, {"rtol": 1e-6})
+        state = learner.init(init_keys[i], _row(grid, i))
+        for t in range(rounds):
+            state, info = _step(learner, state, losses[i, t], keys[i, t])
+            np.testing.assert_array_equal(arms[i, t], info.arms)
+        chex.assert_trees_all_close(_row(_row(states, i), rounds - 1), state, **tol)
 
 
 def test_query_honesty(learner):
     """Changing the loss of every arm that was not queried leaves the queried arms and the
-    state after every round unchanged, bitwise."""
-    states, arms = _scan(learner, LOSSES, KEYS)
-    queried = np.zeros(LOSSES.shape, bool)
-    np.put_along_axis(queried, np.asarray(arms), True, axis=1)
-    others, others_arms = _scan(learner, jnp.where(queried, LOSSES, 1.0 - LOSSES), KEYS)
-    np.testing.assert_array_equal(np.asarray(others_arms), np.asarray(arms))
-    chex.assert_trees_all_equal(others, states)
-
-
-def test_vmap_row_equals_single_run(learner):
-    """Runs that differ in init key, params (a sweep grid), losses and step keys run as one
-    vmapped program; each row equals the run with its own inputs alone."""
-    grid = jax.tree.map(lambda x: jnp.stack([x, x * 0.5, x * 0.25]), learner.default_params)
-    init_keys = jax.random.split(jax.random.key(3), 3)
-    states = jax.vmap(learner.init)(init_keys, grid)
-    losses = jax.random.uniform(jax.random.key(4), (5, 3, NUM_ARMS))
-    keys = jax.random.split(jax.random.key(9), (5, 3))
-    arms = []
-    for t in range(5):
-        states, infos = _vstep(learner, states, losses[t], keys[t])
-        arms.append(infos.arms)
-    for i in range(3):
-        single = learner.init(init_keys[i], _row(grid, i))
-        for t in range(5):
-            single, info = _step(learner, single, losses[t, i], keys[t, i])
-            np.testing.assert_array_equal(arms[t][i], info.arms)
-        chex.assert_trees_all_close(_row(states, i), single, rtol=1e-6)
+    state after every round unchanged, bitwise, in every run."""
+    grid, init_keys, losses, keys = _batch(learner)
+    states, arms = _runs(learner, grid, init_keys, losses, keys)
+    queried = np.zeros(losses.shape, bool)
+    np.put_along_axis(queried, np.asarray(arms), True, axis=2)
+    others = _runs(learner, grid, init_keys, jnp.where(queried, losses, 1.0 - losses), keys)
+    np.testing.assert_array_equal(np.asarray(others[1]), np.asarray(arms))
+    chex.assert_trees_all_equal(others[0], states)
 
 
 def test_every_params_field_has_a_range_and_values_outside_it_are_named(learner):

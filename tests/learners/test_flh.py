@@ -1,13 +1,10 @@
 """FLH's and EFLH's schedules against the papers' set rules (their step-by-step references,
-and SAOL's on EFLH's lengths and every dyadic scale, are rows of ``test_reference.py``)."""
+and SAOL's on EFLH's lengths, are rows of ``test_reference.py``)."""
 
 from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from stabl_jax import EFLH, make
@@ -63,16 +60,12 @@ def test_default_epsilon_query_counts(horizon, eflh, eflh_saol):
     assert adaptive.num_queries == 1 + len(adaptive.history_lengths) == eflh_saol
 
 
-def _saol_trajectory(learner, losses):
-    """``(arms (T, 1 + B), w (T + 1, B), v (T, B, n))`` of a ``lax.scan`` of ``learner.step``."""
-    keys = jax.random.split(jax.random.key(1), T)
-
-    def body(state, xs):
-        before = (jnp.exp(state.meta_log_weights), jnp.exp(state.expert_log_probs))
-        state, info = learner.step(state, *xs)
-        return state, (before, info.arms)
-
-    state = learner.init(jax.random.key(0), learner.default_params.replace(meta_lr_scale=4.0))
-    final, ((w, v), arms) = jax.jit(lambda s: jax.lax.scan(body, s, (losses, keys)))(state)
-    w = np.concatenate([np.asarray(w), np.exp(np.asarray(final.meta_log_weights))[None]])
-    return np.asarray(arms), w, np.asarray(v)
+def test_lengths_follow_the_papers_rules():
+    """EFLH's lengths and SAOL's on EFLH's (``eps = 1``) or every dyadic scale, against the
+    reference's rules (the default ``eps = 0.25`` is checked step by step in
+    ``test_reference.py``, where a learner runs on these lengths)."""
+    assert list(EFLH(num_arms=N, horizon=T, epsilon=1.0).lengths) == ref.eflh_lengths(T, 1.0)
+    eflh_saol = make("eflh_saol", num_arms=N, horizon=T, epsilon=1.0)
+    assert list(eflh_saol.history_lengths) == ref.eflh_saol_lengths(T, 1.0)
+    dyadic = make("saol", num_arms=N, horizon=T, scales="all")
+    assert list(dyadic.history_lengths) == ref.dyadic_lengths(T)

@@ -10,10 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import EXP3, StABL
+from stabl_jax import StABL
 from stabl_jax.learners import (
     SAOL,
-    Hedge,
     SAOLHedge,
     StABLAdaptive,
     StABLAnytime,
@@ -26,24 +25,6 @@ N, T = 5, 64
 
 def _losses(t: int) -> jax.Array:
     return jax.random.uniform(jax.random.key(700 + t), (N,))
-
-
-def test_one_expert_saol_is_exp3_on_its_own_arm():
-    """Bandit SAOL with one history length T: its expert is EXP3 (gamma = 0, the Lemma's rate
-    with C = 1, i.e. EXP3's default) fed the arm the expert drew itself (``arms[1]``)."""
-    saol = SAOL(num_arms=N, horizon=T, history_lengths=(T,))
-    exp3 = EXP3(num_arms=N, horizon=T)
-    s_state, e_state = saol.init(jax.random.key(0)), exp3.init(jax.random.key(0))
-    ask, s_tell, e_tell = jax.jit(saol.ask), jax.jit(saol.tell), jax.jit(exp3.tell)
-    for t in range(T - 1):
-        query = ask(s_state, jax.random.key(t))
-        observed = _losses(t)[query.arms]
-        s_state = s_tell(s_state, query, observed)
-        e_query = query.replace(arms=query.arms[1:], query_probs=query.query_probs[1:])
-        e_state = e_tell(e_state, e_query, observed[1:])
-        np.testing.assert_allclose(
-            np.asarray(s_state.expert_log_probs[0]), np.asarray(e_state.log_weights), atol=1e-5
-        )
 
 
 def test_stabl_one_query_is_stabl_observing_the_played_arm():
@@ -142,8 +123,6 @@ def test_anytime_rates_follow_tau():
         (SAOL, {"feedback": "regret"}, ValueError, "feedback must be one of"),
         (SAOLHedge, {"horizon": 8}, ValueError, "horizon=8 is too small"),
         (SAOLHedge, {"round_offset": -1}, ValueError, "round_offset must be one of"),
-        (Hedge, {"num_arms": 1}, ValueError, "num_arms must be >= 2, got 1"),
-        (Hedge, {"horizon": 0}, ValueError, "horizon must be >= 1, got 0"),
         (StABLOneQuery, {"observation": "importance"}, ValueError, "observation must be one of"),
         (StABLOneQuery, {"feedback": "regret"}, ValueError, "feedback must be one of"),
         (StABLAnytime, {"feedback": "regret"}, ValueError, "feedback must be one of"),
@@ -154,15 +133,6 @@ def test_anytime_rates_follow_tau():
 def test_bad_config_names_the_argument(cls, kwargs, error, match):
     with pytest.raises(error, match=match):
         cls(**{"num_arms": N, "horizon": T, **kwargs})
-
-
-@pytest.mark.parametrize("cls", [Hedge, SAOLHedge, SAOL, StABLOneQuery, StABLAnytime])
-def test_tell_rejects_the_wrong_number_of_observations(cls):
-    learner = cls(num_arms=N, horizon=T)
-    state = learner.init(jax.random.key(0))
-    query = learner.ask(state, jax.random.key(1))
-    with pytest.raises(ValueError, match=rf"observed must have shape \({learner.num_queries},\)"):
-        learner.tell(state, query, jnp.zeros((learner.num_queries + 1,)))
 
 
 AN, AT = 6, 150  # stabl_adaptive's rows in test_reference.py
