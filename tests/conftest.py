@@ -46,6 +46,22 @@ os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
 jax.config.update("jax_disable_most_optimizations", True)
 
 
+@pytest.fixture(autouse=True)
+def _optimized(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """A test marked ``optimized`` (a program run long enough that the passes pay: 2^20
+    rounds, 10,000 arms, a documented run) compiles with XLA's optimisations, in the test
+    process and in the command-line runs it starts."""
+    if request.node.get_closest_marker("optimized") is None:
+        yield
+        return
+    monkeypatch.delenv("JAX_DISABLE_MOST_OPTIMIZATIONS")
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", True)
+
+
 #: The test files that take longest (worker-seconds, ``pytest --durations=0``), longest first.
 #: They are dealt to the xdist workers first (``--no-loadscope-reorder`` in pyproject.toml
 #: keeps this order), so that a long file never starts last while the other worker idles.

@@ -136,7 +136,11 @@ def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     "page",
-    [p for p in CODE_PAGES if p.name != "README.md"],  # README's: test_readme_usage_block_runs
+    [  # README's: test_readme_usage_block_runs; usage.md's blocks run the longest programs
+        pytest.param(p, marks=pytest.mark.optimized) if p.name == "usage.md" else p
+        for p in CODE_PAGES
+        if p.name != "README.md"
+    ],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_the_python_blocks_run(
@@ -308,6 +312,7 @@ def test_license_and_citation() -> None:
         assert f"{family}," in _readme(), f"the README's BibTeX names {family}"
 
 
+@pytest.mark.optimized
 def test_readme_usage_block_runs(tmp_path, monkeypatch):
     """The README's one Python block runs as written (1,000 vmapped runs of StABL) and prints
     SA(L), which is at most L (losses in [0, 1]) and grows with L up to the segment length."""

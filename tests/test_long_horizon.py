@@ -25,7 +25,7 @@ from stabl_jax import ExpertAdvice, make
 from stabl_jax.checks import distribution_tolerance
 from tests.long_runs import assert_state_finite, long_run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.optimized]
 
 N, T = 30, 2**20
 # A learner that never learns plays uniformly: expected loss (n - 1)/n * 0.75 + 0.25/n.

@@ -36,6 +36,7 @@ pytestmark = pytest.mark.slow
 Z = 5.0
 
 
+@pytest.mark.optimized
 @pytest.mark.parametrize("name", ["stabl", "exp3"])
 def test_ten_thousand_arms_in_float32(name):
     n, horizon = 10_000, 2**14

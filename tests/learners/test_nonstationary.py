@@ -26,6 +26,7 @@ def _regret_after_swap(learner, params) -> np.ndarray:
     return after.sum(axis=1) - 0.1 * after.shape[1]
 
 
+@pytest.mark.optimized
 def test_adswitch_detects_a_swap_of_best_arm():
     """After the best arm moves, AdSwitch's tests start a new episode that finds the new best
     arm; the same AdSwitch with its change tests switched off (a huge ``c2``: it never
