@@ -97,6 +97,14 @@ def small_learner(name: str, **kwargs):
     )
 
 
+def recompiled(obj: Any) -> Any:
+    """``obj`` (a frozen dataclass) as an instance of a subclass that adds nothing: another
+    static argument, so its programs are compiled anew from the same code, and every other
+    program of the process stays cached (unlike ``jax.clear_caches``)."""
+    fresh = type(f"Fresh{type(obj).__name__}", (type(obj),), {})
+    return fresh(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init})
+
+
 def env_options(name: str, num_arms: int, num_segments: int) -> dict[str, Any]:
     """The constructor arguments registry environment ``name`` needs beyond ``num_arms``,
     ``horizon`` and the segments (``bernoulli_table``: a means table, 0.3 on arm ``j mod n``

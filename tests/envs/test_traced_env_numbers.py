@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import HORIZON, NUM_ARMS, small_learner
+from conftest import HORIZON, NUM_ARMS, recompiled, small_learner
 
 from stabl_jax import env_params_grid, simulate
 from stabl_jax.bco import TwoPointOGD
@@ -70,7 +70,7 @@ def _run(env, kernel, env_params=None):
 @pytest.mark.parametrize(("name", "kernel"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_numbers_share_one_program_and_are_never_stale(name, kernel):
     """The second environment compiles nothing after the first ran, and its runs are bit for
-    bit those of a fresh compilation (``jax.clear_caches``) for its own numbers; they differ
+    bit those of a fresh compilation (``recompiled``) for its own numbers; they differ
     from the first's (its numbers were read). ``env_params`` stacking the first's numbers
     (run 0) and the second's (run 1): one program runs both, each run the one its own
     environment gives."""
@@ -82,8 +82,7 @@ def test_numbers_share_one_program_and_are_never_stale(name, kernel):
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
     both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
     mixed = _run(first, kernel, env_params=both)
-    jax.clear_caches()
-    fresh = _run(second, kernel)
+    fresh = _run(recompiled(second), kernel)
     assert shared.keys() == fresh.keys()
     for trace, value in fresh.items():
         np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
@@ -161,8 +160,7 @@ def test_hpo_numbers_share_one_program_and_are_never_stale():
         shared = run(second)
         mixed = run(first, sample_env_params(second, run_keys(key, RUNS)))
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
-    jax.clear_caches()
-    fresh = run(second)
+    fresh = run(recompiled(second))
     assert shared.keys() == fresh.keys() == mixed.keys()
     for trace, value in fresh.items():
         np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
@@ -218,13 +216,6 @@ CONVEX = {
 }
 
 
-def _recompiled(env):
-    """``env`` as an instance of a subclass that adds nothing: another static argument, so its
-    programs are compiled anew from the same code (no cache to clear)."""
-    fresh = type(f"Fresh{type(env).__name__}", (type(env),), {})
-    return fresh(**{f.name: getattr(env, f.name) for f in dataclasses.fields(env)})
-
-
 def _convex_run(env, env_params=None):
     """Traces and SA(16) (each run's comparators, ``G`` from its params) of a BCO simulation;
     with ``env_params``, two points of ``RUNS`` runs on common keys. Blocks of ``RUNS`` runs
@@ -255,7 +246,7 @@ def test_convex_numbers_share_one_program_and_are_never_stale(name):
     with compile_count() as compiled:
         shared = _convex_run(second)
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
-    fresh = _convex_run(_recompiled(second))
+    fresh = _convex_run(recompiled(second))
     for trace, value in fresh.items():
         np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
     assert not np.array_equal(ran_first["loss"], shared["loss"])
