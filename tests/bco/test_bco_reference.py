@@ -33,17 +33,11 @@ def _round(learner, env, state, env_params, t, key):
     return new_state, info, learner.draws(key), loss_fn.args[0]
 
 
+LOG_T_OFFSET_1 = {"scale_factor": "log_T", "round_offset": 1}
 CASES = {
     # name: (class, domain kind, size, dim, options, params (expert, meta, delta))
     "alg3_ball": (StABLBCO, "ball", 0.7, 3, {}, (1.0, 1.0, 3.0)),
-    "alg3_box_logT_offset1": (
-        StABLBCO,
-        "box",
-        1.5,
-        2,
-        {"scale_factor": "log_T", "round_offset": 1},
-        (2.0, 0.5, 1.0),
-    ),
+    "alg3_box_logT_offset1": (StABLBCO, "box", 1.5, 2, LOG_T_OFFSET_1, (2.0, 0.5, 1.0)),
     "two_query_ball": (StABLBCOTwoQuery, "ball", 1.0, 3, {}, (1.0, 1.0, 2.0)),
     "two_query_box": (StABLBCOTwoQuery, "box", 0.6, 2, {"round_offset": 1}, (3.0, 4.0, 5.0)),
 }
@@ -58,34 +52,13 @@ def test_matches_numpy_reference_step_by_step(case):
 def _compare(case):
     cls, kind, size, dim, options, (s_exp, s_meta, s_delta) = CASES[case]
     domain = Ball(dim=dim, radius=size) if kind == "ball" else Box(dim=dim, half_width=size)
-    learner = cls(
-        dim=dim,
-        horizon=HORIZON,
-        domain=domain,
-        history_lengths=LENGTHS,
-        dtype="float64",
-        **options,
-    )
-    params = StABLBCOParams(
-        expert_lr_scale=jnp.float64(s_exp),
-        meta_lr_scale=jnp.float64(s_meta),
-        delta_scale=jnp.float64(s_delta),
-        lipschitz=jnp.float64(learner.lipschitz),
-    )
-    ref = ReferenceStABLBCO(
-        dim=dim,
-        horizon=HORIZON,
-        lengths=LENGTHS,
-        lipschitz=learner.lipschitz,
-        kind=kind,
-        size=size,
-        two_query=cls is StABLBCOTwoQuery,
-        scale_factor=options.get("scale_factor", "B"),
-        expert_lr_scale=s_exp,
-        meta_lr_scale=s_meta,
-        delta_scale=s_delta,
-        round_offset=options.get("round_offset", 0),
-    )
+    sizes = dict(dim=dim, horizon=HORIZON)
+    learner = cls(**sizes, domain=domain, history_lengths=LENGTHS, dtype="float64", **options)
+    scales = dict(expert_lr_scale=s_exp, meta_lr_scale=s_meta, delta_scale=s_delta)
+    numbers = scales | {"lipschitz": learner.lipschitz}
+    params = StABLBCOParams(**{name: jnp.float64(value) for name, value in numbers.items()})
+    shape = dict(lengths=LENGTHS, kind=kind, size=size, two_query=cls is StABLBCOTwoQuery)
+    ref = ReferenceStABLBCO(**sizes, **shape, **numbers, **options)
     env = MovingTarget(dim=dim, horizon=HORIZON, domain=domain, change_points=(9, 23, 30))
     env_params = env.sample_params(jax.random.key(7))
     state = learner.init(jax.random.key(0), params)
