@@ -75,13 +75,8 @@ def test_geometric_segment_lengths_fill_the_horizon(horizon, min_length, expecte
 
 
 def test_geometric_segments_are_shuffled_per_run_and_keep_every_scale():
-    env = ExpertAdvice(
-        num_arms=5,
-        horizon=1024,
-        geometric_min_length=16,
-        random_change_points=True,
-        best_arm_order="random",
-    )
+    shuffled = dict(random_change_points=True, best_arm_order="random")
+    env = ExpertAdvice(num_arms=5, horizon=1024, geometric_min_length=16, **shuffled)
     expected = sorted(geometric_segment_lengths(1024, 16))
     assert env.num_segments == len(expected) == 7
     # Deterministic default: increasing lengths.
@@ -113,18 +108,15 @@ def test_bad_geometric_segments_name_the_value(kwargs, match):
 def test_segment_of_is_searchsorted():
     """The loop-free segment count is ``jnp.searchsorted(..., side="right")``, the same int."""
     points = jnp.asarray([1, 5, 6, 40, 63], jnp.int32)
-    ts = jnp.arange(70, dtype=jnp.int32)
-    ours = jax.jit(jax.vmap(lambda t: segment_of(points, t)))(ts)
-    theirs = jnp.searchsorted(points, ts, side="right").astype(jnp.int32)
-    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-    assert ours.dtype == jnp.int32
-    assert int(segment_of(jnp.zeros((0,), jnp.int32), jnp.int32(5))) == 0  # one segment
     many = jnp.arange(1, 2 * COMPARE_ALL_MAX + 3, 2, dtype=jnp.int32)  # the binary search
     assert many.shape[0] > COMPARE_ALL_MAX
-    ts = jnp.arange(0, 2 * COMPARE_ALL_MAX + 5, 7, dtype=jnp.int32)
-    ours = jax.jit(jax.vmap(lambda t: segment_of(many, t)))(ts)
-    theirs = jnp.searchsorted(many, ts, side="right").astype(jnp.int32)
-    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    for pts, ts in ((points, jnp.arange(70)), (many, jnp.arange(0, 2 * COMPARE_ALL_MAX + 5, 7))):
+        ts = ts.astype(jnp.int32)
+        ours = jax.jit(jax.vmap(lambda t, pts=pts: segment_of(pts, t)))(ts)
+        theirs = jnp.searchsorted(pts, ts, side="right").astype(jnp.int32)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+        assert ours.dtype == jnp.int32
+    assert int(segment_of(jnp.zeros((0,), jnp.int32), jnp.int32(5))) == 0  # one segment
 
     def loops(points):
         return jax.jit(segment_of).lower(points, jnp.int32(0)).as_text().count("stablehlo.while")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from experiments import same_bits
+from stabl_jax.experiment import cli
 from tests.experiment.test_compare import CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,10 +18,10 @@ RATE = "return params.lr_scale * jnp.sqrt(base * (1.0 - params.gamma))"
 
 
 def _once(monkeypatch: pytest.MonkeyPatch, keep: Path) -> None:
-    """Each checkout's fresh-process import checked once, and this checkout's run of a config
-    made once (a copy of it kept in ``keep`` stands for the later ones: the same code, the
-    same numbers); every base run is made."""
-    checked: set[Path] = set()
+    """The base's fresh-process import checked once and its runs made in a subprocess (its
+    code is another checkout's); this checkout's import is this process's, and its run of a
+    config is made once, here (a copy kept in ``keep`` stands for the later ones)."""
+    checked: set[Path] = {same_bits.REPO}
     check, run = same_bits.check_source, same_bits.run_one
 
     def check_once(source: Path) -> None:
@@ -28,16 +29,17 @@ def _once(monkeypatch: pytest.MonkeyPatch, keep: Path) -> None:
             check(source)
             checked.add(source)
 
-    def run_this_once(source: Path, config: Path, arguments: list, out: Path) -> None:
-        if source == same_bits.REPO and keep.exists():
-            shutil.copytree(keep, out)
+    def run_this_here(source: Path, config: Path, arguments: list, out: Path) -> None:
+        if source != same_bits.REPO:
+            run(source, config, arguments, out)
             return
-        run(source, config, arguments, out)
-        if source == same_bits.REPO:
-            shutil.copytree(out, keep)
+        if not keep.exists():
+            argv = ["run", str(config), "--no-progress", "--out", str(keep), *arguments]
+            assert cli.main(argv) == 0
+        shutil.copytree(keep, out)
 
     monkeypatch.setattr(same_bits, "check_source", check_once)
-    monkeypatch.setattr(same_bits, "run_one", run_this_once)
+    monkeypatch.setattr(same_bits, "run_one", run_this_here)
 
 
 def test_same_code_same_numbers_a_changed_rate_differs_a_failing_run_is_named(
