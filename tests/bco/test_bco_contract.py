@@ -156,6 +156,27 @@ def test_play_is_step_with_only_the_queried_points_revealed(name):
     assert asked == [(learner.num_queries, DIM)]
 
 
+INIT_KEYS = jax.random.split(jax.random.key(3), 3)
+RUN_KEYS = jax.random.split(jax.random.key(6), 3)
+
+
+@partial(jax.jit, static_argnums=0)
+def _scanned(learner, params, init_keys, run_keys):
+    """Final states and ``(3, T, q, DIM)`` every queried point of one run per row of
+    ``params``, each scanned over the rounds from its init key, one program per learner."""
+
+    def one(p, init_key, run_key):
+        def body(s, t):
+            key = jax.random.fold_in(run_key, t)
+            s, info = learner.step(s, loss_at(t, num_queries=learner.num_queries), key)
+            return s, info.points
+
+        ts = jnp.arange(HORIZON, dtype=jnp.int32)
+        return jax.lax.scan(body, learner.init(init_key, p), ts)
+
+    return jax.vmap(one)(params, init_keys, run_keys)
+
+
 @pytest.mark.parametrize("name", sorted(set(BCO_LEARNERS) - {"stabl_bco_log_t"}))
 def test_vmapped_scan_matches_single_loops_and_every_query_is_feasible(name):
     """Runs with their own keys and params, scanned over rounds inside one vmap, equal the
@@ -166,27 +187,12 @@ def test_vmapped_scan_matches_single_loops_and_every_query_is_feasible(name):
     q = learner.num_queries
     base = stressed_params(learner)
     grid = jax.tree.map(lambda x: jnp.stack([x, x * 0.5, x * 2.0]), base)
-    init_keys = jax.random.split(jax.random.key(3), 3)
-    run_keys = jax.random.split(jax.random.key(6), 3)
-    ts = jnp.arange(HORIZON, dtype=jnp.int32)
-
-    @jax.jit
-    def run_all(keys0, params, keys):
-        def one(key0, p, run_key):
-            def body(s, t):
-                s, info = learner.step(s, loss_at(t, num_queries=q), jax.random.fold_in(run_key, t))
-                return s, info.points
-
-            return jax.lax.scan(body, learner.init(key0, p), ts)
-
-        return jax.vmap(one)(keys0, params, keys)
-
-    finals, points = run_all(init_keys, grid, run_keys)  # points: (3, T, q, DIM)
+    finals, points = _scanned(learner, grid, INIT_KEYS, RUN_KEYS)  # points: (3, T, q, DIM)
     for i in range(3):
-        state = learner.init(init_keys[i], jax.tree.map(lambda x, i=i: x[i], grid))
+        state = learner.init(INIT_KEYS[i], jax.tree.map(lambda x, i=i: x[i], grid))
         state0 = state
         for t in range(HORIZON):
-            key = jax.random.fold_in(run_keys[i], t)
+            key = jax.random.fold_in(RUN_KEYS[i], t)
             state, info = _step(learner, state, loss_at(t, num_queries=q), key)
             np.testing.assert_allclose(points[i, t], info.points, rtol=1e-5, atol=1e-6)
         final_i = jax.tree.map(lambda x, i=i: x[i], finals)
@@ -224,22 +230,6 @@ TRACED = {
 }
 
 
-@partial(jax.jit, static_argnums=0)
-def _scanned(learner, params):
-    """``(R, T, q, DIM)`` every queried point of one run per row of ``params``."""
-
-    def one(p):
-        def body(s, t):
-            key = jax.random.fold_in(jax.random.key(6), t)
-            s, info = learner.step(s, loss_at(t, num_queries=learner.num_queries), key)
-            return s, info.points
-
-        ts = jnp.arange(HORIZON, dtype=jnp.int32)
-        return jax.lax.scan(body, learner.init(jax.random.key(3), p), ts)[1]
-
-    return jax.vmap(one)(params)
-
-
 def test_every_traced_option_is_checked():
     """The traced options of every BCO learner are those of :data:`TRACED`."""
     for name in BCO_LEARNERS:
@@ -256,11 +246,14 @@ def test_traced_options_share_one_program_and_are_never_stale(name):
     differ (the params are read)."""
     first, second = small_bco(name), small_bco(name, **TRACED[name])
     assert first == second and hash(first) == hash(second)
-    both = jax.tree.map(lambda a, b: jnp.stack([a, b]), first.default_params, second.default_params)
-    ran = np.asarray(_scanned(first, both))
+    # rows 0 and 2: the default's params; every row on the same keys (the vmapped test's program)
+    stack = partial(jax.tree.map, lambda a, b: jnp.stack([a, b, a]))
+    both = stack(first.default_params, second.default_params)
+    keys = (jnp.stack([INIT_KEYS[0]] * 3), jnp.stack([RUN_KEYS[0]] * 3))
+    ran = np.asarray(_scanned(first, both, *keys)[1])
     with compile_count() as compiled:
-        shared = np.asarray(_scanned(second, both))
+        shared = np.asarray(_scanned(second, both, *keys)[1])
     assert compiled == [], f"{len(compiled)} programs compiled for new options alone"
-    np.testing.assert_array_equal(np.asarray(_scanned(recompiled(second), both)), shared)
+    np.testing.assert_array_equal(np.asarray(_scanned(recompiled(second), both, *keys)[1]), shared)
     np.testing.assert_array_equal(shared, ran)
     assert not np.array_equal(ran[0], ran[1])
