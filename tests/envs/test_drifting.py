@@ -27,15 +27,10 @@ ATOL = 4e-6
 ROUNDS = np.arange(HORIZON)
 
 
-def reference_means(
-    key: jax.Array, num_arms: int, horizon: int, ts: np.ndarray, base=0.5, amplitude=0.3
-) -> np.ndarray:
-    """``(len(ts), n)`` float64 ``b + A sin(2 pi t / P + 2 pi i / n + u)``, ``P = T / 2``,
-    ``u ~ U[0, 2 pi)`` drawn from ``fold_in(key, 0)`` (``sample_params(key)``'s draw)."""
-    u = float(jax.random.uniform(jax.random.fold_in(key, 0), (), jnp.float32, 0.0, 2 * math.pi))
-    phases = 2 * np.pi * np.arange(num_arms) / num_arms + u
-    angle = 2 * np.pi * np.asarray(ts, np.float64)[:, None] / (horizon / 2) + phases
-    return base + amplitude * np.sin(angle)
+def reference_means(u: float, base=0.5, amplitude=0.3) -> np.ndarray:
+    """``(T, n)`` float64 ``b + A sin(2 pi t / P + 2 pi i / n + u)``, ``P = T / 2``."""
+    phases = 2 * np.pi * np.arange(NUM_ARMS) / NUM_ARMS + u
+    return base + amplitude * np.sin(2 * np.pi * ROUNDS[:, None] / (HORIZON / 2) + phases)
 
 
 def reference_uniforms(env_key: jax.Array, ts: np.ndarray, num_arms: int) -> np.ndarray:
@@ -61,7 +56,9 @@ def test_means_best_arms_and_losses_match_the_numpy_reference():
     env = DriftingBernoulli(num_arms=NUM_ARMS, horizon=HORIZON)
     key, env_key = jax.random.key(7), jax.random.key(8)
     params = env.sample_params(key)
-    means = reference_means(key, NUM_ARMS, HORIZON, ROUNDS)
+    # u ~ U[0, 2 pi) drawn from fold_in(key, 0), sample_params(key)'s draw
+    u = jax.random.uniform(jax.random.fold_in(key, 0), (), jnp.float32, 0.0, 2 * math.pi)
+    means = reference_means(float(u))
     uniforms = reference_uniforms(env_key, ROUNDS, NUM_ARMS)
     assert np.all(np.abs(uniforms - means) > ATOL)  # no draw within rounding of its mean
 
@@ -113,8 +110,7 @@ def test_simulate_and_metrics_match_the_reference():
     offsets = np.asarray(carry.env_params.phases)[:, 0]  # phi_0 = u of each run
     regret, sa = np.empty(runs), np.empty(runs)
     for r in range(runs):
-        phases = 2 * np.pi * np.arange(NUM_ARMS) / NUM_ARMS + float(offsets[r])
-        means = 0.5 + 0.3 * np.sin(4 * np.pi * ROUNDS[:, None] / HORIZON + phases)
+        means = reference_means(float(offsets[r]))
         env_key = jax.tree.map(lambda k, r=r: k[r], carry.env_key)
         losses = (reference_uniforms(env_key, ROUNDS, NUM_ARMS) < means).astype(np.float64)
         best_loss = losses[ROUNDS, reference_best(means)]
