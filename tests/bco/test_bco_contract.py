@@ -254,6 +254,9 @@ def test_traced_options_share_one_program_and_are_never_stale(name):
     with compile_count() as compiled:
         shared = np.asarray(_scanned(second, both, *keys)[1])
     assert compiled == [], f"{len(compiled)} programs compiled for new options alone"
-    np.testing.assert_array_equal(np.asarray(_scanned(recompiled(second), both, *keys)[1]), shared)
+    with compile_count() as compiled:
+        fresh = np.asarray(_scanned(recompiled(second), both, *keys)[1])
+    assert compiled, "the fresh run reused a program"
+    np.testing.assert_array_equal(fresh, shared)
     np.testing.assert_array_equal(shared, ran)
     assert not np.array_equal(ran[0], ran[1])

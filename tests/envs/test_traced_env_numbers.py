@@ -82,7 +82,9 @@ def test_numbers_share_one_program_and_are_never_stale(name, kernel):
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
     both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
     mixed = _run(first, kernel, env_params=both)
-    fresh = _run(recompiled(second), kernel)
+    with compile_count() as compiled:
+        fresh = _run(recompiled(second), kernel)
+    assert compiled, "the fresh run reused a program"
     assert shared.keys() == fresh.keys()
     for trace, value in fresh.items():
         np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
@@ -160,7 +162,9 @@ def test_hpo_numbers_share_one_program_and_are_never_stale():
         shared = run(second)
         mixed = run(first, sample_env_params(second, run_keys(key, RUNS)))
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
-    fresh = run(recompiled(second))
+    with compile_count() as compiled:
+        fresh = run(recompiled(second))
+    assert compiled, "the fresh run reused a program"
     assert shared.keys() == fresh.keys() == mixed.keys()
     for trace, value in fresh.items():
         np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
@@ -246,7 +250,9 @@ def test_convex_numbers_share_one_program_and_are_never_stale(name):
     with compile_count() as compiled:
         shared = _convex_run(second)
     assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
-    fresh = _convex_run(recompiled(second))
+    with compile_count() as compiled:
+        fresh = _convex_run(recompiled(second))
+    assert compiled, "the fresh run reused a program"
     for trace, value in fresh.items():
         np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
     assert not np.array_equal(ran_first["loss"], shared["loss"])
