@@ -31,12 +31,11 @@ from stabl_jax import ExpertAdvice, SimOptions, StABL, make, simulate
 from stabl_jax.checks import distribution_tolerance
 from tests.long_runs import assert_state_finite, long_run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.optimized]
 
 Z = 5.0
 
 
-@pytest.mark.optimized
 @pytest.mark.parametrize("name", ["stabl", "exp3"])
 def test_ten_thousand_arms_in_float32(name):
     n, horizon = 10_000, 2**14
