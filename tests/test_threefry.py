@@ -102,10 +102,17 @@ def test_threefry_rejects_too_large_shapes():
         threefry.bits(jnp.zeros(2, jnp.uint32), (2**16, 2**16))
 
 
-RANDOM_ORDER = {"random_change_points": True, "best_arm_order": "random"}
 ENVS = (
     PiecewiseBernoulli(NUM_ARMS, HORIZON, change_points=(20, 41)),
-    PiecewiseBernoulli(NUM_ARMS, HORIZON, num_segments=4, mean=0.7, gap=0.45, **RANDOM_ORDER),
+    PiecewiseBernoulli(
+        NUM_ARMS,
+        HORIZON,
+        num_segments=4,
+        mean=0.7,
+        gap=0.45,
+        random_change_points=True,
+        best_arm_order="random",
+    ),
     ExpertAdvice(NUM_ARMS, HORIZON, change_points=(32,)),
 )
 
