@@ -40,15 +40,10 @@ def _replay(run: int, rounds: int):
     params = learner.default_params.replace(
         **{k: jnp.asarray(v, jnp.float32) for k, v in scales.items()}
     )
+    env, options = config.make_env(), SimOptions(first_run=run, chunk_size=rounds)
+    key = jax.random.key(config.seed)
     return simulate(
-        learner,
-        config.make_env(),
-        jax.random.key(config.seed),
-        1,
-        horizon=rounds,
-        params=params,
-        validate=True,
-        options=SimOptions(first_run=run, chunk_size=rounds),
+        learner, env, key, 1, horizon=rounds, params=params, validate=True, options=options
     )
 
 
@@ -88,10 +83,8 @@ def _refused_under(monkeypatch, bound, simulate_fn, *args) -> tuple[int, float]:
 
 def _rate_grid_run():
     learner = make("stabl_rate_grid", num_arms=2, horizon=16)
-    env = ExpertAdvice(num_arms=2, horizon=16)
-    return simulate(
-        learner, env, jax.random.key(0), 3, validate=True, options=SimOptions(chunk_size=5)
-    )
+    env, options = ExpertAdvice(num_arms=2, horizon=16), SimOptions(chunk_size=5)
+    return simulate(learner, env, jax.random.key(0), 3, validate=True, options=options)
 
 
 def test_a_mixture_of_more_experts_than_arms_is_bounded_by_its_experts(monkeypatch):

@@ -289,8 +289,7 @@ def test_readme_algorithm_table_names_registered_learners() -> None:
         for name in re.findall(r"`([a-z0-9_]+)`", line.rsplit(" | ", 1)[-1])
     }
     names |= {f"stabl_vizier{suffix}" for suffix in ("_naive", "_single_scale")}
-    names.discard("_naive")
-    names.discard("_single_scale")
+    names -= {"_naive", "_single_scale"}
     assert len(names) > 20
     registered = {*registry.LEARNERS, *registry.BCO_LEARNERS}
     assert names <= registered, sorted(names - registered)

@@ -25,15 +25,11 @@ DOMAINS = {
 def test_geometry_constants():
     ball, box, l1 = DOMAINS["ball"], DOMAINS["box"], DOMAINS["l1_ball"]
     assert (ball.r, ball.D, ball.kappa) == (0.5, 0.5, 1.0)
-    assert (
-        box.r == 2.0
-        and math.isclose(box.D, 2.0 * math.sqrt(3))
-        and math.isclose(box.kappa, math.sqrt(3))
-    )
+    assert box.r == 2.0 and math.isclose(box.D, 2.0 * math.sqrt(3))
+    assert math.isclose(box.kappa, math.sqrt(3))
     assert math.isclose(l1.r, 1.5 / math.sqrt(3)) and l1.D == 1.5
-    assert make_domain("box", dim=3, size=2.0) == box and hash(make_domain("ball", 3, 0.5)) == hash(
-        ball
-    )
+    assert make_domain("box", dim=3, size=2.0) == box
+    assert hash(make_domain("ball", 3, 0.5)) == hash(ball)
     with pytest.raises(dataclasses.FrozenInstanceError):
         ball.radius = 2.0
     with pytest.raises(ValueError):
@@ -71,9 +67,8 @@ def _checks(domain, inputs):
     # Feasibility of K_hat: points of K_hat on its boundary, perturbed by delta u.
     delta = jnp.asarray([0.05, 0.2, 0.6]) * domain.r
     alphas = paper_shrinkage(delta, domain.r, domain.kappa)
-    hat_points = jax.vmap(lambda a: jax.vmap(lambda x: domain.project_shrunk(x, a))(far))(
-        alphas
-    )  # (3, 64, d)
+    shrink_all = jax.vmap(lambda a: jax.vmap(lambda x: domain.project_shrunk(x, a))(far))
+    hat_points = shrink_all(alphas)  # (3, 64, d)
     perturbed = hat_points + delta[:, None, None] * us[None]
     return {
         "proj": proj,
@@ -131,9 +126,8 @@ def test_paper_shrinkage_needs_the_delta_over_r_floor_when_d_is_small():
     assert (1 - alpha) * ball.radius + delta <= ball.radius + 1e-7
     # With D >= 1 it is exactly the paper's kappa delta.
     box = Box(dim=4, half_width=1.0)
-    assert math.isclose(
-        float(paper_shrinkage(0.01, box.r, box.kappa)), box.kappa * 0.01, rel_tol=1e-6
-    )
+    alpha = float(paper_shrinkage(0.01, box.r, box.kappa))
+    assert math.isclose(alpha, box.kappa * 0.01, rel_tol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(DOMAINS))

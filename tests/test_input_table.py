@@ -13,6 +13,8 @@ fail before any computation (``_forbid_computation``).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
 import math
 import re
@@ -113,11 +115,7 @@ def run_cli(args: list[str], capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-# --------------------------------------------------------------------------------------------
-# Learner constructors
-# --------------------------------------------------------------------------------------------
-
-
+# ==== Learner constructors ====
 @row("L1")
 def _():
     for cls in (StABL, EXP3, Uniform):
@@ -281,11 +279,7 @@ def _():
     assert make("stabl_naive", num_arms=3, horizon=64, validate=True).observation == "uniform"
 
 
-# --------------------------------------------------------------------------------------------
-# Learner params
-# --------------------------------------------------------------------------------------------
-
-
+# ==== Learner params ====
 @row("L13")
 def _():
     """A float64 learner without x64 ran in float32 (JAX only warned)."""
@@ -378,10 +372,7 @@ def _():
         simulate(learner, env, KEY, 2, params=params)
 
 
-# --------------------------------------------------------------------------------------------
-# step / tell / ask
-# --------------------------------------------------------------------------------------------
-
+# ==== step / tell / ask ====
 BAD_LOSSES = {
     "S1": ([0.1, math.nan, 0.3], ValueError, ("loss must be finite and in [0, 1]", "nan")),
     "S2": ([0.1, math.inf, 0.3], ValueError, ("loss must be finite and in [0, 1]", "inf")),
@@ -402,15 +393,8 @@ def _bad_loss_row(row_id: str) -> None:
             learner.tell(state, query, observed)
 
 
-def _loss_row(row_id: str) -> Callable[[], None]:
-    def check() -> None:
-        _bad_loss_row(row_id)
-
-    return check
-
-
 for _id in BAD_LOSSES:
-    row(_id)(_loss_row(_id))
+    row(_id)(functools.partial(_bad_loss_row, _id))
 
 
 @row("S4")
@@ -517,11 +501,7 @@ def _():
         learner.step(state, loss, jax.random.split(KEY))
 
 
-# --------------------------------------------------------------------------------------------
-# Environments
-# --------------------------------------------------------------------------------------------
-
-
+# ==== Environments ====
 @row("E1")
 def _():
     for cls in (ExpertAdvice, PiecewiseBernoulli):
@@ -679,14 +659,12 @@ class _BrokenEnv(ExpertAdvice):
 
 @row("E11")
 def _():
-    env = _BrokenEnv(num_arms=N, horizon=T)
+    env, eight = _BrokenEnv(num_arms=N, horizon=T), SimOptions(chunk_size=8)
     learner = EXP3(num_arms=N, horizon=T)
-    plain = simulate(
-        learner, env, KEY, 2, options=SimOptions(chunk_size=8)
-    )  # documented: not checked
+    plain = simulate(learner, env, KEY, 2, options=eight)  # documented: not checked
     assert plain.loss.shape == (2, T)
     with raises(checkify.JaxRuntimeError, "loss at round 9", "1.5", "index 2", "[0, 1]"):
-        simulate(learner, env, KEY, 2, validate=True, options=SimOptions(chunk_size=8))
+        simulate(learner, env, KEY, 2, validate=True, options=eight)
     # A convex environment's NaN loss: checked after the run (a check inside the program
     # would change StABL-BCO's bits); it used to finish, its summary all NaN, with exit 0.
     convex = CustomConvex(dim=2, horizon=T, loss=_nan_loss, lipschitz_bound=1.0)
@@ -719,10 +697,7 @@ def _():
     np.testing.assert_array_equal(result.loss, np.full((2, T), 0.25, np.float32))
 
 
-# --------------------------------------------------------------------------------------------
-# simulate
-# --------------------------------------------------------------------------------------------
-
+# ==== simulate ====
 ENV = ExpertAdvice(num_arms=N, horizon=T)
 LEARNER = EXP3(num_arms=N, horizon=T)
 A = {"experiment": "A"}
@@ -739,9 +714,8 @@ def _():
         simulate(LEARNER, ENV, KEY, 1, options=SimOptions(first_run=-1))
     with raises(ValueError, "first_run must be <= 2**31 - 1 = 2147483647", "got 2147483648"):
         simulate(LEARNER, ENV, KEY, 1, options=SimOptions(first_run=2**31))
-    last = simulate(
-        LEARNER, ENV, KEY, 2, traces=("played",), options=SimOptions(first_run=2**31 - 1)
-    ).played
+    last_runs = SimOptions(first_run=2**31 - 1)
+    last = simulate(LEARNER, ENV, KEY, 2, traces=("played",), options=last_runs).played
     first = simulate(LEARNER, ENV, KEY, 1, traces=("played",)).played
     assert len({last[0].tobytes(), last[1].tobytes(), first[0].tobytes()}) == 3
 
@@ -1012,11 +986,7 @@ def _():
         paired_bco_adaptive_regret(env, result.carry, {"a": result.loss[:1]}, [4])
 
 
-# --------------------------------------------------------------------------------------------
-# Configs
-# --------------------------------------------------------------------------------------------
-
-
+# ==== Configs ====
 def _config_error(tmp_path: Path, extra: str, *fragments: str, text: str = GOOD_CONFIG) -> None:
     path = config_file(tmp_path, text, extra)
     with raises(ConfigError, str(path), *fragments):
@@ -1154,11 +1124,7 @@ def _(tmp_path):
         load_config(path, ['learner_options.stabl.observation="psychic"'])
 
 
-# --------------------------------------------------------------------------------------------
-# The command line
-# --------------------------------------------------------------------------------------------
-
-
+# ==== The command line ====
 @row("X1")
 def _(tmp_path, capsys, monkeypatch):
     _forbid_computation(monkeypatch)
@@ -1291,10 +1257,8 @@ def _(tmp_path, capsys, monkeypatch):
         folder.mkdir()
         (folder / name).write_text("my own notes\n")
         code, err = run_cli(["bench", "--quick", "--out", str(folder)], capsys)
-        assert (
-            code == 2
-            and f"{folder / name} is there and is not a previous stabl-jax bench file" in err
-        )
+        assert code == 2, err
+        assert f"{folder / name} is there and is not a previous stabl-jax bench file" in err
         assert "left as it is: give --out another folder" in err
         assert (folder / name).read_text() == "my own notes\n"
     code, err = run_cli(["bench", "--quick", "--out", str(folder / name)], capsys)
@@ -1316,11 +1280,7 @@ def _(tmp_path, capsys, monkeypatch):
         assert code == 2 and err.startswith("error: ") and "Traceback" not in err
 
 
-# --------------------------------------------------------------------------------------------
-# Files
-# --------------------------------------------------------------------------------------------
-
-
+# ==== Files ====
 @row("F1")
 def _(tmp_path):
     """An object array (which only pickle can load) in traces.npz or a checkpoint is refused
@@ -1362,11 +1322,7 @@ def _(tmp_path):
         read_traces(folder)
 
 
-# --------------------------------------------------------------------------------------------
-# The tests
-# --------------------------------------------------------------------------------------------
-
-
+# ==== The tests ====
 def table_ids() -> list[str]:
     """The ids in the first column of the bad-input table of ``docs/reliability.md``."""
     text = TABLE.read_text(encoding="utf-8")
@@ -1392,8 +1348,7 @@ ROW_IDS: list[str] = sorted(ROWS, key=_row_order)
 @pytest.mark.parametrize("row_id", ROW_IDS)
 def test_row(row_id, request):
     fn = ROWS[row_id]
-    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
-    fn(**{name: request.getfixturevalue(name) for name in names})
+    fn(**{name: request.getfixturevalue(name) for name in inspect.signature(fn).parameters})
 
 
 def test_results_folder_error_is_output_error(tmp_path):

@@ -7,12 +7,6 @@ play distribution or in StABL's observation distribution P(t), both non-negative
 to 1 within ``4 n eps`` (:func:`stabl_jax.checks.distribution_tolerance`, derived there:
 7.2e-6 for n = 30). At the end every state leaf is finite (StABL's muted meta log-weights are
 -inf by design, never NaN or +inf, never all of them).
-
-Measured on the 2-core CPU (``python /tmp/lr.py``-style runs of ``long_run``, 2 runs):
-max |sum - 1| = 9.5e-7 (play) and 8.9e-7 (P(t)) for StABL, 8.9e-7 for EXP3; mean expected
-loss 0.432 for both (a learner that learns nothing has 0.733).
-
-Slow (about 40 s for StABL and 15 s for EXP3 on a quiet 2-core CPU); CI runs it.
 """
 
 from __future__ import annotations

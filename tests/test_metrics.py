@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
 
-from stabl_jax import ExpertAdvice, StABL, metrics, simulate
+from stabl_jax import ExpertAdvice, StABL, Uniform, metrics, simulate
+from stabl_jax.experiment.kinds import KINDS, bandit, load_config, write_results
+from stabl_jax.experiment.results import ResultsFolder
+from stabl_jax.simulate import regenerate_losses
 from tests.conftest import HORIZON, NUM_ARMS
 
 
@@ -61,11 +68,11 @@ def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
     lengths = [4, 16, HORIZON]
     sa = metrics.adaptive_regret(result, env, lengths, memory_bytes=2 * HORIZON * NUM_ARMS * 12)
     rounds = jnp.arange(HORIZON)
-    regenerate = jax.jit(  # (T, n): every arm's loss of a run, from its round keys
-        lambda params, key: jax.vmap(lambda t: env.loss(params, t, jax.random.fold_in(key, t)))(
-            rounds
-        )
-    )
+
+    @jax.jit
+    def regenerate(params, key):  # (T, n): every arm's loss of a run, from its round keys
+        return jax.vmap(lambda t: env.loss(params, t, jax.random.fold_in(key, t)))(rounds)
+
     for r in range(3):
         params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
         arms = np.asarray(regenerate(params, result.carry.env_key[r]))
@@ -198,8 +205,6 @@ def test_the_means_over_the_rounds_hold_blocks_not_float64_copies_of_the_traces(
     MiB, less than one float64 copy of the traces (the moving average's temporaries are
     about 8 blocks); the same calls in one block, as the whole-array computation they
     replace, exceed 48 MiB."""
-    import tracemalloc
-
     rng = np.random.default_rng(4)
     values = rng.uniform(size=(128, 16384)).astype(np.float32)
     segments = rng.integers(0, 12, size=(128, 16384)).astype(np.int8)
@@ -233,17 +238,10 @@ def test_the_results_of_a_run_are_written_without_float64_copies_of_its_traces(
     6 MiB of allocations (measured: 3.9); in one block, the whole-array computation they
     replace, above 24 MiB (measured: 48). A first write at each block size, not measured,
     imports matplotlib and compiles that size's programs."""
-    import gc
-    import tracemalloc
-
-    from stabl_jax.experiment.kinds import KINDS, load_config, write_results
-    from stabl_jax.experiment.kinds.bandit import run_experiment
-    from stabl_jax.experiment.results import ResultsFolder
-
     sets = ['learners=["uniform"]', "horizon=16384", "sa_windows=[64]", 'save_traces="none"']
     config = load_config("figure1", sets, runs=64, seed=0)
     kind = KINDS[config.kind]
-    result = run_experiment(config)
+    result = bandit.run_experiment(config)
 
     def peak(block_bytes):
         monkeypatch.setattr(metrics, "BLOCK_BYTES", block_bytes)
@@ -266,9 +264,6 @@ def test_cumulative_regret_against_brute_force_and_its_expectation():
     """Brute force per run from the regenerated losses; and Uniform's expected value: each
     round ``<p, l> - l(i*)`` has mean ``bonus (n - 1) / n``, so ``R(T) = 0.5 (n - 1) T / n``
     within 4 standard errors (fixed key)."""
-    from stabl_jax import Uniform
-    from stabl_jax.simulate import regenerate_losses
-
     n, horizon, runs = 4, 128, 400
     env = ExpertAdvice(num_arms=n, horizon=horizon, change_points=(50, 90))
     res = simulate(Uniform(num_arms=n, horizon=horizon), env, jax.random.key(3), runs)
@@ -300,7 +295,6 @@ def test_cumulative_regret_against_brute_force_and_its_expectation():
 def test_segment_ids_are_held_in_the_smallest_signed_type():
     """One byte a round up to 128 segments (the study's (R, T) ids were int64: 8 bytes);
     signed, so that ``ids - 1`` is -1 in the first segment, not 255."""
-    from types import SimpleNamespace
 
     def carry(points):
         return SimpleNamespace(env_params=SimpleNamespace(change_points=np.asarray(points)))
@@ -335,10 +329,6 @@ def test_detection_delays_and_false_alarms_on_hand_made_restarts():
 def test_the_bandit_summary_reports_detection_per_breakpoint():
     """``detected`` is the fraction of runs restarting in a breakpoint's segment, ``delay`` the
     mean (Student-t half-width) over those runs only; one run gives no half-width."""
-    from types import SimpleNamespace
-
-    from stabl_jax.experiment.kinds import bandit
-
     delays = np.array([[3.0, np.nan], [5.0, np.nan], [np.nan, 2.0]])
     outcome = SimpleNamespace(
         detection_delay=delays, false_alarms=np.array([1, 0, 0]), num_restarts=np.array([3, 2, 1])

@@ -50,11 +50,9 @@ def assert_bitwise(result, reference) -> None:
 
 def test_validate_changes_nothing(learner, env, whole):
     """simulate(validate=True) (what the CLI runs) gives the bits of an unchecked run."""
+    options = SimOptions(chunk_size=T)
     assert_bitwise(
-        simulate(
-            learner, env, jax.random.key(7), R, validate=True, options=SimOptions(chunk_size=T)
-        ),
-        whole,
+        simulate(learner, env, jax.random.key(7), R, validate=True, options=options), whole
     )
 
 
@@ -94,11 +92,8 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(
     resumed_from = ChunkCheckpoint(tmp_path, fingerprint)
     assert resumed_from.progress() == first_chunk * stop_after
     seen: list[int] = []
-    options = SimOptions(
-        chunk_size=second_chunk,
-        checkpoint=resumed_from,
-        progress=lambda done, total: seen.append(done),
-    )
+    progress = lambda done, total: seen.append(done)  # noqa: E731
+    options = SimOptions(chunk_size=second_chunk, checkpoint=resumed_from, progress=progress)
     result = simulate(learner, env, jax.random.key(7), R, options=options)
     assert seen[0] == first_chunk * stop_after  # the progress starts where it resumed
     assert_bitwise(result, whole)
@@ -109,23 +104,18 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(
 
 
 def test_bco_resume_is_bitwise_identical(tmp_path):
-    env = MovingTarget(dim=2, horizon=32)
-    learner = FKM(dim=2, horizon=32)
-    whole = simulate(learner, env, jax.random.key(3), 2, options=SimOptions(chunk_size=32))
-    checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, {"bco": 1}), 1)
+    env, learner = MovingTarget(dim=2, horizon=32), FKM(dim=2, horizon=32)
+
+    def run(chunk_size, checkpoint=None):
+        options = SimOptions(chunk_size=chunk_size, checkpoint=checkpoint)
+        return simulate(learner, env, jax.random.key(3), 2, options=options)
+
+    whole = run(32)
     with pytest.raises(_Stop):
-        simulate(
-            learner,
-            env,
-            jax.random.key(3),
-            2,
-            options=SimOptions(chunk_size=16, checkpoint=checkpoint),
-        )
+        run(16, _interrupt_after(ChunkCheckpoint(tmp_path, {"bco": 1}), 1))
     checkpoint = ChunkCheckpoint(tmp_path, {"bco": 1})
     assert checkpoint.progress() == 16
-    resumed = simulate(
-        learner, env, jax.random.key(3), 2, options=SimOptions(chunk_size=16, checkpoint=checkpoint)
-    )
+    resumed = run(16, checkpoint)
     np.testing.assert_array_equal(resumed.loss, whole.loss)
     np.testing.assert_array_equal(resumed.best_loss, whole.best_loss)
 

@@ -66,16 +66,13 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def runs(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
     folder = tmp_path_factory.mktemp("sharding")
     script = folder / "runs.py"
     script.write_text(SCRIPT)
-    env = dict(os.environ)
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    env["JAX_PLATFORMS"] = "cpu"
     proc = subprocess.run(
         [sys.executable, str(script), str(folder / "sharded.npz")],
         env=env,
@@ -93,14 +90,10 @@ def runs(
         return sharded, namespace["run_all"]()
 
 
-def test_subprocess_sharded_over_four_devices(runs):
+def test_sharded_over_four_devices_equals_unsharded_bitwise(runs):
     sharded, unsharded = runs
     assert int(sharded["devices"]) == 4 and int(sharded["plan_devices"]) == 4
     assert int(unsharded["devices"]) == 1 and int(unsharded["plan_devices"]) == 1
-
-
-def test_sharded_equals_unsharded_bitwise(runs):
-    sharded, unsharded = runs
     names = [k for k in unsharded if "/" in k]
     assert {"stabl/played", "stabl/expected_loss", "stabl/prob_best", "sweep/played"} <= set(names)
     assert {"pallas/played", "pallas/expected_loss", "pallas/weights"} <= set(names)

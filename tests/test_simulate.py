@@ -145,31 +145,21 @@ class _Reactive(Environment):
 def test_what_a_rollout_cannot_run_is_refused_before_it_starts(env):
     """A learner that reads the whole loss on an environment without ``loss_fn``; runs that
     are not a whole number of sweep points; ``env_params`` with another number of runs."""
+    exp3, key = EXP3(num_arms=N, horizon=T), jax.random.key(0)
     with pytest.raises(TypeError, match=r"_StepEXP3 overrides step .* _Reactive has none"):
-        simulate(_StepEXP3(num_arms=N, horizon=T), _Reactive(), jax.random.key(0), 2)
-    assert simulate(EXP3(num_arms=N, horizon=T), _Reactive(), jax.random.key(0), 2).loss.shape
+        simulate(_StepEXP3(num_arms=N, horizon=T), _Reactive(), key, 2)
+    assert simulate(exp3, _Reactive(), key, 2).loss.shape
     with pytest.raises(ValueError, match=r"num_runs=5 is not a multiple of runs_per_point=2"):
-        simulate(
-            EXP3(num_arms=N, horizon=T),
-            env,
-            jax.random.key(0),
-            5,
-            options=SimOptions(runs_per_point=2),
-        )
+        simulate(exp3, env, key, 5, options=SimOptions(runs_per_point=2))
     env_params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 3))
     with pytest.raises(ValueError, match=r"leading axis num_runs=2, got shape \(3,"):
-        simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), 2, env_params=env_params)
+        simulate(exp3, env, key, 2, env_params=env_params)
 
 
 def test_progress_callback_sees_every_chunk(env):
     seen = []
-    simulate(
-        EXP3(num_arms=N, horizon=T),
-        env,
-        jax.random.key(0),
-        num_runs=1,
-        options=SimOptions(chunk_size=20, progress=lambda done, total: seen.append((done, total))),
-    )
+    options = SimOptions(chunk_size=20, progress=lambda done, total: seen.append((done, total)))
+    simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(0), num_runs=1, options=options)
     assert seen == [(20, T), (40, T), (60, T), (64, T)]
 
 
@@ -308,8 +298,12 @@ def test_the_runs_loop_state_is_held_once_between_chunks(threads, resumed, tmp_p
     num_arms, runs = 2048, 512
     env = ExpertAdvice(num_arms=num_arms, horizon=64)
     learner = EXP3(num_arms=num_arms, horizon=64)
-    call = dict(traces=("played",))
     opts = SimOptions(chunk_size=16, runs_per_block=128, host_threads=threads)
+
+    def run(**options):
+        options = dataclasses.replace(opts, **options)
+        return simulate(learner, env, jax.random.key(0), runs, traces=("played",), options=options)
+
     checkpoint = None
     if resumed:  # stopped after two of the four chunks, then resumed from its checkpoint
 
@@ -318,29 +312,13 @@ def test_the_runs_loop_state_is_held_once_between_chunks(threads, resumed, tmp_p
                 raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):
-            first = ChunkCheckpoint(tmp_path / "ckpt", {"runs": runs})
-            simulate(
-                learner,
-                env,
-                jax.random.key(0),
-                runs,
-                options=dataclasses.replace(opts, checkpoint=first, progress=stop),
-                **call,
-            )
+            run(checkpoint=ChunkCheckpoint(tmp_path / "ckpt", {"runs": runs}), progress=stop)
         checkpoint = ChunkCheckpoint(tmp_path / "ckpt", {"runs": runs})
     gc.collect()
     before = _live_bytes()
     held = []
     progress = lambda done, total: held.append(_live_bytes() - before)  # noqa: E731
-    key = jax.random.key(0)
-    result = simulate(
-        learner,
-        env,
-        key,
-        runs,
-        options=dataclasses.replace(opts, progress=progress, checkpoint=checkpoint),
-        **call,
-    )
+    result = run(progress=progress, checkpoint=checkpoint)
     state = sum(x.nbytes for x in jax.tree.leaves(result.carry))
     assert state > 4 * 2**20 and len(held) == (3 if resumed else 4)
     assert max(held) < 1.25 * state, [h / state for h in held]
@@ -407,15 +385,9 @@ def test_a_callers_arrays_are_never_donated():
     env_params = sim.sample_env_params(env, sim.run_keys(jax.random.key(1), runs))
     params = jax.tree.map(lambda x: jnp.full((runs,), x), learner.default_params)
     for threads in (1, 2):
-        simulate(
-            learner,
-            env,
-            jax.random.key(0),
-            runs,
-            params=params,
-            env_params=env_params,
-            options=SimOptions(chunk_size=16, host_threads=threads, runs_per_block=2),
-        )
+        options = SimOptions(chunk_size=16, host_threads=threads, runs_per_block=2)
+        key = jax.random.key(0)
+        simulate(learner, env, key, runs, params=params, env_params=env_params, options=options)
         given = jax.tree.leaves((params, env_params))
         assert given and not any(x.is_deleted() for x in given)
     mine, other = jnp.arange(3.0), jnp.ones(2)
@@ -439,10 +411,4 @@ def test_sim_options_are_a_frozen_hashable_value_that_names_a_bad_field():
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'xla', 'pallas'\)"):
         SimOptions(kernel="triton")
     with pytest.raises(TypeError, match=r"options must be a SimOptions, got \{'chunk_size': 8\}"):
-        simulate(
-            EXP3(num_arms=N, horizon=T),
-            ExpertAdvice(N, T),
-            jax.random.key(0),
-            2,
-            options={"chunk_size": 8},
-        )
+        simulate(EXP3(N, T), ExpertAdvice(N, T), jax.random.key(0), 2, options={"chunk_size": 8})

@@ -13,6 +13,9 @@ from tests.test_summaries import fetched_shapes
 
 N, T = 6, 128
 WINDOWS = (1, 16, 100, T)
+LEARNER = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
+PARAMS = LEARNER.default_params.replace(meta_lr_scale=np.float32(40.0))  # forces muting
+ONE = SimOptions(runs_per_block=1)  # the same per-run program on every path: bitwise equal
 
 
 @pytest.fixture(scope="module")
@@ -22,22 +25,11 @@ def env():
 
 @pytest.fixture(scope="module")
 def both(env):
-    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
-    params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))  # forces muting
     key = jax.random.key(5)
-    # Blocks of one run on both paths: the same per-run program, so bitwise comparisons hold.
-    full = simulate(learner, env, key, 8, params=params, options=SimOptions(runs_per_block=1))
-    summaries = simulate_summaries(
-        learner,
-        env,
-        key,
-        8,
-        WINDOWS,
-        params=params,
-        runs_per_batch=4,
-        options=SimOptions(runs_per_block=1),
+    full = simulate(LEARNER, env, key, 8, params=PARAMS, options=ONE)
+    return full, simulate_summaries(
+        LEARNER, env, key, 8, WINDOWS, params=PARAMS, runs_per_batch=4, options=ONE
     )
-    return full, summaries
 
 
 def test_sa_equals_the_traces_metric_bitwise(env, both):
@@ -66,16 +58,10 @@ def test_summaries_equal_reductions_of_the_traces(env, both):
 
 def test_first_run_continues_the_same_runs(env, both):
     full, _ = both
-    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
-    params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))
+    options = SimOptions(runs_per_block=1, first_run=3)
+    traces = ("loss", "played")
     tail = simulate(
-        learner,
-        env,
-        jax.random.key(5),
-        2,
-        params=params,
-        traces=("loss", "played"),
-        options=SimOptions(runs_per_block=1, first_run=3),
+        LEARNER, env, jax.random.key(5), 2, params=PARAMS, traces=traces, options=options
     )
     assert tail.arms is None and set(tail.traces()) == {"loss", "played"}
     assert tail.num_runs == 2 and tail.horizon == T
@@ -129,17 +115,13 @@ def test_runs_per_point_pairs_the_points_of_a_sweep(env):
     """Every group of ``runs_per_point`` runs gets the keys of runs ``0 .. P - 1``: a grid of
     two equal points gives equal traces, and each group equals an unpaired simulation of P
     runs; without it the groups differ."""
-    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
 
-    def grid(runs):
-        return learner.default_params.replace(meta_lr_scale=np.full(runs, 2.0, np.float32))
+    def grid(runs, **options):
+        params = LEARNER.default_params.replace(meta_lr_scale=np.full(runs, 2.0, np.float32))
+        options = SimOptions(runs_per_block=1, **options)
+        return simulate(LEARNER, env, jax.random.key(9), runs, params=params, options=options)
 
-    key = jax.random.key(9)
-    paired = simulate(
-        learner, env, key, 6, params=grid(6), options=SimOptions(runs_per_point=3, runs_per_block=1)
-    )
-    alone = simulate(learner, env, key, 3, params=grid(3), options=SimOptions(runs_per_block=1))
-    unpaired = simulate(learner, env, key, 6, params=grid(6), options=SimOptions(runs_per_block=1))
+    paired, alone, unpaired = grid(6, runs_per_point=3), grid(3), grid(6)
     for name, trace in paired.traces().items():
         np.testing.assert_array_equal(trace[:3], alone.traces()[name], err_msg=name)
         np.testing.assert_array_equal(trace[3:], alone.traces()[name], err_msg=name)
@@ -152,11 +134,8 @@ def test_an_environment_it_cannot_summarise_is_named():
     (``traces must be one of (...), got 'expected_loss'``)."""
     env = CONVEX_ENVS.make("moving_target", dim=2, horizon=32)
     learner = BCO_LEARNERS.make("fkm", dim=2, horizon=32)
-    with pytest.raises(
-        TypeError,
-        match=r"scores oblivious piecewise bandit environments .* "
-        r"got MovingTarget: simulate others with simulate",
-    ):
+    message = r"oblivious piecewise bandit environments .* got MovingTarget: simulate others with"
+    with pytest.raises(TypeError, match=message):
         simulate_summaries(learner, env, jax.random.key(0), 2, (8,))
 
 
@@ -173,10 +152,8 @@ def test_on_device_summaries_are_the_host_ones_within_float32_rounding(env, both
     """``on_device=True``: the same runs summarised on the device (float32), within the
     bounds of :mod:`stabl_jax.summaries`; no ``(b, T)`` array is read on the host."""
     _, host = both
-    learner = StABL(num_arms=N, horizon=T, history_lengths=(4, 16))
-    params = learner.default_params.replace(meta_lr_scale=np.float32(40.0))
-    args = (learner, env, jax.random.key(5), 8, WINDOWS)
-    kwargs = dict(params=params, runs_per_batch=4, options=SimOptions(runs_per_block=1))
+    args = (LEARNER, env, jax.random.key(5), 8, WINDOWS)
+    kwargs = dict(params=PARAMS, runs_per_batch=4, options=ONE)
     simulate_summaries(*args, **kwargs, on_device=True)  # compiled beforehand
     with fetched_shapes() as shapes:
         device = simulate_summaries(*args, **kwargs, on_device=True)

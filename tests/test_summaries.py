@@ -52,13 +52,8 @@ def fetched_shapes():
 def test_device_traces_are_the_host_traces(run):
     """The same bits as the default path, left on the device."""
     env, device = run
-    host = simulate(
-        StABL(num_arms=5, horizon=T),
-        env,
-        jax.random.key(3),
-        RUNS,
-        options=SimOptions(chunk_size=100),
-    )
+    options = SimOptions(chunk_size=100)
+    host = simulate(StABL(num_arms=5, horizon=T), env, jax.random.key(3), RUNS, options=options)
     assert set(device.arrays) == set(host.arrays)
     for name, trace in host.arrays.items():
         assert isinstance(device.arrays[name], jax.Array), name

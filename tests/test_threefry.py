@@ -50,11 +50,10 @@ def test_threefry_bits_and_uniform_match_jax_bitwise(shape):
         theirs = [jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys)]
         for lo, hi in ((0.0, 1.0), (-1.0, 3.0), (0.0, 0.3)):
             ours.append(jax.vmap(lambda w, lo=lo, hi=hi: threefry.uniform(w, shape, lo, hi))(words))
-            theirs.append(
-                jax.vmap(lambda k, lo=lo, hi=hi: jax.random.uniform(k, shape, jnp.float32, lo, hi))(
-                    keys
-                )
+            draw = functools.partial(
+                jax.random.uniform, shape=shape, dtype=jnp.float32, minval=lo, maxval=hi
             )
+            theirs.append(jax.vmap(draw)(keys))
         return ours, theirs
 
     for ours, theirs in zip(*draws(jnp.asarray(KEY_WORDS)), strict=True):
@@ -144,11 +143,10 @@ def test_prng_fold_in_matches_jax_bitwise():
     ours = jax.jit(jax.vmap(prng.fold_in))(KEYS, ts)
     theirs = jax.jit(jax.vmap(jax.random.fold_in))(KEYS, ts)
     np.testing.assert_array_equal(jax.random.key_data(ours), jax.random.key_data(theirs))
-    eager = prng.fold_in(jax.random.key(7), 2**30 + 5)
-    np.testing.assert_array_equal(
-        jax.random.key_data(eager),
-        jax.random.key_data(jax.random.fold_in(jax.random.key(7), 2**30 + 5)),
+    eager, want = (
+        fold(jax.random.key(7), 2**30 + 5) for fold in (prng.fold_in, jax.random.fold_in)
     )
+    np.testing.assert_array_equal(jax.random.key_data(eager), jax.random.key_data(want))
 
 
 @pytest.mark.parametrize("num", [1, 301])
@@ -177,9 +175,8 @@ def test_prng_other_configurations_fall_back_to_jax():
 def test_prng_uniform_at_is_the_full_draw_indexed(num):
     """Only the asked-for counters are hashed, and they give the full draw's bits."""
     indices = jnp.asarray([[0, num - 1], [num // 2, 1], [1, 1]], jnp.int32)
-    ours = jax.jit(jax.vmap(lambda k: prng.uniform_at(k, num, indices, jnp.float32, 0.0, 0.5)))(
-        KEYS
-    )
+    at = jax.jit(jax.vmap(lambda k: prng.uniform_at(k, num, indices, jnp.float32, 0.0, 0.5)))
+    ours = at(KEYS)
     full = jax.vmap(lambda k: jax.random.uniform(k, (num,), jnp.float32, 0.0, 0.5))(KEYS)
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(full)[:, indices])
     rbg = jax.random.key(3, impl="rbg")  # other key implementations: the full draw, indexed

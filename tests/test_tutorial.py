@@ -14,13 +14,7 @@ from pathlib import Path
 import pytest
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "examples" / "tutorial.ipynb"
-SMALL = {
-    "arms": 5,
-    "horizon": 64,
-    "runs": 16,
-    "grid_runs": 4,
-    "folder_runs": 4,
-}
+SMALL = {"arms": 5, "horizon": 64, "runs": 16, "grid_runs": 4, "folder_runs": 4}
 
 
 def _notebook() -> dict:
@@ -68,20 +62,17 @@ def test_the_tutorial_finds_stabl_jax_from_examples_installed_or_not():
     assert "find_spec" in setup
     code = f"{setup}\nimport stabl_jax\nprint(stabl_jax.__file__)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def python(source: str, cwd: Path) -> str:
+        run = [sys.executable, "-c", source]
+        return subprocess.run(
+            run, cwd=cwd, env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
     where = "import importlib.util as u; s = u.find_spec('stabl_jax'); print(s and s.origin)"
-    installed = subprocess.run(
-        [sys.executable, "-c", where], cwd="/", env=env, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=NOTEBOOK.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    installed = python(where, Path("/"))
     checkout = str(NOTEBOOK.parent.parent / "stabl_jax" / "__init__.py")
-    assert done.stdout.strip() == (checkout if installed == "None" else installed)
+    assert python(code, NOTEBOOK.parent) == (checkout if installed == "None" else installed)
 
 
 @pytest.mark.parametrize(

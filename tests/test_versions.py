@@ -84,13 +84,8 @@ def test_importing_stabl_jax_checks_the_installed_versions(tmp_path):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chex\nVersion: 0.1.86\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    done = subprocess.run(
-        [sys.executable, "-c", "import stabl_jax"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    command = [sys.executable, "-c", "import stabl_jax"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         "ImportError: stabl_jax needs chex >= 0.1.90 (found 0.1.86): pip install -U 'chex>=0.1.90'"
