@@ -28,13 +28,15 @@ from jax.experimental import checkify
 
 from stabl_jax import ExpertAdvice, SimOptions, checks, make, simulate
 from stabl_jax.experiment.kinds import load_config
+from tests.conftest import recompiled
 
 EPS = float(jnp.finfo(jnp.float32).eps)
 
 
-def _replay(run: int, rounds: int):
+def _replay(run: int, rounds: int, fresh: bool = False):
     config = load_config("expert_advice_random_tuned")
     learner = config.make_learner("stabl_naive")
+    learner = recompiled(learner) if fresh else learner
     # the scales of that run, whatever the config holds later
     scales = {"expert_lr_scale": 1024.0, "meta_lr_scale": 64.0}
     params = learner.default_params.replace(
@@ -58,7 +60,7 @@ def test_deviation_exceeds_the_old_bound_and_stays_within_the_new(monkeypatch, r
     assert np.isfinite(result.loss).all()
 
     failure = _refused_under(
-        monkeypatch, lambda n, dtype, b=1: 2.0 * n * EPS, _replay, run, round_ + 20
+        monkeypatch, lambda n, dtype, b=1: 2.0 * n * EPS, _replay, run, round_ + 20, True
     )
     assert failure[0] == round_
     assert 2 * num_arms < failure[1] <= 4 * num_arms
@@ -67,22 +69,23 @@ def test_deviation_exceeds_the_old_bound_and_stays_within_the_new(monkeypatch, r
 
 def _refused_under(monkeypatch, bound, simulate_fn, *args) -> tuple[int, float]:
     """``simulate_fn(*args)`` with :func:`checks.distribution_tolerance` replaced by ``bound``:
-    the round it is refused at and the sum's deviation from 1 in eps."""
+    the round it is refused at and the sum's deviation from 1 in eps. The bound is read when
+    a program is traced, so ``simulate_fn`` runs a learner of its own (``recompiled``): its
+    programs hold the patched bound, and no other program is compiled with it or dropped."""
     monkeypatch.setattr(checks, "distribution_tolerance", bound)
-    jax.clear_caches()  # the bound is read when the program is traced
     try:
         with pytest.raises(checkify.JaxRuntimeError) as failure:
             simulate_fn(*args)
     finally:
         monkeypatch.undo()
-        jax.clear_caches()  # no program with the old bound outlives the test
     found = re.search(r"at round (\d+) is not a distribution: sum (\S+) ", str(failure.value))
     assert found is not None, str(failure.value)
     return int(found.group(1)), abs(float(found.group(2)) - 1.0) / EPS
 
 
-def _rate_grid_run():
+def _rate_grid_run(fresh: bool = False):
     learner = make("stabl_rate_grid", num_arms=2, horizon=16)
+    learner = recompiled(learner) if fresh else learner
     env, options = ExpertAdvice(num_arms=2, horizon=16), SimOptions(chunk_size=5)
     return simulate(learner, env, jax.random.key(0), 3, validate=True, options=options)
 
@@ -94,7 +97,7 @@ def test_a_mixture_of_more_experts_than_arms_is_bounded_by_its_experts(monkeypat
     assert checks.distribution_tolerance(2, jnp.float32, 6) == 4 * 6 * EPS
     assert np.isfinite(_rate_grid_run().loss).all()
     old = lambda n, dtype, b=1: 4.0 * n * EPS  # noqa: E731 (the bound before B counted)
-    round_, deviation = _refused_under(monkeypatch, old, _rate_grid_run)
+    round_, deviation = _refused_under(monkeypatch, old, _rate_grid_run, True)
     assert round_ == 7
     assert 4 * 2 < deviation <= 4 * 6
 
