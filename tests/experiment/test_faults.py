@@ -619,8 +619,9 @@ def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
 @pytest.mark.slow  # a JAX start-up in a subprocess (CI runs it)
 def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
     """Two runs with the same ``--out`` at once, a ``stabl-jax run`` process and this one,
-    started once the process has made its partial folder: one writes ``<out>``; the other
-    exits 2 saying that another run is writing it, or that ``<out>`` already holds a result."""
+    started once the process has checkpointed a chunk (it holds its partial folder): one
+    writes ``<out>``; the other exits 2 saying that another run is writing it, or that
+    ``<out>`` already holds a result."""
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
@@ -628,7 +629,8 @@ def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
         argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     deadline = time.monotonic() + 300
-    while not partials(out) and proc.poll() is None and time.monotonic() < deadline:
+    chunks = f"out.partial*/{CHECKPOINT_DIR}/*/chunk-*"
+    while not any(tmp_path.glob(chunks)) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     outcomes = [run(command(config_path, out), None)]
     outcomes.append((proc.wait(timeout=300), proc.stdout.read(), proc.stderr.read()))
