@@ -54,13 +54,8 @@ TRACE_FIELDS = {
 }
 
 # Shrink a shipped config: T = 64 keeps StABL's geometric intervals (T >= 16) non-empty.
-TINY = [
-    "runs=4",
-    "horizon=64",
-    "env.num_arms=5",
-    "window=8",
-    "learner_options.stabl_single_scale.history_lengths=[16]",
-]
+TINY = ["runs=4", "horizon=64", "env.num_arms=5", "window=8"]
+TINY += ["learner_options.stabl_single_scale.history_lengths=[16]"]
 # The random config's 1355, 1437, 1798, 3249 scaled by 64/4096 (5 segments). At this size the
 # large config is the random one under another name (every key where they differ is set
 # here), so it is run end to end no more: test_shipped_config_validates loads its own keys.
@@ -571,13 +566,7 @@ def test_save_traces_values(tmp_path):
         load_config("bco_d2", overrides=['save_traces="all"'])
 
 
-LEARNERS_QUERIES = {
-    "uniform": 1,
-    "exp3_uniform": 1,
-    "stabl": 2,
-    "stabl_naive": 2,
-    "stabl_single_scale": 2,
-}
+LEARNERS_QUERIES = dict(uniform=1, exp3_uniform=1, stabl=2, stabl_naive=2, stabl_single_scale=2)
 
 
 def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):

@@ -899,33 +899,25 @@ def test_an_environment_without_change_points_runs_as_one_segment(user_envs, tmp
     assert read_traces(out)["env/change_points"].shape == (4, 0)
 
 
-@pytest.mark.parametrize(
-    ("env", "message"),
-    [
-        (
-            "SegmentsOnTheClassOnly",
-            "SegmentsOnTheClassOnly has num_segments = 2, but sample_params returns params "
-            "whose change_points are none, not (1,) int32",
-        ),
-        ("NoExpectedLoss", "NoExpectedLoss defines evaluate, and its info lacks ['expected_loss']"),
-        (
-            "BestArmUndeclared",
-            "BestArmUndeclared has best_arm but does not declare has_best_arm = True",
-        ),
-        (
-            "SegmentsUndeclared",
-            "SegmentsUndeclared has num_segments but does not declare piecewise = True",
-        ),
-    ],
-)
+#: A user's environment class: what the refusal says it lacks (after its name).
+LACKS = {
+    "SegmentsOnTheClassOnly": "has num_segments = 2, but sample_params returns params whose "
+    "change_points are none, not (1,) int32",
+    "NoExpectedLoss": "defines evaluate, and its info lacks ['expected_loss']",
+    "BestArmUndeclared": "has best_arm but does not declare has_best_arm = True",
+    "SegmentsUndeclared": "has num_segments but does not declare piecewise = True",
+}
+
+
+@pytest.mark.parametrize("env", LACKS)
 def test_what_an_environment_lacks_is_named_before_any_run(
-    user_envs, tmp_path, capsys, monkeypatch, env, message
+    user_envs, tmp_path, capsys, monkeypatch, env
 ):
     """One line naming the class, what it lacks and where the requirements are listed."""
     forbid_computation(monkeypatch)
     code, _, err = run(command(user_config(tmp_path, env), tmp_path / "out"), capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"environment 'user_envs_faults:{env}': {message}" in err
+    assert f"environment 'user_envs_faults:{env}': {env} {LACKS[env]}" in err
     assert err.rstrip().endswith("(see docs/environments.md, 'What the command line needs')")
 
 
