@@ -1,13 +1,12 @@
-"""The in-process runs the lifecycle, fault, resume and compare tests share: one tiny config at
-the canonical sizes (5 arms, T = 64, chunks of 16 rounds), its uninterrupted run, a run of it
-stopped by Ctrl-C and a sweep of it (each made once per process), the command line, its
-output, the files of a folder, and a run stopped after a number of chunk checkpoints."""
+"""What the lifecycle, fault, resume and compare tests share: one tiny config at the canonical
+sizes (5 arms, T = 64, chunks of 16 rounds; its runs: conftest.py's fixtures), the command
+line, its output, the files of a folder, and a run stopped after a number of chunk
+checkpoints."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-import shutil
 from pathlib import Path
 
 import pytest
@@ -33,44 +32,6 @@ name = "expert_advice"
 num_arms = {NUM_ARMS}
 change_points = [32]
 """
-_SHARED: dict[str, Path] = {}
-
-
-def shared_config(factory: pytest.TempPathFactory) -> Path:
-    """The config file (learners ``uniform`` and ``exp3``), written once per process."""
-    if "config" not in _SHARED:
-        _SHARED["config"] = factory.mktemp("config") / "lifecycle.toml"
-        _SHARED["config"].write_text(CONFIG.replace("LEARNER", "exp3"))
-    return _SHARED["config"]
-
-
-def shared_reference(factory: pytest.TempPathFactory) -> Path:
-    """The uninterrupted run of :func:`shared_config`, once per process (read, never changed)."""
-    if "reference" not in _SHARED:
-        out = factory.mktemp("reference") / "out"
-        assert cli.main(command(shared_config(factory), out)) == 0
-        _SHARED["reference"] = out
-    return _SHARED["reference"]
-
-
-def shared_interrupted(factory: pytest.TempPathFactory) -> Path:
-    """The partial folder of a run of :func:`shared_config` stopped by Ctrl-C after 6 chunk
-    checkpoints (``uniform`` done, ``exp3`` at round 32), once per process (read, never
-    changed: :func:`interrupted_copy` copies it)."""
-    if "interrupted" not in _SHARED:
-        out = factory.mktemp("interrupted") / "out"
-        with pytest.MonkeyPatch.context() as patch:
-            stopped_run(shared_config(factory), out, None, patch, 6)
-        (_SHARED["interrupted"],) = partials(out)
-    return _SHARED["interrupted"]
-
-
-def interrupted_copy(factory: pytest.TempPathFactory, out: Path) -> Path:
-    """A copy of :func:`shared_interrupted` as the partial folder of ``out``; returns it."""
-    partial = shared_interrupted(factory)
-    return Path(shutil.copytree(partial, out.with_name(partial.name)))
-
-
 SWEEP = ["--set", 'learners=["exp3", "exp3_uniform"]', "--grid", "exp3.lr_scale=1,2,4"]
 SWEEP += ["--grid", "exp3_uniform.gamma=0.05,0.5", "--no-progress"]
 
@@ -78,15 +39,6 @@ SWEEP += ["--grid", "exp3_uniform.gamma=0.05,0.5", "--no-progress"]
 def sweep_command(config_path: Path, out: Path, *extra: str) -> list[str]:
     """``stabl-jax sweep CONFIG`` of two learners' grids (four simulations) into ``out``."""
     return ["sweep", str(config_path), *SWEEP, "--tune-seed", "7", "--out", str(out), *extra]
-
-
-def shared_sweep(factory: pytest.TempPathFactory) -> Path:
-    """The uninterrupted :func:`sweep_command` of :func:`shared_config`, once per process."""
-    if "sweep" not in _SHARED:
-        out = factory.mktemp("sweep") / "whole"
-        assert run(sweep_command(shared_config(factory), out), None)[0] == 0
-        _SHARED["sweep"] = out
-    return _SHARED["sweep"]
 
 
 def forbid_computation(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,13 +54,8 @@ TRACE_FIELDS = {
 }
 
 # Shrink a shipped config: T = 64 keeps StABL's geometric intervals (T >= 16) non-empty.
-TINY = [
-    "runs=4",
-    "horizon=64",
-    "env.num_arms=5",
-    "window=8",
-    "learner_options.stabl_single_scale.history_lengths=[16]",
-]
+TINY = ["runs=4", "horizon=64", "env.num_arms=5", "window=8"]
+TINY += ["learner_options.stabl_single_scale.history_lengths=[16]"]
 # The random config's 1355, 1437, 1798, 3249 scaled by 64/4096 (5 segments). At this size the
 # large config is the random one under another name (every key where they differ is set
 # here), so it is run end to end no more: test_shipped_config_validates loads its own keys.
@@ -571,13 +566,7 @@ def test_save_traces_values(tmp_path):
         load_config("bco_d2", overrides=['save_traces="all"'])
 
 
-LEARNERS_QUERIES = {
-    "uniform": 1,
-    "exp3_uniform": 1,
-    "stabl": 2,
-    "stabl_naive": 2,
-    "stabl_single_scale": 2,
-}
+LEARNERS_QUERIES = dict(uniform=1, exp3_uniform=1, stabl=2, stabl_naive=2, stabl_single_scale=2)
 
 
 def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
@@ -608,37 +597,25 @@ def test_list_in_process(capsys, monkeypatch, tmp_path):
     assert "Fig. 1 left" in out
 
 
-def test_face_modules_do_not_import_matplotlib():
-    code = (
-        "import sys, stabl_jax.experiment.cli, stabl_jax.experiment.configs, "
-        "stabl_jax.experiment.kinds, stabl_jax.experiment.results, stabl_jax.experiment.plots; "
-        "assert 'matplotlib' not in sys.modules"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-    )
-    assert proc.returncode == 0, proc.stderr
-
-
-def test_list_into_a_closed_pipe_exits_quietly(tmp_path):
+def test_list_into_a_closed_pipe_exits_quietly_and_imports_no_matplotlib(tmp_path):
     """`python -m stabl_jax list | head -1` from another folder: the reader leaves early; no
-    traceback, exit 0."""
+    traceback, exit 0. Before it runs, the command line's face modules have not imported
+    matplotlib (one start-up checks both)."""
+    faces = "cli, configs, kinds, results, plots"
+    code = f"import sys, runpy; from stabl_jax.experiment import {faces}; "
+    code += "assert 'matplotlib' not in sys.modules, 'matplotlib imported'; "
+    code += "sys.argv = ['stabl_jax', 'list']; runpy.run_module('stabl_jax', run_name='__main__')"
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "stabl_jax", "list"],
+        [sys.executable, "-c", code],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None and proc.stdout.readline().startswith("experiment kinds")
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("experiment kinds"), proc.stderr.read()
     proc.stdout.close()  # like `head -1` exiting
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err

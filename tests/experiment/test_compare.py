@@ -18,7 +18,7 @@ from stabl_jax.experiment import cli, compare, files
 from stabl_jax.experiment.provenance import environment_info
 from tests.conftest import NUM_ARMS, flip_a_byte_of
 from tests.experiment.runs import CONFIG as RUNS_CONFIG
-from tests.experiment.runs import run, shared_config, shared_sweep, sweep_command
+from tests.experiment.runs import run, sweep_command
 
 #: The fault tests' config (5 arms, T = 64, 2 runs of uniform and exp3), every trace saved.
 CONFIG = RUNS_CONFIG.replace("LEARNER", "exp3").replace("[env]", 'save_traces = "all"\n\n[env]')
@@ -190,10 +190,10 @@ def test_summary_values_are_compared_and_the_run_record_is_left_out(folders, tmp
     assert [d.name for d in relaxed.differences] == ["learners.exp3.label", "learners.exp3.extra"]
 
 
-def test_two_sweeps_of_one_grid_differ_in_timings_only(tmp_path_factory, tmp_path, capsys):
+def test_two_sweeps_of_one_grid_differ_in_timings_only(config_path, whole_sweep, tmp_path, capsys):
     """A sweep's per-learner ``seconds`` (and a host or end time anywhere) is no difference."""
-    a, b = shared_sweep(tmp_path_factory), tmp_path / "b"
-    assert run(sweep_command(shared_config(tmp_path_factory), b), None)[0] == 0
+    a, b = whole_sweep, tmp_path / "b"
+    assert run(sweep_command(config_path, b), None)[0] == 0
 
     def change(summary):
         summary["learners"]["exp3"]["seconds"] = 1e9

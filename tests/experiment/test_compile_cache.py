@@ -14,19 +14,16 @@ from stabl_jax.experiment import compile_cache
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_flag_beats_environment_beats_default(tmp_path):
+def test_flag_beats_environment_beats_default_and_off_disables(tmp_path):
     env = {compile_cache.ENV_VAR: str(tmp_path / "env"), "XDG_CACHE_HOME": str(tmp_path)}
     assert compile_cache.resolve(str(tmp_path / "flag"), env) == tmp_path / "flag"
     assert compile_cache.resolve(None, env) == tmp_path / "env"
     assert compile_cache.resolve(None, {"XDG_CACHE_HOME": str(tmp_path)}) == (
         tmp_path / "stabl_jax" / "jax"
     )
-
-
-@pytest.mark.parametrize("word", ["off", "OFF", "none", "0"])
-def test_off_disables(word, tmp_path):
-    assert compile_cache.resolve(word, {}) is None
-    assert compile_cache.resolve(None, {compile_cache.ENV_VAR: word}) is None
+    for word in ("off", "OFF", "none", "0"):
+        assert compile_cache.resolve(word, {}) is None
+        assert compile_cache.resolve(None, {compile_cache.ENV_VAR: word}) is None
 
 
 def test_empty_folder_is_an_error(monkeypatch, capsys):

@@ -21,6 +21,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -45,33 +46,13 @@ from tests.experiment.runs import (
     CONFIG,
     command,
     forbid_computation,
-    interrupted_copy,
     partials,
     run,
-    shared_config,
-    shared_reference,
     tree,
 )
 
 REPO = Path(__file__).resolve().parents[2]
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
-
-
-@pytest.fixture(scope="module")
-def config_path(tmp_path_factory) -> Path:
-    return shared_config(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    return shared_reference(tmp_path_factory)
-
-
-@pytest.fixture
-def interrupted(tmp_path_factory, tmp_path) -> Path:
-    """The partial folder of ``tmp_path / "out"``: a copy of a run stopped by Ctrl-C after 6
-    chunk checkpoints (``uniform`` done, ``exp3`` at round 32)."""
-    return interrupted_copy(tmp_path_factory, tmp_path / "out")
 
 
 # --------------------------------------------------------------------------------------------
@@ -567,12 +548,12 @@ def _can_mount_tmpfs(where: Path) -> bool:
     return done.returncode == 0
 
 
-@pytest.mark.slow  # two JAX start-ups in subprocesses (CI runs it)
-def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path):
+@pytest.mark.slow  # a JAX start-up in a subprocess (CI runs it)
+def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path, capsys):
     """A real full disk: a 2 MiB tmpfs (mounted in a private mount namespace) with 1950 KiB
     taken (--allow-large: the size check would refuse it). The run fails with one line (exit
-    1); after the filler is removed, the same command resumes and completes with the
-    uninterrupted run's results."""
+    1); its partial folder, copied off the tmpfs, is resumed by the same command (in-process)
+    into the uninterrupted run's results."""
     mount = tmp_path / "mnt"
     mount.mkdir()
     if not _can_mount_tmpfs(mount):
@@ -583,10 +564,7 @@ def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path):
         head -c 1950k /dev/zero > {mount}/filler
         {run_it} --allow-large > {tmp_path}/first.out 2> {tmp_path}/first.err
         echo $? > {tmp_path}/first.rc
-        rm {mount}/filler
-        {run_it} --allow-large > {tmp_path}/second.out 2> {tmp_path}/second.err
-        echo $? > {tmp_path}/second.rc
-        cp -r {mount}/out {tmp_path}/out
+        cp -r {mount}/out.partial* {tmp_path}/
     """
     env = dict(os.environ, PYTHONPATH=str(REPO))
     subprocess.run(
@@ -599,8 +577,9 @@ def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path):
     first_err = (tmp_path / "first.err").read_text()
     assert (tmp_path / "first.rc").read_text().strip() == "1", first_err
     _assert_one_line_no_space(first_err, mount / "out")
-    second_err = (tmp_path / "second.err").read_text()
-    assert (tmp_path / "second.rc").read_text().strip() == "0", second_err
+    assert len(partials(tmp_path / "out")) == 1
+    code, stdout, err = run(command(config_path, tmp_path / "out", "--allow-large"), capsys)
+    assert code == 0 and "resuming" in stdout, err
     assert_same_results(tmp_path / "out", reference)
 
 
@@ -637,23 +616,25 @@ def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
-@pytest.mark.slow  # two JAX start-ups in subprocesses at once (CI runs it)
+@pytest.mark.slow  # a JAX start-up in a subprocess (CI runs it)
 def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
-    """Two ``stabl-jax run`` processes with the same ``--out`` at once: one writes ``<out>``;
-    the other exits 2 saying that another run is writing it, or that ``<out>`` already holds
-    a result."""
+    """Two runs with the same ``--out`` at once, a ``stabl-jax run`` process and this one,
+    started once the process has checkpointed a chunk (it holds its partial folder): one
+    writes ``<out>``; the other exits 2 saying that another run is writing it, or that
+    ``<out>`` already holds a result."""
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
-    procs = [
-        subprocess.Popen(
-            argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for _ in range(2)
-    ]
-    outcomes = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
-    codes = sorted(code for code, _, _ in outcomes)
-    assert codes == [0, 2], outcomes
+    proc = subprocess.Popen(
+        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 300
+    chunks = f"out.partial*/{CHECKPOINT_DIR}/*/chunk-*"
+    while not any(tmp_path.glob(chunks)) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    outcomes = [run(command(config_path, out), None)]
+    outcomes.append((proc.wait(timeout=300), proc.stdout.read(), proc.stderr.read()))
+    assert sorted(code for code, _, _ in outcomes) == [0, 2], outcomes
     assert_same_results(out, reference)
     for code, _, err in outcomes:
         if code == 0:
@@ -918,33 +899,25 @@ def test_an_environment_without_change_points_runs_as_one_segment(user_envs, tmp
     assert read_traces(out)["env/change_points"].shape == (4, 0)
 
 
-@pytest.mark.parametrize(
-    ("env", "message"),
-    [
-        (
-            "SegmentsOnTheClassOnly",
-            "SegmentsOnTheClassOnly has num_segments = 2, but sample_params returns params "
-            "whose change_points are none, not (1,) int32",
-        ),
-        ("NoExpectedLoss", "NoExpectedLoss defines evaluate, and its info lacks ['expected_loss']"),
-        (
-            "BestArmUndeclared",
-            "BestArmUndeclared has best_arm but does not declare has_best_arm = True",
-        ),
-        (
-            "SegmentsUndeclared",
-            "SegmentsUndeclared has num_segments but does not declare piecewise = True",
-        ),
-    ],
-)
+#: A user's environment class: what the refusal says it lacks (after its name).
+LACKS = {
+    "SegmentsOnTheClassOnly": "has num_segments = 2, but sample_params returns params whose "
+    "change_points are none, not (1,) int32",
+    "NoExpectedLoss": "defines evaluate, and its info lacks ['expected_loss']",
+    "BestArmUndeclared": "has best_arm but does not declare has_best_arm = True",
+    "SegmentsUndeclared": "has num_segments but does not declare piecewise = True",
+}
+
+
+@pytest.mark.parametrize("env", LACKS)
 def test_what_an_environment_lacks_is_named_before_any_run(
-    user_envs, tmp_path, capsys, monkeypatch, env, message
+    user_envs, tmp_path, capsys, monkeypatch, env
 ):
     """One line naming the class, what it lacks and where the requirements are listed."""
     forbid_computation(monkeypatch)
     code, _, err = run(command(user_config(tmp_path, env), tmp_path / "out"), capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"environment 'user_envs_faults:{env}': {message}" in err
+    assert f"environment 'user_envs_faults:{env}': {env} {LACKS[env]}" in err
     assert err.rstrip().endswith("(see docs/environments.md, 'What the command line needs')")
 
 

@@ -35,11 +35,7 @@ from tests.experiment.runs import (
     CONFIG,
     command,
     forbid_computation,
-    interrupted_copy,
     run,
-    shared_config,
-    shared_reference,
-    shared_sweep,
     stopped_run,
     sweep_command,
     tree,
@@ -47,16 +43,6 @@ from tests.experiment.runs import (
 
 #: A learner of the user's, named by import path (a module in the test's own folder).
 USER_MODULE = "from stabl_jax import EXP3\n\n\nclass Mine(EXP3):\n    pass\n"
-
-
-@pytest.fixture(scope="module")
-def config_path(tmp_path_factory) -> Path:
-    return shared_config(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    return shared_reference(tmp_path_factory)
 
 
 # --- A stop at any step of the commit --------------------------------------------------------
@@ -268,13 +254,13 @@ def test_an_out_that_cannot_be_used_is_refused_before_anything_runs(
 
 
 def test_a_damaged_marker_of_a_partial_folder_is_written_again(
-    config_path, reference, tmp_path_factory, tmp_path, capsys
+    config_path, reference, interrupted, tmp_path, capsys
 ):
     """The marker of an interrupted run's partial folder garbled: the folder, which holds
     stabl-jax's checkpoints, is taken over (its marker written again) and resumed, not left
     behind."""
     out = tmp_path / "out"
-    (interrupted_copy(tmp_path_factory, out) / outputs.MARKER).write_text("{garbled")
+    (interrupted / outputs.MARKER).write_text("{garbled")
     code, printed, err = run(command(config_path, out), capsys)
     assert code == 0 and "resuming out.partial" in printed, err
     assert_same_results(out, reference)
@@ -320,13 +306,12 @@ def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
 
 
 def test_the_rerun_after_a_full_disk_counts_what_the_partial_folder_holds(
-    config_path, tmp_path_factory, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
     """Free disk just short of the estimate once an interrupted run's checkpoints are on it:
     the same command resumes (those bytes are needed no more) instead of asking for
     ``--allow-large``."""
     out = tmp_path / "out"
-    interrupted_copy(tmp_path_factory, out)  # uniform done, exp3 at 32
     needs = cli.KINDS["bandit"].estimate(cli.load_config(str(config_path), []))
     usage = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(
@@ -398,12 +383,11 @@ def _points(out: Path) -> dict:
 
 
 def test_a_stopped_sweep_resumes_its_finished_grids(
-    config_path, tmp_path_factory, tmp_path, capsys, monkeypatch
+    config_path, whole_sweep, tmp_path, capsys, monkeypatch
 ):
     """Ctrl-C after the first of four (grid, seed) simulations: the sweep keeps its
     checkpoint; the same command computes only the three others and writes the numbers of an
     uninterrupted sweep."""
-    whole = shared_sweep(tmp_path_factory)
     out, calls, rewards = tmp_path / "out", {"n": 0}, sweep_module.sweep_rewards
 
     def counted(*args, **kwargs):
@@ -421,11 +405,11 @@ def test_a_stopped_sweep_resumes_its_finished_grids(
     code, printed, err = run(sweep_command(config_path, out), capsys)
     assert code == 0 and "checkpoints of this experiment, resumed" in printed, err
     assert calls["n"] == 3
-    assert _points(out) == _points(whole)
+    assert _points(out) == _points(whole_sweep)
 
 
 def test_a_sweep_that_does_not_fit_is_refused_and_a_full_disk_is_one_line(
-    config_path, tmp_path_factory, tmp_path, capsys, monkeypatch
+    config_path, whole_sweep, tmp_path, capsys, monkeypatch
 ):
     """A sweep whose estimate exceeds the memory available is refused before anything runs
     (also by its dry run), naming the size and --allow-large, which runs it. ENOSPC while its
@@ -453,4 +437,4 @@ def test_a_sweep_that_does_not_fit_is_refused_and_a_full_disk_is_one_line(
     assert "checkpoints kept in" in line and "out.partial" in line
     code, printed, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
     assert code == 0 and "resumed" in printed, err
-    assert _points(out) == _points(shared_sweep(tmp_path_factory))
+    assert _points(out) == _points(whole_sweep)

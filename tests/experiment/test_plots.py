@@ -130,23 +130,16 @@ def test_the_legend_lies_outside_the_data(tmp_path, monkeypatch, kind):
     figures = _drawn_figures(monkeypatch)
     x = np.arange(1.0, 5.0)
     bands = _named(["stabl", "stabl_tuned", "exp3_uniform", "uniform"], x)
+    path, labels = tmp_path / "p.png", {"xlabel": "x", "title": "t"}
     if kind == "moving_average":
-        plots.plot_moving_average(bands, tmp_path / "p.png", title="t", window=8)
+        plots.plot_moving_average(bands, path, title="t", window=8)
     elif kind == "panels":
-        plots.plot_panels(
-            [("a", bands), ("b", bands)], tmp_path / "p.png", title="t", xlabel="x", ylabel="y"
-        )
+        plots.plot_panels([("a", bands), ("b", bands)], path, ylabel="y", **labels)
     elif kind == "paired_segments":
-        plots.plot_paired_segments(bands, tmp_path / "p.png", title="t", reference="StABL")
+        plots.plot_paired_segments(bands, path, title="t", reference="StABL")
     else:
-        plots.plot_sensitivity(
-            bands,
-            tmp_path / "p.png",
-            title="t",
-            xlabel="x",
-            score="s",
-            chosen={b.name: 2.0 for b in bands},
-        )
+        chosen = {b.name: 2.0 for b in bands}
+        plots.plot_sensitivity(bands, path, score="s", chosen=chosen, **labels)
     (fig,) = figures
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
     assert len(legends) == 1
@@ -154,7 +147,7 @@ def test_the_legend_lies_outside_the_data(tmp_path, monkeypatch, kind):
     for ax in fig.axes:
         if ax.get_visible():
             assert not box.overlaps(ax.get_window_extent()), kind
-    assert (tmp_path / "p.png").stat().st_size > 1000
+    assert path.stat().st_size > 1000
 
 
 def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, monkeypatch):
@@ -172,15 +165,17 @@ def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, mo
     assert [t.get_text() for t in ax.get_xticklabels()] == [f"segment {j}" for j in (1, 2, 3, 4)]
 
 
-def test_a_title_names_the_step_sizes():
-    assert plots.heading("x", "Fig. 1 left (tuned scales)", sets_params=True).endswith(
-        "(tuned scales)"
-    )
-    assert (
-        plots.heading("x", "Fig. 1 left", sets_params=False) == "Fig. 1 left (printed step sizes)"
-    )
-    assert plots.heading("x", "the authors' StABL", sets_params=False) == "the authors' StABL"
-    assert plots.heading("figure1", "", sets_params=True) == "figure1"
+@pytest.mark.parametrize(
+    ("name", "description", "sets_params", "title"),
+    [
+        ("x", "Fig. 1 left (tuned scales)", True, "Fig. 1 left (tuned scales)"),
+        ("x", "Fig. 1 left", False, "Fig. 1 left (printed step sizes)"),
+        ("x", "the authors' StABL", False, "the authors' StABL"),
+        ("figure1", "", True, "figure1"),
+    ],
+)
+def test_a_title_names_the_step_sizes(name, description, sets_params, title):
+    assert plots.heading(name, description, sets_params=sets_params) == title
 
 
 def test_the_default_reference_is_tuned_stabl_where_a_config_runs_it():
@@ -235,17 +230,8 @@ def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
     title = "a heading\n" + " ".join(["a long second line of words"] * 12)
     plots.plot_cumulative_regret(band, tmp_path / "c.png", title=title)
     x, y = np.asarray([1.0, 8.0]), np.asarray([1.0, 2.0, 4.0])
-    grid = plots.Grid(
-        "stabl",
-        "stabl",
-        "meta_lr_scale",
-        "expert_lr_scale",
-        x,
-        y,
-        np.ones((3, 2)),
-        0.1 + np.zeros((3, 2)),
-        (2, 1),
-    )
+    names = ("stabl", "stabl", "meta_lr_scale", "expert_lr_scale")
+    grid = plots.Grid(*names, x, y, np.ones((3, 2)), 0.1 + np.zeros((3, 2)), (2, 1))
     plots.plot_grids([grid], tmp_path / "g.png", title=title, score="s")  # the panel's title too
     assert len(figures) == 2
     for fig in figures:

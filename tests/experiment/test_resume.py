@@ -2,7 +2,7 @@
 
 A real ``python -m stabl_jax run`` subprocess is killed with ``SIGKILL`` in the middle of its
 second learner, its rerun killed again once every learner is done (while metrics, traces,
-plots or the commit are written); the same command then finishes and must write
+plots or the commit are written); the same command (in-process) then finishes and must write
 ``traces.npz`` and ``summary.json`` bitwise identical to an uninterrupted run (timings and the
 record of the resume aside). A SIGTERM in-process keeps the checkpoints the same way (Ctrl-C:
 ``tests/experiment/runs.py``'s ``stopped_run``).
@@ -35,7 +35,7 @@ from stabl_jax.experiment.tables import read_summary
 from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
 from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
-from tests.experiment.runs import CHUNK, command, shared_config, shared_reference
+from tests.experiment.runs import CHUNK, command, run
 
 REPO = Path(__file__).resolve().parents[2]
 KILLED_HORIZON = 1024
@@ -88,7 +88,7 @@ def _kill_when(command: list[str], cwd: Path, log: Path, ready, may_end: bool = 
     assert may_end or proc.returncode == -signal.SIGKILL
 
 
-@pytest.mark.slow  # three JAX start-ups and compilations in subprocesses (CI runs it)
+@pytest.mark.slow  # two JAX start-ups and compilations in subprocesses (CI runs it)
 def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
     config_path = tmp_path / "resume.toml"
     config_path.write_text(CONFIG)
@@ -121,15 +121,12 @@ def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
         _kill_when(argv, tmp_path, second, finished, may_end=True)
         assert f"resuming {partial.name}: exp3 {killed_at}/{KILLED_HORIZON}" in second.read_text()
 
-    # The same command again: completes, removes the dead runs' folder.
+    # The same command again (in-process): completes, removes the dead runs' folder.
     if not out.exists():
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        done = subprocess.run(
-            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-        )
-        assert done.returncode == 0, done.stderr
+        code, stdout, err = run(command(config_path, out), None)
+        assert code == 0, err
         # resumed whole; or (killed between COMPLETE and the rename) the complete folder moved
-        assert "resuming" in done.stdout or "moved into place" in done.stdout, done.stdout
+        assert "resuming" in stdout or "moved into place" in stdout, stdout
     assert (out / COMPLETE).is_file() and not list(tmp_path.glob("out.partial*"))
     assert not (out / CHECKPOINT_DIR).exists()
     assert_same_results(out, reference)
@@ -150,12 +147,13 @@ def _guard(signum, frame):
     raise _SigtermNotHandled
 
 
-def test_sigterm_keeps_the_checkpoints_and_the_rerun_resumes(tmp_path_factory, tmp_path, capsys):
+def test_sigterm_keeps_the_checkpoints_and_the_rerun_resumes(
+    config_path, reference, tmp_path, capsys
+):
     """In-process: a SIGTERM after two chunks (a scheduler's time limit) exits 143 and keeps
     the partial folder, as Ctrl-C does (exit 130); the handler before the call is put back
     after it (this test's own, which would fail the test if SIGTERM reached it); the rerun
     resumes and writes the uninterrupted run's results."""
-    config_path, reference = shared_config(tmp_path_factory), shared_reference(tmp_path_factory)
     saves = {"n": 0}
     original = checkpoint.ChunkCheckpoint.save
 

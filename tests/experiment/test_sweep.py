@@ -42,14 +42,8 @@ num_segments = 2
 [params.exp3_uniform]
 gamma = 0.05
 """
-GRIDS = [
-    "--grid",
-    "exp3_uniform.lr_scale=1,2,4",
-    "--grid",
-    "stabl.expert_lr_scale=2**0..2**1",
-    "--grid",
-    "stabl.meta_lr_scale=1,8",
-]
+GRIDS = "--grid exp3_uniform.lr_scale=1,2,4 --grid stabl.expert_lr_scale=2**0..2**1".split()
+GRIDS += ["--grid", "stabl.meta_lr_scale=1,8"]
 TUNE_SEED = 11
 SEEDS = "[0, 4294967295]"
 
@@ -228,58 +222,42 @@ def test_summary_flags_the_edge(swept: dict) -> None:
         assert learner["best"]["on_edge"] is bool(grid.on_edge(point))
 
 
-@pytest.mark.parametrize(
-    ("grid", "message"),
-    [
-        ("nobody.lr_scale=1,2", "unknown learner 'nobody'; the config's learners are"),
-        ("stabl_naive.expert_lr_scale=1", "'stabl_naive' is not in tiny's learners"),
-        ("stabl.lr_scale=1,2", "stabl's Params has no field 'lr_scale' and it is no static"),
-        ("stabl.round_offset=0.5", "--grid stabl.round_offset=0.5: round_offset takes integers"),
-        ("env.num_arms=3", "ExpertAdvice's traced numbers are ['baseline_high', 'bonus']"),
-        ("env.bonus=-1", "--grid env.bonus=-1: "),
-        ("stabl.expert_lr_scale=-1,2", "-1 outside stabl's range"),
-        ("stabl.expert_lr_scale=", "the grid is empty"),
-        ("stabl.expert_lr_scale=1,x", "the values must be numbers"),
-        ("stabl.expert_lr_scale=1,1", "1 is given twice"),
-        ("stabl=1", "expected LEARNER.FIELD="),
-    ],
-)
-def test_bad_input_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture, grid: str, message: str
-) -> None:
-    (tmp_path / "tiny.toml").write_text(TINY)
-    out = tmp_path / "out"
-    assert cli.main(["sweep", str(tmp_path / "tiny.toml"), "--grid", grid, "--out", str(out)]) == 2
-    assert message in capsys.readouterr().err
-    assert not out.exists()
+TUNE = " ".join(GRIDS) + " --tune-seed "  # the grids, then a tuning seed
 
 
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--tune-seed", "4294967296"], f"--tune-seed 4294967296: must be an int in {SEEDS}"),
-        (["--tune-seed", "-1"], f"--tune-seed -1: must be an int in {SEEDS}"),
-        (["--tune-seed", "3"], "--tune-seed 3 is the reporting seed (seed = 3)"),
-        (["--tune-seed", "0", "--seed", "0"], "--tune-seed 0 is the reporting seed (seed = 0)"),
-        (["--grid", "env.bonus=0.1,0.2", "--tune-seed", "5"], "numbers are studied, not tuned"),
+        ("--grid nobody.lr_scale=1,2", "unknown learner 'nobody'; the config's learners are"),
+        ("--grid stabl_naive.expert_lr_scale=1", "'stabl_naive' is not in tiny's learners"),
+        ("--grid stabl.lr_scale=1,2", "stabl's Params has no field 'lr_scale' and it is no static"),
+        ("--grid stabl.round_offset=0.5",
+         "--grid stabl.round_offset=0.5: round_offset takes integers"),
+        ("--grid env.num_arms=3", "ExpertAdvice's traced numbers are ['baseline_high', 'bonus']"),
+        ("--grid env.bonus=-1", "--grid env.bonus=-1: "),
+        ("--grid stabl.expert_lr_scale=-1,2", "-1 outside stabl's range"),
+        ("--grid stabl.expert_lr_scale=", "the grid is empty"),
+        ("--grid stabl.expert_lr_scale=1,x", "the values must be numbers"),
+        ("--grid stabl.expert_lr_scale=1,1", "1 is given twice"),
+        ("--grid stabl=1", "expected LEARNER.FIELD="),
+        ("", "the grid is empty: give at least one --grid"),
+        (TUNE + "4294967296", f"--tune-seed 4294967296: must be an int in {SEEDS}"),
+        (TUNE + "-1", f"--tune-seed -1: must be an int in {SEEDS}"),
+        (TUNE + "3", "--tune-seed 3 is the reporting seed (seed = 3)"),
+        (TUNE + "0 --seed 0", "--tune-seed 0 is the reporting seed (seed = 0)"),
+        (TUNE + "5 --grid env.bonus=0.1,0.2", "numbers are studied, not tuned"),
     ],
-)
-def test_bad_tune_seed_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture, flags: list[str], message: str
-) -> None:
+)  # fmt: skip
+def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture, flags: str, message: str):
+    """Exit 2 naming the value, before anything is written; a bad --tune-seed says what to
+    give or drop."""
     (tmp_path / "tiny.toml").write_text(TINY)
     out = tmp_path / "out"
-    argv = ["sweep", str(tmp_path / "tiny.toml"), *GRIDS, *flags, "--out", str(out)]
+    argv = ["sweep", str(tmp_path / "tiny.toml"), *flags.split(), "--out", str(out)]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert message in err and ("give " in err or "drop " in err)
-    assert not out.exists()
-
-
-def test_no_grid_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    (tmp_path / "tiny.toml").write_text(TINY)
-    assert cli.main(["sweep", str(tmp_path / "tiny.toml")]) == 2
-    assert "the grid is empty: give at least one --grid" in capsys.readouterr().err
+    assert message in err and not out.exists()
+    assert "--tune-seed" not in flags or "give " in err or "drop " in err
 
 
 def test_dry_run_computes_nothing(
@@ -317,8 +295,10 @@ def test_an_environment_number_and_a_static_option_equal_their_points_alone(tmp_
         ("sw_ucb", ("window", "env.bonus")),
         ("exp3_uniform", ("env.bonus",)),
     ]
+    compiled = {}  # programs each grid compiles from an empty cache
     for grid in grids:
-        reward, _ = sweep_module.sweep_rewards(config, grid, 4, 3, False)
+        jax.clear_caches()
+        reward, compiled[grid.learner] = sweep_module.sweep_rewards(config, grid, 4, 3, False)
         for row, point in zip(reward, grid.points, strict=True):
             values = dict(zip(grid.fields, point, strict=True))
             env = dataclasses.replace(config.make_env(), bonus=values.pop("env.bonus"))
@@ -327,14 +307,9 @@ def test_an_environment_number_and_a_static_option_equal_their_points_alone(tmp_
             params = config.learner_params(learner, grid.learner)
             alone = simulate(learner, env, jax.random.key(3), 4, params=params, traces=("loss",))
             np.testing.assert_array_equal(row, 1.0 - np.asarray(alone.loss, np.float64).mean(1))
-
-    def compiled(learner: str, field: str, values: tuple[float, ...]) -> int:
-        jax.clear_caches()
-        return sweep_module.sweep_rewards(config, Grid(learner, (field,), (values,)), 4, 3, False)[
-            1
-        ]
-
-    assert compiled("exp3_uniform", "env.bonus", (0.2, 0.3, 0.5)) == compiled(
-        "exp3_uniform", "env.bonus", (0.2, 0.5)
-    )
-    assert compiled("sw_ucb", "window", (8.0, 16.0)) > compiled("sw_ucb", "window", (8.0,))
+    jax.clear_caches()  # three values of the environment's number compile what two did
+    three = Grid("exp3_uniform", ("env.bonus",), ((0.2, 0.3, 0.5),))
+    assert sweep_module.sweep_rewards(config, three, 4, 3, False)[1] == compiled["exp3_uniform"]
+    jax.clear_caches()  # one window compiles fewer programs than two
+    one = Grid("sw_ucb", ("window",), ((8.0,),))
+    assert sweep_module.sweep_rewards(config, one, 4, 3, False)[1] < compiled["sw_ucb"]
