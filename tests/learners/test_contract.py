@@ -2,8 +2,8 @@
 stable state dtypes/shapes, and query honesty.
 
 Each learner's programs are compiled once and shared by the tests: the jitted functions below
-take the learner as a static argument (hashed by value), so one step, one scan, one vmapped
-step and one play per learner.
+take the learner as a static argument (hashed by value), so one round (step and play) and one
+vmapped scan per learner.
 """
 
 from __future__ import annotations
@@ -22,25 +22,27 @@ from jax.experimental import checkify
 from stabl_jax.learners.base import BanditLearner
 from tests.conftest import HORIZON, NUM_ARMS, assert_params_bounded, small_learner
 
-#: Traces of :func:`_step` per learner (equal learners are one key).
+#: Traces of :func:`_round` per learner (equal learners are one key).
 TRACES: collections.Counter = collections.Counter()
-#: Per learner, the shapes :func:`_play` revealed losses at (once per trace).
+#: Per learner, the shapes :func:`_round`'s ``play`` revealed losses at (once per trace).
 REVEALED: collections.defaultdict = collections.defaultdict(list)
 
 
 @partial(jax.jit, static_argnums=0)
-def _step(learner, state, loss, key):
+def _round(learner, state, loss, key):
+    """One round as ``step`` and as ``play`` revealing ``loss``: one program per learner (two
+    programs cost nearly twice one)."""
     TRACES[learner] += 1
-    return learner.step(state, loss, key)
 
-
-@partial(jax.jit, static_argnums=0)
-def _play(learner, state, loss, key):
     def reveal(arms):
         REVEALED[learner].append(arms.shape)
         return loss[arms]
 
-    return learner.play(state, reveal, key)
+    return learner.step(state, loss, key), learner.play(state, reveal, key)
+
+
+def _step(learner, state, loss, key):
+    return _round(learner, state, loss, key)[0]
 
 
 @partial(jax.jit, static_argnums=0)
@@ -159,8 +161,7 @@ def test_play_is_step_with_only_the_queried_losses_revealed(learner):
     state = learner.init(jax.random.key(0))
     for t in range(3):
         loss, key = _loss(t), jax.random.key(10 + t)
-        played, query, observed = _play(learner, state, loss, key)
-        stepped, info = _step(learner, state, loss, key)
+        (stepped, info), (played, query, observed) = _round(learner, state, loss, key)
         chex.assert_trees_all_equal(played, stepped)
         np.testing.assert_array_equal(query.arms, info.arms)
         np.testing.assert_array_equal(observed, info.observed)

@@ -63,19 +63,22 @@ def drifting_losses(T: int, N: int, seed: int, low: float = 0.2, best: float = 0
 def _trajectory(learner, probe: Probe, num_uniforms: int, state, losses, keys):
     """``(rounds, final)``: per round the step's info, ``probe(learner, state, key, (new_state,
     info))`` and the round's uniforms, stacked ``(T, ...)``; ``probe(learner, final, key,
-    None)``."""
+    None)``. The probe runs vmapped over the recorded states after the scan, not in its body:
+    a kl-UCB index traced beside the step's own in a scan body multiplies its compile time."""
 
     def body(state, xs):
-        loss, key = xs
-        new, info = learner.step(state, loss, key)
-        record = {"arms": info.arms, "play_probs": info.play_probs, "loss": info.loss}
-        record |= {"expected_loss": info.expected_loss, **probe(learner, state, key, (new, info))}
-        if num_uniforms:
-            record["u"] = sampling.uniforms(key, num_uniforms, learner.float_dtype)
-        return new, record
+        new, info = learner.step(state, *xs)
+        return new, (state, info)
 
-    final, rounds = jax.lax.scan(body, state, (losses, keys))
-    return rounds, probe(learner, final, keys[0], None)
+    final, (before, info) = jax.lax.scan(body, state, (losses, keys))
+    after = jax.tree.map(lambda b, f: jnp.concatenate([b[1:], f[None]]), before, final)
+    probed = jax.vmap(lambda *a: probe(learner, *a[:2], a[2:]))(before, keys, after, info)
+    record = {"arms": info.arms, "play_probs": info.play_probs, "loss": info.loss}
+    record |= {"expected_loss": info.expected_loss, **probed}
+    if num_uniforms:
+        draw = functools.partial(sampling.uniforms, num=num_uniforms, dtype=learner.float_dtype)
+        record["u"] = jax.vmap(draw)(keys)
+    return record, probe(learner, final, keys[0], None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,8 +54,13 @@ def test_played_arms_follow_the_computed_probabilities():
     )
     n = 20_000
     keys = jax.random.split(jax.random.key(7), n)
-    arms = jax.jit(jax.vmap(lambda k: learner.ask(state, k).arms[0]))(keys)
-    probs = np.asarray(learner.ask(state, keys[0]).play_probs, np.float64)
+
+    def ask(keys):  # the arms of every key, and the play distribution, in one program
+        arms = jax.vmap(lambda k: learner.ask(state, k).arms[0])(keys)
+        return arms, learner.ask(state, keys[0]).play_probs
+
+    arms, probs = jax.jit(ask)(keys)
+    probs = np.asarray(probs, np.float64)
     freq = np.bincount(np.asarray(arms), minlength=NUM_ARMS) / n
     se = np.sqrt(probs * (1.0 - probs) / n)
     assert probs.min() > 0.05  # every arm is tested where its frequency is informative
