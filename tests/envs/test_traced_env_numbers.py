@@ -14,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import HORIZON, NUM_ARMS, recompiled, small_learner
 
 from stabl_jax import env_params_grid, simulate
 from stabl_jax.bco import TwoPointOGD
@@ -26,6 +25,7 @@ from stabl_jax.envs.hpo import HPOEnv
 from stabl_jax.experiment.sweep import compile_count
 from stabl_jax.hpo_metrics import make_hpo_learner, simulate_selection
 from stabl_jax.simulate import SimOptions, regenerate_losses, run_keys, sample_env_params
+from tests.conftest import HORIZON, NUM_ARMS, recompiled, small_learner
 
 RUNS = 2
 TRACES = ("played", "loss", "expected_loss", "prob_best")

@@ -10,13 +10,13 @@ import dataclasses
 import jax
 import numpy as np
 import pytest
-from conftest import HORIZON, NUM_ARMS, small_learner
 
 from stabl_jax import LEARNERS, simulate
 from stabl_jax.envs import ExpertAdvice
 from stabl_jax.experiment import sweep
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.sweep import Grid, compile_count
+from tests.conftest import HORIZON, NUM_ARMS, small_learner
 
 #: Per learner class with traced options, a registry name and a value of each (a window, a
 #: shape, is pinned to the default learner's).
