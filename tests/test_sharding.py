@@ -129,6 +129,13 @@ def test_padding_runs_are_dropped_and_do_not_change_the_others():
     assert padded.played.shape == (5, HORIZON)
     assert jax.tree.leaves(padded.carry)[0].shape[0] == 5
     np.testing.assert_array_equal(padded.played, plain.played[:5])
+    # Per-run params are padded too (with their last row), each kept with its own run.
+    rates = jnp.linspace(0.5, 8.0, 5)
+    params = learner.default_params.replace(lr_scale=rates)
+    swept = simulate(learner, env, jax.random.key(0), 5, params=params, options=options)
+    whole = params.replace(lr_scale=jnp.concatenate([rates, jnp.repeat(rates[-1:], 3)]))
+    plain = simulate(learner, env, jax.random.key(0), 8, params=whole, options=options)
+    np.testing.assert_array_equal(swept.played, plain.played[:5])
 
 
 def test_host_threads_give_the_same_bits():

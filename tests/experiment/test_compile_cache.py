@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import pytest
 
 from stabl_jax.experiment import compile_cache
@@ -44,6 +45,26 @@ def test_empty_folder_is_an_error(monkeypatch, capsys):
 
 
 @pytest.mark.slow  # one JAX start-up and one learner's compilation in a subprocess
+def test_enable_points_jax_at_the_folder_or_leaves_the_cache_off(tmp_path, capsys):
+    """``enable`` creates the folder and sets JAX's cache options (restored here before
+    anything compiles: the tests run without the cache); a folder it cannot create leaves
+    the cache off, with a warning."""
+    names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+    before = {name: getattr(jax.config, name) for name in names}
+    try:
+        assert compile_cache.enable(tmp_path / "cache") == tmp_path / "cache"
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "cache")
+        assert jax.config.jax_persistent_cache_min_compile_time_secs == 0.5
+    finally:
+        for name, value in before.items():
+            jax.config.update(name, value)
+    assert (tmp_path / "cache").is_dir()
+    assert compile_cache.enable(None) is None
+    (tmp_path / "file").write_text("")
+    assert compile_cache.enable(tmp_path / "file" / "cache") is None
+    assert "warning: compilation cache off: cannot create" in capsys.readouterr().err
+
+
 def test_cli_fills_the_cache_folder(tmp_path):
     cache = tmp_path / "cache"
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
