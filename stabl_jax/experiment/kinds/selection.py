@@ -273,19 +273,6 @@ class HPOExperimentResult:
     wall_seconds: float
 
 
-def run_problem(
-    config: HPOConfig,
-    problem: HPOProblem,
-    *,
-    checkpoints: Any = None,
-    validate: bool = False,
-    on_learner_done: Callable[[str, HPOProblem, dict[str, float]], None] | None = None,
-) -> ProblemOutcome:
-    """Run every learner of ``config`` on ``problem`` (:func:`run_problems` of one problem)."""
-    kwargs = dict(checkpoints=checkpoints, validate=validate, on_learner_done=on_learner_done)
-    return run_problems(config, (problem,), **kwargs)[0]
-
-
 def run_problems(
     config: HPOConfig,
     problems: tuple[HPOProblem, ...],
