@@ -13,6 +13,7 @@ tests/envs/test_hpo.py, beside the programs they share.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 
 import jax
@@ -42,11 +43,16 @@ RUNS_PER_POINT = 2
 POINTS = 8
 
 
+@functools.cache
+def _config(name: str):
+    """Shipped config ``name`` at one run (loading validates it, which traces its environment:
+    once per name and process)."""
+    return load_config(name, ["runs=1"])
+
+
 def _configs_of_kind(kind: str) -> list[str]:
     return sorted(
-        name
-        for name in shipped_configs()
-        if getattr(load_config(name, ["runs=1"]), "kind", "hpo") == kind
+        name for name in shipped_configs() if getattr(_config(name), "kind", "hpo") == kind
     )
 
 
@@ -95,16 +101,23 @@ def _env_within_rounds(env) -> tuple:
     return type(env), tuple(sorted((k, repr(v)) for k, v in fields.items())), reached
 
 
+def _has_params(config, name: str) -> bool:
+    """Whether learner ``name`` of ``config`` has a number to tune (``uniform`` has none: it
+    plays the same distribution at every scale, so only its environment could fail, and every
+    config runs that environment with a learner that has)."""
+    return bool(dataclasses.fields(config.make_learner(name).default_params))
+
+
 def _bandit_groups() -> dict[str, list[tuple[str, str]]]:
-    """Every ``(config, learner name)`` of the shipped bandit configs, grouped by what a
-    :data:`ROUNDS`-round simulation compiles: the same learner (static fields) on the same
-    environment within those rounds. Each group is one compiled program whose runs hold every
-    member's tuned point and grid corners."""
+    """Every ``(config, learner name)`` of the shipped bandit configs whose learner has a
+    number to tune, grouped by what a :data:`ROUNDS`-round simulation compiles: the same
+    learner (static fields) on the same environment within those rounds. Each group is one
+    compiled program whose runs hold every member's tuned point and grid corners."""
     groups: dict[tuple, list[tuple[str, str]]] = {}
     for config_name in _configs_of_kind("bandit"):
-        config = load_config(config_name, ["runs=1"])
+        config = _config(config_name)
         env_key = _env_within_rounds(config.make_env())
-        for name in config.learners:
+        for name in filter(functools.partial(_has_params, config), config.learners):
             groups.setdefault((repr(config.make_learner(name)), env_key), []).append(
                 (config_name, name)
             )
@@ -115,14 +128,17 @@ BANDIT_GROUPS = _bandit_groups()
 
 
 def test_the_groups_hold_every_config_learner_once():
-    """Grouping drops no (config, learner) pair and never merges two programs."""
+    """Grouping drops no (config, learner) pair with a number to tune, leaves every config's
+    environment to at least one of them, and never merges two programs."""
     pairs = [pair for members in BANDIT_GROUPS.values() for pair in members]
-    expected = [
-        (c, n) for c in _configs_of_kind("bandit") for n in load_config(c, ["runs=1"]).learners
-    ]
-    assert sorted(pairs) == sorted(expected)
+    configs = {c: _config(c) for c in _configs_of_kind("bandit")}
+    expected = [(c, n) for c, config in configs.items() for n in config.learners]
+    untuned = [(c, n) for c, n in expected if not _has_params(configs[c], n)]
+    assert {n for _, n in untuned} == {"uniform"}
+    assert sorted(pairs) == sorted(set(expected) - set(untuned))
+    assert {c for c, _ in pairs} == set(configs)
     for members in BANDIT_GROUPS.values():
-        learners = {repr(load_config(c, ["runs=1"]).make_learner(n)) for c, n in members}
+        learners = {repr(_config(c).make_learner(n)) for c, n in members}
         assert len(learners) == 1, members
 
 
@@ -140,7 +156,7 @@ def test_a_group_s_environments_give_the_same_losses_within_the_rounds():
     losses over :data:`ROUNDS` rounds (the group runs that member's), and an environment
     whose change point falls inside them does not."""
     for members in BANDIT_GROUPS.values():
-        configs = [load_config(config_name, ["runs=1"]) for config_name, _ in members]
+        configs = [_config(config_name) for config_name, _ in members]
         envs = {repr(env): env for env in (config.make_env() for config in configs)}
         if len(envs) > 1:
             first, *others = envs.values()
@@ -161,7 +177,7 @@ def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group:
     members = BANDIT_GROUPS[group]
     points: list[dict[str, float]] = []
     for config_name, name in members:
-        config = load_config(config_name, ["runs=1"])
+        config = _config(config_name)
         learner = config.make_learner(name)
         corners = grid_edges(learner.default_params)
         if corners:
@@ -169,7 +185,7 @@ def test_bandit_config_learners_stay_valid_at_tuned_scales_and_grid_edges(group:
             tuned_point = {f: float(getattr(tuned, f)) for f in corners[0]}
             points += [p for p in (tuned_point, *corners) if p not in points]
     config_name, name = members[0]
-    config = load_config(config_name, ["runs=1"])
+    config = _config(config_name)
     learner = config.make_learner(name)
     res = simulate(
         learner,
