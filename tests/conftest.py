@@ -235,15 +235,8 @@ def write_config_variant(tmp_path, good: str, cases: dict, case: str, filename: 
 
 
 # Entries of summary.json that may differ between an interrupted and an uninterrupted run.
-VOLATILE = {
-    "started",
-    "timings",
-    "compile_seconds",
-    "run_seconds",
-    "simulate_seconds",
-    "command",
-    "resumed",
-}
+VOLATILE = {"started", "timings", "compile_seconds", "run_seconds", "simulate_seconds"}
+VOLATILE |= {"command", "resumed"}
 
 
 def numbers(summary: dict) -> dict:
