@@ -1,12 +1,5 @@
-"""BCO experiment configs (``kind = "bco"``) through the command line, end to end at tiny sizes.
-
-Every shipped ``configs/bco_*.toml`` is validated at full size (every learner built at its
-dimension). ``bco_d2`` is then run through ``cli.main`` with ``--set`` overrides that shrink it
-(2 runs, T = 64, change points scaled by 64/4096, two SA(L) window lengths) and the results
-folder is checked file by file; at that size ``bco_d10`` and ``bco_d50`` would be the same run
-under other names (their dimension and run count are all that differ), so their own keys are
-tested at full size only. (Bad BCO keys: tests/experiment/test_cli.py's table.)
-"""
+"""``kind = "bco"`` configs: each validated at full size; ``bco_d2`` (``bco_d10``/``d50`` differ
+only in dimension and runs) run end to end shrunk (2 runs, T = 64) and checked file by file."""
 
 from __future__ import annotations
 
@@ -29,23 +22,12 @@ from stabl_jax.experiment.tables import read_summary, read_traces
 
 REPO = Path(__file__).resolve().parents[2]
 BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
-BCO_LEARNER_QUERIES = {
-    "stabl_bco": 3,
-    "stabl_bco_two_query": 2,
-    "fkm": 1,
-    "two_point_ogd": 2,
-    "ogd_full_info": 1,
-}
+BCO_LEARNER_QUERIES = {"stabl_bco": 3, "stabl_bco_two_query": 2, "fkm": 1, "two_point_ogd": 2}
+BCO_LEARNER_QUERIES["ogd_full_info"] = 1
 CHANGE_POINTS = (400, 1100, 1300, 2600, 3500)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-TINY = [
-    "runs=2",
-    "horizon=64",
-    "window=8",
-    "sa_windows=[16, 64]",
-    "env.change_points=[6, 17, 20, 40, 54]",  # the shipped ones times 64 / 4096
-    "env.dim=2",
-]
+TINY = ["runs=2", "horizon=64", "window=8", "sa_windows=[16, 64]", "env.dim=2"]
+TINY += ["env.change_points=[6, 17, 20, 40, 54]"]  # the shipped ones times 64 / 4096
 
 
 @pytest.fixture(autouse=True)
@@ -84,9 +66,7 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "comparator gap" in printed and "SA(64)" in printed and "±" in printed
     assert "needs about" in printed and "roughly" not in printed  # memory and disk, no time
-    assert (out / COMPLETE).is_file()
-    assert not list(tmp_path.glob(f"{name}.partial*"))
-
+    assert (out / COMPLETE).is_file() and not list(tmp_path.glob(f"{name}.partial*"))
     summary = read_summary(out)
     json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
     assert summary["kind"] == "bco" and summary["runs"] == 2 and summary["horizon"] == 64
@@ -114,8 +94,7 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
         np.testing.assert_allclose(traces[f"{learner_name}/best_loss"], 0.0, atol=1e-6)
         mean = summary["learners"][learner_name]["mean_loss"]["mean"]
         assert mean == pytest.approx(loss.astype(np.float64).mean())
-    # Paired by run against the reference (the first learner: no StABL of the bandits here):
-    # the mean loss and SA(L) differences, with scipy's t quantile over the 2 runs.
+    # paired by run against the reference (the first learner), scipy's t quantile over 2 runs
     reference = summary["config"]["reference"]
     assert reference == next(iter(BCO_LEARNER_QUERIES))
     assert f"minus {reference}, paired by run" in printed
@@ -164,8 +143,7 @@ def _nan(theta, x):
 
 @dataclasses.dataclass(frozen=True)
 class L1Target(CustomConvex):
-    """A user's convex family, named in a config by its import path: a function among its
-    fields."""
+    """A user's convex family (by import path): a function among its fields."""
 
     loss: Any = _l1
     lipschitz_bound: float = 2**0.5
@@ -179,9 +157,8 @@ class BrokenTarget(CustomConvex):
 
 
 def test_a_users_environment_with_a_function_runs_and_a_broken_one_stops(tmp_path, capsys):
-    """The function is recorded by its import path (``summary.json`` used to fail on it,
-    after the whole run: ``Object of type function is not JSON serializable``); a NaN loss
-    stops the run, naming the run and round, instead of a summary of NaNs with exit 0."""
+    """The function is recorded by its import path; a NaN loss stops the run naming run and
+    round (no summary of NaNs with exit 0)."""
     one = ["--set", 'learners=["fkm"]']
     out = tmp_path / "l1"
     user = ["--set", f'env.name="{__name__}:L1Target"']

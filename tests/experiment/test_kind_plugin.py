@@ -49,24 +49,17 @@ def test_a_kind_named_by_import_path_runs_end_to_end(on_path, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["kind"] == "horizon_study" and summary["config"]["horizons"] == [32, 64]
     traces = np.load(out / "traces.npz")
-    for horizon in (32, 64):
-        # The kind's numbers are simulate's: EXP3 on expert advice with the config's key.
-        direct = simulate(
-            make("exp3", num_arms=10, horizon=horizon),
-            ExpertAdvice(num_arms=10, horizon=horizon),
-            jax.random.key(0),
-            3,
-            traces=("loss",),
-            validate=True,  # as the kind runs it: the same programs
-        )
+    for horizon in (32, 64):  # simulate's numbers, validated as the kind runs it
+        env = ExpertAdvice(num_arms=10, horizon=horizon)
+        learner = make("exp3", num_arms=10, horizon=horizon)
+        direct = simulate(learner, env, jax.random.key(0), 3, traces=("loss",), validate=True)
         expected = direct.loss.mean(axis=1)
         np.testing.assert_array_equal(traces[f"exp3/T{horizon}/average_loss"], expected)
         got = summary["learners"]["exp3"]["average_loss"][f"T{horizon}"]["mean"]
         assert got == pytest.approx(float(expected.astype(np.float64).mean()), rel=1e-12)
     assert is_marked(out) and (out / "average_loss.png").stat().st_size > 0
-    assert (out / "results.csv").is_file()
-    assert "T=32" in capsys.readouterr().out
-    # Imported once, it is a registered kind: listed, and nameable by its own name.
+    assert (out / "results.csv").is_file() and "T=32" in capsys.readouterr().out
+    # imported once, it is a registered kind: listed, and nameable by its own name
     assert KINDS["horizon_study"].name == "horizon_study"
     # without a resumed_line of its own, a dry run names each checkpoint's rounds
     assert KINDS["horizon_study"].describe_resumed(None, {"exp3": 16}) == "exp3 at round 16"
@@ -92,12 +85,10 @@ def test_the_kinds_own_checks_name_the_key(on_path, tmp_path):
     [
         ("bandt", r"must be one of \['bandit'.*or an import path.*did you mean 'bandit'"),
         ("no_such_module_here:KIND", r"cannot import kind 'no_such_module_here:KIND'.*PYTHONPATH"),
-        (
-            "custom_kind:NAME",
-            r"register_kind takes a stabl_jax.experiment.kinds.base.Kind, got str",
-        ),
+        ("custom_kind:NAME",
+         r"register_kind takes a stabl_jax.experiment.kinds.base.Kind, got str"),
     ],
-)
+)  # fmt: skip
 def test_a_kind_that_is_not_one_is_a_config_error(on_path, tmp_path, kind, message):
     raw = CONFIG.read_text().replace('"custom_kind:KIND"', f'"{kind}"')
     with pytest.raises(ConfigError, match=rf"key 'kind' in .*study.toml: {message}"):
@@ -120,8 +111,8 @@ def test_register_kind_checks_the_kind_and_its_name(on_path):
 def test_a_kind_that_mislabels_its_configs_or_takes_a_shipped_name_is_refused(
     on_path, tmp_path, monkeypatch
 ):
-    """The command line looks a config's kind up by ``config.kind``: a kind whose ``validate``
-    gives configs of another kind is named at once, not met later as a ``KeyError``."""
+    """A kind whose ``validate`` gives configs of another kind is named at once (not met later
+    as a ``KeyError``); so is a kind taking a shipped name."""
     import custom_kind
 
     def validate(*args, **kwargs):
