@@ -19,6 +19,7 @@ from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bco import BCO_PLOT_FILES
 from stabl_jax.experiment.outputs import COMPLETE
 from stabl_jax.experiment.tables import read_summary, read_traces
+from tests.experiment.runs import sets
 
 REPO = Path(__file__).resolve().parents[2]
 BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
@@ -36,10 +37,7 @@ def _repo_cwd(monkeypatch):
 
 
 def tiny_args(name: str) -> list[str]:
-    args = [f"configs/{name}.toml", "--no-progress"]
-    for item in TINY:
-        args += ["--set", item]
-    return args
+    return [f"configs/{name}.toml", "--no-progress", *sets(TINY)]
 
 
 @pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
@@ -85,7 +83,6 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
         assert len(entry["adaptive_regret"]["sa"]["mean"]) == 2
         muted = entry["num_muted"]
         assert (muted is None) == (learner_name not in ("stabl_bco", "stabl_bco_two_query"))
-
     traces = read_traces(out)
     for learner_name in BCO_LEARNER_QUERIES:
         loss = traces[f"{learner_name}/loss"]

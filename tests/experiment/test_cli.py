@@ -35,7 +35,7 @@ from stabl_jax.experiment.tables import load_results, read_summary, read_traces
 from stabl_jax.learners.exp3 import EXP3
 from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import numbers, write_config_variant
-from tests.experiment.runs import forbid_computation
+from tests.experiment.runs import forbid_computation, sets
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
@@ -56,10 +56,7 @@ TINY_SEGMENTS = {"expert_advice_equal": 4, "expert_advice_random": 5}
 
 
 def tiny_args(name: str) -> list[str]:
-    args = [name, "--no-progress"]
-    for item in TINY + TINY_CHANGE_POINTS[name]:
-        args += ["--set", item]
-    return args
+    return [name, "--no-progress", *sets(TINY + TINY_CHANGE_POINTS[name])]
 
 
 @pytest.fixture(autouse=True)
@@ -85,9 +82,7 @@ def tiny_runs(tmp_path_factory) -> Callable[[str], Path]:
 
 
 # BCO configs: test_bco_cli.py; HPO: test_hpo_cli.py; study_*: tests/scripts/test_study.py.
-TUNED = sorted(
-    name for name in shipped_configs() if name.endswith("_tuned") and not name.startswith("study_")
-)
+TUNED = [c for c in sorted(shipped_configs()) if c.endswith("_tuned") and c[:6] != "study_"]
 
 
 @pytest.mark.parametrize("name", TUNED)
@@ -95,9 +90,7 @@ def test_tuned_configs_validate_and_differ_only_in_scales(name):
     """A tuned config (docs/usage.md's sweeps) differs from its base only in name,
     description, feedback and [params.*]."""
     assert len(TUNED) >= 5  # the tuned variants (docs/usage.md's sweeps)
-    cfg = load_config(name)
-    base_name = name.removesuffix("_tuned").removesuffix("_reward")
-    base = load_config(base_name)
+    cfg, base = load_config(name), load_config(name.removesuffix("_tuned").removesuffix("_reward"))
     assert cfg.params and set(cfg.params) <= set(cfg.learners)
     for field in ("seed", "runs", "horizon", "learners", "env", "window", "sa_windows"):
         assert getattr(cfg, field) == getattr(base, field), field
@@ -133,9 +126,9 @@ def test_shipped_config_validates(name):
 
 
 def test_overrides_reach_every_level():
-    sets = ["env.num_arms=10", "runs=50", 'learners=["stabl","exp3"]', "feedback=reward"]
-    sets += ["params.stabl.meta_lr_scale=8", "sa_windows=[64, 16]", "chunk_size=128"]
-    cfg = load_config("expert_advice_equal", sets)
+    overrides = ["env.num_arms=10", "runs=50", 'learners=["stabl","exp3"]', "feedback=reward"]
+    overrides += ["params.stabl.meta_lr_scale=8", "sa_windows=[64, 16]", "chunk_size=128"]
+    cfg = load_config("expert_advice_equal", overrides)
     assert (cfg.env.num_arms, cfg.runs, cfg.learners) == (10, 50, ("stabl", "exp3"))
     assert cfg.sa_windows == (16, 64) and cfg.chunk_size == 128
     stabl = cfg.make_learner("stabl")
@@ -148,9 +141,9 @@ def test_settings_of_a_learner_left_out_are_named_as_unused():
     """``[params.X]`` and ``[learner_options.X]`` stay valid when ``learners`` leaves ``X`` out;
     the config says they are not used."""
     assert load_config("figure1").unused_settings() == []
-    sets = ['learners=["uniform", "stabl"]', "learner_options.saol.history_lengths=[16]"]
+    overrides = ['learners=["uniform", "stabl"]', "learner_options.saol.history_lengths=[16]"]
     unused = ["learner_options.saol", "params.stabl_tuned", "params.exp3_tuned"]
-    assert load_config("figure1", sets).unused_settings() == unused
+    assert load_config("figure1", overrides).unused_settings() == unused
 
 
 def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
@@ -158,10 +151,8 @@ def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
     assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
     assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
     assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
-    assert parse_override("env.random_change_points=true") == (
-        ("env", "random_change_points"),
-        True,
-    )
+    flag = ("env", "random_change_points")
+    assert parse_override("env.random_change_points=true") == (flag, True)
     for bad in ("runs", "=3", "env..x=1"):
         with pytest.raises(ConfigError, match="key=value"):
             parse_override(bad)
@@ -432,7 +423,6 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
         else:
             assert entry["num_muted"] is None
     assert summary["learners"]["stabl_single_scale"]["constructor"]["history_lengths"] == [16]
-
     traces = read_traces(out)  # allow_pickle=False
     for learner_name in PAPER_LEARNERS:  # the default save_traces: the arms only
         played = traces[f"{learner_name}/played"]
@@ -446,7 +436,6 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
     assert segment == pytest.approx(traces["stabl/segment_reward"].mean(axis=0).tolist())
     # A CPU steps every learner on the XLA path, and the summary says so.
     assert {entry["kernel"] for entry in summary["learners"].values()} == {"xla"}
-
     for filename in PLOT_FILES.values():
         data = (out / filename).read_bytes()
         assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
@@ -465,7 +454,6 @@ def test_save_traces_chooses_the_arrays_not_the_results(tiny_runs, tmp_path):
     assert first == second
     for name in ("results.csv", *PLOT_FILES.values()):
         assert (default / name).read_bytes() == (out / name).read_bytes(), name
-
     kept, full = load_results(default).traces, load_results(out).traces
     for learner_name in PAPER_LEARNERS:
         for field, dtype in TRACE_FIELDS.items():
@@ -647,7 +635,6 @@ def test_default_folder_and_a_chosen_reference_printed_and_every_plot_saves_its_
     stabl = summary["learners"]["stabl"]["paired"]
     assert stabl["reference"] == "uniform" and "paired" not in summary["learners"]["uniform"]
     assert f"{stabl['mean_reward']['mean']:.3f}±" in rows[1]  # stabl's row, as printed
-
     curves = np.load(out / plots.CURVES)
     assert summary["files"]["curves"] == plots.CURVES
     assert set(drawn) == set(PLOT_FILES)  # five plots, each with its curves

@@ -15,6 +15,7 @@ import pytest
 from stabl_jax import __version__
 from stabl_jax.experiment import cli, compile_cache
 from stabl_jax.versions import installed_version
+from tests.experiment.runs import sets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,8 +68,7 @@ def test_cli_fills_the_cache_folder(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     env.pop(compile_cache.ENV_VAR, None)
     args = ["--compile-cache", str(cache), "run", "--runs", "2", "--no-progress"]
-    for item in ('learners=["stabl"]', "horizon=64", "env.num_arms=5", "window=8"):
-        args += ["--set", item]
+    args += [*sets(['learners=["stabl"]', "horizon=64", "env.num_arms=5", "window=8"])]
     args += ["--out", str(tmp_path / "out")]
     argv = [sys.executable, "-m", "stabl_jax", *args]
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import itertools
 import json
 import os
 import re
@@ -37,7 +38,16 @@ from stabl_jax.experiment.outputs import COMPLETE, MARKER, OutputError
 from stabl_jax.experiment.results import CHECKPOINT_DIR, ResultsFolder
 from stabl_jax.experiment.tables import read_summary
 from tests.conftest import HORIZON, NUM_ARMS, assert_same_results, mark_as_ours
-from tests.experiment.runs import CHUNK, CONFIG, command, forbid_computation, partials, run, tree
+from tests.experiment.runs import (
+    CHUNK,
+    CONFIG,
+    command,
+    fail_when,
+    forbid_computation,
+    partials,
+    run,
+    tree,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
@@ -122,11 +132,9 @@ def _header_positions(path: Path) -> set[int]:
 
 
 def _same_arrays(got: dict, expected: dict) -> bool:
+    key = lambda a: (a.dtype, a.shape, a.tobytes())  # noqa: E731
     return sorted(got) == sorted(expected) and all(
-        got[k].dtype == expected[k].dtype
-        and got[k].shape == expected[k].shape
-        and got[k].tobytes() == expected[k].tobytes()
-        for k in expected
+        key(got[k]) == key(expected[k]) for k in expected
     )
 
 
@@ -160,10 +168,10 @@ def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
             if kind == "detected":
                 with pytest.raises(CheckpointDamaged, match=name):
                     resume(copy)
-                continue
-            result = resume(copy)
-            for field, trace in whole.traces().items():
-                np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
+            else:
+                result = resume(copy)
+                for field, trace in whole.traces().items():
+                    np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
 
 
 def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
@@ -175,19 +183,13 @@ def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
     with np.load(path, allow_pickle=False) as data:
         digests = data[checkpoint.DIGEST]
     assert _same_arrays(load_arrays(path), written)
-    changed = {**written, "carry/0": written["carry/0"].copy()}
-    changed["carry/0"][3] = 1.5
+    ok, changed = {**written, checkpoint.DIGEST: digests}, written["carry/0"].copy()
+    changed[3], reshaped = 1.5, written["carry/0"].reshape(4, 8)
     cases: dict[str, tuple[dict[str, Any], str]] = {
         "no digests": (dict(written), "holds no content digest"),
-        "one array more": (
-            {**written, "extra": np.zeros(2), checkpoint.DIGEST: digests},
-            "its arrays differ from those written",
-        ),
-        "another value": ({**changed, checkpoint.DIGEST: digests}, "its arrays differ"),
-        "another shape": (
-            {**written, "carry/0": written["carry/0"].reshape(4, 8), checkpoint.DIGEST: digests},
-            "its arrays differ",
-        ),
+        "one array more": ({**ok, "extra": np.zeros(2)}, "its arrays differ from those written"),
+        "another value": ({**ok, "carry/0": changed}, "its arrays differ"),
+        "another shape": ({**ok, "carry/0": reshaped}, "its arrays differ"),
     }
     for case, (arrays, reason) in cases.items():
         bad = tmp_path / f"{case.replace(' ', '_')}.npz"
@@ -300,7 +302,6 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     assert code == 2 and "exp3/state.npz" in err and "damaged" in err and "--force" in err, err
     assert "pickle" not in err and "Traceback" not in err
     (exp3() / checkpoint.STATE).write_bytes(good_state)
-
     chunk = sorted(exp3().glob("chunk-*.npz"))[-1]
     _shorten_npy_header(chunk, "loss.npy")
     before = tree(interrupted)
@@ -314,7 +315,6 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     assert "  the checkpoint of exp3 would be discarded (" in printed
     assert "  would resume: uniform 64/64\n" in printed
     assert partials(out) == [interrupted] and tree(interrupted) == before and not out.exists()
-
     code, stdout, err = run(command(config_path, out, "--force"), capsys)
     assert code == 0, err
     assert "discarded the checkpoint of exp3" in stdout
@@ -410,32 +410,17 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
     uninterrupted results. On a fresh run, ENOSPC at ``experiment.json`` leaves nothing."""
     out = tmp_path / "out"
 
-    def full_at(real, name, after=0):
-        """``real`` (path first) raising ENOSPC at the ``after + 1``-th file named ``*name*``."""
-        count = {"n": 0}
-
-        def write(path, *args, **kwargs):
-            if name in Path(str(path)).name:
-                count["n"] += 1
-                if count["n"] > after:
-                    raise NO_SPACE
-            return real(path, *args, **kwargs)
-
-        return write
-
-    def full_at_plot(*args, **kwargs):
-        raise NO_SPACE
-
-    both = {"uniform": HORIZON, "exp3": HORIZON}
-    stages = [
-        (checkpoint, "atomic_write", full_at(checkpoint.atomic_write, "chunk-", 4), None),
-        (np, "savez", full_at(np.savez, "traces.npz"), {"uniform": 4 * CHUNK}),
-        (matplotlib.figure.Figure, "savefig", full_at_plot, both),
-        (files_module, "atomic_write", full_at(files_module.atomic_write, COMPLETE), both),
+    chunks, both = itertools.count(1), {"uniform": HORIZON, "exp3": HORIZON}
+    fifth_chunk = lambda p, w: "chunk-" in Path(p).name and next(chunks) == 5  # noqa: E731
+    stages = [  # (owner, name, when its arguments, the rounds then resumed)
+        (checkpoint, "atomic_write", fifth_chunk, None),
+        (np, "savez", lambda file, *a: str(file).endswith("traces.npz"), {"uniform": 4 * CHUNK}),
+        (matplotlib.figure.Figure, "savefig", lambda *a: True, both),
+        (files_module, "atomic_write", lambda p, w: Path(p).name == COMPLETE, both),
     ]
-    for owner, name, fault, resumed in stages:
+    for owner, name, when, resumed in stages:
         with monkeypatch.context() as patch:
-            patch.setattr(owner, name, fault)
+            fail_when(patch, owner, name, when, NO_SPACE)
             code, stdout, err = run(command(config_path, out), capsys)
         assert code == 1 and not out.exists()
         _assert_one_line_no_space(err, out)
@@ -451,8 +436,8 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
     assert not partials(out)
     fresh = tmp_path / "fresh"
     with monkeypatch.context() as patch:
-        write = full_at(files_module.atomic_write, identity_module.IDENTITY)
-        patch.setattr(files_module, "atomic_write", write)
+        identity = lambda p, w: Path(p).name == identity_module.IDENTITY  # noqa: E731
+        fail_when(patch, files_module, "atomic_write", identity, NO_SPACE)
         code, _, err = run(command(config_path, fresh), capsys)
     assert code == 1
     _assert_one_line_no_space(err, fresh)

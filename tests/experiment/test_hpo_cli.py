@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import runpy
 from pathlib import Path
@@ -23,6 +24,7 @@ from stabl_jax.experiment.outputs import COMPLETE
 from stabl_jax.experiment.results import ResultsFolder
 from stabl_jax.experiment.tables import byte_size, read_summary, read_traces
 from stabl_jax.hpo_metrics import simulate_selection
+from tests.experiment.runs import fail_when, ran, sets
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -111,13 +113,8 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     assert f"| {key} |" in markdown and "| stabl |" in markdown
 
 
-def ran(*args, **kwargs):
-    raise AssertionError("the experiment ran")
-
-
 def tiny_args(out) -> list[str]:
-    args = ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress"]
-    return args + [x for item in TINY for x in ("--set", item)]
+    return ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress", *sets(TINY)]
 
 
 def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
@@ -159,22 +156,15 @@ def test_a_resumed_hpo_run_says_what_it_took_over(experiment, tmp_path, capsys, 
     state), the same command resumes saying so and writes the uninterrupted run's results; a
     second run into the complete folder is refused without --force."""
     args = tiny_args(tmp_path / "run")
-    simulate = hpo_experiment.hpo_metrics.simulate_selection
-    calls = []
-
-    def interrupted_second(*a, **kw):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return simulate(*a, **kw)
-
-    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", interrupted_second)
+    metrics, calls = hpo_experiment.hpo_metrics, itertools.count(1)
+    simulate = metrics.simulate_selection
+    fail_when(monkeypatch, metrics, "simulate_selection", lambda *a: next(calls) == 2)
     assert cli.main(args) == cli.EXIT_INTERRUPTED
     key = load_config("hpo_bbob_sphere", TINY).problems[0].key
     (state,) = tmp_path.glob(f"run.partial*/checkpoint/{key}-uniform/{STATE}")
     stored = load_arrays(state)
     assert int(stored["t0"]) == 24 and not [n for n in stored if n.startswith("carry/")]
-    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", simulate)
+    monkeypatch.setattr(metrics, "simulate_selection", simulate)
     capsys.readouterr()
     assert cli.main([*args, "--dry-run"]) == cli.EXIT_OK  # says what the run will take over
     assert "  would resume: 1 of 2 learner programs complete\n" in capsys.readouterr().out

@@ -5,6 +5,7 @@ files lose no finished work and write no wrong number with exit status 0."""
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ from tests.conftest import HORIZON, assert_same_results, mark_as_ours
 from tests.experiment.runs import (
     CONFIG,
     command,
+    fail_when,
     forbid_computation,
     run,
     stopped_run,
@@ -41,47 +43,27 @@ from tests.experiment.runs import (
 USER_MODULE = "from stabl_jax import EXP3\n\n\nclass Mine(EXP3):\n    pass\n"
 
 
-def _stop_at(stage: str, monkeypatch) -> None:
-    """Raise ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through its handler) at ``stage``, or
-    fail the final rename onto ``out`` (``EBUSY``)."""
-
-    def stop(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    if stage == "manifest":
-        monkeypatch.setattr(files, "write_manifest", stop)
-    elif stage == "after COMPLETE":
-        write_text = files.write_text
-
-        def then_stop(path, text):
-            write_text(path, text)
-            if Path(path).name == outputs.COMPLETE:
-                raise KeyboardInterrupt
-
-        monkeypatch.setattr(files, "write_text", then_stop)
-    elif stage == "removing the checkpoints":  # the generic rmtree: any version of the code
-        rmtree = shutil.rmtree
-
-        def stop_in_checkpoints(path, *args, **kwargs):
-            if Path(path).name in (results.CHECKPOINT_DIR, ".checkpoint-done"):
-                raise KeyboardInterrupt
-            return rmtree(path, *args, **kwargs)
-
-        monkeypatch.setattr(shutil, "rmtree", stop_in_checkpoints)
-    else:
-        replace = os.replace
-
-        def busy(src, dst):
-            if Path(dst).name == "out":
-                raise OSError(errno.EBUSY, "Device or resource busy")
-            return replace(src, dst)
-
-        monkeypatch.setattr(os, "replace", busy)
+#: stage: where Ctrl-C (or SIGTERM through its handler) stops the commit, or the final rename
+#: onto ``out`` fails: (owner, name, when its arguments, the error, after the call).
+STOPS = {
+    "manifest": (files, "write_manifest", lambda *a: True, KeyboardInterrupt, False),
+    "after COMPLETE": (
+        files, "write_text", lambda path, text: Path(path).name == outputs.COMPLETE,
+        KeyboardInterrupt, True,
+    ),
+    "removing the checkpoints": (  # the generic rmtree: any version of the code
+        shutil, "rmtree",
+        lambda path, *a: Path(path).name in (results.CHECKPOINT_DIR, ".checkpoint-done"),
+        KeyboardInterrupt, False,
+    ),
+    "the final rename fails": (
+        os, "replace", lambda src, dst: Path(dst).name == "out",
+        OSError(errno.EBUSY, "Device or resource busy"), False,
+    ),
+}  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "stage", ["manifest", "after COMPLETE", "removing the checkpoints", "the final rename fails"]
-)
+@pytest.mark.parametrize("stage", list(STOPS))
 def test_a_stop_at_any_step_of_the_commit_loses_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch, stage
 ):
@@ -89,7 +71,7 @@ def test_a_stop_at_any_step_of_the_commit_loses_nothing(
     complete or a partial folder the same command finishes (complete: moved, not recomputed)."""
     out = tmp_path / "out"
     with monkeypatch.context() as patch:
-        _stop_at(stage, patch)
+        fail_when(patch, *STOPS[stage])
         code, _, err = run(command(config_path, out), capsys)
     assert code == (2 if stage == "the final rename fails" else 130), err
     if stage in ("after COMPLETE", "the final rename fails"):
@@ -117,15 +99,8 @@ def test_a_kill_between_the_two_renames_of_the_commit_loses_nothing(
     class Killed(BaseException):
         pass
 
-    replace = os.replace
-
-    def killed_before_the_second(src, dst):
-        if Path(src).name == "out.partial":
-            raise Killed
-        replace(src, dst)
-
     with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", killed_before_the_second)
+        fail_when(patch, os, "replace", lambda src, dst: Path(src).name == "out.partial", Killed)
         with pytest.raises(Killed):
             run(command(config_path, out, "--force"), capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.old", "out.partial"]
@@ -162,10 +137,6 @@ def _empty(tmp_path, reference, monkeypatch) -> str:
     return ""
 
 
-def _blank(tmp_path, reference, monkeypatch) -> str:
-    return _empty(tmp_path, reference, monkeypatch) + "  "
-
-
 def _mount_point(tmp_path, reference, monkeypatch) -> Path:
     out = tmp_path / "out"
     out.mkdir()
@@ -187,10 +158,6 @@ def _read_only_parent(tmp_path, reference, monkeypatch) -> Path:
     return tmp_path / "out"
 
 
-def _complete(tmp_path, reference, monkeypatch) -> Path:
-    return Path(shutil.copytree(reference, tmp_path / "out"))
-
-
 def _users_files_in_results(tmp_path, reference, monkeypatch) -> Path:
     out = Path(shutil.copytree(reference, tmp_path / "out"))
     (out / "notes.md").write_text("mine")
@@ -209,11 +176,14 @@ BAD_OUTS = {
     "a symbolic link": (_symbolic_link, ANY, ("is a symbolic link (to ", "--out")),
     "under a file": (_under_a_file, ANY, ("afile", "which is a file")),
     "empty": (_empty, ANY, ("--out is empty; give a folder name",)),
-    "blank": (_blank, ANY, ("--out is empty; give a folder name",)),
+    "blank": (lambda t, r, m: _empty(t, r, m) + "  ", ANY, ("--out is empty; give a folder name",)),
     "a mount point": (_mount_point, ANY, ("cannot be replaced", "--out OUT/results")),
     "immutable": (_immutable, ANY, ("cannot be replaced", "--out OUT/results")),
     "a read-only parent": (_read_only_parent, ANY, ("cannot be replaced", "--out OUT/results")),
-    "complete, no --force": (_complete, ANY[:2], ("already holds a complete result", "--force")),
+    "complete, no --force": (
+        lambda t, r, m: shutil.copytree(r, t / "out"), ANY[:2],
+        ("already holds a complete result", "--force"),
+    ),
     "a user's files in results": (
         _users_files_in_results, ANY[2:], ("files stabl-jax did not write (my_figs/, notes.md)",)
     ),
@@ -267,7 +237,6 @@ def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
     code, _, err = run(command(config, out), capsys)
     assert code == 2 and "computed by other code" in err and "lifecycle_user_learner" in err, err
     assert "--force" in err and tree(tmp_path / "out.partial") == before
-
     fingerprint = identity.code_fingerprint
     edited = "stabl_jax/learners/exp3.py"
     monkeypatch.setattr(identity, "code_fingerprint", lambda c: {**fingerprint(c), edited: "e"})
@@ -376,16 +345,9 @@ def test_a_sweep_that_does_not_fit_is_refused_and_a_full_disk_is_one_line(
         code, _, err = run(sweep_command(config_path, out, *extra), capsys)
         assert code == 2 and "does not fit" in err and "--allow-large" in err, err
     assert not out.exists() and not (tmp_path / "out.partial").exists()
-    save, count = checkpoints.save_arrays, {"n": 0}
-
-    def full_at_second(path, arrays):
-        count["n"] += 1
-        if count["n"] == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return save(path, arrays)
-
+    count, full = itertools.count(1), OSError(errno.ENOSPC, "No space left on device")
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoints, "save_arrays", full_at_second)
+        fail_when(patch, checkpoints, "save_arrays", lambda *a: next(count) == 2, full)
         code, _, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
     line = err.strip()
     assert code == 1 and "\n" not in line and line.startswith("error: no space left"), err

@@ -105,7 +105,6 @@ def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
     if not out.exists():
         _kill_when(argv, tmp_path, second, finished, may_end=True)
         assert f"resuming {partial.name}: exp3 {killed_at}/{KILLED_HORIZON}" in second.read_text()
-
     if not out.exists():
         code, stdout, err = run(command(config_path, out), None)
         assert code == 0, err
