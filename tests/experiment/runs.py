@@ -73,6 +73,13 @@ def run(args: list[str], capsys: pytest.CaptureFixture | None) -> tuple[int, str
     return code, out.getvalue(), err.getvalue()
 
 
+def run_ok(args: list[str], capsys: pytest.CaptureFixture | None) -> str:
+    """:func:`run`, asserted to exit 0 (else its stderr is shown): its stdout."""
+    code, out, err = run(args, capsys)
+    assert code == 0, err
+    return out
+
+
 def tree(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (relative path -> bytes)."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}

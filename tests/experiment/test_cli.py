@@ -1,6 +1,5 @@
-"""The command line, configs and results folders end to end: the shipped configs shrunk by
-``--set`` (4 runs, T = 64, 5 arms), checked file by file; a bad config fails on load naming
-key and file, and the command line exits 2 before any computation."""
+"""The command line, configs and results folders: the shipped configs shrunk by ``--set`` (4
+runs, T = 64, 5 arms) run and checked file by file; bad configs named by key and file."""
 
 from __future__ import annotations
 
@@ -194,93 +193,84 @@ dims = [2]
 evaluations = [24]
 """
 TOP, ENV, END, DIMS = "runs = 2", "num_arms = 5", None, "dims = [2]"
+T, N, D = TOP + "\n", ENV + "\n", DIMS + "\n"  # a key added after the anchor
 G, C, H = GOOD, BCO_GOOD, HPO_GOOD  # the good config of each kind
 LRN, LO, EA = '"uniform", "stabl"', "[learner_options.stabl]\n", 'name = "expert_advice"'
 #: case: (the good config of its kind, anchor, new text: replaces the anchor or, for END, is
 #: appended; then what the message must say besides the file: the key, what is allowed).
 BAD_CASES = {
-    "unknown key": (G, TOP, 'runs = 2\ncolour = "red"', "'colour'", "allowed keys"),
+    "unknown key": (G, TOP, T + 'colour = "red"', "'colour'", "allowed keys"),
     "wrong type": (G, TOP, 'runs = "many"', "'runs'", "must be an int"),
     "out of range": (G, "horizon = 64", "horizon = 8", "'horizon'", ">= 16"),
     "unknown learner": (G, LRN, '"uniform", "stabel"', "'learners'", "stabl_naive"),
     "learner twice": (G, LRN, '"stabl", "stabl"', "'learners'", "a learner twice"),
     "no learners": (G, '["uniform", "stabl"]', "[]", "'learners'", "a non-empty array"),
-    "sa window too long": (G, TOP, "runs = 2\nsa_windows = [16, 128]", "'sa_windows'", "[1, 64]"),
-    "sa window twice": (G, TOP, "runs = 2\nsa_windows = [16, 16]", "'sa_windows'", "a value twice"),
-    "trace twice": (G, TOP, 'runs = 2\nsave_traces = ["loss", "loss"]', "'save_traces'", "twice"),
-    "bad feedback": (G, TOP, 'runs = 2\nfeedback = "regret"', "'feedback'", "reward"),
+    "sa window too long": (G, TOP, T + "sa_windows = [16, 128]", "'sa_windows'", "[1, 64]"),
+    "sa window twice": (G, TOP, T + "sa_windows = [16, 16]", "'sa_windows'", "a value twice"),
+    "trace twice": (G, TOP, T + 'save_traces = ["loss", "loss"]', "'save_traces'", "twice"),
+    "bad feedback": (G, TOP, T + 'feedback = "regret"', "'feedback'", "reward"),
     "reference not run": (
-        G, TOP, 'runs = 2\nreference = "exp3"', "'reference'",
+        G, TOP, T + 'reference = "exp3"', "'reference'",
         "'exp3', which is not among learners = ['uniform', 'stabl']",
     ),
-    "reference type": (G, TOP, "runs = 2\nreference = 1", "'reference'", "must be a string"),
-    "unknown trace": (G, TOP, 'runs = 2\nsave_traces = ["los"]', "'save_traces'", "'loss'?"),
-    "traces not a list": (G, TOP, "runs = 2\nsave_traces = 3", "'save_traces'", '"none"'),
+    "reference type": (G, TOP, T + "reference = 1", "'reference'", "must be a string"),
+    "unknown trace": (G, TOP, T + 'save_traces = ["los"]', "'save_traces'", "'loss'?"),
+    "traces not a list": (G, TOP, T + "save_traces = 3", "'save_traces'", '"none"'),
     "unknown env": (G, EA, 'name = "roulette"', "'env.name'", "bernoulli"),
-    "unknown env kwarg": (G, ENV, "num_arms = 5\narms = 3", "'env.arms'", "num_segments"),
-    "env kwarg type": (
-        G, ENV, "num_arms = 5\nrandom_change_points = 1", "'env.random_change_points'", "bool"
-    ),
-    "env rejects value": (G, ENV, "num_arms = 5\nchange_points = [10, 100]", "'env'", "[1, 63]"),
+    "unknown env kwarg": (G, ENV, N + "arms = 3", "'env.arms'", "num_segments"),
+    "env kwarg type":
+        (G, ENV, N + "random_change_points = 1", "'env.random_change_points'", "bool"),
+    "env rejects value": (G, ENV, N + "change_points = [10, 100]", "'env'", "[1, 63]"),
     "unknown param": (G, END, "[params.stabl]\nlr = 2.0\n", "'params.stabl.lr'", "meta_lr_scale"),
-    "learner option type": (
-        G, END, LO + "observation = 3\n", "'learner_options.stabl.observation'", "a string"
-    ),
-    # feedback is Literal["loss", "reward"] (estimators.Feedback): the config check reads the
-    # Literal hint and refuses a number here, by its key, before any learner is built.
-    "learner feedback type": (
-        G, END, LO + "feedback = 3\n", "'learner_options.stabl.feedback'", "a string"
-    ),
+    "learner option type":
+        (G, END, LO + "observation = 3\n", "'learner_options.stabl.observation'", "a string"),
+    # feedback's Literal hint (estimators.Feedback) refuses a number before any learner is built
+    "learner feedback type":
+        (G, END, LO + "feedback = 3\n", "'learner_options.stabl.feedback'", "a string"),
     "learner feedback choice": (
         G, END, LO + 'feedback = "rewards"\n', "'learner_options.stabl.feedback'",
         "one of 'loss', 'reward'",
     ),
     "required key missing": (G, "horizon = 64", "", "'horizon'", "is required"),
     "env name missing": (G, EA, "", "'env.name'", "is required; choose from"),
-    "env horizon": (G, ENV, "num_arms = 5\nhorizon = 64", "'env.horizon'", "at the top level"),
-    "options not a table": (
-        G, TOP, "runs = 2\nlearner_options = 3", "'learner_options'", "a table"
-    ),
-    "feedback type": (G, TOP, "runs = 2\nfeedback = 1", "'feedback'", "one of ['loss', 'reward']"),
+    "env horizon": (G, ENV, N + "horizon = 64", "'env.horizon'", "at the top level"),
+    "options not a table": (G, TOP, T + "learner_options = 3", "'learner_options'", "a table"),
+    "feedback type": (G, TOP, T + "feedback = 1", "'feedback'", "one of ['loss', 'reward']"),
     "learner option array": (
         G, END, LO + 'history_lengths = "long"\n', "'learner_options.stabl.history_lengths'",
         "must be an array of ints, got 'long' (string)",
     ),
-    "learner rejects option": (
-        G, END, LO + 'observation = "psychic"\n', "'learner_options.stabl'", "importance"
-    ),
+    "learner rejects option":
+        (G, END, LO + 'observation = "psychic"\n', "'learner_options.stabl'", "importance"),
     "bco: unknown kind": (C, 'kind = "bco"', 'kind = "convex"', "'kind'", "'bandit', 'bco'"),
-    "bco: bandit learner": (
-        C, '"stabl_bco", "fkm"', '"stabl", "fkm"', "'learners'", "two_point_ogd"
-    ),
+    "bco: bandit learner":
+        (C, '"stabl_bco", "fkm"', '"stabl", "fkm"', "'learners'", "two_point_ogd"),
     "bco: bandit env": (C, 'name = "moving_target"', EA, "'env.name'", "huber"),
     "bco: missing dim": (C, "dim = 2", "", "'env.dim'", "required"),
-    "bco: unknown env kwarg": (
-        C, "dim = 2", "dim = 2\nradius = 2", "'env.radius'", "change_points"
-    ),
+    "bco: unknown env kwarg":
+        (C, "dim = 2", "dim = 2\nradius = 2", "'env.radius'", "change_points"),
     "bco: bad domain": (C, "dim = 2", 'dim = 2\ndomain = "sphere"', "'env.domain.name'", "l1_ball"),
-    "bco: feedback": (C, TOP, 'runs = 2\nfeedback = "loss"', "'feedback'", "'bandit'"),
-    "bco: reserved option": (
-        C, END, "[learner_options.fkm]\ndim = 3\n", "'learner_options.fkm.dim'", "env.dim"
-    ),
+    "bco: feedback": (C, TOP, T + 'feedback = "loss"', "'feedback'", "'bandit'"),
+    "bco: reserved option":
+        (C, END, "[learner_options.fkm]\ndim = 3\n", "'learner_options.fkm.dim'", "env.dim"),
     "bco: unknown param": (C, END, "[params.fkm]\nlr = 2.0\n", "'params.fkm.lr'", "delta_scale"),
-    "bco: bad stride": (C, TOP, "runs = 2\nsa_stride = 0", "'sa_stride'", "[1, 64]"),
-    "hpo: unknown top-level key": (H, TOP, "runs = 2\nhorizon = 64", "HPO-config key 'horizon'"),
-    "hpo: unknown bbob key": (H, DIMS, "dims = [2]\ndim = 3", "'bbob.dim'"),
+    "bco: bad stride": (C, TOP, T + "sa_stride = 0", "'sa_stride'", "[1, 64]"),
+    "hpo: unknown top-level key": (H, TOP, T + "horizon = 64", "HPO-config key 'horizon'"),
+    "hpo: unknown bbob key": (H, DIMS, D + "dim = 3", "'bbob.dim'"),
     "hpo: function out of range": (H, "functions = [1]", "functions = [25]", "bbob.functions"),
     "hpo: dimension too small": (H, DIMS, "dims = [1]", "bbob.dims"),
     "hpo: unknown learner": (H, '"stabl"]', '"stable"]', "unknown learner 'stable'"),
-    "hpo: bad feedback": (H, TOP, 'runs = 2\nfeedback = "gain"', "feedback"),
-    "hpo: lengths not increasing": (H, DIMS, "dims = [2]\nhistory_lengths = [40, 20]", "strictly"),
-    "hpo: negative noise": (H, DIMS, "dims = [2]\nnoise_std = -0.1", "bbob.noise_std"),
-    "hpo: tau_max of 1": (H, DIMS, "dims = [2]\ntau_max = 1", "bbob.tau_max"),
+    "hpo: bad feedback": (H, TOP, T + 'feedback = "gain"', "feedback"),
+    "hpo: lengths not increasing": (H, DIMS, D + "history_lengths = [40, 20]", "strictly"),
+    "hpo: negative noise": (H, DIMS, D + "noise_std = -0.1", "bbob.noise_std"),
+    "hpo: tau_max of 1": (H, DIMS, D + "tau_max = 1", "bbob.tau_max"),
     "hpo: missing budgets": (H, "evaluations = [24]\n", "", "'bbob.evaluations'"),
     "hpo: functions not a list": (H, "functions = [1]", 'functions = "some"', "bbob.functions"),
-    "hpo: unknown reward": (H, DIMS, 'dims = [2]\nreward = "vizer"', "bbob.reward"),
-    "hpo: unknown grid": (H, DIMS, 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
-    "hpo: unknown fill": (H, DIMS, 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
-    "hpo: rotate not a bool": (H, DIMS, "dims = [2]\nrotate = 1", "must be a bool"),
-    "hpo: reward_lambda of 1": (H, DIMS, "dims = [2]\nreward_lambda = 1", "in [0, 1)"),
+    "hpo: unknown reward": (H, DIMS, D + 'reward = "vizer"', "bbob.reward"),
+    "hpo: unknown grid": (H, DIMS, D + 'eagle_grid = "paper"', "bbob.eagle_grid"),
+    "hpo: unknown fill": (H, DIMS, D + 'eagle_fill = "sobol"', "bbob.eagle_fill"),
+    "hpo: rotate not a bool": (H, DIMS, D + "rotate = 1", "must be a bool"),
+    "hpo: reward_lambda of 1": (H, DIMS, D + "reward_lambda = 1", "in [0, 1)"),
     "hpo: a dimension twice": (H, DIMS, "dims = [2, 2]", "lists a value twice"),
 }  # fmt: skip
 
@@ -597,9 +587,8 @@ def test_paired_differences_are_those_of_the_traces(tiny_runs):
 def test_default_folder_and_a_chosen_reference_printed_and_every_plot_saves_its_curves(
     tmp_path, capsys, monkeypatch
 ):
-    """No --out: ``results/<name>-seed<S>``; no progress bars on a stderr that is no terminal;
-    the tables on stdout, differences from ``reference = "uniform"``; every line drawn in the
-    PNGs is the curve ``curves.npz`` keeps (x and mean)."""
+    """No --out: ``results/<name>-seed<S>``; no bars in a log; tables on stdout, differences
+    from ``reference = "uniform"``; every line drawn is the curve ``curves.npz`` keeps."""
     drawn: dict[str, list] = {}
     save = plots.save_figure
 

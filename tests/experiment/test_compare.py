@@ -1,7 +1,5 @@
-"""``stabl-jax compare`` and :func:`stabl_jax.experiment.compare.compare_folders`: two runs of one
-experiment agree, whatever their run record; a changed bit, value, array or integer type is
-found and named; ``--rtol`` accepts float rounding only; a folder that cannot be read is exit
-2."""
+"""``stabl-jax compare``: two runs of one experiment agree whatever their run record; a changed
+bit, value or array is named; ``--rtol`` accepts float rounding only."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Faults: no finished work is lost, and no wrong number is written with exit status 0 (damaged
-checkpoints, lost bookkeeping, a full disk, concurrent runs, runs too large, a user's bad
-environment). Runs: the config of ``runs.py``; ``kill -9``: ``test_resume.py``."""
+"""Faults lose no finished work and write no wrong number with exit status 0: damaged checkpoints,
+lost bookkeeping, a full disk, concurrent runs, runs too large, a user's bad environment."""
 
 from __future__ import annotations
 
@@ -46,6 +45,7 @@ from tests.experiment.runs import (
     forbid_computation,
     partials,
     run,
+    run_ok,
     tree,
 )
 
@@ -71,8 +71,7 @@ def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
     assert code == 2 and "another stabl-jax run is writing" in err and str(live.partial) in err
     assert (tree(lookalike), tree(live.partial)) == before
     live.__exit__(None, None, None)  # the live run ends, keeping its checkpoint folder
-    code, stdout, err = run(command(config_path, out, "--force"), capsys)
-    assert code == 0, err
+    stdout = run_ok(command(config_path, out, "--force"), capsys)
     assert "needs about" in stdout and "of disk" in stdout  # the estimate is printed
     assert tree(lookalike) == before[0]
     assert_same_results(out, reference)
@@ -90,9 +89,8 @@ class _StopAfterFirstChunk(ChunkCheckpoint):
 
 
 def _stopped_after_first_chunk(tmp_path: Path, fingerprint: dict[str, str]) -> tuple[Path, Any]:
-    """An EXP3 run (n = 3, T = 32, R = 2, chunks of 16 rounds) stopped after its first chunk:
-    its checkpoint folder and ``resume(folder)``, the run resumed from ``folder`` (``None``:
-    uninterrupted)."""
+    """An EXP3 run (n = 3, T = 32, R = 2, chunks of 16) stopped after its first chunk: its
+    checkpoint folder and ``resume(folder)`` (``None``: the run uninterrupted)."""
     env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
     stopped = tmp_path / "stopped"
 
@@ -139,10 +137,8 @@ def _same_arrays(got: dict, expected: dict) -> bool:
 
 
 def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
-    """One bit of ``state.npz`` or the chunk file flipped at every header byte (and every 16th
-    byte elsewhere): the read raises :class:`CheckpointDamaged` naming the file, or gives the
-    arrays written (the resume then is bitwise an uninterrupted run's: checked end to end for
-    the first harmless and first detected flip of each file)."""
+    """A bit flipped at every header byte (every 16th elsewhere) of a checkpoint file: named as
+    damaged, or the arrays written (the resume then bitwise an uninterrupted run's)."""
     stopped, resume = _stopped_after_first_chunk(tmp_path, {"test": "flips"})
     whole = resume(None)
     for name in ("chunk-0000000000-0000000016.npz", checkpoint.STATE):
@@ -212,9 +208,8 @@ def _shorten_npy_header(path: Path, member: str) -> bytes:
 @pytest.mark.parametrize("columns", [16, 4096])
 @pytest.mark.parametrize("where", ["checkpoint", "traces"])
 def test_a_shortened_npy_header_is_caught(tmp_path: Path, where: str, columns: int) -> None:
-    """A shortened ``loss.npy`` header: small, the zip's CRC fails; large, NumPy returns shifted
-    values, refused in a checkpoint by its digest, in ``traces.npz`` (no digest) by
-    ``read_traces`` and ``Results.traces`` reading each array whole (the CRC) at any size."""
+    """A shortened ``loss.npy`` header (large: NumPy returns shifted values) is refused by the
+    digest or the CRC in a checkpoint, and by the CRC in ``traces.npz`` (read whole)."""
     loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
     path = tmp_path / f"{where}.npz"
     if where == "traces":
@@ -284,11 +279,10 @@ def _flip(data: bytes, i: int) -> bytes:
 
 
 def test_damaged_checkpoint_is_named_and_force_discards_it(
-    config_path, interrupted, reference, tmp_path, capsys, monkeypatch
+    config_path, interrupted, reference, tmp_path, capsys
 ):
-    """Garbage in ``state.npz``, a shortened ``.npy`` header in a chunk: named with --force as
-    the remedy (exit 2) by the run and its dry run (with --force: what would be discarded and
-    resumed, changing nothing); --force discards that learner's checkpoint only."""
+    """Garbage in ``state.npz``, a shortened header in a chunk: named with --force as remedy by
+    the run and its dry run; --force discards that learner's checkpoint only."""
     out = tmp_path / "out"
 
     def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
@@ -310,13 +304,11 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
         assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err, err
         assert "--force" in err and "dry run:" not in printed and "Traceback" not in err
         assert partials(out) == [interrupted] and tree(interrupted) == before  # none discarded
-    code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--dry-run", "--force"), capsys)
     assert "  the checkpoint of exp3 would be discarded (" in printed
     assert "  would resume: uniform 64/64\n" in printed
     assert partials(out) == [interrupted] and tree(interrupted) == before and not out.exists()
-    code, stdout, err = run(command(config_path, out, "--force"), capsys)
-    assert code == 0, err
+    stdout = run_ok(command(config_path, out, "--force"), capsys)
     assert "discarded the checkpoint of exp3" in stdout
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON}
     assert_same_results(out, reference)
@@ -341,8 +333,7 @@ def test_lost_bookkeeping_still_resumes(
         (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
     else:
         identity.write_text('{"format": "stabl_jax.checkpoint/3", "config": {}}')
-    code, stdout, err = run(command(config_path, out), capsys)
-    assert code == 0, err
+    stdout = run_ok(command(config_path, out), capsys)
     assert f"resuming {partial.name}" in stdout
     assert ("missing or damaged" in stdout) == (damage != "pid")
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 32}
@@ -351,7 +342,7 @@ def test_lost_bookkeeping_still_resumes(
 
 
 def test_unidentifiable_checkpoints_are_kept_without_force(
-    config_path, interrupted, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys
 ):
     """No ``experiment.json``, checkpoints of another seed: refused (exit 2) naming the folder
     and --force; nothing touched."""
@@ -366,9 +357,8 @@ def test_unidentifiable_checkpoints_are_kept_without_force(
 def test_another_runs_partial_folder_is_refused_then_cleared_with_force(
     tmp_path: Path, complete: bool
 ) -> None:
-    """``<out>.partial`` of another config or another run's complete results: refused (and by
-    the dry run) naming the difference and --force; --force discards the checkpoints and moves
-    complete results, whole, to ``<out>.kept-<finished>``."""
+    """``<out>.partial`` of another config or run: refused naming --force, which discards
+    checkpoints and moves complete results whole to ``<out>.kept-<finished>``."""
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
     other = mark_as_ours(tmp_path / "out.partial")
     if complete:
@@ -405,11 +395,9 @@ def _assert_one_line_no_space(err: str, out: Path) -> None:
 
 
 def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, capsys, monkeypatch):
-    """ENOSPC at a chunk, ``traces.npz``, a plot, ``COMPLETE``, in successive reruns: one line
-    (exit 1), checkpoints kept, each rerun resumes all work before, the last gives the
-    uninterrupted results. On a fresh run, ENOSPC at ``experiment.json`` leaves nothing."""
+    """ENOSPC at a chunk, ``traces.npz``, a plot, ``COMPLETE`` in successive reruns: one line
+    (exit 1), all work kept and resumed; at a fresh run's ``experiment.json``: nothing left."""
     out = tmp_path / "out"
-
     chunks, both = itertools.count(1), {"uniform": HORIZON, "exp3": HORIZON}
     fifth_chunk = lambda p, w: "chunk-" in Path(p).name and next(chunks) == 5  # noqa: E731
     stages = [  # (owner, name, when its arguments, the rounds then resumed)
@@ -429,8 +417,7 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
             assert "resuming" in stdout
             assert all(f"{k} {v}/{HORIZON}" in stdout for k, v in resumed.items()), stdout
         assert len(partials(out)) == 1
-    code, stdout, err = run(command(config_path, out), capsys)
-    assert code == 0, err
+    run_ok(command(config_path, out), capsys)
     assert read_summary(out)["resumed"]["rounds_done"] == both
     assert_same_results(out, reference)
     assert not partials(out)
@@ -483,9 +470,8 @@ def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path, capsys):
 
 
 def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
-    """A second run of the same ``--out`` is refused while one goes; a ``<out>`` made meanwhile
-    is not replaced (the results stay in the partial folder, said so) until it is gone.
-    ``--force`` replaces a folder of ours, leaving nothing beside it."""
+    """A second run of one ``--out`` is refused; a ``<out>`` made meanwhile is not replaced
+    until it is gone (results kept, said so); ``--force`` replaces a folder of ours."""
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
     first = ResultsFolder.prepare(out, identity)
     with pytest.raises(OutputError, match="another stabl-jax run is writing"):
@@ -515,9 +501,8 @@ def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
-    proc = subprocess.Popen(
-        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=pipe, stderr=pipe, text=True)
     deadline = time.monotonic() + 300
     chunks = f"out.partial*/{CHECKPOINT_DIR}/*/chunk-*"
     while not any(tmp_path.glob(chunks)) and proc.poll() is None and time.monotonic() < deadline:
@@ -526,10 +511,9 @@ def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
     outcomes.append((proc.wait(timeout=300), proc.stdout.read(), proc.stderr.read()))
     assert sorted(code for code, _, _ in outcomes) == [0, 2], outcomes
     assert_same_results(out, reference)
+    refusals = ("already holds a complete result", "another stabl-jax run")
     for code, _, err in outcomes:
-        if code == 0:
-            continue
-        assert "already holds a complete result" in err or "another stabl-jax run" in err
+        assert code == 0 or any(refusal in err for refusal in refusals), err
     assert not partials(out)
 
 
@@ -551,8 +535,7 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     work = tmp_path / "work"
     work.mkdir()
     out = work / "out"
-    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--dry-run"), capsys)
     assert "needs about" in printed and f"  output: {out}\n" in printed
     assert printed.endswith(DONE + "\n") and list(work.iterdir()) == []
     for name in ("bco_d2", "hpo_bbob_sphere"):  # memory and disk; no time was measured
@@ -573,21 +556,19 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
         assert code == 1 and "the experiment ran" in err
     assert list(work.iterdir()) == []
     before = sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir())
-    code, _, err = run(command(config_path, reference, "--dry-run", "--force"), capsys)
-    assert code == 0, err
+    run_ok(command(config_path, reference, "--dry-run", "--force"), capsys)
     assert sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir()) == before
     assert not partials(reference)
 
 
 def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
-    config_path, interrupted, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys
 ):
     """A dry run says the run resumes an interrupted run; of another seed, refuses it (exit 2),
     with ``--force`` says it is discarded. Nothing moves; the real rerun then resumes it."""
     out, partial = tmp_path / "out", interrupted
     before = tree(partial)
-    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--dry-run"), capsys)
     assert f"  {partial.name}: checkpoints of this experiment, resumed\n" in printed
     assert "  would resume: exp3 32/64, uniform 64/64\n" in printed
     code, _, err = run(command(config_path, out, "--dry-run", "--seed", "1"), capsys)
@@ -600,8 +581,7 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     assert f"{partial.name}: checkpoints of a different experiment (config.seed" in printed
     assert "discarded (--force)" in printed
     assert partials(out) == [partial] and tree(partial) == before and not out.exists()
-    code, printed, err = run(command(config_path, out), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out), capsys)
     assert f"  resuming {partial.name}: exp3 32/64, uniform 64/64" in printed, printed
 
 
@@ -708,8 +688,7 @@ def user_config(folder: Path, env: str) -> Path:
 def test_an_environment_without_change_points_runs_as_one_segment(tmp_path, capsys):
     """No change points: one segment; SA(L) and the cumulative regret are computed."""
     out = tmp_path / "out"
-    code, printed, err = run(command(user_config(tmp_path, "Flat"), out), capsys)
-    assert code == 0, err
+    printed = run_ok(command(user_config(tmp_path, "Flat"), out), capsys)
     assert "one segment (no change points)" in printed
     summary = read_summary(out)
     flat = summary["learners"]["exp3"]

@@ -152,9 +152,8 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
 
 
 def test_a_resumed_hpo_run_says_what_it_took_over(experiment, tmp_path, capsys, monkeypatch):
-    """Interrupted after the first learner's program (its checkpoint keeps traces, no loop
-    state), the same command resumes saying so and writes the uninterrupted run's results; a
-    second run into the complete folder is refused without --force."""
+    """Interrupted after the first program (its checkpoint: traces, no loop state), the same
+    command resumes into the uninterrupted results; a second run is refused without --force."""
     args = tiny_args(tmp_path / "run")
     metrics, calls = hpo_experiment.hpo_metrics, itertools.count(1)
     simulate = metrics.simulate_selection

@@ -1,6 +1,5 @@
-"""A kind of experiment defined outside the package (``examples/custom_kind.py``) runs through
-``stabl-jax run`` by import path, is listed, and is registered with the checks of
-:func:`stabl_jax.experiment.kinds.register_kind`."""
+"""A kind defined outside the package (``examples/custom_kind.py``) runs by import path, is
+listed, and is registered with the checks of :func:`~stabl_jax.experiment.register_kind`."""
 
 from __future__ import annotations
 

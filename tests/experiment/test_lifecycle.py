@@ -1,6 +1,5 @@
-"""The results-folder lifecycle under faults (docs/reliability.md, "Interrupted runs"): a stop
-in the commit, an ``--out`` that cannot be used, a code change, a full disk, damaged results
-files lose no finished work and write no wrong number with exit status 0."""
+"""The results-folder lifecycle under faults (docs/reliability.md, "Interrupted runs"): none
+loses finished work or writes a wrong number with exit status 0."""
 
 from __future__ import annotations
 
@@ -34,6 +33,7 @@ from tests.experiment.runs import (
     fail_when,
     forbid_computation,
     run,
+    run_ok,
     stopped_run,
     sweep_command,
     tree,
@@ -77,8 +77,7 @@ def test_a_stop_at_any_step_of_the_commit_loses_nothing(
     if stage in ("after COMPLETE", "the final rename fails"):
         assert "complete results are kept in" in err and "out.partial" in err
     if not out.exists():
-        code, printed, err = run(command(config_path, out), capsys)
-        assert code == 0, err
+        printed = run_ok(command(config_path, out), capsys)
         if stage == "manifest":  # every learner had finished: resumed whole, nothing rerun
             done = load_results(out).summary["resumed"]["rounds_done"]
             assert done == {"uniform": HORIZON, "exp3": HORIZON}
@@ -104,8 +103,7 @@ def test_a_kill_between_the_two_renames_of_the_commit_loses_nothing(
         with pytest.raises(Killed):
             run(command(config_path, out, "--force"), capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.old", "out.partial"]
-    code, printed, err = run(command(config_path, out, "--force"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--force"), capsys)
     assert "moved into place (nothing recomputed)" in printed
     assert_same_results(out, reference)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
@@ -220,9 +218,7 @@ def test_a_damaged_marker_of_a_partial_folder_is_written_again(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
-def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
-    reference, tmp_path, capsys, monkeypatch
-):
+def test_a_code_change_between_a_stop_and_its_rerun_is_refused(tmp_path, capsys, monkeypatch):
     """A user's learner (by import path) edited after a stop: the rerun refuses (exit 2) naming
     the module and --force, which recomputes; an edit of stabl_jax is named by its file."""
     module = tmp_path / "lifecycle_user_learner.py"
@@ -336,9 +332,8 @@ def test_a_stopped_sweep_resumes_its_finished_grids(
 def test_a_sweep_that_does_not_fit_is_refused_and_a_full_disk_is_one_line(
     config_path, whole_sweep, tmp_path, capsys, monkeypatch
 ):
-    """A sweep that does not fit in memory is refused (and by its dry run) naming
-    --allow-large, which runs it. ENOSPC at its second checkpoint: one line, exit 1; the rerun
-    finishes from the first with an uninterrupted sweep's numbers."""
+    """A sweep too large is refused (and by its dry run) naming --allow-large; ENOSPC at its
+    second checkpoint: one line, exit 1, and the rerun gives the uninterrupted numbers."""
     monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
     out = tmp_path / "out"
     for extra in (["--dry-run"], []):

@@ -1,6 +1,5 @@
-"""The benchmark's NumPy implementations are the same algorithms as the JAX learners: fed the
-JAX simulation's own draws (every arm's losses and the learner's uniforms, float64), they play
-the same arms and report the same expected losses."""
+"""The benchmark's NumPy learners, fed the JAX simulation's own draws (float64), play its arms
+and report its expected losses."""
 
 from __future__ import annotations
 

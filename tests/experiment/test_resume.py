@@ -24,7 +24,7 @@ from stabl_jax.experiment.tables import read_summary
 from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
 from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
-from tests.experiment.runs import CHUNK, command, run
+from tests.experiment.runs import CHUNK, command, run_ok
 
 REPO = Path(__file__).resolve().parents[2]
 KILLED_HORIZON = 1024  # chunks of 8 rounds: 128 checkpoints per learner, a kill lands mid-learner
@@ -106,8 +106,7 @@ def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
         _kill_when(argv, tmp_path, second, finished, may_end=True)
         assert f"resuming {partial.name}: exp3 {killed_at}/{KILLED_HORIZON}" in second.read_text()
     if not out.exists():
-        code, stdout, err = run(command(config_path, out), None)
-        assert code == 0, err
+        stdout = run_ok(command(config_path, out), None)
         # resumed whole; or (killed between COMPLETE and the rename) the complete folder moved
         assert "resuming" in stdout or "moved into place" in stdout, stdout
     assert (out / COMPLETE).is_file() and not list(tmp_path.glob("out.partial*"))
@@ -211,12 +210,16 @@ class _FakeChunkProgram:
         return call
 
 
-def _peak_bytes(fn):
-    """``(fn(), peak bytes allocated while it ran)`` (NumPy reports to tracemalloc)."""
+def _run_chunks(tmp_path: Path, what: str, outputs: tuple[str, ...] = ("x",), **kwargs):
+    """``run_chunks`` of a :class:`_FakeChunkProgram` checkpointed in ``tmp_path / "ckpt"``: the
+    carry, the arrays and the peak bytes allocated (NumPy reports to tracemalloc)."""
+    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": what})
+    lower = lambda carry, t0, length: _FakeChunkProgram(length, outputs)  # noqa: E731
+    carry0 = np.zeros((), np.int32)
     tracemalloc.start()
     try:
-        result = fn()
-        return result, tracemalloc.get_traced_memory()[1]
+        carry, arrays, _, _ = run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt, **kwargs)
+        return carry, arrays, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
@@ -236,44 +239,26 @@ def _interrupt_after(folder: Path, chunks: int) -> None:
 def test_outputs_are_held_once_in_a_fresh_and_in_a_resumed_run(tmp_path):
     """Outputs are filled in place: peak memory is the outputs plus about a chunk, fresh or
     resumed (not twice the outputs, concatenated)."""
-    lower = lambda carry, t0, length: _FakeChunkProgram(length)  # noqa: E731
-    expected = np.broadcast_to(
-        np.arange(_ROUNDS, dtype=np.float32)[None, :, None], (_RUNS, _ROUNDS, _WIDTH)
-    )
-    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "memory"})
-    carry0 = np.zeros((), np.int32)
-    (carry, arrays, _, _), fresh_peak = _peak_bytes(
-        lambda: run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt)
-    )
+    rounds = np.arange(_ROUNDS, dtype=np.float32)[None, :, None]
+    expected = np.broadcast_to(rounds, (_RUNS, _ROUNDS, _WIDTH))
+    carry, arrays, fresh_peak = _run_chunks(tmp_path, "memory")
     assert int(carry) == _ROUNDS
     np.testing.assert_array_equal(arrays["x"], expected)
     assert fresh_peak < _PEAK_BOUND, fresh_peak / _OUTPUT_BYTES
     del arrays
-    _interrupt_after(ckpt.folder, 6)  # of 8 chunks, then resume
-    again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "memory"})
-    (carry, arrays, _, _), resumed_peak = _peak_bytes(
-        lambda: run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=again)
-    )
+    _interrupt_after(tmp_path / "ckpt", 6)  # of 8 chunks, then resume
+    _, arrays, resumed_peak = _run_chunks(tmp_path, "memory")
     np.testing.assert_array_equal(arrays["x"], expected)
     assert resumed_peak < _PEAK_BOUND, resumed_peak / _OUTPUT_BYTES
 
 
 def test_a_checkpoint_with_a_trace_this_run_does_not_record_resumes_without_it(tmp_path):
     """A checkpoint with one more trace than the run records resumes without it."""
-    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "traces"})
-    carry0 = np.zeros((), np.int32)
-    both = lambda carry, t0, length: _FakeChunkProgram(length, ("x", "arms"))  # noqa: E731
-    run_chunks(both, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt)
-    _interrupt_after(ckpt.folder, 2)
-    one = lambda carry, t0, length: _FakeChunkProgram(length)  # noqa: E731
+    _run_chunks(tmp_path, "traces", ("x", "arms"))
+    _interrupt_after(tmp_path / "ckpt", 2)
     rounds = np.arange(_ROUNDS, dtype=np.float32)[None, :, None]
     for names in (None, ("x",)):  # simulate passes the traces it records: "arms" is not read
-        again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "traces"})
-        (carry, arrays, _, _), peak = _peak_bytes(
-            lambda again=again, names=names: run_chunks(
-                one, carry0, _ROUNDS, _CHUNK, checkpoint=again, names=names
-            )
-        )
+        carry, arrays, peak = _run_chunks(tmp_path, "traces", names=names)
         assert int(carry) == _ROUNDS and sorted(arrays) == ["x"]
         np.testing.assert_array_equal(arrays["x"], np.broadcast_to(rounds, arrays["x"].shape))
         if names is not None:

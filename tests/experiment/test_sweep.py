@@ -1,6 +1,5 @@
-"""``stabl-jax sweep`` end to end on a tiny config (5 arms, T = 64, ``--runs 4`` a point): one
-sweep with ``--tune-seed`` (a module fixture) checked file by file and point by point against
-``simulate``; bad inputs exit 2 naming the value; ``--dry-run`` computes nothing."""
+"""``stabl-jax sweep`` on a tiny config (5 arms, T = 64, ``--runs 4`` a point): one sweep with
+``--tune-seed`` checked file by file and point by point against ``simulate``."""
 
 from __future__ import annotations
 

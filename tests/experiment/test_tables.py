@@ -94,9 +94,8 @@ def test_traces_are_read_once_each_and_named_when_missing(tmp_path: Path, monkey
 
 
 def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
-    """``traces.npz`` cut short, not an ``.npz``, or one array's bytes changed: a ``ValueError``
-    naming the file and what to do, from ``read_traces``, ``Results.traces`` and every array
-    read; the sound arrays read as they were."""
+    """``traces.npz`` cut short, not an ``.npz`` or with a changed array: a ``ValueError`` naming
+    the file and remedy, from every reader; the sound arrays read as they were."""
     (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
     path = tmp_path / "traces.npz"
     arms = np.arange(600, dtype=np.int32).reshape(2, 300)
