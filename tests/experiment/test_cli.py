@@ -401,8 +401,8 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
     for learner_name, entry in summary["learners"].items():
         assert entry["num_queries"] == LEARNERS_QUERIES[learner_name]
         assert entry["compile_seconds"] >= 0 and entry["run_seconds"] >= 0
-        assert len(entry["segment_reward"]["mean"]) == num_segments
-        assert len(entry["segment_reward"]["ci95"]) == num_segments
+        segment = entry["segment_reward"]
+        assert len(segment["mean"]) == len(segment["ci95"]) == num_segments
         sa = entry["adaptive_regret"]
         assert sa["window_lengths"] == [16, 32, 64]
         assert len(sa["sampled"]["mean"]) == len(sa["expected"]["ci95"]) == 3
@@ -420,11 +420,10 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
         assert f"{learner_name}/loss" not in traces
         assert traces[f"{learner_name}/segment_reward"].shape == (4, num_segments)
     assert traces["env/change_points"].shape == (4, num_segments - 1)
-    # Paired: the same key for every learner -> a learner-independent environment, and the
-    # reward means in the summary are the means of the per-run segment rewards.
+    # paired (one key for every learner): the summary's means are those of the runs' rewards
     segment = summary["learners"]["stabl"]["segment_reward"]["mean"]
     assert segment == pytest.approx(traces["stabl/segment_reward"].mean(axis=0).tolist())
-    # A CPU steps every learner on the XLA path, and the summary says so.
+    # a CPU steps every learner on the XLA path, and the summary says so
     assert {entry["kernel"] for entry in summary["learners"].values()} == {"xla"}
     for filename in PLOT_FILES.values():
         data = (out / filename).read_bytes()
@@ -532,11 +531,9 @@ def test_muting_is_explained_when_it_happens(tmp_path, capsys):
     args = ["run", "expert_advice_equal_tuned", "--runs", "2", "--no-progress"]
     args += ["--set", 'learners=["stabl_naive"]', "--out", str(tmp_path / "out")]
     assert cli.main(args) == 0
+    out = capsys.readouterr().out
     muted = read_summary(tmp_path / "out")["learners"]["stabl_naive"]["num_muted"]
-    assert (
-        muted > 0
-        and MUTED_WARNING.format(name="stabl_naive", count=muted) in capsys.readouterr().out
-    )
+    assert muted > 0 and MUTED_WARNING.format(name="stabl_naive", count=muted) in out
 
 
 def _t_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -135,18 +135,15 @@ def _empty(tmp_path, reference, monkeypatch) -> str:
     return ""
 
 
-def _mount_point(tmp_path, reference, monkeypatch) -> Path:
-    out = tmp_path / "out"
-    out.mkdir()
-    monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out)
-    return out
+def _marked_by(owner, name: str, fake):
+    """A maker of an empty ``out`` that ``owner.name``, patched to ``fake(path, out)``, marks."""
 
+    def make(tmp_path, reference, monkeypatch) -> Path:
+        (out := tmp_path / "out").mkdir()
+        monkeypatch.setattr(owner, name, lambda path: fake(path, out))
+        return out
 
-def _immutable(tmp_path, reference, monkeypatch) -> Path:
-    out = tmp_path / "out"
-    out.mkdir()
-    monkeypatch.setattr(outputs, "_inode_flags", lambda path: 0x10 * (path == out))
-    return out
+    return make
 
 
 def _read_only_parent(tmp_path, reference, monkeypatch) -> Path:
@@ -175,8 +172,14 @@ BAD_OUTS = {
     "under a file": (_under_a_file, ANY, ("afile", "which is a file")),
     "empty": (_empty, ANY, ("--out is empty; give a folder name",)),
     "blank": (lambda t, r, m: _empty(t, r, m) + "  ", ANY, ("--out is empty; give a folder name",)),
-    "a mount point": (_mount_point, ANY, ("cannot be replaced", "--out OUT/results")),
-    "immutable": (_immutable, ANY, ("cannot be replaced", "--out OUT/results")),
+    "a mount point": (
+        _marked_by(os.path, "ismount", lambda path, out: Path(path) == out), ANY,
+        ("cannot be replaced", "--out OUT/results"),
+    ),
+    "immutable": (
+        _marked_by(outputs, "_inode_flags", lambda path, out: 0x10 * (path == out)), ANY,
+        ("cannot be replaced", "--out OUT/results"),
+    ),
     "a read-only parent": (_read_only_parent, ANY, ("cannot be replaced", "--out OUT/results")),
     "complete, no --force": (
         lambda t, r, m: shutil.copytree(r, t / "out"), ANY[:2],

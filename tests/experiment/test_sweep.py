@@ -20,6 +20,7 @@ from stabl_jax.experiment import cli
 from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.sweep import Grid, best_of
+from tests.experiment.runs import ran
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = """\
@@ -46,10 +47,8 @@ SEEDS = "[0, 4294967295]"
 def configs_digest() -> dict[str, str]:
     """Every file under ``configs/`` with the hash of its bytes and its mtime."""
     files = [p for p in sorted((REPO / "configs").rglob("*")) if p.is_file()]
-    return {
-        str(p): f"{hashlib.sha256(p.read_bytes()).hexdigest()} {p.stat().st_mtime_ns}"
-        for p in files
-    }
+    digest = lambda p: f"{hashlib.sha256(p.read_bytes()).hexdigest()} {p.stat().st_mtime_ns}"  # noqa: E731
+    return {str(p): digest(p) for p in files}
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +59,8 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> dict:
     before = configs_digest()
     argv = ["sweep", str(config), *GRIDS, "--tune-seed", str(TUNE_SEED), "--runs", "4"]
     argv += ["--out", str(out)]
-    status = cli.main([*argv, "--no-progress"])
-    return dict(
-        status=status, out=out, config=config, argv=argv, before=before, after=configs_digest()
-    )
+    status, after = cli.main([*argv, "--no-progress"]), configs_digest()
+    return dict(status=status, out=out, config=config, argv=argv, before=before, after=after)
 
 
 def test_folder_holds_every_file(swept: dict) -> None:
@@ -75,8 +72,7 @@ def test_folder_holds_every_file(swept: dict) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["command"] == ["stabl-jax", *swept["argv"], "--no-progress"]
     assert summary["seed"] == 3 and summary["tune_seed"] == TUNE_SEED
-    assert summary["runs_per_point"] == 4
-    assert "versions" in summary and "code" in summary
+    assert summary["runs_per_point"] == 4 and "versions" in summary and "code" in summary
     with (out / "results.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [r["learner"] for r in rows] == ["exp3_uniform"] * 3 + ["stabl"] * 4
@@ -116,8 +112,7 @@ def test_each_point_equals_it_simulated_alone(swept: dict, name: str) -> None:
     # the best point is the tuning seed's largest mean, reported with its config-seed score
     best = learner["best"]
     tuning = [p["mean"] for p in learner["tuning_points"]]
-    assert best["index"] == int(np.argmax(tuning))
-    assert best["tuning"]["mean"] == max(tuning)
+    assert best["index"] == int(np.argmax(tuning)) and best["tuning"]["mean"] == max(tuning)
     assert best["mean"] == learner["points"][best["index"]]["mean"]
 
 
@@ -234,16 +229,10 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture, flags:
     assert "--tune-seed" not in flags or "give " in err or "drop " in err
 
 
-def test_dry_run_computes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
+def test_dry_run_computes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
     (tmp_path / "tiny.toml").write_text(TINY)
     monkeypatch.chdir(tmp_path)
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a dry run simulated")
-
-    monkeypatch.setattr(sweep_module, "simulate", refuse)
+    monkeypatch.setattr(sweep_module, "simulate", ran)
     argv = ["sweep", "tiny.toml", *GRIDS, "--runs", "8", "--dry-run"]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out

@@ -27,7 +27,7 @@ EXP3 = {"final_log10_gap": -0.8, "final_log10_gap_ci": 0.5}
 SELECTION = {"problems": {"f01_d4_n200": {"exp3": EXP3}}}
 
 
-def test_bandit_summary_rows():
+def test_summary_rows_of_a_bandit_and_a_selection_summary():
     rows = summary_rows(BANDIT)
     assert all(tuple(r) == COLUMNS for r in rows)
     by = {(r["metric"], r["window"], r["segment"]): (r["mean"], r["ci95"]) for r in rows}
@@ -36,10 +36,7 @@ def test_bandit_summary_rows():
     assert by[("sa_sampled", 64, "")] == (-5.0, 0.2)
     assert by[("num_muted", "", "")] == (7, "")
     assert len(rows) == 6  # label, constructor and timings are not metrics
-
-
-def test_selection_summary_rows_pair_the_interval():
-    (row,) = summary_rows(SELECTION)
+    (row,) = summary_rows(SELECTION)  # the interval paired with its mean
     got = (row["problem"], row["learner"], row["metric"], row["mean"], row["ci95"])
     assert got == ("f01_d4_n200", "exp3", "final_log10_gap", -0.8, 0.5)
 
@@ -146,14 +143,11 @@ def test_a_real_results_folder_as_a_table(tmp_path):
     rows = res.rows()
     summary = json.loads((out / "summary.json").read_text())
     want = summary["learners"]["stabl"]["mean_reward"]["mean"]
-    assert [r["mean"] for r in rows if (r["learner"], r["metric"]) == ("stabl", "mean_reward")] == [
-        want
-    ]
-    path = res.to_csv(tmp_path / "t.csv")
-    with path.open() as f:
+    means = [r["mean"] for r in rows if (r["learner"], r["metric"]) == ("stabl", "mean_reward")]
+    assert means == [want]
+    with res.to_csv(tmp_path / "t.csv").open() as f:
         read = list(csv.DictReader(f))
-    assert len(read) == len(rows)
-    assert float(read[0]["mean"]) == rows[0]["mean"]  # exact round trip
+    assert len(read) == len(rows) and float(read[0]["mean"]) == rows[0]["mean"]  # round trip
     assert np.isfinite([float(r["mean"]) for r in read]).all()
     # the same rows as a pandas DataFrame, numbers as numbers (docs/results.md's example)
     frame = res.to_dataframe()
@@ -161,9 +155,8 @@ def test_a_real_results_folder_as_a_table(tmp_path):
     for column in ("window", "segment", "mean", "ci95"):
         assert frame[column].dtype.kind == "f", column
     assert frame["mean"].tolist() == [r["mean"] for r in rows]
-    sa = frame.query("metric == 'sa_expected'").pivot(
-        index="learner", columns="window", values="mean"
-    )
+    sa = frame.query("metric == 'sa_expected'")
+    sa = sa.pivot(index="learner", columns="window", values="mean")
     assert sorted(sa.index) == ["exp3_tuned", "stabl"]
     windows = summary["learners"]["stabl"]["adaptive_regret"]["window_lengths"]
     assert sa.columns.tolist() == [float(w) for w in windows]
