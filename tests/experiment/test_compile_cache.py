@@ -77,8 +77,7 @@ def test_cli_fills_the_cache_folder(tmp_path):
 
 
 def test_version_flag(capsys, monkeypatch):
-    """The versions the results depend on (docs/reliability.md), on one line however narrow
-    the terminal."""
+    """The versions the results depend on, on one line however narrow the terminal."""
     monkeypatch.setenv("COLUMNS", "40")
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == (

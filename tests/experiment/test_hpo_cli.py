@@ -1,5 +1,4 @@
-"""``kind = "hpo"``: configs, the command line, checkpoints and the results folder at tiny sizes
-(d = 2, 24 evaluations)."""
+"""``kind = "hpo"``: configs, command line, checkpoints and results folder (d = 2, 24 evals)."""
 
 from __future__ import annotations
 
@@ -137,8 +136,7 @@ def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys
 
 
 def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
-    """The estimate's loop state per run (:func:`run_state_bytes`, from shapes) is a run's,
-    byte for byte."""
+    """The estimate's loop state per run (from shapes alone) is a run's, byte for byte."""
     config = load_config("hpo_bbob_sphere", TINY)
     group = hpo_experiment.problem_groups(config)[0]
     env = hpo_experiment.problem_env(config, group)

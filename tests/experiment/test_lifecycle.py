@@ -211,8 +211,7 @@ def test_an_out_that_cannot_be_used_is_refused_before_anything_runs(
 def test_a_damaged_marker_of_a_partial_folder_is_written_again(
     config_path, reference, interrupted, tmp_path, capsys
 ):
-    """A partial folder's marker garbled: the folder (our checkpoints) is taken over and
-    resumed, not left behind."""
+    """A partial folder's garbled marker: the folder is taken over and resumed, not left."""
     out = tmp_path / "out"
     (interrupted / outputs.MARKER).write_text("{garbled")
     code, printed, err = run(command(config_path, out), capsys)
@@ -310,8 +309,7 @@ def _points(out: Path) -> dict:
 def test_a_stopped_sweep_resumes_its_finished_grids(
     config_path, whole_sweep, tmp_path, capsys, monkeypatch
 ):
-    """Ctrl-C after the first of four simulations: the same command computes only the three
-    others and writes an uninterrupted sweep's numbers."""
+    """Ctrl-C after the first of four simulations: the rerun computes the three others only."""
     out, calls, rewards = tmp_path / "out", {"n": 0}, sweep_module.sweep_rewards
 
     def counted(*args, **kwargs):

@@ -1,5 +1,4 @@
-"""The benchmark's NumPy learners, fed the JAX simulation's own draws (float64), play its arms
-and report its expected losses."""
+"""The benchmark's NumPy learners, fed JAX's own draws (float64), play JAX's arms and losses."""
 
 from __future__ import annotations
 

@@ -56,17 +56,15 @@ def _state_t0(out: Path, learner: str) -> int:
 
 
 def _kill_when(command: list[str], cwd: Path, log: Path, ready, may_end: bool = False) -> None:
-    """Start ``command`` (output to ``log``) and ``SIGKILL`` it once ``ready()``; unless
-    ``may_end``, it must not end before."""
+    """Start ``command`` and ``SIGKILL`` it once ``ready()`` (before which, unless ``may_end``,
+    it must not end)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))  # the same JAX settings as this process
     with open(log, "wb") as sink:
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=sink, stderr=sink)
         try:
             deadline = time.monotonic() + 300
             while not ready() and (proc.poll() is None or not may_end):
-                assert proc.poll() is None, (
-                    f"the run ended before it was killed:\n{log.read_text()}"
-                )
+                assert proc.poll() is None, f"the run ended before its kill:\n{log.read_text()}"
                 assert time.monotonic() < deadline, f"nothing to kill at:\n{log.read_text()}"
                 time.sleep(0.005)
         finally:
@@ -78,14 +76,14 @@ def _kill_when(command: list[str], cwd: Path, log: Path, ready, may_end: bool = 
 
 @pytest.mark.slow  # two JAX start-ups and compilations in subprocesses (CI runs it)
 def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
+    """Killed mid-learner, then once every learner is done; the same command (in-process)
+    writes an uninterrupted run's traces and summary, bitwise."""
     config_path = tmp_path / "resume.toml"
     config_path.write_text(CONFIG)
     reference = tmp_path / "reference"
     assert cli.main(command(config_path, reference)) == 0
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
-    """Killed mid-learner, then once every learner is done; the same command (in-process)
-    writes an uninterrupted run's traces and summary, bitwise."""
     in_exp3 = lambda: 0 < _state_t0(out, "exp3") < KILLED_HORIZON  # noqa: E731
     _kill_when(argv, tmp_path, tmp_path / "first.log", in_exp3)
     assert not out.exists()
@@ -194,8 +192,7 @@ _PEAK_BOUND = _OUTPUT_BYTES + 4 * _OUTPUT_BYTES * _CHUNK // _ROUNDS
 
 
 class _FakeChunkProgram:
-    """A lowered chunk program: ``(R, length, W)`` float32 outputs holding the round numbers;
-    the carry counts rounds."""
+    """A lowered chunk program: ``(R, length, W)`` outputs of round numbers; a round counter."""
 
     def __init__(self, length: int, names: tuple[str, ...] = ("x",)) -> None:
         self.length = length
@@ -237,8 +234,7 @@ def _interrupt_after(folder: Path, chunks: int) -> None:
 
 
 def test_outputs_are_held_once_in_a_fresh_and_in_a_resumed_run(tmp_path):
-    """Outputs are filled in place: peak memory is the outputs plus about a chunk, fresh or
-    resumed (not twice the outputs, concatenated)."""
+    """Outputs are filled in place: the peak is the outputs plus about a chunk, fresh or resumed."""
     rounds = np.arange(_ROUNDS, dtype=np.float32)[None, :, None]
     expected = np.broadcast_to(rounds, (_RUNS, _ROUNDS, _WIDTH))
     carry, arrays, fresh_peak = _run_chunks(tmp_path, "memory")

@@ -100,8 +100,7 @@ def direct(config: object, name: str, values: dict[str, float], seed: int) -> tu
 
 @pytest.mark.parametrize("name", ["exp3_uniform", "stabl"])
 def test_each_point_equals_it_simulated_alone(swept: dict, name: str) -> None:
-    """Paired draws: a point's numbers are those of that point run alone, on the reported and
-    the tuning seed."""
+    """Paired draws: a point's numbers are its own run alone, on the reported and tuning seeds."""
     config = load_config(swept["config"])
     learner = json.loads((swept["out"] / "summary.json").read_text())["learners"][name]
     for key, seed in (("points", 3), ("tuning_points", TUNE_SEED)):
