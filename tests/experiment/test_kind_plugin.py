@@ -31,9 +31,10 @@ def on_path(monkeypatch):
     KINDS.update(before)
 
 
-def _write(tmp_path: Path, text: str) -> Path:
+def _write(tmp_path: Path, kind: str) -> Path:
+    """``CONFIG`` with ``kind = "KIND"``, in ``tmp_path``."""
     path = tmp_path / "study.toml"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(CONFIG.read_text().replace('"custom_kind:KIND"', f'"{kind}"'), encoding="utf-8")
     return path
 
 
@@ -65,14 +66,14 @@ def test_a_kind_named_by_import_path_runs_end_to_end(on_path, tmp_path, capsys):
     assert cli.main(["list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert any(line.split()[:1] == ["horizon_study"] for line in listed)
-    raw = CONFIG.read_text().replace('"custom_kind:KIND"', '"horizon_study"')
-    assert load_config(_write(tmp_path, raw)).kind == "horizon_study"
+    assert load_config(_write(tmp_path, "horizon_study")).kind == "horizon_study"
 
 
 def test_the_kinds_own_checks_name_the_key(on_path, tmp_path):
-    raw = CONFIG.read_text().replace("horizons = [256, 1024, 4096]", "horizonz = [8]")
+    path = tmp_path / "study.toml"
+    path.write_text(CONFIG.read_text().replace("horizons = [256, 1024, 4096]", "horizonz = [8]"))
     with pytest.raises(ConfigError, match=r"(?s)2 errors.*'horizonz'.*'horizons'.*is required"):
-        load_config(_write(tmp_path, raw))
+        load_config(path)
     with pytest.raises(ConfigError, match=r"key 'horizons'.*must be an int >= 2, got 1"):
         load_config(CONFIG, ["horizons=[1]"])
     with pytest.raises(ConfigError, match=r"key 'horizons'.*lists a horizon twice: \[64, 64\]"):
@@ -89,9 +90,8 @@ def test_the_kinds_own_checks_name_the_key(on_path, tmp_path):
     ],
 )  # fmt: skip
 def test_a_kind_that_is_not_one_is_a_config_error(on_path, tmp_path, kind, message):
-    raw = CONFIG.read_text().replace('"custom_kind:KIND"', f'"{kind}"')
     with pytest.raises(ConfigError, match=rf"key 'kind' in .*study.toml: {message}"):
-        load_config(_write(tmp_path, raw))
+        load_config(_write(tmp_path, kind))
 
 
 def test_register_kind_checks_the_kind_and_its_name(on_path):
@@ -118,14 +118,12 @@ def test_a_kind_that_mislabels_its_configs_or_takes_a_shipped_name_is_refused(
         return dataclasses.replace(custom_kind.validate(*args, **kwargs), kind="other")
 
     register_kind(dataclasses.replace(custom_kind.KIND, name="mislabelled", validate=validate))
-    raw = CONFIG.read_text().replace('"custom_kind:KIND"', '"mislabelled"')
     with pytest.raises(TypeError, match=r"kind 'mislabelled': .* kind is 'other'; it must be"):
-        load_config(_write(tmp_path, raw))
+        load_config(_write(tmp_path, "mislabelled"))
     (tmp_path / "clash.py").write_text(
         "import dataclasses\nfrom stabl_jax.experiment.kinds import KINDS\n"
         "KIND = dataclasses.replace(KINDS['bandit'], description='mine')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    raw = CONFIG.read_text().replace('"custom_kind:KIND"', '"clash:KIND"')
     with pytest.raises(ConfigError, match="kind 'bandit' is already registered"):
-        load_config(_write(tmp_path, raw))
+        load_config(_write(tmp_path, "clash:KIND"))
