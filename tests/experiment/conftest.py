@@ -1,5 +1,4 @@
-"""The runs of :data:`tests.experiment.runs.CONFIG` the lifecycle, fault, resume and compare
-tests share, each made once per process (read, never changed)."""
+"""The runs of :data:`tests.experiment.runs.CONFIG` the tests share, made once per process."""
 
 from __future__ import annotations
 
@@ -39,8 +38,8 @@ def _interrupted(config_path: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture
 def interrupted(_interrupted: Path, tmp_path: Path) -> Path:
-    """The partial folder of ``tmp_path / "out"``: a copy of a run of ``config_path`` stopped
-    by Ctrl-C after 6 chunk checkpoints (``uniform`` done, ``exp3`` at round 32)."""
+    """A copy in ``tmp_path`` of the partial folder of a run stopped by Ctrl-C after 6 chunk
+    checkpoints (``uniform`` done, ``exp3`` at round 32)."""
     return Path(shutil.copytree(_interrupted, tmp_path / _interrupted.name))
 
 

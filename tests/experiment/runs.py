@@ -1,13 +1,14 @@
-"""What the lifecycle, fault, resume and compare tests share: one tiny config at the canonical
-sizes (5 arms, T = 64, chunks of 16 rounds; its runs: conftest.py's fixtures), the command
-line, its output, the files of a folder, and a run stopped after a number of chunk
-checkpoints."""
+"""What the lifecycle, fault, resume and compare tests share: a tiny config (5 arms, T = 64,
+chunks of 16 rounds; its runs: conftest.py), the command line and a run stopped by Ctrl-C."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import itertools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,11 +44,16 @@ def sweep_command(config_path: Path, out: Path, *extra: str) -> list[str]:
 
 def forbid_computation(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make any bandit experiment fail loudly: a refusal must come before any computation."""
-
-    def ran(*args, **kwargs):
-        raise AssertionError("the experiment ran")
-
     monkeypatch.setattr(bandit, "run_experiment", ran)
+
+
+def ran(*args, **kwargs):
+    raise AssertionError("the experiment ran")
+
+
+def sets(items: list[str]) -> list[str]:
+    """``--set ITEM`` for each of ``items``."""
+    return [arg for item in items for arg in ("--set", item)]
 
 
 def command(config_path: Path, out: Path | str, *extra: str) -> list[str]:
@@ -67,6 +73,13 @@ def run(args: list[str], capsys: pytest.CaptureFixture | None) -> tuple[int, str
     return code, out.getvalue(), err.getvalue()
 
 
+def run_ok(args: list[str], capsys: pytest.CaptureFixture | None) -> str:
+    """:func:`run`, asserted to exit 0 (else its stderr is shown): its stdout."""
+    code, out, err = run(args, capsys)
+    assert code == 0, err
+    return out
+
+
 def tree(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (relative path -> bytes)."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
@@ -77,6 +90,29 @@ def partials(out: Path) -> list[Path]:
     return sorted(out.parent.glob(f"{out.name}.partial*"))
 
 
+def fail_when(
+    patch: pytest.MonkeyPatch,
+    owner: Any,
+    name: str,
+    when: Callable[..., bool],
+    error: BaseException | type[BaseException] = KeyboardInterrupt,
+    after: bool = False,
+) -> None:
+    """Patch ``owner.name`` to raise ``error`` on a call whose positional arguments satisfy
+    ``when`` (before the call, or once it is done where ``after``)."""
+    real = getattr(owner, name)
+
+    def failing(*args, **kwargs):
+        if not after and when(*args):
+            raise error
+        result = real(*args, **kwargs)
+        if after and when(*args):
+            raise error
+        return result
+
+    patch.setattr(owner, name, failing)
+
+
 def stopped_run(
     config_path: Path,
     out: Path,
@@ -84,18 +120,11 @@ def stopped_run(
     monkeypatch: pytest.MonkeyPatch,
     chunks: int,
 ) -> str:
-    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints; asserts exit 130, the
-    kept checkpoints and the last line, and returns its stderr."""
-    save, count = ChunkCheckpoint.save, {"n": 0}
-
-    def save_then_stop(self, *args, **kwargs):
-        save(self, *args, **kwargs)
-        count["n"] += 1
-        if count["n"] == chunks:
-            raise KeyboardInterrupt
-
+    """A run stopped by Ctrl-C after ``chunks`` chunk checkpoints (exit 130 and the message
+    asserted); its stderr."""
+    count = itertools.count(1)
     with monkeypatch.context() as patch:
-        patch.setattr(ChunkCheckpoint, "save", save_then_stop)
+        fail_when(patch, ChunkCheckpoint, "save", lambda *a: next(count) == chunks, after=True)
         code, _, err = run(command(config_path, out), capsys)
     assert code == 130 and "checkpoints kept in" in err, err
     assert "rerun the same command to resume" in err

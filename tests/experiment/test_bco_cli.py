@@ -1,12 +1,5 @@
-"""BCO experiment configs (``kind = "bco"``) through the command line, end to end at tiny sizes.
-
-Every shipped ``configs/bco_*.toml`` is validated at full size (every learner built at its
-dimension). ``bco_d2`` is then run through ``cli.main`` with ``--set`` overrides that shrink it
-(2 runs, T = 64, change points scaled by 64/4096, two SA(L) window lengths) and the results
-folder is checked file by file; at that size ``bco_d10`` and ``bco_d50`` would be the same run
-under other names (their dimension and run count are all that differ), so their own keys are
-tested at full size only. (Bad BCO keys: tests/experiment/test_cli.py's table.)
-"""
+"""``kind = "bco"`` configs: each validated at full size; ``bco_d2`` (``bco_d10``/``d50`` differ
+only in dimension and runs) run end to end shrunk (2 runs, T = 64) and checked file by file."""
 
 from __future__ import annotations
 
@@ -26,26 +19,16 @@ from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.kinds.bco import BCO_PLOT_FILES
 from stabl_jax.experiment.outputs import COMPLETE
 from stabl_jax.experiment.tables import read_summary, read_traces
+from tests.experiment.runs import sets
 
 REPO = Path(__file__).resolve().parents[2]
 BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
-BCO_LEARNER_QUERIES = {
-    "stabl_bco": 3,
-    "stabl_bco_two_query": 2,
-    "fkm": 1,
-    "two_point_ogd": 2,
-    "ogd_full_info": 1,
-}
+BCO_LEARNER_QUERIES = {"stabl_bco": 3, "stabl_bco_two_query": 2, "fkm": 1, "two_point_ogd": 2}
+BCO_LEARNER_QUERIES["ogd_full_info"] = 1
 CHANGE_POINTS = (400, 1100, 1300, 2600, 3500)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-TINY = [
-    "runs=2",
-    "horizon=64",
-    "window=8",
-    "sa_windows=[16, 64]",
-    "env.change_points=[6, 17, 20, 40, 54]",  # the shipped ones times 64 / 4096
-    "env.dim=2",
-]
+TINY = ["runs=2", "horizon=64", "window=8", "sa_windows=[16, 64]", "env.dim=2"]
+TINY += ["env.change_points=[6, 17, 20, 40, 54]"]  # the shipped ones times 64 / 4096
 
 
 @pytest.fixture(autouse=True)
@@ -54,10 +37,7 @@ def _repo_cwd(monkeypatch):
 
 
 def tiny_args(name: str) -> list[str]:
-    args = [f"configs/{name}.toml", "--no-progress"]
-    for item in TINY:
-        args += ["--set", item]
-    return args
+    return [f"configs/{name}.toml", "--no-progress", *sets(TINY)]
 
 
 @pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
@@ -78,23 +58,19 @@ def test_bco_config_validates(name):
 
 
 def test_bco_config_runs_end_to_end(tmp_path, capsys):
-    name = "bco_d2"
-    out = tmp_path / name
-    assert cli.main(["run", *tiny_args(name), "--out", str(out)]) == 0
+    out = tmp_path / "bco_d2"
+    assert cli.main(["run", *tiny_args("bco_d2"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "comparator gap" in printed and "SA(64)" in printed and "±" in printed
     assert "needs about" in printed and "roughly" not in printed  # memory and disk, no time
-    assert (out / COMPLETE).is_file()
-    assert not list(tmp_path.glob(f"{name}.partial*"))
-
+    assert (out / COMPLETE).is_file() and not list(tmp_path.glob("bco_d2.partial*"))
     summary = read_summary(out)
     json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
     assert summary["kind"] == "bco" and summary["runs"] == 2 and summary["horizon"] == 64
     assert summary["env"]["dim"] == 2 and summary["config"]["env"]["dim"] == 2
     assert summary["env"]["change_points"] == [6, 17, 20, 40, 54]
-    assert summary["timings"]["wall_seconds"] > 0
     sa_info = summary["adaptive_regret"]
-    assert sa_info["window_lengths"] == [16, 64]
+    assert summary["timings"]["wall_seconds"] > 0 and sa_info["window_lengths"] == [16, 64]
     assert sa_info["stride"] == "max(1, L // 4)" and "window_minimum" in sa_info["solver"]
     assert all(0 <= g < 1e-2 for g in sa_info["comparator_gap"]["max"])
     assert list(summary["learners"]) == list(BCO_LEARNER_QUERIES)
@@ -105,7 +81,6 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
         assert len(entry["adaptive_regret"]["sa"]["mean"]) == 2
         muted = entry["num_muted"]
         assert (muted is None) == (learner_name not in ("stabl_bco", "stabl_bco_two_query"))
-
     traces = read_traces(out)
     for learner_name in BCO_LEARNER_QUERIES:
         loss = traces[f"{learner_name}/loss"]
@@ -114,21 +89,16 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
         np.testing.assert_allclose(traces[f"{learner_name}/best_loss"], 0.0, atol=1e-6)
         mean = summary["learners"][learner_name]["mean_loss"]["mean"]
         assert mean == pytest.approx(loss.astype(np.float64).mean())
-    # Paired by run against the reference (the first learner: no StABL of the bandits here):
-    # the mean loss and SA(L) differences, with scipy's t quantile over the 2 runs.
+    # paired by run against the reference (the first learner), scipy's t quantile over 2 runs
     reference = summary["config"]["reference"]
     assert reference == next(iter(BCO_LEARNER_QUERIES))
     assert f"minus {reference}, paired by run" in printed
     t_quantile = stats.t.ppf(0.975, 1)
-    for learner_name in BCO_LEARNER_QUERIES:
-        if learner_name == reference:
-            assert "paired" not in summary["learners"][learner_name]
-            continue
-        got = summary["learners"][learner_name]["paired"]
+    assert "paired" not in summary["learners"][reference]
+    for learner in set(BCO_LEARNER_QUERIES) - {reference}:
+        got = summary["learners"][learner]["paired"]
         for key, name in (("mean_loss", "loss"), ("sa", "sa")):
-            mine, theirs = (
-                traces[f"{n}/{name}"].astype(np.float64) for n in (learner_name, reference)
-            )
+            mine, theirs = (traces[f"{n}/{name}"].astype(np.float64) for n in (learner, reference))
             diff = mine.mean(axis=1) - theirs.mean(axis=1) if name == "loss" else mine - theirs
             stat = got[key] if key == "mean_loss" else got["adaptive_regret"]["sa"]
             half = t_quantile * diff.std(axis=0, ddof=1) / np.sqrt(2)
@@ -164,8 +134,7 @@ def _nan(theta, x):
 
 @dataclasses.dataclass(frozen=True)
 class L1Target(CustomConvex):
-    """A user's convex family, named in a config by its import path: a function among its
-    fields."""
+    """A user's convex family (by import path): a function among its fields."""
 
     loss: Any = _l1
     lipschitz_bound: float = 2**0.5
@@ -179,9 +148,8 @@ class BrokenTarget(CustomConvex):
 
 
 def test_a_users_environment_with_a_function_runs_and_a_broken_one_stops(tmp_path, capsys):
-    """The function is recorded by its import path (``summary.json`` used to fail on it,
-    after the whole run: ``Object of type function is not JSON serializable``); a NaN loss
-    stops the run, naming the run and round, instead of a summary of NaNs with exit 0."""
+    """The function is recorded by its import path; a NaN loss stops the run naming run and
+    round (no summary of NaNs with exit 0)."""
     one = ["--set", 'learners=["fkm"]']
     out = tmp_path / "l1"
     user = ["--set", f'env.name="{__name__}:L1Target"']

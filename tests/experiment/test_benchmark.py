@@ -22,13 +22,8 @@ BANDWIDTH = "argument --bandwidth: give a finite number of GB/s > 0, got '{}'"
 
 
 def test_bench_cli_tiny(tmp_path, capsys):
-    code = cli.main(
-        [
-            "bench", "--learners", "stabl", "--arms", "5", "--runs", "3",
-            "--repeats", "1", "--out", str(tmp_path), "--bandwidth", "100",
-        ]
-    )  # fmt: skip
-    assert code == 0
+    argv = "bench --learners stabl --arms 5 --runs 3 --repeats 1 --bandwidth 100 --out".split()
+    assert cli.main([*argv, str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "| learner | n | R |" in printed and "NumPy one-run loop" in printed
     result = json.loads((tmp_path / "benchmark.json").read_text())
@@ -40,8 +35,7 @@ def test_bench_cli_tiny(tmp_path, capsys):
         assert row["run_steps_per_s"] > 0 and row["compile_s"] >= 0
         assert row["arm_updates_per_s"] == pytest.approx(5 * row["run_steps_per_s"])
         assert row["x_numpy_loop"] > 0 and row["x_numpy_vectorised"] > 0
-        assert row["peak_rss_bytes"] > 0
-        assert row["x_validated"] > 0  # the validated call's rate over the plain one
+        assert row["peak_rss_bytes"] > 0 and row["x_validated"] > 0
         # StABL's state per run, from its init: the bound is 100 GB/s over twice that.
         assert row["state_bytes_per_run"] == benchmark.state_bytes(
             benchmark.make_learner("stabl", 5)
@@ -72,20 +66,15 @@ def test_bench_cli_tiny(tmp_path, capsys):
     ],
 )  # fmt: skip
 def test_bench_cli_rejects_bad_values(capsys, flag, value, message):
-    """An unknown learner, sizes below one run, a value given twice (which would time the
-    same row twice): only the values refused are named, as given (not the tuple they
-    became). A bandwidth of ``inf`` passed the old ``> 0`` check (a bound column of zeros);
-    one argparse type (``benchmark.bandwidth``) checks it with and without ``--gpu``."""
+    """Only the values refused are named, as given; one argparse type checks the bandwidth
+    (``inf`` too) with and without ``--gpu``."""
     assert cli.main(["bench", flag, *value.split()]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
 
 
 def test_bench_without_numpy_for_other_learners():
-    config = benchmark.BenchConfig(
-        learners=("uniform",), arms=(4,), runs=(2,), repeats=1, work=256, numpy=True
-    )
-    result = benchmark.run_benchmark(config)
-    # no NumPy version: JAX only, plain and validated
+    config = benchmark.BenchConfig(("uniform",), (4,), (2,), repeats=1, work=256, numpy=True)
+    result = benchmark.run_benchmark(config)  # no NumPy version: JAX only, plain and validated
     assert [row["impl"] for row in result["rows"]] == ["jax", "jax_validated"]
     assert "—" in benchmark.to_markdown(result)
 
@@ -111,8 +100,7 @@ def test_auto_chunk_size_follows_available_memory(monkeypatch):
 
 
 def test_bench_gpu_without_a_gpu_stops_before_any_work(tmp_path, monkeypatch, capsys):
-    """``--gpu`` is sized for an accelerator: on a CPU it stops at once (exit 2), saying
-    what to do, and writes nothing; ``--quick`` is what runs its rows on a CPU."""
+    """``--gpu`` on a CPU stops at once (exit 2) saying what to do, writing nothing."""
     monkeypatch.setattr(benchmark, "has_accelerator", lambda: False)
     assert cli.main(["bench", "--gpu", "--out", str(tmp_path / "b")]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
@@ -127,25 +115,18 @@ def test_bench_gpu_quick_is_the_gpu_rows_at_tiny_sizes():
     full, quick = benchmark.gpu_rows(), benchmark.gpu_rows(quick=True)
     assert [(r[0], r[1], r[4]) for r in full] == [(r[0], r[1], r[4]) for r in quick]
     assert [(r[0], r[1], r[2], r[3]) for r in full] == [
-        ("stabl", 30, 1024, 4096),
-        ("stabl", 30, 16384, 4096),
-        ("stabl", 30, 131072, 4096),
-        ("exp3", 30, 131072, 4096),
-        ("stabl", 30, 16384, 4096),
-        ("stabl", 300, 32768, 2048),
-    ]
+        ("stabl", 30, 1024, 4096), ("stabl", 30, 16384, 4096), ("stabl", 30, 131072, 4096),
+        ("exp3", 30, 131072, 4096), ("stabl", 30, 16384, 4096), ("stabl", 300, 32768, 2048),
+    ]  # fmt: skip
     assert [r[4] for r in full].count(None) == 1  # one row keeps every trace
     assert max(r[2] for r in quick) <= 32 and {r[3] for r in quick} == {64}
 
 
 def test_bench_gpu_quick_writes_its_json_and_records_a_failing_row(tmp_path, monkeypatch, capsys):
-    """The ``--gpu`` code path and its JSON on a CPU (``--quick``; rows cut to three, one
-    of them failing, which is recorded while the others run). Each row on both kernels."""
-    rows = (
-        ("stabl", 4, 8192, 4096, None),
-        ("no_such_learner", 4, 8192, 4096, ("played",)),
-        ("exp3", 4, 8192, 4096, ("played", "loss")),
-    )
+    """The ``--gpu`` path on a CPU (``--quick``; three rows, a failing one recorded while the
+    others run), each row on both kernels."""
+    rows = (("stabl", 4, 8192, 4096, None), ("no_such_learner", 4, 8192, 4096, ("played",)))
+    rows += (("exp3", 4, 8192, 4096, ("played", "loss")),)
     monkeypatch.setattr(benchmark, "GPU_ROWS", rows)
     monkeypatch.setattr(benchmark, "GPU_DEVICE_ROWS", (("stabl", 4, 8192, 4096, ("loss",)),))
     out = tmp_path / "bench"
@@ -205,10 +186,8 @@ def _agrees(quoted: str, actual: float) -> bool:
 
 
 def test_the_documents_quote_the_benchmark_they_ship():
-    """README's speed sentence, docs/speed.md's targets table and EXPERIMENTS.md's summary
-    table quote ``docs/benchmark/benchmark.json`` (which ``docs_numbers.sh`` replaces): every
-    quoted rate and ratio is the JSON's to the digits shown, so a rerun of the benchmark
-    cannot leave a stale number behind."""
+    """Every rate and ratio README, docs/speed.md and EXPERIMENTS.md quote is
+    ``docs/benchmark/benchmark.json``'s to the digits shown: no stale number."""
     rows = json.loads((ROOT / "docs" / "benchmark" / "benchmark.json").read_text())["rows"]
 
     def row(impl: str, learner: str, n: int, runs: int | None = 4096) -> dict:
@@ -221,11 +200,8 @@ def test_the_documents_quote_the_benchmark_they_ship():
 
     checked = 0
     readme = (ROOT / "README.md").read_text()
-    rate, loop, vect = re.search(
-        r"StABL runs ([\d.]+ [kM]) run-steps/s at n = 30 arms \((\d+)× a NumPy loop,\s+"
-        r"([\d.]+)× vectorised NumPy",
-        readme,
-    ).groups()
+    sentence = r"StABL runs ([\d.]+ [kM]) run-steps/s at n = 30 arms \((\d+)× a NumPy loop,\s+"
+    rate, loop, vect = re.search(sentence + r"([\d.]+)× vectorised NumPy", readme).groups()
     jax_row = row("jax", "stabl", 30)
     assert _agrees(rate, jax_row["run_steps_per_s"]), rate
     assert _agrees(loop, jax_row["x_numpy_loop"]) and _agrees(vect, jax_row["x_numpy_vectorised"])
@@ -238,10 +214,8 @@ def test_the_documents_quote_the_benchmark_they_ship():
         assert _agrees(vect, jax_row["x_numpy_vectorised"]), (n, vect)
         checked += 1
     experiments = (ROOT / "EXPERIMENTS.md").read_text()
-    pattern = (
-        r"^\| (StABL|EXP3), n = (\d+) \| ([\d.]+ [kM]) \| ([\d.]+ [kM]) \| ([\d.]+ [kM])"
-        r"[^|]*\| ([\d.]+)× \| ([\d.]+)× \|"
-    )
+    pattern = r"^\| (StABL|EXP3), n = (\d+) \| ([\d.]+ [kM]) \| ([\d.]+ [kM]) \| ([\d.]+ [kM])"
+    pattern += r"[^|]*\| ([\d.]+)× \| ([\d.]+)× \|"
     for name, n, rate, vect_rate, loop_rate, vect, loop in re.findall(pattern, experiments, re.M):
         learner, n = name.lower(), int(n)
         jax_row = row("jax", learner, n)

@@ -1,10 +1,5 @@
-"""The command line, experiment configs and results folders, end to end at tiny sizes.
-
-The paper's shipped configs are run through ``cli.main`` with ``--set`` overrides that shrink
-them (4 runs, T = 64, 5 arms, change points scaled down); the results folder is then checked
-file by file. Bad configs must fail on load with a :class:`ConfigError` naming key and file, and
-the CLI must exit 2 with ``error:`` on stderr before any computation.
-"""
+"""The command line, configs and results folders: the shipped configs shrunk by ``--set`` (4
+runs, T = 64, 5 arms) run and checked file by file; bad configs named by key and file."""
 
 from __future__ import annotations
 
@@ -39,26 +34,19 @@ from stabl_jax.experiment.tables import load_results, read_summary, read_traces
 from stabl_jax.learners.exp3 import EXP3
 from stabl_jax.registry import BCO_LEARNERS
 from tests.conftest import numbers, write_config_variant
-from tests.experiment.runs import forbid_computation
+from tests.experiment.runs import forbid_computation, sets
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
 PAPER_LEARNERS = ("uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # The (R, T) traces of `save_traces = "all"`; the default keeps `played` only.
-TRACE_FIELDS = {
-    "loss": np.float32,
-    "expected_loss": np.float32,
-    "played": np.uint8,
-    "prob_best": np.float32,
-}
-
-# Shrink a shipped config: T = 64 keeps StABL's geometric intervals (T >= 16) non-empty.
+TRACE_FIELDS = {"loss": np.float32, "expected_loss": np.float32, "played": np.uint8}
+TRACE_FIELDS["prob_best"] = np.float32
 TINY = ["runs=4", "horizon=64", "env.num_arms=5", "window=8"]
 TINY += ["learner_options.stabl_single_scale.history_lengths=[16]"]
-# The random config's 1355, 1437, 1798, 3249 scaled by 64/4096 (5 segments). At this size the
-# large config is the random one under another name (every key where they differ is set
-# here), so it is run end to end no more: test_shipped_config_validates loads its own keys.
+# The random config's change points scaled by 64/4096; the large config is, at this size, the
+# random one under another name (test_shipped_config_validates loads its keys).
 TINY_CHANGE_POINTS = {
     "expert_advice_equal": [],  # num_segments = 4 -> 16, 32, 48
     "expert_advice_random": ["env.change_points=[21, 22, 28, 50]"],
@@ -67,10 +55,7 @@ TINY_SEGMENTS = {"expert_advice_equal": 4, "expert_advice_random": 5}
 
 
 def tiny_args(name: str) -> list[str]:
-    args = [name, "--no-progress"]
-    for item in TINY + TINY_CHANGE_POINTS[name]:
-        args += ["--set", item]
-    return args
+    return [name, "--no-progress", *sets(TINY + TINY_CHANGE_POINTS[name])]
 
 
 @pytest.fixture(autouse=True)
@@ -81,48 +66,30 @@ def _repo_cwd(monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory) -> Callable[[str], Path]:
-    """``get(name)``: the results folder of shipped config ``name`` run at a tiny size through
-    ``cli.main`` (each config runs once per module; later calls reuse the folder and the
-    compiled programs)."""
+    """``get(name)``: the results folder of shipped config ``name`` run at a tiny size (once
+    per module; called from a test, so in the repository root)."""
     root = tmp_path_factory.mktemp("results")
     done: dict[str, Path] = {}
 
     def get(name: str) -> Path:
         if name not in done:
-            out = root / name
-            cwd = os.getcwd()
-            os.chdir(REPO)
-            try:
-                code = cli.main(["run", *tiny_args(name), "--out", str(out)])
-            finally:
-                os.chdir(cwd)
-            assert code == 0
-            done[name] = out
+            assert cli.main(["run", *tiny_args(name), "--out", str(root / name)]) == 0
+            done[name] = root / name
         return done[name]
 
     return get
 
 
-# --------------------------------------------------------------------------------------------
-# Shipped configs
-# --------------------------------------------------------------------------------------------
-
-
-# BCO configs: test_bco_cli.py; HPO configs: test_hpo_cli.py; the scaling study's
-# (study_*): tests/scripts/test_study.py.
-TUNED = sorted(
-    name for name in shipped_configs() if name.endswith("_tuned") and not name.startswith("study_")
-)
+# BCO configs: test_bco_cli.py; HPO: test_hpo_cli.py; study_*: tests/scripts/test_study.py.
+TUNED = [c for c in sorted(shipped_configs()) if c.endswith("_tuned") and c[:6] != "study_"]
 
 
 @pytest.mark.parametrize("name", TUNED)
 def test_tuned_configs_validate_and_differ_only_in_scales(name):
-    """Every other bandit config (the tuned ones, from docs/usage.md's sweeps) loads, and
-    differs from its base config only in name, description, feedback and [params.*]."""
+    """A tuned config (docs/usage.md's sweeps) differs from its base only in name,
+    description, feedback and [params.*]."""
     assert len(TUNED) >= 5  # the tuned variants (docs/usage.md's sweeps)
-    cfg = load_config(name)
-    base_name = name.removesuffix("_tuned").removesuffix("_reward")
-    base = load_config(base_name)
+    cfg, base = load_config(name), load_config(name.removesuffix("_tuned").removesuffix("_reward"))
     assert cfg.params and set(cfg.params) <= set(cfg.learners)
     for field in ("seed", "runs", "horizon", "learners", "env", "window", "sa_windows"):
         assert getattr(cfg, field) == getattr(base, field), field
@@ -138,13 +105,10 @@ def test_tuned_configs_validate_and_differ_only_in_scales(name):
 def test_shipped_config_validates(name):
     assert name in shipped_configs()
     cfg = load_config(name)
-    assert cfg.name == name
-    assert cfg.learners == PAPER_LEARNERS
-    assert cfg.feedback == "loss"
+    assert (cfg.name, cfg.learners, cfg.feedback) == (name, PAPER_LEARNERS, "loss")
     assert cfg.env.name == "expert_advice"
     assert cfg.learner_options["stabl_single_scale"]["history_lengths"] == (1024,)
-    assert cfg.sa_windows == default_sa_windows(cfg.horizon)
-    assert cfg.description
+    assert cfg.sa_windows == default_sa_windows(cfg.horizon) and cfg.description
     env = cfg.make_env()
     assert env.best_arm_order == "sequential"  # the paper: segment j's best arm is arm j
     for learner_name in cfg.learners:
@@ -156,23 +120,14 @@ def test_shipped_config_validates(name):
         "expert_advice_equal": (30, 4096, 500, 50, (1024, 2048, 3072)),
         "expert_advice_random": (30, 4096, 500, 50, (1355, 1437, 1798, 3249)),
         "expert_advice_large": (300, 65536, 100, 500, (7853, 13822, 25180, 56621)),
-    }[name]
+    }[name]  # fmt: skip
     assert (env.num_arms, cfg.horizon, cfg.runs, cfg.window, env.change_points) == expected
 
 
 def test_overrides_reach_every_level():
-    cfg = load_config(
-        "expert_advice_equal",
-        [
-            "env.num_arms=10",
-            "runs=50",
-            'learners=["stabl","exp3"]',
-            "feedback=reward",
-            "params.stabl.meta_lr_scale=8",
-            "sa_windows=[64, 16]",
-            "chunk_size=128",
-        ],
-    )
+    overrides = ["env.num_arms=10", "runs=50", 'learners=["stabl","exp3"]', "feedback=reward"]
+    overrides += ["params.stabl.meta_lr_scale=8", "sa_windows=[64, 16]", "chunk_size=128"]
+    cfg = load_config("expert_advice_equal", overrides)
     assert (cfg.env.num_arms, cfg.runs, cfg.learners) == (10, 50, ("stabl", "exp3"))
     assert cfg.sa_windows == (16, 64) and cfg.chunk_size == 128
     stabl = cfg.make_learner("stabl")
@@ -182,16 +137,12 @@ def test_overrides_reach_every_level():
 
 
 def test_settings_of_a_learner_left_out_are_named_as_unused():
-    """A tuned config's ``[params.X]`` and ``[learner_options.X]`` stay valid when
-    ``learners`` leaves ``X`` out, and the config says they are not used."""
+    """``[params.X]`` and ``[learner_options.X]`` stay valid when ``learners`` leaves ``X`` out;
+    the config says they are not used."""
     assert load_config("figure1").unused_settings() == []
-    sets = ['learners=["uniform", "stabl"]', "learner_options.saol.history_lengths=[16]"]
-    config = load_config("figure1", sets)
-    assert config.unused_settings() == [
-        "learner_options.saol",
-        "params.stabl_tuned",
-        "params.exp3_tuned",
-    ]
+    overrides = ['learners=["uniform", "stabl"]', "learner_options.saol.history_lengths=[16]"]
+    unused = ["learner_options.saol", "params.stabl_tuned", "params.exp3_tuned"]
+    assert load_config("figure1", overrides).unused_settings() == unused
 
 
 def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
@@ -199,10 +150,8 @@ def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
     assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
     assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
     assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
-    assert parse_override("env.random_change_points=true") == (
-        ("env", "random_change_points"),
-        True,
-    )
+    flag = ("env", "random_change_points")
+    assert parse_override("env.random_change_points=true") == (flag, True)
     for bad in ("runs", "=3", "env..x=1"):
         with pytest.raises(ConfigError, match="key=value"):
             parse_override(bad)
@@ -213,14 +162,9 @@ def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
         load_config(path, ["runs.x=1"])
     with pytest.raises(ConfigError, match="expert_advice_equal"):  # the shipped ones listed
         resolve_config("no_such_config")
-    # a shorter horizon names the window it leaves too long, and how to set both
     with pytest.raises(ConfigError, match=r"is 50, longer than horizon = 20.*--set window=N"):
         load_config("expert_advice_equal", ["horizon=20"])
 
-
-# --------------------------------------------------------------------------------------------
-# Bad configs
-# --------------------------------------------------------------------------------------------
 
 GOOD = """
 name = "bad_example"
@@ -249,93 +193,84 @@ dims = [2]
 evaluations = [24]
 """
 TOP, ENV, END, DIMS = "runs = 2", "num_arms = 5", None, "dims = [2]"
+T, N, D = TOP + "\n", ENV + "\n", DIMS + "\n"  # a key added after the anchor
 G, C, H = GOOD, BCO_GOOD, HPO_GOOD  # the good config of each kind
 LRN, LO, EA = '"uniform", "stabl"', "[learner_options.stabl]\n", 'name = "expert_advice"'
 #: case: (the good config of its kind, anchor, new text: replaces the anchor or, for END, is
 #: appended; then what the message must say besides the file: the key, what is allowed).
 BAD_CASES = {
-    "unknown key": (G, TOP, 'runs = 2\ncolour = "red"', "'colour'", "allowed keys"),
+    "unknown key": (G, TOP, T + 'colour = "red"', "'colour'", "allowed keys"),
     "wrong type": (G, TOP, 'runs = "many"', "'runs'", "must be an int"),
     "out of range": (G, "horizon = 64", "horizon = 8", "'horizon'", ">= 16"),
     "unknown learner": (G, LRN, '"uniform", "stabel"', "'learners'", "stabl_naive"),
     "learner twice": (G, LRN, '"stabl", "stabl"', "'learners'", "a learner twice"),
     "no learners": (G, '["uniform", "stabl"]', "[]", "'learners'", "a non-empty array"),
-    "sa window too long": (G, TOP, "runs = 2\nsa_windows = [16, 128]", "'sa_windows'", "[1, 64]"),
-    "sa window twice": (G, TOP, "runs = 2\nsa_windows = [16, 16]", "'sa_windows'", "a value twice"),
-    "trace twice": (G, TOP, 'runs = 2\nsave_traces = ["loss", "loss"]', "'save_traces'", "twice"),
-    "bad feedback": (G, TOP, 'runs = 2\nfeedback = "regret"', "'feedback'", "reward"),
+    "sa window too long": (G, TOP, T + "sa_windows = [16, 128]", "'sa_windows'", "[1, 64]"),
+    "sa window twice": (G, TOP, T + "sa_windows = [16, 16]", "'sa_windows'", "a value twice"),
+    "trace twice": (G, TOP, T + 'save_traces = ["loss", "loss"]', "'save_traces'", "twice"),
+    "bad feedback": (G, TOP, T + 'feedback = "regret"', "'feedback'", "reward"),
     "reference not run": (
-        G, TOP, 'runs = 2\nreference = "exp3"', "'reference'",
+        G, TOP, T + 'reference = "exp3"', "'reference'",
         "'exp3', which is not among learners = ['uniform', 'stabl']",
     ),
-    "reference type": (G, TOP, "runs = 2\nreference = 1", "'reference'", "must be a string"),
-    "unknown trace": (G, TOP, 'runs = 2\nsave_traces = ["los"]', "'save_traces'", "'loss'?"),
-    "traces not a list": (G, TOP, "runs = 2\nsave_traces = 3", "'save_traces'", '"none"'),
+    "reference type": (G, TOP, T + "reference = 1", "'reference'", "must be a string"),
+    "unknown trace": (G, TOP, T + 'save_traces = ["los"]', "'save_traces'", "'loss'?"),
+    "traces not a list": (G, TOP, T + "save_traces = 3", "'save_traces'", '"none"'),
     "unknown env": (G, EA, 'name = "roulette"', "'env.name'", "bernoulli"),
-    "unknown env kwarg": (G, ENV, "num_arms = 5\narms = 3", "'env.arms'", "num_segments"),
-    "env kwarg type": (
-        G, ENV, "num_arms = 5\nrandom_change_points = 1", "'env.random_change_points'", "bool"
-    ),
-    "env rejects value": (G, ENV, "num_arms = 5\nchange_points = [10, 100]", "'env'", "[1, 63]"),
+    "unknown env kwarg": (G, ENV, N + "arms = 3", "'env.arms'", "num_segments"),
+    "env kwarg type":
+        (G, ENV, N + "random_change_points = 1", "'env.random_change_points'", "bool"),
+    "env rejects value": (G, ENV, N + "change_points = [10, 100]", "'env'", "[1, 63]"),
     "unknown param": (G, END, "[params.stabl]\nlr = 2.0\n", "'params.stabl.lr'", "meta_lr_scale"),
-    "learner option type": (
-        G, END, LO + "observation = 3\n", "'learner_options.stabl.observation'", "a string"
-    ),
-    # feedback is Literal["loss", "reward"] (estimators.Feedback): the config check reads the
-    # Literal hint and refuses a number here, by its key, before any learner is built.
-    "learner feedback type": (
-        G, END, LO + "feedback = 3\n", "'learner_options.stabl.feedback'", "a string"
-    ),
+    "learner option type":
+        (G, END, LO + "observation = 3\n", "'learner_options.stabl.observation'", "a string"),
+    # feedback's Literal hint (estimators.Feedback) refuses a number before any learner is built
+    "learner feedback type":
+        (G, END, LO + "feedback = 3\n", "'learner_options.stabl.feedback'", "a string"),
     "learner feedback choice": (
         G, END, LO + 'feedback = "rewards"\n', "'learner_options.stabl.feedback'",
         "one of 'loss', 'reward'",
     ),
     "required key missing": (G, "horizon = 64", "", "'horizon'", "is required"),
     "env name missing": (G, EA, "", "'env.name'", "is required; choose from"),
-    "env horizon": (G, ENV, "num_arms = 5\nhorizon = 64", "'env.horizon'", "at the top level"),
-    "options not a table": (
-        G, TOP, "runs = 2\nlearner_options = 3", "'learner_options'", "a table"
-    ),
-    "feedback type": (G, TOP, "runs = 2\nfeedback = 1", "'feedback'", "one of ['loss', 'reward']"),
+    "env horizon": (G, ENV, N + "horizon = 64", "'env.horizon'", "at the top level"),
+    "options not a table": (G, TOP, T + "learner_options = 3", "'learner_options'", "a table"),
+    "feedback type": (G, TOP, T + "feedback = 1", "'feedback'", "one of ['loss', 'reward']"),
     "learner option array": (
         G, END, LO + 'history_lengths = "long"\n', "'learner_options.stabl.history_lengths'",
         "must be an array of ints, got 'long' (string)",
     ),
-    "learner rejects option": (
-        G, END, LO + 'observation = "psychic"\n', "'learner_options.stabl'", "importance"
-    ),
+    "learner rejects option":
+        (G, END, LO + 'observation = "psychic"\n', "'learner_options.stabl'", "importance"),
     "bco: unknown kind": (C, 'kind = "bco"', 'kind = "convex"', "'kind'", "'bandit', 'bco'"),
-    "bco: bandit learner": (
-        C, '"stabl_bco", "fkm"', '"stabl", "fkm"', "'learners'", "two_point_ogd"
-    ),
+    "bco: bandit learner":
+        (C, '"stabl_bco", "fkm"', '"stabl", "fkm"', "'learners'", "two_point_ogd"),
     "bco: bandit env": (C, 'name = "moving_target"', EA, "'env.name'", "huber"),
     "bco: missing dim": (C, "dim = 2", "", "'env.dim'", "required"),
-    "bco: unknown env kwarg": (
-        C, "dim = 2", "dim = 2\nradius = 2", "'env.radius'", "change_points"
-    ),
+    "bco: unknown env kwarg":
+        (C, "dim = 2", "dim = 2\nradius = 2", "'env.radius'", "change_points"),
     "bco: bad domain": (C, "dim = 2", 'dim = 2\ndomain = "sphere"', "'env.domain.name'", "l1_ball"),
-    "bco: feedback": (C, TOP, 'runs = 2\nfeedback = "loss"', "'feedback'", "'bandit'"),
-    "bco: reserved option": (
-        C, END, "[learner_options.fkm]\ndim = 3\n", "'learner_options.fkm.dim'", "env.dim"
-    ),
+    "bco: feedback": (C, TOP, T + 'feedback = "loss"', "'feedback'", "'bandit'"),
+    "bco: reserved option":
+        (C, END, "[learner_options.fkm]\ndim = 3\n", "'learner_options.fkm.dim'", "env.dim"),
     "bco: unknown param": (C, END, "[params.fkm]\nlr = 2.0\n", "'params.fkm.lr'", "delta_scale"),
-    "bco: bad stride": (C, TOP, "runs = 2\nsa_stride = 0", "'sa_stride'", "[1, 64]"),
-    "hpo: unknown top-level key": (H, TOP, "runs = 2\nhorizon = 64", "HPO-config key 'horizon'"),
-    "hpo: unknown bbob key": (H, DIMS, "dims = [2]\ndim = 3", "'bbob.dim'"),
+    "bco: bad stride": (C, TOP, T + "sa_stride = 0", "'sa_stride'", "[1, 64]"),
+    "hpo: unknown top-level key": (H, TOP, T + "horizon = 64", "HPO-config key 'horizon'"),
+    "hpo: unknown bbob key": (H, DIMS, D + "dim = 3", "'bbob.dim'"),
     "hpo: function out of range": (H, "functions = [1]", "functions = [25]", "bbob.functions"),
     "hpo: dimension too small": (H, DIMS, "dims = [1]", "bbob.dims"),
     "hpo: unknown learner": (H, '"stabl"]', '"stable"]', "unknown learner 'stable'"),
-    "hpo: bad feedback": (H, TOP, 'runs = 2\nfeedback = "gain"', "feedback"),
-    "hpo: lengths not increasing": (H, DIMS, "dims = [2]\nhistory_lengths = [40, 20]", "strictly"),
-    "hpo: negative noise": (H, DIMS, "dims = [2]\nnoise_std = -0.1", "bbob.noise_std"),
-    "hpo: tau_max of 1": (H, DIMS, "dims = [2]\ntau_max = 1", "bbob.tau_max"),
+    "hpo: bad feedback": (H, TOP, T + 'feedback = "gain"', "feedback"),
+    "hpo: lengths not increasing": (H, DIMS, D + "history_lengths = [40, 20]", "strictly"),
+    "hpo: negative noise": (H, DIMS, D + "noise_std = -0.1", "bbob.noise_std"),
+    "hpo: tau_max of 1": (H, DIMS, D + "tau_max = 1", "bbob.tau_max"),
     "hpo: missing budgets": (H, "evaluations = [24]\n", "", "'bbob.evaluations'"),
     "hpo: functions not a list": (H, "functions = [1]", 'functions = "some"', "bbob.functions"),
-    "hpo: unknown reward": (H, DIMS, 'dims = [2]\nreward = "vizer"', "bbob.reward"),
-    "hpo: unknown grid": (H, DIMS, 'dims = [2]\neagle_grid = "paper"', "bbob.eagle_grid"),
-    "hpo: unknown fill": (H, DIMS, 'dims = [2]\neagle_fill = "sobol"', "bbob.eagle_fill"),
-    "hpo: rotate not a bool": (H, DIMS, "dims = [2]\nrotate = 1", "must be a bool"),
-    "hpo: reward_lambda of 1": (H, DIMS, "dims = [2]\nreward_lambda = 1", "in [0, 1)"),
+    "hpo: unknown reward": (H, DIMS, D + 'reward = "vizer"', "bbob.reward"),
+    "hpo: unknown grid": (H, DIMS, D + 'eagle_grid = "paper"', "bbob.eagle_grid"),
+    "hpo: unknown fill": (H, DIMS, D + 'eagle_fill = "sobol"', "bbob.eagle_fill"),
+    "hpo: rotate not a bool": (H, DIMS, D + "rotate = 1", "must be a bool"),
+    "hpo: reward_lambda of 1": (H, DIMS, D + "reward_lambda = 1", "in [0, 1)"),
     "hpo: a dimension twice": (H, DIMS, "dims = [2, 2]", "lists a value twice"),
 }  # fmt: skip
 
@@ -365,8 +300,8 @@ def test_the_good_examples_load(tmp_path):
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
 def test_bad_config_names_key_and_file(tmp_path, case, capsys, monkeypatch):
-    """One mistake: one line naming the file, the key and what is allowed; the command line
-    prints it after ``error:`` and exits 2 before any computation, writing nothing."""
+    """One mistake: one line naming file, key and what is allowed; the command line prints it
+    after ``error:`` and exits 2 before any computation, writing nothing."""
     path = bad_config(tmp_path, case)
     with pytest.raises(ConfigError) as info:
         load_config(path)
@@ -381,8 +316,8 @@ def test_bad_config_names_key_and_file(tmp_path, case, capsys, monkeypatch):
 
 
 def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, monkeypatch):
-    """Five unrelated mistakes: one error naming each (typos with a "did you mean"); the
-    learners are not built while a key they need is bad. So for an HPO config's three."""
+    """Five unrelated mistakes (an HPO config's three): one error naming each, typos with a
+    "did you mean"; the learners are not built while a key they need is bad."""
     text = GOOD.replace(TOP, 'runs = 0\nfeedbak = "reward"\nsave_traces = ["los"]')
     text = text.replace('"uniform", "stabl"', '"uniform", "stabel"').replace(ENV, "num_arms = 1")
     path = tmp_path / "many.toml"
@@ -391,13 +326,9 @@ def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, mo
         load_config(path)
     lines = str(info.value).splitlines()
     assert lines[0] == f"5 errors in {path}:"
-    expected = [
-        "unknown key 'feedbak'",  # unknown keys first, then in the order of the schema
-        "key 'runs'",
-        "key 'learners'",
-        "key 'save_traces'",
-        "key 'env'",
-    ]
+    # unknown keys first, then in the order of the schema
+    expected = ["unknown key 'feedbak'", "key 'runs'", "key 'learners'", "key 'save_traces'"]
+    expected.append("key 'env'")
     assert len(lines) == 6
     for line, fragment in zip(lines[1:], expected, strict=True):
         assert line.startswith("  ") and fragment in line, (line, fragment)
@@ -429,9 +360,8 @@ class ShortBudgetRefusingEXP3(EXP3):
 
 
 def test_a_learner_that_rejects_a_budget_is_named_with_the_budget(tmp_path):
-    """An HPO config's learners' own checks run at load time, once per budget: a learner
-    refusing one budget is reported with that budget and the learner's own message (no
-    registered learner refuses any budget, so a user's learner given by import path)."""
+    """An HPO config's learners' own checks run at load, once per budget: a refusal names the
+    budget and the learner's message (a user's learner: no registered one refuses)."""
     user = f"{__name__}:ShortBudgetRefusingEXP3"
     text = HPO_GOOD.replace('"stabl"]', f'"stabl", "{user}"]').replace("[24]", "[8, 24]")
     path = tmp_path / "budget.toml"
@@ -452,17 +382,10 @@ def test_cli_usage_error_exits_2(capsys):
     assert cli.main([]) == 2
 
 
-# --------------------------------------------------------------------------------------------
-# Runs end to end
-# --------------------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("name", sorted(TINY_SEGMENTS))
 def test_shipped_config_runs_end_to_end(tiny_runs, name):
     out = tiny_runs(name)
-    assert (out / COMPLETE).is_file()
-    assert not list(out.parent.glob(f"{out.name}.partial*"))  # nothing left behind
-
+    assert (out / COMPLETE).is_file() and not list(out.parent.glob(f"{out.name}.partial*"))
     summary = read_summary(out)
     json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
     assert summary["name"] == name and summary["seed"] == 0 and summary["runs"] == 4
@@ -478,8 +401,8 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
     for learner_name, entry in summary["learners"].items():
         assert entry["num_queries"] == LEARNERS_QUERIES[learner_name]
         assert entry["compile_seconds"] >= 0 and entry["run_seconds"] >= 0
-        assert len(entry["segment_reward"]["mean"]) == num_segments
-        assert len(entry["segment_reward"]["ci95"]) == num_segments
+        segment = entry["segment_reward"]
+        assert len(segment["mean"]) == len(segment["ci95"]) == num_segments
         sa = entry["adaptive_regret"]
         assert sa["window_lengths"] == [16, 32, 64]
         assert len(sa["sampled"]["mean"]) == len(sa["expected"]["ci95"]) == 3
@@ -490,7 +413,6 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
         else:
             assert entry["num_muted"] is None
     assert summary["learners"]["stabl_single_scale"]["constructor"]["history_lengths"] == [16]
-
     traces = read_traces(out)  # allow_pickle=False
     for learner_name in PAPER_LEARNERS:  # the default save_traces: the arms only
         played = traces[f"{learner_name}/played"]
@@ -498,22 +420,19 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
         assert f"{learner_name}/loss" not in traces
         assert traces[f"{learner_name}/segment_reward"].shape == (4, num_segments)
     assert traces["env/change_points"].shape == (4, num_segments - 1)
-    # Paired: the same key for every learner -> a learner-independent environment, and the
-    # reward means in the summary are the means of the per-run segment rewards.
+    # paired (one key for every learner): the summary's means are those of the runs' rewards
     segment = summary["learners"]["stabl"]["segment_reward"]["mean"]
     assert segment == pytest.approx(traces["stabl/segment_reward"].mean(axis=0).tolist())
-    # A CPU steps every learner on the XLA path, and the summary says so.
+    # a CPU steps every learner on the XLA path, and the summary says so
     assert {entry["kernel"] for entry in summary["learners"].values()} == {"xla"}
-
     for filename in PLOT_FILES.values():
         data = (out / filename).read_bytes()
         assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
 
 
 def test_save_traces_chooses_the_arrays_not_the_results(tiny_runs, tmp_path):
-    """`save_traces = "all"` writes every (R, T) trace, exactly as simulated; summary.json's
-    numbers, results.csv and the plots are those of the default folder, which keeps one byte
-    per run, round and learner (the arms as uint8)."""
+    """`save_traces = "all"` writes every (R, T) trace as simulated; the numbers, results.csv
+    and plots are the default folder's, which keeps one byte per run, round and learner."""
     default = tiny_runs("expert_advice_equal")
     out = tmp_path / "all"
     args = ["run", *tiny_args("expert_advice_equal"), "--set", 'save_traces="all"']
@@ -524,20 +443,17 @@ def test_save_traces_chooses_the_arrays_not_the_results(tiny_runs, tmp_path):
     assert first == second
     for name in ("results.csv", *PLOT_FILES.values()):
         assert (default / name).read_bytes() == (out / name).read_bytes(), name
-
     kept, full = load_results(default).traces, load_results(out).traces
     for learner_name in PAPER_LEARNERS:
         for field, dtype in TRACE_FIELDS.items():
             array = full[f"{learner_name}/{field}"]
             assert array.shape == (4, 64) and array.dtype == dtype
-        np.testing.assert_array_equal(
-            kept[f"{learner_name}/played"], full[f"{learner_name}/played"]
-        )
+        played = f"{learner_name}/played"
+        np.testing.assert_array_equal(kept[played], full[played])
         reward = 1.0 - full[f"{learner_name}/loss"].astype(np.float64)
         mean = read_summary(out)["learners"][learner_name]["mean_reward"]["mean"]
         assert mean == float(metrics.mean_ci(reward.mean(axis=1))[0])  # the simulated loss
-    # Bytes of the default's (R, T) arrays per run, round and learner: 1 (uint8 arms), so the
-    # default job (500 runs, T = 4096, 5 learners) keeps 10.24 MB of traces.
+    # Bytes of the default's (R, T) arrays per run, round and learner: 1 (uint8 arms)
     per_round = [a.nbytes for k in kept.files if (a := kept[k]).shape[-1:] == (64,)]
     assert sum(per_round) / (4 * 64 * len(PAPER_LEARNERS)) == 1
     small = sum(kept[k].nbytes for k in kept.files) - sum(per_round)
@@ -552,12 +468,9 @@ def test_arms_are_stored_in_the_smallest_unsigned_dtype():
 
 def test_save_traces_values(tmp_path):
     path = tmp_path / "good.toml"
-    for value, expected in [
-        ('"none"', ()),
-        ("[]", ()),
-        ('"all"', tuple(TRACE_FIELDS)),
-        ('["played", "loss"]', ("loss", "played")),  # in the documented order (twice: refused)
-    ]:
+    cases = [('"none"', ()), ("[]", ()), ('"all"', tuple(TRACE_FIELDS))]
+    cases.append(('["played", "loss"]', ("loss", "played")))  # in the documented order
+    for value, expected in cases:
         path.write_text(GOOD.replace(TOP, f"{TOP}\nsave_traces = {value}"))
         assert load_config(path).save_traces == expected
     path.write_text(GOOD)
@@ -570,8 +483,8 @@ LEARNERS_QUERIES = dict(uniform=1, exp3_uniform=1, stabl=2, stabl_naive=2, stabl
 
 
 def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
-    """The experiment computes SA(L) once over shared arm losses; that must equal
-    :func:`metrics.adaptive_regret` of each learner's own simulation (pairing is real)."""
+    """SA(L) computed once over shared arm losses equals :func:`metrics.adaptive_regret` of
+    each learner's own simulation (pairing is real)."""
     tiny_runs("expert_advice_equal")  # same programs: compiled once
     cfg = load_config("expert_advice_equal", TINY, learners=["uniform", "stabl"])
     outcome = experiment.run_experiment(cfg)
@@ -580,11 +493,6 @@ def test_experiment_sa_equals_each_learners_own_metric(tiny_runs):
         reference = metrics.adaptive_regret(o.result, env, cfg.sa_windows)
         np.testing.assert_allclose(o.sa_sampled, reference["sampled"], rtol=1e-12)
         np.testing.assert_allclose(o.sa_expected, reference["expected"], rtol=1e-12)
-
-
-# --------------------------------------------------------------------------------------------
-# stabl-jax list, python -m stabl_jax
-# --------------------------------------------------------------------------------------------
 
 
 def test_list_in_process(capsys, monkeypatch, tmp_path):
@@ -598,21 +506,16 @@ def test_list_in_process(capsys, monkeypatch, tmp_path):
 
 
 def test_list_into_a_closed_pipe_exits_quietly_and_imports_no_matplotlib(tmp_path):
-    """`python -m stabl_jax list | head -1` from another folder: the reader leaves early; no
-    traceback, exit 0. Before it runs, the command line's face modules have not imported
-    matplotlib (one start-up checks both)."""
+    """`python -m stabl_jax list | head -1` elsewhere: exit 0, no traceback; the command line's
+    face modules import no matplotlib (one start-up checks both)."""
     faces = "cli, configs, kinds, results, plots"
     code = f"import sys, runpy; from stabl_jax.experiment import {faces}; "
     code += "assert 'matplotlib' not in sys.modules, 'matplotlib imported'; "
     code += "sys.argv = ['stabl_jax', 'list']; runpy.run_module('stabl_jax', run_name='__main__')"
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    pipe = subprocess.PIPE
     proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, stdout=pipe, stderr=pipe, text=True
     )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().startswith("experiment kinds"), proc.stderr.read()
@@ -624,33 +527,25 @@ def test_list_into_a_closed_pipe_exits_quietly_and_imports_no_matplotlib(tmp_pat
 
 @pytest.mark.slow  # one learner compiled and run for 4096 rounds
 def test_muting_is_explained_when_it_happens(tmp_path, capsys):
-    """StABL Naive at the equal config's tuned scales mutes meta weights; the run says what
-    that means instead of printing a bare count."""
+    """StABL Naive at the equal config's tuned scales mutes; the run explains the count."""
     args = ["run", "expert_advice_equal_tuned", "--runs", "2", "--no-progress"]
     args += ["--set", 'learners=["stabl_naive"]', "--out", str(tmp_path / "out")]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     muted = read_summary(tmp_path / "out")["learners"]["stabl_naive"]["num_muted"]
-    assert muted > 0
-    assert MUTED_WARNING.format(name="stabl_naive", count=muted) in out
-
-
-# --------------------------------------------------------------------------------------------
-# Paired differences and the curves behind the plots
-# --------------------------------------------------------------------------------------------
+    assert muted > 0 and MUTED_WARNING.format(name="stabl_naive", count=muted) in out
 
 
 def _t_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over runs (axis 0) and its Student-t 95% half-width, written out with scipy."""
+    """Mean over runs (axis 0) and its Student-t 95% half-width, with scipy."""
     runs = values.shape[0]
     half = stats.t.ppf(0.975, runs - 1) * values.std(axis=0, ddof=1) / np.sqrt(runs)
     return values.mean(axis=0), half
 
 
 def test_paired_differences_are_those_of_the_traces(tiny_runs):
-    """Every learner but the reference (``stabl``, the default) carries its metrics minus
-    the reference's, run by run, with the Student-t 95% half-width over the 4 runs: the same
-    numbers as NumPy gives from ``traces.npz``, and as ``results.csv``'s ``paired_*`` rows."""
+    """Every learner but the reference (``stabl``) carries its metrics minus the reference's,
+    run by run, with the t 95% half-width: NumPy's from ``traces.npz``, and ``results.csv``'s."""
     out = tiny_runs("expert_advice_equal")
     summary, traces = read_summary(out), read_traces(out)
     assert summary["config"]["reference"] == "stabl"
@@ -660,9 +555,7 @@ def test_paired_differences_are_those_of_the_traces(tiny_runs):
         for r in csv.DictReader((out / "results.csv").open())
         if r["metric"].startswith("paired_")
     }
-    for name in PAPER_LEARNERS:
-        if name == "stabl":
-            continue
+    for name in set(PAPER_LEARNERS) - {"stabl"}:
         got = summary["learners"][name]["paired"]
         assert got["reference"] == "stabl"
         segment = traces[f"{name}/segment_reward"] - traces["stabl/segment_reward"]
@@ -691,10 +584,8 @@ def test_paired_differences_are_those_of_the_traces(tiny_runs):
 def test_default_folder_and_a_chosen_reference_printed_and_every_plot_saves_its_curves(
     tmp_path, capsys, monkeypatch
 ):
-    """No --out: ``results/<name>-seed<S>`` under the working directory; no progress bars on
-    a stderr that is not a terminal (test_plots.py draws them on one); the tables on stdout,
-    and with ``reference = "uniform"`` the table of differences subtracts it; every line
-    drawn in the PNGs is the curve ``curves.npz`` keeps (x and mean, as drawn)."""
+    """No --out: ``results/<name>-seed<S>``; no bars in a log; tables on stdout, differences
+    from ``reference = "uniform"``; every line drawn is the curve ``curves.npz`` keeps."""
     drawn: dict[str, list] = {}
     save = plots.save_figure
 
@@ -710,9 +601,8 @@ def test_default_folder_and_a_chosen_reference_printed_and_every_plot_saves_its_
     args = [a for a in tiny_args("expert_advice_equal") if a != "--no-progress"]
     args += ["--seed", "3", "--set", f"learners={json.dumps(learners)}"]
     assert cli.main(["run", *args, "--set", 'reference="uniform"']) == 0
-    captured = capsys.readouterr()
-    printed = captured.out
-    assert "/64" not in captured.err  # no tqdm bar in a log
+    printed, err = capsys.readouterr()
+    assert "/64" not in err  # no tqdm bar in a log
     out = tmp_path / "results" / "expert_advice_equal-seed3"
     assert (out / COMPLETE).is_file() and f"results: {out}" in printed
     assert "SA(16)" in printed and "P(best arm)" in printed
@@ -731,7 +621,6 @@ def test_default_folder_and_a_chosen_reference_printed_and_every_plot_saves_its_
     stabl = summary["learners"]["stabl"]["paired"]
     assert stabl["reference"] == "uniform" and "paired" not in summary["learners"]["uniform"]
     assert f"{stabl['mean_reward']['mean']:.3f}±" in rows[1]  # stabl's row, as printed
-
     curves = np.load(out / plots.CURVES)
     assert summary["files"]["curves"] == plots.CURVES
     assert set(drawn) == set(PLOT_FILES)  # five plots, each with its curves

@@ -1,7 +1,5 @@
-"""``stabl-jax compare`` and :func:`stabl_jax.experiment.compare.compare_folders`: two runs of one
-experiment agree, whatever their run record; a changed bit, value, array or integer type is
-found and named; ``--rtol`` accepts float rounding only; a folder that cannot be read is exit
-2."""
+"""``stabl-jax compare``: two runs of one experiment agree whatever their run record; a changed
+bit, value or array is named; ``--rtol`` accepts float rounding only."""
 
 from __future__ import annotations
 
@@ -36,11 +34,8 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("compare")
     config = root / "compare.toml"
     config.write_text(CONFIG)
-    return {
-        "a": _run(config, root / "a"),
-        "b": _run(config, root / "b"),
-        "other": _run(config, root / "other", "--seed", "6"),
-    }
+    runs = {"a": _run(config, root / "a"), "b": _run(config, root / "b")}
+    return {**runs, "other": _run(config, root / "other", "--seed", "6")}
 
 
 def _copy(folder: Path, tmp_path: Path) -> Path:
@@ -66,18 +61,14 @@ def _edit_summary(folder: Path, edit) -> None:
 
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = cli.main(["compare", *map(str, args)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run(["compare", *map(str, args)], capsys)
 
 
 def test_two_runs_of_one_experiment_hold_the_same_numbers(folders, capsys, monkeypatch):
     monkeypatch.setattr(cli.compile_cache, "enable", lambda folder: pytest.fail("enabled"))
     a, b = folders["a"], folders["b"]
-    assert (
-        json.loads((a / "summary.json").read_text())["command"]
-        != json.loads((b / "summary.json").read_text())["command"]
-    )  # the run records differ: --out, start time, timings
+    commands = [json.loads((f / "summary.json").read_text())["command"] for f in (a, b)]
+    assert commands[0] != commands[1]  # the run records differ: --out, start time, timings
     result = compare.compare_folders(a, b)
     assert result.equal and result.differences == ()
     assert result.numbers > 50 and result.arrays >= 10  # every learner's traces and statistics
@@ -153,23 +144,20 @@ def test_a_float_array_of_another_dtype_or_shape_differs(folders, tmp_path):
 
     _edit_traces(copy, change)
     found = {d.name: d.detail for d in compare.compare_folders(folders["a"], copy).differences}
-    assert found == {
-        "exp3/loss": "float32 (2, 64): dtype float32 != float64",
-        "uniform/loss": "float32 (2, 64): shape (2, 64) != (2, 63)",
-    }
+    expected = {"exp3/loss": "float32 (2, 64): dtype float32 != float64"}
+    assert found == {**expected, "uniform/loss": "float32 (2, 64): shape (2, 64) != (2, 63)"}
 
 
 def test_summary_values_are_compared_and_the_run_record_is_left_out(folders, tmp_path):
     copy = _copy(folders["a"], tmp_path)
-    mean = json.loads((folders["a"] / "summary.json").read_text())["learners"]["exp3"][
-        "mean_reward"
-    ]["mean"]
+    summary = json.loads((folders["a"] / "summary.json").read_text())
+    mean = summary["learners"]["exp3"]["mean_reward"]["mean"]
 
     def change(summary):
         summary["learners"]["exp3"]["mean_reward"]["mean"] = mean * (1 + 1e-12)
         summary["learners"]["exp3"]["label"] = "EXP3 (renamed)"
         summary["learners"]["exp3"]["extra"] = 1
-        # The run record: none of these is a difference.
+        # the run record: none of these is a difference
         summary["started"] = "1999-01-01T00:00:00+00:00"
         summary["code"] = {"commit": "0" * 40, "dirty": True, "source": "/elsewhere"}
         summary["cpu"] = {"model": "another", "vector_extensions": []}
@@ -243,38 +231,27 @@ def test_a_folder_that_cannot_be_read_is_exit_2_naming_it(folders, tmp_path, cap
 @pytest.mark.parametrize("rtol", ["-1", "nan", "inf", "tiny"])
 def test_a_bad_rtol_is_refused(folders, capsys, rtol):
     code, _, err = _cli(capsys, folders["a"], folders["b"], "--rtol", rtol)
-    assert code == 2
-    assert f"--rtol takes a number >= 0 (0: bit for bit; 1e-6: float32 rounding), got '{rtol}'" in (
-        err
-    )
+    expected = f"--rtol takes a number >= 0 (0: bit for bit; 1e-6: float32 rounding), got '{rtol}'"
+    assert code == 2 and expected in err
     with pytest.raises(ValueError, match="rtol must be a finite number >= 0"):
         compare.compare_folders(folders["a"], folders["b"], rtol=float(rtol.replace("tiny", "-2")))
 
 
 def test_the_status_says_different_when_the_reader_leaves_early(folders):
     """``stabl-jax compare A B | head -1``: the reader's exit leaves the status 1."""
-    script = (
-        f"set -o pipefail; {sys.executable} -m stabl_jax compare "
-        f"{folders['a']} {folders['other']} | head -c 1 >/dev/null; echo $?"
-    )
+    script = f"set -o pipefail; {sys.executable} -m stabl_jax compare {folders['a']} "
+    script += f"{folders['other']} | head -c 1 >/dev/null; echo $?"
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "1", proc.stderr
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_ulps_counts_the_steps_of_nextafter(dtype):
-    """Against an independent count: ``k`` steps of ``np.nextafter`` from ``x`` are ``k``
-    ulps, across zero, subnormals and powers of two."""
-    rng = np.random.default_rng(0)
+    """``k`` steps of ``np.nextafter`` from ``x`` are ``k`` ulps, across zero, subnormals and
+    powers of two."""
     info = np.finfo(dtype)
-    starts = [
-        dtype(0),
-        -info.smallest_subnormal * 3,
-        dtype(1),
-        -dtype(2),
-        info.max / 4,
-        *rng.standard_normal(20).astype(dtype),
-    ]
+    starts = [dtype(0), -info.smallest_subnormal * 3, dtype(1), -dtype(2), info.max / 4]
+    starts += list(np.random.default_rng(0).standard_normal(20).astype(dtype))
     for x in starts:
         for toward in (dtype(np.inf), dtype(-np.inf)):
             y = np.asarray(x, dtype)

@@ -1,19 +1,11 @@
-"""Faults: no finished work is lost, and no wrong number is written with exit status 0.
-
-A user's folder is never deleted or renamed; one changed byte in a checkpoint is found (every
-file carries a SHA-256 of its arrays) and named, and ``--force`` discards it; a lost
-``experiment.json`` or a reused pid loses no checkpoint; a full disk ends with one line and the
-rerun resumes; concurrent runs with the same ``--out`` say where each one's results are; a run
-too large to fit is refused unless ``--allow-large``.
-
-The command-line runs share the config of ``tests/experiment/runs.py`` (5 arms, T = 64). The
-tests marked ``slow`` start real ``python -m stabl_jax`` processes (run concurrently, or on a
-small tmpfs); CI runs them. ``kill -9``: ``tests/experiment/test_resume.py``.
-"""
+"""Faults lose no finished work and write no wrong number with exit status 0: damaged checkpoints,
+lost bookkeeping, a full disk, concurrent runs, runs too large, a user's bad environment."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
+import itertools
 import json
 import os
 import re
@@ -24,19 +16,23 @@ import sys
 import time
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 import matplotlib.figure
 import numpy as np
 import pytest
 
 from stabl_jax import EXP3, ExpertAdvice, SimOptions, simulate
+from stabl_jax.envs.base import BanditEnv
 from stabl_jax.experiment import checkpoints as checkpoint
 from stabl_jax.experiment import cli, load_results, read_traces
 from stabl_jax.experiment import files as files_module
 from stabl_jax.experiment import identity as identity_module
 from stabl_jax.experiment.checkpoints import CheckpointDamaged, ChunkCheckpoint, load_arrays
+from stabl_jax.experiment.kinds import bandit, load_config
+from stabl_jax.experiment.kinds.paired import recorded_bytes, resolve_chunk_size, simulate_learners
 from stabl_jax.experiment.outputs import COMPLETE, MARKER, OutputError
 from stabl_jax.experiment.results import CHECKPOINT_DIR, ResultsFolder
 from stabl_jax.experiment.tables import read_summary
@@ -45,27 +41,24 @@ from tests.experiment.runs import (
     CHUNK,
     CONFIG,
     command,
+    fail_when,
     forbid_computation,
     partials,
     run,
+    run_ok,
     tree,
 )
 
 REPO = Path(__file__).resolve().parents[2]
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
-
-
-# --------------------------------------------------------------------------------------------
-# A live run beside (a user's folder, a link, ... at --out: test_lifecycle.py's BAD_OUTS)
-# --------------------------------------------------------------------------------------------
+UNSHARE = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c"]
 
 
 def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
     config_path, reference, tmp_path, capsys
 ):
-    """A run whose partial folder is held by a live run (its lock) refuses, naming it, and
-    touches nothing; a folder merely named like a partial folder is never touched either. Once
-    the live run is gone, a run into the (empty, existing) ``--out`` completes."""
+    """A partial folder held by a live run (its lock) is refused, named and untouched, as is a
+    lookalike folder; once the live run is gone, a run into the empty ``--out`` completes."""
     out = tmp_path / "out"
     out.mkdir()  # an empty folder may be used
     lookalike = tmp_path / "out.partial-123-abc"
@@ -78,17 +71,11 @@ def test_a_live_run_and_foreign_folders_beside_out_are_left_alone(
     assert code == 2 and "another stabl-jax run is writing" in err and str(live.partial) in err
     assert (tree(lookalike), tree(live.partial)) == before
     live.__exit__(None, None, None)  # the live run ends, keeping its checkpoint folder
-    code, stdout, err = run(command(config_path, out, "--force"), capsys)
-    assert code == 0, err
+    stdout = run_ok(command(config_path, out, "--force"), capsys)
     assert "needs about" in stdout and "of disk" in stdout  # the estimate is printed
     assert tree(lookalike) == before[0]
     assert_same_results(out, reference)
     assert (out / MARKER).is_file()
-
-
-# --------------------------------------------------------------------------------------------
-# Damaged checkpoints
-# --------------------------------------------------------------------------------------------
 
 
 class _Stop(Exception):
@@ -101,22 +88,25 @@ class _StopAfterFirstChunk(ChunkCheckpoint):
         raise _Stop
 
 
-def _stopped_after_first_chunk(
-    tmp_path: Path, fingerprint: dict[str, str]
-) -> tuple[ExpertAdvice, EXP3, jax.Array, Path]:
-    """An EXP3 run (n = 3, T = 32, R = 2, chunks of 16 rounds) stopped after its first chunk:
-    ``(env, learner, key, checkpoint folder)``."""
+def _stopped_after_first_chunk(tmp_path: Path, fingerprint: dict[str, str]) -> tuple[Path, Any]:
+    """An EXP3 run (n = 3, T = 32, R = 2, chunks of 16) stopped after its first chunk: its
+    checkpoint folder and ``resume(folder)`` (``None``: the run uninterrupted)."""
     env, learner = ExpertAdvice(num_arms=3, horizon=32), EXP3(num_arms=3, horizon=32)
-    key, stopped = jax.random.key(0), tmp_path / "stopped"
+    stopped = tmp_path / "stopped"
+
+    def resume(folder: Path | None, checkpoint: ChunkCheckpoint | None = None) -> Any:
+        if folder is not None:
+            checkpoint = ChunkCheckpoint(folder, fingerprint)
+        options = SimOptions(chunk_size=16, checkpoint=checkpoint)
+        return simulate(learner, env, jax.random.key(0), 2, options=options)
+
     with pytest.raises(_Stop):
-        stop = _StopAfterFirstChunk(stopped, fingerprint)
-        simulate(learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=stop))
-    return env, learner, key, stopped
+        resume(None, _StopAfterFirstChunk(stopped, fingerprint))
+    return stopped, resume
 
 
 def _npy_starts(path: Path) -> dict[str, tuple[int, int]]:
-    """Per member of the ``.npz`` at ``path``: where its zip local header and its ``.npy``
-    data (magic, version, header length, the dict NumPy parses, the array) start."""
+    """Per member of the ``.npz`` at ``path``: where its zip local header and ``.npy`` start."""
     data = path.read_bytes()
     with zipfile.ZipFile(path) as archive:
         offsets = {info.filename: info.header_offset for info in archive.infolist()}
@@ -130,8 +120,7 @@ def _npy_starts(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def _header_positions(path: Path) -> set[int]:
-    """Byte positions of every member's zip local header and ``.npy`` header (magic, version,
-    header length, the dict NumPy parses)."""
+    """Byte positions of every member's zip local header and ``.npy`` header."""
     data = path.read_bytes()
     positions: set[int] = set()
     for start, npy in _npy_starts(path).values():
@@ -141,24 +130,17 @@ def _header_positions(path: Path) -> set[int]:
 
 
 def _same_arrays(got: dict, expected: dict) -> bool:
+    key = lambda a: (a.dtype, a.shape, a.tobytes())  # noqa: E731
     return sorted(got) == sorted(expected) and all(
-        got[k].dtype == expected[k].dtype
-        and got[k].shape == expected[k].shape
-        and got[k].tobytes() == expected[k].tobytes()
-        for k in expected
+        key(got[k]) == key(expected[k]) for k in expected
     )
 
 
 def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
-    """An EXP3 run (n = 3, T = 32, R = 2) stopped after its first chunk of 16 rounds. One bit
-    of ``state.npz`` and of the chunk file is flipped at every position of every member's zip
-    and ``.npy`` header (and every 16th byte elsewhere), in turn: reading the file either
-    raises :class:`CheckpointDamaged` naming it, or gives exactly the arrays written (so the
-    resume, a function of them, is bitwise an uninterrupted run's: checked end to end for the
-    first harmless and the first detected flip of each file). Nothing else is raised."""
-    fingerprint = {"test": "flips"}
-    env, learner, key, stopped = _stopped_after_first_chunk(tmp_path, fingerprint)
-    whole = simulate(learner, env, key, 2, options=SimOptions(chunk_size=16))
+    """A bit flipped at every header byte (every 16th elsewhere) of a checkpoint file: named as
+    damaged, or the arrays written (the resume then bitwise an uninterrupted run's)."""
+    stopped, resume = _stopped_after_first_chunk(tmp_path, {"test": "flips"})
+    whole = resume(None)
     for name in ("chunk-0000000000-0000000016.npz", checkpoint.STATE):
         path = stopped / name
         data, expected = path.read_bytes(), load_arrays(path)
@@ -179,44 +161,31 @@ def test_every_byte_flip_is_detected_or_harmless(tmp_path: Path) -> None:
         for kind in ("harmless", "detected"):  # end to end through simulate's resume
             copy = shutil.copytree(stopped, tmp_path / f"{kind}-{name}")
             (copy / name).write_bytes(_flip(data, outcome[kind][0]))
-            resume = ChunkCheckpoint(copy, fingerprint)
             if kind == "detected":
                 with pytest.raises(CheckpointDamaged, match=name):
-                    simulate(
-                        learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume)
-                    )
-                continue
-            result = simulate(
-                learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume)
-            )
-            for field, trace in whole.traces().items():
-                np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
+                    resume(copy)
+            else:
+                result = resume(copy)
+                for field, trace in whole.traces().items():
+                    np.testing.assert_array_equal(getattr(result, field), trace, err_msg=field)
 
 
 def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
-    """Files whose zip and ``.npy`` headers are valid but whose arrays are not the ones
-    written (rewritten by a tool, or by hand, keeping the old digests): an array without
-    digests, one array more, another value, the same bytes read in another shape. Each is
-    refused, naming the file; the untouched file reads back exactly."""
+    """Valid zip and ``.npy`` headers, wrong arrays (no digests; the old digests with one array
+    more, another value, another shape): refused naming the file; the untouched file reads."""
     path = tmp_path / "state.npz"
     written = {"t0": np.asarray(16, np.int32), "carry/0": np.arange(32, dtype=np.float32)}
     checkpoint.save_arrays(path, written)
     with np.load(path, allow_pickle=False) as data:
         digests = data[checkpoint.DIGEST]
     assert _same_arrays(load_arrays(path), written)
-    changed = {**written, "carry/0": written["carry/0"].copy()}
-    changed["carry/0"][3] = 1.5
+    ok, changed = {**written, checkpoint.DIGEST: digests}, written["carry/0"].copy()
+    changed[3], reshaped = 1.5, written["carry/0"].reshape(4, 8)
     cases: dict[str, tuple[dict[str, Any], str]] = {
         "no digests": (dict(written), "holds no content digest"),
-        "one array more": (
-            {**written, "extra": np.zeros(2), checkpoint.DIGEST: digests},
-            "its arrays differ from those written",
-        ),
-        "another value": ({**changed, checkpoint.DIGEST: digests}, "its arrays differ"),
-        "another shape": (
-            {**written, "carry/0": written["carry/0"].reshape(4, 8), checkpoint.DIGEST: digests},
-            "its arrays differ",
-        ),
+        "one array more": ({**ok, "extra": np.zeros(2)}, "its arrays differ from those written"),
+        "another value": ({**ok, "carry/0": changed}, "its arrays differ"),
+        "another shape": ({**ok, "carry/0": reshaped}, "its arrays differ"),
     }
     for case, (arrays, reason) in cases.items():
         bad = tmp_path / f"{case.replace(' ', '_')}.npz"
@@ -227,8 +196,7 @@ def test_the_digests_catch_what_a_valid_zip_can_hide(tmp_path: Path) -> None:
 
 
 def _shorten_npy_header(path: Path, member: str) -> bytes:
-    """Change the header-length byte of ``member``'s ``.npy`` header in the ``.npz`` at
-    ``path`` from 0x76 to 0x72 (NumPy then starts the data 4 bytes early); the new bytes."""
+    """``member``'s ``.npy`` header length changed 0x76 -> 0x72 (data read 4 bytes early)."""
     data = bytearray(path.read_bytes())
     length_byte = _npy_starts(path)[member][1] + 8
     assert data[length_byte] == 0x76
@@ -240,13 +208,8 @@ def _shorten_npy_header(path: Path, member: str) -> bytes:
 @pytest.mark.parametrize("columns", [16, 4096])
 @pytest.mark.parametrize("where", ["checkpoint", "traces"])
 def test_a_shortened_npy_header_is_caught(tmp_path: Path, where: str, columns: int) -> None:
-    """``loss.npy``'s header length changed 0x76 -> 0x72 in a checkpoint file (of
-    ``save_arrays``) or in a results folder's ``traces.npz`` (which carries no digest). In a
-    small member NumPy's read reaches the end of the member and zipfile's CRC check fails; in
-    a member of a few thousand numbers NumPy returns the shifted array without complaint
-    (same shape, other values): in a checkpoint only the digest refuses it, and
-    ``read_traces`` and ``Results.traces``, which read each array whole, refuse it by the
-    zip's CRC-32 at any size (a table read from it would be wrong with exit 0)."""
+    """A shortened ``loss.npy`` header (large: NumPy returns shifted values) is refused by the
+    digest or the CRC in a checkpoint, and by the CRC in ``traces.npz`` (read whole)."""
     loss = np.random.default_rng(0).uniform(size=(2, columns)).astype(np.float32)
     path = tmp_path / f"{where}.npz"
     if where == "traces":
@@ -271,49 +234,40 @@ def test_a_shortened_npy_header_is_caught(tmp_path: Path, where: str, columns: i
 
 
 _CHUNK = "chunk-0000000000-0000000016.npz"
-#: (file, edit of its arrays, words of the refusal): checkpoints whose every file passes its
-#: digests but whose content is not what this run wrote.
+#: (file, edit of its arrays, words of the refusal): valid digests, content not this run's.
 _INCONSISTENT: dict[str, tuple[str, Any, str]] = {
     "no fingerprint": (checkpoint.STATE, lambda a: a.pop("fingerprint"), "is not a"),
     "another format": (
-        checkpoint.STATE,
-        lambda a: a.update(format=np.asarray("stabl_jax.checkpoint/1")),
+        checkpoint.STATE, lambda a: a.update(format=np.asarray("stabl_jax.checkpoint/1")),
         "(format 'stabl_jax.checkpoint/1')",
     ),
     "a gap in the chunks": (
-        checkpoint.STATE,
-        lambda a: a.update(chunks=np.asarray([[0, 8]])),
+        checkpoint.STATE, lambda a: a.update(chunks=np.asarray([[0, 8]])),
         "chunks end at 8, t0 = 16",
     ),
     "chunks out of order": (
-        checkpoint.STATE,
-        lambda a: a.update(chunks=np.asarray([[8, 16]])),
+        checkpoint.STATE, lambda a: a.update(chunks=np.asarray([[8, 16]])),
         "chunk list [(8, 16)] is not contiguous",
     ),
     "a trace missing": (_CHUNK, lambda a: a.pop("loss"), "holds no ['loss']"),
     "a chunk of other rounds": (
-        _CHUNK,
-        lambda a: a.update(loss=a["loss"][:, :8]),
-        "loss has shape (2, 8)",
+        _CHUNK, lambda a: a.update(loss=a["loss"][:, :8]), "loss has shape (2, 8)"
     ),
-}
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(_INCONSISTENT))
 def test_a_checkpoint_that_is_not_what_this_run_wrote_is_refused(tmp_path: Path, case: str):
-    """A checkpoint rewritten with valid digests (another version, a tool, a hand) but not
-    consistent with itself or this run: the resume raises :class:`CheckpointMismatch` naming
-    what is wrong, and changes no file of the checkpoint."""
-    fingerprint = {"test": case}
-    env, learner, key, stopped = _stopped_after_first_chunk(tmp_path, fingerprint)
+    """Valid digests, content inconsistent with itself or this run: the resume raises
+    :class:`CheckpointMismatch` naming what is wrong and changes no file."""
+    stopped, resume = _stopped_after_first_chunk(tmp_path, {"test": case})
     name, edit, reason = _INCONSISTENT[case]
     arrays = load_arrays(stopped / name)
     edit(arrays)
     checkpoint.save_arrays(stopped / name, arrays)
     before = {p.name: p.read_bytes() for p in stopped.iterdir()}
-    resume = ChunkCheckpoint(stopped, fingerprint)
     with pytest.raises(checkpoint.CheckpointMismatch, match=re.escape(reason)):
-        simulate(learner, env, key, 2, options=SimOptions(chunk_size=16, checkpoint=resume))
+        resume(stopped)
     assert {p.name: p.read_bytes() for p in stopped.iterdir()} == before
 
 
@@ -325,15 +279,10 @@ def _flip(data: bytes, i: int) -> bytes:
 
 
 def test_damaged_checkpoint_is_named_and_force_discards_it(
-    config_path, interrupted, reference, tmp_path, capsys, monkeypatch
+    config_path, interrupted, reference, tmp_path, capsys
 ):
-    """Garbage in ``state.npz`` and the header-length byte of ``loss.npy`` in a chunk changed
-    (0x76 -> 0x72; in this small chunk the zip's CRC catches it, in a large one only the
-    digest does: ``test_a_shortened_npy_header_is_caught``): each is named, with --force as
-    the remedy (exit 2, no pickle advice), by the run and by its dry run, which with --force
-    says that learner's checkpoint would be discarded and what would be resumed, changing
-    nothing; --force discards only that learner's checkpoint and the results equal an
-    uninterrupted run's."""
+    """Garbage in ``state.npz``, a shortened header in a chunk: named with --force as remedy by
+    the run and its dry run; --force discards that learner's checkpoint only."""
     out = tmp_path / "out"
 
     def exp3() -> Path:  # each rerun takes the checkpoints over into its own partial folder
@@ -347,7 +296,6 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
     assert code == 2 and "exp3/state.npz" in err and "damaged" in err and "--force" in err, err
     assert "pickle" not in err and "Traceback" not in err
     (exp3() / checkpoint.STATE).write_bytes(good_state)
-
     chunk = sorted(exp3().glob("chunk-*.npz"))[-1]
     _shorten_npy_header(chunk, "loss.npy")
     before = tree(interrupted)
@@ -356,33 +304,23 @@ def test_damaged_checkpoint_is_named_and_force_discards_it(
         assert code == 2 and f"exp3/{chunk.name}" in err and "damaged" in err, err
         assert "--force" in err and "dry run:" not in printed and "Traceback" not in err
         assert partials(out) == [interrupted] and tree(interrupted) == before  # none discarded
-    code, printed, err = run(command(config_path, out, "--dry-run", "--force"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--dry-run", "--force"), capsys)
     assert "  the checkpoint of exp3 would be discarded (" in printed
     assert "  would resume: uniform 64/64\n" in printed
     assert partials(out) == [interrupted] and tree(interrupted) == before and not out.exists()
-
-    code, stdout, err = run(command(config_path, out, "--force"), capsys)
-    assert code == 0, err
+    stdout = run_ok(command(config_path, out, "--force"), capsys)
     assert "discarded the checkpoint of exp3" in stdout
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON}
     assert_same_results(out, reference)
     assert not partials(out)
 
 
-# --------------------------------------------------------------------------------------------
-# Lost bookkeeping, reused pids
-# --------------------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("damage", ["missing", "garbled", "valid JSON of another run", "pid"])
 def test_lost_bookkeeping_still_resumes(
     config_path, reference, interrupted, tmp_path, capsys, damage
 ):
-    """``experiment.json`` missing or garbled: the learners' checkpoints carry the
-    experiment's fingerprint, so the rerun says so and resumes (nothing recomputed). The dead
-    run's pid now a live process's (pid 1): its checkpoints are taken over all the same (a dead
-    run is told by its released lock, not its pid)."""
+    """``experiment.json`` lost or wrong: the checkpoints carry the fingerprint, so the rerun
+    says so and resumes. A dead run's pid reused (pid 1): taken over all the same (its lock)."""
     out = tmp_path / "out"
     partial = interrupted
     identity = partial / CHECKPOINT_DIR / identity_module.IDENTITY
@@ -393,10 +331,9 @@ def test_lost_bookkeeping_still_resumes(
     elif damage == "pid":
         marker = json.loads((partial / MARKER).read_text())
         (partial / MARKER).write_text(json.dumps({**marker, "pid": 1}))
-    else:  # was "a different experiment", and --force then discarded intact checkpoints
+    else:
         identity.write_text('{"format": "stabl_jax.checkpoint/3", "config": {}}')
-    code, stdout, err = run(command(config_path, out), capsys)
-    assert code == 0, err
+    stdout = run_ok(command(config_path, out), capsys)
     assert f"resuming {partial.name}" in stdout
     assert ("missing or damaged" in stdout) == (damage != "pid")
     assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": 32}
@@ -405,27 +342,23 @@ def test_lost_bookkeeping_still_resumes(
 
 
 def test_unidentifiable_checkpoints_are_kept_without_force(
-    config_path, interrupted, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys
 ):
-    """No ``experiment.json`` and checkpoints of another seed: refused (exit 2) naming the
-    folder and --force; the checkpoints are not touched."""
-    out = tmp_path / "out"
-    partial = interrupted
-    (partial / CHECKPOINT_DIR / identity_module.IDENTITY).unlink()
-    before = tree(partial)
-    code, _, err = run(command(config_path, out, "--seed", "6"), capsys)
-    assert code == 2 and str(partial) in err and "cannot identify" in err and "--force" in err
-    assert tree(partial) == before
+    """No ``experiment.json``, checkpoints of another seed: refused (exit 2) naming the folder
+    and --force; nothing touched."""
+    (interrupted / CHECKPOINT_DIR / identity_module.IDENTITY).unlink()
+    before = tree(interrupted)
+    code, _, err = run(command(config_path, tmp_path / "out", "--seed", "6"), capsys)
+    assert code == 2 and str(interrupted) in err and "cannot identify" in err and "--force" in err
+    assert tree(interrupted) == before
 
 
 @pytest.mark.parametrize("complete", [False, True], ids=["checkpoints", "complete results"])
 def test_another_runs_partial_folder_is_refused_then_cleared_with_force(
     tmp_path: Path, complete: bool
 ) -> None:
-    """``<out>.partial`` holds checkpoints of another config, or another run's complete results:
-    refused before anything is touched, naming the difference and --force; the dry run says the
-    same; --force discards the checkpoints, and moves the complete results, whole, to
-    ``<out>.kept-<finished>`` (never deleted)."""
+    """``<out>.partial`` of another config or run: refused naming --force, which discards
+    checkpoints and moves complete results whole to ``<out>.kept-<finished>``."""
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
     other = mark_as_ours(tmp_path / "out.partial")
     if complete:
@@ -439,10 +372,8 @@ def test_another_runs_partial_folder_is_refused_then_cleared_with_force(
         theirs = {**identity, "config": {"runs": 3}}
         (other / CHECKPOINT_DIR / identity_module.IDENTITY).write_text(json.dumps(theirs))
         refused = r"config.runs: 3 \(checkpoint\) != 2.*--force"
-        said = (
-            "checkpoints of a different experiment (config.runs: 3 (checkpoint) != 2 "
-            "(this run)); discarded (--force)"
-        )
+        said = "checkpoints of a different experiment (config.runs: 3 (checkpoint) != 2 "
+        said += "(this run)); discarded (--force)"
     before = tree(other)
     for attempt in (ResultsFolder.preview, ResultsFolder.prepare):
         with pytest.raises(OutputError, match=refused):
@@ -456,11 +387,6 @@ def test_another_runs_partial_folder_is_refused_then_cleared_with_force(
         assert tree(tmp_path / "out.kept-20260102T030405") == before
 
 
-# --------------------------------------------------------------------------------------------
-# A full disk
-# --------------------------------------------------------------------------------------------
-
-
 def _assert_one_line_no_space(err: str, out: Path) -> None:
     line = err.strip()
     assert "\n" not in line and "Traceback" not in err, err
@@ -469,46 +395,20 @@ def _assert_one_line_no_space(err: str, out: Path) -> None:
 
 
 def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, capsys, monkeypatch):
-    """ENOSPC while writing a chunk, ``traces.npz``, a plot and ``COMPLETE``, in successive
-    reruns: each ends with one line (exit 1) and keeps the checkpoints; each rerun resumes
-    from all the work done before; the last gives the uninterrupted run's results. On a fresh
-    run, ENOSPC at ``experiment.json`` leaves nothing behind."""
+    """ENOSPC at a chunk, ``traces.npz``, a plot, ``COMPLETE`` in successive reruns: one line
+    (exit 1), all work kept and resumed; at a fresh run's ``experiment.json``: nothing left."""
     out = tmp_path / "out"
-    atomic_write, savez = checkpoint.atomic_write, np.savez
-    chunk_writes = {"n": 0}
-
-    def full_at_fifth_chunk(path, write):
-        if Path(path).name.startswith("chunk-"):
-            chunk_writes["n"] += 1
-            if chunk_writes["n"] == 5:
-                raise NO_SPACE
-        return atomic_write(path, write)
-
-    def full_at(name):
-        def write(path, *args, **kwargs):
-            if Path(str(path)).name == name:
-                raise NO_SPACE
-            return atomic_write(path, *args, **kwargs)
-
-        return write
-
-    def full_at_traces(file, *args, **kwargs):
-        if str(file).endswith("traces.npz"):
-            raise NO_SPACE
-        return savez(file, *args, **kwargs)
-
-    def full_at_plot(*args, **kwargs):
-        raise NO_SPACE
-
-    stages = [
-        (checkpoint, "atomic_write", full_at_fifth_chunk, None),
-        (np, "savez", full_at_traces, {"uniform": 4 * CHUNK}),
-        (matplotlib.figure.Figure, "savefig", full_at_plot, {"uniform": HORIZON, "exp3": HORIZON}),
-        (files_module, "atomic_write", full_at(COMPLETE), {"uniform": HORIZON, "exp3": HORIZON}),
+    chunks, both = itertools.count(1), {"uniform": HORIZON, "exp3": HORIZON}
+    fifth_chunk = lambda p, w: "chunk-" in Path(p).name and next(chunks) == 5  # noqa: E731
+    stages = [  # (owner, name, when its arguments, the rounds then resumed)
+        (checkpoint, "atomic_write", fifth_chunk, None),
+        (np, "savez", lambda file, *a: str(file).endswith("traces.npz"), {"uniform": 4 * CHUNK}),
+        (matplotlib.figure.Figure, "savefig", lambda *a: True, both),
+        (files_module, "atomic_write", lambda p, w: Path(p).name == COMPLETE, both),
     ]
-    for owner, name, fault, resumed in stages:
+    for owner, name, when, resumed in stages:
         with monkeypatch.context() as patch:
-            patch.setattr(owner, name, fault)
+            fail_when(patch, owner, name, when, NO_SPACE)
             code, stdout, err = run(command(config_path, out), capsys)
         assert code == 1 and not out.exists()
         _assert_one_line_no_space(err, out)
@@ -517,15 +417,14 @@ def test_disk_full_at_any_point_then_resume(config_path, reference, tmp_path, ca
             assert "resuming" in stdout
             assert all(f"{k} {v}/{HORIZON}" in stdout for k, v in resumed.items()), stdout
         assert len(partials(out)) == 1
-    code, stdout, err = run(command(config_path, out), capsys)
-    assert code == 0, err
-    assert read_summary(out)["resumed"]["rounds_done"] == {"uniform": HORIZON, "exp3": HORIZON}
+    run_ok(command(config_path, out), capsys)
+    assert read_summary(out)["resumed"]["rounds_done"] == both
     assert_same_results(out, reference)
     assert not partials(out)
-
     fresh = tmp_path / "fresh"
     with monkeypatch.context() as patch:
-        patch.setattr(files_module, "atomic_write", full_at(identity_module.IDENTITY))
+        identity = lambda p, w: Path(p).name == identity_module.IDENTITY  # noqa: E731
+        fail_when(patch, files_module, "atomic_write", identity, NO_SPACE)
         code, _, err = run(command(config_path, fresh), capsys)
     assert code == 1
     _assert_one_line_no_space(err, fresh)
@@ -537,12 +436,7 @@ def _can_mount_tmpfs(where: Path) -> bool:
         return False
     probe = f"mount -t tmpfs -o size=64k tmpfs {where} && umount {where}"
     try:
-        done = subprocess.run(
-            ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", probe],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
+        done = subprocess.run([*UNSHARE, probe], capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
@@ -550,10 +444,8 @@ def _can_mount_tmpfs(where: Path) -> bool:
 
 @pytest.mark.slow  # a JAX start-up in a subprocess (CI runs it)
 def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path, capsys):
-    """A real full disk: a 2 MiB tmpfs (mounted in a private mount namespace) with 1950 KiB
-    taken (--allow-large: the size check would refuse it). The run fails with one line (exit
-    1); its partial folder, copied off the tmpfs, is resumed by the same command (in-process)
-    into the uninterrupted run's results."""
+    """A real full disk (a 2 MiB tmpfs, 1950 KiB taken; --allow-large passes the size check):
+    one line, exit 1; the partial folder, copied off, resumes (in-process) into the results."""
     mount = tmp_path / "mnt"
     mount.mkdir()
     if not _can_mount_tmpfs(mount):
@@ -567,13 +459,7 @@ def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path, capsys):
         cp -r {mount}/out.partial* {tmp_path}/
     """
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    subprocess.run(
-        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
-        cwd=tmp_path,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    subprocess.run([*UNSHARE, script], cwd=tmp_path, env=env, timeout=300, check=False)
     first_err = (tmp_path / "first.err").read_text()
     assert (tmp_path / "first.rc").read_text().strip() == "1", first_err
     _assert_one_line_no_space(first_err, mount / "out")
@@ -583,17 +469,9 @@ def test_disk_full_on_a_small_tmpfs(config_path, reference, tmp_path, capsys):
     assert_same_results(tmp_path / "out", reference)
 
 
-# --------------------------------------------------------------------------------------------
-# Concurrent runs with the same --out
-# --------------------------------------------------------------------------------------------
-
-
 def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
-    """While a run goes, a second run of the same ``--out`` is refused (the first holds the
-    partial folder); someone creates ``<out>`` with a file in it: the commit refuses to
-    replace it, keeps the complete results in the partial folder and says so; once the folder
-    is gone, the next commit moves them into place. ``--force`` replaces a folder of ours and
-    leaves nothing beside it."""
+    """A second run of one ``--out`` is refused; a ``<out>`` made meanwhile is not replaced
+    until it is gone (results kept, said so); ``--force`` replaces a folder of ours."""
     out, identity = tmp_path / "out", {"config": {"runs": 2}, "format": "test"}
     first = ResultsFolder.prepare(out, identity)
     with pytest.raises(OutputError, match="another stabl-jax run is writing"):
@@ -618,16 +496,13 @@ def test_a_folder_made_at_out_meanwhile_is_never_replaced(tmp_path):
 
 @pytest.mark.slow  # a JAX start-up in a subprocess (CI runs it)
 def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
-    """Two runs with the same ``--out`` at once, a ``stabl-jax run`` process and this one,
-    started once the process has checkpointed a chunk (it holds its partial folder): one
-    writes ``<out>``; the other exits 2 saying that another run is writing it, or that
-    ``<out>`` already holds a result."""
+    """A ``stabl-jax run`` process and this one, started once it checkpointed a chunk, with the
+    same ``--out``: one writes it; the other exits 2 (another run is writing, or a result)."""
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
-    proc = subprocess.Popen(
-        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=pipe, stderr=pipe, text=True)
     deadline = time.monotonic() + 300
     chunks = f"out.partial*/{CHECKPOINT_DIR}/*/chunk-*"
     while not any(tmp_path.glob(chunks)) and proc.poll() is None and time.monotonic() < deadline:
@@ -636,16 +511,10 @@ def test_two_runs_at_once_with_the_same_out(config_path, reference, tmp_path):
     outcomes.append((proc.wait(timeout=300), proc.stdout.read(), proc.stderr.read()))
     assert sorted(code for code, _, _ in outcomes) == [0, 2], outcomes
     assert_same_results(out, reference)
+    refusals = ("already holds a complete result", "another stabl-jax run")
     for code, _, err in outcomes:
-        if code == 0:
-            continue
-        assert "already holds a complete result" in err or "another stabl-jax run" in err
+        assert code == 0 or any(refusal in err for refusal in refusals), err
     assert not partials(out)
-
-
-# --------------------------------------------------------------------------------------------
-# Sizes (the refusals themselves: tests/test_input_table.py, row X8)
-# --------------------------------------------------------------------------------------------
 
 
 DONE = cli.DRY_RUN_DONE.format(checked="config, output folder, interrupted runs and resources")
@@ -654,10 +523,8 @@ DONE = cli.DRY_RUN_DONE.format(checked="config, output folder, interrupted runs 
 def test_a_dry_run_makes_every_check_and_writes_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch
 ):
-    """``--dry-run`` prints the header (what the run needs) after the checks a run makes
-    before it computes, and stops: nothing run, compiled or written. With no memory to spare
-    the tiny config is refused naming the memory, by the run and its dry run; --allow-large
-    runs it. (A user's folder, complete results: test_lifecycle.py's BAD_OUTS.)"""
+    """``--dry-run`` makes a run's checks, prints what it needs and stops: nothing run, compiled
+    or written. With no memory to spare the run and its dry run refuse; --allow-large runs it."""
 
     def cache(*args, **kwargs):
         raise AssertionError("the compilation cache was enabled")
@@ -668,15 +535,13 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
     work = tmp_path / "work"
     work.mkdir()
     out = work / "out"
-    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--dry-run"), capsys)
     assert "needs about" in printed and f"  output: {out}\n" in printed
     assert printed.endswith(DONE + "\n") and list(work.iterdir()) == []
     for name in ("bco_d2", "hpo_bbob_sphere"):  # memory and disk; no time was measured
         code, printed, err = run(["run", name, "--out", str(work / name), "--dry-run"], capsys)
         assert code == 0 and "needs about" in printed and "roughly" not in printed, err
     assert list(work.iterdir()) == []
-    # a run that does not fit: the header shows the estimate, then the refusal
     with monkeypatch.context() as patch:
         patch.setattr(cli, "available_memory_bytes", lambda: 1)
         code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
@@ -690,26 +555,20 @@ def test_a_dry_run_makes_every_check_and_writes_nothing(
         code, _, err = run(command(config_path, out, "--allow-large"), capsys)
         assert code == 1 and "the experiment ran" in err
     assert list(work.iterdir()) == []
-    # complete results with --force: the dry run says they would be replaced, touching nothing
     before = sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir())
-    code, _, err = run(command(config_path, reference, "--dry-run", "--force"), capsys)
-    assert code == 0, err
+    run_ok(command(config_path, reference, "--dry-run", "--force"), capsys)
     assert sorted((p.name, p.stat().st_mtime_ns) for p in reference.iterdir()) == before
     assert not partials(reference)
 
 
 def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
-    config_path, interrupted, tmp_path, capsys, monkeypatch
+    config_path, interrupted, tmp_path, capsys
 ):
-    """An interrupted run of the same ``--out``: a dry run says the run resumes its
-    checkpoints; of another experiment (another seed), refuses them as the run would (exit
-    2), and with ``--force`` says they are discarded. Nothing moves, and the real rerun then
-    resumes them."""
-    out = tmp_path / "out"
-    partial = interrupted
+    """A dry run says the run resumes an interrupted run; of another seed, refuses it (exit 2),
+    with ``--force`` says it is discarded. Nothing moves; the real rerun then resumes it."""
+    out, partial = tmp_path / "out", interrupted
     before = tree(partial)
-    code, printed, err = run(command(config_path, out, "--dry-run"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--dry-run"), capsys)
     assert f"  {partial.name}: checkpoints of this experiment, resumed\n" in printed
     assert "  would resume: exp3 32/64, uniform 64/64\n" in printed
     code, _, err = run(command(config_path, out, "--dry-run", "--seed", "1"), capsys)
@@ -722,21 +581,15 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     assert f"{partial.name}: checkpoints of a different experiment (config.seed" in printed
     assert "discarded (--force)" in printed
     assert partials(out) == [partial] and tree(partial) == before and not out.exists()
-    code, printed, err = run(command(config_path, out), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out), capsys)
     assert f"  resuming {partial.name}: exp3 32/64, uniform 64/64" in printed, printed
 
 
 def test_the_memory_estimate_counts_the_largest_chunk_twice():
-    """A chunk's outputs exist on the device and on the host before they join the traces:
-    the estimate holds twice the widest learner's chunk (once left out: a run it passed was
-    killed for memory)."""
-    from stabl_jax.experiment.kinds import load_config
-    from stabl_jax.experiment.kinds.bandit import KIND
-
+    """A chunk's outputs exist on the device and the host before joining the traces."""
     sets = ["runs=50", "env.num_arms=40", 'learners=["exp3","saol_hedge"]']
     small, large = (
-        KIND.estimate(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
+        bandit.KIND.estimate(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
         for rounds in (64, 512)
     )
     widest = 16  # the played arm and three floats per run and round, for every learner
@@ -745,14 +598,8 @@ def test_the_memory_estimate_counts_the_largest_chunk_twice():
 
 
 def test_automatic_chunks_are_sized_for_the_widest_learner(monkeypatch):
-    """Without ``chunk_size``, a chunk of the widest learner's outputs stays within the chunk
-    budget (1/8 of the memory available): the chunk size follows the bytes the kind records
-    per run and round (it once assumed 32 for every kind, and a kind recording more went
-    over the budget)."""
-    from stabl_jax.experiment.kinds import bandit, load_config
-    from stabl_jax.experiment.kinds.paired import recorded_bytes, resolve_chunk_size
-
-    # the module (the package's ``simulate`` is the function of the same name)
+    """Without ``chunk_size``, the widest learner's chunk stays within 1/8 of the memory
+    available, by the bytes the kind records per run and round."""
     simulate_module = sys.modules["stabl_jax.simulate"]
     monkeypatch.setattr(simulate_module, "available_memory_bytes", lambda: 8 * 2**30)
     budget = 2**30  # 1/8 of the 8 GiB above
@@ -770,44 +617,19 @@ def test_automatic_chunks_are_sized_for_the_widest_learner(monkeypatch):
 
 
 def test_a_bandit_run_records_what_it_reads_not_the_queried_arms():
-    """A full-information learner queries every arm: recording them (``(R, T, n)``) made the
-    scaling study's n = 300 point need 21 GiB, for a trace nothing reads. A bandit run
-    records the summary's and ``save_traces``' traces only, 16 bytes per run and round
-    whatever the number of queries."""
-    from stabl_jax.experiment.kinds import bandit, load_config
-    from stabl_jax.experiment.kinds.paired import simulate_learners
-
-    config = load_config(
-        "expert_advice_equal",
-        ["runs=2", "horizon=64", "env.num_arms=6", 'learners=["exp3","saol_hedge"]'],
-    )
+    """A full-information learner queries every arm; a bandit run records only the traces the
+    summary and ``save_traces`` read, 16 bytes per run and round whatever the queries."""
+    sets = ["runs=2", "horizon=64", "env.num_arms=6", 'learners=["exp3","saol_hedge"]']
+    config = load_config("expert_advice_equal", sets)
     env = config.make_env()
-    for name, learner, _, result, _ in simulate_learners(
-        config, env, progress=None, checkpoints=None, validate=False
-    ):
+    outcomes = simulate_learners(config, env, progress=None, checkpoints=None, validate=False)
+    for name, learner, _, result, _ in outcomes:
         assert sorted(result.traces()) == sorted(bandit.SAVABLE_TRACES), name
         assert config.trace_bytes(learner, 6)[0] == 16, name
 
 
-# --------------------------------------------------------------------------------------------
-# A user's environment, learner params and losses, met before (or named during) the run
-# --------------------------------------------------------------------------------------------
-
-USER_ENVS = '''
-import dataclasses
-from typing import ClassVar
-
-import jax
-import jax.numpy as jnp
-
-from stabl_jax import ExpertAdvice
-from stabl_jax.envs.base import BanditEnv
-
-
 @dataclasses.dataclass(frozen=True)
 class Flat(BanditEnv):
-    """Stationary noisy losses: no change points."""
-
     num_arms: int
     horizon: int
     has_best_arm: ClassVar[bool] = True
@@ -825,8 +647,6 @@ class Flat(BanditEnv):
 
 @dataclasses.dataclass(frozen=True)
 class SegmentsOnTheClassOnly(Flat):
-    """Declares two segments, and its params (an array) hold no change points."""
-
     change_points: ClassVar[tuple[int, ...]] = (32,)
     num_segments: ClassVar[int] = 2
     piecewise: ClassVar[bool] = True
@@ -834,22 +654,16 @@ class SegmentsOnTheClassOnly(Flat):
 
 @dataclasses.dataclass(frozen=True)
 class BestArmUndeclared(Flat):
-    """Has best_arm but does not declare it."""
-
     has_best_arm: ClassVar[bool] = False
 
 
 @dataclasses.dataclass(frozen=True)
 class SegmentsUndeclared(Flat):
-    """Has num_segments but does not declare piecewise."""
-
     num_segments: ClassVar[int] = 2
 
 
 @dataclasses.dataclass(frozen=True)
 class NoExpectedLoss(Flat):
-    """Writes its own evaluate, whose info lacks expected_loss."""
-
     def evaluate(self, params, state, t, query, key):
         info = {"best_arm": self.best_arm(params, t)}
         return state, self.loss(params, t, key)[query.arms], info
@@ -857,39 +671,24 @@ class NoExpectedLoss(Flat):
 
 @dataclasses.dataclass(frozen=True)
 class TooHigh(ExpertAdvice):
-    """The paper's environment with every loss raised by 1: outside [0, 1]."""
-
     def loss(self, params, t, key):
         return super().loss(params, t, key) + 1.0
-'''
 
 
-@pytest.fixture(scope="module")
-def user_envs(tmp_path_factory):
-    """``user_envs_faults``, a module of environments on ``sys.path``, as a user's would be."""
-    folder = tmp_path_factory.mktemp("user")
-    (folder / "user_envs_faults.py").write_text(USER_ENVS)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(folder))
-        yield folder
-
-
-def user_config(folder: Path, env: str, extra: str = "") -> Path:
-    """The tiny config of ``CONFIG``'s learners on ``user_envs_faults:env`` (5 arms, T = 64)."""
+def user_config(folder: Path, env: str) -> Path:
+    """The tiny config of ``CONFIG``'s learners on environment ``env`` of this module."""
     path = folder / f"{env}.toml"
     path.write_text(
-        f'runs = 4\nhorizon = 64\nlearners = ["uniform", "exp3"]\nwindow = 8\n{extra}\n'
-        f'[env]\nname = "user_envs_faults:{env}"\nnum_arms = 5\n'
+        'runs = 4\nhorizon = 64\nlearners = ["uniform", "exp3"]\nwindow = 8\n\n'
+        f'[env]\nname = "{__name__}:{env}"\nnum_arms = 5\n'
     )
     return path
 
 
-def test_an_environment_without_change_points_runs_as_one_segment(user_envs, tmp_path, capsys):
-    """No change points to fake: the run is one segment, and SA(L) and the cumulative regret
-    (which need none) are computed."""
+def test_an_environment_without_change_points_runs_as_one_segment(tmp_path, capsys):
+    """No change points: one segment; SA(L) and the cumulative regret are computed."""
     out = tmp_path / "out"
-    code, printed, err = run(command(user_config(tmp_path, "Flat"), out), capsys)
-    assert code == 0, err
+    printed = run_ok(command(user_config(tmp_path, "Flat"), out), capsys)
     assert "one segment (no change points)" in printed
     summary = read_summary(out)
     flat = summary["learners"]["exp3"]
@@ -910,22 +709,20 @@ LACKS = {
 
 
 @pytest.mark.parametrize("env", LACKS)
-def test_what_an_environment_lacks_is_named_before_any_run(
-    user_envs, tmp_path, capsys, monkeypatch, env
-):
+def test_what_an_environment_lacks_is_named_before_any_run(tmp_path, capsys, monkeypatch, env):
     """One line naming the class, what it lacks and where the requirements are listed."""
     forbid_computation(monkeypatch)
     code, _, err = run(command(user_config(tmp_path, env), tmp_path / "out"), capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"environment 'user_envs_faults:{env}': {env} {LACKS[env]}" in err
+    assert f"environment '{__name__}:{env}': {env} {LACKS[env]}" in err
     assert err.rstrip().endswith("(see docs/environments.md, 'What the command line needs')")
 
 
-def test_a_failed_validation_is_one_line_naming_the_learner(user_envs, tmp_path, capsys):
+def test_a_failed_validation_is_one_line_naming_the_learner(tmp_path, capsys):
     code, _, err = run(command(user_config(tmp_path, "TooHigh"), tmp_path / "out"), capsys)
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(
-        "error: learner 'uniform' on environment 'user_envs_faults:TooHigh' failed validation: "
+        f"error: learner 'uniform' on environment '{__name__}:TooHigh' failed validation: "
         "loss at round 0 must be finite and in [0, 1]; found "
     )
     assert "rescale them to [0, 1] first" in err and "docs/environments.md, 'Validation'" in err

@@ -1,10 +1,9 @@
-"""The algorithm-selection experiment as a config kind (``kind = "hpo"``): configs, the
-command line, checkpoints and the results folder, at tiny sizes (d = 2, a few dozen
-evaluations; compiling the Eagle ensemble dominates the cost)."""
+"""``kind = "hpo"``: configs, command line, checkpoints and results folder (d = 2, 24 evals)."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import runpy
 from pathlib import Path
@@ -18,10 +17,13 @@ from stabl_jax.experiment.checkpoints import STATE, CheckpointMismatch, load_arr
 from stabl_jax.experiment.identity import ExperimentCheckpoints, experiment_identity
 from stabl_jax.experiment.kinds import load_config, write_results
 from stabl_jax.experiment.kinds import selection as hpo_experiment
+from stabl_jax.experiment.kinds.base import tree_bytes
 from stabl_jax.experiment.kinds.selection import run_hpo_experiment
 from stabl_jax.experiment.outputs import COMPLETE
 from stabl_jax.experiment.results import ResultsFolder
 from stabl_jax.experiment.tables import byte_size, read_summary, read_traces
+from stabl_jax.hpo_metrics import simulate_selection
+from tests.experiment.runs import fail_when, ran, sets
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -31,12 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 def test_shipped_hpo_configs_are_the_papers_setting():
     sphere = load_config("hpo_bbob_sphere")
     assert sphere.kind == "hpo" and sphere.feedback == "reward"
-    assert {(p.function_id, p.dim, p.evaluations) for p in sphere.problems} == {
-        (1, 32, 1000),
-        (1, 32, 2000),
-        (1, 64, 1000),
-        (1, 64, 2000),
-    }
+    problems = {(1, d, e) for d in (32, 64) for e in (1000, 2000)}
+    assert {(p.function_id, p.dim, p.evaluations) for p in sphere.problems} == problems
     assert sphere.learners == ("uniform", "exp3", "exp3_uniform", "stabl", "stabl_naive")
     assert sphere.history_lengths == (20, 40, 80, 160, 320, 640, 1280, 2560)
     assert sphere.reward_lambda == 0.01
@@ -75,11 +73,9 @@ def test_checkpoint_is_read_back_identically(experiment):
     for name in config.learners:
         assert outcome.seconds[name]["compile"] == 0.0
         np.testing.assert_array_equal(outcome.best_gap[name], result.problems[key].best_gap[name])
-    # A checkpoint made with other settings is never reused.
-    for other in (
-        dataclasses.replace(config, seed=config.seed + 1),
-        dataclasses.replace(config, learners=("uniform",)),
-    ):
+    # a checkpoint made with other settings is never reused
+    for change in ({"seed": config.seed + 1}, {"learners": ("uniform",)}):
+        other = dataclasses.replace(config, **change)
         with pytest.raises(CheckpointMismatch, match="different run"):
             ExperimentCheckpoints(folder, experiment_identity(other))
 
@@ -89,10 +85,9 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     with ResultsFolder.prepare(tmp_path / "out") as folder:
         final = write_results(result, folder)
     names = {p.name for p in final.iterdir()}
-    assert {COMPLETE, "summary.json", "traces.npz", *hpo_experiment.HPO_PLOT_FILES.values()} <= (
-        names
-    )
-    for png in hpo_experiment.HPO_PLOT_FILES.values():
+    plots = hpo_experiment.HPO_PLOT_FILES.values()
+    assert {COMPLETE, "summary.json", "traces.npz", *plots} <= names
+    for png in plots:
         assert (final / png).read_bytes()[:8] == PNG_SIGNATURE
     summary = read_summary(final)
     json.dumps(summary, allow_nan=False)
@@ -103,38 +98,28 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     traces = read_traces(final)
     key = config.problems[0].key
     gap = traces[f"{key}/stabl/best_gap"]
-    assert gap.shape == (2, 24)
-    assert np.all(np.diff(gap, axis=1) <= 0)  # best so far never gets worse
-    counts = traces[f"{key}/stabl/arm_counts"]
-    np.testing.assert_allclose(counts.sum(), 24)  # every evaluation belongs to one arm
+    assert gap.shape == (2, 24) and np.all(np.diff(gap, axis=1) <= 0)  # best so far
+    np.testing.assert_allclose(traces[f"{key}/stabl/arm_counts"].sum(), 24)  # one arm each
     table = hpo_experiment.format_hpo_table(result)
     assert "profile score" in table and key in table
-    # The folder alone gives the result back (to redraw or recompute without rerunning).
+    # the folder alone gives the result back; experiments/report.py makes its tables
     back = hpo_experiment.read_hpo_result(final)
     assert back.config == dataclasses.replace(config, source=back.config.source)
     np.testing.assert_array_equal(back.problems[key].best_gap["stabl"], gap)
     assert hpo_experiment.build_hpo_summary(back)["profile_scores"] == summary["profile_scores"]
-    # experiments/report.py turns the folder into EXPERIMENTS.md's tables.
     report = runpy.run_path(str(REPO / "experiments" / "report.py"))
     markdown = report["table"](final, (256,))
     assert f"| {key} |" in markdown and "| stabl |" in markdown
 
 
 def tiny_args(out) -> list[str]:
-    args = ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress"]
-    return args + [x for item in TINY for x in ("--set", item)]
+    return ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress", *sets(TINY)]
 
 
 def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
-    """The kind estimates its memory and disk: with no memory to spare a run is refused
-    (exit 2) naming its size, the memory and the remedies, before anything is simulated;
-    ``--allow-large`` runs it, and the header says what it needs. (The kind once estimated
-    nothing: ``--runs 4000`` of the suite, about 17 GiB, ran until the kernel killed it.)"""
+    """With no memory to spare a run is refused (exit 2) naming its size, the memory and the
+    remedies, before anything runs; ``--allow-large`` runs it, the header saying its needs."""
     monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
-
-    def ran(*args, **kwargs):
-        raise AssertionError("the experiment ran")
-
     monkeypatch.setattr(hpo_experiment, "run_hpo_experiment", ran)
     args = tiny_args(tmp_path / "run")
     assert cli.main(args) == cli.EXIT_USAGE
@@ -151,12 +136,7 @@ def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys
 
 
 def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
-    """The estimate's loop state per run (:func:`run_state_bytes`, from shapes alone) is the
-    state a run of the kind's own environment and learner holds, byte for byte (the Eagle
-    pools in it are the largest part of a run's memory at the shipped dimensions)."""
-    from stabl_jax.experiment.kinds.base import tree_bytes
-    from stabl_jax.hpo_metrics import simulate_selection
-
+    """The estimate's loop state per run (from shapes alone) is a run's, byte for byte."""
     config = load_config("hpo_bbob_sphere", TINY)
     group = hpo_experiment.problem_groups(config)[0]
     env = hpo_experiment.problem_env(config, group)
@@ -170,28 +150,18 @@ def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
 
 
 def test_a_resumed_hpo_run_says_what_it_took_over(experiment, tmp_path, capsys, monkeypatch):
-    """Interrupted after its first learner's program, the same command resumes: it says so,
-    with the programs complete, prints the table, removes its checkpoints and writes what the
-    uninterrupted run writes; a second run into the complete folder is refused without
-    --force. The finished program's checkpoint kept its traces, not its loop state (the
-    Eagle pools)."""
+    """Interrupted after the first program (its checkpoint: traces, no loop state), the same
+    command resumes into the uninterrupted results; a second run is refused without --force."""
     args = tiny_args(tmp_path / "run")
-    simulate = hpo_experiment.hpo_metrics.simulate_selection
-    calls = []
-
-    def interrupted_second(*a, **kw):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return simulate(*a, **kw)
-
-    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", interrupted_second)
+    metrics, calls = hpo_experiment.hpo_metrics, itertools.count(1)
+    simulate = metrics.simulate_selection
+    fail_when(monkeypatch, metrics, "simulate_selection", lambda *a: next(calls) == 2)
     assert cli.main(args) == cli.EXIT_INTERRUPTED
     key = load_config("hpo_bbob_sphere", TINY).problems[0].key
     (state,) = tmp_path.glob(f"run.partial*/checkpoint/{key}-uniform/{STATE}")
     stored = load_arrays(state)
     assert int(stored["t0"]) == 24 and not [n for n in stored if n.startswith("carry/")]
-    monkeypatch.setattr(hpo_experiment.hpo_metrics, "simulate_selection", simulate)
+    monkeypatch.setattr(metrics, "simulate_selection", simulate)
     capsys.readouterr()
     assert cli.main([*args, "--dry-run"]) == cli.EXIT_OK  # says what the run will take over
     assert "  would resume: 1 of 2 learner programs complete\n" in capsys.readouterr().out

@@ -1,14 +1,10 @@
-"""The results-folder lifecycle under faults (docs/reliability.md, "Interrupted runs").
-
-A stop at any step of the commit, an output folder that cannot be replaced, a change of code
-between a stop and its rerun, a user's file in a folder ``--force`` would replace, a full disk
-on the rerun, damaged results files: none loses finished work or writes a wrong number with
-exit status 0. In-process runs of a tiny config at the canonical sizes (5 arms, T = 64).
-"""
+"""The results-folder lifecycle under faults (docs/reliability.md, "Interrupted runs"): none
+loses finished work or writes a wrong number with exit status 0."""
 
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -34,8 +30,10 @@ from tests.conftest import HORIZON, assert_same_results, mark_as_ours
 from tests.experiment.runs import (
     CONFIG,
     command,
+    fail_when,
     forbid_computation,
     run,
+    run_ok,
     stopped_run,
     sweep_command,
     tree,
@@ -45,67 +43,41 @@ from tests.experiment.runs import (
 USER_MODULE = "from stabl_jax import EXP3\n\n\nclass Mine(EXP3):\n    pass\n"
 
 
-# --- A stop at any step of the commit --------------------------------------------------------
+#: stage: where Ctrl-C (or SIGTERM through its handler) stops the commit, or the final rename
+#: onto ``out`` fails: (owner, name, when its arguments, the error, after the call).
+STOPS = {
+    "manifest": (files, "write_manifest", lambda *a: True, KeyboardInterrupt, False),
+    "after COMPLETE": (
+        files, "write_text", lambda path, text: Path(path).name == outputs.COMPLETE,
+        KeyboardInterrupt, True,
+    ),
+    "removing the checkpoints": (  # the generic rmtree: any version of the code
+        shutil, "rmtree",
+        lambda path, *a: Path(path).name in (results.CHECKPOINT_DIR, ".checkpoint-done"),
+        KeyboardInterrupt, False,
+    ),
+    "the final rename fails": (
+        os, "replace", lambda src, dst: Path(dst).name == "out",
+        OSError(errno.EBUSY, "Device or resource busy"), False,
+    ),
+}  # fmt: skip
 
 
-def _stop_at(stage: str, monkeypatch) -> None:
-    """Raise ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through its handler) at ``stage``, or
-    fail the final rename onto ``out`` (``EBUSY``)."""
-
-    def stop(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    if stage == "manifest":
-        monkeypatch.setattr(files, "write_manifest", stop)
-    elif stage == "after COMPLETE":
-        write_text = files.write_text
-
-        def then_stop(path, text):
-            write_text(path, text)
-            if Path(path).name == outputs.COMPLETE:
-                raise KeyboardInterrupt
-
-        monkeypatch.setattr(files, "write_text", then_stop)
-    elif stage == "removing the checkpoints":  # the generic rmtree: any version of the code
-        rmtree = shutil.rmtree
-
-        def stop_in_checkpoints(path, *args, **kwargs):
-            if Path(path).name in (results.CHECKPOINT_DIR, ".checkpoint-done"):
-                raise KeyboardInterrupt
-            return rmtree(path, *args, **kwargs)
-
-        monkeypatch.setattr(shutil, "rmtree", stop_in_checkpoints)
-    else:
-        replace = os.replace
-
-        def busy(src, dst):
-            if Path(dst).name == "out":
-                raise OSError(errno.EBUSY, "Device or resource busy")
-            return replace(src, dst)
-
-        monkeypatch.setattr(os, "replace", busy)
-
-
-@pytest.mark.parametrize(
-    "stage", ["manifest", "after COMPLETE", "removing the checkpoints", "the final rename fails"]
-)
+@pytest.mark.parametrize("stage", list(STOPS))
 def test_a_stop_at_any_step_of_the_commit_loses_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch, stage
 ):
-    """Ctrl-C or SIGTERM while the results are committed leaves ``<out>`` complete, or a
-    partial folder that the same command finishes: from its checkpoints, or, once complete,
-    by moving it into place without recomputing anything. So does a final rename that fails
-    (exit 2)."""
+    """Ctrl-C/SIGTERM in the commit, or a failed final rename (exit 2), leaves ``<out>``
+    complete or a partial folder the same command finishes (complete: moved, not recomputed)."""
     out = tmp_path / "out"
     with monkeypatch.context() as patch:
-        _stop_at(stage, patch)
+        fail_when(patch, *STOPS[stage])
         code, _, err = run(command(config_path, out), capsys)
     assert code == (2 if stage == "the final rename fails" else 130), err
     if stage in ("after COMPLETE", "the final rename fails"):
         assert "complete results are kept in" in err and "out.partial" in err
     if not out.exists():
-        code, printed, err = run(command(config_path, out), capsys)
-        assert code == 0, err
+        printed = run_ok(command(config_path, out), capsys)
         if stage == "manifest":  # every learner had finished: resumed whole, nothing rerun
             done = load_results(out).summary["resumed"]["rounds_done"]
             assert done == {"uniform": HORIZON, "exp3": HORIZON}
@@ -118,35 +90,23 @@ def test_a_stop_at_any_step_of_the_commit_loses_nothing(
 def test_a_kill_between_the_two_renames_of_the_commit_loses_nothing(
     config_path, reference, tmp_path, capsys, monkeypatch
 ):
-    """``kill -9`` between the commit's renames (the old results moved to ``OUT.old``, the new
-    not yet onto ``OUT``): the same command moves the new ones into place, recomputing
-    nothing, and removes ``OUT.old``."""
+    """``kill -9`` between the commit's renames (old results at ``OUT.old``): the same command
+    moves the new ones into place, recomputing nothing, and removes ``OUT.old``."""
     out = tmp_path / "out"
     shutil.copytree(reference, out)
 
     class Killed(BaseException):
         pass
 
-    replace = os.replace
-
-    def killed_before_the_second(src, dst):
-        if Path(src).name == "out.partial":
-            raise Killed
-        replace(src, dst)
-
     with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", killed_before_the_second)
+        fail_when(patch, os, "replace", lambda src, dst: Path(src).name == "out.partial", Killed)
         with pytest.raises(Killed):
             run(command(config_path, out, "--force"), capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.old", "out.partial"]
-    code, printed, err = run(command(config_path, out, "--force"), capsys)
-    assert code == 0, err
+    printed = run_ok(command(config_path, out, "--force"), capsys)
     assert "moved into place (nothing recomputed)" in printed
     assert_same_results(out, reference)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-
-
-# --- An output folder that cannot be replaced -------------------------------------------------
 
 
 def _users_folder(tmp_path, reference, monkeypatch) -> Path:
@@ -175,22 +135,15 @@ def _empty(tmp_path, reference, monkeypatch) -> str:
     return ""
 
 
-def _blank(tmp_path, reference, monkeypatch) -> str:
-    return _empty(tmp_path, reference, monkeypatch) + "  "
+def _marked_by(owner, name: str, fake):
+    """A maker of an empty ``out`` that ``owner.name``, patched to ``fake(path, out)``, marks."""
 
+    def make(tmp_path, reference, monkeypatch) -> Path:
+        (out := tmp_path / "out").mkdir()
+        monkeypatch.setattr(owner, name, lambda path: fake(path, out))
+        return out
 
-def _mount_point(tmp_path, reference, monkeypatch) -> Path:
-    out = tmp_path / "out"
-    out.mkdir()
-    monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out)
-    return out
-
-
-def _immutable(tmp_path, reference, monkeypatch) -> Path:
-    out = tmp_path / "out"
-    out.mkdir()
-    monkeypatch.setattr(outputs, "_inode_flags", lambda path: 0x10 * (path == out))
-    return out
+    return make
 
 
 def _read_only_parent(tmp_path, reference, monkeypatch) -> Path:
@@ -198,10 +151,6 @@ def _read_only_parent(tmp_path, reference, monkeypatch) -> Path:
     monkeypatch.setattr(os, "access", lambda p, m: Path(p) != tmp_path and access(p, m))
     (tmp_path / "out").mkdir()
     return tmp_path / "out"
-
-
-def _complete(tmp_path, reference, monkeypatch) -> Path:
-    return Path(shutil.copytree(reference, tmp_path / "out"))
 
 
 def _users_files_in_results(tmp_path, reference, monkeypatch) -> Path:
@@ -222,11 +171,20 @@ BAD_OUTS = {
     "a symbolic link": (_symbolic_link, ANY, ("is a symbolic link (to ", "--out")),
     "under a file": (_under_a_file, ANY, ("afile", "which is a file")),
     "empty": (_empty, ANY, ("--out is empty; give a folder name",)),
-    "blank": (_blank, ANY, ("--out is empty; give a folder name",)),
-    "a mount point": (_mount_point, ANY, ("cannot be replaced", "--out OUT/results")),
-    "immutable": (_immutable, ANY, ("cannot be replaced", "--out OUT/results")),
+    "blank": (lambda t, r, m: _empty(t, r, m) + "  ", ANY, ("--out is empty; give a folder name",)),
+    "a mount point": (
+        _marked_by(os.path, "ismount", lambda path, out: Path(path) == out), ANY,
+        ("cannot be replaced", "--out OUT/results"),
+    ),
+    "immutable": (
+        _marked_by(outputs, "_inode_flags", lambda path, out: 0x10 * (path == out)), ANY,
+        ("cannot be replaced", "--out OUT/results"),
+    ),
     "a read-only parent": (_read_only_parent, ANY, ("cannot be replaced", "--out OUT/results")),
-    "complete, no --force": (_complete, ANY[:2], ("already holds a complete result", "--force")),
+    "complete, no --force": (
+        lambda t, r, m: shutil.copytree(r, t / "out"), ANY[:2],
+        ("already holds a complete result", "--force"),
+    ),
     "a user's files in results": (
         _users_files_in_results, ANY[2:], ("files stabl-jax did not write (my_figs/, notes.md)",)
     ),
@@ -237,11 +195,8 @@ BAD_OUTS = {
 def test_an_out_that_cannot_be_used_is_refused_before_anything_runs(
     config_path, reference, tmp_path, capsys, monkeypatch, case
 ):
-    """A folder that is not ours, a symbolic link, a path under a file, an empty path, an out
-    that cannot be replaced (an empty mount point, an immutable folder, a read-only parent),
-    complete results without --force, a user's files among results: the run and its dry run,
-    with --force where it applies, exit 2 with one line naming it and the remedy, before any
-    computation; every byte stays and nothing is left beside it."""
+    """The run and its dry run (with --force where it applies) exit 2 with one line naming the
+    ``--out`` and the remedy, before any computation; every byte stays, nothing beside it."""
     make, flags, words = BAD_OUTS[case]
     forbid_computation(monkeypatch)
     out = make(tmp_path, reference, monkeypatch)
@@ -256,9 +211,7 @@ def test_an_out_that_cannot_be_used_is_refused_before_anything_runs(
 def test_a_damaged_marker_of_a_partial_folder_is_written_again(
     config_path, reference, interrupted, tmp_path, capsys
 ):
-    """The marker of an interrupted run's partial folder garbled: the folder, which holds
-    stabl-jax's checkpoints, is taken over (its marker written again) and resumed, not left
-    behind."""
+    """A partial folder's garbled marker: the folder is taken over and resumed, not left."""
     out = tmp_path / "out"
     (interrupted / outputs.MARKER).write_text("{garbled")
     code, printed, err = run(command(config_path, out), capsys)
@@ -267,15 +220,9 @@ def test_a_damaged_marker_of_a_partial_folder_is_written_again(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
-# --- The code is part of the identity --------------------------------------------------------
-
-
-def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
-    reference, tmp_path, capsys, monkeypatch
-):
-    """A learner of the user's, named by import path, edited after a stop: the rerun refuses
-    to resume (exit 2) naming the module and --force, which recomputes. An edit of stabl_jax
-    itself is named by its file."""
+def test_a_code_change_between_a_stop_and_its_rerun_is_refused(tmp_path, capsys, monkeypatch):
+    """A user's learner (by import path) edited after a stop: the rerun refuses (exit 2) naming
+    the module and --force, which recomputes; an edit of stabl_jax is named by its file."""
     module = tmp_path / "lifecycle_user_learner.py"
     module.write_text(USER_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -288,46 +235,33 @@ def test_a_code_change_between_a_stop_and_its_rerun_is_refused(
     code, _, err = run(command(config, out), capsys)
     assert code == 2 and "computed by other code" in err and "lifecycle_user_learner" in err, err
     assert "--force" in err and tree(tmp_path / "out.partial") == before
-
     fingerprint = identity.code_fingerprint
     edited = "stabl_jax/learners/exp3.py"
-    monkeypatch.setattr(
-        identity, "code_fingerprint", lambda c: {**fingerprint(c), edited: "edited"}
-    )
+    monkeypatch.setattr(identity, "code_fingerprint", lambda c: {**fingerprint(c), edited: "e"})
     code, _, err = run(command(config, out), capsys)
     assert code == 2 and edited in err, err
     code, printed, err = run(command(config, out, "--force"), capsys)
     assert code == 0 and "discarded (--force)" in printed, err
-    summary = load_results(out).summary
-    assert summary["resumed"] is None
-
-
-# --- A full disk, then the rerun -------------------------------------------------------------
+    assert load_results(out).summary["resumed"] is None
 
 
 def test_the_rerun_after_a_full_disk_counts_what_the_partial_folder_holds(
     config_path, interrupted, tmp_path, capsys, monkeypatch
 ):
-    """Free disk just short of the estimate once an interrupted run's checkpoints are on it:
-    the same command resumes (those bytes are needed no more) instead of asking for
-    ``--allow-large``."""
-    out = tmp_path / "out"
+    """Free disk just short of the estimate, an interrupted run's checkpoints on it: the same
+    command resumes (those bytes are not needed again) instead of asking for --allow-large."""
     needs = cli.KINDS["bandit"].estimate(cli.load_config(str(config_path), []))
     usage = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(
         cli.shutil, "disk_usage", lambda p: usage._replace(free=needs.disk_bytes - 1)
     )
-    code, printed, err = run(command(config_path, out), capsys)
+    code, printed, err = run(command(config_path, tmp_path / "out"), capsys)
     assert code == 0 and "resuming out.partial" in printed, err
 
 
-# --- Damaged results files ------------------------------------------------------------------
-
-
 def test_a_changed_byte_of_a_results_file_is_one_error_naming_it(reference, tmp_path, capsys):
-    """One byte of ``summary.json`` (still valid JSON), ``results.csv`` or ``traces.npz``
-    changed after the commit: reading the folder, and ``compare``, name the file and the
-    remedy (exit 2, no traceback); the manifest written at commit catches it."""
+    """One byte of ``summary.json`` (still valid JSON), ``results.csv`` or ``traces.npz`` changed:
+    reading the folder and ``compare`` name the file (exit 2, no traceback), by the manifest."""
     for name in ("summary.json", "results.csv", "traces.npz"):
         folder = tmp_path / name
         shutil.copytree(reference, folder)
@@ -344,8 +278,7 @@ def test_a_changed_byte_of_a_results_file_is_one_error_naming_it(reference, tmp_
 
 
 def test_a_renamed_zip_member_is_damage_not_a_missing_array(tmp_path):
-    """An ``.npz`` member whose name no longer ends in ``.npy`` (a changed byte in its name)
-    was silently dropped; it is reported as damage naming the file."""
+    """An ``.npz`` member whose name no longer ends in ``.npy``: damage naming the file."""
     path = tmp_path / "traces.npz"
     np.savez(path, a=np.arange(3), b=np.ones(2))
     renamed = tmp_path / "renamed.npz"
@@ -353,28 +286,19 @@ def test_a_renamed_zip_member_is_damage_not_a_missing_array(tmp_path):
         for info in src.infolist():
             dst.writestr(info.filename.replace("b.npy", "b.npz"), src.read(info))
     assert sorted(TraceFile(path)) == ["a", "b"]
-    with pytest.raises(
-        TracesDamaged, match=r"renamed.npz cannot be read \(member 'b.npz' is not an array\)"
-    ):
+    message = r"renamed.npz cannot be read \(member 'b.npz' is not an array\)"
+    with pytest.raises(TracesDamaged, match=message):
         TraceFile(renamed)
 
 
 def test_a_manifest_lists_every_file_of_a_finished_folder(reference):
-    """``manifest.json`` holds the size and SHA-256 of every result file, and nothing of the
-    bookkeeping (marker, COMPLETE, checkpoints)."""
+    """``manifest.json``: size and SHA-256 of every result file, no bookkeeping."""
     listed = json.loads((reference / files.MANIFEST).read_text())["files"]
-    written = {
-        p.name for p in reference.iterdir() if p.name not in (outputs.MARKER, outputs.COMPLETE)
-    }
+    written = {p.name for p in reference.iterdir()} - {outputs.MARKER, outputs.COMPLETE}
     assert set(listed) == written - {files.MANIFEST}
     for name, entry in listed.items():
-        assert entry == {
-            "bytes": (reference / name).stat().st_size,
-            "sha256": files.sha256_file(reference / name),
-        }
-
-
-# --- stabl-jax sweep on the same lifecycle ----------------------------------------------------
+        sha256 = files.sha256_file(reference / name)
+        assert entry == {"bytes": (reference / name).stat().st_size, "sha256": sha256}
 
 
 def _points(out: Path) -> dict:
@@ -385,9 +309,7 @@ def _points(out: Path) -> dict:
 def test_a_stopped_sweep_resumes_its_finished_grids(
     config_path, whole_sweep, tmp_path, capsys, monkeypatch
 ):
-    """Ctrl-C after the first of four (grid, seed) simulations: the sweep keeps its
-    checkpoint; the same command computes only the three others and writes the numbers of an
-    uninterrupted sweep."""
+    """Ctrl-C after the first of four simulations: the rerun computes the three others only."""
     out, calls, rewards = tmp_path / "out", {"n": 0}, sweep_module.sweep_rewards
 
     def counted(*args, **kwargs):
@@ -411,26 +333,17 @@ def test_a_stopped_sweep_resumes_its_finished_grids(
 def test_a_sweep_that_does_not_fit_is_refused_and_a_full_disk_is_one_line(
     config_path, whole_sweep, tmp_path, capsys, monkeypatch
 ):
-    """A sweep whose estimate exceeds the memory available is refused before anything runs
-    (also by its dry run), naming the size and --allow-large, which runs it. ENOSPC while its
-    second simulation is checkpointed: one line naming the partial folder, exit 1; the rerun
-    finishes from the first one's checkpoint with the numbers of an uninterrupted sweep."""
+    """A sweep too large is refused (and by its dry run) naming --allow-large; ENOSPC at its
+    second checkpoint: one line, exit 1, and the rerun gives the uninterrupted numbers."""
     monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
     out = tmp_path / "out"
     for extra in (["--dry-run"], []):
         code, _, err = run(sweep_command(config_path, out, *extra), capsys)
         assert code == 2 and "does not fit" in err and "--allow-large" in err, err
     assert not out.exists() and not (tmp_path / "out.partial").exists()
-    save, count = checkpoints.save_arrays, {"n": 0}
-
-    def full_at_second(path, arrays):
-        count["n"] += 1
-        if count["n"] == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return save(path, arrays)
-
+    count, full = itertools.count(1), OSError(errno.ENOSPC, "No space left on device")
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoints, "save_arrays", full_at_second)
+        fail_when(patch, checkpoints, "save_arrays", lambda *a: next(count) == 2, full)
         code, _, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
     line = err.strip()
     assert code == 1 and "\n" not in line and line.startswith("error: no space left"), err

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import io
+import sys
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from stabl_jax.experiment import outputs, plots
+from stabl_jax.experiment.kinds import bandit, paired
+from stabl_jax.registry import BCO_LEARNERS, LEARNERS
+from stabl_jax.simulate import progress_bar
+from tests.conftest import run_small_figure1
 
 
 def _bands(values):
     x = np.asarray([16, 64, 256, 1024], float)
     return [
-        plots.Band(name=f"l{i}", label=f"learner {i}", x=x, mean=np.asarray(v, float), half=x * 0)
+        plots.Band(f"l{i}", f"learner {i}", x, np.asarray(v, float), x * 0)
         for i, v in enumerate(values)
     ]
 
@@ -20,9 +28,8 @@ def test_adaptive_regret_axis_shows_negative_values(tmp_path):
     plt = plots.pyplot()
     fig, ax = plt.subplots()
     bands = _bands([[10.0, 50.0, -20.0, -600.0], [10.0, 50.0, -20.0, -600.0]])
-    plots._draw_axes(
-        ax, bands, plots.styles(["l0", "l1"]), title="t", xlabel="x", ylabel="y", symlog=True
-    )
+    labels = {"title": "t", "xlabel": "x", "ylabel": "y"}
+    plots._draw_axes(ax, bands, plots.styles(["l0", "l1"]), **labels, symlog=True)
     assert ax.get_yscale() == "symlog"
     drawn = [line for line in ax.get_lines() if line.get_label().startswith("learner")]
     assert all(np.nanmin(line.get_ydata()) == -600.0 for line in drawn)  # not masked out
@@ -35,9 +42,8 @@ def test_adaptive_regret_axis_shows_negative_values(tmp_path):
 
 def test_a_band_of_unequal_lengths_is_named():
     x = np.arange(4.0)
-    with pytest.raises(
-        ValueError, match=r"Band 'stabl': .* got x \(4,\), mean \(3,\), half \(4,\)"
-    ):
+    message = r"Band 'stabl': .* got x \(4,\), mean \(3,\), half \(4,\)"
+    with pytest.raises(ValueError, match=message):
         plots.Band(name="stabl", label="StABL", x=x, mean=x[:3], half=x)
     with pytest.raises(ValueError, match=r"x \(2, 2\)"):
         plots.Band(name="stabl", label="StABL", x=x.reshape(2, 2), mean=x, half=x)
@@ -54,7 +60,6 @@ def test_figures_are_tagged_and_written_atomically(tmp_path):
     fig.savefig(tmp_path / "plain.png")  # matplotlib's own PNG: not this library's
     plt.close(fig)
     assert b"stabl_jax" not in (tmp_path / "plain.png").read_bytes()
-    # another suffix, another format (matplotlib's), untagged
     pdf = plots.plot_adaptive_regret([band], tmp_path / "sa.pdf", title="t").read_bytes()
     assert pdf[:5] == b"%PDF-" and b"stabl_jax " not in pdf
     with pytest.raises(outputs.OutputError, match="is a file"):
@@ -87,8 +92,7 @@ def _line_styles(fig):
 
 def _named(names, x):
     return [
-        plots.Band(name, plots.label(name), x, np.sin(x + i), 0.1 + 0 * x)
-        for i, name in enumerate(names)
+        plots.Band(n, plots.label(n), x, np.sin(x + i), 0.1 + 0 * x) for i, n in enumerate(names)
     ]
 
 
@@ -99,28 +103,23 @@ def test_a_learner_keeps_its_style_in_every_figure(tmp_path, monkeypatch):
     plots.plot_moving_average(
         _named(["stabl", "exp3_uniform"], x), tmp_path / "a.png", title="t", window=8
     )
-    plots.plot_adaptive_regret(
-        _named(["uniform", "stabl_vizier", "stabl"], x), tmp_path / "b.png", title="t"
-    )
+    three = _named(["uniform", "stabl_vizier", "stabl"], x)
+    plots.plot_adaptive_regret(three, tmp_path / "b.png", title="t")
     first, second = (_line_styles(f) for f in figures)
-    assert first["StABL"] == second["StABL"]
     style = plots.STYLES["stabl"]
-    assert first["StABL"] == (style.color, style.linestyle, style.marker)
+    assert first["StABL"] == second["StABL"] == (style.color, style.linestyle, style.marker)
     assert len(set(second.values())) == 3
 
 
 def test_every_shipped_learner_has_its_own_style():
     """The table names every registry learner (and every label), no two alike; a name outside
     it gets a style no other line of its figure has, the same in every figure."""
-    from stabl_jax.registry import BCO_LEARNERS, LEARNERS
-
     assert set(LEARNERS) | set(BCO_LEARNERS) <= set(plots.STYLES)
     assert set(plots.LABELS) <= set(plots.STYLES)
     bandit = [plots.STYLES[n] for n in LEARNERS]
     assert len(set(bandit)) == len(bandit)
     mine = plots.styles(["stabl", "mine", "yours"])
-    assert mine == plots.styles(["stabl", "mine", "yours"])
-    assert len(set(mine.values())) == 3
+    assert mine == plots.styles(["stabl", "mine", "yours"]) and len(set(mine.values())) == 3
     assert mine["stabl"] == plots.STYLES["stabl"]
 
 
@@ -154,9 +153,8 @@ def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, mo
     figures = _drawn_figures(monkeypatch)
     x = np.arange(1.0, 5.0)
     diffs = _named(["stabl", "exp3_uniform"], x)
-    plots.plot_paired_segments(
-        diffs, tmp_path / "paired_segments.png", title="t", reference="StABL (tuned scales)"
-    )
+    path = tmp_path / "paired_segments.png"
+    plots.plot_paired_segments(diffs, path, title="t", reference="StABL (tuned scales)")
     (ax,) = figures[0].axes
     bars = {bar.get_label(): bar.lines[0] for bar in ax.containers}
     points = [bars["StABL"], bars["EXP3 (uniform exploration)"]]
@@ -165,24 +163,18 @@ def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, mo
     assert [t.get_text() for t in ax.get_xticklabels()] == [f"segment {j}" for j in (1, 2, 3, 4)]
 
 
-@pytest.mark.parametrize(
-    ("name", "description", "sets_params", "title"),
-    [
-        ("x", "Fig. 1 left (tuned scales)", True, "Fig. 1 left (tuned scales)"),
-        ("x", "Fig. 1 left", False, "Fig. 1 left (printed step sizes)"),
+def test_a_title_names_the_step_sizes():
+    cases = [("x", "Fig. 1 left (tuned scales)", True, "Fig. 1 left (tuned scales)")]
+    cases += [("x", "Fig. 1 left", False, "Fig. 1 left (printed step sizes)")]
+    cases += [
         ("x", "the authors' StABL", False, "the authors' StABL"),
         ("figure1", "", True, "figure1"),
-    ],
-)
-def test_a_title_names_the_step_sizes(name, description, sets_params, title):
-    assert plots.heading(name, description, sets_params=sets_params) == title
+    ]
+    for name, description, sets_params, title in cases:
+        assert plots.heading(name, description, sets_params=sets_params) == title
 
 
 def test_the_default_reference_is_tuned_stabl_where_a_config_runs_it():
-    from types import SimpleNamespace
-
-    from stabl_jax.experiment.kinds import bandit, paired
-
     assert paired.default_reference(["uniform", "stabl", "stabl_tuned"]) == "stabl_tuned"
     assert paired.default_reference(["uniform", "stabl"]) == "stabl"
     assert paired.default_reference(["uniform", "exp3"]) == "uniform"
@@ -211,10 +203,7 @@ def _outside(fig) -> list[str]:
 
 
 def test_every_title_of_a_bandit_run_lies_within_its_figure(tmp_path, monkeypatch):
-    """The plots ``stabl-jax run`` draws for a bandit config, with Figure 1's long title: no
-    title line is cut at the figure's edges."""
-    from tests.conftest import run_small_figure1
-
+    """The plots of ``stabl-jax run`` of Figure 1 (a long title): no title cut at the edges."""
     figures = _drawn_figures(monkeypatch)
     run_small_figure1(tmp_path / "out")
     drawn = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
@@ -241,11 +230,6 @@ def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
 @pytest.mark.parametrize("terminal", [False, True])
 def test_progress_bars_only_on_a_terminal(monkeypatch, terminal):
     """tqdm bars (``simulate``'s and the command line's) draw on a terminal, not into a log."""
-    import io
-    import sys
-
-    from stabl_jax.experiment.kinds import paired
-    from stabl_jax.simulate import progress_bar
 
     class Stderr(io.StringIO):
         def isatty(self) -> bool:

@@ -13,12 +13,8 @@ from stabl_jax.experiment import provenance
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_code_version_in_this_checkout():
     info = provenance.code_version()
-    inside = subprocess.run(
-        ["git", "-C", str(provenance.PACKAGE_DIR.parent), "rev-parse", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    git = ["git", "-C", str(provenance.PACKAGE_DIR.parent), "rev-parse", "HEAD"]
+    inside = subprocess.run(git, capture_output=True, text=True, check=False)
     if inside.returncode != 0:  # an installed copy: no history beside it
         assert info["commit"] is None and info["dirty"] is None
     else:
@@ -32,16 +28,12 @@ def test_outside_a_checkout_records_no_commit(monkeypatch, tmp_path):
 
 
 def test_cpu_reads_the_model_and_vector_extensions(tmp_path):
-    """The first processor's ``model name`` and the known vector extensions among its
-    ``flags``, in :data:`~stabl_jax.experiment.provenance.VECTOR_EXTENSIONS` order; without a
-    readable
-    ``/proc/cpuinfo`` the model falls back to :mod:`platform` and no extension is claimed."""
+    """The first processor's ``model name`` and known vector extensions (``VECTOR_EXTENSIONS``
+    order); without ``/proc/cpuinfo``, :mod:`platform`'s model and no extension."""
     cpuinfo = tmp_path / "cpuinfo"
     processor = "model name\t: Example CPU 9000\nflags\t\t: fpu avx2 sse4_2 fma avx512f foo\n"
     cpuinfo.write_text(processor + "\n" + processor.replace("9000", "1").replace("avx2", ""))
-    assert provenance.cpu(cpuinfo) == {
-        "model": "Example CPU 9000",
-        "vector_extensions": ["sse4_2", "avx2", "fma", "avx512f"],
-    }
+    extensions = ["sse4_2", "avx2", "fma", "avx512f"]
+    assert provenance.cpu(cpuinfo) == {"model": "Example CPU 9000", "vector_extensions": extensions}
     missing = provenance.cpu(tmp_path / "absent")
     assert missing["vector_extensions"] == [] and isinstance(missing["model"], str)

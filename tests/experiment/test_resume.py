@@ -1,16 +1,5 @@
-"""Interrupted runs lose nothing.
-
-A real ``python -m stabl_jax run`` subprocess is killed with ``SIGKILL`` in the middle of its
-second learner, its rerun killed again once every learner is done (while metrics, traces,
-plots or the commit are written); the same command (in-process) then finishes and must write
-``traces.npz`` and ``summary.json`` bitwise identical to an uninterrupted run (timings and the
-record of the resume aside). A SIGTERM in-process keeps the checkpoints the same way (Ctrl-C:
-``tests/experiment/runs.py``'s ``stopped_run``).
-
-The killed run's config is tiny (2 runs, 5 arms, T = 1024, chunks of 8 rounds: 128
-checkpoints per learner, so the kill lands mid-learner) and its two learners are cheap to
-compile.
-"""
+"""Interrupted runs lose nothing: ``kill -9`` of a real run (mid-learner, then while writing
+results), SIGTERM, and a resume that holds the outputs once (Ctrl-C: ``runs.py``)."""
 
 from __future__ import annotations
 
@@ -35,10 +24,10 @@ from stabl_jax.experiment.tables import read_summary
 from stabl_jax.metrics import adaptive_regret
 from stabl_jax.simulate import run_chunks
 from tests.conftest import HORIZON, NUM_ARMS, assert_same_results
-from tests.experiment.runs import CHUNK, command, run
+from tests.experiment.runs import CHUNK, command, run_ok
 
 REPO = Path(__file__).resolve().parents[2]
-KILLED_HORIZON = 1024
+KILLED_HORIZON = 1024  # chunks of 8 rounds: 128 checkpoints per learner, a kill lands mid-learner
 CONFIG = f"""
 name = "resume"
 seed = 5
@@ -59,26 +48,23 @@ change_points = [300, 700]
 def _state_t0(out: Path, learner: str) -> int:
     for partial in out.parent.glob(f"{out.name}.partial*"):
         try:
-            return int(
-                checkpoint.load_arrays(partial / CHECKPOINT_DIR / learner / checkpoint.STATE)["t0"]
-            )
+            state = partial / CHECKPOINT_DIR / learner / checkpoint.STATE
+            return int(checkpoint.load_arrays(state)["t0"])
         except (OSError, KeyError, ValueError):
             continue
     return 0
 
 
 def _kill_when(command: list[str], cwd: Path, log: Path, ready, may_end: bool = False) -> None:
-    """Start ``command`` (output to ``log``) and ``SIGKILL`` it once ``ready()``; unless
-    ``may_end``, it must not end before."""
+    """Start ``command`` and ``SIGKILL`` it once ``ready()`` (before which, unless ``may_end``,
+    it must not end)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))  # the same JAX settings as this process
     with open(log, "wb") as sink:
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=sink, stderr=sink)
         try:
             deadline = time.monotonic() + 300
             while not ready() and (proc.poll() is None or not may_end):
-                assert proc.poll() is None, (
-                    f"the run ended before it was killed:\n{log.read_text()}"
-                )
+                assert proc.poll() is None, f"the run ended before its kill:\n{log.read_text()}"
                 assert time.monotonic() < deadline, f"nothing to kill at:\n{log.read_text()}"
                 time.sleep(0.005)
         finally:
@@ -90,25 +76,22 @@ def _kill_when(command: list[str], cwd: Path, log: Path, ready, may_end: bool = 
 
 @pytest.mark.slow  # two JAX start-ups and compilations in subprocesses (CI runs it)
 def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
+    """Killed mid-learner, then once every learner is done; the same command (in-process)
+    writes an uninterrupted run's traces and summary, bitwise."""
     config_path = tmp_path / "resume.toml"
     config_path.write_text(CONFIG)
     reference = tmp_path / "reference"
     assert cli.main(command(config_path, reference)) == 0
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "stabl_jax", *command(config_path, out)]
-    _kill_when(
-        argv, tmp_path, tmp_path / "first.log", lambda: 0 < _state_t0(out, "exp3") < KILLED_HORIZON
-    )
-
-    # Killed: no results folder, a partial one holding the checkpoints.
+    in_exp3 = lambda: 0 < _state_t0(out, "exp3") < KILLED_HORIZON  # noqa: E731
+    _kill_when(argv, tmp_path, tmp_path / "first.log", in_exp3)
     assert not out.exists()
     (partial,) = tmp_path.glob("out.partial*")
     assert not (partial / COMPLETE).exists()
-    assert _state_t0(out, "uniform") == KILLED_HORIZON  # the first learner had finished
+    assert _state_t0(out, "uniform") == KILLED_HORIZON
     killed_at = _state_t0(out, "exp3")
-    assert 0 < killed_at < KILLED_HORIZON  # ... the second one was part-way through
-
-    # The rerun resumes, and is killed once every learner is done (results being written).
+    assert 0 < killed_at < KILLED_HORIZON
     second = tmp_path / "second.log"
 
     def finished() -> bool:
@@ -120,18 +103,14 @@ def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
     if not out.exists():
         _kill_when(argv, tmp_path, second, finished, may_end=True)
         assert f"resuming {partial.name}: exp3 {killed_at}/{KILLED_HORIZON}" in second.read_text()
-
-    # The same command again (in-process): completes, removes the dead runs' folder.
     if not out.exists():
-        code, stdout, err = run(command(config_path, out), None)
-        assert code == 0, err
+        stdout = run_ok(command(config_path, out), None)
         # resumed whole; or (killed between COMPLETE and the rename) the complete folder moved
         assert "resuming" in stdout or "moved into place" in stdout, stdout
     assert (out / COMPLETE).is_file() and not list(tmp_path.glob("out.partial*"))
     assert not (out / CHECKPOINT_DIR).exists()
     assert_same_results(out, reference)
-    # What a rerun needs is recorded: the exact command, the resolved config, the seed and
-    # the JAX settings (the versions: test_cli.py's test_shipped_config_runs_end_to_end).
+    # what a rerun needs: the command, the resolved config, the seed, the JAX settings
     summary = read_summary(out)
     assert summary["command"] == ["stabl-jax", *argv[3:]]
     assert summary["config"]["seed"] == summary["seed"] == 5 and summary["runs"] == 2
@@ -140,7 +119,7 @@ def test_kill_9_and_resume_is_bitwise_identical(tmp_path):
 
 
 class _SigtermNotHandled(Exception):
-    """Raised by the test's own SIGTERM handler: ``cli.main`` did not install its own."""
+    """Raised by this test's SIGTERM handler: ``cli.main`` did not install its own."""
 
 
 def _guard(signum, frame):
@@ -150,10 +129,8 @@ def _guard(signum, frame):
 def test_sigterm_keeps_the_checkpoints_and_the_rerun_resumes(
     config_path, reference, tmp_path, capsys
 ):
-    """In-process: a SIGTERM after two chunks (a scheduler's time limit) exits 143 and keeps
-    the partial folder, as Ctrl-C does (exit 130); the handler before the call is put back
-    after it (this test's own, which would fail the test if SIGTERM reached it); the rerun
-    resumes and writes the uninterrupted run's results."""
+    """A SIGTERM after two chunks exits 143 keeping the partial folder; the handler before the
+    call is put back; the rerun resumes into the uninterrupted run's results."""
     saves = {"n": 0}
     original = checkpoint.ChunkCheckpoint.save
 
@@ -177,7 +154,6 @@ def test_sigterm_keeps_the_checkpoints_and_the_rerun_resumes(
     assert "checkpoints kept" in err and "rerun the same command to resume" in err
     assert err.strip().splitlines()[-1] == "error: terminated (SIGTERM)"
     assert _state_t0(out, "uniform") == 2 * CHUNK
-
     assert cli.main(command(config_path, out)) == 0
     assert "resuming" in capsys.readouterr().out
     assert not list(tmp_path.glob("out.partial*"))
@@ -186,9 +162,8 @@ def test_sigterm_keeps_the_checkpoints_and_the_rerun_resumes(
 
 
 def test_a_second_sigterm_does_not_break_off_the_first():
-    """A scheduler signals every process of a job, and ``experiments/study.py`` passes its own
-    SIGTERM on to its points: a second SIGTERM while the first is handled (the checkpoints
-    kept, the message printed) is ignored; the handler before the block is back after it."""
+    """A second SIGTERM (a scheduler signals every process of a job) while the first is handled
+    is ignored; the handler before the block is back after it."""
     handled = []
     previous = signal.signal(signal.SIGTERM, _guard)
     try:
@@ -210,20 +185,14 @@ def test_a_second_sigterm_does_not_break_off_the_first():
     assert handled == ["first"]
 
 
-# --------------------------------------------------------------------------------------------
-# Memory: the outputs are held once, in a fresh run and in a resumed one
-# --------------------------------------------------------------------------------------------
-
 _RUNS, _ROUNDS, _WIDTH, _CHUNK = 64, 1024, 64, 128  # outputs of 16 MiB in chunks of 2 MiB
 _OUTPUT_BYTES = _RUNS * _ROUNDS * _WIDTH * 4
-# The outputs once, plus a few chunk-sized temporaries (the program's outputs, their host
-# copy, the checkpoint file's buffer); a concatenated copy of the outputs is far above it.
+# The outputs once, plus a few chunk-sized temporaries; a concatenated copy is far above it.
 _PEAK_BOUND = _OUTPUT_BYTES + 4 * _OUTPUT_BYTES * _CHUNK // _ROUNDS
 
 
 class _FakeChunkProgram:
-    """A stand-in for a lowered chunk program (``run_chunks``' ``lower``): its outputs are
-    ``(R, length, W)`` float32 arrays holding the round numbers; the carry counts rounds."""
+    """A lowered chunk program: ``(R, length, W)`` outputs of round numbers; a round counter."""
 
     def __init__(self, length: int, names: tuple[str, ...] = ("x",)) -> None:
         self.length = length
@@ -238,20 +207,22 @@ class _FakeChunkProgram:
         return call
 
 
-def _peak_bytes(fn):
-    """``(fn(), peak bytes allocated while it ran)`` (NumPy reports to tracemalloc)."""
+def _run_chunks(tmp_path: Path, what: str, outputs: tuple[str, ...] = ("x",), **kwargs):
+    """``run_chunks`` of a :class:`_FakeChunkProgram` checkpointed in ``tmp_path / "ckpt"``: the
+    carry, the arrays and the peak bytes allocated (NumPy reports to tracemalloc)."""
+    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": what})
+    lower = lambda carry, t0, length: _FakeChunkProgram(length, outputs)  # noqa: E731
+    carry0 = np.zeros((), np.int32)
     tracemalloc.start()
     try:
-        result = fn()
-        return result, tracemalloc.get_traced_memory()[1]
+        carry, arrays, _, _ = run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt, **kwargs)
+        return carry, arrays, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
 
 def _interrupt_after(folder: Path, chunks: int) -> None:
-    """Make the checkpoint in ``folder`` look interrupted after its first ``chunks`` chunks:
-    the later chunk files removed, the state's round (``t0``, and the carry, which counts
-    rounds) and chunk list set back."""
+    """The checkpoint in ``folder`` as if interrupted after its first ``chunks`` chunks."""
     state = checkpoint.load_arrays(folder / checkpoint.STATE)
     for path in sorted(folder.glob("chunk-*"))[chunks:]:
         path.unlink()
@@ -263,48 +234,27 @@ def _interrupt_after(folder: Path, chunks: int) -> None:
 
 
 def test_outputs_are_held_once_in_a_fresh_and_in_a_resumed_run(tmp_path):
-    """A run's outputs are filled in place: peak memory is the outputs plus about a chunk
-    (a list of chunks concatenated at the end, or a checkpoint's chunks concatenated on
-    resume, needed twice the outputs; a run that fitted could not be resumed)."""
-    lower = lambda carry, t0, length: _FakeChunkProgram(length)  # noqa: E731
-    expected = np.broadcast_to(
-        np.arange(_ROUNDS, dtype=np.float32)[None, :, None], (_RUNS, _ROUNDS, _WIDTH)
-    )
-    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "memory"})
-    carry0 = np.zeros((), np.int32)
-    (carry, arrays, _, _), fresh_peak = _peak_bytes(
-        lambda: run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt)
-    )
+    """Outputs are filled in place: the peak is the outputs plus about a chunk, fresh or resumed."""
+    rounds = np.arange(_ROUNDS, dtype=np.float32)[None, :, None]
+    expected = np.broadcast_to(rounds, (_RUNS, _ROUNDS, _WIDTH))
+    carry, arrays, fresh_peak = _run_chunks(tmp_path, "memory")
     assert int(carry) == _ROUNDS
     np.testing.assert_array_equal(arrays["x"], expected)
     assert fresh_peak < _PEAK_BOUND, fresh_peak / _OUTPUT_BYTES
     del arrays
-    _interrupt_after(ckpt.folder, 6)  # of 8 chunks, then resume
-    again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "memory"})
-    (carry, arrays, _, _), resumed_peak = _peak_bytes(
-        lambda: run_chunks(lower, carry0, _ROUNDS, _CHUNK, checkpoint=again)
-    )
+    _interrupt_after(tmp_path / "ckpt", 6)  # of 8 chunks, then resume
+    _, arrays, resumed_peak = _run_chunks(tmp_path, "memory")
     np.testing.assert_array_equal(arrays["x"], expected)
     assert resumed_peak < _PEAK_BOUND, resumed_peak / _OUTPUT_BYTES
 
 
 def test_a_checkpoint_with_a_trace_this_run_does_not_record_resumes_without_it(tmp_path):
-    """A checkpoint written when the run recorded one more trace (a bandit run's queried
-    arms, no longer recorded) resumes: the extra trace is dropped, the others are whole."""
-    ckpt = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "traces"})
-    carry0 = np.zeros((), np.int32)
-    both = lambda carry, t0, length: _FakeChunkProgram(length, ("x", "arms"))  # noqa: E731
-    run_chunks(both, carry0, _ROUNDS, _CHUNK, checkpoint=ckpt)
-    _interrupt_after(ckpt.folder, 2)
-    one = lambda carry, t0, length: _FakeChunkProgram(length)  # noqa: E731
+    """A checkpoint with one more trace than the run records resumes without it."""
+    _run_chunks(tmp_path, "traces", ("x", "arms"))
+    _interrupt_after(tmp_path / "ckpt", 2)
     rounds = np.arange(_ROUNDS, dtype=np.float32)[None, :, None]
     for names in (None, ("x",)):  # simulate passes the traces it records: "arms" is not read
-        again = checkpoint.ChunkCheckpoint(tmp_path / "ckpt", {"what": "traces"})
-        (carry, arrays, _, _), peak = _peak_bytes(
-            lambda again=again, names=names: run_chunks(
-                one, carry0, _ROUNDS, _CHUNK, checkpoint=again, names=names
-            )
-        )
+        carry, arrays, peak = _run_chunks(tmp_path, "traces", names=names)
         assert int(carry) == _ROUNDS and sorted(arrays) == ["x"]
         np.testing.assert_array_equal(arrays["x"], np.broadcast_to(rounds, arrays["x"].shape))
         if names is not None:
@@ -312,9 +262,8 @@ def test_a_checkpoint_with_a_trace_this_run_does_not_record_resumes_without_it(t
 
 
 def test_a_finished_checkpoint_whose_state_was_dropped_restores_its_traces_only(tmp_path):
-    """``drop_state`` deletes a finished simulation's loop state and keeps its outputs: the
-    same call then returns the same traces and no carry (a metric that needs one says why),
-    and a longer simulation refuses to continue from it."""
+    """``drop_state`` keeps a finished simulation's outputs only: the same call returns them and
+    no carry (a metric needing one says why); a longer simulation refuses to continue."""
     env = ExpertAdvice(num_arms=NUM_ARMS, horizon=HORIZON)
     learner = EXP3(num_arms=NUM_ARMS, horizon=HORIZON)
 

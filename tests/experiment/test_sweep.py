@@ -1,10 +1,5 @@
-"""``stabl-jax sweep`` end to end on a tiny config (5 arms, T = 64, ``--runs 4`` a point).
-
-One sweep with ``--tune-seed`` is shared by the tests (a module fixture): its folder's files,
-every point's statistics against a direct ``simulate`` of that point alone with the same key,
-the tuned config in the folder and ``configs/`` untouched. Bad inputs exit 2 naming the value
-before anything is computed; ``--dry-run`` computes and writes nothing.
-"""
+"""``stabl-jax sweep`` on a tiny config (5 arms, T = 64, ``--runs 4`` a point): one sweep with
+``--tune-seed`` checked file by file and point by point against ``simulate``."""
 
 from __future__ import annotations
 
@@ -25,6 +20,7 @@ from stabl_jax.experiment import cli
 from stabl_jax.experiment import sweep as sweep_module
 from stabl_jax.experiment.kinds import load_config
 from stabl_jax.experiment.sweep import Grid, best_of
+from tests.experiment.runs import ran
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = """\
@@ -50,31 +46,21 @@ SEEDS = "[0, 4294967295]"
 
 def configs_digest() -> dict[str, str]:
     """Every file under ``configs/`` with the hash of its bytes and its mtime."""
-    return {
-        str(p): f"{hashlib.sha256(p.read_bytes()).hexdigest()} {p.stat().st_mtime_ns}"
-        for p in sorted((REPO / "configs").rglob("*"))
-        if p.is_file()
-    }
+    files = [p for p in sorted((REPO / "configs").rglob("*")) if p.is_file()]
+    digest = lambda p: f"{hashlib.sha256(p.read_bytes()).hexdigest()} {p.stat().st_mtime_ns}"  # noqa: E731
+    return {str(p): digest(p) for p in files}
 
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("sweep")
-    config = tmp / "tiny.toml"
+    config, out = tmp / "tiny.toml", tmp / "out"
     config.write_text(TINY)
-    out = tmp / "out"
     before = configs_digest()
     argv = ["sweep", str(config), *GRIDS, "--tune-seed", str(TUNE_SEED), "--runs", "4"]
     argv += ["--out", str(out)]
-    status = cli.main([*argv, "--no-progress"])
-    return {
-        "status": status,
-        "out": out,
-        "config": config,
-        "argv": argv,
-        "before": before,
-        "after": configs_digest(),
-    }
+    status, after = cli.main([*argv, "--no-progress"]), configs_digest()
+    return dict(status=status, out=out, config=config, argv=argv, before=before, after=after)
 
 
 def test_folder_holds_every_file(swept: dict) -> None:
@@ -86,8 +72,7 @@ def test_folder_holds_every_file(swept: dict) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["command"] == ["stabl-jax", *swept["argv"], "--no-progress"]
     assert summary["seed"] == 3 and summary["tune_seed"] == TUNE_SEED
-    assert summary["runs_per_point"] == 4
-    assert "versions" in summary and "code" in summary
+    assert summary["runs_per_point"] == 4 and "versions" in summary and "code" in summary
     with (out / "results.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [r["learner"] for r in rows] == ["exp3_uniform"] * 3 + ["stabl"] * 4
@@ -96,30 +81,26 @@ def test_folder_holds_every_file(swept: dict) -> None:
     assert [float(r["mean"]) for r in rows[3:]] == [p["mean"] for p in stabl["points"]]
     assert stabl["grid"] == {"expert_lr_scale": [1.0, 2.0], "meta_lr_scale": [1.0, 8.0]}
     assert stabl["programs_compiled"] >= 1  # the vmapped grid's program, at least
+    for learner in summary["learners"].values():  # the best point's edge flag
+        grid = Grid("x", tuple(learner["fields"]), tuple(map(tuple, learner["grid"].values())))
+        point = [learner["best"]["params"][f] for f in learner["fields"]]
+        assert learner["best"]["on_edge"] is bool(grid.on_edge(point))
 
 
 def direct(config: object, name: str, values: dict[str, float], seed: int) -> tuple:
-    """Mean and Student's t 95% half-width of one point simulated alone: 4 runs of
-    ``key(seed)``."""
+    """Mean and Student's t 95% half-width of one point simulated alone (4 runs, ``key(seed)``)."""
     learner = config.make_learner(name)  # type: ignore[attr-defined]
     params = config.learner_params(learner, name)  # type: ignore[attr-defined]
-    per_run = {k: jnp.full(4, v, jnp.float32) for k, v in values.items()}
-    result = simulate(
-        learner,
-        config.make_env(),  # type: ignore[attr-defined]
-        jax.random.key(seed),
-        4,
-        params=params.replace(**per_run),
-        traces=("loss",),
-    )
+    params = params.replace(**{k: jnp.full(4, v, jnp.float32) for k, v in values.items()})
+    env = config.make_env()  # type: ignore[attr-defined]
+    result = simulate(learner, env, jax.random.key(seed), 4, params=params, traces=("loss",))
     reward = 1.0 - np.asarray(result.loss, np.float64).mean(axis=1)
     return reward.mean(), 3.1824463052837078 * reward.std(ddof=1) / 2.0  # t_{0.975, 3} s / sqrt(4)
 
 
 @pytest.mark.parametrize("name", ["exp3_uniform", "stabl"])
 def test_each_point_equals_it_simulated_alone(swept: dict, name: str) -> None:
-    """Paired draws: point p's runs use the keys of runs 0..3, so its numbers are those of a
-    run of that point alone, on the reported seed and on the tuning seed."""
+    """Paired draws: a point's numbers are its own run alone, on the reported and tuning seeds."""
     config = load_config(swept["config"])
     learner = json.loads((swept["out"] / "summary.json").read_text())["learners"][name]
     for key, seed in (("points", 3), ("tuning_points", TUNE_SEED)):
@@ -130,8 +111,7 @@ def test_each_point_equals_it_simulated_alone(swept: dict, name: str) -> None:
     # the best point is the tuning seed's largest mean, reported with its config-seed score
     best = learner["best"]
     tuning = [p["mean"] for p in learner["tuning_points"]]
-    assert best["index"] == int(np.argmax(tuning))
-    assert best["tuning"]["mean"] == max(tuning)
+    assert best["index"] == int(np.argmax(tuning)) and best["tuning"]["mean"] == max(tuning)
     assert best["mean"] == learner["points"][best["index"]]["mean"]
 
 
@@ -142,15 +122,12 @@ def test_tuned_config_in_the_folder_and_configs_untouched(swept: dict) -> None:
     # the config's own run count, not the sweep's --runs 4
     assert tuned.name == "tiny_tuned" and tuned.seed == 3 and tuned.runs == 6
     for name, learner in summary["learners"].items():
-        assert tuned.params[name] == {
-            **({"gamma": 0.05} if name == "exp3_uniform" else {}),
-            **learner["best"]["params"],
-        }
+        own = {"gamma": 0.05} if name == "exp3_uniform" else {}
+        assert tuned.params[name] == {**own, **learner["best"]["params"]}
 
 
 def test_tuned_toml_quotes_an_import_path_name(tmp_path: Path) -> None:
-    """A learner named by import path is a quoted TOML key; the file loads back, with the
-    config's run count."""
+    """A learner named by import path is a quoted TOML key; the file loads back."""
     name = "stabl_jax.learners.exp3:EXP3"
     (tmp_path / "tiny.toml").write_text(TINY.replace('"exp3_uniform"', f'"{name}"'))
     config = load_config(tmp_path / "tiny.toml", runs=4)
@@ -177,8 +154,8 @@ def test_tuned_toml_puts_a_static_option_with_the_learner_options(tmp_path: Path
 def test_the_plot_draws_the_tuning_seed_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: int
 ) -> None:
-    """Colours (or the line) are the tuning seed's scores, the mark its choice; the title names
-    both seeds and gives the chosen point's reported score."""
+    """Colours (or the line): the tuning seed's scores, the mark its choice; the title names
+    both seeds and the chosen point's reported score."""
     values = ((1.0, 2.0), (4.0, 8.0))[:fields]
     grid = Grid("stabl", ("expert_lr_scale", "meta_lr_scale")[:fields], values)
     size = len(grid.points)
@@ -214,14 +191,6 @@ def test_on_edge() -> None:
     assert best_of(gamma, [{"mean": m, "ci95": 0.0} for m in (1.0, 0.0, 0.0)])["on_edge"] is False
 
 
-def test_summary_flags_the_edge(swept: dict) -> None:
-    summary = json.loads((swept["out"] / "summary.json").read_text())
-    for learner in summary["learners"].values():
-        grid = Grid("x", tuple(learner["fields"]), tuple(map(tuple, learner["grid"].values())))
-        point = [learner["best"]["params"][f] for f in learner["fields"]]
-        assert learner["best"]["on_edge"] is bool(grid.on_edge(point))
-
-
 TUNE = " ".join(GRIDS) + " --tune-seed "  # the grids, then a tuning seed
 
 
@@ -249,8 +218,7 @@ TUNE = " ".join(GRIDS) + " --tune-seed "  # the grids, then a tuning seed
     ],
 )  # fmt: skip
 def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture, flags: str, message: str):
-    """Exit 2 naming the value, before anything is written; a bad --tune-seed says what to
-    give or drop."""
+    """Exit 2 naming the value, writing nothing; a bad --tune-seed says what to give or drop."""
     (tmp_path / "tiny.toml").write_text(TINY)
     out = tmp_path / "out"
     argv = ["sweep", str(tmp_path / "tiny.toml"), *flags.split(), "--out", str(out)]
@@ -260,16 +228,10 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture, flags:
     assert "--tune-seed" not in flags or "give " in err or "drop " in err
 
 
-def test_dry_run_computes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
+def test_dry_run_computes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
     (tmp_path / "tiny.toml").write_text(TINY)
     monkeypatch.chdir(tmp_path)
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a dry run simulated")
-
-    monkeypatch.setattr(sweep_module, "simulate", refuse)
+    monkeypatch.setattr(sweep_module, "simulate", ran)
     argv = ["sweep", "tiny.toml", *GRIDS, "--runs", "8", "--dry-run"]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
@@ -281,20 +243,15 @@ def test_dry_run_computes_nothing(
 
 
 def test_an_environment_number_and_a_static_option_equal_their_points_alone(tmp_path: Path):
-    """``env.bonus`` for every learner and ``sw_ucb.window``: each point's runs are those of its
-    environment and learner simulated alone on the same keys (common random numbers); more
-    values of the environment's number compile no more programs, a second window compiles
-    a program of its own."""
+    """``env.bonus`` and ``sw_ucb.window`` points equal their environment and learner simulated
+    alone on the same keys; more bonus values compile no more programs, a second window does."""
     path = tmp_path / "tiny.toml"
     path.write_text(TINY.replace('"exp3_uniform", "stabl"', '"exp3_uniform", "sw_ucb"'))
     config = load_config(path, runs=4)
-    grids = sweep_module.check_grids(
-        config, {"env": {"bonus": (0.2, 0.5)}, "sw_ucb": {"window": (8.0, 16.0)}}
-    )
-    assert [(g.learner, g.fields) for g in grids] == [
-        ("sw_ucb", ("window", "env.bonus")),
-        ("exp3_uniform", ("env.bonus",)),
-    ]
+    wanted = {"env": {"bonus": (0.2, 0.5)}, "sw_ucb": {"window": (8.0, 16.0)}}
+    grids = sweep_module.check_grids(config, wanted)
+    expected = [("sw_ucb", ("window", "env.bonus")), ("exp3_uniform", ("env.bonus",))]
+    assert [(g.learner, g.fields) for g in grids] == expected
     compiled = {}  # programs each grid compiles from an empty cache
     for grid in grids:
         jax.clear_caches()

@@ -18,30 +18,16 @@ from stabl_jax.experiment import read_summary, read_traces
 from stabl_jax.experiment.tables import COLUMNS, TraceFile, load_results, summary_rows
 from tests.conftest import fill_disk_while_writing, flip_a_byte_of, run_small_figure1
 
-BANDIT = {
-    "learners": {
-        "stabl": {
-            "label": "StABL",
-            "constructor": {"num_arms": 5},
-            "compile_seconds": 1.0,
-            "mean_reward": {"mean": 0.5, "ci95": 0.01},
-            "segment_reward": {"mean": [0.4, 0.6], "ci95": [0.02, 0.03]},
-            "adaptive_regret": {
-                "window_lengths": [16, 64],
-                "sampled": {"mean": [3.0, -5.0], "ci95": [0.1, 0.2]},
-            },
-            "num_muted": 7,
-        }
-    }
-}
-SELECTION = {
-    "problems": {
-        "f01_d4_n200": {"exp3": {"final_log10_gap": -0.8, "final_log10_gap_ci": 0.5}},
-    }
-}
+SA = {"window_lengths": [16, 64], "sampled": {"mean": [3.0, -5.0], "ci95": [0.1, 0.2]}}
+STABL = {"label": "StABL", "constructor": {"num_arms": 5}, "compile_seconds": 1.0, "num_muted": 7}
+STABL["mean_reward"] = {"mean": 0.5, "ci95": 0.01}
+STABL["segment_reward"] = {"mean": [0.4, 0.6], "ci95": [0.02, 0.03]}
+BANDIT = {"learners": {"stabl": {**STABL, "adaptive_regret": SA}}}
+EXP3 = {"final_log10_gap": -0.8, "final_log10_gap_ci": 0.5}
+SELECTION = {"problems": {"f01_d4_n200": {"exp3": EXP3}}}
 
 
-def test_bandit_summary_rows():
+def test_summary_rows_of_a_bandit_and_a_selection_summary():
     rows = summary_rows(BANDIT)
     assert all(tuple(r) == COLUMNS for r in rows)
     by = {(r["metric"], r["window"], r["segment"]): (r["mean"], r["ci95"]) for r in rows}
@@ -50,21 +36,13 @@ def test_bandit_summary_rows():
     assert by[("sa_sampled", 64, "")] == (-5.0, 0.2)
     assert by[("num_muted", "", "")] == (7, "")
     assert len(rows) == 6  # label, constructor and timings are not metrics
-
-
-def test_selection_summary_rows_pair_the_interval():
-    (row,) = summary_rows(SELECTION)
-    assert (row["problem"], row["learner"], row["metric"]) == (
-        "f01_d4_n200",
-        "exp3",
-        "final_log10_gap",
-    )
-    assert (row["mean"], row["ci95"]) == (-0.8, 0.5)
+    (row,) = summary_rows(SELECTION)  # the interval paired with its mean
+    got = (row["problem"], row["learner"], row["metric"], row["mean"], row["ci95"])
+    assert got == ("f01_d4_n200", "exp3", "final_log10_gap", -0.8, 0.5)
 
 
 def test_load_results_errors(tmp_path):
-    """``read_summary`` and ``read_traces`` say the same as ``load_results`` (they gave
-    Python's ``[Errno 2] No such file or directory`` and a bare ``JSONDecodeError``)."""
+    """``read_summary`` and ``read_traces`` say what ``load_results`` says."""
     for read in (load_results, read_summary, read_traces):
         with pytest.raises(FileNotFoundError, match="not a finished results folder"):
             read(tmp_path)
@@ -80,9 +58,7 @@ def test_load_results_errors(tmp_path):
             load_results(tmp_path)
 
 
-def test_traces_are_read_once_each_and_named_when_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_traces_are_read_once_each_and_named_when_missing(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
     res = load_results(tmp_path)
     assert dict(res.traces) == {} and res.traces.files == []  # no traces.npz
@@ -115,21 +91,16 @@ def test_traces_are_read_once_each_and_named_when_missing(
 
 
 def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
-    """``traces.npz`` cut short, not an ``.npz`` at all, or one array's bytes changed: a
-    ``ValueError`` naming the file and what to do (a ``BadZipFile`` or NumPy's pickle refusal
-    before), from ``read_traces``, ``Results.traces`` and every array read; the arrays of a
-    sound file are read as they were."""
+    """``traces.npz`` cut short, not an ``.npz`` or with a changed array: a ``ValueError`` naming
+    the file and remedy, from every reader; the sound arrays read as they were."""
     (tmp_path / "summary.json").write_text(json.dumps({"learners": {}}))
     path = tmp_path / "traces.npz"
     arms = np.arange(600, dtype=np.int32).reshape(2, 300)
     arrays: dict[str, Any] = {"stabl/played": arms, "stabl/loss": arms / 600.0}
     np.savez(path, **arrays)
     sound = path.read_bytes()
-    named = (
-        re.escape(f"{path} cannot be read (")
-        + ".*"
-        + re.escape("): the file is damaged or not an .npz; run what wrote it again")
-    )
+    named = re.escape(f"{path} cannot be read (") + ".*"
+    named += re.escape("): the file is damaged or not an .npz; run what wrote it again")
     for damaged in (sound[: len(sound) // 2], b"not an npz file"):
         path.write_bytes(damaged)
         for read in (read_traces, lambda folder: load_results(folder).traces):
@@ -172,24 +143,20 @@ def test_a_real_results_folder_as_a_table(tmp_path):
     rows = res.rows()
     summary = json.loads((out / "summary.json").read_text())
     want = summary["learners"]["stabl"]["mean_reward"]["mean"]
-    assert [
-        r["mean"] for r in rows if r["learner"] == "stabl" and r["metric"] == "mean_reward"
-    ] == [want]
-    path = res.to_csv(tmp_path / "t.csv")
-    with path.open() as f:
+    means = [r["mean"] for r in rows if (r["learner"], r["metric"]) == ("stabl", "mean_reward")]
+    assert means == [want]
+    with res.to_csv(tmp_path / "t.csv").open() as f:
         read = list(csv.DictReader(f))
-    assert len(read) == len(rows)
-    assert float(read[0]["mean"]) == rows[0]["mean"]  # exact round trip
+    assert len(read) == len(rows) and float(read[0]["mean"]) == rows[0]["mean"]  # round trip
     assert np.isfinite([float(r["mean"]) for r in read]).all()
-    # The same rows as a pandas DataFrame, numbers as numbers (docs/results.md's example).
+    # the same rows as a pandas DataFrame, numbers as numbers (docs/results.md's example)
     frame = res.to_dataframe()
     assert list(frame.columns) == list(COLUMNS) and len(frame) == len(rows)
     for column in ("window", "segment", "mean", "ci95"):
         assert frame[column].dtype.kind == "f", column
     assert frame["mean"].tolist() == [r["mean"] for r in rows]
-    sa = frame.query("metric == 'sa_expected'").pivot(
-        index="learner", columns="window", values="mean"
-    )
+    sa = frame.query("metric == 'sa_expected'")
+    sa = sa.pivot(index="learner", columns="window", values="mean")
     assert sorted(sa.index) == ["exp3_tuned", "stabl"]
     windows = summary["learners"]["stabl"]["adaptive_regret"]["window_lengths"]
     assert sa.columns.tolist() == [float(w) for w in windows]
@@ -203,8 +170,7 @@ def test_to_dataframe_without_pandas_says_what_to_install(tmp_path, monkeypatch)
 
 
 def test_a_full_disk_leaves_the_csv_whole(tmp_path, monkeypatch):
-    """``to_csv`` over a finished folder's ``results.csv`` replaces it atomically: a disk that
-    fills while it writes leaves the previous file as it was."""
+    """``to_csv`` replaces ``results.csv`` atomically: a disk that fills leaves the old file."""
     (tmp_path / "summary.json").write_text(json.dumps(BANDIT))
     res = load_results(tmp_path)
     path = res.to_csv()
