@@ -374,9 +374,7 @@ def _same_runs(learner, env_name, rounds):
     SAME_RUNS,
     ids=[f"{type(c[0]).__name__}-{c[0].num_arms}-{c[2]}" for c in SAME_RUNS],
 )
-def test_the_kernel_draws_its_uniforms_and_losses_inside_and_runs_the_xla_runs(
-    learner, length, env_name
-):
+def test_draws_inside_the_kernel_and_the_xla_runs(learner, length, env_name):
     """With ``losses_of_words`` the ``pallas_call`` reads key words and the best arm, no loss
     tensor or float uniforms; PiecewiseBernoulliTable reads its losses. Runs are XLA's."""
     runs, n_pad = 3, bandit._padded_arms(learner.num_arms)

@@ -84,9 +84,7 @@ def test_folder_and_gap_table(tmp_path):
         (["--out", "mine", "--force"], "never replaced"),  # a user's folder
     ],
 )
-def test_every_setting_is_checked_before_anything_runs(
-    tmp_path, capsys, monkeypatch, args, message
-):
+def test_every_setting_is_checked_before_a_run(tmp_path, capsys, monkeypatch, args, message):
     """A bad config, feedback, learner or output folder: exit 2 naming it before any run."""
     simulated = []
     monkeypatch.setattr(script, "compare", simulated.append)

@@ -106,9 +106,7 @@ UNDRAWABLE = [
 
 
 @pytest.mark.parametrize(("name", "edit", "drop", "message"), UNDRAWABLE)
-def test_a_folder_it_cannot_draw_is_refused_before_any_figure(
-    results, tmp_path, capsys, name, edit, drop, message
-):
+def test_an_undrawable_folder_is_refused(results, tmp_path, capsys, name, edit, drop, message):
     _copy(results / "tiny", tmp_path / "tiny")
     source = results / ("tiny-naive" if name == "tiny-naive" else "tiny")
     _copy(source, tmp_path / name, _set(*edit) if edit else None, drop)

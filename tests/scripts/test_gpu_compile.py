@@ -74,9 +74,8 @@ def test_a_compiled_chunk_has_no_loop_inside_its_round():
     assert counts["round_kernels"] > 5
     assert counts["loops_in_round"] == 0
     table = gpu_compile.to_markdown({"rows": [counts]}).splitlines()
-    assert table[2].startswith(
-        f"| stabl | 8 | 16 | played, loss | xla | {counts['round_kernels']} |"
-    )
+    first = f"| stabl | 8 | 16 | played, loss | xla | {counts['round_kernels']} |"
+    assert table[2].startswith(first)
 
 
 @pytest.mark.parametrize(

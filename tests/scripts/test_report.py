@@ -286,9 +286,7 @@ def test_what_it_cannot_use_is_named_before_any_table(results, capsys, monkeypat
         (None, "is not UTF-8 text ("),
     ],
 )
-def test_a_document_it_cannot_read_or_whose_marker_it_refuses_is_named(
-    results, tmp_path, capsys, marker, named
-):
+def test_an_unread_option_or_document_is_named(results, tmp_path, capsys, marker, named):
     """``--check``/``--update`` name an unread option or a non-text document (exit 2)."""
     doc = tmp_path / "doc.md"
     text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n".encode()
@@ -414,16 +412,13 @@ def test_study_views_from_study_json(results, tmp_path, capsys):
     text = doc.read_text()
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines()}
     fits = "| 1.00 [1.00, 1.00] | 0.63 [0.63, 0.63] (n = 3, 9) |"
-    assert rows["StABL (this paper, Thm. 1), theory"].endswith(
-        "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
-    )
+    theory = "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
+    assert rows["StABL (this paper, Thm. 1), theory"].endswith(theory)
     flat = "| 0.00 [0.00, 0.00] (n = 3, 9) |"
-    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(
-        "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
-    )
-    assert rows["Uniform"].endswith(
-        "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
-    )
+    tuned = "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
+    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(tuned)
+    uniform = "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
+    assert rows["Uniform"].endswith(uniform)
     assert "| learner | geometric n = 3 | 9 | random n = 3 |" in text
     assert "| `stabl` (2) | 1.00 | 1.00 | 1.00 |" in text
     assert "| `stabl` | 3, 9 | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] |" in text

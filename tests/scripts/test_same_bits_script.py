@@ -39,9 +39,7 @@ def _once(monkeypatch: pytest.MonkeyPatch, keep: Path) -> None:
     monkeypatch.setattr(same_bits, "run_one", run_this_here)
 
 
-def test_same_code_same_numbers_a_changed_rate_differs_a_failing_run_is_named(
-    tmp_path, capsys, monkeypatch
-):
+def test_same_code_same_bits_a_changed_rate_differs(tmp_path, capsys, monkeypatch):
     _once(monkeypatch, tmp_path / "this-run")
     tiny = tmp_path / "tiny.toml"
     tiny.write_text(CONFIG)

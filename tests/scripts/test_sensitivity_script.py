@@ -76,10 +76,8 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
     grid = script.grid_of("stabl", sweep["learners"]["stabl"])
     assert grid.mean.shape == (3, 4) and grid.chosen == (2, 0)
     np.testing.assert_array_equal(grid.mean[:, 1], metas)  # rows: meta scale, columns: expert
-    assert plots.grid_edges(grid) == [
-        "lower edge of expert_lr_scale",
-        "upper edge of meta_lr_scale",
-    ]
+    edges = ["lower edge of expert_lr_scale", "upper edge of meta_lr_scale"]
+    assert plots.grid_edges(grid) == edges
 
 
 def _one_run(sweep):

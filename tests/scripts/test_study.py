@@ -78,12 +78,8 @@ def test_bootstrap_coverage_over_repeated_experiments():
 
 def _point(change_points, learners):
     sa = {name: {"sa": np.ones((2, 2)), "queries": 1} for name in learners}
-    return {
-        "windows": [32, 64],
-        "runs": 2,
-        "change_points": np.asarray(change_points),
-        "learners": sa,
-    }
+    point = {"windows": [32, 64], "runs": 2, "change_points": np.asarray(change_points)}
+    return point | {"learners": sa}
 
 
 def test_groups_merge_only_when_they_faced_the_same_draws():
@@ -218,9 +214,7 @@ def test_tuned_study_config_differs_from_its_base_only_in_learners_and_scales():
         (["--overwrite"], "--figure-prefix and --overwrite are for --figures: give --figures"),
     ],
 )
-def test_what_it_cannot_tabulate_is_refused_before_anything_is_written(
-    tmp_path, capsys, monkeypatch, extra, message
-):
+def test_what_it_cannot_tabulate_is_refused_first(tmp_path, capsys, monkeypatch, extra, message):
     out = tmp_path / "out"
     (out / "geometric-n3-custom").mkdir(parents=True)
     window = [[1.0, 2.0, 4.0]]
