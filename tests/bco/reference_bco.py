@@ -1,15 +1,11 @@
-"""An independent NumPy reference of Algorithm 3 (Strongly Adaptive BCO Learner) and its
-two-query variant (Appendix D) of Lu et al., ICLR 2024: plain loops, float64, direct (not log)
-weights, closed-form projections. It shares no code with ``stabl_jax``: it is fed the same
-random draws (``k_t``, ``u``) that the learner consumes, through
-:meth:`stabl_jax.bco.BCOLearner.draws`, and the same loss functions, and computes every
-constant from the paper's formulas itself.
+"""A NumPy reference of Algorithm 3 (Strongly Adaptive BCO Learner) and its two-query variant
+(Appendix D) of Lu et al., ICLR 2024: float64 loops, direct weights, no code of ``stabl_jax``;
+fed the learner's draws (``k_t``, ``u``, :meth:`stabl_jax.bco.BCOLearner.draws`).
 
-Conventions mirrored (documented in ``stabl_jax/bco/stabl_bco.py``): 0-based rounds, expert
-``k`` restarts when ``(t + offset) % L_k == 0``; ``c = B`` or ``log2 T``; ``delta =
-min(delta_scale / (kappa T), r)``; ``K_hat = (1 - alpha) K`` with ``alpha = min(1, max(kappa
-delta, delta / r))``; a weight whose factor ``1 + eta_k r~`` is ``<= 0`` becomes 0.
-"""
+Conventions (``stabl_jax/bco/stabl_bco.py``): 0-based rounds, expert ``k`` restarts when
+``(t + offset) % L_k == 0``; ``c = B`` or ``log2 T``; ``delta = min(delta_scale / (kappa T),
+r)``; ``K_hat = (1 - alpha) K``, ``alpha = min(1, max(kappa delta, delta / r))``; a weight
+whose factor ``1 + eta_k r~`` is ``<= 0`` becomes 0."""
 
 from __future__ import annotations
 
@@ -20,8 +16,7 @@ import numpy as np
 
 
 def project(kind: str, size: float, x: np.ndarray, scale: float) -> np.ndarray:
-    """Euclidean projection onto ``scale * K`` for ``K`` the ball of radius ``size`` or the box
-    ``[-size, size]^d``."""
+    """Euclidean projection onto ``scale * K``, ``K`` the ball or box of radius ``size``."""
     if kind == "ball":
         rad = scale * size
         n = float(np.linalg.norm(x))
@@ -59,9 +54,7 @@ class ReferenceStABLBCO:
         round_offset: int = 0,
     ) -> None:
         self.d, self.T, self.kind, self.size = dim, horizon, kind, size
-        self.lengths = np.asarray(lengths)
-        self.two_query = two_query
-        self.offset = round_offset
+        self.lengths, self.two_query, self.offset = np.asarray(lengths), two_query, round_offset
         b = len(lengths)
         r, big_d = radii(kind, size, dim)
         kappa = big_d / r
@@ -78,10 +71,8 @@ class ReferenceStABLBCO:
         )
         self.delta = min(delta_scale / (kappa * horizon), r)
         self.hat_scale = 1.0 - min(1.0, max(kappa * self.delta, self.delta / r))
-        self.experts = np.zeros((b, dim))
-        self.w = self.eta.copy()
-        self.t = 0
-        self.num_muted = 0
+        self.experts, self.w = np.zeros((b, dim)), self.eta.copy()
+        self.t = self.num_muted = 0
 
     def probs(self) -> np.ndarray:
         total = self.w.sum()
@@ -115,9 +106,8 @@ class ReferenceStABLBCO:
             ell_x = float(p @ ell)
             r_tilde = ell_x - ell
         for j in range(b):
-            self.experts[j] = project(
-                self.kind, self.size, old[j] - self.eta_expert[j] * grads[j], self.hat_scale
-            )
+            moved = old[j] - self.eta_expert[j] * grads[j]
+            self.experts[j] = project(self.kind, self.size, moved, self.hat_scale)
         for j in range(b):
             factor = 1.0 + self.eta[j] * r_tilde[j]
             if factor > 0:

@@ -25,17 +25,10 @@ DIM = 2
 HORIZON = 32
 DOMAIN = Box(dim=DIM, half_width=0.5)  # D = 0.71 < 1: the delta / r floor of the shrinkage
 ENV = MovingTarget(dim=DIM, horizon=HORIZON, domain=DOMAIN, change_points=(10, 20))
-THETAS = jax.jit(jax.vmap(lambda t: ENV.target(ENV.default_params, t)))(
-    jnp.arange(HORIZON, dtype=jnp.int32)
-)  # (T, DIM): the round targets, computed once
-NUM_QUERIES = {
-    "stabl_bco": 3,
-    "stabl_bco_log_t": 3,
-    "stabl_bco_two_query": 2,
-    "fkm": 1,
-    "two_point_ogd": 2,
-    "ogd_full_info": 1,
-}
+ROUNDS = jnp.arange(HORIZON, dtype=jnp.int32)
+THETAS = jax.jit(jax.vmap(lambda t: ENV.target(ENV.default_params, t)))(ROUNDS)  # (T, DIM)
+NUM_QUERIES = dict(stabl_bco=3, stabl_bco_log_t=3, stabl_bco_two_query=2, fkm=1, two_point_ogd=2)
+NUM_QUERIES["ogd_full_info"] = 1
 
 
 def small_bco(name: str, **kwargs):
@@ -54,8 +47,8 @@ def stressed_params(learner):
 
 
 def honest_family(aux, x):
-    """``||x - c||`` within 1e-6 of an anchor point, ``||x - c|| + amplitude (1 + x_0^2)``
-    elsewhere: with the queried points as anchors, only a dishonest learner sees the change."""
+    """``||x - c||`` within 1e-6 of an anchor, ``+ amplitude (1 + x_0^2)`` elsewhere: with the
+    queried points as anchors, only a dishonest learner sees the change."""
     theta, anchors, amplitude = aux
     base = distance_loss(theta, x)
     near = jnp.min(jnp.sum((anchors - x[None, :]) ** 2, axis=1)) < 1e-12
@@ -93,15 +86,12 @@ def test_frozen_hashed_by_value_and_num_queries(name):
 
 
 def test_every_params_field_has_a_range_and_values_outside_it_are_named(name):
-    """A zero or negative ``delta_scale`` or ``meta_lr_scale``, a negative learning-rate
-    scale: refused by ``init`` (and so by ``simulate`` and a config) before any round."""
+    """Out-of-range params are refused by ``init`` (so by ``simulate`` and a config)."""
     assert_params_bounded(small_bco(name))
 
 
 def test_step_jit_no_retrace_stable_dtypes_and_query_honesty(name):
-    """Repeated jitted steps (and an equal learner built anew) trace once; state dtypes and
-    shapes never change; changing the loss anywhere but at the queried points changes
-    nothing."""
+    """Steps trace once (an equal learner too), dtypes and shapes stay, only queries are read."""
     chex.clear_trace_counter()
     learner = small_bco(name)
     q = learner.num_queries
@@ -126,9 +116,7 @@ def test_step_jit_no_retrace_stable_dtypes_and_query_honesty(name):
 
 
 def test_play_is_step_with_only_the_queried_points_revealed(name):
-    """``play(state, reveal, key)`` runs the round ``step`` runs, bit for bit, ``reveal`` given
-    the queried points ``(num_queries, dim)`` only. Full-information OGD needs the exact
-    gradient, which no ``reveal`` gives: its ``play`` says so."""
+    """``play`` is ``step`` bit for bit given only the queried points (not for full information)."""
     learner = small_bco(name)
     state = learner.init(jax.random.key(0), stressed_params(learner))
     asked = []
@@ -162,8 +150,7 @@ RUN_KEYS = jax.random.split(jax.random.key(6), 3)
 
 @partial(jax.jit, static_argnums=0)
 def _scanned(learner, params, init_keys, run_keys):
-    """Final states and ``(3, T, q, DIM)`` every queried point of one run per row of
-    ``params``, each scanned over the rounds from its init key, one program per learner."""
+    """Final states and ``(3, T, q, DIM)`` queried points of a scanned run per row of params."""
 
     def one(p, init_key, run_key):
         def body(s, t):
@@ -171,17 +158,14 @@ def _scanned(learner, params, init_keys, run_keys):
             s, info = learner.step(s, loss_at(t, num_queries=learner.num_queries), key)
             return s, info.points
 
-        ts = jnp.arange(HORIZON, dtype=jnp.int32)
-        return jax.lax.scan(body, learner.init(init_key, p), ts)
+        return jax.lax.scan(body, learner.init(init_key, p), ROUNDS)
 
     return jax.vmap(one)(params, init_keys, run_keys)
 
 
 @pytest.mark.parametrize("name", sorted(set(BCO_LEARNERS) - {"stabl_bco_log_t"}))
 def test_vmapped_scan_matches_single_loops_and_every_query_is_feasible(name):
-    """Runs with their own keys and params, scanned over rounds inside one vmap, equal the
-    same runs stepped one round at a time; every point ever queried lies in K. (``stabl_bco_log_t``
-    is ``stabl_bco`` with another constant: same program, skipped here to save a compile.)"""
+    """Vmapped scanned runs equal stepped ones; every queried point is in K (log_t: one program)."""
     chex.clear_trace_counter()  # _step counts traces over all learners; this one may be new
     learner = small_bco(name)
     q = learner.num_queries
@@ -218,15 +202,9 @@ def test_tell_checks_the_observed_shape():
         learner.tell(state, query, jnp.array([0.1, jnp.nan, 0.2]))
 
 
-#: Per BCO learner, a value of each traced option (``compare=False``: the default of a
-#: ``Params`` entry, which the step reads).
-TRACED = {
-    "fkm": {"lipschitz": 2.0, "loss_bound": 3.0},
-    "two_point_ogd": {"lipschitz": 2.0},
-    "ogd_full_info": {"lipschitz": 2.0},
-    "stabl_bco": {"lipschitz": 2.0},
-    "stabl_bco_log_t": {"lipschitz": 2.0},
-    "stabl_bco_two_query": {"lipschitz": 2.0},
+#: Per BCO learner, a value of each traced option (``compare=False``: a ``Params`` default).
+TRACED = {name: {"lipschitz": 2.0} for name in NUM_QUERIES} | {
+    "fkm": {"lipschitz": 2.0, "loss_bound": 3.0}
 }
 
 
@@ -240,10 +218,7 @@ def test_every_traced_option_is_checked():
 
 @pytest.mark.parametrize("name", sorted(set(TRACED) - {"stabl_bco_log_t"}))
 def test_traced_options_share_one_program_and_are_never_stale(name):
-    """Learners that differ only in traced options are equal; run 0 with the default's params
-    and run 1 with the variant's, the variant compiles nothing after the default and gives the
-    bits of a program compiled afresh for it (none of either's options baked in); the runs
-    differ (the params are read)."""
+    """Traced options: equal learners, one program, a fresh compilation's bits, params read."""
     first, second = small_bco(name), small_bco(name, **TRACED[name])
     assert first == second and hash(first) == hash(second)
     # rows 0 and 2: the default's params; every row on the same keys (the vmapped test's program)

@@ -5,6 +5,7 @@ two-point OGD; a swapped optax optimiser works; muting keeps the weights a distr
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import chex
 import jax
@@ -48,17 +49,15 @@ def test_full_information_ogd_converges_to_a_fixed_target():
     for family, theta in ((distance_loss, target), (huber_loss, jnp.append(target, 0.5))):
         final, points = _scan(learner, None, lambda t, f=family, th=theta: Partial(f, th), horizon)
         dist = float(jnp.linalg.norm(final.ogd.point - target))
-        # Constant-step subgradient descent on ||x - c|| ends within one step of c; on the
-        # 1-smooth Huber loss it converges (contraction 1 - eta per step in the quadratic zone).
+        # constant-step subgradient descent on ||x - c|| ends within one step of c; Huber converges
         assert dist <= eta, (family.__name__, dist)
         tail = jnp.linalg.norm(points[-100:, 0] - target[None, :], axis=1)
         assert float(jnp.max(tail)) <= 2 * eta
 
 
 def test_single_expert_algorithm3_and_two_query_reduce_to_two_point_ogd():
-    """With one history length ``T``: ``p = 1``, ``x_t = A_1(t)``, ``k_t = 0`` and ``c = B = 1``,
-    so Algorithm 3 queries ``[y, y + delta u, y]`` and Appendix D ``[y, y + delta u]`` with the
-    same ``eta = D / (d G sqrt T)``, ``delta`` and ``K_hat`` as two-point OGD."""
+    """One history length ``T`` (``p = 1``, ``k_t = 0``, ``c = B = 1``): Algorithm 3 queries ``[y,
+    y + delta u, y]`` and Appendix D ``[y, y + delta u]``, two-point OGD's ``eta``, ``delta``."""
     horizon, dim = 48, 3
     domain = Box(dim=dim, half_width=0.8)
     env = MovingTarget(dim=dim, horizon=horizon, domain=domain, change_points=(16, 30))
@@ -70,14 +69,11 @@ def test_single_expert_algorithm3_and_two_query_reduce_to_two_point_ogd():
     kwargs = dict(dim=dim, horizon=horizon, domain=domain, lipschitz=1.5)
     scales = (1.3, 8.0)  # lr scale, delta scale
     base = TwoPointOGD(**kwargs)
-    p_base = base.default_params.replace(
-        lr_scale=jnp.float32(scales[0]), delta_scale=jnp.float32(scales[1])
-    )
+    lr, delta = map(jnp.float32, scales)
+    p_base = base.default_params.replace(lr_scale=lr, delta_scale=delta)
+    one, lipschitz = jnp.float32(1.0), jnp.float32(kwargs["lipschitz"])
     p_ens = StABLBCOParams(
-        expert_lr_scale=jnp.float32(scales[0]),
-        meta_lr_scale=jnp.float32(1.0),
-        delta_scale=jnp.float32(scales[1]),
-        lipschitz=jnp.float32(kwargs["lipschitz"]),
+        expert_lr_scale=lr, meta_lr_scale=one, delta_scale=delta, lipschitz=lipschitz
     )
     _, pts_b = _scan(base, p_base, loss_of_t, horizon)
     for cls in (StABLBCO, StABLBCOTwoQuery):
@@ -86,7 +82,7 @@ def test_single_expert_algorithm3_and_two_query_reduce_to_two_point_ogd():
         np.testing.assert_allclose(pts[:, :2], pts_b, rtol=1e-5, atol=1e-6)
         if cls is StABLBCO:
             np.testing.assert_array_equal(pts[:, 2], pts[:, 0])
-        # (The expert itself restarts at t = T, after the last round, so compare queries only.)
+        # the expert restarts at t = T, after the last round: queries compared only
         assert int(final.num_muted) == 0
     assert float(jnp.std(pts_b[:, 0])) > 0.01  # it did move
 
@@ -101,16 +97,15 @@ def test_projected_ogd_default_is_algorithm4_and_optimiser_is_swappable():
     expected = expected * min(1.0, 0.75 / float(jnp.linalg.norm(expected)))
     np.testing.assert_allclose(new.point, expected, rtol=1e-6)
 
-    # Adam as the experts' base optimiser of Algorithm 3: runs under scan, stays feasible.
+    # Adam as the experts' base optimiser: runs under scan, stays feasible
     horizon = 32
     adam = optax.adam(1.0)
     learner = StABLBCO(dim=2, horizon=horizon, history_lengths=(4, 16), optimizer=adam)
     assert learner == StABLBCO(dim=2, horizon=horizon, history_lengths=(4, 16), optimizer=adam)
     env = MovingTarget(dim=2, horizon=horizon)
     state0 = learner.init(jax.random.key(0))
-    final, pts = _scan(
-        learner, None, lambda t: env.loss_fn(env.default_params, t, jax.random.key(0)), horizon
-    )
+    loss_of_t = partial(env.loss_fn, env.default_params, key=jax.random.key(0))
+    final, pts = _scan(learner, None, loss_of_t, horizon)
     chex.assert_trees_all_equal_shapes_and_dtypes(final, state0)
     assert jax.tree.leaves(final.experts.opt_state)[0].shape[0] == 2  # stacked per expert
     assert bool(jnp.all(jax.vmap(learner.domain.contains)(pts.reshape(-1, 2))))
@@ -118,10 +113,7 @@ def test_projected_ogd_default_is_algorithm4_and_optimiser_is_swappable():
 
 
 def test_long_horizon_muting_keeps_weights_finite_and_normalised():
-    """T = 2^12 with the paper's geometric lengths and step sizes: ``eta_k c l_t`` often
-    exceeds 1, so weights are muted (``1 + eta_k r~ <= 0`` -> 0, counted); log weights stay
-    finite or ``-inf`` (never NaN), at least one expert is alive and ``p`` sums to one at
-    every round."""
+    """T = 2^12: weights muted, never NaN, an expert alive, ``p`` summing to one every round."""
     horizon = 4096
     learner = StABLBCO(dim=2, horizon=horizon)
     env = MovingTarget(dim=2, horizon=horizon, schedule="drift")

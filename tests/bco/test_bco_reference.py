@@ -1,14 +1,23 @@
-"""Algorithm 3 and its two-query variant against the independent NumPy reference
-(``tests/bco/reference_bco.py``), fed the same draws, compared round by round.
+"""The BCO learners against plain float64 NumPy loops fed the same draws, round by round:
+Algorithm 3 and its two-query variant against ``tests/bco/reference_bco.py`` (in float32 the
+two-point estimate divides rounding errors by ``delta``: trajectories drift ~1e-5 a round), and
+the baselines against their stated rules on ``l_t(x) = ||x - c_t||`` over a ball of radius
+``R`` (``r = D = R``, ``kappa = 1``, ``G = 1``), points within 1e-9 every round.
 
-The learners run with ``dtype="float64"`` (inside ``jax.enable_x64``) so the comparison is
-tight: in float32 the two-point estimate divides rounding errors of the observed losses by
-``delta = 1 / (kappa T)`` and trajectories drift apart by ~1e-5 per round, which would hide
-real discrepancies behind a loose tolerance. Float32 behaviour is covered by the contract
-tests."""
+Rules (Flaxman et al. 2005, Thm 3.3; Agarwal et al. 2010; Zinkevich 2003), start at the centre:
+
+- FKM: ``C = 2 G D``, ``delta = min(T^-1/4 sqrt(D d C r / (3 (G r + C))), r)``,
+  ``eta = (D / (C sqrt T)) delta / d``; play ``x = y + delta u``,
+  ``y <- proj_{(1 - delta/r) K}(y - eta (d/delta) l(x) u)``.
+- two-point OGD: ``delta = min(1/(kappa T), r)``, ``alpha = min(1, max(kappa delta, delta/r))``,
+  ``eta = D / (d G sqrt T)``; play ``y``, observe ``y + delta u``,
+  ``y <- proj_{(1 - alpha) K}(y - eta (d/delta)(l(y + delta u) - l(y)) u)``.
+- full information: ``eta = D / (G sqrt T)``; ``x <- proj_K(x - eta (x - c)/||x - c||)``.
+"""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import jax
@@ -16,13 +25,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax.bco import StABLBCO, StABLBCOParams, StABLBCOTwoQuery
+from stabl_jax.bco import FKM, FullInfoOGD, StABLBCO, StABLBCOParams, StABLBCOTwoQuery, TwoPointOGD
 from stabl_jax.domains import Ball, Box
 from stabl_jax.envs.convex import MovingTarget
-from tests.bco.reference_bco import ReferenceStABLBCO
+from tests.bco.reference_bco import ReferenceStABLBCO, project
 
 HORIZON = 40
 LENGTHS = (4, 8, 16)
+T, DIM, RADIUS = 60, 3, 0.8
 
 
 @partial(jax.jit, static_argnums=(0, 1))
@@ -67,11 +77,9 @@ def _compare(case):
         key = jax.random.fold_in(jax.random.key(1), t)
         state, info, draws, target = _round(learner, env, state, env_params, t, key)
         target = np.asarray(target, np.float64)
-        points, observed = ref.step(
-            lambda x, c=target: float(np.linalg.norm(x - c)),
-            int(draws.expert),
-            np.asarray(draws.direction, np.float64),
-        )
+        direction = np.asarray(draws.direction, np.float64)
+        distance = partial(lambda c, x: float(np.linalg.norm(x - c)), target)
+        points, observed = ref.step(distance, int(draws.expert), direction)
         assert info.points.dtype == jnp.float64
         np.testing.assert_allclose(info.points, points, atol=1e-9, err_msg=f"points, t={t}")
         np.testing.assert_allclose(info.observed, observed, atol=1e-9, err_msg=f"loss, t={t}")
@@ -83,3 +91,58 @@ def _compare(case):
     assert restarts >= 3
     if case != "two_query_ball":
         assert ref.num_muted > 0  # the muting branch is exercised (and matched)
+
+
+def _targets() -> np.ndarray:
+    rng = np.random.default_rng(7)
+    c = rng.normal(size=(T, DIM))
+    c[T // 2 :] = -c[T // 2 :]  # a jump half-way
+    return 0.6 * c / np.linalg.norm(c, axis=1, keepdims=True)
+
+
+def _loss(c: np.ndarray, x: np.ndarray) -> float:
+    return float(np.linalg.norm(x - c))
+
+
+def _jax_loss(c, x):
+    return jax.numpy.linalg.norm(x - c)
+
+
+@pytest.mark.parametrize("name", ["fkm", "two_point_ogd", "ogd_full_info"])
+def test_baseline_matches_numpy_rules(name):
+    targets = _targets()
+    with jax.enable_x64(True):
+        domain = Ball(dim=DIM, radius=RADIUS)
+        cls = {"fkm": FKM, "two_point_ogd": TwoPointOGD, "ogd_full_info": FullInfoOGD}[name]
+        learner = cls(dim=DIM, horizon=T, domain=domain, dtype="float64")
+        state = learner.init(jax.random.key(0))
+        step = jax.jit(learner.step)
+        keys = jax.random.split(jax.random.key(1), T)
+        d, r, big_d, g = DIM, RADIUS, RADIUS, 1.0
+        y = np.zeros(DIM)
+        for t in range(T):
+            c = targets[t]
+            loss_fn = jax.tree_util.Partial(_jax_loss, jax.numpy.asarray(c))
+            state, info = step(state, loss_fn, keys[t])
+            u = np.asarray(learner.draws(keys[t]).direction)
+            if name == "fkm":
+                cb = 2 * g * big_d
+                delta = min(T**-0.25 * math.sqrt(big_d * d * cb * r / (3 * (g * r + cb))), r)
+                eta = big_d / (cb * math.sqrt(T)) * delta / d
+                x = y + delta * u
+                grad = d / delta * _loss(c, x) * u
+                y = project("ball", RADIUS, y - eta * grad, 1 - delta / r)
+            elif name == "two_point_ogd":
+                delta = min(1.0 / T, r)
+                alpha = min(1.0, max(delta, delta / r))
+                eta = big_d / (d * g * math.sqrt(T))
+                x = y
+                grad = d / delta * (_loss(c, y + delta * u) - _loss(c, y)) * u
+                y = project("ball", RADIUS, y - eta * grad, 1 - alpha)
+            else:
+                eta = big_d / (g * math.sqrt(T))
+                x = y
+                y = project("ball", RADIUS, y - eta * (y - c) / np.linalg.norm(y - c), 1.0)
+            np.testing.assert_allclose(np.asarray(info.played), x, atol=1e-9, err_msg=str(t))
+            np.testing.assert_allclose(float(info.loss), _loss(c, x), atol=1e-9)
+        np.testing.assert_allclose(np.asarray(state.ogd.point), y, atol=1e-9)

@@ -12,10 +12,15 @@ import pytest
 
 from stabl_jax import SimOptions, simulate
 from stabl_jax.bco import TwoPointOGD
+from stabl_jax.bco import simulate as bco_simulate
 from stabl_jax.bco.simulate import (
+    _check_domain,
     bco_adaptive_regret,
     minimize_window,
     regenerate_thetas,
+    sa_memory_bytes,
+    sa_runs_per_block,
+    window_comparators,
     window_starts,
 )
 from stabl_jax.domains import Box
@@ -28,6 +33,7 @@ from stabl_jax.envs.convex import (
     distance_loss,
     huber_loss,
 )
+from stabl_jax.experiment.kinds import load_config
 
 H = 0.01  # spacing of the brute-force grid over the unit disc
 
@@ -49,28 +55,22 @@ def _grid_values(family, thetas, grid):
 
 
 def test_simulate_bco_and_adaptive_regret_against_brute_force():
-    """Results are identical for every chunk size; traces have the documented
-    shapes; the built-in environments' per-round minimum is 0. ``SA(L)`` over every window
-    matches a brute force whose comparator is minimised over a grid of the disc (an upper
-    bound on the true minimum, within ``L G H`` of it): windows of length 4 see at most two
-    targets (exact median), the whole horizon sees three (Weiszfeld)."""
+    """Chunk sizes change nothing; the per-round minimum is 0; ``SA(L)`` matches a brute force
+    over a grid of the disc (within ``L G H``), windows of 4 (exact median) and of T (Weiszfeld)."""
     horizon = 24
     env = MovingTarget(dim=2, horizon=horizon, random_change_points=True, num_segments=3)
     learner = TwoPointOGD(dim=2, horizon=horizon)
     traces = ("loss", "best_loss", "played")
     full = simulate(learner, env, jax.random.key(0), num_runs=3, traces=traces)
-    chunked = simulate(
-        learner, env, jax.random.key(0), num_runs=3, options=SimOptions(chunk_size=12)
-    )
+    chunked = simulate(learner, env, jax.random.key(0), 3, options=SimOptions(chunk_size=12))
     assert full.loss.shape == (3, horizon) and full.played.shape == (3, horizon, 2)
     assert chunked.played is None
     np.testing.assert_array_equal(chunked.loss, full.loss)
     np.testing.assert_array_equal(full.best_loss, 0.0)
     assert np.all(full.loss >= 0.0) and full.compile_seconds > 0.0
     thetas = regenerate_thetas(env, full.carry.env_params, full.carry.env_key, horizon)
-    np.testing.assert_allclose(
-        np.linalg.norm(full.played - np.asarray(thetas), axis=2), full.loss, rtol=1e-5, atol=1e-6
-    )
+    distance = np.linalg.norm(full.played - np.asarray(thetas), axis=2)
+    np.testing.assert_allclose(distance, full.loss, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="domain"):
         simulate(TwoPointOGD(dim=2, horizon=horizon, domain=Box(dim=2)), env, None, 1)
 
@@ -96,8 +96,7 @@ def test_simulate_bco_and_adaptive_regret_against_brute_force():
 
 @jax.jit
 def _generic_solver_cases(grid):
-    """Window comparators by :func:`minimize_window` (Huber: projected gradient, smooth;
-    absolute-linear: projected subgradient) and their grid brute force."""
+    """Window comparators of :func:`minimize_window` (Huber, absolute-linear) and by grid."""
     huber = HuberTarget(dim=2, horizon=8, change_points=(3,), huber_mu=0.3)
     absl = AbsoluteLinear(dim=2, horizon=8, change_points=(5,))
     out = {}
@@ -113,9 +112,8 @@ def _generic_solver_cases(grid):
 
 
 def test_generic_window_solver_against_brute_force():
-    """The generic comparator is at most the grid minimum and within the grid's own error
-    ``L G H`` of it (smooth Huber), or within the projected subgradient method's stated
-    tolerance (non-smooth absolute-linear: 1000 steps, ``0.05 G 2D`` per round)."""
+    """At most the grid minimum and within ``L G H`` of it (Huber), or within the subgradient
+    method's tolerance ``0.05 G 2D`` per round (absolute-linear)."""
     out = jax.device_get(_generic_solver_cases(_disc_grid()))
     value, grid_min = out["huber"]
     assert value <= grid_min + 1e-5 and value >= grid_min - 8 * H
@@ -184,8 +182,7 @@ def _env_checks(env, key, xs, ys):
 
 @pytest.mark.parametrize("name", sorted(ENVS))
 def test_convex_environments(name):
-    """Non-negative, ``G``-Lipschitz on ``K``, minimiser in ``K`` with the smallest loss,
-    ``loss_fn`` a ``Partial(family, theta_t)``; schedules behave as documented."""
+    """Non-negative, ``G``-Lipschitz, minimiser in ``K``, ``loss_fn`` partial; the schedules."""
     env = ENVS[name]
     rng = np.random.default_rng(0)
     raw = rng.uniform(-1.0, 1.0, size=(2, 128, env.dim))
@@ -254,8 +251,7 @@ def test_a_convex_environment_refuses_what_it_cannot_be(build, message):
 
 
 def test_a_custom_family_without_minimizer_has_no_dynamic_comparator():
-    """``best_loss`` is the loss at the round's minimiser when ``minimizer_fn`` is given, and
-    NaN without one (``minimizer()`` says what to pass); the losses are the same."""
+    """``best_loss`` is the loss at the minimiser given by ``minimizer_fn``, NaN without one."""
     kwargs = dict(dim=1, horizon=16, schedule="alternate", period=4, loss=l1_target)
     with_min = CustomConvex(**kwargs, minimizer_fn=_identity)
     without = CustomConvex(**kwargs)
@@ -271,30 +267,16 @@ def test_a_custom_family_without_minimizer_has_no_dynamic_comparator():
 
 @pytest.mark.parametrize("config", ["bco_d2", "bco_d10", "bco_d50"])
 def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(config):
-    """``sa_memory_bytes``' count per run, ``4 (T + W L) p 4 + 2 (T + 1) 8``, bounds the
-    buffers XLA's memory analysis gives for the comparators of a block (arguments, outputs,
-    temporaries; per run of a block of 8) at the shortest and longest window of each shipped
-    BCO config, and the larger of the two counts (what the estimate takes) is within 3x of
-    the larger of XLA's (1.2-1.5x with JAX 0.10.2, 1.5-1.7x with 0.8.0, whose XLA allocates
-    less). The count the blocks are sized by, ``4 (T + W L) 8``, leaves out the dimension
-    ``p``: XLA's buffers exceed it by 9-17x at d = 50, the memory ``stabl-jax run``
-    announced before."""
-    from stabl_jax.bco.simulate import (
-        _check_domain,
-        sa_memory_bytes,
-        sa_runs_per_block,
-        window_comparators,
-    )
-    from stabl_jax.experiment.kinds import load_config
-
+    """``4 (T + W L) p 4 + 2 (T + 1) 8`` per run bounds XLA's buffers for a block's comparators
+    (shortest and longest window of each shipped config) within 3x; ``4 (T + W L) 8`` without
+    ``p`` does not at d = 50."""
     cfg = load_config(config, [], runs=8, seed=0)
     env = cfg.make_env()
     domain = _check_domain(env, None)
     horizon, block = cfg.horizon, 8
     keys = jax.random.split(jax.random.key(0), block)
-    thetas = jax.eval_shape(
-        lambda k: regenerate_thetas(env, jax.vmap(env.sample_params)(k), k, horizon), keys
-    )
+    regenerate = partial(regenerate_thetas, env, horizon=horizon)
+    thetas = jax.eval_shape(lambda k: regenerate(jax.vmap(env.sample_params)(k), k), keys)
     lipschitz = jax.ShapeDtypeStruct((block,), jnp.float32)
     most_xla = most_counted = 0.0
     for length in (min(cfg.sa_windows), max(cfg.sa_windows)):
@@ -318,13 +300,7 @@ def test_the_memory_estimate_of_sa_bounds_what_xla_allocates_for_its_blocks(conf
 
 
 def test_sa_blocks_are_cut_to_their_memory_bound(monkeypatch):
-    """Blocks were sized without ``theta_t``'s size: ``bco_d50`` with 1000 runs solved 410
-    runs a block, 6.3 GiB. They are now cut to ``SA_BLOCK_MAX_BYTES`` (65 runs at L = 16),
-    the shipped configs' blocks (hence their numbers) unchanged, and the default blocks of
-    ``paired_bco_adaptive_regret`` are the cut ones."""
-    from stabl_jax.bco import simulate as bco_simulate
-    from stabl_jax.experiment.kinds import load_config
-
+    """Blocks are cut to ``SA_BLOCK_MAX_BYTES``, the shipped configs' unchanged, by default."""
     sizes = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
     for name, size in sizes.items():  # every run in one block, as before the cut
         cfg = load_config(name)

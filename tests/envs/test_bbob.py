@@ -1,11 +1,6 @@
-"""The BBOB functions against COCO's own implementation (``cocoex``, the test-only dependency).
-
-Independent reference: every function 1..24 in dimensions 2, 10, 40 and instances 1, 2, 5 is
-evaluated by ``cocoex`` and by :mod:`stabl_jax.envs.bbob` in float64 at random points of
-[-5, 5]^d, points near the optimum and points outside the domain (the boundary penalties).
-The ``cocoex`` tests skip when it is not installed; golden values taken from ``cocoex`` 2.8.2
-pin the instances even then.
-"""
+"""The BBOB functions against COCO's ``cocoex`` (functions 1..24, d = 2, 10, 40, instances 1, 2,
+5, float64, points in, near the optimum of and outside [-5, 5]^d); golden values of ``cocoex``
+2.8.2 pin the instances where it is not installed."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ INSTANCES = (1, 2, 5)
 RTOL = 1e-6
 #: Functions whose float32 values may be far from float64 (cos/rounding of large arguments).
 FLOAT32_FRAGILE = (16, 19, 23)
-#: Every float64 evaluation is padded to this many points: one compile per (function, dim).
-N_POINTS = 32
+N_POINTS = 32  # every float64 evaluation is padded to this many points
 
 
 @functools.cache
@@ -60,13 +54,9 @@ def _params64(function_id: int, dim: int, instance: int):
 def _points(rng: np.random.Generator, x_opt: np.ndarray) -> np.ndarray:
     """``(31, d)``: 20 uniform in [-5, 5]^d, 5 near ``x_opt``, ``x_opt``, 5 in [-7, 7]^d."""
     d = x_opt.shape[0]
+    near = x_opt + rng.normal(0.0, 1e-2, (5, d))
     return np.concatenate(
-        [
-            rng.uniform(-5.0, 5.0, (20, d)),
-            x_opt + rng.normal(0.0, 1e-2, (5, d)),
-            x_opt[None],
-            rng.uniform(-7.0, 7.0, (5, d)),
-        ]
+        [rng.uniform(-5, 5, (20, d)), near, x_opt[None], rng.uniform(-7, 7, (5, d))]
     )
 
 
@@ -101,18 +91,15 @@ def test_matches_cocoex(coco_suite, function_id):
 
 def test_x_opt_and_f_opt_match_cocoex(coco_suite, tmp_path, monkeypatch):
     """Our ``x_opt`` is COCO's ``best_parameter``; COCO's value there is our ``f_opt``."""
-    if not hasattr(
-        coco_suite.get_problem_by_function_dimension_instance(1, 2, 1), "_best_parameter"
-    ):
+    get = coco_suite.get_problem_by_function_dimension_instance
+    if not hasattr(get(1, 2, 1), "_best_parameter"):
         pytest.skip("this cocoex does not expose _best_parameter")
     monkeypatch.chdir(tmp_path)  # _best_parameter("print") writes a file into the cwd
     out = tmp_path / "._bbob_problem_best_parameter.txt"
     for function_id in FUNCTIONS:
         for dim in DIMS:
             for instance in INSTANCES:
-                problem = coco_suite.get_problem_by_function_dimension_instance(
-                    function_id, dim, instance
-                )
+                problem = get(function_id, dim, instance)
                 problem._best_parameter("print")
                 coco_x_opt = np.array(out.read_text().split(), dtype=np.float64)
                 inst = bbob_instances.build_instance(function_id, dim, instance)
@@ -122,31 +109,19 @@ def test_x_opt_and_f_opt_match_cocoex(coco_suite, tmp_path, monkeypatch):
 
 # Golden values from cocoex 2.8.2, problem bbob_f{f}_i03_d10: (f(0), f(linspace(-4.5, 4.5, 10))).
 GOLDEN_D10_I3 = {
-    1: (-169.89108224000003, -155.08308224),
-    2: (13333483.89683386, 9605296.78131648),
-    3: (880.8183852620834, 7312.003377138554),
-    4: (533.1300391352657, 879.3369126630614),
-    5: (271.05763060936016, 297.76068155540315),
-    6: (302374.5582401336, 563796.1874542685),
-    7: (250.3892562909946, 1012.9629906933187),
-    8: (42093.31811491266, 356632.9221003558),
-    9: (113.84, 90091.35191107102),
-    10: (3035209.730246043, 30573668.336230863),
-    11: (3519888.913650285, 2242633.8216165006),
-    12: (216053004.85197508, 81207386.16982533),
-    13: (997.23102641321, 1938.4708063289252),
-    14: (99.39590857755668, 159.56307989189767),
-    15: (604.1862290405442, 2107.2304543021464),
-    16: (226.21540430627084, 153.9689432102228),
-    17: (300.3286298005474, 307.50356666631177),
-    18: (392.4329884325048, 374.97845431669396),
-    19: (214.26037374271976, 277.54918534189335),
-    20: (10545.856136018378, 58110.585628065346),
-    21: (-306.0550620620819, -297.60496963807026),
-    22: (34.81616384810351, 36.141998022536676),
-    23: (-114.29184659725615, -98.39932600001762),
-    24: (166.97519137935336, 306.21418445888094),
-}
+    1: (-169.89108224000003, -155.08308224), 2: (13333483.89683386, 9605296.78131648),
+    3: (880.8183852620834, 7312.003377138554), 4: (533.1300391352657, 879.3369126630614),
+    5: (271.05763060936016, 297.76068155540315), 6: (302374.5582401336, 563796.1874542685),
+    7: (250.3892562909946, 1012.9629906933187), 8: (42093.31811491266, 356632.9221003558),
+    9: (113.84, 90091.35191107102), 10: (3035209.730246043, 30573668.336230863),
+    11: (3519888.913650285, 2242633.8216165006), 12: (216053004.85197508, 81207386.16982533),
+    13: (997.23102641321, 1938.4708063289252), 14: (99.39590857755668, 159.56307989189767),
+    15: (604.1862290405442, 2107.2304543021464), 16: (226.21540430627084, 153.9689432102228),
+    17: (300.3286298005474, 307.50356666631177), 18: (392.4329884325048, 374.97845431669396),
+    19: (214.26037374271976, 277.54918534189335), 20: (10545.856136018378, 58110.585628065346),
+    21: (-306.0550620620819, -297.60496963807026), 22: (34.81616384810351, 36.141998022536676),
+    23: (-114.29184659725615, -98.39932600001762), 24: (166.97519137935336, 306.21418445888094),
+}  # fmt: skip
 
 
 def test_golden_values_without_cocoex():
@@ -230,14 +205,8 @@ def test_float32_and_normalised_values(function_id):
         return bbob.bbob_value(function_id, params.coco, x), fn.value(params, x), params.coco.M
 
     rng = np.random.default_rng(function_id)
-    x = np.concatenate(
-        [
-            np.zeros((1, 10)),
-            fn.x_opt[None],
-            rng.uniform(-5, 5, (N_POINTS - 2, 10)),
-            rng.uniform(-50, 50, (16, 10)),
-        ]
-    )
+    far = rng.uniform(-50, 50, (16, 10))
+    x = np.concatenate([np.zeros((1, 10)), fn.x_opt[None], rng.uniform(-5, 5, (30, 10)), far])
     raw, v, m = map(np.asarray, run(jnp.asarray(x, jnp.float32)))
     assert raw.dtype == m.dtype == np.float32 and np.isfinite(raw).all()
     assert np.all((v >= 0.0) & (v <= 1.0)), (v.min(), v.max())
@@ -265,10 +234,8 @@ def test_extra_shift_and_rotation():
             params = fn.sample_params(jax.random.key(3))
             chex.assert_trees_all_equal(params, fn.sample_params(jax.random.key(3)))
             other = fn.sample_params(jax.random.key(4))
-            moved = (
-                fn.x_opt[None, :]
-                + (x - np.asarray(params.x_star)[None, :]) @ np.asarray(params.rotation).T
-            )
+            shifted = x - np.asarray(params.x_star)[None, :]
+            moved = fn.x_opt[None, :] + shifted @ np.asarray(params.rotation).T
             ours = jax.jit(fn.value)(params, jnp.asarray(np.concatenate([x, x[:1] * 0])))
             at_star = jax.jit(fn.gap)(params, params.x_star)
             _, expected = _evaluate64(function_id, params.coco, moved)
@@ -304,31 +271,27 @@ def test_observation_noise_statistics():
     noisy, silent, clean = map(np.asarray, run(jax.random.key(7)))
     se = 0.3 / math.sqrt(n)
     assert abs(noisy.mean() - clean[0]) <= 4 * se
-    # The sample standard deviation of n Gaussians has standard error about sigma / sqrt(2 n).
+    # the sample standard deviation's standard error: about sigma / sqrt(2 n)
     assert abs(noisy.std() - 0.3) <= 4 * 0.3 / math.sqrt(2 * n)
     np.testing.assert_array_equal(silent, clean)
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {"function_id": 0, "dim": 2},
-        {"function_id": 25, "dim": 2},
-        {"function_id": 1, "dim": 1},
-        {"function_id": 1, "dim": 2, "instance": 0},
-        {"function_id": 1, "dim": 2, "noise_std": -0.1},
-        {"function_id": 1, "dim": 2, "shift_radius": math.nan},
-        {"function_id": 1, "dim": 2, "norm_scale": 0.0},
-    ],
-)
+INVALID = [
+    {"function_id": 0, "dim": 2}, {"function_id": 25, "dim": 2}, {"function_id": 1, "dim": 1},
+    {"function_id": 1, "dim": 2, "instance": 0}, {"function_id": 1, "dim": 2, "noise_std": -0.1},
+    {"function_id": 1, "dim": 2, "shift_radius": math.nan},
+    {"function_id": 1, "dim": 2, "norm_scale": 0.0},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kwargs", INVALID)
 def test_invalid_configuration(kwargs):
     with pytest.raises(ValueError):
         BBOBFunction(**kwargs)
 
 
 def test_the_sizes_are_real_numbers_of_any_float_type():
-    """A string is named (it was a ValueError saying "finite number"); NumPy's float32 is a
-    number (it was refused, not being a Python float)."""
+    """A string is named as not a real number; NumPy's float32 is one."""
     with pytest.raises(TypeError, match=r"noise_std must be a real number, got '0\.1'"):
         BBOBFunction(function_id=1, dim=2, noise_std="0.1")
     fn = BBOBFunction(function_id=1, dim=2, noise_std=np.float32(0.25), norm_scale=np.float32(2))
@@ -336,8 +299,7 @@ def test_the_sizes_are_real_numbers_of_any_float_type():
 
 
 def test_the_plain_instance_by_name_call_and_optimum():
-    """``BBOBFunction``'s name, ``f(x)`` (the COCO instance: ``value`` at the default
-    params) and ``f_opt``, which ``f`` takes at ``x_opt``."""
+    """The name, ``f(x)`` (``value`` at the default params) and ``f_opt``, taken at ``x_opt``."""
     fn = BBOBFunction(function_id=8, dim=4, instance=3)
     assert fn.name == "bbob_f008_i03_d04"
     x = jnp.linspace(-2.0, 2.0, 4)
@@ -348,9 +310,7 @@ def test_the_plain_instance_by_name_call_and_optimum():
 
 
 def test_a_suite_draws_each_member_equally_often():
-    """``BBOBSuite.sample_params``: a member drawn uniformly per key, with the shift and
-    rotation :meth:`problem_params` draws from the same key; raw values (no normalisation)
-    are the member's. The counts over 3,000 keys are within 4 standard errors of 1,000."""
+    """Members drawn uniformly (within 4 se), with their keys' shift and rotation, raw values."""
     suite = bbob.BBOBSuite((1, 8, 21), dim=3, shift_radius=1.0, rotate=True)
     keys = jax.random.split(jax.random.key(11), 3000)
     index = np.asarray(jax.jit(jax.vmap(lambda k: suite.sample_params(k).index))(keys))
@@ -360,24 +320,17 @@ def test_a_suite_draws_each_member_equally_often():
     assert suite.name == "bbob_suite3_i01_d03"
     x = jnp.asarray([0.5, -1.0, 2.0])
     for key, i in zip(keys[:6], index[:6], strict=True):
-        params, value = _suite_draw(suite, key, x)
-        member = suite.members[int(i)]
-        _, member_value = _member_draw(member, key, x)
+        params, value = _draw(suite, key, x)
+        _, member_value = _draw(suite.members[int(i)], key, x)
         chex.assert_trees_all_equal(params, _problem_params(suite, int(i), key))
         assert params.x_star is params.function.x_star
         np.testing.assert_allclose(float(value), float(member_value), rtol=1e-6)
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _suite_draw(suite, key, x):
-    params = suite.sample_params(key)
-    return params, suite.value(params, x)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _member_draw(member, key, x):
-    params = member.sample_params(key)
-    return params, member.value(params, x)
+def _draw(problem, key, x):
+    params = problem.sample_params(key)
+    return params, problem.value(params, x)
 
 
 _problem_params = jax.jit(lambda suite, i, key: suite.problem_params(i, key), static_argnums=0)

@@ -1,7 +1,5 @@
-"""Drifting Bernoulli arms (``drifting_bernoulli``): an independent NumPy reference of the
-means, best arms and losses fed the same key draws, ``loss_at`` evaluating the queried arms
-only, and runs through ``simulate``, the metrics and
-the command line with no change points (one segment)."""
+"""Drifting Bernoulli arms: a NumPy reference of means, best arms and losses on the same key
+draws, ``loss_at`` lazy, and runs through ``simulate``, metrics and the command line."""
 
 from __future__ import annotations
 
@@ -19,10 +17,7 @@ from stabl_jax.experiment import cli
 from stabl_jax.experiment.tables import read_summary
 from tests.conftest import HORIZON, NUM_ARMS, small_learner
 
-# The env computes mu_i(t) in float32 from an angle below 6 pi: each of its few roundings is
-# at most 6 pi 2^-24 ~ 1.1e-6 of angle (times A <= 0.5) or 2^-24 of a mean, so the float64
-# reference agrees within a few 1e-6; 4e-6 bounds it, and a uniform at least that far from
-# the mean falls on the same side of both.
+# float32 mu_i(t) from an angle below 6 pi: a few roundings of <= 6 pi 2^-24 ~ 1.1e-6 each
 ATOL = 4e-6
 ROUNDS = np.arange(HORIZON)
 
@@ -51,8 +46,7 @@ def reference_best(means: np.ndarray) -> np.ndarray:
 
 
 def test_means_best_arms_and_losses_match_the_numpy_reference():
-    """Every round of T = 64 (two periods): means within ATOL, the best arm exact, every
-    arm's loss ``1[U_i < mu_i(t)]`` exact, on the same key draws."""
+    """T = 64 (two periods): means within ATOL, best arm and losses ``1[U_i < mu_i(t)]`` exact."""
     env = DriftingBernoulli(num_arms=NUM_ARMS, horizon=HORIZON)
     key, env_key = jax.random.key(7), jax.random.key(8)
     params = env.sample_params(key)
@@ -74,8 +68,7 @@ def test_means_best_arms_and_losses_match_the_numpy_reference():
 
 
 def test_loss_at_evaluates_only_the_queried_arms():
-    """``loss_at`` is ``loss(...)[arms]`` bit for bit (repeated arms too), is the lazy path
-    ``simulate`` takes, and computes no mean of an arm it was not asked for."""
+    """``loss_at`` is ``loss(...)[arms]`` bit for bit, lazy, computing only the asked means."""
     env = DriftingBernoulli(num_arms=NUM_ARMS, horizon=HORIZON)
     params = env.sample_params(jax.random.key(1))
     arms = jnp.array([4, 0, 4], jnp.int32)
@@ -91,8 +84,7 @@ def test_loss_at_evaluates_only_the_queried_arms():
 
 
 def test_no_segment_options():
-    """Only shapes are static: no change points to give, and two envs of one shape are equal
-    (one compiled program) whatever params they run with."""
+    """No change points to give; two envs of one shape are equal."""
     with pytest.raises(TypeError, match="change_points"):
         DriftingBernoulli(num_arms=NUM_ARMS, horizon=HORIZON, change_points=(10,))
     assert DriftingBernoulli(5, 64) == DriftingBernoulli(5, 64)
@@ -100,8 +92,7 @@ def test_no_segment_options():
 
 
 def test_simulate_and_metrics_match_the_reference():
-    """Dynamic (cumulative) regret ``sum_t <p_t, l_t> - l_t(i*_t)`` and SA(T), from the
-    reference losses and best arms of each run's own params and keys; one segment."""
+    """Regret ``sum_t <p_t, l_t> - l_t(i*_t)`` and SA(T) from the reference; one segment."""
     env = DriftingBernoulli(num_arms=NUM_ARMS, horizon=HORIZON)
     runs = 4
     result = simulate(small_learner("exp3"), env, jax.random.key(3), runs)
@@ -124,8 +115,7 @@ def test_simulate_and_metrics_match_the_reference():
 
 
 def test_the_command_line_runs_it_as_one_segment(tmp_path, capsys, monkeypatch):
-    """The shipped config at a tiny size: one segment, the cumulative regret computed, and a
-    restarting learner's detection block saying there are no change points."""
+    """The shipped config, tiny: one segment, cumulative regret, no change points detected."""
     monkeypatch.chdir(cli.__file__.rsplit("/stabl_jax/", 1)[0])
     out = tmp_path / "out"
     sets = ["runs=4", f"horizon={HORIZON}", "window=8", 'learners=["uniform", "glr_klucb"]']

@@ -46,9 +46,8 @@ def test_expert_advice_is_the_papers_setting():
 
 
 def test_random_change_points_are_sorted_distinct_and_in_range():
-    env = PiecewiseBernoulli(
-        num_arms=3, horizon=50, num_segments=8, random_change_points=True, best_arm_order="random"
-    )
+    shuffled = dict(random_change_points=True, best_arm_order="random")
+    env = PiecewiseBernoulli(num_arms=3, horizon=50, num_segments=8, **shuffled)
     drawn = _sample_seeds(env, 20)
     for points, best in zip(drawn.change_points, drawn.best_arms, strict=True):
         assert np.all(np.diff(points) > 0) and points.min() >= 1 and points.max() <= 49
@@ -79,7 +78,7 @@ def test_geometric_segments_are_shuffled_per_run_and_keep_every_scale():
     env = ExpertAdvice(num_arms=5, horizon=1024, geometric_min_length=16, **shuffled)
     expected = sorted(geometric_segment_lengths(1024, 16))
     assert env.num_segments == len(expected) == 7
-    # Deterministic default: increasing lengths.
+    # deterministic default: increasing lengths
     assert env.change_points == tuple(int(c) for c in np.cumsum(expected)[:-1])
     orders = set()
     drawn = _sample_seeds(env, 20)
@@ -88,7 +87,7 @@ def test_geometric_segments_are_shuffled_per_run_and_keep_every_scale():
         assert sorted(lengths.tolist()) == expected
         orders.add(tuple(lengths.tolist()))
         assert np.all(best[1:] != best[:-1])
-    # 7!/2 = 2520 distinct orders: 20 draws all alike would mean no shuffling.
+    # 7!/2 = 2520 distinct orders: 20 draws all alike would mean no shuffling
     assert len(orders) > 10
 
 
@@ -125,8 +124,7 @@ def test_segment_of_is_searchsorted():
 
 
 def test_bernoulli_losses_are_jax_random_bernoulli_bit_for_bit():
-    """Drawn through ``prng`` (no loop in the round), the losses are still exactly
-    ``jax.random.bernoulli(key, mu_t)``, so earlier results stand."""
+    """Drawn through ``prng`` (no loop), the losses are ``jax.random.bernoulli(key, mu_t)``."""
     env = PiecewiseBernoulli(num_arms=30, horizon=200, random_change_points=True)
     params = env.sample_params(jax.random.key(2))
     keys = jax.random.split(jax.random.key(3), 200)

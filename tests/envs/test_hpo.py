@@ -1,8 +1,6 @@
-"""Algorithm selection on BBOB (:mod:`stabl_jax.envs.hpo`, :mod:`stabl_jax.simulate`,
-:mod:`stabl_jax.hpo_metrics`): the reward-to-loss map, query honesty (only queried arms'
-suggestions are evaluated, every evaluation is counted and shared with every arm), the budget
-in evaluations, and a tiny end-to-end run of every compared learner and shipped config.
-"""
+"""Algorithm selection on BBOB (:mod:`stabl_jax.envs.hpo`, :mod:`stabl_jax.hpo_metrics`): the
+reward-to-loss map, query honesty (only queried arms' suggestions evaluated, every evaluation
+counted and shared), the budget, and tiny runs of every compared learner and shipped config."""
 
 from __future__ import annotations
 
@@ -85,12 +83,12 @@ def test_evaluate_only_the_queried_arms_and_share_the_evaluations():
         arms = jnp.array(arms, jnp.int32)
         key = jax.random.key(10 + t)
         expected, (new, loss, info) = SUGGEST_AND_EVALUATE(params, state, t, arms, key)
-        # The evaluated points are exactly the queried arms' suggestions, in query order.
+        # the evaluated points are the queried arms' suggestions, in query order
         np.testing.assert_allclose(info.x, to_domain(expected.x), rtol=1e-6, atol=1e-5)
         np.testing.assert_array_equal(info.parents, expected.parent)
         if t == 0:  # the same arm queried twice: two independent suggestions
             assert not np.allclose(info.x[0], info.x[1])
-        # Rewards against the best before the round; losses are their affine image.
+        # rewards against the best before the round; losses their affine image
         clipped = jnp.clip(info.observed, 0.0, 1.0)
         reward = jnp.maximum(state.best_observed - clipped, 0.0) - LAM * clipped
         np.testing.assert_allclose(info.reward, reward, rtol=1e-6, atol=1e-7)
@@ -138,13 +136,11 @@ def test_end_to_end_traces_budget_and_query_honesty(results, name):
     assert np.all((res.best_value >= 0) & (res.best_value <= 1))
     assert np.all((res.observed >= 0) & (res.observed <= 1))
     env_state = res.carry.env_state
-    # Budget: every query is one evaluation; a 2-query learner plays half as many rounds.
+    # budget: every query is one evaluation; honesty: each arm evaluated as often as queried
     np.testing.assert_array_equal(env_state.num_evaluations, BUDGET)
-    # Honesty: each arm was evaluated exactly as often as it was queried, never otherwise.
     for r in range(RUNS):
         queried = np.bincount(res.arms[r].ravel(), minlength=ENV.num_arms)
         np.testing.assert_array_equal(env_state.evaluations_per_arm[r], queried)
-    # Shared data: every arm's pool ingested every evaluation.
     np.testing.assert_array_equal(env_state.arms.num_seen, BUDGET)
     np.testing.assert_allclose(res.best_gap[:, -1], env_state.best_gap, rtol=1e-6)
 
@@ -154,20 +150,17 @@ def test_runs_are_paired_across_learners_and_differ_between_runs(results):
     for other in x_star[1:]:
         np.testing.assert_array_equal(other, x_star[0])  # the same functions for all
     assert not np.allclose(x_star[0][0], x_star[0][1])  # runs are independent draws
-    # One-query learners see the same first evaluation distribution; traces start equal for
-    # the learners that play the same first arm draw (uniform vs EXP3: both uniform at t=0).
-    np.testing.assert_array_equal(
-        results["uniform"][1].best_gap[:, 0], results["exp3"][1].best_gap[:, 0]
-    )
+    # uniform and EXP3 both draw their first arm uniformly: their traces start equal
+    first = [results[name][1].best_gap[:, 0] for name in ("uniform", "exp3")]
+    np.testing.assert_array_equal(*first)
 
 
 def test_profiles_and_scores(results):
     gaps = {name: res.best_gap for name, (_, res) in results.items()}
     curve = hpo_metrics.score_vs_baseline_curve(gaps["stabl"], gaps["uniform"])
     assert curve.shape == (BUDGET,) and np.all(np.abs(curve) <= 1)
-    np.testing.assert_array_equal(
-        hpo_metrics.score_vs_baseline_curve(gaps["uniform"], gaps["uniform"]), 0.0
-    )
+    uniform = hpo_metrics.score_vs_baseline_curve(gaps["uniform"], gaps["uniform"])
+    np.testing.assert_array_equal(uniform, 0.0)
     log = hpo_metrics.log_curve(gaps["stabl"])
     assert np.all(log["lo"] <= log["mean"]) and np.all(log["mean"] <= log["hi"])
 
@@ -190,11 +183,8 @@ def test_profiles_and_scores(results):
 
 
 def test_suite_in_one_program_equals_the_per_function_programs(results):
-    """Functions 1, 8 and 21 (Gallagher: padded peaks) as data of one program give the runs
-    of each function's own program (function 1's: the fixture's): the same queried arms, and
-    values equal up to float32 rounding (XLA fuses the two programs differently: a few ulps
-    where they differ). StABL: two queries a round, and arms that follow the rewards, so a
-    wrong value shows."""
+    """Functions 1, 8, 21 (padded peaks) as data of one program give each function's own runs
+    (StABL): the same arms, values within a few float32 ulps (XLA fuses them otherwise)."""
     ids = (1, 8, 21)
     suite_env = HPOEnv(BBOBSuite(ids, **BBOB))
     learner, first = results["stabl"]
@@ -210,15 +200,13 @@ def test_suite_in_one_program_equals_the_per_function_programs(results):
         np.testing.assert_allclose(together[i].reward, alone.reward, rtol=ulps, atol=1e-7)
         assert together[i].env is suite_env and together[i].num_runs == RUNS
     with pytest.raises(TypeError, match="simulate_suite runs an HPOEnv of a BBOBSuite"):
-        hpo_metrics.simulate_suite(learner, ENV, key, RUNS, BUDGET)  # was an AttributeError
+        hpo_metrics.simulate_suite(learner, ENV, key, RUNS, BUDGET)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config_name", HPO_CONFIGS)
 def test_shipped_config_learners_stay_finite(config_name):
-    """A shipped config's learners at its history lengths and feedback, on its first function
-    at :data:`DIM` and :data:`BUDGET` (one compiled program per learner and environment:
-    ``hpo_bbob_sphere`` and ``hpo_bbob_suite`` run the fixture's)."""
+    """A shipped config's learners on its first function at :data:`DIM` and :data:`BUDGET`."""
     sizes = [f"runs={RUNS}", f"bbob.dims=[{DIM}]", f"bbob.evaluations=[{BUDGET}]"]
     config = load_config(config_name, sizes)
     env = problem_env(config, config.problems[:1])  # its first function

@@ -1,6 +1,5 @@
-"""Bernoulli arms with a table of means (``bernoulli_table``): the draws match the table per
-segment, ``loss_at`` is ``loss`` indexed bit for bit, bad tables are refused with the value
-named, it runs in ``simulate``, and the shipped configs hold the published problems."""
+"""Bernoulli arms with a table of means (``bernoulli_table``): draws, ``loss_at``, bad tables
+named, runs in ``simulate``, and the shipped configs' published problems."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def _env(**kwargs) -> PiecewiseBernoulliTable:
 
 
 def test_losses_match_the_table_per_segment():
-    """Mean of 20,000 draws within Z standard errors ``sqrt(mu (1 - mu) / m)`` of the table's
-    row, at the first and last round of every segment; exactly 0 or 1 where the mean is."""
+    """20,000 draws within Z se of the row, at the first and last round of every segment."""
     env = _env()
     params = env.default_params
     m = 20_000
@@ -71,9 +69,8 @@ def test_tables_are_stored_as_hashable_tuples():
     from_array = _env(means=np.asarray(MEANS))
     assert from_lists == from_array == _env() and hash(from_lists) == hash(_env())
     assert from_lists.means == MEANS and isinstance(from_lists.means[0], tuple)
-    assert make_env("bernoulli_table", num_arms=4, horizon=90, means=MEANS) == _env(
-        change_points=None
-    )
+    made = make_env("bernoulli_table", num_arms=4, horizon=90, means=MEANS)
+    assert made == _env(change_points=None)
 
 
 @pytest.mark.parametrize(
@@ -105,8 +102,7 @@ def test_bad_tables_name_the_value_and_the_remedy(kwargs, error, match):
 
 
 def test_runs_in_simulate_with_exp3_under_jit_and_vmap():
-    """Arm 1 is the best of the first segment and arm 0 of the second: EXP3's probability of
-    the current best arm rises within each segment, and the expected loss is below uniform's."""
+    """EXP3's probability of the best arm rises in each segment; expected loss below uniform's."""
     means = ((0.9, 0.1, 0.9), (0.1, 0.9, 0.9))
     env = PiecewiseBernoulliTable(num_arms=3, horizon=400, change_points=(200,), means=means)
     learner = make("exp3", num_arms=3, horizon=400)
@@ -123,35 +119,27 @@ def test_runs_in_simulate_with_exp3_under_jit_and_vmap():
     np.testing.assert_array_equal(np.asarray(again.loss), loss)
 
 
-#: The reward means of Besson, Kaufmann, Maillard & Seznec (JMLR 2022), as SMPyBandits ships
-#: them (configuration_nonstationary.py, its problems 1, 2 and 5): horizon, change points.
+#: Reward means of Besson, Kaufmann, Maillard & Seznec (JMLR 2022), as SMPyBandits ships them
+#: (configuration_nonstationary.py, problems 1, 2 and 5): horizon, change points, rewards.
+QUARTERS = (1000, 2000, 3000, 4000)
+NINTHS = tuple(int(c) for c in np.linspace(0, 20000, num=9, endpoint=False, dtype=int)[1:])
 PAPER = {
-    "piecewise_problem1": (
-        5000,
-        (1000, 2000, 3000, 4000),
-        [[0.3, 0.5, 0.9], [0.3, 0.2, 0.9], [0.3, 0.2, 0.1], [0.7, 0.2, 0.1], [0.7, 0.5, 0.1]],
-    ),
-    "piecewise_problem2": (
-        5000,
-        (1000, 2000, 3000, 4000),
-        [[0.4, 0.5, 0.9], [0.5, 0.4, 0.7], [0.6, 0.3, 0.5], [0.7, 0.2, 0.3], [0.8, 0.1, 0.1]],
-    ),
-    "piecewise_problem3": (
-        20000,
-        tuple(int(c) for c in np.linspace(0, 20000, num=9, endpoint=False, dtype=int)[1:]),
-        [
-            [0.071, 0.041, 0.032, 0.030, 0.020, 0.011],
-            [0.055, 0.053, 0.032, 0.030, 0.008, 0.011],
-            [0.040, 0.063, 0.032, 0.030, 0.008, 0.011],
-            [0.040, 0.042, 0.043, 0.030, 0.008, 0.011],
-            [0.030, 0.032, 0.055, 0.030, 0.008, 0.011],
-            [0.030, 0.032, 0.020, 0.030, 0.008, 0.021],
-            [0.020, 0.022, 0.020, 0.045, 0.008, 0.021],
-            [0.020, 0.022, 0.020, 0.057, 0.008, 0.011],
-            [0.020, 0.022, 0.034, 0.057, 0.022, 0.011],
-        ],
-    ),
-}
+    "piecewise_problem1": (5000, QUARTERS, [[0.3, 0.5, 0.9], [0.3, 0.2, 0.9], [0.3, 0.2, 0.1],
+                                            [0.7, 0.2, 0.1], [0.7, 0.5, 0.1]]),
+    "piecewise_problem2": (5000, QUARTERS, [[0.4, 0.5, 0.9], [0.5, 0.4, 0.7], [0.6, 0.3, 0.5],
+                                            [0.7, 0.2, 0.3], [0.8, 0.1, 0.1]]),
+    "piecewise_problem3": (20000, NINTHS, [
+        [0.071, 0.041, 0.032, 0.030, 0.020, 0.011],
+        [0.055, 0.053, 0.032, 0.030, 0.008, 0.011],
+        [0.040, 0.063, 0.032, 0.030, 0.008, 0.011],
+        [0.040, 0.042, 0.043, 0.030, 0.008, 0.011],
+        [0.030, 0.032, 0.055, 0.030, 0.008, 0.011],
+        [0.030, 0.032, 0.020, 0.030, 0.008, 0.021],
+        [0.020, 0.022, 0.020, 0.045, 0.008, 0.021],
+        [0.020, 0.022, 0.020, 0.057, 0.008, 0.011],
+        [0.020, 0.022, 0.034, 0.057, 0.022, 0.011],
+    ]),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(PAPER))

@@ -1,9 +1,6 @@
-"""An environment's numbers are traced: two environments that differ only in change points,
-bonus, baseline, mean, gap, table of means, a convex family's target radius, period,
-``a_scale``, ``huber_mu`` or ``G``, or (algorithm selection) reward ``lambda``, noise, shift
-radius and normalisation scale are equal as static arguments, share one compiled program, and
-each run gives the bits a fresh compilation for its own numbers gives (no number of the first
-is baked into the program the second reuses)."""
+"""An environment's numbers are traced: two environments that differ only in numbers (change
+points, means, a convex family's radius or ``G``, algorithm selection's reward ``lambda`` and
+noise, ...) are equal, share one compiled program, and give a fresh compilation's bits."""
 
 from __future__ import annotations
 
@@ -45,10 +42,8 @@ PAIRS = {
         PiecewiseBernoulliTable(NUM_ARMS, HORIZON, change_points=(20, 41), means=SECOND),
     ),
 }
-CASES = [(name, "xla") for name in PAIRS] + [
-    ("expert_advice", "pallas"),  # the kernel draws the losses inside, from the traced numbers
-    ("bernoulli", "pallas"),
-]
+# the kernel draws the losses inside, from the traced numbers
+CASES = [(name, "xla") for name in PAIRS] + [("expert_advice", "pallas"), ("bernoulli", "pallas")]
 #: Algorithm selection on d = 2 Sphere: the first's numbers, then every number changed.
 BBOB: dict[str, Any] = dict(dim=2, normalize=True, rotate=True)
 HPO_PAIR = (
@@ -59,9 +54,9 @@ EVALUATIONS = 16
 
 
 def _run(env, kernel, env_params=None):
-    learner, options = small_learner("exp3"), SimOptions(kernel=kernel)
+    options, key = SimOptions(kernel=kernel), jax.random.key(3)
     result = simulate(
-        learner, env, jax.random.key(3), RUNS, traces=TRACES, env_params=env_params, options=options
+        small_learner("exp3"), env, key, RUNS, traces=TRACES, env_params=env_params, options=options
     )
     losses = regenerate_losses(env, result.carry, 0, HORIZON)
     return {**result.traces(), "all_losses": np.asarray(losses)}
@@ -69,11 +64,7 @@ def _run(env, kernel, env_params=None):
 
 @pytest.mark.parametrize(("name", "kernel"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_numbers_share_one_program_and_are_never_stale(name, kernel):
-    """The second environment compiles nothing after the first ran, and its runs are bit for
-    bit those of a fresh compilation (``recompiled``) for its own numbers; they differ
-    from the first's (its numbers were read). ``env_params`` stacking the first's numbers
-    (run 0) and the second's (run 1): one program runs both, each run the one its own
-    environment gives."""
+    """No compilation, a fresh compilation's bits, not the first's; mixed ``env_params`` too."""
     first, second = PAIRS[name]
     assert first == second and hash(first) == hash(second)
     ran_first = _run(first, kernel)
@@ -95,8 +86,7 @@ def test_numbers_share_one_program_and_are_never_stale(name, kernel):
 
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_sample_params_reads_its_numbers_from_the_defaults_it_is_given(name):
-    """``sample_params(key, defaults)`` under a program taking the environment static: the
-    second environment's numbers given as a traced argument come out, not the first's."""
+    """``sample_params(key, defaults)`` with the environment static: the traced numbers given."""
     first, second = PAIRS[name]
     draw = jax.jit(lambda env, key, defaults: env.sample_params(key, defaults), static_argnums=0)
     key = jax.random.key(0)
@@ -108,9 +98,7 @@ def test_sample_params_reads_its_numbers_from_the_defaults_it_is_given(name):
 
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_a_sweep_of_a_number_is_one_program_on_common_draws(name):
-    """``env_params_grid`` over two change points: each point's runs are bit for bit those of
-    a simulation of its own environment on the same keys (best arms drawn per run, so the
-    keys matter), and a sweep over other values of the same shape compiles nothing."""
+    """Each grid point's runs are its environment's, bit for bit; other values compile nothing."""
     first, second = PAIRS[name]
     if name != "bernoulli_table":  # the table sets its best arms
         first = dataclasses.replace(first, best_arm_order="random")
@@ -145,10 +133,7 @@ def test_a_sweep_of_a_static_field_is_refused_naming_the_traced_ones():
 
 
 def test_hpo_numbers_share_one_program_and_are_never_stale():
-    """Algorithm selection: the second environment (other ``reward_lambda``, ``noise_std`` and
-    ``shift_radius``) compiles nothing after the first ran; its runs equal a fresh compilation
-    for its own numbers, bit for bit, as do the first's program's runs given its parameters
-    (``env_params``); its rewards and observations differ from the first's (numbers read)."""
+    """Algorithm selection: no compilation, a fresh compilation's bits, ``env_params`` too."""
     first, second = HPO_PAIR
     assert first == second and hash(first) == hash(second)
     learner, key = make_hpo_learner("exp3", first.num_arms, EVALUATIONS), jax.random.key(5)
@@ -174,8 +159,7 @@ def test_hpo_numbers_share_one_program_and_are_never_stale():
 
 
 def test_bbob_numbers_are_no_part_of_the_identity_but_their_code_paths_are():
-    """A suite's numbers reach ``sample_params`` traced (the second's, not the first's); a
-    zero number, or a scale from the origin, is another code path, hence another program."""
+    """A suite's numbers are traced; a zero number or a scale from the origin is another program."""
     suites = [HPOEnv(BBOBSuite((1, 8), noise_std=s, norm_scale=s, **BBOB)) for s in (0.1, 2.0)]
     draw = jax.jit(lambda env, key, defaults: env.sample_params(key, defaults), static_argnums=0)
     for env in suites:
@@ -221,9 +205,8 @@ CONVEX = {
 
 
 def _convex_run(env, env_params=None):
-    """Traces and SA(16) (each run's comparators, ``G`` from its params) of a BCO simulation;
-    with ``env_params``, two points of ``RUNS`` runs on common keys. Blocks of ``RUNS`` runs
-    (float32 bits depend on the block), so a point runs the program of a run alone."""
+    """Traces and SA(16) of a BCO simulation (with ``env_params``: two points of ``RUNS`` runs),
+    blocks of ``RUNS`` runs so that a point runs the program of a run alone."""
     runs, options = RUNS, SimOptions(runs_per_block=RUNS)
     if env_params is not None:
         runs, options = 2 * RUNS, dataclasses.replace(options, runs_per_point=RUNS)
@@ -232,18 +215,16 @@ def _convex_run(env, env_params=None):
     result = simulate(
         learner, env, key, runs, traces=traces, env_params=env_params, options=options
     )
+    losses = {"learner": result.loss}
     sa = paired_bco_adaptive_regret(
-        env, result.carry, {"learner": result.loss}, [16], num_steps=50, runs_per_block=RUNS
+        env, result.carry, losses, [16], num_steps=50, runs_per_block=RUNS
     )
     return {**result.traces(), "sa": sa["sa"]["learner"], "gap": sa["comparator_gap"]}
 
 
 @pytest.mark.parametrize("name", list(CONVEX))
 def test_convex_numbers_share_one_program_and_are_never_stale(name):
-    """A convex family's second environment compiles nothing after the first ran (simulation
-    and SA(L)'s window comparators), and gives the bits of a fresh compilation of the same
-    code; its losses differ from the first's. ``env_params_grid`` over one number: each point
-    is bit for bit its environment simulated alone, SA(L) included (each run's own ``G``)."""
+    """No compilation (simulation, SA(L)), a fresh compilation's bits; grid points alone."""
     first, second, field = CONVEX[name]
     assert first == second and hash(first) == hash(second)
     ran_first = _convex_run(first)

@@ -39,11 +39,9 @@ class LossAboveOne(ExpertAdvice):
 
 
 def test_a_loss_out_of_range_is_named_with_its_round():
-    env = LossAboveOne(num_arms=5, horizon=T)
+    env, learner = LossAboveOne(num_arms=5, horizon=T), EXP3(num_arms=5, horizon=T)
     with pytest.raises(checkify.JaxRuntimeError, match=r"observed loss at round 40 must be"):
-        simulate(
-            EXP3(num_arms=5, horizon=T), env, jax.random.key(0), 4, validate=True, options=OPTIONS
-        )
+        simulate(learner, env, jax.random.key(0), 4, validate=True, options=OPTIONS)
 
 
 def test_a_play_distribution_that_is_none_is_named_after_the_chunk():

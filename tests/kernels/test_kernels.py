@@ -1,10 +1,6 @@
-"""The fused Pallas kernel (``simulate(..., kernel="pallas")``, :mod:`stabl_jax.kernels`) runs
-the same runs as the XLA rollout: in interpret mode on the CPU, the same seed draws the same
-arms and reveals the same losses, and every probability agrees to 1e-6 (the kernel sums in
-other orders). It also lowers for a GPU through Pallas's Triton backend (no GPU needed); on
-a machine with a GPU, one more test compares the compiled kernel with the XLA path there.
-
-Every test but that one runs on the CPU device (interpret mode) on any machine."""
+"""The fused Pallas kernel (``SimOptions(kernel="pallas")``) runs the XLA rollout's runs: in
+interpret mode on the CPU, the same arms and losses, every probability within 1e-6 (other
+orders of summation); it lowers for a GPU through Triton, and on a GPU matches the XLA path."""
 
 from __future__ import annotations
 
@@ -19,6 +15,7 @@ import pytest
 
 from stabl_jax import EXP3, ExpertAdvice, SimOptions, StABL, simulate
 from stabl_jax import kernels as kernels_pkg
+from stabl_jax.envs import PiecewiseBernoulli, PiecewiseBernoulliTable
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
 from stabl_jax.kernels import bandit
@@ -32,7 +29,6 @@ GPUS = [d for d in jax.devices() if d.platform == "gpu"]
 
 @pytest.fixture(autouse=True)
 def on_the_cpu(request):
-    """Interpret mode, on the CPU device, for every test not about the GPU."""
     if "gpu_device" in request.node.name:
         yield
         return
@@ -43,18 +39,12 @@ def on_the_cpu(request):
 def both(learner, env, num_runs, horizon, seed=0, **kwargs):
     """The XLA and the Pallas path of the same call."""
     kwargs = dict(horizon=horizon, traces=kwargs.pop("traces", TRACES), **kwargs)
-    xla = simulate(
-        learner, env, jax.random.key(seed), num_runs, options=SimOptions(kernel="xla"), **kwargs
-    )
-    fused = simulate(
-        learner, env, jax.random.key(seed), num_runs, options=SimOptions(kernel="pallas"), **kwargs
-    )
-    return xla, fused
+    run = functools.partial(simulate, learner, env, jax.random.key(seed), num_runs, **kwargs)
+    return run(options=SimOptions(kernel="xla")), run(options=SimOptions(kernel="pallas"))
 
 
 def assert_same_runs(xla, fused):
-    """Same arms and revealed losses bit for bit; probabilities and the final state's
-    distributions within :data:`TOL`; the same counters."""
+    """Arms and losses bit for bit, probabilities and final distributions within :data:`TOL`."""
     for name in ("played", "arms", "loss", "observed"):
         if name in xla.arrays:
             np.testing.assert_array_equal(fused.arrays[name], xla.arrays[name], err_msg=name)
@@ -76,9 +66,7 @@ def assert_same_runs(xla, fused):
 
 
 def test_stabl_variants_and_muting_same_runs_as_xla():
-    """StABL Naive (uniform observation) with reward feedback, the paper's 1-based restarts
-    and per-run meta step sizes (a sweep), large enough to mute experts; the muting counts
-    agree."""
+    """StABL Naive, reward feedback, 1-based restarts, per-run meta step sizes that mute."""
     learner = StABL(
         num_arms=5, horizon=64, observation="uniform", feedback="reward", round_offset=1,
         history_lengths=(8, 16, 64),
@@ -91,17 +79,10 @@ def test_stabl_variants_and_muting_same_runs_as_xla():
 
 @pytest.mark.parametrize("name", ["exp3", "stabl_naive"])
 def test_tiny_probability_recovers_on_both_paths(name):
-    """The exact log domain on both paths: with a large learning rate, the arm that becomes
-    best at round 192 of 512 has probability exactly 0 in float32 at some round after the
-    change (a probability-domain state would keep it there) and over 1/2 at the last round,
-    in some of 8 runs. StABL runs as StABL Naive with one expert over the whole horizon (no
-    restart rescues the arm; the uniform observation keeps the importance weights from
-    amplifying rounding over 512 rounds): both paths draw the same arms throughout. EXP3's
-    two paths are not compared here (``test_exp3_same_runs_as_xla`` does, at the printed
-    rate): at 40 times that rate, a one-ulp difference in a probability flips a draw within
-    512 rounds. JAX 0.11.2's CPU compiler rounds the XLA path's update otherwise from round
-    1 on (0.10.2 gives the same bits); measured, the paths part after 190 to 266 rounds in
-    each of the 8 runs."""
+    """Exact log domain: at a large rate the arm best from round 192 of 512 has probability
+    exactly 0 after the change and over 1/2 at the end, in some run. StABL (Naive, one expert,
+    no restart) draws the same arms on both paths; EXP3's paths part (a one-ulp difference
+    flips a draw at 40 times its rate), so only its recovery is checked."""
     horizon, change, runs = 512, 192, 8
     env = ExpertAdvice(num_arms=3, horizon=horizon, change_points=(change,))
     if name == "exp3":
@@ -112,8 +93,7 @@ def test_tiny_probability_recovers_on_both_paths(name):
             num_arms=3, horizon=horizon, history_lengths=(horizon,), observation="uniform"
         )
         params = learner.default_params.replace(expert_lr_scale=jnp.float32(85.0))
-    traces = ("played", "prob_best")
-    xla, fused = both(learner, env, runs, horizon, params=params, traces=traces)
+    xla, fused = both(learner, env, runs, horizon, params=params, traces=("played", "prob_best"))
     if name != "exp3":
         assert_same_runs(xla, fused)
     for res in (xla, fused):
@@ -122,9 +102,7 @@ def test_tiny_probability_recovers_on_both_paths(name):
 
 
 def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
-    """On the Pallas path too, chunk size, host threads and a resume from a checkpoint
-    change nothing, bit for bit: the kernel replaces the scan of one chunk for one block
-    (the same ``runs_per_block``, as on the XLA path; 5 runs padded to 3 blocks of 2)."""
+    """Chunk size, host threads and a resume change nothing, bit for bit (5 runs in 3 blocks)."""
     learner = StABL(num_arms=5, horizon=48, history_lengths=(16, 48))
     env = ExpertAdvice(num_arms=5, horizon=48)
     opts = SimOptions(kernel="pallas", runs_per_block=2, chunk_size=48, host_threads=1)
@@ -150,7 +128,7 @@ def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
 
 @functools.cache
 def _block(learner, env, runs):
-    """A block's carry and the oblivious rollout environment, as ``simulate`` builds them."""
+    """A block's carry and rollout environment, as ``simulate`` builds them."""
     import sys
 
     rollout = sys.modules["stabl_jax.simulate"]
@@ -164,8 +142,7 @@ PIECES = StABL(num_arms=5, horizon=64, history_lengths=(4, 12, 64))
 
 @functools.cache
 def _chunk(fields=TRACES, rows=None, max_rounds=None):
-    """``(carry, outputs)`` of the interpreted kernel over 32 rounds from round 8 of a block of
-    3 StABL runs (restarts of L = 4 and 12 within the chunk): each program compiled once."""
+    """``(carry, outputs)`` of the interpreted kernel, rounds 8 to 40 of 3 StABL runs."""
     carry, renv = _block(PIECES, ExpertAdvice(num_arms=5, horizon=64), 3)
     step = bandit.chunk_step(
         PIECES, renv, fields, 32, interpret=True, rows=rows, max_rounds=max_rounds
@@ -175,12 +152,9 @@ def _chunk(fields=TRACES, rows=None, max_rounds=None):
 
 @pytest.mark.parametrize(("rows", "max_rounds"), [(2, None), (None, 5), (None, 31)])
 def test_programs_of_fewer_runs_and_pieces_of_a_chunk_give_the_same_bits(rows, max_rounds):
-    """``rows`` runs a program (a grid of several programs, the last padded with copies of
-    the block's last run: 2 programs of 2 for 3 runs); a chunk stepped in pieces of at most
-    ``max_rounds`` rounds (4 and 16 of 32, the largest divisors not above 5 and 31: a ``scan``
-    of ``pallas_call``s, what bounds the memory of the kernel's inputs). Either gives the bits
-    of one program over the block and the chunk (StABL: its restarts fall inside and between
-    pieces)."""
+    """``rows`` runs a program (2 programs of 2 for 3 runs, padded); ``max_rounds`` steps a
+    chunk in pieces (4 and 16 of 32: the largest divisors not above 5 and 31). Either gives the
+    bits of one program over the chunk, StABL's restarts inside and between pieces."""
     assert bandit.largest_divisor(32, max_rounds or 32) == {5: 4, 31: 16}.get(max_rounds, 32)
     whole, parts = _chunk(), _chunk(rows=rows, max_rounds=max_rounds)
     assert jax.tree.structure(parts) == jax.tree.structure(whole)
@@ -198,8 +172,7 @@ def test_programs_of_fewer_runs_and_pieces_of_a_chunk_give_the_same_bits(rows, m
     ],
 )
 def test_a_program_holds_at_most_32_state_floats_a_thread(learner, rows):
-    """Runs per program on a GPU keep each of its 128 threads' state within 32 floats, where
-    ptxas (sm_90) spills neither EXP3 nor StABL at n = 30 (docs/gpu.md); not below 16 rows."""
+    """Runs per program keep each of 128 threads' state within 32 floats (docs/gpu.md), >= 16."""
     carry, _ = _block(learner, ExpertAdvice(num_arms=learner.num_arms, horizon=4096), 2)
     spec = bandit._KERNELS[type(learner)](learner, bandit._padded_arms(learner.num_arms))
     states, _ = spec.pack(carry.state)
@@ -210,16 +183,12 @@ def test_a_program_holds_at_most_32_state_floats_a_thread(learner, rows):
     "learner", [EXP3(num_arms=30, horizon=256), StABL(num_arms=30, horizon=256)]
 )
 def test_lowers_for_a_gpu_with_triton(learner):
-    """The compiled kernel lowers to Triton for CUDA (what a GPU runs), checked without one:
-    every operation in it has a Triton lowering (no ``%`` of a traced scalar, power-of-two
-    blocks, operands of ``dot`` >= 16)."""
+    """The compiled kernel lowers to Triton for CUDA without a GPU."""
     env = ExpertAdvice(num_arms=30, horizon=256)
     carry, renv = _block(learner, env, 20)  # 20 runs: padded to a program of 64
     step = bandit.chunk_step(learner, renv, TRACES, 16, interpret=False)
     t0 = jnp.int32(0)  # made outside the abstract mesh, which has no device to compute on
-    # The GPU the Triton backend compiles for: newer JAX reads it from the context's abstract
-    # mesh (an H100 here) when JAX's default device is no GPU (the CPU, even on a machine
-    # with a GPU: the fixture on_the_cpu).
+    # the GPU compiled for: from the abstract mesh (an H100) when the default device is the CPU
     if "platform" not in inspect.signature(jax.sharding.AbstractDevice).parameters:
         pytest.skip(f"JAX {jax.__version__}'s AbstractDevice takes no platform: no GPU to target")
     h100 = jax.sharding.AbstractDevice(
@@ -237,8 +206,7 @@ def test_lowers_for_a_gpu_with_triton(learner):
 @pytest.mark.skipif(not GPUS, reason="needs a GPU")
 @pytest.mark.parametrize("name", ["exp3", "stabl"])
 def test_compiled_kernel_on_a_gpu_device_same_runs_as_xla(name):
-    """On a GPU, the Triton-compiled kernel against the XLA path on the same device: 64 runs
-    of 256 rounds at n = 30 (StABL with its 7 experts of T = 4096)."""
+    """The Triton-compiled kernel against the XLA path on a GPU: 64 runs of 256 rounds, n = 30."""
     learner = (EXP3 if name == "exp3" else StABL)(num_arms=30, horizon=4096)
     with jax.default_device(GPUS[0]):
         assert_same_runs(*both(learner, ExpertAdvice(num_arms=30, horizon=4096), 64, 256))
@@ -246,8 +214,7 @@ def test_compiled_kernel_on_a_gpu_device_same_runs_as_xla(name):
 
 @functools.cache
 def _draws(n):
-    """One program per ``n``: the kernel's CDF and draws from ``(rows, n)`` ``probs`` padded to
-    the kernel's arms, and ``sampling.sample_index``'s draws from ``probs``."""
+    """One program per ``n``: the kernel's CDF and draws, and ``sample_index``'s draws."""
 
     def draws(probs, u):
         padded = jnp.pad(probs, ((0, 0), (0, bandit._padded_arms(n) - n)))
@@ -258,8 +225,7 @@ def _draws(n):
 
 @pytest.mark.parametrize("n", [5, 30, 300])
 def test_sample_draws_what_sampling_draws(n):
-    """The kernel's inverse-CDF draw (an integer scan of the probabilities' units) picks
-    ``sampling.sample_index``'s arm, never a zero-probability one."""
+    """The kernel's integer inverse-CDF draw picks ``sample_index``'s arm, never a null one."""
     key = jax.random.key(n)
     probs = (jax.random.uniform(key, (512, n)) ** 8).at[:, 1].set(0.0)  # skewed rows
     u = jax.random.uniform(jax.random.fold_in(key, 1), (512,))
@@ -275,9 +241,7 @@ def test_sample_draws_what_sampling_draws(n):
 
 @pytest.mark.parametrize("n", [5, 30, 300])
 def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
-    """Rows with runs of zero-probability arms (the first and last arm too), one with a single
-    arm, uniforms from 0 to the largest float32 below 1: the kernel's CDF is non-decreasing and
-    every draw has positive probability."""
+    """Zero-probability arms (first and last too), a one-arm row, uniforms 0 to 1 - 2^-24."""
     rng, rows = np.random.default_rng(n), 512
     probs = rng.uniform(size=(rows, n)).astype(np.float32) ** 8
     probs[rng.uniform(size=(rows, n)) < 0.5] = 0.0
@@ -293,8 +257,7 @@ def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
 
 
 def test_the_cdf_is_exact_whatever_order_its_sums_take():
-    """The kernel's CDF is the integer sum of the truncated units, as NumPy adds them one
-    after another: the same in any order of addition (a scan's, on a GPU)."""
+    """The CDF is the integer sum of the truncated units: the same in any order of addition."""
     probs = np.random.default_rng(0).dirichlet(np.full(300, 0.1), 64).astype(np.float32)
     padded = jnp.pad(jnp.asarray(probs), ((0, 0), (0, 212)))
     scale = (1.0 / bandit.CDF_UNIT) / np.asarray(jnp.sum(padded, axis=1))  # float32, as there
@@ -305,23 +268,15 @@ def test_the_cdf_is_exact_whatever_order_its_sums_take():
 def test_unsupported_calls_name_what_is_supported():
     env = ExpertAdvice(num_arms=5, horizon=64)
     key = jax.random.key(0)
+    exp3, pallas = EXP3(num_arms=5, horizon=64), SimOptions(kernel="pallas")
     with pytest.raises(ValueError, match=r"does not run StABLOneQuery .*EXP3 or StABL"):
-        simulate(
-            StABLOneQuery(num_arms=5, horizon=64), env, key, 2, options=SimOptions(kernel="pallas")
-        )
+        simulate(StABLOneQuery(num_arms=5, horizon=64), env, key, 2, options=pallas)
     with pytest.raises(ValueError, match=r"records only the traces .*\['points'\]"):
-        simulate(
-            EXP3(num_arms=5, horizon=64),
-            env,
-            key,
-            2,
-            traces=("points",),
-            options=SimOptions(kernel="pallas"),
-        )
+        simulate(exp3, env, key, 2, traces=("points",), options=pallas)
     with pytest.raises(ValueError, match="kernel must be one of"):
-        simulate(EXP3(num_arms=5, horizon=64), env, key, 2, options=SimOptions(kernel="triton"))
+        simulate(exp3, env, key, 2, options=SimOptions(kernel="triton"))
     with pytest.raises(ValueError, match=r"does not run on Reactive .*oblivious bandit"):
-        kernels_pkg.check_supported(EXP3(num_arms=5, horizon=64), Reactive(), ("played",), False)
+        kernels_pkg.check_supported(exp3, Reactive(), ("played",), False)
 
 
 class Reactive:
@@ -329,9 +284,8 @@ class Reactive:
 
 
 def test_auto_picks_the_kernel_where_it_is_compiled_and_supported(monkeypatch):
-    """``kernel="auto"``: the XLA path wherever the kernel would be interpreted (here); where
-    it is compiled (a GPU, stood in for by ``interpreted() -> False``), the kernel for EXP3
-    and StABL up to 128 padded arms (validated or not), the XLA path for the rest."""
+    """``kernel="auto"``: XLA where the kernel would be interpreted; where compiled (stood in
+    for by ``interpreted() -> False``), the kernel for EXP3 and StABL up to 128 padded arms."""
     env = as_environment(ExpertAdvice(num_arms=30, horizon=64))
     fields = ("played", "loss")
     assert bandit.auto_kernel(EXP3(num_arms=30, horizon=64), env, fields, False) == "xla"
@@ -350,9 +304,7 @@ def test_auto_picks_the_kernel_where_it_is_compiled_and_supported(monkeypatch):
 
 
 def test_auto_runs_the_xla_path_with_one_warning_without_triton(monkeypatch):
-    """Where the kernel would be compiled but the installed JAX lacks Pallas's Triton backend
-    (stood in for by ``triton_available() -> False``), ``kernel="auto"`` picks the XLA path
-    and warns once a process."""
+    """Compiled but without Pallas's Triton backend, ``kernel="auto"`` warns once, runs XLA."""
     env = as_environment(ExpertAdvice(num_arms=30, horizon=64))
     learner = EXP3(num_arms=30, horizon=64)
     monkeypatch.setattr(bandit, "interpreted", lambda mesh=None: False)
@@ -367,8 +319,7 @@ def test_auto_runs_the_xla_path_with_one_warning_without_triton(monkeypatch):
 
 
 def test_the_result_names_the_path_that_ran():
-    """``SimResult.kernel``: what ``kernel="auto"`` picked (the XLA path here, on the CPU),
-    or the path asked for."""
+    """``SimResult.kernel``: the path asked for, or what ``kernel="auto"`` picked (XLA here)."""
     xla, fused = _same_runs(EXP3_REWARD, "expert_advice", 64)
     assert (xla.kernel, fused.kernel) == ("xla", "pallas")
     env = ExpertAdvice(num_arms=5, horizon=64)  # the XLA path's program: nothing compiled
@@ -376,8 +327,7 @@ def test_the_result_names_the_path_that_ran():
 
 
 def _pallas_operands(step, carry, t0, results=False):
-    """``(shape, dtype)`` of every operand (``results``: every result) of each ``pallas_call``
-    in ``step``'s jaxpr."""
+    """``(shape, dtype)`` of the operands (or results) of each ``pallas_call`` in ``step``."""
     found = []
 
     def walk(jaxpr):
@@ -395,9 +345,8 @@ def _pallas_operands(step, carry, t0, results=False):
     return found
 
 
-# (learner, rounds, environment): EXP3 with uniform exploration and reward feedback on each
-# environment; StABL at n = 30 with its B = 7 experts of T = 4096 (restarts of the shortest,
-# L = 64, at rounds 64 and 128) on ExpertAdvice, at the canonical size on the others.
+# (learner, rounds, environment): EXP3 (exploration, rewards) on each; StABL at n = 30 (B = 7
+# experts, restarts of L = 64 at rounds 64 and 128) on ExpertAdvice, n = 5 on the others.
 EXP3_REWARD = EXP3(num_arms=5, horizon=64, gamma=0.2, feedback="reward")
 STABL_30 = StABL(num_arms=30, horizon=4096)
 ENV_NAMES = ("expert_advice", "bernoulli", "bernoulli_table")
@@ -407,8 +356,6 @@ SAME_RUNS += [(StABL(num_arms=5, horizon=64), 64, name) for name in ENV_NAMES[1:
 
 def _env(name, n, horizon):
     """ExpertAdvice, PiecewiseBernoulli or PiecewiseBernoulliTable (2 segments) of ``n`` arms."""
-    from stabl_jax.envs import PiecewiseBernoulli, PiecewiseBernoulliTable
-
     if name == "bernoulli_table":
         means = tuple(tuple(0.2 if i == j else 0.5 for i in range(n)) for j in (0, 2))
         return PiecewiseBernoulliTable(num_arms=n, horizon=horizon, means=means)
@@ -427,14 +374,9 @@ def _same_runs(learner, env_name, rounds):
     SAME_RUNS,
     ids=[f"{type(c[0]).__name__}-{c[0].num_arms}-{c[2]}" for c in SAME_RUNS],
 )
-def test_the_kernel_draws_its_uniforms_and_losses_inside_and_runs_the_xla_runs(
-    learner, length, env_name
-):
-    """On an environment with ``losses_of_words`` (ExpertAdvice, PiecewiseBernoulli) the
-    ``pallas_call`` reads no ``(L, runs, n_pad)`` loss tensor and no float ``(L, runs)``
-    uniforms, even for ``expected_loss`` (the key words ``(2, runs)`` and the best arm
-    ``(L, runs)`` int32 instead); PiecewiseBernoulliTable, without it, still reads its losses
-    drawn outside. Either way the runs are the XLA path's, every trace (:data:`SAME_RUNS`)."""
+def test_draws_inside_the_kernel_and_the_xla_runs(learner, length, env_name):
+    """With ``losses_of_words`` the ``pallas_call`` reads key words and the best arm, no loss
+    tensor or float uniforms; PiecewiseBernoulliTable reads its losses. Runs are XLA's."""
     runs, n_pad = 3, bandit._padded_arms(learner.num_arms)
     assert learner is not STABL_30 or learner.num_experts == 7
     env = _env(env_name, learner.num_arms, learner.horizon)
@@ -462,9 +404,7 @@ def test_the_kernel_draws_its_uniforms_and_losses_inside_and_runs_the_xla_runs(
     [(("loss",), 1), (("played", "loss"), 2), (("arms",), 2), (("prob_best",), 1), (TRACES, 6)],
 )
 def test_the_kernel_writes_only_the_traces_asked_for(fields, written):
-    """Per round the ``pallas_call`` stores only what ``fields`` needs (StABL, two queries):
-    ``loss`` the first observed loss alone, ``arms`` both queried arms, ``TRACES`` all six
-    per-round outputs; what it returns is the full call's, bit for bit."""
+    """The ``pallas_call`` stores only what ``fields`` needs; it returns the full call's bits."""
     carry, renv = _block(PIECES, ExpertAdvice(num_arms=5, horizon=64), 3)
     step = bandit.chunk_step(PIECES, renv, fields, 32, interpret=True)
     (results,) = _pallas_operands(step, carry, jnp.int32(8), results=True)

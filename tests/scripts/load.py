@@ -11,10 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_script(path: Path, name: str | None = None, *, register: bool = False) -> ModuleType:
-    """Execute the Python file at ``path`` as a module named ``name`` (default: its stem).
-
-    ``register=True`` puts it in ``sys.modules`` first, which a module needs whose
-    dataclasses resolve their (string) annotations through it."""
+    """Execute the file at ``path`` as a module ``name`` (default: its stem); ``register=True``
+    puts it in ``sys.modules`` first (for dataclasses resolving string annotations through it)."""
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path} cannot be loaded as a Python module")

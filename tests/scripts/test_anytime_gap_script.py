@@ -1,20 +1,17 @@
-"""``experiments/anytime_gap.py``'s results folder (written from hand-made segment rewards, no
-simulation) and ``experiments/report.py``'s ``view=gap`` table of it, against numbers worked
-out by hand."""
+"""``experiments/anytime_gap.py``'s folder of hand-made segment rewards and ``report.py``'s
+``view=gap`` table of it, against numbers worked out by hand."""
 
 from __future__ import annotations
 
 import json
 import runpy
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stabl_jax.experiment.results import ResultsFolder
-from tests.scripts.load import load_script
+from tests.scripts.load import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
 REPORT = runpy.run_path(str(ROOT / "experiments" / "report.py"))
 script = load_script(ROOT / "experiments" / "anytime_gap.py", "anytime_gap_script")
 
@@ -33,16 +30,8 @@ def _outs() -> list[dict]:
         "stabl_theory": {"segment_reward": X + 0.01, "num_muted": 0, "params": None},
         "stabl_tuned": {"segment_reward": TUNED, "num_muted": 7, "params": {"s": 2.0}},
     }
-    return [
-        {
-            "config": "expert_advice_equal",
-            "feedback": "loss",
-            "tuned_config": "expert_advice_equal_tuned",
-            "runs": 4,
-            "seed": 0,
-            "learners": learners,
-        }
-    ]
+    setting = {"config": "expert_advice_equal", "feedback": "loss", "runs": 4, "seed": 0}
+    return [setting | {"tuned_config": "expert_advice_equal_tuned", "learners": learners}]
 
 
 def test_folder_and_gap_table(tmp_path):
@@ -55,10 +44,8 @@ def test_folder_and_gap_table(tmp_path):
     entry = summary["learners"]["expert_advice_equal/loss/stabl_tuned"]
     assert entry["num_muted"] == 7 and entry["params"] == {"s": 2.0}
     np.testing.assert_allclose(entry["mean_over_segments"]["mean"], 0.45)
-    assert (
-        "expert_advice_equal/loss/stabl_anytime,,segment_reward,,2,"
-        in (final / "results.csv").read_text()
-    )
+    csv = (final / "results.csv").read_text()
+    assert "expert_advice_equal/loss/stabl_anytime,,segment_reward,,2," in csv
 
     text = REPORT["render"]("gap view=gap columns=stabl_theory,stabl_tuned", tmp_path)
     # x over segments: 0.45 - 0.15 = 0.3000, run values 0.35, 0.25, ... -> same half 0.0919;
@@ -72,7 +59,7 @@ def test_folder_and_gap_table(tmp_path):
     assert "Per-segment intervals of the gap: ± 18.4 to 23.0 points." in text
     with pytest.raises(ValueError, match="no learner"):
         REPORT["render"]("gap learner=saol", tmp_path)
-    summary["settings"][0]["runs"] = 1  # a folder of one run: every interval was nan
+    summary["settings"][0]["runs"] = 1  # a folder of one run
     (tmp_path / "one").mkdir()
     (tmp_path / "one" / "summary.json").write_text(json.dumps(summary))
     (tmp_path / "one" / "traces.npz").write_bytes((final / "traces.npz").read_bytes())
@@ -88,21 +75,17 @@ def test_folder_and_gap_table(tmp_path):
         (["--configs", "expert_advice_equal", "nope"], "no config named 'nope'"),
         (["--feedback", "loss", "both"], "must be one of ['loss', 'reward'], got 'both'"),
         (["--extra", "nope"], "unknown learner 'nope'"),
-        (  # its label was the tuned StABL's: the "vs tuned" gaps were against another learner
+        (
             ["--extra", "saol", "stabl_tuned"],
             "--extra stabl_tuned: already compared as ['stabl_anytime', 'stabl_adaptive', "
             "'stabl_theory', 'stabl_tuned']; give other learners",
         ),
-        # --force without --out (a folder to replace) was ignored without a word
         (["--force"], "--force replaces an existing --out folder: give --out too"),
         (["--out", "mine", "--force"], "never replaced"),  # a user's folder
     ],
 )
-def test_every_setting_is_checked_before_anything_runs(
-    tmp_path, capsys, monkeypatch, args, message
-):
-    """A bad config, feedback, learner or output folder: exit 2 naming it before the first
-    setting is simulated (it used to be a traceback after the settings before it had run)."""
+def test_every_setting_is_checked_before_a_run(tmp_path, capsys, monkeypatch, args, message):
+    """A bad config, feedback, learner or output folder: exit 2 naming it before any run."""
     simulated = []
     monkeypatch.setattr(script, "compare", simulated.append)
     (tmp_path / "mine").mkdir()
@@ -117,8 +100,7 @@ def test_every_setting_is_checked_before_anything_runs(
 
 
 def test_segment_rewards_record_the_loss_alone(monkeypatch):
-    """The simulations kept every trace although the per-segment rewards read the loss alone;
-    they record the loss only now, and the rewards are those of a full simulation."""
+    """The simulations record the loss alone; the rewards are those of a full simulation."""
     import jax
 
     from stabl_jax import metrics

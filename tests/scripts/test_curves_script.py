@@ -1,6 +1,5 @@
-"""``experiments/curves.py`` on a tiny results folder and its companion, run once (3 runs,
-T = 64), and copies of them edited: the pseudo-regret's definition, the companion's learners,
-the PNGs written, and every folder it cannot draw refused before any figure."""
+"""``experiments/curves.py`` on a tiny folder and its companion (3 runs, T = 64) and edited
+copies: the pseudo-regret, the PNGs, and every folder it cannot draw refused first."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ TINY += ["env.change_points=[21, 22, 28, 50]"]
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
-    """``tiny`` (Uniform and StABL) and its companion ``tiny-naive`` (the paper's ablation),
-    of the same draws."""
+    """``tiny`` (Uniform and StABL) and its companion ``tiny-naive``, of the same draws."""
     root = tmp_path_factory.mktemp("curves")
     for name, learners in (("tiny", '"uniform", "stabl"'), ("tiny-naive", '"stabl_naive"')):
         args = ["run", str(ROOT / "configs" / "expert_advice_random.toml"), "--no-progress"]
@@ -35,8 +33,7 @@ def results(tmp_path_factory) -> Path:
 
 
 def _copy(source: Path, to: Path, summary=None, drop: str = "") -> Path:
-    """A copy of ``source`` without its manifest (which would call an edit damage), its
-    ``summary.json`` edited by ``summary`` and its ``drop`` trace removed."""
+    """``source`` without its manifest, ``summary.json`` edited, the ``drop`` trace removed."""
     shutil.copytree(source, to)
     (to / "manifest.json").unlink()
     if summary is not None:
@@ -65,9 +62,7 @@ def test_curves_of_a_tiny_folder_and_its_companion(results, tmp_path, capsys):
     traces = load_results(results / "tiny").traces
     regret = curves.pseudo_regret(traces["uniform/prob_best"], 0.5)
     np.testing.assert_allclose(regret, np.tile(0.4 * np.arange(1, 65), (3, 1)), rtol=1e-6)
-    # For any learner, R(T) is the conditional mean of the expected-loss regret
-    # sum_t (p_t . l_t - 0.25): their difference sums R*T terms of mean 0, each a mixture of
-    # U[0, 0.5) deviations with variance <= 0.5**2 / 12; tolerance 4 standard errors.
+    # R(T) is the mean of sum_t (p_t . l_t - 0.25): R T terms of variance <= 0.5**2 / 12, 4 se
     gap = (np.asarray(traces["stabl/expected_loss"], np.float64) - 0.25).sum()
     regret = curves.pseudo_regret(traces["stabl/prob_best"], 0.5)[:, -1].sum()
     assert abs(gap - regret) <= 4.0 * np.sqrt(3 * 64 * 0.5**2 / 12)
@@ -98,11 +93,7 @@ def _set(*path_value):
 
 
 PAIRED, ALL = "tiny-naive is not paired with", "with --set 'save_traces=\"all\"'"
-#: Each drawn after a good folder: nothing is drawn and the folder is named (exit 2). A
-#: companion of the same seed, runs and change points that faced another environment or
-#: feedback was drawn beside the folder's learners as if paired; a folder without prob_best
-#: traces (the default save_traces), or of another environment than expert advice, had the
-#: good one's PNGs written, then exit 1; one run drew nan bands (exit 0).
+#: Each drawn after a good folder: nothing is drawn and the folder is named (exit 2).
 UNDRAWABLE = [
     ("tiny-naive", ("seed", 1), "", PAIRED),
     ("tiny-naive", ("env", "num_arms", 6), "", PAIRED),
@@ -115,9 +106,7 @@ UNDRAWABLE = [
 
 
 @pytest.mark.parametrize(("name", "edit", "drop", "message"), UNDRAWABLE)
-def test_a_folder_it_cannot_draw_is_refused_before_any_figure(
-    results, tmp_path, capsys, name, edit, drop, message
-):
+def test_an_undrawable_folder_is_refused(results, tmp_path, capsys, name, edit, drop, message):
     _copy(results / "tiny", tmp_path / "tiny")
     source = results / ("tiny-naive" if name == "tiny-naive" else "tiny")
     _copy(source, tmp_path / name, _set(*edit) if edit else None, drop)
@@ -129,7 +118,6 @@ def test_a_folder_it_cannot_draw_is_refused_before_any_figure(
 
 
 def test_no_folder_to_draw_is_an_error(tmp_path, capsys):
-    """It printed a note per folder and exited 1 without a word of what to do."""
     with pytest.raises(SystemExit) as stop:
         curves.main([str(tmp_path), str(tmp_path / "png")])
     err = capsys.readouterr().err
@@ -139,9 +127,7 @@ def test_no_folder_to_draw_is_an_error(tmp_path, capsys):
 
 
 def test_a_damaged_traces_file_is_named(results, tmp_path, capsys):
-    """A folder's ``traces.npz`` cut short: refused before any figure; one array's byte
-    changed (found only when that array is read): refused when it is, exit 2, naming the
-    file, no traceback."""
+    """``traces.npz`` cut short, or a byte of one array changed: exit 2 naming the file."""
     for name in ("good", "cut", "flipped"):  # without the manifest, which names any change
         _copy(results / "tiny", tmp_path / "res" / name)
     traces = tmp_path / "res" / "cut" / "traces.npz"

@@ -1,19 +1,13 @@
-"""``experiments/gpu_compile.py``: kernels per round counted from a compiled chunk program.
-
-The GPU counts need JAX's CUDA plugin; these tests check the counting on a hand-written
-module and on the CPU's compiled chunk, whose loop over rounds has the same shape.
-"""
+"""``experiments/gpu_compile.py``: kernels per round counted from a compiled chunk program, on a
+hand-written module and on the CPU's compiled chunk (the GPU's needs JAX's CUDA plugin)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import jax
 import pytest
 
-from tests.scripts.load import load_script
+from tests.scripts.load import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
 gpu_compile = load_script(ROOT / "experiments" / "gpu_compile.py")
 
 # A chunk of 64 rounds: the round launches a fusion, a copy and a custom call with a tuple
@@ -73,17 +67,15 @@ def test_counts_the_round_its_nested_loops_and_the_chunk():
 
 
 def test_a_compiled_chunk_has_no_loop_inside_its_round():
-    """The script's compile on the CPU: the chunk's loop over rounds is found and nothing
-    loops inside it (the default rows run it for an H100 target)."""
+    """On the CPU: the chunk's loop over rounds is found and nothing loops inside it."""
     row = {"kind": "bandit", "learner": "stabl", "n": 8, "R": 16, "L": 8}
     row |= {"traces": ["played", "loss"], "kernel": "xla"}
     counts = gpu_compile.compile_row(jax.devices()[0], row)
     assert counts["round_kernels"] > 5
     assert counts["loops_in_round"] == 0
     table = gpu_compile.to_markdown({"rows": [counts]}).splitlines()
-    assert table[2].startswith(
-        f"| stabl | 8 | 16 | played, loss | xla | {counts['round_kernels']} |"
-    )
+    first = f"| stabl | 8 | 16 | played, loss | xla | {counts['round_kernels']} |"
+    assert table[2].startswith(first)
 
 
 @pytest.mark.parametrize(
@@ -95,8 +87,7 @@ def test_a_compiled_chunk_has_no_loop_inside_its_round():
     ],
 )
 def test_what_it_cannot_compile_for_is_named(tmp_path, monkeypatch, capsys, argv, message):
-    """A target config that is not there, or a JAX without its CUDA plugin (which describes
-    the GPU), was a traceback; ``--target-config`` with ``--local`` was ignored."""
+    """A missing target config, ``--local`` with it, or a JAX without its CUDA plugin: exit 2."""
     from jax.experimental import topologies
 
     def no_plugin(**kwargs):
@@ -119,8 +110,7 @@ ptxas info    : Used 255 registers, used 1 barriers, 1848 bytes cumulative stack
 
 
 def test_the_ptxas_report_is_read_for_the_kernel_and_the_ptx_target(tmp_path):
-    """A fake ``ptxas`` that records its arguments and prints a real report's lines: the PTX
-    holding the kernel's entry is compiled for its own ``.target``, and the counts are read."""
+    """A fake ``ptxas`` (a real report's lines): the kernel's PTX compiled for its ``.target``."""
     dump = tmp_path / "dump"
     dump.mkdir()
     (dump / "a.ptx").write_text(".target sm_90a\n.visible .entry exp3_chunk(\n")
@@ -130,11 +120,7 @@ def test_the_ptxas_report_is_read_for_the_kernel_and_the_ptx_target(tmp_path):
     ptxas.write_text(f"#!/bin/sh\necho \"$@\" > {args}\ncat >&2 <<'END'\n{PTXAS_LOG}END\n")
     ptxas.chmod(0o755)
     report = gpu_compile.ptxas_report(str(ptxas), dump, "stabl_chunk")
-    assert report == {
-        "stack_bytes": 1848,
-        "spill_store_bytes": 2912,
-        "spill_load_bytes": 3008,
-        "registers": 255,
-    }
+    spills = {"spill_store_bytes": 2912, "spill_load_bytes": 3008}
+    assert report == {"stack_bytes": 1848, **spills, "registers": 255}
     assert args.read_text().split()[:3] == ["-v", "-arch=sm_90a", str(dump / "b.ptx")]
     assert gpu_compile.ptxas_report(str(ptxas), dump, "saol_chunk") is None  # no such kernel

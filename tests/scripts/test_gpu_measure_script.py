@@ -1,8 +1,6 @@
-"""``experiments/gpu_measure.sh``, the prepared GPU measurement, on the CPU with ``SMALL=1``
-(every size tiny), so that a run on a GPU does not fail on a script bug (its numbers only
-mean something there): the script, with its Python stubbed, starts each part with the tiny
-sizes and reports its exit code; each part, run in this process with the arguments the
-script gave, writes its JSON."""
+"""``experiments/gpu_measure.sh`` on the CPU with ``SMALL=1``: the script (Python stubbed) starts
+each part with tiny sizes and reports its exit code; each part, run here with the script's
+arguments, writes its JSON."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from tests.scripts.load import ROOT, load_script
 
 
 def _distinct(rows: tuple) -> tuple:
-    """The first row of each (learner, n, traces): at ``--quick`` sizes the others differ
-    from it in their number of runs alone (other shapes of the same program)."""
+    """The first row of each (learner, n, traces): the others differ in their runs alone."""
     first: dict = {}
     for row in rows:
         first.setdefault((row[0], row[1], row[4]), row)
@@ -63,10 +60,8 @@ def test_small_measurement_writes_every_json(tmp_path, monkeypatch):
     assert split["copy"]["bytes"] == 8 * 2**20 and split["copy"]["pageable"]["gb_per_s"] > 0
     assert "gb_per_s" in split["copy"]["pinned"] or "error" in split["copy"]["pinned"]
     bench = json.loads((out / "bench" / "benchmark.json").read_text())
-    got = [
-        (r["learner"], r["num_arms"], tuple(r["traces"]), r["traces_on_device"])
-        for r in bench["rows"]
-    ]
+    rows = bench["rows"]
+    got = [(r["learner"], r["num_arms"], tuple(r["traces"]), r["traces_on_device"]) for r in rows]
     assert set(got) == shipped and len(got) == 2 * len(shipped)  # every program, both kernels
     assert bench["quick"] and bench["complete"]
     assert all("error" not in row for row in bench["rows"]), bench["rows"]

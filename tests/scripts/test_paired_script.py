@@ -1,6 +1,5 @@
-"""``experiments/paired.py`` on hand-made ``traces.npz`` (one set of folders for the module):
-per-segment means, the play trials (``@play``), paired differences, gaps, the rewards of a
-folder without loss traces, and every name or folder it cannot pair refused before a table."""
+"""``experiments/paired.py`` on hand-made ``traces.npz``: segment means, ``@play`` trials,
+paired differences, gaps, segment rewards alone, and what it cannot pair refused first."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ def folders(tmp_path_factory) -> dict[str, Path]:
         "MISSING": root / "missing",
         # the same change points, another experiment (its environment or seed)
         **{
-            key.upper(): write_loss_traces(root / f"same-{key}", [[2], [2]], a=A)
-            for key in ("env", "seed")
+            k.upper(): write_loss_traces(root / f"same-{k}", [[2], [2]], a=A)
+            for k in ("env", "seed")
         },
         "SEGMENTLESS": write_loss_traces(root / "segmentless", [[2]], a=[[0.0] * 4]),
         "CUT": write_loss_traces(root / "cut", [[2]], a=[[0.0] * 4]),  # a copy cut short
@@ -61,8 +60,7 @@ def test_segments_play_trials_differences_and_gaps(folders, capsys):
 
 
 def test_without_options_every_learner_of_the_folder_gets_its_row(folders, capsys):
-    """``paired.py FOLDER`` alone printed nothing, with exit 0; it prints what ``--learners``
-    of every learner of the folder prints, in the folder's order."""
+    """``paired.py FOLDER`` prints what ``--learners`` of all its learners prints, in order."""
     assert paired.main([str(folders["ZA"])]) == 0
     alone = capsys.readouterr().out
     assert paired.main([str(folders["ZA"]), "--learners", "z", "a"]) == 0
@@ -71,18 +69,15 @@ def test_without_options_every_learner_of_the_folder_gets_its_row(folders, capsy
 
 
 def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(tmp_path):
-    """`save_traces` without `loss`: the per-run segment rewards stand in for the losses (the
-    mean weighted by the segment lengths), and `@play`, which needs the rounds, says so."""
+    """Without `loss` traces the segment rewards stand in; `@play`, needing the rounds, says so."""
     loss = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.25]]  # T = 4, segments {0} and {1, 2, 3}
     full = write_loss_traces(tmp_path / "full", [[1], [1]], a=loss)
     slim = tmp_path / "slim"
     slim.mkdir()
     (slim / "summary.json").write_text('{"config": {"horizon": 4}}')
     segment = paired.Folders(full).rewards("a")[1]
-    np.savez(
-        slim / "traces.npz",
-        **{"env/change_points": np.asarray([[1], [1]], np.int32), "a/segment_reward": segment},
-    )
+    points = np.asarray([[1], [1]], np.int32)
+    np.savez(slim / "traces.npz", **{"env/change_points": points, "a/segment_reward": segment})
     data = paired.Folders(slim)
     for got, want in zip(data.rewards("a"), paired.Folders(full).rewards("a"), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-15)
@@ -95,32 +90,23 @@ REFUSED = [
     ("MAIN", ["--diff", "a"], "argument --diff: give two learners as a,b, got 'a'"),
     ("MAIN", ["--gap", "a,b,c"], "argument --gap: give two learners as a,b, got 'a,b,c'"),
     ("MAIN", ["--diff", "stabl,stabl"], "argument --diff: give two different learners as a,b, got"),
-    (
-        "MAIN",
-        ["--learners", "a@plays"],
-        "a@plays: the one suffix is @play (its even trials), got @plays",
-    ),
+    ("MAIN", ["--learners", "a@plays"],
+     "a@plays: the one suffix is @play (its even trials), got @plays"),
     ("MAIN", ["--learners", "a", "--diff", "a,z"], "z: MAIN has no learner 'z'"),
     ("MAIN", ["--learners", "MISSING::a"], "MISSING has no traces.npz"),
     ("MAIN", ["--learners", "SEGMENTLESS::a"], "SEGMENTLESS: its traces.npz has no env/change_"),
-    (
-        "MAIN",
-        ["--learners", "CUT::a"],
-        "CUT/traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
-        "damaged or not an .npz",
-    ),
+    ("MAIN", ["--learners", "CUT::a"], "CUT/traces.npz cannot be read (BadZipFile: File is not a "
+     "zip file): the file is damaged or not an .npz"),
     ("MAIN", ["--learners", "MOVED::a"], "MOVED::a: not paired with MAIN (change points differ)"),
     ("MAIN", ["--learners", "ENV::a"], "ENV::a: not paired with MAIN (env differ)"),
     ("MAIN", ["--learners", "SEED::a"], "SEED::a: not paired with MAIN (seed differ)"),
-    # every interval of one run was printed as ``± nan``, with exit 0
     ("ONE", ["--learners", "b", "--diff", "a,b"], "ONE has 1 run(s), and a 95% t interval needs"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("folder", "args", "message"), REFUSED)
 def test_what_it_cannot_pair_is_refused_before_any_table(folders, capsys, folder, args, message):
-    """A name, pair or folder it cannot read: one message naming it (exit 2 for an argument,
-    the message as the exit status otherwise), and no table printed."""
+    """One message naming it (exit 2 for an argument, else the exit status), no table."""
 
     def fill(text: str) -> str:
         for name, path in folders.items():

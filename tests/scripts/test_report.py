@@ -1,6 +1,5 @@
-"""``experiments/report.py``: marked tables in a document, ``--update`` and ``--check``, one
-marker's table printed, each view on hand-made folders of known numbers (one results folder
-for the module, read only), and ``experiments/docs_numbers.sh``, which writes those folders."""
+"""``experiments/report.py`` (marked tables, ``--update``/``--check``, one marker printed, every
+view) on hand-made folders of known numbers, and ``experiments/docs_numbers.sh``."""
 
 from __future__ import annotations
 
@@ -59,9 +58,8 @@ def _paired_folder(folder: Path, stabl: np.ndarray, exp3: np.ndarray) -> Path:
 
 
 def _hpo_folder(folder: Path, runs: int = 5) -> None:
-    """Algorithm selection: 2 problems x 5 repeats x 4 evaluations. StABL's best gap is 10x
-    Uniform's at every evaluation of problem a and equal on problem b, so its paired log10
-    difference is +1 on a, 0 on b, +0.5 over all pairs."""
+    """Algorithm selection, 2 problems x 5 repeats x 4 evaluations: StABL's best gap is 10x
+    Uniform's on problem a and equal on b (paired log10 difference +1, 0, +0.5 over all)."""
     row = {"final_log10_gap": 1.0, "final_log10_gap_ci": 0.1}
     learners = ["uniform", "stabl"]
     config = {"description": "demo", "runs": runs, "seed": 0, "feedback": "reward"}
@@ -91,9 +89,8 @@ def _regret_folder(folder: Path, probs: dict, command=()) -> None:
 
 
 def _study_folder(folder: Path, points: dict) -> None:
-    """A ``study.json`` as ``experiments/study.py`` writes it for ``points`` (``{(adversary,
-    n): {learner: (R, 4) per-run SA(L)}}`` at L = 256, 1024, 4096, 16384, the study's table
-    windows, fitted over L <= T / 4), with 20 bootstrap resamples."""
+    """``study.json`` as ``experiments/study.py`` writes it for ``{(adversary, n): {learner:
+    (R, 4) SA(L)}}`` at L = :data:`LENGTHS`, with 20 bootstrap resamples."""
     loaded = {
         key: {
             "windows": [int(w) for w in LENGTHS],
@@ -126,8 +123,7 @@ def _bench() -> dict:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
-    """Every hand-made folder of the views, each described where it is read, and ``doc.md``
-    (the demo marker's block, ``OLD``)."""
+    """Every hand-made folder of the views (each described where it is read) and ``doc.md``."""
     root = tmp_path_factory.mktemp("results")
     _json(root / "demo" / "summary.json", _summary())
     for kind in OTHER_KINDS:
@@ -205,9 +201,7 @@ def test_check_fails_until_update_writes_the_table(tmp_path, capsys):
 
 
 def test_update_writes_the_document_whole_or_not_at_all(results, tmp_path, monkeypatch):
-    """``--update`` replaces the document atomically: a disk that fills while it writes
-    leaves the document as it was; the file keeps its permission bits, and a symbolic link
-    to it stays a link."""
+    """A full disk leaves the document as it was; its mode is kept and a link stays a link."""
     doc = tmp_path / "doc.md"
     before = MARK + "stale\n<!-- /report -->\n" + "more text\n" * 2000
     doc.write_text(before)
@@ -238,12 +232,8 @@ def test_a_marker_given_as_the_argument_prints_its_table(results, capsys):
 
 
 #: Arguments refused (exit 2, one line naming what, nothing printed, the document untouched):
-#: a bad option, a folder not there, an option the folder's view does not read (it was
-#: ignored without a word: ``sa=sampled`` on a BCO folder printed its one SA(L), of the
-#: suffered loss), a marker given with --check/--update DOC (each of the document's markers
-#: names its own), both modes or neither, and a folder the paired view cannot read (a
-#: ``KeyError`` and a ``BadZipFile`` traceback, the ``JSONDecodeError``'s words without the
-#: file's name).
+#: bad options, missing folders, options the folder's view does not read, a marker with
+#: --check/--update, both modes or neither, folders the paired view cannot read.
 REFUSED = [
     (["demo windows=abc"], "windows must be comma-separated ints >= 1, e.g. 256,1024, got 'abc'"),
     (["demo windows=0,64"], "got '0,64'"),
@@ -266,18 +256,12 @@ REFUSED = [
             ("anytime_gap", "windows=64", "windows is not read by view=gap of this anytime_gap"),
         ]
     ],
-    (
-        ["nostabl view=paired"],
-        "view=paired gives 'stabl' minus every other learner, and its traces.npz has no "
-        "'stabl' (it has ['exp3_uniform'])",
-    ),
-    (
-        ["cut view=paired"],
-        "traces.npz cannot be read (BadZipFile: File is not a zip file): the file is "
-        "damaged or not an .npz; run what wrote it again",
-    ),
+    (["nostabl view=paired"], "view=paired gives 'stabl' minus every other learner, and its "
+     "traces.npz has no 'stabl' (it has ['exp3_uniform'])"),
+    (["cut view=paired"], "traces.npz cannot be read (BadZipFile: File is not a zip file): the "
+     "file is damaged or not an .npz; run what wrote it again"),
     (["badjson view=paired"], "summary.json is not valid JSON (Unterminated string"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("args", "message"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
@@ -302,13 +286,8 @@ def test_what_it_cannot_use_is_named_before_any_table(results, capsys, monkeypat
         (None, "is not UTF-8 text ("),
     ],
 )
-def test_a_document_it_cannot_read_or_whose_marker_it_refuses_is_named(
-    results, tmp_path, capsys, marker, named
-):
-    """A marker's option that its view does not read was ignored without a word, as the
-    command line's once were; a document that is not text was named by its decoding error
-    alone. Now ``--check`` and ``--update`` fail naming the marker and the option, or the
-    document (exit 2), the document untouched."""
+def test_an_unread_option_or_document_is_named(results, tmp_path, capsys, marker, named):
+    """``--check``/``--update`` name an unread option or a non-text document (exit 2)."""
     doc = tmp_path / "doc.md"
     text = f"<!-- report: {marker} -->\nold\n<!-- /report -->\n".encode()
     text = b"\xff\xfe" + MARK.encode() if marker is None else text
@@ -333,11 +312,8 @@ def test_a_marker_without_its_folder_fails_and_keeps_its_block(results, tmp_path
 
 #: What a view cannot give: named (the exception and its words) instead of a table.
 UNRENDERED = [
-    (
-        "one view=paired",
-        ValueError,
-        "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with",
-    ),
+    ("one view=paired", ValueError,
+     "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with"),
     ("sel view=paired baseline=exp3", ValueError, "baseline 'exp3' is not one of its learners"),
     ("sel-one view=paired", ValueError, "has 1 run(s), and a 95% t interval needs 2"),
     ("main view=diff diff=a,moved::b", SystemExit, "not paired"),  # other change points
@@ -351,7 +327,7 @@ UNRENDERED = [
     ("study view=exponents n=3", ValueError, "takes adversary= only"),
     ("nostudy view=b", FileNotFoundError, "run experiments/study.py --out"),
     ("study-cut view=b", ValueError, "study-cut/study.json is not valid JSON ("),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("marker", "error", "words"), UNRENDERED, ids=[m for m, *_ in UNRENDERED])
@@ -364,17 +340,14 @@ def test_what_a_view_cannot_give_is_named(results, marker, error, words):
 
 
 def test_a_one_run_folder_gives_means_without_intervals(results):
-    """One run has no interval: ``summary.json`` stores null half-widths, and the table shows
-    the means alone instead of failing."""
+    """One run: ``summary.json``'s null half-widths give the means alone, not a failure."""
     row = "| stabl | 2 | expert_lr_scale=1 | 0.500 | 0.400, 0.600 | 3.0 | -5.0 | 0.300 | 7 |"
     assert row in report.render("onerun windows=16,64", results)
 
 
 def test_paired_view_from_traces(results):
-    """10 runs of 4 rounds, one change point at 2: StABL earns 0.1 more than EXP3 in every
-    run's first segment and the same in the second, so the paired difference is exactly
-    +0.100 per segment 1, +0.000 per segment 2 and +0.050 overall, with zero spread; a folder
-    that kept no loss traces (``save_traces``) gives the same tables from segment_reward."""
+    """StABL earns 0.1 more than EXP3 in every run's first segment and the same in the second:
+    +0.100, +0.000 and +0.050 overall, zero spread; ``segment_reward`` alone gives the same."""
     table = report.render("pair view=paired", results)
     assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in table
     flipped = report.render("pair view=paired reference=exp3_uniform", results)
@@ -395,11 +368,9 @@ def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(results
 
 
 def test_diff_view_pairs_learners_across_folders(results):
-    """``view=diff``: two runs, T = 4, one change point at 2. Rewards (1 - loss): a = (1, 0,
-    .5, .5) and (0, 0, 1, 1), b = (0, 0, 0, 0) and (.5, .5, .5, .5). Per run a - b: mean .5
-    and 0 (mean .25, sd .35355; t(1) = 12.7062 -> half-width 3.1766); segment 1: .5 and -.5
-    (0 ± 6.3531); segment 2: .5 and .5 (.5 ± 0). Gap a vs b over segments: a .5, b .25, (a -
-    b)/b = +100 % ± 3.1766 / .25 = 1270.6 points."""
+    """Rewards a = (1, 0, .5, .5), (0, 0, 1, 1); b = (0, 0, 0, 0), (.5, .5, .5, .5); change at
+    2. a - b per run .5 and 0 (t(1) = 12.7062: .25 ± 3.1766), segments .5/-.5 and .5/.5; gap
+    a .5 vs b .25: +100 % ± 3.1766 / .25 = 1270.6 points."""
     text = report.render("main view=diff\n  diff=a,other::b\n  gap=main::a,other::b", results)
     lines = text.splitlines()
     assert "| a − b [other] | +0.2500 ± 3.1766 | +0.0000 ± 6.3531 | +0.5000 ± 0.0000 |" in lines
@@ -407,19 +378,15 @@ def test_diff_view_pairs_learners_across_folders(results):
 
 
 def test_regret_view_from_prob_best_with_a_companion_folder(results):
-    """``view=regret``: R(T) = bonus * sum_t (1 - p_t(best)). Folder ``f``: learner a with
-    p = (0, 0, 0) and (1, 1, 1) over T = 3 -> R(T) 1.5 and 0 (bonus 0.5): mean 0.75, sd
-    1.06066, t(1) 12.7062 -> half-width 9.53 (no decimals from 1 on); learner b p = 1: 0.0
-    exactly (no interval). The companion ``f-naive`` adds c (p = 0.5: 0.75, no interval)."""
+    """R(T) = bonus * sum_t (1 - p_t(best)): a's p = 0 and 1 over T = 3 give 1.5 and 0 (0.75 ±
+    9.53 by t(1)); b's p = 1 gives 0.0; the companion ``f-naive``'s c (p = 0.5) 0.75."""
     text = report.render("f view=regret", results)
     assert "| a | b | c |" in text
     assert "| f (2 runs) | 1 ± 10 | 0.0 | 0.8 (validation off) |" in text.splitlines()
 
 
 def test_bench_view_is_the_benchmark_table_of_the_folder(results):
-    """``view=bench``: the machine line with the commit, one row per JAX configuration (its
-    NumPy vectorised rate beside it) and the loop's rates, from ``benchmark.json``; no other
-    option; a folder without ``benchmark.json`` is a missing folder."""
+    """The machine line, one row per JAX configuration and the loop's rates, from the JSON."""
     text = report.render("bench view=bench", results)
     lines = text.splitlines()
     assert lines[0] == "Machine: Test CPU, 2 cores; JAX 0.0 (cpu: cpu:cpu), NumPy 2.0; 2026-01-01."
@@ -432,11 +399,9 @@ def test_bench_view_is_the_benchmark_table_of_the_folder(results):
 
 
 def test_study_views_from_study_json(results, tmp_path, capsys):
-    """``view=table1`` (with a tuned folder's rows), ``view=b`` and ``view=exponents`` read a
-    study folder's ``study.json``; ``--check`` passes after ``--update`` and fails once a cell
-    is edited. Every run's SA(L) is k·L (StABL k = 1 at n = 3 and 2 at n = 9, Uniform 3): its
-    exponent in L is 1 and StABL's in n log 2 / log 3 = 0.63; tuned StABL's SA(L) = √L at
-    both n: exponents 0.5 and 0."""
+    """``view=table1`` (with tuned rows), ``view=b``, ``view=exponents``; ``--check`` passes
+    after ``--update``, fails after an edit. SA(L) = k·L: exponent in L 1, StABL's in n
+    log 2 / log 3 = 0.63; tuned SA(L) = √L: 0.5 and 0."""
     doc = tmp_path / "doc.md"
     doc.write_text(
         "<!-- report: study view=table1 tuned=study-tuned -->\n<!-- /report -->\n"
@@ -447,16 +412,13 @@ def test_study_views_from_study_json(results, tmp_path, capsys):
     text = doc.read_text()
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines()}
     fits = "| 1.00 [1.00, 1.00] | 0.63 [0.63, 0.63] (n = 3, 9) |"
-    assert rows["StABL (this paper, Thm. 1), theory"].endswith(
-        "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
-    )
+    theory = "| 256.0 ± 0.0 | 1024.0 ± 0.0 | 4096.0 ± 0.0 " + fits
+    assert rows["StABL (this paper, Thm. 1), theory"].endswith(theory)
     flat = "| 0.00 [0.00, 0.00] (n = 3, 9) |"
-    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(
-        "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
-    )
-    assert rows["Uniform"].endswith(
-        "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
-    )
+    tuned = "| 16.0 ± 0.0 | 32.0 ± 0.0 | 64.0 ± 0.0 | 0.50 [0.50, 0.50] " + flat
+    assert rows["StABL (this paper, Thm. 1), tuned"].endswith(tuned)
+    uniform = "| 768.0 ± 0.0 | 3072.0 ± 0.0 | 12288.0 ± 0.0 | 1.00 [1.00, 1.00] " + flat
+    assert rows["Uniform"].endswith(uniform)
     assert "| learner | geometric n = 3 | 9 | random n = 3 |" in text
     assert "| `stabl` (2) | 1.00 | 1.00 | 1.00 |" in text
     assert "| `stabl` | 3, 9 | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] |" in text
@@ -468,10 +430,7 @@ def test_study_views_from_study_json(results, tmp_path, capsys):
 
 
 def test_tables_of_the_kept_benchmark_json_are_what_the_documents_show(tmp_path):
-    """The speed benchmark keeps its JSON in ``docs/benchmark/`` (``docs_numbers.sh`` copies
-    it there): laid out as its results folder, it regenerates every ``view=bench`` table of
-    ``docs/speed.md`` unchanged (the other markers need results folders that are not in the
-    repository)."""
+    """``docs/benchmark/benchmark.json`` regenerates every ``view=bench`` table of speed.md."""
     kept = (ROOT / "docs" / "benchmark" / "benchmark.json").read_bytes()
     (tmp_path / "benchmark").mkdir()
     (tmp_path / "benchmark" / "benchmark.json").write_bytes(kept)
@@ -484,9 +443,8 @@ def test_tables_of_the_kept_benchmark_json_are_what_the_documents_show(tmp_path)
 
 
 def _folders_written_by_docs_numbers() -> set[str]:
-    """The results folders ``experiments/docs_numbers.sh`` writes (its ``run``,
-    ``unvalidated``, ``gap``, ``sweep`` and ``timed`` lines), with the variables of the
-    ``for VAR in ...; do`` loops around each line expanded."""
+    """The folders ``docs_numbers.sh``'s ``run``, ``unvalidated``, ``gap``, ``sweep`` and
+    ``timed`` lines write, with the variables of their ``for VAR in ...; do`` loops expanded."""
     written: set[str] = set()
     loops: list[tuple[str, list[str]]] = []
     for line in DOCS_NUMBERS.read_text().splitlines():
@@ -500,20 +458,15 @@ def _folders_written_by_docs_numbers() -> set[str]:
                 continue
             names = {words[1].strip('"')}
             for var, values in loops:
-                names = {
-                    n.replace("${" + var + "}", v).replace("$" + var, v)
-                    for n in names
-                    for v in values
-                }
+                braced, bare = "${" + var + "}", "$" + var
+                names = {n.replace(braced, v).replace(bare, v) for n in names for v in values}
             written |= names
     return written
 
 
 @pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])
 def test_every_marked_table_has_its_run_in_docs_numbers(doc):
-    """The document's markers are well formed (as many matched blocks as start markers),
-    ``experiments/docs_numbers.sh`` writes every folder they name and updates and checks the
-    document."""
+    """Markers well formed; ``docs_numbers.sh`` writes their folders, updates and checks the doc."""
     text, script = (ROOT / doc).read_text(), DOCS_NUMBERS.read_text()
     for action in ("--update", "--check"):
         assert f"experiments/report.py {action} {doc} --results" in script, (action, doc)
@@ -534,9 +487,8 @@ def test_every_marked_table_has_its_run_in_docs_numbers(doc):
 
 
 def _study_figures(script: str, written: set[str]) -> set[str]:
-    """The figures the script's ``experiments/study.py ... --figures docs/figures`` commands
-    draw (``<prefix>_<adversary>_sa_vs_{L,n}.png``, one pair per adversary of the points
-    ``<study>/<adversary>-n<n>-<group>`` the script runs), each from a study folder."""
+    """The figures ``<prefix>_<adversary>_sa_vs_{L,n}.png`` the script's ``experiments/study.py
+    ... --figures`` commands draw, one pair per adversary of the study folder's points."""
     made = set()
     for command in script.replace("\\\n", " ").splitlines():
         words = command.split()
@@ -544,9 +496,8 @@ def _study_figures(script: str, written: set[str]) -> set[str]:
             continue
         assert words[words.index("--figures") + 1] == '"$docs/figures"', command
         assert words[1] in written and words[0] == "timed", command
-        prefix = (
-            words[words.index("--figure-prefix") + 1] if "--figure-prefix" in words else "study"
-        )
+        named = "--figure-prefix" in words
+        prefix = words[words.index("--figure-prefix") + 1] if named else "study"
         points = [w.split("/", 1)[1] for w in written if w.startswith(f"{words[1]}/")]
         adversaries = {p.split("-n")[0] for p in points}
         made |= {f"{prefix}_{a}_sa_vs_{x}.png" for a in adversaries for x in "Ln"}
@@ -554,23 +505,17 @@ def _study_figures(script: str, written: set[str]) -> set[str]:
 
 
 def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers():
-    """The figures step of ``docs_numbers.sh``, run with ``cp`` and the Python interpreter
-    stubbed out (bash functions shadow commands): every figure it copies comes from a folder
-    the script writes, every figure the README and EXPERIMENTS.md show is copied or drawn by
-    it (the scaling study's by its ``study.py`` lines), and ``docs/figures`` holds exactly the
-    figures the documents show."""
+    """The figures step of ``docs_numbers.sh`` (``cp`` and Python stubbed): every figure comes
+    from a folder the script writes, every figure README.md and EXPERIMENTS.md show is copied or
+    drawn by it, and ``docs/figures`` holds exactly the figures the documents show."""
     script = DOCS_NUMBERS.read_text()
     # the study draws into $RESULTS/docs/figures, copied into docs/ after every run unless ONLY
     assert "\ndocs=$RESULTS/docs " in script and '\ncp -R "$docs/." docs/\n' in script
     step = script[script.index("figure() {") :]
     stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
-    out = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", stub + step],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    ).stdout.split("\n")
+    command = ["bash", "-euo", "pipefail", "-c", stub + step]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    out = out.stdout.split("\n")
     copies = [line.split()[1:] for line in out if line.startswith("cp ")]
     written = _folders_written_by_docs_numbers()
     made = set()
@@ -588,11 +533,8 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
     for folder in curves[curves.index("--folders") + 1 :]:
         assert folder in written, folder
         made |= {f"{folder}_regret.png", f"{folder}_sa.png"}
-    shown = {
-        name
-        for doc in ("README.md", "EXPERIMENTS.md")
-        for name in re.findall(r"docs/figures/([\w.-]+\.png)", (ROOT / doc).read_text())
-    }
+    docs = [(ROOT / doc).read_text() for doc in ("README.md", "EXPERIMENTS.md")]
+    shown = {name for text in docs for name in re.findall(r"docs/figures/([\w.-]+\.png)", text)}
     on_disk = {p.name for p in (ROOT / "docs" / "figures").glob("*.png")}
     assert shown == on_disk, (shown - on_disk, on_disk - shown)
     studies = _study_figures(script, written)
@@ -603,9 +545,8 @@ def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers()
 
 
 def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[int, str]]]:
-    """Run ``experiments/docs_numbers.sh`` with the Python interpreter stubbed by ``true`` and
-    ``cp`` logged. Returns the folders run (``timings.txt``, in order) and each copy's
-    destination with the number of folders run when it was made."""
+    """Run ``docs_numbers.sh`` with Python stubbed by ``true`` and ``cp`` logged: the folders
+    run (in order) and each copy's destination with the number of folders run before it."""
     stub = tmp_path / "bin"
     stub.mkdir(parents=True)
     results = tmp_path / "results"
@@ -621,11 +562,9 @@ def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[in
 
 
 def test_only_runs_its_folders_and_the_whole_script_writes_under_docs_after_every_run(tmp_path):
-    """``ONLY=REGEX docs_numbers.sh`` runs exactly the folders matching the regex, in the
-    script's order, and ends before any step that writes under the repository's ``docs/``.
-    Without ``ONLY`` every folder runs on the tree as committed, and only then are the staged
-    study figures, the benchmark's folder and the figures copied into ``docs/`` (a copy
-    before that would make every later folder record a dirty tree)."""
+    """``ONLY=REGEX`` runs exactly the matching folders, in order, and writes nothing under
+    ``docs/``; without it every folder runs before anything is copied into ``docs/`` (an
+    earlier copy would make later folders record a dirty tree)."""
     only = "^(bco_d(2|10)|sweeps/expert_advice_equal|study/random-n30-base)$"
     ran, copies = _run_docs_numbers_stubbed(tmp_path / "only", ONLY=only)
     assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal", "study/random-n30-base"]
@@ -635,17 +574,13 @@ def test_only_runs_its_folders_and_the_whole_script_writes_under_docs_after_ever
     assert set(ran) == _folders_written_by_docs_numbers()
     into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
     assert len(into_docs) == len(copies)
-    assert into_docs[0][1] == "docs/" and {"docs/benchmark/", "docs/figures/"} <= {
-        dest.rsplit("/", 1)[0] + "/" for _, dest in into_docs
-    }
+    folders = {dest.rsplit("/", 1)[0] + "/" for _, dest in into_docs}
+    assert into_docs[0][1] == "docs/" and {"docs/benchmark/", "docs/figures/"} <= folders
     assert all(when == len(ran) for when, _ in into_docs), into_docs[:3]
 
 
 def test_every_bandit_folder_of_docs_numbers_keeps_every_trace():
-    """The regret and paired views and ``experiments/curves.py`` read every trace of a bandit
-    folder (``prob_best`` among them): the script's ``run`` lines ask for them with
-    ``--set save_traces="all"``, and its ``unvalidated`` step (which calls
-    ``run_experiment`` itself) with the same override."""
+    """The ``run`` lines and the ``unvalidated`` step keep every trace (``save_traces="all"``)."""
     script = DOCS_NUMBERS.read_text()
     run = script[script.index("run() {") : script.index("gap() {")]
     assert """--set 'save_traces="all"'""" in run

@@ -1,6 +1,5 @@
-"""``experiments/same_bits.py``: the same code gives the same numbers (exit 0), a changed
-learning rate is found (exit 1), and a base it cannot use or a run that fails is exit 2 before
-or instead of a verdict."""
+"""``experiments/same_bits.py``: the same code gives the same numbers (exit 0), a changed rate
+is found (exit 1), a base it cannot use or a failing run is exit 2."""
 
 from __future__ import annotations
 
@@ -18,9 +17,7 @@ RATE = "return params.lr_scale * jnp.sqrt(base * (1.0 - params.gamma))"
 
 
 def _once(monkeypatch: pytest.MonkeyPatch, keep: Path) -> None:
-    """The base's fresh-process import checked once and its runs made in a subprocess (its
-    code is another checkout's); this checkout's import is this process's, and its run of a
-    config is made once, here (a copy kept in ``keep`` stands for the later ones)."""
+    """The base checked once and run in a subprocess; this checkout's run made once, kept."""
     checked: set[Path] = {same_bits.REPO}
     check, run = same_bits.check_source, same_bits.run_one
 
@@ -42,9 +39,7 @@ def _once(monkeypatch: pytest.MonkeyPatch, keep: Path) -> None:
     monkeypatch.setattr(same_bits, "run_one", run_this_here)
 
 
-def test_same_code_same_numbers_a_changed_rate_differs_a_failing_run_is_named(
-    tmp_path, capsys, monkeypatch
-):
+def test_same_code_same_bits_a_changed_rate_differs(tmp_path, capsys, monkeypatch):
     _once(monkeypatch, tmp_path / "this-run")
     tiny = tmp_path / "tiny.toml"
     tiny.write_text(CONFIG)

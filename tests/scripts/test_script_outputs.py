@@ -27,9 +27,7 @@ SCRIPTS = {"gpu_compile": "--out", "gpu_split": "--out"}
 def test_an_output_it_cannot_write_stops_the_script_before_its_work(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    """A file in a missing folder used to fail with FileNotFoundError after the work
-    (minutes of timing lost); a path naming a file that is not the script's previous output
-    (here a user's notes) is never replaced: exit 2 before the work, the notes kept."""
+    """A missing folder, or a file not its previous output (kept): exit 2 before the work."""
     module = load_script(ROOT / "experiments" / f"{name}.py", f"_outputs_{name}")
     target, notes = tmp_path / "missing" / "out.json", tmp_path / "notes.md"
     notes.write_text("my notes\n")
@@ -71,8 +69,7 @@ def test_output_file_and_write_json(tmp_path: Path) -> None:
 def test_a_folder_written_after_the_work_is_checked_before_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``writable_folder`` (``--out`` folders): a folder under a
-    file was accepted and failed when it was made, after the work; it is refused before."""
+    """``writable_folder`` refuses a folder under a file, a dangling link or no write right."""
     afile = tmp_path / "afile"
     afile.write_text("mine")
     with pytest.raises(OutputError, match=re.escape("--out X is a file: give a folder for Y")):
@@ -100,12 +97,8 @@ def test_a_folder_written_after_the_work_is_checked_before_it(
 
 TWICE, REPLACED = "twice: give each value once", "the second would silently replace the first"
 WHY, GIVEN = {1: "", 2: " (a 95% interval needs two runs)"}, "--bootstrap is given twice"
-#: Arguments that stop a script at once (exit 2), and the words its message holds. A count
-#: below its least (``experiment.arguments.count``, ``interval_runs``) was a traceback from
-#: the library, some after other work, and one run of a script that prints intervals printed
-#: each as ``nan`` (``anytime_gap.py``); a list option given one value twice
-#: (``experiment.arguments.Distinct``) ran, drew or printed the same setting twice; an option
-#: given twice (``experiment.arguments.Parser``): argparse kept the last value silently.
+#: Arguments that stop a script at once (exit 2), and the words its message holds: a count
+#: below its least, a list option's value twice (``Distinct``), an option twice (``Parser``).
 STOPPED = [
     (name, f"{flag} {n}", [f"argument {flag}: give an int >= {least}{WHY[least]}, got '{n}'"])
     for name, flag, least in (("gpu_compile", "--runs", 1), ("gpu_compile", "--rounds", 1),
@@ -139,8 +132,7 @@ def test_a_bad_count_or_a_value_or_an_option_given_twice_stops_the_script_at_onc
 
 
 def test_the_parser_refuses_an_option_twice_in_one_parse_only() -> None:
-    """Each parse starts afresh (a parser may be used again); ``append`` options and flags
-    collect as before."""
+    """Each parse starts afresh; ``append`` options and flags may repeat."""
     parser = Parser(prog="p", exit_on_error=False)
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--set", action="append", default=[])

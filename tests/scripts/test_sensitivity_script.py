@@ -22,40 +22,27 @@ def _sweep(learners: dict) -> dict:
 
 
 def _entry(fields, axes, score):
-    """A learner's entry of a ``stabl-jax sweep`` summary.json chosen on a tuning seed:
-    ``tuning_points`` scored by ``score``, ``points`` (the reported seed's) by its negative,
-    so a plot of the wrong seed's points would box another point."""
+    """A learner's sweep entry: ``tuning_points`` scored by ``score``, ``points`` (the reported
+    seed's) by its negative, so a plot of the wrong seed's points would box another point."""
     points = [list(p) for p in itertools.product(*axes)]
     mean = [score(*p) for p in points]
     best = points[int(np.argmax(mean))]
 
     def rows(sign):
-        return [
-            {**dict(zip(fields, p, strict=True)), "mean": sign * m, "ci95": 0.01}
-            for p, m in zip(points, mean, strict=True)
-        ]
+        at = [dict(zip(fields, p, strict=True)) for p in points]
+        return [{**p, "mean": sign * m, "ci95": 0.01} for p, m in zip(at, mean, strict=True)]
 
-    return {
-        "fields": fields,
-        "points": rows(-1.0),
-        "tuning_points": rows(1.0),
-        "best": {"params": dict(zip(fields, best, strict=True))},
-    }
+    best = {"params": dict(zip(fields, best, strict=True))}
+    return {"fields": fields, "points": rows(-1.0), "tuning_points": rows(1.0), "best": best}
 
 
 def test_sensitivity_plots_and_edges(tmp_path, capsys):
     scales, metas, gammas = [1.0, 2.0, 4.0, 8.0], [1.0, 2.0, 4.0], [0.0, 0.1, 0.3]
-    sweep = _sweep(
-        {
-            # best at the largest meta scale: the grid's upper edge
-            "stabl": _entry(["expert_lr_scale", "meta_lr_scale"], [scales, metas], lambda e, m: m),
-            # best at gamma = 0 and an interior scale: not an edge of the grid
-            "exp3_uniform": _entry(
-                ["lr_scale", "gamma"], [scales, gammas], lambda s, g: -abs(s - 2.0) - g
-            ),
-            "saol": _entry(["lr_scale"], [scales], lambda s: -abs(s - 4.0)),
-        }
-    )
+    # stabl: best at the grid's upper edge; exp3_uniform: at gamma = 0, not an edge
+    stabl = _entry(["expert_lr_scale", "meta_lr_scale"], [scales, metas], lambda e, m: m)
+    exp3 = _entry(["lr_scale", "gamma"], [scales, gammas], lambda s, g: -abs(s - 2.0) - g)
+    saol = _entry(["lr_scale"], [scales], lambda s: -abs(s - 4.0))
+    sweep = _sweep({"stabl": stabl, "exp3_uniform": exp3, "saol": saol})
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "summary.json").write_text(json.dumps(sweep))
     assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
@@ -67,8 +54,7 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
         assert (tmp_path / "png" / name).stat().st_size > 10_000
     assert outputs.is_marked(tmp_path / "png")  # its folder: a rerun replaces them
     assert script.main([str(tmp_path), str(tmp_path / "png")]) == 0
-    # a PNG of one of its names in a user's folder is left alone, and nothing is drawn
-    # (--overwrite: replaced)
+    # a PNG of one of its names in a user's folder is left alone, nothing drawn (--overwrite)
     user = tmp_path / "user"
     user.mkdir()
     theirs = user / "demo_sensitivity_1d.png"
@@ -82,19 +68,16 @@ def test_sensitivity_plots_and_edges(tmp_path, capsys):
         script.main([str(tmp_path), str(user)])
     assert stop.value.code == 2 and theirs.read_bytes() == mine
     assert [p.name for p in user.iterdir()] == [theirs.name]
-    assert "demo_sensitivity_1d.png is there and is not in a folder stabl_jax made" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert "demo_sensitivity_1d.png is there and is not in a folder stabl_jax made" in err
     assert script.main([str(tmp_path), str(user), "--overwrite"]) == 0
     assert theirs.read_bytes() != mine and outputs.is_marked(user)
 
     grid = script.grid_of("stabl", sweep["learners"]["stabl"])
     assert grid.mean.shape == (3, 4) and grid.chosen == (2, 0)
     np.testing.assert_array_equal(grid.mean[:, 1], metas)  # rows: meta scale, columns: expert
-    assert plots.grid_edges(grid) == [
-        "lower edge of expert_lr_scale",
-        "upper edge of meta_lr_scale",
-    ]
+    edges = ["lower edge of expert_lr_scale", "upper edge of meta_lr_scale"]
+    assert plots.grid_edges(grid) == edges
 
 
 def _one_run(sweep):
@@ -122,9 +105,7 @@ def _one_run(sweep):
     ids=["one run a point", "not JSON", "keys missing"],
 )
 def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, text, message):
-    """A sweep of one run a point (every half-width ``nan``), a ``summary.json`` that is not
-    JSON, or one without the keys of ``stabl-jax sweep``'s:
-    named, with what to do, and nothing drawn (also not the good sweep beside it)."""
+    """One run a point, not JSON, or not a sweep's keys: named, nothing drawn (nor the good)."""
     sweep = _sweep({"saol": _entry(["lr_scale"], [[1.0, 2.0]], lambda s: s)})
     for name, body in (("a_good", json.dumps(sweep)), ("bad", text(sweep))):
         (tmp_path / name).mkdir()
@@ -136,7 +117,6 @@ def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, t
 
 
 def test_a_folder_without_sweeps_is_an_error(tmp_path, capsys):
-    """It printed the note on stdout and exited 1, as if drawing had failed."""
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit) as stop:
         script.main([str(tmp_path / "empty"), str(tmp_path / "png")])

@@ -1,12 +1,10 @@
-"""The scaling study (experiments/study.py): power-law fits and their bootstrap intervals on
-synthetic data with a known exponent, the merging of paired groups, the study configs, and
-the whole study end to end at a tiny size (its points run by the commands it prints)."""
+"""The scaling study (experiments/study.py): power-law fits and bootstrap intervals on data of a
+known exponent, paired groups merged, the study configs, and the study end to end, tiny."""
 
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +12,8 @@ import pytest
 from stabl_jax.envs import geometric_segment_lengths
 from stabl_jax.experiment import cli, outputs
 from stabl_jax.experiment.kinds import load_config
-from tests.scripts.load import load_script
+from tests.scripts.load import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
 study = load_script(ROOT / "experiments" / "study.py")
 
 Z = 4.0  # |estimate - truth| < Z standard errors: a false failure has probability < 1e-4
@@ -40,15 +37,13 @@ def test_fit_power_law_is_exact_on_noiseless_data_vectorised_and_refuses_what_it
 
 
 def _synthetic_runs(rng, x, exponent, sigma, runs):
-    """Per-run values ``3 x^b (1 + sigma eps)``, ``eps ~ N(0, 1)`` independent over runs and
-    x: the mean over runs is exactly ``3 x^b``."""
+    """Per-run values ``3 x^b (1 + sigma eps)``, ``eps ~ N(0, 1)`` independent over runs and x."""
     noise = 1.0 + sigma * rng.standard_normal((runs, x.shape[0]))
     return 3.0 * x**exponent * noise
 
 
 def _slope_se(x, sigma, runs):
-    """Delta method: ``log mean_k`` has standard error ``sigma / sqrt(R)`` (independent over k),
-    so the least-squares slope has ``se = (sigma / sqrt(R)) / sqrt(sum (log x - mean)^2)``."""
+    """Delta method: the slope's ``se = (sigma / sqrt(R)) / sqrt(sum (log x - mean)^2)``."""
     lx = np.log(x)
     return sigma / math.sqrt(runs) / math.sqrt(((lx - lx.mean()) ** 2).sum())
 
@@ -61,20 +56,16 @@ def test_bootstrap_recovers_a_known_exponent_with_a_calibrated_reproducible_inte
     fit = study.exponent_with_interval(x, _synthetic_runs(rng, x, exponent, sigma, runs))
     assert abs(fit["b"] - exponent) < Z * se
     assert fit["lo"] < exponent < fit["hi"]
-    # The bootstrap standard deviation of b estimates se: with 1000 resamples its own relative
-    # error is about 1/sqrt(2 * 1000) = 2%, and the delta method is accurate to O(sigma^2 / R).
+    # the bootstrap's sd of b estimates se (1000 resamples: 2 % relative error)
     assert 0.8 * se < fit["se"] < 1.2 * se
-    # The 95% interval is about +- 1.96 se wide.
     assert 0.8 * 2 * 1.96 * se < fit["hi"] - fit["lo"] < 1.2 * 2 * 1.96 * se
-    # reproducible from its seed
     data = _synthetic_runs(rng, x[:3], 1.0, 0.3, 50)
     one, two = (study.exponent_with_interval(x[:3], data, resamples=100, seed=5) for _ in "12")
     assert one == two
 
 
 def test_bootstrap_coverage_over_repeated_experiments():
-    """Over 40 independent synthetic studies the 95% interval covers the truth about 38
-    times; Binomial(40, 0.95) falls below 33 with probability < 1e-3."""
+    """40 studies: the 95% interval covers >= 33 times (Binomial(40, 0.95) < 33: p < 1e-3)."""
     rng = np.random.default_rng(1)
     x = np.array([10.0, 30.0, 100.0, 300.0])
     covered = 0
@@ -86,12 +77,9 @@ def test_bootstrap_coverage_over_repeated_experiments():
 
 
 def _point(change_points, learners):
-    return {
-        "windows": [32, 64],
-        "runs": 2,
-        "change_points": np.asarray(change_points),
-        "learners": {name: {"sa": np.ones((2, 2)), "queries": 1} for name in learners},
-    }
+    sa = {name: {"sa": np.ones((2, 2)), "queries": 1} for name in learners}
+    point = {"windows": [32, 64], "runs": 2, "change_points": np.asarray(change_points)}
+    return point | {"learners": sa}
 
 
 def test_groups_merge_only_when_they_faced_the_same_draws():
@@ -139,7 +127,7 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     assert stop.value.code == 2 and (mine / "study.md").read_text() == "my notes\n"
     assert "is there and is not a previous experiments/study.py file" in capsys.readouterr().err
     assert sorted(p.name for p in mine.iterdir()) == ["study.md"]
-    # A PNG of a figure's name in --figures that stabl_jax did not write: refused, kept
+    # a PNG of a figure's name that stabl_jax did not write: refused, kept
     theirs = tmp_path / "their_figures"
     theirs.mkdir()
     (theirs / "study_geometric_sa_vs_n.png").write_bytes(b"their plot")
@@ -170,21 +158,13 @@ def test_tiny_study_end_to_end(tmp_path, capsys):
     means = np.asarray(learner["by_n"]["5"]["mean"])
     assert np.all(means > 0) and np.all(means <= np.array([32, 64, 128, 256]))
     assert saved["analysis"]["geometric"]["fit_windows"] == [32, 64]  # L <= T / 4
-    assert sorted(p.name for p in figures.iterdir()) == [
-        ".stabl_jax_results",
-        "study_geometric_sa_vs_L.png",
-        "study_geometric_sa_vs_n.png",
-    ]
-    assert outputs.is_marked(figures)
-    assert (
-        study.load_analysis(out)["geometric"]["learners"]["uniform"]["by_n"][3]
-        == (learner["by_n"]["3"])
-    )
-    # A point whose traces.npz was cut short: named, exit 2 (no traceback), study.json kept
+    drawn = [".stabl_jax_results", *(f"study_geometric_sa_vs_{x}.png" for x in "Ln")]
+    assert sorted(p.name for p in figures.iterdir()) == drawn and outputs.is_marked(figures)
+    loaded = study.load_analysis(out)["geometric"]["learners"]["uniform"]
+    assert loaded["by_n"][3] == learner["by_n"]["3"]
+    # a point's traces.npz cut short (no manifest: the .npz's own checks): named, exit 2
     cut = sorted(out.glob("*/traces.npz"))[0]
-    (
-        cut.parent / "manifest.json"
-    ).unlink()  # the .npz's own checks (the manifest's: test_lifecycle)
+    (cut.parent / "manifest.json").unlink()
     cut.write_bytes(cut.read_bytes()[:1000])
     study_json = (out / "study.json").read_bytes()
     capsys.readouterr()
@@ -234,11 +214,7 @@ def test_tuned_study_config_differs_from_its_base_only_in_learners_and_scales():
         (["--overwrite"], "--figure-prefix and --overwrite are for --figures: give --figures"),
     ],
 )
-def test_what_it_cannot_tabulate_is_refused_before_anything_is_written(
-    tmp_path, capsys, monkeypatch, extra, message
-):
-    """The windows used to surface as a traceback or a table column of dashes after every
-    point had run; the options of --figures without it were ignored."""
+def test_what_it_cannot_tabulate_is_refused_first(tmp_path, capsys, monkeypatch, extra, message):
     out = tmp_path / "out"
     (out / "geometric-n3-custom").mkdir(parents=True)
     window = [[1.0, 2.0, 4.0]]
