@@ -1,11 +1,7 @@
-"""The documentation stays true to the code: its Python blocks run, links resolve, and every
-config key, option, params field, registered name and command-line flag the code accepts is
-documented.
-
-A page's ```python blocks run in order in one namespace, as a reader pastes them into one
-session. A block that is only a sketch says so on the line before it, ``<!-- not run: REASON
--->``, and is not run; every block, sketch or not, must parse, and its calls of stabl_jax's
-public names must use keywords those accept (a renamed argument fails even in a sketch).
+"""The documentation stays true to the code: its Python blocks run (in order, in one
+namespace; a sketch marked ``<!-- not run: REASON -->`` only parses and calls stabl_jax's
+public names with keywords they accept), links resolve, and every config key, option, params
+field, registered name and command-line flag the code accepts is documented.
 """
 
 from __future__ import annotations
@@ -83,8 +79,8 @@ def bad_keywords(block: Block) -> list[str]:
 
 
 def run_blocks(page: Path) -> list[str]:
-    """Run ``page``'s blocks but its sketches, in order, in one namespace, in the current
-    folder; returns what each block run printed."""
+    """Run ``page``'s blocks but its sketches, in order, in one namespace; returns what each
+    printed."""
     namespace: dict = {"__name__": "__docs__"}
     printed = []
     for block in python_blocks(page):
@@ -108,8 +104,7 @@ def _prose(path: Path) -> str:
 
 
 def _documented(page: str) -> set[str]:
-    """Every name written as inline code (outside code blocks, quotes dropped) on
-    ``docs/<page>``."""
+    """Every name written as inline code (outside code blocks, unquoted) on ``docs/<page>``."""
     return {name.strip('"') for name in re.findall(r"`([^`\n]+)`", _unfenced(DOCS / page))}
 
 
@@ -146,8 +141,7 @@ def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_python_blocks_run(
     page: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each page's blocks run in order in one namespace, in a folder holding a results folder
-    of the main job where the page reads one; sketches are marked ``<!-- not run: ... -->``."""
+    """Each page's blocks run, in a folder holding a results folder where the page reads one."""
     if str(RESULTS) in page.read_text(encoding="utf-8"):
         monkeypatch.chdir(request.getfixturevalue("results_folder"))
     else:
@@ -156,8 +150,7 @@ def test_the_python_blocks_run(
 
 
 def test_every_python_block_calls_with_accepted_keywords() -> None:
-    """Sketches too: a call of a public name with an argument it lost fails here; a sketch
-    gives its reason."""
+    """Sketches too: a call of a public name with an argument it lost fails here."""
     for page in PAGES:  # a marker not right above a block would mark nothing
         marked = [b for b in python_blocks(page) if b.why]
         assert page.read_text(encoding="utf-8").count("<!-- not run:") == len(marked), page
@@ -166,12 +159,9 @@ def test_every_python_block_calls_with_accepted_keywords() -> None:
 
 
 def test_readme_setup_is_the_two_commands() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "python3.11 -m venv .venv && .venv/bin/pip install . && .venv/bin/stabl-jax run" in text
-    assert (
-        "python3.11 -m venv .venv && .venv/bin/pip install '.[test]' && .venv/bin/python -m pytest"
-        in text
-    )
+    venv = "python3.11 -m venv .venv && .venv/bin/pip install "
+    assert venv + ". && .venv/bin/stabl-jax run" in _readme()
+    assert venv + "'.[test]' && .venv/bin/python -m pytest" in _readme()
 
 
 def test_every_config_key_is_documented() -> None:
@@ -222,10 +212,8 @@ def test_every_command_line_flag_is_documented() -> None:
 
 
 def _design_files_tree() -> dict[str, set[str]]:
-    """The files docs/design.md's "Files" block names, per top folder (``stabl_jax/`` modules
-    with their subfolder, e.g. ``experiment/kinds/paired.py``; ``experiments/``, ``examples/`` and
-    ``docs/`` file names). A line indented by two spaces names a ``stabl_jax`` subfolder (or,
-    without one, the top level); a more indented line continues the line above."""
+    """The files docs/design.md's "Files" block names, per top folder (``stabl_jax`` modules
+    with their subfolder: a line indented by two spaces names one, or the top level)."""
     text = (ROOT / "docs" / "design.md").read_text()
     block = text[text.index("## Files") :].split("```")[1]
     named: dict[str, set[str]] = {}
@@ -296,8 +284,8 @@ def test_readme_algorithm_table_names_registered_learners() -> None:
 
 
 def test_license_and_citation() -> None:
-    """LICENSE is the Apache License 2.0 text (pyproject's license); CITATION.cff is CFF
-    1.2.0 and cites the paper with the authors its source names."""
+    """LICENSE is the Apache License 2.0 (pyproject's license); CITATION.cff is CFF 1.2.0 and
+    cites the paper with the authors its source names."""
     license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert license_text.lstrip().startswith("Apache License") and "Version 2.0" in license_text
     assert 'license = "Apache-2.0"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -313,8 +301,8 @@ def test_license_and_citation() -> None:
 
 @pytest.mark.optimized
 def test_readme_usage_block_runs(tmp_path, monkeypatch):
-    """The README's one Python block runs as written (1,000 vmapped runs of StABL) and prints
-    SA(L), which is at most L (losses in [0, 1]) and grows with L up to the segment length."""
+    """The README's one Python block runs as written and prints SA(L), which is at most L
+    (losses in [0, 1]) and grows with L up to the segment length."""
     readme = ROOT / "README.md"
     assert [b.why for b in python_blocks(readme)] == [""], "README's one usage block, run"
     monkeypatch.chdir(tmp_path)

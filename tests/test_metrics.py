@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import tracemalloc
 from types import SimpleNamespace
 
@@ -36,9 +37,7 @@ def test_adaptive_regret_matches_brute_force():
     lengths = [1, 2, 5, 13, 25]
     got = metrics.adaptive_regret_from_losses(played, arms, lengths)
     np.testing.assert_allclose(got, [brute_force_sa(played, arms, L) for L in lengths], rtol=1e-12)
-
-
-def test_blocked_best_window_sums_and_paired_traces():
+    # In blocks, and of several traces at once.
     rng = np.random.default_rng(3)
     arms = rng.uniform(size=(50, 3))
     prefix = metrics.prefix_sums(arms)
@@ -46,10 +45,8 @@ def test_blocked_best_window_sums_and_paired_traces():
     np.testing.assert_allclose(metrics.best_window_sums(prefix, 9, block=5), direct)
     traces = rng.uniform(size=(2, 50))
     both = metrics.adaptive_regret_from_losses(traces, arms, [3, 9])
-    for i in range(2):
-        np.testing.assert_allclose(
-            both[i], [brute_force_sa(traces[i], arms, L) for L in (3, 9)], rtol=1e-12
-        )
+    for trace, sa in zip(traces, both, strict=True):
+        np.testing.assert_allclose(sa, [brute_force_sa(trace, arms, L) for L in (3, 9)], rtol=1e-12)
 
 
 def test_adaptive_regret_rejects_bad_windows():
@@ -77,15 +74,11 @@ def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
         params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
         arms = np.asarray(regenerate(params, result.carry.env_key[r]))
         np.testing.assert_allclose(arms[np.arange(HORIZON), result.played[r]], result.loss[r])
-        for j, L in enumerate(lengths):
-            np.testing.assert_allclose(
-                sa["sampled"][r, j], brute_force_sa(result.loss[r], arms, L), rtol=1e-6
-            )
-            np.testing.assert_allclose(
-                sa["expected"][r, j], brute_force_sa(result.expected_loss[r], arms, L), rtol=1e-6
-            )
-    # A result that recorded only ``loss`` gets SA(L) of the sampled loss (it used to raise a
-    # TypeError); one with neither loss trace gets an error naming the traces to record.
+        for (j, L), (name, trace) in itertools.product(
+            enumerate(lengths), (("sampled", result.loss), ("expected", result.expected_loss))
+        ):
+            np.testing.assert_allclose(sa[name][r, j], brute_force_sa(trace[r], arms, L), rtol=1e-6)
+    # Only ``loss`` recorded: SA(L) of the sampled loss; neither loss trace: an error.
     lazy = simulate(learner, env, jax.random.key(0), 3, traces=("loss",))
     out = metrics.adaptive_regret(lazy, env, [16, 64])
     assert set(out) == {"sampled"}
@@ -105,21 +98,17 @@ def test_moving_average_matches_naive():
 
 def test_small_inputs_and_bad_windows_of_the_helpers():
     """``moving_average`` refuses a window below 1 or not an int; one run has a mean and no
-    interval (NaN), no run is refused; cumulative regret needs an environment with a best
-    arm."""
+    interval (NaN), no run is refused; cumulative regret needs an environment's best arm."""
     with pytest.raises(ValueError, match="window must be >= 1, got 0"):
         metrics.moving_average(np.ones((2, 5)), 0)
     mean, half = metrics.mean_ci(np.array([[0.25, 0.5]]))
     np.testing.assert_array_equal(mean, [0.25, 0.5])
     assert np.isnan(half).all() and half.shape == (2,)
-    # A fractional window used to fail as an IndexError; no runs gave NaN with a warning.
     with pytest.raises(TypeError, match=r"window must be an int, got 3.5 \(float\)"):
         metrics.moving_average(np.ones((2, 5)), 3.5)
     with pytest.raises(ValueError, match=r"needs at least one value along axis 0, got shape"):
         metrics.mean_ci(np.zeros((0, 3)))
-    # One window length, not in a list: "'int' object is not iterable"; a string was read
-    # letter by letter.
-    for bad in (16, "16"):
+    for bad in (16, "16"):  # one window length, not in a list
         with pytest.raises(TypeError, match="window_lengths must be a sequence of ints"):
             metrics.check_windows(bad, 32)
 
@@ -140,9 +129,8 @@ def test_per_segment_mean_and_ci():
 
 
 def test_mean_ci_is_scipys_student_t_interval():
-    """The one 95% interval of the summaries, tables and plots: scipy's Student-t interval of
-    the mean (``stats.t.interval`` with the standard error ``stats.sem``), on fixed data of 2
-    to 500 values, over either axis; the table values of the quantile; none for one value."""
+    """The 95% interval of the summaries, tables and plots is scipy's Student-t interval of the
+    mean, on 2 to 500 values, over either axis; the quantile's table values; none for one."""
     rng = np.random.default_rng(0)
     for runs in (2, 3, 4, 5, 11, 500):
         values = rng.normal(size=(runs, 3))
@@ -169,9 +157,8 @@ def _reward(loss):
 @pytest.mark.parametrize("rows_per_block", [1, 7, 37])
 def test_the_means_in_blocks_of_runs_are_those_of_the_whole_array(rows_per_block):
     """``row_means`` and ``per_segment_mean`` give the whole-array numbers bit for bit in any
-    blocks of runs (each run's sum is its own); ``moving_mean_ci`` those of
-    ``mean_ci(moving_average(...))`` bit for bit in one block and to float64 rounding in
-    several (the sums over runs are taken per block)."""
+    blocks of runs; ``moving_mean_ci`` those of ``mean_ci(moving_average(...))`` bit for bit
+    in one block and to float64 rounding in several (the sums over runs are per block)."""
     rng = np.random.default_rng(3)
     values = rng.uniform(size=(37, 50)).astype(np.float32)
     segments = rng.integers(0, 4, size=(37, 50)).astype(np.int8)
@@ -200,23 +187,19 @@ def test_the_means_in_blocks_of_runs_are_those_of_the_whole_array(rows_per_block
 
 
 def test_the_means_over_the_rounds_hold_blocks_not_float64_copies_of_the_traces():
-    """On ``(128, 16384)`` float32 traces (8 MiB; 16 MiB as float64), with blocks of 1 MiB
-    the peak of ``row_means``, ``per_segment_mean`` and ``moving_mean_ci`` stays under 10
-    MiB, less than one float64 copy of the traces (the moving average's temporaries are
-    about 8 blocks); the same calls in one block, as the whole-array computation they
-    replace, exceed 48 MiB."""
+    """On ``(128, 16384)`` float32 traces (8 MiB), with blocks of 1 MiB the peak of
+    ``row_means``, ``per_segment_mean`` and ``moving_mean_ci`` stays under 10 MiB, less than
+    one float64 copy of the traces; in one block (the whole-array computation) above 48 MiB."""
     rng = np.random.default_rng(4)
     values = rng.uniform(size=(128, 16384)).astype(np.float32)
     segments = rng.integers(0, 12, size=(128, 16384)).astype(np.int8)
 
-    def peak(memory_bytes):
+    def peak(mb):
         peaks = []
         for call in (
-            lambda: metrics.row_means(values, _reward, memory_bytes=memory_bytes),
-            lambda: metrics.per_segment_mean(
-                values, segments, 12, _reward, memory_bytes=memory_bytes
-            ),
-            lambda: metrics.moving_mean_ci(values, 64, _reward, memory_bytes=memory_bytes),
+            lambda: metrics.row_means(values, _reward, memory_bytes=mb),
+            lambda: metrics.per_segment_mean(values, segments, 12, _reward, memory_bytes=mb),
+            lambda: metrics.moving_mean_ci(values, 64, _reward, memory_bytes=mb),
         ):
             tracemalloc.start()
             try:
@@ -234,10 +217,9 @@ def test_the_results_of_a_run_are_written_without_float64_copies_of_its_traces(
     tmp_path, monkeypatch
 ):
     """``stabl-jax run``'s summary, traces, plots and table of a bandit run (64 runs x 16384
-    rounds: each recorded trace 4 MiB, 8 MiB as float64) with blocks of 256 KiB peak under
-    6 MiB of allocations (measured: 3.9); in one block, the whole-array computation they
-    replace, above 24 MiB (measured: 48). A first write at each block size, not measured,
-    imports matplotlib and compiles that size's programs."""
+    rounds: each trace 4 MiB) with blocks of 256 KiB peak under 6 MiB of allocations; in one
+    block (the whole-array computation) above 24 MiB. A first, unmeasured write at each block
+    size imports matplotlib and compiles that size's programs."""
     sets = ['learners=["uniform"]', "horizon=16384", "sa_windows=[64]", 'save_traces="none"']
     config = load_config("figure1", sets, runs=64, seed=0)
     kind = KINDS[config.kind]
@@ -248,7 +230,7 @@ def test_the_results_of_a_run_are_written_without_float64_copies_of_its_traces(
         write_results(result, ResultsFolder.prepare(tmp_path / f"warm{block_bytes}"))
         folder = ResultsFolder.prepare(tmp_path / f"out{block_bytes}")
         gc.collect()  # the earlier tests' garbage collected here, not inside the measurement
-        tracemalloc.start()  # after a first write at this block size: no compilation counted
+        tracemalloc.start()
         try:
             write_results(result, folder)
             kind.table(result)
@@ -293,8 +275,8 @@ def test_cumulative_regret_against_brute_force_and_its_expectation():
 
 
 def test_segment_ids_are_held_in_the_smallest_signed_type():
-    """One byte a round up to 128 segments (the study's (R, T) ids were int64: 8 bytes);
-    signed, so that ``ids - 1`` is -1 in the first segment, not 255."""
+    """One byte a round up to 128 segments; signed, so that ``ids - 1`` is -1 in the first
+    segment, not 255."""
 
     def carry(points):
         return SimpleNamespace(env_params=SimpleNamespace(change_points=np.asarray(points)))

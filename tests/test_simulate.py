@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import stabl_jax
 from stabl_jax import (
     ENVS,
     EXP3,
@@ -27,10 +28,11 @@ from stabl_jax import (
 )
 from stabl_jax.envs.base import as_environment
 from stabl_jax.experiment.checkpoints import ChunkCheckpoint
-from stabl_jax.simulate import TRACE_FIELDS, SimOptions, overrides_step
+from stabl_jax.simulate import TRACE_FIELDS, SimOptions, overrides_step, regenerate_losses
 from tests.conftest import HORIZON, NUM_ARMS, env_options
 
 N, T = NUM_ARMS, HORIZON
+sim = importlib.import_module("stabl_jax.simulate")  # the module, not the function
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +77,9 @@ def test_prefix_of_runs_is_stable(env):
 
 def test_learners_are_paired_on_the_same_losses(env):
     """Two learners simulated with one key face identical losses in every run."""
-    from stabl_jax.simulate import regenerate_losses
-
     a = simulate(StABL(num_arms=N, horizon=T), env, jax.random.key(3), num_runs=3)
     b = simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(3), num_runs=3)
-    la = np.asarray(regenerate_losses(env, a.carry, 0, T))
-    lb = np.asarray(regenerate_losses(env, b.carry, 0, T))
+    la, lb = (np.asarray(regenerate_losses(env, run.carry, 0, T)) for run in (a, b))
     np.testing.assert_array_equal(la, lb)
     rows = np.arange(3)[:, None]
     np.testing.assert_array_equal(la[rows, np.arange(T)[None], b.played], b.loss)
@@ -88,12 +87,11 @@ def test_learners_are_paired_on_the_same_losses(env):
 
 def test_per_run_params_sweep(env):
     learner = StABL(num_arms=N, horizon=T)
-    scales = jnp.array([0.5, 1.0, 4.0])
-    params = learner.default_params.replace(meta_lr_scale=scales)
+    params = learner.default_params.replace(meta_lr_scale=jnp.array([0.5, 1.0, 4.0]))
     swept = simulate(learner, env, jax.random.key(4), num_runs=3, params=params)
     for i, s in enumerate([0.5, 1.0, 4.0]):
-        single_params = learner.default_params.replace(meta_lr_scale=jnp.float32(s))
-        alone = simulate(learner, env, jax.random.key(4), num_runs=3, params=single_params)
+        one = learner.default_params.replace(meta_lr_scale=jnp.float32(s))
+        alone = simulate(learner, env, jax.random.key(4), num_runs=3, params=one)
         np.testing.assert_array_equal(swept.played[i], alone.played[i])
 
 
@@ -101,15 +99,13 @@ def test_random_change_points_differ_across_runs():
     env = PiecewiseBernoulli(num_arms=N, horizon=64, num_segments=5, random_change_points=True)
     result = simulate(EXP3(num_arms=N, horizon=64), env, jax.random.key(5), num_runs=4)
     points = np.asarray(result.carry.env_params.change_points)
-    assert points.shape == (4, 4)
-    assert len({tuple(p) for p in points}) > 1
+    assert points.shape == (4, 4) and len({tuple(p) for p in points}) > 1
 
 
 @dataclasses.dataclass(frozen=True)
 class _StepEXP3(EXP3):
-    """EXP3 with a ``step`` of its own (here the inherited one): a learner that overrides
-    ``step`` reads the round's whole loss vector, so the rollout drives it through ``step``
-    with ``env.loss_fn`` instead of ``ask``/``tell``."""
+    """EXP3 overriding ``step`` (with the inherited one): the rollout drives it through
+    ``step`` with ``env.loss_fn`` instead of ``ask``/``tell``."""
 
     def step(self, state, loss, key):
         return super().step(state, loss, key)
@@ -143,8 +139,8 @@ class _Reactive(Environment):
 
 
 def test_what_a_rollout_cannot_run_is_refused_before_it_starts(env):
-    """A learner that reads the whole loss on an environment without ``loss_fn``; runs that
-    are not a whole number of sweep points; ``env_params`` with another number of runs."""
+    """A learner reading the whole loss on an environment without ``loss_fn``; runs not a
+    whole number of sweep points; ``env_params`` with another number of runs."""
     exp3, key = EXP3(num_arms=N, horizon=T), jax.random.key(0)
     with pytest.raises(TypeError, match=r"_StepEXP3 overrides step .* _Reactive has none"):
         simulate(_StepEXP3(num_arms=N, horizon=T), _Reactive(), key, 2)
@@ -175,9 +171,8 @@ class _CountingEXP3(EXP3):
 
 
 def test_a_second_simulate_of_the_same_program_traces_nothing(env):
-    """Automatic chunks are sized by tracing one round (``jax.eval_shape``) once per learner,
-    environment, traces and shapes: a second call with the same ones traces nothing, and
-    other shapes or traces are sized by a trace of their own."""
+    """Automatic chunks are sized by tracing one round once per learner, environment, traces
+    and shapes: a second call with the same ones traces nothing; other traces trace again."""
     learner = _CountingEXP3(num_arms=env.num_arms, horizon=env.horizon)
     first = simulate(learner, env, jax.random.key(0), 3)
     assert _TRACED
@@ -191,7 +186,6 @@ def test_a_second_simulate_of_the_same_program_traces_nothing(env):
 
 def _loops_in_a_chunk(learner, env, fields):
     """``while`` loops in the lowered program of one chunk of 8 rounds for 4 runs."""
-    sim = importlib.import_module("stabl_jax.simulate")
     rollout = as_environment(env, reveal_all="expected_loss" in fields)
     carry = jax.eval_shape(  # shapes suffice to lower: nothing is computed
         lambda keys: sim.init_runs(learner, rollout, keys, learner.default_params),
@@ -211,18 +205,13 @@ QUERIED = ("played", "arms", "loss", "prob_best")  # only the queried arms' loss
     + [("exp3", name) for name in sorted(ENVS) if name != "expert_advice"],
 )
 def test_a_bandit_round_has_no_loop_inside(learner, env):
-    """The chunk's program is one loop over the rounds and nothing loops inside a round,
-    whether every arm's loss is drawn (the default traces) or only the queried arms': a
-    loop in the round (``jnp.searchsorted``'s binary search, ``jax.random``'s rolled
-    Threefry on a CPU) launches its kernels once per iteration, every round. The queried
-    arms' draw is the environment's, for one query (EXP3, on every environment) or two
-    (StABL); a learner's own round is the same in both programs, so the others are lowered
-    with the default traces alone."""
-    built, env = (
-        make(learner, num_arms=NUM_ARMS, horizon=HORIZON),
-        make_env(env, num_arms=NUM_ARMS, horizon=HORIZON, **env_options(env, NUM_ARMS, 4)),
-    )
-    expected = 1 + (_beta_sampler_loops(NUM_ARMS) if learner in BETA_SAMPLERS else 0)
+    """The chunk's program is one loop over the rounds and nothing loops inside a round (a
+    loop launches its kernels once per iteration, every round), whether every arm's loss is
+    drawn or only the queried arms' (for one query, EXP3, or two, StABL; the other learners'
+    rounds are the same in both programs)."""
+    built = make(learner, num_arms=N, horizon=T)
+    env = make_env(env, num_arms=N, horizon=T, **env_options(env, N, 4))
+    expected = 1 + (_beta_sampler_loops(N) if learner in BETA_SAMPLERS else 0)
     for fields in (TRACE_FIELDS, QUERIED) if learner in ("exp3", "stabl") else (TRACE_FIELDS,):
         assert _loops_in_a_chunk(built, env, fields) == expected, fields
 
@@ -239,41 +228,40 @@ def _beta_sampler_loops(n: int) -> int:
     return lowered.as_text().count("stablehlo.while")
 
 
+_EXP3 = make("exp3", num_arms=5, horizon=64)
+
+
 @dataclasses.dataclass(frozen=True)
 class _RegistryMethodsOnly:
-    """A learner with the registry's methods and no base class (EXP3 underneath)."""
+    """A learner with the registry's methods and no base class (``_EXP3`` underneath)."""
 
     num_arms: int = 5
     horizon: int = 64
     num_queries = 1
 
     @property
-    def _inner(self):
-        return make("exp3", num_arms=self.num_arms, horizon=self.horizon)
-
-    @property
     def default_params(self):
-        return self._inner.default_params
+        return _EXP3.default_params
 
     def init(self, key, params=None):
-        return self._inner.init(key, params)
+        return _EXP3.init(key, params)
 
     def ask(self, state, key):
-        return self._inner.ask(state, key)
+        return _EXP3.ask(state, key)
 
     def tell(self, state, query, observed):
-        return self._inner.tell(state, query, observed)
+        return _EXP3.tell(state, query, observed)
 
     def step(self, state, loss, key):
-        return self._inner.step(state, loss, key)
+        return _EXP3.step(state, loss, key)
 
 
 def test_a_learner_without_a_base_class_is_validated_as_one_row():
-    """``simulate(validate=True)`` checks its play distribution against one row's tolerance
-    (it has no ``num_mixed``) and gives the runs of the learner it wraps."""
+    """``simulate(validate=True)`` checks its play distribution with one row's tolerance (it
+    has no ``num_mixed``) and gives the runs of the learner it wraps."""
     env = ExpertAdvice(num_arms=5, horizon=64)
     got = simulate(_RegistryMethodsOnly(), env, jax.random.key(0), 2, validate=True)
-    want = simulate(make("exp3", num_arms=5, horizon=64), env, jax.random.key(0), 2)
+    want = simulate(_EXP3, env, jax.random.key(0), 2)
     np.testing.assert_array_equal(got.played, want.played)
     np.testing.assert_array_equal(got.prob_best, want.prob_best)
 
@@ -290,11 +278,9 @@ def _live_bytes() -> int:
 @pytest.mark.parametrize("resumed", [False, True])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_runs_loop_state_is_held_once_between_chunks(threads, resumed, tmp_path):
-    """After every chunk ``simulate`` holds the runs' loop state once: the first state (or
-    the one a checkpoint restored) is handed to the chunk driver, not kept beside it, the
-    threads' groups of runs are not joined between chunks, and each chunk program takes over
-    its input's memory. (Measured here: 1.001 times the state's bytes; with the code of
-    ``596bf21``, 2.001 times, and 3.001 times after a resume, with one thread and with two.)"""
+    """After every chunk ``simulate`` holds the runs' loop state once: the first (or the
+    restored) state is handed to the chunk driver, not kept beside it, the threads' groups
+    of runs are not joined between chunks, and each chunk program takes over its input."""
     num_arms, runs = 2048, 512
     env = ExpertAdvice(num_arms=num_arms, horizon=64)
     learner = EXP3(num_arms=num_arms, horizon=64)
@@ -329,9 +315,8 @@ def test_the_next_chunk_is_dispatched_before_a_chunks_outputs_are_fetched(
     checkpointed, monkeypatch
 ):
     """Without a checkpoint, chunk k + 1 is dispatched before chunk k's outputs are copied to
-    the host (the copy overlaps the device's work); with one, each chunk is fetched before
-    the next is dispatched (the checkpoint needs its carry). The outputs are the same."""
-    sim = importlib.import_module("stabl_jax.simulate")
+    the host; with one, each chunk is fetched (the checkpoint needs its carry) before the next
+    is dispatched. The outputs are the same."""
     events: list[str] = []
 
     class Program:
@@ -377,10 +362,8 @@ def test_the_next_chunk_is_dispatched_before_a_chunks_outputs_are_fetched(
 
 
 def test_a_callers_arrays_are_never_donated():
-    """The chunk programs delete the carry they are given (donation): a caller's per-run
-    params and environment parameters outlive ``simulate``, and a carry leaf that is one of
-    them is copied before the first chunk (``simulate._owned``)."""
-    sim = importlib.import_module("stabl_jax.simulate")
+    """The chunk programs delete (donate) their carry: a caller's per-run params and
+    environment parameters outlive ``simulate`` (``simulate._owned`` copies them)."""
     learner, env, runs = StABL(num_arms=N, horizon=T), ExpertAdvice(num_arms=N, horizon=T), 4
     env_params = sim.sample_env_params(env, sim.run_keys(jax.random.key(1), runs))
     params = jax.tree.map(lambda x: jnp.full((runs,), x), learner.default_params)
@@ -399,8 +382,6 @@ def test_a_callers_arrays_are_never_donated():
 def test_sim_options_are_a_frozen_hashable_value_that_names_a_bad_field():
     """``SimOptions`` is exported at the top level, equal options hash equal, a field cannot
     be set afterwards, and a bad value is named with its remedy when it is built."""
-    import stabl_jax
-
     assert stabl_jax.SimOptions is SimOptions
     assert hash(SimOptions(chunk_size=8)) == hash(SimOptions(chunk_size=np.int64(8)))
     assert {SimOptions(), SimOptions(kernel="xla")} == {SimOptions(), SimOptions(kernel="xla")}
