@@ -29,7 +29,6 @@ from stabl_jax import make, sampling
 from stabl_jax.learners.tsallis_inf import reduced_variance_estimate
 from tests.learners import (
     reference,
-    reference_adaptive,
     reference_baselines,
     reference_flh,
     reference_thompson,
@@ -595,7 +594,7 @@ FAMILIES = {
                        mutes=_above("meta_lr_scale", 5)),
     # the cap eta <= 1/(2 E_t) rules muting out at meta scale 1
     "stabl_adaptive": F("stabl_adaptive", _rec_adaptive,
-                        _lengths(reference_adaptive.stabl_adaptive_reference, ("feedback",)),
+                        _lengths(RF.stabl_adaptive_reference, ("feedback",)),
                         (*ANYTIME, *RATES), _two, mutes=_above("meta_lr_scale", 1, False)),
     "exp3s": F("exp3s", _rec_weights,
                _numbers(RB.exp3s_reference, "gamma", "alpha", "lr_scale"), WEIGHTS, _one),
