@@ -1,11 +1,7 @@
-"""Plain-NumPy loops of four non-stationary bandit baselines, written from their source papers.
-
-Float64, with every arm's full list of samples since its last restart, the statistics
-recomputed from those lists each round (no running sums, no ring buffers). Rounds are 0-based
-here (``t`` rounds were played before round ``t``; the papers' 1-based round is ``t + 1``).
-Nothing is imported from ``stabl_jax``: the randomised policies draw with
-:func:`tests.learners.reference.draw` fed the same uniforms as the JAX learner (``u[t, 0]``).
-Losses ``l`` in [0, 1] are the input; the algorithms use rewards ``x = 1 - l``.
+"""Independent float64 NumPy loops of four non-stationary bandit baselines, written from their
+papers (conventions of :mod:`tests.learners.reference`; nothing from ``stabl_jax``): every arm's
+list of samples since its restart, the statistics recomputed from it each round; rewards ``x =
+1 - l``; the papers' round is ``t + 1``.
 
 - :func:`cusum_ucb_reference` — Liu, Lee, Shroff, AAAI 2018, Algorithms 1-2.
 - :func:`m_ucb_reference` — Cao, Wen, Kveton, Xie, AISTATS 2019, Algorithms 1-2
@@ -13,9 +9,8 @@ Losses ``l`` in [0, 1] are the input; the algorithms use rewards ``x = 1 - l``.
 - :func:`glr_klucb_reference` — Besson, Kaufmann, Maillard, Seznec, JMLR 2022, Algorithm 1.
 - :func:`rexp3_reference` — Besbes, Gur, Zeevi, NeurIPS 2014, Rexp3.
 
-Each returns ``played`` (T,), ``index`` or ``play_probs`` (T, K) as used at round t,
-``counts`` (T + 1, K) samples since the restart before round t, and ``restarts``, the
-rounds after which a restart happened.
+Each returns ``played`` (T,), ``index`` or ``play_probs`` (T, K) of round t, ``counts`` (T + 1,
+K) samples since the restart before round t, and ``restarts``, the rounds ending in a restart.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ import math
 
 import numpy as np
 
+from tests.learners import reference_index_policies as index_policies
 from tests.learners.reference import draw
 from tests.learners.reference_index_policies import argmax_first
 
@@ -121,13 +117,7 @@ def m_ucb_gamma(num_arms, horizon, num_changes, window, count):
 
 def bernoulli_kl(p: float, q: float, eps: float = 1e-7) -> float:
     """``kl(p, q)`` of Bernoulli means, ``q`` clipped to ``[eps, 1 - eps]``."""
-    q = min(max(q, eps), 1.0 - eps)
-    out = 0.0
-    if p > 0:
-        out += p * math.log(p / q)
-    if p < 1:
-        out += (1.0 - p) * math.log((1.0 - p) / (1.0 - q))
-    return out
+    return index_policies.bernoulli_kl(p, min(max(q, eps), 1.0 - eps))
 
 
 def _klucb(s: list[float], budget: float) -> float:
@@ -162,24 +152,16 @@ def _glr_change(
     return False
 
 
-def glr_klucb_reference(
-    losses,
-    *,
-    delta,
-    alpha,
-    subsample,
-    test_every,
-    max_splits,
-    restart="local",
-    log_scale=3.0,
-    loglog_scale=0.0,
-    threshold_scale=3.0,
-    alpha_schedule="constant",
-):
+def glr_klucb_reference(losses, *, delta, alpha, subsample, test_every, max_splits, **options):
     """GLR-klUCB: forced exploration ``t mod floor(K / alpha_k)`` (``alpha_k = alpha``, or
     ``min(1, alpha sqrt(1 + k))`` after ``k`` detections), kl-UCB with
     ``f(x) = a log x + c log max(1, log x)`` at ``x = t - tau_i``, the Bernoulli GLR test
-    every ``test_every`` samples of the played arm."""
+    every ``test_every`` samples of the played arm. ``options``: ``restart`` ("local"),
+    ``log_scale`` ``a`` (3), ``loglog_scale`` ``c`` (0), ``threshold_scale`` (3),
+    ``alpha_schedule`` ("constant")."""
+    restart, threshold_scale = options.get("restart", "local"), options.get("threshold_scale", 3.0)
+    log_scale, loglog_scale = options.get("log_scale", 3.0), options.get("loglog_scale", 0.0)
+    constant = options.get("alpha_schedule", "constant") == "constant"
     T, K = losses.shape
     samples: list[list[float]] = [[] for _ in range(K)]
     out = {"played": np.zeros(T, int), "index": np.zeros((T, K)), "counts": np.zeros((T + 1, K))}
@@ -189,11 +171,7 @@ def glr_klucb_reference(
         logs = [math.log(t + 1 - tau[i]) for i in range(K)]
         budgets = [log_scale * b + loglog_scale * math.log(max(b, 1.0)) for b in logs]
         index = np.array([_klucb(samples[i], budgets[i]) for i in range(K)])
-        rate = (
-            alpha
-            if alpha_schedule == "constant"
-            else min(1.0, alpha * math.sqrt(1 + len(restarts)))
-        )
+        rate = alpha if constant else min(1.0, alpha * math.sqrt(1 + len(restarts)))
         forced = _forced(t + 1, rate, K)
         arm = forced if forced >= 0 else argmax_first(index)
         out["index"][t], out["played"][t] = index, arm

@@ -1,32 +1,29 @@
-"""Plain-NumPy loops of six deterministic index policies, written from their source papers.
+"""Independent float64 NumPy loops of six deterministic index policies, written from their
+papers (nothing from ``stabl_jax``): the statistics are recomputed from the whole history every
+round, the kl-UCB index bisected to the last bit on the exact Bernoulli divergence. 0-based
+rounds, rewards ``x = 1 - l``; an arm never played (in the window) has index ``+inf``, so the
+first ``K`` rounds play every arm once in index order; ties go to the lowest index.
 
-Each function recomputes its statistics from the whole history every round, in float64, and
-takes the kl-UCB index to the last bit by bisection on the exact Bernoulli divergence
-(no clipping). Nothing is imported from ``stabl_jax``. Rounds are 0-based: ``t`` rounds have
-been played before round ``t``; losses ``l`` in [0, 1] are the input, the algorithms use the
-reward ``x = 1 - l``. An arm never played (in the window) has index ``+inf``, so the first
-``K`` rounds play every arm once in index order (each paper's initialisation); ties go to the
-lowest index.
-
-- :func:`ucb1_reference` — UCB1, Auer, Cesa-Bianchi and Fischer, "Finite-time analysis of the
-  multiarmed bandit problem", Machine Learning 47, 2002, Figure 1.
-- :func:`klucb_reference` — kl-UCB, Garivier and Cappé, "The KL-UCB algorithm for bounded
-  stochastic bandits and beyond", COLT 2011, Algorithm 1 (Bernoulli divergence).
+- :func:`ucb1_reference` — UCB1, Auer, Cesa-Bianchi and Fischer, Machine Learning 47, 2002,
+  Figure 1.
+- :func:`klucb_reference` — kl-UCB, Garivier and Cappé, COLT 2011, Algorithm 1 (Bernoulli).
 - :func:`d_ucb_reference`, :func:`sw_ucb_reference` — Garivier and Moulines, "On
-  upper-confidence bound policies for switching bandit problems", ALT 2011, Algorithms 1
-  (D-UCB) and 2 (SW-UCB), with ``B = 1``.
-- :func:`sw_klucb_reference`, :func:`d_klucb_reference` — the sliding-window and discounted
-  statistics of Garivier and Moulines, ALT 2011, Algorithms 2 and 1, read by the kl-UCB index
-  with the budget ``explore_scale * log min(t, tau)`` or ``explore_scale * log n_t(gamma)``
-  (the variants compared by Besson et al., JMLR 2022).
+  upper-confidence bound policies for switching bandit problems", ALT 2011, Algorithms 1 and 2,
+  ``B = 1``.
+- :func:`sw_klucb_reference`, :func:`d_klucb_reference` — the same statistics read by the
+  kl-UCB index with the budget ``explore_scale log min(t, tau)`` or ``explore_scale log
+  n_t(gamma)`` (the variants compared by Besson et al., JMLR 2022).
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
+
+from tests.learners.reference import stack
 
 __all__ = [
     "argmax_first",
@@ -80,30 +77,23 @@ def argmax_first(values: np.ndarray) -> int:
     return int(np.flatnonzero(values == np.max(values))[0])
 
 
-def _run(losses: np.ndarray, stats: Stats, index: Index) -> dict[str, np.ndarray]:
-    """The index policy's loop: ``played`` (T,), ``index`` (T, K) the indices used at round t,
-    ``counts`` (T+1, K) the counts before round t."""
-    losses = np.asarray(losses, dtype=np.float64)
-    if losses.ndim != 2 or losses.shape[1] < 2 or np.any((losses < 0) | (losses > 1)):
-        raise ValueError(f"losses must have shape (T, K>=2) with entries in [0, 1]: {losses}")
-    T, K = losses.shape
+def _run(losses: np.ndarray, stats: Stats, index: Index) -> dict:
+    """The policy's loop: ``played`` (T,), ``index`` (T, K) used at round t, ``counts`` (T+1, K)
+    before round t."""
+    (T, K), rec = losses.shape, defaultdict[str, list](list)
     arms: list[int] = []
     rewards: list[float] = []
-    played = np.zeros(T, dtype=np.int64)
-    indices = np.zeros((T, K))
-    counts = np.zeros((T + 1, K))
     for t in range(T + 1):
         n, s = stats(arms, rewards, t)
-        counts[t] = n
+        rec["counts"].append(n)
         if t == T:
             break
         idx = np.array([index(n[i], s[i], t, n) if n[i] > 0 else np.inf for i in range(K)])
-        indices[t] = idx
-        i_t = argmax_first(idx)
-        played[t] = i_t
-        arms.append(i_t)
-        rewards.append(1.0 - losses[t, i_t])
-    return {"played": played, "index": indices, "counts": counts}
+        rec["index"].append(idx)
+        arms.append(argmax_first(idx))
+        rec["played"].append(arms[-1])
+        rewards.append(1.0 - losses[t, arms[-1]])
+    return stack(rec)
 
 
 def _weighted_stats(weight: Callable[[int, int], float], num_arms: int) -> Stats:

@@ -1,17 +1,13 @@
-"""Plain-NumPy loops of the parameter-free non-stationary bandit algorithms, written from their
-papers, in float64 with the full history of plays. Nothing is imported from ``stabl_jax``.
+"""Independent float64 NumPy loops of two parameter-free non-stationary bandit algorithms,
+written from their papers with the full history of plays (nothing from ``stabl_jax``); losses
+``l`` in [0, 1], rewards ``x = 1 - l``.
 
-- :func:`adswitch_reference` — AdSwitch, Auer, Gajane and Ortner, "Adaptively tracking the
-  best bandit arm with an unknown number of distribution changes", COLT 2019, Algorithm 1, on
-  the same bounded grid of interval endpoints as the library (the grid's step ``every`` and the
-  number ``keep`` of grid points kept). Rounds are 1-based (``t = 1..T``); the tests take their
-  intervals ``[s, e]`` from the raw history, the obligations are kept as the paper's triples
-  ``(eps, n, s)`` with ``n`` uncapped, and the change test (3) is written as the paper writes it.
-- :func:`master_reference` — MASTER over UCB1, Wei and Luo, "Non-stationary reinforcement
-  learning without prior knowledge: an optimal black-box approach", COLT 2021, Algorithms 1
-  (MALG) and 2 (MASTER), with a list of MALG's instances per block and the block's history.
-
-Losses ``l`` in [0, 1] are the input; rewards are ``x = 1 - l``.
+- :func:`adswitch_reference` — AdSwitch, Auer, Gajane and Ortner, COLT 2019, Algorithm 1, on
+  the library's bounded grid of interval endpoints (step ``every``, the last ``keep`` points).
+  1-based rounds; intervals ``[s, e]`` read from the raw history, obligations kept as the
+  paper's triples ``(eps, n, s)`` (``n`` uncapped), the change test (3) as the paper writes it.
+- :func:`master_reference` — MASTER over UCB1, Wei and Luo, COLT 2021, Algorithms 1 (MALG) and
+  2 (MASTER), with a list of MALG's instances per block and the block's history.
 """
 
 from __future__ import annotations
@@ -81,17 +77,7 @@ def _evict(plays, rewards, good, starts, t, budget):
     return out
 
 
-def adswitch_reference(
-    losses: np.ndarray,
-    u: np.ndarray,
-    *,
-    c1: float,
-    c2: float,
-    check_scale: float,
-    every: int,
-    keep: int,
-    levels: int,
-) -> dict[str, np.ndarray]:
+def adswitch_reference(losses, u, *, c1, c2, check_scale, every, keep, levels):
     """AdSwitch on ``losses`` ``(T, K)`` with check draws ``u`` ``(T, K * levels)`` (draw
     ``a * levels + i - 1`` decides arm ``a``'s level ``i``), horizon ``T``.
 
@@ -109,17 +95,9 @@ def adswitch_reference(
     tilde: dict[int, tuple[float, float]] = {}
     obligations: dict[int, list[tuple[float, int, int]]] = {a: [] for a in range(k)}
     last = [-1] * k
-    out: dict[str, np.ndarray] = {
-        name: np.zeros((horizon, k), dtype)
-        for name, dtype in (
-            ("good", bool),
-            ("pending", bool),
-            ("mean_bad", float),
-            ("gap_bad", float),
-        )
-    }
-    out["played"] = np.zeros(horizon, int)
-    out["episode"] = np.zeros(horizon, int)
+    out = {name: np.zeros((horizon, k), bool) for name in ("good", "pending")}
+    out |= {name: np.zeros((horizon, k)) for name in ("mean_bad", "gap_bad")}
+    out |= {name: np.zeros(horizon, int) for name in ("played", "episode")}
     for t in range(1, horizon + 1):
         # Step 2: add checks for bad arms.
         rate = math.sqrt(episode / (k * horizon * log_t))
@@ -178,14 +156,7 @@ def _ucb1(counts: np.ndarray, sums: np.ndarray, explore_scale: float) -> tuple[i
     return arm, min(1.0, float(index[arm]))
 
 
-def master_reference(
-    losses: np.ndarray,
-    u: np.ndarray,
-    *,
-    delta: float,
-    test_scale: float,
-    explore_scale: float,
-) -> dict[str, np.ndarray]:
+def master_reference(losses, u, *, delta, test_scale, explore_scale):
     """MASTER over UCB1 on ``losses`` ``(T, K)`` with MALG's draws ``u`` ``(T, M)`` (draw
     ``m`` decides order ``m``), horizon ``T``: Wei and Luo, COLT 2021, Algorithms 1 and 2.
 
@@ -202,12 +173,9 @@ def master_reference(
     def rho_hat(x: float) -> float:
         return test_scale * 6.0 * (math.log2(horizon) + 1.0) * math.log(horizon / delta) * rho(x)
 
-    out = {
-        "played": np.zeros(horizon, int),
-        "optimistic": np.zeros(horizon),
-        "order": np.zeros(horizon, int),
-        "restart": np.zeros(horizon, bool),
-        "test1": np.zeros(horizon, bool),
+    out = {name: np.zeros(horizon, int) for name in ("played", "order")}
+    out |= {"optimistic": np.zeros(horizon)} | {
+        k: np.zeros(horizon, bool) for k in ("restart", "test1")
     }
     n, t_n = 0, 1  # block n starts at round t_n (1-based)
     instances: list[dict] = []  # MALG's instances of block n: order m, start s, end e, UCB1
