@@ -15,14 +15,18 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["draw", "exp3_reference", "prod_meta_reference", "stabl_reference", "stack"]
-
 
 def draw(p: np.ndarray, u: float) -> int:
     """The inverse-CDF draw: the number of ``cumsum(p)`` entries ``<= u sum(p)``, at most
     ``n - 1`` (a total off by rounding is harmless; an arm of probability 0 is never drawn)."""
     cdf = np.cumsum(np.asarray(p, dtype=np.float64))
     return min(int(np.sum(cdf <= float(u) * cdf[-1])), len(cdf) - 1)
+
+
+def record(records: dict[str, list], **values) -> None:
+    """Append each of ``values`` to its list in ``records`` (a ``defaultdict(list)``)."""
+    for name, value in values.items():
+        records[name].append(value)
 
 
 def stack(records: dict[str, list]) -> dict[str, np.ndarray]:
@@ -41,9 +45,7 @@ def exp3_reference(losses, u, *, gamma=0.0, lr_scale=1.0, feedback="loss"):
     for t in range(T):
         q = (1.0 - gamma) * w + gamma / n
         x = draw(q, u[t, 0])
-        rec["weights"].append(w)
-        rec["play_probs"].append(q)
-        rec["played"].append(x)
+        record(rec, weights=w, play_probs=q, played=x)
         c = (losses[t, x] if feedback == "loss" else 1.0 - losses[t, x]) / q[x]
         w = w.copy()
         w[x] *= math.exp(sign * eta * c)
@@ -64,21 +66,16 @@ def prod_meta_reference(losses, u, lengths, eta, experts_round: ExpertsRound, ro
     records; ``w_k *= 1 + eta_k r_k``, or 0 and one muting event where that factor is <= 0;
     expert ``k`` restarts (``1/n``, ``eta_k``) after round ``t`` if ``(t + 1 + round_offset) %
     L_k == 0``.
-
-    Returns:
-        ``played`` (T,), ``play_probs`` (T, n), ``meta_probs`` (T, B), ``expert_probs``
-        (T, B, n), ``meta_weights`` (T+1, B), ``muted`` and ``experts_round``'s records.
-    """
+    Returns ``played`` (T,), ``play_probs`` (T, n), ``meta_probs`` (T, B), ``expert_probs`` (T, B,
+    n), ``meta_weights`` (T+1, B), ``muted`` and ``experts_round``'s records."""
     (T, n), B = losses.shape, len(lengths)
-    v, w, muted, rec = np.full((B, n), 1.0 / n), eta.copy(), 0, defaultdict(list)
+    v, w, muted, rec = np.full((B, n), 1.0 / n), eta.copy(), 0, defaultdict[str, list](list)
     for t in range(T):
         p = w / w.sum()
         mix = sum(p[k] * v[k] for k in range(B))
         x = draw(mix, u[t, 0])
         r, new_v, extra = experts_round(t, v, p, mix, x)
-        now = dict(played=x, play_probs=mix, meta_probs=p, expert_probs=v, meta_weights=w)
-        for name, value in (now | extra).items():
-            rec[name].append(value)
+        record(rec, played=x, play_probs=mix, meta_probs=p, expert_probs=v, meta_weights=w, **extra)
         factor = 1.0 + eta * r
         muted += int(np.sum(factor <= 0.0))
         v, w = new_v, np.where(factor > 0.0, w * factor, 0.0)
@@ -93,21 +90,7 @@ def stabl_meta_rates(n: int, lengths: Sequence[int]) -> np.ndarray:
     return np.array([min(1.0 / (2.0 * math.sqrt(n)), 1.0 / math.sqrt(n * L)) for L in lengths])
 
 
-def stabl_reference(
-    losses,
-    u,
-    history_lengths,
-    *,
-    observation="importance",
-    expert_lr_scale=1.0,
-    meta_lr_scale=1.0,
-    expert_c="2B",
-    round_offset=0,
-    horizon=None,
-    feedback="loss",
-    rate_scales=1.0,
-    meta_scales=1.0,
-):
+def stabl_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, **options):
     """StABL (Algorithm 1) on :func:`prod_meta_reference`: meta rates ``eta_k`` (line 6), EXP3
     experts (Algorithm 2) at ``eta'_k = sqrt(ln n / (L_k n C))``, ``C = 2B`` (``P >= v_k / (2B)``)
     or ``2 log2 T`` (``expert_c="2logT"``); ``rate_scales``, ``meta_scales`` scale them per expert
@@ -115,12 +98,16 @@ def stabl_reference(
     (2B)``, ``m = max_k v_k`` (``observation="uniform"``: ``1/n``); ``xo = draw(P, u[t, 1])`` is
     observed, ``c = l(xo) / P(xo)`` (line 11), ``v_k(xo) *= exp(-eta'_k c)`` normalised (line
     12), ``r_k = c (mix(xo) - v_k(xo))`` (line 13; reward: ``c = (1 - l(xo)) / P(xo)``, signs
-    flipped). Adds ``observed``, ``obs_probs``, ``suffered`` ``l(x)``, ``expected`` ``mix . l``."""
-    (T, n), lengths = losses.shape, np.asarray(history_lengths, dtype=np.float64)
-    B, sign = len(lengths), -1.0 if feedback == "loss" else 1.0
-    C = 2.0 * B if expert_c == "2B" else 2.0 * math.log2(horizon or T)
-    eta = meta_lr_scale * stabl_meta_rates(n, history_lengths) * np.asarray(meta_scales)
-    eta_e = expert_lr_scale * np.sqrt(math.log(n) / (lengths * n * C)) * np.asarray(rate_scales)
+    flipped). Adds ``observed``, ``obs_probs``, ``suffered`` ``l(x)``, ``expected`` ``mix . l``.
+    ``options``: ``observation``, ``expert_c``, ``feedback``, ``round_offset``, the scales."""
+    observation = options.get("observation", "importance")
+    feedback = options.get("feedback", "loss")
+    (T, n), L = losses.shape, np.asarray(lengths, dtype=np.float64)
+    B, sign = len(L), -1.0 if feedback == "loss" else 1.0
+    C = 2.0 * B if options.get("expert_c", "2B") == "2B" else 2.0 * math.log2(T)
+    eta = meta_lr_scale * stabl_meta_rates(n, lengths) * np.asarray(options.get("meta_scales", 1.0))
+    eta_e = expert_lr_scale * np.sqrt(math.log(n) / (L * n * C))
+    eta_e = eta_e * np.asarray(options.get("rate_scales", 1.0))
 
     def experts_round(t, v, p, mix, x):
         if observation == "importance":
@@ -136,4 +123,5 @@ def stabl_reference(
         records = dict(observed=xo, obs_probs=P, suffered=losses[t, x], expected=mix @ losses[t])
         return sign * c * (v[:, xo] - mix[xo]), new_v / new_v.sum(axis=1)[:, None], records
 
-    return prod_meta_reference(losses, u, history_lengths, eta, experts_round, round_offset)
+    round_offset = options.get("round_offset", 0)
+    return prod_meta_reference(losses, u, lengths, eta, experts_round, round_offset)

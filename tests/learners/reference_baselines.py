@@ -1,13 +1,18 @@
-"""Independent float64 NumPy loops of two one-query baselines, written from their papers with
-unnormalised weights (conventions of :mod:`tests.learners.reference`; nothing from
-``stabl_jax``), and the default tunings of D-UCB and SW-UCB (their loops:
-:mod:`tests.learners.reference_index_policies`).
+"""Independent float64 NumPy loops of the one-query baselines, written from their papers
+(conventions of :mod:`tests.learners.reference`; nothing from ``stabl_jax``):
 
-- :func:`exp3s_reference` — Exp3.S, Auer, Cesa-Bianchi, Freund and Schapire, "The nonstochastic
-  multiarmed bandit problem", SIAM J. Comput. 32(1), 2002, Section 8 (rewards ``x = 1 - l``).
-- :func:`exp3_ix_reference` — Exp3-IX, Neu, "Explore no more: improved high-probability regret
-  bounds for non-stochastic bandits", NeurIPS 2015, Algorithm 1 and Theorem 1.
-- :func:`default_discount`, :func:`default_window` — Garivier and Moulines, ALT 2011.
+- :func:`exp3s_reference` — Exp3.S, Auer, Cesa-Bianchi, Freund and Schapire, SIAM J. Comput.
+  32(1), 2002, Section 8 (rewards ``x = 1 - l``); :func:`exp3_ix_reference` — Exp3-IX, Neu,
+  NeurIPS 2015, Algorithm 1 and Theorem 1.
+- :func:`default_discount`, :func:`default_window` — D-UCB's and SW-UCB's tunings, Garivier and
+  Moulines, ALT 2011 (their loops: :mod:`tests.learners.reference_index_policies`).
+- :func:`tsallis_inf_reference` — Tsallis-INF, Zimmert and Seldin, JMLR 2021, Algorithm 1
+  (1/2-Tsallis entropy, reduced-variance estimator), normalised by Brent's method.
+- :func:`thompson_reference` — Agrawal and Goyal, COLT 2012, Algorithm 2 (Bernoulli trials),
+  discounted (Raj and Kalyani, arXiv 2017) or over a sliding window (Trovò, Paladino, Restelli
+  and Gatti, JAIR 2020), fed the learner's samples ``theta[t]`` and coins ``coins[t]``;
+  :func:`argmax_probabilities_reference` — ``P(i = argmax_j theta_j)`` by adaptive quadrature
+  of ``int_0^1 prod_{j != i} F_j(F_i^{-1}(u)) du``.
 """
 
 from __future__ import annotations
@@ -16,17 +21,9 @@ import math
 from collections import defaultdict
 
 import numpy as np
+from scipy import integrate, optimize, stats
 
-from tests.learners.reference import draw, stack
-
-__all__ = [
-    "default_discount",
-    "default_window",
-    "exp3_ix_rates",
-    "exp3_ix_reference",
-    "exp3s_gamma",
-    "exp3s_reference",
-]
+from tests.learners.reference import draw, record, stack
 
 
 def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
@@ -46,9 +43,7 @@ def exp3s_reference(losses, u, *, gamma, alpha, lr_scale=1.0):
         W = w.sum()
         p = (1.0 - gamma) * w / W + gamma / K
         i = draw(p, u[t, 0])
-        rec["weights"].append(w / W)
-        rec["play_probs"].append(p)
-        rec["played"].append(i)
+        record(rec, weights=w / W, play_probs=p, played=i)
         x_hat = np.zeros(K)
         x_hat[i] = (1.0 - losses[t, i]) / p[i]
         w = w * np.exp(lr_scale * gamma * x_hat / K) + math.e * alpha / K * W
@@ -70,9 +65,7 @@ def exp3_ix_reference(losses, u, *, eta, gamma):
     for t in range(T):
         p = w / w.sum()
         i = draw(p, u[t, 0])
-        rec["weights"].append(p)
-        rec["play_probs"].append(p)
-        rec["played"].append(i)
+        record(rec, weights=p, play_probs=p, played=i)
         l_tilde = np.zeros(K)
         l_tilde[i] = losses[t, i] / (p[i] + gamma)
         w = w * np.exp(-eta * l_tilde)
@@ -89,3 +82,98 @@ def default_window(horizon: int, num_changes: int) -> int:
     """SW-UCB's ``tau = 2 B sqrt(T log T / Upsilon_T)``, ``B = 1``, rounded down, at most ``T``."""
     tau = 2.0 * math.sqrt(horizon * math.log(horizon) / num_changes)
     return min(horizon, max(1, math.floor(tau)))
+
+
+def tsallis_weights_reference(cum_loss: np.ndarray, eta: float) -> np.ndarray:
+    """``(K,)`` ``w_i = 4 (eta (L^_i - x))^{-2}`` with ``sum_i w_i = 1``: the root ``x`` lies
+    in ``[min L^ - 2 sqrt(K) / eta, min L^ - 2 / eta]`` (the best arm's ``w`` between ``1/K``
+    and 1)."""
+    cum_loss = np.asarray(cum_loss, np.float64)
+    K, low = cum_loss.shape[0], float(cum_loss.min())
+
+    def excess(x: float) -> float:
+        return float(np.sum(4.0 / (eta * (cum_loss - x)) ** 2) - 1.0)
+
+    a, b = low - 2.0 * math.sqrt(K) / eta, low - 2.0 / eta
+    if excess(a) >= 0.0:  # equal L^: the bracket's end is the root (up to rounding)
+        x = a
+    elif excess(b) <= 0.0:
+        x = b
+    else:
+        x = optimize.brentq(excess, a, b, xtol=1e-300, rtol=1e-15)
+    return 4.0 / (eta * (cum_loss - x)) ** 2
+
+
+def tsallis_inf_reference(losses, u, *, lr_scale):
+    """Tsallis-INF from ``L^_0 = 0`` (unshifted). Round ``t = 1, 2, ...``: ``eta_t = lr_scale 2 /
+    sqrt(t)``; ``w_t`` from ``L^_{t-1}``; ``I_t = draw(w_t, u[t-1, 0])``; ``B_t(i) = 1/2 1{w_{t,i}
+    >= eta_t^2}``; ``l^_{t,i} = 1{I_t = i} (l_{t,i} - B_t(i)) / w_{t,i} + B_t(i)``; ``L^_t =
+    L^_{t-1} + l^_t``. Returns ``played`` (T,), ``weights``, ``estimates`` (T, K) (``w_t``,
+    ``l^_t``) and ``cum_loss`` (T+1, K) before each round."""
+    T, K = losses.shape
+    cum = np.zeros((T + 1, K))
+    played = np.zeros(T, np.int64)
+    weights, estimates = np.zeros((T, K)), np.zeros((T, K))
+    for t in range(T):
+        eta = lr_scale * 2.0 / math.sqrt(t + 1)
+        w = tsallis_weights_reference(cum[t], eta)
+        i = draw(w, u[t, 0])
+        baseline = np.where(w >= eta**2, 0.5, 0.0)
+        estimate = baseline.copy()
+        estimate[i] += (losses[t, i] - baseline[i]) / w[i]
+        weights[t], estimates[t], played[t] = w, estimate, i
+        cum[t + 1] = cum[t] + estimate
+    return {"played": played, "weights": weights, "estimates": estimates, "cum_loss": cum}
+
+
+def thompson_reference(losses, theta, coins, *, prior_alpha, prior_beta, discount, window):
+    """Round ``t``: arm ``i``'s posterior ``Beta(S_i + alpha_0, F_i + beta_0)``; play ``i_t =
+    argmax_i theta[t, i]``; the trial ``r~_t = 1{coins[t] < 1 - l_t(i_t)}``; then ``S_i <-
+    discount S_i + 1{i = i_t} r~_t``, ``F_i <- discount F_i + 1{i = i_t} (1 - r~_t)`` (``discount
+    = 1``: Thompson sampling), or with ``window=tau`` the trials of the last ``tau`` rounds.
+    Returns ``played`` (T,), ``alpha``, ``beta`` (T+1, K): the posterior before round ``t``."""
+    T, K = losses.shape
+    S, F, played = np.zeros(K), np.zeros(K), np.zeros(T, np.int64)
+    alpha, beta, history = np.zeros((T + 1, K)), np.zeros((T + 1, K)), []
+    for t in range(T + 1):
+        if window is not None:
+            S, F = np.zeros(K), np.zeros(K)
+            for arm, trial in history[-window:]:
+                S[arm] += trial
+                F[arm] += 1.0 - trial
+        alpha[t], beta[t] = S + prior_alpha, F + prior_beta
+        if t == T:
+            break
+        i = int(np.argmax(theta[t]))
+        played[t] = i
+        trial = 1.0 if coins[t] < 1.0 - losses[t, i] else 0.0
+        history.append((i, trial))
+        if window is None:
+            S, F = discount * S, discount * F
+            S[i] += trial
+            F[i] += 1.0 - trial
+    return {"played": played, "alpha": alpha, "beta": beta}
+
+
+def argmax_probabilities_reference(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """``(K,)`` ``P(i = argmax_j theta_j)``, ``theta_j ~ Beta(alpha_j, beta_j)`` independent,
+    to about 1e-10: ``P_i = int_0^1 prod_{j != i} F_j(F_i^{-1}(u)) du`` by ``quad``, split at
+    where the other arms' CDFs pass their quantiles 1e-6 .. 1 - 1e-6."""
+    alpha, beta = np.asarray(alpha, np.float64), np.asarray(beta, np.float64)
+    K = alpha.shape[0]
+    out = np.zeros(K)
+    for i in range(K):
+        others = [j for j in range(K) if j != i]
+
+        def integrand(u: float, i: int = i, others: list[int] = others) -> float:
+            x = stats.beta.ppf(u, alpha[i], beta[i])
+            return float(np.prod([stats.beta.cdf(x, alpha[j], beta[j]) for j in others]))
+
+        quantiles = (1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 1 - 1e-6)
+        ends = [stats.beta.ppf(q, alpha[j], beta[j]) for j in others for q in quantiles]
+        cuts = {float(stats.beta.cdf(x, alpha[i], beta[i])) for x in ends}
+        breaks = sorted(b for b in cuts if 0.0 < b < 1.0)
+        out[i] = integrate.quad(
+            integrand, 0.0, 1.0, points=breaks, limit=1000, epsabs=1e-12, epsrel=1e-10
+        )[0]
+    return out

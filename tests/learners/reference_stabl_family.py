@@ -22,16 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tests.learners.reference import draw, prod_meta_reference, stabl_meta_rates, stack
-
-__all__ = [
-    "hedge_reference",
-    "saol_hedge_reference",
-    "saol_reference",
-    "stabl_adaptive_reference",
-    "stabl_anytime_reference",
-    "stabl_one_query_reference",
-]
+from tests.learners.reference import draw, prod_meta_reference, record, stabl_meta_rates, stack
 
 
 def _saol_rates(lengths, meta_lr_scale: float) -> np.ndarray:
@@ -51,20 +42,17 @@ def hedge_reference(losses, u, *, lr_scale=1.0):
     )
     for t in range(T):
         x = draw(w, u[t, 0])
-        rec["weights"].append(w)
-        rec["played"].append(x)
-        rec["arms"].append((x + np.arange(n)) % n)
+        record(rec, weights=w, played=x, arms=(x + np.arange(n)) % n)
         w = w * np.exp(-eta * losses[t])
         w = w / w.sum()
     rec["weights"].append(w)
     return stack(rec)
 
 
-def saol_hedge_reference(
-    losses, u, lengths, *, expert_lr_scale=1.0, meta_lr_scale=1.0, round_offset=0
-):
-    """SAOL over Hedge experts ``eta'_k = sqrt(8 ln n / L_k)``, full information: the exact
-    regret ``r_k = mix . l - v_k . l``, every expert steps ``v_k *= exp(-eta'_k l)``."""
+def saol_hedge_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, round_offset):
+    """SAOL over Hedge experts ``eta'_k = sqrt(8 ln n / L_k)``, full information (queries
+    ``x, x+1, ..., x+n-1 mod n``, ``arms``): the exact regret ``r_k = mix . l - v_k . l``, every
+    expert steps ``v_k *= exp(-eta'_k l)``."""
     n = losses.shape[1]
     eta_e = np.array([expert_lr_scale * math.sqrt(8.0 * math.log(n) / L) for L in lengths])
 
@@ -72,15 +60,13 @@ def saol_hedge_reference(
         loss = losses[t]
         r = np.array([float(mix @ loss) - float(v[k] @ loss) for k in range(len(lengths))])
         new_v = v * np.exp(-eta_e[:, None] * loss)
-        return r, new_v / new_v.sum(axis=1)[:, None], {}
+        return r, new_v / new_v.sum(axis=1)[:, None], {"arms": (x + np.arange(n)) % n}
 
     eta = _saol_rates(lengths, meta_lr_scale)
     return prod_meta_reference(losses, u, lengths, eta, experts_round, round_offset)
 
 
-def saol_reference(
-    losses, u, lengths, *, expert_lr_scale=1.0, meta_lr_scale=1.0, round_offset=0, feedback="loss"
-):
+def saol_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, round_offset, feedback):
     """Bandit SAOL, ``1 + B`` queries: EXP3 expert ``k`` (Algorithm 2 of Lu et al., ``z = v_k``,
     ``C = 1``: ``eta'_k = sqrt(ln n / (L_k n))``) draws ``y_k = draw(v_k, u[t, 1 + k])``;
     ``r_k = sum_j p_j l(y_j) - l(y_k)``; ``v_k(y_k) *= exp(-eta'_k l(y_k) / v_k(y_k))`` (reward:
@@ -138,15 +124,12 @@ def ml_prod_reference(losses, u, lengths, rates: Rates, feedback="loss"):
     ``p ∝ eta_k exp(eta_k Lam_k)`` over the active experts, ``P`` line 9 over them; ``x =
     draw(mix, u[t, 0])`` played, ``xo = draw(P, u[t, 1])`` observed, ``c = l(xo) / P(xo)``,
     ``r_k = c (mix(xo) - v_k(xo))`` (reward: ``c = (1 - l(xo)) / P(xo)``, signs flipped).
-
-    Returns:
-        ``played``, ``observed`` (T,), ``play_probs``, ``obs_probs`` (T, n), ``expert_probs``
-        (T, B, n), ``meta_probs`` (T, B) (0 for inactive experts), ``expert_rates``,
-        ``meta_rates`` (T, B), ``num_active`` (T,), ``muted``.
-    """
+    Returns ``played``, ``observed`` (T,), ``play_probs``, ``obs_probs`` (T, n), ``expert_probs``
+    (T, B, n), ``meta_probs`` (T, B) (0 for inactive experts), ``expert_rates``, ``meta_rates`` (T,
+    B), ``num_active`` (T,), ``muted``."""
     (T, n), B, sign = losses.shape, len(lengths), -1.0 if feedback == "loss" else 1.0
     cum, V, R, lam = np.zeros((B, n)), np.zeros(B), np.zeros(B), np.zeros(B)
-    start, muted, rec = np.zeros(B, dtype=np.int64), 0, defaultdict(list)
+    start, muted, rec = np.zeros(B, dtype=np.int64), 0, defaultdict[str, list](list)
     for t in range(T):
         active = np.array([k == 0 or t >= lengths[k - 1] for k in range(B)])
         b_t = int(active.sum())
@@ -161,10 +144,8 @@ def ml_prod_reference(losses, u, lengths, rates: Rates, feedback="loss"):
         top = v[active].max(axis=0)
         P = 0.5 * top**2 / np.sum(top**2) + 0.5 * sum(v[k] / b_t for k in range(B) if active[k])
         x, xo = draw(mix, u[t, 0]), draw(P, u[t, 1])
-        now = dict(played=x, observed=xo, play_probs=mix, obs_probs=P, expert_probs=v)
-        now |= dict(meta_probs=p, expert_rates=eta_e, meta_rates=eta, num_active=b_t)
-        for name, value in now.items():
-            rec[name].append(value)
+        record(rec, played=x, observed=xo, play_probs=mix, obs_probs=P, expert_probs=v)
+        record(rec, meta_probs=p, expert_rates=eta_e, meta_rates=eta, num_active=b_t)
         c = (losses[t, xo] if feedback == "loss" else 1.0 - losses[t, xo]) / P[xo]
         r = sign * c * (v[:, xo] - mix[xo])
         for k in range(B):
@@ -187,9 +168,7 @@ def ml_prod_reference(losses, u, lengths, rates: Rates, feedback="loss"):
     return stack(rec) | {"muted": muted}
 
 
-def stabl_anytime_reference(
-    losses, u, lengths, *, expert_lr_scale=1.0, meta_lr_scale=1.0, feedback="loss"
-):
+def stabl_anytime_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, feedback):
     """Anytime rates: ``eta'_k = sqrt(ln n / ((tau_k + 1) n 2 B_t))`` (the Lemma with ``L_k ->
     tau + 1``, ``C = 2 B_t``), ``eta_k = min(1/(2 sqrt n), 1/sqrt(n (tau_k + 1)))`` (line 6)."""
     n = losses.shape[1]
@@ -202,9 +181,7 @@ def stabl_anytime_reference(
     return ml_prod_reference(losses, u, lengths, rates, feedback)
 
 
-def stabl_adaptive_reference(
-    losses, u, lengths, *, expert_lr_scale=1.0, meta_lr_scale=1.0, feedback="loss"
-):
+def stabl_adaptive_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, feedback):
     """Self-confident rates: ``eta'_k = sqrt(ln n / (1 + V_k))`` and ML-Prod's adaptive
     ``eta_k = min(1 / (2 E_t), 1 / sqrt(E_t^2 + R_k))`` on ``r / E_t``, ``E_t = 2 B_t`` (the
     range of the meta regret estimates)."""
