@@ -1,160 +1,76 @@
-"""Plain-NumPy loops of two one-query bandit baselines, written from their source papers.
+"""Independent float64 NumPy loops of the one-query baselines, written from their papers
+(conventions of :mod:`tests.learners.reference`; nothing from ``stabl_jax``):
 
-Each function follows the published pseudo-code literally (1-based rounds of the papers are
-the 0-based ``t`` here: ``t`` rounds have been played before round ``t``), in float64, with
-unnormalised weights or full histories where the paper uses them. Nothing is imported from
-``stabl_jax``: the only shared convention is the inverse-CDF draw of :func:`reference.draw`
-fed the same uniforms as the JAX learner (``u[t, 0]`` draws round ``t``'s arm). The UCB
-policies are deterministic and use no uniforms.
-
-Losses ``l`` in [0, 1] are the input everywhere; Exp3.S, written for rewards, uses
-``x = 1 - l``.
-
-- :func:`exp3s_reference` — Exp3.S, Auer, Cesa-Bianchi, Freund and Schapire, "The
-  nonstochastic multiarmed bandit problem", SIAM J. Comput. 32(1), 2002, Section 8.
-- :func:`exp3_ix_reference` — Exp3-IX, Neu, "Explore no more: improved high-probability regret
-  bounds for non-stochastic bandits", NeurIPS 2015, Algorithm 1 and Theorem 1.
-- :func:`default_discount`, :func:`default_window` — the tunings of D-UCB and SW-UCB, Garivier
-  and Moulines, ALT 2011 (their loops are in :mod:`reference_index_policies`).
+- :func:`exp3s_reference` — Exp3.S, Auer, Cesa-Bianchi, Freund and Schapire, SIAM J. Comput.
+  32(1), 2002, Section 8 (rewards ``x = 1 - l``); :func:`exp3_ix_reference` — Exp3-IX, Neu,
+  NeurIPS 2015, Algorithm 1 and Theorem 1.
+- :func:`default_discount`, :func:`default_window` — D-UCB's and SW-UCB's tunings, Garivier and
+  Moulines, ALT 2011 (their loops: :mod:`tests.learners.reference_index_policies`).
+- :func:`tsallis_inf_reference` — Tsallis-INF, Zimmert and Seldin, JMLR 2021, Algorithm 1
+  (1/2-Tsallis entropy, reduced-variance estimator), normalised by Brent's method.
+- :func:`thompson_reference` — Agrawal and Goyal, COLT 2012, Algorithm 2 (Bernoulli trials),
+  discounted (Raj and Kalyani, arXiv 2017) or over a sliding window (Trovò, Paladino, Restelli
+  and Gatti, JAIR 2020), fed the learner's samples ``theta[t]`` and coins ``coins[t]``;
+  :func:`argmax_probabilities_reference` — ``P(i = argmax_j theta_j)`` by adaptive quadrature
+  of ``int_0^1 prod_{j != i} F_j(F_i^{-1}(u)) du``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TypeVar
+from collections import defaultdict
 
 import numpy as np
+from scipy import integrate, optimize, stats
 
-from tests.learners.reference import draw
-
-__all__ = [
-    "default_discount",
-    "default_window",
-    "exp3_ix_rates",
-    "exp3_ix_reference",
-    "exp3s_gamma",
-    "exp3s_reference",
-]
-
-
-#: ``u``'s type passes through ``_check``: an array stays an array, ``None`` stays ``None``.
-U = TypeVar("U", np.ndarray, None)
-
-
-def _check(losses: np.ndarray, u: U) -> tuple[np.ndarray, U]:
-    losses = np.asarray(losses, dtype=np.float64)
-    if losses.ndim != 2 or losses.shape[1] < 2:
-        raise ValueError(f"losses must have shape (T, n>=2), got {losses.shape}")
-    if np.any(losses < 0) or np.any(losses > 1):
-        raise ValueError("losses must lie in [0, 1]")
-    if u is not None:
-        u = np.asarray(u, dtype=np.float64)
-        if u.ndim != 2 or u.shape[0] != losses.shape[0]:
-            raise ValueError(f"u must have shape (T, >=1) with T={losses.shape[0]}, got {u.shape}")
-    return losses, u
-
-
-# --------------------------------------------------------------------------------------------
-# Exp3.S (Auer et al. 2002, Section 8)
-# --------------------------------------------------------------------------------------------
+from tests.learners.reference import draw, record, stack
 
 
 def exp3s_gamma(num_arms: int, horizon: int, hardness: int) -> float:
-    """The exploration rate of Section 8's corollary to Theorem 8.1,
-    ``min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))``, where ``S`` bounds the hardness
-    ``H = 1 + #switches`` of the compared action sequence."""
+    """Section 8's ``gamma = min(1, sqrt(K (S ln(K T) + e) / ((e - 1) T)))``, ``S`` bounding the
+    hardness ``1 + #switches`` of the compared action sequence."""
     k, t, s = num_arms, horizon, hardness
     return min(1.0, math.sqrt(k * (s * math.log(k * t) + math.e) / ((math.e - 1.0) * t)))
 
 
-def exp3s_reference(
-    losses: np.ndarray,
-    u: np.ndarray,
-    *,
-    gamma: float,
-    alpha: float,
-    lr_scale: float = 1.0,
-) -> dict[str, np.ndarray]:
-    """Exp3.S, literally (unnormalised weights).
-
-    Initialise ``w_i(1) = 1``. Each round:
-
-    1. ``p_i(t) = (1 - gamma) w_i(t) / sum_j w_j(t) + gamma / K``;
-    2. draw ``i_t ~ p(t)``; receive the reward ``x_{i_t}(t) = 1 - l_{i_t}(t)``;
-    3. ``x^_j(t) = x_j(t) / p_j(t)`` if ``j = i_t``, else 0;
-    4. ``w_j(t+1) = w_j(t) exp(gamma x^_j(t) / K) + (e alpha / K) sum_i w_i(t)``.
-
-    ``lr_scale`` multiplies the exponent's ``gamma / K`` (1 is the paper).
-
-    Returns:
-      ``played`` (T,), ``play_probs`` (T, K) the ``p(t)`` used at round t, and ``weights``
-      (T+1, K) the normalised ``w(t) / W(t)`` before round t (index T: after the last round).
-    """
-    losses, u = _check(losses, u)
-    T, K = losses.shape
-    w = np.ones(K)
-    played = np.zeros(T, dtype=np.int64)
-    play_probs = np.zeros((T, K))
-    weights = np.zeros((T + 1, K))
+def exp3s_reference(losses, u, *, gamma, alpha, lr_scale=1.0):
+    """Exp3.S from ``w_i(1) = 1``: ``p_i(t) = (1 - gamma) w_i(t) / W(t) + gamma / K``; draw
+    ``i_t ~ p(t)``; ``x^_j(t) = x_j(t) / p_j(t)`` for ``j = i_t``, else 0; ``w_j(t+1) = w_j(t)
+    exp(lr_scale gamma x^_j(t) / K) + (e alpha / K) W(t)``. Returns ``played`` (T,),
+    ``play_probs`` (T, K) and the normalised ``weights`` (T+1, K)."""
+    (T, K), w, rec = losses.shape, np.ones(losses.shape[1]), defaultdict(list)
     for t in range(T):
         W = w.sum()
-        weights[t] = w / W
         p = (1.0 - gamma) * w / W + gamma / K
-        play_probs[t] = p
         i = draw(p, u[t, 0])
-        played[t] = i
+        record(rec, weights=w / W, play_probs=p, played=i)
         x_hat = np.zeros(K)
         x_hat[i] = (1.0 - losses[t, i]) / p[i]
         w = w * np.exp(lr_scale * gamma * x_hat / K) + math.e * alpha / K * W
-    weights[T] = w / w.sum()
-    return {"played": played, "play_probs": play_probs, "weights": weights}
-
-
-# --------------------------------------------------------------------------------------------
-# Exp3-IX (Neu 2015, Algorithm 1)
-# --------------------------------------------------------------------------------------------
+    rec["weights"].append(w / w.sum())
+    return stack(rec)
 
 
 def exp3_ix_rates(num_arms: int, horizon: int) -> tuple[float, float]:
-    """Theorem 1's tuning ``eta = 2 gamma = sqrt(2 ln K / (K T))``: returns ``(eta, gamma)``."""
+    """Theorem 1's ``(eta, gamma)``: ``eta = 2 gamma = sqrt(2 ln K / (K T))``."""
     eta = math.sqrt(2.0 * math.log(num_arms) / (num_arms * horizon))
     return eta, eta / 2.0
 
 
-def exp3_ix_reference(
-    losses: np.ndarray, u: np.ndarray, *, eta: float, gamma: float
-) -> dict[str, np.ndarray]:
-    """Exp3-IX, literally (unnormalised weights).
-
-    Initialise ``w_{1,i} = 1``. Each round: ``p_{t,i} = w_{t,i} / W_t``; draw ``I_t ~ p_t``;
-    observe ``l_{t,I_t}``; ``l~_{t,i} = l_{t,i} 1{I_t = i} / (p_{t,i} + gamma)``;
-    ``w_{t+1,i} = w_{t,i} exp(-eta l~_{t,i})``.
-
-    Returns:
-      ``played`` (T,), ``play_probs`` (T, K) and ``weights`` (T+1, K), normalised.
-    """
-    losses, u = _check(losses, u)
-    T, K = losses.shape
-    w = np.ones(K)
-    played = np.zeros(T, dtype=np.int64)
-    play_probs = np.zeros((T, K))
-    weights = np.zeros((T + 1, K))
+def exp3_ix_reference(losses, u, *, eta, gamma):
+    """Exp3-IX from ``w_{1,i} = 1``: ``p_t = w_t / W_t``; draw ``I_t ~ p_t``; ``l~_{t,i} =
+    l_{t,i} 1{I_t = i} / (p_{t,i} + gamma)``; ``w_{t+1,i} = w_{t,i} exp(-eta l~_{t,i})``.
+    Returns ``played`` (T,), ``play_probs`` (T, K) and ``weights`` (T+1, K), normalised."""
+    (T, K), w, rec = losses.shape, np.ones(losses.shape[1]), defaultdict(list)
     for t in range(T):
         p = w / w.sum()
-        weights[t] = p
-        play_probs[t] = p
         i = draw(p, u[t, 0])
-        played[t] = i
+        record(rec, weights=p, play_probs=p, played=i)
         l_tilde = np.zeros(K)
         l_tilde[i] = losses[t, i] / (p[i] + gamma)
         w = w * np.exp(-eta * l_tilde)
-    weights[T] = w / w.sum()
-    return {"played": played, "play_probs": play_probs, "weights": weights}
-
-
-# --------------------------------------------------------------------------------------------
-# D-UCB and SW-UCB (Garivier and Moulines 2011)
-# --------------------------------------------------------------------------------------------
+    rec["weights"].append(w / w.sum())
+    return stack(rec)
 
 
 def default_discount(horizon: int, num_changes: int) -> float:
@@ -163,7 +79,101 @@ def default_discount(horizon: int, num_changes: int) -> float:
 
 
 def default_window(horizon: int, num_changes: int) -> int:
-    """SW-UCB's ``tau = 2 B sqrt(T log T / Upsilon_T)`` with ``B = 1``, rounded down, at most
-    ``T`` (a window that never fills is the whole history)."""
+    """SW-UCB's ``tau = 2 B sqrt(T log T / Upsilon_T)``, ``B = 1``, rounded down, at most ``T``."""
     tau = 2.0 * math.sqrt(horizon * math.log(horizon) / num_changes)
     return min(horizon, max(1, math.floor(tau)))
+
+
+def tsallis_weights_reference(cum_loss: np.ndarray, eta: float) -> np.ndarray:
+    """``(K,)`` ``w_i = 4 (eta (L^_i - x))^{-2}`` with ``sum_i w_i = 1``: the root ``x`` lies
+    in ``[min L^ - 2 sqrt(K) / eta, min L^ - 2 / eta]`` (the best arm's ``w`` between ``1/K``
+    and 1)."""
+    cum_loss = np.asarray(cum_loss, np.float64)
+    K, low = cum_loss.shape[0], float(cum_loss.min())
+
+    def excess(x: float) -> float:
+        return float(np.sum(4.0 / (eta * (cum_loss - x)) ** 2) - 1.0)
+
+    a, b = low - 2.0 * math.sqrt(K) / eta, low - 2.0 / eta
+    if excess(a) >= 0.0:  # equal L^: the bracket's end is the root (up to rounding)
+        x = a
+    elif excess(b) <= 0.0:
+        x = b
+    else:
+        x = optimize.brentq(excess, a, b, xtol=1e-300, rtol=1e-15)
+    return 4.0 / (eta * (cum_loss - x)) ** 2
+
+
+def tsallis_inf_reference(losses, u, *, lr_scale):
+    """Tsallis-INF from ``L^_0 = 0`` (unshifted). Round ``t = 1, 2, ...``: ``eta_t = lr_scale 2 /
+    sqrt(t)``; ``w_t`` from ``L^_{t-1}``; ``I_t = draw(w_t, u[t-1, 0])``; ``B_t(i) = 1/2 1{w_{t,i}
+    >= eta_t^2}``; ``l^_{t,i} = 1{I_t = i} (l_{t,i} - B_t(i)) / w_{t,i} + B_t(i)``; ``L^_t =
+    L^_{t-1} + l^_t``. Returns ``played`` (T,), ``weights``, ``estimates`` (T, K) (``w_t``,
+    ``l^_t``) and ``cum_loss`` (T+1, K) before each round."""
+    T, K = losses.shape
+    cum = np.zeros((T + 1, K))
+    played = np.zeros(T, np.int64)
+    weights, estimates = np.zeros((T, K)), np.zeros((T, K))
+    for t in range(T):
+        eta = lr_scale * 2.0 / math.sqrt(t + 1)
+        w = tsallis_weights_reference(cum[t], eta)
+        i = draw(w, u[t, 0])
+        baseline = np.where(w >= eta**2, 0.5, 0.0)
+        estimate = baseline.copy()
+        estimate[i] += (losses[t, i] - baseline[i]) / w[i]
+        weights[t], estimates[t], played[t] = w, estimate, i
+        cum[t + 1] = cum[t] + estimate
+    return {"played": played, "weights": weights, "estimates": estimates, "cum_loss": cum}
+
+
+def thompson_reference(losses, theta, coins, *, prior_alpha, prior_beta, discount, window):
+    """Round ``t``: arm ``i``'s posterior ``Beta(S_i + alpha_0, F_i + beta_0)``; play ``i_t =
+    argmax_i theta[t, i]``; the trial ``r~_t = 1{coins[t] < 1 - l_t(i_t)}``; then ``S_i <-
+    discount S_i + 1{i = i_t} r~_t``, ``F_i <- discount F_i + 1{i = i_t} (1 - r~_t)`` (``discount
+    = 1``: Thompson sampling), or with ``window=tau`` the trials of the last ``tau`` rounds.
+    Returns ``played`` (T,), ``alpha``, ``beta`` (T+1, K): the posterior before round ``t``."""
+    T, K = losses.shape
+    S, F, played = np.zeros(K), np.zeros(K), np.zeros(T, np.int64)
+    alpha, beta, history = np.zeros((T + 1, K)), np.zeros((T + 1, K)), []
+    for t in range(T + 1):
+        if window is not None:
+            S, F = np.zeros(K), np.zeros(K)
+            for arm, trial in history[-window:]:
+                S[arm] += trial
+                F[arm] += 1.0 - trial
+        alpha[t], beta[t] = S + prior_alpha, F + prior_beta
+        if t == T:
+            break
+        i = int(np.argmax(theta[t]))
+        played[t] = i
+        trial = 1.0 if coins[t] < 1.0 - losses[t, i] else 0.0
+        history.append((i, trial))
+        if window is None:
+            S, F = discount * S, discount * F
+            S[i] += trial
+            F[i] += 1.0 - trial
+    return {"played": played, "alpha": alpha, "beta": beta}
+
+
+def argmax_probabilities_reference(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """``(K,)`` ``P(i = argmax_j theta_j)``, ``theta_j ~ Beta(alpha_j, beta_j)`` independent,
+    to about 1e-10: ``P_i = int_0^1 prod_{j != i} F_j(F_i^{-1}(u)) du`` by ``quad``, split at
+    where the other arms' CDFs pass their quantiles 1e-6 .. 1 - 1e-6."""
+    alpha, beta = np.asarray(alpha, np.float64), np.asarray(beta, np.float64)
+    K = alpha.shape[0]
+    out = np.zeros(K)
+    for i in range(K):
+        others = [j for j in range(K) if j != i]
+
+        def integrand(u: float, i: int = i, others: list[int] = others) -> float:
+            x = stats.beta.ppf(u, alpha[i], beta[i])
+            return float(np.prod([stats.beta.cdf(x, alpha[j], beta[j]) for j in others]))
+
+        quantiles = (1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 1 - 1e-6)
+        ends = [stats.beta.ppf(q, alpha[j], beta[j]) for j in others for q in quantiles]
+        cuts = {float(stats.beta.cdf(x, alpha[i], beta[i])) for x in ends}
+        breaks = sorted(b for b in cuts if 0.0 < b < 1.0)
+        out[i] = integrate.quad(
+            integrand, 0.0, 1.0, points=breaks, limit=1000, epsabs=1e-12, epsrel=1e-10
+        )[0]
+    return out

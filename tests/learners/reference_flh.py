@@ -1,23 +1,16 @@
-"""Plain-NumPy FLH2 (Hazan and Seshadhri, ICML 2009) and EFLH (Lu and Hazan, arXiv:2207.00646)
-over EXP3 experts with bandit feedback, written from the papers, in float64; and the history
-lengths of SAOL's meta over EFLH's lengths and over every dyadic scale (the SAOL loop itself is
-``reference_stabl_family.py``'s).
+"""Independent float64 NumPy FLH2 (Hazan and Seshadhri, ICML 2009) and EFLH (Lu and Hazan,
+arXiv:2207.00646) over EXP3 experts with bandit feedback, written from the papers (nothing
+from ``stabl_jax``); and the history lengths of SAOL's meta over EFLH's and every dyadic scale.
 
-The paper's rounds ``tau = 1..T`` and start rounds ``i`` are kept 1-based; the working set
-``S_tau`` is a Python set and the weights ``v_tau^(i)`` a dict, updated literally:
-
-1. play ``x_tau = y_J``, ``J ~ v_tau`` over the alive experts, ``y_j ~ E^j``;
-2. ``v^(i) = v^(i) e^{-alpha l(y_i)} / sum_{j in S_tau} v^(j) e^{-alpha l(y_j)}``;
-3. ``S_{tau+1}`` from the pruning rule (FLH: lifetimes; EFLH: the lookback);
-4. a new expert ``E^{tau+1}`` gets ``1/(tau+1)``, the others
-   ``(1 - 1/(tau+1)) v^(i) / sum_{j in S_{tau+1}, j != tau+1} v^(j)`` (no new expert: ``v^``
-   renormalised over ``S_{tau+1}``);
-5. every expert runs EXP3 on ``l_hat = 1[a = y_i] l(y_i) / E^i(y_i)``.
-
-The only conventions shared with ``stabl_jax`` are those a comparison on shared draws needs:
-the inverse-CDF draw of :func:`tests.learners.reference.draw`, the uniforms (``u[tau-1, 0]`` draws
-``J``, ``u[tau-1, 1 + slot]`` the arm of the expert in ``slot``) and the slots: a new expert
-takes the lowest free slot of ``M``.
+The paper's rounds ``tau = 1..T`` and starts ``i`` are 1-based; the working set ``S_tau`` (a
+set) and the weights ``v_tau^(i)`` (a dict) are updated literally: play ``x_tau = y_J``, ``J ~
+v_tau`` over the alive experts, ``y_j ~ E^j``; ``v^(i) = v^(i) e^{-alpha l(y_i)} / sum_{j in
+S_tau} v^(j) e^{-alpha l(y_j)}``; ``S_{tau+1}`` by the pruning rule (FLH: lifetimes; EFLH: the
+lookback); a new expert ``E^{tau+1}`` gets ``1/(tau+1)``, the others ``(1 - 1/(tau+1)) v^(i)``
+renormalised over the kept ones; every expert runs EXP3 on ``l_hat = 1[a = y_i] l(y_i) /
+E^i(y_i)``. Shared with ``stabl_jax`` for the shared draws: ``u[tau-1, 0]`` draws ``J``,
+``u[tau-1, 1 + slot]`` the arm of the expert in ``slot``, a new expert takes the lowest free
+slot of ``M``.
 """
 
 from __future__ import annotations
@@ -29,32 +22,17 @@ import numpy as np
 
 from tests.learners.reference import draw
 
-__all__ = [
-    "dyadic_lengths",
-    "eflh_lengths",
-    "eflh_saol_lengths",
-    "eflh_working_set",
-    "flh_lifetime",
-    "flh_reference",
-    "flh_working_set",
-]
-
 
 def flh_lifetime(i: int) -> int:
     """FLH's lifetime of ``E^i``: ``i = r 2^k`` with ``r`` odd lives ``2^{k+2} + 1`` rounds."""
-    k = 0
-    while i % 2 == 0:
-        i //= 2
-        k += 1
+    k = (i & -i).bit_length() - 1  # the trailing zeros of i
     return 2 ** (k + 2) + 1
 
 
-def flh_working_set(
-    previous: set[int], tau: int, lifetime: Callable[[int], int] = flh_lifetime
-) -> set[int]:
+def flh_working_set(previous: set[int], tau: int) -> set[int]:
     """``S_tau``: the experts of ``S_{tau-1} ∪ {tau}`` alive at ``tau``,
     ``i <= tau <= i + lifetime(i) - 1``."""
-    return {i for i in previous | {tau} if i <= tau <= i + lifetime(i) - 1}
+    return {i for i in previous | {tau} if i <= tau <= i + flh_lifetime(i) - 1}
 
 
 def eflh_lengths(horizon: int, epsilon: float) -> list[int]:
@@ -73,70 +51,31 @@ def eflh_lengths(horizon: int, epsilon: float) -> list[int]:
 def eflh_saol_lengths(horizon: int, epsilon: float) -> list[int]:
     """The restart periods of EFLH's lengths under SAOL's meta: ``min(L_k, T)``, distinct.
     (An expert restarted every ``L_k >= T`` rounds never restarts within ``T``.)"""
-    out: list[int] = []
-    for length in eflh_lengths(horizon, epsilon):
-        if min(length, horizon) not in out:
-            out.append(min(length, horizon))
-    return out
+    return list(dict.fromkeys(min(length, horizon) for length in eflh_lengths(horizon, epsilon)))
 
 
 def dyadic_lengths(horizon: int) -> list[int]:
     """SAOL's geometric covering intervals (Daniely et al. 2015): every ``2^k <= T``, from 1."""
-    out = [1]
-    while 2 * out[-1] <= horizon:
-        out.append(2 * out[-1])
-    return out
+    return [2**k for k in range(horizon.bit_length())]
 
 
 def eflh_working_set(lengths: list[int]) -> Callable[[set[int], int], set[int]]:
     """EFLH's lookback: ``S_tau = {s - (s mod L_k) + 1 : k}``, ``s = tau - 1``."""
-
-    def working_set(previous: set[int], tau: int) -> set[int]:
-        del previous
-        s = tau - 1
-        return {s - s % length + 1 for length in lengths}
-
-    return working_set
+    return lambda previous, tau: {tau - 1 - (tau - 1) % length + 1 for length in lengths}
 
 
-def flh_reference(
-    losses: np.ndarray,
-    u: np.ndarray,
-    *,
-    capacity: int,
-    alpha: float,
-    rate: Callable[[int], float],
-    working_set: Callable[[set[int], int], set[int]] = flh_working_set,
-) -> dict[str, np.ndarray]:
-    """FLH2 / EFLH with EXP3 experts, literally (see the module docstring).
-
-    Args:
-      losses: ``(T, n)`` in [0, 1].
-      u: ``(T, 1 + capacity)`` uniforms.
-      capacity: ``M``, the number of slots.
-      alpha: the meta learning rate.
-      rate: EXP3's ``eta'`` of the expert started at ``i``.
-      working_set: ``(S_{tau-1}, tau) -> S_tau``.
-
-    Returns:
-      per round ``tau - 1``: ``played`` (T,), ``expert`` (T,) the slot ``J``, ``arms`` (T, M)
-      the arm of each alive slot (-1 where empty); per state (T+1 rows, before round tau and
-      after the last): ``start`` (T+1, M) (0: empty), ``meta`` (T+1, M) ``v`` per slot and
-      ``experts`` (T+1, M, n) each alive slot's distribution (NaN where empty).
-    """
-    T, n = losses.shape
-    slots: list[int] = [0] * capacity  # slot -> start i, 0 = empty
-    slots[0] = 1
-    v = {1: 1.0}
-    dists = {1: np.full(n, 1.0 / n)}
-    out = {
-        "played": np.zeros(T, np.int64),
-        "expert": np.zeros(T, np.int64),
-        "arms": np.full((T, capacity), -1),
-        "start": np.zeros((T + 1, capacity), np.int64),
-        "meta": np.zeros((T + 1, capacity)),
-        "experts": np.full((T + 1, capacity, n), np.nan),
-    }
+def flh_reference(losses, u, *, capacity, alpha, rate, working_set=flh_working_set):
+    """FLH2 / EFLH with EXP3 experts on ``capacity`` slots ``M``: meta rate ``alpha``, EXP3's
+    ``rate(i)`` for the expert started at ``i``, ``working_set(S_{tau-1}, tau) -> S_tau``.
+    Returns per round: ``played`` (T,), ``expert`` (T,) the slot ``J``, ``arms`` (T, M) each alive
+    slot's arm (-1 where empty); per state (T+1, before round tau and after the last): ``start``
+    (T+1, M) (0: empty), ``meta`` (T+1, M) ``v`` per slot and ``experts`` (T+1, M, n) each alive
+    slot's distribution (NaN where empty)."""
+    (T, n), slots = losses.shape, [1] + [0] * (capacity - 1)  # slot -> start i, 0 = empty
+    v, dists = {1: 1.0}, {1: np.full(n, 1.0 / n)}
+    out = {"played": np.zeros(T, np.int64), "expert": np.zeros(T, np.int64)}
+    out |= {"arms": np.full((T, capacity), -1), "start": np.zeros((T + 1, capacity), np.int64)}
+    out |= {"meta": np.zeros((T + 1, capacity)), "experts": np.full((T + 1, capacity, n), np.nan)}
     for tau in range(1, T + 2):
         out["start"][tau - 1] = slots
         for slot, i in enumerate(slots):

@@ -1,49 +1,24 @@
-"""Plain-NumPy loops of six deterministic index policies, written from their source papers.
-
-Each function recomputes its statistics from the whole history every round, in float64, and
-takes the kl-UCB index to the last bit by bisection on the exact Bernoulli divergence
-(no clipping). Nothing is imported from ``stabl_jax``. Rounds are 0-based: ``t`` rounds have
-been played before round ``t``; losses ``l`` in [0, 1] are the input, the algorithms use the
-reward ``x = 1 - l``. An arm never played (in the window) has index ``+inf``, so the first
-``K`` rounds play every arm once in index order (each paper's initialisation); ties go to the
+"""Independent float64 NumPy loops of six deterministic index policies, written from their
+papers (nothing from ``stabl_jax``), the statistics recomputed from the whole history every
+round, the kl-UCB index bisected to the last bit. Rewards ``x = 1 - l``; an arm never played
+(in the window) has index ``+inf`` (the first ``K`` rounds play every arm once); ties go to the
 lowest index.
 
-- :func:`ucb1_reference` — UCB1, Auer, Cesa-Bianchi and Fischer, "Finite-time analysis of the
-  multiarmed bandit problem", Machine Learning 47, 2002, Figure 1.
-- :func:`klucb_reference` — kl-UCB, Garivier and Cappé, "The KL-UCB algorithm for bounded
-  stochastic bandits and beyond", COLT 2011, Algorithm 1 (Bernoulli divergence).
-- :func:`d_ucb_reference`, :func:`sw_ucb_reference` — Garivier and Moulines, "On
-  upper-confidence bound policies for switching bandit problems", ALT 2011, Algorithms 1
-  (D-UCB) and 2 (SW-UCB), with ``B = 1``.
-- :func:`sw_klucb_reference`, :func:`d_klucb_reference` — the sliding-window and discounted
-  statistics of Garivier and Moulines, ALT 2011, Algorithms 2 and 1, read by the kl-UCB index
-  with the budget ``explore_scale * log min(t, tau)`` or ``explore_scale * log n_t(gamma)``
-  (the variants compared by Besson et al., JMLR 2022).
+- :func:`ucb1_reference` — Auer, Cesa-Bianchi and Fischer, Machine Learning 47, 2002, Fig. 1.
+- :func:`klucb_reference` — Garivier and Cappé, COLT 2011, Algorithm 1 (Bernoulli).
+- :func:`d_ucb_reference`, :func:`sw_ucb_reference` — Garivier and Moulines, ALT 2011,
+  Algorithms 1 and 2 (``B = 1``); :func:`d_klucb_reference`, :func:`sw_klucb_reference` — their
+  statistics read by the kl-UCB index (the variants compared by Besson et al., JMLR 2022).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections import defaultdict
 
 import numpy as np
 
-__all__ = [
-    "argmax_first",
-    "bernoulli_kl",
-    "d_klucb_reference",
-    "d_ucb_reference",
-    "klucb_reference",
-    "klucb_upper",
-    "sw_klucb_reference",
-    "sw_ucb_reference",
-    "ucb1_reference",
-]
-
-#: ``(arms, rewards, t) -> (N, S)``: per-arm counts and reward sums after ``t`` rounds.
-Stats = Callable[[list[int], list[float], int], tuple[np.ndarray, np.ndarray]]
-#: ``(N_i, S_i, t, N) -> index of arm i`` for ``N_i > 0`` (``N``: all arms' counts).
-Index = Callable[[float, float, int, np.ndarray], float]
+from tests.learners.reference import record, stack
 
 
 def bernoulli_kl(p: float, q: float) -> float:
@@ -80,125 +55,85 @@ def argmax_first(values: np.ndarray) -> int:
     return int(np.flatnonzero(values == np.max(values))[0])
 
 
-def _run(losses: np.ndarray, stats: Stats, index: Index) -> dict[str, np.ndarray]:
-    """The index policy's loop: ``played`` (T,), ``index`` (T, K) the indices used at round t,
-    ``counts`` (T+1, K) the counts before round t."""
-    losses = np.asarray(losses, dtype=np.float64)
-    if losses.ndim != 2 or losses.shape[1] < 2 or np.any((losses < 0) | (losses > 1)):
-        raise ValueError(f"losses must have shape (T, K>=2) with entries in [0, 1]: {losses}")
-    T, K = losses.shape
+def _run(losses, weight, index) -> dict:
+    """The policy's loop: after ``t`` rounds, counts ``N_i`` and reward sums ``S_i`` with round
+    ``s``'s play weighted ``weight(s, t)``, and arm ``i``'s index ``index(N_i, S_i, t, N)``
+    (``+inf`` if ``N_i = 0``). Returns ``played`` (T,), ``index`` (T, K) used at round t and
+    ``counts`` (T+1, K) before round t."""
+    (T, K), rec = losses.shape, defaultdict[str, list](list)
     arms: list[int] = []
-    rewards: list[float] = []
-    played = np.zeros(T, dtype=np.int64)
-    indices = np.zeros((T, K))
-    counts = np.zeros((T + 1, K))
     for t in range(T + 1):
-        n, s = stats(arms, rewards, t)
-        counts[t] = n
+        n, s = np.zeros(K), np.zeros(K)
+        for r, a in enumerate(arms):
+            n[a] += weight(r, t)
+            s[a] += weight(r, t) * (1.0 - losses[r, a])
+        rec["counts"].append(n)
         if t == T:
             break
         idx = np.array([index(n[i], s[i], t, n) if n[i] > 0 else np.inf for i in range(K)])
-        indices[t] = idx
-        i_t = argmax_first(idx)
-        played[t] = i_t
-        arms.append(i_t)
-        rewards.append(1.0 - losses[t, i_t])
-    return {"played": played, "index": indices, "counts": counts}
+        arms.append(argmax_first(idx))
+        record(rec, index=idx, played=arms[-1])
+    return stack(rec)
 
 
-def _weighted_stats(weight: Callable[[int, int], float], num_arms: int) -> Stats:
-    """Counts and sums with round ``s``'s play weighted by ``weight(s, t)``."""
+def ucb1_reference(losses, *, explore_scale):
+    """UCB1: after ``n`` plays, arm ``j`` (``n_j`` plays, mean ``x-bar_j``) has the index
+    ``x-bar_j + explore_scale sqrt(2 ln n / n_j)`` (``explore_scale = 1``: Figure 1)."""
 
-    def stats(arms: list[int], rewards: list[float], t: int) -> tuple[np.ndarray, np.ndarray]:
-        n, s = np.zeros(num_arms), np.zeros(num_arms)
-        for r, (a, x) in enumerate(zip(arms, rewards, strict=True)):
-            w = weight(r, t)
-            n[a] += w
-            s[a] += w * x
-        return n, s
-
-    return stats
-
-
-def _in_window(window: int) -> Callable[[int, int], float]:
-    """Weight 1 for the last ``window`` rounds' plays, 0 before."""
-    return lambda s, t: 1.0 if s >= t - window else 0.0
-
-
-def ucb1_reference(losses: np.ndarray, *, explore_scale: float = 1.0) -> dict[str, np.ndarray]:
-    """UCB1: after ``n`` plays, arm ``j`` played ``n_j`` times with mean ``x-bar_j`` has index
-    ``x-bar_j + explore_scale sqrt(2 ln n / n_j)`` (``explore_scale = 1`` is Figure 1)."""
-
-    def index(n_j: float, s_j: float, n: int, _: np.ndarray) -> float:
+    def index(n_j, s_j, n, counts):
         return s_j / n_j + explore_scale * math.sqrt(2.0 * math.log(n) / n_j)
 
-    return _run(losses, _weighted_stats(lambda s, t: 1.0, losses.shape[1]), index)
+    return _run(losses, lambda s, t: 1.0, index)
 
 
-def klucb_reference(losses: np.ndarray, *, c: float = 0.0) -> dict[str, np.ndarray]:
-    """kl-UCB: after ``t`` plays, arm ``a`` (``N_a`` plays, mean ``mu_a``) has index
-    ``max {q : N_a kl(mu_a, q) <= log t + c log log t}``, the ``log log t`` term taken as 0
-    where ``log t < 1``."""
+def klucb_reference(losses, *, c):
+    """kl-UCB: ``max {q : N_a kl(mu_a, q) <= log t + c log log t}`` after ``t`` plays, the
+    ``log log t`` term 0 where ``log t < 1``."""
 
-    def index(n_a: float, s_a: float, t: int, _: np.ndarray) -> float:
+    def index(n_a, s_a, t, counts):
         log_t = math.log(t)
-        budget = log_t + (c * math.log(log_t) if log_t >= 1.0 else 0.0)
-        return klucb_upper(s_a / n_a, n_a, budget)
+        return klucb_upper(s_a / n_a, n_a, log_t + (c * math.log(log_t) if log_t >= 1.0 else 0.0))
 
-    return _run(losses, _weighted_stats(lambda s, t: 1.0, losses.shape[1]), index)
-
-
-def d_ucb_reference(
-    losses: np.ndarray, *, discount: float, xi: float = 0.5, explore_scale: float = 1.0
-) -> dict[str, np.ndarray]:
-    """D-UCB (Algorithm 1): after ``t`` rounds arm ``i`` has ``N_t(gamma, i) = sum_{s<=t}
-    gamma^{t-s} 1{I_s = i}`` and ``X-bar_t(gamma, i)`` the same weights' mean reward, and index
-    ``X-bar_t(gamma, i) + explore_scale 2 sqrt(xi log n_t(gamma) / N_t(gamma, i))``,
-    ``n_t(gamma) = sum_i N_t(gamma, i)``."""
-
-    def index(n_i: float, s_i: float, t: int, n: np.ndarray) -> float:
-        return s_i / n_i + explore_scale * 2.0 * math.sqrt(xi * math.log(n.sum()) / n_i)
-
-    return _run(
-        losses, _weighted_stats(lambda s, t: discount ** (t - 1 - s), losses.shape[1]), index
-    )
+    return _run(losses, lambda s, t: 1.0, index)
 
 
-def sw_ucb_reference(
-    losses: np.ndarray, *, window: int, xi: float = 0.6, explore_scale: float = 1.0
-) -> dict[str, np.ndarray]:
-    """SW-UCB (Algorithm 2): counts ``N_t(tau, i)`` and mean rewards ``X-bar_t(tau, i)`` of the
-    last ``tau = window`` rounds, index ``X-bar_t(tau, i) + explore_scale sqrt(xi log min(t,
-    tau) / N_t(tau, i))``."""
+def d_ucb_reference(losses, *, discount, xi, explore_scale):
+    """D-UCB (Algorithm 1): ``N_t(gamma, i) = sum_{s<=t} gamma^{t-s} 1{I_s = i}``, ``X-bar_t(gamma,
+    i)`` the same weights' mean reward, index ``X-bar_t(gamma, i) + explore_scale 2 sqrt(xi log
+    n_t(gamma) / N_t(gamma, i))``, ``n_t(gamma) = sum_i N_t(gamma, i)``."""
 
-    def index(n_i: float, s_i: float, t: int, _: np.ndarray) -> float:
+    def index(n_i, s_i, t, counts):
+        return s_i / n_i + explore_scale * 2.0 * math.sqrt(xi * math.log(counts.sum()) / n_i)
+
+    return _run(losses, lambda s, t: discount ** (t - 1 - s), index)
+
+
+def sw_ucb_reference(losses, *, window, xi, explore_scale):
+    """SW-UCB (Algorithm 2): counts ``N_t(tau, i)`` and means ``X-bar_t(tau, i)`` of the last
+    ``tau = window`` rounds, index ``X-bar_t(tau, i) + explore_scale sqrt(xi log min(t, tau) /
+    N_t(tau, i))``."""
+
+    def index(n_i, s_i, t, counts):
         return s_i / n_i + explore_scale * math.sqrt(xi * math.log(min(t, window)) / n_i)
 
-    return _run(losses, _weighted_stats(_in_window(window), losses.shape[1]), index)
+    return _run(losses, lambda s, t: 1.0 if s >= t - window else 0.0, index)
 
 
-def sw_klucb_reference(
-    losses: np.ndarray, *, window: int, explore_scale: float = 1.0
-) -> dict[str, np.ndarray]:
-    """SW-klUCB: counts and sums of the last ``tau = window`` rounds, index
-    ``max {q : N_t(tau, i) kl(X-bar_t(tau, i), q) <= explore_scale log min(t, tau)}``."""
+def sw_klucb_reference(losses, *, window, explore_scale):
+    """SW-klUCB: SW-UCB's statistics, index ``max {q : N_t(tau, i) kl(X-bar_t(tau, i), q) <=
+    explore_scale log min(t, tau)}``."""
 
-    def index(n_i: float, s_i: float, t: int, _: np.ndarray) -> float:
+    def index(n_i, s_i, t, counts):
         return klucb_upper(s_i / n_i, n_i, explore_scale * math.log(min(t, window)))
 
-    return _run(losses, _weighted_stats(_in_window(window), losses.shape[1]), index)
+    return _run(losses, lambda s, t: 1.0 if s >= t - window else 0.0, index)
 
 
-def d_klucb_reference(
-    losses: np.ndarray, *, discount: float, explore_scale: float = 1.0
-) -> dict[str, np.ndarray]:
-    """D-klUCB: counts and sums discounted by ``gamma^{t-s}`` (the last round weighs 1),
-    index ``max {q : N_t(gamma, i) kl(X-bar_t(gamma, i), q) <= explore_scale log n_t(gamma)}``,
-    ``n_t(gamma) = sum_i N_t(gamma, i)``."""
+def d_klucb_reference(losses, *, discount, explore_scale):
+    """D-klUCB: D-UCB's statistics (the last round weighs 1), index ``max {q : N_t(gamma, i)
+    kl(X-bar_t(gamma, i), q) <= explore_scale log n_t(gamma)}``."""
 
-    def index(n_i: float, s_i: float, t: int, n: np.ndarray) -> float:
-        return klucb_upper(s_i / n_i, n_i, explore_scale * math.log(n.sum()))
+    def index(n_i, s_i, t, counts):
+        return klucb_upper(s_i / n_i, n_i, explore_scale * math.log(counts.sum()))
 
-    return _run(
-        losses, _weighted_stats(lambda s, t: discount ** (t - 1 - s), losses.shape[1]), index
-    )
+    return _run(losses, lambda s, t: discount ** (t - 1 - s), index)

@@ -1,17 +1,22 @@
-"""Plain-NumPy loops of the parameter-free non-stationary bandit algorithms, written from their
-papers, in float64 with the full history of plays. Nothing is imported from ``stabl_jax``.
+"""Independent float64 NumPy loops of the non-stationary bandit algorithms, written from their
+papers (conventions of :mod:`tests.learners.reference`; nothing from ``stabl_jax``); rewards
+``x = 1 - l``. The change detectors keep every arm's samples since its restart (the papers'
+round is ``t + 1``) and return ``played`` (T,), ``index`` or ``play_probs`` (T, K), ``counts``
+(T + 1, K) since the restart before round t, and ``restarts`` (the rounds ending in one):
 
-- :func:`adswitch_reference` — AdSwitch, Auer, Gajane and Ortner, "Adaptively tracking the
-  best bandit arm with an unknown number of distribution changes", COLT 2019, Algorithm 1, on
-  the same bounded grid of interval endpoints as the library (the grid's step ``every`` and the
-  number ``keep`` of grid points kept). Rounds are 1-based (``t = 1..T``); the tests take their
-  intervals ``[s, e]`` from the raw history, the obligations are kept as the paper's triples
-  ``(eps, n, s)`` with ``n`` uncapped, and the change test (3) is written as the paper writes it.
-- :func:`master_reference` — MASTER over UCB1, Wei and Luo, "Non-stationary reinforcement
-  learning without prior knowledge: an optimal black-box approach", COLT 2021, Algorithms 1
-  (MALG) and 2 (MASTER), with a list of MALG's instances per block and the block's history.
+- :func:`cusum_ucb_reference` — Liu, Lee, Shroff, AAAI 2018, Algorithms 1-2.
+- :func:`m_ucb_reference` — Cao, Wen, Kveton, Xie, AISTATS 2019, Algorithms 1-2
+  (:func:`m_ucb_gamma`, Remark 1's default ``gamma``).
+- :func:`glr_klucb_reference` — Besson, Kaufmann, Maillard, Seznec, JMLR 2022, Algorithm 1.
+- :func:`rexp3_reference` — Besbes, Gur, Zeevi, NeurIPS 2014, Rexp3.
 
-Losses ``l`` in [0, 1] are the input; rewards are ``x = 1 - l``.
+The parameter-free ones keep the full history of plays:
+
+- :func:`adswitch_reference` — AdSwitch, Auer, Gajane and Ortner, COLT 2019, Algorithm 1, on
+  the library's grid of interval endpoints (step ``every``, the last ``keep``); 1-based rounds,
+  obligations as the paper's triples ``(eps, n, s)``, the change test (3) as the paper writes it.
+- :func:`master_reference` — MASTER over UCB1, Wei and Luo, COLT 2021, Algorithms 1 (MALG) and
+  2 (MASTER), with a list of MALG's instances per block and the block's history.
 """
 
 from __future__ import annotations
@@ -20,7 +25,172 @@ import math
 
 import numpy as np
 
-__all__ = ["adswitch_reference", "master_reference"]
+from tests.learners import reference_index_policies as index_policies
+from tests.learners.reference import draw
+from tests.learners.reference_index_policies import argmax_first
+
+
+def _ucb(samples: list[list[float]], log_term: float, width: float) -> np.ndarray:
+    return np.array(
+        [np.mean(s) + width * math.sqrt(log_term / len(s)) if s else np.inf for s in samples]
+    )
+
+
+def _forced(round_1: int, alpha: float, k: int) -> int:
+    """Arm ``A - 1`` if ``1 <= A = round_1 mod floor(K / alpha) <= K``, else -1."""
+    if alpha <= 0:
+        return round_1 - 1 if round_1 <= k else -1
+    a = round_1 % math.floor(k / alpha)
+    return a - 1 if 1 <= a <= k else -1
+
+
+def cusum_ucb_reference(losses, u, *, threshold, drift, alpha, warmup, xi=1.0, test_every=1):
+    """CUSUM-UCB: UCB over the samples since each arm's restart, ``alpha``-uniform mixing,
+    a two-sided CUSUM on the played arm (first ``M = warmup`` samples estimate ``u0``), run
+    from the arm's restart every ``test_every`` samples: an alarm if ``g+`` or ``g-`` reaches
+    ``h`` at any of them."""
+    T, K = losses.shape
+    samples: list[list[float]] = [[] for _ in range(K)]
+    out = {"played": np.zeros(T, int), "play_probs": np.zeros((T, K)), "index": np.zeros((T, K))}
+    out["counts"], restarts = np.zeros((T + 1, K)), []
+    for t in range(T):
+        out["counts"][t] = [len(s) for s in samples]
+        n_t = max(1, sum(len(s) for s in samples))
+        index = _ucb(samples, math.log(n_t), math.sqrt(xi))
+        probs = np.full(K, alpha / K)
+        probs[argmax_first(index)] += 1.0 - alpha
+        arm = draw(probs, u[t, 0])
+        out["index"][t], out["play_probs"][t], out["played"][t] = index, probs, arm
+        ys = [*samples[arm], 1.0 - losses[t, arm]]
+        g_plus, g_minus, alarm = 0.0, 0.0, False
+        if len(ys) > warmup and len(ys) % test_every == 0:
+            u0 = sum(ys[:warmup]) / warmup
+            for y in ys[warmup:]:
+                g_plus = max(0.0, g_plus + y - u0 - drift)
+                g_minus = max(0.0, g_minus + u0 - y - drift)
+                alarm = alarm or g_plus >= threshold or g_minus >= threshold
+        if alarm:
+            samples[arm] = []
+            restarts.append(t)
+        else:
+            samples[arm] = ys
+    out["counts"][T] = [len(s) for s in samples]
+    return {**out, "restarts": restarts}
+
+
+def m_ucb_reference(losses, *, window, threshold, gamma):
+    """M-UCB: forced exploration ``(t - tau) mod floor(K / gamma)``, UCB1 with
+    ``log(t - tau)``, a global restart when the last ``w`` samples' halves differ by ``> b``."""
+    T, K = losses.shape
+    samples: list[list[float]] = [[] for _ in range(K)]
+    out = {"played": np.zeros(T, int), "index": np.zeros((T, K)), "counts": np.zeros((T + 1, K))}
+    tau, restarts = 0, []
+    for t in range(T):
+        out["counts"][t] = [len(s) for s in samples]
+        index = _ucb(samples, math.log(t + 1 - tau), math.sqrt(2.0))
+        forced = _forced(t + 1 - tau, gamma, K)
+        arm = forced if forced >= 0 else argmax_first(index)
+        out["index"][t], out["played"][t] = index, arm
+        samples[arm].append(1.0 - losses[t, arm])
+        last, half = samples[arm][-window:], window // 2
+        if len(samples[arm]) >= window and abs(sum(last[half:]) - sum(last[:half])) > threshold:
+            samples, tau = [[] for _ in range(K)], t + 1
+            restarts.append(t)
+    out["counts"][T] = [len(s) for s in samples]
+    return {**out, "restarts": restarts}
+
+
+def m_ucb_gamma(num_arms, horizon, num_changes, window, count):
+    """Cao et al.'s Remark 1 ``gamma = sqrt(M K (2b + 3 sqrt(w)) / (2T))``,
+    ``b = sqrt((w / 2) log(2 K T^2))``, ``M`` the segments ``num_changes + 1`` or (Besson et
+    al.'s code) the breakpoints ``max(1, num_changes)``; at most 1."""
+    m = num_changes + 1 if count == "segments" else max(1, num_changes)
+    b = math.sqrt(window / 2 * math.log(2 * num_arms * horizon**2))
+    return min(1.0, math.sqrt(m * num_arms * (2 * b + 3 * math.sqrt(window)) / (2 * horizon)))
+
+
+def bernoulli_kl(p: float, q: float, eps: float = 1e-7) -> float:
+    """``kl(p, q)`` of Bernoulli means, ``q`` clipped to ``[eps, 1 - eps]``."""
+    return index_policies.bernoulli_kl(p, min(max(q, eps), 1.0 - eps))
+
+
+def _klucb(s: list[float], budget: float) -> float:
+    if not s:
+        return np.inf
+    mu = min(1.0, max(0.0, float(np.mean(s))))
+    lo, hi = mu, 1.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if len(s) * bernoulli_kl(mu, mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _glr_change(ys: list[float], delta, subsample, max_splits, threshold_scale) -> bool:
+    """Bernoulli GLR over ``ys`` at the splits ``s = c Delta s`` of the last ``H`` checkpoints,
+    threshold ``log(b n^{3/2} / delta)``."""
+    n = len(ys)
+    mu = sum(ys) / n
+    beta = math.log(threshold_scale * n**1.5 / delta)
+    first = max(1, n // subsample - max_splits + 1)
+    for c in range(first, (n - 1) // subsample + 1):
+        s = c * subsample
+        glr = s * bernoulli_kl(sum(ys[:s]) / s, mu)
+        glr += (n - s) * bernoulli_kl(sum(ys[s:]) / (n - s), mu)
+        if glr >= beta:
+            return True
+    return False
+
+
+def glr_klucb_reference(losses, *, delta, alpha, subsample, test_every, max_splits, **options):
+    """GLR-klUCB: forced exploration ``t mod floor(K / alpha_k)`` (``alpha_k = alpha``, or
+    ``min(1, alpha sqrt(1 + k))`` after ``k`` detections), kl-UCB with
+    ``f(x) = a log x + c log max(1, log x)`` at ``x = t - tau_i``, the Bernoulli GLR test
+    every ``test_every`` samples of the played arm. ``options``: ``restart`` ("local"),
+    ``log_scale`` ``a`` (3), ``loglog_scale`` ``c`` (0), ``threshold_scale`` (3),
+    ``alpha_schedule`` ("constant")."""
+    restart, threshold_scale = options.get("restart", "local"), options.get("threshold_scale", 3.0)
+    log_scale, loglog_scale = options.get("log_scale", 3.0), options.get("loglog_scale", 0.0)
+    constant = options.get("alpha_schedule", "constant") == "constant"
+    T, K = losses.shape
+    samples: list[list[float]] = [[] for _ in range(K)]
+    out = {"played": np.zeros(T, int), "index": np.zeros((T, K)), "counts": np.zeros((T + 1, K))}
+    tau, restarts = [0] * K, []
+    for t in range(T):
+        out["counts"][t] = [len(s) for s in samples]
+        logs = [math.log(t + 1 - tau[i]) for i in range(K)]
+        budgets = [log_scale * b + loglog_scale * math.log(max(b, 1.0)) for b in logs]
+        index = np.array([_klucb(samples[i], budgets[i]) for i in range(K)])
+        rate = alpha if constant else min(1.0, alpha * math.sqrt(1 + len(restarts)))
+        forced = _forced(t + 1, rate, K)
+        arm = forced if forced >= 0 else argmax_first(index)
+        out["index"][t], out["played"][t] = index, arm
+        samples[arm].append(1.0 - losses[t, arm])
+        test = len(samples[arm]) % test_every == 0
+        if test and _glr_change(samples[arm], delta, subsample, max_splits, threshold_scale):
+            for i in [arm] if restart == "local" else range(K):
+                samples[i], tau[i] = [], t + 1
+            restarts.append(t)
+    out["counts"][T] = [len(s) for s in samples]
+    return {**out, "restarts": restarts}
+
+
+def rexp3_reference(losses, u, *, gamma, batch):
+    """Rexp3: Exp3 with unnormalised weights ``w``, reset to 1 after every ``batch`` rounds."""
+    T, K = losses.shape
+    w, restarts = np.ones(K), []
+    out = {"played": np.zeros(T, int), "play_probs": np.zeros((T, K))}
+    for t in range(T):
+        probs = (1.0 - gamma) * w / w.sum() + gamma / K
+        arm = draw(probs, u[t, 0])
+        out["play_probs"][t], out["played"][t] = probs, arm
+        w[arm] *= math.exp(gamma * (1.0 - losses[t, arm]) / probs[arm] / K)
+        if (t + 1) % batch == 0:
+            w = np.ones(K)
+            restarts.append(t)
+    return {**out, "restarts": restarts}
 
 
 def _grid(t: int, t_l: int, every: int, keep: int) -> list[int]:
@@ -81,45 +251,21 @@ def _evict(plays, rewards, good, starts, t, budget):
     return out
 
 
-def adswitch_reference(
-    losses: np.ndarray,
-    u: np.ndarray,
-    *,
-    c1: float,
-    c2: float,
-    check_scale: float,
-    every: int,
-    keep: int,
-    levels: int,
-) -> dict[str, np.ndarray]:
+def adswitch_reference(losses, u, *, c1, c2, check_scale, every, keep, levels):
     """AdSwitch on ``losses`` ``(T, K)`` with check draws ``u`` ``(T, K * levels)`` (draw
     ``a * levels + i - 1`` decides arm ``a``'s level ``i``), horizon ``T``.
-
-    Returns:
-      ``played`` ``(T,)``, ``episode`` ``(T,)`` (after each round), ``good`` ``(T, K)`` bool
-      (after each round), ``pending`` ``(T, K)`` bool (``S(a)`` not empty after each round),
-      ``mean_bad`` and ``gap_bad`` ``(T, K)`` (``nan`` for good arms).
-    """
+    Returns ``played`` ``(T,)``, ``episode`` ``(T,)`` (after each round), ``good`` ``(T, K)`` bool
+    (after each round), ``pending`` ``(T, K)`` bool (``S(a)`` not empty after each round),
+    ``mean_bad`` and ``gap_bad`` ``(T, K)`` (``nan`` for good arms)."""
     horizon, k = losses.shape
     log_t = math.log(horizon)
-    plays = np.full(horizon + 1, -1)
-    rewards = np.zeros(horizon + 1)
-    episode, t_l = 1, 1
-    good = [True] * k
+    plays, rewards = np.full(horizon + 1, -1), np.zeros(horizon + 1)
+    episode, t_l, good, last = 1, 1, [True] * k, [-1] * k
     tilde: dict[int, tuple[float, float]] = {}
     obligations: dict[int, list[tuple[float, int, int]]] = {a: [] for a in range(k)}
-    last = [-1] * k
-    out: dict[str, np.ndarray] = {
-        name: np.zeros((horizon, k), dtype)
-        for name, dtype in (
-            ("good", bool),
-            ("pending", bool),
-            ("mean_bad", float),
-            ("gap_bad", float),
-        )
-    }
-    out["played"] = np.zeros(horizon, int)
-    out["episode"] = np.zeros(horizon, int)
+    out = {name: np.zeros((horizon, k), bool) for name in ("good", "pending")}
+    out |= {name: np.zeros((horizon, k)) for name in ("mean_bad", "gap_bad")}
+    out |= {name: np.zeros(horizon, int) for name in ("played", "episode")}
     for t in range(1, horizon + 1):
         # Step 2: add checks for bad arms.
         rate = math.sqrt(episode / (k * horizon * log_t))
@@ -155,9 +301,7 @@ def adswitch_reference(
         for a, values in _evict(plays, rewards, good, starts, t, c1 * log_t).items():
             tilde[a], obligations[a] = values, []
         if change:  # Step 1: a new episode from round t + 1.
-            episode, t_l = episode + 1, t + 1
-            good = [True] * k
-            tilde = {}
+            episode, t_l, good, tilde = episode + 1, t + 1, [True] * k, {}
             obligations = {a: [] for a in range(k)}
             plays[: t + 1] = -1
         out["played"][t - 1], out["episode"][t - 1] = arm, episode
@@ -178,22 +322,12 @@ def _ucb1(counts: np.ndarray, sums: np.ndarray, explore_scale: float) -> tuple[i
     return arm, min(1.0, float(index[arm]))
 
 
-def master_reference(
-    losses: np.ndarray,
-    u: np.ndarray,
-    *,
-    delta: float,
-    test_scale: float,
-    explore_scale: float,
-) -> dict[str, np.ndarray]:
+def master_reference(losses, u, *, delta, test_scale, explore_scale):
     """MASTER over UCB1 on ``losses`` ``(T, K)`` with MALG's draws ``u`` ``(T, M)`` (draw
     ``m`` decides order ``m``), horizon ``T``: Wei and Luo, COLT 2021, Algorithms 1 and 2.
-
-    Returns:
-      ``played`` ``(T,)``, ``optimistic`` ``(T,)`` (``g~_t``), ``order`` ``(T,)`` (the block
-      after each round), ``restart`` ``(T,)`` bool (a test failed at round ``t``) and ``test1``
-      ``(T,)`` bool (Test 1 failed).
-    """
+    Returns ``played`` ``(T,)``, ``optimistic`` ``(T,)`` (``g~_t``), ``order`` ``(T,)`` (the block
+    after each round), ``restart`` ``(T,)`` bool (a test failed at round ``t``) and ``test1``
+    ``(T,)`` bool (Test 1 failed)."""
     horizon, k = losses.shape
 
     def rho(x: float) -> float:
@@ -202,12 +336,9 @@ def master_reference(
     def rho_hat(x: float) -> float:
         return test_scale * 6.0 * (math.log2(horizon) + 1.0) * math.log(horizon / delta) * rho(x)
 
-    out = {
-        "played": np.zeros(horizon, int),
-        "optimistic": np.zeros(horizon),
-        "order": np.zeros(horizon, int),
-        "restart": np.zeros(horizon, bool),
-        "test1": np.zeros(horizon, bool),
+    out = {name: np.zeros(horizon, int) for name in ("played", "order")}
+    out |= {"optimistic": np.zeros(horizon)} | {
+        k: np.zeros(horizon, bool) for k in ("restart", "test1")
     }
     n, t_n = 0, 1  # block n starts at round t_n (1-based)
     instances: list[dict] = []  # MALG's instances of block n: order m, start s, end e, UCB1

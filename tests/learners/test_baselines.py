@@ -1,6 +1,7 @@
-"""Exp3.S, Exp3-IX, D-UCB and SW-UCB: deterministic limits, a long float32 run, bad inputs and
-configs that name them. (Their step-by-step NumPy comparisons are rows of
-``test_reference.py``; the contract tests cover them through the registry.)"""
+"""The baselines: Exp3.S's, Exp3-IX's, D-UCB's and SW-UCB's limits and long float32 runs,
+Tsallis-INF's normalisation, Thompson sampling's probabilities, draws and trials, FLH's and
+EFLH's schedules against the papers' set rules, configs that name them; and every learner's
+refused options (the step-by-step references are rows of ``test_reference.py``)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,28 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import DUCB, SWUCB, Exp3IX, Exp3S, make
+from stabl_jax import DUCB, SWUCB, Exp3IX, Exp3S, Thompson, make
 from stabl_jax.experiment.configs import ConfigError
 from stabl_jax.experiment.kinds import load_config
+from stabl_jax.learners import SAOL, SAOLHedge, StABLAnytime, StABLOneQuery
+from stabl_jax.learners.discounted_thompson import DiscountedThompson
+from stabl_jax.learners.eflh import EFLH, eflh_capacity
+from stabl_jax.learners.flh import flh_capacity
+from stabl_jax.learners.sw_thompson import SWThompson
+from stabl_jax.learners.thompson import argmax_probabilities
+from stabl_jax.learners.tsallis_inf import tsallis_weights
+from tests.conftest import HORIZON, NUM_ARMS
+from tests.learners import reference_baselines, reference_flh
 
 N, T = 5, 128
+T_FLH = 80  # FLH's lengths
+PROB_TOL = 1e-4  # the accuracy argmax_probabilities promises
 BASELINES = ("exp3s", "exp3_ix", "sw_ucb", "d_ucb")
 
 
 def test_exp3s_sharing_keeps_every_arm_alive():
-    """Step 4 with W = 1: every normalised weight stays >= (e alpha / K) / (max total), the
-    floor that lets Exp3.S switch; checked after the best arm was fixed for the whole run."""
+    """Step 4: every normalised weight stays >= (e alpha / K) / (max total), the floor that
+    lets Exp3.S switch, after a whole run with a fixed best arm."""
     learner = Exp3S(num_arms=N, horizon=T, alpha=0.05)
     params = learner.default_params.replace(lr_scale=jnp.float32(20.0))
     state = learner.init(jax.random.key(0), params)
@@ -53,8 +65,8 @@ def test_sw_ucb_forgets_an_arm_outside_the_window():
 
 @pytest.mark.parametrize("name", BASELINES)
 def test_long_float32_run_stays_finite_and_normalised(name):
-    """T = 2^16, n = 30, one run at the default tuning, float32: every state leaf stays finite,
-    and the play distribution sums to 1 (to float32 rounding, 30 terms) in every round."""
+    """T = 2^16, n = 30, default tuning, float32: the state stays finite and the play
+    distribution sums to 1 (to float32 rounding) every round."""
     n, horizon = 30, 2**16
     learner = make(name, num_arms=n, horizon=horizon)
     key = jax.random.key(11)
@@ -69,43 +81,60 @@ def test_long_float32_run_stays_finite_and_normalised(name):
         finite &= jnp.all(jnp.isfinite(info.play_probs))
         return (state, worst, finite), None
 
-    state0 = learner.init(jax.random.key(0))
-    carry0 = (state0, jnp.float32(0.0), jnp.bool_(True))
+    carry0 = (learner.init(jax.random.key(0)), jnp.float32(0.0), jnp.bool_(True))
     run = jax.jit(lambda c: jax.lax.scan(body, c, jnp.arange(horizon))[0])
     state, worst, finite = run(carry0)
     assert int(state.t) == horizon
     assert bool(finite)
     assert float(worst) < 1e-5, float(worst)
-    for leaf in jax.tree.leaves(state):
-        assert bool(jnp.all(jnp.isfinite(leaf))), name
+    assert all(bool(jnp.all(jnp.isfinite(leaf))) for leaf in jax.tree.leaves(state)), name
 
 
 @pytest.mark.parametrize(
-    ("cls", "kwargs", "match"),
+    ("cls", "kwargs", "error", "match"),
     [
-        (Exp3S, {"num_switches": -1}, "num_switches must be >= 0, got -1"),
-        (Exp3S, {"num_switches": 2.5}, "num_switches must be an int"),
-        (Exp3S, {"gamma": 1.5}, r"gamma must be in \[0, 1\], got 1.5"),
-        (Exp3S, {"alpha": -0.1}, "alpha must be a finite number >= 0, got -0.1"),
-        (Exp3S, {"alpha": math.nan}, "alpha must be a finite number >= 0"),
-        (Exp3S, {"alpha": "0.5"}, "alpha must be a real number, got '0.5'"),  # float() read it
-        (Exp3S, {"alpha": True}, "alpha must be a real number, got True"),
-        (DUCB, {"discount": 0.0}, r"discount must be in \(0, 1\]"),
-        (DUCB, {"discount": 1.2}, r"discount must be in \(0, 1\].*1.2"),
-        (DUCB, {"discount": "0.5"}, "discount must be a real number, got '0.5'"),  # was read
-        (DUCB, {"num_changes": -2}, "num_changes must be >= 0, got -2"),
-        (DUCB, {"xi": 0.0}, "xi must be a finite number > 0, got 0.0"),
-        (SWUCB, {"window": 0}, "window must be >= 1, got 0"),
-        (SWUCB, {"window": T + 1}, rf"window must be in \[1, horizon={T}\], got {T + 1}"),
-        (SWUCB, {"window": 8.0}, "window must be an int"),
-        (SWUCB, {"xi": -1.0}, "xi must be a finite number > 0, got -1.0"),
-        (Exp3IX, {"num_arms": 1}, "num_arms must be >= 2, got 1"),
+        (Exp3S, {"num_switches": -1}, ValueError, "num_switches must be >= 0, got -1"),
+        (Exp3S, {"num_switches": 2.5}, TypeError, "num_switches must be an int"),
+        (Exp3S, {"gamma": 1.5}, ValueError, r"gamma must be in \[0, 1\], got 1.5"),
+        (Exp3S, {"alpha": -0.1}, ValueError, "alpha must be a finite number >= 0, got -0.1"),
+        (Exp3S, {"alpha": math.nan}, ValueError, "alpha must be a finite number >= 0"),
+        (Exp3S, {"alpha": "0.5"}, TypeError, "alpha must be a real number, got '0.5'"),
+        (Exp3S, {"alpha": True}, TypeError, "alpha must be a real number, got True"),
+        (DUCB, {"discount": 0.0}, ValueError, r"discount must be in \(0, 1\]"),
+        (DUCB, {"discount": 1.2}, ValueError, r"discount must be in \(0, 1\].*1.2"),
+        (DUCB, {"discount": "0.5"}, TypeError, "discount must be a real number, got '0.5'"),
+        (DUCB, {"num_changes": -2}, ValueError, "num_changes must be >= 0, got -2"),
+        (DUCB, {"xi": 0.0}, ValueError, "xi must be a finite number > 0, got 0.0"),
+        (SWUCB, {"window": 0}, ValueError, "window must be >= 1, got 0"),
+        (
+            SWUCB,
+            {"window": T + 1},
+            ValueError,
+            rf"window must be in \[1, horizon={T}\], got {T + 1}",
+        ),
+        (SWUCB, {"window": 8.0}, TypeError, "window must be an int"),
+        (SWUCB, {"xi": -1.0}, ValueError, "xi must be a finite number > 0, got -1.0"),
+        (Exp3IX, {"num_arms": 1}, ValueError, "num_arms must be >= 2, got 1"),
+        (DiscountedThompson, {"discount": 0.0}, ValueError, r"discount must be in \(0, 1\]"),
+        (DiscountedThompson, {"discount": 1.5}, ValueError, r"discount must be in \(0, 1\]"),
+        (SWThompson, {"window": 0}, ValueError, "window must be >= 1, got 0"),
+        (SWThompson, {"window": T + 1}, ValueError, rf"window must be in \[1, horizon={T}\]"),
+        (SAOL, {"history_lengths": (8, 4)}, ValueError, "strictly increasing"),
+        (SAOL, {"round_offset": 2}, ValueError, "round_offset must be one of"),
+        (SAOL, {"feedback": "regret"}, ValueError, "feedback must be one of"),
+        (SAOLHedge, {"horizon": 8}, ValueError, "horizon=8 is too small"),
+        (SAOLHedge, {"round_offset": -1}, ValueError, "round_offset must be one of"),
+        (StABLOneQuery, {"observation": "importance"}, ValueError, "observation must be one of"),
+        (StABLOneQuery, {"feedback": "regret"}, ValueError, "feedback must be one of"),
+        (StABLAnytime, {"feedback": "regret"}, ValueError, "feedback must be one of"),
+        (StABLAnytime, {"history_lengths": (0, 4)}, ValueError, "positive ints"),
+        (StABLAnytime, {"dtype": "float16"}, ValueError, "dtype must be one of"),
+        (EFLH, {"epsilon": 0.0}, ValueError, "epsilon"),
     ],
 )
-def test_bad_options_are_named(cls, kwargs, match):
-    kwargs = {"num_arms": N, "horizon": T, **kwargs}
-    with pytest.raises((ValueError, TypeError), match=match):
-        cls(**kwargs)
+def test_bad_options_are_named(cls, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        cls(**{"num_arms": N, "horizon": T, **kwargs})
 
 
 def test_a_nan_param_is_named():
@@ -117,17 +146,11 @@ def test_a_nan_param_is_named():
 
 
 def test_configs_name_the_baselines_with_options_and_params():
-    cfg = load_config(
-        "expert_advice_equal",
-        [
-            f"learners={list(BASELINES)!r}".replace("'", '"'),
-            "learner_options.exp3s.num_switches=5",
-            "learner_options.sw_ucb.window=100",
-            "learner_options.d_ucb.num_changes=1",
-            "params.exp3_ix.lr_scale=4",
-            "params.d_ucb.explore_scale=0.5",
-        ],
-    )
+    learners = f"learners={list(BASELINES)!r}".replace("'", '"')
+    options = ("exp3s.num_switches=5", "sw_ucb.window=100", "d_ucb.num_changes=1")
+    params = ("exp3_ix.lr_scale=4", "d_ucb.explore_scale=0.5")
+    overrides = [learners, *(f"learner_options.{o}" for o in options)]
+    cfg = load_config("expert_advice_equal", [*overrides, *(f"params.{p}" for p in params)])
     assert cfg.learners == BASELINES
     exp3s = cfg.make_learner("exp3s")
     assert exp3s.num_switches == 5 and exp3s.gamma == pytest.approx(
@@ -142,9 +165,135 @@ def test_configs_name_the_baselines_with_options_and_params():
 
 
 def test_config_rejects_a_bad_baseline_option():
+    bad = ['learners=["sw_ucb"]', "learner_options.sw_ucb.window=0"]
     with pytest.raises(ConfigError, match=r"learner_options\.sw_ucb"):
-        load_config(
-            "expert_advice_equal", ['learners=["sw_ucb"]', "learner_options.sw_ucb.window=0"]
-        )
+        load_config("expert_advice_equal", bad)
     with pytest.raises(ConfigError, match=r"params\.d_ucb\.lr_scale"):
         load_config("expert_advice_equal", ['learners=["d_ucb"]', "params.d_ucb.lr_scale=2"])
+
+
+@pytest.mark.parametrize("num_arms", [2, 5, 64, 1000])
+def test_tsallis_newton_normalises_to_rounding(num_arms):
+    """Tsallis-INF's Newton normaliser against Brent's of the reference, from equal estimates
+    (the farthest start) to spreads of 1e4, at small and large eta."""
+    rng = np.random.default_rng(num_arms)
+    with jax.enable_x64(True):
+        weights = jax.jit(tsallis_weights)
+        for spread in (0.0, 1.0, 100.0, 1e4):
+            for eta in (2.0, 2.0 / np.sqrt(1e6)):
+                losses = rng.uniform(0.0, spread, num_arms) if spread else np.zeros(num_arms)
+                w = np.asarray(weights(jnp.asarray(losses), jnp.float64(eta)))
+                assert abs(w.sum() - 1.0) < 1e-12, (spread, eta, w.sum())
+                want = reference_baselines.tsallis_weights_reference(losses, eta)
+                np.testing.assert_allclose(w, want, rtol=1e-9)
+
+
+# (alpha, beta) posterior states: the prior, densities unbounded at 0 or 1 (alpha or beta < 1),
+# moderately and highly concentrated posteriors, near-ties, and an arm far behind.
+STATES = [
+    ([1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 1.0]),
+    ([0.5, 2.0, 1.0, 3.0, 0.3], [0.5, 1.0, 4.0, 2.0, 0.7]),
+    ([0.3, 0.3, 1.3, 0.3, 0.3], [0.3, 3.3, 0.3, 0.3, 0.3]),
+    ([31.0, 30.0, 5.0, 2.0, 60.0], [33.0, 30.0, 9.0, 1.0, 2.0]),
+    ([500.0, 480.0, 100.0, 3.0, 510.0], [500.0, 520.0, 110.0, 1.0, 490.0]),
+    ([1.0, 1.0, 1.0, 1.0, 2.0], [500.0, 400.0, 300.0, 1000.0, 2.0]),
+    ([5000.5, 5001.0, 4990.0, 100.0, 1.0], [5000.0, 5001.5, 5010.0, 100.0, 1.0]),
+]
+
+
+@pytest.mark.parametrize("state", STATES, ids=lambda s: f"a={s[0]}")
+def test_argmax_probabilities_match_adaptive_quadrature(state):
+    """In float64 and float32, against one quadrature of the state."""
+    alpha, beta = (np.asarray(v) for v in state)
+    expected = reference_baselines.argmax_probabilities_reference(alpha, beta)
+    assert abs(expected.sum() - 1.0) < PROB_TOL / 10  # the reference is itself accurate
+    for dtype in ("float64", "float32"):
+        with jax.enable_x64(True):
+            args = (jnp.asarray(alpha, dtype), jnp.asarray(beta, dtype))
+            got = jax.jit(argmax_probabilities)(*args)
+            assert got.dtype == jnp.dtype(dtype)
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, atol=PROB_TOL, rtol=0)
+
+
+def test_played_arms_follow_the_computed_probabilities():
+    """At one posterior, 20,000 keys' played arms match ``play_probs`` within 4.5 standard
+    errors per arm."""
+    learner = Thompson(num_arms=NUM_ARMS, horizon=HORIZON)
+    state = learner.init(jax.random.key(0))
+    wins, fails = jnp.array([3.0, 5.0, 0.0, 8.0, 2.0]), jnp.array([2.0, 6.0, 0.0, 9.0, 3.0])
+    state = state.replace(successes=wins, failures=fails)
+    n = 20_000
+    keys = jax.random.split(jax.random.key(7), n)
+
+    def ask(keys):  # the arms of every key, and the play distribution, in one program
+        arms = jax.vmap(lambda k: learner.ask(state, k).arms[0])(keys)
+        return arms, learner.ask(state, keys[0]).play_probs
+
+    arms, probs = jax.jit(ask)(keys)
+    probs = np.asarray(probs, np.float64)
+    freq = np.bincount(np.asarray(arms), minlength=NUM_ARMS) / n
+    se = np.sqrt(probs * (1.0 - probs) / n)
+    assert probs.min() > 0.05  # every arm is tested where its frequency is informative
+    np.testing.assert_array_less(np.abs(freq - probs), 4.5 * se)
+
+
+def test_a_bernoulli_trial_succeeds_with_the_reward():
+    """A loss of 0 is always a success, a loss of 1 always a failure."""
+    learner = Thompson(num_arms=NUM_ARMS, horizon=HORIZON)
+    step = jax.jit(learner.step)
+    state = learner.init(jax.random.key(0))
+    for t in range(10):
+        state, _ = step(state, jnp.zeros(NUM_ARMS).at[0].set(1.0), jax.random.key(t))
+    np.testing.assert_array_equal(state.successes[1:] + state.failures[1:], state.successes[1:])
+    assert float(state.successes[0]) == 0.0
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 3, 7, 64, 100, 1000])
+def test_flh_capacity_is_the_largest_working_set(horizon):
+    """``num_queries`` is the largest ``|S_tau|``, ``tau <= T + 1``, of the papers' rules:
+    O(log T) for FLH, O(log log T / eps) for EFLH."""
+    sets, sizes = {1}, [1]
+    for tau in range(2, horizon + 2):
+        sets = reference_flh.flh_working_set(sets, tau)
+        sizes.append(len(sets))
+    assert flh_capacity(horizon) == max(sizes) <= 3 * math.log2(horizon + 1) + 2
+    for epsilon in (1.0, 0.5, 0.25):
+        lookback = reference_flh.eflh_working_set(reference_flh.eflh_lengths(horizon, epsilon))
+        most = max(len(lookback(set(), tau)) for tau in range(1, horizon + 2))
+        assert eflh_capacity(horizon, epsilon) == most
+        assert most <= math.log(math.log2(horizon + 2) + 1, 1 + epsilon) + 2
+
+
+def test_flh_keeps_an_expert_in_every_first_half():
+    """The pruning lemma: for every ``s <= tau``, ``S_tau`` holds an expert started in
+    ``[s, (s + tau) / 2]``."""
+    sets = {1}
+    for tau in range(2, 300):
+        sets = reference_flh.flh_working_set(sets, tau)
+        for s in range(1, tau + 1):
+            assert any(s <= i <= (s + tau) / 2 for i in sets), (tau, s)
+
+
+@pytest.mark.parametrize(("horizon", "eflh", "eflh_saol"), [(4096, 9, 10), (65536, 11, 12)])
+def test_eflh_default_epsilon_query_counts(horizon, eflh, eflh_saol):
+    """At the default ``eps = 0.25`` (inside ``(0, 1/2)``): ``eflh`` queries the largest
+    ``|S_tau|`` of the lookback rule, ``eflh_saol`` ``1 +`` its number of lengths."""
+    learner = make("eflh", num_arms=4, horizon=horizon)
+    assert learner.epsilon == 0.25
+    lookback = reference_flh.eflh_working_set(reference_flh.eflh_lengths(horizon, 0.25))
+    most = max(len(lookback(set(), tau)) for tau in range(1, horizon + 2))
+    assert learner.num_queries == most == eflh
+    adaptive = make("eflh_saol", num_arms=4, horizon=horizon)
+    assert list(adaptive.history_lengths) == reference_flh.eflh_saol_lengths(horizon, 0.25)
+    assert adaptive.num_queries == 1 + len(adaptive.history_lengths) == eflh_saol
+
+
+def test_flh_lengths_follow_the_papers_rules():
+    """EFLH's lengths and SAOL's on EFLH's (``eps = 1``; ``0.25`` runs in ``test_reference.py``)
+    or every dyadic scale, against the reference's rules."""
+    eflh = EFLH(num_arms=4, horizon=T_FLH, epsilon=1.0)
+    assert list(eflh.lengths) == reference_flh.eflh_lengths(T_FLH, 1.0)
+    eflh_saol = make("eflh_saol", num_arms=4, horizon=T_FLH, epsilon=1.0)
+    assert list(eflh_saol.history_lengths) == reference_flh.eflh_saol_lengths(T_FLH, 1.0)
+    dyadic = make("saol", num_arms=4, horizon=T_FLH, scales="all")
+    assert list(dyadic.history_lengths) == reference_flh.dyadic_lengths(T_FLH)

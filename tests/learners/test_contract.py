@@ -1,9 +1,6 @@
 """The learner contract of DESIGN.md, for every registry entry: jit, vmap, scan, no retrace,
-stable state dtypes/shapes, and query honesty.
-
-Each learner's programs are compiled once and shared by the tests: the jitted functions below
-take the learner as a static argument (hashed by value), so one round (step and play) and one
-vmapped scan per learner.
+stable state dtypes/shapes, and query honesty. Two programs per learner, shared by the tests
+(the learner a static argument, hashed by value): one round (step and play), one vmapped scan.
 """
 
 from __future__ import annotations
@@ -41,16 +38,11 @@ def _round(learner, state, loss, key):
     return learner.step(state, loss, key), learner.play(state, reveal, key)
 
 
-def _step(learner, state, loss, key):
-    return _round(learner, state, loss, key)[0]
-
-
 @partial(jax.jit, static_argnums=0)
 def _runs(learner, params, init_keys, losses, keys):
     """``init`` and ``step`` under one ``lax.scan``, vmapped over runs that differ in params
     ``(R,)``, init keys ``(R,)``, losses ``(R, T, n)`` and step keys ``(R, T)``: the state after
-    every round and the queried arms ``(R, T, num_queries)``. One program per learner (params
-    traced), shared by every test of this file that scans."""
+    every round and the queried arms ``(R, T, num_queries)``."""
 
     def run(params, init_key, losses, keys):
         def body(state, xs):
@@ -63,8 +55,8 @@ def _runs(learner, params, init_keys, losses, keys):
 
 
 def _batch(learner):
-    """Three runs: the default params with :data:`LOSSES` and :data:`KEYS` from ``key(0)``
-    (run 0), then a sweep grid's params (halved, quartered) with their own keys and losses."""
+    """Three runs: the default params on :data:`LOSSES`, :data:`KEYS` from ``key(0)``, then the
+    params halved and quartered with their own keys and losses."""
     grid = jax.tree.map(lambda x: jnp.stack([x, x * 0.5, x * 0.25]), learner.default_params)
     init_keys = jnp.stack([jax.random.key(0), *jax.random.split(jax.random.key(3), 2)])
     others = jax.random.uniform(jax.random.key(4), (2, HORIZON, NUM_ARMS))
@@ -75,10 +67,6 @@ def _batch(learner):
 
 def _loss(t: int) -> jax.Array:
     return jax.random.uniform(jax.random.key(1000 + t), (NUM_ARMS,))
-
-
-def _dtypes_shapes(tree):
-    return jax.tree.map(lambda x: (jnp.asarray(x).dtype, jnp.shape(x)), tree)
 
 
 def _row(tree, i):
@@ -99,8 +87,11 @@ def test_learner_is_frozen_and_hashed_by_value(learner_name, learner):
 
 def test_step_under_jit_keeps_dtypes_and_shapes(learner):
     state = learner.init(jax.random.key(0))
-    new_state, info = _step(learner, state, _loss(0), jax.random.key(1))
-    assert _dtypes_shapes(new_state) == _dtypes_shapes(state)
+    new_state, info = _round(learner, state, _loss(0), jax.random.key(1))[0]
+    spec = [
+        jax.tree.map(lambda x: (jnp.asarray(x).dtype, np.shape(x)), s) for s in (new_state, state)
+    ]
+    assert spec[0] == spec[1]
     assert info.arms.shape == (learner.num_queries,) and info.arms.dtype == jnp.int32
     assert info.observed.shape == (learner.num_queries,)
     assert info.play_probs.shape == (NUM_ARMS,)
@@ -109,33 +100,30 @@ def test_step_under_jit_keeps_dtypes_and_shapes(learner):
 
 
 def test_no_retrace_on_second_call(learner_name, learner):
-    """Repeated calls, and an equal learner built anew, reuse one trace (static by value);
-    every test of this file steps through the one trace."""
+    """Repeated calls, and an equal learner built anew, reuse one trace (static by value)."""
     state = learner.init(jax.random.key(0))
     for t in range(3):
-        state, _ = _step(learner, state, _loss(t), jax.random.key(t))
-    state, _ = _step(small_learner(learner_name), state, _loss(3), jax.random.key(3))
+        state, _ = _round(learner, state, _loss(t), jax.random.key(t))[0]
+    state, _ = _round(small_learner(learner_name), state, _loss(3), jax.random.key(3))[0]
     assert TRACES[learner] == 1
 
 
 def test_scan_and_vmap_match_python_loops(learner):
-    """Runs that differ in init key, params (a sweep grid), losses and step keys run as one
-    vmapped, jitted scan; each run gives the arms and states of a Python loop of jitted steps
-    with its own inputs alone (run 0 over the whole horizon, the others over 5 rounds)."""
+    """Runs differing in init key, params, losses and step keys, as one vmapped scan, give the
+    arms and states of a Python loop of jitted steps (run 0 over the horizon, others 5 rounds)."""
     grid, init_keys, losses, keys = _batch(learner)
     states, arms = _runs(learner, grid, init_keys, losses, keys)
     for i in range(3):
         rounds, tol = (HORIZON, {"rtol": 1e-5, "atol": 1e-6}) if i == 0 else (5, {"rtol": 1e-6})
         state = learner.init(init_keys[i], _row(grid, i))
         for t in range(rounds):
-            state, info = _step(learner, state, losses[i, t], keys[i, t])
+            state, info = _round(learner, state, losses[i, t], keys[i, t])[0]
             np.testing.assert_array_equal(arms[i, t], info.arms)
         chex.assert_trees_all_close(_row(_row(states, i), rounds - 1), state, **tol)
 
 
 def test_query_honesty(learner):
-    """Changing the loss of every arm that was not queried leaves the queried arms and the
-    state after every round unchanged, bitwise, in every run."""
+    """Changing every unqueried loss leaves the queried arms and states unchanged, bitwise."""
     grid, init_keys, losses, keys = _batch(learner)
     states, arms = _runs(learner, grid, init_keys, losses, keys)
     queried = np.zeros(losses.shape, bool)
@@ -146,18 +134,16 @@ def test_query_honesty(learner):
 
 
 def test_every_params_field_has_a_range_and_values_outside_it_are_named(learner):
-    """No sweepable number goes unchecked: a value outside its range (a zero or negative
-    ``meta_lr_scale``, a negative learning-rate scale) is refused before any round runs
-    instead of playing a NaN distribution."""
+    """A sweepable number outside its range is refused before any round runs, not played as a
+    NaN distribution."""
     if not jax.tree.leaves(learner.default_params):
         pytest.skip(f"{type(learner).__name__} has no sweepable params")
     assert_params_bounded(learner)
 
 
 def test_play_is_step_with_only_the_queried_losses_revealed(learner):
-    """``play(state, reveal, key)`` runs the round ``step`` runs, bit for bit; ``reveal`` is
-    called once per trace with the queried arms ``(num_queries,)`` only, which the query
-    (asked before any loss is revealed) draws in range with positive probabilities."""
+    """``play(state, reveal, key)`` is ``step``, bit for bit; ``reveal`` gets only the queried
+    arms ``(num_queries,)`` (in range, positive probabilities), once per trace."""
     state = learner.init(jax.random.key(0))
     for t in range(3):
         loss, key = _loss(t), jax.random.key(10 + t)
@@ -173,8 +159,8 @@ def test_play_is_step_with_only_the_queried_losses_revealed(learner):
 
 @pytest.mark.parametrize("name", ["exp3", "stabl"])
 def test_play_with_validate_checks_the_revealed_losses(name):
-    """With ``validate=True`` a revealed loss outside [0, 1] fails inside the program, naming
-    the round and the value; valid losses give the same bits as without the checks."""
+    """``validate=True``: a revealed loss outside [0, 1] fails in the program, naming round and
+    value; valid losses give the bits of no checks."""
     learner = small_learner(name)
     checked = small_learner(name, validate=True)
     state = learner.init(jax.random.key(0))

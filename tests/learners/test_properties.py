@@ -1,30 +1,12 @@
-"""Property-based tests (hypothesis) of the learner contract.
-
-Over random learners of the registry (every entry, both feedback modes), sizes n in
-[2, 40], horizons T in [16, 2^20] (which set StABL's experts and every step size), params
-anywhere in their allowed ranges (scales up to 10^3, far past the paper's, where StABL mutes
-meta weights) and loss sequences anywhere in [0, 1] (exact 0 and 1, subnormals), played
-through ``jit(scan(learner.step))``:
-
-- the state stays finite every round (StABL's meta log-weights may be -inf, a muted expert,
-  but never NaN or +inf and never all -inf);
-- every round's play distribution, and StABL's observation distribution P(t), is finite,
-  non-negative and sums to 1 within ``4 max(n, B) eps``, ``B`` the rows it mixes
-  (:func:`stabl_jax.checks.distribution_tolerance`), plus ``eps M``, ``M`` a bound on
-  ``|max x|`` of the rows the last update normalised (a row is normalised as
-  ``x - logsumexp(x)``, whose rounding is relative to ``max x``: SAOL at n = 2, T = 16,
-  ``expert_lr_scale = 223`` steps a row to ``max x = -32.8`` and sums to 1 + 12 eps, past
-  ``4 n eps`` = 8 eps, which validation refuses; docs/reliability.md). ``M`` is the largest
-  finite ``|x|`` among the log-domain state of the round and the round before, plus, for the
-  full-information learners (Hedge, SAOL-Hedge), whose update moves every entry of a
-  normalised row by ``eta l_i``, the largest rate times the largest loss of that update
-  (Hedge at n = 2, T = 16, ``lr_scale = 55``, every loss 1: ``max x = -33.07`` and a sum of
-  1 + 12 eps, beyond the state's ``|x| = 0.69``);
-- query honesty: replacing every unqueried loss by another value in [0, 1] changes neither
-  the queried arms, nor the distributions, nor the final state, bitwise.
-
-Examples are derandomized (the same in every CI run) and sizes are small; each example
-compiles one scan, which bounds ``max_examples``.
+"""Property-based tests (hypothesis) of the learner contract: random registry learners (both
+feedback modes), n in [2, 40], T in [16, 2^20], params anywhere in their ranges (scales up to
+10^3, where StABL mutes) and losses anywhere in [0, 1], through ``jit(scan(learner.step))``:
+the state stays finite (a muted expert's meta log-weight may be -inf, never NaN, +inf or all
+-inf); every play distribution and StABL's P(t) is a distribution within
+:func:`stabl_jax.checks.distribution_tolerance` plus ``eps M``, the rounding of the normaliser
+``x - logsumexp(x)`` of rows with ``|max x| <= M`` (docs/reliability.md); and query honesty:
+unqueried losses changed leave arms, distributions and final state unchanged, bitwise.
+Examples are derandomized; each compiles one scan, which bounds ``max_examples``.
 """
 
 from __future__ import annotations
@@ -46,13 +28,9 @@ from stabl_jax import LEARNERS, make
 from stabl_jax.checks import distribution_tolerance
 from stabl_jax.learners import Hedge, SAOLHedge
 
-SETTINGS = settings(
-    max_examples=30,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
+DERANDOMIZED = settings(deadline=None, derandomize=True, database=None)  # the same in every run
+SETTINGS = settings(DERANDOMIZED, max_examples=30, suppress_health_check=SLOW)
 # StABL's geometric intervals exist for T = 16 and T >= 32 (docs/reliability.md, row L4).
 HORIZONS = st.one_of(st.just(16), st.integers(32, 2**20))
 MAX_SCALE = 1024.0
@@ -88,8 +66,7 @@ def _log_magnitude(state: Any) -> jax.Array:
 def play(learner: Any, params: Any, losses: jax.Array, key: jax.Array):
     """Scan ``learner.step`` over ``losses`` ``(rounds, n)``; per round the queried arms, the
     play and observation distributions, whether the new state is finite, and the largest
-    finite ``|x|`` among the log-domain leaves of the round's state and the state before it
-    (whose normalisation made the round's rows)."""
+    finite log-domain ``|x|`` of the round's state and the state before it."""
     state = learner.init(jax.random.fold_in(key, 0), params)
 
     def body(carry: tuple, xs: tuple) -> tuple:
@@ -135,22 +112,14 @@ def cases(draw: st.DrawFn) -> tuple[Any, Any, np.ndarray, np.ndarray, int]:
     return learner, params, losses, others, seed
 
 
-def _large_step_on_two_arms() -> tuple:
-    """SAOL at n = 2, T = 16, ``expert_lr_scale = 223``, every loss 1: a step moves an expert's
-    row to ``max x = -32.8``, and the next play distribution sums to 1 + 12 eps (> 4 n eps)."""
-    saol = make("saol", num_arms=2, horizon=16)
-    scales = {"expert_lr_scale": jnp.float32(223.0), "meta_lr_scale": jnp.float32(1.0)}
-    ones, zeros = np.ones((4, 2), np.float32), np.zeros((4, 2), np.float32)
-    return saol, saol.default_params.replace(**scales), ones, zeros, 0
-
-
-def _full_information_step_on_two_arms() -> tuple:
-    """Hedge at n = 2, T = 16, ``lr_scale = 55``, every loss 1: each update moves both
-    entries of the normalised row by ``eta = 32.4`` to ``max x = -33.07``, and every later play
-    distribution sums to 1 + 12 eps (> 4 n eps), while the state's rows stay at ``-0.69``."""
-    hedge = make("hedge", num_arms=2, horizon=16)
-    ones, zeros = np.ones((3, 2), np.float32), np.zeros((3, 2), np.float32)
-    return hedge, hedge.default_params.replace(lr_scale=jnp.float32(55.0)), ones, zeros, 0
+def _ones_on_two_arms(name: str, rounds: int, **scales: float) -> tuple:
+    """``name`` at n = 2, T = 16, every loss 1, where the play distribution sums to 1 + 12 eps
+    (> 4 n eps): SAOL at ``expert_lr_scale = 223`` steps an expert's row to ``max x = -32.8``;
+    Hedge at ``lr_scale = 55`` moves both entries of the row by ``eta = 32.4`` to ``max x =
+    -33.07`` while the state's rows stay at ``-0.69``."""
+    learner = make(name, num_arms=2, horizon=16)
+    params = learner.default_params.replace(**{k: jnp.float32(v) for k, v in scales.items()})
+    return learner, params, np.ones((rounds, 2), np.float32), np.zeros((rounds, 2), np.float32), 0
 
 
 def _full_information_rate(learner: Any, params: Any) -> float:
@@ -167,25 +136,19 @@ def _full_information_rate(learner: Any, params: Any) -> float:
 @pytest.mark.slow  # one compilation per example (CI runs it)
 @SETTINGS
 @given(cases())
-@example(_large_step_on_two_arms())
-@example(_full_information_step_on_two_arms())
+@example(_ones_on_two_arms("saol", 4, expert_lr_scale=223.0, meta_lr_scale=1.0))
+@example(_ones_on_two_arms("hedge", 3, lr_scale=55.0))
 def test_contract_properties(case):
     learner, params, losses, others, seed = case
     key = jax.random.key(seed)
     final, (arms, play_probs, obs_probs, state_ok, magnitude) = play(learner, params, losses, key)
     arms, play_probs, obs_probs = np.asarray(arms), np.asarray(play_probs), np.asarray(obs_probs)
 
-    # The state stays finite (muted experts aside) every round.
     assert np.asarray(state_ok).all(), f"non-finite state at round {np.argmin(state_ok)}"
-    # Every round's distributions are distributions: within the check's tolerance, plus the
-    # rounding of the log-domain normaliser that made the round's rows, ``x - logsumexp(x)``,
-    # about ``u |max x|`` (module docstring). With losses ``|max x|`` is at most the largest
-    # finite ``|log v|`` of the state before that update (``max x`` lies between the row's
-    # entries, all <= 0) where the update moves only the queried arms' entries, and that plus
-    # ``eta max l`` where it moves every entry (full information); with rewards, at most about
-    # the largest of the state after it.
+    # Distributions within the check's tolerance plus ``eps M``: ``M`` the largest finite
+    # ``|log v|`` of the state before and after the update that made the round's rows, plus
+    # ``eta max l`` where that update moves every entry (full information).
     tol = distribution_tolerance(learner.num_arms, np.float32, learner.num_mixed)
-    # Round t's rows were normalised by the update with round t - 1's losses.
     step = np.zeros(len(losses))
     step[1:] = _full_information_rate(learner, params) * losses[:-1].max(axis=1)
     magnitude = np.asarray(magnitude, np.float64) + step

@@ -1,5 +1,6 @@
-"""Deterministic limits, invariants and input errors of Hedge, SAOL, one-query, anytime and
-adaptive StABL (their step-by-step NumPy references are rows of ``test_reference.py``)."""
+"""Deterministic limits and invariants of the uniform learner, Hedge, SAOL and StABL's variants,
+and the EXP3 log-domain update (Algorithm 2, line 5) against float64 at every scale (their
+step-by-step NumPy references are rows of ``test_reference.py``)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import StABL
-from stabl_jax.learners import (
-    SAOL,
-    SAOLHedge,
-    StABLAdaptive,
-    StABLAnytime,
-    StABLOneQuery,
-)
-from tests.learners.test_reference import FAMILIES, run_row
+from stabl_jax import EXP3, StABL, Uniform, estimators, make
+from stabl_jax.learners import StABLAdaptive, StABLAnytime, StABLOneQuery
+from tests.conftest import HORIZON
+from tests.learners.test_reference import FAMILIES, _trajectory, drifting_losses, run_row
 
 N, T = 5, 64
+T_LIMITS = 128  # the limits' horizon
 
 
-def _losses(t: int) -> jax.Array:
-    return jax.random.uniform(jax.random.key(700 + t), (N,))
+def _losses(t: int, seed: int = 700) -> jax.Array:
+    return jax.random.uniform(jax.random.key(seed + t), (N,))
 
 
 def test_stabl_one_query_is_stabl_observing_the_played_arm():
@@ -37,33 +34,25 @@ def test_stabl_one_query_is_stabl_observing_the_played_arm():
     for t in range(40):
         query = ask(state, jax.random.key(t))
         observed = _losses(t)[query.arms]
-        doubled = query.replace(
-            arms=jnp.concatenate([query.arms, query.arms]),
-            query_probs=jnp.concatenate([query.query_probs, query.query_probs]),
-        )
+        twice = {k: jnp.tile(getattr(query, k), 2) for k in ("arms", "query_probs")}
+        doubled = query.replace(**twice)
         expected = two_tell(state, doubled, jnp.concatenate([observed, observed]))
         state = one_tell(state, query, observed)
-        np.testing.assert_array_equal(
-            np.asarray(state.meta_log_weights), np.asarray(expected.meta_log_weights)
-        )
-        np.testing.assert_array_equal(
-            np.asarray(state.expert_log_probs), np.asarray(expected.expert_log_probs)
-        )
+        np.testing.assert_array_equal(state.meta_log_weights, expected.meta_log_weights)
+        np.testing.assert_array_equal(state.expert_log_probs, expected.expert_log_probs)
 
 
 def test_stabl_one_query_estimate_is_unbounded_and_mutes():
-    """With ``x'_t = x_t ~ mix`` the meta estimate ``l (1 - v_k(x)/mix(x))`` reaches
-    ``-l / p(t)_k``: an expert with little meta weight that bets on an arm the mixture avoids
-    is muted when that arm is played. StABL's ``P(t) >= v_k / (2B)`` bounds the same estimate
-    by ``-2B l``, so StABL keeps the expert. (Deterministic state: expert 1 puts 0.96 on arm 0,
-    p(t)_1 = 0.001, mix(0) ~ 0.011, eta_1 = 1/sqrt(5 * 64) ~ 0.056: ``eta r~ ~ -2.4``.)"""
+    """With ``x'_t = x_t ~ mix`` the meta estimate ``l (1 - v_k(x)/mix(x))`` reaches ``-l /
+    p(t)_k`` and mutes a low-weight expert betting on an avoided arm; StABL's ``P(t) >= v_k /
+    (2B)`` bounds it by ``-2B l`` and keeps it (here ``eta r~ ~ -2.4``)."""
     lengths = (16, 64)
     one = StABLOneQuery(num_arms=N, horizon=T, history_lengths=lengths)
     two = StABL(num_arms=N, horizon=T, history_lengths=lengths)
     v = np.array([[0.01, 0.2475, 0.2475, 0.2475, 0.2475], [0.96, 0.01, 0.01, 0.01, 0.01]])
+    p = jnp.asarray([0.999, 0.001], jnp.float32)
     state = one.init(jax.random.key(0)).replace(
-        expert_log_probs=jnp.log(jnp.asarray(v, jnp.float32)),
-        meta_log_weights=jnp.log(jnp.asarray([0.999, 0.001], jnp.float32)),
+        expert_log_probs=jnp.log(jnp.asarray(v, jnp.float32)), meta_log_weights=jnp.log(p)
     )
     _, mix, _ = one.distributions(state)
     arm = jnp.asarray(0, jnp.int32)
@@ -73,9 +62,8 @@ def test_stabl_one_query_estimate_is_unbounded_and_mutes():
     assert int(after.num_muted) == 1 and float(after.meta_log_weights[1]) == -np.inf
 
     _, mix2, obs = two.distributions(state)
-    query2 = two.ask(state, jax.random.key(0)).replace(
-        arms=jnp.stack([arm, arm]), query_probs=jnp.stack([mix2[arm], obs[arm]])
-    )
+    pair = dict(arms=jnp.stack([arm, arm]), query_probs=jnp.stack([mix2[arm], obs[arm]]))
+    query2 = two.ask(state, jax.random.key(0)).replace(**pair)
     after2 = two.tell(state, query2, jnp.concatenate([observed, observed]))
     assert int(after2.num_muted) == 0 and np.isfinite(float(after2.meta_log_weights[1]))
 
@@ -91,9 +79,7 @@ def test_anytime_inactive_experts_are_copies_of_the_last_active_one():
         active = np.asarray(learner.active(state.t))
         last = int(np.flatnonzero(active)[-1])
         for k in range(last + 1, learner.num_experts):
-            np.testing.assert_array_equal(
-                np.asarray(state.expert_log_probs[k]), np.asarray(state.expert_log_probs[last])
-            )
+            np.testing.assert_array_equal(state.expert_log_probs[k], state.expert_log_probs[last])
             assert float(state.meta_log_pseudo[k]) == float(state.meta_log_pseudo[last])
         seen.add(int(active.sum()))
         state, _ = step(state, _losses(t), jax.random.key(t))
@@ -113,26 +99,6 @@ def test_anytime_rates_follow_tau():
     np.testing.assert_allclose(np.asarray(learner._expert_rate(tau, b_t)), expected_expert, 1e-6)
     expected_meta = [min(1 / (2 * math.sqrt(N)), 1 / math.sqrt(N * (k + 1))) for k in (1, 5)]
     np.testing.assert_allclose(np.asarray(learner._meta_rate(tau)), expected_meta, rtol=1e-6)
-
-
-@pytest.mark.parametrize(
-    ("cls", "kwargs", "error", "match"),
-    [
-        (SAOL, {"history_lengths": (8, 4)}, ValueError, "strictly increasing"),
-        (SAOL, {"round_offset": 2}, ValueError, "round_offset must be one of"),
-        (SAOL, {"feedback": "regret"}, ValueError, "feedback must be one of"),
-        (SAOLHedge, {"horizon": 8}, ValueError, "horizon=8 is too small"),
-        (SAOLHedge, {"round_offset": -1}, ValueError, "round_offset must be one of"),
-        (StABLOneQuery, {"observation": "importance"}, ValueError, "observation must be one of"),
-        (StABLOneQuery, {"feedback": "regret"}, ValueError, "feedback must be one of"),
-        (StABLAnytime, {"feedback": "regret"}, ValueError, "feedback must be one of"),
-        (StABLAnytime, {"history_lengths": (0, 4)}, ValueError, "positive ints"),
-        (StABLAnytime, {"dtype": "float16"}, ValueError, "dtype must be one of"),
-    ],
-)
-def test_bad_config_names_the_argument(cls, kwargs, error, match):
-    with pytest.raises(error, match=match):
-        cls(**{"num_arms": N, "horizon": T, **kwargs})
 
 
 AN, AT = 6, 150  # stabl_adaptive's rows in test_reference.py
@@ -158,9 +124,8 @@ def test_rates_are_data_dependent_and_non_increasing():
 
 
 def test_one_expert_is_self_confident_exp3():
-    """One history length covering the horizon: the meta-learner is trivial (p = 1), P(t) =
-    (v^2/|v|^2 + v)/2 and the experts are exponential weights on the importance-weighted
-    estimates with eta' = sqrt(ln n / (1 + V)): a direct loop over the same draws."""
+    """One length covering the horizon: ``p = 1``, ``P(t) = (v^2/|v|^2 + v)/2`` and exponential
+    weights at ``eta' = sqrt(ln n / (1 + V))``, against a direct loop over the same draws."""
     case, _ = run_row(FAMILIES["stabl_adaptive"], {"history_lengths": (AT,)}, {})
     rec, arms, losses = case.got, case.got["arms"], case.losses
     cum, V = np.zeros(AN), 0.0
@@ -190,18 +155,14 @@ def test_stays_finite_on_adversarial_tiny_probabilities():
         return state, None
 
     state, _ = jax.lax.scan(body, state, jax.random.split(jax.random.key(1), 256))
-    for leaf in jax.tree.leaves(state):
-        assert np.all(np.isfinite(np.asarray(leaf, dtype=np.float64)))
+    assert all(np.isfinite(np.asarray(leaf, np.float64)).all() for leaf in jax.tree.leaves(state))
     assert int(state.num_muted) == 0
 
 
 @pytest.mark.parametrize("history_lengths", [(32, 64, 128), (2, 5, 11, 30)], ids=str)
 def test_meta_rates_stay_above_the_bound_the_underflow_check_uses(history_lengths):
-    """``smallest_base_meta_step_size()`` (``min(1/(2E), 1/(E sqrt m))``, ``E = 2B``) is at
-    most every active expert's meta rate of every round, on 0/1 losses (the largest regrets):
-    the underflow check that uses it refuses only scales that could underflow. Anytime
-    StABL's bound, ``min(1/(2 sqrt n), 1/sqrt(n m))``, would not be one (0.0745 against a
-    realised 0.0625 for the second lengths)."""
+    """``smallest_base_meta_step_size()`` (``min(1/(2E), 1/(E sqrt m))``, ``E = 2B``) bounds
+    every active expert's meta rate on 0/1 losses (anytime StABL's bound would not)."""
     learner = StABLAdaptive(num_arms=AN, horizon=AT, history_lengths=history_lengths)
     losses = jnp.asarray(np.random.default_rng(0).uniform(size=(AT, AN)) < 0.5, jnp.float32)
 
@@ -218,3 +179,115 @@ def test_meta_rates_stay_above_the_bound_the_underflow_check_uses(history_length
     e, m = 2 * len(history_lengths), min(max(history_lengths), AT)
     assert bound == min(0.5 / e, 1 / (e * math.sqrt(m)))
     assert realised.min() >= bound, (realised.min(), bound)
+
+
+def test_uniform_learner_plays_uniformly():
+    learner = Uniform(num_arms=N, horizon=T_LIMITS)
+    _, info = learner.step(learner.init(jax.random.key(0)), _losses(0, 500), jax.random.key(1))
+    np.testing.assert_allclose(np.asarray(info.play_probs), 1.0 / N)
+
+
+@pytest.mark.parametrize(("name", "lr_scale"), [("stabl", 1.0 / math.sqrt(2.0)), ("saol", 1.0)])
+def test_one_expert_is_exp3_fed_the_observed_arm(name, lr_scale):
+    """StABL or bandit SAOL with one length covering the horizon: the lone meta weight never
+    moves and the expert is EXP3 fed the second query's arm (``lr_scale``: the expert's eta)."""
+    learner = make(name, num_arms=N, horizon=HORIZON, history_lengths=(HORIZON,))
+    exp3 = EXP3(num_arms=N, horizon=HORIZON)
+    e_params = exp3.default_params.replace(lr_scale=jnp.float32(lr_scale))
+    state, e_state = learner.init(jax.random.key(0)), exp3.init(jax.random.key(0), e_params)
+    w0 = float(state.meta_log_weights[0])
+    ask, tell, e_tell = jax.jit(learner.ask), jax.jit(learner.tell), jax.jit(exp3.tell)
+    for t in range(HORIZON - 1):
+        query = ask(state, jax.random.key(t))
+        e_probs = np.exp(np.asarray(e_state.log_weights))
+        np.testing.assert_allclose(np.asarray(query.play_probs), e_probs, rtol=1e-5)
+        observed = _losses(t, 500)[query.arms]
+        state = tell(state, query, observed)
+        e_query = query.replace(arms=query.arms[1:], query_probs=query.query_probs[1:])
+        e_state = e_tell(e_state, e_query, observed[1:])
+        np.testing.assert_allclose(state.expert_log_probs[0], e_state.log_weights, atol=1e-5)
+        assert float(state.meta_log_weights[0]) == w0
+
+
+def _view(learner, state, key, step):
+    """What twins compare: Hedge's log-weights or the first expert's (and the meta weight)."""
+    if hasattr(state, "log_weights"):
+        return {"w": state.log_weights}
+    experts = state.expert_log_probs
+    meta = getattr(state, "meta_log_weights", getattr(state, "meta_log_pseudo", None))
+    return {"w": experts[0], "experts": experts, "meta": meta[0]}
+
+
+def _run(name: str, options: dict) -> dict:
+    """One jitted scan (``test_reference.py``'s) of registry learner ``name`` on fixed draws."""
+    learner = make(name, num_arms=N, **{"horizon": T_LIMITS, **options})
+    losses = jnp.asarray(drifting_losses(T_LIMITS, N, 9), learner.float_dtype)
+    state = learner.init(jax.random.key(0))
+    rounds, _ = _trajectory(learner, _view, 0, state, losses, jax.random.split(_KEY, T_LIMITS))
+    return {k: np.asarray(v) for k, v in rounds.items()}
+
+
+_KEY = jax.random.key(1)
+TWINS = [  # (learner, twin, compared with (rtol, atol)); the index policies' and EXP3's
+    # twins are test_reference.py's (test_a_limit_is_its_twin)
+    # SAOL over one Hedge expert of length T: r = <mix - v, l> = 0, Hedge's rate sqrt(8 ln n / T)
+    (("saol_hedge", {"history_lengths": (T_LIMITS,)}), ("hedge", {}), {"w": (0, 1e-5)}),
+    # anytime StABL: given the lengths, the horizon plays no part (StABL's rates would differ)
+    (("stabl_anytime", {"history_lengths": (4, 8, 16, 32)}),
+     ("stabl_anytime", {"history_lengths": (4, 8, 16, 32), "horizon": 4096}),
+     {"experts": (0, 0)}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("twins", TWINS, ids=lambda t: f"{t[0][0]}={t[1][0]}")
+def test_a_limit_is_its_twin_bit_for_bit_or_to_rounding(twins):
+    """The same arms every round and the compared records to the row's tolerance (0: bit for
+    bit), on the same losses and keys."""
+    (name, options), (twin, twin_options), compared = twins
+    got, want = _run(name, options), _run(twin, twin_options)
+    np.testing.assert_array_equal(got["arms"], want["arms"])
+    for key, (rtol, atol) in compared.items():
+        np.testing.assert_allclose(got[key], want[key], rtol=rtol, atol=atol, err_msg=key)
+    assert len(set(got["arms"][N:, 0].tolist())) > 1
+    if name == "saol_hedge":  # the lone expert's meta weight never moves
+        assert np.all(got["meta"] == got["meta"][0])
+
+
+def reference_update(log_probs: np.ndarray, arm: int, step: float) -> np.ndarray:
+    """``w(arm) *= exp(step)``, renormalised, in float64 with a max shift."""
+    bumped = np.asarray(log_probs, np.float64).copy()
+    bumped[arm] += step
+    top = bumped.max()
+    return bumped - (top + np.log(np.exp(bumped - top).sum()))
+
+
+LOG_ROWS = {
+    # one arm holds almost all the mass; the others' exp underflows to 0 in float32
+    "dominant": np.array([0.0, -200.0, -200.0, -150.0, -300.0], np.float32),
+    "uniform": np.full(5, -np.log(5.0), np.float32),
+    "two_heavy": np.array([-0.7, -0.7, -90.0, -95.0, -120.0], np.float32),
+}
+
+
+@pytest.mark.parametrize("row", sorted(LOG_ROWS))
+@pytest.mark.parametrize("arm", [0, 3])
+@pytest.mark.parametrize("step", [-1e4, -50.0, -1.0, 0.0, 1.0, 50.0, 1e4])
+def test_exp3_log_update_matches_float64_at_every_scale(row, arm, step):
+    log_probs = LOG_ROWS[row]
+    got = np.asarray(estimators.exp3_log_update(jnp.asarray(log_probs), arm, step, 1.0))
+    want = reference_update(log_probs, arm, step)
+    assert np.all(np.isfinite(got) | (want < -1e30))
+    assert np.max(got) <= 1e-6, got  # log-probabilities never above 0
+    np.testing.assert_allclose(np.exp(got.astype(np.float64)).sum(), 1.0, rtol=1e-5)
+    # entries that matter (probability above float32's tiny) agree with the reference
+    keep = want > -80.0
+    np.testing.assert_allclose(got[keep], want[keep], rtol=1e-5, atol=2e-5 * (1 + abs(step)))
+
+
+def test_exp3_log_update_many_experts_at_once():
+    rows = np.stack([LOG_ROWS["dominant"], LOG_ROWS["uniform"]])
+    eta = np.array([1.0, 0.5], np.float32)
+    got = np.asarray(estimators.exp3_log_update(jnp.asarray(rows), 0, -1e3, jnp.asarray(eta)))
+    for k in range(2):
+        want = reference_update(rows[k], 0, -1e3 * eta[k])
+        np.testing.assert_allclose(got[k], want, rtol=1e-5, atol=1e-3)

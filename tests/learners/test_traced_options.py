@@ -1,7 +1,6 @@
-"""A learner's traced options (``dataclasses.field(compare=False)``, the defaults of its
-``Params``) are not part of its identity: two learners that differ only in them are equal
-static arguments, share one compiled program, and each gives the bits a fresh compilation
-gives (the step reads ``state.params``, never the field)."""
+"""A learner's traced options (``field(compare=False)``, its ``Params``' defaults) are not
+part of its identity: learners differing only in them are equal, share one compiled program,
+and each gives the bits of a fresh compilation (the step reads ``state.params``)."""
 
 from __future__ import annotations
 
@@ -70,8 +69,7 @@ def traced_options(cls: type) -> set[str]:
 
 
 def test_every_learner_with_traced_options_is_checked():
-    """Every registry learner class with traced options is in :data:`VARIANTS`, its variant
-    setting each of them."""
+    """Every registry learner class with traced options has a variant setting each of them."""
     classes = {LEARNERS[name].cls for name in LEARNERS}
     assert {LEARNERS[name].cls for name in VARIANTS} == {c for c in classes if traced_options(c)}
     for name, options in VARIANTS.items():
@@ -79,8 +77,7 @@ def test_every_learner_with_traced_options_is_checked():
 
 
 def _rounds(learner, params):
-    """``init`` and ``step`` over :data:`LOSSES` for each row of ``params``: every round's
-    state (restart flag included) and info."""
+    """Every round's state, info and restart flag over :data:`LOSSES`, per row of ``params``."""
 
     def run(p):
         def body(state, xs):
@@ -94,8 +91,7 @@ def _rounds(learner, params):
 
 
 def fresh_program(learner, params) -> str:
-    """The program of :func:`_rounds` for ``learner``, traced and lowered afresh (a new
-    function: no trace cached for an equal learner is reused)."""
+    """The program of :func:`_rounds` for ``learner``, traced and lowered afresh."""
     return jax.jit(lambda p: _rounds(learner, p)).lower(params).as_text()
 
 
@@ -106,10 +102,8 @@ def _simulate(learner, params):
 
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_traced_options_share_one_program_and_are_never_stale(name):
-    """Run 0 with the default learner's params, run 1 with the variant's: the variant's
-    simulation compiles nothing after the default's and gives its bits; the program traced
-    afresh for the variant is the default's (none of either's options baked in), so the
-    shared program's bits are those of the variant's own; the runs differ (params read)."""
+    """The variant's simulation (runs with the default's and its params) compiles nothing after
+    the default's and gives its bits; a fresh trace is the default's; the runs differ."""
     first = small_learner(name)
     shape = {"window": first.window} if hasattr(first, "window") else {}
     second = small_learner(name, **VARIANTS[name], **shape)
@@ -126,10 +120,8 @@ def test_traced_options_share_one_program_and_are_never_stale(name):
 
 
 def test_a_sweep_of_traced_options_is_one_program(tmp_path):
-    """``--grid d_ucb.xi`` (a ``Params`` entry) and ``d_ucb.num_changes`` (a traced option
-    setting the default discount): four points compile the programs of one, and each point's
-    runs are those of ``d_ucb`` built with that point's options (its discount following
-    ``num_changes``) simulated alone on the same keys."""
+    """A grid over ``d_ucb.xi`` (a param) and ``d_ucb.num_changes`` (a traced option): four
+    points compile what one does, each point's runs those of its own ``d_ucb`` alone."""
     path = tmp_path / "tiny.toml"
     path.write_text(SWEPT)
     config = load_config(path, runs=RUNS)
