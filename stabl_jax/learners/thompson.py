@@ -195,7 +195,7 @@ def argmax_probabilities(alpha: jax.Array, beta: jax.Array) -> jax.Array:
 
     Cost per call: ``K C GAUSS_POINTS`` exponentials and ``K C GAUSS_POINTS^2`` multiply-adds,
     ``O(K^2)``, plus a sort of ``K NODES_PER_ARM`` nodes; the grid meets 1e-4 against an
-    adaptive integration (tests/learners/test_thompson.py) in float64 and, for posteriors of up to
+    adaptive integration (tests/learners/test_baselines.py) in float64 and, for posteriors of up to
     about 10^4 pseudo-counts, in float32.
 
     Args:
