@@ -16,12 +16,8 @@ from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
 from tests.conftest import HORIZON, NUM_ARMS
 
 RNG = np.random.default_rng(2024)
-KEY_WORDS = np.concatenate(
-    [
-        RNG.integers(0, 2**32, size=(30, 2), dtype=np.uint32),
-        np.array([[0, 0], [2**32 - 1, 2**32 - 1], [0, 2**32 - 1], [2**32 - 1, 0]], np.uint32),
-    ]
-)
+EDGES = np.array([[0, 0], [2**32 - 1, 2**32 - 1], [0, 2**32 - 1], [2**32 - 1, 0]], np.uint32)
+KEY_WORDS = np.concatenate([RNG.integers(0, 2**32, size=(30, 2), dtype=np.uint32), EDGES])
 COUNTERS = np.concatenate(
     [np.array([0, 1, 2, 2**31, 2**32 - 1], np.uint32), RNG.integers(0, 2**32, 20, np.uint32)]
 )
@@ -50,9 +46,7 @@ def test_threefry_bits_and_uniform_match_jax_bitwise(shape):
         theirs = [jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys)]
         for lo, hi in ((0.0, 1.0), (-1.0, 3.0), (0.0, 0.3)):
             ours.append(jax.vmap(lambda w, lo=lo, hi=hi: threefry.uniform(w, shape, lo, hi))(words))
-            draw = functools.partial(
-                jax.random.uniform, shape=shape, dtype=jnp.float32, minval=lo, maxval=hi
-            )
+            draw = functools.partial(jax.random.uniform, shape=shape, minval=lo, maxval=hi)
             theirs.append(jax.vmap(draw)(keys))
         return ours, theirs
 
@@ -74,15 +68,9 @@ def _pallas_draws(keys: jax.Array, data: jax.Array, num: int) -> tuple[jax.Array
         bits_ref[...] = threefry.bits_words(f1, f2, index)
         u_ref[...] = threefry.uniform_words(f1, f2, index, -1.0, 3.0)
 
-    return pl.pallas_call(
-        kernel,
-        out_shape=(
-            jax.ShapeDtypeStruct((rows, 2), jnp.uint32),
-            jax.ShapeDtypeStruct((rows, num), jnp.uint32),
-            jax.ShapeDtypeStruct((rows, num), jnp.float32),
-        ),
-        interpret=True,
-    )(keys, data)
+    shapes = [((rows, 2), jnp.uint32), ((rows, num), jnp.uint32), ((rows, num), jnp.float32)]
+    out_shape = tuple(jax.ShapeDtypeStruct(*a) for a in shapes)
+    return pl.pallas_call(kernel, out_shape=out_shape, interpret=True)(keys, data)
 
 
 @pytest.mark.parametrize("num", [1, 16, 33])
@@ -102,17 +90,12 @@ def test_threefry_rejects_too_large_shapes():
         threefry.bits(jnp.zeros(2, jnp.uint32), (2**16, 2**16))
 
 
+RANDOM = dict(
+    num_segments=4, mean=0.7, gap=0.45, random_change_points=True, best_arm_order="random"
+)
 ENVS = (
     PiecewiseBernoulli(NUM_ARMS, HORIZON, change_points=(20, 41)),
-    PiecewiseBernoulli(
-        NUM_ARMS,
-        HORIZON,
-        num_segments=4,
-        mean=0.7,
-        gap=0.45,
-        random_change_points=True,
-        best_arm_order="random",
-    ),
+    PiecewiseBernoulli(NUM_ARMS, HORIZON, **RANDOM),
     ExpertAdvice(NUM_ARMS, HORIZON, change_points=(32,)),
 )
 
