@@ -27,7 +27,6 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-from typing import Any
     import jax
 
     def main(pid, nproc, port, out):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -90,12 +91,10 @@ def test_threefry_rejects_too_large_shapes():
         threefry.bits(jnp.zeros(2, jnp.uint32), (2**16, 2**16))
 
 
-RANDOM = dict(
-    num_segments=4, mean=0.7, gap=0.45, random_change_points=True, best_arm_order="random"
-)
+RANDOM: dict[str, Any] = {"num_segments": 4, "mean": 0.7, "gap": 0.45, "best_arm_order": "random"}
 ENVS = (
     PiecewiseBernoulli(NUM_ARMS, HORIZON, change_points=(20, 41)),
-    PiecewiseBernoulli(NUM_ARMS, HORIZON, **RANDOM),
+    PiecewiseBernoulli(NUM_ARMS, HORIZON, random_change_points=True, **RANDOM),
     ExpertAdvice(NUM_ARMS, HORIZON, change_points=(32,)),
 )
 
