@@ -28,14 +28,12 @@ def example():
     return _load("custom_learner")
 
 
-def test_custom_learner_runs(example):
-    """``main`` simulates with the in-program checks; they change no bit of the result."""
+def test_custom_learner_runs_and_keeps_the_contract(example):
+    """``main`` simulates with the in-program checks, which change no bit of the result; jit,
+    vmap over a params sweep, the checks and the state dtypes hold."""
     env = ExpertAdvice(num_arms=5, horizon=64)
     plain = simulate(example.EpsilonGreedy(num_arms=5, horizon=64), env, jax.random.key(0), 4)
     assert example.main(num_runs=4, horizon=64) == float(plain.loss.mean())
-
-
-def test_custom_learner_keeps_the_contract(example):
     learner = example.EpsilonGreedy(num_arms=4, horizon=32)
     loss = jnp.array([0.9, 0.1, 0.5, 0.7])
     # A sweep of epsilon in one program; epsilon = 0 plays greedily after the untried arms.

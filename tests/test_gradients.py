@@ -78,15 +78,12 @@ def test_sphere_uniform_is_unit_centred_and_isotropic():
     _assert_mean(u[:, :1] * u[:, 1:2], np.zeros(1))
 
 
-def test_two_point_is_unbiased_for_a_linear_loss():
-    """For ``l(x) = a^T x + b`` the estimate is ``d u u^T a`` for every ``delta``: mean ``a``."""
-    _assert_mean(samples()["linear"], np.asarray(A))
-
-
-def test_smoothing_quadratic_and_quartic_closed_forms():
+def test_smoothing_linear_quadratic_and_quartic_closed_forms():
     """Both estimates are unbiased for ``grad l_hat``, ``l_hat(x) = E_{v ~ U(B)} l(x + delta v)``:
-    ``2 (x - c)`` for ``||x - c||^2``; ``4 (||x||^2 + delta^2) x`` for ``||x||^4`` (with
-    ``E||v||^2 = d/(d+2)``, ``E (x^T v)^2 = ||x||^2 / (d+2)``), not the gradient ``4 ||x||^2 x``."""
+    ``a`` for ``a^T x + b`` (the estimate is ``d u u^T a`` for every ``delta``); ``2 (x - c)``
+    for ``||x - c||^2``; ``4 (||x||^2 + delta^2) x`` for ``||x||^4`` (``E||v||^2 = d/(d+2)``,
+    ``E (x^T v)^2 = ||x||^2 / (d+2)``), not the gradient ``4 ||x||^2 x``."""
+    _assert_mean(samples()["linear"], np.asarray(A))
     x = np.asarray(X, np.float64)
     _assert_mean(samples()["quadratic"], 2.0 * (x - np.asarray(C)))
     smoothed = 4.0 * (float(x @ x) + DELTA**2) * x

@@ -12,7 +12,7 @@ import pytest
 from jax.experimental import checkify
 from numpy.testing import assert_array_equal
 
-from stabl_jax import ExpertAdvice, PiecewiseBernoulli, make, metrics, simulate
+from stabl_jax import ExpertAdvice, PiecewiseBernoulli, metrics, simulate
 from stabl_jax.envs.base import BanditEnv
 from stabl_jax.simulate import reveals_queried_only
 from tests.conftest import HORIZON, NUM_ARMS, small_learner
@@ -79,8 +79,7 @@ def test_validation_checks_what_is_revealed():
     checked = simulate(learner, env, jax.random.key(0), 6, traces=FIELDS, validate=True)
     assert_array_equal(plain.arms, checked.arms)
     assert_array_equal(plain.prob_best, checked.prob_best)
-    env = _NaNAtRound5(num_arms=5, horizon=64)
-    learner = make("stabl", num_arms=5, horizon=64)
+    env = _NaNAtRound5(num_arms=NUM_ARMS, horizon=HORIZON)
     with pytest.raises(checkify.JaxRuntimeError, match=r"observed loss at round 5 must be finite"):
         simulate(learner, env, jax.random.key(0), 2, traces=FIELDS, validate=True)
 

@@ -91,6 +91,11 @@ def _run(tmp_path, text: str) -> dict:
 
 
 def test_entries_carry_their_defining_options_and_queries():
+    """An entry's options, queries and description; every environment class is exported."""
+    classes = [e.cls for e in ENVS.values()]
+    missing = [c.__name__ for c in classes if getattr(stabl_jax, c.__name__, None) is not c]
+    assert not missing, f"ENVS classes not exported by stabl_jax: {missing}"
+    assert all(c.__name__ in stabl_jax.__all__ for c in classes)
     assert LEARNERS["stabl_naive"].cls is LEARNERS["stabl"].cls
     assert make("stabl_naive", num_arms=3, horizon=64).observation == "uniform"
     assert make("stabl_single_scale", num_arms=3, horizon=4096).history_lengths == (1024,)
@@ -102,9 +107,7 @@ def test_entries_carry_their_defining_options_and_queries():
     assert "history_lengths" in LEARNERS["stabl_single_scale"].hints
     for known in (LEARNERS, ENVS, BCO_LEARNERS, CONVEX_ENVS):
         assert all(entry.description for entry in known.values())
-
-
-def test_hpo_learners_keep_the_options_their_entry_fixes():
+    # the learners of a hyper-parameter search keep the options their entry fixes
     single = hpo_metrics.make_hpo_learner("stabl_single_scale", 24, 4096)
     assert single.history_lengths == (1024,) and single.horizon == 2048
     assert hpo_metrics.make_hpo_learner("hedge", 24, 1000).horizon == 42  # ceil(1000 / 24)
@@ -204,10 +207,3 @@ def test_unknown_names_list_the_known_ones_and_the_closest(tmp_path, user_parts)
     ]:
         with pytest.raises(ConfigError, match=re.escape(hint)):
             load_config_text(tmp_path, CONFIG.replace(old, new, 1))
-
-
-def test_every_registered_environment_is_importable_from_the_package():
-    classes = [e.cls for e in ENVS.values()]
-    missing = [c.__name__ for c in classes if getattr(stabl_jax, c.__name__, None) is not c]
-    assert not missing, f"ENVS classes not exported by stabl_jax: {missing}"
-    assert all(c.__name__ in stabl_jax.__all__ for c in classes)

@@ -32,16 +32,13 @@ def both(env):
     )
 
 
-def test_sa_equals_the_traces_metric_bitwise(env, both):
-    """Same prefix-sum order as NumPy's (sequential, float64): equal to the last bit."""
+def test_summaries_equal_the_traces_metrics_bitwise(env, both):
+    """SA has NumPy's prefix-sum order (sequential, float64): equal to the last bit, as are the
+    other reductions of the traces."""
     full, summaries = both
     reference = metrics.adaptive_regret(full, env, WINDOWS)
     np.testing.assert_array_equal(summaries.sa_sampled, reference["sampled"])
     np.testing.assert_array_equal(summaries.sa_expected, reference["expected"])
-
-
-def test_summaries_equal_reductions_of_the_traces(env, both):
-    full, summaries = both
     segments = metrics.segment_ids(full.carry, T)
     loss = full.loss.astype(np.float64)
     segment_loss = metrics.per_segment_mean(loss, segments, env.num_segments)
