@@ -172,18 +172,14 @@ def test_kind_switch_is_found():
 
 
 def test_every_subpackage_is_installed():
-    """A subpackage missing from ``pyproject.toml``'s list imports here, not after
-    ``pip install .``."""
+    """A subpackage missing from ``pyproject.toml``'s list imports here, not after install."""
     import tomllib
 
     pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
     listed = set(pyproject["tool"]["setuptools"]["packages"])
-    found = {
-        ".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")
-    }
-    assert found - listed == set(), (
-        f"add to pyproject.toml [tool.setuptools] packages: {found - listed}"
-    )
+    packages = [p.parent.relative_to(PACKAGE.parent) for p in PACKAGE.rglob("__init__.py")]
+    missing = {".".join(p.parts) for p in packages} - listed
+    assert missing == set(), f"add to pyproject.toml [tool.setuptools] packages: {missing}"
 
 
 def test_import_loads_the_library_only():
@@ -200,7 +196,6 @@ def test_import_loads_the_library_only():
         "print('stabl_jax.experiment.configs' in bad())\n"
     )
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
-    )
+    command = [sys.executable, "-c", code]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     assert out.stdout.splitlines() == ["[]", "True"], out.stdout
