@@ -19,19 +19,15 @@ from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS, make, 
 
 USER_MODULE = """
 import dataclasses
-
 from stabl_jax import EXP3, ExpertAdvice
-
 
 @dataclasses.dataclass(frozen=True)
 class NotedEXP3(EXP3):  # a user's learner
     note: str = "none"
 
-
 @dataclasses.dataclass(frozen=True)
 class FlavouredAdvice(ExpertAdvice):  # a user's environment
     flavour: str = "plain"
-
 
 @dataclasses.dataclass(frozen=True)
 class NoSegments:  # no change points (the experiment's segment metrics need them)
@@ -42,9 +38,7 @@ class NoSegments:  # no change points (the experiment's segment metrics need the
     def loss_at(self, params, t, key, arms): ...
     def best_arm(self, params, t): ...
 
-
-class NotFrozen:
-    pass
+class NotFrozen: ...
 """
 
 CONFIG = """
@@ -54,15 +48,8 @@ horizon = 32
 window = 8
 sa_windows = [8, 16]
 learners = ["exp3", "user_parts:NotedEXP3"]
-
-[env]
-name = "user_parts:FlavouredAdvice"
-num_arms = 3
-num_segments = 2
-flavour = "spicy"
-
-[learner_options."user_parts:NotedEXP3"]
-note = "from the config"
+env = { name = "user_parts:FlavouredAdvice", num_arms = 3, num_segments = 2, flavour = "spicy" }
+learner_options = { "user_parts:NotedEXP3" = { note = "from the config" } }
 """
 
 
