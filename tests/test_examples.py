@@ -23,14 +23,10 @@ def _load(name: str):  # registered: dataclasses resolve annotations through sys
     return load_script(EXAMPLES / f"{name}.py", register=True)
 
 
-@pytest.fixture(scope="module")
-def example():
-    return _load("custom_learner")
-
-
-def test_custom_learner_runs_and_keeps_the_contract(example):
+def test_custom_learner_runs_and_keeps_the_contract():
     """``main`` simulates with the in-program checks, which change no bit of the result; jit,
     vmap over a params sweep, the checks and the state dtypes hold."""
+    example = _load("custom_learner")
     env = ExpertAdvice(num_arms=5, horizon=64)
     plain = simulate(example.EpsilonGreedy(num_arms=5, horizon=64), env, jax.random.key(0), 4)
     assert example.main(num_runs=4, horizon=64) == float(plain.loss.mean())
