@@ -55,26 +55,20 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
-    folder = tmp_path_factory.mktemp("sharding")
-    script = folder / "runs.py"
+def test_sharded_over_four_devices_equals_unsharded_bitwise(tmp_path):
+    script = tmp_path / "runs.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    command = [sys.executable, str(script), str(folder / "sharded.npz")]
+    command = [sys.executable, str(script), str(tmp_path / "sharded.npz")]
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    sharded = dict(np.load(folder / "sharded.npz"))
+    sharded = dict(np.load(tmp_path / "sharded.npz"))
     namespace: dict = {}
     exec(compile(SCRIPT, str(script), "exec"), namespace)
     with jax.default_device(jax.devices("cpu")[0]):  # the subprocess's CPU bits, also with a GPU
-        return sharded, namespace["run_all"]()
-
-
-def test_sharded_over_four_devices_equals_unsharded_bitwise(runs):
-    sharded, unsharded = runs
+        unsharded = namespace["run_all"]()
     assert int(sharded["devices"]) == 4 and int(sharded["plan_devices"]) == 4
     assert int(unsharded["devices"]) == 1 and int(unsharded["plan_devices"]) == 1
     names = [k for k in unsharded if "/" in k]
