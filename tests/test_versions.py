@@ -18,7 +18,7 @@ from stabl_jax import versions
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_pyproject_declares_the_minimum_versions():
+def test_minimum_versions_are_declared_installed_and_compared_as_numbers():
     with open(ROOT / "pyproject.toml", "rb") as file:
         dependencies = tomllib.load(file)["project"]["dependencies"]
     bounds = {}
@@ -27,9 +27,6 @@ def test_pyproject_declares_the_minimum_versions():
         assert match is not None, f"{dependency!r}: .ci/lowest pins only name>=version"
         bounds[match[1]] = match[2]
     assert bounds == versions.MINIMUM_VERSIONS
-
-
-def test_release_numbers_compare_as_numbers_and_the_installed_meet_the_minimum():
     for name, minimum in versions.MINIMUM_VERSIONS.items():
         found = versions.installed_version(name)
         assert found is not None, name
