@@ -59,9 +59,7 @@ def _unit(path: Path) -> str:
 def _package(unit: str) -> str:
     """The package whose modules may share private names: ``experiment`` for its modules,
     ``experiment.kinds``, ``bco`` for ``bco.simulate``, else the unit itself."""
-    if unit.startswith("experiment.") and unit != "experiment.kinds":
-        return "experiment"
-    return unit.split(".")[0] if not unit.startswith("experiment") else unit
+    return unit if unit == "experiment.kinds" else unit.split(".")[0]
 
 
 def _imports(path: Path) -> list[tuple[str, list[str], int]]:

@@ -54,8 +54,7 @@ def test_threefry_bits_and_uniform_match_jax_bitwise(shape):
 
 @functools.partial(jax.jit, static_argnums=2)
 def _pallas_draws(keys: jax.Array, data: jax.Array, num: int) -> tuple[jax.Array, ...]:
-    """Per key row: fold ``data`` in, then the folded key's ``num`` bits and uniforms,
-    all computed inside one interpreted ``pallas_call`` from the key words."""
+    """Per key row, in one interpreted ``pallas_call``: fold ``data`` in, ``num`` bits, uniforms."""
     rows = keys.shape[0]
 
     def kernel(k_ref, d_ref, fold_ref, bits_ref, u_ref):
