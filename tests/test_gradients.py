@@ -29,16 +29,11 @@ def _assert_mean(samples, truth) -> np.ndarray:
     return se
 
 
-def linear(y):
-    return jnp.dot(A, y) + 3.0
-
-
-def quadratic(y):
-    return jnp.sum((y - C) ** 2)
-
-
-def quartic(y):
-    return jnp.sum(y * y) ** 2
+LOSSES = {
+    "linear": lambda y: jnp.dot(A, y) + 3.0,
+    "quadratic": lambda y: jnp.sum((y - C) ** 2),
+    "quartic": lambda y: jnp.sum(y * y) ** 2,
+}
 
 
 @jax.jit
@@ -53,10 +48,11 @@ def _monte_carlo() -> dict:
             lambda v: gradients.two_point_estimate(loss(X + DELTA * v), loss(X), v, DELTA)
         )(us)
 
+    quartic = LOSSES["quartic"]
     return {
         "sphere": u[:N],
-        "linear": two_point(linear, u[:N]),
-        "quadratic": two_point(quadratic, u[N : 2 * N]),
+        "linear": two_point(LOSSES["linear"], u[:N]),
+        "quadratic": two_point(LOSSES["quadratic"], u[N : 2 * N]),
         "quartic": two_point(quartic, u[2 * N : 3 * N]),
         "quartic_one_point": jax.vmap(
             lambda v: gradients.one_point_estimate(quartic(X + DELTA * v), v, DELTA)
