@@ -1,18 +1,10 @@
-"""A long float32 run with the round randomness of ``simulate``, tracking every round whether
-the learner's distributions stay valid (used by ``tests/test_long_horizon.py`` and
-``tests/test_many_arms.py``).
-
-Per round ``t`` (exactly :func:`stabl_jax.simulate._round`'s keys): the loss from
-``fold_in(env_key, t)``, the step from ``fold_in(learner_key, t)``. Nothing per round is kept;
-the scan carries running maxima/minima over rounds (and runs):
-
-- ``play_dev``: ``max_t |sum(play_t) - 1|`` of the play distribution;
-- ``obs_dev``: the same for StABL's observation distribution ``P(t)`` (line 9 of
-  Algorithm 1; the play distribution for learners without one);
-- ``min_prob``: the smallest entry of either;
-- ``nonfinite``: whether any entry of either was NaN or infinite;
-- ``loss``, ``expected_loss``: means over rounds and runs of ``l_t(x_t)`` and ``<p_t, l_t>``.
-"""
+"""A long float32 run with the round randomness of ``simulate`` (the keys of
+:func:`stabl_jax.simulate._round`), for ``tests/test_long_horizon.py`` and
+``tests/test_many_arms.py``. Nothing per round is kept: the scan carries, over rounds and runs,
+the largest ``|sum - 1|`` of the play distribution (``play_dev``) and of StABL's observation
+distribution ``P(t)`` (``obs_dev``; the play distribution for other learners), the smallest
+entry of either, whether any entry was not finite, and the sums of ``l_t(x_t)`` and
+``<p_t, l_t>`` (reported as means)."""
 
 from __future__ import annotations
 
@@ -40,27 +32,21 @@ class LongRun:
     seconds: float
 
 
-def _distributions(learner: Any, state: Any, play: jax.Array) -> jax.Array:
-    if hasattr(learner, "distributions"):  # StABL: (v, mix, P)
-        return learner.distributions(state)[2]
-    return play
-
-
 def _round(learner: Any, env: Any, carry: tuple, t: jax.Array) -> tuple[tuple, None]:
     run, stats = carry
     loss = env.loss(run.env_params, t, jax.random.fold_in(run.env_key, t))
     state, info = learner.step(run.state, loss, jax.random.fold_in(run.learner_key, t))
     play = info.play_probs
-    obs = _distributions(learner, run.state, play)
+    obs = learner.distributions(run.state)[2] if hasattr(learner, "distributions") else play
     both = jnp.concatenate([play, obs])
-    stats = {
-        "play_dev": jnp.maximum(stats["play_dev"], jnp.abs(jnp.sum(play) - 1.0)),
-        "obs_dev": jnp.maximum(stats["obs_dev"], jnp.abs(jnp.sum(obs) - 1.0)),
-        "min_prob": jnp.minimum(stats["min_prob"], jnp.min(both)),
-        "nonfinite": stats["nonfinite"] | ~jnp.all(jnp.isfinite(both)),
-        "loss": stats["loss"] + info.loss.astype(jnp.float32),
-        "expected_loss": stats["expected_loss"] + info.expected_loss,
-    }
+    stats = dict(
+        play_dev=jnp.maximum(stats["play_dev"], jnp.abs(jnp.sum(play) - 1.0)),
+        obs_dev=jnp.maximum(stats["obs_dev"], jnp.abs(jnp.sum(obs) - 1.0)),
+        min_prob=jnp.minimum(stats["min_prob"], jnp.min(both)),
+        nonfinite=stats["nonfinite"] | ~jnp.all(jnp.isfinite(both)),
+        loss=stats["loss"] + info.loss.astype(jnp.float32),
+        expected_loss=stats["expected_loss"] + info.expected_loss,
+    )
     return (run.replace(state=state), stats), None
 
 
@@ -84,21 +70,11 @@ def long_run(
     dtype = learner.float_dtype
     zeros = jnp.zeros((num_runs,), dtype)
     loss_total = expected_total = 0.0
-    maxima: dict[str, Any] = {
-        "play_dev": 0.0,
-        "obs_dev": 0.0,
-        "min_prob": np.inf,
-        "nonfinite": False,
-    }
+    maxima: dict[str, Any] = dict(play_dev=0.0, obs_dev=0.0, min_prob=np.inf, nonfinite=False)
     for t0 in range(0, horizon, chunk):
-        stats = {
-            "play_dev": zeros,
-            "obs_dev": zeros,
-            "min_prob": jnp.ones((num_runs,), dtype),
-            "nonfinite": jnp.zeros((num_runs,), bool),
-            "loss": jnp.zeros((num_runs,), jnp.float32),
-            "expected_loss": jnp.zeros((num_runs,), dtype),
-        }
+        stats = dict(play_dev=zeros, obs_dev=zeros, min_prob=jnp.ones((num_runs,), dtype))
+        stats.update(nonfinite=jnp.zeros((num_runs,), bool), expected_loss=zeros)
+        stats["loss"] = jnp.zeros((num_runs,), jnp.float32)
         length = min(chunk, horizon - t0)
         run, stats = _chunk(learner, env, (run, stats), jnp.asarray(t0, jnp.int32), length)
         stats = jax.device_get(stats)

@@ -70,22 +70,16 @@ def _checks(domain, inputs):
     shrink_all = jax.vmap(lambda a: jax.vmap(lambda x: domain.project_shrunk(x, a))(far))
     hat_points = shrink_all(alphas)  # (3, 64, d)
     perturbed = hat_points + delta[:, None, None] * us[None]
+    contains = jax.vmap(domain.contains)
     return {
-        "proj": proj,
-        "inside": inside,
-        "vi": vi,
-        "inside_proj": jax.vmap(domain.project)(inside),
-        "proj_in": jax.vmap(domain.contains)(proj),
-        "inside_in": jax.vmap(domain.contains)(inside),
-        "support": support,
-        "best_sampled": best_sampled,
-        "shrunk_proj": shrunk_proj,
+        "proj": proj, "inside": inside, "vi": vi, "inside_proj": jax.vmap(domain.project)(inside),
+        "proj_in": contains(proj), "inside_in": contains(inside), "support": support,
+        "best_sampled": best_sampled, "shrunk_proj": shrunk_proj, "dirs": dirs,
         "shrunk_domain_proj": jax.vmap(shrunk.project)(far),
         "shrunk_proj_in": jax.vmap(shrunk.contains)(shrunk_proj),
-        "perturbed_in": jax.vmap(jax.vmap(domain.contains))(perturbed),
+        "perturbed_in": jax.vmap(contains)(perturbed),
         "zero_scale": domain.project_scaled(far[0], 0.0),
-        "dirs": dirs,
-    }
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(DOMAINS))
@@ -115,11 +109,9 @@ def test_projection_support_sampling_and_shrinkage(name):
 
 
 def test_paper_shrinkage_needs_the_delta_over_r_floor_when_d_is_small():
-    """Algorithm 4's ``K_hat = (1 - kappa delta) K`` is infeasible when ``D < 1``: with the ball
-    of radius 0.5 and ``delta = 0.1``, ``(1 - 0.1) K`` has radius 0.45 and ``0.45 + 0.1 > 0.5``.
-    ``paper_shrinkage`` takes ``max(kappa delta, delta / r) = 0.2``: radius ``0.4 + 0.1``."""
-    ball = Ball(dim=2, radius=0.5)
-    delta = 0.1
+    """Algorithm 4's ``K_hat = (1 - kappa delta) K`` is infeasible when ``D < 1`` (ball of radius
+    0.5, ``delta = 0.1``: ``0.45 + 0.1 > 0.5``); ``max(kappa delta, delta / r) = 0.2`` is not."""
+    ball, delta = Ball(dim=2, radius=0.5), 0.1
     assert (1 - ball.kappa * delta) * ball.radius + delta > ball.radius
     alpha = float(paper_shrinkage(delta, ball.r, ball.kappa))
     assert math.isclose(alpha, 0.2, rel_tol=1e-6)

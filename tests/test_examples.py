@@ -19,24 +19,17 @@ from tests.scripts.load import load_script
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def _load(name: str):
-    # registered: dataclasses resolve the module's annotations through sys.modules
+def _load(name: str):  # registered: dataclasses resolve annotations through sys.modules
     return load_script(EXAMPLES / f"{name}.py", register=True)
 
 
-@pytest.fixture(scope="module")
-def example():
-    return _load("custom_learner")
-
-
-def test_custom_learner_runs(example):
-    """``main`` simulates with the in-program checks; they change no bit of the result."""
+def test_custom_learner_runs_and_keeps_the_contract():
+    """``main`` simulates with the in-program checks, which change no bit of the result; jit,
+    vmap over a params sweep, the checks and the state dtypes hold."""
+    example = _load("custom_learner")
     env = ExpertAdvice(num_arms=5, horizon=64)
     plain = simulate(example.EpsilonGreedy(num_arms=5, horizon=64), env, jax.random.key(0), 4)
     assert example.main(num_runs=4, horizon=64) == float(plain.loss.mean())
-
-
-def test_custom_learner_keeps_the_contract(example):
     learner = example.EpsilonGreedy(num_arms=4, horizon=32)
     loss = jnp.array([0.9, 0.1, 0.5, 0.7])
     # A sweep of epsilon in one program; epsilon = 0 plays greedily after the untried arms.
@@ -69,8 +62,7 @@ def test_paired_sweep_example_pairs_the_points(capsys):
 
 
 def test_custom_environment_example_runs(capsys):
-    """A user's reactive environment runs through ``simulate`` with StABL and EXP3, and its
-    state, info and traces are the ones it defines."""
+    """A user's reactive environment runs with StABL and EXP3; its state is the one it defines."""
     example = _load("custom_environment")
     out = example.main(["--runs", "4", "--horizon", "64", "--arms", "4"])
     printed = capsys.readouterr().out
@@ -78,7 +70,6 @@ def test_custom_environment_example_runs(capsys):
     for row in out.values():
         assert 0.0 <= row["mean_loss"] <= 1.0 and 0.0 <= row["prob_best"] <= 1.0
         assert row["max_play_average"] > 0.0  # the adversary's state followed the plays
-
     # The state is the play average the class defines: replay run 0's plays by hand.
     env = example.PunishingAdversary(num_arms=4, horizon=64)
     res = simulate(EXP3(num_arms=4, horizon=64), env, jax.random.key(1), 2)
@@ -100,8 +91,7 @@ def test_custom_environment_example_runs(capsys):
     ],
 )
 def test_the_examples_refuse_bad_sizes_in_one_line(capsys, name, args, message):
-    """``paired_sweep.py --runs 1`` printed every interval as ``± nan`` with exit 0; the
-    other sizes ended in the library's traceback."""
+    """Exit status 2 and one line, not ``± nan`` intervals nor the library's traceback."""
     with pytest.raises(SystemExit) as stop:
         _load(name).main(args)
     captured = capsys.readouterr()
@@ -120,24 +110,19 @@ def test_load_results_example_reads_a_folder(tmp_path, capsys, monkeypatch):
     assert 'load_results("results/figure1-seed0")' in block
     monkeypatch.chdir(tmp_path)
     exec(block.replace("results/figure1-seed0", "results"), {})
-    assert (tmp_path / "table.csv").read_text() == (
-        tmp_path / "results" / "results.csv"
-    ).read_text()
+    assert (tmp_path / "table.csv").read_text() == (tmp_path / "results/results.csv").read_text()
 
 
 def test_load_results_example_on_a_folder_of_the_users_or_of_one_run(tmp_path, capfd):
-    """A folder of the user's: the command line's refusal and its exit status, no traceback;
-    a finished folder of one run without StABL: no interval and no trace to show, exit 0."""
+    """A user's folder: the command line's refusal and exit status, no traceback; a folder of
+    one run without StABL: no interval and no trace to show, exit 0."""
     example = _load("load_results")
-    mine = tmp_path / "mine"
-    mine.mkdir()
+    (mine := tmp_path / "mine").mkdir()
     (mine / "notes.txt").write_text("the user's")
     with pytest.raises(SystemExit) as stop:
         example.main(mine)
-    assert stop.value.code == 2
-    assert "is not a stabl_jax results folder" in capfd.readouterr().err
+    assert stop.value.code == 2 and "is not a stabl_jax results folder" in capfd.readouterr().err
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
-
     one = tmp_path / "one"
     command = ["run", "expert_advice_equal", "--runs", "1", "--set", "horizon=64"]
     command += ["--set", "env.change_points=[32]", "--set", 'learners=["exp3"]']

@@ -59,24 +59,18 @@ def _unit(path: Path) -> str:
 def _package(unit: str) -> str:
     """The package whose modules may share private names: ``experiment`` for its modules,
     ``experiment.kinds``, ``bco`` for ``bco.simulate``, else the unit itself."""
-    if unit.startswith("experiment.") and unit != "experiment.kinds":
-        return "experiment"
-    return unit.split(".")[0] if not unit.startswith("experiment") else unit
+    return unit if unit == "experiment.kinds" else unit.split(".")[0]
 
 
 def _imports(path: Path) -> list[tuple[str, list[str], int]]:
     """``(module, imported names, line)`` of every stabl_jax import in ``path``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "stabl_jax" or node.module.startswith("stabl_jax."):
-                found.append((node.module, [a.name for a in node.names], node.lineno))
+            found.append((node.module, [a.name for a in node.names], node.lineno))
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith("stabl_jax"):
-                    found.append((alias.name, [], node.lineno))
-    return found
+            found.extend((alias.name, [], node.lineno) for alias in node.names)
+    return [f for f in found if f[0] == "stabl_jax" or f[0].startswith("stabl_jax.")]
 
 
 def _target_unit(module: str, name: str | None) -> str:
@@ -93,11 +87,14 @@ def _target_unit(module: str, name: str | None) -> str:
     return name or "__init__"  # from stabl_jax import X: X is a submodule
 
 
-MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
+MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_point_down(path):
+def test_imports_point_down_and_only_kinds_switch_on_a_kind(path):
+    """Imports point down; only ``stabl_jax/experiment/kinds/`` compares a kind with a name (the
+    rest looks it up in ``KINDS``); the library (what ``import stabl_jax`` gives) never imports
+    :mod:`stabl_jax.experiment` (only ``__init__``'s lazy ``load_results`` and ``__main__``)."""
     unit = _unit(path)
     assert unit in LAYERS, f"{unit} has no layer in tests/test_layers.py (docs/design.md)"
     problems = []
@@ -121,7 +118,14 @@ def test_imports_point_down(path):
         same_package = {_package(unit)} == {_package(t) for t in targets}
         if private and not same_package:  # a package's private helpers serve its own modules
             problems.append(f"line {line}: private names {private} imported from {module}")
+        tooling = module.startswith("stabl_jax.experiment") or (
+            module == "stabl_jax" and "experiment" in names
+        )
+        if unit in LIBRARY and tooling:
+            problems.append(f"line {line}: the library imports the tooling: {module}")
     assert not problems, "\n".join(problems)
+    if unit != "experiment.kinds":
+        assert not kind_switches(path.read_text(encoding="utf-8"))
 
 
 def _names_kind(node: ast.AST) -> bool:
@@ -158,61 +162,28 @@ def kind_switches(source: str) -> list[str]:
 
 
 def test_kind_switch_is_found():
-    """The check below can fail: it finds the switches the kinds table replaced."""
+    """The check above can fail: it finds the switches the kinds table replaced."""
     switches = 'if config.kind == "hpo": pass\nx = summary.get("kind") != "hpo"\n'
     switches += 'y = kind in ("bandit", "bco")\nz = raw["kind"] == "bco"\n'
     assert len(kind_switches(switches)) == 4
     assert not kind_switches('w = entry.kind\nv = kind in KINDS\nu = device_kind == "cpu"\n')
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in MODULES if _unit(p) != "experiment.kinds"],
-    ids=lambda p: str(p.relative_to(PACKAGE)),
-)
-def test_no_kind_switch_outside_kinds(path):
-    """Only ``stabl_jax/experiment/kinds/`` knows the experiment kinds; the rest looks a kind up in
-    ``stabl_jax.experiment.kinds.KINDS`` (docs/design.md, "Adding things")."""
-    assert not kind_switches(path.read_text(encoding="utf-8"))
-
-
 def test_every_subpackage_is_installed():
-    """``pyproject.toml`` lists the packages a non-editable install ships (the configs need an
-    explicit list); a subpackage missing there imports here but not after ``pip install .``."""
+    """A subpackage missing from ``pyproject.toml``'s list imports here, not after install."""
     import tomllib
 
     pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
     listed = set(pyproject["tool"]["setuptools"]["packages"])
-    found = {
-        ".".join(path.parent.relative_to(PACKAGE.parent).parts)
-        for path in PACKAGE.rglob("__init__.py")
-    }
-    assert found - listed == set(), (
-        f"add to pyproject.toml [tool.setuptools] packages: {found - listed}"
-    )
-
-
-@pytest.mark.parametrize(
-    "path",
-    [p for p in MODULES if _unit(p) in LIBRARY],
-    ids=lambda p: str(p.relative_to(PACKAGE)),
-)
-def test_library_never_imports_the_tooling(path):
-    """The library is what ``import stabl_jax`` gives; only ``stabl_jax/__init__.py`` (the lazy
-    ``load_results``) and ``__main__`` reach into :mod:`stabl_jax.experiment`."""
-    found = [
-        f"line {line}: {module}"
-        for module, names, line in _imports(path)
-        if module.startswith("stabl_jax.experiment")
-        or (module, "experiment") in {(module, n) for n in names if module == "stabl_jax"}
-    ]
-    assert not found, found
+    packages = [p.parent.relative_to(PACKAGE.parent) for p in PACKAGE.rglob("__init__.py")]
+    missing = {".".join(p.parts) for p in packages} - listed
+    assert missing == set(), f"add to pyproject.toml [tool.setuptools] packages: {missing}"
 
 
 def test_import_loads_the_library_only():
     """``import stabl_jax`` in a fresh process leaves every tooling module, the TOML reader and
-    matplotlib unloaded; ``stabl_jax.load_results`` then loads the results tables on use. The
-    check can fail: it sees a tooling module once something loads it (the second line)."""
+    matplotlib unloaded; ``load_results`` loads the tables on use. The check can fail: it sees a
+    tooling module once something loads it (the second line)."""
     code = (
         "import sys, stabl_jax\n"
         "bad = lambda: sorted(m for m in sys.modules if m.startswith('stabl_jax.experiment')"
@@ -223,7 +194,6 @@ def test_import_loads_the_library_only():
         "print('stabl_jax.experiment.configs' in bad())\n"
     )
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
-    )
+    command = [sys.executable, "-c", code]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     assert out.stdout.splitlines() == ["[]", "True"], out.stdout

@@ -1,11 +1,6 @@
-"""The multi-host recipe of docs/gpu.md on JAX's distributed runtime, on one machine.
-
-Two processes (coordinator on 127.0.0.1, CPU collectives, two CPU devices each) run
-``jax.distributed.initialize`` and then a study exactly as one process would; process 0
-writes the gathered traces, the gathered final state and an experiment's results folder.
-This process (one device) runs the same script; every array must be equal bit for bit (same
-seed, same ``runs_per_block``; one device against four: tests/test_sharding.py).
-"""
+"""The multi-host recipe of docs/gpu.md on JAX's distributed runtime, on one machine: two
+processes (two CPU devices each) run a study exactly as one process would, and every array and
+metric equals this process's (one device) bit for bit (one against four: test_sharding.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -25,10 +21,8 @@ from stabl_jax.experiment import tables
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120  # seconds for each process (a JAX start-up, a few compilations, gloo set-up)
 
-# argv: process id, process count, coordinator port, output folder. Process 0 writes
-# ``arrays.npz`` (the traces of ``simulate`` and the final learner state, both gathered to
-# every process by ``simulate``) and the results folder of a two-learner experiment
-# (``run_experiment`` + ``write_results``).
+# argv: process id, process count, coordinator port, output folder. Process 0 writes the
+# gathered traces and final state, and the results folder of a two-learner experiment.
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -73,24 +67,16 @@ def _free_port() -> int:
 
 
 def _launch(num_processes: int, devices: int, folder: Path) -> None:
-    """Run SCRIPT as ``num_processes`` processes of ``devices`` CPU devices each; raise with
-    every process's output if one fails or runs past TIMEOUT (all are then killed with
-    SIGKILL: a process of JAX's distributed runtime catches SIGTERM)."""
+    """Run SCRIPT as ``num_processes`` processes of ``devices`` CPU devices each; raise with the
+    output of each that fails or runs past TIMEOUT (all then get SIGKILL: JAX's distributed
+    runtime catches SIGTERM)."""
     folder.mkdir()
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    port = str(_free_port())
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", SCRIPT, str(i), str(num_processes), port, str(folder)],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for i in range(num_processes)
-    ]
+    args = [str(num_processes), str(_free_port()), str(folder)]
+    out: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+    command = [[sys.executable, "-c", SCRIPT, str(i), *args] for i in range(num_processes)]
+    procs = [subprocess.Popen(c, env=env, cwd=ROOT, text=True, **out) for c in command]
     logs = []
     try:
         for proc in procs:
@@ -112,11 +98,7 @@ def test_two_processes_equal_one(tmp_path):
     (tmp_path / "single").mkdir()
     with jax.default_device(jax.devices("cpu")[0]):  # the CPU's bits, as the processes'
         namespace["main"](0, 1, "", tmp_path / "single")
-    with (
-        np.load(tmp_path / "multi" / "arrays.npz") as m,
-        np.load(tmp_path / "single/arrays.npz") as s,
-    ):
-        multi, single = dict(m), dict(s)
+    multi, single = (dict(np.load(tmp_path / run / "arrays.npz")) for run in ("multi", "single"))
     np.testing.assert_array_equal(multi.pop("layout"), [2, 4])  # 2 processes, 4 devices
     np.testing.assert_array_equal(single.pop("layout"), [1, 1])
     assert sorted(multi) == sorted(single) and any(k.startswith("state/") for k in multi)

@@ -20,8 +20,7 @@ def test_fixed_order_sum_is_the_sum(n):
 def test_fixed_order_dot_is_batch_invariant():
     """Rows summed alone, in a batch of 8, and in a batch of 256 give identical bits."""
     rng = np.random.default_rng(0)
-    a = jnp.asarray(rng.random((256, 30)), jnp.float32)
-    b = jnp.asarray(rng.random((256, 30)), jnp.float32)
+    a, b = (jnp.asarray(rng.random((256, 30)), jnp.float32) for _ in range(2))
     dot = jax.jit(jax.vmap(numerics.fixed_order_dot))
     whole = np.asarray(dot(a, b))
     eights = np.concatenate([np.asarray(dot(a[i : i + 8], b[i : i + 8])) for i in range(0, 256, 8)])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 
 import pytest
 
@@ -18,43 +17,29 @@ from stabl_jax.experiment.kinds import load_config
 from stabl_jax.learners import auer_gamma
 from stabl_jax.registry import BCO_LEARNERS, CONVEX_ENVS, ENVS, LEARNERS, make, make_env
 
-USER_MODULE = '''
-"""A user's components, in one file."""
+USER_MODULE = """
 import dataclasses
-
 from stabl_jax import EXP3, ExpertAdvice
 
-
 @dataclasses.dataclass(frozen=True)
-class NotedEXP3(EXP3):
-    """EXP3 with a note (a user's learner)."""
-
+class NotedEXP3(EXP3):  # a user's learner
     note: str = "none"
 
-
 @dataclasses.dataclass(frozen=True)
-class FlavouredAdvice(ExpertAdvice):
-    """The paper's expert advice with a flavour (a user's environment)."""
-
+class FlavouredAdvice(ExpertAdvice):  # a user's environment
     flavour: str = "plain"
 
-
 @dataclasses.dataclass(frozen=True)
-class NoSegments:
-    """An environment without change points (the experiment's segment metrics need them)."""
-
+class NoSegments:  # no change points (the experiment's segment metrics need them)
     num_arms: int
     horizon: int
-
     def sample_params(self, key): ...
     def loss(self, params, t, key): ...
     def loss_at(self, params, t, key, arms): ...
     def best_arm(self, params, t): ...
 
-
-class NotFrozen:
-    pass
-'''
+class NotFrozen: ...
+"""
 
 CONFIG = """
 name = "mine"
@@ -63,15 +48,8 @@ horizon = 32
 window = 8
 sa_windows = [8, 16]
 learners = ["exp3", "user_parts:NotedEXP3"]
-
-[env]
-name = "user_parts:FlavouredAdvice"
-num_arms = 3
-num_segments = 2
-flavour = "spicy"
-
-[learner_options."user_parts:NotedEXP3"]
-note = "from the config"
+env = { name = "user_parts:FlavouredAdvice", num_arms = 3, num_segments = 2, flavour = "spicy" }
+learner_options = { "user_parts:NotedEXP3" = { note = "from the config" } }
 """
 
 
@@ -87,15 +65,24 @@ def user_parts(tmp_path, monkeypatch):
     return user_parts
 
 
+def load_config_text(tmp_path, text: str):
+    (tmp_path / "config.toml").write_text(text)
+    return load_config(tmp_path / "config.toml")
+
+
 def _run(tmp_path, text: str) -> dict:
-    path = tmp_path / "mine.toml"
-    path.write_text(text)
+    (tmp_path / "mine.toml").write_text(text)
     out = tmp_path / "out"
-    assert cli.main(["run", str(path), "--no-progress", "--out", str(out)]) == 0
+    assert cli.main(["run", str(tmp_path / "mine.toml"), "--no-progress", "--out", str(out)]) == 0
     return json.loads((out / "summary.json").read_text())
 
 
 def test_entries_carry_their_defining_options_and_queries():
+    """An entry's options, queries and description; every environment class is exported."""
+    classes = [e.cls for e in ENVS.values()]
+    missing = [c.__name__ for c in classes if getattr(stabl_jax, c.__name__, None) is not c]
+    assert not missing, f"ENVS classes not exported by stabl_jax: {missing}"
+    assert all(c.__name__ in stabl_jax.__all__ for c in classes)
     assert LEARNERS["stabl_naive"].cls is LEARNERS["stabl"].cls
     assert make("stabl_naive", num_arms=3, horizon=64).observation == "uniform"
     assert make("stabl_single_scale", num_arms=3, horizon=4096).history_lengths == (1024,)
@@ -107,9 +94,7 @@ def test_entries_carry_their_defining_options_and_queries():
     assert "history_lengths" in LEARNERS["stabl_single_scale"].hints
     for known in (LEARNERS, ENVS, BCO_LEARNERS, CONVEX_ENVS):
         assert all(entry.description for entry in known.values())
-
-
-def test_hpo_learners_keep_the_options_their_entry_fixes():
+    # the learners of a hyper-parameter search keep the options their entry fixes
     single = hpo_metrics.make_hpo_learner("stabl_single_scale", 24, 4096)
     assert single.history_lengths == (1024,) and single.horizon == 2048
     assert hpo_metrics.make_hpo_learner("hedge", 24, 1000).horizon == 42  # ceil(1000 / 24)
@@ -209,19 +194,3 @@ def test_unknown_names_list_the_known_ones_and_the_closest(tmp_path, user_parts)
     ]:
         with pytest.raises(ConfigError, match=re.escape(hint)):
             load_config_text(tmp_path, CONFIG.replace(old, new, 1))
-
-
-def load_config_text(tmp_path, text: str):
-    path = tmp_path / "config.toml"
-    path.write_text(textwrap.dedent(text))
-    return load_config(path)
-
-
-def test_every_registered_environment_is_importable_from_the_package():
-    missing = [
-        e.cls.__name__
-        for e in ENVS.values()
-        if getattr(stabl_jax, e.cls.__name__, None) is not e.cls
-    ]
-    assert not missing, f"ENVS classes not exported by stabl_jax: {missing}"
-    assert all(e.cls.__name__ in stabl_jax.__all__ for e in ENVS.values())

@@ -1,7 +1,6 @@
-"""Reproducibility and safety: validation changes nothing, any chunk size and any resume
-point give the same bits (any number of devices: tests/test_sharding.py), the summary is
-enough to rerun, and no user-supplied file is ever unpickled or evaluated.
-"""
+"""Reproducibility and safety: validation changes nothing, any chunk size and resume point give
+the same bits (devices: tests/test_sharding.py), the summary is enough to rerun, and no
+user-supplied file is ever unpickled or evaluated."""
 
 from __future__ import annotations
 
@@ -21,38 +20,28 @@ from stabl_jax.experiment.kinds import load_config, validate
 
 REPO = Path(__file__).resolve().parent.parent
 N, T, R = 5, 48, 4
+ENV = ExpertAdvice(num_arms=N, horizon=T, change_points=(17, 30))
+LEARNER = StABL(num_arms=N, horizon=T)
 
 
 @pytest.fixture(scope="module")
-def env():
-    return ExpertAdvice(num_arms=N, horizon=T, change_points=(17, 30))
-
-
-@pytest.fixture(scope="module")
-def learner():
-    return StABL(num_arms=N, horizon=T)
-
-
-@pytest.fixture(scope="module")
-def whole(learner, env):
+def whole():
     """One unchunked run: the reference every other way of running must equal bitwise."""
-    return simulate(learner, env, jax.random.key(7), R, options=SimOptions(chunk_size=T))
+    return simulate(LEARNER, ENV, jax.random.key(7), R, options=SimOptions(chunk_size=T))
 
 
 def assert_bitwise(result, reference) -> None:
     for name, trace in reference.traces().items():
         np.testing.assert_array_equal(getattr(result, name), trace, err_msg=name)
-    for a, b in zip(
-        jax.tree.leaves(result.carry.state), jax.tree.leaves(reference.carry.state), strict=True
-    ):
+    for a, b in zip(*(jax.tree.leaves(r.carry.state) for r in (result, reference)), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_validate_changes_nothing(learner, env, whole):
+def test_validate_changes_nothing(whole):
     """simulate(validate=True) (what the CLI runs) gives the bits of an unchecked run."""
     options = SimOptions(chunk_size=T)
     assert_bitwise(
-        simulate(learner, env, jax.random.key(7), R, validate=True, options=options), whole
+        simulate(LEARNER, ENV, jax.random.key(7), R, validate=True, options=options), whole
     )
 
 
@@ -77,28 +66,27 @@ def _interrupt_after(checkpoint: ChunkCheckpoint, chunks: int) -> ChunkCheckpoin
 
 @pytest.mark.parametrize(("first_chunk", "stop_after", "second_chunk"), [(16, 2, 7), (1, 16, 16)])
 def test_any_chunk_size_and_resume_point_is_bitwise_identical(
-    learner, env, whole, tmp_path, first_chunk, stop_after, second_chunk
+    whole, tmp_path, first_chunk, stop_after, second_chunk
 ):
-    """Interrupted after ``stop_after`` chunks of ``first_chunk`` rounds, resumed with chunks
-    of ``second_chunk`` rounds: the same bits as one unchunked scan, whether a size divides
-    T or not (7: chunks of 7, 7 and 2 after the resume) and for chunks of one round; the
-    progress starts where it resumed, and a finished checkpoint restores everything without
-    running a chunk."""
+    """Interrupted after ``stop_after`` chunks, resumed with chunks of another size (7 does not
+    divide T; 1 is a round): the bits of one unchunked scan; the progress starts where it
+    resumed; a finished checkpoint restores everything without running a chunk."""
     fingerprint = {"test": "resume"}
     checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, fingerprint), stop_after)
     with pytest.raises(_Stop):
         options = SimOptions(chunk_size=first_chunk, checkpoint=checkpoint)
-        simulate(learner, env, jax.random.key(7), R, options=options)
+        simulate(LEARNER, ENV, jax.random.key(7), R, options=options)
     resumed_from = ChunkCheckpoint(tmp_path, fingerprint)
     assert resumed_from.progress() == first_chunk * stop_after
     seen: list[int] = []
-    progress = lambda done, total: seen.append(done)  # noqa: E731
-    options = SimOptions(chunk_size=second_chunk, checkpoint=resumed_from, progress=progress)
-    result = simulate(learner, env, jax.random.key(7), R, options=options)
+    options = SimOptions(
+        chunk_size=second_chunk, checkpoint=resumed_from, progress=lambda done, _: seen.append(done)
+    )
+    result = simulate(LEARNER, ENV, jax.random.key(7), R, options=options)
     assert seen[0] == first_chunk * stop_after  # the progress starts where it resumed
     assert_bitwise(result, whole)
     options = SimOptions(checkpoint=ChunkCheckpoint(tmp_path, fingerprint))
-    again = simulate(learner, env, jax.random.key(7), R, options=options)
+    again = simulate(LEARNER, ENV, jax.random.key(7), R, options=options)
     assert again.compile_seconds == 0.0
     assert_bitwise(again, whole)
 
@@ -120,20 +108,20 @@ def test_bco_resume_is_bitwise_identical(tmp_path):
     np.testing.assert_array_equal(resumed.best_loss, whole.best_loss)
 
 
+FIELDS = "name seed runs horizon learners env window sa_windows chunk_size feedback kind sa_stride"
+FIELDS += " save_traces learner_options params"
+
+
 def test_summary_config_reruns_the_experiment():
-    """``summary.json``'s ``config`` (``ExperimentConfig.to_dict``) is enough to rebuild the
-    experiment: validating it again gives the same config, defaults included."""
+    """``summary.json``'s ``config`` (``ExperimentConfig.to_dict``) validates to the same config,
+    defaults included."""
     for name in ("expert_advice_equal", "expert_advice_random_tuned", "bco_d2"):
         config = load_config(name, ["runs=3", "chunk_size=64"], seed=9)
         recorded = json.loads(json.dumps(config.to_dict()))  # what summary.json holds
         raw = {k: v for k, v in recorded.items() if k not in ("source", "overrides")}
         rebuilt = validate(raw, "summary.json", default_name=recorded["name"])
-        for field in ("name", "seed", "runs", "horizon", "learners", "env", "window"):
+        for field in FIELDS.split():
             assert getattr(rebuilt, field) == getattr(config, field), (name, field)
-        for field in ("sa_windows", "chunk_size", "feedback", "kind", "sa_stride", "save_traces"):
-            assert getattr(rebuilt, field) == getattr(config, field), (name, field)
-        assert rebuilt.learner_options == config.learner_options
-        assert rebuilt.params == config.params
         for learner_name in config.learners:
             assert rebuilt.make_learner(learner_name) == config.make_learner(learner_name)
 
@@ -148,8 +136,7 @@ def _sources() -> list[Path]:
 
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(REPO)))
 def test_no_pickle_or_eval(path):
-    """No pickle-family module, no eval/exec/compile, and every np.load passes
-    allow_pickle=False."""
+    """No pickle-family module, no eval/exec/compile, every np.load passes allow_pickle=False."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):

@@ -1,9 +1,6 @@
 """Runs sharded over several devices give bitwise the unsharded results; padding and blocks.
-
-Four CPU devices need ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` before JAX is
-imported, so the sharded run happens in a subprocess that writes its traces to an ``.npz``
-file; this process (one device) runs the same calls and compares every bit.
-"""
+The four-device run is a subprocess (``XLA_FLAGS`` is read before JAX starts); this process
+(one device) runs the same calls and compares every bit."""
 
 from __future__ import annotations
 
@@ -23,10 +20,8 @@ from tests.conftest import HORIZON, NUM_ARMS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# R = 10 runs on 4 devices: padded to 12 (3 per device, blocks of 3 there); unsharded the
-# same block size of 3 pads 10 to 12 as well. A second call runs the fused Pallas kernel
-# (interpreted), a third uses per-run params (a sweep) over R = 8 runs, a multiple of the
-# devices, laid out by the default plan.
+# R = 10 runs padded to 12 (blocks of 3) sharded or not; then the Pallas kernel (interpreted),
+# then per-run params (a sweep) over R = 8 runs laid out by the default plan.
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -35,19 +30,14 @@ SCRIPT = textwrap.dedent(
 
     def run_all():
         env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
-        out = {}
-        for name in ("stabl",):
-            learner = make(name, num_arms=5, horizon=64)
-            res = simulate(learner, env, jax.random.key(3), 10,
-                           options=SimOptions(chunk_size=32, runs_per_block=3))
-            for field, trace in res.traces().items():
-                out[f"{name}/{field}"] = trace
-            for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
-                out[f"{name}/state{i}"] = np.asarray(leaf)
+        res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 10,
+                       options=SimOptions(chunk_size=32, runs_per_block=3))
+        out = {f"stabl/{field}": trace for field, trace in res.traces().items()}
+        for i, leaf in enumerate(jax.tree.leaves(res.carry.state)):
+            out[f"stabl/state{i}"] = np.asarray(leaf)
         res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 10,
                        options=SimOptions(chunk_size=32, runs_per_block=3, kernel="pallas"))
-        for field, trace in res.traces().items():
-            out[f"pallas/{field}"] = trace
+        out.update({f"pallas/{field}": trace for field, trace in res.traces().items()})
         out["pallas/weights"] = np.asarray(res.carry.state.expert_log_probs)
         learner = make("exp3", num_arms=5, horizon=64)
         params = learner.default_params.replace(lr_scale=jnp.linspace(0.5, 8.0, 8))
@@ -65,33 +55,20 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
-    folder = tmp_path_factory.mktemp("sharding")
-    script = folder / "runs.py"
+def test_sharded_over_four_devices_equals_unsharded_bitwise(tmp_path):
+    script = tmp_path / "runs.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    proc = subprocess.run(
-        [sys.executable, str(script), str(folder / "sharded.npz")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    command = [sys.executable, str(script), str(tmp_path / "sharded.npz")]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    sharded = dict(np.load(folder / "sharded.npz"))
+    sharded = dict(np.load(tmp_path / "sharded.npz"))
     namespace: dict = {}
     exec(compile(SCRIPT, str(script), "exec"), namespace)
-    # The subprocess runs on CPU devices; so does the comparison run (on a machine with a
-    # GPU, the default device would otherwise compare a GPU run with the CPU's bits).
-    with jax.default_device(jax.devices("cpu")[0]):
-        return sharded, namespace["run_all"]()
-
-
-def test_sharded_over_four_devices_equals_unsharded_bitwise(runs):
-    sharded, unsharded = runs
+    with jax.default_device(jax.devices("cpu")[0]):  # the subprocess's CPU bits, also with a GPU
+        unsharded = namespace["run_all"]()
     assert int(sharded["devices"]) == 4 and int(sharded["plan_devices"]) == 4
     assert int(unsharded["devices"]) == 1 and int(unsharded["plan_devices"]) == 1
     names = [k for k in unsharded if "/" in k]
@@ -102,7 +79,7 @@ def test_sharded_over_four_devices_equals_unsharded_bitwise(runs):
         np.testing.assert_array_equal(sharded[name], unsharded[name], err_msg=name)
 
 
-def test_plan_pads_to_devices_times_block():
+def test_plan_pads_to_devices_times_block_and_names_bad_values():
     plan = sharding.plan_runs(10, 3, mesh=None)
     assert (plan.padded_runs, plan.block, plan.num_devices) == (12, 3, 1)
     # Chosen blocks on a CPU: at most CPU_MAX_BLOCK runs, split evenly to keep padding small.
@@ -110,15 +87,24 @@ def test_plan_pads_to_devices_times_block():
     assert jax.default_backend() != "cpu" or (plan.block, plan.padded_runs) == (150, 300)
     plan = sharding.plan_runs(1, mesh=None)
     assert (plan.block, plan.padded_runs) == (1, 1)
-
-
-def test_plan_rejects_a_mesh_it_cannot_read():
-    """Any string used to mean "auto": ``mesh="none"`` sharded over every device."""
+    assert sharding.plan_runs(10, mesh="auto").num_runs == 10
+    cores = sharding.usable_cores()  # automatic threads divide the blocks, within the cores
+    for runs in (1, 10, 300, 1024, 4096):
+        plan = sharding.plan_runs(runs, mesh=None)
+        blocks = plan.padded_runs // plan.block
+        assert 1 <= plan.host_threads <= cores and blocks % plan.host_threads == 0
+    assert sharding.plan_runs(12, 3, mesh=None, host_threads=4).host_threads == 4
+    # any string used to mean "auto": mesh="none" sharded over every device
     with pytest.raises(ValueError, match=r"mesh must be one of \('auto',\), got 'none'"):
         sharding.plan_runs(10, mesh="none")
     with pytest.raises(TypeError, match=r"mesh must be 'auto', None or a jax\.sharding\.Mesh"):
         sharding.plan_runs(10, mesh=jax.devices())
-    assert sharding.plan_runs(10, mesh="auto").num_runs == 10
+    with pytest.raises(ValueError, match="host_threads=3 must divide the number of blocks"):
+        sharding.plan_runs(12, 3, mesh=None, host_threads=3)
+    with pytest.raises(ValueError, match="host_threads must be >= 1"):
+        sharding.plan_runs(12, 3, mesh=None, host_threads=0)
+    with pytest.raises(ValueError, match="runs_per_block"):
+        sharding.plan_runs(10, 0, mesh=None)
 
 
 def test_padding_runs_are_dropped_and_do_not_change_the_others():
@@ -139,8 +125,8 @@ def test_padding_runs_are_dropped_and_do_not_change_the_others():
 
 
 def test_host_threads_give_the_same_bits():
-    """Groups of blocks stepped from host threads, checked or not: every trace and the final
-    state equal one unchecked thread's, bit for bit (chunked, with per-run params)."""
+    """Blocks stepped from host threads, checked or not: the traces and final state of one
+    unchecked thread, bit for bit (chunked, with per-run params)."""
     env = ExpertAdvice(NUM_ARMS, HORIZON, random_change_points=True)
     learner = make("stabl", num_arms=NUM_ARMS, horizon=HORIZON)
     params = learner.default_params.replace(expert_lr_scale=jnp.linspace(0.5, 4.0, 12))
@@ -160,19 +146,3 @@ def test_host_threads_give_the_same_bits():
             if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
                 a, b = jax.random.key_data(a), jax.random.key_data(b)
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
-def test_host_threads_plan():
-    """Automatic threads divide the blocks and never exceed the cores; bad values are named."""
-    cores = sharding.usable_cores()
-    for runs in (1, 10, 300, 1024, 4096):
-        plan = sharding.plan_runs(runs, mesh=None)
-        blocks = plan.padded_runs // plan.block
-        assert 1 <= plan.host_threads <= cores and blocks % plan.host_threads == 0
-    assert sharding.plan_runs(12, 3, mesh=None, host_threads=4).host_threads == 4
-    with pytest.raises(ValueError, match="host_threads=3 must divide the number of blocks"):
-        sharding.plan_runs(12, 3, mesh=None, host_threads=3)
-    with pytest.raises(ValueError, match="host_threads must be >= 1"):
-        sharding.plan_runs(12, 3, mesh=None, host_threads=0)
-    with pytest.raises(ValueError, match="runs_per_block"):
-        sharding.plan_runs(10, 0, mesh=None)

@@ -1,7 +1,5 @@
-"""Statistical truths with fixed keys. Tolerances are derived from the standard error: with
-``M`` draws, an estimate of a mean is compared with the truth at ``Z`` standard errors, where
-``Z = 5`` (two-sided tail 6e-7 per coordinate; with at most a few dozen coordinates per test
-the family-wise false-alarm rate stays below 1e-4). The standard errors use the exact variance
+"""Statistical truths with fixed keys: a mean of ``M`` draws is within ``Z = 5`` standard errors
+of the truth (two-sided tail 6e-7 per coordinate, below 1e-4 per test), with the exact variance
 where it is known in closed form."""
 
 from __future__ import annotations
@@ -24,9 +22,8 @@ def _trained_state(learner, rounds: int = 200, seed: int = 0):
     state = learner.init(jax.random.key(seed))
     means = jnp.linspace(0.1, 0.9, learner.num_arms)
     for t in range(rounds):
-        loss = jnp.clip(
-            means + 0.1 * jax.random.normal(jax.random.key(10_000 + t), means.shape), 0, 1
-        )
+        noise = jax.random.normal(jax.random.key(10_000 + t), means.shape)
+        loss = jnp.clip(means + 0.1 * noise, 0, 1)
         state, _ = step(state, loss, jax.random.key(seed * 7919 + t))
     return state
 
@@ -70,10 +67,8 @@ def test_one_sparse_estimator_is_unbiased(stabl_state):
     prob = np.asarray(queries.query_probs[:, 1], np.float64)
     estimates = np.zeros((m, N))
     estimates[np.arange(m), arm] = np.asarray(loss)[arm] / prob
-    _, _, obs = learner.distributions(state)
-    obs = np.asarray(obs, np.float64)
-    exact_var = np.asarray(loss, np.float64) ** 2 * (1.0 / obs - 1.0)
-    se = np.sqrt(exact_var / m)
+    obs = np.asarray(learner.distributions(state)[2], np.float64)
+    se = np.sqrt(np.asarray(loss, np.float64) ** 2 * (1.0 / obs - 1.0) / m)  # the exact variance
     np.testing.assert_array_less(np.abs(estimates.mean(0) - np.asarray(loss)), Z * se)
 
 
@@ -92,25 +87,22 @@ def test_meta_regret_estimate_is_unbiased_and_weight_balanced(stabl_state):
     se = r.std(0, ddof=1) / np.sqrt(m)
     np.testing.assert_array_less(np.abs(r.mean(0) - truth), Z * se)
     w = np.exp(np.asarray(state.meta_log_weights, np.float64))
-    # mix and v come from float32 softmaxes: the identity holds to float32 rounding (eps 1.2e-7
-    # times the handful of operations forming mix), relative to the size of the terms.
+    # mix and v are float32 softmaxes: the identity holds to float32 rounding of the terms.
     np.testing.assert_allclose(r @ w / w.sum(), 0.0, atol=1e-6 * np.abs(r).max())
 
 
 @pytest.mark.parametrize("trial", ["play", "observation"])
 def test_vizier_meta_gain_estimate_is_unbiased_on_both_kinds_of_trial(trial):
-    """stabl_vizier learns from every trial: whichever distribution ``z`` the trial's arm ``x``
-    comes from (the play mixture or ``P``), ``g(x)/z(x) (v_k(x) - play(x))`` has mean
-    ``g^T v_k - g^T play`` (drawn through the real ``ask``)."""
+    """stabl_vizier learns from every trial: whichever distribution ``z`` (play mixture or ``P``)
+    the arm ``x`` comes from, ``g(x)/z(x) (v_k(x) - play(x))`` has mean ``g^T v_k - g^T play``."""
     learner = StABLVizier(num_arms=N, horizon=256, history_lengths=(8, 32, 256))
     state = _trained_state(learner)  # 200 trials: t even, a play trial is next
     state = state.replace(t=state.t + (trial == "observation"))
     gain = 1.0 - np.linspace(0.9, 0.1, N)
     v, play, _ = (np.asarray(x, np.float64) for x in learner.distributions(state))
     m = 100_000
-    queries = jax.vmap(learner.ask, in_axes=(None, 0))(
-        state, jax.random.split(jax.random.key(8), m)
-    )
+    keys = jax.random.split(jax.random.key(8), m)
+    queries = jax.vmap(learner.ask, in_axes=(None, 0))(state, keys)
     arm = np.asarray(queries.arms[:, 0])
     z = np.asarray(learner.trial_distribution(state), np.float64)
     np.testing.assert_array_equal(np.asarray(queries.play_probs[0]), z.astype(np.float32))

@@ -32,25 +32,20 @@ def both(env):
     )
 
 
-def test_sa_equals_the_traces_metric_bitwise(env, both):
-    """Same prefix-sum order as NumPy's (sequential, float64): equal to the last bit."""
+def test_summaries_equal_the_traces_metrics_bitwise(env, both):
+    """SA has NumPy's prefix-sum order (sequential, float64): equal to the last bit, as are the
+    other reductions of the traces."""
     full, summaries = both
     reference = metrics.adaptive_regret(full, env, WINDOWS)
     np.testing.assert_array_equal(summaries.sa_sampled, reference["sampled"])
     np.testing.assert_array_equal(summaries.sa_expected, reference["expected"])
-
-
-def test_summaries_equal_reductions_of_the_traces(env, both):
-    full, summaries = both
     segments = metrics.segment_ids(full.carry, T)
     loss = full.loss.astype(np.float64)
-    np.testing.assert_array_equal(
-        summaries.segment_loss, metrics.per_segment_mean(loss, segments, env.num_segments)
-    )
+    segment_loss = metrics.per_segment_mean(loss, segments, env.num_segments)
+    np.testing.assert_array_equal(summaries.segment_loss, segment_loss)
     np.testing.assert_array_equal(summaries.mean_loss, loss.mean(axis=1))
-    np.testing.assert_array_equal(
-        summaries.mean_prob_best, full.prob_best.astype(np.float64).mean(axis=1)
-    )
+    mean_prob_best = full.prob_best.astype(np.float64).mean(axis=1)
+    np.testing.assert_array_equal(summaries.mean_prob_best, mean_prob_best)
     np.testing.assert_array_equal(summaries.num_muted, np.asarray(full.carry.state.num_muted))
     assert summaries.num_muted.sum() > 0  # meta scale 40 mutes: the counter is exercised
     assert summaries.num_runs == 8 and summaries.window_lengths == WINDOWS
@@ -58,8 +53,7 @@ def test_summaries_equal_reductions_of_the_traces(env, both):
 
 def test_first_run_continues_the_same_runs(env, both):
     full, _ = both
-    options = SimOptions(runs_per_block=1, first_run=3)
-    traces = ("loss", "played")
+    options, traces = SimOptions(runs_per_block=1, first_run=3), ("loss", "played")
     tail = simulate(
         LEARNER, env, jax.random.key(5), 2, params=PARAMS, traces=traces, options=options
     )
@@ -82,23 +76,26 @@ def test_sa_brute_force(env, both):
         assert summaries.sa_sampled[0, w] == pytest.approx(brute, rel=1e-12, abs=1e-9)
 
 
-def test_bad_windows_and_params(env):
+def test_bad_windows_params_and_options(env):
+    """Each batch sets its ``first_run`` and its progress: options that say otherwise are named,
+    not silently overridden."""
     learner = StABL(num_arms=N, horizon=T)
-    with pytest.raises(ValueError, match="window length"):
-        simulate_summaries(learner, env, jax.random.key(0), 2, (T + 1,))
-    with pytest.raises(TypeError, match=r"window length must be an int, got 2\.5"):
-        simulate_summaries(learner, env, jax.random.key(0), 2, (2.5,))  # was run as L = 2
-    with pytest.raises(ValueError, match="runs_per_batch"):
-        simulate_summaries(learner, env, jax.random.key(0), 2, (4,), runs_per_batch=0)
     params = learner.default_params.replace(meta_lr_scale=np.ones(3, np.float32))
-    with pytest.raises(ValueError, match="num_runs=2"):
-        simulate_summaries(learner, env, jax.random.key(0), 2, (4,), params=params)
-    with pytest.raises(TypeError, match="progress must be True or False, got 'yes'"):
-        simulate_summaries(learner, env, jax.random.key(0), 2, (4,), progress="yes")
+    for windows, kwargs, error, message in [
+        ((T + 1,), {}, ValueError, "window length"),
+        ((2.5,), {}, TypeError, r"window length must be an int, got 2\.5"),  # was run as L = 2
+        ((4,), dict(runs_per_batch=0), ValueError, "runs_per_batch"),
+        ((4,), dict(params=params), ValueError, "num_runs=2"),
+        ((4,), dict(progress="yes"), TypeError, "progress must be True or False, got 'yes'"),
+        ((4,), dict(options=SimOptions(first_run=2)), ValueError, "sets each batch's first_run"),
+        ((4,), dict(options=SimOptions(progress=True)), ValueError, "sets each batch's first_run"),
+    ]:
+        with pytest.raises(error, match=message):
+            simulate_summaries(learner, env, jax.random.key(0), 2, windows, **kwargs)
 
 
 def test_progress_is_a_bar_or_a_callback(env) -> None:
-    """``progress=True`` failed after the first batch ('bool' object is not callable)."""
+    """A callback sees each batch; ``True`` (a bar) and ``None`` give the same runs."""
     learner, key = EXP3(num_arms=N, horizon=T), jax.random.key(1)
     calls: list[tuple[int, int]] = []
     summaries = simulate_summaries(
@@ -112,9 +109,8 @@ def test_progress_is_a_bar_or_a_callback(env) -> None:
 
 
 def test_runs_per_point_pairs_the_points_of_a_sweep(env):
-    """Every group of ``runs_per_point`` runs gets the keys of runs ``0 .. P - 1``: a grid of
-    two equal points gives equal traces, and each group equals an unpaired simulation of P
-    runs; without it the groups differ."""
+    """Every group of ``runs_per_point`` runs gets the keys of runs ``0 .. P - 1`` (each equals
+    an unpaired simulation of P runs); without it the groups differ."""
 
     def grid(runs, **options):
         params = LEARNER.default_params.replace(meta_lr_scale=np.full(runs, 2.0, np.float32))
@@ -130,8 +126,7 @@ def test_runs_per_point_pairs_the_points_of_a_sweep(env):
 
 
 def test_an_environment_it_cannot_summarise_is_named():
-    """A convex or algorithm-selection environment used to fail on a trace it does not offer
-    (``traces must be one of (...), got 'expected_loss'``)."""
+    """A convex or algorithm-selection environment is named, not failed on a missing trace."""
     env = CONVEX_ENVS.make("moving_target", dim=2, horizon=32)
     learner = BCO_LEARNERS.make("fkm", dim=2, horizon=32)
     message = r"oblivious piecewise bandit environments .* got MovingTarget: simulate others with"
@@ -139,18 +134,9 @@ def test_an_environment_it_cannot_summarise_is_named():
         simulate_summaries(learner, env, jax.random.key(0), 2, (8,))
 
 
-def test_options_the_batches_set_are_refused():
-    """Each batch sets its ``first_run`` and the progress is per batch: options that would
-    say otherwise are named, not silently overridden."""
-    env, learner = ExpertAdvice(num_arms=N, horizon=T), EXP3(num_arms=N, horizon=T)
-    for options in (SimOptions(first_run=2), SimOptions(progress=True)):
-        with pytest.raises(ValueError, match="sets each batch's first_run"):
-            simulate_summaries(learner, env, jax.random.key(0), 2, (4,), options=options)
-
-
 def test_on_device_summaries_are_the_host_ones_within_float32_rounding(env, both):
-    """``on_device=True``: the same runs summarised on the device (float32), within the
-    bounds of :mod:`stabl_jax.summaries`; no ``(b, T)`` array is read on the host."""
+    """``on_device=True``: the same runs summarised on the device (float32), within the bounds
+    of :mod:`stabl_jax.summaries`; no ``(b, T)`` array is read on the host."""
     _, host = both
     args = (LEARNER, env, jax.random.key(5), 8, WINDOWS)
     kwargs = dict(params=PARAMS, runs_per_batch=4, options=ONE)
@@ -158,12 +144,8 @@ def test_on_device_summaries_are_the_host_ones_within_float32_rounding(env, both
     with fetched_shapes() as shapes:
         device = simulate_summaries(*args, **kwargs, on_device=True)
     assert not [s for s in shapes if len(s) >= 2 and s[1:2] == (T,)], shapes
-    for name in ("sa_sampled", "sa_expected"):
-        np.testing.assert_allclose(
-            getattr(device, name), getattr(host, name), rtol=0, atol=summaries.sa_bound(T)
-        )
-    for name in ("segment_loss", "mean_loss", "mean_expected_loss", "mean_prob_best"):
-        np.testing.assert_allclose(
-            getattr(device, name), getattr(host, name), rtol=0, atol=T * summaries.EPS32
-        )
+    atol = dict.fromkeys(["sa_sampled", "sa_expected"], summaries.sa_bound(T))
+    names = ("segment_loss", "mean_loss", "mean_expected_loss", "mean_prob_best")
+    for name, bound in {**atol, **dict.fromkeys(names, T * summaries.EPS32)}.items():
+        np.testing.assert_allclose(getattr(device, name), getattr(host, name), rtol=0, atol=bound)
     np.testing.assert_array_equal(device.num_muted, host.num_muted)

@@ -10,15 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stabl_jax import (
-    ExpertAdvice,
-    PiecewiseBernoulli,
-    SimOptions,
-    StABL,
-    metrics,
-    simulate,
-    summaries,
-)
+from stabl_jax import SimOptions, StABL, metrics, simulate, summaries
+from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
 
 RUNS, T = 6, 256
 WINDOWS = (1, 16, 100, T)
@@ -26,14 +19,13 @@ ENVS = {
     "expert_advice": ExpertAdvice(num_arms=5, horizon=T, num_segments=3),
     "bernoulli": PiecewiseBernoulli(num_arms=5, horizon=T, random_change_points=True),
 }
+LEARNER = StABL(num_arms=5, horizon=T)
 
 
 @pytest.fixture(scope="module", params=sorted(ENVS))
 def run(request):
-    env = ENVS[request.param]
-    learner = StABL(num_arms=5, horizon=T)
-    options = SimOptions(chunk_size=100, traces_on_device=True)
-    return env, simulate(learner, env, jax.random.key(3), RUNS, options=options)
+    env, options = ENVS[request.param], SimOptions(chunk_size=100, traces_on_device=True)
+    return env, simulate(LEARNER, env, jax.random.key(3), RUNS, options=options)
 
 
 @contextlib.contextmanager
@@ -53,7 +45,7 @@ def test_device_traces_are_the_host_traces(run):
     """The same bits as the default path, left on the device."""
     env, device = run
     options = SimOptions(chunk_size=100)
-    host = simulate(StABL(num_arms=5, horizon=T), env, jax.random.key(3), RUNS, options=options)
+    host = simulate(LEARNER, env, jax.random.key(3), RUNS, options=options)
     assert set(device.arrays) == set(host.arrays)
     for name, trace in host.arrays.items():
         assert isinstance(device.arrays[name], jax.Array), name
@@ -63,8 +55,7 @@ def test_device_traces_are_the_host_traces(run):
 def test_no_trace_leaves_the_device():
     """Simulating and summarising read no array of two or more axes on the host (neither a
     trace nor a chunk of one); the default path does, so the spy sees such reads."""
-    env = ENVS["expert_advice"]
-    learner = StABL(num_arms=5, horizon=T)
+    env, learner = ENVS["expert_advice"], LEARNER
     options = SimOptions(chunk_size=100, traces_on_device=True)
     simulate(learner, env, jax.random.key(0), RUNS, options=options)  # compiled beforehand
     with fetched_shapes() as shapes:
@@ -79,39 +70,31 @@ def test_no_trace_leaves_the_device():
     assert (RUNS, 100) in shapes, "the spy sees the host path's chunks"
 
 
-def test_adaptive_regret_equals_the_float64_metric(run):
+def test_summaries_equal_the_float64_metrics(run):
+    """Adaptive regret, cumulative regret and segment means within the float32 bounds."""
     env, res = run
+    carry = jax.device_get(res.carry)
     traces = {"loss": res.loss, "expected_loss": res.expected_loss}
     device = summaries.adaptive_regret(env, res.carry, traces, WINDOWS, runs_per_batch=4)
-    host = metrics.paired_adaptive_regret(
-        env, jax.device_get(res.carry), {k: np.asarray(v) for k, v in traces.items()}, WINDOWS
-    )
+    host_traces = {k: np.asarray(v) for k, v in traces.items()}
+    host = metrics.paired_adaptive_regret(env, carry, host_traces, WINDOWS)
     for name in traces:
         assert device[name].dtype == jnp.float32
         np.testing.assert_allclose(device[name], host[name], rtol=0, atol=summaries.sa_bound(T))
-
-
-def test_cumulative_regret_equals_the_float64_metric(run):
-    env, res = run
     device = summaries.cumulative_regret(env, res.carry, {"loss": res.loss})["loss"]
-    mean, _, final = metrics.paired_cumulative_regret(
-        env, jax.device_get(res.carry), {"loss": np.asarray(res.loss)}
-    )["loss"]
+    mean, _, final = metrics.paired_cumulative_regret(env, carry, {"loss": host_traces["loss"]})[
+        "loss"
+    ]
     bound = summaries.prefix_bound(T)
     np.testing.assert_allclose(device[:, -1], final, rtol=0, atol=bound)
     np.testing.assert_allclose(device.mean(axis=0), mean, rtol=0, atol=bound)
-
-
-def test_segment_means_equal_the_float64_metric(run):
-    _, res = run
-    carry = jax.device_get(res.carry)
-    points = carry.env_params.change_points
-    num = int(np.shape(points)[-1]) + 1
-    host = metrics.per_segment_mean(
-        np.asarray(res.loss), metrics.segment_ids(carry, T), num, lambda x: 1.0 - x
-    )
+    num = int(np.shape(carry.env_params.change_points)[-1]) + 1
+    segments = metrics.segment_ids(carry, T)
+    host = metrics.per_segment_mean(host_traces["loss"], segments, num, lambda x: 1.0 - x)
     device = summaries.segment_means(1.0 - res.loss, res.carry.env_params.change_points, num)
     np.testing.assert_allclose(device, host, rtol=0, atol=T * summaries.EPS32)
+    with pytest.raises(ValueError, match=r"traces\['short'\] must be \(R, T\) with R=6"):
+        summaries.adaptive_regret(env, res.carry, {"short": res.loss[:2]}, (4,))
 
 
 def test_the_bounds_are_float32_rounding():
@@ -120,20 +103,11 @@ def test_the_bounds_are_float32_rounding():
     assert summaries.sa_bound(256) == 4 * summaries.prefix_bound(256)
 
 
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
+def test_traces_on_device_refuses_what_it_cannot_do():
+    for options, message in [
         (dict(traces_on_device=True, host_threads=2), "leave host_threads at None or 1"),
         (dict(traces_on_device=True, checkpoint=object()), "give one of the two"),
         (dict(traces_on_device=1), "traces_on_device"),
-    ],
-)
-def test_traces_on_device_refuses_what_it_cannot_do(options, message):
-    with pytest.raises((TypeError, ValueError), match=message):
-        SimOptions(**options)
-
-
-def test_summaries_name_a_trace_of_the_wrong_shape(run):
-    env, res = run
-    with pytest.raises(ValueError, match=r"traces\['short'\] must be \(R, T\) with R=6"):
-        summaries.adaptive_regret(env, res.carry, {"short": res.loss[:2]}, (4,))
+    ]:
+        with pytest.raises((TypeError, ValueError), match=message):
+            SimOptions(**options)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -16,15 +17,10 @@ from stabl_jax.envs import ExpertAdvice, PiecewiseBernoulli
 from tests.conftest import HORIZON, NUM_ARMS
 
 RNG = np.random.default_rng(2024)
-KEY_WORDS = np.concatenate(
-    [
-        RNG.integers(0, 2**32, size=(30, 2), dtype=np.uint32),
-        np.array([[0, 0], [2**32 - 1, 2**32 - 1], [0, 2**32 - 1], [2**32 - 1, 0]], np.uint32),
-    ]
-)
-COUNTERS = np.concatenate(
-    [np.array([0, 1, 2, 2**31, 2**32 - 1], np.uint32), RNG.integers(0, 2**32, 20, np.uint32)]
-)
+EDGES = np.array([[0, 0], [2**32 - 1, 2**32 - 1], [0, 2**32 - 1], [2**32 - 1, 0]], np.uint32)
+KEY_WORDS = np.concatenate([RNG.integers(0, 2**32, size=(30, 2), dtype=np.uint32), EDGES])
+EDGE_COUNTERS = np.array([0, 1, 2, 2**31, 2**32 - 1], np.uint32)
+COUNTERS = np.concatenate([EDGE_COUNTERS, RNG.integers(0, 2**32, 20, np.uint32)])
 SHAPES = [(1,), (7,), (3, 5), (2, 3, 4), (129,)]
 
 
@@ -33,10 +29,8 @@ def _key(words: np.ndarray) -> jax.Array:
 
 
 def test_threefry_fold_in_matches_jax_bitwise():
-    words, data = (
-        jnp.asarray(a) for a in np.broadcast_arrays(KEY_WORDS[:, None], COUNTERS[None, :, None])
-    )
-    words, data = words.reshape(-1, 2), data.reshape(-1, 2)[:, 0]
+    words, data = np.broadcast_arrays(KEY_WORDS[:, None], COUNTERS[None, :, None])
+    words, data = jnp.asarray(words.reshape(-1, 2)), jnp.asarray(data.reshape(-1, 2)[:, 0])
     theirs = jax.vmap(lambda w, d: jax.random.key_data(jax.random.fold_in(_key(w), d)))
     np.testing.assert_array_equal(jax.vmap(threefry.fold_in)(words, data), theirs(words, data))
 
@@ -50,9 +44,7 @@ def test_threefry_bits_and_uniform_match_jax_bitwise(shape):
         theirs = [jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys)]
         for lo, hi in ((0.0, 1.0), (-1.0, 3.0), (0.0, 0.3)):
             ours.append(jax.vmap(lambda w, lo=lo, hi=hi: threefry.uniform(w, shape, lo, hi))(words))
-            draw = functools.partial(
-                jax.random.uniform, shape=shape, dtype=jnp.float32, minval=lo, maxval=hi
-            )
+            draw = functools.partial(jax.random.uniform, shape=shape, minval=lo, maxval=hi)
             theirs.append(jax.vmap(draw)(keys))
         return ours, theirs
 
@@ -62,8 +54,7 @@ def test_threefry_bits_and_uniform_match_jax_bitwise(shape):
 
 @functools.partial(jax.jit, static_argnums=2)
 def _pallas_draws(keys: jax.Array, data: jax.Array, num: int) -> tuple[jax.Array, ...]:
-    """Per key row: fold ``data`` in, then the folded key's ``num`` bits and uniforms,
-    all computed inside one interpreted ``pallas_call`` from the key words."""
+    """Per key row, in one interpreted ``pallas_call``: fold ``data`` in, ``num`` bits, uniforms."""
     rows = keys.shape[0]
 
     def kernel(k_ref, d_ref, fold_ref, bits_ref, u_ref):
@@ -74,15 +65,9 @@ def _pallas_draws(keys: jax.Array, data: jax.Array, num: int) -> tuple[jax.Array
         bits_ref[...] = threefry.bits_words(f1, f2, index)
         u_ref[...] = threefry.uniform_words(f1, f2, index, -1.0, 3.0)
 
-    return pl.pallas_call(
-        kernel,
-        out_shape=(
-            jax.ShapeDtypeStruct((rows, 2), jnp.uint32),
-            jax.ShapeDtypeStruct((rows, num), jnp.uint32),
-            jax.ShapeDtypeStruct((rows, num), jnp.float32),
-        ),
-        interpret=True,
-    )(keys, data)
+    shapes = [((rows, 2), jnp.uint32), ((rows, num), jnp.uint32), ((rows, num), jnp.float32)]
+    out_shape = tuple(jax.ShapeDtypeStruct(*a) for a in shapes)
+    return pl.pallas_call(kernel, out_shape=out_shape, interpret=True)(keys, data)
 
 
 @pytest.mark.parametrize("num", [1, 16, 33])
@@ -102,17 +87,10 @@ def test_threefry_rejects_too_large_shapes():
         threefry.bits(jnp.zeros(2, jnp.uint32), (2**16, 2**16))
 
 
+RANDOM: dict[str, Any] = {"num_segments": 4, "mean": 0.7, "gap": 0.45, "best_arm_order": "random"}
 ENVS = (
     PiecewiseBernoulli(NUM_ARMS, HORIZON, change_points=(20, 41)),
-    PiecewiseBernoulli(
-        NUM_ARMS,
-        HORIZON,
-        num_segments=4,
-        mean=0.7,
-        gap=0.45,
-        random_change_points=True,
-        best_arm_order="random",
-    ),
+    PiecewiseBernoulli(NUM_ARMS, HORIZON, random_change_points=True, **RANDOM),
     ExpertAdvice(NUM_ARMS, HORIZON, change_points=(32,)),
 )
 
@@ -143,9 +121,8 @@ def test_prng_fold_in_matches_jax_bitwise():
     ours = jax.jit(jax.vmap(prng.fold_in))(KEYS, ts)
     theirs = jax.jit(jax.vmap(jax.random.fold_in))(KEYS, ts)
     np.testing.assert_array_equal(jax.random.key_data(ours), jax.random.key_data(theirs))
-    eager, want = (
-        fold(jax.random.key(7), 2**30 + 5) for fold in (prng.fold_in, jax.random.fold_in)
-    )
+    eager = prng.fold_in(jax.random.key(7), 2**30 + 5)
+    want = jax.random.fold_in(jax.random.key(7), 2**30 + 5)
     np.testing.assert_array_equal(jax.random.key_data(eager), jax.random.key_data(want))
 
 

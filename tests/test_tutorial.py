@@ -11,8 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 NOTEBOOK = Path(__file__).resolve().parent.parent / "examples" / "tutorial.ipynb"
 SMALL = {"arms": 5, "horizon": 64, "runs": 16, "grid_runs": 4, "folder_runs": 4}
 
@@ -56,8 +54,8 @@ def test_the_tutorial_runs_top_to_bottom(tmp_path, monkeypatch):
 
 
 def test_the_tutorial_finds_stabl_jax_from_examples_installed_or_not():
-    """Its setup cell puts the checkout's root on the path when stabl_jax is not installed,
-    and leaves an installed stabl_jax alone (as on the README's install)."""
+    """Its setup cell puts the checkout on the path when stabl_jax is not installed, and leaves
+    an installed stabl_jax alone."""
     setup = "".join(_notebook()["cells"][2]["source"])
     assert "find_spec" in setup
     code = f"{setup}\nimport stabl_jax\nprint(stabl_jax.__file__)"
@@ -65,9 +63,8 @@ def test_the_tutorial_finds_stabl_jax_from_examples_installed_or_not():
 
     def python(source: str, cwd: Path) -> str:
         run = [sys.executable, "-c", source]
-        return subprocess.run(
-            run, cwd=cwd, env=env, capture_output=True, text=True, check=True
-        ).stdout.strip()
+        done = subprocess.run(run, cwd=cwd, env=env, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
 
     where = "import importlib.util as u; s = u.find_spec('stabl_jax'); print(s and s.origin)"
     installed = python(where, Path("/"))
@@ -75,10 +72,9 @@ def test_the_tutorial_finds_stabl_jax_from_examples_installed_or_not():
     assert python(code, NOTEBOOK.parent) == (checkout if installed == "None" else installed)
 
 
-@pytest.mark.parametrize(
-    "keyword", ["chunk_size", "progress", "runs_per_block", "host_threads", "kernel", "checkpoint"]
-)
-def test_the_tutorial_calls_simulate_with_its_model_arguments_only(keyword):
+def test_the_tutorial_calls_simulate_with_its_model_arguments_only():
     """Execution options are not part of what a first reader needs."""
     text = "".join("".join(c["source"]) for c in _notebook()["cells"])
-    assert f"{keyword}=" not in text
+    options = ["chunk_size", "progress", "runs_per_block", "host_threads", "kernel", "checkpoint"]
+    for keyword in options:
+        assert f"{keyword}=" not in text, keyword

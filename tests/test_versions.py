@@ -1,7 +1,6 @@
-"""The oldest supported releases: ``pyproject.toml``'s lower bounds are
-``versions.MINIMUM_VERSIONS`` (what ``.ci/lowest`` installs and tests), the suite's own
-environment meets them, and importing stabl_jax refuses an older JAX, chex or optax with the
-command that upgrades it."""
+"""The oldest supported releases: ``pyproject.toml``'s lower bounds are ``MINIMUM_VERSIONS``
+(what ``.ci/lowest`` installs), this environment meets them, and importing stabl_jax refuses an
+older JAX, chex or optax with the command that upgrades it."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from stabl_jax import versions
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_pyproject_declares_the_minimum_versions():
+def test_minimum_versions_are_declared_installed_and_compared_as_numbers():
     with open(ROOT / "pyproject.toml", "rb") as file:
         dependencies = tomllib.load(file)["project"]["dependencies"]
     bounds = {}
@@ -28,21 +27,18 @@ def test_pyproject_declares_the_minimum_versions():
         assert match is not None, f"{dependency!r}: .ci/lowest pins only name>=version"
         bounds[match[1]] = match[2]
     assert bounds == versions.MINIMUM_VERSIONS
-
-
-def test_the_installed_versions_meet_the_minimum():
     for name, minimum in versions.MINIMUM_VERSIONS.items():
         found = versions.installed_version(name)
         assert found is not None, name
         assert versions.release(found) >= versions.release(minimum), (name, found)
-
-
-def test_release_numbers_compare_as_numbers():
     assert versions.release("0.10.2") == (0, 10, 2) > versions.release("0.8.0")
     assert versions.release("0.8.1.dev20251101") == (0, 8, 1)
     assert versions.release("2.0") == (2, 0) < versions.release("2.0.1")
     with pytest.raises(ValueError, match="not a version number: 'dev'"):
         versions.release("dev")
+    versions.check_versions({"jax": "0.8.0", "chex": "0.1.90", "optax": "0.2.4"})  # these pass
+    versions.check_versions({"jax": "0.10.2", "chex": "0.1.92", "optax": "0.2.10"})
+    versions.check_versions({"jax": "0.8.1.dev20251101"})
 
 
 @pytest.mark.parametrize(
@@ -65,27 +61,16 @@ def test_an_older_release_is_refused_with_the_upgrade(found, message):
         versions.check_versions(found)
 
 
-@pytest.mark.parametrize(
-    "found",
-    [
-        {"jax": "0.8.0", "chex": "0.1.90", "optax": "0.2.4"},
-        {"jax": "0.10.2", "chex": "0.1.92", "optax": "0.2.10"},
-        {"jax": "0.8.1.dev20251101"},
-    ],
-)
-def test_the_minimum_and_newer_releases_pass(found):
-    versions.check_versions(found)
-
-
 def test_importing_stabl_jax_checks_the_installed_versions(tmp_path):
-    """An old chex's metadata first on ``sys.path`` (as a checkout on ``PYTHONPATH`` would
-    find it): ``import stabl_jax`` stops with the message, before anything runs."""
+    """An old chex's metadata first on ``sys.path``: ``import stabl_jax`` stops with the
+    message, before anything runs."""
     info = tmp_path / "chex-0.1.86.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chex\nVersion: 0.1.86\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    command = [sys.executable, "-c", "import stabl_jax"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", "import stabl_jax"], capture_output=True, text=True, env=env
+    )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         "ImportError: stabl_jax needs chex >= 0.1.90 (found 0.1.86): pip install -U 'chex>=0.1.90'"
@@ -93,8 +78,7 @@ def test_importing_stabl_jax_checks_the_installed_versions(tmp_path):
 
 
 def test_a_checkpoint_written_under_another_optax_is_not_resumed(tmp_path, monkeypatch):
-    """optax steps the convex learners, so its release changes their bits (``bco_d2``'s
-    two-query StABL and FKM, ``docs/reliability.md``): the checkpoint's fingerprint records
+    """optax steps the convex learners (its release changes their bits): the checkpoint records
     it, and a run under another optax refuses the folder instead of mixing the two."""
     from stabl_jax.experiment.checkpoints import CheckpointMismatch
     from stabl_jax.experiment.identity import ExperimentCheckpoints, experiment_identity
@@ -104,11 +88,9 @@ def test_a_checkpoint_written_under_another_optax_is_not_resumed(tmp_path, monke
     folder = tmp_path / "checkpoint"
     ExperimentCheckpoints(folder, experiment_identity(config))
     installed = versions.installed_version
-
-    def other_optax(package: str) -> str | None:
-        return "0.2.3" if package == "optax" else installed(package)
-
-    monkeypatch.setattr(versions, "installed_version", other_optax)
+    monkeypatch.setattr(
+        versions, "installed_version", lambda p: "0.2.3" if p == "optax" else installed(p)
+    )
     found = re.escape(f"versions.optax: {installed('optax')!r} (checkpoint) != '0.2.3'")
     with pytest.raises(CheckpointMismatch, match=found):
         ExperimentCheckpoints(folder, experiment_identity(config))
