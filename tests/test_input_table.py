@@ -155,7 +155,7 @@ REFUSED: dict[str, Sequence[tuple[type[BaseException], Fragments, Callable[[], o
     "L7": [(ValueError, (f"{name} must be one of", repr(bad)), call(STABL, **{name: bad}))
            for name, bad in (("observation", "gumbel"), ("feedback", "regret"), ("expert_c", "3"),
                              ("round_offset", 2), ("dtype", "float16"))]
-        + [(TypeError, "round_offset must be one of (0, 1), got True (bool)",  # was 1
+        + [(TypeError, "round_offset must be one of (0, 1), got True (bool)",  # == 1, refused
             call(STABL, round_offset=True))],
     "L8": [(ValueError, "gamma must be in [0, 1]", call(EXP3, num_arms=3, horizon=10, gamma=bad))
            for bad in (math.nan, math.inf, -0.1, 1.5)]
