@@ -75,15 +75,12 @@ def test_folder_and_gap_table(tmp_path):
         (["--configs", "expert_advice_equal", "nope"], "no config named 'nope'"),
         (["--feedback", "loss", "both"], "must be one of ['loss', 'reward'], got 'both'"),
         (["--extra", "nope"], "unknown learner 'nope'"),
-        (
-            ["--extra", "saol", "stabl_tuned"],
-            "--extra stabl_tuned: already compared as ['stabl_anytime', 'stabl_adaptive', "
-            "'stabl_theory', 'stabl_tuned']; give other learners",
-        ),
+        (["--extra", "saol", "stabl_tuned"], "--extra stabl_tuned: already compared as "
+         "['stabl_anytime', 'stabl_adaptive', 'stabl_theory', 'stabl_tuned']; give other learners"),
         (["--force"], "--force replaces an existing --out folder: give --out too"),
         (["--out", "mine", "--force"], "never replaced"),  # a user's folder
     ],
-)
+)  # fmt: skip
 def test_every_setting_is_checked_before_a_run(tmp_path, capsys, monkeypatch, args, message):
     """A bad config, feedback, learner or output folder: exit 2 naming it before any run."""
     simulated = []

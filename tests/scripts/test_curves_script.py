@@ -80,36 +80,26 @@ def test_curves_of_a_tiny_folder_and_its_companion(results, tmp_path, capsys):
     assert (theirs / "tiny_sa.png").read_bytes()[:4] == b"\x89PNG" and outputs.is_marked(theirs)
 
 
-def _set(*path_value):
-    """A ``summary.json`` edit: ``path`` (keys) set to ``value``."""
-    *keys, last, value = path_value
-
-    def edit(summary: dict) -> None:
-        for key in keys:
-            summary = summary[key]
-        summary[last] = value
-
-    return edit
-
-
 PAIRED, ALL = "tiny-naive is not paired with", "with --set 'save_traces=\"all\"'"
-#: Each drawn after a good folder: nothing is drawn and the folder is named (exit 2).
+#: Each drawn after a good folder (its summary.json edited, a trace dropped): nothing is drawn
+#: and the folder is named (exit 2).
 UNDRAWABLE = [
-    ("tiny-naive", ("seed", 1), "", PAIRED),
-    ("tiny-naive", ("env", "num_arms", 6), "", PAIRED),
-    ("tiny-naive", ("env", "bonus", 0.25), "", PAIRED),
-    ("tiny-naive", ("config", "feedback", "reward"), "", PAIRED),
-    ("played", (), "uniform/prob_best", f"played: no uniform/prob_best trace; rerun it {ALL}"),
-    ("bernoulli", ("env", {"name": "bernoulli"}), "", "bernoulli: env 'bernoulli' has no 'bonus'"),
-    ("one", ("runs", 1), "", "one has 1 run(s), and a 95% band needs 2 or more"),
-]
+    ("tiny-naive", lambda s: s.update(seed=1), "", PAIRED),
+    ("tiny-naive", lambda s: s["env"].update(num_arms=6), "", PAIRED),
+    ("tiny-naive", lambda s: s["env"].update(bonus=0.25), "", PAIRED),
+    ("tiny-naive", lambda s: s["config"].update(feedback="reward"), "", PAIRED),
+    ("played", None, "uniform/prob_best", f"played: no uniform/prob_best trace; rerun it {ALL}"),
+    ("bernoulli", lambda s: s.update(env={"name": "bernoulli"}), "", "bernoulli: env 'bernoulli' "
+     "has no 'bonus'"),
+    ("one", lambda s: s.update(runs=1), "", "one has 1 run(s), and a 95% band needs 2 or more"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "edit", "drop", "message"), UNDRAWABLE)
 def test_an_undrawable_folder_is_refused(results, tmp_path, capsys, name, edit, drop, message):
     _copy(results / "tiny", tmp_path / "tiny")
     source = results / ("tiny-naive" if name == "tiny-naive" else "tiny")
-    _copy(source, tmp_path / name, _set(*edit) if edit else None, drop)
+    _copy(source, tmp_path / name, edit, drop)
     folders = ["tiny"] if name == "tiny-naive" else ["tiny", name]
     with pytest.raises(SystemExit) as stop:
         curves.main([str(tmp_path), str(tmp_path / "png"), "--folders", *folders])

@@ -79,6 +79,7 @@ def test_a_folder_without_loss_traces_gives_the_same_from_its_segment_rewards(tm
     points = np.asarray([[1], [1]], np.int32)
     np.savez(slim / "traces.npz", **{"env/change_points": points, "a/segment_reward": segment})
     data = paired.Folders(slim)
+    assert data.learners(slim) == ["a"]
     for got, want in zip(data.rewards("a"), paired.Folders(full).rewards("a"), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-15)
     with pytest.raises(SystemExit, match="save_traces"):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -17,7 +18,6 @@ from tests.scripts.load import ROOT, load_script
 
 report = load_script(ROOT / "experiments" / "report.py", "report_script")
 study = load_script(ROOT / "experiments" / "study.py", "report_study")
-paired = load_script(ROOT / "experiments" / "paired.py", "report_paired")
 DOCS_NUMBERS = ROOT / "experiments" / "docs_numbers.sh"
 MARK = "<!-- report: demo windows=16,64 -->\n"
 OLD = MARK + "old\n<!-- /report -->\n"
@@ -137,13 +137,6 @@ def results(tmp_path_factory) -> Path:
     # pair: 10 runs of 4 rounds; StABL earns 0.1 more than EXP3 in every run's first segment
     exp3 = np.random.default_rng(0).uniform(0.2, 0.8, (10, 4)).astype(np.float32)
     _paired_folder(root / "pair", exp3 - np.array([0.1, 0.1, 0, 0], np.float32), exp3)
-    data = paired.Folders(root / "pair")  # pair-seg: the same without loss traces
-    _paired_folder(root / "pair-seg", exp3, exp3)
-    summary = json.loads((root / "pair" / "summary.json").read_text())
-    summary["config"]["horizon"] = 4
-    _json(root / "pair-seg" / "summary.json", summary)
-    segment = {f"{n}/segment_reward": data.rewards(n)[1] for n in ("stabl", "exp3_uniform")}
-    np.savez(root / "pair-seg" / "traces.npz", **segment, **{"env/change_points": data.points})
     _paired_folder(root / "one", exp3[:1], exp3[:1])
     zeros = np.zeros((2, 4), np.float32)
     for name in ("nostabl", "cut", "badjson"):
@@ -160,7 +153,6 @@ def results(tmp_path_factory) -> Path:
     b = [[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]
     write_loss_traces(root / "main", [[2], [2]], a=a)
     write_loss_traces(root / "other", [[2], [2]], b=b)
-    write_loss_traces(root / "moved", [[1], [2]], b=b)
     _regret_folder(root / "f", {"a": [[0, 0, 0], [1, 1, 1]], "b": [[1, 1, 1], [1, 1, 1]]})
     _regret_folder(root / "f-naive", {"c": [[0.5] * 3, [0.5] * 3]}, command=["validate=False"])
     _json(root / "bench" / "benchmark.json", _bench())
@@ -254,6 +246,10 @@ REFUSED = [
             ("bandit", "view=paired baseline=exp3", "baseline is not read by view=paired"),
             ("bandit", "learner=stabl columns=a,b", "learner columns is not read by view=table"),
             ("anytime_gap", "windows=64", "windows is not read by view=gap of this anytime_gap"),
+            ("demo", "view=paired windows=16", "windows is not read by view=paired of this bandit"),
+            ("demo", "view=paired sa=sampled", "sa is not read by view=paired"),
+            ("demo", "view=regret sa=sampled", "sa is not read by view=regret"),
+            ("demo", "view=diff diff=stabl,stabl windows=16", "windows is not read by view=diff"),
         ]
     ],
     (["nostabl view=paired"], "view=paired gives 'stabl' minus every other learner, and its "
@@ -278,11 +274,7 @@ def test_what_it_cannot_use_is_named_before_any_table(results, capsys, monkeypat
 @pytest.mark.parametrize(
     ("marker", "named"),
     [
-        ("demo view=paired windows=16", "windows is not read by view=paired of this bandit"),
-        ("demo view=paired sa=sampled", "sa is not read by view=paired"),
         ("demo learner=stabl", "learner is not read by view=table of this bandit folder"),
-        ("demo view=regret sa=sampled", "sa is not read by view=regret"),
-        ("demo view=diff diff=stabl,stabl windows=16", "windows is not read by view=diff"),
         (None, "is not UTF-8 text ("),
     ],
 )
@@ -316,7 +308,6 @@ UNRENDERED = [
      "has 1 run(s), and a 95% t interval needs 2 or more: rerun it with"),
     ("sel view=paired baseline=exp3", ValueError, "baseline 'exp3' is not one of its learners"),
     ("sel-one view=paired", ValueError, "has 1 run(s), and a 95% t interval needs 2"),
-    ("main view=diff diff=a,moved::b", SystemExit, "not paired"),  # other change points
     ("main diff=a,other::b", ValueError, "only with view=diff"),
     ("f rows=f", ValueError, "rows= only with view=regret"),
     ("bench view=bench windows=16", ValueError, "view=bench takes no other option"),
@@ -347,12 +338,11 @@ def test_a_one_run_folder_gives_means_without_intervals(results):
 
 def test_paired_view_from_traces(results):
     """StABL earns 0.1 more than EXP3 in every run's first segment and the same in the second:
-    +0.100, +0.000 and +0.050 overall, zero spread; ``segment_reward`` alone gives the same."""
+    +0.100, +0.000 and +0.050 overall, zero spread."""
     table = report.render("pair view=paired", results)
     assert "| stabl − exp3_uniform | +0.050 ± 0.000 | +0.100 ± 0.000, +0.000 ± 0.000 |" in table
     flipped = report.render("pair view=paired reference=exp3_uniform", results)
     assert "| exp3_uniform − stabl | -0.050 ± 0.000 | -0.100 ± 0.000, +0.000 ± 0.000 |" in flipped
-    assert report.render("pair-seg view=paired", results) == table.replace("/pair`", "/pair-seg`")
 
 
 def test_algorithm_selection_tables_use_t_intervals_and_pair_the_repeats(results):
@@ -442,30 +432,44 @@ def test_tables_of_the_kept_benchmark_json_are_what_the_documents_show(tmp_path)
     assert not [m for m in missing if any(f"/{a.split()[0]}/" in m for a in ours)], missing
 
 
-def _folders_written_by_docs_numbers() -> set[str]:
-    """The folders ``docs_numbers.sh``'s ``run``, ``unvalidated``, ``gap``, ``sweep`` and
-    ``timed`` lines write, with the variables of their ``for VAR in ...; do`` loops expanded."""
-    written: set[str] = set()
-    loops: list[tuple[str, list[str]]] = []
-    for line in DOCS_NUMBERS.read_text().splitlines():
-        words = line.split()
-        if words[:1] == ["for"] and words[2:3] == ["in"]:
-            loops.append((words[1], [w.rstrip(";") for w in words[3 : words.index("do")]]))
-        elif words[:1] == ["done"]:
-            loops.pop()
-        elif words and words[0] in ("run", "unvalidated", "gap", "sweep", "timed"):
-            if words[1].startswith('"$'):  # inside a function: the folder is its argument
-                continue
-            names = {words[1].strip('"')}
-            for var, values in loops:
-                braced, bare = "${" + var + "}", "$" + var
-                names = {n.replace(braced, v).replace(bare, v) for n in names for v in values}
-            written |= names
-    return written
+class Stubbed(NamedTuple):
+    """What ``docs_numbers.sh`` did with ``cp`` and Python stubbed by logs: the folders it ran
+    (in order), each ``cp``'s arguments after the number of folders run before it, and the
+    arguments of each Python call."""
+
+    results: Path
+    ran: list[str]
+    copies: list[tuple[int, list[str]]]
+    python: list[list[str]]
+
+
+def _run_docs_numbers_stubbed(tmp_path: Path, **env: str) -> Stubbed:
+    stub, results = tmp_path / "bin", tmp_path / "results"
+    stub.mkdir(parents=True)
+    done = f"$(cat {results}/timings.txt 2>/dev/null | wc -l)"
+    for name, logged in (("cp", f"{done} $*"), ("python", "$*")):
+        (stub / name).write_text(f'#!/bin/sh\necho "{logged}" >> {tmp_path}/{name}.txt\n')
+        (stub / name).chmod(0o755)
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "RESULTS": str(results), **env}
+    env["PYTHON"] = str(stub / "python")
+    subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
+
+    def log(path: Path) -> list[list[str]]:
+        return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+    copies = [(int(words[0]), words[1:]) for words in log(tmp_path / "cp.txt")]
+    ran = [words[0] for words in log(results / "timings.txt")]
+    return Stubbed(results, ran, copies, log(tmp_path / "python.txt"))
+
+
+@pytest.fixture(scope="module")
+def stubbed(tmp_path_factory) -> Stubbed:
+    """The whole of ``docs_numbers.sh``, run once with ``cp`` and Python stubbed."""
+    return _run_docs_numbers_stubbed(tmp_path_factory.mktemp("docs_numbers"))
 
 
 @pytest.mark.parametrize("doc", ["EXPERIMENTS.md", "docs/speed.md"])
-def test_every_marked_table_has_its_run_in_docs_numbers(doc):
+def test_every_marked_table_has_its_run_in_docs_numbers(doc, stubbed):
     """Markers well formed; ``docs_numbers.sh`` writes their folders, updates and checks the doc."""
     text, script = (ROOT / doc).read_text(), DOCS_NUMBERS.read_text()
     for action in ("--update", "--check"):
@@ -474,7 +478,6 @@ def test_every_marked_table_has_its_run_in_docs_numbers(doc):
     starts = [line for line in text.splitlines() if line.startswith("<!-- report: ")]
     ends = [line for line in text.splitlines() if line == "<!-- /report -->"]
     assert len(blocks) == len(starts) == len(ends) > 0
-    expanded = _folders_written_by_docs_numbers()
     for block in blocks:
         folder, *options = block[1].split()
         pairs = [o.split("=", 1)[1] for o in options if o.startswith(("diff=", "gap="))]
@@ -483,100 +486,67 @@ def test_every_marked_table_has_its_run_in_docs_numbers(doc):
         named += [f for o in options if o.startswith("rows=") for f in o[5:].split(",")]
         named += [o.removeprefix("tuned=") for o in options if o.startswith("tuned=")]
         for name in [folder, *named]:
-            assert name in expanded, f"{name} is not written by experiments/docs_numbers.sh"
+            assert name in stubbed.ran, f"{name} is not written by experiments/docs_numbers.sh"
 
 
-def _study_figures(script: str, written: set[str]) -> set[str]:
-    """The figures ``<prefix>_<adversary>_sa_vs_{L,n}.png`` the script's ``experiments/study.py
-    ... --figures`` commands draw, one pair per adversary of the study folder's points."""
-    made = set()
-    for command in script.replace("\\\n", " ").splitlines():
-        words = command.split()
-        if "experiments/study.py" not in words or "--figures" not in words:
-            continue
-        assert words[words.index("--figures") + 1] == '"$docs/figures"', command
-        assert words[1] in written and words[0] == "timed", command
-        named = "--figure-prefix" in words
-        prefix = words[words.index("--figure-prefix") + 1] if named else "study"
-        points = [w.split("/", 1)[1] for w in written if w.startswith(f"{words[1]}/")]
-        adversaries = {p.split("-n")[0] for p in points}
-        made |= {f"{prefix}_{a}_sa_vs_{x}.png" for a in adversaries for x in "Ln"}
-    return made
-
-
-def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers():
-    """The figures step of ``docs_numbers.sh`` (``cp`` and Python stubbed): every figure comes
-    from a folder the script writes, every figure README.md and EXPERIMENTS.md show is copied or
-    drawn by it, and ``docs/figures`` holds exactly the figures the documents show."""
-    script = DOCS_NUMBERS.read_text()
-    # the study draws into $RESULTS/docs/figures, copied into docs/ after every run unless ONLY
-    assert "\ndocs=$RESULTS/docs " in script and '\ncp -R "$docs/." docs/\n' in script
-    step = script[script.index("figure() {") :]
-    stub = 'cp() { echo "cp $*"; }\nstub() { echo python "$*"; }\nPYTHON=stub\nRESULTS=R\n'
-    command = ["bash", "-euo", "pipefail", "-c", stub + step]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-    out = out.stdout.split("\n")
-    copies = [line.split()[1:] for line in out if line.startswith("cp ")]
-    written = _folders_written_by_docs_numbers()
-    made = set()
-    for source, dest in copies:
-        _, folder, plot = source.split("/")
-        assert folder in written, f"docs_numbers.sh copies a plot of {folder}, which it never runs"
-        assert plot.endswith(".png") and dest.startswith("docs/figures/"), (source, dest)
-        made.add(dest.removeprefix("docs/figures/"))
-    (sensitivity,) = [line.split() for line in out if "experiments/sensitivity.py" in line]
-    assert sensitivity[-2:] == ["R/sweeps", "docs/figures"], sensitivity
+def test_every_figure_of_the_documents_is_copied_from_a_folder_of_docs_numbers(stubbed):
+    """Every figure ``docs_numbers.sh`` copies or draws comes from a folder it runs, every
+    figure README.md and EXPERIMENTS.md show is one of them, and ``docs/figures`` holds exactly
+    the figures the documents show."""
+    results, written, made = stubbed.results, set(stubbed.ran), set()
+    # the study draws into $RESULTS/docs/figures, copied into docs/ after every run
+    assert (len(written), ["-R", f"{results}/docs/.", "docs/"]) in stubbed.copies
+    for _, (*source, dest) in stubbed.copies:
+        if dest.startswith("docs/figures/"):
+            folder, plot = Path(source[0]).relative_to(results).parts
+            assert folder in written, f"docs_numbers.sh copies a plot of {folder}, never run"
+            assert plot.endswith(".png"), source
+            made.add(dest.removeprefix("docs/figures/"))
+    calls = {name: [w for w in stubbed.python if w[0] == f"experiments/{name}.py"]
+             for name in ("sensitivity", "curves", "study")}  # fmt: skip
+    ((*_, sweeps_folder, into),) = calls["sensitivity"]
+    assert (sweeps_folder, into) == (f"{results}/sweeps", "docs/figures")
     sweeps = [w.removeprefix("sweeps/") for w in written if w.startswith("sweeps/")]
     assert sweeps
     made |= {f"{name}_sensitivity.png" for name in sweeps}
-    (curves,) = [line.split() for line in out if "experiments/curves.py" in line]
-    for folder in curves[curves.index("--folders") + 1 :]:
+    (curves,) = [c[c.index("--folders") + 1 :] for c in calls["curves"]]
+    for folder in curves:
         assert folder in written, folder
         made |= {f"{folder}_regret.png", f"{folder}_sa.png"}
+    studies = set()
+    for words in (w for w in calls["study"] if "--figures" in w):
+        after = dict(pairwise(words))
+        assert after["--figures"] == f"{results}/docs/figures", words
+        out = str(Path(after["--out"]).relative_to(results))
+        assert out in written, words
+        points = [w.removeprefix(f"{out}/") for w in written if w.startswith(f"{out}/")]
+        prefix = after.get("--figure-prefix", "study")
+        studies |= {f"{prefix}_{p.split('-n')[0]}_sa_vs_{x}.png" for p in points for x in "Ln"}
+    assert len(studies) == 6, studies
+    made |= studies
     docs = [(ROOT / doc).read_text() for doc in ("README.md", "EXPERIMENTS.md")]
     shown = {name for text in docs for name in re.findall(r"docs/figures/([\w.-]+\.png)", text)}
     on_disk = {p.name for p in (ROOT / "docs" / "figures").glob("*.png")}
     assert shown == on_disk, (shown - on_disk, on_disk - shown)
-    studies = _study_figures(script, written)
-    assert len(studies) == 6, studies
-    made |= studies
     assert made <= on_disk, made - on_disk
     assert shown <= made, f"{sorted(shown - made)}: not written by docs_numbers.sh"
 
 
-def _run_docs_numbers_stubbed(tmp_path, **env) -> tuple[list[str], list[tuple[int, str]]]:
-    """Run ``docs_numbers.sh`` with Python stubbed by ``true`` and ``cp`` logged: the folders
-    run (in order) and each copy's destination with the number of folders run before it."""
-    stub = tmp_path / "bin"
-    stub.mkdir(parents=True)
-    results = tmp_path / "results"
-    timings, copies = results / "timings.txt", tmp_path / "copies.txt"
-    done = f"$(cat {timings} 2>/dev/null | wc -l)"
-    (stub / "cp").write_text(f'#!/bin/sh\necho "{done} $*" >> {copies}\n')
-    (stub / "cp").chmod(0o755)
-    env = {"PATH": f"{stub}:/usr/bin:/bin", "RESULTS": str(results), "PYTHON": "true", **env}
-    subprocess.run(["bash", str(DOCS_NUMBERS)], env=env, check=True, cwd=tmp_path)
-    ran = [line.split()[0] for line in timings.read_text().splitlines()]
-    logged = [line.split() for line in copies.read_text().splitlines()] if copies.exists() else []
-    return ran, [(int(words[0]), words[-1]) for words in logged]
-
-
-def test_only_runs_its_folders_and_the_whole_script_writes_under_docs_after_every_run(tmp_path):
+def test_only_runs_its_folders_and_the_whole_script_writes_under_docs_after_every_run(
+    stubbed, tmp_path
+):
     """``ONLY=REGEX`` runs exactly the matching folders, in order, and writes nothing under
     ``docs/``; without it every folder runs before anything is copied into ``docs/`` (an
     earlier copy would make later folders record a dirty tree)."""
     only = "^(bco_d(2|10)|sweeps/expert_advice_equal|study/random-n30-base)$"
-    ran, copies = _run_docs_numbers_stubbed(tmp_path / "only", ONLY=only)
-    assert ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal", "study/random-n30-base"]
-    assert set(ran) <= _folders_written_by_docs_numbers()
-    assert copies == []
-    ran, copies = _run_docs_numbers_stubbed(tmp_path / "all")
-    assert set(ran) == _folders_written_by_docs_numbers()
-    into_docs = [(when, dest) for when, dest in copies if dest.startswith("docs/")]
-    assert len(into_docs) == len(copies)
+    ran = _run_docs_numbers_stubbed(tmp_path, ONLY=only)
+    assert ran.ran == ["bco_d2", "bco_d10", "sweeps/expert_advice_equal", "study/random-n30-base"]
+    assert ran.copies == []
+    into_docs = [(when, args[-1]) for when, args in stubbed.copies]
+    assert all(dest.startswith("docs/") for _, dest in into_docs), into_docs
     folders = {dest.rsplit("/", 1)[0] + "/" for _, dest in into_docs}
     assert into_docs[0][1] == "docs/" and {"docs/benchmark/", "docs/figures/"} <= folders
-    assert all(when == len(ran) for when, _ in into_docs), into_docs[:3]
+    assert all(when == len(stubbed.ran) for when, _ in into_docs), into_docs[:3]
 
 
 def test_every_bandit_folder_of_docs_numbers_keeps_every_trace():

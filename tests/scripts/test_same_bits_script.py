@@ -70,23 +70,18 @@ def test_same_code_same_bits_a_changed_rate_differs(tmp_path, capsys, monkeypatc
     assert "broken base" in err
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [  # a base it cannot use (exit 2 from main), then arguments it refuses (argparse's exit 2)
-        (
-            ["--base", "no-such-revision", "--only", "bco_d2"],
-            "--base no-such-revision: not a commit",
-        ),
-        (
-            ["--base-source", "/nonexistent", "--only", "bco_d2"],
-            "/nonexistent: no stabl_jax package",
-        ),
-        (["--base", "HEAD", "--only", "nope"], "--only: unknown ['nope']; choose from figure1,"),
-        (["--base", "HEAD", "--set", "runs=2"], "--set goes with --config"),
-        (["--base", "HEAD", "--config", "/no.toml"], "--config /no.toml: no such file"),
-        (["--base", "HEAD", "--only", "bco_d2", "--config", "x.toml"], "not allowed with arg"),
-    ],
-)
+#: A base it cannot use (exit 2 from main), then arguments it refuses (argparse's exit 2).
+UNUSABLE = [
+    (["--base", "no-such-revision", "--only", "bco_d2"], "--base no-such-revision: not a commit"),
+    (["--base-source", "/nonexistent", "--only", "bco_d2"], "/nonexistent: no stabl_jax package"),
+    (["--base", "HEAD", "--only", "nope"], "--only: unknown ['nope']; choose from figure1,"),
+    (["--base", "HEAD", "--set", "runs=2"], "--set goes with --config"),
+    (["--base", "HEAD", "--config", "/no.toml"], "--config /no.toml: no such file"),
+    (["--base", "HEAD", "--only", "bco_d2", "--config", "x.toml"], "not allowed with arg"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), UNUSABLE)
 def test_a_base_or_arguments_it_cannot_use_are_exit_2_before_anything_runs(args, message, capsys):
     try:
         code = same_bits.main(args)

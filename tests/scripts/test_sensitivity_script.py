@@ -87,23 +87,17 @@ def _one_run(sweep):
     return json.dumps(sweep)
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        (
-            _one_run,
-            "has 1 run(s), and a 95% band needs 2 or more: rerun it with stabl-jax sweep "
-            "--runs 2 or more",
-        ),
-        (lambda sweep: json.dumps(sweep)[:-1], "is not valid JSON (Expecting"),
-        (
-            lambda sweep: json.dumps({"learners": sweep["learners"]}),
-            "is not a summary.json of stabl-jax sweep: it has no "
-            "['config', 'seed', 'runs_per_point']",
-        ),
-    ],
-    ids=["one run a point", "not JSON", "keys missing"],
-)
+UNDRAWN = {
+    "one run a point": (_one_run, "has 1 run(s), and a 95% band needs 2 or more: rerun it with "
+                        "stabl-jax sweep --runs 2 or more"),
+    "not JSON": (lambda sweep: json.dumps(sweep)[:-1], "is not valid JSON (Expecting"),
+    "keys missing": (lambda sweep: json.dumps({"learners": sweep["learners"]}), "is not a "
+                     "summary.json of stabl-jax sweep: it has no ['config', 'seed', 'runs_per_"
+                     "point']"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), UNDRAWN.values(), ids=UNDRAWN)
 def test_a_sweep_it_cannot_draw_is_refused_before_any_figure(tmp_path, capsys, text, message):
     """One run a point, not JSON, or not a sweep's keys: named, nothing drawn (nor the good)."""
     sweep = _sweep({"saol": _entry(["lr_scale"], [[1.0, 2.0]], lambda s: s)})
