@@ -15,14 +15,6 @@ from stabl_jax.experiment import cli
 from tests.scripts.load import ROOT, load_script
 
 
-def _distinct(rows: tuple) -> tuple:
-    """The first row of each (learner, n, traces): the others differ in their runs alone."""
-    first: dict = {}
-    for row in rows:
-        first.setdefault((row[0], row[1], row[4]), row)
-    return tuple(first.values())
-
-
 def test_small_measurement_writes_every_json(tmp_path, monkeypatch):
     out, log = tmp_path / "measure", tmp_path / "calls.txt"
     stub = tmp_path / "python"
@@ -51,8 +43,11 @@ def test_small_measurement_writes_every_json(tmp_path, monkeypatch):
         for key, on_device in lists.items()
         for name, n, _, _, traces in getattr(benchmark, key)
     }
-    for key in lists:
-        monkeypatch.setattr(benchmark, key, _distinct(getattr(benchmark, key)))
+    for key in lists:  # the first row of each (learner, n, traces): the others differ in runs
+        first: dict = {}
+        for row in getattr(benchmark, key):
+            first.setdefault((row[0], row[1], row[4]), row)
+        monkeypatch.setattr(benchmark, key, tuple(first.values()))
     assert cli.main(bench.split()[2:]) == 0
     split = json.loads((out / "split.json").read_text())
     assert split["chunk"]["runs"] == 256 and split["chunk"]["rounds"] == 64

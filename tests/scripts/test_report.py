@@ -388,10 +388,10 @@ def test_bench_view_is_the_benchmark_table_of_the_folder(results):
     assert lines[-1] == "NumPy one-run loop: stabl n=5: 20 k (10 k–30 k) run-steps/s."
 
 
-def test_study_views_from_study_json(results, tmp_path, capsys):
-    """``view=table1`` (with tuned rows), ``view=b``, ``view=exponents``; ``--check`` passes
-    after ``--update``, fails after an edit. SA(L) = k·L: exponent in L 1, StABL's in n
-    log 2 / log 3 = 0.63; tuned SA(L) = √L: 0.5 and 0."""
+def test_study_views_from_study_json(results, tmp_path):
+    """``view=table1`` (with tuned rows), ``view=b``, ``view=exponents`` written by ``--update``.
+    SA(L) = k·L: exponent in L 1, StABL's in n log 2 / log 3 = 0.63; tuned SA(L) = √L: 0.5
+    and 0."""
     doc = tmp_path / "doc.md"
     doc.write_text(
         "<!-- report: study view=table1 tuned=study-tuned -->\n<!-- /report -->\n"
@@ -412,11 +412,6 @@ def test_study_views_from_study_json(results, tmp_path, capsys):
     assert "| learner | geometric n = 3 | 9 | random n = 3 |" in text
     assert "| `stabl` (2) | 1.00 | 1.00 | 1.00 |" in text
     assert "| `stabl` | 3, 9 | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] |" in text
-    assert report.main(["--check", str(doc), "--results", str(results)]) == 0
-    doc.write_text(text.replace("| `stabl` (2) | 1.00 | 1.00 |", "| `stabl` (2) | 1.00 | 0.99 |"))
-    capsys.readouterr()
-    assert report.main(["--check", str(doc), "--results", str(results)]) == 1
-    assert "<!-- report: study view=b -->" in capsys.readouterr().out
 
 
 def test_tables_of_the_kept_benchmark_json_are_what_the_documents_show(tmp_path):

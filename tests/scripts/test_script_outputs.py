@@ -114,7 +114,6 @@ STOPPED = [
     ("paired", "folder --gap a,b a,b", ["--gap gives a,b twice", TWICE]),
     ("study", "--fit-windows 64 64", ["--fit-windows gives 64 twice", TWICE]),
     ("study", "--bootstrap 20 --bootstrap 30", [f"{GIVEN} (20 and 30)", REPLACED]),
-    ("study", "--out a --out b", ["--out is given twice (a and b)", REPLACED]),
     ("study", "--fit-windows 32 64 --fit-windows 8", ["(32 64 and 8)", REPLACED]),
 ]  # fmt: skip
 

@@ -42,17 +42,12 @@ def _synthetic_runs(rng, x, exponent, sigma, runs):
     return 3.0 * x**exponent * noise
 
 
-def _slope_se(x, sigma, runs):
-    """Delta method: the slope's ``se = (sigma / sqrt(R)) / sqrt(sum (log x - mean)^2)``."""
-    lx = np.log(x)
-    return sigma / math.sqrt(runs) / math.sqrt(((lx - lx.mean()) ** 2).sum())
-
-
 def test_bootstrap_recovers_a_known_exponent_with_a_calibrated_reproducible_interval():
     rng = np.random.default_rng(0)
     x = 2.0 ** np.arange(5, 11)
     sigma, runs, exponent = 0.5, 400, 0.5
-    se = _slope_se(x, sigma, runs)
+    # delta method: the slope's se = (sigma / sqrt(R)) / sqrt(sum (log x - mean)^2)
+    se = sigma / math.sqrt(runs) / math.sqrt(((np.log(x) - np.log(x).mean()) ** 2).sum())
     fit = study.exponent_with_interval(x, _synthetic_runs(rng, x, exponent, sigma, runs))
     assert abs(fit["b"] - exponent) < Z * se
     assert fit["lo"] < exponent < fit["hi"]
