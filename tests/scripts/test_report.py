@@ -138,15 +138,10 @@ def results(tmp_path_factory) -> Path:
     exp3 = np.random.default_rng(0).uniform(0.2, 0.8, (10, 4)).astype(np.float32)
     _paired_folder(root / "pair", exp3 - np.array([0.1, 0.1, 0, 0], np.float32), exp3)
     _paired_folder(root / "one", exp3[:1], exp3[:1])
-    zeros = np.zeros((2, 4), np.float32)
-    for name in ("nostabl", "cut", "badjson"):
-        _paired_folder(root / name, zeros, zeros)
-    arrays: dict[str, Any] = {"exp3_uniform/loss": zeros}
-    arrays["env/change_points"] = np.full((2, 1), 2, np.int32)
-    np.savez(root / "nostabl" / "traces.npz", **arrays)
+    for name in ("nostabl", "cut", "badjson"):  # no stabl; traces cut short; summary cut short
+        write_loss_traces(root / name, [[2], [2]], exp3_uniform=[[0.0] * 4] * 2)
     (root / "cut" / "traces.npz").write_bytes((root / "cut" / "traces.npz").read_bytes()[:200])
-    text = (root / "badjson" / "summary.json").read_text()
-    (root / "badjson" / "summary.json").write_text(text[:50])
+    (root / "badjson" / "summary.json").write_text('{"learners')
     _hpo_folder(root / "sel")
     _hpo_folder(root / "sel-one", runs=1)
     a = [[0.0, 1.0, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0]]
