@@ -307,7 +307,6 @@ UNRENDERED = [
     ("f rows=f", ValueError, "rows= only with view=regret"),
     ("bench view=bench windows=16", ValueError, "view=bench takes no other option"),
     ("elsewhere view=bench", FileNotFoundError, "stabl-jax bench --out"),
-    ("study view=b adversary=random", ValueError, "view=b takes no other option"),
     ("study view=table1 adversary=poisson", ValueError, "no adversary 'poisson'"),
     ("study tuned=study-tuned", ValueError, "only with view="),
     ("study view=exponents n=3", ValueError, "takes adversary= only"),
