@@ -111,11 +111,11 @@ def config_file(tmp_path: Path, text: str = GOOD_CONFIG, extra: str = "") -> Pat
     return path
 
 
-def _forbid_computation(monkeypatch) -> None:
+def _forbid_computation(monkeypatch, module=experiment_module, name="run_experiment") -> None:
     def boom(*args, **kwargs):
-        raise AssertionError("the experiment ran although the command should have failed")
+        raise AssertionError(f"{name} ran although the command should have failed")
 
-    monkeypatch.setattr(experiment_module, "run_experiment", boom)
+    monkeypatch.setattr(module, name, boom)
 
 
 def cli_refuses(capsys, args: list[str], *fragments: str) -> str:
@@ -839,20 +839,18 @@ def _(tmp_path):
 
 
 @row("C10b")
-def _(tmp_path, capsys, monkeypatch):
-    path = config_file(tmp_path)
+def _(capsys, config):
     twice = "runs is set twice ('runs=3' and 'runs=5')"
-    refuses(ConfigError, (twice, "give it once"), load_config, path, ["runs=3", "runs=5"])
-    refuses(ConfigError, twice, load_config, path, ["runs=3"], runs=5)
+    refuses(ConfigError, (twice, "give it once"), load_config, config, ["runs=3", "runs=5"])
+    refuses(ConfigError, twice, load_config, config, ["runs=3"], runs=5)
     with raises(ConfigError, "env and env.num_arms are both set", "inside the table"):
-        load_config(path, ["env.num_arms=5", 'env={name="expert_advice", num_arms=3}'])
-    load_config(path, ["env.num_arms=5", "env.num_segments=2"], runs=5)  # apart: fine
-    _forbid_computation(monkeypatch)
-    cli_refuses(capsys, ["run", str(path), "--runs", "5", "--set", "runs=3"], twice)
+        load_config(config, ["env.num_arms=5", 'env={name="expert_advice", num_arms=3}'])
+    load_config(config, ["env.num_arms=5", "env.num_segments=2"], runs=5)  # apart: fine
+    cli_refuses(capsys, ["run", str(config), "--runs", "5", "--set", "runs=3"], twice)
     # An option given twice: argparse kept the last value (``--runs 5 --runs 3`` ran 3).
     for option, first, second in (("--runs", "5", "3"), ("--out", "a", "b"), ("--seed", "1", "1")):
         said = f"{option} is given twice ({first} and {second}): the second would"
-        cli_refuses(capsys, ["run", str(path), option, first, option, second], said)
+        cli_refuses(capsys, ["run", str(config), option, first, option, second], said)
 
 
 # ==== The command line ====
@@ -919,7 +917,7 @@ def _(tmp_path, capsys, config):
     cli_refuses(capsys, args, "different experiment", "--force", "config")
     assert dead.exists()
     assert cli.main(["run", str(config), "--out", str(out), "--force"]) == 1  # accepted: it
-    assert "the experiment ran although" in capsys.readouterr().err  # would have run
+    assert "run_experiment ran although" in capsys.readouterr().err  # would have run
     assert not dead.exists()
 
 
@@ -963,10 +961,7 @@ def _(tmp_path, capsys, config):
 
 @row("X9")
 def _(tmp_path, capsys, monkeypatch):
-    def boom(*args, **kwargs):
-        raise AssertionError("the benchmark ran although the command should have failed")
-
-    monkeypatch.setattr(benchmark, "run_benchmark", boom)
+    _forbid_computation(monkeypatch, benchmark, "run_benchmark")
     for name in ("benchmark.json", "benchmark.md"):
         folder = tmp_path / name.replace(".", "_")
         folder.mkdir()
