@@ -27,6 +27,7 @@ from tests.conftest import run_small_figure1
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", ROOT / "EXPERIMENTS.md", *sorted(DOCS.glob("*.md"))]
+README = PAGES[0].read_text(encoding="utf-8")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 #: An optional ``<!-- not run: REASON -->`` line, then a fenced ```python block.
@@ -98,11 +99,6 @@ def _unfenced(path: Path) -> str:
     return re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
 
 
-def _prose(path: Path) -> str:
-    """The page without code blocks and inline code (their brackets are not links)."""
-    return re.sub(r"`[^`\n]*`", "", _unfenced(path))
-
-
 def _documented(page: str) -> set[str]:
     """Every name written as inline code (outside code blocks, unquoted) on ``docs/<page>``."""
     return {name.strip('"') for name in re.findall(r"`([^`\n]+)`", _unfenced(DOCS / page))}
@@ -110,7 +106,8 @@ def _documented(page: str) -> set[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve_to_files(page: Path) -> None:
-    targets = [t for t in LINK.findall(_prose(page)) if not re.match(r"[a-z]+:", t)]
+    prose = re.sub(r"`[^`\n]*`", "", _unfenced(page))  # inline code's brackets are no links
+    targets = [t for t in LINK.findall(prose) if not re.match(r"[a-z]+:", t)]
     if page.name == "README.md":
         assert len(targets) >= 8, "README links to the docs pages"
     for target in targets:
@@ -141,12 +138,13 @@ def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_python_blocks_run(
     page: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each page's blocks run, in a folder holding a results folder where the page reads one."""
-    if str(RESULTS) in page.read_text(encoding="utf-8"):
-        monkeypatch.chdir(request.getfixturevalue("results_folder"))
-    else:
-        monkeypatch.chdir(request.getfixturevalue("tmp_path"))
+    """Each page's blocks run, in a folder holding a results folder where the page reads one
+    (results.md's ``res.to_csv("table.csv")`` writes that folder's results.csv)."""
+    reads_results = str(RESULTS) in page.read_text(encoding="utf-8")
+    monkeypatch.chdir(request.getfixturevalue("results_folder" if reads_results else "tmp_path"))
     run_blocks(page)
+    if page.name == "results.md":
+        assert Path("table.csv").read_text() == (RESULTS / "results.csv").read_text()
 
 
 def test_every_python_block_calls_with_accepted_keywords() -> None:
@@ -160,22 +158,15 @@ def test_every_python_block_calls_with_accepted_keywords() -> None:
 
 def test_readme_setup_is_the_two_commands() -> None:
     venv = "python3.11 -m venv .venv && .venv/bin/pip install "
-    assert venv + ". && .venv/bin/stabl-jax run" in _readme()
-    assert venv + "'.[test]' && .venv/bin/python -m pytest" in _readme()
+    assert venv + ". && .venv/bin/stabl-jax run" in README
+    assert venv + "'.[test]' && .venv/bin/python -m pytest" in README
 
 
-def test_every_config_key_is_documented() -> None:
-    """Adding a key to the validator without a row in docs/configs.md fails here."""
-    keys = {*TOP_LEVEL_KEYS, *HPO_TOP_LEVEL_KEYS, *BBOB_KEYS, *SAVABLE_TRACES}
-    missing = sorted(keys - _documented("configs.md"))
-    assert not missing, f"config keys missing from docs/configs.md: {missing}"
-
-
-def test_every_constructor_option_and_params_field_is_documented() -> None:
-    """The ``[env]`` keys, ``[learner_options]`` options and ``[params]`` fields of every
-    registered environment and learner appear in docs/configs.md."""
+def test_every_config_key_option_and_params_field_is_documented() -> None:
+    """Every config key, and the ``[env]`` keys, ``[learner_options]`` options and ``[params]``
+    fields of every registered environment and learner appear in docs/configs.md."""
+    names = {*TOP_LEVEL_KEYS, *HPO_TOP_LEVEL_KEYS, *BBOB_KEYS, *SAVABLE_TRACES}
     sizes = {"bandit": {"num_arms": 30}, "bco": {"dim": 2}}
-    names: set[str] = set()
     for kind, learners, envs in (
         ("bandit", registry.LEARNERS, registry.ENVS),
         ("bco", registry.BCO_LEARNERS, registry.CONVEX_ENVS),
@@ -188,7 +179,7 @@ def test_every_constructor_option_and_params_field_is_documented() -> None:
             if dataclasses.is_dataclass(params):
                 names |= {field.name for field in dataclasses.fields(params)}
     missing = sorted(names - _documented("configs.md"))
-    assert not missing, f"options or params fields missing from docs/configs.md: {missing}"
+    assert not missing, f"keys, options or params fields missing from docs/configs.md: {missing}"
 
 
 def test_every_registered_name_is_documented() -> None:
@@ -248,16 +239,11 @@ def test_the_design_pages_file_tree_is_the_repository():
         assert named[folder] == on_disk, folder
 
 
-def _readme() -> str:
-    return (ROOT / "README.md").read_text(encoding="utf-8")
-
-
 def test_readme_is_short_and_has_a_row_per_claim() -> None:
     """At most 200 lines; its results table has a row for each claim of the paper and each
     study the paper lacks, each with a verdict and a link to EXPERIMENTS.md."""
-    text = _readme()
-    assert len(text.splitlines()) <= 200
-    section = text[text.index("## Results at a glance") :].split("\n## ", 1)[0]
+    assert len(README.splitlines()) <= 200
+    section = README[README.index("## Results at a glance") :].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     claims = "\n".join(row.split(" | ")[0] for row in rows[1:])
     for claim in ("Figure 1 left", "Figure 1 right", "N = 300", "BBOB", "Table 1", "BCO", "code"):
@@ -269,7 +255,7 @@ def test_readme_is_short_and_has_a_row_per_claim() -> None:
 
 
 def test_readme_algorithm_table_names_registered_learners() -> None:
-    section = _readme().split("## Algorithms", 1)[1].split("\n## ", 1)[0]
+    section = README.split("## Algorithms", 1)[1].split("\n## ", 1)[0]
     names = {
         name
         for line in section.splitlines()
@@ -296,17 +282,16 @@ def test_license_and_citation() -> None:
     families = re.findall(r"family-names: (\w+)", cff)
     assert families == ["Lu", "Zhang", "Chen", "Zhang", "Woodruff", "Hazan"]
     for family in families:
-        assert f"{family}," in _readme(), f"the README's BibTeX names {family}"
+        assert f"{family}," in README, f"the README's BibTeX names {family}"
 
 
 @pytest.mark.optimized
 def test_readme_usage_block_runs(tmp_path, monkeypatch):
     """The README's one Python block runs as written and prints SA(L), which is at most L
     (losses in [0, 1]) and grows with L up to the segment length."""
-    readme = ROOT / "README.md"
-    assert [b.why for b in python_blocks(readme)] == [""], "README's one usage block, run"
+    assert [b.why for b in python_blocks(PAGES[0])] == [""], "README's one usage block, run"
     monkeypatch.chdir(tmp_path)
-    (printed,) = run_blocks(readme)
+    (printed,) = run_blocks(PAGES[0])
     lines = printed.strip().splitlines()
     labels = [line.split("=")[0].strip() for line in lines]
     assert labels == ["SA(  64)", "SA( 256)", "SA(1024)", "SA(4096)"]

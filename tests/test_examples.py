@@ -98,19 +98,12 @@ def test_the_examples_refuse_bad_sizes_in_one_line(capsys, name, args, message):
     assert stop.value.code == 2 and message in captured.err and captured.out == ""
 
 
-def test_load_results_example_reads_a_folder(tmp_path, capsys, monkeypatch):
+def test_load_results_example_reads_a_folder(tmp_path, capsys):
     example = _load("load_results")
     rewards = example.main(tmp_path / "results")
     assert set(rewards) == {"exp3", "stabl"}
     assert all(0.0 <= r <= 1.0 for r in rewards.values())
     assert "stabl/played: shape (8, 512), dtype uint8" in capsys.readouterr().out
-    # docs/results.md's code block runs on the same folder (it names the default job's)
-    page = (EXAMPLES.parent / "docs" / "results.md").read_text(encoding="utf-8")
-    block = page.split("```python\n", 1)[1].split("```", 1)[0]
-    assert 'load_results("results/figure1-seed0")' in block
-    monkeypatch.chdir(tmp_path)
-    exec(block.replace("results/figure1-seed0", "results"), {})
-    assert (tmp_path / "table.csv").read_text() == (tmp_path / "results/results.csv").read_text()
 
 
 def test_load_results_example_on_a_folder_of_the_users_or_of_one_run(tmp_path, capfd):

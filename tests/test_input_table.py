@@ -111,16 +111,18 @@ def config_file(tmp_path: Path, text: str = GOOD_CONFIG, extra: str = "") -> Pat
     return path
 
 
-def _forbid_computation(monkeypatch) -> None:
+def _forbid_computation(monkeypatch, module=experiment_module, name="run_experiment") -> None:
     def boom(*args, **kwargs):
-        raise AssertionError("the experiment ran although the command should have failed")
+        raise AssertionError(f"{name} ran although the command should have failed")
 
-    monkeypatch.setattr(experiment_module, "run_experiment", boom)
+    monkeypatch.setattr(module, name, boom)
 
 
-def run_cli(args: list[str], capsys) -> tuple[int, str]:
-    code = cli.main(args)
-    return code, capsys.readouterr().err
+def cli_refuses(capsys, args: list[str], *fragments: str) -> str:
+    """``stabl-jax ARGS`` exits with status 2, its error naming every fragment; returns it."""
+    code, err = cli.main(args), capsys.readouterr().err
+    assert code == 2 and all(fragment in err for fragment in fragments), err
+    return err
 
 
 # ==== Shared learners and environments ====
@@ -163,8 +165,10 @@ REFUSED: dict[str, Sequence[tuple[type[BaseException], Fragments, Callable[[], o
             call(EXP3, num_arms=3, horizon=10, gamma="0.1"))],
     "L9": [(ValueError, "horizon must be >= 1, got 0",
             call(make, "exp3_uniform", num_arms=3, horizon=0))],
-    "L10": [(ValueError, ("unknown learner 'stable'", "stabl_naive"),
-             call(make, "stable", num_arms=3, horizon=10))],
+    "L10": [(ValueError, ("unknown learner 'stable' (did you mean 'stabl'?)", "stabl_naive"),
+             call(make, "stable", num_arms=3, horizon=10)),
+            (ValueError, "unknown learner 'zzz'; choose one of",
+             call(make, "zzz", num_arms=3, horizon=10))],
     "P3": [(ValueError, ("params.lr_scale must be a scalar", "(3,)", "jax.vmap"),
             lambda: LEARNER.init(KEY, LEARNER.default_params.replace(lr_scale=jnp.ones(3))))],
     "P4": [(TypeError, ("params must be a StABLParams", "EXP3Params"),
@@ -244,6 +248,12 @@ REFUSED: dict[str, Sequence[tuple[type[BaseException], Fragments, Callable[[], o
             lambda: simulate(LEARNER, ENV, jnp.zeros(2), 1))],
     "M5": [(ValueError, "learner.num_arms=4 does not match env.num_arms=3",
             call(simulate, EXP3(num_arms=N + 1, horizon=T), ENV, KEY, 1))],
+    "M6": [(ValueError, fragments,
+            call(simulate, LEARNER, ENV, KEY, 2, params=LEARNER.default_params.replace(**bad)))
+           for bad, fragments in (
+               ({"gamma": jnp.float32(2.0)}, ("params.gamma", "[0, 1]", "2.0")),
+               ({"lr_scale": jnp.array([1.0, jnp.nan])}, ("params.lr_scale", "nan")),
+               ({"lr_scale": jnp.ones(3)}, ("leading axis num_runs=2", "(3,)")))],
     "M8": [(TypeError, ("env must be an environment, got 'expert_advice'", "make_env"),
             call(simulate, LEARNER, "expert_advice", KEY, 2)),
            (TypeError, "learner must be a learner, got None", call(simulate, None, ENV, KEY, 2))],
@@ -266,10 +276,6 @@ def _refused_row(row_id: str) -> None:
         refuses(error, fragments, check)
 
 
-for _id in REFUSED:
-    row(_id)(call(_refused_row, _id))
-
-
 # ==== Learner constructors ====
 @row("L3")
 def _():
@@ -288,8 +294,8 @@ def _():
 def _():
     # k runs from ceil(2 + log2 log2 T) to floor(log2 T): empty below 16 and for 17..31.
     for bad in (15, 8, 17, 20, 31):
-        with raises(ValueError, f"horizon={bad}", "too small for the geometric intervals", "32"):
-            StABL(num_arms=3, horizon=bad)
+        small = (f"horizon={bad}", "too small for the geometric intervals", "32")
+        refuses(ValueError, small, StABL, num_arms=3, horizon=bad)
     assert StABL(num_arms=3, horizon=16).history_lengths == (16,)
     assert StABL(num_arms=3, horizon=32).history_lengths == (32,)
     assert geometric_history_lengths(16) == (16,)
@@ -325,31 +331,24 @@ def _():
         for bad in ("false", 1):
             refuses(TypeError, f"{name} must be True or False, got {bad!r}", build, **{name: bad})
     make("stabl_vizier", num_arms=3, horizon=64, naive_sampling=np.bool_(True))  # NumPy's bool
-    learner, env = Uniform(num_arms=3, horizon=8), ExpertAdvice(num_arms=3, horizon=8)
-    with raises(TypeError, "validate must be True or False, got 'no' (str)"):
-        simulate(learner, env, KEY, 1, validate="no")
+    no = "validate must be True or False, got 'no' (str)"
+    refuses(TypeError, no, simulate, LEARNER, ENV, KEY, 1, validate="no")
 
 
 @row("L12")
 def _():
-    with raises(
-        TypeError,
-        "learner 'stabl_naive' (StABL) takes no argument 'historylengths'",
-        "did you mean 'history_lengths'?",
-        "its arguments are num_arms, horizon",
-    ):
-        make("stabl_naive", num_arms=3, horizon=64, historylengths=(32, 64))
-    with raises(TypeError, "learner 'stabl' (StABL) needs horizon", "its arguments are"):
-        make("stabl", num_arms=3)
-    with raises(
-        TypeError,
-        "environment 'expert_advice' (ExpertAdvice) takes no argument "
-        "'segments' (did you mean 'num_segments'?)",
-    ):
-        ENVS.make("expert_advice", num_arms=3, horizon=64, segments=2)
+    typo = "learner 'stabl_naive' (StABL) takes no argument 'historylengths'"
+    typo_hint = (typo, "did you mean 'history_lengths'?", "its arguments are num_arms, horizon")
+    refuses(
+        TypeError, typo_hint, make, "stabl_naive", num_arms=3, horizon=64, historylengths=(32, 64)
+    )
+    needs = ("learner 'stabl' (StABL) needs horizon", "its arguments are")
+    refuses(TypeError, needs, make, "stabl", num_arms=3)
+    segments = "environment 'expert_advice' (ExpertAdvice) takes no argument 'segments' (did you"
+    refuses(TypeError, segments, ENVS.make, "expert_advice", num_arms=3, horizon=64, segments=2)
     refuses(TypeError, "BCO learner 'fkm' (FKM) needs horizon", BCO_LEARNERS.make, "fkm", dim=2)
-    with raises(TypeError, "learner 'exp3' (EXP3) takes no argument 'lr'"):
-        LEARNERS["exp3"](num_arms=3, horizon=64, lr=0.1)  # an entry called directly
+    lr = "learner 'exp3' (EXP3) takes no argument 'lr'"
+    refuses(TypeError, lr, LEARNERS["exp3"], num_arms=3, horizon=64, lr=0.1)  # called directly
     # An entry's defaults count as given, and the run's validate switch is still taken.
     assert make("stabl_naive", num_arms=3, horizon=64, validate=True).observation == "uniform"
 
@@ -357,10 +356,8 @@ def _():
 # ==== Learner params ====
 @row("L13")
 def _():
-    for learner in (
-        EXP3(num_arms=N, horizon=T, dtype="float64"),
-        BCO_LEARNERS.make("fkm", dim=2, horizon=T, dtype="float64"),
-    ):
+    exp3 = EXP3(num_arms=N, horizon=T, dtype="float64")
+    for learner in (exp3, BCO_LEARNERS.make("fkm", dim=2, horizon=T, dtype="float64")):
         needs_x64 = f"{type(learner).__name__} with dtype='float64' needs 64-bit JAX"
         refuses(ValueError, needs_x64, learner.init, KEY)
         with jax.enable_x64(True):
@@ -369,8 +366,7 @@ def _():
         floats = {x.dtype for x in jax.tree.leaves(state) if x.dtype.kind == "f"}
         assert floats == {np.dtype("float64")}
         refuses(ValueError, needs_x64, learner.init, KEY, params)  # explicit params: the same
-    with raises(ValueError, "EXP3 with dtype='float64' needs 64-bit JAX"):
-        simulate(EXP3(num_arms=N, horizon=T, dtype="float64"), ENV, KEY, 1)
+    refuses(ValueError, "EXP3 with dtype='float64' needs 64-bit JAX", simulate, exp3, ENV, KEY, 1)
 
 
 def _init_with(learner, error: type[BaseException], fragments: tuple[str, ...], **params) -> None:
@@ -423,8 +419,8 @@ def _():
     params = learner.default_params.replace(meta_lr_scale=jnp.array([1.0, jnp.nan], jnp.float32))
     states = jax.vmap(learner.init, in_axes=(None, params_axes(params)))(KEY, params)
     assert np.isnan(np.asarray(states.meta_log_weights[1])).all()  # documented: not checked
-    with raises(ValueError, "params.meta_lr_scale", "nan"):
-        simulate(learner, ExpertAdvice(num_arms=N, horizon=T), KEY, 2, params=params)
+    nan = ("params.meta_lr_scale", "nan")
+    refuses(ValueError, nan, simulate, learner, ENV, KEY, 2, params=params)
 
 
 # ==== step / tell / ask ====
@@ -448,10 +444,6 @@ def _bad_loss_row(row_id: str) -> None:
             learner.tell(state, query, observed)
 
 
-for _id in BAD_LOSSES:
-    row(_id)(call(_bad_loss_row, _id))
-
-
 def _initial(cls: type) -> tuple[Any, Any]:
     """A learner of ``cls`` with N arms and T rounds, and its initial state."""
     learner = cls(num_arms=N, horizon=T)
@@ -462,18 +454,17 @@ def _initial(cls: type) -> tuple[Any, Any]:
 def _():
     learner, state = _initial(StABL)
     for bad in (jnp.full((N + 1,), 0.5), jnp.full((1, N), 0.5)):
-        with raises(ValueError, f"loss must have shape ({N},)", str(tuple(bad.shape))):
-            learner.step(state, bad, KEY)
-        with raises(ValueError, f"loss must have shape ({N},)"):
-            jax.jit(learner.step)(state, bad, KEY)  # shapes are static: checked under jit
+        shape = (f"loss must have shape ({N},)", str(tuple(bad.shape)))
+        refuses(ValueError, shape, learner.step, state, bad, KEY)
+        refuses(ValueError, shape[0], jax.jit(learner.step), state, bad, KEY)  # static: jit too
 
 
 @row("S5")
 def _():
     learner, state = _initial(EXP3)
     for bad in (jnp.array([0, 1, 0]), jnp.array([False, True, False])):
-        with raises(TypeError, "loss must be floating point", str(bad.dtype)):
-            learner.step(state, bad, KEY)
+        floating = ("loss must be floating point", str(bad.dtype))
+        refuses(TypeError, floating, learner.step, state, bad, KEY)
 
 
 @row("S6")
@@ -490,9 +481,8 @@ def _():
 @row("S7")
 def _():
     learner, state = _initial(StABL)
-    query = learner.ask(state, KEY)
-    with raises(ValueError, "observed must have shape (2,)", "(1,)"):
-        learner.tell(state, query, jnp.array([0.5]))
+    observed = ("observed must have shape (2,)", "(1,)")
+    refuses(ValueError, observed, learner.tell, state, learner.ask(state, KEY), jnp.array([0.5]))
 
 
 @row("S8")
@@ -515,12 +505,12 @@ def _():
     small, large = StABL(num_arms=N, horizon=64), StABL(num_arms=N + 2, horizon=64)
     state = large.init(KEY)
     loss = jnp.full((N,), 0.5)
-    with raises(ValueError, "state.expert_log_probs has shape", str((2, N + 2)), str((2, N))):
-        small.ask(state, KEY)
+    shape = ("state.expert_log_probs has shape", str((2, N + 2)), str((2, N)))
+    refuses(ValueError, shape, small.ask, state, KEY)
     for step in (small.step, jax.jit(small.step)):  # static shapes: also under jit
         refuses(ValueError, "state.expert_log_probs", step, state, loss, KEY)
-    with raises(ValueError, "does not come from EXP3.init"):
-        EXP3(num_arms=N, horizon=64).step(small.init(KEY), loss, KEY)
+    exp3 = EXP3(num_arms=N, horizon=64)
+    refuses(ValueError, "does not come from EXP3.init", exp3.step, small.init(KEY), loss, KEY)
 
 
 @row("S10")
@@ -543,8 +533,8 @@ def _():
     loss = jnp.full((N,), 0.5)
     for bad in (None, 3):
         refuses(TypeError, ("key must be a PRNG key", repr(bad)), learner.step, state, loss, bad)
-    with raises(ValueError, "key must be a single PRNG key", "(2,)"):
-        learner.step(state, loss, jax.random.split(KEY))
+    two = ("key must be a single PRNG key", "(2,)")
+    refuses(ValueError, two, learner.step, state, loss, jax.random.split(KEY))
 
 
 # ==== Environments ====
@@ -608,20 +598,14 @@ def _():
 A = {"experiment": "A"}
 
 
-def _simulate_refuses(error: type[BaseException], fragments: str | tuple[str, ...], *args, **kw):
-    """``simulate(LEARNER, ENV, KEY, *args, **kw)`` raises ``error`` naming every fragment."""
-    refuses(error, fragments, simulate, LEARNER, ENV, KEY, *args, **kw)
-
-
 @row("M1")
 def _():
     for bad in (0, -2):
-        _simulate_refuses(ValueError, ("num_runs must be >= 1", str(bad)), bad)
-    _simulate_refuses(TypeError, ("num_runs must be an int", "2.0"), 2.0)
-    with raises(ValueError, "first_run must be >= 0, got -1"):
-        simulate(LEARNER, ENV, KEY, 1, options=SimOptions(first_run=-1))
-    with raises(ValueError, "first_run must be <= 2**31 - 1 = 2147483647", "got 2147483648"):
-        simulate(LEARNER, ENV, KEY, 1, options=SimOptions(first_run=2**31))
+        refuses(ValueError, ("num_runs must be >= 1", str(bad)), simulate, LEARNER, ENV, KEY, bad)
+    refuses(TypeError, ("num_runs must be an int", "2.0"), simulate, LEARNER, ENV, KEY, 2.0)
+    refuses(ValueError, "first_run must be >= 0, got -1", simulate_with, 1, first_run=-1)
+    too_late = ("first_run must be <= 2**31 - 1 = 2147483647", "got 2147483648")
+    refuses(ValueError, too_late, simulate_with, 1, first_run=2**31)
     last_runs = SimOptions(first_run=2**31 - 1)
     last = simulate(LEARNER, ENV, KEY, 2, traces=("played",), options=last_runs).played
     first = simulate(LEARNER, ENV, KEY, 1, traces=("played",)).played
@@ -650,17 +634,6 @@ def _():
         (fkm, selection, f"{bco} HPOEnv is a bandit environment"),
     ):
         refuses(TypeError, (mismatch, pair), simulate, learner, env, KEY, 1)
-
-
-@row("M6")
-def _():
-    params = LEARNER.default_params
-    gamma = params.replace(gamma=jnp.float32(2.0))
-    _simulate_refuses(ValueError, ("params.gamma", "[0, 1]", "2.0"), 2, params=gamma)
-    nan = params.replace(lr_scale=jnp.array([1.0, jnp.nan]))
-    _simulate_refuses(ValueError, ("params.lr_scale", "nan"), 2, params=nan)
-    three = params.replace(lr_scale=jnp.ones(3))
-    _simulate_refuses(ValueError, ("leading axis num_runs=2", "(3,)"), 2, params=three)
 
 
 @row("M7")
@@ -829,8 +802,26 @@ def _config_row(row_id: str, tmp_path: Path) -> None:
         refuses(ConfigError, (str(path), *fragments), load_config, path)
 
 
-for _id in CONFIG_ERRORS:
-    row(_id)(call(_config_row, _id))
+# Each row's ``--set`` lists, given to GOOD_CONFIG's file, and the fragments of their ConfigError.
+# fmt: off
+SET_ERRORS: dict[str, Sequence[tuple[list[str], Fragments]]] = {
+    "C10": [([bad], "key=value") for bad in ("runs", "=3", "env..x=1")]
+         + [(["runs=0"], ("'runs' (set on the command line)", "must be an int >= 1"))],
+    "C11": [([f"params.stabl.meta_lr_scale={written}"],
+             ("'params.stabl.meta_lr_scale'", shown, f"stored as {becomes}"))
+            for written, shown, becomes in (("1e300", "1e+300", "inf"),
+                                            ("1e-300", "1e-300", "0.0"))],
+    "C12": [(["horizon=20", "sa_windows=[4, 8]", "window=4"],
+             ("key 'horizon' (set on the command line)", "cannot run 20 rounds")),
+            (['learner_options.stabl.observation="psychic"'],
+             ("key 'learner_options.stabl'", "rejects its options"))],
+}
+# fmt: on
+
+
+def _set_row(row_id: str, tmp_path: Path) -> None:
+    for overrides, fragments in SET_ERRORS[row_id]:
+        refuses(ConfigError, fragments, load_config, config_file(tmp_path), overrides)
 
 
 @row("C9")
@@ -847,49 +838,19 @@ def _(tmp_path):
     refuses(ConfigError, "does not exist", load_config, tmp_path / "missing.toml")
 
 
-@row("C10")
-def _(tmp_path):
-    path = config_file(tmp_path)
-    for bad in ("runs", "=3", "env..x=1"):
-        refuses(ConfigError, "key=value", load_config, path, [bad])
-    with raises(ConfigError, "'runs' (set on the command line)", "must be an int >= 1"):
-        load_config(path, ["runs=0"])
-
-
 @row("C10b")
-def _(tmp_path, capsys, monkeypatch):
-    path = config_file(tmp_path)
+def _(capsys, config):
     twice = "runs is set twice ('runs=3' and 'runs=5')"
-    refuses(ConfigError, (twice, "give it once"), load_config, path, ["runs=3", "runs=5"])
-    refuses(ConfigError, twice, load_config, path, ["runs=3"], runs=5)
+    refuses(ConfigError, (twice, "give it once"), load_config, config, ["runs=3", "runs=5"])
+    refuses(ConfigError, twice, load_config, config, ["runs=3"], runs=5)
     with raises(ConfigError, "env and env.num_arms are both set", "inside the table"):
-        load_config(path, ["env.num_arms=5", 'env={name="expert_advice", num_arms=3}'])
-    load_config(path, ["env.num_arms=5", "env.num_segments=2"], runs=5)  # apart: fine
-    _forbid_computation(monkeypatch)
-    code, err = run_cli(["run", str(path), "--runs", "5", "--set", "runs=3"], capsys)
-    assert code == 2 and twice in err
+        load_config(config, ["env.num_arms=5", 'env={name="expert_advice", num_arms=3}'])
+    load_config(config, ["env.num_arms=5", "env.num_segments=2"], runs=5)  # apart: fine
+    cli_refuses(capsys, ["run", str(config), "--runs", "5", "--set", "runs=3"], twice)
     # An option given twice: argparse kept the last value (``--runs 5 --runs 3`` ran 3).
     for option, first, second in (("--runs", "5", "3"), ("--out", "a", "b"), ("--seed", "1", "1")):
-        code, err = run_cli(["run", str(path), option, first, option, second], capsys)
-        assert code == 2, err
-        assert f"{option} is given twice ({first} and {second}): the second would" in err, err
-
-
-@row("C11")
-def _(tmp_path):
-    path = config_file(tmp_path)
-    for written, shown, becomes in (("1e300", "1e+300", "inf"), ("1e-300", "1e-300", "0.0")):
-        with raises(ConfigError, "'params.stabl.meta_lr_scale'", shown, f"stored as {becomes}"):
-            load_config(path, [f"params.stabl.meta_lr_scale={written}"])
-
-
-@row("C12")
-def _(tmp_path):
-    path = config_file(tmp_path)
-    with raises(ConfigError, "key 'horizon' (set on the command line)", "cannot run 20 rounds"):
-        load_config(path, ["horizon=20", "sa_windows=[4, 8]", "window=4"])
-    with raises(ConfigError, "key 'learner_options.stabl'", "rejects its options"):
-        load_config(path, ['learner_options.stabl.observation="psychic"'])
+        said = f"{option} is given twice ({first} and {second}): the second would"
+        cli_refuses(capsys, ["run", str(config), option, first, option, second], said)
 
 
 # ==== The command line ====
@@ -904,8 +865,8 @@ def config(tmp_path, monkeypatch) -> Path:
 def _(tmp_path, capsys, monkeypatch):
     _forbid_computation(monkeypatch)
     path = config_file(tmp_path, GOOD_CONFIG.replace("horizon = 64", "horizon = 8"))
-    code, err = run_cli(["run", str(path), "--out", str(tmp_path / "out")], capsys)
-    assert code == 2 and err.startswith("error: ") and "'horizon'" in err and ">= 16" in err
+    err = cli_refuses(capsys, ["run", str(path), "--out", str(tmp_path / "out")], "'horizon'")
+    assert err.startswith("error: ") and ">= 16" in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
 
 
@@ -914,10 +875,11 @@ def _(tmp_path, capsys, config):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
     for out in (blocker / "sub", blocker):
-        code, err = run_cli(["run", str(config), "--out", str(out)], capsys)
-        assert code == 2 and err.startswith("error: ") and "a_file" in err, err
-    code, err = run_cli(["run", str(config), "--out", "/proc/stabl-jax-cannot-write/out"], capsys)
-    assert code == 2 and "error: " in err and "/proc" in err
+        err = cli_refuses(capsys, ["run", str(config), "--out", str(out)], "a_file")
+        assert err.startswith("error: "), err
+    proc = "/proc/stabl-jax-cannot-write/out"
+    cli_refuses(capsys, ["run", str(config), "--out", proc], "error: ", "/proc")
+    refuses(OutputError, "a_file", ResultsFolder.prepare, blocker / "x")  # what the CLI answers
 
 
 @row("X3")
@@ -928,15 +890,14 @@ def _(tmp_path, capsys, config):
     (precious / "summary.json").write_text("{}")  # a name of ours is not enough
     (precious / "COMPLETE").write_text("x")
     for force in ([], ["--force"]):
-        code, err = run_cli(["run", str(config), "--out", str(precious), *force], capsys)
-        assert code == 2 and "not a stabl_jax results folder" in err and str(precious) in err
-        assert "never replaced" in err
+        args = ["run", str(config), "--out", str(precious), *force]
+        cli_refuses(capsys, args, "not a stabl_jax results folder", str(precious), "never replaced")
     assert (precious / "thesis.tex").read_text() == "keep"
     done = tmp_path / "done"
     mark_as_ours(done)
     (done / "COMPLETE").write_text("x")
-    code, err = run_cli(["run", str(config), "--out", str(done)], capsys)
-    assert code == 2 and "already holds a complete result" in err and "--force" in err
+    args = ["run", str(config), "--out", str(done)]
+    cli_refuses(capsys, args, "already holds a complete result", "--force")
 
 
 def _dead_partial(tmp_path: Path, identity: dict) -> Path:
@@ -952,11 +913,11 @@ def _dead_partial(tmp_path: Path, identity: dict) -> Path:
 def _(tmp_path, capsys, config):
     out = tmp_path / "out"
     dead = _dead_partial(tmp_path, {"config": {"runs": 3}, "format": "x"})
-    code, err = run_cli(["run", str(config), "--out", str(out)], capsys)
-    assert code == 2 and "different experiment" in err and "--force" in err and "config" in err
+    args = ["run", str(config), "--out", str(out)]
+    cli_refuses(capsys, args, "different experiment", "--force", "config")
     assert dead.exists()
-    code, err = run_cli(["run", str(config), "--out", str(out), "--force"], capsys)
-    assert code == 1 and "the experiment ran although" in err  # accepted: it would have run
+    assert cli.main(["run", str(config), "--out", str(out), "--force"]) == 1  # accepted: it
+    assert "run_experiment ran although" in capsys.readouterr().err  # would have run
     assert not dead.exists()
 
 
@@ -965,27 +926,25 @@ def _(tmp_path, capsys, config):
     identity = experiment_identity(load_config(config))
     identity["versions"]["optax"] = "0.2.4-other"
     dead = _dead_partial(tmp_path, identity)
-    code, err = run_cli(["run", str(config), "--out", str(tmp_path / "out")], capsys)
-    assert code == 2 and "this experiment under other versions" in err
-    assert "versions.optax: '0.2.4-other' (checkpoint)" in err
-    assert "install the versions it ran with" in err and "--force" in err
+    args = ["run", str(config), "--out", str(tmp_path / "out")]
+    other = ("this experiment under other versions", "versions.optax: '0.2.4-other' (checkpoint)")
+    err = cli_refuses(capsys, args, *other, "install the versions it ran with", "--force")
     assert "rerun that exact command" not in err and dead.exists()
 
 
 @row("X5")
 def _(tmp_path, capsys, config):
     for flag, value in (("--runs", "0"), ("--seed", "-1")):
-        code, err = run_cli(["run", str(config), flag, value, "--out", str(tmp_path / "o")], capsys)
-        assert code == 2 and "(set on the command line)" in err
-    code, err = run_cli(["run", str(config), "--runs", "many"], capsys)
-    assert code == 2 and "invalid int value" in err
+        args = ["run", str(config), flag, value, "--out", str(tmp_path / "o")]
+        cli_refuses(capsys, args, "(set on the command line)")
+    cli_refuses(capsys, ["run", str(config), "--runs", "many"], "invalid int value")
 
 
 @row("X7")
 def _(tmp_path, capsys, monkeypatch, config):
     monkeypatch.chdir(tmp_path)
-    code, err = run_cli(["run", str(config), "--out", ""], capsys)
-    assert code == 2 and "--out is empty" in err and not (tmp_path / "results").exists()
+    cli_refuses(capsys, ["run", str(config), "--out", ""], "--out is empty")
+    assert not (tmp_path / "results").exists()
 
 
 @row("X8")
@@ -993,30 +952,25 @@ def _(tmp_path, capsys, config):
     for size in ("runs=1000000000", "horizon=1000000000", "env.num_arms=100000000"):
         start = time.monotonic()
         out = str(tmp_path / "o")
-        code, err = run_cli(["run", str(config), "--out", out, "--set", size], capsys)
+        err = cli_refuses(capsys, ["run", str(config), "--out", out, "--set", size])
         assert time.monotonic() - start < 60
-        assert code == 2 and "does not fit" in err and "--allow-large" in err, err
+        assert "does not fit" in err and "--allow-large" in err, err
         assert "iB of memory" in err or "iB of disk" in err
         assert not list(tmp_path.glob("o*"))
 
 
 @row("X9")
 def _(tmp_path, capsys, monkeypatch):
-    def boom(*args, **kwargs):
-        raise AssertionError("the benchmark ran although the command should have failed")
-
-    monkeypatch.setattr(benchmark, "run_benchmark", boom)
+    _forbid_computation(monkeypatch, benchmark, "run_benchmark")
     for name in ("benchmark.json", "benchmark.md"):
         folder = tmp_path / name.replace(".", "_")
         folder.mkdir()
         (folder / name).write_text("my own notes\n")
-        code, err = run_cli(["bench", "--quick", "--out", str(folder)], capsys)
-        assert code == 2, err
-        assert f"{folder / name} is there and is not a previous stabl-jax bench file" in err
-        assert "left as it is: give --out another folder" in err
+        mine = f"{folder / name} is there and is not a previous stabl-jax bench file"
+        kept = "left as it is: give --out another folder"
+        cli_refuses(capsys, ["bench", "--quick", "--out", str(folder)], mine, kept)
         assert (folder / name).read_text() == "my own notes\n"
-    code, err = run_cli(["bench", "--quick", "--out", str(folder / name)], capsys)
-    assert code == 2 and "is a file: give a folder" in err
+    cli_refuses(capsys, ["bench", "--quick", "--out", str(folder / name)], "is a file: give a")
     previous = tmp_path / "previous"
     previous.mkdir()
     (previous / "benchmark.json").write_text(json.dumps(dict.fromkeys(benchmark.RESULT_KEYS, 0)))
@@ -1030,8 +984,8 @@ def _(tmp_path, capsys, monkeypatch):
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\xff\xfe")
     for config in (str(binary), str(tmp_path)):
-        code, err = run_cli(["run", config, "--out", str(tmp_path / "o")], capsys)
-        assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+        err = cli_refuses(capsys, ["run", config, "--out", str(tmp_path / "o")])
+        assert err.startswith("error: ") and "Traceback" not in err
 
 
 # ==== Files ====
@@ -1075,6 +1029,16 @@ def _(tmp_path):
 
 
 # ==== The tests ====
+for _table, _check in (
+    (REFUSED, _refused_row),
+    (BAD_LOSSES, _bad_loss_row),
+    (CONFIG_ERRORS, _config_row),
+    (SET_ERRORS, _set_row),
+):
+    for _id in _table:
+        row(_id)(call(_check, _id))
+
+
 def table_ids() -> list[str]:
     """The ids in the first column of the bad-input table of ``docs/reliability.md``."""
     text = TABLE.read_text(encoding="utf-8")
@@ -1101,10 +1065,3 @@ ROW_IDS: list[str] = sorted(ROWS, key=_row_order)
 def test_row(row_id, request):
     fn = ROWS[row_id]
     fn(**{name: request.getfixturevalue(name) for name in inspect.signature(fn).parameters})
-
-
-def test_results_folder_error_is_output_error(tmp_path):
-    blocker = tmp_path / "f"
-    blocker.write_text("")
-    with pytest.raises(OutputError):
-        ResultsFolder.prepare(blocker / "x")

@@ -44,16 +44,10 @@ LIBRARY = {unit for unit, layer in LAYERS.items() if layer <= 5}
 
 def _unit(path: Path) -> str:
     """``"simulate"``, ``"learners"``, ``"bco.simulate"`` where a module of a subpackage has a
-    layer of its own, ``"experiment.results"`` or ``"experiment.kinds"``."""
-    rel = path.relative_to(PACKAGE)
-    if rel.parts[0] == "experiment":
-        if len(rel.parts) > 2:
-            return f"experiment.{rel.parts[1]}"
-        return "experiment" if rel.stem == "__init__" else f"experiment.{rel.stem}"
-    if len(rel.parts) == 1:
-        return rel.stem
-    own = f"{rel.parts[0]}.{Path(rel.parts[-1]).stem}"
-    return own if own in LAYERS else rel.parts[0]
+    layer of its own, ``"experiment.results"`` or ``"experiment.kinds"``: the unit the module
+    of ``path`` is, found as an import of it would be."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return _target_unit(".".join(parts[:-1] if parts[-1] == "__init__" else parts), None)
 
 
 def _package(unit: str) -> str:

@@ -33,7 +33,12 @@ def test_the_tutorial_runs_top_to_bottom(tmp_path, monkeypatch):
 
     monkeypatch.chdir(NOTEBOOK.parent)  # where Jupyter starts it
     monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` raises ImportError
-    sources = ["".join(c["source"]) for c in _notebook()["cells"] if c["cell_type"] == "code"]
+    cells = _notebook()["cells"]
+    text = "".join("".join(c["source"]) for c in cells)
+    options = ("chunk_size", "progress", "runs_per_block", "host_threads", "kernel", "checkpoint")
+    used = [option for option in options if f"{option}=" in text]
+    assert not used, f"simulate with its model arguments only (a first reader's): {used}"
+    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     assert sources[0].startswith("SIZE = {")
     namespace: dict = {"__name__": "__tutorial__"}
     exec(compile(sources[0], "tutorial cell 0", "exec"), namespace)
@@ -70,11 +75,3 @@ def test_the_tutorial_finds_stabl_jax_from_examples_installed_or_not():
     installed = python(where, Path("/"))
     checkout = str(NOTEBOOK.parent.parent / "stabl_jax" / "__init__.py")
     assert python(code, NOTEBOOK.parent) == (checkout if installed == "None" else installed)
-
-
-def test_the_tutorial_calls_simulate_with_its_model_arguments_only():
-    """Execution options are not part of what a first reader needs."""
-    text = "".join("".join(c["source"]) for c in _notebook()["cells"])
-    options = ["chunk_size", "progress", "runs_per_block", "host_threads", "kernel", "checkpoint"]
-    for keyword in options:
-        assert f"{keyword}=" not in text, keyword

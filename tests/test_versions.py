@@ -39,26 +39,15 @@ def test_minimum_versions_are_declared_installed_and_compared_as_numbers():
     versions.check_versions({"jax": "0.8.0", "chex": "0.1.90", "optax": "0.2.4"})  # these pass
     versions.check_versions({"jax": "0.10.2", "chex": "0.1.92", "optax": "0.2.10"})
     versions.check_versions({"jax": "0.8.1.dev20251101"})
-
-
-@pytest.mark.parametrize(
-    ("found", "message"),
-    [
-        (
-            {"jax": "0.7.2", "chex": "0.1.92", "optax": "0.2.8"},
-            "stabl_jax needs jax >= 0.8.0 (found 0.7.2): "
-            "pip install -U 'jax>=0.8.0' 'jaxlib>=0.8.0'",
-        ),
-        (
-            {"jax": "0.10.2", "chex": "0.1.89", "optax": "0.2.3"},
-            "stabl_jax needs chex >= 0.1.90 (found 0.1.89), optax >= 0.2.4 (found 0.2.3): "
-            "pip install -U 'chex>=0.1.90' 'optax>=0.2.4'",
-        ),
-    ],
-)
-def test_an_older_release_is_refused_with_the_upgrade(found, message):
-    with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
-        versions.check_versions(found)
+    jax = "jax >= 0.8.0 (found 0.7.2): pip install -U 'jax>=0.8.0' 'jaxlib>=0.8.0'"
+    both = "chex >= 0.1.90 (found 0.1.89), optax >= 0.2.4 (found 0.2.3): pip install -U "
+    both += "'chex>=0.1.90' 'optax>=0.2.4'"
+    for found, message in (
+        ({"jax": "0.7.2", "chex": "0.1.92", "optax": "0.2.8"}, jax),
+        ({"jax": "0.10.2", "chex": "0.1.89", "optax": "0.2.3"}, both),
+    ):  # an older release is refused with the upgrade
+        with pytest.raises(ImportError, match=f"^{re.escape('stabl_jax needs ' + message)}$"):
+            versions.check_versions(found)
 
 
 def test_importing_stabl_jax_checks_the_installed_versions(tmp_path):
