@@ -90,7 +90,9 @@ def _named(names, x):
 
 
 def test_a_learner_keeps_its_style_in_every_figure(tmp_path, monkeypatch):
-    """One learner, one color, line style and marker, whatever else the figure draws."""
+    """One learner, one color, line style and marker, whatever else the figure draws. The
+    table names every registry learner (and every label), no two alike; a name outside it gets
+    a style no other line of its figure has, the same in every figure."""
     figures = _drawn_figures(monkeypatch)
     x = np.arange(1.0, 65.0)
     two = _named(["stabl", "exp3_uniform"], x)
@@ -101,11 +103,6 @@ def test_a_learner_keeps_its_style_in_every_figure(tmp_path, monkeypatch):
     style = plots.STYLES["stabl"]
     assert first["StABL"] == second["StABL"] == (style.color, style.linestyle, style.marker)
     assert len(set(second.values())) == 3
-
-
-def test_every_shipped_learner_has_its_own_style():
-    """The table names every registry learner (and every label), no two alike; a name outside
-    it gets a style no other line of its figure has, the same in every figure."""
     assert set(LEARNERS) | set(BCO_LEARNERS) <= set(plots.STYLES)
     assert set(plots.LABELS) <= set(plots.STYLES)
     bandit = [plots.STYLES[n] for n in LEARNERS]
@@ -194,19 +191,13 @@ def _outside(fig) -> list[str]:
     return outside
 
 
-def test_every_title_of_a_bandit_run_lies_within_its_figure(tmp_path, monkeypatch):
-    """The plots of ``stabl-jax run`` of Figure 1 (a long title): no title cut at the edges."""
+def test_every_title_lies_within_its_figure(tmp_path, monkeypatch):
+    """The plots of ``stabl-jax run`` of Figure 1 (a long title): no title cut at the edges; a
+    title line far wider than the figure is broken into lines that fit."""
     figures = _drawn_figures(monkeypatch)
     run_small_figure1(tmp_path / "out")
     drawn = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
     assert "cumulative_regret.png" in drawn and len(figures) == len(drawn)
-    for fig in figures:
-        assert _outside(fig) == []
-
-
-def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
-    """A title line far wider than the figure is broken into lines that fit."""
-    figures = _drawn_figures(monkeypatch)
     band = _named(["stabl"], np.arange(1.0, 9.0))
     title = "a heading\n" + " ".join(["a long second line of words"] * 12)
     plots.plot_cumulative_regret(band, tmp_path / "c.png", title=title)
@@ -214,7 +205,7 @@ def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
     names = ("stabl", "stabl", "meta_lr_scale", "expert_lr_scale")
     grid = plots.Grid(*names, x, y, np.ones((3, 2)), 0.1 + np.zeros((3, 2)), (2, 1))
     plots.plot_grids([grid], tmp_path / "g.png", title=title, score="s")  # the panel's title too
-    assert len(figures) == 2
+    assert len(figures) == len(drawn) + 2
     for fig in figures:
         assert _outside(fig) == []
 
