@@ -46,6 +46,8 @@ def test_bench_cli_tiny(tmp_path, capsys):
         assert row["bound_run_steps_per_s"] == 100e9 / (2 * state)
     assert result["machine"]["cpu_count"] >= 1 and result["machine"]["bandwidth_gbs"] == 100
     assert (tmp_path / "benchmark.md").read_text().startswith("Machine: ")
+    result["machine"]["bandwidth_gbs"] = None  # no bandwidth known: no bound, and it says so
+    assert "No memory-bandwidth bound" in benchmark.to_markdown(result)
     # provenance: the command and the running code's commit, also on the Markdown's first line
     assert result["command"][:2] == ["stabl-jax", "bench"] and "--out" in result["command"]
     assert set(result["code"]) >= {"commit", "dirty"}

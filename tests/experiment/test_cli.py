@@ -117,7 +117,7 @@ def test_shipped_config_validates(name):
     assert (env.num_arms, cfg.horizon, cfg.runs, cfg.window, env.change_points) == expected
 
 
-def test_overrides_reach_every_level():
+def test_overrides_parse_and_reach_every_level():
     overrides = ["env.num_arms=10", "runs=50", 'learners=["stabl","exp3"]', "feedback=reward"]
     overrides += ["params.stabl.meta_lr_scale=8", "sa_windows=[64, 16]", "chunk_size=128"]
     cfg = load_config("expert_advice_equal", overrides)
@@ -127,6 +127,12 @@ def test_overrides_reach_every_level():
     assert stabl.feedback == "reward"
     assert float(cfg.learner_params(stabl, "stabl").meta_lr_scale) == 8.0
     assert cfg.overrides[0] == "env.num_arms=10"
+    assert parse_override("runs=50") == (("runs",), 50)
+    assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
+    assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
+    assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
+    flag = ("env", "random_change_points")
+    assert parse_override("env.random_change_points=true") == (flag, True)
 
 
 def test_settings_of_a_learner_left_out_are_named_as_unused():
@@ -138,13 +144,7 @@ def test_settings_of_a_learner_left_out_are_named_as_unused():
     assert load_config("figure1", overrides).unused_settings() == unused
 
 
-def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
-    assert parse_override("runs=50") == (("runs",), 50)
-    assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
-    assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
-    assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
-    flag = ("env", "random_change_points")
-    assert parse_override("env.random_change_points=true") == (flag, True)
+def test_the_mistakes_of_an_override_or_a_name_are_named(tmp_path):
     path = tmp_path / "good.toml"
     path.write_text(GOOD)
     message = r"--set runs\.x: key 'runs' in .*good\.toml is 2 \(int\), not a table"
