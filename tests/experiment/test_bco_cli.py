@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
@@ -21,28 +20,21 @@ from stabl_jax.experiment.outputs import COMPLETE
 from stabl_jax.experiment.tables import read_summary, read_traces
 from tests.experiment.runs import sets
 
-REPO = Path(__file__).resolve().parents[2]
 BCO_CONFIGS = {"bco_d2": 2, "bco_d10": 10, "bco_d50": 50}
 BCO_LEARNER_QUERIES = {"stabl_bco": 3, "stabl_bco_two_query": 2, "fkm": 1, "two_point_ogd": 2}
 BCO_LEARNER_QUERIES["ogd_full_info"] = 1
 CHANGE_POINTS = (400, 1100, 1300, 2600, 3500)
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TINY = ["runs=2", "horizon=64", "window=8", "sa_windows=[16, 64]", "env.dim=2"]
 TINY += ["env.change_points=[6, 17, 20, 40, 54]"]  # the shipped ones times 64 / 4096
 
 
-@pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
 def tiny_args(name: str) -> list[str]:
-    return [f"configs/{name}.toml", "--no-progress", *sets(TINY)]
+    return [name, "--no-progress", *sets(TINY)]
 
 
 @pytest.mark.parametrize("name", sorted(BCO_CONFIGS))
 def test_bco_config_validates(name):
-    cfg = load_config(f"configs/{name}.toml")
+    cfg = load_config(name)
     assert cfg.kind == "bco" and cfg.name == name and cfg.description
     assert cfg.horizon == 4096 and cfg.runs >= 10
     assert cfg.learners == tuple(BCO_LEARNER_QUERIES)
@@ -62,10 +54,8 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
     assert cli.main(["run", *tiny_args("bco_d2"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "comparator gap" in printed and "SA(64)" in printed and "±" in printed
-    assert "needs about" in printed and "roughly" not in printed  # memory and disk, no time
     assert (out / COMPLETE).is_file() and not list(tmp_path.glob("bco_d2.partial*"))
-    summary = read_summary(out)
-    json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
+    summary = json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
     assert summary["kind"] == "bco" and summary["runs"] == 2 and summary["horizon"] == 64
     assert summary["env"]["dim"] == 2 and summary["config"]["env"]["dim"] == 2
     assert summary["env"]["change_points"] == [6, 17, 20, 40, 54]
@@ -108,7 +98,7 @@ def test_bco_config_runs_end_to_end(tmp_path, capsys):
     assert traces["comparator_gap"].shape == (2, 2)
     for filename in BCO_PLOT_FILES.values():
         data = (out / filename).read_bytes()
-        assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
+        assert len(data) > 1000 and data.startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_window_minimum_runs_the_steps_the_estimate_counts(monkeypatch):

@@ -22,14 +22,18 @@ BANDWIDTH = "argument --bandwidth: give a finite number of GB/s > 0, got '{}'"
 
 
 def test_bench_cli_tiny(tmp_path, capsys):
-    argv = "bench --learners stabl --arms 5 --runs 3 --repeats 1 --bandwidth 100 --out".split()
-    assert cli.main([*argv, str(tmp_path)]) == 0
+    """StABL against NumPy; ``uniform``, which has no NumPy version: JAX only, plain and
+    validated."""
+    argv = "bench --learners stabl uniform --arms 5 --runs 3 --repeats 1 --bandwidth 100 --out"
+    assert cli.main([*argv.split(), str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "| learner | n | R |" in printed and "NumPy one-run loop" in printed
     result = json.loads((tmp_path / "benchmark.json").read_text())
     impls = sorted({row["impl"] for row in result["rows"]})
     assert impls == ["jax", "jax_validated", "numpy_loop", "numpy_vectorised"]
-    jax_rows = [row for row in result["rows"] if row["impl"] == "jax"]
+    uniform = [row["impl"] for row in result["rows"] if row["learner"] == "uniform"]
+    assert uniform == ["jax", "jax_validated"] and "—" in (tmp_path / "benchmark.md").read_text()
+    jax_rows = [row for row in result["rows"] if row["impl"] == "jax" and row["learner"] == "stabl"]
     assert [row["runs"] for row in jax_rows] == [3]
     for row in jax_rows:
         assert row["run_steps_per_s"] > 0 and row["compile_s"] >= 0
@@ -37,12 +41,13 @@ def test_bench_cli_tiny(tmp_path, capsys):
         assert row["x_numpy_loop"] > 0 and row["x_numpy_vectorised"] > 0
         assert row["peak_rss_bytes"] > 0 and row["x_validated"] > 0
         # StABL's state per run, from its init: the bound is 100 GB/s over twice that.
-        assert row["state_bytes_per_run"] == benchmark.state_bytes(
-            benchmark.make_learner("stabl", 5)
-        )
-        assert row["bound_run_steps_per_s"] == 100e9 / (2 * row["state_bytes_per_run"])
+        state = benchmark.state_bytes(benchmark.make_learner("stabl", 5))
+        assert row["state_bytes_per_run"] == state
+        assert row["bound_run_steps_per_s"] == 100e9 / (2 * state)
     assert result["machine"]["cpu_count"] >= 1 and result["machine"]["bandwidth_gbs"] == 100
     assert (tmp_path / "benchmark.md").read_text().startswith("Machine: ")
+    result["machine"]["bandwidth_gbs"] = None  # no bandwidth known: no bound, and it says so
+    assert "No memory-bandwidth bound" in benchmark.to_markdown(result)
     # provenance: the command and the running code's commit, also on the Markdown's first line
     assert result["command"][:2] == ["stabl-jax", "bench"] and "--out" in result["command"]
     assert set(result["code"]) >= {"commit", "dirty"}
@@ -70,13 +75,6 @@ def test_bench_cli_rejects_bad_values(capsys, flag, value, message):
     (``inf`` too) with and without ``--gpu``."""
     assert cli.main(["bench", flag, *value.split()]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
-
-
-def test_bench_without_numpy_for_other_learners():
-    config = benchmark.BenchConfig(("uniform",), (4,), (2,), repeats=1, work=256, numpy=True)
-    result = benchmark.run_benchmark(config)  # no NumPy version: JAX only, plain and validated
-    assert [row["impl"] for row in result["rows"]] == ["jax", "jax_validated"]
-    assert "—" in benchmark.to_markdown(result)
 
 
 def test_bench_bound_defaults_to_known_devices_only(monkeypatch):

@@ -39,7 +39,6 @@ from tests.experiment.runs import forbid_computation, sets
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("expert_advice_equal", "expert_advice_random", "expert_advice_large")
 PAPER_LEARNERS = ("uniform", "exp3_uniform", "stabl", "stabl_naive", "stabl_single_scale")
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # The (R, T) traces of `save_traces = "all"`; the default keeps `played` only.
 TRACE_FIELDS = {"loss": np.float32, "expected_loss": np.float32, "played": np.uint8}
 TRACE_FIELDS["prob_best"] = np.float32
@@ -47,27 +46,21 @@ TINY = ["runs=4", "horizon=64", "env.num_arms=5", "window=8"]
 TINY += ["learner_options.stabl_single_scale.history_lengths=[16]"]
 # The random config's change points scaled by 64/4096; the large config is, at this size, the
 # random one under another name (test_shipped_config_validates loads its keys).
+# name: (its change points at this size, its number of segments)
 TINY_CHANGE_POINTS = {
-    "expert_advice_equal": [],  # num_segments = 4 -> 16, 32, 48
-    "expert_advice_random": ["env.change_points=[21, 22, 28, 50]"],
+    "expert_advice_equal": ([], 4),  # num_segments = 4 -> 16, 32, 48
+    "expert_advice_random": (["env.change_points=[21, 22, 28, 50]"], 5),
 }
-TINY_SEGMENTS = {"expert_advice_equal": 4, "expert_advice_random": 5}
 
 
 def tiny_args(name: str) -> list[str]:
-    return [name, "--no-progress", *sets(TINY + TINY_CHANGE_POINTS[name])]
-
-
-@pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
-    """Run from the repository root, where ``./configs`` holds the shipped configs."""
-    monkeypatch.chdir(REPO)
+    return [name, "--no-progress", *sets(TINY + TINY_CHANGE_POINTS[name][0])]
 
 
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory) -> Callable[[str], Path]:
     """``get(name)``: the results folder of shipped config ``name`` run at a tiny size (once
-    per module; called from a test, so in the repository root)."""
+    per module)."""
     root = tmp_path_factory.mktemp("results")
     done: dict[str, Path] = {}
 
@@ -124,7 +117,7 @@ def test_shipped_config_validates(name):
     assert (env.num_arms, cfg.horizon, cfg.runs, cfg.window, env.change_points) == expected
 
 
-def test_overrides_reach_every_level():
+def test_overrides_parse_and_reach_every_level():
     overrides = ["env.num_arms=10", "runs=50", 'learners=["stabl","exp3"]', "feedback=reward"]
     overrides += ["params.stabl.meta_lr_scale=8", "sa_windows=[64, 16]", "chunk_size=128"]
     cfg = load_config("expert_advice_equal", overrides)
@@ -134,6 +127,12 @@ def test_overrides_reach_every_level():
     assert stabl.feedback == "reward"
     assert float(cfg.learner_params(stabl, "stabl").meta_lr_scale) == 8.0
     assert cfg.overrides[0] == "env.num_arms=10"
+    assert parse_override("runs=50") == (("runs",), 50)
+    assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
+    assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
+    assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
+    flag = ("env", "random_change_points")
+    assert parse_override("env.random_change_points=true") == (flag, True)
 
 
 def test_settings_of_a_learner_left_out_are_named_as_unused():
@@ -145,16 +144,7 @@ def test_settings_of_a_learner_left_out_are_named_as_unused():
     assert load_config("figure1", overrides).unused_settings() == unused
 
 
-def test_overrides_parse_and_their_mistakes_are_named(tmp_path):
-    assert parse_override("runs=50") == (("runs",), 50)
-    assert parse_override("env.num_arms = 10") == (("env", "num_arms"), 10)
-    assert parse_override('learners=["stabl","exp3"]') == (("learners",), ["stabl", "exp3"])
-    assert parse_override("feedback=reward") == (("feedback",), "reward")  # not TOML: a string
-    flag = ("env", "random_change_points")
-    assert parse_override("env.random_change_points=true") == (flag, True)
-    for bad in ("runs", "=3", "env..x=1"):
-        with pytest.raises(ConfigError, match="key=value"):
-            parse_override(bad)
+def test_the_mistakes_of_an_override_or_a_name_are_named(tmp_path):
     path = tmp_path / "good.toml"
     path.write_text(GOOD)
     message = r"--set runs\.x: key 'runs' in .*good\.toml is 2 \(int\), not a table"
@@ -199,9 +189,7 @@ LRN, LO, EA = '"uniform", "stabl"', "[learner_options.stabl]\n", 'name = "expert
 #: case: (the good config of its kind, anchor, new text: replaces the anchor or, for END, is
 #: appended; then what the message must say besides the file: the key, what is allowed).
 BAD_CASES = {
-    "unknown key": (G, TOP, T + 'colour = "red"', "'colour'", "allowed keys"),
     "wrong type": (G, TOP, 'runs = "many"', "'runs'", "must be an int"),
-    "out of range": (G, "horizon = 64", "horizon = 8", "'horizon'", ">= 16"),
     "unknown learner": (G, LRN, '"uniform", "stabel"', "'learners'", "stabl_naive"),
     "learner twice": (G, LRN, '"stabl", "stabl"', "'learners'", "a learner twice"),
     "no learners": (G, '["uniform", "stabl"]', "[]", "'learners'", "a non-empty array"),
@@ -220,7 +208,6 @@ BAD_CASES = {
     "unknown env kwarg": (G, ENV, N + "arms = 3", "'env.arms'", "num_segments"),
     "env kwarg type":
         (G, ENV, N + "random_change_points = 1", "'env.random_change_points'", "bool"),
-    "env rejects value": (G, ENV, N + "change_points = [10, 100]", "'env'", "[1, 63]"),
     "unknown param": (G, END, "[params.stabl]\nlr = 2.0\n", "'params.stabl.lr'", "meta_lr_scale"),
     "learner option type":
         (G, END, LO + "observation = 3\n", "'learner_options.stabl.observation'", "a string"),
@@ -285,7 +272,7 @@ def test_the_good_examples_load(tmp_path):
     path = tmp_path / "good.toml"
     path.write_text(GOOD)
     cfg = load_config(path)
-    assert cfg.runs == 2 and cfg.window == 50 and cfg.seed == 0
+    assert cfg.runs == 2 and cfg.window == 50 and cfg.seed == 0 and cfg.save_traces == ("played",)
     path.write_text(GOOD.replace('["uniform", "stabl"]', '"stabl"'))  # one learner, no array
     assert load_config(path).learners == ("stabl",)
     path.write_text(BCO_GOOD)
@@ -296,6 +283,13 @@ def test_the_good_examples_load(tmp_path):
     cfg = load_config(path)
     assert cfg.problems == (HPOProblem(1, 2, 24),) and cfg.runs == 2
     assert (cfg.reward, cfg.eagle_grid, cfg.eagle_fill) == ("paper", "default", "uniform")
+    cases = [('"none"', ()), ("[]", ()), ('"all"', tuple(TRACE_FIELDS))]
+    cases.append(('["played", "loss"]', ("loss", "played")))  # in the documented order
+    for value, expected in cases:
+        path.write_text(GOOD.replace(TOP, f"{TOP}\nsave_traces = {value}"))
+        assert load_config(path).save_traces == expected
+    with pytest.raises(ConfigError, match="only for kind = 'bandit'"):
+        load_config("bco_d2", overrides=['save_traces="all"'])
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
@@ -327,9 +321,8 @@ def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, mo
     lines = str(info.value).splitlines()
     assert lines[0] == f"5 errors in {path}:"
     # unknown keys first, then in the order of the schema
-    expected = ["unknown key 'feedbak'", "key 'runs'", "key 'learners'", "key 'save_traces'"]
-    expected.append("key 'env'")
-    assert len(lines) == 6
+    keys = ("runs", "learners", "save_traces", "env")
+    expected = ["unknown key 'feedbak'", *(f"key '{k}'" for k in keys)]
     for line, fragment in zip(lines[1:], expected, strict=True):
         assert line.startswith("  ") and fragment in line, (line, fragment)
     assert "did you mean 'feedback'?" in lines[1] and "did you mean 'stabl'" in lines[3]
@@ -342,7 +335,7 @@ def test_every_independent_config_error_is_reported_at_once(tmp_path, capsys, mo
     with pytest.raises(ConfigError) as info:
         load_config(path)
     lines = str(info.value).splitlines()
-    assert lines[0] == f"3 errors in {path}:" and len(lines) == 4
+    assert lines[0] == f"3 errors in {path}:"
     expected = ["HPO-config key 'horizon'", "'bbob.dims'", "'bbob.reward'"]
     for line, fragment in zip(lines[1:], expected, strict=True):
         assert fragment in line, (line, fragment)
@@ -382,20 +375,18 @@ def test_cli_usage_error_exits_2(capsys):
     assert cli.main([]) == 2
 
 
-@pytest.mark.parametrize("name", sorted(TINY_SEGMENTS))
+@pytest.mark.parametrize("name", sorted(TINY_CHANGE_POINTS))
 def test_shipped_config_runs_end_to_end(tiny_runs, name):
     out = tiny_runs(name)
     assert (out / COMPLETE).is_file() and not list(out.parent.glob(f"{out.name}.partial*"))
-    summary = read_summary(out)
-    json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
+    summary = json.loads((out / "summary.json").read_text())  # strict JSON (no NaN)
     assert summary["name"] == name and summary["seed"] == 0 and summary["runs"] == 4
     assert summary["config"]["horizon"] == 64
-    for key in ("jax", "jaxlib", "numpy", "python", "stabl_jax"):
-        assert summary["versions"][key]
+    assert all(summary["versions"][k] for k in ("jax", "jaxlib", "numpy", "python", "stabl_jax"))
     assert summary["device"]["platform"] and summary["platform"]
     assert summary["cpu"] == provenance.cpu()
     assert summary["timings"]["wall_seconds"] > 0
-    num_segments = TINY_SEGMENTS[name]
+    num_segments = TINY_CHANGE_POINTS[name][1]
     assert len(summary["env"]["change_points"]) == num_segments - 1
     assert list(summary["learners"]) == list(PAPER_LEARNERS)
     for learner_name, entry in summary["learners"].items():
@@ -427,7 +418,7 @@ def test_shipped_config_runs_end_to_end(tiny_runs, name):
     assert {entry["kernel"] for entry in summary["learners"].values()} == {"xla"}
     for filename in PLOT_FILES.values():
         data = (out / filename).read_bytes()
-        assert len(data) > 1000 and data[:8] == PNG_SIGNATURE
+        assert len(data) > 1000 and data.startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_save_traces_chooses_the_arrays_not_the_results(tiny_runs, tmp_path):
@@ -453,30 +444,14 @@ def test_save_traces_chooses_the_arrays_not_the_results(tiny_runs, tmp_path):
         reward = 1.0 - full[f"{learner_name}/loss"].astype(np.float64)
         mean = read_summary(out)["learners"][learner_name]["mean_reward"]["mean"]
         assert mean == float(metrics.mean_ci(reward.mean(axis=1))[0])  # the simulated loss
-    # Bytes of the default's (R, T) arrays per run, round and learner: 1 (uint8 arms)
+    # Bytes of the default's (R, T) arrays per run, round and learner: 1 (uint8 arms); the
+    # smallest unsigned dtype holds any arm
+    assert [arm_dtype(n) for n in (2, 256, 257, 65536)] == [np.uint8] * 2 + [np.uint16] * 2
     per_round = [a.nbytes for k in kept.files if (a := kept[k]).shape[-1:] == (64,)]
     assert sum(per_round) / (4 * 64 * len(PAPER_LEARNERS)) == 1
     small = sum(kept[k].nbytes for k in kept.files) - sum(per_round)
     # float64 (R, S) segment rewards and 2 (R, L) SA(L); int32 (R, S - 1) change points; L
     assert small == len(PAPER_LEARNERS) * 4 * 8 * (4 + 2 * 3) + 4 * 3 * 4 + 8 * 3
-
-
-def test_arms_are_stored_in_the_smallest_unsigned_dtype():
-    assert [arm_dtype(n) for n in (2, 256)] == [np.uint8, np.uint8]
-    assert [arm_dtype(n) for n in (257, 65536)] == [np.uint16, np.uint16]
-
-
-def test_save_traces_values(tmp_path):
-    path = tmp_path / "good.toml"
-    cases = [('"none"', ()), ("[]", ()), ('"all"', tuple(TRACE_FIELDS))]
-    cases.append(('["played", "loss"]', ("loss", "played")))  # in the documented order
-    for value, expected in cases:
-        path.write_text(GOOD.replace(TOP, f"{TOP}\nsave_traces = {value}"))
-        assert load_config(path).save_traces == expected
-    path.write_text(GOOD)
-    assert load_config(path).save_traces == ("played",)
-    with pytest.raises(ConfigError, match="only for kind = 'bandit'"):
-        load_config("bco_d2", overrides=['save_traces="all"'])
 
 
 LEARNERS_QUERIES = dict(uniform=1, exp3_uniform=1, stabl=2, stabl_naive=2, stabl_single_scale=2)

@@ -16,15 +16,10 @@ from stabl_jax.experiment import cli, compare, files
 from stabl_jax.experiment.provenance import environment_info
 from tests.conftest import NUM_ARMS, flip_a_byte_of
 from tests.experiment.runs import CONFIG as RUNS_CONFIG
-from tests.experiment.runs import run, sweep_command
+from tests.experiment.runs import command, run, sweep_command
 
 #: The fault tests' config (5 arms, T = 64, 2 runs of uniform and exp3), every trace saved.
 CONFIG = RUNS_CONFIG.replace("LEARNER", "exp3").replace("[env]", 'save_traces = "all"\n\n[env]')
-
-
-def _run(config: Path, out: Path, *extra: str) -> Path:
-    assert cli.main(["run", str(config), "--out", str(out), "--no-progress", *extra]) == 0
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -34,30 +29,31 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("compare")
     config = root / "compare.toml"
     config.write_text(CONFIG)
-    runs = {"a": _run(config, root / "a"), "b": _run(config, root / "b")}
-    return {**runs, "other": _run(config, root / "other", "--seed", "6")}
+    extra = {"a": [], "b": [], "other": ["--seed", "6"]}
+    for name, flags in extra.items():
+        assert cli.main(command(config, root / name, *flags)) == 0
+    return {name: root / name for name in extra}
 
 
-def _copy(folder: Path, tmp_path: Path) -> Path:
-    """A copy of ``folder`` to edit: without its manifest, which would call an edit damage."""
-    copy = Path(shutil.copytree(folder, tmp_path / "copy"))
-    (copy / files.MANIFEST).unlink()
-    return copy
+def _edit(folder: Path, traces=None, summary=None) -> Path:
+    """``folder`` edited by hand: ``traces`` edits the dict of its arrays, ``summary`` its
+    ``summary.json``; its manifest, which would call an edit damage, removed."""
+    (folder / files.MANIFEST).unlink(missing_ok=True)
+    if traces is not None:
+        with np.load(folder / "traces.npz") as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        traces(arrays)
+        np.savez(folder / "traces.npz", **arrays)
+    if summary is not None:
+        data = json.loads((folder / "summary.json").read_text())
+        summary(data)
+        (folder / "summary.json").write_text(json.dumps(data))
+    return folder
 
 
-def _edit_traces(folder: Path, edit) -> None:
-    path = folder / "traces.npz"
-    with np.load(path) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    edit(arrays)
-    np.savez(path, **arrays)
-
-
-def _edit_summary(folder: Path, edit) -> None:
-    path = folder / "summary.json"
-    summary = json.loads(path.read_text())
-    edit(summary)
-    path.write_text(json.dumps(summary))
+def _copy(folder: Path, tmp_path: Path, **edits) -> Path:
+    """A copy of ``folder`` in ``tmp_path``, :func:`_edit`-ed by ``edits``."""
+    return _edit(Path(shutil.copytree(folder, tmp_path / "copy")), **edits)
 
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -91,7 +87,6 @@ def test_another_seed_differs_in_numbers_and_in_the_played_arms(folders, capsys)
 
 
 def test_one_ulp_in_one_entry_is_found_and_rtol_accepts_it(folders, tmp_path, capsys):
-    copy = _copy(folders["a"], tmp_path)
     where = (1, 37)
 
     def nudge(arrays):
@@ -99,14 +94,14 @@ def test_one_ulp_in_one_entry_is_found_and_rtol_accepts_it(folders, tmp_path, ca
         assert x.dtype == np.float32
         x[where] = np.nextafter(x[where], np.float32(2))
 
-    _edit_traces(copy, nudge)
+    copy = _copy(folders["a"], tmp_path, traces=nudge)
     (difference,) = compare.compare_folders(folders["a"], copy).differences
     assert difference.name == "exp3/expected_loss"
     assert "1 of 128 entries differ (first at [1, 37]" in difference.detail
     assert "in 1 of 2 runs, from column 37 at the earliest (median 37)" in difference.detail
     assert "1 ulps of float32" in difference.detail
-    assert compare.compare_folders(folders["a"], copy, rtol=1e-6).equal
-    assert compare.compare_folders(folders["a"], copy, rtol=1e-9).equal is False  # 1 ulp ~ 6e-8
+    equal = [compare.compare_folders(folders["a"], copy, rtol=r).equal for r in (1e-6, 1e-9)]
+    assert equal == [True, False]  # 1 ulp ~ 6e-8
     code, out, _ = _cli(capsys, folders["a"], copy, "--rtol", "1e-6")
     assert code == 0 and "to a relative 1e-06" in out
 
@@ -114,13 +109,12 @@ def test_one_ulp_in_one_entry_is_found_and_rtol_accepts_it(folders, tmp_path, ca
 def test_a_played_arm_is_never_within_a_tolerance_and_its_integer_type_does_not_count(
     folders, tmp_path
 ):
-    copy = _copy(folders["a"], tmp_path)
 
     def widen(arrays):
         assert arrays["exp3/played"].dtype == np.uint8
         arrays["exp3/played"] = arrays["exp3/played"].astype(np.int32)
 
-    _edit_traces(copy, widen)
+    copy = _copy(folders["a"], tmp_path, traces=widen)
     assert compare.compare_folders(folders["a"], copy).equal
 
     def change(arrays):
@@ -128,28 +122,28 @@ def test_a_played_arm_is_never_within_a_tolerance_and_its_integer_type_does_not_
         played[0, 5] = (played[0, 5] + 1) % NUM_ARMS
         played[1, 40:] = (played[1, 40:] + 1) % NUM_ARMS  # a run that parts ways at round 40
 
-    _edit_traces(copy, change)
-    (difference,) = compare.compare_folders(folders["a"], copy, rtol=0.5).differences
+    (difference,) = compare.compare_folders(folders["a"], _edit(copy, change), rtol=0.5).differences
     assert difference.name == "exp3/played"
     assert difference.detail.startswith("uint8 (2, 64): 25 of 128 entries differ (first at [0, 5]")
     assert "in 2 of 2 runs, from column 5 at the earliest (median 22)" in difference.detail
 
 
 def test_a_float_array_of_another_dtype_or_shape_differs(folders, tmp_path):
-    copy = _copy(folders["a"], tmp_path)
 
     def change(arrays):
         arrays["exp3/loss"] = arrays["exp3/loss"].astype(np.float64)
         arrays["uniform/loss"] = arrays["uniform/loss"][:, :-1]
 
-    _edit_traces(copy, change)
+    copy = _copy(folders["a"], tmp_path, traces=change)
     found = {d.name: d.detail for d in compare.compare_folders(folders["a"], copy).differences}
     expected = {"exp3/loss": "float32 (2, 64): dtype float32 != float64"}
     assert found == {**expected, "uniform/loss": "float32 (2, 64): shape (2, 64) != (2, 63)"}
 
 
 def test_summary_values_are_compared_and_the_run_record_is_left_out(folders, tmp_path):
-    copy = _copy(folders["a"], tmp_path)
+    """The run record names every field the environment record writes (a new provenance field
+    written by every run would otherwise count as a difference)."""
+    assert set(environment_info()) <= compare.RUN_RECORD
     summary = json.loads((folders["a"] / "summary.json").read_text())
     mean = summary["learners"]["exp3"]["mean_reward"]["mean"]
 
@@ -166,7 +160,7 @@ def test_summary_values_are_compared_and_the_run_record_is_left_out(folders, tmp
         summary["config"]["source"] = "/elsewhere/compare.toml"
         summary["config"]["overrides"] = ["runs=2"]
 
-    _edit_summary(copy, change)
+    copy = _copy(folders["a"], tmp_path, summary=change)
     result = compare.compare_folders(folders["a"], copy)
     found = {d.name: (d.detail, d.only_in) for d in result.differences}
     assert found == {
@@ -189,21 +183,14 @@ def test_two_sweeps_of_one_grid_differ_in_timings_only(config_path, whole_sweep,
         summary["learners"]["exp3"]["hostname"] = "elsewhere"
         summary["learners"]["exp3"]["finished"] = "1999-01-01T00:00:00+00:00"
 
-    _edit_summary(b, change)
-    (b / files.MANIFEST).unlink()  # an edit by hand; the manifest would call it damage
-    code, out, err = _cli(capsys, a, b)
+    code, out, err = _cli(capsys, a, _edit(b, summary=change))
     assert (code, err, out.splitlines()[-1]) == (0, "", "the same numbers"), out
     assert "summary.json:" in out and "traces.npz: 0 arrays in both: equal" in out
 
 
-def test_the_run_record_names_every_field_the_environment_record_writes():
-    """A new provenance field written by every run would otherwise count as a difference."""
-    assert set(environment_info()) <= compare.RUN_RECORD
-
-
 def test_every_difference_is_listed_with_all(folders, tmp_path, capsys):
     copy = _copy(folders["a"], tmp_path)
-    _edit_traces(copy, lambda arrays: [arrays.pop(n) for n in list(arrays) if "exp3/" in n])
+    _edit(copy, lambda arrays: [arrays.pop(n) for n in list(arrays) if "exp3/" in n])
     result = compare.compare_folders(folders["a"], copy)
     gone = [d for d in result.differences if d.only_in == folders["a"]]
     assert len(gone) == len(result.differences) > 3

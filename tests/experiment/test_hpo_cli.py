@@ -26,8 +26,6 @@ from stabl_jax.hpo_metrics import simulate_selection
 from tests.experiment.runs import fail_when, ran, sets
 
 TINY = ["runs=2", "bbob.dims=[2]", "bbob.evaluations=[24]", 'learners=["uniform","stabl"]']
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_hpo_configs_are_the_papers_setting():
@@ -61,13 +59,11 @@ def experiment(tmp_path_factory):
 def test_checkpoint_is_read_back_identically(experiment):
     config, folder, result = experiment
     key = config.problems[0].key
-    names = {f"{key}-{name}" for name in config.learners}
-    assert {p.name for p in folder.iterdir() if p.is_dir()} == names
+    names = config.learners
+    assert {p.name for p in folder.iterdir() if p.is_dir()} == {f"{key}-{n}" for n in names}
     checkpoints = ExperimentCheckpoints(folder, experiment_identity(config))
-    rounds = {
-        f"{key}-{n}": hpo_experiment.make_learner(config, n, 24).horizon for n in config.learners
-    }
-    assert checkpoints.verify() == rounds  # every learner finished: 24 or 12 rounds
+    horizon = {f"{key}-{n}": hpo_experiment.make_learner(config, n, 24).horizon for n in names}
+    assert checkpoints.verify() == horizon  # every learner finished: 24 or 12 rounds
     again = run_hpo_experiment(config, checkpoints=checkpoints, validate=True)  # none recomputed
     outcome = again.problems[key]
     for name in config.learners:
@@ -88,7 +84,7 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     plots = hpo_experiment.HPO_PLOT_FILES.values()
     assert {COMPLETE, "summary.json", "traces.npz", *plots} <= names
     for png in plots:
-        assert (final / png).read_bytes()[:8] == PNG_SIGNATURE
+        assert (final / png).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     summary = read_summary(final)
     json.dumps(summary, allow_nan=False)
     assert summary["kind"] == "hpo" and summary["config"]["runs"] == 2
@@ -107,7 +103,7 @@ def test_results_folder_has_curves_profiles_and_scores(experiment, tmp_path):
     assert back.config == dataclasses.replace(config, source=back.config.source)
     np.testing.assert_array_equal(back.problems[key].best_gap["stabl"], gap)
     assert hpo_experiment.build_hpo_summary(back)["profile_scores"] == summary["profile_scores"]
-    report = runpy.run_path(str(REPO / "experiments" / "report.py"))
+    report = runpy.run_path(str(Path(__file__).parents[2] / "experiments" / "report.py"))
     markdown = report["table"](final, (256,))
     assert f"| {key} |" in markdown and "| stabl |" in markdown
 
@@ -116,7 +112,9 @@ def tiny_args(out) -> list[str]:
     return ["run", "hpo_bbob_sphere", "--out", str(out), "--no-progress", *sets(TINY)]
 
 
-def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
+def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(
+    experiment, tmp_path, capsys, monkeypatch
+):
     """With no memory to spare a run is refused (exit 2) naming its size, the memory and the
     remedies, before anything runs; ``--allow-large`` runs it, the header saying its needs."""
     monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
@@ -130,19 +128,19 @@ def test_an_hpo_run_that_does_not_fit_is_refused_before_it_runs(tmp_path, capsys
     assert cli.main([*args, "--allow-large"]) == cli.EXIT_FAILURE
     out, err = capsys.readouterr()
     assert "the experiment ran" in err
-    needs = hpo_experiment.KIND.estimate(load_config("hpo_bbob_sphere", TINY))
+    needs = hpo_experiment.KIND.estimate(experiment[0])
     assert f"needs about {byte_size(needs.memory_bytes)} of memory" in out, out
     assert "roughly" not in out, out  # no time: none was measured
 
 
-def test_the_hpo_estimate_counts_the_loop_state_every_run_holds():
+def test_the_hpo_estimate_counts_the_loop_state_every_run_holds(experiment):
     """The estimate's loop state per run (from shapes alone) is a run's, byte for byte."""
-    config = load_config("hpo_bbob_sphere", TINY)
+    config = experiment[0]
     group = hpo_experiment.problem_groups(config)[0]
     env = hpo_experiment.problem_env(config, group)
     learner = hpo_experiment.make_learner(config, "stabl", group[0].evaluations)
-    traces = hpo_experiment.RECORDED_TRACES
     key, runs = jax.random.key(config.seed), config.runs  # the programs the runs above made
+    traces = hpo_experiment.RECORDED_TRACES
     res = simulate_selection(
         learner, env, key, runs, group[0].evaluations, traces=traces, validate=True
     )
@@ -157,7 +155,8 @@ def test_a_resumed_hpo_run_says_what_it_took_over(experiment, tmp_path, capsys, 
     simulate = metrics.simulate_selection
     fail_when(monkeypatch, metrics, "simulate_selection", lambda *a: next(calls) == 2)
     assert cli.main(args) == cli.EXIT_INTERRUPTED
-    key = load_config("hpo_bbob_sphere", TINY).problems[0].key
+    config = experiment[0]
+    key = config.problems[0].key
     (state,) = tmp_path.glob(f"run.partial*/checkpoint/{key}-uniform/{STATE}")
     stored = load_arrays(state)
     assert int(stored["t0"]) == 24 and not [n for n in stored if n.startswith("carry/")]
@@ -176,6 +175,6 @@ def test_a_resumed_hpo_run_says_what_it_took_over(experiment, tmp_path, capsys, 
         resumed = read_traces(tmp_path / "run")[f"{key}/{name}/best_gap"]
         np.testing.assert_array_equal(resumed, whole[name])
     assert cli.main(args) == cli.EXIT_USAGE  # complete folder, no --force
-    config = load_config("hpo_bbob_sphere", TINY)  # a program stopped inside: its rounds
+    # a program stopped inside: its rounds
     line = hpo_experiment.KIND.describe_resumed(config, {f"{key}-uniform": 24, f"{key}-stabl": 5})
     assert line == f"1 of 2 learner programs complete, {key}-stabl at 5/12 rounds"

@@ -12,20 +12,6 @@ from stabl_jax.experiment import numpy_baselines
 N, T, R = 6, 64, 3
 
 
-def _jax_draws(learner, env, key):
-    """Simulate in float64; return the result, every arm's losses (R, T, n) and the learner's
-    uniforms (R, T, q), recomputed from the documented keys."""
-    result = simulate(learner, env, key, R)
-    losses = np.asarray(metrics.regenerate_losses(env, result.carry, 0, T), np.float64)
-    us = np.empty((R, T, learner.num_queries))
-    for i in range(R):
-        learner_key = jax.random.fold_in(jax.random.fold_in(key, i), 2)
-        for t in range(T):
-            key_t = jax.random.fold_in(learner_key, t)
-            us[i, t] = np.asarray(sampling.uniforms(key_t, learner.num_queries, "float64"))
-    return result, losses, us
-
-
 @pytest.mark.parametrize("name", ["exp3", "stabl"])
 def test_loop_and_vectorised_match_jax(name):
     spec = numpy_baselines.ExpertAdviceSpec(num_arms=N, horizon=T)
@@ -37,7 +23,15 @@ def test_loop_and_vectorised_match_jax(name):
         learner = (EXP3 if name == "exp3" else StABL)(num_arms=N, horizon=T, dtype="float64")
         if name == "stabl":
             assert tuple(numpy_baselines.stabl_lengths(T)) == learner.history_lengths
-        result, losses, us = _jax_draws(learner, env, jax.random.key(7))
+        # simulated in float64: every arm's losses (R, T, n) and the learner's uniforms
+        # (R, T, q), recomputed from the documented keys
+        key = jax.random.key(7)
+        result = simulate(learner, env, key, R)
+        losses = np.asarray(metrics.regenerate_losses(env, result.carry, 0, T), np.float64)
+        us = np.empty((R, T, learner.num_queries))
+        for i, t in np.ndindex(R, T):
+            key_t = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key, i), 2), t)
+            us[i, t] = np.asarray(sampling.uniforms(key_t, learner.num_queries, "float64"))
     for i in range(R):
         source = numpy_baselines.ArraySource(losses[i], us[i])
         out = loop(spec, source, T, dtype=np.float64)

@@ -16,18 +16,11 @@ from stabl_jax.simulate import progress_bar
 from tests.conftest import run_small_figure1
 
 
-def _bands(values):
-    x = np.asarray([16, 64, 256, 1024], float)
-    return [
-        plots.Band(f"l{i}", f"learner {i}", x, np.asarray(v, float), x * 0)
-        for i, v in enumerate(values)
-    ]
-
-
 def test_adaptive_regret_axis_shows_negative_values(tmp_path):
     plt = plots.pyplot()
     fig, ax = plt.subplots()
-    bands = _bands([[10.0, 50.0, -20.0, -600.0], [10.0, 50.0, -20.0, -600.0]])
+    x, y = np.asarray([16.0, 64.0, 256.0, 1024.0]), np.asarray([10.0, 50.0, -20.0, -600.0])
+    bands = [plots.Band(f"l{i}", f"learner {i}", x, y, x * 0) for i in range(2)]
     labels = {"title": "t", "xlabel": "x", "ylabel": "y"}
     plots._draw_axes(ax, bands, plots.styles(["l0", "l1"]), **labels, symlog=True)
     assert ax.get_yscale() == "symlog"
@@ -97,23 +90,19 @@ def _named(names, x):
 
 
 def test_a_learner_keeps_its_style_in_every_figure(tmp_path, monkeypatch):
-    """One learner, one color, line style and marker, whatever else the figure draws."""
+    """One learner, one color, line style and marker, whatever else the figure draws. The
+    table names every registry learner (and every label), no two alike; a name outside it gets
+    a style no other line of its figure has, the same in every figure."""
     figures = _drawn_figures(monkeypatch)
     x = np.arange(1.0, 65.0)
-    plots.plot_moving_average(
-        _named(["stabl", "exp3_uniform"], x), tmp_path / "a.png", title="t", window=8
-    )
+    two = _named(["stabl", "exp3_uniform"], x)
     three = _named(["uniform", "stabl_vizier", "stabl"], x)
+    plots.plot_moving_average(two, tmp_path / "a.png", title="t", window=8)
     plots.plot_adaptive_regret(three, tmp_path / "b.png", title="t")
     first, second = (_line_styles(f) for f in figures)
     style = plots.STYLES["stabl"]
     assert first["StABL"] == second["StABL"] == (style.color, style.linestyle, style.marker)
     assert len(set(second.values())) == 3
-
-
-def test_every_shipped_learner_has_its_own_style():
-    """The table names every registry learner (and every label), no two alike; a name outside
-    it gets a style no other line of its figure has, the same in every figure."""
     assert set(LEARNERS) | set(BCO_LEARNERS) <= set(plots.STYLES)
     assert set(plots.LABELS) <= set(plots.STYLES)
     bandit = [plots.STYLES[n] for n in LEARNERS]
@@ -164,9 +153,9 @@ def test_paired_segments_plot_draws_one_bar_per_segment_and_learner(tmp_path, mo
 
 
 def test_a_title_names_the_step_sizes():
-    cases = [("x", "Fig. 1 left (tuned scales)", True, "Fig. 1 left (tuned scales)")]
-    cases += [("x", "Fig. 1 left", False, "Fig. 1 left (printed step sizes)")]
-    cases += [
+    cases = [
+        ("x", "Fig. 1 left (tuned scales)", True, "Fig. 1 left (tuned scales)"),
+        ("x", "Fig. 1 left", False, "Fig. 1 left (printed step sizes)"),
         ("x", "the authors' StABL", False, "the authors' StABL"),
         ("figure1", "", True, "figure1"),
     ]
@@ -202,19 +191,13 @@ def _outside(fig) -> list[str]:
     return outside
 
 
-def test_every_title_of_a_bandit_run_lies_within_its_figure(tmp_path, monkeypatch):
-    """The plots of ``stabl-jax run`` of Figure 1 (a long title): no title cut at the edges."""
+def test_every_title_lies_within_its_figure(tmp_path, monkeypatch):
+    """The plots of ``stabl-jax run`` of Figure 1 (a long title): no title cut at the edges; a
+    title line far wider than the figure is broken into lines that fit."""
     figures = _drawn_figures(monkeypatch)
     run_small_figure1(tmp_path / "out")
     drawn = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
     assert "cumulative_regret.png" in drawn and len(figures) == len(drawn)
-    for fig in figures:
-        assert _outside(fig) == []
-
-
-def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
-    """A title line far wider than the figure is broken into lines that fit."""
-    figures = _drawn_figures(monkeypatch)
     band = _named(["stabl"], np.arange(1.0, 9.0))
     title = "a heading\n" + " ".join(["a long second line of words"] * 12)
     plots.plot_cumulative_regret(band, tmp_path / "c.png", title=title)
@@ -222,7 +205,7 @@ def test_a_long_title_is_wrapped_within_the_figure(tmp_path, monkeypatch):
     names = ("stabl", "stabl", "meta_lr_scale", "expert_lr_scale")
     grid = plots.Grid(*names, x, y, np.ones((3, 2)), 0.1 + np.zeros((3, 2)), (2, 1))
     plots.plot_grids([grid], tmp_path / "g.png", title=title, score="s")  # the panel's title too
-    assert len(figures) == 2
+    assert len(figures) == len(drawn) + 2
     for fig in figures:
         assert _outside(fig) == []
 
@@ -237,12 +220,10 @@ def test_progress_bars_only_on_a_terminal(monkeypatch, terminal):
 
     stderr = Stderr()
     monkeypatch.setattr(sys, "stderr", stderr)
-    update = progress_bar(True, 10)
-    for done in (5, 10):
-        update(done)
-    learner = paired.progress_bars(64)("stabl")
-    for done in (32, 64):
-        learner(done, 64)
+    update, learner = progress_bar(True, 10), paired.progress_bars(64)("stabl")
+    for done in (1, 2):
+        update(5 * done)
+        learner(32 * done, 64)
     assert bool(stderr.getvalue()) is terminal
     if terminal:
         assert "stabl" in stderr.getvalue()

@@ -63,7 +63,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return dict(status=status, out=out, config=config, argv=argv, before=before, after=after)
 
 
-def test_folder_holds_every_file(swept: dict) -> None:
+def test_folder_holds_every_file_and_the_tuned_config(swept: dict) -> None:
     assert swept["status"] == 0
     out = swept["out"]
     names = {p.name for p in out.iterdir()}
@@ -85,6 +85,13 @@ def test_folder_holds_every_file(swept: dict) -> None:
         grid = Grid("x", tuple(learner["fields"]), tuple(map(tuple, learner["grid"].values())))
         point = [learner["best"]["params"][f] for f in learner["fields"]]
         assert learner["best"]["on_edge"] is bool(grid.on_edge(point))
+    # the tuned config in the folder, configs/ untouched; the config's own run count
+    assert swept["after"] == swept["before"]
+    tuned = load_config(out / "tuned.toml")
+    assert tuned.name == "tiny_tuned" and tuned.seed == 3 and tuned.runs == 6
+    for name, learner in summary["learners"].items():
+        own = {"gamma": 0.05} if name == "exp3_uniform" else {}
+        assert tuned.params[name] == {**own, **learner["best"]["params"]}
 
 
 def direct(config: object, name: str, values: dict[str, float], seed: int) -> tuple:
@@ -113,17 +120,6 @@ def test_each_point_equals_it_simulated_alone(swept: dict, name: str) -> None:
     tuning = [p["mean"] for p in learner["tuning_points"]]
     assert best["index"] == int(np.argmax(tuning)) and best["tuning"]["mean"] == max(tuning)
     assert best["mean"] == learner["points"][best["index"]]["mean"]
-
-
-def test_tuned_config_in_the_folder_and_configs_untouched(swept: dict) -> None:
-    assert swept["after"] == swept["before"]
-    summary = json.loads((swept["out"] / "summary.json").read_text())
-    tuned = load_config(swept["out"] / "tuned.toml")
-    # the config's own run count, not the sweep's --runs 4
-    assert tuned.name == "tiny_tuned" and tuned.seed == 3 and tuned.runs == 6
-    for name, learner in summary["learners"].items():
-        own = {"gamma": 0.05} if name == "exp3_uniform" else {}
-        assert tuned.params[name] == {**own, **learner["best"]["params"]}
 
 
 def test_tuned_toml_quotes_an_import_path_name(tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ def test_a_damaged_traces_file_is_named(tmp_path: Path) -> None:
         TraceFile(path, missing_ok=False)
 
 
-def test_a_real_results_folder_as_a_table(tmp_path):
+def test_a_real_results_folder_as_a_table(tmp_path, monkeypatch):
     out = tmp_path / "run"
     run_small_figure1(out)
     res = load_results(out)
@@ -160,13 +160,9 @@ def test_a_real_results_folder_as_a_table(tmp_path):
     assert sorted(sa.index) == ["exp3_tuned", "stabl"]
     windows = summary["learners"]["stabl"]["adaptive_regret"]["window_lengths"]
     assert sa.columns.tolist() == [float(w) for w in windows]
-
-
-def test_to_dataframe_without_pandas_says_what_to_install(tmp_path, monkeypatch):
-    (tmp_path / "summary.json").write_text(json.dumps(BANDIT))
     monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
     with pytest.raises(ImportError, match=r"pip install pandas.*results\.csv"):
-        load_results(tmp_path).to_dataframe()
+        res.to_dataframe()
 
 
 def test_a_full_disk_leaves_the_csv_whole(tmp_path, monkeypatch):
