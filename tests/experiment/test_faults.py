@@ -562,8 +562,10 @@ def test_a_dry_run_says_what_the_run_would_do_with_an_interrupted_run(
     assert f"  resuming {partial.name}: exp3 32/64, uniform 64/64" in printed, printed
 
 
-def test_the_memory_estimate_counts_the_largest_chunk_twice():
-    """A chunk's outputs exist on the device and the host before joining the traces."""
+def test_the_memory_estimate_and_automatic_chunks_count_the_widest_chunk(monkeypatch):
+    """A chunk's outputs exist on the device and the host before joining the traces (counted
+    twice); without ``chunk_size``, the widest learner's chunk stays within 1/8 of the memory
+    available, by the bytes the kind records per run and round."""
     sets = ["runs=50", "env.num_arms=40", 'learners=["exp3","saol_hedge"]']
     small, large = (
         bandit.KIND.estimate(load_config("expert_advice_equal", [*sets, f"chunk_size={rounds}"]))
@@ -572,11 +574,6 @@ def test_the_memory_estimate_counts_the_largest_chunk_twice():
     widest = 16  # the played arm and three floats per run and round, for every learner
     assert large.memory_bytes - small.memory_bytes == 2 * 50 * (512 - 64) * widest
     assert large.disk_bytes == small.disk_bytes
-
-
-def test_automatic_chunks_are_sized_for_the_widest_learner(monkeypatch):
-    """Without ``chunk_size``, the widest learner's chunk stays within 1/8 of the memory
-    available, by the bytes the kind records per run and round."""
     simulate_module = sys.modules["stabl_jax.simulate"]
     monkeypatch.setattr(simulate_module, "available_memory_bytes", lambda: 8 * 2**30)
     budget = 2**30  # 1/8 of the 8 GiB above
