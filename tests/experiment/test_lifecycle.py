@@ -208,18 +208,6 @@ def test_an_out_that_cannot_be_used_is_refused_before_anything_runs(
     assert tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == listing
 
 
-def test_a_damaged_marker_of_a_partial_folder_is_written_again(
-    config_path, reference, interrupted, tmp_path, capsys
-):
-    """A partial folder's garbled marker: the folder is taken over and resumed, not left."""
-    out = tmp_path / "out"
-    (interrupted / outputs.MARKER).write_text("{garbled")
-    code, printed, err = run(command(config_path, out), capsys)
-    assert code == 0 and "resuming out.partial" in printed, err
-    assert_same_results(out, reference)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-
-
 def test_a_code_change_between_a_stop_and_its_rerun_is_refused(tmp_path, capsys, monkeypatch):
     """A user's learner (by import path) edited after a stop: the rerun refuses (exit 2) naming
     the module and --force, which recomputes; an edit of stabl_jax is named by its file."""
@@ -309,45 +297,35 @@ def _points(out: Path) -> dict:
 def test_a_stopped_sweep_resumes_its_finished_grids(
     config_path, whole_sweep, tmp_path, capsys, monkeypatch
 ):
-    """Ctrl-C after the first of four simulations: the rerun computes the three others only."""
-    out, calls, rewards = tmp_path / "out", {"n": 0}, sweep_module.sweep_rewards
-
-    def counted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2 and "stop" in calls:
-            raise KeyboardInterrupt
-        return rewards(*args, **kwargs)
-
-    monkeypatch.setattr(sweep_module, "sweep_rewards", counted)
-    calls["stop"] = True
-    code, _, err = run(sweep_command(config_path, out), capsys)
-    assert code == 130 and "checkpoints kept in" in err and "out.partial" in err, err
-    del calls["stop"]
-    calls["n"] = 0
-    code, printed, err = run(sweep_command(config_path, out), capsys)
-    assert code == 0 and "checkpoints of this experiment, resumed" in printed, err
-    assert calls["n"] == 3
-    assert _points(out) == _points(whole_sweep)
-
-
-def test_a_sweep_that_does_not_fit_is_refused_and_a_full_disk_is_one_line(
-    config_path, whole_sweep, tmp_path, capsys, monkeypatch
-):
-    """A sweep too large is refused (and by its dry run) naming --allow-large; ENOSPC at its
-    second checkpoint: one line, exit 1, and the rerun gives the uninterrupted numbers."""
-    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 1)
-    out = tmp_path / "out"
-    for extra in (["--dry-run"], []):
-        code, _, err = run(sweep_command(config_path, out, *extra), capsys)
-        assert code == 2 and "does not fit" in err and "--allow-large" in err, err
-    assert not out.exists() and not (tmp_path / "out.partial").exists()
-    count, full = itertools.count(1), OSError(errno.ENOSPC, "No space left on device")
+    """A sweep too large is refused (and by its dry run) naming --allow-large. Ctrl-C after the
+    first of four simulations, then ENOSPC at the rerun's checkpoint (one line, exit 1): the
+    last rerun computes the three others only and gives the uninterrupted numbers."""
+    out, calls, rewards = tmp_path / "out", itertools.count(1), sweep_module.sweep_rewards
     with monkeypatch.context() as patch:
-        fail_when(patch, checkpoints, "save_arrays", lambda *a: next(count) == 2, full)
-        code, _, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
+        patch.setattr(cli, "available_memory_bytes", lambda: 1)
+        for extra in (["--dry-run"], []):
+            code, _, err = run(sweep_command(config_path, out, *extra), capsys)
+            assert code == 2 and "does not fit" in err and "--allow-large" in err, err
+    assert not out.exists() and not (tmp_path / "out.partial").exists()
+    with monkeypatch.context() as patch:
+        fail_when(patch, sweep_module, "sweep_rewards", lambda *a: next(calls) == 2)
+        code, _, err = run(sweep_command(config_path, out), capsys)
+    assert code == 130 and "checkpoints kept in" in err and "out.partial" in err, err
+    with monkeypatch.context() as patch:
+        full = OSError(errno.ENOSPC, "No space left on device")
+        fail_when(patch, checkpoints, "save_arrays", lambda *a: True, full)
+        code, _, err = run(sweep_command(config_path, out), capsys)
     line = err.strip()
     assert code == 1 and "\n" not in line and line.startswith("error: no space left"), err
     assert "checkpoints kept in" in line and "out.partial" in line
-    code, printed, err = run(sweep_command(config_path, out, "--allow-large"), capsys)
-    assert code == 0 and "resumed" in printed, err
+    computed: list[object] = []
+
+    def counted(*args, **kwargs):
+        computed.append(args)
+        return rewards(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "sweep_rewards", counted)
+    code, printed, err = run(sweep_command(config_path, out), capsys)
+    assert code == 0 and "checkpoints of this experiment, resumed" in printed, err
+    assert len(computed) == 3
     assert _points(out) == _points(whole_sweep)

@@ -3,6 +3,7 @@ results), SIGTERM, and a resume that holds the outputs once (Ctrl-C: ``runs.py``
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -131,13 +132,11 @@ def test_sigterm_keeps_the_checkpoints_and_the_rerun_resumes(
 ):
     """A SIGTERM after two chunks exits 143 keeping the partial folder; the handler before the
     call is put back; the rerun resumes into the uninterrupted run's results."""
-    saves = {"n": 0}
-    original = checkpoint.ChunkCheckpoint.save
+    saves, original = itertools.count(1), checkpoint.ChunkCheckpoint.save
 
     def interrupting_save(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        saves["n"] += 1
-        if saves["n"] == 2:
+        if next(saves) == 2:
             os.kill(os.getpid(), signal.SIGTERM)
 
     out = tmp_path / "out"
