@@ -8,7 +8,6 @@ import tracemalloc
 from types import SimpleNamespace
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
@@ -64,15 +63,8 @@ def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
     result = simulate(learner, env, jax.random.key(0), num_runs=3)
     lengths = [4, 16, HORIZON]
     sa = metrics.adaptive_regret(result, env, lengths, memory_bytes=2 * HORIZON * NUM_ARMS * 12)
-    rounds = jnp.arange(HORIZON)
-
-    @jax.jit
-    def regenerate(params, key):  # (T, n): every arm's loss of a run, from its round keys
-        return jax.vmap(lambda t: env.loss(params, t, jax.random.fold_in(key, t)))(rounds)
-
-    for r in range(3):
-        params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
-        arms = np.asarray(regenerate(params, result.carry.env_key[r]))
+    losses = np.asarray(regenerate_losses(env, result.carry, 0, HORIZON))  # (R, T, n)
+    for r, arms in enumerate(losses):
         np.testing.assert_allclose(arms[np.arange(HORIZON), result.played[r]], result.loss[r])
         for (j, L), (name, trace) in itertools.product(
             enumerate(lengths), (("sampled", result.loss), ("expected", result.expected_loss))
