@@ -81,9 +81,8 @@ def test_summaries_equal_the_float64_metrics(run):
         assert device[name].dtype == jnp.float32
         np.testing.assert_allclose(device[name], host[name], rtol=0, atol=summaries.sa_bound(T))
     device = summaries.cumulative_regret(env, res.carry, {"loss": res.loss})["loss"]
-    mean, _, final = metrics.paired_cumulative_regret(env, carry, {"loss": host_traces["loss"]})[
-        "loss"
-    ]
+    regret = metrics.paired_cumulative_regret(env, carry, {"loss": host_traces["loss"]})
+    mean, _, final = regret["loss"]
     bound = summaries.prefix_bound(T)
     np.testing.assert_allclose(device[:, -1], final, rtol=0, atol=bound)
     np.testing.assert_allclose(device.mean(axis=0), mean, rtol=0, atol=bound)
