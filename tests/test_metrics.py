@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import itertools
 import tracemalloc
 from types import SimpleNamespace
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
@@ -49,42 +49,24 @@ def test_adaptive_regret_matches_brute_force():
         np.testing.assert_allclose(sa, [brute_force_sa(trace, arms, L) for L in (3, 9)], rtol=1e-12)
 
 
-def test_adaptive_regret_rejects_bad_windows():
-    with pytest.raises(ValueError, match="window length 30"):
-        metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [30])
-    with pytest.raises(ValueError, match="window length must be >= 1, got 0"):
-        metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [0])
-    for bad in (2.5, "4", True):  # never rounded or read as a number
-        with pytest.raises(TypeError, match=f"window length must be an int, got {bad!r}"):
-            metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [bad])
-
-
 def test_adaptive_regret_of_a_simulation_uses_the_losses_the_learner_saw():
     env, learner = ExpertAdvice(NUM_ARMS, HORIZON), StABL(NUM_ARMS, HORIZON)
     result = simulate(learner, env, jax.random.key(0), num_runs=3)
     lengths = [4, 16, HORIZON]
     sa = metrics.adaptive_regret(result, env, lengths, memory_bytes=2 * HORIZON * NUM_ARMS * 12)
-    rounds = jnp.arange(HORIZON)
-
-    @jax.jit
-    def regenerate(params, key):  # (T, n): every arm's loss of a run, from its round keys
-        return jax.vmap(lambda t: env.loss(params, t, jax.random.fold_in(key, t)))(rounds)
-
-    for r in range(3):
-        params = jax.tree.map(lambda x, r=r: x[r], result.carry.env_params)
-        arms = np.asarray(regenerate(params, result.carry.env_key[r]))
+    losses = np.asarray(regenerate_losses(env, result.carry, 0, HORIZON))  # (R, T, n)
+    for r, arms in enumerate(losses):
         np.testing.assert_allclose(arms[np.arange(HORIZON), result.played[r]], result.loss[r])
         for (j, L), (name, trace) in itertools.product(
             enumerate(lengths), (("sampled", result.loss), ("expected", result.expected_loss))
         ):
             np.testing.assert_allclose(sa[name][r, j], brute_force_sa(trace[r], arms, L), rtol=1e-6)
     # Only ``loss`` recorded: SA(L) of the sampled loss; neither loss trace: an error.
-    lazy = simulate(learner, env, jax.random.key(0), 3, traces=("loss",))
-    out = metrics.adaptive_regret(lazy, env, [16, 64])
+    loss_only = dataclasses.replace(result, arrays={"loss": result.loss})
+    out, want = (metrics.adaptive_regret(r, env, [16, 64]) for r in (loss_only, result))
     assert set(out) == {"sampled"}
-    want = metrics.adaptive_regret(result, env, [16, 64])["sampled"]
-    np.testing.assert_array_equal(out["sampled"], want)
-    played = simulate(learner, env, jax.random.key(0), 3, traces=("played",))
+    np.testing.assert_array_equal(out["sampled"], want["sampled"])
+    played = dataclasses.replace(result, arrays={"played": result.played})
     with pytest.raises(ValueError, match="needs the loss or expected_loss trace"):
         metrics.adaptive_regret(played, env, [16])
 
@@ -96,9 +78,15 @@ def test_moving_average_matches_naive():
         np.testing.assert_allclose(got[:, t], x[:, max(0, t - 6) : t + 1].mean(-1))
 
 
-def test_small_inputs_and_bad_windows_of_the_helpers():
-    """``moving_average`` refuses a window below 1 or not an int; one run has a mean and no
-    interval (NaN), no run is refused; cumulative regret needs an environment's best arm."""
+def test_small_inputs_and_bad_windows():
+    """SA(L) and ``moving_average`` refuse a window below 1, too long or not an int (never
+    rounded or read as a number); one run has a mean and no interval (NaN), no run is refused;
+    cumulative regret needs an environment's best arm."""
+    refusals = [(30, ValueError, "30"), (0, ValueError, "must be >= 1, got 0")]
+    refusals += [(bad, TypeError, f"must be an int, got {bad!r}") for bad in (2.5, "4", True)]
+    for bad, error, message in refusals:
+        with pytest.raises(error, match=f"window length {message}"):
+            metrics.adaptive_regret_from_losses(np.zeros(10), np.zeros((10, 2)), [bad])
     with pytest.raises(ValueError, match="window must be >= 1, got 0"):
         metrics.moving_average(np.ones((2, 5)), 0)
     mean, half = metrics.mean_ci(np.array([[0.25, 0.5]]))
@@ -154,6 +142,21 @@ def _reward(loss):
     return 1.0 - loss
 
 
+def _peak(*calls) -> int:
+    """The largest allocation peak of ``calls``, each traced alone (the garbage of the earlier
+    tests collected beforehand, not inside the measurement)."""
+    peaks = []
+    for call in calls:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            call()
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    return max(peaks)
+
+
 @pytest.mark.parametrize("rows_per_block", [1, 7, 37])
 def test_the_means_in_blocks_of_runs_are_those_of_the_whole_array(rows_per_block):
     """``row_means`` and ``per_segment_mean`` give the whole-array numbers bit for bit in any
@@ -195,19 +198,11 @@ def test_the_means_over_the_rounds_hold_blocks_not_float64_copies_of_the_traces(
     segments = rng.integers(0, 12, size=(128, 16384)).astype(np.int8)
 
     def peak(mb):
-        peaks = []
-        for call in (
+        return _peak(
             lambda: metrics.row_means(values, _reward, memory_bytes=mb),
             lambda: metrics.per_segment_mean(values, segments, 12, _reward, memory_bytes=mb),
             lambda: metrics.moving_mean_ci(values, 64, _reward, memory_bytes=mb),
-        ):
-            tracemalloc.start()
-            try:
-                call()
-                peaks.append(tracemalloc.get_traced_memory()[1])
-            finally:
-                tracemalloc.stop()
-        return max(peaks)
+        )
 
     assert peak(2**20) < 10 * 2**20
     assert peak(2**30) > 48 * 2**20
@@ -229,14 +224,7 @@ def test_the_results_of_a_run_are_written_without_float64_copies_of_its_traces(
         monkeypatch.setattr(metrics, "BLOCK_BYTES", block_bytes)
         write_results(result, ResultsFolder.prepare(tmp_path / f"warm{block_bytes}"))
         folder = ResultsFolder.prepare(tmp_path / f"out{block_bytes}")
-        gc.collect()  # the earlier tests' garbage collected here, not inside the measurement
-        tracemalloc.start()
-        try:
-            write_results(result, folder)
-            kind.table(result)
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        return _peak(lambda: (write_results(result, folder), kind.table(result)))
 
     assert peak(256 * 2**10) < 6 * 2**20
     assert peak(2**30) > 24 * 2**20

@@ -66,21 +66,23 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _launch(num_processes: int, devices: int, folder: Path) -> None:
-    """Run SCRIPT as ``num_processes`` processes of ``devices`` CPU devices each; raise with the
-    output of each that fails or runs past TIMEOUT (all then get SIGKILL: JAX's distributed
-    runtime catches SIGTERM)."""
-    folder.mkdir()
+def run_both(script: str, folder: Path, processes: int, devices: int, timeout=TIMEOUT) -> tuple:
+    """``script``'s ``main(pid, nproc, port, out)`` run as ``processes`` processes of ``devices``
+    CPU devices each (``out = folder / "multi"``), then here on the CPU device (``folder /
+    "single"``: the processes' bits, also beside a GPU); returns the ``arrays.npz`` of each. A
+    process that fails or runs past ``timeout`` seconds is named with its output (all then get
+    SIGKILL: JAX's distributed runtime catches SIGTERM)."""
+    (folder / "multi").mkdir()
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    args = [str(num_processes), str(_free_port()), str(folder)]
+    args = [str(processes), str(_free_port()), str(folder / "multi")]
     out: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
-    command = [[sys.executable, "-c", SCRIPT, str(i), *args] for i in range(num_processes)]
+    command = [[sys.executable, "-c", script, str(i), *args] for i in range(processes)]
     procs = [subprocess.Popen(c, env=env, cwd=ROOT, text=True, **out) for c in command]
     logs = []
     try:
         for proc in procs:
-            logs.append(proc.communicate(timeout=TIMEOUT)[0])
+            logs.append(proc.communicate(timeout=timeout)[0])
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -88,17 +90,17 @@ def _launch(num_processes: int, devices: int, folder: Path) -> None:
                 proc.wait()
     failed = [i for i, proc in enumerate(procs) if proc.returncode != 0]
     assert not failed, "\n".join(f"process {i}:\n{logs[i][-3000:]}" for i in failed)
+    namespace: dict = {}
+    exec(compile(script, "script", "exec"), namespace)
+    (folder / "single").mkdir()
+    with jax.default_device(jax.devices("cpu")[0]):
+        namespace["main"](0, 1, "", folder / "single")
+    return tuple(dict(np.load(folder / run / "arrays.npz")) for run in ("multi", "single"))
 
 
 @pytest.mark.slow  # two JAX start-ups and their compilations in subprocesses
 def test_two_processes_equal_one(tmp_path):
-    _launch(2, 2, tmp_path / "multi")
-    namespace: dict = {}
-    exec(compile(SCRIPT, "multihost", "exec"), namespace)
-    (tmp_path / "single").mkdir()
-    with jax.default_device(jax.devices("cpu")[0]):  # the CPU's bits, as the processes'
-        namespace["main"](0, 1, "", tmp_path / "single")
-    multi, single = (dict(np.load(tmp_path / run / "arrays.npz")) for run in ("multi", "single"))
+    multi, single = run_both(SCRIPT, tmp_path, 2, 2)
     np.testing.assert_array_equal(multi.pop("layout"), [2, 4])  # 2 processes, 4 devices
     np.testing.assert_array_equal(single.pop("layout"), [1, 1])
     assert sorted(multi) == sorted(single) and any(k.startswith("state/") for k in multi)

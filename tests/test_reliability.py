@@ -1,5 +1,5 @@
-"""Reproducibility and safety: validation changes nothing, any chunk size and resume point give
-the same bits (devices: tests/test_sharding.py), the summary is enough to rerun, and no
+"""Reproducibility and safety: validation changes nothing, any chunk size and resume point
+give the same bits (devices: tests/test_sharding.py), the summary is enough to rerun, and no
 user-supplied file is ever unpickled or evaluated."""
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ LEARNER = StABL(num_arms=N, horizon=T)
 
 @pytest.fixture(scope="module")
 def whole():
-    """One unchunked run: the reference every other way of running must equal bitwise."""
-    return simulate(LEARNER, ENV, jax.random.key(7), R, options=SimOptions(chunk_size=T))
+    """One unchunked validated run (what the CLI runs): the reference every other way of
+    running, unchecked, must equal bitwise."""
+    options = SimOptions(chunk_size=T)
+    return simulate(LEARNER, ENV, jax.random.key(7), R, validate=True, options=options)
 
 
 def assert_bitwise(result, reference) -> None:
@@ -37,31 +39,14 @@ def assert_bitwise(result, reference) -> None:
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_validate_changes_nothing(whole):
-    """simulate(validate=True) (what the CLI runs) gives the bits of an unchecked run."""
-    options = SimOptions(chunk_size=T)
-    assert_bitwise(
-        simulate(LEARNER, ENV, jax.random.key(7), R, validate=True, options=options), whole
-    )
+def _stop_at(rounds: int):
+    """A progress callback that crashes the run once ``rounds`` rounds are checkpointed."""
 
+    def progress(done: int, _: int) -> None:
+        if done == rounds:
+            raise KeyboardInterrupt
 
-class _Stop(Exception):
-    pass
-
-
-def _interrupt_after(checkpoint: ChunkCheckpoint, chunks: int) -> ChunkCheckpoint:
-    """Make ``checkpoint`` raise after saving ``chunks`` chunks (a crash between chunks)."""
-    save = checkpoint.save
-    count = {"n": 0}
-
-    def save_then_stop(*args, **kwargs):
-        save(*args, **kwargs)
-        count["n"] += 1
-        if count["n"] == chunks:
-            raise _Stop
-
-    checkpoint.save = save_then_stop  # type: ignore[method-assign]  # a test double
-    return checkpoint
+    return progress
 
 
 @pytest.mark.parametrize(("first_chunk", "stop_after", "second_chunk"), [(16, 2, 7), (1, 16, 16)])
@@ -72,9 +57,9 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(
     divide T; 1 is a round): the bits of one unchunked scan; the progress starts where it
     resumed; a finished checkpoint restores everything without running a chunk."""
     fingerprint = {"test": "resume"}
-    checkpoint = _interrupt_after(ChunkCheckpoint(tmp_path, fingerprint), stop_after)
-    with pytest.raises(_Stop):
-        options = SimOptions(chunk_size=first_chunk, checkpoint=checkpoint)
+    checkpoint, stop = ChunkCheckpoint(tmp_path, fingerprint), _stop_at(first_chunk * stop_after)
+    with pytest.raises(KeyboardInterrupt):
+        options = SimOptions(chunk_size=first_chunk, checkpoint=checkpoint, progress=stop)
         simulate(LEARNER, ENV, jax.random.key(7), R, options=options)
     resumed_from = ChunkCheckpoint(tmp_path, fingerprint)
     assert resumed_from.progress() == first_chunk * stop_after
@@ -94,13 +79,13 @@ def test_any_chunk_size_and_resume_point_is_bitwise_identical(
 def test_bco_resume_is_bitwise_identical(tmp_path):
     env, learner = MovingTarget(dim=2, horizon=32), FKM(dim=2, horizon=32)
 
-    def run(chunk_size, checkpoint=None):
-        options = SimOptions(chunk_size=chunk_size, checkpoint=checkpoint)
+    def run(chunk_size, checkpoint=None, progress=False):
+        options = SimOptions(chunk_size=chunk_size, checkpoint=checkpoint, progress=progress)
         return simulate(learner, env, jax.random.key(3), 2, options=options)
 
     whole = run(32)
-    with pytest.raises(_Stop):
-        run(16, _interrupt_after(ChunkCheckpoint(tmp_path, {"bco": 1}), 1))
+    with pytest.raises(KeyboardInterrupt):
+        run(16, ChunkCheckpoint(tmp_path, {"bco": 1}), _stop_at(16))
     checkpoint = ChunkCheckpoint(tmp_path, {"bco": 1})
     assert checkpoint.progress() == 16
     resumed = run(16, checkpoint)

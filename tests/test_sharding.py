@@ -1,14 +1,10 @@
 """Runs sharded over several devices give bitwise the unsharded results; padding and blocks.
 The four-device run is a subprocess (``XLA_FLAGS`` is read before JAX starts); this process
-(one device) runs the same calls and compares every bit."""
+(one device) runs the same calls and compares every bit (``test_multihost.run_both``)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -17,18 +13,18 @@ import pytest
 
 from stabl_jax import EXP3, ExpertAdvice, SimOptions, make, sharding, simulate
 from tests.conftest import HORIZON, NUM_ARMS
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.test_multihost import run_both
 
 # R = 10 runs padded to 12 (blocks of 3) sharded or not; then the Pallas kernel (interpreted),
 # then per-run params (a sweep) over R = 8 runs laid out by the default plan.
 SCRIPT = textwrap.dedent(
     """
     import sys
+    from pathlib import Path
     import jax, jax.numpy as jnp, numpy as np
     from stabl_jax import ExpertAdvice, SimOptions, make, simulate, sharding
 
-    def run_all():
+    def main(pid, nproc, port, folder):
         env = ExpertAdvice(num_arms=5, horizon=64, change_points=(20, 41))
         res = simulate(make("stabl", num_arms=5, horizon=64), env, jax.random.key(3), 10,
                        options=SimOptions(chunk_size=32, runs_per_block=3))
@@ -47,28 +43,16 @@ SCRIPT = textwrap.dedent(
         out["sweep/weights"] = np.asarray(res.carry.state.log_weights)
         out["devices"] = np.asarray(len(jax.devices()))
         out["plan_devices"] = np.asarray(sharding.plan_runs(10, 3).num_devices)
-        return out
+        np.savez(folder / "arrays.npz", **out)
 
     if __name__ == "__main__":
-        np.savez(sys.argv[1], **run_all())
+        main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], Path(sys.argv[4]))
     """
 )
 
 
 def test_sharded_over_four_devices_equals_unsharded_bitwise(tmp_path):
-    script = tmp_path / "runs.py"
-    script.write_text(SCRIPT)
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    command = [sys.executable, str(script), str(tmp_path / "sharded.npz")]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    sharded = dict(np.load(tmp_path / "sharded.npz"))
-    namespace: dict = {}
-    exec(compile(SCRIPT, str(script), "exec"), namespace)
-    with jax.default_device(jax.devices("cpu")[0]):  # the subprocess's CPU bits, also with a GPU
-        unsharded = namespace["run_all"]()
+    sharded, unsharded = run_both(SCRIPT, tmp_path, 1, 4, timeout=600)
     assert int(sharded["devices"]) == 4 and int(sharded["plan_devices"]) == 4
     assert int(unsharded["devices"]) == 1 and int(unsharded["plan_devices"]) == 1
     names = [k for k in unsharded if "/" in k]

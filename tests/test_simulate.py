@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import importlib
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,6 @@ from stabl_jax import (
     LEARNERS,
     Environment,
     ExpertAdvice,
-    PiecewiseBernoulli,
     StABL,
     make,
     make_env,
@@ -93,13 +93,6 @@ def test_per_run_params_sweep(env):
         one = learner.default_params.replace(meta_lr_scale=jnp.float32(s))
         alone = simulate(learner, env, jax.random.key(4), num_runs=3, params=one)
         np.testing.assert_array_equal(swept.played[i], alone.played[i])
-
-
-def test_random_change_points_differ_across_runs():
-    env = PiecewiseBernoulli(num_arms=N, horizon=64, num_segments=5, random_change_points=True)
-    result = simulate(EXP3(num_arms=N, horizon=64), env, jax.random.key(5), num_runs=4)
-    points = np.asarray(result.carry.env_params.change_points)
-    assert points.shape == (4, 4) and len({tuple(p) for p in points}) > 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,38 +221,27 @@ def _beta_sampler_loops(n: int) -> int:
     return lowered.as_text().count("stablehlo.while")
 
 
-_EXP3 = make("exp3", num_arms=5, horizon=64)
+_EXP3 = EXP3(num_arms=N, horizon=T)
 
 
 @dataclasses.dataclass(frozen=True)
 class _RegistryMethodsOnly:
     """A learner with the registry's methods and no base class (``_EXP3`` underneath)."""
 
-    num_arms: int = 5
-    horizon: int = 64
+    num_arms: int = N
+    horizon: int = T
     num_queries = 1
 
-    @property
-    def default_params(self):
-        return _EXP3.default_params
-
-    def init(self, key, params=None):
-        return _EXP3.init(key, params)
-
-    def ask(self, state, key):
-        return _EXP3.ask(state, key)
-
-    def tell(self, state, query, observed):
-        return _EXP3.tell(state, query, observed)
-
-    def step(self, state, loss, key):
-        return _EXP3.step(state, loss, key)
+    def __getattr__(self, name):
+        if name in ("default_params", "init", "ask", "tell", "step"):
+            return getattr(_EXP3, name)
+        raise AttributeError(name)
 
 
 def test_a_learner_without_a_base_class_is_validated_as_one_row():
     """``simulate(validate=True)`` checks its play distribution with one row's tolerance (it
     has no ``num_mixed``) and gives the runs of the learner it wraps."""
-    env = ExpertAdvice(num_arms=5, horizon=64)
+    env = ExpertAdvice(num_arms=N, horizon=T)
     got = simulate(_RegistryMethodsOnly(), env, jax.random.key(0), 2, validate=True)
     want = simulate(_EXP3, env, jax.random.key(0), 2)
     np.testing.assert_array_equal(got.played, want.played)
@@ -319,25 +301,17 @@ def test_the_next_chunk_is_dispatched_before_a_chunks_outputs_are_fetched(
     is dispatched. The outputs are the same."""
     events: list[str] = []
 
-    class Program:
-        def __init__(self, length: int):
-            self.length = length
-
-        def compile(self):
-            return self
-
-        def __call__(self, carry, t0):
+    def lower(carry, t0, length):  # a chunk's program: counts its calls, returns its rounds
+        def program(carry, t0):
             events.append(f"dispatch {int(t0)}")
-            rounds = t0 + jnp.arange(self.length)
-            return carry + 1, {"x": jnp.broadcast_to(rounds, (3, self.length))}
+            return carry + 1, {"x": jnp.broadcast_to(t0 + jnp.arange(length), (3, length))}
 
-    class Saver:
-        def restore(self, carry, horizon, names):
-            return None
+        return SimpleNamespace(compile=lambda: program)
 
-        def save(self, carry, out, start, stop):
-            events.append(f"save {start}")
-
+    saver = SimpleNamespace(
+        restore=lambda carry, horizon, names: None,
+        save=lambda carry, out, start, stop: events.append(f"save {start}"),
+    )
     real_get = jax.device_get
 
     def device_get(tree):
@@ -345,13 +319,8 @@ def test_the_next_chunk_is_dispatched_before_a_chunks_outputs_are_fetched(
         return real_get(tree)
 
     monkeypatch.setattr(sim.jax, "device_get", device_get)
-    carry, arrays, _, _ = sim.run_chunks(
-        lambda c, t0, n: Program(n),
-        jnp.zeros(3),
-        horizon=10,
-        chunk_size=4,
-        checkpoint=Saver() if checkpointed else None,
-    )
+    checkpoint = saver if checkpointed else None
+    carry, arrays, _, _ = sim.run_chunks(lower, jnp.zeros(3), 10, 4, checkpoint=checkpoint)
     np.testing.assert_array_equal(arrays["x"], np.broadcast_to(np.arange(10), (3, 10)))
     np.testing.assert_array_equal(carry, np.full(3, 3.0))
     if checkpointed:

@@ -28,10 +28,16 @@ def _trained_state(learner, rounds: int = 200, seed: int = 0):
     return state
 
 
+M = 100_000
+
+
 @pytest.fixture(scope="module")
 def stabl_state():
+    """StABL, a trained state, and ``M`` draws of its ``ask`` there."""
     learner = StABL(num_arms=N, horizon=256, history_lengths=(8, 32, 256))
-    return learner, _trained_state(learner)
+    state = _trained_state(learner)
+    keys = jax.random.split(jax.random.key(42), M)
+    return learner, state, jax.jit(jax.vmap(learner.ask, in_axes=(None, 0)))(state, keys)
 
 
 def test_sample_index_frequencies():
@@ -47,7 +53,7 @@ def test_sample_index_frequencies():
 
 def test_observation_distribution_is_a_distribution_with_the_papers_floor(stabl_state):
     """P(t) sums to one and P(t)_i >= v(t,k)_i / (2B) for every k (Algorithm 1, line 9)."""
-    learner, state = stabl_state
+    learner, state, _ = stabl_state
     v, mix, obs = learner.distributions(state)
     b = learner.num_experts
     np.testing.assert_allclose(float(obs.sum()), 1.0, rtol=1e-6)
@@ -58,33 +64,28 @@ def test_observation_distribution_is_a_distribution_with_the_papers_floor(stabl_
 
 def test_one_sparse_estimator_is_unbiased(stabl_state):
     """E[l_hat_t] = l_t for the observed-arm estimator of line 11, through the real ``ask``."""
-    learner, state = stabl_state
+    learner, state, queries = stabl_state
     loss = jnp.linspace(0.2, 0.9, N)
-    m = 100_000
-    keys = jax.random.split(jax.random.key(42), m)
-    queries = jax.jit(jax.vmap(learner.ask, in_axes=(None, 0)))(state, keys)
     arm = np.asarray(queries.arms[:, 1])
     prob = np.asarray(queries.query_probs[:, 1], np.float64)
-    estimates = np.zeros((m, N))
-    estimates[np.arange(m), arm] = np.asarray(loss)[arm] / prob
+    estimates = np.zeros((M, N))
+    estimates[np.arange(M), arm] = np.asarray(loss)[arm] / prob
     obs = np.asarray(learner.distributions(state)[2], np.float64)
-    se = np.sqrt(np.asarray(loss, np.float64) ** 2 * (1.0 / obs - 1.0) / m)  # the exact variance
+    se = np.sqrt(np.asarray(loss, np.float64) ** 2 * (1.0 / obs - 1.0) / M)  # the exact variance
     np.testing.assert_array_less(np.abs(estimates.mean(0) - np.asarray(loss)), Z * se)
 
 
 def test_meta_regret_estimate_is_unbiased_and_weight_balanced(stabl_state):
     """E[r~_t(k)] = l^T mix - l^T v(t,k), and sum_k w_t(k) r~_t(k) = 0 for every draw
     (the identity behind the paper's bound on the pseudo-weights)."""
-    learner, state = stabl_state
+    learner, state, queries = stabl_state
     loss = jnp.linspace(0.9, 0.1, N)
     v, mix, obs = (np.asarray(x, np.float64) for x in learner.distributions(state))
-    m = 100_000
-    keys = jax.random.split(jax.random.key(7), m)
-    arm = np.asarray(jax.jit(jax.vmap(learner.ask, in_axes=(None, 0)))(state, keys).arms[:, 1])
+    arm = np.asarray(queries.arms[:, 1])
     c = np.asarray(loss, np.float64)[arm] / obs[arm]
-    r = c[:, None] * (mix[arm][:, None] - v[:, arm].T)  # (m, B), loss-feedback r~
+    r = c[:, None] * (mix[arm][:, None] - v[:, arm].T)  # (M, B), loss-feedback r~
     truth = v @ np.asarray(loss) * -1 + mix @ np.asarray(loss)
-    se = r.std(0, ddof=1) / np.sqrt(m)
+    se = r.std(0, ddof=1) / np.sqrt(M)
     np.testing.assert_array_less(np.abs(r.mean(0) - truth), Z * se)
     w = np.exp(np.asarray(state.meta_log_weights, np.float64))
     # mix and v are float32 softmaxes: the identity holds to float32 rounding of the terms.
@@ -100,15 +101,14 @@ def test_vizier_meta_gain_estimate_is_unbiased_on_both_kinds_of_trial(trial):
     state = state.replace(t=state.t + (trial == "observation"))
     gain = 1.0 - np.linspace(0.9, 0.1, N)
     v, play, _ = (np.asarray(x, np.float64) for x in learner.distributions(state))
-    m = 100_000
-    keys = jax.random.split(jax.random.key(8), m)
+    keys = jax.random.split(jax.random.key(8), M)
     queries = jax.vmap(learner.ask, in_axes=(None, 0))(state, keys)
     arm = np.asarray(queries.arms[:, 0])
     z = np.asarray(learner.trial_distribution(state), np.float64)
     np.testing.assert_array_equal(np.asarray(queries.play_probs[0]), z.astype(np.float32))
-    r = (gain[arm] / z[arm])[:, None] * (v[:, arm].T - play[arm][:, None])  # (m, B)
+    r = (gain[arm] / z[arm])[:, None] * (v[:, arm].T - play[arm][:, None])  # (M, B)
     truth = v @ gain - play @ gain
-    se = r.std(0, ddof=1) / np.sqrt(m)
+    se = r.std(0, ddof=1) / np.sqrt(M)
     np.testing.assert_array_less(np.abs(r.mean(0) - truth), Z * se)
     assert np.abs(truth).max() > 10 * se.max(), "experts should differ for this test to bite"
 

@@ -63,19 +63,6 @@ def test_first_run_continues_the_same_runs(env, both):
         np.testing.assert_array_equal(trace, full.traces()[name][3:5], err_msg=name)
 
 
-def test_sa_brute_force(env, both):
-    """SA(L) against a direct loop over windows, from the regenerated losses (run 0)."""
-    full, summaries = both
-    losses = np.asarray(metrics.regenerate_losses(env, full.carry, 0, T)[0], np.float64)
-    played = full.loss[0].astype(np.float64)
-    for w, length in enumerate(WINDOWS):
-        brute = max(
-            played[j : j + length].sum() - losses[j : j + length].sum(axis=0).min()
-            for j in range(T - length + 1)
-        )
-        assert summaries.sa_sampled[0, w] == pytest.approx(brute, rel=1e-12, abs=1e-9)
-
-
 def test_bad_windows_params_and_options(env):
     """Each batch sets its ``first_run`` and its progress: options that say otherwise are named,
     not silently overridden."""
