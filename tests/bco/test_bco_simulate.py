@@ -239,7 +239,7 @@ def test_families_and_lipschitz_constants():
         CustomConvex(dim=2, horizon=8)
     for domain in (Box(dim=3), "ball"):  # what a convex environment cannot be
         with pytest.raises(ValueError, match="a Domain with dim=2"):
-            MovingTarget(dim=2, horizon=8, domain=domain)  # type: ignore[arg-type]
+            MovingTarget(dim=2, horizon=8, domain=domain)
 
 
 def test_a_custom_family_without_minimizer_has_no_dynamic_comparator():
