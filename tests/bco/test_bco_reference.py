@@ -27,7 +27,7 @@ import pytest
 
 from stabl_jax.bco import FKM, FullInfoOGD, StABLBCO, StABLBCOParams, StABLBCOTwoQuery, TwoPointOGD
 from stabl_jax.domains import Ball, Box
-from stabl_jax.envs.convex import MovingTarget
+from stabl_jax.envs.convex import MovingTarget, distance_loss
 from tests.bco.reference_bco import ReferenceStABLBCO, project
 
 HORIZON = 40
@@ -104,10 +104,6 @@ def _loss(c: np.ndarray, x: np.ndarray) -> float:
     return float(np.linalg.norm(x - c))
 
 
-def _jax_loss(c, x):
-    return jax.numpy.linalg.norm(x - c)
-
-
 @pytest.mark.parametrize("name", ["fkm", "two_point_ogd", "ogd_full_info"])
 def test_baseline_matches_numpy_rules(name):
     targets = _targets()
@@ -122,7 +118,7 @@ def test_baseline_matches_numpy_rules(name):
         y = np.zeros(DIM)
         for t in range(T):
             c = targets[t]
-            loss_fn = jax.tree_util.Partial(_jax_loss, jax.numpy.asarray(c))
+            loss_fn = jax.tree_util.Partial(distance_loss, jnp.asarray(c))
             state, info = step(state, loss_fn, keys[t])
             u = np.asarray(learner.draws(keys[t]).direction)
             if name == "fkm":

@@ -290,17 +290,14 @@ def test_invalid_configuration(kwargs):
         BBOBFunction(**kwargs)
 
 
-def test_the_sizes_are_real_numbers_of_any_float_type():
-    """A string is named as not a real number; NumPy's float32 is one."""
+def test_the_plain_instance_by_name_call_and_optimum():
+    """The name, ``f(x)`` (``value`` at the default params) and ``f_opt``, taken at ``x_opt``;
+    sizes are real numbers of any float type (a string is refused, NumPy's float32 taken)."""
+    fn = BBOBFunction(function_id=8, dim=4, instance=3)
     with pytest.raises(TypeError, match=r"noise_std must be a real number, got '0\.1'"):
         BBOBFunction(function_id=1, dim=2, noise_std="0.1")
-    fn = BBOBFunction(function_id=1, dim=2, noise_std=np.float32(0.25), norm_scale=np.float32(2))
-    assert fn.noise_std == np.float32(0.25)
-
-
-def test_the_plain_instance_by_name_call_and_optimum():
-    """The name, ``f(x)`` (``value`` at the default params) and ``f_opt``, taken at ``x_opt``."""
-    fn = BBOBFunction(function_id=8, dim=4, instance=3)
+    sized = BBOBFunction(function_id=1, dim=2, noise_std=np.float32(0.25), norm_scale=np.float32(2))
+    assert sized.noise_std == np.float32(0.25)  # NumPy's float32 is a real number
     assert fn.name == "bbob_f008_i03_d04"
     x = jnp.linspace(-2.0, 2.0, 4)
     assert float(fn(x)) == float(fn.value(fn.default_params, x))

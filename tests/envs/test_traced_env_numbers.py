@@ -51,6 +51,24 @@ HPO_PAIR = (
     HPOEnv(BBOBFunction(1, shift_radius=0.3, noise_std=0.2, **BBOB), reward_lambda=0.1),
 )
 EVALUATIONS = 16
+_draw = jax.jit(lambda env, key, defaults: env.sample_params(key, defaults), static_argnums=0)
+
+
+def _one_program(run, first, second):
+    """``run`` of ``first``, of the equal ``second`` (nothing compiled) and of a fresh
+    compilation of ``second`` (compiled): the shared program gives the fresh one's bits."""
+    assert first == second and hash(first) == hash(second)
+    ran_first = run(first)
+    with compile_count() as compiled:
+        shared = run(second)
+    assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
+    with compile_count() as compiled:
+        fresh = run(recompiled(second))
+    assert compiled, "the fresh run reused a program"
+    assert shared.keys() == fresh.keys()
+    for trace, value in fresh.items():
+        np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
+    return ran_first, shared, fresh
 
 
 def _run(env, kernel, env_params=None):
@@ -66,19 +84,10 @@ def _run(env, kernel, env_params=None):
 def test_numbers_share_one_program_and_are_never_stale(name, kernel):
     """No compilation, a fresh compilation's bits, not the first's; mixed ``env_params`` too."""
     first, second = PAIRS[name]
-    assert first == second and hash(first) == hash(second)
-    ran_first = _run(first, kernel)
-    with compile_count() as compiled:
-        shared = _run(second, kernel)
-    assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
+    ran_first, shared, fresh = _one_program(lambda env: _run(env, kernel), first, second)
     both = jax.tree.map(lambda a, b: np.stack([a, b]), first.default_params, second.default_params)
     mixed = _run(first, kernel, env_params=both)
-    with compile_count() as compiled:
-        fresh = _run(recompiled(second), kernel)
-    assert compiled, "the fresh run reused a program"
-    assert shared.keys() == fresh.keys()
-    for trace, value in fresh.items():
-        np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
+    for trace in fresh:
         for run, alone in enumerate((ran_first, fresh)):
             np.testing.assert_array_equal(mixed[trace][run], alone[trace][run], err_msg=trace)
     assert not np.array_equal(ran_first["all_losses"], shared["all_losses"])
@@ -88,10 +97,9 @@ def test_numbers_share_one_program_and_are_never_stale(name, kernel):
 def test_sample_params_reads_its_numbers_from_the_defaults_it_is_given(name):
     """``sample_params(key, defaults)`` with the environment static: the traced numbers given."""
     first, second = PAIRS[name]
-    draw = jax.jit(lambda env, key, defaults: env.sample_params(key, defaults), static_argnums=0)
     key = jax.random.key(0)
-    draw(first, key, first.default_params)
-    got = draw(second, key, second.default_params)
+    _draw(first, key, first.default_params)
+    got = _draw(second, key, second.default_params)
     jax.tree.map(np.testing.assert_array_equal, got, second.sample_params(key))
     jax.tree.map(np.testing.assert_array_equal, got, second.default_params)
 
@@ -135,24 +143,18 @@ def test_a_sweep_of_a_static_field_is_refused_naming_the_traced_ones():
 def test_hpo_numbers_share_one_program_and_are_never_stale():
     """Algorithm selection: no compilation, a fresh compilation's bits, ``env_params`` too."""
     first, second = HPO_PAIR
-    assert first == second and hash(first) == hash(second)
     learner, key = make_hpo_learner("exp3", first.num_arms, EVALUATIONS), jax.random.key(5)
 
     def run(env, env_params=None):
         res = simulate_selection(learner, env, key, RUNS, EVALUATIONS, env_params=env_params)
         return {name: np.asarray(value) for name, value in res.arrays.items()}
 
-    ran_first = run(first)
+    ran_first, shared, fresh = _one_program(run, first, second)
     with compile_count() as compiled:
-        shared = run(second)
         mixed = run(first, sample_env_params(second, run_keys(key, RUNS)))
-    assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
-    with compile_count() as compiled:
-        fresh = run(recompiled(second))
-    assert compiled, "the fresh run reused a program"
-    assert shared.keys() == fresh.keys() == mixed.keys()
+    assert compiled == [], f"{len(compiled)} programs compiled for mixed numbers"
+    assert mixed.keys() == fresh.keys()
     for trace, value in fresh.items():
-        np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
         np.testing.assert_array_equal(mixed[trace], value, err_msg=trace)
     for trace in ("observed", "reward"):
         assert not np.array_equal(ran_first[trace], shared[trace]), trace
@@ -161,9 +163,8 @@ def test_hpo_numbers_share_one_program_and_are_never_stale():
 def test_bbob_numbers_are_no_part_of_the_identity_but_their_code_paths_are():
     """A suite's numbers are traced; a zero number or a scale from the origin is another program."""
     suites = [HPOEnv(BBOBSuite((1, 8), noise_std=s, norm_scale=s, **BBOB)) for s in (0.1, 2.0)]
-    draw = jax.jit(lambda env, key, defaults: env.sample_params(key, defaults), static_argnums=0)
     for env in suites:
-        got = draw(env, jax.random.key(0), env.default_params)
+        got = _draw(env, jax.random.key(0), env.default_params)
     want = suites[1].sample_params(jax.random.key(0))
     for name in ("function", "reward_lambda", "reward_width"):  # and a Halton key
         jax.tree.map(np.testing.assert_array_equal, got[name], want[name])
@@ -226,16 +227,7 @@ def _convex_run(env, env_params=None):
 def test_convex_numbers_share_one_program_and_are_never_stale(name):
     """No compilation (simulation, SA(L)), a fresh compilation's bits; grid points alone."""
     first, second, field = CONVEX[name]
-    assert first == second and hash(first) == hash(second)
-    ran_first = _convex_run(first)
-    with compile_count() as compiled:
-        shared = _convex_run(second)
-    assert compiled == [], f"{len(compiled)} programs compiled for new numbers alone"
-    with compile_count() as compiled:
-        fresh = _convex_run(recompiled(second))
-    assert compiled, "the fresh run reused a program"
-    for trace, value in fresh.items():
-        np.testing.assert_array_equal(shared[trace], value, err_msg=trace)
+    ran_first, shared, _ = _one_program(_convex_run, first, second)
     assert not np.array_equal(ran_first["loss"], shared["loss"])
     values = (getattr(first, field), getattr(second, field))
     swept = _convex_run(first, env_params_grid(first, jax.random.key(3), RUNS, field, values))

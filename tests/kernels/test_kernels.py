@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import inspect
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -121,9 +122,7 @@ def test_chunks_host_threads_and_resume_give_the_same_bits(tmp_path):
     many = simulate(learner, env, jax.random.key(1), 5, traces=TRACES, options=resumed)
     for name in TRACES:
         np.testing.assert_array_equal(many.arrays[name], one.arrays[name], err_msg=name)
-    leaves = zip(jax.tree.leaves(one.carry.state), jax.tree.leaves(many.carry.state), strict=True)
-    for a, b in leaves:
-        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+    chex.assert_trees_all_equal(many.carry.state, one.carry.state)
 
 
 @functools.cache
@@ -224,8 +223,9 @@ def _draws(n):
 
 
 @pytest.mark.parametrize("n", [5, 30, 300])
-def test_sample_draws_what_sampling_draws(n):
-    """The kernel's integer inverse-CDF draw picks ``sample_index``'s arm, never a null one."""
+def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
+    """The kernel's integer inverse-CDF draw picks ``sample_index``'s arm, never a null one;
+    its CDF never decreases."""
     key = jax.random.key(n)
     probs = (jax.random.uniform(key, (512, n)) ** 8).at[:, 1].set(0.0)  # skewed rows
     u = jax.random.uniform(jax.random.fold_in(key, 1), (512,))
@@ -237,11 +237,8 @@ def test_sample_draws_what_sampling_draws(n):
     exact = np.cumsum(np.asarray(probs, np.float64), axis=1)
     lost = np.arange(1, n + 1) * bandit.CDF_UNIT * total  # under a unit an entry, and rounding
     assert np.all(np.abs(sums - exact) <= lost + 1e-6 * exact)
-
-
-@pytest.mark.parametrize("n", [5, 30, 300])
-def test_the_cdf_never_decreases_and_no_zero_probability_arm_is_drawn(n):
-    """Zero-probability arms (first and last too), a one-arm row, uniforms 0 to 1 - 2^-24."""
+    # Zero-probability arms (first and last too), a one-arm row, uniforms 0 to 1 - 2^-24:
+    # the CDF never decreases and no zero-probability arm is drawn.
     rng, rows = np.random.default_rng(n), 512
     probs = rng.uniform(size=(rows, n)).astype(np.float32) ** 8
     probs[rng.uniform(size=(rows, n)) < 0.5] = 0.0
