@@ -115,17 +115,8 @@ def bernoulli_kl(p: float, q: float, eps: float = 1e-7) -> float:
 
 
 def _klucb(s: list[float], budget: float) -> float:
-    if not s:
-        return np.inf
-    mu = min(1.0, max(0.0, float(np.mean(s))))
-    lo, hi = mu, 1.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if len(s) * bernoulli_kl(mu, mid) <= budget:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """kl-UCB's index of the samples ``s`` (``+inf`` if none)."""
+    return index_policies.klucb_upper(float(np.mean(s)), len(s), budget) if s else np.inf
 
 
 def _glr_change(ys: list[float], delta, subsample, max_splits, threshold_scale) -> bool:
@@ -326,8 +317,7 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
     """MASTER over UCB1 on ``losses`` ``(T, K)`` with MALG's draws ``u`` ``(T, M)`` (draw
     ``m`` decides order ``m``), horizon ``T``: Wei and Luo, COLT 2021, Algorithms 1 and 2.
     Returns ``played`` ``(T,)``, ``optimistic`` ``(T,)`` (``g~_t``), ``order`` ``(T,)`` (the block
-    after each round), ``restart`` ``(T,)`` bool (a test failed at round ``t``) and ``test1``
-    ``(T,)`` bool (Test 1 failed)."""
+    after each round) and ``restart`` ``(T,)`` bool (a test failed at round ``t``)."""
     horizon, k = losses.shape
 
     def rho(x: float) -> float:
@@ -337,9 +327,7 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
         return test_scale * 6.0 * (math.log2(horizon) + 1.0) * math.log(horizon / delta) * rho(x)
 
     out = {name: np.zeros(horizon, int) for name in ("played", "order")}
-    out |= {"optimistic": np.zeros(horizon)} | {
-        k: np.zeros(horizon, bool) for k in ("restart", "test1")
-    }
+    out |= {"optimistic": np.zeros(horizon), "restart": np.zeros(horizon, bool)}
     n, t_n = 0, 1  # block n starts at round t_n (1-based)
     instances: list[dict] = []  # MALG's instances of block n: order m, start s, end e, UCB1
     history: list[tuple[float, float]] = []  # (g~, R) of the block's rounds
@@ -369,7 +357,6 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
         span = t - t_n + 1
         test2 = sum(x - r for x, r in history) / span >= 3.0 * rho_hat(span)
         out["played"][t - 1], out["optimistic"][t - 1] = arm, g
-        out["test1"][t - 1] = test1
         if test1 or test2:
             n, t_n, instances, history = 0, t + 1, [], []
             out["restart"][t - 1] = True

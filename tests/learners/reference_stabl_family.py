@@ -5,7 +5,6 @@ the papers (conventions of :mod:`tests.learners.reference`; nothing from ``stabl
 * :func:`saol_hedge_reference`: SAOL (Daniely, Gonen & Shalev-Shwartz, ICML 2015, Algorithm 1)
   over Hedge experts on StABL's intervals, full information.
 * :func:`saol_reference`: the query-hungry bandit SAOL (Table 1 of Lu et al., ICLR 2024).
-* :func:`stabl_one_query_reference`: Algorithm 1 of Lu et al. observing the played arm.
 * :func:`stabl_anytime_reference`, :func:`stabl_adaptive_reference`: Algorithm 1 with anytime
   or data-dependent ("self-confident") rates and ML-Prod (Gaillard, Stoltz & van Erven, COLT
   2014) as the meta-learner, on :func:`ml_prod_reference`.
@@ -22,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tests.learners.reference import draw, prod_meta_reference, record, stabl_meta_rates, stack
+from tests.learners.reference import draw, prod_meta_reference, record, stack
 
 
 def _saol_rates(lengths, meta_lr_scale: float) -> np.ndarray:
@@ -35,11 +34,8 @@ def hedge_reference(losses, u, *, lr_scale=1.0):
     ``x = draw(w, u[t, 0])``, observe all of ``l_t`` (queries ``x, x+1, ..., x+n-1 mod n``),
     ``w *= exp(-eta l_t)`` normalised. Returns ``played``, ``arms`` (T, n), ``weights`` (T+1, n)."""
     T, n = losses.shape
-    eta, w, rec = (
-        lr_scale * math.sqrt(8.0 * math.log(n) / T),
-        np.full(n, 1.0 / n),
-        defaultdict(list),
-    )
+    eta = lr_scale * math.sqrt(8.0 * math.log(n) / T)
+    w, rec = np.full(n, 1.0 / n), defaultdict(list)
     for t in range(T):
         x = draw(w, u[t, 0])
         record(rec, weights=w, played=x, arms=(x + np.arange(n)) % n)
@@ -84,28 +80,6 @@ def saol_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, round_
         return float(p @ ly) - ly, new_v / new_v.sum(axis=1)[:, None], {"arms": [x, *ys]}
 
     eta = _saol_rates(lengths, meta_lr_scale)
-    return prod_meta_reference(losses, u, lengths, eta, experts_round, round_offset)
-
-
-def stabl_one_query_reference(
-    losses, u, lengths, *, expert_lr_scale=1.0, meta_lr_scale=1.0, round_offset=0, feedback="loss"
-):
-    """Algorithm 1 with ``x'_t = x_t``: line 6's ``eta_k``, ``eta'_k = sqrt(ln n / (L_k n 2B))``;
-    ``c = l(x) / mix(x)``, ``r_k = c (mix(x) - v_k(x))``, ``v_k(x) *= exp(-eta'_k c)`` (reward:
-    ``c = (1 - l(x)) / mix(x)``, signs flipped)."""
-    n, B, sign = losses.shape[1], len(lengths), -1.0 if feedback == "loss" else 1.0
-    eta_e = np.array(
-        [expert_lr_scale * math.sqrt(math.log(n) / (L * n * 2.0 * B)) for L in lengths]
-    )
-
-    def experts_round(t, v, p, mix, x):
-        c = (losses[t, x] if feedback == "loss" else 1.0 - losses[t, x]) / mix[x]
-        new_v = v.copy()
-        for k in range(B):
-            new_v[k, x] *= math.exp(sign * eta_e[k] * c)
-        return sign * c * (v[:, x] - mix[x]), new_v / new_v.sum(axis=1)[:, None], {}
-
-    eta = meta_lr_scale * stabl_meta_rates(n, lengths)
     return prod_meta_reference(losses, u, lengths, eta, experts_round, round_offset)
 
 
@@ -158,13 +132,9 @@ def ml_prod_reference(losses, u, lengths, rates: Rates, feedback="loss"):
         V += v[:, xo] * c**2
         R += r**2
         restart = (t + 1) % np.asarray(lengths) == 0
-        cum[restart], V[restart], R[restart], lam[restart], start[restart] = (
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            t + 1,
-        )
+        for statistic in (cum, V, R, lam):
+            statistic[restart] = 0.0
+        start[restart] = t + 1
     return stack(rec) | {"muted": muted}
 
 

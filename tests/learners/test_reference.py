@@ -242,8 +242,9 @@ def _rec_vizier(learner, state, key, step):
     return {"play": play, "obs": obs}
 
 
-def _stabl(c: Case) -> dict:
-    """StABL; the rate grid as StABL over every (length, scale) pair, expert ``k S + j``."""
+def _stabl(c: Case, **forced) -> dict:
+    """StABL; the rate grid as StABL over every (length, scale) pair, expert ``k S + j``;
+    ``forced`` options (one query: ``observation="played"``)."""
     names = ("observation", "feedback", "round_offset", "expert_c")
     options = {k: c.options[k] for k in names if k in c.options}
     lengths = c.learner.history_lengths
@@ -253,7 +254,7 @@ def _stabl(c: Case) -> dict:
         options["rate_scales"] = list(grid) * len(c.learner.history_lengths)
         if c.options.get("scale_meta", True):  # expert (k, j)'s meta step s_j eta_k
             options["meta_scales"] = options["rate_scales"]
-    options |= c.num("meta_lr_scale", "expert_lr_scale")
+    options |= c.num("meta_lr_scale", "expert_lr_scale") | forced
     return reference.stabl_reference(c.losses, c.u, lengths, **options)
 
 
@@ -551,8 +552,8 @@ FAMILIES = {family.learner: family for family in [
       (ARMS, *SAOL), 1, mutes=_above("meta_lr_scale", 2)),
     F("saol", _rec_saol, _lengths(RF.saol_reference), (ARMS, *SAOL), QUERIES,
       mutes=_above("meta_lr_scale", 2)),
-    F("stabl_one_query", _rec_stabl, _lengths(RF.stabl_one_query_reference), (PLAYED, *SAOL), 1,
-      mutes=MUTES_ABOVE_10, also=_obs_is_mix),
+    F("stabl_one_query", _rec_stabl, functools.partial(_stabl, observation="played"),
+      (PLAYED, *SAOL), 1, mutes=MUTES_ABOVE_10, also=_obs_is_mix),
     F("stabl_anytime", _rec_anytime, _lengths(RF.stabl_anytime_reference, ("feedback",)),
       ANYTIME, 2, mutes=_above("meta_lr_scale", 5)),
     # the cap eta <= 1/(2 E_t) rules muting out at meta scale 1
@@ -624,6 +625,9 @@ ROWS = [  # (family, options, values): one row per code path; rows of equal lear
                              history_lengths=(4, 16, 64)), {}),
     ("stabl_rate_grid", dict(rate_grid=(0.5, 30.0), feedback="reward"), dict(meta_lr_scale=20.0)),
     ("hedge", {}, dict(lr_scale=3.0)),
+    # one length covering the horizon: p = 1, r = 0, the lone meta weight never moves and the
+    # expert is EXP3 (Hedge for SAOL-Hedge) fed the observed arm(s)
+    *((name, dict(history_lengths=(150,)), {}) for name in ("stabl", "saol", "saol_hedge")),
     # round_offset 1, and muting (eta = 8 on L = 2: 1 + eta r <= 0 once r <= -1/8)
     ("saol_hedge", dict(history_lengths=(2, 5, 16), round_offset=1),
      dict(meta_lr_scale=16.0, expert_lr_scale=10.0)),
@@ -643,6 +647,7 @@ ROWS = [  # (family, options, values): one row per code path; rows of equal lear
     ("stabl_adaptive", dict(feedback="reward"), dict(expert_lr_scale=3.0)),
     ("stabl_adaptive", dict(history_lengths=(2, 5, 11, 30)),
      dict(meta_lr_scale=50.0, expert_lr_scale=3.0)),
+    ("stabl_adaptive", dict(history_lengths=(150,)), {}),  # one expert: self-confident EXP3
     # Exp3.S: Section 8's tuning, no switches, without sharing (alpha = 0: Exp3 with gains)
     *(("exp3s", {}, v) for v in EXP3S),
     ("exp3s", dict(num_switches=0), {}),
