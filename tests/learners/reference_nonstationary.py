@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from tests.learners import reference_index_policies as index_policies
+from tests.learners import reference_baselines as baselines
 from tests.learners.reference import draw
-from tests.learners.reference_index_policies import argmax_first
+from tests.learners.reference_baselines import argmax_first
 
 
 def _ucb(samples: list[list[float]], log_term: float, width: float) -> np.ndarray:
@@ -111,12 +111,12 @@ def m_ucb_gamma(num_arms, horizon, num_changes, window, count):
 
 def bernoulli_kl(p: float, q: float, eps: float = 1e-7) -> float:
     """``kl(p, q)`` of Bernoulli means, ``q`` clipped to ``[eps, 1 - eps]``."""
-    return index_policies.bernoulli_kl(p, min(max(q, eps), 1.0 - eps))
+    return baselines.bernoulli_kl(p, min(max(q, eps), 1.0 - eps))
 
 
 def _klucb(s: list[float], budget: float) -> float:
     """kl-UCB's index of the samples ``s`` (``+inf`` if none)."""
-    return index_policies.klucb_upper(float(np.mean(s)), len(s), budget) if s else np.inf
+    return baselines.klucb_upper(float(np.mean(s)), len(s), budget) if s else np.inf
 
 
 def _glr_change(ys: list[float], delta, subsample, max_splits, threshold_scale) -> bool:

@@ -23,7 +23,8 @@ from stabl_jax.learners.sw_thompson import SWThompson
 from stabl_jax.learners.thompson import argmax_probabilities
 from stabl_jax.learners.tsallis_inf import tsallis_weights
 from tests.conftest import HORIZON, NUM_ARMS
-from tests.learners import reference_baselines, reference_flh
+from tests.learners import reference_baselines
+from tests.learners import reference_stabl_family as ref_family
 
 N, T = 5, 128
 T_FLH = 80  # FLH's lengths
@@ -213,11 +214,11 @@ def test_flh_capacity_is_the_largest_working_set(horizon):
     O(log T) for FLH, O(log log T / eps) for EFLH."""
     sets, sizes = {1}, [1]
     for tau in range(2, horizon + 2):
-        sets = reference_flh.flh_working_set(sets, tau)
+        sets = ref_family.flh_working_set(sets, tau)
         sizes.append(len(sets))
     assert flh_capacity(horizon) == max(sizes) <= 3 * math.log2(horizon + 1) + 2
     for epsilon in (1.0, 0.5, 0.25):
-        lookback = reference_flh.eflh_working_set(reference_flh.eflh_lengths(horizon, epsilon))
+        lookback = ref_family.eflh_working_set(ref_family.eflh_lengths(horizon, epsilon))
         most = max(len(lookback(set(), tau)) for tau in range(1, horizon + 2))
         assert eflh_capacity(horizon, epsilon) == most
         assert most <= math.log(math.log2(horizon + 2) + 1, 1 + epsilon) + 2
@@ -228,7 +229,7 @@ def test_flh_keeps_an_expert_in_every_first_half():
     ``[s, (s + tau) / 2]``."""
     sets = {1}
     for tau in range(2, 300):
-        sets = reference_flh.flh_working_set(sets, tau)
+        sets = ref_family.flh_working_set(sets, tau)
         for s in range(1, tau + 1):
             assert any(s <= i <= (s + tau) / 2 for i in sets), (tau, s)
 
@@ -242,14 +243,14 @@ def test_eflh_lengths_and_query_counts_follow_the_papers_rules(horizon, epsilon,
     (at the default ``eps = 0.25``, inside ``(0, 1/2)``: ``counts``); SAOL's ``scales="all"``
     every dyadic scale."""
     eflh = make("eflh", num_arms=4, horizon=horizon, epsilon=epsilon)
-    assert list(eflh.lengths) == reference_flh.eflh_lengths(horizon, epsilon)
-    most = max(len(reference_flh.eflh_working_set(list(eflh.lengths))(set(), tau))
-               for tau in range(1, horizon + 2))  # fmt: skip
+    assert list(eflh.lengths) == ref_family.eflh_lengths(horizon, epsilon)
+    lookback = ref_family.eflh_working_set(list(eflh.lengths))
+    most = max(len(lookback(set(), tau)) for tau in range(1, horizon + 2))
     adaptive = make("eflh_saol", num_arms=4, horizon=horizon, epsilon=epsilon)
-    assert list(adaptive.history_lengths) == reference_flh.eflh_saol_lengths(horizon, epsilon)
+    assert list(adaptive.history_lengths) == ref_family.eflh_saol_lengths(horizon, epsilon)
     queries = (eflh.num_queries, adaptive.num_queries)
     assert queries == (most, 1 + len(adaptive.history_lengths))
     if counts is not None:
         assert make("eflh", num_arms=4, horizon=horizon).epsilon == epsilon and queries == counts
     dyadic = make("saol", num_arms=4, horizon=T_FLH, scales="all")
-    assert list(dyadic.history_lengths) == reference_flh.dyadic_lengths(T_FLH)
+    assert list(dyadic.history_lengths) == ref_family.dyadic_lengths(T_FLH)

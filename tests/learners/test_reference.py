@@ -27,12 +27,7 @@ import pytest
 
 from stabl_jax import make, sampling
 from stabl_jax.learners.tsallis_inf import reduced_variance_estimate
-from tests.learners import (
-    reference,
-    reference_baselines,
-    reference_flh,
-)
-from tests.learners import reference_index_policies as ref_index
+from tests.learners import reference, reference_baselines
 from tests.learners import reference_nonstationary as ref_ns
 from tests.learners import reference_stabl_family as ref_family
 from tests.scripts.load import load_script
@@ -343,9 +338,9 @@ def _flh(c: Case) -> dict:
     extra: dict[str, Any] = {}
     scale = float(getattr(c.params, "expert_lr_scale", 1.0))
     if hasattr(c.learner, "epsilon"):  # EFLH
-        lengths = reference_flh.eflh_lengths(T, c.options.get("epsilon", 0.25))  # the default
+        lengths = ref_family.eflh_lengths(T, c.options.get("epsilon", 0.25))  # the default
         assert list(c.learner.lengths) == lengths
-        extra["working_set"] = reference_flh.eflh_working_set(lengths)
+        extra["working_set"] = ref_family.eflh_working_set(lengths)
 
     def rate(i: int) -> float:
         spans = [L for L in lengths if (i - 1) % L == 0] if lengths else [T]
@@ -353,7 +348,7 @@ def _flh(c: Case) -> dict:
 
     alpha, capacity = float(c.learner.meta_learning_rate(c.params)), c.learner.num_queries
     extra |= {"capacity": capacity, "alpha": alpha, "rate": rate}
-    out = reference_flh.flh_reference(c.losses, c.u, **extra)
+    out = ref_family.flh_reference(c.losses, c.u, **extra)
     alive = out["start"] > 0
     assert alive.sum(axis=1).max() == capacity
     experts = np.where(alive[..., None], out["experts"], 0.0)
@@ -362,7 +357,7 @@ def _flh(c: Case) -> dict:
 
 def _eflh_saol(c: Case) -> dict:
     """SAOL's loop on EFLH's lengths (the learner's own, ``eps = 0.25``)."""
-    assert list(c.learner.history_lengths) == reference_flh.eflh_saol_lengths(len(c.losses), 0.25)
+    assert list(c.learner.history_lengths) == ref_family.eflh_saol_lengths(len(c.losses), 0.25)
     return _lengths(ref_family.saol_reference)(c)
 
 
@@ -535,7 +530,7 @@ ON_VIZIER: dict[str, Any] = {"uniforms": 1}
 ON_VIZIER["losses"] = lambda T, N: drifting_losses(T, N, T, 0.5, 0.5)
 MUTES_ABOVE_10 = _above("meta_lr_scale", 10)
 F = Family
-RB, RI, RF = reference_baselines, ref_index, ref_family
+RB, RF = reference_baselines, ref_family
 # fmt: off
 FLH_QUERIES: dict[str, Any] = {"uniforms": lambda learner: 1 + learner.num_queries, "T": 80, "N": 4}
 THOMPSONS = ("thompson", "discounted_thompson", "sw_thompson")
@@ -562,16 +557,16 @@ FAMILIES = {family.learner: family for family in [
     F("exp3s", _rec_weights, _numbers(RB.exp3s_reference, "gamma", "alpha", "lr_scale"),
       WEIGHTS, 1),
     F("exp3_ix", _rec_weights, _exp3_ix, WEIGHTS, 1),
-    F("d_ucb", _rec_ucb, _index_policy(RI.d_ucb_reference, "discount", "explore_scale",
+    F("d_ucb", _rec_ucb, _index_policy(RB.d_ucb_reference, "discount", "explore_scale",
                                        statics=("xi",)), UCB),
-    F("sw_ucb", _rec_ucb, _index_policy(RI.sw_ucb_reference, "explore_scale",
+    F("sw_ucb", _rec_ucb, _index_policy(RB.sw_ucb_reference, "explore_scale",
                                         statics=("window", "xi")), UCB, also=_final_window),
-    F("ucb1", _rec_ucb, _index_policy(RI.ucb1_reference, "explore_scale"), UCB),
-    F("klucb", _rec_ucb, _index_policy(RI.klucb_reference, "c"), UCB,
+    F("ucb1", _rec_ucb, _index_policy(RB.ucb1_reference, "explore_scale"), UCB),
+    F("klucb", _rec_ucb, _index_policy(RB.klucb_reference, "c"), UCB,
       also=_klucb_below_hoeffding),
-    F("sw_klucb", _rec_ucb, _index_policy(RI.sw_klucb_reference, "explore_scale",
+    F("sw_klucb", _rec_ucb, _index_policy(RB.sw_klucb_reference, "explore_scale",
                                           statics=("window",)), UCB),
-    F("d_klucb", _rec_ucb, _index_policy(RI.d_klucb_reference, "discount", "explore_scale"), UCB),
+    F("d_klucb", _rec_ucb, _index_policy(RB.d_klucb_reference, "discount", "explore_scale"), UCB),
     F("cusum_ucb", _rec_ucb, _detector(ref_ns.cusum_ucb_reference, "threshold", "drift", "alpha",
                                        ints=("warmup",), statics=("test_every",)),
       DETECTOR, **FLOAT32),
