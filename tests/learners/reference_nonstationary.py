@@ -316,8 +316,7 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
     def rho_hat(x: float) -> float:
         return test_scale * 6.0 * (math.log2(horizon) + 1.0) * math.log(horizon / delta) * rho(x)
 
-    out = {name: np.zeros(horizon, int) for name in ("played", "order")}
-    out |= {"optimistic": np.zeros(horizon), "restart": np.zeros(horizon, bool)}
+    rec = defaultdict[str, list](list)
     n, t_n = 0, 1  # block n starts at round t_n (1-based)
     instances: list[dict] = []  # MALG's instances of block n: order m, start s, end e, UCB1
     history: list[tuple[float, float]] = []  # (g~, R) of the block's rounds
@@ -346,11 +345,9 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
         )
         span = t - t_n + 1
         test2 = sum(x - r for x, r in history) / span >= 3.0 * rho_hat(span)
-        out["played"][t - 1], out["optimistic"][t - 1] = arm, g
-        if test1 or test2:
+        if restart := test1 or test2:
             n, t_n, instances, history = 0, t + 1, [], []
-            out["restart"][t - 1] = True
         elif t + 1 == t_n + 2**n:  # the block is over: the next, twice as long
             n, t_n, instances, history = n + 1, t + 1, [], []
-        out["order"][t - 1] = n
-    return out
+        record(rec, played=arm, optimistic=g, restart=restart, order=n)
+    return stack(rec)

@@ -1,6 +1,6 @@
-"""Deterministic limits and invariants of the uniform learner, Hedge, SAOL and StABL's variants,
-and the EXP3 log-domain update (Algorithm 2, line 5) against float64 at every scale (their
-step-by-step NumPy references are rows of ``test_reference.py``)."""
+"""Invariants of the uniform learner and StABL's variants (one query, anytime, adaptive), and
+the EXP3 log-domain update (Algorithm 2, line 5) against float64 at every scale (their
+step-by-step NumPy references, one-expert limits included, are rows of ``test_reference.py``)."""
 
 from __future__ import annotations
 
