@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -85,27 +85,25 @@ def prod_meta_reference(losses, u, lengths, eta, experts_round: ExpertsRound, ro
     return stack(rec) | {"muted": muted}
 
 
-def stabl_meta_rates(n: int, lengths: Sequence[int]) -> np.ndarray:
-    """Line 6: ``eta_k = min(1 / (2 sqrt n), 1 / sqrt(n L_k))``."""
-    return np.array([min(1.0 / (2.0 * math.sqrt(n)), 1.0 / math.sqrt(n * L)) for L in lengths])
-
-
 def stabl_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, **options):
-    """StABL (Algorithm 1) on :func:`prod_meta_reference`: meta rates ``eta_k`` (line 6), EXP3
-    experts (Algorithm 2) at ``eta'_k = sqrt(ln n / (L_k n C))``, ``C = 2B`` (``P >= v_k / (2B)``)
-    or ``2 log2 T`` (``expert_c="2logT"``); ``rate_scales``, ``meta_scales`` scale them per expert
-    (the rate grid: an expert per (length, scale)). Line 9: ``P = m^2 / (2 |m|^2) + sum_k v_k /
-    (2B)``, ``m = max_k v_k`` (``observation="uniform"``: ``1/n``); ``xo = draw(P, u[t, 1])`` is
-    observed, ``c = l(xo) / P(xo)`` (line 11), ``v_k(xo) *= exp(-eta'_k c)`` normalised (line
-    12), ``r_k = c (mix(xo) - v_k(xo))`` (line 13; reward: ``c = (1 - l(xo)) / P(xo)``, signs
-    flipped). Adds ``observed``, ``obs_probs``, ``suffered`` ``l(x)``, ``expected`` ``mix . l``.
-    ``options``: ``observation``, ``expert_c``, ``feedback``, ``round_offset``, the scales."""
+    """StABL (Algorithm 1) on :func:`prod_meta_reference`: meta rates ``eta_k = min(1 / (2
+    sqrt n), 1 / sqrt(n L_k))`` (line 6), EXP3 experts (Algorithm 2) at ``eta'_k = sqrt(ln n /
+    (L_k n C))``, ``C = 2B`` (``P >= v_k / (2B)``) or ``2 log2 T`` (``expert_c="2logT"``);
+    ``rate_scales``, ``meta_scales`` scale them per expert (the rate grid: an expert per
+    (length, scale)). Line 9: ``P = m^2 / (2 |m|^2) + sum_k v_k / (2B)``, ``m = max_k v_k``
+    (``observation="uniform"``: ``1/n``); ``xo = draw(P, u[t, 1])`` is observed
+    (``observation="played"``, one query: ``P = mix``, ``xo = x``), ``c = l(xo) / P(xo)`` (line
+    11), ``v_k(xo) *= exp(-eta'_k c)`` normalised (line 12), ``r_k = c (mix(xo) - v_k(xo))``
+    (line 13; reward: ``c = (1 - l(xo)) / P(xo)``, signs flipped). Adds ``observed``,
+    ``obs_probs``, ``suffered`` ``l(x)``, ``expected`` ``mix . l``. ``options``:
+    ``observation``, ``expert_c``, ``feedback``, ``round_offset``, the scales."""
     observation = options.get("observation", "importance")
     feedback = options.get("feedback", "loss")
     (T, n), L = losses.shape, np.asarray(lengths, dtype=np.float64)
     B, sign = len(L), -1.0 if feedback == "loss" else 1.0
     C = 2.0 * B if options.get("expert_c", "2B") == "2B" else 2.0 * math.log2(T)
-    eta = meta_lr_scale * stabl_meta_rates(n, lengths) * np.asarray(options.get("meta_scales", 1.0))
+    eta = meta_lr_scale * np.minimum(1.0 / (2.0 * math.sqrt(n)), 1.0 / np.sqrt(n * L))  # line 6
+    eta = eta * np.asarray(options.get("meta_scales", 1.0))
     eta_e = expert_lr_scale * np.sqrt(math.log(n) / (L * n * C))
     eta_e = eta_e * np.asarray(options.get("rate_scales", 1.0))
 
@@ -114,8 +112,8 @@ def stabl_reference(losses, u, lengths, *, expert_lr_scale, meta_lr_scale, **opt
             m = v.max(axis=0)
             P = 0.5 * m**2 / np.sum(m**2) + 0.5 * v.sum(axis=0) / B
         else:
-            P = np.full(n, 1.0 / n)
-        xo = draw(P, u[t, 1])
+            P = mix if observation == "played" else np.full(n, 1.0 / n)
+        xo = x if observation == "played" else draw(P, u[t, 1])
         c = (losses[t, xo] if feedback == "loss" else 1.0 - losses[t, xo]) / P[xo]
         new_v = v.copy()
         for k in range(B):

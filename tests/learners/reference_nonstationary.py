@@ -22,12 +22,13 @@ The parameter-free ones keep the full history of plays:
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
 import numpy as np
 
-from tests.learners import reference_index_policies as index_policies
-from tests.learners.reference import draw
-from tests.learners.reference_index_policies import argmax_first
+from tests.learners import reference_baselines as baselines
+from tests.learners.reference import draw, record, stack
+from tests.learners.reference_baselines import argmax_first
 
 
 def _ucb(samples: list[list[float]], log_term: float, width: float) -> np.ndarray:
@@ -49,18 +50,16 @@ def cusum_ucb_reference(losses, u, *, threshold, drift, alpha, warmup, xi=1.0, t
     a two-sided CUSUM on the played arm (first ``M = warmup`` samples estimate ``u0``), run
     from the arm's restart every ``test_every`` samples: an alarm if ``g+`` or ``g-`` reaches
     ``h`` at any of them."""
-    T, K = losses.shape
+    (T, K), rec, restarts = losses.shape, defaultdict[str, list](list), []
     samples: list[list[float]] = [[] for _ in range(K)]
-    out = {"played": np.zeros(T, int), "play_probs": np.zeros((T, K)), "index": np.zeros((T, K))}
-    out["counts"], restarts = np.zeros((T + 1, K)), []
     for t in range(T):
-        out["counts"][t] = [len(s) for s in samples]
+        rec["counts"].append([len(s) for s in samples])
         n_t = max(1, sum(len(s) for s in samples))
         index = _ucb(samples, math.log(n_t), math.sqrt(xi))
         probs = np.full(K, alpha / K)
         probs[argmax_first(index)] += 1.0 - alpha
         arm = draw(probs, u[t, 0])
-        out["index"][t], out["play_probs"][t], out["played"][t] = index, probs, arm
+        record(rec, index=index, play_probs=probs, played=arm)
         ys = [*samples[arm], 1.0 - losses[t, arm]]
         g_plus, g_minus, alarm = 0.0, 0.0, False
         if len(ys) > warmup and len(ys) % test_every == 0:
@@ -74,30 +73,28 @@ def cusum_ucb_reference(losses, u, *, threshold, drift, alpha, warmup, xi=1.0, t
             restarts.append(t)
         else:
             samples[arm] = ys
-    out["counts"][T] = [len(s) for s in samples]
-    return {**out, "restarts": restarts}
+    rec["counts"].append([len(s) for s in samples])
+    return stack(rec) | {"restarts": restarts}
 
 
 def m_ucb_reference(losses, *, window, threshold, gamma):
     """M-UCB: forced exploration ``(t - tau) mod floor(K / gamma)``, UCB1 with
     ``log(t - tau)``, a global restart when the last ``w`` samples' halves differ by ``> b``."""
-    T, K = losses.shape
+    (T, K), rec, tau, restarts = losses.shape, defaultdict[str, list](list), 0, []
     samples: list[list[float]] = [[] for _ in range(K)]
-    out = {"played": np.zeros(T, int), "index": np.zeros((T, K)), "counts": np.zeros((T + 1, K))}
-    tau, restarts = 0, []
     for t in range(T):
-        out["counts"][t] = [len(s) for s in samples]
+        rec["counts"].append([len(s) for s in samples])
         index = _ucb(samples, math.log(t + 1 - tau), math.sqrt(2.0))
         forced = _forced(t + 1 - tau, gamma, K)
         arm = forced if forced >= 0 else argmax_first(index)
-        out["index"][t], out["played"][t] = index, arm
+        record(rec, index=index, played=arm)
         samples[arm].append(1.0 - losses[t, arm])
         last, half = samples[arm][-window:], window // 2
         if len(samples[arm]) >= window and abs(sum(last[half:]) - sum(last[:half])) > threshold:
             samples, tau = [[] for _ in range(K)], t + 1
             restarts.append(t)
-    out["counts"][T] = [len(s) for s in samples]
-    return {**out, "restarts": restarts}
+    rec["counts"].append([len(s) for s in samples])
+    return stack(rec) | {"restarts": restarts}
 
 
 def m_ucb_gamma(num_arms, horizon, num_changes, window, count):
@@ -111,21 +108,12 @@ def m_ucb_gamma(num_arms, horizon, num_changes, window, count):
 
 def bernoulli_kl(p: float, q: float, eps: float = 1e-7) -> float:
     """``kl(p, q)`` of Bernoulli means, ``q`` clipped to ``[eps, 1 - eps]``."""
-    return index_policies.bernoulli_kl(p, min(max(q, eps), 1.0 - eps))
+    return baselines.bernoulli_kl(p, min(max(q, eps), 1.0 - eps))
 
 
 def _klucb(s: list[float], budget: float) -> float:
-    if not s:
-        return np.inf
-    mu = min(1.0, max(0.0, float(np.mean(s))))
-    lo, hi = mu, 1.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if len(s) * bernoulli_kl(mu, mid) <= budget:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """kl-UCB's index of the samples ``s`` (``+inf`` if none)."""
+    return baselines.klucb_upper(float(np.mean(s)), len(s), budget) if s else np.inf
 
 
 def _glr_change(ys: list[float], delta, subsample, max_splits, threshold_scale) -> bool:
@@ -154,43 +142,41 @@ def glr_klucb_reference(losses, *, delta, alpha, subsample, test_every, max_spli
     restart, threshold_scale = options.get("restart", "local"), options.get("threshold_scale", 3.0)
     log_scale, loglog_scale = options.get("log_scale", 3.0), options.get("loglog_scale", 0.0)
     constant = options.get("alpha_schedule", "constant") == "constant"
-    T, K = losses.shape
-    samples: list[list[float]] = [[] for _ in range(K)]
-    out = {"played": np.zeros(T, int), "index": np.zeros((T, K)), "counts": np.zeros((T + 1, K))}
+    (T, K), rec = losses.shape, defaultdict[str, list](list)
     tau, restarts = [0] * K, []
+    samples: list[list[float]] = [[] for _ in range(K)]
     for t in range(T):
-        out["counts"][t] = [len(s) for s in samples]
+        rec["counts"].append([len(s) for s in samples])
         logs = [math.log(t + 1 - tau[i]) for i in range(K)]
         budgets = [log_scale * b + loglog_scale * math.log(max(b, 1.0)) for b in logs]
         index = np.array([_klucb(samples[i], budgets[i]) for i in range(K)])
         rate = alpha if constant else min(1.0, alpha * math.sqrt(1 + len(restarts)))
         forced = _forced(t + 1, rate, K)
         arm = forced if forced >= 0 else argmax_first(index)
-        out["index"][t], out["played"][t] = index, arm
+        record(rec, index=index, played=arm)
         samples[arm].append(1.0 - losses[t, arm])
         test = len(samples[arm]) % test_every == 0
         if test and _glr_change(samples[arm], delta, subsample, max_splits, threshold_scale):
             for i in [arm] if restart == "local" else range(K):
                 samples[i], tau[i] = [], t + 1
             restarts.append(t)
-    out["counts"][T] = [len(s) for s in samples]
-    return {**out, "restarts": restarts}
+    rec["counts"].append([len(s) for s in samples])
+    return stack(rec) | {"restarts": restarts}
 
 
 def rexp3_reference(losses, u, *, gamma, batch):
     """Rexp3: Exp3 with unnormalised weights ``w``, reset to 1 after every ``batch`` rounds."""
-    T, K = losses.shape
-    w, restarts = np.ones(K), []
-    out = {"played": np.zeros(T, int), "play_probs": np.zeros((T, K))}
+    (T, K), rec, restarts = losses.shape, defaultdict[str, list](list), []
+    w = np.ones(K)
     for t in range(T):
         probs = (1.0 - gamma) * w / w.sum() + gamma / K
         arm = draw(probs, u[t, 0])
-        out["play_probs"][t], out["played"][t] = probs, arm
+        record(rec, play_probs=probs, played=arm)
         w[arm] *= math.exp(gamma * (1.0 - losses[t, arm]) / probs[arm] / K)
         if (t + 1) % batch == 0:
             w = np.ones(K)
             restarts.append(t)
-    return {**out, "restarts": restarts}
+    return stack(rec) | {"restarts": restarts}
 
 
 def _grid(t: int, t_l: int, every: int, keep: int) -> list[int]:
@@ -263,9 +249,7 @@ def adswitch_reference(losses, u, *, c1, c2, check_scale, every, keep, levels):
     episode, t_l, good, last = 1, 1, [True] * k, [-1] * k
     tilde: dict[int, tuple[float, float]] = {}
     obligations: dict[int, list[tuple[float, int, int]]] = {a: [] for a in range(k)}
-    out = {name: np.zeros((horizon, k), bool) for name in ("good", "pending")}
-    out |= {name: np.zeros((horizon, k)) for name in ("mean_bad", "gap_bad")}
-    out |= {name: np.zeros(horizon, int) for name in ("played", "episode")}
+    rec = defaultdict[str, list](list)
     for t in range(1, horizon + 1):
         # Step 2: add checks for bad arms.
         rate = math.sqrt(episode / (k * horizon * log_t))
@@ -287,11 +271,9 @@ def adswitch_reference(losses, u, *, c1, c2, check_scale, every, keep, levels):
         budget = c2 * log_t
         change = any(
             _good_changed(plays, rewards, a, starts, t, budget) for a in range(k) if good[a]
-        ) or any(
-            _bad_changed(plays, rewards, a, starts, t, *tilde[a], budget)
-            for a in range(k)
-            if not good[a]
         )
+        bad = [a for a in range(k) if not good[a]]
+        change |= any(_bad_changed(plays, rewards, a, starts, t, *tilde[a], budget) for a in bad)
         # Step 6: drop the met obligations.
         for a in range(k):
             obligations[a] = [
@@ -304,12 +286,11 @@ def adswitch_reference(losses, u, *, c1, c2, check_scale, every, keep, levels):
             episode, t_l, good, tilde = episode + 1, t + 1, [True] * k, {}
             obligations = {a: [] for a in range(k)}
             plays[: t + 1] = -1
-        out["played"][t - 1], out["episode"][t - 1] = arm, episode
-        out["good"][t - 1] = good
-        out["pending"][t - 1] = [bool(obligations[a]) for a in range(k)]
-        for a in range(k):
-            out["mean_bad"][t - 1, a], out["gap_bad"][t - 1, a] = tilde.get(a, (math.nan,) * 2)
-    return out
+        mean, gap = zip(*(tilde.get(a, (math.nan, math.nan)) for a in range(k)), strict=True)
+        pending = [bool(obligations[a]) for a in range(k)]
+        record(rec, played=arm, episode=episode, good=list(good), pending=pending)
+        record(rec, mean_bad=mean, gap_bad=gap)
+    return stack(rec)
 
 
 def _ucb1(counts: np.ndarray, sums: np.ndarray, explore_scale: float) -> tuple[int, float]:
@@ -326,8 +307,7 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
     """MASTER over UCB1 on ``losses`` ``(T, K)`` with MALG's draws ``u`` ``(T, M)`` (draw
     ``m`` decides order ``m``), horizon ``T``: Wei and Luo, COLT 2021, Algorithms 1 and 2.
     Returns ``played`` ``(T,)``, ``optimistic`` ``(T,)`` (``g~_t``), ``order`` ``(T,)`` (the block
-    after each round), ``restart`` ``(T,)`` bool (a test failed at round ``t``) and ``test1``
-    ``(T,)`` bool (Test 1 failed)."""
+    after each round) and ``restart`` ``(T,)`` bool (a test failed at round ``t``)."""
     horizon, k = losses.shape
 
     def rho(x: float) -> float:
@@ -336,10 +316,7 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
     def rho_hat(x: float) -> float:
         return test_scale * 6.0 * (math.log2(horizon) + 1.0) * math.log(horizon / delta) * rho(x)
 
-    out = {name: np.zeros(horizon, int) for name in ("played", "order")}
-    out |= {"optimistic": np.zeros(horizon)} | {
-        k: np.zeros(horizon, bool) for k in ("restart", "test1")
-    }
+    rec = defaultdict[str, list](list)
     n, t_n = 0, 1  # block n starts at round t_n (1-based)
     instances: list[dict] = []  # MALG's instances of block n: order m, start s, end e, UCB1
     history: list[tuple[float, float]] = []  # (g~, R) of the block's rounds
@@ -368,12 +345,9 @@ def master_reference(losses, u, *, delta, test_scale, explore_scale):
         )
         span = t - t_n + 1
         test2 = sum(x - r for x, r in history) / span >= 3.0 * rho_hat(span)
-        out["played"][t - 1], out["optimistic"][t - 1] = arm, g
-        out["test1"][t - 1] = test1
-        if test1 or test2:
+        if restart := test1 or test2:
             n, t_n, instances, history = 0, t + 1, [], []
-            out["restart"][t - 1] = True
         elif t + 1 == t_n + 2**n:  # the block is over: the next, twice as long
             n, t_n, instances, history = n + 1, t + 1, [], []
-        out["order"][t - 1] = n
-    return out
+        record(rec, played=arm, optimistic=g, restart=restart, order=n)
+    return stack(rec)

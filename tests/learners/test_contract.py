@@ -85,27 +85,30 @@ def test_learner_is_frozen_and_hashed_by_value(learner_name, learner):
         learner.num_arms = 7
 
 
-def test_step_under_jit_keeps_dtypes_and_shapes(learner):
-    state = learner.init(jax.random.key(0))
-    new_state, info = _round(learner, state, _loss(0), jax.random.key(1))[0]
-    spec = [
-        jax.tree.map(lambda x: (jnp.asarray(x).dtype, np.shape(x)), s) for s in (new_state, state)
-    ]
-    assert spec[0] == spec[1]
-    assert info.arms.shape == (learner.num_queries,) and info.arms.dtype == jnp.int32
-    assert info.observed.shape == (learner.num_queries,)
-    assert info.play_probs.shape == (NUM_ARMS,)
-    np.testing.assert_allclose(float(info.play_probs.sum()), 1.0, rtol=1e-5)
-    assert int(new_state.t) == 1
-
-
-def test_no_retrace_on_second_call(learner_name, learner):
-    """Repeated calls, and an equal learner built anew, reuse one trace (static by value)."""
+def test_rounds_under_jit_keep_shapes_play_is_step_and_trace_once(learner_name, learner):
+    """Three rounds of :func:`_round`: the state keeps its dtypes and shapes, the info holds
+    ``(num_queries,)`` int32 arms and a distribution; ``play(state, reveal, key)`` is ``step``,
+    bit for bit, ``reveal`` getting only the queried arms (in range, positive probabilities);
+    one trace for them all and for an equal learner built anew (static by value)."""
     state = learner.init(jax.random.key(0))
     for t in range(3):
-        state, _ = _round(learner, state, _loss(t), jax.random.key(t))[0]
-    state, _ = _round(small_learner(learner_name), state, _loss(3), jax.random.key(3))[0]
+        loss, key = _loss(t), jax.random.key(10 + t)
+        (stepped, info), (played, query, observed) = _round(learner, state, loss, key)
+        chex.assert_trees_all_equal_shapes_and_dtypes(stepped, state)
+        assert info.arms.shape == (learner.num_queries,) and info.arms.dtype == jnp.int32
+        assert info.observed.shape == (learner.num_queries,)
+        assert info.play_probs.shape == (NUM_ARMS,)
+        np.testing.assert_allclose(float(info.play_probs.sum()), 1.0, rtol=1e-5)
+        chex.assert_trees_all_equal(played, stepped)
+        np.testing.assert_array_equal(query.arms, info.arms)
+        np.testing.assert_array_equal(observed, info.observed)
+        assert bool(jnp.all((query.arms >= 0) & (query.arms < NUM_ARMS)))
+        assert bool(jnp.all(query.query_probs > 0))
+        state = stepped
+        assert int(state.t) == t + 1
+    _round(small_learner(learner_name), state, _loss(3), jax.random.key(3))
     assert TRACES[learner] == 1
+    assert REVEALED[learner] == [(learner.num_queries,)]
 
 
 def test_scan_and_vmap_match_python_loops(learner):
@@ -139,22 +142,6 @@ def test_every_params_field_has_a_range_and_values_outside_it_are_named(learner)
     if not jax.tree.leaves(learner.default_params):
         pytest.skip(f"{type(learner).__name__} has no sweepable params")
     assert_params_bounded(learner)
-
-
-def test_play_is_step_with_only_the_queried_losses_revealed(learner):
-    """``play(state, reveal, key)`` is ``step``, bit for bit; ``reveal`` gets only the queried
-    arms ``(num_queries,)`` (in range, positive probabilities), once per trace."""
-    state = learner.init(jax.random.key(0))
-    for t in range(3):
-        loss, key = _loss(t), jax.random.key(10 + t)
-        (stepped, info), (played, query, observed) = _round(learner, state, loss, key)
-        chex.assert_trees_all_equal(played, stepped)
-        np.testing.assert_array_equal(query.arms, info.arms)
-        np.testing.assert_array_equal(observed, info.observed)
-        assert bool(jnp.all((query.arms >= 0) & (query.arms < NUM_ARMS)))
-        assert bool(jnp.all(query.query_probs > 0))
-        state = stepped
-    assert REVEALED[learner] == [(learner.num_queries,)]
 
 
 @pytest.mark.parametrize("name", ["exp3", "stabl"])

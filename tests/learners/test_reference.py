@@ -27,12 +27,7 @@ import pytest
 
 from stabl_jax import make, sampling
 from stabl_jax.learners.tsallis_inf import reduced_variance_estimate
-from tests.learners import (
-    reference,
-    reference_baselines,
-    reference_flh,
-)
-from tests.learners import reference_index_policies as ref_index
+from tests.learners import reference, reference_baselines
 from tests.learners import reference_nonstationary as ref_ns
 from tests.learners import reference_stabl_family as ref_family
 from tests.scripts.load import load_script
@@ -242,8 +237,9 @@ def _rec_vizier(learner, state, key, step):
     return {"play": play, "obs": obs}
 
 
-def _stabl(c: Case) -> dict:
-    """StABL; the rate grid as StABL over every (length, scale) pair, expert ``k S + j``."""
+def _stabl(c: Case, **forced) -> dict:
+    """StABL; the rate grid as StABL over every (length, scale) pair, expert ``k S + j``;
+    ``forced`` options (one query: ``observation="played"``)."""
     names = ("observation", "feedback", "round_offset", "expert_c")
     options = {k: c.options[k] for k in names if k in c.options}
     lengths = c.learner.history_lengths
@@ -253,7 +249,7 @@ def _stabl(c: Case) -> dict:
         options["rate_scales"] = list(grid) * len(c.learner.history_lengths)
         if c.options.get("scale_meta", True):  # expert (k, j)'s meta step s_j eta_k
             options["meta_scales"] = options["rate_scales"]
-    options |= c.num("meta_lr_scale", "expert_lr_scale")
+    options |= c.num("meta_lr_scale", "expert_lr_scale") | forced
     return reference.stabl_reference(c.losses, c.u, lengths, **options)
 
 
@@ -342,9 +338,9 @@ def _flh(c: Case) -> dict:
     extra: dict[str, Any] = {}
     scale = float(getattr(c.params, "expert_lr_scale", 1.0))
     if hasattr(c.learner, "epsilon"):  # EFLH
-        lengths = reference_flh.eflh_lengths(T, c.options.get("epsilon", 0.25))  # the default
+        lengths = ref_family.eflh_lengths(T, c.options.get("epsilon", 0.25))  # the default
         assert list(c.learner.lengths) == lengths
-        extra["working_set"] = reference_flh.eflh_working_set(lengths)
+        extra["working_set"] = ref_family.eflh_working_set(lengths)
 
     def rate(i: int) -> float:
         spans = [L for L in lengths if (i - 1) % L == 0] if lengths else [T]
@@ -352,7 +348,7 @@ def _flh(c: Case) -> dict:
 
     alpha, capacity = float(c.learner.meta_learning_rate(c.params)), c.learner.num_queries
     extra |= {"capacity": capacity, "alpha": alpha, "rate": rate}
-    out = reference_flh.flh_reference(c.losses, c.u, **extra)
+    out = ref_family.flh_reference(c.losses, c.u, **extra)
     alive = out["start"] > 0
     assert alive.sum(axis=1).max() == capacity
     experts = np.where(alive[..., None], out["experts"], 0.0)
@@ -361,7 +357,7 @@ def _flh(c: Case) -> dict:
 
 def _eflh_saol(c: Case) -> dict:
     """SAOL's loop on EFLH's lengths (the learner's own, ``eps = 0.25``)."""
-    assert list(c.learner.history_lengths) == reference_flh.eflh_saol_lengths(len(c.losses), 0.25)
+    assert list(c.learner.history_lengths) == ref_family.eflh_saol_lengths(len(c.losses), 0.25)
     return _lengths(ref_family.saol_reference)(c)
 
 
@@ -534,7 +530,7 @@ ON_VIZIER: dict[str, Any] = {"uniforms": 1}
 ON_VIZIER["losses"] = lambda T, N: drifting_losses(T, N, T, 0.5, 0.5)
 MUTES_ABOVE_10 = _above("meta_lr_scale", 10)
 F = Family
-RB, RI, RF = reference_baselines, ref_index, ref_family
+RB, RF = reference_baselines, ref_family
 # fmt: off
 FLH_QUERIES: dict[str, Any] = {"uniforms": lambda learner: 1 + learner.num_queries, "T": 80, "N": 4}
 THOMPSONS = ("thompson", "discounted_thompson", "sw_thompson")
@@ -551,8 +547,8 @@ FAMILIES = {family.learner: family for family in [
       (ARMS, *SAOL), 1, mutes=_above("meta_lr_scale", 2)),
     F("saol", _rec_saol, _lengths(RF.saol_reference), (ARMS, *SAOL), QUERIES,
       mutes=_above("meta_lr_scale", 2)),
-    F("stabl_one_query", _rec_stabl, _lengths(RF.stabl_one_query_reference), (PLAYED, *SAOL), 1,
-      mutes=MUTES_ABOVE_10, also=_obs_is_mix),
+    F("stabl_one_query", _rec_stabl, functools.partial(_stabl, observation="played"),
+      (PLAYED, *SAOL), 1, mutes=MUTES_ABOVE_10, also=_obs_is_mix),
     F("stabl_anytime", _rec_anytime, _lengths(RF.stabl_anytime_reference, ("feedback",)),
       ANYTIME, 2, mutes=_above("meta_lr_scale", 5)),
     # the cap eta <= 1/(2 E_t) rules muting out at meta scale 1
@@ -561,16 +557,16 @@ FAMILIES = {family.learner: family for family in [
     F("exp3s", _rec_weights, _numbers(RB.exp3s_reference, "gamma", "alpha", "lr_scale"),
       WEIGHTS, 1),
     F("exp3_ix", _rec_weights, _exp3_ix, WEIGHTS, 1),
-    F("d_ucb", _rec_ucb, _index_policy(RI.d_ucb_reference, "discount", "explore_scale",
+    F("d_ucb", _rec_ucb, _index_policy(RB.d_ucb_reference, "discount", "explore_scale",
                                        statics=("xi",)), UCB),
-    F("sw_ucb", _rec_ucb, _index_policy(RI.sw_ucb_reference, "explore_scale",
+    F("sw_ucb", _rec_ucb, _index_policy(RB.sw_ucb_reference, "explore_scale",
                                         statics=("window", "xi")), UCB, also=_final_window),
-    F("ucb1", _rec_ucb, _index_policy(RI.ucb1_reference, "explore_scale"), UCB),
-    F("klucb", _rec_ucb, _index_policy(RI.klucb_reference, "c"), UCB,
+    F("ucb1", _rec_ucb, _index_policy(RB.ucb1_reference, "explore_scale"), UCB),
+    F("klucb", _rec_ucb, _index_policy(RB.klucb_reference, "c"), UCB,
       also=_klucb_below_hoeffding),
-    F("sw_klucb", _rec_ucb, _index_policy(RI.sw_klucb_reference, "explore_scale",
+    F("sw_klucb", _rec_ucb, _index_policy(RB.sw_klucb_reference, "explore_scale",
                                           statics=("window",)), UCB),
-    F("d_klucb", _rec_ucb, _index_policy(RI.d_klucb_reference, "discount", "explore_scale"), UCB),
+    F("d_klucb", _rec_ucb, _index_policy(RB.d_klucb_reference, "discount", "explore_scale"), UCB),
     F("cusum_ucb", _rec_ucb, _detector(ref_ns.cusum_ucb_reference, "threshold", "drift", "alpha",
                                        ints=("warmup",), statics=("test_every",)),
       DETECTOR, **FLOAT32),
@@ -624,6 +620,9 @@ ROWS = [  # (family, options, values): one row per code path; rows of equal lear
                              history_lengths=(4, 16, 64)), {}),
     ("stabl_rate_grid", dict(rate_grid=(0.5, 30.0), feedback="reward"), dict(meta_lr_scale=20.0)),
     ("hedge", {}, dict(lr_scale=3.0)),
+    # one length covering the horizon: p = 1, r = 0, the lone meta weight never moves and the
+    # expert is EXP3 (Hedge for SAOL-Hedge) fed the observed arm(s)
+    *((name, dict(history_lengths=(150,)), {}) for name in ("stabl", "saol", "saol_hedge")),
     # round_offset 1, and muting (eta = 8 on L = 2: 1 + eta r <= 0 once r <= -1/8)
     ("saol_hedge", dict(history_lengths=(2, 5, 16), round_offset=1),
      dict(meta_lr_scale=16.0, expert_lr_scale=10.0)),
@@ -643,6 +642,7 @@ ROWS = [  # (family, options, values): one row per code path; rows of equal lear
     ("stabl_adaptive", dict(feedback="reward"), dict(expert_lr_scale=3.0)),
     ("stabl_adaptive", dict(history_lengths=(2, 5, 11, 30)),
      dict(meta_lr_scale=50.0, expert_lr_scale=3.0)),
+    ("stabl_adaptive", dict(history_lengths=(150,)), {}),  # one expert: self-confident EXP3
     # Exp3.S: Section 8's tuning, no switches, without sharing (alpha = 0: Exp3 with gains)
     *(("exp3s", {}, v) for v in EXP3S),
     ("exp3s", dict(num_switches=0), {}),
