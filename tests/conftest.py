@@ -67,11 +67,12 @@ def _optimized(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
 #: keeps this order), so that a long file never starts last while the other worker idles.
 SLOWEST_FIRST = (
     "test_shipped_configs.py", "test_reference.py", "test_contract.py", "test_many_arms.py",
-    "test_kernels.py", "test_faults.py", "test_traced_env_numbers.py", "test_simulate.py",
-    "test_hpo.py", "test_traced_options.py", "test_docs.py", "test_cli.py", "test_bbob.py",
-    "test_baselines.py", "test_metrics.py", "test_input_table.py", "test_sharding.py",
-    "test_multihost.py", "test_lazy_losses.py", "test_gpu_measure_script.py", "test_examples.py",
-    "test_resume.py", "test_streaming.py", "test_same_bits_script.py", "test_properties.py",
+    "test_kernels.py", "test_faults.py", "test_traced_env_numbers.py", "test_hpo.py",
+    "test_simulate.py", "test_docs.py", "test_traced_options.py", "test_metrics.py",
+    "test_sweep.py", "test_multihost.py", "test_sharding.py", "test_cli.py", "test_bbob.py",
+    "test_gpu_measure_script.py", "test_properties.py", "test_resume.py", "test_examples.py",
+    "test_same_bits_script.py", "test_input_table.py", "test_lazy_losses.py",
+    "test_bco_simulate.py", "test_bco_contract.py", "test_baselines.py",
 )  # fmt: skip
 
 
