@@ -20,6 +20,7 @@ from stabl_jax import (
     LEARNERS,
     Environment,
     ExpertAdvice,
+    PiecewiseBernoulli,
     StABL,
     make,
     make_env,
@@ -93,6 +94,13 @@ def test_per_run_params_sweep(env):
         one = learner.default_params.replace(meta_lr_scale=jnp.float32(s))
         alone = simulate(learner, env, jax.random.key(4), num_runs=3, params=one)
         np.testing.assert_array_equal(swept.played[i], alone.played[i])
+
+
+def test_random_change_points_differ_across_runs():
+    env = PiecewiseBernoulli(num_arms=N, horizon=T, num_segments=5, random_change_points=True)
+    result = simulate(EXP3(num_arms=N, horizon=T), env, jax.random.key(5), num_runs=4)
+    points = np.asarray(result.carry.env_params.change_points)
+    assert points.shape == (4, 4) and len({tuple(p) for p in points}) > 1
 
 
 @dataclasses.dataclass(frozen=True)
