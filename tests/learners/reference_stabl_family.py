@@ -194,14 +194,8 @@ def flh_working_set(previous: set[int], tau: int) -> set[int]:
 def eflh_lengths(horizon: int, epsilon: float) -> list[int]:
     """``L_k = 2^{m_k}``, ``m_k = ceil((1 + eps)^k)`` distinct, up to the first ``2^m > T``."""
     top = max(1, math.ceil(math.log2(horizon + 1)))
-    exponents: list[int] = []
-    k = 0
-    while not exponents or exponents[-1] < top:
-        m = min(top, max(1, math.ceil((1 + epsilon) ** k)))
-        if not exponents or m > exponents[-1]:
-            exponents.append(m)
-        k += 1
-    return [2**m for m in exponents]
+    ks = range(int(math.log(top) / math.log1p(epsilon)) + 2)  # (1 + eps)^k reaches top
+    return [2**m for m in sorted({min(top, max(1, math.ceil((1 + epsilon) ** k))) for k in ks})]
 
 
 def eflh_saol_lengths(horizon: int, epsilon: float) -> list[int]:
